@@ -1,0 +1,26 @@
+/**
+ * @file blas.h
+ * @brief CLBlast SGEMM on ::mview operands, row-major, on a device's queue.
+ *
+ * C(m,n) = alpha * op(A) * op(B) + beta * C, where op(A) is (m,k) and op(B)
+ * is (k,n); ld* are row strides in floats. Errors name CLBlast's status.
+ */
+#ifndef MANTA_CL_BLAS_H
+#define MANTA_CL_BLAS_H
+
+#include "cl/cl.h"
+
+manta_status mcl_sgemm(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+                       float alpha, mview a, size_t lda, mview b, size_t ldb, float beta, mview c,
+                       size_t ldc);
+
+/**
+ * @p batch independent GEMMs; operand i starts @p stride_* floats after
+ * operand i-1 (a stride of 0 reuses one matrix, e.g. shared weights).
+ */
+manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n,
+                               size_t k, float alpha, mview a, size_t lda, size_t stride_a,
+                               mview b, size_t ldb, size_t stride_b, float beta, mview c,
+                               size_t ldc, size_t stride_c, size_t batch);
+
+#endif

@@ -1,0 +1,211 @@
+/**
+ * @file cl.h
+ * @brief The OpenCL device layer: enumeration, selection, one open device with
+ *        its context and in-order queue, programs built once per device and
+ *        cached on disk as binaries, counted buffer creation, typed launches.
+ *
+ * One ::mcl_dev belongs to one host thread at a time (OpenCL kernel arguments
+ * are not thread safe). Several devices may be open in one process; nothing
+ * here is global. Every OpenCL status is checked; failures return a
+ * ::manta_status and leave a one-line message in mcl_err().
+ */
+#ifndef MANTA_CL_CL_H
+#define MANTA_CL_CL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+/** What one OpenCL device is, as reported by its platform. */
+typedef struct mcl_device_info {
+    size_t index;               /**< position in the enumeration (all platforms) */
+    unsigned platform_index;    /**< platform number */
+    unsigned device_index;      /**< device number within its platform */
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_device_type type;
+    char platform_name[128];
+    char platform_version[128];
+    char name[256];
+    char vendor[128];
+    char driver_version[128];
+    char device_version[128];   /**< "OpenCL 1.2 ..." */
+    char c_version[128];        /**< "OpenCL C 1.2 ..." */
+    unsigned compute_units;
+    unsigned long long global_mem;   /**< bytes */
+    unsigned long long local_mem;    /**< bytes */
+    unsigned long long max_alloc;    /**< bytes, largest single buffer */
+    size_t max_work_group;
+} mcl_device_info;
+
+/** Most devices one enumeration reports. */
+#define MCL_MAX_DEVICES 64
+
+/** All devices of all platforms, in platform then device order. */
+typedef struct mcl_device_list {
+    size_t count;
+    mcl_device_info dev[MCL_MAX_DEVICES];
+} mcl_device_list;
+
+/** Short name of a device type: "gpu", "cpu", "accelerator" or "other". */
+const char *mcl_type_name(cl_device_type type);
+
+/** Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"); never NULL. */
+const char *mcl_error_name(cl_int code);
+
+/**
+ * List every device of every platform.
+ * @return MANTA_ERR_NO_PLATFORM when no platform (ICD) is installed,
+ *         MANTA_ERR_NO_DEVICE when platforms exist but report no device.
+ */
+manta_status mcl_enumerate(mcl_device_list *out, manta_err *err);
+
+/**
+ * Choose one device. @p spec is an index ("1"), a type ("gpu", "cpu",
+ * "accelerator") or a case-insensitive substring of the device or platform
+ * name. NULL or "" falls back to the MANTA_DEVICE environment variable, then
+ * to device 0.
+ * @return MANTA_ERR_NO_DEVICE naming the spec when nothing matches.
+ */
+manta_status mcl_select(const mcl_device_list *list, const char *spec, size_t *index,
+                        manta_err *err);
+
+/** Options for mcl_open(); zero-initialise for the defaults. */
+typedef struct mcl_options {
+    /** Program-binary cache folder; NULL: $MANTA_CACHE_DIR, else
+     *  $XDG_CACHE_HOME/manta, else $HOME/.cache/manta. */
+    const char *cache_dir;
+    bool no_cache;  /**< build every program from source, write nothing */
+} mcl_options;
+
+/** Counters of one open device, for tests and progress lines. */
+typedef struct mcl_stats {
+    unsigned long programs_compiled;   /**< built from source */
+    unsigned long programs_cached;     /**< loaded from the disk cache */
+    unsigned long buffers_created;     /**< clCreateBuffer calls that succeeded */
+    unsigned long long bytes_allocated;/**< bytes in live buffers */
+    unsigned long launches;            /**< kernels enqueued through mcl_launch */
+} mcl_stats;
+
+/** An open device: context, queue, program and kernel caches. Opaque. */
+typedef struct mcl_dev mcl_dev;
+
+/**
+ * Open a device for computing. On failure *out is NULL and the message is in
+ * @p err. Release with mcl_close().
+ */
+manta_status mcl_open(const mcl_device_info *info, const mcl_options *opt, mcl_dev **out,
+                      manta_err *err);
+
+/** Release every kernel, program, queue and context of @p d. NULL is allowed. */
+void mcl_close(mcl_dev *d);
+
+/** The error record of @p d: the message of its last failed call. */
+manta_err *mcl_err(mcl_dev *d);
+const mcl_device_info *mcl_info(const mcl_dev *d);
+cl_context mcl_context(const mcl_dev *d);
+/** The device's in-order queue (CLBlast takes its address). */
+cl_command_queue *mcl_queue(mcl_dev *d);
+void mcl_get_stats(const mcl_dev *d, mcl_stats *out);
+
+/** Record an OpenCL failure in the device error and return the mapped status. */
+manta_status mcl_fail(mcl_dev *d, cl_int code, const char *what);
+
+/* ---- programs and kernels ---------------------------------------------- */
+
+/**
+ * Build (or load from the disk cache) a program from @p source with
+ * @p options, for @p d. The cache key hashes platform, device, driver version,
+ * options and source. A compile failure returns MANTA_ERR_BUILD with the first
+ * line of the build log in the message; the whole log goes to @p log (may be
+ * NULL) as a malloc'd string the caller frees.
+ * The returned program is owned by the caller (clReleaseProgram).
+ */
+manta_status mcl_build(mcl_dev *d, const char *name, const char *source, const char *options,
+                       cl_program *out, char **log);
+
+/**
+ * Kernel @p kernel of the embedded program @p program (a file name of
+ * cl_kernels/ without ".cl"), built on first use with the shared preamble.
+ * The kernel is owned by @p d and valid until mcl_close().
+ */
+manta_status mcl_kernel(mcl_dev *d, const char *program, const char *kernel, cl_kernel *out);
+
+/* ---- memory -------------------------------------------------------------- */
+
+/** A float32 region of a device buffer: the buffer and an offset in floats. */
+typedef struct mview {
+    cl_mem mem;
+    size_t off;
+} mview;
+
+/** The view @p floats elements further into the same buffer. */
+static inline mview mview_at(mview v, size_t floats)
+{
+    v.off += floats;
+    return v;
+}
+
+/**
+ * Create a read-write buffer of @p bytes. Checks the size against the
+ * device's largest allocation and global memory first and returns
+ * MANTA_ERR_DEVICE_MEMORY naming @p what and the sizes when it cannot fit.
+ */
+manta_status mcl_alloc(mcl_dev *d, size_t bytes, const char *what, cl_mem *out);
+
+/** Release a buffer from mcl_alloc() (NULL allowed) and update the counters. */
+void mcl_free(mcl_dev *d, cl_mem mem);
+
+/** Blocking copies between host and a view; @p n is a count of floats. */
+manta_status mcl_write(mcl_dev *d, mview dst, const float *src, size_t n);
+manta_status mcl_read(mcl_dev *d, mview src, float *dst, size_t n);
+/** Copy @p n floats between views (enqueued, in order). */
+manta_status mcl_copy(mcl_dev *d, mview dst, mview src, size_t n);
+/** Set @p n floats of a view to @p value (enqueued). */
+manta_status mcl_fill(mcl_dev *d, mview dst, float value, size_t n);
+/** Wait for everything enqueued on the device's queue. */
+manta_status mcl_finish(mcl_dev *d);
+
+/* ---- typed kernel launches ---------------------------------------------- */
+
+/**
+ * A kernel launch being assembled. Arguments are appended in order with the
+ * typed setters; the first failure is kept and reported by mcl_launch_run(),
+ * so call sites need one check:
+ * @code
+ *   mcl_launch L;
+ *   mcl_launch_begin(&L, d, "activation", "relu_forward");
+ *   mcl_arg_view(&L, x); mcl_arg_view(&L, y); mcl_arg_int(&L, n);
+ *   return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
+ * @endcode
+ */
+typedef struct mcl_launch {
+    mcl_dev *d;
+    cl_kernel k;
+    const char *name;
+    cl_uint next;
+    manta_status st;
+    cl_int cl_status;
+} mcl_launch;
+
+void mcl_launch_begin(mcl_launch *L, mcl_dev *d, const char *program, const char *kernel);
+/** A view takes two kernel arguments: `__global float *p, uint p_off`. */
+void mcl_arg_view(mcl_launch *L, mview v);
+void mcl_arg_int(mcl_launch *L, int v);
+void mcl_arg_float(mcl_launch *L, float v);
+/** A `__local` scratch argument of @p bytes. */
+void mcl_arg_local(mcl_launch *L, size_t bytes);
+/**
+ * Enqueue. @p global is rounded up to a multiple of @p local (NULL: the
+ * implementation picks). Kernels guard their own bounds.
+ */
+manta_status mcl_launch_run(mcl_launch *L, unsigned dims, const size_t *global,
+                            const size_t *local);
+
+#endif

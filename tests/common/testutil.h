@@ -1,0 +1,68 @@
+/**
+ * @file testutil.h
+ * @brief Helpers shared by the unit tests: the test device, host/device
+ *        transfers of double reference data, tolerant comparison, and central
+ *        finite differences in double precision.
+ */
+#ifndef MANTA_TESTS_TESTUTIL_H
+#define MANTA_TESTS_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "cl/cl.h"
+#include "core/rng.h"
+
+/** Open the device chosen by MANTA_DEVICE (default 0); fails the test on error. */
+mcl_dev *tu_open_device(void);
+
+/** A fresh device buffer of @p n floats (tests only; freed with tu_free). */
+mview tu_alloc(mcl_dev *d, size_t n);
+void tu_free(mcl_dev *d, mview v);
+/** Copy doubles to the device as floats, and back. */
+void tu_upload(mcl_dev *d, mview dst, const double *src, size_t n);
+void tu_download(mcl_dev *d, mview src, double *dst, size_t n);
+/** A device buffer holding @p src (as floats). */
+mview tu_alloc_from(mcl_dev *d, const double *src, size_t n);
+
+/** Fill with uniform values in [lo, hi). */
+void tu_fill_uniform(manta_rng *r, double *x, size_t n, double lo, double hi);
+/** Move values that sit within @p margin of a kink (listed in @p kinks) away
+ *  from it, so finite differences do not straddle a non-differentiable point. */
+void tu_avoid_kinks(double *x, size_t n, const double *kinks, size_t n_kinks, double margin);
+/** Random shape size in [lo, hi]. */
+int tu_rand_int(manta_rng *r, int lo, int hi);
+
+/**
+ * Assert |got - want| <= rtol * (|want| + rms(want)) element-wise; on failure
+ * print the worst element and fail the current test. Returns the worst ratio
+ * of error to allowance (< 1 passes).
+ */
+double tu_assert_close(const double *got, const double *want, size_t n, double rtol,
+                       const char *what);
+
+/** The loss a finite-difference check differentiates: recomputes the
+ *  reference forward from its current inputs and returns a scalar. */
+typedef double (*tu_loss_fn)(void *ctx);
+
+/**
+ * Central differences of @p loss with respect to each of the @p n values of
+ * @p param (perturbed in place by +-eps, then restored): grad[i].
+ */
+void tu_fd_grad(tu_loss_fn loss, void *ctx, double *param, size_t n, double eps, double *grad);
+
+/** sum_i y[i] * r[i]: projects an output onto fixed random weights. */
+double tu_dot(const double *y, const double *r, size_t n);
+
+/** Fail the test with the device's error message when @p st is not OK. */
+#define TU_OK(d, st)                                                                        \
+    do {                                                                                   \
+        manta_status st_ = (st);                                                           \
+        if (st_ != MANTA_OK)                                                               \
+            fail_msg("%s:%d: %s: %s", __FILE__, __LINE__, manta_status_str(st_),           \
+                     manta_err_msg(mcl_err(d), st_));                                      \
+    } while (0)
+
+#endif

@@ -1,0 +1,93 @@
+/* manta devices [--json]: platforms and devices. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s < 32)
+            printf("\\u%04x", (unsigned char)*s);
+        else
+            putchar(*s);
+    }
+    putchar('"');
+}
+
+int cmd_devices(int argc, char **argv)
+{
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: manta devices [--json]\n\n"
+                   "Lists every OpenCL platform and device with its index, type, compute\n"
+                   "units, memory and OpenCL C version. Select one elsewhere with\n"
+                   "--device INDEX|TYPE|NAME or MANTA_DEVICE.\n");
+            return 0;
+        } else {
+            fprintf(stderr, "manta devices: unknown option '%s' (see --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    mcl_device_list *list = malloc(sizeof *list);
+    if (!list)
+        return 1;
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = mcl_enumerate(list, &err);
+    if (st != MANTA_OK) {
+        cmd_error("devices", st, &err);
+        free(list);
+        return 1;
+    }
+    size_t sel = 0;
+    int have_sel = mcl_select(list, NULL, &sel, NULL) == MANTA_OK;
+    if (json) {
+        printf("{\"devices\":[");
+        for (size_t i = 0; i < list->count; i++) {
+            const mcl_device_info *d = &list->dev[i];
+            printf("%s{\"index\":%zu,\"platform\":", i ? "," : "", d->index);
+            json_str(d->platform_name);
+            printf(",\"platform_index\":%u,\"name\":", d->platform_index);
+            json_str(d->name);
+            printf(",\"vendor\":");
+            json_str(d->vendor);
+            printf(",\"type\":\"%s\",\"compute_units\":%u,\"global_mem\":%llu,"
+                   "\"local_mem\":%llu,\"max_alloc\":%llu,\"max_work_group\":%zu,\"version\":",
+                   mcl_type_name(d->type), d->compute_units, d->global_mem, d->local_mem,
+                   d->max_alloc, d->max_work_group);
+            json_str(d->device_version);
+            printf(",\"opencl_c\":");
+            json_str(d->c_version);
+            printf(",\"driver\":");
+            json_str(d->driver_version);
+            printf(",\"selected\":%s}", have_sel && sel == i ? "true" : "false");
+        }
+        printf("]}\n");
+    } else {
+        unsigned last = (unsigned)-1;
+        for (size_t i = 0; i < list->count; i++) {
+            const mcl_device_info *d = &list->dev[i];
+            if (d->platform_index != last) {
+                printf("platform %u: %s (%s)\n", d->platform_index, d->platform_name,
+                       d->platform_version);
+                last = d->platform_index;
+            }
+            printf("  %c[%zu] %s  type=%s  compute units=%u  memory=%.1f GiB  local=%llu KiB  "
+                   "max alloc=%.1f GiB  %s  driver %s\n",
+                   have_sel && sel == i ? '*' : ' ', d->index, d->name, mcl_type_name(d->type),
+                   d->compute_units, d->global_mem / 1073741824.0, d->local_mem / 1024,
+                   d->max_alloc / 1073741824.0, d->c_version, d->driver_version);
+        }
+        printf("(* = selected by MANTA_DEVICE or default)\n");
+    }
+    free(list);
+    return 0;
+}
