@@ -1,0 +1,58 @@
+/**
+ * @file conv.h
+ * @brief Dense 2-D convolution (groups = 1, no bias) on the device, through
+ *        im2col and CLBlast SGEMM; 1x1 stride-1 unpadded convolutions take a
+ *        GEMM-only path. Depthwise convolution is in depthwise.h.
+ *
+ * Layouts: x (N, Cin, H, W), y (N, Cout, Ho, Wo), NCHW float32.
+ * Weights w: Cout rows of Cin*KH*KW floats ([co][ci][ky][kx]); row co starts
+ * at w + co * w_ld, so a layer can use the first Cin input channels of a wider
+ * stored weight (elastic width) by giving w_ld = stored Cin*KH*KW. w_ld == 0
+ * means Cin*KH*KW.
+ * Ho = (H + 2*pad_h - KH) / stride_h + 1 (likewise Wo).
+ * Backward overwrites dx and *accumulates* into dw (dw += ...), so gradients
+ * of several passes add up until the optimizer step.
+ */
+#ifndef MANTA_NN_CONV_H
+#define MANTA_NN_CONV_H
+
+#include "cl/cl.h"
+
+typedef struct nn_conv2d_shape {
+    int n, cin, h, w;          /**< input (N, Cin, H, W) */
+    int cout, kh, kw;          /**< output channels, kernel size */
+    int stride_h, stride_w;    /**< >= 1 */
+    int pad_h, pad_w;          /**< zero padding, >= 0 */
+    int w_ld;                  /**< weight row stride in floats; 0 = Cin*KH*KW */
+} nn_conv2d_shape;
+
+/** Output height and width; <= 0 when the shape is invalid. */
+int nn_conv2d_out_h(const nn_conv2d_shape *s);
+int nn_conv2d_out_w(const nn_conv2d_shape *s);
+
+/** Multiply-accumulates of one forward pass (for FLOP counts: 2 x MACs). */
+double nn_conv2d_macs(const nn_conv2d_shape *s);
+
+/**
+ * Floats of device scratch that forward and backward need for @p s (the
+ * caller provides it; the same scratch serves both and may be shared by all
+ * layers of a network, as none keeps data in it between calls).
+ */
+size_t nn_conv2d_scratch_floats(const nn_conv2d_shape *s);
+
+/**
+ * y = conv(x, w).
+ * @return MANTA_ERR_INVALID_ARG (message names the field) for a bad shape.
+ */
+manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview y,
+                               mview scratch);
+
+/**
+ * dx = dL/dx (overwritten; skipped when dx.mem is NULL),
+ * dw += dL/dw (skipped when dw.mem is NULL; dw uses the same w_ld as w).
+ * x is the forward input, dy (N, Cout, Ho, Wo) the output gradient.
+ */
+manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
+                                mview dx, mview dw, mview scratch);
+
+#endif

@@ -1,0 +1,36 @@
+/**
+ * @file depthwise.h
+ * @brief Depthwise 2-D convolution (one KxK filter per channel, no bias) on
+ *        the device, with kernels specialised for K = 3, 5, 7 and a general one.
+ *
+ * Layouts: x (N, C, H, W), w (C, K, K), y (N, C, Ho, Wo), NCHW float32.
+ * Ho = (H + 2*pad - K) / stride + 1. OFA uses pad = K/2 and stride 1 or 2.
+ * Backward overwrites dx and accumulates into dw (dw += ...).
+ */
+#ifndef MANTA_NN_DEPTHWISE_H
+#define MANTA_NN_DEPTHWISE_H
+
+#include "cl/cl.h"
+
+typedef struct nn_dw_shape {
+    int n, c, h, w; /**< input (N, C, H, W) */
+    int k;          /**< kernel size (odd or even, >= 1) */
+    int stride;     /**< >= 1 */
+    int pad;        /**< >= 0 */
+} nn_dw_shape;
+
+int nn_dw_out_h(const nn_dw_shape *s);
+int nn_dw_out_w(const nn_dw_shape *s);
+double nn_dw_macs(const nn_dw_shape *s);
+
+/** y = depthwise_conv(x, w). */
+manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview y);
+
+/**
+ * dx = dL/dx (overwritten; skipped when dx.mem is NULL); dw += dL/dw
+ * (skipped when dw.mem is NULL). x: forward input; dy: (N, C, Ho, Wo).
+ */
+manta_status nn_dw_backward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview dy,
+                            mview dx, mview dw);
+
+#endif

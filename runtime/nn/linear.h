@@ -1,0 +1,29 @@
+/**
+ * @file linear.h
+ * @brief Fully connected layer y = x W^T + b on the device (CLBlast SGEMM).
+ *
+ * x (N, in), y (N, out). W holds `out` rows; row o starts at w + o * w_ld and
+ * its first `in` floats are used (w_ld == 0 means in), so a layer can use a
+ * top-left block of a larger stored matrix (elastic width, SE layers).
+ * b (out) is optional (b.mem NULL: no bias).
+ * Backward overwrites dx and accumulates into dw and db.
+ */
+#ifndef MANTA_NN_LINEAR_H
+#define MANTA_NN_LINEAR_H
+
+#include "cl/cl.h"
+
+typedef struct nn_linear_shape {
+    int n, in, out;
+    int w_ld; /**< row stride of W in floats; 0 = in */
+} nn_linear_shape;
+
+manta_status nn_linear_forward(mcl_dev *d, const nn_linear_shape *s, mview x, mview w, mview b,
+                               mview y);
+
+/** dx (overwritten; skipped when dx.mem NULL), dw += dy^T x, db += sum_n dy
+ *  (skipped when db.mem NULL). */
+manta_status nn_linear_backward(mcl_dev *d, const nn_linear_shape *s, mview x, mview w, mview dy,
+                                mview dx, mview dw, mview db);
+
+#endif
