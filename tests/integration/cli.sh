@@ -1,0 +1,42 @@
+#!/bin/sh
+# The manta program: help, device listing, clear one-line errors on bad input.
+set -eu
+M="${BUILD:-build}/bin/manta"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# expect_error NAME PATTERN CMD...: non-zero exit, exactly one line on stderr matching PATTERN
+expect_error() {
+    name=$1 pattern=$2
+    shift 2
+    if "$@" >"$out/o" 2>"$out/e"; then fail "$name: exit status 0"; fi
+    [ "$(wc -l <"$out/e")" -eq 1 ] || { cat "$out/e"; fail "$name: not one line"; }
+    grep -q -e "$pattern" "$out/e" || { cat "$out/e"; fail "$name: no '$pattern'"; }
+    echo "ok: $name: $(cat "$out/e")"
+}
+
+"$M" --help | grep -q "devices" || fail "--help"
+for c in devices train bench; do
+    "$M" $c --help >/dev/null || fail "$c --help"
+done
+"$M" devices | grep -q "compute units" || fail "devices"
+"$M" devices --json >"$out/d.json"
+if command -v python3 >/dev/null; then
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['devices'] and 'compute_units' in d['devices'][0]" "$out/d.json" || fail "devices --json"
+fi
+
+expect_error "unknown command" "unknown command" "$M" frobnicate
+expect_error "unknown device" "no device matches" "$M" train --device no-such-gpu --steps 1
+expect_error "device index" "out of range" "$M" train --device 99 --steps 1
+expect_error "MANTA_DEVICE" "MANTA_DEVICE" env MANTA_DEVICE=nothing-like-this "$M" train --steps 1
+expect_error "no OpenCL platform" "no OpenCL platform" env OCL_ICD_VENDORS=/nonexistent OCL_ICD_FILENAMES= "$M" devices
+expect_error "missing data" "cannot open" "$M" train --data /nonexistent --steps 1
+expect_error "bad option value" "--steps" "$M" train --steps zero
+
+# corrupt data set: a truncated image file
+mkdir "$out/data"
+head -c 1000 /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz >"$out/data/train-images-idx3-ubyte.gz"
+cp /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz "$out/data/"
+expect_error "truncated data" "train-images-idx3-ubyte.gz" "$M" train --data "$out/data" --steps 1
+echo "cli: all checks passed"
