@@ -1,3 +1,412 @@
+/* manta bench ops: throughput of every training op, forward and backward, at
+ * the layer shapes of the CPU-default supernet, and CLBlast SGEMM at the
+ * convolutions' GEMM shapes. Not a test: it only measures and prints. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cl/blas.h"
+#include "cl/slab.h"
 #include "cmd.h"
-int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "not yet\n"); return 1; }
+#include "core/rng.h"
+#include "nn/activation.h"
+#include "nn/batchnorm.h"
+#include "nn/conv.h"
+#include "nn/depthwise.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "nn/pool.h"
+
+/* One buffer for every operand; views into it by role. */
+typedef struct bench_ctx {
+    mcl_dev *d;
+    mslab mem;
+    mview x, y, w, dy, dx, dw, scratch, aux;
+    double min_seconds;
+    int json;
+    int rows;
+} bench_ctx;
+
+typedef enum op_kind { OP_CONV, OP_DW, OP_BN, OP_ACT, OP_SCALE, OP_ADD, OP_POOL, OP_LINEAR,
+                       OP_XENT, OP_SGEMM } op_kind;
+
+typedef struct bench_op {
+    op_kind kind;
+    char name[48];
+    char shape[64];
+    nn_conv2d_shape conv;
+    nn_dw_shape dw;
+    nn_bn_shape bn;
+    nn_linear_shape fc;
+    size_t nc, hw;      /* rows and row length for act/scale/add/pool */
+    int m, n, k;        /* SGEMM */
+    double flops_fwd, flops_bwd, bytes_fwd, bytes_bwd;
+} bench_op;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static manta_status run_op(bench_ctx *c, const bench_op *o, int backward)
+{
+    mcl_dev *d = c->d;
+    switch (o->kind) {
+    case OP_CONV:
+        return backward ? nn_conv2d_backward(d, &o->conv, c->x, c->w, c->dy, c->dx, c->dw, c->scratch)
+                        : nn_conv2d_forward(d, &o->conv, c->x, c->w, c->y, c->scratch);
+    case OP_DW:
+        return backward ? nn_dw_backward(d, &o->dw, c->x, c->w, c->dy, c->dx, c->dw)
+                        : nn_dw_forward(d, &o->dw, c->x, c->w, c->y);
+    case OP_BN: {
+        size_t C = (size_t)o->bn.c;
+        mview g = c->w, b = mview_at(c->w, C), rm = mview_at(c->aux, 0), rv = mview_at(c->aux, C);
+        mview sm = mview_at(c->aux, 2 * C), si = mview_at(c->aux, 3 * C);
+        return backward ? nn_bn_backward(d, &o->bn, c->x, g, sm, si, c->dy, c->dx, c->dw,
+                                         mview_at(c->dw, C))
+                        : nn_bn_forward_train(d, &o->bn, 0.1f, 1e-5f, c->x, g, b, rm, rv, c->y, sm, si);
+    }
+    case OP_ACT:
+        return backward ? nn_act_backward(d, NN_ACT_HSWISH, c->x, c->dy, c->dx, o->nc * o->hw)
+                        : nn_act_forward(d, NN_ACT_HSWISH, c->x, c->y, o->nc * o->hw);
+    case OP_SCALE:
+        return backward ? nn_scale_backward(d, o->nc, o->hw, c->x, c->aux, c->dy, c->dx, c->dw)
+                        : nn_scale_forward(d, o->nc, o->hw, c->x, c->aux, c->y);
+    case OP_ADD:
+        return backward ? nn_axpy(d, o->nc * o->hw, 1.0f, c->dy, c->dx)
+                        : nn_add(d, o->nc * o->hw, c->x, c->dy, c->y);
+    case OP_POOL:
+        return backward ? nn_avgpool_backward(d, o->nc, o->hw, c->dy, c->dx)
+                        : nn_avgpool_forward(d, o->nc, o->hw, c->x, c->y);
+    case OP_LINEAR:
+        return backward ? nn_linear_backward(d, &o->fc, c->x, c->w, c->dy, c->dx, c->dw,
+                                             mview_at(c->dw, (size_t)o->fc.out * o->fc.in))
+                        : nn_linear_forward(d, &o->fc, c->x, c->w,
+                                            mview_at(c->w, (size_t)o->fc.out * o->fc.in), c->y);
+    case OP_XENT:
+        return nn_xent_forward_backward(d, (int)o->nc, (int)o->hw, 0.1f, c->x, c->aux, c->y, c->dx,
+                                        1.0f / (float)o->nc, 0.0f);
+    case OP_SGEMM:
+        return mcl_sgemm(d, false, false, (size_t)o->m, (size_t)o->n, (size_t)o->k, 1.0f, c->w,
+                         (size_t)o->k, c->x, (size_t)o->n, 0.0f, c->y, (size_t)o->n);
+    }
+    return MANTA_ERR_INTERNAL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median seconds per call over 5 timed windows, after a warm-up call. */
+static manta_status time_op(bench_ctx *c, const bench_op *o, int backward, double *sec)
+{
+    manta_status st = run_op(c, o, backward);
+    if (st == MANTA_OK)
+        st = mcl_finish(c->d);
+    if (st != MANTA_OK)
+        return st;
+    double t0 = now_s();
+    int reps = 0;
+    do { /* calibrate: calls per window */
+        st = run_op(c, o, backward);
+        reps++;
+        if (st == MANTA_OK && (reps & 3) == 0)
+            st = mcl_finish(c->d);
+    } while (st == MANTA_OK && now_s() - t0 < c->min_seconds / 5 && reps < 10000);
+    if (st != MANTA_OK || (st = mcl_finish(c->d)) != MANTA_OK)
+        return st;
+    double w[5];
+    for (int i = 0; i < 5; i++) {
+        double t = now_s();
+        for (int r = 0; r < reps && st == MANTA_OK; r++)
+            st = run_op(c, o, backward);
+        if (st == MANTA_OK)
+            st = mcl_finish(c->d);
+        w[i] = (now_s() - t) / reps;
+    }
+    qsort(w, 5, sizeof w[0], cmp_double);
+    *sec = w[2];
+    return st;
+}
+
+static void report(bench_ctx *c, const bench_op *o, double tf, double tb, int has_bwd)
+{
+    double gf = o->flops_fwd / tf * 1e-9, gb = has_bwd ? o->flops_bwd / tb * 1e-9 : 0;
+    double bwf = o->bytes_fwd / tf * 1e-9, bwb = has_bwd ? o->bytes_bwd / tb * 1e-9 : 0;
+    if (c->json) {
+        printf("%s{\"op\":\"%s\",\"shape\":\"%s\",\"fwd_ms\":%.4f,\"fwd_gflops\":%.3f,"
+               "\"fwd_gbs\":%.3f",
+               c->rows++ ? ",\n " : "", o->name, o->shape, tf * 1e3, gf, bwf);
+        if (has_bwd)
+            printf(",\"bwd_ms\":%.4f,\"bwd_gflops\":%.3f,\"bwd_gbs\":%.3f", tb * 1e3, gb, bwb);
+        printf("}");
+    } else {
+        printf("%-22s %-30s %9.3f %8.2f %7.2f", o->name, o->shape, tf * 1e3, gf, bwf);
+        if (has_bwd)
+            printf(" %9.3f %8.2f %7.2f\n", tb * 1e3, gb, bwb);
+        else
+            printf(" %9s %8s %7s\n", "-", "-", "-");
+    }
+    fflush(stdout);
+}
+
+#define MAX_OPS 96
+
+static bench_op *new_op(bench_op *ops, int *n, op_kind kind, const char *name)
+{
+    bench_op *o = &ops[(*n)++];
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    snprintf(o->name, sizeof o->name, "%s", name);
+    return o;
+}
+
+/* A dense convolution and CLBlast SGEMM at its GEMM shape. */
+static void add_conv(bench_op *ops, int *n, int B, const char *name, int ci, int co, int hw,
+                     int k, int s)
+{
+    bench_op *o = new_op(ops, n, OP_CONV, name);
+    o->conv = (nn_conv2d_shape){B, ci, hw, hw, co, k, k, s, s, k / 2, k / 2, 0};
+    snprintf(o->shape, sizeof o->shape, "%dx%d %d->%d k%d s%d", hw, hw, ci, co, k, s);
+    double macs = nn_conv2d_macs(&o->conv);
+    int ho = nn_conv2d_out_h(&o->conv);
+    o->flops_fwd = 2 * macs, o->flops_bwd = 4 * macs;
+    o->bytes_fwd = 4.0 * B * ((double)ci * hw * hw + (double)co * ho * ho);
+    o->bytes_bwd = 2 * o->bytes_fwd;
+    char gname[48];
+    snprintf(gname, sizeof gname, "sgemm (%.30s)", name);
+    bench_op *g = new_op(ops, n, OP_SGEMM, gname);
+    g->m = co, g->n = B * ho * ho, g->k = ci * k * k;
+    snprintf(g->shape, sizeof g->shape, "m%d n%d k%d", g->m, g->n, g->k);
+    g->flops_fwd = 2.0 * g->m * g->n * g->k;
+    g->bytes_fwd = 4.0 * ((double)g->m * g->k + (double)g->k * g->n + (double)g->m * g->n);
+}
+
+static void add_dw(bench_op *ops, int *n, int B, const char *name, int c, int hw, int k, int s)
+{
+    bench_op *o = new_op(ops, n, OP_DW, name);
+    o->dw = (nn_dw_shape){B, c, hw, hw, k, s, k / 2};
+    snprintf(o->shape, sizeof o->shape, "%dx%d c%d", hw, hw, c);
+    int ho = nn_dw_out_h(&o->dw);
+    o->flops_fwd = 2 * nn_dw_macs(&o->dw), o->flops_bwd = 4 * nn_dw_macs(&o->dw);
+    o->bytes_fwd = 4.0 * B * c * ((double)hw * hw + (double)ho * ho);
+    o->bytes_bwd = 2 * o->bytes_fwd;
+}
+
+/* A row-wise or element-wise op over rows x len floats, with nominal FLOP and
+ * float-traffic counts per element. */
+static void add_elem(bench_op *ops, int *n, op_kind kind, const char *name, size_t rows,
+                     size_t len, double ff, double fb, double bf, double bb)
+{
+    bench_op *o = new_op(ops, n, kind, name);
+    o->nc = rows, o->hw = len;
+    snprintf(o->shape, sizeof o->shape, "%zu x %zu", rows, len);
+    double e = (double)rows * len;
+    o->flops_fwd = ff * e, o->flops_bwd = fb * e;
+    o->bytes_fwd = bf * 4 * e, o->bytes_bwd = bb * 4 * e;
+}
+
+/* The ops of the CPU-default supernet's largest sub-network (kernel 7, expand
+ * 6) at input 32x32: stem, a stride-2 first block and a stride-1 block per
+ * unit, the head; plus SGEMM at the convolutions' GEMM shapes. */
+static int build_ops(bench_op *ops, int B)
+{
+    static const int widths[5] = {16, 24, 40, 64, 96};
+    int n = 0, res = 32, cin = 16;
+    char nm[32];
+    add_conv(ops, &n, B, "stem conv", 1, 16, 32, 3, 1);
+    for (int u = 1; u <= 5; u++) {
+        int w = widths[u - 1], mid1 = cin * 6, mid = w * 6, out = res / 2;
+        size_t rows = (size_t)B * mid, len = (size_t)out * out;
+        snprintf(nm, sizeof nm, "u%d expand 1x1 (first)", u);
+        add_conv(ops, &n, B, nm, cin, mid1, res, 1, 1);
+        snprintf(nm, sizeof nm, "u%d dw k7 s2", u);
+        add_dw(ops, &n, B, nm, mid1, res, 7, 2);
+        snprintf(nm, sizeof nm, "u%d expand 1x1", u);
+        add_conv(ops, &n, B, nm, w, mid, out, 1, 1);
+        snprintf(nm, sizeof nm, "u%d dw k7 s1", u);
+        add_dw(ops, &n, B, nm, mid, out, 7, 1);
+        snprintf(nm, sizeof nm, "u%d batch norm", u);
+        bench_op *o = new_op(ops, &n, OP_BN, nm);
+        o->bn = (nn_bn_shape){B, mid, out * out};
+        snprintf(o->shape, sizeof o->shape, "%dx%d c%d", out, out, mid);
+        double e = (double)rows * len;
+        o->flops_fwd = 7 * e, o->flops_bwd = 9 * e, o->bytes_fwd = 12 * e, o->bytes_bwd = 20 * e;
+        snprintf(nm, sizeof nm, "u%d h-swish", u);
+        add_elem(ops, &n, OP_ACT, nm, rows, len, 4, 5, 2, 3);
+        snprintf(nm, sizeof nm, "u%d SE pool", u);
+        add_elem(ops, &n, OP_POOL, nm, rows, len, 1, 1, 1, 1);
+        snprintf(nm, sizeof nm, "u%d SE scale", u);
+        add_elem(ops, &n, OP_SCALE, nm, rows, len, 1, 3, 2, 4);
+        snprintf(nm, sizeof nm, "u%d project 1x1", u);
+        add_conv(ops, &n, B, nm, mid, w, out, 1, 1);
+        snprintf(nm, sizeof nm, "u%d residual add", u);
+        add_elem(ops, &n, OP_ADD, nm, (size_t)B * w, len, 1, 1, 3, 3);
+        res = out;
+        cin = w;
+    }
+    add_conv(ops, &n, B, "head 1x1", 96, 384, 1, 1, 1);
+    add_elem(ops, &n, OP_POOL, "global pool", (size_t)B * 384, 1, 1, 1, 1, 1);
+    bench_op *o = new_op(ops, &n, OP_LINEAR, "classifier");
+    o->fc = (nn_linear_shape){B, 384, 10, 0};
+    snprintf(o->shape, sizeof o->shape, "%d x 384 -> 10", B);
+    o->flops_fwd = 2.0 * B * 384 * 10, o->flops_bwd = 4.0 * B * 384 * 10;
+    o->bytes_fwd = 4.0 * (B * 384 + 3840 + B * 10), o->bytes_bwd = 2 * o->bytes_fwd;
+    add_elem(ops, &n, OP_XENT, "softmax xent (fwd+bwd)", (size_t)B, 10, 8, 0, 2, 0);
+    return n;
+}
+
+static size_t op_floats(const bench_op *o, size_t *scratch)
+{
+    size_t m = 0;
+    switch (o->kind) {
+    case OP_CONV: {
+        size_t in = (size_t)o->conv.n * o->conv.cin * o->conv.h * o->conv.w;
+        size_t out = (size_t)o->conv.n * o->conv.cout * nn_conv2d_out_h(&o->conv) *
+                     nn_conv2d_out_w(&o->conv);
+        size_t w = (size_t)o->conv.cout * o->conv.cin * o->conv.kh * o->conv.kw;
+        size_t s = nn_conv2d_scratch_floats(&o->conv);
+        *scratch = s > *scratch ? s : *scratch;
+        m = in > out ? in : out;
+        m = m > w ? m : w;
+        break;
+    }
+    case OP_DW:
+        m = (size_t)o->dw.n * o->dw.c * o->dw.h * o->dw.w;
+        break;
+    case OP_BN:
+        m = (size_t)o->bn.n * o->bn.c * o->bn.hw;
+        break;
+    case OP_LINEAR:
+        m = (size_t)o->fc.n * o->fc.in + (size_t)o->fc.in * o->fc.out + o->fc.out;
+        break;
+    case OP_SGEMM:
+        m = (size_t)o->k * o->n;
+        m = m > (size_t)o->m * o->n ? m : (size_t)o->m * o->n;
+        m = m > (size_t)o->m * o->k ? m : (size_t)o->m * o->k;
+        break;
+    default:
+        m = o->nc * o->hw;
+    }
+    return m;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: manta bench ops [--batch N] [--seconds S] [--device SPEC] [--json]\n\n"
+               "Times every training op forward and backward at the layer shapes of the\n"
+               "CPU-default supernet's largest sub-network (widths 16,24,40,64,96, kernel 7,\n"
+               "expand 6, input 32x32) and CLBlast SGEMM at the convolutions' GEMM shapes.\n"
+               "Prints the median time per call of 5 windows, GFLOP/s and GB/s (nominal\n"
+               "FLOP and byte counts; see docs/benchmarks.md).\n\n"
+               "  --batch N      batch size (default 64)\n"
+               "  --seconds S    time spent per op and direction (default 0.5)\n"
+               "  --device SPEC  OpenCL device (default: MANTA_DEVICE, else 0)\n"
+               "  --json         one JSON document\n");
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "ops") != 0) {
+        fprintf(stderr, "manta bench: unknown benchmark '%s' (available: ops)\n", argv[1]);
+        return 2;
+    }
+    bench_ctx c;
+    memset(&c, 0, sizeof c);
+    c.min_seconds = 0.5;
+    int batch = 64;
+    const char *device = NULL;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json"))
+            c.json = 1;
+        else if (!strcmp(a, "--batch") && v && (batch = atoi(v)) > 0 && batch <= 1024)
+            i++;
+        else if (!strcmp(a, "--seconds") && v && (c.min_seconds = atof(v)) > 0 && c.min_seconds < 100)
+            i++;
+        else if (!strcmp(a, "--device") && v)
+            device = v, i++;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "manta bench ops: bad option or value '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    bench_op *ops = calloc(MAX_OPS, sizeof *ops);
+    if (!ops)
+        return 1;
+    int n = build_ops(ops, batch);
+    size_t big = 0, scratch = 1;
+    for (int i = 0; i < n; i++) {
+        size_t m = op_floats(&ops[i], &scratch);
+        big = m > big ? m : big;
+    }
+    c.d = cmd_open_device(device);
+    if (!c.d) {
+        free(ops);
+        return 1;
+    }
+    mlayout l = {0};
+    size_t ox = mlayout_add(&l, big), oy = mlayout_add(&l, big), ow = mlayout_add(&l, big);
+    size_t ody = mlayout_add(&l, big), odx = mlayout_add(&l, big), odw = mlayout_add(&l, big);
+    size_t os = mlayout_add(&l, scratch), oa = mlayout_add(&l, big);
+    int rc = 1;
+    manta_status st = mslab_create(c.d, &c.mem, l.total, "benchmark operands");
+    if (st == MANTA_OK) {
+        /* small random values everywhere (labels: valid class 0..9 after flooring) */
+        float *h = malloc(l.total * sizeof *h);
+        if (!h) {
+            st = MANTA_ERR_NO_MEMORY;
+        } else {
+            manta_rng r;
+            manta_rng_seed(&r, 1, 1);
+            for (size_t i = 0; i < l.total; i++)
+                h[i] = manta_rng_uniform(&r);
+            for (size_t i = 0; i < big; i++)
+                h[oa + i] = (float)(i % 10);
+            st = mcl_write(c.d, mslab_view(&c.mem, 0), h, l.total);
+            free(h);
+        }
+    }
+    c.x = mslab_view(&c.mem, ox), c.y = mslab_view(&c.mem, oy), c.w = mslab_view(&c.mem, ow);
+    c.dy = mslab_view(&c.mem, ody), c.dx = mslab_view(&c.mem, odx), c.dw = mslab_view(&c.mem, odw);
+    c.scratch = mslab_view(&c.mem, os), c.aux = mslab_view(&c.mem, oa);
+    const mcl_device_info *di = mcl_info(c.d);
+    if (st == MANTA_OK) {
+        if (c.json)
+            printf("{\"device\":\"%s\",\"batch\":%d,\"ops\":[", di->name, batch);
+        else
+            printf("device: %s, batch %d\n%-22s %-30s %9s %8s %7s %9s %8s %7s\n", di->name, batch,
+                   "op", "shape", "fwd ms", "GFLOP/s", "GB/s", "bwd ms", "GFLOP/s", "GB/s");
+        for (int i = 0; i < n && st == MANTA_OK; i++) {
+            int has_bwd = ops[i].kind != OP_SGEMM && ops[i].kind != OP_XENT;
+            double tf = 0, tb = 0;
+            st = time_op(&c, &ops[i], 0, &tf);
+            if (st == MANTA_OK && has_bwd)
+                st = time_op(&c, &ops[i], 1, &tb);
+            if (st == MANTA_OK)
+                report(&c, &ops[i], tf, tb, has_bwd);
+        }
+        if (c.json && st == MANTA_OK)
+            printf("]}\n");
+    }
+    if (st != MANTA_OK)
+        cmd_error("bench ops", st, mcl_err(c.d));
+    else
+        rc = 0;
+    mslab_destroy(c.d, &c.mem);
+    mcl_close(c.d);
+    free(ops);
+    return rc;
+}
