@@ -24,14 +24,14 @@ endif
 CPPFLAGS := -Iruntime -I$(BUILD)/gen -DCL_TARGET_OPENCL_VERSION=120 -D_POSIX_C_SOURCE=200809L
 CFLAGS   := -std=c11 $(OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS  := $(SANFLAGS)
-LDLIBS   := -lclblast -lOpenCL -lsodium -lz -lpthread -lm
+LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lz -lpthread -lm
 
 # Debian packages the build, the tests and the demo need.
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
             libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
             dataset-fashion-mnist
 
-LIB_DIRS := core cl nn train data
+LIB_DIRS := core cl nn train data ofa
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/cl_sources.o
 CL_SRC   := $(wildcard cl_kernels/*.cl)

@@ -12,6 +12,7 @@ static const struct {
 } cmds[] = {
     {"devices", cmd_devices, "list OpenCL platforms and devices"},
     {"train", cmd_train, "train the small fixed CNN on Fashion-MNIST"},
+    {"arch", cmd_arch, "sub-networks of a search space: sample, max, min, describe"},
     {"bench", cmd_bench, "benchmarks: 'manta bench ops'"},
 };
 

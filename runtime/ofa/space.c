@@ -1,0 +1,492 @@
+#include "ofa/space.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ofa_make_divisible(double v, int divisor)
+{
+    int nv = (int)(v + divisor / 2.0) / divisor * divisor;
+    if (nv < divisor)
+        nv = divisor;
+    if (nv < 0.9 * v)
+        nv += divisor;
+    return nv;
+}
+
+static void set_list(int *n, int *dst, const int *src, int count)
+{
+    *n = count;
+    memcpy(dst, src, (size_t)count * sizeof *src);
+}
+
+static void set_units(ofa_space *s, const ofa_unit_spec *u, int n)
+{
+    /* field by field: copies of initialisers may carry indeterminate padding */
+    for (int i = 0; i < n; i++) {
+        s->unit[i].width = u[i].width;
+        s->unit[i].stride = u[i].stride;
+        s->unit[i].act = u[i].act;
+        s->unit[i].se = u[i].se;
+    }
+}
+
+static void common_choices(ofa_space *s)
+{
+    set_list(&s->n_ks, s->ks, (const int[]){3, 5, 7}, 3);
+    set_list(&s->n_e, s->e, (const int[]){3, 4, 6}, 3);
+    set_list(&s->n_d, s->d, (const int[]){2, 3, 4}, 3);
+    s->max_depth = 4;
+    s->n_units = 5;
+    s->stem_kernel = 3;
+    s->stem_act = NN_ACT_HSWISH;
+    s->first_act = NN_ACT_RELU;
+    s->stem_stride1_max_res = 64;
+}
+
+void ofa_space_cpu_default(ofa_space *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "cpu-default");
+    common_choices(s);
+    s->in_channels = 1;
+    s->classes = 10;
+    set_list(&s->n_res, s->res, (const int[]){24, 28, 32}, 3);
+    s->stem_width = 16;
+    s->first_width = 16;
+    const ofa_unit_spec u[5] = {{16, 2, NN_ACT_RELU, false},
+                                {24, 2, NN_ACT_RELU, true},
+                                {40, 2, NN_ACT_HSWISH, false},
+                                {64, 2, NN_ACT_HSWISH, true},
+                                {96, 2, NN_ACT_HSWISH, true}};
+    set_units(s, u, 5);
+    s->head_expand = 384;
+    s->head_mix = 0;
+    s->dropout = 0.1f;
+}
+
+void ofa_space_mbv3_w10(ofa_space *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->name, sizeof s->name, "mbv3-w1.0");
+    common_choices(s);
+    s->in_channels = 3;
+    s->classes = 1000;
+    s->n_res = 0;
+    for (int r = 128; r <= 224; r += 4)
+        s->res[s->n_res++] = r;
+    s->stem_width = 16;
+    s->first_width = 16;
+    const ofa_unit_spec u[5] = {{24, 2, NN_ACT_RELU, false},
+                                {40, 2, NN_ACT_RELU, true},
+                                {80, 2, NN_ACT_HSWISH, false},
+                                {112, 1, NN_ACT_HSWISH, true},
+                                {160, 2, NN_ACT_HSWISH, true}};
+    set_units(s, u, 5);
+    s->head_expand = 960;
+    s->head_mix = 1280;
+    s->dropout = 0.1f;
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+static manta_status get_int(const cJSON *o, const char *key, int lo, int hi, int *out,
+                            const char *ctx, manta_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be an integer", ctx, key);
+    if (v->valueint < lo || v->valueint > hi)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" is %d, outside [%d, %d]", ctx, key,
+                             v->valueint, lo, hi);
+    *out = v->valueint;
+    return MANTA_OK;
+}
+
+static manta_status get_act(const cJSON *o, const char *key, nn_act *out, const char *ctx,
+                            manta_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    const char *s = cJSON_GetStringValue(v);
+    if (s && !strcmp(s, "relu"))
+        *out = NN_ACT_RELU;
+    else if (s && !strcmp(s, "h-swish"))
+        *out = NN_ACT_HSWISH;
+    else
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be \"relu\" or \"h-swish\"",
+                             ctx, key);
+    return MANTA_OK;
+}
+
+/* An ascending list of 1..cap integers in [lo, hi]. */
+static manta_status get_list(const cJSON *o, const char *key, int cap, int lo, int hi, int *n,
+                             int *dst, manta_err *err)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
+    int count = cJSON_GetArraySize(a);
+    if (!cJSON_IsArray(a) || count < 1 || count > cap)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"%s\" must be a list of 1 to %d values",
+                             key, cap);
+    for (int i = 0; i < count; i++) {
+        const cJSON *v = cJSON_GetArrayItem(a, i);
+        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble ||
+            v->valueint < lo || v->valueint > hi || (i > 0 && v->valueint <= dst[i - 1]))
+            return manta_err_set(err, MANTA_ERR_FORMAT,
+                                 "space: \"%s\"[%d] must be an integer in [%d, %d], ascending", key,
+                                 i, lo, hi);
+        dst[i] = v->valueint;
+    }
+    *n = count;
+    return MANTA_OK;
+}
+
+#define TRY(expr)                                                                          \
+    do {                                                                                   \
+        manta_status st_ = (expr);                                                         \
+        if (st_ != MANTA_OK)                                                               \
+            return st_;                                                                    \
+    } while (0)
+
+static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
+{
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "manta-ofa-space") != 0)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "space: \"format\" must be \"manta-ofa-space\"");
+    int version;
+    TRY(get_int(j, "version", 1, 1, &version, "space", err));
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "name"));
+    if (!name || !*name || strlen(name) >= sizeof s->name)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"name\" must be a short string");
+    snprintf(s->name, sizeof s->name, "%s", name);
+    TRY(get_int(j, "input_channels", 1, 3, &s->in_channels, "space", err));
+    if (s->in_channels == 2)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"input_channels\" must be 1 or 3");
+    TRY(get_int(j, "classes", 2, 100000, &s->classes, "space", err));
+    TRY(get_list(j, "resolutions", OFA_MAX_RES, 8, 1024, &s->n_res, s->res, err));
+    TRY(get_list(j, "kernel_sizes", OFA_MAX_CHOICES, 1, 9, &s->n_ks, s->ks, err));
+    TRY(get_list(j, "expand_ratios", OFA_MAX_CHOICES, 1, 8, &s->n_e, s->e, err));
+    TRY(get_list(j, "depths", OFA_MAX_CHOICES, 1, OFA_MAX_DEPTH, &s->n_d, s->d, err));
+    for (int i = 0; i < s->n_ks; i++)
+        if (s->ks[i] % 2 == 0)
+            return manta_err_set(err, MANTA_ERR_FORMAT, "space: kernel size %d is not odd",
+                                 s->ks[i]);
+    s->max_depth = s->d[s->n_d - 1];
+
+    const cJSON *stem = cJSON_GetObjectItemCaseSensitive(j, "stem");
+    TRY(get_int(stem, "width", 1, 4096, &s->stem_width, "space.stem", err));
+    TRY(get_int(stem, "kernel", 1, 9, &s->stem_kernel, "space.stem", err));
+    TRY(get_int(stem, "stride1_max_res", 0, 100000, &s->stem_stride1_max_res, "space.stem", err));
+    TRY(get_act(stem, "act", &s->stem_act, "space.stem", err));
+    const cJSON *first = cJSON_GetObjectItemCaseSensitive(j, "first_block");
+    TRY(get_int(first, "width", 1, 4096, &s->first_width, "space.first_block", err));
+    TRY(get_act(first, "act", &s->first_act, "space.first_block", err));
+
+    const cJSON *units = cJSON_GetObjectItemCaseSensitive(j, "units");
+    s->n_units = cJSON_GetArraySize(units);
+    if (!cJSON_IsArray(units) || s->n_units < 1 || s->n_units > OFA_MAX_UNITS)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"units\" must list 1 to %d units",
+                             OFA_MAX_UNITS);
+    for (int u = 0; u < s->n_units; u++) {
+        const cJSON *o = cJSON_GetArrayItem(units, u);
+        char ctx[32];
+        snprintf(ctx, sizeof ctx, "space.units[%d]", u);
+        TRY(get_int(o, "width", 1, 4096, &s->unit[u].width, ctx, err));
+        TRY(get_int(o, "stride", 1, 2, &s->unit[u].stride, ctx, err));
+        TRY(get_act(o, "act", &s->unit[u].act, ctx, err));
+        const cJSON *se = cJSON_GetObjectItemCaseSensitive(o, "se");
+        if (!cJSON_IsBool(se))
+            return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"se\" must be true or false", ctx);
+        s->unit[u].se = cJSON_IsTrue(se);
+    }
+    const cJSON *head = cJSON_GetObjectItemCaseSensitive(j, "head");
+    TRY(get_int(head, "expand", 1, 100000, &s->head_expand, "space.head", err));
+    TRY(get_int(head, "mix", 0, 100000, &s->head_mix, "space.head", err));
+    const cJSON *dr = cJSON_GetObjectItemCaseSensitive(head, "dropout");
+    if (!cJSON_IsNumber(dr) || dr->valuedouble < 0 || dr->valuedouble >= 1)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space.head: \"dropout\" must be in [0, 1)");
+    s->dropout = (float)dr->valuedouble;
+    return MANTA_OK;
+}
+
+manta_status ofa_space_parse(const char *json, ofa_space *out, manta_err *err)
+{
+    memset(out, 0, sizeof *out);
+    cJSON *j = cJSON_Parse(json);
+    if (!j)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space: not valid JSON near '%.20s'",
+                             cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    manta_status st = parse_obj(j, out, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+manta_status ofa_space_load(const char *path_or_name, ofa_space *out, manta_err *err)
+{
+    if (!strcmp(path_or_name, "cpu-default")) {
+        ofa_space_cpu_default(out);
+        return MANTA_OK;
+    }
+    if (!strcmp(path_or_name, "mbv3-w1.0")) {
+        ofa_space_mbv3_w10(out);
+        return MANTA_OK;
+    }
+    FILE *f = fopen(path_or_name, "rb");
+    if (!f)
+        return manta_err_set(err, MANTA_ERR_IO,
+                             "%s: cannot open (give a file or a built-in: cpu-default, mbv3-w1.0)",
+                             path_or_name);
+    char *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) &&
+        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
+        fread(buf, 1, (size_t)n, f) == (size_t)n) {
+        buf[n] = '\0';
+    } else {
+        free(buf);
+        fclose(f);
+        return manta_err_set(err, MANTA_ERR_IO, "%s: cannot read (or larger than 1 MiB)",
+                             path_or_name);
+    }
+    fclose(f);
+    manta_status st = ofa_space_parse(buf, out, err);
+    free(buf);
+    if (st != MANTA_OK && err) {
+        char msg[MANTA_ERR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        manta_err_set(err, st, "%s: %s", path_or_name, msg);
+    }
+    return st;
+}
+
+/* ---- architectures ------------------------------------------------------------------ */
+
+static int pick_res(const ofa_space *s, int r, bool largest)
+{
+    return r > 0 ? r : s->res[largest ? s->n_res - 1 : 0];
+}
+
+static void arch_fill(const ofa_space *s, int r, int ks, int e, int d, ofa_arch *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < ofa_slots(s); i++) {
+        a->ks[i] = ks;
+        a->e[i] = e;
+    }
+    for (int u = 0; u < s->n_units; u++)
+        a->d[u] = d;
+    a->r = r;
+}
+
+void ofa_arch_max(const ofa_space *s, int r, ofa_arch *a)
+{
+    arch_fill(s, pick_res(s, r, true), s->ks[s->n_ks - 1], s->e[s->n_e - 1], s->d[s->n_d - 1], a);
+}
+
+void ofa_arch_min(const ofa_space *s, int r, ofa_arch *a)
+{
+    arch_fill(s, pick_res(s, r, false), s->ks[0], s->e[0], s->d[0], a);
+}
+
+void ofa_arch_sample(const ofa_space *s, manta_rng *rng, ofa_arch *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < ofa_slots(s); i++) {
+        a->ks[i] = s->ks[manta_rng_below(rng, (uint32_t)s->n_ks)];
+        a->e[i] = s->e[manta_rng_below(rng, (uint32_t)s->n_e)];
+    }
+    for (int u = 0; u < s->n_units; u++)
+        a->d[u] = s->d[manta_rng_below(rng, (uint32_t)s->n_d)];
+    a->r = s->res[manta_rng_below(rng, (uint32_t)s->n_res)];
+}
+
+static bool in_list(int v, const int *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == v)
+            return true;
+    return false;
+}
+
+manta_status ofa_arch_validate(const ofa_space *s, const ofa_arch *a, manta_err *err)
+{
+    for (int i = 0; i < ofa_slots(s); i++) {
+        if (!in_list(a->ks[i], s->ks, s->n_ks))
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "architecture: ks[%d] = %d is not a kernel size of space '%s'", i,
+                                 a->ks[i], s->name);
+        if (!in_list(a->e[i], s->e, s->n_e))
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "architecture: e[%d] = %d is not an expand ratio of space '%s'", i,
+                                 a->e[i], s->name);
+    }
+    for (int u = 0; u < s->n_units; u++)
+        if (!in_list(a->d[u], s->d, s->n_d))
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "architecture: d[%d] = %d is not a depth of space '%s'", u, a->d[u],
+                                 s->name);
+    if (!in_list(a->r, s->res, s->n_res))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "architecture: resolution %d is not one of space '%s'", a->r, s->name);
+    return MANTA_OK;
+}
+
+static size_t put_list(char *buf, size_t cap, size_t pos, const char *key, const int *v, int n)
+{
+    pos += (size_t)snprintf(buf + (pos < cap ? pos : cap), pos < cap ? cap - pos : 0, "%s\"%s\":[",
+                            pos > 1 ? "," : "", key);
+    for (int i = 0; i < n; i++)
+        pos += (size_t)snprintf(buf + (pos < cap ? pos : cap), pos < cap ? cap - pos : 0, "%s%d",
+                                i ? "," : "", v[i]);
+    pos += (size_t)snprintf(buf + (pos < cap ? pos : cap), pos < cap ? cap - pos : 0, "]");
+    return pos;
+}
+
+manta_status ofa_arch_to_json(const ofa_space *s, const ofa_arch *a, char *buf, size_t cap,
+                              manta_err *err)
+{
+    if (cap < 2)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "architecture JSON: buffer too small");
+    size_t pos = (size_t)snprintf(buf, cap, "{");
+    pos = put_list(buf, cap, pos, "ks", a->ks, ofa_slots(s));
+    pos = put_list(buf, cap, pos, "e", a->e, ofa_slots(s));
+    pos = put_list(buf, cap, pos, "d", a->d, s->n_units);
+    pos = put_list(buf, cap, pos, "r", &a->r, 1);
+    pos += (size_t)snprintf(buf + (pos < cap ? pos : cap), pos < cap ? cap - pos : 0, "}");
+    if (pos >= cap)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "architecture JSON needs %zu bytes, buffer has %zu", pos + 1, cap);
+    return MANTA_OK;
+}
+
+static manta_status read_ints(const cJSON *j, const char *key, int n, int *dst, manta_err *err)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (cJSON_IsNumber(a) && n == 1) { /* "r": 32 as well as "r": [32] */
+        dst[0] = a->valueint;
+        return MANTA_OK;
+    }
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != n)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "architecture: \"%s\" must be a list of %d integers", key, n);
+    for (int i = 0; i < n; i++) {
+        const cJSON *v = cJSON_GetArrayItem(a, i);
+        if (!cJSON_IsNumber(v))
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "architecture: \"%s\"[%d] is not a number", key, i);
+        dst[i] = v->valueint;
+    }
+    return MANTA_OK;
+}
+
+manta_status ofa_arch_parse(const ofa_space *s, const char *json, ofa_arch *a, manta_err *err)
+{
+    memset(a, 0, sizeof *a);
+    cJSON *j = cJSON_Parse(json);
+    if (!j || !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "architecture: not a JSON object");
+    }
+    manta_status st = read_ints(j, "ks", ofa_slots(s), a->ks, err);
+    if (st == MANTA_OK)
+        st = read_ints(j, "e", ofa_slots(s), a->e, err);
+    if (st == MANTA_OK)
+        st = read_ints(j, "d", s->n_units, a->d, err);
+    if (st == MANTA_OK)
+        st = read_ints(j, "r", 1, &a->r, err);
+    cJSON_Delete(j);
+    return st == MANTA_OK ? ofa_arch_validate(s, a, err) : st;
+}
+
+/* ---- description ---------------------------------------------------------------------- */
+
+static int conv_out(int in, int k, int stride) { return (in + 2 * (k / 2) - k) / stride + 1; }
+
+static ofa_layer *add_layer(ofa_desc *d, const char *name, ofa_layer_kind kind, int h, int w,
+                            int cin, int cout, int k, int stride, bool bn, nn_act act)
+{
+    ofa_layer *l = &d->layer[d->n++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->kind = kind;
+    l->in_h = h, l->in_w = w, l->in_c = cin, l->out_c = cout;
+    l->kernel = k, l->stride = stride, l->bn = bn, l->act = act;
+    l->out_h = kind == OFA_L_POOL || kind == OFA_L_LINEAR ? 1 : conv_out(h, k, stride);
+    l->out_w = kind == OFA_L_POOL || kind == OFA_L_LINEAR ? 1 : conv_out(w, k, stride);
+    double out_px = (double)l->out_h * l->out_w;
+    switch (kind) {
+    case OFA_L_CONV:
+        l->macs = out_px * cout * cin * k * k;
+        l->params = (long)cout * cin * k * k;
+        break;
+    case OFA_L_DWCONV:
+        l->macs = out_px * cout * k * k;
+        l->params = (long)cout * k * k;
+        break;
+    case OFA_L_LINEAR:
+        l->macs = (double)cin * cout;
+        l->params = (long)cin * cout + cout;
+        break;
+    default:
+        break;
+    }
+    if (bn)
+        l->params += 2L * cout;
+    d->macs += l->macs;
+    d->params += l->params;
+    return l;
+}
+
+manta_status ofa_describe(const ofa_space *s, const ofa_arch *a, ofa_desc *d, manta_err *err)
+{
+    memset(d, 0, sizeof *d);
+    manta_status st = ofa_arch_validate(s, a, err);
+    if (st != MANTA_OK)
+        return st;
+    int h = a->r, stride = a->r <= s->stem_stride1_max_res ? 1 : 2;
+    ofa_layer *l = add_layer(d, "stem", OFA_L_CONV, h, h, s->in_channels, s->stem_width,
+                             s->stem_kernel, stride, true, s->stem_act);
+    h = l->out_h;
+    int c = s->stem_width;
+    add_layer(d, "first.dw", OFA_L_DWCONV, h, h, c, c, 3, 1, true, s->first_act);
+    l = add_layer(d, "first.project", OFA_L_CONV, h, h, c, s->first_width, 1, 1, true, NN_ACT_NONE);
+    l->residual = c == s->first_width;
+    c = s->first_width;
+    char name[32];
+    for (int u = 0; u < s->n_units; u++) {
+        const ofa_unit_spec *us = &s->unit[u];
+        for (int j = 0; j < a->d[u]; j++) {
+            int slot = u * s->max_depth + j, k = a->ks[slot];
+            int st1 = j == 0 ? us->stride : 1;
+            int mid = ofa_make_divisible((double)c * a->e[slot], 8);
+            snprintf(name, sizeof name, "u%d.b%d.expand", u + 1, j + 1);
+            add_layer(d, name, OFA_L_CONV, h, h, c, mid, 1, 1, true, us->act);
+            snprintf(name, sizeof name, "u%d.b%d.dw", u + 1, j + 1);
+            l = add_layer(d, name, OFA_L_DWCONV, h, h, mid, mid, k, st1, true, us->act);
+            h = l->out_h;
+            if (us->se) {
+                int se = ofa_make_divisible(mid / 4.0, 8);
+                snprintf(name, sizeof name, "u%d.b%d.se", u + 1, j + 1);
+                l = add_layer(d, name, OFA_L_SE, h, h, mid, mid, 1, 1, false, NN_ACT_HSIGMOID);
+                l->macs = 2.0 * mid * se;
+                l->params = 2L * mid * se + se + mid;
+                d->macs += l->macs;
+                d->params += l->params;
+            }
+            snprintf(name, sizeof name, "u%d.b%d.project", u + 1, j + 1);
+            l = add_layer(d, name, OFA_L_CONV, h, h, mid, us->width, 1, 1, true, NN_ACT_NONE);
+            l->residual = st1 == 1 && c == us->width;
+            c = us->width;
+        }
+    }
+    add_layer(d, "head.expand", OFA_L_CONV, h, h, c, s->head_expand, 1, 1, true, NN_ACT_HSWISH);
+    c = s->head_expand;
+    add_layer(d, "head.pool", OFA_L_POOL, h, h, c, c, 1, 1, false, NN_ACT_NONE);
+    if (s->head_mix > 0) {
+        l = add_layer(d, "head.mix", OFA_L_CONV, 1, 1, c, s->head_mix, 1, 1, false, NN_ACT_HSWISH);
+        c = s->head_mix;
+    }
+    add_layer(d, "classifier", OFA_L_LINEAR, 1, 1, c, s->classes, 1, 1, false, NN_ACT_NONE);
+    return MANTA_OK;
+}

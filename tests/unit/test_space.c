@@ -1,0 +1,194 @@
+/* The OFA search space: shipped specs equal the built-ins, the architecture
+ * encoding round-trips, bad specs and architectures are refused with the
+ * field named, and per-layer shapes, MACs and parameters are right. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+#include "ofa/space.h"
+
+static void test_make_divisible_matches_ofa(void **state)
+{
+    (void)state;
+    assert_int_equal(ofa_make_divisible(16 * 6, 8), 96);
+    assert_int_equal(ofa_make_divisible(24 * 3, 8), 72);
+    assert_int_equal(ofa_make_divisible(40 * 4 / 4.0, 8), 40);
+    assert_int_equal(ofa_make_divisible(3, 8), 8);      /* never below the divisor */
+    assert_int_equal(ofa_make_divisible(72 / 4.0, 8), 24); /* 18 -> 16 < 0.9*18, so +8 */
+    assert_int_equal(ofa_make_divisible(100, 8), 104);
+}
+
+static void test_shipped_specs_equal_builtins(void **state)
+{
+    (void)state;
+    const char *files[] = {"models/ofa_cpu_default.json", "models/ofa_mbv3_w10.json"};
+    void (*builtin[])(ofa_space *) = {ofa_space_cpu_default, ofa_space_mbv3_w10};
+    for (int i = 0; i < 2; i++) {
+        ofa_space a, b;
+        manta_err e;
+        if (ofa_space_load(files[i], &a, &e) != MANTA_OK)
+            fail_msg("%s", e.msg);
+        builtin[i](&b);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
+}
+
+static void expect_bad_spec(const char *from, const char *to, const char *needle)
+{
+    ofa_space s;
+    manta_err e;
+    FILE *f = fopen("models/ofa_cpu_default.json", "rb");
+    assert_non_null(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strstr(buf, from);
+    assert_non_null(p);
+    char out[4200];
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(p - buf), buf, to, p + strlen(from));
+    manta_err_clear(&e);
+    assert_int_equal(ofa_space_parse(out, &s, &e), MANTA_ERR_FORMAT);
+    if (!strstr(e.msg, needle))
+        fail_msg("message '%s' lacks '%s'", e.msg, needle);
+}
+
+static void test_bad_specs_name_the_field(void **state)
+{
+    (void)state;
+    expect_bad_spec("\"kernel_sizes\": [3, 5, 7]", "\"kernel_sizes\": [3, 4, 7]", "not odd");
+    expect_bad_spec("\"depths\": [2, 3, 4]", "\"depths\": [4, 3]", "depths");
+    expect_bad_spec("\"input_channels\": 1", "\"input_channels\": 2", "input_channels");
+    expect_bad_spec("\"stride\": 2, \"act\": \"relu\", \"se\": true", "\"stride\": 3, \"act\": \"relu\", \"se\": true", "units[1]");
+    expect_bad_spec("\"act\": \"h-swish\", \"se\": false", "\"act\": \"gelu\", \"se\": false", "units[2]");
+    expect_bad_spec("\"version\": 1", "\"version\": 2", "version");
+    expect_bad_spec("\"expand\": 384", "\"expand\": -1", "space.head");
+    expect_bad_spec("\"manta-ofa-space\"", "\"other\"", "format");
+    ofa_space s;
+    manta_err e;
+    assert_int_equal(ofa_space_parse("{\"format\":", &s, &e), MANTA_ERR_FORMAT);
+    assert_int_equal(ofa_space_load("/nonexistent.json", &s, &e), MANTA_ERR_IO);
+    assert_non_null(strstr(e.msg, "/nonexistent.json"));
+}
+
+static void test_arch_json_round_trip(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_cpu_default(&s);
+    manta_rng r;
+    manta_rng_seed(&r, 99, 0);
+    for (int i = 0; i < 50; i++) {
+        ofa_arch a, b;
+        ofa_arch_sample(&s, &r, &a);
+        assert_int_equal(ofa_arch_validate(&s, &a, NULL), MANTA_OK);
+        char buf[1024];
+        manta_err e;
+        assert_int_equal(ofa_arch_to_json(&s, &a, buf, sizeof buf, &e), MANTA_OK);
+        if (ofa_arch_parse(&s, buf, &b, &e) != MANTA_OK)
+            fail_msg("%s: %s", buf, e.msg);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
+    char small[16];
+    ofa_arch a;
+    ofa_arch_max(&s, 0, &a);
+    assert_int_equal(ofa_arch_to_json(&s, &a, small, sizeof small, NULL), MANTA_ERR_INVALID_ARG);
+}
+
+static void test_arch_outside_space_is_refused(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_cpu_default(&s);
+    ofa_arch a;
+    manta_err e;
+    const char *ok_r = "{\"ks\":[7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"
+                       "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4,4],\"r\":32}";
+    assert_int_equal(ofa_arch_parse(&s, ok_r, &a, &e), MANTA_OK);
+    assert_int_equal(a.r, 32);
+    const char *bad_k = "{\"ks\":[7,7,7,7,7,7,7,7,7,9,7,7,7,7,7,7,7,7,7,7],"
+                        "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4,4],\"r\":[32]}";
+    assert_int_equal(ofa_arch_parse(&s, bad_k, &a, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "ks[9] = 9"));
+    const char *bad_r = "{\"ks\":[7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"
+                        "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4,4],\"r\":[224]}";
+    assert_int_equal(ofa_arch_parse(&s, bad_r, &a, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "resolution 224"));
+    const char *short_d = "{\"ks\":[7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"
+                          "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4],\"r\":32}";
+    assert_int_equal(ofa_arch_parse(&s, short_d, &a, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "\"d\""));
+    assert_int_equal(ofa_arch_parse(&s, "[1,2]", &a, &e), MANTA_ERR_INVALID_ARG);
+}
+
+/* Hand-computed figures for the smallest CPU-default sub-network at 24x24. */
+static void test_describe_smallest_cpu_subnet(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_cpu_default(&s);
+    ofa_arch a;
+    ofa_arch_min(&s, 0, &a);
+    ofa_desc d;
+    manta_err e;
+    assert_int_equal(ofa_describe(&s, &a, &d, &e), MANTA_OK);
+    /* stem, first dw + project, 5 units x 2 blocks x (expand, dw, [se], project), head 3 */
+    int se_blocks = 2 * 3; /* units 2, 4, 5 have SE */
+    assert_int_equal(d.n, 3 + 5 * 2 * 3 + se_blocks + 3);
+    const ofa_layer *stem = &d.layer[0];
+    assert_int_equal(stem->stride, 1); /* 24 <= 64 */
+    assert_int_equal(stem->out_h, 24);
+    assert_true(stem->macs == 24.0 * 24 * 16 * 9);
+    assert_int_equal(stem->params, 16 * 9 + 32);
+    /* u1.b1: 16 -> mid 48 (e3) -> 16, stride 2: 24 -> 12, no residual */
+    const ofa_layer *ex = &d.layer[3], *dw = &d.layer[4], *pj = &d.layer[5];
+    assert_string_equal(ex->name, "u1.b1.expand");
+    assert_int_equal(ex->out_c, 48);
+    assert_int_equal(dw->out_h, 12);
+    assert_int_equal(dw->kernel, 3);
+    assert_true(dw->macs == 12.0 * 12 * 48 * 9);
+    assert_false(pj->residual);
+    assert_true(d.layer[8].residual); /* u1.b2.project: stride 1, 16 -> 16 */
+    /* final spatial size 1x1 after five stride-2 units: 24,12,6,3,2,1 */
+    const ofa_layer *cls = &d.layer[d.n - 1];
+    assert_string_equal(cls->name, "classifier");
+    assert_int_equal(cls->in_c, 384);
+    assert_int_equal(d.layer[d.n - 3].in_h, 1);
+    assert_true(cls->params == 384 * 10 + 10);
+    double sum = 0;
+    for (int i = 0; i < d.n; i++)
+        sum += d.layer[i].macs;
+    assert_true(sum == d.macs);
+}
+
+static void test_describe_orders_max_above_min(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_mbv3_w10(&s);
+    ofa_arch mx, mn;
+    ofa_arch_max(&s, 224, &mx);
+    ofa_arch_min(&s, 224, &mn);
+    ofa_desc a, b;
+    assert_int_equal(ofa_describe(&s, &mx, &a, NULL), MANTA_OK);
+    assert_int_equal(ofa_describe(&s, &mn, &b, NULL), MANTA_OK);
+    assert_true(a.macs > 3 * b.macs);
+    assert_true(a.params > b.params);
+    assert_int_equal(a.layer[a.n - 2].in_c, 960); /* head: 960 -> mix 1280 -> classes */
+    assert_int_equal(a.layer[a.n - 1].in_c, 1280);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_make_divisible_matches_ofa),
+        cmocka_unit_test(test_shipped_specs_equal_builtins),
+        cmocka_unit_test(test_bad_specs_name_the_field),
+        cmocka_unit_test(test_arch_json_round_trip),
+        cmocka_unit_test(test_arch_outside_space_is_refused),
+        cmocka_unit_test(test_describe_smallest_cpu_subnet),
+        cmocka_unit_test(test_describe_orders_max_above_min),
+    };
+    return cmocka_run_group_tests_name("ofa search space", tests, NULL, NULL);
+}
