@@ -7,10 +7,9 @@ static manta_status check_shape(mcl_dev *d, const nn_bn_shape *s, const char *op
 {
     if (!s)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: shape is NULL", op);
-    if (s->n < 1 || s->c < 1 || s->hw < 1)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: shape (n %d, c %d, hw %d) must be positive", op, s->n, s->c,
-                             s->hw);
+    NN_CHECK_POS(d, op, "shape n", s->n);
+    NN_CHECK_POS(d, op, "shape c", s->c);
+    NN_CHECK_POS(d, op, "shape hw", s->hw);
     NN_CHECK_INT(d, (size_t)s->n * (size_t)s->c * (size_t)s->hw, "batch norm size n*c*hw");
     return MANTA_OK;
 }

@@ -19,6 +19,15 @@
                                  (size_t)(v));                                             \
     } while (0)
 
+/** Return MANTA_ERR_INVALID_ARG from the calling op @p op when the int shape
+ *  field @p name (value @p v) is below 1. */
+#define NN_CHECK_POS(d, op, name, v)                                                       \
+    do {                                                                                  \
+        if ((v) < 1)                                                                      \
+            return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,                        \
+                                 "%s: %s is %d; it must be at least 1", op, name, (int)(v)); \
+    } while (0)
+
 /** Round @p n up to a multiple of @p m (m > 0). */
 static inline size_t nn_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 

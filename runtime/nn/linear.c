@@ -8,13 +8,12 @@ static manta_status check_shape(mcl_dev *d, const nn_linear_shape *s, const char
 {
     if (!s)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: shape is NULL", op);
-    if (s->n < 1 || s->in < 1 || s->out < 1)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: shape (n %d, in %d, out %d) must be positive", op, s->n, s->in,
-                             s->out);
+    NN_CHECK_POS(d, op, "shape n", s->n);
+    NN_CHECK_POS(d, op, "shape in", s->in);
+    NN_CHECK_POS(d, op, "shape out", s->out);
     if (s->w_ld != 0 && s->w_ld < s->in)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: w_ld %d is neither 0 nor at least in %d", op, s->w_ld, s->in);
+                             "%s: shape w_ld %d is neither 0 nor at least in (%d)", op, s->w_ld, s->in);
     NN_CHECK_INT(d, (size_t)s->n * (size_t)s->out, "linear output size n*out");
     *ld = s->w_ld ? (size_t)s->w_ld : (size_t)s->in;
     return MANTA_OK;

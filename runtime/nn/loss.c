@@ -4,9 +4,8 @@
 
 static manta_status check_shape(mcl_dev *d, int n, int k, const char *op)
 {
-    if (n < 1 || k < 1)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: shape (n %d, k %d) must be positive", op, n, k);
+    NN_CHECK_POS(d, op, "n", n);
+    NN_CHECK_POS(d, op, "k", k);
     NN_CHECK_INT(d, (size_t)n * (size_t)k, "loss logits size n*k");
     return MANTA_OK;
 }
