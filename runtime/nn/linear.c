@@ -13,7 +13,8 @@ static manta_status check_shape(mcl_dev *d, const nn_linear_shape *s, const char
     NN_CHECK_POS(d, op, "shape out", s->out);
     if (s->w_ld != 0 && s->w_ld < s->in)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: shape w_ld %d is neither 0 nor at least in (%d)", op, s->w_ld, s->in);
+                             "%s: shape w_ld %d is neither 0 nor at least in (%d)", op,
+                             s->w_ld, s->in);
     NN_CHECK_INT(d, (size_t)s->n * (size_t)s->out, "linear output size n*out");
     *ld = s->w_ld ? (size_t)s->w_ld : (size_t)s->in;
     return MANTA_OK;

@@ -13,8 +13,7 @@ static manta_status run_per_row(mcl_launch *L, size_t nc, size_t wg)
  * nothing is negative; hw is checked first so the product cannot wrap). */
 static manta_status check_rows(mcl_dev *d, size_t nc, size_t hw, const char *op)
 {
-    NN_CHECK_INT(d, hw, op);
-    if (hw && nc > (size_t)INT_MAX / hw)
+    if (hw > (size_t)INT_MAX || (hw && nc > (size_t)INT_MAX / hw))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "%s: nc %zu * hw %zu exceeds the kernels' 32-bit index range", op,
                              nc, hw);
