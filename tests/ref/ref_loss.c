@@ -38,12 +38,3 @@ void ref_soft_xent(int n, int k, const double *logits, const double *teacher, do
         losses[r] = l;
     }
 }
-
-void ref_softmax(int n, int k, const double *z, double *p)
-{
-    for (int r = 0; r < n; r++) {
-        double lse = logsumexp(k, z + (size_t)r * k);
-        for (int i = 0; i < k; i++)
-            p[(size_t)r * k + i] = exp(z[(size_t)r * k + i] - lse);
-    }
-}

@@ -10,7 +10,5 @@ void ref_xent(int n, int k, double smoothing, const double *logits, const double
               double *losses);
 /** Per-row loss with t = softmax(teacher). logits, teacher (N, K); losses (N). */
 void ref_soft_xent(int n, int k, const double *logits, const double *teacher, double *losses);
-/** Row-wise softmax. z, p (N, K). */
-void ref_softmax(int n, int k, const double *z, double *p);
 
 #endif
