@@ -9,3 +9,21 @@
 
 /* Flat index of the current work-item in dimension 0. */
 #define GID0 ((int)get_global_id(0))
+
+/* Sum of v over the work-group, returned to every work-item. The local size
+ * must be a power of two; scratch holds get_local_size(0) floats and may be
+ * reused as soon as this returns. Every work-item of the group must call it. */
+inline float wg_sum(float v, __local float *scratch)
+{
+    int l = (int)get_local_id(0);
+    scratch[l] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = (int)get_local_size(0) / 2; s > 0; s >>= 1) {
+        if (l < s)
+            scratch[l] += scratch[l + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}

@@ -4,6 +4,9 @@
  *        residual add and axpy, on the device.
  *
  * "nc" is N*C rows of "hw" = H*W values each: x (N, C, H, W) seen as (NC, HW).
+ * Zero sizes are empty tensors (nothing is done), except that average pooling
+ * needs hw >= 1; sizes beyond the kernels' int range, and hw 0 for pooling,
+ * return MANTA_ERR_INVALID_ARG.
  */
 #ifndef MANTA_NN_POOL_H
 #define MANTA_NN_POOL_H

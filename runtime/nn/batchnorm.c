@@ -1,0 +1,130 @@
+#include "nn/batchnorm.h"
+
+#include "nn/launch.h"
+
+/* Shape checks shared by every entry point; returns MANTA_OK or the error. */
+static manta_status check_shape(mcl_dev *d, const nn_bn_shape *s, const char *op)
+{
+    if (!s)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: shape is NULL", op);
+    NN_CHECK_POS(d, op, "shape n", s->n);
+    NN_CHECK_POS(d, op, "shape c", s->c);
+    NN_CHECK_POS(d, op, "shape hw", s->hw);
+    NN_CHECK_INT(d, (size_t)s->n * (size_t)s->c * (size_t)s->hw, "batch norm size n*c*hw");
+    return MANTA_OK;
+}
+
+static manta_status check_eps(mcl_dev *d, float eps, const char *op)
+{
+    if (!(eps > 0.0f))
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: eps %g must be positive",
+                             op, (double)eps);
+    return MANTA_OK;
+}
+
+/* Launch one work-group of a reduction size per channel, with its scratch. */
+static manta_status run_per_channel(mcl_launch *L, const nn_bn_shape *s, size_t wg)
+{
+    mcl_arg_local(L, wg * sizeof(float));
+    return mcl_launch_run(L, 1, (size_t[]){(size_t)s->c * wg}, (size_t[]){wg});
+}
+
+manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, mview var)
+{
+    manta_status st = check_shape(d, s, "bn_stats");
+    if (st != MANTA_OK)
+        return st;
+    size_t wg = nn_reduce_wg(d, (size_t)s->n * (size_t)s->hw);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_stats");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, mean);
+    mcl_arg_view(&L, var);
+    mcl_arg_int(&L, s->n);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    return run_per_channel(&L, s, wg);
+}
+
+manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentum, float eps,
+                                 mview x, mview gamma, mview beta, mview running_mean,
+                                 mview running_var, mview y, mview save_mean, mview save_invstd)
+{
+    manta_status st = check_shape(d, s, "bn_forward_train");
+    if (st == MANTA_OK)
+        st = check_eps(d, eps, "bn_forward_train");
+    if (st != MANTA_OK)
+        return st;
+    if ((size_t)s->n * (size_t)s->hw < 2)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "bn_forward_train: n*hw is 1; training needs more than one value "
+                             "per channel");
+    if (!(momentum >= 0.0f && momentum <= 1.0f))
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "bn_forward_train: momentum %g outside [0, 1]", (double)momentum);
+    size_t wg = nn_reduce_wg(d, (size_t)s->n * (size_t)s->hw);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_forward_train");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, gamma);
+    mcl_arg_view(&L, beta);
+    mcl_arg_view(&L, running_mean);
+    mcl_arg_view(&L, running_var);
+    mcl_arg_view(&L, y);
+    mcl_arg_view(&L, save_mean);
+    mcl_arg_view(&L, save_invstd);
+    mcl_arg_int(&L, s->n);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    mcl_arg_float(&L, momentum);
+    mcl_arg_float(&L, eps);
+    return run_per_channel(&L, s, wg);
+}
+
+manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mview x, mview gamma,
+                                mview beta, mview running_mean, mview running_var, mview y)
+{
+    manta_status st = check_shape(d, s, "bn_forward_eval");
+    if (st == MANTA_OK)
+        st = check_eps(d, eps, "bn_forward_eval");
+    if (st != MANTA_OK)
+        return st;
+    size_t total = (size_t)s->n * (size_t)s->c * (size_t)s->hw;
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_forward_eval");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, gamma);
+    mcl_arg_view(&L, beta);
+    mcl_arg_view(&L, running_mean);
+    mcl_arg_view(&L, running_var);
+    mcl_arg_view(&L, y);
+    mcl_arg_int(&L, (int)total);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    mcl_arg_float(&L, eps);
+    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+}
+
+manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
+                            mview save_mean, mview save_invstd, mview dy, mview dx, mview dgamma,
+                            mview dbeta)
+{
+    manta_status st = check_shape(d, s, "bn_backward");
+    if (st != MANTA_OK)
+        return st;
+    size_t wg = nn_reduce_wg(d, (size_t)s->n * (size_t)s->hw);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_backward");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, gamma);
+    mcl_arg_view(&L, save_mean);
+    mcl_arg_view(&L, save_invstd);
+    mcl_arg_view(&L, dy);
+    mcl_arg_view(&L, dx);
+    mcl_arg_view(&L, dgamma);
+    mcl_arg_view(&L, dbeta);
+    mcl_arg_int(&L, s->n);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    return run_per_channel(&L, s, wg);
+}

@@ -1,0 +1,113 @@
+#include "nn/pool.h"
+
+#include "nn/launch.h"
+
+/* Row reduction launch: one work-group per row of hw values, with scratch. */
+static manta_status run_per_row(mcl_launch *L, size_t nc, size_t wg)
+{
+    mcl_arg_local(L, wg * sizeof(float));
+    return mcl_launch_run(L, 1, (size_t[]){nc * wg}, (size_t[]){wg});
+}
+
+/* Checks nc * hw against the kernels' int indices (sizes are size_t, so
+ * nothing is negative; hw is checked first so the product cannot wrap). */
+static manta_status check_rows(mcl_dev *d, size_t nc, size_t hw, const char *op)
+{
+    if (hw > (size_t)INT_MAX || (hw && nc > (size_t)INT_MAX / hw))
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "%s: nc %zu * hw %zu exceeds the kernels' 32-bit index range", op,
+                             nc, hw);
+    return MANTA_OK;
+}
+
+manta_status nn_avgpool_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview y)
+{
+    if (hw == 0)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "avgpool_forward: hw is 0 (mean of an empty row)");
+    manta_status st = check_rows(d, nc, hw, "avgpool_forward");
+    if (st != MANTA_OK)
+        return st;
+    size_t wg = nn_reduce_wg(d, hw);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "pool", "avgpool_forward");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, y);
+    mcl_arg_int(&L, (int)hw);
+    return run_per_row(&L, nc, wg);
+}
+
+manta_status nn_avgpool_backward(mcl_dev *d, size_t nc, size_t hw, mview dy, mview dx)
+{
+    if (hw == 0)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "avgpool_backward: hw is 0 (mean of an empty row)");
+    manta_status st = check_rows(d, nc, hw, "avgpool_backward");
+    if (st != MANTA_OK)
+        return st;
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "pool", "avgpool_backward");
+    mcl_arg_view(&L, dy);
+    mcl_arg_view(&L, dx);
+    mcl_arg_int(&L, (int)(nc * hw));
+    mcl_arg_int(&L, (int)hw);
+    return mcl_launch_run(&L, 1, (size_t[]){nc * hw}, NULL);
+}
+
+manta_status nn_scale_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s, mview y)
+{
+    manta_status st = check_rows(d, nc, hw, "scale_forward");
+    if (st != MANTA_OK)
+        return st;
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "pool", "scale_forward");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, s);
+    mcl_arg_view(&L, y);
+    mcl_arg_int(&L, (int)(nc * hw));
+    mcl_arg_int(&L, (int)hw);
+    return mcl_launch_run(&L, 1, (size_t[]){nc * hw}, NULL);
+}
+
+manta_status nn_scale_backward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s, mview dy,
+                               mview dx, mview ds)
+{
+    manta_status st = check_rows(d, nc, hw, "scale_backward");
+    if (st != MANTA_OK)
+        return st;
+    /* ds first: it reads dy, which dx may overwrite */
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "pool", "scale_backward_s");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, dy);
+    mcl_arg_view(&L, ds);
+    mcl_arg_int(&L, (int)hw);
+    st = run_per_row(&L, nc, nn_reduce_wg(d, hw));
+    if (st != MANTA_OK || !dx.mem)
+        return st;
+    return nn_scale_forward(d, nc, hw, dy, s, dx); /* dx = dy * s */
+}
+
+manta_status nn_add(mcl_dev *d, size_t n, mview a, mview b, mview y)
+{
+    NN_CHECK_INT(d, n, "add size n");
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "pool", "add");
+    mcl_arg_view(&L, a);
+    mcl_arg_view(&L, b);
+    mcl_arg_view(&L, y);
+    mcl_arg_int(&L, (int)n);
+    return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
+}
+
+manta_status nn_axpy(mcl_dev *d, size_t n, float alpha, mview x, mview y)
+{
+    NN_CHECK_INT(d, n, "axpy size n");
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "pool", "axpy");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, y);
+    mcl_arg_int(&L, (int)n);
+    mcl_arg_float(&L, alpha);
+    return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
+}
