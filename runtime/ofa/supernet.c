@@ -1,0 +1,680 @@
+#include "ofa/supernet.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl/slab.h"
+#include "nn/activation.h"
+#include "nn/batchnorm.h"
+#include "nn/conv.h"
+#include "nn/depthwise.h"
+#include "nn/linear.h"
+#include "nn/pool.h"
+#include "ofa/elastic.h"
+
+#define BN_MOMENTUM 0.1f
+#define BN_EPS 1e-5f
+#define KMAX_SLOTS 4 /* kernel sizes: matrices between consecutive sizes */
+
+/* A batch norm: parameter offsets (gamma, beta) and state offsets. */
+typedef struct bn_p {
+    size_t gamma, beta, rmean, rvar, smean, sinv;
+} bn_p;
+
+/* Activation tensors of one MBConv slot (offsets into the activation slab;
+ * each has a gradient at the same offset of the gradient slab). */
+typedef struct slot_t {
+    size_t e_conv, e_bn, e_act, d_conv, d_bn, d_act;
+    size_t se_pool, se_r, se_relu, se_e, se_hsig, se_out;
+    size_t p_conv, p_bn, out;
+    size_t kw[KMAX_SLOTS]; /* transformed depthwise kernels, one per smaller size */
+} slot_t;
+
+/* Parameters of one MBConv slot, at its largest width. */
+typedef struct slot_p {
+    int in_c, mid_max, se_max, width, stride;
+    nn_act act;
+    bool se;
+    size_t e_w, dw_w, se_r_w, se_r_b, se_e_w, se_e_b, p_w;
+    size_t kmat[KMAX_SLOTS]; /* kmat[i]: ks[i+1] -> ks[i] matrix */
+    bn_p e_bn, d_bn, p_bn;
+    slot_t t;
+} slot_p;
+
+/* The active configuration of one slot. */
+typedef struct slot_a {
+    int idx;           /* slot index */
+    int mid, se, k, ki; /* ki: index of k in space->ks */
+    int h, w, ho, wo;  /* input and output spatial size */
+    bool residual;
+    size_t in;         /* activation offset of the block input */
+} slot_a;
+
+struct ofa_supernet {
+    mcl_dev *d;
+    ofa_space s;
+    int batch;
+    /* parameters */
+    size_t stem_w, first_dw, first_p, head_w, mix_w, cls_w, cls_b;
+    bn_p stem_bn, first_dbn, first_pbn, head_bn;
+    slot_p slot[OFA_MAX_SLOTS];
+    size_t n_params, n_decay, n_state;
+    /* activations */
+    size_t x0, stem_conv, stem_bn_t, stem_act, f_dconv, f_dbn, f_dact, f_pconv, f_pbn, f_out;
+    size_t h_conv, h_bn, h_act, h_pool, m_lin, m_act, logits, tmp;
+    mslab params, grads, mom, state, acts, dacts, scratch;
+    /* active sub-network */
+    ofa_arch arch;
+    bool have_arch;
+    int stem_stride, h0, hs; /* input size, size after the stem */
+    int n_active;
+    slot_a active[OFA_MAX_SLOTS];
+    int last_c, last_h;
+    size_t head_in; /* activation offset of the head's input */
+    bool first_residual;
+    mview fwd_params; /* parameters of the last forward */
+    ofa_bn_mode fwd_bn;
+};
+
+#define TRY(expr)                                                                          \
+    do {                                                                                   \
+        manta_status st_ = (expr);                                                         \
+        if (st_ != MANTA_OK)                                                               \
+            return st_;                                                                    \
+    } while (0)
+
+const ofa_space *ofa_supernet_space(const ofa_supernet *n) { return &n->s; }
+int ofa_supernet_batch(const ofa_supernet *n) { return n->batch; }
+
+void ofa_supernet_slabs(const ofa_supernet *n, ofa_slabs *o)
+{
+    o->params = mslab_view(&n->params, 0);
+    o->grads = mslab_view(&n->grads, 0);
+    o->momentum = mslab_view(&n->mom, 0);
+    o->state = mslab_view(&n->state, 0);
+    o->n_params = n->n_params;
+    o->n_decay = n->n_decay;
+    o->n_state = n->n_state;
+}
+
+static mview A(const ofa_supernet *n, size_t off) { return mslab_view(&n->acts, off); }
+static mview G(const ofa_supernet *n, size_t off) { return mslab_view(&n->dacts, off); }
+static mview DP(const ofa_supernet *n, size_t off) { return mslab_view(&n->grads, off); }
+static mview S(const ofa_supernet *n, size_t off) { return mslab_view(&n->state, off); }
+
+mview ofa_supernet_input(const ofa_supernet *n) { return A(n, n->x0); }
+mview ofa_supernet_logits(const ofa_supernet *n) { return A(n, n->logits); }
+mview ofa_supernet_dlogits(const ofa_supernet *n) { return G(n, n->logits); }
+
+/* ---- layout ------------------------------------------------------------------------ */
+
+static int out_size(int in, int k, int stride) { return (in + 2 * (k / 2) - k) / stride + 1; }
+
+static void bn_layout(bn_p *b, int c, mlayout *pl, mlayout *sl)
+{
+    b->gamma = mlayout_add(pl, (size_t)c);
+    b->beta = mlayout_add(pl, (size_t)c);
+    b->rmean = mlayout_add(sl, (size_t)c);
+    b->rvar = mlayout_add(sl, (size_t)c);
+    b->smean = mlayout_add(sl, (size_t)c);
+    b->sinv = mlayout_add(sl, (size_t)c);
+}
+
+/* Plan parameters (decayed first), state and activations for the largest
+ * network at the largest resolution. */
+static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t *scratch)
+{
+    const ofa_space *s = &n->s;
+    const size_t B = (size_t)n->batch;
+    const int kmax = s->ks[s->n_ks - 1];
+    /* decayed: every weight matrix */
+    n->stem_w = mlayout_add(pl, (size_t)s->stem_width * s->in_channels * s->stem_kernel * s->stem_kernel);
+    n->first_dw = mlayout_add(pl, (size_t)s->stem_width * 9);
+    n->first_p = mlayout_add(pl, (size_t)s->first_width * s->stem_width);
+    int c = s->first_width;
+    for (int u = 0; u < s->n_units; u++)
+        for (int j = 0; j < s->max_depth; j++) {
+            slot_p *p = &n->slot[u * s->max_depth + j];
+            p->in_c = c;
+            p->width = s->unit[u].width;
+            p->stride = j == 0 ? s->unit[u].stride : 1;
+            p->act = s->unit[u].act;
+            p->se = s->unit[u].se;
+            p->mid_max = ofa_make_divisible((double)c * s->e[s->n_e - 1], 8);
+            p->se_max = ofa_make_divisible(p->mid_max / 4.0, 8);
+            p->e_w = mlayout_add(pl, (size_t)p->mid_max * c);
+            p->dw_w = mlayout_add(pl, (size_t)p->mid_max * kmax * kmax);
+            for (int i = 0; i + 1 < s->n_ks; i++)
+                p->kmat[i] = mlayout_add(pl, (size_t)s->ks[i] * s->ks[i] * s->ks[i] * s->ks[i]);
+            if (p->se) {
+                p->se_r_w = mlayout_add(pl, (size_t)p->se_max * p->mid_max);
+                p->se_e_w = mlayout_add(pl, (size_t)p->mid_max * p->se_max);
+            }
+            p->p_w = mlayout_add(pl, (size_t)p->width * p->mid_max);
+            c = p->width;
+        }
+    n->head_w = mlayout_add(pl, (size_t)s->head_expand * c);
+    int feat = s->head_expand;
+    if (s->head_mix > 0) {
+        n->mix_w = mlayout_add(pl, (size_t)s->head_mix * s->head_expand);
+        feat = s->head_mix;
+    }
+    n->cls_w = mlayout_add(pl, (size_t)s->classes * feat);
+    n->n_decay = pl->total;
+    /* not decayed: batch norm and biases */
+    bn_layout(&n->stem_bn, s->stem_width, pl, sl);
+    bn_layout(&n->first_dbn, s->stem_width, pl, sl);
+    bn_layout(&n->first_pbn, s->first_width, pl, sl);
+    for (int i = 0; i < ofa_slots(s); i++) {
+        slot_p *p = &n->slot[i];
+        bn_layout(&p->e_bn, p->mid_max, pl, sl);
+        bn_layout(&p->d_bn, p->mid_max, pl, sl);
+        bn_layout(&p->p_bn, p->width, pl, sl);
+        if (p->se) {
+            p->se_r_b = mlayout_add(pl, (size_t)p->se_max);
+            p->se_e_b = mlayout_add(pl, (size_t)p->mid_max);
+        }
+    }
+    bn_layout(&n->head_bn, s->head_expand, pl, sl);
+    n->cls_b = mlayout_add(pl, (size_t)s->classes);
+    n->n_params = pl->total;
+    n->n_state = sl->total;
+
+    /* activations at the largest resolution and widths */
+    const int r = s->res[s->n_res - 1];
+    const int sstride = r <= s->stem_stride1_max_res ? 1 : 2;
+    int h = out_size(r, s->stem_kernel, sstride);
+    n->x0 = mlayout_add(al, B * s->in_channels * r * r);
+    size_t st = B * s->stem_width * h * h;
+    n->stem_conv = mlayout_add(al, st);
+    n->stem_bn_t = mlayout_add(al, st);
+    n->stem_act = mlayout_add(al, st);
+    n->f_dconv = mlayout_add(al, st);
+    n->f_dbn = mlayout_add(al, st);
+    n->f_dact = mlayout_add(al, st);
+    size_t fo = B * s->first_width * h * h;
+    n->f_pconv = mlayout_add(al, fo);
+    n->f_pbn = mlayout_add(al, fo);
+    n->f_out = mlayout_add(al, fo);
+    nn_conv2d_shape cs = {n->batch, s->in_channels, r, r, s->stem_width, s->stem_kernel,
+                          s->stem_kernel, sstride, sstride, s->stem_kernel / 2, s->stem_kernel / 2, 0};
+    *scratch = nn_conv2d_scratch_floats(&cs);
+    size_t spare = 0;
+    for (int i = 0; i < ofa_slots(s); i++) {
+        slot_p *p = &n->slot[i];
+        slot_t *t = &p->t;
+        int ho = out_size(h, 1, p->stride); /* same for every odd kernel size */
+        size_t in_mid = B * p->mid_max * h * h, out_mid = B * p->mid_max * ho * ho;
+        size_t out_w = B * p->width * ho * ho;
+        spare = spare > out_mid ? spare : out_mid;
+        t->e_conv = mlayout_add(al, in_mid);
+        t->e_bn = mlayout_add(al, in_mid);
+        t->e_act = mlayout_add(al, in_mid);
+        for (int k = 0; k + 1 < s->n_ks; k++)
+            t->kw[k] = mlayout_add(al, (size_t)p->mid_max * s->ks[k] * s->ks[k]);
+        t->d_conv = mlayout_add(al, out_mid);
+        t->d_bn = mlayout_add(al, out_mid);
+        t->d_act = mlayout_add(al, out_mid);
+        if (p->se) {
+            t->se_pool = mlayout_add(al, B * p->mid_max);
+            t->se_r = mlayout_add(al, B * p->se_max);
+            t->se_relu = mlayout_add(al, B * p->se_max);
+            t->se_e = mlayout_add(al, B * p->mid_max);
+            t->se_hsig = mlayout_add(al, B * p->mid_max);
+            t->se_out = mlayout_add(al, out_mid);
+        }
+        t->p_conv = mlayout_add(al, out_w);
+        t->p_bn = mlayout_add(al, out_w);
+        t->out = mlayout_add(al, out_w);
+        nn_conv2d_shape e = {n->batch, p->in_c, h, h, p->mid_max, 1, 1, 1, 1, 0, 0, 0};
+        nn_conv2d_shape pr = {n->batch, p->mid_max, ho, ho, p->width, 1, 1, 1, 1, 0, 0, 0};
+        size_t a = nn_conv2d_scratch_floats(&e), b = nn_conv2d_scratch_floats(&pr);
+        *scratch = a > *scratch ? a : *scratch;
+        *scratch = b > *scratch ? b : *scratch;
+        h = ho;
+    }
+    c = n->slot[ofa_slots(s) - 1].width;
+    size_t hd = B * s->head_expand * h * h;
+    n->h_conv = mlayout_add(al, hd);
+    n->h_bn = mlayout_add(al, hd);
+    n->h_act = mlayout_add(al, hd);
+    n->h_pool = mlayout_add(al, B * s->head_expand);
+    nn_conv2d_shape hs = {n->batch, c, h, h, s->head_expand, 1, 1, 1, 1, 0, 0, 0};
+    size_t hsc = nn_conv2d_scratch_floats(&hs);
+    *scratch = hsc > *scratch ? hsc : *scratch;
+    if (s->head_mix > 0) {
+        n->m_lin = mlayout_add(al, B * s->head_mix);
+        n->m_act = mlayout_add(al, B * s->head_mix);
+    }
+    n->logits = mlayout_add(al, B * s->classes);
+    n->tmp = mlayout_add(al, spare); /* SE pooling gradients */
+}
+
+/* ---- creation ------------------------------------------------------------------------ */
+
+static void fill_normal(manta_rng *r, float *p, size_t n, float std)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = std * manta_rng_normal(r);
+}
+
+static void fill_uniform(manta_rng *r, float *p, size_t n, float bound)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = bound * (2.0f * manta_rng_uniform(r) - 1.0f);
+}
+
+/* OFA's initialisation: convolutions normal with std sqrt(2 / (k*k*out))
+ * ("he_fout"), linear layers uniform(+-1/sqrt(in)), biases 0, BN gamma 1 and
+ * beta 0, running variance 1, kernel matrices the identity. */
+static manta_status init_values(ofa_supernet *n, uint64_t seed)
+{
+    const ofa_space *s = &n->s;
+    float *p = calloc(n->n_params ? n->n_params : 1, sizeof *p);
+    float *st = calloc(n->n_state ? n->n_state : 1, sizeof *st);
+    if (!p || !st) {
+        free(p);
+        free(st);
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY, "supernet: out of host memory");
+    }
+    manta_rng r;
+    manta_rng_seed(&r, seed, 0x5eed);
+    const int kmax = s->ks[s->n_ks - 1], ks = s->stem_kernel;
+    fill_normal(&r, p + n->stem_w, (size_t)s->stem_width * s->in_channels * ks * ks,
+                sqrtf(2.0f / (float)(ks * ks * s->stem_width)));
+    fill_normal(&r, p + n->first_dw, (size_t)s->stem_width * 9, sqrtf(2.0f / (9.0f * s->stem_width)));
+    fill_normal(&r, p + n->first_p, (size_t)s->first_width * s->stem_width,
+                sqrtf(2.0f / (float)s->first_width));
+    int c = s->first_width;
+    for (int i = 0; i < ofa_slots(s); i++) {
+        const slot_p *q = &n->slot[i];
+        fill_normal(&r, p + q->e_w, (size_t)q->mid_max * q->in_c, sqrtf(2.0f / (float)q->mid_max));
+        fill_normal(&r, p + q->dw_w, (size_t)q->mid_max * kmax * kmax,
+                    sqrtf(2.0f / (float)(kmax * kmax * q->mid_max)));
+        for (int k = 0; k + 1 < s->n_ks; k++) {
+            int kk = s->ks[k] * s->ks[k];
+            for (int d = 0; d < kk; d++)
+                p[q->kmat[k] + (size_t)d * kk + d] = 1.0f;
+        }
+        if (q->se) {
+            fill_normal(&r, p + q->se_r_w, (size_t)q->se_max * q->mid_max, sqrtf(2.0f / (float)q->se_max));
+            fill_normal(&r, p + q->se_e_w, (size_t)q->mid_max * q->se_max, sqrtf(2.0f / (float)q->mid_max));
+        }
+        fill_normal(&r, p + q->p_w, (size_t)q->width * q->mid_max, sqrtf(2.0f / (float)q->width));
+        c = q->width;
+    }
+    fill_normal(&r, p + n->head_w, (size_t)s->head_expand * c, sqrtf(2.0f / (float)s->head_expand));
+    int feat = s->head_expand;
+    if (s->head_mix > 0) {
+        fill_normal(&r, p + n->mix_w, (size_t)s->head_mix * s->head_expand,
+                    sqrtf(2.0f / (float)s->head_mix));
+        feat = s->head_mix;
+    }
+    fill_uniform(&r, p + n->cls_w, (size_t)s->classes * feat, 1.0f / sqrtf((float)feat));
+    /* batch norms: gamma 1, running variance 1 */
+    bn_p *bns[3 + 3 * OFA_MAX_SLOTS + 1];
+    int widths[3 + 3 * OFA_MAX_SLOTS + 1], nb = 0;
+    bns[nb] = &n->stem_bn, widths[nb++] = s->stem_width;
+    bns[nb] = &n->first_dbn, widths[nb++] = s->stem_width;
+    bns[nb] = &n->first_pbn, widths[nb++] = s->first_width;
+    for (int i = 0; i < ofa_slots(s); i++) {
+        slot_p *q = &n->slot[i];
+        bns[nb] = &q->e_bn, widths[nb++] = q->mid_max;
+        bns[nb] = &q->d_bn, widths[nb++] = q->mid_max;
+        bns[nb] = &q->p_bn, widths[nb++] = q->width;
+    }
+    bns[nb] = &n->head_bn, widths[nb++] = s->head_expand;
+    for (int b = 0; b < nb; b++)
+        for (int k = 0; k < widths[b]; k++) {
+            p[bns[b]->gamma + (size_t)k] = 1.0f;
+            st[bns[b]->rvar + (size_t)k] = 1.0f;
+        }
+    manta_status rc = mcl_write(n->d, mslab_view(&n->params, 0), p, n->n_params);
+    if (rc == MANTA_OK)
+        rc = mcl_write(n->d, S(n, 0), st, n->n_state);
+    free(p);
+    free(st);
+    return rc;
+}
+
+void ofa_supernet_destroy(ofa_supernet *n)
+{
+    if (!n)
+        return;
+    mslab *slabs[] = {&n->params, &n->grads, &n->mom, &n->state, &n->acts, &n->dacts, &n->scratch};
+    for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++)
+        mslab_destroy(n->d, slabs[i]);
+    free(n);
+}
+
+manta_status ofa_supernet_create(mcl_dev *d, const ofa_space *space, int batch, uint64_t seed,
+                                 ofa_supernet **out)
+{
+    *out = NULL;
+    if (batch < 1 || space->n_ks < 1 || space->n_ks > KMAX_SLOTS || space->n_units < 1)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "supernet: batch %d or space '%s' out of range", batch, space->name);
+    ofa_supernet *n = calloc(1, sizeof *n);
+    if (!n)
+        return manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "supernet: out of host memory");
+    n->d = d;
+    n->s = *space;
+    n->batch = batch;
+    mlayout pl = {0}, sl = {0}, al = {0};
+    size_t scratch = 0;
+    plan(n, &pl, &sl, &al, &scratch);
+    manta_status st = mslab_create(d, &n->params, pl.total, "supernet parameters");
+    if (st == MANTA_OK)
+        st = mslab_create(d, &n->grads, pl.total, "supernet gradients");
+    if (st == MANTA_OK)
+        st = mslab_create(d, &n->mom, pl.total, "supernet momentum");
+    if (st == MANTA_OK)
+        st = mslab_create(d, &n->state, sl.total, "batch-norm statistics");
+    if (st == MANTA_OK)
+        st = mslab_create(d, &n->acts, al.total, "activations");
+    if (st == MANTA_OK)
+        st = mslab_create(d, &n->dacts, al.total, "activation gradients");
+    if (st == MANTA_OK)
+        st = mslab_create(d, &n->scratch, scratch ? scratch : 1, "convolution scratch");
+    if (st == MANTA_OK)
+        st = init_values(n, seed);
+    if (st != MANTA_OK) {
+        ofa_supernet_destroy(n);
+        return st;
+    }
+    *out = n;
+    return MANTA_OK;
+}
+
+/* ---- the active sub-network -------------------------------------------------------- */
+
+manta_status ofa_supernet_set_arch(ofa_supernet *n, const ofa_arch *a)
+{
+    const ofa_space *s = &n->s;
+    TRY(ofa_arch_validate(s, a, mcl_err(n->d)));
+    n->arch = *a;
+    n->h0 = a->r;
+    n->stem_stride = a->r <= s->stem_stride1_max_res ? 1 : 2;
+    n->hs = out_size(a->r, s->stem_kernel, n->stem_stride);
+    n->first_residual = s->stem_width == s->first_width;
+    size_t cur = n->first_residual ? n->f_out : n->f_pbn;
+    int h = n->hs, c = s->first_width;
+    n->n_active = 0;
+    for (int u = 0; u < s->n_units; u++)
+        for (int j = 0; j < a->d[u]; j++) {
+            int idx = u * s->max_depth + j;
+            const slot_p *p = &n->slot[idx];
+            slot_a *x = &n->active[n->n_active++];
+            x->idx = idx;
+            x->mid = ofa_make_divisible((double)p->in_c * a->e[idx], 8);
+            x->se = ofa_make_divisible(x->mid / 4.0, 8);
+            x->k = a->ks[idx];
+            for (x->ki = 0; s->ks[x->ki] != x->k; x->ki++)
+                ;
+            x->h = x->w = h;
+            x->ho = x->wo = out_size(h, x->k, p->stride);
+            x->residual = p->stride == 1 && p->in_c == p->width;
+            x->in = cur;
+            cur = x->residual ? p->t.out : p->t.p_bn;
+            h = x->ho;
+            c = p->width;
+        }
+    n->head_in = cur;
+    n->last_c = c;
+    n->last_h = h;
+    n->have_arch = true;
+    return MANTA_OK;
+}
+
+/* ---- forward ------------------------------------------------------------------------- */
+
+static mview PW(const ofa_supernet *n, size_t off) { return mview_at(n->fwd_params, off); }
+
+static manta_status bn_fwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t x, size_t y)
+{
+    nn_bn_shape sh = {n->batch, c, hw};
+    if (n->fwd_bn == OFA_BN_EVAL)
+        return nn_bn_forward_eval(n->d, &sh, BN_EPS, A(n, x), PW(n, b->gamma), PW(n, b->beta),
+                                  S(n, b->rmean), S(n, b->rvar), A(n, y));
+    float momentum = n->fwd_bn == OFA_BN_TRAIN ? BN_MOMENTUM : 0.0f;
+    return nn_bn_forward_train(n->d, &sh, momentum, BN_EPS, A(n, x), PW(n, b->gamma),
+                               PW(n, b->beta), S(n, b->rmean), S(n, b->rvar), A(n, y),
+                               S(n, b->smean), S(n, b->sinv));
+}
+
+static manta_status bn_bwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t x, size_t dy,
+                           size_t dx)
+{
+    nn_bn_shape sh = {n->batch, c, hw};
+    return nn_bn_backward(n->d, &sh, A(n, x), PW(n, b->gamma), S(n, b->smean), S(n, b->sinv),
+                          G(n, dy), G(n, dx), DP(n, b->gamma), DP(n, b->beta));
+}
+
+static manta_status act_fwd(ofa_supernet *n, nn_act a, size_t len, size_t x, size_t y)
+{
+    return nn_act_forward(n->d, a, A(n, x), A(n, y), len);
+}
+
+static manta_status act_bwd(ofa_supernet *n, nn_act a, size_t len, size_t x, size_t dy, size_t dx)
+{
+    return nn_act_backward(n->d, a, A(n, x), G(n, dy), G(n, dx), len);
+}
+
+static nn_conv2d_shape pw_shape(const ofa_supernet *n, int cin, int h, int cout, int w_ld)
+{
+    nn_conv2d_shape c = {n->batch, cin, h, h, cout, 1, 1, 1, 1, 0, 0, w_ld};
+    return c;
+}
+
+/* The depthwise kernel of an active slot: the stored largest one, or the
+ * transformed smaller one (computed in the forward pass). */
+static mview dw_weights(const ofa_supernet *n, const slot_a *a)
+{
+    const slot_p *p = &n->slot[a->idx];
+    return a->ki == n->s.n_ks - 1 ? PW(n, p->dw_w) : A(n, p->t.kw[a->ki]);
+}
+
+static size_t proj_input(const slot_p *p) { return p->se ? p->t.se_out : p->t.d_act; }
+
+static manta_status slot_forward(ofa_supernet *n, const slot_a *a)
+{
+    mcl_dev *d = n->d;
+    const ofa_space *s = &n->s;
+    const slot_p *p = &n->slot[a->idx];
+    const slot_t *t = &p->t;
+    const size_t B = (size_t)n->batch, hw = (size_t)a->h * a->w, ohw = (size_t)a->ho * a->wo;
+    mview scr = mslab_view(&n->scratch, 0);
+    nn_conv2d_shape e = pw_shape(n, p->in_c, a->h, a->mid, 0);
+    TRY(nn_conv2d_forward(d, &e, A(n, a->in), PW(n, p->e_w), A(n, t->e_conv), scr));
+    TRY(bn_fwd(n, &p->e_bn, a->mid, (int)hw, t->e_conv, t->e_bn));
+    TRY(act_fwd(n, p->act, B * a->mid * hw, t->e_bn, t->e_act));
+    for (int i = s->n_ks - 2; i >= a->ki; i--) /* elastic kernel: K -> ... -> k */
+        TRY(ofa_ktrans_forward(d, a->mid, s->ks[i + 1], s->ks[i],
+                               i == s->n_ks - 2 ? PW(n, p->dw_w) : A(n, t->kw[i + 1]),
+                               PW(n, p->kmat[i]), A(n, t->kw[i])));
+    nn_dw_shape dw = {n->batch, a->mid, a->h, a->w, a->k, p->stride, a->k / 2};
+    TRY(nn_dw_forward(d, &dw, A(n, t->e_act), dw_weights(n, a), A(n, t->d_conv)));
+    TRY(bn_fwd(n, &p->d_bn, a->mid, (int)ohw, t->d_conv, t->d_bn));
+    TRY(act_fwd(n, p->act, B * a->mid * ohw, t->d_bn, t->d_act));
+    if (p->se) {
+        nn_linear_shape r = {n->batch, a->mid, a->se, p->mid_max};
+        nn_linear_shape e2 = {n->batch, a->se, a->mid, p->se_max};
+        TRY(nn_avgpool_forward(d, B * a->mid, ohw, A(n, t->d_act), A(n, t->se_pool)));
+        TRY(nn_linear_forward(d, &r, A(n, t->se_pool), PW(n, p->se_r_w), PW(n, p->se_r_b),
+                              A(n, t->se_r)));
+        TRY(act_fwd(n, NN_ACT_RELU, B * a->se, t->se_r, t->se_relu));
+        TRY(nn_linear_forward(d, &e2, A(n, t->se_relu), PW(n, p->se_e_w), PW(n, p->se_e_b),
+                              A(n, t->se_e)));
+        TRY(act_fwd(n, NN_ACT_HSIGMOID, B * a->mid, t->se_e, t->se_hsig));
+        TRY(nn_scale_forward(d, B * a->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
+                             A(n, t->se_out)));
+    }
+    nn_conv2d_shape pr = pw_shape(n, a->mid, a->ho, p->width, p->mid_max);
+    TRY(nn_conv2d_forward(d, &pr, A(n, proj_input(p)), PW(n, p->p_w), A(n, t->p_conv), scr));
+    TRY(bn_fwd(n, &p->p_bn, p->width, (int)ohw, t->p_conv, t->p_bn));
+    if (a->residual)
+        TRY(nn_add(d, B * p->width * ohw, A(n, a->in), A(n, t->p_bn), A(n, t->out)));
+    return MANTA_OK;
+}
+
+manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
+{
+    if (!n->have_arch)
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_INVALID_ARG,
+                             "supernet: forward before an architecture was set");
+    mcl_dev *d = n->d;
+    const ofa_space *s = &n->s;
+    const size_t B = (size_t)n->batch;
+    n->fwd_params = params;
+    n->fwd_bn = bn;
+    mview scr = mslab_view(&n->scratch, 0);
+    const int k = s->stem_kernel, hs = n->hs;
+    const size_t shw = (size_t)hs * hs;
+    nn_conv2d_shape stem = {n->batch, s->in_channels, n->h0, n->h0, s->stem_width, k, k,
+                            n->stem_stride, n->stem_stride, k / 2, k / 2, 0};
+    TRY(nn_conv2d_forward(d, &stem, A(n, n->x0), PW(n, n->stem_w), A(n, n->stem_conv), scr));
+    TRY(bn_fwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t));
+    TRY(act_fwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act));
+    nn_dw_shape fdw = {n->batch, s->stem_width, hs, hs, 3, 1, 1};
+    TRY(nn_dw_forward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), A(n, n->f_dconv)));
+    TRY(bn_fwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn));
+    TRY(act_fwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact));
+    nn_conv2d_shape fp = pw_shape(n, s->stem_width, hs, s->first_width, 0);
+    TRY(nn_conv2d_forward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), A(n, n->f_pconv), scr));
+    TRY(bn_fwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, n->f_pbn));
+    if (n->first_residual)
+        TRY(nn_add(d, B * s->first_width * shw, A(n, n->stem_act), A(n, n->f_pbn), A(n, n->f_out)));
+    for (int i = 0; i < n->n_active; i++)
+        TRY(slot_forward(n, &n->active[i]));
+    const size_t hhw = (size_t)n->last_h * n->last_h;
+    nn_conv2d_shape hd = pw_shape(n, n->last_c, n->last_h, s->head_expand, 0);
+    TRY(nn_conv2d_forward(d, &hd, A(n, n->head_in), PW(n, n->head_w), A(n, n->h_conv), scr));
+    TRY(bn_fwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn));
+    TRY(act_fwd(n, NN_ACT_HSWISH, B * s->head_expand * hhw, n->h_bn, n->h_act));
+    TRY(nn_avgpool_forward(d, B * s->head_expand, hhw, A(n, n->h_act), A(n, n->h_pool)));
+    size_t feat = n->h_pool;
+    int feat_c = s->head_expand;
+    mview none = {NULL, 0};
+    if (s->head_mix > 0) {
+        nn_linear_shape m = {n->batch, s->head_expand, s->head_mix, 0};
+        TRY(nn_linear_forward(d, &m, A(n, n->h_pool), PW(n, n->mix_w), none, A(n, n->m_lin)));
+        TRY(act_fwd(n, NN_ACT_HSWISH, B * s->head_mix, n->m_lin, n->m_act));
+        feat = n->m_act;
+        feat_c = s->head_mix;
+    }
+    nn_linear_shape cls = {n->batch, feat_c, s->classes, 0};
+    return nn_linear_forward(d, &cls, A(n, feat), PW(n, n->cls_w), PW(n, n->cls_b),
+                             A(n, n->logits));
+}
+
+/* ---- backward ------------------------------------------------------------------------- */
+
+static manta_status slot_backward(ofa_supernet *n, const slot_a *a)
+{
+    mcl_dev *d = n->d;
+    const ofa_space *s = &n->s;
+    const slot_p *p = &n->slot[a->idx];
+    const slot_t *t = &p->t;
+    const size_t B = (size_t)n->batch, hw = (size_t)a->h * a->w, ohw = (size_t)a->ho * a->wo;
+    mview scr = mslab_view(&n->scratch, 0);
+    size_t g_out = a->residual ? t->out : t->p_bn;
+    TRY(bn_bwd(n, &p->p_bn, p->width, (int)ohw, t->p_conv, g_out, t->p_conv));
+    nn_conv2d_shape pr = pw_shape(n, a->mid, a->ho, p->width, p->mid_max);
+    TRY(nn_conv2d_backward(d, &pr, A(n, proj_input(p)), PW(n, p->p_w), G(n, t->p_conv),
+                           G(n, proj_input(p)), DP(n, p->p_w), scr));
+    if (p->se) {
+        nn_linear_shape r = {n->batch, a->mid, a->se, p->mid_max};
+        nn_linear_shape e2 = {n->batch, a->se, a->mid, p->se_max};
+        TRY(nn_scale_backward(d, B * a->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
+                              G(n, t->se_out), G(n, t->d_act), G(n, t->se_hsig)));
+        TRY(act_bwd(n, NN_ACT_HSIGMOID, B * a->mid, t->se_e, t->se_hsig, t->se_e));
+        TRY(nn_linear_backward(d, &e2, A(n, t->se_relu), PW(n, p->se_e_w), G(n, t->se_e),
+                               G(n, t->se_relu), DP(n, p->se_e_w), DP(n, p->se_e_b)));
+        TRY(act_bwd(n, NN_ACT_RELU, B * a->se, t->se_r, t->se_relu, t->se_r));
+        TRY(nn_linear_backward(d, &r, A(n, t->se_pool), PW(n, p->se_r_w), G(n, t->se_r),
+                               G(n, t->se_pool), DP(n, p->se_r_w), DP(n, p->se_r_b)));
+        TRY(nn_avgpool_backward(d, B * a->mid, ohw, G(n, t->se_pool), G(n, n->tmp)));
+        TRY(nn_axpy(d, B * a->mid * ohw, 1.0f, G(n, n->tmp), G(n, t->d_act)));
+    }
+    TRY(act_bwd(n, p->act, B * a->mid * ohw, t->d_bn, t->d_act, t->d_bn));
+    TRY(bn_bwd(n, &p->d_bn, a->mid, (int)ohw, t->d_conv, t->d_bn, t->d_conv));
+    /* depthwise: weight gradient into the largest kernel directly, or into the
+     * transformed kernel's gradient and back through the matrices */
+    const bool smaller = a->ki < s->n_ks - 1;
+    mview dw_grad = smaller ? G(n, t->kw[a->ki]) : DP(n, p->dw_w);
+    if (smaller)
+        TRY(mcl_fill(d, dw_grad, 0.0f, (size_t)a->mid * a->k * a->k));
+    nn_dw_shape dw = {n->batch, a->mid, a->h, a->w, a->k, p->stride, a->k / 2};
+    TRY(nn_dw_backward(d, &dw, A(n, t->e_act), dw_weights(n, a), G(n, t->d_conv),
+                       G(n, t->e_act), dw_grad));
+    for (int i = a->ki; i <= s->n_ks - 2; i++) {
+        bool top = i == s->n_ks - 2;
+        int big = s->ks[i + 1];
+        mview src = top ? PW(n, p->dw_w) : A(n, t->kw[i + 1]);
+        mview dsrc = top ? DP(n, p->dw_w) : G(n, t->kw[i + 1]);
+        if (!top)
+            TRY(mcl_fill(d, dsrc, 0.0f, (size_t)a->mid * big * big));
+        TRY(ofa_ktrans_backward(d, a->mid, big, s->ks[i], src, PW(n, p->kmat[i]),
+                                G(n, t->kw[i]), dsrc, DP(n, p->kmat[i])));
+    }
+    TRY(act_bwd(n, p->act, B * a->mid * hw, t->e_bn, t->e_act, t->e_bn));
+    TRY(bn_bwd(n, &p->e_bn, a->mid, (int)hw, t->e_conv, t->e_bn, t->e_conv));
+    nn_conv2d_shape e = pw_shape(n, p->in_c, a->h, a->mid, 0);
+    TRY(nn_conv2d_backward(d, &e, A(n, a->in), PW(n, p->e_w), G(n, t->e_conv), G(n, a->in),
+                           DP(n, p->e_w), scr));
+    if (a->residual)
+        TRY(nn_axpy(d, B * p->width * hw, 1.0f, G(n, t->out), G(n, a->in)));
+    return MANTA_OK;
+}
+
+manta_status ofa_supernet_backward(ofa_supernet *n)
+{
+    if (!n->have_arch || n->fwd_params.mem != n->params.mem || n->fwd_bn == OFA_BN_EVAL)
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_INVALID_ARG,
+                             "supernet: backward needs a training forward on the own parameters");
+    mcl_dev *d = n->d;
+    const ofa_space *s = &n->s;
+    const size_t B = (size_t)n->batch;
+    mview scr = mslab_view(&n->scratch, 0), none = {NULL, 0};
+    size_t feat = s->head_mix > 0 ? n->m_act : n->h_pool;
+    int feat_c = s->head_mix > 0 ? s->head_mix : s->head_expand;
+    nn_linear_shape cls = {n->batch, feat_c, s->classes, 0};
+    TRY(nn_linear_backward(d, &cls, A(n, feat), PW(n, n->cls_w), G(n, n->logits), G(n, feat),
+                           DP(n, n->cls_w), DP(n, n->cls_b)));
+    if (s->head_mix > 0) {
+        nn_linear_shape m = {n->batch, s->head_expand, s->head_mix, 0};
+        TRY(act_bwd(n, NN_ACT_HSWISH, B * s->head_mix, n->m_lin, n->m_act, n->m_lin));
+        TRY(nn_linear_backward(d, &m, A(n, n->h_pool), PW(n, n->mix_w), G(n, n->m_lin),
+                               G(n, n->h_pool), DP(n, n->mix_w), none));
+    }
+    const size_t hhw = (size_t)n->last_h * n->last_h;
+    TRY(nn_avgpool_backward(d, B * s->head_expand, hhw, G(n, n->h_pool), G(n, n->h_act)));
+    TRY(act_bwd(n, NN_ACT_HSWISH, B * s->head_expand * hhw, n->h_bn, n->h_act, n->h_bn));
+    TRY(bn_bwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn, n->h_conv));
+    nn_conv2d_shape hd = pw_shape(n, n->last_c, n->last_h, s->head_expand, 0);
+    TRY(nn_conv2d_backward(d, &hd, A(n, n->head_in), PW(n, n->head_w), G(n, n->h_conv),
+                           G(n, n->head_in), DP(n, n->head_w), scr));
+    for (int i = n->n_active - 1; i >= 0; i--)
+        TRY(slot_backward(n, &n->active[i]));
+    const int k = s->stem_kernel, hs = n->hs;
+    const size_t shw = (size_t)hs * hs;
+    size_t g_first = n->first_residual ? n->f_out : n->f_pbn;
+    TRY(bn_bwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, g_first, n->f_pconv));
+    nn_conv2d_shape fp = pw_shape(n, s->stem_width, hs, s->first_width, 0);
+    TRY(nn_conv2d_backward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), G(n, n->f_pconv),
+                           G(n, n->f_dact), DP(n, n->first_p), scr));
+    TRY(act_bwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact, n->f_dbn));
+    TRY(bn_bwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn, n->f_dconv));
+    nn_dw_shape fdw = {n->batch, s->stem_width, hs, hs, 3, 1, 1};
+    TRY(nn_dw_backward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), G(n, n->f_dconv),
+                       G(n, n->stem_act), DP(n, n->first_dw)));
+    if (n->first_residual)
+        TRY(nn_axpy(d, B * s->first_width * shw, 1.0f, G(n, n->f_out), G(n, n->stem_act)));
+    TRY(act_bwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act, n->stem_bn_t));
+    TRY(bn_bwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t, n->stem_conv));
+    nn_conv2d_shape stem = {n->batch, s->in_channels, n->h0, n->h0, s->stem_width, k, k,
+                            n->stem_stride, n->stem_stride, k / 2, k / 2, 0};
+    return nn_conv2d_backward(d, &stem, A(n, n->x0), PW(n, n->stem_w), G(n, n->stem_conv), none,
+                              DP(n, n->stem_w), scr);
+}

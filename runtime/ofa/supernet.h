@@ -1,0 +1,77 @@
+/**
+ * @file supernet.h
+ * @brief The OFA supernet on one device: every weight of the largest network
+ *        of a search space, and forward / backward passes through any of its
+ *        sub-networks (elastic kernel, width, depth and resolution).
+ *
+ * Weights are shared as OFA shares them: a sub-network uses the first `mid`
+ * expanded channels of each block (elastic width), the centre of each 7x7
+ * depthwise kernel transformed by the block's learned matrices (elastic
+ * kernel), the first d blocks of each unit (elastic depth), at any listed
+ * resolution. Layer structure: ofa/space.h.
+ *
+ * Memory: parameters, gradients and momentum are slabs of equal layout
+ * (decayed tensors first: convolution and linear weights and the kernel
+ * matrices; then batch-norm gammas/betas and biases). Batch-norm running
+ * statistics live in a state slab. Activations and their gradients are
+ * planned once for the largest sub-network at the largest resolution and the
+ * batch size given at creation; every sub-network runs inside that plan, so
+ * no buffer is created after creation.
+ */
+#ifndef MANTA_OFA_SUPERNET_H
+#define MANTA_OFA_SUPERNET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cl/cl.h"
+#include "ofa/space.h"
+
+typedef struct ofa_supernet ofa_supernet;
+
+/** Create the supernet of @p space on @p d for batches of @p batch images,
+ *  weights drawn from @p seed (OFA's initialisation). */
+manta_status ofa_supernet_create(mcl_dev *d, const ofa_space *space, int batch, uint64_t seed,
+                                 ofa_supernet **out);
+void ofa_supernet_destroy(ofa_supernet *n);
+
+const ofa_space *ofa_supernet_space(const ofa_supernet *n);
+int ofa_supernet_batch(const ofa_supernet *n);
+
+/** The slabs: parameters, gradients and momentum are (n_params) floats, the
+ *  first n_decay of which take weight decay; state holds BN statistics. */
+typedef struct ofa_slabs {
+    mview params, grads, momentum, state;
+    size_t n_params, n_decay, n_state;
+} ofa_slabs;
+void ofa_supernet_slabs(const ofa_supernet *n, ofa_slabs *out);
+
+/** Make @p a the active sub-network (validated against the space). */
+manta_status ofa_supernet_set_arch(ofa_supernet *n, const ofa_arch *a);
+
+/** The input tensor of the active sub-network: (batch, C, r, r). */
+mview ofa_supernet_input(const ofa_supernet *n);
+/** Logits (batch, classes) of the last forward pass, and their gradient,
+ *  which the caller fills before ofa_supernet_backward(). */
+mview ofa_supernet_logits(const ofa_supernet *n);
+mview ofa_supernet_dlogits(const ofa_supernet *n);
+
+/** How batch norm runs in a forward pass. */
+typedef enum ofa_bn_mode {
+    OFA_BN_TRAIN,       /**< batch statistics; running statistics updated (momentum 0.1) */
+    OFA_BN_BATCH_ONLY,  /**< batch statistics; running statistics untouched (teacher) */
+    OFA_BN_EVAL         /**< running statistics */
+} ofa_bn_mode;
+
+/**
+ * Forward the active sub-network on the input tensor. @p params: the
+ * supernet's own parameters, or another slab of the same layout (a frozen
+ * teacher copy); backward is only valid after a forward on the own slab.
+ */
+manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn);
+
+/** Backward of the last forward from ofa_supernet_dlogits(); parameter
+ *  gradients accumulate into the gradient slab. */
+manta_status ofa_supernet_backward(ofa_supernet *n);
+
+#endif
