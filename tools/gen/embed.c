@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Emits the file as a byte-array initializer rather than a string literal:
+ * ISO C only promises string literals of 4095 characters (-Woverlength-strings). */
 static int emit_file(FILE *out, const char *path, size_t idx, size_t *len)
 {
     FILE *in = fopen(path, "rb");
@@ -11,31 +13,15 @@ static int emit_file(FILE *out, const char *path, size_t idx, size_t *len)
         perror(path);
         return 1;
     }
-    fprintf(out, "static const char src_%zu[] =\n\"", idx);
+    fprintf(out, "static const char src_%zu[] = {", idx);
     int c;
-    size_t col = 0;
     *len = 0;
     while ((c = fgetc(in)) != EOF) {
+        fprintf(out, "%s%s0x%02x,", *len % 16 ? " " : "\n    ", c > 127 ? "(char)" : "",
+                (unsigned)c);
         (*len)++;
-        if (c == '\n') {
-            fputs("\\n\"\n\"", out);
-            col = 0;
-            continue;
-        }
-        if (c == '\\' || c == '"')
-            fprintf(out, "\\%c", c);
-        else if (c == '\t')
-            fputs("\\t", out);
-        else if (c < 32 || c > 126)
-            fprintf(out, "\\%03o", (unsigned)c);
-        else
-            fputc(c, out);
-        if (++col > 200) {
-            fputs("\"\n\"", out);
-            col = 0;
-        }
     }
-    fputs("\";\n", out);
+    fputs("\n    0x00};\n", out);
     int bad = ferror(in);
     fclose(in);
     return bad;
