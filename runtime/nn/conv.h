@@ -12,6 +12,9 @@
  * Ho = (H + 2*pad_h - KH) / stride_h + 1 (likewise Wo).
  * Backward overwrites dx and *accumulates* into dw (dw += ...), so gradients
  * of several passes add up until the optimizer step.
+ * Outputs must not overlap inputs or the scratch. A bad shape returns
+ * MANTA_ERR_INVALID_ARG with a message naming the field; views without a
+ * buffer that the call needs are rejected the same way.
  */
 #ifndef MANTA_NN_CONV_H
 #define MANTA_NN_CONV_H
@@ -36,7 +39,10 @@ double nn_conv2d_macs(const nn_conv2d_shape *s);
 /**
  * Floats of device scratch that forward and backward need for @p s (the
  * caller provides it; the same scratch serves both and may be shared by all
- * layers of a network, as none keeps data in it between calls).
+ * layers of a network, as none keeps data in it between calls):
+ * (Cin*KH*KW + Cout) * N*Ho*Wo for the im2col path (Cin*KH*KW * Ho*Wo when
+ * N = 1), and 0 for the 1x1 stride-1 unpadded path, which may then be given
+ * an empty view {NULL, 0}. 0 also for an invalid shape.
  */
 size_t nn_conv2d_scratch_floats(const nn_conv2d_shape *s);
 

@@ -1,11 +1,16 @@
 /**
  * @file depthwise.h
  * @brief Depthwise 2-D convolution (one KxK filter per channel, no bias) on
- *        the device, with kernels specialised for K = 3, 5, 7 and a general one.
+ *        the device, with kernels specialised for K = 3, 5, 7 at stride 1 or 2
+ *        and a general one.
  *
  * Layouts: x (N, C, H, W), w (C, K, K), y (N, C, Ho, Wo), NCHW float32.
  * Ho = (H + 2*pad - K) / stride + 1. OFA uses pad = K/2 and stride 1 or 2.
- * Backward overwrites dx and accumulates into dw (dw += ...).
+ * Backward overwrites dx and accumulates into dw (dw += ...); the weight
+ * gradient is a work-group reduction per (c, ky, kx), without atomics.
+ * Outputs must not overlap inputs (y with x; dx with dy or w; dw with x or dy).
+ * A bad shape returns MANTA_ERR_INVALID_ARG with a message naming the field;
+ * views without a buffer that the call needs are rejected the same way.
  */
 #ifndef MANTA_NN_DEPTHWISE_H
 #define MANTA_NN_DEPTHWISE_H
@@ -19,8 +24,10 @@ typedef struct nn_dw_shape {
     int pad;        /**< >= 0 */
 } nn_dw_shape;
 
+/** Output height and width; <= 0 when the shape is invalid. */
 int nn_dw_out_h(const nn_dw_shape *s);
 int nn_dw_out_w(const nn_dw_shape *s);
+/** Multiply-accumulates of one forward pass (for FLOP counts: 2 x MACs). */
 double nn_dw_macs(const nn_dw_shape *s);
 
 /** y = depthwise_conv(x, w). */

@@ -28,6 +28,16 @@
                                  "%s: %s is %d; it must be at least 1", op, name, (int)(v)); \
     } while (0)
 
+/** Return MANTA_ERR_INVALID_ARG from the calling op, naming @p op and the
+ *  field, when the int field @p f of shape @p s is below @p lo. */
+#define NN_CHECK_FIELD_MIN(d, op, s, f, lo)                                               \
+    do {                                                                                  \
+        if ((s)->f < (lo))                                                                \
+            return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,                        \
+                                 "%s: shape field %s = %d must be >= %d", op, #f, (s)->f,  \
+                                 lo);                                                      \
+    } while (0)
+
 /** Round @p n up to a multiple of @p m (m > 0). */
 static inline size_t nn_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -46,6 +56,23 @@ static inline size_t nn_reduce_wg(const mcl_dev *d, size_t n)
     while (wg * 2 <= NN_REDUCE_WG_MAX && wg * 2 <= cap && wg < n)
         wg *= 2;
     return wg;
+}
+
+/** Output size of a sliding window along one axis, (in + 2*pad - k) / stride + 1;
+ *  0 when an argument is out of range or the window does not fit the padded input. */
+static inline int nn_window_out(int in, int k, int stride, int pad)
+{
+    if (in < 1 || k < 1 || stride < 1 || pad < 0 || (long long)in + 2LL * pad < k)
+        return 0;
+    return (int)(((long long)in + 2LL * pad - k) / stride + 1);
+}
+
+/** MANTA_ERR_INVALID_ARG naming @p op and @p name when @p v has no buffer. */
+static inline manta_status nn_need_buffer(mcl_dev *d, const char *op, const char *name, mview v)
+{
+    if (v.mem)
+        return MANTA_OK;
+    return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: %s has no buffer", op, name);
 }
 
 #endif

@@ -1,0 +1,212 @@
+/* Depthwise conv2d: device forward against the double reference, device
+ * backward against central finite differences of the reference
+ * (loss = sum(y * r)). Every case also checks that dw accumulates onto its
+ * prior value, that dx is overwritten, and that dx or dw can be skipped.
+ * Shapes cover the kernels specialised for K = 3, 5, 7 and stride 1, 2, and
+ * the general kernel (even K, stride 3). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+#include "nn/depthwise.h"
+#include "ref/ref_conv.h"
+
+/* Offset in floats of every device view inside its buffer. */
+#define VIEW_OFF 5
+
+typedef struct fd_ctx {
+    const nn_dw_shape *s;
+    double *x, *w, *y, *r; /* x (N, C, H, W); w (C, K, K); y, r (N, C, Ho, Wo) */
+    size_t ny;
+} fd_ctx;
+
+static double dw_loss(void *p)
+{
+    fd_ctx *c = p;
+    ref_dw_forward(c->s, c->x, c->w, c->y);
+    return tu_dot(c->y, c->r, c->ny);
+}
+
+static double *alloc_d(size_t n)
+{
+    double *p = malloc((n ? n : 1) * sizeof *p);
+    assert_non_null(p);
+    return p;
+}
+
+/* A device view of @p n floats at VIEW_OFF, holding @p src when not NULL. */
+static mview dev_view(mcl_dev *d, const double *src, size_t n)
+{
+    mview v = mview_at(tu_alloc(d, n + VIEW_OFF), VIEW_OFF);
+    if (src)
+        tu_upload(d, v, src, n);
+    return v;
+}
+
+static void check_dw(void **state, const nn_dw_shape *s, uint64_t seed)
+{
+    mcl_dev *d = *state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 4321, seed);
+    int ho = ref_conv_out(s->h, s->k, s->stride, s->pad);
+    int wo = ref_conv_out(s->w, s->k, s->stride, s->pad);
+    assert_int_equal(nn_dw_out_h(s), ho);
+    assert_int_equal(nn_dw_out_w(s), wo);
+    size_t kk = (size_t)s->k * s->k, planes = (size_t)s->n * s->c;
+    size_t nx = planes * s->h * s->w, ny = planes * ho * wo, nw = (size_t)s->c * kk;
+    assert_true(nn_dw_macs(s) == (double)ny * (double)kk);
+
+    size_t most = nx > ny ? nx : ny;
+    double *x = alloc_d(nx), *w = alloc_d(nw), *y = alloc_d(ny), *r = alloc_d(ny);
+    double *dw_want = alloc_d(nw), *got = alloc_d(most), *fdx = alloc_d(nx), *fdw = alloc_d(nw);
+    tu_fill_uniform(&rng, x, nx, -1, 1);
+    tu_fill_uniform(&rng, w, nw, -1, 1);
+    tu_fill_uniform(&rng, r, ny, -1, 1);
+    tu_fill_uniform(&rng, dw_want, nw, -1, 1); /* prior dw */
+
+    mview vx = dev_view(d, x, nx), vw = dev_view(d, w, nw), vy = dev_view(d, NULL, ny);
+    mview vdy = dev_view(d, r, ny), vdx = dev_view(d, NULL, nx), vdw = dev_view(d, dw_want, nw);
+    mview none = {NULL, 0};
+
+    TU_OK(d, nn_dw_forward(d, s, vx, vw, vy));
+    tu_download(d, vy, got, ny);
+    ref_dw_forward(s, x, w, y);
+    tu_assert_close(got, y, ny, 1e-4, "depthwise forward");
+
+    fd_ctx c = {s, x, w, y, r, ny};
+    tu_fd_grad(dw_loss, &c, x, nx, 1e-3, fdx);
+    tu_fd_grad(dw_loss, &c, w, nw, 1e-3, fdw);
+
+    /* dx overwritten, dw accumulated onto its prior value */
+    TU_OK(d, mcl_fill(d, vdx, 777.0f, nx));
+    TU_OK(d, nn_dw_backward(d, s, vx, vw, vdy, vdx, vdw));
+    tu_download(d, vdx, got, nx);
+    tu_assert_close(got, fdx, nx, 1e-3, "depthwise dx");
+    for (size_t i = 0; i < nw; i++)
+        dw_want[i] += fdw[i];
+    tu_download(d, vdw, got, nw);
+    tu_assert_close(got, dw_want, nw, 1e-3, "depthwise dw (prior value + gradient)");
+
+    /* dx skipped: dw accumulates a second gradient */
+    TU_OK(d, nn_dw_backward(d, s, vx, vw, vdy, none, vdw));
+    for (size_t i = 0; i < nw; i++)
+        dw_want[i] += fdw[i];
+    tu_download(d, vdw, got, nw);
+    tu_assert_close(got, dw_want, nw, 1e-3, "depthwise dw after a second backward");
+
+    /* dw skipped: dx alone, dw untouched */
+    TU_OK(d, mcl_fill(d, vdx, -5.0f, nx));
+    TU_OK(d, nn_dw_backward(d, s, none, vw, vdy, vdx, none));
+    tu_download(d, vdx, got, nx);
+    tu_assert_close(got, fdx, nx, 1e-3, "depthwise dx without dw");
+    tu_download(d, vdw, got, nw);
+    tu_assert_close(got, dw_want, nw, 1e-3, "dw untouched when skipped");
+
+    tu_free(d, vx), tu_free(d, vw), tu_free(d, vy), tu_free(d, vdy), tu_free(d, vdx);
+    tu_free(d, vdw);
+    free(x), free(w), free(y), free(r), free(dw_want), free(got), free(fdx), free(fdw);
+}
+
+/* Shapes: n, c, h, w, k, stride, pad */
+
+static void test_dw_k3_s1_pad1_and_pad0(void **st)
+{
+    check_dw(st, &(nn_dw_shape){2, 3, 9, 9, 3, 1, 1}, 1);
+    check_dw(st, &(nn_dw_shape){1, 5, 7, 9, 3, 1, 0}, 2);
+}
+
+static void test_dw_k3_s2_pad1_odd_sizes(void **st)
+{
+    check_dw(st, &(nn_dw_shape){3, 5, 7, 7, 3, 2, 1}, 3);
+    check_dw(st, &(nn_dw_shape){1, 1, 13, 11, 3, 2, 1}, 4);
+}
+
+static void test_dw_k5_s1_and_s2_pad2_17ch(void **st)
+{
+    check_dw(st, &(nn_dw_shape){1, 17, 9, 9, 5, 1, 2}, 5);
+    check_dw(st, &(nn_dw_shape){2, 17, 7, 7, 5, 2, 2}, 6);
+}
+
+static void test_dw_k7_s1_pad3_and_rows_over_group(void **st)
+{
+    check_dw(st, &(nn_dw_shape){2, 3, 13, 13, 7, 1, 3}, 7);
+    /* N*Ho = 135 output rows: more than the widest dw reduction group (128) */
+    check_dw(st, &(nn_dw_shape){3, 2, 45, 5, 3, 1, 1}, 13);
+}
+
+static void test_dw_k7_s2_pad3_batch4(void **st)
+{
+    check_dw(st, &(nn_dw_shape){4, 5, 13, 13, 7, 2, 3}, 8);
+}
+
+static void test_dw_general_even_k_stride3_pad_other(void **st)
+{
+    check_dw(st, &(nn_dw_shape){2, 3, 11, 13, 4, 3, 1}, 9);  /* even K, stride 3 */
+    check_dw(st, &(nn_dw_shape){1, 5, 9, 9, 3, 1, 2}, 10);   /* pad above K/2 */
+    check_dw(st, &(nn_dw_shape){3, 3, 5, 5, 1, 1, 0}, 11);   /* K = 1 */
+    check_dw(st, &(nn_dw_shape){1, 2, 7, 7, 5, 3, 0}, 12);   /* K = 5, stride 3 */
+}
+
+/* Expect MANTA_ERR_INVALID_ARG from forward and backward, with a message
+ * that names @p field. */
+static void expect_invalid(mcl_dev *d, const nn_dw_shape *s, const char *field)
+{
+    mview v = tu_alloc(d, 16);
+    manta_status st = nn_dw_forward(d, s, v, v, v);
+    assert_int_equal(st, MANTA_ERR_INVALID_ARG);
+    const char *msg = manta_err_msg(mcl_err(d), st);
+    if (!strstr(msg, field))
+        fail_msg("forward message '%s' does not name '%s'", msg, field);
+    manta_err_clear(mcl_err(d));
+    st = nn_dw_backward(d, s, v, v, v, v, v);
+    assert_int_equal(st, MANTA_ERR_INVALID_ARG);
+    msg = manta_err_msg(mcl_err(d), st);
+    if (!strstr(msg, field))
+        fail_msg("backward message '%s' does not name '%s'", msg, field);
+    tu_free(d, v);
+}
+
+static void test_dw_bad_shapes_rejected(void **st)
+{
+    mcl_dev *d = *st;
+    const nn_dw_shape ok = {2, 3, 5, 5, 3, 1, 1};
+    nn_dw_shape s = ok;
+    s.stride = 0;
+    expect_invalid(d, &s, "stride");
+    assert_true(nn_dw_out_h(&s) <= 0);
+    s = ok, s.k = 9; /* larger than h + 2*pad = 7 */
+    expect_invalid(d, &s, "k = 9");
+    assert_true(nn_dw_out_w(&s) <= 0);
+    s = ok, s.pad = -1;
+    expect_invalid(d, &s, "pad");
+    s = ok, s.c = 0;
+    expect_invalid(d, &s, "field c");
+    s = ok, s.k = 0;
+    expect_invalid(d, &s, "field k");
+}
+
+static int setup(void **state)
+{
+    *state = tu_open_device();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    mcl_close(*state);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dw_k3_s1_pad1_and_pad0),
+        cmocka_unit_test(test_dw_k3_s2_pad1_odd_sizes),
+        cmocka_unit_test(test_dw_k5_s1_and_s2_pad2_17ch),
+        cmocka_unit_test(test_dw_k7_s1_pad3_and_rows_over_group),
+        cmocka_unit_test(test_dw_k7_s2_pad3_batch4),
+        cmocka_unit_test(test_dw_general_even_k_stride3_pad_other),
+        cmocka_unit_test(test_dw_bad_shapes_rejected),
+    };
+    return cmocka_run_group_tests_name("depthwise", tests, setup, teardown);
+}
