@@ -66,7 +66,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)
             return cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "manta: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    fprintf(stderr, "manta: unknown command '%s' (see 'manta --help')\n", argv[1]);
     return 2;
 }
