@@ -1,0 +1,228 @@
+/* The OFA supernet: the backward pass of whole sub-networks agrees with
+ * finite differences along random directions (elastic kernel, width, depth,
+ * resolution, SE, residuals), skipped weights receive no gradient, and
+ * switching sub-networks creates no buffer. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+#include "ofa/supernet.h"
+
+enum { B = 3 };
+
+/* A small space with every feature: 2 units (the second with SE and a
+ * stride-1 first block), depths 1..2, kernels 3/5/7, a feature-mix head. */
+static void tiny_space(ofa_space *s)
+{
+    ofa_space_cpu_default(s);
+    s->in_channels = 1;
+    s->classes = 3;
+    s->n_res = 2;
+    s->res[0] = 6;
+    s->res[1] = 8;
+    s->stem_width = 8;
+    s->first_width = 8;
+    s->n_units = 2;
+    s->n_d = 2;
+    s->d[0] = 1;
+    s->d[1] = 2;
+    s->max_depth = 2;
+    s->unit[0].width = 8;
+    s->unit[0].stride = 2;
+    s->unit[0].act = NN_ACT_RELU;
+    s->unit[0].se = false;
+    s->unit[1].width = 8;
+    s->unit[1].stride = 1;
+    s->unit[1].act = NN_ACT_HSWISH;
+    s->unit[1].se = true;
+    s->head_expand = 16;
+    s->head_mix = 12;
+}
+
+typedef struct fixture {
+    mcl_dev *d;
+    ofa_space s;
+    ofa_supernet *n;
+    ofa_slabs sl;
+} fixture;
+
+static double loss_of(fixture *f, const double *r, size_t nl, double *logits)
+{
+    TU_OK(f->d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_BATCH_ONLY));
+    tu_download(f->d, ofa_supernet_logits(f->n), logits, nl);
+    return tu_dot(logits, r, nl);
+}
+
+/* d/dt L(p + t v) at t = 0 by central differences, against grad . v.
+ * ReLU, h-swish and h-sigmoid have kinks, so a finite step through a whole
+ * network is never exact: each direction must agree within 10% (+0.02), and
+ * the mean relative error over all directions of a test within 4%. Returns
+ * the sum of relative errors of the 3 directions. */
+static double check_arch(fixture *f, const ofa_arch *a, uint64_t seed)
+{
+    mcl_dev *d = f->d;
+    TU_OK(d, ofa_supernet_set_arch(f->n, a));
+    size_t np = f->sl.n_params, nl = (size_t)B * f->s.classes, nx = (size_t)B * a->r * a->r;
+    manta_rng rng;
+    manta_rng_seed(&rng, seed, 1);
+    double *x = malloc(nx * sizeof *x), *r = malloc(nl * sizeof *r), *lg = malloc(nl * sizeof *lg);
+    double *p0 = malloc(np * sizeof *p0), *g = malloc(np * sizeof *g), *v = malloc(np * sizeof *v);
+    double *pt = malloc(np * sizeof *pt);
+    assert_true(x && r && lg && p0 && g && v && pt);
+    tu_fill_uniform(&rng, x, nx, -2, 2);
+    tu_fill_uniform(&rng, r, nl, -1, 1);
+    tu_upload(d, ofa_supernet_input(f->n), x, nx);
+    tu_download(d, f->sl.params, p0, np);
+
+    TU_OK(d, mcl_fill(d, f->sl.grads, 0.0f, np));
+    loss_of(f, r, nl, lg);
+    tu_upload(d, ofa_supernet_dlogits(f->n), r, nl);
+    TU_OK(d, ofa_supernet_backward(f->n));
+    tu_download(d, f->sl.grads, g, np);
+
+    double rel_sum = 0;
+    for (int trial = 0; trial < 3; trial++) {
+        double gv = 0;
+        for (size_t i = 0; i < np; i++) {
+            v[i] = (2 * manta_rng_uniform(&rng) - 1) * (fabs(p0[i]) + 0.05);
+            gv += g[i] * v[i];
+        }
+        const double eps = 5e-4;
+        double lp, lm;
+        for (size_t i = 0; i < np; i++)
+            pt[i] = p0[i] + eps * v[i];
+        tu_upload(d, f->sl.params, pt, np);
+        lp = loss_of(f, r, nl, lg);
+        for (size_t i = 0; i < np; i++)
+            pt[i] = p0[i] - eps * v[i];
+        tu_upload(d, f->sl.params, pt, np);
+        lm = loss_of(f, r, nl, lg);
+        double fd = (lp - lm) / (2 * eps);
+        if (!(fabs(fd - gv) <= 0.1 * fabs(gv) + 0.02))
+            fail_msg("r=%d trial %d: finite difference %.6g, gradient %.6g", a->r, trial, fd, gv);
+        rel_sum += fabs(fd - gv) / (fabs(gv) + 1e-3);
+    }
+    tu_upload(d, f->sl.params, p0, np);
+    free(x), free(r), free(lg), free(p0), free(g), free(v), free(pt);
+    return rel_sum;
+}
+
+static void test_backward_matches_finite_differences(void **state)
+{
+    fixture *f = *state;
+    ofa_arch a;
+    double rel = 0;
+    ofa_arch_max(&f->s, 0, &a);
+    rel += check_arch(f, &a, 1);
+    ofa_arch_min(&f->s, 0, &a);
+    rel += check_arch(f, &a, 2);
+    manta_rng rng;
+    manta_rng_seed(&rng, 77, 0);
+    for (int i = 0; i < 4; i++) { /* mixed kernels 3/5/7, widths, depths, resolutions */
+        ofa_arch_sample(&f->s, &rng, &a);
+        rel += check_arch(f, &a, 10 + (uint64_t)i);
+    }
+    if (!(rel / 18 < 0.04))
+        fail_msg("mean relative error %.4f over 18 directions", rel / 18);
+}
+
+/* The minimal sub-network leaves unit slots beyond depth 1, expanded
+ * channels beyond its width and the 7x7 ring outside 3x3 without gradient;
+ * the kernel matrices it uses do get one. */
+static void test_inactive_weights_get_no_gradient(void **state)
+{
+    fixture *f = *state;
+    mcl_dev *d = f->d;
+    ofa_arch a;
+    ofa_arch_min(&f->s, 0, &a);
+    TU_OK(d, ofa_supernet_set_arch(f->n, &a));
+    size_t np = f->sl.n_params, nl = (size_t)B * f->s.classes;
+    double *g = malloc(np * sizeof *g), *r = malloc(nl * sizeof *r);
+    assert_true(g && r);
+    for (size_t i = 0; i < nl; i++)
+        r[i] = (i % 3) - 1.0;
+    TU_OK(d, mcl_fill(d, f->sl.grads, 0.0f, np));
+    TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_TRAIN));
+    tu_upload(d, ofa_supernet_dlogits(f->n), r, nl);
+    TU_OK(d, ofa_supernet_backward(f->n));
+    tu_download(d, f->sl.grads, g, np);
+    size_t zero = 0, nonzero = 0;
+    for (size_t i = 0; i < np; i++)
+        if (g[i] == 0.0)
+            zero++;
+        else
+            nonzero++;
+    /* min: e=3 of 6 channels, depth 1 of 2, kernel 3 of 7: most weights idle */
+    assert_true(nonzero > 200);
+    assert_true(zero > nonzero);
+    free(g), free(r);
+}
+
+static void test_switching_subnets_creates_no_buffers(void **state)
+{
+    fixture *f = *state;
+    mcl_dev *d = f->d;
+    mcl_stats s0, s1;
+    mcl_get_stats(d, &s0);
+    manta_rng rng;
+    manta_rng_seed(&rng, 5, 0);
+    for (int i = 0; i < 6; i++) {
+        ofa_arch a;
+        ofa_arch_sample(&f->s, &rng, &a);
+        TU_OK(d, ofa_supernet_set_arch(f->n, &a));
+        TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_TRAIN));
+        TU_OK(d, ofa_supernet_backward(f->n));
+    }
+    mcl_get_stats(d, &s1);
+    assert_int_equal(s1.buffers_created, s0.buffers_created);
+}
+
+static void test_bad_use_is_refused(void **state)
+{
+    fixture *f = *state;
+    ofa_arch a;
+    ofa_arch_max(&f->s, 0, &a);
+    a.ks[1] = 9;
+    assert_int_equal(ofa_supernet_set_arch(f->n, &a), MANTA_ERR_INVALID_ARG);
+    ofa_arch_max(&f->s, 0, &a);
+    TU_OK(f->d, ofa_supernet_set_arch(f->n, &a));
+    TU_OK(f->d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_EVAL));
+    assert_int_equal(ofa_supernet_backward(f->n), MANTA_ERR_INVALID_ARG); /* eval forward */
+}
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->d = tu_open_device();
+    tiny_space(&f->s);
+    manta_status st = ofa_supernet_create(f->d, &f->s, B, 42, &f->n);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "supernet: %s\n", mcl_err(f->d)->msg);
+        return -1;
+    }
+    ofa_supernet_slabs(f->n, &f->sl);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    ofa_supernet_destroy(f->n);
+    mcl_close(f->d);
+    free(f);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backward_matches_finite_differences),
+        cmocka_unit_test(test_inactive_weights_get_no_gradient),
+        cmocka_unit_test(test_switching_subnets_creates_no_buffers),
+        cmocka_unit_test(test_bad_use_is_refused),
+    };
+    return cmocka_run_group_tests_name("ofa supernet", tests, setup, teardown);
+}
