@@ -75,3 +75,17 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
 manta_status ofa_supernet_backward(ofa_supernet *n);
 
 #endif
+
+/**
+ * OFA's elastic-width re-organisation, at the start of a width phase: in
+ * every block, sort the expanded channels by the L1 norm of the projection
+ * weights that read them (descending) and permute every tensor that depends
+ * on them (expand weights and BN, depthwise weights and BN, SE, projection
+ * inputs); SE hidden units are sorted likewise by the L1 norm of the SE
+ * expand weights. With @p keep_groups > 0, channels are only sorted inside the
+ * groups delimited by the widths of the @p keep_groups largest expand ratios
+ * below the maximum, so the nesting of an earlier width phase is kept (OFA's
+ * expand_ratio_stage). The full network computes the same function before and
+ * after. Momentum is not permuted: a new phase starts with zero momentum.
+ */
+manta_status ofa_supernet_reorder_width(ofa_supernet *n, int keep_groups);

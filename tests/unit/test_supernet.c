@@ -192,6 +192,48 @@ static void test_bad_use_is_refused(void **state)
     assert_int_equal(ofa_supernet_backward(f->n), MANTA_ERR_INVALID_ARG); /* eval forward */
 }
 
+/* Re-organising channels keeps the full network's function, while a narrow
+ * sub-network (which sees other channels afterwards) changes. */
+static void test_width_reorder_keeps_full_network(void **state)
+{
+    fixture *f = *state;
+    mcl_dev *d = f->d;
+    ofa_arch a;
+    ofa_arch_max(&f->s, 0, &a);
+    TU_OK(d, ofa_supernet_set_arch(f->n, &a));
+    size_t nx = (size_t)B * a.r * a.r, nl = (size_t)B * f->s.classes;
+    double x[B * 64], before[B * 3], after[B * 3], nb[B * 3], na[B * 3];
+    ofa_arch narrow;
+    ofa_arch_min(&f->s, a.r, &narrow);
+    manta_rng rng;
+    manta_rng_seed(&rng, 8, 8);
+    tu_fill_uniform(&rng, x, nx, -1, 1);
+    tu_upload(d, ofa_supernet_input(f->n), x, nx);
+    /* a few training steps' worth of running statistics, then eval mode */
+    for (int i = 0; i < 3; i++)
+        TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_TRAIN));
+    TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_EVAL));
+    tu_download(d, ofa_supernet_logits(f->n), before, nl);
+    TU_OK(d, ofa_supernet_set_arch(f->n, &narrow));
+    TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_EVAL));
+    tu_download(d, ofa_supernet_logits(f->n), nb, nl);
+    TU_OK(d, ofa_supernet_set_arch(f->n, &a));
+    for (int keep = 0; keep < 2; keep++) {
+        TU_OK(d, ofa_supernet_reorder_width(f->n, keep));
+        TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_EVAL));
+        tu_download(d, ofa_supernet_logits(f->n), after, nl);
+        tu_assert_close(after, before, nl, 1e-4, "full network after re-organisation");
+    }
+    TU_OK(d, ofa_supernet_set_arch(f->n, &narrow));
+    TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_EVAL));
+    tu_download(d, ofa_supernet_logits(f->n), na, nl);
+    double diff = 0;
+    for (size_t i = 0; i < nl; i++)
+        diff += fabs(na[i] - nb[i]);
+    assert_true(diff > 1e-3);
+    assert_int_equal(ofa_supernet_reorder_width(f->n, f->s.n_e), MANTA_ERR_INVALID_ARG);
+}
+
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
@@ -223,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_inactive_weights_get_no_gradient),
         cmocka_unit_test(test_switching_subnets_creates_no_buffers),
         cmocka_unit_test(test_bad_use_is_refused),
+        cmocka_unit_test(test_width_reorder_keeps_full_network),
     };
     return cmocka_run_group_tests_name("ofa supernet", tests, setup, teardown);
 }
