@@ -75,6 +75,8 @@ struct ofa_supernet {
     bool first_residual;
     mview fwd_params; /* parameters of the last forward */
     ofa_bn_mode fwd_bn;
+    float recal_weight; /* batch / total images of a re-calibration */
+    size_t stats_tmp;   /* (2, widest channel count) batch mean and variance */
 };
 
 #define TRY(expr)                                                                          \
@@ -249,6 +251,10 @@ static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t 
     }
     n->logits = mlayout_add(al, B * s->classes);
     n->tmp = mlayout_add(al, spare); /* SE pooling gradients */
+    int widest = s->head_expand > s->stem_width ? s->head_expand : s->stem_width;
+    for (int i = 0; i < ofa_slots(s); i++)
+        widest = n->slot[i].mid_max > widest ? n->slot[i].mid_max : widest;
+    n->stats_tmp = mlayout_add(al, 2 * (size_t)widest);
 }
 
 /* ---- creation ------------------------------------------------------------------------ */
@@ -263,6 +269,25 @@ static void fill_uniform(manta_rng *r, float *p, size_t n, float bound)
 {
     for (size_t i = 0; i < n; i++)
         p[i] = bound * (2.0f * manta_rng_uniform(r) - 1.0f);
+}
+
+/* Every batch norm of the supernet with its (largest) channel count. */
+#define MAX_BNS (3 + 3 * OFA_MAX_SLOTS + 1)
+static int collect_bns(const ofa_supernet *n, const bn_p **bns, int *widths)
+{
+    const ofa_space *s = &n->s;
+    int nb = 0;
+    bns[nb] = &n->stem_bn, widths[nb++] = s->stem_width;
+    bns[nb] = &n->first_dbn, widths[nb++] = s->stem_width;
+    bns[nb] = &n->first_pbn, widths[nb++] = s->first_width;
+    for (int i = 0; i < ofa_slots(s); i++) {
+        const slot_p *q = &n->slot[i];
+        bns[nb] = &q->e_bn, widths[nb++] = q->mid_max;
+        bns[nb] = &q->d_bn, widths[nb++] = q->mid_max;
+        bns[nb] = &q->p_bn, widths[nb++] = q->width;
+    }
+    bns[nb] = &n->head_bn, widths[nb++] = s->head_expand;
+    return nb;
 }
 
 /* OFA's initialisation: convolutions normal with std sqrt(2 / (k*k*out))
@@ -313,18 +338,8 @@ static manta_status init_values(ofa_supernet *n, uint64_t seed)
     }
     fill_uniform(&r, p + n->cls_w, (size_t)s->classes * feat, 1.0f / sqrtf((float)feat));
     /* batch norms: gamma 1, running variance 1 */
-    bn_p *bns[3 + 3 * OFA_MAX_SLOTS + 1];
-    int widths[3 + 3 * OFA_MAX_SLOTS + 1], nb = 0;
-    bns[nb] = &n->stem_bn, widths[nb++] = s->stem_width;
-    bns[nb] = &n->first_dbn, widths[nb++] = s->stem_width;
-    bns[nb] = &n->first_pbn, widths[nb++] = s->first_width;
-    for (int i = 0; i < ofa_slots(s); i++) {
-        slot_p *q = &n->slot[i];
-        bns[nb] = &q->e_bn, widths[nb++] = q->mid_max;
-        bns[nb] = &q->d_bn, widths[nb++] = q->mid_max;
-        bns[nb] = &q->p_bn, widths[nb++] = q->width;
-    }
-    bns[nb] = &n->head_bn, widths[nb++] = s->head_expand;
+    const bn_p *bns[MAX_BNS];
+    int widths[MAX_BNS], nb = collect_bns(n, bns, widths);
     for (int b = 0; b < nb; b++)
         for (int k = 0; k < widths[b]; k++) {
             p[bns[b]->gamma + (size_t)k] = 1.0f;
@@ -438,9 +453,32 @@ static manta_status bn_fwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t
         return nn_bn_forward_eval(n->d, &sh, BN_EPS, A(n, x), PW(n, b->gamma), PW(n, b->beta),
                                   S(n, b->rmean), S(n, b->rvar), A(n, y));
     float momentum = n->fwd_bn == OFA_BN_TRAIN ? BN_MOMENTUM : 0.0f;
-    return nn_bn_forward_train(n->d, &sh, momentum, BN_EPS, A(n, x), PW(n, b->gamma),
-                               PW(n, b->beta), S(n, b->rmean), S(n, b->rvar), A(n, y),
-                               S(n, b->smean), S(n, b->sinv));
+    TRY(nn_bn_forward_train(n->d, &sh, momentum, BN_EPS, A(n, x), PW(n, b->gamma), PW(n, b->beta),
+                            S(n, b->rmean), S(n, b->rvar), A(n, y), S(n, b->smean),
+                            S(n, b->sinv)));
+    if (n->fwd_bn != OFA_BN_RECAL)
+        return MANTA_OK;
+    mview mean = A(n, n->stats_tmp), var = A(n, n->stats_tmp + (size_t)c);
+    TRY(nn_bn_stats(n->d, &sh, A(n, x), mean, var));
+    TRY(nn_axpy(n->d, (size_t)c, n->recal_weight, mean, S(n, b->rmean)));
+    return nn_axpy(n->d, (size_t)c, n->recal_weight, var, S(n, b->rvar));
+}
+
+manta_status ofa_supernet_recal_begin(ofa_supernet *n, long total_images)
+{
+    if (total_images < n->batch)
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_INVALID_ARG,
+                             "BN re-calibration over %ld images: fewer than one batch of %d",
+                             total_images, n->batch);
+    n->recal_weight = (float)n->batch / (float)total_images;
+    /* running statistics are interleaved with the saved ones: zero them per layer */
+    const bn_p *bns[MAX_BNS];
+    int widths[MAX_BNS], nb = collect_bns(n, bns, widths);
+    for (int i = 0; i < nb; i++) {
+        TRY(mcl_fill(n->d, S(n, bns[i]->rmean), 0.0f, (size_t)widths[i]));
+        TRY(mcl_fill(n->d, S(n, bns[i]->rvar), 0.0f, (size_t)widths[i]));
+    }
+    return MANTA_OK;
 }
 
 static manta_status bn_bwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t x, size_t dy,
@@ -630,7 +668,8 @@ static manta_status slot_backward(ofa_supernet *n, const slot_a *a)
 
 manta_status ofa_supernet_backward(ofa_supernet *n)
 {
-    if (!n->have_arch || n->fwd_params.mem != n->params.mem || n->fwd_bn == OFA_BN_EVAL)
+    if (!n->have_arch || n->fwd_params.mem != n->params.mem || n->fwd_bn == OFA_BN_EVAL ||
+        n->fwd_bn == OFA_BN_RECAL)
         return manta_err_set(mcl_err(n->d), MANTA_ERR_INVALID_ARG,
                              "supernet: backward needs a training forward on the own parameters");
     mcl_dev *d = n->d;

@@ -60,8 +60,20 @@ mview ofa_supernet_dlogits(const ofa_supernet *n);
 typedef enum ofa_bn_mode {
     OFA_BN_TRAIN,       /**< batch statistics; running statistics updated (momentum 0.1) */
     OFA_BN_BATCH_ONLY,  /**< batch statistics; running statistics untouched (teacher) */
-    OFA_BN_EVAL         /**< running statistics */
+    OFA_BN_EVAL,        /**< running statistics */
+    OFA_BN_RECAL        /**< batch statistics; their sample-weighted average is
+                             added to the running statistics (see ofa_supernet_recal_begin) */
 } ofa_bn_mode;
+
+/**
+ * Start OFA's batch-norm re-calibration of the active sub-network over
+ * @p total_images images: every running mean and variance is zeroed, and each
+ * later forward in OFA_BN_RECAL mode adds batch / total_images times its
+ * batch mean and biased batch variance, so after total_images images the
+ * running statistics are the sample-weighted averages. Callers that want the
+ * supernet's statistics back save and restore the state slab around it.
+ */
+manta_status ofa_supernet_recal_begin(ofa_supernet *n, long total_images);
 
 /**
  * Forward the active sub-network on the input tensor. @p params: the

@@ -234,6 +234,33 @@ static void test_width_reorder_keeps_full_network(void **state)
     assert_int_equal(ofa_supernet_reorder_width(f->n, f->s.n_e), MANTA_ERR_INVALID_ARG);
 }
 
+/* Re-calibrating over two copies of one batch makes the running statistics
+ * that batch's mean and biased variance, so eval mode then reproduces the
+ * batch-statistics forward. */
+static void test_bn_recalibration_matches_batch_statistics(void **state)
+{
+    fixture *f = *state;
+    mcl_dev *d = f->d;
+    manta_rng rng;
+    manta_rng_seed(&rng, 31, 0);
+    ofa_arch a;
+    ofa_arch_sample(&f->s, &rng, &a);
+    TU_OK(d, ofa_supernet_set_arch(f->n, &a));
+    size_t nx = (size_t)B * a.r * a.r, nl = (size_t)B * f->s.classes;
+    double x[B * 64], batch[B * 3], eval[B * 3];
+    tu_fill_uniform(&rng, x, nx, -1, 1);
+    tu_upload(d, ofa_supernet_input(f->n), x, nx);
+    TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_BATCH_ONLY));
+    tu_download(d, ofa_supernet_logits(f->n), batch, nl);
+    assert_int_equal(ofa_supernet_recal_begin(f->n, B - 1), MANTA_ERR_INVALID_ARG);
+    TU_OK(d, ofa_supernet_recal_begin(f->n, 2 * B));
+    TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_RECAL));
+    TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_RECAL));
+    TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_EVAL));
+    tu_download(d, ofa_supernet_logits(f->n), eval, nl);
+    tu_assert_close(eval, batch, nl, 1e-3, "eval after re-calibration");
+}
+
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
@@ -266,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_switching_subnets_creates_no_buffers),
         cmocka_unit_test(test_bad_use_is_refused),
         cmocka_unit_test(test_width_reorder_keeps_full_network),
+        cmocka_unit_test(test_bn_recalibration_matches_batch_statistics),
     };
     return cmocka_run_group_tests_name("ofa supernet", tests, setup, teardown);
 }
