@@ -1,0 +1,257 @@
+#include "train/ofa_train.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl/slab.h"
+#include "nn/loss.h"
+#include "train/optim.h"
+
+struct ofa_trainer {
+    mcl_dev *d;
+    ofa_space space;
+    ofa_schedule sched;
+    uint64_t seed;
+    ofa_supernet *net;
+    ofa_slabs sl;
+    mslab teacher;   /* parameters of the teacher */
+    mslab backup;    /* BN statistics saved around a re-calibration */
+    mslab io;        /* labels, losses, kd losses, teacher logits */
+    size_t labels, losses, kd_losses, teacher_logits;
+    int has_teacher;
+    float *host_logits, *host_losses, *host_images, *host_labels;
+};
+
+#define TRY(expr)                                                                          \
+    do {                                                                                   \
+        manta_status st_ = (expr);                                                         \
+        if (st_ != MANTA_OK)                                                               \
+            return st_;                                                                    \
+    } while (0)
+
+ofa_supernet *ofa_trainer_net(ofa_trainer *t) { return t->net; }
+const ofa_schedule *ofa_trainer_schedule(const ofa_trainer *t) { return &t->sched; }
+int ofa_trainer_has_teacher(const ofa_trainer *t) { return t->has_teacher; }
+mview ofa_trainer_teacher(const ofa_trainer *t) { return mslab_view(&t->teacher, 0); }
+void ofa_trainer_set_has_teacher(ofa_trainer *t, int has) { t->has_teacher = has; }
+
+int ofa_trainer_resolution(const ofa_trainer *t, long step)
+{
+    return ofa_sample_resolution(&t->space, t->seed, step);
+}
+
+void ofa_trainer_destroy(ofa_trainer *t)
+{
+    if (!t)
+        return;
+    mslab_destroy(t->d, &t->teacher);
+    mslab_destroy(t->d, &t->backup);
+    mslab_destroy(t->d, &t->io);
+    ofa_supernet_destroy(t->net);
+    free(t->host_logits);
+    free(t->host_losses);
+    free(t->host_images);
+    free(t->host_labels);
+    free(t);
+}
+
+manta_status ofa_trainer_create(mcl_dev *d, const ofa_space *space, const ofa_schedule *sched,
+                                uint64_t seed, ofa_trainer **out)
+{
+    *out = NULL;
+    ofa_trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "trainer: out of host memory");
+    t->d = d;
+    t->space = *space;
+    t->sched = *sched;
+    t->seed = seed;
+    const int B = sched->batch, K = space->classes;
+    const int rmax = space->res[space->n_res - 1];
+    manta_status st = ofa_supernet_create(d, space, B, seed, &t->net);
+    if (st == MANTA_OK) {
+        ofa_supernet_slabs(t->net, &t->sl);
+        mlayout l = {0};
+        t->labels = mlayout_add(&l, (size_t)B);
+        t->losses = mlayout_add(&l, (size_t)B);
+        t->kd_losses = mlayout_add(&l, (size_t)B);
+        t->teacher_logits = mlayout_add(&l, (size_t)B * K);
+        st = mslab_create(d, &t->io, l.total, "trainer buffers");
+    }
+    if (st == MANTA_OK)
+        st = mslab_create(d, &t->teacher, t->sl.n_params, "teacher parameters");
+    if (st == MANTA_OK)
+        st = mslab_create(d, &t->backup, t->sl.n_state, "saved batch-norm statistics");
+    t->host_logits = malloc((size_t)B * K * sizeof(float));
+    t->host_losses = malloc((size_t)B * sizeof(float));
+    t->host_images = malloc((size_t)B * space->in_channels * rmax * rmax * sizeof(float));
+    t->host_labels = malloc((size_t)B * sizeof(float));
+    if (st == MANTA_OK && (!t->host_logits || !t->host_losses || !t->host_images || !t->host_labels))
+        st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "trainer: out of host memory");
+    if (st != MANTA_OK) {
+        ofa_trainer_destroy(t);
+        return st;
+    }
+    *out = t;
+    return MANTA_OK;
+}
+
+static mview IO(const ofa_trainer *t, size_t off) { return mslab_view(&t->io, off); }
+
+/* Sum of the first n floats of a device view, read back. */
+static manta_status sum_floats(ofa_trainer *t, mview v, int n, double *sum)
+{
+    TRY(mcl_read(t->d, v, t->host_losses, (size_t)n));
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += t->host_losses[i];
+    *sum = s;
+    return MANTA_OK;
+}
+
+/* Correct arg-max predictions among the first n rows of the last logits. */
+static manta_status count_correct(ofa_trainer *t, const float *labels, int n, int *correct)
+{
+    const int K = t->space.classes;
+    TRY(mcl_read(t->d, ofa_supernet_logits(t->net), t->host_logits, (size_t)n * K));
+    int c = 0;
+    for (int b = 0; b < n; b++) {
+        const float *row = t->host_logits + (size_t)b * K;
+        int best = 0;
+        for (int k = 1; k < K; k++)
+            if (row[k] > row[best])
+                best = k;
+        c += best == (int)labels[b];
+    }
+    *correct = c;
+    return MANTA_OK;
+}
+
+/* What happens before the first step of a phase. */
+static manta_status begin_phase(ofa_trainer *t, int phase)
+{
+    const ofa_phase *p = &t->sched.phase[phase];
+    if (phase > 0 && !t->has_teacher) { /* the first phase's network is the teacher */
+        TRY(mcl_copy(t->d, mslab_view(&t->teacher, 0), t->sl.params, t->sl.n_params));
+        t->has_teacher = 1;
+    }
+    if (p->reorder >= 0)
+        TRY(ofa_supernet_reorder_width(t->net, p->reorder));
+    return mcl_fill(t->d, t->sl.momentum, 0.0f, t->sl.n_params);
+}
+
+manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, const float *labels,
+                              ofa_step_result *out)
+{
+    mcl_dev *d = t->d;
+    const int B = t->sched.batch, K = t->space.classes;
+    long in_phase;
+    int phase = ofa_schedule_locate(&t->sched, step, &in_phase);
+    if (phase < 0)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "trainer: step %ld is past the schedule's %ld steps", step,
+                             ofa_schedule_total_steps(&t->sched));
+    const ofa_phase *p = &t->sched.phase[phase];
+    if (in_phase == 0)
+        TRY(begin_phase(t, phase));
+    const int r = ofa_trainer_resolution(t, step);
+    ofa_supernet *net = t->net;
+    TRY(mcl_write(d, ofa_supernet_input(net), images, (size_t)B * t->space.in_channels * r * r));
+    TRY(mcl_write(d, IO(t, t->labels), labels, (size_t)B));
+    TRY(mcl_fill(d, t->sl.grads, 0.0f, t->sl.n_params));
+    const int distill = p->distill && t->has_teacher && t->sched.kd_ratio > 0;
+    ofa_arch a;
+    if (distill) {
+        ofa_arch_max(&t->space, r, &a);
+        TRY(ofa_supernet_set_arch(net, &a));
+        TRY(ofa_supernet_forward(net, mslab_view(&t->teacher, 0), OFA_BN_BATCH_ONLY));
+        TRY(mcl_copy(d, IO(t, t->teacher_logits), ofa_supernet_logits(net), (size_t)B * K));
+    }
+    double loss = 0, kd = 0;
+    int correct = 0;
+    for (int k = 0; k < p->subnets; k++) {
+        ofa_sample_subnet(&t->space, p, t->seed, step, k, r, &a);
+        TRY(ofa_supernet_set_arch(net, &a));
+        TRY(ofa_supernet_forward(net, t->sl.params, OFA_BN_TRAIN));
+        TRY(nn_xent_forward_backward(d, B, K, t->sched.label_smoothing, ofa_supernet_logits(net),
+                                     IO(t, t->labels), IO(t, t->losses),
+                                     ofa_supernet_dlogits(net), 1.0f / (float)B, 0.0f));
+        if (distill)
+            TRY(nn_soft_xent_forward_backward(d, B, K, ofa_supernet_logits(net),
+                                              IO(t, t->teacher_logits), IO(t, t->kd_losses),
+                                              ofa_supernet_dlogits(net),
+                                              t->sched.kd_ratio / (float)B, 1.0f));
+        TRY(ofa_supernet_backward(net));
+        double s;
+        int c;
+        TRY(sum_floats(t, IO(t, t->losses), B, &s));
+        loss += s;
+        if (distill) {
+            TRY(sum_floats(t, IO(t, t->kd_losses), B, &s));
+            kd += s;
+        }
+        TRY(count_correct(t, labels, B, &c));
+        correct += c;
+    }
+    lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
+    float lr = lr_at(&ls, in_phase);
+    optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
+    TRY(optim_sgd_step(d, &opt, lr, 1.0f, t->sl.params, t->sl.grads, t->sl.momentum,
+                       t->sl.n_decay, t->sl.n_params));
+    if (out) {
+        const double n = (double)B * p->subnets;
+        out->phase = phase;
+        out->r = r;
+        out->kd_loss = (float)(kd / n);
+        out->loss = (float)((loss + t->sched.kd_ratio * kd) / n);
+        out->correct = correct;
+        out->predictions = B * p->subnets;
+        out->lr = lr;
+    }
+    return mcl_finish(d);
+}
+
+manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
+                                  void *recal_ctx, long recal_images, ofa_batch_fn eval,
+                                  void *eval_ctx, long eval_images, double *top1)
+{
+    mcl_dev *d = t->d;
+    ofa_supernet *net = t->net;
+    const int B = t->sched.batch;
+    const size_t in = (size_t)B * t->space.in_channels * a->r * a->r;
+    *top1 = 0;
+    TRY(ofa_supernet_set_arch(net, a));
+    TRY(mcl_copy(d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
+    long batches = recal_images / B;
+    manta_status st = ofa_supernet_recal_begin(net, batches * B);
+    for (long i = 0; i < batches && st == MANTA_OK; i++) {
+        int count;
+        st = recal(recal_ctx, i, a->r, t->host_images, t->host_labels, &count);
+        if (st == MANTA_OK)
+            st = mcl_write(d, ofa_supernet_input(net), t->host_images, in);
+        if (st == MANTA_OK)
+            st = ofa_supernet_forward(net, t->sl.params, OFA_BN_RECAL);
+    }
+    long seen = 0, correct = 0;
+    for (long i = 0; seen < eval_images && st == MANTA_OK; i++) {
+        int count = 0, c = 0;
+        st = eval(eval_ctx, i, a->r, t->host_images, t->host_labels, &count);
+        if (st == MANTA_OK && count <= 0)
+            break;
+        if (st == MANTA_OK)
+            st = mcl_write(d, ofa_supernet_input(net), t->host_images, in);
+        if (st == MANTA_OK)
+            st = ofa_supernet_forward(net, t->sl.params, OFA_BN_EVAL);
+        if (st == MANTA_OK)
+            st = count_correct(t, t->host_labels, count, &c);
+        seen += count;
+        correct += c;
+    }
+    /* the supernet's own statistics come back even after a failure */
+    manta_status rs = mcl_copy(d, t->sl.state, mslab_view(&t->backup, 0), t->sl.n_state);
+    if (st == MANTA_OK)
+        st = rs;
+    if (st == MANTA_OK && seen > 0)
+        *top1 = (double)correct / (double)seen;
+    return st;
+}

@@ -1,0 +1,83 @@
+/**
+ * @file ofa_train.h
+ * @brief Progressive-shrinking training of an OFA supernet on one device, and
+ *        evaluation of its sub-networks (with BN re-calibration).
+ *
+ * One step, as OFA: the resolution is sampled once per batch from (seed,
+ * step); when the phase distils, the teacher (a frozen copy of the network
+ * as it was at the end of the first phase) produces soft targets for the
+ * batch once; then `subnets` times a sub-network is sampled from
+ * (seed, step, k), run forward and backward on the same images, and its
+ * gradients add up; then one SGD step. The loss of each sub-network is the
+ * label-smoothed cross-entropy plus kd_ratio times the cross-entropy against
+ * the teacher's softmax. A phase that re-organises widths does so before its
+ * first step, and every phase starts with zero momentum.
+ */
+#ifndef MANTA_TRAIN_OFA_TRAIN_H
+#define MANTA_TRAIN_OFA_TRAIN_H
+
+#include <stdint.h>
+
+#include "ofa/supernet.h"
+#include "train/schedule.h"
+
+typedef struct ofa_trainer ofa_trainer;
+
+/** Create the supernet and the trainer's buffers (all allocation happens here). */
+manta_status ofa_trainer_create(mcl_dev *d, const ofa_space *space, const ofa_schedule *sched,
+                                uint64_t seed, ofa_trainer **out);
+void ofa_trainer_destroy(ofa_trainer *t);
+
+ofa_supernet *ofa_trainer_net(ofa_trainer *t);
+const ofa_schedule *ofa_trainer_schedule(const ofa_trainer *t);
+
+/** The resolution the batch of global step @p step must have. */
+int ofa_trainer_resolution(const ofa_trainer *t, long step);
+
+typedef struct ofa_step_result {
+    int phase;      /**< index into the schedule */
+    int r;          /**< resolution of the batch */
+    float loss;     /**< mean over samples and sub-networks: label loss + kd_ratio * kd loss */
+    float kd_loss;  /**< mean distillation loss (0 when the phase does not distil) */
+    int correct;    /**< correct top-1 predictions summed over the sub-networks */
+    int predictions;/**< batch x sub-networks */
+    float lr;
+} ofa_step_result;
+
+/**
+ * Train global step @p step (0-based) on one batch: images (batch, C, r, r)
+ * normalised, r = ofa_trainer_resolution(t, step); labels (batch) as float
+ * class indices. Steps are given in order from the step the trainer starts
+ * at (0, or a resumed step); the first step of a phase runs the phase's
+ * start (teacher snapshot, width re-organisation, zero momentum). @p out may
+ * be NULL.
+ */
+manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, const float *labels,
+                              ofa_step_result *out);
+
+/** Whether the teacher snapshot exists (taken when the first phase ends). */
+int ofa_trainer_has_teacher(const ofa_trainer *t);
+/** The teacher's parameter slab (same layout as the supernet's parameters). */
+mview ofa_trainer_teacher(const ofa_trainer *t);
+/** Mark the teacher as present after its slab was restored (resume). */
+void ofa_trainer_set_has_teacher(ofa_trainer *t, int has);
+
+/**
+ * A source of batches for evaluation: fill batch number @p index at
+ * resolution @p r (images (batch, C, r, r), labels (batch)) and set *count to
+ * the number of real samples in it (the rest is padding, ignored).
+ */
+typedef manta_status (*ofa_batch_fn)(void *ctx, long index, int r, float *images, float *labels,
+                                     int *count);
+
+/**
+ * Top-1 of sub-network @p a: BN statistics re-calibrated over @p recal_images
+ * images from @p recal (OFA: 2000 training images with training augmentation),
+ * then @p eval_images images from @p eval in eval mode. The supernet's own BN
+ * statistics are restored afterwards.
+ */
+manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
+                                  void *recal_ctx, long recal_images, ofa_batch_fn eval,
+                                  void *eval_ctx, long eval_images, double *top1);
+
+#endif

@@ -1,0 +1,126 @@
+#include "train/schedule.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The largest n values of a sorted list. */
+static void top(const int *list, int count, int n, int *out_n, int *out)
+{
+    if (n > count)
+        n = count;
+    *out_n = n;
+    memcpy(out, list + count - n, (size_t)n * sizeof *list);
+}
+
+static void add_phase(ofa_schedule *s, const ofa_space *sp, const char *name, int n_ks, int n_e,
+                      int n_d, int subnets, long steps, float lr, int reorder, int distill)
+{
+    ofa_phase *p = &s->phase[s->n_phases++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    top(sp->ks, sp->n_ks, n_ks, &p->n_ks, p->ks);
+    top(sp->e, sp->n_e, n_e, &p->n_e, p->e);
+    top(sp->d, sp->n_d, n_d, &p->n_d, p->d);
+    p->subnets = subnets;
+    p->steps = steps > 0 ? steps : 1;
+    p->warmup_steps = p->steps / 20;
+    p->lr = lr;
+    p->reorder = reorder;
+    p->distill = distill;
+}
+
+manta_status ofa_schedule_preset(const ofa_space *sp, const char *preset, int batch,
+                                 long steps_per_epoch, ofa_schedule *s, manta_err *err)
+{
+    memset(s, 0, sizeof *s);
+    /* epochs of each phase: full, kernel, depth-1, depth-2, expand-1, expand-2 */
+    double ep[6];
+    if (!strcmp(preset, "smoke")) {
+        for (int i = 0; i < 6; i++)
+            ep[i] = 3.0 / (double)steps_per_epoch; /* 3 steps */
+    } else if (!strcmp(preset, "quick")) {
+        const double q[6] = {3, 1, 0.5, 1, 0.5, 1};
+        memcpy(ep, q, sizeof ep);
+    } else if (!strcmp(preset, "full")) {
+        /* OFA's 180 / 125 / 25 / 125 / 25 / 125 epochs, scaled down by 6 */
+        const double f[6] = {30, 20, 4, 20, 4, 20};
+        memcpy(ep, f, sizeof ep);
+    } else {
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "schedule '%s': unknown (smoke, quick, full)", preset);
+    }
+    if (batch < 1 || steps_per_epoch < 1)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "schedule: batch %d and %ld steps per epoch", batch, steps_per_epoch);
+    snprintf(s->preset, sizeof s->preset, "%s", preset);
+    s->batch = batch;
+    s->kd_ratio = 1.0f;
+    s->label_smoothing = 0.1f;
+    s->momentum = 0.9f;
+    s->weight_decay = 3e-5f;
+    /* OFA's learning rates per 32 GPUs x 64 images (2.6, 0.96, 0.08, 0.24, 0.08,
+     * 0.24 for batch 2048), scaled linearly to this batch size */
+    const float per_image = (float)batch / 2048.0f;
+    const long spe = steps_per_epoch;
+#define STEPS(i) ((long)(ep[i] * (double)spe + 0.5))
+    add_phase(s, sp, "full", 1, 1, 1, 1, STEPS(0), 2.6f * per_image, -1, 0);
+    add_phase(s, sp, "kernel", sp->n_ks, 1, 1, 1, STEPS(1), 0.96f * per_image, -1, 1);
+    add_phase(s, sp, "depth-1", sp->n_ks, 1, 2, 2, STEPS(2), 0.08f * per_image, -1, 1);
+    add_phase(s, sp, "depth-2", sp->n_ks, 1, sp->n_d, 2, STEPS(3), 0.24f * per_image, -1, 1);
+    add_phase(s, sp, "expand-1", sp->n_ks, 2, sp->n_d, 4, STEPS(4), 0.08f * per_image, 0, 1);
+    add_phase(s, sp, "expand-2", sp->n_ks, sp->n_e, sp->n_d, 4, STEPS(5), 0.24f * per_image, 1, 1);
+#undef STEPS
+    return MANTA_OK;
+}
+
+long ofa_schedule_total_steps(const ofa_schedule *s)
+{
+    long t = 0;
+    for (int i = 0; i < s->n_phases; i++)
+        t += s->phase[i].steps;
+    return t;
+}
+
+int ofa_schedule_locate(const ofa_schedule *s, long step, long *in_phase)
+{
+    for (int i = 0; i < s->n_phases && step >= 0; i++) {
+        if (step < s->phase[i].steps) {
+            *in_phase = step;
+            return i;
+        }
+        step -= s->phase[i].steps;
+    }
+    *in_phase = 0;
+    return -1;
+}
+
+/* splitmix64: a well-mixed 64-bit hash of the sampling coordinates. */
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step)
+{
+    manta_rng r;
+    manta_rng_seed(&r, mix(seed ^ mix((uint64_t)step)), 0x7e5);
+    return space->res[manta_rng_below(&r, (uint32_t)space->n_res)];
+}
+
+void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
+                       int k, int r, ofa_arch *a)
+{
+    manta_rng g;
+    manta_rng_seed(&g, mix(seed ^ mix((uint64_t)step * 64 + (uint64_t)k)), 0x5ab);
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < ofa_slots(space); i++) {
+        a->ks[i] = p->ks[manta_rng_below(&g, (uint32_t)p->n_ks)];
+        a->e[i] = p->e[manta_rng_below(&g, (uint32_t)p->n_e)];
+    }
+    for (int u = 0; u < space->n_units; u++)
+        a->d[u] = p->d[manta_rng_below(&g, (uint32_t)p->n_d)];
+    a->r = r;
+}

@@ -1,0 +1,74 @@
+/**
+ * @file schedule.h
+ * @brief OFA's progressive shrinking as data: the phases (which kernel sizes,
+ *        expand ratios and depths are elastic, how many sub-networks per step,
+ *        how long, which learning rate), the presets, and the deterministic
+ *        sampling of sub-networks and resolutions from (seed, step, k), so
+ *        every worker of a distributed run samples the same ones.
+ */
+#ifndef MANTA_TRAIN_SCHEDULE_H
+#define MANTA_TRAIN_SCHEDULE_H
+
+#include <stdint.h>
+
+#include "ofa/space.h"
+
+#define OFA_MAX_PHASES 8
+
+typedef struct ofa_phase {
+    char name[16];                 /**< "full", "kernel", "depth-1", ... */
+    int n_ks, ks[OFA_MAX_CHOICES]; /**< kernel sizes sampled in this phase */
+    int n_e, e[OFA_MAX_CHOICES];   /**< expand ratios */
+    int n_d, d[OFA_MAX_CHOICES];   /**< depths */
+    int subnets;                   /**< sub-networks per step (gradients add up) */
+    long steps;                    /**< optimizer steps of this phase */
+    long warmup_steps;             /**< linear warm-up, then cosine to 0 */
+    float lr;                      /**< peak learning rate */
+    int reorder;                   /**< -1: none; else width re-organisation at the
+                                        start, keeping this many earlier groups */
+    int distill;                   /**< 1: distil from the teacher (the network
+                                        trained in the first phase) */
+} ofa_phase;
+
+typedef struct ofa_schedule {
+    char preset[16];
+    int n_phases;
+    ofa_phase phase[OFA_MAX_PHASES];
+    int batch;
+    float kd_ratio;        /**< weight of the distillation loss (1.0 in OFA) */
+    float label_smoothing; /**< 0.1 in OFA */
+    float momentum;        /**< 0.9, Nesterov */
+    float weight_decay;    /**< 3e-5, not on BN or biases */
+} ofa_schedule;
+
+/**
+ * A preset for @p space: "smoke" (a few steps per phase, for tests), "quick"
+ * (the demo: minutes on a 2-core CPU), "full" (OFA's epochs and learning
+ * rates scaled to the data set). @p steps_per_epoch = training images / batch.
+ * Phases follow OFA: full (largest kernel, expand, depth; 1 sub-network) ->
+ * elastic kernel (1) -> depth: two largest (2), all (2) -> expand: two largest
+ * (4, re-organise widths), all (4, re-organise keeping the first group).
+ * @return MANTA_ERR_INVALID_ARG naming an unknown preset.
+ */
+manta_status ofa_schedule_preset(const ofa_space *space, const char *preset, int batch,
+                                 long steps_per_epoch, ofa_schedule *out, manta_err *err);
+
+/** Total optimizer steps over all phases. */
+long ofa_schedule_total_steps(const ofa_schedule *s);
+
+/** Phase index and step within it of global step @p step (0-based); -1 past the end. */
+int ofa_schedule_locate(const ofa_schedule *s, long step, long *step_in_phase);
+
+/** The resolution of global step @p step: uniform over the space's list,
+ *  from (seed, step) alone. */
+int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step);
+
+/**
+ * Sub-network k of global step @p step in phase @p p at resolution @p r,
+ * from (seed, step, k) alone: each block's kernel and expand ratio and each
+ * unit's depth uniform over the phase's lists.
+ */
+void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
+                       int k, int r, ofa_arch *out);
+
+#endif
