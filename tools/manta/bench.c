@@ -17,6 +17,8 @@
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/pool.h"
+#include "ofa/supernet.h"
+#include "train/optim.h"
 
 /* One buffer for every operand; views into it by role. */
 typedef struct bench_ctx {
@@ -296,7 +298,7 @@ static size_t op_floats(const bench_op *o, size_t *scratch)
     return m;
 }
 
-static void usage(FILE *f)
+static void usage_ops(FILE *f)
 {
     fprintf(f, "usage: manta bench ops [--batch N] [--seconds S] [--device SPEC] [--json]\n\n"
                "Times every training op forward and backward at the layer shapes of the\n"
@@ -310,16 +312,8 @@ static void usage(FILE *f)
                "  --json         one JSON document\n");
 }
 
-int cmd_bench(int argc, char **argv)
+static int bench_ops(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    if (strcmp(argv[1], "ops") != 0) {
-        fprintf(stderr, "manta bench: unknown benchmark '%s' (available: ops)\n", argv[1]);
-        return 2;
-    }
     bench_ctx c;
     memset(&c, 0, sizeof c);
     c.min_seconds = 0.5;
@@ -336,7 +330,7 @@ int cmd_bench(int argc, char **argv)
         else if (!strcmp(a, "--device") && v)
             device = v, i++;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
+            usage_ops(stdout);
             return 0;
         } else {
             fprintf(stderr, "manta bench ops: bad option or value '%s' (see --help)\n", a);
@@ -409,4 +403,158 @@ int cmd_bench(int argc, char **argv)
     mcl_close(c.d);
     free(ops);
     return rc;
+}
+
+/* ---- manta bench train -------------------------------------------------------------- */
+
+static void usage_train(FILE *f)
+{
+    fprintf(f, "usage: manta bench train [--space S] [--arch max|min|FILE] [--res R] [--batch N]\n"
+               "                         [--steps N] [--device SPEC] [--json]\n\n"
+               "Training throughput of one sub-network of the supernet: forward, label-smoothed\n"
+               "cross-entropy, backward and an SGD step per batch of random data, as\n"
+               "tools/bench/torch_ofa_train.py does in PyTorch. Prints the median step time\n"
+               "over --steps timed steps (after 2 warm-up steps) and images/s.\n");
+}
+
+static int bench_train(int argc, char **argv)
+{
+    const char *space_name = "cpu-default", *arch_arg = "max", *device = NULL;
+    int res = 0, batch = 64, steps = 10, json = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json"))
+            json = 1;
+        else if (!strcmp(a, "--space") && v)
+            space_name = v, i++;
+        else if (!strcmp(a, "--arch") && v)
+            arch_arg = v, i++;
+        else if (!strcmp(a, "--device") && v)
+            device = v, i++;
+        else if (!strcmp(a, "--res") && v && (res = atoi(v)) > 0)
+            i++;
+        else if (!strcmp(a, "--batch") && v && (batch = atoi(v)) > 0 && batch <= 4096)
+            i++;
+        else if (!strcmp(a, "--steps") && v && (steps = atoi(v)) > 0 && steps <= 100000)
+            i++;
+        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage_train(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "manta bench train: bad option or value '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    manta_err err;
+    manta_err_clear(&err);
+    ofa_space sp;
+    ofa_arch arch;
+    manta_status st = ofa_space_load(space_name, &sp, &err);
+    if (st == MANTA_OK && (!strcmp(arch_arg, "max") || !strcmp(arch_arg, "min"))) {
+        (arch_arg[1] == 'a' ? ofa_arch_max : ofa_arch_min)(&sp, 0, &arch);
+    } else if (st == MANTA_OK) {
+        FILE *f = fopen(arch_arg, "rb");
+        char buf[8192];
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        st = f ? ofa_arch_parse(&sp, buf, &arch, &err)
+               : manta_err_set(&err, MANTA_ERR_IO, "%s: cannot open", arch_arg);
+    }
+    if (st == MANTA_OK && res > 0)
+        arch.r = res;
+    if (st == MANTA_OK)
+        st = ofa_arch_validate(&sp, &arch, &err);
+    if (st != MANTA_OK) {
+        cmd_error("bench train", st, &err);
+        return 1;
+    }
+    mcl_dev *d = cmd_open_device(device);
+    if (!d)
+        return 1;
+    ofa_supernet *net = NULL;
+    mslab io = {0};
+    float *host = NULL;
+    double *times = calloc((size_t)steps, sizeof *times);
+    int rc = 1;
+    const size_t nx = (size_t)batch * sp.in_channels * arch.r * arch.r;
+    st = ofa_supernet_create(d, &sp, batch, 1, &net);
+    if (st == MANTA_OK)
+        st = ofa_supernet_set_arch(net, &arch);
+    if (st == MANTA_OK)
+        st = mslab_create(d, &io, 2 * (size_t)batch + 32, "labels and losses");
+    if (st == MANTA_OK && (!(host = malloc((nx > (size_t)batch ? nx : (size_t)batch) * sizeof *host)) || !times))
+        st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "bench train: out of host memory");
+    if (st == MANTA_OK) {
+        manta_rng r;
+        manta_rng_seed(&r, 3, 3);
+        for (size_t i = 0; i < nx; i++)
+            host[i] = manta_rng_normal(&r);
+        st = mcl_write(d, ofa_supernet_input(net), host, nx);
+        for (int i = 0; i < batch && st == MANTA_OK; i++)
+            host[i] = (float)manta_rng_below(&r, (uint32_t)sp.classes);
+        if (st == MANTA_OK)
+            st = mcl_write(d, mslab_view(&io, 0), host, (size_t)batch);
+    }
+    ofa_slabs sl;
+    optim_sgd opt = {0.9f, 3e-5f, true};
+    for (int i = 0; i < steps + 2 && st == MANTA_OK; i++) {
+        ofa_supernet_slabs(net, &sl);
+        double t0 = now_s();
+        st = mcl_fill(d, sl.grads, 0.0f, sl.n_params);
+        if (st == MANTA_OK)
+            st = ofa_supernet_forward(net, sl.params, OFA_BN_TRAIN);
+        if (st == MANTA_OK)
+            st = nn_xent_forward_backward(d, batch, sp.classes, 0.1f, ofa_supernet_logits(net),
+                                          mslab_view(&io, 0), mslab_view(&io, (size_t)batch + 16),
+                                          ofa_supernet_dlogits(net), 1.0f / (float)batch, 0.0f);
+        if (st == MANTA_OK)
+            st = ofa_supernet_backward(net);
+        if (st == MANTA_OK)
+            st = optim_sgd_step(d, &opt, 0.05f, 1.0f, sl.params, sl.grads, sl.momentum, sl.n_decay,
+                                sl.n_params);
+        if (st == MANTA_OK)
+            st = mcl_finish(d);
+        if (i >= 2)
+            times[i - 2] = now_s() - t0;
+    }
+    if (st == MANTA_OK) {
+        qsort(times, (size_t)steps, sizeof *times, cmp_double);
+        double med = times[steps / 2];
+        if (json)
+            printf("{\"runtime\":\"manta\",\"device\":\"%s\",\"space\":\"%s\",\"arch\":\"%s\",\"r\":%d,"
+                   "\"batch\":%d,\"steps\":%d,\"median_step_s\":%.5f,\"images_per_s\":%.2f}\n",
+                   mcl_info(d)->name, sp.name, arch_arg, arch.r, batch, steps, med, batch / med);
+        else
+            printf("manta on %s: %s r=%d batch %d: %.1f images/s (median step %.1f ms)\n",
+                   mcl_info(d)->name, arch_arg, arch.r, batch, batch / med, med * 1e3);
+        rc = 0;
+    } else {
+        cmd_error("bench train", st, mcl_err(d));
+    }
+    free(host);
+    free(times);
+    mslab_destroy(d, &io);
+    ofa_supernet_destroy(net);
+    mcl_close(d);
+    return rc;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        FILE *f = argc < 2 ? stderr : stdout;
+        fprintf(f, "usage: manta bench ops|train [OPTIONS]   ('manta bench ops --help')\n\n");
+        usage_ops(f);
+        fprintf(f, "\n");
+        usage_train(f);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "ops"))
+        return bench_ops(argc, argv);
+    if (!strcmp(argv[1], "train"))
+        return bench_train(argc, argv);
+    fprintf(stderr, "manta bench: unknown benchmark '%s' (available: ops, train)\n", argv[1]);
+    return 2;
 }
