@@ -692,6 +692,12 @@ void mcl_arg_int(mcl_launch *L, int v)
     set_arg(L, sizeof x, &x);
 }
 
+void mcl_arg_uint(mcl_launch *L, uint32_t v)
+{
+    cl_uint x = v;
+    set_arg(L, sizeof x, &x);
+}
+
 void mcl_arg_float(mcl_launch *L, float v)
 {
     cl_float x = v;

@@ -198,6 +198,7 @@ void mcl_launch_begin(mcl_launch *L, mcl_dev *d, const char *program, const char
 /** A view takes two kernel arguments: `__global float *p, uint p_off`. */
 void mcl_arg_view(mcl_launch *L, mview v);
 void mcl_arg_int(mcl_launch *L, int v);
+void mcl_arg_uint(mcl_launch *L, uint32_t v);
 void mcl_arg_float(mcl_launch *L, float v);
 /** A `__local` scratch argument of @p bytes. */
 void mcl_arg_local(mcl_launch *L, size_t bytes);

@@ -9,6 +9,7 @@
 #include "nn/batchnorm.h"
 #include "nn/conv.h"
 #include "nn/depthwise.h"
+#include "nn/dropout.h"
 #include "nn/linear.h"
 #include "nn/pool.h"
 #include "ofa/elastic.h"
@@ -62,7 +63,7 @@ struct ofa_supernet {
     size_t n_params, n_decay, n_state;
     /* activations */
     size_t x0, stem_conv, stem_bn_t, stem_act, f_dconv, f_dbn, f_dact, f_pconv, f_pbn, f_out;
-    size_t h_conv, h_bn, h_act, h_pool, m_lin, m_act, logits, tmp;
+    size_t h_conv, h_bn, h_act, h_pool, m_lin, m_act, drop, logits, tmp;
     mslab params, grads, mom, state, acts, dacts, scratch;
     /* active sub-network */
     ofa_arch arch;
@@ -76,6 +77,8 @@ struct ofa_supernet {
     mview fwd_params; /* parameters of the last forward */
     ofa_bn_mode fwd_bn;
     float recal_weight; /* batch / total images of a re-calibration */
+    uint64_t dropout_seed;
+    bool fwd_dropout;   /* the last forward applied dropout */
     size_t stats_tmp;   /* (2, widest channel count) batch mean and variance */
 };
 
@@ -249,6 +252,7 @@ static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t 
         n->m_lin = mlayout_add(al, B * s->head_mix);
         n->m_act = mlayout_add(al, B * s->head_mix);
     }
+    n->drop = mlayout_add(al, B * (size_t)(s->head_mix > 0 ? s->head_mix : s->head_expand));
     n->logits = mlayout_add(al, B * s->classes);
     n->tmp = mlayout_add(al, spare); /* SE pooling gradients */
     int widest = s->head_expand > s->stem_width ? s->head_expand : s->stem_width;
@@ -601,10 +605,18 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
         feat = n->m_act;
         feat_c = s->head_mix;
     }
+    n->fwd_dropout = bn == OFA_BN_TRAIN && s->dropout > 0;
+    if (n->fwd_dropout) {
+        TRY(nn_dropout_forward(d, B * (size_t)feat_c, s->dropout, n->dropout_seed, A(n, feat),
+                               A(n, n->drop)));
+        feat = n->drop;
+    }
     nn_linear_shape cls = {n->batch, feat_c, s->classes, 0};
     return nn_linear_forward(d, &cls, A(n, feat), PW(n, n->cls_w), PW(n, n->cls_b),
                              A(n, n->logits));
 }
+
+void ofa_supernet_set_dropout_seed(ofa_supernet *n, uint64_t seed) { n->dropout_seed = seed; }
 
 /* ---- backward ------------------------------------------------------------------------- */
 
@@ -678,9 +690,13 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     mview scr = mslab_view(&n->scratch, 0), none = {NULL, 0};
     size_t feat = s->head_mix > 0 ? n->m_act : n->h_pool;
     int feat_c = s->head_mix > 0 ? s->head_mix : s->head_expand;
+    size_t cls_in = n->fwd_dropout ? n->drop : feat;
     nn_linear_shape cls = {n->batch, feat_c, s->classes, 0};
-    TRY(nn_linear_backward(d, &cls, A(n, feat), PW(n, n->cls_w), G(n, n->logits), G(n, feat),
+    TRY(nn_linear_backward(d, &cls, A(n, cls_in), PW(n, n->cls_w), G(n, n->logits), G(n, cls_in),
                            DP(n, n->cls_w), DP(n, n->cls_b)));
+    if (n->fwd_dropout)
+        TRY(nn_dropout_backward(d, B * (size_t)feat_c, s->dropout, n->dropout_seed, G(n, n->drop),
+                                G(n, feat)));
     if (s->head_mix > 0) {
         nn_linear_shape m = {n->batch, s->head_expand, s->head_mix, 0};
         TRY(act_bwd(n, NN_ACT_HSWISH, B * s->head_mix, n->m_lin, n->m_act, n->m_lin));

@@ -82,6 +82,10 @@ manta_status ofa_supernet_recal_begin(ofa_supernet *n, long total_images);
  */
 manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn);
 
+/** Seed of the dropout mask before the classifier (applied in OFA_BN_TRAIN
+ *  forwards when the space's dropout is above 0); set it per sub-network pass. */
+void ofa_supernet_set_dropout_seed(ofa_supernet *n, uint64_t seed);
+
 /** Backward of the last forward from ofa_supernet_dlogits(); parameter
  *  gradients accumulate into the gradient slab. */
 manta_status ofa_supernet_backward(ofa_supernet *n);

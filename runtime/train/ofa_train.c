@@ -172,6 +172,7 @@ manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, co
     for (int k = 0; k < p->subnets; k++) {
         ofa_sample_subnet(&t->space, p, t->seed, step, k, r, &a);
         TRY(ofa_supernet_set_arch(net, &a));
+        ofa_supernet_set_dropout_seed(net, t->seed ^ ((uint64_t)step << 8) ^ (uint64_t)k);
         TRY(ofa_supernet_forward(net, t->sl.params, OFA_BN_TRAIN));
         TRY(nn_xent_forward_backward(d, B, K, t->sched.label_smoothing, ofa_supernet_logits(net),
                                      IO(t, t->labels), IO(t, t->losses),
