@@ -39,3 +39,15 @@ float manta_rng_normal(manta_rng *r)
         u1 = 1e-7f;
     return sqrtf(-2.0f * logf(u1)) * cosf(6.28318530718f * u2);
 }
+
+void manta_rng_fill_normal(manta_rng *r, float *p, size_t n, float std)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = std * manta_rng_normal(r);
+}
+
+void manta_rng_fill_uniform(manta_rng *r, float *p, size_t n, float bound)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = bound * (2.0f * manta_rng_uniform(r) - 1.0f);
+}

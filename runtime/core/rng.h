@@ -7,6 +7,7 @@
 #ifndef MANTA_CORE_RNG_H
 #define MANTA_CORE_RNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct manta_rng {
@@ -24,5 +25,10 @@ uint32_t manta_rng_below(manta_rng *r, uint32_t n);
 float manta_rng_uniform(manta_rng *r);
 /** Standard normal (Box-Muller). */
 float manta_rng_normal(manta_rng *r);
+
+/** Fill @p n floats with normal values of standard deviation @p std. */
+void manta_rng_fill_normal(manta_rng *r, float *p, size_t n, float std);
+/** Fill @p n floats uniformly from [-bound, bound). */
+void manta_rng_fill_uniform(manta_rng *r, float *p, size_t n, float bound);
 
 #endif

@@ -141,13 +141,6 @@ static manta_status get_list(const cJSON *o, const char *key, int cap, int lo, i
     return MANTA_OK;
 }
 
-#define TRY(expr)                                                                          \
-    do {                                                                                   \
-        manta_status st_ = (expr);                                                         \
-        if (st_ != MANTA_OK)                                                               \
-            return st_;                                                                    \
-    } while (0)
-
 static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
 {
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
@@ -155,19 +148,19 @@ static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "space: \"format\" must be \"manta-ofa-space\"");
     int version;
-    TRY(get_int(j, "version", 1, 1, &version, "space", err));
+    MANTA_TRY(get_int(j, "version", 1, 1, &version, "space", err));
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "name"));
     if (!name || !*name || strlen(name) >= sizeof s->name)
         return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"name\" must be a short string");
     snprintf(s->name, sizeof s->name, "%s", name);
-    TRY(get_int(j, "input_channels", 1, 3, &s->in_channels, "space", err));
+    MANTA_TRY(get_int(j, "input_channels", 1, 3, &s->in_channels, "space", err));
     if (s->in_channels == 2)
         return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"input_channels\" must be 1 or 3");
-    TRY(get_int(j, "classes", 2, 100000, &s->classes, "space", err));
-    TRY(get_list(j, "resolutions", OFA_MAX_RES, 8, 1024, &s->n_res, s->res, err));
-    TRY(get_list(j, "kernel_sizes", OFA_MAX_CHOICES, 1, 9, &s->n_ks, s->ks, err));
-    TRY(get_list(j, "expand_ratios", OFA_MAX_CHOICES, 1, 8, &s->n_e, s->e, err));
-    TRY(get_list(j, "depths", OFA_MAX_CHOICES, 1, OFA_MAX_DEPTH, &s->n_d, s->d, err));
+    MANTA_TRY(get_int(j, "classes", 2, 100000, &s->classes, "space", err));
+    MANTA_TRY(get_list(j, "resolutions", OFA_MAX_RES, 8, 1024, &s->n_res, s->res, err));
+    MANTA_TRY(get_list(j, "kernel_sizes", OFA_MAX_CHOICES, 1, 9, &s->n_ks, s->ks, err));
+    MANTA_TRY(get_list(j, "expand_ratios", OFA_MAX_CHOICES, 1, 8, &s->n_e, s->e, err));
+    MANTA_TRY(get_list(j, "depths", OFA_MAX_CHOICES, 1, OFA_MAX_DEPTH, &s->n_d, s->d, err));
     for (int i = 0; i < s->n_ks; i++)
         if (s->ks[i] % 2 == 0)
             return manta_err_set(err, MANTA_ERR_FORMAT, "space: kernel size %d is not odd",
@@ -175,13 +168,13 @@ static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
     s->max_depth = s->d[s->n_d - 1];
 
     const cJSON *stem = cJSON_GetObjectItemCaseSensitive(j, "stem");
-    TRY(get_int(stem, "width", 1, 4096, &s->stem_width, "space.stem", err));
-    TRY(get_int(stem, "kernel", 1, 9, &s->stem_kernel, "space.stem", err));
-    TRY(get_int(stem, "stride1_max_res", 0, 100000, &s->stem_stride1_max_res, "space.stem", err));
-    TRY(get_act(stem, "act", &s->stem_act, "space.stem", err));
+    MANTA_TRY(get_int(stem, "width", 1, 4096, &s->stem_width, "space.stem", err));
+    MANTA_TRY(get_int(stem, "kernel", 1, 9, &s->stem_kernel, "space.stem", err));
+    MANTA_TRY(get_int(stem, "stride1_max_res", 0, 100000, &s->stem_stride1_max_res, "space.stem", err));
+    MANTA_TRY(get_act(stem, "act", &s->stem_act, "space.stem", err));
     const cJSON *first = cJSON_GetObjectItemCaseSensitive(j, "first_block");
-    TRY(get_int(first, "width", 1, 4096, &s->first_width, "space.first_block", err));
-    TRY(get_act(first, "act", &s->first_act, "space.first_block", err));
+    MANTA_TRY(get_int(first, "width", 1, 4096, &s->first_width, "space.first_block", err));
+    MANTA_TRY(get_act(first, "act", &s->first_act, "space.first_block", err));
 
     const cJSON *units = cJSON_GetObjectItemCaseSensitive(j, "units");
     s->n_units = cJSON_GetArraySize(units);
@@ -192,17 +185,17 @@ static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
         const cJSON *o = cJSON_GetArrayItem(units, u);
         char ctx[32];
         snprintf(ctx, sizeof ctx, "space.units[%d]", u);
-        TRY(get_int(o, "width", 1, 4096, &s->unit[u].width, ctx, err));
-        TRY(get_int(o, "stride", 1, 2, &s->unit[u].stride, ctx, err));
-        TRY(get_act(o, "act", &s->unit[u].act, ctx, err));
+        MANTA_TRY(get_int(o, "width", 1, 4096, &s->unit[u].width, ctx, err));
+        MANTA_TRY(get_int(o, "stride", 1, 2, &s->unit[u].stride, ctx, err));
+        MANTA_TRY(get_act(o, "act", &s->unit[u].act, ctx, err));
         const cJSON *se = cJSON_GetObjectItemCaseSensitive(o, "se");
         if (!cJSON_IsBool(se))
             return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"se\" must be true or false", ctx);
         s->unit[u].se = cJSON_IsTrue(se);
     }
     const cJSON *head = cJSON_GetObjectItemCaseSensitive(j, "head");
-    TRY(get_int(head, "expand", 1, 100000, &s->head_expand, "space.head", err));
-    TRY(get_int(head, "mix", 0, 100000, &s->head_mix, "space.head", err));
+    MANTA_TRY(get_int(head, "expand", 1, 100000, &s->head_expand, "space.head", err));
+    MANTA_TRY(get_int(head, "mix", 0, 100000, &s->head_mix, "space.head", err));
     const cJSON *dr = cJSON_GetObjectItemCaseSensitive(head, "dropout");
     if (!cJSON_IsNumber(dr) || dr->valuedouble < 0 || dr->valuedouble >= 1)
         return manta_err_set(err, MANTA_ERR_FORMAT, "space.head: \"dropout\" must be in [0, 1)");

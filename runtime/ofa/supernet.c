@@ -82,13 +82,6 @@ struct ofa_supernet {
     size_t stats_tmp;   /* (2, widest channel count) batch mean and variance */
 };
 
-#define TRY(expr)                                                                          \
-    do {                                                                                   \
-        manta_status st_ = (expr);                                                         \
-        if (st_ != MANTA_OK)                                                               \
-            return st_;                                                                    \
-    } while (0)
-
 const ofa_space *ofa_supernet_space(const ofa_supernet *n) { return &n->s; }
 int ofa_supernet_batch(const ofa_supernet *n) { return n->batch; }
 
@@ -263,18 +256,6 @@ static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t 
 
 /* ---- creation ------------------------------------------------------------------------ */
 
-static void fill_normal(manta_rng *r, float *p, size_t n, float std)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = std * manta_rng_normal(r);
-}
-
-static void fill_uniform(manta_rng *r, float *p, size_t n, float bound)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = bound * (2.0f * manta_rng_uniform(r) - 1.0f);
-}
-
 /* Every batch norm of the supernet with its (largest) channel count. */
 #define MAX_BNS (3 + 3 * OFA_MAX_SLOTS + 1)
 static int collect_bns(const ofa_supernet *n, const bn_p **bns, int *widths)
@@ -310,16 +291,16 @@ static manta_status init_values(ofa_supernet *n, uint64_t seed)
     manta_rng r;
     manta_rng_seed(&r, seed, 0x5eed);
     const int kmax = s->ks[s->n_ks - 1], ks = s->stem_kernel;
-    fill_normal(&r, p + n->stem_w, (size_t)s->stem_width * s->in_channels * ks * ks,
+    manta_rng_fill_normal(&r, p + n->stem_w, (size_t)s->stem_width * s->in_channels * ks * ks,
                 sqrtf(2.0f / (float)(ks * ks * s->stem_width)));
-    fill_normal(&r, p + n->first_dw, (size_t)s->stem_width * 9, sqrtf(2.0f / (9.0f * s->stem_width)));
-    fill_normal(&r, p + n->first_p, (size_t)s->first_width * s->stem_width,
+    manta_rng_fill_normal(&r, p + n->first_dw, (size_t)s->stem_width * 9, sqrtf(2.0f / (9.0f * s->stem_width)));
+    manta_rng_fill_normal(&r, p + n->first_p, (size_t)s->first_width * s->stem_width,
                 sqrtf(2.0f / (float)s->first_width));
     int c = s->first_width;
     for (int i = 0; i < ofa_slots(s); i++) {
         const slot_p *q = &n->slot[i];
-        fill_normal(&r, p + q->e_w, (size_t)q->mid_max * q->in_c, sqrtf(2.0f / (float)q->mid_max));
-        fill_normal(&r, p + q->dw_w, (size_t)q->mid_max * kmax * kmax,
+        manta_rng_fill_normal(&r, p + q->e_w, (size_t)q->mid_max * q->in_c, sqrtf(2.0f / (float)q->mid_max));
+        manta_rng_fill_normal(&r, p + q->dw_w, (size_t)q->mid_max * kmax * kmax,
                     sqrtf(2.0f / (float)(kmax * kmax * q->mid_max)));
         for (int k = 0; k + 1 < s->n_ks; k++) {
             int kk = s->ks[k] * s->ks[k];
@@ -327,20 +308,20 @@ static manta_status init_values(ofa_supernet *n, uint64_t seed)
                 p[q->kmat[k] + (size_t)d * kk + d] = 1.0f;
         }
         if (q->se) {
-            fill_normal(&r, p + q->se_r_w, (size_t)q->se_max * q->mid_max, sqrtf(2.0f / (float)q->se_max));
-            fill_normal(&r, p + q->se_e_w, (size_t)q->mid_max * q->se_max, sqrtf(2.0f / (float)q->mid_max));
+            manta_rng_fill_normal(&r, p + q->se_r_w, (size_t)q->se_max * q->mid_max, sqrtf(2.0f / (float)q->se_max));
+            manta_rng_fill_normal(&r, p + q->se_e_w, (size_t)q->mid_max * q->se_max, sqrtf(2.0f / (float)q->mid_max));
         }
-        fill_normal(&r, p + q->p_w, (size_t)q->width * q->mid_max, sqrtf(2.0f / (float)q->width));
+        manta_rng_fill_normal(&r, p + q->p_w, (size_t)q->width * q->mid_max, sqrtf(2.0f / (float)q->width));
         c = q->width;
     }
-    fill_normal(&r, p + n->head_w, (size_t)s->head_expand * c, sqrtf(2.0f / (float)s->head_expand));
+    manta_rng_fill_normal(&r, p + n->head_w, (size_t)s->head_expand * c, sqrtf(2.0f / (float)s->head_expand));
     int feat = s->head_expand;
     if (s->head_mix > 0) {
-        fill_normal(&r, p + n->mix_w, (size_t)s->head_mix * s->head_expand,
+        manta_rng_fill_normal(&r, p + n->mix_w, (size_t)s->head_mix * s->head_expand,
                     sqrtf(2.0f / (float)s->head_mix));
         feat = s->head_mix;
     }
-    fill_uniform(&r, p + n->cls_w, (size_t)s->classes * feat, 1.0f / sqrtf((float)feat));
+    manta_rng_fill_uniform(&r, p + n->cls_w, (size_t)s->classes * feat, 1.0f / sqrtf((float)feat));
     /* batch norms: gamma 1, running variance 1 */
     const bn_p *bns[MAX_BNS];
     int widths[MAX_BNS], nb = collect_bns(n, bns, widths);
@@ -411,7 +392,7 @@ manta_status ofa_supernet_create(mcl_dev *d, const ofa_space *space, int batch, 
 manta_status ofa_supernet_set_arch(ofa_supernet *n, const ofa_arch *a)
 {
     const ofa_space *s = &n->s;
-    TRY(ofa_arch_validate(s, a, mcl_err(n->d)));
+    MANTA_TRY(ofa_arch_validate(s, a, mcl_err(n->d)));
     n->arch = *a;
     n->h0 = a->r;
     n->stem_stride = a->r <= s->stem_stride1_max_res ? 1 : 2;
@@ -457,14 +438,14 @@ static manta_status bn_fwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t
         return nn_bn_forward_eval(n->d, &sh, BN_EPS, A(n, x), PW(n, b->gamma), PW(n, b->beta),
                                   S(n, b->rmean), S(n, b->rvar), A(n, y));
     float momentum = n->fwd_bn == OFA_BN_TRAIN ? BN_MOMENTUM : 0.0f;
-    TRY(nn_bn_forward_train(n->d, &sh, momentum, BN_EPS, A(n, x), PW(n, b->gamma), PW(n, b->beta),
+    MANTA_TRY(nn_bn_forward_train(n->d, &sh, momentum, BN_EPS, A(n, x), PW(n, b->gamma), PW(n, b->beta),
                             S(n, b->rmean), S(n, b->rvar), A(n, y), S(n, b->smean),
                             S(n, b->sinv)));
     if (n->fwd_bn != OFA_BN_RECAL)
         return MANTA_OK;
     mview mean = A(n, n->stats_tmp), var = A(n, n->stats_tmp + (size_t)c);
-    TRY(nn_bn_stats(n->d, &sh, A(n, x), mean, var));
-    TRY(nn_axpy(n->d, (size_t)c, n->recal_weight, mean, S(n, b->rmean)));
+    MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), mean, var));
+    MANTA_TRY(nn_axpy(n->d, (size_t)c, n->recal_weight, mean, S(n, b->rmean)));
     return nn_axpy(n->d, (size_t)c, n->recal_weight, var, S(n, b->rvar));
 }
 
@@ -479,8 +460,8 @@ manta_status ofa_supernet_recal_begin(ofa_supernet *n, long total_images)
     const bn_p *bns[MAX_BNS];
     int widths[MAX_BNS], nb = collect_bns(n, bns, widths);
     for (int i = 0; i < nb; i++) {
-        TRY(mcl_fill(n->d, S(n, bns[i]->rmean), 0.0f, (size_t)widths[i]));
-        TRY(mcl_fill(n->d, S(n, bns[i]->rvar), 0.0f, (size_t)widths[i]));
+        MANTA_TRY(mcl_fill(n->d, S(n, bns[i]->rmean), 0.0f, (size_t)widths[i]));
+        MANTA_TRY(mcl_fill(n->d, S(n, bns[i]->rvar), 0.0f, (size_t)widths[i]));
     }
     return MANTA_OK;
 }
@@ -528,35 +509,35 @@ static manta_status slot_forward(ofa_supernet *n, const slot_a *a)
     const size_t B = (size_t)n->batch, hw = (size_t)a->h * a->w, ohw = (size_t)a->ho * a->wo;
     mview scr = mslab_view(&n->scratch, 0);
     nn_conv2d_shape e = pw_shape(n, p->in_c, a->h, a->mid, 0);
-    TRY(nn_conv2d_forward(d, &e, A(n, a->in), PW(n, p->e_w), A(n, t->e_conv), scr));
-    TRY(bn_fwd(n, &p->e_bn, a->mid, (int)hw, t->e_conv, t->e_bn));
-    TRY(act_fwd(n, p->act, B * a->mid * hw, t->e_bn, t->e_act));
+    MANTA_TRY(nn_conv2d_forward(d, &e, A(n, a->in), PW(n, p->e_w), A(n, t->e_conv), scr));
+    MANTA_TRY(bn_fwd(n, &p->e_bn, a->mid, (int)hw, t->e_conv, t->e_bn));
+    MANTA_TRY(act_fwd(n, p->act, B * a->mid * hw, t->e_bn, t->e_act));
     for (int i = s->n_ks - 2; i >= a->ki; i--) /* elastic kernel: K -> ... -> k */
-        TRY(ofa_ktrans_forward(d, a->mid, s->ks[i + 1], s->ks[i],
+        MANTA_TRY(ofa_ktrans_forward(d, a->mid, s->ks[i + 1], s->ks[i],
                                i == s->n_ks - 2 ? PW(n, p->dw_w) : A(n, t->kw[i + 1]),
                                PW(n, p->kmat[i]), A(n, t->kw[i])));
     nn_dw_shape dw = {n->batch, a->mid, a->h, a->w, a->k, p->stride, a->k / 2};
-    TRY(nn_dw_forward(d, &dw, A(n, t->e_act), dw_weights(n, a), A(n, t->d_conv)));
-    TRY(bn_fwd(n, &p->d_bn, a->mid, (int)ohw, t->d_conv, t->d_bn));
-    TRY(act_fwd(n, p->act, B * a->mid * ohw, t->d_bn, t->d_act));
+    MANTA_TRY(nn_dw_forward(d, &dw, A(n, t->e_act), dw_weights(n, a), A(n, t->d_conv)));
+    MANTA_TRY(bn_fwd(n, &p->d_bn, a->mid, (int)ohw, t->d_conv, t->d_bn));
+    MANTA_TRY(act_fwd(n, p->act, B * a->mid * ohw, t->d_bn, t->d_act));
     if (p->se) {
         nn_linear_shape r = {n->batch, a->mid, a->se, p->mid_max};
         nn_linear_shape e2 = {n->batch, a->se, a->mid, p->se_max};
-        TRY(nn_avgpool_forward(d, B * a->mid, ohw, A(n, t->d_act), A(n, t->se_pool)));
-        TRY(nn_linear_forward(d, &r, A(n, t->se_pool), PW(n, p->se_r_w), PW(n, p->se_r_b),
+        MANTA_TRY(nn_avgpool_forward(d, B * a->mid, ohw, A(n, t->d_act), A(n, t->se_pool)));
+        MANTA_TRY(nn_linear_forward(d, &r, A(n, t->se_pool), PW(n, p->se_r_w), PW(n, p->se_r_b),
                               A(n, t->se_r)));
-        TRY(act_fwd(n, NN_ACT_RELU, B * a->se, t->se_r, t->se_relu));
-        TRY(nn_linear_forward(d, &e2, A(n, t->se_relu), PW(n, p->se_e_w), PW(n, p->se_e_b),
+        MANTA_TRY(act_fwd(n, NN_ACT_RELU, B * a->se, t->se_r, t->se_relu));
+        MANTA_TRY(nn_linear_forward(d, &e2, A(n, t->se_relu), PW(n, p->se_e_w), PW(n, p->se_e_b),
                               A(n, t->se_e)));
-        TRY(act_fwd(n, NN_ACT_HSIGMOID, B * a->mid, t->se_e, t->se_hsig));
-        TRY(nn_scale_forward(d, B * a->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
+        MANTA_TRY(act_fwd(n, NN_ACT_HSIGMOID, B * a->mid, t->se_e, t->se_hsig));
+        MANTA_TRY(nn_scale_forward(d, B * a->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
                              A(n, t->se_out)));
     }
     nn_conv2d_shape pr = pw_shape(n, a->mid, a->ho, p->width, p->mid_max);
-    TRY(nn_conv2d_forward(d, &pr, A(n, proj_input(p)), PW(n, p->p_w), A(n, t->p_conv), scr));
-    TRY(bn_fwd(n, &p->p_bn, p->width, (int)ohw, t->p_conv, t->p_bn));
+    MANTA_TRY(nn_conv2d_forward(d, &pr, A(n, proj_input(p)), PW(n, p->p_w), A(n, t->p_conv), scr));
+    MANTA_TRY(bn_fwd(n, &p->p_bn, p->width, (int)ohw, t->p_conv, t->p_bn));
     if (a->residual)
-        TRY(nn_add(d, B * p->width * ohw, A(n, a->in), A(n, t->p_bn), A(n, t->out)));
+        MANTA_TRY(nn_add(d, B * p->width * ohw, A(n, a->in), A(n, t->p_bn), A(n, t->out)));
     return MANTA_OK;
 }
 
@@ -575,39 +556,39 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
     const size_t shw = (size_t)hs * hs;
     nn_conv2d_shape stem = {n->batch, s->in_channels, n->h0, n->h0, s->stem_width, k, k,
                             n->stem_stride, n->stem_stride, k / 2, k / 2, 0};
-    TRY(nn_conv2d_forward(d, &stem, A(n, n->x0), PW(n, n->stem_w), A(n, n->stem_conv), scr));
-    TRY(bn_fwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t));
-    TRY(act_fwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act));
+    MANTA_TRY(nn_conv2d_forward(d, &stem, A(n, n->x0), PW(n, n->stem_w), A(n, n->stem_conv), scr));
+    MANTA_TRY(bn_fwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t));
+    MANTA_TRY(act_fwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act));
     nn_dw_shape fdw = {n->batch, s->stem_width, hs, hs, 3, 1, 1};
-    TRY(nn_dw_forward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), A(n, n->f_dconv)));
-    TRY(bn_fwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn));
-    TRY(act_fwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact));
+    MANTA_TRY(nn_dw_forward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), A(n, n->f_dconv)));
+    MANTA_TRY(bn_fwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn));
+    MANTA_TRY(act_fwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact));
     nn_conv2d_shape fp = pw_shape(n, s->stem_width, hs, s->first_width, 0);
-    TRY(nn_conv2d_forward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), A(n, n->f_pconv), scr));
-    TRY(bn_fwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, n->f_pbn));
+    MANTA_TRY(nn_conv2d_forward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), A(n, n->f_pconv), scr));
+    MANTA_TRY(bn_fwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, n->f_pbn));
     if (n->first_residual)
-        TRY(nn_add(d, B * s->first_width * shw, A(n, n->stem_act), A(n, n->f_pbn), A(n, n->f_out)));
+        MANTA_TRY(nn_add(d, B * s->first_width * shw, A(n, n->stem_act), A(n, n->f_pbn), A(n, n->f_out)));
     for (int i = 0; i < n->n_active; i++)
-        TRY(slot_forward(n, &n->active[i]));
+        MANTA_TRY(slot_forward(n, &n->active[i]));
     const size_t hhw = (size_t)n->last_h * n->last_h;
     nn_conv2d_shape hd = pw_shape(n, n->last_c, n->last_h, s->head_expand, 0);
-    TRY(nn_conv2d_forward(d, &hd, A(n, n->head_in), PW(n, n->head_w), A(n, n->h_conv), scr));
-    TRY(bn_fwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn));
-    TRY(act_fwd(n, NN_ACT_HSWISH, B * s->head_expand * hhw, n->h_bn, n->h_act));
-    TRY(nn_avgpool_forward(d, B * s->head_expand, hhw, A(n, n->h_act), A(n, n->h_pool)));
+    MANTA_TRY(nn_conv2d_forward(d, &hd, A(n, n->head_in), PW(n, n->head_w), A(n, n->h_conv), scr));
+    MANTA_TRY(bn_fwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn));
+    MANTA_TRY(act_fwd(n, NN_ACT_HSWISH, B * s->head_expand * hhw, n->h_bn, n->h_act));
+    MANTA_TRY(nn_avgpool_forward(d, B * s->head_expand, hhw, A(n, n->h_act), A(n, n->h_pool)));
     size_t feat = n->h_pool;
     int feat_c = s->head_expand;
     mview none = {NULL, 0};
     if (s->head_mix > 0) {
         nn_linear_shape m = {n->batch, s->head_expand, s->head_mix, 0};
-        TRY(nn_linear_forward(d, &m, A(n, n->h_pool), PW(n, n->mix_w), none, A(n, n->m_lin)));
-        TRY(act_fwd(n, NN_ACT_HSWISH, B * s->head_mix, n->m_lin, n->m_act));
+        MANTA_TRY(nn_linear_forward(d, &m, A(n, n->h_pool), PW(n, n->mix_w), none, A(n, n->m_lin)));
+        MANTA_TRY(act_fwd(n, NN_ACT_HSWISH, B * s->head_mix, n->m_lin, n->m_act));
         feat = n->m_act;
         feat_c = s->head_mix;
     }
     n->fwd_dropout = bn == OFA_BN_TRAIN && s->dropout > 0;
     if (n->fwd_dropout) {
-        TRY(nn_dropout_forward(d, B * (size_t)feat_c, s->dropout, n->dropout_seed, A(n, feat),
+        MANTA_TRY(nn_dropout_forward(d, B * (size_t)feat_c, s->dropout, n->dropout_seed, A(n, feat),
                                A(n, n->drop)));
         feat = n->drop;
     }
@@ -629,34 +610,34 @@ static manta_status slot_backward(ofa_supernet *n, const slot_a *a)
     const size_t B = (size_t)n->batch, hw = (size_t)a->h * a->w, ohw = (size_t)a->ho * a->wo;
     mview scr = mslab_view(&n->scratch, 0);
     size_t g_out = a->residual ? t->out : t->p_bn;
-    TRY(bn_bwd(n, &p->p_bn, p->width, (int)ohw, t->p_conv, g_out, t->p_conv));
+    MANTA_TRY(bn_bwd(n, &p->p_bn, p->width, (int)ohw, t->p_conv, g_out, t->p_conv));
     nn_conv2d_shape pr = pw_shape(n, a->mid, a->ho, p->width, p->mid_max);
-    TRY(nn_conv2d_backward(d, &pr, A(n, proj_input(p)), PW(n, p->p_w), G(n, t->p_conv),
+    MANTA_TRY(nn_conv2d_backward(d, &pr, A(n, proj_input(p)), PW(n, p->p_w), G(n, t->p_conv),
                            G(n, proj_input(p)), DP(n, p->p_w), scr));
     if (p->se) {
         nn_linear_shape r = {n->batch, a->mid, a->se, p->mid_max};
         nn_linear_shape e2 = {n->batch, a->se, a->mid, p->se_max};
-        TRY(nn_scale_backward(d, B * a->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
+        MANTA_TRY(nn_scale_backward(d, B * a->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
                               G(n, t->se_out), G(n, t->d_act), G(n, t->se_hsig)));
-        TRY(act_bwd(n, NN_ACT_HSIGMOID, B * a->mid, t->se_e, t->se_hsig, t->se_e));
-        TRY(nn_linear_backward(d, &e2, A(n, t->se_relu), PW(n, p->se_e_w), G(n, t->se_e),
+        MANTA_TRY(act_bwd(n, NN_ACT_HSIGMOID, B * a->mid, t->se_e, t->se_hsig, t->se_e));
+        MANTA_TRY(nn_linear_backward(d, &e2, A(n, t->se_relu), PW(n, p->se_e_w), G(n, t->se_e),
                                G(n, t->se_relu), DP(n, p->se_e_w), DP(n, p->se_e_b)));
-        TRY(act_bwd(n, NN_ACT_RELU, B * a->se, t->se_r, t->se_relu, t->se_r));
-        TRY(nn_linear_backward(d, &r, A(n, t->se_pool), PW(n, p->se_r_w), G(n, t->se_r),
+        MANTA_TRY(act_bwd(n, NN_ACT_RELU, B * a->se, t->se_r, t->se_relu, t->se_r));
+        MANTA_TRY(nn_linear_backward(d, &r, A(n, t->se_pool), PW(n, p->se_r_w), G(n, t->se_r),
                                G(n, t->se_pool), DP(n, p->se_r_w), DP(n, p->se_r_b)));
-        TRY(nn_avgpool_backward(d, B * a->mid, ohw, G(n, t->se_pool), G(n, n->tmp)));
-        TRY(nn_axpy(d, B * a->mid * ohw, 1.0f, G(n, n->tmp), G(n, t->d_act)));
+        MANTA_TRY(nn_avgpool_backward(d, B * a->mid, ohw, G(n, t->se_pool), G(n, n->tmp)));
+        MANTA_TRY(nn_axpy(d, B * a->mid * ohw, 1.0f, G(n, n->tmp), G(n, t->d_act)));
     }
-    TRY(act_bwd(n, p->act, B * a->mid * ohw, t->d_bn, t->d_act, t->d_bn));
-    TRY(bn_bwd(n, &p->d_bn, a->mid, (int)ohw, t->d_conv, t->d_bn, t->d_conv));
+    MANTA_TRY(act_bwd(n, p->act, B * a->mid * ohw, t->d_bn, t->d_act, t->d_bn));
+    MANTA_TRY(bn_bwd(n, &p->d_bn, a->mid, (int)ohw, t->d_conv, t->d_bn, t->d_conv));
     /* depthwise: weight gradient into the largest kernel directly, or into the
      * transformed kernel's gradient and back through the matrices */
     const bool smaller = a->ki < s->n_ks - 1;
     mview dw_grad = smaller ? G(n, t->kw[a->ki]) : DP(n, p->dw_w);
     if (smaller)
-        TRY(mcl_fill(d, dw_grad, 0.0f, (size_t)a->mid * a->k * a->k));
+        MANTA_TRY(mcl_fill(d, dw_grad, 0.0f, (size_t)a->mid * a->k * a->k));
     nn_dw_shape dw = {n->batch, a->mid, a->h, a->w, a->k, p->stride, a->k / 2};
-    TRY(nn_dw_backward(d, &dw, A(n, t->e_act), dw_weights(n, a), G(n, t->d_conv),
+    MANTA_TRY(nn_dw_backward(d, &dw, A(n, t->e_act), dw_weights(n, a), G(n, t->d_conv),
                        G(n, t->e_act), dw_grad));
     for (int i = a->ki; i <= s->n_ks - 2; i++) {
         bool top = i == s->n_ks - 2;
@@ -664,17 +645,17 @@ static manta_status slot_backward(ofa_supernet *n, const slot_a *a)
         mview src = top ? PW(n, p->dw_w) : A(n, t->kw[i + 1]);
         mview dsrc = top ? DP(n, p->dw_w) : G(n, t->kw[i + 1]);
         if (!top)
-            TRY(mcl_fill(d, dsrc, 0.0f, (size_t)a->mid * big * big));
-        TRY(ofa_ktrans_backward(d, a->mid, big, s->ks[i], src, PW(n, p->kmat[i]),
+            MANTA_TRY(mcl_fill(d, dsrc, 0.0f, (size_t)a->mid * big * big));
+        MANTA_TRY(ofa_ktrans_backward(d, a->mid, big, s->ks[i], src, PW(n, p->kmat[i]),
                                 G(n, t->kw[i]), dsrc, DP(n, p->kmat[i])));
     }
-    TRY(act_bwd(n, p->act, B * a->mid * hw, t->e_bn, t->e_act, t->e_bn));
-    TRY(bn_bwd(n, &p->e_bn, a->mid, (int)hw, t->e_conv, t->e_bn, t->e_conv));
+    MANTA_TRY(act_bwd(n, p->act, B * a->mid * hw, t->e_bn, t->e_act, t->e_bn));
+    MANTA_TRY(bn_bwd(n, &p->e_bn, a->mid, (int)hw, t->e_conv, t->e_bn, t->e_conv));
     nn_conv2d_shape e = pw_shape(n, p->in_c, a->h, a->mid, 0);
-    TRY(nn_conv2d_backward(d, &e, A(n, a->in), PW(n, p->e_w), G(n, t->e_conv), G(n, a->in),
+    MANTA_TRY(nn_conv2d_backward(d, &e, A(n, a->in), PW(n, p->e_w), G(n, t->e_conv), G(n, a->in),
                            DP(n, p->e_w), scr));
     if (a->residual)
-        TRY(nn_axpy(d, B * p->width * hw, 1.0f, G(n, t->out), G(n, a->in)));
+        MANTA_TRY(nn_axpy(d, B * p->width * hw, 1.0f, G(n, t->out), G(n, a->in)));
     return MANTA_OK;
 }
 
@@ -692,42 +673,42 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     int feat_c = s->head_mix > 0 ? s->head_mix : s->head_expand;
     size_t cls_in = n->fwd_dropout ? n->drop : feat;
     nn_linear_shape cls = {n->batch, feat_c, s->classes, 0};
-    TRY(nn_linear_backward(d, &cls, A(n, cls_in), PW(n, n->cls_w), G(n, n->logits), G(n, cls_in),
+    MANTA_TRY(nn_linear_backward(d, &cls, A(n, cls_in), PW(n, n->cls_w), G(n, n->logits), G(n, cls_in),
                            DP(n, n->cls_w), DP(n, n->cls_b)));
     if (n->fwd_dropout)
-        TRY(nn_dropout_backward(d, B * (size_t)feat_c, s->dropout, n->dropout_seed, G(n, n->drop),
+        MANTA_TRY(nn_dropout_backward(d, B * (size_t)feat_c, s->dropout, n->dropout_seed, G(n, n->drop),
                                 G(n, feat)));
     if (s->head_mix > 0) {
         nn_linear_shape m = {n->batch, s->head_expand, s->head_mix, 0};
-        TRY(act_bwd(n, NN_ACT_HSWISH, B * s->head_mix, n->m_lin, n->m_act, n->m_lin));
-        TRY(nn_linear_backward(d, &m, A(n, n->h_pool), PW(n, n->mix_w), G(n, n->m_lin),
+        MANTA_TRY(act_bwd(n, NN_ACT_HSWISH, B * s->head_mix, n->m_lin, n->m_act, n->m_lin));
+        MANTA_TRY(nn_linear_backward(d, &m, A(n, n->h_pool), PW(n, n->mix_w), G(n, n->m_lin),
                                G(n, n->h_pool), DP(n, n->mix_w), none));
     }
     const size_t hhw = (size_t)n->last_h * n->last_h;
-    TRY(nn_avgpool_backward(d, B * s->head_expand, hhw, G(n, n->h_pool), G(n, n->h_act)));
-    TRY(act_bwd(n, NN_ACT_HSWISH, B * s->head_expand * hhw, n->h_bn, n->h_act, n->h_bn));
-    TRY(bn_bwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn, n->h_conv));
+    MANTA_TRY(nn_avgpool_backward(d, B * s->head_expand, hhw, G(n, n->h_pool), G(n, n->h_act)));
+    MANTA_TRY(act_bwd(n, NN_ACT_HSWISH, B * s->head_expand * hhw, n->h_bn, n->h_act, n->h_bn));
+    MANTA_TRY(bn_bwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn, n->h_conv));
     nn_conv2d_shape hd = pw_shape(n, n->last_c, n->last_h, s->head_expand, 0);
-    TRY(nn_conv2d_backward(d, &hd, A(n, n->head_in), PW(n, n->head_w), G(n, n->h_conv),
+    MANTA_TRY(nn_conv2d_backward(d, &hd, A(n, n->head_in), PW(n, n->head_w), G(n, n->h_conv),
                            G(n, n->head_in), DP(n, n->head_w), scr));
     for (int i = n->n_active - 1; i >= 0; i--)
-        TRY(slot_backward(n, &n->active[i]));
+        MANTA_TRY(slot_backward(n, &n->active[i]));
     const int k = s->stem_kernel, hs = n->hs;
     const size_t shw = (size_t)hs * hs;
     size_t g_first = n->first_residual ? n->f_out : n->f_pbn;
-    TRY(bn_bwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, g_first, n->f_pconv));
+    MANTA_TRY(bn_bwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, g_first, n->f_pconv));
     nn_conv2d_shape fp = pw_shape(n, s->stem_width, hs, s->first_width, 0);
-    TRY(nn_conv2d_backward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), G(n, n->f_pconv),
+    MANTA_TRY(nn_conv2d_backward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), G(n, n->f_pconv),
                            G(n, n->f_dact), DP(n, n->first_p), scr));
-    TRY(act_bwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact, n->f_dbn));
-    TRY(bn_bwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn, n->f_dconv));
+    MANTA_TRY(act_bwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact, n->f_dbn));
+    MANTA_TRY(bn_bwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn, n->f_dconv));
     nn_dw_shape fdw = {n->batch, s->stem_width, hs, hs, 3, 1, 1};
-    TRY(nn_dw_backward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), G(n, n->f_dconv),
+    MANTA_TRY(nn_dw_backward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), G(n, n->f_dconv),
                        G(n, n->stem_act), DP(n, n->first_dw)));
     if (n->first_residual)
-        TRY(nn_axpy(d, B * s->first_width * shw, 1.0f, G(n, n->f_out), G(n, n->stem_act)));
-    TRY(act_bwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act, n->stem_bn_t));
-    TRY(bn_bwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t, n->stem_conv));
+        MANTA_TRY(nn_axpy(d, B * s->first_width * shw, 1.0f, G(n, n->f_out), G(n, n->stem_act)));
+    MANTA_TRY(act_bwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act, n->stem_bn_t));
+    MANTA_TRY(bn_bwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t, n->stem_conv));
     nn_conv2d_shape stem = {n->batch, s->in_channels, n->h0, n->h0, s->stem_width, k, k,
                             n->stem_stride, n->stem_stride, k / 2, k / 2, 0};
     return nn_conv2d_backward(d, &stem, A(n, n->x0), PW(n, n->stem_w), G(n, n->stem_conv), none,

@@ -22,13 +22,6 @@ struct ofa_trainer {
     float *host_logits, *host_losses, *host_images, *host_labels;
 };
 
-#define TRY(expr)                                                                          \
-    do {                                                                                   \
-        manta_status st_ = (expr);                                                         \
-        if (st_ != MANTA_OK)                                                               \
-            return st_;                                                                    \
-    } while (0)
-
 ofa_supernet *ofa_trainer_net(ofa_trainer *t) { return t->net; }
 const ofa_schedule *ofa_trainer_schedule(const ofa_trainer *t) { return &t->sched; }
 int ofa_trainer_has_teacher(const ofa_trainer *t) { return t->has_teacher; }
@@ -101,7 +94,7 @@ static mview IO(const ofa_trainer *t, size_t off) { return mslab_view(&t->io, of
 /* Sum of the first n floats of a device view, read back. */
 static manta_status sum_floats(ofa_trainer *t, mview v, int n, double *sum)
 {
-    TRY(mcl_read(t->d, v, t->host_losses, (size_t)n));
+    MANTA_TRY(mcl_read(t->d, v, t->host_losses, (size_t)n));
     double s = 0;
     for (int i = 0; i < n; i++)
         s += t->host_losses[i];
@@ -113,7 +106,7 @@ static manta_status sum_floats(ofa_trainer *t, mview v, int n, double *sum)
 static manta_status count_correct(ofa_trainer *t, const float *labels, int n, int *correct)
 {
     const int K = t->space.classes;
-    TRY(mcl_read(t->d, ofa_supernet_logits(t->net), t->host_logits, (size_t)n * K));
+    MANTA_TRY(mcl_read(t->d, ofa_supernet_logits(t->net), t->host_logits, (size_t)n * K));
     int c = 0;
     for (int b = 0; b < n; b++) {
         const float *row = t->host_logits + (size_t)b * K;
@@ -132,11 +125,11 @@ static manta_status begin_phase(ofa_trainer *t, int phase)
 {
     const ofa_phase *p = &t->sched.phase[phase];
     if (phase > 0 && !t->has_teacher) { /* the first phase's network is the teacher */
-        TRY(mcl_copy(t->d, mslab_view(&t->teacher, 0), t->sl.params, t->sl.n_params));
+        MANTA_TRY(mcl_copy(t->d, mslab_view(&t->teacher, 0), t->sl.params, t->sl.n_params));
         t->has_teacher = 1;
     }
     if (p->reorder >= 0)
-        TRY(ofa_supernet_reorder_width(t->net, p->reorder));
+        MANTA_TRY(ofa_supernet_reorder_width(t->net, p->reorder));
     return mcl_fill(t->d, t->sl.momentum, 0.0f, t->sl.n_params);
 }
 
@@ -153,51 +146,51 @@ manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, co
                              ofa_schedule_total_steps(&t->sched));
     const ofa_phase *p = &t->sched.phase[phase];
     if (in_phase == 0)
-        TRY(begin_phase(t, phase));
+        MANTA_TRY(begin_phase(t, phase));
     const int r = ofa_trainer_resolution(t, step);
     ofa_supernet *net = t->net;
-    TRY(mcl_write(d, ofa_supernet_input(net), images, (size_t)B * t->space.in_channels * r * r));
-    TRY(mcl_write(d, IO(t, t->labels), labels, (size_t)B));
-    TRY(mcl_fill(d, t->sl.grads, 0.0f, t->sl.n_params));
+    MANTA_TRY(mcl_write(d, ofa_supernet_input(net), images, (size_t)B * t->space.in_channels * r * r));
+    MANTA_TRY(mcl_write(d, IO(t, t->labels), labels, (size_t)B));
+    MANTA_TRY(mcl_fill(d, t->sl.grads, 0.0f, t->sl.n_params));
     const int distill = p->distill && t->has_teacher && t->sched.kd_ratio > 0;
     ofa_arch a;
     if (distill) {
         ofa_arch_max(&t->space, r, &a);
-        TRY(ofa_supernet_set_arch(net, &a));
-        TRY(ofa_supernet_forward(net, mslab_view(&t->teacher, 0), OFA_BN_BATCH_ONLY));
-        TRY(mcl_copy(d, IO(t, t->teacher_logits), ofa_supernet_logits(net), (size_t)B * K));
+        MANTA_TRY(ofa_supernet_set_arch(net, &a));
+        MANTA_TRY(ofa_supernet_forward(net, mslab_view(&t->teacher, 0), OFA_BN_BATCH_ONLY));
+        MANTA_TRY(mcl_copy(d, IO(t, t->teacher_logits), ofa_supernet_logits(net), (size_t)B * K));
     }
     double loss = 0, kd = 0;
     int correct = 0;
     for (int k = 0; k < p->subnets; k++) {
         ofa_sample_subnet(&t->space, p, t->seed, step, k, r, &a);
-        TRY(ofa_supernet_set_arch(net, &a));
+        MANTA_TRY(ofa_supernet_set_arch(net, &a));
         ofa_supernet_set_dropout_seed(net, t->seed ^ ((uint64_t)step << 8) ^ (uint64_t)k);
-        TRY(ofa_supernet_forward(net, t->sl.params, OFA_BN_TRAIN));
-        TRY(nn_xent_forward_backward(d, B, K, t->sched.label_smoothing, ofa_supernet_logits(net),
+        MANTA_TRY(ofa_supernet_forward(net, t->sl.params, OFA_BN_TRAIN));
+        MANTA_TRY(nn_xent_forward_backward(d, B, K, t->sched.label_smoothing, ofa_supernet_logits(net),
                                      IO(t, t->labels), IO(t, t->losses),
                                      ofa_supernet_dlogits(net), 1.0f / (float)B, 0.0f));
         if (distill)
-            TRY(nn_soft_xent_forward_backward(d, B, K, ofa_supernet_logits(net),
+            MANTA_TRY(nn_soft_xent_forward_backward(d, B, K, ofa_supernet_logits(net),
                                               IO(t, t->teacher_logits), IO(t, t->kd_losses),
                                               ofa_supernet_dlogits(net),
                                               t->sched.kd_ratio / (float)B, 1.0f));
-        TRY(ofa_supernet_backward(net));
+        MANTA_TRY(ofa_supernet_backward(net));
         double s;
         int c;
-        TRY(sum_floats(t, IO(t, t->losses), B, &s));
+        MANTA_TRY(sum_floats(t, IO(t, t->losses), B, &s));
         loss += s;
         if (distill) {
-            TRY(sum_floats(t, IO(t, t->kd_losses), B, &s));
+            MANTA_TRY(sum_floats(t, IO(t, t->kd_losses), B, &s));
             kd += s;
         }
-        TRY(count_correct(t, labels, B, &c));
+        MANTA_TRY(count_correct(t, labels, B, &c));
         correct += c;
     }
     lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
     float lr = lr_at(&ls, in_phase);
     optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
-    TRY(optim_sgd_step(d, &opt, lr, 1.0f, t->sl.params, t->sl.grads, t->sl.momentum,
+    MANTA_TRY(optim_sgd_step(d, &opt, lr, 1.0f, t->sl.params, t->sl.grads, t->sl.momentum,
                        t->sl.n_decay, t->sl.n_params));
     if (out) {
         const double n = (double)B * p->subnets;
@@ -221,8 +214,8 @@ manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_f
     const int B = t->sched.batch;
     const size_t in = (size_t)B * t->space.in_channels * a->r * a->r;
     *top1 = 0;
-    TRY(ofa_supernet_set_arch(net, a));
-    TRY(mcl_copy(d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
+    MANTA_TRY(ofa_supernet_set_arch(net, a));
+    MANTA_TRY(mcl_copy(d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
     long batches = recal_images / B;
     manta_status st = ofa_supernet_recal_begin(net, batches * B);
     for (long i = 0; i < batches && st == MANTA_OK; i++) {

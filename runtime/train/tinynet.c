@@ -75,18 +75,6 @@ static void bn_init(bn_l *b, int n, int c, int hw, mlayout *params, mlayout *sta
     b->sinv = mlayout_add(state, (size_t)c);
 }
 
-static void fill_normal(manta_rng *r, float *p, size_t n, float std)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = std * manta_rng_normal(r);
-}
-
-static void fill_uniform(manta_rng *r, float *p, size_t n, float bound)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = bound * (2.0f * manta_rng_uniform(r) - 1.0f);
-}
-
 /* Initial values: Kaiming normal (fan-out) for convolutions, uniform for
  * linear layers, BN gamma 1 / beta 0 / running variance 1. */
 static manta_status init_values(tinynet *t, uint64_t seed)
@@ -104,17 +92,17 @@ static manta_status init_values(tinynet *t, uint64_t seed)
     for (int i = 0; i < 3; i++) {
         const nn_conv2d_shape *cs = &convs[i]->s;
         size_t n = (size_t)cs->cout * cs->cin * cs->kh * cs->kw;
-        fill_normal(&r, p + convs[i]->w, n, sqrtf(2.0f / (float)(cs->cout * cs->kh * cs->kw)));
+        manta_rng_fill_normal(&r, p + convs[i]->w, n, sqrtf(2.0f / (float)(cs->cout * cs->kh * cs->kw)));
     }
     const dw_l *dws[] = {&t->c2, &t->c4, &t->c5};
     for (int i = 0; i < 3; i++) {
         const nn_dw_shape *ds = &dws[i]->s;
         size_t n = (size_t)ds->c * ds->k * ds->k;
-        fill_normal(&r, p + dws[i]->w, n, sqrtf(2.0f / (float)(ds->k * ds->k)));
+        manta_rng_fill_normal(&r, p + dws[i]->w, n, sqrtf(2.0f / (float)(ds->k * ds->k)));
     }
     const fc_l *fcs[] = {&t->se_r, &t->se_e, &t->fc};
     for (int i = 0; i < 3; i++)
-        fill_uniform(&r, p + fcs[i]->w, (size_t)fcs[i]->s.out * fcs[i]->s.in,
+        manta_rng_fill_uniform(&r, p + fcs[i]->w, (size_t)fcs[i]->s.out * fcs[i]->s.in,
                      1.0f / sqrtf((float)fcs[i]->s.in));
     const bn_l *bns[] = {&t->b1, &t->b2, &t->b3, &t->b4, &t->b5, &t->b6};
     for (int i = 0; i < 6; i++)
@@ -244,13 +232,6 @@ manta_status tinynet_create(mcl_dev *d, const tinynet_config *cfg, uint64_t seed
 
 /* ---- forward / backward ------------------------------------------------------ */
 
-#define TRY(expr)                                                                          \
-    do {                                                                                   \
-        manta_status st_ = (expr);                                                         \
-        if (st_ != MANTA_OK)                                                               \
-            return st_;                                                                    \
-    } while (0)
-
 static manta_status bn_fwd(tinynet *t, const bn_l *b, int x, int y, bool train)
 {
     if (train)
@@ -281,35 +262,35 @@ static manta_status forward(tinynet *t, bool train)
 {
     mcl_dev *d = t->d;
     mview scr = mslab_view(&t->scratch, 0);
-    TRY(nn_conv2d_forward(d, &t->c1.s, A(t, X0), P(t, t->c1.w), A(t, C1), scr));
-    TRY(bn_fwd(t, &t->b1, C1, B1, train));
-    TRY(act_fwd(t, NN_ACT_RELU, B1, A1));
-    TRY(nn_dw_forward(d, &t->c2.s, A(t, A1), P(t, t->c2.w), A(t, C2)));
-    TRY(bn_fwd(t, &t->b2, C2, B2, train));
-    TRY(act_fwd(t, NN_ACT_HSWISH, B2, A2));
-    TRY(nn_conv2d_forward(d, &t->c3.s, A(t, A2), P(t, t->c3.w), A(t, C3), scr));
-    TRY(bn_fwd(t, &t->b3, C3, B3, train));
-    TRY(act_fwd(t, NN_ACT_RELU, B3, A3));
-    TRY(nn_dw_forward(d, &t->c4.s, A(t, A3), P(t, t->c4.w), A(t, C4)));
-    TRY(bn_fwd(t, &t->b4, C4, B4, train));
-    TRY(act_fwd(t, NN_ACT_HSWISH, B4, A4));
+    MANTA_TRY(nn_conv2d_forward(d, &t->c1.s, A(t, X0), P(t, t->c1.w), A(t, C1), scr));
+    MANTA_TRY(bn_fwd(t, &t->b1, C1, B1, train));
+    MANTA_TRY(act_fwd(t, NN_ACT_RELU, B1, A1));
+    MANTA_TRY(nn_dw_forward(d, &t->c2.s, A(t, A1), P(t, t->c2.w), A(t, C2)));
+    MANTA_TRY(bn_fwd(t, &t->b2, C2, B2, train));
+    MANTA_TRY(act_fwd(t, NN_ACT_HSWISH, B2, A2));
+    MANTA_TRY(nn_conv2d_forward(d, &t->c3.s, A(t, A2), P(t, t->c3.w), A(t, C3), scr));
+    MANTA_TRY(bn_fwd(t, &t->b3, C3, B3, train));
+    MANTA_TRY(act_fwd(t, NN_ACT_RELU, B3, A3));
+    MANTA_TRY(nn_dw_forward(d, &t->c4.s, A(t, A3), P(t, t->c4.w), A(t, C4)));
+    MANTA_TRY(bn_fwd(t, &t->b4, C4, B4, train));
+    MANTA_TRY(act_fwd(t, NN_ACT_HSWISH, B4, A4));
     /* squeeze-and-excite */
     const size_t nc = (size_t)t->cfg.batch * 32, hw = t->act_len[A4] / nc;
-    TRY(nn_avgpool_forward(d, nc, hw, A(t, A4), A(t, S0)));
-    TRY(nn_linear_forward(d, &t->se_r.s, A(t, S0), P(t, t->se_r.w), P(t, t->se_r.b), A(t, S1)));
-    TRY(act_fwd(t, NN_ACT_RELU, S1, S2));
-    TRY(nn_linear_forward(d, &t->se_e.s, A(t, S2), P(t, t->se_e.w), P(t, t->se_e.b), A(t, S3)));
-    TRY(act_fwd(t, NN_ACT_HSIGMOID, S3, S4));
-    TRY(nn_scale_forward(d, nc, hw, A(t, A4), A(t, S4), A(t, SE)));
+    MANTA_TRY(nn_avgpool_forward(d, nc, hw, A(t, A4), A(t, S0)));
+    MANTA_TRY(nn_linear_forward(d, &t->se_r.s, A(t, S0), P(t, t->se_r.w), P(t, t->se_r.b), A(t, S1)));
+    MANTA_TRY(act_fwd(t, NN_ACT_RELU, S1, S2));
+    MANTA_TRY(nn_linear_forward(d, &t->se_e.s, A(t, S2), P(t, t->se_e.w), P(t, t->se_e.b), A(t, S3)));
+    MANTA_TRY(act_fwd(t, NN_ACT_HSIGMOID, S3, S4));
+    MANTA_TRY(nn_scale_forward(d, nc, hw, A(t, A4), A(t, S4), A(t, SE)));
     /* residual block */
-    TRY(nn_dw_forward(d, &t->c5.s, A(t, SE), P(t, t->c5.w), A(t, C5)));
-    TRY(bn_fwd(t, &t->b5, C5, B5, train));
-    TRY(act_fwd(t, NN_ACT_RELU6, B5, A5));
-    TRY(nn_conv2d_forward(d, &t->c6.s, A(t, A5), P(t, t->c6.w), A(t, C6), scr));
-    TRY(bn_fwd(t, &t->b6, C6, B6, train));
-    TRY(nn_add(d, t->act_len[RES], A(t, SE), A(t, B6), A(t, RES)));
+    MANTA_TRY(nn_dw_forward(d, &t->c5.s, A(t, SE), P(t, t->c5.w), A(t, C5)));
+    MANTA_TRY(bn_fwd(t, &t->b5, C5, B5, train));
+    MANTA_TRY(act_fwd(t, NN_ACT_RELU6, B5, A5));
+    MANTA_TRY(nn_conv2d_forward(d, &t->c6.s, A(t, A5), P(t, t->c6.w), A(t, C6), scr));
+    MANTA_TRY(bn_fwd(t, &t->b6, C6, B6, train));
+    MANTA_TRY(nn_add(d, t->act_len[RES], A(t, SE), A(t, B6), A(t, RES)));
     /* head */
-    TRY(nn_avgpool_forward(d, nc, hw, A(t, RES), A(t, POOL)));
+    MANTA_TRY(nn_avgpool_forward(d, nc, hw, A(t, RES), A(t, POOL)));
     return nn_linear_forward(d, &t->fc.s, A(t, POOL), P(t, t->fc.w), P(t, t->fc.b),
                              A(t, LOGITS));
 }
@@ -320,45 +301,45 @@ static manta_status backward(tinynet *t)
     mcl_dev *d = t->d;
     mview scr = mslab_view(&t->scratch, 0), none = {NULL, 0};
     const size_t nc = (size_t)t->cfg.batch * 32, hw = t->act_len[A4] / nc;
-    TRY(nn_linear_backward(d, &t->fc.s, A(t, POOL), P(t, t->fc.w), G(t, LOGITS), G(t, POOL),
+    MANTA_TRY(nn_linear_backward(d, &t->fc.s, A(t, POOL), P(t, t->fc.w), G(t, LOGITS), G(t, POOL),
                            DP(t, t->fc.w), DP(t, t->fc.b)));
-    TRY(nn_avgpool_backward(d, nc, hw, G(t, POOL), G(t, RES)));
+    MANTA_TRY(nn_avgpool_backward(d, nc, hw, G(t, POOL), G(t, RES)));
     /* RES = SE + B6: both inputs receive G(RES); B6's gradient is read in place */
-    TRY(nn_bn_backward(d, &t->b6.s, A(t, C6), P(t, t->b6.gamma), S(t, t->b6.smean),
+    MANTA_TRY(nn_bn_backward(d, &t->b6.s, A(t, C6), P(t, t->b6.gamma), S(t, t->b6.smean),
                        S(t, t->b6.sinv), G(t, RES), G(t, C6), DP(t, t->b6.gamma),
                        DP(t, t->b6.beta)));
-    TRY(nn_conv2d_backward(d, &t->c6.s, A(t, A5), P(t, t->c6.w), G(t, C6), G(t, A5),
+    MANTA_TRY(nn_conv2d_backward(d, &t->c6.s, A(t, A5), P(t, t->c6.w), G(t, C6), G(t, A5),
                            DP(t, t->c6.w), scr));
-    TRY(act_bwd(t, NN_ACT_RELU6, B5, A5));
-    TRY(bn_bwd(t, &t->b5, C5, B5));
-    TRY(nn_dw_backward(d, &t->c5.s, A(t, SE), P(t, t->c5.w), G(t, C5), G(t, SE),
+    MANTA_TRY(act_bwd(t, NN_ACT_RELU6, B5, A5));
+    MANTA_TRY(bn_bwd(t, &t->b5, C5, B5));
+    MANTA_TRY(nn_dw_backward(d, &t->c5.s, A(t, SE), P(t, t->c5.w), G(t, C5), G(t, SE),
                        DP(t, t->c5.w)));
-    TRY(nn_axpy(d, t->act_len[SE], 1.0f, G(t, RES), G(t, SE)));
+    MANTA_TRY(nn_axpy(d, t->act_len[SE], 1.0f, G(t, RES), G(t, SE)));
     /* squeeze-and-excite: SE = A4 * S4 */
-    TRY(nn_scale_backward(d, nc, hw, A(t, A4), A(t, S4), G(t, SE), G(t, A4), G(t, S4)));
-    TRY(act_bwd(t, NN_ACT_HSIGMOID, S3, S4));
-    TRY(nn_linear_backward(d, &t->se_e.s, A(t, S2), P(t, t->se_e.w), G(t, S3), G(t, S2),
+    MANTA_TRY(nn_scale_backward(d, nc, hw, A(t, A4), A(t, S4), G(t, SE), G(t, A4), G(t, S4)));
+    MANTA_TRY(act_bwd(t, NN_ACT_HSIGMOID, S3, S4));
+    MANTA_TRY(nn_linear_backward(d, &t->se_e.s, A(t, S2), P(t, t->se_e.w), G(t, S3), G(t, S2),
                            DP(t, t->se_e.w), DP(t, t->se_e.b)));
-    TRY(act_bwd(t, NN_ACT_RELU, S1, S2));
-    TRY(nn_linear_backward(d, &t->se_r.s, A(t, S0), P(t, t->se_r.w), G(t, S1), G(t, S0),
+    MANTA_TRY(act_bwd(t, NN_ACT_RELU, S1, S2));
+    MANTA_TRY(nn_linear_backward(d, &t->se_r.s, A(t, S0), P(t, t->se_r.w), G(t, S1), G(t, S0),
                            DP(t, t->se_r.w), DP(t, t->se_r.b)));
-    TRY(nn_avgpool_backward(d, nc, hw, G(t, S0), G(t, TMP)));
-    TRY(nn_axpy(d, t->act_len[A4], 1.0f, G(t, TMP), G(t, A4)));
+    MANTA_TRY(nn_avgpool_backward(d, nc, hw, G(t, S0), G(t, TMP)));
+    MANTA_TRY(nn_axpy(d, t->act_len[A4], 1.0f, G(t, TMP), G(t, A4)));
     /* trunk */
-    TRY(act_bwd(t, NN_ACT_HSWISH, B4, A4));
-    TRY(bn_bwd(t, &t->b4, C4, B4));
-    TRY(nn_dw_backward(d, &t->c4.s, A(t, A3), P(t, t->c4.w), G(t, C4), G(t, A3),
+    MANTA_TRY(act_bwd(t, NN_ACT_HSWISH, B4, A4));
+    MANTA_TRY(bn_bwd(t, &t->b4, C4, B4));
+    MANTA_TRY(nn_dw_backward(d, &t->c4.s, A(t, A3), P(t, t->c4.w), G(t, C4), G(t, A3),
                        DP(t, t->c4.w)));
-    TRY(act_bwd(t, NN_ACT_RELU, B3, A3));
-    TRY(bn_bwd(t, &t->b3, C3, B3));
-    TRY(nn_conv2d_backward(d, &t->c3.s, A(t, A2), P(t, t->c3.w), G(t, C3), G(t, A2),
+    MANTA_TRY(act_bwd(t, NN_ACT_RELU, B3, A3));
+    MANTA_TRY(bn_bwd(t, &t->b3, C3, B3));
+    MANTA_TRY(nn_conv2d_backward(d, &t->c3.s, A(t, A2), P(t, t->c3.w), G(t, C3), G(t, A2),
                            DP(t, t->c3.w), scr));
-    TRY(act_bwd(t, NN_ACT_HSWISH, B2, A2));
-    TRY(bn_bwd(t, &t->b2, C2, B2));
-    TRY(nn_dw_backward(d, &t->c2.s, A(t, A1), P(t, t->c2.w), G(t, C2), G(t, A1),
+    MANTA_TRY(act_bwd(t, NN_ACT_HSWISH, B2, A2));
+    MANTA_TRY(bn_bwd(t, &t->b2, C2, B2));
+    MANTA_TRY(nn_dw_backward(d, &t->c2.s, A(t, A1), P(t, t->c2.w), G(t, C2), G(t, A1),
                        DP(t, t->c2.w)));
-    TRY(act_bwd(t, NN_ACT_RELU, B1, A1));
-    TRY(bn_bwd(t, &t->b1, C1, B1));
+    MANTA_TRY(act_bwd(t, NN_ACT_RELU, B1, A1));
+    MANTA_TRY(bn_bwd(t, &t->b1, C1, B1));
     return nn_conv2d_backward(d, &t->c1.s, A(t, X0), P(t, t->c1.w), G(t, C1), none,
                               DP(t, t->c1.w), scr);
 }
@@ -387,25 +368,25 @@ manta_status tinynet_train_step(tinynet *t, const float *images, const float *la
 {
     mcl_dev *d = t->d;
     const int B = t->cfg.batch, K = t->cfg.classes;
-    TRY(upload_batch(t, images));
-    TRY(mcl_write(d, A(t, LABELS), labels, (size_t)B));
-    TRY(mcl_fill(d, DP(t, 0), 0.0f, t->n_params));
-    TRY(forward(t, true));
-    TRY(nn_xent_forward_backward(d, B, K, t->cfg.label_smoothing, A(t, LOGITS), A(t, LABELS),
+    MANTA_TRY(upload_batch(t, images));
+    MANTA_TRY(mcl_write(d, A(t, LABELS), labels, (size_t)B));
+    MANTA_TRY(mcl_fill(d, DP(t, 0), 0.0f, t->n_params));
+    MANTA_TRY(forward(t, true));
+    MANTA_TRY(nn_xent_forward_backward(d, B, K, t->cfg.label_smoothing, A(t, LOGITS), A(t, LABELS),
                                  A(t, LOSSES), G(t, LOGITS), 1.0f / (float)B, 0.0f));
-    TRY(backward(t));
-    TRY(optim_sgd_step(d, opt, lr, 1.0f, P(t, 0), DP(t, 0), mslab_view(&t->mom, 0), t->n_decay,
+    MANTA_TRY(backward(t));
+    MANTA_TRY(optim_sgd_step(d, opt, lr, 1.0f, P(t, 0), DP(t, 0), mslab_view(&t->mom, 0), t->n_decay,
                        t->n_params));
     if (out) {
         float losses[1024];
         float sum = 0;
         for (int b0 = 0; b0 < B; b0 += 1024) {
             int n = B - b0 < 1024 ? B - b0 : 1024;
-            TRY(mcl_read(d, mview_at(A(t, LOSSES), (size_t)b0), losses, (size_t)n));
+            MANTA_TRY(mcl_read(d, mview_at(A(t, LOSSES), (size_t)b0), losses, (size_t)n));
             for (int i = 0; i < n; i++)
                 sum += losses[i];
         }
-        TRY(mcl_read(d, A(t, LOGITS), t->host_logits, (size_t)B * K));
+        MANTA_TRY(mcl_read(d, A(t, LOGITS), t->host_logits, (size_t)B * K));
         out->loss = sum / (float)B;
         out->correct = count_correct(t, labels);
     }
@@ -414,7 +395,7 @@ manta_status tinynet_train_step(tinynet *t, const float *images, const float *la
 
 manta_status tinynet_predict(tinynet *t, const float *images, float *logits)
 {
-    TRY(upload_batch(t, images));
-    TRY(forward(t, false));
+    MANTA_TRY(upload_batch(t, images));
+    MANTA_TRY(forward(t, false));
     return mcl_read(t->d, A(t, LOGITS), logits, (size_t)t->cfg.batch * t->cfg.classes);
 }

@@ -26,6 +26,18 @@ mcl_dev *tu_open_device(void)
     return d;
 }
 
+int tu_setup_device(void **state)
+{
+    *state = tu_open_device();
+    return *state ? 0 : -1;
+}
+
+int tu_teardown_device(void **state)
+{
+    mcl_close(*state);
+    return 0;
+}
+
 mview tu_alloc(mcl_dev *d, size_t n)
 {
     mview v = {NULL, 0};

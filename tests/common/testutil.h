@@ -18,6 +18,11 @@
 /** Open the device chosen by MANTA_DEVICE (default 0); fails the test on error. */
 mcl_dev *tu_open_device(void);
 
+/** cmocka group setup / teardown that open the test device into *state
+ *  and close it. */
+int tu_setup_device(void **state);
+int tu_teardown_device(void **state);
+
 /** A fresh device buffer of @p n floats (tests only; freed with tu_free). */
 mview tu_alloc(mcl_dev *d, size_t n);
 void tu_free(mcl_dev *d, mview v);

@@ -65,18 +65,6 @@ static void test_hswish(void **s) { check_act(s, NN_ACT_HSWISH); }
 static void test_hsigmoid(void **s) { check_act(s, NN_ACT_HSIGMOID); }
 static void test_sigmoid(void **s) { check_act(s, NN_ACT_SIGMOID); }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -84,5 +72,5 @@ int main(void)
         cmocka_unit_test(test_hswish),    cmocka_unit_test(test_hsigmoid),
         cmocka_unit_test(test_sigmoid),
     };
-    return cmocka_run_group_tests_name("activation", tests, setup, teardown);
+    return cmocka_run_group_tests_name("activation", tests, tu_setup_device, tu_teardown_device);
 }

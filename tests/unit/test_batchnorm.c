@@ -306,18 +306,6 @@ static void test_bn_rejects_bad_shapes(void **state)
     tu_free(d, v);
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,5 +317,5 @@ int main(void)
         cmocka_unit_test(test_bn_large_mean_offset_stays_accurate),
         cmocka_unit_test(test_bn_rejects_bad_shapes),
     };
-    return cmocka_run_group_tests_name("batchnorm", tests, setup, teardown);
+    return cmocka_run_group_tests_name("batchnorm", tests, tu_setup_device, tu_teardown_device);
 }

@@ -201,18 +201,6 @@ static void test_status_strings(void **state)
     assert_string_equal(manta_err_msg(&e, MANTA_ERR_IO), "i/o error");
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,5 +216,5 @@ int main(void)
         cmocka_unit_test(test_slab_layout_and_counters),
         cmocka_unit_test(test_status_strings),
     };
-    return cmocka_run_group_tests_name("opencl device layer", tests, setup, teardown);
+    return cmocka_run_group_tests_name("opencl device layer", tests, tu_setup_device, tu_teardown_device);
 }

@@ -345,18 +345,6 @@ static void test_conv_bad_shapes_rejected(void **st)
     expect_invalid(d, &s, "w_ld");
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -371,5 +359,5 @@ int main(void)
         cmocka_unit_test(test_conv_3x3_larger_odd_gemm_batch6),
         cmocka_unit_test(test_conv_bad_shapes_rejected),
     };
-    return cmocka_run_group_tests_name("conv2d", tests, setup, teardown);
+    return cmocka_run_group_tests_name("conv2d", tests, tu_setup_device, tu_teardown_device);
 }

@@ -185,18 +185,6 @@ static void test_dw_bad_shapes_rejected(void **st)
     expect_invalid(d, &s, "field k");
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -208,5 +196,5 @@ int main(void)
         cmocka_unit_test(test_dw_general_even_k_stride3_pad_other),
         cmocka_unit_test(test_dw_bad_shapes_rejected),
     };
-    return cmocka_run_group_tests_name("depthwise", tests, setup, teardown);
+    return cmocka_run_group_tests_name("depthwise", tests, tu_setup_device, tu_teardown_device);
 }

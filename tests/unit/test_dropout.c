@@ -50,20 +50,8 @@ static void test_dropout_forward_backward(void **state)
     free(x), free(got), free(want);
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_dropout_forward_backward)};
-    return cmocka_run_group_tests_name("dropout", tests, setup, teardown);
+    return cmocka_run_group_tests_name("dropout", tests, tu_setup_device, tu_teardown_device);
 }

@@ -92,18 +92,6 @@ static void test_ktrans_identity_is_centre_crop(void **state)
     tu_free(d, vw), tu_free(d, vm), tu_free(d, vk);
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -112,5 +100,5 @@ int main(void)
         cmocka_unit_test(test_ktrans_7_to_3_direct),
         cmocka_unit_test(test_ktrans_identity_is_centre_crop),
     };
-    return cmocka_run_group_tests_name("elastic kernel", tests, setup, teardown);
+    return cmocka_run_group_tests_name("elastic kernel", tests, tu_setup_device, tu_teardown_device);
 }

@@ -197,18 +197,6 @@ static void test_linear_rejects_bad_shapes(void **state)
     tu_free(d, v);
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -218,5 +206,5 @@ int main(void)
         cmocka_unit_test(test_linear_backward_skips_dx_and_db),
         cmocka_unit_test(test_linear_rejects_bad_shapes),
     };
-    return cmocka_run_group_tests_name("linear", tests, setup, teardown);
+    return cmocka_run_group_tests_name("linear", tests, tu_setup_device, tu_teardown_device);
 }

@@ -241,18 +241,6 @@ static void test_loss_rejects_bad_arguments(void **state)
     tu_free(d, v);
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -264,5 +252,5 @@ int main(void)
         cmocka_unit_test(test_xent_invalid_label_gives_nan_loss),
         cmocka_unit_test(test_loss_rejects_bad_arguments),
     };
-    return cmocka_run_group_tests_name("loss", tests, setup, teardown);
+    return cmocka_run_group_tests_name("loss", tests, tu_setup_device, tu_teardown_device);
 }

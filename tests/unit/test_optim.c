@@ -82,18 +82,6 @@ static void test_lr_warmup_then_cosine(void **state)
     assert_float_equal(lr_at(&nw, 2), 0.5f, 1e-6);
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -102,5 +90,5 @@ int main(void)
         cmocka_unit_test(test_weight_decay_skips_tail),
         cmocka_unit_test(test_lr_warmup_then_cosine),
     };
-    return cmocka_run_group_tests_name("optimizer", tests, setup, teardown);
+    return cmocka_run_group_tests_name("optimizer", tests, tu_setup_device, tu_teardown_device);
 }

@@ -216,18 +216,6 @@ static void test_pool_rejects_bad_sizes(void **state)
     tu_free(d, v);
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,5 +225,5 @@ int main(void)
         cmocka_unit_test(test_add_and_axpy_with_aliasing),
         cmocka_unit_test(test_pool_rejects_bad_sizes),
     };
-    return cmocka_run_group_tests_name("pool", tests, setup, teardown);
+    return cmocka_run_group_tests_name("pool", tests, tu_setup_device, tu_teardown_device);
 }

@@ -217,18 +217,6 @@ static void test_tinynet_rejects_bad_config(void **state)
     assert_non_null(strstr(mcl_err(d)->msg, "tinynet"));
 }
 
-static int setup(void **state)
-{
-    *state = tu_open_device();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    mcl_close(*state);
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,5 +225,5 @@ int main(void)
         cmocka_unit_test(test_tinynet_trains_without_new_buffers),
         cmocka_unit_test(test_tinynet_rejects_bad_config),
     };
-    return cmocka_run_group_tests_name("training", tests, setup, teardown);
+    return cmocka_run_group_tests_name("training", tests, tu_setup_device, tu_teardown_device);
 }
