@@ -264,16 +264,24 @@ static manta_status decode_one(tjhandle tj, job *jb, const jpeg_folder_opts *o, 
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", jb->path);
         return st;
     }
-    /* Resize so the shorter side is the stored size. */
-    int s = jb->h < jb->w ? jb->h : jb->w;
-    if (o->stored_size > 0 && s != o->stored_size) {
-        double k = (double)o->stored_size / s;
-        int th = jb->h == s ? o->stored_size : (int)(jb->h * k + 0.5);
-        int tw = jb->w == s ? o->stored_size : (int)(jb->w * k + 0.5);
+    /* Resize so the shorter side is the stored size; the longer side follows
+     * the aspect ratio of the file (not of the DCT-scaled decode, which rounds). */
+    if (o->stored_size > 0) {
+        const int S = o->stored_size;
+        int th, tw;
+        if (h <= w) {
+            th = S;
+            tw = (int)((double)w * S / h + 0.5);
+        } else {
+            tw = S;
+            th = (int)((double)h * S / w + 0.5);
+        }
         if (th < 1)
             th = 1;
         if (tw < 1)
             tw = 1;
+        if (th == jb->h && tw == jb->w)
+            return MANTA_OK;
         uint8_t *dst = malloc((size_t)th * tw * c);
         if (!dst)
             return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory resizing", jb->path);
