@@ -48,7 +48,8 @@ typedef struct dataset {
 /** The ten Fashion-MNIST class names, in label order ("T-shirt/top" ... "Ankle boot"). */
 extern const char *const dataset_fashion_mnist_classes[10];
 
-/** Pixels of image @p i: (height[i], width[i], channels) HWC. @p i must be in [0, count). */
+/** Pixels of image @p i: (height[i], width[i], channels) HWC, owned by @p d.
+ *  @p i must be in [0, count) (not checked). Thread-safety: reentrant. */
 static inline const uint8_t *dataset_image(const dataset *d, int i) { return d->pixels + d->offset[i]; }
 
 /**
@@ -78,6 +79,7 @@ manta_status dataset_from_idx(idx_set *s, const char *const *names, int n_names,
  * Load "<dir>/<split>-{images-idx3,labels-idx1}-ubyte.gz" (split "train" or
  * "t10k") as a Fashion-MNIST dataset: 28x28 gray, the ten official class
  * names. Errors are those of idx_load() (file named in the message).
+ * Free with dataset_free(). Thread-safety: reentrant.
  */
 manta_status dataset_load_fashion_mnist(const char *dir, const char *split, dataset *out,
                                         manta_err *err);
@@ -110,11 +112,13 @@ void dataset_split_free(data_split *s);
  * @p index[0..n) (all images when @p index is NULL and @p n is 0), for the
  * normalisation in augment.h. @p mean and @p std receive channels values.
  * @return MANTA_ERR_INVALID_ARG for an index out of range or an empty set.
+ * Thread-safety: reentrant (reads @p d only).
  */
 manta_status dataset_channel_stats(const dataset *d, const int *index, int n, float *mean,
                                    float *std, manta_err *err);
 
-/** Release every array; the struct is zeroed. NULL is allowed. */
+/** Release every array; the struct is zeroed. NULL is allowed. No other
+ *  thread may be reading the set (stop prefetchers first). */
 void dataset_free(dataset *d);
 
 #endif

@@ -51,7 +51,7 @@ typedef struct loader_opts {
     int max_resolution;   /**< bound on res_fn's values (sizes the buffers) */
     loader_res_fn res_fn; /**< per-batch resolution, or NULL */
     void *res_ctx;        /**< passed to res_fn */
-    int64_t epochs;       /**< end after this many epochs; 0: never end */
+    int64_t epochs;       /**< end once the state's epoch reaches this; 0: never end */
 } loader_opts;
 
 /**
@@ -95,11 +95,13 @@ typedef struct loader {
  *         drop_last with fewer samples than a batch, resolution out of
  *         [1, AUG_MAX_RESOLUTION], a start state outside the epoch, bad
  *         augmentation parameters), MANTA_ERR_NO_MEMORY. Free with loader_free().
+ * Thread-safety: reentrant; @p o->data is only read, and must outlive @p l.
  */
 manta_status loader_init(loader *l, const loader_opts *o, const loader_state *start,
                          manta_err *err);
 
-/** Floats one images buffer must hold: batch * channels * max_res^2. */
+/** Floats one images buffer must hold: batch * channels * R^2, R the fixed
+ *  resolution or max_resolution when res_fn is set. */
 size_t loader_image_floats(const loader *l);
 
 /**
@@ -116,7 +118,8 @@ size_t loader_image_floats(const loader *l);
 manta_status loader_next(loader *l, float *images, float *labels, int *index,
                          loader_batch_info *info, manta_err *err);
 
-/** The state after the last batch produced (or the start state). */
+/** The state after the last batch produced (or the start state, normalised:
+ *  a position with no further batch reads as the next epoch's start). */
 void loader_get_state(const loader *l, loader_state *s);
 
 /** Release the loader's arrays. NULL is allowed. */

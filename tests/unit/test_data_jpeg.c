@@ -346,6 +346,46 @@ static void test_too_many_corrupt_fails(void **state)
     dataset_free(&d);
 }
 
+static void test_truncated_file_warned_or_failed(void **state)
+{
+    (void)state;
+    char buf[512];
+    const char *dir = make_three_classes(buf, sizeof buf, "trunc", 2);
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/dog", dir);
+    /* a noisy 64x64 JPEG cut to 60%: libjpeg warns (premature end) and fills gray */
+    unsigned char *px = malloc(64 * 64 * 3);
+    assert_non_null(px);
+    for (int q = 0; q < 64 * 64 * 3; q++)
+        px[q] = (unsigned char)(q * 97 + (q >> 5));
+    tjhandle tj = tjInitCompress();
+    unsigned char *jpg = NULL;
+    unsigned long size = 0;
+    assert_int_equal(tjCompress2(tj, px, 64, 0, 64, TJPF_RGB, &jpg, &size, TJSAMP_444, 90, 0), 0);
+    write_bytes(sub, "cut.jpg", jpg, size * 6 / 10);
+    tjFree(jpg);
+    tjDestroy(tj);
+    free(px);
+    jpeg_folder_report rep;
+    dataset d;
+    manta_err e;
+    jpeg_folder_opts o = opts_for(3, 16);
+    o.max_fail_fraction = 0.5;
+    assert_int_equal(jpeg_folder_load(dir, &o, &d, &rep, &e), MANTA_OK);
+    assert_int_equal(rep.files, 7);
+    assert_int_equal(rep.warned, 1);
+    assert_int_equal(rep.failed, 0);
+    assert_int_equal(d.count, 7);
+    dataset_free(&d);
+    o.fail_on_warning = true;
+    assert_int_equal(jpeg_folder_load(dir, &o, &d, &rep, &e), MANTA_OK);
+    assert_int_equal(rep.warned, 0);
+    assert_int_equal(rep.failed, 1);
+    assert_int_equal(d.count, 6);
+    assert_non_null(strstr(rep.failures[0], "dog/cut.jpg: cannot decode"));
+    dataset_free(&d);
+}
+
 static void expect_load_error(const char *dir, manta_status want, const char *needle)
 {
     dataset d;
@@ -509,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_large_image_dct_scaling),
         cmocka_unit_test(test_corrupt_file_skipped_and_counted),
         cmocka_unit_test(test_too_many_corrupt_fails),
+        cmocka_unit_test(test_truncated_file_warned_or_failed),
         cmocka_unit_test(test_missing_and_not_a_folder),
         cmocka_unit_test(test_no_class_subfolders),
         cmocka_unit_test(test_empty_class_folder),
