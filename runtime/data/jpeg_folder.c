@@ -539,7 +539,11 @@ manta_status jpeg_folder_load(const char *root, const jpeg_folder_opts *opts, da
                 rep->warned += jobs[i].state == RES_WARNED;
             }
         }
-        if ((double)rep->failed > opts->max_fail_fraction * n || rep->loaded == 0)
+        if (rep->loaded == 0)
+            st = manta_err_set(err, MANTA_ERR_FORMAT,
+                               "%s: none of the %d JPEG files decoded; first: %s", root, n,
+                               rep->failures[0]);
+        else if ((double)rep->failed > opts->max_fail_fraction * n)
             st = manta_err_set(err, MANTA_ERR_FORMAT,
                                "%s: %d of %d JPEG files failed to decode (more than %g%% allowed); "
                                "first: %s",
