@@ -446,7 +446,7 @@ manta_status ofa_describe(const ofa_space *s, const ofa_arch *a, ofa_desc *d, ma
     l = add_layer(d, "first.project", OFA_L_CONV, h, h, c, s->first_width, 1, 1, true, NN_ACT_NONE);
     l->residual = c == s->first_width;
     c = s->first_width;
-    char name[32];
+    char name[48];
     for (int u = 0; u < s->n_units; u++) {
         const ofa_unit_spec *us = &s->unit[u];
         for (int j = 0; j < a->d[u]; j++) {

@@ -119,7 +119,7 @@ typedef enum ofa_layer_kind {
 } ofa_layer_kind;
 
 typedef struct ofa_layer {
-    char name[32];      /**< "stem", "u2.b1.expand", ... */
+    char name[48];      /**< "stem", "u2.b1.expand", ... */
     ofa_layer_kind kind;
     int in_h, in_w, in_c, out_h, out_w, out_c;
     int kernel, stride;
