@@ -253,6 +253,56 @@ manta_status ofa_space_load(const char *path_or_name, ofa_space *out, manta_err 
     return st;
 }
 
+static const char *act_json(nn_act a) { return a == NN_ACT_RELU ? "relu" : "h-swish"; }
+
+manta_status ofa_space_to_json(const ofa_space *s, char **out, manta_err *err)
+{
+    *out = NULL;
+    cJSON *j = cJSON_CreateObject();
+    cJSON *stem = cJSON_CreateObject(), *first = cJSON_CreateObject(), *head = cJSON_CreateObject();
+    cJSON *units = cJSON_CreateArray();
+    if (!j || !stem || !first || !head || !units) {
+        cJSON_Delete(j), cJSON_Delete(stem), cJSON_Delete(first), cJSON_Delete(head);
+        cJSON_Delete(units);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "space '%s': out of memory", s->name);
+    }
+    cJSON_AddStringToObject(j, "format", "manta-ofa-space");
+    cJSON_AddNumberToObject(j, "version", 1);
+    cJSON_AddStringToObject(j, "name", s->name);
+    cJSON_AddNumberToObject(j, "input_channels", s->in_channels);
+    cJSON_AddNumberToObject(j, "classes", s->classes);
+    cJSON_AddItemToObject(j, "resolutions", cJSON_CreateIntArray(s->res, s->n_res));
+    cJSON_AddItemToObject(j, "kernel_sizes", cJSON_CreateIntArray(s->ks, s->n_ks));
+    cJSON_AddItemToObject(j, "expand_ratios", cJSON_CreateIntArray(s->e, s->n_e));
+    cJSON_AddItemToObject(j, "depths", cJSON_CreateIntArray(s->d, s->n_d));
+    cJSON_AddNumberToObject(stem, "width", s->stem_width);
+    cJSON_AddNumberToObject(stem, "kernel", s->stem_kernel);
+    cJSON_AddNumberToObject(stem, "stride1_max_res", s->stem_stride1_max_res);
+    cJSON_AddStringToObject(stem, "act", act_json(s->stem_act));
+    cJSON_AddItemToObject(j, "stem", stem);
+    cJSON_AddNumberToObject(first, "width", s->first_width);
+    cJSON_AddStringToObject(first, "act", act_json(s->first_act));
+    cJSON_AddItemToObject(j, "first_block", first);
+    for (int u = 0; u < s->n_units; u++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "width", s->unit[u].width);
+        cJSON_AddNumberToObject(o, "stride", s->unit[u].stride);
+        cJSON_AddStringToObject(o, "act", act_json(s->unit[u].act));
+        cJSON_AddBoolToObject(o, "se", s->unit[u].se);
+        cJSON_AddItemToArray(units, o);
+    }
+    cJSON_AddItemToObject(j, "units", units);
+    cJSON_AddNumberToObject(head, "expand", s->head_expand);
+    cJSON_AddNumberToObject(head, "mix", s->head_mix);
+    cJSON_AddNumberToObject(head, "dropout", (double)s->dropout);
+    cJSON_AddItemToObject(j, "head", head);
+    *out = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!*out)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "space '%s': out of memory", s->name);
+    return MANTA_OK;
+}
+
 /* ---- architectures ------------------------------------------------------------------ */
 
 static int pick_res(const ofa_space *s, int r, bool largest)

@@ -85,6 +85,13 @@ void ofa_space_mbv3_w10(ofa_space *s);
  * checked; @p err names the field and what is wrong.
  */
 manta_status ofa_space_parse(const char *json, ofa_space *out, manta_err *err);
+/**
+ * Write @p s in the spec format that ofa_space_parse() reads, as a
+ * malloc'd NUL-terminated string the caller frees (*out), so a checkpoint can
+ * carry its space.
+ */
+manta_status ofa_space_to_json(const ofa_space *s, char **out, manta_err *err);
+
 /** ofa_space_parse() on a file, or a built-in by name: "cpu-default" or "mbv3-w1.0". */
 manta_status ofa_space_load(const char *path_or_name, ofa_space *out, manta_err *err);
 

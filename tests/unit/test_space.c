@@ -34,6 +34,23 @@ static void test_shipped_specs_equal_builtins(void **state)
     }
 }
 
+static void test_space_json_round_trip(void **state)
+{
+    (void)state;
+    void (*builtin[])(ofa_space *) = {ofa_space_cpu_default, ofa_space_mbv3_w10};
+    for (int i = 0; i < 2; i++) {
+        ofa_space a, b;
+        builtin[i](&a);
+        char *text = NULL;
+        manta_err e;
+        assert_int_equal(ofa_space_to_json(&a, &text, &e), MANTA_OK);
+        if (ofa_space_parse(text, &b, &e) != MANTA_OK)
+            fail_msg("%s", e.msg);
+        free(text);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
+}
+
 static void expect_bad_spec(const char *from, const char *to, const char *needle)
 {
     ofa_space s;
@@ -184,6 +201,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_make_divisible_matches_ofa),
         cmocka_unit_test(test_shipped_specs_equal_builtins),
+        cmocka_unit_test(test_space_json_round_trip),
         cmocka_unit_test(test_bad_specs_name_the_field),
         cmocka_unit_test(test_arch_json_round_trip),
         cmocka_unit_test(test_arch_outside_space_is_refused),
