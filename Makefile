@@ -98,7 +98,7 @@ test-run: all $(TEST_BIN)
 demo: deps
 	@$(MAKE) --no-print-directory all
 	$(MANTA) devices
-	$(MANTA) train --steps 300 --batch 64
+	$(MANTA) train-tiny --steps 300 --batch 64
 
 bench-ops: deps
 	@$(MAKE) --no-print-directory all

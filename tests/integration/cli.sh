@@ -17,7 +17,7 @@ expect_error() {
 }
 
 "$M" --help | grep -q "devices" || fail "--help"
-for c in devices train bench; do
+for c in devices train train-tiny eval arch bench; do
     "$M" $c --help >/dev/null || fail "$c --help"
 done
 "$M" devices | grep -q "compute units" || fail "devices"
@@ -27,16 +27,16 @@ if command -v python3 >/dev/null; then
 fi
 
 expect_error "unknown command" "unknown command" "$M" frobnicate
-expect_error "unknown device" "no device matches" "$M" train --device no-such-gpu --steps 1
-expect_error "device index" "out of range" "$M" train --device 99 --steps 1
-expect_error "MANTA_DEVICE" "MANTA_DEVICE" env MANTA_DEVICE=nothing-like-this "$M" train --steps 1
+expect_error "unknown device" "no device matches" "$M" train-tiny --device no-such-gpu --steps 1
+expect_error "device index" "out of range" "$M" train-tiny --device 99 --steps 1
+expect_error "MANTA_DEVICE" "MANTA_DEVICE" env MANTA_DEVICE=nothing-like-this "$M" train-tiny --steps 1
 expect_error "no OpenCL platform" "no OpenCL platform" env OCL_ICD_VENDORS=/nonexistent OCL_ICD_FILENAMES= "$M" devices
-expect_error "missing data" "cannot open" "$M" train --data /nonexistent --steps 1
-expect_error "bad option value" "--steps" "$M" train --steps zero
+expect_error "missing data" "cannot open" "$M" train-tiny --data /nonexistent --steps 1
+expect_error "bad option value" "--steps" "$M" train-tiny --steps zero
 
 # corrupt data set: a truncated image file
 mkdir "$out/data"
 head -c 1000 /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz >"$out/data/train-images-idx3-ubyte.gz"
 cp /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz "$out/data/"
-expect_error "truncated data" "train-images-idx3-ubyte.gz" "$M" train --data "$out/data" --steps 1
+expect_error "truncated data" "train-images-idx3-ubyte.gz" "$M" train-tiny --data "$out/data" --steps 1
 echo "cli: all checks passed"

@@ -5,7 +5,7 @@ set -eu
 M="${BUILD:-build}/bin/manta"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-"$M" train --steps 60 --batch 32 --lr 0.1 --log-every 20 --eval-images 1000 --json >"$log"
+"$M" train-tiny --steps 60 --batch 32 --lr 0.1 --log-every 20 --eval-images 1000 --json >"$log"
 cat "$log"
 [ "$(grep -c '"step":' "$log")" -eq 3 ] || { echo "FAIL: expected 3 progress lines"; exit 1; }
 acc=$(sed -n 's/.*"test_top1":\([0-9.]*\).*/\1/p' "$log")

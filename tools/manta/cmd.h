@@ -7,6 +7,8 @@
 
 int cmd_devices(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_train_tiny(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_arch(int argc, char **argv);
 

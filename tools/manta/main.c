@@ -11,7 +11,9 @@ static const struct {
     const char *help;
 } cmds[] = {
     {"devices", cmd_devices, "list OpenCL platforms and devices"},
-    {"train", cmd_train, "train the small fixed CNN on Fashion-MNIST"},
+    {"train", cmd_train, "train an OFA supernet with progressive shrinking"},
+    {"eval", cmd_eval, "top-1 of a sub-network of a trained supernet"},
+    {"train-tiny", cmd_train_tiny, "train the small fixed CNN (a quick runtime check)"},
     {"arch", cmd_arch, "sub-networks of a search space: sample, max, min, describe"},
     {"bench", cmd_bench, "benchmarks: 'manta bench ops'"},
 };

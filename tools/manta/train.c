@@ -1,49 +1,63 @@
-/* manta train: trains the small fixed CNN (runtime/train/tinynet.h) on
- * Fashion-MNIST and reports loss, accuracy and images/s. */
+/* manta train: OFA supernet training with progressive shrinking, one device.
+ * Checkpoints every phase (and periodically) into --out; --resume continues
+ * from the latest one and ends with the same weights as an uninterrupted run. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cmd.h"
-#include "core/rng.h"
-#include "data/idx.h"
-#include "train/tinynet.h"
+#include "data/prefetch.h"
+#include "rundata.h"
+#include "train/ofa_train.h"
+#include "train/trainstate.h"
 
 typedef struct train_opts {
-    const char *device;
-    const char *data;
-    long steps;
-    int batch;
-    float lr;
-    long warmup;
+    const char *space, *data, *schedule, *device, *out;
+    int batch, log_every, json, resume, val, eval_images, recal_images, channels;
+    long ckpt_every, stop_after;
     unsigned long long seed;
-    int log_every;
-    int eval_images;
-    int json;
 } train_opts;
+
+/* Set by SIGINT/SIGTERM; the loop checkpoints and stops at the next step. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: manta train [OPTIONS]\n\n"
-            "Trains a small fixed CNN (conv, depthwise, SE, residual; see runtime/train/tinynet.h)\n"
-            "on Fashion-MNIST with SGD (Nesterov momentum 0.9, weight decay 3e-5, warm-up then\n"
-            "cosine learning rate), printing loss, batch accuracy and images/s, then the\n"
-            "accuracy on the test set.\n\n"
-            "  --device SPEC     OpenCL device: index, gpu|cpu|accelerator, or part of a name\n"
-            "                    (default: MANTA_DEVICE, else device 0)\n"
-            "  --data DIR        folder with the IDX files (default %s)\n"
-            "  --steps N         training steps (default 300)\n"
-            "  --batch N         batch size (default 64)\n"
-            "  --lr X            peak learning rate (default 0.1)\n"
-            "  --warmup N        warm-up steps (default steps/10)\n"
-            "  --seed N          seed for weights and data order (default 1)\n"
-            "  --log-every N     progress line every N steps (default 25)\n"
-            "  --eval-images N   test images to evaluate at the end, 0 = none (default 10000)\n"
-            "  --json            JSON lines instead of text\n",
-            IDX_FASHION_MNIST_DIR);
+            "Trains an OFA supernet with progressive shrinking (full network, then elastic\n"
+            "kernel, depth and expand ratio; distillation from the full network), checkpointing\n"
+            "every phase, and reports top-1 of the largest and smallest sub-networks on the\n"
+            "validation split after each phase.\n\n"
+            "  --space S          search space: cpu-default (default), mbv3-w1.0 or a spec file\n"
+            "  --data D           fashion-mnist (default), an IDX folder, or a JPEG folder with one\n"
+            "                     subfolder per class (D/train and D/test, or D alone)\n"
+            "  --channels N       1 or 3: channels JPEG images are decoded to (default 3)\n"
+            "  --schedule P       smoke (seconds, for tests), quick (default; minutes), full\n"
+            "  --batch N          images per step (default 64)\n"
+            "  --seed N           seed of weights, data order, sampling (default 1)\n"
+            "  --val N            training images held out for validation (default 10000)\n"
+            "  --eval-images N    validation images per evaluation after a phase (default 2000;\n"
+            "                     0: no evaluation)\n"
+            "  --recal-images N   images for BN re-calibration before an evaluation (default 2000)\n"
+            "  --out DIR          checkpoints and metrics.jsonl (default runs/<space>-<schedule>)\n"
+            "  --resume           continue from DIR/latest.ckpt\n"
+            "  --ckpt-every N     also checkpoint every N steps (default 500; 0: phases only)\n"
+            "  --stop-after N     stop after N steps of this invocation, checkpointing (tests)\n"
+            "  --log-every N      progress line every N steps (default 20)\n"
+            "  --device SPEC      OpenCL device (default: MANTA_DEVICE, else 0)\n"
+            "  --json             progress as JSON lines on stdout\n"
+            "SIGINT/SIGTERM checkpoint and stop at the next step; --resume continues.\n");
 }
 
 static int parse_long(const char *opt, const char *v, long lo, long hi, long *out)
@@ -62,7 +76,9 @@ static int parse_long(const char *opt, const char *v, long lo, long hi, long *ou
 
 static int parse_args(int argc, char **argv, train_opts *o)
 {
-    *o = (train_opts){NULL, IDX_FASHION_MNIST_DIR, 300, 64, 0.1f, -1, 1, 25, 10000, 0};
+    *o = (train_opts){.space = "cpu-default", .data = "fashion-mnist", .schedule = "quick",
+                      .batch = 64, .log_every = 20, .val = 10000, .eval_images = 2000,
+                      .recal_images = 2000, .channels = 3, .ckpt_every = 500, .seed = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
@@ -72,39 +88,46 @@ static int parse_args(int argc, char **argv, train_opts *o)
         } else if (!strcmp(a, "--json")) {
             o->json = 1;
             continue;
-        } else if (!strcmp(a, "--device") && v) {
-            o->device = v;
+        } else if (!strcmp(a, "--resume")) {
+            o->resume = 1;
+            continue;
+        } else if (!strcmp(a, "--space") && v) {
+            o->space = v;
         } else if (!strcmp(a, "--data") && v) {
             o->data = v;
-        } else if (!strcmp(a, "--steps")) {
-            if (!parse_long(a, v, 1, 100000000, &o->steps))
+        } else if (!strcmp(a, "--schedule") && v) {
+            o->schedule = v;
+        } else if (!strcmp(a, "--device") && v) {
+            o->device = v;
+        } else if (!strcmp(a, "--out") && v) {
+            o->out = v;
+        } else if (!strcmp(a, "--channels") || !strcmp(a, "--batch") || !strcmp(a, "--val") ||
+                   !strcmp(a, "--eval-images") || !strcmp(a, "--recal-images") ||
+                   !strcmp(a, "--log-every") || !strcmp(a, "--seed")) {
+            long lo = !strcmp(a, "--val") || !strcmp(a, "--eval-images") ||
+                              !strcmp(a, "--recal-images") || !strcmp(a, "--seed") ? 0 : 1;
+            if (!parse_long(a, v, lo, !strcmp(a, "--channels") ? 3 : 2147483647L, &x))
                 return -1;
-        } else if (!strcmp(a, "--batch")) {
-            if (!parse_long(a, v, 1, 4096, &x))
+            if (!strcmp(a, "--channels"))
+                o->channels = (int)x;
+            else if (!strcmp(a, "--batch"))
+                o->batch = (int)x;
+            else if (!strcmp(a, "--val"))
+                o->val = (int)x;
+            else if (!strcmp(a, "--eval-images"))
+                o->eval_images = (int)x;
+            else if (!strcmp(a, "--recal-images"))
+                o->recal_images = (int)x;
+            else if (!strcmp(a, "--log-every"))
+                o->log_every = (int)x;
+            else
+                o->seed = (unsigned long long)x;
+        } else if (!strcmp(a, "--ckpt-every")) {
+            if (!parse_long(a, v, 0, 1L << 40, &o->ckpt_every))
                 return -1;
-            o->batch = (int)x;
-        } else if (!strcmp(a, "--warmup")) {
-            if (!parse_long(a, v, 0, 100000000, &o->warmup))
+        } else if (!strcmp(a, "--stop-after")) {
+            if (!parse_long(a, v, 1, 1L << 40, &o->stop_after))
                 return -1;
-        } else if (!strcmp(a, "--seed")) {
-            if (!parse_long(a, v, 0, 2147483647, &x))
-                return -1;
-            o->seed = (unsigned long long)x;
-        } else if (!strcmp(a, "--log-every")) {
-            if (!parse_long(a, v, 1, 1000000, &x))
-                return -1;
-            o->log_every = (int)x;
-        } else if (!strcmp(a, "--eval-images")) {
-            if (!parse_long(a, v, 0, 100000000, &x))
-                return -1;
-            o->eval_images = (int)x;
-        } else if (!strcmp(a, "--lr") && v) {
-            char *end;
-            o->lr = strtof(v, &end);
-            if (end == v || *end || !(o->lr > 0 && o->lr < 100)) {
-                fprintf(stderr, "manta train: --lr needs a number in (0, 100), got '%s'\n", v);
-                return -1;
-            }
         } else {
             fprintf(stderr, "manta train: %s '%s' (see --help)\n",
                     v || strncmp(a, "--", 2) ? "unknown option" : "missing value for", a);
@@ -112,10 +135,10 @@ static int parse_args(int argc, char **argv, train_opts *o)
         }
         i++;
     }
-    if (o->warmup < 0)
-        o->warmup = o->steps / 10;
-    if (o->warmup >= o->steps)
-        o->warmup = o->steps - 1;
+    if (o->channels == 2) {
+        fprintf(stderr, "manta train: --channels must be 1 or 3\n");
+        return -1;
+    }
     return 1;
 }
 
@@ -126,43 +149,80 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void shuffle(int *idx, int n, manta_rng *r)
+/* Resolution of the batch (epoch, batch): that of global step epoch * per_epoch + batch. */
+typedef struct res_ctx {
+    const ofa_trainer *t;
+    long per_epoch;
+} res_ctx;
+
+static int batch_resolution(void *ctx, int64_t epoch, int64_t batch)
 {
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)manta_rng_below(r, (uint32_t)i + 1);
-        int t = idx[i];
-        idx[i] = idx[j];
-        idx[j] = t;
-    }
+    const res_ctx *c = ctx;
+    return ofa_trainer_resolution(c->t, (long)(epoch * c->per_epoch + batch));
 }
 
-/* Top-1 on the first n test images, in batches (the last one padded). */
-static manta_status evaluate(tinynet *net, const idx_set *test, int n, int batch, float *images,
-                             float *labels, int *index, double *acc)
+/* Top-1 of the largest and smallest sub-networks on the validation split. */
+static int evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, const train_opts *o,
+                          int phase, double top1[2])
 {
-    const int K = test->classes;
-    float *logits = malloc((size_t)batch * K * sizeof *logits);
-    if (!logits)
-        return MANTA_ERR_NO_MEMORY;
-    int correct = 0;
-    manta_status st = MANTA_OK;
-    for (int b0 = 0; b0 < n && st == MANTA_OK; b0 += batch) {
-        int m = n - b0 < batch ? n - b0 : batch;
-        for (int i = 0; i < batch; i++)
-            index[i] = b0 + (i < m ? i : 0);
-        idx_batch(test, index, batch, IDX_FASHION_MEAN, IDX_FASHION_STD, images, labels);
-        st = tinynet_predict(net, images, logits);
-        for (int i = 0; i < m && st == MANTA_OK; i++) {
-            int best = 0;
-            for (int k = 1; k < K; k++)
-                if (logits[(size_t)i * K + k] > logits[(size_t)i * K + best])
-                    best = k;
-            correct += best == (int)labels[i];
+    const ofa_space *sp = ofa_supernet_space(ofa_trainer_net(t));
+    int *scratch = malloc((size_t)o->batch * sizeof *scratch);
+    if (!scratch)
+        return 0;
+    int ok = 1;
+    for (int which = 0; which < 2 && ok; which++) {
+        ofa_arch a;
+        (which == 0 ? ofa_arch_max : ofa_arch_min)(sp, 0, &a);
+        eval_source recal = {&rd->train, rd->split.train, rd->split.n_train, o->batch,
+                             &rd->aug_train, {0, 0}, scratch};
+        eval_source val = {&rd->train, rd->split.val, rd->split.n_val, o->batch, &rd->aug_eval,
+                           {0, 0}, scratch};
+        manta_rng_seed(&recal.rng, o->seed, 0xeca1);
+        long n_eval = o->eval_images < rd->split.n_val ? o->eval_images : rd->split.n_val;
+        manta_status st = ofa_trainer_evaluate(t, &a, eval_source_batch, &recal, o->recal_images,
+                                               eval_source_batch, &val, n_eval, &top1[which]);
+        if (st != MANTA_OK) {
+            fprintf(stderr, "manta train: evaluating after phase %d: %s\n", phase + 1,
+                    manta_err_msg(mcl_err(d), st));
+            ok = 0;
         }
     }
-    free(logits);
-    *acc = n ? (double)correct / n : 0.0;
-    return st;
+    free(scratch);
+    return ok;
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[1024];
+    int n = snprintf(tmp, sizeof tmp, "%s", path);
+    if (n <= 0 || (size_t)n >= sizeof tmp)
+        return -1;
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int save(const char *dir, const char *name, ofa_trainer *t, mcl_dev *d, train_meta *m,
+                const loader_state *ls, long next_step)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    m->step = next_step;
+    m->has_teacher = ofa_trainer_has_teacher(t);
+    m->loader = *ls;
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = trainstate_save(path, t, d, m, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta train: checkpoint %s: %s\n", path, manta_err_msg(&err, st));
+        return 0;
+    }
+    return 1;
 }
 
 int cmd_train(int argc, char **argv)
@@ -171,130 +231,235 @@ int cmd_train(int argc, char **argv)
     int pr = parse_args(argc, argv, &o);
     if (pr <= 0)
         return pr == 0 ? 0 : 2;
-
+    char out_dir[1024], latest[1100];
     manta_err err;
     manta_err_clear(&err);
-    idx_set train = {0}, test = {0};
-    manta_status st = idx_load_split(o.data, "train", &train, &err);
-    if (st == MANTA_OK && o.eval_images > 0)
-        st = idx_load_split(o.data, "t10k", &test, &err);
+    ofa_space sp;
+    train_meta meta;
+    memset(&meta, 0, sizeof meta);
+    if (o.out)
+        snprintf(out_dir, sizeof out_dir, "%s", o.out);
+    else
+        snprintf(out_dir, sizeof out_dir, "runs/%s-%s", o.space, o.schedule);
+    snprintf(latest, sizeof latest, "%s/latest.ckpt", out_dir);
+    manta_status st;
+    if (o.resume) { /* the run's settings come from its checkpoint */
+        st = trainstate_peek(latest, &sp, &meta, &err);
+        if (st != MANTA_OK) {
+            cmd_error("resume", st, &err);
+            return 1;
+        }
+        o.batch = meta.batch;
+        o.seed = meta.seed;
+        o.val = meta.val;
+        o.schedule = meta.preset;
+        o.data = meta.data;
+    } else {
+        st = ofa_space_load(o.space, &sp, &err);
+        if (st != MANTA_OK) {
+            cmd_error("space", st, &err);
+            return 1;
+        }
+    }
+    run_data rd;
+    if (!run_data_load(o.data, o.channels, o.val, o.seed, !o.json, &rd))
+        return 1;
+    if (!o.resume && (sp.in_channels != rd.train.channels || sp.classes != rd.train.classes)) {
+        if (!o.json)
+            printf("space '%s': input channels %d -> %d, classes %d -> %d to match the data\n",
+                   sp.name, sp.in_channels, rd.train.channels, sp.classes, rd.train.classes);
+        sp.in_channels = rd.train.channels;
+        sp.classes = rd.train.classes;
+    }
+    int rc = 1;
+    mcl_dev *d = NULL;
+    ofa_trainer *t = NULL;
+    prefetch *pf = NULL;
+    FILE *metrics = NULL;
+    const long per_epoch = rd.split.n_train / o.batch;
+    ofa_schedule sched;
+    if (per_epoch < 1) {
+        fprintf(stderr, "manta train: %d training images are fewer than one batch of %d\n",
+                rd.split.n_train, o.batch);
+        goto out;
+    }
+    st = ofa_schedule_preset(&sp, o.schedule, o.batch, per_epoch, &sched, &err);
+    if (st != MANTA_OK) {
+        cmd_error("schedule", st, &err);
+        goto out;
+    }
+    if (!(d = cmd_open_device(o.device)))
+        goto out;
+    st = ofa_trainer_create(d, &sp, &sched, o.seed, &t);
+    if (st != MANTA_OK) {
+        cmd_error("trainer", st, mcl_err(d));
+        goto out;
+    }
+    long start = 0;
+    loader_state ls;
+    loader_state_init(&ls, o.seed);
+    if (o.resume) {
+        st = trainstate_load(latest, t, d, &meta, &err);
+        if (st != MANTA_OK) {
+            cmd_error("resume", st, &err);
+            goto out;
+        }
+        start = meta.step;
+        ls = meta.loader;
+    } else {
+        snprintf(meta.preset, sizeof meta.preset, "%s", o.schedule);
+        snprintf(meta.data, sizeof meta.data, "%s", o.data);
+        meta.batch = o.batch;
+        meta.seed = o.seed;
+        meta.val = o.val;
+    }
+    if (mkdir_p(out_dir) != 0) {
+        fprintf(stderr, "manta train: %s: cannot create the folder: %s\n", out_dir, strerror(errno));
+        goto out;
+    }
+    char mpath[1100];
+    snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", out_dir);
+    if (!(metrics = fopen(mpath, o.resume ? "a" : "w"))) {
+        fprintf(stderr, "manta train: %s: %s\n", mpath, strerror(errno));
+        goto out;
+    }
+    res_ctx rctx = {t, per_epoch};
+    loader_opts lo;
+    loader_opts_default(&lo, &rd.train);
+    lo.indices = rd.split.train;
+    lo.n_indices = rd.split.n_train;
+    lo.batch = o.batch;
+    lo.shuffle = true;
+    lo.drop_last = true;
+    lo.seed = o.seed;
+    lo.aug = rd.aug_train;
+    lo.max_resolution = sp.res[sp.n_res - 1];
+    lo.res_fn = batch_resolution;
+    lo.res_ctx = &rctx;
+    st = prefetch_start(&pf, &lo, &ls, PREFETCH_DEFAULT_SLOTS, &err);
     if (st != MANTA_OK) {
         cmd_error("data", st, &err);
-        idx_free(&train);
-        return 1;
-    }
-    if (o.eval_images > test.count)
-        o.eval_images = test.count;
-
-    int rc = 1;
-    tinynet *net = NULL;
-    float *images = NULL, *labels = NULL;
-    int *order = NULL, *index = NULL;
-    mcl_dev *d = cmd_open_device(o.device);
-    if (!d)
-        goto out;
-    const mcl_device_info *di = mcl_info(d);
-    if (!o.json)
-        printf("device: %s (%s, %u compute units)\n", di->name, mcl_type_name(di->type),
-               di->compute_units);
-
-    tinynet_config cfg = {1, train.rows, train.cols, train.classes, o.batch, 0.1f};
-    st = tinynet_create(d, &cfg, o.seed, &net);
-    if (st != MANTA_OK) {
-        cmd_error("model", st, mcl_err(d));
         goto out;
     }
-    size_t px = (size_t)train.rows * train.cols;
-    images = malloc((size_t)o.batch * px * sizeof *images);
-    labels = malloc((size_t)o.batch * sizeof *labels);
-    order = malloc((size_t)train.count * sizeof *order);
-    index = malloc((size_t)o.batch * sizeof *index);
-    if (!images || !labels || !order || !index) {
-        fprintf(stderr, "manta train: out of host memory\n");
-        goto out;
+    const long total = ofa_schedule_total_steps(&sched);
+    if (!o.json) {
+        printf("device: %s; space %s (%d units, resolutions %d..%d), %d classes; schedule %s, "
+               "%d phases, %ld steps of %d images%s\n",
+               mcl_info(d)->name, sp.name, sp.n_units, sp.res[0], sp.res[sp.n_res - 1],
+               sp.classes, o.schedule, sched.n_phases, total, o.batch,
+               o.resume ? " (resumed)" : "");
+        if (o.resume)
+            printf("resuming at step %ld of %ld\n", start, total);
     }
-    for (int i = 0; i < train.count; i++)
-        order[i] = i;
-    manta_rng rng;
-    manta_rng_seed(&rng, o.seed, 2);
-    shuffle(order, train.count, &rng);
-    if (!o.json)
-        printf("model: tinynet, %zu parameters; data: %d training images %dx%d, %d classes; "
-               "batch %d, %ld steps\n",
-               tinynet_param_count(net), train.count, train.rows, train.cols, train.classes,
-               o.batch, o.steps);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 
-    optim_sgd opt = {0.9f, 3e-5f, true};
-    lr_schedule sched = {o.lr, o.warmup, o.steps};
-    int pos = 0;
-    double t_start = now_s(), t_win = t_start, loss_win = 0;
-    long correct_win = 0, seen_win = 0;
-    for (long step = 0; step < o.steps; step++) {
-        if (pos + o.batch > train.count) {
-            shuffle(order, train.count, &rng);
-            pos = 0;
-        }
-        idx_batch(&train, order + pos, o.batch, IDX_FASHION_MEAN, IDX_FASHION_STD, images, labels);
-        pos += o.batch;
-        tinynet_step_result r;
-        float lr = lr_at(&sched, step);
-        st = tinynet_train_step(net, images, labels, &opt, lr, &r);
-        if (st != MANTA_OK) {
-            fprintf(stderr, "manta train: step %ld: %s\n", step + 1, manta_err_msg(mcl_err(d), st));
+    double t0 = now_s(), t_win = t0, wait_win = 0, loss_win = 0;
+    long correct_win = 0, pred_win = 0, steps_win = 0, done = 0;
+    for (long step = start; step < total; step++) {
+        prefetch_batch b;
+        double wait = 0;
+        st = prefetch_next(pf, &b, &wait, &err);
+        if (st != MANTA_OK || b.n != o.batch) {
+            cmd_error("data", st == MANTA_OK ? MANTA_ERR_INTERNAL : st, &err);
             goto out;
         }
+        ofa_step_result r;
+        st = ofa_trainer_step(t, step, b.images, b.labels, &r);
+        if (st != MANTA_OK) {
+            long ip;
+            int pi = ofa_schedule_locate(&sched, step, &ip);
+            fprintf(stderr, "manta train: step %ld (phase %s): %s\n", step + 1,
+                    pi >= 0 ? sched.phase[pi].name : "?", manta_err_msg(mcl_err(d), st));
+            goto out;
+        }
+        ls = b.after;
+        done++;
+        wait_win += wait;
         loss_win += r.loss;
         correct_win += r.correct;
-        seen_win += o.batch;
-        if ((step + 1) % o.log_every == 0 || step + 1 == o.steps) {
-            double t = now_s();
-            long n_steps = seen_win / o.batch;
-            double ips = (double)seen_win / (t - t_win);
-            double eta = (double)(o.steps - step - 1) * (t - t_start) / (double)(step + 1);
+        pred_win += r.predictions;
+        steps_win++;
+        long in_phase;
+        ofa_schedule_locate(&sched, step, &in_phase);
+        const ofa_phase *ph = &sched.phase[r.phase];
+        int phase_end = in_phase + 1 == ph->steps;
+        if ((step + 1) % o.log_every == 0 || phase_end || step + 1 == total) {
+            double tn = now_s(), dt = tn - t_win;
+            double ips = (double)steps_win * o.batch / dt;
+            double eta = (double)(total - step - 1) * (tn - t0) / (double)done;
+            char line[512];
+            snprintf(line, sizeof line,
+                     "{\"step\":%ld,\"steps\":%ld,\"phase\":\"%s\",\"phase_index\":%d,\"loss\":%.5f,"
+                     "\"batch_top1\":%.4f,\"r\":%d,\"lr\":%.6f,\"images_per_s\":%.1f,"
+                     "\"data_wait\":%.4f,\"eta_s\":%.0f}",
+                     step + 1, total, ph->name, r.phase, loss_win / steps_win,
+                     (double)correct_win / pred_win, r.r, r.lr, ips, wait_win / dt, eta);
+            fprintf(metrics, "%s\n", line);
+            fflush(metrics);
             if (o.json)
-                printf("{\"step\":%ld,\"steps\":%ld,\"loss\":%.5f,\"batch_top1\":%.4f,"
-                       "\"lr\":%.5f,\"images_per_s\":%.1f,\"eta_s\":%.1f}\n",
-                       step + 1, o.steps, loss_win / n_steps, (double)correct_win / seen_win, lr,
-                       ips, eta);
+                printf("%s\n", line);
             else
-                printf("step %5ld/%ld  loss %.4f  batch top-1 %5.1f%%  lr %.4f  %7.1f images/s  "
-                       "ETA %.0f s\n",
-                       step + 1, o.steps, loss_win / n_steps, 100.0 * correct_win / seen_win, lr,
-                       ips, eta);
+                printf("phase %d/%d %-8s step %6ld/%ld  loss %.4f  top-1 %5.1f%%  r %2d  lr %.4f  "
+                       "%6.1f img/s  data-wait %4.1f%%  ETA %.0f s\n",
+                       r.phase + 1, sched.n_phases, ph->name, step + 1, total,
+                       loss_win / steps_win, 100.0 * correct_win / pred_win, r.r, r.lr, ips,
+                       100.0 * wait_win / dt, eta);
             fflush(stdout);
-            t_win = t;
-            loss_win = 0;
-            correct_win = seen_win = 0;
+            t_win = tn;
+            wait_win = loss_win = 0;
+            correct_win = pred_win = steps_win = 0;
         }
-    }
-    double train_s = now_s() - t_start;
-    double acc = 0;
-    if (o.eval_images > 0) {
-        st = evaluate(net, &test, o.eval_images, o.batch, images, labels, index, &acc);
-        if (st != MANTA_OK) {
-            fprintf(stderr, "manta train: evaluation: %s\n", manta_err_msg(mcl_err(d), st));
+        if (phase_end) {
+            char name[64];
+            snprintf(name, sizeof name, "phase-%d-%s.ckpt", r.phase + 1, ph->name);
+            if (!save(out_dir, name, t, d, &meta, &ls, step + 1) ||
+                !save(out_dir, "latest.ckpt", t, d, &meta, &ls, step + 1))
+                goto out;
+            double top1[2];
+            if (o.eval_images > 0 && rd.split.n_val > 0) {
+                if (!evaluate_phase(d, t, &rd, &o, r.phase, top1))
+                    goto out;
+                char ev[256];
+                snprintf(ev, sizeof ev,
+                         "{\"eval\":\"val\",\"phase\":\"%s\",\"step\":%ld,\"max_top1\":%.4f,"
+                         "\"min_top1\":%.4f}",
+                         ph->name, step + 1, top1[0], top1[1]);
+                fprintf(metrics, "%s\n", ev);
+                fflush(metrics);
+                if (o.json)
+                    printf("%s\n", ev);
+                else
+                    printf("phase %d/%d %s done: validation top-1 largest %.2f%%, smallest %.2f%% "
+                           "(%s/%s)\n",
+                           r.phase + 1, sched.n_phases, ph->name, 100 * top1[0], 100 * top1[1],
+                           out_dir, name);
+            }
+        } else if ((o.ckpt_every > 0 && (step + 1) % o.ckpt_every == 0) || stop_requested ||
+                   (o.stop_after > 0 && done == o.stop_after)) {
+            if (!save(out_dir, "latest.ckpt", t, d, &meta, &ls, step + 1))
+                goto out;
+        }
+        if (stop_requested || (o.stop_after > 0 && done == o.stop_after)) {
+            fprintf(stderr, "manta train: stopped after step %ld; '--resume --out %s' continues\n",
+                    step + 1, out_dir);
+            rc = stop_requested ? 130 : 0;
             goto out;
         }
     }
-    double ips = (double)o.steps * o.batch / train_s;
-    if (o.json)
-        printf("{\"done\":true,\"train_seconds\":%.2f,\"images_per_s\":%.1f,\"test_images\":%d,"
-               "\"test_top1\":%.4f}\n",
-               train_s, ips, o.eval_images, acc);
-    else {
-        printf("trained %ld steps in %.1f s (%.1f images/s)\n", o.steps, train_s, ips);
-        if (o.eval_images > 0)
-            printf("test top-1: %.2f%% on %d images\n", 100.0 * acc, o.eval_images);
-    }
+    if (!o.json)
+        printf("trained %ld steps in %.1f s; checkpoints in %s\n", done, now_s() - t0, out_dir);
     rc = 0;
 out:
-    free(images);
-    free(labels);
-    free(order);
-    free(index);
-    tinynet_destroy(net);
+    if (pf)
+        prefetch_stop(pf);
+    if (metrics)
+        fclose(metrics);
+    ofa_trainer_destroy(t);
     mcl_close(d);
-    idx_free(&train);
-    idx_free(&test);
+    run_data_free(&rd);
     return rc;
 }

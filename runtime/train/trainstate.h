@@ -1,0 +1,46 @@
+/**
+ * @file trainstate.h
+ * @brief The complete state of a supernet training run in one checkpoint
+ *        (runtime/train/checkpoint.h format): parameters, momentum, batch-norm
+ *        statistics, the teacher, the next step, the data loader's position and
+ *        RNG, and the run's settings including the whole search space, so a run
+ *        can be resumed exactly and a sub-network evaluated from the file alone.
+ *
+ * Sections: "meta" (JSON: format "manta-ofa-train", version, schedule preset,
+ * batch, seed, next step, teacher flag, data source, validation count, and
+ * the search space as its spec object), "loader" (int64: epoch, position, rng
+ * state, rng stream), "params", "momentum", "bn_state" and, once it exists,
+ * "teacher" (float32).
+ */
+#ifndef MANTA_TRAIN_TRAINSTATE_H
+#define MANTA_TRAIN_TRAINSTATE_H
+
+#include "data/loader.h"
+#include "train/ofa_train.h"
+
+typedef struct train_meta {
+    char preset[16];     /**< schedule preset */
+    int batch;
+    uint64_t seed;
+    long step;           /**< the next step to train */
+    int has_teacher;
+    char data[512];      /**< data source as given on the command line */
+    int val;             /**< validation images held out */
+    loader_state loader; /**< data order and augmentation position of `step` */
+} train_meta;
+
+/** Write the run state atomically to @p path. */
+manta_status trainstate_save(const char *path, ofa_trainer *t, mcl_dev *d, const train_meta *m,
+                             manta_err *err);
+
+/** Read a checkpoint's settings and search space (verifies the whole file). */
+manta_status trainstate_peek(const char *path, ofa_space *space, train_meta *m, manta_err *err);
+
+/**
+ * Restore parameters, momentum, statistics and teacher into @p t (created for
+ * the checkpoint's space and batch), and the settings into @p m.
+ */
+manta_status trainstate_load(const char *path, ofa_trainer *t, mcl_dev *d, train_meta *m,
+                             manta_err *err);
+
+#endif

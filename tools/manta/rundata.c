@@ -1,0 +1,132 @@
+#include "rundata.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "data/jpeg_folder.h"
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool load_jpeg(const char *dir, int channels, const dataset *match, dataset *out,
+                      bool verbose)
+{
+    jpeg_folder_opts o;
+    jpeg_folder_opts_default(&o);
+    o.channels = channels;
+    o.threads = 2;
+    o.match_classes = match;
+    jpeg_folder_report rep;
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = jpeg_folder_load(dir, &o, out, &rep, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta: data: %s\n", manta_err_msg(&err, st));
+        return false;
+    }
+    if (rep.failed > 0 || rep.warned > 0) {
+        fprintf(stderr, "manta: warning: %s: %d of %d JPEG files skipped, %d decoded with warnings\n",
+                dir, rep.failed, rep.files, rep.warned);
+        for (int i = 0; i < rep.reported; i++)
+            fprintf(stderr, "manta: warning:   %s\n", rep.failures[i]);
+    }
+    if (verbose)
+        printf("data: %s: %d images, %d classes\n", dir, rep.loaded, out->classes);
+    return true;
+}
+
+bool run_data_load(const char *spec, int channels, int val, uint64_t seed, bool verbose,
+                   run_data *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->source, sizeof d->source, "%s", spec);
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = MANTA_OK;
+    char path[1100];
+    const char *dir = !strcmp(spec, "fashion-mnist") ? IDX_FASHION_MNIST_DIR : spec;
+    snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
+    if (!strcmp(spec, "fashion-mnist") || is_file(path)) {
+        st = dataset_load_fashion_mnist(dir, "train", &d->train, &err);
+        if (st == MANTA_OK)
+            st = dataset_load_fashion_mnist(dir, "t10k", &d->test, &err);
+        if (st != MANTA_OK) {
+            fprintf(stderr, "manta: data: %s\n", manta_err_msg(&err, st));
+            run_data_free(d);
+            return false;
+        }
+    } else if (!is_dir(dir)) {
+        fprintf(stderr, "manta: data: %s: not a folder (give 'fashion-mnist', an IDX folder or "
+                        "a JPEG folder with one subfolder per class)\n", dir);
+        return false;
+    } else {
+        char train_dir[1100], test_dir[1100];
+        snprintf(train_dir, sizeof train_dir, "%s/train", dir);
+        snprintf(test_dir, sizeof test_dir, "%s/test", dir);
+        bool split_dirs = is_dir(train_dir);
+        if (!load_jpeg(split_dirs ? train_dir : dir, channels, NULL, &d->train, verbose) ||
+            (split_dirs && is_dir(test_dir) &&
+             !load_jpeg(test_dir, channels, &d->train, &d->test, verbose))) {
+            run_data_free(d);
+            return false;
+        }
+    }
+    if (val >= d->train.count)
+        val = d->train.count / 10;
+    st = dataset_split(&d->train, val, seed, &d->split, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta: data: %s\n", manta_err_msg(&err, st));
+        run_data_free(d);
+        return false;
+    }
+    aug_params_default(&d->aug_train, AUG_TRAIN, d->train.channels);
+    aug_params_default(&d->aug_eval, AUG_EVAL, d->train.channels);
+    if (strcmp(spec, "fashion-mnist") != 0 && !is_file(path)) {
+        /* other data: normalise with its own statistics */
+        float mean[3], std[3];
+        st = dataset_channel_stats(&d->train, d->split.train, d->split.n_train, mean, std, &err);
+        if (st != MANTA_OK) {
+            fprintf(stderr, "manta: data: %s\n", manta_err_msg(&err, st));
+            run_data_free(d);
+            return false;
+        }
+        for (int c = 0; c < d->train.channels; c++) {
+            d->aug_train.mean[c] = d->aug_eval.mean[c] = mean[c];
+            d->aug_train.std[c] = d->aug_eval.std[c] = std[c];
+        }
+    }
+    return true;
+}
+
+void run_data_free(run_data *d)
+{
+    dataset_split_free(&d->split);
+    dataset_free(&d->train);
+    dataset_free(&d->test);
+}
+
+manta_status eval_source_batch(void *ctx, long index, int r, float *images, float *labels,
+                               int *count)
+{
+    eval_source *s = ctx;
+    long first = index * s->batch;
+    int n = first >= s->count ? 0 : (int)(s->count - first < s->batch ? s->count - first : s->batch);
+    *count = n;
+    if (n == 0)
+        return MANTA_OK;
+    for (int i = 0; i < s->batch; i++) { /* pad the last batch with its first image */
+        long k = first + (i < n ? i : 0);
+        s->scratch[i] = s->index ? s->index[k] : (int)k;
+    }
+    return aug_batch(s->aug, s->data, s->scratch, s->batch, r, &s->rng, images, labels, NULL);
+}

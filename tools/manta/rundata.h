@@ -1,0 +1,44 @@
+/* Data sets of a training or evaluation run, as the command line names them:
+ * the Debian Fashion-MNIST (default), an IDX folder, or a JPEG folder with one
+ * subfolder per class (either DIR/train + DIR/test, or DIR alone). */
+#ifndef MANTA_TOOLS_RUNDATA_H
+#define MANTA_TOOLS_RUNDATA_H
+
+#include <stdbool.h>
+
+#include "data/augment.h"
+#include "data/dataset.h"
+
+typedef struct run_data {
+    char source[512];   /* what --data named */
+    dataset train;      /* the training images (train and validation split) */
+    dataset test;       /* official test set; count 0 when there is none */
+    data_split split;   /* train / validation indices into `train` */
+    aug_params aug_train, aug_eval;
+} run_data;
+
+/**
+ * Load the data set @p spec ("fashion-mnist" or a folder) with @p channels
+ * (JPEG only; IDX is gray), holding out @p val images of the training set
+ * (seeded). Prints a one-line error and returns false on failure.
+ */
+bool run_data_load(const char *spec, int channels, int val, uint64_t seed, bool verbose,
+                   run_data *out);
+void run_data_free(run_data *d);
+
+/** A batch source for ofa_trainer_evaluate(): images of one index list in order. */
+typedef struct eval_source {
+    const dataset *data;
+    const int *index;  /* NULL: every image in order */
+    int count;
+    int batch;
+    const aug_params *aug;
+    manta_rng rng;     /* training-mode augmentation draws (re-calibration) */
+    int *scratch;      /* (batch) */
+} eval_source;
+
+/** The ofa_batch_fn over an eval_source. */
+manta_status eval_source_batch(void *ctx, long index, int r, float *images, float *labels,
+                               int *count);
+
+#endif
