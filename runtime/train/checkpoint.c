@@ -194,18 +194,18 @@ static char *dup_str(const char *s)
 
 struct ckpt_writer {
     manta_err *err;
-    manta_status st;       /* first failure; sticky */
-    char *name;            /* target path, or the memory writer's name */
-    char *tmp;             /* temporary file (file writers) */
-    int fd;                /* temporary file; -1 for memory writers */
+    manta_status st; /* first failure; sticky */
+    char *name;      /* target path, or the memory writer's name */
+    char *tmp;       /* temporary file (file writers) */
+    int fd;          /* temporary file; -1 for memory writers */
     ckpt_writer_opts opt;
-    unsigned char *buf;    /* file: pending bytes; memory: the whole file */
+    unsigned char *buf; /* file: pending bytes; memory: the whole file */
     size_t len, cap;
-    uint64_t flushed;      /* file: bytes already written to fd */
-    uint64_t off;          /* bytes emitted so far */
-    uint32_t body_crc;     /* CRC of bytes [CKPT_HEADER_SIZE, off) */
-    uint32_t sec_crc;      /* CRC of the current section so far */
-    unsigned char *stage;  /* IO_CHUNK bytes for device reads and byte swaps */
+    uint64_t flushed;     /* file: bytes already written to fd */
+    uint64_t off;         /* bytes emitted so far */
+    uint32_t body_crc;    /* CRC of bytes [CKPT_HEADER_SIZE, off) */
+    uint32_t sec_crc;     /* CRC of the current section so far */
+    unsigned char *stage; /* IO_CHUNK bytes for device reads and byte swaps */
     char **names;
     size_t n_sec, names_cap;
 };
@@ -464,8 +464,7 @@ static manta_status section_begin(ckpt_writer *w, const char *name, ckpt_type ty
     if (!name_ok(name, nl))
         return wfail(w, MANTA_ERR_INVALID_ARG,
                      "checkpoint %s: section name '%.*s' is not 1 to %d printable ASCII characters",
-                     w->name, name ? (int)(nl > 64 ? 64 : nl) : 0, name ? name : "",
-                     CKPT_NAME_MAX);
+                     w->name, name ? (int)(nl > 64 ? 64 : nl) : 0, name ? name : "", CKPT_NAME_MAX);
     for (size_t i = 0; i < w->n_sec; i++)
         if (strcmp(w->names[i], name) == 0)
             return wfail(w, MANTA_ERR_INVALID_ARG, "checkpoint %s: section '%s' added twice",
@@ -554,8 +553,7 @@ manta_status ckpt_add_json(ckpt_writer *w, const char *name, const char *text)
     return add_host(w, name, CKPT_JSON, text, strlen(text));
 }
 
-manta_status ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, mview src,
-                                 size_t n)
+manta_status ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, mview src, size_t n)
 {
     if (!w)
         return MANTA_ERR_INVALID_ARG;
@@ -645,10 +643,9 @@ manta_status ckpt_writer_commit(ckpt_writer *w)
     if (!w)
         return MANTA_ERR_INVALID_ARG;
     if (w->fd < 0) {
-        manta_status st =
-            wfail(w, MANTA_ERR_INVALID_ARG,
-                  "checkpoint %s: a memory writer is finished with ckpt_writer_commit_mem",
-                  w->name);
+        manta_status st = wfail(
+            w, MANTA_ERR_INVALID_ARG,
+            "checkpoint %s: a memory writer is finished with ckpt_writer_commit_mem", w->name);
         writer_free(w);
         return st;
     }
@@ -677,8 +674,8 @@ manta_status ckpt_writer_commit(ckpt_writer *w)
         int e = fault(w, CKPT_IO_RENAME, 0, 0);
         if (e || rename(w->tmp, w->name) != 0) {
             e = e ? e : errno;
-            st = wfail(w, MANTA_ERR_IO, "checkpoint %s: renaming %s over it failed: %s",
-                       w->name, w->tmp, strerror(e));
+            st = wfail(w, MANTA_ERR_IO, "checkpoint %s: renaming %s over it failed: %s", w->name,
+                       w->tmp, strerror(e));
         }
     }
     if (st != MANTA_OK) {
@@ -737,7 +734,7 @@ void ckpt_writer_abort(ckpt_writer *w)
 /* ---- reader ------------------------------------------------------------- */
 
 typedef struct rsec {
-    const char *name;  /* into the pool, set once verification is done */
+    const char *name; /* into the pool, set once verification is done */
     size_t name_off;
     ckpt_type type;
     uint64_t count;
@@ -749,15 +746,15 @@ typedef struct rsec {
 
 struct ckpt_reader {
     char *name;
-    int fd;                   /* -1 for memory readers */
+    int fd; /* -1 for memory readers */
     const unsigned char *mem;
     uint64_t size;
     rsec *sec;
     size_t n_sec, sec_cap;
     char *pool;
     size_t pool_len, pool_cap;
-    rsec **sorted;            /* by name */
-    unsigned char *chunk;     /* IO_CHUNK bytes */
+    rsec **sorted;        /* by name */
+    unsigned char *chunk; /* IO_CHUNK bytes */
 };
 
 /* Read n bytes at off (off + n is within the size checked at open). */
@@ -790,24 +787,6 @@ static manta_status rd(const ckpt_reader *r, uint64_t off, void *dst, size_t n, 
     return MANTA_OK;
 }
 
-static manta_status rfail(manta_err *err, manta_status code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static manta_status rfail(manta_err *err, manta_status code, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
-    return code;
-}
-
 /* Verify section #i starting at *off (the sections end at `end`) and add it
  * to the index; *fcrc accumulates the file CRC. */
 static manta_status verify_section(ckpt_reader *r, size_t i, uint64_t *off, uint64_t end,
@@ -817,51 +796,58 @@ static manta_status verify_section(ckpt_reader *r, size_t i, uint64_t *off, uint
     unsigned long long at = (unsigned long long)*off;
     uint64_t avail = end - *off;
     if (avail < SEC_MIN)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: section #%zu at byte %llu runs past the end of the sections "
-                     "(byte %llu)",
-                     cn, i + 1, at, (unsigned long long)end);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s: section #%zu at byte %llu runs past the end of the sections "
+            "(byte %llu)",
+            cn, i + 1, at, (unsigned long long)end);
     unsigned char h[SEC_FIXED + CKPT_NAME_MAX + 8];
     manta_status st = rd(r, *off, h, SEC_FIXED, err);
     if (st != MANTA_OK)
         return st;
     uint32_t nl = get32(h + 16);
     if (nl == 0 || nl > CKPT_NAME_MAX)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: header of section #%zu (byte %llu) is corrupt (name length "
-                     "%u)",
-                     cn, i + 1, at, nl);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s: header of section #%zu (byte %llu) is corrupt (name length "
+            "%u)",
+            cn, i + 1, at, nl);
     size_t span = SEC_FIXED + nl + (size_t)pad8(nl);
     if (avail < span + SEC_TRAILER)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: header of section #%zu (byte %llu) runs past the end of the "
-                     "sections",
-                     cn, i + 1, at);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s: header of section #%zu (byte %llu) runs past the end of the "
+            "sections",
+            cn, i + 1, at);
     if ((st = rd(r, *off + SEC_FIXED, h + SEC_FIXED, span - SEC_FIXED, err)) != MANTA_OK)
         return st;
     if (crc_update(0, h + 4, span - 4) != get32(h))
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: header of section #%zu (byte %llu) is corrupt (CRC mismatch)",
-                     cn, i + 1, at);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s: header of section #%zu (byte %llu) is corrupt (CRC mismatch)", cn,
+            i + 1, at);
     const char *name = (const char *)h + SEC_FIXED;
     bool zero = get32(h + 20) == 0;
     for (size_t k = SEC_FIXED + nl; k < span; k++)
         zero = zero && h[k] == 0;
     if (!zero || !name_ok(name, nl))
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: header of section #%zu (byte %llu) is corrupt (%s)", cn,
-                     i + 1, at, zero ? "name is not printable ASCII" : "reserved bytes not zero");
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "checkpoint %s: header of section #%zu (byte %llu) is corrupt (%s)",
+                             cn, i + 1, at,
+                             zero ? "name is not printable ASCII" : "reserved bytes not zero");
     uint32_t type = get32(h + 4);
     size_t es = elem_size(type);
     if (!es)
-        return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s: section '%.*s' has unknown type %u",
-                     cn, (int)nl, name, type);
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "checkpoint %s: section '%.*s' has unknown type %u", cn, (int)nl, name,
+                             type);
     uint64_t count = get64(h + 8);
     uint64_t room = avail - span - SEC_TRAILER;
     if (count > room / es || count * es + pad8(count * es) > room)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: section '%.*s' claims %llu %s, more than the file holds",
-                     cn, (int)nl, name, (unsigned long long)count, elem_noun((ckpt_type)type));
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s: section '%.*s' claims %llu %s, more than the file holds", cn, (int)nl,
+            name, (unsigned long long)count, elem_noun((ckpt_type)type));
     uint64_t bytes = count * es, pad = pad8(bytes);
 
     uint32_t scrc = crc_update(0, h, span);
@@ -882,22 +868,22 @@ static manta_status verify_section(ckpt_reader *r, size_t i, uint64_t *off, uint
     scrc = crc_update(scrc, t, (size_t)pad);
     *fcrc = crc_update(*fcrc, t, (size_t)pad + SEC_TRAILER);
     if (scrc != get32(t + pad))
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: section '%.*s' is corrupt (CRC mismatch)", cn, (int)nl,
-                     name);
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "checkpoint %s: section '%.*s' is corrupt (CRC mismatch)", cn, (int)nl,
+                             name);
     zero = get32(t + pad + 4) == 0;
     for (uint64_t k = 0; k < pad; k++)
         zero = zero && t[k] == 0;
     if (!zero)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: section '%.*s' is corrupt (reserved bytes not zero)", cn,
-                     (int)nl, name);
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "checkpoint %s: section '%.*s' is corrupt (reserved bytes not zero)",
+                             cn, (int)nl, name);
 
     if (r->n_sec == r->sec_cap) {
         size_t cap = r->sec_cap ? 2 * r->sec_cap : 16;
         rsec *ns = realloc(r->sec, cap * sizeof *ns);
         if (!ns)
-            return rfail(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", cn);
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", cn);
         r->sec = ns, r->sec_cap = cap;
     }
     if (r->pool_cap - r->pool_len < nl + 1) {
@@ -906,7 +892,7 @@ static manta_status verify_section(ckpt_reader *r, size_t i, uint64_t *off, uint
             cap *= 2;
         char *np = realloc(r->pool, cap);
         if (!np)
-            return rfail(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", cn);
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", cn);
         r->pool = np, r->pool_cap = cap;
     }
     rsec *s = &r->sec[r->n_sec++];
@@ -937,76 +923,85 @@ static manta_status verify(ckpt_reader *r, manta_err *err)
     const char *cn = r->name;
     unsigned long long size = (unsigned long long)r->size;
     if (r->size == 0)
-        return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s is empty", cn);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "checkpoint %s is empty", cn);
     unsigned char h[CKPT_HEADER_SIZE];
     size_t hn = r->size < CKPT_HEADER_SIZE ? (size_t)r->size : CKPT_HEADER_SIZE;
     manta_status st = rd(r, 0, h, hn, err);
     if (st != MANTA_OK)
         return st;
     if (memcmp(h, MAGIC, hn < 8 ? hn : 8) != 0)
-        return rfail(err, MANTA_ERR_FORMAT, "%s is not a manta checkpoint (no \"%s\" magic)", cn,
-                     MAGIC);
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s is not a manta checkpoint (no \"%s\" magic)", cn, MAGIC);
     if (r->size < CKPT_HEADER_SIZE)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s is truncated (%llu bytes, shorter than its %d-byte header)",
-                     cn, size, CKPT_HEADER_SIZE);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s is truncated (%llu bytes, shorter than its %d-byte header)", cn, size,
+            CKPT_HEADER_SIZE);
     uint32_t version = get32(h + 8);
     if (version != CKPT_FORMAT_VERSION)
-        return rfail(err, MANTA_ERR_UNSUPPORTED,
-                     "checkpoint %s is format version %u, this build reads %u", cn, version,
-                     CKPT_FORMAT_VERSION);
+        return manta_err_set(err, MANTA_ERR_UNSUPPORTED,
+                             "checkpoint %s is format version %u, this build reads %u", cn, version,
+                             CKPT_FORMAT_VERSION);
     if (crc_update(0, h, 32) != get32(h + 32))
-        return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s: header is corrupt (CRC mismatch)", cn);
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "checkpoint %s: header is corrupt (CRC mismatch)", cn);
     if (get32(h + 20) != 0 || get32(h + 36) != 0)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: header is corrupt (reserved bytes not zero)", cn);
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "checkpoint %s: header is corrupt (reserved bytes not zero)", cn);
     uint32_t flags = get32(h + 12);
     if (flags != 0)
-        return rfail(err, MANTA_ERR_UNSUPPORTED,
-                     "checkpoint %s uses flags 0x%x that this build does not know", cn, flags);
+        return manta_err_set(err, MANTA_ERR_UNSUPPORTED,
+                             "checkpoint %s uses flags 0x%x that this build does not know", cn,
+                             flags);
     uint64_t fsize = get64(h + 24);
     if (r->size < fsize)
-        return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s is truncated (%llu of %llu bytes)", cn,
-                     size, (unsigned long long)fsize);
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "checkpoint %s is truncated (%llu of %llu bytes)", cn, size,
+                             (unsigned long long)fsize);
     if (r->size > fsize)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s has %llu bytes of trailing data after its end (byte %llu)", cn,
-                     size - (unsigned long long)fsize, (unsigned long long)fsize);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s has %llu bytes of trailing data after its end (byte %llu)", cn,
+            size - (unsigned long long)fsize, (unsigned long long)fsize);
     if (fsize < CKPT_HEADER_SIZE + CKPT_TRAILER_SIZE)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: header is corrupt (file size %llu is below the minimum %d)",
-                     cn, (unsigned long long)fsize, CKPT_HEADER_SIZE + CKPT_TRAILER_SIZE);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s: header is corrupt (file size %llu is below the minimum %d)", cn,
+            (unsigned long long)fsize, CKPT_HEADER_SIZE + CKPT_TRAILER_SIZE);
     uint64_t end = fsize - CKPT_TRAILER_SIZE;
     uint32_t nsec = get32(h + 16);
     if (nsec > (end - CKPT_HEADER_SIZE) / SEC_MIN)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: header claims %u sections, more than %llu bytes can hold",
-                     cn, nsec, size);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s: header claims %u sections, more than %llu bytes can hold", cn, nsec,
+            size);
 
     if (!(r->chunk = malloc(IO_CHUNK)))
-        return rfail(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", cn);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", cn);
     uint32_t fcrc = crc_update(0, h, CKPT_HEADER_SIZE);
     uint64_t off = CKPT_HEADER_SIZE;
     for (size_t i = 0; i < nsec; i++)
         if ((st = verify_section(r, i, &off, end, &fcrc, err)) != MANTA_OK)
             return st;
     if (off != end)
-        return rfail(err, MANTA_ERR_FORMAT,
-                     "checkpoint %s: its %u sections end at byte %llu, but the end marker is at "
-                     "byte %llu",
-                     cn, nsec, (unsigned long long)off, (unsigned long long)end);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "checkpoint %s: its %u sections end at byte %llu, but the end marker is at "
+            "byte %llu",
+            cn, nsec, (unsigned long long)off, (unsigned long long)end);
     unsigned char t[CKPT_TRAILER_SIZE];
     if ((st = rd(r, end, t, sizeof t, err)) != MANTA_OK)
         return st;
     if (memcmp(t, END_MARK, 8) != 0 || get32(t + 8) != 0)
-        return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s: end marker is corrupt", cn);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "checkpoint %s: end marker is corrupt", cn);
     fcrc = crc_update(fcrc, t, CKPT_TRAILER_SIZE - 4);
     if (fcrc != get32(t + 12))
-        return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s is corrupt (file CRC mismatch)", cn);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "checkpoint %s is corrupt (file CRC mismatch)",
+                             cn);
 
     if (r->n_sec) {
         if (!(r->sorted = malloc(r->n_sec * sizeof *r->sorted)))
-            return rfail(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", cn);
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", cn);
         for (size_t i = 0; i < r->n_sec; i++) {
             r->sec[i].name = r->pool + r->sec[i].name_off;
             r->sorted[i] = &r->sec[i];
@@ -1014,8 +1009,9 @@ static manta_status verify(ckpt_reader *r, manta_err *err)
         qsort(r->sorted, r->n_sec, sizeof *r->sorted, cmp_sec);
         for (size_t i = 1; i < r->n_sec; i++)
             if (strcmp(r->sorted[i - 1]->name, r->sorted[i]->name) == 0)
-                return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s: section '%s' appears twice",
-                             cn, r->sorted[i]->name);
+                return manta_err_set(err, MANTA_ERR_FORMAT,
+                                     "checkpoint %s: section '%s' appears twice", cn,
+                                     r->sorted[i]->name);
     }
     return MANTA_OK;
 }
@@ -1041,7 +1037,7 @@ static manta_status reader_new(const char *name, ckpt_reader **out, manta_err *e
         r = NULL;
     }
     if (!r)
-        return rfail(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", name);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", name);
     r->fd = -1;
     *out = r;
     return MANTA_OK;
@@ -1052,27 +1048,32 @@ manta_status ckpt_open(const char *path, ckpt_reader **out, manta_err *err)
     if (out)
         *out = NULL;
     if (!out || !path)
-        return rfail(err, MANTA_ERR_INVALID_ARG, "checkpoint reader: a path and an output pointer "
-                                                 "are required");
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "checkpoint reader: a path and an output pointer "
+                             "are required");
     ckpt_reader *r;
     manta_status st = reader_new(path, &r, err);
     if (st != MANTA_OK)
         return st;
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must not block the open; it is refused below. */
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (r->fd < 0) {
-        st = rfail(err, MANTA_ERR_IO, "checkpoint %s: cannot open: %s", path, strerror(errno));
+        st = manta_err_set(err, MANTA_ERR_IO, "checkpoint %s: cannot open: %s", path,
+                           strerror(errno));
         ckpt_close(r);
         return st;
     }
     struct stat sb;
     if (fstat(r->fd, &sb) != 0) {
-        st = rfail(err, MANTA_ERR_IO, "checkpoint %s: cannot stat: %s", path, strerror(errno));
+        st = manta_err_set(err, MANTA_ERR_IO, "checkpoint %s: cannot stat: %s", path,
+                           strerror(errno));
         ckpt_close(r);
         return st;
     }
     if (!S_ISREG(sb.st_mode)) {
-        st = rfail(err, MANTA_ERR_IO, "checkpoint %s: %s", path,
-                   S_ISDIR(sb.st_mode) ? "is a folder, not a file" : "is not a regular file");
+        st = manta_err_set(err, MANTA_ERR_IO, "checkpoint %s: %s", path,
+                           S_ISDIR(sb.st_mode) ? "is a folder, not a file"
+                                               : "is not a regular file");
         ckpt_close(r);
         return st;
     }
@@ -1088,8 +1089,8 @@ manta_status ckpt_open_mem(const void *data, size_t size, const char *name, ckpt
     if (!name)
         name = "<memory>";
     if (!out || (!data && size))
-        return rfail(err, MANTA_ERR_INVALID_ARG,
-                     "checkpoint %s: data and an output pointer are required", name);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "checkpoint %s: data and an output pointer are required", name);
     ckpt_reader *r;
     manta_status st = reader_new(name, &r, err);
     if (st != MANTA_OK)
@@ -1149,13 +1150,15 @@ static manta_status find_sec(const ckpt_reader *r, const char *name, ckpt_type t
                              const rsec **out, manta_err *err)
 {
     if (!r || !name)
-        return rfail(err, MANTA_ERR_INVALID_ARG, "checkpoint reader: no reader or section name");
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "checkpoint reader: no reader or section name");
     const rsec *s = lookup(r, name);
     if (!s)
-        return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s has no section '%s'", r->name, name);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "checkpoint %s has no section '%s'", r->name,
+                             name);
     if (s->type != type)
-        return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s: section '%s' is %s, not %s", r->name,
-                     name, ckpt_type_name(s->type), ckpt_type_name(type));
+        return manta_err_set(err, MANTA_ERR_FORMAT, "checkpoint %s: section '%s' is %s, not %s",
+                             r->name, name, ckpt_type_name(s->type), ckpt_type_name(type));
     *out = s;
     return MANTA_OK;
 }
@@ -1178,21 +1181,23 @@ static manta_status find_exact(const ckpt_reader *r, const char *name, ckpt_type
     if (st != MANTA_OK)
         return st;
     if ((*out)->count != (uint64_t)n)
-        return rfail(err, MANTA_ERR_FORMAT, "checkpoint %s: section '%s' has %llu %s, the model "
-                                            "needs %zu",
-                     r->name, name, (unsigned long long)(*out)->count, elem_noun(type), n);
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "checkpoint %s: section '%s' has %llu %s, the model "
+                             "needs %zu",
+                             r->name, name, (unsigned long long)(*out)->count, elem_noun(type), n);
     if (n > 0 && !have_dst)
-        return rfail(err, MANTA_ERR_INVALID_ARG, "checkpoint %s: section '%s': no destination",
-                     r->name, name);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "checkpoint %s: section '%s': no destination", r->name, name);
     return MANTA_OK;
 }
 
 static manta_status crc_mismatch(const ckpt_reader *r, const rsec *s, manta_err *err)
 {
-    return rfail(err, MANTA_ERR_FORMAT,
-                 "checkpoint %s: section '%s' is corrupt (CRC mismatch; the file changed after "
-                 "it was opened?)",
-                 r->name, s->name);
+    return manta_err_set(
+        err, MANTA_ERR_FORMAT,
+        "checkpoint %s: section '%s' is corrupt (CRC mismatch; the file changed after "
+        "it was opened?)",
+        r->name, s->name);
 }
 
 /* Finish a section CRC with its padding and compare. */
@@ -1220,24 +1225,21 @@ static manta_status read_host(ckpt_reader *r, const rsec *s, void *dst, size_t e
     return MANTA_OK;
 }
 
-manta_status ckpt_read_f32(ckpt_reader *r, const char *name, float *dst, size_t n,
-                           manta_err *err)
+manta_status ckpt_read_f32(ckpt_reader *r, const char *name, float *dst, size_t n, manta_err *err)
 {
     const rsec *s;
     manta_status st = find_exact(r, name, CKPT_F32, n, dst != NULL, &s, err);
     return st != MANTA_OK ? st : read_host(r, s, dst, sizeof(float), err);
 }
 
-manta_status ckpt_read_i64(ckpt_reader *r, const char *name, int64_t *dst, size_t n,
-                           manta_err *err)
+manta_status ckpt_read_i64(ckpt_reader *r, const char *name, int64_t *dst, size_t n, manta_err *err)
 {
     const rsec *s;
     manta_status st = find_exact(r, name, CKPT_I64, n, dst != NULL, &s, err);
     return st != MANTA_OK ? st : read_host(r, s, dst, sizeof(int64_t), err);
 }
 
-manta_status ckpt_read_bytes(ckpt_reader *r, const char *name, void *dst, size_t n,
-                             manta_err *err)
+manta_status ckpt_read_bytes(ckpt_reader *r, const char *name, void *dst, size_t n, manta_err *err)
 {
     const rsec *s;
     manta_status st = find_exact(r, name, CKPT_BYTES, n, dst != NULL, &s, err);
@@ -1256,20 +1258,20 @@ manta_status ckpt_read_json(ckpt_reader *r, const char *name, char **text, size_
     if (st != MANTA_OK)
         return st;
     if (!text)
-        return rfail(err, MANTA_ERR_INVALID_ARG, "checkpoint %s: section '%s': no destination",
-                     r->name, name);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "checkpoint %s: section '%s': no destination", r->name, name);
     /* The count was checked against the file size at open. */
     if (s->bytes >= SIZE_MAX)
-        return rfail(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: section '%s' is too large", r->name,
-                     name);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: section '%s' is too large",
+                             r->name, name);
     char *t = malloc((size_t)s->bytes + 1);
     if (!t)
-        return rfail(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory for section '%s'",
-                     r->name, name);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                             "checkpoint %s: out of host memory for section '%s'", r->name, name);
     st = read_host(r, s, t, 1, err);
     if (st == MANTA_OK && !json_ok(t, (size_t)s->bytes))
-        st = rfail(err, MANTA_ERR_FORMAT, "checkpoint %s: section '%s' is not valid UTF-8 JSON",
-                   r->name, name);
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "checkpoint %s: section '%s' is not valid UTF-8 JSON", r->name, name);
     if (st != MANTA_OK) {
         free(t);
         return st;
@@ -1281,18 +1283,19 @@ manta_status ckpt_read_json(ckpt_reader *r, const char *name, char **text, size_
     return MANTA_OK;
 }
 
-manta_status ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst,
-                                  size_t n, manta_err *err)
+manta_status ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst, size_t n,
+                                  manta_err *err)
 {
     const rsec *s;
     manta_status st = find_exact(r, name, CKPT_F32, n, dst.mem != NULL, &s, err);
     if (st != MANTA_OK)
         return st;
     if (!d)
-        return rfail(err, MANTA_ERR_INVALID_ARG, "checkpoint %s: section '%s': no device",
-                     r->name, name);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "checkpoint %s: section '%s': no device",
+                             r->name, name);
     if (!r->chunk && !(r->chunk = malloc(IO_CHUNK)))
-        return rfail(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", r->name);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory",
+                             r->name);
     uint32_t crc = s->crc_head;
     size_t per = IO_CHUNK / sizeof(float);
     for (size_t done = 0; done < n; done += per) {
@@ -1305,8 +1308,9 @@ manta_status ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, 
             swap_elems(r->chunk, k, sizeof(float));
         manta_status ds = mcl_write(d, mview_at(dst, done), (const float *)(void *)r->chunk, k);
         if (ds != MANTA_OK)
-            return rfail(err, ds, "checkpoint %s: section '%s': writing the device failed: %s",
-                         r->name, name, manta_err_msg(mcl_err(d), ds));
+            return manta_err_set(err, ds,
+                                 "checkpoint %s: section '%s': writing the device failed: %s",
+                                 r->name, name, manta_err_msg(mcl_err(d), ds));
     }
     return check_tail(r, s, crc, err);
 }

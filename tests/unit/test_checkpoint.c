@@ -101,11 +101,11 @@ static void expect_msg(const manta_err *e, const char *needle)
 
 #define N_PARAMS 37
 static const uint32_t special_bits[] = {
-    0x00000000u, 0x80000000u, /* +0, -0 */
+    0x00000000u, 0x80000000u,                                        /* +0, -0 */
     0x7fc00000u, 0x7fc00001u, 0xffc12345u, 0x7f800001u, 0xffbfffffu, /* quiet and signalling NaNs */
-    0x7f800000u, 0xff800000u, /* infinities */
-    0x00000001u, 0x807fffffu, /* subnormals */
-    0x7f7fffffu, 0x3f800000u, /* FLT_MAX, 1 */
+    0x7f800000u, 0xff800000u,                                        /* infinities */
+    0x00000001u, 0x807fffffu,                                        /* subnormals */
+    0x7f7fffffu, 0x3f800000u,                                        /* FLT_MAX, 1 */
 };
 #define N_SPECIAL (sizeof special_bits / sizeof special_bits[0])
 
@@ -118,7 +118,8 @@ static void sample_params(float *p)
 
 static const int64_t sample_step[3] = {INT64_MIN, -1, INT64_MAX};
 static const unsigned char sample_rng[13] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 255};
-static const char sample_meta[] = "{\"step\": 1200, \"arch\": [3, 5, 7], \"note\": \"\xc3\xa9t\xc3\xa9\"}";
+static const char sample_meta[] =
+    "{\"step\": 1200, \"arch\": [3, 5, 7], \"note\": \"\xc3\xa9t\xc3\xa9\"}";
 
 /* Add the sample sections to a writer. */
 static manta_status add_sample(ckpt_writer *w)
@@ -680,8 +681,8 @@ static void test_lookup_errors(void **state)
     char want[512];
 
     assert_int_equal(ckpt_read_f32(r, "params", y, 1200, &e), MANTA_ERR_FORMAT);
-    snprintf(want, sizeof want, "checkpoint %s: section 'params' has 1000 floats, the model needs 1200",
-             p);
+    snprintf(want, sizeof want,
+             "checkpoint %s: section 'params' has 1000 floats, the model needs 1200", p);
     assert_string_equal(e.msg, want);
     assert_int_equal(ckpt_read_f32(r, "bn_state", y, 10, &e), MANTA_ERR_FORMAT);
     snprintf(want, sizeof want, "checkpoint %s has no section 'bn_state'", p);
@@ -715,7 +716,8 @@ static void test_invalid_writer_arguments(void **state)
     memset(longname, 'n', sizeof longname);
     longname[256] = '\0';
     const char *bad_names[] = {"", "tab\tname", longname, NULL};
-    const char *bad_json[] = {"", "{", "{} x", "\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "[1,]"};
+    const char *bad_json[] = {"",    "{", "{} x", "\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"",
+                              "[1,]"};
     ckpt_writer *w;
     manta_err e;
     for (int i = 0; i < 4; i++) {
@@ -924,6 +926,41 @@ static void test_file_name_with_spaces(void **state)
     assert_int_equal(rmdir(sub), 0);
 }
 
+/* A file changed or cut after it was verified: each read checks again. */
+static void test_file_changed_after_open(void **state)
+{
+    (void)state;
+    char p[256];
+    path_of(p, sizeof p, "changing.ckpt");
+    write_sample(p);
+    size_t n;
+    unsigned char *b = read_file(p, &n);
+    size_t off[8];
+    section_offsets(b, off, 8);
+    ckpt_reader *r;
+    manta_err e;
+    assert_int_equal(ckpt_open(p, &r, &e), MANTA_OK);
+    /* Rewrite one payload byte in place (same inode). */
+    FILE *f = fopen(p, "r+b");
+    assert_non_null(f);
+    fseek(f, (long)(off[0] + 32 + 50), SEEK_SET);
+    fputc(b[off[0] + 32 + 50] ^ 0x40, f);
+    fclose(f);
+    float x[N_PARAMS];
+    assert_int_equal(ckpt_read_f32(r, "params", x, N_PARAMS, &e), MANTA_ERR_FORMAT);
+    expect_msg(&e, "section 'params' is corrupt (CRC mismatch; the file changed after it was");
+    int64_t step[3];
+    assert_int_equal(ckpt_read_i64(r, "step", step, 3, &e), MANTA_OK);
+    /* Cut it short. */
+    assert_int_equal(truncate(p, (off_t)off[2]), 0);
+    unsigned char rng[sizeof sample_rng];
+    assert_int_equal(ckpt_read_bytes(r, "rng", rng, sizeof rng, &e), MANTA_ERR_FORMAT);
+    expect_msg(&e, "truncated while reading");
+    ckpt_close(r);
+    free(b);
+    unlink(p);
+}
+
 /* Read every section a verified reader lists; each read succeeds or (for
  * JSON content) fails cleanly. */
 static void read_all(ckpt_reader *r)
@@ -961,9 +998,8 @@ static void test_fuzz_mutations(void **state)
     unsigned char *good = sample_mem(&n);
     manta_rng rng;
     manta_rng_seed(&rng, 20240531, 3);
-    static const uint64_t interesting[] = {0,          1,          7,          8,
-                                           255,        256,        0x7fffffff, 0x80000000u,
-                                           0xffffffffu, UINT64_MAX, 1ull << 62, 40};
+    static const uint64_t interesting[] = {
+        0, 1, 7, 8, 255, 256, 0x7fffffff, 0x80000000u, 0xffffffffu, UINT64_MAX, 1ull << 62, 40};
     int loaded = 0, refused = 0;
     for (int it = 0; it < 2000; it++) {
         size_t len = n;
@@ -1000,7 +1036,8 @@ static void test_fuzz_mutations(void **state)
                 break;
             }
             case 5: {
-                size_t from = manta_rng_below(&rng, (uint32_t)len), k2 = 1 + manta_rng_below(&rng, 32);
+                size_t from = manta_rng_below(&rng, (uint32_t)len),
+                       k2 = 1 + manta_rng_below(&rng, 32);
                 if (from + k2 <= len && at + k2 <= len)
                     memmove(b + at, b + from, k2);
                 break;
@@ -1084,6 +1121,7 @@ int main(void)
         cmocka_unit_test(test_failed_write_keeps_previous),
         cmocka_unit_test(test_sticky_error_and_abort),
         cmocka_unit_test(test_file_name_with_spaces),
+        cmocka_unit_test(test_file_changed_after_open),
         cmocka_unit_test(test_fuzz_mutations),
     };
     return cmocka_run_group_tests_name("checkpoint", tests, setup, teardown);
