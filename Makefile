@@ -4,6 +4,7 @@
 #   make demo       the main job on the built-in default
 #   make deps       install missing Debian packages (as root) or print the command
 #   make bench-ops  op throughput table (not a test)
+#   make bench-train  training images/s against PyTorch (not a test)
 #   make SANITIZE=1 ...   the same under ASan + UBSan, in build/san/
 # CI (CI=true) adds -Werror.
 
@@ -49,7 +50,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops clean help
+.PHONY: all lib test test-run demo deps bench-ops bench-train clean help
 all: $(LIB) $(MANTA)
 lib: $(LIB)
 
@@ -103,6 +104,13 @@ demo: deps
 bench-ops: deps
 	@$(MAKE) --no-print-directory all
 	$(MANTA) bench ops
+
+# Training images/s of the largest and smallest sub-networks against PyTorch
+# (Debian's python3-torch; PYTHON=... for another interpreter).
+bench-train: deps
+	@$(MAKE) --no-print-directory all
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || apt-get install -y python3-torch
+	tools/bench/train_vs_torch.sh
 
 clean:
 	rm -rf build
