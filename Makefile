@@ -12,7 +12,7 @@ BUILD   ?= build
 OPT     ?= -O2
 
 ifeq ($(SANITIZE),1)
-BUILD    := $(BUILD)/san
+override BUILD := $(BUILD)/san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
 

@@ -4,15 +4,16 @@
  * Both forward kernels first pack MK_CONV_NR output channels of the OHWI
  * weights into a panel laid out [KH][KW][Cin][NR] (zero columns past Cout),
  * so that the inner loop of the micro-kernel is NR independent multiply-adds
- * over contiguous floats: the compiler keeps the MR x NR accumulators in
- * vector registers. Input rows along KW are contiguous in NHWC, so one
+ * over contiguous floats, and the MR x NR accumulators stay in vector
+ * registers. Input rows along KW are contiguous in NHWC, so one
  * micro-kernel call covers a whole kernel row (K = KW * Cin). */
 #include <string.h>
 
 #include "engine/kernels_util.h"
 
-#define NR MK_CONV_NR
-#define MR 4 /* output pixels per register block */
+#define NR MK_CONV_NR /* 8: the vector micro-kernels hold it in two vectors of 4 */
+#define MR 4           /* output pixels per register block */
+#define PB 64          /* pixels per cache block of the 1x1 kernel */
 
 size_t mk_conv2d_get_buffer_size_f32(const mk_dims *f)
 {
@@ -35,33 +36,69 @@ static void pack_panel(const float *restrict filter, size_t k, int cout, int co0
     }
 }
 
+#if MK_VECTOR_EXT
+
+/* NR = 8 output channels = two vectors of 4. */
+typedef float mk_v4 __attribute__((vector_size(16)));
+
+static inline mk_v4 load4(const float *p)
+{
+    mk_v4 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
 /* acc[r][j] += sum_i a_r[i] * b[i][j], r < MR, j < NR */
 static void ukernel_4xnr(size_t k, const float *restrict a0, const float *restrict a1,
                          const float *restrict a2, const float *restrict a3,
                          const float *restrict b, float *restrict acc)
 {
-    float c0[NR], c1[NR], c2[NR], c3[NR];
-    for (int j = 0; j < NR; j++) {
-        c0[j] = acc[j];
-        c1[j] = acc[NR + j];
-        c2[j] = acc[2 * NR + j];
-        c3[j] = acc[3 * NR + j];
+    mk_v4 c[MR][2];
+    memcpy(c, acc, sizeof c);
+    for (size_t i = 0; i < k; i++) {
+        const mk_v4 b0 = load4(b + i * NR), b1 = load4(b + i * NR + 4);
+        const float x0 = a0[i], x1 = a1[i], x2 = a2[i], x3 = a3[i];
+        c[0][0] += x0 * b0;
+        c[0][1] += x0 * b1;
+        c[1][0] += x1 * b0;
+        c[1][1] += x1 * b1;
+        c[2][0] += x2 * b0;
+        c[2][1] += x2 * b1;
+        c[3][0] += x3 * b0;
+        c[3][1] += x3 * b1;
     }
+    memcpy(acc, c, sizeof c);
+}
+
+/* acc[j] += sum_i a[i] * b[i][j] */
+static void ukernel_1xnr(size_t k, const float *restrict a, const float *restrict b,
+                         float *restrict acc)
+{
+    mk_v4 c0 = load4(acc), c1 = load4(acc + 4);
+    for (size_t i = 0; i < k; i++) {
+        c0 += a[i] * load4(b + i * NR);
+        c1 += a[i] * load4(b + i * NR + 4);
+    }
+    memcpy(acc, &c0, sizeof c0);
+    memcpy(acc + 4, &c1, sizeof c1);
+}
+
+#else
+
+/* acc[r][j] += sum_i a_r[i] * b[i][j], r < MR, j < NR */
+static void ukernel_4xnr(size_t k, const float *restrict a0, const float *restrict a1,
+                         const float *restrict a2, const float *restrict a3,
+                         const float *restrict b, float *restrict acc)
+{
     for (size_t i = 0; i < k; i++) {
         const float *restrict bi = b + i * NR;
         const float x0 = a0[i], x1 = a1[i], x2 = a2[i], x3 = a3[i];
         for (int j = 0; j < NR; j++) {
-            c0[j] += x0 * bi[j];
-            c1[j] += x1 * bi[j];
-            c2[j] += x2 * bi[j];
-            c3[j] += x3 * bi[j];
+            acc[j] += x0 * bi[j];
+            acc[NR + j] += x1 * bi[j];
+            acc[2 * NR + j] += x2 * bi[j];
+            acc[3 * NR + j] += x3 * bi[j];
         }
-    }
-    for (int j = 0; j < NR; j++) {
-        acc[j] = c0[j];
-        acc[NR + j] = c1[j];
-        acc[2 * NR + j] = c2[j];
-        acc[3 * NR + j] = c3[j];
     }
 }
 
@@ -69,18 +106,12 @@ static void ukernel_4xnr(size_t k, const float *restrict a0, const float *restri
 static void ukernel_1xnr(size_t k, const float *restrict a, const float *restrict b,
                          float *restrict acc)
 {
-    float c[NR];
-    for (int j = 0; j < NR; j++)
-        c[j] = acc[j];
-    for (size_t i = 0; i < k; i++) {
-        const float x = a[i];
-        const float *restrict bi = b + i * NR;
+    for (size_t i = 0; i < k; i++)
         for (int j = 0; j < NR; j++)
-            c[j] += x * bi[j];
-    }
-    for (int j = 0; j < NR; j++)
-        acc[j] = c[j];
+            acc[j] += a[i] * b[i * NR + j];
 }
+
+#endif
 
 /* out[j] = act(acc[j] + bias[j]) for the nr valid channels. */
 static void store_nr(float *restrict out, const float *restrict acc, const float *restrict bias,
@@ -181,26 +212,31 @@ mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, con
     const int dense = SH == 1 && SW == 1 && od->h == id->h && od->w == id->w;
     float bias_nr[NR];
 
-    for (int co0 = 0; co0 < CO; co0 += NR) {
-        const int nr = mk_min(NR, CO - co0);
-        pack_panel(filter, (size_t)C, CO, co0, scratch);
-        for (int j = 0; j < NR; j++)
-            bias_nr[j] = bias && j < nr ? bias[co0 + j] : 0.0f;
-        size_t pix = 0;
-        for (; pix + MR <= npix; pix += MR) {
-            const float *a[MR];
-            for (int r = 0; r < MR; r++)
-                a[r] = dense ? in + (pix + r) * C : pixel_1x1(in, id, od, SH, SW, pix + r);
-            float acc[MR * NR] = {0};
-            ukernel_4xnr((size_t)C, a[0], a[1], a[2], a[3], scratch, acc);
-            for (int r = 0; r < MR; r++)
-                store_nr(out + (pix + r) * CO + co0, acc + r * NR, bias_nr, nr, p->act);
-        }
-        for (; pix < npix; pix++) {
-            float acc[NR] = {0};
-            ukernel_1xnr((size_t)C, dense ? in + pix * C : pixel_1x1(in, id, od, SH, SW, pix),
-                         scratch, acc);
-            store_nr(out + pix * CO + co0, acc, bias_nr, nr, p->act);
+    /* Blocks of PB pixels stay in cache while every panel of output channels
+     * passes over them; a panel is repacked once per block (1/PB of the work). */
+    for (size_t pix0 = 0; pix0 < npix; pix0 += PB) {
+        const size_t pix_end = pix0 + PB < npix ? pix0 + PB : npix;
+        for (int co0 = 0; co0 < CO; co0 += NR) {
+            const int nr = mk_min(NR, CO - co0);
+            pack_panel(filter, (size_t)C, CO, co0, scratch);
+            for (int j = 0; j < NR; j++)
+                bias_nr[j] = bias && j < nr ? bias[co0 + j] : 0.0f;
+            size_t pix = pix0;
+            for (; pix + MR <= pix_end; pix += MR) {
+                const float *a[MR];
+                for (int r = 0; r < MR; r++)
+                    a[r] = dense ? in + (pix + r) * C : pixel_1x1(in, id, od, SH, SW, pix + r);
+                float acc[MR * NR] = {0};
+                ukernel_4xnr((size_t)C, a[0], a[1], a[2], a[3], scratch, acc);
+                for (int r = 0; r < MR; r++)
+                    store_nr(out + (pix + r) * CO + co0, acc + r * NR, bias_nr, nr, p->act);
+            }
+            for (; pix < pix_end; pix++) {
+                float acc[NR] = {0};
+                ukernel_1xnr((size_t)C, dense ? in + pix * C : pixel_1x1(in, id, od, SH, SW, pix),
+                             scratch, acc);
+                store_nr(out + pix * CO + co0, acc, bias_nr, nr, p->act);
+            }
         }
     }
     return MENGINE_OK;

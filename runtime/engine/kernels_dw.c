@@ -1,10 +1,8 @@
 /* Depthwise convolution: a general kernel (any size, stride, multiplier) and
  * one specialised for 3x3 / 5x5 / 7x7 kernels with stride 1 or 2 and
  * multiplier 1, where the kernel size and stride are compile-time constants
- * in the interior of the image and CB channels are accumulated in registers. */
+ * in the interior of the image. */
 #include "engine/kernels_util.h"
-
-#define CB 16 /* channels per register block of the fast kernel */
 
 /* One output pixel of the general kernel, taps clipped to the image. */
 static void dw_pixel(const mk_dw_params *p, const mk_dims *id, const float *restrict in_n,
@@ -65,35 +63,25 @@ int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *fd)
            (p->stride_h == 1 || p->stride_h == 2);
 }
 
-/* Interior output pixel: every tap inside the image; K is a constant after inlining. */
-static MK_ALWAYS_INLINE void dw_interior(const int K, const float *restrict in_n,
-                                         int W, int C, const float *restrict filter,
+/* Interior output pixel: every tap inside the image. K is a constant after
+ * inlining, so the taps of a kernel row unroll and each row is one pass over
+ * the channels, the contiguous dimension the compiler vectorises. */
+static MK_ALWAYS_INLINE void dw_interior(const int K, const float *restrict in_n, int W, int C,
+                                         const float *restrict filter,
                                          const float *restrict bias, int ih0, int iw0,
                                          float *restrict y, mk_act act)
 {
-    const float *restrict x0 = in_n + ((size_t)ih0 * W + iw0) * C;
-    int c0 = 0;
-    for (; c0 + CB <= C; c0 += CB) {
-        float acc[CB];
-        for (int j = 0; j < CB; j++)
-            acc[j] = bias ? bias[c0 + j] : 0.0f;
-        for (int kh = 0; kh < K; kh++)
-            for (int kw = 0; kw < K; kw++) {
-                const float *restrict x = x0 + ((size_t)kh * W + kw) * C + c0;
-                const float *restrict w = filter + (kh * K + kw) * C + c0;
-                for (int j = 0; j < CB; j++)
-                    acc[j] += x[j] * w[j];
-            }
-        for (int j = 0; j < CB; j++)
-            y[c0 + j] = mk_act1(acc[j], act);
-    }
-    for (int c = c0; c < C; c++) {
-        float acc = bias ? bias[c] : 0.0f;
-        for (int kh = 0; kh < K; kh++)
+    for (int kh = 0; kh < K; kh++) {
+        const float *restrict x = in_n + ((size_t)(ih0 + kh) * W + iw0) * C;
+        const float *restrict w = filter + (size_t)kh * K * C;
+        for (int c = 0; c < C; c++) {
+            float acc = kh ? y[c] : (bias ? bias[c] : 0.0f);
             for (int kw = 0; kw < K; kw++)
-                acc += x0[((size_t)kh * W + kw) * C + c] * filter[(kh * K + kw) * C + c];
-        y[c] = mk_act1(acc, act);
+                acc += x[kw * C + c] * w[kw * C + c];
+            y[c] = acc;
+        }
     }
+    mk_act_f32(y, (size_t)C, act);
 }
 
 static MK_ALWAYS_INLINE void dw_fast(const int K, const int S, const mk_dw_params *p,

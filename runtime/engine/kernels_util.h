@@ -12,6 +12,18 @@
 #define MK_ALWAYS_INLINE inline
 #endif
 
+/* GNU C vector extensions (GCC, clang: every target, lowered to scalar code
+ * where there is no SIMD) for the register-blocked convolution micro-kernels;
+ * GCC does not keep a 4 x 8 block of scalar accumulators in vector registers.
+ * Build with -DMK_VECTOR_EXT=0 for plain C99. */
+#ifndef MK_VECTOR_EXT
+#if defined(__GNUC__)
+#define MK_VECTOR_EXT 1
+#else
+#define MK_VECTOR_EXT 0
+#endif
+#endif
+
 /* Lanes of the partial sums in mk_dot(): independent accumulators let the compiler
  * vectorise the reduction without reassociating floating-point additions. */
 #define MK_DOT_LANES 8

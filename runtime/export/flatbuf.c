@@ -133,6 +133,8 @@ static manta_status check_building(mfb_builder *b, int want_table)
 manta_status mfb_start_table(mfb_builder *b)
 {
     manta_status st = check_building(b, 0);
+    if (st == MANTA_OK) /* padding before the table, not inside it: equal tables share vtables */
+        st = prealign(b, 0, 4);
     if (st != MANTA_OK)
         return st;
     b->in_table = 1;
