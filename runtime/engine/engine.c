@@ -7,9 +7,15 @@
 
 enum { STATE_NONE = 0, STATE_INIT = 0x4d454931, STATE_PREPARED = 0x4d455032 };
 
-static size_t align_up(size_t v) { return (v + MENGINE_ARENA_ALIGN - 1) & ~(size_t)(MENGINE_ARENA_ALIGN - 1); }
+static size_t align_up(size_t v)
+{
+    return (v + MENGINE_ARENA_ALIGN - 1) & ~(size_t)(MENGINE_ARENA_ALIGN - 1);
+}
 
-static size_t tensor_records(const mengine_model *m) { return align_up(m->n_tensors * sizeof(mtensor)); }
+static size_t tensor_records(const mengine_model *m)
+{
+    return align_up(m->n_tensors * sizeof(mtensor));
+}
 static size_t records_size(const mengine_model *m)
 {
     return tensor_records(m) + align_up(m->n_ops * sizeof(mnode));
@@ -94,9 +100,10 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
     const size_t records = records_size(m), work_size = me_plan_work_size(m->n_tensors, m->n_ops);
     e->state = STATE_INIT;
     if (records + work_size > e->arena_size)
-        return me_diag_fail(&d, MENGINE_ERR_ARENA,
-                          "arena of %zu bytes: records and planner work need %zu (see mengine_arena_size())",
-                          e->arena_size, records + work_size);
+        return me_diag_fail(
+            &d, MENGINE_ERR_ARENA,
+            "arena of %zu bytes: records and planner work need %zu (see mengine_arena_size())",
+            e->arena_size, records + work_size);
     e->tensors = (mtensor *)(void *)e->arena;
     e->nodes = (mnode *)(void *)(e->arena + tensor_records(m));
     e->act = e->arena + records;
@@ -107,8 +114,9 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
         return st;
     const size_t used = records + (total > work_size ? total : work_size);
     if (used > e->arena_size)
-        return me_diag_fail(&d, MENGINE_ERR_ARENA, "arena of %zu bytes is too small: the model needs %zu",
-                          e->arena_size, used);
+        return me_diag_fail(&d, MENGINE_ERR_ARENA,
+                            "arena of %zu bytes is too small: the model needs %zu", e->arena_size,
+                            used);
     /* Point the records at their memory before the activations overwrite the work area. */
     fbr r;
     me_fbr_for_model(&r, m, &d);
@@ -124,8 +132,9 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
         rec->count = ti.count;
         rec->type = (uint8_t)ti.type;
         rec->data = off >= 0 ? (float *)(void *)(e->act + off) : NULL;
-        rec->cdata = ti.data ? (ti.type == MENGINE_FLOAT32 ? (const float *)(const void *)ti.data : NULL)
-                             : rec->data;
+        rec->cdata =
+            ti.data ? (ti.type == MENGINE_FLOAT32 ? (const float *)(const void *)ti.data : NULL)
+                    : rec->data;
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const int64_t off = me_plan_scratch_offset(work, i);
@@ -152,8 +161,14 @@ mengine_status mengine_invoke(mengine *e)
     return MENGINE_OK;
 }
 
-size_t mengine_input_count(const mengine *e) { return e && e->state ? e->model.n_inputs : 0; }
-size_t mengine_output_count(const mengine *e) { return e && e->state ? e->model.n_outputs : 0; }
+size_t mengine_input_count(const mengine *e)
+{
+    return e && e->state != STATE_NONE ? e->model.n_inputs : 0;
+}
+size_t mengine_output_count(const mengine *e)
+{
+    return e && e->state != STATE_NONE ? e->model.n_outputs : 0;
+}
 
 mengine_status mengine_tensor(const mengine *e, size_t tensor_index, mengine_view *v)
 {

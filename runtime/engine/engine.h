@@ -5,7 +5,7 @@
  *        given by the caller.
  *
  * C99, freestanding-friendly: no allocation, no global mutable state, no I/O.
- * The only library calls are memcpy/memmove/memset and expf.
+ * The only library calls are memcpy, memmove, memset, memcmp and expf.
  *
  * Use:
  * @code
@@ -68,8 +68,8 @@
 #ifndef MENGINE_MAX_OP_INPUTS
 #define MENGINE_MAX_OP_INPUTS 64 /**< inputs of one operator (CONCATENATION) */
 #endif
-#define MENGINE_ARENA_ALIGN 16          /**< alignment of the arena and of every planned buffer */
-#define MENGINE_DEFAULT_MAX_DEPTH 64    /**< table nesting limit, as the official verifier */
+#define MENGINE_ARENA_ALIGN 16       /**< alignment of the arena and of every planned buffer */
+#define MENGINE_DEFAULT_MAX_DEPTH 64 /**< table nesting limit, as the official verifier */
 #define MENGINE_DEFAULT_MAX_TABLES 1000000 /**< tables visited while verifying */
 
 /** TFLite builtin operator codes the engine implements. */
@@ -120,10 +120,10 @@ typedef struct mengine_view {
     float *data;        /**< writable elements (activations); NULL for constant tensors */
     const float *cdata; /**< elements to read (constants included); NULL for INT32 tensors */
     int32_t dims[MENGINE_MAX_DIMS]; /**< shape, row-major (NHWC for images) */
-    uint32_t rank;      /**< number of dims used */
-    uint32_t type;      /**< ::mengine_type */
-    size_t count;       /**< number of elements */
-    uint32_t index;     /**< tensor index in the subgraph */
+    uint32_t rank;                  /**< number of dims used */
+    uint32_t type;                  /**< ::mengine_type */
+    size_t count;                   /**< number of elements */
+    uint32_t index;                 /**< tensor index in the subgraph */
 } mengine_view;
 
 /** Arena use after mengine_prepare(). */
@@ -144,7 +144,7 @@ typedef struct mengine {
     size_t arena_size;
     struct mtensor *tensors; /* in the arena */
     struct mnode *nodes;     /* in the arena */
-    uint8_t *act;                   /* activation area */
+    uint8_t *act;            /* activation area */
     mengine_stats stats;
     int state;
 } mengine;

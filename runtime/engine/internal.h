@@ -47,8 +47,8 @@ typedef struct fbr {
 } fbr;
 
 typedef struct fb_table {
-    uint32_t pos;    /* table start (its soffset) */
-    uint32_t vt;     /* vtable start */
+    uint32_t pos; /* table start (its soffset) */
+    uint32_t vt;  /* vtable start */
     uint16_t vt_size;
     uint16_t t_size;
     uint32_t depth;
@@ -84,7 +84,7 @@ mengine_status me_fb_f32(fbr *r, const fb_table *t, unsigned id, float def, floa
 /* Objects: *present is 0 (and the output untouched) when the field is absent. */
 mengine_status me_fb_sub_table(fbr *r, const fb_table *t, unsigned id, fb_table *sub, int *present);
 mengine_status me_fb_vector(fbr *r, const fb_table *t, unsigned id, uint32_t elem_size, fb_vec *v,
-                         int *present);
+                            int *present);
 mengine_status me_fb_string(fbr *r, const fb_table *t, unsigned id, fb_vec *s, int *present);
 /* Element @p i of a vector of tables. */
 mengine_status me_fb_vec_table(fbr *r, const fb_vec *v, uint32_t i, uint32_t depth, fb_table *t);
@@ -97,16 +97,38 @@ static inline int32_t fb_vec_i32(const fbr *r, const fb_vec *v, uint32_t i)
 
 /* Field ids (upstream schema). */
 enum {
-    MODEL_VERSION = 0, MODEL_OPCODES = 1, MODEL_SUBGRAPHS = 2, MODEL_DESCRIPTION = 3,
-    MODEL_BUFFERS = 4, MODEL_METADATA = 6,
-    OPCODE_DEPRECATED = 0, OPCODE_CUSTOM = 1, OPCODE_VERSION = 2, OPCODE_BUILTIN = 3,
-    SUBGRAPH_TENSORS = 0, SUBGRAPH_INPUTS = 1, SUBGRAPH_OUTPUTS = 2, SUBGRAPH_OPERATORS = 3,
+    MODEL_VERSION = 0,
+    MODEL_OPCODES = 1,
+    MODEL_SUBGRAPHS = 2,
+    MODEL_DESCRIPTION = 3,
+    MODEL_BUFFERS = 4,
+    MODEL_METADATA = 6,
+    OPCODE_DEPRECATED = 0,
+    OPCODE_CUSTOM = 1,
+    OPCODE_VERSION = 2,
+    OPCODE_BUILTIN = 3,
+    SUBGRAPH_TENSORS = 0,
+    SUBGRAPH_INPUTS = 1,
+    SUBGRAPH_OUTPUTS = 2,
+    SUBGRAPH_OPERATORS = 3,
     SUBGRAPH_NAME = 4,
-    TENSOR_SHAPE = 0, TENSOR_TYPE = 1, TENSOR_BUFFER = 2, TENSOR_NAME = 3, TENSOR_QUANT = 4,
-    TENSOR_IS_VARIABLE = 5, TENSOR_SPARSITY = 6,
-    BUFFER_DATA = 0, BUFFER_OFFSET = 1, BUFFER_SIZE = 2,
-    METADATA_NAME = 0, METADATA_BUFFER = 1,
-    OP_OPCODE = 0, OP_INPUTS = 1, OP_OUTPUTS = 2, OP_OPTIONS_TYPE = 3, OP_OPTIONS = 4,
+    TENSOR_SHAPE = 0,
+    TENSOR_TYPE = 1,
+    TENSOR_BUFFER = 2,
+    TENSOR_NAME = 3,
+    TENSOR_QUANT = 4,
+    TENSOR_IS_VARIABLE = 5,
+    TENSOR_SPARSITY = 6,
+    BUFFER_DATA = 0,
+    BUFFER_OFFSET = 1,
+    BUFFER_SIZE = 2,
+    METADATA_NAME = 0,
+    METADATA_BUFFER = 1,
+    OP_OPCODE = 0,
+    OP_INPUTS = 1,
+    OP_OUTPUTS = 2,
+    OP_OPTIONS_TYPE = 3,
+    OP_OPTIONS = 4,
     OP_CUSTOM_OPTIONS = 5
 };
 
@@ -119,9 +141,9 @@ typedef struct mtensor_info {
     int8_t type;
     uint32_t rank;
     int32_t dims[MENGINE_MAX_DIMS];
-    uint32_t count;        /* elements */
-    const uint8_t *data;   /* constant data, or NULL for activations */
-    const char *name;      /* 0-terminated, "" when absent */
+    uint32_t count;      /* elements */
+    const uint8_t *data; /* constant data, or NULL for activations */
+    const char *name;    /* 0-terminated, "" when absent */
 } mtensor_info;
 
 /* Read and check tensor @p index: rank <= 4, dims >= 1, size < 2 GiB, type
@@ -129,10 +151,10 @@ typedef struct mtensor_info {
 mengine_status me_model_tensor(fbr *r, const mengine_model *m, uint32_t index, mtensor_info *ti);
 /* Operator @p index: its table and its input/output vectors. */
 mengine_status me_model_operator(fbr *r, const mengine_model *m, uint32_t index, fb_table *op,
-                              fb_vec *inputs, fb_vec *outputs);
+                                 fb_vec *inputs, fb_vec *outputs);
 /* Builtin code and version of operator code @p index. */
 mengine_status me_model_opcode(fbr *r, const mengine_model *m, uint32_t index, int32_t *builtin,
-                            int32_t *version);
+                               int32_t *version);
 static inline int model_offline_offset(const mengine_model *m, uint32_t t)
 {
     return m->offline ? (int)rd_i32(m->data + m->offline + 4 * t) : -1;
@@ -166,9 +188,9 @@ struct mop_reg;
 
 typedef struct mnode {
     const struct mop_reg *reg;
-    uint32_t inputs;  /* position of the first input index in the model */
+    uint32_t inputs; /* position of the first input index in the model */
     uint32_t n_inputs;
-    uint32_t output;  /* output tensor index */
+    uint32_t output; /* output tensor index */
     uint32_t scratch_bytes;
     float *scratch;
     mop_params p;

@@ -93,19 +93,17 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *in_dims, co
  * Preconditions: KH == KW == 1, pad_h == pad_w == 0. Same arguments as mk_conv2d_f32().
  */
 mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *in_dims, const float *in,
-                                 const mk_dims *filter_dims, const float *filter,
-                                 const float *bias, const mk_dims *out_dims, float *out,
-                                 float *scratch);
+                                 const mk_dims *filter_dims, const float *filter, const float *bias,
+                                 const mk_dims *out_dims, float *out, float *scratch);
 
 /**
  * Depthwise convolution, any kernel size, stride and multiplier.
  * @param filter_dims (1, KH, KW, Cin*M)
  * @param out_dims    (N, OH, OW, Cin*M)
  */
-mengine_status mk_depthwise_conv_f32(const mk_dw_params *p, const mk_dims *in_dims,
-                                     const float *in, const mk_dims *filter_dims,
-                                     const float *filter, const float *bias,
-                                     const mk_dims *out_dims, float *out);
+mengine_status mk_depthwise_conv_f32(const mk_dw_params *p, const mk_dims *in_dims, const float *in,
+                                     const mk_dims *filter_dims, const float *filter,
+                                     const float *bias, const mk_dims *out_dims, float *out);
 
 /** Whether mk_depthwise_conv_fast_f32() handles these parameters: multiplier 1,
  *  square 3x3, 5x5 or 7x7 kernel, equal strides 1 or 2. */

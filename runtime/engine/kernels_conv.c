@@ -12,8 +12,8 @@
 #include "engine/kernels_util.h"
 
 #define NR MK_CONV_NR /* 8: the vector micro-kernels hold it in two vectors of 4 */
-#define MR 4           /* output pixels per register block */
-#define PB 64          /* pixels per cache block of the 1x1 kernel */
+#define MR 4          /* output pixels per register block */
+#define PB 64         /* pixels per cache block of the 1x1 kernel */
 
 size_t mk_conv2d_get_buffer_size_f32(const mk_dims *f)
 {
@@ -122,8 +122,7 @@ static void store_nr(float *restrict out, const float *restrict acc, const float
 }
 
 static int conv_args_ok(const mk_conv_params *p, const mk_dims *id, const float *in,
-                        const mk_dims *fd, const float *filter, const mk_dims *od,
-                        const float *out)
+                        const mk_dims *fd, const float *filter, const mk_dims *od, const float *out)
 {
     return p && in && filter && out && mk_dims_ok(id) && mk_dims_ok(fd) && mk_dims_ok(od) &&
            p->stride_h > 0 && p->stride_w > 0 && p->pad_h >= 0 && p->pad_w >= 0 &&
@@ -191,8 +190,8 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
 }
 
 /* First input element of output pixel @p pix (flattened n, oh, ow) of a 1x1 convolution. */
-static const float *pixel_1x1(const float *in, const mk_dims *id, const mk_dims *od, int SH,
-                              int SW, size_t pix)
+static const float *pixel_1x1(const float *in, const mk_dims *id, const mk_dims *od, int SH, int SW,
+                              size_t pix)
 {
     size_t ow = pix % (size_t)od->w, t = pix / (size_t)od->w;
     size_t oh = t % (size_t)od->h, n = t / (size_t)od->h;
@@ -242,9 +241,9 @@ mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, con
     return MENGINE_OK;
 }
 
-mengine_status mk_transpose_conv_f32(const mk_conv_params *p, const mk_dims *id,
-                                     const float *in, const mk_dims *fd, const float *filter,
-                                     const float *bias, const mk_dims *od, float *out)
+mengine_status mk_transpose_conv_f32(const mk_conv_params *p, const mk_dims *id, const float *in,
+                                     const mk_dims *fd, const float *filter, const float *bias,
+                                     const mk_dims *od, float *out)
 {
     if (!conv_args_ok(p, id, in, fd, filter, od, out) || fd->c != id->c || od->c != fd->n)
         return MENGINE_ERR_ARG;

@@ -6,8 +6,8 @@
 
 /* One output pixel of the general kernel, taps clipped to the image. */
 static void dw_pixel(const mk_dw_params *p, const mk_dims *id, const float *restrict in_n,
-                     const mk_dims *fd, const float *restrict filter,
-                     const float *restrict bias, int oh, int ow, float *restrict y)
+                     const mk_dims *fd, const float *restrict filter, const float *restrict bias,
+                     int oh, int ow, float *restrict y)
 {
     const int W = id->w, C = id->c, M = p->multiplier, CO = fd->c, KW = fd->w;
     const int ih0 = oh * p->stride_h - p->pad_h, iw0 = ow * p->stride_w - p->pad_w;
@@ -36,8 +36,8 @@ static int dw_args_ok(const mk_dw_params *p, const mk_dims *id, const float *in,
 {
     return p && in && filter && out && mk_dims_ok(id) && mk_dims_ok(fd) && mk_dims_ok(od) &&
            p->stride_h > 0 && p->stride_w > 0 && p->pad_h >= 0 && p->pad_w >= 0 &&
-           p->multiplier > 0 && mk_act_ok(p->act) && fd->n == 1 &&
-           fd->c == id->c * p->multiplier && od->c == fd->c && od->n == id->n;
+           p->multiplier > 0 && mk_act_ok(p->act) && fd->n == 1 && fd->c == id->c * p->multiplier &&
+           od->c == fd->c && od->n == id->n;
 }
 
 mengine_status mk_depthwise_conv_f32(const mk_dw_params *p, const mk_dims *id, const float *in,
@@ -50,8 +50,8 @@ mengine_status mk_depthwise_conv_f32(const mk_dw_params *p, const mk_dims *id, c
         const float *in_n = in + (size_t)n * id->h * id->w * id->c;
         for (int oh = 0; oh < od->h; oh++)
             for (int ow = 0; ow < od->w; ow++)
-                dw_pixel(p, id, in_n, fd, filter, bias,
-                         oh, ow, out + (((size_t)n * od->h + oh) * od->w + ow) * od->c);
+                dw_pixel(p, id, in_n, fd, filter, bias, oh, ow,
+                         out + (((size_t)n * od->h + oh) * od->w + ow) * od->c);
     }
     return MENGINE_OK;
 }
@@ -67,9 +67,8 @@ int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *fd)
  * inlining, so the taps of a kernel row unroll and each row is one pass over
  * the channels, the contiguous dimension the compiler vectorises. */
 static MK_ALWAYS_INLINE void dw_interior(const int K, const float *restrict in_n, int W, int C,
-                                         const float *restrict filter,
-                                         const float *restrict bias, int ih0, int iw0,
-                                         float *restrict y, mk_act act)
+                                         const float *restrict filter, const float *restrict bias,
+                                         int ih0, int iw0, float *restrict y, mk_act act)
 {
     for (int kh = 0; kh < K; kh++) {
         const float *restrict x = in_n + ((size_t)(ih0 + kh) * W + iw0) * C;
@@ -107,9 +106,8 @@ static MK_ALWAYS_INLINE void dw_fast(const int K, const int S, const mk_dw_param
     }
 }
 
-mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *id,
-                                          const float *in, const mk_dims *fd,
-                                          const float *filter, const float *bias,
+mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *id, const float *in,
+                                          const mk_dims *fd, const float *filter, const float *bias,
                                           const mk_dims *od, float *out)
 {
     if (!dw_args_ok(p, id, in, fd, filter, od, out) || !mk_depthwise_conv_fast_ok(p, fd))

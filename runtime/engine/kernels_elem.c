@@ -21,8 +21,7 @@ void mk_act_f32(float *x, size_t n, mk_act act)
         for (i = 0; i < n; i++)
             x[i] = x[i] < 0.0f ? 0.0f : (x[i] > 6.0f ? 6.0f : x[i]);
         break;
-    case MK_ACT_NONE:
-        break;
+    case MK_ACT_NONE: break;
     }
 }
 
@@ -93,8 +92,8 @@ static int bcast_ok(const mk_dims *d, const mk_dims *o)
 }
 
 /* One output row of C values; either operand may be a single broadcast value. */
-static void bin_row(enum binop op, const float *a, size_t sa, const float *b, size_t sb,
-                    float *out, size_t c)
+static void bin_row(enum binop op, const float *a, size_t sa, const float *b, size_t sb, float *out,
+                    size_t c)
 {
     size_t i;
     if (op == BIN_ADD) {

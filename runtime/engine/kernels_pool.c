@@ -5,8 +5,8 @@ mengine_status mk_avg_pool_f32(const mk_pool_params *p, const mk_dims *id, const
                                const mk_dims *od, float *out)
 {
     if (!p || !in || !out || !mk_dims_ok(id) || !mk_dims_ok(od) || p->stride_h <= 0 ||
-        p->stride_w <= 0 || p->pad_h < 0 || p->pad_w < 0 || p->filter_h <= 0 ||
-        p->filter_w <= 0 || !mk_act_ok(p->act) || od->n != id->n || od->c != id->c)
+        p->stride_w <= 0 || p->pad_h < 0 || p->pad_w < 0 || p->filter_h <= 0 || p->filter_w <= 0 ||
+        !mk_act_ok(p->act) || od->n != id->n || od->c != id->c)
         return MENGINE_ERR_ARG;
     const int H = id->h, W = id->w, C = id->c;
     for (int n = 0; n < id->n; n++)

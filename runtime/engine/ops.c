@@ -36,8 +36,8 @@ static mengine_status float_input(const mop_ctx *c, uint32_t i, mtensor_info *ti
     if (!present)
         return me_op_fail(c, MENGINE_ERR_GRAPH, "input %u (%s) is missing", i, what);
     if (ti->type != MENGINE_FLOAT32)
-        return me_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i, what,
-                        ti->index, ti->name);
+        return me_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i,
+                          what, ti->index, ti->name);
     return MENGINE_OK;
 }
 
@@ -47,8 +47,8 @@ static mengine_status opt_float_input(const mop_ctx *c, uint32_t i, mtensor_info
 {
     mengine_status st = opt_input(c, i, ti, present);
     if (st == MENGINE_OK && *present && ti->type != MENGINE_FLOAT32)
-        return me_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i, what,
-                        ti->index, ti->name);
+        return me_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i,
+                          what, ti->index, ti->name);
     return st;
 }
 
@@ -63,8 +63,8 @@ static mengine_status int_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, 
         return me_op_fail(c, MENGINE_ERR_GRAPH, "input %u (%s) is missing", i, what);
     if (ti->type != MENGINE_INT32 || !ti->data || ti->rank > 1)
         return me_op_fail(c, MENGINE_ERR_TYPE,
-                        "input %u (%s, tensor %u '%s') must be a constant INT32 vector", i, what,
-                        ti->index, ti->name);
+                          "input %u (%s, tensor %u '%s') must be a constant INT32 vector", i, what,
+                          ti->index, ti->name);
     return MENGINE_OK;
 }
 
@@ -80,8 +80,8 @@ static mengine_status need_rank(const mop_ctx *c, const mtensor_info *ti, uint32
                                 const char *what)
 {
     if (ti->rank != rank)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "%s (tensor %u '%s') has rank %u, expected %u", what,
-                        ti->index, ti->name, ti->rank, rank);
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "%s (tensor %u '%s') has rank %u, expected %u",
+                          what, ti->index, ti->name, ti->rank, rank);
     return MENGINE_OK;
 }
 
@@ -111,8 +111,8 @@ static mengine_status need_shape(const mop_ctx *c, const mtensor_info *out, cons
     if (!same) {
         char got[64], want[64];
         return me_op_fail(c, MENGINE_ERR_SHAPE, "output (tensor %u '%s') has shape %s, expected %s",
-                        out->index, out->name, dims_str(out->dims, out->rank, got, sizeof got),
-                        dims_str(dims, rank, want, sizeof want));
+                          out->index, out->name, dims_str(out->dims, out->rank, got, sizeof got),
+                          dims_str(dims, rank, want, sizeof want));
     }
     return MENGINE_OK;
 }
@@ -129,7 +129,7 @@ static mengine_status options(const mop_ctx *c, int8_t type, fb_table *t, int *p
         return MENGINE_OK;
     if (got != (uint8_t)type)
         return me_op_fail(c, MENGINE_ERR_OPTIONS, "options of union type %u, expected %d",
-                        (unsigned)got, (int)type);
+                          (unsigned)got, (int)type);
     return me_fb_sub_table(c->r, &c->op, OP_OPTIONS, t, present);
 }
 
@@ -152,7 +152,7 @@ static mengine_status read_act(const mop_ctx *c, const fb_table *t, int present,
         return st;
     if (v < MK_ACT_NONE || v > MK_ACT_RELU6)
         return me_op_fail(c, MENGINE_ERR_OPTIONS,
-                        "fused activation %d unsupported (NONE, RELU, RELU_N1_TO_1, RELU6)", v);
+                          "fused activation %d unsupported (NONE, RELU, RELU_N1_TO_1, RELU6)", v);
     *act = (mk_act)v;
     return MENGINE_OK;
 }
@@ -172,8 +172,8 @@ static mengine_status read_window(const mop_ctx *c, const fb_table *t, unsigned 
     if (p != PAD_SAME && p != PAD_VALID)
         return me_op_fail(c, MENGINE_ERR_OPTIONS, "padding %d (SAME 0 or VALID 1)", p);
     if (*sh < 1 || *sw < 1 || *sh > MAX_STRIDE || *sw > MAX_STRIDE)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "strides %d x %d out of range (1 to %d)", *sh, *sw,
-                        MAX_STRIDE);
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "strides %d x %d out of range (1 to %d)", *sh,
+                          *sw, MAX_STRIDE);
     *pad = (enum padding)p;
     return MENGINE_OK;
 }
@@ -207,10 +207,7 @@ static int finite_float(float v) { return v >= -FLT_MAX && v <= FLT_MAX; }
 
 /* ---- eval helpers ---- */
 
-static const mtensor *out_rec(const mengine *e, const mnode *n)
-{
-    return &e->tensors[n->output];
-}
+static const mtensor *out_rec(const mengine *e, const mnode *n) { return &e->tensors[n->output]; }
 
 /* 4-D view of a record, dims right-aligned (a [B, C] tensor is (1, 1, B, C)). */
 static mk_dims dims4(const mtensor *t)
@@ -258,15 +255,15 @@ static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (f.dims[3] != in.dims[3])
         return me_op_fail(c, MENGINE_ERR_SHAPE, "filter has %d input channels, the input has %d",
-                        f.dims[3], in.dims[3]);
+                          f.dims[3], in.dims[3]);
     if (has_b && b.dims[0] != f.dims[0])
         return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
-                        b.dims[0], f.dims[0]);
+                          b.dims[0], f.dims[0]);
     const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
     const int32_t ow = window_out(in.dims[2], f.dims[2], p->stride_w, pad);
     if (oh < 1 || ow < 1)
         return me_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
-                        f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
+                          f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
     const int32_t want[4] = {in.dims[0], oh, ow, f.dims[0]};
     st = need_shape(c, &out, want, 4);
     if (st != MENGINE_OK)
@@ -331,20 +328,20 @@ static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
     const int32_t cin = in.dims[3], cout = f.dims[3];
     if (f.dims[0] != 1 || cout % cin != 0)
         return me_op_fail(c, MENGINE_ERR_SHAPE,
-                        "filter [%d, %d, %d, %d] is not [1, KH, KW, M x %d input channels]",
-                        f.dims[0], f.dims[1], f.dims[2], f.dims[3], cin);
+                          "filter [%d, %d, %d, %d] is not [1, KH, KW, M x %d input channels]",
+                          f.dims[0], f.dims[1], f.dims[2], f.dims[3], cin);
     p->multiplier = cout / cin;
     if (dm != 0 && dm != p->multiplier)
         return me_op_fail(c, MENGINE_ERR_OPTIONS, "depth_multiplier %d, the shapes give %d", dm,
-                        p->multiplier);
+                          p->multiplier);
     if (has_b && b.dims[0] != cout)
         return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
-                        b.dims[0], cout);
+                          b.dims[0], cout);
     const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
     const int32_t ow = window_out(in.dims[2], f.dims[2], p->stride_w, pad);
     if (oh < 1 || ow < 1)
         return me_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
-                        f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
+                          f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
     const int32_t want[4] = {in.dims[0], oh, ow, cout};
     st = need_shape(c, &out, want, 4);
     p->pad_h = pad_before(in.dims[1], f.dims[1], p->stride_h, oh);
@@ -358,8 +355,8 @@ static mengine_status dw_eval(const mengine *e, const mnode *n)
     const mtensor *b = n->n_inputs > 2 ? node_input(e, n, 2) : NULL, *out = out_rec(e, n);
     const mk_dims id = dims4(in), fd = dims4(f), od = dims4(out);
     if (mk_depthwise_conv_fast_ok(&n->p.dw, &fd))
-        return mk_depthwise_conv_fast_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, opt_data(b),
-                                          &od, out->data);
+        return mk_depthwise_conv_fast_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
+                                          out->data);
     return mk_depthwise_conv_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
                                  out->data);
 }
@@ -397,7 +394,8 @@ static mengine_status tconv_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (shape.count != 4)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "output shape has %u values, expected 4", shape.count);
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "output shape has %u values, expected 4",
+                          shape.count);
     const int32_t want[4] = {int_at(&shape, 0), int_at(&shape, 1), int_at(&shape, 2),
                              int_at(&shape, 3)};
     st = need_shape(c, &out, want, 4);
@@ -405,18 +403,19 @@ static mengine_status tconv_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (f.dims[3] != in.dims[3] || f.dims[0] != out.dims[3] || out.dims[0] != in.dims[0])
         return me_op_fail(c, MENGINE_ERR_SHAPE,
-                        "filter [%d, %d, %d, %d] does not map %d to %d channels", f.dims[0],
-                        f.dims[1], f.dims[2], f.dims[3], in.dims[3], out.dims[3]);
+                          "filter [%d, %d, %d, %d] does not map %d to %d channels", f.dims[0],
+                          f.dims[1], f.dims[2], f.dims[3], in.dims[3], out.dims[3]);
     if (has_b && b.dims[0] != f.dims[0])
         return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
-                        b.dims[0], f.dims[0]);
+                          b.dims[0], f.dims[0]);
     /* The input must be what a convolution with these parameters makes of the output. */
     const int32_t ih = window_out(out.dims[1], f.dims[1], p->stride_h, pad);
     const int32_t iw = window_out(out.dims[2], f.dims[2], p->stride_w, pad);
     if (ih != in.dims[1] || iw != in.dims[2])
-        return me_op_fail(c, MENGINE_ERR_SHAPE,
-                        "input is %dx%d, a %dx%d output with these strides and padding needs %dx%d",
-                        in.dims[1], in.dims[2], out.dims[1], out.dims[2], ih, iw);
+        return me_op_fail(
+            c, MENGINE_ERR_SHAPE,
+            "input is %dx%d, a %dx%d output with these strides and padding needs %dx%d", in.dims[1],
+            in.dims[2], out.dims[1], out.dims[2], ih, iw);
     p->pad_h = pad_before(out.dims[1], f.dims[1], p->stride_h, ih);
     p->pad_w = pad_before(out.dims[2], f.dims[2], p->stride_w, iw);
     return MENGINE_OK;
@@ -458,12 +457,12 @@ static mengine_status pool_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (p->filter_h < 1 || p->filter_w < 1 || p->filter_h > MAX_STRIDE || p->filter_w > MAX_STRIDE)
         return me_op_fail(c, MENGINE_ERR_OPTIONS, "filter %d x %d out of range (1 to %d)",
-                        p->filter_h, p->filter_w, MAX_STRIDE);
+                          p->filter_h, p->filter_w, MAX_STRIDE);
     const int32_t oh = window_out(in.dims[1], p->filter_h, p->stride_h, pad);
     const int32_t ow = window_out(in.dims[2], p->filter_w, p->stride_w, pad);
     if (oh < 1 || ow < 1)
         return me_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
-                        p->filter_h, p->filter_w, in.dims[1], in.dims[2]);
+                          p->filter_h, p->filter_w, in.dims[1], in.dims[2]);
     const int32_t want[4] = {in.dims[0], oh, ow, in.dims[3]};
     p->pad_h = pad_before(in.dims[1], p->filter_h, p->stride_h, oh);
     p->pad_w = pad_before(in.dims[2], p->filter_w, p->stride_w, ow);
@@ -505,7 +504,8 @@ static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
         mask |= a >= 0 && a < 4 ? 1 << a : 16;
     }
     if (axis.count != 2 || mask != 6)
-        return me_op_fail(c, MENGINE_ERR_UNSUPPORTED, "only the mean over axes {1, 2} (H, W) is supported");
+        return me_op_fail(c, MENGINE_ERR_UNSUPPORTED,
+                          "only the mean over axes {1, 2} (H, W) is supported");
     node->p.misc.keep_dims = keep != 0;
     const int32_t keep_dims[4] = {in.dims[0], 1, 1, in.dims[3]};
     const int32_t flat[2] = {in.dims[0], in.dims[3]};
@@ -550,19 +550,23 @@ static mengine_status fc_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (format != 0)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "weights format %d unsupported (DEFAULT only)", format);
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "weights format %d unsupported (DEFAULT only)",
+                          format);
     const int32_t units = w.dims[0], depth = w.dims[1];
     if (in.rank < 1 || in.count % (uint32_t)depth)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "input of %u values is not a whole number of rows of %d",
-                        in.count, depth);
+        return me_op_fail(c, MENGINE_ERR_SHAPE,
+                          "input of %u values is not a whole number of rows of %d", in.count,
+                          depth);
     if (has_b && b.dims[0] != units)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d units", b.dims[0], units);
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d units", b.dims[0],
+                          units);
     node->p.misc.keep_dims = keep != 0;
     if (keep) {
         int32_t want[MENGINE_MAX_DIMS];
         if (in.dims[in.rank - 1] != depth)
-            return me_op_fail(c, MENGINE_ERR_SHAPE, "keep_num_dims: input depth %d, weights take %d",
-                            in.dims[in.rank - 1], depth);
+            return me_op_fail(c, MENGINE_ERR_SHAPE,
+                              "keep_num_dims: input depth %d, weights take %d",
+                              in.dims[in.rank - 1], depth);
         memcpy(want, in.dims, sizeof want);
         want[in.rank - 1] = units;
         return need_shape(c, &out, want, in.rank);
@@ -599,7 +603,7 @@ static mengine_status softmax_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (!(beta > 0.0f) || !finite_float(beta))
         return me_op_fail(c, MENGINE_ERR_OPTIONS,
-                        "beta must be positive and finite (absent SoftmaxOptions mean beta 0)");
+                          "beta must be positive and finite (absent SoftmaxOptions mean beta 0)");
     node->p.misc.value = beta;
     return need_shape(c, &out, in.dims, in.rank);
 }
@@ -633,7 +637,7 @@ static mengine_status reshape_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (out.count != in.count)
         return me_op_fail(c, MENGINE_ERR_SHAPE, "output has %u values, the input %u", out.count,
-                        in.count);
+                          in.count);
     if (has_shape) {
         int unknown = 0, ok = shape.count == out.rank;
         for (uint32_t i = 0; ok && i < shape.count; i++) {
@@ -642,8 +646,8 @@ static mengine_status reshape_prepare(const mop_ctx *c, mnode *node)
             ok = v == out.dims[i] || (v == -1 && unknown == 1);
         }
         if (!ok)
-            return me_op_fail(c, MENGINE_ERR_SHAPE, "shape input (tensor %u) does not match the output",
-                            shape.index);
+            return me_op_fail(c, MENGINE_ERR_SHAPE,
+                              "shape input (tensor %u) does not match the output", shape.index);
     }
     return MENGINE_OK;
 }
@@ -689,13 +693,14 @@ static mengine_status concat_prepare(const mop_ctx *c, mnode *node)
             same = k == axis || in.dims[k] == out.dims[k];
         if (!same)
             return me_op_fail(c, MENGINE_ERR_SHAPE,
-                            "input %u (tensor %u '%s') differs from the output outside axis %d", i,
-                            in.index, in.name, axis);
+                              "input %u (tensor %u '%s') differs from the output outside axis %d",
+                              i, in.index, in.name, axis);
         sum += in.dims[axis];
     }
     if (sum != out.dims[axis])
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "inputs add up to %d along axis %d, the output has %d",
-                        (int)sum, axis, out.dims[axis]);
+        return me_op_fail(c, MENGINE_ERR_SHAPE,
+                          "inputs add up to %d along axis %d, the output has %d", (int)sum, axis,
+                          out.dims[axis]);
     return MENGINE_OK;
 }
 
@@ -712,7 +717,8 @@ static mengine_status concat_eval(const mengine *e, const mnode *n)
     for (uint32_t i = 0; i < n->n_inputs; i++) {
         const mtensor *in = node_input(e, n, i);
         const size_t chunk = (size_t)in->dims[axis] * inner;
-        mengine_status st = mk_concat_part_f32(in->cdata, outer, chunk, out->data, out_chunk, offset);
+        mengine_status st =
+            mk_concat_part_f32(in->cdata, outer, chunk, out->data, out_chunk, offset);
         if (st != MENGINE_OK)
             return st;
         offset += chunk;
@@ -746,8 +752,8 @@ static mengine_status binary_prepare(const mop_ctx *c, mnode *node)
         const int32_t da = i + a.rank >= rank ? a.dims[i + a.rank - rank] : 1;
         const int32_t db = i + b.rank >= rank ? b.dims[i + b.rank - rank] : 1;
         if (da != db && da != 1 && db != 1)
-            return me_op_fail(c, MENGINE_ERR_SHAPE, "dims %d and %d of the inputs do not broadcast", da,
-                            db);
+            return me_op_fail(c, MENGINE_ERR_SHAPE, "dims %d and %d of the inputs do not broadcast",
+                              da, db);
         want[i] = da > db ? da : db;
     }
     return need_shape(c, &out, want, rank);

@@ -26,12 +26,12 @@
 enum { F_INPUT = 1, F_OUTPUT = 2, F_OFFLINE = 4 };
 
 typedef struct pitem {
-    uint32_t bytes;  /* exact size; 0 = nothing to place */
+    uint32_t bytes; /* exact size; 0 = nothing to place */
     uint32_t offset;
     int32_t first, last;
-    int32_t parent;  /* group leader (itself when leader) */
-    int32_t next;    /* next placed buffer by offset, -1 at the end */
-    uint32_t count;  /* elements (tensors) */
+    int32_t parent; /* group leader (itself when leader) */
+    int32_t next;   /* next placed buffer by offset, -1 at the end */
+    uint32_t count; /* elements (tensors) */
     uint32_t flags;
 } pitem;
 
@@ -100,7 +100,8 @@ static mengine_status share(fbr *r, const mengine_model *m, pitem *it)
             continue;
         for (uint32_t k = 0; k < in.n; k++) {
             const int32_t x = fb_vec_i32(r, &in, k);
-            if (x < 0 || it[x].bytes == 0 || (it[x].flags & F_OFFLINE) || it[x].count != it[o].count)
+            if (x < 0 || it[x].bytes == 0 || (it[x].flags & F_OFFLINE) ||
+                it[x].count != it[o].count)
                 continue;
             const int32_t leader = find(it, x);
             if (builtin == MENGINE_OP_RESHAPE) {
@@ -123,7 +124,7 @@ mengine_status me_plan_begin(void *work, size_t work_size, const mengine_model *
         return me_diag_fail(d, MENGINE_ERR_ARG, "planner work area is NULL or not 4-byte aligned");
     if (work_size < me_plan_work_size(m->n_tensors, m->n_ops))
         return me_diag_fail(d, MENGINE_ERR_ARENA, "planner work area of %zu bytes, %zu needed",
-                          work_size, me_plan_work_size(m->n_tensors, m->n_ops));
+                            work_size, me_plan_work_size(m->n_tensors, m->n_ops));
     phead *h = head(work);
     h->n_tensors = m->n_tensors;
     h->n_ops = m->n_ops;
@@ -240,11 +241,13 @@ mengine_status me_plan_run(void *work, mdiag *d, size_t *total)
             continue;
         }
         for (int32_t j = list; j >= 0; j = it[j].next)
-            if (live_together(&it[i], &it[j]) && it[j].offset < it[i].offset + rounded(it[i].bytes) &&
+            if (live_together(&it[i], &it[j]) &&
+                it[j].offset < it[i].offset + rounded(it[i].bytes) &&
                 it[i].offset < it[j].offset + rounded(it[j].bytes))
-                return me_diag_fail(d, MENGINE_ERR_PLAN,
-                                  "OfflineMemoryAllocation: tensors %u and %u overlap while both are live",
-                                  (unsigned)j, i);
+                return me_diag_fail(
+                    d, MENGINE_ERR_PLAN,
+                    "OfflineMemoryAllocation: tensors %u and %u overlap while both are live",
+                    (unsigned)j, i);
         insert(it, &list, (int32_t)i);
     }
     /* Insertion sort: n is at most the number of tensors plus operators. */

@@ -126,7 +126,8 @@ static manta_status check_building(mfb_builder *b, int want_table)
         return fail(b, MANTA_ERR_INVALID_ARG, "buffer already finished");
     if (b->in_table != want_table)
         return fail(b, MANTA_ERR_INVALID_ARG,
-                    want_table ? "field added outside a table" : "object built inside an open table");
+                    want_table ? "field added outside a table"
+                               : "object built inside an open table");
     return MANTA_OK;
 }
 
@@ -326,8 +327,7 @@ manta_status mfb_create_vector(mfb_builder *b, const void *data, size_t count, s
     return st;
 }
 
-manta_status mfb_create_ref_vector(mfb_builder *b, const mfb_ref *refs, size_t count,
-                                   mfb_ref *out)
+manta_status mfb_create_ref_vector(mfb_builder *b, const mfb_ref *refs, size_t count, mfb_ref *out)
 {
     manta_status st = check_building(b, 0);
     if (st != MANTA_OK)

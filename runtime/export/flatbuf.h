@@ -42,19 +42,19 @@ typedef uint32_t mfb_ref;
 
 /** Builder state. Fields are private; use the functions. */
 typedef struct mfb_builder {
-    uint8_t *buf;     /**< storage; the data occupies the last @c size bytes */
-    size_t cap;       /**< bytes allocated */
-    size_t size;      /**< bytes written */
-    size_t minalign;  /**< largest alignment used so far */
-    int in_table;     /**< a table is open */
-    size_t table_end; /**< size when the open table started */
+    uint8_t *buf;                   /**< storage; the data occupies the last @c size bytes */
+    size_t cap;                     /**< bytes allocated */
+    size_t size;                    /**< bytes written */
+    size_t minalign;                /**< largest alignment used so far */
+    int in_table;                   /**< a table is open */
+    size_t table_end;               /**< size when the open table started */
     uint32_t field[MFB_MAX_FIELDS]; /**< per field id: position (from the end) or 0 */
     unsigned n_fields;              /**< highest field id added + 1 */
     uint32_t *vtables;              /**< positions of the vtables written, for sharing */
     size_t n_vtables, cap_vtables;
-    int finished;           /**< mfb_finish() succeeded */
-    manta_status status;    /**< first error (sticky) */
-    const char *why;        /**< static description of the first error */
+    int finished;        /**< mfb_finish() succeeded */
+    manta_status status; /**< first error (sticky) */
+    const char *why;     /**< static description of the first error */
 } mfb_builder;
 
 /**
@@ -82,15 +82,24 @@ manta_status mfb_start_table(mfb_builder *b);
  *         field added twice), MANTA_ERR_NO_MEMORY.
  */
 manta_status mfb_add_bool(mfb_builder *b, unsigned id, int v, int def);
-manta_status mfb_add_i8(mfb_builder *b, unsigned id, int8_t v, int8_t def);   /**< @copydoc mfb_add_bool */
-manta_status mfb_add_u8(mfb_builder *b, unsigned id, uint8_t v, uint8_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_i16(mfb_builder *b, unsigned id, int16_t v, int16_t def);   /**< @copydoc mfb_add_bool */
-manta_status mfb_add_u16(mfb_builder *b, unsigned id, uint16_t v, uint16_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_i32(mfb_builder *b, unsigned id, int32_t v, int32_t def);   /**< @copydoc mfb_add_bool */
-manta_status mfb_add_u32(mfb_builder *b, unsigned id, uint32_t v, uint32_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_i64(mfb_builder *b, unsigned id, int64_t v, int64_t def);   /**< @copydoc mfb_add_bool */
-manta_status mfb_add_u64(mfb_builder *b, unsigned id, uint64_t v, uint64_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_f32(mfb_builder *b, unsigned id, float v, float def);       /**< @copydoc mfb_add_bool */
+manta_status mfb_add_i8(mfb_builder *b, unsigned id, int8_t v,
+                        int8_t def); /**< @copydoc mfb_add_bool */
+manta_status mfb_add_u8(mfb_builder *b, unsigned id, uint8_t v,
+                        uint8_t def); /**< @copydoc mfb_add_bool */
+manta_status mfb_add_i16(mfb_builder *b, unsigned id, int16_t v,
+                         int16_t def); /**< @copydoc mfb_add_bool */
+manta_status mfb_add_u16(mfb_builder *b, unsigned id, uint16_t v,
+                         uint16_t def); /**< @copydoc mfb_add_bool */
+manta_status mfb_add_i32(mfb_builder *b, unsigned id, int32_t v,
+                         int32_t def); /**< @copydoc mfb_add_bool */
+manta_status mfb_add_u32(mfb_builder *b, unsigned id, uint32_t v,
+                         uint32_t def); /**< @copydoc mfb_add_bool */
+manta_status mfb_add_i64(mfb_builder *b, unsigned id, int64_t v,
+                         int64_t def); /**< @copydoc mfb_add_bool */
+manta_status mfb_add_u64(mfb_builder *b, unsigned id, uint64_t v,
+                         uint64_t def); /**< @copydoc mfb_add_bool */
+manta_status mfb_add_f32(mfb_builder *b, unsigned id, float v,
+                         float def); /**< @copydoc mfb_add_bool */
 
 /**
  * Add a field that refers to an object written earlier (table, string,
@@ -129,8 +138,7 @@ manta_status mfb_create_vector(mfb_builder *b, const void *data, size_t count, s
  * @param refs  @p count objects, none 0.
  * @param out   the vector (written only on success).
  */
-manta_status mfb_create_ref_vector(mfb_builder *b, const mfb_ref *refs, size_t count,
-                                   mfb_ref *out);
+manta_status mfb_create_ref_vector(mfb_builder *b, const mfb_ref *refs, size_t count, mfb_ref *out);
 
 /**
  * Finish the buffer: root offset, then the optional file identifier.

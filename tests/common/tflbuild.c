@@ -114,10 +114,10 @@ void tb_offline(tb_model *m, const int32_t *offsets)
 
 /* ---- serialisation ---- */
 
-#define OK(call)                                                                             \
-    do {                                                                                     \
-        if ((call) != MANTA_OK)                                                              \
-            fail_msg("flatbuffer builder: %s", mfb_error(b));                               \
+#define OK(call)                                                                                   \
+    do {                                                                                           \
+        if ((call) != MANTA_OK)                                                                    \
+            fail_msg("flatbuffer builder: %s", mfb_error(b));                                      \
     } while (0)
 
 static mfb_ref options(mfb_builder *b, const tb_opts *o)
@@ -162,9 +162,7 @@ static mfb_ref options(mfb_builder *b, const tb_opts *o)
         OK(mfb_add_i8(b, 1, (int8_t)o->act, 0));
         break;
     case 11: /* AddOptions */
-    case 21: /* MulOptions */
-        OK(mfb_add_i8(b, 0, (int8_t)o->act, 0));
-        break;
+    case 21: /* MulOptions */ OK(mfb_add_i8(b, 0, (int8_t)o->act, 0)); break;
     case 27: OK(mfb_add_bool(b, 0, o->keep_dims, 0)); break;
     case 49: /* TransposeConvOptions */
         OK(mfb_add_i8(b, 0, (int8_t)o->padding, 0));

@@ -176,7 +176,8 @@ void re_binary(int op, const double *a, const int *ad, const double *b, const in
             for (int w = 0; w < od[2]; w++)
                 for (int c = 0; c < od[3]; c++) {
                     double x = a[bidx(ad, n, h, w, c)], y = b[bidx(bd, n, h, w, c)];
-                    out[((n * od[1] + h) * od[2] + w) * od[3] + c] = re_act(act, op ? x * y : x + y);
+                    out[((n * od[1] + h) * od[2] + w) * od[3] + c] =
+                        re_act(act, op ? x * y : x + y);
                 }
 }
 

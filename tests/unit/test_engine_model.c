@@ -65,15 +65,19 @@ static void net_build(net *n, manta_rng *rng)
     const int32_t d_se_b[1] = {SE};
 
     n->t_in = tb_tensor_f32(m, "input", 4, d_in, NULL);
-    int32_t w1 = tb_tensor_f32(m, "stem/w", 4, d_w1, n->w1.f), b1 = tb_tensor_f32(m, "stem/b", 1, d_c1, n->b1.f);
+    int32_t w1 = tb_tensor_f32(m, "stem/w", 4, d_w1, n->w1.f),
+            b1 = tb_tensor_f32(m, "stem/b", 1, d_c1, n->b1.f);
     n->t_c1 = tb_tensor_f32(m, "stem", 4, d_act, NULL);
-    int32_t wd = tb_tensor_f32(m, "dw/w", 4, d_wd, n->wd.f), bd = tb_tensor_f32(m, "dw/b", 1, d_c1, n->bd.f);
+    int32_t wd = tb_tensor_f32(m, "dw/w", 4, d_wd, n->wd.f),
+            bd = tb_tensor_f32(m, "dw/b", 1, d_c1, n->bd.f);
     n->t_d1 = tb_tensor_f32(m, "dw", 4, d_act, NULL);
     int32_t ax = tb_tensor_i32(m, "axes", 2, axes);
     int32_t se0 = tb_tensor_f32(m, "se/pool", 4, d_se, NULL);
-    int32_t ws1 = tb_tensor_f32(m, "se/fc1/w", 2, d_ws1, n->ws1.f), bs1 = tb_tensor_f32(m, "se/fc1/b", 1, d_se_b, n->bs1.f);
+    int32_t ws1 = tb_tensor_f32(m, "se/fc1/w", 2, d_ws1, n->ws1.f),
+            bs1 = tb_tensor_f32(m, "se/fc1/b", 1, d_se_b, n->bs1.f);
     int32_t se1 = tb_tensor_f32(m, "se/fc1", 4, d_se1, NULL);
-    int32_t ws2 = tb_tensor_f32(m, "se/fc2/w", 2, d_ws2, n->ws2.f), bs2 = tb_tensor_f32(m, "se/fc2/b", 1, d_c1, n->bs2.f);
+    int32_t ws2 = tb_tensor_f32(m, "se/fc2/w", 2, d_ws2, n->ws2.f),
+            bs2 = tb_tensor_f32(m, "se/fc2/b", 1, d_c1, n->bs2.f);
     int32_t se2 = tb_tensor_f32(m, "se/fc2", 2, d_se2, NULL);
     n->t_se3 = tb_tensor_f32(m, "se/gate", 2, d_se2, NULL);
     int32_t shp = tb_tensor_i32(m, "se/shape", 4, se_shape);
@@ -81,26 +85,32 @@ static void net_build(net *n, manta_rng *rng)
     n->t_m = tb_tensor_f32(m, "se/out", 4, d_act, NULL);
     n->t_a = tb_tensor_f32(m, "residual", 4, d_act, NULL);
     int32_t cat = tb_tensor_f32(m, "concat", 4, d_cat, NULL);
-    int32_t wp = tb_tensor_f32(m, "proj/w", 4, d_wp, n->wp.f), bp = tb_tensor_f32(m, "proj/b", 1, d_c2, n->bp.f);
+    int32_t wp = tb_tensor_f32(m, "proj/w", 4, d_wp, n->wp.f),
+            bp = tb_tensor_f32(m, "proj/b", 1, d_c2, n->bp.f);
     n->t_p = tb_tensor_f32(m, "proj", 4, d_p, NULL);
     n->t_h = tb_tensor_f32(m, "hswish", 4, d_p, NULL);
     int32_t pool = tb_tensor_f32(m, "pool", 4, d_pool, NULL);
     int32_t g = tb_tensor_f32(m, "gap", 2, d_g, NULL);
-    int32_t wf = tb_tensor_f32(m, "fc/w", 2, d_wf, n->wf.f), bf = tb_tensor_f32(m, "fc/b", 1, d_cls, n->bf.f);
+    int32_t wf = tb_tensor_f32(m, "fc/w", 2, d_wf, n->wf.f),
+            bf = tb_tensor_f32(m, "fc/b", 1, d_cls, n->bf.f);
     int32_t logits = tb_tensor_f32(m, "logits", 2, d_out, NULL);
     n->t_out = tb_tensor_f32(m, "probs", 2, d_out, NULL);
 
     const tb_opts conv = {.type = 1, .padding = 0, .stride_w = 2, .stride_h = 2, .act = 3};
-    const tb_opts dw = {.type = 2, .padding = 0, .stride_w = 1, .stride_h = 1, .act = 1, .depth_multiplier = 1};
+    const tb_opts dw = {
+        .type = 2, .padding = 0, .stride_w = 1, .stride_h = 1, .act = 1, .depth_multiplier = 1};
     const tb_opts keep = {.type = 27, .keep_dims = 1}, flat = {.type = 27, .keep_dims = 0};
     const tb_opts fc_keep = {.type = 8, .act = 1, .keep_dims = 1}, fc = {.type = 8};
     const tb_opts mul = {.type = 21}, add = {.type = 11}, concat = {.type = 10, .axis = 3};
     const tb_opts proj = {.type = 1, .padding = 1, .stride_w = 1, .stride_h = 1};
-    const tb_opts avg = {.type = 5, .padding = 1, .stride_w = 2, .stride_h = 2, .filter_w = 2, .filter_h = 2};
+    const tb_opts avg = {
+        .type = 5, .padding = 1, .stride_w = 2, .stride_h = 2, .filter_w = 2, .filter_h = 2};
     const tb_opts soft = {.type = 9, .beta = 1.0f}, reshape = {.type = 17};
-    const int32_t i_conv[3] = {n->t_in, w1, b1}, i_dw[3] = {n->t_c1, wd, bd}, i_mean[2] = {n->t_d1, ax};
+    const int32_t i_conv[3] = {n->t_in, w1, b1}, i_dw[3] = {n->t_c1, wd, bd},
+                  i_mean[2] = {n->t_d1, ax};
     const int32_t i_fc1[3] = {se0, ws1, bs1}, i_fc2[3] = {se1, ws2, bs2}, i_rs[2] = {n->t_se3, shp};
-    const int32_t i_mul[2] = {n->t_d1, n->t_se4}, i_add[2] = {n->t_m, n->t_c1}, i_cat[2] = {n->t_a, n->t_c1};
+    const int32_t i_mul[2] = {n->t_d1, n->t_se4}, i_add[2] = {n->t_m, n->t_c1},
+                  i_cat[2] = {n->t_a, n->t_c1};
     const int32_t i_proj[3] = {cat, wp, bp}, i_gap[2] = {pool, ax}, i_fc[3] = {g, wf, bf};
     tb_op_add(m, MENGINE_OP_CONV_2D, 1, 3, i_conv, n->t_c1, &conv);
     tb_op_add(m, MENGINE_OP_DEPTHWISE_CONV_2D, 1, 3, i_dw, n->t_d1, &dw);
@@ -123,7 +133,8 @@ static void net_build(net *n, manta_rng *rng)
 
 static void net_free(net *n)
 {
-    param *all[] = {&n->w1, &n->b1, &n->wd, &n->bd, &n->ws1, &n->bs1, &n->ws2, &n->bs2, &n->wp, &n->bp, &n->wf, &n->bf};
+    param *all[] = {&n->w1,  &n->b1,  &n->wd, &n->bd, &n->ws1, &n->bs1,
+                    &n->ws2, &n->bs2, &n->wp, &n->bp, &n->wf,  &n->bf};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         param_free(all[i]);
     tb_release(&n->m);
@@ -397,7 +408,8 @@ static void test_offline_plan_overlap_rejected(void **state)
     assert_non_null(work);
     assert_int_equal(mengine_arena_size(&mm, work, ws, &need, msg, sizeof msg), MENGINE_ERR_PLAN);
     assert_non_null(strstr(msg, "overlap"));
-    assert_int_equal(mengine_arena_size(&mm, work, ws - 1, &need, msg, sizeof msg), MENGINE_ERR_ARENA);
+    assert_int_equal(mengine_arena_size(&mm, work, ws - 1, &need, msg, sizeof msg),
+                     MENGINE_ERR_ARENA);
     free(work);
     free(f);
     tb_release(&m);
@@ -486,9 +498,9 @@ static void test_flatbuf_builder(void **state)
     assert_int_equal(r32(f + vec), 2);
     const uint32_t a = vec + 4 + r32(f + vec + 4), c = vec + 8 + r32(f + vec + 8);
     const uint32_t vta = a - r32(f + a), vtc = c - r32(f + c);
-    assert_int_equal(vta, vtc);                        /* shared vtable */
-    assert_int_equal(r16(f + vta), 4 + 2 * 3);         /* fields 0..2 */
-    assert_int_equal(r16(f + vta + 6), 0);             /* field 1 left at its default */
+    assert_int_equal(vta, vtc);                /* shared vtable */
+    assert_int_equal(r16(f + vta), 4 + 2 * 3); /* fields 0..2 */
+    assert_int_equal(r16(f + vta + 6), 0);     /* field 1 left at its default */
     assert_int_equal(r32(f + a + r16(f + vta + 4)), 7);
     assert_int_equal(r32(f + c + r16(f + vtc + 4)), 9);
     const uint32_t fa = a + r16(f + vta + 8), data = fa + r32(f + fa);
@@ -562,7 +574,8 @@ static void test_flatc_reads_model(void **state)
     assert_int_equal(fwrite(f, 1, size, fp), size);
     assert_int_equal(fclose(fp), 0);
     snprintf(cmd, sizeof cmd,
-             "flatc --json --raw-binary --strict-json -o %s models/tflite_subset.fbs -- %s", dir, path);
+             "flatc --json --raw-binary --strict-json -o %s models/tflite_subset.fbs -- %s", dir,
+             path);
     assert_int_equal(system(cmd), 0);
     fp = fopen(json, "rb");
     assert_non_null(fp);

@@ -125,7 +125,11 @@ static void dw_case(manta_rng *rng, int n, int h, int w, int ci, int mult, int k
     ins[1] = tb_tensor_f32(&m, "w", 4, dw, wt);
     ins[2] = tb_tensor_f32(&m, "b", 1, db, b);
     int32_t out = tb_tensor_f32(&m, "out", 4, dout, NULL);
-    tb_opts o = {.type = 2, .padding = pad, .stride_w = sw, .stride_h = sh, .act = act,
+    tb_opts o = {.type = 2,
+                 .padding = pad,
+                 .stride_w = sw,
+                 .stride_h = sh,
+                 .act = act,
                  .depth_multiplier = dm_option ? mult : 0};
     tb_op_add(&m, MENGINE_OP_DEPTHWISE_CONV_2D, 1, 3, ins, out, &o);
     tb_io(&m, 1, ins, 1, &out);
@@ -227,9 +231,15 @@ static void test_avg_pool(void **state)
         tb_model m;
         tb_init(&m);
         const int32_t din[4] = {n, h, w, c}, dout[4] = {n, oh, ow, c};
-        int32_t in = tb_tensor_f32(&m, "in", 4, din, NULL), out = tb_tensor_f32(&m, "out", 4, dout, NULL);
-        tb_opts o = {.type = 5, .padding = pad, .stride_w = sw, .stride_h = sh, .filter_w = fw,
-                     .filter_h = fh, .act = act};
+        int32_t in = tb_tensor_f32(&m, "in", 4, din, NULL),
+                out = tb_tensor_f32(&m, "out", 4, dout, NULL);
+        tb_opts o = {.type = 5,
+                     .padding = pad,
+                     .stride_w = sw,
+                     .stride_h = sh,
+                     .filter_w = fw,
+                     .filter_h = fh,
+                     .act = act};
         tb_op_add(&m, MENGINE_OP_AVERAGE_POOL_2D, 1, 1, &in, out, &o);
         tb_io(&m, 1, &in, 1, &out);
         run_check(&m, x, nin, want, nout, "average pool");
@@ -258,7 +268,8 @@ static void test_mean_hw(void **state)
         int32_t ins[2];
         ins[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
         ins[1] = tb_tensor_i32(&m, "axes", 2, axes);
-        int32_t out = keep ? tb_tensor_f32(&m, "out", 4, dk, NULL) : tb_tensor_f32(&m, "out", 2, dflat, NULL);
+        int32_t out =
+            keep ? tb_tensor_f32(&m, "out", 4, dk, NULL) : tb_tensor_f32(&m, "out", 2, dflat, NULL);
         tb_opts o = {.type = 27, .keep_dims = keep};
         tb_op_add(&m, MENGINE_OP_MEAN, 1, 2, ins, out, &o);
         tb_io(&m, 1, ins, 1, &out);
@@ -290,7 +301,8 @@ static void fc_case(manta_rng *rng, int batches, int depth, int units, int with_
     ins[0] = keep ? tb_tensor_f32(&m, "in", 3, din3, NULL) : tb_tensor_f32(&m, "in", 2, din2, NULL);
     ins[1] = tb_tensor_f32(&m, "w", 2, dw, wt);
     ins[2] = with_bias ? tb_tensor_f32(&m, "b", 1, db, b) : -1;
-    int32_t out = keep ? tb_tensor_f32(&m, "out", 3, dout3, NULL) : tb_tensor_f32(&m, "out", 2, dout2, NULL);
+    int32_t out =
+        keep ? tb_tensor_f32(&m, "out", 3, dout3, NULL) : tb_tensor_f32(&m, "out", 2, dout2, NULL);
     tb_opts o = {.type = 8, .act = act, .keep_dims = keep};
     tb_op_add(&m, MENGINE_OP_FULLY_CONNECTED, with_bias ? 1 : 6, with_bias ? 3 : 2, ins, out, &o);
     tb_io(&m, 1, ins, 1, &out);
@@ -326,7 +338,8 @@ static void test_softmax(void **state)
         tb_model m;
         tb_init(&m);
         const int32_t d[2] = {rows, cols};
-        int32_t in = tb_tensor_f32(&m, "in", 2, d, NULL), out = tb_tensor_f32(&m, "out", 2, d, NULL);
+        int32_t in = tb_tensor_f32(&m, "in", 2, d, NULL),
+                out = tb_tensor_f32(&m, "out", 2, d, NULL);
         tb_opts o = {.type = 9, .beta = betas[i]};
         tb_op_add(&m, MENGINE_OP_SOFTMAX, 1, 1, &in, out, &o);
         tb_io(&m, 1, &in, 1, &out);
@@ -402,7 +415,8 @@ static void test_unary_ops(void **state)
     manta_rng rng;
     manta_rng_seed(&rng, 22, 1);
     for (int k = 0; k < 5; k++) {
-        const int32_t d[3] = {tu_rand_int(&rng, 1, 9), tu_rand_int(&rng, 1, 9), tu_rand_int(&rng, 1, 31)};
+        const int32_t d[3] = {tu_rand_int(&rng, 1, 9), tu_rand_int(&rng, 1, 9),
+                              tu_rand_int(&rng, 1, 31)};
         const size_t n = (size_t)d[0] * d[1] * d[2];
         const float alpha = 0.2f;
         float *x = fa(n);
@@ -412,7 +426,8 @@ static void test_unary_ops(void **state)
             want[i] = re_unary(k, xd[i], alpha);
         tb_model m;
         tb_init(&m);
-        int32_t in = tb_tensor_f32(&m, "in", 3, d, NULL), out = tb_tensor_f32(&m, "out", 3, d, NULL);
+        int32_t in = tb_tensor_f32(&m, "in", 3, d, NULL),
+                out = tb_tensor_f32(&m, "out", 3, d, NULL);
         tb_opts o = {.type = k == 4 ? 75 : k == 2 ? 91 : 0, .alpha = alpha};
         tb_op_add(&m, builtins[k], 1, 1, &in, out, &o);
         tb_io(&m, 1, &in, 1, &out);
@@ -495,7 +510,8 @@ static void test_reshape(void **state)
     int32_t ins[2];
     ins[0] = tb_tensor_f32(&m, "in", 4, d_in, NULL);
     ins[1] = tb_tensor_i32(&m, "shape", 2, shape);
-    int32_t mid = tb_tensor_f32(&m, "mid", 2, d_out, NULL), out = tb_tensor_f32(&m, "out", 2, d_out, NULL);
+    int32_t mid = tb_tensor_f32(&m, "mid", 2, d_out, NULL),
+            out = tb_tensor_f32(&m, "out", 2, d_out, NULL);
     tb_opts o = {.type = 17};
     tb_op_add(&m, MENGINE_OP_RESHAPE, 1, 2, ins, mid, &o);
     tb_op_add(&m, MENGINE_OP_RELU, 1, 1, &mid, out, NULL);
@@ -507,7 +523,8 @@ static void test_reshape(void **state)
     /* constant -> reshape (copied) -> add with the input */
     tb_init(&m);
     ins[0] = tb_tensor_f32(&m, "const", 4, d_in, c);
-    int32_t rs = tb_tensor_f32(&m, "rs", 2, d_out, NULL), in2 = tb_tensor_f32(&m, "in", 2, d_out, NULL);
+    int32_t rs = tb_tensor_f32(&m, "rs", 2, d_out, NULL),
+            in2 = tb_tensor_f32(&m, "in", 2, d_out, NULL);
     out = tb_tensor_f32(&m, "out", 2, d_out, NULL);
     tb_op_add(&m, MENGINE_OP_RESHAPE, 1, 1, ins, rs, NULL);
     const int32_t add_in[2] = {in2, rs};
@@ -528,19 +545,23 @@ static void test_kernel_dw_fast_matches_general(void **state)
     manta_rng_seed(&rng, 25, 1);
     for (int k = 3; k <= 7; k += 2)
         for (int s = 1; s <= 2; s++) {
-            const mk_dims id = {1, tu_rand_int(&rng, 1, 14), tu_rand_int(&rng, 1, 14), tu_rand_int(&rng, 1, 35)};
+            const mk_dims id = {1, tu_rand_int(&rng, 1, 14), tu_rand_int(&rng, 1, 14),
+                                tu_rand_int(&rng, 1, 35)};
             const mk_dims fd = {1, k, k, id.c};
             const int oh = re_out_size(id.h, k, s, 0), ow = re_out_size(id.w, k, s, 0);
             const mk_dims od = {1, oh, ow, id.c};
-            const mk_dw_params p = {s, s, re_pad_before(id.h, k, s, 0), re_pad_before(id.w, k, s, 0), 1, MK_ACT_RELU6};
-            const size_t nin = (size_t)id.h * id.w * id.c, nw = (size_t)k * k * id.c, nout = (size_t)oh * ow * id.c;
+            const mk_dw_params p = {
+                s, s, re_pad_before(id.h, k, s, 0), re_pad_before(id.w, k, s, 0), 1, MK_ACT_RELU6};
+            const size_t nin = (size_t)id.h * id.w * id.c, nw = (size_t)k * k * id.c,
+                         nout = (size_t)oh * ow * id.c;
             float *x = fa(nin), *w = fa(nw), *b = fa((size_t)id.c), *y1 = fa(nout), *y2 = fa(nout);
             double *t = da(nin > nw ? nin : nw), *g1 = da(nout), *g2 = da(nout);
             tb_rand(&rng, x, t, nin, -1, 1);
             tb_rand(&rng, w, t, nw, -1, 1);
             tb_rand(&rng, b, t, (size_t)id.c, -1, 1);
             assert_true(mk_depthwise_conv_fast_ok(&p, &fd));
-            assert_int_equal(mk_depthwise_conv_fast_f32(&p, &id, x, &fd, w, b, &od, y1), MENGINE_OK);
+            assert_int_equal(mk_depthwise_conv_fast_f32(&p, &id, x, &fd, w, b, &od, y1),
+                             MENGINE_OK);
             assert_int_equal(mk_depthwise_conv_f32(&p, &id, x, &fd, w, b, &od, y2), MENGINE_OK);
             for (size_t i = 0; i < nout; i++)
                 g1[i] = y1[i], g2[i] = y2[i];
@@ -581,10 +602,12 @@ static void test_kernel_args_rejected(void **state)
     assert_int_equal(mk_conv2d_f32(&p0, &d, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
     assert_int_equal(mk_conv2d_f32(&p, &bad, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
     assert_int_equal(mk_conv2d_1x1_f32(&p, &d, buf, &f3, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mk_depthwise_conv_fast_f32(&dw2, &d, buf, &f3, buf, NULL, &d, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mk_depthwise_conv_fast_f32(&dw2, &d, buf, &f3, buf, NULL, &d, buf),
+                     MENGINE_ERR_ARG);
     assert_int_equal(mk_depthwise_conv_f32(&dwp, &d, buf, &f, buf, NULL, &d, buf), MENGINE_ERR_ARG);
     assert_int_equal(mk_add_f32(&d, buf, &f, buf, &d, buf, MK_ACT_NONE), MENGINE_ERR_ARG);
-    assert_int_equal(mk_fully_connected_f32(MK_ACT_NONE, 1, 0, 1, buf, buf, NULL, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mk_fully_connected_f32(MK_ACT_NONE, 1, 0, 1, buf, buf, NULL, buf),
+                     MENGINE_ERR_ARG);
     assert_int_equal(mk_softmax_f32(1, 0, 1.0f, buf, buf), MENGINE_ERR_ARG);
     assert_int_equal(mk_relu_f32(NULL, buf, 4), MENGINE_ERR_ARG);
     assert_int_equal(mk_concat_part_f32(buf, 1, 8, buf + 8, 4, 0), MENGINE_ERR_ARG);

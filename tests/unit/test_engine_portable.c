@@ -18,12 +18,17 @@
 static void conv_case(manta_rng *rng, int h, int w, int ci, int co, int k, int s, int pad)
 {
     const int oh = re_out_size(h, k, s, pad), ow = re_out_size(w, k, s, pad);
-    const size_t nin = (size_t)h * w * ci, nw = (size_t)co * k * k * ci, nout = (size_t)oh * ow * co;
+    const size_t nin = (size_t)h * w * ci, nw = (size_t)co * k * k * ci,
+                 nout = (size_t)oh * ow * co;
     const mk_dims id = {1, h, w, ci}, fd = {co, k, k, ci}, od = {1, oh, ow, co};
-    const mk_conv_params p = {s, s, re_pad_before(h, k, s, pad), re_pad_before(w, k, s, pad), MK_ACT_RELU6};
-    float *x = malloc(nin * sizeof *x), *wt = malloc(nw * sizeof *wt), *b = malloc((size_t)co * sizeof *b);
-    float *y = malloc(nout * sizeof *y), *scratch = malloc(portable_conv2d_get_buffer_size_f32(&fd));
-    double *xd = malloc(nin * sizeof *xd), *wd = malloc(nw * sizeof *wd), *bd = malloc((size_t)co * sizeof *bd);
+    const mk_conv_params p = {s, s, re_pad_before(h, k, s, pad), re_pad_before(w, k, s, pad),
+                              MK_ACT_RELU6};
+    float *x = malloc(nin * sizeof *x), *wt = malloc(nw * sizeof *wt),
+          *b = malloc((size_t)co * sizeof *b);
+    float *y = malloc(nout * sizeof *y),
+          *scratch = malloc(portable_conv2d_get_buffer_size_f32(&fd));
+    double *xd = malloc(nin * sizeof *xd), *wd = malloc(nw * sizeof *wd),
+           *bd = malloc((size_t)co * sizeof *bd);
     double *want = malloc(nout * sizeof *want), *got = malloc(nout * sizeof *got);
     assert_true(x && wt && b && y && scratch && xd && wd && bd && want && got);
     tb_rand(rng, x, xd, nin, -1, 1);
@@ -31,13 +36,15 @@ static void conv_case(manta_rng *rng, int h, int w, int ci, int co, int k, int s
     tb_rand(rng, b, bd, (size_t)co, -1, 1);
     re_conv2d(xd, 1, h, w, ci, wd, co, k, k, bd, s, s, pad, 3, want);
     if (k == 1 && p.pad_h == 0 && p.pad_w == 0)
-        assert_int_equal(portable_conv2d_1x1_f32(&p, &id, x, &fd, wt, b, &od, y, scratch), MENGINE_OK);
+        assert_int_equal(portable_conv2d_1x1_f32(&p, &id, x, &fd, wt, b, &od, y, scratch),
+                         MENGINE_OK);
     else
         assert_int_equal(portable_conv2d_f32(&p, &id, x, &fd, wt, b, &od, y, scratch), MENGINE_OK);
     for (size_t i = 0; i < nout; i++)
         got[i] = y[i];
     tu_assert_close(got, want, nout, 1e-5, "portable conv2d");
-    free(x), free(wt), free(b), free(y), free(scratch), free(xd), free(wd), free(bd), free(want), free(got);
+    free(x), free(wt), free(b), free(y), free(scratch), free(xd), free(wd), free(bd), free(want),
+        free(got);
 }
 
 static void test_portable_conv2d(void **state)

@@ -63,8 +63,10 @@ static void build_base(tb_model *m)
     tb_init(m);
     int32_t in = tb_tensor_f32(m, "image", 4, din, NULL);
     int32_t tw = tb_tensor_f32(m, "conv/w", 4, dw, w), tb = tb_tensor_f32(m, "conv/b", 1, db, b);
-    int32_t c1 = tb_tensor_f32(m, "conv", 4, dact, NULL), r1 = tb_tensor_f32(m, "relu", 4, dact, NULL);
-    int32_t tf = tb_tensor_f32(m, "fc/w", 2, dfc, fc), f1 = tb_tensor_f32(m, "logits", 2, dout, NULL);
+    int32_t c1 = tb_tensor_f32(m, "conv", 4, dact, NULL),
+            r1 = tb_tensor_f32(m, "relu", 4, dact, NULL);
+    int32_t tf = tb_tensor_f32(m, "fc/w", 2, dfc, fc),
+            f1 = tb_tensor_f32(m, "logits", 2, dout, NULL);
     int32_t out = tb_tensor_f32(m, "probs", 2, dout, NULL);
     const int32_t conv_in[3] = {in, tw, tb}, fc_in[3] = {r1, tf, -1};
     tb_opts co = {.type = 1, .padding = 0, .stride_w = 1, .stride_h = 1};
@@ -86,8 +88,8 @@ static uint8_t *base_file(size_t *size)
 }
 
 /* Load a copy of @p n bytes in an exact-size buffer. */
-static mengine_status load_copy(const uint8_t *f, size_t n, const mengine_verify_opts *o,
-                                char *msg, size_t cap)
+static mengine_status load_copy(const uint8_t *f, size_t n, const mengine_verify_opts *o, char *msg,
+                                size_t cap)
 {
     mengine_model m;
     uint8_t *copy = malloc(n ? n : 1);
