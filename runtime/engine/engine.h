@@ -160,7 +160,10 @@ typedef struct mengine {
  * types, shapes and buffer sizes, supported operators and versions, each
  * operator's inputs, options and output shape, tensors written once and
  * before use, model inputs and outputs, the offline plan's format). Reads
- * nothing outside [data, data + size) whatever the content.
+ * nothing outside [data, data + size) whatever the content. Where TFLite is
+ * stricter than the kernels need, the verifier follows TFLite, so that an
+ * accepted file also runs there: CONV_2D and DEPTHWISE_CONV_2D must have a
+ * bias (TFLite refuses, or crashes on, float convolutions without one).
  *
  * @param m       filled on success.
  * @param data    the file, 4-byte aligned (16 recommended).

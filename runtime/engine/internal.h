@@ -128,12 +128,11 @@ enum {
     OP_INPUTS = 1,
     OP_OUTPUTS = 2,
     OP_OPTIONS_TYPE = 3,
-    OP_OPTIONS = 4,
-    OP_CUSTOM_OPTIONS = 5
+    OP_OPTIONS = 4
 };
 
 /* Depth of the tables (root = 1). */
-enum { DEPTH_MODEL = 1, DEPTH_SUBGRAPH = 2, DEPTH_ENTRY = 2, DEPTH_TENSOR = 3, DEPTH_OPTIONS = 4 };
+enum { DEPTH_MODEL = 1, DEPTH_SUBGRAPH = 2, DEPTH_ENTRY = 2, DEPTH_TENSOR = 3 };
 
 /* A tensor as read from the model. */
 typedef struct mtensor_info {
@@ -178,7 +177,6 @@ typedef union mop_params {
     mk_pool_params pool;
     struct {
         mk_act act;
-        int32_t keep_dims;
         float value; /* SOFTMAX beta, LEAKY_RELU alpha */
         int32_t axis;
     } misc;

@@ -52,6 +52,22 @@ static mengine_status opt_float_input(const mop_ctx *c, uint32_t i, mtensor_info
     return st;
 }
 
+/* The bias of a convolution: TFLite refuses float CONV_2D without one and
+ * crashes on DEPTHWISE_CONV_2D without one, so a model that omits it is not
+ * portable and is rejected here too. */
+static mengine_status conv_bias(const mop_ctx *c, mtensor_info *b)
+{
+    int present;
+    mengine_status st = opt_input(c, 2, b, &present);
+    if (st == MENGINE_OK && !present)
+        return me_op_fail(c, MENGINE_ERR_GRAPH,
+                          "input 2 (bias) is missing: TFLite requires it for float convolutions");
+    if (st == MENGINE_OK && b->type != MENGINE_FLOAT32)
+        return me_op_fail(c, MENGINE_ERR_TYPE, "input 2 (bias, tensor %u '%s') is not FLOAT32",
+                          b->index, b->name);
+    return st;
+}
+
 /* Constant INT32 vector input @p i (shape, axis). */
 static mengine_status int_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, const char *what)
 {
@@ -227,21 +243,20 @@ static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, f, b, out;
     fb_table o;
-    int has_b;
     enum padding pad;
     mk_conv_params *p = &node->p.conv;
     mengine_status st = float_input(c, 0, &in, "input");
     if (st == MENGINE_OK)
         st = float_input(c, 1, &f, "filter");
     if (st == MENGINE_OK)
-        st = opt_float_input(c, 2, &b, &has_b, "bias");
+        st = conv_bias(c, &b);
     if (st == MENGINE_OK)
         st = output(c, &out);
     if (st == MENGINE_OK)
         st = need_rank(c, &in, 4, "input");
     if (st == MENGINE_OK)
         st = need_rank(c, &f, 4, "filter");
-    if (st == MENGINE_OK && has_b)
+    if (st == MENGINE_OK)
         st = need_rank(c, &b, 1, "bias");
     if (st == MENGINE_OK)
         st = need_options(c, 1, &o);
@@ -256,7 +271,7 @@ static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
     if (f.dims[3] != in.dims[3])
         return me_op_fail(c, MENGINE_ERR_SHAPE, "filter has %d input channels, the input has %d",
                           f.dims[3], in.dims[3]);
-    if (has_b && b.dims[0] != f.dims[0])
+    if (b.dims[0] != f.dims[0])
         return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
                           b.dims[0], f.dims[0]);
     const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
@@ -281,12 +296,12 @@ static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
 static mengine_status conv_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *f = node_input(e, n, 1);
-    const mtensor *b = n->n_inputs > 2 ? node_input(e, n, 2) : NULL, *out = out_rec(e, n);
+    const mtensor *b = node_input(e, n, 2), *out = out_rec(e, n);
     const mk_dims id = dims4(in), fd = dims4(f), od = dims4(out);
     if (fd.h == 1 && fd.w == 1)
-        return mk_conv2d_1x1_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
+        return mk_conv2d_1x1_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
                                  out->data, n->scratch);
-    return mk_conv2d_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, opt_data(b), &od, out->data,
+    return mk_conv2d_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data,
                          n->scratch);
 }
 
@@ -296,7 +311,6 @@ static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, f, b, out;
     fb_table o;
-    int has_b;
     int32_t dm;
     enum padding pad;
     mk_dw_params *p = &node->p.dw;
@@ -304,14 +318,14 @@ static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
     if (st == MENGINE_OK)
         st = float_input(c, 1, &f, "filter");
     if (st == MENGINE_OK)
-        st = opt_float_input(c, 2, &b, &has_b, "bias");
+        st = conv_bias(c, &b);
     if (st == MENGINE_OK)
         st = output(c, &out);
     if (st == MENGINE_OK)
         st = need_rank(c, &in, 4, "input");
     if (st == MENGINE_OK)
         st = need_rank(c, &f, 4, "filter");
-    if (st == MENGINE_OK && has_b)
+    if (st == MENGINE_OK)
         st = need_rank(c, &b, 1, "bias");
     if (st == MENGINE_OK)
         st = need_options(c, 2, &o);
@@ -334,7 +348,7 @@ static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
     if (dm != 0 && dm != p->multiplier)
         return me_op_fail(c, MENGINE_ERR_OPTIONS, "depth_multiplier %d, the shapes give %d", dm,
                           p->multiplier);
-    if (has_b && b.dims[0] != cout)
+    if (b.dims[0] != cout)
         return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
                           b.dims[0], cout);
     const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
@@ -352,13 +366,12 @@ static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
 static mengine_status dw_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *f = node_input(e, n, 1);
-    const mtensor *b = n->n_inputs > 2 ? node_input(e, n, 2) : NULL, *out = out_rec(e, n);
+    const mtensor *b = node_input(e, n, 2), *out = out_rec(e, n);
     const mk_dims id = dims4(in), fd = dims4(f), od = dims4(out);
     if (mk_depthwise_conv_fast_ok(&n->p.dw, &fd))
-        return mk_depthwise_conv_fast_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
+        return mk_depthwise_conv_fast_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
                                           out->data);
-    return mk_depthwise_conv_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
-                                 out->data);
+    return mk_depthwise_conv_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data);
 }
 
 /* ---- TRANSPOSE_CONV: inputs (output_shape, weights, input, bias?) ---- */
@@ -483,6 +496,7 @@ static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
     mtensor_info in, axis, out;
     fb_table o;
     int has_o;
+    (void)node; /* no parameters: the output shape says whether dims are kept */
     uint8_t keep = 0;
     mengine_status st = float_input(c, 0, &in, "input");
     if (st == MENGINE_OK)
@@ -506,7 +520,6 @@ static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
     if (axis.count != 2 || mask != 6)
         return me_op_fail(c, MENGINE_ERR_UNSUPPORTED,
                           "only the mean over axes {1, 2} (H, W) is supported");
-    node->p.misc.keep_dims = keep != 0;
     const int32_t keep_dims[4] = {in.dims[0], 1, 1, in.dims[3]};
     const int32_t flat[2] = {in.dims[0], in.dims[3]};
     return keep ? need_shape(c, &out, keep_dims, 4) : need_shape(c, &out, flat, 2);
@@ -560,7 +573,6 @@ static mengine_status fc_prepare(const mop_ctx *c, mnode *node)
     if (has_b && b.dims[0] != units)
         return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d units", b.dims[0],
                           units);
-    node->p.misc.keep_dims = keep != 0;
     if (keep) {
         int32_t want[MENGINE_MAX_DIMS];
         if (in.dims[in.rank - 1] != depth)

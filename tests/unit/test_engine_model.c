@@ -289,17 +289,17 @@ static void test_planner_network(void **state)
 static void test_planner_inplace_chain(void **state)
 {
     (void)state;
-    static float w[8 * 8];
+    static float w[8 * 8], b[8];
     tb_model m;
     tb_init(&m);
-    const int32_t d[4] = {1, 8, 8, 8}, dw[4] = {8, 1, 1, 8};
+    const int32_t d[4] = {1, 8, 8, 8}, dw[4] = {8, 1, 1, 8}, db[1] = {8};
     int32_t t[6];
     t[0] = tb_tensor_f32(&m, "in", 4, d, NULL);
-    int32_t wt = tb_tensor_f32(&m, "w", 4, dw, w);
+    int32_t wt = tb_tensor_f32(&m, "w", 4, dw, w), bt = tb_tensor_f32(&m, "b", 1, db, b);
     for (int i = 1; i < 5; i++)
         t[i] = tb_tensor_f32(&m, "chain", 4, d, NULL);
     const tb_opts conv = {.type = 1, .stride_w = 1, .stride_h = 1};
-    const int32_t ci[3] = {t[0], wt, -1};
+    const int32_t ci[3] = {t[0], wt, bt};
     tb_op_add(&m, MENGINE_OP_CONV_2D, 1, 3, ci, t[1], &conv);
     tb_op_add(&m, MENGINE_OP_RELU, 1, 1, &t[1], t[2], NULL);
     tb_op_add(&m, MENGINE_OP_RELU6, 1, 1, &t[2], t[3], NULL);

@@ -70,19 +70,22 @@ static void build(tb_model *m, float *w, float *dw, float *fc)
 {
     const int32_t d_in[4] = {1, 9, 9, 3}, d_w[4] = {8, 3, 3, 3}, d_a[4] = {1, 9, 9, 8};
     const int32_t d_dw[4] = {1, 3, 3, 8}, d_g[2] = {1, 8}, d_fc[2] = {5, 8}, d_o[2] = {1, 5};
-    const int32_t axes[2] = {1, 2};
+    const int32_t axes[2] = {1, 2}, d_b[1] = {8};
+    static const float bias[8] = {0.1f, -0.1f, 0.2f, -0.2f, 0.3f, -0.3f, 0.0f, 0.05f};
     tb_init(m);
     int32_t in = tb_tensor_f32(m, "in", 4, d_in, NULL), tw = tb_tensor_f32(m, "w", 4, d_w, w);
     int32_t a = tb_tensor_f32(m, "a", 4, d_a, NULL), tdw = tb_tensor_f32(m, "dw", 4, d_dw, dw);
     int32_t b = tb_tensor_f32(m, "b", 4, d_a, NULL), ax = tb_tensor_i32(m, "axes", 2, axes);
     int32_t g = tb_tensor_f32(m, "g", 2, d_g, NULL), tfc = tb_tensor_f32(m, "fc", 2, d_fc, fc);
     int32_t l = tb_tensor_f32(m, "l", 2, d_o, NULL), out = tb_tensor_f32(m, "out", 2, d_o, NULL);
+    int32_t tb = tb_tensor_f32(m, "bias", 1, d_b, bias);
     const tb_opts conv = {.type = 1, .stride_w = 1, .stride_h = 1, .act = 3};
     const tb_opts dwo = {.type = 2, .stride_w = 1, .stride_h = 1, .depth_multiplier = 1};
     const tb_opts mean = {.type = 27}, fco = {.type = 8}, soft = {.type = 9, .beta = 1.0f};
-    const int32_t i_conv[2] = {in, tw}, i_dw[2] = {a, tdw}, i_mean[2] = {b, ax}, i_fc[2] = {g, tfc};
-    tb_op_add(m, MENGINE_OP_CONV_2D, 1, 2, i_conv, a, &conv);
-    tb_op_add(m, MENGINE_OP_DEPTHWISE_CONV_2D, 1, 2, i_dw, b, &dwo);
+    const int32_t i_conv[3] = {in, tw, tb}, i_dw[3] = {a, tdw, tb}, i_mean[2] = {b, ax};
+    const int32_t i_fc[2] = {g, tfc};
+    tb_op_add(m, MENGINE_OP_CONV_2D, 1, 3, i_conv, a, &conv);
+    tb_op_add(m, MENGINE_OP_DEPTHWISE_CONV_2D, 1, 3, i_dw, b, &dwo);
     tb_op_add(m, MENGINE_OP_MEAN, 1, 2, i_mean, g, &mean);
     tb_op_add(m, MENGINE_OP_FULLY_CONNECTED, 6, 2, i_fc, l, &fco);
     tb_op_add(m, MENGINE_OP_SOFTMAX, 1, 1, &l, out, &soft);

@@ -43,7 +43,7 @@ static void run_check(const tb_model *m, const float *x, size_t nx, const double
 /* ---- CONV_2D ---- */
 
 static void conv_case(manta_rng *rng, int n, int h, int w, int ci, int co, int kh, int kw, int sh,
-                      int sw, int pad, int act, int with_bias)
+                      int sw, int pad, int act)
 {
     const int oh = re_out_size(h, kh, sh, pad), ow = re_out_size(w, kw, sw, pad);
     const size_t nin = (size_t)n * h * w * ci, nw = (size_t)co * kh * kw * ci;
@@ -53,7 +53,7 @@ static void conv_case(manta_rng *rng, int n, int h, int w, int ci, int co, int k
     tb_rand(rng, x, xd, nin, -1, 1);
     tb_rand(rng, wt, wd, nw, -1, 1);
     tb_rand(rng, b, bd, (size_t)co, -1, 1);
-    re_conv2d(xd, n, h, w, ci, wd, co, kh, kw, with_bias ? bd : NULL, sh, sw, pad, act, want);
+    re_conv2d(xd, n, h, w, ci, wd, co, kh, kw, bd, sh, sw, pad, act, want);
 
     tb_model m;
     tb_init(&m);
@@ -62,7 +62,7 @@ static void conv_case(manta_rng *rng, int n, int h, int w, int ci, int co, int k
     int32_t ins[3];
     ins[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
     ins[1] = tb_tensor_f32(&m, "w", 4, dw, wt);
-    ins[2] = with_bias ? tb_tensor_f32(&m, "b", 1, db, b) : -1;
+    ins[2] = tb_tensor_f32(&m, "b", 1, db, b);
     int32_t out = tb_tensor_f32(&m, "out", 4, dout, NULL);
     tb_opts o = {.type = 1, .padding = pad, .stride_w = sw, .stride_h = sh, .act = act};
     tb_op_add(&m, MENGINE_OP_CONV_2D, 1, 3, ins, out, &o);
@@ -83,10 +83,10 @@ static void test_conv2d_random(void **state)
         const int h = tu_rand_int(&rng, kh, 13), w = tu_rand_int(&rng, kw, 13);
         conv_case(&rng, tu_rand_int(&rng, 1, 2), h, w, tu_rand_int(&rng, 1, 11),
                   tu_rand_int(&rng, 1, 19), kh, kw, s, tu_rand_int(&rng, 1, 3), pad,
-                  tu_rand_int(&rng, 0, 3), i % 4 != 0);
+                  tu_rand_int(&rng, 0, 3));
     }
     /* the stem of a mobile network: 3 channels, 3x3 stride 2, SAME, RELU6 */
-    conv_case(&rng, 1, 17, 16, 3, 16, 3, 3, 2, 2, 0, 3, 1);
+    conv_case(&rng, 1, 17, 16, 3, 16, 3, 3, 2, 2, 0, 3);
 }
 
 static void test_conv2d_1x1(void **state)
@@ -94,10 +94,10 @@ static void test_conv2d_1x1(void **state)
     (void)state;
     manta_rng rng;
     manta_rng_seed(&rng, 12, 1);
-    conv_case(&rng, 1, 7, 9, 24, 37, 1, 1, 1, 1, 0, 0, 1); /* dense GEMM, Cout tail */
-    conv_case(&rng, 2, 5, 5, 17, 8, 1, 1, 1, 1, 1, 3, 0);
-    conv_case(&rng, 1, 9, 8, 13, 21, 1, 1, 2, 2, 0, 1, 1); /* strided 1x1 */
-    conv_case(&rng, 1, 1, 1, 40, 10, 1, 1, 1, 1, 0, 0, 1); /* SE-like 1x1 on one pixel */
+    conv_case(&rng, 1, 7, 9, 24, 37, 1, 1, 1, 1, 0, 0); /* dense GEMM, Cout tail */
+    conv_case(&rng, 2, 5, 5, 17, 8, 1, 1, 1, 1, 1, 3);
+    conv_case(&rng, 1, 9, 8, 13, 21, 1, 1, 2, 2, 0, 1); /* strided 1x1 */
+    conv_case(&rng, 1, 1, 1, 40, 10, 1, 1, 1, 1, 0, 0); /* SE-like 1x1 on one pixel */
 }
 
 /* ---- DEPTHWISE_CONV_2D ---- */

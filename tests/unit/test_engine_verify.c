@@ -408,6 +408,12 @@ static void test_graph_errors(void **state)
     expect_model(&m, MENGINE_ERR_GRAPH, "both");
     tb_release(&m);
     build_base(&m);
+    m.op[0].in[2] = -1; /* CONV_2D without bias: TFLite refuses it */
+    expect_model(&m, MENGINE_ERR_GRAPH, "bias");
+    m.op[0].n_in = 2;
+    expect_model(&m, MENGINE_ERR_GRAPH, "bias");
+    tb_release(&m);
+    build_base(&m);
     m.op[0].n_out = 2;
     m.op[0].out[1] = 5;
     expect_model(&m, MENGINE_ERR_GRAPH, "2 outputs");
