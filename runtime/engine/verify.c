@@ -502,6 +502,9 @@ static mengine_status verify_io(fbr *r, const mengine_model *m)
         const char *what = k ? "output" : "input";
         if (io[k].n == 0)
             return me_diag_fail(r->d, MENGINE_ERR_GRAPH, "the subgraph has no %ss", what);
+        if (io[k].n > m->n_tensors) /* some tensor is listed twice; also bounds the checks below */
+            return me_diag_fail(r->d, MENGINE_ERR_GRAPH, "%u model %ss for %u tensors", io[k].n,
+                                what, m->n_tensors);
         for (uint32_t i = 0; i < io[k].n; i++) {
             const int32_t t = fb_vec_i32(r, &io[k], i);
             mtensor_info ti;
