@@ -32,11 +32,18 @@ DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev lib
             libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
             dataset-fashion-mnist
 
-LIB_DIRS := core cl nn train data ofa
+LIB_DIRS := core cl nn train data ofa export
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/cl_sources.o
 CL_SRC   := $(wildcard cl_kernels/*.cl)
 LIB      := $(BUILD)/lib/libmanta.a
+
+# Inference engine (runtime/engine): freestanding C99, no allocation, its own library so
+# that boards link it alone. ENGINE_OPT defaults to -O3: the kernels rely on vectorisation.
+ENGINE_SRC := $(wildcard runtime/engine/*.c)
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
+ENGINE_LIB := $(BUILD)/lib/libmanta_engine.a
+ENGINE_OPT ?= -O3
 
 MANTA_SRC := $(wildcard tools/manta/*.c)
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
@@ -81,10 +88,21 @@ $(MANTA): $(MANTA_OBJ) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(MANTA_OBJ) $(LIB) $(LDLIBS)
 
-$(BUILD)/obj/tests/%.o: CPPFLAGS += -Itests
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB)
+$(ENGINE_OBJ): CPPFLAGS := -Iruntime
+$(ENGINE_OBJ): CFLAGS := -std=c99 $(ENGINE_OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
+all lib: $(ENGINE_LIB)
+$(ENGINE_LIB): $(ENGINE_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) -lcmocka $(LDLIBS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/obj/tests/%.o: CPPFLAGS += -Itests
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
+
+# This test wraps the allocator so that a call made while the engine runs aborts.
+$(BUILD)/tests/test_engine_noalloc: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 deps:
 	@tools/deps.sh $(DEB_PKGS)
@@ -115,4 +133,4 @@ bench-train: deps
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)

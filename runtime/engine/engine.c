@@ -1,0 +1,223 @@
+/* The interpreter: init binds a model and an arena, prepare runs every
+ * operator's prepare and the planner and points the tensor records at their
+ * memory, invoke runs the operators' eval in order. */
+#include <string.h>
+
+#include "engine/internal.h"
+
+enum { STATE_NONE = 0, STATE_INIT = 0x4d454931, STATE_PREPARED = 0x4d455032 };
+
+static size_t align_up(size_t v)
+{
+    return (v + MENGINE_ARENA_ALIGN - 1) & ~(size_t)(MENGINE_ARENA_ALIGN - 1);
+}
+
+static size_t tensor_records(const mengine_model *m)
+{
+    return align_up(m->n_tensors * sizeof(mtensor));
+}
+static size_t records_size(const mengine_model *m)
+{
+    return tensor_records(m) + align_up(m->n_ops * sizeof(mnode));
+}
+
+/* Run every operator's prepare into @p nodes (or a temporary node when NULL),
+ * hand the scratch sizes to the planner in @p work and plan. */
+static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, void *work,
+                                       size_t work_size, size_t *total, mdiag *d)
+{
+    fbr r;
+    me_fbr_for_model(&r, m, d);
+    mengine_status st = me_plan_begin(work, work_size, m, d);
+    for (uint32_t i = 0; i < m->n_ops && st == MENGINE_OK; i++) {
+        mnode tmp, *node = nodes ? &nodes[i] : &tmp;
+        mop_ctx c;
+        uint32_t opcode;
+        int32_t version;
+        c.r = &r;
+        c.m = m;
+        c.index = i;
+        st = me_model_operator(&r, m, i, &c.op, &c.inputs, &c.outputs);
+        if (st == MENGINE_OK)
+            st = me_fb_u32(&r, &c.op, OP_OPCODE, 0, &opcode);
+        if (st == MENGINE_OK)
+            st = me_model_opcode(&r, m, opcode, &c.builtin, &version);
+        if (st != MENGINE_OK)
+            return st;
+        memset(node, 0, sizeof *node);
+        node->reg = me_op_find(c.builtin);
+        if (!node->reg) /* the verifier rejects these */
+            return me_diag_fail(d, MENGINE_ERR_UNSUPPORTED_OP, "operator %u: unsupported", i);
+        node->inputs = c.inputs.pos;
+        node->n_inputs = c.inputs.n;
+        node->output = (uint32_t)fb_vec_i32(&r, &c.outputs, 0);
+        st = node->reg->prepare(&c, node);
+        if (st == MENGINE_OK)
+            me_plan_scratch(work, i, node->scratch_bytes);
+    }
+    return st == MENGINE_OK ? me_plan_run(work, d, total) : st;
+}
+
+mengine_status mengine_arena_size(const mengine_model *m, void *work, size_t work_size,
+                                  size_t *arena_size, char *msg, size_t msg_cap)
+{
+    mdiag d = {msg, msg_cap};
+    size_t total;
+    if (msg && msg_cap)
+        msg[0] = '\0';
+    if (!m || !m->data || !arena_size)
+        return me_diag_fail(&d, MENGINE_ERR_ARG, "model not loaded or no result pointer");
+    mengine_status st = prepare_and_plan(m, NULL, work, work_size, &total, &d);
+    if (st != MENGINE_OK)
+        return st;
+    const size_t need_work = me_plan_work_size(m->n_tensors, m->n_ops);
+    *arena_size = records_size(m) + (total > need_work ? total : need_work);
+    return MENGINE_OK;
+}
+
+mengine_status mengine_init(mengine *e, const mengine_model *m, void *arena, size_t arena_size)
+{
+    if (!e)
+        return MENGINE_ERR_ARG;
+    memset(e, 0, sizeof *e);
+    if (!m || !m->data || !arena || (size_t)arena % MENGINE_ARENA_ALIGN)
+        return MENGINE_ERR_ARG;
+    e->model = *m;
+    e->arena = arena;
+    e->arena_size = arena_size;
+    e->state = STATE_INIT;
+    return MENGINE_OK;
+}
+
+mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
+{
+    mdiag d = {msg, msg_cap};
+    if (msg && msg_cap)
+        msg[0] = '\0';
+    if (!e || (e->state != STATE_INIT && e->state != STATE_PREPARED))
+        return me_diag_fail(&d, MENGINE_ERR_STATE, "mengine_prepare() before mengine_init()");
+    const mengine_model *m = &e->model;
+    const size_t records = records_size(m), work_size = me_plan_work_size(m->n_tensors, m->n_ops);
+    e->state = STATE_INIT;
+    if (records + work_size > e->arena_size)
+        return me_diag_fail(
+            &d, MENGINE_ERR_ARENA,
+            "arena of %zu bytes: records and planner work need %zu (see mengine_arena_size())",
+            e->arena_size, records + work_size);
+    e->tensors = (mtensor *)(void *)e->arena;
+    e->nodes = (mnode *)(void *)(e->arena + tensor_records(m));
+    e->act = e->arena + records;
+    void *work = e->act;
+    size_t total;
+    mengine_status st = prepare_and_plan(m, e->nodes, work, work_size, &total, &d);
+    if (st != MENGINE_OK)
+        return st;
+    const size_t used = records + (total > work_size ? total : work_size);
+    if (used > e->arena_size)
+        return me_diag_fail(&d, MENGINE_ERR_ARENA,
+                            "arena of %zu bytes is too small: the model needs %zu", e->arena_size,
+                            used);
+    /* Point the records at their memory before the activations overwrite the work area. */
+    fbr r;
+    me_fbr_for_model(&r, m, &d);
+    for (uint32_t t = 0; t < m->n_tensors; t++) {
+        mtensor_info ti;
+        st = me_model_tensor(&r, m, t, &ti);
+        if (st != MENGINE_OK)
+            return st;
+        mtensor *rec = &e->tensors[t];
+        const int64_t off = me_plan_tensor_offset(work, t);
+        memcpy(rec->dims, ti.dims, sizeof rec->dims);
+        rec->rank = ti.rank;
+        rec->count = ti.count;
+        rec->type = (uint8_t)ti.type;
+        rec->data = off >= 0 ? (float *)(void *)(e->act + off) : NULL;
+        rec->cdata =
+            ti.data ? (ti.type == MENGINE_FLOAT32 ? (const float *)(const void *)ti.data : NULL)
+                    : rec->data;
+    }
+    for (uint32_t i = 0; i < m->n_ops; i++) {
+        const int64_t off = me_plan_scratch_offset(work, i);
+        e->nodes[i].scratch = off >= 0 ? (float *)(void *)(e->act + off) : NULL;
+    }
+    e->stats.arena_used = used;
+    e->stats.records_bytes = records;
+    e->stats.activation_bytes = total;
+    e->stats.work_bytes = work_size;
+    e->state = STATE_PREPARED;
+    return MENGINE_OK;
+}
+
+mengine_status mengine_invoke(mengine *e)
+{
+    if (!e || e->state != STATE_PREPARED)
+        return MENGINE_ERR_STATE;
+    for (uint32_t i = 0; i < e->model.n_ops; i++) {
+        const mnode *n = &e->nodes[i];
+        mengine_status st = n->reg->eval(e, n);
+        if (st != MENGINE_OK)
+            return st;
+    }
+    return MENGINE_OK;
+}
+
+size_t mengine_input_count(const mengine *e)
+{
+    return e && e->state != STATE_NONE ? e->model.n_inputs : 0;
+}
+size_t mengine_output_count(const mengine *e)
+{
+    return e && e->state != STATE_NONE ? e->model.n_outputs : 0;
+}
+
+mengine_status mengine_tensor(const mengine *e, size_t tensor_index, mengine_view *v)
+{
+    if (!e || !v)
+        return MENGINE_ERR_ARG;
+    if (e->state != STATE_PREPARED)
+        return MENGINE_ERR_STATE;
+    if (tensor_index >= e->model.n_tensors)
+        return MENGINE_ERR_ARG;
+    const mtensor *t = &e->tensors[tensor_index];
+    memset(v, 0, sizeof *v);
+    v->data = t->data;
+    v->cdata = t->cdata;
+    memcpy(v->dims, t->dims, sizeof v->dims);
+    v->rank = t->rank;
+    v->type = t->type;
+    v->count = t->count;
+    v->index = (uint32_t)tensor_index;
+    return MENGINE_OK;
+}
+
+/* View of entry @p i of the int32 vector at @p pos with @p n entries. */
+static mengine_status io_view(const mengine *e, uint32_t pos, uint32_t n, size_t i, mengine_view *v)
+{
+    if (!e || !v)
+        return MENGINE_ERR_ARG;
+    if (e->state != STATE_PREPARED)
+        return MENGINE_ERR_STATE;
+    if (i >= n)
+        return MENGINE_ERR_ARG;
+    return mengine_tensor(e, (size_t)rd_i32(e->model.data + pos + 4 * i), v);
+}
+
+mengine_status mengine_input(const mengine *e, size_t i, mengine_view *v)
+{
+    return e ? io_view(e, e->model.inputs, e->model.n_inputs, i, v) : MENGINE_ERR_ARG;
+}
+
+mengine_status mengine_output(const mengine *e, size_t i, mengine_view *v)
+{
+    return e ? io_view(e, e->model.outputs, e->model.n_outputs, i, v) : MENGINE_ERR_ARG;
+}
+
+mengine_status mengine_get_stats(const mengine *e, mengine_stats *s)
+{
+    if (!e || !s)
+        return MENGINE_ERR_ARG;
+    if (e->state != STATE_PREPARED)
+        return MENGINE_ERR_STATE;
+    *s = e->stats;
+    return MENGINE_OK;
+}

@@ -1,0 +1,241 @@
+/**
+ * @file engine.h
+ * @brief manta inference engine: runs float32 TensorFlow Lite (schema v3,
+ *        "TFL3") models read in place, with every activation in one arena
+ *        given by the caller.
+ *
+ * C99, freestanding-friendly: no allocation, no global mutable state, no I/O.
+ * The only library calls are memcpy, memmove, memset, memcmp and expf.
+ *
+ * Use:
+ * @code
+ *   mengine_model m;
+ *   char msg[256];
+ *   if (mengine_model_load(&m, data, size, NULL, msg, sizeof msg) != MENGINE_OK) ... // verify
+ *   size_t need;                                          // optional: exact arena size
+ *   mengine_arena_size(&m, work, mengine_plan_work_size(&m), &need, msg, sizeof msg);
+ *   mengine e;
+ *   mengine_init(&e, &m, arena, arena_bytes);             // arena: 16-byte aligned
+ *   mengine_prepare(&e, msg, sizeof msg);                 // op checks + memory plan
+ *   mengine_view in, out;
+ *   mengine_input(&e, 0, &in);  ... fill in.data ...
+ *   mengine_invoke(&e);                                   // never allocates
+ *   mengine_output(&e, 0, &out); ... read out.cdata ...
+ * @endcode
+ *
+ * Model data: read in place for the whole life of the engine (constant
+ * tensors point into it), so it must stay valid and unchanged. It must start
+ * at a 4-byte aligned address (16 recommended: tflite keeps constant data
+ * 16-aligned relative to the start of the file) and every constant buffer must
+ * be 4-aligned in memory; the verifier reports MENGINE_ERR_ALIGNMENT otherwise
+ * instead of faulting later.
+ *
+ * Arena layout after mengine_prepare():
+ *   [ tensor records | operator records | activations + kernel scratch ]
+ * The activation area is planned offline-style at prepare time: greedy by size
+ * (largest buffer first, each at the lowest offset that does not overlap a
+ * buffer alive at the same time, as TFLM does), with RESHAPE outputs sharing
+ * their input's buffer and element-wise operators writing over an input that
+ * is not used afterwards. When the model carries valid
+ * "OfflineMemoryAllocation" metadata, tensors with an offset there are placed
+ * at that offset (relative to the start of the activation area) and the others
+ * are planned around them. During prepare the planner's work area lies in the
+ * activation area, so the arena must hold
+ * records + max(activations, planner work); mengine_arena_size() returns
+ * exactly that.
+ *
+ * Limits (compile-time, may be overridden with -D): at most MENGINE_MAX_TENSORS
+ * tensors, MENGINE_MAX_OPS operators, MENGINE_MAX_OP_INPUTS inputs per
+ * operator, MENGINE_MAX_DIMS dimensions per tensor, one subgraph, tensor sizes
+ * below 2 GiB. The graph checks are quadratic in the operator count, which
+ * these limits bound.
+ */
+#ifndef MANTA_ENGINE_ENGINE_H
+#define MANTA_ENGINE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/errors.h"
+
+#define MENGINE_MAX_DIMS 4 /**< highest tensor rank */
+#ifndef MENGINE_MAX_TENSORS
+#define MENGINE_MAX_TENSORS 4096 /**< tensors in the subgraph */
+#endif
+#ifndef MENGINE_MAX_OPS
+#define MENGINE_MAX_OPS 1024 /**< operators in the subgraph */
+#endif
+#ifndef MENGINE_MAX_OP_INPUTS
+#define MENGINE_MAX_OP_INPUTS 64 /**< inputs of one operator (CONCATENATION) */
+#endif
+#define MENGINE_ARENA_ALIGN 16       /**< alignment of the arena and of every planned buffer */
+#define MENGINE_DEFAULT_MAX_DEPTH 64 /**< table nesting limit, as the official verifier */
+#define MENGINE_DEFAULT_MAX_TABLES 1000000 /**< tables visited while verifying */
+
+/** TFLite builtin operator codes the engine implements. */
+enum mengine_builtin {
+    MENGINE_OP_ADD = 0,
+    MENGINE_OP_AVERAGE_POOL_2D = 1,
+    MENGINE_OP_CONCATENATION = 2,
+    MENGINE_OP_CONV_2D = 3,
+    MENGINE_OP_DEPTHWISE_CONV_2D = 4,
+    MENGINE_OP_FULLY_CONNECTED = 9,
+    MENGINE_OP_LOGISTIC = 14,
+    MENGINE_OP_MUL = 18,
+    MENGINE_OP_RELU = 19,
+    MENGINE_OP_RELU6 = 21,
+    MENGINE_OP_RESHAPE = 22,
+    MENGINE_OP_SOFTMAX = 25,
+    MENGINE_OP_MEAN = 40,
+    MENGINE_OP_TRANSPOSE_CONV = 67,
+    MENGINE_OP_LEAKY_RELU = 98,
+    MENGINE_OP_HARD_SWISH = 117
+};
+
+/** TFLite tensor types the engine accepts (INT32 only for constant shape/axis tensors). */
+enum mengine_type { MENGINE_FLOAT32 = 0, MENGINE_INT32 = 2 };
+
+/** Verifier limits; pass NULL to mengine_model_load() for the defaults. */
+typedef struct mengine_verify_opts {
+    uint32_t max_depth;  /**< deepest table nesting (root = 1); 0 = MENGINE_DEFAULT_MAX_DEPTH */
+    uint32_t max_tables; /**< tables visited in total; 0 = MENGINE_DEFAULT_MAX_TABLES */
+} mengine_verify_opts;
+
+/**
+ * A verified model: where things are inside the caller's data. Filled by
+ * mengine_model_load(); the fields are private (positions are byte offsets
+ * from @c data).
+ */
+typedef struct mengine_model {
+    const uint8_t *data;
+    uint32_t size;
+    uint32_t max_depth;
+    uint32_t opcodes, buffers, tensors, operators, inputs, outputs; /* first elements */
+    uint32_t n_opcodes, n_buffers, n_tensors, n_ops, n_inputs, n_outputs;
+    uint32_t offline; /* first offset of the offline plan, 0 = none */
+} mengine_model;
+
+/** A tensor as the caller sees it. */
+typedef struct mengine_view {
+    float *data;        /**< writable elements (activations); NULL for constant tensors */
+    const float *cdata; /**< elements to read (constants included); NULL for INT32 tensors */
+    int32_t dims[MENGINE_MAX_DIMS]; /**< shape, row-major (NHWC for images) */
+    uint32_t rank;                  /**< number of dims used */
+    uint32_t type;                  /**< ::mengine_type */
+    size_t count;                   /**< number of elements */
+    uint32_t index;                 /**< tensor index in the subgraph */
+} mengine_view;
+
+/** Arena use after mengine_prepare(). */
+typedef struct mengine_stats {
+    size_t arena_used;       /**< bytes used from the start of the arena */
+    size_t records_bytes;    /**< tensor and operator records (start of the arena) */
+    size_t activation_bytes; /**< planned activations and kernel scratch */
+    size_t work_bytes;       /**< planner work area used during prepare */
+} mengine_stats;
+
+struct mtensor;
+struct mnode;
+
+/** An interpreter. Owned by the caller; fields are private. */
+typedef struct mengine {
+    mengine_model model;
+    uint8_t *arena;
+    size_t arena_size;
+    struct mtensor *tensors; /* in the arena */
+    struct mnode *nodes;     /* in the arena */
+    uint8_t *act;            /* activation area */
+    mengine_stats stats;
+    int state;
+} mengine;
+
+/**
+ * Verify a .tflite file and index it for the engine. Nothing is copied or
+ * allocated; @p data must outlive every use of @p m.
+ *
+ * Checks the FlatBuffers structure (identifier, every offset aligned, nonzero
+ * and in bounds, vtables in bounds and even-sized, fields inside their table,
+ * string terminators, vector lengths, nesting depth, total tables) and the
+ * meaning (version 3, one subgraph, opcode/tensor/buffer indices, supported
+ * types, shapes and buffer sizes, supported operators and versions, each
+ * operator's inputs, options and output shape, tensors written once and
+ * before use, model inputs and outputs, the offline plan's format). Reads
+ * nothing outside [data, data + size) whatever the content. Where TFLite is
+ * stricter than the kernels need, the verifier follows TFLite, so that an
+ * accepted file also runs there: CONV_2D and DEPTHWISE_CONV_2D must have a
+ * bias (TFLite refuses, or crashes on, float convolutions without one).
+ *
+ * @param m       filled on success.
+ * @param data    the file, 4-byte aligned (16 recommended).
+ * @param size    its size in bytes (< 2 GiB).
+ * @param opts    limits, or NULL for the defaults.
+ * @param msg     receives a one-line message naming the object and the fault
+ *                (may be NULL); always 0-terminated when @p msg_cap > 0.
+ * @param msg_cap bytes available at @p msg.
+ * @return MENGINE_OK or the specific error (see ::mengine_status).
+ */
+mengine_status mengine_model_load(mengine_model *m, const void *data, size_t size,
+                                  const mengine_verify_opts *opts, char *msg, size_t msg_cap);
+
+/**
+ * Bytes of work area mengine_arena_size() needs for @p m (depends only on the
+ * tensor and operator counts).
+ */
+size_t mengine_plan_work_size(const mengine_model *m);
+
+/**
+ * Exact arena size mengine_prepare() will need for @p m, computed by running
+ * the same operator checks and planner.
+ * @param work       scratch of at least mengine_plan_work_size() bytes, 4-byte aligned.
+ * @param arena_size receives the size in bytes.
+ * @return MENGINE_OK, MENGINE_ERR_ARENA (work too small), MENGINE_ERR_PLAN, MENGINE_ERR_ARG.
+ */
+mengine_status mengine_arena_size(const mengine_model *m, void *work, size_t work_size,
+                                  size_t *arena_size, char *msg, size_t msg_cap);
+
+/**
+ * Bind an interpreter to a verified model and an arena (TFLM "init").
+ * @param arena      MENGINE_ARENA_ALIGN-aligned, owned by the caller, used
+ *                   until the interpreter is dropped.
+ * @return MENGINE_OK, or MENGINE_ERR_ARG (NULL, misaligned arena, model not loaded).
+ */
+mengine_status mengine_init(mengine *e, const mengine_model *m, void *arena, size_t arena_size);
+
+/**
+ * Run every operator's prepare (checks, parameters, scratch size), plan the
+ * activation area and point every tensor at its memory.
+ * @return MENGINE_OK, MENGINE_ERR_ARENA (message gives the size needed when
+ *         known), MENGINE_ERR_PLAN, MENGINE_ERR_STATE (not initialised).
+ */
+mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap);
+
+/**
+ * Run the model once: the inputs are read from their views' data, the
+ * outputs are written. Never allocates. May be called any number of times.
+ * @return MENGINE_OK or MENGINE_ERR_STATE (not prepared).
+ */
+mengine_status mengine_invoke(mengine *e);
+
+/** Number of model inputs (0 before mengine_init()). */
+size_t mengine_input_count(const mengine *e);
+/** Number of model outputs (0 before mengine_init()). */
+size_t mengine_output_count(const mengine *e);
+
+/**
+ * View of model input @p i (after mengine_prepare()); write the input into
+ * v->data before mengine_invoke(). The memory belongs to the arena.
+ * @return MENGINE_OK, MENGINE_ERR_ARG (index out of range), MENGINE_ERR_STATE.
+ */
+mengine_status mengine_input(const mengine *e, size_t i, mengine_view *v);
+/** View of model output @p i (after mengine_prepare()); same rules as mengine_input(). */
+mengine_status mengine_output(const mengine *e, size_t i, mengine_view *v);
+/** View of any tensor of the subgraph (debugging, tools); same rules as mengine_input(). */
+mengine_status mengine_tensor(const mengine *e, size_t tensor_index, mengine_view *v);
+
+/** Arena use (valid after mengine_prepare()). @return MENGINE_OK or MENGINE_ERR_STATE. */
+mengine_status mengine_get_stats(const mengine *e, mengine_stats *s);
+
+/** Name of a builtin operator code ("CONV_2D"), or "UNKNOWN". Never NULL. */
+const char *mengine_op_name(int32_t builtin);
+
+#endif

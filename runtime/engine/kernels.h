@@ -1,0 +1,185 @@
+/**
+ * @file kernels.h
+ * @brief float32 NHWC kernels of the inference engine (CMSIS-NN style:
+ *        `mk_op_variant_f32`, parameters in small const structs, caller
+ *        buffers, a `_get_buffer_size` query where scratch is needed).
+ *
+ * Layouts: activations NHWC, row-major. Convolution weights OHWI
+ * [Cout, KH, KW, Cin]; depthwise weights [1, KH, KW, Cin*M] with output channel
+ * oc = ic*M + m; fully connected weights [units, in]; transpose convolution
+ * weights [Cout, KH, KW, Cin]. Bias pointers may be NULL (zero bias).
+ *
+ * Padding: pad_h / pad_w are the rows / columns of zeros before the first
+ * input row / column (TFLite's "before" padding); the padding after follows
+ * from the output size.
+ *
+ * Aliasing: kernels marked "in place" accept out == an input of the same size
+ * (element i is read before it is written); other buffers must not overlap.
+ * All kernels are single-threaded and never allocate.
+ *
+ * Errors: MENGINE_ERR_ARG for NULL buffers, non-positive sizes or parameters
+ * that do not match the shapes. Kernels do not check buffer lengths: the
+ * caller guarantees them from the dims.
+ */
+#ifndef MANTA_ENGINE_KERNELS_H
+#define MANTA_ENGINE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/errors.h"
+
+/** Output channels per packed weight panel of the convolution kernels. */
+#define MK_CONV_NR 8
+
+/** Fused activation, with TFLite's ActivationFunctionType values. */
+typedef enum mk_act {
+    MK_ACT_NONE = 0,
+    MK_ACT_RELU = 1,         /**< max(x, 0) */
+    MK_ACT_RELU_N1_TO_1 = 2, /**< min(max(x, -1), 1) */
+    MK_ACT_RELU6 = 3         /**< min(max(x, 0), 6) */
+} mk_act;
+
+/** A 4-D shape (N, H, W, C); lower-rank tensors use 1 for the leading dims. */
+typedef struct mk_dims {
+    int32_t n, h, w, c;
+} mk_dims;
+
+/** Convolution and transpose convolution parameters. */
+typedef struct mk_conv_params {
+    int32_t stride_h, stride_w; /**< >= 1 */
+    int32_t pad_h, pad_w;       /**< >= 0 */
+    mk_act act;
+} mk_conv_params;
+
+/** Depthwise convolution parameters. */
+typedef struct mk_dw_params {
+    int32_t stride_h, stride_w; /**< >= 1 */
+    int32_t pad_h, pad_w;       /**< >= 0 */
+    int32_t multiplier;         /**< output channels per input channel, >= 1 */
+    mk_act act;
+} mk_dw_params;
+
+/** Pooling parameters. */
+typedef struct mk_pool_params {
+    int32_t stride_h, stride_w; /**< >= 1 */
+    int32_t pad_h, pad_w;       /**< >= 0 */
+    int32_t filter_h, filter_w; /**< >= 1 */
+    mk_act act;
+} mk_pool_params;
+
+/** Apply @p act to @p n values in place. */
+void mk_act_f32(float *x, size_t n, mk_act act);
+
+/** Scratch bytes mk_conv2d_f32() and mk_conv2d_1x1_f32() need: one packed panel of
+ *  MK_CONV_NR output channels, MK_CONV_NR * KH * KW * Cin floats. */
+size_t mk_conv2d_get_buffer_size_f32(const mk_dims *filter_dims);
+
+/**
+ * 2-D convolution, direct, with weights packed MK_CONV_NR output channels at a
+ * time into @p scratch and 4 output pixels x MK_CONV_NR channels per register block.
+ * @param in_dims     (N, H, W, Cin)
+ * @param filter_dims (Cout, KH, KW, Cin), OHWI
+ * @param bias        (Cout) or NULL
+ * @param out_dims    (N, OH, OW, Cout)
+ * @param scratch     mk_conv2d_get_buffer_size_f32() bytes, float-aligned, not overlapping anything
+ */
+mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *in_dims, const float *in,
+                             const mk_dims *filter_dims, const float *filter, const float *bias,
+                             const mk_dims *out_dims, float *out, float *scratch);
+
+/**
+ * 1x1 convolution as a blocked GEMM over all N*OH*OW pixels (any stride).
+ * Preconditions: KH == KW == 1, pad_h == pad_w == 0. Same arguments as mk_conv2d_f32().
+ */
+mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *in_dims, const float *in,
+                                 const mk_dims *filter_dims, const float *filter, const float *bias,
+                                 const mk_dims *out_dims, float *out, float *scratch);
+
+/**
+ * Depthwise convolution, any kernel size, stride and multiplier.
+ * @param filter_dims (1, KH, KW, Cin*M)
+ * @param out_dims    (N, OH, OW, Cin*M)
+ */
+mengine_status mk_depthwise_conv_f32(const mk_dw_params *p, const mk_dims *in_dims, const float *in,
+                                     const mk_dims *filter_dims, const float *filter,
+                                     const float *bias, const mk_dims *out_dims, float *out);
+
+/** Whether mk_depthwise_conv_fast_f32() handles these parameters: multiplier 1,
+ *  square 3x3, 5x5 or 7x7 kernel, equal strides 1 or 2. */
+int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *filter_dims);
+
+/**
+ * Depthwise convolution specialised for kernel 3/5/7 and stride 1/2 with
+ * multiplier 1 (mk_depthwise_conv_fast_ok()); MENGINE_ERR_ARG otherwise.
+ * Same arguments as mk_depthwise_conv_f32().
+ */
+mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *in_dims,
+                                          const float *in, const mk_dims *filter_dims,
+                                          const float *filter, const float *bias,
+                                          const mk_dims *out_dims, float *out);
+
+/**
+ * Transpose convolution (gradient of conv2d with respect to its input).
+ * @param in_dims     (N, H, W, Cin)
+ * @param filter_dims (Cout, KH, KW, Cin)
+ * @param out_dims    (N, OH, OW, Cout); output pixel oh = ih*stride_h + kh - pad_h.
+ */
+mengine_status mk_transpose_conv_f32(const mk_conv_params *p, const mk_dims *in_dims,
+                                     const float *in, const mk_dims *filter_dims,
+                                     const float *filter, const float *bias,
+                                     const mk_dims *out_dims, float *out);
+
+/**
+ * Average pooling; each output divides by the number of input pixels inside
+ * the window (padding excluded), as TFLite does.
+ */
+mengine_status mk_avg_pool_f32(const mk_pool_params *p, const mk_dims *in_dims, const float *in,
+                               const mk_dims *out_dims, float *out);
+
+/** Mean over H and W: (N, H, W, C) -> (N, C). */
+mengine_status mk_mean_hw_f32(const mk_dims *in_dims, const float *in, float *out);
+
+/**
+ * Fully connected: out[b][u] = act(sum_i in[b][i] * w[u][i] + bias[u]).
+ * @param in (batches, in_depth); w (units, in_depth); bias (units) or NULL; out (batches, units).
+ */
+mengine_status mk_fully_connected_f32(mk_act act, size_t batches, size_t in_depth, size_t units,
+                                      const float *in, const float *w, const float *bias,
+                                      float *out);
+
+/** Softmax over the last dim: out = exp(beta*(x - max)) / sum. In place allowed. */
+mengine_status mk_softmax_f32(size_t rows, size_t cols, float beta, const float *in, float *out);
+
+/**
+ * out = act(a + b) with broadcasting: each dim of a and b equals the output's or is 1.
+ * In place: out may equal whichever of a, b has the output's shape.
+ */
+mengine_status mk_add_f32(const mk_dims *a_dims, const float *a, const mk_dims *b_dims,
+                          const float *b, const mk_dims *out_dims, float *out, mk_act act);
+/** out = act(a * b) with broadcasting (SE: (N,H,W,C) * (N,1,1,C)); as mk_add_f32(). */
+mengine_status mk_mul_f32(const mk_dims *a_dims, const float *a, const mk_dims *b_dims,
+                          const float *b, const mk_dims *out_dims, float *out, mk_act act);
+
+/** max(x, 0); in place. */
+mengine_status mk_relu_f32(const float *in, float *out, size_t n);
+/** min(max(x, 0), 6); in place. */
+mengine_status mk_relu6_f32(const float *in, float *out, size_t n);
+/** x * relu6(x + 3) / 6; in place. */
+mengine_status mk_hard_swish_f32(const float *in, float *out, size_t n);
+/** 1 / (1 + exp(-x)); in place. */
+mengine_status mk_logistic_f32(const float *in, float *out, size_t n);
+/** x >= 0 ? x : alpha * x; in place. */
+mengine_status mk_leaky_relu_f32(const float *in, float *out, size_t n, float alpha);
+
+/**
+ * Copy one input of a concatenation into its slot of the output:
+ * for o < outer: out[o*out_chunk + offset .. + in_chunk) = in[o*in_chunk .. + in_chunk).
+ * @param in_chunk  elements of this input per outer index (its axis dim x inner size)
+ * @param out_chunk elements of the output per outer index
+ * @param offset    elements before this input inside each output chunk
+ */
+mengine_status mk_concat_part_f32(const float *in, size_t outer, size_t in_chunk, float *out,
+                                  size_t out_chunk, size_t offset);
+
+#endif

@@ -1,0 +1,58 @@
+/* Reductions over space: average pooling and the mean over H and W. */
+#include "engine/kernels_util.h"
+
+mengine_status mk_avg_pool_f32(const mk_pool_params *p, const mk_dims *id, const float *in,
+                               const mk_dims *od, float *out)
+{
+    if (!p || !in || !out || !mk_dims_ok(id) || !mk_dims_ok(od) || p->stride_h <= 0 ||
+        p->stride_w <= 0 || p->pad_h < 0 || p->pad_w < 0 || p->filter_h <= 0 || p->filter_w <= 0 ||
+        !mk_act_ok(p->act) || od->n != id->n || od->c != id->c)
+        return MENGINE_ERR_ARG;
+    const int H = id->h, W = id->w, C = id->c;
+    for (int n = 0; n < id->n; n++)
+        for (int oh = 0; oh < od->h; oh++) {
+            const int h0 = oh * p->stride_h - p->pad_h;
+            const int hs = mk_max(h0, 0), he = mk_min(h0 + p->filter_h, H);
+            for (int ow = 0; ow < od->w; ow++) {
+                const int w0 = ow * p->stride_w - p->pad_w;
+                const int ws = mk_max(w0, 0), we = mk_min(w0 + p->filter_w, W);
+                float *restrict y = out + (((size_t)n * od->h + oh) * od->w + ow) * C;
+                for (int c = 0; c < C; c++)
+                    y[c] = 0.0f;
+                for (int h = hs; h < he; h++)
+                    for (int w = ws; w < we; w++) {
+                        const float *restrict x = in + (((size_t)n * H + h) * W + w) * C;
+                        for (int c = 0; c < C; c++)
+                            y[c] += x[c];
+                    }
+                const int count = (he - hs) * (we - ws);
+                if (count > 0) {
+                    const float fc = (float)count;
+                    for (int c = 0; c < C; c++)
+                        y[c] /= fc;
+                }
+                mk_act_f32(y, (size_t)C, p->act);
+            }
+        }
+    return MENGINE_OK;
+}
+
+mengine_status mk_mean_hw_f32(const mk_dims *id, const float *in, float *out)
+{
+    if (!in || !out || !mk_dims_ok(id))
+        return MENGINE_ERR_ARG;
+    const size_t hw = (size_t)id->h * id->w, C = (size_t)id->c;
+    const float count = (float)hw;
+    for (int n = 0; n < id->n; n++) {
+        float *restrict y = out + (size_t)n * C;
+        const float *restrict x = in + (size_t)n * hw * C;
+        for (size_t c = 0; c < C; c++)
+            y[c] = 0.0f;
+        for (size_t i = 0; i < hw; i++)
+            for (size_t c = 0; c < C; c++)
+                y[c] += x[i * C + c];
+        for (size_t c = 0; c < C; c++)
+            y[c] /= count;
+    }
+    return MENGINE_OK;
+}

@@ -1,0 +1,72 @@
+/* Helpers shared by the kernel files (not part of the public API). */
+#ifndef MANTA_ENGINE_KERNELS_UTIL_H
+#define MANTA_ENGINE_KERNELS_UTIL_H
+
+#include <stddef.h>
+
+#include "engine/kernels.h"
+
+#if defined(__GNUC__)
+#define MK_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define MK_ALWAYS_INLINE inline
+#endif
+
+/* GNU C vector extensions (GCC, clang: every target, lowered to scalar code
+ * where there is no SIMD) for the register-blocked convolution micro-kernels;
+ * GCC does not keep a 4 x 8 block of scalar accumulators in vector registers.
+ * Build with -DMK_VECTOR_EXT=0 for plain C99. */
+#ifndef MK_VECTOR_EXT
+#if defined(__GNUC__)
+#define MK_VECTOR_EXT 1
+#else
+#define MK_VECTOR_EXT 0
+#endif
+#endif
+
+/* Lanes of the partial sums in mk_dot(): independent accumulators let the compiler
+ * vectorise the reduction without reassociating floating-point additions. */
+#define MK_DOT_LANES 8
+
+/* sum_i a[i] * b[i], in MK_DOT_LANES partial sums. */
+static inline float mk_dot(const float *restrict a, const float *restrict b, size_t n)
+{
+    float s[MK_DOT_LANES] = {0};
+    size_t i = 0;
+    for (; i + MK_DOT_LANES <= n; i += MK_DOT_LANES)
+        for (size_t j = 0; j < MK_DOT_LANES; j++)
+            s[j] += a[i + j] * b[i + j];
+    float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; i < n; i++)
+        t += a[i] * b[i];
+    return t;
+}
+
+/* One value through a fused activation. */
+static inline float mk_act1(float v, mk_act act)
+{
+    switch (act) {
+    case MK_ACT_RELU: return v < 0.0f ? 0.0f : v;
+    case MK_ACT_RELU_N1_TO_1: return v < -1.0f ? -1.0f : (v > 1.0f ? 1.0f : v);
+    case MK_ACT_RELU6: return v < 0.0f ? 0.0f : (v > 6.0f ? 6.0f : v);
+    case MK_ACT_NONE: break;
+    }
+    return v;
+}
+
+static inline int mk_act_ok(mk_act act) { return act >= MK_ACT_NONE && act <= MK_ACT_RELU6; }
+
+static inline int mk_dims_ok(const mk_dims *d)
+{
+    return d && d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
+}
+
+static inline size_t mk_dims_count(const mk_dims *d)
+{
+    return (size_t)d->n * (size_t)d->h * (size_t)d->w * (size_t)d->c;
+}
+
+static inline int mk_min(int a, int b) { return a < b ? a : b; }
+static inline int mk_max(int a, int b) { return a > b ? a : b; }
+
+#endif

@@ -1,0 +1,877 @@
+/* Operator registrations: {prepare, eval} per builtin, TFLM style.
+ *
+ * prepare checks the operator against the model (inputs present, types,
+ * ranks, shapes, options) and fills the node's parameters and scratch size;
+ * the verifier runs it as a dry run, mengine_prepare() keeps the node. eval
+ * runs the kernel on the tensor records and never allocates. Shapes are
+ * checked exactly as TFLite infers them, so eval can trust them. */
+#include <float.h>
+#include <string.h>
+
+#include "engine/internal.h"
+
+#define MAX_STRIDE 65536 /* keeps index arithmetic in 32 bits */
+
+enum padding { PAD_SAME = 0, PAD_VALID = 1 };
+
+/* ---- prepare helpers ---- */
+
+/* Input @p i, or *present = 0 when missing or -1. */
+static mengine_status opt_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, int *present)
+{
+    *present = 0;
+    if (i >= c->inputs.n || fb_vec_i32(c->r, &c->inputs, i) < 0)
+        return MENGINE_OK;
+    *present = 1;
+    return me_model_tensor(c->r, c->m, (uint32_t)fb_vec_i32(c->r, &c->inputs, i), ti);
+}
+
+/* Input @p i, which must be present and FLOAT32. */
+static mengine_status float_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, const char *what)
+{
+    int present;
+    mengine_status st = opt_input(c, i, ti, &present);
+    if (st != MENGINE_OK)
+        return st;
+    if (!present)
+        return me_op_fail(c, MENGINE_ERR_GRAPH, "input %u (%s) is missing", i, what);
+    if (ti->type != MENGINE_FLOAT32)
+        return me_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i,
+                          what, ti->index, ti->name);
+    return MENGINE_OK;
+}
+
+/* Optional FLOAT32 input @p i. */
+static mengine_status opt_float_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, int *present,
+                                      const char *what)
+{
+    mengine_status st = opt_input(c, i, ti, present);
+    if (st == MENGINE_OK && *present && ti->type != MENGINE_FLOAT32)
+        return me_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i,
+                          what, ti->index, ti->name);
+    return st;
+}
+
+/* The bias of a convolution: TFLite refuses float CONV_2D without one and
+ * crashes on DEPTHWISE_CONV_2D without one, so a model that omits it is not
+ * portable and is rejected here too. */
+static mengine_status conv_bias(const mop_ctx *c, mtensor_info *b)
+{
+    int present;
+    mengine_status st = opt_input(c, 2, b, &present);
+    if (st == MENGINE_OK && !present)
+        return me_op_fail(c, MENGINE_ERR_GRAPH,
+                          "input 2 (bias) is missing: TFLite requires it for float convolutions");
+    if (st == MENGINE_OK && b->type != MENGINE_FLOAT32)
+        return me_op_fail(c, MENGINE_ERR_TYPE, "input 2 (bias, tensor %u '%s') is not FLOAT32",
+                          b->index, b->name);
+    return st;
+}
+
+/* Constant INT32 vector input @p i (shape, axis). */
+static mengine_status int_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, const char *what)
+{
+    int present;
+    mengine_status st = opt_input(c, i, ti, &present);
+    if (st != MENGINE_OK)
+        return st;
+    if (!present)
+        return me_op_fail(c, MENGINE_ERR_GRAPH, "input %u (%s) is missing", i, what);
+    if (ti->type != MENGINE_INT32 || !ti->data || ti->rank > 1)
+        return me_op_fail(c, MENGINE_ERR_TYPE,
+                          "input %u (%s, tensor %u '%s') must be a constant INT32 vector", i, what,
+                          ti->index, ti->name);
+    return MENGINE_OK;
+}
+
+static int32_t int_at(const mtensor_info *ti, uint32_t i) { return rd_i32(ti->data + 4 * i); }
+
+/* The output (checked FLOAT32 activation by the verifier). */
+static mengine_status output(const mop_ctx *c, mtensor_info *ti)
+{
+    return me_model_tensor(c->r, c->m, (uint32_t)fb_vec_i32(c->r, &c->outputs, 0), ti);
+}
+
+static mengine_status need_rank(const mop_ctx *c, const mtensor_info *ti, uint32_t rank,
+                                const char *what)
+{
+    if (ti->rank != rank)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "%s (tensor %u '%s') has rank %u, expected %u",
+                          what, ti->index, ti->name, ti->rank, rank);
+    return MENGINE_OK;
+}
+
+/* "[1, 2, 3]" into @p buf (for messages). */
+static const char *dims_str(const int32_t *dims, uint32_t rank, char *buf, size_t cap)
+{
+    mdiag d = {buf, cap};
+    switch (rank) {
+    case 0: me_diag_fail(&d, MENGINE_OK, "[]"); break;
+    case 1: me_diag_fail(&d, MENGINE_OK, "[%d]", dims[0]); break;
+    case 2: me_diag_fail(&d, MENGINE_OK, "[%d, %d]", dims[0], dims[1]); break;
+    case 3: me_diag_fail(&d, MENGINE_OK, "[%d, %d, %d]", dims[0], dims[1], dims[2]); break;
+    default:
+        me_diag_fail(&d, MENGINE_OK, "[%d, %d, %d, %d]", dims[0], dims[1], dims[2], dims[3]);
+        break;
+    }
+    return buf;
+}
+
+/* The output must have exactly @p dims. */
+static mengine_status need_shape(const mop_ctx *c, const mtensor_info *out, const int32_t *dims,
+                                 uint32_t rank)
+{
+    int same = out->rank == rank;
+    for (uint32_t i = 0; same && i < rank; i++)
+        same = out->dims[i] == dims[i];
+    if (!same) {
+        char got[64], want[64];
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "output (tensor %u '%s') has shape %s, expected %s",
+                          out->index, out->name, dims_str(out->dims, out->rank, got, sizeof got),
+                          dims_str(dims, rank, want, sizeof want));
+    }
+    return MENGINE_OK;
+}
+
+/* The options table, checked to be of the operator's union type (*present = 0 if absent). */
+static mengine_status options(const mop_ctx *c, int8_t type, fb_table *t, int *present)
+{
+    uint8_t got;
+    mengine_status st = me_fb_u8(c->r, &c->op, OP_OPTIONS_TYPE, 0, &got);
+    *present = 0;
+    if (st != MENGINE_OK)
+        return st;
+    if (got == 0)
+        return MENGINE_OK;
+    if (got != (uint8_t)type)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "options of union type %u, expected %d",
+                          (unsigned)got, (int)type);
+    return me_fb_sub_table(c->r, &c->op, OP_OPTIONS, t, present);
+}
+
+/* Options that the operator cannot run without. */
+static mengine_status need_options(const mop_ctx *c, int8_t type, fb_table *t)
+{
+    int present;
+    mengine_status st = options(c, type, t, &present);
+    if (st == MENGINE_OK && !present)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "builtin options missing");
+    return st;
+}
+
+static mengine_status read_act(const mop_ctx *c, const fb_table *t, int present, unsigned id,
+                               mk_act *act)
+{
+    int8_t v = 0;
+    mengine_status st = present ? me_fb_i8(c->r, t, id, 0, &v) : MENGINE_OK;
+    if (st != MENGINE_OK)
+        return st;
+    if (v < MK_ACT_NONE || v > MK_ACT_RELU6)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS,
+                          "fused activation %d unsupported (NONE, RELU, RELU_N1_TO_1, RELU6)", v);
+    *act = (mk_act)v;
+    return MENGINE_OK;
+}
+
+/* padding (field @p id), stride_w and stride_h (the two fields after it). */
+static mengine_status read_window(const mop_ctx *c, const fb_table *t, unsigned id,
+                                  enum padding *pad, int32_t *sh, int32_t *sw)
+{
+    int8_t p;
+    mengine_status st = me_fb_i8(c->r, t, id, 0, &p);
+    if (st == MENGINE_OK)
+        st = me_fb_i32(c->r, t, id + 1, 0, sw);
+    if (st == MENGINE_OK)
+        st = me_fb_i32(c->r, t, id + 2, 0, sh);
+    if (st != MENGINE_OK)
+        return st;
+    if (p != PAD_SAME && p != PAD_VALID)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "padding %d (SAME 0 or VALID 1)", p);
+    if (*sh < 1 || *sw < 1 || *sh > MAX_STRIDE || *sw > MAX_STRIDE)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "strides %d x %d out of range (1 to %d)", *sh,
+                          *sw, MAX_STRIDE);
+    *pad = (enum padding)p;
+    return MENGINE_OK;
+}
+
+static mengine_status no_dilation(const mop_ctx *c, const fb_table *t, unsigned id)
+{
+    int32_t dw, dh;
+    mengine_status st = me_fb_i32(c->r, t, id, 1, &dw);
+    if (st == MENGINE_OK)
+        st = me_fb_i32(c->r, t, id + 1, 1, &dh);
+    if (st == MENGINE_OK && (dw != 1 || dh != 1))
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "dilation %d x %d unsupported (1 only)", dh, dw);
+    return st;
+}
+
+/* Output size of a window of @p k with stride @p s over @p in, as TFLite computes it. */
+static int32_t window_out(int32_t in, int32_t k, int32_t s, enum padding pad)
+{
+    int64_t out = pad == PAD_SAME ? ((int64_t)in + s - 1) / s : ((int64_t)in - k + s) / s;
+    return (int32_t)out;
+}
+
+/* Padding before: half the total, the odd one after. */
+static int32_t pad_before(int32_t in, int32_t k, int32_t s, int32_t out)
+{
+    int64_t total = ((int64_t)out - 1) * s + k - in;
+    return total > 0 ? (int32_t)(total / 2) : 0;
+}
+
+static int finite_float(float v) { return v >= -FLT_MAX && v <= FLT_MAX; }
+
+/* ---- eval helpers ---- */
+
+static const mtensor *out_rec(const mengine *e, const mnode *n) { return &e->tensors[n->output]; }
+
+/* 4-D view of a record, dims right-aligned (a [B, C] tensor is (1, 1, B, C)). */
+static mk_dims dims4(const mtensor *t)
+{
+    int32_t d[4] = {1, 1, 1, 1};
+    for (uint32_t i = 0; i < t->rank; i++)
+        d[4 - t->rank + i] = t->dims[i];
+    mk_dims r = {d[0], d[1], d[2], d[3]};
+    return r;
+}
+
+static const float *opt_data(const mtensor *t) { return t ? t->cdata : NULL; }
+
+/* ---- CONV_2D ---- */
+
+static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, f, b, out;
+    fb_table o;
+    enum padding pad;
+    mk_conv_params *p = &node->p.conv;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = float_input(c, 1, &f, "filter");
+    if (st == MENGINE_OK)
+        st = conv_bias(c, &b);
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = need_rank(c, &in, 4, "input");
+    if (st == MENGINE_OK)
+        st = need_rank(c, &f, 4, "filter");
+    if (st == MENGINE_OK)
+        st = need_rank(c, &b, 1, "bias");
+    if (st == MENGINE_OK)
+        st = need_options(c, 1, &o);
+    if (st == MENGINE_OK)
+        st = read_window(c, &o, 0, &pad, &p->stride_h, &p->stride_w);
+    if (st == MENGINE_OK)
+        st = read_act(c, &o, 1, 3, &p->act);
+    if (st == MENGINE_OK)
+        st = no_dilation(c, &o, 4);
+    if (st != MENGINE_OK)
+        return st;
+    if (f.dims[3] != in.dims[3])
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "filter has %d input channels, the input has %d",
+                          f.dims[3], in.dims[3]);
+    if (b.dims[0] != f.dims[0])
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
+                          b.dims[0], f.dims[0]);
+    const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
+    const int32_t ow = window_out(in.dims[2], f.dims[2], p->stride_w, pad);
+    if (oh < 1 || ow < 1)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
+                          f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
+    const int32_t want[4] = {in.dims[0], oh, ow, f.dims[0]};
+    st = need_shape(c, &out, want, 4);
+    if (st != MENGINE_OK)
+        return st;
+    p->pad_h = pad_before(in.dims[1], f.dims[1], p->stride_h, oh);
+    p->pad_w = pad_before(in.dims[2], f.dims[2], p->stride_w, ow);
+    const mk_dims fd = {f.dims[0], f.dims[1], f.dims[2], f.dims[3]};
+    const size_t scratch = mk_conv2d_get_buffer_size_f32(&fd);
+    if (scratch > 0x7fffffffu)
+        return me_op_fail(c, MENGINE_ERR_LIMIT, "weight panel of %zu bytes (limit 2 GiB)", scratch);
+    node->scratch_bytes = (uint32_t)scratch;
+    return MENGINE_OK;
+}
+
+static mengine_status conv_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *f = node_input(e, n, 1);
+    const mtensor *b = node_input(e, n, 2), *out = out_rec(e, n);
+    const mk_dims id = dims4(in), fd = dims4(f), od = dims4(out);
+    if (fd.h == 1 && fd.w == 1)
+        return mk_conv2d_1x1_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
+                                 out->data, n->scratch);
+    return mk_conv2d_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data,
+                         n->scratch);
+}
+
+/* ---- DEPTHWISE_CONV_2D ---- */
+
+static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, f, b, out;
+    fb_table o;
+    int32_t dm;
+    enum padding pad;
+    mk_dw_params *p = &node->p.dw;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = float_input(c, 1, &f, "filter");
+    if (st == MENGINE_OK)
+        st = conv_bias(c, &b);
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = need_rank(c, &in, 4, "input");
+    if (st == MENGINE_OK)
+        st = need_rank(c, &f, 4, "filter");
+    if (st == MENGINE_OK)
+        st = need_rank(c, &b, 1, "bias");
+    if (st == MENGINE_OK)
+        st = need_options(c, 2, &o);
+    if (st == MENGINE_OK)
+        st = read_window(c, &o, 0, &pad, &p->stride_h, &p->stride_w);
+    if (st == MENGINE_OK)
+        st = me_fb_i32(c->r, &o, 3, 0, &dm);
+    if (st == MENGINE_OK)
+        st = read_act(c, &o, 1, 4, &p->act);
+    if (st == MENGINE_OK)
+        st = no_dilation(c, &o, 5);
+    if (st != MENGINE_OK)
+        return st;
+    const int32_t cin = in.dims[3], cout = f.dims[3];
+    if (f.dims[0] != 1 || cout % cin != 0)
+        return me_op_fail(c, MENGINE_ERR_SHAPE,
+                          "filter [%d, %d, %d, %d] is not [1, KH, KW, M x %d input channels]",
+                          f.dims[0], f.dims[1], f.dims[2], f.dims[3], cin);
+    p->multiplier = cout / cin;
+    if (dm != 0 && dm != p->multiplier)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "depth_multiplier %d, the shapes give %d", dm,
+                          p->multiplier);
+    if (b.dims[0] != cout)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
+                          b.dims[0], cout);
+    const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
+    const int32_t ow = window_out(in.dims[2], f.dims[2], p->stride_w, pad);
+    if (oh < 1 || ow < 1)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
+                          f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
+    const int32_t want[4] = {in.dims[0], oh, ow, cout};
+    st = need_shape(c, &out, want, 4);
+    p->pad_h = pad_before(in.dims[1], f.dims[1], p->stride_h, oh);
+    p->pad_w = pad_before(in.dims[2], f.dims[2], p->stride_w, ow);
+    return st;
+}
+
+static mengine_status dw_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *f = node_input(e, n, 1);
+    const mtensor *b = node_input(e, n, 2), *out = out_rec(e, n);
+    const mk_dims id = dims4(in), fd = dims4(f), od = dims4(out);
+    if (mk_depthwise_conv_fast_ok(&n->p.dw, &fd))
+        return mk_depthwise_conv_fast_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
+                                          out->data);
+    return mk_depthwise_conv_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data);
+}
+
+/* ---- TRANSPOSE_CONV: inputs (output_shape, weights, input, bias?) ---- */
+
+static mengine_status tconv_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info shape, f, in, b, out;
+    fb_table o;
+    int has_b;
+    enum padding pad;
+    mk_conv_params *p = &node->p.conv;
+    mengine_status st = int_input(c, 0, &shape, "output shape");
+    if (st == MENGINE_OK)
+        st = float_input(c, 1, &f, "filter");
+    if (st == MENGINE_OK)
+        st = float_input(c, 2, &in, "input");
+    if (st == MENGINE_OK)
+        st = opt_float_input(c, 3, &b, &has_b, "bias");
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = need_rank(c, &in, 4, "input");
+    if (st == MENGINE_OK)
+        st = need_rank(c, &f, 4, "filter");
+    if (st == MENGINE_OK && has_b)
+        st = need_rank(c, &b, 1, "bias");
+    if (st == MENGINE_OK)
+        st = need_options(c, 49, &o);
+    if (st == MENGINE_OK)
+        st = read_window(c, &o, 0, &pad, &p->stride_h, &p->stride_w);
+    if (st == MENGINE_OK)
+        st = read_act(c, &o, 1, 3, &p->act);
+    if (st != MENGINE_OK)
+        return st;
+    if (shape.count != 4)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "output shape has %u values, expected 4",
+                          shape.count);
+    const int32_t want[4] = {int_at(&shape, 0), int_at(&shape, 1), int_at(&shape, 2),
+                             int_at(&shape, 3)};
+    st = need_shape(c, &out, want, 4);
+    if (st != MENGINE_OK)
+        return st;
+    if (f.dims[3] != in.dims[3] || f.dims[0] != out.dims[3] || out.dims[0] != in.dims[0])
+        return me_op_fail(c, MENGINE_ERR_SHAPE,
+                          "filter [%d, %d, %d, %d] does not map %d to %d channels", f.dims[0],
+                          f.dims[1], f.dims[2], f.dims[3], in.dims[3], out.dims[3]);
+    if (has_b && b.dims[0] != f.dims[0])
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
+                          b.dims[0], f.dims[0]);
+    /* The input must be what a convolution with these parameters makes of the output. */
+    const int32_t ih = window_out(out.dims[1], f.dims[1], p->stride_h, pad);
+    const int32_t iw = window_out(out.dims[2], f.dims[2], p->stride_w, pad);
+    if (ih != in.dims[1] || iw != in.dims[2])
+        return me_op_fail(
+            c, MENGINE_ERR_SHAPE,
+            "input is %dx%d, a %dx%d output with these strides and padding needs %dx%d", in.dims[1],
+            in.dims[2], out.dims[1], out.dims[2], ih, iw);
+    p->pad_h = pad_before(out.dims[1], f.dims[1], p->stride_h, ih);
+    p->pad_w = pad_before(out.dims[2], f.dims[2], p->stride_w, iw);
+    return MENGINE_OK;
+}
+
+static mengine_status tconv_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *f = node_input(e, n, 1), *in = node_input(e, n, 2);
+    const mtensor *b = n->n_inputs > 3 ? node_input(e, n, 3) : NULL, *out = out_rec(e, n);
+    const mk_dims id = dims4(in), fd = dims4(f), od = dims4(out);
+    return mk_transpose_conv_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
+                                 out->data);
+}
+
+/* ---- AVERAGE_POOL_2D ---- */
+
+static mengine_status pool_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, out;
+    fb_table o;
+    enum padding pad;
+    mk_pool_params *p = &node->p.pool;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = need_rank(c, &in, 4, "input");
+    if (st == MENGINE_OK)
+        st = need_options(c, 5, &o);
+    if (st == MENGINE_OK)
+        st = read_window(c, &o, 0, &pad, &p->stride_h, &p->stride_w);
+    if (st == MENGINE_OK)
+        st = me_fb_i32(c->r, &o, 3, 0, &p->filter_w);
+    if (st == MENGINE_OK)
+        st = me_fb_i32(c->r, &o, 4, 0, &p->filter_h);
+    if (st == MENGINE_OK)
+        st = read_act(c, &o, 1, 5, &p->act);
+    if (st != MENGINE_OK)
+        return st;
+    if (p->filter_h < 1 || p->filter_w < 1 || p->filter_h > MAX_STRIDE || p->filter_w > MAX_STRIDE)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "filter %d x %d out of range (1 to %d)",
+                          p->filter_h, p->filter_w, MAX_STRIDE);
+    const int32_t oh = window_out(in.dims[1], p->filter_h, p->stride_h, pad);
+    const int32_t ow = window_out(in.dims[2], p->filter_w, p->stride_w, pad);
+    if (oh < 1 || ow < 1)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
+                          p->filter_h, p->filter_w, in.dims[1], in.dims[2]);
+    const int32_t want[4] = {in.dims[0], oh, ow, in.dims[3]};
+    p->pad_h = pad_before(in.dims[1], p->filter_h, p->stride_h, oh);
+    p->pad_w = pad_before(in.dims[2], p->filter_w, p->stride_w, ow);
+    return need_shape(c, &out, want, 4);
+}
+
+static mengine_status pool_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
+    const mk_dims id = dims4(in), od = dims4(out);
+    return mk_avg_pool_f32(&n->p.pool, &id, in->cdata, &od, out->data);
+}
+
+/* ---- MEAN over H and W: inputs (data, axis) ---- */
+
+static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, axis, out;
+    fb_table o;
+    int has_o;
+    (void)node; /* no parameters: the output shape says whether dims are kept */
+    uint8_t keep = 0;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = int_input(c, 1, &axis, "axis");
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = need_rank(c, &in, 4, "input");
+    if (st == MENGINE_OK)
+        st = options(c, 27, &o, &has_o);
+    if (st == MENGINE_OK && has_o)
+        st = me_fb_u8(c->r, &o, 0, 0, &keep);
+    if (st != MENGINE_OK)
+        return st;
+    int mask = 0;
+    for (uint32_t i = 0; i < axis.count; i++) {
+        int32_t a = int_at(&axis, i);
+        a = a < 0 ? a + 4 : a;
+        mask |= a >= 0 && a < 4 ? 1 << a : 16;
+    }
+    if (axis.count != 2 || mask != 6)
+        return me_op_fail(c, MENGINE_ERR_UNSUPPORTED,
+                          "only the mean over axes {1, 2} (H, W) is supported");
+    const int32_t keep_dims[4] = {in.dims[0], 1, 1, in.dims[3]};
+    const int32_t flat[2] = {in.dims[0], in.dims[3]};
+    return keep ? need_shape(c, &out, keep_dims, 4) : need_shape(c, &out, flat, 2);
+}
+
+static mengine_status mean_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
+    const mk_dims id = dims4(in);
+    return mk_mean_hw_f32(&id, in->cdata, out->data);
+}
+
+/* ---- FULLY_CONNECTED: inputs (input, weights [units, depth], bias?) ---- */
+
+static mengine_status fc_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, w, b, out;
+    fb_table o;
+    int has_b, has_o;
+    int8_t format = 0;
+    uint8_t keep = 0;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = float_input(c, 1, &w, "weights");
+    if (st == MENGINE_OK)
+        st = opt_float_input(c, 2, &b, &has_b, "bias");
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = need_rank(c, &w, 2, "weights");
+    if (st == MENGINE_OK && has_b)
+        st = need_rank(c, &b, 1, "bias");
+    if (st == MENGINE_OK)
+        st = options(c, 8, &o, &has_o);
+    if (st == MENGINE_OK)
+        st = read_act(c, &o, has_o, 0, &node->p.misc.act);
+    if (st == MENGINE_OK && has_o)
+        st = me_fb_i8(c->r, &o, 1, 0, &format);
+    if (st == MENGINE_OK && has_o)
+        st = me_fb_u8(c->r, &o, 2, 0, &keep);
+    if (st != MENGINE_OK)
+        return st;
+    if (format != 0)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "weights format %d unsupported (DEFAULT only)",
+                          format);
+    const int32_t units = w.dims[0], depth = w.dims[1];
+    if (in.rank < 1 || in.count % (uint32_t)depth)
+        return me_op_fail(c, MENGINE_ERR_SHAPE,
+                          "input of %u values is not a whole number of rows of %d", in.count,
+                          depth);
+    if (has_b && b.dims[0] != units)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d units", b.dims[0],
+                          units);
+    if (keep) {
+        int32_t want[MENGINE_MAX_DIMS];
+        if (in.dims[in.rank - 1] != depth)
+            return me_op_fail(c, MENGINE_ERR_SHAPE,
+                              "keep_num_dims: input depth %d, weights take %d",
+                              in.dims[in.rank - 1], depth);
+        memcpy(want, in.dims, sizeof want);
+        want[in.rank - 1] = units;
+        return need_shape(c, &out, want, in.rank);
+    }
+    const int32_t want[2] = {(int32_t)(in.count / (uint32_t)depth), units};
+    return need_shape(c, &out, want, 2);
+}
+
+static mengine_status fc_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *w = node_input(e, n, 1);
+    const mtensor *b = n->n_inputs > 2 ? node_input(e, n, 2) : NULL, *out = out_rec(e, n);
+    const size_t depth = (size_t)w->dims[1];
+    return mk_fully_connected_f32(n->p.misc.act, in->count / depth, depth, (size_t)w->dims[0],
+                                  in->cdata, w->cdata, opt_data(b), out->data);
+}
+
+/* ---- SOFTMAX ---- */
+
+static mengine_status softmax_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, out;
+    fb_table o;
+    int has_o;
+    float beta = 0.0f;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = options(c, 9, &o, &has_o);
+    if (st == MENGINE_OK && has_o)
+        st = me_fb_f32(c->r, &o, 0, 0.0f, &beta);
+    if (st != MENGINE_OK)
+        return st;
+    if (!(beta > 0.0f) || !finite_float(beta))
+        return me_op_fail(c, MENGINE_ERR_OPTIONS,
+                          "beta must be positive and finite (absent SoftmaxOptions mean beta 0)");
+    node->p.misc.value = beta;
+    return need_shape(c, &out, in.dims, in.rank);
+}
+
+static mengine_status softmax_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
+    const size_t cols = in->rank ? (size_t)in->dims[in->rank - 1] : 1;
+    return mk_softmax_f32(in->count / cols, cols, n->p.misc.value, in->cdata, out->data);
+}
+
+/* ---- RESHAPE: inputs (data, shape?) ---- */
+
+static mengine_status reshape_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, shape, out;
+    int has_shape;
+    fb_table o;
+    int has_o;
+    (void)node;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = opt_input(c, 1, &shape, &has_shape);
+    if (st == MENGINE_OK && has_shape)
+        st = int_input(c, 1, &shape, "shape");
+    if (st == MENGINE_OK)
+        st = options(c, 17, &o, &has_o);
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st != MENGINE_OK)
+        return st;
+    if (out.count != in.count)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "output has %u values, the input %u", out.count,
+                          in.count);
+    if (has_shape) {
+        int unknown = 0, ok = shape.count == out.rank;
+        for (uint32_t i = 0; ok && i < shape.count; i++) {
+            const int32_t v = int_at(&shape, i);
+            unknown += v == -1;
+            ok = v == out.dims[i] || (v == -1 && unknown == 1);
+        }
+        if (!ok)
+            return me_op_fail(c, MENGINE_ERR_SHAPE,
+                              "shape input (tensor %u) does not match the output", shape.index);
+    }
+    return MENGINE_OK;
+}
+
+static mengine_status reshape_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
+    if (out->data != in->cdata) /* not sharing the input's buffer */
+        memmove(out->data, in->cdata, (size_t)in->count * sizeof(float));
+    return MENGINE_OK;
+}
+
+/* ---- CONCATENATION ---- */
+
+static mengine_status concat_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, out;
+    fb_table o;
+    int32_t axis;
+    mengine_status st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = need_options(c, 10, &o);
+    if (st == MENGINE_OK)
+        st = me_fb_i32(c->r, &o, 0, 0, &axis);
+    if (st == MENGINE_OK)
+        st = read_act(c, &o, 1, 1, &node->p.misc.act);
+    if (st != MENGINE_OK)
+        return st;
+    const int32_t rank = (int32_t)out.rank;
+    if (axis < -rank || axis >= rank || rank == 0)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "axis %d out of range for rank %d", axis, rank);
+    axis = axis < 0 ? axis + rank : axis;
+    node->p.misc.axis = axis;
+    if (c->inputs.n == 0)
+        return me_op_fail(c, MENGINE_ERR_GRAPH, "no inputs");
+    int64_t sum = 0;
+    for (uint32_t i = 0; i < c->inputs.n; i++) {
+        st = float_input(c, i, &in, "data");
+        if (st != MENGINE_OK)
+            return st;
+        int same = in.rank == out.rank;
+        for (int32_t k = 0; same && k < rank; k++)
+            same = k == axis || in.dims[k] == out.dims[k];
+        if (!same)
+            return me_op_fail(c, MENGINE_ERR_SHAPE,
+                              "input %u (tensor %u '%s') differs from the output outside axis %d",
+                              i, in.index, in.name, axis);
+        sum += in.dims[axis];
+    }
+    if (sum != out.dims[axis])
+        return me_op_fail(c, MENGINE_ERR_SHAPE,
+                          "inputs add up to %d along axis %d, the output has %d", (int)sum, axis,
+                          out.dims[axis]);
+    return MENGINE_OK;
+}
+
+static mengine_status concat_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *out = out_rec(e, n);
+    const int32_t axis = n->p.misc.axis;
+    size_t outer = 1, inner = 1, offset = 0;
+    for (int32_t k = 0; k < axis; k++)
+        outer *= (size_t)out->dims[k];
+    for (uint32_t k = (uint32_t)axis + 1; k < out->rank; k++)
+        inner *= (size_t)out->dims[k];
+    const size_t out_chunk = (size_t)out->dims[axis] * inner;
+    for (uint32_t i = 0; i < n->n_inputs; i++) {
+        const mtensor *in = node_input(e, n, i);
+        const size_t chunk = (size_t)in->dims[axis] * inner;
+        mengine_status st =
+            mk_concat_part_f32(in->cdata, outer, chunk, out->data, out_chunk, offset);
+        if (st != MENGINE_OK)
+            return st;
+        offset += chunk;
+    }
+    mk_act_f32(out->data, out->count, n->p.misc.act);
+    return MENGINE_OK;
+}
+
+/* ---- ADD, MUL (broadcasting) ---- */
+
+static mengine_status binary_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info a, b, out;
+    fb_table o;
+    int has_o;
+    mengine_status st = float_input(c, 0, &a, "a");
+    if (st == MENGINE_OK)
+        st = float_input(c, 1, &b, "b");
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = options(c, c->builtin == MENGINE_OP_ADD ? 11 : 21, &o, &has_o);
+    if (st == MENGINE_OK)
+        st = read_act(c, &o, has_o, 0, &node->p.misc.act);
+    if (st != MENGINE_OK)
+        return st;
+    /* Right-aligned broadcast, as TFLite: each pair of dims equal or one of them 1. */
+    const uint32_t rank = a.rank > b.rank ? a.rank : b.rank;
+    int32_t want[MENGINE_MAX_DIMS];
+    for (uint32_t i = 0; i < rank; i++) {
+        const int32_t da = i + a.rank >= rank ? a.dims[i + a.rank - rank] : 1;
+        const int32_t db = i + b.rank >= rank ? b.dims[i + b.rank - rank] : 1;
+        if (da != db && da != 1 && db != 1)
+            return me_op_fail(c, MENGINE_ERR_SHAPE, "dims %d and %d of the inputs do not broadcast",
+                              da, db);
+        want[i] = da > db ? da : db;
+    }
+    return need_shape(c, &out, want, rank);
+}
+
+static mengine_status add_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *a = node_input(e, n, 0), *b = node_input(e, n, 1), *out = out_rec(e, n);
+    const mk_dims ad = dims4(a), bd = dims4(b), od = dims4(out);
+    return mk_add_f32(&ad, a->cdata, &bd, b->cdata, &od, out->data, n->p.misc.act);
+}
+
+static mengine_status mul_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *a = node_input(e, n, 0), *b = node_input(e, n, 1), *out = out_rec(e, n);
+    const mk_dims ad = dims4(a), bd = dims4(b), od = dims4(out);
+    return mk_mul_f32(&ad, a->cdata, &bd, b->cdata, &od, out->data, n->p.misc.act);
+}
+
+/* ---- unary: RELU, RELU6, LOGISTIC, HARD_SWISH, LEAKY_RELU ---- */
+
+static mengine_status unary_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, out;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st != MENGINE_OK)
+        return st;
+    if (c->builtin == MENGINE_OP_LEAKY_RELU || c->builtin == MENGINE_OP_HARD_SWISH) {
+        fb_table o;
+        int has_o;
+        const int leaky = c->builtin == MENGINE_OP_LEAKY_RELU;
+        node->p.misc.value = 0.0f;
+        st = options(c, leaky ? 75 : 91, &o, &has_o);
+        if (st == MENGINE_OK && has_o && leaky)
+            st = me_fb_f32(c->r, &o, 0, 0.0f, &node->p.misc.value);
+        if (st != MENGINE_OK)
+            return st;
+        if (!finite_float(node->p.misc.value))
+            return me_op_fail(c, MENGINE_ERR_OPTIONS, "alpha is not finite");
+    }
+    return need_shape(c, &out, in.dims, in.rank);
+}
+
+static mengine_status unary_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
+    switch (n->reg->builtin) {
+    case MENGINE_OP_RELU: return mk_relu_f32(in->cdata, out->data, in->count);
+    case MENGINE_OP_RELU6: return mk_relu6_f32(in->cdata, out->data, in->count);
+    case MENGINE_OP_LOGISTIC: return mk_logistic_f32(in->cdata, out->data, in->count);
+    case MENGINE_OP_HARD_SWISH: return mk_hard_swish_f32(in->cdata, out->data, in->count);
+    default: return mk_leaky_relu_f32(in->cdata, out->data, in->count, n->p.misc.value);
+    }
+}
+
+/* ---- registry ---- */
+
+/* Highest versions accepted: those whose float32 semantics the kernels implement. */
+static const mop_reg REGS[] = {
+    {MENGINE_OP_ADD, 4, 11, 1, binary_prepare, add_eval},
+    {MENGINE_OP_AVERAGE_POOL_2D, 3, 5, 0, pool_prepare, pool_eval},
+    {MENGINE_OP_CONCATENATION, 3, 10, 0, concat_prepare, concat_eval},
+    {MENGINE_OP_CONV_2D, 3, 1, 0, conv_prepare, conv_eval},
+    {MENGINE_OP_DEPTHWISE_CONV_2D, 3, 2, 0, dw_prepare, dw_eval},
+    {MENGINE_OP_FULLY_CONNECTED, 9, 8, 0, fc_prepare, fc_eval},
+    {MENGINE_OP_LOGISTIC, 3, 0, 1, unary_prepare, unary_eval},
+    {MENGINE_OP_MUL, 4, 21, 1, binary_prepare, mul_eval},
+    {MENGINE_OP_RELU, 3, 0, 1, unary_prepare, unary_eval},
+    {MENGINE_OP_RELU6, 3, 0, 1, unary_prepare, unary_eval},
+    {MENGINE_OP_RESHAPE, 1, 17, 0, reshape_prepare, reshape_eval},
+    {MENGINE_OP_SOFTMAX, 3, 9, 0, softmax_prepare, softmax_eval},
+    {MENGINE_OP_MEAN, 3, 27, 0, mean_prepare, mean_eval},
+    {MENGINE_OP_TRANSPOSE_CONV, 4, 49, 0, tconv_prepare, tconv_eval},
+    {MENGINE_OP_LEAKY_RELU, 2, 75, 1, unary_prepare, unary_eval},
+    {MENGINE_OP_HARD_SWISH, 1, 91, 1, unary_prepare, unary_eval},
+};
+
+const mop_reg *me_op_find(int32_t builtin)
+{
+    for (size_t i = 0; i < sizeof REGS / sizeof REGS[0]; i++)
+        if (REGS[i].builtin == builtin)
+            return &REGS[i];
+    return NULL;
+}
+
+const char *mengine_op_name(int32_t builtin)
+{
+    switch (builtin) {
+    case MENGINE_OP_ADD: return "ADD";
+    case MENGINE_OP_AVERAGE_POOL_2D: return "AVERAGE_POOL_2D";
+    case MENGINE_OP_CONCATENATION: return "CONCATENATION";
+    case MENGINE_OP_CONV_2D: return "CONV_2D";
+    case MENGINE_OP_DEPTHWISE_CONV_2D: return "DEPTHWISE_CONV_2D";
+    case MENGINE_OP_FULLY_CONNECTED: return "FULLY_CONNECTED";
+    case MENGINE_OP_LOGISTIC: return "LOGISTIC";
+    case MENGINE_OP_MUL: return "MUL";
+    case MENGINE_OP_RELU: return "RELU";
+    case MENGINE_OP_RELU6: return "RELU6";
+    case MENGINE_OP_RESHAPE: return "RESHAPE";
+    case MENGINE_OP_SOFTMAX: return "SOFTMAX";
+    case MENGINE_OP_MEAN: return "MEAN";
+    case MENGINE_OP_TRANSPOSE_CONV: return "TRANSPOSE_CONV";
+    case MENGINE_OP_LEAKY_RELU: return "LEAKY_RELU";
+    case MENGINE_OP_HARD_SWISH: return "HARD_SWISH";
+    default: return "UNKNOWN";
+    }
+}

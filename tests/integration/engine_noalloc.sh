@@ -1,0 +1,24 @@
+#!/bin/sh
+# The inference engine library must not call the C allocator, nor anything
+# beyond a small freestanding set: every symbol it leaves undefined must be
+# memcpy/memmove/memset/memcmp, expf, or a sanitizer hook (SANITIZE builds).
+set -eu
+lib="${BUILD:-build}/lib/libmanta_engine.a"
+if [ ! -f "$lib" ]; then
+    echo "engine_noalloc: $lib missing (build with make first)"
+    exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+nm -u "$lib" | awk 'NF >= 2 { print $2 }' | sort -u >"$tmp/undef"
+nm -g --defined-only "$lib" | awk 'NF >= 3 { print $3 }' | sort -u >"$tmp/def"
+comm -23 "$tmp/undef" "$tmp/def" >"$tmp/external"
+if grep -Ex '(malloc|calloc|realloc|free|aligned_alloc|posix_memalign|memalign|valloc|reallocarray)' "$tmp/external"; then
+    echo "engine_noalloc: $lib references the allocator (above)"
+    exit 1
+fi
+if grep -Evx '(memcpy|memmove|memset|memcmp|expf|__stack_chk_fail|__(asan|ubsan|sanitizer)_.*)' "$tmp/external"; then
+    echo "engine_noalloc: $lib references symbols outside the freestanding set (above)"
+    exit 1
+fi
+echo "engine_noalloc: $(wc -l <"$tmp/external") external symbols, none an allocator"

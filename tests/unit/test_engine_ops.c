@@ -1,0 +1,639 @@
+/* Engine operators one at a time: a single-operator model built in memory,
+ * verified, planned and run, against the double-precision references on
+ * random shapes (odd sizes included); plus the kernel variants directly. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+#include "common/tflbuild.h"
+#include "engine/kernels.h"
+#include "ref/ref_engine.h"
+
+#define RTOL 1e-5
+
+static float *fa(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    assert_non_null(p);
+    return p;
+}
+
+static double *da(size_t n)
+{
+    double *p = malloc((n ? n : 1) * sizeof *p);
+    assert_non_null(p);
+    return p;
+}
+
+/* Run a model with one input and one output; compare with @p want. */
+static void run_check(const tb_model *m, const float *x, size_t nx, const double *want, size_t ny,
+                      const char *what)
+{
+    tb_run r;
+    double *got = da(ny);
+    tb_run_open(&r, m);
+    tb_run_input(&r, 0, x, nx);
+    tb_run_invoke(&r);
+    tb_run_output(&r, 0, got, ny);
+    tu_assert_close(got, want, ny, RTOL, what);
+    tb_run_close(&r);
+    free(got);
+}
+
+/* ---- CONV_2D ---- */
+
+static void conv_case(manta_rng *rng, int n, int h, int w, int ci, int co, int kh, int kw, int sh,
+                      int sw, int pad, int act)
+{
+    const int oh = re_out_size(h, kh, sh, pad), ow = re_out_size(w, kw, sw, pad);
+    const size_t nin = (size_t)n * h * w * ci, nw = (size_t)co * kh * kw * ci;
+    const size_t nout = (size_t)n * oh * ow * co;
+    float *x = fa(nin), *wt = fa(nw), *b = fa((size_t)co);
+    double *xd = da(nin), *wd = da(nw), *bd = da((size_t)co), *want = da(nout);
+    tb_rand(rng, x, xd, nin, -1, 1);
+    tb_rand(rng, wt, wd, nw, -1, 1);
+    tb_rand(rng, b, bd, (size_t)co, -1, 1);
+    re_conv2d(xd, n, h, w, ci, wd, co, kh, kw, bd, sh, sw, pad, act, want);
+
+    tb_model m;
+    tb_init(&m);
+    const int32_t din[4] = {n, h, w, ci}, dw[4] = {co, kh, kw, ci}, db[1] = {co};
+    const int32_t dout[4] = {n, oh, ow, co};
+    int32_t ins[3];
+    ins[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
+    ins[1] = tb_tensor_f32(&m, "w", 4, dw, wt);
+    ins[2] = tb_tensor_f32(&m, "b", 1, db, b);
+    int32_t out = tb_tensor_f32(&m, "out", 4, dout, NULL);
+    tb_opts o = {.type = 1, .padding = pad, .stride_w = sw, .stride_h = sh, .act = act};
+    tb_op_add(&m, MENGINE_OP_CONV_2D, 1, 3, ins, out, &o);
+    tb_io(&m, 1, ins, 1, &out);
+    run_check(&m, x, nin, want, nout, "conv2d");
+    tb_release(&m);
+    free(x), free(wt), free(b), free(xd), free(wd), free(bd), free(want);
+}
+
+static void test_conv2d_random(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 11, 1);
+    for (int i = 0; i < 14; i++) {
+        const int kh = 1 + 2 * tu_rand_int(&rng, 0, 2), kw = i % 3 ? kh : tu_rand_int(&rng, 1, 4);
+        const int s = tu_rand_int(&rng, 1, 2), pad = tu_rand_int(&rng, 0, 1);
+        const int h = tu_rand_int(&rng, kh, 13), w = tu_rand_int(&rng, kw, 13);
+        conv_case(&rng, tu_rand_int(&rng, 1, 2), h, w, tu_rand_int(&rng, 1, 11),
+                  tu_rand_int(&rng, 1, 19), kh, kw, s, tu_rand_int(&rng, 1, 3), pad,
+                  tu_rand_int(&rng, 0, 3));
+    }
+    /* the stem of a mobile network: 3 channels, 3x3 stride 2, SAME, RELU6 */
+    conv_case(&rng, 1, 17, 16, 3, 16, 3, 3, 2, 2, 0, 3);
+}
+
+static void test_conv2d_1x1(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 12, 1);
+    conv_case(&rng, 1, 7, 9, 24, 37, 1, 1, 1, 1, 0, 0); /* dense GEMM, Cout tail */
+    conv_case(&rng, 2, 5, 5, 17, 8, 1, 1, 1, 1, 1, 3);
+    conv_case(&rng, 1, 9, 8, 13, 21, 1, 1, 2, 2, 0, 1); /* strided 1x1 */
+    conv_case(&rng, 1, 1, 1, 40, 10, 1, 1, 1, 1, 0, 0); /* SE-like 1x1 on one pixel */
+}
+
+/* ---- DEPTHWISE_CONV_2D ---- */
+
+static void dw_case(manta_rng *rng, int n, int h, int w, int ci, int mult, int kh, int kw, int sh,
+                    int sw, int pad, int act, int dm_option)
+{
+    const int co = ci * mult;
+    const int oh = re_out_size(h, kh, sh, pad), ow = re_out_size(w, kw, sw, pad);
+    const size_t nin = (size_t)n * h * w * ci, nw = (size_t)kh * kw * co;
+    const size_t nout = (size_t)n * oh * ow * co;
+    float *x = fa(nin), *wt = fa(nw), *b = fa((size_t)co);
+    double *xd = da(nin), *wd = da(nw), *bd = da((size_t)co), *want = da(nout);
+    tb_rand(rng, x, xd, nin, -1, 1);
+    tb_rand(rng, wt, wd, nw, -1, 1);
+    tb_rand(rng, b, bd, (size_t)co, -1, 1);
+    re_depthwise(xd, n, h, w, ci, wd, mult, kh, kw, bd, sh, sw, pad, act, want);
+
+    tb_model m;
+    tb_init(&m);
+    const int32_t din[4] = {n, h, w, ci}, dw[4] = {1, kh, kw, co}, db[1] = {co};
+    const int32_t dout[4] = {n, oh, ow, co};
+    int32_t ins[3];
+    ins[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
+    ins[1] = tb_tensor_f32(&m, "w", 4, dw, wt);
+    ins[2] = tb_tensor_f32(&m, "b", 1, db, b);
+    int32_t out = tb_tensor_f32(&m, "out", 4, dout, NULL);
+    tb_opts o = {.type = 2,
+                 .padding = pad,
+                 .stride_w = sw,
+                 .stride_h = sh,
+                 .act = act,
+                 .depth_multiplier = dm_option ? mult : 0};
+    tb_op_add(&m, MENGINE_OP_DEPTHWISE_CONV_2D, 1, 3, ins, out, &o);
+    tb_io(&m, 1, ins, 1, &out);
+    run_check(&m, x, nin, want, nout, "depthwise");
+    tb_release(&m);
+    free(x), free(wt), free(b), free(xd), free(wd), free(bd), free(want);
+}
+
+static void test_depthwise_fast_variants(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 13, 1);
+    for (int k = 3; k <= 7; k += 2)
+        for (int s = 1; s <= 2; s++)
+            for (int pad = 0; pad <= 1; pad++) {
+                const int c = tu_rand_int(&rng, 1, 40); /* below and above the 16-channel block */
+                dw_case(&rng, 1, tu_rand_int(&rng, k, 15), tu_rand_int(&rng, k, 15), c, 1, k, k, s,
+                        s, pad, tu_rand_int(&rng, 0, 3), 1);
+            }
+}
+
+static void test_depthwise_general(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 14, 1);
+    dw_case(&rng, 1, 9, 8, 5, 2, 3, 3, 1, 1, 0, 0, 1);  /* multiplier 2 */
+    dw_case(&rng, 2, 7, 11, 6, 1, 3, 5, 2, 1, 0, 3, 0); /* non-square, unequal strides */
+    dw_case(&rng, 1, 6, 6, 4, 3, 2, 2, 2, 2, 1, 1, 0);  /* even kernel */
+    dw_case(&rng, 1, 4, 5, 3, 1, 9, 9, 1, 1, 0, 0, 1);  /* kernel larger than the image */
+}
+
+/* ---- TRANSPOSE_CONV ---- */
+
+static void tconv_case(manta_rng *rng, int n, int oh, int ow, int ci, int co, int kh, int kw,
+                       int sh, int sw, int pad, int act, int with_bias)
+{
+    const int h = re_out_size(oh, kh, sh, pad), w = re_out_size(ow, kw, sw, pad);
+    const size_t nin = (size_t)n * h * w * ci, nw = (size_t)co * kh * kw * ci;
+    const size_t nout = (size_t)n * oh * ow * co;
+    float *x = fa(nin), *wt = fa(nw), *b = fa((size_t)co);
+    double *xd = da(nin), *wd = da(nw), *bd = da((size_t)co), *want = da(nout);
+    tb_rand(rng, x, xd, nin, -1, 1);
+    tb_rand(rng, wt, wd, nw, -1, 1);
+    tb_rand(rng, b, bd, (size_t)co, -1, 1);
+    re_transpose_conv(xd, n, h, w, ci, wd, co, kh, kw, with_bias ? bd : NULL, sh, sw, pad, oh, ow,
+                      act, want);
+
+    tb_model m;
+    tb_init(&m);
+    const int32_t din[4] = {n, h, w, ci}, dw[4] = {co, kh, kw, ci}, db[1] = {co};
+    const int32_t dout[4] = {n, oh, ow, co};
+    int32_t ins[4];
+    ins[0] = tb_tensor_i32(&m, "shape", 4, dout);
+    ins[1] = tb_tensor_f32(&m, "w", 4, dw, wt);
+    ins[2] = tb_tensor_f32(&m, "in", 4, din, NULL);
+    ins[3] = with_bias ? tb_tensor_f32(&m, "b", 1, db, b) : -1;
+    int32_t out = tb_tensor_f32(&m, "out", 4, dout, NULL);
+    tb_opts o = {.type = 49, .padding = pad, .stride_w = sw, .stride_h = sh, .act = act};
+    tb_op_add(&m, MENGINE_OP_TRANSPOSE_CONV, with_bias ? 3 : 1, with_bias ? 4 : 3, ins, out, &o);
+    tb_io(&m, 1, &ins[2], 1, &out);
+    run_check(&m, x, nin, want, nout, "transpose conv");
+    tb_release(&m);
+    free(x), free(wt), free(b), free(xd), free(wd), free(bd), free(want);
+}
+
+static void test_transpose_conv(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 15, 1);
+    tconv_case(&rng, 1, 8, 8, 4, 3, 3, 3, 2, 2, 0, 0, 1);
+    tconv_case(&rng, 1, 7, 9, 5, 6, 3, 3, 2, 2, 0, 3, 0); /* odd output: asymmetric padding */
+    tconv_case(&rng, 2, 9, 6, 3, 2, 2, 2, 2, 2, 1, 1, 1);
+    tconv_case(&rng, 1, 5, 5, 7, 4, 4, 3, 1, 1, 0, 0, 1);
+    tconv_case(&rng, 1, 11, 10, 2, 3, 5, 5, 3, 2, 1, 0, 1);
+}
+
+/* ---- AVERAGE_POOL_2D, MEAN ---- */
+
+static void test_avg_pool(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 16, 1);
+    for (int i = 0; i < 6; i++) {
+        const int n = tu_rand_int(&rng, 1, 2), c = tu_rand_int(&rng, 1, 21);
+        const int fh = tu_rand_int(&rng, 1, 4), fw = tu_rand_int(&rng, 1, 4);
+        const int h = tu_rand_int(&rng, fh, 12), w = tu_rand_int(&rng, fw, 12);
+        const int sh = tu_rand_int(&rng, 1, 3), sw = tu_rand_int(&rng, 1, 3);
+        const int pad = i % 2, act = i % 4 == 3 ? 3 : 0;
+        const int oh = re_out_size(h, fh, sh, pad), ow = re_out_size(w, fw, sw, pad);
+        const size_t nin = (size_t)n * h * w * c, nout = (size_t)n * oh * ow * c;
+        float *x = fa(nin);
+        double *xd = da(nin), *want = da(nout);
+        tb_rand(&rng, x, xd, nin, -2, 8);
+        re_avg_pool(xd, n, h, w, c, fh, fw, sh, sw, pad, act, want);
+        tb_model m;
+        tb_init(&m);
+        const int32_t din[4] = {n, h, w, c}, dout[4] = {n, oh, ow, c};
+        int32_t in = tb_tensor_f32(&m, "in", 4, din, NULL),
+                out = tb_tensor_f32(&m, "out", 4, dout, NULL);
+        tb_opts o = {.type = 5,
+                     .padding = pad,
+                     .stride_w = sw,
+                     .stride_h = sh,
+                     .filter_w = fw,
+                     .filter_h = fh,
+                     .act = act};
+        tb_op_add(&m, MENGINE_OP_AVERAGE_POOL_2D, 1, 1, &in, out, &o);
+        tb_io(&m, 1, &in, 1, &out);
+        run_check(&m, x, nin, want, nout, "average pool");
+        tb_release(&m);
+        free(x), free(xd), free(want);
+    }
+}
+
+static void test_mean_hw(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 17, 1);
+    for (int keep = 0; keep <= 1; keep++) {
+        const int n = 2, h = tu_rand_int(&rng, 1, 15), w = tu_rand_int(&rng, 1, 15);
+        const int c = tu_rand_int(&rng, 1, 33);
+        const size_t nin = (size_t)n * h * w * c, nout = (size_t)n * c;
+        float *x = fa(nin);
+        double *xd = da(nin), *want = da(nout);
+        tb_rand(&rng, x, xd, nin, -1, 1);
+        re_mean_hw(xd, n, h, w, c, want);
+        tb_model m;
+        tb_init(&m);
+        const int32_t din[4] = {n, h, w, c}, dk[4] = {n, 1, 1, c}, dflat[2] = {n, c};
+        const int32_t axes[2] = {keep ? 2 : -3, keep ? 1 : 2}; /* any order, negative allowed */
+        int32_t ins[2];
+        ins[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
+        ins[1] = tb_tensor_i32(&m, "axes", 2, axes);
+        int32_t out =
+            keep ? tb_tensor_f32(&m, "out", 4, dk, NULL) : tb_tensor_f32(&m, "out", 2, dflat, NULL);
+        tb_opts o = {.type = 27, .keep_dims = keep};
+        tb_op_add(&m, MENGINE_OP_MEAN, 1, 2, ins, out, &o);
+        tb_io(&m, 1, ins, 1, &out);
+        run_check(&m, x, nin, want, nout, "mean");
+        tb_release(&m);
+        free(x), free(xd), free(want);
+    }
+}
+
+/* ---- FULLY_CONNECTED, SOFTMAX ---- */
+
+static void fc_case(manta_rng *rng, int batches, int depth, int units, int with_bias, int keep,
+                    int act)
+{
+    const size_t nin = (size_t)batches * depth, nw = (size_t)units * depth;
+    const size_t nout = (size_t)batches * units;
+    float *x = fa(nin), *wt = fa(nw), *b = fa((size_t)units);
+    double *xd = da(nin), *wd = da(nw), *bd = da((size_t)units), *want = da(nout);
+    tb_rand(rng, x, xd, nin, -1, 1);
+    tb_rand(rng, wt, wd, nw, -1, 1);
+    tb_rand(rng, b, bd, (size_t)units, -1, 1);
+    re_fully_connected(xd, batches, depth, wd, units, with_bias ? bd : NULL, act, want);
+    tb_model m;
+    tb_init(&m);
+    const int32_t din3[3] = {batches, 1, depth}, din2[2] = {batches, depth};
+    const int32_t dw[2] = {units, depth}, db[1] = {units};
+    const int32_t dout3[3] = {batches, 1, units}, dout2[2] = {batches, units};
+    int32_t ins[3];
+    ins[0] = keep ? tb_tensor_f32(&m, "in", 3, din3, NULL) : tb_tensor_f32(&m, "in", 2, din2, NULL);
+    ins[1] = tb_tensor_f32(&m, "w", 2, dw, wt);
+    ins[2] = with_bias ? tb_tensor_f32(&m, "b", 1, db, b) : -1;
+    int32_t out =
+        keep ? tb_tensor_f32(&m, "out", 3, dout3, NULL) : tb_tensor_f32(&m, "out", 2, dout2, NULL);
+    tb_opts o = {.type = 8, .act = act, .keep_dims = keep};
+    tb_op_add(&m, MENGINE_OP_FULLY_CONNECTED, with_bias ? 1 : 6, with_bias ? 3 : 2, ins, out, &o);
+    tb_io(&m, 1, ins, 1, &out);
+    run_check(&m, x, nin, want, nout, "fully connected");
+    tb_release(&m);
+    free(x), free(wt), free(b), free(xd), free(wd), free(bd), free(want);
+}
+
+static void test_fully_connected(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 18, 1);
+    fc_case(&rng, 1, 37, 10, 1, 0, 0);
+    fc_case(&rng, 3, 8, 5, 0, 0, 1);
+    fc_case(&rng, 2, 100, 17, 1, 1, 3);
+    fc_case(&rng, 1, 1, 1, 1, 0, 2);
+}
+
+static void test_softmax(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 19, 1);
+    const float betas[2] = {1.0f, 0.5f};
+    for (int i = 0; i < 2; i++) {
+        const int rows = tu_rand_int(&rng, 1, 4), cols = tu_rand_int(&rng, 1, 1001);
+        const size_t n = (size_t)rows * cols;
+        float *x = fa(n);
+        double *xd = da(n), *want = da(n);
+        tb_rand(&rng, x, xd, n, -10, 10);
+        re_softmax(xd, rows, cols, betas[i], want);
+        tb_model m;
+        tb_init(&m);
+        const int32_t d[2] = {rows, cols};
+        int32_t in = tb_tensor_f32(&m, "in", 2, d, NULL),
+                out = tb_tensor_f32(&m, "out", 2, d, NULL);
+        tb_opts o = {.type = 9, .beta = betas[i]};
+        tb_op_add(&m, MENGINE_OP_SOFTMAX, 1, 1, &in, out, &o);
+        tb_io(&m, 1, &in, 1, &out);
+        run_check(&m, x, n, want, n, "softmax");
+        tb_release(&m);
+        free(x), free(xd), free(want);
+    }
+}
+
+/* ---- ADD, MUL with broadcasting ---- */
+
+static void binary_case(manta_rng *rng, int builtin, const int *ad, const int *bd, int act)
+{
+    int od[4];
+    size_t na = 1, nb = 1, no = 1;
+    for (int k = 0; k < 4; k++) {
+        od[k] = ad[k] > bd[k] ? ad[k] : bd[k];
+        na *= (size_t)ad[k], nb *= (size_t)bd[k], no *= (size_t)od[k];
+    }
+    float *a = fa(na), *b = fa(nb);
+    double *ad_ = da(na), *bd_ = da(nb), *want = da(no);
+    tb_rand(rng, a, ad_, na, -3, 3);
+    tb_rand(rng, b, bd_, nb, -3, 3);
+    re_binary(builtin == MENGINE_OP_MUL, ad_, ad, bd_, bd, od, act, want);
+    tb_model m;
+    tb_init(&m);
+    const int32_t da4[4] = {ad[0], ad[1], ad[2], ad[3]}, db4[4] = {bd[0], bd[1], bd[2], bd[3]};
+    const int32_t do4[4] = {od[0], od[1], od[2], od[3]};
+    int32_t ins[2];
+    ins[0] = tb_tensor_f32(&m, "a", 4, da4, NULL);
+    ins[1] = tb_tensor_f32(&m, "b", 4, db4, b); /* constant second operand */
+    int32_t out = tb_tensor_f32(&m, "out", 4, do4, NULL);
+    tb_opts o = {.type = builtin == MENGINE_OP_ADD ? 11 : 21, .act = act};
+    tb_op_add(&m, builtin, 1, 2, ins, out, &o);
+    tb_io(&m, 1, ins, 1, &out);
+    run_check(&m, a, na, want, no, builtin == MENGINE_OP_ADD ? "add" : "mul");
+    tb_release(&m);
+    free(a), free(b), free(ad_), free(bd_), free(want);
+}
+
+static void test_add_broadcast(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 20, 1);
+    const int same[4] = {2, 5, 7, 9}, chan[4] = {2, 1, 1, 9}, one[4] = {1, 1, 1, 1};
+    const int row[4] = {1, 1, 7, 1}, big[4] = {1, 5, 7, 9};
+    binary_case(&rng, MENGINE_OP_ADD, same, same, 0);
+    binary_case(&rng, MENGINE_OP_ADD, same, chan, 1);
+    binary_case(&rng, MENGINE_OP_ADD, same, one, 3);
+    binary_case(&rng, MENGINE_OP_ADD, chan, row, 2); /* both operands broadcast */
+    binary_case(&rng, MENGINE_OP_ADD, one, big, 0);
+}
+
+static void test_mul_broadcast_se(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 21, 1);
+    const int x[4] = {2, 6, 5, 19}, se[4] = {2, 1, 1, 19}, same[4] = {1, 3, 3, 33};
+    binary_case(&rng, MENGINE_OP_MUL, x, se, 0);
+    binary_case(&rng, MENGINE_OP_MUL, se, x, 3);
+    binary_case(&rng, MENGINE_OP_MUL, same, same, 1);
+}
+
+/* ---- RELU, RELU6, HARD_SWISH, LOGISTIC, LEAKY_RELU ---- */
+
+static void test_unary_ops(void **state)
+{
+    (void)state;
+    static const int builtins[5] = {MENGINE_OP_RELU, MENGINE_OP_RELU6, MENGINE_OP_HARD_SWISH,
+                                    MENGINE_OP_LOGISTIC, MENGINE_OP_LEAKY_RELU};
+    manta_rng rng;
+    manta_rng_seed(&rng, 22, 1);
+    for (int k = 0; k < 5; k++) {
+        const int32_t d[3] = {tu_rand_int(&rng, 1, 9), tu_rand_int(&rng, 1, 9),
+                              tu_rand_int(&rng, 1, 31)};
+        const size_t n = (size_t)d[0] * d[1] * d[2];
+        const float alpha = 0.2f;
+        float *x = fa(n);
+        double *xd = da(n), *want = da(n);
+        tb_rand(&rng, x, xd, n, -9, 9);
+        for (size_t i = 0; i < n; i++)
+            want[i] = re_unary(k, xd[i], alpha);
+        tb_model m;
+        tb_init(&m);
+        int32_t in = tb_tensor_f32(&m, "in", 3, d, NULL),
+                out = tb_tensor_f32(&m, "out", 3, d, NULL);
+        tb_opts o = {.type = k == 4 ? 75 : k == 2 ? 91 : 0, .alpha = alpha};
+        tb_op_add(&m, builtins[k], 1, 1, &in, out, &o);
+        tb_io(&m, 1, &in, 1, &out);
+        run_check(&m, x, n, want, n, mengine_op_name(builtins[k]));
+        tb_release(&m);
+        free(x), free(xd), free(want);
+    }
+}
+
+/* ---- CONCATENATION, RESHAPE ---- */
+
+static void concat_case(manta_rng *rng, int axis_option, int axis, int act)
+{
+    const int n_in = 3;
+    int dims[3][4];
+    const int base[4] = {2, 3, 4, 5};
+    float *x[3];
+    double *xd[3];
+    size_t total = 0;
+    tb_model m;
+    tb_init(&m);
+    int32_t ins[3], od[4];
+    memcpy(od, base, sizeof od);
+    od[axis] = 0;
+    for (int i = 0; i < n_in; i++) {
+        memcpy(dims[i], base, sizeof base);
+        dims[i][axis] = tu_rand_int(rng, 1, 6);
+        od[axis] += dims[i][axis];
+        const size_t cnt = (size_t)dims[i][0] * dims[i][1] * dims[i][2] * dims[i][3];
+        x[i] = fa(cnt);
+        xd[i] = da(cnt);
+        tb_rand(rng, x[i], xd[i], cnt, -8, 8);
+        const int32_t d32[4] = {dims[i][0], dims[i][1], dims[i][2], dims[i][3]};
+        /* input 0 comes from the model input, the others are constants */
+        ins[i] = tb_tensor_f32(&m, "part", 4, d32, i ? x[i] : NULL);
+        total += cnt;
+    }
+    double *want = da(total);
+    const double *srcs[3] = {xd[0], xd[1], xd[2]};
+    const int *dptr[3] = {dims[0], dims[1], dims[2]};
+    re_concat(n_in, srcs, dptr, 4, axis, want);
+    for (size_t i = 0; i < total; i++)
+        want[i] = re_act(act, want[i]);
+    int32_t out = tb_tensor_f32(&m, "out", 4, od, NULL);
+    tb_opts o = {.type = 10, .axis = axis_option, .act = act};
+    tb_op_add(&m, MENGINE_OP_CONCATENATION, 1, n_in, ins, out, &o);
+    tb_io(&m, 1, ins, 1, &out);
+    run_check(&m, x[0], (size_t)dims[0][0] * dims[0][1] * dims[0][2] * dims[0][3], want, total,
+              "concatenation");
+    tb_release(&m);
+    for (int i = 0; i < n_in; i++)
+        free(x[i]), free(xd[i]);
+    free(want);
+}
+
+static void test_concat(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 23, 1);
+    concat_case(&rng, 3, 3, 0);  /* channels */
+    concat_case(&rng, -1, 3, 3); /* channels, negative axis, RELU6 */
+    concat_case(&rng, 1, 1, 0);  /* rows */
+    concat_case(&rng, 0, 0, 1);  /* batch */
+}
+
+static void test_reshape(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 24, 1);
+    const int32_t d_in[4] = {1, 3, 4, 5}, d_out[2] = {3, 20}, shape[2] = {-1, 20};
+    float x[60], c[60];
+    double xd[60], cd[60], want[60];
+    tb_rand(&rng, x, xd, 60, -1, 1);
+    tb_rand(&rng, c, cd, 60, -1, 1);
+    /* activation -> reshape -> relu: the reshape shares its input's memory */
+    tb_model m;
+    tb_init(&m);
+    int32_t ins[2];
+    ins[0] = tb_tensor_f32(&m, "in", 4, d_in, NULL);
+    ins[1] = tb_tensor_i32(&m, "shape", 2, shape);
+    int32_t mid = tb_tensor_f32(&m, "mid", 2, d_out, NULL),
+            out = tb_tensor_f32(&m, "out", 2, d_out, NULL);
+    tb_opts o = {.type = 17};
+    tb_op_add(&m, MENGINE_OP_RESHAPE, 1, 2, ins, mid, &o);
+    tb_op_add(&m, MENGINE_OP_RELU, 1, 1, &mid, out, NULL);
+    tb_io(&m, 1, ins, 1, &out);
+    for (int i = 0; i < 60; i++)
+        want[i] = re_unary(0, xd[i], 0);
+    run_check(&m, x, 60, want, 60, "reshape then relu");
+    tb_release(&m);
+    /* constant -> reshape (copied) -> add with the input */
+    tb_init(&m);
+    ins[0] = tb_tensor_f32(&m, "const", 4, d_in, c);
+    int32_t rs = tb_tensor_f32(&m, "rs", 2, d_out, NULL),
+            in2 = tb_tensor_f32(&m, "in", 2, d_out, NULL);
+    out = tb_tensor_f32(&m, "out", 2, d_out, NULL);
+    tb_op_add(&m, MENGINE_OP_RESHAPE, 1, 1, ins, rs, NULL);
+    const int32_t add_in[2] = {in2, rs};
+    tb_op_add(&m, MENGINE_OP_ADD, 1, 2, add_in, out, NULL);
+    tb_io(&m, 1, &in2, 1, &out);
+    for (int i = 0; i < 60; i++)
+        want[i] = xd[i] + cd[i];
+    run_check(&m, x, 60, want, 60, "constant reshape then add");
+    tb_release(&m);
+}
+
+/* ---- kernel variants called directly ---- */
+
+static void test_kernel_dw_fast_matches_general(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 25, 1);
+    for (int k = 3; k <= 7; k += 2)
+        for (int s = 1; s <= 2; s++) {
+            const mk_dims id = {1, tu_rand_int(&rng, 1, 14), tu_rand_int(&rng, 1, 14),
+                                tu_rand_int(&rng, 1, 35)};
+            const mk_dims fd = {1, k, k, id.c};
+            const int oh = re_out_size(id.h, k, s, 0), ow = re_out_size(id.w, k, s, 0);
+            const mk_dims od = {1, oh, ow, id.c};
+            const mk_dw_params p = {
+                s, s, re_pad_before(id.h, k, s, 0), re_pad_before(id.w, k, s, 0), 1, MK_ACT_RELU6};
+            const size_t nin = (size_t)id.h * id.w * id.c, nw = (size_t)k * k * id.c,
+                         nout = (size_t)oh * ow * id.c;
+            float *x = fa(nin), *w = fa(nw), *b = fa((size_t)id.c), *y1 = fa(nout), *y2 = fa(nout);
+            double *t = da(nin > nw ? nin : nw), *g1 = da(nout), *g2 = da(nout);
+            tb_rand(&rng, x, t, nin, -1, 1);
+            tb_rand(&rng, w, t, nw, -1, 1);
+            tb_rand(&rng, b, t, (size_t)id.c, -1, 1);
+            assert_true(mk_depthwise_conv_fast_ok(&p, &fd));
+            assert_int_equal(mk_depthwise_conv_fast_f32(&p, &id, x, &fd, w, b, &od, y1),
+                             MENGINE_OK);
+            assert_int_equal(mk_depthwise_conv_f32(&p, &id, x, &fd, w, b, &od, y2), MENGINE_OK);
+            for (size_t i = 0; i < nout; i++)
+                g1[i] = y1[i], g2[i] = y2[i];
+            tu_assert_close(g1, g2, nout, RTOL, "fast depthwise vs general");
+            free(x), free(w), free(b), free(y1), free(y2), free(t), free(g1), free(g2);
+        }
+}
+
+static void test_kernel_conv_1x1_matches_general(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 26, 1);
+    const mk_dims id = {2, 5, 7, 19}, fd = {13, 1, 1, 19}, od = {2, 5, 7, 13};
+    const mk_conv_params p = {1, 1, 0, 0, MK_ACT_NONE};
+    const size_t nin = 2 * 5 * 7 * 19, nw = 13 * 19, nout = 2 * 5 * 7 * 13;
+    float *x = fa(nin), *w = fa(nw), *y1 = fa(nout), *y2 = fa(nout);
+    float *scratch = fa(mk_conv2d_get_buffer_size_f32(&fd) / sizeof(float));
+    double *t = da(nin), *g1 = da(nout), *g2 = da(nout);
+    tb_rand(&rng, x, t, nin, -1, 1);
+    tb_rand(&rng, w, t, nw, -1, 1);
+    assert_int_equal(mk_conv2d_1x1_f32(&p, &id, x, &fd, w, NULL, &od, y1, scratch), MENGINE_OK);
+    assert_int_equal(mk_conv2d_f32(&p, &id, x, &fd, w, NULL, &od, y2, scratch), MENGINE_OK);
+    for (size_t i = 0; i < nout; i++)
+        g1[i] = y1[i], g2[i] = y2[i];
+    tu_assert_close(g1, g2, nout, RTOL, "1x1 GEMM vs direct");
+    free(x), free(w), free(y1), free(y2), free(scratch), free(t), free(g1), free(g2);
+}
+
+static void test_kernel_args_rejected(void **state)
+{
+    (void)state;
+    float buf[64] = {0};
+    const mk_dims d = {1, 2, 2, 2}, f = {2, 1, 1, 2}, bad = {1, 0, 2, 2}, f3 = {1, 3, 3, 2};
+    const mk_conv_params p = {1, 1, 0, 0, MK_ACT_NONE}, p0 = {0, 1, 0, 0, MK_ACT_NONE};
+    const mk_dw_params dwp = {1, 1, 1, 1, 1, MK_ACT_NONE}, dw2 = {1, 1, 1, 1, 2, MK_ACT_NONE};
+    assert_int_equal(mk_conv2d_f32(&p, &d, NULL, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mk_conv2d_f32(&p0, &d, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mk_conv2d_f32(&p, &bad, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mk_conv2d_1x1_f32(&p, &d, buf, &f3, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mk_depthwise_conv_fast_f32(&dw2, &d, buf, &f3, buf, NULL, &d, buf),
+                     MENGINE_ERR_ARG);
+    assert_int_equal(mk_depthwise_conv_f32(&dwp, &d, buf, &f, buf, NULL, &d, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mk_add_f32(&d, buf, &f, buf, &d, buf, MK_ACT_NONE), MENGINE_ERR_ARG);
+    assert_int_equal(mk_fully_connected_f32(MK_ACT_NONE, 1, 0, 1, buf, buf, NULL, buf),
+                     MENGINE_ERR_ARG);
+    assert_int_equal(mk_softmax_f32(1, 0, 1.0f, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mk_relu_f32(NULL, buf, 4), MENGINE_ERR_ARG);
+    assert_int_equal(mk_concat_part_f32(buf, 1, 8, buf + 8, 4, 0), MENGINE_ERR_ARG);
+    assert_int_equal(mk_conv2d_get_buffer_size_f32(&bad), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv2d_random),
+        cmocka_unit_test(test_conv2d_1x1),
+        cmocka_unit_test(test_depthwise_fast_variants),
+        cmocka_unit_test(test_depthwise_general),
+        cmocka_unit_test(test_transpose_conv),
+        cmocka_unit_test(test_avg_pool),
+        cmocka_unit_test(test_mean_hw),
+        cmocka_unit_test(test_fully_connected),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_add_broadcast),
+        cmocka_unit_test(test_mul_broadcast_se),
+        cmocka_unit_test(test_unary_ops),
+        cmocka_unit_test(test_concat),
+        cmocka_unit_test(test_reshape),
+        cmocka_unit_test(test_kernel_dw_fast_matches_general),
+        cmocka_unit_test(test_kernel_conv_1x1_matches_general),
+        cmocka_unit_test(test_kernel_args_rejected),
+    };
+    return cmocka_run_group_tests_name("engine ops", tests, NULL, NULL);
+}
