@@ -62,7 +62,7 @@ all: $(LIB) $(MANTA)
 lib: $(LIB)
 
 help:
-	@sed -n '1,10p' Makefile
+	@sed -n '1,/^$$/p' Makefile
 
 $(BUILD)/gen/embed: tools/gen/embed.c
 	@mkdir -p $(@D)
