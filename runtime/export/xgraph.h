@@ -1,0 +1,108 @@
+/**
+ * @file xgraph.h
+ * @brief The exporter's input: a sub-network as a small inference graph with
+ *        host weights, already in the form the .tflite file will hold:
+ *        NHWC tensors, batch norm folded into convolution weights and biases,
+ *        elastic kernels baked into plain depthwise weights, channels sliced,
+ *        activations fused where TensorFlow Lite can fuse them.
+ *
+ * Produced from a trained supernet by ofa_extract() (runtime/ofa/extract.h),
+ * written by the .tflite writer (runtime/export/tflite.h).
+ *
+ * Layouts (TensorFlow Lite's):
+ *  - activations NHWC (rank 4) or (N, units) (rank 2);
+ *  - XG_CONV weights OHWI (Cout, KH, KW, Cin), bias (Cout);
+ *  - XG_DWCONV weights (1, KH, KW, C) with depth multiplier 1, bias (C);
+ *  - XG_FC weights (units, in), bias (units) or none.
+ * Padding: `same` means TensorFlow Lite's SAME (out = ceil(in / stride), the
+ * odd pixel of padding after); otherwise VALID. Where a layer's padding is
+ * not SAME, an XG_PAD op with explicit zero padding precedes it and the
+ * layer is VALID.
+ */
+#ifndef MANTA_EXPORT_XGRAPH_H
+#define MANTA_EXPORT_XGRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/status.h"
+
+typedef enum xg_kind {
+    XG_CONV,     /**< in0 -> out; weights, bias; kh, kw, stride, same, act */
+    XG_DWCONV,   /**< in0 -> out; weights, bias; kh, kw, stride, same, act */
+    XG_PAD,      /**< in0 -> out; pad[4] = top, bottom, left, right (zeros) */
+    XG_ADD,      /**< in0 + in1 -> out (same shape) */
+    XG_MUL,      /**< in0 (N,H,W,C) * in1 (N,1,1,C) -> out: channel scaling */
+    XG_HSWISH,   /**< in0 -> out */
+    XG_MEAN,     /**< in0 (N,H,W,C) -> out (N,1,1,C): mean over H and W */
+    XG_RESHAPE,  /**< in0 -> out: same elements, out's shape */
+    XG_FC,       /**< in0 (N, in) -> out (N, units); weights, bias (may be NULL); act */
+    XG_SOFTMAX   /**< in0 (N, K) -> out (N, K), beta 1 */
+} xg_kind;
+
+typedef enum xg_act {
+    XG_ACT_NONE = 0,
+    XG_ACT_RELU = 1,
+    XG_ACT_RELU6 = 3 /**< values match TFLite's ActivationFunctionType */
+} xg_act;
+
+#define XG_NAME_MAX 48
+
+typedef struct xg_tensor {
+    int rank;               /**< 2 or 4 */
+    int shape[4];           /**< NHWC, or (N, units) */
+    char name[XG_NAME_MAX]; /**< "stem", "u2.b1.dw", "logits", ... */
+} xg_tensor;
+
+typedef struct xg_op {
+    xg_kind kind;
+    int in0, in1, out;      /**< tensor indices; in1 = -1 when unused */
+    int kh, kw, stride;     /**< convolutions (square stride) */
+    bool same;              /**< SAME padding (else VALID) */
+    int pad[4];             /**< XG_PAD: top, bottom, left, right */
+    xg_act act;             /**< fused activation of CONV, DWCONV, FC */
+    float *weights;         /**< owned; layout per kind (see file comment) */
+    size_t n_weights;
+    float *bias;            /**< owned; NULL when none */
+    size_t n_bias;
+} xg_op;
+
+/** How an image becomes the model's input (stored in the .tflite metadata). */
+typedef struct xg_preprocess {
+    int resolution;      /**< square input side */
+    int channels;        /**< 1 or 3 */
+    float mean[3], std[3]; /**< input = (pixel / 255 - mean) / std, per channel */
+    int n_labels;
+    char **labels;       /**< (n_labels) owned class names */
+} xg_preprocess;
+
+typedef struct xgraph {
+    int n_tensors, n_ops;
+    xg_tensor *tensors;  /**< owned */
+    xg_op *ops;          /**< owned, in execution order */
+    int input;           /**< tensor index of the image (1, R, R, C) */
+    int logits;          /**< tensor index of the classifier output (1, K) */
+    int output;          /**< tensor index of the probabilities (1, K) */
+    char description[128];
+    char arch_json[2048]; /**< the sub-network in OFA's encoding */
+    xg_preprocess pre;
+} xgraph;
+
+/** Release everything a graph owns; the struct is zeroed. NULL is allowed. */
+void xgraph_free(xgraph *g);
+
+/**
+ * Append a tensor / op (growing the arrays). The op takes ownership of its
+ * weights and bias. Return the new index, or -1 (with @p err) when out of
+ * memory or when an index is out of range.
+ */
+int xgraph_add_tensor(xgraph *g, int rank, const int *shape, const char *name, manta_err *err);
+int xgraph_add_op(xgraph *g, const xg_op *op, manta_err *err);
+
+/**
+ * Evaluate the graph on the host in double precision (a plain reference, for
+ * tests and for checking an export): @p input (R*R*C, NHWC) -> @p logits (K).
+ */
+manta_status xgraph_reference(const xgraph *g, const float *input, float *logits, manta_err *err);
+
+#endif
