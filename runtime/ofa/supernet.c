@@ -1,4 +1,5 @@
 #include "ofa/supernet.h"
+#include "ofa/supernet_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,74 +14,6 @@
 #include "nn/linear.h"
 #include "nn/pool.h"
 #include "ofa/elastic.h"
-
-#define BN_MOMENTUM 0.1f
-#define BN_EPS 1e-5f
-#define KMAX_SLOTS 4 /* kernel sizes: matrices between consecutive sizes */
-
-/* A batch norm: parameter offsets (gamma, beta) and state offsets. */
-typedef struct bn_p {
-    size_t gamma, beta, rmean, rvar, smean, sinv;
-} bn_p;
-
-/* Activation tensors of one MBConv slot (offsets into the activation slab;
- * each has a gradient at the same offset of the gradient slab). */
-typedef struct slot_t {
-    size_t e_conv, e_bn, e_act, d_conv, d_bn, d_act;
-    size_t se_pool, se_r, se_relu, se_e, se_hsig, se_out;
-    size_t p_conv, p_bn, out;
-    size_t kw[KMAX_SLOTS]; /* transformed depthwise kernels, one per smaller size */
-} slot_t;
-
-/* Parameters of one MBConv slot, at its largest width. */
-typedef struct slot_p {
-    int in_c, mid_max, se_max, width, stride;
-    nn_act act;
-    bool se;
-    size_t e_w, dw_w, se_r_w, se_r_b, se_e_w, se_e_b, p_w;
-    size_t kmat[KMAX_SLOTS]; /* kmat[i]: ks[i+1] -> ks[i] matrix */
-    bn_p e_bn, d_bn, p_bn;
-    slot_t t;
-} slot_p;
-
-/* The active configuration of one slot. */
-typedef struct slot_a {
-    int idx;           /* slot index */
-    int mid, se, k, ki; /* ki: index of k in space->ks */
-    int h, w, ho, wo;  /* input and output spatial size */
-    bool residual;
-    size_t in;         /* activation offset of the block input */
-} slot_a;
-
-struct ofa_supernet {
-    mcl_dev *d;
-    ofa_space s;
-    int batch;
-    /* parameters */
-    size_t stem_w, first_dw, first_p, head_w, mix_w, cls_w, cls_b;
-    bn_p stem_bn, first_dbn, first_pbn, head_bn;
-    slot_p slot[OFA_MAX_SLOTS];
-    size_t n_params, n_decay, n_state;
-    /* activations */
-    size_t x0, stem_conv, stem_bn_t, stem_act, f_dconv, f_dbn, f_dact, f_pconv, f_pbn, f_out;
-    size_t h_conv, h_bn, h_act, h_pool, m_lin, m_act, drop, logits, tmp;
-    mslab params, grads, mom, state, acts, dacts, scratch;
-    /* active sub-network */
-    ofa_arch arch;
-    bool have_arch;
-    int stem_stride, h0, hs; /* input size, size after the stem */
-    int n_active;
-    slot_a active[OFA_MAX_SLOTS];
-    int last_c, last_h;
-    size_t head_in; /* activation offset of the head's input */
-    bool first_residual;
-    mview fwd_params; /* parameters of the last forward */
-    ofa_bn_mode fwd_bn;
-    float recal_weight; /* batch / total images of a re-calibration */
-    uint64_t dropout_seed;
-    bool fwd_dropout;   /* the last forward applied dropout */
-    size_t stats_tmp;   /* (2, widest channel count) batch mean and variance */
-};
 
 const ofa_space *ofa_supernet_space(const ofa_supernet *n) { return &n->s; }
 int ofa_supernet_batch(const ofa_supernet *n) { return n->batch; }
@@ -106,8 +39,6 @@ mview ofa_supernet_logits(const ofa_supernet *n) { return A(n, n->logits); }
 mview ofa_supernet_dlogits(const ofa_supernet *n) { return G(n, n->logits); }
 
 /* ---- layout ------------------------------------------------------------------------ */
-
-static int out_size(int in, int k, int stride) { return (in + 2 * (k / 2) - k) / stride + 1; }
 
 static void bn_layout(bn_p *b, int c, mlayout *pl, mlayout *sl)
 {
@@ -182,7 +113,7 @@ static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t 
     /* activations at the largest resolution and widths */
     const int r = s->res[s->n_res - 1];
     const int sstride = r <= s->stem_stride1_max_res ? 1 : 2;
-    int h = out_size(r, s->stem_kernel, sstride);
+    int h = ofa_out_size(r, s->stem_kernel, sstride);
     n->x0 = mlayout_add(al, B * s->in_channels * r * r);
     size_t st = B * s->stem_width * h * h;
     n->stem_conv = mlayout_add(al, st);
@@ -202,7 +133,7 @@ static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t 
     for (int i = 0; i < ofa_slots(s); i++) {
         slot_p *p = &n->slot[i];
         slot_t *t = &p->t;
-        int ho = out_size(h, 1, p->stride); /* same for every odd kernel size */
+        int ho = ofa_out_size(h, 1, p->stride); /* same for every odd kernel size */
         size_t in_mid = B * p->mid_max * h * h, out_mid = B * p->mid_max * ho * ho;
         size_t out_w = B * p->width * ho * ho;
         spare = spare > out_mid ? spare : out_mid;
@@ -396,7 +327,7 @@ manta_status ofa_supernet_set_arch(ofa_supernet *n, const ofa_arch *a)
     n->arch = *a;
     n->h0 = a->r;
     n->stem_stride = a->r <= s->stem_stride1_max_res ? 1 : 2;
-    n->hs = out_size(a->r, s->stem_kernel, n->stem_stride);
+    n->hs = ofa_out_size(a->r, s->stem_kernel, n->stem_stride);
     n->first_residual = s->stem_width == s->first_width;
     size_t cur = n->first_residual ? n->f_out : n->f_pbn;
     int h = n->hs, c = s->first_width;
@@ -413,7 +344,7 @@ manta_status ofa_supernet_set_arch(ofa_supernet *n, const ofa_arch *a)
             for (x->ki = 0; s->ks[x->ki] != x->k; x->ki++)
                 ;
             x->h = x->w = h;
-            x->ho = x->wo = out_size(h, x->k, p->stride);
+            x->ho = x->wo = ofa_out_size(h, x->k, p->stride);
             x->residual = p->stride == 1 && p->in_c == p->width;
             x->in = cur;
             cur = x->residual ? p->t.out : p->t.p_bn;

@@ -5,6 +5,7 @@
 
 #include "cl/slab.h"
 #include "nn/loss.h"
+#include "ofa/extract.h"
 #include "train/optim.h"
 
 struct ofa_trainer {
@@ -205,15 +206,16 @@ manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, co
     return mcl_finish(d);
 }
 
-manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
-                                  void *recal_ctx, long recal_images, ofa_batch_fn eval,
-                                  void *eval_ctx, long eval_images, double *top1)
+/* Select sub-network @p a, save the supernet's BN statistics and
+ * re-calibrate them for @p a over @p recal_images images. The caller restores
+ * the statistics with restore_stats(). */
+static manta_status recalibrate(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
+                                void *recal_ctx, long recal_images)
 {
     mcl_dev *d = t->d;
     ofa_supernet *net = t->net;
     const int B = t->sched.batch;
     const size_t in = (size_t)B * t->space.in_channels * a->r * a->r;
-    *top1 = 0;
     MANTA_TRY(ofa_supernet_set_arch(net, a));
     MANTA_TRY(mcl_copy(d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
     long batches = recal_images / B;
@@ -226,6 +228,25 @@ manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_f
         if (st == MANTA_OK)
             st = ofa_supernet_forward(net, t->sl.params, OFA_BN_RECAL);
     }
+    return st;
+}
+
+/* Put back the statistics recalibrate() saved; keeps the first error. */
+static manta_status restore_stats(ofa_trainer *t, manta_status st)
+{
+    manta_status rs = mcl_copy(t->d, t->sl.state, mslab_view(&t->backup, 0), t->sl.n_state);
+    return st != MANTA_OK ? st : rs;
+}
+
+manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
+                                  void *recal_ctx, long recal_images, ofa_batch_fn eval,
+                                  void *eval_ctx, long eval_images, double *top1)
+{
+    mcl_dev *d = t->d;
+    ofa_supernet *net = t->net;
+    const size_t in = (size_t)t->sched.batch * t->space.in_channels * a->r * a->r;
+    *top1 = 0;
+    manta_status st = recalibrate(t, a, recal, recal_ctx, recal_images);
     long seen = 0, correct = 0;
     for (long i = 0; seen < eval_images && st == MANTA_OK; i++) {
         int count = 0, c = 0;
@@ -241,11 +262,20 @@ manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_f
         seen += count;
         correct += c;
     }
-    /* the supernet's own statistics come back even after a failure */
-    manta_status rs = mcl_copy(d, t->sl.state, mslab_view(&t->backup, 0), t->sl.n_state);
-    if (st == MANTA_OK)
-        st = rs;
+    st = restore_stats(t, st); /* even after a failure */
     if (st == MANTA_OK && seen > 0)
         *top1 = (double)correct / (double)seen;
     return st;
+}
+
+manta_status ofa_trainer_extract(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
+                                 void *recal_ctx, long recal_images, const xg_preprocess *pre,
+                                 xgraph *out, manta_err *err)
+{
+    manta_status st = recalibrate(t, a, recal, recal_ctx, recal_images);
+    if (st != MANTA_OK)
+        manta_err_set(err, st, "%s", mcl_err(t->d)->msg);
+    else
+        st = ofa_supernet_extract(t->net, pre, out, err);
+    return restore_stats(t, st);
 }

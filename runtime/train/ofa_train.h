@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 
+#include "export/xgraph.h"
 #include "ofa/supernet.h"
 #include "train/schedule.h"
 
@@ -79,5 +80,14 @@ typedef manta_status (*ofa_batch_fn)(void *ctx, long index, int r, float *images
 manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
                                   void *recal_ctx, long recal_images, ofa_batch_fn eval,
                                   void *eval_ctx, long eval_images, double *top1);
+
+/**
+ * The inference graph of sub-network @p a (export/xgraph.h) after BN
+ * re-calibration as in ofa_trainer_evaluate(); the supernet's statistics are
+ * restored afterwards. Free @p out with xgraph_free().
+ */
+manta_status ofa_trainer_extract(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
+                                 void *recal_ctx, long recal_images, const xg_preprocess *pre,
+                                 xgraph *out, manta_err *err);
 
 #endif
