@@ -46,13 +46,6 @@ typedef struct bench_op {
     double flops_fwd, flops_bwd, bytes_fwd, bytes_bwd;
 } bench_op;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static manta_status run_op(bench_ctx *c, const bench_op *o, int backward)
 {
     mcl_dev *d = c->d;
@@ -112,24 +105,24 @@ static manta_status time_op(bench_ctx *c, const bench_op *o, int backward, doubl
         st = mcl_finish(c->d);
     if (st != MANTA_OK)
         return st;
-    double t0 = now_s();
+    double t0 = cmd_now();
     int reps = 0;
     do { /* calibrate: calls per window */
         st = run_op(c, o, backward);
         reps++;
         if (st == MANTA_OK && (reps & 3) == 0)
             st = mcl_finish(c->d);
-    } while (st == MANTA_OK && now_s() - t0 < c->min_seconds / 5 && reps < 10000);
+    } while (st == MANTA_OK && cmd_now() - t0 < c->min_seconds / 5 && reps < 10000);
     if (st != MANTA_OK || (st = mcl_finish(c->d)) != MANTA_OK)
         return st;
     double w[5];
     for (int i = 0; i < 5; i++) {
-        double t = now_s();
+        double t = cmd_now();
         for (int r = 0; r < reps && st == MANTA_OK; r++)
             st = run_op(c, o, backward);
         if (st == MANTA_OK)
             st = mcl_finish(c->d);
-        w[i] = (now_s() - t) / reps;
+        w[i] = (cmd_now() - t) / reps;
     }
     qsort(w, 5, sizeof w[0], cmp_double);
     *sec = w[2];
@@ -501,7 +494,7 @@ static int bench_train(int argc, char **argv)
     optim_sgd opt = {0.9f, 3e-5f, true};
     for (int i = 0; i < steps + 2 && st == MANTA_OK; i++) {
         ofa_supernet_slabs(net, &sl);
-        double t0 = now_s();
+        double t0 = cmd_now();
         st = mcl_fill(d, sl.grads, 0.0f, sl.n_params);
         if (st == MANTA_OK)
             st = ofa_supernet_forward(net, sl.params, OFA_BN_TRAIN);
@@ -517,7 +510,7 @@ static int bench_train(int argc, char **argv)
         if (st == MANTA_OK)
             st = mcl_finish(d);
         if (i >= 2)
-            times[i - 2] = now_s() - t0;
+            times[i - 2] = cmd_now() - t0;
     }
     if (st == MANTA_OK) {
         qsort(times, (size_t)steps, sizeof *times, cmp_double);

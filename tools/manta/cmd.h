@@ -16,6 +16,13 @@ int cmd_arch(int argc, char **argv);
  *  Prints a one-line error naming the cause and returns NULL on failure. */
 mcl_dev *cmd_open_device(const char *spec);
 
+/** Parse @p v as an integer in [lo, hi] for option @p opt of command @p cmd;
+ *  prints a one-line error and returns 0 when it is not one. */
+int cmd_parse_long(const char *cmd, const char *opt, const char *v, long lo, long hi, long *out);
+
+/** Monotonic clock in seconds. */
+double cmd_now(void);
+
 /** Print "manta: <msg>" to stderr for a failed call. */
 void cmd_error(const char *what, manta_status st, const manta_err *err);
 

@@ -1,7 +1,9 @@
 /* manta: the host program (devices, train, bench). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cmd.h"
 
@@ -26,6 +28,27 @@ static void usage(FILE *f)
     fprintf(f, "\n'manta COMMAND --help' describes a command's options.\n"
                "Environment: MANTA_DEVICE (device index, type or name), MANTA_CACHE_DIR "
                "(program-binary cache).\n");
+}
+
+int cmd_parse_long(const char *cmd, const char *opt, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v ? v : "", &end, 10);
+    if (!v || end == v || *end || errno || x < lo || x > hi) {
+        fprintf(stderr, "manta %s: %s needs an integer in [%ld, %ld], got '%s'\n", cmd, opt, lo,
+                hi, v ? v : "");
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+double cmd_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void cmd_error(const char *what, manta_status st, const manta_err *err)

@@ -60,20 +60,6 @@ static void usage(FILE *f)
             "SIGINT/SIGTERM checkpoint and stop at the next step; --resume continues.\n");
 }
 
-static int parse_long(const char *opt, const char *v, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v ? v : "", &end, 10);
-    if (!v || end == v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "manta train: %s needs an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
-                v ? v : "");
-        return 0;
-    }
-    *out = x;
-    return 1;
-}
-
 static int parse_args(int argc, char **argv, train_opts *o)
 {
     *o = (train_opts){.space = "cpu-default", .data = "fashion-mnist", .schedule = "quick",
@@ -106,7 +92,7 @@ static int parse_args(int argc, char **argv, train_opts *o)
                    !strcmp(a, "--log-every") || !strcmp(a, "--seed")) {
             long lo = !strcmp(a, "--val") || !strcmp(a, "--eval-images") ||
                               !strcmp(a, "--recal-images") || !strcmp(a, "--seed") ? 0 : 1;
-            if (!parse_long(a, v, lo, !strcmp(a, "--channels") ? 3 : 2147483647L, &x))
+            if (!cmd_parse_long("train", a, v, lo, !strcmp(a, "--channels") ? 3 : 2147483647L, &x))
                 return -1;
             if (!strcmp(a, "--channels"))
                 o->channels = (int)x;
@@ -123,10 +109,10 @@ static int parse_args(int argc, char **argv, train_opts *o)
             else
                 o->seed = (unsigned long long)x;
         } else if (!strcmp(a, "--ckpt-every")) {
-            if (!parse_long(a, v, 0, 1L << 40, &o->ckpt_every))
+            if (!cmd_parse_long("train", a, v, 0, 1L << 40, &o->ckpt_every))
                 return -1;
         } else if (!strcmp(a, "--stop-after")) {
-            if (!parse_long(a, v, 1, 1L << 40, &o->stop_after))
+            if (!cmd_parse_long("train", a, v, 1, 1L << 40, &o->stop_after))
                 return -1;
         } else {
             fprintf(stderr, "manta train: %s '%s' (see --help)\n",
@@ -140,13 +126,6 @@ static int parse_args(int argc, char **argv, train_opts *o)
         return -1;
     }
     return 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Resolution of the batch (epoch, batch): that of global step epoch * per_epoch + batch. */
@@ -357,7 +336,7 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    double t0 = now_s(), t_win = t0, wait_win = 0, loss_win = 0;
+    double t0 = cmd_now(), t_win = t0, wait_win = 0, loss_win = 0;
     long correct_win = 0, pred_win = 0, steps_win = 0, done = 0;
     for (long step = start; step < total; step++) {
         prefetch_batch b;
@@ -388,7 +367,7 @@ int cmd_train(int argc, char **argv)
         const ofa_phase *ph = &sched.phase[r.phase];
         int phase_end = in_phase + 1 == ph->steps;
         if ((step + 1) % o.log_every == 0 || phase_end || step + 1 == total) {
-            double tn = now_s(), dt = tn - t_win;
+            double tn = cmd_now(), dt = tn - t_win;
             double ips = (double)steps_win * o.batch / dt;
             double eta = (double)(total - step - 1) * (tn - t0) / (double)done;
             char line[512];
@@ -451,7 +430,7 @@ int cmd_train(int argc, char **argv)
         }
     }
     if (!o.json)
-        printf("trained %ld steps in %.1f s; checkpoints in %s\n", done, now_s() - t0, out_dir);
+        printf("trained %ld steps in %.1f s; checkpoints in %s\n", done, cmd_now() - t0, out_dir);
     rc = 0;
 out:
     if (pf)

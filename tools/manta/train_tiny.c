@@ -46,20 +46,6 @@ static void usage(FILE *f)
             IDX_FASHION_MNIST_DIR);
 }
 
-static int parse_long(const char *opt, const char *v, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v ? v : "", &end, 10);
-    if (!v || end == v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "manta train-tiny: %s needs an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
-                v ? v : "");
-        return 0;
-    }
-    *out = x;
-    return 1;
-}
-
 static int parse_args(int argc, char **argv, train_opts *o)
 {
     *o = (train_opts){NULL, IDX_FASHION_MNIST_DIR, 300, 64, 0.1f, -1, 1, 25, 10000, 0};
@@ -77,25 +63,25 @@ static int parse_args(int argc, char **argv, train_opts *o)
         } else if (!strcmp(a, "--data") && v) {
             o->data = v;
         } else if (!strcmp(a, "--steps")) {
-            if (!parse_long(a, v, 1, 100000000, &o->steps))
+            if (!cmd_parse_long("train-tiny", a, v, 1, 100000000, &o->steps))
                 return -1;
         } else if (!strcmp(a, "--batch")) {
-            if (!parse_long(a, v, 1, 4096, &x))
+            if (!cmd_parse_long("train-tiny", a, v, 1, 4096, &x))
                 return -1;
             o->batch = (int)x;
         } else if (!strcmp(a, "--warmup")) {
-            if (!parse_long(a, v, 0, 100000000, &o->warmup))
+            if (!cmd_parse_long("train-tiny", a, v, 0, 100000000, &o->warmup))
                 return -1;
         } else if (!strcmp(a, "--seed")) {
-            if (!parse_long(a, v, 0, 2147483647, &x))
+            if (!cmd_parse_long("train-tiny", a, v, 0, 2147483647, &x))
                 return -1;
             o->seed = (unsigned long long)x;
         } else if (!strcmp(a, "--log-every")) {
-            if (!parse_long(a, v, 1, 1000000, &x))
+            if (!cmd_parse_long("train-tiny", a, v, 1, 1000000, &x))
                 return -1;
             o->log_every = (int)x;
         } else if (!strcmp(a, "--eval-images")) {
-            if (!parse_long(a, v, 0, 100000000, &x))
+            if (!cmd_parse_long("train-tiny", a, v, 0, 100000000, &x))
                 return -1;
             o->eval_images = (int)x;
         } else if (!strcmp(a, "--lr") && v) {
@@ -117,13 +103,6 @@ static int parse_args(int argc, char **argv, train_opts *o)
     if (o->warmup >= o->steps)
         o->warmup = o->steps - 1;
     return 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void shuffle(int *idx, int n, manta_rng *r)
@@ -227,7 +206,7 @@ int cmd_train_tiny(int argc, char **argv)
     optim_sgd opt = {0.9f, 3e-5f, true};
     lr_schedule sched = {o.lr, o.warmup, o.steps};
     int pos = 0;
-    double t_start = now_s(), t_win = t_start, loss_win = 0;
+    double t_start = cmd_now(), t_win = t_start, loss_win = 0;
     long correct_win = 0, seen_win = 0;
     for (long step = 0; step < o.steps; step++) {
         if (pos + o.batch > train.count) {
@@ -247,7 +226,7 @@ int cmd_train_tiny(int argc, char **argv)
         correct_win += r.correct;
         seen_win += o.batch;
         if ((step + 1) % o.log_every == 0 || step + 1 == o.steps) {
-            double t = now_s();
+            double t = cmd_now();
             long n_steps = seen_win / o.batch;
             double ips = (double)seen_win / (t - t_win);
             double eta = (double)(o.steps - step - 1) * (t - t_start) / (double)(step + 1);
@@ -267,7 +246,7 @@ int cmd_train_tiny(int argc, char **argv)
             correct_win = seen_win = 0;
         }
     }
-    double train_s = now_s() - t_start;
+    double train_s = cmd_now() - t_start;
     double acc = 0;
     if (o.eval_images > 0) {
         st = evaluate(net, &test, o.eval_images, o.batch, images, labels, index, &acc);
