@@ -82,10 +82,10 @@ static int conv(xb *b, int in, const char *name, int cout, int k, int stride, bo
     op.same = same;
     op.act = act;
     op.n_weights = (size_t)k * k * (size_t)cout * (size_t)(dw ? 1 : cin);
-    op.weights = rand_array(b, op.n_weights, 1.0 / sqrt((double)k * k * (dw ? 1 : cin)));
+    op.weights = rand_array(b, op.n_weights, sqrt(6.0 / ((double)k * k * (dw ? 1 : cin))));
     if (with_bias) {
         op.n_bias = (size_t)cout;
-        op.bias = rand_array(b, op.n_bias, 0.2);
+        op.bias = rand_array(b, op.n_bias, 0.1);
     }
     return add_op(b, &op);
 }
@@ -132,7 +132,7 @@ static int fc(xb *b, int in, const char *name, int units, xg_act act, bool with_
     op.out = tensor(b, 2, ti->shape[0], 0, 0, units, name);
     op.act = act;
     op.n_weights = (size_t)units * depth;
-    op.weights = rand_array(b, op.n_weights, 1.0 / sqrt((double)depth));
+    op.weights = rand_array(b, op.n_weights, sqrt(3.0 / (double)depth));
     if (with_bias) {
         op.n_bias = (size_t)units;
         op.bias = rand_array(b, op.n_bias, 0.2);
@@ -160,7 +160,7 @@ static manta_status set_pre(xgraph *g, int resolution, int channels, int classes
     return MANTA_OK;
 }
 
-manta_status xgr_random(xgraph *g, manta_rng *rng, const xgr_opts *o, manta_err *err)
+static manta_status build_random(xgraph *g, manta_rng *rng, const xgr_opts *o, manta_err *err)
 {
     xgr_opts d = {0};
     if (o)
@@ -241,6 +241,44 @@ manta_status xgr_random(xgraph *g, manta_rng *rng, const xgr_opts *o, manta_err 
     if (st != MANTA_OK)
         xgraph_free(g);
     return st;
+}
+
+/* Largest change of the logits between two random inputs. */
+static double sensitivity(const xgraph *g, manta_rng *rng, manta_err *err)
+{
+    const xg_tensor *ti = &g->tensors[g->input], *tl = &g->tensors[g->logits];
+    const size_t n = (size_t)ti->shape[1] * ti->shape[2] * ti->shape[3], k = (size_t)tl->shape[1];
+    float *x = malloc(n * sizeof *x), *y0 = malloc(k * sizeof *y0), *y1 = malloc(k * sizeof *y1);
+    double d = -1;
+    if (x && y0 && y1) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = 2.0f * manta_rng_uniform(rng) - 1.0f;
+        manta_status st = xgraph_reference(g, x, y0, err);
+        for (size_t i = 0; i < n; i++)
+            x[i] = 2.0f * manta_rng_uniform(rng) - 1.0f;
+        if (st == MANTA_OK && xgraph_reference(g, x, y1, err) == MANTA_OK) {
+            d = 0;
+            for (size_t i = 0; i < k; i++)
+                d = fmax(d, fabs((double)y0[i] - y1[i]));
+        }
+    }
+    free(x), free(y0), free(y1);
+    return d;
+}
+
+manta_status xgr_random(xgraph *g, manta_rng *rng, const xgr_opts *o, manta_err *err)
+{
+    /* Rebuild networks whose output does not depend on the input (a layer of
+     * ReLUs that are all off), so that comparisons on them mean something. */
+    for (int attempt = 0; attempt < 50; attempt++) {
+        manta_status st = build_random(g, rng, o, err);
+        if (st != MANTA_OK)
+            return st;
+        if (sensitivity(g, rng, err) > 1e-3)
+            return MANTA_OK;
+        xgraph_free(g);
+    }
+    return manta_err_set(err, MANTA_ERR_INTERNAL, "xgrand: no live network in 50 attempts");
 }
 
 manta_status xgr_color_classifier(xgraph *g, int resolution, manta_err *err)
