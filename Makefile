@@ -6,6 +6,7 @@
 #   make bench-ops  op throughput table (not a test)
 #   make bench-train  training images/s against PyTorch (not a test)
 #   make SANITIZE=1 ...   the same under ASan + UBSan, in build/san/
+#   make fuzz       libFuzzer target over the engine (clang); run: tools/fuzz/run.sh SECONDS
 # CI (CI=true) adds -Werror.
 
 CC      ?= cc
@@ -45,6 +46,11 @@ ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
 ENGINE_LIB := $(BUILD)/lib/libmanta_engine.a
 ENGINE_OPT ?= -O3
 
+# manta-infer: the board program, linked with the engine, TurboJPEG and libc/libm only.
+INFER_SRC := $(wildcard tools/manta-infer/*.c)
+INFER_OBJ := $(INFER_SRC:%.c=$(BUILD)/obj/%.o)
+INFER     := $(BUILD)/bin/manta-infer
+
 MANTA_SRC := $(wildcard tools/manta/*.c)
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
 MANTA     := $(BUILD)/bin/manta
@@ -57,8 +63,8 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train clean help
-all: $(LIB) $(MANTA)
+.PHONY: all lib test test-run demo deps bench-ops bench-train clean help fuzz
+all: $(LIB) $(MANTA) $(INFER)
 lib: $(LIB)
 
 help:
@@ -84,9 +90,21 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(MANTA): $(MANTA_OBJ) $(LIB)
+$(MANTA): $(MANTA_OBJ) $(LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(MANTA_OBJ) $(LIB) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(MANTA_OBJ) $(LIB) $(ENGINE_LIB) $(LDLIBS)
+
+# Engine code size for `manta-infer --stats`: text + data of the engine objects.
+SIZE ?= size
+$(BUILD)/gen/engine_size.h: $(ENGINE_OBJ)
+	@mkdir -p $(@D)
+	@echo "#define MANTA_ENGINE_CODE_BYTES $$($(SIZE) -t $(ENGINE_OBJ) | tail -1 | awk '{print $$1 + $$2}')u" > $@
+
+$(INFER_OBJ): CPPFLAGS := -Iruntime -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L
+$(BUILD)/obj/tools/manta-infer/main.o: $(BUILD)/gen/engine_size.h
+$(INFER): $(INFER_OBJ) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(INFER_OBJ) $(ENGINE_LIB) -lturbojpeg -lm
 
 $(ENGINE_OBJ): CPPFLAGS := -Iruntime
 $(ENGINE_OBJ): CFLAGS := -std=c99 $(ENGINE_OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
@@ -101,6 +119,12 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LI
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
 
+# Fixture writer for tests/integration/export_infer.sh (models and JPEGs).
+HELPER := $(BUILD)/tests/helpers/export_fixtures
+$(HELPER): $(BUILD)/obj/tests/helpers/export_fixtures.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
+
 # This test wraps the allocator so that a call made while the engine runs aborts.
 $(BUILD)/tests/test_engine_noalloc: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
@@ -111,7 +135,7 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(TEST_BIN)
+test-run: all $(TEST_BIN) $(HELPER)
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run.sh $(TEST_BIN)
 
 demo: deps
@@ -130,7 +154,21 @@ bench-train: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || apt-get install -y python3-torch
 	tools/bench/train_vs_torch.sh
 
+# libFuzzer over verify + plan + invoke (tests/common/fuzz_body.c), and the seed writer.
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
+fuzz: $(BUILD)/fuzz/fuzz_engine $(BUILD)/fuzz/gen_seeds
+$(BUILD)/fuzz/fuzz_engine: tools/fuzz/fuzz_engine.c tests/common/fuzz_body.c $(ENGINE_SRC) \
+		$(wildcard runtime/engine/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=c11 $(FUZZ_FLAGS) -Iruntime -Itests -o $@ tools/fuzz/fuzz_engine.c \
+		tests/common/fuzz_body.c $(ENGINE_SRC) -lm
+$(BUILD)/fuzz/gen_seeds: tools/fuzz/gen_seeds.c tests/common/xgrand.c $(LIB) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ tools/fuzz/gen_seeds.c tests/common/xgrand.c \
+		$(LIB) $(ENGINE_LIB) $(LDLIBS)
+
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)

@@ -86,6 +86,7 @@ enum mengine_builtin {
     MENGINE_OP_RELU6 = 21,
     MENGINE_OP_RESHAPE = 22,
     MENGINE_OP_SOFTMAX = 25,
+    MENGINE_OP_PAD = 34,
     MENGINE_OP_MEAN = 40,
     MENGINE_OP_TRANSPOSE_CONV = 67,
     MENGINE_OP_LEAKY_RELU = 98,
@@ -234,6 +235,18 @@ mengine_status mengine_tensor(const mengine *e, size_t tensor_index, mengine_vie
 
 /** Arena use (valid after mengine_prepare()). @return MENGINE_OK or MENGINE_ERR_STATE. */
 mengine_status mengine_get_stats(const mengine *e, mengine_stats *s);
+
+/**
+ * Find a metadata entry of a verified model by name (e.g. "manta_preprocess")
+ * and return its buffer's bytes, in place in the model data.
+ * @param name  0-terminated entry name, compared byte for byte.
+ * @param data  receives the first byte, or NULL when the model has no such
+ *              entry (or the entry's buffer is empty).
+ * @param size  receives the number of bytes (0 when absent).
+ * @return MENGINE_OK (found or not), MENGINE_ERR_ARG (NULL argument, model not loaded).
+ */
+mengine_status mengine_model_metadata(const mengine_model *m, const char *name,
+                                      const uint8_t **data, size_t *size);
 
 /** Name of a builtin operator code ("CONV_2D"), or "UNKNOWN". Never NULL. */
 const char *mengine_op_name(int32_t builtin);

@@ -176,6 +176,9 @@ typedef union mop_params {
     mk_dw_params dw;
     mk_pool_params pool;
     struct {
+        int32_t before[4]; /* PAD: padding before each of (n, h, w, c) */
+    } pad;
+    struct {
         mk_act act;
         float value; /* SOFTMAX beta, LEAKY_RELU alpha */
         int32_t axis;

@@ -173,6 +173,17 @@ mengine_status mk_logistic_f32(const float *in, float *out, size_t n);
 mengine_status mk_leaky_relu_f32(const float *in, float *out, size_t n, float alpha);
 
 /**
+ * Zero padding: out[n][h][w][c] = in[n - b0][h - b1][w - b2][c - b3] where
+ * that lies inside the input, 0 elsewhere (TFLite PAD with constant 0).
+ * @param before   (4) elements of padding before each dim (n, h, w, c), >= 0;
+ *                 each output dim is at least the input dim plus its @p before
+ *                 (the rest is padding after).
+ * @param out      must not overlap @p in.
+ */
+mengine_status mk_pad_f32(const mk_dims *in_dims, const float *in, const int32_t before[4],
+                          const mk_dims *out_dims, float *out);
+
+/**
  * Copy one input of a concatenation into its slot of the output:
  * for o < outer: out[o*out_chunk + offset .. + in_chunk) = in[o*in_chunk .. + in_chunk).
  * @param in_chunk  elements of this input per outer index (its axis dim x inner size)

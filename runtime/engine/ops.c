@@ -672,6 +672,59 @@ static mengine_status reshape_eval(const mengine *e, const mnode *n)
     return MENGINE_OK;
 }
 
+/* ---- PAD: inputs (data, paddings INT32 [rank, 2]); zeros only ---- */
+
+static mengine_status pad_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, pads, out;
+    fb_table o;
+    int has_pads, has_o;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = opt_input(c, 1, &pads, &has_pads);
+    if (st == MENGINE_OK)
+        st = options(c, 22, &o, &has_o);
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st != MENGINE_OK)
+        return st;
+    if (!has_pads)
+        return me_op_fail(c, MENGINE_ERR_GRAPH, "input 1 (paddings) is missing");
+    if (c->inputs.n > 2)
+        return me_op_fail(c, MENGINE_ERR_GRAPH, "%u inputs, expected 2 (PADV2 is not supported)",
+                          c->inputs.n);
+    if (in.rank < 1)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
+                          in.name);
+    if (pads.type != MENGINE_INT32 || !pads.data || pads.rank != 2 ||
+        pads.dims[0] != (int32_t)in.rank || pads.dims[1] != 2)
+        return me_op_fail(c, MENGINE_ERR_TYPE,
+                          "input 1 (paddings, tensor %u '%s') must be a constant INT32 [%u, 2]",
+                          pads.index, pads.name, in.rank);
+    int32_t want[MENGINE_MAX_DIMS];
+    for (uint32_t i = 0; i < in.rank; i++) {
+        const int32_t b = int_at(&pads, 2 * i), a = int_at(&pads, 2 * i + 1);
+        if (b < 0 || a < 0)
+            return me_op_fail(c, MENGINE_ERR_OPTIONS, "padding of dim %u is (%d, %d): negative", i,
+                              b, a);
+        const int64_t d = (int64_t)in.dims[i] + b + a;
+        if (d > 0x7fffffff)
+            return me_op_fail(c, MENGINE_ERR_SHAPE, "padded dim %u is too large", i);
+        want[i] = (int32_t)d;
+        node->p.pad.before[4 - in.rank + i] = b;
+    }
+    for (uint32_t i = 0; i < 4 - in.rank; i++)
+        node->p.pad.before[i] = 0;
+    return need_shape(c, &out, want, in.rank);
+}
+
+static mengine_status pad_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
+    const mk_dims id = dims4(in), od = dims4(out);
+    return mk_pad_f32(&id, in->cdata, n->p.pad.before, &od, out->data);
+}
+
 /* ---- CONCATENATION ---- */
 
 static mengine_status concat_prepare(const mop_ctx *c, mnode *node)
@@ -839,6 +892,7 @@ static const mop_reg REGS[] = {
     {MENGINE_OP_RELU6, 3, 0, 1, unary_prepare, unary_eval},
     {MENGINE_OP_RESHAPE, 1, 17, 0, reshape_prepare, reshape_eval},
     {MENGINE_OP_SOFTMAX, 3, 9, 0, softmax_prepare, softmax_eval},
+    {MENGINE_OP_PAD, 2, 22, 0, pad_prepare, pad_eval},
     {MENGINE_OP_MEAN, 3, 27, 0, mean_prepare, mean_eval},
     {MENGINE_OP_TRANSPOSE_CONV, 4, 49, 0, tconv_prepare, tconv_eval},
     {MENGINE_OP_LEAKY_RELU, 2, 75, 1, unary_prepare, unary_eval},
@@ -868,6 +922,7 @@ const char *mengine_op_name(int32_t builtin)
     case MENGINE_OP_RELU6: return "RELU6";
     case MENGINE_OP_RESHAPE: return "RESHAPE";
     case MENGINE_OP_SOFTMAX: return "SOFTMAX";
+    case MENGINE_OP_PAD: return "PAD";
     case MENGINE_OP_MEAN: return "MEAN";
     case MENGINE_OP_TRANSPOSE_CONV: return "TRANSPOSE_CONV";
     case MENGINE_OP_LEAKY_RELU: return "LEAKY_RELU";

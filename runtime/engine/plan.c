@@ -11,6 +11,9 @@
  * group; the output of an element-wise operator joins the group of an input
  * with the same element count when nothing reads that group later and it is
  * not a model input or output (the kernels read element i before writing it).
+ * With an offline plan, two tensors share only when both have the same offset
+ * in it (or neither has one): a plan written from this planner's own result
+ * (as the exporter does) then reproduces that result exactly.
  *
  * Placement, as TFLM's greedy planner: buffers from the offline plan first,
  * at their offsets; then the others by decreasing size (ties: earlier first,
@@ -96,14 +99,17 @@ static mengine_status share(fbr *r, const mengine_model *m, pitem *it)
             return st;
         const mop_reg *reg = me_op_find(builtin);
         const int32_t o = fb_vec_i32(r, &out, 0);
-        if (!reg || it[o].bytes == 0 || (it[o].flags & F_OFFLINE))
+        if (!reg || it[o].bytes == 0)
             continue;
         for (uint32_t k = 0; k < in.n; k++) {
             const int32_t x = fb_vec_i32(r, &in, k);
-            if (x < 0 || it[x].bytes == 0 || (it[x].flags & F_OFFLINE) ||
-                it[x].count != it[o].count)
+            if (x < 0 || it[x].bytes == 0 || it[x].count != it[o].count)
                 continue;
             const int32_t leader = find(it, x);
+            /* Offline tensors share only where the plan puts them at the same offset. */
+            if ((it[o].flags & F_OFFLINE) != (it[leader].flags & F_OFFLINE) ||
+                ((it[o].flags & F_OFFLINE) && it[o].offset != it[leader].offset))
+                continue;
             if (builtin == MENGINE_OP_RESHAPE) {
                 join(it, leader, o);
                 break;

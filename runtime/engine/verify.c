@@ -752,3 +752,52 @@ mengine_status mengine_model_load(mengine_model *m, const void *data, size_t siz
         m->data = NULL; /* not loaded */
     return st;
 }
+
+mengine_status mengine_model_metadata(const mengine_model *m, const char *name,
+                                      const uint8_t **data, size_t *size)
+{
+    if (data)
+        *data = NULL;
+    if (size)
+        *size = 0;
+    if (!m || !m->data || !name || !data || !size)
+        return MENGINE_ERR_ARG;
+    mdiag d = {NULL, 0};
+    fbr r;
+    fb_table model;
+    fb_vec mv;
+    int has;
+    me_fbr_for_model(&r, m, &d);
+    mengine_status st = me_fb_root(&r, &model);
+    if (st == MENGINE_OK)
+        st = me_fb_vector(&r, &model, MODEL_METADATA, 4, &mv, &has);
+    if (st != MENGINE_OK || !has)
+        return st;
+    const size_t len = strlen(name);
+    const fb_vec bv = {m->buffers, m->n_buffers};
+    for (uint32_t i = 0; i < mv.n; i++) {
+        fb_table mt, bt;
+        fb_vec s, bytes;
+        int has_name, has_data;
+        uint32_t buffer;
+        st = me_fb_vec_table(&r, &mv, i, DEPTH_ENTRY, &mt);
+        if (st == MENGINE_OK)
+            st = me_fb_string(&r, &mt, METADATA_NAME, &s, &has_name);
+        if (st == MENGINE_OK)
+            st = me_fb_u32(&r, &mt, METADATA_BUFFER, 0, &buffer);
+        if (st != MENGINE_OK)
+            return st;
+        if (!has_name || s.n != len || memcmp(r.base + s.pos, name, len) != 0 ||
+            buffer >= m->n_buffers)
+            continue;
+        st = me_fb_vec_table(&r, &bv, buffer, DEPTH_ENTRY, &bt);
+        if (st == MENGINE_OK)
+            st = me_fb_vector(&r, &bt, BUFFER_DATA, 1, &bytes, &has_data);
+        if (st == MENGINE_OK && has_data && bytes.n) {
+            *data = r.base + bytes.pos;
+            *size = bytes.n;
+        }
+        return st;
+    }
+    return MENGINE_OK;
+}

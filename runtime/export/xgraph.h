@@ -100,8 +100,25 @@ int xgraph_add_tensor(xgraph *g, int rank, const int *shape, const char *name, m
 int xgraph_add_op(xgraph *g, const xg_op *op, manta_err *err);
 
 /**
+ * Check a graph before it is evaluated or written: tensor indices in range,
+ * ranks and dims, each op's output shape as TensorFlow Lite infers it from its
+ * inputs (SAME / VALID windows, padding, broadcasts), weight and bias counts,
+ * kernel sizes and strides (>= 1), fused activations (CONV, DWCONV, FC, ADD,
+ * MUL only), every tensor written once and before it is read, the input
+ * (rank 4) and the logits and output tensors (rank 2, same shape).
+ * @return MANTA_OK or MANTA_ERR_INVALID_ARG with a message naming the op or tensor.
+ */
+manta_status xgraph_validate(const xgraph *g, manta_err *err);
+
+/**
  * Evaluate the graph on the host in double precision (a plain reference, for
  * tests and for checking an export): @p input (R*R*C, NHWC) -> @p logits (K).
+ * The graph is checked with xgraph_validate() first. Padding follows
+ * TensorFlow Lite exactly (SAME: out = ceil(in / stride), half the padding
+ * before, the odd pixel after); fused activations are applied.
+ * @param input  as many floats as the input tensor holds.
+ * @param logits as many floats as the logits tensor holds.
+ * @return MANTA_OK, MANTA_ERR_INVALID_ARG (see xgraph_validate()), MANTA_ERR_NO_MEMORY.
  */
 manta_status xgraph_reference(const xgraph *g, const float *input, float *logits, manta_err *err);
 

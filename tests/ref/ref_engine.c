@@ -212,3 +212,27 @@ void re_concat(int n_in, const double *const *in, const int *const *dims, int ra
         }
     }
 }
+
+void re_pad(const double *in, int rank, const int *dims, const int *paddings, double *out)
+{
+    int od[4], n_out = 1, n_in = 1;
+    for (int k = 0; k < rank; k++) {
+        od[k] = dims[k] + paddings[2 * k] + paddings[2 * k + 1];
+        n_out *= od[k];
+        n_in *= dims[k];
+    }
+    for (int i = 0; i < n_out; i++)
+        out[i] = 0;
+    for (int i = 0; i < n_in; i++) {
+        int rest = i, o = 0, stride = 1, idx[4];
+        for (int k = rank - 1; k >= 0; k--) {
+            idx[k] = rest % dims[k];
+            rest /= dims[k];
+        }
+        for (int k = rank - 1; k >= 0; k--) {
+            o += (idx[k] + paddings[2 * k]) * stride;
+            stride *= od[k];
+        }
+        out[o] = in[i];
+    }
+}

@@ -42,5 +42,7 @@ double re_unary(int kind, double x, double alpha);
 /** Concatenate n inputs of rank r along axis. */
 void re_concat(int n_in, const double *const *in, const int *const *dims, int rank, int axis,
                double *out);
+/** Zero padding (PAD): @p paddings (rank, 2) before/after per dim; out has the padded dims. */
+void re_pad(const double *in, int rank, const int *dims, const int *paddings, double *out);
 
 #endif

@@ -536,6 +536,62 @@ static void test_reshape(void **state)
     tb_release(&m);
 }
 
+/* ---- PAD ---- */
+
+static void pad_case(manta_rng *rng, int rank, const int *dims, const int *pads)
+{
+    int32_t din[4], dout[4], pv[8];
+    size_t nin = 1, nout = 1;
+    for (int k = 0; k < rank; k++) {
+        din[k] = dims[k];
+        dout[k] = dims[k] + pads[2 * k] + pads[2 * k + 1];
+        pv[2 * k] = pads[2 * k], pv[2 * k + 1] = pads[2 * k + 1];
+        nin *= (size_t)din[k];
+        nout *= (size_t)dout[k];
+    }
+    float *x = fa(nin);
+    double *xd = da(nin), *want = da(nout);
+    tb_rand(rng, x, xd, nin, -1, 1);
+    re_pad(xd, rank, dims, pads, want);
+    tb_model m;
+    tb_init(&m);
+    const int32_t dp[2] = {rank, 2};
+    int32_t ins[2];
+    ins[0] = tb_tensor_f32(&m, "in", rank, din, NULL);
+    ins[1] = tb_tensor_buf(&m, "paddings", 2, 2, dp,
+                           (uint32_t)tb_buffer_add(&m, pv, (size_t)rank * 2 * sizeof *pv));
+    int32_t out = tb_tensor_f32(&m, "out", rank, dout, NULL);
+    tb_opts o = {.type = 22};
+    tb_op_add(&m, MENGINE_OP_PAD, 1, 2, ins, out, &o);
+    tb_io(&m, 1, ins, 1, &out);
+    run_check(&m, x, nin, want, nout, "pad");
+    tb_release(&m);
+    free(x), free(xd), free(want);
+}
+
+static void test_pad(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 27, 1);
+    const int d4[4] = {1, 7, 5, 3}, p_hw[8] = {0, 0, 1, 2, 0, 1, 0, 0};
+    pad_case(&rng, 4, d4, p_hw); /* the exporter's stride-2 padding: more after */
+    const int p_all[8] = {1, 0, 2, 3, 3, 0, 1, 2};
+    pad_case(&rng, 4, d4, p_all); /* every dim, channels too */
+    const int p_none[8] = {0};
+    pad_case(&rng, 4, d4, p_none);
+    for (int i = 0; i < 4; i++) {
+        const int d[4] = {tu_rand_int(&rng, 1, 3), tu_rand_int(&rng, 1, 9),
+                          tu_rand_int(&rng, 1, 9), tu_rand_int(&rng, 1, 17)};
+        int p[8];
+        for (int k = 0; k < 8; k++)
+            p[k] = k < 2 ? 0 : tu_rand_int(&rng, 0, 3);
+        pad_case(&rng, 4, d, p);
+    }
+    const int d2[2] = {3, 5}, p2[4] = {1, 0, 2, 2};
+    pad_case(&rng, 2, d2, p2); /* rank 2 */
+}
+
 /* ---- kernel variants called directly ---- */
 
 static void test_kernel_dw_fast_matches_general(void **state)
@@ -631,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_unary_ops),
         cmocka_unit_test(test_concat),
         cmocka_unit_test(test_reshape),
+        cmocka_unit_test(test_pad),
         cmocka_unit_test(test_kernel_dw_fast_matches_general),
         cmocka_unit_test(test_kernel_conv_1x1_matches_general),
         cmocka_unit_test(test_kernel_args_rejected),

@@ -453,6 +453,60 @@ static void test_offline_plan_format(void **state)
     tb_release(&m);
 }
 
+/* in (1, 3, 3, 2) -> PAD (rank-4 paddings) -> out; @p pads as written. */
+static void pad_model(tb_model *m, const int32_t *pads, int pad_rows, int type, const int32_t *out_dims)
+{
+    const int32_t din[4] = {1, 3, 3, 2}, dp[2] = {pad_rows, 2};
+    tb_init(m);
+    int32_t ins[2];
+    ins[0] = tb_tensor_f32(m, "in", 4, din, NULL);
+    ins[1] = tb_tensor_buf(m, "paddings", type, 2, dp,
+                           (uint32_t)tb_buffer_add(m, pads, (size_t)pad_rows * 2 * sizeof *pads));
+    int32_t out = tb_tensor_f32(m, "out", 4, out_dims, NULL);
+    tb_opts o = {.type = 22};
+    tb_op_add(m, MENGINE_OP_PAD, 1, 2, ins, out, &o);
+    tb_io(m, 1, ins, 1, &out);
+}
+
+static void test_pad_rules(void **state)
+{
+    (void)state;
+    tb_model m;
+    const int32_t good[8] = {0, 0, 0, 1, 1, 0, 0, 0}, d_good[4] = {1, 4, 4, 2};
+    pad_model(&m, good, 4, 2, d_good);
+    expect_model(&m, MENGINE_OK, NULL);
+    m.op[0].o.type = 0; /* PadOptions are optional */
+    expect_model(&m, MENGINE_OK, NULL);
+    m.op[0].o.type = 21; /* MulOptions */
+    expect_model(&m, MENGINE_ERR_OPTIONS, "union type");
+    m.op[0].o.type = 22;
+    m.t[2].dims[1] = 5; /* output shape does not follow the paddings */
+    expect_model(&m, MENGINE_ERR_SHAPE, "expected [1, 4, 4, 2]");
+    m.t[2].dims[1] = 4;
+    m.op[0].n_in = 1; /* no paddings */
+    expect_model(&m, MENGINE_ERR_GRAPH, "paddings");
+    m.op[0].n_in = 2;
+    m.t[1].type = 0; /* FLOAT32 paddings */
+    expect_model(&m, MENGINE_ERR_TYPE, "INT32");
+    m.t[1].type = 2;
+    m.t[1].buffer = 0; /* not a constant */
+    expect_model(&m, MENGINE_ERR_TYPE, NULL);
+    tb_release(&m);
+    const int32_t neg[8] = {0, 0, -1, 2, 0, 0, 0, 0}, d_neg[4] = {1, 4, 3, 2};
+    pad_model(&m, neg, 4, 2, d_neg);
+    expect_model(&m, MENGINE_ERR_OPTIONS, "negative");
+    tb_release(&m);
+    const int32_t rows3[6] = {0, 0, 1, 1, 0, 0}; /* [3, 2] for a rank-4 input */
+    const int32_t d3[4] = {1, 5, 3, 2};
+    pad_model(&m, rows3, 3, 2, d3);
+    expect_model(&m, MENGINE_ERR_TYPE, "[4, 2]");
+    tb_release(&m);
+    const int32_t huge[8] = {0, 0, 0x7ffffff0, 0x7ffffff0, 0, 0, 0, 0}, d_h[4] = {1, 1, 3, 2};
+    pad_model(&m, huge, 4, 2, d_h);
+    expect_model(&m, MENGINE_ERR_SHAPE, "too large");
+    tb_release(&m);
+}
+
 /* Flip bytes of a valid model: every result is either rejected or runs cleanly. */
 static void test_corrupted_files_are_safe(void **state)
 {
@@ -526,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_graph_errors),
         cmocka_unit_test(test_schema_version_and_subgraph),
         cmocka_unit_test(test_offline_plan_format),
+        cmocka_unit_test(test_pad_rules),
         cmocka_unit_test(test_corrupted_files_are_safe),
     };
     return cmocka_run_group_tests_name("engine verifier", tests, NULL, NULL);

@@ -1,0 +1,805 @@
+/* The .tflite writer: an xgraph becomes tensors, buffers, operators and
+ * metadata built back to front with the FlatBuffers builder; the engine then
+ * plans the written file and the plan is patched into its metadata buffer. */
+#include "export/tflite.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+#include "engine/engine.h"
+#include "export/flatbuf.h"
+
+enum { T_FLOAT32 = 0, T_INT32 = 2 };
+enum { PAD_SAME = 0, PAD_VALID = 1 };
+/* BuiltinOptions union types. */
+enum {
+    OPT_NONE = 0,
+    OPT_CONV = 1,
+    OPT_DW = 2,
+    OPT_FC = 8,
+    OPT_SOFTMAX = 9,
+    OPT_ADD = 11,
+    OPT_RESHAPE = 17,
+    OPT_MUL = 21,
+    OPT_PAD = 22,
+    OPT_REDUCER = 27
+};
+
+#define NAME_MAX_LEN (XG_NAME_MAX + 16)
+#define MAX_CODES 32 /* distinct (builtin, version) pairs: 11 at most today */
+
+/* A constant tensor: its data belongs to the graph or to its op record. */
+typedef struct wconst {
+    const void *data;
+    size_t bytes;
+    int type;
+    int rank;
+    int32_t dims[4];
+    char name[NAME_MAX_LEN];
+} wconst;
+
+/* One operator as written. */
+typedef struct wop {
+    const xg_op *src;
+    int32_t builtin, version;
+    int32_t in[3];
+    int n_in;
+    int options; /* union type */
+    int keep_dims; /* MEAN: output (N, 1, 1, C) */
+    int n_shape;   /* RESHAPE: output rank */
+    int32_t ints[8]; /* paddings, axes or shape */
+    float *zero_bias; /* owned: a bias the graph does not have */
+} wop;
+
+typedef struct wmodel {
+    const xgraph *g;
+    wop *ops;
+    wconst *c; /* tensor g->n_tensors + i, buffer 1 + i */
+    int n_c;
+    int32_t codes[MAX_CODES][2]; /* (builtin, version) */
+    int n_codes;
+    char *json; /* manta_preprocess */
+    size_t json_len;
+    size_t weights_bytes;
+} wmodel;
+
+static void wmodel_free(wmodel *w)
+{
+    if (w->ops)
+        for (int i = 0; i < w->g->n_ops; i++)
+            free(w->ops[i].zero_bias);
+    free(w->ops);
+    free(w->c);
+    free(w->json);
+    memset(w, 0, sizeof *w);
+}
+
+static int code_index(wmodel *w, int32_t builtin, int32_t version)
+{
+    for (int i = 0; i < w->n_codes; i++)
+        if (w->codes[i][0] == builtin && w->codes[i][1] == version)
+            return i;
+    if (w->n_codes == MAX_CODES)
+        return -1;
+    w->codes[w->n_codes][0] = builtin;
+    w->codes[w->n_codes][1] = version;
+    return w->n_codes++;
+}
+
+/* Add a constant tensor; returns its tensor index. */
+static int32_t add_const(wmodel *w, const char *owner, const char *what, int type, int rank,
+                         const int32_t *dims, const void *data)
+{
+    wconst *c = &w->c[w->n_c];
+    size_t count = 1;
+    memset(c, 0, sizeof *c);
+    c->type = type;
+    c->rank = rank;
+    for (int i = 0; i < rank; i++) {
+        c->dims[i] = dims[i];
+        count *= (size_t)dims[i];
+    }
+    c->data = data;
+    c->bytes = count * 4;
+    snprintf(c->name, sizeof c->name, "%s/%s", owner, what);
+    w->weights_bytes += c->bytes;
+    return (int32_t)(w->g->n_tensors + w->n_c++);
+}
+
+/* Fill the operator records and the constants. */
+static manta_status plan_ops(wmodel *w, manta_err *err)
+{
+    const xgraph *g = w->g;
+    w->ops = calloc((size_t)g->n_ops, sizeof *w->ops);
+    w->c = calloc((size_t)g->n_ops * 2, sizeof *w->c);
+    if (!w->ops || !w->c)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
+    for (int i = 0; i < g->n_ops; i++) {
+        const xg_op *op = &g->ops[i];
+        wop *o = &w->ops[i];
+        const xg_tensor *ti = &g->tensors[op->in0], *to = &g->tensors[op->out];
+        const char *name = to->name;
+        o->src = op;
+        o->version = 1;
+        o->in[0] = op->in0;
+        o->n_in = 1;
+        switch (op->kind) {
+        case XG_CONV:
+        case XG_DWCONV: {
+            const int dw = op->kind == XG_DWCONV;
+            const int32_t cout = to->shape[3];
+            const int32_t wd[4] = {dw ? 1 : cout, op->kh, op->kw, dw ? cout : ti->shape[3]};
+            const float *bias = op->bias;
+            if (!bias) {
+                o->zero_bias = calloc((size_t)cout, sizeof *o->zero_bias);
+                if (!o->zero_bias)
+                    return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
+                bias = o->zero_bias;
+            }
+            o->builtin = dw ? MENGINE_OP_DEPTHWISE_CONV_2D : MENGINE_OP_CONV_2D;
+            o->options = dw ? OPT_DW : OPT_CONV;
+            o->in[1] = add_const(w, name, "weights", T_FLOAT32, 4, wd, op->weights);
+            o->in[2] = add_const(w, name, "bias", T_FLOAT32, 1, &cout, bias);
+            o->n_in = 3;
+            break;
+        }
+        case XG_PAD: {
+            const int32_t pd[2] = {4, 2};
+            const int32_t p[8] = {0, 0, op->pad[0], op->pad[1], op->pad[2], op->pad[3], 0, 0};
+            memcpy(o->ints, p, sizeof p);
+            o->builtin = MENGINE_OP_PAD;
+            o->options = OPT_PAD;
+            o->in[1] = add_const(w, name, "paddings", T_INT32, 2, pd, o->ints);
+            o->n_in = 2;
+            break;
+        }
+        case XG_ADD:
+        case XG_MUL:
+            o->builtin = op->kind == XG_ADD ? MENGINE_OP_ADD : MENGINE_OP_MUL;
+            o->options = op->kind == XG_ADD ? OPT_ADD : OPT_MUL;
+            o->in[1] = op->in1;
+            o->n_in = 2;
+            break;
+        case XG_HSWISH: o->builtin = MENGINE_OP_HARD_SWISH; break;
+        case XG_MEAN: {
+            const int32_t n = 2;
+            o->ints[0] = 1;
+            o->ints[1] = 2;
+            o->keep_dims = to->rank == 4;
+            o->builtin = MENGINE_OP_MEAN;
+            o->options = OPT_REDUCER;
+            o->in[1] = add_const(w, name, "axes", T_INT32, 1, &n, o->ints);
+            o->n_in = 2;
+            break;
+        }
+        case XG_RESHAPE: {
+            const int32_t n = to->rank;
+            memcpy(o->ints, to->shape, (size_t)to->rank * sizeof *o->ints);
+            o->n_shape = to->rank;
+            o->builtin = MENGINE_OP_RESHAPE;
+            o->options = OPT_RESHAPE;
+            o->in[1] = add_const(w, name, "shape", T_INT32, 1, &n, o->ints);
+            o->n_in = 2;
+            break;
+        }
+        case XG_FC: {
+            const int32_t units = to->shape[1];
+            const int32_t wd[2] = {units, (int32_t)(op->n_weights / (size_t)units)};
+            o->builtin = MENGINE_OP_FULLY_CONNECTED;
+            o->options = OPT_FC;
+            o->in[1] = add_const(w, name, "weights", T_FLOAT32, 2, wd, op->weights);
+            o->n_in = 2;
+            if (op->bias)
+                o->in[o->n_in++] = add_const(w, name, "bias", T_FLOAT32, 1, &units, op->bias);
+            else
+                o->version = 6; /* TFLite's version for a fully connected op without bias */
+            break;
+        }
+        case XG_SOFTMAX:
+            o->builtin = MENGINE_OP_SOFTMAX;
+            o->options = OPT_SOFTMAX;
+            break;
+        }
+    }
+    for (int i = 0; i < g->n_ops; i++)
+        if (code_index(w, w->ops[i].builtin, w->ops[i].version) < 0)
+            return manta_err_set(err, MANTA_ERR_INTERNAL, "export: too many operator codes");
+    return MANTA_OK;
+}
+
+/* The manta_preprocess JSON. */
+static manta_status make_json(wmodel *w, manta_err *err)
+{
+    const xgraph *g = w->g;
+    const xg_tensor *in = &g->tensors[g->input];
+    const int C = in->shape[3];
+    const xg_preprocess *p = &g->pre;
+    int unset = 1;
+    for (int c = 0; c < C && c < 3; c++)
+        unset &= p->mean[c] == 0.0f && p->std[c] == 0.0f;
+    if (C > 3 && !unset)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "export: preprocessing for %d channels (1 or 3 supported)", C);
+    for (int c = 0; c < C && !unset; c++)
+        if (!(p->std[c] > 0.0f) || !isfinite(p->mean[c]) || !isfinite(p->std[c]))
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "export: preprocessing std[%d] = %g (must be positive)", c,
+                                 (double)p->std[c]);
+    cJSON *root = cJSON_CreateObject(), *mean = cJSON_CreateArray(), *std = cJSON_CreateArray();
+    cJSON *labels = cJSON_CreateArray();
+    int ok = root && mean && std && labels;
+    for (int c = 0; ok && c < C; c++) {
+        ok &= cJSON_AddItemToArray(mean, cJSON_CreateNumber(unset ? 0.0 : p->mean[c]));
+        ok &= cJSON_AddItemToArray(std, cJSON_CreateNumber(unset ? 1.0 : p->std[c]));
+    }
+    for (int i = 0; ok && i < p->n_labels; i++)
+        ok &= cJSON_AddItemToArray(labels, cJSON_CreateString(p->labels[i] ? p->labels[i] : ""));
+    cJSON *arch = g->arch_json[0] ? cJSON_Parse(g->arch_json) : cJSON_CreateNull();
+    if (!arch && g->arch_json[0])
+        arch = cJSON_CreateString(g->arch_json);
+    ok = ok && arch && cJSON_AddNumberToObject(root, "version", 1) &&
+         cJSON_AddNumberToObject(root, "resolution", in->shape[1]) &&
+         cJSON_AddNumberToObject(root, "channels", C);
+    ok = ok && cJSON_AddItemToObject(root, "mean", mean);
+    if (ok)
+        mean = NULL;
+    ok = ok && cJSON_AddItemToObject(root, "std", std);
+    if (ok)
+        std = NULL;
+    ok = ok && cJSON_AddItemToObject(root, "labels", labels);
+    if (ok)
+        labels = NULL;
+    ok = ok && cJSON_AddNumberToObject(root, "input_tensor", g->input) &&
+         cJSON_AddNumberToObject(root, "logits_tensor", g->logits) &&
+         cJSON_AddNumberToObject(root, "output_tensor", g->output);
+    ok = ok && cJSON_AddItemToObject(root, "arch", arch);
+    if (ok)
+        arch = NULL;
+    w->json = ok ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    cJSON_Delete(mean);
+    cJSON_Delete(std);
+    cJSON_Delete(labels);
+    cJSON_Delete(arch);
+    if (!w->json)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory for the metadata");
+    w->json_len = strlen(w->json);
+    return MANTA_OK;
+}
+
+/* ---- serialisation ---- */
+
+#define FB(call)                                                                                   \
+    do {                                                                                           \
+        if ((call) != MANTA_OK)                                                                    \
+            goto fail;                                                                             \
+    } while (0)
+
+static mfb_ref options(mfb_builder *b, const wop *o)
+{
+    const xg_op *op = o->src;
+    mfb_ref r = 0, shape = 0;
+    if (o->options == OPT_NONE)
+        return 0;
+    if (o->options == OPT_RESHAPE)
+        FB(mfb_create_vector(b, o->ints, (size_t)o->n_shape, 4, 4, &shape));
+    FB(mfb_start_table(b));
+    switch (o->options) {
+    case OPT_CONV:
+        FB(mfb_add_i8(b, 0, op->same ? PAD_SAME : PAD_VALID, 0));
+        FB(mfb_add_i32(b, 1, op->stride, 0));
+        FB(mfb_add_i32(b, 2, op->stride, 0));
+        FB(mfb_add_i8(b, 3, (int8_t)op->act, 0));
+        break;
+    case OPT_DW:
+        FB(mfb_add_i8(b, 0, op->same ? PAD_SAME : PAD_VALID, 0));
+        FB(mfb_add_i32(b, 1, op->stride, 0));
+        FB(mfb_add_i32(b, 2, op->stride, 0));
+        FB(mfb_add_i32(b, 3, 1, 0)); /* depth_multiplier */
+        FB(mfb_add_i8(b, 4, (int8_t)op->act, 0));
+        break;
+    case OPT_FC: FB(mfb_add_i8(b, 0, (int8_t)op->act, 0)); break;
+    case OPT_SOFTMAX: FB(mfb_add_f32(b, 0, 1.0f, 0.0f)); break;
+    case OPT_ADD:
+    case OPT_MUL: FB(mfb_add_i8(b, 0, (int8_t)op->act, 0)); break;
+    case OPT_REDUCER: FB(mfb_add_bool(b, 0, o->keep_dims, 0)); break;
+    case OPT_RESHAPE: FB(mfb_add_ref(b, 0, shape)); break;
+    default: break; /* PadOptions: empty */
+    }
+    FB(mfb_end_table(b, &r));
+    return r;
+fail:
+    return 0;
+}
+
+/* Build the whole file; *offline_ref receives the plan vector. */
+static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_ref, manta_err *err)
+{
+    const xgraph *g = w->g;
+    const int n_t = g->n_tensors + w->n_c, n_buf = 1 + w->n_c + 2;
+    int n_refs = n_t > n_buf ? n_t : n_buf;
+    n_refs = n_refs > g->n_ops ? n_refs : g->n_ops;
+    mfb_ref *refs = calloc((size_t)n_refs + 16, sizeof *refs);
+    mfb_ref *data = calloc((size_t)w->n_c + 1, sizeof *data);
+    int32_t *plan = malloc((size_t)(3 + n_t) * sizeof *plan);
+    mfb_ref v, v_in, v_out, name, v_t, v_op, v_sg, sg, v_codes, v_bufs, v_meta, root, desc;
+    mfb_ref meta[2], json_data = 0, plan_data = 0;
+    if (!refs || !plan || !data) {
+        free(refs);
+        free(data);
+        free(plan);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
+    }
+    FB(mfb_init(b, 4096 + w->weights_bytes + w->json_len));
+    /* Buffers: constant data first (the bulk of the file), then the metadata. */
+    for (int i = 0; i < w->n_c; i++)
+        FB(mfb_create_vector(b, w->c[i].data, w->c[i].bytes, 1, 16, &data[i]));
+    plan[0] = 1;
+    plan[1] = 1;
+    plan[2] = n_t;
+    for (int t = 0; t < n_t; t++)
+        plan[3 + t] = -1;
+    FB(mfb_create_vector(b, plan, (size_t)(3 + n_t) * 4, 1, 16, &plan_data));
+    FB(mfb_create_vector(b, w->json, w->json_len, 1, 16, &json_data));
+    for (int i = 0; i < n_buf; i++) {
+        const mfb_ref d = i == 0              ? 0
+                          : i <= w->n_c       ? data[i - 1]
+                          : i == w->n_c + 1   ? plan_data
+                                              : json_data;
+        FB(mfb_start_table(b));
+        FB(mfb_add_ref(b, 0, d));
+        FB(mfb_end_table(b, &refs[i]));
+    }
+    FB(mfb_create_ref_vector(b, refs, (size_t)n_buf, &v_bufs));
+    /* Tensors: the graph's, then the constants. */
+    for (int t = 0; t < n_t; t++) {
+        const int is_c = t >= g->n_tensors;
+        const wconst *c = is_c ? &w->c[t - g->n_tensors] : NULL;
+        const xg_tensor *x = is_c ? NULL : &g->tensors[t];
+        const char *nm = is_c ? c->name : x->name;
+        FB(mfb_create_vector(b, is_c ? (const void *)c->dims : (const void *)x->shape,
+                             (size_t)(is_c ? c->rank : x->rank), 4, 4, &v));
+        FB(mfb_create_string(b, nm, strlen(nm), &name));
+        FB(mfb_start_table(b));
+        FB(mfb_add_ref(b, 0, v));
+        FB(mfb_add_i8(b, 1, (int8_t)(is_c ? c->type : T_FLOAT32), 0));
+        FB(mfb_add_u32(b, 2, is_c ? (uint32_t)(t - g->n_tensors + 1) : 0, 0));
+        FB(mfb_add_ref(b, 3, name));
+        FB(mfb_end_table(b, &refs[t]));
+    }
+    FB(mfb_create_ref_vector(b, refs, (size_t)n_t, &v_t));
+    /* Operators. */
+    for (int i = 0; i < g->n_ops; i++) {
+        const wop *o = &w->ops[i];
+        const int32_t out = o->src->out;
+        const mfb_ref opt = options(b, o);
+        if (o->options != OPT_NONE && !opt)
+            goto fail;
+        FB(mfb_create_vector(b, o->in, (size_t)o->n_in, 4, 4, &v_in));
+        FB(mfb_create_vector(b, &out, 1, 4, 4, &v_out));
+        FB(mfb_start_table(b));
+        FB(mfb_add_u32(b, 0, (uint32_t)code_index((wmodel *)w, o->builtin, o->version), 0));
+        FB(mfb_add_ref(b, 1, v_in));
+        FB(mfb_add_ref(b, 2, v_out));
+        FB(mfb_add_u8(b, 3, (uint8_t)o->options, 0));
+        FB(mfb_add_ref(b, 4, opt));
+        FB(mfb_end_table(b, &refs[i]));
+    }
+    FB(mfb_create_ref_vector(b, refs, (size_t)g->n_ops, &v_op));
+    FB(mfb_create_vector(b, &g->input, 1, 4, 4, &v_in));
+    FB(mfb_create_vector(b, &g->output, 1, 4, 4, &v_out));
+    FB(mfb_create_string(b, "main", 4, &name));
+    FB(mfb_start_table(b));
+    FB(mfb_add_ref(b, 0, v_t));
+    FB(mfb_add_ref(b, 1, v_in));
+    FB(mfb_add_ref(b, 2, v_out));
+    FB(mfb_add_ref(b, 3, v_op));
+    FB(mfb_add_ref(b, 4, name));
+    FB(mfb_end_table(b, &sg));
+    FB(mfb_create_ref_vector(b, &sg, 1, &v_sg));
+    for (int i = 0; i < w->n_codes; i++) {
+        const int32_t code = w->codes[i][0];
+        FB(mfb_start_table(b));
+        FB(mfb_add_i8(b, 0, (int8_t)(code < 127 ? code : 127), 0));
+        FB(mfb_add_i32(b, 2, w->codes[i][1], 1));
+        FB(mfb_add_i32(b, 3, code, 0));
+        FB(mfb_end_table(b, &refs[i]));
+    }
+    FB(mfb_create_ref_vector(b, refs, (size_t)w->n_codes, &v_codes));
+    static const char *const meta_name[2] = {TFLITE_META_OFFLINE, TFLITE_META_PREPROCESS};
+    for (int i = 0; i < 2; i++) {
+        FB(mfb_create_string(b, meta_name[i], strlen(meta_name[i]), &name));
+        FB(mfb_start_table(b));
+        FB(mfb_add_ref(b, 0, name));
+        FB(mfb_add_u32(b, 1, (uint32_t)(w->n_c + 1 + i), 0));
+        FB(mfb_end_table(b, &meta[i]));
+    }
+    FB(mfb_create_ref_vector(b, meta, 2, &v_meta));
+    const char *d = g->description[0] ? g->description : "manta export";
+    FB(mfb_create_string(b, d, strnlen(d, sizeof g->description), &desc));
+    FB(mfb_start_table(b));
+    FB(mfb_add_u32(b, 0, 3, 0));
+    FB(mfb_add_ref(b, 1, v_codes));
+    FB(mfb_add_ref(b, 2, v_sg));
+    FB(mfb_add_ref(b, 3, desc));
+    FB(mfb_add_ref(b, 4, v_bufs));
+    FB(mfb_add_ref(b, 6, v_meta));
+    FB(mfb_end_table(b, &root));
+    FB(mfb_finish(b, root, "TFL3"));
+    free(refs);
+    free(data);
+    free(plan);
+    *offline_ref = plan_data;
+    return MANTA_OK;
+fail:
+    free(refs);
+    free(data);
+    free(plan);
+    return manta_err_set(err, b->status == MANTA_ERR_NO_MEMORY ? MANTA_ERR_NO_MEMORY
+                                                               : MANTA_ERR_INTERNAL,
+                         "export: FlatBuffers builder: %s", mfb_error(b));
+}
+
+/* ---- planning with the engine ---- */
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Load @p model with the engine, plan it, and read each tensor's offset in the
+ * activation area (-1: constant or never stored). */
+static manta_status engine_plan(const uint8_t *model, size_t size, int n_t, int32_t *offsets,
+                                size_t *arena_bytes, size_t *act_bytes, manta_err *err)
+{
+    mengine_model m;
+    mengine e;
+    mengine_stats s;
+    char msg[256];
+    mengine_status est = mengine_model_load(&m, model, size, NULL, msg, sizeof msg);
+    if (est != MENGINE_OK)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "export: the engine rejects the written model (%s): %s",
+                             mengine_status_str(est), msg);
+    const size_t ws = mengine_plan_work_size(&m);
+    void *work = malloc(ws ? ws : 1);
+    if (!work)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
+    est = mengine_arena_size(&m, work, ws, arena_bytes, msg, sizeof msg);
+    free(work);
+    if (est != MENGINE_OK)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "export: the engine cannot plan the model: %s",
+                             msg);
+    uint8_t *arena = aligned_alloc(MENGINE_ARENA_ALIGN, round16(*arena_bytes));
+    if (!arena)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory for an arena of %zu",
+                             *arena_bytes);
+    manta_status st = MANTA_OK;
+    est = mengine_init(&e, &m, arena, *arena_bytes);
+    if (est == MENGINE_OK)
+        est = mengine_prepare(&e, msg, sizeof msg);
+    if (est == MENGINE_OK)
+        est = mengine_get_stats(&e, &s);
+    if (est != MENGINE_OK || (int)m.n_tensors != n_t)
+        st = manta_err_set(err, MANTA_ERR_INTERNAL, "export: engine prepare failed: %s", msg);
+    for (int t = 0; st == MANTA_OK && t < n_t; t++) {
+        mengine_view v;
+        if (mengine_tensor(&e, (size_t)t, &v) != MENGINE_OK) {
+            st = manta_err_set(err, MANTA_ERR_INTERNAL, "export: no view of tensor %d", t);
+            break;
+        }
+        offsets[t] = v.data ? (int32_t)((uint8_t *)v.data - (arena + s.records_bytes)) : -1;
+    }
+    if (st == MANTA_OK)
+        *act_bytes = s.activation_bytes;
+    free(arena);
+    return st;
+}
+
+static void put_i32(uint8_t *p, int32_t v)
+{
+    const uint32_t u = (uint32_t)v;
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(u >> (8 * i));
+}
+
+manta_status tflite_write(const xgraph *g, uint8_t **out, size_t *out_size, tflite_report *rep,
+                          manta_err *err)
+{
+    if (!out || !out_size)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "export: NULL output");
+    *out = NULL;
+    *out_size = 0;
+    MANTA_TRY(xgraph_validate(g, err));
+    wmodel w;
+    mfb_builder b;
+    mfb_ref plan_ref = 0;
+    memset(&w, 0, sizeof w);
+    memset(&b, 0, sizeof b);
+    w.g = g;
+    uint8_t *model = NULL;
+    int32_t *off = NULL, *off2 = NULL;
+    size_t size = 0, arena1 = 0, arena2 = 0, act = 0;
+    manta_status st = plan_ops(&w, err);
+    if (st == MANTA_OK)
+        st = make_json(&w, err);
+    if (st == MANTA_OK)
+        st = serialise(&w, &b, &plan_ref, err);
+    const int n_t = g->n_tensors + w.n_c;
+    if (st == MANTA_OK) {
+        const uint8_t *data = mfb_data(&b, &size);
+        model = aligned_alloc(16, round16(size));
+        off = malloc((size_t)n_t * sizeof *off);
+        off2 = malloc((size_t)n_t * sizeof *off2);
+        if (!model || !off || !off2) {
+            st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
+        } else {
+            memset(model + size, 0, round16(size) - size);
+            memcpy(model, data, size);
+        }
+    }
+    mfb_free(&b);
+    /* Plan the file as written (every offset -1), then patch the plan in place. */
+    if (st == MANTA_OK)
+        st = engine_plan(model, size, n_t, off, &arena1, &act, err);
+    if (st == MANTA_OK) {
+        uint8_t *p = model + size - plan_ref + 4;
+        int32_t head[3];
+        memcpy(head, p, sizeof head);
+        if (head[0] != 1 || head[1] != 1 || head[2] != n_t)
+            st = manta_err_set(err, MANTA_ERR_INTERNAL, "export: plan buffer not found");
+        for (int t = 0; st == MANTA_OK && t < n_t; t++)
+            put_i32(p + 12 + 4 * t, off[t]);
+    }
+    if (st == MANTA_OK)
+        st = engine_plan(model, size, n_t, off2, &arena2, &act, err);
+    for (int t = 0; st == MANTA_OK && t < n_t; t++)
+        if (off[t] != off2[t])
+            st = manta_err_set(err, MANTA_ERR_INTERNAL,
+                               "export: tensor %d planned at %d, the engine put it at %d", t,
+                               (int)off[t], (int)off2[t]);
+    if (st == MANTA_OK && rep) {
+        memset(rep, 0, sizeof *rep);
+        rep->file_bytes = size;
+        rep->arena_bytes = arena2;
+        rep->activation_bytes = act;
+        rep->weights_bytes = w.weights_bytes;
+        rep->n_ops = g->n_ops;
+        rep->n_tensors = n_t;
+        rep->input_tensor = g->input;
+        rep->logits_tensor = g->logits;
+        rep->output_tensor = g->output;
+    }
+    free(off);
+    free(off2);
+    wmodel_free(&w);
+    if (st != MANTA_OK) {
+        free(model);
+        return st;
+    }
+    *out = model;
+    *out_size = size;
+    return MANTA_OK;
+}
+
+/* ---- files ---- */
+
+static manta_status write_all(const char *path, const void *data, size_t size, manta_err *err)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "%s: path too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return manta_err_set(err, MANTA_ERR_IO, "%s: %s", tmp, strerror(errno));
+    const int ok = fwrite(data, 1, size, f) == size;
+    const int e1 = errno;
+    if (fclose(f) != 0 || !ok) {
+        const int e = ok ? errno : e1;
+        remove(tmp);
+        return manta_err_set(err, MANTA_ERR_IO, "%s: write failed: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        const int e = errno;
+        remove(tmp);
+        return manta_err_set(err, MANTA_ERR_IO, "%s: rename from %s failed: %s", path, tmp,
+                             strerror(e));
+    }
+    return MANTA_OK;
+}
+
+/* A growing text buffer for the generated C. */
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int failed;
+} sbuf;
+
+static void sb_add(sbuf *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void sb_add(sbuf *s, const char *fmt, ...)
+{
+    if (s->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        const int k = vsnprintf(s->p ? s->p + s->n : NULL, s->p ? s->cap - s->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            s->failed = 1;
+            return;
+        }
+        if (s->p && s->n + (size_t)k < s->cap) {
+            s->n += (size_t)k;
+            return;
+        }
+        const size_t cap = (s->cap ? s->cap * 2 : 4096) + (size_t)k;
+        char *np = realloc(s->p, cap);
+        if (!np) {
+            s->failed = 1;
+            return;
+        }
+        s->p = np;
+        s->cap = cap;
+    }
+}
+
+manta_status tflite_write_c_array(const uint8_t *data, size_t size, size_t arena_bytes,
+                                  const char *dir, manta_err *err)
+{
+    if (!data || !size || !dir)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "c array: no data or directory");
+    char path_h[4096], path_c[4096];
+    if (snprintf(path_h, sizeof path_h, "%s/model.h", dir) >= (int)sizeof path_h ||
+        snprintf(path_c, sizeof path_c, "%s/model.c", dir) >= (int)sizeof path_c)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "%s: path too long", dir);
+    sbuf h = {0}, c = {0};
+    sb_add(&h,
+           "/* Generated by manta export: a TensorFlow Lite model for boards without a file\n"
+           " * system. Run it with the manta engine (runtime/engine/engine.h):\n"
+           " *   static uint8_t arena[MODEL_ARENA_SIZE] (16-byte aligned);\n"
+           " *   mengine_model_load(&m, model_data, MODEL_DATA_SIZE, NULL, msg, sizeof msg);\n"
+           " *   mengine_init(&e, &m, arena, MODEL_ARENA_SIZE); mengine_prepare(&e, ...);\n"
+           " * MODEL_ARENA_SIZE is exact for the engine as built on the exporting host\n"
+           " * (64-bit); a 32-bit build has smaller records and needs at most this. */\n"
+           "#ifndef MANTA_MODEL_H\n#define MANTA_MODEL_H\n\n"
+           "/** Bytes of the model. */\n#define MODEL_DATA_SIZE %zuu\n\n"
+           "/** Arena bytes mengine_prepare() needs for this model. */\n"
+           "#define MODEL_ARENA_SIZE %zuu\n\n"
+           "/** The .tflite file, 16-byte aligned. */\n"
+           "extern const unsigned char model_data[MODEL_DATA_SIZE];\n\n#endif\n",
+           size, arena_bytes);
+    sb_add(&c,
+           "/* Generated by manta export. Do not edit. */\n#include \"model.h\"\n\n"
+           "#if defined(__GNUC__) || defined(__clang__)\n"
+           "#define MODEL_ALIGN_PRE\n#define MODEL_ALIGN_POST __attribute__((aligned(16)))\n"
+           "#elif defined(_MSC_VER)\n"
+           "#define MODEL_ALIGN_PRE __declspec(align(16))\n#define MODEL_ALIGN_POST\n"
+           "#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L\n"
+           "#define MODEL_ALIGN_PRE _Alignas(16)\n#define MODEL_ALIGN_POST\n"
+           "#else\n#error \"model.c: this compiler cannot align the model to 16 bytes\"\n#endif\n\n"
+           "MODEL_ALIGN_PRE const unsigned char model_data[MODEL_DATA_SIZE] MODEL_ALIGN_POST = {\n");
+    for (size_t i = 0; i < size && !c.failed; i += 16) {
+        sb_add(&c, "   ");
+        for (size_t k = i; k < i + 16 && k < size; k++)
+            sb_add(&c, " 0x%02x,", data[k]);
+        sb_add(&c, "\n");
+    }
+    sb_add(&c, "};\n");
+    manta_status st = MANTA_OK;
+    if (h.failed || c.failed)
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "c array: out of memory");
+    if (st == MANTA_OK)
+        st = write_all(path_h, h.p, h.n, err);
+    if (st == MANTA_OK)
+        st = write_all(path_c, c.p, c.n, err);
+    free(h.p);
+    free(c.p);
+    return st;
+}
+
+manta_status tflite_write_file(const xgraph *g, const char *path, const char *c_array_dir,
+                               tflite_report *rep, manta_err *err)
+{
+    if (!path)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "export: no output path");
+    uint8_t *data;
+    size_t size;
+    tflite_report r;
+    MANTA_TRY(tflite_write(g, &data, &size, &r, err));
+    manta_status st = write_all(path, data, size, err);
+    if (st == MANTA_OK && c_array_dir)
+        st = tflite_write_c_array(data, size, r.arena_bytes, c_array_dir, err);
+    free(data);
+    if (st == MANTA_OK && rep)
+        *rep = r;
+    return st;
+}
+
+/* ---- check against the reference ---- */
+
+manta_status tflite_check(const xgraph *g, const uint8_t *data, size_t size, uint64_t seed,
+                          double *max_logit_diff, double *max_prob_diff, manta_err *err)
+{
+    if (!data || !max_logit_diff || !max_prob_diff)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "export check: NULL argument");
+    MANTA_TRY(xgraph_validate(g, err));
+    const xg_tensor *ti = &g->tensors[g->input], *tl = &g->tensors[g->logits];
+    const size_t n_in = (size_t)ti->shape[0] * ti->shape[1] * ti->shape[2] * ti->shape[3];
+    const size_t n_out = (size_t)tl->shape[0] * tl->shape[1];
+    mengine_model m;
+    mengine e;
+    char msg[256];
+    mengine_status est = mengine_model_load(&m, data, size, NULL, msg, sizeof msg);
+    if (est != MENGINE_OK)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "export check: %s", msg);
+    size_t arena_bytes = 0;
+    const size_t ws = mengine_plan_work_size(&m);
+    void *work = malloc(ws ? ws : 1);
+    float *x = malloc(n_in * sizeof *x), *ref = malloc(n_out * sizeof *ref);
+    uint8_t *arena = NULL;
+    manta_status st = MANTA_OK;
+    if (!work || !x || !ref)
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "export check: out of memory");
+    if (st == MANTA_OK &&
+        mengine_arena_size(&m, work, ws, &arena_bytes, msg, sizeof msg) != MENGINE_OK)
+        st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: %s", msg);
+    if (st == MANTA_OK && !(arena = aligned_alloc(MENGINE_ARENA_ALIGN, round16(arena_bytes))))
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "export check: out of memory");
+    if (st == MANTA_OK && (mengine_init(&e, &m, arena, arena_bytes) != MENGINE_OK ||
+                           mengine_prepare(&e, msg, sizeof msg) != MENGINE_OK))
+        st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: prepare: %s", msg);
+    mengine_view vin, vl, vo;
+    if (st == MANTA_OK &&
+        (mengine_input(&e, 0, &vin) != MENGINE_OK || vin.count != n_in ||
+         mengine_tensor(&e, (size_t)g->logits, &vl) != MENGINE_OK || vl.count != n_out ||
+         mengine_output(&e, 0, &vo) != MENGINE_OK || vo.count != n_out))
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "export check: the model's input, logits or output do not match the "
+                           "graph");
+    if (st == MANTA_OK) {
+        manta_rng rng;
+        manta_rng_seed(&rng, seed, 7);
+        for (size_t i = 0; i < n_in; i++)
+            x[i] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
+        memcpy(vin.data, x, n_in * sizeof *x);
+        if (mengine_invoke(&e) != MENGINE_OK)
+            st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: invoke failed");
+    }
+    if (st == MANTA_OK)
+        st = xgraph_reference(g, x, ref, err);
+    if (st == MANTA_OK) {
+        /* Probabilities: softmax of the reference logits, row by row. */
+        const int rows = tl->shape[0], cols = tl->shape[1];
+        double dl = 0, dp = 0;
+        for (int r = 0; r < rows; r++) {
+            const float *lr = ref + (size_t)r * cols;
+            double mx = lr[0], sum = 0;
+            for (int k = 1; k < cols; k++)
+                mx = lr[k] > mx ? lr[k] : mx;
+            for (int k = 0; k < cols; k++)
+                sum += exp(lr[k] - mx);
+            for (int k = 0; k < cols; k++) {
+                const size_t i = (size_t)r * cols + k;
+                const double p = exp(lr[k] - mx) / sum;
+                dl = fmax(dl, fabs((double)vl.cdata[i] - lr[k]));
+                dp = fmax(dp, fabs((double)vo.cdata[i] - p));
+            }
+        }
+        *max_logit_diff = dl;
+        *max_prob_diff = dp;
+    }
+    free(arena);
+    free(work);
+    free(x);
+    free(ref);
+    return st;
+}

@@ -1,0 +1,51 @@
+/* Seed corpus for the engine fuzzer: small exported-style models (random
+ * networks using every export op, and the colour classifier), written with
+ * the .tflite writer. Usage: gen_seeds DIR [COUNT] */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/xgrand.h"
+#include "export/tflite.h"
+
+static int write_one(const xgraph *g, const char *dir, int i)
+{
+    char path[4096];
+    manta_err err;
+    snprintf(path, sizeof path, "%s/seed-%02d.tflite", dir, i);
+    manta_status st = tflite_write_file(g, path, NULL, NULL, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "gen_seeds: %s: %s\n", path, manta_err_msg(&err, st));
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: gen_seeds DIR [COUNT]\n");
+        return 2;
+    }
+    const int count = argc > 2 ? atoi(argv[2]) : 8;
+    manta_rng rng;
+    manta_err err;
+    xgraph g;
+    int bad = 0;
+    manta_rng_seed(&rng, 2024, 1);
+    for (int i = 0; i < count && !bad; i++) {
+        /* small sizes keep the seeds a few KiB and the runs fast */
+        const xgr_opts o = {5 + (int)manta_rng_below(&rng, 6), 0, 2 + (int)manta_rng_below(&rng, 3),
+                            3 + (int)manta_rng_below(&rng, 2)};
+        if (xgr_random(&g, &rng, &o, &err) != MANTA_OK) {
+            fprintf(stderr, "gen_seeds: %s\n", err.msg);
+            return 1;
+        }
+        bad = write_one(&g, argv[1], i);
+        xgraph_free(&g);
+    }
+    if (!bad && xgr_color_classifier(&g, 4, &err) == MANTA_OK) {
+        bad = write_one(&g, argv[1], count);
+        xgraph_free(&g);
+    }
+    return bad;
+}

@@ -1,0 +1,481 @@
+/* manta-infer: run a .tflite model on JPEG images with the manta engine.
+ *
+ *   manta-infer MODEL IMAGE... [--top K] [--json] [--bench N] [--stats] [--check]
+ *
+ * Linked with libmanta_engine.a, libturbojpeg and libc/libm only. The model is
+ * read into a 16-byte aligned buffer and verified; the arena is allocated
+ * with malloc (aligned_alloc) at exactly mengine_arena_size() bytes, once,
+ * before anything runs: the engine itself never allocates. The preprocessing
+ * (resolution, gray or RGB, mean and std, labels) comes from the model's
+ * "manta_preprocess" metadata; a model without it is fed pixel / 255 at its
+ * input's size and its classes are printed by index.
+ *
+ * Exit status: 0 success, 1 a model or image error (one line on stderr
+ * naming the file and the reason; remaining images are still run), 2 usage. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "engine/engine.h"
+#include "engine_size.h"
+#include "image.h"
+#include "meta.h"
+
+#define MAX_MODEL_BYTES 0x7fffffffu
+#define WARMUP_RUNS 3
+
+typedef struct opts {
+    const char *model;
+    const char **images;
+    int n_images;
+    int top, bench, json, stats, check, raw, all;
+    const char *dump_input;
+} opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: manta-infer MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]\n"
+            "  MODEL         .tflite file (float32, verified before use)\n"
+            "  IMAGE         JPEG files, decoded gray or RGB as the model's metadata says\n"
+            "  --top K       classes to print per image (default 5)\n"
+            "  --json        one JSON document on stdout instead of text\n"
+            "  --bench N     after a warm-up, time N runs: latency min / median / p90\n"
+            "  --stats       arena, weight, model and engine code bytes\n"
+            "  --check       only verify the model (and size its arena)\n"
+            "  --raw         IMAGE files are raw float32 input tensors (NHWC), not JPEGs\n"
+            "  --dump-input F  write the first image's input tensor (float32 NHWC) to F\n"
+            "  --all         with --json, also print every logit and probability\n");
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out)
+{
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (errno || e == s || *e || v < lo || v > hi)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->top = 5;
+    o->images = calloc((size_t)argc, sizeof *o->images);
+    if (!o->images)
+        return -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const int has_next = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--top") && has_next) {
+            if (parse_int(argv[++i], 1, 1000000, &o->top))
+                return fprintf(stderr, "manta-infer: --top takes a positive integer\n"), -1;
+        } else if (!strcmp(a, "--bench") && has_next) {
+            if (parse_int(argv[++i], 1, 100000000, &o->bench))
+                return fprintf(stderr, "manta-infer: --bench takes a positive integer\n"), -1;
+        } else if (!strcmp(a, "--dump-input") && has_next) {
+            o->dump_input = argv[++i];
+        } else if (!strcmp(a, "--json")) {
+            o->json = 1;
+        } else if (!strcmp(a, "--stats")) {
+            o->stats = 1;
+        } else if (!strcmp(a, "--check")) {
+            o->check = 1;
+        } else if (!strcmp(a, "--raw")) {
+            o->raw = 1;
+        } else if (!strcmp(a, "--all")) {
+            o->all = 1;
+        } else if (a[0] == '-' && a[1] == '-') {
+            return fprintf(stderr, "manta-infer: unknown or incomplete option %s\n", a), -1;
+        } else if (!o->model) {
+            o->model = a;
+        } else {
+            o->images[o->n_images++] = a;
+        }
+    }
+    if (!o->model)
+        return fprintf(stderr, "manta-infer: no model given\n"), -1;
+    if (!o->n_images && !o->check && !o->bench && !o->stats)
+        return fprintf(stderr, "manta-infer: no image given (or --check, --bench, --stats)\n"), -1;
+    return 0;
+}
+
+/* Read a whole file into a 16-byte aligned buffer. */
+static uint8_t *read_file(const char *path, size_t *size, size_t max, char *why, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f) {
+        snprintf(why, cap, "%s", strerror(errno));
+        return NULL;
+    }
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, cap, "not a regular file");
+        fclose(f);
+        return NULL;
+    }
+    if ((uint64_t)st.st_size > max) {
+        snprintf(why, cap, "file of %lld bytes is too large", (long long)st.st_size);
+        fclose(f);
+        return NULL;
+    }
+    const size_t n = (size_t)st.st_size;
+    uint8_t *buf = aligned_alloc(16, (n + 16) & ~(size_t)15);
+    if (!buf) {
+        snprintf(why, cap, "out of memory for %zu bytes", n);
+        fclose(f);
+        return NULL;
+    }
+    if (fread(buf, 1, n, f) != n || fgetc(f) != EOF) {
+        snprintf(why, cap, "read failed or the file changed while reading");
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    *size = n;
+    return buf;
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Everything about the loaded model. */
+typedef struct session {
+    uint8_t *file;
+    size_t size;
+    mengine_model m;
+    mengine e;
+    void *arena;
+    size_t arena_size;
+    infer_meta meta;
+    int has_meta;
+    image_norm norm;
+    int res;
+    mengine_view in, out, logits;
+    int has_logits;
+} session;
+
+static int open_session(session *s, const opts *o)
+{
+    char why[512], msg[512];
+    memset(s, 0, sizeof *s);
+    s->meta.logits_tensor = -1;
+    s->file = read_file(o->model, &s->size, MAX_MODEL_BYTES, why, sizeof why);
+    if (!s->file)
+        return fprintf(stderr, "manta-infer: %s: %s\n", o->model, why), -1;
+    mengine_status st = mengine_model_load(&s->m, s->file, s->size, NULL, msg, sizeof msg);
+    if (st != MENGINE_OK)
+        return fprintf(stderr, "manta-infer: %s: invalid model (%s): %s\n", o->model,
+                       mengine_status_str(st), msg),
+               -1;
+    const uint8_t *md;
+    size_t md_size;
+    if (mengine_model_metadata(&s->m, "manta_preprocess", &md, &md_size) == MENGINE_OK && md) {
+        if (meta_parse((const char *)md, md_size, &s->meta, why, sizeof why) != 0)
+            return fprintf(stderr, "manta-infer: %s: manta_preprocess metadata: %s\n", o->model,
+                           why),
+                   -1;
+        s->has_meta = 1;
+    }
+    const size_t ws = mengine_plan_work_size(&s->m);
+    void *work = malloc(ws ? ws : 1);
+    if (!work)
+        return fprintf(stderr, "manta-infer: out of memory\n"), -1;
+    st = mengine_arena_size(&s->m, work, ws, &s->arena_size, msg, sizeof msg);
+    free(work);
+    if (st != MENGINE_OK)
+        return fprintf(stderr, "manta-infer: %s: cannot plan the model: %s\n", o->model, msg), -1;
+    s->arena = aligned_alloc(MENGINE_ARENA_ALIGN, (s->arena_size + 15) & ~(size_t)15);
+    if (!s->arena)
+        return fprintf(stderr, "manta-infer: out of memory for an arena of %zu bytes\n",
+                       s->arena_size),
+               -1;
+    if (mengine_init(&s->e, &s->m, s->arena, s->arena_size) != MENGINE_OK ||
+        mengine_prepare(&s->e, msg, sizeof msg) != MENGINE_OK)
+        return fprintf(stderr, "manta-infer: %s: prepare failed: %s\n", o->model, msg), -1;
+    if (mengine_input_count(&s->e) != 1 || mengine_output_count(&s->e) != 1)
+        return fprintf(stderr, "manta-infer: %s: %zu inputs and %zu outputs (1 and 1 expected)\n",
+                       o->model, mengine_input_count(&s->e), mengine_output_count(&s->e)),
+               -1;
+    mengine_input(&s->e, 0, &s->in);
+    mengine_output(&s->e, 0, &s->out);
+    const int32_t *d = s->in.dims;
+    if (s->in.rank != 4 || d[0] != 1 || d[1] != d[2])
+        return fprintf(stderr,
+                       "manta-infer: %s: the input is not one square image (1, R, R, C)\n",
+                       o->model),
+               -1;
+    s->res = d[1];
+    s->norm.channels = d[3];
+    for (int c = 0; c < 3; c++)
+        s->norm.mean[c] = 0.0f, s->norm.std[c] = 1.0f;
+    if (s->has_meta) {
+        const infer_meta *mt = &s->meta;
+        if ((mt->resolution && mt->resolution != s->res) ||
+            (mt->channels && mt->channels != d[3]))
+            return fprintf(stderr,
+                           "manta-infer: %s: metadata says %dx%dx%d, the input tensor is %dx%dx%d\n",
+                           o->model, mt->resolution, mt->resolution, mt->channels, d[1], d[2],
+                           d[3]),
+                   -1;
+        for (int c = 0; c < d[3] && c < 3; c++) {
+            if (c < mt->n_mean)
+                s->norm.mean[c] = mt->mean[c];
+            if (c < mt->n_std)
+                s->norm.std[c] = mt->std[c];
+            if (!(s->norm.std[c] > 0.0f))
+                return fprintf(stderr, "manta-infer: %s: metadata std[%d] is not positive\n",
+                               o->model, c),
+                       -1;
+        }
+        if (mt->n_labels && (size_t)mt->n_labels != s->out.count)
+            return fprintf(stderr, "manta-infer: %s: %d labels for %zu outputs\n", o->model,
+                           mt->n_labels, s->out.count),
+                   -1;
+        if (mt->logits_tensor >= 0 &&
+            mengine_tensor(&s->e, (size_t)mt->logits_tensor, &s->logits) == MENGINE_OK &&
+            s->logits.cdata && s->logits.count == s->out.count)
+            s->has_logits = 1;
+    }
+    return 0;
+}
+
+static void close_session(session *s)
+{
+    meta_free(&s->meta);
+    free(s->arena);
+    free(s->file);
+}
+
+/* Fill the input from one IMAGE argument. */
+static int load_input(const session *s, const opts *o, const char *path, char *why, size_t cap)
+{
+    size_t n;
+    uint8_t *data = read_file(path, &n, o->raw ? s->in.count * 4 : 0x7fffffffu, why, cap);
+    if (!data)
+        return -1;
+    int rc = 0;
+    if (o->raw) {
+        if (n != s->in.count * sizeof(float)) {
+            snprintf(why, cap, "%zu bytes, the input tensor takes %zu floats", n, s->in.count);
+            rc = -1;
+        } else {
+            memcpy(s->in.data, data, n);
+        }
+    } else {
+        rc = image_load_jpeg(data, n, s->res, &s->norm, s->in.data, why, cap);
+    }
+    free(data);
+    return rc;
+}
+
+static const char *label_of(const session *s, size_t k, char *buf, size_t cap)
+{
+    if (s->has_meta && (size_t)s->meta.n_labels > k)
+        return s->meta.labels[k];
+    snprintf(buf, cap, "class %zu", k);
+    return buf;
+}
+
+static void print_result(const session *s, const opts *o, const char *path, int first)
+{
+    const size_t K = s->out.count;
+    const size_t top = (size_t)o->top < K ? (size_t)o->top : K;
+    size_t *order = malloc(K * sizeof *order);
+    char buf[32];
+    if (!order)
+        return;
+    for (size_t i = 0; i < K; i++)
+        order[i] = i;
+    for (size_t i = 0; i < top; i++) /* partial selection sort: K is small */
+        for (size_t j = i + 1; j < K; j++)
+            if (s->out.cdata[order[j]] > s->out.cdata[order[i]]) {
+                const size_t t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+    if (o->json) {
+        printf("%s\n    {\"image\": ", first ? "" : ",");
+        json_str(path);
+        printf(", \"top\": [");
+        for (size_t i = 0; i < top; i++) {
+            printf("%s{\"index\": %zu, \"label\": ", i ? ", " : "", order[i]);
+            json_str(label_of(s, order[i], buf, sizeof buf));
+            printf(", \"prob\": %.6g}", (double)s->out.cdata[order[i]]);
+        }
+        printf("]");
+        if (o->all) {
+            printf(", \"probs\": [");
+            for (size_t i = 0; i < K; i++)
+                printf("%s%.9g", i ? ", " : "", (double)s->out.cdata[i]);
+            printf("]");
+            if (s->has_logits) {
+                printf(", \"logits\": [");
+                for (size_t i = 0; i < K; i++)
+                    printf("%s%.9g", i ? ", " : "", (double)s->logits.cdata[i]);
+                printf("]");
+            }
+        }
+        printf("}");
+    } else {
+        printf("%s:\n", path);
+        for (size_t i = 0; i < top; i++)
+            printf("  %zu. %-24s %.6f\n", i + 1, label_of(s, order[i], buf, sizeof buf),
+                   (double)s->out.cdata[order[i]]);
+    }
+    free(order);
+}
+
+static int bench(session *s, const opts *o, double *stat)
+{
+    double *t = malloc((size_t)o->bench * sizeof *t);
+    if (!t)
+        return fprintf(stderr, "manta-infer: out of memory for %d timings\n", o->bench), -1;
+    for (int i = 0; i < WARMUP_RUNS; i++)
+        mengine_invoke(&s->e);
+    for (int i = 0; i < o->bench; i++) {
+        const double t0 = now_ms();
+        mengine_invoke(&s->e);
+        t[i] = now_ms() - t0;
+    }
+    qsort(t, (size_t)o->bench, sizeof *t, cmp_double);
+    const int n = o->bench;
+    stat[0] = t[0];
+    stat[1] = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    int k = (int)(0.9 * n + 0.999999) - 1; /* nearest rank */
+    stat[2] = t[k < 0 ? 0 : k >= n ? n - 1 : k];
+    free(t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    opts o;
+    session s;
+    if (parse_args(argc, argv, &o) != 0) {
+        usage(stderr);
+        free(o.images);
+        return 2;
+    }
+    if (open_session(&s, &o) != 0) {
+        close_session(&s);
+        free(o.images);
+        return 1;
+    }
+    int failed = 0, dumped = 0;
+    if (o.json)
+        printf("{\"model\": "), json_str(o.model);
+    if (o.check) {
+        if (o.json)
+            printf(", \"ok\": true, \"operators\": %u, \"tensors\": %u, \"arena_bytes\": %zu}\n", s.m.n_ops,
+                   s.m.n_tensors, s.arena_size);
+        else
+            printf("%s: ok: %u operators, %u tensors, arena %zu bytes\n", o.model, s.m.n_ops,
+                   s.m.n_tensors, s.arena_size);
+        close_session(&s);
+        free(o.images);
+        return 0;
+    }
+    if (o.json)
+        printf(", \"images\": [");
+    int shown = 0;
+    for (int i = 0; i < o.n_images; i++) {
+        char why[512];
+        if (load_input(&s, &o, o.images[i], why, sizeof why) != 0) {
+            fprintf(stderr, "manta-infer: %s: %s\n", o.images[i], why);
+            failed++;
+            continue;
+        }
+        if (o.dump_input && !dumped++) {
+            FILE *f = fopen(o.dump_input, "wb");
+            if (!f || fwrite(s.in.data, sizeof(float), s.in.count, f) != s.in.count ||
+                fclose(f) != 0) {
+                fprintf(stderr, "manta-infer: %s: cannot write the input tensor\n", o.dump_input);
+                failed++;
+            }
+        }
+        if (mengine_invoke(&s.e) != MENGINE_OK) {
+            fprintf(stderr, "manta-infer: %s: invoke failed\n", o.images[i]);
+            failed++;
+            continue;
+        }
+        print_result(&s, &o, o.images[i], shown++ == 0);
+    }
+    if (o.json)
+        printf("%s]", shown ? "\n  " : "");
+    if (o.bench) {
+        double st[3];
+        if (bench(&s, &o, st) != 0) {
+            failed++;
+        } else if (o.json) {
+            printf(", \"bench\": {\"runs\": %d, \"min_ms\": %.4f, \"median_ms\": %.4f, "
+                   "\"p90_ms\": %.4f}",
+                   o.bench, st[0], st[1], st[2]);
+        } else {
+            printf("latency over %d runs (after %d warm-up): min %.4f ms, median %.4f ms, p90 %.4f "
+                   "ms\n",
+                   o.bench, WARMUP_RUNS, st[0], st[1], st[2]);
+        }
+    }
+    if (o.stats) {
+        mengine_stats es;
+        size_t weights = 0;
+        mengine_get_stats(&s.e, &es);
+        for (size_t t = 0; t < s.m.n_tensors; t++) {
+            mengine_view v;
+            if (mengine_tensor(&s.e, t, &v) == MENGINE_OK && !v.data &&
+                (v.cdata || v.type == MENGINE_INT32))
+                weights += v.count * 4;
+        }
+        if (o.json)
+            printf(", \"stats\": {\"model_bytes\": %zu, \"arena_bytes\": %zu, "
+                   "\"activation_bytes\": %zu, \"records_bytes\": %zu, \"weight_bytes\": %zu, "
+                   "\"engine_code_bytes\": %u}",
+                   s.size, s.arena_size, es.activation_bytes, es.records_bytes, weights,
+                   (unsigned)MANTA_ENGINE_CODE_BYTES);
+        else
+            printf("model %zu bytes, arena %zu bytes (activations %zu, records %zu), weights %zu "
+                   "bytes, engine code %u bytes\n",
+                   s.size, s.arena_size, es.activation_bytes, es.records_bytes, weights,
+                   (unsigned)MANTA_ENGINE_CODE_BYTES);
+    }
+    if (o.json)
+        printf(", \"errors\": %d}\n", failed);
+    close_session(&s);
+    free(o.images);
+    return failed ? 1 : 0;
+}
