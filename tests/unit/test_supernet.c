@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "common/testutil.h"
+#include "export/tflite.h"
+#include "ofa/extract.h"
 #include "ofa/supernet.h"
 
 enum { B = 3 };
@@ -20,7 +22,7 @@ static void tiny_space(ofa_space *s)
     s->in_channels = 1;
     s->classes = 3;
     s->n_res = 2;
-    s->res[0] = 6;
+    s->res[0] = 7; /* odd: SAME padding on export; even: explicit PAD */
     s->res[1] = 8;
     s->stem_width = 8;
     s->first_width = 8;
@@ -270,6 +272,65 @@ static void test_bn_recalibration_matches_batch_statistics(void **state)
     tu_assert_close(eval, batch, nl, 1e-3, "eval after re-calibration");
 }
 
+/* The exported graph (BN folded, kernels baked, SE folded, PAD for even
+ * stride-2 inputs) computes what the supernet computes in eval mode, in the
+ * double-precision reference and in the engine from the written .tflite. */
+static void test_extracted_graph_matches_supernet(void **state)
+{
+    fixture *f = *state;
+    mcl_dev *d = f->d;
+    manta_rng rng;
+    manta_rng_seed(&rng, 123, 0);
+    for (int trial = 0; trial < 5; trial++) {
+        ofa_arch a;
+        if (trial == 0)
+            ofa_arch_max(&f->s, 7, &a);
+        else if (trial == 1)
+            ofa_arch_min(&f->s, 8, &a);
+        else
+            ofa_arch_sample(&f->s, &rng, &a);
+        TU_OK(d, ofa_supernet_set_arch(f->n, &a));
+        const int R = a.r, C = f->s.in_channels, K = f->s.classes;
+        size_t nx = (size_t)B * C * R * R;
+        double x[B * 64], want[B * 3];
+        tu_fill_uniform(&rng, x, nx, -1.5, 1.5);
+        tu_upload(d, ofa_supernet_input(f->n), x, nx);
+        for (int i = 0; i < 4; i++) /* running statistics away from their start */
+            TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_TRAIN));
+        TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_EVAL));
+        tu_download(d, ofa_supernet_logits(f->n), want, (size_t)B * K);
+        xg_preprocess pre = {0};
+        xgraph g;
+        manta_err e;
+        manta_err_clear(&e);
+        if (ofa_supernet_extract(f->n, &pre, &g, &e) != MANTA_OK)
+            fail_msg("extract: %s", e.msg);
+        for (int b = 0; b < B; b++) {
+            float in[64], logits[3];
+            double got[3];
+            for (int c = 0; c < C; c++) /* NCHW -> NHWC */
+                for (int i = 0; i < R * R; i++)
+                    in[i * C + c] = (float)x[((size_t)b * C + c) * R * R + (size_t)i];
+            if (xgraph_reference(&g, in, logits, &e) != MANTA_OK)
+                fail_msg("reference: %s", e.msg);
+            for (int k = 0; k < K; k++)
+                got[k] = logits[k];
+            tu_assert_close(got, want + (size_t)b * K, (size_t)K, 1e-4, "exported logits");
+        }
+        uint8_t *file = NULL;
+        size_t size = 0;
+        tflite_report rep;
+        if (tflite_write(&g, &file, &size, &rep, &e) != MANTA_OK)
+            fail_msg("tflite: %s", e.msg);
+        double dl = 1, dp = 1;
+        if (tflite_check(&g, file, size, 7, &dl, &dp, &e) != MANTA_OK)
+            fail_msg("engine check: %s", e.msg);
+        assert_true(dl < 1e-4 && dp < 1e-5);
+        free(file);
+        xgraph_free(&g);
+    }
+}
+
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof *f);
@@ -304,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_bad_use_is_refused),
         cmocka_unit_test(test_width_reorder_keeps_full_network),
         cmocka_unit_test(test_bn_recalibration_matches_batch_statistics),
+        cmocka_unit_test(test_extracted_graph_matches_supernet),
     };
     return cmocka_run_group_tests_name("ofa supernet", tests, setup, teardown);
 }
