@@ -51,7 +51,7 @@ INFER_SRC := $(wildcard tools/manta-infer/*.c)
 INFER_OBJ := $(INFER_SRC:%.c=$(BUILD)/obj/%.o)
 INFER     := $(BUILD)/bin/manta-infer
 
-MANTA_SRC := $(wildcard tools/manta/*.c)
+MANTA_SRC := $(wildcard tools/manta/*.c) tools/manta-infer/meta.c
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
 MANTA     := $(BUILD)/bin/manta
 
@@ -90,7 +90,7 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(MANTA): $(MANTA_OBJ) $(LIB) $(ENGINE_LIB)
+$(MANTA): $(MANTA_OBJ) $(LIB) $(ENGINE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(MANTA_OBJ) $(LIB) $(ENGINE_LIB) $(LDLIBS)
 

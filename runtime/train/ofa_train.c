@@ -240,7 +240,7 @@ static manta_status restore_stats(ofa_trainer *t, manta_status st)
 
 manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
                                   void *recal_ctx, long recal_images, ofa_batch_fn eval,
-                                  void *eval_ctx, long eval_images, double *top1)
+                                  void *eval_ctx, long eval_images, double *top1, float *logits)
 {
     mcl_dev *d = t->d;
     ofa_supernet *net = t->net;
@@ -257,8 +257,13 @@ manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_f
             st = mcl_write(d, ofa_supernet_input(net), t->host_images, in);
         if (st == MANTA_OK)
             st = ofa_supernet_forward(net, t->sl.params, OFA_BN_EVAL);
+        if (count > eval_images - seen)
+            count = (int)(eval_images - seen);
         if (st == MANTA_OK)
             st = count_correct(t, t->host_labels, count, &c);
+        if (st == MANTA_OK && logits)
+            memcpy(logits + (size_t)seen * t->space.classes, t->host_logits,
+                   (size_t)count * t->space.classes * sizeof *logits);
         seen += count;
         correct += c;
     }

@@ -75,11 +75,12 @@ typedef manta_status (*ofa_batch_fn)(void *ctx, long index, int r, float *images
  * Top-1 of sub-network @p a: BN statistics re-calibrated over @p recal_images
  * images from @p recal (OFA: 2000 training images with training augmentation),
  * then @p eval_images images from @p eval in eval mode. The supernet's own BN
- * statistics are restored afterwards.
+ * statistics are restored afterwards. When @p logits is not NULL it receives
+ * the logits of every evaluated image ((eval_images, classes), row-major).
  */
 manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
                                   void *recal_ctx, long recal_images, ofa_batch_fn eval,
-                                  void *eval_ctx, long eval_images, double *top1);
+                                  void *eval_ctx, long eval_images, double *top1, float *logits);
 
 /**
  * The inference graph of sub-network @p a (export/xgraph.h) after BN

@@ -25,6 +25,24 @@ echo "resume: identical final checkpoint"
 grep -q '"top1":' "$dir/e.json" || fail "eval output"
 cat "$dir/e.json"
 
+# export: the .tflite file parses with flatc against our schema subset, and the
+# inference engine agrees with the training runtime on 1000 test images
+"$M" export --ckpt "$dir/a/latest.ckpt" --arch min --out "$dir/min.tflite" --recal-images 256 --json >"$dir/x.json"
+cat "$dir/x.json"
+if command -v flatc >/dev/null; then
+    flatc --json --raw-binary -o "$dir" models/tflite_subset.fbs -- "$dir/min.tflite" || fail "flatc"
+fi
+"$M" eval --model "$dir/min.tflite" --ckpt "$dir/a/latest.ckpt" --arch min --split test \
+    --images 1000 --recal-images 256 --json >"$dir/m.json"
+cat "$dir/m.json"
+agree() { # top-1 equal within 0.1 point, logits within 1e-4
+    awk -v t="$1" -v s="$2" -v d="$3" 'BEGIN { e = t - s; if (e < 0) e = -e; exit !(e <= 0.001 && d <= 1e-4) }'
+}
+t=$(sed -n 's/.*"top1":\([0-9.]*\).*/\1/p' "$dir/m.json")
+s=$(sed -n 's/.*"supernet_top1":\([0-9.]*\).*/\1/p' "$dir/m.json")
+dl=$(sed -n 's/.*"max_logit_diff":\([0-9.e+-]*\).*/\1/p' "$dir/m.json")
+agree "$t" "$s" "$dl" || fail "engine top-1 $t vs runtime $s, logit difference $dl"
+
 # errors: one line, non-zero exit
 expect_error() {
     name=$1 pattern=$2

@@ -4,11 +4,13 @@
 #define MANTA_TOOLS_CMD_H
 
 #include "cl/cl.h"
+#include "ofa/space.h"
 
 int cmd_devices(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_train_tiny(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_arch(int argc, char **argv);
 
@@ -22,6 +24,13 @@ int cmd_parse_long(const char *cmd, const char *opt, const char *v, long lo, lon
 
 /** Monotonic clock in seconds. */
 double cmd_now(void);
+
+/** A sub-network: "max", "min" or a file in OFA's encoding; prints a
+ *  one-line error and returns 0 when it cannot be read or is outside @p sp. */
+int cmd_load_arch(const char *cmd, const ofa_space *sp, const char *arg, ofa_arch *a);
+
+/** The whole file in a 16-byte-aligned buffer (free()), or NULL. */
+void *cmd_read_aligned(const char *path, size_t *size);
 
 /** Print "manta: <msg>" to stderr for a failed call. */
 void cmd_error(const char *what, manta_status st, const manta_err *err);

@@ -5,46 +5,168 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "engine_run.h"
 #include "rundata.h"
 #include "train/trainstate.h"
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: manta eval --ckpt FILE [--arch max|min|ARCH] [--split val|test]\n"
-               "                  [--images N] [--recal-images N] [--device SPEC] [--json]\n\n"
+               "                  [--images N] [--recal-images N] [--device SPEC] [--json]\n"
+               "       manta eval --model MODEL.tflite [--ckpt FILE --arch ARCH] [--data D] ...\n\n"
                "Re-calibrates batch norm on --recal-images training images (default 2000, with\n"
                "training augmentation, as OFA) and reports top-1 of the sub-network on the\n"
                "validation split (default) or the official test set. ARCH is a file holding\n"
-               "OFA's encoding {\"ks\":[..],\"e\":[..],\"d\":[..],\"r\":[R]}.\n");
+               "OFA's encoding {\"ks\":[..],\"e\":[..],\"d\":[..],\"r\":[R]}.\n"
+               "With --model, the exported file runs in the inference engine on the same\n"
+               "images; with --ckpt too, the supernet's sub-network runs beside it and the\n"
+               "largest logit difference is reported.\n");
 }
 
-static int load_arch(const ofa_space *sp, const char *arg, ofa_arch *a)
+/* Top-1 (and logits) of a .tflite model in the engine over an eval source. */
+static bool engine_eval(engine_run *r, eval_source *es, long n, int classes, float *images,
+                        float *labels, float *logits, double *top1)
 {
-    if (!strcmp(arg, "max") || !strcmp(arg, "min")) {
-        (arg[1] == 'a' ? ofa_arch_max : ofa_arch_min)(sp, 0, a);
+    mengine_view in, out;
+    const int R = r->meta.resolution, C = r->meta.channels;
+    if (mengine_input(&r->engine, 0, &in) != MENGINE_OK ||
+        mengine_tensor(&r->engine, (size_t)r->meta.logits_tensor, &out) != MENGINE_OK ||
+        in.count != (size_t)R * R * C || out.count != (size_t)classes) {
+        fprintf(stderr, "manta eval: the model's input or logits do not match %dx%dx%d and %d "
+                        "classes\n", R, R, C, classes);
+        return false;
+    }
+    long seen = 0, correct = 0;
+    for (long b = 0; seen < n; b++) {
+        int count = 0;
+        if (eval_source_batch(es, b, R, images, labels, &count) != MANTA_OK || count <= 0)
+            break;
+        for (int i = 0; i < count && seen < n; i++, seen++) {
+            const float *img = images + (size_t)i * C * R * R; /* NCHW -> NHWC */
+            for (int c = 0; c < C; c++)
+                for (int p = 0; p < R * R; p++)
+                    in.data[(size_t)p * C + c] = img[(size_t)c * R * R + p];
+            if (mengine_invoke(&r->engine) != MENGINE_OK) {
+                fprintf(stderr, "manta eval: the engine failed on image %ld\n", seen);
+                return false;
+            }
+            int best = 0;
+            for (int k = 1; k < classes; k++)
+                best = out.cdata[k] > out.cdata[best] ? k : best;
+            correct += best == (int)labels[i];
+            memcpy(logits + (size_t)seen * classes, out.cdata, (size_t)classes * sizeof *logits);
+        }
+    }
+    *top1 = seen ? (double)correct / (double)seen : 0;
+    return true;
+}
+
+/* manta eval --model: the engine alone, or beside the supernet. */
+static int eval_model(const char *model, const char *ckpt, const char *arch_arg, const char *data,
+                      int test, long images, long recal, const char *device, int json)
+{
+    engine_run r;
+    if (!engine_run_open(model, &r))
         return 1;
-    }
-    FILE *f = fopen(arg, "rb");
-    if (!f) {
-        fprintf(stderr, "manta eval: %s: cannot open\n", arg);
-        return 0;
-    }
-    char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     manta_err err;
     manta_err_clear(&err);
-    if (ofa_arch_parse(sp, buf, a, &err) != MANTA_OK) {
-        fprintf(stderr, "manta eval: %s: %s\n", arg, err.msg);
-        return 0;
+    ofa_space sp;
+    train_meta meta = {.batch = 64, .seed = 1, .val = 10000};
+    snprintf(meta.data, sizeof meta.data, "%s", data ? data : "fashion-mnist");
+    if (ckpt) {
+        manta_status st = trainstate_peek(ckpt, &sp, &meta, &err);
+        if (st != MANTA_OK) {
+            cmd_error("eval", st, &err);
+            engine_run_close(&r);
+            return 1;
+        }
     }
-    return 1;
+    run_data rd;
+    if (!run_data_load(data ? data : meta.data, r.meta.channels, meta.val, meta.seed, false, &rd)) {
+        engine_run_close(&r);
+        return 1;
+    }
+    int rc = 1, classes = rd.train.classes;
+    const int B = meta.batch, R = r.meta.resolution;
+    dataset *set = test ? &rd.test : &rd.train;
+    long avail = test ? rd.test.count : rd.split.n_val;
+    long n = images < 0 || images > avail ? avail : images;
+    int *scratch = malloc((size_t)B * sizeof *scratch);
+    float *img = malloc((size_t)B * r.meta.channels * R * R * sizeof *img);
+    float *lab = malloc((size_t)B * sizeof *lab);
+    float *le = malloc((size_t)(n ? n : 1) * classes * sizeof *le);
+    float *ls = malloc((size_t)(n ? n : 1) * classes * sizeof *ls);
+    mcl_dev *d = NULL;
+    ofa_trainer *t = NULL;
+    double top_engine = 0, top_net = 0, diff = 0;
+    if (!scratch || !img || !lab || !le || !ls || (test && rd.test.count == 0)) {
+        fprintf(stderr, "manta eval: %s\n", test ? "the data set has no test split" : "out of memory");
+        goto out;
+    }
+    aug_params aug = rd.aug_eval; /* the model's own normalisation */
+    for (int c = 0; c < r.meta.channels && c < r.meta.n_mean && c < r.meta.n_std; c++) {
+        aug.mean[c] = r.meta.mean[c];
+        aug.std[c] = r.meta.std[c];
+    }
+    eval_source es = {set, test ? NULL : rd.split.val, (int)avail, B, &aug, {0, 0}, scratch};
+    if (!engine_eval(&r, &es, n, classes, img, lab, le, &top_engine))
+        goto out;
+    if (ckpt) {
+        ofa_arch a;
+        ofa_schedule sched;
+        if (!cmd_load_arch("eval", &sp, arch_arg, &a) || !(d = cmd_open_device(device)))
+            goto out;
+        if (a.r != R) {
+            fprintf(stderr, "manta eval: the model's resolution %d differs from the sub-network's %d\n", R, a.r);
+            goto out;
+        }
+        manta_status st = ofa_schedule_preset(&sp, meta.preset, B, 1, &sched, &err);
+        if (st == MANTA_OK)
+            st = ofa_trainer_create(d, &sp, &sched, meta.seed, &t);
+        if (st == MANTA_OK)
+            st = trainstate_load(ckpt, t, d, &meta, &err);
+        eval_source rs = {&rd.train, rd.split.train, rd.split.n_train, B, &rd.aug_train, {0, 0}, scratch};
+        manta_rng_seed(&rs.rng, meta.seed, 0xeca1);
+        eval_source es2 = {set, test ? NULL : rd.split.val, (int)avail, B, &aug, {0, 0}, scratch};
+        if (st == MANTA_OK)
+            st = ofa_trainer_evaluate(t, &a, eval_source_batch, &rs, recal, eval_source_batch, &es2,
+                                      n, &top_net, ls);
+        if (st != MANTA_OK) {
+            cmd_error("eval", st, err.code != MANTA_OK ? &err : mcl_err(d));
+            goto out;
+        }
+        for (long i = 0; i < n * classes; i++) {
+            double dd = le[i] > ls[i] ? le[i] - ls[i] : ls[i] - le[i];
+            diff = dd > diff ? dd : diff;
+        }
+    }
+    if (json) {
+        printf("{\"model\":\"%s\",\"split\":\"%s\",\"images\":%ld,\"top1\":%.5f", model,
+               test ? "test" : "val", n, top_engine);
+        if (ckpt)
+            printf(",\"supernet_top1\":%.5f,\"max_logit_diff\":%.3g", top_net, diff);
+        printf("}\n");
+    } else {
+        printf("%s: top-1 %.2f%% on %ld %s images (inference engine)\n", model, 100 * top_engine, n,
+               test ? "test" : "validation");
+        if (ckpt)
+            printf("%s %s: top-1 %.2f%% (training runtime); largest logit difference %.3g\n", ckpt,
+                   arch_arg, 100 * top_net, diff);
+    }
+    rc = 0;
+out:
+    free(scratch), free(img), free(lab), free(le), free(ls);
+    ofa_trainer_destroy(t);
+    mcl_close(d);
+    run_data_free(&rd);
+    engine_run_close(&r);
+    return rc;
 }
 
 int cmd_eval(int argc, char **argv)
 {
-    const char *ckpt = NULL, *arch_arg = "max", *split = "val", *device = NULL;
+    const char *ckpt = NULL, *arch_arg = "max", *split = "val", *device = NULL, *model = NULL;
+    const char *data = NULL;
     long images = -1, recal = 2000;
     int json = 0;
     for (int i = 1; i < argc; i++) {
@@ -57,6 +179,10 @@ int cmd_eval(int argc, char **argv)
             json = 1;
         } else if (!strcmp(a, "--ckpt") && v) {
             ckpt = v, i++;
+        } else if (!strcmp(a, "--model") && v) {
+            model = v, i++;
+        } else if (!strcmp(a, "--data") && v) {
+            data = v, i++;
         } else if (!strcmp(a, "--arch") && v) {
             arch_arg = v, i++;
         } else if (!strcmp(a, "--split") && v && (!strcmp(v, "val") || !strcmp(v, "test"))) {
@@ -72,8 +198,11 @@ int cmd_eval(int argc, char **argv)
             return 2;
         }
     }
+    if (model)
+        return eval_model(model, ckpt, arch_arg, data, !strcmp(split, "test"), images, recal,
+                          device, json);
     if (!ckpt) {
-        fprintf(stderr, "manta eval: --ckpt FILE is required (see --help)\n");
+        fprintf(stderr, "manta eval: --ckpt FILE or --model FILE is required (see --help)\n");
         return 2;
     }
     manta_err err;
@@ -86,7 +215,7 @@ int cmd_eval(int argc, char **argv)
         return 1;
     }
     ofa_arch a;
-    if (!load_arch(&sp, arch_arg, &a))
+    if (!cmd_load_arch("eval", &sp, arch_arg, &a))
         return 1;
     run_data rd;
     if (!run_data_load(meta.data, sp.in_channels, meta.val, meta.seed, false, &rd))
@@ -128,7 +257,7 @@ int cmd_eval(int argc, char **argv)
     long n = images < 0 || images > es.count ? es.count : images;
     double top1 = 0;
     st = ofa_trainer_evaluate(t, &a, eval_source_batch, &rs, recal, eval_source_batch, &es, n,
-                              &top1);
+                              &top1, NULL);
     if (st != MANTA_OK) {
         cmd_error("eval", st, mcl_err(d));
         goto out;

@@ -14,7 +14,8 @@ static const struct {
 } cmds[] = {
     {"devices", cmd_devices, "list OpenCL platforms and devices"},
     {"train", cmd_train, "train an OFA supernet with progressive shrinking"},
-    {"eval", cmd_eval, "top-1 of a sub-network of a trained supernet"},
+    {"eval", cmd_eval, "top-1 of a sub-network of a trained supernet, or of a .tflite model"},
+    {"export", cmd_export, "a sub-network as a TensorFlow Lite file (and C array)"},
     {"train-tiny", cmd_train_tiny, "train the small fixed CNN (a quick runtime check)"},
     {"arch", cmd_arch, "sub-networks of a search space: sample, max, min, describe"},
     {"bench", cmd_bench, "benchmarks: 'manta bench ops'"},
@@ -49,6 +50,50 @@ double cmd_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int cmd_load_arch(const char *cmd, const ofa_space *sp, const char *arg, ofa_arch *a)
+{
+    if (!strcmp(arg, "max") || !strcmp(arg, "min")) {
+        (arg[1] == 'a' ? ofa_arch_max : ofa_arch_min)(sp, 0, a);
+        return 1;
+    }
+    size_t n = 0;
+    char *buf = cmd_read_aligned(arg, &n);
+    if (!buf) {
+        fprintf(stderr, "manta %s: %s: cannot read\n", cmd, arg);
+        return 0;
+    }
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = ofa_arch_parse(sp, buf, a, &err);
+    free(buf);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta %s: %s: %s\n", cmd, arg, err.msg);
+        return 0;
+    }
+    return 1;
+}
+
+void *cmd_read_aligned(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    long n = -1;
+    if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        if (f)
+            fclose(f);
+        return NULL;
+    }
+    char *buf = aligned_alloc(16, ((size_t)n + 16) / 16 * 16);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf)
+        buf[n] = '\0'; /* text files can be parsed in place */
+    *size = (size_t)n;
+    return buf;
 }
 
 void cmd_error(const char *what, manta_status st, const manta_err *err)

@@ -159,7 +159,7 @@ static int evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, const train_
         manta_rng_seed(&recal.rng, o->seed, 0xeca1);
         long n_eval = o->eval_images < rd->split.n_val ? o->eval_images : rd->split.n_val;
         manta_status st = ofa_trainer_evaluate(t, &a, eval_source_batch, &recal, o->recal_images,
-                                               eval_source_batch, &val, n_eval, &top1[which]);
+                                               eval_source_batch, &val, n_eval, &top1[which], NULL);
         if (st != MANTA_OK) {
             fprintf(stderr, "manta train: evaluating after phase %d: %s\n", phase + 1,
                     manta_err_msg(mcl_err(d), st));
