@@ -96,3 +96,14 @@ manta_status prof_write_file_atomic(const char *path, const void *data, size_t l
     free(tmp);
     return st;
 }
+
+bool prof_json_add_number(cJSON *o, const char *name, double v)
+{
+    char buf[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return cJSON_AddRawToObject(o, name, buf) != NULL;
+}

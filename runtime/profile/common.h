@@ -8,7 +8,10 @@
 #ifndef MANTA_PROFILE_COMMON_H
 #define MANTA_PROFILE_COMMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include <cjson/cJSON.h>
 
 #include "core/status.h"
 #include "ofa/space.h"
@@ -43,5 +46,13 @@ manta_status prof_read_file(const char *path, size_t max_bytes, char **out, size
  */
 manta_status prof_write_file_atomic(const char *path, const void *data, size_t len,
                                     manta_err *err);
+
+/**
+ * Add number @p v to JSON object @p o as @p name, written with the fewest
+ * digits (15 to 17) that read back as exactly @p v (cJSON's own printing can
+ * be one unit in the last place off). @p v must be finite.
+ * @return false when out of memory.
+ */
+bool prof_json_add_number(cJSON *o, const char *name, double v);
 
 #endif

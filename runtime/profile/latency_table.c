@@ -412,40 +412,27 @@ manta_status lat_predict(const lat_table *t, const ofa_arch *a, double *ms, mant
 
 /* ---- JSON ---------------------------------------------------------------------------- */
 
-/* cJSON prints some doubles one unit in the last place off; write the shortest text that
- * reads back exactly instead. */
-static bool add_num(cJSON *o, const char *name, double v)
-{
-    char buf[40];
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    return cJSON_AddRawToObject(o, name, buf) != NULL;
-}
-
 manta_status lat_table_to_json(const lat_table *t, char **out, manta_err *err)
 {
     *out = NULL;
-    cJSON *j = cJSON_CreateObject();
-    cJSON *sp = cJSON_AddObjectToObject(j, "space");
-    bool ok = j && sp && cJSON_AddStringToObject(j, "format", "manta-latency-table") &&
+    cJSON *j = cJSON_CreateObject(), *sp = NULL;
+    bool ok = j && cJSON_AddStringToObject(j, "format", "manta-latency-table") &&
               cJSON_AddNumberToObject(j, "version", LAT_FORMAT_VERSION) &&
+              (sp = cJSON_AddObjectToObject(j, "space")) &&
               cJSON_AddStringToObject(sp, "name", t->space.name) &&
               cJSON_AddStringToObject(sp, "hash", t->space_hash) &&
               cJSON_AddStringToObject(j, "device", t->device) &&
               cJSON_AddStringToObject(j, "cpu", t->cpu) &&
               cJSON_AddStringToObject(j, "compiler_flags", t->cflags) &&
               cJSON_AddStringToObject(j, "date", t->date) &&
-              add_num(j, "overhead_ms", t->overhead_ms);
+              prof_json_add_number(j, "overhead_ms", t->overhead_ms);
     cJSON *layers = ok ? cJSON_AddObjectToObject(j, "layers") : NULL;
     ok = ok && layers;
     for (size_t i = 0; ok && i < t->n; i++) {
         const lat_entry *e = &t->entry[i];
         cJSON *o = cJSON_AddObjectToObject(layers, e->key);
-        ok = o && add_num(o, "median_ms", e->st.median_ms) &&
-             add_num(o, "mean_ms", e->st.mean_ms) && add_num(o, "variance_ms2", e->st.variance_ms2) &&
+        ok = o && prof_json_add_number(o, "median_ms", e->st.median_ms) &&
+             prof_json_add_number(o, "mean_ms", e->st.mean_ms) && prof_json_add_number(o, "variance_ms2", e->st.variance_ms2) &&
              cJSON_AddNumberToObject(o, "count", (double)e->st.count);
     }
     if (ok)
