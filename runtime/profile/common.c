@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,13 +98,48 @@ manta_status prof_write_file_atomic(const char *path, const void *data, size_t l
     return st;
 }
 
-bool prof_json_add_number(cJSON *o, const char *name, double v)
+char *prof_format_double(char buf[40], double v)
 {
-    char buf[40];
     for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        snprintf(buf, 40, "%.*g", prec, v);
         if (strtod(buf, NULL) == v)
             break;
     }
-    return cJSON_AddRawToObject(o, name, buf) != NULL;
+    return buf;
+}
+
+bool prof_json_add_number(cJSON *o, const char *name, double v)
+{
+    char buf[40];
+    return cJSON_AddRawToObject(o, name, prof_format_double(buf, v)) != NULL;
+}
+
+void prof_buf_printf(prof_buf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (len < 0) {
+        b->oom = true;
+        return;
+    }
+    if (b->n + (size_t)len + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + (size_t)len + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)len;
 }

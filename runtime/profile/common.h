@@ -48,11 +48,32 @@ manta_status prof_write_file_atomic(const char *path, const void *data, size_t l
                                     manta_err *err);
 
 /**
+ * Write @p v into @p buf with the fewest digits (15 to 17, "%.*g") that read
+ * back as exactly @p v. @return buf.
+ */
+char *prof_format_double(char buf[40], double v);
+
+/**
  * Add number @p v to JSON object @p o as @p name, written with the fewest
  * digits (15 to 17) that read back as exactly @p v (cJSON's own printing can
  * be one unit in the last place off). @p v must be finite.
  * @return false when out of memory.
  */
 bool prof_json_add_number(cJSON *o, const char *name, double v);
+
+/** A growing text buffer for writers. Zero-initialise; free(b.p) when done. */
+typedef struct prof_buf {
+    char *p;      /**< NUL-terminated text (NULL while empty) */
+    size_t n;     /**< length without the NUL */
+    size_t cap;
+    bool oom;     /**< an append failed for lack of memory; later appends do nothing */
+} prof_buf;
+
+/** Append printf output to @p b; sets b->oom instead of failing. */
+void prof_buf_printf(prof_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 #endif

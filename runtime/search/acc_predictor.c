@@ -235,63 +235,33 @@ manta_status accp_dataset_load(const char *path, const ofa_space *s, accp_datase
     return st;
 }
 
-/* Append printf output to a growing buffer. */
-typedef struct textbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} textbuf;
-
-static void tb_add(textbuf *b, const char *s)
-{
-    size_t len = strlen(s);
-    if (b->oom)
-        return;
-    if (b->n + len + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + len + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, len + 1);
-    b->n += len;
-}
-
 manta_status accp_dataset_save(const accp_dataset *d, const char *path, manta_err *err)
 {
     char hash[PROF_HASH_LEN];
     MANTA_TRY(prof_space_hash(&d->space, hash, err));
-    textbuf b = {0};
-    char line[1024];
-    snprintf(line, sizeof line,
-             "{\"format\":\"manta-acc-dataset\",\"version\":1,\"space\":{\"name\":\"%s\","
-             "\"hash\":\"%s\"}}\n",
-             d->space.name, hash);
-    tb_add(&b, line);
-    for (size_t i = 0; i < d->n; i++) {
-        char arch[512];
+    cJSON *h = cJSON_CreateObject(), *sp = NULL;
+    char *header = NULL;
+    if (h && cJSON_AddStringToObject(h, "format", "manta-acc-dataset") &&
+        cJSON_AddNumberToObject(h, "version", 1) && (sp = cJSON_AddObjectToObject(h, "space")) &&
+        cJSON_AddStringToObject(sp, "name", d->space.name) &&
+        cJSON_AddStringToObject(sp, "hash", hash))
+        header = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    prof_buf b = {0};
+    if (header)
+        prof_buf_printf(&b, "%s\n", header);
+    free(header);
+    for (size_t i = 0; header && i < d->n; i++) {
+        char arch[512], num[40];
         manta_status st = ofa_arch_to_json(&d->space, &d->s[i].arch, arch, sizeof arch, err);
         if (st != MANTA_OK) {
             free(b.p);
             return st;
         }
-        char num[40];
-        for (int prec = 15; prec <= 17; prec++) { /* shortest text that reads back exactly */
-            snprintf(num, sizeof num, "%.*g", prec, d->s[i].top1);
-            if (strtod(num, NULL) == d->s[i].top1)
-                break;
-        }
-        snprintf(line, sizeof line, "{\"arch\":%s,\"top1\":%s,\"r\":%d}\n", arch, num,
-                 d->s[i].arch.r);
-        tb_add(&b, line);
+        prof_buf_printf(&b, "{\"arch\":%s,\"top1\":%s,\"r\":%d}\n", arch,
+                        prof_format_double(num, d->s[i].top1), d->s[i].arch.r);
     }
-    if (b.oom) {
+    if (!header || b.oom) {
         free(b.p);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
     }
