@@ -39,8 +39,8 @@ manta_status prof_read_file(const char *path, size_t max_bytes, char **out, size
     }
     if ((size_t)n > max_bytes) {
         fclose(f);
-        return manta_err_set(err, MANTA_ERR_IO, "%s: %ld bytes, more than the %zu allowed", path,
-                             n, max_bytes);
+        return manta_err_set(err, MANTA_ERR_IO, "%s: %ld bytes, more than the %zu allowed", path, n,
+                             max_bytes);
     }
     char *buf = malloc((size_t)n + 1);
     if (!buf) {
@@ -61,8 +61,7 @@ manta_status prof_read_file(const char *path, size_t max_bytes, char **out, size
     return MANTA_OK;
 }
 
-manta_status prof_write_file_atomic(const char *path, const void *data, size_t len,
-                                    manta_err *err)
+manta_status prof_write_file_atomic(const char *path, const void *data, size_t len, manta_err *err)
 {
     if (!path || !*path)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "output path is empty");
@@ -73,8 +72,8 @@ manta_status prof_write_file_atomic(const char *path, const void *data, size_t l
     snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        manta_status st = manta_err_set(err, MANTA_ERR_IO, "%s: cannot create: %s", tmp,
-                                        strerror(errno));
+        manta_status st =
+            manta_err_set(err, MANTA_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
         free(tmp);
         return st;
     }

@@ -44,8 +44,7 @@ manta_status prof_read_file(const char *path, size_t max_bytes, char **out, size
  * file is removed and an existing file at @p path is untouched.
  * @return MANTA_ERR_IO naming the file and the system's reason.
  */
-manta_status prof_write_file_atomic(const char *path, const void *data, size_t len,
-                                    manta_err *err);
+manta_status prof_write_file_atomic(const char *path, const void *data, size_t len, manta_err *err);
 
 /**
  * Write @p v into @p buf with the fewest digits (15 to 17, "%.*g") that read
@@ -63,10 +62,10 @@ bool prof_json_add_number(cJSON *o, const char *name, double v);
 
 /** A growing text buffer for writers. Zero-initialise; free(b.p) when done. */
 typedef struct prof_buf {
-    char *p;      /**< NUL-terminated text (NULL while empty) */
-    size_t n;     /**< length without the NUL */
+    char *p;  /**< NUL-terminated text (NULL while empty) */
+    size_t n; /**< length without the NUL */
     size_t cap;
-    bool oom;     /**< an append failed for lack of memory; later appends do nothing */
+    bool oom; /**< an append failed for lack of memory; later appends do nothing */
 } prof_buf;
 
 /** Append printf output to @p b; sets b->oom instead of failing. */

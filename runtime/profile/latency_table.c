@@ -96,14 +96,15 @@ static void make_key(lat_layer *l)
     const char *t = lat_layer_type_name(l->type);
     switch (l->type) {
     case LAT_MBCONV:
-        snprintf(l->key, sizeof l->key,
-                 "%s-input:%dx%dx%d-output:%dx%dx%d-expand:%d-kernel:%d-stride:%d-idskip:%d-se:%d-hs:%d",
-                 t, l->in_h, l->in_w, l->in_c, l->out_h, l->out_w, l->out_c, l->mid, l->kernel,
-                 l->stride, l->idskip, l->se, l->act == NN_ACT_HSWISH);
+        snprintf(
+            l->key, sizeof l->key,
+            "%s-input:%dx%dx%d-output:%dx%dx%d-expand:%d-kernel:%d-stride:%d-idskip:%d-se:%d-hs:%d",
+            t, l->in_h, l->in_w, l->in_c, l->out_h, l->out_w, l->out_c, l->mid, l->kernel,
+            l->stride, l->idskip, l->se, l->act == NN_ACT_HSWISH);
         break;
     case LAT_LOGITS:
-        snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%d-output:%d", t, l->in_h, l->in_w,
-                 l->in_c, l->out_c);
+        snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%d-output:%d", t, l->in_h, l->in_w, l->in_c,
+                 l->out_c);
         break;
     default:
         snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%d-output:%dx%dx%d", t, l->in_h, l->in_w,
@@ -158,8 +159,8 @@ manta_status lat_arch_layers(const ofa_space *s, const ofa_arch *a, lat_layer *o
         if (i < d.n && L[i].kind == OFA_L_SE)
             se = &L[i++];
         if (i >= d.n || L[i].kind != OFA_L_CONV)
-            return manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: block %s has no projection",
-                                 first->name);
+            return manta_err_set(err, MANTA_ERR_INTERNAL,
+                                 "latency keys: block %s has no projection", first->name);
         const ofa_layer *proj = &L[i++];
         char where[48];
         block_name(first->name, where, sizeof where);
@@ -432,7 +433,8 @@ manta_status lat_table_to_json(const lat_table *t, char **out, manta_err *err)
         const lat_entry *e = &t->entry[i];
         cJSON *o = cJSON_AddObjectToObject(layers, e->key);
         ok = o && prof_json_add_number(o, "median_ms", e->st.median_ms) &&
-             prof_json_add_number(o, "mean_ms", e->st.mean_ms) && prof_json_add_number(o, "variance_ms2", e->st.variance_ms2) &&
+             prof_json_add_number(o, "mean_ms", e->st.mean_ms) &&
+             prof_json_add_number(o, "variance_ms2", e->st.variance_ms2) &&
              cJSON_AddNumberToObject(o, "count", (double)e->st.count);
     }
     if (ok)
@@ -456,21 +458,22 @@ static const char *get_string(const cJSON *o, const char *key, const char *what,
         return NULL;
     }
     if (strlen(v->valuestring) >= LAT_META_MAX) {
-        *st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" is longer than %d bytes", what,
-                            key, LAT_META_MAX - 1);
+        *st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" is longer than %d bytes", what, key,
+                            LAT_META_MAX - 1);
         return NULL;
     }
     return v->valuestring;
 }
 
-static manta_status get_number(const cJSON *o, const char *key, const char *what,
-                               const char *layer, double *out, manta_err *err)
+static manta_status get_number(const cJSON *o, const char *key, const char *what, const char *layer,
+                               double *out, manta_err *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
         if (layer)
             return manta_err_set(err, MANTA_ERR_FORMAT,
-                                 "%s: layer '%s': \"%s\" missing or not a number", what, layer, key);
+                                 "%s: layer '%s': \"%s\" missing or not a number", what, layer,
+                                 key);
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" missing or not a number", what,
                              key);
     }
@@ -553,8 +556,8 @@ static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space 
         bool known;
         idx_probe(slot, n_slot, all, sizeof *all, key, &known);
         if (!known) {
-            st = manta_err_set(err, MANTA_ERR_FORMAT,
-                               "%s: layer '%s' is not a layer of space '%s'", what, key, s->name);
+            st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: layer '%s' is not a layer of space '%s'",
+                               what, key, s->name);
             break;
         }
         if (lat_table_find(t, key)) {
@@ -562,8 +565,7 @@ static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space 
             break;
         }
         if (!cJSON_IsObject(o)) {
-            st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: layer '%s' is not an object", what,
-                               key);
+            st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: layer '%s' is not an object", what, key);
             break;
         }
         lat_stats ls;
@@ -592,8 +594,8 @@ static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space 
     return st;
 }
 
-manta_status lat_table_parse(const char *json, const char *what, const ofa_space *s,
-                             lat_table *t, manta_err *err)
+manta_status lat_table_parse(const char *json, const char *what, const ofa_space *s, lat_table *t,
+                             manta_err *err)
 {
     if (!what)
         what = "latency table";

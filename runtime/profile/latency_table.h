@@ -11,19 +11,22 @@
  * key in the format of OFA's LatencyTable (mit-han-lab/once-for-all), fields
  * joined by '-', shapes as HxWxC:
  * @verbatim
- *   stem           Conv-input:RxRxCin-output:HxWxC
- *   first block    expanded_conv-input:HxWxC-output:HxWxC'-expand:C-kernel:3-stride:1-idskip:0|1-se:0-hs:0|1
- *   each MBConv    expanded_conv-input:HxWxCin-output:H'xW'xCout-expand:MID-kernel:K-stride:S-idskip:0|1-se:0|1-hs:0|1
- *   head conv      Conv_1-input:HxWxC-output:HxWxE
- *   pool           AvgPool2D-input:HxWxE-output:1x1xE
- *   feature mix    Conv_2-input:1x1xE-output:1x1xM      (only when the space has head_mix > 0)
- *   classifier     Logits-input:1x1xM-output:CLASSES
+ * stem         Conv-input:RxRxCin-output:HxWxC
+ * first block  expanded_conv-input:HxWxC-output:HxWxC'-expand:C-kernel:3-stride:1-
+ *                idskip:0|1-se:0-hs:0|1
+ * each MBConv  expanded_conv-input:HxWxCin-output:H'xW'xCout-expand:MID-kernel:K-stride:S-
+ *                idskip:0|1-se:0|1-hs:0|1
+ * head conv    Conv_1-input:HxWxC-output:HxWxE
+ * pool         AvgPool2D-input:HxWxE-output:1x1xE
+ * feature mix  Conv_2-input:1x1xE-output:1x1xM   (only when the space has head_mix > 0)
+ * classifier   Logits-input:1x1xM-output:CLASSES
  * @endverbatim
  * MID is the expanded channel count make_divisible(Cin * e, 8); the first
  * block has no expand convolution and writes expand:C (its input channels).
  * idskip is 1 when the block adds its input (stride 1 and Cin == Cout), se 1
  * when the unit has squeeze-and-excite, hs 1 when the block's activation is
- * h-swish. Every number is a plain decimal. Example (mbv3-w1.0, R = 224):
+ * h-swish. The two MBConv lines above are one key each (no line break, no
+ * space). Every number is a plain decimal. Example (mbv3-w1.0, R = 224):
  * "expanded_conv-input:112x112x16-output:56x56x24-expand:96-kernel:7-stride:2-idskip:0-se:0-hs:0".
  * Keys depend only on the resolution, the unit, whether the block is the
  * unit's first, its kernel and its expand ratio; skipped slots have no key.
@@ -34,7 +37,9 @@
  *   "space": {"name": "cpu-default", "hash": "fnv1a64:..."},
  *   "device": "...", "cpu": "...", "compiler_flags": "...", "date": "2025-01-31T12:00:00Z",
  *   "overhead_ms": 0.012,
- *   "layers": { "<key>": {"median_ms": 0.1, "mean_ms": 0.11, "variance_ms2": 1e-4, "count": 50}, ... } }
+ *   "layers": {
+ *     "<key>": {"median_ms": 0.1, "mean_ms": 0.11, "variance_ms2": 1e-4, "count": 50},
+ *     ... } }
  * @endverbatim
  * Every field is required; times are milliseconds, variance in ms^2.
  */
@@ -74,18 +79,18 @@ typedef enum lat_layer_type {
 typedef struct lat_layer {
     char key[LAT_KEY_MAX]; /**< first member: see the file comment */
     lat_layer_type type;
-    char where[48];   /**< "stem", "first", "u2.b1", "head", "pool", "mix", "classifier" */
-    int r;            /**< network input resolution (in lat_enumerate(): the first that produces it) */
+    char where[48]; /**< "stem", "first", "u2.b1", "head", "pool", "mix", "classifier" */
+    int r; /**< network input resolution (in lat_enumerate(): the first that produces it) */
     int in_h, in_w, in_c;
     int out_h, out_w, out_c;
-    int mid;          /**< MBConv: expanded channels (== in_c without expand conv); else 0 */
-    int kernel;       /**< stem / depthwise kernel; 1 for 1x1 layers, 0 for pool and logits */
+    int mid;    /**< MBConv: expanded channels (== in_c without expand conv); else 0 */
+    int kernel; /**< stem / depthwise kernel; 1 for 1x1 layers, 0 for pool and logits */
     int stride;
-    bool has_expand;  /**< MBConv: a 1x1 expand convolution comes first */
-    bool idskip;      /**< MBConv: identity skip */
-    bool se;          /**< MBConv: squeeze-and-excite */
-    int se_mid;       /**< SE reduced channels make_divisible(mid / 4, 8); 0 without SE */
-    nn_act act;       /**< activation (MBConv: of expand and depthwise) */
+    bool has_expand; /**< MBConv: a 1x1 expand convolution comes first */
+    bool idskip;     /**< MBConv: identity skip */
+    bool se;         /**< MBConv: squeeze-and-excite */
+    int se_mid;      /**< SE reduced channels make_divisible(mid / 4, 8); 0 without SE */
+    nn_act act;      /**< activation (MBConv: of expand and depthwise) */
 } lat_layer;
 
 /** Text of a layer type as it opens a key ("Conv", "expanded_conv", ...); never NULL. */
@@ -139,15 +144,15 @@ typedef struct lat_entry {
  * entries may be read freely; set metadata with lat_table_set_meta().
  */
 typedef struct lat_table {
-    ofa_space space;                    /**< the space the table belongs to (a copy) */
-    char space_hash[PROF_HASH_LEN];     /**< prof_space_hash() of it */
-    char device[LAT_META_MAX];          /**< board or device name */
-    char cpu[LAT_META_MAX];             /**< CPU model */
-    char cflags[LAT_META_MAX];          /**< compiler and flags of the profiled code */
-    char date[LAT_META_MAX];            /**< when measured (ISO 8601) */
-    double overhead_ms;                 /**< fixed per-inference cost added to every prediction */
-    size_t n;                           /**< entries */
-    lat_entry *entry;                   /**< (n) entries, insertion order */
+    ofa_space space;                /**< the space the table belongs to (a copy) */
+    char space_hash[PROF_HASH_LEN]; /**< prof_space_hash() of it */
+    char device[LAT_META_MAX];      /**< board or device name */
+    char cpu[LAT_META_MAX];         /**< CPU model */
+    char cflags[LAT_META_MAX];      /**< compiler and flags of the profiled code */
+    char date[LAT_META_MAX];        /**< when measured (ISO 8601) */
+    double overhead_ms;             /**< fixed per-inference cost added to every prediction */
+    size_t n;                       /**< entries */
+    lat_entry *entry;               /**< (n) entries, insertion order */
     /* private: capacity and the key index (open addressing, entry index + 1) */
     size_t cap_, n_slot_;
     uint32_t *slot_;
@@ -217,8 +222,8 @@ manta_status lat_table_to_json(const lat_table *t, char **out, manta_err *err);
  *         'cpu-default' (hash ...)", "layer '<key>': \"median_ms\" missing or
  *         not a number", ...; MANTA_ERR_NO_MEMORY.
  */
-manta_status lat_table_parse(const char *json, const char *what, const ofa_space *s,
-                             lat_table *t, manta_err *err);
+manta_status lat_table_parse(const char *json, const char *what, const ofa_space *s, lat_table *t,
+                             manta_err *err);
 
 /** lat_table_parse() of the file @p path; MANTA_ERR_IO when it cannot be read. */
 manta_status lat_table_load(const char *path, const ofa_space *s, lat_table *t, manta_err *err);

@@ -12,10 +12,7 @@
 
 /* ---- encoding ------------------------------------------------------------------------ */
 
-int accp_feature_dim(const ofa_space *s)
-{
-    return s->n_res + ofa_slots(s) * (s->n_ks + s->n_e);
-}
+int accp_feature_dim(const ofa_space *s) { return s->n_res + ofa_slots(s) * (s->n_ks + s->n_e); }
 
 static int index_of(int v, const int *list, int n)
 {
@@ -89,8 +86,8 @@ manta_status accp_dataset_add(accp_dataset *d, const ofa_arch *a, double top1, m
     return MANTA_OK;
 }
 
-static manta_status read_int_list(const cJSON *o, const char *key, int n, int *dst,
-                                  const char *ctx, manta_err *err)
+static manta_status read_int_list(const cJSON *o, const char *key, int n, int *dst, const char *ctx,
+                                  manta_err *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (cJSON_IsNumber(v) && n == 1) { /* "r": 28 as well as "r": [28] */
@@ -100,8 +97,8 @@ static manta_status read_int_list(const cJSON *o, const char *key, int n, int *d
         return MANTA_OK;
     }
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be a list of %d integers",
-                             ctx, key, n);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be a list of %d integers", ctx,
+                             key, n);
     int i = 0;
     for (const cJSON *x = v->child; x; x = x->next, i++) {
         if (!cJSON_IsNumber(x) || x->valuedouble != (double)x->valueint)
@@ -117,8 +114,8 @@ static manta_status parse_header(const cJSON *j, const char *ctx, const ofa_spac
 {
     const char *fmt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "format"));
     if (!fmt || strcmp(fmt, "manta-acc-dataset") != 0)
-        return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "%s: \"format\" must be \"manta-acc-dataset\"", ctx);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"format\" must be \"manta-acc-dataset\"",
+                             ctx);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
     if (!cJSON_IsNumber(v) || v->valuedouble != 1)
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"version\" must be 1", ctx);
@@ -137,8 +134,7 @@ static manta_status parse_header(const cJSON *j, const char *ctx, const ofa_spac
     return MANTA_OK;
 }
 
-static manta_status parse_sample(const cJSON *j, const char *ctx, accp_dataset *d,
-                                 manta_err *err)
+static manta_status parse_sample(const cJSON *j, const char *ctx, accp_dataset *d, manta_err *err)
 {
     const ofa_space *s = &d->space;
     const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "arch");
@@ -346,8 +342,8 @@ static size_t layout(int n_in, int hidden, int layers, lin *L)
 static manta_status check_shape(int hidden, int layers, const char *ctx, manta_err *err)
 {
     if (hidden < 1 || hidden > ACCP_MAX_HIDDEN)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "%s: hidden width %d outside [1, %d]",
-                             ctx, hidden, ACCP_MAX_HIDDEN);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "%s: hidden width %d outside [1, %d]", ctx,
+                             hidden, ACCP_MAX_HIDDEN);
     if (layers < 1 || layers > ACCP_MAX_LAYERS)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "%s: %d hidden layers, outside [1, %d]",
                              ctx, layers, ACCP_MAX_LAYERS);
@@ -383,8 +379,7 @@ manta_status accp_init(accp_model *m, const ofa_space *s, const accp_config *c, 
     manta_rng_seed(&rng, c->seed, 0xacc);
     for (int l = 0; l <= m->layers; l++) {
         float bound = 1.0f / sqrtf((float)L[l].in);
-        manta_rng_fill_uniform(&rng, m->params + L[l].w, (size_t)L[l].in * (size_t)L[l].out,
-                               bound);
+        manta_rng_fill_uniform(&rng, m->params + L[l].w, (size_t)L[l].in * (size_t)L[l].out, bound);
         if (L[l].bias)
             manta_rng_fill_uniform(&rng, m->params + L[l].b, (size_t)L[l].out, bound);
     }
@@ -504,12 +499,12 @@ manta_status accp_rmse(const accp_model *m, const accp_dataset *d, double *rmse,
 
 /* Training scratch: encodings and activations of one batch, gradients, Adam moments. */
 typedef struct trainbuf {
-    float *x;                      /* (n_samples, n_in) encodings of the training set */
-    float *act[ACCP_MAX_LAYERS];   /* (B, H) post-ReLU activations of the hidden layers */
-    float *g0, *g1;                /* (B, H) gradients w.r.t. activations */
-    float *out;                    /* (B) outputs */
-    float *grad, *m1, *m2;         /* (n_params) */
-    size_t *order;                 /* (n_samples) */
+    float *x;                    /* (n_samples, n_in) encodings of the training set */
+    float *act[ACCP_MAX_LAYERS]; /* (B, H) post-ReLU activations of the hidden layers */
+    float *g0, *g1;              /* (B, H) gradients w.r.t. activations */
+    float *out;                  /* (B) outputs */
+    float *grad, *m1, *m2;       /* (n_params) */
+    size_t *order;               /* (n_samples) */
 } trainbuf;
 
 static void trainbuf_free(trainbuf *t, int layers)
@@ -643,8 +638,7 @@ manta_status accp_train(accp_model *m, const accp_dataset *train, const accp_dat
               (t.out = malloc((size_t)B * sizeof *t.out)) &&
               (t.grad = malloc(m->n_params * sizeof *t.grad)) &&
               (t.m1 = calloc(m->n_params, sizeof *t.m1)) &&
-              (t.m2 = calloc(m->n_params, sizeof *t.m2)) &&
-              (t.order = malloc(N * sizeof *t.order));
+              (t.m2 = calloc(m->n_params, sizeof *t.m2)) && (t.order = malloc(N * sizeof *t.order));
     for (int l = 0; ok && l < m->layers; l++)
         ok = (t.act[l] = malloc((size_t)B * H * sizeof *t.act[l])) != NULL;
     if (!ok) {
@@ -671,6 +665,7 @@ manta_status accp_train(accp_model *m, const accp_dataset *train, const accp_dat
     double b1t = 1, b2t = 1;
     long steps = 0;
     for (int ep = 0; ep < c->epochs; ep++) {
+        double loss = 0;
         for (size_t i = N; i > 1; i--) {
             size_t j = manta_rng_below(&rng, (uint32_t)i);
             size_t tmp = t.order[i - 1];
@@ -680,7 +675,7 @@ manta_status accp_train(accp_model *m, const accp_dataset *train, const accp_dat
         for (size_t start = 0; start < N; start += (size_t)B) {
             int nb = (int)(N - start < (size_t)B ? N - start : (size_t)B);
             memset(t.grad, 0, m->n_params * sizeof *t.grad);
-            batch_grad(m, L, &t, train, t.order + start, nb);
+            loss += batch_grad(m, L, &t, train, t.order + start, nb);
             /* Adam with L2 weight decay added to the gradient (torch.optim.Adam) */
             steps++;
             b1t *= b1;
@@ -695,6 +690,8 @@ manta_status accp_train(accp_model *m, const accp_dataset *train, const accp_dat
                 p[k] -= lr_t * m1[k] / (sqrtf(m2[k]) * c2 + (float)eps);
             }
         }
+        if (c->progress)
+            c->progress(c->progress_ctx, ep + 1, c->epochs, loss / (double)N);
     }
     trainbuf_free(&t, m->layers);
     if (rep) {
@@ -755,8 +752,8 @@ static manta_status meta_int(const cJSON *j, const char *key, int *out, const ch
     return MANTA_OK;
 }
 
-static manta_status load_meta(const char *text, const char *path, const ofa_space *s,
-                              accp_model *m, manta_err *err)
+static manta_status load_meta(const char *text, const char *path, const ofa_space *s, accp_model *m,
+                              manta_err *err)
 {
     cJSON *j = cJSON_Parse(text);
     if (!cJSON_IsObject(j)) {
@@ -792,8 +789,8 @@ static manta_status load_meta(const char *text, const char *path, const ofa_spac
                            "%s: a predictor of space '%s' (hash %s), not '%s' (hash %s)", path,
                            name, hash, s->name, want);
     else if (!enc || strcmp(enc, "onehot-r-k-e-v1") != 0)
-        st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: meta \"encoding\" is not \"onehot-r-k-e-v1\"",
-                           path);
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "%s: meta \"encoding\" is not \"onehot-r-k-e-v1\"", path);
     else if (!cJSON_IsNumber(base) || !isfinite(base->valuedouble))
         st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: meta \"base_acc\" missing or not a number",
                            path);
@@ -801,9 +798,9 @@ static manta_status load_meta(const char *text, const char *path, const ofa_spac
              (st = meta_int(j, "hidden", &hidden, path, err)) == MANTA_OK &&
              (st = meta_int(j, "layers", &layers, path, err)) == MANTA_OK) {
         if (n_in != accp_feature_dim(s))
-            st = manta_err_set(err, MANTA_ERR_FORMAT,
-                               "%s: %d input features, space '%s' encodes %d", path, n_in, s->name,
-                               accp_feature_dim(s));
+            st =
+                manta_err_set(err, MANTA_ERR_FORMAT, "%s: %d input features, space '%s' encodes %d",
+                              path, n_in, s->name, accp_feature_dim(s));
         else if ((st = check_shape(hidden, layers, path, err)) != MANTA_OK)
             st = MANTA_ERR_FORMAT;
         else if ((st = model_alloc(m, s, hidden, layers, err)) == MANTA_OK)

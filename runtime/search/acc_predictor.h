@@ -142,9 +142,14 @@ typedef struct accp_config {
     int batch;           /**< mini-batch size */
     int epochs;          /**< passes over the training set */
     uint64_t seed;       /**< initial weights and batch order */
+    /** Optional (NULL): told after each epoch (1-based) with the epoch's mean training loss
+     *  (MSE over its mini-batches, before each step). */
+    void (*progress)(void *ctx, int epoch, int epochs, double train_mse);
+    void *progress_ctx;
 } accp_config;
 
-/** OFA's settings: hidden 400, 3 layers, Adam 1e-3, weight decay 1e-4; batch 256, 100 epochs, seed 0. */
+/** OFA's settings: hidden 400, 3 layers, Adam 1e-3, weight decay 1e-4; and ours: batch 256,
+ *  100 epochs, seed 0, no progress callback. */
 void accp_config_default(accp_config *c);
 
 /** A predictor. Create with accp_init() or accp_load(), free with accp_free(). */
@@ -152,9 +157,9 @@ typedef struct accp_model {
     ofa_space space;                /**< the space it encodes (a copy) */
     char space_hash[PROF_HASH_LEN]; /**< prof_space_hash() of it */
     int n_in, hidden, layers;
-    double base_acc;                /**< added to the MLP output */
+    double base_acc; /**< added to the MLP output */
     size_t n_params;
-    float *params;                  /**< (n_params), layout in the file comment; owned */
+    float *params; /**< (n_params), layout in the file comment; owned */
 } accp_model;
 
 /**

@@ -86,8 +86,7 @@ static void describe_figures(const evo_config *c, const evo_figures *f, char *bu
 }
 
 /* Measure a; *ok when within budget. Updates the counters and min_seen. */
-static manta_status measure(search *S, const ofa_arch *a, evo_figures *f, bool *ok,
-                            manta_err *err)
+static manta_status measure(search *S, const ofa_arch *a, evo_figures *f, bool *ok, manta_err *err)
 {
     memset(f, 0, sizeof *f);
     MANTA_TRY(S->cb->measure(S->cb->measure_ctx, a, f, err));
@@ -161,7 +160,10 @@ static manta_status evaluate(search *S, const ofa_arch *a, const evo_figures *f,
     return front_add(S, &out->p, err);
 }
 
-static int pick(manta_rng *r, const int *list, int n) { return list[manta_rng_below(r, (uint32_t)n)]; }
+static int pick(manta_rng *r, const int *list, int n)
+{
+    return list[manta_rng_below(r, (uint32_t)n)];
+}
 
 /* OFA's ArchManager: resolution, then each slot's kernel and expand, then each unit's depth. */
 static void mutate(search *S, const ofa_arch *parent, ofa_arch *child)
@@ -211,7 +213,7 @@ static int cmp_cost(const void *x, const void *y, evo_metric ax)
     return (a->acc < b->acc) - (a->acc > b->acc);
 }
 
-#define DEFINE_CMP_AXIS(M)                                                                 \
+#define DEFINE_CMP_AXIS(M)                                                                         \
     static int cmp_cost_##M(const void *x, const void *y) { return cmp_cost(x, y, M); }
 DEFINE_CMP_AXIS(EVO_LATENCY)
 DEFINE_CMP_AXIS(EVO_MACS)
@@ -245,8 +247,7 @@ static manta_status check_config(const evo_config *c, const evo_callbacks *cb, m
     return MANTA_OK;
 }
 
-static manta_status infeasible(search *S, long tried, const evo_figures *smallest,
-                               manta_err *err)
+static manta_status infeasible(search *S, long tried, const evo_figures *smallest, manta_err *err)
 {
     char budget[256] = "", seen[256], small[256];
     size_t pos = 0;
@@ -343,6 +344,8 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
             }
         }
         out->history[out->n_history++] = out->best.acc;
+        if (cb->progress)
+            cb->progress(cb->progress_ctx, g + 1, c->generations, &out->best);
     }
     free(pop);
     static int (*const by_axis[EVO_N_METRICS])(const void *, const void *) = {
@@ -375,8 +378,8 @@ manta_status evo_write_front_csv(const evo_result *r, const ofa_space *s, const 
         quoted[k] = '\0';
         bool best = !memcmp(&p->arch, &r->best.arch, sizeof p->arch) && p->acc == r->best.acc;
         prof_buf_printf(&b, "%zu,%.9g,%.9g,%.9g,%.9g,%.9g,%d,\"%s\"\n", i + 1, p->acc,
-                        p->f.v[EVO_LATENCY], p->f.v[EVO_MACS], p->f.v[EVO_ARENA],
-                        p->f.v[EVO_FLASH], best, quoted);
+                        p->f.v[EVO_LATENCY], p->f.v[EVO_MACS], p->f.v[EVO_ARENA], p->f.v[EVO_FLASH],
+                        best, quoted);
     }
     if (b.oom) {
         free(b.p);
@@ -451,8 +454,8 @@ manta_status evo_write_front_svg(const evo_result *r, const char *title, const c
     }
     range_of(x0, x1, &x0, &x1);
     range_of(y0, y1, &y0, &y1);
-#define PX(v) (L + ((v) - x0) / (x1 - x0) * (W - L - R))
-#define PY(v) (H - B - ((v) - y0) / (y1 - y0) * (H - T - B))
+#define PX(v) (L + ((v)-x0) / (x1 - x0) * (W - L - R))
+#define PY(v) (H - B - ((v)-y0) / (y1 - y0) * (H - T - B))
     char esc[512], xlabel[64];
     const char *unit = evo_metric_unit(ax);
     snprintf(xlabel, sizeof xlabel, "%s%s%s%s", evo_metric_name(ax), *unit ? " (" : "", unit,
@@ -499,7 +502,8 @@ manta_status evo_write_front_svg(const evo_result *r, const char *title, const c
                     "transform=\"rotate(-90 18 %.1f)\">predicted top-1</text>\n</g>\n",
                     (L + W - R) / 2, H - 20, xlabel, (T + H - B) / 2, (T + H - B) / 2);
     /* the front: a step line, then the points with their figures as tooltips */
-    prof_buf_printf(&b, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"");
+    prof_buf_printf(&b,
+                    "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"");
     for (size_t i = 0; i < r->n_front; i++) {
         const evo_point *p = &r->front[i];
         if (i > 0)

@@ -61,6 +61,13 @@ typedef struct evo_figures {
     double v[EVO_N_METRICS];
 } evo_figures;
 
+/** One evaluated candidate. */
+typedef struct evo_point {
+    ofa_arch arch;
+    double acc;    /**< fitness */
+    evo_figures f; /**< as measured */
+} evo_point;
+
 /**
  * Measure or predict the figures of @p a into @p f (zeroed before the call).
  * Figures the budget constrains and the front's axis must not be NaN.
@@ -69,51 +76,48 @@ typedef struct evo_figures {
 typedef manta_status (*evo_measure_fn)(void *ctx, const ofa_arch *a, evo_figures *f,
                                        manta_err *err);
 /** Predicted accuracy of @p a into @p acc (higher is better; finite). Errors as measure. */
-typedef manta_status (*evo_fitness_fn)(void *ctx, const ofa_arch *a, double *acc,
-                                       manta_err *err);
+typedef manta_status (*evo_fitness_fn)(void *ctx, const ofa_arch *a, double *acc, manta_err *err);
+
+/** Told after each generation (1-based @p generation of @p generations) with the best so far. */
+typedef void (*evo_progress_fn)(void *ctx, int generation, int generations, const evo_point *best);
 
 /** The caller's side of the search. */
 typedef struct evo_callbacks {
-    evo_measure_fn measure;
+    evo_measure_fn measure; /**< required */
     void *measure_ctx;
-    evo_fitness_fn fitness;
+    evo_fitness_fn fitness; /**< required */
     void *fitness_ctx;
+    evo_progress_fn progress; /**< optional (NULL): for a progress line */
+    void *progress_ctx;
 } evo_callbacks;
 
 /** Settings; evo_config_default() gives OFA's. */
 typedef struct evo_config {
-    int population;          /**< P: 100 */
-    int generations;         /**< G: 500 */
-    double parent_ratio;     /**< share of P kept as parents: 0.25 */
-    double mutation_ratio;   /**< share of P made by mutation: 0.5 (the rest by crossover) */
-    double mutate_prob;      /**< per slot (kernel, expand separately) and per unit depth: 0.1 */
-    double res_mutate_prob;  /**< resolution: 0.5 */
-    int max_tries;           /**< draws per child before it is dropped: 100 */
-    int init_tries;          /**< random candidates tried to fill the first population: 100 P */
+    int population;         /**< P: 100 */
+    int generations;        /**< G: 500 */
+    double parent_ratio;    /**< share of P kept as parents: 0.25 */
+    double mutation_ratio;  /**< share of P made by mutation: 0.5 (the rest by crossover) */
+    double mutate_prob;     /**< per slot (kernel, expand separately) and per unit depth: 0.1 */
+    double res_mutate_prob; /**< resolution: 0.5 */
+    int max_tries;          /**< draws per child before it is dropped: 100 */
+    int init_tries;         /**< random candidates tried to fill the first population: 100 P */
     double budget[EVO_N_METRICS]; /**< upper bounds by metric; <= 0: unconstrained */
-    evo_metric axis;         /**< cost axis of the Pareto front: EVO_LATENCY */
-    uint64_t seed;           /**< 0 by default */
+    evo_metric axis;              /**< cost axis of the Pareto front: EVO_LATENCY */
+    uint64_t seed;                /**< 0 by default */
 } evo_config;
 
 /** OFA's settings (values above), no budget. */
 void evo_config_default(evo_config *c);
 
-/** One evaluated candidate. */
-typedef struct evo_point {
-    ofa_arch arch;
-    double acc;    /**< fitness */
-    evo_figures f; /**< as measured */
-} evo_point;
-
 /** What a search returns; free with evo_result_free(). */
 typedef struct evo_result {
-    evo_point best;       /**< fittest candidate within budget */
-    evo_point *front;     /**< (n_front) Pareto front of all evaluated candidates (higher
-                               accuracy, lower axis cost), ascending cost; owned */
+    evo_point best;   /**< fittest candidate within budget */
+    evo_point *front; /**< (n_front) Pareto front of all evaluated candidates (higher
+                           accuracy, lower axis cost), ascending cost; owned */
     size_t n_front;
-    evo_metric axis;      /**< the front's cost axis */
-    double *history;      /**< (n_history) best fitness after the first population and after
-                               each generation; owned */
+    evo_metric axis; /**< the front's cost axis */
+    double *history; /**< (n_history) best fitness after the first population and after
+                          each generation; owned */
     int n_history;
     long evaluated;       /**< fitness calls */
     long measured;        /**< measure calls */

@@ -17,11 +17,11 @@ static void path_in_dir(char *out, size_t cap, const char *name)
 }
 
 /* Fail with the message of the manta_err called e in scope. */
-#define OK(expr)                                                                           \
-    do {                                                                                   \
-        manta_status st_ = (expr);                                                         \
-        if (st_ != MANTA_OK)                                                               \
-            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                              \
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        manta_status st_ = (expr);                                                                 \
+        if (st_ != MANTA_OK)                                                                       \
+            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                                      \
     } while (0)
 
 static void expect_err(manta_status got, manta_status want, const manta_err *e, const char *needle)
@@ -46,9 +46,12 @@ static void test_keys_of_smallest_cpu_subnet(void **state)
     OK(lat_arch_layers(&s, &a, l, &n, &e));
     static const char *const want[] = {
         "Conv-input:24x24x1-output:24x24x16",
-        "expanded_conv-input:24x24x16-output:24x24x16-expand:16-kernel:3-stride:1-idskip:1-se:0-hs:0",
-        "expanded_conv-input:24x24x16-output:12x12x16-expand:48-kernel:3-stride:2-idskip:0-se:0-hs:0",
-        "expanded_conv-input:12x12x16-output:12x12x16-expand:48-kernel:3-stride:1-idskip:1-se:0-hs:0",
+        "expanded_conv-input:24x24x16-output:24x24x16-expand:16-kernel:3-stride:1-idskip:1-se:0-hs:"
+        "0",
+        "expanded_conv-input:24x24x16-output:12x12x16-expand:48-kernel:3-stride:2-idskip:0-se:0-hs:"
+        "0",
+        "expanded_conv-input:12x12x16-output:12x12x16-expand:48-kernel:3-stride:1-idskip:1-se:0-hs:"
+        "0",
         "expanded_conv-input:12x12x16-output:6x6x24-expand:48-kernel:3-stride:2-idskip:0-se:1-hs:0",
         "expanded_conv-input:6x6x24-output:6x6x24-expand:72-kernel:3-stride:1-idskip:1-se:1-hs:0",
         "expanded_conv-input:6x6x24-output:3x3x40-expand:72-kernel:3-stride:2-idskip:0-se:0-hs:1",
@@ -87,21 +90,20 @@ static void test_keys_of_mixed_cpu_subnet(void **state)
     ofa_space_cpu_default(&s);
     ofa_arch a;
     ofa_arch_min(&s, 28, &a);
-    a.d[1] = 3;       /* unit 2 runs three blocks */
-    a.ks[4] = 5;      /* u2.b1 */
+    a.d[1] = 3;  /* unit 2 runs three blocks */
+    a.ks[4] = 5; /* u2.b1 */
     a.e[4] = 4;
-    a.ks[6] = 7;      /* u2.b3 */
+    a.ks[6] = 7; /* u2.b3 */
     a.e[6] = 6;
-    a.ks[7] = 7;      /* u2.b4: skipped, no key */
+    a.ks[7] = 7; /* u2.b4: skipped, no key */
     lat_layer l[LAT_MAX_ARCH_LAYERS];
     int n;
     manta_err e;
     OK(lat_arch_layers(&s, &a, l, &n, &e));
     assert_int_equal(n, 16);
     assert_string_equal(l[4].where, "u2.b1");
-    assert_string_equal(
-        l[4].key,
-        "expanded_conv-input:14x14x16-output:7x7x24-expand:64-kernel:5-stride:2-idskip:0-se:1-hs:0");
+    assert_string_equal(l[4].key, "expanded_conv-input:14x14x16-output:7x7x24-expand:64-kernel:5-"
+                                  "stride:2-idskip:0-se:1-hs:0");
     assert_string_equal(l[6].where, "u2.b3");
     assert_string_equal(
         l[6].key,

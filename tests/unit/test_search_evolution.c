@@ -22,11 +22,11 @@ static void path_in_dir(char *out, size_t cap, const char *name)
 }
 
 /* Fail with the message of the manta_err called e in scope. */
-#define OK(expr)                                                                           \
-    do {                                                                                   \
-        manta_status st_ = (expr);                                                         \
-        if (st_ != MANTA_OK)                                                               \
-            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                              \
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        manta_status st_ = (expr);                                                                 \
+        if (st_ != MANTA_OK)                                                                       \
+            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                                      \
     } while (0)
 
 typedef struct synth {
@@ -100,7 +100,7 @@ static manta_status synth_fitness(void *ctx, const ofa_arch *a, double *acc, man
 
 static evo_callbacks callbacks(synth *y)
 {
-    evo_callbacks cb = {synth_measure, y, synth_fitness, y};
+    evo_callbacks cb = {synth_measure, y, synth_fitness, y, NULL, NULL};
     return cb;
 }
 
@@ -134,6 +134,14 @@ static void test_default_config_is_ofa(void **state)
     assert_string_equal(evo_metric_unit(EVO_LATENCY), "ms");
 }
 
+static void on_generation(void *ctx, int generation, int generations, const evo_point *best)
+{
+    int *calls = ctx;
+    assert_int_equal(generation, ++*calls);
+    assert_int_equal(generations, 30);
+    assert_true(best->acc > 0);
+}
+
 static void test_beats_random_sampling_within_budget(void **state)
 {
     (void)state;
@@ -142,9 +150,13 @@ static void test_beats_random_sampling_within_budget(void **state)
     evo_config c;
     small_config(&c, &y);
     evo_callbacks cb = callbacks(&y);
+    int generations_seen = 0;
+    cb.progress = on_generation;
+    cb.progress_ctx = &generations_seen;
     evo_result r;
     manta_err e;
     OK(evo_search(&y.s, &c, &cb, &r, &e));
+    assert_int_equal(generations_seen, 30);
     assert_int_equal(r.evaluated, 100 + 30 * 100);
     assert_true(r.best.f.v[EVO_LATENCY] <= c.budget[EVO_LATENCY]);
     assert_true(r.measured == r.evaluated + r.rejected + 1);
@@ -156,7 +168,7 @@ static void test_beats_random_sampling_within_budget(void **state)
     for (long n = 0; n < r.evaluated;) {
         ofa_arch a;
         ofa_arch_sample(&y.s, &rng, &a);
-        evo_figures f;
+        evo_figures f = {{0}};
         OK(synth_measure(&y, &a, &f, &e));
         if (f.v[EVO_LATENCY] > c.budget[EVO_LATENCY])
             continue;
@@ -165,8 +177,8 @@ static void test_beats_random_sampling_within_budget(void **state)
         best_random = fmax(best_random, acc);
         n++;
     }
-    print_message("# evolution %.4f (front %zu points), random %.4f, %ld evaluations\n",
-                  r.best.acc, r.n_front, best_random, r.evaluated);
+    print_message("# evolution %.4f (front %zu points), random %.4f, %ld evaluations\n", r.best.acc,
+                  r.n_front, best_random, r.evaluated);
     assert_true(r.best.acc > best_random + 0.005);
 
     /* history never falls; the front is a Pareto front within budget, ending at the best */
@@ -344,7 +356,8 @@ static const char *xml_problem(const char *x)
                 q++;
                 break;
             }
-            size_t an = strspn(q, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_:0123456789");
+            size_t an =
+                strspn(q, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_:0123456789");
             if (an == 0 || !isalpha((unsigned char)q[0]) || q[an] != '=' || q[an + 1] != '"')
                 BAD("bad attribute at offset %td", q - x);
             const char *v = q + an + 2, *end = strchr(v, '"');
@@ -444,9 +457,9 @@ static void test_xml_checker_catches_broken_text(void **state)
     (void)state;
     assert_null(xml_problem("<?xml version=\"1.0\"?>\n<svg a=\"1\"><g><text>x &amp; y</text></g>"
                             "<circle r=\"3\"/></svg>\n"));
-    const char *bad[] = {"<svg><g></svg>", "<svg></g></svg>", "<svg a=1></svg>",
-                         "<svg><text>a & b</text></svg>", "<svg/><svg/>", "<svg>", "x<svg/>",
-                         "<svg><g a=\"<\"/></svg>"};
+    const char *bad[] = {
+        "<svg><g></svg>", "<svg></g></svg>", "<svg a=1></svg>", "<svg><text>a & b</text></svg>",
+        "<svg/><svg/>",   "<svg>",           "x<svg/>",         "<svg><g a=\"<\"/></svg>"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         if (!xml_problem(bad[i]))
             fail_msg("accepted: %s", bad[i]);

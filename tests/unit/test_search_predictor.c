@@ -18,11 +18,11 @@ static void path_in_dir(char *out, size_t cap, const char *name)
 }
 
 /* Fail with the message of the manta_err called e in scope. */
-#define OK(expr)                                                                           \
-    do {                                                                                   \
-        manta_status st_ = (expr);                                                         \
-        if (st_ != MANTA_OK)                                                               \
-            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                              \
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        manta_status st_ = (expr);                                                                 \
+        if (st_ != MANTA_OK)                                                                       \
+            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                                      \
     } while (0)
 
 static void expect_err(manta_status got, manta_status want, const manta_err *e, const char *needle)
@@ -88,15 +88,15 @@ static void test_encoding_layout(void **state)
         ones += x[i] == 1;
     }
     assert_int_equal(ones, 1 + 2 * 10);
-    assert_true(x[1] == 1);                  /* resolution 28 is the second */
-    assert_true(x[3 + 0 * 3 + 0] == 1);      /* slot 0: kernel 3 */
-    assert_true(x[3 + 1 * 3 + 2] == 1);      /* slot 1: kernel 7 */
+    assert_true(x[1] == 1);             /* resolution 28 is the second */
+    assert_true(x[3 + 0 * 3 + 0] == 1); /* slot 0: kernel 3 */
+    assert_true(x[3 + 1 * 3 + 2] == 1); /* slot 1: kernel 7 */
     for (int c = 0; c < 3; c++) {
-        assert_true(x[3 + 2 * 3 + c] == 0);  /* slot 2 skipped (depth 2) */
+        assert_true(x[3 + 2 * 3 + c] == 0); /* slot 2 skipped (depth 2) */
         assert_true(x[63 + 2 * 3 + c] == 0);
     }
-    assert_true(x[63 + 0 * 3 + 0] == 1);     /* slot 0: expand 3 */
-    assert_true(x[63 + 1 * 3 + 2] == 1);     /* slot 1: expand 6 */
+    assert_true(x[63 + 0 * 3 + 0] == 1); /* slot 0: expand 3 */
+    assert_true(x[63 + 1 * 3 + 2] == 1); /* slot 1: expand 6 */
 
     /* against the reference on random sub-networks of both spaces */
     manta_rng rng;
@@ -205,8 +205,8 @@ static void expect_bad_line(const char *line, const char *needle)
     assert_int_equal(d.n, 0);
 }
 
-#define ARCH_OK                                                                            \
-    "\"arch\":{\"ks\":[3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3],"                          \
+#define ARCH_OK                                                                                    \
+    "\"arch\":{\"ks\":[3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3],"                                  \
     "\"e\":[3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3],\"d\":[2,2,2,2,2],\"r\":[24]}"
 
 static void test_dataset_rejects_bad_lines(void **state)
@@ -307,6 +307,22 @@ static void small_config(accp_config *c)
     c->seed = 1;
 }
 
+typedef struct progress_log {
+    int calls, last_epoch;
+    double first, last;
+} progress_log;
+
+static void on_epoch(void *ctx, int epoch, int epochs, double mse)
+{
+    progress_log *p = ctx;
+    assert_int_equal(epochs, 25);
+    assert_int_equal(epoch, p->last_epoch + 1);
+    if (p->calls++ == 0)
+        p->first = mse;
+    p->last = mse;
+    p->last_epoch = epoch;
+}
+
 static void test_learns_synthetic_function(void **state)
 {
     (void)state;
@@ -318,6 +334,9 @@ static void test_learns_synthetic_function(void **state)
     OK(accp_dataset_split(&d, 0.8, 1, &tr, &te, &e));
     accp_config c;
     small_config(&c);
+    progress_log log = {0};
+    c.progress = on_epoch;
+    c.progress_ctx = &log;
     accp_model m;
     OK(accp_init(&m, &s, &c, &e));
     accp_report rep;
@@ -330,6 +349,8 @@ static void test_learns_synthetic_function(void **state)
                   rep.train_rmse, rep.valid_rmse, rep.steps);
     assert_int_equal(rep.steps, 25 * 25);
     assert_true(rep.valid_rmse < 0.25 * spread);
+    assert_int_equal(log.calls, 25);
+    assert_true(log.last < 0.1 * log.first);
     double rmse;
     OK(accp_rmse(&m, &te, &rmse, &e));
     assert_true(rmse == rep.valid_rmse);
