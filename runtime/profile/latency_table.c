@@ -1,0 +1,634 @@
+#include "profile/latency_table.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Keys come first in both keyed structs, so one index serves both. */
+_Static_assert(offsetof(lat_layer, key) == 0, "lat_layer.key must be the first member");
+_Static_assert(offsetof(lat_entry, key) == 0, "lat_entry.key must be the first member");
+
+const char *lat_layer_type_name(lat_layer_type t)
+{
+    switch (t) {
+    case LAT_STEM:
+        return "Conv";
+    case LAT_MBCONV:
+        return "expanded_conv";
+    case LAT_HEAD:
+        return "Conv_1";
+    case LAT_POOL:
+        return "AvgPool2D";
+    case LAT_MIX:
+        return "Conv_2";
+    case LAT_LOGITS:
+        return "Logits";
+    }
+    return "?";
+}
+
+/* ---- key index: open addressing over an array of structs that start with a key ---- */
+
+static uint64_t key_hash(const char *k)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)k; *p; p++) {
+        h ^= *p;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static const char *key_at(const void *base, size_t stride, size_t i)
+{
+    return (const char *)base + i * stride;
+}
+
+/* The slot holding @key, or the empty slot where it would go (n_slot is a power of 2). */
+static size_t idx_probe(const uint32_t *slot, size_t n_slot, const void *base, size_t stride,
+                        const char *key, bool *found)
+{
+    size_t mask = n_slot - 1, i = (size_t)key_hash(key) & mask;
+    for (;;) {
+        if (slot[i] == 0) {
+            *found = false;
+            return i;
+        }
+        if (!strcmp(key_at(base, stride, slot[i] - 1), key)) {
+            *found = true;
+            return i;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/* Rebuild the index of n items so that it stays at most half full after one more insert. */
+static manta_status idx_reserve(uint32_t **slot, size_t *n_slot, const void *base, size_t stride,
+                                size_t n, manta_err *err)
+{
+    if (*slot && 2 * (n + 1) <= *n_slot)
+        return MANTA_OK;
+    size_t ns = 64;
+    while (ns < 2 * (n + 1))
+        ns *= 2;
+    uint32_t *s = calloc(ns, sizeof *s);
+    if (!s)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "latency table: out of memory for %zu keys",
+                             n + 1);
+    for (size_t i = 0; i < n; i++) {
+        bool found;
+        size_t at = idx_probe(s, ns, base, stride, key_at(base, stride, i), &found);
+        s[at] = (uint32_t)(i + 1);
+    }
+    free(*slot);
+    *slot = s;
+    *n_slot = ns;
+    return MANTA_OK;
+}
+
+/* ---- keys of a sub-network ---------------------------------------------------------- */
+
+static void make_key(lat_layer *l)
+{
+    const char *t = lat_layer_type_name(l->type);
+    switch (l->type) {
+    case LAT_MBCONV:
+        snprintf(
+            l->key, sizeof l->key,
+            "%s-input:%dx%dx%d-output:%dx%dx%d-expand:%d-kernel:%d-stride:%d-idskip:%d-se:%d-hs:%d",
+            t, l->in_h, l->in_w, l->in_c, l->out_h, l->out_w, l->out_c, l->mid, l->kernel,
+            l->stride, l->idskip, l->se, l->act == NN_ACT_HSWISH);
+        break;
+    case LAT_LOGITS:
+        snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%d-output:%d", t, l->in_h, l->in_w, l->in_c,
+                 l->out_c);
+        break;
+    default:
+        snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%d-output:%dx%dx%d", t, l->in_h, l->in_w,
+                 l->in_c, l->out_h, l->out_w, l->out_c);
+        break;
+    }
+}
+
+static void from_desc(lat_layer *l, lat_layer_type type, const char *where, int r,
+                      const ofa_layer *in, const ofa_layer *out)
+{
+    memset(l, 0, sizeof *l);
+    l->type = type;
+    snprintf(l->where, sizeof l->where, "%s", where);
+    l->r = r;
+    l->in_h = in->in_h, l->in_w = in->in_w, l->in_c = in->in_c;
+    l->out_h = out->out_h, l->out_w = out->out_w, l->out_c = out->out_c;
+    l->kernel = type == LAT_POOL || type == LAT_LOGITS ? 0 : in->kernel;
+    l->stride = in->stride;
+    l->act = in->act;
+}
+
+/* "u2.b1" of "u2.b1.expand", "first" of "first.dw". */
+static void block_name(const char *layer, char *out, size_t cap)
+{
+    const char *dot = strrchr(layer, '.');
+    size_t n = dot ? (size_t)(dot - layer) : strlen(layer);
+    snprintf(out, cap, "%.*s", (int)n, layer);
+}
+
+manta_status lat_arch_layers(const ofa_space *s, const ofa_arch *a, lat_layer *out, int *n,
+                             manta_err *err)
+{
+    *n = 0;
+    ofa_desc d;
+    MANTA_TRY(ofa_describe(s, a, &d, err));
+    const ofa_layer *L = d.layer;
+    int i = 0, k = 0;
+    if (d.n < 4 || L[0].kind != OFA_L_CONV)
+        return manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: unexpected description");
+    from_desc(&out[k++], LAT_STEM, "stem", a->r, &L[0], &L[0]);
+    i = 1;
+    /* blocks: [1x1 expand] depthwise [SE] 1x1 project */
+    while (i < d.n && (L[i].kind == OFA_L_DWCONV ||
+                       (L[i].kind == OFA_L_CONV && i + 1 < d.n && L[i + 1].kind == OFA_L_DWCONV))) {
+        if (k >= LAT_MAX_ARCH_LAYERS - 4)
+            return manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: too many blocks");
+        const ofa_layer *first = &L[i], *expand = NULL, *se = NULL;
+        if (L[i].kind == OFA_L_CONV)
+            expand = &L[i++];
+        const ofa_layer *dw = &L[i++];
+        if (i < d.n && L[i].kind == OFA_L_SE)
+            se = &L[i++];
+        if (i >= d.n || L[i].kind != OFA_L_CONV)
+            return manta_err_set(err, MANTA_ERR_INTERNAL,
+                                 "latency keys: block %s has no projection", first->name);
+        const ofa_layer *proj = &L[i++];
+        char where[48];
+        block_name(first->name, where, sizeof where);
+        lat_layer *l = &out[k++];
+        from_desc(l, LAT_MBCONV, where, a->r, first, proj);
+        l->mid = dw->in_c;
+        l->kernel = dw->kernel;
+        l->stride = dw->stride;
+        l->act = dw->act;
+        l->has_expand = expand != NULL;
+        l->idskip = proj->residual;
+        l->se = se != NULL;
+        l->se_mid = se ? ofa_make_divisible(dw->out_c / 4.0, 8) : 0;
+    }
+    /* head: 1x1 conv, pool, [feature mix], classifier */
+    static const lat_layer_type head_types[] = {LAT_HEAD, LAT_POOL, LAT_MIX, LAT_LOGITS};
+    static const ofa_layer_kind head_kinds[] = {OFA_L_CONV, OFA_L_POOL, OFA_L_CONV, OFA_L_LINEAR};
+    static const char *const head_where[] = {"head", "pool", "mix", "classifier"};
+    for (int h = 0; h < 4; h++) {
+        if (h == 2 && s->head_mix <= 0)
+            continue;
+        if (i >= d.n || L[i].kind != head_kinds[h])
+            return manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: unexpected head layer %d",
+                                 i);
+        from_desc(&out[k++], head_types[h], head_where[h], a->r, &L[i], &L[i]);
+        i++;
+    }
+    if (i != d.n)
+        return manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: %d layers left over", d.n - i);
+    for (int j = 0; j < k; j++)
+        make_key(&out[j]);
+    *n = k;
+    return MANTA_OK;
+}
+
+manta_status lat_enumerate(const ofa_space *s, lat_layer **out, size_t *n, manta_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    int n_ke = s->n_ks * s->n_e;
+    size_t cap = (size_t)s->n_res * (size_t)n_ke * LAT_MAX_ARCH_LAYERS;
+    lat_layer *all = malloc(cap * sizeof *all);
+    lat_layer *per = malloc((size_t)n_ke * LAT_MAX_ARCH_LAYERS * sizeof *per);
+    uint32_t *slot = NULL;
+    size_t n_slot = 0, count = 0;
+    manta_status st = MANTA_OK;
+    if (!all || !per) {
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "latency keys: out of memory");
+        goto done;
+    }
+    for (int ri = 0; ri < s->n_res && st == MANTA_OK; ri++) {
+        /* uniform max-depth sub-networks: every slot shape at this resolution, each (k, e) */
+        int n_layers = -1;
+        for (int ke = 0; ke < n_ke && st == MANTA_OK; ke++) {
+            ofa_arch a;
+            ofa_arch_max(s, s->res[ri], &a);
+            for (int i = 0; i < ofa_slots(s); i++) {
+                a.ks[i] = s->ks[ke / s->n_e];
+                a.e[i] = s->e[ke % s->n_e];
+            }
+            int m;
+            st = lat_arch_layers(s, &a, per + (size_t)ke * LAT_MAX_ARCH_LAYERS, &m, err);
+            if (st == MANTA_OK && n_layers >= 0 && m != n_layers)
+                st = manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: layer count varies");
+            n_layers = m;
+        }
+        for (int pos = 0; pos < n_layers && st == MANTA_OK; pos++)
+            for (int ke = 0; ke < n_ke && st == MANTA_OK; ke++) {
+                const lat_layer *l = &per[(size_t)ke * LAT_MAX_ARCH_LAYERS + (size_t)pos];
+                st = idx_reserve(&slot, &n_slot, all, sizeof *all, count, err);
+                if (st != MANTA_OK)
+                    break;
+                bool found;
+                size_t at = idx_probe(slot, n_slot, all, sizeof *all, l->key, &found);
+                if (found)
+                    continue;
+                all[count] = *l;
+                slot[at] = (uint32_t)(++count);
+            }
+    }
+done:
+    free(per);
+    free(slot);
+    if (st != MANTA_OK) {
+        free(all);
+        return st;
+    }
+    lat_layer *shrunk = realloc(all, (count ? count : 1) * sizeof *all);
+    *out = shrunk ? shrunk : all;
+    *n = count;
+    return MANTA_OK;
+}
+
+/* ---- statistics ---------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+manta_status lat_stats_from_samples(double *ms, size_t n, lat_stats *out, manta_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n == 0)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "latency statistics: no samples");
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(ms[i]) || ms[i] < 0)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "latency statistics: sample %zu is %g (must be finite, >= 0)", i,
+                                 ms[i]);
+        sum += ms[i];
+    }
+    qsort(ms, n, sizeof *ms, cmp_double);
+    double mean = sum / (double)n, var = 0;
+    for (size_t i = 0; i < n; i++)
+        var += (ms[i] - mean) * (ms[i] - mean);
+    out->median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    out->mean_ms = mean;
+    out->variance_ms2 = var / (double)n;
+    out->count = (long)n;
+    return MANTA_OK;
+}
+
+static bool stats_ok(const lat_stats *st)
+{
+    return isfinite(st->median_ms) && st->median_ms >= 0 && isfinite(st->mean_ms) &&
+           st->mean_ms >= 0 && isfinite(st->variance_ms2) && st->variance_ms2 >= 0 &&
+           st->count >= 1;
+}
+
+/* ---- the table ----------------------------------------------------------------------- */
+
+manta_status lat_table_init(lat_table *t, const ofa_space *s, manta_err *err)
+{
+    memset(t, 0, sizeof *t);
+    t->space = *s;
+    return prof_space_hash(s, t->space_hash, err);
+}
+
+void lat_table_free(lat_table *t)
+{
+    if (!t)
+        return;
+    free(t->entry);
+    free(t->slot_);
+    t->entry = NULL;
+    t->slot_ = NULL;
+    t->n = t->cap_ = t->n_slot_ = 0;
+}
+
+manta_status lat_table_set_meta(lat_table *t, const char *device, const char *cpu,
+                                const char *cflags, const char *date, manta_err *err)
+{
+    const char *v[4] = {device, cpu, cflags, date};
+    char *dst[4] = {t->device, t->cpu, t->cflags, t->date};
+    static const char *const names[4] = {"device", "cpu", "compiler_flags", "date"};
+    for (int i = 0; i < 4; i++)
+        if (v[i] && strlen(v[i]) >= LAT_META_MAX)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "latency table: \"%s\" is longer than %d bytes", names[i],
+                                 LAT_META_MAX - 1);
+    for (int i = 0; i < 4; i++)
+        if (v[i])
+            snprintf(dst[i], LAT_META_MAX, "%s", v[i]);
+    return MANTA_OK;
+}
+
+const lat_entry *lat_table_find(const lat_table *t, const char *key)
+{
+    if (!t->slot_)
+        return NULL;
+    bool found;
+    size_t at = idx_probe(t->slot_, t->n_slot_, t->entry, sizeof *t->entry, key, &found);
+    return found ? &t->entry[t->slot_[at] - 1] : NULL;
+}
+
+manta_status lat_table_set(lat_table *t, const char *key, const lat_stats *st, manta_err *err)
+{
+    size_t len = key ? strlen(key) : 0;
+    if (len == 0 || len >= LAT_KEY_MAX)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "latency table: a key must have 1 to %d bytes (got %zu)",
+                             LAT_KEY_MAX - 1, len);
+    if (!stats_ok(st))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "latency table: layer '%s': statistics must be finite, >= 0, "
+                             "count >= 1 (median %g, mean %g, variance %g, count %ld)",
+                             key, st->median_ms, st->mean_ms, st->variance_ms2, st->count);
+    MANTA_TRY(idx_reserve(&t->slot_, &t->n_slot_, t->entry, sizeof *t->entry, t->n, err));
+    bool found;
+    size_t at = idx_probe(t->slot_, t->n_slot_, t->entry, sizeof *t->entry, key, &found);
+    if (found) {
+        t->entry[t->slot_[at] - 1].st = *st;
+        return MANTA_OK;
+    }
+    if (t->n == t->cap_) {
+        size_t cap = t->cap_ ? 2 * t->cap_ : 256;
+        lat_entry *e = realloc(t->entry, cap * sizeof *e);
+        if (!e)
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                                 "latency table: out of memory for %zu entries", cap);
+        t->entry = e;
+        t->cap_ = cap;
+    }
+    lat_entry *e = &t->entry[t->n];
+    memset(e, 0, sizeof *e);
+    memcpy(e->key, key, len + 1);
+    e->st = *st;
+    t->slot_[at] = (uint32_t)(++t->n);
+    return MANTA_OK;
+}
+
+manta_status lat_table_check_complete(const lat_table *t, manta_err *err)
+{
+    lat_layer *all;
+    size_t n, missing = 0, first = 0;
+    MANTA_TRY(lat_enumerate(&t->space, &all, &n, err));
+    for (size_t i = 0; i < n; i++)
+        if (!lat_table_find(t, all[i].key) && missing++ == 0)
+            first = i;
+    manta_status st = MANTA_OK;
+    if (missing)
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "latency table lacks %zu of %zu layer keys of space '%s', first: '%s'",
+                           missing, n, t->space.name, all[first].key);
+    free(all);
+    return st;
+}
+
+manta_status lat_predict(const lat_table *t, const ofa_arch *a, double *ms, manta_err *err)
+{
+    *ms = 0;
+    lat_layer layers[LAT_MAX_ARCH_LAYERS];
+    int n;
+    MANTA_TRY(lat_arch_layers(&t->space, a, layers, &n, err));
+    double sum = t->overhead_ms;
+    for (int i = 0; i < n; i++) {
+        const lat_entry *e = lat_table_find(t, layers[i].key);
+        if (!e)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "latency table (device '%s') has no entry for layer %s: '%s'",
+                                 t->device, layers[i].where, layers[i].key);
+        sum += e->st.median_ms;
+    }
+    *ms = sum;
+    return MANTA_OK;
+}
+
+/* ---- JSON ---------------------------------------------------------------------------- */
+
+manta_status lat_table_to_json(const lat_table *t, char **out, manta_err *err)
+{
+    *out = NULL;
+    cJSON *j = cJSON_CreateObject(), *sp = NULL;
+    bool ok = j && cJSON_AddStringToObject(j, "format", "manta-latency-table") &&
+              cJSON_AddNumberToObject(j, "version", LAT_FORMAT_VERSION) &&
+              (sp = cJSON_AddObjectToObject(j, "space")) &&
+              cJSON_AddStringToObject(sp, "name", t->space.name) &&
+              cJSON_AddStringToObject(sp, "hash", t->space_hash) &&
+              cJSON_AddStringToObject(j, "device", t->device) &&
+              cJSON_AddStringToObject(j, "cpu", t->cpu) &&
+              cJSON_AddStringToObject(j, "compiler_flags", t->cflags) &&
+              cJSON_AddStringToObject(j, "date", t->date) &&
+              prof_json_add_number(j, "overhead_ms", t->overhead_ms);
+    cJSON *layers = ok ? cJSON_AddObjectToObject(j, "layers") : NULL;
+    ok = ok && layers;
+    for (size_t i = 0; ok && i < t->n; i++) {
+        const lat_entry *e = &t->entry[i];
+        cJSON *o = cJSON_AddObjectToObject(layers, e->key);
+        ok = o && prof_json_add_number(o, "median_ms", e->st.median_ms) &&
+             prof_json_add_number(o, "mean_ms", e->st.mean_ms) &&
+             prof_json_add_number(o, "variance_ms2", e->st.variance_ms2) &&
+             cJSON_AddNumberToObject(o, "count", (double)e->st.count);
+    }
+    if (ok)
+        *out = cJSON_Print(j);
+    cJSON_Delete(j);
+    if (!*out)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "latency table: out of memory for JSON");
+    return MANTA_OK;
+}
+
+static const char *get_string(const cJSON *o, const char *key, const char *what, manta_err *err,
+                              manta_status *st)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v) {
+        *st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: missing \"%s\"", what, key);
+        return NULL;
+    }
+    if (!cJSON_IsString(v)) {
+        *st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be a string", what, key);
+        return NULL;
+    }
+    if (strlen(v->valuestring) >= LAT_META_MAX) {
+        *st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" is longer than %d bytes", what, key,
+                            LAT_META_MAX - 1);
+        return NULL;
+    }
+    return v->valuestring;
+}
+
+static manta_status get_number(const cJSON *o, const char *key, const char *what, const char *layer,
+                               double *out, manta_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+        if (layer)
+            return manta_err_set(err, MANTA_ERR_FORMAT,
+                                 "%s: layer '%s': \"%s\" missing or not a number", what, layer,
+                                 key);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" missing or not a number", what,
+                             key);
+    }
+    *out = v->valuedouble;
+    return MANTA_OK;
+}
+
+static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space *s, lat_table *t,
+                              manta_err *err)
+{
+    manta_status st = MANTA_OK;
+    if (!cJSON_IsObject(j))
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: not a JSON object", what);
+    const char *fmt = get_string(j, "format", what, err, &st);
+    if (!fmt)
+        return st;
+    if (strcmp(fmt, "manta-latency-table") != 0)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s: \"format\" is \"%s\", not \"manta-latency-table\"", what, fmt);
+    double version = 0;
+    MANTA_TRY(get_number(j, "version", what, NULL, &version, err));
+    if (version != LAT_FORMAT_VERSION)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: format version %g, this build reads %d",
+                             what, version, LAT_FORMAT_VERSION);
+
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "space");
+    if (!cJSON_IsObject(sp))
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: missing \"space\" (an object)", what);
+    char sp_what[LAT_META_MAX + 16];
+    snprintf(sp_what, sizeof sp_what, "%s: space", what);
+    const char *name = get_string(sp, "name", sp_what, err, &st);
+    if (!name)
+        return st;
+    const char *hash = get_string(sp, "hash", sp_what, err, &st);
+    if (!hash)
+        return st;
+    if (strcmp(name, s->name) != 0)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s: made for space '%s' (hash %s), not '%s' (hash %s)", what, name,
+                             hash, s->name, t->space_hash);
+    if (strcmp(hash, t->space_hash) != 0)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s: space '%s' differs: the table's spec hash is %s, the given "
+                             "spec's %s",
+                             what, name, hash, t->space_hash);
+
+    const char *meta[4];
+    static const char *const meta_names[4] = {"device", "cpu", "compiler_flags", "date"};
+    for (int i = 0; i < 4; i++)
+        if (!(meta[i] = get_string(j, meta_names[i], what, err, &st)))
+            return st;
+    MANTA_TRY(lat_table_set_meta(t, meta[0], meta[1], meta[2], meta[3], err));
+    MANTA_TRY(get_number(j, "overhead_ms", what, NULL, &t->overhead_ms, err));
+    if (t->overhead_ms < 0)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"overhead_ms\" is negative (%g)", what,
+                             t->overhead_ms);
+
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(j, "layers");
+    if (!cJSON_IsObject(layers))
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: missing \"layers\" (an object)", what);
+
+    /* the keys the space produces, to refuse foreign ones */
+    lat_layer *all;
+    size_t n_all;
+    MANTA_TRY(lat_enumerate(s, &all, &n_all, err));
+    uint32_t *slot = NULL;
+    size_t n_slot = 0;
+    st = idx_reserve(&slot, &n_slot, all, sizeof *all, n_all, err);
+    for (size_t i = 0; st == MANTA_OK && i < n_all; i++) {
+        bool found;
+        size_t at = idx_probe(slot, n_slot, all, sizeof *all, all[i].key, &found);
+        slot[at] = (uint32_t)(i + 1);
+    }
+    for (const cJSON *o = layers->child; st == MANTA_OK && o; o = o->next) {
+        const char *key = o->string;
+        if (!key || !*key || strlen(key) >= LAT_KEY_MAX) {
+            st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: a layer key is empty or too long", what);
+            break;
+        }
+        bool known;
+        idx_probe(slot, n_slot, all, sizeof *all, key, &known);
+        if (!known) {
+            st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: layer '%s' is not a layer of space '%s'",
+                               what, key, s->name);
+            break;
+        }
+        if (lat_table_find(t, key)) {
+            st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: layer '%s' is listed twice", what, key);
+            break;
+        }
+        if (!cJSON_IsObject(o)) {
+            st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: layer '%s' is not an object", what, key);
+            break;
+        }
+        lat_stats ls;
+        double count = 0;
+        if ((st = get_number(o, "median_ms", what, key, &ls.median_ms, err)) != MANTA_OK ||
+            (st = get_number(o, "mean_ms", what, key, &ls.mean_ms, err)) != MANTA_OK ||
+            (st = get_number(o, "variance_ms2", what, key, &ls.variance_ms2, err)) != MANTA_OK ||
+            (st = get_number(o, "count", what, key, &count, err)) != MANTA_OK)
+            break;
+        if (count < 1 || count > 1e15 || count != floor(count)) {
+            st = manta_err_set(err, MANTA_ERR_FORMAT,
+                               "%s: layer '%s': \"count\" must be an integer >= 1 (got %g)", what,
+                               key, count);
+            break;
+        }
+        ls.count = (long)count;
+        if (!stats_ok(&ls)) {
+            st = manta_err_set(err, MANTA_ERR_FORMAT,
+                               "%s: layer '%s': times and variance must be >= 0", what, key);
+            break;
+        }
+        st = lat_table_set(t, key, &ls, err);
+    }
+    free(slot);
+    free(all);
+    return st;
+}
+
+manta_status lat_table_parse(const char *json, const char *what, const ofa_space *s, lat_table *t,
+                             manta_err *err)
+{
+    if (!what)
+        what = "latency table";
+    MANTA_TRY(lat_table_init(t, s, err));
+    const char *at = NULL;
+    cJSON *j = cJSON_ParseWithOpts(json, &at, 0);
+    if (!j) {
+        lat_table_free(t);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: not valid JSON near '%.20s'", what,
+                             at ? at : "");
+    }
+    manta_status st = parse_obj(j, what, s, t, err);
+    cJSON_Delete(j);
+    if (st != MANTA_OK)
+        lat_table_free(t);
+    return st;
+}
+
+manta_status lat_table_load(const char *path, const ofa_space *s, lat_table *t, manta_err *err)
+{
+    memset(t, 0, sizeof *t);
+    char *text;
+    MANTA_TRY(prof_read_file(path, LAT_FILE_MAX, &text, NULL, err));
+    manta_status st = lat_table_parse(text, path, s, t, err);
+    free(text);
+    return st;
+}
+
+manta_status lat_table_save(const lat_table *t, const char *path, manta_err *err)
+{
+    char *text;
+    MANTA_TRY(lat_table_to_json(t, &text, err));
+    manta_status st = prof_write_file_atomic(path, text, strlen(text), err);
+    free(text);
+    return st;
+}
