@@ -238,8 +238,8 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
         return st;
     manta_err e2;
     if ((st = dist_recv_all(fd, resp, sizeof resp, deadline, what, &e2)) != MANTA_OK) {
-        manta_err_set(err, st, "rejected %s claiming rank %d: no answer to the challenge (%s); a peer with "
-                               "another secret hangs up here", what, crank, e2.msg);
+        manta_err_set(err, st, "rejected %s claiming rank %d: authentication failed: it hung up at the challenge "
+                               "(%s), as a peer with another secret does", what, crank, e2.msg);
         if (reason)
             *reason = DIST_REJECT_AUTH;
         return st;

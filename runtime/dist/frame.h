@@ -28,6 +28,11 @@
  * (DIST_MAC_FULL); ABORT frames are always fully covered. The link key comes
  * from the handshake (auth.h), so frames cannot be moved between links, runs
  * or positions in the stream.
+ *
+ * A rank that fails sends an ABORT both ways: down the ring as the next frame
+ * of its stream, and back up the ring on the link it receives from (which
+ * carries nothing else) with seq = RING_REVERSE_SEQ, a nonce the forward
+ * stream never reaches.
  */
 #ifndef MANTA_DIST_FRAME_H
 #define MANTA_DIST_FRAME_H
@@ -40,6 +45,7 @@
 #define RING_HEAD_BYTES 64  /**< header + tag: what precedes the payload */
 #define RING_ABORT_MAX 480  /**< longest ABORT message */
 #define RING_FRAME_VERSION 1
+#define RING_REVERSE_SEQ UINT64_MAX /**< seq of an ABORT sent against the ring */
 
 /** Frame types. */
 enum { RING_FRAME_DATA = 1, RING_FRAME_ABORT = 2 };

@@ -110,7 +110,7 @@ typedef struct xfer {
     int got_abort; /* a valid ABORT arrived: forward its text unchanged */
     /* failure */
     int fail_peer;     /* rank the error is about */
-    int fail_send_side; /* the downstream link is broken: do not forward an ABORT */
+    int fail_link;     /* 0: both links usable, 1: the link to the next rank is broken, 2: the one from the previous */
 } xfer;
 
 static void peer_name(const ring_comm *c, int r, char *out, size_t cap)
@@ -130,13 +130,13 @@ static void where(const xfer *x, int recv_side, char *out, size_t cap)
              x->K ? u / x->K : 0, recv_side ? x->c->recv_seq : x->c->send_seq);
 }
 
-static manta_status fail(xfer *x, manta_err *err, int peer, int send_side, const char *fmt, ...)
+static manta_status fail(xfer *x, manta_err *err, int peer, int link, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 6)))
 #endif
     ;
 
-static manta_status fail(xfer *x, manta_err *err, int peer, int send_side, const char *fmt, ...)
+static manta_status fail(xfer *x, manta_err *err, int peer, int link, const char *fmt, ...)
 {
     char msg[MANTA_ERR_MSG_MAX];
     va_list ap;
@@ -144,7 +144,7 @@ static manta_status fail(xfer *x, manta_err *err, int peer, int send_side, const
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     x->fail_peer = peer;
-    x->fail_send_side = send_side;
+    x->fail_link = link;
     return manta_err_set(err, MANTA_ERR_IO, "%s", msg);
 }
 
@@ -222,6 +222,44 @@ static int push(xfer *x)
     return -1;
 }
 
+static void sanitize(char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s[i] < 0x20 || s[i] > 0x7e)
+            s[i] = '?';
+    s[len] = '\0';
+}
+
+/* A failing rank also sends an ABORT against the ring, on the link it receives from (seq
+ * RING_REVERSE_SEQ), before it closes. When the link to the next rank breaks, read that ABORT if it
+ * is there, so the error names the rank that failed first. Returns MANTA_OK when there is none. */
+static manta_status reverse_abort(xfer *x, manta_err *err)
+{
+    ring_comm *c = x->c;
+    unsigned char head[RING_HEAD_BYTES];
+    char msg[RING_ABORT_MAX + 1];
+    if (recv(c->send_fd, head, 1, MSG_PEEK | MSG_DONTWAIT) <= 0)
+        return MANTA_OK;
+    double d = dist_now() + 0.1;
+    ring_frame f;
+    if (dist_recv_all(c->send_fd, head, sizeof head, d, "next rank", NULL) != MANTA_OK ||
+        ring_frame_unpack(head, &f) != 0 || f.type != RING_FRAME_ABORT || f.seq != RING_REVERSE_SEQ ||
+        f.length > RING_ABORT_MAX || dist_recv_all(c->send_fd, msg, f.length, d, "next rank", NULL) != MANTA_OK)
+        return MANTA_OK;
+    unsigned char tag[RING_TAG_BYTES];
+    ring_frame_tag(c->send_key, RING_REVERSE_SEQ, head, msg, f.length, tag);
+    if (sodium_memcmp(tag, head + RING_HDR_BYTES, RING_TAG_BYTES) != 0)
+        return MANTA_OK;
+    sanitize(msg, f.length);
+    char q[64], w[128];
+    peer_name(c, c->next, q, sizeof q);
+    where(x, 0, w, sizeof w);
+    snprintf(x->abort_msg, sizeof x->abort_msg, "%s", msg);
+    x->got_abort = 1;
+    return fail(x, err, (int)f.step < c->world ? (int)f.step : c->next, 1, "%s: aborted (ABORT from %s): %s", w,
+                q, msg);
+}
+
 static manta_status do_sends(xfer *x, int *progress, manta_err *err)
 {
     ring_comm *c = x->c;
@@ -240,6 +278,8 @@ static manta_status do_sends(xfer *x, int *progress, manta_err *err)
         if (rc < 0) {
             char p[64], w[128];
             int e = errno;
+            if (reverse_abort(x, err) != MANTA_OK)
+                return MANTA_ERR_IO;
             peer_name(c, c->next, p, sizeof p);
             where(x, 0, w, sizeof w);
             return fail(x, err, c->next, 1, "%s: sending to %s failed: %s (the peer closed the connection or died)",
@@ -328,11 +368,7 @@ static manta_status finish_frame(xfer *x, manta_err *err)
     }
     if (x->r_abort) {
         /* Printable characters only: the text goes to the user's terminal. */
-        size_t len = x->r_plen;
-        for (size_t i = 0; i < len; i++)
-            if (x->abort_msg[i] < 0x20 || x->abort_msg[i] > 0x7e)
-                x->abort_msg[i] = '?';
-        x->abort_msg[len] = '\0';
+        sanitize(x->abort_msg, x->r_plen);
         char p[64], w[128];
         peer_name(c, c->prev, p, sizeof p);
         where(x, 1, w, sizeof w);
@@ -379,7 +415,7 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
             char p[64], w[128];
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
-            return fail(x, err, c->prev, 0, "%s: %s closed the connection%s", w, p,
+            return fail(x, err, c->prev, 2, "%s: %s closed the connection%s", w, p,
                         x->r_done || x->r_payload ? " in the middle of a frame" : "");
         }
         if (want && r < 0) {
@@ -389,7 +425,7 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
             int e = errno;
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
-            return fail(x, err, c->prev, 0, "%s: receiving from %s failed: %s", w, p, strerror(e));
+            return fail(x, err, c->prev, 2, "%s: receiving from %s failed: %s", w, p, strerror(e));
         }
         if (r > 0) {
             x->r_done += (size_t)r;
@@ -451,6 +487,27 @@ static void forward_abort(xfer *x, const char *msg)
     ring_frame_tag(c->send_key, c->send_seq, frame, frame + RING_HEAD_BYTES, len, frame + RING_HDR_BYTES);
     (void)dist_send_all(c->send_fd, frame, RING_HEAD_BYTES + len, deadline, "next rank", NULL);
     c->send_seq++;
+}
+
+static void send_reverse_abort(xfer *x, const char *msg)
+{
+    ring_comm *c = x->c;
+    double budget = c->cfg.timeout_s / 2 < 0.5 ? c->cfg.timeout_s / 2 : 0.5;
+    unsigned char frame[RING_HEAD_BYTES + RING_ABORT_MAX];
+    size_t len = strlen(msg);
+    if (len > RING_ABORT_MAX)
+        len = RING_ABORT_MAX;
+    ring_frame f = {.type = RING_FRAME_ABORT,
+                    .redop = (uint8_t)x->redop,
+                    .seq = RING_REVERSE_SEQ,
+                    .op = x->op,
+                    .count = x->n,
+                    .length = (uint32_t)len,
+                    .step = (uint32_t)x->fail_peer};
+    ring_frame_pack(&f, frame);
+    memcpy(frame + RING_HEAD_BYTES, msg, len);
+    ring_frame_tag(c->recv_key, RING_REVERSE_SEQ, frame, frame + RING_HEAD_BYTES, len, frame + RING_HDR_BYTES);
+    (void)dist_send_all(c->recv_fd, frame, RING_HEAD_BYTES + len, dist_now() + budget, "previous rank", NULL);
 }
 
 static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring_redop redop, manta_err *err)
@@ -515,6 +572,8 @@ static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring
             ssize_t r = recv(c->send_fd, &tmp, 1, MSG_DONTWAIT | MSG_PEEK);
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || r > 0) {
                 char q[64], w[128];
+                if ((st = reverse_abort(x, err)) != MANTA_OK)
+                    break;
                 peer_name(c, c->next, q, sizeof q);
                 where(x, 0, w, sizeof w);
                 st = fail(x, err, c->next, 1, "%s: %s %s", w, q,
@@ -524,16 +583,18 @@ static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring
         }
     }
     if (st != MANTA_OK) {
-        if (!x->fail_send_side) {
-            char text[RING_ABORT_MAX + 1], me[64];
-            if (x->got_abort) {
-                snprintf(text, sizeof text, "%s", x->abort_msg);
-            } else {
-                peer_name(c, c->rank, me, sizeof me);
-                snprintf(text, sizeof text, "%.60s detected: %.400s", me, err->msg);
-            }
-            forward_abort(x, text);
+        char text[RING_ABORT_MAX + 1], me[64];
+        if (x->got_abort) {
+            snprintf(text, sizeof text, "%s", x->abort_msg);
+        } else {
+            peer_name(c, c->rank, me, sizeof me);
+            snprintf(text, sizeof text, "%.60s detected: %.400s", me, err->msg);
         }
+        /* Tell both neighbours, over the links that still work, then close. */
+        if (x->fail_link != 1)
+            forward_abort(x, text);
+        if (x->fail_link != 2)
+            send_reverse_abort(x, text);
         shutdown(c->send_fd, SHUT_RDWR);
         shutdown(c->recv_fd, SHUT_RDWR);
     }
