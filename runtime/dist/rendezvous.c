@@ -240,6 +240,29 @@ done:
     return st;
 }
 
+int dist_loopback_warning(const dist_peer *peers, int world, int rank, char *out, size_t cap)
+{
+    if (cap)
+        out[0] = '\0';
+    uint32_t mine = peers[rank].addr;
+    if (!dist_ipv4_is_loopback(mine))
+        return 0;
+    for (int r = 0; r < world; r++) {
+        if (dist_ipv4_is_loopback(peers[r].addr))
+            continue;
+        char a[16], b[16];
+        dist_ipv4_str(mine, a);
+        dist_ipv4_str(peers[r].addr, b);
+        snprintf(out, cap,
+                 "rank %d advertises the loopback address %s to peers on other hosts (rank %d is at %s): they "
+                 "cannot reach it; choose an interface with --iface or MANTA_IFACE, or set MASTER_ADDR to a "
+                 "routable address",
+                 rank, a, r, b);
+        return 1;
+    }
+    return 0;
+}
+
 manta_status dist_rendezvous(const dist_config *cfg, dist_rdzv *out, manta_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -281,23 +304,7 @@ manta_status dist_rendezvous(const dist_config *cfg, dist_rdzv *out, manta_err *
         dist_rdzv_free(out);
         return st;
     }
-    /* A loopback ring address is only reachable from this host. */
-    uint32_t mine = out->peers[cfg->rank].addr;
-    if (dist_ipv4_is_loopback(mine)) {
-        for (int r = 0; r < cfg->world_size; r++) {
-            if (!dist_ipv4_is_loopback(out->peers[r].addr)) {
-                char a[16], b[16];
-                dist_ipv4_str(mine, a);
-                dist_ipv4_str(out->peers[r].addr, b);
-                snprintf(out->warning, sizeof out->warning,
-                         "rank %d advertises the loopback address %s to peers on other hosts (rank %d is at %s): "
-                         "they cannot reach it; choose an interface with --iface or MANTA_IFACE, or set "
-                         "MASTER_ADDR to a routable address",
-                         cfg->rank, a, r, b);
-                emit(cfg, "warning: %s", out->warning);
-                break;
-            }
-        }
-    }
+    if (dist_loopback_warning(out->peers, cfg->world_size, cfg->rank, out->warning, sizeof out->warning))
+        emit(cfg, "warning: %s", out->warning);
     return MANTA_OK;
 }

@@ -22,6 +22,7 @@
 #ifndef MANTA_DIST_RENDEZVOUS_H
 #define MANTA_DIST_RENDEZVOUS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/status.h"
@@ -50,6 +51,14 @@ typedef struct dist_rdzv {
  * @param err names the missing ranks, the master or the cause.
  */
 manta_status dist_rendezvous(const dist_config *cfg, dist_rdzv *out, manta_err *err);
+
+/**
+ * The loopback warning: when @p rank's ring address is in 127.0.0.0/8 while
+ * another rank's is not (so that rank is on another host and cannot reach
+ * it), write a one-line warning naming both into @p out and return 1;
+ * otherwise write "" and return 0. dist_rendezvous() fills dist_rdzv.warning with it.
+ */
+int dist_loopback_warning(const dist_peer *peers, int world, int rank, char *out, size_t cap);
 
 /** Close the ring listener and free the table. Safe on any struct dist_rendezvous() filled, twice too. */
 void dist_rdzv_free(dist_rdzv *r);
