@@ -68,6 +68,17 @@ size_t ring_segments(size_t n, int world)
 
 static int mod(int a, int n) { return ((a % n) + n) % n; }
 
+/* dst[i] = src[i] + dst[i]: the received partial sum first, then this rank's value. */
+static void add_into(float *restrict dst, const float *restrict src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            dst[i + k] = src[i + k] + dst[i + k];
+    for (; i < n; i++)
+        dst[i] = src[i] + dst[i];
+}
+
 void ring_reference(const float *const *inputs, int world, size_t n, ring_redop op, float *out)
 {
     for (int c = 0; c < world; c++) {
@@ -105,6 +116,8 @@ typedef struct xfer {
     ring_frame r_f;
     unsigned char *r_dst;
     size_t r_plen, r_done;
+    size_t r_reduced;  /* payload bytes of a reduce-scatter frame already added into the buffer */
+    int r_rs;          /* the frame being received belongs to the reduce-scatter */
     crypto_onetimeauth_state r_auth;
     char abort_msg[RING_ABORT_MAX + 1];
     int got_abort; /* a valid ABORT arrived: forward its text unchanged */
@@ -304,6 +317,8 @@ static manta_status check_head(xfer *x, manta_err *err)
     peer_name(c, c->prev, p, sizeof p);
     where(x, 1, w, sizeof w);
     ring_frame *f = &x->r_f;
+    x->r_rs = 0;
+    x->r_reduced = 0;
     if (ring_frame_unpack(x->r_head, f) != 0)
         return fail(x, err, c->prev, 0, "%s: received bytes from %s that are not a manta frame (bad magic %02x%02x%02x%02x)",
                     w, p, x->r_head[0], x->r_head[1], x->r_head[2], x->r_head[3]);
@@ -347,7 +362,9 @@ static manta_status check_head(xfer *x, manta_err *err)
     }
     x->r_abort = 0;
     x->r_plen = len * sizeof(float);
-    x->r_dst = step < c->world - 1 ? (unsigned char *)c->scratch : (unsigned char *)(x->buf + off);
+    x->r_rs = step < c->world - 1;
+    x->r_reduced = 0;
+    x->r_dst = x->r_rs ? (unsigned char *)c->scratch : (unsigned char *)(x->buf + off);
     return MANTA_OK;
 }
 
@@ -379,11 +396,10 @@ static manta_status finish_frame(xfer *x, manta_err *err)
     size_t off, len;
     int step;
     unit_range(x, x->ru, 1, &off, &len, &step);
-    if (step < c->world - 1) {
+    if (x->r_rs) {
         float *dst = x->buf + off;
-        const float *src = c->scratch;
-        for (size_t i = 0; i < len; i++)
-            dst[i] = src[i] + dst[i];
+        size_t done = x->r_reduced / sizeof(float);
+        add_into(dst + done, c->scratch + done, len - done);
         if (step == c->world - 2 && x->redop == RING_AVG) {
             float w = (float)c->world;
             for (size_t i = 0; i < len; i++)
@@ -430,6 +446,17 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
         if (r > 0) {
             x->r_done += (size_t)r;
             *progress = 1;
+            /* Header tags: add what has arrived while it is still in cache. With full tags, nothing
+             * is added before the tag has been checked (finish_frame). */
+            if (x->r_payload && x->r_rs && c->cfg.frame_mac != DIST_MAC_FULL) {
+                size_t upto = x->r_done & ~(size_t)(64 * 1024 - 1);
+                if (upto > x->r_reduced) {
+                    size_t a = x->r_reduced / sizeof(float), b = upto / sizeof(float);
+                    size_t off = (size_t)(x->r_f.offset);
+                    add_into(x->buf + off + a, c->scratch + a, b - a);
+                    x->r_reduced = upto;
+                }
+            }
         }
         if (!x->r_payload) {
             if (x->r_done < RING_HEAD_BYTES)

@@ -13,7 +13,7 @@ static const struct {
     {"devices", cmd_devices, "list OpenCL platforms and devices"},
     {"train", cmd_train, "train the small fixed CNN on Fashion-MNIST"},
     {"arch", cmd_arch, "sub-networks of a search space: sample, max, min, describe"},
-    {"bench", cmd_bench, "benchmarks: 'manta bench ops'"},
+    {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|allreduce'"},
 };
 
 static void usage(FILE *f)
