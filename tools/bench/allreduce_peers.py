@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Allreduce side by side: manta's ring, Gloo (torch.distributed) and Open MPI.
 
-Runs, for each world size N, `manta bench allreduce -n N --json`, then the same
+Runs, for each round and world size N, `manta bench allreduce -n N --json`, then the same
 sizes with Gloo (N processes, TCP on 127.0.0.1) and, when mpicc and mpirun are
 installed, with Open MPI over its TCP transport (a small C program compiled
 here), and prints one nccl-tests style table: median time of the repetitions,
@@ -174,6 +174,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=0)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--mac", default="header", choices=["header", "full"])
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="run every implementation this many times, interleaved; report the median round")
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--no-gloo", action="store_true")
     ap.add_argument("--no-mpi", action="store_true")
@@ -181,25 +183,37 @@ def main():
     sizes = [parse_size(s) for s in a.sizes.split(",")]
     worlds = [int(x) for x in a.n.split(",")]
     rows = []
+    times = {}
     with tempfile.TemporaryDirectory(prefix="manta-ar-") as tmp:
         mpi = None if a.no_mpi else build_mpi(tmp)
         if not a.no_mpi and not mpi:
             print("# Open MPI: mpicc/mpirun not found (apt-get install openmpi-bin libopenmpi-dev); skipped",
                   file=sys.stderr)
-        for n in worlds:
-            impls = [("manta", lambda: run_manta(a.manta, n, sizes, a.repeats, a.warmup, a.mac))]
-            if not a.no_gloo:
-                impls.append(("gloo", lambda: run_gloo(n, sizes, a.repeats, a.warmup)))
-            if mpi:
-                impls.append(("openmpi", lambda: run_mpi(mpi, n, sizes, a.repeats, a.warmup)))
-            for name, fn in impls:
-                print(f"# running {name} with N={n} ...", file=sys.stderr, flush=True)
-                for r in fn():
-                    t = r["time_us"] * 1e-6
-                    alg = r["bytes"] / t / 1e9
-                    rows.append({"impl": name, "ranks": n, "bytes": r["bytes"], "time_us": round(r["time_us"], 2),
-                                 "algbw_gbps": round(alg, 4), "busbw_gbps": round(alg * 2 * (n - 1) / n, 4)})
-    print(f"# allreduce float32 sum, processes on 127.0.0.1, median of repeats; manta frame tags: {a.mac}")
+        order = []
+        for rnd in range(a.rounds):
+            for n in worlds:
+                impls = [("manta", lambda: run_manta(a.manta, n, sizes, a.repeats, a.warmup, a.mac))]
+                if not a.no_gloo:
+                    impls.append(("gloo", lambda: run_gloo(n, sizes, a.repeats, a.warmup)))
+                if mpi:
+                    impls.append(("openmpi", lambda: run_mpi(mpi, n, sizes, a.repeats, a.warmup)))
+                for name, fn in impls:
+                    print(f"# round {rnd + 1}/{a.rounds}: {name} with N={n} ...", file=sys.stderr, flush=True)
+                    for r in fn():
+                        key = (name, n, r["bytes"])
+                        if key not in times:
+                            times[key] = []
+                            order.append(key)
+                        times[key].append(r["time_us"])
+        for key in order:
+            name, n, nbytes = key
+            tus = median(times[key])
+            alg = nbytes / (tus * 1e-6) / 1e9
+            rows.append({"impl": name, "ranks": n, "bytes": nbytes, "time_us": round(tus, 2),
+                         "rounds_us": [round(x, 1) for x in times[key]],
+                         "algbw_gbps": round(alg, 4), "busbw_gbps": round(alg * 2 * (n - 1) / n, 4)})
+    print(f"# allreduce float32 sum, processes on 127.0.0.1; time = median over {a.rounds} interleaved rounds of "
+          f"the median of repeats; manta frame tags: {a.mac}")
     print(f"# {'impl':8} {'N':>3} {'size(B)':>12} {'time(us)':>12} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}")
     for r in rows:
         print(f"  {r['impl']:8} {r['ranks']:>3} {r['bytes']:>12} {r['time_us']:>12.1f} {r['algbw_gbps']:>12.3f} "
