@@ -4,9 +4,11 @@
 #include "dist/ring.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "dist/auth.h"
 #include "dist/frame.h"
@@ -39,6 +42,15 @@ struct ring_comm {
 
     pthread_t thread;
     int thread_started;
+    /* the sender thread: one per communicator, runs the sending half of every allreduce */
+    pthread_t sender;
+    int sender_started;
+    pthread_mutex_t smu;
+    pthread_cond_t scv;
+    uint64_t s_gen, s_done;
+    int s_stop;
+    struct xfer *cur;
+    int wake_s[2], wake_r[2]; /* pipes that wake the sender / the receiver out of poll() */
     pthread_mutex_t mu;
     pthread_cond_t work, done;
     ring_req *head, *tail;
@@ -96,6 +108,14 @@ void ring_reference(const float *const *inputs, int world, size_t n, ring_redop 
 
 /* ---- one allreduce on the wire --------------------------------------------------------------------- */
 
+typedef struct side_err {
+    manta_err e;
+    int peer;      /* rank the error is about */
+    int link;      /* 0: both links usable, 1: the link to the next rank is broken, 2: the one from the previous */
+    int got_abort; /* the error is an ABORT from a peer: forward its text unchanged */
+    char text[RING_ABORT_MAX + 1];
+} side_err;
+
 typedef struct xfer {
     ring_comm *c;
     float *buf;
@@ -119,11 +139,14 @@ typedef struct xfer {
     size_t r_reduced;  /* payload bytes of a reduce-scatter frame already added into the buffer */
     int r_rs;          /* the frame being received belongs to the reduce-scatter */
     crypto_onetimeauth_state r_auth;
-    char abort_msg[RING_ABORT_MAX + 1];
-    int got_abort; /* a valid ABORT arrived: forward its text unchanged */
-    /* failure */
-    int fail_peer;     /* rank the error is about */
-    int fail_link;     /* 0: both links usable, 1: the link to the next rank is broken, 2: the one from the previous */
+    char abort_msg[RING_ABORT_MAX + 1]; /* ABORT payload being received */
+    ring_stats st;     /* counters of this call (each half writes its own fields) */
+    /* between the halves */
+    _Atomic uint64_t ru_pub; /* units received and reduced, published by the receiver */
+    _Atomic int s_waiting;   /* the sender waits for ru_pub */
+    _Atomic int failed_by;   /* 0, or the half that failed first: 1 receiver, 2 sender */
+    /* failure, per half */
+    side_err rs, ss;
 } xfer;
 
 static void peer_name(const ring_comm *c, int r, char *out, size_t cap)
@@ -143,6 +166,19 @@ static void where(const xfer *x, int recv_side, char *out, size_t cap)
              x->K ? u / x->K : 0, recv_side ? x->c->recv_seq : x->c->send_seq);
 }
 
+static void wake(int fd)
+{
+    char b = 1;
+    (void)!write(fd, &b, 1);
+}
+
+static void drain(int fd)
+{
+    char b[64];
+    while (read(fd, b, sizeof b) > 0) {
+    }
+}
+
 static manta_status fail(xfer *x, manta_err *err, int peer, int link, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 6)))
@@ -156,9 +192,15 @@ static manta_status fail(xfer *x, manta_err *err, int peer, int link, const char
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    x->fail_peer = peer;
-    x->fail_link = link;
-    return manta_err_set(err, MANTA_ERR_IO, "%s", msg);
+    int side = err == &x->rs.e ? 1 : 2;
+    side_err *se = side == 1 ? &x->rs : &x->ss;
+    se->peer = peer;
+    se->link = link;
+    manta_err_set(err, MANTA_ERR_IO, "%s", msg);
+    int none = 0;
+    if (atomic_compare_exchange_strong(&x->failed_by, &none, side))
+        wake(side == 1 ? x->c->wake_s[1] : x->c->wake_r[1]);
+    return MANTA_ERR_IO;
 }
 
 static void unit_range(const xfer *x, uint64_t u, int recv_side, size_t *off, size_t *len, int *step)
@@ -267,8 +309,8 @@ static manta_status reverse_abort(xfer *x, manta_err *err)
     char q[64], w[128];
     peer_name(c, c->next, q, sizeof q);
     where(x, 0, w, sizeof w);
-    snprintf(x->abort_msg, sizeof x->abort_msg, "%s", msg);
-    x->got_abort = 1;
+    snprintf(x->ss.text, sizeof x->ss.text, "%s", msg);
+    x->ss.got_abort = 1;
     return fail(x, err, (int)f.step < c->world ? (int)f.step : c->next, 1, "%s: aborted (ABORT from %s): %s", w,
                 q, msg);
 }
@@ -281,7 +323,7 @@ static manta_status do_sends(xfer *x, int *progress, manta_err *err)
             if (x->su >= x->U)
                 return MANTA_OK;
             /* Step s > 0 forwards what step s-1 received: wait for that segment. */
-            if (x->su >= x->K && x->ru <= x->su - x->K)
+            if (x->su >= x->K && atomic_load(&x->ru_pub) <= x->su - x->K)
                 return MANTA_OK;
             start_send(x);
         }
@@ -301,8 +343,8 @@ static manta_status do_sends(xfer *x, int *progress, manta_err *err)
         *progress = 1;
         if (x->s_done == RING_HEAD_BYTES + x->s_plen) {
             x->s_active = 0;
-            c->stats.bytes_sent += x->s_plen;
-            c->stats.frames_sent++;
+            x->st.bytes_sent += x->s_plen;
+            x->st.frames_sent++;
             c->send_seq++;
             x->su++;
         }
@@ -390,7 +432,8 @@ static manta_status finish_frame(xfer *x, manta_err *err)
         peer_name(c, c->prev, p, sizeof p);
         where(x, 1, w, sizeof w);
         int origin = (int)x->r_f.step < c->world ? (int)x->r_f.step : c->prev;
-        x->got_abort = 1;
+        snprintf(x->rs.text, sizeof x->rs.text, "%s", x->abort_msg);
+        x->rs.got_abort = 1;
         return fail(x, err, origin, 0, "%s: aborted (ABORT from %s): %s", w, p, x->abort_msg);
     }
     size_t off, len;
@@ -406,10 +449,13 @@ static manta_status finish_frame(xfer *x, manta_err *err)
                 dst[i] = dst[i] / w;
         }
     }
-    c->stats.bytes_recv += x->r_plen;
-    c->stats.frames_recv++;
+    x->st.bytes_recv += x->r_plen;
+    x->st.frames_recv++;
     c->recv_seq++;
     x->ru++;
+    atomic_store(&x->ru_pub, x->ru);
+    if (atomic_load(&x->s_waiting))
+        wake(c->wake_s[1]);
     return MANTA_OK;
 }
 
@@ -479,7 +525,7 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
 }
 
 /* After a failure: finish the frame being sent (briefly) and send an ABORT naming the failed rank. */
-static void forward_abort(xfer *x, const char *msg)
+static void forward_abort(xfer *x, int origin, const char *msg)
 {
     ring_comm *c = x->c;
     double budget = c->cfg.timeout_s / 2 < 1.0 ? c->cfg.timeout_s / 2 : 1.0;
@@ -508,7 +554,7 @@ static void forward_abort(xfer *x, const char *msg)
                     .op = x->op,
                     .count = x->n,
                     .length = (uint32_t)len,
-                    .step = (uint32_t)x->fail_peer};
+                    .step = (uint32_t)origin};
     ring_frame_pack(&f, frame);
     memcpy(frame + RING_HEAD_BYTES, msg, len);
     ring_frame_tag(c->send_key, c->send_seq, frame, frame + RING_HEAD_BYTES, len, frame + RING_HDR_BYTES);
@@ -516,7 +562,7 @@ static void forward_abort(xfer *x, const char *msg)
     c->send_seq++;
 }
 
-static void send_reverse_abort(xfer *x, const char *msg)
+static void send_reverse_abort(xfer *x, int origin, const char *msg)
 {
     ring_comm *c = x->c;
     double budget = c->cfg.timeout_s / 2 < 0.5 ? c->cfg.timeout_s / 2 : 0.5;
@@ -530,14 +576,138 @@ static void send_reverse_abort(xfer *x, const char *msg)
                     .op = x->op,
                     .count = x->n,
                     .length = (uint32_t)len,
-                    .step = (uint32_t)x->fail_peer};
+                    .step = (uint32_t)origin};
     ring_frame_pack(&f, frame);
     memcpy(frame + RING_HEAD_BYTES, msg, len);
     ring_frame_tag(c->recv_key, RING_REVERSE_SEQ, frame, frame + RING_HEAD_BYTES, len, frame + RING_HDR_BYTES);
     (void)dist_send_all(c->recv_fd, frame, RING_HEAD_BYTES + len, dist_now() + budget, "previous rank", NULL);
 }
 
-static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring_redop redop, manta_err *err)
+/* The sending half: frames go out as the schedule and the received segments allow. */
+static manta_status send_loop(xfer *x)
+{
+    ring_comm *c = x->c;
+    manta_err *err = &x->ss.e;
+    double timeout = c->cfg.timeout_s, last = dist_now();
+    for (;;) {
+        if (atomic_load(&x->failed_by))
+            return MANTA_ERR_IO;
+        int progress = 0;
+        manta_status st = do_sends(x, &progress, err);
+        if (st != MANTA_OK)
+            return st;
+        if (x->su >= x->U && !x->s_active)
+            return MANTA_OK;
+        double now = dist_now();
+        if (progress) {
+            last = now;
+            continue;
+        }
+        /* Blocked on the schedule (the receiver has its own deadline) or on the socket. */
+        int on_socket = x->s_active;
+        if (!on_socket) {
+            atomic_store(&x->s_waiting, 1);
+            if (atomic_load(&x->ru_pub) > x->su - x->K || atomic_load(&x->failed_by)) {
+                atomic_store(&x->s_waiting, 0);
+                continue;
+            }
+            last = now;
+        }
+        double left = last + timeout - now;
+        if (on_socket && left <= 0) {
+            char q[64], w[128];
+            peer_name(c, c->next, q, sizeof q);
+            where(x, 0, w, sizeof w);
+            return fail(x, err, c->next, 1, "%s: timed out after %.3g s sending to %s (it stopped reading)", w,
+                        timeout, q);
+        }
+        /* The send socket never carries data towards us: readable means closed, reset or an ABORT. */
+        struct pollfd pf[2] = {{.fd = c->send_fd, .events = (short)(POLLIN | (on_socket ? POLLOUT : 0))},
+                               {.fd = c->wake_s[0], .events = POLLIN}};
+        int rc = poll(pf, 2, (int)(left * 1000) + 1);
+        atomic_store(&x->s_waiting, 0);
+        if (rc < 0 && errno != EINTR)
+            return fail(x, err, c->next, 0, "allreduce op %" PRIu64 ": poll: %s", x->op, strerror(errno));
+        if (rc > 0 && pf[1].revents)
+            drain(c->wake_s[0]);
+        if (rc > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+            char tmp;
+            ssize_t r = recv(c->send_fd, &tmp, 1, MSG_DONTWAIT | MSG_PEEK);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || r > 0) {
+                char q[64], w[128];
+                if ((st = reverse_abort(x, err)) != MANTA_OK)
+                    return st;
+                peer_name(c, c->next, q, sizeof q);
+                where(x, 0, w, sizeof w);
+                return fail(x, err, c->next, 1, "%s: %s %s", w, q,
+                            r > 0 ? "sent unexpected data on the outgoing link" : "closed the connection (died?)");
+            }
+        }
+    }
+}
+
+/* The receiving half: frames come in, are checked, reduced or stored. */
+static manta_status recv_loop(xfer *x)
+{
+    ring_comm *c = x->c;
+    manta_err *err = &x->rs.e;
+    double timeout = c->cfg.timeout_s, last = dist_now();
+    while (x->ru < x->U) {
+        if (atomic_load(&x->failed_by))
+            return MANTA_ERR_IO;
+        int progress = 0;
+        manta_status st = do_recvs(x, &progress, err);
+        if (st != MANTA_OK)
+            return st;
+        if (x->ru >= x->U)
+            break;
+        double now = dist_now();
+        if (progress) {
+            last = now;
+            continue;
+        }
+        double left = last + timeout - now;
+        if (left <= 0) {
+            char p[64], w[128];
+            peer_name(c, c->prev, p, sizeof p);
+            where(x, 1, w, sizeof w);
+            return fail(x, err, c->prev, 0, "%s: timed out after %.3g s waiting for data from %s", w, timeout, p);
+        }
+        struct pollfd pf[2] = {{.fd = c->recv_fd, .events = POLLIN}, {.fd = c->wake_r[0], .events = POLLIN}};
+        int rc = poll(pf, 2, (int)(left * 1000) + 1);
+        if (rc < 0 && errno != EINTR)
+            return fail(x, err, c->prev, 0, "allreduce op %" PRIu64 ": poll: %s", x->op, strerror(errno));
+        if (rc > 0 && pf[1].revents)
+            drain(c->wake_r[0]);
+    }
+    return MANTA_OK;
+}
+
+static void *sender_main(void *arg)
+{
+    ring_comm *c = arg;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&c->smu);
+    for (;;) {
+        while (c->s_gen == seen && !c->s_stop)
+            pthread_cond_wait(&c->scv, &c->smu);
+        if (c->s_stop)
+            break;
+        seen = c->s_gen;
+        xfer *x = c->cur;
+        pthread_mutex_unlock(&c->smu);
+        (void)send_loop(x);
+        pthread_mutex_lock(&c->smu);
+        c->s_done = seen;
+        pthread_cond_broadcast(&c->scv);
+    }
+    pthread_mutex_unlock(&c->smu);
+    return NULL;
+}
+
+/* One allreduce: the sender thread sends while this thread receives and reduces. */
+static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring_redop redop, ring_stats *acc,
+                           manta_err *err)
 {
     xfer *x = calloc(1, sizeof *x);
     if (!x)
@@ -549,82 +719,43 @@ static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring
     x->op = op;
     x->K = ring_segments(n, c->world);
     x->U = 2 * (uint64_t)(c->world - 1) * x->K;
-    x->fail_peer = -1;
-    double timeout = c->cfg.timeout_s;
-    double last = dist_now();
+    atomic_init(&x->ru_pub, 0);
+    atomic_init(&x->s_waiting, 0);
+    atomic_init(&x->failed_by, 0);
+    drain(c->wake_s[0]);
+    drain(c->wake_r[0]);
+    pthread_mutex_lock(&c->smu);
+    c->cur = x;
+    c->s_gen++;
+    pthread_cond_broadcast(&c->scv);
+    pthread_mutex_unlock(&c->smu);
+    (void)recv_loop(x);
+    pthread_mutex_lock(&c->smu);
+    while (c->s_done != c->s_gen)
+        pthread_cond_wait(&c->scv, &c->smu);
+    c->cur = NULL;
+    pthread_mutex_unlock(&c->smu);
     manta_status st = MANTA_OK;
-    while (x->su < x->U || x->ru < x->U || x->s_active) {
-        int progress = 0;
-        if ((st = do_sends(x, &progress, err)) != MANTA_OK)
-            break;
-        if ((st = do_recvs(x, &progress, err)) != MANTA_OK)
-            break;
-        if (x->su >= x->U && x->ru >= x->U && !x->s_active)
-            break;
-        double now = dist_now();
-        if (progress) {
-            last = now;
-            continue;
-        }
-        double left = last + timeout - now;
-        if (left <= 0) {
-            char p[64], q[64], w[128];
-            int want_send = x->s_active, want_recv = x->ru < x->U;
-            peer_name(c, c->prev, p, sizeof p);
-            peer_name(c, c->next, q, sizeof q);
-            where(x, want_recv, w, sizeof w);
-            if (want_recv && !want_send)
-                st = fail(x, err, c->prev, 0, "%s: timed out after %.3g s waiting for data from %s", w, timeout, p);
-            else if (want_send && !want_recv)
-                st = fail(x, err, c->next, 1, "%s: timed out after %.3g s sending to %s (it stopped reading)", w,
-                          timeout, q);
-            else
-                st = fail(x, err, c->prev, 0, "%s: timed out after %.3g s: no data from %s and %s stopped reading",
-                          w, timeout, p, q);
-            break;
-        }
-        /* The send socket never carries data towards us: readable means closed or reset. Once this
-         * rank has sent everything, the next rank may finish and close first: that is no error. */
-        int sending = x->su < x->U || x->s_active;
-        struct pollfd pf[2] = {{.fd = sending ? c->send_fd : -1,
-                                .events = (short)(POLLIN | (x->s_active ? POLLOUT : 0))},
-                               {.fd = x->ru < x->U ? c->recv_fd : -1, .events = POLLIN}};
-        int rc = poll(pf, 2, (int)(left * 1000) + 1);
-        if (rc < 0 && errno != EINTR) {
-            st = manta_err_set(err, MANTA_ERR_IO, "allreduce op %" PRIu64 ": poll: %s", op, strerror(errno));
-            break;
-        }
-        if (rc > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            char tmp;
-            ssize_t r = recv(c->send_fd, &tmp, 1, MSG_DONTWAIT | MSG_PEEK);
-            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || r > 0) {
-                char q[64], w[128];
-                if ((st = reverse_abort(x, err)) != MANTA_OK)
-                    break;
-                peer_name(c, c->next, q, sizeof q);
-                where(x, 0, w, sizeof w);
-                st = fail(x, err, c->next, 1, "%s: %s %s", w, q,
-                          r > 0 ? "sent unexpected data on the outgoing link" : "closed the connection (died?)");
-                break;
-            }
-        }
-    }
-    if (st != MANTA_OK) {
+    int by = atomic_load(&x->failed_by);
+    if (by) {
+        side_err *se = by == 1 ? &x->rs : &x->ss;
+        st = manta_err_set(err, MANTA_ERR_IO, "%s", se->e.msg);
         char text[RING_ABORT_MAX + 1], me[64];
-        if (x->got_abort) {
-            snprintf(text, sizeof text, "%s", x->abort_msg);
+        if (se->got_abort) {
+            snprintf(text, sizeof text, "%s", se->text);
         } else {
             peer_name(c, c->rank, me, sizeof me);
-            snprintf(text, sizeof text, "%.60s detected: %.400s", me, err->msg);
+            snprintf(text, sizeof text, "%.60s detected: %.400s", me, se->e.msg);
         }
         /* Tell both neighbours, over the links that still work, then close. */
-        if (x->fail_link != 1)
-            forward_abort(x, text);
-        if (x->fail_link != 2)
-            send_reverse_abort(x, text);
+        if (se->link != 1)
+            forward_abort(x, se->peer, text);
+        if (se->link != 2)
+            send_reverse_abort(x, se->peer, text);
         shutdown(c->send_fd, SHUT_RDWR);
         shutdown(c->recv_fd, SHUT_RDWR);
     }
+    *acc = x->st;
     free(x);
     return st;
 }
@@ -649,7 +780,8 @@ static void *comm_main(void *arg)
         pthread_mutex_unlock(&c->mu);
         manta_err e;
         manta_err_clear(&e);
-        manta_status st = broken ? MANTA_OK : run_op(c, op, q->buf, q->n, q->op, &e);
+        ring_stats add = {0};
+        manta_status st = broken ? MANTA_OK : run_op(c, op, q->buf, q->n, q->op, &add, &e);
         free(q);
         pthread_mutex_lock(&c->mu);
         if (st != MANTA_OK) {
@@ -659,6 +791,10 @@ static void *comm_main(void *arg)
         } else if (!broken) {
             c->stats.ops++;
         }
+        c->stats.bytes_sent += add.bytes_sent;
+        c->stats.bytes_recv += add.bytes_recv;
+        c->stats.frames_sent += add.frames_sent;
+        c->stats.frames_recv += add.frames_recv;
         c->completed++;
         pthread_cond_broadcast(&c->done);
     }
@@ -827,7 +963,10 @@ manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory");
     c->cfg = *cfg;
     c->send_fd = c->recv_fd = -1;
+    c->wake_s[0] = c->wake_s[1] = c->wake_r[0] = c->wake_r[1] = -1;
     c->failed_from = UINT64_MAX;
+    pthread_mutex_init(&c->smu, NULL);
+    pthread_cond_init(&c->scv, NULL);
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work, NULL);
     pthread_cond_init(&c->done, NULL);
@@ -867,6 +1006,23 @@ manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory for the segment buffer");
     }
     if (st == MANTA_OK) {
+        if (pipe(c->wake_s) != 0 || pipe(c->wake_r) != 0)
+            st = manta_err_set(err, MANTA_ERR_IO, "ring: pipe: %s", strerror(errno));
+        for (int i = 0; i < 2 && st == MANTA_OK; i++) {
+            int fds[2] = {c->wake_s[i], c->wake_r[i]};
+            for (int k = 0; k < 2; k++) {
+                fcntl(fds[k], F_SETFL, fcntl(fds[k], F_GETFL, 0) | O_NONBLOCK);
+                fcntl(fds[k], F_SETFD, FD_CLOEXEC);
+            }
+        }
+    }
+    if (st == MANTA_OK) {
+        if (pthread_create(&c->sender, NULL, sender_main, c) != 0)
+            st = manta_err_set(err, MANTA_ERR_INTERNAL, "ring: cannot start the sender thread");
+        else
+            c->sender_started = 1;
+    }
+    if (st == MANTA_OK) {
         if (pthread_create(&c->thread, NULL, comm_main, c) != 0)
             st = manta_err_set(err, MANTA_ERR_INTERNAL, "ring: cannot start the communication thread");
         else
@@ -891,6 +1047,19 @@ void ring_destroy(ring_comm *c)
         pthread_mutex_unlock(&c->mu);
         pthread_join(c->thread, NULL);
     }
+    if (c->sender_started) {
+        pthread_mutex_lock(&c->smu);
+        c->s_stop = 1;
+        pthread_cond_broadcast(&c->scv);
+        pthread_mutex_unlock(&c->smu);
+        pthread_join(c->sender, NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        dist_close(&c->wake_s[i]);
+        dist_close(&c->wake_r[i]);
+    }
+    pthread_mutex_destroy(&c->smu);
+    pthread_cond_destroy(&c->scv);
     while (c->head) {
         ring_req *q = c->head;
         c->head = q->next;

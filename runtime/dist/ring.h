@@ -1,7 +1,13 @@
 /**
  * @file ring.h
- * @brief Ring-allreduce of float32 arrays over TCP between N ranks, with a
- *        communication thread so that allreduces overlap the caller's work.
+ * @brief Ring-allreduce of float32 arrays over TCP between N ranks, run by
+ *        communication threads so that allreduces overlap the caller's work.
+ *
+ * Threads: ring_create() starts two per communicator. The communication
+ * thread takes queued allreduces in order, receives, checks and reduces the
+ * incoming segments; the sender thread sends the outgoing ones as soon as the
+ * schedule allows. Sending and receiving so proceed in parallel, and the
+ * caller's thread only queues and waits.
  *
  * Topology: rank r sends to rank r+1 and receives from rank r-1 (mod N), one
  * authenticated TCP connection per direction of the ring (TCP_NODELAY, 4 MiB
