@@ -18,7 +18,7 @@ static const struct {
     {"export", cmd_export, "a sub-network as a TensorFlow Lite file (and C array)"},
     {"train-tiny", cmd_train_tiny, "train the small fixed CNN (a quick runtime check)"},
     {"arch", cmd_arch, "sub-networks of a search space: sample, max, min, describe"},
-    {"bench", cmd_bench, "benchmarks: 'manta bench ops'"},
+    {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|allreduce'"},
 };
 
 static void usage(FILE *f)
