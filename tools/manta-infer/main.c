@@ -285,13 +285,14 @@ static void close_session(session *s)
 static int load_input(const session *s, const opts *o, const char *path, char *why, size_t cap)
 {
     size_t n;
-    uint8_t *data = read_file(path, &n, o->raw ? s->in.count * 4 : 0x7fffffffu, why, cap);
+    uint8_t *data = read_file(path, &n, 0x7fffffffu, why, cap);
     if (!data)
         return -1;
     int rc = 0;
     if (o->raw) {
         if (n != s->in.count * sizeof(float)) {
-            snprintf(why, cap, "%zu bytes, the input tensor takes %zu floats", n, s->in.count);
+            snprintf(why, cap, "%zu bytes, the input tensor takes %zu floats (%zu bytes)", n,
+                     s->in.count, s->in.count * sizeof(float));
             rc = -1;
         } else {
             memcpy(s->in.data, data, n);
