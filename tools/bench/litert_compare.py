@@ -155,7 +155,7 @@ def main():
                 sys.exit(f"litert_compare: manta-infer failed on {path}: {r.stderr.strip()}")
             inputs.append((path, np.fromfile(dump, dtype=np.float32).reshape(shape)))
 
-        print(f"model {args.model}: input {[int(d) for d in shape]}, output {[int(d) for d in out["shape"]]}, "
+        print(f"model {args.model}: input {[int(d) for d in shape]}, output {[int(d) for d in out['shape']]}, "
               f"logits tensor {logits_index}")
         print(f"{'input':<32} {'max |dprob|':>12} {'max |dlogit|':>12}  top-1 (manta / LiteRT)")
         worst_p = worst_l = 0.0
