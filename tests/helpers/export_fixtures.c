@@ -43,7 +43,9 @@ static int jpeg(const char *dir, const char *name, int w, int h, int pf, const u
         goto done;
     }
     /* cut > 0: keep that many bytes; cut < 0: drop -cut bytes from the end */
-    const unsigned long keep = cut > 0 ? (unsigned long)cut : cut < 0 ? size - (unsigned long)-cut : size;
+    const unsigned long keep = cut > 0   ? (unsigned long)cut
+                               : cut < 0 ? size - (unsigned long)-cut
+                                         : size;
     rc = write_bytes(dir, name, out, keep < size ? keep : size);
 done:
     tjFree(out);
@@ -92,10 +94,10 @@ int main(int argc, char **argv)
                                blue[4] = {20, 20, 230, 0}, mid[4] = {128, 0, 0, 0},
                                cmyk[4] = {10, 200, 200, 10};
     bad |= jpeg(dir, "red.jpg", 40, 30, TJPF_RGB, red, 0);
-    bad |= jpeg(dir, "green.jpg", 17, 64, TJPF_RGB, green, 0);  /* tall */
-    bad |= jpeg(dir, "blue.jpg", 5, 5, TJPF_RGB, blue, 0);      /* enlarged */
-    bad |= jpeg(dir, "gray.jpg", 33, 21, TJPF_GRAY, mid, 0);    /* 1 channel */
-    bad |= jpeg(dir, "cmyk.jpg", 16, 16, TJPF_CMYK, cmyk, 0);   /* 4 channels */
+    bad |= jpeg(dir, "green.jpg", 17, 64, TJPF_RGB, green, 0);      /* tall */
+    bad |= jpeg(dir, "blue.jpg", 5, 5, TJPF_RGB, blue, 0);          /* enlarged */
+    bad |= jpeg(dir, "gray.jpg", 33, 21, TJPF_GRAY, mid, 0);        /* 1 channel */
+    bad |= jpeg(dir, "cmyk.jpg", 16, 16, TJPF_CMYK, cmyk, 0);       /* 4 channels */
     bad |= jpeg(dir, "truncated.jpg", 64, 64, TJPF_RGB, red, -200); /* inside the scan */
     bad |= jpeg(dir, "header_only.jpg", 64, 64, TJPF_RGB, red, 300);
     static const unsigned char png[16] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};

@@ -46,7 +46,9 @@ static void test_regression_files(void **state)
         uint8_t *data = slurp(path, &n);
         const fuzz_outcome out = fuzz_engine_one(data, n, msg, sizeof msg);
         print_message("# %s: %s%s%s\n", e->d_name,
-                      out == FUZZ_REJECTED ? "rejected" : out == FUZZ_RAN ? "ran" : "prepared",
+                      out == FUZZ_REJECTED ? "rejected"
+                      : out == FUZZ_RAN    ? "ran"
+                                           : "prepared",
                       out == FUZZ_REJECTED ? ": " : "", out == FUZZ_REJECTED ? msg : "");
         if (out == FUZZ_REJECTED)
             assert_true(msg[0] != '\0');

@@ -153,10 +153,9 @@ static int builtin_value(const char *name)
     static const struct {
         const char *name;
         int code;
-    } codes[] = {{"ADD", 0},          {"CONV_2D", 3},  {"DEPTHWISE_CONV_2D", 4},
-                 {"FULLY_CONNECTED", 9}, {"MUL", 18},  {"RESHAPE", 22},
-                 {"SOFTMAX", 25},     {"PAD", 34},     {"MEAN", 40},
-                 {"HARD_SWISH", 117}};
+    } codes[] = {{"ADD", 0},   {"CONV_2D", 3},     {"DEPTHWISE_CONV_2D", 4}, {"FULLY_CONNECTED", 9},
+                 {"MUL", 18},  {"RESHAPE", 22},    {"SOFTMAX", 25},          {"PAD", 34},
+                 {"MEAN", 40}, {"HARD_SWISH", 117}};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (!strcmp(codes[i].name, name))
             return codes[i].code;
@@ -201,11 +200,12 @@ static void check_flatc(const written *w)
     /* graph tensors keep their indices and names */
     for (int t = 0; t < g->n_tensors; t++)
         assert_string_equal(str(cJSON_GetArrayItem(tensors, t), "name"), g->tensors[t].name);
-    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sg, "inputs"), 0)->valueint,
-                     g->input);
+    assert_int_equal(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sg, "inputs"), 0)->valueint, g->input);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sg, "outputs")), 1);
-    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sg, "outputs"), 0)->valueint,
-                     g->output);
+    assert_int_equal(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sg, "outputs"), 0)->valueint,
+        g->output);
     /* buffer 0 is the empty sentinel */
     assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(bufs, 0), "data"));
     /* operators and their options */
@@ -217,22 +217,22 @@ static void check_flatc(const written *w)
         const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "inputs");
         const char *type = str(o, "builtin_options_type");
         const char *name = str(code, "builtin_code")[0] ? str(code, "builtin_code") : "ADD";
-        assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "outputs"), 0)->valueint,
-                         op->out);
+        assert_int_equal(
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "outputs"), 0)->valueint,
+            op->out);
         assert_int_equal(cJSON_GetArrayItem(in, 0)->valueint, op->in0);
         switch (op->kind) {
         case XG_CONV:
         case XG_DWCONV:
             assert_string_equal(name, op->kind == XG_CONV ? "CONV_2D" : "DEPTHWISE_CONV_2D");
-            assert_string_equal(type, op->kind == XG_CONV ? "Conv2DOptions"
-                                                          : "DepthwiseConv2DOptions");
+            assert_string_equal(type,
+                                op->kind == XG_CONV ? "Conv2DOptions" : "DepthwiseConv2DOptions");
             assert_int_equal(cJSON_GetArraySize(in), 3); /* always a bias */
             assert_int_equal((int)num(opt, "stride_w", 0), op->stride);
             assert_int_equal((int)num(opt, "stride_h", 0), op->stride);
-            assert_string_equal(cJSON_GetObjectItemCaseSensitive(opt, "padding")
-                                    ? str(opt, "padding")
-                                    : "SAME",
-                                op->same ? "SAME" : "VALID");
+            assert_string_equal(
+                cJSON_GetObjectItemCaseSensitive(opt, "padding") ? str(opt, "padding") : "SAME",
+                op->same ? "SAME" : "VALID");
             if (op->kind == XG_DWCONV)
                 assert_int_equal((int)num(opt, "depth_multiplier", 0), 1);
             break;
@@ -453,7 +453,8 @@ static void test_metadata_round_trip(void **state)
     assert_non_null(j);
     labels = cJSON_GetObjectItemCaseSensitive(j, "labels");
     assert_string_equal(cJSON_GetArrayItem(labels, 1)->valuestring, w.g.pre.labels[1]);
-    assert_true(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "std"), 2)->valuedouble == 1.0);
+    assert_true(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "std"), 2)->valuedouble ==
+                1.0);
     assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "arch")));
     cJSON_Delete(j);
     run_close(&r);

@@ -37,18 +37,19 @@ typedef struct opts {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: manta-infer MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]\n"
-            "  MODEL         .tflite file (float32, verified before use)\n"
-            "  IMAGE         JPEG files, decoded gray or RGB as the model's metadata says\n"
-            "  --top K       classes to print per image (default 5)\n"
-            "  --json        one JSON document on stdout instead of text\n"
-            "  --bench N     after a warm-up, time N runs: latency min / median / p90\n"
-            "  --stats       arena, weight, model and engine code bytes\n"
-            "  --check       only verify the model (and size its arena)\n"
-            "  --raw         IMAGE files are raw float32 input tensors (NHWC), not JPEGs\n"
-            "  --dump-input F  write the first image's input tensor (float32 NHWC) to F\n"
-            "  --all         with --json, also print every logit and probability\n");
+    fprintf(
+        f,
+        "usage: manta-infer MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]\n"
+        "  MODEL         .tflite file (float32, verified before use)\n"
+        "  IMAGE         JPEG files, decoded gray or RGB as the model's metadata says\n"
+        "  --top K       classes to print per image (default 5)\n"
+        "  --json        one JSON document on stdout instead of text\n"
+        "  --bench N     after a warm-up, time N runs: latency min / median / p90\n"
+        "  --stats       arena, weight, model and engine code bytes\n"
+        "  --check       only verify the model (and size its arena)\n"
+        "  --raw         IMAGE files are raw float32 input tensors (NHWC), not JPEGs\n"
+        "  --dump-input F  write the first image's input tensor (float32 NHWC) to F\n"
+        "  --all         with --json, also print every logit and probability\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -235,8 +236,7 @@ static int open_session(session *s, const opts *o)
     mengine_output(&s->e, 0, &s->out);
     const int32_t *d = s->in.dims;
     if (s->in.rank != 4 || d[0] != 1 || d[1] != d[2])
-        return fprintf(stderr,
-                       "manta-infer: %s: the input is not one square image (1, R, R, C)\n",
+        return fprintf(stderr, "manta-infer: %s: the input is not one square image (1, R, R, C)\n",
                        o->model),
                -1;
     s->res = d[1];
@@ -245,12 +245,11 @@ static int open_session(session *s, const opts *o)
         s->norm.mean[c] = 0.0f, s->norm.std[c] = 1.0f;
     if (s->has_meta) {
         const infer_meta *mt = &s->meta;
-        if ((mt->resolution && mt->resolution != s->res) ||
-            (mt->channels && mt->channels != d[3]))
-            return fprintf(stderr,
-                           "manta-infer: %s: metadata says %dx%dx%d, the input tensor is %dx%dx%d\n",
-                           o->model, mt->resolution, mt->resolution, mt->channels, d[1], d[2],
-                           d[3]),
+        if ((mt->resolution && mt->resolution != s->res) || (mt->channels && mt->channels != d[3]))
+            return fprintf(
+                       stderr,
+                       "manta-infer: %s: metadata says %dx%dx%d, the input tensor is %dx%dx%d\n",
+                       o->model, mt->resolution, mt->resolution, mt->channels, d[1], d[2], d[3]),
                    -1;
         for (int c = 0; c < d[3] && c < 3; c++) {
             if (c < mt->n_mean)
@@ -402,8 +401,8 @@ int main(int argc, char **argv)
         printf("{\"model\": "), json_str(o.model);
     if (o.check) {
         if (o.json)
-            printf(", \"ok\": true, \"operators\": %u, \"tensors\": %u, \"arena_bytes\": %zu}\n", s.m.n_ops,
-                   s.m.n_tensors, s.arena_size);
+            printf(", \"ok\": true, \"operators\": %u, \"tensors\": %u, \"arena_bytes\": %zu}\n",
+                   s.m.n_ops, s.m.n_tensors, s.arena_size);
         else
             printf("%s: ok: %u operators, %u tensors, arena %zu bytes\n", o.model, s.m.n_ops,
                    s.m.n_tensors, s.arena_size);
