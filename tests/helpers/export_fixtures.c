@@ -67,6 +67,28 @@ static int model(const char *dir, const char *name, xgraph *g)
     return st != MANTA_OK;
 }
 
+/* A copy of model @p from whose first (1, 8, 8, 3) shape vector says (1, 7, 8, 3):
+ * structurally sound, but the convolution's output shape no longer follows. */
+static int bad_shape(const char *dir, const char *from, const char *to)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, from);
+    FILE *f = fopen(path, "rb");
+    unsigned char buf[1 << 16];
+    const size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    static const int32_t shape[5] = {4, 1, 8, 8, 3};
+    for (size_t i = 0; i + sizeof shape <= n; i += 4)
+        if (memcmp(buf + i, shape, sizeof shape) == 0) {
+            const int32_t seven = 7;
+            memcpy(buf + i + 8, &seven, 4);
+            return write_bytes(dir, to, buf, n);
+        }
+    fprintf(stderr, "export_fixtures: no (1, 8, 8, 3) shape in %s\n", path);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -82,6 +104,7 @@ int main(int argc, char **argv)
     if (xgr_color_classifier(&g, 8, &err) != MANTA_OK)
         return fprintf(stderr, "export_fixtures: %s\n", err.msg), 1;
     bad |= model(dir, "color.tflite", &g);
+    bad |= bad_shape(dir, "color.tflite", "badshape.tflite");
     const xgr_opts rgb = {12, 3, 5, 4}, gray = {9, 1, 4, 3};
     if (xgr_random(&g, &rng, &rgb, &err) != MANTA_OK)
         return fprintf(stderr, "export_fixtures: %s\n", err.msg), 1;

@@ -84,6 +84,8 @@ expect_fail 1 "a JPEG as model" "$tmp/red.jpg" "$tmp/red.jpg"
 cp "$tmp/color.tflite" "$tmp/corrupt.tflite"
 printf 'XXXX' | dd of="$tmp/corrupt.tflite" bs=1 seek=4 conv=notrunc 2>/dev/null
 expect_fail 1 "model with a bad identifier" "$tmp/corrupt.tflite" "$tmp/red.jpg"
+expect_fail 1 "model failing verification (shape)" "$tmp/badshape.tflite" "$tmp/red.jpg"
+grep -q "invalid model (bad shape)" "$tmp/err" || bad "badshape: $(cat "$tmp/err")"
 head -c 1000 "$tmp/color.tflite" >"$tmp/short.tflite"
 expect_fail 1 "truncated model" "$tmp/short.tflite" --check
 expect_fail 1 "raw input of the wrong size" "$tmp/color.tflite" "$tmp/red.jpg" --raw
