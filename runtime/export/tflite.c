@@ -80,11 +80,21 @@ static void wmodel_free(wmodel *w)
     memset(w, 0, sizeof *w);
 }
 
-static int code_index(wmodel *w, int32_t builtin, int32_t version)
+/* Index of an operator code already registered, or -1. */
+static int code_find(const wmodel *w, int32_t builtin, int32_t version)
 {
     for (int i = 0; i < w->n_codes; i++)
         if (w->codes[i][0] == builtin && w->codes[i][1] == version)
             return i;
+    return -1;
+}
+
+/* Index of an operator code, registered if new; -1 when the table is full. */
+static int code_index(wmodel *w, int32_t builtin, int32_t version)
+{
+    const int i = code_find(w, builtin, version);
+    if (i >= 0)
+        return i;
     if (w->n_codes == MAX_CODES)
         return -1;
     w->codes[w->n_codes][0] = builtin;
@@ -384,7 +394,7 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
         FB(mfb_create_vector(b, o->in, (size_t)o->n_in, 4, 4, &v_in));
         FB(mfb_create_vector(b, &out, 1, 4, 4, &v_out));
         FB(mfb_start_table(b));
-        FB(mfb_add_u32(b, 0, (uint32_t)code_index((wmodel *)w, o->builtin, o->version), 0));
+        FB(mfb_add_u32(b, 0, (uint32_t)code_find(w, o->builtin, o->version), 0));
         FB(mfb_add_ref(b, 1, v_in));
         FB(mfb_add_ref(b, 2, v_out));
         FB(mfb_add_u8(b, 3, (uint8_t)o->options, 0));
@@ -777,6 +787,11 @@ manta_status tflite_check(const xgraph *g, const uint8_t *data, size_t size, uin
     }
     if (st == MANTA_OK)
         st = xgraph_reference(g, x, ref, err);
+    /* The output is checked as the softmax of the logits when that is what the graph says. */
+    int softmax_out = 0;
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].out == g->output)
+            softmax_out = g->ops[i].kind == XG_SOFTMAX && g->ops[i].in0 == g->logits;
     if (st == MANTA_OK) {
         /* Probabilities: softmax of the reference logits, row by row. */
         const int rows = tl->shape[0], cols = tl->shape[1];
@@ -796,7 +811,7 @@ manta_status tflite_check(const xgraph *g, const uint8_t *data, size_t size, uin
             }
         }
         *max_logit_diff = dl;
-        *max_prob_diff = dp;
+        *max_prob_diff = softmax_out ? dp : -1.0;
     }
     free(arena);
     free(work);

@@ -45,7 +45,8 @@ static void usage(FILE *f)
         "  --top K       classes to print per image (default 5)\n"
         "  --json        one JSON document on stdout instead of text\n"
         "  --bench N     after a warm-up, time N runs: latency min / median / p90\n"
-        "  --stats       arena, weight, model and engine code bytes\n"
+        "  --stats       model, arena and weight bytes; engine code (text + data of the\n"
+        "                engine library's objects, measured at build time)\n"
         "  --check       only verify the model (and size its arena)\n"
         "  --raw         IMAGE files are raw float32 input tensors (NHWC), not JPEGs\n"
         "  --dump-input F  write the first image's input tensor (float32 NHWC) to F\n"
@@ -234,6 +235,7 @@ static int open_session(session *s, const opts *o)
                -1;
     mengine_input(&s->e, 0, &s->in);
     mengine_output(&s->e, 0, &s->out);
+    memset(s->in.data, 0, s->in.count * sizeof *s->in.data); /* --bench without an image */
     const int32_t *d = s->in.dims;
     if (s->in.rank != 4 || d[0] != 1 || d[1] != d[2])
         return fprintf(stderr, "manta-infer: %s: the input is not one square image (1, R, R, C)\n",
