@@ -18,10 +18,11 @@ mengine_status mk_pad_f32(const mk_dims *id, const float *in, const int32_t befo
     for (int32_t n = 0; n < id->n; n++)
         for (int32_t h = 0; h < id->h; h++) {
             const float *src = in + ((size_t)n * id->h + h) * id->w * id->c;
-            float *dst = out + ((((size_t)(n + before[0]) * od->h + (size_t)(h + before[1])) * od->w +
-                                 (size_t)before[2]) *
-                                    od->c +
-                                (size_t)before[3]);
+            float *dst =
+                out + ((((size_t)(n + before[0]) * od->h + (size_t)(h + before[1])) * od->w +
+                        (size_t)before[2]) *
+                           od->c +
+                       (size_t)before[3]);
             for (int32_t w = 0; w < id->w; w++)
                 memcpy(dst + (size_t)w * od->c, src + (size_t)w * id->c, row);
         }

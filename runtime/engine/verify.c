@@ -753,6 +753,16 @@ mengine_status mengine_model_load(mengine_model *m, const void *data, size_t siz
     return st;
 }
 
+/* The @p n bytes at @p p spell @p name exactly (no strlen: the engine calls
+ * nothing beyond memcpy, memmove, memset, memcmp and expf). */
+static int name_is(const uint8_t *p, uint32_t n, const char *name)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (name[i] == '\0' || (uint8_t)name[i] != p[i])
+            return 0;
+    return name[n] == '\0';
+}
+
 mengine_status mengine_model_metadata(const mengine_model *m, const char *name,
                                       const uint8_t **data, size_t *size)
 {
@@ -773,7 +783,6 @@ mengine_status mengine_model_metadata(const mengine_model *m, const char *name,
         st = me_fb_vector(&r, &model, MODEL_METADATA, 4, &mv, &has);
     if (st != MENGINE_OK || !has)
         return st;
-    const size_t len = strlen(name);
     const fb_vec bv = {m->buffers, m->n_buffers};
     for (uint32_t i = 0; i < mv.n; i++) {
         fb_table mt, bt;
@@ -787,8 +796,7 @@ mengine_status mengine_model_metadata(const mengine_model *m, const char *name,
             st = me_fb_u32(&r, &mt, METADATA_BUFFER, 0, &buffer);
         if (st != MENGINE_OK)
             return st;
-        if (!has_name || s.n != len || memcmp(r.base + s.pos, name, len) != 0 ||
-            buffer >= m->n_buffers)
+        if (!has_name || !name_is(r.base + s.pos, s.n, name) || buffer >= m->n_buffers)
             continue;
         st = me_fb_vec_table(&r, &bv, buffer, DEPTH_ENTRY, &bt);
         if (st == MENGINE_OK)

@@ -102,7 +102,8 @@ manta_status tflite_write_c_array(const uint8_t *data, size_t size, size_t arena
  * Check a written model against its graph: run the engine on @p data and
  * xgraph_reference() on @p g with the same input (uniform in [-1, 1) from
  * @p seed) and return the largest absolute difference of the logits and of
- * the probabilities.
+ * the probabilities (the model output against the softmax of the reference
+ * logits; -1 when the graph's output is not SOFTMAX of its logits).
  * @param data the model, 16-byte aligned (as tflite_write() returns it).
  * @return MANTA_OK, MANTA_ERR_FORMAT (the engine rejects the model or its
  *         shapes do not match the graph), MANTA_ERR_INVALID_ARG, MANTA_ERR_NO_MEMORY.

@@ -99,9 +99,9 @@ static bool same_shape(const xg_tensor *a, const xg_tensor *b)
 
 static manta_status need_rank(const vctx *c, const xg_tensor *t, int rank, const char *what)
 {
-    return t->rank == rank ? MANTA_OK
-                           : OPFAIL(c, "%s '%s' has rank %d, expected %d", what, t->name, t->rank,
-                                    rank);
+    return t->rank == rank
+               ? MANTA_OK
+               : OPFAIL(c, "%s '%s' has rank %d, expected %d", what, t->name, t->rank, rank);
 }
 
 static manta_status need_weights(const vctx *c, const xg_op *op, size_t n, const char *layout)

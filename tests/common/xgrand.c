@@ -13,7 +13,10 @@ typedef struct xb {
     manta_status st;
 } xb;
 
-static int rnd(xb *b, int lo, int hi) { return lo + (int)manta_rng_below(b->rng, (uint32_t)(hi - lo + 1)); }
+static int rnd(xb *b, int lo, int hi)
+{
+    return lo + (int)manta_rng_below(b->rng, (uint32_t)(hi - lo + 1));
+}
 
 static int tensor(xb *b, int rank, int n, int h, int w, int c, const char *name)
 {
@@ -58,7 +61,10 @@ static xg_act rand_act(xb *b)
     return acts[rnd(b, 0, 2)];
 }
 
-static int out_size(int in, int k, int s, bool same) { return same ? (in + s - 1) / s : (in - k + s) / s; }
+static int out_size(int in, int k, int s, bool same)
+{
+    return same ? (in + s - 1) / s : (in - k + s) / s;
+}
 
 /* Convolution (depthwise when dw) with random weights; bias when with_bias. */
 static int conv(xb *b, int in, const char *name, int cout, int k, int stride, bool same, xg_act act,
@@ -176,7 +182,8 @@ static manta_status build_random(xgraph *g, manta_rng *rng, const xgr_opts *o, m
     /* stem: stride 2, kernel 1/3/5, SAME or VALID */
     const int ks = 1 + 2 * rnd(&b, 0, 2);
     const bool stem_same = ks > R || rnd(&b, 0, 1);
-    int x = conv(&b, g->input, "stem", W, ks, 2, stem_same, rand_act(&b), rnd(&b, 0, 3) != 0, false);
+    int x =
+        conv(&b, g->input, "stem", W, ks, 2, stem_same, rand_act(&b), rnd(&b, 0, 3) != 0, false);
 
     /* block a: expand, explicit PAD + VALID depthwise stride 2, hswish, SE, project */
     const int E = W * rnd(&b, 2, 3), kd = 3 + 2 * rnd(&b, 0, 2);
@@ -192,23 +199,28 @@ static manta_status build_random(xgraph *g, manta_rng *rng, const xgr_opts *o, m
     }
     int p = pad(&b, e, "a.pad", pt, pb, pl, pr);
     int dwa = conv(&b, p, "a.dw", 0, kd, 2, false, rand_act(&b), rnd(&b, 0, 1), true);
-    int hs = b.st ? -1 : simple(&b, XG_HSWISH, dwa, -1, "a.hswish", 4, 1, T(&b, dwa)->shape[1],
-                                T(&b, dwa)->shape[2], E, XG_ACT_NONE);
+    int hs = b.st ? -1
+                  : simple(&b, XG_HSWISH, dwa, -1, "a.hswish", 4, 1, T(&b, dwa)->shape[1],
+                           T(&b, dwa)->shape[2], E, XG_ACT_NONE);
     int sp = b.st ? -1 : simple(&b, XG_MEAN, hs, -1, "a.se.pool", 4, 1, 1, 1, E, XG_ACT_NONE);
-    int sr = conv(&b, sp, "a.se.reduce", E / 4 > 0 ? E / 4 : 1, 1, 1, true, XG_ACT_RELU, true, false);
+    int sr =
+        conv(&b, sp, "a.se.reduce", E / 4 > 0 ? E / 4 : 1, 1, 1, true, XG_ACT_RELU, true, false);
     int se = conv(&b, sr, "a.se.expand", E, 1, 1, true, XG_ACT_RELU6, true, false);
-    int sm = b.st ? -1 : simple(&b, XG_MUL, hs, se, "a.se.mul", 4, 1, T(&b, hs)->shape[1],
-                                T(&b, hs)->shape[2], E, rnd(&b, 0, 3) ? XG_ACT_NONE : XG_ACT_RELU);
+    int sm = b.st ? -1
+                  : simple(&b, XG_MUL, hs, se, "a.se.mul", 4, 1, T(&b, hs)->shape[1],
+                           T(&b, hs)->shape[2], E, rnd(&b, 0, 3) ? XG_ACT_NONE : XG_ACT_RELU);
     x = conv(&b, sm, "a.project", W, 1, 1, rnd(&b, 0, 1), XG_ACT_NONE, true, false);
 
     /* block b: stride-1 residual */
     e = conv(&b, x, "b.expand", W * 2, 1, 1, true, XG_ACT_RELU, rnd(&b, 0, 1), false);
     int dwb = conv(&b, e, "b.dw", 0, 3 + 2 * rnd(&b, 0, 2), 1, true, rand_act(&b), false, true);
-    hs = b.st ? -1 : simple(&b, XG_HSWISH, dwb, -1, "b.hswish", 4, 1, T(&b, dwb)->shape[1],
-                            T(&b, dwb)->shape[2], W * 2, XG_ACT_NONE);
+    hs = b.st ? -1
+              : simple(&b, XG_HSWISH, dwb, -1, "b.hswish", 4, 1, T(&b, dwb)->shape[1],
+                       T(&b, dwb)->shape[2], W * 2, XG_ACT_NONE);
     int pj = conv(&b, hs, "b.project", W, 1, 1, true, XG_ACT_NONE, true, false);
-    x = b.st ? -1 : simple(&b, XG_ADD, x, pj, "b.add", 4, 1, T(&b, x)->shape[1], T(&b, x)->shape[2],
-                           W, rnd(&b, 0, 3) ? XG_ACT_NONE : XG_ACT_RELU6);
+    x = b.st ? -1
+             : simple(&b, XG_ADD, x, pj, "b.add", 4, 1, T(&b, x)->shape[1], T(&b, x)->shape[2], W,
+                      rnd(&b, 0, 3) ? XG_ACT_NONE : XG_ACT_RELU6);
 
     /* block c: stride-2 depthwise, SAME or VALID */
     if (b.st == MANTA_OK) {

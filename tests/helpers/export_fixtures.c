@@ -43,7 +43,9 @@ static int jpeg(const char *dir, const char *name, int w, int h, int pf, const u
         goto done;
     }
     /* cut > 0: keep that many bytes; cut < 0: drop -cut bytes from the end */
-    const unsigned long keep = cut > 0 ? (unsigned long)cut : cut < 0 ? size - (unsigned long)-cut : size;
+    const unsigned long keep = cut > 0   ? (unsigned long)cut
+                               : cut < 0 ? size - (unsigned long)-cut
+                                         : size;
     rc = write_bytes(dir, name, out, keep < size ? keep : size);
 done:
     tjFree(out);
@@ -65,6 +67,28 @@ static int model(const char *dir, const char *name, xgraph *g)
     return st != MANTA_OK;
 }
 
+/* A copy of model @p from whose first (1, 8, 8, 3) shape vector says (1, 7, 8, 3):
+ * structurally sound, but the convolution's output shape no longer follows. */
+static int bad_shape(const char *dir, const char *from, const char *to)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, from);
+    FILE *f = fopen(path, "rb");
+    unsigned char buf[1 << 16];
+    const size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    static const int32_t shape[5] = {4, 1, 8, 8, 3};
+    for (size_t i = 0; i + sizeof shape <= n; i += 4)
+        if (memcmp(buf + i, shape, sizeof shape) == 0) {
+            const int32_t seven = 7;
+            memcpy(buf + i + 8, &seven, 4);
+            return write_bytes(dir, to, buf, n);
+        }
+    fprintf(stderr, "export_fixtures: no (1, 8, 8, 3) shape in %s\n", path);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -80,6 +104,7 @@ int main(int argc, char **argv)
     if (xgr_color_classifier(&g, 8, &err) != MANTA_OK)
         return fprintf(stderr, "export_fixtures: %s\n", err.msg), 1;
     bad |= model(dir, "color.tflite", &g);
+    bad |= bad_shape(dir, "color.tflite", "badshape.tflite");
     const xgr_opts rgb = {12, 3, 5, 4}, gray = {9, 1, 4, 3};
     if (xgr_random(&g, &rng, &rgb, &err) != MANTA_OK)
         return fprintf(stderr, "export_fixtures: %s\n", err.msg), 1;
@@ -92,10 +117,10 @@ int main(int argc, char **argv)
                                blue[4] = {20, 20, 230, 0}, mid[4] = {128, 0, 0, 0},
                                cmyk[4] = {10, 200, 200, 10};
     bad |= jpeg(dir, "red.jpg", 40, 30, TJPF_RGB, red, 0);
-    bad |= jpeg(dir, "green.jpg", 17, 64, TJPF_RGB, green, 0);  /* tall */
-    bad |= jpeg(dir, "blue.jpg", 5, 5, TJPF_RGB, blue, 0);      /* enlarged */
-    bad |= jpeg(dir, "gray.jpg", 33, 21, TJPF_GRAY, mid, 0);    /* 1 channel */
-    bad |= jpeg(dir, "cmyk.jpg", 16, 16, TJPF_CMYK, cmyk, 0);   /* 4 channels */
+    bad |= jpeg(dir, "green.jpg", 17, 64, TJPF_RGB, green, 0);      /* tall */
+    bad |= jpeg(dir, "blue.jpg", 5, 5, TJPF_RGB, blue, 0);          /* enlarged */
+    bad |= jpeg(dir, "gray.jpg", 33, 21, TJPF_GRAY, mid, 0);        /* 1 channel */
+    bad |= jpeg(dir, "cmyk.jpg", 16, 16, TJPF_CMYK, cmyk, 0);       /* 4 channels */
     bad |= jpeg(dir, "truncated.jpg", 64, 64, TJPF_RGB, red, -200); /* inside the scan */
     bad |= jpeg(dir, "header_only.jpg", 64, 64, TJPF_RGB, red, 300);
     static const unsigned char png[16] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};

@@ -415,6 +415,87 @@ static void test_offline_plan_overlap_rejected(void **state)
     tb_release(&m);
 }
 
+/* in -> relu -> mid -> reshape -> flat -> relu6 -> out, with an offline plan. */
+static void offline_share_model(tb_model *m, const int32_t offsets[4])
+{
+    const int32_t d[4] = {1, 4, 4, 4}, d2[2] = {1, 64}, shape[2] = {1, 64};
+    tb_init(m);
+    int32_t a = tb_tensor_f32(m, "in", 4, d, NULL), b = tb_tensor_f32(m, "mid", 4, d, NULL);
+    int32_t c = tb_tensor_f32(m, "flat", 2, d2, NULL), o = tb_tensor_f32(m, "out", 2, d2, NULL);
+    int32_t sh = tb_tensor_i32(m, "shape", 2, shape);
+    const int32_t rin[2] = {b, sh};
+    tb_op_add(m, MENGINE_OP_RELU, 1, 1, &a, b, NULL);
+    tb_op_add(m, MENGINE_OP_RESHAPE, 1, 2, rin, c, NULL);
+    tb_op_add(m, MENGINE_OP_RELU6, 1, 1, &c, o, NULL);
+    tb_io(m, 1, &a, 1, &o);
+    const int32_t all[5] = {offsets[0], offsets[1], offsets[2], offsets[3], -1};
+    tb_offline(m, all);
+}
+
+/* A plan written from the planner's own result (tensors sharing a buffer at the same
+ * offset, as the exporter writes it) is accepted and reproduced exactly. */
+static void test_offline_plan_shared_buffers(void **state)
+{
+    (void)state;
+    tb_model m;
+    const int32_t none[4] = {-1, -1, -1, -1};
+    offline_share_model(&m, none);
+    tb_run r;
+    tb_run_open(&r, &m);
+    mengine_stats s;
+    mengine_get_stats(&r.e, &s);
+    const uint8_t *act = (const uint8_t *)r.arena + s.records_bytes;
+    int32_t planned[4];
+    for (int i = 0; i < 4; i++) {
+        mengine_view v;
+        assert_int_equal(mengine_tensor(&r.e, (size_t)i, &v), MENGINE_OK);
+        planned[i] = (int32_t)((const uint8_t *)v.data - act);
+    }
+    /* reshape shares; the in-place relu6 writes over 'flat' */
+    assert_int_equal(planned[1], planned[2]);
+    assert_int_equal(planned[2], planned[3]);
+    const size_t arena = r.arena_size;
+    tb_run_close(&r);
+    tb_release(&m);
+    offline_share_model(&m, planned);
+    tb_run_open(&r, &m);
+    mengine_get_stats(&r.e, &s);
+    act = (const uint8_t *)r.arena + s.records_bytes;
+    for (int i = 0; i < 4; i++) {
+        mengine_view v;
+        assert_int_equal(mengine_tensor(&r.e, (size_t)i, &v), MENGINE_OK);
+        assert_int_equal((int32_t)((const uint8_t *)v.data - act), planned[i]);
+    }
+    assert_int_equal(r.arena_size, arena);
+    float x[64];
+    double got[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = (float)(i - 30) * 0.25f;
+    tb_run_input(&r, 0, x, 64);
+    tb_run_invoke(&r);
+    tb_run_output(&r, 0, got, 64);
+    for (int i = 0; i < 64; i++)
+        assert_true(got[i] == (x[i] < 0 ? 0 : x[i] > 6 ? 6 : x[i]));
+    tb_run_close(&r);
+    tb_release(&m);
+    /* the input at the output's offset: both live at once, rejected */
+    const int32_t clash[4] = {planned[3], planned[1], planned[2], planned[3]};
+    offline_share_model(&m, clash);
+    size_t n, need;
+    uint8_t *f = tb_finish(&m, &n);
+    mengine_model mm;
+    char msg[256];
+    assert_int_equal(mengine_model_load(&mm, f, n, NULL, msg, sizeof msg), MENGINE_OK);
+    void *work = malloc(mengine_plan_work_size(&mm));
+    assert_non_null(work);
+    assert_int_equal(
+        mengine_arena_size(&mm, work, mengine_plan_work_size(&mm), &need, msg, sizeof msg),
+        MENGINE_ERR_PLAN);
+    free(work);
+    free(f);
+    tb_release(&m);
+}
+
 /* ---- arena size and call order ---- */
 
 static void test_arena_size_exact_and_call_order(void **state)
@@ -606,6 +687,7 @@ int main(void)
         cmocka_unit_test(test_planner_reuses_dead_buffers),
         cmocka_unit_test(test_offline_plan_honoured),
         cmocka_unit_test(test_offline_plan_overlap_rejected),
+        cmocka_unit_test(test_offline_plan_shared_buffers),
         cmocka_unit_test(test_arena_size_exact_and_call_order),
         cmocka_unit_test(test_flatbuf_builder),
         cmocka_unit_test(test_flatc_reads_model),

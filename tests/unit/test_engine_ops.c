@@ -581,8 +581,8 @@ static void test_pad(void **state)
     const int p_none[8] = {0};
     pad_case(&rng, 4, d4, p_none);
     for (int i = 0; i < 4; i++) {
-        const int d[4] = {tu_rand_int(&rng, 1, 3), tu_rand_int(&rng, 1, 9),
-                          tu_rand_int(&rng, 1, 9), tu_rand_int(&rng, 1, 17)};
+        const int d[4] = {tu_rand_int(&rng, 1, 3), tu_rand_int(&rng, 1, 9), tu_rand_int(&rng, 1, 9),
+                          tu_rand_int(&rng, 1, 17)};
         int p[8];
         for (int k = 0; k < 8; k++)
             p[k] = k < 2 ? 0 : tu_rand_int(&rng, 0, 3);

@@ -454,7 +454,8 @@ static void test_offline_plan_format(void **state)
 }
 
 /* in (1, 3, 3, 2) -> PAD (rank-4 paddings) -> out; @p pads as written. */
-static void pad_model(tb_model *m, const int32_t *pads, int pad_rows, int type, const int32_t *out_dims)
+static void pad_model(tb_model *m, const int32_t *pads, int pad_rows, int type,
+                      const int32_t *out_dims)
 {
     const int32_t din[4] = {1, 3, 3, 2}, dp[2] = {pad_rows, 2};
     tb_init(m);

@@ -84,8 +84,8 @@ static float *copy_weights(manta_rng *rng, size_t n, double **d)
     return f;
 }
 
-static void conv_case(manta_rng *rng, int h, int w, int ci, int co, int k, int s, int same,
-                      int act, int dw)
+static void conv_case(manta_rng *rng, int h, int w, int ci, int co, int k, int s, int same, int act,
+                      int dw)
 {
     one_op o;
     manta_err err;
@@ -97,8 +97,15 @@ static void conv_case(manta_rng *rng, int h, int w, int ci, int co, int k, int s
     const int so[4] = {1, oh, ow, co};
     const int out = xgraph_add_tensor(&o.g, 4, so, "out", &err);
     double *wd, *bd;
-    xg_op op = {.kind = dw ? XG_DWCONV : XG_CONV, .in0 = 0, .in1 = -1, .out = out, .kh = k,
-                .kw = k, .stride = s, .same = same, .act = (xg_act)act};
+    xg_op op = {.kind = dw ? XG_DWCONV : XG_CONV,
+                .in0 = 0,
+                .in1 = -1,
+                .out = out,
+                .kh = k,
+                .kw = k,
+                .stride = s,
+                .same = same,
+                .act = (xg_act)act};
     op.n_weights = (size_t)k * k * co * (dw ? 1 : ci);
     op.weights = copy_weights(rng, op.n_weights, &wd);
     op.n_bias = (size_t)co;
@@ -268,7 +275,8 @@ static void test_engine_matches_reference_sizes(void **state)
     (void)state;
     manta_rng rng;
     manta_rng_seed(&rng, 104, 1);
-    const xgr_opts cases[] = {{5, 1, 2, 3}, {6, 3, 10, 4}, {17, 3, 7, 8}, {32, 3, 12, 16}, {9, 1, 3, 5}};
+    const xgr_opts cases[] = {
+        {5, 1, 2, 3}, {6, 3, 10, 4}, {17, 3, 7, 8}, {32, 3, 12, 16}, {9, 1, 3, 5}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         xgraph g;
         manta_err err;

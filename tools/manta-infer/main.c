@@ -37,18 +37,20 @@ typedef struct opts {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: manta-infer MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]\n"
-            "  MODEL         .tflite file (float32, verified before use)\n"
-            "  IMAGE         JPEG files, decoded gray or RGB as the model's metadata says\n"
-            "  --top K       classes to print per image (default 5)\n"
-            "  --json        one JSON document on stdout instead of text\n"
-            "  --bench N     after a warm-up, time N runs: latency min / median / p90\n"
-            "  --stats       arena, weight, model and engine code bytes\n"
-            "  --check       only verify the model (and size its arena)\n"
-            "  --raw         IMAGE files are raw float32 input tensors (NHWC), not JPEGs\n"
-            "  --dump-input F  write the first image's input tensor (float32 NHWC) to F\n"
-            "  --all         with --json, also print every logit and probability\n");
+    fprintf(
+        f,
+        "usage: manta-infer MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]\n"
+        "  MODEL         .tflite file (float32, verified before use)\n"
+        "  IMAGE         JPEG files, decoded gray or RGB as the model's metadata says\n"
+        "  --top K       classes to print per image (default 5)\n"
+        "  --json        one JSON document on stdout instead of text\n"
+        "  --bench N     after a warm-up, time N runs: latency min / median / p90\n"
+        "  --stats       model, arena and weight bytes; engine code (text + data of the\n"
+        "                engine library's objects, measured at build time)\n"
+        "  --check       only verify the model (and size its arena)\n"
+        "  --raw         IMAGE files are raw float32 input tensors (NHWC), not JPEGs\n"
+        "  --dump-input F  write the first image's input tensor (float32 NHWC) to F\n"
+        "  --all         with --json, also print every logit and probability\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
@@ -233,10 +235,10 @@ static int open_session(session *s, const opts *o)
                -1;
     mengine_input(&s->e, 0, &s->in);
     mengine_output(&s->e, 0, &s->out);
+    memset(s->in.data, 0, s->in.count * sizeof *s->in.data); /* --bench without an image */
     const int32_t *d = s->in.dims;
     if (s->in.rank != 4 || d[0] != 1 || d[1] != d[2])
-        return fprintf(stderr,
-                       "manta-infer: %s: the input is not one square image (1, R, R, C)\n",
+        return fprintf(stderr, "manta-infer: %s: the input is not one square image (1, R, R, C)\n",
                        o->model),
                -1;
     s->res = d[1];
@@ -245,12 +247,11 @@ static int open_session(session *s, const opts *o)
         s->norm.mean[c] = 0.0f, s->norm.std[c] = 1.0f;
     if (s->has_meta) {
         const infer_meta *mt = &s->meta;
-        if ((mt->resolution && mt->resolution != s->res) ||
-            (mt->channels && mt->channels != d[3]))
-            return fprintf(stderr,
-                           "manta-infer: %s: metadata says %dx%dx%d, the input tensor is %dx%dx%d\n",
-                           o->model, mt->resolution, mt->resolution, mt->channels, d[1], d[2],
-                           d[3]),
+        if ((mt->resolution && mt->resolution != s->res) || (mt->channels && mt->channels != d[3]))
+            return fprintf(
+                       stderr,
+                       "manta-infer: %s: metadata says %dx%dx%d, the input tensor is %dx%dx%d\n",
+                       o->model, mt->resolution, mt->resolution, mt->channels, d[1], d[2], d[3]),
                    -1;
         for (int c = 0; c < d[3] && c < 3; c++) {
             if (c < mt->n_mean)
@@ -285,13 +286,14 @@ static void close_session(session *s)
 static int load_input(const session *s, const opts *o, const char *path, char *why, size_t cap)
 {
     size_t n;
-    uint8_t *data = read_file(path, &n, o->raw ? s->in.count * 4 : 0x7fffffffu, why, cap);
+    uint8_t *data = read_file(path, &n, 0x7fffffffu, why, cap);
     if (!data)
         return -1;
     int rc = 0;
     if (o->raw) {
         if (n != s->in.count * sizeof(float)) {
-            snprintf(why, cap, "%zu bytes, the input tensor takes %zu floats", n, s->in.count);
+            snprintf(why, cap, "%zu bytes, the input tensor takes %zu floats (%zu bytes)", n,
+                     s->in.count, s->in.count * sizeof(float));
             rc = -1;
         } else {
             memcpy(s->in.data, data, n);
@@ -401,8 +403,8 @@ int main(int argc, char **argv)
         printf("{\"model\": "), json_str(o.model);
     if (o.check) {
         if (o.json)
-            printf(", \"ok\": true, \"operators\": %u, \"tensors\": %u, \"arena_bytes\": %zu}\n", s.m.n_ops,
-                   s.m.n_tensors, s.arena_size);
+            printf(", \"ok\": true, \"operators\": %u, \"tensors\": %u, \"arena_bytes\": %zu}\n",
+                   s.m.n_ops, s.m.n_tensors, s.arena_size);
         else
             printf("%s: ok: %u operators, %u tensors, arena %zu bytes\n", o.model, s.m.n_ops,
                    s.m.n_tensors, s.arena_size);

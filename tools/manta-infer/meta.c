@@ -86,7 +86,9 @@ static int string(jp *j, char *out, size_t cap)
             break;
         c = *j->p++;
         switch (c) {
-        case '"': case '\\': case '/': put(out, cap, &n, c); break;
+        case '"':
+        case '\\':
+        case '/': put(out, cap, &n, c); break;
         case 'b': put(out, cap, &n, '\b'); break;
         case 'f': put(out, cap, &n, '\f'); break;
         case 'n': put(out, cap, &n, '\n'); break;
@@ -138,8 +140,7 @@ static int number(jp *j, double *v)
 {
     char buf[64];
     size_t n = 0;
-    while (j->p + n < j->end && n < sizeof buf - 1 &&
-           strchr("+-0123456789.eE", j->p[n]) != NULL)
+    while (j->p + n < j->end && n < sizeof buf - 1 && strchr("+-0123456789.eE", j->p[n]) != NULL)
         n++;
     if (n == 0)
         return fail(j, "expected a number");

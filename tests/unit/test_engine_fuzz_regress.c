@@ -1,0 +1,94 @@
+/* Fuzz regressions: every file under tests/data/fuzz/ (inputs the engine
+ * fuzzer found crashing or slow, kept after the fix) goes through the fuzz
+ * body (tests/common/fuzz_body.c) and must end in a clean rejection with a
+ * message or a clean run. Also: exported models run, and every prefix of one
+ * is rejected cleanly. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/fuzz_body.h"
+#include "common/testutil.h"
+#include "common/xgrand.h"
+#include "export/tflite.h"
+
+#define FUZZ_DIR "tests/data/fuzz"
+
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    rewind(f);
+    uint8_t *d = malloc(size > 0 ? (size_t)size : 1);
+    assert_non_null(d);
+    assert_int_equal(fread(d, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    *n = (size_t)size;
+    return d;
+}
+
+static void test_regression_files(void **state)
+{
+    (void)state;
+    DIR *d = opendir(FUZZ_DIR);
+    assert_non_null(d);
+    struct dirent *e;
+    int files = 0;
+    while ((e = readdir(d)) != NULL) {
+        char path[512], msg[256];
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", FUZZ_DIR, e->d_name);
+        size_t n;
+        uint8_t *data = slurp(path, &n);
+        const fuzz_outcome out = fuzz_engine_one(data, n, msg, sizeof msg);
+        print_message("# %s: %s%s%s\n", e->d_name,
+                      out == FUZZ_REJECTED ? "rejected"
+                      : out == FUZZ_RAN    ? "ran"
+                                           : "prepared",
+                      out == FUZZ_REJECTED ? ": " : "", out == FUZZ_REJECTED ? msg : "");
+        if (out == FUZZ_REJECTED)
+            assert_true(msg[0] != '\0');
+        free(data);
+        files++;
+    }
+    closedir(d);
+    print_message("# %d regression files\n", files);
+}
+
+static void test_exported_models_and_prefixes(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 301, 1);
+    for (int i = 0; i < 3; i++) {
+        xgraph g;
+        manta_err err;
+        uint8_t *model;
+        size_t size;
+        char msg[256];
+        const xgr_opts o = {5 + i, 0, 3, 3};
+        assert_int_equal(xgr_random(&g, &rng, &o, &err), MANTA_OK);
+        assert_int_equal(tflite_write(&g, &model, &size, NULL, &err), MANTA_OK);
+        assert_int_equal(fuzz_engine_one(model, size, msg, sizeof msg), FUZZ_RAN);
+        for (size_t n = 0; n < size; n += 1 + n / 16) {
+            const fuzz_outcome out = fuzz_engine_one(model, n, msg, sizeof msg);
+            assert_int_equal(out, FUZZ_REJECTED);
+            assert_true(msg[0] != '\0');
+        }
+        free(model);
+        xgraph_free(&g);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_regression_files),
+        cmocka_unit_test(test_exported_models_and_prefixes),
+    };
+    return cmocka_run_group_tests_name("engine fuzz regressions", tests, NULL, NULL);
+}
