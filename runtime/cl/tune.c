@@ -295,12 +295,26 @@ static size_t get_size_str(const cJSON *o, const char *key)
     return end != s && *end == '\0' ? (size_t)v : 0;
 }
 
-manta_status mcl_tune_parse_tuner(const char *path, mcl_tune_kernel *out, char *device,
-                                  size_t device_cap, manta_err *err)
+typedef struct ranked {
+    const cJSON *r;
+    double t;
+} ranked;
+
+static int cmp_ranked(const void *a, const void *b)
 {
-    memset(out, 0, sizeof *out);
+    double x = ((const ranked *)a)->t, y = ((const ranked *)b)->t;
+    return (x > y) - (x < y);
+}
+
+manta_status mcl_tune_parse_tuner_ranked(const char *path, mcl_tune_kernel *out, size_t max,
+                                         size_t *count, char *device, size_t device_cap,
+                                         manta_err *err)
+{
+    *count = 0;
     if (device && device_cap)
         device[0] = '\0';
+    if (max == 0)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "no room for results of '%s'", path);
     cJSON *root;
     manta_status st = read_json(path, &root, err);
     if (st != MANTA_OK)
@@ -309,6 +323,7 @@ manta_status mcl_tune_parse_tuner(const char *path, mcl_tune_kernel *out, char *
     const char *precision = get_str(root, "precision");
     const char *kernel = mcl_tune_kernel_of_family(family);
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results");
+    int n = cJSON_IsArray(results) ? cJSON_GetArraySize(results) : 0;
     if (!family || !kernel) {
         st = manta_err_set(err, MANTA_ERR_FORMAT,
                            "'%s': no CLBlast tuner result manta uses (kernel_family '%.40s')", path,
@@ -316,43 +331,64 @@ manta_status mcl_tune_parse_tuner(const char *path, mcl_tune_kernel *out, char *
     } else if (!precision || strcmp(precision, "32") != 0) {
         st = manta_err_set(err, MANTA_ERR_FORMAT, "'%s': precision '%.20s', manta tunes 32 only",
                            path, precision ? precision : "missing");
-    } else if (!cJSON_IsArray(results) || cJSON_GetArraySize(results) == 0) {
+    } else if (n <= 0) {
         st = manta_err_set(err, MANTA_ERR_FORMAT, "'%s': no results", path);
     }
-    if (st != MANTA_OK) {
-        cJSON_Delete(root);
-        return st;
-    }
-    snprintf(out->kernel, sizeof out->kernel, "%s", kernel);
-    snprintf(out->family, sizeof out->family, "%.*s", MCL_TUNE_NAME - 1, family);
-    const cJSON *best = NULL, *r;
-    double best_t = 0;
-    cJSON_ArrayForEach(r, results)
-    {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "time");
-        if (!cJSON_IsNumber(t) || !(t->valuedouble >= 0) || !isfinite(t->valuedouble)) {
-            st = manta_err_set(err, MANTA_ERR_FORMAT, "'%s': a result without a valid time", path);
-            break;
+    ranked *order = st == MANTA_OK ? malloc((size_t)n * sizeof *order) : NULL;
+    if (st == MANTA_OK && !order)
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory reading '%s'", path);
+    int m = 0;
+    const cJSON *r;
+    if (st == MANTA_OK) {
+        cJSON_ArrayForEach(r, results)
+        {
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "time");
+            if (!cJSON_IsNumber(t) || !(t->valuedouble >= 0) || !isfinite(t->valuedouble)) {
+                st = manta_err_set(err, MANTA_ERR_FORMAT, "'%s': a result without a valid time",
+                                   path);
+                break;
+            }
+            order[m].r = r;
+            order[m++].t = t->valuedouble;
         }
-        if (!best || t->valuedouble < best_t)
-            best = r, best_t = t->valuedouble;
     }
     if (st == MANTA_OK)
-        st = get_params(cJSON_GetObjectItemCaseSensitive(best, "parameters"), out, path, err);
+        qsort(order, (size_t)m, sizeof *order, cmp_ranked); /* ties: any order */
+    size_t got = 0;
+    for (int i = 0; st == MANTA_OK && i < m && got < max; i++) {
+        mcl_tune_kernel *k = &out[got];
+        memset(k, 0, sizeof *k);
+        snprintf(k->kernel, sizeof k->kernel, "%s", kernel);
+        snprintf(k->family, sizeof k->family, "%.*s", MCL_TUNE_NAME - 1, family);
+        st = get_params(cJSON_GetObjectItemCaseSensitive(order[i].r, "parameters"), k, path, err);
+        if (st != MANTA_OK)
+            break;
+        k->time_ms = order[i].t;
+        k->m = get_size_str(root, "arg_m");
+        k->n = get_size_str(root, "arg_n");
+        k->k = get_size_str(root, "arg_k");
+        manta_err why;
+        if (mcl_tune_kernel_check(k, &why) != MANTA_OK)
+            st = manta_err_set(err, MANTA_ERR_FORMAT, "'%s': %s", path, why.msg);
+        got++;
+    }
     if (st == MANTA_OK) {
-        out->time_ms = best_t;
-        out->m = get_size_str(root, "arg_m");
-        out->n = get_size_str(root, "arg_n");
-        out->k = get_size_str(root, "arg_k");
         const char *dev = get_str(root, "device");
         if (device && device_cap)
             snprintf(device, device_cap, "%s", dev ? dev : "");
-        manta_err why;
-        if (mcl_tune_kernel_check(out, &why) != MANTA_OK)
-            st = manta_err_set(err, MANTA_ERR_FORMAT, "'%s': %s", path, why.msg);
+        *count = got;
     }
+    free(order);
     cJSON_Delete(root);
     return st;
+}
+
+manta_status mcl_tune_parse_tuner(const char *path, mcl_tune_kernel *out, char *device,
+                                  size_t device_cap, manta_err *err)
+{
+    size_t n = 0;
+    memset(out, 0, sizeof *out);
+    return mcl_tune_parse_tuner_ranked(path, out, 1, &n, device, device_cap, err);
 }
 
 /* ---- sets ---------------------------------------------------------------------- */

@@ -96,6 +96,15 @@ manta_status mcl_tune_kernel_check(const mcl_tune_kernel *k, manta_err *err);
 manta_status mcl_tune_parse_tuner(const char *path, mcl_tune_kernel *out, char *device,
                                   size_t device_cap, manta_err *err);
 
+/**
+ * Like mcl_tune_parse_tuner(), for the @p max results with the lowest times,
+ * fastest first, in out[0 .. *count-1]. Each returned result is checked
+ * (mcl_tune_kernel_check()); a bad one makes the file malformed.
+ */
+manta_status mcl_tune_parse_tuner_ranked(const char *path, mcl_tune_kernel *out, size_t max,
+                                         size_t *count, char *device, size_t device_cap,
+                                         manta_err *err);
+
 /** Add @p k to @p set, replacing an entry of the same kernel. */
 manta_status mcl_tune_set_put(mcl_tune_set *set, const mcl_tune_kernel *k, manta_err *err);
 

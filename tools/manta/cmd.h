@@ -9,6 +9,7 @@ int cmd_devices(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_arch(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /** Enumerate and open the device chosen by @p spec (NULL: MANTA_DEVICE, then 0).
  *  Prints a one-line error naming the cause and returns NULL on failure. */

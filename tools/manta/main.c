@@ -14,6 +14,7 @@ static const struct {
     {"train", cmd_train, "train the small fixed CNN on Fashion-MNIST"},
     {"arch", cmd_arch, "sub-networks of a search space: sample, max, min, describe"},
     {"bench", cmd_bench, "benchmarks: 'manta bench ops'"},
+    {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
 };
 
 static void usage(FILE *f)
@@ -23,7 +24,7 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
     fprintf(f, "\n'manta COMMAND --help' describes a command's options.\n"
                "Environment: MANTA_DEVICE (device index, type or name), MANTA_CACHE_DIR "
-               "(program-binary cache).\n");
+               "(program-binary and tuning cache), MANTA_NO_TUNING=1 (ignore the tuning file).\n");
 }
 
 void cmd_error(const char *what, manta_status st, const manta_err *err)
