@@ -4,6 +4,7 @@
 #   make demo       the main job on the built-in default
 #   make deps       install missing Debian packages (as root) or print the command
 #   make bench-ops  op throughput table (not a test)
+#   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
 #   make SANITIZE=1 ...   the same under ASan + UBSan, in build/san/
 # CI (CI=true) adds -Werror.
 
@@ -29,7 +30,7 @@ LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lz -lpthread -lm
 # Debian packages the build, the tests and the demo need.
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
             libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
-            dataset-fashion-mnist
+            dataset-fashion-mnist clblast-utils
 
 LIB_DIRS := core cl nn train data ofa
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
@@ -49,7 +50,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops clean help
+.PHONY: all lib test test-run demo deps bench-ops tune clean help
 all: $(LIB) $(MANTA)
 lib: $(LIB)
 
@@ -103,6 +104,11 @@ demo: deps
 bench-ops: deps
 	@$(MAKE) --no-print-directory all
 	$(MANTA) bench ops
+
+# CLBlast's tuners (clblast-utils) for the device; see docs/tuning.md
+tune: deps
+	@$(MAKE) --no-print-directory all
+	$(MANTA) tune
 
 clean:
 	rm -rf build

@@ -269,6 +269,24 @@ static void test_parse_real_tuner_samples(void **state)
     assert_int_equal(k.k, 128);
     assert_string_equal(device, "pthread-skylake-avx512-AMD EPYC");
 
+    /* the fastest results in order; the first is the best one */
+    mcl_tune_kernel top[8];
+    size_t n = 0;
+    manta_err err;
+    assert_int_equal(mcl_tune_parse_tuner_ranked(DATA "clblast_xgemm_direct_2_32.json", top, 8, &n,
+                                                 NULL, 0, &err),
+                     MANTA_OK);
+    assert_int_equal(n, 6); /* the file holds 6 results */
+    for (size_t i = 1; i < n; i++)
+        assert_true(top[i - 1].time_ms <= top[i].time_ms);
+    assert_true(top[0].time_ms == k.time_ms);
+    for (size_t i = 0; i < k.count; i++)
+        assert_int_equal(param(&top[0], k.names[i]), k.values[i]);
+    assert_int_equal(mcl_tune_parse_tuner_ranked(DATA "clblast_xgemm_direct_2_32.json", top, 2, &n,
+                                                 NULL, 0, &err),
+                     MANTA_OK);
+    assert_int_equal(n, 2);
+
     parse_ok(DATA "clblast_xgemm_2_32.json", &k, NULL, 0);
     assert_string_equal(k.kernel, "Xgemm");
     assert_int_equal(k.count, 16);
