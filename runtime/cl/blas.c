@@ -13,8 +13,12 @@ static manta_status blas_fail(mcl_dev *d, CLBlastStatusCode s, const char *what,
     if (s == CLBlastInsufficientMemoryTemp || s == CLBlastInsufficientMemoryA ||
         s == CLBlastInsufficientMemoryB || s == CLBlastInsufficientMemoryC)
         code = MANTA_ERR_INVALID_ARG; /* operand smaller than its shape: a caller bug */
-    return manta_err_set(mcl_err(d), code, "%s (m=%zu n=%zu k=%zu) on '%s': CLBlast status %d",
-                         what, m, n, k, mcl_info(d)->name, (int)s);
+    const mcl_tuning *t = mcl_get_tuning(d);
+    return manta_err_set(mcl_err(d), code, "%s (m=%zu n=%zu k=%zu) on '%s': CLBlast status %d%s%s%s",
+                         what, m, n, k, mcl_info(d)->name, (int)s,
+                         t->active ? " (with the tuned parameters of " : "",
+                         t->active ? t->path : "",
+                         t->active ? "; MANTA_NO_TUNING=1 runs without them)" : "");
 }
 
 manta_status mcl_sgemm(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
