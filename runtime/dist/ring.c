@@ -911,7 +911,7 @@ static manta_status connect_next(ring_comm *c, double deadline, manta_err *err)
 {
     char what[96];
     peer_name(c, c->next, what, sizeof what);
-    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, deadline, what, &c->send_fd, err);
+    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, c->cfg.sock_buf, deadline, what, &c->send_fd, err);
     if (st != MANTA_OK)
         return st;
     dist_hello me = {.rank = c->rank};
