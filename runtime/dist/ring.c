@@ -138,7 +138,6 @@ typedef struct xfer {
     size_t r_plen, r_done;
     size_t r_reduced;  /* payload bytes of a reduce-scatter frame already added into the buffer */
     int r_rs;          /* the frame being received belongs to the reduce-scatter */
-    crypto_onetimeauth_state r_auth;
     char abort_msg[RING_ABORT_MAX + 1]; /* ABORT payload being received */
     ring_stats st;     /* counters of this call (each half writes its own fields) */
     /* between the halves */
