@@ -141,7 +141,10 @@ manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, ui
         int e = errno;
         close(s);
         return manta_err_set(err, MANTA_ERR_IO, "cannot listen on %s:%u: %s%s", a, (unsigned)port, strerror(e),
-                             e == EADDRINUSE ? " (another job on this port? choose another MASTER_PORT)" : "");
+                             e == EADDRINUSE      ? " (another job on this port? choose another MASTER_PORT)"
+                             : e == EADDRNOTAVAIL ? " (not an address of this host: rank 0 must run where "
+                                                    "MASTER_ADDR points)"
+                                                  : "");
     }
     socklen_t len = sizeof sa;
     if (getsockname(s, (struct sockaddr *)&sa, &len) != 0) {

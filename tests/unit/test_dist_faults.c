@@ -197,11 +197,11 @@ static void expect_failure(fake *f, const char *want)
         fail_msg("expected '%s' in: %s", want, v->err.msg);
     assert_non_null(strstr(v->err.msg, "rank 0 (127.0.0.1:"));
     assert_non_null(strstr(v->err.msg, "allreduce op 0"));
-    assert_true(v->seconds < DEADLINE + 0.5);
+    assert_true(v->seconds < DEADLINE + 1.0);
     /* Unusable afterwards: the same error at once. */
     assert_int_equal(v->again_st, v->st);
     assert_string_equal(v->again_err.msg, v->err.msg);
-    assert_true(v->again_seconds < 0.1);
+    assert_true(v->again_seconds < 0.5);
 }
 
 static void test_garbage_bytes(void **s)

@@ -312,7 +312,7 @@ static void test_wrong_secret_rejected(void **s)
     assert_int_not_equal(r[1].st, MANTA_OK);
     assert_non_null(strstr(r[1].err.msg, "secret"));
     assert_non_null(strstr(r[1].err.msg, "master"));
-    assert_true(r[1].seconds < 1.0); /* a wrong secret is known at once */
+    assert_true(r[1].seconds < 1.5); /* a wrong secret is known at once, not at the deadline */
     assert_int_not_equal(r[0].st, MANTA_OK);
     assert_non_null(strstr(r[0].err.msg, "missing rank 1"));
     assert_true(r[0].seconds < 3.5);
