@@ -138,7 +138,6 @@ typedef struct xfer {
     size_t r_plen, r_done;
     size_t r_reduced;  /* payload bytes of a reduce-scatter frame already added into the buffer */
     int r_rs;          /* the frame being received belongs to the reduce-scatter */
-    crypto_onetimeauth_state r_auth;
     char abort_msg[RING_ABORT_MAX + 1]; /* ABORT payload being received */
     ring_stats st;     /* counters of this call (each half writes its own fields) */
     /* between the halves */
@@ -911,7 +910,7 @@ static manta_status connect_next(ring_comm *c, double deadline, manta_err *err)
 {
     char what[96];
     peer_name(c, c->next, what, sizeof what);
-    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, deadline, what, &c->send_fd, err);
+    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, c->cfg.sock_buf, deadline, what, &c->send_fd, err);
     if (st != MANTA_OK)
         return st;
     dist_hello me = {.rank = c->rank};
