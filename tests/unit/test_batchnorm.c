@@ -77,7 +77,7 @@ static void rand_shape(manta_rng *rng, int max_c, int hw, int *n, int *c)
         *n = 2;
 }
 
-static const int HWS[] = {1, 7, 49, 121};
+static const int HWS[] = {1, 7, 16, 49, 121};
 
 static void test_bn_stats_match_reference(void **state)
 {
