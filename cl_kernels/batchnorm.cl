@@ -5,8 +5,10 @@
  * second pass, so values far from zero (1000 +- 1) keep their precision.
  * A channel is read as chunks of 8 values: chunk (b, k) holds values
  * k*8 ... k*8 + 7 of image b (fewer in the last chunk of a row when HW is not
- * a multiple of 8); work-item l takes chunks l, l + L, ... in (b, k) order,
- * with float8 arithmetic and the lanes past the row masked out. */
+ * a multiple of 8), with float8 arithmetic and the lanes past the row masked
+ * out. When the group has no more work-items than images (the host's choice
+ * for batches of 16 or more), work-item l takes the whole rows of images
+ * l, l + L, ...; else it takes chunks l, l + L, ... in (b, k) order. */
 
 /* Position of a work-item in the chunks of one channel: image b, chunk k of
  * cps per row, and the step L = dq rows + dr chunks to its next chunk. */
@@ -35,6 +37,25 @@ inline void bn_next(bn_iter *it)
         it->b++;
     }
 }
+
+/* Run the statements (...) for every chunk of channel ch this work-item takes, with j the
+ * index of its first value in the tensor and left the values from there to
+ * the end of its row. */
+#define BN_FOR_CHUNKS(n, c, hw, ch, ...)                                                     \
+    if ((int)get_local_size(0) <= (n)) {                                                     \
+        for (int b_ = (int)get_local_id(0); b_ < (n); b_ += (int)get_local_size(0)) {        \
+            int row_ = (b_ * (c) + (ch)) * (hw);                                             \
+            for (int k_ = 0; k_ < (hw); k_ += 8) {                                           \
+                int j = row_ + k_, left = (hw) - k_;                                         \
+                __VA_ARGS__                                                                  \
+            }                                                                                \
+        }                                                                                    \
+    } else {                                                                                 \
+        for (bn_iter it_ = bn_begin(hw); it_.b < (n); bn_next(&it_)) {                       \
+            int j = (it_.b * (c) + (ch)) * (hw) + it_.k * 8, left = (hw) - it_.k * 8;        \
+            __VA_ARGS__                                                                      \
+        }                                                                                    \
+    }
 
 /* Lanes of a chunk that lie inside its row. */
 inline int8 bn_lanes(int left) { return (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(left); }
@@ -77,19 +98,17 @@ inline void bn_channel_stats(__global const float *x, int n, int c, int hw, int 
     int m = n * hw;
     float sh = x[ch * hw];
     float8 s = (float8)(0.0f);
-    for (bn_iter it = bn_begin(hw); it.b < n; bn_next(&it)) {
-        int left = hw - it.k * 8;
-        float8 v = bn_load(x + (it.b * c + ch) * hw + it.k * 8, left);
+    BN_FOR_CHUNKS(n, c, hw, ch, {
+        float8 v = bn_load(x + j, left);
         s += select((float8)(0.0f), v - sh, bn_lanes(left));
-    }
+    })
     float dm = wg_sum(bn_hsum(s), scratch) / (float)m;
     float8 q = (float8)(0.0f);
-    for (bn_iter it = bn_begin(hw); it.b < n; bn_next(&it)) {
-        int left = hw - it.k * 8;
-        float8 v = bn_load(x + (it.b * c + ch) * hw + it.k * 8, left);
+    BN_FOR_CHUNKS(n, c, hw, ch, {
+        float8 v = bn_load(x + j, left);
         float8 t = select((float8)(0.0f), (v - sh) - dm, bn_lanes(left));
         q = fma(t, t, q);
-    }
+    })
     *var = wg_sum(bn_hsum(q), scratch) / (float)m;
     *shift = sh;
     *dmean = dm;
@@ -123,11 +142,10 @@ __kernel void bn_forward_train(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(rmean), VI
     float invstd = 1.0f / sqrt(v + eps);
     float g = gamma[ch] * invstd, b = beta[ch];
     /* every read of x by other work-items finished inside bn_channel_stats */
-    for (bn_iter it = bn_begin(hw); it.b < n; bn_next(&it)) {
-        int left = hw - it.k * 8, j = (it.b * c + ch) * hw + it.k * 8;
+    BN_FOR_CHUNKS(n, c, hw, ch, {
         float8 xv = bn_load(x + j, left);
         bn_store(y + j, ((xv - sh) - dm) * g + b, left);
-    }
+    })
     if (l == 0) {
         float mean = sh + dm;
         float unbiased = v * ((float)m / (float)(m - 1));
@@ -165,21 +183,19 @@ __kernel void bn_backward(VIEW(x), VIEW(gamma), VIEW(smean), VIEW(sinvstd), VIEW
     int m = n * hw;
     float mu = smean[ch], is = sinvstd[ch];
     float8 s_dy8 = (float8)(0.0f), s_dyxh8 = (float8)(0.0f);
-    for (bn_iter it = bn_begin(hw); it.b < n; bn_next(&it)) {
-        int left = hw - it.k * 8, j = (it.b * c + ch) * hw + it.k * 8;
+    BN_FOR_CHUNKS(n, c, hw, ch, {
         float8 g = bn_load(dy + j, left); /* 0 past the row */
         s_dy8 += g;
         s_dyxh8 = fma(g, (bn_load(x + j, left) - mu) * is, s_dyxh8);
-    }
+    })
     float s_dy = wg_sum(bn_hsum(s_dy8), scratch);
     float s_dyxh = wg_sum(bn_hsum(s_dyxh8), scratch);
     float k = gamma[ch] * is, a = s_dy / (float)m, b = s_dyxh / (float)m;
     /* every read of dy by other work-items finished before the reductions */
-    for (bn_iter it = bn_begin(hw); it.b < n; bn_next(&it)) {
-        int left = hw - it.k * 8, j = (it.b * c + ch) * hw + it.k * 8;
+    BN_FOR_CHUNKS(n, c, hw, ch, {
         float8 g = bn_load(dy + j, left), xv = bn_load(x + j, left);
         bn_store(dx + j, k * (g - a - (xv - mu) * is * b), left);
-    }
+    })
     if (l == 0) {
         dgamma[ch] += s_dyxh;
         dbeta[ch] += s_dy;

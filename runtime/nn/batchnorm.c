@@ -23,12 +23,18 @@ static manta_status check_eps(mcl_dev *d, float eps, const char *op)
 }
 
 /* Work-group size of the per-channel kernels, which take chunks of 8 values:
- * about CHUNKS_PER_ITEM chunks per work-item (a small group reduces faster). */
-#define CHUNKS_PER_ITEM 4
+ * about CHUNKS_PER_ITEM chunks per work-item (a small group reduces faster).
+ * From ROWS_MIN images on, no more work-items than images, which then take
+ * whole rows (see cl_kernels/batchnorm.cl). */
+#define CHUNKS_PER_ITEM 16
+#define ROWS_MIN 16
 static size_t channel_wg(const mcl_dev *d, const nn_bn_shape *s)
 {
     size_t chunks = (size_t)s->n * (((size_t)s->hw + 7) / 8);
-    return nn_reduce_wg(d, (chunks + CHUNKS_PER_ITEM - 1) / CHUNKS_PER_ITEM);
+    size_t wg = nn_reduce_wg(d, (chunks + CHUNKS_PER_ITEM - 1) / CHUNKS_PER_ITEM);
+    while (s->n >= ROWS_MIN && wg > (size_t)s->n)
+        wg /= 2;
+    return wg;
 }
 
 /* Launch one work-group of a reduction size per channel, with its scratch. */
