@@ -85,6 +85,7 @@ typedef struct tune_ctx {
     mview a, b, c;
     char tuner_dir[1024];
     char work[1200];
+    size_t t_def;     /* CLBlast's own kernel-selection threshold (0: unknown) */
     double t0;
 } tune_ctx;
 
@@ -634,6 +635,13 @@ typedef struct choice {
     double after[N_SHAPES];
 } choice;
 
+/* CLBlast's rule: the direct kernel when m*n*k < t^3. */
+static bool runs_direct(const gemm_shape *s, size_t t)
+{
+    double mnk = (double)s->m * (double)s->n * (double)s->k;
+    return mnk < (double)t * (double)t * (double)t;
+}
+
 static double shape_size(const gemm_shape *s)
 {
     return cbrt((double)s->m * (double)s->n * (double)s->k);
@@ -707,8 +715,7 @@ static void choose(const double *before, const option *dopt, size_t nd, const op
     out->i = i_best;
     out->threshold = (size_t)t;
     for (size_t s = 0; s < N_SHAPES; s++) {
-        double mnk = (double)shapes[s].m * (double)shapes[s].n * (double)shapes[s].k;
-        out->direct[s] = mnk < t * t * t; /* what CLBlast will do */
+        out->direct[s] = runs_direct(&shapes[s], out->threshold);
         out->after[s] = out->direct[s] ? dopt[d_best].g[s] : iopt[i_best].g[s];
     }
 }
@@ -784,6 +791,8 @@ static void print_result(tune_ctx *c, const char *path, const mcl_tune_set *set,
                c->o.compare ? "compare" : c->o.quick ? "quick" : "full", now_s() - c->t0);
         if (gr)
             printf(",\"min_indirect_size\":%zu", gr->values[0]);
+        if (c->t_def)
+            printf(",\"default_min_indirect_size\":%zu", c->t_def);
         printf(",\"kernels\":[");
         for (size_t i = 0; i < set->count; i++) {
             const mcl_tune_kernel *k = &set->k[i];
@@ -819,8 +828,13 @@ static void print_result(tune_ctx *c, const char *path, const mcl_tune_set *set,
         if (strcmp(set->k[i].kernel, "GemmRoutine") != 0)
             printf(" %s (%s)", set->k[i].kernel, set->k[i].family);
     if (gr)
-        printf(" kernel selection (direct GEMM kernel below %zu^3 multiply-adds)", gr->values[0]);
-    printf("\nSGEMM GFLOP/s, median of 5 windows; before: CLBlast defaults\n");
+        printf(" kernel selection (direct GEMM kernel below %zu^3 multiply-adds", gr->values[0]);
+    if (gr && c->t_def)
+        printf("; CLBlast's default: %zu^3", c->t_def);
+    if (gr)
+        printf(")");
+    printf("\nSGEMM GFLOP/s, median of 5 timed windows%s; before: CLBlast defaults\n",
+           ch ? " (rounds interleaved across parameter sets)" : "");
     size_t sd = ch ? shown(before, dopt, nd, ch->d) : 0, si = ch ? shown(before, iopt, ni, ch->i) : 0;
     if (ch)
         printf("  %-28s %8s %8s %8s %8s %8s %8s %8s\n", "shape (row-major)", "before", "dir-def",
@@ -850,9 +864,9 @@ static void print_result(tune_ctx *c, const char *path, const mcl_tune_set *set,
         printf(" %8s %8s %8s %8s", "", "", "", "");
     printf(" %8.2f %7.2fx\n", exp(la / N_SHAPES), exp((la - lb) / N_SHAPES));
     if (ch)
-        printf("  dir/ind: direct/indirect kernel only with CLBlast's (def) or the best tuned (tun) "
-               "parameters;\n  after: the stored choice, from these measurements (re-time it in a "
-               "fresh process with --compare)\n");
+        printf("  dir/ind: direct/indirect kernel only, with CLBlast's (def) or the best tuned (tun)\n"
+               "  parameters; before and after pick from these columns by kernel selection (re-time\n"
+               "  the stored file against CLBlast's defaults in a fresh process: --compare)\n");
     printf("total time: %.0f s\n", now_s() - c->t0);
 }
 
@@ -1006,7 +1020,9 @@ int cmd_tune(int argc, char **argv)
     fprintf(c.out, "device: %s (platform %u, device %u)\n", c.info->name, c.info->platform_index,
             c.info->device_index);
     if (c.o.compare) {
-        st = time_all(&c, "CLBlast defaults", before);
+        st = mcl_sgemm_direct_limit(c.d, &c.t_def);
+        if (st == MANTA_OK)
+            st = time_all(&c, "CLBlast defaults", before);
         if (st == MANTA_OK)
             st = mcl_tune_apply(c.info->id, &set, mcl_err(c.d));
         if (st == MANTA_OK)
@@ -1061,22 +1077,30 @@ int cmd_tune(int argc, char **argv)
         }
     }
 
-    /* 2. CLBlast's defaults, then its parameters with each kernel forced:
-     * only the threshold is overridden, which the next set can set back */
+    /* 2. CLBlast's parameters with each kernel forced: only the threshold
+     * is overridden, which the next set can set back. Its own threshold
+     * says which of the two each shape runs by default: "before". */
+    size_t t_def = 0;
+    st = mcl_sgemm_direct_limit(c.d, &t_def);
+    c.t_def = t_def;
+    if (st != MANTA_OK) {
+        cmd_error("tune", st, mcl_err(c.d));
+        goto out;
+    }
     mcl_tune_set *sets = malloc(MAX_VARIANTS * sizeof *sets);
     double g[MAX_VARIANTS][N_SHAPES];
     if (!sets) {
         fprintf(stderr, "manta tune: out of memory\n");
         goto out;
     }
-    st = time_all(&c, "CLBlast defaults", before);
     with_threshold(&none, T_ALL_DIRECT, &sets[0]);
     with_threshold(&none, T_ALL_INDIRECT, &sets[1]);
-    if (st == MANTA_OK)
-        st = time_interleaved(&c, "CLBlast's parameters, each kernel forced", sets, 2, g);
+    st = time_interleaved(&c, "CLBlast's parameters, each kernel forced", sets, 2, g);
     if (st == MANTA_OK) {
         memcpy(dopt[0].g, g[0], sizeof g[0]);
         memcpy(iopt[0].g, g[1], sizeof g[1]);
+        for (size_t s = 0; s < N_SHAPES; s++)
+            before[s] = runs_direct(&shapes[s], t_def) ? g[0][s] : g[1][s];
     }
     /* 3. the tuned candidates at our shapes (the tuners timed one size
      * each): direct ones with the direct kernel forced, indirect ones (with
