@@ -30,4 +30,17 @@ manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m,
                                mview b, size_t ldb, size_t stride_b, float beta, mview c,
                                size_t ldc, size_t stride_c, size_t batch);
 
+/** mcl_sgemm_direct_limit() when every size runs the direct kernel. */
+#define MCL_SGEMM_ALWAYS_DIRECT ((size_t)65536)
+
+/**
+ * CLBlast's choice between its two SGEMM kernels on @p d, as it stands now
+ * (CLBlast's default or a tuning file's): the direct kernel when
+ * m*n*k < limit^3, else the indirect one (operands copied, padded or
+ * transposed into temporary buffers first). Probed through CLBlast's
+ * temporary-buffer query; launches nothing. *limit is MCL_SGEMM_ALWAYS_DIRECT
+ * when sizes up to that run direct, 1 when all run indirect.
+ */
+manta_status mcl_sgemm_direct_limit(mcl_dev *d, size_t *limit);
+
 #endif

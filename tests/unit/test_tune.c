@@ -204,6 +204,9 @@ static void test_tuned_gemm_results_equal_untuned(void **state)
     assert_false(s.blas_tuned);
     assert_false(mcl_get_tuning(d)->active);
     assert_string_equal(mcl_get_tuning(d)->warning, "");
+    size_t limit = 0;
+    TU_OK(d, mcl_sgemm_direct_limit(d, &limit));
+    assert_true(limit > 1 && limit != 100); /* CLBlast's own choice (896 on PoCL's CPU) */
     run_cases(d, base);
     mcl_close(d);
 
@@ -226,6 +229,8 @@ static void test_tuned_gemm_results_equal_untuned(void **state)
     assert_true(mcl_get_tuning(d)->active);
     assert_int_equal(mcl_get_tuning(d)->kernels, 4);
     assert_string_equal(mcl_get_tuning(d)->path, path);
+    TU_OK(d, mcl_sgemm_direct_limit(d, &limit));
+    assert_int_equal(limit, 100); /* the override is live */
     run_cases(d, tuned);
     for (size_t i = 0; i < N_CASES; i++)
         tu_assert_close(tuned[i], base[i], cases[i].m * cases[i].n, 1e-4, "tuned vs default");

@@ -85,6 +85,7 @@ typedef struct tune_ctx {
     mview a, b, c;
     char tuner_dir[1024];
     char work[1200];
+    size_t t_def;     /* CLBlast's own kernel-selection threshold (0: unknown) */
     double t0;
 } tune_ctx;
 
@@ -580,6 +581,7 @@ static manta_status time_interleaved(tune_ctx *c, const char *label, const mcl_t
             N_SHAPES, label, n, ROUNDS);
     fflush(c->out);
     for (size_t v = 0; v < n && st == MANTA_OK; v++) {
+        double t_set = now_s();
         st = mcl_tune_apply(c->info->id, &sets[v], mcl_err(c->d));
         for (size_t s = 0; s < N_SHAPES && st == MANTA_OK; s++) {
             st = gemm(c, &shapes[s]); /* compiles */
@@ -595,6 +597,9 @@ static manta_status time_interleaved(tune_ctx *c, const char *label, const mcl_t
             }
             reps[v][s] = r;
         }
+        fprintf(c->out, "      set %zu/%zu compiled and calibrated in %.0f s\n", v + 1, n,
+                now_s() - t_set);
+        fflush(c->out);
     }
     for (int round = 0; round < ROUNDS && st == MANTA_OK; round++)
         for (size_t v = 0; v < n && st == MANTA_OK; v++) {
@@ -634,9 +639,19 @@ typedef struct choice {
     double after[N_SHAPES];
 } choice;
 
-static double shape_size(const gemm_shape *s)
+typedef unsigned long long u64;
+
+static u64 shape_mnk(const gemm_shape *s) { return (u64)s->m * (u64)s->n * (u64)s->k; }
+
+static u64 cube(size_t t) { return (u64)t * (u64)t * (u64)t; }
+
+/* CLBlast's rule: the direct kernel when m*n*k < t^3. */
+static bool runs_direct(const gemm_shape *s, size_t t) { return shape_mnk(s) < cube(t); }
+
+static int cmp_u64(const void *a, const void *b)
 {
-    return cbrt((double)s->m * (double)s->n * (double)s->k);
+    u64 x = *(const u64 *)a, y = *(const u64 *)b;
+    return (x > y) - (x < y);
 }
 
 /* Summed time of @p o relative to @p before over every shape. */
@@ -651,64 +666,66 @@ static double rel_time(const double *before, const option *o)
 /* Choose the direct option, the indirect option and the size below which the
  * direct kernel runs, minimising the summed time relative to @p before. One
  * threshold decides for all GEMMs (CLBlast's rule: direct when m*n*k < T^3),
- * so shapes of equal size go together. T is put between the sizes it
- * separates (geometric mean), at half the smallest when every shape runs
- * indirect and at twice the largest when all run direct. A kernel that no
- * shape uses keeps the option that is fastest over all shapes: it serves
- * other sizes. */
+ * so shapes of equal size go together. T stays CLBlast's own (@p t_def)
+ * when that splits the shapes alike; else it is put between the sizes it
+ * separates (geometric mean of their cube roots), at half the smallest when
+ * every shape runs indirect and at twice the largest when all run direct. A
+ * kernel that no shape uses keeps the option that is fastest over all shapes:
+ * it serves other sizes. Ties keep CLBlast's parameters. */
 static void choose(const double *before, const option *dopt, size_t nd, const option *iopt,
-                   size_t ni, choice *out)
+                   size_t ni, size_t t_def, choice *out)
 {
-    double size[N_SHAPES], sorted[N_SHAPES];
+    u64 size[N_SHAPES], sorted[N_SHAPES]; /* m*n*k: exact, so equal sizes group */
     for (size_t i = 0; i < N_SHAPES; i++)
-        sorted[i] = size[i] = shape_size(&shapes[i]);
-    qsort(sorted, N_SHAPES, sizeof sorted[0], cmp_double);
-    double best = INFINITY, cut_best = -1;
-    size_t d_best = 0, i_best = 0;
+        sorted[i] = size[i] = shape_mnk(&shapes[i]);
+    qsort(sorted, N_SHAPES, sizeof sorted[0], cmp_u64);
+    double best = INFINITY;
+    size_t n_best = 0, d_best = 0, i_best = 0; /* direct: the n_best smallest sizes */
     for (size_t d = 0; d < nd; d++)
         for (size_t ii = 0; ii < ni; ii++)
             for (size_t j = 0; j <= N_SHAPES; j++) {
                 if (j > 0 && j < N_SHAPES && sorted[j] == sorted[j - 1])
                     continue;
-                double cut = j == 0 ? -1 : sorted[j - 1], cost = 0; /* direct: size <= cut */
+                double cost = 0;
                 for (size_t s = 0; s < N_SHAPES; s++)
-                    cost += before[s] / (size[s] <= cut ? dopt[d].g[s] : iopt[ii].g[s]);
+                    cost += before[s] / (j > 0 && size[s] <= sorted[j - 1] ? dopt[d].g[s]
+                                                                            : iopt[ii].g[s]);
                 if (cost < best - 1e-9)
-                    best = cost, cut_best = cut, d_best = d, i_best = ii;
+                    best = cost, n_best = j, d_best = d, i_best = ii;
             }
-    size_t n_direct = 0;
-    for (size_t s = 0; s < N_SHAPES; s++)
-        n_direct += size[s] <= cut_best;
-    if (n_direct == 0)
+    if (n_best == 0)
         for (size_t d = 0; d < nd; d++)
             if (rel_time(before, &dopt[d]) < rel_time(before, &dopt[d_best]))
                 d_best = d;
-    if (n_direct == N_SHAPES)
+    if (n_best == N_SHAPES)
         for (size_t ii = 0; ii < ni; ii++)
             if (rel_time(before, &iopt[ii]) < rel_time(before, &iopt[i_best]))
                 i_best = ii;
-    double t;
-    if (cut_best < 0) {
-        t = floor(sorted[0] / 2);
+    /* T with sorted[n_best-1] < T^3 <= sorted[n_best]; CLBlast's own when it
+     * splits the shapes alike (no evidence to move it for other sizes) */
+    size_t t, n_def = 0;
+    for (size_t s = 0; s < N_SHAPES; s++)
+        n_def += sorted[s] < cube(t_def);
+    if (t_def > 0 && n_def == n_best) {
+        t = t_def;
+    } else if (n_best == 0) {
+        t = (size_t)floor(cbrt((double)sorted[0]) / 2);
+    } else if (n_best == N_SHAPES) {
+        t = (size_t)ceil(2 * cbrt((double)sorted[N_SHAPES - 1]));
     } else {
-        double next = -1;
-        for (size_t j = 0; j < N_SHAPES; j++)
-            if (sorted[j] > cut_best) {
-                next = sorted[j];
-                break;
-            }
-        t = next < 0 ? ceil(2 * cut_best) : floor(sqrt(cut_best * next));
-        if (t <= cut_best)
-            t = floor(cut_best) + 1; /* strictly above: direct for it */
+        t = (size_t)floor(sqrt(cbrt((double)sorted[n_best - 1]) * cbrt((double)sorted[n_best])));
+        while (t > 0 && cube(t) > sorted[n_best])
+            t--;
     }
+    while (t < T_ALL_DIRECT && n_best > 0 && cube(t) <= sorted[n_best - 1])
+        t++;
     if (t > T_ALL_DIRECT)
         t = T_ALL_DIRECT;
     out->d = d_best;
     out->i = i_best;
-    out->threshold = (size_t)t;
+    out->threshold = t;
     for (size_t s = 0; s < N_SHAPES; s++) {
-        double mnk = (double)shapes[s].m * (double)shapes[s].n * (double)shapes[s].k;
-        out->direct[s] = mnk < t * t * t; /* what CLBlast will do */
+        out->direct[s] = runs_direct(&shapes[s], t);
         out->after[s] = out->direct[s] ? dopt[d_best].g[s] : iopt[i_best].g[s];
     }
 }
@@ -784,6 +801,8 @@ static void print_result(tune_ctx *c, const char *path, const mcl_tune_set *set,
                c->o.compare ? "compare" : c->o.quick ? "quick" : "full", now_s() - c->t0);
         if (gr)
             printf(",\"min_indirect_size\":%zu", gr->values[0]);
+        if (c->t_def)
+            printf(",\"default_min_indirect_size\":%zu", c->t_def);
         printf(",\"kernels\":[");
         for (size_t i = 0; i < set->count; i++) {
             const mcl_tune_kernel *k = &set->k[i];
@@ -819,8 +838,13 @@ static void print_result(tune_ctx *c, const char *path, const mcl_tune_set *set,
         if (strcmp(set->k[i].kernel, "GemmRoutine") != 0)
             printf(" %s (%s)", set->k[i].kernel, set->k[i].family);
     if (gr)
-        printf(" kernel selection (direct GEMM kernel below %zu^3 multiply-adds)", gr->values[0]);
-    printf("\nSGEMM GFLOP/s, median of 5 windows; before: CLBlast defaults\n");
+        printf(" kernel selection (direct GEMM kernel below %zu^3 multiply-adds", gr->values[0]);
+    if (gr && c->t_def)
+        printf("; CLBlast's default: %zu^3", c->t_def);
+    if (gr)
+        printf(")");
+    printf("\nSGEMM GFLOP/s, median of 5 timed windows%s; before: CLBlast defaults\n",
+           ch ? " (rounds interleaved across parameter sets)" : "");
     size_t sd = ch ? shown(before, dopt, nd, ch->d) : 0, si = ch ? shown(before, iopt, ni, ch->i) : 0;
     if (ch)
         printf("  %-28s %8s %8s %8s %8s %8s %8s %8s\n", "shape (row-major)", "before", "dir-def",
@@ -850,9 +874,9 @@ static void print_result(tune_ctx *c, const char *path, const mcl_tune_set *set,
         printf(" %8s %8s %8s %8s", "", "", "", "");
     printf(" %8.2f %7.2fx\n", exp(la / N_SHAPES), exp((la - lb) / N_SHAPES));
     if (ch)
-        printf("  dir/ind: direct/indirect kernel only with CLBlast's (def) or the best tuned (tun) "
-               "parameters;\n  after: the stored choice, from these measurements (re-time it in a "
-               "fresh process with --compare)\n");
+        printf("  dir/ind: direct/indirect kernel only, with CLBlast's (def) or the best tuned (tun)\n"
+               "  parameters; before and after pick from these columns by kernel selection (re-time\n"
+               "  the stored file against CLBlast's defaults in a fresh process: --compare)\n");
     printf("total time: %.0f s\n", now_s() - c->t0);
 }
 
@@ -1006,7 +1030,9 @@ int cmd_tune(int argc, char **argv)
     fprintf(c.out, "device: %s (platform %u, device %u)\n", c.info->name, c.info->platform_index,
             c.info->device_index);
     if (c.o.compare) {
-        st = time_all(&c, "CLBlast defaults", before);
+        st = mcl_sgemm_direct_limit(c.d, &c.t_def);
+        if (st == MANTA_OK)
+            st = time_all(&c, "CLBlast defaults", before);
         if (st == MANTA_OK)
             st = mcl_tune_apply(c.info->id, &set, mcl_err(c.d));
         if (st == MANTA_OK)
@@ -1061,22 +1087,30 @@ int cmd_tune(int argc, char **argv)
         }
     }
 
-    /* 2. CLBlast's defaults, then its parameters with each kernel forced:
-     * only the threshold is overridden, which the next set can set back */
+    /* 2. CLBlast's parameters with each kernel forced: only the threshold
+     * is overridden, which the next set can set back. Its own threshold
+     * says which of the two each shape runs by default: "before". */
+    size_t t_def = 0;
+    st = mcl_sgemm_direct_limit(c.d, &t_def);
+    c.t_def = t_def;
+    if (st != MANTA_OK) {
+        cmd_error("tune", st, mcl_err(c.d));
+        goto out;
+    }
     mcl_tune_set *sets = malloc(MAX_VARIANTS * sizeof *sets);
     double g[MAX_VARIANTS][N_SHAPES];
     if (!sets) {
         fprintf(stderr, "manta tune: out of memory\n");
         goto out;
     }
-    st = time_all(&c, "CLBlast defaults", before);
     with_threshold(&none, T_ALL_DIRECT, &sets[0]);
     with_threshold(&none, T_ALL_INDIRECT, &sets[1]);
-    if (st == MANTA_OK)
-        st = time_interleaved(&c, "CLBlast's parameters, each kernel forced", sets, 2, g);
+    st = time_interleaved(&c, "CLBlast's parameters, each kernel forced", sets, 2, g);
     if (st == MANTA_OK) {
         memcpy(dopt[0].g, g[0], sizeof g[0]);
         memcpy(iopt[0].g, g[1], sizeof g[1]);
+        for (size_t s = 0; s < N_SHAPES; s++)
+            before[s] = runs_direct(&shapes[s], t_def) ? g[0][s] : g[1][s];
     }
     /* 3. the tuned candidates at our shapes (the tuners timed one size
      * each): direct ones with the direct kernel forced, indirect ones (with
@@ -1104,7 +1138,7 @@ int cmd_tune(int argc, char **argv)
     for (size_t k = 1; k < ni; k++)
         memcpy(iopt[k].g, g[nd - 1 + k - 1], sizeof g[0]);
     choice ch;
-    choose(before, dopt, nd, iopt, ni, &ch);
+    choose(before, dopt, nd, iopt, ni, t_def, &ch);
     /* the file: the winning tuned kernels and the threshold */
     mcl_tune_set keep;
     memset(&keep, 0, sizeof keep);
