@@ -91,9 +91,9 @@ __kernel void swap01(VIEW(src), VIEW(dst), int a_dim, int b_dim, int inner)
 
 /* ---- Pointwise (1x1, stride 1, no padding) convolution, direct ----------
  * A tensor (N, R, HW) is seen as R rows over the N*HW columns (b, p); a
- * chunk is 8 consecutive columns. With CONTIG (HW a multiple of 8) a chunk
- * lies inside one image and is one vector load; otherwise its lanes are
- * gathered one by one. */
+ * chunk is 8 consecutive columns. A chunk inside one image is one vector
+ * load; one that spans two images (or ends the tensor) is gathered lane by
+ * lane. */
 
 /* out (N, M, HW) = A (M, K) applied to in (N, K, HW): out[b, m, p] =
  * sum_k A[m, k] in[b, k, p], where A[m, k] = a[m * a_rs + k * a_ks] (the
@@ -101,8 +101,9 @@ __kernel void swap01(VIEW(src), VIEW(dst), int a_dim, int b_dim, int inner)
  * a_rs = 1, a_ks = w_ld). Global (ceil(chunks / 2), ceil(M / PW_MR)): each
  * work-item computes PW_MR rows of 2 chunks (16 columns). Overwrites out. */
 #define PW_MR 8
-inline void pw_apply(__global const float *in, __global const float *a, __global float *out,
-                     int n, int k_dim, int m_dim, int hw, int a_rs, int a_ks, const bool contig)
+inline void pw_apply_body(__global const float *in, __global const float *a, __global float *out,
+                          int n, int k_dim, int m_dim, int hw, int a_rs, int a_ks,
+                          const bool contig)
 {
     int cols = n * hw, chunks = (cols + 7) / 8;
     int c0 = (int)get_global_id(0) * 2, m0 = (int)get_global_id(1) * PW_MR;
@@ -117,9 +118,12 @@ inline void pw_apply(__global const float *in, __global const float *a, __global
 #pragma unroll
     for (int i = 0; i < PW_MR; i++)
         ar[i] = a + (size_t)min(m0 + i, m_dim - 1) * a_rs;
-    if (contig) {
-        int j0 = c0 * 8, j1 = two ? j0 + 8 : j0;
-        int b0 = j0 / hw, b1 = j1 / hw;
+    int j0 = c0 * 8, j1 = two ? j0 + 8 : j0;
+    int b0 = j0 / hw, b1 = j1 / hw;
+    /* both chunks inside an image (a missing second chunk repeats the first) */
+    bool inside = contig || (j0 + 8 <= cols && (j0 - b0 * hw) + 8 <= hw && j1 + 8 <= cols &&
+                             (j1 - b1 * hw) + 8 <= hw);
+    if (inside) {
         __global const float *x0 = in + (size_t)b0 * k_dim * hw + (j0 - b0 * hw);
         __global const float *x1 = in + (size_t)b1 * k_dim * hw + (j1 - b1 * hw);
         for (int k = 0; k < k_dim; k++) {
@@ -183,26 +187,51 @@ inline void pw_apply(__global const float *in, __global const float *a, __global
 #define PW_APPLY_ARGS VIEW(in), VIEW(a), VIEW(out), int n, int k_dim, int m_dim, int hw, \
                       int a_rs, int a_ks
 
+/* hw a multiple of 8: every chunk lies inside an image */
 __kernel void pw_apply_contig(PW_APPLY_ARGS)
 {
     PTR(in); PTR(a); PTR(out);
-    pw_apply(in, a, out, n, k_dim, m_dim, hw, a_rs, a_ks, true);
+    pw_apply_body(in, a, out, n, k_dim, m_dim, hw, a_rs, a_ks, true);
 }
 
-__kernel void pw_apply_gather(PW_APPLY_ARGS)
+__kernel void pw_apply_mixed(PW_APPLY_ARGS)
 {
     PTR(in); PTR(a); PTR(out);
-    pw_apply(in, a, out, n, k_dim, m_dim, hw, a_rs, a_ks, false);
+    pw_apply_body(in, a, out, n, k_dim, m_dim, hw, a_rs, a_ks, false);
 }
 
 /* dw (Cout, w_ld) += dy (N, Cout, HW) x (N, Cin, HW)^T over the N*HW columns:
- * dw[co, ci] += sum_(b, p) dy[b, co, p] x[b, ci, p]. Global
- * (ceil(Cin / PW_WN), ceil(Cout / PW_WM)): each work-item sums a PW_WM x PW_WN
- * block of dw over every column, in chunks of 8 (float8 partial sums). */
+ * dw[co, ci] += sum_(b, p) dy[b, co, p] x[b, ci, p]. Three variants:
+ *  - rows (HW >= 8): global (ceil(Cin / PW_WN), ceil(Cout / PW_WM)); each
+ *    work-item sums a PW_WM x PW_WN block of dw over every image's row in
+ *    chunks of 8 (the last chunk of a row overlapping the one before, its
+ *    lanes already counted masked out);
+ *  - packed (HW = 1, 2 or 4): a vector holds 8 / HW channels times HW
+ *    columns of one image, contiguous in x; dy's HW values are repeated
+ *    across it; global (ceil(Cin / (PW_WN * 8 / HW)), ceil(Cout / PW_WM));
+ *  - gather (other HW below 8): lanes over 8 consecutive columns (b, p). */
 #define PW_WM 4
 #define PW_WN 4
-inline void pw_wgrad(__global const float *x, __global const float *dy, __global float *dw,
-                     int n, int cin, int cout, int hw, int ld, const bool contig)
+
+/* Add the lane sums of acc (PW_WM x PW_WN) to dw rows co0.., columns ci0... */
+inline void pw_wgrad_store(__global float *dw, float8 acc[PW_WM][PW_WN], int co0, int ci0,
+                           int cout, int cin, int ld)
+{
+#pragma unroll
+    for (int i = 0; i < PW_WM; i++)
+#pragma unroll
+        for (int j = 0; j < PW_WN; j++) {
+            if (co0 + i < cout && ci0 + j < cin) {
+                float8 s = acc[i][j];
+                float4 h = s.lo + s.hi;
+                float2 q = h.lo + h.hi;
+                dw[(size_t)(co0 + i) * ld + ci0 + j] += q.x + q.y;
+            }
+        }
+}
+
+inline void pw_wgrad_rows(__global const float *x, __global const float *dy, __global float *dw,
+                          int n, int cin, int cout, int hw, int ld)
 {
     int ci0 = (int)get_global_id(0) * PW_WN, co0 = (int)get_global_id(1) * PW_WM;
     if (ci0 >= cin || co0 >= cout)
@@ -220,71 +249,178 @@ inline void pw_wgrad(__global const float *x, __global const float *dy, __global
 #pragma unroll
     for (int j = 0; j < PW_WN; j++)
         cir[j] = min(ci0 + j, cin - 1);
-    if (contig) {
-        for (int b = 0; b < n; b++) {
-            __global const float *gb = dy + (size_t)b * cout * hw;
-            __global const float *xb = x + (size_t)b * cin * hw;
-            for (int p = 0; p < hw; p += 8) {
-                float8 g[PW_WM], v[PW_WN];
+    int full = hw / 8 * 8, tail = hw - full;
+    /* the overlapping last chunk starts at hw - 8; lanes below 8 - tail were counted */
+    float8 keep = select((float8)(0.0f), (float8)(1.0f),
+                         (int8)(0, 1, 2, 3, 4, 5, 6, 7) >= (int8)(8 - tail));
+    for (int b = 0; b < n; b++) {
+        __global const float *gb = dy + (size_t)b * cout * hw;
+        __global const float *xb = x + (size_t)b * cin * hw;
+        for (int p = 0; p <= full; p += 8) {
+            bool last = p == full;
+            if (last && tail == 0)
+                break;
+            int at = last ? hw - 8 : p;
+            float8 g[PW_WM], v[PW_WN];
 #pragma unroll
-                for (int i = 0; i < PW_WM; i++)
-                    g[i] = vload8(0, gb + (size_t)cor[i] * hw + p);
-#pragma unroll
-                for (int j = 0; j < PW_WN; j++)
-                    v[j] = vload8(0, xb + (size_t)cir[j] * hw + p);
-#pragma unroll
-                for (int i = 0; i < PW_WM; i++)
-#pragma unroll
-                    for (int j = 0; j < PW_WN; j++)
-                        acc[i][j] = fma(g[i], v[j], acc[i][j]);
+            for (int i = 0; i < PW_WM; i++) {
+                g[i] = vload8(0, gb + (size_t)cor[i] * hw + at);
+                if (last)
+                    g[i] *= keep;
             }
-        }
-    } else {
-        /* lanes over 8 consecutive columns (b, p); the tail lanes read column 0
-         * of image 0 and get a zero dy */
-        int cols = n * hw;
-        for (int c0 = 0; c0 < cols; c0 += 8) {
-            float g[PW_WM][8], v[PW_WN][8];
-            for (int l = 0; l < 8; l++) {
-                int j = c0 + l, b = j < cols ? j / hw : 0, p = j < cols ? j - b * hw : 0;
-                float keep = j < cols ? 1.0f : 0.0f;
 #pragma unroll
-                for (int i = 0; i < PW_WM; i++)
-                    g[i][l] = keep * dy[((size_t)b * cout + cor[i]) * hw + p];
-#pragma unroll
-                for (int jj = 0; jj < PW_WN; jj++)
-                    v[jj][l] = x[((size_t)b * cin + cir[jj]) * hw + p];
-            }
+            for (int j = 0; j < PW_WN; j++)
+                v[j] = vload8(0, xb + (size_t)cir[j] * hw + at);
 #pragma unroll
             for (int i = 0; i < PW_WM; i++)
 #pragma unroll
-                for (int jj = 0; jj < PW_WN; jj++)
-                    acc[i][jj] = fma(vload8(0, g[i]), vload8(0, v[jj]), acc[i][jj]);
+                for (int j = 0; j < PW_WN; j++)
+                    acc[i][j] = fma(g[i], v[j], acc[i][j]);
         }
     }
+    pw_wgrad_store(dw, acc, co0, ci0, cout, cin, ld);
+}
+
+/* dy[b, co, 0 .. HW-1] repeated over 8 lanes, HW = 1, 2 or 4. */
+inline float8 pw_repeat(__global const float *p, const int HW)
+{
+    if (HW == 1)
+        return (float8)(p[0]);
+    if (HW == 2) {
+        float2 v = vload2(0, p);
+        return (float8)(v, v, v, v);
+    }
+    float4 v = vload4(0, p);
+    return (float8)(v, v);
+}
+
+inline void pw_wgrad_packed(__global const float *x, __global const float *dy, __global float *dw,
+                            int n, int cin, int cout, int ld, const int HW)
+{
+    const int R = 8 / HW; /* channels per vector */
+    int ci0 = (int)get_global_id(0) * (PW_WN * R), co0 = (int)get_global_id(1) * PW_WM;
+    if (ci0 >= cin || co0 >= cout)
+        return;
+    float8 acc[PW_WM][PW_WN];
 #pragma unroll
     for (int i = 0; i < PW_WM; i++)
 #pragma unroll
+        for (int j = 0; j < PW_WN; j++)
+            acc[i][j] = (float8)(0.0f);
+    int cor[PW_WM];
+#pragma unroll
+    for (int i = 0; i < PW_WM; i++)
+        cor[i] = min(co0 + i, cout - 1);
+    /* channels of each vector inside [0, cin): whole vectors load at once */
+    int have[PW_WN];
+#pragma unroll
+    for (int j = 0; j < PW_WN; j++)
+        have[j] = clamp(cin - (ci0 + j * R), 0, R);
+    for (int b = 0; b < n; b++) {
+        __global const float *gb = dy + (size_t)b * cout * HW;
+        __global const float *xb = x + ((size_t)b * cin + ci0) * HW;
+        float8 g[PW_WM], v[PW_WN];
+#pragma unroll
+        for (int i = 0; i < PW_WM; i++)
+            g[i] = pw_repeat(gb + (size_t)cor[i] * HW, HW);
+#pragma unroll
         for (int j = 0; j < PW_WN; j++) {
-            if (co0 + i < cout && ci0 + j < cin) {
-                float8 s = acc[i][j];
-                float4 h = s.lo + s.hi;
-                float2 q = h.lo + h.hi;
-                dw[(size_t)(co0 + i) * ld + ci0 + j] += q.x + q.y;
+            if (have[j] == R) {
+                v[j] = vload8(0, xb + j * 8);
+            } else {
+                float t[8];
+                for (int l = 0; l < 8; l++)
+                    t[l] = l < have[j] * HW ? xb[j * 8 + l] : 0.0f;
+                v[j] = vload8(0, t);
             }
         }
+#pragma unroll
+        for (int i = 0; i < PW_WM; i++)
+#pragma unroll
+            for (int j = 0; j < PW_WN; j++)
+                acc[i][j] = fma(g[i], v[j], acc[i][j]);
+    }
+    /* lane r * HW + p of vector j is channel ci0 + j * R + r, column p */
+#pragma unroll
+    for (int i = 0; i < PW_WM; i++) {
+        if (co0 + i >= cout)
+            continue;
+#pragma unroll
+        for (int j = 0; j < PW_WN; j++) {
+            float t[8];
+            vstore8(acc[i][j], 0, t);
+            for (int r = 0; r < have[j]; r++) {
+                float sum = 0.0f;
+                for (int p = 0; p < HW; p++)
+                    sum += t[r * HW + p];
+                dw[(size_t)(co0 + i) * ld + ci0 + j * R + r] += sum;
+            }
+        }
+    }
+}
+
+inline void pw_wgrad_gather(__global const float *x, __global const float *dy, __global float *dw,
+                            int n, int cin, int cout, int hw, int ld)
+{
+    int ci0 = (int)get_global_id(0) * PW_WN, co0 = (int)get_global_id(1) * PW_WM;
+    if (ci0 >= cin || co0 >= cout)
+        return;
+    float8 acc[PW_WM][PW_WN];
+#pragma unroll
+    for (int i = 0; i < PW_WM; i++)
+#pragma unroll
+        for (int j = 0; j < PW_WN; j++)
+            acc[i][j] = (float8)(0.0f);
+    int cor[PW_WM], cir[PW_WN];
+#pragma unroll
+    for (int i = 0; i < PW_WM; i++)
+        cor[i] = min(co0 + i, cout - 1);
+#pragma unroll
+    for (int j = 0; j < PW_WN; j++)
+        cir[j] = min(ci0 + j, cin - 1);
+    /* the tail lanes read column 0 of image 0 and get a zero dy */
+    int cols = n * hw;
+    for (int c0 = 0; c0 < cols; c0 += 8) {
+        float g[PW_WM][8], v[PW_WN][8];
+        for (int l = 0; l < 8; l++) {
+            int j = c0 + l, b = j < cols ? j / hw : 0, p = j < cols ? j - b * hw : 0;
+            float keep = j < cols ? 1.0f : 0.0f;
+#pragma unroll
+            for (int i = 0; i < PW_WM; i++)
+                g[i][l] = keep * dy[((size_t)b * cout + cor[i]) * hw + p];
+#pragma unroll
+            for (int jj = 0; jj < PW_WN; jj++)
+                v[jj][l] = x[((size_t)b * cin + cir[jj]) * hw + p];
+        }
+#pragma unroll
+        for (int i = 0; i < PW_WM; i++)
+#pragma unroll
+            for (int jj = 0; jj < PW_WN; jj++)
+                acc[i][jj] = fma(vload8(0, g[i]), vload8(0, v[jj]), acc[i][jj]);
+    }
+    pw_wgrad_store(dw, acc, co0, ci0, cout, cin, ld);
 }
 
 #define PW_WGRAD_ARGS VIEW(x), VIEW(dy), VIEW(dw), int n, int cin, int cout, int hw, int ld
 
-__kernel void pw_wgrad_contig(PW_WGRAD_ARGS)
+__kernel void pw_wgrad_rows_k(PW_WGRAD_ARGS)
 {
     PTR(x); PTR(dy); PTR(dw);
-    pw_wgrad(x, dy, dw, n, cin, cout, hw, ld, true);
+    pw_wgrad_rows(x, dy, dw, n, cin, cout, hw, ld);
 }
 
-__kernel void pw_wgrad_gather(PW_WGRAD_ARGS)
+__kernel void pw_wgrad_gather_k(PW_WGRAD_ARGS)
 {
     PTR(x); PTR(dy); PTR(dw);
-    pw_wgrad(x, dy, dw, n, cin, cout, hw, ld, false);
+    pw_wgrad_gather(x, dy, dw, n, cin, cout, hw, ld);
 }
+
+#define PW_WGRAD_PACKED(HW)                                                                  \
+    __kernel void pw_wgrad_packed##HW(PW_WGRAD_ARGS)                                         \
+    {                                                                                        \
+        PTR(x); PTR(dy); PTR(dw);                                                            \
+        pw_wgrad_packed(x, dy, dw, n, cin, cout, ld, HW);                                    \
+    }
+PW_WGRAD_PACKED(1)
+PW_WGRAD_PACKED(2)
+PW_WGRAD_PACKED(4)

@@ -177,18 +177,12 @@ static void group_2d(mcl_dev *d, size_t gx, size_t gy, size_t local[2])
     local[1] = ly;
 }
 
-/* Direct pointwise kernels (cl_kernels/conv.cl): chunks of 8 columns are
- * vector loads when hw is a multiple of 8, gathered otherwise. */
-static const char *pw_variant(size_t hw) { return hw % 8 == 0 ? "contig" : "gather"; }
-
 /* out (N, M, HW) = A (M, K) in (N, K, HW), A[m, k] = a[m * a_rs + k * a_ks]. */
 static manta_status pw_apply(mcl_dev *d, mview in, mview a, mview out, size_t n, size_t k,
                              size_t m, size_t hw, size_t a_rs, size_t a_ks)
 {
-    char name[32];
-    snprintf(name, sizeof name, "pw_apply_%s", pw_variant(hw));
     mcl_launch L;
-    mcl_launch_begin(&L, d, "conv", name);
+    mcl_launch_begin(&L, d, "conv", hw % 8 == 0 ? "pw_apply_contig" : "pw_apply_mixed");
     mcl_arg_view(&L, in);
     mcl_arg_view(&L, a);
     mcl_arg_view(&L, out);
@@ -208,8 +202,18 @@ static manta_status pw_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mvie
                              size_t ld)
 {
     size_t hw = (size_t)s->h * (size_t)s->w;
+    /* cl_kernels/conv.cl: whole rows from 8 columns on, channels packed with
+     * the columns when hw divides 8, else gathered columns */
     char name[32];
-    snprintf(name, sizeof name, "pw_wgrad_%s", pw_variant(hw));
+    size_t per_item = 4; /* input channels per work-item */
+    if (hw >= 8) {
+        snprintf(name, sizeof name, "pw_wgrad_rows_k");
+    } else if (8 % hw == 0) {
+        snprintf(name, sizeof name, "pw_wgrad_packed%zu", hw);
+        per_item = 4 * (8 / hw);
+    } else {
+        snprintf(name, sizeof name, "pw_wgrad_gather_k");
+    }
     mcl_launch L;
     mcl_launch_begin(&L, d, "conv", name);
     mcl_arg_view(&L, x);
@@ -220,7 +224,8 @@ static manta_status pw_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mvie
     mcl_arg_int(&L, s->cout);
     mcl_arg_int(&L, (int)hw);
     mcl_arg_int(&L, (int)ld);
-    size_t gx = ((size_t)s->cin + 3) / 4, gy = ((size_t)s->cout + 3) / 4, local[2];
+    size_t gx = ((size_t)s->cin + per_item - 1) / per_item, gy = ((size_t)s->cout + 3) / 4;
+    size_t local[2];
     group_2d(d, gx, gy, local);
     return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
 }

@@ -287,10 +287,12 @@ static void test_conv_1x1_pointwise_batch4(void **st)
     check_conv(st, &(nn_conv2d_shape){4, 17, 7, 7, 5, 1, 1, 1, 1, 0, 0, 0}, 8);
 }
 
-/* The direct pointwise kernels: H*W a multiple of 8 takes vector loads (an
- * odd number of 8-column chunks, chunks spanning two images, Cout and Cin
- * not multiples of the 8-row and 4 x 4 blocks, a weight stride), other sizes
- * gather their columns (H*W = 1 and 4, fewer columns than a chunk). */
+/* The direct pointwise kernels: chunks of 8 columns inside an image take
+ * vector loads (H*W a multiple of 8, an odd number of chunks, chunks spanning
+ * two images, Cout and Cin not multiples of the 8-row and 4 x 4 blocks, a
+ * weight stride); dW packs channels with the columns for H*W = 1, 2, 4 (a
+ * partial last vector of channels) and gathers them for other H*W below 8
+ * (fewer columns than a chunk). */
 static void test_conv_1x1_pointwise_vector_and_gather(void **st)
 {
     check_conv(st, &(nn_conv2d_shape){3, 5, 2, 4, 11, 1, 1, 1, 1, 0, 0, 0}, 12);
@@ -299,6 +301,7 @@ static void test_conv_1x1_pointwise_vector_and_gather(void **st)
     check_conv(st, &(nn_conv2d_shape){5, 6, 1, 1, 10, 1, 1, 1, 1, 0, 0, 0}, 15);
     check_conv(st, &(nn_conv2d_shape){3, 7, 2, 2, 17, 1, 1, 1, 1, 0, 0, 0}, 16);
     check_conv(st, &(nn_conv2d_shape){1, 3, 1, 5, 2, 1, 1, 1, 1, 0, 0, 0}, 17);
+    check_conv(st, &(nn_conv2d_shape){2, 5, 1, 2, 3, 1, 1, 1, 1, 0, 0, 0}, 18);
 }
 
 static void test_conv_1x1_stride2_takes_im2col(void **st)
