@@ -4,8 +4,9 @@
  *  - direct kernels, one work-item per output (forward, dx gather) or a
  *    work-group per weight (dw): any shape; the forward and dx come as a
  *    general kernel and as copies specialised for K = 3, 5, 7 and stride 1, 2;
- *  - tiled kernels (dw_tile_*) for forward and dx when a row has at least 8
- *    outputs: zero-padded rows staged in local memory, float8 strips;
+ *  - tiled kernels (dw_tile_*) for forward and dx when a row has at least 4
+ *    outputs: zero-padded rows staged in local memory, float8 strips (the lanes
+ *    past the row computed and dropped);
  *  - weight-gradient kernels without work-group reduction: dw_rows_* (K = 3,
  *    5, 7, stride 1, 2; rows staged in private memory) and dw_direct_* (any K,
  *    stride 1, 2). */
