@@ -424,3 +424,218 @@ __kernel void pw_wgrad_gather_k(PW_WGRAD_ARGS)
 PW_WGRAD_PACKED(1)
 PW_WGRAD_PACKED(2)
 PW_WGRAD_PACKED(4)
+
+/* ---- Direct dense convolution for few input channels (the stem) ---------
+ * Square K x K filters, K = 3, 5, 7, stride S = 1 or 2, the same padding on
+ * both axes. The forward stages the zero-padded rows of every input channel
+ * of a band in local memory (as the tiled depthwise kernels, stride-2 rows
+ * split into even and odd columns) and computes CONV_V = 8 outputs of a row
+ * for CONV_CB = 8 output channels per work-item. The weight gradient stages
+ * rows in private memory, one work-item per (co, ci, ky). */
+
+#define CONV_CB 8
+
+/* dst[i], i in [0, cnt): src[i - pad] when valid and 0 <= i - pad < width,
+ * else 0 (float8 chunks, the last one overlapping). */
+inline void conv_fill_row(__local float *dst, __global const float *src, bool valid, int pad,
+                          int width, int cnt)
+{
+    int a = valid ? min(max(pad, 0), cnt) : cnt;
+    int b = valid ? min(max(pad + width, 0), cnt) : cnt;
+    for (int i = 0; i < a; i++)
+        dst[i] = 0.0f;
+    if (b - a >= 8) {
+        for (int i = a; i < b; i += 8) {
+            int at = min(i, b - 8);
+            vstore8(vload8(0, src + (at - pad)), 0, dst + at);
+        }
+    } else {
+        for (int i = a; i < b; i++)
+            dst[i] = src[i - pad];
+    }
+    for (int i = b; i < cnt; i++)
+        dst[i] = 0.0f;
+}
+
+/* The row above split into even (ev) and odd (od) padded columns, nh each. */
+inline void conv_fill_row2(__local float *ev, __local float *od, __global const float *src,
+                           bool valid, int pad, int width, int nh)
+{
+    for (int j = 0; j < nh; j++) {
+        int i0 = 2 * j - pad, i1 = i0 + 1;
+        ev[j] = (valid && i0 >= 0 && i0 < width) ? src[i0] : 0.0f;
+        od[j] = (valid && i1 >= 0 && i1 < width) ? src[i1] : 0.0f;
+    }
+}
+
+/* Row stride of a staged row for ns strips of 8 outputs. */
+inline int conv_tile_stride(int ns, const int K, const int S)
+{
+    return S == 1 ? ns * 8 + K - 1 : 2 * (ns * 8 + (K - 1) / 2);
+}
+
+/* 8 taps of a staged row for outputs ox0 ... */
+inline float8 conv_tap(__local const float *row, int ox0, int kx, int ts, const int S)
+{
+    if (S == 1)
+        return vload8(0, row + ox0 + kx);
+    return vload8(0, row + (kx & 1) * (ts / 2) + ox0 + (kx >> 1));
+}
+
+/* y (N, Cout, Ho, Wo) = conv(x (N, Cin, H, W), w (Cout rows of ld floats,
+ * [ci][ky][kx])). Global (ns, Ho rounded to the band, N * ceil(Cout / 8)),
+ * local (ns, rows per band, 1); tile: Cin * ((band - 1) * S + K) rows of
+ * conv_tile_stride() floats. */
+#define CONV_TILE_FWD(K, S)                                                                  \
+__kernel void conv_tile_forward_k##K##_s##S(VIEW(x), VIEW(w), VIEW(y), int n, int cin,       \
+                                            int height, int width, int cout, int pad,        \
+                                            int ho, int wo, int ld, __local float *tile)     \
+{                                                                                            \
+    PTR(x); PTR(w); PTR(y);                                                                  \
+    int ns = (int)get_local_size(0), LY = (int)get_local_size(1);                            \
+    int lx = (int)get_local_id(0), ly = (int)get_local_id(1);                                \
+    int ts = conv_tile_stride(ns, K, S), th = (LY - 1) * S + K;                              \
+    int ncb = (cout + CONV_CB - 1) / CONV_CB;                                                \
+    int g = (int)get_group_id(2), b = g / ncb, co0 = (g - b * ncb) * CONV_CB;                \
+    int oy0 = (int)get_group_id(1) * LY;                                                     \
+    for (int r = lx + ns * ly; r < cin * th; r += ns * LY) {                                 \
+        int ci = r / th, ty = r - ci * th, iy = oy0 * S + ty - pad;                          \
+        bool valid = iy >= 0 && iy < height;                                                 \
+        __global const float *src =                                                          \
+            x + (((size_t)b * cin + ci) * height + (valid ? iy : 0)) * width;                \
+        __local float *dst = tile + r * ts;                                                  \
+        if (S == 1)                                                                          \
+            conv_fill_row(dst, src, valid, pad, width, ts);                                  \
+        else                                                                                 \
+            conv_fill_row2(dst, dst + ts / 2, src, valid, pad, width, ts / 2);               \
+    }                                                                                        \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                            \
+    int oy = oy0 + ly, ox0 = lx * 8;                                                         \
+    if (oy >= ho)                                                                            \
+        return;                                                                              \
+    float8 acc[CONV_CB];                                                                     \
+    _Pragma("unroll")                                                                        \
+    for (int i = 0; i < CONV_CB; i++)                                                        \
+        acc[i] = (float8)(0.0f);                                                             \
+    __global const float *wr[CONV_CB];                                                       \
+    _Pragma("unroll")                                                                        \
+    for (int i = 0; i < CONV_CB; i++)                                                        \
+        wr[i] = w + (size_t)min(co0 + i, cout - 1) * ld;                                     \
+    for (int ci = 0; ci < cin; ci++) {                                                       \
+        __local const float *tp = tile + (ci * th + ly * S) * ts;                            \
+        _Pragma("unroll")                                                                    \
+        for (int ky = 0; ky < K; ky++)                                                       \
+            _Pragma("unroll")                                                                \
+            for (int kx = 0; kx < K; kx++) {                                                 \
+                float8 t = conv_tap(tp + ky * ts, ox0, kx, ts, S);                           \
+                int wi = (ci * K + ky) * K + kx;                                             \
+                _Pragma("unroll")                                                            \
+                for (int i = 0; i < CONV_CB; i++)                                            \
+                    acc[i] = fma(t, (float8)(wr[i][wi]), acc[i]);                            \
+            }                                                                                \
+    }                                                                                        \
+    int left = wo - ox0;                                                                     \
+    for (int i = 0; i < CONV_CB && co0 + i < cout; i++) {                                    \
+        __global float *yr = y + (((size_t)b * cout + co0 + i) * ho + oy) * wo + ox0;       \
+        if (left >= 8) {                                                                     \
+            vstore8(acc[i], 0, yr);                                                          \
+        } else {                                                                             \
+            float t[8];                                                                      \
+            vstore8(acc[i], 0, t);                                                           \
+            for (int j = 0; j < left; j++)                                                   \
+                yr[j] = t[j];                                                                \
+        }                                                                                    \
+    }                                                                                        \
+}
+
+/* dw (Cout rows of ld floats) += dL/dw: dw[co][ci][ky][kx] += sum over (b, oy, ox)
+ * of dy[b, co, oy, ox] * x[b, ci, oy*S - pad + ky, ox*S - pad + kx]. Global
+ * Cout * Cin * K: one work-item per (co, ci, ky) with K float8 partial sums;
+ * each x row its taps meet is copied into a private zero-padded row and the
+ * matching dy row into a zero-extended one (as dw_rows_backward_w_* of
+ * depthwise.cl). The host guarantees ceil(wo / 8) * 8 * S + K <= CONV_ROW_MAX. */
+#define CONV_ROW_MAX 136
+inline void conv_copy_row(float *dst, __global const float *src, int cnt)
+{
+    int i = 0;
+    for (; i + 8 <= cnt; i += 8)
+        vstore8(vload8(0, src + i), 0, dst + i);
+    for (; i < cnt; i++)
+        dst[i] = src[i];
+}
+
+#define CONV_ROWS_DW(K, S)                                                                   \
+__kernel void conv_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), int n, int cin,  \
+                                               int height, int width, int cout, int pad,     \
+                                               int ho, int wo, int ld)                       \
+{                                                                                            \
+    PTR(x); PTR(dy); PTR(dw);                                                                \
+    int g = GID0;                                                                            \
+    if (g >= cout * cin * K)                                                                 \
+        return;                                                                              \
+    int ky = g % K, t = g / K, ci = t % cin, co = t / cin;                                   \
+    int oy_lo = pad > ky ? (pad - ky + S - 1) / S : 0;                                       \
+    int last_y = height - 1 + pad - ky;                                                      \
+    int oy_hi = last_y < 0 ? 0 : min(ho, last_y / S + 1);                                    \
+    int rows = oy_hi - oy_lo;                                                                \
+    if (rows <= 0)                                                                           \
+        return;                                                                              \
+    int nch = (wo + 7) / 8, xlen = nch * 8 * S + K;                                          \
+    int xcnt = clamp(xlen - pad, 0, width);                                                  \
+    float xb[2 * CONV_ROW_MAX], db[2 * CONV_ROW_MAX];                                        \
+    for (int i = 0; i < xlen; i++)                                                           \
+        xb[i] = xb[CONV_ROW_MAX + i] = 0.0f;                                                 \
+    for (int i = wo; i < nch * 8; i++)                                                       \
+        db[i] = db[CONV_ROW_MAX + i] = 0.0f;                                                 \
+    float8 acc[K];                                                                           \
+    _Pragma("unroll")                                                                        \
+    for (int kx = 0; kx < K; kx++)                                                           \
+        acc[kx] = (float8)(0.0f);                                                            \
+    int total = n * rows;                                                                    \
+    conv_copy_row(xb + pad, x + ((size_t)ci * height + oy_lo * S - pad + ky) * width, xcnt); \
+    conv_copy_row(db, dy + ((size_t)co * ho + oy_lo) * wo, wo);                              \
+    int r = 0, b = 0;                                                                        \
+    for (int s = 0; s < total; s++) {                                                        \
+        int cur = (s & 1) * CONV_ROW_MAX;                                                    \
+        if (s + 1 < total) { /* copy the next rows while this one is used */                 \
+            if (++r == rows) {                                                               \
+                r = 0;                                                                       \
+                b++;                                                                         \
+            }                                                                                \
+            int oy = oy_lo + r, nxt = CONV_ROW_MAX - cur;                                    \
+            conv_copy_row(xb + nxt + pad,                                                    \
+                          x + (((size_t)b * cin + ci) * height + oy * S - pad + ky) * width, \
+                          xcnt);                                                             \
+            conv_copy_row(db + nxt, dy + (((size_t)b * cout + co) * ho + oy) * wo, wo);      \
+        }                                                                                    \
+        for (int j = 0; j < nch; j++) {                                                      \
+            float8 gv = vload8(0, db + cur + 8 * j);                                         \
+            _Pragma("unroll")                                                                \
+            for (int kx = 0; kx < K; kx++) {                                                 \
+                float8 xv = S == 1 ? vload8(0, xb + cur + 8 * j + kx)                        \
+                                   : vload16(0, xb + cur + 16 * j + kx).even;                \
+                acc[kx] = fma(gv, xv, acc[kx]);                                              \
+            }                                                                                \
+        }                                                                                    \
+    }                                                                                        \
+    _Pragma("unroll")                                                                        \
+    for (int kx = 0; kx < K; kx++) {                                                         \
+        float8 v = acc[kx];                                                                  \
+        float4 h = v.lo + v.hi;                                                              \
+        float2 q = h.lo + h.hi;                                                              \
+        dw[(size_t)co * ld + (ci * K + ky) * K + kx] += q.x + q.y;                           \
+    }                                                                                        \
+}
+
+CONV_TILE_FWD(3, 1)
+CONV_TILE_FWD(3, 2)
+CONV_TILE_FWD(5, 1)
+CONV_TILE_FWD(5, 2)
+CONV_TILE_FWD(7, 1)
+CONV_TILE_FWD(7, 2)
+CONV_ROWS_DW(3, 1)
+CONV_ROWS_DW(3, 2)
+CONV_ROWS_DW(5, 1)
+CONV_ROWS_DW(5, 2)
+CONV_ROWS_DW(7, 1)
+CONV_ROWS_DW(7, 2)

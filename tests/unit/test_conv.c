@@ -316,6 +316,20 @@ static void test_conv_elastic_w_ld_3x3_and_1x1(void **st)
     check_conv(st, &(nn_conv2d_shape){3, 5, 5, 5, 3, 1, 1, 1, 1, 0, 0, 17}, 11);
 }
 
+/* Few input channels (the stem) with square 3, 5, 7 filters at stride 1 or 2
+ * take the direct kernels (forward from 4 outputs per row, dW from private
+ * rows): several strips and output-channel blocks, bands of rows, and a row
+ * too long for the direct dW (im2col computes it). The cases above cover
+ * K = 3 and 7 with 3 channels, pad 2 and a weight stride. */
+static void test_conv_direct_few_input_channels(void **st)
+{
+    check_conv(st, &(nn_conv2d_shape){2, 2, 11, 20, 6, 5, 5, 1, 1, 2, 2, 0}, 19);
+    check_conv(st, &(nn_conv2d_shape){3, 1, 16, 16, 9, 3, 3, 2, 2, 1, 1, 0}, 20);
+    check_conv(st, &(nn_conv2d_shape){1, 1, 140, 9, 2, 3, 3, 1, 1, 1, 1, 0}, 21);
+    check_conv(st, &(nn_conv2d_shape){1, 1, 3, 140, 2, 3, 3, 1, 1, 1, 1, 0}, 22);
+    check_conv(st, &(nn_conv2d_shape){2, 4, 9, 10, 3, 5, 5, 2, 2, 2, 2, 0}, 23);
+}
+
 static void test_conv_3x3_larger_odd_gemm_batch6(void **st)
 {
     /* GEMM (37 x 171) x (171 x 3174) */
@@ -386,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_conv_1x1_pointwise_vector_and_gather),
         cmocka_unit_test(test_conv_1x1_stride2_takes_im2col),
         cmocka_unit_test(test_conv_elastic_w_ld_3x3_and_1x1),
+        cmocka_unit_test(test_conv_direct_few_input_channels),
         cmocka_unit_test(test_conv_3x3_larger_odd_gemm_batch6),
         cmocka_unit_test(test_conv_bad_shapes_rejected),
     };
