@@ -44,8 +44,12 @@ inline void bn_next(bn_iter *it)
 #define BN_FOR_CHUNKS(n, c, hw, ch, ...)                                                     \
     if ((int)get_local_size(0) <= (n)) {                                                     \
         for (int b_ = (int)get_local_id(0); b_ < (n); b_ += (int)get_local_size(0)) {        \
-            int row_ = (b_ * (c) + (ch)) * (hw);                                             \
-            for (int k_ = 0; k_ < (hw); k_ += 8) {                                           \
+            int row_ = (b_ * (c) + (ch)) * (hw), k_ = 0;                                     \
+            for (; k_ + 8 <= (hw); k_ += 8) { /* whole chunks: left is the constant 8 */     \
+                const int j = row_ + k_, left = 8;                                           \
+                __VA_ARGS__                                                                  \
+            }                                                                                \
+            if (k_ < (hw)) {                                                                 \
                 int j = row_ + k_, left = (hw) - k_;                                         \
                 __VA_ARGS__                                                                  \
             }                                                                                \

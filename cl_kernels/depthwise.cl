@@ -4,8 +4,9 @@
  *  - direct kernels, one work-item per output (forward, dx gather) or a
  *    work-group per weight (dw): any shape; the forward and dx come as a
  *    general kernel and as copies specialised for K = 3, 5, 7 and stride 1, 2;
- *  - tiled kernels (dw_tile_*) for forward and dx when a row has at least 8
- *    outputs: zero-padded rows staged in local memory, float8 strips;
+ *  - tiled kernels (dw_tile_*) for forward and dx when a row has at least 4
+ *    outputs: zero-padded rows staged in local memory, float8 strips (the lanes
+ *    past the row computed and dropped);
  *  - weight-gradient kernels without work-group reduction: dw_rows_* (K = 3,
  *    5, 7, stride 1, 2; rows staged in private memory) and dw_direct_* (any K,
  *    stride 1, 2). */
@@ -180,42 +181,54 @@ __kernel void dw_backward_w(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS, __local float 
 #define DW_V 8
 
 /* dst[i], i in [0, cnt): src[i - pad] when the row is valid and
- * 0 <= i - pad < width, else 0. */
+ * 0 <= i - pad < width, else 0. Copies in float8 chunks, the last one
+ * overlapping the one before when the run is not a multiple of 8. */
 inline void dw_fill_row(__local float *dst, __global const float *src, bool valid, int pad,
                         int width, int cnt)
 {
     int a = valid ? min(max(pad, 0), cnt) : cnt;
     int b = valid ? min(max(pad + width, 0), cnt) : cnt;
-    int i = 0;
-    for (; i < a; i++)
+    for (int i = 0; i < a; i++)
         dst[i] = 0.0f;
-    for (; i + 8 <= b; i += 8)
-        vstore8(vload8(0, src + (i - pad)), 0, dst + i);
-    for (; i < b; i++)
-        dst[i] = src[i - pad];
-    for (; i < cnt; i++)
+    if (b - a >= 8) {
+        for (int i = a; i < b; i += 8) {
+            int at = min(i, b - 8);
+            vstore8(vload8(0, src + (at - pad)), 0, dst + at);
+        }
+    } else {
+        for (int i = a; i < b; i++)
+            dst[i] = src[i - pad];
+    }
+    for (int i = b; i < cnt; i++)
         dst[i] = 0.0f;
 }
 
 /* The stride-2 split of the row above: ev[j] = value at 2j, od[j] at 2j + 1,
- * j in [0, nh). */
+ * j in [0, nh). Columns j whose 16 values lie inside the row are copied in
+ * chunks of 8 (the last one overlapping), the others one by one. */
 inline void dw_fill_row2(__local float *ev, __local float *od, __global const float *src,
                          bool valid, int pad, int width, int nh)
 {
-    int j = 0;
-    if (valid) {
-        for (; j < nh && 2 * j - pad < 0; j++) {
-            int i0 = 2 * j - pad, i1 = i0 + 1;
-            ev[j] = (i0 >= 0 && i0 < width) ? src[i0] : 0.0f;
-            od[j] = (i1 >= 0 && i1 < width) ? src[i1] : 0.0f;
-        }
-        for (; j + 8 <= nh && 2 * j - pad + 16 <= width; j += 8) {
-            float16 v = vload16(0, src + (2 * j - pad));
-            vstore8(v.even, 0, ev + j);
-            vstore8(v.odd, 0, od + j);
+    /* chunks start at j with 2j - pad >= 0 and 2j - pad + 16 <= width */
+    int lo = (pad + 1) / 2, hi = (width + pad - 16) / 2; /* first and last start */
+    bool vec = valid && pad >= 0 && width + pad >= 16 && lo <= hi && hi + 8 <= nh;
+    int vlo = vec ? lo : nh, vhi = vec ? hi + 8 : nh; /* columns the chunks fill */
+    for (int j = 0; j < vlo; j++) {
+        int i0 = 2 * j - pad, i1 = i0 + 1;
+        ev[j] = (valid && i0 >= 0 && i0 < width) ? src[i0] : 0.0f;
+        od[j] = (valid && i1 >= 0 && i1 < width) ? src[i1] : 0.0f;
+    }
+    if (vec) {
+        for (int j = lo;; j += 8) {
+            int at = min(j, hi);
+            float16 v = vload16(0, src + (2 * at - pad));
+            vstore8(v.even, 0, ev + at);
+            vstore8(v.odd, 0, od + at);
+            if (at == hi)
+                break;
         }
     }
-    for (; j < nh; j++) {
+    for (int j = vhi; j < nh; j++) {
         int i0 = 2 * j - pad, i1 = i0 + 1;
         ev[j] = (valid && i0 >= 0 && i0 < width) ? src[i0] : 0.0f;
         od[j] = (valid && i1 >= 0 && i1 < width) ? src[i1] : 0.0f;
@@ -298,15 +311,21 @@ inline void dw_tile_corr(__global const float *in, __global const float *w, __gl
         return;
     __global const float *wp = w + (plane % c) * (K * K);
     __local const float *tp = tile + (lz * th + ly * S) * ts;
-    float8 acc = (float8)(0.0f);
+    /* one partial sum per filter row: K independent chains of K fma */
+    float8 acc[7]; /* K <= 7 */
 #pragma unroll
-    for (int ky = 0; ky < K; ky++)
+    for (int ky = 0; ky < K; ky++) {
+        acc[ky] = (float8)(0.0f);
 #pragma unroll
         for (int kx = 0; kx < K; kx++) {
             float wv = wp[flip ? K * K - 1 - (ky * K + kx) : ky * K + kx];
-            acc = fma(dw_tap(tp + ky * ts, ox0, kx, ts, S), (float8)(wv), acc);
+            acc[ky] = fma(dw_tap(tp + ky * ts, ox0, kx, ts, S), (float8)(wv), acc[ky]);
         }
-    dw_store(out + ((size_t)plane * ho + oy) * wo + ox0, acc, wo - ox0);
+    }
+#pragma unroll
+    for (int ky = 1; ky < K; ky++)
+        acc[0] += acc[ky];
+    dw_store(out + ((size_t)plane * ho + oy) * wo + ox0, acc[0], wo - ox0);
 }
 
 #define DW_TILE_ARGS int planes, int c, int height, int width, int pad, int ho, int wo, \

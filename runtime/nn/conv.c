@@ -177,18 +177,12 @@ static void group_2d(mcl_dev *d, size_t gx, size_t gy, size_t local[2])
     local[1] = ly;
 }
 
-/* Direct pointwise kernels (cl_kernels/conv.cl): chunks of 8 columns are
- * vector loads when hw is a multiple of 8, gathered otherwise. */
-static const char *pw_variant(size_t hw) { return hw % 8 == 0 ? "contig" : "gather"; }
-
 /* out (N, M, HW) = A (M, K) in (N, K, HW), A[m, k] = a[m * a_rs + k * a_ks]. */
 static manta_status pw_apply(mcl_dev *d, mview in, mview a, mview out, size_t n, size_t k,
                              size_t m, size_t hw, size_t a_rs, size_t a_ks)
 {
-    char name[32];
-    snprintf(name, sizeof name, "pw_apply_%s", pw_variant(hw));
     mcl_launch L;
-    mcl_launch_begin(&L, d, "conv", name);
+    mcl_launch_begin(&L, d, "conv", hw % 8 == 0 ? "pw_apply_contig" : "pw_apply_mixed");
     mcl_arg_view(&L, in);
     mcl_arg_view(&L, a);
     mcl_arg_view(&L, out);
@@ -208,8 +202,18 @@ static manta_status pw_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mvie
                              size_t ld)
 {
     size_t hw = (size_t)s->h * (size_t)s->w;
+    /* cl_kernels/conv.cl: whole rows from 8 columns on, channels packed with
+     * the columns when hw divides 8, else gathered columns */
     char name[32];
-    snprintf(name, sizeof name, "pw_wgrad_%s", pw_variant(hw));
+    size_t per_item = 4; /* input channels per work-item */
+    if (hw >= 8) {
+        snprintf(name, sizeof name, "pw_wgrad_rows_k");
+    } else if (8 % hw == 0) {
+        snprintf(name, sizeof name, "pw_wgrad_packed%zu", hw);
+        per_item = 4 * (8 / hw);
+    } else {
+        snprintf(name, sizeof name, "pw_wgrad_gather_k");
+    }
     mcl_launch L;
     mcl_launch_begin(&L, d, "conv", name);
     mcl_arg_view(&L, x);
@@ -220,9 +224,98 @@ static manta_status pw_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mvie
     mcl_arg_int(&L, s->cout);
     mcl_arg_int(&L, (int)hw);
     mcl_arg_int(&L, (int)ld);
-    size_t gx = ((size_t)s->cin + 3) / 4, gy = ((size_t)s->cout + 3) / 4, local[2];
+    size_t gx = ((size_t)s->cin + per_item - 1) / per_item, gy = ((size_t)s->cout + 3) / 4;
+    size_t local[2];
     group_2d(d, gx, gy, local);
     return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+}
+
+/* Direct kernels for dense convolutions with few input channels (the stem;
+ * cl_kernels/conv.cl): square K = 3, 5, 7, equal strides 1 or 2 and pads.
+ * The forward needs rows of at least DIRECT_MIN_WIDTH outputs; dW rows up to
+ * DIRECT_ROW_MAX floats (CONV_ROW_MAX there). */
+#define DIRECT_MAX_CIN 4
+#define DIRECT_MIN_WIDTH 4
+#define DIRECT_GROUP 128
+#define DIRECT_ROW_MAX 136
+
+static bool direct_shape(const nn_conv2d_shape *s)
+{
+    return s->kh == s->kw && (s->kh == 3 || s->kh == 5 || s->kh == 7) &&
+           s->stride_h == s->stride_w && (s->stride_h == 1 || s->stride_h == 2) &&
+           s->pad_h == s->pad_w && s->cin <= DIRECT_MAX_CIN;
+}
+
+/* The shape arguments of the direct kernels after their three views. */
+static void direct_args(mcl_launch *L, const nn_conv2d_shape *s)
+{
+    mcl_arg_int(L, s->n);
+    mcl_arg_int(L, s->cin);
+    mcl_arg_int(L, s->h);
+    mcl_arg_int(L, s->w);
+    mcl_arg_int(L, s->cout);
+    mcl_arg_int(L, s->pad_h);
+    mcl_arg_int(L, nn_conv2d_out_h(s));
+    mcl_arg_int(L, nn_conv2d_out_w(s));
+    mcl_arg_int(L, (int)weight_ld(s));
+}
+
+/* Direct forward; *done false (nothing enqueued) when the shape does not suit it. */
+static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w,
+                                   mview y, bool *done)
+{
+    const mcl_device_info *di = mcl_info(d);
+    size_t ho = (size_t)nn_conv2d_out_h(s), wo = (size_t)nn_conv2d_out_w(s);
+    size_t k = (size_t)s->kh, st = (size_t)s->stride_h;
+    size_t cap = di->max_work_group < DIRECT_GROUP ? di->max_work_group : DIRECT_GROUP;
+    size_t mem = (size_t)(di->local_mem / 2 / sizeof(float));
+    *done = false;
+    if (!direct_shape(s) || wo < DIRECT_MIN_WIDTH)
+        return MANTA_OK;
+    size_t ns = (wo + 7) / 8;
+    size_t ts = st == 1 ? ns * 8 + k - 1 : 2 * (ns * 8 + (k - 1) / 2);
+    if (ns > cap)
+        return MANTA_OK;
+    size_t ly = cap / ns < ho ? cap / ns : ho;
+    while (ly > 1 && (size_t)s->cin * ((ly - 1) * st + k) * ts > mem)
+        ly /= 2;
+    size_t floats = (size_t)s->cin * ((ly - 1) * st + k) * ts;
+    if (floats > mem)
+        return MANTA_OK;
+    char name[40];
+    snprintf(name, sizeof name, "conv_tile_forward_k%zu_s%zu", k, st);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "conv", name);
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, w);
+    mcl_arg_view(&L, y);
+    direct_args(&L, s);
+    mcl_arg_local(&L, floats * sizeof(float));
+    *done = true;
+    size_t groups = (size_t)s->n * (((size_t)s->cout + 7) / 8);
+    return mcl_launch_run(&L, 3, (size_t[]){ns, ho, groups}, (size_t[]){ns, ly, 1});
+}
+
+/* Direct dW (accumulated); *done false when the shape does not suit it. */
+static manta_status direct_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview dy,
+                                 mview dw, bool *done)
+{
+    size_t wo = (size_t)nn_conv2d_out_w(s), k = (size_t)s->kh, st = (size_t)s->stride_h;
+    *done = false;
+    if (!direct_shape(s) || (wo + 7) / 8 * 8 * st + k > DIRECT_ROW_MAX ||
+        k > mcl_info(d)->max_work_group)
+        return MANTA_OK;
+    char name[40];
+    snprintf(name, sizeof name, "conv_rows_backward_w_k%zu_s%zu", k, st);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "conv", name);
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, dy);
+    mcl_arg_view(&L, dw);
+    direct_args(&L, s);
+    *done = true;
+    size_t items = (size_t)s->cout * (size_t)s->cin * k;
+    return mcl_launch_run(&L, 1, (size_t[]){items}, (size_t[]){k});
 }
 
 manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview y,
@@ -243,6 +336,10 @@ manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mv
 
     if (is_pointwise(s)) /* y (N, Cout, HW) = W (Cout, Cin) x (N, Cin, HW) */
         return pw_apply(d, x, w, y, (size_t)s->n, (size_t)s->cin, cout, hw_o, ld, 1);
+    bool done;
+    st = direct_forward(d, s, x, w, y, &done);
+    if (st != MANTA_OK || done)
+        return st;
     if ((st = nn_need_buffer(d, op, "scratch", scratch)) != MANTA_OK)
         return st;
     size_t rows = col_rows(s), cols = col_cols(s);
@@ -287,6 +384,16 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
         return st;
     if (is_pointwise(s))
         return pointwise_backward(d, s, x, w, dy, dx, dw);
+    if (dw.mem) {
+        bool done;
+        st = direct_wgrad(d, s, x, dy, dw, &done);
+        if (st != MANTA_OK)
+            return st;
+        if (done)
+            dw = (mview){NULL, 0}; /* the im2col path below only computes dx */
+        if (!dx.mem && !dw.mem)
+            return MANTA_OK;
+    }
     if ((st = nn_need_buffer(d, op, "scratch", scratch)) != MANTA_OK)
         return st;
     size_t rows = col_rows(s), cols = col_cols(s), cout = (size_t)s->cout, ld = weight_ld(s);

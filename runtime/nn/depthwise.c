@@ -10,7 +10,7 @@
 /* Tiled kernels (cl_kernels/depthwise.cl): outputs per work-item, the
  * narrowest output row that takes them, and the work-items per group aimed at. */
 #define TILE_V 8
-#define TILE_MIN_WIDTH 8
+#define TILE_MIN_WIDTH 4
 #define TILE_GROUP 128
 /* Longest private row of dw_rows_backward_w_* (DW_ROW_MAX there). */
 #define ROW_MAX 136

@@ -1,6 +1,5 @@
 #include "nn/linear.h"
 
-#include "cl/blas.h"
 #include "nn/launch.h"
 
 /* Checks the shape and returns the row stride of W in *ld. */
@@ -20,6 +19,44 @@ static manta_status check_shape(mcl_dev *d, const nn_linear_shape *s, const char
     return MANTA_OK;
 }
 
+/* Work-group for a 2-D launch of gx x gy work-items (up to 8 x 8). */
+static void group_2d(mcl_dev *d, size_t gx, size_t gy, size_t local[2])
+{
+    size_t cap = mcl_info(d)->max_work_group;
+    local[0] = gx < 8 ? gx : 8;
+    local[1] = gy < 8 ? gy : 8;
+    while (local[0] * local[1] > cap && local[1] > 1)
+        local[1] /= 2;
+    while (local[0] * local[1] > cap && local[0] > 1)
+        local[0] /= 2;
+}
+
+/* Rows of 4 per work-item (LIN_B in cl_kernels/linear.cl), 16 columns. */
+#define LIN_B 4
+
+/* c (rows, cols) = beta c + A b, A(r, k) = a[r * a_rs + k * a_ks] (see lin_rows). */
+static manta_status lin_rows(mcl_dev *d, mview a, mview b, mview c, size_t rows, size_t cols,
+                             size_t kdim, size_t a_rs, size_t a_ks, size_t b_rs, size_t c_rs,
+                             float beta)
+{
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "linear", "lin_rows");
+    mcl_arg_view(&L, a);
+    mcl_arg_view(&L, b);
+    mcl_arg_view(&L, c);
+    mcl_arg_int(&L, (int)rows);
+    mcl_arg_int(&L, (int)cols);
+    mcl_arg_int(&L, (int)kdim);
+    mcl_arg_int(&L, (int)a_rs);
+    mcl_arg_int(&L, (int)a_ks);
+    mcl_arg_int(&L, (int)b_rs);
+    mcl_arg_int(&L, (int)c_rs);
+    mcl_arg_float(&L, beta);
+    size_t gx = (cols + 15) / 16, gy = (rows + LIN_B - 1) / LIN_B, local[2];
+    group_2d(d, gx, gy, local);
+    return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+}
+
 manta_status nn_linear_forward(mcl_dev *d, const nn_linear_shape *s, mview x, mview w, mview b,
                                mview y)
 {
@@ -27,12 +64,22 @@ manta_status nn_linear_forward(mcl_dev *d, const nn_linear_shape *s, mview x, mv
     manta_status st = check_shape(d, s, "linear_forward", &ld);
     if (st != MANTA_OK)
         return st;
-    size_t n = (size_t)s->n, in = (size_t)s->in, out = (size_t)s->out;
+    size_t n = (size_t)s->n, out = (size_t)s->out;
     /* y (n, out) = x (n, in) * W^T, W (out, in) with row stride ld */
-    st = mcl_sgemm(d, false, true, n, out, in, 1.0f, x, in, w, ld, 0.0f, y, out);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "linear", "lin_forward");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, w);
+    mcl_arg_view(&L, y);
+    mcl_arg_int(&L, s->n);
+    mcl_arg_int(&L, s->in);
+    mcl_arg_int(&L, s->out);
+    mcl_arg_int(&L, (int)ld);
+    size_t gx = (out + LIN_B - 1) / LIN_B, gy = (n + LIN_B - 1) / LIN_B, local[2];
+    group_2d(d, gx, gy, local);
+    st = mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
     if (st != MANTA_OK || !b.mem)
         return st;
-    mcl_launch L;
     mcl_launch_begin(&L, d, "linear", "bias_forward");
     mcl_arg_view(&L, y);
     mcl_arg_view(&L, b);
@@ -51,12 +98,12 @@ manta_status nn_linear_backward(mcl_dev *d, const nn_linear_shape *s, mview x, m
     size_t n = (size_t)s->n, in = (size_t)s->in, out = (size_t)s->out;
     if (dx.mem) {
         /* dx (n, in) = dy (n, out) * W (out, in) */
-        st = mcl_sgemm(d, false, false, n, in, out, 1.0f, dy, out, w, ld, 0.0f, dx, in);
+        st = lin_rows(d, dy, w, dx, n, in, out, out, 1, ld, in, 0.0f);
         if (st != MANTA_OK)
             return st;
     }
     /* dW (out, in) += dy^T (out, n) * x (n, in), with W's row stride */
-    st = mcl_sgemm(d, true, false, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw, ld);
+    st = lin_rows(d, dy, x, dw, out, in, n, 1, out, in, ld, 1.0f);
     if (st != MANTA_OK || !db.mem)
         return st;
     mcl_launch L;

@@ -1,6 +1,6 @@
 /**
  * @file linear.h
- * @brief Fully connected layer y = x W^T + b on the device (CLBlast SGEMM).
+ * @brief Fully connected layer y = x W^T + b on the device (direct kernels).
  *
  * x (N, in), y (N, out). W holds `out` rows; row o starts at w + o * w_ld and
  * its first `in` floats are used (w_ld == 0 means in), so a layer can use a

@@ -287,10 +287,12 @@ static void test_conv_1x1_pointwise_batch4(void **st)
     check_conv(st, &(nn_conv2d_shape){4, 17, 7, 7, 5, 1, 1, 1, 1, 0, 0, 0}, 8);
 }
 
-/* The direct pointwise kernels: H*W a multiple of 8 takes vector loads (an
- * odd number of 8-column chunks, chunks spanning two images, Cout and Cin
- * not multiples of the 8-row and 4 x 4 blocks, a weight stride), other sizes
- * gather their columns (H*W = 1 and 4, fewer columns than a chunk). */
+/* The direct pointwise kernels: chunks of 8 columns inside an image take
+ * vector loads (H*W a multiple of 8, an odd number of chunks, chunks spanning
+ * two images, Cout and Cin not multiples of the 8-row and 4 x 4 blocks, a
+ * weight stride); dW packs channels with the columns for H*W = 1, 2, 4 (a
+ * partial last vector of channels) and gathers them for other H*W below 8
+ * (fewer columns than a chunk). */
 static void test_conv_1x1_pointwise_vector_and_gather(void **st)
 {
     check_conv(st, &(nn_conv2d_shape){3, 5, 2, 4, 11, 1, 1, 1, 1, 0, 0, 0}, 12);
@@ -299,6 +301,7 @@ static void test_conv_1x1_pointwise_vector_and_gather(void **st)
     check_conv(st, &(nn_conv2d_shape){5, 6, 1, 1, 10, 1, 1, 1, 1, 0, 0, 0}, 15);
     check_conv(st, &(nn_conv2d_shape){3, 7, 2, 2, 17, 1, 1, 1, 1, 0, 0, 0}, 16);
     check_conv(st, &(nn_conv2d_shape){1, 3, 1, 5, 2, 1, 1, 1, 1, 0, 0, 0}, 17);
+    check_conv(st, &(nn_conv2d_shape){2, 5, 1, 2, 3, 1, 1, 1, 1, 0, 0, 0}, 18);
 }
 
 static void test_conv_1x1_stride2_takes_im2col(void **st)
@@ -311,6 +314,20 @@ static void test_conv_elastic_w_ld_3x3_and_1x1(void **st)
     /* the first 3 of 5 stored input channels (w_ld 45), then 5 of 17 (w_ld 17) */
     check_conv(st, &(nn_conv2d_shape){2, 3, 7, 7, 4, 3, 3, 1, 1, 1, 1, 45}, 10);
     check_conv(st, &(nn_conv2d_shape){3, 5, 5, 5, 3, 1, 1, 1, 1, 0, 0, 17}, 11);
+}
+
+/* Few input channels (the stem) with square 3, 5, 7 filters at stride 1 or 2
+ * take the direct kernels (forward from 4 outputs per row, dW from private
+ * rows): several strips and output-channel blocks, bands of rows, and a row
+ * too long for the direct dW (im2col computes it). The cases above cover
+ * K = 3 and 7 with 3 channels, pad 2 and a weight stride. */
+static void test_conv_direct_few_input_channels(void **st)
+{
+    check_conv(st, &(nn_conv2d_shape){2, 2, 11, 20, 6, 5, 5, 1, 1, 2, 2, 0}, 19);
+    check_conv(st, &(nn_conv2d_shape){3, 1, 16, 16, 9, 3, 3, 2, 2, 1, 1, 0}, 20);
+    check_conv(st, &(nn_conv2d_shape){1, 1, 140, 9, 2, 3, 3, 1, 1, 1, 1, 0}, 21);
+    check_conv(st, &(nn_conv2d_shape){1, 1, 3, 140, 2, 3, 3, 1, 1, 1, 1, 0}, 22);
+    check_conv(st, &(nn_conv2d_shape){2, 4, 9, 10, 3, 5, 5, 2, 2, 2, 2, 0}, 23);
 }
 
 static void test_conv_3x3_larger_odd_gemm_batch6(void **st)
@@ -371,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_conv_1x1_pointwise_vector_and_gather),
         cmocka_unit_test(test_conv_1x1_stride2_takes_im2col),
         cmocka_unit_test(test_conv_elastic_w_ld_3x3_and_1x1),
+        cmocka_unit_test(test_conv_direct_few_input_channels),
         cmocka_unit_test(test_conv_3x3_larger_odd_gemm_batch6),
         cmocka_unit_test(test_conv_bad_shapes_rejected),
     };

@@ -147,7 +147,7 @@ static void test_dw_general_even_k_stride3_pad_other(void **st)
     check_dw(st, &(nn_dw_shape){1, 2, 7, 7, 5, 3, 0}, 12);   /* K = 5, stride 3 */
 }
 
-/* Planes at least 8 outputs wide take the tiled forward and dx kernels
+/* Planes at least 4 outputs wide take the tiled forward and dx kernels
  * (strips of 8 outputs, bands of rows, several planes per group) and rows up
  * to 136 floats the row-staged dw kernels; these shapes cover full and
  * partial strips, several bands, partial plane groups and both strides. */

@@ -123,7 +123,10 @@ static void check_case(mcl_dev *d, manta_rng *rng, lin_case *k, int with_dx, int
     free(got), free(fd), free(dw0), free(db0);
 }
 
-static const int SHAPES[][3] = {{1, 3, 17}, {5, 17, 3}, {4, 40, 17}, {3, 17, 40}, {2, 1, 1}};
+/* n, in, out; the last spans several 4-row and 16-column blocks of the
+ * kernels, each with a partial one */
+static const int SHAPES[][3] = {{1, 3, 17}, {5, 17, 3}, {4, 40, 17}, {3, 17, 40}, {2, 1, 1},
+                                {9, 70, 37}};
 
 static void test_linear_forward_and_backward(void **state)
 {
