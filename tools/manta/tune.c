@@ -47,7 +47,11 @@ static const tuner_spec tuners[] = {
 #define TUNER_LIMIT_S 1200 /* a tuner that runs longer is stopped: something is wrong */
 
 /* GEMMs of the CPU-default supernet's convolutions (batch 16 at 32x32 unless
- * noted), row-major as manta calls them. */
+ * noted), row-major as manta calls them. 1x1 convolutions run one GEMM per
+ * image through CLBlast's strided-batched routine, which uses the same
+ * kernels, parameters and threshold; it is timed unbatched here because
+ * every parameter set compiles each CLBlast routine it calls (minutes on a
+ * small CPU) and the batched one is a routine of its own. */
 typedef struct gemm_shape {
     size_t m, n, k, batch;
     bool ta, tb;
@@ -59,7 +63,7 @@ static const gemm_shape shapes[] = {
     {16, 16384, 96, 1, false, false, "conv forward, 96->16 channels"},
     {384, 64, 96, 1, false, false, "head 1x1, batch 64"},
     {256, 256, 256, 1, false, false, "square"},
-    {96, 1024, 16, 16, false, false, "1x1 conv, per image (batched)"},
+    {96, 1024, 16, 1, false, false, "1x1 conv, one image of a batch"},
     {96, 16, 16384, 1, false, true, "weight gradient 16->96"},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
@@ -570,9 +574,12 @@ static void with_threshold(const mcl_tune_set *base, size_t t, mcl_tune_set *out
  * load hits all sets alike. CLBlast keeps each set's compiled program, so
  * switching back and forth does not recompile. Overrides cannot be undone:
  * each set must override every kernel that any set of the call overrides
- * and that its forced kernel uses. */
+ * and that its forced kernel uses. Preparing a set compiles it; sets after
+ * the first @p must are skipped once preparing has taken @p budget_s:
+ * *measured says how many were timed. */
 static manta_status time_interleaved(tune_ctx *c, const char *label, const mcl_tune_set *sets,
-                                     size_t n, double (*g)[N_SHAPES])
+                                     size_t n, size_t must, double budget_s, size_t *measured,
+                                     double (*g)[N_SHAPES])
 {
     size_t reps[MAX_VARIANTS][N_SHAPES];
     double w[MAX_VARIANTS][N_SHAPES][ROUNDS];
@@ -580,7 +587,14 @@ static manta_status time_interleaved(tune_ctx *c, const char *label, const mcl_t
     fprintf(c->out, "timing SGEMM at %zu shapes, %s: %zu parameter sets, %d interleaved rounds\n",
             N_SHAPES, label, n, ROUNDS);
     fflush(c->out);
+    double t_start = now_s();
     for (size_t v = 0; v < n && st == MANTA_OK; v++) {
+        if (v >= must && now_s() - t_start > budget_s) {
+            fprintf(c->out, "      time budget of %.0f s spent: %zu of %zu sets skipped\n", budget_s,
+                    n - v, n);
+            n = v;
+            break;
+        }
         double t_set = now_s();
         st = mcl_tune_apply(c->info->id, &sets[v], mcl_err(c->d));
         for (size_t s = 0; s < N_SHAPES && st == MANTA_OK; s++) {
@@ -613,6 +627,7 @@ static manta_status time_interleaved(tune_ctx *c, const char *label, const mcl_t
                 w[v][s][round] = (now_s() - t) / (double)reps[v][s];
             }
         }
+    *measured = st == MANTA_OK ? n : 0;
     for (size_t v = 0; v < n && st == MANTA_OK; v++)
         for (size_t s = 0; s < N_SHAPES; s++) {
             const gemm_shape *sh = &shapes[s];
@@ -1068,10 +1083,8 @@ int cmd_tune(int argc, char **argv)
             continue;
         mcl_tune_kernel cand[MAX_CAND];
         size_t n = 0, max = 1;
-        if (!strcmp(tuners[i].kernel, "XgemmDirect"))
-            max = c.o.quick ? 1 : 3;
-        else if (!strcmp(tuners[i].kernel, "Xgemm"))
-            max = c.o.quick ? 2 : 3;
+        if (!strcmp(tuners[i].kernel, "XgemmDirect") || !strcmp(tuners[i].kernel, "Xgemm"))
+            max = c.o.quick ? 1 : 2;
         if (tune_kernel(&c, i, j++, n_run, max, cand, &n))
             goto out; /* the work folder stays for its logs */
         for (size_t k = 0; k < n; k++) {
@@ -1097,15 +1110,25 @@ int cmd_tune(int argc, char **argv)
         cmd_error("tune", st, mcl_err(c.d));
         goto out;
     }
+    /* Each forced kernel with the least change to CLBlast's own threshold:
+     * its own value when it already sends every shape there (CLBlast then
+     * builds the very program it builds untuned, maybe cached by PoCL). */
+    size_t n_def_direct = 0;
+    for (size_t s = 0; s < N_SHAPES; s++)
+        n_def_direct += runs_direct(&shapes[s], t_def);
+    size_t t_dir = n_def_direct == N_SHAPES ? t_def : T_ALL_DIRECT;
+    size_t t_ind = n_def_direct == 0 ? t_def : T_ALL_INDIRECT;
     mcl_tune_set *sets = malloc(MAX_VARIANTS * sizeof *sets);
     double g[MAX_VARIANTS][N_SHAPES];
     if (!sets) {
         fprintf(stderr, "manta tune: out of memory\n");
         goto out;
     }
-    with_threshold(&none, T_ALL_DIRECT, &sets[0]);
-    with_threshold(&none, T_ALL_INDIRECT, &sets[1]);
-    st = time_interleaved(&c, "CLBlast's parameters, each kernel forced", sets, 2, g);
+    size_t measured = 0;
+    with_threshold(&none, t_dir, &sets[0]);
+    with_threshold(&none, t_ind, &sets[1]);
+    st = time_interleaved(&c, "CLBlast's parameters, each kernel forced", sets, 2, 2, 0,
+                          &measured, g);
     if (st == MANTA_OK) {
         memcpy(dopt[0].g, g[0], sizeof g[0]);
         memcpy(iopt[0].g, g[1], sizeof g[1]);
@@ -1114,29 +1137,48 @@ int cmd_tune(int argc, char **argv)
     }
     /* 3. the tuned candidates at our shapes (the tuners timed one size
      * each): direct ones with the direct kernel forced, indirect ones (with
-     * the tuned helpers) with the indirect kernel forced */
-    size_t nv = 0;
-    for (size_t k = 1; k < nd; k++) {
-        mcl_tune_set base = none;
-        mcl_tune_set_put(&base, &dopt[k].k, NULL);
-        with_threshold(&base, T_ALL_DIRECT, &sets[nv++]);
+     * the tuned helpers) with the indirect kernel forced; the best of each
+     * first, the runners-up while the time budget lasts */
+    size_t nv = 0, which[MAX_VARIANTS]; /* option: k < nd direct, else indirect k - nd */
+    for (size_t r = 1; r < nd || r < ni; r++) {
+        if (r < nd) {
+            mcl_tune_set base = none;
+            mcl_tune_set_put(&base, &dopt[r].k, NULL);
+            with_threshold(&base, t_dir, &sets[nv]);
+            which[nv++] = r;
+        }
+        if (r < ni) {
+            mcl_tune_set base = helpers;
+            mcl_tune_set_put(&base, &iopt[r].k, NULL);
+            with_threshold(&base, t_ind, &sets[nv]);
+            which[nv++] = nd + r;
+        }
     }
-    for (size_t k = 1; k < ni; k++) {
-        mcl_tune_set base = helpers;
-        mcl_tune_set_put(&base, &iopt[k].k, NULL);
-        with_threshold(&base, T_ALL_INDIRECT, &sets[nv++]);
-    }
+    size_t must = (nd > 1) + (ni > 1);
     if (st == MANTA_OK)
-        st = time_interleaved(&c, "tuned candidates, each kernel forced", sets, nv, g);
+        st = time_interleaved(&c, "tuned candidates, each kernel forced", sets, nv, must,
+                              c.o.quick ? 0 : 240, &measured, g);
     free(sets);
     if (st != MANTA_OK) {
         cmd_error("tune: timing SGEMM", st, mcl_err(c.d));
         goto out;
     }
-    for (size_t k = 1; k < nd; k++)
-        memcpy(dopt[k].g, g[k - 1], sizeof g[0]);
-    for (size_t k = 1; k < ni; k++)
-        memcpy(iopt[k].g, g[nd - 1 + k - 1], sizeof g[0]);
+    size_t nd_ok = 1, ni_ok = 1; /* options timed, in order */
+    option dk[1 + MAX_CAND], ik[1 + MAX_CAND];
+    dk[0] = dopt[0];
+    ik[0] = iopt[0];
+    for (size_t v = 0; v < measured; v++) {
+        option *o = which[v] < nd ? &dopt[which[v]] : &iopt[which[v] - nd];
+        memcpy(o->g, g[v], sizeof g[v]);
+        if (which[v] < nd)
+            dk[nd_ok++] = *o;
+        else
+            ik[ni_ok++] = *o;
+    }
+    memcpy(dopt, dk, nd_ok * sizeof dk[0]);
+    memcpy(iopt, ik, ni_ok * sizeof ik[0]);
+    nd = nd_ok;
+    ni = ni_ok;
     choice ch;
     choose(before, dopt, nd, iopt, ni, t_def, &ch);
     /* the file: the winning tuned kernels and the threshold */
