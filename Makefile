@@ -51,6 +51,16 @@ INFER_SRC := $(wildcard tools/manta-infer/*.c)
 INFER_OBJ := $(INFER_SRC:%.c=$(BUILD)/obj/%.o)
 INFER     := $(BUILD)/bin/manta-infer
 
+# manta-profile: the board's latency profiler. Engine, exporter, space and profile code,
+# cJSON and libm: no OpenCL.
+PROFILE_SRC := $(wildcard tools/manta-profile/*.c)
+PROFILE_OBJ := $(PROFILE_SRC:%.c=$(BUILD)/obj/%.o)
+PROFILE_HOST_SRC := $(wildcard runtime/core/*.c runtime/profile/*.c) runtime/ofa/space.c \
+                    runtime/export/flatbuf.c runtime/export/tflite.c runtime/export/xgraph.c \
+                    runtime/export/xgraph_ref.c
+PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)
+PROFILE   := $(BUILD)/bin/manta-profile
+
 MANTA_SRC := $(wildcard tools/manta/*.c) tools/manta-infer/meta.c
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
 MANTA     := $(BUILD)/bin/manta
@@ -64,7 +74,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .SECONDARY:
 
 .PHONY: all lib test test-run demo deps bench-ops bench-train clean help fuzz
-all: $(LIB) $(MANTA) $(INFER)
+all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 lib: $(LIB)
 
 help:
@@ -105,6 +115,11 @@ $(BUILD)/obj/tools/manta-infer/main.o: $(BUILD)/gen/engine_size.h
 $(INFER): $(INFER_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(INFER_OBJ) $(ENGINE_LIB) -lturbojpeg -lm
+
+$(PROFILE_OBJ): CPPFLAGS += -DMANTA_ENGINE_FLAGS='"$(strip -std=c99 $(ENGINE_OPT) $(SANFLAGS))"'
+$(PROFILE): $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB) -lcjson -lm
 
 $(ENGINE_OBJ): CPPFLAGS := -Iruntime
 $(ENGINE_OBJ): CFLAGS := -std=c99 $(ENGINE_OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
@@ -171,4 +186,4 @@ $(BUILD)/fuzz/gen_seeds: tools/fuzz/gen_seeds.c tests/common/xgrand.c $(LIB) $(E
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
