@@ -26,7 +26,8 @@
  * must end in two distinct (1, K) tensors (logits and output), so a layer
  * that ends in a 4-D tensor is followed by a RESHAPE to (1, H*W*C) and the
  * output by a second RESHAPE: both share their input's buffer in the engine
- * and cost no copy.
+ * and cost no copy. (Likewise the classifier of a space with a feature mix
+ * reads a 4-D input in its own graph, so a RESHAPE flattens it first.)
  */
 #ifndef MANTA_PROFILE_SYNTH_H
 #define MANTA_PROFILE_SYNTH_H
