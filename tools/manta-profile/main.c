@@ -24,6 +24,7 @@
 
 #include "export/tflite.h"
 #include "ofa/space.h"
+#include "profile/common.h"
 #include "profile/latency_table.h"
 #include "profile/synth.h"
 #include "profile/validate.h"
@@ -42,8 +43,8 @@
 #endif
 
 typedef struct opts {
-    const char *space, *out, *lut, *name, *csv;
-    int validate, calib, json, quiet, list, check, passes;
+    const char *space, *out, *lut, *name, *csv, *arch;
+    int validate, calib, json, quiet, list, check, passes, force;
     long seed;
     pt_opts t;
 } opts;
@@ -53,6 +54,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: manta-profile [--space S] [--out LUT.json] [--name NAME] [timing options]\n"
             "       manta-profile --validate K [--lut LUT.json] [--seed N] [--csv FILE] [--check]\n"
+            "       manta-profile --arch ARCH --lut LUT.json [--json]\n"
             "       manta-profile --list [--space S]\n\n"
             "Measures the latency of every layer the search space can produce (OFA's layer\n"
             "keys, at every resolution: stem, blocks, head, pool, classifier) in the\n"
@@ -80,6 +82,9 @@ static void usage(FILE *f)
             "  --csv FILE       with --validate: arch, predicted and measured ms per network\n"
             "  --check          with --validate: exit 3 unless >= 95%% lie within +-10%% and\n"
             "                   Kendall's tau >= 0.9\n"
+            "  --arch ARCH      with --lut: one sub-network (file or JSON in OFA's encoding,\n"
+            "                   or max / min): predicted and measured latency, arena, size\n"
+            "  --force          measure against a table from another CPU (refused otherwise)\n"
             "  --device cpu     the engine on this CPU (the only device of this program; for\n"
             "                   an OpenCL device use 'manta profile --device SPEC')\n"
             "  --list           print the layer keys and exit\n"
@@ -125,6 +130,10 @@ static int parse_args(int argc, char **argv, opts *o)
             o->list = 1;
         } else if (!strcmp(a, "--check")) {
             o->check = 1;
+        } else if (!strcmp(a, "--force")) {
+            o->force = 1;
+        } else if (!strcmp(a, "--arch") && v) {
+            o->arch = v, i++;
         } else if (!strcmp(a, "--space") && v) {
             o->space = v, i++;
         } else if (!strcmp(a, "--out") && v) {
@@ -182,6 +191,10 @@ static int parse_args(int argc, char **argv, opts *o)
         o->t.max_runs = o->t.min_runs;
     if ((o->csv || o->check) && !o->validate) {
         fprintf(stderr, "manta-profile: --csv and --check go with --validate K\n");
+        return -1;
+    }
+    if (o->arch && (o->validate || !o->lut)) {
+        fprintf(stderr, "manta-profile: --arch ARCH goes with --lut LUT.json (and not --validate)\n");
         return -1;
     }
     return 0;
@@ -552,6 +565,64 @@ static int validate(const opts *o, const ofa_space *sp, const lat_table *t, lat_
     return rc;
 }
 
+static void print_json_string(const char *s);
+
+/* --arch: one sub-network's predicted and measured latency, arena and file size. */
+static int one_arch(const opts *o, const ofa_space *sp, const lat_table *t)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    item it;
+    memset(&it, 0, sizeof it);
+    it.seed = 1;
+    manta_status s = MANTA_OK;
+    if (!strcmp(o->arch, "max") || !strcmp(o->arch, "min")) {
+        (o->arch[1] == 'a' ? ofa_arch_max : ofa_arch_min)(sp, 0, &it.arch);
+    } else {
+        char *text = NULL;
+        if (o->arch[0] == '{')
+            s = ofa_arch_parse(sp, o->arch, &it.arch, &err);
+        else if ((s = prof_read_file(o->arch, 1 << 20, &text, NULL, &err)) == MANTA_OK)
+            s = ofa_arch_parse(sp, text, &it.arch, &err);
+        free(text);
+    }
+    double pred = 0;
+    if (s == MANTA_OK)
+        s = lat_predict(t, &it.arch, &pred, &err);
+    if (s != MANTA_OK) {
+        fprintf(stderr, "manta-profile: %s: %s\n", o->arch, manta_err_msg(&err, s));
+        return 1;
+    }
+    pt_model m;
+    char msg[256];
+    size_t arena = 0, file = 0;
+    if (open_item(sp, &it, &m, msg, sizeof msg) != 0) {
+        fprintf(stderr, "manta-profile: %s\n", msg);
+        return 1;
+    }
+    arena = m.arena_bytes;
+    file = m.size;
+    pt_close(&m);
+    if (measure(sp, &it, 1, &o->t, o->passes, 0, "measuring") != 0) {
+        free(it.ms);
+        return 1;
+    }
+    char enc[1024];
+    ofa_arch_to_json(sp, &it.arch, enc, sizeof enc, NULL);
+    if (o->json)
+        printf("{\"arch\":%s,\"predicted_ms\":%.6f,\"measured_ms\":%.6f,\"mean_ms\":%.6f,"
+               "\"runs\":%ld,\"error_pct\":%.3f,\"arena_bytes\":%zu,\"file_bytes\":%zu}\n",
+               enc, pred, it.st.median_ms, it.st.mean_ms, it.st.count,
+               100 * (pred - it.st.median_ms) / it.st.median_ms, arena, file);
+    else
+        printf("%s: predicted %.4f ms, measured %.4f ms (median of %ld, %s), error %+.1f%%; "
+               "arena %.1f KiB, file %.1f KiB (weights synthetic)\n",
+               enc, pred, it.st.median_ms, it.st.count, clock_name(o->t.clock),
+               100 * (pred - it.st.median_ms) / it.st.median_ms, arena / 1024.0, file / 1024.0);
+    free(it.ms);
+    return 0;
+}
+
 static void print_json_string(const char *s)
 {
     putchar('"');
@@ -596,13 +667,29 @@ int main(int argc, char **argv)
     memset(&t, 0, sizeof t);
     double prof_s = 0, empty_ms = 0, val_s = 0;
     int profiled = 0;
-    if (o.validate && o.lut) {
+    if ((o.validate || o.arch) && o.lut) {
         if ((s = lat_table_load(o.lut, &sp, &t, &err)) == MANTA_OK)
             s = lat_table_check_complete(&t, &err);
         if (s != MANTA_OK) {
             fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
             lat_table_free(&t);
             return 1;
+        }
+        char cpu[LAT_META_MAX];
+        cpu_model(cpu, sizeof cpu);
+        if (strcmp(cpu, t.cpu) != 0 && !o.force) {
+            fprintf(stderr,
+                    "manta-profile: %s was measured on another device: CPU '%s' (device '%s'); "
+                    "this machine's CPU is '%s'. Measure against a table of this device "
+                    "(--force compares anyway)\n",
+                    o.lut, t.cpu, t.device, cpu);
+            lat_table_free(&t);
+            return 1;
+        }
+        if (o.arch) {
+            int rc = one_arch(&o, &sp, &t);
+            lat_table_free(&t);
+            return rc;
         }
     } else {
         if (profile(&o, &sp, &t, &prof_s, &empty_ms) != 0) {
