@@ -153,10 +153,11 @@ test: deps
 test-run: all $(TEST_BIN) $(HELPER)
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run.sh $(TEST_BIN)
 
+# The whole job on the built-in default (tools/demo.sh: train, profile, accuracy data set and
+# predictor, search, export, classify a JPEG, summary).
 demo: deps
 	@$(MAKE) --no-print-directory all
-	$(MANTA) devices
-	$(MANTA) train-tiny --steps 300 --batch 64
+	@BUILD=$(BUILD) sh tools/demo.sh
 
 bench-ops: deps
 	@$(MAKE) --no-print-directory all

@@ -391,9 +391,10 @@ int cmd_search(int argc, char **argv)
         prof_buf_printf(&b,
                         ",\"seed\":%llu,\"population\":%d,\"generations\":%d,"
                         "\"parent_ratio\":%g,\"mutate_prob\":%g,"
-                        "\"budget\":{\"latency_ms\":%g,\"arena_bytes\":%g,\"flash_bytes\":%g,"
-                        "\"macs\":%g},"
-                        "\"best\":{\"arch\":%s,\"predicted_top1\":%.6f,\"latency_ms\":%.6f,"
+                        "\"budget\":{\"max_latency_ms\":%g,\"max_arena_bytes\":%g,"
+                        "\"max_flash_bytes\":%g,\"max_macs\":%g},"
+                        "\"best\":{\"arch\":%s,\"predicted_top1\":%.6f,"
+                        "\"predicted_latency_ms\":%.6f,"
                         "\"macs\":%.0f,\"arena_bytes\":%.0f,\"file_bytes\":%.0f},"
                         "\"front_points\":%zu,\"evaluated\":%ld,\"measured\":%ld,"
                         "\"rejected\":%ld,\"models_planned\":%ld,\"seconds\":%.2f}\n",
