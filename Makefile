@@ -5,6 +5,7 @@
 #   make deps       install missing Debian packages (as root) or print the command
 #   make bench-ops  op throughput table (not a test)
 #   make bench-train  training images/s against PyTorch (not a test)
+#   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
 #   make SANITIZE=1 ...   the same under ASan + UBSan, in build/san/
 #   make fuzz       libFuzzer target over the engine (clang); run: tools/fuzz/run.sh SECONDS
 # CI (CI=true) adds -Werror.
@@ -31,7 +32,7 @@ LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lz -lpthread -lm
 # Debian packages the build, the tests and the demo need.
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
             libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
-            dataset-fashion-mnist
+            dataset-fashion-mnist clblast-utils
 
 LIB_DIRS := core cl nn train data ofa export search profile dist
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
@@ -73,7 +74,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train clean help fuzz
+.PHONY: all lib test test-run demo deps bench-ops bench-train tune clean help fuzz
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 lib: $(LIB)
 
@@ -183,6 +184,11 @@ $(BUILD)/fuzz/gen_seeds: tools/fuzz/gen_seeds.c tests/common/xgrand.c $(LIB) $(E
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ tools/fuzz/gen_seeds.c tests/common/xgrand.c \
 		$(LIB) $(ENGINE_LIB) $(LDLIBS)
+
+# CLBlast's tuners (clblast-utils) for the device; see docs/tuning.md
+tune: deps
+	@$(MAKE) --no-print-directory all
+	$(MANTA) tune
 
 clean:
 	rm -rf build

@@ -1,28 +1,109 @@
 /* Element-wise activations, forward and backward.
  * Forward: y = f(x). Backward: dx = dy * f'(x), from the forward input x.
- * All tensors are flat (n elements); y may alias x (in place). */
+ * All tensors are flat (n elements); y may alias x (in place).
+ * One kernel per activation (act_forward_<name>, act_backward_<name>), each
+ * work-item taking a chunk of 8 values with float8 arithmetic (the last
+ * chunk masked), and general ones taking the activation as an argument. */
 
-inline float act_apply(int kind, float v)
+inline float8 act_apply_relu(float8 v) { return fmax(v, 0.0f); }
+inline float8 act_apply_relu6(float8 v) { return clamp(v, 0.0f, 6.0f); }
+inline float8 act_apply_hswish(float8 v) { return v * clamp(v + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f); }
+inline float8 act_apply_hsigmoid(float8 v) { return clamp(v + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f); }
+inline float8 act_apply_sigmoid(float8 v) { return 1.0f / (1.0f + exp(-v)); }
+inline float8 act_apply_none(float8 v) { return v; }
+
+inline float8 act_grad_relu(float8 v) { return select((float8)(0.0f), (float8)(1.0f), v > 0.0f); }
+inline float8 act_grad_relu6(float8 v)
+{
+    return select((float8)(0.0f), (float8)(1.0f), v > 0.0f && v < 6.0f);
+}
+inline float8 act_grad_hswish(float8 v)
+{
+    float8 mid = (2.0f * v + 3.0f) * (1.0f / 6.0f);
+    return select(select(mid, (float8)(1.0f), v > 3.0f), (float8)(0.0f), v < -3.0f);
+}
+inline float8 act_grad_hsigmoid(float8 v)
+{
+    return select((float8)(0.0f), (float8)(1.0f / 6.0f), v > -3.0f && v < 3.0f);
+}
+inline float8 act_grad_sigmoid(float8 v)
+{
+    float8 s = 1.0f / (1.0f + exp(-v));
+    return s * (1.0f - s);
+}
+inline float8 act_grad_none(float8 v) { return (float8)(1.0f); }
+
+/* p[0 .. 7], 0 in the lanes from `left` on. */
+inline float8 act_load(__global const float *p, int left)
+{
+    if (left >= 8)
+        return vload8(0, p);
+    float a[8];
+    for (int j = 0; j < 8; j++)
+        a[j] = j < left ? p[j] : 0.0f;
+    return vload8(0, a);
+}
+
+inline void act_store(__global float *p, float8 v, int left)
+{
+    if (left >= 8) {
+        vstore8(v, 0, p);
+        return;
+    }
+    float a[8];
+    vstore8(v, 0, a);
+    for (int j = 0; j < left; j++)
+        p[j] = a[j];
+}
+
+/* x, y: (n); global ceil(n / 8). x: (n) forward input; dy, dx: (n); dx may
+ * alias dy. */
+#define ACT_KERNELS(NAME)                                                                    \
+    __kernel void act_forward_##NAME(VIEW(x), VIEW(y), int n)                                \
+    {                                                                                        \
+        PTR(x); PTR(y);                                                                      \
+        int i = GID0 * 8;                                                                    \
+        if (i < n)                                                                           \
+            act_store(y + i, act_apply_##NAME(act_load(x + i, n - i)), n - i);               \
+    }                                                                                        \
+    __kernel void act_backward_##NAME(VIEW(x), VIEW(dy), VIEW(dx), int n)                    \
+    {                                                                                        \
+        PTR(x); PTR(dy); PTR(dx);                                                            \
+        int i = GID0 * 8;                                                                    \
+        if (i < n)                                                                           \
+            act_store(dx + i, act_load(dy + i, n - i) * act_grad_##NAME(act_load(x + i, n - i)), \
+                      n - i);                                                                \
+    }
+
+ACT_KERNELS(none)
+ACT_KERNELS(relu)
+ACT_KERNELS(relu6)
+ACT_KERNELS(hswish)
+ACT_KERNELS(hsigmoid)
+ACT_KERNELS(sigmoid)
+
+/* General kernels: one work-item per value, the activation (nn_act) as kind. */
+inline float8 act_apply(int kind, float8 v)
 {
     switch (kind) {
-    case 1: return fmax(v, 0.0f);                                   /* relu */
-    case 2: return clamp(v, 0.0f, 6.0f);                            /* relu6 */
-    case 3: return v * clamp(v + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f); /* h-swish */
-    case 4: return clamp(v + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f);     /* h-sigmoid */
-    case 5: return 1.0f / (1.0f + exp(-v));                         /* sigmoid */
-    default: return v;                                              /* identity */
+    case 1: return act_apply_relu(v);
+    case 2: return act_apply_relu6(v);
+    case 3: return act_apply_hswish(v);
+    case 4: return act_apply_hsigmoid(v);
+    case 5: return act_apply_sigmoid(v);
+    default: return v;
     }
 }
 
-inline float act_grad(int kind, float v)
+inline float8 act_grad(int kind, float8 v)
 {
     switch (kind) {
-    case 1: return v > 0.0f ? 1.0f : 0.0f;
-    case 2: return (v > 0.0f && v < 6.0f) ? 1.0f : 0.0f;
-    case 3: return v < -3.0f ? 0.0f : (v > 3.0f ? 1.0f : (2.0f * v + 3.0f) * (1.0f / 6.0f));
-    case 4: return (v > -3.0f && v < 3.0f) ? (1.0f / 6.0f) : 0.0f;
-    case 5: { float s = 1.0f / (1.0f + exp(-v)); return s * (1.0f - s); }
-    default: return 1.0f;
+    case 1: return act_grad_relu(v);
+    case 2: return act_grad_relu6(v);
+    case 3: return act_grad_hswish(v);
+    case 4: return act_grad_hsigmoid(v);
+    case 5: return act_grad_sigmoid(v);
+    default: return (float8)(1.0f);
     }
 }
 
@@ -32,7 +113,7 @@ __kernel void act_forward(VIEW(x), VIEW(y), int n, int kind)
     PTR(x); PTR(y);
     int i = GID0;
     if (i < n)
-        y[i] = act_apply(kind, x[i]);
+        y[i] = act_apply(kind, (float8)(x[i])).s0;
 }
 
 /* x: (n) forward input; dy, dx: (n); dx may alias dy. */
@@ -41,5 +122,5 @@ __kernel void act_backward(VIEW(x), VIEW(dy), VIEW(dx), int n, int kind)
     PTR(x); PTR(dy); PTR(dx);
     int i = GID0;
     if (i < n)
-        dx[i] = dy[i] * act_grad(kind, x[i]);
+        dx[i] = dy[i] * act_grad(kind, (float8)(x[i])).s0;
 }

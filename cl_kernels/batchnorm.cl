@@ -2,13 +2,92 @@
  * The statistics kernels run one work-group per channel (local size a power
  * of two) and reduce with wg_sum(). The mean is taken of x - shift, with shift
  * the channel's first value, and the variance of the centred values in a
- * second pass, so values far from zero (1000 +- 1) keep their precision. */
+ * second pass, so values far from zero (1000 +- 1) keep their precision.
+ * A channel is read as chunks of 8 values: chunk (b, k) holds values
+ * k*8 ... k*8 + 7 of image b (fewer in the last chunk of a row when HW is not
+ * a multiple of 8), with float8 arithmetic and the lanes past the row masked
+ * out. When the group has no more work-items than images (the host's choice
+ * for batches of 16 or more), work-item l takes the whole rows of images
+ * l, l + L, ...; else it takes chunks l, l + L, ... in (b, k) order. */
 
-/* Flat offset of the i-th value (over N*HW) of channel ch. */
-inline int bn_index(int i, int ch, int c, int hw)
+/* Position of a work-item in the chunks of one channel: image b, chunk k of
+ * cps per row, and the step L = dq rows + dr chunks to its next chunk. */
+typedef struct bn_iter {
+    int b, k, cps, dq, dr;
+} bn_iter;
+
+inline bn_iter bn_begin(int hw)
 {
-    int b = i / hw;
-    return (b * c + ch) * hw + (i - b * hw);
+    bn_iter it;
+    int l = (int)get_local_id(0), wg = (int)get_local_size(0);
+    it.cps = (hw + 7) / 8;
+    it.b = l / it.cps;
+    it.k = l - it.b * it.cps;
+    it.dq = wg / it.cps;
+    it.dr = wg - it.dq * it.cps;
+    return it;
+}
+
+inline void bn_next(bn_iter *it)
+{
+    it->b += it->dq;
+    it->k += it->dr;
+    if (it->k >= it->cps) {
+        it->k -= it->cps;
+        it->b++;
+    }
+}
+
+/* Run the statements (...) for every chunk of channel ch this work-item takes, with j the
+ * index of its first value in the tensor and left the values from there to
+ * the end of its row. */
+#define BN_FOR_CHUNKS(n, c, hw, ch, ...)                                                     \
+    if ((int)get_local_size(0) <= (n)) {                                                     \
+        for (int b_ = (int)get_local_id(0); b_ < (n); b_ += (int)get_local_size(0)) {        \
+            int row_ = (b_ * (c) + (ch)) * (hw);                                             \
+            for (int k_ = 0; k_ < (hw); k_ += 8) {                                           \
+                int j = row_ + k_, left = (hw) - k_;                                         \
+                __VA_ARGS__                                                                  \
+            }                                                                                \
+        }                                                                                    \
+    } else {                                                                                 \
+        for (bn_iter it_ = bn_begin(hw); it_.b < (n); bn_next(&it_)) {                       \
+            int j = (it_.b * (c) + (ch)) * (hw) + it_.k * 8, left = (hw) - it_.k * 8;        \
+            __VA_ARGS__                                                                      \
+        }                                                                                    \
+    }
+
+/* Lanes of a chunk that lie inside its row. */
+inline int8 bn_lanes(int left) { return (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(left); }
+
+/* The chunk at p with `left` values in its row: 0 in the lanes past it. */
+inline float8 bn_load(__global const float *p, int left)
+{
+    if (left >= 8)
+        return vload8(0, p);
+    float a[8];
+    for (int j = 0; j < 8; j++)
+        a[j] = j < left ? p[j] : 0.0f;
+    return vload8(0, a);
+}
+
+inline void bn_store(__global float *p, float8 v, int left)
+{
+    if (left >= 8) {
+        vstore8(v, 0, p);
+        return;
+    }
+    float a[8];
+    vstore8(v, 0, a);
+    for (int j = 0; j < left; j++)
+        p[j] = a[j];
+}
+
+inline float bn_hsum(float8 v)
+{
+    float4 a = v.lo + v.hi;
+    float2 b = a.lo + a.hi;
+    return b.x + b.y;
 }
 
 /* Statistics of channel ch over m = n*hw values of x (N, C, HW): the shift,
@@ -16,18 +95,21 @@ inline int bn_index(int i, int ch, int c, int hw)
 inline void bn_channel_stats(__global const float *x, int n, int c, int hw, int ch,
                              __local float *scratch, float *shift, float *dmean, float *var)
 {
-    int m = n * hw, l = (int)get_local_id(0), wg = (int)get_local_size(0);
+    int m = n * hw;
     float sh = x[ch * hw];
-    float s = 0.0f;
-    for (int i = l; i < m; i += wg)
-        s += x[bn_index(i, ch, c, hw)] - sh;
-    float dm = wg_sum(s, scratch) / (float)m;
-    float q = 0.0f;
-    for (int i = l; i < m; i += wg) {
-        float t = (x[bn_index(i, ch, c, hw)] - sh) - dm;
-        q += t * t;
-    }
-    *var = wg_sum(q, scratch) / (float)m;
+    float8 s = (float8)(0.0f);
+    BN_FOR_CHUNKS(n, c, hw, ch, {
+        float8 v = bn_load(x + j, left);
+        s += select((float8)(0.0f), v - sh, bn_lanes(left));
+    })
+    float dm = wg_sum(bn_hsum(s), scratch) / (float)m;
+    float8 q = (float8)(0.0f);
+    BN_FOR_CHUNKS(n, c, hw, ch, {
+        float8 v = bn_load(x + j, left);
+        float8 t = select((float8)(0.0f), (v - sh) - dm, bn_lanes(left));
+        q = fma(t, t, q);
+    })
+    *var = wg_sum(bn_hsum(q), scratch) / (float)m;
     *shift = sh;
     *dmean = dm;
 }
@@ -53,17 +135,17 @@ __kernel void bn_forward_train(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(rmean), VI
                                float momentum, float eps, __local float *scratch)
 {
     PTR(x); PTR(gamma); PTR(beta); PTR(rmean); PTR(rvar); PTR(y); PTR(smean); PTR(sinvstd);
-    int ch = (int)get_group_id(0), l = (int)get_local_id(0), wg = (int)get_local_size(0);
+    int ch = (int)get_group_id(0), l = (int)get_local_id(0);
     int m = n * hw;
     float sh, dm, v;
     bn_channel_stats(x, n, c, hw, ch, scratch, &sh, &dm, &v);
     float invstd = 1.0f / sqrt(v + eps);
     float g = gamma[ch] * invstd, b = beta[ch];
     /* every read of x by other work-items finished inside bn_channel_stats */
-    for (int i = l; i < m; i += wg) {
-        int j = bn_index(i, ch, c, hw);
-        y[j] = ((x[j] - sh) - dm) * g + b;
-    }
+    BN_FOR_CHUNKS(n, c, hw, ch, {
+        float8 xv = bn_load(x + j, left);
+        bn_store(y + j, ((xv - sh) - dm) * g + b, left);
+    })
     if (l == 0) {
         float mean = sh + dm;
         float unbiased = v * ((float)m / (float)(m - 1));
@@ -74,17 +156,19 @@ __kernel void bn_forward_train(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(rmean), VI
     }
 }
 
-/* x, y: (N, C, HW), y may alias x; gamma, beta, rmean, rvar: (C). One item per value. */
+/* x, y: (N, C, HW), y may alias x; gamma, beta, rmean, rvar: (C).
+ * Global (ceil(HW / 8), N*C): one work-item per chunk of 8 values of a row. */
 __kernel void bn_forward_eval(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(rmean), VIEW(rvar),
-                              VIEW(y), int total, int c, int hw, float eps)
+                              VIEW(y), int rows, int c, int hw, float eps)
 {
     PTR(x); PTR(gamma); PTR(beta); PTR(rmean); PTR(rvar); PTR(y);
-    int i = GID0;
-    if (i >= total)
+    int k = (int)get_global_id(0), row = (int)get_global_id(1);
+    if (k * 8 >= hw || row >= rows)
         return;
-    int ch = (i / hw) % c;
+    int ch = row % c, left = hw - k * 8;
     float g = gamma[ch] / sqrt(rvar[ch] + eps);
-    y[i] = (x[i] - rmean[ch]) * g + beta[ch];
+    float8 xv = bn_load(x + row * hw + k * 8, left);
+    bn_store(y + row * hw + k * 8, (xv - rmean[ch]) * g + beta[ch], left);
 }
 
 /* x, dy, dx: (N, C, HW), dx may alias dy; gamma, smean, sinvstd, dgamma, dbeta: (C).
@@ -95,24 +179,23 @@ __kernel void bn_backward(VIEW(x), VIEW(gamma), VIEW(smean), VIEW(sinvstd), VIEW
                           __local float *scratch)
 {
     PTR(x); PTR(gamma); PTR(smean); PTR(sinvstd); PTR(dy); PTR(dx); PTR(dgamma); PTR(dbeta);
-    int ch = (int)get_group_id(0), l = (int)get_local_id(0), wg = (int)get_local_size(0);
+    int ch = (int)get_group_id(0), l = (int)get_local_id(0);
     int m = n * hw;
     float mu = smean[ch], is = sinvstd[ch];
-    float s_dy = 0.0f, s_dyxh = 0.0f;
-    for (int i = l; i < m; i += wg) {
-        int j = bn_index(i, ch, c, hw);
-        float g = dy[j];
-        s_dy += g;
-        s_dyxh += g * ((x[j] - mu) * is);
-    }
-    s_dy = wg_sum(s_dy, scratch);
-    s_dyxh = wg_sum(s_dyxh, scratch);
+    float8 s_dy8 = (float8)(0.0f), s_dyxh8 = (float8)(0.0f);
+    BN_FOR_CHUNKS(n, c, hw, ch, {
+        float8 g = bn_load(dy + j, left); /* 0 past the row */
+        s_dy8 += g;
+        s_dyxh8 = fma(g, (bn_load(x + j, left) - mu) * is, s_dyxh8);
+    })
+    float s_dy = wg_sum(bn_hsum(s_dy8), scratch);
+    float s_dyxh = wg_sum(bn_hsum(s_dyxh8), scratch);
     float k = gamma[ch] * is, a = s_dy / (float)m, b = s_dyxh / (float)m;
     /* every read of dy by other work-items finished before the reductions */
-    for (int i = l; i < m; i += wg) {
-        int j = bn_index(i, ch, c, hw);
-        dx[j] = k * (dy[j] - a - (x[j] - mu) * is * b);
-    }
+    BN_FOR_CHUNKS(n, c, hw, ch, {
+        float8 g = bn_load(dy + j, left), xv = bn_load(x + j, left);
+        bn_store(dx + j, k * (g - a - (xv - mu) * is * b), left);
+    })
     if (l == 0) {
         dgamma[ch] += s_dyxh;
         dbeta[ch] += s_dy;

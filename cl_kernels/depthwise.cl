@@ -1,10 +1,14 @@
-/* Depthwise 2-D convolution (see runtime/nn/depthwise.h), direct kernels.
+/* Depthwise 2-D convolution (see runtime/nn/depthwise.h).
  * x, dx: (N, C, H, W); w, dw: (C, K, K); y, dy: (N, C, Ho, Wo).
- * Forward and the dx gather come as a general kernel (K and stride at run
- * time) and as copies specialised for K = 3, 5, 7 and stride 1, 2, in which
- * both are compile-time constants (the forward tap loops unroll). All
- * versions of one pass share one argument list; the specialised ones ignore
- * k and stride. */
+ * Three families, chosen by runtime/nn/depthwise.c:
+ *  - direct kernels, one work-item per output (forward, dx gather) or a
+ *    work-group per weight (dw): any shape; the forward and dx come as a
+ *    general kernel and as copies specialised for K = 3, 5, 7 and stride 1, 2;
+ *  - tiled kernels (dw_tile_*) for forward and dx when a row has at least 8
+ *    outputs: zero-padded rows staged in local memory, float8 strips;
+ *  - weight-gradient kernels without work-group reduction: dw_rows_* (K = 3,
+ *    5, 7, stride 1, 2; rows staged in private memory) and dw_direct_* (any K,
+ *    stride 1, 2). */
 
 /* Sum over the K x K window at (iy0, ix0) of plane xp (H, W) times wp (K, K). */
 inline float dw_window(__global const float *xp, __global const float *wp, int height, int width,
@@ -160,3 +164,394 @@ __kernel void dw_backward_w(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS, __local float 
     if (lid == 0)
         dw[g] += part[0];
 }
+
+/* ---- Tiled kernels ------------------------------------------------------
+ * Faster versions for K = 3, 5, 7 and stride 1 or 2 (K and S compile-time),
+ * used by the host when the plane is wide enough for vectors to pay off.
+ * A work-group stages zero-padded input rows in local memory, so the tap
+ * loops need no bounds checks, and each work-item computes DW_V consecutive
+ * outputs of one row with vector arithmetic (float8).
+ * NDRange: dim 0 = strips of DW_V outputs along a row (local size = all the
+ * strips of a row), dim 1 = rows of a band (local size = rows per band),
+ * dim 2 = planes n * C + c (local size = planes per group).
+ * Stride-2 tiles store each padded row as its even then its odd columns, so
+ * every tap reads contiguous floats. */
+
+#define DW_V 8
+
+/* dst[i], i in [0, cnt): src[i - pad] when the row is valid and
+ * 0 <= i - pad < width, else 0. */
+inline void dw_fill_row(__local float *dst, __global const float *src, bool valid, int pad,
+                        int width, int cnt)
+{
+    int a = valid ? min(max(pad, 0), cnt) : cnt;
+    int b = valid ? min(max(pad + width, 0), cnt) : cnt;
+    int i = 0;
+    for (; i < a; i++)
+        dst[i] = 0.0f;
+    for (; i + 8 <= b; i += 8)
+        vstore8(vload8(0, src + (i - pad)), 0, dst + i);
+    for (; i < b; i++)
+        dst[i] = src[i - pad];
+    for (; i < cnt; i++)
+        dst[i] = 0.0f;
+}
+
+/* The stride-2 split of the row above: ev[j] = value at 2j, od[j] at 2j + 1,
+ * j in [0, nh). */
+inline void dw_fill_row2(__local float *ev, __local float *od, __global const float *src,
+                         bool valid, int pad, int width, int nh)
+{
+    int j = 0;
+    if (valid) {
+        for (; j < nh && 2 * j - pad < 0; j++) {
+            int i0 = 2 * j - pad, i1 = i0 + 1;
+            ev[j] = (i0 >= 0 && i0 < width) ? src[i0] : 0.0f;
+            od[j] = (i1 >= 0 && i1 < width) ? src[i1] : 0.0f;
+        }
+        for (; j + 8 <= nh && 2 * j - pad + 16 <= width; j += 8) {
+            float16 v = vload16(0, src + (2 * j - pad));
+            vstore8(v.even, 0, ev + j);
+            vstore8(v.odd, 0, od + j);
+        }
+    }
+    for (; j < nh; j++) {
+        int i0 = 2 * j - pad, i1 = i0 + 1;
+        ev[j] = (valid && i0 >= 0 && i0 < width) ? src[i0] : 0.0f;
+        od[j] = (valid && i1 >= 0 && i1 < width) ? src[i1] : 0.0f;
+    }
+}
+
+/* Row stride (floats) of a tile row for outputs [0, ns * DW_V): stride 1
+ * keeps the padded row, stride 2 its even half then its odd half. */
+inline int dw_tile_stride(int ns, const int K, const int S)
+{
+    return S == 1 ? ns * DW_V + K - 1 : 2 * (ns * DW_V + (K - 1) / 2);
+}
+
+/* Stage rows [row0, row0 + th) of the zero-padded planes p0 ... p0 + np - 1
+ * (input rows row0 - pad ..., columns -pad ...) into tile, th rows of ts
+ * floats per plane; planes from `planes` on are zeros. */
+inline void dw_stage(__local float *tile, __global const float *in, int p0, int np, int planes,
+                     int height, int width, int pad, int row0, int th, int ts, const int S)
+{
+    int lx = (int)get_local_id(0), ly = (int)get_local_id(1), lz = (int)get_local_id(2);
+    int LX = (int)get_local_size(0), LY = (int)get_local_size(1);
+    int LZ = (int)get_local_size(2);
+    int lin = lx + LX * (ly + LY * lz), nwi = LX * LY * LZ;
+    for (int r = lin; r < np * th; r += nwi) {
+        int z = r / th, ty = r - z * th;
+        int plane = p0 + z, iy = row0 + ty - pad;
+        bool valid = plane < planes && iy >= 0 && iy < height;
+        __global const float *src = in + ((size_t)plane * height + (valid ? iy : 0)) * width;
+        __local float *dst = tile + r * ts;
+        if (S == 1)
+            dw_fill_row(dst, src, valid, pad, width, ts);
+        else
+            dw_fill_row2(dst, dst + ts / 2, src, valid, pad, width, ts / 2);
+    }
+}
+
+/* Tile geometry of the stride-2 dx: row stride and rows per plane for a band
+ * of LY dx rows of ns strips (the host computes the same). */
+inline int dw_dx2_stride(int ns, const int K) { return (ns * DW_V - 1 + K / 2) / 2 + K / 2 + 1; }
+inline int dw_dx2_rows(int LY, const int K) { return (LY + K) / 2 + 1; }
+
+/* DW_V taps of one tile row for outputs ox0 ... (ox0 a multiple of DW_V). */
+inline float8 dw_tap(__local const float *row, int ox0, int kx, int ts, const int S)
+{
+    if (S == 1)
+        return vload8(0, row + ox0 + kx);
+    return vload8(0, row + (kx & 1) * (ts / 2) + ox0 + (kx >> 1));
+}
+
+/* Store DW_V outputs at dst[0 ...], only the first `left` when fewer remain. */
+inline void dw_store(__global float *dst, float8 v, int left)
+{
+    if (left >= DW_V) {
+        vstore8(v, 0, dst);
+        return;
+    }
+    float a[DW_V];
+    vstore8(v, 0, a);
+    for (int j = 0; j < left; j++)
+        dst[j] = a[j];
+}
+
+/* out (planes, ho, wo) = correlation of in (planes, height, width), zero-
+ * padded by pad, with the K x K filter of each plane's channel (w (C, K, K),
+ * reversed when flip, which turns the stride-1 forward into its dx). */
+inline void dw_tile_corr(__global const float *in, __global const float *w, __global float *out,
+                         int planes, int c, int height, int width, int pad, int ho, int wo,
+                         __local float *tile, const int K, const int S, const bool flip)
+{
+    int ns = (int)get_local_size(0), LY = (int)get_local_size(1);
+    int ts = dw_tile_stride(ns, K, S), th = (LY - 1) * S + K;
+    int oy0 = (int)get_group_id(1) * LY;
+    int LZ = (int)get_local_size(2);
+    dw_stage(tile, in, (int)get_group_id(2) * LZ, LZ, planes, height, width, pad, oy0 * S, th,
+             ts, S);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int lx = (int)get_local_id(0), ly = (int)get_local_id(1), lz = (int)get_local_id(2);
+    int plane = (int)get_global_id(2), oy = oy0 + ly, ox0 = lx * DW_V;
+    if (plane >= planes || oy >= ho)
+        return;
+    __global const float *wp = w + (plane % c) * (K * K);
+    __local const float *tp = tile + (lz * th + ly * S) * ts;
+    float8 acc = (float8)(0.0f);
+#pragma unroll
+    for (int ky = 0; ky < K; ky++)
+#pragma unroll
+        for (int kx = 0; kx < K; kx++) {
+            float wv = wp[flip ? K * K - 1 - (ky * K + kx) : ky * K + kx];
+            acc = fma(dw_tap(tp + ky * ts, ox0, kx, ts, S), (float8)(wv), acc);
+        }
+    dw_store(out + ((size_t)plane * ho + oy) * wo + ox0, acc, wo - ox0);
+}
+
+#define DW_TILE_ARGS int planes, int c, int height, int width, int pad, int ho, int wo, \
+                     __local float *tile
+
+#define DW_TILE_FWD(K, S)                                                                    \
+    __kernel void dw_tile_forward_k##K##_s##S(VIEW(x), VIEW(w), VIEW(y), DW_TILE_ARGS)       \
+    {                                                                                        \
+        PTR(x); PTR(w); PTR(y);                                                              \
+        dw_tile_corr(x, w, y, planes, c, height, width, pad, ho, wo, tile, K, S, false);     \
+    }
+/* Stride-1 dx: dy (planes, ho, wo) -> dx (planes, h, w) through the flipped
+ * filter with padding K - 1 - pad; the caller passes dy's sizes as the input
+ * and dx's as the output, and that padding. */
+#define DW_TILE_DX1(K)                                                                       \
+    __kernel void dw_tile_backward_dx_k##K##_s1(VIEW(dy), VIEW(w), VIEW(dx), DW_TILE_ARGS)   \
+    {                                                                                        \
+        PTR(dy); PTR(w); PTR(dx);                                                            \
+        dw_tile_corr(dy, w, dx, planes, c, height, width, pad, ho, wo, tile, K, 1, true);    \
+    }
+
+DW_TILE_FWD(3, 1)
+DW_TILE_FWD(3, 2)
+DW_TILE_FWD(5, 1)
+DW_TILE_FWD(5, 2)
+DW_TILE_FWD(7, 1)
+DW_TILE_FWD(7, 2)
+DW_TILE_DX1(3)
+DW_TILE_DX1(5)
+DW_TILE_DX1(7)
+
+/* dx (planes, h, w) of the stride-2 forward with pad P = K/2:
+ * dx[iy][ix] = sum of dy[(iy + P - ky) / 2][(ix + P - kx) / 2] * w[ky][kx] over
+ * the taps where both differences are even (and inside dy). Work-items as in
+ * dw_tile_corr, over dx; each computes the even and the odd columns of its
+ * DW_V outputs as two float4. The tile holds dy rows oy_lo ... oy_lo + th - 1
+ * and columns -P ..., zero outside dy. */
+inline void dw_tile_dx2(__global const float *dy, __global const float *w, __global float *dx,
+                        int planes, int c, int height, int width, int ho, int wo,
+                        __local float *tile, const int K)
+{
+    const int P = K / 2;
+    int ns = (int)get_local_size(0), LY = (int)get_local_size(1), LZ = (int)get_local_size(2);
+    int ts = dw_dx2_stride(ns, K), th = dw_dx2_rows(LY, K);
+    int iy0 = (int)get_group_id(1) * LY;
+    int oy_lo = (iy0 + P - (K - 1) + 2 * K) / 2 - K; /* floor((iy0 + P - K + 1) / 2) */
+    dw_stage(tile, dy, (int)get_group_id(2) * LZ, LZ, planes, ho, wo, P, oy_lo + P, th, ts, 1);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int lx = (int)get_local_id(0), ly = (int)get_local_id(1), lz = (int)get_local_id(2);
+    int plane = (int)get_global_id(2), iy = iy0 + ly, ix0 = lx * DW_V;
+    if (plane >= planes || iy >= height)
+        return;
+    __global const float *wp = w + (plane % c) * (K * K);
+    float4 ae = (float4)(0.0f), ao = (float4)(0.0f);
+#pragma unroll
+    for (int ky = 0; ky < K; ky++) {
+        int t = iy + P - ky;
+        if ((t & 1) == 0) {
+            __local const float *row = tile + (lz * th + t / 2 - oy_lo) * ts + ix0 / 2 + P;
+#pragma unroll
+            for (int kx = 0; kx < K; kx++) {
+                float wv = wp[ky * K + kx];
+                if (((P - kx) & 1) == 0)
+                    ae = fma(vload4(0, row + (P - kx) / 2), (float4)(wv), ae);
+                else
+                    ao = fma(vload4(0, row + (1 + P - kx) / 2), (float4)(wv), ao);
+            }
+        }
+    }
+    float8 v = (float8)(ae.s0, ao.s0, ae.s1, ao.s1, ae.s2, ao.s2, ae.s3, ao.s3);
+    dw_store(dx + ((size_t)plane * height + iy) * width + ix0, v, width - ix0);
+}
+
+#define DW_TILE_DX2(K)                                                                       \
+    __kernel void dw_tile_backward_dx_k##K##_s2(VIEW(dy), VIEW(w), VIEW(dx), int planes,     \
+                                                int c, int height, int width, int ho, int wo, \
+                                                __local float *tile)                         \
+    {                                                                                        \
+        PTR(dy); PTR(w); PTR(dx);                                                            \
+        dw_tile_dx2(dy, w, dx, planes, c, height, width, ho, wo, tile, K);                   \
+    }
+DW_TILE_DX2(3)
+DW_TILE_DX2(5)
+DW_TILE_DX2(7)
+
+/* Sum of the lanes of v. */
+inline float dw_hsum(float8 v)
+{
+    float4 a = v.lo + v.hi;
+    float2 b = a.lo + a.hi;
+    return b.x + b.y;
+}
+
+/* p[0], p[S], ..., p[7 * S], reading nothing past p[7 * S]. */
+inline float8 dw_load_strided(__global const float *p, const int S)
+{
+    if (S == 1)
+        return vload8(0, p);
+    float8 a = vload8(0, p), b = vload8(0, p + 7);
+    return shuffle2(a, b, (uint8)(0, 2, 4, 6, 9, 11, 13, 15));
+}
+
+/* dw (C, K, K) += sum over (b, oy, ox) of dy[b, c, oy, ox] * x[b, c, oy*S - pad + ky,
+ * ox*S - pad + kx], stride S = 1 or 2 at compile time, K at run time (for the
+ * shapes dw_rows_* do not take). Global C*K*K: one work-item per weight,
+ * summing over the rows and columns whose tap lies inside x (so every load is
+ * in bounds) in float8 chunks; a run whose length is not a multiple of 8 ends
+ * with an overlapping chunk whose lanes already counted are masked out, and a
+ * run shorter than 8 is summed in scalars. */
+inline void dw_w_direct(__global const float *x, __global const float *dy, __global float *dw,
+                        int n, int c, int height, int width, int k, int pad, int ho, int wo,
+                        const int S)
+{
+    int g = GID0;
+    if (g >= c * k * k)
+        return;
+    int ch = g / (k * k), tap = g - ch * (k * k), ky = tap / k, kx = tap - ky * k;
+    int oy_lo = pad > ky ? (pad - ky + S - 1) / S : 0;
+    int last_y = height - 1 + pad - ky;
+    int oy_hi = last_y < 0 ? 0 : min(ho, last_y / S + 1);
+    int ox_lo = pad > kx ? (pad - kx + S - 1) / S : 0;
+    int last_x = width - 1 + pad - kx;
+    int ox_hi = last_x < 0 ? 0 : min(wo, last_x / S + 1);
+    int len = ox_hi - ox_lo, nv = len / 8, rem = len - nv * 8;
+    bool overlap = nv > 0 && rem > 0;
+    float8 keep = select((float8)(0.0f), (float8)(1.0f),
+                         (int8)(0, 1, 2, 3, 4, 5, 6, 7) >= (int8)(8 - rem));
+    int xo = kx - pad; /* x column of ox = 0 */
+    float8 acc = (float8)(0.0f);
+    float sacc = 0.0f;
+    for (int b = 0; b < n; b++) {
+        int plane = b * c + ch;
+        for (int oy = oy_lo; oy < oy_hi; oy++) {
+            __global const float *dyr = dy + ((size_t)plane * ho + oy) * wo;
+            __global const float *xr =
+                x + ((size_t)plane * height + (oy * S - pad + ky)) * width;
+            for (int v = 0; v < nv; v++) {
+                int ox = ox_lo + 8 * v;
+                acc = fma(vload8(0, dyr + ox), dw_load_strided(xr + ox * S + xo, S), acc);
+            }
+            if (overlap) {
+                int ox = ox_hi - 8;
+                acc = fma(vload8(0, dyr + ox) * keep, dw_load_strided(xr + ox * S + xo, S), acc);
+            } else if (nv == 0) {
+                for (int ox = ox_lo; ox < ox_hi; ox++)
+                    sacc += dyr[ox] * xr[ox * S + xo];
+            }
+        }
+    }
+    dw[g] += dw_hsum(acc) + sacc;
+}
+
+__kernel void dw_direct_backward_w_s1(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS)
+{
+    PTR(x); PTR(dy); PTR(dw);
+    dw_w_direct(x, dy, dw, n, c, height, width, k, pad, ho, wo, 1);
+}
+
+__kernel void dw_direct_backward_w_s2(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS)
+{
+    PTR(x); PTR(dy); PTR(dw);
+    dw_w_direct(x, dy, dw, n, c, height, width, k, pad, ho, wo, 2);
+}
+
+/* Longest row (floats) the row-staged weight gradient keeps in private memory. */
+#define DW_ROW_MAX 136
+
+/* dst[0 .. cnt) = src[0 .. cnt), private destination. */
+inline void dw_copy_row(float *dst, __global const float *src, int cnt)
+{
+    int i = 0;
+    for (; i + 8 <= cnt; i += 8)
+        vstore8(vload8(0, src + i), 0, dst + i);
+    for (; i < cnt; i++)
+        dst[i] = src[i];
+}
+
+/* dw as dw_w_direct, K and S at compile time. Global C*K: one work-item per
+ * (c, ky), keeping the K sums of its taps as float8 partial sums. Each row of
+ * x that the taps meet is copied into a private zero-padded row, and the
+ * matching row of dy into a zero-extended one, so every tap of every chunk of
+ * DW_V outputs is one unconditional vector load. The host guarantees
+ * ceil(wo / 8) * 8 * S + K <= DW_ROW_MAX. */
+#define DW_ROWS_DW(K, S)                                                                     \
+__kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS)           \
+{                                                                                            \
+    PTR(x); PTR(dy); PTR(dw);                                                                \
+    int g = GID0;                                                                            \
+    if (g >= c * K)                                                                          \
+        return;                                                                              \
+    int ch = g / K, ky = g - ch * K;                                                         \
+    int oy_lo = pad > ky ? (pad - ky + S - 1) / S : 0;                                       \
+    int last_y = height - 1 + pad - ky;                                                      \
+    int oy_hi = last_y < 0 ? 0 : min(ho, last_y / S + 1);                                    \
+    int rows = oy_hi - oy_lo;                                                                \
+    if (rows <= 0)                                                                           \
+        return;                                                                              \
+    int nch = (wo + 7) / 8;                                                                  \
+    int xlen = nch * 8 * S + K;                                                              \
+    int xcnt = clamp(xlen - pad, 0, width); /* x columns kept */                             \
+    /* two buffers: the next row is copied while the current one is used */                 \
+    float xb[2 * DW_ROW_MAX], db[2 * DW_ROW_MAX];                                            \
+    for (int i = 0; i < xlen; i++)                                                           \
+        xb[i] = xb[DW_ROW_MAX + i] = 0.0f;                                                   \
+    for (int i = wo; i < nch * 8; i++)                                                       \
+        db[i] = db[DW_ROW_MAX + i] = 0.0f;                                                   \
+    float8 acc[K];                                                                           \
+    _Pragma("unroll")                                                                        \
+    for (int kx = 0; kx < K; kx++)                                                           \
+        acc[kx] = (float8)(0.0f);                                                            \
+    int total = n * rows;                                                                    \
+    int xrow = (ch * height + oy_lo * S - pad + ky) * width, drow = (ch * ho + oy_lo) * wo;  \
+    dw_copy_row(xb + pad, x + xrow, xcnt);                                                   \
+    dw_copy_row(db, dy + drow, wo);                                                          \
+    int r = 0, b = 0;                                                                        \
+    for (int t = 0; t < total; t++) {                                                        \
+        int cur = (t & 1) * DW_ROW_MAX;                                                      \
+        if (t + 1 < total) {                                                                 \
+            if (++r == rows) {                                                               \
+                r = 0;                                                                       \
+                b++;                                                                         \
+            }                                                                                \
+            int plane = b * c + ch, oy = oy_lo + r;                                          \
+            int nxt = DW_ROW_MAX - cur;                                                      \
+            dw_copy_row(xb + nxt + pad, x + ((size_t)plane * height + oy * S - pad + ky) * width, \
+                        xcnt);                                                               \
+            dw_copy_row(db + nxt, dy + ((size_t)plane * ho + oy) * wo, wo);                  \
+        }                                                                                    \
+        for (int j = 0; j < nch; j++) {                                                      \
+            float8 gv = vload8(0, db + cur + 8 * j);                                         \
+            _Pragma("unroll")                                                                \
+            for (int kx = 0; kx < K; kx++) {                                                 \
+                float8 xv = S == 1 ? vload8(0, xb + cur + 8 * j + kx)                        \
+                                   : vload16(0, xb + cur + 16 * j + kx).even;                \
+                acc[kx] = fma(gv, xv, acc[kx]);                                              \
+            }                                                                                \
+        }                                                                                    \
+    }                                                                                        \
+    _Pragma("unroll")                                                                        \
+    for (int kx = 0; kx < K; kx++)                                                           \
+        dw[(ch * K + ky) * K + kx] += dw_hsum(acc[kx]);                                      \
+}
+DW_ROWS_DW(3, 1)
+DW_ROWS_DW(3, 2)
+DW_ROWS_DW(5, 1)
+DW_ROWS_DW(5, 2)
+DW_ROWS_DW(7, 1)
+DW_ROWS_DW(7, 2)

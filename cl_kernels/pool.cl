@@ -1,37 +1,102 @@
 /* Global average pooling, per-channel scaling, add and axpy. "rows" are the
- * N*C rows of hw values of a (N, C, HW) tensor. The row reductions run one
- * work-group per row (local size a power of two) and reduce with wg_sum(). */
+ * N*C rows of hw values of a (N, C, HW) tensor, read as float8 chunks (the
+ * last chunk of a row masked when hw is not a multiple of 8).
+ * Row reductions come in two forms: one work-item per row (many rows), and
+ * one work-group per row reducing with wg_sum() (few long rows; local size a
+ * power of two). Per-value kernels run one work-item per chunk over the
+ * global range (ceil(hw / 8), rows). */
+
+inline float pool_hsum(float8 v)
+{
+    float4 a = v.lo + v.hi;
+    float2 b = a.lo + a.hi;
+    return b.x + b.y;
+}
+
+/* p[0 .. 7], 0 in the lanes from `left` on. */
+inline float8 pool_load(__global const float *p, int left)
+{
+    if (left >= 8)
+        return vload8(0, p);
+    float a[8];
+    for (int j = 0; j < 8; j++)
+        a[j] = j < left ? p[j] : 0.0f;
+    return vload8(0, a);
+}
+
+inline void pool_store(__global float *p, float8 v, int left)
+{
+    if (left >= 8) {
+        vstore8(v, 0, p);
+        return;
+    }
+    float a[8];
+    vstore8(v, 0, a);
+    for (int j = 0; j < left; j++)
+        p[j] = a[j];
+}
+
+/* Sum over i in [l, hw) step wg of chunks of a[i*8 ...] (times b[...] when b). */
+inline float pool_row_sum(__global const float *a, __global const float *b, int hw, int l, int wg)
+{
+    float8 s = (float8)(0.0f);
+    for (int i = l * 8; i < hw; i += wg * 8) {
+        float8 v = pool_load(a + i, hw - i);
+        s = b ? fma(v, pool_load(b + i, hw - i), s) : s + v;
+    }
+    return pool_hsum(s);
+}
+
+/* x: (rows, hw); y: (rows). One work-item per row. */
+__kernel void avgpool_forward_rows(VIEW(x), VIEW(y), int rows, int hw)
+{
+    PTR(x); PTR(y);
+    int r = GID0;
+    if (r < rows)
+        y[r] = pool_row_sum(x + (size_t)r * (size_t)hw, 0, hw, 0, 1) / (float)hw;
+}
 
 /* x: (rows, hw); y: (rows). One work-group per row. */
 __kernel void avgpool_forward(VIEW(x), VIEW(y), int hw, __local float *scratch)
 {
     PTR(x); PTR(y);
     int r = (int)get_group_id(0), l = (int)get_local_id(0), wg = (int)get_local_size(0);
-    __global const float *row = x + (size_t)r * (size_t)hw;
-    float s = 0.0f;
-    for (int i = l; i < hw; i += wg)
-        s += row[i];
+    float s = pool_row_sum(x + (size_t)r * (size_t)hw, 0, hw, l, wg);
     s = wg_sum(s, scratch);
     if (l == 0)
         y[r] = s / (float)hw;
 }
 
-/* dy: (rows); dx: (rows, hw), overwritten. One item per value of dx. */
-__kernel void avgpool_backward(VIEW(dy), VIEW(dx), int total, int hw)
+/* dy: (rows); dx: (rows, hw), overwritten. Global (ceil(hw / 8), rows). */
+__kernel void avgpool_backward(VIEW(dy), VIEW(dx), int rows, int hw)
 {
     PTR(dy); PTR(dx);
-    int i = GID0;
-    if (i < total)
-        dx[i] = dy[i / hw] / (float)hw;
+    int k = (int)get_global_id(0) * 8, r = (int)get_global_id(1);
+    if (k < hw && r < rows)
+        pool_store(dx + r * hw + k, (float8)(dy[r] / (float)hw), hw - k);
 }
 
-/* x, y: (rows, hw), y may alias x; s: (rows). One item per value. */
-__kernel void scale_forward(VIEW(x), VIEW(s), VIEW(y), int total, int hw)
+/* x, y: (rows, hw), y may alias x; s: (rows). Global (ceil(hw / 8), rows). */
+__kernel void scale_forward(VIEW(x), VIEW(s), VIEW(y), int rows, int hw)
 {
     PTR(x); PTR(s); PTR(y);
-    int i = GID0;
-    if (i < total)
-        y[i] = x[i] * s[i / hw];
+    int k = (int)get_global_id(0) * 8, r = (int)get_global_id(1);
+    if (k < hw && r < rows) {
+        int i = r * hw + k;
+        pool_store(y + i, pool_load(x + i, hw - k) * s[r], hw - k);
+    }
+}
+
+/* x, dy: (rows, hw); ds: (rows), overwritten with sum_i dy * x. One
+ * work-item per row. */
+__kernel void scale_backward_s_rows(VIEW(x), VIEW(dy), VIEW(ds), int rows, int hw)
+{
+    PTR(x); PTR(dy); PTR(ds);
+    int r = GID0;
+    if (r < rows) {
+        size_t base = (size_t)r * (size_t)hw;
+        ds[r] = pool_row_sum(dy + base, x + base, hw, 0, 1);
+    }
 }
 
 /* x, dy: (rows, hw); ds: (rows), overwritten with sum_i dy * x. One
@@ -41,9 +106,7 @@ __kernel void scale_backward_s(VIEW(x), VIEW(dy), VIEW(ds), int hw, __local floa
     PTR(x); PTR(dy); PTR(ds);
     int r = (int)get_group_id(0), l = (int)get_local_id(0), wg = (int)get_local_size(0);
     size_t base = (size_t)r * (size_t)hw;
-    float s = 0.0f;
-    for (int i = l; i < hw; i += wg)
-        s += dy[base + i] * x[base + i];
+    float s = pool_row_sum(dy + base, x + base, hw, l, wg);
     s = wg_sum(s, scratch);
     if (l == 0)
         ds[r] = s;

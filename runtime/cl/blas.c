@@ -13,8 +13,12 @@ static manta_status blas_fail(mcl_dev *d, CLBlastStatusCode s, const char *what,
     if (s == CLBlastInsufficientMemoryTemp || s == CLBlastInsufficientMemoryA ||
         s == CLBlastInsufficientMemoryB || s == CLBlastInsufficientMemoryC)
         code = MANTA_ERR_INVALID_ARG; /* operand smaller than its shape: a caller bug */
-    return manta_err_set(mcl_err(d), code, "%s (m=%zu n=%zu k=%zu) on '%s': CLBlast status %d",
-                         what, m, n, k, mcl_info(d)->name, (int)s);
+    const mcl_tuning *t = mcl_get_tuning(d);
+    return manta_err_set(mcl_err(d), code, "%s (m=%zu n=%zu k=%zu) on '%s': CLBlast status %d%s%s%s",
+                         what, m, n, k, mcl_info(d)->name, (int)s,
+                         t->active ? " (with the tuned parameters of " : "",
+                         t->active ? t->path : "",
+                         t->active ? "; MANTA_NO_TUNING=1 runs without them)" : "");
 }
 
 manta_status mcl_sgemm(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
@@ -45,4 +49,50 @@ manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m,
         stride_a, b.mem, b.off, ldb, stride_b, beta, c.mem, c.off, ldc, stride_c, batch,
         mcl_queue(d), NULL);
     return blas_fail(d, s, "CLBlastSgemmStridedBatched", m, n, k);
+}
+
+/* True when CLBlast's SGEMM of m=n=k=x would run the indirect kernel. A
+ * nonzero A offset makes the indirect kernel copy A to a temporary buffer, so
+ * the temporary size is nonzero exactly when that kernel is chosen. */
+static manta_status runs_indirect(mcl_dev *d, size_t x, bool *out)
+{
+    size_t temp = 0;
+    CLBlastStatusCode s = CLBlastSGemmTempBufferSize(CLBlastLayoutColMajor, CLBlastTransposeNo,
+                                                     CLBlastTransposeNo, x, x, x, 1, x, 0, x, 0, x,
+                                                     mcl_queue(d), &temp);
+    if (s != CLBlastSuccess)
+        return blas_fail(d, s, "CLBlastSGemmTempBufferSize", x, x, x);
+    *out = temp > 0;
+    return MANTA_OK;
+}
+
+manta_status mcl_sgemm_direct_limit(mcl_dev *d, size_t *limit)
+{
+    /* CLBlast runs the direct kernel when m*n*k < T^3: find T by bisection */
+    size_t lo = 1, hi = MCL_SGEMM_ALWAYS_DIRECT; /* indirect at hi, direct below lo */
+    bool ind = false;
+    manta_status st = runs_indirect(d, hi, &ind);
+    if (st != MANTA_OK)
+        return st;
+    if (!ind) {
+        *limit = MCL_SGEMM_ALWAYS_DIRECT;
+        return MANTA_OK;
+    }
+    if ((st = runs_indirect(d, 1, &ind)) != MANTA_OK)
+        return st;
+    if (ind) {
+        *limit = 1; /* 0 and 1 both send every GEMM to the indirect kernel */
+        return MANTA_OK;
+    }
+    while (hi - lo > 1) { /* direct at lo, indirect at hi */
+        size_t mid = lo + (hi - lo) / 2;
+        if ((st = runs_indirect(d, mid, &ind)) != MANTA_OK)
+            return st;
+        if (ind)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    *limit = hi;
+    return MANTA_OK;
 }

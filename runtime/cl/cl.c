@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cl/sources.h"
+#include "cl/tune.h"
 
 /* Most distinct kernels one device caches; the embedded files hold fewer. */
 #define MCL_MAX_KERNELS 256
@@ -36,6 +37,7 @@ struct mcl_dev {
     kernel_entry kernels[MCL_MAX_KERNELS];
     size_t n_kernels;
     mcl_stats stats;
+    mcl_tuning tuning;
     manta_err err;
 };
 
@@ -308,6 +310,10 @@ manta_status mcl_open(const mcl_device_info *info, const mcl_options *opt, mcl_d
         return st;
     }
     choose_cache_dir(d, opt);
+    const char *no_tune = getenv("MANTA_NO_TUNING");
+    if (!(opt && opt->no_tuning) && !(no_tune && *no_tune && strcmp(no_tune, "0") != 0))
+        mcl_tune_autoload(d->cache_dir, &d->info, &d->tuning);
+    d->stats.blas_tuned = d->tuning.active;
     *out = d;
     return MANTA_OK;
 }
@@ -334,6 +340,8 @@ const mcl_device_info *mcl_info(const mcl_dev *d) { return &d->info; }
 cl_context mcl_context(const mcl_dev *d) { return d->ctx; }
 cl_command_queue *mcl_queue(mcl_dev *d) { return &d->queue; }
 void mcl_get_stats(const mcl_dev *d, mcl_stats *out) { *out = d->stats; }
+const mcl_tuning *mcl_get_tuning(const mcl_dev *d) { return &d->tuning; }
+const char *mcl_cache_dir(const mcl_dev *d) { return d->cache_dir; }
 
 /* ---- programs ------------------------------------------------------------------ */
 

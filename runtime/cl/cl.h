@@ -81,8 +81,26 @@ typedef struct mcl_options {
     /** Program-binary cache folder; NULL: $MANTA_CACHE_DIR, else
      *  $XDG_CACHE_HOME/manta, else $HOME/.cache/manta. */
     const char *cache_dir;
-    bool no_cache;  /**< build every program from source, write nothing */
+    bool no_cache;  /**< build every program from source, write nothing (and
+                     *   apply no tuning file: it lives in the cache folder) */
+    /** Do not apply the CLBlast tuning file of the device (also when the
+     *  environment variable MANTA_NO_TUNING is set to anything but "" or "0"). */
+    bool no_tuning;
 } mcl_options;
+
+/**
+ * CLBlast tuning of an open device: whether mcl_open() found and applied a
+ * tuning file written by `manta tune` (see cl/tune.h).
+ */
+typedef struct mcl_tuning {
+    bool active;            /**< tuned parameters were applied */
+    unsigned kernels;       /**< CLBlast kernels they override */
+    char path[1200];        /**< the file looked for; "" when caching or tuning is off */
+    /** Why a file that exists was not applied (corrupt, made for another
+     *  device, driver or CLBlast version, rejected by CLBlast); "" when none.
+     *  The library never prints it: show it to the user where it matters. */
+    char warning[MANTA_ERR_MSG_MAX];
+} mcl_tuning;
 
 /** Counters of one open device, for tests and progress lines. */
 typedef struct mcl_stats {
@@ -91,6 +109,7 @@ typedef struct mcl_stats {
     unsigned long buffers_created;     /**< clCreateBuffer calls that succeeded */
     unsigned long long bytes_allocated;/**< bytes in live buffers */
     unsigned long launches;            /**< kernels enqueued through mcl_launch */
+    bool blas_tuned;                   /**< CLBlast runs with a tuning file (mcl_get_tuning) */
 } mcl_stats;
 
 /** An open device: context, queue, program and kernel caches. Opaque. */
@@ -98,7 +117,9 @@ typedef struct mcl_dev mcl_dev;
 
 /**
  * Open a device for computing. On failure *out is NULL and the message is in
- * @p err. Release with mcl_close().
+ * @p err. Release with mcl_close(). When the cache folder holds a CLBlast
+ * tuning file for the device it is applied before any GEMM; a bad file is
+ * ignored (see mcl_get_tuning()) and never makes the open fail.
  */
 manta_status mcl_open(const mcl_device_info *info, const mcl_options *opt, mcl_dev **out,
                       manta_err *err);
@@ -113,6 +134,10 @@ cl_context mcl_context(const mcl_dev *d);
 /** The device's in-order queue (CLBlast takes its address). */
 cl_command_queue *mcl_queue(mcl_dev *d);
 void mcl_get_stats(const mcl_dev *d, mcl_stats *out);
+/** The CLBlast tuning state of @p d, set once by mcl_open(). */
+const mcl_tuning *mcl_get_tuning(const mcl_dev *d);
+/** The cache folder of @p d; "" when caching is off. */
+const char *mcl_cache_dir(const mcl_dev *d);
 
 /** Record an OpenCL failure in the device error and return the mapped status. */
 manta_status mcl_fail(mcl_dev *d, cl_int code, const char *what);

@@ -109,6 +109,13 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
                                  v);
         c->timeout_s = t;
     }
+    if ((v = env(ctx, "MANTA_SOCKBUF")) != NULL) {
+        char *end;
+        long b = strtol(v, &end, 10);
+        if (end == v || *end || b < 0 || b > (1L << 30))
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MANTA_SOCKBUF='%s': expected bytes in [0, 2^30]", v);
+        c->sock_buf = (int)b;
+    }
     if ((v = env(ctx, "MANTA_FRAME_MAC")) != NULL) {
         if (!strcmp(v, "header"))
             c->frame_mac = DIST_MAC_HEADER;

@@ -21,6 +21,7 @@
  * | timeout_s    | MANTA_TIMEOUT (seconds)           |                                | 60        |
  * | secret       | MANTA_SECRET, MANTA_SECRET_FILE   |                                | none      |
  * | frame_mac    | MANTA_FRAME_MAC (header, full)    |                                | header    |
+ * | sock_buf     | MANTA_SOCKBUF (bytes, 0 = autotune) |                              | 0         |
  */
 #ifndef MANTA_DIST_CONFIG_H
 #define MANTA_DIST_CONFIG_H
@@ -61,6 +62,7 @@ typedef struct dist_config {
     unsigned char key[DIST_KEY_BYTES]; /**< derived from the shared secret (dist_config_set_secret) */
     int has_key;                   /**< non-zero once key holds a secret */
     double timeout_s;              /**< deadline of every blocking network operation, seconds */
+    int sock_buf;                  /**< ring SO_SNDBUF/SO_RCVBUF in bytes; 0 = kernel autotuning (default) */
     dist_frame_mac frame_mac;      /**< per-frame tag coverage on the ring */
     dist_event_fn event;           /**< where rejections and warnings are reported; may be NULL */
     void *event_ctx;               /**< passed to @ref event */

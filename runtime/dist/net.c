@@ -96,15 +96,17 @@ manta_status dist_iface_ipv4(const char *name, uint32_t *addr, manta_err *err)
     return MANTA_OK;
 }
 
-void dist_tune(int fd)
+void dist_tune(int fd, int sock_buf)
 {
-    int one = 1, buf = DIST_SOCK_BUF;
+    int one = 1, buf = sock_buf;
     int fl = fcntl(fd, F_GETFL, 0);
     if (fl >= 0)
         fcntl(fd, F_SETFL, fl | O_NONBLOCK);
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    if (buf > 0) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+    }
 }
 
 void dist_close(int *fd)
@@ -123,7 +125,7 @@ static void fill_sin(struct sockaddr_in *sa, uint32_t addr, uint16_t port)
     sa->sin_port = htons(port);
 }
 
-manta_status dist_listen(uint32_t addr, uint16_t port, int *fd, uint16_t *bound, manta_err *err)
+manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, uint16_t *bound, manta_err *err)
 {
     char a[16];
     dist_ipv4_str(addr, a);
@@ -132,14 +134,17 @@ manta_status dist_listen(uint32_t addr, uint16_t port, int *fd, uint16_t *bound,
         return manta_err_set(err, MANTA_ERR_IO, "socket: %s", strerror(errno));
     int one = 1;
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    dist_tune(s);
+    dist_tune(s, sock_buf);
     struct sockaddr_in sa;
     fill_sin(&sa, addr, port);
     if (bind(s, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(s, 64) != 0) {
         int e = errno;
         close(s);
         return manta_err_set(err, MANTA_ERR_IO, "cannot listen on %s:%u: %s%s", a, (unsigned)port, strerror(e),
-                             e == EADDRINUSE ? " (another job on this port? choose another MASTER_PORT)" : "");
+                             e == EADDRINUSE      ? " (another job on this port? choose another MASTER_PORT)"
+                             : e == EADDRNOTAVAIL ? " (not an address of this host: rank 0 must run where "
+                                                    "MASTER_ADDR points)"
+                                                  : "");
     }
     socklen_t len = sizeof sa;
     if (getsockname(s, (struct sockaddr *)&sa, &len) != 0) {
@@ -153,7 +158,7 @@ manta_status dist_listen(uint32_t addr, uint16_t port, int *fd, uint16_t *bound,
     return MANTA_OK;
 }
 
-manta_status dist_connect(uint32_t addr, uint16_t port, double deadline, const char *what, int *fd,
+manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double deadline, const char *what, int *fd,
                           manta_err *err)
 {
     struct sockaddr_in sa;
@@ -164,7 +169,7 @@ manta_status dist_connect(uint32_t addr, uint16_t port, double deadline, const c
         int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (s < 0)
             return manta_err_set(err, MANTA_ERR_IO, "socket: %s", strerror(errno));
-        dist_tune(s);
+        dist_tune(s, sock_buf);
         int rc = connect(s, (struct sockaddr *)&sa, sizeof sa);
         if (rc != 0 && errno == EINPROGRESS) {
             struct pollfd p = {.fd = s, .events = POLLOUT};
@@ -213,7 +218,7 @@ manta_status dist_accept(int lfd, double deadline, int *fd, uint32_t *peer_addr,
         int s = accept(lfd, (struct sockaddr *)&sa, &len);
         if (s >= 0) {
             fcntl(s, F_SETFD, FD_CLOEXEC);
-            dist_tune(s);
+            dist_tune(s, 0); /* buffer sizes are inherited from the listener */
             if (peer_addr)
                 *peer_addr = sa.sin_addr.s_addr;
             if (peer_port)

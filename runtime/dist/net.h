@@ -17,7 +17,7 @@
 
 #include "core/status.h"
 
-/** Socket buffer size asked for with SO_SNDBUF / SO_RCVBUF (the kernel may cap it). */
+/** A typical explicit socket buffer size (dist_config.sock_buf); 0 there keeps the kernel's autotuning. */
 #define DIST_SOCK_BUF (4 << 20)
 
 /** Monotonic clock in seconds (the time base of every deadline). */
@@ -47,17 +47,18 @@ int dist_ipv4_is_loopback(uint32_t addr);
 
 /**
  * Create a non-blocking listening socket bound to addr:port (port 0: ephemeral),
- * with SO_REUSEADDR and the buffer sizes of dist_tune() (inherited by accepted sockets).
+ * with SO_REUSEADDR and dist_tune(@p sock_buf) (inherited by accepted sockets).
  * @param bound  out: the port actually bound (host order); may be NULL.
  */
-manta_status dist_listen(uint32_t addr, uint16_t port, int *fd, uint16_t *bound, manta_err *err);
+manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, uint16_t *bound, manta_err *err);
 
 /**
  * Connect to addr:port, retrying refused or unreachable attempts with a short
  * back-off until @p deadline. @p what names the peer in the message
- * ("master 10.0.0.1:29500"). On success *fd is a tuned, non-blocking socket.
+ * ("master 10.0.0.1:29500"). On success *fd is a non-blocking socket tuned with
+ * dist_tune(@p sock_buf) before the connection (so window scaling matches).
  */
-manta_status dist_connect(uint32_t addr, uint16_t port, double deadline, const char *what, int *fd,
+manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double deadline, const char *what, int *fd,
                           manta_err *err);
 
 /**
@@ -76,8 +77,13 @@ manta_status dist_send_all(int fd, const void *p, size_t n, double deadline, con
 manta_status dist_recv_all(int fd, void *p, size_t n, double deadline, const char *what,
                            manta_err *err);
 
-/** Make @p fd non-blocking and set TCP_NODELAY and DIST_SOCK_BUF send/receive buffers. */
-void dist_tune(int fd);
+/**
+ * Make @p fd non-blocking, set TCP_NODELAY and, when @p sock_buf > 0, SO_SNDBUF and SO_RCVBUF
+ * to that many bytes. With 0 the kernel's autotuning sizes the buffers (on Linux up to
+ * net.ipv4.tcp_wmem / tcp_rmem's maximum; setting a size disables autotuning and is capped by
+ * net.core.wmem_max / rmem_max).
+ */
+void dist_tune(int fd, int sock_buf);
 
 /** Close @p *fd if open (>= 0) and set it to -1. */
 void dist_close(int *fd);

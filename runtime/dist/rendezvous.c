@@ -95,11 +95,11 @@ static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t 
     char ma[16];
     dist_ipv4_str(maddr, ma);
     uint32_t bind_addr = cfg->rdzv_bind_all ? htonl(INADDR_ANY) : maddr;
-    manta_status st = dist_listen(bind_addr, (uint16_t)cfg->master_port, &lfd, NULL, err);
+    manta_status st = dist_listen(bind_addr, (uint16_t)cfg->master_port, 0, &lfd, NULL, err);
     if (st != MANTA_OK)
         return st;
     uint16_t rport = 0;
-    st = dist_listen(ring_addr, (uint16_t)cfg->ring_port, &out->ring_fd, &rport, err);
+    st = dist_listen(ring_addr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->ring_fd, &rport, err);
     if (st != MANTA_OK) {
         dist_close(&lfd);
         return st;
@@ -179,7 +179,7 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
     dist_ipv4_str(maddr, ma);
     snprintf(what, sizeof what, "master %s (%s:%d, rank 0)", cfg->master_addr, ma, cfg->master_port);
     int fd = -1;
-    manta_status st = dist_connect(maddr, (uint16_t)cfg->master_port, deadline, what, &fd, err);
+    manta_status st = dist_connect(maddr, (uint16_t)cfg->master_port, 0, deadline, what, &fd, err);
     if (st != MANTA_OK)
         return st;
     if (!have_addr) {
@@ -198,7 +198,7 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
         dist_close(&fd);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "rendezvous: out of memory");
     }
-    st = dist_listen(ring_addr, (uint16_t)cfg->ring_port, &out->ring_fd, &rport, err);
+    st = dist_listen(ring_addr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->ring_fd, &rport, err);
     if (st != MANTA_OK)
         goto done;
     dist_hello me = {.rank = cfg->rank, .addr = ring_addr, .port = rport};

@@ -138,7 +138,6 @@ typedef struct xfer {
     size_t r_plen, r_done;
     size_t r_reduced;  /* payload bytes of a reduce-scatter frame already added into the buffer */
     int r_rs;          /* the frame being received belongs to the reduce-scatter */
-    crypto_onetimeauth_state r_auth;
     char abort_msg[RING_ABORT_MAX + 1]; /* ABORT payload being received */
     ring_stats st;     /* counters of this call (each half writes its own fields) */
     /* between the halves */
@@ -309,10 +308,18 @@ static manta_status reverse_abort(xfer *x, manta_err *err)
     char q[64], w[128];
     peer_name(c, c->next, q, sizeof q);
     where(x, 0, w, sizeof w);
+    int origin = (int)f.step < c->world ? (int)f.step : c->next;
+    if (origin == c->rank && x->ru < x->U) {
+        /* The next rank timed out waiting for this one, but this rank is alive and itself still
+         * waits for data from its previous rank: the stall is upstream, name that rank. */
+        char p[64];
+        peer_name(c, c->prev, p, sizeof p);
+        return fail(x, err, c->prev, 1, "%s: %s stalled: no data from it, and %s timed out waiting for this rank",
+                    w, p, q);
+    }
     snprintf(x->ss.text, sizeof x->ss.text, "%s", msg);
     x->ss.got_abort = 1;
-    return fail(x, err, (int)f.step < c->world ? (int)f.step : c->next, 1, "%s: aborted (ABORT from %s): %s", w,
-                q, msg);
+    return fail(x, err, origin, 1, "%s: aborted (ABORT from %s): %s", w, q, msg);
 }
 
 static manta_status do_sends(xfer *x, int *progress, manta_err *err)
@@ -911,7 +918,7 @@ static manta_status connect_next(ring_comm *c, double deadline, manta_err *err)
 {
     char what[96];
     peer_name(c, c->next, what, sizeof what);
-    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, deadline, what, &c->send_fd, err);
+    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, c->cfg.sock_buf, deadline, what, &c->send_fd, err);
     if (st != MANTA_OK)
         return st;
     dist_hello me = {.rank = c->rank};

@@ -415,10 +415,14 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
     FB(mfb_create_ref_vector(b, &sg, 1, &v_sg));
     for (int i = 0; i < w->n_codes; i++) {
         const int32_t code = w->codes[i][0];
+        const int8_t dep = (int8_t)(code < 127 ? code : 127);
+        /* Written even when equal to the schema defaults (ADD is 0, version 1), so that
+         * every reader sees both codes and the version explicitly: the "default" given
+         * to the builder is a value the field never equals. */
         FB(mfb_start_table(b));
-        FB(mfb_add_i8(b, 0, (int8_t)(code < 127 ? code : 127), 0));
-        FB(mfb_add_i32(b, 2, w->codes[i][1], 1));
-        FB(mfb_add_i32(b, 3, code, 0));
+        FB(mfb_add_i8(b, 0, dep, (int8_t)(dep ^ 1)));
+        FB(mfb_add_i32(b, 2, w->codes[i][1], w->codes[i][1] ^ 1));
+        FB(mfb_add_i32(b, 3, code, code ^ 1));
         FB(mfb_end_table(b, &refs[i]));
     }
     FB(mfb_create_ref_vector(b, refs, (size_t)w->n_codes, &v_codes));

@@ -1,5 +1,7 @@
 #include "nn/activation.h"
 
+#include <stdio.h>
+
 #include "nn/launch.h"
 
 const char *nn_act_name(nn_act a)
@@ -15,27 +17,68 @@ const char *nn_act_name(nn_act a)
     return "?";
 }
 
+/* Kernel name suffix of an activation (cl_kernels/activation.cl); NULL for
+ * a value outside the enum. */
+static const char *kernel_suffix(nn_act a)
+{
+    switch (a) {
+    case NN_ACT_NONE: return "none";
+    case NN_ACT_RELU: return "relu";
+    case NN_ACT_RELU6: return "relu6";
+    case NN_ACT_HSWISH: return "hswish";
+    case NN_ACT_HSIGMOID: return "hsigmoid";
+    case NN_ACT_SIGMOID: return "sigmoid";
+    }
+    return NULL;
+}
+
+/* Work-items per group: each takes 8 values. */
+#define ACT_GROUP 64
+
+/* Begin the launch of act_<pass>_<name>, or of the general act_<pass> (one
+ * value per work-item, the activation as its last argument) for a value
+ * outside the enum. */
+static void act_begin(mcl_launch *L, mcl_dev *d, const char *pass, nn_act a)
+{
+    const char *sfx = kernel_suffix(a);
+    char name[40];
+    if (sfx)
+        snprintf(name, sizeof name, "act_%s_%s", pass, sfx);
+    else
+        snprintf(name, sizeof name, "act_%s", pass);
+    mcl_launch_begin(L, d, "activation", name);
+}
+
+static manta_status act_run(mcl_launch *L, mcl_dev *d, nn_act a, size_t n)
+{
+    if (!kernel_suffix(a)) {
+        mcl_arg_int(L, (int)a);
+        return mcl_launch_run(L, 1, (size_t[]){n}, NULL);
+    }
+    size_t cap = mcl_info(d)->max_work_group;
+    size_t local = cap < ACT_GROUP ? cap : ACT_GROUP;
+    return mcl_launch_run(L, 1, (size_t[]){(n + 7) / 8}, (size_t[]){local});
+}
+
 manta_status nn_act_forward(mcl_dev *d, nn_act a, mview x, mview y, size_t n)
 {
     NN_CHECK_INT(d, n, "activation size");
     mcl_launch L;
-    mcl_launch_begin(&L, d, "activation", "act_forward");
+    act_begin(&L, d, "forward", a);
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, y);
     mcl_arg_int(&L, (int)n);
-    mcl_arg_int(&L, (int)a);
-    return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
+    return act_run(&L, d, a, n);
 }
 
 manta_status nn_act_backward(mcl_dev *d, nn_act a, mview x, mview dy, mview dx, size_t n)
 {
     NN_CHECK_INT(d, n, "activation size");
     mcl_launch L;
-    mcl_launch_begin(&L, d, "activation", "act_backward");
+    act_begin(&L, d, "backward", a);
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, dy);
     mcl_arg_view(&L, dx);
     mcl_arg_int(&L, (int)n);
-    mcl_arg_int(&L, (int)a);
-    return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
+    return act_run(&L, d, a, n);
 }

@@ -22,6 +22,21 @@ static manta_status check_eps(mcl_dev *d, float eps, const char *op)
     return MANTA_OK;
 }
 
+/* Work-group size of the per-channel kernels, which take chunks of 8 values:
+ * about CHUNKS_PER_ITEM chunks per work-item (a small group reduces faster).
+ * From ROWS_MIN images on, no more work-items than images, which then take
+ * whole rows (see cl_kernels/batchnorm.cl). */
+#define CHUNKS_PER_ITEM 16
+#define ROWS_MIN 16
+static size_t channel_wg(const mcl_dev *d, const nn_bn_shape *s)
+{
+    size_t chunks = (size_t)s->n * (((size_t)s->hw + 7) / 8);
+    size_t wg = nn_reduce_wg(d, (chunks + CHUNKS_PER_ITEM - 1) / CHUNKS_PER_ITEM);
+    while (s->n >= ROWS_MIN && wg > (size_t)s->n)
+        wg /= 2;
+    return wg;
+}
+
 /* Launch one work-group of a reduction size per channel, with its scratch. */
 static manta_status run_per_channel(mcl_launch *L, const nn_bn_shape *s, size_t wg)
 {
@@ -34,7 +49,7 @@ manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, 
     manta_status st = check_shape(d, s, "bn_stats");
     if (st != MANTA_OK)
         return st;
-    size_t wg = nn_reduce_wg(d, (size_t)s->n * (size_t)s->hw);
+    size_t wg = channel_wg(d, s);
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_stats");
     mcl_arg_view(&L, x);
@@ -62,7 +77,7 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
     if (!(momentum >= 0.0f && momentum <= 1.0f))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "bn_forward_train: momentum %g outside [0, 1]", (double)momentum);
-    size_t wg = nn_reduce_wg(d, (size_t)s->n * (size_t)s->hw);
+    size_t wg = channel_wg(d, s);
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_forward_train");
     mcl_arg_view(&L, x);
@@ -89,7 +104,7 @@ manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mvi
         st = check_eps(d, eps, "bn_forward_eval");
     if (st != MANTA_OK)
         return st;
-    size_t total = (size_t)s->n * (size_t)s->c * (size_t)s->hw;
+    size_t rows = (size_t)s->n * (size_t)s->c, chunks = ((size_t)s->hw + 7) / 8;
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_forward_eval");
     mcl_arg_view(&L, x);
@@ -98,11 +113,16 @@ manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mvi
     mcl_arg_view(&L, running_mean);
     mcl_arg_view(&L, running_var);
     mcl_arg_view(&L, y);
-    mcl_arg_int(&L, (int)total);
+    mcl_arg_int(&L, (int)rows);
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
     mcl_arg_float(&L, eps);
-    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+    /* about 64 chunks a group: whole rows, several rows when they are short */
+    size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
+    if (ly > rows)
+        ly = rows;
+    bool fits = lx * ly <= mcl_info(d)->max_work_group;
+    return mcl_launch_run(&L, 2, (size_t[]){chunks, rows}, fits ? (size_t[]){lx, ly} : NULL);
 }
 
 manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
@@ -112,7 +132,7 @@ manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gam
     manta_status st = check_shape(d, s, "bn_backward");
     if (st != MANTA_OK)
         return st;
-    size_t wg = nn_reduce_wg(d, (size_t)s->n * (size_t)s->hw);
+    size_t wg = channel_wg(d, s);
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_backward");
     mcl_arg_view(&L, x);

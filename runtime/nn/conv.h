@@ -2,7 +2,7 @@
  * @file conv.h
  * @brief Dense 2-D convolution (groups = 1, no bias) on the device, through
  *        im2col and CLBlast SGEMM; 1x1 stride-1 unpadded convolutions take a
- *        GEMM-only path. Depthwise convolution is in depthwise.h.
+ *        direct path without scratch. Depthwise convolution is in depthwise.h.
  *
  * Layouts: x (N, Cin, H, W), y (N, Cout, Ho, Wo), NCHW float32.
  * Weights w: Cout rows of Cin*KH*KW floats ([co][ci][ky][kx]); row co starts

@@ -7,6 +7,14 @@
 /* Largest work-group of the dw reduction (a power of two). */
 #define DW_REDUCE_GROUP 128
 
+/* Tiled kernels (cl_kernels/depthwise.cl): outputs per work-item, the
+ * narrowest output row that takes them, and the work-items per group aimed at. */
+#define TILE_V 8
+#define TILE_MIN_WIDTH 8
+#define TILE_GROUP 128
+/* Longest private row of dw_rows_backward_w_* (DW_ROW_MAX there). */
+#define ROW_MAX 136
+
 int nn_dw_out_h(const nn_dw_shape *s) { return nn_window_out(s->h, s->k, s->stride, s->pad); }
 
 int nn_dw_out_w(const nn_dw_shape *s) { return nn_window_out(s->w, s->k, s->stride, s->pad); }
@@ -73,6 +81,82 @@ static void shape_args(mcl_launch *L, const nn_dw_shape *s)
     mcl_arg_int(L, nn_dw_out_w(s));
 }
 
+/* Work-group geometry of a tiled launch: ns strips of TILE_V outputs per row
+ * (dim 0), ly rows per band (dim 1), lz planes per group (dim 2), and the
+ * local floats per plane of the tile. */
+typedef struct tile_geo {
+    size_t ns, ly, lz, floats;
+} tile_geo;
+
+static bool tile_kernel_exists(const nn_dw_shape *s)
+{
+    return (s->k == 3 || s->k == 5 || s->k == 7) && (s->stride == 1 || s->stride == 2);
+}
+
+/* Local floats per plane for a band of ly output rows of g->ns strips. */
+typedef size_t (*tile_floats_fn)(const nn_dw_shape *s, size_t ns, size_t ly);
+
+static size_t corr_floats(const nn_dw_shape *s, size_t ns, size_t ly)
+{
+    size_t k = (size_t)s->k, st = (size_t)s->stride;
+    size_t ts = st == 1 ? ns * TILE_V + k - 1 : 2 * (ns * TILE_V + (k - 1) / 2);
+    return ((ly - 1) * st + k) * ts;
+}
+
+/* stride-1 dx runs the stride-1 correlation */
+static size_t corr1_floats(const nn_dw_shape *s, size_t ns, size_t ly)
+{
+    size_t k = (size_t)s->k;
+    return (ly - 1 + k) * (ns * TILE_V + k - 1);
+}
+
+static size_t dx2_floats(const nn_dw_shape *s, size_t ns, size_t ly)
+{
+    size_t p = (size_t)s->k / 2;
+    return ((ly + (size_t)s->k) / 2 + 1) * ((ns * TILE_V - 1 + p) / 2 + p + 1);
+}
+
+/* Geometry for output planes of out_h x out_w, `planes` of them, with
+ * several planes per group when one plane is a single band (multi_plane).
+ * false when the tiled kernel does not suit the shape or the device. */
+static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out_w,
+                      size_t planes, bool multi_plane, tile_floats_fn floats, tile_geo *g)
+{
+    const mcl_device_info *di = mcl_info(d);
+    size_t cap = di->max_work_group < TILE_GROUP ? di->max_work_group : TILE_GROUP;
+    size_t mem = (size_t)(di->local_mem / 2 / sizeof(float));
+    if (!tile_kernel_exists(s) || out_w < TILE_MIN_WIDTH)
+        return false;
+    g->ns = (out_w + TILE_V - 1) / TILE_V;
+    if (g->ns > cap)
+        return false;
+    g->ly = cap / g->ns;
+    if (g->ly > out_h)
+        g->ly = out_h;
+    while (g->ly > 1 && floats(s, g->ns, g->ly) > mem)
+        g->ly /= 2;
+    g->floats = floats(s, g->ns, g->ly);
+    if (g->floats > mem)
+        return false;
+    g->lz = 1;
+    if (multi_plane && g->ly == out_h) {
+        size_t by_wi = cap / (g->ns * g->ly), by_mem = mem / g->floats;
+        g->lz = by_wi < by_mem ? by_wi : by_mem;
+        if (g->lz > planes)
+            g->lz = planes;
+        if (g->lz < 1)
+            g->lz = 1;
+    }
+    return true;
+}
+
+/* Enqueue a tiled pass over `planes` output planes of out_h rows. */
+static manta_status tile_run(mcl_launch *L, const tile_geo *g, size_t out_h, size_t planes)
+{
+    mcl_arg_local(L, g->lz * g->floats * sizeof(float));
+    return mcl_launch_run(L, 3, (size_t[]){g->ns, out_h, planes}, (size_t[]){g->ns, g->ly, g->lz});
+}
+
 manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview y)
 {
     static const char op[] = "depthwise forward";
@@ -85,9 +169,27 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
         st = nn_need_buffer(d, op, "y", y);
     if (st != MANTA_OK)
         return st;
-    char name[32];
-    kernel_name(name, sizeof name, "dw_forward", s);
+    char name[40];
+    size_t ho = (size_t)nn_dw_out_h(s), wo = (size_t)nn_dw_out_w(s);
+    size_t planes = (size_t)s->n * (size_t)s->c;
+    tile_geo g;
     mcl_launch L;
+    if (tile_plan(d, s, ho, wo, planes, true, corr_floats, &g)) {
+        snprintf(name, sizeof name, "dw_tile_forward_k%d_s%d", s->k, s->stride);
+        mcl_launch_begin(&L, d, "depthwise", name);
+        mcl_arg_view(&L, x);
+        mcl_arg_view(&L, w);
+        mcl_arg_view(&L, y);
+        mcl_arg_int(&L, (int)planes);
+        mcl_arg_int(&L, s->c);
+        mcl_arg_int(&L, s->h);
+        mcl_arg_int(&L, s->w);
+        mcl_arg_int(&L, s->pad);
+        mcl_arg_int(&L, (int)ho);
+        mcl_arg_int(&L, (int)wo);
+        return tile_run(&L, &g, ho, planes);
+    }
+    kernel_name(name, sizeof name, "dw_forward", s);
     mcl_launch_begin(&L, d, "depthwise", name);
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, w);
@@ -100,9 +202,40 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
 /* dx: (N, C, H, W), overwritten, from dy (N, C, Ho, Wo) and w (C, K, K). */
 static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview dy, mview dx)
 {
-    char name[32];
-    kernel_name(name, sizeof name, "dw_backward_dx", s);
+    char name[40];
+    size_t planes = (size_t)s->n * (size_t)s->c;
+    int ho = nn_dw_out_h(s), wo = nn_dw_out_w(s);
+    tile_geo g;
     mcl_launch L;
+    /* stride 1: the forward correlation of dy with the flipped filter, padded
+     * by k - 1 - pad; stride 2 with pad k/2: a gather over the tap parities */
+    bool flip = s->stride == 1 && s->pad <= s->k - 1 &&
+                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, corr1_floats, &g);
+    bool par2 = !flip && s->stride == 2 && s->pad == s->k / 2 &&
+                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, &g);
+    if (flip || par2) {
+        snprintf(name, sizeof name, "dw_tile_backward_dx_k%d_s%d", s->k, s->stride);
+        mcl_launch_begin(&L, d, "depthwise", name);
+        mcl_arg_view(&L, dy);
+        mcl_arg_view(&L, w);
+        mcl_arg_view(&L, dx);
+        mcl_arg_int(&L, (int)planes);
+        mcl_arg_int(&L, s->c);
+        if (flip) { /* input dy (ho, wo), output dx (h, w) */
+            mcl_arg_int(&L, ho);
+            mcl_arg_int(&L, wo);
+            mcl_arg_int(&L, s->k - 1 - s->pad);
+            mcl_arg_int(&L, s->h);
+            mcl_arg_int(&L, s->w);
+        } else {
+            mcl_arg_int(&L, s->h);
+            mcl_arg_int(&L, s->w);
+            mcl_arg_int(&L, ho);
+            mcl_arg_int(&L, wo);
+        }
+        return tile_run(&L, &g, (size_t)s->h, planes);
+    }
+    kernel_name(name, sizeof name, "dw_backward_dx", s);
     mcl_launch_begin(&L, d, "depthwise", name);
     mcl_arg_view(&L, dy);
     mcl_arg_view(&L, w);
@@ -115,13 +248,37 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
 /* dw (C, K, K) += reduction over (N, Ho, Wo); x (N, C, H, W), dy (N, C, Ho, Wo). */
 static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview dy, mview dw)
 {
+    size_t ho = (size_t)nn_dw_out_h(s);
+    mcl_launch L;
+    size_t wo = (size_t)nn_dw_out_w(s);
+    if (tile_kernel_exists(s) && (wo + 7) / 8 * 8 * (size_t)s->stride + (size_t)s->k <= ROW_MAX) {
+        char name[40];
+        snprintf(name, sizeof name, "dw_rows_backward_w_k%d_s%d", s->k, s->stride);
+        mcl_launch_begin(&L, d, "depthwise", name);
+        mcl_arg_view(&L, x);
+        mcl_arg_view(&L, dy);
+        mcl_arg_view(&L, dw);
+        shape_args(&L, s);
+        return mcl_launch_run(&L, 1, (size_t[]){(size_t)s->c * s->k}, (size_t[]){(size_t)s->k});
+    }
+    if (s->stride == 1 || s->stride == 2) {
+        char name[40];
+        snprintf(name, sizeof name, "dw_direct_backward_w_s%d", s->stride);
+        mcl_launch_begin(&L, d, "depthwise", name);
+        mcl_arg_view(&L, x);
+        mcl_arg_view(&L, dy);
+        mcl_arg_view(&L, dw);
+        shape_args(&L, s);
+        size_t kk = (size_t)s->k * (size_t)s->k;
+        size_t local = kk <= mcl_info(d)->max_work_group ? kk : 1;
+        return mcl_launch_run(&L, 1, (size_t[]){(size_t)s->c * kk}, (size_t[]){local});
+    }
     /* A power of two covering the output rows, within the group limits. */
-    size_t rows = (size_t)s->n * (size_t)nn_dw_out_h(s);
+    size_t rows = (size_t)s->n * ho;
     size_t max_group = mcl_info(d)->max_work_group;
     size_t group = 1;
     while (group < rows && group * 2 <= DW_REDUCE_GROUP && group * 2 <= max_group)
         group *= 2;
-    mcl_launch L;
     mcl_launch_begin(&L, d, "depthwise", "dw_backward_w");
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, dy);

@@ -7,7 +7,7 @@
  * Layouts: x (N, C, H, W), w (C, K, K), y (N, C, Ho, Wo), NCHW float32.
  * Ho = (H + 2*pad - K) / stride + 1. OFA uses pad = K/2 and stride 1 or 2.
  * Backward overwrites dx and accumulates into dw (dw += ...); the weight
- * gradient is a work-group reduction per (c, ky, kx), without atomics.
+ * gradient is reduced without atomics.
  * Outputs must not overlap inputs (y with x; dx with dy or w; dw with x or dy).
  * A bad shape returns MANTA_ERR_INVALID_ARG with a message naming the field;
  * views without a buffer that the call needs are rejected the same way.

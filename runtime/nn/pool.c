@@ -9,6 +9,38 @@ static manta_status run_per_row(mcl_launch *L, size_t nc, size_t wg)
     return mcl_launch_run(L, 1, (size_t[]){nc * wg}, (size_t[]){wg});
 }
 
+/* Row reductions take one work-item per row when there are enough rows for
+ * the device (at least ROWS_PER_ITEM_MIN) and the rows are not much longer
+ * than that; else one work-group per row. */
+#define ROWS_PER_ITEM_MIN 64
+static bool item_per_row(size_t nc, size_t hw)
+{
+    return nc >= ROWS_PER_ITEM_MIN && hw <= 64 * nc;
+}
+
+/* Work-items per group for the one-per-row kernels. */
+#define ROW_GROUP 64
+
+/* Per-value launch over chunks of 8: global (ceil(hw / 8), nc), about 64
+ * chunks a group. */
+static manta_status run_chunks(mcl_launch *L, mcl_dev *d, size_t nc, size_t hw)
+{
+    size_t chunks = (hw + 7) / 8;
+    if (chunks == 0 || nc == 0)
+        return MANTA_OK; /* empty tensor */
+    size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
+    if (ly > nc)
+        ly = nc;
+    bool fits = lx * ly <= mcl_info(d)->max_work_group;
+    return mcl_launch_run(L, 2, (size_t[]){chunks, nc}, fits ? (size_t[]){lx, ly} : NULL);
+}
+
+static size_t row_group(mcl_dev *d)
+{
+    size_t cap = mcl_info(d)->max_work_group;
+    return cap < ROW_GROUP ? cap : ROW_GROUP;
+}
+
 /* Checks nc * hw against the kernels' int indices (sizes are size_t, so
  * nothing is negative; hw is checked first so the product cannot wrap). */
 static manta_status check_rows(mcl_dev *d, size_t nc, size_t hw, const char *op)
@@ -28,8 +60,16 @@ manta_status nn_avgpool_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview
     manta_status st = check_rows(d, nc, hw, "avgpool_forward");
     if (st != MANTA_OK)
         return st;
-    size_t wg = nn_reduce_wg(d, hw);
     mcl_launch L;
+    if (item_per_row(nc, hw)) {
+        mcl_launch_begin(&L, d, "pool", "avgpool_forward_rows");
+        mcl_arg_view(&L, x);
+        mcl_arg_view(&L, y);
+        mcl_arg_int(&L, (int)nc);
+        mcl_arg_int(&L, (int)hw);
+        return mcl_launch_run(&L, 1, (size_t[]){nc}, (size_t[]){row_group(d)});
+    }
+    size_t wg = nn_reduce_wg(d, (hw + 7) / 8);
     mcl_launch_begin(&L, d, "pool", "avgpool_forward");
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, y);
@@ -49,9 +89,9 @@ manta_status nn_avgpool_backward(mcl_dev *d, size_t nc, size_t hw, mview dy, mvi
     mcl_launch_begin(&L, d, "pool", "avgpool_backward");
     mcl_arg_view(&L, dy);
     mcl_arg_view(&L, dx);
-    mcl_arg_int(&L, (int)(nc * hw));
+    mcl_arg_int(&L, (int)nc);
     mcl_arg_int(&L, (int)hw);
-    return mcl_launch_run(&L, 1, (size_t[]){nc * hw}, NULL);
+    return run_chunks(&L, d, nc, hw);
 }
 
 manta_status nn_scale_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s, mview y)
@@ -64,9 +104,9 @@ manta_status nn_scale_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, s);
     mcl_arg_view(&L, y);
-    mcl_arg_int(&L, (int)(nc * hw));
+    mcl_arg_int(&L, (int)nc);
     mcl_arg_int(&L, (int)hw);
-    return mcl_launch_run(&L, 1, (size_t[]){nc * hw}, NULL);
+    return run_chunks(&L, d, nc, hw);
 }
 
 manta_status nn_scale_backward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s, mview dy,
@@ -77,12 +117,22 @@ manta_status nn_scale_backward(mcl_dev *d, size_t nc, size_t hw, mview x, mview 
         return st;
     /* ds first: it reads dy, which dx may overwrite */
     mcl_launch L;
-    mcl_launch_begin(&L, d, "pool", "scale_backward_s");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, ds);
-    mcl_arg_int(&L, (int)hw);
-    st = run_per_row(&L, nc, nn_reduce_wg(d, hw));
+    if (item_per_row(nc, hw)) {
+        mcl_launch_begin(&L, d, "pool", "scale_backward_s_rows");
+        mcl_arg_view(&L, x);
+        mcl_arg_view(&L, dy);
+        mcl_arg_view(&L, ds);
+        mcl_arg_int(&L, (int)nc);
+        mcl_arg_int(&L, (int)hw);
+        st = mcl_launch_run(&L, 1, (size_t[]){nc}, (size_t[]){row_group(d)});
+    } else {
+        mcl_launch_begin(&L, d, "pool", "scale_backward_s");
+        mcl_arg_view(&L, x);
+        mcl_arg_view(&L, dy);
+        mcl_arg_view(&L, ds);
+        mcl_arg_int(&L, (int)hw);
+        st = run_per_row(&L, nc, nn_reduce_wg(d, (hw + 7) / 8));
+    }
     if (st != MANTA_OK || !dx.mem)
         return st;
     return nn_scale_forward(d, nc, hw, dy, s, dx); /* dx = dy * s */

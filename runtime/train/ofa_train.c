@@ -134,17 +134,25 @@ static manta_status begin_phase(ofa_trainer *t, int phase)
     return mcl_fill(t->d, t->sl.momentum, 0.0f, t->sl.n_params);
 }
 
-manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, const float *labels,
-                              ofa_step_result *out)
+/* Phase of global step @p step, or an error naming the step. */
+static manta_status locate(ofa_trainer *t, long step, int *phase, long *in_phase)
+{
+    *phase = ofa_schedule_locate(&t->sched, step, in_phase);
+    if (*phase < 0)
+        return manta_err_set(mcl_err(t->d), MANTA_ERR_INVALID_ARG,
+                             "trainer: step %ld is past the schedule's %ld steps", step,
+                             ofa_schedule_total_steps(&t->sched));
+    return MANTA_OK;
+}
+
+manta_status ofa_trainer_compute(ofa_trainer *t, long step, const float *images,
+                                 const float *labels, ofa_step_result *out)
 {
     mcl_dev *d = t->d;
     const int B = t->sched.batch, K = t->space.classes;
     long in_phase;
-    int phase = ofa_schedule_locate(&t->sched, step, &in_phase);
-    if (phase < 0)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "trainer: step %ld is past the schedule's %ld steps", step,
-                             ofa_schedule_total_steps(&t->sched));
+    int phase;
+    MANTA_TRY(locate(t, step, &phase, &in_phase));
     const ofa_phase *p = &t->sched.phase[phase];
     if (in_phase == 0)
         MANTA_TRY(begin_phase(t, phase));
@@ -189,10 +197,6 @@ manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, co
         correct += c;
     }
     lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
-    float lr = lr_at(&ls, in_phase);
-    optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
-    MANTA_TRY(optim_sgd_step(d, &opt, lr, 1.0f, t->sl.params, t->sl.grads, t->sl.momentum,
-                       t->sl.n_decay, t->sl.n_params));
     if (out) {
         const double n = (double)B * p->subnets;
         out->phase = phase;
@@ -201,9 +205,29 @@ manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, co
         out->loss = (float)((loss + t->sched.kd_ratio * kd) / n);
         out->correct = correct;
         out->predictions = B * p->subnets;
-        out->lr = lr;
+        out->lr = lr_at(&ls, in_phase);
     }
     return mcl_finish(d);
+}
+
+manta_status ofa_trainer_apply(ofa_trainer *t, long step, float grad_scale)
+{
+    long in_phase;
+    int phase;
+    MANTA_TRY(locate(t, step, &phase, &in_phase));
+    const ofa_phase *p = &t->sched.phase[phase];
+    lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
+    optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
+    MANTA_TRY(optim_sgd_step(t->d, &opt, lr_at(&ls, in_phase), grad_scale, t->sl.params,
+                             t->sl.grads, t->sl.momentum, t->sl.n_decay, t->sl.n_params));
+    return mcl_finish(t->d);
+}
+
+manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, const float *labels,
+                              ofa_step_result *out)
+{
+    MANTA_TRY(ofa_trainer_compute(t, step, images, labels, out));
+    return ofa_trainer_apply(t, step, 1.0f);
 }
 
 /* Select sub-network @p a, save the supernet's BN statistics and

@@ -56,6 +56,18 @@ typedef struct ofa_step_result {
 manta_status ofa_trainer_step(ofa_trainer *t, long step, const float *images, const float *labels,
                               ofa_step_result *out);
 
+/**
+ * The two halves of ofa_trainer_step(), for data-parallel training where the
+ * gradients of several replicas are summed between them: compute runs the
+ * phase start (on the phase's first step), the teacher and the sub-networks
+ * and leaves this step's gradients (of the batch-mean loss) in the gradient
+ * slab; apply performs the SGD update of step @p step with the gradients
+ * multiplied by @p grad_scale.
+ */
+manta_status ofa_trainer_compute(ofa_trainer *t, long step, const float *images,
+                                 const float *labels, ofa_step_result *out);
+manta_status ofa_trainer_apply(ofa_trainer *t, long step, float grad_scale);
+
 /** Whether the teacher snapshot exists (taken when the first phase ends). */
 int ofa_trainer_has_teacher(const ofa_trainer *t);
 /** The teacher's parameter slab (same layout as the supernet's parameters). */

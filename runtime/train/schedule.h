@@ -43,7 +43,7 @@ typedef struct ofa_schedule {
 
 /**
  * A preset for @p space: "smoke" (a few steps per phase, for tests), "quick"
- * (the demo: minutes on a 2-core CPU), "full" (OFA's epochs and learning
+ * (the demo: about 15 minutes on a 2-core CPU), "full" (OFA's epochs and learning
  * rates scaled to the data set). @p steps_per_epoch = training images / batch.
  * Phases follow OFA: full (largest kernel, expand, depth; 1 sub-network) ->
  * elastic kernel (1) -> depth: two largest (2), all (2) -> expand: two largest

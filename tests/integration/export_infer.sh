@@ -15,7 +15,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$fixtures" "$tmp" || { echo "export_infer: fixtures failed"; exit 1; }
 fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+bad() { printf 'FAIL: %s\n' "$*"; fail=1; }
 
 # top-1 of IMAGE with the colour model must be LABEL
 top1() {
@@ -34,6 +34,16 @@ echo "$out" | grep -q '"logits": \[' || bad "json: no logits with --all: $out"
 if command -v python3 >/dev/null 2>&1; then
     echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["images"]) == 2' ||
         bad "json: not valid JSON: $out"
+fi
+
+# labels with escapes survive the metadata JSON: text as written, JSON re-escaped
+out=$("$infer" "$tmp/escaped.tflite" "$tmp/red.jpg" --top 1) || bad "escaped: exit $?"
+printf '%s\n' "$out" | grep -qF "$(printf '1. r\303\251d "q" \\ \t/')" || bad "escaped labels: $out"
+out=$("$infer" "$tmp/escaped.tflite" "$tmp/red.jpg" --top 1 --json) || bad "escaped json: exit $?"
+if command -v python3 >/dev/null 2>&1; then
+    printf '%s\n' "$out" | python3 -c 'import json,sys
+assert json.load(sys.stdin)["images"][0]["top"][0]["label"] == "r\u00e9d \"q\" \\ \t/"' ||
+        bad "escaped labels in JSON: $out"
 fi
 
 # gray and RGB models take both kinds of JPEG

@@ -77,7 +77,7 @@ static void rand_shape(manta_rng *rng, int max_c, int hw, int *n, int *c)
         *n = 2;
 }
 
-static const int HWS[] = {1, 7, 49, 121};
+static const int HWS[] = {1, 7, 16, 49, 121};
 
 static void test_bn_stats_match_reference(void **state)
 {
@@ -275,6 +275,33 @@ static void test_bn_large_mean_offset_stays_accurate(void **state)
     case_free(d, &k);
 }
 
+/* From 16 images on, each work-item of a channel takes whole rows: the
+ * statistics, training forward and backward there, with full and partial
+ * chunks of 8, and values far from zero. */
+static void test_bn_batch_of_16_or_more(void **state)
+{
+    mcl_dev *d = *state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 41, 7);
+    static const int shapes[][4] = {{20, 3, 13, 0}, {17, 2, 16, 0}, {16, 2, 9, 1000}};
+    for (int t = 0; t < 3; t++) {
+        int n = shapes[t][0], c = shapes[t][1], hw = shapes[t][2];
+        bn_case k = case_make(d, &rng, n, c, hw, shapes[t][3]);
+        double mean[3], var[3], got[3];
+        mview vm = tu_alloc(d, (size_t)c), vv = tu_alloc(d, (size_t)c);
+        TU_OK(d, nn_bn_stats(d, &k.s, k.vx, vm, vv));
+        ref_bn_stats(n, c, hw, k.x, mean, var);
+        tu_download(d, vm, got, (size_t)c);
+        tu_assert_close(got, mean, (size_t)c, shapes[t][3] ? 1e-6 : 1e-4, "batch mean");
+        tu_download(d, vv, got, (size_t)c);
+        tu_assert_close(got, var, (size_t)c, 1e-4, "batch variance");
+        tu_free(d, vm), tu_free(d, vv);
+        check_train_forward(d, &k);
+        check_backward(d, &rng, &k, 0);
+        case_free(d, &k);
+    }
+}
+
 /* The error of a call must be MANTA_ERR_INVALID_ARG naming @p field. */
 static void expect_invalid(mcl_dev *d, manta_status st, const char *field)
 {
@@ -315,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_bn_backward_through_batch_stats),
         cmocka_unit_test(test_bn_backward_dx_aliases_dy),
         cmocka_unit_test(test_bn_large_mean_offset_stays_accurate),
+        cmocka_unit_test(test_bn_batch_of_16_or_more),
         cmocka_unit_test(test_bn_rejects_bad_shapes),
     };
     return cmocka_run_group_tests_name("batchnorm", tests, tu_setup_device, tu_teardown_device);

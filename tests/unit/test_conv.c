@@ -287,6 +287,20 @@ static void test_conv_1x1_pointwise_batch4(void **st)
     check_conv(st, &(nn_conv2d_shape){4, 17, 7, 7, 5, 1, 1, 1, 1, 0, 0, 0}, 8);
 }
 
+/* The direct pointwise kernels: H*W a multiple of 8 takes vector loads (an
+ * odd number of 8-column chunks, chunks spanning two images, Cout and Cin
+ * not multiples of the 8-row and 4 x 4 blocks, a weight stride), other sizes
+ * gather their columns (H*W = 1 and 4, fewer columns than a chunk). */
+static void test_conv_1x1_pointwise_vector_and_gather(void **st)
+{
+    check_conv(st, &(nn_conv2d_shape){3, 5, 2, 4, 11, 1, 1, 1, 1, 0, 0, 0}, 12);
+    check_conv(st, &(nn_conv2d_shape){2, 9, 4, 4, 13, 1, 1, 1, 1, 0, 0, 0}, 13);
+    check_conv(st, &(nn_conv2d_shape){2, 6, 4, 2, 9, 1, 1, 1, 1, 0, 0, 11}, 14);
+    check_conv(st, &(nn_conv2d_shape){5, 6, 1, 1, 10, 1, 1, 1, 1, 0, 0, 0}, 15);
+    check_conv(st, &(nn_conv2d_shape){3, 7, 2, 2, 17, 1, 1, 1, 1, 0, 0, 0}, 16);
+    check_conv(st, &(nn_conv2d_shape){1, 3, 1, 5, 2, 1, 1, 1, 1, 0, 0, 0}, 17);
+}
+
 static void test_conv_1x1_stride2_takes_im2col(void **st)
 {
     check_conv(st, &(nn_conv2d_shape){3, 5, 9, 9, 3, 1, 1, 2, 2, 0, 0, 0}, 9);
@@ -354,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_conv_1x3_and_3x1_nonsquare),
         cmocka_unit_test(test_conv_pad0_and_pad2_single_channel),
         cmocka_unit_test(test_conv_1x1_pointwise_batch4),
+        cmocka_unit_test(test_conv_1x1_pointwise_vector_and_gather),
         cmocka_unit_test(test_conv_1x1_stride2_takes_im2col),
         cmocka_unit_test(test_conv_elastic_w_ld_3x3_and_1x1),
         cmocka_unit_test(test_conv_3x3_larger_odd_gemm_batch6),

@@ -147,6 +147,38 @@ static void test_dw_general_even_k_stride3_pad_other(void **st)
     check_dw(st, &(nn_dw_shape){1, 2, 7, 7, 5, 3, 0}, 12);   /* K = 5, stride 3 */
 }
 
+/* Planes at least 8 outputs wide take the tiled forward and dx kernels
+ * (strips of 8 outputs, bands of rows, several planes per group) and rows up
+ * to 136 floats the row-staged dw kernels; these shapes cover full and
+ * partial strips, several bands, partial plane groups and both strides. */
+static void test_dw_tiled_stride1(void **st)
+{
+    check_dw(st, &(nn_dw_shape){2, 3, 16, 16, 7, 1, 3}, 20);  /* 2 full strips */
+    check_dw(st, &(nn_dw_shape){1, 2, 9, 12, 5, 1, 2}, 21);   /* partial strip */
+    check_dw(st, &(nn_dw_shape){2, 2, 10, 10, 3, 1, 0}, 22);  /* pad 0: dx pad 2 */
+    check_dw(st, &(nn_dw_shape){5, 7, 8, 8, 3, 1, 1}, 23);    /* 35 planes, 16 a group */
+    check_dw(st, &(nn_dw_shape){1, 1, 150, 9, 3, 1, 1}, 24);  /* 3 bands of rows */
+}
+
+static void test_dw_tiled_stride2(void **st)
+{
+    check_dw(st, &(nn_dw_shape){2, 3, 21, 19, 7, 2, 3}, 25);  /* Wo 10, dx 3 strips */
+    check_dw(st, &(nn_dw_shape){1, 2, 11, 9, 3, 2, 1}, 26);   /* dx tiled only */
+    check_dw(st, &(nn_dw_shape){1, 2, 17, 12, 5, 2, 2}, 27);
+    check_dw(st, &(nn_dw_shape){2, 3, 32, 32, 3, 2, 1}, 28);  /* Wo 16 */
+    check_dw(st, &(nn_dw_shape){1, 1, 300, 17, 3, 2, 1}, 29); /* bands, forward and dx */
+}
+
+/* dw rows too long for the row-staged kernel, and K outside {3, 5, 7} at
+ * stride 1 or 2: the direct dw kernel (full, overlapping and short runs). */
+static void test_dw_direct_weight_gradient(void **st)
+{
+    check_dw(st, &(nn_dw_shape){1, 1, 3, 150, 3, 1, 1}, 30);
+    check_dw(st, &(nn_dw_shape){1, 1, 3, 150, 3, 2, 1}, 31);
+    check_dw(st, &(nn_dw_shape){1, 2, 12, 20, 4, 2, 1}, 32);
+    check_dw(st, &(nn_dw_shape){2, 2, 6, 19, 2, 1, 0}, 33);
+}
+
 /* Expect MANTA_ERR_INVALID_ARG from forward and backward, with a message
  * that names @p field. */
 static void expect_invalid(mcl_dev *d, const nn_dw_shape *s, const char *field)
@@ -194,6 +226,9 @@ int main(void)
         cmocka_unit_test(test_dw_k7_s1_pad3_and_rows_over_group),
         cmocka_unit_test(test_dw_k7_s2_pad3_batch4),
         cmocka_unit_test(test_dw_general_even_k_stride3_pad_other),
+        cmocka_unit_test(test_dw_tiled_stride1),
+        cmocka_unit_test(test_dw_tiled_stride2),
+        cmocka_unit_test(test_dw_direct_weight_gradient),
         cmocka_unit_test(test_dw_bad_shapes_rejected),
     };
     return cmocka_run_group_tests_name("depthwise", tests, tu_setup_device, tu_teardown_device);

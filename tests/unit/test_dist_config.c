@@ -53,7 +53,8 @@ static void test_torchrun(void **s)
     (void)s;
     const char *kv[] = {"RANK", "3", "WORLD_SIZE", "8", "LOCAL_RANK", "1", "MASTER_ADDR", "10.1.2.3",
                         "MASTER_PORT", "1234", "MANTA_SECRET", "sesame-open-please", "MANTA_TIMEOUT", "2.5",
-                        "MANTA_IFACE", "eth7", "MANTA_JOB_ID", "run-42", "MANTA_FRAME_MAC", "full", NULL};
+                        "MANTA_IFACE", "eth7", "MANTA_JOB_ID", "run-42", "MANTA_FRAME_MAC", "full",
+                        "MANTA_SOCKBUF", "4194304", NULL};
     dist_config c;
     manta_err e;
     assert_int_equal(from(kv, &c, &e), MANTA_OK);
@@ -66,6 +67,7 @@ static void test_torchrun(void **s)
     assert_string_equal(c.iface, "eth7");
     assert_string_equal(c.job_id, "run-42");
     assert_int_equal(c.frame_mac, DIST_MAC_FULL);
+    assert_int_equal(c.sock_buf, 4194304);
     assert_true(c.has_key);
     assert_int_equal(dist_config_check(&c, &e), MANTA_OK);
 }
@@ -119,6 +121,7 @@ static void test_malformed_env(void **s)
     expect_env_error("MANTA_TIMEOUT", "-3", "MANTA_TIMEOUT");
     expect_env_error("MANTA_TIMEOUT", "soon", "MANTA_TIMEOUT");
     expect_env_error("MANTA_FRAME_MAC", "none", "MANTA_FRAME_MAC");
+    expect_env_error("MANTA_SOCKBUF", "-1", "MANTA_SOCKBUF");
     expect_env_error("MANTA_JOB_ID", "has space", "job id");
     expect_env_error("MANTA_SECRET", "short", "at least 8");
     expect_env_error("SLURM_JOB_NODELIST", "node[1-", "SLURM_JOB_NODELIST");

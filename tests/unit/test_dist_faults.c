@@ -135,7 +135,7 @@ static void fake_links(fake *f)
 {
     manta_err e;
     double d = dist_now() + DEADLINE;
-    assert_int_equal(dist_connect(f->rz.peers[1].addr, f->rz.peers[1].port, d, "rank 1", &f->out_fd, &e), MANTA_OK);
+    assert_int_equal(dist_connect(f->rz.peers[1].addr, f->rz.peers[1].port, 0, d, "rank 1", &f->out_fd, &e), MANTA_OK);
     dist_hello me = {.rank = 0};
     if (dist_auth_client(f->out_fd, &f->cfg, DIST_LINK_RING, 1, &me, d, "rank 1", f->out_key, &e) != MANTA_OK)
         fail_msg("fake: %s", e.msg);
@@ -197,11 +197,11 @@ static void expect_failure(fake *f, const char *want)
         fail_msg("expected '%s' in: %s", want, v->err.msg);
     assert_non_null(strstr(v->err.msg, "rank 0 (127.0.0.1:"));
     assert_non_null(strstr(v->err.msg, "allreduce op 0"));
-    assert_true(v->seconds < DEADLINE + 0.5);
+    assert_true(v->seconds < DEADLINE + 1.0);
     /* Unusable afterwards: the same error at once. */
     assert_int_equal(v->again_st, v->st);
     assert_string_equal(v->again_err.msg, v->err.msg);
-    assert_true(v->again_seconds < 0.1);
+    assert_true(v->again_seconds < 0.5);
 }
 
 static void test_garbage_bytes(void **s)
@@ -340,14 +340,14 @@ static void test_impostors_cannot_inject(void **s)
     assert_int_equal(dist_config_set_secret(&bad, "guessed secret!", 15, NULL), MANTA_OK);
     int fd = -1;
     unsigned char key[DIST_KEY_BYTES];
-    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, d, "rank 1", &fd, &e), MANTA_OK);
+    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e), MANTA_OK);
     dist_hello me = {.rank = 0};
     assert_int_not_equal(dist_auth_client(fd, &bad, DIST_LINK_RING, 1, &me, d, "rank 1", key, &e), MANTA_OK);
     print_message("impostor 1: %s\n", e.msg);
     assert_non_null(strstr(e.msg, "secret"));
     dist_close(&fd);
     /* 2: pretends to be a frame stream straight away. */
-    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, d, "rank 1", &fd, &e), MANTA_OK);
+    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e), MANTA_OK);
     unsigned char junk[300];
     memset(junk, 0x41, sizeof junk);
     dist_send_all(fd, junk, sizeof junk, d, "rank 1", NULL);

@@ -1,8 +1,11 @@
-/* Fuzz regressions: every file under tests/data/fuzz/ (inputs the engine
- * fuzzer found crashing or slow, kept after the fix) goes through the fuzz
+/* Fuzz regressions: every file under tests/data/fuzz/ goes through the fuzz
  * body (tests/common/fuzz_body.c) and must end in a clean rejection with a
- * message or a clean run. Also: exported models run, and every prefix of one
- * is rejected cleanly. */
+ * message or a clean run (the address and undefined-behaviour sanitizers
+ * watch in SANITIZE=1 builds). Inputs the fuzzer finds crashing or slow are
+ * kept there after the fix (any name); "corpus-<outcome>-*" files are samples
+ * of the fuzzer's corpus, one per verifier error and outcome, which must keep
+ * their outcome. Also: exported models run, and every prefix of one is
+ * rejected cleanly. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +55,13 @@ static void test_regression_files(void **state)
                       out == FUZZ_REJECTED ? ": " : "", out == FUZZ_REJECTED ? msg : "");
         if (out == FUZZ_REJECTED)
             assert_true(msg[0] != '\0');
+        /* samples of the fuzzer's corpus keep the outcome they had when kept */
+        if (!strncmp(e->d_name, "corpus-rejected", 15))
+            assert_int_equal(out, FUZZ_REJECTED);
+        else if (!strncmp(e->d_name, "corpus-ran", 10))
+            assert_int_equal(out, FUZZ_RAN);
+        else if (!strncmp(e->d_name, "corpus-prepared", 15))
+            assert_int_equal(out, FUZZ_PREPARED);
         free(data);
         files++;
     }

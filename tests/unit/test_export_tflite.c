@@ -190,8 +190,12 @@ static void check_flatc(const written *w)
     const cJSON *c;
     cJSON_ArrayForEach(c, codes)
     {
+        /* both codes and the version are written explicitly, even at their defaults */
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(c, "builtin_code"));
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(c, "deprecated_builtin_code"));
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(c, "version"));
         const int code = builtin_value(str(c, "builtin_code"));
-        assert_int_equal((int)num(c, "deprecated_builtin_code", 0), code);
+        assert_int_equal((int)num(c, "deprecated_builtin_code", -1), code);
         const int version = (int)num(c, "version", 1);
         assert_true(version == 1 || (code == 9 && version == 6));
     }

@@ -9,6 +9,9 @@
 #include "ref/ref_pool.h"
 
 static const int HWS[] = {1, 7, 49, 121};
+/* Then fixed shapes for the two row reductions: many rows (a work-item per
+ * row) and a few long rows (a work-group per row). */
+static const size_t FIXED_NC[] = {70, 2}, FIXED_HW[] = {49, 1000};
 
 static double *zeros(size_t n)
 {
@@ -51,9 +54,10 @@ static void test_avgpool_forward_and_backward(void **state)
     mcl_dev *d = *state;
     manta_rng rng;
     manta_rng_seed(&rng, 42, 1);
-    for (int t = 0; t < 4; t++) {
-        size_t nc = (size_t)tu_rand_int(&rng, 1, 5) * (size_t)tu_rand_int(&rng, 1, 19);
-        size_t hw = (size_t)HWS[t], len = nc * hw;
+    for (int t = 0; t < 6; t++) {
+        size_t nc = t < 4 ? (size_t)tu_rand_int(&rng, 1, 5) * (size_t)tu_rand_int(&rng, 1, 19)
+                          : FIXED_NC[t - 4];
+        size_t hw = t < 4 ? (size_t)HWS[t] : FIXED_HW[t - 4], len = nc * hw;
         fd_ctx c = {nc, hw, fill(&rng, len, -2, 2), NULL, fill(&rng, nc, -1, 1), zeros(nc)};
         double *got = zeros(len), *fd = zeros(len);
         mview vx = tu_alloc_from(d, c.x, len), vy = tu_alloc(d, nc);
@@ -79,9 +83,10 @@ static void test_scale_forward_and_backward(void **state)
     mcl_dev *d = *state;
     manta_rng rng;
     manta_rng_seed(&rng, 42, 2);
-    for (int t = 0; t < 4; t++) {
-        size_t nc = (size_t)tu_rand_int(&rng, 1, 5) * (size_t)tu_rand_int(&rng, 1, 19);
-        size_t hw = (size_t)HWS[t], len = nc * hw;
+    for (int t = 0; t < 6; t++) {
+        size_t nc = t < 4 ? (size_t)tu_rand_int(&rng, 1, 5) * (size_t)tu_rand_int(&rng, 1, 19)
+                          : FIXED_NC[t - 4];
+        size_t hw = t < 4 ? (size_t)HWS[t] : FIXED_HW[t - 4], len = nc * hw;
         fd_ctx c = {nc, hw, fill(&rng, len, -2, 2), fill(&rng, nc, 0, 1), fill(&rng, len, -1, 1),
                     zeros(len)};
         double *got = zeros(len), *fd = zeros(len);

@@ -40,59 +40,6 @@ static void sample_arch(const ofa_space *sp, uint64_t seed, long i, ofa_arch *a)
     a->r = sp->res[i % sp->n_res];
 }
 
-/* The trainer of checkpoint @p ckpt on device @p device, with its data. */
-typedef struct loaded {
-    ofa_space sp;
-    train_meta meta;
-    run_data rd;
-    int have_rd;
-    mcl_dev *d;
-    ofa_trainer *t;
-    int *scratch;
-} loaded;
-
-static void loaded_free(loaded *l)
-{
-    free(l->scratch);
-    ofa_trainer_destroy(l->t);
-    mcl_close(l->d);
-    if (l->have_rd)
-        run_data_free(&l->rd);
-    memset(l, 0, sizeof *l);
-}
-
-static int load_ckpt(const char *cmd, const char *ckpt, const char *device, loaded *l)
-{
-    memset(l, 0, sizeof *l);
-    manta_err err;
-    manta_err_clear(&err);
-    manta_status st = trainstate_peek(ckpt, &l->sp, &l->meta, &err);
-    if (st != MANTA_OK) {
-        cmd_error(cmd, st, &err);
-        return 0;
-    }
-    if (!run_data_load(l->meta.data, l->sp.in_channels, l->meta.val, l->meta.seed, false, &l->rd))
-        return 0;
-    l->have_rd = 1;
-    ofa_schedule sched;
-    l->scratch = malloc((size_t)l->meta.batch * sizeof *l->scratch);
-    if (!l->scratch || !(l->d = cmd_open_device(device))) {
-        if (!l->scratch)
-            fprintf(stderr, "manta %s: out of memory\n", cmd);
-        loaded_free(l);
-        return 0;
-    }
-    if ((st = ofa_schedule_preset(&l->sp, l->meta.preset, l->meta.batch, 1, &sched, &err)) !=
-            MANTA_OK ||
-        (st = ofa_trainer_create(l->d, &l->sp, &sched, l->meta.seed, &l->t)) != MANTA_OK ||
-        (st = trainstate_load(ckpt, l->t, l->d, &l->meta, &err)) != MANTA_OK) {
-        cmd_error(cmd, st, err.code != MANTA_OK ? &err : mcl_err(l->d));
-        loaded_free(l);
-        return 0;
-    }
-    return 1;
-}
-
 int cmd_acc_dataset(int argc, char **argv)
 {
     const char *ckpt = NULL, *out = NULL, *device = NULL;
@@ -128,34 +75,34 @@ int cmd_acc_dataset(int argc, char **argv)
         fprintf(stderr, "manta acc-dataset: --ckpt FILE and --out DATA.jsonl are required\n");
         return 2;
     }
-    loaded l;
-    if (!load_ckpt("acc-dataset", ckpt, device, &l))
+    run_ckpt l;
+    if (!run_ckpt_open("acc-dataset", ckpt, device, &l))
         return 1;
     manta_err err;
     manta_err_clear(&err);
     accp_dataset ds;
-    accp_dataset_init(&ds, &l.sp);
+    accp_dataset_init(&ds, &l.space);
     int rc = 1;
     if (resume) {
         FILE *f = fopen(out, "r");
         if (f) {
             fclose(f);
-            manta_status st = accp_dataset_load(out, &l.sp, &ds, &err);
+            manta_status st = accp_dataset_load(out, &l.space, &ds, &err);
             if (st != MANTA_OK) {
                 cmd_error("acc-dataset", st, &err);
-                loaded_free(&l);
+                run_ckpt_close(&l);
                 return 1;
             }
             for (size_t i = 0; i < ds.n; i++) { /* the same sequence, or a different run */
                 ofa_arch a;
-                sample_arch(&l.sp, (uint64_t)seed, (long)i, &a);
+                sample_arch(&l.space, (uint64_t)seed, (long)i, &a);
                 if (memcmp(&a, &ds.s[i].arch, sizeof a) != 0) {
                     fprintf(stderr,
                             "manta acc-dataset: %s: sample %zu is not sub-network %zu of seed "
                             "%ld; resume with the seed that wrote it, or write a new file\n",
                             out, i + 1, i + 1, seed);
                     accp_dataset_free(&ds);
-                    loaded_free(&l);
+                    run_ckpt_close(&l);
                     return 1;
                 }
             }
@@ -163,30 +110,30 @@ int cmd_acc_dataset(int argc, char **argv)
     }
     if ((long)ds.n > count)
         count = (long)ds.n;
-    const long avail = l.rd.split.n_val;
+    const long avail = l.data.split.n_val;
     const long n_img = images > avail ? avail : images;
     if (n_img <= 0) {
         fprintf(stderr, "manta acc-dataset: %s has no validation images (trained with --val 0)\n",
                 l.meta.data);
         accp_dataset_free(&ds);
-        loaded_free(&l);
+        run_ckpt_close(&l);
         return 1;
     }
     const double t0 = cmd_now();
     const long first = (long)ds.n;
     for (long i = first; i < count; i++) {
         ofa_arch a;
-        sample_arch(&l.sp, (uint64_t)seed, i, &a);
-        eval_source rs = {&l.rd.train, l.rd.split.train, l.rd.split.n_train, l.meta.batch,
-                          &l.rd.aug_train, {0, 0}, l.scratch};
+        sample_arch(&l.space, (uint64_t)seed, i, &a);
+        eval_source rs = {&l.data.train, l.data.split.train, l.data.split.n_train, l.meta.batch,
+                          &l.data.aug_train, {0, 0}, l.scratch};
         manta_rng_seed(&rs.rng, l.meta.seed, 0xeca1); /* as manta eval and export */
-        eval_source es = {&l.rd.train, l.rd.split.val, (int)avail, l.meta.batch, &l.rd.aug_eval,
+        eval_source es = {&l.data.train, l.data.split.val, (int)avail, l.meta.batch, &l.data.aug_eval,
                           {0, 0}, l.scratch};
         double top1 = 0;
-        manta_status st = ofa_trainer_evaluate(l.t, &a, eval_source_batch, &rs, recal,
+        manta_status st = ofa_trainer_evaluate(l.trainer, &a, eval_source_batch, &rs, recal,
                                                eval_source_batch, &es, n_img, &top1, NULL);
         if (st != MANTA_OK) {
-            cmd_error("acc-dataset", st, mcl_err(l.d));
+            cmd_error("acc-dataset", st, mcl_err(l.dev));
             goto out;
         }
         if ((st = accp_dataset_add(&ds, &a, top1, &err)) != MANTA_OK ||
@@ -234,7 +181,7 @@ int cmd_acc_dataset(int argc, char **argv)
     rc = 0;
 out:
     accp_dataset_free(&ds);
-    loaded_free(&l);
+    run_ckpt_close(&l);
     return rc;
 }
 

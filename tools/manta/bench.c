@@ -550,6 +550,6 @@ int cmd_bench(int argc, char **argv)
         return bench_train(argc, argv);
     if (!strcmp(argv[1], "allreduce"))
         return cmd_bench_allreduce(argc, argv);
-    fprintf(stderr, "manta bench: unknown benchmark '%s' (available: ops, train)\n", argv[1]);
+    fprintf(stderr, "manta bench: unknown benchmark '%s' (available: ops, train, allreduce)\n", argv[1]);
     return 2;
 }

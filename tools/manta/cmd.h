@@ -20,6 +20,7 @@ int cmd_search(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 /** `manta bench allreduce` (tools/manta/dist.c); argv[1] is "allreduce". */
 int cmd_bench_allreduce(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /** Enumerate and open the device chosen by @p spec (NULL: MANTA_DEVICE, then 0).
  *  Prints a one-line error naming the cause and returns NULL on failure. */

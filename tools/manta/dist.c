@@ -51,6 +51,7 @@ static void usage(FILE *f)
             "  --warmup W         untimed repetitions first (default 2)\n"
             "  --mac header|full  frame tags over headers (default) or headers and data\n"
             "  --timeout S        deadline of every network wait, seconds (default 60)\n"
+            "  --sock-buf B       SO_SNDBUF/SO_RCVBUF of the ring sockets (default 0: kernel autotuning)\n"
             "  --json             one JSON document\n");
 }
 
@@ -358,6 +359,14 @@ int cmd_bench_allreduce(int argc, char **argv)
                 goto out;
             }
             i++;
+        } else if (!strcmp(a, "--sock-buf")) {
+            size_t b;
+            if (!parse_size(v, &b) || b > (1u << 30)) {
+                fprintf(stderr, "manta bench allreduce: --sock-buf needs bytes (K/M suffixes), got '%s'\n", v);
+                goto out;
+            }
+            o->cfg.sock_buf = (int)b;
+            i++;
         } else if (!strcmp(a, "--timeout")) {
             char *end;
             double t = strtod(v, &end);
@@ -398,6 +407,8 @@ int cmd_bench_allreduce(int argc, char **argv)
             o->cfg.timeout_s = flags.timeout_s;
         if (flags.frame_mac != d.frame_mac)
             o->cfg.frame_mac = flags.frame_mac;
+        if (flags.sock_buf != d.sock_buf)
+            o->cfg.sock_buf = flags.sock_buf;
         if (flags.rdzv_bind_all)
             o->cfg.rdzv_bind_all = 1;
         if (world > 0)

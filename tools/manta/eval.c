@@ -7,7 +7,6 @@
 #include "cmd.h"
 #include "engine_run.h"
 #include "rundata.h"
-#include "train/trainstate.h"
 
 static void usage(FILE *f)
 {
@@ -68,71 +67,53 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
     engine_run r;
     if (!engine_run_open(model, &r))
         return 1;
-    manta_err err;
-    manta_err_clear(&err);
-    ofa_space sp;
-    train_meta meta = {.batch = 64, .seed = 1, .val = 10000};
-    snprintf(meta.data, sizeof meta.data, "%s", data ? data : "fashion-mnist");
-    if (ckpt) {
-        manta_status st = trainstate_peek(ckpt, &sp, &meta, &err);
-        if (st != MANTA_OK) {
-            cmd_error("eval", st, &err);
-            engine_run_close(&r);
-            return 1;
-        }
-    }
-    run_data rd;
-    if (!run_data_load(data ? data : meta.data, r.meta.channels, meta.val, meta.seed, false, &rd)) {
+    run_ckpt rk;
+    memset(&rk, 0, sizeof rk);
+    bool ok = ckpt ? run_ckpt_open("eval", ckpt, device, &rk)
+                   : run_data_load(data ? data : "fashion-mnist", r.meta.channels, 10000, 1, false,
+                                   &rk.data);
+    if (!ok) {
         engine_run_close(&r);
         return 1;
     }
-    int rc = 1, classes = rd.train.classes;
-    const int B = meta.batch, R = r.meta.resolution;
-    dataset *set = test ? &rd.test : &rd.train;
-    long avail = test ? rd.test.count : rd.split.n_val;
+    int rc = 1, classes = rk.data.train.classes, B = ckpt ? rk.meta.batch : 64;
+    const int R = r.meta.resolution;
+    long avail = test ? rk.data.test.count : rk.data.split.n_val;
     long n = images < 0 || images > avail ? avail : images;
-    int *scratch = malloc((size_t)B * sizeof *scratch);
+    int *scratch = rk.scratch ? rk.scratch : malloc((size_t)B * sizeof *scratch);
     float *img = malloc((size_t)B * r.meta.channels * R * R * sizeof *img);
     float *lab = malloc((size_t)B * sizeof *lab);
     float *le = malloc((size_t)(n ? n : 1) * classes * sizeof *le);
     float *ls = malloc((size_t)(n ? n : 1) * classes * sizeof *ls);
-    mcl_dev *d = NULL;
-    ofa_trainer *t = NULL;
     double top_engine = 0, top_net = 0, diff = 0;
-    if (!scratch || !img || !lab || !le || !ls || (test && rd.test.count == 0)) {
+    if (!scratch || !img || !lab || !le || !ls || (test && rk.data.test.count == 0)) {
         fprintf(stderr, "manta eval: %s\n", test ? "the data set has no test split" : "out of memory");
         goto out;
     }
-    aug_params aug = rd.aug_eval; /* the model's own normalisation */
+    aug_params aug = rk.data.aug_eval; /* the model's own normalisation */
     for (int c = 0; c < r.meta.channels && c < r.meta.n_mean && c < r.meta.n_std; c++) {
         aug.mean[c] = r.meta.mean[c];
         aug.std[c] = r.meta.std[c];
     }
-    eval_source es = {set, test ? NULL : rd.split.val, (int)avail, B, &aug, {0, 0}, scratch};
+    rk.scratch = scratch;
+    rk.meta.batch = B;
+    eval_source es = run_ckpt_eval_source(&rk, test, &aug);
     if (!engine_eval(&r, &es, n, classes, img, lab, le, &top_engine))
         goto out;
     if (ckpt) {
         ofa_arch a;
-        ofa_schedule sched;
-        if (!cmd_load_arch("eval", &sp, arch_arg, &a) || !(d = cmd_open_device(device)))
+        if (!cmd_load_arch("eval", &rk.space, arch_arg, &a))
             goto out;
         if (a.r != R) {
-            fprintf(stderr, "manta eval: the model's resolution %d differs from the sub-network's %d\n", R, a.r);
+            fprintf(stderr, "manta eval: the model's resolution %d differs from the sub-network's %d\n",
+                    R, a.r);
             goto out;
         }
-        manta_status st = ofa_schedule_preset(&sp, meta.preset, B, 1, &sched, &err);
-        if (st == MANTA_OK)
-            st = ofa_trainer_create(d, &sp, &sched, meta.seed, &t);
-        if (st == MANTA_OK)
-            st = trainstate_load(ckpt, t, d, &meta, &err);
-        eval_source rs = {&rd.train, rd.split.train, rd.split.n_train, B, &rd.aug_train, {0, 0}, scratch};
-        manta_rng_seed(&rs.rng, meta.seed, 0xeca1);
-        eval_source es2 = {set, test ? NULL : rd.split.val, (int)avail, B, &aug, {0, 0}, scratch};
-        if (st == MANTA_OK)
-            st = ofa_trainer_evaluate(t, &a, eval_source_batch, &rs, recal, eval_source_batch, &es2,
-                                      n, &top_net, ls);
+        eval_source rs = run_ckpt_recal_source(&rk), es2 = run_ckpt_eval_source(&rk, test, &aug);
+        manta_status st = ofa_trainer_evaluate(rk.trainer, &a, eval_source_batch, &rs, recal,
+                                               eval_source_batch, &es2, n, &top_net, ls);
         if (st != MANTA_OK) {
-            cmd_error("eval", st, err.code != MANTA_OK ? &err : mcl_err(d));
+            cmd_error("eval", st, mcl_err(rk.dev));
             goto out;
         }
         for (long i = 0; i < n * classes; i++) {
@@ -155,10 +136,13 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
     }
     rc = 0;
 out:
-    free(scratch), free(img), free(lab), free(le), free(ls);
-    ofa_trainer_destroy(t);
-    mcl_close(d);
-    run_data_free(&rd);
+    free(img), free(lab), free(le), free(ls);
+    if (ckpt)
+        run_ckpt_close(&rk);
+    else {
+        free(scratch);
+        run_data_free(&rk.data);
+    }
     engine_run_close(&r);
     return rc;
 }
@@ -205,65 +189,28 @@ int cmd_eval(int argc, char **argv)
         fprintf(stderr, "manta eval: --ckpt FILE or --model FILE is required (see --help)\n");
         return 2;
     }
-    manta_err err;
-    manta_err_clear(&err);
-    ofa_space sp;
-    train_meta meta;
-    manta_status st = trainstate_peek(ckpt, &sp, &meta, &err);
-    if (st != MANTA_OK) {
-        cmd_error("eval", st, &err);
+    run_ckpt rk;
+    if (!run_ckpt_open("eval", ckpt, device, &rk))
         return 1;
-    }
+    int rc = 1, test = !strcmp(split, "test");
     ofa_arch a;
-    if (!cmd_load_arch("eval", &sp, arch_arg, &a))
-        return 1;
-    run_data rd;
-    if (!run_data_load(meta.data, sp.in_channels, meta.val, meta.seed, false, &rd))
-        return 1;
-    int test = !strcmp(split, "test");
-    if (test && rd.test.count == 0) {
-        fprintf(stderr, "manta eval: %s has no test set\n", meta.data);
-        run_data_free(&rd);
-        return 1;
-    }
-    int rc = 1;
-    ofa_trainer *t = NULL;
-    int *scratch = malloc((size_t)meta.batch * sizeof *scratch);
-    mcl_dev *d = cmd_open_device(device);
-    ofa_schedule sched;
-    if (!d || !scratch)
+    if (!cmd_load_arch("eval", &rk.space, arch_arg, &a))
         goto out;
-    st = ofa_schedule_preset(&sp, meta.preset, meta.batch, 1, &sched, &err);
-    if (st != MANTA_OK) {
-        cmd_error("eval", st, &err);
+    if (test && rk.data.test.count == 0) {
+        fprintf(stderr, "manta eval: %s has no test set\n", rk.meta.data);
         goto out;
     }
-    st = ofa_trainer_create(d, &sp, &sched, meta.seed, &t);
-    if (st != MANTA_OK) {
-        cmd_error("eval", st, mcl_err(d));
-        goto out;
-    }
-    st = trainstate_load(ckpt, t, d, &meta, &err);
-    if (st != MANTA_OK) {
-        cmd_error("eval", st, &err);
-        goto out;
-    }
-    eval_source rs = {&rd.train, rd.split.train, rd.split.n_train, meta.batch, &rd.aug_train,
-                      {0, 0}, scratch};
-    eval_source es = {test ? &rd.test : &rd.train, test ? NULL : rd.split.val,
-                      test ? rd.test.count : rd.split.n_val, meta.batch, &rd.aug_eval, {0, 0},
-                      scratch};
-    manta_rng_seed(&rs.rng, meta.seed, 0xeca1);
+    eval_source rs = run_ckpt_recal_source(&rk), es = run_ckpt_eval_source(&rk, test, NULL);
     long n = images < 0 || images > es.count ? es.count : images;
     double top1 = 0;
-    st = ofa_trainer_evaluate(t, &a, eval_source_batch, &rs, recal, eval_source_batch, &es, n,
-                              &top1, NULL);
+    manta_status st = ofa_trainer_evaluate(rk.trainer, &a, eval_source_batch, &rs, recal,
+                                           eval_source_batch, &es, n, &top1, NULL);
     if (st != MANTA_OK) {
-        cmd_error("eval", st, mcl_err(d));
+        cmd_error("eval", st, mcl_err(rk.dev));
         goto out;
     }
     char enc[2048];
-    ofa_arch_to_json(&sp, &a, enc, sizeof enc, NULL);
+    ofa_arch_to_json(&rk.space, &a, enc, sizeof enc, NULL);
     if (json)
         printf("{\"ckpt\":\"%s\",\"split\":\"%s\",\"images\":%ld,\"arch\":%s,\"top1\":%.5f}\n",
                ckpt, split, n, enc, top1);
@@ -272,9 +219,6 @@ int cmd_eval(int argc, char **argv)
                test ? "test" : "validation");
     rc = 0;
 out:
-    free(scratch);
-    ofa_trainer_destroy(t);
-    mcl_close(d);
-    run_data_free(&rd);
+    run_ckpt_close(&rk);
     return rc;
 }

@@ -10,7 +10,6 @@
 #include "cmd.h"
 #include "export/tflite.h"
 #include "rundata.h"
-#include "train/trainstate.h"
 
 static void usage(FILE *f)
 {
@@ -59,48 +58,28 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "manta export: --ckpt FILE and --out MODEL.tflite are required\n");
         return 2;
     }
-    manta_err err;
-    manta_err_clear(&err);
-    ofa_space sp;
-    train_meta meta;
-    manta_status st = trainstate_peek(ckpt, &sp, &meta, &err);
-    if (st != MANTA_OK) {
-        cmd_error("export", st, &err);
-        return 1;
-    }
-    ofa_arch a;
-    if (!cmd_load_arch("export", &sp, arch_arg, &a))
-        return 1;
-    run_data rd;
-    if (!run_data_load(meta.data, sp.in_channels, meta.val, meta.seed, false, &rd))
+    run_ckpt rk;
+    if (!run_ckpt_open("export", ckpt, device, &rk))
         return 1;
     int rc = 1;
-    ofa_trainer *t = NULL;
     xgraph g;
     memset(&g, 0, sizeof g);
-    int *scratch = malloc((size_t)meta.batch * sizeof *scratch);
-    mcl_dev *d = cmd_open_device(device);
-    ofa_schedule sched;
-    if (!d || !scratch)
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = MANTA_OK;
+    ofa_arch a;
+    if (!cmd_load_arch("export", &rk.space, arch_arg, &a))
         goto out;
-    if ((st = ofa_schedule_preset(&sp, meta.preset, meta.batch, 1, &sched, &err)) != MANTA_OK ||
-        (st = ofa_trainer_create(d, &sp, &sched, meta.seed, &t)) != MANTA_OK ||
-        (st = trainstate_load(ckpt, t, d, &meta, &err)) != MANTA_OK) {
-        cmd_error("export", st, err.code != MANTA_OK ? &err : mcl_err(d));
-        goto out;
-    }
-    eval_source rs = {&rd.train, rd.split.train, rd.split.n_train, meta.batch, &rd.aug_train,
-                      {0, 0}, scratch};
-    manta_rng_seed(&rs.rng, meta.seed, 0xeca1);
+    eval_source rs = run_ckpt_recal_source(&rk);
     xg_preprocess pre = {0};
-    pre.channels = sp.in_channels;
-    for (int c = 0; c < sp.in_channels; c++) {
-        pre.mean[c] = rd.aug_eval.mean[c];
-        pre.std[c] = rd.aug_eval.std[c];
+    pre.channels = rk.space.in_channels;
+    for (int c = 0; c < rk.space.in_channels; c++) {
+        pre.mean[c] = rk.data.aug_eval.mean[c];
+        pre.std[c] = rk.data.aug_eval.std[c];
     }
-    pre.n_labels = rd.train.classes;
-    pre.labels = rd.train.class_names;
-    st = ofa_trainer_extract(t, &a, eval_source_batch, &rs, recal, &pre, &g, &err);
+    pre.n_labels = rk.data.train.classes;
+    pre.labels = rk.data.train.class_names;
+    st = ofa_trainer_extract(rk.trainer, &a, eval_source_batch, &rs, recal, &pre, &g, &err);
     tflite_report rep;
     if (st == MANTA_OK && c_dir && mkdir(c_dir, 0755) != 0 && errno != EEXIST)
         st = manta_err_set(&err, MANTA_ERR_IO, "%s: cannot create: %s", c_dir, strerror(errno));
@@ -134,9 +113,6 @@ int cmd_export(int argc, char **argv)
     rc = 0;
 out:
     xgraph_free(&g);
-    free(scratch);
-    ofa_trainer_destroy(t);
-    mcl_close(d);
-    run_data_free(&rd);
+    run_ckpt_close(&rk);
     return rc;
 }

@@ -24,6 +24,7 @@ static const struct {
     {"search", cmd_search, "evolutionary search under latency / arena / flash budgets"},
     {"image", cmd_image, "one image of a data set as a JPEG (for manta-infer)"},
     {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|allreduce'"},
+    {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
 };
 
 static void usage(FILE *f)
@@ -33,7 +34,7 @@ static void usage(FILE *f)
         fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].help);
     fprintf(f, "\n'manta COMMAND --help' describes a command's options.\n"
                "Environment: MANTA_DEVICE (device index, type or name), MANTA_CACHE_DIR "
-               "(program-binary cache).\n");
+               "(program-binary and tuning cache), MANTA_NO_TUNING=1 (ignore the tuning file).\n");
 }
 
 int cmd_parse_long(const char *cmd, const char *opt, const char *v, long lo, long hi, long *out)

@@ -1,9 +1,12 @@
 #include "rundata.h"
 
+#include <stdlib.h>
+
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cmd.h"
 #include "data/jpeg_folder.h"
 
 static bool is_dir(const char *p)
@@ -129,4 +132,61 @@ manta_status eval_source_batch(void *ctx, long index, int r, float *images, floa
         s->scratch[i] = s->index ? s->index[k] : (int)k;
     }
     return aug_batch(s->aug, s->data, s->scratch, s->batch, r, &s->rng, images, labels, NULL);
+}
+
+bool run_ckpt_open(const char *cmd, const char *path, const char *device, run_ckpt *r)
+{
+    memset(r, 0, sizeof *r);
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = trainstate_peek(path, &r->space, &r->meta, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
+        return false;
+    }
+    if (!run_data_load(r->meta.data, r->space.in_channels, r->meta.val, r->meta.seed, false,
+                       &r->data))
+        return false;
+    ofa_schedule sched;
+    if (!(r->scratch = malloc((size_t)r->meta.batch * sizeof *r->scratch)) ||
+        !(r->dev = cmd_open_device(device))) {
+        run_ckpt_close(r);
+        return false;
+    }
+    if ((st = ofa_schedule_preset(&r->space, r->meta.preset, r->meta.batch, 1, &sched, &err)) !=
+            MANTA_OK ||
+        (st = ofa_trainer_create(r->dev, &r->space, &sched, r->meta.seed, &r->trainer)) !=
+            MANTA_OK ||
+        (st = trainstate_load(path, r->trainer, r->dev, &r->meta, &err)) != MANTA_OK) {
+        fprintf(stderr, "manta %s: %s\n", cmd,
+                manta_err_msg(err.code != MANTA_OK ? &err : mcl_err(r->dev), st));
+        run_ckpt_close(r);
+        return false;
+    }
+    return true;
+}
+
+void run_ckpt_close(run_ckpt *r)
+{
+    ofa_trainer_destroy(r->trainer);
+    mcl_close(r->dev);
+    free(r->scratch);
+    run_data_free(&r->data);
+    memset(r, 0, sizeof *r);
+}
+
+eval_source run_ckpt_recal_source(run_ckpt *r)
+{
+    eval_source s = {&r->data.train, r->data.split.train, r->data.split.n_train, r->meta.batch,
+                     &r->data.aug_train, {0, 0}, r->scratch};
+    manta_rng_seed(&s.rng, r->meta.seed, 0xeca1);
+    return s;
+}
+
+eval_source run_ckpt_eval_source(run_ckpt *r, bool test, const aug_params *aug)
+{
+    eval_source s = {test ? &r->data.test : &r->data.train, test ? NULL : r->data.split.val,
+                     test ? r->data.test.count : r->data.split.n_val, r->meta.batch,
+                     aug ? aug : &r->data.aug_eval, {0, 0}, r->scratch};
+    return s;
 }

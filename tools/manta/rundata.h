@@ -7,7 +7,9 @@
 #include <stdbool.h>
 
 #include "data/augment.h"
+#include "cl/cl.h"
 #include "data/dataset.h"
+#include "train/trainstate.h"
 
 typedef struct run_data {
     char source[512];   /* what --data named */
@@ -40,5 +42,30 @@ typedef struct eval_source {
 /** The ofa_batch_fn over an eval_source. */
 manta_status eval_source_batch(void *ctx, long index, int r, float *images, float *labels,
                                int *count);
+
+/* A training checkpoint opened for evaluation or export: its settings and
+ * search space, its data set, the device and a trainer holding its weights. */
+typedef struct run_ckpt {
+    ofa_space space;
+    train_meta meta;
+    run_data data;
+    mcl_dev *dev;
+    ofa_trainer *trainer;
+    int *scratch; /* (batch) image indices for the eval sources */
+} run_ckpt;
+
+/**
+ * Open checkpoint @p path for sub-command @p cmd. Prints a one-line error and returns false on
+ * failure (everything opened so far is released).
+ */
+bool run_ckpt_open(const char *cmd, const char *path, const char *device, run_ckpt *r);
+void run_ckpt_close(run_ckpt *r);
+
+/** OFA's BN re-calibration source: the training split with training
+ *  augmentation, seeded from the run's seed. */
+eval_source run_ckpt_recal_source(run_ckpt *r);
+/** The validation split (or the test set when @p test) in eval mode with
+ *  normalisation @p aug (NULL: the data set's). */
+eval_source run_ckpt_eval_source(run_ckpt *r, bool test, const aug_params *aug);
 
 #endif
