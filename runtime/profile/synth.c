@@ -19,7 +19,8 @@ static float *weights(bctx *c, size_t n, int fan_in)
 {
     float *p = calloc(n ? n : 1, sizeof *p);
     if (!p) {
-        manta_err_set(c->err, MANTA_ERR_NO_MEMORY, "synthetic graph: out of memory (%zu floats)", n);
+        manta_err_set(c->err, MANTA_ERR_NO_MEMORY, "synthetic graph: out of memory (%zu floats)",
+                      n);
         return NULL;
     }
     if (!c->o->zeros)

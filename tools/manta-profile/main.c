@@ -194,7 +194,8 @@ static int parse_args(int argc, char **argv, opts *o)
         return -1;
     }
     if (o->arch && (o->validate || !o->lut)) {
-        fprintf(stderr, "manta-profile: --arch ARCH goes with --lut LUT.json (and not --validate)\n");
+        fprintf(stderr,
+                "manta-profile: --arch ARCH goes with --lut LUT.json (and not --validate)\n");
         return -1;
     }
     return 0;
