@@ -52,6 +52,16 @@ INFER_SRC := $(wildcard tools/manta-infer/*.c)
 INFER_OBJ := $(INFER_SRC:%.c=$(BUILD)/obj/%.o)
 INFER     := $(BUILD)/bin/manta-infer
 
+# manta-profile: the board's latency profiler. Engine, exporter, space and profile code,
+# cJSON and libm: no OpenCL.
+PROFILE_SRC := $(wildcard tools/manta-profile/*.c)
+PROFILE_OBJ := $(PROFILE_SRC:%.c=$(BUILD)/obj/%.o)
+PROFILE_HOST_SRC := $(wildcard runtime/core/*.c runtime/profile/*.c) runtime/ofa/space.c \
+                    runtime/export/flatbuf.c runtime/export/tflite.c runtime/export/xgraph.c \
+                    runtime/export/xgraph_ref.c
+PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)
+PROFILE   := $(BUILD)/bin/manta-profile
+
 MANTA_SRC := $(wildcard tools/manta/*.c) tools/manta-infer/meta.c
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
 MANTA     := $(BUILD)/bin/manta
@@ -65,7 +75,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .SECONDARY:
 
 .PHONY: all lib test test-run demo deps bench-ops bench-train tune clean help fuzz
-all: $(LIB) $(MANTA) $(INFER)
+all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 lib: $(LIB)
 
 help:
@@ -107,6 +117,11 @@ $(INFER): $(INFER_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(INFER_OBJ) $(ENGINE_LIB) -lturbojpeg -lm
 
+$(PROFILE_OBJ): CPPFLAGS += -DMANTA_ENGINE_FLAGS='"$(strip -std=c99 $(ENGINE_OPT) $(SANFLAGS))"'
+$(PROFILE): $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB) -lcjson -lm
+
 $(ENGINE_OBJ): CPPFLAGS := -Iruntime
 $(ENGINE_OBJ): CFLAGS := -std=c99 $(ENGINE_OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
 all lib: $(ENGINE_LIB)
@@ -139,10 +154,11 @@ test: deps
 test-run: all $(TEST_BIN) $(HELPER)
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run.sh $(TEST_BIN)
 
+# The whole job on the built-in default (tools/demo.sh: train, profile, accuracy data set and
+# predictor, search, export, classify a JPEG, summary).
 demo: deps
 	@$(MAKE) --no-print-directory all
-	$(MANTA) devices
-	$(MANTA) train-tiny --steps 300 --batch 64
+	@BUILD=$(BUILD) sh tools/demo.sh
 
 bench-ops: deps
 	@$(MAKE) --no-print-directory all
@@ -177,4 +193,4 @@ tune: deps
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)

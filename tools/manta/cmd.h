@@ -13,6 +13,11 @@ int cmd_eval(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_arch(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
+int cmd_acc_dataset(int argc, char **argv);
+int cmd_acc_fit(int argc, char **argv);
+int cmd_search(int argc, char **argv);
+int cmd_image(int argc, char **argv);
 /** `manta bench allreduce` (tools/manta/dist.c); argv[1] is "allreduce". */
 int cmd_bench_allreduce(int argc, char **argv);
 int cmd_tune(int argc, char **argv);

@@ -18,6 +18,11 @@ static const struct {
     {"export", cmd_export, "a sub-network as a TensorFlow Lite file (and C array)"},
     {"train-tiny", cmd_train_tiny, "train the small fixed CNN (a quick runtime check)"},
     {"arch", cmd_arch, "sub-networks of a search space: sample, max, min, describe"},
+    {"profile", cmd_profile, "latency of sub-networks on an OpenCL device (CPU: manta-profile)"},
+    {"acc-dataset", cmd_acc_dataset, "top-1 of sampled sub-networks: the accuracy data set"},
+    {"acc-fit", cmd_acc_fit, "train the accuracy predictor on an accuracy data set"},
+    {"search", cmd_search, "evolutionary search under latency / arena / flash budgets"},
+    {"image", cmd_image, "one image of a data set as a JPEG (for manta-infer)"},
     {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|allreduce'"},
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
 };
@@ -26,7 +31,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: manta COMMAND [OPTIONS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+        fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].help);
     fprintf(f, "\n'manta COMMAND --help' describes a command's options.\n"
                "Environment: MANTA_DEVICE (device index, type or name), MANTA_CACHE_DIR "
                "(program-binary and tuning cache), MANTA_NO_TUNING=1 (ignore the tuning file).\n");

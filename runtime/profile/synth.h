@@ -1,0 +1,77 @@
+/**
+ * @file synth.h
+ * @brief Inference graphs (export/xgraph.h) of layers and sub-networks with
+ *        weights of the right shapes but no training: what the latency
+ *        profiler times and what the search writes to learn a candidate's
+ *        exact arena and file size. Host code only (no OpenCL).
+ *
+ * A sub-network's graph has exactly the operators, tensors, names, shapes
+ * and padding that ofa_supernet_extract() (runtime/ofa/extract.h) produces
+ * for it: the stem convolution (+ HARD_SWISH), the first block, each MBConv
+ * block ([PAD] 1x1 expand [+ HARD_SWISH], depthwise [+ HARD_SWISH],
+ * squeeze-and-excite as MEAN, 1x1 + RELU, 1x1 + RELU6, MUL, 1x1 projection,
+ * ADD for the identity skip), the head (1x1 + HARD_SWISH, MEAN, RESHAPE,
+ * [FULLY_CONNECTED + HARD_SWISH], FULLY_CONNECTED, SOFTMAX). Padding follows
+ * extract.h: SAME, or an explicit PAD of k/2 before a stride-2 layer on an
+ * even size. Only the values of weights and biases differ, so a written
+ * .tflite has the same size and the engine plans the same arena.
+ *
+ * A layer's graph (synth_layer_graph()) is the operators of one keyed layer
+ * (latency_table.h) of a sub-network, in the same form, on an input of the
+ * layer's shape: a stem, an MBConv block, the head convolution, the pool
+ * (MEAN), the feature mix (RESHAPE, FULLY_CONNECTED, HARD_SWISH) or the
+ * classifier (RESHAPE, FULLY_CONNECTED, SOFTMAX). The layers of a
+ * sub-network, each applied to the output of the one before, are its whole
+ * graph: the sum of the keyed layers' operators is the network's. A graph
+ * must end in two distinct (1, K) tensors (logits and output), so a layer
+ * that ends in a 4-D tensor is followed by a RESHAPE to (1, H*W*C) and the
+ * output by a second RESHAPE: both share their input's buffer in the engine
+ * and cost no copy. (Likewise the classifier of a space with a feature mix
+ * reads a 4-D input in its own graph, so a RESHAPE flattens it first.)
+ */
+#ifndef MANTA_PROFILE_SYNTH_H
+#define MANTA_PROFILE_SYNTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "export/xgraph.h"
+#include "ofa/space.h"
+#include "profile/latency_table.h"
+
+/** How weights are filled. */
+typedef struct synth_opts {
+    uint64_t seed; /**< random weights: uniform in +-sqrt(3 / fan-in), biases in +-0.1 */
+    bool zeros;    /**< all weights and biases 0 (faster; for sizes and plans only) */
+} synth_opts;
+
+/**
+ * The graph of sub-network @p a of space @p s (see the file comment).
+ * @param pre preprocessing copied into the graph (labels copied; resolution
+ *            and channels set from @p a and @p s); NULL: none (mean 0, std 1
+ *            written by the exporter, no labels).
+ * @param out initialised here; free with xgraph_free().
+ * @return MANTA_ERR_INVALID_ARG when @p a is not of @p s; MANTA_ERR_NO_MEMORY.
+ */
+manta_status synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
+                              const synth_opts *o, xgraph *out, manta_err *err);
+
+/**
+ * The one-layer graph of @p l (from lat_arch_layers() or lat_enumerate() on
+ * space @p s): input (1, in_h, in_w, in_c), the layer's operators, and the
+ * RESHAPE tail described in the file comment.
+ * @param out initialised here; free with xgraph_free().
+ * @return MANTA_ERR_INVALID_ARG for a layer whose parameters do not form a
+ *         valid graph (the message names the key); MANTA_ERR_NO_MEMORY.
+ */
+manta_status synth_layer_graph(const ofa_space *s, const lat_layer *l, const synth_opts *o,
+                               xgraph *out, manta_err *err);
+
+/**
+ * The empty graph: input (1, h, w, c), RESHAPE to (1, h*w*c), RESHAPE again.
+ * What an invocation costs with no work (the tail every layer graph has).
+ */
+manta_status synth_empty_graph(int h, int w, int c, xgraph *out, manta_err *err);
+
+#endif

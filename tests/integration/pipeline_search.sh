@@ -1,0 +1,137 @@
+#!/bin/sh
+# The search pipeline on a smoke-trained supernet, with tiny settings:
+# manta-profile (table, --list, --validate, --arch; no OpenCL linked),
+# manta acc-dataset (and --resume), acc-fit, search (reproducible, files
+# written, exact arena and file size), manta profile on the OpenCL device,
+# manta image + export + manta-infer; and bad input: a table of another
+# space, a budget no sub-network meets, a corrupt table or predictor, a table
+# of another device, bad usage: one line naming the cause, non-zero exit.
+set -u
+BUILD=${BUILD:-build}
+M="$BUILD/bin/manta"
+P="$BUILD/bin/manta-profile"
+I="$BUILD/bin/manta-infer"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+# run CMD..., expect a non-zero exit and MSG in its stderr
+refuse() {
+    msg=$1
+    shift
+    if "$@" >"$tmp/out" 2>"$tmp/err"; then
+        bad "accepted: $*"
+    elif ! grep -q -- "$msg" "$tmp/err"; then
+        bad "'$msg' not in the error of: $* -- $(cat "$tmp/err")"
+    else
+        echo "refused as expected: $(head -n 1 "$tmp/err")"
+    fi
+}
+
+# the board program links no OpenCL
+if command -v ldd >/dev/null 2>&1; then
+    ldd "$P" | grep -qi opencl && bad "manta-profile links OpenCL: $(ldd "$P")"
+fi
+for c in "$P" "$M profile" "$M acc-dataset" "$M acc-fit" "$M search" "$M image"; do
+    $c --help | grep -q usage || bad "$c --help"
+done
+
+"$M" train --schedule smoke --batch 16 --eval-images 0 --out "$tmp/run" >"$tmp/train.log" 2>&1 ||
+    { cat "$tmp/train.log"; echo "FAIL: smoke training"; exit 1; }
+ckpt="$tmp/run/latest.ckpt"
+
+# ---- manta-profile
+[ "$("$P" --list 2>/dev/null | wc -l)" -eq 207 ] || bad "--list: not 207 keys"
+fast="--min-time-ms 1 --runs 2 --passes 1"
+"$P" --out "$tmp/lut.json" $fast --calib 2 --json >"$tmp/profile.json" 2>"$tmp/profile.err" ||
+    bad "profile: $(cat "$tmp/profile.err")"
+grep -q '"keys":207' "$tmp/profile.json" || bad "profile json: $(cat "$tmp/profile.json")"
+grep -q 'profiling' "$tmp/profile.err" || bad "no progress on stderr"
+for f in '"format":[[:space:]]*"manta-latency-table"' '"median_ms"' '"variance_ms2"' '"count"' '"cpu"' \
+    '"compiler_flags"' '"date"' '"overhead_ms"'; do
+    grep -q "$f" "$tmp/lut.json" || bad "table lacks $f"
+done
+"$P" --lut "$tmp/lut.json" --validate 4 $fast --csv "$tmp/val.csv" --json >"$tmp/val.json" ||
+    bad "validate"
+for f in mean_abs_pct max_abs_pct within_10pct kendall_tau rmse_ms; do
+    grep -q "\"$f\"" "$tmp/val.json" || bad "validate json lacks $f: $(cat "$tmp/val.json")"
+done
+[ "$(wc -l <"$tmp/val.csv")" -eq 5 ] || bad "validate csv: $(cat "$tmp/val.csv")"
+"$P" --lut "$tmp/lut.json" --arch min $fast --json | grep -q '"measured_ms"' || bad "--arch min"
+
+# ---- accuracy data set and predictor
+"$M" acc-dataset --ckpt "$ckpt" --out "$tmp/acc.jsonl" --count 4 --images 40 --recal-images 40 \
+    2>"$tmp/acc.err" >/dev/null || bad "acc-dataset: $(cat "$tmp/acc.err")"
+grep -q 'sample 4/4' "$tmp/acc.err" || bad "acc-dataset progress: $(cat "$tmp/acc.err")"
+cp "$tmp/acc.jsonl" "$tmp/acc4.jsonl"
+"$M" acc-dataset --ckpt "$ckpt" --out "$tmp/acc.jsonl" --count 6 --images 40 --recal-images 40 \
+    --resume --json >"$tmp/acc.json" 2>/dev/null || bad "acc-dataset --resume"
+[ "$(grep -c '"top1"' "$tmp/acc.jsonl")" -eq 6 ] || bad "data set: not 6 samples"
+grep -q '"measured":2' "$tmp/acc.json" || bad "resume measured more than 2: $(cat "$tmp/acc.json")"
+head -n 5 "$tmp/acc.jsonl" | cmp -s - "$tmp/acc4.jsonl" || bad "resume changed earlier samples"
+refuse "seed" "$M" acc-dataset --ckpt "$ckpt" --out "$tmp/acc.jsonl" --count 7 --images 40 \
+    --recal-images 40 --resume --seed 9
+"$M" acc-fit --ckpt "$ckpt" --data "$tmp/acc.jsonl" --out "$tmp/acc.accp" --epochs 20 --json \
+    >"$tmp/fit.json" 2>/dev/null || bad "acc-fit"
+grep -q '"held_out_rmse_points"' "$tmp/fit.json" || bad "acc-fit json: $(cat "$tmp/fit.json")"
+
+# ---- search
+s="--ckpt $ckpt --lut $tmp/lut.json --acc-model $tmp/acc.accp --generations 15 --quiet"
+hi=$("$P" --lut "$tmp/lut.json" --arch max $fast --json | sed -n 's/.*"predicted_ms":\([0-9.]*\).*/\1/p')
+lo=$("$P" --lut "$tmp/lut.json" --arch min $fast --json | sed -n 's/.*"predicted_ms":\([0-9.]*\).*/\1/p')
+budget=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.4f", (a + b) / 2 }')
+"$M" search $s --latency-ms "$budget" --out "$tmp/s1" --seed 3 >"$tmp/s1.log" || bad "search"
+"$M" search $s --latency-ms "$budget" --out "$tmp/s2" --seed 3 >/dev/null || bad "search again"
+for f in arch.json front.csv front.svg search.json; do
+    [ -s "$tmp/s1/$f" ] || bad "search did not write $f"
+done
+cmp -s "$tmp/s1/arch.json" "$tmp/s2/arch.json" && cmp -s "$tmp/s1/front.csv" "$tmp/s2/front.csv" ||
+    bad "same seed, different result"
+grep -q '<svg' "$tmp/s1/front.svg" || bad "front.svg is not SVG"
+lat=$(sed -n 's/.*"predicted_latency_ms":\([0-9.]*\).*/\1/p' "$tmp/s1/search.json")
+awk -v l="$lat" -v b="$budget" 'BEGIN { exit !(l <= b) }' || bad "best $lat ms over budget $budget"
+# arena and flash budgets are exact: the exported file has the size the search computed
+"$M" search $s --latency-ms "$budget" --max-arena-kb 400 --max-flash-kb 2500 --out "$tmp/s3" \
+    >/dev/null || bad "search with arena and flash budgets"
+"$M" export --ckpt "$ckpt" --arch "$tmp/s3/arch.json" --out "$tmp/m.tflite" --recal-images 32 \
+    --json >"$tmp/export.json" || bad "export"
+want=$(sed -n 's/.*"file_bytes":\([0-9]*\).*/\1/p' "$tmp/s3/search.json")
+got=$(sed -n 's/.*"file_bytes":\([0-9]*\).*/\1/p' "$tmp/export.json")
+[ -n "$want" ] && [ "$want" = "$got" ] || bad "file size: search $want, export $got"
+want=$(sed -n 's/.*"best".*"arena_bytes":\([0-9]*\).*/\1/p' "$tmp/s3/search.json")
+got=$(sed -n 's/.*"arena_bytes":\([0-9]*\).*/\1/p' "$tmp/export.json")
+[ -n "$want" ] && [ "$want" = "$got" ] || bad "arena: search $want, export $got"
+awk -v f="$got" 'BEGIN { exit !(f <= 400 * 1024) }' || bad "arena $got over 400 KiB"
+
+# ---- a JPEG of the test set, classified on the board program
+"$M" image --out "$tmp/img.jpg" --index 1 >/dev/null || bad "image"
+"$I" "$tmp/m.tflite" "$tmp/img.jpg" --top 1 >/dev/null || bad "manta-infer on the exported model"
+
+# ---- the OpenCL device through the training runtime
+"$M" profile --device 0 --count 2 --runs 1 --min-time-ms 1 --lut "$tmp/lut.json" >/dev/null \
+    2>&1 || bad "manta profile --device 0"
+
+# ---- bad input
+sed 's/"expand": 384/"expand": 256/; s/"cpu-default"/"cpu-small"/' models/ofa_cpu_default.json \
+    >"$tmp/small.json"
+"$P" --space "$tmp/small.json" --out "$tmp/lut_small.json" $fast --calib 0 --quiet >/dev/null ||
+    bad "profile of another space"
+refuse "made for space 'cpu-small'" "$M" search $s --latency-ms 1 --lut "$tmp/lut_small.json"
+refuse "smallest seen: latency" "$M" search $s --latency-ms 0.0001
+head -c 400 "$tmp/lut.json" >"$tmp/corrupt.json"
+refuse "not valid JSON" "$M" search $s --latency-ms 1 --lut "$tmp/corrupt.json"
+refuse "not valid JSON" "$P" --lut "$tmp/corrupt.json" --validate 2
+head -c 2000 "$tmp/acc.accp" >"$tmp/corrupt.accp"
+refuse "truncated" "$M" search $s --latency-ms 1 --acc-model "$tmp/corrupt.accp"
+printf 'garbage' >"$tmp/garbage.accp"
+refuse "garbage.accp" "$M" search $s --latency-ms 1 --acc-model "$tmp/garbage.accp"
+sed 's/"cpu":[[:space:]]*"[^"]*"/"cpu": "Cortex-A72"/' "$tmp/lut.json" >"$tmp/other_cpu.json"
+refuse "another device" "$P" --lut "$tmp/other_cpu.json" --validate 2
+refuse "not on board 'rpi4'" "$M" search $s --latency-ms 1 --board rpi4
+refuse '"ks"' "$P" --lut "$tmp/lut.json" --arch '{"ks":[4]}'
+refuse "OpenCL" "$P" --device opencl
+refuse "required" "$M" search --ckpt "$ckpt"
+refuse "lut.json:" "$M" acc-fit --data "$tmp/lut.json" --out "$tmp/x.accp"
+
+[ "$fail" -eq 0 ] && echo "pipeline search: ok"
+exit "$fail"

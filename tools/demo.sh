@@ -1,0 +1,135 @@
+#!/bin/sh
+# make demo: the whole job on the built-in default space (cpu-default) and
+# Fashion-MNIST, on the first OpenCL device (PoCL on a CPU):
+#   1 train the supernet (progressive shrinking, quick schedule)
+#   2 profile this machine: latency table of the inference engine (+ a check)
+#   3 accuracy data set: sampled sub-networks measured on validation images
+#   4 accuracy predictor (OFA's MLP) with its held-out RMSE
+#   5 evolutionary search under a latency budget
+#   6 export the chosen sub-network (.tflite), its test top-1 in the engine
+#   7 a test image as JPEG, classified by manta-infer; measured latency
+# then a summary. Every stage can be re-run: finished stages are kept
+# (training resumes, the data set resumes); DEMO_FRESH=1 starts over.
+#
+# Settings (environment): BUILD (build), DEMO_OUT (runs/demo), DEMO_SCHEDULE
+# (quick), DEMO_ACC_SAMPLES (45), DEMO_ACC_IMAGES (1000), DEMO_RECAL_IMAGES
+# (500), DEMO_LATENCY_MS (default: 40% of the way from the smallest to the
+# largest sub-network's predicted latency), DEMO_GENERATIONS (500),
+# DEMO_VALIDATE (20 sub-networks timed to check the table; 0: skip).
+set -eu
+
+BUILD=${BUILD:-build}
+OUT=${DEMO_OUT:-runs/demo}
+SCHEDULE=${DEMO_SCHEDULE:-quick}
+ACC_SAMPLES=${DEMO_ACC_SAMPLES:-45}
+ACC_IMAGES=${DEMO_ACC_IMAGES:-1000}
+RECAL=${DEMO_RECAL_IMAGES:-500}
+BUDGET=${DEMO_LATENCY_MS:-}
+GENERATIONS=${DEMO_GENERATIONS:-500}
+VALIDATE=${DEMO_VALIDATE:-20}
+M=$BUILD/bin/manta
+P=$BUILD/bin/manta-profile
+I=$BUILD/bin/manta-infer
+
+for b in "$M" "$P" "$I"; do
+    [ -x "$b" ] || { echo "demo: $b is missing (run make first)" >&2; exit 1; }
+done
+[ "${DEMO_FRESH:-0}" = 1 ] && rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# The first number / string value of "key" in a JSON document.
+json_num() { sed -n "s/.*\"$2\": *\(-\{0,1\}[0-9.eE+-]*\).*/\1/p" "$1" | head -n 1; }
+json_str() { sed -n "s/.*\"$2\": *\"\([^\"]*\)\".*/\1/p" "$1" | head -n 1; }
+
+T_ALL=$(date +%s)
+STAGE_T0=$T_ALL
+TIMES=""
+stage() {
+    now=$(date +%s)
+    [ -n "${STAGE_NAME:-}" ] && TIMES="$TIMES$(printf '  %-34s %5d s' "$STAGE_NAME" $((now - STAGE_T0)))
+"
+    STAGE_NAME=$2
+    STAGE_T0=$now
+    echo
+    echo "==== [$1/7] $2 ($(date +%H:%M:%S))"
+}
+
+stage 1 "train the supernet"
+$M devices
+if [ -f "$OUT/supernet/latest.ckpt" ]; then
+    $M train --schedule "$SCHEDULE" --out "$OUT/supernet" --resume --log-every 50
+else
+    $M train --schedule "$SCHEDULE" --out "$OUT/supernet" --log-every 50
+fi
+CKPT=$OUT/supernet/latest.ckpt
+
+stage 2 "profile this machine"
+if [ ! -f "$OUT/latency_table.json" ]; then
+    $P --out "$OUT/latency_table.json" --json > "$OUT/profile.json"
+    cat "$OUT/profile.json"
+fi
+if [ "$VALIDATE" -gt 1 ] && [ ! -f "$OUT/validate.json" ]; then
+    $P --lut "$OUT/latency_table.json" --validate "$VALIDATE" --csv "$OUT/validate.csv" \
+        --json > "$OUT/validate.json"
+    cat "$OUT/validate.json"
+fi
+
+stage 3 "accuracy data set"
+$M acc-dataset --ckpt "$CKPT" --out "$OUT/acc_dataset.jsonl" --count "$ACC_SAMPLES" \
+    --images "$ACC_IMAGES" --recal-images "$RECAL" --resume
+
+stage 4 "accuracy predictor"
+$M acc-fit --ckpt "$CKPT" --data "$OUT/acc_dataset.jsonl" --out "$OUT/acc_predictor.accp" \
+    --json > "$OUT/acc_fit.json"
+tail -n 1 "$OUT/acc_fit.json"
+
+stage 5 "search under a latency budget"
+if [ -z "$BUDGET" ]; then
+    $P --lut "$OUT/latency_table.json" --arch min --runs 1 --min-time-ms 1 --passes 1 --json \
+        > "$OUT/min.json"
+    $P --lut "$OUT/latency_table.json" --arch max --runs 1 --min-time-ms 1 --passes 1 --json \
+        > "$OUT/max.json"
+    LO=$(json_num "$OUT/min.json" predicted_ms)
+    HI=$(json_num "$OUT/max.json" predicted_ms)
+    BUDGET=$(awk -v a="$LO" -v b="$HI" 'BEGIN { printf "%.3f", a + 0.4 * (b - a) }')
+    echo "predicted latency: smallest sub-network $LO ms, largest $HI ms; budget $BUDGET ms"
+fi
+$M search --ckpt "$CKPT" --lut "$OUT/latency_table.json" --acc-model "$OUT/acc_predictor.accp" \
+    --latency-ms "$BUDGET" --generations "$GENERATIONS" --out "$OUT/search"
+
+stage 6 "export and test top-1"
+$M export --ckpt "$CKPT" --arch "$OUT/search/arch.json" --out "$OUT/model.tflite" \
+    --recal-images "$RECAL" --json \
+    > "$OUT/export.json"
+cat "$OUT/export.json"
+$M eval --model "$OUT/model.tflite" --split test --json > "$OUT/test.json"
+cat "$OUT/test.json"
+
+stage 7 "classify a JPEG with manta-infer"
+$M image --out "$OUT/test_image.jpg" --index 0 --json > "$OUT/image.json"
+cat "$OUT/image.json"
+$I "$OUT/model.tflite" "$OUT/test_image.jpg" --top 3
+$I "$OUT/model.tflite" --bench 300 --stats --json > "$OUT/bench.json"
+
+now=$(date +%s)
+TIMES="$TIMES$(printf '  %-34s %5d s' "$STAGE_NAME" $((now - STAGE_T0)))
+"
+TOP1=$(json_num "$OUT/test.json" top1)
+PRED=$(json_num "$OUT/search/search.json" predicted_latency_ms)
+PTOP=$(json_num "$OUT/search/search.json" predicted_top1)
+MEAS=$(json_num "$OUT/bench.json" median_ms)
+ARENA=$(json_num "$OUT/bench.json" arena_bytes)
+FILE=$(json_num "$OUT/bench.json" model_bytes)
+LABEL=$(json_str "$OUT/image.json" class)
+echo
+echo "==== summary"
+echo "chosen sub-network:  $(cat "$OUT/search/arch.json")"
+echo "latency budget:      $BUDGET ms (table: $(json_str "$OUT/search/search.json" device))"
+awk -v t="$TOP1" -v p="$PTOP" 'BEGIN { printf "test top-1:          %.2f%% (10,000 test images, inference engine); predicted %.2f%%\n", 100 * t, 100 * p }'
+awk -v p="$PRED" -v m="$MEAS" 'BEGIN { printf "latency:             predicted %.3f ms, measured %.3f ms (median of 300 runs, manta-infer)\n", p, m }'
+awk -v a="$ARENA" -v f="$FILE" 'BEGIN { printf "memory:              arena %.1f KiB, model file %.1f KiB\n", a / 1024, f / 1024 }'
+echo "test image:          $OUT/test_image.jpg (label: $LABEL)"
+echo "files:               $OUT/{latency_table.json,acc_dataset.jsonl,acc_predictor.accp,search/,model.tflite}"
+echo "stage times:"
+printf '%s' "$TIMES"
+echo "  total                              $(( now - T_ALL )) s"

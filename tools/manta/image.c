@@ -1,0 +1,104 @@
+/* manta image: one image of a data set written as a JPEG (TurboJPEG), with its
+ * label, so that the board program manta-infer can be tried on a real input. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+#include "cmd.h"
+#include "rundata.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: manta image --out IMAGE.jpg [--data D] [--split test|train] [--index N]\n"
+               "                   [--quality Q] [--json]\n\n"
+               "Writes image N (default 0) of the data set's test split (default; --split\n"
+               "train: the training images) as a JPEG (quality Q, default 95), gray or RGB as\n"
+               "stored, at its stored size, and prints its label. D: fashion-mnist (default),\n"
+               "an IDX folder or a JPEG folder (as manta train --data).\n");
+}
+
+int cmd_image(int argc, char **argv)
+{
+    const char *out = NULL, *data = "fashion-mnist", *split = "test";
+    long index = 0, quality = 95;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--out") && v) {
+            out = v, i++;
+        } else if (!strcmp(a, "--data") && v) {
+            data = v, i++;
+        } else if (!strcmp(a, "--split") && v && (!strcmp(v, "test") || !strcmp(v, "train"))) {
+            split = v, i++;
+        } else if (!strcmp(a, "--index") || !strcmp(a, "--quality")) {
+            if (!cmd_parse_long("image", a, v, a[2] == 'i' ? 0 : 1, a[2] == 'i' ? 1L << 30 : 100,
+                                a[2] == 'i' ? &index : &quality))
+                return 2;
+            i++;
+        } else {
+            fprintf(stderr, "manta image: bad option or value '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    if (!out) {
+        fprintf(stderr, "manta image: --out IMAGE.jpg is required\n");
+        return 2;
+    }
+    run_data rd;
+    if (!run_data_load(data, 3, 0, 1, false, &rd))
+        return 1;
+    const dataset *set = !strcmp(split, "test") ? &rd.test : &rd.train;
+    int rc = 1;
+    unsigned char *jpg = NULL;
+    unsigned long jpg_size = 0;
+    tjhandle tj = NULL;
+    FILE *f = NULL;
+    if (index >= set->count) {
+        fprintf(stderr, "manta image: %s has %d %s images, no image %ld\n", data, set->count, split,
+                index);
+        goto out;
+    }
+    const int h = set->height[index], w = set->width[index], c = set->channels;
+    if (!(tj = tjInitCompress()) ||
+        tjCompress2(tj, set->pixels + set->offset[index], w, 0, h, c == 1 ? TJPF_GRAY : TJPF_RGB,
+                    &jpg, &jpg_size, c == 1 ? TJSAMP_GRAY : TJSAMP_444, (int)quality,
+                    TJFLAG_ACCURATEDCT) != 0) {
+        fprintf(stderr, "manta image: JPEG encoding failed: %s\n", tjGetErrorStr2(tj));
+        goto out;
+    }
+    if (!(f = fopen(out, "wb")) || fwrite(jpg, 1, jpg_size, f) != jpg_size) {
+        fprintf(stderr, "manta image: %s: cannot write: %s\n", out, strerror(errno));
+        goto out;
+    }
+    if (fclose(f) != 0) {
+        f = NULL;
+        fprintf(stderr, "manta image: %s: cannot write: %s\n", out, strerror(errno));
+        goto out;
+    }
+    f = NULL;
+    const int label = set->labels[index];
+    const char *name = set->class_names && label < set->classes ? set->class_names[label] : "";
+    if (json)
+        printf("{\"image\":\"%s\",\"split\":\"%s\",\"index\":%ld,\"label\":%d,\"class\":\"%s\","
+               "\"width\":%d,\"height\":%d,\"channels\":%d,\"bytes\":%lu}\n",
+               out, split, index, label, name, w, h, c, jpg_size);
+    else
+        printf("%s: %s image %ld of %s, %dx%d %s, label %d (%s), %lu bytes\n", out, split, index,
+               data, w, h, c == 1 ? "gray" : "RGB", label, name, jpg_size);
+    rc = 0;
+out:
+    if (f)
+        fclose(f);
+    tjFree(jpg);
+    if (tj)
+        tjDestroy(tj);
+    run_data_free(&rd);
+    return rc;
+}
