@@ -92,7 +92,7 @@ static void test_program_cache_avoids_recompiling(void **state)
     char dir[] = "/tmp/manta-cache-XXXXXX";
     assert_non_null(mkdtemp(dir));
     mcl_device_list *l = list_devices();
-    mcl_options opt = {dir, false};
+    mcl_options opt = {.cache_dir = dir};
     mcl_stats s;
     cl_kernel k;
     for (int run = 0; run < 2; run++) {
