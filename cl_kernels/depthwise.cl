@@ -179,6 +179,8 @@ __kernel void dw_backward_w(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS, __local float 
  * every tap reads contiguous floats. */
 
 #define DW_V 8
+/* Output rows per work-item of the tiled correlation. */
+#define DW_R 4
 
 /* dst[i], i in [0, cnt): src[i - pad] when the row is valid and
  * 0 <= i - pad < width, else 0. Copies in float8 chunks, the last one
@@ -299,33 +301,48 @@ inline void dw_tile_corr(__global const float *in, __global const float *w, __gl
                          __local float *tile, const int K, const int S, const bool flip)
 {
     int ns = (int)get_local_size(0), LY = (int)get_local_size(1);
-    int ts = dw_tile_stride(ns, K, S), th = (LY - 1) * S + K;
-    int oy0 = (int)get_group_id(1) * LY;
+    int ts = dw_tile_stride(ns, K, S), th = (LY * DW_R - 1) * S + K;
+    int oy0 = (int)get_group_id(1) * LY * DW_R;
     int LZ = (int)get_local_size(2);
     dw_stage(tile, in, (int)get_group_id(2) * LZ, LZ, planes, height, width, pad, oy0 * S, th,
              ts, S);
     barrier(CLK_LOCAL_MEM_FENCE);
     int lx = (int)get_local_id(0), ly = (int)get_local_id(1), lz = (int)get_local_id(2);
-    int plane = (int)get_global_id(2), oy = oy0 + ly, ox0 = lx * DW_V;
+    int plane = (int)get_global_id(2), oy = oy0 + ly * DW_R, ox0 = lx * DW_V;
     if (plane >= planes || oy >= ho)
         return;
     __global const float *wp = w + (plane % c) * (K * K);
-    __local const float *tp = tile + (lz * th + ly * S) * ts;
-    /* one partial sum per filter row: K independent chains of K fma */
-    float8 acc[7]; /* K <= 7 */
+    __local const float *tp = tile + (lz * th + ly * DW_R * S) * ts;
+    /* DW_R output rows, filter column kx at a time (a loop: unrolling it would
+     * spill), its K weights in registers: staged row t feeds output row r
+     * through filter row t - r * S, each tap load serving up to DW_R fma. Two
+     * partial sums per output row (t even, odd) keep 2 * DW_R fma chains. */
+    float8 acc[DW_R][2];
 #pragma unroll
-    for (int ky = 0; ky < K; ky++) {
-        acc[ky] = (float8)(0.0f);
+    for (int r = 0; r < DW_R; r++)
+        acc[r][0] = acc[r][1] = (float8)(0.0f);
+#pragma unroll 1
+    for (int kx = 0; kx < K; kx++) {
+        float wcol[7]; /* K <= 7 */
 #pragma unroll
-        for (int kx = 0; kx < K; kx++) {
-            float wv = wp[flip ? K * K - 1 - (ky * K + kx) : ky * K + kx];
-            acc[ky] = fma(dw_tap(tp + ky * ts, ox0, kx, ts, S), (float8)(wv), acc[ky]);
+        for (int ky = 0; ky < K; ky++)
+            wcol[ky] = wp[flip ? K * K - 1 - (ky * K + kx) : ky * K + kx];
+#pragma unroll
+        for (int t = 0; t < (DW_R - 1) * S + K; t++) {
+            float8 v = dw_tap(tp + t * ts, ox0, kx, ts, S);
+#pragma unroll
+            for (int r = 0; r < DW_R; r++) {
+                int ky = t - r * S;
+                if (ky >= 0 && ky < K)
+                    acc[r][t & 1] = fma(v, (float8)(wcol[ky]), acc[r][t & 1]);
+            }
         }
     }
+    __global float *orow = out + ((size_t)plane * ho + oy) * wo + ox0;
 #pragma unroll
-    for (int ky = 1; ky < K; ky++)
-        acc[0] += acc[ky];
-    dw_store(out + ((size_t)plane * ho + oy) * wo + ox0, acc[0], wo - ox0);
+    for (int r = 0; r < DW_R; r++)
+        if (oy + r < ho)
+            dw_store(orow + (size_t)r * wo, acc[r][0] + acc[r][1], wo - ox0);
 }
 
 #define DW_TILE_ARGS int planes, int c, int height, int width, int pad, int ho, int wo, \
