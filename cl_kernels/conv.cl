@@ -184,6 +184,62 @@ inline void pw_apply_body(__global const float *in, __global const float *a, __g
     }
 }
 
+/* pw_apply_body for HW = 2 or 4 (compile-time): a chunk of 8 columns is
+ * 8 / HW whole images of HW contiguous values, one vector load each. */
+inline float8 pw_packed_load(__global const float *in, int b0, int n, int k, int k_dim,
+                             const int HW)
+{
+    __global const float *p0 = in + ((size_t)min(b0, n - 1) * k_dim + k) * HW;
+    __global const float *p1 = in + ((size_t)min(b0 + 1, n - 1) * k_dim + k) * HW;
+    if (HW == 4)
+        return (float8)(vload4(0, p0), vload4(0, p1));
+    __global const float *p2 = in + ((size_t)min(b0 + 2, n - 1) * k_dim + k) * HW;
+    __global const float *p3 = in + ((size_t)min(b0 + 3, n - 1) * k_dim + k) * HW;
+    return (float8)(vload2(0, p0), vload2(0, p1), vload2(0, p2), vload2(0, p3));
+}
+
+inline void pw_apply_packed_body(__global const float *in, __global const float *a,
+                                 __global float *out, int n, int k_dim, int m_dim, int a_rs,
+                                 int a_ks, const int HW)
+{
+    const int R = 8 / HW; /* images per chunk */
+    int chunks = (n * HW + 7) / 8;
+    int c0 = (int)get_global_id(0) * 2, m0 = (int)get_global_id(1) * PW_MR;
+    if (c0 >= chunks || m0 >= m_dim)
+        return;
+    int b0 = c0 * R, b1 = b0 + R; /* first image of each chunk */
+    float8 acc0[PW_MR], acc1[PW_MR];
+#pragma unroll
+    for (int i = 0; i < PW_MR; i++)
+        acc0[i] = acc1[i] = (float8)(0.0f);
+    __global const float *ar[PW_MR];
+#pragma unroll
+    for (int i = 0; i < PW_MR; i++)
+        ar[i] = a + (size_t)min(m0 + i, m_dim - 1) * a_rs;
+    for (int k = 0; k < k_dim; k++) {
+        float8 v0 = pw_packed_load(in, b0, n, k, k_dim, HW);
+        float8 v1 = pw_packed_load(in, b1, n, k, k_dim, HW);
+#pragma unroll
+        for (int i = 0; i < PW_MR; i++) {
+            float8 av = (float8)(ar[i][k * a_ks]);
+            acc0[i] = fma(av, v0, acc0[i]);
+            acc1[i] = fma(av, v1, acc1[i]);
+        }
+    }
+    for (int i = 0; i < PW_MR && m0 + i < m_dim; i++) {
+        float t[16];
+        vstore8(acc0[i], 0, t);
+        vstore8(acc1[i], 0, t + 8);
+        for (int q = 0; q < 2 * R && b0 + q < n; q++) {
+            __global float *o = out + ((size_t)(b0 + q) * m_dim + m0 + i) * HW;
+            if (HW == 4)
+                vstore4(vload4(0, t + q * 4), 0, o);
+            else
+                vstore2(vload2(0, t + q * 2), 0, o);
+        }
+    }
+}
+
 #define PW_APPLY_ARGS VIEW(in), VIEW(a), VIEW(out), int n, int k_dim, int m_dim, int hw, \
                       int a_rs, int a_ks
 
@@ -192,6 +248,18 @@ __kernel void pw_apply_contig(PW_APPLY_ARGS)
 {
     PTR(in); PTR(a); PTR(out);
     pw_apply_body(in, a, out, n, k_dim, m_dim, hw, a_rs, a_ks, true);
+}
+
+__kernel void pw_apply_packed2(PW_APPLY_ARGS)
+{
+    PTR(in); PTR(a); PTR(out);
+    pw_apply_packed_body(in, a, out, n, k_dim, m_dim, a_rs, a_ks, 2);
+}
+
+__kernel void pw_apply_packed4(PW_APPLY_ARGS)
+{
+    PTR(in); PTR(a); PTR(out);
+    pw_apply_packed_body(in, a, out, n, k_dim, m_dim, a_rs, a_ks, 4);
 }
 
 __kernel void pw_apply_mixed(PW_APPLY_ARGS)

@@ -177,12 +177,59 @@ static void group_2d(mcl_dev *d, size_t gx, size_t gy, size_t local[2])
     local[1] = ly;
 }
 
+/* out (N, M) = in (N, K) A^T for hw = 1, with the kernels of
+ * cl_kernels/linear.cl: the forward (A = W, a_ks = 1) is lin_forward (dot
+ * products of rows), dx (A = W^T) is lin_rows (rows of W scaled by dy). */
+static manta_status pw_apply_hw1(mcl_dev *d, mview in, mview a, mview out, size_t n, size_t k,
+                                 size_t m, size_t a_rs, size_t a_ks)
+{
+    mcl_launch L;
+    size_t local[2];
+    if (a_ks == 1) {
+        mcl_launch_begin(&L, d, "linear", "lin_forward");
+        mcl_arg_view(&L, in);
+        mcl_arg_view(&L, a);
+        mcl_arg_view(&L, out);
+        mcl_arg_int(&L, (int)n);
+        mcl_arg_int(&L, (int)k);
+        mcl_arg_int(&L, (int)m);
+        mcl_arg_int(&L, (int)a_rs);
+        size_t gx = (m + 3) / 4, gy = (n + 3) / 4;
+        group_2d(d, gx, gy, local);
+        return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+    }
+    /* out (N, M) = in (N, K) B with B (K, M) = A^T, rows of stride a_ks */
+    mcl_launch_begin(&L, d, "linear", "lin_rows");
+    mcl_arg_view(&L, in);
+    mcl_arg_view(&L, a);
+    mcl_arg_view(&L, out);
+    mcl_arg_int(&L, (int)n);
+    mcl_arg_int(&L, (int)m);
+    mcl_arg_int(&L, (int)k);
+    mcl_arg_int(&L, (int)k);
+    mcl_arg_int(&L, 1);
+    mcl_arg_int(&L, (int)a_ks);
+    mcl_arg_int(&L, (int)m);
+    mcl_arg_float(&L, 0.0f);
+    size_t gx = (m + 15) / 16, gy = (n + 3) / 4;
+    group_2d(d, gx, gy, local);
+    return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+}
+
 /* out (N, M, HW) = A (M, K) in (N, K, HW), A[m, k] = a[m * a_rs + k * a_ks]. */
 static manta_status pw_apply(mcl_dev *d, mview in, mview a, mview out, size_t n, size_t k,
                              size_t m, size_t hw, size_t a_rs, size_t a_ks)
 {
+    if (hw == 1) /* out (N, M) = in (N, K) A^T: the linear layer's kernels */
+        return pw_apply_hw1(d, in, a, out, n, k, m, a_rs, a_ks);
+    /* chunks of 8 columns: inside an image (hw a multiple of 8), whole images
+     * (hw 2 or 4), else vector loads where they fit and gathers elsewhere */
+    const char *name = hw % 8 == 0 ? "pw_apply_contig"
+                       : hw == 4   ? "pw_apply_packed4"
+                       : hw == 2   ? "pw_apply_packed2"
+                                   : "pw_apply_mixed";
     mcl_launch L;
-    mcl_launch_begin(&L, d, "conv", hw % 8 == 0 ? "pw_apply_contig" : "pw_apply_mixed");
+    mcl_launch_begin(&L, d, "conv", name);
     mcl_arg_view(&L, in);
     mcl_arg_view(&L, a);
     mcl_arg_view(&L, out);
