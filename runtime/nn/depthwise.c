@@ -164,6 +164,21 @@ static manta_status tile_run(mcl_launch *L, const tile_geo *g, size_t out_h, siz
     return mcl_launch_run(L, 3, (size_t[]){g->ns, items, planes}, (size_t[]){g->ns, g->ly, g->lz});
 }
 
+/* Enqueue a direct kernel over (width, height, planes): a group holds whole
+ * planes, as many as make about TILE_GROUP work-items (PoCL's choice when a
+ * plane exceeds that or the device's group limit). */
+static manta_status direct_run(mcl_launch *L, mcl_dev *d, size_t width, size_t height,
+                               size_t planes)
+{
+    size_t cap = mcl_info(d)->max_work_group < TILE_GROUP ? mcl_info(d)->max_work_group
+                                                           : TILE_GROUP;
+    size_t plane = width * height;
+    if (plane > cap)
+        return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, NULL);
+    size_t lz = cap / plane < planes ? cap / plane : planes;
+    return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, (size_t[]){width, height, lz});
+}
+
 manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview y)
 {
     static const char op[] = "depthwise forward";
@@ -202,8 +217,7 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
     mcl_arg_view(&L, w);
     mcl_arg_view(&L, y);
     shape_args(&L, s);
-    size_t total = (size_t)s->n * (size_t)s->c * (size_t)nn_dw_out_h(s) * (size_t)nn_dw_out_w(s);
-    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+    return direct_run(&L, d, wo, ho, planes);
 }
 
 /* dx: (N, C, H, W), overwritten, from dy (N, C, Ho, Wo) and w (C, K, K). */
@@ -249,8 +263,7 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
     mcl_arg_view(&L, w);
     mcl_arg_view(&L, dx);
     shape_args(&L, s);
-    size_t total = (size_t)s->n * (size_t)s->c * (size_t)s->h * (size_t)s->w;
-    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+    return direct_run(&L, d, (size_t)s->w, (size_t)s->h, planes);
 }
 
 /* dw (C, K, K) += reduction over (N, Ho, Wo); x (N, C, H, W), dy (N, C, Ho, Wo). */
