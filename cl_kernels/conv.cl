@@ -38,22 +38,16 @@ __kernel void im2col(VIEW(x), VIEW(col), int n, int cin, int h, int w, int kh, i
 }
 
 /* dcol: (Cin*KH*KW, N*Ho*Wo); dx: (N, Cin, H, W), overwritten.
- * One work-item per input element gathers every column entry that im2col
- * copied from it. */
+ * Global (W, H, N*Cin): one work-item per input element gathers every column
+ * entry that im2col copied from it. */
 __kernel void col2im(VIEW(dcol), VIEW(dx), int n, int cin, int h, int w, int kh, int kw,
                      int stride_h, int stride_w, int pad_h, int pad_w, int ho, int wo)
 {
     PTR(dcol); PTR(dx);
-    int i = GID0;
-    int total = n * cin * h * w;
-    if (i >= total)
+    int ix = (int)get_global_id(0), iy = (int)get_global_id(1), plane = (int)get_global_id(2);
+    if (ix >= w || iy >= h || plane >= n * cin)
         return;
-    int ix = i % w;
-    int t = i / w;
-    int iy = t % h;
-    t /= h;
-    int ci = t % cin;
-    int b = t / cin;
+    int ci = plane % cin, b = plane / cin;
     int ncols = n * ho * wo;
     __global const float *cp = dcol + ci * kh * kw * ncols + b * ho * wo;
     float acc = 0.0f;
@@ -73,20 +67,28 @@ __kernel void col2im(VIEW(dcol), VIEW(dx), int n, int cin, int h, int w, int kh,
                 acc += cp[(ky * kw + kx) * ncols + oy * wo + ox];
         }
     }
-    dx[i] = acc;
+    dx[(plane * h + iy) * w + ix] = acc;
 }
 
 /* src: (A, B, I); dst: (B, A, I), dst[b][a][i] = src[a][b][i].
- * Global (I, A, B). Converts between (C, N, HW) and (N, C, HW). */
+ * Global (ceil(I / 8), A, B): one work-item per chunk of 8 of the inner
+ * axis (the last one masked). Converts between (C, N, HW) and (N, C, HW). */
 __kernel void swap01(VIEW(src), VIEW(dst), int a_dim, int b_dim, int inner)
 {
     PTR(src); PTR(dst);
-    int i = GID0;
+    int i = (int)get_global_id(0) * 8;
     int a = (int)get_global_id(1);
     int b = (int)get_global_id(2);
     if (i >= inner || a >= a_dim || b >= b_dim)
         return;
-    dst[(b * a_dim + a) * inner + i] = src[(a * b_dim + b) * inner + i];
+    __global const float *sp = src + (a * b_dim + b) * inner + i;
+    __global float *dp = dst + (b * a_dim + a) * inner + i;
+    if (i + 8 <= inner) {
+        vstore8(vload8(0, sp), 0, dp);
+    } else {
+        for (int j = 0; j < inner - i; j++)
+            dp[j] = sp[j];
+    }
 }
 
 /* ---- Pointwise (1x1, stride 1, no padding) convolution, direct ----------

@@ -143,8 +143,11 @@ static manta_status col2im(mcl_dev *d, const nn_conv2d_shape *s, mview dcol, mvi
     mcl_arg_view(&L, dcol);
     mcl_arg_view(&L, dx);
     geometry_args(&L, s);
-    size_t total = (size_t)s->n * (size_t)s->cin * (size_t)s->h * (size_t)s->w;
-    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+    size_t planes = (size_t)s->n * (size_t)s->cin, w = (size_t)s->w, h = (size_t)s->h;
+    size_t local[3] = {w < 64 ? w : 64, 1, 1};
+    local[1] = 64 / local[0] < h ? 64 / local[0] : h;
+    bool fits = local[0] * local[1] <= mcl_info(d)->max_work_group;
+    return mcl_launch_run(&L, 3, (size_t[]){w, h, planes}, fits ? local : NULL);
 }
 
 /* src: (A, B, I) -> dst: (B, A, I) */
@@ -157,7 +160,11 @@ static manta_status swap01(mcl_dev *d, mview src, mview dst, int a, int b, int i
     mcl_arg_int(&L, a);
     mcl_arg_int(&L, b);
     mcl_arg_int(&L, inner);
-    return mcl_launch_run(&L, 3, (size_t[]){(size_t)inner, (size_t)a, (size_t)b}, NULL);
+    size_t chunks = ((size_t)inner + 7) / 8;
+    size_t local[3] = {chunks < 64 ? chunks : 64, 1, 1};
+    local[1] = 64 / local[0] < (size_t)a ? 64 / local[0] : (size_t)a;
+    bool fits = local[0] * local[1] <= mcl_info(d)->max_work_group;
+    return mcl_launch_run(&L, 3, (size_t[]){chunks, (size_t)a, (size_t)b}, fits ? local : NULL);
 }
 
 /* Work-group for a 2-D launch of gx x gy work-items: up to 8 along x, then
