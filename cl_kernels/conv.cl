@@ -38,22 +38,16 @@ __kernel void im2col(VIEW(x), VIEW(col), int n, int cin, int h, int w, int kh, i
 }
 
 /* dcol: (Cin*KH*KW, N*Ho*Wo); dx: (N, Cin, H, W), overwritten.
- * One work-item per input element gathers every column entry that im2col
- * copied from it. */
+ * Global (W, H, N*Cin): one work-item per input element gathers every column
+ * entry that im2col copied from it. */
 __kernel void col2im(VIEW(dcol), VIEW(dx), int n, int cin, int h, int w, int kh, int kw,
                      int stride_h, int stride_w, int pad_h, int pad_w, int ho, int wo)
 {
     PTR(dcol); PTR(dx);
-    int i = GID0;
-    int total = n * cin * h * w;
-    if (i >= total)
+    int ix = (int)get_global_id(0), iy = (int)get_global_id(1), plane = (int)get_global_id(2);
+    if (ix >= w || iy >= h || plane >= n * cin)
         return;
-    int ix = i % w;
-    int t = i / w;
-    int iy = t % h;
-    t /= h;
-    int ci = t % cin;
-    int b = t / cin;
+    int ci = plane % cin, b = plane / cin;
     int ncols = n * ho * wo;
     __global const float *cp = dcol + ci * kh * kw * ncols + b * ho * wo;
     float acc = 0.0f;
@@ -73,20 +67,28 @@ __kernel void col2im(VIEW(dcol), VIEW(dx), int n, int cin, int h, int w, int kh,
                 acc += cp[(ky * kw + kx) * ncols + oy * wo + ox];
         }
     }
-    dx[i] = acc;
+    dx[(plane * h + iy) * w + ix] = acc;
 }
 
 /* src: (A, B, I); dst: (B, A, I), dst[b][a][i] = src[a][b][i].
- * Global (I, A, B). Converts between (C, N, HW) and (N, C, HW). */
+ * Global (ceil(I / 8), A, B): one work-item per chunk of 8 of the inner
+ * axis (the last one masked). Converts between (C, N, HW) and (N, C, HW). */
 __kernel void swap01(VIEW(src), VIEW(dst), int a_dim, int b_dim, int inner)
 {
     PTR(src); PTR(dst);
-    int i = GID0;
+    int i = (int)get_global_id(0) * 8;
     int a = (int)get_global_id(1);
     int b = (int)get_global_id(2);
     if (i >= inner || a >= a_dim || b >= b_dim)
         return;
-    dst[(b * a_dim + a) * inner + i] = src[(a * b_dim + b) * inner + i];
+    __global const float *sp = src + (a * b_dim + b) * inner + i;
+    __global float *dp = dst + (b * a_dim + a) * inner + i;
+    if (i + 8 <= inner) {
+        vstore8(vload8(0, sp), 0, dp);
+    } else {
+        for (int j = 0; j < inner - i; j++)
+            dp[j] = sp[j];
+    }
 }
 
 /* ---- Pointwise (1x1, stride 1, no padding) convolution, direct ----------
@@ -184,6 +186,62 @@ inline void pw_apply_body(__global const float *in, __global const float *a, __g
     }
 }
 
+/* pw_apply_body for HW = 2 or 4 (compile-time): a chunk of 8 columns is
+ * 8 / HW whole images of HW contiguous values, one vector load each. */
+inline float8 pw_packed_load(__global const float *in, int b0, int n, int k, int k_dim,
+                             const int HW)
+{
+    __global const float *p0 = in + ((size_t)min(b0, n - 1) * k_dim + k) * HW;
+    __global const float *p1 = in + ((size_t)min(b0 + 1, n - 1) * k_dim + k) * HW;
+    if (HW == 4)
+        return (float8)(vload4(0, p0), vload4(0, p1));
+    __global const float *p2 = in + ((size_t)min(b0 + 2, n - 1) * k_dim + k) * HW;
+    __global const float *p3 = in + ((size_t)min(b0 + 3, n - 1) * k_dim + k) * HW;
+    return (float8)(vload2(0, p0), vload2(0, p1), vload2(0, p2), vload2(0, p3));
+}
+
+inline void pw_apply_packed_body(__global const float *in, __global const float *a,
+                                 __global float *out, int n, int k_dim, int m_dim, int a_rs,
+                                 int a_ks, const int HW)
+{
+    const int R = 8 / HW; /* images per chunk */
+    int chunks = (n * HW + 7) / 8;
+    int c0 = (int)get_global_id(0) * 2, m0 = (int)get_global_id(1) * PW_MR;
+    if (c0 >= chunks || m0 >= m_dim)
+        return;
+    int b0 = c0 * R, b1 = b0 + R; /* first image of each chunk */
+    float8 acc0[PW_MR], acc1[PW_MR];
+#pragma unroll
+    for (int i = 0; i < PW_MR; i++)
+        acc0[i] = acc1[i] = (float8)(0.0f);
+    __global const float *ar[PW_MR];
+#pragma unroll
+    for (int i = 0; i < PW_MR; i++)
+        ar[i] = a + (size_t)min(m0 + i, m_dim - 1) * a_rs;
+    for (int k = 0; k < k_dim; k++) {
+        float8 v0 = pw_packed_load(in, b0, n, k, k_dim, HW);
+        float8 v1 = pw_packed_load(in, b1, n, k, k_dim, HW);
+#pragma unroll
+        for (int i = 0; i < PW_MR; i++) {
+            float8 av = (float8)(ar[i][k * a_ks]);
+            acc0[i] = fma(av, v0, acc0[i]);
+            acc1[i] = fma(av, v1, acc1[i]);
+        }
+    }
+    for (int i = 0; i < PW_MR && m0 + i < m_dim; i++) {
+        float t[16];
+        vstore8(acc0[i], 0, t);
+        vstore8(acc1[i], 0, t + 8);
+        for (int q = 0; q < 2 * R && b0 + q < n; q++) {
+            __global float *o = out + ((size_t)(b0 + q) * m_dim + m0 + i) * HW;
+            if (HW == 4)
+                vstore4(vload4(0, t + q * 4), 0, o);
+            else
+                vstore2(vload2(0, t + q * 2), 0, o);
+        }
+    }
+}
+
 #define PW_APPLY_ARGS VIEW(in), VIEW(a), VIEW(out), int n, int k_dim, int m_dim, int hw, \
                       int a_rs, int a_ks
 
@@ -192,6 +250,18 @@ __kernel void pw_apply_contig(PW_APPLY_ARGS)
 {
     PTR(in); PTR(a); PTR(out);
     pw_apply_body(in, a, out, n, k_dim, m_dim, hw, a_rs, a_ks, true);
+}
+
+__kernel void pw_apply_packed2(PW_APPLY_ARGS)
+{
+    PTR(in); PTR(a); PTR(out);
+    pw_apply_packed_body(in, a, out, n, k_dim, m_dim, a_rs, a_ks, 2);
+}
+
+__kernel void pw_apply_packed4(PW_APPLY_ARGS)
+{
+    PTR(in); PTR(a); PTR(out);
+    pw_apply_packed_body(in, a, out, n, k_dim, m_dim, a_rs, a_ks, 4);
 }
 
 __kernel void pw_apply_mixed(PW_APPLY_ARGS)

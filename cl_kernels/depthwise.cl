@@ -11,60 +11,47 @@
  *    5, 7, stride 1, 2; rows staged in private memory) and dw_direct_* (any K,
  *    stride 1, 2). */
 
-/* Sum over the K x K window at (iy0, ix0) of plane xp (H, W) times wp (K, K). */
+/* Sum over the K x K window at (iy0, ix0) of plane xp (H, W) times wp (K, K),
+ * over the taps inside the plane only. */
 inline float dw_window(__global const float *xp, __global const float *wp, int height, int width,
                        int iy0, int ix0, const int K)
 {
+    int ky_lo = max(0, -iy0), ky_hi = min(K, height - iy0);
+    int kx_lo = max(0, -ix0), kx_hi = min(K, width - ix0);
     float acc = 0.0f;
-    if (iy0 >= 0 && ix0 >= 0 && iy0 + K <= height && ix0 + K <= width) {
-        for (int ky = 0; ky < K; ky++)
-            for (int kx = 0; kx < K; kx++)
-                acc += xp[(iy0 + ky) * width + ix0 + kx] * wp[ky * K + kx];
-        return acc;
-    }
-    for (int ky = 0; ky < K; ky++) {
-        int iy = iy0 + ky;
-        if (iy < 0 || iy >= height)
-            continue;
-        for (int kx = 0; kx < K; kx++) {
-            int ix = ix0 + kx;
-            if (ix >= 0 && ix < width)
-                acc += xp[iy * width + ix] * wp[ky * K + kx];
-        }
+    for (int ky = ky_lo; ky < ky_hi; ky++) {
+        __global const float *xr = xp + (iy0 + ky) * width + ix0;
+        __global const float *wr = wp + ky * K;
+        for (int kx = kx_lo; kx < kx_hi; kx++)
+            acc += xr[kx] * wr[kx];
     }
     return acc;
 }
 
-/* One work-item per output element (n, c, oy, ox). */
+/* Global (Wo, Ho, N*C): one work-item per output element (n, c, oy, ox). */
 inline void dw_forward_item(__global const float *x, __global const float *w, __global float *y,
                             int n, int c, int height, int width, const int K, const int S,
                             int pad, int ho, int wo)
 {
-    int i = GID0;
-    if (i >= n * c * ho * wo)
+    int ox = (int)get_global_id(0), oy = (int)get_global_id(1);
+    int plane = (int)get_global_id(2); /* n * C + c */
+    if (ox >= wo || oy >= ho || plane >= n * c)
         return;
-    int ox = i % wo;
-    int t = i / wo;
-    int oy = t % ho;
-    int plane = t / ho; /* n * C + c */
     __global const float *xp = x + plane * height * width;
     __global const float *wp = w + (plane % c) * K * K;
-    y[i] = dw_window(xp, wp, height, width, oy * S - pad, ox * S - pad, K);
+    y[(plane * ho + oy) * wo + ox] = dw_window(xp, wp, height, width, oy * S - pad, ox * S - pad, K);
 }
 
-/* One work-item per input element (n, c, iy, ix): the sum of dy * w over the
- * outputs whose windows read it. Overwrites dx. */
+/* Global (W, H, N*C): one work-item per input element (n, c, iy, ix): the sum
+ * of dy * w over the outputs whose windows read it. Overwrites dx. */
 inline void dw_dx_item(__global const float *dy, __global const float *w, __global float *dx,
                        int n, int c, int height, int width, const int K, const int S, int pad,
                        int ho, int wo)
 {
-    int i = GID0;
-    if (i >= n * c * height * width)
+    int ix = (int)get_global_id(0), iy = (int)get_global_id(1);
+    int plane = (int)get_global_id(2); /* n * C + c */
+    if (ix >= width || iy >= height || plane >= n * c)
         return;
-    int ix = i % width;
-    int t = i / width;
-    int iy = t % height;
-    int plane = t / height; /* n * C + c */
     __global const float *dyp = dy + plane * ho * wo;
     __global const float *wp = w + (plane % c) * K * K;
     /* Output oy reads input row oy * S - pad + ky = iy, so only the taps
@@ -81,20 +68,20 @@ inline void dw_dx_item(__global const float *dy, __global const float *w, __glob
                 acc += dyp[oy * wo + ox] * wp[ky * K + kx];
         }
     }
-    dx[i] = acc;
+    dx[(plane * height + iy) * width + ix] = acc;
 }
 
 #define DW_ARGS                                                                              \
     int n, int c, int height, int width, int k, int stride, int pad, int ho, int wo
 
-/* x: (N, C, H, W); w: (C, K, K); y: (N, C, Ho, Wo). Global (N*C*Ho*Wo). */
+/* x: (N, C, H, W); w: (C, K, K); y: (N, C, Ho, Wo). Global (Wo, Ho, N*C). */
 __kernel void dw_forward(VIEW(x), VIEW(w), VIEW(y), DW_ARGS)
 {
     PTR(x); PTR(w); PTR(y);
     dw_forward_item(x, w, y, n, c, height, width, k, stride, pad, ho, wo);
 }
 
-/* dy: (N, C, Ho, Wo); w: (C, K, K); dx: (N, C, H, W). Global (N*C*H*W). */
+/* dy: (N, C, Ho, Wo); w: (C, K, K); dx: (N, C, H, W). Global (W, H, N*C). */
 __kernel void dw_backward_dx(VIEW(dy), VIEW(w), VIEW(dx), DW_ARGS)
 {
     PTR(dy); PTR(w); PTR(dx);
@@ -179,6 +166,8 @@ __kernel void dw_backward_w(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS, __local float 
  * every tap reads contiguous floats. */
 
 #define DW_V 8
+/* Output rows per work-item of the tiled correlation. */
+#define DW_R 4
 
 /* dst[i], i in [0, cnt): src[i - pad] when the row is valid and
  * 0 <= i - pad < width, else 0. Copies in float8 chunks, the last one
@@ -299,33 +288,48 @@ inline void dw_tile_corr(__global const float *in, __global const float *w, __gl
                          __local float *tile, const int K, const int S, const bool flip)
 {
     int ns = (int)get_local_size(0), LY = (int)get_local_size(1);
-    int ts = dw_tile_stride(ns, K, S), th = (LY - 1) * S + K;
-    int oy0 = (int)get_group_id(1) * LY;
+    int ts = dw_tile_stride(ns, K, S), th = (LY * DW_R - 1) * S + K;
+    int oy0 = (int)get_group_id(1) * LY * DW_R;
     int LZ = (int)get_local_size(2);
     dw_stage(tile, in, (int)get_group_id(2) * LZ, LZ, planes, height, width, pad, oy0 * S, th,
              ts, S);
     barrier(CLK_LOCAL_MEM_FENCE);
     int lx = (int)get_local_id(0), ly = (int)get_local_id(1), lz = (int)get_local_id(2);
-    int plane = (int)get_global_id(2), oy = oy0 + ly, ox0 = lx * DW_V;
+    int plane = (int)get_global_id(2), oy = oy0 + ly * DW_R, ox0 = lx * DW_V;
     if (plane >= planes || oy >= ho)
         return;
     __global const float *wp = w + (plane % c) * (K * K);
-    __local const float *tp = tile + (lz * th + ly * S) * ts;
-    /* one partial sum per filter row: K independent chains of K fma */
-    float8 acc[7]; /* K <= 7 */
+    __local const float *tp = tile + (lz * th + ly * DW_R * S) * ts;
+    /* DW_R output rows, filter column kx at a time (a loop: unrolling it would
+     * spill), its K weights in registers: staged row t feeds output row r
+     * through filter row t - r * S, each tap load serving up to DW_R fma. Two
+     * partial sums per output row (t even, odd) keep 2 * DW_R fma chains. */
+    float8 acc[DW_R][2];
 #pragma unroll
-    for (int ky = 0; ky < K; ky++) {
-        acc[ky] = (float8)(0.0f);
+    for (int r = 0; r < DW_R; r++)
+        acc[r][0] = acc[r][1] = (float8)(0.0f);
+#pragma unroll 1
+    for (int kx = 0; kx < K; kx++) {
+        float wcol[7]; /* K <= 7 */
 #pragma unroll
-        for (int kx = 0; kx < K; kx++) {
-            float wv = wp[flip ? K * K - 1 - (ky * K + kx) : ky * K + kx];
-            acc[ky] = fma(dw_tap(tp + ky * ts, ox0, kx, ts, S), (float8)(wv), acc[ky]);
+        for (int ky = 0; ky < K; ky++)
+            wcol[ky] = wp[flip ? K * K - 1 - (ky * K + kx) : ky * K + kx];
+#pragma unroll
+        for (int t = 0; t < (DW_R - 1) * S + K; t++) {
+            float8 v = dw_tap(tp + t * ts, ox0, kx, ts, S);
+#pragma unroll
+            for (int r = 0; r < DW_R; r++) {
+                int ky = t - r * S;
+                if (ky >= 0 && ky < K)
+                    acc[r][t & 1] = fma(v, (float8)(wcol[ky]), acc[r][t & 1]);
+            }
         }
     }
+    __global float *orow = out + ((size_t)plane * ho + oy) * wo + ox0;
 #pragma unroll
-    for (int ky = 1; ky < K; ky++)
-        acc[0] += acc[ky];
-    dw_store(out + ((size_t)plane * ho + oy) * wo + ox0, acc[0], wo - ox0);
+    for (int r = 0; r < DW_R; r++)
+        if (oy + r < ho)
+            dw_store(orow + (size_t)r * wo, acc[r][0] + acc[r][1], wo - ox0);
 }
 
 #define DW_TILE_ARGS int planes, int c, int height, int width, int pad, int ho, int wo, \

@@ -143,8 +143,11 @@ static manta_status col2im(mcl_dev *d, const nn_conv2d_shape *s, mview dcol, mvi
     mcl_arg_view(&L, dcol);
     mcl_arg_view(&L, dx);
     geometry_args(&L, s);
-    size_t total = (size_t)s->n * (size_t)s->cin * (size_t)s->h * (size_t)s->w;
-    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+    size_t planes = (size_t)s->n * (size_t)s->cin, w = (size_t)s->w, h = (size_t)s->h;
+    size_t local[3] = {w < 64 ? w : 64, 1, 1};
+    local[1] = 64 / local[0] < h ? 64 / local[0] : h;
+    bool fits = local[0] * local[1] <= mcl_info(d)->max_work_group;
+    return mcl_launch_run(&L, 3, (size_t[]){w, h, planes}, fits ? local : NULL);
 }
 
 /* src: (A, B, I) -> dst: (B, A, I) */
@@ -157,7 +160,11 @@ static manta_status swap01(mcl_dev *d, mview src, mview dst, int a, int b, int i
     mcl_arg_int(&L, a);
     mcl_arg_int(&L, b);
     mcl_arg_int(&L, inner);
-    return mcl_launch_run(&L, 3, (size_t[]){(size_t)inner, (size_t)a, (size_t)b}, NULL);
+    size_t chunks = ((size_t)inner + 7) / 8;
+    size_t local[3] = {chunks < 64 ? chunks : 64, 1, 1};
+    local[1] = 64 / local[0] < (size_t)a ? 64 / local[0] : (size_t)a;
+    bool fits = local[0] * local[1] <= mcl_info(d)->max_work_group;
+    return mcl_launch_run(&L, 3, (size_t[]){chunks, (size_t)a, (size_t)b}, fits ? local : NULL);
 }
 
 /* Work-group for a 2-D launch of gx x gy work-items: up to 8 along x, then
@@ -177,12 +184,59 @@ static void group_2d(mcl_dev *d, size_t gx, size_t gy, size_t local[2])
     local[1] = ly;
 }
 
+/* out (N, M) = in (N, K) A^T for hw = 1, with the kernels of
+ * cl_kernels/linear.cl: the forward (A = W, a_ks = 1) is lin_forward (dot
+ * products of rows), dx (A = W^T) is lin_rows (rows of W scaled by dy). */
+static manta_status pw_apply_hw1(mcl_dev *d, mview in, mview a, mview out, size_t n, size_t k,
+                                 size_t m, size_t a_rs, size_t a_ks)
+{
+    mcl_launch L;
+    size_t local[2];
+    if (a_ks == 1) {
+        mcl_launch_begin(&L, d, "linear", "lin_forward");
+        mcl_arg_view(&L, in);
+        mcl_arg_view(&L, a);
+        mcl_arg_view(&L, out);
+        mcl_arg_int(&L, (int)n);
+        mcl_arg_int(&L, (int)k);
+        mcl_arg_int(&L, (int)m);
+        mcl_arg_int(&L, (int)a_rs);
+        size_t gx = (m + 3) / 4, gy = (n + 3) / 4;
+        group_2d(d, gx, gy, local);
+        return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+    }
+    /* out (N, M) = in (N, K) B with B (K, M) = A^T, rows of stride a_ks */
+    mcl_launch_begin(&L, d, "linear", "lin_rows");
+    mcl_arg_view(&L, in);
+    mcl_arg_view(&L, a);
+    mcl_arg_view(&L, out);
+    mcl_arg_int(&L, (int)n);
+    mcl_arg_int(&L, (int)m);
+    mcl_arg_int(&L, (int)k);
+    mcl_arg_int(&L, (int)k);
+    mcl_arg_int(&L, 1);
+    mcl_arg_int(&L, (int)a_ks);
+    mcl_arg_int(&L, (int)m);
+    mcl_arg_float(&L, 0.0f);
+    size_t gx = (m + 15) / 16, gy = (n + 3) / 4;
+    group_2d(d, gx, gy, local);
+    return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+}
+
 /* out (N, M, HW) = A (M, K) in (N, K, HW), A[m, k] = a[m * a_rs + k * a_ks]. */
 static manta_status pw_apply(mcl_dev *d, mview in, mview a, mview out, size_t n, size_t k,
                              size_t m, size_t hw, size_t a_rs, size_t a_ks)
 {
+    if (hw == 1) /* out (N, M) = in (N, K) A^T: the linear layer's kernels */
+        return pw_apply_hw1(d, in, a, out, n, k, m, a_rs, a_ks);
+    /* chunks of 8 columns: inside an image (hw a multiple of 8), whole images
+     * (hw 2 or 4), else vector loads where they fit and gathers elsewhere */
+    const char *name = hw % 8 == 0 ? "pw_apply_contig"
+                       : hw == 4   ? "pw_apply_packed4"
+                       : hw == 2   ? "pw_apply_packed2"
+                                   : "pw_apply_mixed";
     mcl_launch L;
-    mcl_launch_begin(&L, d, "conv", hw % 8 == 0 ? "pw_apply_contig" : "pw_apply_mixed");
+    mcl_launch_begin(&L, d, "conv", name);
     mcl_arg_view(&L, in);
     mcl_arg_view(&L, a);
     mcl_arg_view(&L, out);

@@ -12,6 +12,8 @@
 #define TILE_V 8
 #define TILE_MIN_WIDTH 4
 #define TILE_GROUP 128
+/* Output rows per work-item of the tiled correlation (DW_R there). */
+#define TILE_R 4
 /* Longest private row of dw_rows_backward_w_* (DW_ROW_MAX there). */
 #define ROW_MAX 136
 
@@ -82,10 +84,10 @@ static void shape_args(mcl_launch *L, const nn_dw_shape *s)
 }
 
 /* Work-group geometry of a tiled launch: ns strips of TILE_V outputs per row
- * (dim 0), ly rows per band (dim 1), lz planes per group (dim 2), and the
- * local floats per plane of the tile. */
+ * (dim 0), ly work-items of r output rows each per band (dim 1), lz planes
+ * per group (dim 2), and the local floats per plane of the tile. */
 typedef struct tile_geo {
-    size_t ns, ly, lz, floats;
+    size_t ns, ly, r, lz, floats;
 } tile_geo;
 
 static bool tile_kernel_exists(const nn_dw_shape *s)
@@ -93,53 +95,57 @@ static bool tile_kernel_exists(const nn_dw_shape *s)
     return (s->k == 3 || s->k == 5 || s->k == 7) && (s->stride == 1 || s->stride == 2);
 }
 
-/* Local floats per plane for a band of ly output rows of g->ns strips. */
-typedef size_t (*tile_floats_fn)(const nn_dw_shape *s, size_t ns, size_t ly);
+/* Local floats per plane for a band of `rows` output rows of ns strips. */
+typedef size_t (*tile_floats_fn)(const nn_dw_shape *s, size_t ns, size_t rows);
 
-static size_t corr_floats(const nn_dw_shape *s, size_t ns, size_t ly)
+static size_t corr_floats(const nn_dw_shape *s, size_t ns, size_t rows)
 {
     size_t k = (size_t)s->k, st = (size_t)s->stride;
     size_t ts = st == 1 ? ns * TILE_V + k - 1 : 2 * (ns * TILE_V + (k - 1) / 2);
-    return ((ly - 1) * st + k) * ts;
+    return ((rows - 1) * st + k) * ts;
 }
 
 /* stride-1 dx runs the stride-1 correlation */
-static size_t corr1_floats(const nn_dw_shape *s, size_t ns, size_t ly)
+static size_t corr1_floats(const nn_dw_shape *s, size_t ns, size_t rows)
 {
     size_t k = (size_t)s->k;
-    return (ly - 1 + k) * (ns * TILE_V + k - 1);
+    return (rows - 1 + k) * (ns * TILE_V + k - 1);
 }
 
-static size_t dx2_floats(const nn_dw_shape *s, size_t ns, size_t ly)
+static size_t dx2_floats(const nn_dw_shape *s, size_t ns, size_t rows)
 {
     size_t p = (size_t)s->k / 2;
-    return ((ly + (size_t)s->k) / 2 + 1) * ((ns * TILE_V - 1 + p) / 2 + p + 1);
+    return ((rows + (size_t)s->k) / 2 + 1) * ((ns * TILE_V - 1 + p) / 2 + p + 1);
 }
 
-/* Geometry for output planes of out_h x out_w, `planes` of them, with
- * several planes per group when one plane is a single band (multi_plane).
- * false when the tiled kernel does not suit the shape or the device. */
+/* Geometry for output planes of out_h x out_w, `planes` of them, r output
+ * rows per work-item, with several planes per group when one plane is a
+ * single band (multi_plane). false when the tiled kernel does not suit the
+ * shape or the device. */
 static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out_w,
-                      size_t planes, bool multi_plane, tile_floats_fn floats, tile_geo *g)
+                      size_t planes, bool multi_plane, tile_floats_fn floats, size_t r,
+                      tile_geo *g)
 {
     const mcl_device_info *di = mcl_info(d);
     size_t cap = di->max_work_group < TILE_GROUP ? di->max_work_group : TILE_GROUP;
     size_t mem = (size_t)(di->local_mem / 2 / sizeof(float));
     if (!tile_kernel_exists(s) || out_w < TILE_MIN_WIDTH)
         return false;
+    g->r = r;
     g->ns = (out_w + TILE_V - 1) / TILE_V;
     if (g->ns > cap)
         return false;
+    size_t items = (out_h + r - 1) / r; /* work-items down a plane */
     g->ly = cap / g->ns;
-    if (g->ly > out_h)
-        g->ly = out_h;
-    while (g->ly > 1 && floats(s, g->ns, g->ly) > mem)
+    if (g->ly > items)
+        g->ly = items;
+    while (g->ly > 1 && floats(s, g->ns, g->ly * r) > mem)
         g->ly /= 2;
-    g->floats = floats(s, g->ns, g->ly);
+    g->floats = floats(s, g->ns, g->ly * r);
     if (g->floats > mem)
         return false;
     g->lz = 1;
-    if (multi_plane && g->ly == out_h) {
+    if (multi_plane && g->ly == items) {
         size_t by_wi = cap / (g->ns * g->ly), by_mem = mem / g->floats;
         g->lz = by_wi < by_mem ? by_wi : by_mem;
         if (g->lz > planes)
@@ -154,7 +160,23 @@ static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out
 static manta_status tile_run(mcl_launch *L, const tile_geo *g, size_t out_h, size_t planes)
 {
     mcl_arg_local(L, g->lz * g->floats * sizeof(float));
-    return mcl_launch_run(L, 3, (size_t[]){g->ns, out_h, planes}, (size_t[]){g->ns, g->ly, g->lz});
+    size_t items = (out_h + g->r - 1) / g->r;
+    return mcl_launch_run(L, 3, (size_t[]){g->ns, items, planes}, (size_t[]){g->ns, g->ly, g->lz});
+}
+
+/* Enqueue a direct kernel over (width, height, planes): a group holds whole
+ * planes, as many as make about TILE_GROUP work-items (PoCL's choice when a
+ * plane exceeds that or the device's group limit). */
+static manta_status direct_run(mcl_launch *L, mcl_dev *d, size_t width, size_t height,
+                               size_t planes)
+{
+    size_t cap = mcl_info(d)->max_work_group < TILE_GROUP ? mcl_info(d)->max_work_group
+                                                           : TILE_GROUP;
+    size_t plane = width * height;
+    if (plane > cap)
+        return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, NULL);
+    size_t lz = cap / plane < planes ? cap / plane : planes;
+    return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, (size_t[]){width, height, lz});
 }
 
 manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview y)
@@ -174,7 +196,7 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
     size_t planes = (size_t)s->n * (size_t)s->c;
     tile_geo g;
     mcl_launch L;
-    if (tile_plan(d, s, ho, wo, planes, true, corr_floats, &g)) {
+    if (tile_plan(d, s, ho, wo, planes, true, corr_floats, TILE_R, &g)) {
         snprintf(name, sizeof name, "dw_tile_forward_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
         mcl_arg_view(&L, x);
@@ -195,8 +217,7 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
     mcl_arg_view(&L, w);
     mcl_arg_view(&L, y);
     shape_args(&L, s);
-    size_t total = (size_t)s->n * (size_t)s->c * (size_t)nn_dw_out_h(s) * (size_t)nn_dw_out_w(s);
-    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+    return direct_run(&L, d, wo, ho, planes);
 }
 
 /* dx: (N, C, H, W), overwritten, from dy (N, C, Ho, Wo) and w (C, K, K). */
@@ -210,9 +231,10 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
     /* stride 1: the forward correlation of dy with the flipped filter, padded
      * by k - 1 - pad; stride 2 with pad k/2: a gather over the tap parities */
     bool flip = s->stride == 1 && s->pad <= s->k - 1 &&
-                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, corr1_floats, &g);
+                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, corr1_floats, TILE_R,
+                          &g);
     bool par2 = !flip && s->stride == 2 && s->pad == s->k / 2 &&
-                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, &g);
+                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, 1, &g);
     if (flip || par2) {
         snprintf(name, sizeof name, "dw_tile_backward_dx_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
@@ -241,8 +263,7 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
     mcl_arg_view(&L, w);
     mcl_arg_view(&L, dx);
     shape_args(&L, s);
-    size_t total = (size_t)s->n * (size_t)s->c * (size_t)s->h * (size_t)s->w;
-    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+    return direct_run(&L, d, (size_t)s->w, (size_t)s->h, planes);
 }
 
 /* dw (C, K, K) += reduction over (N, Ho, Wo); x (N, C, H, W), dy (N, C, Ho, Wo). */

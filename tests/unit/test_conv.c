@@ -290,9 +290,10 @@ static void test_conv_1x1_pointwise_batch4(void **st)
 /* The direct pointwise kernels: chunks of 8 columns inside an image take
  * vector loads (H*W a multiple of 8, an odd number of chunks, chunks spanning
  * two images, Cout and Cin not multiples of the 8-row and 4 x 4 blocks, a
- * weight stride); dW packs channels with the columns for H*W = 1, 2, 4 (a
- * partial last vector of channels) and gathers them for other H*W below 8
- * (fewer columns than a chunk). */
+ * weight stride); H*W = 2, 4 pack whole images into a chunk (a partial last
+ * chunk), H*W = 1 runs the linear layer's kernels; dW packs channels with the
+ * columns for H*W = 1, 2, 4 (a partial last vector of channels) and gathers
+ * them for other H*W below 8 (fewer columns than a chunk). */
 static void test_conv_1x1_pointwise_vector_and_gather(void **st)
 {
     check_conv(st, &(nn_conv2d_shape){3, 5, 2, 4, 11, 1, 1, 1, 1, 0, 0, 0}, 12);

@@ -157,7 +157,7 @@ static void test_dw_tiled_stride1(void **st)
     check_dw(st, &(nn_dw_shape){1, 2, 9, 12, 5, 1, 2}, 21);   /* partial strip */
     check_dw(st, &(nn_dw_shape){2, 2, 10, 10, 3, 1, 0}, 22);  /* pad 0: dx pad 2 */
     check_dw(st, &(nn_dw_shape){5, 7, 8, 8, 3, 1, 1}, 23);    /* 35 planes, 16 a group */
-    check_dw(st, &(nn_dw_shape){1, 1, 150, 9, 3, 1, 1}, 24);  /* 3 bands of rows */
+    check_dw(st, &(nn_dw_shape){1, 1, 300, 9, 3, 1, 1}, 24);  /* 2 bands of rows */
 }
 
 static void test_dw_tiled_stride2(void **st)
@@ -166,7 +166,7 @@ static void test_dw_tiled_stride2(void **st)
     check_dw(st, &(nn_dw_shape){1, 2, 11, 9, 3, 2, 1}, 26);   /* dx tiled only */
     check_dw(st, &(nn_dw_shape){1, 2, 17, 12, 5, 2, 2}, 27);
     check_dw(st, &(nn_dw_shape){2, 3, 32, 32, 3, 2, 1}, 28);  /* Wo 16 */
-    check_dw(st, &(nn_dw_shape){1, 1, 300, 17, 3, 2, 1}, 29); /* bands, forward and dx */
+    check_dw(st, &(nn_dw_shape){1, 1, 600, 17, 3, 2, 1}, 29); /* bands, forward and dx */
 }
 
 /* dw rows too long for the row-staged kernel, and K outside {3, 5, 7} at
