@@ -36,7 +36,7 @@ typedef struct tuner_spec {
  * tuner's m. The Xgemm tuner needs multiples of 128. The helper kernels pad,
  * copy and transpose operands for the indirect Xgemm kernel; the padding
  * ones are tuned on a long, narrow matrix like our operands (the fast copy
- * and transpose tuners take square sizes only). */
+ * and transpose tuners crash on sizes that are not square). */
 static const tuner_spec tuners[] = {
     {"clblast_tuner_xgemm_direct", "XgemmDirect", 1, 2048, 128, 128, 0},
     {"clblast_tuner_xgemm", "Xgemm", 1, 256, 256, 256, 0},
