@@ -112,19 +112,20 @@ static size_t corr1_floats(const nn_dw_shape *s, size_t ns, size_t rows)
     return (rows - 1 + k) * (ns * TILE_V + k - 1);
 }
 
+/* stride-2 dx: strips of 16 columns (dw_dx2_stride/rows there) */
 static size_t dx2_floats(const nn_dw_shape *s, size_t ns, size_t rows)
 {
     size_t p = (size_t)s->k / 2;
-    return ((rows + (size_t)s->k) / 2 + 1) * ((ns * TILE_V - 1 + p) / 2 + p + 1);
+    return ((rows + (size_t)s->k) / 2 + 1) * (8 * ns + (p + 1) / 2 + p + 1);
 }
 
 /* Geometry for output planes of out_h x out_w, `planes` of them, r output
- * rows per work-item, with several planes per group when one plane is a
+ * rows and v columns per work-item, with several planes per group when one plane is a
  * single band (multi_plane). false when the tiled kernel does not suit the
  * shape or the device. */
 static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out_w,
                       size_t planes, bool multi_plane, tile_floats_fn floats, size_t r,
-                      tile_geo *g)
+                      size_t v, tile_geo *g)
 {
     const mcl_device_info *di = mcl_info(d);
     size_t cap = di->max_work_group < TILE_GROUP ? di->max_work_group : TILE_GROUP;
@@ -132,7 +133,7 @@ static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out
     if (!tile_kernel_exists(s) || out_w < TILE_MIN_WIDTH)
         return false;
     g->r = r;
-    g->ns = (out_w + TILE_V - 1) / TILE_V;
+    g->ns = (out_w + v - 1) / v;
     if (g->ns > cap)
         return false;
     size_t items = (out_h + r - 1) / r; /* work-items down a plane */
@@ -196,7 +197,7 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
     size_t planes = (size_t)s->n * (size_t)s->c;
     tile_geo g;
     mcl_launch L;
-    if (tile_plan(d, s, ho, wo, planes, true, corr_floats, TILE_R, &g)) {
+    if (tile_plan(d, s, ho, wo, planes, true, corr_floats, TILE_R, TILE_V, &g)) {
         snprintf(name, sizeof name, "dw_tile_forward_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
         mcl_arg_view(&L, x);
@@ -232,9 +233,10 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
      * by k - 1 - pad; stride 2 with pad k/2: a gather over the tap parities */
     bool flip = s->stride == 1 && s->pad <= s->k - 1 &&
                 tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, corr1_floats, TILE_R,
-                          &g);
+                          TILE_V, &g);
     bool par2 = !flip && s->stride == 2 && s->pad == s->k / 2 &&
-                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, 1, &g);
+                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, TILE_R, 16,
+                          &g);
     if (flip || par2) {
         snprintf(name, sizeof name, "dw_tile_backward_dx_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
