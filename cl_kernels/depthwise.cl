@@ -549,14 +549,79 @@ inline void dw_copy_row(float *dst, __global const float *src, int cnt)
         dst[i] = src[i];
 }
 
+/* The zero-padded row (src[m] at position pad + m, m < cnt) split into its
+ * even positions ev[i / 2] and odd ones od[i / 2]; positions outside keep
+ * what the buffers hold (zeros). */
+inline void dw_copy_row2(float *ev, float *od, __global const float *src, int pad, int cnt)
+{
+    int i = pad, end = pad + cnt;
+    if (i < end && (i & 1)) {
+        od[i >> 1] = src[0];
+        i++;
+    }
+    int last = (end - 16) & ~1; /* last even start of 16 positions inside */
+    if (last >= i) {
+        for (;; i += 16) {
+            int at = min(i, last);
+            float16 v = vload16(0, src + (at - pad));
+            vstore8(v.even, 0, ev + at / 2);
+            vstore8(v.odd, 0, od + at / 2);
+            if (at == last)
+                break;
+        }
+        i = last + 16;
+    }
+    int last8 = (end - 8) & ~1; /* then chunks of 8 positions */
+    if (last8 >= i) {
+        for (;; i += 8) {
+            int at = min(i, last8);
+            float8 v = vload8(0, src + (at - pad));
+            vstore4(v.even, 0, ev + at / 2);
+            vstore4(v.odd, 0, od + at / 2);
+            if (at == last8)
+                break;
+        }
+        i = last8 + 8;
+    }
+    for (; i < end; i++) {
+        if (i & 1)
+            od[i >> 1] = src[i - pad];
+        else
+            ev[i >> 1] = src[i - pad];
+    }
+}
+
+/* Copy an x row into private buffer b: zero-padded, or with SPLIT its even
+ * positions at b and odd ones at b + DW_ROW_MAX / 2. */
+inline void dw_copy_xrow(float *b, __global const float *src, int pad, int cnt, const bool split)
+{
+    if (!split)
+        dw_copy_row(b + pad, src, cnt);
+    else
+        dw_copy_row2(b, b + DW_ROW_MAX / 2, src, pad, cnt);
+}
+
+/* Tap kx of chunk j of a copied x row: 8 values at stride S. */
+inline float8 dw_row_tap(const float *b, int j, int kx, const int S, const bool split)
+{
+    if (S == 1)
+        return vload8(0, b + 8 * j + kx);
+    if (split)
+        return vload8(0, b + (kx & 1) * (DW_ROW_MAX / 2) + 8 * j + (kx >> 1));
+    return vload16(0, b + 16 * j + kx).even;
+}
+
 /* dw as dw_w_direct, K and S at compile time. Global C*K: one work-item per
  * (c, ky), keeping the K sums of its taps as float8 partial sums. Each row of
  * x that the taps meet is copied into a private zero-padded row, and the
  * matching row of dy into a zero-extended one, so every tap of every chunk of
- * DW_V outputs is one unconditional vector load. The host guarantees
- * ceil(wo / 8) * 8 * S + K <= DW_ROW_MAX. */
-#define DW_ROWS_DW(K, S)                                                                     \
-__kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS)           \
+ * DW_V outputs is one unconditional vector load. At stride 2 the split
+ * variant (..._s2x, for rows of more than one chunk, where a row's work hides
+ * the copy of the next) stores the even and odd positions apart, so each tap
+ * is contiguous; the other reads 16 values and keeps the even ones. The host
+ * guarantees ceil(wo / 8) * 8 * S + K <= DW_ROW_MAX. */
+#define DW_ROWS_DW(K, S, SPLIT, SFX)                                                         \
+__kernel void dw_rows_backward_w_k##K##_s##S##SFX(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS)      \
 {                                                                                            \
     PTR(x); PTR(dy); PTR(dw);                                                                \
     int g = GID0;                                                                            \
@@ -574,7 +639,7 @@ __kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARG
     int xcnt = clamp(xlen - pad, 0, width); /* x columns kept */                             \
     /* two buffers: the next row is copied while the current one is used */                 \
     float xb[2 * DW_ROW_MAX], db[2 * DW_ROW_MAX];                                            \
-    for (int i = 0; i < xlen; i++)                                                           \
+    for (int i = 0; i < (SPLIT ? DW_ROW_MAX : xlen); i++)                                    \
         xb[i] = xb[DW_ROW_MAX + i] = 0.0f;                                                   \
     for (int i = wo; i < nch * 8; i++)                                                       \
         db[i] = db[DW_ROW_MAX + i] = 0.0f;                                                   \
@@ -584,7 +649,7 @@ __kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARG
         acc[kx] = (float8)(0.0f);                                                            \
     int total = n * rows;                                                                    \
     int xrow = (ch * height + oy_lo * S - pad + ky) * width, drow = (ch * ho + oy_lo) * wo;  \
-    dw_copy_row(xb + pad, x + xrow, xcnt);                                                   \
+    dw_copy_xrow(xb, x + xrow, pad, xcnt, SPLIT);                                            \
     dw_copy_row(db, dy + drow, wo);                                                          \
     int r = 0, b = 0;                                                                        \
     for (int t = 0; t < total; t++) {                                                        \
@@ -596,16 +661,15 @@ __kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARG
             }                                                                                \
             int plane = b * c + ch, oy = oy_lo + r;                                          \
             int nxt = DW_ROW_MAX - cur;                                                      \
-            dw_copy_row(xb + nxt + pad, x + ((size_t)plane * height + oy * S - pad + ky) * width, \
-                        xcnt);                                                               \
+            dw_copy_xrow(xb + nxt, x + ((size_t)plane * height + oy * S - pad + ky) * width,  \
+                         pad, xcnt, SPLIT);                                                  \
             dw_copy_row(db + nxt, dy + ((size_t)plane * ho + oy) * wo, wo);                  \
         }                                                                                    \
         for (int j = 0; j < nch; j++) {                                                      \
             float8 gv = vload8(0, db + cur + 8 * j);                                         \
             _Pragma("unroll")                                                                \
             for (int kx = 0; kx < K; kx++) {                                                 \
-                float8 xv = S == 1 ? vload8(0, xb + cur + 8 * j + kx)                        \
-                                   : vload16(0, xb + cur + 16 * j + kx).even;                \
+                float8 xv = dw_row_tap(xb + cur, j, kx, S, SPLIT);                           \
                 acc[kx] = fma(gv, xv, acc[kx]);                                              \
             }                                                                                \
         }                                                                                    \
@@ -614,9 +678,12 @@ __kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARG
     for (int kx = 0; kx < K; kx++)                                                           \
         dw[(ch * K + ky) * K + kx] += dw_hsum(acc[kx]);                                      \
 }
-DW_ROWS_DW(3, 1)
-DW_ROWS_DW(3, 2)
-DW_ROWS_DW(5, 1)
-DW_ROWS_DW(5, 2)
-DW_ROWS_DW(7, 1)
-DW_ROWS_DW(7, 2)
+DW_ROWS_DW(3, 1, false, )
+DW_ROWS_DW(3, 2, false, )
+DW_ROWS_DW(3, 2, true, x)
+DW_ROWS_DW(5, 1, false, )
+DW_ROWS_DW(5, 2, false, )
+DW_ROWS_DW(5, 2, true, x)
+DW_ROWS_DW(7, 1, false, )
+DW_ROWS_DW(7, 2, false, )
+DW_ROWS_DW(7, 2, true, x)

@@ -276,7 +276,10 @@ static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview 
     size_t wo = (size_t)nn_dw_out_w(s);
     if (tile_kernel_exists(s) && (wo + 7) / 8 * 8 * (size_t)s->stride + (size_t)s->k <= ROW_MAX) {
         char name[40];
-        snprintf(name, sizeof name, "dw_rows_backward_w_k%d_s%d", s->k, s->stride);
+        /* stride 2: x rows split into even and odd columns once a row has
+         * more than one chunk of 8 outputs */
+        snprintf(name, sizeof name, "dw_rows_backward_w_k%d_s%d%s", s->k, s->stride,
+                 s->stride == 2 && wo > 8 ? "x" : "");
         mcl_launch_begin(&L, d, "depthwise", name);
         mcl_arg_view(&L, x);
         mcl_arg_view(&L, dy);
