@@ -134,12 +134,14 @@ static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out
         return false;
     g->r = r;
     g->ns = (out_w + v - 1) / v;
-    if (g->ns > cap)
+    if (g->ns > cap || g->ns > nn_item_max(d, 0))
         return false;
     size_t items = (out_h + r - 1) / r; /* work-items down a plane */
     g->ly = cap / g->ns;
     if (g->ly > items)
         g->ly = items;
+    if (g->ly > nn_item_max(d, 1))
+        g->ly = nn_item_max(d, 1);
     while (g->ly > 1 && floats(s, g->ns, g->ly * r) > mem)
         g->ly /= 2;
     g->floats = floats(s, g->ns, g->ly * r);
@@ -151,6 +153,8 @@ static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out
         g->lz = by_wi < by_mem ? by_wi : by_mem;
         if (g->lz > planes)
             g->lz = planes;
+        if (g->lz > nn_item_max(d, 2))
+            g->lz = nn_item_max(d, 2);
         if (g->lz < 1)
             g->lz = 1;
     }
@@ -174,9 +178,11 @@ static manta_status direct_run(mcl_launch *L, mcl_dev *d, size_t width, size_t h
     size_t cap = mcl_info(d)->max_work_group < TILE_GROUP ? mcl_info(d)->max_work_group
                                                            : TILE_GROUP;
     size_t plane = width * height;
-    if (plane > cap)
+    if (plane > cap || width > nn_item_max(d, 0) || height > nn_item_max(d, 1))
         return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, NULL);
     size_t lz = cap / plane < planes ? cap / plane : planes;
+    if (lz > nn_item_max(d, 2))
+        lz = nn_item_max(d, 2);
     return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, (size_t[]){width, height, lz});
 }
 
