@@ -255,9 +255,9 @@ inline void dw_stage(__local float *tile, __global const float *in, int p0, int 
 }
 
 /* Tile geometry of the stride-2 dx: row stride and rows per plane for a band
- * of LY dx rows of ns strips (the host computes the same). */
-inline int dw_dx2_stride(int ns, const int K) { return (ns * DW_V - 1 + K / 2) / 2 + K / 2 + 1; }
-inline int dw_dx2_rows(int LY, const int K) { return (LY + K) / 2 + 1; }
+ * of `rows` dx rows of ns strips of 16 columns (the host computes the same). */
+inline int dw_dx2_stride(int ns, const int K) { return 8 * ns + (K / 2 + 1) / 2 + K / 2 + 1; }
+inline int dw_dx2_rows(int rows, const int K) { return (rows + K) / 2 + 1; }
 
 /* DW_V taps of one tile row for outputs ox0 ... (ox0 a multiple of DW_V). */
 inline float8 dw_tap(__local const float *row, int ox0, int kx, int ts, const int S)
@@ -364,43 +364,85 @@ DW_TILE_DX1(7)
 /* dx (planes, h, w) of the stride-2 forward with pad P = K/2:
  * dx[iy][ix] = sum of dy[(iy + P - ky) / 2][(ix + P - kx) / 2] * w[ky][kx] over
  * the taps where both differences are even (and inside dy). Work-items as in
- * dw_tile_corr, over dx; each computes the even and the odd columns of its
- * DW_V outputs as two float4. The tile holds dy rows oy_lo ... oy_lo + th - 1
- * and columns -P ..., zero outside dy. */
+ * dw_tile_corr, over dx, each computing DW_R rows (from an even row) of 16
+ * columns (from an even column): the even and the odd columns as two float8.
+ * The tile holds dy rows oy_lo ... oy_lo + th - 1 and columns -P ..., zero
+ * outside dy. For a work-item's first dy row oy_w, dx row iy0 + r meets dy
+ * row oy_w + t through filter row ky = BASE + r - 2t, BASE = iy0 + P - 2 oy_w
+ * being K - 1 or K by the parity of P - K + 1 alone (iy0 is even), so the
+ * (r, t) -> ky map is known at compile time and each tap load serves every
+ * output row it meets. Filter columns go in pairs (kx even, kx + 1): the
+ * first feeds one class of columns, the second the other. */
+#define DW_DX2_V 16
 inline void dw_tile_dx2(__global const float *dy, __global const float *w, __global float *dx,
                         int planes, int c, int height, int width, int ho, int wo,
                         __local float *tile, const int K)
 {
     const int P = K / 2;
+    const int BASE = ((P - K + 1) & 1) ? K : K - 1;
+    const int T = (BASE + DW_R - 1) / 2 + 1; /* dy rows a work-item reads */
+    const int C0 = P & 1; /* column class of the even filter columns: 0 even, 1 odd */
     int ns = (int)get_local_size(0), LY = (int)get_local_size(1), LZ = (int)get_local_size(2);
-    int ts = dw_dx2_stride(ns, K), th = dw_dx2_rows(LY, K);
-    int iy0 = (int)get_group_id(1) * LY;
+    int ts = dw_dx2_stride(ns, K), th = dw_dx2_rows(LY * DW_R, K);
+    int iy0 = (int)get_group_id(1) * LY * DW_R;
     int oy_lo = (iy0 + P - (K - 1) + 2 * K) / 2 - K; /* floor((iy0 + P - K + 1) / 2) */
     dw_stage(tile, dy, (int)get_group_id(2) * LZ, LZ, planes, ho, wo, P, oy_lo + P, th, ts, 1);
     barrier(CLK_LOCAL_MEM_FENCE);
     int lx = (int)get_local_id(0), ly = (int)get_local_id(1), lz = (int)get_local_id(2);
-    int plane = (int)get_global_id(2), iy = iy0 + ly, ix0 = lx * DW_V;
+    int plane = (int)get_global_id(2), iy = iy0 + ly * DW_R, ix0 = lx * DW_DX2_V;
     if (plane >= planes || iy >= height)
         return;
     __global const float *wp = w + (plane % c) * (K * K);
-    float4 ae = (float4)(0.0f), ao = (float4)(0.0f);
+    /* tile row of t = 0: oy_w - oy_lo = 2 ly; column of lane 0 at offset 0 */
+    __local const float *tp = tile + (lz * th + 2 * ly) * ts + ix0 / 2 + P;
+    float8 acc[DW_R][2];
 #pragma unroll
-    for (int ky = 0; ky < K; ky++) {
-        int t = iy + P - ky;
-        if ((t & 1) == 0) {
-            __local const float *row = tile + (lz * th + t / 2 - oy_lo) * ts + ix0 / 2 + P;
+    for (int r = 0; r < DW_R; r++)
+        acc[r][0] = acc[r][1] = (float8)(0.0f);
+#pragma unroll 1
+    for (int kx = 0; kx < K; kx += 2) {
 #pragma unroll
-            for (int kx = 0; kx < K; kx++) {
-                float wv = wp[ky * K + kx];
-                if (((P - kx) & 1) == 0)
-                    ae = fma(vload4(0, row + (P - kx) / 2), (float4)(wv), ae);
-                else
-                    ao = fma(vload4(0, row + (1 + P - kx) / 2), (float4)(wv), ao);
+        for (int h = 0; h < 2; h++) { /* kx + h: column class C0 ^ h */
+            int q = kx + h;
+            if (q < K) {
+                /* lane m of class a reads dy column ix0/2 + m + (a + P - q) / 2 */
+                int off = (((C0 ^ h) + P) - q) / 2;
+                float wcol[7]; /* K <= 7 */
+#pragma unroll
+                for (int ky = 0; ky < K; ky++)
+                    wcol[ky] = wp[ky * K + q];
+#pragma unroll
+                for (int t = 0; t < T; t++) {
+                    bool used = false;
+#pragma unroll
+                    for (int r = 0; r < DW_R; r++) {
+                        int ky = BASE + r - 2 * t;
+                        used = used || (ky >= 0 && ky < K);
+                    }
+                    if (!used)
+                        continue;
+                    float8 v = vload8(0, tp + t * ts + off);
+#pragma unroll
+                    for (int r = 0; r < DW_R; r++) {
+                        int ky = BASE + r - 2 * t;
+                        if (ky >= 0 && ky < K)
+                            acc[r][C0 ^ h] = fma(v, (float8)(wcol[ky]), acc[r][C0 ^ h]);
+                    }
+                }
             }
         }
     }
-    float8 v = (float8)(ae.s0, ao.s0, ae.s1, ao.s1, ae.s2, ao.s2, ae.s3, ao.s3);
-    dw_store(dx + ((size_t)plane * height + iy) * width + ix0, v, width - ix0);
+#pragma unroll
+    for (int r = 0; r < DW_R; r++) {
+        if (iy + r >= height)
+            break;
+        float8 e = acc[r][0], o = acc[r][1];
+        __global float *row = dx + ((size_t)plane * height + iy + r) * width + ix0;
+        dw_store(row, (float8)(e.s0, o.s0, e.s1, o.s1, e.s2, o.s2, e.s3, o.s3), width - ix0);
+        if (width - ix0 > 8)
+            dw_store(row + 8, (float8)(e.s4, o.s4, e.s5, o.s5, e.s6, o.s6, e.s7, o.s7),
+                     width - ix0 - 8);
+    }
 }
 
 #define DW_TILE_DX2(K)                                                                       \
@@ -507,14 +549,79 @@ inline void dw_copy_row(float *dst, __global const float *src, int cnt)
         dst[i] = src[i];
 }
 
+/* The zero-padded row (src[m] at position pad + m, m < cnt) split into its
+ * even positions ev[i / 2] and odd ones od[i / 2]; positions outside keep
+ * what the buffers hold (zeros). */
+inline void dw_copy_row2(float *ev, float *od, __global const float *src, int pad, int cnt)
+{
+    int i = pad, end = pad + cnt;
+    if (i < end && (i & 1)) {
+        od[i >> 1] = src[0];
+        i++;
+    }
+    int last = (end - 16) & ~1; /* last even start of 16 positions inside */
+    if (last >= i) {
+        for (;; i += 16) {
+            int at = min(i, last);
+            float16 v = vload16(0, src + (at - pad));
+            vstore8(v.even, 0, ev + at / 2);
+            vstore8(v.odd, 0, od + at / 2);
+            if (at == last)
+                break;
+        }
+        i = last + 16;
+    }
+    int last8 = (end - 8) & ~1; /* then chunks of 8 positions */
+    if (last8 >= i) {
+        for (;; i += 8) {
+            int at = min(i, last8);
+            float8 v = vload8(0, src + (at - pad));
+            vstore4(v.even, 0, ev + at / 2);
+            vstore4(v.odd, 0, od + at / 2);
+            if (at == last8)
+                break;
+        }
+        i = last8 + 8;
+    }
+    for (; i < end; i++) {
+        if (i & 1)
+            od[i >> 1] = src[i - pad];
+        else
+            ev[i >> 1] = src[i - pad];
+    }
+}
+
+/* Copy an x row into private buffer b: zero-padded, or with SPLIT its even
+ * positions at b and odd ones at b + DW_ROW_MAX / 2. */
+inline void dw_copy_xrow(float *b, __global const float *src, int pad, int cnt, const bool split)
+{
+    if (!split)
+        dw_copy_row(b + pad, src, cnt);
+    else
+        dw_copy_row2(b, b + DW_ROW_MAX / 2, src, pad, cnt);
+}
+
+/* Tap kx of chunk j of a copied x row: 8 values at stride S. */
+inline float8 dw_row_tap(const float *b, int j, int kx, const int S, const bool split)
+{
+    if (S == 1)
+        return vload8(0, b + 8 * j + kx);
+    if (split)
+        return vload8(0, b + (kx & 1) * (DW_ROW_MAX / 2) + 8 * j + (kx >> 1));
+    return vload16(0, b + 16 * j + kx).even;
+}
+
 /* dw as dw_w_direct, K and S at compile time. Global C*K: one work-item per
  * (c, ky), keeping the K sums of its taps as float8 partial sums. Each row of
  * x that the taps meet is copied into a private zero-padded row, and the
  * matching row of dy into a zero-extended one, so every tap of every chunk of
- * DW_V outputs is one unconditional vector load. The host guarantees
- * ceil(wo / 8) * 8 * S + K <= DW_ROW_MAX. */
-#define DW_ROWS_DW(K, S)                                                                     \
-__kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS)           \
+ * DW_V outputs is one unconditional vector load. At stride 2 the split
+ * variant (..._s2x, for rows of more than one chunk, where a row's work hides
+ * the copy of the next) stores the even and odd positions apart, so each tap
+ * is contiguous; the other reads 16 values and keeps the even ones. The host
+ * guarantees ceil(wo / 8) * 8 * S + K <= DW_ROW_MAX. */
+#define DW_ROWS_DW(K, S, SPLIT, SFX)                                                         \
+__kernel void dw_rows_backward_w_k##K##_s##S##SFX(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS)      \
 {                                                                                            \
     PTR(x); PTR(dy); PTR(dw);                                                                \
     int g = GID0;                                                                            \
@@ -532,7 +639,7 @@ __kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARG
     int xcnt = clamp(xlen - pad, 0, width); /* x columns kept */                             \
     /* two buffers: the next row is copied while the current one is used */                 \
     float xb[2 * DW_ROW_MAX], db[2 * DW_ROW_MAX];                                            \
-    for (int i = 0; i < xlen; i++)                                                           \
+    for (int i = 0; i < (SPLIT ? DW_ROW_MAX : xlen); i++)                                    \
         xb[i] = xb[DW_ROW_MAX + i] = 0.0f;                                                   \
     for (int i = wo; i < nch * 8; i++)                                                       \
         db[i] = db[DW_ROW_MAX + i] = 0.0f;                                                   \
@@ -542,7 +649,7 @@ __kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARG
         acc[kx] = (float8)(0.0f);                                                            \
     int total = n * rows;                                                                    \
     int xrow = (ch * height + oy_lo * S - pad + ky) * width, drow = (ch * ho + oy_lo) * wo;  \
-    dw_copy_row(xb + pad, x + xrow, xcnt);                                                   \
+    dw_copy_xrow(xb, x + xrow, pad, xcnt, SPLIT);                                            \
     dw_copy_row(db, dy + drow, wo);                                                          \
     int r = 0, b = 0;                                                                        \
     for (int t = 0; t < total; t++) {                                                        \
@@ -554,16 +661,15 @@ __kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARG
             }                                                                                \
             int plane = b * c + ch, oy = oy_lo + r;                                          \
             int nxt = DW_ROW_MAX - cur;                                                      \
-            dw_copy_row(xb + nxt + pad, x + ((size_t)plane * height + oy * S - pad + ky) * width, \
-                        xcnt);                                                               \
+            dw_copy_xrow(xb + nxt, x + ((size_t)plane * height + oy * S - pad + ky) * width,  \
+                         pad, xcnt, SPLIT);                                                  \
             dw_copy_row(db + nxt, dy + ((size_t)plane * ho + oy) * wo, wo);                  \
         }                                                                                    \
         for (int j = 0; j < nch; j++) {                                                      \
             float8 gv = vload8(0, db + cur + 8 * j);                                         \
             _Pragma("unroll")                                                                \
             for (int kx = 0; kx < K; kx++) {                                                 \
-                float8 xv = S == 1 ? vload8(0, xb + cur + 8 * j + kx)                        \
-                                   : vload16(0, xb + cur + 16 * j + kx).even;                \
+                float8 xv = dw_row_tap(xb + cur, j, kx, S, SPLIT);                           \
                 acc[kx] = fma(gv, xv, acc[kx]);                                              \
             }                                                                                \
         }                                                                                    \
@@ -572,9 +678,12 @@ __kernel void dw_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), DW_ARG
     for (int kx = 0; kx < K; kx++)                                                           \
         dw[(ch * K + ky) * K + kx] += dw_hsum(acc[kx]);                                      \
 }
-DW_ROWS_DW(3, 1)
-DW_ROWS_DW(3, 2)
-DW_ROWS_DW(5, 1)
-DW_ROWS_DW(5, 2)
-DW_ROWS_DW(7, 1)
-DW_ROWS_DW(7, 2)
+DW_ROWS_DW(3, 1, false, )
+DW_ROWS_DW(3, 2, false, )
+DW_ROWS_DW(3, 2, true, x)
+DW_ROWS_DW(5, 1, false, )
+DW_ROWS_DW(5, 2, false, )
+DW_ROWS_DW(5, 2, true, x)
+DW_ROWS_DW(7, 1, false, )
+DW_ROWS_DW(7, 2, false, )
+DW_ROWS_DW(7, 2, true, x)

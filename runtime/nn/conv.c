@@ -328,9 +328,11 @@ static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x
         return MANTA_OK;
     size_t ns = (wo + 7) / 8;
     size_t ts = st == 1 ? ns * 8 + k - 1 : 2 * (ns * 8 + (k - 1) / 2);
-    if (ns > cap)
+    if (ns > cap || ns > nn_item_max(d, 0))
         return MANTA_OK;
     size_t ly = cap / ns < ho ? cap / ns : ho;
+    if (ly > nn_item_max(d, 1))
+        ly = nn_item_max(d, 1);
     while (ly > 1 && (size_t)s->cin * ((ly - 1) * st + k) * ts > mem)
         ly /= 2;
     size_t floats = (size_t)s->cin * ((ly - 1) * st + k) * ts;

@@ -112,19 +112,20 @@ static size_t corr1_floats(const nn_dw_shape *s, size_t ns, size_t rows)
     return (rows - 1 + k) * (ns * TILE_V + k - 1);
 }
 
+/* stride-2 dx: strips of 16 columns (dw_dx2_stride/rows there) */
 static size_t dx2_floats(const nn_dw_shape *s, size_t ns, size_t rows)
 {
     size_t p = (size_t)s->k / 2;
-    return ((rows + (size_t)s->k) / 2 + 1) * ((ns * TILE_V - 1 + p) / 2 + p + 1);
+    return ((rows + (size_t)s->k) / 2 + 1) * (8 * ns + (p + 1) / 2 + p + 1);
 }
 
 /* Geometry for output planes of out_h x out_w, `planes` of them, r output
- * rows per work-item, with several planes per group when one plane is a
+ * rows and v columns per work-item, with several planes per group when one plane is a
  * single band (multi_plane). false when the tiled kernel does not suit the
  * shape or the device. */
 static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out_w,
                       size_t planes, bool multi_plane, tile_floats_fn floats, size_t r,
-                      tile_geo *g)
+                      size_t v, tile_geo *g)
 {
     const mcl_device_info *di = mcl_info(d);
     size_t cap = di->max_work_group < TILE_GROUP ? di->max_work_group : TILE_GROUP;
@@ -132,13 +133,15 @@ static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out
     if (!tile_kernel_exists(s) || out_w < TILE_MIN_WIDTH)
         return false;
     g->r = r;
-    g->ns = (out_w + TILE_V - 1) / TILE_V;
-    if (g->ns > cap)
+    g->ns = (out_w + v - 1) / v;
+    if (g->ns > cap || g->ns > nn_item_max(d, 0))
         return false;
     size_t items = (out_h + r - 1) / r; /* work-items down a plane */
     g->ly = cap / g->ns;
     if (g->ly > items)
         g->ly = items;
+    if (g->ly > nn_item_max(d, 1))
+        g->ly = nn_item_max(d, 1);
     while (g->ly > 1 && floats(s, g->ns, g->ly * r) > mem)
         g->ly /= 2;
     g->floats = floats(s, g->ns, g->ly * r);
@@ -150,6 +153,8 @@ static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out
         g->lz = by_wi < by_mem ? by_wi : by_mem;
         if (g->lz > planes)
             g->lz = planes;
+        if (g->lz > nn_item_max(d, 2))
+            g->lz = nn_item_max(d, 2);
         if (g->lz < 1)
             g->lz = 1;
     }
@@ -173,9 +178,11 @@ static manta_status direct_run(mcl_launch *L, mcl_dev *d, size_t width, size_t h
     size_t cap = mcl_info(d)->max_work_group < TILE_GROUP ? mcl_info(d)->max_work_group
                                                            : TILE_GROUP;
     size_t plane = width * height;
-    if (plane > cap)
+    if (plane > cap || width > nn_item_max(d, 0) || height > nn_item_max(d, 1))
         return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, NULL);
     size_t lz = cap / plane < planes ? cap / plane : planes;
+    if (lz > nn_item_max(d, 2))
+        lz = nn_item_max(d, 2);
     return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, (size_t[]){width, height, lz});
 }
 
@@ -196,7 +203,7 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
     size_t planes = (size_t)s->n * (size_t)s->c;
     tile_geo g;
     mcl_launch L;
-    if (tile_plan(d, s, ho, wo, planes, true, corr_floats, TILE_R, &g)) {
+    if (tile_plan(d, s, ho, wo, planes, true, corr_floats, TILE_R, TILE_V, &g)) {
         snprintf(name, sizeof name, "dw_tile_forward_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
         mcl_arg_view(&L, x);
@@ -232,9 +239,10 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
      * by k - 1 - pad; stride 2 with pad k/2: a gather over the tap parities */
     bool flip = s->stride == 1 && s->pad <= s->k - 1 &&
                 tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, corr1_floats, TILE_R,
-                          &g);
+                          TILE_V, &g);
     bool par2 = !flip && s->stride == 2 && s->pad == s->k / 2 &&
-                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, 1, &g);
+                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, TILE_R, 16,
+                          &g);
     if (flip || par2) {
         snprintf(name, sizeof name, "dw_tile_backward_dx_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
@@ -274,7 +282,10 @@ static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview 
     size_t wo = (size_t)nn_dw_out_w(s);
     if (tile_kernel_exists(s) && (wo + 7) / 8 * 8 * (size_t)s->stride + (size_t)s->k <= ROW_MAX) {
         char name[40];
-        snprintf(name, sizeof name, "dw_rows_backward_w_k%d_s%d", s->k, s->stride);
+        /* stride 2: x rows split into even and odd columns once a row has
+         * more than one chunk of 8 outputs */
+        snprintf(name, sizeof name, "dw_rows_backward_w_k%d_s%d%s", s->k, s->stride,
+                 s->stride == 2 && wo > 8 ? "x" : "");
         mcl_launch_begin(&L, d, "depthwise", name);
         mcl_arg_view(&L, x);
         mcl_arg_view(&L, dy);

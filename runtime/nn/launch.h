@@ -58,6 +58,17 @@ static inline size_t nn_reduce_wg(const mcl_dev *d, size_t n)
     return wg;
 }
 
+/** Largest work-group extent the device allows along dimension @p dim (0..2)
+ *  (CL_DEVICE_MAX_WORK_ITEM_SIZES; GPUs often allow only 64 along dim 2). */
+static inline size_t nn_item_max(const mcl_dev *d, unsigned dim)
+{
+    size_t sizes[3] = {1, 1, 1};
+    if (dim > 2 || clGetDeviceInfo(mcl_info(d)->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof sizes,
+                                   sizes, NULL) != CL_SUCCESS)
+        return 1;
+    return sizes[dim];
+}
+
 /** Output size of a sliding window along one axis, (in + 2*pad - k) / stride + 1;
  *  0 when an argument is out of range or the window does not fit the padded input. */
 static inline int nn_window_out(int in, int k, int stride, int pad)

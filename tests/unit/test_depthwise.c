@@ -165,6 +165,7 @@ static void test_dw_tiled_stride2(void **st)
     check_dw(st, &(nn_dw_shape){2, 3, 21, 19, 7, 2, 3}, 25);  /* Wo 10, dx 3 strips */
     check_dw(st, &(nn_dw_shape){1, 2, 11, 9, 3, 2, 1}, 26);   /* dx tiled only */
     check_dw(st, &(nn_dw_shape){1, 2, 17, 12, 5, 2, 2}, 27);
+    check_dw(st, &(nn_dw_shape){1, 2, 20, 22, 5, 2, 2}, 34);  /* Wo 11: split x rows for dw */
     check_dw(st, &(nn_dw_shape){2, 3, 32, 32, 3, 2, 1}, 28);  /* Wo 16 */
     check_dw(st, &(nn_dw_shape){1, 1, 600, 17, 3, 2, 1}, 29); /* bands, forward and dx */
 }
