@@ -30,7 +30,7 @@
 #include "engine/errors.h"
 
 /** Output channels per packed weight panel of the convolution kernels. */
-#define MK_CONV_NR 8
+#define MK_CONV_NR 16
 
 /** Fused activation, with TFLite's ActivationFunctionType values. */
 typedef enum mk_act {
