@@ -190,46 +190,59 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
     return MENGINE_OK;
 }
 
-/* Dense 1x1 over few pixels: y[p][co] = clamp(bias[co] + x[p] . w[co]) without packing,
- * 2 pixels x 4 output channels of vector partial sums over Cin at a time. */
+/* y[p][co] = clamp(bias[co] + x[p] . w[co]) for NP pixels x NC channels (NC a multiple of 4;
+ * channels past CO repeat the last row and are not stored): NP * NC vector partial sums over
+ * Cin, reduced four at a time. */
+static MK_ALWAYS_INLINE void dot_block(const int NP, const int NC, int C, int CO, int co0,
+                                       const float *restrict x, const float *restrict w,
+                                       const float *bias, float lo, float hi, float *restrict y)
+{
+    const int cv = C / MK_VL * MK_VL, nc = mk_min(NC, CO - co0);
+    const float *wr[8];
+    mk_vf acc[2][8];
+    for (int j = 0; j < NC; j++) {
+        wr[j] = w + (size_t)(co0 + (j < nc ? j : nc - 1)) * C;
+        for (int p = 0; p < NP; p++)
+            acc[p][j] = mk_vset1(0.0f);
+    }
+    for (int c = 0; c < cv; c += MK_VL) {
+        mk_vf a[2];
+        for (int p = 0; p < NP; p++)
+            a[p] = mk_vload(x + (size_t)p * C + c);
+        for (int j = 0; j < NC; j++) {
+            const mk_vf b = mk_vload(wr[j] + c);
+            for (int p = 0; p < NP; p++)
+                acc[p][j] = mk_vfma(acc[p][j], a[p], b);
+        }
+    }
+    for (int p = 0; p < NP; p++) {
+        float s[8];
+        for (int j = 0; j < NC; j += 4)
+            mk_vsum4(acc[p][j], acc[p][j + 1], acc[p][j + 2], acc[p][j + 3], s + j);
+        const float *xp = x + (size_t)p * C;
+        for (int j = 0; j < nc; j++) {
+            float v = s[j];
+            for (int c = cv; c < C; c++)
+                v += xp[c] * wr[j][c];
+            v += bias ? bias[co0 + j] : 0.0f;
+            y[(size_t)p * CO + co0 + j] = v < lo ? lo : (v > hi ? hi : v);
+        }
+    }
+}
+
+/* Dense 1x1 over few pixels: dot products over the contiguous Cin, no packing;
+ * 2 pixels x 4 channels or 1 pixel x 8 channels at a time. */
 static void gemv_1x1(size_t npix, int C, int CO, const float *restrict in,
                      const float *restrict w, const float *bias, float lo, float hi,
                      float *restrict out)
 {
-    const int cv = C / MK_VL * MK_VL;
-    for (size_t p0 = 0; p0 < npix; p0 += 2) {
-        const int np = npix - p0 >= 2 ? 2 : 1;
-        const float *x0 = in + p0 * C, *x1 = in + (p0 + (size_t)np - 1) * C;
-        for (int co0 = 0; co0 < CO; co0 += 4) {
-            const int nc = mk_min(4, CO - co0);
-            const float *wr[4];
-            for (int j = 0; j < 4; j++)
-                wr[j] = w + (size_t)(co0 + (j < nc ? j : nc - 1)) * C;
-            mk_vf acc0[4], acc1[4];
-            for (int j = 0; j < 4; j++)
-                acc0[j] = acc1[j] = mk_vset1(0.0f);
-            for (int c = 0; c < cv; c += MK_VL) {
-                const mk_vf a0 = mk_vload(x0 + c), a1 = mk_vload(x1 + c);
-                for (int j = 0; j < 4; j++) {
-                    const mk_vf b = mk_vload(wr[j] + c);
-                    acc0[j] = mk_vfma(acc0[j], a0, b);
-                    acc1[j] = mk_vfma(acc1[j], a1, b);
-                }
-            }
-            for (int j = 0; j < nc; j++) {
-                float s0 = mk_vsum(acc0[j]), s1 = mk_vsum(acc1[j]);
-                for (int c = cv; c < C; c++) {
-                    s0 += x0[c] * wr[j][c];
-                    s1 += x1[c] * wr[j][c];
-                }
-                const float b = bias ? bias[co0 + j] : 0.0f;
-                s0 += b, s1 += b;
-                out[p0 * CO + co0 + j] = s0 < lo ? lo : (s0 > hi ? hi : s0);
-                if (np == 2)
-                    out[(p0 + 1) * CO + co0 + j] = s1 < lo ? lo : (s1 > hi ? hi : s1);
-            }
-        }
-    }
+    size_t p = 0;
+    for (; p + 2 <= npix; p += 2)
+        for (int co0 = 0; co0 < CO; co0 += 4)
+            dot_block(2, 4, C, CO, co0, in + p * C, w, bias, lo, hi, out + p * CO);
+    for (; p < npix; p++)
+        for (int co0 = 0; co0 < CO; co0 += 8)
+            dot_block(1, 8, C, CO, co0, in + p * C, w, bias, lo, hi, out + p * CO);
 }
 
 mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, const float *in,

@@ -107,6 +107,19 @@ static inline float mk_vsum(mk_vf v)
 #endif
 }
 
+/* out[0..3] = the lane sums of a, b, c, d. */
+static inline void mk_vsum4(mk_vf a, mk_vf b, mk_vf c, mk_vf d, float *out)
+{
+#if defined(MK_SIMD_AVX)
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+#elif defined(MK_SIMD_NEON) && defined(__aarch64__)
+    vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d)));
+#else
+    out[0] = mk_vsum(a), out[1] = mk_vsum(b), out[2] = mk_vsum(c), out[3] = mk_vsum(d);
+#endif
+}
+
 /* The clamp bounds of a fused activation (NONE: -inf, +inf). */
 static inline void mk_act_bounds(mk_act act, float *lo, float *hi)
 {
