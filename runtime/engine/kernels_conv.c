@@ -18,7 +18,7 @@
 #define NR MK_CONV_NR       /* 16 output channels per panel */
 #define NV (NR / MK_VL)     /* vectors per pixel of a tile */
 #if defined(MK_SIMD_AVX) || defined(MK_SIMD_NEON)
-#define MR 4 /* 8 (AVX) or 16 (NEON, 32 registers) accumulators */
+#define MR 6 /* 12 (AVX: 16 registers) or 24 (NEON: 32) accumulators */
 #elif MK_VL == 4
 #define MR 2 /* SSE: 8 accumulators of 16 registers */
 #else
