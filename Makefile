@@ -5,6 +5,7 @@
 #   make deps       install missing Debian packages (as root) or print the command
 #   make bench-ops  op throughput table (not a test)
 #   make bench-train  training images/s against PyTorch (not a test)
+#   make bench-engine inference latency and arena against LiteRT and TFLM (not a test)
 #   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
 #   make SANITIZE=1 ...   the same under ASan + UBSan, in build/san/
 #   make fuzz       libFuzzer target over the engine (clang); run: tools/fuzz/run.sh SECONDS
@@ -74,7 +75,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train tune clean help fuzz
+.PHONY: all lib test test-run demo deps bench-ops bench-train bench-engine tune clean help fuzz
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 lib: $(LIB)
 
@@ -170,6 +171,17 @@ bench-train: deps
 	@$(MAKE) --no-print-directory all
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || apt-get install -y python3-torch
 	tools/bench/train_vs_torch.sh
+
+# Single-thread inference latency of five exported sub-networks against LiteRT (XNNPACK)
+# and TFLM (reference kernels), same .tflite files, and the arenas; the engine is also
+# built for this CPU in $(BUILD)/bench-native (as a board build would be for its CPU).
+# PyPI packages go to $(BUILD)/bench-venv (VENV=... for another); ROUNDS=N (default 5).
+bench-engine: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/bench-native ENGINE_OPT="-O3 -march=native" \
+		$(BUILD)/bench-native/bin/manta-infer
+	BUILD=$(BUILD) INFER_NATIVE=$(BUILD)/bench-native/bin/manta-infer \
+		tools/bench/engine_vs_peers.sh $(ROUNDS)
 
 # libFuzzer over verify + plan + invoke (tests/common/fuzz_body.c), and the seed writer.
 FUZZ_CC    ?= clang

@@ -30,7 +30,7 @@
 #include "engine/errors.h"
 
 /** Output channels per packed weight panel of the convolution kernels. */
-#define MK_CONV_NR 8
+#define MK_CONV_NR 16
 
 /** Fused activation, with TFLite's ActivationFunctionType values. */
 typedef enum mk_act {
@@ -77,7 +77,9 @@ size_t mk_conv2d_get_buffer_size_f32(const mk_dims *filter_dims);
 
 /**
  * 2-D convolution, direct, with weights packed MK_CONV_NR output channels at a
- * time into @p scratch and 4 output pixels x MK_CONV_NR channels per register block.
+ * time into @p scratch (once per panel per call) and a register block of up to 6
+ * output pixels x MK_CONV_NR channels (the bias and the activation applied in
+ * registers).
  * @param in_dims     (N, H, W, Cin)
  * @param filter_dims (Cout, KH, KW, Cin), OHWI
  * @param bias        (Cout) or NULL
@@ -89,7 +91,9 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *in_dims, co
                              const mk_dims *out_dims, float *out, float *scratch);
 
 /**
- * 1x1 convolution as a blocked GEMM over all N*OH*OW pixels (any stride).
+ * 1x1 convolution as a blocked GEMM over all N*OH*OW pixels; over at most 16
+ * pixels, dot products on the unpacked weights (no use of @p scratch); strided,
+ * the direct kernel.
  * Preconditions: KH == KW == 1, pad_h == pad_w == 0. Same arguments as mk_conv2d_f32().
  */
 mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *in_dims, const float *in,
@@ -112,6 +116,8 @@ int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *filter_dims)
 /**
  * Depthwise convolution specialised for kernel 3/5/7 and stride 1/2 with
  * multiplier 1 (mk_depthwise_conv_fast_ok()); MENGINE_ERR_ARG otherwise.
+ * Channels in blocks of vectors held in registers over the taps; the kernel
+ * size is a compile-time constant for interior pixels.
  * Same arguments as mk_depthwise_conv_f32().
  */
 mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *in_dims,

@@ -1,19 +1,30 @@
 /* Convolutions: direct 2-D convolution, 1x1 convolution as a blocked GEMM, and
  * transpose convolution.
  *
- * Both forward kernels first pack MK_CONV_NR output channels of the OHWI
- * weights into a panel laid out [KH][KW][Cin][NR] (zero columns past Cout),
- * so that the inner loop of the micro-kernel is NR independent multiply-adds
- * over contiguous floats, and the MR x NR accumulators stay in vector
- * registers. Input rows along KW are contiguous in NHWC, so one
- * micro-kernel call covers a whole kernel row (K = KW * Cin). */
-#include <string.h>
+ * The forward kernels pack NR output channels of the OHWI weights into a
+ * panel laid out [KH][KW][Cin][NR] (zero columns past Cout), once per panel
+ * per call, then run every output pixel over it: a micro-kernel keeps MR
+ * pixels x NR channels of accumulators in vector registers (NR / MK_VL
+ * vectors per pixel), starting from the bias, and adds one broadcast input
+ * value times one panel row per step. Input rows along KW are contiguous in
+ * NHWC, so a kernel row is one run of K = KW * Cin steps; the KH rows are
+ * summed in registers and the fused activation is applied before the only
+ * store. 1x1 convolutions over few pixels (the late, small layers) skip the
+ * packing, which would cost as much as the arithmetic: dot products over the
+ * contiguous Cin of input pixel and weight row, 2 pixels x 4 channels at a
+ * time. */
+#include "engine/kernels_simd.h"
 
-#include "engine/kernels_util.h"
-
-#define NR MK_CONV_NR /* 8: the vector micro-kernels hold it in two vectors of 4 */
-#define MR 4          /* output pixels per register block */
-#define PB 64         /* pixels per cache block of the 1x1 kernel */
+#define NR MK_CONV_NR       /* 16 output channels per panel */
+#define NV (NR / MK_VL)     /* vectors per pixel of a tile */
+#if defined(MK_SIMD_AVX) || defined(MK_SIMD_NEON)
+#define MR 6 /* 12 (AVX: 16 registers) or 24 (NEON: 32) accumulators */
+#elif MK_VL == 4
+#define MR 2 /* SSE: 8 accumulators of 16 registers */
+#else
+#define MR 2
+#endif
+#define GEMV_MAX_PIX 16 /* 1x1 convolutions over at most this many pixels: dot products */
 
 size_t mk_conv2d_get_buffer_size_f32(const mk_dims *f)
 {
@@ -36,89 +47,67 @@ static void pack_panel(const float *restrict filter, size_t k, int cout, int co0
     }
 }
 
-#if MK_VECTOR_EXT
+/* Where a tile reads and writes. */
+typedef struct tile_args {
+    int rows;           /* kernel rows summed (KH, or the rows inside the input) */
+    size_t k;           /* steps per row (valid KW taps x Cin) */
+    size_t a_row;       /* floats from one input row to the next */
+    size_t a_pix;       /* floats from one pixel of the tile to the next */
+    size_t b_row;       /* floats from one panel row to the next */
+    size_t out_pix;     /* floats from one output pixel to the next (Cout) */
+    int nr;             /* valid output channels of the panel */
+    const float *bias;  /* NR values */
+    float lo, hi;       /* activation clamp */
+} tile_args;
 
-/* NR = 8 output channels = two vectors of 4. */
-typedef float mk_v4 __attribute__((vector_size(16)));
-
-static inline mk_v4 load4(const float *p)
+/* out[r][j] = clamp(bias[j] + sum_{kh, i} a[r*a_pix + kh*a_row + i] * b[kh*b_row + i*NR + j]),
+ * r < M, j < nr. M is MR or 1 after inlining. */
+static MK_ALWAYS_INLINE void tile(const int M, const tile_args *t, const float *a,
+                                  const float *restrict b, float *out)
 {
-    mk_v4 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* acc[r][j] += sum_i a_r[i] * b[i][j], r < MR, j < NR */
-static void ukernel_4xnr(size_t k, const float *restrict a0, const float *restrict a1,
-                         const float *restrict a2, const float *restrict a3,
-                         const float *restrict b, float *restrict acc)
-{
-    mk_v4 c[MR][2];
-    memcpy(c, acc, sizeof c);
-    for (size_t i = 0; i < k; i++) {
-        const mk_v4 b0 = load4(b + i * NR), b1 = load4(b + i * NR + 4);
-        const float x0 = a0[i], x1 = a1[i], x2 = a2[i], x3 = a3[i];
-        c[0][0] += x0 * b0;
-        c[0][1] += x0 * b1;
-        c[1][0] += x1 * b0;
-        c[1][1] += x1 * b1;
-        c[2][0] += x2 * b0;
-        c[2][1] += x2 * b1;
-        c[3][0] += x3 * b0;
-        c[3][1] += x3 * b1;
+    mk_vf acc[MR][NV];
+    for (int v = 0; v < NV; v++) {
+        const mk_vf bv = mk_vload(t->bias + v * MK_VL);
+        for (int r = 0; r < M; r++)
+            acc[r][v] = bv;
     }
-    memcpy(acc, c, sizeof c);
-}
-
-/* acc[j] += sum_i a[i] * b[i][j] */
-static void ukernel_1xnr(size_t k, const float *restrict a, const float *restrict b,
-                         float *restrict acc)
-{
-    mk_v4 c0 = load4(acc), c1 = load4(acc + 4);
-    for (size_t i = 0; i < k; i++) {
-        c0 += a[i] * load4(b + i * NR);
-        c1 += a[i] * load4(b + i * NR + 4);
+    for (int kh = 0; kh < t->rows; kh++) {
+        const float *restrict ak = a + kh * t->a_row;
+        const float *restrict bk = b + kh * t->b_row;
+        for (size_t i = 0; i < t->k; i++) {
+            mk_vf bv[NV];
+            for (int v = 0; v < NV; v++)
+                bv[v] = mk_vload(bk + i * NR + v * MK_VL);
+            for (int r = 0; r < M; r++) {
+                const mk_vf x = mk_vset1(ak[r * t->a_pix + i]);
+                for (int v = 0; v < NV; v++)
+                    acc[r][v] = mk_vfma(acc[r][v], x, bv[v]);
+            }
+        }
     }
-    memcpy(acc, &c0, sizeof c0);
-    memcpy(acc + 4, &c1, sizeof c1);
-}
-
-#else
-
-/* acc[r][j] += sum_i a_r[i] * b[i][j], r < MR, j < NR */
-static void ukernel_4xnr(size_t k, const float *restrict a0, const float *restrict a1,
-                         const float *restrict a2, const float *restrict a3,
-                         const float *restrict b, float *restrict acc)
-{
-    for (size_t i = 0; i < k; i++) {
-        const float *restrict bi = b + i * NR;
-        const float x0 = a0[i], x1 = a1[i], x2 = a2[i], x3 = a3[i];
-        for (int j = 0; j < NR; j++) {
-            acc[j] += x0 * bi[j];
-            acc[NR + j] += x1 * bi[j];
-            acc[2 * NR + j] += x2 * bi[j];
-            acc[3 * NR + j] += x3 * bi[j];
+    const mk_vf lo = mk_vset1(t->lo), hi = mk_vset1(t->hi);
+    for (int r = 0; r < M; r++) {
+        float *y = out + r * t->out_pix;
+        if (t->nr == NR) {
+            for (int v = 0; v < NV; v++)
+                mk_vstore(y + v * MK_VL, mk_vclamp(acc[r][v], lo, hi));
+        } else {
+            float tmp[NR];
+            for (int v = 0; v < NV; v++)
+                mk_vstore(tmp + v * MK_VL, mk_vclamp(acc[r][v], lo, hi));
+            memcpy(y, tmp, (size_t)t->nr * sizeof *y);
         }
     }
 }
 
-/* acc[j] += sum_i a[i] * b[i][j] */
-static void ukernel_1xnr(size_t k, const float *restrict a, const float *restrict b,
-                         float *restrict acc)
+static void tile_mr(const tile_args *t, const float *a, const float *b, float *out)
 {
-    for (size_t i = 0; i < k; i++)
-        for (int j = 0; j < NR; j++)
-            acc[j] += a[i] * b[i * NR + j];
+    tile(MR, t, a, b, out);
 }
 
-#endif
-
-/* out[j] = act(acc[j] + bias[j]) for the nr valid channels. */
-static void store_nr(float *restrict out, const float *restrict acc, const float *restrict bias,
-                     int nr, mk_act act)
+static void tile_1(const tile_args *t, const float *a, const float *b, float *out)
 {
-    for (int j = 0; j < nr; j++)
-        out[j] = mk_act1(acc[j] + bias[j], act);
+    tile(1, t, a, b, out);
 }
 
 static int conv_args_ok(const mk_conv_params *p, const mk_dims *id, const float *in,
@@ -127,6 +116,17 @@ static int conv_args_ok(const mk_conv_params *p, const mk_dims *id, const float 
     return p && in && filter && out && mk_dims_ok(id) && mk_dims_ok(fd) && mk_dims_ok(od) &&
            p->stride_h > 0 && p->stride_w > 0 && p->pad_h >= 0 && p->pad_w >= 0 &&
            mk_act_ok(p->act) && od->n == id->n;
+}
+
+/* Panel @p co0: bias (zeros past Cout, or everywhere without bias) and clamp bounds. */
+static void panel_args(const mk_conv_params *p, const float *bias, int CO, int co0, float *bias_nr,
+                       tile_args *t)
+{
+    t->nr = mk_min(NR, CO - co0);
+    for (int j = 0; j < NR; j++)
+        bias_nr[j] = bias && j < t->nr ? bias[co0 + j] : 0.0f;
+    t->bias = bias_nr;
+    mk_act_bounds(p->act, &t->lo, &t->hi);
 }
 
 mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const float *in,
@@ -145,42 +145,43 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
     int ow_hi = W - KW + PW >= 0 ? (W - KW + PW) / SW + 1 : 0;
     ow_hi = mk_max(mk_min(ow_hi, OW), ow_lo);
     float bias_nr[NR];
+    tile_args t;
+    t.a_row = (size_t)W * C;
+    t.a_pix = (size_t)SW * C;
+    t.b_row = kwc * NR;
+    t.out_pix = (size_t)CO;
 
     for (int co0 = 0; co0 < CO; co0 += NR) {
-        const int nr = mk_min(NR, CO - co0);
         pack_panel(filter, k, CO, co0, scratch);
-        for (int j = 0; j < NR; j++)
-            bias_nr[j] = bias && j < nr ? bias[co0 + j] : 0.0f;
+        panel_args(p, bias, CO, co0, bias_nr, &t);
         for (int n = 0; n < id->n; n++)
             for (int oh = 0; oh < OH; oh++) {
                 const int ih0 = oh * SH - PH;
                 const int kh_lo = mk_max(0, -ih0), kh_hi = mk_min(KH, H - ih0);
                 const float *in_n = in + (size_t)n * H * W * C;
                 float *out_row = out + (((size_t)n * OH + oh) * OW) * CO + co0;
+                t.rows = mk_max(kh_hi - kh_lo, 0);
                 int ow = 0;
                 while (ow < OW) {
-                    if (ow >= ow_lo && ow + MR <= ow_hi) {
-                        float acc[MR * NR] = {0};
-                        const int iw0 = ow * SW - PW;
-                        for (int kh = kh_lo; kh < kh_hi; kh++) {
-                            const float *row = in_n + ((size_t)(ih0 + kh) * W + iw0) * C;
-                            ukernel_4xnr(kwc, row, row + (size_t)SW * C, row + (size_t)2 * SW * C,
-                                         row + (size_t)3 * SW * C, scratch + kh * kwc * NR, acc);
-                        }
-                        for (int r = 0; r < MR; r++)
-                            store_nr(out_row + (size_t)(ow + r) * CO, acc + r * NR, bias_nr, nr,
-                                     p->act);
+                    const int iw0 = ow * SW - PW;
+                    if (ow >= ow_lo && ow + MR <= ow_hi && t.rows > 0) {
+                        t.k = kwc;
+                        tile_mr(&t, in_n + ((size_t)(ih0 + kh_lo) * W + iw0) * C,
+                                scratch + kh_lo * kwc * NR, out_row + (size_t)ow * CO);
                         ow += MR;
                     } else {
-                        float acc[NR] = {0};
-                        const int iw0 = ow * SW - PW;
                         const int kw_lo = mk_max(0, -iw0), kw_hi = mk_min(KW, W - iw0);
-                        if (kw_hi > kw_lo)
-                            for (int kh = kh_lo; kh < kh_hi; kh++)
-                                ukernel_1xnr((size_t)(kw_hi - kw_lo) * C,
-                                             in_n + ((size_t)(ih0 + kh) * W + iw0 + kw_lo) * C,
-                                             scratch + ((size_t)kh * KW + kw_lo) * C * NR, acc);
-                        store_nr(out_row + (size_t)ow * CO, acc, bias_nr, nr, p->act);
+                        const int rows = t.rows;
+                        if (kw_hi <= kw_lo)
+                            t.rows = 0;
+                        t.k = (size_t)mk_max(kw_hi - kw_lo, 0) * C;
+                        if (t.rows)
+                            tile_1(&t, in_n + ((size_t)(ih0 + kh_lo) * W + iw0 + kw_lo) * C,
+                                   scratch + ((size_t)kh_lo * KW + kw_lo) * C * NR,
+                                   out_row + (size_t)ow * CO);
+                        else /* no tap inside the input: bias and activation */
+                            tile_1(&t, in, scratch, out_row + (size_t)ow * CO);
+                        t.rows = rows;
                         ow++;
                     }
                 }
@@ -189,13 +190,59 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
     return MENGINE_OK;
 }
 
-/* First input element of output pixel @p pix (flattened n, oh, ow) of a 1x1 convolution. */
-static const float *pixel_1x1(const float *in, const mk_dims *id, const mk_dims *od, int SH, int SW,
-                              size_t pix)
+/* y[p][co] = clamp(bias[co] + x[p] . w[co]) for NP pixels x NC channels (NC a multiple of 4;
+ * channels past CO repeat the last row and are not stored): NP * NC vector partial sums over
+ * Cin, reduced four at a time. */
+static MK_ALWAYS_INLINE void dot_block(const int NP, const int NC, int C, int CO, int co0,
+                                       const float *restrict x, const float *restrict w,
+                                       const float *bias, float lo, float hi, float *restrict y)
 {
-    size_t ow = pix % (size_t)od->w, t = pix / (size_t)od->w;
-    size_t oh = t % (size_t)od->h, n = t / (size_t)od->h;
-    return in + ((n * id->h + oh * SH) * id->w + ow * SW) * id->c;
+    const int cv = C / MK_VL * MK_VL, nc = mk_min(NC, CO - co0);
+    const float *wr[8];
+    mk_vf acc[2][8];
+    for (int j = 0; j < NC; j++) {
+        wr[j] = w + (size_t)(co0 + (j < nc ? j : nc - 1)) * C;
+        for (int p = 0; p < NP; p++)
+            acc[p][j] = mk_vset1(0.0f);
+    }
+    for (int c = 0; c < cv; c += MK_VL) {
+        mk_vf a[2];
+        for (int p = 0; p < NP; p++)
+            a[p] = mk_vload(x + (size_t)p * C + c);
+        for (int j = 0; j < NC; j++) {
+            const mk_vf b = mk_vload(wr[j] + c);
+            for (int p = 0; p < NP; p++)
+                acc[p][j] = mk_vfma(acc[p][j], a[p], b);
+        }
+    }
+    for (int p = 0; p < NP; p++) {
+        float s[8];
+        for (int j = 0; j < NC; j += 4)
+            mk_vsum4(acc[p][j], acc[p][j + 1], acc[p][j + 2], acc[p][j + 3], s + j);
+        const float *xp = x + (size_t)p * C;
+        for (int j = 0; j < nc; j++) {
+            float v = s[j];
+            for (int c = cv; c < C; c++)
+                v += xp[c] * wr[j][c];
+            v += bias ? bias[co0 + j] : 0.0f;
+            y[(size_t)p * CO + co0 + j] = v < lo ? lo : (v > hi ? hi : v);
+        }
+    }
+}
+
+/* Dense 1x1 over few pixels: dot products over the contiguous Cin, no packing;
+ * 2 pixels x 4 channels or 1 pixel x 8 channels at a time. */
+static void gemv_1x1(size_t npix, int C, int CO, const float *restrict in,
+                     const float *restrict w, const float *bias, float lo, float hi,
+                     float *restrict out)
+{
+    size_t p = 0;
+    for (; p + 2 <= npix; p += 2)
+        for (int co0 = 0; co0 < CO; co0 += 4)
+            dot_block(2, 4, C, CO, co0, in + p * C, w, bias, lo, hi, out + p * CO);
+    for (; p < npix; p++)
+        for (int co0 = 0; co0 < CO; co0 += 8)
+            dot_block(1, 8, C, CO, co0, in + p * C, w, bias, lo, hi, out + p * CO);
 }
 
 mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, const float *in,
@@ -206,37 +253,32 @@ mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, con
         od->c != fd->n || fd->h != 1 || fd->w != 1 || p->pad_h != 0 || p->pad_w != 0 ||
         (od->h - 1) * p->stride_h >= id->h || (od->w - 1) * p->stride_w >= id->w)
         return MENGINE_ERR_ARG;
-    const int C = id->c, CO = fd->n, SH = p->stride_h, SW = p->stride_w;
+    const int C = id->c, CO = fd->n;
     const size_t npix = (size_t)od->n * od->h * od->w;
-    const int dense = SH == 1 && SW == 1 && od->h == id->h && od->w == id->w;
+    const int dense = p->stride_h == 1 && p->stride_w == 1 && od->h == id->h && od->w == id->w;
+    if (!dense) /* strided: the direct kernel, rows of pixels SW * Cin apart */
+        return mk_conv2d_f32(p, id, in, fd, filter, bias, od, out, scratch);
     float bias_nr[NR];
-
-    /* Blocks of PB pixels stay in cache while every panel of output channels
-     * passes over them; a panel is repacked once per block (1/PB of the work). */
-    for (size_t pix0 = 0; pix0 < npix; pix0 += PB) {
-        const size_t pix_end = pix0 + PB < npix ? pix0 + PB : npix;
-        for (int co0 = 0; co0 < CO; co0 += NR) {
-            const int nr = mk_min(NR, CO - co0);
-            pack_panel(filter, (size_t)C, CO, co0, scratch);
-            for (int j = 0; j < NR; j++)
-                bias_nr[j] = bias && j < nr ? bias[co0 + j] : 0.0f;
-            size_t pix = pix0;
-            for (; pix + MR <= pix_end; pix += MR) {
-                const float *a[MR];
-                for (int r = 0; r < MR; r++)
-                    a[r] = dense ? in + (pix + r) * C : pixel_1x1(in, id, od, SH, SW, pix + r);
-                float acc[MR * NR] = {0};
-                ukernel_4xnr((size_t)C, a[0], a[1], a[2], a[3], scratch, acc);
-                for (int r = 0; r < MR; r++)
-                    store_nr(out + (pix + r) * CO + co0, acc + r * NR, bias_nr, nr, p->act);
-            }
-            for (; pix < pix_end; pix++) {
-                float acc[NR] = {0};
-                ukernel_1xnr((size_t)C, dense ? in + pix * C : pixel_1x1(in, id, od, SH, SW, pix),
-                             scratch, acc);
-                store_nr(out + pix * CO + co0, acc, bias_nr, nr, p->act);
-            }
-        }
+    tile_args t;
+    if (npix <= GEMV_MAX_PIX) {
+        mk_act_bounds(p->act, &t.lo, &t.hi);
+        gemv_1x1(npix, C, CO, in, filter, bias, t.lo, t.hi, out);
+        return MENGINE_OK;
+    }
+    t.rows = 1;
+    t.k = (size_t)C;
+    t.a_row = 0;
+    t.a_pix = (size_t)C;
+    t.b_row = 0;
+    t.out_pix = (size_t)CO;
+    for (int co0 = 0; co0 < CO; co0 += NR) {
+        pack_panel(filter, (size_t)C, CO, co0, scratch);
+        panel_args(p, bias, CO, co0, bias_nr, &t);
+        size_t pix = 0;
+        for (; pix + MR <= npix; pix += MR)
+            tile_mr(&t, in + pix * C, scratch, out + pix * CO + co0);
+        for (; pix < npix; pix++)
+            tile_1(&t, in + pix * C, scratch, out + pix * CO + co0);
     }
     return MENGINE_OK;
 }

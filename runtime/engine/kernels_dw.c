@@ -2,7 +2,7 @@
  * one specialised for 3x3 / 5x5 / 7x7 kernels with stride 1 or 2 and
  * multiplier 1, where the kernel size and stride are compile-time constants
  * in the interior of the image. */
-#include "engine/kernels_util.h"
+#include "engine/kernels_simd.h"
 
 /* One output pixel of the general kernel, taps clipped to the image. */
 static void dw_pixel(const mk_dw_params *p, const mk_dims *id, const float *restrict in_n,
@@ -63,44 +63,83 @@ int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *fd)
            (p->stride_h == 1 || p->stride_h == 2);
 }
 
-/* Interior output pixel: every tap inside the image. K is a constant after
- * inlining, so the taps of a kernel row unroll and each row is one pass over
- * the channels, the contiguous dimension the compiler vectorises. */
-static MK_ALWAYS_INLINE void dw_interior(const int K, const float *restrict in_n, int W, int C,
-                                         const float *restrict filter, const float *restrict bias,
-                                         int ih0, int iw0, float *restrict y, mk_act act)
+/* NB vectors of channels [c, c + NB * MK_VL) of one output pixel, over the taps
+ * inside the input (rows x cols from x, kernel row stride K * C in w), bias
+ * first and the clamp before the store. K is a constant after inlining. */
+static MK_ALWAYS_INLINE void dw_vectors(const int NB, const int K, int rows, int cols, int W,
+                                        int C, const float *restrict x,
+                                        const float *restrict w, const float *restrict bias,
+                                        mk_vf lo, mk_vf hi, float *restrict y)
 {
-    for (int kh = 0; kh < K; kh++) {
-        const float *restrict x = in_n + ((size_t)(ih0 + kh) * W + iw0) * C;
-        const float *restrict w = filter + (size_t)kh * K * C;
-        for (int c = 0; c < C; c++) {
-            float acc = kh ? y[c] : (bias ? bias[c] : 0.0f);
-            for (int kw = 0; kw < K; kw++)
-                acc += x[kw * C + c] * w[kw * C + c];
-            y[c] = acc;
-        }
+    mk_vf acc[4];
+    for (int v = 0; v < NB; v++)
+        acc[v] = bias ? mk_vload(bias + v * MK_VL) : mk_vset1(0.0f);
+    for (int kh = 0; kh < rows; kh++) {
+        const float *restrict xr = x + (size_t)kh * W * C;
+        const float *restrict wr = w + (size_t)kh * K * C;
+        for (int kw = 0; kw < cols; kw++)
+            for (int v = 0; v < NB; v++)
+                acc[v] = mk_vfma(acc[v], mk_vload(xr + (size_t)kw * C + v * MK_VL),
+                                 mk_vload(wr + (size_t)kw * C + v * MK_VL));
     }
-    mk_act_f32(y, (size_t)C, act);
+    for (int v = 0; v < NB; v++)
+        mk_vstore(y + v * MK_VL, mk_vclamp(acc[v], lo, hi));
 }
 
-static MK_ALWAYS_INLINE void dw_fast(const int K, const int S, const mk_dw_params *p,
-                                     const mk_dims *id, const float *in, const mk_dims *fd,
-                                     const float *filter, const float *bias, const mk_dims *od,
-                                     float *out)
+/* One output pixel, every channel: blocks of 4, then 1 vector, then single lanes. */
+static MK_ALWAYS_INLINE void dw_pixel_fast(const int K, int rows, int cols, int W, int C,
+                                           const float *x, const float *w, const float *bias,
+                                           mk_act act, float *y)
 {
-    const int H = id->h, W = id->w, C = id->c;
+    float lo_s, hi_s;
+    mk_act_bounds(act, &lo_s, &hi_s);
+    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    int c = 0;
+    for (; c + 4 * MK_VL <= C; c += 4 * MK_VL)
+        dw_vectors(4, K, rows, cols, W, C, x + c, w + c, bias ? bias + c : NULL, lo, hi, y + c);
+    for (; c + MK_VL <= C; c += MK_VL)
+        dw_vectors(1, K, rows, cols, W, C, x + c, w + c, bias ? bias + c : NULL, lo, hi, y + c);
+    for (; c < C; c++) {
+        float acc = bias ? bias[c] : 0.0f;
+        for (int kh = 0; kh < rows; kh++)
+            for (int kw = 0; kw < cols; kw++)
+                acc += x[((size_t)kh * W + kw) * C + c] * w[((size_t)kh * K + kw) * C + c];
+        y[c] = acc < lo_s ? lo_s : (acc > hi_s ? hi_s : acc);
+    }
+}
+
+/* A border pixel: taps clipped to the input (one copy, K at run time). */
+static void dw_border(int K, int rows, int cols, int W, int C, const float *x, const float *w,
+                      const float *bias, mk_act act, float *y)
+{
+    dw_pixel_fast(K, rows, cols, W, C, x, w, bias, act, y);
+}
+
+/* Kernel K x K (a constant after inlining: the taps of an interior pixel unroll). */
+static MK_ALWAYS_INLINE void dw_fast(const int K, const mk_dw_params *p, const mk_dims *id,
+                                     const float *in, const float *filter, const float *bias,
+                                     const mk_dims *od, float *out)
+{
+    const int H = id->h, W = id->w, C = id->c, S = p->stride_h;
     for (int n = 0; n < id->n; n++) {
         const float *in_n = in + (size_t)n * H * W * C;
         for (int oh = 0; oh < od->h; oh++) {
             const int ih0 = oh * S - p->pad_h;
-            const int row_inside = ih0 >= 0 && ih0 + K <= H;
-            for (int ow = 0; ow < od->w; ow++) {
+            const int kh_lo = mk_max(0, -ih0), kh_hi = mk_min(K, H - ih0);
+            float *y = out + ((size_t)n * od->h + oh) * od->w * C;
+            for (int ow = 0; ow < od->w; ow++, y += C) {
                 const int iw0 = ow * S - p->pad_w;
-                float *y = out + (((size_t)n * od->h + oh) * od->w + ow) * C;
-                if (row_inside && iw0 >= 0 && iw0 + K <= W)
-                    dw_interior(K, in_n, W, C, filter, bias, ih0, iw0, y, p->act);
-                else
-                    dw_pixel(p, id, in_n, fd, filter, bias, oh, ow, y);
+                const int kw_lo = mk_max(0, -iw0), kw_hi = mk_min(K, W - iw0);
+                const int rows = mk_max(kh_hi - kh_lo, 0), cols = mk_max(kw_hi - kw_lo, 0);
+                if (rows == K && cols == K)
+                    dw_pixel_fast(K, K, K, W, C, in_n + ((size_t)ih0 * W + iw0) * C, filter,
+                                  bias, p->act, y);
+                else if (rows && cols)
+                    dw_border(K, rows, cols, W, C,
+                              in_n + ((size_t)(ih0 + kh_lo) * W + iw0 + kw_lo) * C,
+                              filter + ((size_t)kh_lo * K + kw_lo) * C, bias, p->act, y);
+                else /* no tap inside the input */
+                    dw_border(K, 0, 0, W, C, in_n, filter, bias, p->act, y);
             }
         }
     }
@@ -112,13 +151,10 @@ mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *
 {
     if (!dw_args_ok(p, id, in, fd, filter, od, out) || !mk_depthwise_conv_fast_ok(p, fd))
         return MENGINE_ERR_ARG;
-    switch (fd->h * 10 + p->stride_h) {
-    case 31: dw_fast(3, 1, p, id, in, fd, filter, bias, od, out); break;
-    case 32: dw_fast(3, 2, p, id, in, fd, filter, bias, od, out); break;
-    case 51: dw_fast(5, 1, p, id, in, fd, filter, bias, od, out); break;
-    case 52: dw_fast(5, 2, p, id, in, fd, filter, bias, od, out); break;
-    case 71: dw_fast(7, 1, p, id, in, fd, filter, bias, od, out); break;
-    default: dw_fast(7, 2, p, id, in, fd, filter, bias, od, out); break;
+    switch (fd->h) {
+    case 3: dw_fast(3, p, id, in, filter, bias, od, out); break;
+    case 5: dw_fast(5, p, id, in, filter, bias, od, out); break;
+    default: dw_fast(7, p, id, in, filter, bias, od, out); break;
     }
     return MENGINE_OK;
 }

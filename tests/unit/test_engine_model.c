@@ -9,6 +9,7 @@
 
 #include "common/testutil.h"
 #include "common/tflbuild.h"
+#include "engine/kernels.h"
 #include "export/flatbuf.h"
 #include "ref/ref_engine.h"
 
@@ -309,8 +310,8 @@ static void test_planner_inplace_chain(void **state)
     tb_run_open(&r, &m);
     mengine_stats s;
     mengine_get_stats(&r.e, &s);
-    /* input 2048 + chain 2048 + conv weight panel 8*1*1*8 floats (256) */
-    assert_int_equal(s.activation_bytes, 2048 + 2048 + 256);
+    /* input 2048 + chain 2048 + conv weight panel MK_CONV_NR*1*1*8 floats */
+    assert_int_equal(s.activation_bytes, 2048 + 2048 + MK_CONV_NR * 8 * sizeof(float));
     mengine_view v1, v4;
     mengine_tensor(&r.e, (size_t)t[1], &v1), mengine_tensor(&r.e, (size_t)t[4], &v4);
     assert_ptr_equal(v1.data, v4.data);

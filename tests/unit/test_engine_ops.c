@@ -98,6 +98,28 @@ static void test_conv2d_1x1(void **state)
     conv_case(&rng, 2, 5, 5, 17, 8, 1, 1, 1, 1, 1, 3);
     conv_case(&rng, 1, 9, 8, 13, 21, 1, 1, 2, 2, 0, 1); /* strided 1x1 */
     conv_case(&rng, 1, 1, 1, 40, 10, 1, 1, 1, 1, 0, 0); /* SE-like 1x1 on one pixel */
+    /* dot-product path (at most 16 pixels): odd Cin (vector tail), odd Cout (channel
+     * tail), odd pixel counts (single-pixel blocks), Cin below one vector, every act */
+    conv_case(&rng, 1, 3, 3, 19, 13, 1, 1, 1, 1, 0, 1);
+    conv_case(&rng, 1, 1, 1, 7, 5, 1, 1, 1, 1, 0, 3);
+    conv_case(&rng, 2, 2, 2, 33, 70, 1, 1, 1, 1, 0, 2);
+    conv_case(&rng, 1, 1, 3, 16, 9, 1, 1, 1, 1, 0, 0);
+    conv_case(&rng, 1, 4, 4, 96, 24, 1, 1, 1, 1, 0, 3);
+    conv_case(&rng, 1, 1, 17, 11, 37, 1, 1, 1, 1, 0, 1); /* 17 pixels: the packed GEMM */
+}
+
+/* The register-blocked direct kernel: rows wide enough for full tiles of pixels next
+ * to border pixels, odd Cin and Cout, strides 1 and 2, SAME and VALID, every act. */
+static void test_conv2d_tiles(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 14, 1);
+    conv_case(&rng, 1, 5, 23, 3, 19, 3, 3, 1, 1, 0, 3); /* SAME */
+    conv_case(&rng, 1, 7, 29, 1, 16, 3, 3, 2, 2, 0, 1);
+    conv_case(&rng, 2, 4, 17, 5, 33, 5, 5, 1, 1, 0, 2);
+    conv_case(&rng, 1, 6, 31, 9, 7, 3, 5, 2, 1, 1, 0); /* VALID */
+    conv_case(&rng, 1, 3, 3, 2, 17, 7, 7, 1, 1, 0, 3); /* every pixel at the border */
 }
 
 /* ---- DEPTHWISE_CONV_2D ---- */
@@ -149,6 +171,15 @@ static void test_depthwise_fast_variants(void **state)
                 const int c = tu_rand_int(&rng, 1, 40); /* below and above the 16-channel block */
                 dw_case(&rng, 1, tu_rand_int(&rng, k, 15), tu_rand_int(&rng, k, 15), c, 1, k, k, s,
                         s, pad, tu_rand_int(&rng, 0, 3), 1);
+            }
+    /* channel blocks of 4 vectors, 1 vector and single lanes; images smaller than the
+     * kernel (every pixel at the border); SAME padding on odd sizes */
+    const int chans[4] = {43, 1, 9, 64};
+    for (int k = 3; k <= 7; k += 2)
+        for (int s = 1; s <= 2; s++)
+            for (int i = 0; i < 4; i++) {
+                const int hw = i == 1 ? k + 4 : tu_rand_int(&rng, 1, k);
+                dw_case(&rng, 1, hw, i == 3 ? hw + 1 : hw, chans[i], 1, k, k, s, s, 0, i, 1);
             }
 }
 
@@ -675,6 +706,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv2d_random),
         cmocka_unit_test(test_conv2d_1x1),
+        cmocka_unit_test(test_conv2d_tiles),
         cmocka_unit_test(test_depthwise_fast_variants),
         cmocka_unit_test(test_depthwise_general),
         cmocka_unit_test(test_transpose_conv),

@@ -1,0 +1,135 @@
+/* A float vector of MK_VL lanes for the convolution kernels (not part of the
+ * public API). The type is the target's own where one pays: AVX (8 lanes, FMA
+ * when __FMA__), NEON (4 lanes, FMA on AArch64); else GNU C vectors of 4
+ * (SSE on x86, scalar code where the target has no SIMD); with MK_VECTOR_EXT=0,
+ * plain C99: one lane, a float. The operations keep the scalar semantics of
+ * the reference kernels (clamping preserves NaN and infinities). */
+#ifndef MANTA_ENGINE_KERNELS_SIMD_H
+#define MANTA_ENGINE_KERNELS_SIMD_H
+
+#include <math.h>
+#include <string.h>
+
+#include "engine/kernels_util.h"
+
+#if MK_VECTOR_EXT && defined(__AVX__)
+#include <immintrin.h>
+#define MK_SIMD_AVX 1
+#define MK_VL 8
+typedef __m256 mk_vf;
+#elif MK_VECTOR_EXT && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define MK_SIMD_NEON 1
+#define MK_VL 4
+typedef float32x4_t mk_vf;
+#elif MK_VECTOR_EXT && defined(__SSE__)
+#include <xmmintrin.h>
+#define MK_SIMD_SSE 1
+#define MK_VL 4
+typedef __m128 mk_vf;
+#elif MK_VECTOR_EXT
+#define MK_VL 4
+typedef float mk_vf __attribute__((vector_size(16)));
+#else
+#define MK_VL 1
+typedef float mk_vf;
+#endif
+
+static inline mk_vf mk_vload(const float *p)
+{
+    mk_vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void mk_vstore(float *p, mk_vf v) { memcpy(p, &v, sizeof v); }
+
+static inline mk_vf mk_vset1(float x)
+{
+#if MK_VL == 1
+    return x;
+#elif defined(MK_SIMD_AVX)
+    return _mm256_set1_ps(x);
+#elif defined(MK_SIMD_NEON)
+    return vdupq_n_f32(x);
+#elif defined(MK_SIMD_SSE)
+    return _mm_set1_ps(x);
+#else
+    const mk_vf v = {x, x, x, x};
+    return v;
+#endif
+}
+
+/* acc + a * b */
+static inline mk_vf mk_vfma(mk_vf acc, mk_vf a, mk_vf b)
+{
+#if defined(MK_SIMD_AVX) && defined(__FMA__)
+    return _mm256_fmadd_ps(a, b, acc);
+#elif defined(MK_SIMD_NEON) && defined(__aarch64__)
+    return vfmaq_f32(acc, a, b);
+#else
+    return acc + a * b;
+#endif
+}
+
+/* v < lo ? lo : (v > hi ? hi : v), per lane */
+static inline mk_vf mk_vclamp(mk_vf v, mk_vf lo, mk_vf hi)
+{
+#if defined(MK_SIMD_AVX)
+    return _mm256_min_ps(hi, _mm256_max_ps(lo, v)); /* (lo > v ? lo : v), (hi < v ? hi : v) */
+#elif defined(MK_SIMD_SSE)
+    return _mm_min_ps(hi, _mm_max_ps(lo, v));
+#elif defined(MK_SIMD_NEON)
+    return vminq_f32(hi, vmaxq_f32(lo, v));
+#elif MK_VL == 1
+    return v < lo ? lo : (v > hi ? hi : v);
+#else
+    float x[4], l[4], h[4];
+    mk_vstore(x, v), mk_vstore(l, lo), mk_vstore(h, hi);
+    for (int i = 0; i < 4; i++)
+        x[i] = x[i] < l[i] ? l[i] : (x[i] > h[i] ? h[i] : x[i]);
+    return mk_vload(x);
+#endif
+}
+
+/* Sum of the lanes. */
+static inline float mk_vsum(mk_vf v)
+{
+#if MK_VL == 1
+    return v;
+#else
+    float x[MK_VL];
+    mk_vstore(x, v);
+    float s = 0.0f;
+    for (int i = 0; i < MK_VL; i++)
+        s += x[i];
+    return s;
+#endif
+}
+
+/* out[0..3] = the lane sums of a, b, c, d. */
+static inline void mk_vsum4(mk_vf a, mk_vf b, mk_vf c, mk_vf d, float *out)
+{
+#if defined(MK_SIMD_AVX)
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+#elif defined(MK_SIMD_NEON) && defined(__aarch64__)
+    vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d)));
+#else
+    out[0] = mk_vsum(a), out[1] = mk_vsum(b), out[2] = mk_vsum(c), out[3] = mk_vsum(d);
+#endif
+}
+
+/* The clamp bounds of a fused activation (NONE: -inf, +inf). */
+static inline void mk_act_bounds(mk_act act, float *lo, float *hi)
+{
+    *lo = -INFINITY, *hi = INFINITY;
+    if (act == MK_ACT_RELU || act == MK_ACT_RELU6)
+        *lo = 0.0f;
+    if (act == MK_ACT_RELU6)
+        *hi = 6.0f;
+    if (act == MK_ACT_RELU_N1_TO_1)
+        *lo = -1.0f, *hi = 1.0f;
+}
+
+#endif
