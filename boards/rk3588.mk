@@ -1,0 +1,21 @@
+# Rockchip RK3588 boards (Rock 5B, Orange Pi 5): 4x Cortex-A76 + 4x Cortex-A55, Mali-G610 GPU, Linux arm64.
+BOARD_DESC     := RK3588: aarch64, Cortex-A76/A55, Mali-G610 OpenCL, Linux
+BOARD_KIND     := linux
+CROSS          := aarch64-linux-gnu-
+DEB_ARCH       := arm64
+# Tuned for the big cores, runs on the little ones (both are ARMv8.2-A).
+BOARD_CFLAGS   := -mcpu=cortex-a76.cortex-a55
+# What it builds: the engine, manta-infer, manta-profile (CPU tables), the engine's unit tests, and the host
+# program `manta` linked with the OpenCL ICD loader and CLBlast for its GPU mode, `manta profile --device
+# SPEC`, which times sub-networks on the Mali GPU through the vendor's OpenCL driver (libmali, registered
+# in /etc/OpenCL/vendors on the board; Debian's ocl-icd loader finds it).
+BOARD_PROGRAMS := infer profile manta
+BOARD_DEB_PKGS := gcc-aarch64-linux-gnu qemu-user opencl-c-headers \
+                  libturbojpeg0-dev:arm64 libcjson-dev:arm64 libcmocka-dev:arm64 \
+                  ocl-icd-opencl-dev:arm64 libclblast-dev:arm64 libsodium-dev:arm64 zlib1g-dev:arm64
+BOARD_RUN      := qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu
+# Tests it cannot run:
+#  - the OpenCL unit tests and `manta profile --device`: qemu-user has no Mali GPU (the `manta` binary is
+#    built and linked, not run); the OpenCL tests run on the host under PoCL (`make test`).
+#  - timings: qemu-user is not the Cortex-A76; profile on the board (docs/boards.md).
+BOARD_NO_TESTS := OpenCL unit tests and manta profile --device (no Mali GPU under qemu-user); timings
