@@ -8,6 +8,11 @@
 #   CROSS           toolchain prefix (empty: the build machine's cc)
 #   DEB_ARCH        Debian architecture of its multi-arch libraries (empty: none needed)
 #   BOARD_CFLAGS    CPU flags, added to every C compilation of the board
+#   ENGINE_OPT      optimisation of the engine's arithmetic kernels (default -O3)
+#   ENGINE_COLD_OPT / ENGINE_SMALL_OPT / ENGINE_CODE_FLAGS   engine code size (linux, optional):
+#                   the optimisation of the code that runs once per model or per operator call
+#                   (ENGINE_COLD: verifier, planner, op preparation and dispatch, messages), of the
+#                   small kernels (all but ENGINE_HOT), and flags for every engine object
 #   BOARD_PROGRAMS  linux: any of infer (manta-infer), profile (manta-profile), manta (host program)
 #   BOARD_DEB_PKGS  Debian packages `make deps BOARD=...` installs (NAME:ARCH for multi-arch ones)
 #   BOARD_DEB_SRC   Debian source packages fetched into build/src/ for libraries that the
@@ -32,6 +37,16 @@ ifeq ($(BOARD_KIND),linux)
 CFLAGS += $(BOARD_CFLAGS)
 $(ENGINE_OBJ): CFLAGS += $(BOARD_CFLAGS)
 $(INFER_OBJ): CPPFLAGS += $(BOARD_INFER_DEFS)
+
+# Engine code size: the kernels that carry the arithmetic stay at ENGINE_OPT (-O3, vectorised);
+# the rest is built smaller when the board says so (docs/boards.md, "Engine code size").
+ENGINE_HOT  ?= kernels_conv kernels_dw kernels_elem
+ENGINE_COLD ?= diag engine ops plan verify
+ENGINE_COLD_OBJ  := $(ENGINE_COLD:%=$(BUILD)/obj/runtime/engine/%.o)
+ENGINE_SMALL_OBJ := $(filter-out $(ENGINE_HOT:%=$(BUILD)/obj/runtime/engine/%.o) $(ENGINE_COLD_OBJ),$(ENGINE_OBJ))
+$(ENGINE_OBJ): CFLAGS += $(ENGINE_CODE_FLAGS)
+$(ENGINE_COLD_OBJ): CFLAGS += $(ENGINE_COLD_OPT)
+$(ENGINE_SMALL_OBJ): CFLAGS += $(ENGINE_SMALL_OPT)
 ENGINE_TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(sort $(wildcard tests/unit/test_engine_*.c)))
 BOARD_TEST_OBJ  := $(patsubst tests/unit/%.c,$(BUILD)/obj/tests/unit/%.o,$(sort $(wildcard tests/unit/test_engine_*.c)))
 
@@ -112,7 +127,7 @@ $(MODEL_DIR)/model.c $(MODEL_DIR)/model.h:
 endif
 MODEL_OBJ   := $(BUILD)/obj/model/model.o
 
-$(ENGINE_OBJ): CFLAGS := -std=c99 $(ENGINE_OPT) -g $(WARN) $(MCU_FLAGS) -MMD -MP
+$(ENGINE_OBJ): CFLAGS := -std=c99 $(ENGINE_OPT) -g $(WARN) $(MCU_ENGINE_WARN) $(MCU_FLAGS) -MMD -MP
 $(MCU_OBJ): CPPFLAGS := -Iruntime -I$(MODEL_DIR)
 $(MCU_OBJ): CFLAGS := -std=c99 -O2 -g $(WARN) $(MCU_FLAGS) -MMD -MP
 $(MCU_OBJ): $(MODEL_DIR)/model.h

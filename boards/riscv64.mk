@@ -14,6 +14,12 @@ BOARD_CFLAGS   := -march=rv64gc -mabi=lp64d
 #    a JPEG argument is refused with a message saying so. test-boards checks the raw-input results
 #    against the host's JPEG run.
 DEB_ARCH       :=
+# Engine code size (docs/boards.md): convolution, depthwise and element-wise kernels at -O3; the
+# small kernels (fully connected, pad, pool) at -O2; verifier, planner, op preparation and messages at
+# -Os; no unwind tables (plain C, nothing unwinds through it; -g keeps .debug_frame for debuggers).
+ENGINE_COLD_OPT   := -Os
+ENGINE_SMALL_OPT  := -O2
+ENGINE_CODE_FLAGS := -fno-asynchronous-unwind-tables -fno-unwind-tables
 BOARD_PROGRAMS := infer profile
 BOARD_DEB_PKGS := gcc-riscv64-linux-gnu qemu-user opencl-c-headers
 BOARD_DEB_SRC  := cmocka cjson

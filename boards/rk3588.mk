@@ -9,6 +9,12 @@ BOARD_CFLAGS   := -mcpu=cortex-a76.cortex-a55
 # program `manta` linked with the OpenCL ICD loader and CLBlast for its GPU mode, `manta profile --device
 # SPEC`, which times sub-networks on the Mali GPU through the vendor's OpenCL driver (libmali, registered
 # in /etc/OpenCL/vendors on the board; Debian's ocl-icd loader finds it).
+# Engine code size (docs/boards.md): convolution, depthwise and element-wise kernels at -O3; the
+# small kernels (fully connected, pad, pool) at -O2; verifier, planner, op preparation and messages at
+# -Os; no unwind tables (plain C, nothing unwinds through it; -g keeps .debug_frame for debuggers).
+ENGINE_COLD_OPT   := -Os
+ENGINE_SMALL_OPT  := -O2
+ENGINE_CODE_FLAGS := -fno-asynchronous-unwind-tables -fno-unwind-tables
 BOARD_PROGRAMS := infer profile manta
 BOARD_DEB_PKGS := gcc-aarch64-linux-gnu qemu-user opencl-c-headers \
                   libturbojpeg0-dev:arm64 libcjson-dev:arm64 libcmocka-dev:arm64 \

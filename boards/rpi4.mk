@@ -6,6 +6,12 @@ CROSS          := aarch64-linux-gnu-
 DEB_ARCH       := arm64
 BOARD_CFLAGS   := -mcpu=cortex-a72
 # What it builds: the engine, manta-infer, manta-profile and the engine's unit tests.
+# Engine code size (docs/boards.md): convolution, depthwise and element-wise kernels at -O3; the
+# small kernels (fully connected, pad, pool) at -O2; verifier, planner, op preparation and messages at
+# -Os; no unwind tables (plain C, nothing unwinds through it; -g keeps .debug_frame for debuggers).
+ENGINE_COLD_OPT   := -Os
+ENGINE_SMALL_OPT  := -O2
+ENGINE_CODE_FLAGS := -fno-asynchronous-unwind-tables -fno-unwind-tables
 BOARD_PROGRAMS := infer profile
 BOARD_DEB_PKGS := gcc-aarch64-linux-gnu qemu-user opencl-c-headers \
                   libturbojpeg0-dev:arm64 libcjson-dev:arm64 libcmocka-dev:arm64
