@@ -22,12 +22,14 @@ endif
 include boards/$(BOARD).mk
 override BUILD := build/$(BOARD)
 CC   := $(CROSS)gcc
+HOSTCC := cc
 AR   := $(CROSS)ar
 SIZE := $(CROSS)size
 NM   := $(CROSS)nm
 endif
 
 CC      ?= cc
+HOSTCC  ?= $(CC)
 BUILD   ?= build
 OPT     ?= -O2
 
@@ -106,7 +108,7 @@ help:
 
 $(BUILD)/gen/embed: tools/gen/embed.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -O1 -Wall -Wextra -o $@ $<
+	$(HOSTCC) -std=c11 -O1 -Wall -Wextra -o $@ $<
 
 $(BUILD)/gen/cl_sources.c: $(CL_SRC) $(BUILD)/gen/embed
 	$(BUILD)/gen/embed $@ $(CL_SRC)

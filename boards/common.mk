@@ -148,3 +148,7 @@ board-tests:
 else
 $(error boards/$(BOARD).mk: BOARD_KIND must be linux or mcu)
 endif
+
+# The value of a variable for scripts: make -s BOARD=rpi4 print-BOARD_RUN
+print-%:
+	@echo '$($*)'
