@@ -18,6 +18,7 @@
 #   BOARD_DEB_SRC   Debian source packages fetched into build/src/ for libraries that the
 #                   architecture lacks (built here into $(BUILD)/deps/)
 #   BOARD_NEEDS_HOST  1 when building needs the host programs (and so the host's packages)
+#   BOARD_LDLIBS    libraries of `manta` when they differ from the host's LDLIBS
 #   BOARD_RUN       how test-boards runs its programs (qemu-user); empty: natively
 #   BOARD_NO_TESTS  the tests it cannot run, and why
 
@@ -37,6 +38,9 @@ ifeq ($(BOARD_KIND),linux)
 CFLAGS += $(BOARD_CFLAGS)
 $(ENGINE_OBJ): CFLAGS += $(BOARD_CFLAGS)
 $(INFER_OBJ): CPPFLAGS += $(BOARD_INFER_DEFS)
+ifneq ($(BOARD_LDLIBS),)
+LDLIBS := $(BOARD_LDLIBS)
+endif
 
 # Engine code size: the kernels that carry the arithmetic stay at ENGINE_OPT (-O3, vectorised);
 # the rest is built smaller when the board says so (docs/boards.md, "Engine code size").

@@ -6,6 +6,7 @@
 #    fixtures (colour classifier, random RGB model, JPEGs);
 #  - each Linux board with a BOARD_RUN (qemu-user): the engine's unit tests, the engine library's
 #    external symbols (tests/integration/engine_noalloc.sh with the board's nm), manta-profile --list,
+#    manta arch min where the board has the OpenCL program (rk3588: links and starts, no GPU here),
 #    and manta-infer --json --all on the models and JPEGs (--raw input tensors where the board has no
 #    JPEG decoder): every probability and logit within 1e-5 of the host's;
 #  - microcontroller boards: the image links within the board's flash and RAM (sizes printed).
@@ -108,6 +109,14 @@ for b in "$@"; do
     *" profile "*)
         n=$($run "build/$b/bin/manta-profile" --list 2>/dev/null | wc -l)
         [ "$n" -eq 207 ] && ok "$b: manta-profile --list (207 keys)" || bad "$b: manta-profile --list: $n keys"
+        ;;
+    esac
+    case " $progs " in
+    *" manta "*)
+        # the OpenCL program starts (its libraries load) and agrees with the host without a device
+        a=$($run "build/$b/bin/manta" arch min 2>&1)
+        [ -n "$a" ] && [ "$a" = "$(build/host/bin/manta arch min 2>&1)" ] &&
+            ok "$b: manta arch min = host" || bad "$b: manta arch min: $a"
         ;;
     esac
     # manta-infer against the host
