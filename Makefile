@@ -9,9 +9,28 @@
 #   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
 #   make SANITIZE=1 ...   the same under ASan + UBSan, in build/san/
 #   make fuzz       libFuzzer target over the engine (clang); run: tools/fuzz/run.sh SECONDS
+#   make BOARD=<name>   a board's programs in build/<name>/ (boards/<name>.mk, docs/boards.md)
+#   make deps-boards / test-boards   every board's packages; build every board, run the engine
+#                   tests and manta-infer under qemu-user against the host (not part of make test)
 # CI (CI=true) adds -Werror.
 
+# Boards: boards/<name>.mk names the toolchain, CPU flags, what is built and which tests cannot run.
+BOARDS := $(filter-out common,$(sort $(basename $(notdir $(wildcard boards/*.mk)))))
+ifneq ($(BOARD),)
+ifeq ($(filter $(BOARD),$(BOARDS)),)
+$(error unknown BOARD '$(BOARD)'; known boards: $(BOARDS) (docs/boards.md explains how to add one))
+endif
+include boards/$(BOARD).mk
+override BUILD := build/$(BOARD)
+CC   := $(CROSS)gcc
+HOSTCC := cc
+AR   := $(CROSS)ar
+SIZE := $(CROSS)size
+NM   := $(CROSS)nm
+endif
+
 CC      ?= cc
+HOSTCC  ?= $(CC)
 BUILD   ?= build
 OPT     ?= -O2
 
@@ -52,6 +71,7 @@ ENGINE_OPT ?= -O3
 INFER_SRC := $(wildcard tools/manta-infer/*.c)
 INFER_OBJ := $(INFER_SRC:%.c=$(BUILD)/obj/%.o)
 INFER     := $(BUILD)/bin/manta-infer
+INFER_LIBS ?= -lturbojpeg -lm
 
 # manta-profile: the board's latency profiler. Engine, exporter, space and profile code,
 # cJSON and libm: no OpenCL.
@@ -62,6 +82,7 @@ PROFILE_HOST_SRC := $(wildcard runtime/core/*.c runtime/profile/*.c) runtime/ofa
                     runtime/export/xgraph_ref.c
 PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)
 PROFILE   := $(BUILD)/bin/manta-profile
+PROFILE_LIBS ?= -lcjson -lm
 
 MANTA_SRC := $(wildcard tools/manta/*.c) tools/manta-infer/meta.c
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
@@ -76,7 +97,11 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 .SECONDARY:
 
 .PHONY: all lib test test-run demo deps bench-ops bench-train bench-engine tune clean help fuzz
+ifeq ($(BOARD),)
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
+else
+all: board-all
+endif
 lib: $(LIB)
 
 help:
@@ -84,7 +109,7 @@ help:
 
 $(BUILD)/gen/embed: tools/gen/embed.c
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -O1 -Wall -Wextra -o $@ $<
+	$(HOSTCC) -std=c11 -O1 -Wall -Wextra -o $@ $<
 
 $(BUILD)/gen/cl_sources.c: $(CL_SRC) $(BUILD)/gen/embed
 	$(BUILD)/gen/embed $@ $(CL_SRC)
@@ -100,7 +125,7 @@ $(BUILD)/obj/%.o: %.c
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 $(MANTA): $(MANTA_OBJ) $(LIB) $(ENGINE_LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
@@ -116,12 +141,12 @@ $(INFER_OBJ): CPPFLAGS := -Iruntime -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L
 $(BUILD)/obj/tools/manta-infer/main.o: $(BUILD)/gen/engine_size.h
 $(INFER): $(INFER_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(INFER_OBJ) $(ENGINE_LIB) -lturbojpeg -lm
+	$(CC) $(LDFLAGS) -o $@ $(INFER_OBJ) $(ENGINE_LIB) $(INFER_LIBS)
 
-$(PROFILE_OBJ): CPPFLAGS += -DMANTA_ENGINE_FLAGS='"$(strip -std=c99 $(ENGINE_OPT) $(SANFLAGS))"'
+$(PROFILE_OBJ): CPPFLAGS += -DMANTA_ENGINE_FLAGS='"$(strip -std=c99 $(ENGINE_OPT) $(SANFLAGS) $(BOARD_CFLAGS))"'
 $(PROFILE): $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB) -lcjson -lm
+	$(CC) $(LDFLAGS) -o $@ $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB) $(PROFILE_LIBS)
 
 $(ENGINE_OBJ): CPPFLAGS := -Iruntime
 $(ENGINE_OBJ): CFLAGS := -std=c99 $(ENGINE_OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
@@ -129,7 +154,7 @@ all lib: $(ENGINE_LIB)
 $(ENGINE_LIB): $(ENGINE_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -Itests
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB)
@@ -146,7 +171,17 @@ $(HELPER): $(BUILD)/obj/tests/helpers/export_fixtures.o $(TEST_LIB_OBJ) $(LIB) $
 $(BUILD)/tests/test_engine_noalloc: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 
 deps:
-	@tools/deps.sh $(DEB_PKGS)
+	@tools/deps.sh $(DEB_PKGS) $(BOARD_DEPS_ARGS)
+
+# Every board's toolchain, qemu-user and multi-arch libraries (boards/*.mk), then build them all and
+# run what qemu-user can run (tools/boards/test_boards.sh).
+.PHONY: deps-boards test-boards test-boards-run
+deps-boards:
+	@for b in $(BOARDS); do $(MAKE) --no-print-directory BOARD=$$b deps || exit 1; done
+test-boards: deps-boards
+	@$(MAKE) --no-print-directory test-boards-run
+test-boards-run:
+	@MAKE="$(MAKE)" sh tools/boards/test_boards.sh $(BOARDS)
 
 # Tests use their own program cache so that runs do not touch the user's.
 test: deps
@@ -204,5 +239,9 @@ tune: deps
 
 clean:
 	rm -rf build
+
+ifneq ($(BOARD),)
+include boards/common.mk
+endif
 
 -include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)

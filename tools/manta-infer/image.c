@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef MANTA_INFER_NO_JPEG
 #include <turbojpeg.h>
+#endif
 
 typedef struct taps {
     int n;      /* taps per output */
@@ -112,6 +114,19 @@ static int fail(char *why, size_t cap, const char *what, const char *detail)
     return -1;
 }
 
+#ifdef MANTA_INFER_NO_JPEG
+/* Built for a system without libjpeg-turbo (boards/riscv64.mk): raw input tensors only. */
+int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n, float *out,
+                    char *why, size_t why_cap)
+{
+    (void)jpeg, (void)size, (void)r, (void)n, (void)out;
+    return fail(why, why_cap,
+                "this manta-infer is built without libjpeg-turbo (MANTA_INFER_NO_JPEG): give a raw "
+                "float32 input tensor with --raw (manta-infer MODEL IMAGE.jpg --dump-input FILE "
+                "writes one on another machine)",
+                NULL);
+}
+#else
 int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n, float *out,
                     char *why, size_t why_cap)
 {
@@ -182,3 +197,4 @@ done:
     tjDestroy(tj);
     return rc;
 }
+#endif

@@ -19,7 +19,7 @@ static void usage(FILE *f)
                "the convolutions (statistics re-calibrated on --recal-images training images,\n"
                "default 2000), elastic kernels baked, channels sliced; with the engine's memory\n"
                "plan (TFLM's OfflineMemoryAllocation) and the input preprocessing and labels as\n"
-               "metadata. --c-array also writes DIR/model_data.{c,h}: the model as an aligned\n"
+               "metadata. --c-array also writes DIR/model.{c,h}: the model as an aligned\n"
                "const array and its exact arena size (MODEL_ARENA_SIZE) for boards.\n");
 }
 

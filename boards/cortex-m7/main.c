@@ -1,0 +1,54 @@
+/* The Cortex-M7 image: the model linked in as a C array (manta export --c-array: model.c / model.h),
+ * the engine prepared on a static arena of exactly MODEL_ARENA_SIZE bytes, one inference on a zero
+ * input. A real application fills the input from its sensor and reads the class; here the result is
+ * left in manta_result for a debugger. No allocation, no I/O. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "model.h"
+
+/** Outcome of the run, for a debugger: status (0 = ok, else the failing step), top-1 class. */
+volatile struct {
+    int32_t status;
+    int32_t top1;
+} manta_result = {-1, -1};
+
+/* The engine's arena: records, activations and kernel scratch (MODEL_ARENA_SIZE is exact for a 64-bit
+ * build of the engine, an upper bound for this 32-bit one). */
+static uint8_t arena[MODEL_ARENA_SIZE] __attribute__((aligned(MENGINE_ARENA_ALIGN)));
+
+static mengine_model model;
+static mengine engine;
+
+static int32_t run(void)
+{
+    char msg[96];
+    if (mengine_model_load(&model, model_data, MODEL_DATA_SIZE, NULL, msg, sizeof msg) != MENGINE_OK)
+        return 1;
+    if (mengine_init(&engine, &model, arena, sizeof arena) != MENGINE_OK)
+        return 2;
+    if (mengine_prepare(&engine, msg, sizeof msg) != MENGINE_OK)
+        return 3;
+    mengine_view in, out;
+    if (mengine_input(&engine, 0, &in) != MENGINE_OK || !in.data)
+        return 4;
+    for (size_t i = 0; i < in.count; i++)
+        in.data[i] = 0.0f;
+    if (mengine_invoke(&engine) != MENGINE_OK)
+        return 5;
+    if (mengine_output(&engine, 0, &out) != MENGINE_OK || !out.cdata || !out.count)
+        return 6;
+    size_t best = 0;
+    for (size_t i = 1; i < out.count; i++)
+        if (out.cdata[i] > out.cdata[best])
+            best = i;
+    manta_result.top1 = (int32_t)best;
+    return 0;
+}
+
+int main(void)
+{
+    manta_result.status = run();
+    return 0;
+}

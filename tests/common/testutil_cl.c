@@ -1,0 +1,76 @@
+/* The device half of the test helpers (testutil.h): opening the test device and
+ * moving double reference data to and from it. Kept apart from testutil.c so that
+ * tests without OpenCL (the engine tests cross-built for boards) link without it. */
+#include "testutil.h"
+
+#include <stdlib.h>
+
+mcl_dev *tu_open_device(void)
+{
+    static const char *const none = NULL;
+    mcl_device_list *list = malloc(sizeof *list);
+    assert_non_null(list);
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = mcl_enumerate(list, &err);
+    if (st != MANTA_OK)
+        fail_msg("enumerate: %s", err.msg);
+    size_t idx = 0;
+    st = mcl_select(list, none, &idx, &err);
+    if (st != MANTA_OK)
+        fail_msg("select: %s", err.msg);
+    mcl_dev *d = NULL;
+    st = mcl_open(&list->dev[idx], NULL, &d, &err);
+    free(list);
+    if (st != MANTA_OK)
+        fail_msg("open: %s", err.msg);
+    return d;
+}
+
+int tu_setup_device(void **state)
+{
+    *state = tu_open_device();
+    return *state ? 0 : -1;
+}
+
+int tu_teardown_device(void **state)
+{
+    mcl_close(*state);
+    return 0;
+}
+
+mview tu_alloc(mcl_dev *d, size_t n)
+{
+    mview v = {NULL, 0};
+    TU_OK(d, mcl_alloc(d, (n ? n : 1) * sizeof(float), "test tensor", &v.mem));
+    return v;
+}
+
+void tu_free(mcl_dev *d, mview v) { mcl_free(d, v.mem); }
+
+void tu_upload(mcl_dev *d, mview dst, const double *src, size_t n)
+{
+    float *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    assert_non_null(tmp);
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = (float)src[i];
+    TU_OK(d, mcl_write(d, dst, tmp, n));
+    free(tmp);
+}
+
+void tu_download(mcl_dev *d, mview src, double *dst, size_t n)
+{
+    float *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    assert_non_null(tmp);
+    TU_OK(d, mcl_read(d, src, tmp, n));
+    for (size_t i = 0; i < n; i++)
+        dst[i] = tmp[i];
+    free(tmp);
+}
+
+mview tu_alloc_from(mcl_dev *d, const double *src, size_t n)
+{
+    mview v = tu_alloc(d, n);
+    tu_upload(d, v, src, n);
+    return v;
+}

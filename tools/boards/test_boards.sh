@@ -1,0 +1,157 @@
+#!/bin/sh
+# make test-boards: builds every board given as an argument (boards/*.mk) and checks what can be
+# checked without the boards:
+#  - host: the reference programs (build/host), the models: the smallest sub-network of the CPU-default
+#    space from a smoke-trained checkpoint (tools/boards/min_model.sh) and the test suite's export
+#    fixtures (colour classifier, random RGB model, JPEGs);
+#  - each Linux board with a BOARD_RUN (qemu-user): the engine's unit tests, the engine library's
+#    external symbols (tests/integration/engine_noalloc.sh with the board's nm), manta-profile --list,
+#    manta arch min where the board has the OpenCL program (rk3588: links and starts, no GPU here),
+#    and manta-infer --json --all on the models and JPEGs (--raw input tensors where the board has no
+#    JPEG decoder): every probability and logit within 1e-5 of the host's;
+#  - microcontroller boards: the image links within the board's flash and RAM (sizes printed).
+# Prints one closing line "test-boards: N passed, N failed"; exit status 0 when none failed.
+set -u
+MAKE=${MAKE:-make}
+JOBS=${JOBS:--j2}
+TOL=1e-5
+out=build/test-boards
+pass=0
+fail=0
+failed=""
+ok() { pass=$((pass + 1)); echo "ok - $*"; }
+bad() { fail=$((fail + 1)); failed="$failed [$*]"; echo "not ok - $*"; }
+var() { $MAKE -s --no-print-directory BOARD="$1" "print-$2"; }
+
+[ $# -gt 0 ] || { echo "usage: test_boards.sh BOARD..." >&2; exit 2; }
+start=$(date +%s)
+mkdir -p "$out"
+
+# ---- host: reference programs and models
+echo "# host: build"
+if ! $MAKE --no-print-directory BOARD=host $JOBS all build/host/tests/helpers/export_fixtures; then
+    echo "not ok - host build"
+    echo "test-boards: $pass passed, 1 failed"
+    exit 1
+fi
+ok "host: build"
+models=$out/model
+fix=$out/fixtures
+mkdir -p "$fix"
+if sh tools/boards/min_model.sh build/host "$models" && build/host/tests/helpers/export_fixtures "$fix" >/dev/null; then
+    ok "host: models (min sub-network of the CPU-default space, export fixtures)"
+else
+    bad "host: models"
+    echo "test-boards: $pass passed, $fail failed"
+    exit 1
+fi
+# the (model, image) pairs manta-infer runs on every board
+pairs="$models/min.tflite:$models/image.jpg $fix/color.tflite:$fix/red.jpg $fix/random_rgb.tflite:$fix/green.jpg
+$fix/random_gray.tflite:$fix/gray.jpg"
+i=0
+for p in $pairs; do
+    i=$((i + 1))
+    build/host/bin/manta-infer "${p%%:*}" "${p#*:}" --json --all --dump-input "$out/input$i.f32" \
+        >"$out/host$i.json" || bad "host: manta-infer ${p%%:*} ${p#*:}"
+done
+
+# numbers of the "probs" and "logits" arrays of a manta-infer --json --all document, one a line
+numbers() { grep -o '"\(probs\|logits\)": \[[^]]*\]' "$1" | sed 's/.*\[//; s/\]//' | tr ',' '\n' | tr -d ' '; }
+# compare two documents: same count, every |a - b| <= TOL; prints the largest difference
+compare() {
+    numbers "$1" >"$out/a.txt"
+    numbers "$2" >"$out/b.txt"
+    [ -s "$out/a.txt" ] || { echo "no numbers in $1"; return 1; }
+    paste "$out/a.txt" "$out/b.txt" | awk -v tol="$TOL" '
+        NF != 2 { bad = 1 } { d = $1 - $2; if (d < 0) d = -d; if (d > max) max = d; n++ }
+        END { printf "%d values, max |difference| %.3g", n, max; exit (bad || max > tol) }'
+}
+
+for b in "$@"; do
+    [ "$b" = host ] && continue
+    kind=$(var "$b" BOARD_KIND)
+    echo "# $b ($kind): build"
+    if [ "$kind" = mcu ]; then
+        if $MAKE --no-print-directory BOARD="$b" $JOBS MODEL_DIR="$models" all; then
+            ok "$b: image links and fits ($(grep -E '^ +(flash|RAM)' "build/$b/size.txt" | sed 's/^ *//; s/:.*//' | tr '\n' ';'))"
+        else
+            bad "$b: build or size"
+        fi
+        continue
+    fi
+    if ! $MAKE --no-print-directory BOARD="$b" $JOBS all board-tests; then
+        bad "$b: build"
+        continue
+    fi
+    ok "$b: build"
+    run=$(var "$b" BOARD_RUN)
+    # engine unit tests under qemu-user
+    for t in build/"$b"/tests/test_engine_*; do
+        CMOCKA_MESSAGE_OUTPUT=TAP $run "$t" >"$out/log" 2>&1
+        rc=$?
+        p=$(grep -c '^ok ' "$out/log")
+        f=$(grep -c '^not ok ' "$out/log")
+        if [ "$rc" -eq 0 ] && [ "$f" -eq 0 ] && [ "$p" -gt 0 ]; then
+            ok "$b: $(basename "$t") ($p cases)"
+        else
+            cat "$out/log"
+            bad "$b: $(basename "$t") (rc $rc, $f failed)"
+        fi
+    done
+    if BUILD="build/$b" NM="$(var "$b" NM)" sh tests/integration/engine_noalloc.sh >"$out/log" 2>&1; then
+        ok "$b: engine_noalloc ($(tail -1 "$out/log"))"
+    else
+        cat "$out/log"
+        bad "$b: engine_noalloc"
+    fi
+    progs=$(var "$b" BOARD_PROGRAMS)
+    case " $progs " in
+    *" profile "*)
+        n=$($run "build/$b/bin/manta-profile" --list 2>/dev/null | wc -l)
+        [ "$n" -eq 207 ] && ok "$b: manta-profile --list (207 keys)" || bad "$b: manta-profile --list: $n keys"
+        ;;
+    esac
+    case " $progs " in
+    *" manta "*)
+        # the OpenCL program starts (its libraries load) and agrees with the host without a device
+        a=$($run "build/$b/bin/manta" arch min 2>&1)
+        [ -n "$a" ] && [ "$a" = "$(build/host/bin/manta arch min 2>&1)" ] &&
+            ok "$b: manta arch min = host" || bad "$b: manta arch min: $a"
+        ;;
+    esac
+    # manta-infer against the host
+    nojpeg=0
+    case " $(var "$b" BOARD_INFER_DEFS) " in *" -DMANTA_INFER_NO_JPEG "*) nojpeg=1 ;; esac
+    i=0
+    for p in $pairs; do
+        i=$((i + 1))
+        m=${p%%:*} img=${p#*:} r=""
+        if [ "$nojpeg" -eq 1 ]; then
+            what="--raw $(basename "$img") input"
+            $run "build/$b/bin/manta-infer" "$m" "$out/input$i.f32" --raw --json --all >"$out/$b$i.json"
+        else
+            what=$(basename "$img")
+            $run "build/$b/bin/manta-infer" "$m" "$img" --json --all >"$out/$b$i.json"
+        fi
+        rc=$?
+        if [ "$rc" -eq 0 ] && r=$(compare "$out/host$i.json" "$out/$b$i.json"); then
+            ok "$b: manta-infer $(basename "$m") $what = host ($r)"
+        else
+            bad "$b: manta-infer $(basename "$m") $what (rc $rc; ${r:-})"
+        fi
+    done
+    if [ "$nojpeg" -eq 1 ]; then
+        # a JPEG is refused with one line that says why
+        if $run "build/$b/bin/manta-infer" "$models/min.tflite" "$models/image.jpg" >/dev/null 2>"$out/err"; then
+            bad "$b: manta-infer accepted a JPEG without a decoder"
+        elif grep -q "without libjpeg-turbo" "$out/err"; then
+            ok "$b: manta-infer refuses JPEG input ($(head -c 80 "$out/err")...)"
+        else
+            bad "$b: manta-infer JPEG refusal: $(cat "$out/err")"
+        fi
+    fi
+done
+echo "# test-boards: $(( $(date +%s) - start )) s"
+[ -n "$failed" ] && echo "# failed:$failed"
+echo "test-boards: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
