@@ -591,9 +591,9 @@ int cmd_train(int argc, char **argv)
         if (st != MANTA_OK) {
             long ip;
             int pi = ofa_schedule_locate(&sched, step, &ip);
-            if (ring)
-                fprintf(stderr, "manta train: rank %d (%s): step %ld (phase %s): %s\n", rank, host,
-                        step + 1, pi >= 0 ? sched.phase[pi].name : "?", manta_err_msg(&err, st));
+            if (replicas > 1) /* the message names the rank, step and device */
+                fprintf(stderr, "manta train: %s (host %s, phase %s)\n", manta_err_msg(&err, st),
+                        host, pi >= 0 ? sched.phase[pi].name : "?");
             else
                 fprintf(stderr, "manta train: step %ld (phase %s): %s\n", step + 1,
                         pi >= 0 ? sched.phase[pi].name : "?", manta_err_msg(&err, st));
