@@ -499,7 +499,10 @@ int cmd_train(int argc, char **argv)
     }
     st = dp_create(devs, n_dev, &sp, &sched, o.seed, o.mode, ring, &dp, &err);
     if (st != MANTA_OK) {
-        fprintf(stderr, "manta train: rank %d (%s): %s\n", rank, host, manta_err_msg(&err, st));
+        if (ring)
+            fprintf(stderr, "manta train: rank %d (%s): %s\n", rank, host, manta_err_msg(&err, st));
+        else
+            fprintf(stderr, "manta train: %s\n", manta_err_msg(&err, st));
         goto out;
     }
     t = dp_replica(dp, 0);
