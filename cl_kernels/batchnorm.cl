@@ -205,3 +205,85 @@ __kernel void bn_backward(VIEW(x), VIEW(gamma), VIEW(smean), VIEW(sinvstd), VIEW
         dbeta[ch] += s_dy;
     }
 }
+
+/* ---- synchronised batch norm (statistics over several replicas) ------------------------
+ * The host gathers every replica's per-channel mean and biased variance (bn_stats), combines
+ * them, and the kernels below finish the forward with the combined statistics; in backward,
+ * bn_backward_reduce gives the replica's sums of dy and dy * xhat, the host sums them over
+ * the replicas and bn_backward_apply computes dx from the totals. */
+
+/* stats: (2, C) combined mean and biased variance; rmean, rvar, smean, sinvstd: (C).
+ * One work-item per channel. unbias = M / (M - 1) for the M values of all replicas. */
+__kernel void bn_sync_finish(VIEW(stats), VIEW(rmean), VIEW(rvar), VIEW(smean), VIEW(sinvstd),
+                             int c, float momentum, float unbias, float eps)
+{
+    PTR(stats); PTR(rmean); PTR(rvar); PTR(smean); PTR(sinvstd);
+    int ch = GID0;
+    if (ch >= c)
+        return;
+    float mean = stats[ch], v = stats[c + ch];
+    smean[ch] = mean;
+    sinvstd[ch] = 1.0f / sqrt(v + eps);
+    if (momentum > 0.0f) {
+        rmean[ch] = (1.0f - momentum) * rmean[ch] + momentum * mean;
+        rvar[ch] = (1.0f - momentum) * rvar[ch] + momentum * (v * unbias);
+    }
+}
+
+/* x, y: (N, C, HW), y may alias x; gamma, beta, smean, sinvstd: (C).
+ * Global (ceil(HW / 8), N*C): y = gamma * (x - mean) * invstd + beta. */
+__kernel void bn_forward_apply(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(smean), VIEW(sinvstd),
+                               VIEW(y), int rows, int c, int hw)
+{
+    PTR(x); PTR(gamma); PTR(beta); PTR(smean); PTR(sinvstd); PTR(y);
+    int k = (int)get_global_id(0), row = (int)get_global_id(1);
+    if (k * 8 >= hw || row >= rows)
+        return;
+    int ch = row % c, left = hw - k * 8;
+    float g = gamma[ch] * sinvstd[ch];
+    float8 xv = bn_load(x + row * hw + k * 8, left);
+    bn_store(y + row * hw + k * 8, (xv - smean[ch]) * g + beta[ch], left);
+}
+
+/* x, dy: (N, C, HW); smean, sinvstd, dgamma, dbeta: (C); sums: (2, C).
+ * One work-group per channel: sums = (sum dy, sum dy * xhat) of this replica;
+ * dbeta += sum dy, dgamma += sum dy * xhat. */
+__kernel void bn_backward_reduce(VIEW(x), VIEW(smean), VIEW(sinvstd), VIEW(dy), VIEW(sums),
+                                 VIEW(dgamma), VIEW(dbeta), int n, int c, int hw,
+                                 __local float *scratch)
+{
+    PTR(x); PTR(smean); PTR(sinvstd); PTR(dy); PTR(sums); PTR(dgamma); PTR(dbeta);
+    int ch = (int)get_group_id(0);
+    float mu = smean[ch], is = sinvstd[ch];
+    float8 s_dy8 = (float8)(0.0f), s_dyxh8 = (float8)(0.0f);
+    BN_FOR_CHUNKS(n, c, hw, ch, {
+        float8 g = bn_load(dy + j, left);
+        s_dy8 += g;
+        s_dyxh8 = fma(g, (bn_load(x + j, left) - mu) * is, s_dyxh8);
+    })
+    float s_dy = wg_sum(bn_hsum(s_dy8), scratch);
+    float s_dyxh = wg_sum(bn_hsum(s_dyxh8), scratch);
+    if (get_local_id(0) == 0) {
+        sums[ch] = s_dy;
+        sums[c + ch] = s_dyxh;
+        dgamma[ch] += s_dyxh;
+        dbeta[ch] += s_dy;
+    }
+}
+
+/* x, dy, dx: (N, C, HW), dx may alias dy; gamma, smean, sinvstd: (C); sums: (2, C) totals
+ * over all replicas of M values per channel (inv_m = 1 / M).
+ * Global (ceil(HW / 8), N*C): dx = gamma * invstd * (dy - sum dy / M - xhat * sum dy*xhat / M). */
+__kernel void bn_backward_apply(VIEW(x), VIEW(gamma), VIEW(smean), VIEW(sinvstd), VIEW(dy),
+                                VIEW(dx), VIEW(sums), int rows, int c, int hw, float inv_m)
+{
+    PTR(x); PTR(gamma); PTR(smean); PTR(sinvstd); PTR(dy); PTR(dx); PTR(sums);
+    int k = (int)get_global_id(0), row = (int)get_global_id(1);
+    if (k * 8 >= hw || row >= rows)
+        return;
+    int ch = row % c, left = hw - k * 8, j = row * hw + k * 8;
+    float mu = smean[ch], is = sinvstd[ch];
+    float kk = gamma[ch] * is, a = sums[ch] * inv_m, b = sums[c + ch] * inv_m;
+    float8 g = bn_load(dy + j, left), xv = bn_load(x + j, left);
+    bn_store(dx + j, kk * (g - a - (xv - mu) * is * b), left);
+}

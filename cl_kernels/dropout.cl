@@ -14,12 +14,13 @@ inline uint drop_hash(uint seed_lo, uint seed_hi, uint i)
     return x;
 }
 
-/* x, y: (n). threshold = p * 2^32; scale = 1 / (1 - p). */
+/* x, y: (n). threshold = p * 2^32; scale = 1 / (1 - p); element i uses the mask bit of
+ * index off + i (a shard of a larger tensor). */
 __kernel void dropout_apply(VIEW(x), VIEW(y), int n, uint threshold, float scale, uint seed_lo,
-                            uint seed_hi)
+                            uint seed_hi, uint off)
 {
     PTR(x); PTR(y);
     int i = GID0;
     if (i < n)
-        y[i] = drop_hash(seed_lo, seed_hi, (uint)i) >= threshold ? x[i] * scale : 0.0f;
+        y[i] = drop_hash(seed_lo, seed_hi, (uint)i + off) >= threshold ? x[i] * scale : 0.0f;
 }

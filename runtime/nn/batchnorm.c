@@ -148,3 +148,112 @@ manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gam
     mcl_arg_int(&L, s->hw);
     return run_per_channel(&L, s, wg);
 }
+
+manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, float eps,
+                               mview stats, mview running_mean, mview running_var,
+                               mview save_mean, mview save_invstd)
+{
+    NN_CHECK_POS(d, "bn_sync_finish", "channels", c);
+    manta_status st = check_eps(d, eps, "bn_sync_finish");
+    if (st != MANTA_OK)
+        return st;
+    if (m_total < 2)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "bn_sync_finish: %ld values per channel; training needs more than one",
+                             m_total);
+    if (!(momentum >= 0.0f && momentum <= 1.0f))
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "bn_sync_finish: momentum %g outside [0, 1]", (double)momentum);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_sync_finish");
+    mcl_arg_view(&L, stats);
+    mcl_arg_view(&L, running_mean);
+    mcl_arg_view(&L, running_var);
+    mcl_arg_view(&L, save_mean);
+    mcl_arg_view(&L, save_invstd);
+    mcl_arg_int(&L, c);
+    mcl_arg_float(&L, momentum);
+    mcl_arg_float(&L, (float)m_total / (float)(m_total - 1));
+    mcl_arg_float(&L, eps);
+    return mcl_launch_run(&L, 1, (size_t[]){(size_t)c}, NULL);
+}
+
+/* Launch an element-wise kernel over (ceil(HW / 8), N*C) as bn_forward_eval does. */
+static manta_status run_rows(mcl_launch *L, mcl_dev *d, const nn_bn_shape *s)
+{
+    size_t rows = (size_t)s->n * (size_t)s->c, chunks = ((size_t)s->hw + 7) / 8;
+    size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
+    if (ly > rows)
+        ly = rows;
+    bool fits = lx * ly <= mcl_info(d)->max_work_group;
+    return mcl_launch_run(L, 2, (size_t[]){chunks, rows}, fits ? (size_t[]){lx, ly} : NULL);
+}
+
+manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
+                                 mview beta, mview save_mean, mview save_invstd, mview y)
+{
+    manta_status st = check_shape(d, s, "bn_forward_apply");
+    if (st != MANTA_OK)
+        return st;
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_forward_apply");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, gamma);
+    mcl_arg_view(&L, beta);
+    mcl_arg_view(&L, save_mean);
+    mcl_arg_view(&L, save_invstd);
+    mcl_arg_view(&L, y);
+    mcl_arg_int(&L, s->n * s->c);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    return run_rows(&L, d, s);
+}
+
+manta_status nn_bn_backward_reduce(mcl_dev *d, const nn_bn_shape *s, mview x, mview save_mean,
+                                   mview save_invstd, mview dy, mview sums, mview dgamma,
+                                   mview dbeta)
+{
+    manta_status st = check_shape(d, s, "bn_backward_reduce");
+    if (st != MANTA_OK)
+        return st;
+    size_t wg = channel_wg(d, s);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_backward_reduce");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, save_mean);
+    mcl_arg_view(&L, save_invstd);
+    mcl_arg_view(&L, dy);
+    mcl_arg_view(&L, sums);
+    mcl_arg_view(&L, dgamma);
+    mcl_arg_view(&L, dbeta);
+    mcl_arg_int(&L, s->n);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    return run_per_channel(&L, s, wg);
+}
+
+manta_status nn_bn_backward_apply(mcl_dev *d, const nn_bn_shape *s, long m_total, mview x,
+                                  mview gamma, mview save_mean, mview save_invstd, mview dy,
+                                  mview dx, mview sums)
+{
+    manta_status st = check_shape(d, s, "bn_backward_apply");
+    if (st != MANTA_OK)
+        return st;
+    if (m_total < 1)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "bn_backward_apply: %ld values per channel", m_total);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_backward_apply");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, gamma);
+    mcl_arg_view(&L, save_mean);
+    mcl_arg_view(&L, save_invstd);
+    mcl_arg_view(&L, dy);
+    mcl_arg_view(&L, dx);
+    mcl_arg_view(&L, sums);
+    mcl_arg_int(&L, s->n * s->c);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    mcl_arg_float(&L, (float)(1.0 / (double)m_total));
+    return run_rows(&L, d, s);
+}

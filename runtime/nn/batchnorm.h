@@ -53,4 +53,47 @@ manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gam
                             mview save_mean, mview save_invstd, mview dy, mview dx, mview dgamma,
                             mview dbeta);
 
+/* ---- synchronised batch norm ---------------------------------------------------------
+ * Batch statistics over several replicas (devices, processes), each holding a shard of the
+ * batch. Forward: nn_bn_stats() on every replica; the caller combines the per-replica mean
+ * and biased variance into those of all M values and writes them to `stats`;
+ * nn_bn_sync_finish() saves them (and moves the running statistics); nn_bn_forward_apply()
+ * normalises. Backward: nn_bn_backward_reduce() gives this replica's sums and accumulates
+ * dgamma/dbeta; the caller sums `sums` over the replicas; nn_bn_backward_apply() computes dx.
+ * The result equals nn_bn_forward_train()/nn_bn_backward() on the whole batch up to
+ * rounding, and dgamma/dbeta summed over the replicas equal the whole batch's. */
+
+/**
+ * Save combined statistics for the backward pass and (momentum > 0) move the running
+ * statistics: stats (2, C) = combined mean then biased variance over @p m_total values per
+ * channel (m_total > 1); running_* (C) move by @p momentum towards the mean and the unbiased
+ * variance; save_mean = mean, save_invstd = 1 / sqrt(var + eps) (C).
+ */
+manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, float eps,
+                               mview stats, mview running_mean, mview running_var,
+                               mview save_mean, mview save_invstd);
+
+/** y = gamma * (x - save_mean) * save_invstd + beta. x, y (N, C, HW), y may alias x;
+ *  gamma, beta, save_* (C). */
+manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
+                                 mview beta, mview save_mean, mview save_invstd, mview y);
+
+/**
+ * This replica's share of the backward: sums (2, C) = per channel sum of dy, then sum of
+ * dy * xhat, xhat = (x - save_mean) * save_invstd; dbeta += sum dy, dgamma += sum dy * xhat.
+ * x, dy (N, C, HW); save_*, dgamma, dbeta (C).
+ */
+manta_status nn_bn_backward_reduce(mcl_dev *d, const nn_bn_shape *s, mview x, mview save_mean,
+                                   mview save_invstd, mview dy, mview sums, mview dgamma,
+                                   mview dbeta);
+
+/**
+ * dx = gamma * invstd * (dy - S_dy / M - xhat * S_dyxhat / M) with sums (2, C) holding the
+ * totals S over all replicas and @p m_total = M values per channel. dx may alias dy.
+ * x, dy, dx (N, C, HW); gamma, save_* (C).
+ */
+manta_status nn_bn_backward_apply(mcl_dev *d, const nn_bn_shape *s, long m_total, mview x,
+                                  mview gamma, mview save_mean, mview save_invstd, mview dy,
+                                  mview dx, mview sums);
+
 #endif

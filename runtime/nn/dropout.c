@@ -21,7 +21,8 @@ int nn_dropout_keep(uint64_t seed, uint32_t i, float p)
 }
 
 /* Both directions apply the same mask and scale. */
-static manta_status apply(mcl_dev *d, size_t n, float p, uint64_t seed, mview x, mview y)
+static manta_status apply(mcl_dev *d, size_t n, uint32_t off, float p, uint64_t seed, mview x,
+                          mview y)
 {
     NN_CHECK_INT(d, n, "dropout size");
     if (!(p >= 0.0f && p < 1.0f))
@@ -36,15 +37,28 @@ static manta_status apply(mcl_dev *d, size_t n, float p, uint64_t seed, mview x,
     mcl_arg_float(&L, 1.0f / (1.0f - p));
     mcl_arg_uint(&L, (uint32_t)seed);
     mcl_arg_uint(&L, (uint32_t)(seed >> 32));
+    mcl_arg_uint(&L, off);
     return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
 }
 
 manta_status nn_dropout_forward(mcl_dev *d, size_t n, float p, uint64_t seed, mview x, mview y)
 {
-    return apply(d, n, p, seed, x, y);
+    return apply(d, n, 0, p, seed, x, y);
 }
 
 manta_status nn_dropout_backward(mcl_dev *d, size_t n, float p, uint64_t seed, mview dy, mview dx)
 {
-    return apply(d, n, p, seed, dy, dx);
+    return apply(d, n, 0, p, seed, dy, dx);
+}
+
+manta_status nn_dropout_forward_at(mcl_dev *d, size_t n, uint32_t off, float p, uint64_t seed,
+                                   mview x, mview y)
+{
+    return apply(d, n, off, p, seed, x, y);
+}
+
+manta_status nn_dropout_backward_at(mcl_dev *d, size_t n, uint32_t off, float p, uint64_t seed,
+                                    mview dy, mview dx)
+{
+    return apply(d, n, off, p, seed, dy, dx);
 }

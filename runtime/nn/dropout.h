@@ -22,4 +22,16 @@ manta_status nn_dropout_forward(mcl_dev *d, size_t n, float p, uint64_t seed, mv
 manta_status nn_dropout_backward(mcl_dev *d, size_t n, float p, uint64_t seed, mview dy,
                                  mview dx);
 
+/**
+ * Dropout of a shard: element i of x uses the mask of index @p off + i, so a tensor split
+ * into contiguous shards over several devices gets the mask the whole tensor would get.
+ * nn_dropout_forward() is the case off = 0.
+ */
+manta_status nn_dropout_forward_at(mcl_dev *d, size_t n, uint32_t off, float p, uint64_t seed,
+                                   mview x, mview y);
+
+/** Backward of nn_dropout_forward_at() (the same mask). */
+manta_status nn_dropout_backward_at(mcl_dev *d, size_t n, uint32_t off, float p, uint64_t seed,
+                                    mview dy, mview dx);
+
 #endif

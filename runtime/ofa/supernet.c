@@ -183,6 +183,7 @@ static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t 
     for (int i = 0; i < ofa_slots(s); i++)
         widest = n->slot[i].mid_max > widest ? n->slot[i].mid_max : widest;
     n->stats_tmp = mlayout_add(al, 2 * (size_t)widest);
+    n->widest = widest;
 }
 
 /* ---- creation ------------------------------------------------------------------------ */
@@ -276,6 +277,7 @@ void ofa_supernet_destroy(ofa_supernet *n)
     mslab *slabs[] = {&n->params, &n->grads, &n->mom, &n->state, &n->acts, &n->dacts, &n->scratch};
     for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++)
         mslab_destroy(n->d, slabs[i]);
+    free(n->sync_host);
     free(n);
 }
 
@@ -310,6 +312,8 @@ manta_status ofa_supernet_create(mcl_dev *d, const ofa_space *space, int batch, 
         st = mslab_create(d, &n->scratch, scratch ? scratch : 1, "convolution scratch");
     if (st == MANTA_OK)
         st = init_values(n, seed);
+    if (st == MANTA_OK && !(n->sync_host = malloc(2 * (size_t)n->widest * sizeof(float))))
+        st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "supernet: out of host memory");
     if (st != MANTA_OK) {
         ofa_supernet_destroy(n);
         return st;
@@ -362,9 +366,30 @@ manta_status ofa_supernet_set_arch(ofa_supernet *n, const ofa_arch *a)
 
 static mview PW(const ofa_supernet *n, size_t off) { return mview_at(n->fwd_params, off); }
 
+/* Synchronised batch-norm forward: local statistics, combined over the replicas by the
+ * callback, then saved and applied. */
+static manta_status bn_fwd_sync(ofa_supernet *n, const bn_p *b, int c, int hw, size_t x, size_t y)
+{
+    nn_bn_shape sh = {n->batch, c, hw};
+    mview stats = A(n, n->stats_tmp);
+    MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), stats, A(n, n->stats_tmp + (size_t)c)));
+    MANTA_TRY(mcl_read(n->d, stats, n->sync_host, 2 * (size_t)c));
+    long m_total = 0;
+    MANTA_TRY(n->bn_sync(n->bn_sync_ctx, OFA_BN_SYNC_STATS, n->sync_host, c,
+                         (long)n->batch * hw, &m_total, mcl_err(n->d)));
+    MANTA_TRY(mcl_write(n->d, stats, n->sync_host, 2 * (size_t)c));
+    float momentum = n->fwd_bn == OFA_BN_TRAIN ? BN_MOMENTUM : 0.0f;
+    MANTA_TRY(nn_bn_sync_finish(n->d, c, m_total, momentum, BN_EPS, stats, S(n, b->rmean),
+                                S(n, b->rvar), S(n, b->smean), S(n, b->sinv)));
+    return nn_bn_forward_apply(n->d, &sh, A(n, x), PW(n, b->gamma), PW(n, b->beta),
+                               S(n, b->smean), S(n, b->sinv), A(n, y));
+}
+
 static manta_status bn_fwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t x, size_t y)
 {
     nn_bn_shape sh = {n->batch, c, hw};
+    if (n->bn_sync && (n->fwd_bn == OFA_BN_TRAIN || n->fwd_bn == OFA_BN_BATCH_ONLY))
+        return bn_fwd_sync(n, b, c, hw, x, y);
     if (n->fwd_bn == OFA_BN_EVAL)
         return nn_bn_forward_eval(n->d, &sh, BN_EPS, A(n, x), PW(n, b->gamma), PW(n, b->beta),
                                   S(n, b->rmean), S(n, b->rvar), A(n, y));
@@ -401,6 +426,18 @@ static manta_status bn_bwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t
                            size_t dx)
 {
     nn_bn_shape sh = {n->batch, c, hw};
+    if (n->bn_sync) {
+        mview sums = A(n, n->stats_tmp);
+        MANTA_TRY(nn_bn_backward_reduce(n->d, &sh, A(n, x), S(n, b->smean), S(n, b->sinv), G(n, dy),
+                                        sums, DP(n, b->gamma), DP(n, b->beta)));
+        MANTA_TRY(mcl_read(n->d, sums, n->sync_host, 2 * (size_t)c));
+        long m_total = 0;
+        MANTA_TRY(n->bn_sync(n->bn_sync_ctx, OFA_BN_SYNC_GRADS, n->sync_host, c,
+                             (long)n->batch * hw, &m_total, mcl_err(n->d)));
+        MANTA_TRY(mcl_write(n->d, sums, n->sync_host, 2 * (size_t)c));
+        return nn_bn_backward_apply(n->d, &sh, m_total, A(n, x), PW(n, b->gamma), S(n, b->smean),
+                                    S(n, b->sinv), G(n, dy), G(n, dx), sums);
+    }
     return nn_bn_backward(n->d, &sh, A(n, x), PW(n, b->gamma), S(n, b->smean), S(n, b->sinv),
                           G(n, dy), G(n, dx), DP(n, b->gamma), DP(n, b->beta));
 }
@@ -519,7 +556,8 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
     }
     n->fwd_dropout = bn == OFA_BN_TRAIN && s->dropout > 0;
     if (n->fwd_dropout) {
-        MANTA_TRY(nn_dropout_forward(d, B * (size_t)feat_c, s->dropout, n->dropout_seed, A(n, feat),
+        n->drop_off = (uint32_t)((size_t)n->first_sample * (size_t)feat_c);
+        MANTA_TRY(nn_dropout_forward_at(d, B * (size_t)feat_c, n->drop_off, s->dropout, n->dropout_seed, A(n, feat),
                                A(n, n->drop)));
         feat = n->drop;
     }
@@ -529,6 +567,16 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
 }
 
 void ofa_supernet_set_dropout_seed(ofa_supernet *n, uint64_t seed) { n->dropout_seed = seed; }
+
+void ofa_supernet_set_bn_sync(ofa_supernet *n, ofa_bn_sync_fn fn, void *ctx)
+{
+    n->bn_sync = fn;
+    n->bn_sync_ctx = ctx;
+}
+
+int ofa_supernet_bn_max_channels(const ofa_supernet *n) { return n->widest; }
+
+void ofa_supernet_set_shard(ofa_supernet *n, long first) { n->first_sample = first; }
 
 /* ---- backward ------------------------------------------------------------------------- */
 
@@ -607,7 +655,7 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     MANTA_TRY(nn_linear_backward(d, &cls, A(n, cls_in), PW(n, n->cls_w), G(n, n->logits), G(n, cls_in),
                            DP(n, n->cls_w), DP(n, n->cls_b)));
     if (n->fwd_dropout)
-        MANTA_TRY(nn_dropout_backward(d, B * (size_t)feat_c, s->dropout, n->dropout_seed, G(n, n->drop),
+        MANTA_TRY(nn_dropout_backward_at(d, B * (size_t)feat_c, n->drop_off, s->dropout, n->dropout_seed, G(n, n->drop),
                                 G(n, feat)));
     if (s->head_mix > 0) {
         nn_linear_shape m = {n->batch, s->head_expand, s->head_mix, 0};

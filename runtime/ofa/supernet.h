@@ -86,6 +86,39 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
  *  forwards when the space's dropout is above 0); set it per sub-network pass. */
 void ofa_supernet_set_dropout_seed(ofa_supernet *n, uint64_t seed);
 
+/** What a batch-norm synchronisation exchanges (see ofa_bn_sync_fn). */
+typedef enum ofa_bn_sync_kind {
+    OFA_BN_SYNC_STATS, /**< forward: (mean, biased variance) of each channel */
+    OFA_BN_SYNC_GRADS  /**< backward: (sum dy, sum dy * xhat) of each channel */
+} ofa_bn_sync_kind;
+
+/**
+ * Synchronised batch norm across replicas (devices or processes that each hold a
+ * contiguous shard of one global batch and run the same sub-network). Called by every
+ * replica for every batch-norm layer in the same order.
+ * STATS: @p v (2, c) holds this replica's per-channel mean then biased variance over @p m
+ * values; replace them with the mean and biased variance over all replicas and set
+ * *m_total to the number of values they cover. GRADS: @p v (2, c) holds this replica's
+ * sums of dy and dy * xhat; replace them with the sums over all replicas (*m_total as in
+ * the forward). Every replica must receive the same values. Errors go to @p err.
+ */
+typedef manta_status (*ofa_bn_sync_fn)(void *ctx, ofa_bn_sync_kind kind, float *v, int c,
+                                       long m, long *m_total, manta_err *err);
+
+/**
+ * Use synchronised batch norm in the OFA_BN_TRAIN and OFA_BN_BATCH_ONLY forwards (and their
+ * backward): batch statistics over all replicas through @p fn. NULL turns it off (the
+ * default: statistics of this device's batch alone, no host round trip).
+ */
+void ofa_supernet_set_bn_sync(ofa_supernet *n, ofa_bn_sync_fn fn, void *ctx);
+
+/** The largest channel count of any batch norm (bounds the c of ofa_bn_sync_fn). */
+int ofa_supernet_bn_max_channels(const ofa_supernet *n);
+
+/** This replica's shard starts at sample @p first of the global batch (default 0): the
+ *  dropout mask of its samples is that of the same samples in the whole batch. */
+void ofa_supernet_set_shard(ofa_supernet *n, long first);
+
 /** Backward of the last forward from ofa_supernet_dlogits(); parameter
  *  gradients accumulate into the gradient slab. */
 manta_status ofa_supernet_backward(ofa_supernet *n);

@@ -72,6 +72,12 @@ struct ofa_supernet {
     uint64_t dropout_seed;
     bool fwd_dropout;   /* the last forward applied dropout */
     size_t stats_tmp;   /* (2, widest channel count) batch mean and variance */
+    int widest;         /* widest channel count of a batch norm */
+    ofa_bn_sync_fn bn_sync; /* synchronised batch norm across replicas, or NULL */
+    void *bn_sync_ctx;
+    float *sync_host;   /* (2, widest) host copy of the statistics being synchronised */
+    uint32_t drop_off;  /* dropout mask offset: first sample of this shard * features */
+    long first_sample;  /* first sample of this replica's shard in the global batch */
 };
 
 /** Output size of a convolution with padding k/2. */

@@ -13,6 +13,8 @@ struct ofa_trainer {
     ofa_space space;
     ofa_schedule sched;
     uint64_t seed;
+    uint64_t sample_seed; /* seeds the sub-network sampling (seed unless set) */
+    int B;                /* images per batch on this device (a shard of sched.batch) */
     ofa_supernet *net;
     ofa_slabs sl;
     mslab teacher;   /* parameters of the teacher */
@@ -52,7 +54,21 @@ void ofa_trainer_destroy(ofa_trainer *t)
 manta_status ofa_trainer_create(mcl_dev *d, const ofa_space *space, const ofa_schedule *sched,
                                 uint64_t seed, ofa_trainer **out)
 {
+    return ofa_trainer_create_shard(d, space, sched, seed, sched->batch, out);
+}
+
+int ofa_trainer_batch(const ofa_trainer *t) { return t->B; }
+void ofa_trainer_set_sample_seed(ofa_trainer *t, uint64_t seed) { t->sample_seed = seed; }
+
+manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space,
+                                      const ofa_schedule *sched, uint64_t seed, int local_batch,
+                                      ofa_trainer **out)
+{
     *out = NULL;
+    if (local_batch < 1 || local_batch > sched->batch)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "trainer: shard of %d images of a batch of %d", local_batch,
+                             sched->batch);
     ofa_trainer *t = calloc(1, sizeof *t);
     if (!t)
         return manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "trainer: out of host memory");
@@ -60,7 +76,9 @@ manta_status ofa_trainer_create(mcl_dev *d, const ofa_space *space, const ofa_sc
     t->space = *space;
     t->sched = *sched;
     t->seed = seed;
-    const int B = sched->batch, K = space->classes;
+    t->sample_seed = seed;
+    t->B = local_batch;
+    const int B = local_batch, K = space->classes;
     const int rmax = space->res[space->n_res - 1];
     manta_status st = ofa_supernet_create(d, space, B, seed, &t->net);
     if (st == MANTA_OK) {
@@ -149,7 +167,7 @@ manta_status ofa_trainer_compute(ofa_trainer *t, long step, const float *images,
                                  const float *labels, ofa_step_result *out)
 {
     mcl_dev *d = t->d;
-    const int B = t->sched.batch, K = t->space.classes;
+    const int B = t->B, K = t->space.classes;
     long in_phase;
     int phase;
     MANTA_TRY(locate(t, step, &phase, &in_phase));
@@ -172,7 +190,7 @@ manta_status ofa_trainer_compute(ofa_trainer *t, long step, const float *images,
     double loss = 0, kd = 0;
     int correct = 0;
     for (int k = 0; k < p->subnets; k++) {
-        ofa_sample_subnet(&t->space, p, t->seed, step, k, r, &a);
+        ofa_sample_subnet(&t->space, p, t->sample_seed, step, k, r, &a);
         MANTA_TRY(ofa_supernet_set_arch(net, &a));
         ofa_supernet_set_dropout_seed(net, t->seed ^ ((uint64_t)step << 8) ^ (uint64_t)k);
         MANTA_TRY(ofa_supernet_forward(net, t->sl.params, OFA_BN_TRAIN));
@@ -238,7 +256,7 @@ static manta_status recalibrate(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn 
 {
     mcl_dev *d = t->d;
     ofa_supernet *net = t->net;
-    const int B = t->sched.batch;
+    const int B = t->B;
     const size_t in = (size_t)B * t->space.in_channels * a->r * a->r;
     MANTA_TRY(ofa_supernet_set_arch(net, a));
     MANTA_TRY(mcl_copy(d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
@@ -268,7 +286,7 @@ manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_f
 {
     mcl_dev *d = t->d;
     ofa_supernet *net = t->net;
-    const size_t in = (size_t)t->sched.batch * t->space.in_channels * a->r * a->r;
+    const size_t in = (size_t)t->B * t->space.in_channels * a->r * a->r;
     *top1 = 0;
     manta_status st = recalibrate(t, a, recal, recal_ctx, recal_images);
     long seen = 0, correct = 0;

@@ -29,6 +29,26 @@ manta_status ofa_trainer_create(mcl_dev *d, const ofa_space *space, const ofa_sc
                                 uint64_t seed, ofa_trainer **out);
 void ofa_trainer_destroy(ofa_trainer *t);
 
+/**
+ * A trainer for one replica of data-parallel training: the schedule (learning rates, its
+ * batch = the global batch) is that of the whole run, but this device processes shards of
+ * @p local_batch images (1 .. sched->batch), whose batch-mean gradients it computes. The
+ * caller sums the replicas' gradients and applies them with grad_scale = 1 / replicas.
+ * ofa_trainer_create() is the case local_batch = sched->batch. Evaluation also runs in
+ * batches of local_batch images.
+ */
+manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space,
+                                      const ofa_schedule *sched, uint64_t seed, int local_batch,
+                                      ofa_trainer **out);
+
+/** Images per batch on this device (the shard size). */
+int ofa_trainer_batch(const ofa_trainer *t);
+
+/** Seed of the sub-network sampling (default: the trainer's seed). Replicas that must train
+ *  different sub-networks (OFA's per-node sampling) set different ones; the resolution and
+ *  dropout stay tied to the trainer's seed. */
+void ofa_trainer_set_sample_seed(ofa_trainer *t, uint64_t seed);
+
 ofa_supernet *ofa_trainer_net(ofa_trainer *t);
 const ofa_schedule *ofa_trainer_schedule(const ofa_trainer *t);
 

@@ -28,6 +28,7 @@ static manta_status meta_json(const ofa_space *sp, const train_meta *m, char **o
     cJSON_AddBoolToObject(j, "has_teacher", m->has_teacher);
     cJSON_AddStringToObject(j, "data", m->data);
     cJSON_AddNumberToObject(j, "val", m->val);
+    cJSON_AddNumberToObject(j, "lr_scale", m->lr_scale > 0 ? m->lr_scale : 1.0);
     cJSON_AddItemToObject(j, "space", sj);
     *out = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -83,6 +84,7 @@ static manta_status read_meta(ckpt_reader *r, const char *path, ofa_space *sp, t
     const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
     const cJSON *val = cJSON_GetObjectItemCaseSensitive(j, "val");
     const cJSON *teacher = cJSON_GetObjectItemCaseSensitive(j, "has_teacher");
+    const cJSON *lr_scale = cJSON_GetObjectItemCaseSensitive(j, "lr_scale");
     if (!cJSON_IsString(f) || strcmp(f->valuestring, "manta-ofa-train") != 0 || !preset || !seed ||
         !data || !cJSON_IsNumber(batch) || !cJSON_IsNumber(step) || !cJSON_IsNumber(val) ||
         !cJSON_IsBool(teacher) || !cJSON_IsObject(space)) {
@@ -98,6 +100,7 @@ static manta_status read_meta(ckpt_reader *r, const char *path, ofa_space *sp, t
     m->step = (long)step->valuedouble;
     m->val = val->valueint;
     m->has_teacher = cJSON_IsTrue(teacher);
+    m->lr_scale = cJSON_IsNumber(lr_scale) && lr_scale->valuedouble > 0 ? lr_scale->valuedouble : 1.0;
     char *stext = cJSON_PrintUnformatted(space);
     st = stext ? ofa_space_parse(stext, sp, err)
                : manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);

@@ -26,6 +26,7 @@ typedef struct train_meta {
     int has_teacher;
     char data[512];      /**< data source as given on the command line */
     int val;             /**< validation images held out */
+    double lr_scale;     /**< factor on every phase's learning rate (1 when absent from the file) */
     loader_state loader; /**< data order and augmentation position of `step` */
 } train_meta;
 

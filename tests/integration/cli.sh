@@ -17,7 +17,7 @@ expect_error() {
 }
 
 "$M" --help | grep -q "devices" || fail "--help"
-for c in devices train train-tiny eval arch bench; do
+for c in devices train train-tiny eval arch bench launch ckpt-diff; do
     "$M" $c --help >/dev/null || fail "$c --help"
 done
 "$M" devices | grep -q "compute units" || fail "devices"
@@ -27,6 +27,9 @@ if command -v python3 >/dev/null; then
 fi
 
 expect_error "unknown command" "unknown command" "$M" frobnicate
+expect_error "bad --mode" "mode" "$M" train --mode model
+expect_error "indivisible batch" "multiple of 2" env POCL_DEVICES="pthread pthread" "$M" train --devices all --batch 15 --schedule smoke --out "$out/odd"
+expect_error "launch without a command" "needs -n N" "$M" launch -n 2
 expect_error "unknown device" "no device matches" "$M" train-tiny --device no-such-gpu --steps 1
 expect_error "device index" "out of range" "$M" train-tiny --device 99 --steps 1
 expect_error "MANTA_DEVICE" "MANTA_DEVICE" env MANTA_DEVICE=nothing-like-this "$M" train-tiny --steps 1

@@ -333,6 +333,94 @@ static void test_bn_rejects_bad_shapes(void **state)
     tu_free(d, v);
 }
 
+/* Synchronised batch norm: a batch split into two shards, statistics combined on the host
+ * as runtime/train/dp.c does (mean of the means, mean of var + (mean_i - mean)^2), equals
+ * the training forward and backward on the whole batch: y, saved and running statistics,
+ * dx, dgamma and dbeta (accumulated by both shards). */
+static void test_bn_sync_shards_match_whole_batch(void **state)
+{
+    mcl_dev *d = *state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 41, 9);
+    static const int shapes[][3] = {{8, 5, 7}, {4, 3, 1}, {16, 2, 9}};
+    for (int t = 0; t < 3; t++) {
+        const int n = shapes[t][0], c = shapes[t][1], hw = shapes[t][2], h = n / 2;
+        const size_t cs = (size_t)c, half = (size_t)h * cs * (size_t)hw;
+        bn_case k = case_make(d, &rng, n, c, hw, 0);
+        /* whole batch */
+        mview y = tu_alloc(d, k.len), sm = tu_alloc(d, cs), si = tu_alloc(d, cs);
+        mview rm = tu_alloc_from(d, k.rmean, cs), rv = tu_alloc_from(d, k.rvar, cs);
+        mview dy = tu_alloc_from(d, k.r, k.len), dx = tu_alloc(d, k.len);
+        mview dg = tu_alloc(d, cs), db = tu_alloc(d, cs);
+        TU_OK(d, mcl_fill(d, dg, 0.0f, cs));
+        TU_OK(d, mcl_fill(d, db, 0.0f, cs));
+        TU_OK(d, nn_bn_forward_train(d, &k.s, (float)MOMENTUM, (float)EPS, k.vx, k.vgamma, k.vbeta,
+                                     rm, rv, y, sm, si));
+        TU_OK(d, nn_bn_backward(d, &k.s, k.vx, k.vgamma, sm, si, dy, dx, dg, db));
+        /* two shards */
+        nn_bn_shape sh = {h, c, hw};
+        mview y2 = tu_alloc(d, k.len), sm2 = tu_alloc(d, cs), si2 = tu_alloc(d, cs);
+        mview rm2 = tu_alloc_from(d, k.rmean, cs), rv2 = tu_alloc_from(d, k.rvar, cs);
+        mview dx2 = tu_alloc(d, k.len), dg2 = tu_alloc(d, cs), db2 = tu_alloc(d, cs);
+        mview st = tu_alloc(d, 2 * cs), sums[2] = {tu_alloc(d, 2 * cs), tu_alloc(d, 2 * cs)};
+        TU_OK(d, mcl_fill(d, dg2, 0.0f, cs));
+        TU_OK(d, mcl_fill(d, db2, 0.0f, cs));
+        double part[2][2 * 5], comb[2 * 5];
+        for (int i = 0; i < 2; i++) {
+            TU_OK(d, nn_bn_stats(d, &sh, mview_at(k.vx, (size_t)i * half), st, mview_at(st, cs)));
+            tu_download(d, st, part[i], 2 * cs);
+        }
+        for (int ch = 0; ch < c; ch++) {
+            double mean = (part[0][ch] + part[1][ch]) / 2, var = 0;
+            for (int i = 0; i < 2; i++)
+                var += part[i][c + ch] + (part[i][ch] - mean) * (part[i][ch] - mean);
+            comb[ch] = (float)mean;
+            comb[c + ch] = (float)(var / 2);
+        }
+        tu_upload(d, st, comb, 2 * cs);
+        const long m = (long)n * hw;
+        TU_OK(d, nn_bn_sync_finish(d, c, m, (float)MOMENTUM, (float)EPS, st, rm2, rv2, sm2, si2));
+        for (int i = 0; i < 2; i++)
+            TU_OK(d, nn_bn_forward_apply(d, &sh, mview_at(k.vx, (size_t)i * half), k.vgamma, k.vbeta,
+                                         sm2, si2, mview_at(y2, (size_t)i * half)));
+        for (int i = 0; i < 2; i++) {
+            TU_OK(d, nn_bn_backward_reduce(d, &sh, mview_at(k.vx, (size_t)i * half), sm2, si2,
+                                           mview_at(dy, (size_t)i * half), sums[i], dg2, db2));
+            tu_download(d, sums[i], part[i], 2 * cs);
+        }
+        for (size_t j = 0; j < 2 * cs; j++)
+            comb[j] = (float)(part[0][j] + part[1][j]);
+        tu_upload(d, sums[0], comb, 2 * cs);
+        for (int i = 0; i < 2; i++)
+            TU_OK(d, nn_bn_backward_apply(d, &sh, m, mview_at(k.vx, (size_t)i * half), k.vgamma, sm2,
+                                          si2, mview_at(dy, (size_t)i * half),
+                                          mview_at(dx2, (size_t)i * half), sums[0]));
+        double *a = malloc(k.len * sizeof *a), *b = malloc(k.len * sizeof *b);
+        assert_non_null(a);
+        assert_non_null(b);
+        struct { mview whole, shards; size_t n; const char *what; } cmp[] = {
+            {y, y2, k.len, "y"}, {sm, sm2, cs, "saved mean"}, {si, si2, cs, "saved 1/std"},
+            {rm, rm2, cs, "running mean"}, {rv, rv2, cs, "running variance"},
+            {dx, dx2, k.len, "dx"}, {dg, dg2, cs, "dgamma"}, {db, db2, cs, "dbeta"}};
+        for (size_t j = 0; j < sizeof cmp / sizeof cmp[0]; j++) {
+            tu_download(d, cmp[j].whole, a, cmp[j].n);
+            tu_download(d, cmp[j].shards, b, cmp[j].n);
+            tu_assert_close(b, a, cmp[j].n, 1e-4, cmp[j].what);
+        }
+        free(a), free(b);
+        mview all[] = {y, sm, si, rm, rv, dy, dx, dg, db, y2, sm2, si2, rm2, rv2, dx2, dg2, db2, st,
+                       sums[0], sums[1]};
+        for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+            tu_free(d, all[j]);
+        case_free(d, &k);
+    }
+    /* argument checks */
+    mview v = tu_alloc(d, 16);
+    expect_invalid(d, nn_bn_sync_finish(d, 2, 1, 0.1f, 1e-5f, v, v, v, v, v), "values per channel");
+    expect_invalid(d, nn_bn_sync_finish(d, 0, 8, 0.1f, 1e-5f, v, v, v, v, v), "channels");
+    tu_free(d, v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -344,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_bn_large_mean_offset_stays_accurate),
         cmocka_unit_test(test_bn_batch_of_16_or_more),
         cmocka_unit_test(test_bn_rejects_bad_shapes),
+        cmocka_unit_test(test_bn_sync_shards_match_whole_batch),
     };
     return cmocka_run_group_tests_name("batchnorm", tests, tu_setup_device, tu_teardown_device);
 }

@@ -21,6 +21,10 @@ int cmd_image(int argc, char **argv);
 /** `manta bench allreduce` (tools/manta/dist.c); argv[1] is "allreduce". */
 int cmd_bench_allreduce(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+/** `manta ckpt-diff` (tools/manta/ckptdiff.c): float32 sections of two checkpoints compared. */
+int cmd_ckpt_diff(int argc, char **argv);
+/** `manta launch` (tools/manta/launch.c): start N local ranks of a distributed command. */
+int cmd_launch(int argc, char **argv);
 
 /** Enumerate and open the device chosen by @p spec (NULL: MANTA_DEVICE, then 0).
  *  Prints a one-line error naming the cause and returns NULL on failure. */

@@ -25,6 +25,8 @@ static const struct {
     {"image", cmd_image, "one image of a data set as a JPEG (for manta-infer)"},
     {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|allreduce'"},
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
+    {"launch", cmd_launch, "start N local ranks of a distributed command (like torchrun --standalone)"},
+    {"ckpt-diff", cmd_ckpt_diff, "largest differences between the tensors of two checkpoints"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,523 @@
+#include "train/dp.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/** Most devices one process drives. */
+#define DP_MAX_DEV 64
+
+typedef struct dp_sync_ctx {
+    struct dp_trainer *p;
+    int i; /* local replica */
+} dp_sync_ctx;
+
+struct dp_trainer {
+    int D, N, rank, R; /* local replicas, ranks, this rank, all replicas */
+    dp_mode mode;
+    ring_comm *ring;
+    mcl_dev *dev[DP_MAX_DEV];
+    ofa_trainer *tr[DP_MAX_DEV];
+    int local_batch, in_channels;
+    size_t n_params;
+    /* one lock and condition for the barrier, the hand-over of steps and failures */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int locks_ok;
+    int arrived;
+    unsigned long bgen;
+    int failed;
+    manta_status fail_st;
+    char fail_msg[MANTA_ERR_MSG_MAX];
+    /* the step handed to the device threads */
+    unsigned long work_gen;
+    int done, quit;
+    long step;
+    const float *images, *labels;
+    ofa_step_result res[DP_MAX_DEV];
+    pthread_t th[DP_MAX_DEV];
+    int n_threads;
+    /* synchronised batch norm */
+    size_t w2;      /* 2 x widest channel count: one slot */
+    float *slots;   /* (D, w2) this process's replicas' inputs */
+    float *gather;  /* (R, w2) every replica's inputs (DP_DATA over ranks) */
+    float *result;  /* (w2) the combined values */
+    long result_m;
+    /* gradients */
+    float *hg[DP_MAX_DEV]; /* (n_params) each device's gradients; hg[0] is gsum when D == 1 */
+    float *gsum;           /* (n_params + 4) summed gradients, then loss, kd, correct, predictions */
+    dp_sync_ctx ctx[DP_MAX_DEV];
+};
+
+int dp_local_replicas(const dp_trainer *p) { return p->D; }
+int dp_replicas(const dp_trainer *p) { return p->R; }
+ofa_trainer *dp_replica(dp_trainer *p, int i) { return p->tr[i]; }
+mcl_dev *dp_device(dp_trainer *p, int i) { return p->dev[i]; }
+
+/* Record the first failure and wake every waiting thread. */
+static manta_status fail(dp_trainer *p, manta_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static manta_status fail(dp_trainer *p, manta_status st, const char *fmt, ...)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!p->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->fail_msg, sizeof p->fail_msg, fmt, ap);
+        va_end(ap);
+        p->failed = 1;
+        p->fail_st = st;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return st;
+}
+
+/* The recorded failure into @p err. */
+static manta_status failure(dp_trainer *p, manta_err *err)
+{
+    pthread_mutex_lock(&p->mu);
+    manta_status st = p->fail_st;
+    if (err)
+        manta_err_set(err, st, "%s", p->fail_msg);
+    pthread_mutex_unlock(&p->mu);
+    return st;
+}
+
+/* Wait until all D local replicas arrive; the recorded failure if there is one. */
+static manta_status barrier(dp_trainer *p)
+{
+    if (p->D == 1)
+        return p->failed ? p->fail_st : MANTA_OK;
+    pthread_mutex_lock(&p->mu);
+    unsigned long g = p->bgen;
+    if (!p->failed && ++p->arrived == p->D) {
+        p->arrived = 0;
+        p->bgen++;
+        pthread_cond_broadcast(&p->cv);
+    } else {
+        while (g == p->bgen && !p->failed)
+            pthread_cond_wait(&p->cv, &p->mu);
+    }
+    manta_status st = p->failed ? p->fail_st : MANTA_OK;
+    pthread_mutex_unlock(&p->mu);
+    return st;
+}
+
+/* Replicas that share batch-norm statistics. */
+static int bn_group(const dp_trainer *p) { return p->mode == DP_DATA ? p->R : p->D; }
+
+/* Combine @p count inputs of 2c floats each (stride apart) into p->result, in order. */
+static void combine(dp_trainer *p, ofa_bn_sync_kind kind, const float *base, size_t stride,
+                    int count, int c)
+{
+    for (int ch = 0; ch < c; ch++) {
+        double a = 0, b = 0;
+        for (int g = 0; g < count; g++) {
+            a += base[(size_t)g * stride + (size_t)ch];
+            if (kind == OFA_BN_SYNC_GRADS)
+                b += base[(size_t)g * stride + (size_t)c + (size_t)ch];
+        }
+        if (kind == OFA_BN_SYNC_STATS) { /* equal shares: mean of means, law of total variance */
+            double mean = a / count;
+            for (int g = 0; g < count; g++) {
+                double dm = base[(size_t)g * stride + (size_t)ch] - mean;
+                b += base[(size_t)g * stride + (size_t)c + (size_t)ch] + dm * dm;
+            }
+            a = mean;
+            b /= count;
+        }
+        p->result[ch] = (float)a;
+        p->result[c + ch] = (float)b;
+    }
+}
+
+/* ofa_bn_sync_fn over the replicas of this object (see ofa_supernet_set_bn_sync). */
+static manta_status bn_sync(void *vctx, ofa_bn_sync_kind kind, float *v, int c, long m,
+                            long *m_total, manta_err *err)
+{
+    dp_sync_ctx *x = vctx;
+    dp_trainer *p = x->p;
+    const size_t n2 = 2 * (size_t)c;
+    if (n2 > p->w2)
+        return manta_err_set(err, MANTA_ERR_INTERNAL, "synchronised batch norm: %d channels", c);
+    memcpy(p->slots + (size_t)x->i * p->w2, v, n2 * sizeof *v);
+    manta_status st = barrier(p);
+    if (st == MANTA_OK && x->i == 0) {
+        if (p->mode == DP_DATA && p->N > 1) {
+            /* gather over the ranks: each fills its own slots, the others are zeros */
+            memset(p->gather, 0, (size_t)p->R * n2 * sizeof *p->gather);
+            for (int d = 0; d < p->D; d++)
+                memcpy(p->gather + (size_t)(p->rank * p->D + d) * n2, p->slots + (size_t)d * p->w2,
+                       n2 * sizeof *v);
+            manta_err re;
+            manta_err_clear(&re);
+            st = ring_allreduce(p->ring, p->gather, (size_t)p->R * n2, RING_SUM, &re);
+            if (st != MANTA_OK)
+                fail(p, st, "rank %d: step %ld: synchronised batch norm: %s", p->rank,
+                     p->step + 1, re.msg);
+            else
+                combine(p, kind, p->gather, n2, p->R, c);
+        } else {
+            combine(p, kind, p->slots, p->w2, p->D, c);
+        }
+        p->result_m = m * bn_group(p);
+    }
+    if (st == MANTA_OK)
+        st = barrier(p);
+    if (st != MANTA_OK)
+        return failure(p, err);
+    memcpy(v, p->result, n2 * sizeof *v);
+    *m_total = p->result_m;
+    return MANTA_OK;
+}
+
+/* Replica @p i's part of a step: compute its shard, sum the gradients, apply. */
+static void run_replica(dp_trainer *p, int i)
+{
+    ofa_trainer *t = p->tr[i];
+    const long step = p->step;
+    const int r = ofa_trainer_resolution(t, step);
+    const size_t first = (size_t)(p->rank * p->D + i) * (size_t)p->local_batch;
+    const size_t per_image = (size_t)p->in_channels * r * r;
+    ofa_slabs sl;
+    ofa_supernet_slabs(ofa_trainer_net(t), &sl);
+    manta_status st = ofa_trainer_compute(t, step, p->images + first * per_image,
+                                          p->labels + first, &p->res[i]);
+    if (st == MANTA_OK)
+        st = mcl_read(p->dev[i], sl.grads, p->hg[i], p->n_params);
+    if (st != MANTA_OK) {
+        fail(p, st, "rank %d: step %ld: device %d (%s): %s", p->rank, step + 1, i,
+             mcl_info(p->dev[i])->name, mcl_err(p->dev[i])->msg);
+        return;
+    }
+    if (barrier(p) != MANTA_OK)
+        return;
+    /* sum over the devices, element by element in device order; device i takes a slice */
+    if (p->D > 1) {
+        size_t lo = p->n_params * (size_t)i / (size_t)p->D;
+        size_t hi = p->n_params * (size_t)(i + 1) / (size_t)p->D;
+        for (size_t j = lo; j < hi; j++) {
+            float s = p->hg[0][j];
+            for (int d = 1; d < p->D; d++)
+                s += p->hg[d][j];
+            p->gsum[j] = s;
+        }
+    }
+    if (barrier(p) != MANTA_OK)
+        return;
+    if (i == 0) {
+        float *tail = p->gsum + p->n_params;
+        memset(tail, 0, 4 * sizeof *tail);
+        for (int d = 0; d < p->D; d++) {
+            tail[0] += p->res[d].loss;
+            tail[1] += p->res[d].kd_loss;
+            tail[2] += (float)p->res[d].correct;
+            tail[3] += (float)p->res[d].predictions;
+        }
+        if (p->N > 1) {
+            manta_err re;
+            manta_err_clear(&re);
+            st = ring_allreduce(p->ring, p->gsum, p->n_params + 4, RING_SUM, &re);
+            if (st != MANTA_OK)
+                fail(p, st, "rank %d: step %ld: gradient allreduce: %s", p->rank, step + 1, re.msg);
+        }
+    }
+    if (barrier(p) != MANTA_OK)
+        return;
+    st = mcl_write(p->dev[i], sl.grads, p->gsum, p->n_params);
+    if (st == MANTA_OK)
+        st = ofa_trainer_apply(t, step, 1.0f / (float)p->R);
+    if (st != MANTA_OK)
+        fail(p, st, "rank %d: step %ld: device %d (%s): %s", p->rank, step + 1, i,
+             mcl_info(p->dev[i])->name, mcl_err(p->dev[i])->msg);
+}
+
+static void *device_thread(void *arg)
+{
+    dp_sync_ctx *x = arg;
+    dp_trainer *p = x->p;
+    unsigned long seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (p->work_gen == seen && !p->quit)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->quit) {
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+        seen = p->work_gen;
+        pthread_mutex_unlock(&p->mu);
+        run_replica(p, x->i);
+        pthread_mutex_lock(&p->mu);
+        p->done++;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+void dp_destroy(dp_trainer *p)
+{
+    if (!p)
+        return;
+    if (p->n_threads) {
+        pthread_mutex_lock(&p->mu);
+        p->quit = 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 1; i <= p->n_threads; i++)
+            pthread_join(p->th[i], NULL);
+    }
+    for (int i = 0; i < p->D; i++) {
+        ofa_trainer_destroy(p->tr[i]);
+        if (p->hg[i] != p->gsum)
+            free(p->hg[i]);
+    }
+    free(p->gsum);
+    free(p->slots);
+    free(p->gather);
+    free(p->result);
+    if (p->locks_ok) {
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+    }
+    free(p);
+}
+
+/* Every rank must drive as many devices in the same mode as this one. */
+static manta_status check_ranks(dp_trainer *p, manta_err *err)
+{
+    float *v = calloc(2 * (size_t)p->N, sizeof *v);
+    if (!v)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "data parallel: out of host memory");
+    v[2 * p->rank] = (float)p->D;
+    v[2 * p->rank + 1] = (float)p->mode;
+    manta_status st = ring_allreduce(p->ring, v, 2 * (size_t)p->N, RING_SUM, err);
+    for (int r = 0; r < p->N && st == MANTA_OK; r++)
+        if (v[2 * r] != (float)p->D || v[2 * r + 1] != (float)p->mode)
+            st = manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                               "rank %d drives %d device(s) in %s mode, rank %d %d in %s mode: every "
+                               "rank must use the same number of devices and the same --mode",
+                               r, (int)v[2 * r], v[2 * r + 1] == (float)DP_DATA ? "data" : "subnet",
+                               p->rank, p->D, p->mode == DP_DATA ? "data" : "subnet");
+    free(v);
+    return st;
+}
+
+manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
+                       const ofa_schedule *sched, uint64_t seed, dp_mode mode, ring_comm *ring,
+                       dp_trainer **out, manta_err *err)
+{
+    *out = NULL;
+    if (n_dev < 1 || n_dev > DP_MAX_DEV)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "data parallel: %d devices (1 .. %d per process)", n_dev, DP_MAX_DEV);
+    if (sodium_init() < 0)
+        return manta_err_set(err, MANTA_ERR_INTERNAL, "data parallel: libsodium failed to initialise");
+    dp_trainer *p = calloc(1, sizeof *p);
+    if (!p)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "data parallel: out of host memory");
+    p->D = n_dev;
+    p->N = ring ? ring_size(ring) : 1;
+    p->rank = ring ? ring_rank(ring) : 0;
+    p->R = p->D * p->N;
+    p->mode = mode;
+    p->ring = ring;
+    p->in_channels = space->in_channels;
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p);
+        return manta_err_set(err, MANTA_ERR_INTERNAL, "data parallel: cannot create a mutex");
+    }
+    if (pthread_cond_init(&p->cv, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return manta_err_set(err, MANTA_ERR_INTERNAL, "data parallel: cannot create a condition");
+    }
+    p->locks_ok = 1;
+    manta_status st = MANTA_OK;
+    if (sched->batch % p->R != 0)
+        st = manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                           "data parallel: the batch of %d images does not split into %d equal "
+                           "shards (%d rank(s) x %d device(s)); use a multiple of %d",
+                           sched->batch, p->R, p->N, p->D, p->R);
+    if (st == MANTA_OK && p->N > 1)
+        st = check_ranks(p, err);
+    p->local_batch = sched->batch / p->R;
+    for (int i = 0; i < p->D && st == MANTA_OK; i++) {
+        p->dev[i] = devs[i];
+        st = ofa_trainer_create_shard(devs[i], space, sched, seed, p->local_batch, &p->tr[i]);
+        if (st != MANTA_OK) {
+            manta_err_set(err, st, "device %d (%s): %s", i, mcl_info(devs[i])->name,
+                          mcl_err(devs[i])->msg);
+            break;
+        }
+        ofa_supernet *net = ofa_trainer_net(p->tr[i]);
+        ofa_supernet_set_shard(net, (long)(p->rank * p->D + i) * p->local_batch);
+        if (mode == DP_SUBNET) /* a different sub-network per rank, shared by its devices */
+            ofa_trainer_set_sample_seed(p->tr[i], seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(p->rank + 1)));
+        p->ctx[i] = (dp_sync_ctx){p, i};
+        if (bn_group(p) > 1)
+            ofa_supernet_set_bn_sync(net, bn_sync, &p->ctx[i]);
+    }
+    if (st == MANTA_OK) {
+        ofa_slabs sl;
+        ofa_supernet_slabs(ofa_trainer_net(p->tr[0]), &sl);
+        p->n_params = sl.n_params;
+        p->w2 = 2 * (size_t)ofa_supernet_bn_max_channels(ofa_trainer_net(p->tr[0]));
+        int ok = 1;
+        if (p->R > 1) {
+            ok = (p->gsum = malloc((p->n_params + 4) * sizeof(float))) != NULL;
+            for (int i = 0; i < p->D && ok; i++)
+                ok = (p->hg[i] = p->D == 1 ? p->gsum : malloc(p->n_params * sizeof(float))) != NULL;
+            ok = ok && (p->slots = malloc((size_t)p->D * p->w2 * sizeof(float))) != NULL;
+            ok = ok && (p->result = malloc(p->w2 * sizeof(float))) != NULL;
+            if (ok && mode == DP_DATA && p->N > 1)
+                ok = (p->gather = malloc((size_t)p->R * p->w2 * sizeof(float))) != NULL;
+        }
+        if (!ok)
+            st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "data parallel: out of host memory");
+    }
+    for (int i = 1; i < p->D && st == MANTA_OK; i++) {
+        if (pthread_create(&p->th[i], NULL, device_thread, &p->ctx[i]) != 0)
+            st = manta_err_set(err, MANTA_ERR_INTERNAL, "data parallel: cannot start the thread of device %d", i);
+        else
+            p->n_threads = i;
+    }
+    if (st != MANTA_OK) {
+        dp_destroy(p);
+        return st;
+    }
+    *out = p;
+    return MANTA_OK;
+}
+
+manta_status dp_step(dp_trainer *p, long step, const float *images, const float *labels,
+                     ofa_step_result *out, manta_err *err)
+{
+    if (p->failed)
+        return failure(p, err);
+    if (p->R == 1) { /* the single-device path: nothing to synchronise */
+        manta_status st = ofa_trainer_step(p->tr[0], step, images, labels, out);
+        if (st != MANTA_OK)
+            manta_err_set(err, st, "%s", mcl_err(p->dev[0])->msg);
+        return st;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->step = step;
+    p->images = images;
+    p->labels = labels;
+    p->done = 0;
+    p->work_gen++;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    run_replica(p, 0);
+    pthread_mutex_lock(&p->mu);
+    while (p->done < p->D - 1)
+        pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    if (p->failed)
+        return failure(p, err);
+    if (out) {
+        const float *tail = p->gsum + p->n_params;
+        *out = p->res[0];
+        out->loss = tail[0] / (float)p->R;
+        out->kd_loss = tail[1] / (float)p->R;
+        out->correct = (int)lrintf(tail[2]);
+        out->predictions = (int)lrintf(tail[3]);
+    }
+    return MANTA_OK;
+}
+
+/* Hash of local replica @p i: parameters, momentum and (data mode) BN statistics. */
+static manta_status replica_hash(dp_trainer *p, int i, unsigned char h[DP_HASH_BYTES],
+                                 manta_err *err)
+{
+    ofa_slabs sl;
+    ofa_supernet_slabs(ofa_trainer_net(p->tr[i]), &sl);
+    size_t n = sl.n_params > sl.n_state ? sl.n_params : sl.n_state;
+    float *buf = malloc((n ? n : 1) * sizeof *buf);
+    if (!buf)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "replica check: out of host memory");
+    crypto_generichash_state hs;
+    crypto_generichash_init(&hs, NULL, 0, DP_HASH_BYTES);
+    mview views[3] = {sl.params, sl.momentum, sl.state};
+    size_t sizes[3] = {sl.n_params, sl.n_params, sl.n_state};
+    int parts = p->mode == DP_DATA ? 3 : 2;
+    manta_status st = MANTA_OK;
+    for (int k = 0; k < parts && st == MANTA_OK; k++) {
+        st = mcl_read(p->dev[i], views[k], buf, sizes[k]);
+        if (st == MANTA_OK)
+            crypto_generichash_update(&hs, (const unsigned char *)buf, sizes[k] * sizeof *buf);
+        else
+            manta_err_set(err, st, "replica check: device %d (%s): %s", i, mcl_info(p->dev[i])->name,
+                          mcl_err(p->dev[i])->msg);
+    }
+    crypto_generichash_final(&hs, h, DP_HASH_BYTES);
+    free(buf);
+    return st;
+}
+
+static void hex8(const unsigned char *h, char out[17])
+{
+    for (int i = 0; i < 8; i++)
+        snprintf(out + 2 * i, 3, "%02x", h[i]);
+}
+
+manta_status dp_check(dp_trainer *p, long step, unsigned char hash[DP_HASH_BYTES], manta_err *err)
+{
+    if (p->failed)
+        return failure(p, err);
+    unsigned char h0[DP_HASH_BYTES], h[DP_HASH_BYTES];
+    char a[17], b[17];
+    MANTA_TRY(replica_hash(p, 0, h0, err));
+    for (int i = 1; i < p->D; i++) {
+        MANTA_TRY(replica_hash(p, i, h, err));
+        if (memcmp(h, h0, sizeof h) != 0) {
+            hex8(h0, a), hex8(h, b);
+            return fail(p, manta_err_set(err, MANTA_ERR_INTERNAL,
+                                         "replica check after step %ld: rank %d device %d (%s) "
+                                         "diverged from device 0 (weights hash %s.. vs %s..)",
+                                         step, p->rank, i, mcl_info(p->dev[i])->name, b, a),
+                        "%s", err->msg);
+        }
+    }
+    if (hash)
+        memcpy(hash, h0, sizeof h0);
+    if (p->N == 1)
+        return MANTA_OK;
+    /* gather every rank's hash: bytes as floats (exact), zeros elsewhere, summed */
+    float *v = calloc((size_t)p->N * DP_HASH_BYTES, sizeof *v);
+    if (!v)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "replica check: out of host memory");
+    for (int k = 0; k < DP_HASH_BYTES; k++)
+        v[(size_t)p->rank * DP_HASH_BYTES + k] = (float)h0[k];
+    manta_err re;
+    manta_err_clear(&re);
+    manta_status st = ring_allreduce(p->ring, v, (size_t)p->N * DP_HASH_BYTES, RING_SUM, &re);
+    if (st != MANTA_OK) {
+        manta_err_set(err, st, "rank %d: replica check after step %ld: %s", p->rank, step, re.msg);
+        free(v);
+        return fail(p, st, "%s", err->msg);
+    }
+    unsigned char hr[DP_HASH_BYTES], hz[DP_HASH_BYTES];
+    for (int k = 0; k < DP_HASH_BYTES; k++)
+        hz[k] = (unsigned char)v[k];
+    for (int r = 1; r < p->N && st == MANTA_OK; r++) {
+        for (int k = 0; k < DP_HASH_BYTES; k++)
+            hr[k] = (unsigned char)v[(size_t)r * DP_HASH_BYTES + k];
+        if (memcmp(hr, hz, sizeof hr) != 0) {
+            hex8(hz, a), hex8(hr, b);
+            st = manta_err_set(err, MANTA_ERR_INTERNAL,
+                               "replica check after step %ld: rank %d diverged from rank 0 (weights "
+                               "hash %s.. vs %s..)",
+                               step, r, b, a);
+            fail(p, st, "%s", err->msg);
+        }
+    }
+    free(v);
+    return st;
+}

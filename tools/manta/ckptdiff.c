@@ -1,0 +1,119 @@
+/* manta ckpt-diff: compare the float32 sections of two checkpoints (tests of
+ * data-parallel training: replicas on several devices or ranks against one
+ * device, equal within float tolerance). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "train/checkpoint.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: manta ckpt-diff A.ckpt B.ckpt [--tol T] [--json]\n\n"
+               "Largest absolute and relative (to the largest magnitude) difference, and the relative\n"
+               "L2 norm |a-b|/|a|, of every float32 section present in both checkpoints. With --tol,\n"
+               "exits 1 when a section's |a-b|/|a| exceeds T.\n");
+}
+
+int cmd_ckpt_diff(int argc, char **argv)
+{
+    const char *path[2] = {NULL, NULL};
+    double tol = -1;
+    int json = 0, np = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--tol") && i + 1 < argc) {
+            char *end;
+            tol = strtod(argv[++i], &end);
+            if (*end || !(tol >= 0)) {
+                fprintf(stderr, "manta ckpt-diff: --tol needs a number >= 0, got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (argv[i][0] != '-' && np < 2) {
+            path[np++] = argv[i];
+        } else {
+            fprintf(stderr, "manta ckpt-diff: unexpected argument '%s' (see --help)\n", argv[i]);
+            return 2;
+        }
+    }
+    if (np != 2) {
+        usage(stderr);
+        return 2;
+    }
+    manta_err err;
+    manta_err_clear(&err);
+    ckpt_reader *r[2] = {NULL, NULL};
+    int rc = 1;
+    float *a = NULL, *b = NULL;
+    for (int k = 0; k < 2; k++) {
+        manta_status st = ckpt_open(path[k], &r[k], &err);
+        if (st != MANTA_OK) {
+            cmd_error("ckpt-diff", st, &err);
+            goto out;
+        }
+    }
+    int bad = 0, first = 1;
+    if (json)
+        printf("{\"sections\":[");
+    for (size_t i = 0; i < ckpt_num_sections(r[0]); i++) {
+        ckpt_section_info si;
+        uint64_t nb;
+        if (!ckpt_section_at(r[0], i, &si) || si.type != CKPT_F32 ||
+            ckpt_find(r[1], si.name, CKPT_F32, &nb, NULL) != MANTA_OK || nb != si.count)
+            continue;
+        size_t n = (size_t)si.count;
+        free(a), free(b);
+        a = malloc((n ? n : 1) * sizeof *a);
+        b = malloc((n ? n : 1) * sizeof *b);
+        if (!a || !b) {
+            fprintf(stderr, "manta ckpt-diff: out of memory\n");
+            goto out;
+        }
+        manta_status st = ckpt_read_f32(r[0], si.name, a, n, &err);
+        if (st == MANTA_OK)
+            st = ckpt_read_f32(r[1], si.name, b, n, &err);
+        if (st != MANTA_OK) {
+            cmd_error("ckpt-diff", st, &err);
+            goto out;
+        }
+        double maxabs = 0, maxmag = 0, se = 0, sa = 0;
+        size_t at = 0;
+        for (size_t j = 0; j < n; j++) {
+            double e = fabs((double)a[j] - (double)b[j]);
+            se += e * e;
+            sa += (double)a[j] * (double)a[j];
+            if (!(e <= maxabs)) { /* NaN counts as a difference */
+                maxabs = isnan(e) ? INFINITY : e;
+                at = j;
+            }
+            double m = fabs((double)a[j]) > fabs((double)b[j]) ? fabs((double)a[j]) : fabs((double)b[j]);
+            maxmag = m > maxmag ? m : maxmag;
+        }
+        double rel = maxmag > 0 ? maxabs / maxmag : maxabs;
+        double l2 = sa > 0 ? sqrt(se / sa) : sqrt(se);
+        if (tol >= 0 && !(l2 <= tol))
+            bad = 1;
+        if (json)
+            printf("%s{\"name\":\"%s\",\"count\":%zu,\"max_abs\":%.3e,\"max_rel\":%.3e,\"l2_rel\":%.3e,"
+                   "\"at\":%zu}",
+                   first ? "" : ",", si.name, n, maxabs, rel, l2, at);
+        else
+            printf("%-10s %10zu floats  max |a-b| %.3e (element %zu)  relative %.3e  |a-b|/|a| %.3e\n",
+                   si.name, n, maxabs, at, rel, l2);
+        first = 0;
+    }
+    if (json)
+        printf("],\"within_tol\":%s}\n", bad ? "false" : "true");
+    rc = bad;
+out:
+    free(a), free(b);
+    ckpt_close(r[0]);
+    ckpt_close(r[1]);
+    return rc;
+}
