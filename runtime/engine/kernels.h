@@ -92,8 +92,8 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *in_dims, co
 
 /**
  * 1x1 convolution as a blocked GEMM over all N*OH*OW pixels; over at most 16
- * pixels, dot products on the unpacked weights (no use of @p scratch); strided,
- * the direct kernel.
+ * pixels, dot products on the unpacked weights, 8 output channels at a time
+ * (no use of @p scratch); strided, the direct kernel.
  * Preconditions: KH == KW == 1, pad_h == pad_w == 0. Same arguments as mk_conv2d_f32().
  */
 mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *in_dims, const float *in,

@@ -42,6 +42,13 @@ static inline float mk_dot(const float *restrict a, const float *restrict b, siz
     return t;
 }
 
+/* out[p][co] = clamp(bias[co] + in[p] . w[co], lo, hi) for p < npix, co < CO: in (npix, C),
+ * w (CO, C), bias (CO) or NULL, out (npix, CO); dot products over the contiguous C, 8
+ * output channels at a time (kernels_conv.c; the 1x1 convolution over few pixels and
+ * the fully connected layer). */
+void mk_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
+                    const float *bias, float lo, float hi, float *out);
+
 /* One value through a fused activation. */
 static inline float mk_act1(float v, mk_act act)
 {

@@ -1,6 +1,7 @@
 /* Engine operators one at a time: a single-operator model built in memory,
  * verified, planned and run, against the double-precision references on
  * random shapes (odd sizes included); plus the kernel variants directly. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -678,6 +679,69 @@ static void test_kernel_conv_1x1_matches_general(void **state)
     free(x), free(w), free(y1), free(y2), free(scratch), free(t), free(g1), free(g2);
 }
 
+/* ADD, MUL and the activations in place (out == an input), on lengths around the
+ * vector width, against the same kernels writing to another buffer. */
+static void test_kernel_elementwise_in_place(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 27, 1);
+    static const int lens[] = {1, 3, 4, 7, 8, 9, 15, 16, 17, 37};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        const int c = lens[k];
+        const size_t n = (size_t)2 * 3 * c;
+        const mk_dims d = {1, 2, 3, c}, se = {1, 1, 1, c};
+        float *a = fa(n), *b = fa(n), *s = fa((size_t)c), *y1 = fa(n), *y2 = fa(n);
+        double *t = da(n), *g1 = da(n), *g2 = da(n);
+        tb_rand(&rng, a, t, n, -8, 8);
+        tb_rand(&rng, b, t, n, -8, 8);
+        tb_rand(&rng, s, t, (size_t)c, -2, 2);
+        for (int op = 0; op < 6; op++) {
+            const mk_act act = (mk_act)(op % 4);
+            memcpy(y2, a, n * sizeof *a);
+            switch (op) {
+            case 0:
+                assert_int_equal(mk_add_f32(&d, a, &d, b, &d, y1, act), MENGINE_OK);
+                assert_int_equal(mk_add_f32(&d, y2, &d, b, &d, y2, act), MENGINE_OK);
+                break;
+            case 1:
+                assert_int_equal(mk_mul_f32(&d, a, &se, s, &d, y1, act), MENGINE_OK);
+                assert_int_equal(mk_mul_f32(&d, y2, &se, s, &d, y2, act), MENGINE_OK);
+                break;
+            case 2:
+                assert_int_equal(mk_hard_swish_f32(a, y1, n), MENGINE_OK);
+                assert_int_equal(mk_hard_swish_f32(y2, y2, n), MENGINE_OK);
+                for (size_t i = 0; i < n; i++) {
+                    const double x = a[i], r = x + 3 < 0 ? 0 : (x + 3 > 6 ? 6 : x + 3);
+                    assert_true(fabs(y1[i] - x * r / 6) <= 1e-5 * (1 + fabs(x * r / 6)));
+                }
+                break;
+            case 3:
+                assert_int_equal(mk_relu6_f32(a, y1, n), MENGINE_OK);
+                assert_int_equal(mk_relu6_f32(y2, y2, n), MENGINE_OK);
+                for (size_t i = 0; i < n; i++)
+                    assert_true(y1[i] == (a[i] < 0 ? 0.0f : (a[i] > 6 ? 6.0f : a[i])));
+                break;
+            case 4:
+                assert_int_equal(mk_relu_f32(a, y1, n), MENGINE_OK);
+                assert_int_equal(mk_relu_f32(y2, y2, n), MENGINE_OK);
+                break;
+            default:
+                memcpy(y1, a, n * sizeof *a);
+                mk_act_f32(y1, n, MK_ACT_RELU_N1_TO_1);
+                mk_act_f32(y2, n, MK_ACT_RELU_N1_TO_1);
+                for (size_t i = 0; i < n; i++)
+                    assert_true(y1[i] >= -1.0f && y1[i] <= 1.0f);
+                break;
+            }
+            for (size_t i = 0; i < n; i++)
+                g1[i] = y1[i], g2[i] = y2[i];
+            tu_assert_close(g2, g1, n, 0, "in place vs out of place");
+        }
+        free(a), free(b), free(s), free(y1), free(y2), free(t), free(g1), free(g2);
+    }
+}
+
 static void test_kernel_args_rejected(void **state)
 {
     (void)state;
@@ -722,6 +786,7 @@ int main(void)
         cmocka_unit_test(test_pad),
         cmocka_unit_test(test_kernel_dw_fast_matches_general),
         cmocka_unit_test(test_kernel_conv_1x1_matches_general),
+        cmocka_unit_test(test_kernel_elementwise_in_place),
         cmocka_unit_test(test_kernel_args_rejected),
     };
     return cmocka_run_group_tests_name("engine ops", tests, NULL, NULL);
