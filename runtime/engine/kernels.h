@@ -116,8 +116,9 @@ int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *filter_dims)
 /**
  * Depthwise convolution specialised for kernel 3/5/7 and stride 1/2 with
  * multiplier 1 (mk_depthwise_conv_fast_ok()); MENGINE_ERR_ARG otherwise.
- * Channels in blocks of vectors held in registers over the taps; the kernel
- * size is a compile-time constant for interior pixels.
+ * Interior pixels of a row: one vector of channels at a time with its K*K
+ * weight vectors loaded once per row, the kernel size a compile-time constant;
+ * border pixels: channel blocks with the taps clipped.
  * Same arguments as mk_depthwise_conv_f32().
  */
 mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *in_dims,
