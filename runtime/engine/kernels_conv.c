@@ -35,14 +35,50 @@ size_t mk_conv2d_get_buffer_size_f32(const mk_dims *f)
     return (size_t)NR * (size_t)f->h * (size_t)f->w * (size_t)f->c * sizeof(float);
 }
 
-/* panel[i][j] = filter[co0 + j][i] for i < k (k = KH*KW*Cin), zero for channels past Cout. */
+#if defined(MK_SIMD_AVX)
+/* dst[c * NR + r] = src[r * k + c] for r, c < 8: one 8 x 8 transpose. */
+static void transpose8(const float *src, size_t k, float *dst)
+{
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(src + (size_t)i * k);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(dst + (size_t)i * NR, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+        _mm256_storeu_ps(dst + (size_t)(i + 4) * NR, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    }
+}
+#endif
+
+/* panel[i][j] = filter[co0 + j][i] for i < k (k = KH*KW*Cin), zero for channels past Cout;
+ * on AVX in 8 x 8 transposes. */
 static void pack_panel(const float *restrict filter, size_t k, int cout, int co0,
                        float *restrict panel)
 {
-    int nr = mk_min(NR, cout - co0);
+    int nr = mk_min(NR, cout - co0), j0 = 0;
     if (nr < NR)
         memset(panel, 0, k * NR * sizeof *panel);
-    for (int j = 0; j < nr; j++) {
+#if defined(MK_SIMD_AVX)
+    for (; j0 + 8 <= nr; j0 += 8) {
+        const float *src = filter + (size_t)(co0 + j0) * k;
+        size_t i = 0;
+        for (; i + 8 <= k; i += 8)
+            transpose8(src + i, k, panel + i * NR + j0);
+        for (; i < k; i++)
+            for (int j = 0; j < 8; j++)
+                panel[i * NR + j0 + j] = src[(size_t)j * k + i];
+    }
+#endif
+    for (int j = j0; j < nr; j++) {
         const float *restrict src = filter + (size_t)(co0 + j) * k;
         for (size_t i = 0; i < k; i++)
             panel[i * NR + j] = src[i];
