@@ -61,8 +61,8 @@ static void transpose8(const float *src, size_t k, float *dst)
 
 /* panel[i][j] = filter[co0 + j][i] for i < k (k = KH*KW*Cin), zero for channels past Cout;
  * on AVX in 8 x 8 transposes. */
-static void pack_panel(const float *restrict filter, size_t k, int cout, int co0,
-                       float *restrict panel)
+static MK_NOCLONE void pack_panel(const float *restrict filter, size_t k, int cout, int co0,
+                                  float *restrict panel)
 {
     int nr = mk_min(NR, cout - co0), j0 = 0;
     if (nr < NR)
@@ -358,8 +358,13 @@ mengine_status mk_transpose_conv_f32(const mk_conv_params *p, const mk_dims *id,
                             continue;
                         float *y = out + (((size_t)n * OH + oh) * OW + ow) * CO;
                         const float *wk = filter + ((size_t)kh * KW + kw) * CI;
-                        for (int co = 0; co < CO; co++)
-                            y[co] += mk_dot(x, wk + (size_t)co * KH * KW * CI, (size_t)CI);
+                        for (int co = 0; co < CO; co++) {
+                            const float *wc = wk + (size_t)co * KH * KW * CI;
+                            float acc = 0.0f;
+                            for (int ci = 0; ci < CI; ci++)
+                                acc += x[ci] * wc[ci];
+                            y[co] += acc;
+                        }
                     }
                 }
             }

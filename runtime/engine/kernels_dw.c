@@ -91,8 +91,8 @@ static MK_ALWAYS_INLINE void dw_vectors(const int NB, const int K, int rows, int
 
 /* One output pixel, every channel, taps clipped to the input (K at run time: the
  * border pixels): blocks of 4 vectors, then 1 vector, then single lanes. */
-static void dw_border(int K, int rows, int cols, int W, int C, const float *x, const float *w,
-                      const float *bias, mk_act act, float *y)
+static MK_NOCLONE void dw_border(int K, int rows, int cols, int W, int C, const float *x,
+                                 const float *w, const float *bias, mk_act act, float *y)
 {
     float lo_s, hi_s;
     mk_act_bounds(act, &lo_s, &hi_s);
@@ -111,10 +111,26 @@ static void dw_border(int K, int rows, int cols, int W, int C, const float *x, c
     }
 }
 
-/* The interior of an output row: @p npix pixels whose K x K taps all lie inside the
- * input, the first reading from @p x, each next one S * C floats further. One vector
- * of channels at a time, its K * K weight vectors loaded once for the whole run and
- * held in registers (K a constant after inlining), two pixels per step. */
+/* Channels [c0, C) of @p npix interior pixels, one lane at a time. */
+static MK_NOCLONE void dw_tail(int K, int S, int W, int C, int c0, int npix, const float *x,
+                               const float *w, const float *bias, float lo, float hi, float *y)
+{
+    const size_t dx = (size_t)S * C, row = (size_t)W * C;
+    for (int i = 0; i < npix; i++)
+        for (int c = c0; c < C; c++) {
+            float acc = bias ? bias[c] : 0.0f;
+            for (int kh = 0; kh < K; kh++)
+                for (int kw = 0; kw < K; kw++)
+                    acc += x[i * dx + kh * row + (size_t)kw * C + c] *
+                           w[((size_t)kh * K + kw) * C + c];
+            y[(size_t)i * C + c] = acc < lo ? lo : (acc > hi ? hi : acc);
+        }
+}
+
+/* The interior of an output row: @p npix >= 2 pixels whose K x K taps all lie inside
+ * the input, the first reading from @p x, each next one S * C floats further. One
+ * vector of channels at a time, its K * K weight vectors loaded once for the whole run
+ * and held in registers (K a constant after inlining), two pixels per step. */
 static MK_ALWAYS_INLINE void dw_interior(const int K, int S, int W, int C, int npix,
                                          const float *x, const float *w, const float *bias,
                                          mk_act act, float *y)
@@ -129,10 +145,12 @@ static MK_ALWAYS_INLINE void dw_interior(const int K, int S, int W, int C, int n
         for (int t = 0; t < K * K; t++)
             wv[t] = mk_vload(w + (size_t)t * C + c);
         const mk_vf b = bias ? mk_vload(bias + c) : mk_vset1(0.0f);
-        const float *xp = x + c;
-        float *yp = y + c;
-        int i = 0;
-        for (; i + 2 <= npix; i += 2, xp += 2 * dx, yp += 2 * (size_t)C) {
+        /* pairs of pixels; an odd run ends with the last two (the one before recomputed) */
+        for (int i = 0; i < npix; i += 2) {
+            if (i + 2 > npix)
+                i = npix - 2;
+            const float *xp = x + c + (size_t)i * dx;
+            float *yp = y + c + (size_t)i * C;
             mk_vf a0 = b, a1 = b;
             for (int kh = 0; kh < K; kh++)
                 for (int kw = 0; kw < K; kw++) {
@@ -143,24 +161,9 @@ static MK_ALWAYS_INLINE void dw_interior(const int K, int S, int W, int C, int n
             mk_vstore(yp, mk_vclamp(a0, lo, hi));
             mk_vstore(yp + C, mk_vclamp(a1, lo, hi));
         }
-        if (i < npix) {
-            mk_vf a0 = b;
-            for (int kh = 0; kh < K; kh++)
-                for (int kw = 0; kw < K; kw++)
-                    a0 = mk_vfma(a0, mk_vload(xp + kh * row + (size_t)kw * C), wv[kh * K + kw]);
-            mk_vstore(yp, mk_vclamp(a0, lo, hi));
-        }
     }
     if (c < C) /* channels past the last whole vector */
-        for (int i = 0; i < npix; i++)
-            for (int cc = c; cc < C; cc++) {
-                float acc = bias ? bias[cc] : 0.0f;
-                for (int kh = 0; kh < K; kh++)
-                    for (int kw = 0; kw < K; kw++)
-                        acc += x[i * dx + kh * row + (size_t)kw * C + cc] *
-                               w[((size_t)kh * K + kw) * C + cc];
-                y[(size_t)i * C + cc] = acc < lo_s ? lo_s : (acc > hi_s ? hi_s : acc);
-            }
+        dw_tail(K, S, W, C, c, npix, x, w, bias, lo_s, hi_s, y);
 }
 
 /* Kernel K x K (a constant after inlining: the taps of an interior pixel unroll). */
@@ -181,7 +184,7 @@ static MK_ALWAYS_INLINE void dw_fast(const int K, const mk_dw_params *p, const m
             const int rows = mk_max(kh_hi - kh_lo, 0);
             float *y_row = out + ((size_t)n * od->h + oh) * OW * C;
             for (int ow = 0; ow < OW; ow++) {
-                if (rows == K && ow == ow_lo && ow_hi > ow_lo) {
+                if (rows == K && ow == ow_lo && ow_hi - ow_lo >= 2) {
                     dw_interior(K, S, W, C, ow_hi - ow_lo,
                                 in_n + ((size_t)ih0 * W + ow * S - PW) * C, filter, bias, p->act,
                                 y_row + (size_t)ow * C);

@@ -9,7 +9,7 @@
 #include "engine/kernels_simd.h"
 
 /* out[i] = clamp(in[i], lo, hi); in place allowed. */
-static void clamp_f32(const float *in, float *out, size_t n, float lo_s, float hi_s)
+static MK_NOCLONE void clamp_f32(const float *in, float *out, size_t n, float lo_s, float hi_s)
 {
     const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
     size_t i = 0;
@@ -133,7 +133,7 @@ static void bin_row(enum binop op, const float *a, size_t sa, const float *b, si
     }
 }
 
-static mengine_status binary(enum binop op, const mk_dims *ad, const float *a, const mk_dims *bd,
+static MK_NOCLONE mengine_status binary(enum binop op, const mk_dims *ad, const float *a, const mk_dims *bd,
                              const float *b, const mk_dims *od, float *out, mk_act act)
 {
     if (!a || !b || !out || !mk_dims_ok(ad) || !mk_dims_ok(bd) || !mk_dims_ok(od) ||
