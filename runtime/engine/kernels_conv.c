@@ -201,6 +201,9 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
                 t.rows = mk_max(kh_hi - kh_lo, 0);
                 int ow = 0;
                 while (ow < OW) {
+                    if (t.rows > 0 && ow > ow_lo && ow < ow_hi && ow + MR > ow_hi &&
+                        ow_hi - ow_lo >= MR)
+                        ow = ow_hi - MR; /* the last tile of the run overlaps the one before */
                     const int iw0 = ow * SW - PW;
                     if (ow >= ow_lo && ow + MR <= ow_hi && t.rows > 0) {
                         t.k = kwc;
@@ -325,8 +328,11 @@ mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, con
         size_t pix = 0;
         for (; pix + MR <= npix; pix += MR)
             tile_mr(&t, in + pix * C, scratch, out + pix * CO + co0);
-        for (; pix < npix; pix++)
-            tile_1(&t, in + pix * C, scratch, out + pix * CO + co0);
+        if (pix < npix && npix >= MR) /* one more tile, overlapping the one before */
+            tile_mr(&t, in + (npix - MR) * C, scratch, out + (npix - MR) * CO + co0);
+        else
+            for (; pix < npix; pix++)
+                tile_1(&t, in + pix * C, scratch, out + pix * CO + co0);
     }
     return MENGINE_OK;
 }
