@@ -42,7 +42,8 @@ CL_SRC   := $(wildcard cl_kernels/*.cl)
 LIB      := $(BUILD)/lib/libmanta.a
 
 # Inference engine (runtime/engine): freestanding C99, no allocation, its own library so
-# that boards link it alone. ENGINE_OPT defaults to -O3: the kernels rely on vectorisation.
+# that boards link it alone. ENGINE_OPT defaults to -O3: the kernels rely on the unrolling of
+# their register tiles (explicit vectors, see runtime/engine/kernels_simd.h).
 ENGINE_SRC := $(wildcard runtime/engine/*.c)
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
 ENGINE_LIB := $(BUILD)/lib/libmanta_engine.a
@@ -118,7 +119,7 @@ $(INFER): $(INFER_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(INFER_OBJ) $(ENGINE_LIB) -lturbojpeg -lm
 
-$(PROFILE_OBJ): CPPFLAGS += -DMANTA_ENGINE_FLAGS='"$(strip -std=c99 $(ENGINE_OPT) $(SANFLAGS); kernels $(ENGINE_KERNEL_OPT), rest $(ENGINE_COLD_OPT))"'
+$(PROFILE_OBJ): CPPFLAGS += -DMANTA_ENGINE_FLAGS='"$(strip -std=c99 $(ENGINE_OPT) $(SANFLAGS)); kernels $(strip $(ENGINE_KERNEL_OPT)), rest $(strip $(ENGINE_COLD_OPT))"'
 $(PROFILE): $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB) -lcjson -lm
