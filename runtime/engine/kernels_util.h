@@ -10,7 +10,11 @@
 #define MK_ALWAYS_INLINE inline __attribute__((always_inline))
 /* One copy of a rarely run helper: not inlined into, nor cloned for, each caller with
  * constant arguments (keeps the border and tail code of specialised kernels small). */
+#if defined(__clang__)
+#define MK_NOCLONE __attribute__((noinline))
+#else
 #define MK_NOCLONE __attribute__((noinline, noclone))
+#endif
 #else
 #define MK_ALWAYS_INLINE inline
 #define MK_NOCLONE
