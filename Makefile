@@ -61,7 +61,8 @@ CL_SRC   := $(wildcard cl_kernels/*.cl)
 LIB      := $(BUILD)/lib/libmanta.a
 
 # Inference engine (runtime/engine): freestanding C99, no allocation, its own library so
-# that boards link it alone. ENGINE_OPT defaults to -O3: the kernels rely on vectorisation.
+# that boards link it alone. ENGINE_OPT defaults to -O3: the kernels rely on the unrolling of
+# their register tiles (explicit vectors, see runtime/engine/kernels_simd.h).
 ENGINE_SRC := $(wildcard runtime/engine/*.c)
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
 ENGINE_LIB := $(BUILD)/lib/libmanta_engine.a
@@ -143,13 +144,25 @@ $(INFER): $(INFER_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(INFER_OBJ) $(ENGINE_LIB) $(INFER_LIBS)
 
-$(PROFILE_OBJ): CPPFLAGS += -DMANTA_ENGINE_FLAGS='"$(strip -std=c99 $(ENGINE_OPT) $(SANFLAGS) $(BOARD_CFLAGS))"'
+$(PROFILE_OBJ): CPPFLAGS += -DMANTA_ENGINE_FLAGS='"$(strip -std=c99 $(ENGINE_OPT) $(SANFLAGS) $(BOARD_CFLAGS)); kernels $(strip $(ENGINE_KERNEL_OPT)), rest $(strip $(ENGINE_COLD_OPT))"'
 $(PROFILE): $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(ENGINE_LIB) $(PROFILE_LIBS)
 
 $(ENGINE_OBJ): CPPFLAGS := -Iruntime
-$(ENGINE_OBJ): CFLAGS := -std=c99 $(ENGINE_OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
+$(ENGINE_OBJ): CFLAGS = -std=c99 $(ENGINE_OPT) $(ENGINE_FILE_OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
+
+# ---- engine flags per file (code size: AArch64 text <= 64 KiB, see docs/benchmarks.md) ----
+# The cold parts (model verifier, planner, diagnostics, set-up, operator checks) are built
+# for size; the kernels with ENGINE_OPT but without the auto-vectoriser, whose run-time
+# alias checks and scalar fallbacks only duplicate code there (their hot loops are written
+# in explicit vectors). Set either variable empty to build those files with ENGINE_OPT alone.
+ENGINE_COLD_OPT ?= -Os
+ENGINE_KERNEL_OPT ?= -fno-tree-vectorize
+ENGINE_KERNEL_OBJ := $(filter $(BUILD)/obj/runtime/engine/kernels_%.o,$(ENGINE_OBJ))
+$(filter-out $(ENGINE_KERNEL_OBJ),$(ENGINE_OBJ)): ENGINE_FILE_OPT = $(ENGINE_COLD_OPT)
+$(ENGINE_KERNEL_OBJ): ENGINE_FILE_OPT = $(ENGINE_KERNEL_OPT)
+# ---- end of engine flags per file ----
 all lib: $(ENGINE_LIB)
 $(ENGINE_LIB): $(ENGINE_OBJ)
 	@mkdir -p $(@D)

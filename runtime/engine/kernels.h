@@ -92,8 +92,8 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *in_dims, co
 
 /**
  * 1x1 convolution as a blocked GEMM over all N*OH*OW pixels; over at most 16
- * pixels, dot products on the unpacked weights (no use of @p scratch); strided,
- * the direct kernel.
+ * pixels, dot products on the unpacked weights, 8 output channels at a time
+ * (no use of @p scratch); strided, the direct kernel.
  * Preconditions: KH == KW == 1, pad_h == pad_w == 0. Same arguments as mk_conv2d_f32().
  */
 mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *in_dims, const float *in,
@@ -116,8 +116,9 @@ int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *filter_dims)
 /**
  * Depthwise convolution specialised for kernel 3/5/7 and stride 1/2 with
  * multiplier 1 (mk_depthwise_conv_fast_ok()); MENGINE_ERR_ARG otherwise.
- * Channels in blocks of vectors held in registers over the taps; the kernel
- * size is a compile-time constant for interior pixels.
+ * Interior pixels of a row: one vector of channels at a time with its K*K
+ * weight vectors loaded once per row, the kernel size a compile-time constant;
+ * border pixels: channel blocks with the taps clipped.
  * Same arguments as mk_depthwise_conv_f32().
  */
 mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *in_dims,

@@ -11,8 +11,10 @@
  * summed in registers and the fused activation is applied before the only
  * store. 1x1 convolutions over few pixels (the late, small layers) skip the
  * packing, which would cost as much as the arithmetic: dot products over the
- * contiguous Cin of input pixel and weight row, 2 pixels x 4 channels at a
- * time. */
+ * contiguous Cin of input pixel and weight row, 1 or 2 pixels x 8 channels of
+ * vector accumulators, the 8 sums of a pixel reduced at once into one vector
+ * (AVX) or two (NEON, SSE) for the bias and the clamp. The fully connected
+ * layer uses the same code (mk_gemm_nt_f32()). */
 #include "engine/kernels_simd.h"
 
 #define NR MK_CONV_NR       /* 16 output channels per panel */
@@ -33,14 +35,50 @@ size_t mk_conv2d_get_buffer_size_f32(const mk_dims *f)
     return (size_t)NR * (size_t)f->h * (size_t)f->w * (size_t)f->c * sizeof(float);
 }
 
-/* panel[i][j] = filter[co0 + j][i] for i < k (k = KH*KW*Cin), zero for channels past Cout. */
-static void pack_panel(const float *restrict filter, size_t k, int cout, int co0,
-                       float *restrict panel)
+#if defined(MK_SIMD_AVX)
+/* dst[c * NR + r] = src[r * k + c] for r, c < 8: one 8 x 8 transpose. */
+static void transpose8(const float *src, size_t k, float *dst)
 {
-    int nr = mk_min(NR, cout - co0);
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(src + (size_t)i * k);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(dst + (size_t)i * NR, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+        _mm256_storeu_ps(dst + (size_t)(i + 4) * NR, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    }
+}
+#endif
+
+/* panel[i][j] = filter[co0 + j][i] for i < k (k = KH*KW*Cin), zero for channels past Cout;
+ * on AVX in 8 x 8 transposes. */
+static MK_NOCLONE void pack_panel(const float *restrict filter, size_t k, int cout, int co0,
+                                  float *restrict panel)
+{
+    int nr = mk_min(NR, cout - co0), j0 = 0;
     if (nr < NR)
         memset(panel, 0, k * NR * sizeof *panel);
-    for (int j = 0; j < nr; j++) {
+#if defined(MK_SIMD_AVX)
+    for (; j0 + 8 <= nr; j0 += 8) {
+        const float *src = filter + (size_t)(co0 + j0) * k;
+        size_t i = 0;
+        for (; i + 8 <= k; i += 8)
+            transpose8(src + i, k, panel + i * NR + j0);
+        for (; i < k; i++)
+            for (int j = 0; j < 8; j++)
+                panel[i * NR + j0 + j] = src[(size_t)j * k + i];
+    }
+#endif
+    for (int j = j0; j < nr; j++) {
         const float *restrict src = filter + (size_t)(co0 + j) * k;
         for (size_t i = 0; i < k; i++)
             panel[i * NR + j] = src[i];
@@ -163,6 +201,9 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
                 t.rows = mk_max(kh_hi - kh_lo, 0);
                 int ow = 0;
                 while (ow < OW) {
+                    if (t.rows > 0 && ow > ow_lo && ow < ow_hi && ow + MR > ow_hi &&
+                        ow_hi - ow_lo >= MR)
+                        ow = ow_hi - MR; /* the last tile of the run overlaps the one before */
                     const int iw0 = ow * SW - PW;
                     if (ow >= ow_lo && ow + MR <= ow_hi && t.rows > 0) {
                         t.k = kwc;
@@ -190,59 +231,69 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
     return MENGINE_OK;
 }
 
-/* y[p][co] = clamp(bias[co] + x[p] . w[co]) for NP pixels x NC channels (NC a multiple of 4;
- * channels past CO repeat the last row and are not stored): NP * NC vector partial sums over
- * Cin, reduced four at a time. */
-static MK_ALWAYS_INLINE void dot_block(const int NP, const int NC, int C, int CO, int co0,
-                                       const float *restrict x, const float *restrict w,
-                                       const float *bias, float lo, float hi, float *restrict y)
+#if (defined(MK_SIMD_AVX) && defined(__AVX512VL__)) || (defined(MK_SIMD_NEON) && defined(__aarch64__))
+#define DOT_NP 2 /* 32 vector registers: 2 pixels x 8 channels of accumulators */
+#else
+#define DOT_NP 1
+#endif
+
+/* NP pixels x 8 output channels: y[p*y_pix + j] = clamp(b8[j] + x[p] . w[j]) for j < nc,
+ * w[j] = w + j*C (rows past nc repeat the last one and are not stored). One vector
+ * accumulator per pixel and channel over the contiguous Cin, the 8 sums of a pixel
+ * reduced together, then the bias and the clamp as vectors. */
+static MK_ALWAYS_INLINE void dot_px8(const int NP, int C, int nc, const float *restrict x,
+                                     const float *restrict w, const float *b8, mk_vf lo,
+                                     mk_vf hi, float *restrict y, size_t y_pix)
 {
-    const int cv = C / MK_VL * MK_VL, nc = mk_min(NC, CO - co0);
+    const int cv = C / MK_VL * MK_VL;
     const float *wr[8];
-    mk_vf acc[2][8];
-    for (int j = 0; j < NC; j++) {
-        wr[j] = w + (size_t)(co0 + (j < nc ? j : nc - 1)) * C;
+    mk_vf acc[DOT_NP][8];
+    for (int j = 0; j < 8; j++) {
+        wr[j] = w + (size_t)(j < nc ? j : nc - 1) * C;
         for (int p = 0; p < NP; p++)
             acc[p][j] = mk_vset1(0.0f);
     }
     for (int c = 0; c < cv; c += MK_VL) {
-        mk_vf a[2];
+        mk_vf a[DOT_NP];
         for (int p = 0; p < NP; p++)
             a[p] = mk_vload(x + (size_t)p * C + c);
-        for (int j = 0; j < NC; j++) {
+        for (int j = 0; j < 8; j++) {
             const mk_vf b = mk_vload(wr[j] + c);
             for (int p = 0; p < NP; p++)
                 acc[p][j] = mk_vfma(acc[p][j], a[p], b);
         }
     }
     for (int p = 0; p < NP; p++) {
-        float s[8];
-        for (int j = 0; j < NC; j += 4)
-            mk_vsum4(acc[p][j], acc[p][j + 1], acc[p][j + 2], acc[p][j + 3], s + j);
+        float s[8], *yp = y + (size_t)p * y_pix;
         const float *xp = x + (size_t)p * C;
-        for (int j = 0; j < nc; j++) {
-            float v = s[j];
-            for (int c = cv; c < C; c++)
-                v += xp[c] * wr[j][c];
-            v += bias ? bias[co0 + j] : 0.0f;
-            y[(size_t)p * CO + co0 + j] = v < lo ? lo : (v > hi ? hi : v);
-        }
+        mk_vsum8(acc[p], s);
+        for (int c = cv; c < C; c++)
+            for (int j = 0; j < 8; j++)
+                s[j] += xp[c] * wr[j][c];
+        for (int v = 0; v < 8; v += MK_VL)
+            mk_vstore(nc == 8 ? yp + v : s + v,
+                      mk_vclamp(mk_vload(s + v) + mk_vload(b8 + v), lo, hi));
+        if (nc < 8)
+            memcpy(yp, s, (size_t)nc * sizeof *s);
     }
 }
 
-/* Dense 1x1 over few pixels: dot products over the contiguous Cin, no packing;
- * 2 pixels x 4 channels or 1 pixel x 8 channels at a time. */
-static void gemv_1x1(size_t npix, int C, int CO, const float *restrict in,
-                     const float *restrict w, const float *bias, float lo, float hi,
-                     float *restrict out)
+void mk_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
+                    const float *bias, float lo_s, float hi_s, float *out)
 {
-    size_t p = 0;
-    for (; p + 2 <= npix; p += 2)
-        for (int co0 = 0; co0 < CO; co0 += 4)
-            dot_block(2, 4, C, CO, co0, in + p * C, w, bias, lo, hi, out + p * CO);
-    for (; p < npix; p++)
-        for (int co0 = 0; co0 < CO; co0 += 8)
-            dot_block(1, 8, C, CO, co0, in + p * C, w, bias, lo, hi, out + p * CO);
+    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    for (int co0 = 0; co0 < CO; co0 += 8) {
+        const int nc = mk_min(8, CO - co0);
+        float b8[8];
+        for (int j = 0; j < 8; j++)
+            b8[j] = bias && j < nc ? bias[co0 + j] : 0.0f;
+        const float *wb = w + (size_t)co0 * C;
+        size_t p = 0;
+        for (; p + DOT_NP <= npix; p += DOT_NP)
+            dot_px8(DOT_NP, C, nc, in + p * C, wb, b8, lo, hi, out + p * CO + co0, (size_t)CO);
+        for (; p < npix; p++)
+            dot_px8(1, C, nc, in + p * C, wb, b8, lo, hi, out + p * CO + co0, (size_t)CO);
+    }
 }
 
 mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, const float *in,
@@ -262,7 +313,7 @@ mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, con
     tile_args t;
     if (npix <= GEMV_MAX_PIX) {
         mk_act_bounds(p->act, &t.lo, &t.hi);
-        gemv_1x1(npix, C, CO, in, filter, bias, t.lo, t.hi, out);
+        mk_gemm_nt_f32(npix, C, CO, in, filter, bias, t.lo, t.hi, out);
         return MENGINE_OK;
     }
     t.rows = 1;
@@ -277,8 +328,11 @@ mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, con
         size_t pix = 0;
         for (; pix + MR <= npix; pix += MR)
             tile_mr(&t, in + pix * C, scratch, out + pix * CO + co0);
-        for (; pix < npix; pix++)
-            tile_1(&t, in + pix * C, scratch, out + pix * CO + co0);
+        if (pix < npix && npix >= MR) /* one more tile, overlapping the one before */
+            tile_mr(&t, in + (npix - MR) * C, scratch, out + (npix - MR) * CO + co0);
+        else
+            for (; pix < npix; pix++)
+                tile_1(&t, in + pix * C, scratch, out + pix * CO + co0);
     }
     return MENGINE_OK;
 }
@@ -310,8 +364,13 @@ mengine_status mk_transpose_conv_f32(const mk_conv_params *p, const mk_dims *id,
                             continue;
                         float *y = out + (((size_t)n * OH + oh) * OW + ow) * CO;
                         const float *wk = filter + ((size_t)kh * KW + kw) * CI;
-                        for (int co = 0; co < CO; co++)
-                            y[co] += mk_dot(x, wk + (size_t)co * KH * KW * CI, (size_t)CI);
+                        for (int co = 0; co < CO; co++) {
+                            const float *wc = wk + (size_t)co * KH * KW * CI;
+                            float acc = 0.0f;
+                            for (int ci = 0; ci < CI; ci++)
+                                acc += x[ci] * wc[ci];
+                            y[co] += acc;
+                        }
                     }
                 }
             }

@@ -1,7 +1,10 @@
 /* Depthwise convolution: a general kernel (any size, stride, multiplier) and
  * one specialised for 3x3 / 5x5 / 7x7 kernels with stride 1 or 2 and
- * multiplier 1, where the kernel size and stride are compile-time constants
- * in the interior of the image. */
+ * multiplier 1. In the specialised one, the interior of each output row (the
+ * pixels whose taps all lie inside the input) runs one vector of channels at a
+ * time with its K*K weight vectors loaded once for the run (held in registers
+ * where there are enough), two pixels per step, the kernel size a compile-time
+ * constant; border pixels clip their taps at run time. */
 #include "engine/kernels_simd.h"
 
 /* One output pixel of the general kernel, taps clipped to the image. */
@@ -86,10 +89,10 @@ static MK_ALWAYS_INLINE void dw_vectors(const int NB, const int K, int rows, int
         mk_vstore(y + v * MK_VL, mk_vclamp(acc[v], lo, hi));
 }
 
-/* One output pixel, every channel: blocks of 4, then 1 vector, then single lanes. */
-static MK_ALWAYS_INLINE void dw_pixel_fast(const int K, int rows, int cols, int W, int C,
-                                           const float *x, const float *w, const float *bias,
-                                           mk_act act, float *y)
+/* One output pixel, every channel, taps clipped to the input (K at run time: the
+ * border pixels): blocks of 4 vectors, then 1 vector, then single lanes. */
+static MK_NOCLONE void dw_border(int K, int rows, int cols, int W, int C, const float *x,
+                                 const float *w, const float *bias, mk_act act, float *y)
 {
     float lo_s, hi_s;
     mk_act_bounds(act, &lo_s, &hi_s);
@@ -108,11 +111,59 @@ static MK_ALWAYS_INLINE void dw_pixel_fast(const int K, int rows, int cols, int 
     }
 }
 
-/* A border pixel: taps clipped to the input (one copy, K at run time). */
-static void dw_border(int K, int rows, int cols, int W, int C, const float *x, const float *w,
-                      const float *bias, mk_act act, float *y)
+/* Channels [c0, C) of @p npix interior pixels, one lane at a time. */
+static MK_NOCLONE void dw_tail(int K, int S, int W, int C, int c0, int npix, const float *x,
+                               const float *w, const float *bias, float lo, float hi, float *y)
 {
-    dw_pixel_fast(K, rows, cols, W, C, x, w, bias, act, y);
+    const size_t dx = (size_t)S * C, row = (size_t)W * C;
+    for (int i = 0; i < npix; i++)
+        for (int c = c0; c < C; c++) {
+            float acc = bias ? bias[c] : 0.0f;
+            for (int kh = 0; kh < K; kh++)
+                for (int kw = 0; kw < K; kw++)
+                    acc += x[i * dx + kh * row + (size_t)kw * C + c] *
+                           w[((size_t)kh * K + kw) * C + c];
+            y[(size_t)i * C + c] = acc < lo ? lo : (acc > hi ? hi : acc);
+        }
+}
+
+/* The interior of an output row: @p npix >= 2 pixels whose K x K taps all lie inside
+ * the input, the first reading from @p x, each next one S * C floats further. One
+ * vector of channels at a time, its K * K weight vectors loaded once for the whole run
+ * and held in registers (K a constant after inlining), two pixels per step. */
+static MK_ALWAYS_INLINE void dw_interior(const int K, int S, int W, int C, int npix,
+                                         const float *x, const float *w, const float *bias,
+                                         mk_act act, float *y)
+{
+    float lo_s, hi_s;
+    mk_act_bounds(act, &lo_s, &hi_s);
+    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    const size_t dx = (size_t)S * C, row = (size_t)W * C;
+    int c = 0;
+    for (; c + MK_VL <= C; c += MK_VL) {
+        mk_vf wv[7 * 7];
+        for (int t = 0; t < K * K; t++)
+            wv[t] = mk_vload(w + (size_t)t * C + c);
+        const mk_vf b = bias ? mk_vload(bias + c) : mk_vset1(0.0f);
+        /* pairs of pixels; an odd run ends with the last two (the one before recomputed) */
+        for (int i = 0; i < npix; i += 2) {
+            if (i + 2 > npix)
+                i = npix - 2;
+            const float *xp = x + c + (size_t)i * dx;
+            float *yp = y + c + (size_t)i * C;
+            mk_vf a0 = b, a1 = b;
+            for (int kh = 0; kh < K; kh++)
+                for (int kw = 0; kw < K; kw++) {
+                    const float *xt = xp + kh * row + (size_t)kw * C;
+                    a0 = mk_vfma(a0, mk_vload(xt), wv[kh * K + kw]);
+                    a1 = mk_vfma(a1, mk_vload(xt + dx), wv[kh * K + kw]);
+                }
+            mk_vstore(yp, mk_vclamp(a0, lo, hi));
+            mk_vstore(yp + C, mk_vclamp(a1, lo, hi));
+        }
+    }
+    if (c < C) /* channels past the last whole vector */
+        dw_tail(K, S, W, C, c, npix, x, w, bias, lo_s, hi_s, y);
 }
 
 /* Kernel K x K (a constant after inlining: the taps of an interior pixel unroll). */
@@ -120,21 +171,31 @@ static MK_ALWAYS_INLINE void dw_fast(const int K, const mk_dw_params *p, const m
                                      const float *in, const float *filter, const float *bias,
                                      const mk_dims *od, float *out)
 {
-    const int H = id->h, W = id->w, C = id->c, S = p->stride_h;
+    const int H = id->h, W = id->w, C = id->c, S = p->stride_h, OW = od->w, PW = p->pad_w;
+    /* Output columns whose whole kernel row lies inside the input: [ow_lo, ow_hi). */
+    const int ow_lo = mk_min((PW + S - 1) / S, OW);
+    int ow_hi = W - K + PW >= 0 ? (W - K + PW) / S + 1 : 0;
+    ow_hi = mk_max(mk_min(ow_hi, OW), ow_lo);
     for (int n = 0; n < id->n; n++) {
         const float *in_n = in + (size_t)n * H * W * C;
         for (int oh = 0; oh < od->h; oh++) {
             const int ih0 = oh * S - p->pad_h;
             const int kh_lo = mk_max(0, -ih0), kh_hi = mk_min(K, H - ih0);
-            float *y = out + ((size_t)n * od->h + oh) * od->w * C;
-            for (int ow = 0; ow < od->w; ow++, y += C) {
-                const int iw0 = ow * S - p->pad_w;
+            const int rows = mk_max(kh_hi - kh_lo, 0);
+            float *y_row = out + ((size_t)n * od->h + oh) * OW * C;
+            for (int ow = 0; ow < OW; ow++) {
+                if (rows == K && ow == ow_lo && ow_hi - ow_lo >= 2) {
+                    dw_interior(K, S, W, C, ow_hi - ow_lo,
+                                in_n + ((size_t)ih0 * W + ow * S - PW) * C, filter, bias, p->act,
+                                y_row + (size_t)ow * C);
+                    ow = ow_hi - 1;
+                    continue;
+                }
+                const int iw0 = ow * S - PW;
                 const int kw_lo = mk_max(0, -iw0), kw_hi = mk_min(K, W - iw0);
-                const int rows = mk_max(kh_hi - kh_lo, 0), cols = mk_max(kw_hi - kw_lo, 0);
-                if (rows == K && cols == K)
-                    dw_pixel_fast(K, K, K, W, C, in_n + ((size_t)ih0 * W + iw0) * C, filter,
-                                  bias, p->act, y);
-                else if (rows && cols)
+                const int cols = mk_max(kw_hi - kw_lo, 0);
+                float *y = y_row + (size_t)ow * C;
+                if (rows && cols)
                     dw_border(K, rows, cols, W, C,
                               in_n + ((size_t)(ih0 + kh_lo) * W + iw0 + kw_lo) * C,
                               filter + ((size_t)kh_lo * K + kw_lo) * C, bias, p->act, y);

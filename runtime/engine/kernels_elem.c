@@ -1,36 +1,38 @@
 /* Element-wise kernels: activations, broadcast ADD / MUL, concatenation copy.
- * These may run in place, so out and in are not restrict-qualified. */
+ * These may run in place, so out and in are not restrict-qualified. The loops
+ * are written with the vectors of kernels_simd.h: each vector is read before it
+ * is written, which makes out == in safe; an auto-vectorised loop would need a
+ * run-time overlap check, fail it in place and fall back to scalar code. */
 #include <math.h>
 #include <string.h>
 
-#include "engine/kernels_util.h"
+#include "engine/kernels_simd.h"
+
+/* out[i] = clamp(in[i], lo, hi); in place allowed. */
+static MK_NOCLONE void clamp_f32(const float *in, float *out, size_t n, float lo_s, float hi_s)
+{
+    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    size_t i = 0;
+    for (; i + MK_VL <= n; i += MK_VL)
+        mk_vstore(out + i, mk_vclamp(mk_vload(in + i), lo, hi));
+    for (; i < n; i++)
+        out[i] = in[i] < lo_s ? lo_s : (in[i] > hi_s ? hi_s : in[i]);
+}
 
 void mk_act_f32(float *x, size_t n, mk_act act)
 {
-    size_t i;
-    switch (act) {
-    case MK_ACT_RELU:
-        for (i = 0; i < n; i++)
-            x[i] = x[i] < 0.0f ? 0.0f : x[i];
-        break;
-    case MK_ACT_RELU_N1_TO_1:
-        for (i = 0; i < n; i++)
-            x[i] = x[i] < -1.0f ? -1.0f : (x[i] > 1.0f ? 1.0f : x[i]);
-        break;
-    case MK_ACT_RELU6:
-        for (i = 0; i < n; i++)
-            x[i] = x[i] < 0.0f ? 0.0f : (x[i] > 6.0f ? 6.0f : x[i]);
-        break;
-    case MK_ACT_NONE: break;
-    }
+    float lo, hi;
+    if (act == MK_ACT_NONE)
+        return;
+    mk_act_bounds(act, &lo, &hi);
+    clamp_f32(x, x, n, lo, hi);
 }
 
 mengine_status mk_relu_f32(const float *in, float *out, size_t n)
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
-    for (size_t i = 0; i < n; i++)
-        out[i] = in[i] < 0.0f ? 0.0f : in[i];
+    clamp_f32(in, out, n, 0.0f, INFINITY);
     return MENGINE_OK;
 }
 
@@ -38,8 +40,7 @@ mengine_status mk_relu6_f32(const float *in, float *out, size_t n)
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
-    for (size_t i = 0; i < n; i++)
-        out[i] = in[i] < 0.0f ? 0.0f : (in[i] > 6.0f ? 6.0f : in[i]);
+    clamp_f32(in, out, n, 0.0f, 6.0f);
     return MENGINE_OK;
 }
 
@@ -47,7 +48,14 @@ mengine_status mk_hard_swish_f32(const float *in, float *out, size_t n)
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
-    for (size_t i = 0; i < n; i++) {
+    const mk_vf three = mk_vset1(3.0f), zero = mk_vset1(0.0f), six = mk_vset1(6.0f);
+    const mk_vf sixth = mk_vset1(1.0f / 6.0f);
+    size_t i = 0;
+    for (; i + MK_VL <= n; i += MK_VL) {
+        const mk_vf x = mk_vload(in + i);
+        mk_vstore(out + i, x * mk_vclamp(x + three, zero, six) * sixth);
+    }
+    for (; i < n; i++) {
         float x = in[i], r = x + 3.0f;
         r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
         out[i] = x * r * (1.0f / 6.0f);
@@ -91,41 +99,41 @@ static int bcast_ok(const mk_dims *d, const mk_dims *o)
            (d->w == o->w || d->w == 1) && (d->c == o->c || d->c == 1);
 }
 
-/* One output row of C values; either operand may be a single broadcast value. */
-static void bin_row(enum binop op, const float *a, size_t sa, const float *b, size_t sb, float *out,
-                    size_t c)
+/* out[i] = clamp(a[i] op b[i]) for i < n, both operands contiguous; in place allowed. */
+static MK_ALWAYS_INLINE void bin_vec(const int mul, const float *a, const float *b, float *out,
+                                     size_t n, float lo_s, float hi_s)
 {
-    size_t i;
-    if (op == BIN_ADD) {
-        if (sa && sb)
-            for (i = 0; i < c; i++)
-                out[i] = a[i] + b[i];
-        else if (sb)
-            for (i = 0; i < c; i++)
-                out[i] = a[0] + b[i];
-        else if (sa)
-            for (i = 0; i < c; i++)
-                out[i] = a[i] + b[0];
-        else
-            for (i = 0; i < c; i++)
-                out[i] = a[0] + b[0];
-    } else {
-        if (sa && sb)
-            for (i = 0; i < c; i++)
-                out[i] = a[i] * b[i];
-        else if (sb)
-            for (i = 0; i < c; i++)
-                out[i] = a[0] * b[i];
-        else if (sa)
-            for (i = 0; i < c; i++)
-                out[i] = a[i] * b[0];
-        else
-            for (i = 0; i < c; i++)
-                out[i] = a[0] * b[0];
+    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    size_t i = 0;
+    for (; i + MK_VL <= n; i += MK_VL) {
+        const mk_vf x = mk_vload(a + i), y = mk_vload(b + i);
+        mk_vstore(out + i, mk_vclamp(mul ? x * y : x + y, lo, hi));
+    }
+    for (; i < n; i++) {
+        const float v = mul ? a[i] * b[i] : a[i] + b[i];
+        out[i] = v < lo_s ? lo_s : (v > hi_s ? hi_s : v);
     }
 }
 
-static mengine_status binary(enum binop op, const mk_dims *ad, const float *a, const mk_dims *bd,
+/* One output row of C values; either operand may be a single broadcast value
+ * (stride 0: a channel dim of 1, rare; scalar). */
+static void bin_row(enum binop op, const float *a, size_t sa, const float *b, size_t sb, float *out,
+                    size_t c, float lo, float hi)
+{
+    if (sa && sb) {
+        if (op == BIN_ADD)
+            bin_vec(0, a, b, out, c, lo, hi);
+        else
+            bin_vec(1, a, b, out, c, lo, hi);
+        return;
+    }
+    for (size_t i = 0; i < c; i++) {
+        const float x = a[sa ? i : 0], y = b[sb ? i : 0], v = op == BIN_ADD ? x + y : x * y;
+        out[i] = v < lo ? lo : (v > hi ? hi : v);
+    }
+}
+
+static MK_NOCLONE mengine_status binary(enum binop op, const mk_dims *ad, const float *a, const mk_dims *bd,
                              const float *b, const mk_dims *od, float *out, mk_act act)
 {
     if (!a || !b || !out || !mk_dims_ok(ad) || !mk_dims_ok(bd) || !mk_dims_ok(od) ||
@@ -135,10 +143,11 @@ static mengine_status binary(enum binop op, const mk_dims *ad, const float *a, c
     bcast_strides(ad, od, sa);
     bcast_strides(bd, od, sb);
     const size_t c = (size_t)od->c, total = mk_dims_count(od);
+    float lo, hi;
+    mk_act_bounds(act, &lo, &hi);
     if (mk_dims_count(ad) == total && mk_dims_count(bd) == total) {
         /* same shapes: the whole tensor is one row */
-        bin_row(op, a, 1, b, 1, out, total);
-        mk_act_f32(out, total, act);
+        bin_row(op, a, 1, b, 1, out, total, lo, hi);
         return MENGINE_OK;
     }
     for (int32_t n = 0; n < od->n; n++)
@@ -147,8 +156,7 @@ static mengine_status binary(enum binop op, const mk_dims *ad, const float *a, c
                 const float *pa = a + n * sa[0] + h * sa[1] + w * sa[2];
                 const float *pb = b + n * sb[0] + h * sb[1] + w * sb[2];
                 float *po = out + (((size_t)n * od->h + h) * od->w + w) * c;
-                bin_row(op, pa, sa[3], pb, sb[3], po, c);
-                mk_act_f32(po, c, act);
+                bin_row(op, pa, sa[3], pb, sb[3], po, c, lo, hi);
             }
     return MENGINE_OK;
 }

@@ -1,7 +1,7 @@
 /* Fully connected layer and softmax. */
 #include <math.h>
 
-#include "engine/kernels_util.h"
+#include "engine/kernels_simd.h"
 
 mengine_status mk_fully_connected_f32(mk_act act, size_t batches, size_t in_depth, size_t units,
                                       const float *in, const float *w, const float *bias,
@@ -9,12 +9,11 @@ mengine_status mk_fully_connected_f32(mk_act act, size_t batches, size_t in_dept
 {
     if (!in || !w || !out || !batches || !in_depth || !units || !mk_act_ok(act))
         return MENGINE_ERR_ARG;
-    for (size_t b = 0; b < batches; b++) {
-        const float *restrict x = in + b * in_depth;
-        float *restrict y = out + b * units;
-        for (size_t u = 0; u < units; u++)
-            y[u] = mk_act1(mk_dot(x, w + u * in_depth, in_depth) + (bias ? bias[u] : 0.0f), act);
-    }
+    if (in_depth > 0x7fffffff || units > 0x7fffffff)
+        return MENGINE_ERR_ARG;
+    float lo, hi;
+    mk_act_bounds(act, &lo, &hi);
+    mk_gemm_nt_f32(batches, (int)in_depth, (int)units, in, w, bias, lo, hi, out);
     return MENGINE_OK;
 }
 

@@ -1,5 +1,5 @@
-/* Zero padding (PAD): the output is cleared, then each input row of C values
- * is copied to its place. */
+/* Zero padding (PAD): each input row of C values is copied to its place and
+ * only the rest of the output is cleared. */
 #include <string.h>
 
 #include "engine/kernels_util.h"
@@ -13,18 +13,34 @@ mengine_status mk_pad_f32(const mk_dims *id, const float *in, const int32_t befo
     for (int i = 0; i < 4; i++)
         if (before[i] < 0 || before[i] > odim[i] || idim[i] > odim[i] - before[i])
             return MENGINE_ERR_ARG;
-    memset(out, 0, mk_dims_count(od) * sizeof *out);
-    const size_t row = (size_t)id->c * sizeof *in;
-    for (int32_t n = 0; n < id->n; n++)
-        for (int32_t h = 0; h < id->h; h++) {
-            const float *src = in + ((size_t)n * id->h + h) * id->w * id->c;
-            float *dst =
-                out + ((((size_t)(n + before[0]) * od->h + (size_t)(h + before[1])) * od->w +
-                        (size_t)before[2]) *
-                           od->c +
-                       (size_t)before[3]);
-            for (int32_t w = 0; w < id->w; w++)
-                memcpy(dst + (size_t)w * od->c, src + (size_t)w * id->c, row);
+    /* Zeros only where no input lands: whole padded batches and rows, the columns before
+     * and after each row's run of input pixels (with the channel padding inside it). */
+    const size_t oc = (size_t)od->c, orow = (size_t)od->w * oc, oimg = (size_t)od->h * orow;
+    const size_t ic = (size_t)id->c, row = ic * sizeof *in;
+    const size_t lead = (size_t)before[2] * oc + (size_t)before[3];
+    const size_t run = ((size_t)id->w - 1) * oc + ic; /* from the first input value of a row */
+    for (int32_t n = 0; n < od->n; n++) {
+        float *img = out + (size_t)n * oimg;
+        const int32_t in_n = n - before[0];
+        if (in_n < 0 || in_n >= id->n) {
+            memset(img, 0, oimg * sizeof *out);
+            continue;
         }
+        for (int32_t h = 0; h < od->h; h++) {
+            float *dst = img + (size_t)h * orow;
+            const int32_t in_h = h - before[1];
+            if (in_h < 0 || in_h >= id->h) {
+                memset(dst, 0, orow * sizeof *out);
+                continue;
+            }
+            const float *src = in + ((size_t)in_n * id->h + (size_t)in_h) * id->w * ic;
+            memset(dst, 0, lead * sizeof *out);
+            if (oc != ic) /* channel padding: zero the run, then copy the pixels into it */
+                memset(dst + lead, 0, run * sizeof *out);
+            for (int32_t w = 0; w < id->w; w++)
+                memcpy(dst + lead + (size_t)w * oc, src + (size_t)w * ic, row);
+            memset(dst + lead + run, 0, (orow - lead - run) * sizeof *out);
+        }
+    }
     return MENGINE_OK;
 }

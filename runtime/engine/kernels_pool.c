@@ -1,5 +1,5 @@
 /* Reductions over space: average pooling and the mean over H and W. */
-#include "engine/kernels_util.h"
+#include "engine/kernels_simd.h"
 
 mengine_status mk_avg_pool_f32(const mk_pool_params *p, const mk_dims *id, const float *in,
                                const mk_dims *od, float *out)
@@ -46,13 +46,19 @@ mengine_status mk_mean_hw_f32(const mk_dims *id, const float *in, float *out)
     for (int n = 0; n < id->n; n++) {
         float *restrict y = out + (size_t)n * C;
         const float *restrict x = in + (size_t)n * hw * C;
-        for (size_t c = 0; c < C; c++)
-            y[c] = 0.0f;
-        for (size_t i = 0; i < hw; i++)
-            for (size_t c = 0; c < C; c++)
-                y[c] += x[i * C + c];
-        for (size_t c = 0; c < C; c++)
-            y[c] /= count;
+        size_t c = 0;
+        for (; c + MK_VL <= C; c += MK_VL) { /* one vector of channels over all pixels */
+            mk_vf s = mk_vset1(0.0f);
+            for (size_t i = 0; i < hw; i++)
+                s = s + mk_vload(x + i * C + c);
+            mk_vstore(y + c, s / mk_vset1(count));
+        }
+        for (; c < C; c++) {
+            float s = 0.0f;
+            for (size_t i = 0; i < hw; i++)
+                s += x[i * C + c];
+            y[c] = s / count;
+        }
     }
     return MENGINE_OK;
 }

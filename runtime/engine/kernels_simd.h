@@ -120,6 +120,32 @@ static inline void mk_vsum4(mk_vf a, mk_vf b, mk_vf c, mk_vf d, float *out)
 #endif
 }
 
+/* s[j] = the lane sum of a[j], j < 8 (a transposing reduction: one vector of
+ * sums on AVX, two on NEON and SSE). */
+static inline void mk_vsum8(const mk_vf a[8], float *s)
+{
+#if defined(MK_SIMD_AVX)
+    const __m256 g0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 g1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    /* g0 = lanes 0-3 sums of a0..a3 | lanes 4-7 sums of a0..a3; g1 the same for a4..a7 */
+    _mm256_storeu_ps(s, _mm256_add_ps(_mm256_permute2f128_ps(g0, g1, 0x20),
+                                      _mm256_permute2f128_ps(g0, g1, 0x31)));
+#elif defined(MK_SIMD_NEON) && defined(__aarch64__)
+    vst1q_f32(s, vpaddq_f32(vpaddq_f32(a[0], a[1]), vpaddq_f32(a[2], a[3])));
+    vst1q_f32(s + 4, vpaddq_f32(vpaddq_f32(a[4], a[5]), vpaddq_f32(a[6], a[7])));
+#elif defined(MK_SIMD_SSE)
+    for (int h = 0; h < 8; h += 4) {
+        const __m128 s1 = _mm_add_ps(_mm_unpacklo_ps(a[h], a[h + 1]), _mm_unpackhi_ps(a[h], a[h + 1]));
+        const __m128 s2 =
+            _mm_add_ps(_mm_unpacklo_ps(a[h + 2], a[h + 3]), _mm_unpackhi_ps(a[h + 2], a[h + 3]));
+        _mm_storeu_ps(s + h, _mm_add_ps(_mm_movelh_ps(s1, s2), _mm_movehl_ps(s2, s1)));
+    }
+#else
+    for (int j = 0; j < 8; j++)
+        s[j] = mk_vsum(a[j]);
+#endif
+}
+
 /* The clamp bounds of a fused activation (NONE: -inf, +inf). */
 static inline void mk_act_bounds(mk_act act, float *lo, float *hi)
 {

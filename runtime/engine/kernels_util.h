@@ -8,8 +8,16 @@
 
 #if defined(__GNUC__)
 #define MK_ALWAYS_INLINE inline __attribute__((always_inline))
+/* One copy of a rarely run helper: not inlined into, nor cloned for, each caller with
+ * constant arguments (keeps the border and tail code of specialised kernels small). */
+#if defined(__clang__)
+#define MK_NOCLONE __attribute__((noinline))
+#else
+#define MK_NOCLONE __attribute__((noinline, noclone))
+#endif
 #else
 #define MK_ALWAYS_INLINE inline
+#define MK_NOCLONE
 #endif
 
 /* GNU C vector extensions (GCC, clang: every target, lowered to scalar code
@@ -24,23 +32,12 @@
 #endif
 #endif
 
-/* Lanes of the partial sums in mk_dot(): independent accumulators let the compiler
- * vectorise the reduction without reassociating floating-point additions. */
-#define MK_DOT_LANES 8
-
-/* sum_i a[i] * b[i], in MK_DOT_LANES partial sums. */
-static inline float mk_dot(const float *restrict a, const float *restrict b, size_t n)
-{
-    float s[MK_DOT_LANES] = {0};
-    size_t i = 0;
-    for (; i + MK_DOT_LANES <= n; i += MK_DOT_LANES)
-        for (size_t j = 0; j < MK_DOT_LANES; j++)
-            s[j] += a[i + j] * b[i + j];
-    float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-    for (; i < n; i++)
-        t += a[i] * b[i];
-    return t;
-}
+/* out[p][co] = clamp(bias[co] + in[p] . w[co], lo, hi) for p < npix, co < CO: in (npix, C),
+ * w (CO, C), bias (CO) or NULL, out (npix, CO); dot products over the contiguous C, 8
+ * output channels at a time (kernels_conv.c; the 1x1 convolution over few pixels and
+ * the fully connected layer). */
+void mk_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
+                    const float *bias, float lo, float hi, float *out);
 
 /* One value through a fused activation. */
 static inline float mk_act1(float v, mk_act act)

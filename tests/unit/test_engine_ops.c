@@ -1,6 +1,7 @@
 /* Engine operators one at a time: a single-operator model built in memory,
  * verified, planned and run, against the double-precision references on
  * random shapes (odd sizes included); plus the kernel variants directly. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,6 +181,15 @@ static void test_depthwise_fast_variants(void **state)
             for (int i = 0; i < 4; i++) {
                 const int hw = i == 1 ? k + 4 : tu_rand_int(&rng, 1, k);
                 dw_case(&rng, 1, hw, i == 3 ? hw + 1 : hw, chans[i], 1, k, k, s, s, 0, i, 1);
+            }
+    /* interior runs (weights held over a row) of 1, 2, 3 and 6 pixels between border
+     * pixels, with a channel tail past the last vector and batches of 2 */
+    for (int k = 3; k <= 7; k += 2)
+        for (int s = 1; s <= 2; s++)
+            for (int run = 1; run <= 6; run += run == 3 ? 3 : 1) {
+                const int w = k + (run - 1) * s + 2 * (k / 2), c = 3 + 4 * run;
+                dw_case(&rng, 2, k + 1, w, c, 1, k, k, s, s, 0, run % 4, 1);
+                dw_case(&rng, 1, k, w - 2 * (k / 2), c, 1, k, k, s, s, 1, 3, 1); /* VALID */
             }
 }
 
@@ -623,6 +633,73 @@ static void test_pad(void **state)
     pad_case(&rng, 2, d2, p2); /* rank 2 */
 }
 
+/* PAD (spatial zeros) then DEPTHWISE_CONV_2D, as the exporter writes stride-2 blocks;
+ * @p pad_out: the padded tensor is also a model output. */
+static void pad_dw_case(manta_rng *rng, int h, int w, int c, int k, int s, const int pv4[4],
+                        int dw_pad, int act, int pad_out)
+{
+    const int ph = h + pv4[0] + pv4[1], pw = w + pv4[2] + pv4[3];
+    const int oh = re_out_size(ph, k, s, dw_pad), ow = re_out_size(pw, k, s, dw_pad);
+    const size_t nin = (size_t)h * w * c, npad = (size_t)ph * pw * c, nw = (size_t)k * k * c;
+    const size_t nout = (size_t)oh * ow * c;
+    float *x = fa(nin), *wt = fa(nw), *b = fa((size_t)c);
+    double *xd = da(nin), *wd = da(nw), *bd = da((size_t)c), *padded = da(npad),
+           *want = da(nout), *got = da(nout > npad ? nout : npad);
+    tb_rand(rng, x, xd, nin, -1, 1);
+    tb_rand(rng, wt, wd, nw, -1, 1);
+    tb_rand(rng, b, bd, (size_t)c, -1, 1);
+    const int dims[4] = {1, h, w, c}, pads[8] = {0, 0, pv4[0], pv4[1], pv4[2], pv4[3], 0, 0};
+    re_pad(xd, 4, dims, pads, padded);
+    re_depthwise(padded, 1, ph, pw, c, wd, 1, k, k, bd, s, s, dw_pad, act, want);
+
+    tb_model m;
+    tb_init(&m);
+    const int32_t din[4] = {1, h, w, c}, dpad[4] = {1, ph, pw, c}, dwd[4] = {1, k, k, c};
+    const int32_t db[1] = {c}, dout[4] = {1, oh, ow, c}, dp[2] = {4, 2};
+    int32_t pv[8];
+    for (int i = 0; i < 8; i++)
+        pv[i] = pads[i];
+    int32_t pin[2], dins[3], outs[2];
+    pin[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
+    pin[1] = tb_tensor_buf(&m, "paddings", 2, 2, dp, (uint32_t)tb_buffer_add(&m, pv, sizeof pv));
+    dins[0] = tb_tensor_f32(&m, "padded", 4, dpad, NULL);
+    dins[1] = tb_tensor_f32(&m, "w", 4, dwd, wt);
+    dins[2] = tb_tensor_f32(&m, "b", 1, db, b);
+    outs[0] = tb_tensor_f32(&m, "out", 4, dout, NULL);
+    outs[1] = dins[0];
+    tb_opts po = {.type = 22};
+    tb_op_add(&m, MENGINE_OP_PAD, 1, 2, pin, dins[0], &po);
+    tb_opts o = {.type = 2, .padding = dw_pad, .stride_w = s, .stride_h = s, .act = act};
+    tb_op_add(&m, MENGINE_OP_DEPTHWISE_CONV_2D, 1, 3, dins, outs[0], &o);
+    tb_io(&m, 1, pin, pad_out ? 2 : 1, outs);
+    tb_run r;
+    tb_run_open(&r, &m);
+    tb_run_input(&r, 0, x, nin);
+    tb_run_invoke(&r);
+    tb_run_output(&r, 0, got, nout);
+    tu_assert_close(got, want, nout, RTOL, "pad + depthwise");
+    if (pad_out) {
+        tb_run_output(&r, 1, got, npad);
+        tu_assert_close(got, padded, npad, RTOL, "pad + depthwise: the padded tensor");
+    }
+    tb_run_close(&r);
+    tb_release(&m);
+    free(x), free(wt), free(b), free(xd), free(wd), free(bd), free(padded), free(want), free(got);
+}
+
+static void test_pad_then_depthwise(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 28, 1);
+    const int p11[4] = {1, 1, 1, 1}, p12[4] = {0, 1, 1, 2}, p23[4] = {2, 3, 1, 0};
+    pad_dw_case(&rng, 24, 24, 48, 3, 2, p11, 1, 0, 0); /* the exporter's stride-2 block */
+    pad_dw_case(&rng, 7, 9, 19, 5, 2, p12, 1, 3, 0);
+    pad_dw_case(&rng, 6, 5, 11, 3, 1, p23, 0, 1, 0); /* and SAME padding of its own */
+    pad_dw_case(&rng, 9, 8, 5, 7, 2, p23, 1, 2, 0);  /* general kernel sizes: 7x7 */
+    pad_dw_case(&rng, 8, 8, 16, 3, 2, p11, 1, 3, 1); /* padded tensor also an output */
+}
+
 /* ---- kernel variants called directly ---- */
 
 static void test_kernel_dw_fast_matches_general(void **state)
@@ -678,6 +755,69 @@ static void test_kernel_conv_1x1_matches_general(void **state)
     free(x), free(w), free(y1), free(y2), free(scratch), free(t), free(g1), free(g2);
 }
 
+/* ADD, MUL and the activations in place (out == an input), on lengths around the
+ * vector width, against the same kernels writing to another buffer. */
+static void test_kernel_elementwise_in_place(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 27, 1);
+    static const int lens[] = {1, 3, 4, 7, 8, 9, 15, 16, 17, 37};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        const int c = lens[k];
+        const size_t n = (size_t)2 * 3 * c;
+        const mk_dims d = {1, 2, 3, c}, se = {1, 1, 1, c};
+        float *a = fa(n), *b = fa(n), *s = fa((size_t)c), *y1 = fa(n), *y2 = fa(n);
+        double *t = da(n), *g1 = da(n), *g2 = da(n);
+        tb_rand(&rng, a, t, n, -8, 8);
+        tb_rand(&rng, b, t, n, -8, 8);
+        tb_rand(&rng, s, t, (size_t)c, -2, 2);
+        for (int op = 0; op < 6; op++) {
+            const mk_act act = (mk_act)(op % 4);
+            memcpy(y2, a, n * sizeof *a);
+            switch (op) {
+            case 0:
+                assert_int_equal(mk_add_f32(&d, a, &d, b, &d, y1, act), MENGINE_OK);
+                assert_int_equal(mk_add_f32(&d, y2, &d, b, &d, y2, act), MENGINE_OK);
+                break;
+            case 1:
+                assert_int_equal(mk_mul_f32(&d, a, &se, s, &d, y1, act), MENGINE_OK);
+                assert_int_equal(mk_mul_f32(&d, y2, &se, s, &d, y2, act), MENGINE_OK);
+                break;
+            case 2:
+                assert_int_equal(mk_hard_swish_f32(a, y1, n), MENGINE_OK);
+                assert_int_equal(mk_hard_swish_f32(y2, y2, n), MENGINE_OK);
+                for (size_t i = 0; i < n; i++) {
+                    const double x = a[i], r = x + 3 < 0 ? 0 : (x + 3 > 6 ? 6 : x + 3);
+                    assert_true(fabs(y1[i] - x * r / 6) <= 1e-5 * (1 + fabs(x * r / 6)));
+                }
+                break;
+            case 3:
+                assert_int_equal(mk_relu6_f32(a, y1, n), MENGINE_OK);
+                assert_int_equal(mk_relu6_f32(y2, y2, n), MENGINE_OK);
+                for (size_t i = 0; i < n; i++)
+                    assert_true(y1[i] == (a[i] < 0 ? 0.0f : (a[i] > 6 ? 6.0f : a[i])));
+                break;
+            case 4:
+                assert_int_equal(mk_relu_f32(a, y1, n), MENGINE_OK);
+                assert_int_equal(mk_relu_f32(y2, y2, n), MENGINE_OK);
+                break;
+            default:
+                memcpy(y1, a, n * sizeof *a);
+                mk_act_f32(y1, n, MK_ACT_RELU_N1_TO_1);
+                mk_act_f32(y2, n, MK_ACT_RELU_N1_TO_1);
+                for (size_t i = 0; i < n; i++)
+                    assert_true(y1[i] >= -1.0f && y1[i] <= 1.0f);
+                break;
+            }
+            for (size_t i = 0; i < n; i++)
+                g1[i] = y1[i], g2[i] = y2[i];
+            tu_assert_close(g2, g1, n, 0, "in place vs out of place");
+        }
+        free(a), free(b), free(s), free(y1), free(y2), free(t), free(g1), free(g2);
+    }
+}
+
 static void test_kernel_args_rejected(void **state)
 {
     (void)state;
@@ -720,8 +860,10 @@ int main(void)
         cmocka_unit_test(test_concat),
         cmocka_unit_test(test_reshape),
         cmocka_unit_test(test_pad),
+        cmocka_unit_test(test_pad_then_depthwise),
         cmocka_unit_test(test_kernel_dw_fast_matches_general),
         cmocka_unit_test(test_kernel_conv_1x1_matches_general),
+        cmocka_unit_test(test_kernel_elementwise_in_place),
         cmocka_unit_test(test_kernel_args_rejected),
     };
     return cmocka_run_group_tests_name("engine ops", tests, NULL, NULL);

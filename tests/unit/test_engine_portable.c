@@ -7,6 +7,7 @@
 #define mk_conv2d_1x1_f32 portable_conv2d_1x1_f32
 #define mk_conv2d_get_buffer_size_f32 portable_conv2d_get_buffer_size_f32
 #define mk_transpose_conv_f32 portable_transpose_conv_f32
+#define mk_gemm_nt_f32 portable_gemm_nt_f32
 #include "engine/kernels_conv.c"
 
 #include <stdlib.h>
@@ -64,6 +65,8 @@ static void test_portable_conv2d_1x1(void **state)
     manta_rng_seed(&rng, 52, 1);
     conv_case(&rng, 9, 10, 21, 19, 1, 1, 0);
     conv_case(&rng, 7, 9, 6, 5, 1, 2, 1);
+    conv_case(&rng, 3, 3, 19, 13, 1, 1, 0); /* 9 pixels: dot products, Cin and Cout tails */
+    conv_case(&rng, 1, 1, 40, 8, 1, 1, 0);
 }
 
 int main(void)
