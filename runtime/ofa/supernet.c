@@ -207,9 +207,20 @@ static int collect_bns(const ofa_supernet *n, const bn_p **bns, int *widths)
     return nb;
 }
 
-/* OFA's initialisation: convolutions normal with std sqrt(2 / (k*k*out))
- * ("he_fout"), linear layers uniform(+-1/sqrt(in)), biases 0, BN gamma 1 and
- * beta 0, running variance 1, kernel matrices the identity. */
+/* Uniform weights of a layer with @p fan_in inputs per output: the bound
+ * 1/sqrt(fan_in) of PyTorch's default initialisation of Conv2d and Linear. */
+static void fill_fan_in(manta_rng *r, float *w, size_t count, int fan_in)
+{
+    manta_rng_fill_uniform(r, w, count, 1.0f / sqrtf((float)fan_in));
+}
+
+/* PyTorch's default initialisation of convolutions and linear layers
+ * (uniform in +-1/sqrt(fan_in), fan_in = in_channels / groups * k * k),
+ * biases 0, BN gamma 1 and beta 0, running variance 1, kernel matrices the
+ * identity. OFA's "he_fout" (normal, std sqrt(2 / (k*k*out))) makes the
+ * projection convolutions 6x larger and trains much more slowly over short
+ * schedules: 234 steps of the largest sub-network at 28 px reached 72.7%
+ * validation top-1 with it and 82% with this one (docs/ofa.md). */
 static manta_status init_values(ofa_supernet *n, uint64_t seed)
 {
     const ofa_space *s = &n->s;
@@ -223,34 +234,31 @@ static manta_status init_values(ofa_supernet *n, uint64_t seed)
     manta_rng r;
     manta_rng_seed(&r, seed, 0x5eed);
     const int kmax = s->ks[s->n_ks - 1], ks = s->stem_kernel;
-    manta_rng_fill_normal(&r, p + n->stem_w, (size_t)s->stem_width * s->in_channels * ks * ks,
-                sqrtf(2.0f / (float)(ks * ks * s->stem_width)));
-    manta_rng_fill_normal(&r, p + n->first_dw, (size_t)s->stem_width * 9, sqrtf(2.0f / (9.0f * s->stem_width)));
-    manta_rng_fill_normal(&r, p + n->first_p, (size_t)s->first_width * s->stem_width,
-                sqrtf(2.0f / (float)s->first_width));
+    fill_fan_in(&r, p + n->stem_w, (size_t)s->stem_width * s->in_channels * ks * ks,
+                s->in_channels * ks * ks);
+    fill_fan_in(&r, p + n->first_dw, (size_t)s->stem_width * 9, 9);
+    fill_fan_in(&r, p + n->first_p, (size_t)s->first_width * s->stem_width, s->stem_width);
     int c = s->first_width;
     for (int i = 0; i < ofa_slots(s); i++) {
         const slot_p *q = &n->slot[i];
-        manta_rng_fill_normal(&r, p + q->e_w, (size_t)q->mid_max * q->in_c, sqrtf(2.0f / (float)q->mid_max));
-        manta_rng_fill_normal(&r, p + q->dw_w, (size_t)q->mid_max * kmax * kmax,
-                    sqrtf(2.0f / (float)(kmax * kmax * q->mid_max)));
+        fill_fan_in(&r, p + q->e_w, (size_t)q->mid_max * q->in_c, q->in_c);
+        fill_fan_in(&r, p + q->dw_w, (size_t)q->mid_max * kmax * kmax, kmax * kmax);
         for (int k = 0; k + 1 < s->n_ks; k++) {
             int kk = s->ks[k] * s->ks[k];
             for (int d = 0; d < kk; d++)
                 p[q->kmat[k] + (size_t)d * kk + d] = 1.0f;
         }
         if (q->se) {
-            manta_rng_fill_normal(&r, p + q->se_r_w, (size_t)q->se_max * q->mid_max, sqrtf(2.0f / (float)q->se_max));
-            manta_rng_fill_normal(&r, p + q->se_e_w, (size_t)q->mid_max * q->se_max, sqrtf(2.0f / (float)q->mid_max));
+            fill_fan_in(&r, p + q->se_r_w, (size_t)q->se_max * q->mid_max, q->mid_max);
+            fill_fan_in(&r, p + q->se_e_w, (size_t)q->mid_max * q->se_max, q->se_max);
         }
-        manta_rng_fill_normal(&r, p + q->p_w, (size_t)q->width * q->mid_max, sqrtf(2.0f / (float)q->width));
+        fill_fan_in(&r, p + q->p_w, (size_t)q->width * q->mid_max, q->mid_max);
         c = q->width;
     }
-    manta_rng_fill_normal(&r, p + n->head_w, (size_t)s->head_expand * c, sqrtf(2.0f / (float)s->head_expand));
+    fill_fan_in(&r, p + n->head_w, (size_t)s->head_expand * c, c);
     int feat = s->head_expand;
     if (s->head_mix > 0) {
-        manta_rng_fill_normal(&r, p + n->mix_w, (size_t)s->head_mix * s->head_expand,
-                    sqrtf(2.0f / (float)s->head_mix));
+        fill_fan_in(&r, p + n->mix_w, (size_t)s->head_mix * s->head_expand, s->head_expand);
         feat = s->head_mix;
     }
     manta_rng_fill_uniform(&r, p + n->cls_w, (size_t)s->classes * feat, 1.0f / sqrtf((float)feat));
