@@ -646,6 +646,33 @@ static manta_status slot_backward(ofa_supernet *n, const slot_a *a)
     return MANTA_OK;
 }
 
+void ofa_supernet_set_grad_ready(ofa_supernet *n, ofa_grad_ready_fn fn, void *ctx)
+{
+    n->grad_ready = fn;
+    n->grad_ready_ctx = ctx;
+}
+
+int ofa_supernet_grad_bounds(const ofa_supernet *n, size_t *bounds, int cap)
+{
+    const int slots = ofa_slots(&n->s);
+    int k = 0;
+#define PUT(v) do { if (k < cap) bounds[k] = (v); k++; } while (0)
+    PUT(n->stem_w);
+    PUT(n->first_dw);
+    PUT(n->first_p);
+    for (int i = 0; i < slots; i++)
+        PUT(n->slot[i].e_w);
+    PUT(n->head_w);
+#undef PUT
+    return k;
+}
+
+/* Tell the progress hook that the decayed gradients from @p from on are final. */
+static manta_status grad_ready(ofa_supernet *n, size_t from)
+{
+    return n->grad_ready ? n->grad_ready(n->grad_ready_ctx, from) : MANTA_OK;
+}
+
 manta_status ofa_supernet_backward(ofa_supernet *n)
 {
     if (!n->have_arch || n->fwd_params.mem != n->params.mem || n->fwd_bn == OFA_BN_EVAL ||
@@ -678,8 +705,11 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     nn_conv2d_shape hd = pw_shape(n, n->last_c, n->last_h, s->head_expand, 0);
     MANTA_TRY(nn_conv2d_backward(d, &hd, A(n, n->head_in), PW(n, n->head_w), G(n, n->h_conv),
                            G(n, n->head_in), DP(n, n->head_w), scr));
-    for (int i = n->n_active - 1; i >= 0; i--)
+    MANTA_TRY(grad_ready(n, n->head_w));
+    for (int i = n->n_active - 1; i >= 0; i--) {
         MANTA_TRY(slot_backward(n, &n->active[i]));
+        MANTA_TRY(grad_ready(n, n->slot[n->active[i].idx].e_w));
+    }
     const int k = s->stem_kernel, hs = n->hs;
     const size_t shw = (size_t)hs * hs;
     size_t g_first = n->first_residual ? n->f_out : n->f_pbn;
@@ -687,19 +717,22 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     nn_conv2d_shape fp = pw_shape(n, s->stem_width, hs, s->first_width, 0);
     MANTA_TRY(nn_conv2d_backward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), G(n, n->f_pconv),
                            G(n, n->f_dact), DP(n, n->first_p), scr));
+    MANTA_TRY(grad_ready(n, n->first_p));
     MANTA_TRY(act_bwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact, n->f_dbn));
     MANTA_TRY(bn_bwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn, n->f_dconv));
     nn_dw_shape fdw = {n->batch, s->stem_width, hs, hs, 3, 1, 1};
     MANTA_TRY(nn_dw_backward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), G(n, n->f_dconv),
                        G(n, n->stem_act), DP(n, n->first_dw)));
+    MANTA_TRY(grad_ready(n, n->first_dw));
     if (n->first_residual)
         MANTA_TRY(nn_axpy(d, B * s->first_width * shw, 1.0f, G(n, n->f_out), G(n, n->stem_act)));
     MANTA_TRY(act_bwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act, n->stem_bn_t));
     MANTA_TRY(bn_bwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t, n->stem_conv));
     nn_conv2d_shape stem = {n->batch, s->in_channels, n->h0, n->h0, s->stem_width, k, k,
                             n->stem_stride, n->stem_stride, k / 2, k / 2, 0};
-    return nn_conv2d_backward(d, &stem, A(n, n->x0), PW(n, n->stem_w), G(n, n->stem_conv), none,
-                              DP(n, n->stem_w), scr);
+    MANTA_TRY(nn_conv2d_backward(d, &stem, A(n, n->x0), PW(n, n->stem_w), G(n, n->stem_conv), none,
+                                 DP(n, n->stem_w), scr));
+    return grad_ready(n, 0);
 }
 
 /* ---- elastic width: channel re-organisation ----------------------------------------- */

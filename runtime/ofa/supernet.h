@@ -119,6 +119,29 @@ int ofa_supernet_bn_max_channels(const ofa_supernet *n);
  *  dropout mask of its samples is that of the same samples in the whole batch. */
 void ofa_supernet_set_shard(ofa_supernet *n, long first);
 
+/**
+ * Progress of a backward pass: the gradients of the decayed parameters (the weight matrices,
+ * elements [@p from, n_decay) of the gradient slab) will not be written again by this
+ * backward. Called by ofa_supernet_backward() in the order of the backward, with @p from
+ * decreasing, after the classifier and head, after every active MBConv slot, after each of
+ * the two stem blocks and last with @p from = 0; every value is one of the offsets of
+ * ofa_supernet_grad_bounds(). The work queued on the device so far may still be running:
+ * a blocking read of the range (mcl_read) waits for it. The non-decayed parameters (batch
+ * norm, biases: [n_decay, n_params)) are only final when the backward returns. A non-OK
+ * return stops the backward, which returns that status.
+ */
+typedef manta_status (*ofa_grad_ready_fn)(void *ctx, size_t from);
+
+/** Report the progress of every later backward to @p fn (NULL turns it off, the default). */
+void ofa_supernet_set_grad_ready(ofa_supernet *n, ofa_grad_ready_fn fn, void *ctx);
+
+/**
+ * The offsets at which ofa_grad_ready_fn may be called, ascending, starting with 0 (the
+ * block boundaries of the decayed parameters: stem, first block, every slot of the
+ * supernet, head). Writes at most @p cap of them. @return how many there are.
+ */
+int ofa_supernet_grad_bounds(const ofa_supernet *n, size_t *bounds, int cap);
+
 /** Backward of the last forward from ofa_supernet_dlogits(); parameter
  *  gradients accumulate into the gradient slab. */
 manta_status ofa_supernet_backward(ofa_supernet *n);

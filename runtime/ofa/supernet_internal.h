@@ -75,6 +75,8 @@ struct ofa_supernet {
     int widest;         /* widest channel count of a batch norm */
     ofa_bn_sync_fn bn_sync; /* synchronised batch norm across replicas, or NULL */
     void *bn_sync_ctx;
+    ofa_grad_ready_fn grad_ready; /* progress of the backward, or NULL */
+    void *grad_ready_ctx;
     float *sync_host;   /* (2, widest) host copy of the statistics being synchronised */
     uint32_t drop_off;  /* dropout mask offset: first sample of this shard * features */
     long first_sample;  /* first sample of this replica's shard in the global batch */

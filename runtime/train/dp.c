@@ -51,6 +51,16 @@ struct dp_trainer {
     float *hg[DP_MAX_DEV]; /* (n_params) each device's gradients; hg[0] is gsum when D == 1 */
     float *gsum;           /* (n_params + 4) summed gradients, then loss, kd, correct, predictions */
     dp_sync_ctx ctx[DP_MAX_DEV];
+    /* gradient buckets: nb contiguous ranges of the decayed gradients [0, n_decay), in the
+     * order they are allreduced (from the classifier's end down to the stem); then one
+     * allreduce of [n_decay, n_params + 4) */
+    size_t n_decay, bucket_bytes;
+    int overlap;             /* buckets allreduced during the backward (a grad_ready hook) */
+    int nb;
+    size_t *b_lo, *b_hi;     /* (nb) */
+    ring_handle *b_h;        /* (nb) tickets of this step's bucket allreduces */
+    int b_issued;            /* buckets of this step queued on the ring (device thread 0) */
+    int b_ready[DP_MAX_DEV]; /* buckets of this step each replica has read */
 };
 
 int dp_local_replicas(const dp_trainer *p) { return p->D; }
@@ -176,6 +186,79 @@ static manta_status bn_sync(void *vctx, ofa_bn_sync_kind kind, float *v, int c, 
     return MANTA_OK;
 }
 
+/* Sum the devices' gradients [lo, hi) into gsum, element by element in device order. */
+static void sum_devices(dp_trainer *p, size_t lo, size_t hi)
+{
+    if (p->D == 1)
+        return; /* hg[0] is gsum */
+    for (size_t j = lo; j < hi; j++) {
+        float s = p->hg[0][j];
+        for (int d = 1; d < p->D; d++)
+            s += p->hg[d][j];
+        p->gsum[j] = s;
+    }
+}
+
+/* Queue the allreduce of bucket @p b (device thread 0). */
+static manta_status issue_bucket(dp_trainer *p, int b)
+{
+    manta_err re;
+    manta_err_clear(&re);
+    manta_status st = ring_allreduce_async(p->ring, p->gsum + p->b_lo[b], p->b_hi[b] - p->b_lo[b],
+                                           RING_SUM, &p->b_h[b], &re);
+    if (st != MANTA_OK)
+        return fail(p, st, "rank %d: step %ld: gradient allreduce (bucket %d of %d): %s", p->rank,
+                    p->step + 1, b + 1, p->nb, re.msg);
+    p->b_issued = b + 1;
+    return MANTA_OK;
+}
+
+/* Wait for every bucket allreduce queued in this step; the first error. */
+static manta_status wait_buckets(dp_trainer *p)
+{
+    manta_status first = MANTA_OK;
+    for (int b = 0; b < p->b_issued; b++) {
+        manta_err re;
+        manta_err_clear(&re);
+        manta_status st = ring_wait(p->ring, p->b_h[b], &re);
+        if (st != MANTA_OK && first == MANTA_OK)
+            first = fail(p, st, "rank %d: step %ld: gradient allreduce (bucket %d of %d): %s",
+                         p->rank, p->step + 1, b + 1, p->nb, re.msg);
+    }
+    p->b_issued = 0;
+    return first;
+}
+
+/* ofa_grad_ready_fn of replica i: the decayed gradients [from, n_decay) are final. Every
+ * bucket that lies in that range and was not handled yet is read from the device; once all
+ * local replicas have read it, device thread 0 sums it over the devices and queues its
+ * allreduce, while the backward goes on. */
+static manta_status grad_ready(void *vctx, size_t from)
+{
+    dp_sync_ctx *x = vctx;
+    dp_trainer *p = x->p;
+    const int i = x->i, b0 = p->b_ready[i];
+    int b = b0;
+    while (b < p->nb && p->b_lo[b] >= from)
+        b++;
+    if (b == b0)
+        return MANTA_OK;
+    /* buckets b0 .. b-1 are adjacent: one read */
+    const size_t lo = p->b_lo[b - 1], hi = p->b_hi[b0];
+    ofa_slabs sl;
+    ofa_supernet_slabs(ofa_trainer_net(p->tr[i]), &sl);
+    MANTA_TRY(mcl_read(p->dev[i], mview_at(sl.grads, lo), p->hg[i] + lo, hi - lo));
+    p->b_ready[i] = b;
+    if (barrier(p) != MANTA_OK)
+        return failure(p, NULL);
+    if (i == 0) {
+        sum_devices(p, lo, hi);
+        for (int k = b0; k < b; k++)
+            MANTA_TRY(issue_bucket(p, k));
+    }
+    return MANTA_OK;
+}
+
 /* Replica @p i's part of a step: compute its shard, sum the gradients, apply. */
 static void run_replica(dp_trainer *p, int i)
 {
@@ -186,10 +269,17 @@ static void run_replica(dp_trainer *p, int i)
     const size_t per_image = (size_t)p->in_channels * r * r;
     ofa_slabs sl;
     ofa_supernet_slabs(ofa_trainer_net(t), &sl);
+    /* with the hook the decayed gradients were read (and their buckets queued) during the
+     * backward; what is left is [n_decay, n_params) */
+    const int hooked = p->overlap && p->N > 1;
+    const size_t rest = hooked ? p->n_decay : 0;
+    p->b_ready[i] = 0;
+    ofa_trainer_set_grad_ready(t, hooked ? grad_ready : NULL, &p->ctx[i]);
     manta_status st = ofa_trainer_compute(t, step, p->images + first * per_image,
                                           p->labels + first, &p->res[i]);
+    ofa_trainer_set_grad_ready(t, NULL, NULL);
     if (st == MANTA_OK)
-        st = mcl_read(p->dev[i], sl.grads, p->hg[i], p->n_params);
+        st = mcl_read(p->dev[i], mview_at(sl.grads, rest), p->hg[i] + rest, p->n_params - rest);
     if (st != MANTA_OK) {
         fail(p, st, "rank %d: step %ld: device %d (%s): %s", p->rank, step + 1, i,
              mcl_info(p->dev[i])->name, mcl_err(p->dev[i])->msg);
@@ -199,14 +289,8 @@ static void run_replica(dp_trainer *p, int i)
         return;
     /* sum over the devices, element by element in device order; device i takes a slice */
     if (p->D > 1) {
-        size_t lo = p->n_params * (size_t)i / (size_t)p->D;
-        size_t hi = p->n_params * (size_t)(i + 1) / (size_t)p->D;
-        for (size_t j = lo; j < hi; j++) {
-            float s = p->hg[0][j];
-            for (int d = 1; d < p->D; d++)
-                s += p->hg[d][j];
-            p->gsum[j] = s;
-        }
+        size_t span = p->n_params - rest;
+        sum_devices(p, rest + span * (size_t)i / (size_t)p->D, rest + span * (size_t)(i + 1) / (size_t)p->D);
     }
     if (barrier(p) != MANTA_OK)
         return;
@@ -220,11 +304,20 @@ static void run_replica(dp_trainer *p, int i)
             tail[3] += (float)p->res[d].predictions;
         }
         if (p->N > 1) {
+            /* the same allreduces in the same order with or without overlap: the buckets
+             * from the classifier down to the stem, then batch norm, biases and the tail */
+            st = MANTA_OK;
+            for (int b = p->b_issued; b < p->nb && st == MANTA_OK; b++)
+                st = issue_bucket(p, b);
             manta_err re;
             manta_err_clear(&re);
-            st = ring_allreduce(p->ring, p->gsum, p->n_params + 4, RING_SUM, &re);
-            if (st != MANTA_OK)
-                fail(p, st, "rank %d: step %ld: gradient allreduce: %s", p->rank, step + 1, re.msg);
+            if (st == MANTA_OK) {
+                st = ring_allreduce(p->ring, p->gsum + p->n_decay, p->n_params - p->n_decay + 4,
+                                    RING_SUM, &re);
+                if (st != MANTA_OK)
+                    fail(p, st, "rank %d: step %ld: gradient allreduce: %s", p->rank, step + 1, re.msg);
+            }
+            (void)wait_buckets(p);
         }
     }
     if (barrier(p) != MANTA_OK)
@@ -278,6 +371,9 @@ void dp_destroy(dp_trainer *p)
             free(p->hg[i]);
     }
     free(p->gsum);
+    free(p->b_lo);
+    free(p->b_hi);
+    free(p->b_h);
     free(p->slots);
     free(p->gather);
     free(p->result);
@@ -286,6 +382,80 @@ void dp_destroy(dp_trainer *p)
         pthread_cond_destroy(&p->cv);
     }
     free(p);
+}
+
+/* Cut the decayed gradients [0, n_decay) into buckets at the block boundaries of the
+ * supernet, from the end down: each bucket closes at the first boundary that makes it hold
+ * at least @p bytes (0: one bucket). */
+static manta_status plan_buckets(dp_trainer *p, size_t bytes, manta_err *err)
+{
+    ofa_supernet *net = ofa_trainer_net(p->tr[0]);
+    int nbounds = ofa_supernet_grad_bounds(net, NULL, 0);
+    size_t *bounds = malloc((size_t)(nbounds + 1) * sizeof *bounds);
+    size_t *lo = malloc((size_t)(nbounds + 1) * sizeof *lo);
+    size_t *hi = malloc((size_t)(nbounds + 1) * sizeof *hi);
+    ring_handle *h = malloc((size_t)(nbounds + 1) * sizeof *h);
+    if (!bounds || !lo || !hi || !h) {
+        free(bounds), free(lo), free(hi), free(h);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "data parallel: out of host memory");
+    }
+    ofa_supernet_grad_bounds(net, bounds, nbounds);
+    const size_t want = bytes ? (bytes + sizeof(float) - 1) / sizeof(float) : SIZE_MAX;
+    int nb = 0;
+    size_t top = p->n_decay;
+    for (int k = nbounds - 1; k >= 0 && top > 0; k--) {
+        size_t b = bounds[k] < top ? bounds[k] : top;
+        if (top - b >= want || k == 0) {
+            lo[nb] = k == 0 ? 0 : b;
+            hi[nb++] = top;
+            top = lo[nb - 1];
+        }
+    }
+    free(bounds);
+    free(p->b_lo), free(p->b_hi), free(p->b_h);
+    p->b_lo = lo, p->b_hi = hi, p->b_h = h;
+    p->nb = nb;
+    p->bucket_bytes = bytes;
+    return MANTA_OK;
+}
+
+int dp_buckets(const dp_trainer *p, size_t *lo, size_t *hi, int cap)
+{
+    for (int b = 0; b < p->nb && b < cap; b++) {
+        lo[b] = p->b_lo[b];
+        hi[b] = p->b_hi[b];
+    }
+    return p->nb;
+}
+
+manta_status dp_set_buckets(dp_trainer *p, size_t bytes, int overlap, manta_err *err)
+{
+    if (p->failed)
+        return failure(p, err);
+    if (bytes > ((size_t)1 << 40))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "data parallel: bucket size of %zu bytes", bytes);
+    if (p->N > 1) { /* every rank must issue the same allreduces in the same order */
+        float *v = calloc(2 * (size_t)p->N, sizeof *v);
+        if (!v)
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "data parallel: out of host memory");
+        const float kib = (float)((bytes + 1023) / 1024);
+        v[2 * p->rank] = kib;
+        v[2 * p->rank + 1] = overlap ? 1.0f : 0.0f;
+        manta_status st = ring_allreduce(p->ring, v, 2 * (size_t)p->N, RING_SUM, err);
+        for (int r = 0; r < p->N && st == MANTA_OK; r++)
+            if (v[2 * r] != kib || v[2 * r + 1] != v[2 * p->rank + 1])
+                st = manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                   "rank %d uses gradient buckets of %.0f KiB %s overlap, rank %d "
+                                   "%.0f KiB %s: every rank must use the same bucket size and overlap",
+                                   r, (double)v[2 * r], v[2 * r + 1] != 0 ? "with" : "without",
+                                   p->rank, (double)kib, overlap ? "with" : "without");
+        free(v);
+        if (st != MANTA_OK)
+            return fail(p, st, "%s", err->msg);
+    }
+    MANTA_TRY(plan_buckets(p, bytes, err));
+    p->overlap = overlap != 0;
+    return MANTA_OK;
 }
 
 /* Every rank must drive as many devices in the same mode as this one. */
@@ -367,6 +537,11 @@ manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
         ofa_slabs sl;
         ofa_supernet_slabs(ofa_trainer_net(p->tr[0]), &sl);
         p->n_params = sl.n_params;
+        p->n_decay = sl.n_decay;
+        p->overlap = 1;
+        st = plan_buckets(p, DP_BUCKET_BYTES, err);
+    }
+    if (st == MANTA_OK) {
         p->w2 = 2 * (size_t)ofa_supernet_bn_max_channels(ofa_trainer_net(p->tr[0]));
         int ok = 1;
         if (p->R > 1) {
@@ -414,11 +589,14 @@ manta_status dp_step(dp_trainer *p, long step, const float *images, const float 
     p->work_gen++;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
+    p->b_issued = 0;
     run_replica(p, 0);
     pthread_mutex_lock(&p->mu);
     while (p->done < p->D - 1)
         pthread_cond_wait(&p->cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
+    if (p->b_issued) /* a failure left bucket allreduces queued: they use gsum */
+        (void)wait_buckets(p);
     if (p->failed)
         return failure(p, err);
     if (out) {

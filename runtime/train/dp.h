@@ -23,6 +23,16 @@
  * then over the ranks by the ring (a fixed order), and every replica applies the update
  * with grad_scale = 1 / R: all replicas hold the same bits afterwards.
  *
+ * Gradient buckets (several ranks): the weight gradients [0, n_decay) are cut at block
+ * boundaries of the supernet into buckets of about DP_BUCKET_BYTES (dp_set_buckets()), each
+ * allreduced on its own, from the classifier down to the stem, then one allreduce of the
+ * batch-norm and bias gradients with the step's loss counters. With overlap (the default)
+ * the last sub-network's backward reports each finished block (ofa_trainer_set_grad_ready());
+ * every bucket whose gradients are final is read from the devices, summed over them and
+ * queued on the ring's communication thread while the backward continues. The allreduces
+ * and their order are the same with and without overlap, so for a given bucket size and
+ * number of ranks the results are bit-identical.
+ *
  * Failures: a failing device, a ring error (a dead or stalled rank, within the ring's
  * deadline) or a replica mismatch fail the call with a message naming the device, rank and
  * step; afterwards the object is unusable (every later call returns the same error).
@@ -60,6 +70,23 @@ typedef struct dp_trainer dp_trainer;
 manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
                        const ofa_schedule *sched, uint64_t seed, dp_mode mode, ring_comm *ring,
                        dp_trainer **out, manta_err *err);
+
+/** Default size of a gradient bucket (bytes). */
+#define DP_BUCKET_BYTES ((size_t)1 << 20)
+
+/**
+ * Gradient buckets of the later steps: about @p bytes each (cut at the next block boundary;
+ * 0: a single bucket), allreduced during the backward when @p overlap is non-zero, after it
+ * otherwise. Collective over the ranks; all ranks must pass the same values (checked: a
+ * mismatch is MANTA_ERR_INVALID_ARG naming both ranks, and the object becomes unusable).
+ */
+manta_status dp_set_buckets(dp_trainer *p, size_t bytes, int overlap, manta_err *err);
+
+/**
+ * The gradient buckets in the order they are allreduced: bucket b covers the elements
+ * [lo[b], hi[b]) of the gradient slab. Writes at most @p cap. @return the number of buckets.
+ */
+int dp_buckets(const dp_trainer *p, size_t *lo, size_t *hi, int cap);
 
 /** Stop the device threads and free the replicas. NULL is allowed. */
 void dp_destroy(dp_trainer *p);

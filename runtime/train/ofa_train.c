@@ -23,6 +23,8 @@ struct ofa_trainer {
     size_t labels, losses, kd_losses, teacher_logits;
     int has_teacher;
     float *host_logits, *host_losses, *host_images, *host_labels;
+    ofa_grad_ready_fn grad_ready; /* progress of the last backward of a step, or NULL */
+    void *grad_ready_ctx;
 };
 
 ofa_supernet *ofa_trainer_net(ofa_trainer *t) { return t->net; }
@@ -59,6 +61,12 @@ manta_status ofa_trainer_create(mcl_dev *d, const ofa_space *space, const ofa_sc
 
 int ofa_trainer_batch(const ofa_trainer *t) { return t->B; }
 void ofa_trainer_set_sample_seed(ofa_trainer *t, uint64_t seed) { t->sample_seed = seed; }
+
+void ofa_trainer_set_grad_ready(ofa_trainer *t, ofa_grad_ready_fn fn, void *ctx)
+{
+    t->grad_ready = fn;
+    t->grad_ready_ctx = ctx;
+}
 
 manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space,
                                       const ofa_schedule *sched, uint64_t seed, int local_batch,
@@ -202,7 +210,11 @@ manta_status ofa_trainer_compute(ofa_trainer *t, long step, const float *images,
                                               IO(t, t->teacher_logits), IO(t, t->kd_losses),
                                               ofa_supernet_dlogits(net),
                                               t->sched.kd_ratio / (float)B, 1.0f));
-        MANTA_TRY(ofa_supernet_backward(net));
+        const int last = k == p->subnets - 1;
+        ofa_supernet_set_grad_ready(net, last ? t->grad_ready : NULL, t->grad_ready_ctx);
+        manta_status bst = ofa_supernet_backward(net);
+        ofa_supernet_set_grad_ready(net, NULL, NULL);
+        MANTA_TRY(bst);
         double s;
         int c;
         MANTA_TRY(sum_floats(t, IO(t, t->losses), B, &s));

@@ -49,6 +49,14 @@ int ofa_trainer_batch(const ofa_trainer *t);
  *  dropout stay tied to the trainer's seed. */
 void ofa_trainer_set_sample_seed(ofa_trainer *t, uint64_t seed);
 
+/**
+ * Report the progress of the last sub-network's backward of every later
+ * ofa_trainer_compute() to @p fn (see ofa_grad_ready_fn): when it is called, the decayed
+ * gradients [from, n_decay) of the step are final, since the backwards of the earlier
+ * sub-networks are complete. NULL turns it off (the default).
+ */
+void ofa_trainer_set_grad_ready(ofa_trainer *t, ofa_grad_ready_fn fn, void *ctx);
+
 ofa_supernet *ofa_trainer_net(ofa_trainer *t);
 const ofa_schedule *ofa_trainer_schedule(const ofa_trainer *t);
 

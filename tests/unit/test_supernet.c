@@ -190,6 +190,86 @@ static void test_switching_subnets_creates_no_buffers(void **state)
     assert_int_equal(s1.buffers_created, s0.buffers_created);
 }
 
+/* What the grad_ready hook saw: each call's offset and the gradients [from, n_decay) then. */
+typedef struct hook_log {
+    mcl_dev *d;
+    mview grads;
+    size_t n_decay;
+    int calls;
+    size_t from[64];
+    float *snap[64];
+} hook_log;
+
+static manta_status record(void *ctx, size_t from)
+{
+    hook_log *h = ctx;
+    if (h->calls >= 64)
+        return MANTA_ERR_INTERNAL;
+    h->from[h->calls] = from;
+    h->snap[h->calls] = malloc((h->n_decay - from + 1) * sizeof(float));
+    if (!h->snap[h->calls])
+        return MANTA_ERR_NO_MEMORY;
+    manta_status st = mcl_read(h->d, mview_at(h->grads, from), h->snap[h->calls], h->n_decay - from);
+    h->calls++;
+    return st;
+}
+
+/* The backward reports block after block, from the head down to 0, at offsets of
+ * ofa_supernet_grad_bounds(), and the gradients it reports as final do not change later. */
+static void test_grad_ready_reports_final_ranges(void **state)
+{
+    fixture *f = *state;
+    mcl_dev *d = f->d;
+    size_t bounds[64];
+    int nbounds = ofa_supernet_grad_bounds(f->n, bounds, 64);
+    assert_true(nbounds >= 4 && nbounds <= 64);
+    assert_int_equal(bounds[0], 0);
+    for (int k = 1; k < nbounds; k++)
+        assert_true(bounds[k] > bounds[k - 1] && bounds[k] < f->sl.n_decay);
+    manta_rng rng;
+    manta_rng_seed(&rng, 11, 0);
+    float *g = malloc(f->sl.n_decay * sizeof *g);
+    assert_non_null(g);
+    for (int trial = 0; trial < 3; trial++) {
+        ofa_arch a;
+        if (trial == 0)
+            ofa_arch_max(&f->s, f->s.res[1], &a);
+        else
+            ofa_arch_sample(&f->s, &rng, &a);
+        TU_OK(d, ofa_supernet_set_arch(f->n, &a));
+        TU_OK(d, mcl_fill(d, f->sl.grads, 0.0f, f->sl.n_params));
+        TU_OK(d, ofa_supernet_forward(f->n, f->sl.params, OFA_BN_TRAIN));
+        TU_OK(d, mcl_fill(d, ofa_supernet_dlogits(f->n), 0.5f, (size_t)B * f->s.classes));
+        hook_log h = {.d = d, .grads = f->sl.grads, .n_decay = f->sl.n_decay};
+        ofa_supernet_set_grad_ready(f->n, record, &h);
+        TU_OK(d, ofa_supernet_backward(f->n));
+        ofa_supernet_set_grad_ready(f->n, NULL, NULL);
+        TU_OK(d, mcl_read(d, f->sl.grads, g, f->sl.n_decay));
+        /* head, every active slot, the two stem blocks, the stem */
+        int active = 0;
+        for (int u = 0; u < f->s.n_units; u++)
+            active += a.d[u];
+        assert_int_equal(h.calls, active + 4);
+        assert_int_equal(h.from[h.calls - 1], 0);
+        size_t nz = 0;
+        for (int c = 0; c < h.calls; c++) {
+            int found = 0;
+            for (int k = 0; k < nbounds; k++)
+                found |= bounds[k] == h.from[c];
+            assert_true(found);
+            if (c > 0)
+                assert_true(h.from[c] < h.from[c - 1]);
+            for (size_t j = h.from[c]; j < f->sl.n_decay; j++) {
+                assert_true(memcmp(&h.snap[c][j - h.from[c]], &g[j], sizeof *g) == 0);
+                nz += g[j] != 0.0f;
+            }
+            free(h.snap[c]);
+        }
+        assert_true(nz > 100);
+    }
+    free(g);
+}
+
 static void test_bad_use_is_refused(void **state)
 {
     fixture *f = *state;
@@ -362,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_backward_matches_finite_differences),
         cmocka_unit_test(test_inactive_weights_get_no_gradient),
         cmocka_unit_test(test_switching_subnets_creates_no_buffers),
+        cmocka_unit_test(test_grad_ready_reports_final_ranges),
         cmocka_unit_test(test_bad_use_is_refused),
         cmocka_unit_test(test_width_reorder_keeps_full_network),
         cmocka_unit_test(test_bn_recalibration_matches_batch_statistics),

@@ -38,6 +38,8 @@ typedef struct train_opts {
     int world, rank, master_port, rdzv_bind_all;
     char master[256], iface[64], ring_addr[64], job[DIST_JOB_MAX];
     double timeout;
+    long bucket_kib; /* gradient bucket size (KiB) */
+    int no_overlap;
 } train_opts;
 
 /* Set by SIGINT/SIGTERM; the loop checkpoints and stops at the next step. */
@@ -84,6 +86,9 @@ static void usage(FILE *f)
             "                     rank samples its own sub-networks, its devices split its share\n"
             "  --sync-check N     compare the replicas' weight hashes every N steps and at every\n"
             "                     checkpoint (default 100; 0: checkpoints only)\n"
+            "  --bucket-kib N     gradient buckets of about N KiB, allreduced across ranks during\n"
+            "                     the backward (default 1024; 0: one bucket)\n"
+            "  --no-overlap       allreduce the buckets after the backward (same results)\n"
             "  --json             progress as JSON lines on stdout\n"
             "Distributed (one process per rank; 'manta launch -n N -- manta train ...' starts them\n"
             "locally). The job comes from RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun) or\n"
@@ -100,7 +105,8 @@ static int parse_args(int argc, char **argv, train_opts *o)
     *o = (train_opts){.space = "cpu-default", .data = "fashion-mnist", .schedule = "quick",
                       .batch = 64, .log_every = 20, .val = 10000, .eval_images = 2000,
                       .recal_images = 2000, .channels = 3, .ckpt_every = 500, .seed = 1,
-                      .sync_check = 100, .world = -1, .rank = -1, .lr_scale = 1.0};
+                      .sync_check = 100, .world = -1, .rank = -1, .lr_scale = 1.0,
+                      .bucket_kib = (long)(DP_BUCKET_BYTES >> 10)};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
@@ -125,6 +131,12 @@ static int parse_args(int argc, char **argv, train_opts *o)
             }
             o->mode = !strcmp(v, "data") ? DP_DATA : DP_SUBNET;
             o->mode_set = 1;
+        } else if (!strcmp(a, "--bucket-kib")) {
+            if (!cmd_parse_long("train", a, v, 0, 1L << 30, &o->bucket_kib))
+                return -1;
+        } else if (!strcmp(a, "--no-overlap")) {
+            o->no_overlap = 1;
+            continue;
         } else if (!strcmp(a, "--sync-check")) {
             if (!cmd_parse_long("train", a, v, 0, 1L << 40, &o->sync_check))
                 return -1;
@@ -505,6 +517,13 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "manta train: %s\n", manta_err_msg(&err, st));
         goto out;
     }
+    if (o.bucket_kib != (long)(DP_BUCKET_BYTES >> 10) || o.no_overlap) {
+        st = dp_set_buckets(dp, (size_t)o.bucket_kib << 10, !o.no_overlap, &err);
+        if (st != MANTA_OK) {
+            fprintf(stderr, "manta train: rank %d (%s): %s\n", rank, host, manta_err_msg(&err, st));
+            goto out;
+        }
+    }
     t = dp_replica(dp, 0);
     const int replicas = dp_replicas(dp);
     long start = 0;
@@ -579,7 +598,7 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    double t0 = cmd_now(), t_win = t0, wait_win = 0, loss_win = 0;
+    double t0 = cmd_now(), t_win = t0, wait_win = 0, loss_win = 0, step_win = 0;
     long correct_win = 0, pred_win = 0, steps_win = 0, done = 0;
     for (long step = start; step < total; step++) {
         prefetch_batch b;
@@ -590,7 +609,9 @@ int cmd_train(int argc, char **argv)
             goto out;
         }
         ofa_step_result r;
+        double ts = cmd_now();
         st = dp_step(dp, step, b.images, b.labels, &r, &err);
+        step_win += cmd_now() - ts;
         if (st != MANTA_OK) {
             long ip;
             int pi = ofa_schedule_locate(&sched, step, &ip);
@@ -633,9 +654,10 @@ int cmd_train(int argc, char **argv)
             snprintf(line, sizeof line,
                      "{\"step\":%ld,\"steps\":%ld,\"phase\":\"%s\",\"phase_index\":%d,\"loss\":%.5f,"
                      "\"batch_top1\":%.4f,\"r\":%d,\"lr\":%.6f,\"images_per_s\":%.1f,"
-                     "\"data_wait\":%.4f,\"eta_s\":%.0f}",
+                     "\"data_wait\":%.4f,\"step_ms\":%.1f,\"eta_s\":%.0f}",
                      step + 1, total, ph->name, r.phase, loss_win / steps_win,
-                     (double)correct_win / pred_win, r.r, r.lr, ips, wait_win / dt, eta);
+                     (double)correct_win / pred_win, r.r, r.lr, ips, wait_win / dt,
+                     1e3 * step_win / steps_win, eta);
             fprintf(metrics, "%s\n", line);
             fflush(metrics);
             if (o.json)
@@ -650,6 +672,7 @@ int cmd_train(int argc, char **argv)
             t_win = tn;
             wait_win = loss_win = 0;
             correct_win = pred_win = steps_win = 0;
+            step_win = 0;
         }
         int ckpt = phase_end || (o.ckpt_every > 0 && (step + 1) % o.ckpt_every == 0) || stop;
         if (replicas > 1 && (ckpt || (o.sync_check > 0 && (step + 1) % o.sync_check == 0))) {
