@@ -117,6 +117,21 @@ manta_status lat_arch_layers(const ofa_space *s, const ofa_arch *a, lat_layer *o
  */
 manta_status lat_enumerate(const ofa_space *s, lat_layer **out, size_t *n, manta_err *err);
 
+/**
+ * Random sub-networks of @p s that together contain every key of
+ * lat_enumerate() at least @p cover times: what a profiler runs to time each
+ * layer inside whole networks. Keys are visited in enumeration order; while
+ * one has fewer than @p cover occurrences, a sub-network is drawn
+ * (ofa_arch_sample() from @p seed) at the key's resolution and, when it lacks
+ * the key, the one slot that produces it is set (kernel, expand ratio and,
+ * if needed, the unit's depth), so each network stays random elsewhere.
+ * @param out malloc'd array the caller frees; NULL on error.
+ * @return MANTA_ERR_INVALID_ARG for @p cover < 1; MANTA_ERR_NO_MEMORY;
+ *         MANTA_ERR_INTERNAL when a key cannot be produced (inconsistent space).
+ */
+manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_arch **out,
+                             size_t *n, manta_err *err);
+
 /** Statistics of one layer's measurements, in milliseconds. */
 typedef struct lat_stats {
     double median_ms;

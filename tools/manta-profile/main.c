@@ -15,6 +15,7 @@
  * libm: no OpenCL. Exit status: 0 success, 1 failure (one line on stderr),
  * 2 usage; --validate with --check exits 3 when the agreement misses its targets. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +43,11 @@
 #define COMPILER "cc"
 #endif
 
+enum { METHOD_NET, METHOD_LAYER };
+
 typedef struct opts {
-    const char *space, *out, *lut, *name, *csv, *arch;
-    int validate, calib, json, quiet, list, check, passes, force;
+    const char *space, *out, *lut, *name, *csv, *arch, *layers_csv;
+    int validate, calib, json, quiet, list, check, passes, force, method, cover, pin;
     long seed;
     pt_opts t;
 } opts;
@@ -114,6 +117,9 @@ static int parse_args(int argc, char **argv, opts *o)
     o->calib = 10;
     o->passes = 3;
     o->seed = 1;
+    o->cover = 3;
+    o->pin = 1;
+    o->method = METHOD_NET;
     o->t = (pt_opts){.warmup = 2, .warmup_s = 0.002, .min_runs = 15, .max_runs = 100000,
                      .min_time_s = 0.15, .clock = PT_WALL};
     for (int i = 1; i < argc; i++) {
@@ -142,6 +148,12 @@ static int parse_args(int argc, char **argv, opts *o)
             o->lut = v, i++;
         } else if (!strcmp(a, "--name") && v) {
             o->name = v, i++;
+        } else if (!strcmp(a, "--layers-csv") && v) {
+            o->layers_csv = v, i++;
+        } else if (!strcmp(a, "--no-pin")) {
+            o->pin = 0;
+        } else if (!strcmp(a, "--method") && v && (!strcmp(v, "net") || !strcmp(v, "layer"))) {
+            o->method = v[0] == 'n' ? METHOD_NET : METHOD_LAYER, i++;
         } else if (!strcmp(a, "--csv") && v) {
             o->csv = v, i++;
         } else if (!strcmp(a, "--device") && v) {
@@ -158,9 +170,11 @@ static int parse_args(int argc, char **argv, opts *o)
             o->t.clock = v[0] == 'c' ? PT_CPU : PT_WALL, i++;
         } else if (!strcmp(a, "--validate") || !strcmp(a, "--calib") || !strcmp(a, "--runs") ||
                    !strcmp(a, "--max-runs") || !strcmp(a, "--warmup") ||
-                   !strcmp(a, "--min-time-ms") || !strcmp(a, "--seed") || !strcmp(a, "--passes")) {
+                   !strcmp(a, "--min-time-ms") || !strcmp(a, "--seed") || !strcmp(a, "--passes") ||
+                   !strcmp(a, "--cover")) {
             long lo = !strcmp(a, "--validate") ? 2
-                      : !strcmp(a, "--runs") || !strcmp(a, "--max-runs") || !strcmp(a, "--passes")
+                      : !strcmp(a, "--runs") || !strcmp(a, "--max-runs") ||
+                              !strcmp(a, "--passes") || !strcmp(a, "--cover")
                           ? 1
                           : 0;
             if (!parse_long(a, v, lo, 1000000000L, &x))
@@ -176,6 +190,8 @@ static int parse_args(int argc, char **argv, opts *o)
                 o->t.max_runs = (int)(x > 10000000 ? 10000000 : x);
             else if (!strcmp(a, "--warmup"))
                 o->t.warmup = (int)(x > 10000000 ? 10000000 : x);
+            else if (!strcmp(a, "--cover"))
+                o->cover = (int)(x > 1000 ? 1000 : x);
             else if (!strcmp(a, "--passes"))
                 o->passes = (int)(x > 1000 ? 1000 : x);
             else if (!strcmp(a, "--min-time-ms"))
@@ -262,27 +278,34 @@ typedef struct item {
     const lat_layer *layer; /* NULL: the sub-network `arch` */
     ofa_arch arch;
     uint64_t seed;  /* weights and input */
-    double *ms;     /* timings of every visit */
+    bool layers;    /* sub-network: also time each keyed layer inside it */
+    int nl;         /* with layers: keyed layers, bound[] their first operators */
+    int bound[PT_MAX_BOUNDS];
+    double *ms;     /* timings of every visit (whole runs) */
     size_t n, cap;
+    double *seg;    /* with layers: (n, nl) layer times of every run */
     lat_stats st;   /* after measure() */
 } item;
 
 static void items_free(item *it, size_t n)
 {
-    for (size_t i = 0; it && i < n; i++)
+    for (size_t i = 0; it && i < n; i++) {
         free(it[i].ms);
+        free(it[i].seg);
+    }
     free(it);
 }
 
 /* Build item's model (the same bytes on every call) and open it in the engine. */
-static int open_item(const ofa_space *sp, const item *it, pt_model *m, char *msg, size_t cap)
+static int open_item(const ofa_space *sp, item *it, pt_model *m, char *msg, size_t cap)
 {
     manta_err err;
     manta_err_clear(&err);
     xgraph g;
     const synth_opts so = {it->seed, false};
-    manta_status s = it->layer ? synth_layer_graph(sp, it->layer, &so, &g, &err)
-                               : synth_arch_graph(sp, &it->arch, NULL, &so, &g, &err);
+    manta_status s =
+        it->layer ? synth_layer_graph(sp, it->layer, &so, &g, &err)
+                  : synth_arch_graph_layers(sp, &it->arch, NULL, &so, &g, it->bound, &it->nl, &err);
     uint8_t *data = NULL;
     size_t size = 0;
     if (s == MANTA_OK) {
@@ -314,10 +337,17 @@ static int measure(const ofa_space *sp, item *it, size_t n, const pt_opts *t, in
             progress_show(&p, (size_t)pass * n + i, (size_t)passes * n,
                           it[i].layer ? it[i].layer->key : "sub-network");
             pt_model m;
-            double *ms = NULL;
+            double *ms = NULL, *seg = NULL;
             size_t k = 0;
-            if (open_item(sp, &it[i], &m, msg, sizeof msg) != 0 ||
-                (pt_time(&m, &v, &ms, &k, msg, sizeof msg) != 0 && (pt_close(&m), 1))) {
+            int rc = open_item(sp, &it[i], &m, msg, sizeof msg);
+            if (rc == 0) {
+                rc = it[i].layers ? pt_time_layers(&m, &v, it[i].bound, it[i].nl, &seg, &ms, &k,
+                                                   msg, sizeof msg)
+                                  : pt_time(&m, &v, &ms, &k, msg, sizeof msg);
+                if (rc != 0)
+                    pt_close(&m);
+            }
+            if (rc != 0) {
                 fprintf(stderr, "\nmanta-profile: %s%s%s\n", it[i].layer ? "layer '" : "",
                         it[i].layer ? it[i].layer->key : "", it[i].layer ? "': " : "");
                 fprintf(stderr, "manta-profile: %s\n", msg);
@@ -327,17 +357,28 @@ static int measure(const ofa_space *sp, item *it, size_t n, const pt_opts *t, in
             if (it[i].n + k > it[i].cap) {
                 size_t cap = (it[i].n + k) * 2;
                 double *g = realloc(it[i].ms, cap * sizeof *g);
-                if (!g) {
+                double *h = g && it[i].layers
+                                ? realloc(it[i].seg, cap * (size_t)it[i].nl * sizeof *h)
+                                : NULL;
+                if (g)
+                    it[i].ms = g;
+                if (h)
+                    it[i].seg = h;
+                if (!g || (it[i].layers && !h)) {
                     free(ms);
+                    free(seg);
                     fprintf(stderr, "manta-profile: out of memory\n");
                     return -1;
                 }
-                it[i].ms = g;
                 it[i].cap = cap;
             }
             memcpy(it[i].ms + it[i].n, ms, k * sizeof *ms);
+            if (it[i].layers)
+                memcpy(it[i].seg + it[i].n * (size_t)it[i].nl, seg,
+                       k * (size_t)it[i].nl * sizeof *seg);
             it[i].n += k;
             free(ms);
+            free(seg);
         }
     progress_show(&p, (size_t)passes * n, (size_t)passes * n, "");
     manta_err err;
@@ -351,6 +392,9 @@ static int measure(const ofa_space *sp, item *it, size_t n, const pt_opts *t, in
     }
     return 0;
 }
+
+static int profile_net(const opts *o, const ofa_space *sp, const lat_layer *keys, size_t n,
+                       lat_table *t, double *clock_ms);
 
 static void cpu_model(char *out, size_t cap)
 {
@@ -424,6 +468,13 @@ static int profile(const opts *o, const ofa_space *sp, lat_table *t, double *sec
         return -1;
     }
     const double t0 = pt_now(PT_WALL);
+    if (o->method == METHOD_NET) {
+        *empty_ms = 0;
+        int rc = profile_net(o, sp, keys, n, t, empty_ms);
+        free(keys);
+        *seconds = pt_now(PT_WALL) - t0;
+        return rc;
+    }
     const size_t nc = (size_t)o->calib, total = n + nc;
     item *it = calloc(total, sizeof *it);
     if (!it) {
@@ -495,6 +546,171 @@ static int profile(const opts *o, const ofa_space *sp, lat_table *t, double *sec
     items_free(it, total);
     free(keys);
     *seconds = pt_now(PT_WALL) - t0;
+    return rc;
+}
+
+/* In-network profiling: the sub-networks of lat_cover_archs() (every key o->cover times) are
+ * timed with the clock read at each keyed layer's first operator; a key's entry is the
+ * statistic of all its in-network times, each less one clock reading. The overhead is then
+ * what o->calib random sub-networks timed end to end without readings, in the same passes,
+ * take beyond the sum of their layers' entries. */
+static int profile_net(const opts *o, const ofa_space *sp, const lat_layer *keys, size_t n,
+                       lat_table *t, double *clock_ms)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    ofa_arch *archs = NULL;
+    size_t na = 0;
+    manta_status s = lat_cover_archs(sp, o->cover, 0xc04e5, &archs, &na, &err);
+    const lat_stats zero = {0, 0, 0, 1};
+    for (size_t i = 0; i < n && s == MANTA_OK; i++)
+        s = lat_table_set(t, keys[i].key, &zero, &err);
+    if (s != MANTA_OK) {
+        fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
+        free(archs);
+        return -1;
+    }
+    const size_t nc = (size_t)o->calib, total = na + nc;
+    item *it = calloc(total, sizeof *it);
+    size_t *fill = calloc(n ? n : 1, sizeof *fill), *cnt = calloc(n ? n : 1, sizeof *cnt);
+    double **pool = calloc(n ? n : 1, sizeof *pool);
+    lat_layer *L = malloc(LAT_MAX_ARCH_LAYERS * sizeof *L);
+    int rc = it && fill && cnt && pool && L ? 0 : -1;
+    if (rc)
+        fprintf(stderr, "manta-profile: out of memory\n");
+    manta_rng rng;
+    manta_rng_seed(&rng, 0xca11b, 7);
+    for (size_t i = 0; i < total && rc == 0; i++) {
+        if (i < na) {
+            it[i].arch = archs[i];
+            it[i].layers = true;
+        } else {
+            ofa_arch_sample(sp, &rng, &it[i].arch);
+        }
+        it[i].seed = 1000 + i;
+    }
+    *clock_ms = pt_clock_cost_ms(o->t.clock);
+    if (rc == 0)
+        rc = measure(sp, it, total, &o->t, o->passes, !o->quiet, "profiling");
+    /* pool each key's in-network times */
+    long key_of[LAT_MAX_ARCH_LAYERS];
+    for (int round = 0; round < 2 && rc == 0; round++)
+        for (size_t i = 0; i < na && rc == 0; i++) {
+            int m = 0;
+            if ((s = lat_arch_layers(sp, &it[i].arch, L, &m, &err)) != MANTA_OK) {
+                fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
+                rc = -1;
+                break;
+            }
+            if (m != it[i].nl) {
+                fprintf(stderr, "manta-profile: internal: %d layers, %d layer bounds\n", m,
+                        it[i].nl);
+                rc = -1;
+                break;
+            }
+            for (int j = 0; j < m; j++) {
+                const lat_entry *e = lat_table_find(t, L[j].key);
+                key_of[j] = e ? (long)(e - t->entry) : -1;
+                if (key_of[j] < 0) {
+                    fprintf(stderr, "manta-profile: internal: '%s' not enumerated\n", L[j].key);
+                    rc = -1;
+                    break;
+                }
+                if (round == 0) {
+                    cnt[key_of[j]] += it[i].n;
+                    continue;
+                }
+                for (size_t r = 0; r < it[i].n; r++)
+                    pool[key_of[j]][fill[key_of[j]]++] = it[i].seg[r * (size_t)m + (size_t)j];
+            }
+            if (round == 0 && i + 1 == na)
+                for (size_t k = 0; k < n && rc == 0; k++)
+                    if (!(pool[k] = malloc((cnt[k] ? cnt[k] : 1) * sizeof **pool))) {
+                        fprintf(stderr, "manta-profile: out of memory\n");
+                        rc = -1;
+                    }
+        }
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        lat_stats st;
+        if (!cnt[k]) {
+            fprintf(stderr, "manta-profile: internal: no timing of '%s'\n", keys[k].key);
+            rc = -1;
+            break;
+        }
+        if ((s = lat_stats_from_samples(pool[k], cnt[k], &st, &err)) != MANTA_OK) {
+            fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
+            rc = -1;
+            break;
+        }
+        st.median_ms = st.median_ms > *clock_ms ? st.median_ms - *clock_ms : 0;
+        st.mean_ms = st.mean_ms > *clock_ms ? st.mean_ms - *clock_ms : 0;
+        if ((s = lat_table_set(t, keys[k].key, &st, &err)) != MANTA_OK) {
+            fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
+            rc = -1;
+        }
+    }
+    if (rc == 0 && o->layers_csv) {
+        FILE *f = fopen(o->layers_csv, "w");
+        if (!f) {
+            fprintf(stderr, "manta-profile: %s: cannot write: %s\n", o->layers_csv,
+                    strerror(errno));
+            rc = -1;
+        } else {
+            fprintf(f, "network,layer,where,median_ms,table_ms,runs,key\n");
+            double *col = malloc((it[0].n + 1) * sizeof *col);
+            for (size_t i = 0; i < na && col; i++) {
+                int m = 0;
+                lat_arch_layers(sp, &it[i].arch, L, &m, NULL);
+                double *c2 = realloc(col, (it[i].n + 1) * sizeof *col);
+                if (!c2)
+                    break;
+                col = c2;
+                for (int j = 0; j < m; j++) {
+                    for (size_t r = 0; r < it[i].n; r++)
+                        col[r] = it[i].seg[r * (size_t)m + (size_t)j];
+                    const lat_entry *e = lat_table_find(t, L[j].key);
+                    fprintf(f, "%zu,%d,%s,%.6f,%.6f,%zu,%s\n", i, j, L[j].where,
+                            lat_median(col, it[i].n) - *clock_ms, e ? e->st.median_ms : 0,
+                            it[i].n, L[j].key);
+                }
+            }
+            free(col);
+            fclose(f);
+        }
+    }
+    t->overhead_ms = 0;
+    double *diff = calloc(nc ? nc : 1, sizeof *diff);
+    if (rc == 0 && !diff) {
+        fprintf(stderr, "manta-profile: out of memory\n");
+        rc = -1;
+    }
+    for (size_t i = 0; i < nc && rc == 0; i++) {
+        double sum;
+        if ((s = lat_predict(t, &it[na + i].arch, &sum, &err)) != MANTA_OK) {
+            fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
+            rc = -1;
+        }
+        diff[i] = it[na + i].st.median_ms - sum;
+    }
+    if (rc == 0 && nc > 0) {
+        double ov = lat_median(diff, nc);
+        t->overhead_ms = ov > 0 ? ov : 0;
+        if (!o->quiet)
+            fprintf(stderr,
+                    "manta-profile: %zu sub-networks cover the %zu keys %d times or more; "
+                    "end to end minus the sum of layers: median %+.4f ms over %zu networks; "
+                    "clock reading %.5f ms\n",
+                    na, n, o->cover, ov, nc, *clock_ms);
+    }
+    free(diff);
+    for (size_t k = 0; pool && k < n; k++)
+        free(pool[k]);
+    free(pool);
+    free(fill);
+    free(cnt);
+    free(L);
+    items_free(it, total);
+    free(archs);
     return rc;
 }
 
@@ -643,6 +859,8 @@ int main(int argc, char **argv)
     opts o;
     if (parse_args(argc, argv, &o) != 0)
         return 2;
+    if (o.pin)
+        pt_pin_cpu();
     manta_err err;
     manta_err_clear(&err);
     ofa_space sp;
