@@ -115,7 +115,7 @@ static int parse_args(int argc, char **argv, opts *o)
     o->space = "cpu-default";
     o->out = "latency_table.json";
     o->calib = 10;
-    o->passes = 3;
+    o->passes = 5;
     o->seed = 1;
     o->cover = 3;
     o->pin = 1;
@@ -332,9 +332,25 @@ static int measure(const ofa_space *sp, item *it, size_t n, const pt_opts *t, in
     progress p;
     progress_start(&p, show, what);
     char msg[512];
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order) {
+        fprintf(stderr, "manta-profile: out of memory\n");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    manta_rng rng;
+    manta_rng_seed(&rng, 0x5eed, 0x0dd);
     for (int pass = 0; pass < passes; pass++)
-        for (size_t i = 0; i < n; i++) {
-            progress_show(&p, (size_t)pass * n + i, (size_t)passes * n,
+        for (size_t v_i = 0; v_i < n; v_i++) {
+            if (v_i == 0 && pass > 0) /* a new random order each round after the first */
+                for (size_t j = n - 1; j > 0; j--) {
+                    size_t r = manta_rng_below(&rng, (uint32_t)(j + 1)), x = order[j];
+                    order[j] = order[r];
+                    order[r] = x;
+                }
+            const size_t i = order[v_i];
+            progress_show(&p, (size_t)pass * n + v_i, (size_t)passes * n,
                           it[i].layer ? it[i].layer->key : "sub-network");
             pt_model m;
             double *ms = NULL, *seg = NULL;
@@ -351,6 +367,7 @@ static int measure(const ofa_space *sp, item *it, size_t n, const pt_opts *t, in
                 fprintf(stderr, "\nmanta-profile: %s%s%s\n", it[i].layer ? "layer '" : "",
                         it[i].layer ? it[i].layer->key : "", it[i].layer ? "': " : "");
                 fprintf(stderr, "manta-profile: %s\n", msg);
+                free(order);
                 return -1;
             }
             pt_close(&m);
@@ -367,6 +384,7 @@ static int measure(const ofa_space *sp, item *it, size_t n, const pt_opts *t, in
                 if (!g || (it[i].layers && !h)) {
                     free(ms);
                     free(seg);
+                    free(order);
                     fprintf(stderr, "manta-profile: out of memory\n");
                     return -1;
                 }
@@ -380,6 +398,7 @@ static int measure(const ofa_space *sp, item *it, size_t n, const pt_opts *t, in
             free(ms);
             free(seg);
         }
+    free(order);
     progress_show(&p, (size_t)passes * n, (size_t)passes * n, "");
     manta_err err;
     manta_err_clear(&err);
