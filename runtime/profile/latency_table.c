@@ -320,7 +320,7 @@ manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_a
                         : manta_err_set(err, MANTA_ERR_NO_MEMORY, "key cover: out of memory");
     if (st == MANTA_OK)
         st = lat_table_init(&t, s, err);
-    const lat_stats zero = {0, 0, 0, 1};
+    const lat_stats zero = {0, 0, 0, 1, 0};
     for (size_t i = 0; i < nk && st == MANTA_OK; i++)
         st = lat_table_set(&t, keys[i].key, &zero, err);
     if (st == MANTA_OK && !(count = calloc(nk ? nk : 1, sizeof *count)))
@@ -399,6 +399,9 @@ manta_status lat_stats_from_samples(double *ms, size_t n, lat_stats *out, manta_
     for (size_t i = 0; i < n; i++)
         var += (ms[i] - mean) * (ms[i] - mean);
     out->median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    const double q = LAT_PREDICT_QUANTILE * (double)(n - 1);
+    const size_t k = (size_t)q;
+    out->p10_ms = k + 1 < n ? ms[k] + (q - (double)k) * (ms[k + 1] - ms[k]) : ms[k];
     out->mean_ms = mean;
     out->variance_ms2 = var / (double)n;
     out->count = (long)n;
@@ -407,7 +410,8 @@ manta_status lat_stats_from_samples(double *ms, size_t n, lat_stats *out, manta_
 
 static bool stats_ok(const lat_stats *st)
 {
-    return isfinite(st->median_ms) && st->median_ms >= 0 && isfinite(st->mean_ms) &&
+    return isfinite(st->median_ms) && st->median_ms >= 0 && isfinite(st->p10_ms) &&
+           st->p10_ms >= 0 && isfinite(st->mean_ms) &&
            st->mean_ms >= 0 && isfinite(st->variance_ms2) && st->variance_ms2 >= 0 &&
            st->count >= 1;
 }
@@ -524,7 +528,7 @@ manta_status lat_predict(const lat_table *t, const ofa_arch *a, double *ms, mant
             return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                                  "latency table (device '%s') has no entry for layer %s: '%s'",
                                  t->device, layers[i].where, layers[i].key);
-        sum += e->st.median_ms;
+        sum += e->st.p10_ms;
     }
     *ms = sum;
     return MANTA_OK;
@@ -551,7 +555,8 @@ manta_status lat_table_to_json(const lat_table *t, char **out, manta_err *err)
     for (size_t i = 0; ok && i < t->n; i++) {
         const lat_entry *e = &t->entry[i];
         cJSON *o = cJSON_AddObjectToObject(layers, e->key);
-        ok = o && prof_json_add_number(o, "median_ms", e->st.median_ms) &&
+        ok = o && prof_json_add_number(o, "p10_ms", e->st.p10_ms) &&
+             prof_json_add_number(o, "median_ms", e->st.median_ms) &&
              prof_json_add_number(o, "mean_ms", e->st.mean_ms) &&
              prof_json_add_number(o, "variance_ms2", e->st.variance_ms2) &&
              cJSON_AddNumberToObject(o, "count", (double)e->st.count);
@@ -614,9 +619,10 @@ static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space 
                              "%s: \"format\" is \"%s\", not \"manta-latency-table\"", what, fmt);
     double version = 0;
     MANTA_TRY(get_number(j, "version", what, NULL, &version, err));
-    if (version != LAT_FORMAT_VERSION)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: format version %g, this build reads %d",
-                             what, version, LAT_FORMAT_VERSION);
+    if (version != LAT_FORMAT_VERSION && version != 1)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s: format version %g, this build reads 1 to %d", what, version,
+                             LAT_FORMAT_VERSION);
 
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "space");
     if (!cJSON_IsObject(sp))
@@ -690,6 +696,8 @@ static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space 
         lat_stats ls;
         double count = 0;
         if ((st = get_number(o, "median_ms", what, key, &ls.median_ms, err)) != MANTA_OK ||
+            (st = version == 1 ? (ls.p10_ms = ls.median_ms, MANTA_OK)
+                               : get_number(o, "p10_ms", what, key, &ls.p10_ms, err)) != MANTA_OK ||
             (st = get_number(o, "mean_ms", what, key, &ls.mean_ms, err)) != MANTA_OK ||
             (st = get_number(o, "variance_ms2", what, key, &ls.variance_ms2, err)) != MANTA_OK ||
             (st = get_number(o, "count", what, key, &count, err)) != MANTA_OK)
