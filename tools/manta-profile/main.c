@@ -4,12 +4,22 @@
  *   manta-profile --validate K [--lut LUT.json] [options]      predicted against measured
  *
  * Every distinct layer the search space can produce (latency_table.h keys, at
- * each resolution) is built as a one-layer model with weights of the right
- * shapes (profile/synth.h), written as .tflite in memory and run by the
- * engine: warm-up, then single runs timed until enough runs and enough time
- * have passed; the table keeps median, mean, variance and count. The fixed
- * per-inference overhead is then measured on a few random sub-networks run
- * end to end: the median of (measured - sum of their layers' medians).
+ * each resolution) is timed inside whole sub-networks: random sub-networks
+ * that together hold every key --cover times (lat_cover_archs()) are built
+ * with weights of the right shapes (profile/synth.h), written as .tflite in
+ * memory and run by the engine with the clock read at each keyed layer's
+ * first operator (mengine_invoke_observed()). A key's table entry is the
+ * lower decile of its in-network times, per network and averaged over the
+ * networks that hold it, less one clock reading. The fixed per-inference
+ * overhead is then measured on a few random sub-networks run end to end (no
+ * readings): the median of (measured - sum of their layers). --method layer
+ * times each key as a one-layer model instead (the earlier method).
+ *
+ * Every model is visited in --passes rounds, in a new random order each
+ * round, so that a burst of other work on the machine touches many models a
+ * little rather than a few a lot; the lower decile of the runs (what a model
+ * takes when nothing else disturbs it) is kept for layers and for --validate
+ * alike. The thread stays on one CPU (--no-pin to let it move).
  *
  * Linked with the engine, the exporter, the space and profile code, cJSON and
  * libm: no OpenCL. Exit status: 0 success, 1 failure (one line on stderr),
@@ -62,18 +72,27 @@ static void usage(FILE *f)
             "Measures the latency of every layer the search space can produce (OFA's layer\n"
             "keys, at every resolution: stem, blocks, head, pool, classifier) in the\n"
             "inference engine on this CPU, one thread, and writes the latency table (JSON:\n"
-            "median, mean, variance and count per key; device, CPU, compiler flags, date).\n"
-            "The fixed per-inference overhead is measured on --calib random sub-networks run\n"
-            "end to end. --validate K times K random sub-networks end to end and compares\n"
-            "them with the table's prediction (sum of layers + overhead): mean and largest\n"
-            "absolute %% error, share within +-10%%, Kendall's tau, RMSE.\n\n"
+            "lower decile, median, mean, variance and count per key; device, CPU, compiler\n"
+            "flags, date).\n"
+            "Each layer is timed inside random sub-networks that together hold every key\n"
+            "--cover times; its entry is the lower decile (p10) of its in-network times. The\n"
+            "fixed per-inference overhead is measured on --calib random sub-networks run\n"
+            "end to end. --validate K times K random sub-networks end to end (the lower\n"
+            "decile of their runs) and compares them with the table's prediction (sum of\n"
+            "layers + overhead): mean and largest absolute %% error, share within +-10%%,\n"
+            "Kendall's tau, RMSE.\n\n"
             "  --space S        spec file (models/*.json) or built-in name (default cpu-default)\n"
             "  --out FILE       table to write (default latency_table.json)\n"
             "  --lut FILE       with --validate: table to check (default: profile first)\n"
             "  --name NAME      device name stored in the table (default: the host name)\n"
+            "  --method M       net: time layers inside whole sub-networks (default);\n"
+            "                   layer: each layer alone as a one-layer model\n"
+            "  --cover C        with --method net: sub-networks per key, at least (default 3)\n"
+            "  --layers-csv F   with --method net: each layer's time in each sub-network\n"
             "  --calib N        sub-networks for the overhead (default 10; 0: overhead 0)\n"
-            "  --passes P       rounds over all layers (or networks); each is timed a share\n"
-            "                   in every round, so load changes touch all alike (default 3)\n"
+            "  --passes P       rounds over all models, each in a new random order; each\n"
+            "                   model is timed a share in every round, so load changes\n"
+            "                   touch all alike (default 5)\n"
             "  --min-time-ms T  timed time per layer or network, at least (default 150)\n"
             "  --runs N         timed runs per layer or network, at least (default 15)\n"
             "  --max-runs N     timed runs per layer or network, at most (default 100000)\n"
@@ -81,8 +100,10 @@ static void usage(FILE *f)
             "                   least 2 ms)\n"
             "  --clock wall|cpu wall clock (default) or the thread's CPU time (for a machine\n"
             "                   shared with other work: excludes time the thread is not run)\n"
+            "  --no-pin         let the thread move between CPUs (default: kept on one)\n"
             "  --seed N         seed of the sub-networks --validate draws (default 1)\n"
-            "  --csv FILE       with --validate: arch, predicted and measured ms per network\n"
+            "  --csv FILE       with --validate: predicted and measured ms (p10 and median)\n"
+            "                   and arch per network\n"
             "  --check          with --validate: exit 3 unless >= 95%% lie within +-10%% and\n"
             "                   Kendall's tau >= 0.9\n"
             "  --arch ARCH      with --lut: one sub-network (file or JSON in OFA's encoding,\n"
@@ -207,6 +228,10 @@ static int parse_args(int argc, char **argv, opts *o)
         o->t.max_runs = o->t.min_runs;
     if ((o->csv || o->check) && !o->validate) {
         fprintf(stderr, "manta-profile: --csv and --check go with --validate K\n");
+        return -1;
+    }
+    if (o->layers_csv && o->method != METHOD_NET) {
+        fprintf(stderr, "manta-profile: --layers-csv goes with --method net\n");
         return -1;
     }
     if (o->arch && (o->validate || !o->lut)) {
@@ -459,7 +484,7 @@ static const char *clock_name(pt_clock c) { return c == PT_CPU ? "thread CPU tim
 /* Profile every key of the space into t, and the fixed overhead from o->calib random
  * sub-networks timed in the same passes: the median of (end to end - sum of layers). */
 static int profile(const opts *o, const ofa_space *sp, lat_table *t, double *seconds,
-                   double *empty_ms)
+                   double *empty_ms, double *clock_ms)
 {
     manta_err err;
     manta_err_clear(&err);
@@ -487,9 +512,30 @@ static int profile(const opts *o, const ofa_space *sp, lat_table *t, double *sec
         return -1;
     }
     const double t0 = pt_now(PT_WALL);
+    /* what an invocation with no work costs (for the report) */
+    *empty_ms = 0;
+    xgraph g;
+    char msg[256];
+    if (synth_empty_graph(8, 8, 16, &g, &err) == MANTA_OK) {
+        uint8_t *data = NULL;
+        size_t size = 0;
+        pt_model m;
+        double *ms = NULL;
+        size_t k = 0;
+        lat_stats st;
+        if (tflite_write(&g, &data, &size, NULL, &err) == MANTA_OK &&
+            pt_open(&m, data, size, 1, msg, sizeof msg) == 0) {
+            if (pt_time(&m, &o->t, &ms, &k, msg, sizeof msg) == 0 &&
+                lat_stats_from_samples(ms, k, &st, &err) == MANTA_OK)
+                *empty_ms = st.p10_ms;
+            free(ms);
+            pt_close(&m);
+        }
+        xgraph_free(&g);
+    }
+    *clock_ms = 0;
     if (o->method == METHOD_NET) {
-        *empty_ms = 0;
-        int rc = profile_net(o, sp, keys, n, t, empty_ms);
+        int rc = profile_net(o, sp, keys, n, t, clock_ms);
         free(keys);
         *seconds = pt_now(PT_WALL) - t0;
         return rc;
@@ -510,27 +556,6 @@ static int profile(const opts *o, const ofa_space *sp, lat_table *t, double *sec
     for (size_t i = 0; i < nc; i++) {
         ofa_arch_sample(sp, &rng, &it[n + i].arch);
         it[n + i].seed = 1000 + i;
-    }
-    /* what an invocation with no work costs (for the report) */
-    *empty_ms = 0;
-    xgraph g;
-    char msg[256];
-    if (synth_empty_graph(8, 8, 16, &g, &err) == MANTA_OK) {
-        uint8_t *data = NULL;
-        size_t size = 0;
-        pt_model m;
-        double *ms = NULL;
-        size_t k = 0;
-        lat_stats st;
-        if (tflite_write(&g, &data, &size, NULL, &err) == MANTA_OK &&
-            pt_open(&m, data, size, 1, msg, sizeof msg) == 0) {
-            if (pt_time(&m, &o->t, &ms, &k, msg, sizeof msg) == 0 &&
-                lat_stats_from_samples(ms, k, &st, &err) == MANTA_OK)
-                *empty_ms = st.median_ms;
-            free(ms);
-            pt_close(&m);
-        }
-        xgraph_free(&g);
     }
     int rc = measure(sp, it, total, &o->t, o->passes, !o->quiet, "profiling");
     for (size_t i = 0; i < n && rc == 0; i++)
@@ -925,7 +950,7 @@ int main(int argc, char **argv)
     }
     lat_table t;
     memset(&t, 0, sizeof t);
-    double prof_s = 0, empty_ms = 0, val_s = 0;
+    double prof_s = 0, empty_ms = 0, clock_ms = 0, val_s = 0;
     int profiled = 0;
     if ((o.validate || o.arch) && o.lut) {
         if ((s = lat_table_load(o.lut, &sp, &t, &err)) == MANTA_OK)
@@ -952,7 +977,7 @@ int main(int argc, char **argv)
             return rc;
         }
     } else {
-        if (profile(&o, &sp, &t, &prof_s, &empty_ms) != 0) {
+        if (profile(&o, &sp, &t, &prof_s, &empty_ms, &clock_ms) != 0) {
             lat_table_free(&t);
             return 1;
         }
@@ -977,9 +1002,10 @@ int main(int argc, char **argv)
         if (profiled) {
             printf(",\"table\":");
             print_json_string(o.out);
-            printf(",\"keys\":%zu,\"profile_seconds\":%.3f,\"overhead_ms\":%.6f,"
-                   "\"empty_invoke_ms\":%.6f",
-                   t.n, prof_s, t.overhead_ms, empty_ms);
+            printf(",\"keys\":%zu,\"method\":\"%s\",\"profile_seconds\":%.3f,"
+                   "\"overhead_ms\":%.6f,\"empty_invoke_ms\":%.6f,\"clock_read_ms\":%.6f",
+                   t.n, o.method == METHOD_NET ? "net" : "layer", prof_s, t.overhead_ms,
+                   empty_ms, clock_ms);
         } else {
             printf(",\"table\":");
             print_json_string(o.lut);
@@ -1002,9 +1028,11 @@ int main(int argc, char **argv)
         printf("}\n");
     } else {
         if (profiled)
-            printf("%s: %zu layer keys of space '%s' in %.1f s (%s); overhead %.4f ms "
-                   "(an empty invocation: %.4f ms)\n",
-                   o.out, t.n, sp.name, prof_s, clock_name(o.t.clock), t.overhead_ms, empty_ms);
+            printf("%s: %zu layer keys of space '%s' in %.1f s (%s, %s); overhead %.4f ms "
+                   "(an empty invocation: %.4f ms; a clock reading: %.4f ms)\n",
+                   o.out, t.n, sp.name, prof_s,
+                   o.method == METHOD_NET ? "inside sub-networks" : "one-layer models",
+                   clock_name(o.t.clock), t.overhead_ms, empty_ms, clock_ms);
         if (o.validate)
             printf("validation on %zu random sub-networks (seed %ld, %.1f s): mean |error| "
                    "%.2f%%, max %.2f%%, bias %+.2f%%, within +-10%%: %.1f%%, Kendall tau %.3f, "
