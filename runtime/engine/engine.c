@@ -161,6 +161,28 @@ mengine_status mengine_invoke(mengine *e)
     return MENGINE_OK;
 }
 
+mengine_status mengine_invoke_observed(mengine *e, mengine_op_observer fn, void *ctx)
+{
+    if (!e || e->state != STATE_PREPARED)
+        return MENGINE_ERR_STATE;
+    if (!fn)
+        return MENGINE_ERR_ARG;
+    for (uint32_t i = 0; i < e->model.n_ops; i++) {
+        const mnode *n = &e->nodes[i];
+        fn(ctx, i);
+        mengine_status st = n->reg->eval(e, n);
+        if (st != MENGINE_OK)
+            return st;
+    }
+    fn(ctx, e->model.n_ops);
+    return MENGINE_OK;
+}
+
+size_t mengine_op_count(const mengine *e)
+{
+    return e && e->state != STATE_NONE ? e->model.n_ops : 0;
+}
+
 size_t mengine_input_count(const mengine *e)
 {
     return e && e->state != STATE_NONE ? e->model.n_inputs : 0;

@@ -217,6 +217,25 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap);
  */
 mengine_status mengine_invoke(mengine *e);
 
+/**
+ * Called by mengine_invoke_observed() before operator @p op runs (0 <= op <
+ * n_ops, in execution order) and once more with @p op == n_ops after the
+ * last one, so that the caller can time operators or ranges of them. Must
+ * not call back into the engine.
+ */
+typedef void (*mengine_op_observer)(void *ctx, uint32_t op);
+
+/**
+ * mengine_invoke() with @p fn called at every operator boundary (see
+ * ::mengine_op_observer). mengine_invoke() itself has no such call and costs
+ * nothing extra. Never allocates.
+ * @return MENGINE_OK, MENGINE_ERR_ARG (@p fn NULL) or MENGINE_ERR_STATE (not prepared).
+ */
+mengine_status mengine_invoke_observed(mengine *e, mengine_op_observer fn, void *ctx);
+
+/** Number of operators of the prepared model (0 before mengine_init()). */
+size_t mengine_op_count(const mengine *e);
+
 /** Number of model inputs (0 before mengine_init()). */
 size_t mengine_input_count(const mengine *e);
 /** Number of model outputs (0 before mengine_init()). */

@@ -1,5 +1,7 @@
 #include "profile/latency_table.h"
 
+#include "core/rng.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stddef.h>
@@ -254,6 +256,123 @@ done:
     return MANTA_OK;
 }
 
+/* Index of a key of @p keys (n) in the table @p t whose entries are those keys in order. */
+static long key_index(const lat_table *t, const char *key)
+{
+    const lat_entry *e = lat_table_find(t, key);
+    return e ? (long)(e - t->entry) : -1;
+}
+
+static bool arch_has_key(const ofa_space *s, const ofa_arch *a, const char *key, lat_layer *L)
+{
+    int m = 0;
+    if (lat_arch_layers(s, a, L, &m, NULL) != MANTA_OK)
+        return false;
+    for (int i = 0; i < m; i++)
+        if (!strcmp(L[i].key, key))
+            return true;
+    return false;
+}
+
+/* Set one slot of @p a (resolution already the key's) so that it produces @p key. */
+static bool force_key(const ofa_space *s, ofa_arch *a, const char *key, lat_layer *L)
+{
+    for (int u = 0; u < s->n_units; u++)
+        for (int b = 0; b < s->max_depth; b++) {
+            int depth = 0;
+            for (int i = 0; i < s->n_d && !depth; i++)
+                if (s->d[i] >= b + 1)
+                    depth = s->d[i];
+            if (!depth)
+                continue;
+            const int slot = u * s->max_depth + b;
+            for (int k = 0; k < s->n_ks; k++)
+                for (int e = 0; e < s->n_e; e++) {
+                    ofa_arch t = *a;
+                    if (t.d[u] < depth)
+                        t.d[u] = depth;
+                    t.ks[slot] = s->ks[k];
+                    t.e[slot] = s->e[e];
+                    if (arch_has_key(s, &t, key, L)) {
+                        *a = t;
+                        return true;
+                    }
+                }
+        }
+    return false;
+}
+
+manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_arch **out,
+                             size_t *n, manta_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (cover < 1)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "key cover: %d networks per key (>= 1)",
+                             cover);
+    lat_layer *keys = NULL, *L = malloc(LAT_MAX_ARCH_LAYERS * sizeof *L);
+    size_t nk = 0, na = 0, cap = 0;
+    long *count = NULL;
+    ofa_arch *archs = NULL;
+    lat_table t;
+    memset(&t, 0, sizeof t);
+    manta_status st = L ? lat_enumerate(s, &keys, &nk, err)
+                        : manta_err_set(err, MANTA_ERR_NO_MEMORY, "key cover: out of memory");
+    if (st == MANTA_OK)
+        st = lat_table_init(&t, s, err);
+    const lat_stats zero = {0, 0, 0, 1, 0};
+    for (size_t i = 0; i < nk && st == MANTA_OK; i++)
+        st = lat_table_set(&t, keys[i].key, &zero, err);
+    if (st == MANTA_OK && !(count = calloc(nk ? nk : 1, sizeof *count)))
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "key cover: out of memory");
+    manta_rng rng;
+    manta_rng_seed(&rng, seed, 0xc0fe);
+    for (size_t i = 0; i < nk && st == MANTA_OK; i++)
+        while (count[i] < cover && st == MANTA_OK) {
+            ofa_arch a;
+            ofa_arch_sample(s, &rng, &a);
+            a.r = keys[i].r;
+            if (!arch_has_key(s, &a, keys[i].key, L) && !force_key(s, &a, keys[i].key, L)) {
+                st = manta_err_set(err, MANTA_ERR_INTERNAL,
+                                   "key cover: no sub-network of space '%s' produces '%s'",
+                                   s->name, keys[i].key);
+                break;
+            }
+            if (na == cap) {
+                size_t c2 = cap ? 2 * cap : 64;
+                ofa_arch *g = realloc(archs, c2 * sizeof *g);
+                if (!g) {
+                    st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "key cover: out of memory");
+                    break;
+                }
+                archs = g;
+                cap = c2;
+            }
+            archs[na++] = a;
+            int m = 0;
+            st = lat_arch_layers(s, &a, L, &m, err);
+            for (int j = 0; j < m && st == MANTA_OK; j++) {
+                long k = key_index(&t, L[j].key);
+                if (k < 0)
+                    st = manta_err_set(err, MANTA_ERR_INTERNAL,
+                                       "key cover: '%s' is not an enumerated key", L[j].key);
+                else
+                    count[k]++;
+            }
+        }
+    free(count);
+    free(keys);
+    free(L);
+    lat_table_free(&t);
+    if (st != MANTA_OK) {
+        free(archs);
+        return st;
+    }
+    *out = archs;
+    *n = na;
+    return MANTA_OK;
+}
+
 /* ---- statistics ---------------------------------------------------------------------- */
 
 static int cmp_double(const void *a, const void *b)
@@ -280,6 +399,9 @@ manta_status lat_stats_from_samples(double *ms, size_t n, lat_stats *out, manta_
     for (size_t i = 0; i < n; i++)
         var += (ms[i] - mean) * (ms[i] - mean);
     out->median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    const double q = LAT_PREDICT_QUANTILE * (double)(n - 1);
+    const size_t k = (size_t)q;
+    out->p10_ms = k + 1 < n ? ms[k] + (q - (double)k) * (ms[k + 1] - ms[k]) : ms[k];
     out->mean_ms = mean;
     out->variance_ms2 = var / (double)n;
     out->count = (long)n;
@@ -288,7 +410,8 @@ manta_status lat_stats_from_samples(double *ms, size_t n, lat_stats *out, manta_
 
 static bool stats_ok(const lat_stats *st)
 {
-    return isfinite(st->median_ms) && st->median_ms >= 0 && isfinite(st->mean_ms) &&
+    return isfinite(st->median_ms) && st->median_ms >= 0 && isfinite(st->p10_ms) &&
+           st->p10_ms >= 0 && isfinite(st->mean_ms) &&
            st->mean_ms >= 0 && isfinite(st->variance_ms2) && st->variance_ms2 >= 0 &&
            st->count >= 1;
 }
@@ -405,7 +528,7 @@ manta_status lat_predict(const lat_table *t, const ofa_arch *a, double *ms, mant
             return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                                  "latency table (device '%s') has no entry for layer %s: '%s'",
                                  t->device, layers[i].where, layers[i].key);
-        sum += e->st.median_ms;
+        sum += e->st.p10_ms;
     }
     *ms = sum;
     return MANTA_OK;
@@ -432,7 +555,8 @@ manta_status lat_table_to_json(const lat_table *t, char **out, manta_err *err)
     for (size_t i = 0; ok && i < t->n; i++) {
         const lat_entry *e = &t->entry[i];
         cJSON *o = cJSON_AddObjectToObject(layers, e->key);
-        ok = o && prof_json_add_number(o, "median_ms", e->st.median_ms) &&
+        ok = o && prof_json_add_number(o, "p10_ms", e->st.p10_ms) &&
+             prof_json_add_number(o, "median_ms", e->st.median_ms) &&
              prof_json_add_number(o, "mean_ms", e->st.mean_ms) &&
              prof_json_add_number(o, "variance_ms2", e->st.variance_ms2) &&
              cJSON_AddNumberToObject(o, "count", (double)e->st.count);
@@ -495,9 +619,10 @@ static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space 
                              "%s: \"format\" is \"%s\", not \"manta-latency-table\"", what, fmt);
     double version = 0;
     MANTA_TRY(get_number(j, "version", what, NULL, &version, err));
-    if (version != LAT_FORMAT_VERSION)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: format version %g, this build reads %d",
-                             what, version, LAT_FORMAT_VERSION);
+    if (version != LAT_FORMAT_VERSION && version != 1)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s: format version %g, this build reads 1 to %d", what, version,
+                             LAT_FORMAT_VERSION);
 
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "space");
     if (!cJSON_IsObject(sp))
@@ -571,6 +696,8 @@ static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space 
         lat_stats ls;
         double count = 0;
         if ((st = get_number(o, "median_ms", what, key, &ls.median_ms, err)) != MANTA_OK ||
+            (st = version == 1 ? (ls.p10_ms = ls.median_ms, MANTA_OK)
+                               : get_number(o, "p10_ms", what, key, &ls.p10_ms, err)) != MANTA_OK ||
             (st = get_number(o, "mean_ms", what, key, &ls.mean_ms, err)) != MANTA_OK ||
             (st = get_number(o, "variance_ms2", what, key, &ls.variance_ms2, err)) != MANTA_OK ||
             (st = get_number(o, "count", what, key, &count, err)) != MANTA_OK)

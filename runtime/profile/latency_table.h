@@ -3,8 +3,8 @@
  * @brief OFA-style latency look-up tables: the layer keys of a sub-network,
  *        every key a search space can produce (what a profiler measures),
  *        a table of measured statistics per key with JSON load/save, and
- *        latency prediction as the sum of the keys' medians plus a fixed
- *        overhead.
+ *        latency prediction as the sum of the keys' lower deciles plus a
+ *        fixed overhead.
  *
  * @par Layer keys
  * A sub-network at resolution R is the sequence of layers below; each has a
@@ -31,17 +31,22 @@
  * Keys depend only on the resolution, the unit, whether the block is the
  * unit's first, its kernel and its expand ratio; skipped slots have no key.
  *
- * @par Table file (JSON, format "manta-latency-table", version 1)
+ * @par Table file (JSON, format "manta-latency-table", version 2)
  * @verbatim
- * { "format": "manta-latency-table", "version": 1,
+ * { "format": "manta-latency-table", "version": 2,
  *   "space": {"name": "cpu-default", "hash": "fnv1a64:..."},
  *   "device": "...", "cpu": "...", "compiler_flags": "...", "date": "2025-01-31T12:00:00Z",
  *   "overhead_ms": 0.012,
  *   "layers": {
- *     "<key>": {"median_ms": 0.1, "mean_ms": 0.11, "variance_ms2": 1e-4, "count": 50},
+ *     "<key>": {"p10_ms": 0.09, "median_ms": 0.1, "mean_ms": 0.11, "variance_ms2": 1e-4,
+ *               "count": 50},
  *     ... } }
  * @endverbatim
  * Every field is required; times are milliseconds, variance in ms^2.
+ * Version 2 added "p10_ms", the lower decile of the layer's timings, which
+ * predictions add up (the median is pulled up by other work on a shared
+ * machine; the fastest tenth of the runs is not). A version 1 table (no
+ * "p10_ms") still loads, its medians standing in for the deciles.
  */
 #ifndef MANTA_PROFILE_LATENCY_TABLE_H
 #define MANTA_PROFILE_LATENCY_TABLE_H
@@ -61,7 +66,9 @@
 /** Most keyed layers one sub-network has: stem, first block, the slots, 4 head layers. */
 #define LAT_MAX_ARCH_LAYERS (2 + OFA_MAX_SLOTS + 4)
 /** Format version written and read. */
-#define LAT_FORMAT_VERSION 1
+#define LAT_FORMAT_VERSION 2
+/** The quantile of a layer's timings that predictions add up (::lat_stats.p10_ms). */
+#define LAT_PREDICT_QUANTILE 0.1
 /** Largest table file lat_table_load() reads. */
 #define LAT_FILE_MAX ((size_t)64 << 20)
 
@@ -117,17 +124,35 @@ manta_status lat_arch_layers(const ofa_space *s, const ofa_arch *a, lat_layer *o
  */
 manta_status lat_enumerate(const ofa_space *s, lat_layer **out, size_t *n, manta_err *err);
 
+/**
+ * Random sub-networks of @p s that together contain every key of
+ * lat_enumerate() at least @p cover times: what a profiler runs to time each
+ * layer inside whole networks. Keys are visited in enumeration order; while
+ * one has fewer than @p cover occurrences, a sub-network is drawn
+ * (ofa_arch_sample() from @p seed) at the key's resolution and, when it lacks
+ * the key, the one slot that produces it is set (kernel, expand ratio and,
+ * if needed, the unit's depth), so each network stays random elsewhere.
+ * @param out malloc'd array the caller frees; NULL on error.
+ * @return MANTA_ERR_INVALID_ARG for @p cover < 1; MANTA_ERR_NO_MEMORY;
+ *         MANTA_ERR_INTERNAL when a key cannot be produced (inconsistent space).
+ */
+manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_arch **out,
+                             size_t *n, manta_err *err);
+
 /** Statistics of one layer's measurements, in milliseconds. */
 typedef struct lat_stats {
     double median_ms;
     double mean_ms;
     double variance_ms2; /**< population variance, ms^2 */
     long count;          /**< measurements (>= 1) */
+    double p10_ms;       /**< lower decile (::LAT_PREDICT_QUANTILE): what lat_predict() adds up */
 } lat_stats;
 
 /**
- * Median, mean and population variance of @p n timings @p ms (sorted in
- * place, ascending). The median of an even count is the mean of the middle two.
+ * Median, lower decile, mean and population variance of @p n timings @p ms
+ * (sorted in place, ascending). The median of an even count is the mean of
+ * the middle two; the decile interpolates linearly between the sorted values
+ * at rank 0.1 * (n - 1).
  * @return MANTA_ERR_INVALID_ARG when @p n is 0 or a value is negative or not finite.
  */
 manta_status lat_stats_from_samples(double *ms, size_t n, lat_stats *out, manta_err *err);
@@ -194,8 +219,8 @@ const lat_entry *lat_table_find(const lat_table *t, const char *key);
 manta_status lat_table_check_complete(const lat_table *t, manta_err *err);
 
 /**
- * Predicted latency of @p a in ms: the sum of the medians of its keys
- * (lat_arch_layers()) plus the table's overhead.
+ * Predicted latency of @p a in ms: the sum of the lower deciles (p10_ms) of
+ * its keys (lat_arch_layers()) plus the table's overhead.
  * @return MANTA_ERR_INVALID_ARG when @p a is not of the table's space, or
  *         "latency table (device 'X') has no entry for layer u2.b1:
  *         '<key>'" when a key is missing.

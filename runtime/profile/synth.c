@@ -276,6 +276,13 @@ static manta_status copy_pre(xgraph *g, const xg_preprocess *pre, manta_err *err
 manta_status synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
                               const synth_opts *o, xgraph *out, manta_err *err)
 {
+    return synth_arch_graph_layers(s, a, pre, o, out, NULL, NULL, err);
+}
+
+manta_status synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
+                                     const xg_preprocess *pre, const synth_opts *o, xgraph *out,
+                                     int *first_op, int *n_layers, manta_err *err)
+{
     memset(out, 0, sizeof *out);
     lat_layer *L = malloc(LAT_MAX_ARCH_LAYERS * sizeof *L);
     if (!L)
@@ -300,11 +307,18 @@ manta_status synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_pr
     ofa_arch_to_json(s, a, out->arch_json, sizeof out->arch_json, NULL);
     int x = tensor4(&c, a->r, a->r, s->in_channels, "input");
     out->input = x;
-    for (int i = 0; i < n && x >= 0; i++)
+    for (int i = 0; i < n && x >= 0; i++) {
+        if (first_op)
+            first_op[i] = out->n_ops;
         x = layer(&c, s, &L[i], x);
+    }
     free(L);
     if (x < 0)
         return failed(&c);
+    if (first_op)
+        first_op[n] = out->n_ops;
+    if (n_layers)
+        *n_layers = n;
     return MANTA_OK;
 }
 

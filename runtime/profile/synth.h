@@ -58,6 +58,18 @@ manta_status synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_pr
                               const synth_opts *o, xgraph *out, manta_err *err);
 
 /**
+ * synth_arch_graph() that also tells where each keyed layer's operators lie:
+ * layer i of lat_arch_layers(s, a) is operators [first_op[i], first_op[i + 1])
+ * of the graph (in the order the exporter writes them and the engine runs
+ * them), and first_op[n] is the operator count.
+ * @param first_op array of ::LAT_MAX_ARCH_LAYERS + 1 entries, filled on success.
+ * @param n        receives the number of keyed layers.
+ */
+manta_status synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
+                                     const xg_preprocess *pre, const synth_opts *o, xgraph *out,
+                                     int *first_op, int *n, manta_err *err);
+
+/**
  * The one-layer graph of @p l (from lat_arch_layers() or lat_enumerate() on
  * space @p s): input (1, in_h, in_w, in_c), the layer's operators, and the
  * RESHAPE tail described in the file comment.

@@ -47,8 +47,8 @@ fast="--min-time-ms 1 --runs 2 --passes 1"
     bad "profile: $(cat "$tmp/profile.err")"
 grep -q '"keys":207' "$tmp/profile.json" || bad "profile json: $(cat "$tmp/profile.json")"
 grep -q 'profiling' "$tmp/profile.err" || bad "no progress on stderr"
-for f in '"format":[[:space:]]*"manta-latency-table"' '"median_ms"' '"variance_ms2"' '"count"' '"cpu"' \
-    '"compiler_flags"' '"date"' '"overhead_ms"'; do
+for f in '"format":[[:space:]]*"manta-latency-table"' '"version":[[:space:]]*2' '"p10_ms"' \
+    '"median_ms"' '"variance_ms2"' '"count"' '"cpu"' '"compiler_flags"' '"date"' '"overhead_ms"'; do
     grep -q "$f" "$tmp/lut.json" || bad "table lacks $f"
 done
 "$P" --lut "$tmp/lut.json" --validate 4 $fast --csv "$tmp/val.csv" --json >"$tmp/val.json" ||

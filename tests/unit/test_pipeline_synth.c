@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/testutil.h"
+#include "engine/engine.h"
 #include "export/tflite.h"
 #include "ofa/extract.h"
 #include "ofa/supernet.h"
@@ -158,11 +159,19 @@ static void test_layers_add_up_to_the_network(void **state)
             lat_layer L[LAT_MAX_ARCH_LAYERS];
             int nl = 0;
             assert_int_equal(lat_arch_layers(s, &a, L, &nl, &e), MANTA_OK);
-            xgraph net;
+            xgraph net, net2;
             const synth_opts so = {1, true};
             assert_int_equal(synth_arch_graph(s, &a, NULL, &so, &net, &e), MANTA_OK);
+            int first[LAT_MAX_ARCH_LAYERS + 1], n_first = 0;
+            assert_int_equal(synth_arch_graph_layers(s, &a, NULL, &so, &net2, first, &n_first, &e),
+                             MANTA_OK);
+            assert_int_equal(n_first, nl);
+            assert_int_equal(net2.n_ops, net.n_ops);
+            assert_int_equal(first[nl], net.n_ops);
+            xgraph_free(&net2);
             int at = 0;
             for (int i = 0; i < nl; i++) {
+                assert_int_equal(first[i], at); /* layer i starts where its ops start */
                 xgraph g;
                 if (synth_layer_graph(s, &L[i], &so, &g, &e) != MANTA_OK)
                     fail_msg("%s: %s", L[i].key, e.msg);
@@ -222,6 +231,78 @@ static void test_every_key_runs(void **state)
     xgraph_free(&g);
 }
 
+/* The engine's operator observer: called before every operator in order and once after the
+ * last, with outputs equal to a plain invocation; the boundaries of synth_arch_graph_layers()
+ * are the engine's operator indices. */
+typedef struct seen {
+    uint32_t calls, next, bad;
+} seen;
+
+static void observe(void *ctx, uint32_t op)
+{
+    seen *s = ctx;
+    s->bad += op != s->next;
+    s->next = op + 1;
+    s->calls++;
+}
+
+static void test_engine_observer(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_cpu_default(&s);
+    ofa_arch a;
+    ofa_arch_min(&s, 24, &a);
+    xgraph g;
+    manta_err e;
+    const synth_opts so = {3, false};
+    int first[LAT_MAX_ARCH_LAYERS + 1], nl = 0;
+    assert_int_equal(synth_arch_graph_layers(&s, &a, NULL, &so, &g, first, &nl, &e), MANTA_OK);
+    uint8_t *f = NULL;
+    size_t size = 0;
+    assert_int_equal(tflite_write(&g, &f, &size, NULL, &e), MANTA_OK);
+    mengine_model m;
+    char msg[256];
+    assert_int_equal(mengine_model_load(&m, f, size, NULL, msg, sizeof msg), MENGINE_OK);
+    size_t ws = mengine_plan_work_size(&m), need = 0;
+    void *work = malloc(ws);
+    assert_non_null(work);
+    assert_int_equal(mengine_arena_size(&m, work, ws, &need, msg, sizeof msg), MENGINE_OK);
+    free(work);
+    void *arena = aligned_alloc(MENGINE_ARENA_ALIGN, (need + 15) / 16 * 16);
+    assert_non_null(arena);
+    mengine en;
+    memset(&en, 0, sizeof en);
+    assert_int_equal(mengine_op_count(&en), 0); /* not initialised */
+    assert_int_equal(mengine_init(&en, &m, arena, need), MENGINE_OK);
+    seen sn = {0, 0, 0};
+    assert_int_equal(mengine_invoke_observed(&en, observe, &sn), MENGINE_ERR_STATE);
+    assert_int_equal(mengine_prepare(&en, msg, sizeof msg), MENGINE_OK);
+    assert_int_equal(mengine_op_count(&en), (size_t)g.n_ops);
+    assert_int_equal(first[nl], g.n_ops);
+    mengine_view in, out;
+    assert_int_equal(mengine_input(&en, 0, &in), MENGINE_OK);
+    /* the input is filled before each run: element-wise operators may write over it */
+    for (size_t i = 0; i < in.count; i++)
+        in.data[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
+    assert_int_equal(mengine_invoke(&en), MENGINE_OK);
+    assert_int_equal(mengine_output(&en, 0, &out), MENGINE_OK);
+    float *want = malloc(out.count * sizeof *want);
+    assert_non_null(want);
+    memcpy(want, out.cdata, out.count * sizeof *want);
+    assert_int_equal(mengine_invoke_observed(&en, NULL, NULL), MENGINE_ERR_ARG);
+    for (size_t i = 0; i < in.count; i++)
+        in.data[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
+    assert_int_equal(mengine_invoke_observed(&en, observe, &sn), MENGINE_OK);
+    assert_int_equal(sn.calls, (uint32_t)g.n_ops + 1);
+    assert_int_equal(sn.bad, 0);
+    assert_memory_equal(want, out.cdata, out.count * sizeof *want);
+    free(want);
+    free(arena);
+    free(f);
+    xgraph_free(&g);
+}
+
 static void test_agreement_figures(void **state)
 {
     (void)state;
@@ -269,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_arch_graph_matches_extract),
         cmocka_unit_test(test_layers_add_up_to_the_network),
         cmocka_unit_test(test_every_key_runs),
+        cmocka_unit_test(test_engine_observer),
         cmocka_unit_test(test_agreement_figures),
     };
     return cmocka_run_group_tests(tests, tu_setup_device, tu_teardown_device);

@@ -1,6 +1,8 @@
 /* Latency tables: OFA-style layer keys of known sub-networks (hand-checked),
  * the enumeration of every key a space produces, statistics, JSON round trip,
- * strict rejection on load, and prediction as a sum of medians. */
+ * strict rejection on load (and loading version 1 tables), prediction as a sum of lower
+ * deciles, and the sub-networks that cover every key for in-network profiling. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,9 +250,18 @@ static void test_stats_from_samples(void **state)
     manta_err e;
     OK(lat_stats_from_samples(odd, 3, &st, &e));
     assert_true(st.median_ms == 2 && st.mean_ms == 2 && st.count == 3);
+    assert_true(fabs(st.p10_ms - 1.2) < 1e-12); /* rank 0.1 * 2 between 1 and 2 */
     assert_true(st.variance_ms2 > 2.0 / 3 - 1e-12 && st.variance_ms2 < 2.0 / 3 + 1e-12);
     OK(lat_stats_from_samples(even, 4, &st, &e));
     assert_true(st.median_ms == 2.5 && st.mean_ms == 2.5 && st.variance_ms2 == 1.25);
+    assert_true(fabs(st.p10_ms - 1.3) < 1e-12);
+    double one[] = {7}, many[101];
+    OK(lat_stats_from_samples(one, 1, &st, &e));
+    assert_true(st.p10_ms == 7 && st.median_ms == 7);
+    for (int i = 0; i < 101; i++)
+        many[i] = 100 - i; /* 0..100: the decile is 10, whatever the order */
+    OK(lat_stats_from_samples(many, 101, &st, &e));
+    assert_true(st.p10_ms == 10 && st.median_ms == 50);
     double bad[] = {1, -1};
     expect_err(lat_stats_from_samples(bad, 2, &st, &e), MANTA_ERR_INVALID_ARG, &e, "sample 1");
     expect_err(lat_stats_from_samples(bad, 0, &st, &e), MANTA_ERR_INVALID_ARG, &e, "no samples");
@@ -268,8 +279,9 @@ static void fill_table(lat_table *t, const ofa_space *s)
     size_t n;
     OK(lat_enumerate(s, &all, &n, &e));
     for (size_t i = 0; i < n; i++) {
-        lat_stats st = {0.001 * (double)strlen(all[i].key) + 0.01 * all[i].kernel,
-                        0.002 * (double)strlen(all[i].key), 1e-6 * (double)i, 10 + (long)i};
+        const double med = 0.001 * (double)strlen(all[i].key) + 0.01 * all[i].kernel;
+        lat_stats st = {med, 0.002 * (double)strlen(all[i].key), 1e-6 * (double)i, 10 + (long)i,
+                        0.75 * med};
         OK(lat_table_set(t, all[i].key, &st, &e));
     }
     assert_int_equal(t->n, n);
@@ -301,7 +313,7 @@ static void test_table_round_trip_and_prediction(void **state)
         assert_non_null(x);
         assert_memory_equal(&x->st, &t.entry[i].st, sizeof x->st);
     }
-    /* prediction = sum of the medians of the keys + overhead */
+    /* prediction = sum of the lower deciles of the keys + overhead */
     manta_rng rng;
     manta_rng_seed(&rng, 3, 3);
     for (int k = 0; k < 20; k++) {
@@ -312,7 +324,7 @@ static void test_table_round_trip_and_prediction(void **state)
         OK(lat_arch_layers(&s, &a, l, &n, &e));
         double want = t.overhead_ms, got, got2;
         for (int i = 0; i < n; i++)
-            want += lat_table_find(&t, l[i].key)->st.median_ms;
+            want += lat_table_find(&t, l[i].key)->st.p10_ms;
         OK(lat_predict(&t, &a, &got, &e));
         OK(lat_predict(&u, &a, &got2, &e));
         assert_true(got == want && got2 == want);
@@ -393,7 +405,9 @@ static void test_load_refuses_bad_tables(void **state)
     expect_refused("\"date\":", "\"data\":", "missing \"date\"");
     expect_refused("\"overhead_ms\":", "\"overhead\":", "\"overhead_ms\" missing");
     expect_refused("\"format\":\t\"manta-latency-table\"", "\"format\":\t\"other\"", "other");
-    expect_refused("\"version\":\t1", "\"version\":\t2", "version 2");
+    expect_refused("\"version\":\t2", "\"version\":\t3", "version 3");
+    expect_refused("\"p10_ms\":", "\"p1_ms\":", "\"p10_ms\" missing");
+    expect_refused("\"p10_ms\":\t0", "\"p10_ms\":\t-1", ">= 0");
     expect_refused("\"median_ms\":", "\"med\":", "\"median_ms\" missing");
     expect_refused("\"count\":\t10\n", "\"count\":\t0.5\n", "\"count\" must be an integer");
     expect_refused("\"variance_ms2\":\t0,", "\"variance_ms2\":\t-1,", ">= 0");
@@ -403,6 +417,103 @@ static void test_load_refuses_bad_tables(void **state)
     expect_refused("\"overhead_ms\":", "\"overhead_ms\": 1, \"x\": {\"y\"", "not valid JSON");
     /* another spec under the same name */
     expect_refused("\"hash\":\t\"fnv1a64:", "\"hash\":\t\"fnv1a64:0", "differs");
+}
+
+/* A version 1 table (no p10_ms) still loads; its medians stand in for the deciles. */
+static void test_load_version_1(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_cpu_default(&s);
+    char *json = edited_json("\"version\":\t2", "\"version\":\t1");
+    /* drop every "p10_ms" line */
+    char *w = json;
+    for (char *r = json; *r;) {
+        char *eol = strchr(r, '\n');
+        size_t len = eol ? (size_t)(eol - r + 1) : strlen(r);
+        if (!strstr(r, "\"p10_ms\"") || strstr(r, "\"p10_ms\"") >= r + len) {
+            memmove(w, r, len);
+            w += len;
+        }
+        r += len;
+    }
+    *w = 0;
+    assert_null(strstr(json, "p10_ms"));
+    lat_table t, ref;
+    manta_err e;
+    OK(lat_table_parse(json, "v1.json", &s, &t, &e));
+    fill_table(&ref, &s);
+    assert_int_equal(t.n, ref.n);
+    for (size_t i = 0; i < t.n; i++)
+        assert_true(t.entry[i].st.p10_ms == t.entry[i].st.median_ms);
+    ofa_arch a;
+    ofa_arch_max(&s, 28, &a);
+    lat_layer l[LAT_MAX_ARCH_LAYERS];
+    int n;
+    OK(lat_arch_layers(&s, &a, l, &n, &e));
+    double want = ref.overhead_ms, got;
+    for (int i = 0; i < n; i++)
+        want += lat_table_find(&ref, l[i].key)->st.median_ms;
+    OK(lat_predict(&t, &a, &got, &e));
+    assert_true(fabs(got - want) < 1e-12);
+    lat_table_free(&t);
+    lat_table_free(&ref);
+    free(json);
+}
+
+/* Sub-networks that hold every key of the space at least `cover` times, reproducibly. */
+static void test_cover_archs(void **state)
+{
+    (void)state;
+    ofa_space spaces[2];
+    ofa_space_cpu_default(&spaces[0]);
+    ofa_space_mbv3_w10(&spaces[1]);
+    manta_err e;
+    for (int k = 0; k < 2; k++) {
+        const ofa_space *s = &spaces[k];
+        const int cover = k == 0 ? 3 : 1;
+        lat_layer *keys;
+        size_t nk;
+        OK(lat_enumerate(s, &keys, &nk, &e));
+        lat_table t;
+        OK(lat_table_init(&t, s, &e));
+        for (size_t i = 0; i < nk; i++) {
+            lat_stats z = {0, 0, 0, 1, 0};
+            OK(lat_table_set(&t, keys[i].key, &z, &e));
+        }
+        ofa_arch *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        OK(lat_cover_archs(s, cover, 42, &a, &na, &e));
+        OK(lat_cover_archs(s, cover, 42, &b, &nb, &e));
+        assert_int_equal(na, nb);
+        assert_memory_equal(a, b, na * sizeof *a);
+        /* far fewer networks than keys x cover: each network holds many keys */
+        assert_true(na >= 1 && na < nk * (size_t)cover / 2);
+        for (size_t i = 0; i < na; i++) {
+            OK(ofa_arch_validate(s, &a[i], &e));
+            lat_layer l[LAT_MAX_ARCH_LAYERS];
+            int n;
+            OK(lat_arch_layers(s, &a[i], l, &n, &e));
+            for (int j = 0; j < n; j++) {
+                lat_entry *x = (lat_entry *)lat_table_find(&t, l[j].key);
+                assert_non_null(x);
+                x->st.count++;
+            }
+        }
+        for (size_t i = 0; i < t.n; i++)
+            if (t.entry[i].st.count < 1 + cover)
+                fail_msg("%s: key '%s' in %ld networks, want >= %d", s->name, t.entry[i].key,
+                         t.entry[i].st.count - 1, cover);
+        free(a);
+        free(b);
+        free(keys);
+        lat_table_free(&t);
+    }
+    ofa_arch *a = NULL;
+    size_t na = 0;
+    expect_err(lat_cover_archs(&spaces[0], 0, 1, &a, &na, &e), MANTA_ERR_INVALID_ARG, &e,
+               "networks per key");
+    assert_null(a);
 }
 
 static void test_load_refuses_other_space(void **state)
@@ -437,7 +548,7 @@ static void test_set_rejects_bad_input(void **state)
     lat_table t;
     manta_err e;
     OK(lat_table_init(&t, &s, &e));
-    lat_stats st = {1, 1, 0, 0};
+    lat_stats st = {1, 1, 0, 0, 1};
     expect_err(lat_table_set(&t, "Conv-x", &st, &e), MANTA_ERR_INVALID_ARG, &e, "count");
     st.count = 1;
     expect_err(lat_table_set(&t, "", &st, &e), MANTA_ERR_INVALID_ARG, &e, "key");
@@ -486,6 +597,8 @@ int main(void)
         cmocka_unit_test(test_missing_key_is_named),
         cmocka_unit_test(test_load_refuses_bad_tables),
         cmocka_unit_test(test_load_refuses_other_space),
+        cmocka_unit_test(test_load_version_1),
+        cmocka_unit_test(test_cover_archs),
         cmocka_unit_test(test_set_rejects_bad_input),
     };
     return cmocka_run_group_tests_name("latency tables", tests, setup, teardown);

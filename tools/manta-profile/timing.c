@@ -1,4 +1,11 @@
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu */
+#endif
 #include "timing.h"
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +105,104 @@ int pt_time(pt_model *p, const pt_opts *o, double **ms, size_t *n, char *msg, si
         total += b - a;
     }
     *ms = t;
+    *n = count;
+    return 0;
+}
+
+int pt_pin_cpu(void)
+{
+#if defined(__linux__)
+    int cpu = sched_getcpu();
+    if (cpu < 0)
+        return -1;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return sched_setaffinity(0, sizeof set, &set) == 0 ? cpu : -1;
+#else
+    return -1;
+#endif
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double pt_clock_cost_ms(pt_clock c)
+{
+    enum { ROUNDS = 101, READS = 64 };
+    double r[ROUNDS];
+    for (int i = 0; i < ROUNDS; i++) {
+        double a = pt_now(c), b = a;
+        for (int k = 0; k < READS; k++)
+            b = pt_now(c);
+        r[i] = (b - a) / READS * 1e3;
+    }
+    qsort(r, ROUNDS, sizeof *r, cmp_double);
+    return r[ROUNDS / 2];
+}
+
+typedef struct seg_clock {
+    const int *bound;
+    int nb, next;
+    pt_clock clock;
+    double *t;
+} seg_clock;
+
+static void on_op(void *ctx, uint32_t op)
+{
+    seg_clock *c = ctx;
+    if (c->next < c->nb && (uint32_t)c->bound[c->next] == op)
+        c->t[c->next++] = pt_now(c->clock);
+}
+
+int pt_time_layers(pt_model *p, const pt_opts *o, const int *bound, int nl, double **seg,
+                   double **tot, size_t *n, char *msg, size_t cap)
+{
+    *seg = *tot = NULL;
+    *n = 0;
+    if (nl < 1 || (size_t)bound[nl] != mengine_op_count(&p->e)) {
+        snprintf(msg, cap, "layer bounds do not match the model's %zu operators",
+                 mengine_op_count(&p->e));
+        return -1;
+    }
+    double tb[PT_MAX_BOUNDS];
+    if (nl + 1 > PT_MAX_BOUNDS) {
+        snprintf(msg, cap, "%d layers: at most %d", nl, PT_MAX_BOUNDS - 1);
+        return -1;
+    }
+    seg_clock sc = {bound, nl + 1, 0, o->clock, tb};
+    const double w0 = pt_now(o->clock);
+    for (int i = 0; i < o->warmup || pt_now(o->clock) - w0 < o->warmup_s; i++) {
+        sc.next = 0;
+        if (mengine_invoke_observed(&p->e, on_op, &sc) != MENGINE_OK) {
+            snprintf(msg, cap, "the engine failed to run the model");
+            return -1;
+        }
+    }
+    size_t max = o->max_runs > 0 ? (size_t)o->max_runs : 1, count = 0;
+    double *s = malloc(max * (size_t)nl * sizeof *s), *t = malloc(max * sizeof *t), total = 0;
+    if (!s || !t) {
+        free(s), free(t);
+        snprintf(msg, cap, "out of memory for %zu timings", max * (size_t)nl);
+        return -1;
+    }
+    while (count < max && (count < (size_t)o->min_runs || total < o->min_time_s)) {
+        sc.next = 0;
+        if (mengine_invoke_observed(&p->e, on_op, &sc) != MENGINE_OK || sc.next != nl + 1) {
+            free(s), free(t);
+            snprintf(msg, cap, "the engine failed to run the model");
+            return -1;
+        }
+        for (int j = 0; j < nl; j++)
+            s[count * (size_t)nl + (size_t)j] = (tb[j + 1] - tb[j]) * 1e3;
+        t[count++] = (tb[nl] - tb[0]) * 1e3;
+        total += tb[nl] - tb[0];
+    }
+    *seg = s;
+    *tot = t;
     *n = count;
     return 0;
 }

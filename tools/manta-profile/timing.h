@@ -8,6 +8,10 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "profile/latency_table.h"
+
+/* Layer boundaries pt_time_layers() takes at most. */
+#define PT_MAX_BOUNDS (LAT_MAX_ARCH_LAYERS + 1)
 
 typedef enum pt_clock { PT_WALL, PT_CPU } pt_clock;
 
@@ -39,6 +43,21 @@ void pt_close(pt_model *p);
 /* Time @p p: @p ms receives malloc'd timings in milliseconds (free()), @p n their count.
  * Returns 0, or -1 (out of memory or the engine failed) with a message. */
 int pt_time(pt_model *p, const pt_opts *o, double **ms, size_t *n, char *msg, size_t cap);
+
+/* Time @p p with the clock read at the start of every keyed layer: layer j is operators
+ * [bound[j], bound[j + 1]) of the model, j < nl. @p seg receives malloc'd (runs, nl) layer times
+ * in milliseconds, @p tot each run's total (from bound[0] to bound[nl]), @p n the runs.
+ * Returns 0, or -1 with a message. */
+int pt_time_layers(pt_model *p, const pt_opts *o, const int *bound, int nl, double **seg,
+                   double **tot, size_t *n, char *msg, size_t cap);
+
+/* What one reading of clock @p c costs in milliseconds (the median of many back-to-back
+ * readings): each layer time from pt_time_layers() includes about one. */
+double pt_clock_cost_ms(pt_clock c);
+
+/* Keep the calling thread on the CPU it runs on now (Linux; elsewhere nothing). Returns
+ * the CPU, or -1 when the affinity could not be set. */
+int pt_pin_cpu(void);
 
 /* Seconds on @p c. */
 double pt_now(pt_clock c);
