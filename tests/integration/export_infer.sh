@@ -57,7 +57,13 @@ out=$("$infer" "$tmp/random_rgb.tflite" "$tmp/red.jpg" --stats) || bad "stats: e
 echo "$out" | grep -q "arena [0-9]* bytes .*weights [0-9]* bytes, engine code [0-9]* bytes" ||
     bad "stats: $out"
 out=$("$infer" "$tmp/random_rgb.tflite" --bench 7) || bad "bench: exit $?"
-echo "$out" | grep -q "latency over 7 runs .*min .* ms, median .* ms, p90 .* ms" || bad "bench: $out"
+echo "$out" | grep -q "latency over 7 runs .*min .* ms, p10 .* ms, median .* ms, p90 .* ms" || bad "bench: $out"
+out=$("$infer" "$tmp/random_rgb.tflite" --bench 9 --json) || bad "bench json: exit $?"
+if command -v python3 >/dev/null 2>&1; then
+    echo "$out" | python3 -c 'import json,sys; b=json.load(sys.stdin)["bench"]
+assert b["runs"] == 9 and 0 < b["min_ms"] <= b["p10_ms"] <= b["median_ms"] <= b["p90_ms"], b' ||
+        bad "bench json: $out"
+fi
 
 # --raw and --dump-input: the dumped input fed back gives the same answer
 "$infer" "$tmp/random_rgb.tflite" "$tmp/red.jpg" --dump-input "$tmp/in.f32" --json --all >"$tmp/a.json" ||
