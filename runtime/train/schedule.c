@@ -42,14 +42,16 @@ manta_status ofa_schedule_preset(const ofa_space *sp, const char *preset, int ba
         for (int i = 0; i < 6; i++)
             ep[i] = 3.0 / (double)steps_per_epoch; /* 3 steps */
     } else if (!strcmp(preset, "quick")) {
-        /* sized for about 15 minutes on a 2-core CPU with PoCL: 2.85 epochs in
-         * all, most of them in the first phase, whose network is the teacher of
-         * the others. The later phases are too short for OFA's small rates to
-         * train the small sub-networks: at 0.24 / 0.08 the smallest reached
-         * 77.4% validation top-1 after expand-2, at 1.3 / 0.6 79.1%, with the
-         * largest unchanged (docs/ofa.md). */
-        const double q[6] = {2.0, 0.2, 0.1, 0.2, 0.1, 0.25};
-        const float ql[6] = {2.6f, 1.3f, 0.6f, 1.3f, 0.6f, 1.3f};
+        /* 3.15 epochs in all, most of them in the first phase, whose network
+         * is the teacher of the others: 10.6 minutes on a 2-core CPU with
+         * PoCL (docs/benchmarks.md). The later phases are too short for OFA's
+         * small rates to train the small sub-networks (0.24 / 0.08: smallest
+         * 77.4% validation top-1 after expand-2, 1.3 / 0.6: 79.1%); from one
+         * first-phase checkpoint, kernel / later rates of 0.96 / 0.6-1.3 gave
+         * 86.0% / 81.3% test top-1 (largest / smallest), 0.24 / 0.6-1.3
+         * 85.6% / 82.3%, 0.24 / 0.3-0.65 86.6% / 80.1% (docs/ofa.md). */
+        const double q[6] = {2.3, 0.2, 0.1, 0.2, 0.1, 0.25};
+        const float ql[6] = {2.6f, 0.96f, 0.6f, 1.3f, 0.6f, 1.3f};
         memcpy(ep, q, sizeof ep);
         memcpy(lr, ql, sizeof lr);
     } else if (!strcmp(preset, "full")) {
