@@ -42,10 +42,13 @@ void evo_result_free(evo_result *r)
         return;
     free(r->front);
     free(r->history);
+    free(r->top);
     r->front = NULL;
     r->history = NULL;
+    r->top = NULL;
     r->n_front = 0;
     r->n_history = 0;
+    r->n_top = 0;
 }
 
 /* ---- search state ---------------------------------------------------------------------- */
@@ -64,6 +67,8 @@ typedef struct search {
     bool have_best;
     size_t front_cap;
     long order;
+    cand *all; /* every candidate evaluated, when keep_top > 0 */
+    size_t n_all, cap_all;
 } search;
 
 static bool constrained(const evo_config *c, int m) { return c->budget[m] > 0; }
@@ -137,6 +142,42 @@ static manta_status front_add(search *S, const evo_point *p, manta_err *err)
     return MANTA_OK;
 }
 
+int evo_arch_distance(const ofa_space *s, const ofa_arch *a, const ofa_arch *b)
+{
+    int n = a->r != b->r;
+    for (int u = 0; u < s->n_units; u++) {
+        n += a->d[u] != b->d[u];
+        for (int k = 0; k < s->max_depth; k++) {
+            int i = u * s->max_depth + k, in_a = k < a->d[u], in_b = k < b->d[u];
+            n += in_a != in_b ? 2 : in_a ? (a->ks[i] != b->ks[i]) + (a->e[i] != b->e[i]) : 0;
+        }
+    }
+    return n;
+}
+
+/* p ranks before q: fitter, or as fit and cheaper on the front's axis (else the earlier). */
+static bool fitter(const evo_point *p, const evo_point *q, evo_metric ax)
+{
+    return p->acc > q->acc || (p->acc == q->acc && p->f.v[ax] < q->f.v[ax]);
+}
+
+/* Remember p for the top list (kept only when keep_top > 0). */
+static manta_status keep(search *S, const cand *p, manta_err *err)
+{
+    if (S->c->keep_top == 0)
+        return MANTA_OK;
+    if (S->n_all == S->cap_all) {
+        size_t cap = S->cap_all ? 2 * S->cap_all : 1024;
+        cand *n = realloc(S->all, cap * sizeof *n);
+        if (!n)
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
+        S->all = n;
+        S->cap_all = cap;
+    }
+    S->all[S->n_all++] = *p;
+    return MANTA_OK;
+}
+
 /* Fitness of a candidate within budget; updates best and the front. */
 static manta_status evaluate(search *S, const ofa_arch *a, const evo_figures *f, cand *out,
                              manta_err *err)
@@ -153,10 +194,11 @@ static manta_status evaluate(search *S, const ofa_arch *a, const evo_figures *f,
     out->order = S->order++;
     evo_metric ax = S->c->axis;
     evo_point *b = &S->out->best;
-    if (!S->have_best || acc > b->acc || (acc == b->acc && f->v[ax] < b->f.v[ax])) {
+    if (!S->have_best || fitter(&out->p, b, ax)) {
         *b = out->p;
         S->have_best = true;
     }
+    MANTA_TRY(keep(S, out, err));
     return front_add(S, &out->p, err);
 }
 
@@ -213,8 +255,20 @@ static int cmp_cost(const void *x, const void *y, evo_metric ax)
     return (a->acc < b->acc) - (a->acc > b->acc);
 }
 
+/* Fittest first, as best: then cheaper on the axis, then earlier. */
+static int cmp_rank(const void *x, const void *y, evo_metric ax)
+{
+    const cand *a = x, *b = y;
+    if (fitter(&a->p, &b->p, ax))
+        return -1;
+    if (fitter(&b->p, &a->p, ax))
+        return 1;
+    return (a->order > b->order) - (a->order < b->order);
+}
+
 #define DEFINE_CMP_AXIS(M)                                                                         \
-    static int cmp_cost_##M(const void *x, const void *y) { return cmp_cost(x, y, M); }
+    static int cmp_cost_##M(const void *x, const void *y) { return cmp_cost(x, y, M); }           \
+    static int cmp_rank_##M(const void *x, const void *y) { return cmp_rank(x, y, M); }
 DEFINE_CMP_AXIS(EVO_LATENCY)
 DEFINE_CMP_AXIS(EVO_MACS)
 DEFINE_CMP_AXIS(EVO_ARENA)
@@ -225,11 +279,14 @@ static manta_status check_config(const evo_config *c, const evo_callbacks *cb, m
     if (!cb || !cb->measure || !cb->fitness)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "search: the measure and fitness callbacks are required");
-    if (c->population < 1 || c->generations < 0 || c->max_tries < 1 || c->init_tries < 1)
+    if (c->population < 1 || c->generations < 0 || c->max_tries < 1 || c->init_tries < 1 ||
+        c->keep_top < 0 || c->keep_top > 1000000 || c->top_min_genes < 0)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                             "search: population %d, generations %d, max_tries %d, init_tries %d "
-                             "(need >= 1, >= 0, >= 1, >= 1)",
-                             c->population, c->generations, c->max_tries, c->init_tries);
+                             "search: population %d, generations %d, max_tries %d, init_tries %d, "
+                             "keep_top %d, top_min_genes %d (need >= 1, >= 0, >= 1, >= 1, "
+                             "0..1000000, >= 0)",
+                             c->population, c->generations, c->max_tries, c->init_tries,
+                             c->keep_top, c->top_min_genes);
     const double *p[] = {&c->parent_ratio, &c->mutation_ratio, &c->mutate_prob,
                          &c->res_mutate_prob};
     const char *names[] = {"parent_ratio", "mutation_ratio", "mutate_prob", "res_mutate_prob"};
@@ -292,8 +349,10 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
     /* population: at most n_par parents + P children */
     cand *pop = malloc((size_t)(n_par + P) * sizeof *pop);
     out->history = malloc((size_t)(c->generations + 1) * sizeof *out->history);
+    if (c->keep_top > 0)
+        out->top = malloc((size_t)c->keep_top * sizeof *out->top);
     manta_status st = MANTA_OK;
-    if (!pop || !out->history) {
+    if (!pop || !out->history || (c->keep_top > 0 && !out->top)) {
         st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
         goto fail;
     }
@@ -350,10 +409,24 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
     free(pop);
     static int (*const by_axis[EVO_N_METRICS])(const void *, const void *) = {
         cmp_cost_EVO_LATENCY, cmp_cost_EVO_MACS, cmp_cost_EVO_ARENA, cmp_cost_EVO_FLASH};
+    static int (*const by_rank[EVO_N_METRICS])(const void *, const void *) = {
+        cmp_rank_EVO_LATENCY, cmp_rank_EVO_MACS, cmp_rank_EVO_ARENA, cmp_rank_EVO_FLASH};
     qsort(out->front, out->n_front, sizeof *out->front, by_axis[c->axis]);
+    /* the top list: the fittest first, then each next fittest at least top_min_genes from all kept */
+    qsort(S.all, S.n_all, sizeof *S.all, by_rank[c->axis]);
+    const int min_genes = c->top_min_genes > 1 ? c->top_min_genes : 1;
+    for (size_t i = 0; i < S.n_all && out->n_top < (size_t)c->keep_top; i++) {
+        size_t t = 0;
+        while (t < out->n_top && evo_arch_distance(s, &out->top[t].arch, &S.all[i].p.arch) >= min_genes)
+            t++;
+        if (t == out->n_top)
+            out->top[out->n_top++] = S.all[i].p;
+    }
+    free(S.all);
     return MANTA_OK;
 fail:
     free(pop);
+    free(S.all);
     evo_result_free(out);
     return st;
 }

@@ -104,6 +104,8 @@ typedef struct evo_config {
     double budget[EVO_N_METRICS]; /**< upper bounds by metric; <= 0: unconstrained */
     evo_metric axis;              /**< cost axis of the Pareto front: EVO_LATENCY */
     uint64_t seed;                /**< 0 by default */
+    int keep_top;      /**< how many networks evo_result.top holds: 0 */
+    int top_min_genes; /**< least evo_arch_distance() between two of them: 1 (0 counts as 1) */
 } evo_config;
 
 /** OFA's settings (values above), no budget. */
@@ -123,7 +125,19 @@ typedef struct evo_result {
     long measured;        /**< measure calls */
     long rejected;        /**< candidates over budget */
     evo_figures min_seen; /**< smallest figure of each metric over all measured candidates */
+    evo_point *top; /**< (n_top <= keep_top) the fittest candidates of the search, fittest
+                         first (ties as for best): top[0] is best, then each next fittest
+                         candidate at least top_min_genes from every one before it; owned */
+    size_t n_top;
 } evo_result;
+
+/**
+ * Genes in which sub-networks @p a and @p b of space @p s differ: the
+ * resolution, each unit's depth, and the kernel and expand ratio of each slot
+ * both keep; a slot only one of them keeps counts 2, one neither keeps 0.
+ * 0 means the same network (what slots a depth skips hold does not count).
+ */
+int evo_arch_distance(const ofa_space *s, const ofa_arch *a, const ofa_arch *b);
 
 /**
  * Run the search over space @p s.

@@ -2,7 +2,7 @@
 # The search pipeline on a smoke-trained supernet, with tiny settings:
 # manta-profile (table, --list, --validate, --arch; no OpenCL linked),
 # manta acc-dataset (and --resume), acc-fit, search (reproducible, files
-# written, exact arena and file size), manta profile on the OpenCL device,
+# written, exact arena and file size, re-ranking on the validation split), manta profile on the OpenCL device,
 # manta image + export + manta-infer; and bad input: a table of another
 # space, a budget no sub-network meets, a corrupt table or predictor, a table
 # of another device, bad usage: one line naming the cause, non-zero exit.
@@ -90,6 +90,32 @@ cmp -s "$tmp/s1/arch.json" "$tmp/s2/arch.json" && cmp -s "$tmp/s1/front.csv" "$t
 grep -q '<svg' "$tmp/s1/front.svg" || bad "front.svg is not SVG"
 lat=$(sed -n 's/.*"predicted_latency_ms":\([0-9.]*\).*/\1/p' "$tmp/s1/search.json")
 awk -v l="$lat" -v b="$budget" 'BEGIN { exit !(l <= b) }' || bad "best $lat ms over budget $budget"
+grep -q '"rerank":null' "$tmp/s1/search.json" || bad "search without --rerank: rerank not null"
+
+# re-ranking on the validation split: three candidates 2+ genes apart, the best measured is
+# chosen, and manta eval measures the same top-1 for it
+rr="--rerank 3 --rerank-spread 2 --rerank-images 40 --recal-images 40"
+"$M" search ${s%--quiet} --latency-ms "$budget" --out "$tmp/s4" --seed 3 $rr >"$tmp/s4.log" \
+    2>"$tmp/s4.err" ||
+    bad "search --rerank: $(cat "$tmp/s4.err")"
+grep -q 're-rank 3/3' "$tmp/s4.err" || bad "no re-rank progress: $(cat "$tmp/s4.err")"
+grep -q 'validation top-1' "$tmp/s4.log" || bad "search --rerank summary: $(cat "$tmp/s4.log")"
+grep -o '"validation_top1":[0-9.]*' "$tmp/s4/search.json" | sed 's/.*://' >"$tmp/val.txt"
+sed 's/"best":.*//' "$tmp/s4/search.json" | grep -o '{"arch":{[^}]*}' | sed 's/^{"arch"://' \
+    >"$tmp/cands.txt"
+chosen=$(sed -n 's/.*"chosen":\([0-9]*\).*/\1/p' "$tmp/s4/search.json")
+[ "$(wc -l <"$tmp/val.txt")" -eq 3 ] && [ "$(wc -l <"$tmp/cands.txt")" -eq 3 ] ||
+    bad "rerank: not 3 candidates: $(cat "$tmp/s4/search.json")"
+best_val=$(sort -g "$tmp/val.txt" | tail -n 1)
+[ -n "$chosen" ] && [ "$(sed -n "${chosen}p" "$tmp/val.txt")" = "$best_val" ] ||
+    bad "rerank chose $chosen, not the best measured $best_val"
+sed -n "${chosen}p" "$tmp/cands.txt" | cmp -s - "$tmp/s4/arch.json" || bad "arch.json is not the chosen"
+[ "$(sort -u "$tmp/cands.txt" | wc -l)" -eq 3 ] || bad "rerank candidates repeat"
+"$M" eval --ckpt "$ckpt" --arch "$tmp/s4/arch.json" --images 40 --recal-images 40 --json \
+    >"$tmp/s4_eval.json" 2>/dev/null || bad "eval of the chosen"
+got=$(sed -n 's/.*"top1":\([0-9.]*\).*/\1/p' "$tmp/s4_eval.json")
+awk -v a="$got" -v b="$best_val" 'BEGIN { d = a - b; exit !(d < 1e-5 && d > -1e-5) }' ||
+    bad "manta eval measures $got for the chosen, search $best_val"
 # arena and flash budgets are exact: the exported file has the size the search computed
 "$M" search $s --latency-ms "$budget" --max-arena-kb 400 --max-flash-kb 2500 --out "$tmp/s3" \
     >/dev/null || bad "search with arena and flash budgets"
@@ -131,6 +157,8 @@ refuse "not on board 'rpi4'" "$M" search $s --latency-ms 1 --board rpi4
 refuse '"ks"' "$P" --lut "$tmp/lut.json" --arch '{"ks":[4]}'
 refuse "OpenCL" "$P" --device opencl
 refuse "required" "$M" search --ckpt "$ckpt"
+refuse "out of range" "$M" search $s --latency-ms "$budget" --rerank 2 --device 9
+refuse "--rerank" "$M" search $s --latency-ms "$budget" --rerank -1
 refuse "lut.json:" "$M" acc-fit --data "$tmp/lut.json" --out "$tmp/x.accp"
 
 [ "$fail" -eq 0 ] && echo "pipeline search: ok"

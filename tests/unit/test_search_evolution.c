@@ -198,6 +198,122 @@ static void test_beats_random_sampling_within_budget(void **state)
     evo_result_free(&r);
 }
 
+/* Field by field: the padding of an evo_point is not part of its value. */
+static int same_point(const evo_point *p, const evo_point *q)
+{
+    return !memcmp(&p->arch, &q->arch, sizeof p->arch) && p->acc == q->acc &&
+           !memcmp(&p->f, &q->f, sizeof p->f);
+}
+
+/* Fitness of the network alone (slots a depth skips zeroed before the noise),
+ * every call recorded: the reference for evo_result.top. */
+typedef struct recorder {
+    synth *y;
+    evo_point *seen;
+    size_t n, cap;
+} recorder;
+
+static manta_status recorded_fitness(void *ctx, const ofa_arch *a, double *acc, manta_err *err)
+{
+    recorder *rc = ctx;
+    const ofa_space *s = &rc->y->s;
+    ofa_arch canon = *a;
+    for (int i = 0; i < ofa_slots(s); i++)
+        if (i % s->max_depth >= a->d[i / s->max_depth])
+            canon.ks[i] = s->ks[0], canon.e[i] = s->e[0];
+    MANTA_TRY(synth_fitness(rc->y, &canon, acc, err));
+    if (rc->n == rc->cap) {
+        rc->cap = rc->cap ? 2 * rc->cap : 1024;
+        rc->seen = realloc(rc->seen, rc->cap * sizeof *rc->seen);
+        assert_non_null(rc->seen);
+    }
+    rc->seen[rc->n].arch = *a;
+    rc->seen[rc->n++].acc = *acc;
+    return MANTA_OK;
+}
+
+/* The top list against the reference: the fittest recorded candidate, then
+ * each next fittest at least min_genes (>= 1) genes from every one taken. */
+static void check_top(const synth *y, const recorder *rc, const evo_result *r, int k,
+                      int min_genes, double budget)
+{
+    const ofa_space *s = &y->s;
+    assert_int_equal(r->n_top, k);
+    assert_true(same_point(&r->top[0], &r->best));
+    for (size_t t = 0; t < r->n_top; t++) {
+        const evo_point *want = NULL;
+        for (size_t i = 0; i < rc->n; i++) {
+            int near = 0;
+            for (size_t u = 0; u < t; u++)
+                near |= evo_arch_distance(s, &rc->seen[i].arch, &r->top[u].arch) < min_genes;
+            if (!near && (!want || rc->seen[i].acc > want->acc))
+                want = &rc->seen[i];
+        }
+        assert_non_null(want);
+        assert_true(r->top[t].acc == want->acc);
+        assert_int_equal(evo_arch_distance(s, &r->top[t].arch, &want->arch), 0);
+        assert_true(r->top[t].f.v[EVO_LATENCY] <= budget);
+        for (size_t u = 0; u < t; u++)
+            assert_true(evo_arch_distance(s, &r->top[t].arch, &r->top[u].arch) >= min_genes);
+    }
+}
+
+static void test_keep_top_is_the_fittest_distinct_networks(void **state)
+{
+    (void)state;
+    synth y;
+    synth_init(&y);
+    recorder rc = {&y, NULL, 0, 0};
+    evo_config c;
+    small_config(&c, &y);
+    c.keep_top = 12;
+    evo_callbacks cb = {synth_measure, &y, recorded_fitness, &rc, NULL, NULL};
+    evo_result r;
+    manta_err e;
+    OK(evo_search(&y.s, &c, &cb, &r, &e));
+    assert_int_equal((long)rc.n, r.evaluated);
+    /* the search does meet networks again, so distinctness is tested */
+    size_t dupes = 0;
+    for (size_t i = 0; i < rc.n && !dupes; i++)
+        for (size_t j = 0; j < i && j < 2000; j++)
+            if (evo_arch_distance(&y.s, &rc.seen[i].arch, &rc.seen[j].arch) == 0) {
+                dupes++;
+                break;
+            }
+    assert_true(dupes > 0);
+    check_top(&y, &rc, &r, 12, 1, c.budget[EVO_LATENCY]);
+    /* the fittest are near one another: 5 genes apart gives a different list */
+    int close = 0;
+    for (size_t t = 1; t < r.n_top; t++)
+        close |= evo_arch_distance(&y.s, &r.top[t].arch, &r.top[0].arch) < 5;
+    assert_true(close);
+    evo_result_free(&r);
+    assert_null(r.top);
+    rc.n = 0;
+    c.top_min_genes = 5;
+    OK(evo_search(&y.s, &c, &cb, &r, &e));
+    check_top(&y, &rc, &r, 12, 5, c.budget[EVO_LATENCY]);
+    evo_result_free(&r);
+    free(rc.seen);
+
+    /* genes: resolution, depths, and the slots both keep; a slot one keeps counts 2 */
+    ofa_arch a, b;
+    ofa_arch_min(&y.s, 0, &a);
+    b = a;
+    b.ks[y.s.max_depth - 1] = y.s.ks[y.s.n_ks - 1];
+    assert_true(a.d[0] < y.s.max_depth && b.ks[y.s.max_depth - 1] != a.ks[y.s.max_depth - 1]);
+    assert_int_equal(evo_arch_distance(&y.s, &a, &b), 0);
+    b.d[0] = a.d[0] + 1;
+    assert_int_equal(evo_arch_distance(&y.s, &a, &b), 3);
+    b = a;
+    b.r = y.s.res[y.s.n_res - 1];
+    b.ks[0] = y.s.ks[y.s.n_ks - 1];
+    b.e[0] = y.s.e[y.s.n_e - 1];
+    assert_true(b.r != a.r && b.ks[0] != a.ks[0] && b.e[0] != a.e[0]);
+    assert_int_equal(evo_arch_distance(&y.s, &a, &b), 3);
+    assert_int_equal(evo_arch_distance(&y.s, &b, &a), 3);
+}
+
 static void test_reproducible_for_a_seed(void **state)
 {
     (void)state;
@@ -216,9 +332,10 @@ static void test_reproducible_for_a_seed(void **state)
     manta_err e;
     OK(evo_search(&y.s, &c, &cb, &a, &e));
     OK(evo_search(&y.s, &c, &cb, &b, &e));
-    assert_memory_equal(&a.best, &b.best, sizeof a.best);
+    assert_true(same_point(&a.best, &b.best));
     assert_int_equal(a.n_front, b.n_front);
-    assert_memory_equal(a.front, b.front, a.n_front * sizeof *a.front);
+    for (size_t i = 0; i < a.n_front; i++)
+        assert_true(same_point(&a.front[i], &b.front[i]));
     assert_int_equal(a.measured, b.measured);
     assert_true(a.best.f.v[EVO_FLASH] <= c.budget[EVO_FLASH]);
     evo_result_free(&b);
@@ -275,6 +392,14 @@ static void test_bad_settings_and_callback_errors(void **state)
     c.parent_ratio = 0;
     assert_int_equal(evo_search(&y.s, &c, &cb, &r, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "parent_ratio"));
+    small_config(&c, &y);
+    c.keep_top = -1;
+    assert_int_equal(evo_search(&y.s, &c, &cb, &r, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "keep_top -1"));
+    c.keep_top = 3;
+    c.top_min_genes = -2;
+    assert_int_equal(evo_search(&y.s, &c, &cb, &r, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "top_min_genes -2"));
     small_config(&c, &y);
     cb.fitness = NULL;
     assert_int_equal(evo_search(&y.s, &c, &cb, &r, &e), MANTA_ERR_INVALID_ARG);
@@ -488,6 +613,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_config_is_ofa),
         cmocka_unit_test(test_beats_random_sampling_within_budget),
+        cmocka_unit_test(test_keep_top_is_the_fittest_distinct_networks),
         cmocka_unit_test(test_reproducible_for_a_seed),
         cmocka_unit_test(test_infeasible_budget_names_smallest_figure),
         cmocka_unit_test(test_bad_settings_and_callback_errors),

@@ -124,11 +124,8 @@ int cmd_acc_dataset(int argc, char **argv)
     for (long i = first; i < count; i++) {
         ofa_arch a;
         sample_arch(&l.space, (uint64_t)seed, i, &a);
-        eval_source rs = {&l.data.train, l.data.split.train, l.data.split.n_train, l.meta.batch,
-                          &l.data.aug_train, {0, 0}, l.scratch};
-        manta_rng_seed(&rs.rng, l.meta.seed, 0xeca1); /* as manta eval and export */
-        eval_source es = {&l.data.train, l.data.split.val, (int)avail, l.meta.batch,
-                          &l.data.aug_eval, {0, 0}, l.scratch};
+        /* as manta eval and export */
+        eval_source rs = run_ckpt_recal_source(&l), es = run_ckpt_eval_source(&l, false, NULL);
         double top1 = 0;
         manta_status st = ofa_trainer_evaluate(l.trainer, &a, eval_source_batch, &rs, recal,
                                                eval_source_batch, &es, n_img, &top1, NULL);

@@ -28,8 +28,9 @@ static void usage(FILE *f)
             "usage: manta search --ckpt FILE --lut LUT.json --acc-model MODEL.accp --latency-ms X\n"
             "                    [--max-arena-kb A] [--max-flash-kb F] [--max-macs M]\n"
             "                    [--board NAME] [--out DIR] [--seed N] [--population N]\n"
-            "                    [--generations N] [--parents F] [--mutate-prob F] [--json]\n"
-            "                    [--quiet]\n\n"
+            "                    [--generations N] [--parents F] [--mutate-prob F]\n"
+            "                    [--rerank K [--rerank-spread G] [--rerank-images N]\n"
+            "                    [--recal-images N] [--device SPEC]] [--json] [--quiet]\n\n"
             "OFA's evolutionary search (population 100, top 25%% as parents, half the children\n"
             "by mutation with probability 0.1 per gene, half by crossover, 500 generations)\n"
             "for the sub-network of the checkpoint's space with the highest predicted top-1\n"
@@ -38,10 +39,19 @@ static void usage(FILE *f)
             "size, computed exactly for each candidate by writing and planning its model;\n"
             "--max-macs bounds multiply-accumulates. The same --seed gives the same result.\n"
             "--board NAME refuses a table measured on another device.\n\n"
+            "--rerank K measures K of the fittest sub-networks the search found on the\n"
+            "validation split through the supernet (batch norm re-calibrated on\n"
+            "--recal-images training images, default 2000, then the first --rerank-images\n"
+            "validation images, default 10000; as manta acc-dataset) and chooses the one of\n"
+            "highest measured top-1 (ties: the higher predicted): the predictor's errors of a\n"
+            "few tenths of a point are as large as the differences among the best\n"
+            "candidates. The K are the fittest, then each next fittest that differs in at\n"
+            "least G genes (resolution, depths, kernels, expand ratios; default 1) from every\n"
+            "one taken. Needs an OpenCL device (--device, as manta eval).\n\n"
             "Writes DIR/arch.json (the best sub-network, OFA's encoding; for manta export),\n"
             "DIR/front.csv and DIR/front.svg (the Pareto front of predicted top-1 against\n"
-            "predicted latency) and DIR/search.json (settings and results); DIR defaults to\n"
-            "runs/search.\n");
+            "predicted latency) and DIR/search.json (settings and results, with each\n"
+            "re-ranked candidate's figures); DIR defaults to runs/search.\n");
 }
 
 /* ---- exact arena and file size, cached by sub-network ---- */
@@ -213,11 +223,49 @@ static int mkdir_p(const char *dir)
     return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* ---- re-ranking on the validation split ---- */
+
+/* Measure the search's top candidates on the validation split through the
+ * supernet of @p l (BN re-calibrated on @p recal training images, then
+ * @p images validation images); val[i] gets top[i]'s top-1 and *chosen the
+ * index of the highest (the first, i.e. the higher predicted, on ties).
+ * Prints a one-line error and returns false on failure. */
+static bool rerank_top(run_ckpt *l, const evo_result *r, long images, long recal,
+                       const progress *pg, double *val, size_t *chosen)
+{
+    const double t0 = cmd_now();
+    *chosen = 0;
+    for (size_t i = 0; i < r->n_top; i++) {
+        eval_source rs = run_ckpt_recal_source(l), es = run_ckpt_eval_source(l, false, NULL);
+        manta_status st = ofa_trainer_evaluate(l->trainer, &r->top[i].arch, eval_source_batch,
+                                               &rs, recal, eval_source_batch, &es, images, &val[i],
+                                               NULL);
+        if (st != MANTA_OK) {
+            cmd_error("search", st, mcl_err(l->dev));
+            return false;
+        }
+        if (val[i] > val[*chosen])
+            *chosen = i;
+        const double el = cmd_now() - t0, eta = el / (double)(i + 1) * (double)(r->n_top - i - 1);
+        if (pg->json)
+            printf("{\"rerank\":%zu,\"of\":%zu,\"predicted_top1\":%.5f,\"validation_top1\":%.5f,"
+                   "\"elapsed_s\":%.2f,\"eta_s\":%.2f}\n",
+                   i + 1, r->n_top, r->top[i].acc, val[i], el, eta);
+        else if (pg->on)
+            fprintf(stderr, "search: re-rank %zu/%zu  predicted top-1 %.2f%%  validation %.2f%%  "
+                            "%.1f s, ETA %.1f s\n",
+                    i + 1, r->n_top, 100 * r->top[i].acc, 100 * val[i], el, eta);
+        fflush(stdout);
+    }
+    return true;
+}
+
 int cmd_search(int argc, char **argv)
 {
     const char *ckpt = NULL, *lut_path = NULL, *acc_path = NULL, *out = "runs/search";
-    const char *board = NULL;
+    const char *board = NULL, *device = NULL;
     double latency = 0, arena_kb = 0, flash_kb = 0, macs = 0;
+    long rerank = 0, spread = 1, rerank_images = 10000, recal = 2000;
     evo_config c;
     evo_config_default(&c);
     int json = 0, quiet = 0;
@@ -241,6 +289,18 @@ int cmd_search(int argc, char **argv)
             out = v, i++;
         } else if (!strcmp(a, "--board") && v) {
             board = v, i++;
+        } else if (!strcmp(a, "--device") && v) {
+            device = v, i++;
+        } else if (!strcmp(a, "--rerank") || !strcmp(a, "--rerank-spread") ||
+                   !strcmp(a, "--rerank-images") || !strcmp(a, "--recal-images")) {
+            long *dst = !strcmp(a, "--rerank")          ? &rerank
+                        : !strcmp(a, "--rerank-spread") ? &spread
+                        : !strcmp(a, "--rerank-images") ? &rerank_images
+                                                        : &recal;
+            if (!cmd_parse_long("search", a, v, dst == &rerank ? 0 : 1,
+                                dst == &rerank ? 1000 : dst == &spread ? 1000 : 1L << 30, dst))
+                return 2;
+            i++;
         } else if (!strcmp(a, "--latency-ms") || !strcmp(a, "--max-arena-kb") ||
                    !strcmp(a, "--max-flash-kb") || !strcmp(a, "--max-macs")) {
             double *dst = a[2] == 'l' ? &latency : a[6] == 'a' ? &arena_kb
@@ -274,6 +334,8 @@ int cmd_search(int argc, char **argv)
                         "--latency-ms X are required (see --help)\n");
         return 2;
     }
+    c.keep_top = (int)rerank;
+    c.top_min_genes = (int)spread;
     c.budget[EVO_LATENCY] = latency;
     c.budget[EVO_ARENA] = arena_kb * 1024;
     c.budget[EVO_FLASH] = flash_kb * 1024;
@@ -310,10 +372,33 @@ int cmd_search(int argc, char **argv)
         lat_table_free(&lut);
         return 1;
     }
+    /* the supernet on the device, opened before the search so that a bad device fails fast */
+    run_ckpt rk;
+    memset(&rk, 0, sizeof rk);
+    if (rerank > 0) {
+        if (!run_ckpt_open("search", ckpt, device, &rk)) {
+            lat_table_free(&lut);
+            accp_free(&acc);
+            return 1;
+        }
+        if (rk.data.split.n_val == 0) {
+            fprintf(stderr, "manta search: --rerank needs validation images; %s was trained "
+                            "with --val 0\n", ckpt);
+            run_ckpt_close(&rk);
+            lat_table_free(&lut);
+            accp_free(&acc);
+            return 1;
+        }
+        if (rerank_images > rk.data.split.n_val)
+            rerank_images = rk.data.split.n_val;
+    }
     /* the export's preprocessing (labels, normalisation), so that file sizes are exact */
     run_data rd;
     int rc = 1;
+    double *val = NULL; /* (r.n_top) validation top-1 of the re-ranked candidates */
+    size_t chosen = 0;
     if (!run_data_load(meta.data, sp.in_channels, meta.val, meta.seed, false, &rd)) {
+        run_ckpt_close(&rk);
         lat_table_free(&lut);
         accp_free(&acc);
         return 1;
@@ -339,6 +424,15 @@ int cmd_search(int argc, char **argv)
     if ((st = evo_search(&sp, &c, &cb, &r, &err)) != MANTA_OK) {
         fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
         goto done;
+    }
+    if (rerank > 0) {
+        if (!(val = calloc(r.n_top, sizeof *val))) {
+            fprintf(stderr, "manta search: out of memory\n");
+            goto done;
+        }
+        if (!rerank_top(&rk, &r, rerank_images, recal, &pg, val, &chosen))
+            goto done;
+        r.best = r.top[chosen];
     }
     const double search_s = cmd_now() - pg.t0;
     /* exact arena and file size of the front and the best (when not computed already) */
@@ -393,19 +487,40 @@ int cmd_search(int argc, char **argv)
                         ",\"seed\":%llu,\"population\":%d,\"generations\":%d,"
                         "\"parent_ratio\":%g,\"mutate_prob\":%g,"
                         "\"budget\":{\"max_latency_ms\":%g,\"max_arena_bytes\":%g,"
-                        "\"max_flash_bytes\":%g,\"max_macs\":%g},"
+                        "\"max_flash_bytes\":%g,\"max_macs\":%g},",
+                        (unsigned long long)c.seed, c.population, c.generations, c.parent_ratio,
+                        c.mutate_prob, latency, c.budget[EVO_ARENA], c.budget[EVO_FLASH], macs);
+        /* before "best", so that a reader taking the last "predicted_top1" gets the best's */
+        if (rerank > 0) {
+            prof_buf_printf(&b,
+                            "\"rerank\":{\"spread_genes\":%ld,\"images\":%ld,"
+                            "\"recal_images\":%ld,\"chosen\":%zu,\"candidates\":[",
+                            spread, rerank_images, recal, chosen + 1);
+            for (size_t i = 0; i < r.n_top; i++) {
+                char e2[2048];
+                if ((st = ofa_arch_to_json(&sp, &r.top[i].arch, e2, sizeof e2, &err)) != MANTA_OK)
+                    break;
+                prof_buf_printf(&b,
+                                "%s{\"arch\":%s,\"predicted_top1\":%.6f,"
+                                "\"validation_top1\":%.6f,\"predicted_latency_ms\":%.6f}",
+                                i ? "," : "", e2, r.top[i].acc, val[i], r.top[i].f.v[EVO_LATENCY]);
+            }
+            prof_buf_printf(&b, "]},");
+        } else {
+            prof_buf_printf(&b, "\"rerank\":null,");
+        }
+        prof_buf_printf(&b,
                         "\"best\":{\"arch\":%s,\"predicted_top1\":%.6f,"
                         "\"predicted_latency_ms\":%.6f,"
                         "\"macs\":%.0f,\"arena_bytes\":%.0f,\"file_bytes\":%.0f},"
                         "\"front_points\":%zu,\"evaluated\":%ld,\"measured\":%ld,"
                         "\"rejected\":%ld,\"models_planned\":%ld,\"seconds\":%.2f}\n",
-                        (unsigned long long)c.seed, c.population, c.generations, c.parent_ratio,
-                        c.mutate_prob, latency, c.budget[EVO_ARENA], c.budget[EVO_FLASH], macs,
                         enc, r.best.acc, r.best.f.v[EVO_LATENCY], r.best.f.v[EVO_MACS],
                         r.best.f.v[EVO_ARENA], r.best.f.v[EVO_FLASH], r.n_front, r.evaluated,
                         r.measured, r.rejected, cx.built, search_s);
         snprintf(path, sizeof path, "%s/search.json", out);
-        st = b.oom ? manta_err_set(&err, MANTA_ERR_NO_MEMORY, "search: out of memory")
+        st = st != MANTA_OK ? st
+             : b.oom ? manta_err_set(&err, MANTA_ERR_NO_MEMORY, "search: out of memory")
                    : prof_write_file_atomic(path, b.p, b.n, &err);
         if (st == MANTA_OK && json)
             fputs(b.p, stdout);
@@ -421,12 +536,19 @@ int cmd_search(int argc, char **argv)
                "arena %.1f KiB, file %.1f KiB\n",
                100 * r.best.acc, r.best.f.v[EVO_LATENCY], lut.device, r.best.f.v[EVO_MACS] / 1e6,
                r.best.f.v[EVO_ARENA] / 1024, r.best.f.v[EVO_FLASH] / 1024);
+        if (rerank > 0)
+            printf("  validation top-1 %.2f%%: the best of %zu of the fittest candidates (%ld or "
+                   "more genes apart) measured on %ld validation images; predicted rank %zu\n",
+                   100 * val[chosen], r.n_top, spread, rerank_images, chosen + 1);
         printf("  %ld candidates evaluated (%ld over budget), %zu on the Pareto front; %.1f s\n",
                r.evaluated, r.rejected, r.n_front, search_s);
         printf("  wrote %s/arch.json, front.csv, front.svg, search.json\n", out);
     }
     rc = 0;
 done:
+    free(val);
+    if (rerank > 0)
+        run_ckpt_close(&rk);
     evo_result_free(&r);
     free(cx.cache);
     run_data_free(&rd);
