@@ -5,7 +5,8 @@
 #   2 profile this machine: latency table of the inference engine (+ a check)
 #   3 accuracy data set: sampled sub-networks measured on validation images
 #   4 accuracy predictor (OFA's MLP) with its held-out RMSE
-#   5 evolutionary search under a latency budget
+#   5 evolutionary search under a latency budget; its best candidates
+#     measured on validation images, the best measured chosen
 #   6 export the chosen sub-network (.tflite), its test top-1 in the engine
 #   7 a test image as JPEG, classified by manta-infer; measured latency
 # then a summary. Every stage can be re-run: finished stages are kept
@@ -15,6 +16,8 @@
 # (quick), DEMO_ACC_SAMPLES (45), DEMO_ACC_IMAGES (1000), DEMO_RECAL_IMAGES
 # (500), DEMO_LATENCY_MS (default: 40% of the way from the smallest to the
 # largest sub-network's predicted latency), DEMO_GENERATIONS (500),
+# DEMO_RERANK (10 candidates re-measured; 0: the predictor's best),
+# DEMO_RERANK_IMAGES (5000 validation images each),
 # DEMO_VALIDATE (20 sub-networks timed to check the table; 0: skip).
 set -eu
 
@@ -26,6 +29,8 @@ ACC_IMAGES=${DEMO_ACC_IMAGES:-1000}
 RECAL=${DEMO_RECAL_IMAGES:-500}
 BUDGET=${DEMO_LATENCY_MS:-}
 GENERATIONS=${DEMO_GENERATIONS:-500}
+RERANK=${DEMO_RERANK:-10}
+RERANK_IMAGES=${DEMO_RERANK_IMAGES:-5000}
 VALIDATE=${DEMO_VALIDATE:-20}
 M=$BUILD/bin/manta
 P=$BUILD/bin/manta-profile
@@ -95,7 +100,8 @@ if [ -z "$BUDGET" ]; then
     echo "predicted latency: smallest sub-network $LO ms, largest $HI ms; budget $BUDGET ms"
 fi
 $M search --ckpt "$CKPT" --lut "$OUT/latency_table.json" --acc-model "$OUT/acc_predictor.accp" \
-    --latency-ms "$BUDGET" --generations "$GENERATIONS" --out "$OUT/search"
+    --latency-ms "$BUDGET" --generations "$GENERATIONS" --rerank "$RERANK" --rerank-spread 2 \
+    --rerank-images "$RERANK_IMAGES" --recal-images "$RECAL" --out "$OUT/search"
 
 stage 6 "export and test top-1"
 $M export --ckpt "$CKPT" --arch "$OUT/search/arch.json" --out "$OUT/model.tflite" \
@@ -126,7 +132,12 @@ echo
 echo "==== summary"
 echo "chosen sub-network:  $(cat "$OUT/search/arch.json")"
 echo "latency budget:      $BUDGET ms (table: $(json_str "$OUT/search/search.json" device))"
+CHOSEN=$(json_num "$OUT/search/search.json" chosen)
+VTOP=""
+[ -n "$CHOSEN" ] && VTOP=$(grep -o '"validation_top1":[0-9.]*' "$OUT/search/search.json" |
+    sed -n "${CHOSEN}p" | sed 's/.*://')
 awk -v t="$TOP1" -v p="$PTOP" 'BEGIN { printf "test top-1:          %.2f%% (10,000 test images, inference engine); predicted %.2f%%\n", 100 * t, 100 * p }'
+[ -n "$VTOP" ] && awk -v v="$VTOP" -v c="$CHOSEN" -v k="$RERANK" -v n="$RERANK_IMAGES" 'BEGIN { printf "                     validation %.2f%%: the best measured of the search\047s %d best candidates (%d images; predicted rank %d)\n", 100 * v, k, n, c }'
 awk -v p="$PRED" -v m="$MEAS" -v d="$MED" 'BEGIN { printf "latency:             predicted %.3f ms, measured %.3f ms (10th percentile of 300 runs, the table\047s statistic; median %.3f ms)\n", p, m, d }'
 awk -v a="$ARENA" -v f="$FILE" 'BEGIN { printf "memory:              arena %.1f KiB, model file %.1f KiB\n", a / 1024, f / 1024 }'
 echo "test image:          $OUT/test_image.jpg (label: $LABEL)"
