@@ -35,10 +35,13 @@ mengine_status mk_pad_f32(const mk_dims *id, const float *in, const int32_t befo
             }
             const float *src = in + ((size_t)in_n * id->h + (size_t)in_h) * id->w * ic;
             memset(dst, 0, lead * sizeof *out);
-            if (oc != ic) /* channel padding: zero the run, then copy the pixels into it */
+            if (oc == ic) { /* the row's pixels are contiguous on both sides: one copy */
+                memcpy(dst + lead, src, run * sizeof *out);
+            } else { /* channel padding: zero the run, then copy the pixels into it */
                 memset(dst + lead, 0, run * sizeof *out);
-            for (int32_t w = 0; w < id->w; w++)
-                memcpy(dst + lead + (size_t)w * oc, src + (size_t)w * ic, row);
+                for (int32_t w = 0; w < id->w; w++)
+                    memcpy(dst + lead + (size_t)w * oc, src + (size_t)w * ic, row);
+            }
             memset(dst + lead + run, 0, (orow - lead - run) * sizeof *out);
         }
     }
