@@ -112,6 +112,17 @@ static manta_status measure(search *S, const ofa_arch *a, evo_figures *f, bool *
     return MANTA_OK;
 }
 
+/* arr (capacity *cap elements of elem bytes) reallocated to twice the capacity, or to first;
+ * NULL when out of memory (arr and *cap unchanged). */
+static void *grow(void *arr, size_t *cap, size_t elem, size_t first)
+{
+    size_t n = *cap ? 2 * *cap : first;
+    void *p = realloc(arr, n * elem);
+    if (p)
+        *cap = n;
+    return p;
+}
+
 /* p dominates or equals q: no worse in both accuracy and cost. */
 static bool covers(const evo_point *p, const evo_point *q, evo_metric ax)
 {
@@ -131,12 +142,10 @@ static manta_status front_add(search *S, const evo_point *p, manta_err *err)
             r->front[k++] = r->front[i];
     r->n_front = k;
     if (r->n_front == S->front_cap) {
-        size_t cap = S->front_cap ? 2 * S->front_cap : 64;
-        evo_point *f = realloc(r->front, cap * sizeof *f);
+        evo_point *f = grow(r->front, &S->front_cap, sizeof *f, 64);
         if (!f)
             return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory for the front");
         r->front = f;
-        S->front_cap = cap;
     }
     r->front[r->n_front++] = *p;
     return MANTA_OK;
@@ -167,12 +176,10 @@ static manta_status keep(search *S, const cand *p, manta_err *err)
     if (S->c->keep_top == 0)
         return MANTA_OK;
     if (S->n_all == S->cap_all) {
-        size_t cap = S->cap_all ? 2 * S->cap_all : 1024;
-        cand *n = realloc(S->all, cap * sizeof *n);
+        cand *n = grow(S->all, &S->cap_all, sizeof *n, 1024);
         if (!n)
             return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
         S->all = n;
-        S->cap_all = cap;
     }
     S->all[S->n_all++] = *p;
     return MANTA_OK;
