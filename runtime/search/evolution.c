@@ -420,7 +420,8 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
         cmp_rank_EVO_LATENCY, cmp_rank_EVO_MACS, cmp_rank_EVO_ARENA, cmp_rank_EVO_FLASH};
     qsort(out->front, out->n_front, sizeof *out->front, by_axis[c->axis]);
     /* the top list: the fittest first, then each next fittest at least top_min_genes from all kept */
-    qsort(S.all, S.n_all, sizeof *S.all, by_rank[c->axis]);
+    if (S.n_all > 0) /* S.all is NULL without keep_top */
+        qsort(S.all, S.n_all, sizeof *S.all, by_rank[c->axis]);
     const int min_genes = c->top_min_genes > 1 ? c->top_min_genes : 1;
     for (size_t i = 0; i < S.n_all && out->n_top < (size_t)c->keep_top; i++) {
         size_t t = 0;

@@ -7,7 +7,9 @@ set -eu
 BUILD=${BUILD:-build}
 OUT=$BUILD/native-engine
 MAKE=${MAKE:-make}
-tests=$(ls tests/unit/test_engine_*.c | sed "s|tests/unit/\(.*\)\.c|$OUT/tests/\1|")
+DIR=$OUT
+[ "${SANITIZE:-}" = 1 ] && DIR=$OUT/san # the Makefile puts sanitized builds in BUILD/san
+tests=$(ls tests/unit/test_engine_*.c | sed "s|tests/unit/\(.*\)\.c|$DIR/tests/\1|")
 # shellcheck disable=SC2086
 $MAKE --no-print-directory -j2 BUILD="$OUT" ENGINE_OPT="-O3 -march=native" \
     SANITIZE="${SANITIZE:-}" $tests >"$OUT.log" 2>&1 || { cat "$OUT.log"; exit 1; }
