@@ -96,6 +96,18 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
     return run_per_channel(&L, s, wg);
 }
 
+/* Launch an element-wise kernel over (ceil(HW / 8), N*C): about 64 chunks of
+ * 8 values a group, whole rows, several rows when they are short. */
+static manta_status run_rows(mcl_launch *L, mcl_dev *d, const nn_bn_shape *s)
+{
+    size_t rows = (size_t)s->n * (size_t)s->c, chunks = ((size_t)s->hw + 7) / 8;
+    size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
+    if (ly > rows)
+        ly = rows;
+    bool fits = lx * ly <= mcl_info(d)->max_work_group;
+    return mcl_launch_run(L, 2, (size_t[]){chunks, rows}, fits ? (size_t[]){lx, ly} : NULL);
+}
+
 manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mview x, mview gamma,
                                 mview beta, mview running_mean, mview running_var, mview y)
 {
@@ -104,7 +116,6 @@ manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mvi
         st = check_eps(d, eps, "bn_forward_eval");
     if (st != MANTA_OK)
         return st;
-    size_t rows = (size_t)s->n * (size_t)s->c, chunks = ((size_t)s->hw + 7) / 8;
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_forward_eval");
     mcl_arg_view(&L, x);
@@ -113,16 +124,11 @@ manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mvi
     mcl_arg_view(&L, running_mean);
     mcl_arg_view(&L, running_var);
     mcl_arg_view(&L, y);
-    mcl_arg_int(&L, (int)rows);
+    mcl_arg_int(&L, s->n * s->c);
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
     mcl_arg_float(&L, eps);
-    /* about 64 chunks a group: whole rows, several rows when they are short */
-    size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
-    if (ly > rows)
-        ly = rows;
-    bool fits = lx * ly <= mcl_info(d)->max_work_group;
-    return mcl_launch_run(&L, 2, (size_t[]){chunks, rows}, fits ? (size_t[]){lx, ly} : NULL);
+    return run_rows(&L, d, s);
 }
 
 manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
@@ -176,17 +182,6 @@ manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, 
     mcl_arg_float(&L, (float)m_total / (float)(m_total - 1));
     mcl_arg_float(&L, eps);
     return mcl_launch_run(&L, 1, (size_t[]){(size_t)c}, NULL);
-}
-
-/* Launch an element-wise kernel over (ceil(HW / 8), N*C) as bn_forward_eval does. */
-static manta_status run_rows(mcl_launch *L, mcl_dev *d, const nn_bn_shape *s)
-{
-    size_t rows = (size_t)s->n * (size_t)s->c, chunks = ((size_t)s->hw + 7) / 8;
-    size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
-    if (ly > rows)
-        ly = rows;
-    bool fits = lx * ly <= mcl_info(d)->max_work_group;
-    return mcl_launch_run(L, 2, (size_t[]){chunks, rows}, fits ? (size_t[]){lx, ly} : NULL);
 }
 
 manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
