@@ -437,6 +437,38 @@ static int measure(const ofa_space *sp, item *it, size_t n, const pt_opts *t, in
     return 0;
 }
 
+/* The table's fixed overhead from nc sub-networks timed end to end (cal[i].st
+ * after measure()): the median of measured (p10) minus the sum of the table's
+ * entries, 0 when that is negative or nc is 0. *median gets the median itself
+ * (0 when nc is 0). Returns 0, or -1 after printing why. */
+static int fit_overhead(lat_table *t, const item *cal, size_t nc, double *median)
+{
+    t->overhead_ms = 0;
+    *median = 0;
+    if (nc == 0)
+        return 0;
+    double *diff = calloc(nc, sizeof *diff);
+    if (!diff) {
+        fprintf(stderr, "manta-profile: out of memory\n");
+        return -1;
+    }
+    manta_err err;
+    for (size_t i = 0; i < nc; i++) {
+        double sum;
+        manta_status s = lat_predict(t, &cal[i].arch, &sum, &err);
+        if (s != MANTA_OK) {
+            fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
+            free(diff);
+            return -1;
+        }
+        diff[i] = cal[i].st.p10_ms - sum;
+    }
+    *median = lat_median(diff, nc);
+    t->overhead_ms = *median > 0 ? *median : 0;
+    free(diff);
+    return 0;
+}
+
 static int profile_net(const opts *o, const ofa_space *sp, const lat_layer *keys, size_t n,
                        lat_table *t, double *clock_ms);
 
@@ -563,30 +595,14 @@ static int profile(const opts *o, const ofa_space *sp, lat_table *t, double *sec
             fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
             rc = -1;
         }
-    t->overhead_ms = 0;
-    double *diff = calloc(nc ? nc : 1, sizeof *diff);
-    if (rc == 0 && !diff) {
-        fprintf(stderr, "manta-profile: out of memory\n");
-        rc = -1;
-    }
-    for (size_t i = 0; i < nc && rc == 0; i++) {
-        double sum;
-        if ((s = lat_predict(t, &it[n + i].arch, &sum, &err)) != MANTA_OK) {
-            fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
-            rc = -1;
-        }
-        diff[i] = it[n + i].st.p10_ms - sum;
-    }
-    if (rc == 0 && nc > 0) {
-        double ov = lat_median(diff, nc);
-        t->overhead_ms = ov > 0 ? ov : 0;
-        if (ov < 0 && !o->quiet)
-            fprintf(stderr,
-                    "manta-profile: note: end-to-end runs were %.4f ms faster than the sum of "
-                    "their layers (median of %zu); overhead set to 0\n",
-                    -ov, nc);
-    }
-    free(diff);
+    double ov = 0;
+    if (rc == 0)
+        rc = fit_overhead(t, it + n, nc, &ov);
+    if (rc == 0 && nc > 0 && ov < 0 && !o->quiet)
+        fprintf(stderr,
+                "manta-profile: note: end-to-end runs were %.4f ms faster than the sum of "
+                "their layers (median of %zu); overhead set to 0\n",
+                -ov, nc);
     items_free(it, total);
     free(keys);
     *seconds = pt_now(PT_WALL) - t0;
@@ -741,31 +757,15 @@ static int profile_net(const opts *o, const ofa_space *sp, const lat_layer *keys
             fclose(f);
         }
     }
-    t->overhead_ms = 0;
-    double *diff = calloc(nc ? nc : 1, sizeof *diff);
-    if (rc == 0 && !diff) {
-        fprintf(stderr, "manta-profile: out of memory\n");
-        rc = -1;
-    }
-    for (size_t i = 0; i < nc && rc == 0; i++) {
-        double sum;
-        if ((s = lat_predict(t, &it[na + i].arch, &sum, &err)) != MANTA_OK) {
-            fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
-            rc = -1;
-        }
-        diff[i] = it[na + i].st.p10_ms - sum;
-    }
-    if (rc == 0 && nc > 0) {
-        double ov = lat_median(diff, nc);
-        t->overhead_ms = ov > 0 ? ov : 0;
-        if (!o->quiet)
-            fprintf(stderr,
-                    "manta-profile: %zu sub-networks cover the %zu keys %d times or more; "
-                    "end to end minus the sum of layers: median %+.4f ms over %zu networks; "
-                    "clock reading %.5f ms\n",
-                    na, n, o->cover, ov, nc, *clock_ms);
-    }
-    free(diff);
+    double ov = 0;
+    if (rc == 0)
+        rc = fit_overhead(t, it + na, nc, &ov);
+    if (rc == 0 && nc > 0 && !o->quiet)
+        fprintf(stderr,
+                "manta-profile: %zu sub-networks cover the %zu keys %d times or more; "
+                "end to end minus the sum of layers: median %+.4f ms over %zu networks; "
+                "clock reading %.5f ms\n",
+                na, n, o->cover, ov, nc, *clock_ms);
     for (size_t k = 0; pool && k < n; k++)
         free(pool[k]);
     free(pool);
