@@ -33,8 +33,14 @@ if command -v flatc >/dev/null; then
     flatc --json --raw-binary -o "$dir" models/tflite_subset.fbs -- "$dir/min.tflite" || fail "flatc"
 fi
 "$M" eval --model "$dir/min.tflite" --ckpt "$dir/a/latest.ckpt" --arch min --split test \
-    --images 1000 --recal-images 256 --json >"$dir/m.json"
+    --images 1000 --recal-images 256 --predictions "$dir/pred.csv" --json >"$dir/m.json"
 cat "$dir/m.json"
+# one line per image, the labels the test set's, the share right the reported top-1
+[ "$(sed -n 1p "$dir/pred.csv")" = "image,label,predicted" ] || fail "predictions header"
+[ "$(wc -l <"$dir/pred.csv")" -eq 1001 ] || fail "predictions: not 1000 images"
+share=$(awk -F, 'NR > 1 { n++; c += $2 == $3; if ($1 != n - 1 || $2 < 0 || $2 > 9 || $3 < 0 || $3 > 9) bad = 1 }
+    END { if (bad) print "bad"; else printf "%.5f", c / n }' "$dir/pred.csv")
+grep -q "\"top1\":$share" "$dir/m.json" || fail "predictions give top-1 $share: $(cat "$dir/m.json")"
 agree() { # top-1 equal within 0.1 point, logits within 1e-4
     awk -v t="$1" -v s="$2" -v d="$3" 'BEGIN { e = t - s; if (e < 0) e = -e; exit !(e <= 0.001 && d <= 1e-4) }'
 }
@@ -60,5 +66,7 @@ echo '{"ks":[9,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"e":[6,6,6,6,6,6,6,6,6,6,6
 expect_error "arch outside the space" "ks\[0\] = 9" "$M" eval --ckpt "$dir/a/latest.ckpt" --arch "$dir/arch.json"
 expect_error "resume without checkpoint" "latest.ckpt" "$M" train --resume --out "$dir/none"
 expect_error "unknown schedule" "unknown" "$M" train --schedule fastest --out "$dir/x"
+expect_error "predictions unwritable" "cannot write $dir/no/p.csv" "$M" eval --model "$dir/min.tflite" \
+    --images 5 --predictions "$dir/no/p.csv"
 [ ! -e "$dir/x/latest.ckpt" ] || fail "a checkpoint was left by a failed start"
 echo "ofa train/resume/eval: all checks passed"

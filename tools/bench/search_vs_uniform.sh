@@ -5,11 +5,15 @@
 #   validation top-1: the supernet's sub-network, BN re-calibrated on RECAL training
 #                     images, on the 10,000 validation images (manta eval --ckpt)
 #   test top-1:       exported (.tflite, BN re-calibrated the same way) and run by
-#                     the engine on the 10,000 test images (manta eval --model)
+#                     the engine on the 10,000 test images (manta eval --model,
+#                     with each image's answer kept for the paired comparison)
 # A uniform sub-network qualifies when its measured latency is at most the
 # budget. Two of them are reported: the best by validation top-1 (chosen as the
 # search chooses, without the test set) and the best by test top-1 (chosen with
-# the test set: an upper bound with the test noise in its favour).
+# the test set: an upper bound with the test noise in its favour). Each is
+# compared with the searched one image by image on the test set: the images
+# only one of the two gets right, and the difference's 95% confidence interval
+# (paired, normal approximation).
 #
 #   tools/bench/search_vs_uniform.sh [DEMO_DIR] [SEARCH_DIR]
 # DEMO_DIR (default runs/demo, after make demo) gives supernet/latest.ckpt and
@@ -46,10 +50,11 @@ measure() {
         "$M" eval --ckpt "$CKPT" --arch "$2" --images 10000 --recal-images "$RECAL" --json \
             >"$3.val.json" 2>/dev/null
     fi
-    if [ "$REUSE" != 1 ] || [ ! -s "$3.test.json" ]; then
+    if [ "$REUSE" != 1 ] || [ ! -s "$3.test.json" ] || [ ! -s "$3.test.csv" ]; then
         "$M" export --ckpt "$CKPT" --arch "$2" --out "$3.tflite" --recal-images "$RECAL" \
             --json >/dev/null
-        "$M" eval --model "$3.tflite" --split test --json >"$3.test.json"
+        "$M" eval --model "$3.tflite" --split test --predictions "$3.test.csv" \
+            --json >"$3.test.json"
         rm -f "$3.tflite"
     fi
 }
@@ -65,7 +70,7 @@ S_TOP=$(num "$SEARCH/searched.test.json" top1)
 echo "searched: $(cat "$SEARCH/arch.json")  measured $S_LAT ms  validation $S_VAL  test $S_TOP"
 
 echo "k,e,d,r,predicted_ms,measured_ms,val_top1,test_top1" >"$SEARCH/uniform.csv"
-bv_val=0 bv_top=0 bv="" bt_val=0 bt_top=0 bt=""
+bv_val=0 bv_top=0 bv="" bv_f="" bt_val=0 bt_top=0 bt="" bt_f=""
 n=0
 q=0
 gt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
@@ -89,10 +94,10 @@ for r in 24 28 32; do
                     val=$(num "$work/$name.val.json" top1)
                     top=$(num "$work/$name.test.json" top1)
                     if gt "$val" "$bv_val"; then
-                        bv_val=$val bv_top=$top bv="$name ($lat ms)"
+                        bv_val=$val bv_top=$top bv="$name ($lat ms)" bv_f="$work/$name"
                     fi
                     if gt "$top" "$bt_top"; then
-                        bt_val=$val bt_top=$top bt="$name ($lat ms)"
+                        bt_val=$val bt_top=$top bt="$name ($lat ms)" bt_f="$work/$name"
                     fi
                 fi
                 echo "$k,$e,$d,$r,$pred,$lat,$val,$top" >>"$SEARCH/uniform.csv"
@@ -102,6 +107,19 @@ for r in 24 28 32; do
     done
 done
 pts() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f", 100 * (a - b) }'; }
+# paired A B: image by image on the test set, A's answers (CSV) against B's
+paired() {
+    [ -n "$2" ] || { echo "no uniform sub-network within the budget"; return 0; }
+    awk -F, 'FNR == 1 { f++; next }
+        f == 1 { ra[$1] = $2 == $3; next }
+        { n++; a = ra[$1]; b = $2 == $3; if (a && !b) only_a++; if (b && !a) only_b++ }
+        END {
+            d = (only_a - only_b) / n
+            se = sqrt((only_a + only_b) - (only_a - only_b) ^ 2 / n) / n
+            printf "%d images right for the searched only, %d for the uniform only: %+.2f points, 95%% CI %+.2f to %+.2f\n",
+                only_a, only_b, 100 * d, 100 * (d - 1.96 * se), 100 * (d + 1.96 * se)
+        }' "$1.test.csv" "$2.test.csv"
+}
 {
     echo "budget $BUDGET ms; $q of 81 uniform sub-networks measured within it; BN re-calibrated on $RECAL images"
     echo "searched: $(cat "$SEARCH/arch.json"): measured $S_LAT ms, validation top-1 $S_VAL, test top-1 $S_TOP"
@@ -109,4 +127,6 @@ pts() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f", 100 * (a - b) }'; }
     echo "best uniform by test:       $bt, validation top-1 $bt_val, test top-1 $bt_top"
     echo "searched - best uniform by validation: test $(pts "$S_TOP" "$bv_top") points (validation $(pts "$S_VAL" "$bv_val"))"
     echo "searched - best uniform by test:       test $(pts "$S_TOP" "$bt_top") points (validation $(pts "$S_VAL" "$bt_val"))"
+    echo "paired, against the best by validation: $(paired "$SEARCH/searched" "$bv_f")"
+    echo "paired, against the best by test:       $(paired "$SEARCH/searched" "$bt_f")"
 } | tee "$SEARCH/search_vs_uniform.txt"

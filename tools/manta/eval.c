@@ -1,5 +1,6 @@
 /* manta eval: top-1 of a sub-network of a trained supernet checkpoint, after
  * OFA's BN re-calibration, on the validation split or the test set. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,19 +13,23 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: manta eval --ckpt FILE [--arch max|min|ARCH] [--split val|test]\n"
                "                  [--images N] [--recal-images N] [--device SPEC] [--json]\n"
-               "       manta eval --model MODEL.tflite [--ckpt FILE --arch ARCH] [--data D] ...\n\n"
+               "       manta eval --model MODEL.tflite [--ckpt FILE --arch ARCH] [--data D]\n"
+               "                  [--predictions FILE.csv] ...\n\n"
                "Re-calibrates batch norm on --recal-images training images (default 2000, with\n"
                "training augmentation, as OFA) and reports top-1 of the sub-network on the\n"
                "validation split (default) or the official test set. ARCH is a file holding\n"
                "OFA's encoding {\"ks\":[..],\"e\":[..],\"d\":[..],\"r\":[R]}.\n"
                "With --model, the exported file runs in the inference engine on the same\n"
                "images; with --ckpt too, the supernet's sub-network runs beside it and the\n"
-               "largest logit difference is reported.\n");
+               "largest logit difference is reported. --predictions writes the engine's\n"
+               "answer for every image (CSV: image,label,predicted), for paired comparisons\n"
+               "of two models on the same images.\n");
 }
 
-/* Top-1 (and logits) of a .tflite model in the engine over an eval source. */
+/* Top-1 (and logits) of a .tflite model in the engine over an eval source;
+ * with pairs (2 ints per image, or NULL) each image's label and prediction. */
 static bool engine_eval(engine_run *r, eval_source *es, long n, int classes, float *images,
-                        float *labels, float *logits, double *top1)
+                        float *labels, float *logits, int *pairs, double *top1)
 {
     mengine_view in, out;
     const int R = r->meta.resolution, C = r->meta.channels;
@@ -53,6 +58,10 @@ static bool engine_eval(engine_run *r, eval_source *es, long n, int classes, flo
             for (int k = 1; k < classes; k++)
                 best = out.cdata[k] > out.cdata[best] ? k : best;
             correct += best == (int)labels[i];
+            if (pairs) {
+                pairs[2 * seen] = (int)labels[i];
+                pairs[2 * seen + 1] = best;
+            }
             memcpy(logits + (size_t)seen * classes, out.cdata, (size_t)classes * sizeof *logits);
         }
     }
@@ -60,9 +69,30 @@ static bool engine_eval(engine_run *r, eval_source *es, long n, int classes, flo
     return true;
 }
 
+/* Writes "image,label,predicted" for n images; false after printing why. */
+static bool write_predictions(const char *path, const int *pairs, long n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "manta eval: cannot write %s: %s\n", path, strerror(errno));
+        return false;
+    }
+    fprintf(f, "image,label,predicted\n");
+    for (long i = 0; i < n; i++)
+        fprintf(f, "%ld,%d,%d\n", i, pairs[2 * i], pairs[2 * i + 1]);
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok) {
+        fprintf(stderr, "manta eval: writing %s failed: %s\n", path, strerror(errno));
+        remove(path);
+    }
+    return ok;
+}
+
 /* manta eval --model: the engine alone, or beside the supernet. */
 static int eval_model(const char *model, const char *ckpt, const char *arch_arg, const char *data,
-                      int test, long images, long recal, const char *device, int json)
+                      const char *pred_path, int test, long images, long recal,
+                      const char *device, int json)
 {
     engine_run r;
     if (!engine_run_open(model, &r))
@@ -85,8 +115,9 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
     float *lab = malloc((size_t)B * sizeof *lab);
     float *le = malloc((size_t)(n ? n : 1) * classes * sizeof *le);
     float *ls = malloc((size_t)(n ? n : 1) * classes * sizeof *ls);
+    int *pairs = pred_path ? malloc((size_t)(n ? n : 1) * 2 * sizeof *pairs) : NULL;
     double top_engine = 0, top_net = 0, diff = 0;
-    if (!scratch || !img || !lab || !le || !ls || (test && rk.data.test.count == 0)) {
+    if (!scratch || !img || !lab || !le || !ls || (pred_path && !pairs) || (test && rk.data.test.count == 0)) {
         fprintf(stderr, "manta eval: %s\n", test ? "the data set has no test split" : "out of memory");
         goto out;
     }
@@ -98,7 +129,9 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
     rk.scratch = scratch;
     rk.meta.batch = B;
     eval_source es = run_ckpt_eval_source(&rk, test, &aug);
-    if (!engine_eval(&r, &es, n, classes, img, lab, le, &top_engine))
+    if (!engine_eval(&r, &es, n, classes, img, lab, le, pairs, &top_engine))
+        goto out;
+    if (pred_path && !write_predictions(pred_path, pairs, n))
         goto out;
     if (ckpt) {
         ofa_arch a;
@@ -136,7 +169,7 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
     }
     rc = 0;
 out:
-    free(img), free(lab), free(le), free(ls);
+    free(img), free(lab), free(le), free(ls), free(pairs);
     if (ckpt)
         run_ckpt_close(&rk);
     else {
@@ -150,7 +183,7 @@ out:
 int cmd_eval(int argc, char **argv)
 {
     const char *ckpt = NULL, *arch_arg = "max", *split = "val", *device = NULL, *model = NULL;
-    const char *data = NULL;
+    const char *data = NULL, *pred_path = NULL;
     long images = -1, recal = 2000;
     int json = 0;
     for (int i = 1; i < argc; i++) {
@@ -167,6 +200,8 @@ int cmd_eval(int argc, char **argv)
             model = v, i++;
         } else if (!strcmp(a, "--data") && v) {
             data = v, i++;
+        } else if (!strcmp(a, "--predictions") && v) {
+            pred_path = v, i++;
         } else if (!strcmp(a, "--arch") && v) {
             arch_arg = v, i++;
         } else if (!strcmp(a, "--split") && v && (!strcmp(v, "val") || !strcmp(v, "test"))) {
@@ -183,10 +218,14 @@ int cmd_eval(int argc, char **argv)
         }
     }
     if (model)
-        return eval_model(model, ckpt, arch_arg, data, !strcmp(split, "test"), images, recal,
-                          device, json);
+        return eval_model(model, ckpt, arch_arg, data, pred_path, !strcmp(split, "test"), images,
+                          recal, device, json);
     if (!ckpt) {
         fprintf(stderr, "manta eval: --ckpt FILE or --model FILE is required (see --help)\n");
+        return 2;
+    }
+    if (pred_path) {
+        fprintf(stderr, "manta eval: --predictions needs --model\n");
         return 2;
     }
     run_ckpt rk;
