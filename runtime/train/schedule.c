@@ -1,6 +1,7 @@
 #include "train/schedule.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The largest n values of a sorted list. */
@@ -56,9 +57,9 @@ manta_status ofa_schedule_preset(const ofa_space *sp, const char *preset, int ba
         memcpy(lr, ql, sizeof lr);
     } else if (!strcmp(preset, "full")) {
         /* OFA's 180 / 125 / 25 / 125 / 25 / 125 epochs, the first phase
-         * divided by 6 and the others by 12: about 4 hours on a 2-core CPU
-         * with PoCL (docs/ofa.md) */
-        const double f[6] = {30, 10, 2, 10, 2, 10};
+         * divided by 7.5 and the others by 25 to 31: about 2 hours on a 2-core
+         * CPU with PoCL (docs/ofa.md) */
+        const double f[6] = {24, 4, 1, 4, 1, 5};
         memcpy(ep, f, sizeof ep);
     } else {
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
@@ -137,4 +138,47 @@ void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed
     for (int u = 0; u < space->n_units; u++)
         a->d[u] = p->d[manta_rng_below(&g, (uint32_t)p->n_d)];
     a->r = r;
+}
+
+/* Activation elements the layers of @p a write in one forward pass. */
+static manta_status activations(const ofa_space *space, const ofa_arch *a, ofa_desc *d,
+                                double *out, manta_err *err)
+{
+    manta_status st = ofa_describe(space, a, d, err);
+    *out = 0;
+    for (int l = 0; st == MANTA_OK && l < d->n; l++)
+        *out += (double)d->layer[l].out_h * d->layer[l].out_w * d->layer[l].out_c;
+    return st;
+}
+
+manta_status ofa_schedule_work(const ofa_space *space, const ofa_schedule *s, int samples,
+                               double *work, manta_err *err)
+{
+    if (samples < 1)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "schedule work: %d samples", samples);
+    ofa_desc *d = malloc(sizeof *d);
+    if (!d)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "schedule work: out of memory");
+    manta_status st = MANTA_OK;
+    double teacher = 0, x; /* the largest network's, mean over resolutions */
+    ofa_arch a;
+    for (int i = 0; i < space->n_res && st == MANTA_OK; i++) {
+        ofa_arch_max(space, space->res[i], &a);
+        st = activations(space, &a, d, &x, err);
+        teacher += x / space->n_res;
+    }
+    for (int p = 0; p < s->n_phases && st == MANTA_OK; p++) {
+        const ofa_phase *ph = &s->phase[p];
+        double sub = 0;
+        for (int i = 0; i < space->n_res && st == MANTA_OK; i++)
+            for (int j = 0; j < samples && st == MANTA_OK; j++) {
+                ofa_sample_subnet(space, ph, 0, j, 0, space->res[i], &a);
+                st = activations(space, &a, d, &x, err);
+                sub += x;
+            }
+        sub /= (double)space->n_res * samples;
+        work[p] = 3.0 * ph->subnets * sub + (ph->distill ? teacher : 0);
+    }
+    free(d);
+    return st;
 }

@@ -71,4 +71,25 @@ int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step);
 void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
                        int k, int r, ofa_arch *out);
 
+/**
+ * Expected work of one optimizer step of each phase of @p s, counted in
+ * activation elements: what the layers of each sampled sub-network write in a
+ * forward pass, times 3 for forward and backward, times the phase's
+ * sub-networks per step, plus the teacher's forward pass (the largest network)
+ * where the phase distils; averaged over the space's resolutions and @p samples
+ * sub-networks at each (drawn as training draws them, from a fixed seed).
+ * Training these networks is bound by memory traffic more than by arithmetic
+ * (a 7x7 depthwise step costs about what a 3x3 one does), so time per step on
+ * one device is close to proportional to this figure: on PoCL, the quick
+ * schedule's step times of its six phases relative to the first are within 5%
+ * of this figure's ratios (MACs are off by up to 20%). That is what progress
+ * estimates need (`manta train`'s ETA).
+ *
+ * @param work  s->n_phases values, written on success.
+ * @return MANTA_OK; MANTA_ERR_INVALID_ARG when @p samples < 1 or a sampled
+ *         sub-network is outside the space (a schedule made for another space).
+ */
+manta_status ofa_schedule_work(const ofa_space *space, const ofa_schedule *s, int samples,
+                               double *work, manta_err *err);
+
 #endif

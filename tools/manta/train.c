@@ -418,6 +418,18 @@ static int open_devices(const train_opts *o, mcl_dev **devs)
     return n;
 }
 
+/* Work (ofa_schedule_work units) of the steps from @p step to the end. */
+static double work_left(const ofa_schedule *s, const double *work, long step)
+{
+    double left = 0;
+    for (int p = 0; p < s->n_phases; p++) {
+        long n = s->phase[p].steps < step ? 0 : s->phase[p].steps - step;
+        step = step > s->phase[p].steps ? step - s->phase[p].steps : 0;
+        left += (double)n * work[p];
+    }
+    return left;
+}
+
 int cmd_train(int argc, char **argv)
 {
     train_opts o;
@@ -496,6 +508,12 @@ int cmd_train(int argc, char **argv)
     }
     for (int i = 0; i < sched.n_phases; i++)
         sched.phase[i].lr *= (float)o.lr_scale;
+    double work[OFA_MAX_PHASES]; /* per step of each phase, for the ETA */
+    st = ofa_schedule_work(&sp, &sched, 64, work, &err);
+    if (st != MANTA_OK) {
+        cmd_error("schedule", st, &err);
+        goto out;
+    }
     if (!(n_dev = open_devices(&o, devs)))
         goto out;
     d = devs[0];
@@ -598,7 +616,7 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    double t0 = cmd_now(), t_win = t0, wait_win = 0, loss_win = 0, step_win = 0;
+    double t0 = cmd_now(), t_win = t0, wait_win = 0, loss_win = 0, step_win = 0, work_done = 0;
     long correct_win = 0, pred_win = 0, steps_win = 0, done = 0;
     for (long step = start; step < total; step++) {
         prefetch_batch b;
@@ -625,6 +643,7 @@ int cmd_train(int argc, char **argv)
         }
         ls = b.after;
         done++;
+        work_done += work[r.phase];
         int stop = stop_requested || (o.stop_after > 0 && done == o.stop_after);
         if (ring) { /* stop together: a signal may reach the ranks at different steps */
             float f = (float)stop_requested;
@@ -649,7 +668,9 @@ int cmd_train(int argc, char **argv)
         if (!quiet && ((step + 1) % o.log_every == 0 || phase_end || step + 1 == total)) {
             double tn = cmd_now(), dt = tn - t_win;
             double ips = (double)steps_win * o.batch / dt;
-            double eta = (double)(total - step - 1) * (tn - t0) / (double)done;
+            /* the work left at the rate of this run so far: later phases
+             * sample more sub-networks per step, of other sizes */
+            double eta = work_left(&sched, work, step + 1) * (tn - t0) / work_done;
             char line[512];
             snprintf(line, sizeof line,
                      "{\"step\":%ld,\"steps\":%ld,\"phase\":\"%s\",\"phase_index\":%d,\"loss\":%.5f,"
