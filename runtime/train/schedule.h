@@ -80,10 +80,11 @@ void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed
  * sub-networks at each (drawn as training draws them, from a fixed seed).
  * Training these networks is bound by memory traffic more than by arithmetic
  * (a 7x7 depthwise step costs about what a 3x3 one does), so time per step on
- * one device is close to proportional to this figure: on PoCL, the quick
- * schedule's step times of its six phases relative to the first are within 5%
- * of this figure's ratios (MACs are off by up to 20%). That is what progress
- * estimates need (`manta train`'s ETA).
+ * one device is close to proportional to this figure: on PoCL, the six phases'
+ * step times relative to the first were within 5% of this figure's ratios over
+ * the quick schedule on one 2-core machine and within 12% (the figure high)
+ * over the full schedule on another; MACs are off by up to 20%. That is what
+ * progress estimates need (`manta train`'s ETA).
  *
  * @param work  s->n_phases values, written on success.
  * @return MANTA_OK; MANTA_ERR_INVALID_ARG when @p samples < 1 or a sampled
