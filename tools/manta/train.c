@@ -616,7 +616,7 @@ int cmd_train(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    double t0 = cmd_now(), t_win = t0, wait_win = 0, loss_win = 0, step_win = 0, work_done = 0;
+    double t0 = cmd_now(), t_win = t0, wait_win = 0, loss_win = 0, step_win = 0;
     long correct_win = 0, pred_win = 0, steps_win = 0, done = 0;
     for (long step = start; step < total; step++) {
         prefetch_batch b;
@@ -643,7 +643,6 @@ int cmd_train(int argc, char **argv)
         }
         ls = b.after;
         done++;
-        work_done += work[r.phase];
         int stop = stop_requested || (o.stop_after > 0 && done == o.stop_after);
         if (ring) { /* stop together: a signal may reach the ranks at different steps */
             float f = (float)stop_requested;
@@ -670,7 +669,8 @@ int cmd_train(int argc, char **argv)
             double ips = (double)steps_win * o.batch / dt;
             /* the work left at the rate of this run so far: later phases
              * sample more sub-networks per step, of other sizes */
-            double eta = work_left(&sched, work, step + 1) * (tn - t0) / work_done;
+            double left = work_left(&sched, work, step + 1);
+            double eta = left * (tn - t0) / (work_left(&sched, work, start) - left);
             char line[512];
             snprintf(line, sizeof line,
                      "{\"step\":%ld,\"steps\":%ld,\"phase\":\"%s\",\"phase_index\":%d,\"loss\":%.5f,"
