@@ -1,6 +1,7 @@
 #include "ofa/space.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,18 @@ void ofa_arch_min(const ofa_space *s, int r, ofa_arch *a)
     arch_fill(s, pick_res(s, r, false), s->ks[0], s->e[0], s->d[0], a);
 }
 
+void ofa_arch_uniform(const ofa_space *s, int k, int e, int d, int r, ofa_arch *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < ofa_slots(s); i++) {
+        a->ks[i] = k;
+        a->e[i] = e;
+    }
+    for (int u = 0; u < s->n_units; u++)
+        a->d[u] = d;
+    a->r = r;
+}
+
 void ofa_arch_sample(const ofa_space *s, manta_rng *rng, ofa_arch *a)
 {
     memset(a, 0, sizeof *a);
@@ -341,6 +354,46 @@ void ofa_arch_sample(const ofa_space *s, manta_rng *rng, ofa_arch *a)
     }
     for (int u = 0; u < s->n_units; u++)
         a->d[u] = s->d[manta_rng_below(rng, (uint32_t)s->n_d)];
+    a->r = s->res[manta_rng_below(rng, (uint32_t)s->n_res)];
+}
+
+/* A point uniform on the simplex of @p n weights (normalised exponential
+ * draws), written as cumulative sums into @p cum (cum[n - 1] = 1). */
+static void simplex_cdf(manta_rng *rng, int n, double *cum)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        /* uniform in (0, 1]: log never sees 0 */
+        double u = 1.0 - (double)manta_rng_u32(rng) / 4294967296.0;
+        sum += -log(u);
+        cum[i] = sum;
+    }
+    for (int i = 0; i < n; i++)
+        cum[i] /= sum;
+}
+
+static int draw_cdf(manta_rng *rng, const double *cum, int n)
+{
+    double u = (double)manta_rng_u32(rng) / 4294967296.0;
+    int i = 0;
+    while (i < n - 1 && u >= cum[i])
+        i++;
+    return i;
+}
+
+void ofa_arch_sample_mixed(const ofa_space *s, manta_rng *rng, ofa_arch *a)
+{
+    double ck[OFA_MAX_CHOICES], ce[OFA_MAX_CHOICES], cd[OFA_MAX_CHOICES];
+    memset(a, 0, sizeof *a);
+    simplex_cdf(rng, s->n_ks, ck);
+    simplex_cdf(rng, s->n_e, ce);
+    simplex_cdf(rng, s->n_d, cd);
+    for (int i = 0; i < ofa_slots(s); i++) {
+        a->ks[i] = s->ks[draw_cdf(rng, ck, s->n_ks)];
+        a->e[i] = s->e[draw_cdf(rng, ce, s->n_e)];
+    }
+    for (int u = 0; u < s->n_units; u++)
+        a->d[u] = s->d[draw_cdf(rng, cd, s->n_d)];
     a->r = s->res[manta_rng_below(rng, (uint32_t)s->n_res)];
 }
 

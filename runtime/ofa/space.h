@@ -101,8 +101,25 @@ static inline int ofa_slots(const ofa_space *s) { return s->n_units * s->max_dep
 /** Largest / smallest sub-network at resolution @p r (0: the largest / smallest listed). */
 void ofa_arch_max(const ofa_space *s, int r, ofa_arch *a);
 void ofa_arch_min(const ofa_space *s, int r, ofa_arch *a);
+/**
+ * The uniform sub-network of kernel @p k, expand ratio @p e and depth @p d in
+ * every unit and slot, at resolution @p r (values of the space: not checked
+ * here; ofa_arch_validate() tells).
+ */
+void ofa_arch_uniform(const ofa_space *s, int k, int e, int d, int r, ofa_arch *a);
 /** A uniformly random sub-network (each gene independently), resolution included. */
 void ofa_arch_sample(const ofa_space *s, manta_rng *rng, ofa_arch *a);
+/**
+ * A random sub-network whose genes follow weights drawn for it: one weight
+ * vector over the kernel sizes, one over the expand ratios and one over the
+ * depths, each uniform on the simplex (flat Dirichlet), then every slot's
+ * kernel and expand ratio and every unit's depth drawn from them; the
+ * resolution uniformly. Over many draws every choice is as likely as in
+ * ofa_arch_sample(), but single sub-networks range from nearly all-smallest
+ * to nearly all-largest choices instead of clustering at the middle size,
+ * so a set of them covers the small and large corners of the space.
+ */
+void ofa_arch_sample_mixed(const ofa_space *s, manta_rng *rng, ofa_arch *a);
 
 /** Check every value is one of the space's choices; @p err names the first that is not. */
 manta_status ofa_arch_validate(const ofa_space *s, const ofa_arch *a, manta_err *err);

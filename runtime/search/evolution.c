@@ -301,6 +301,9 @@ static manta_status check_config(const evo_config *c, const evo_callbacks *cb, m
         if (!(*p[i] >= 0 && *p[i] <= 1) || (i == 0 && *p[i] == 0))
             return manta_err_set(err, MANTA_ERR_INVALID_ARG, "search: %s %g is outside %s",
                                  names[i], *p[i], i == 0 ? "(0, 1]" : "[0, 1]");
+    if (c->n_seeds < 0 || (c->n_seeds > 0 && !c->seeds))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "search: %d seeds at %p", c->n_seeds,
+                             (const void *)c->seeds);
     if ((unsigned)c->axis >= EVO_N_METRICS)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "search: unknown front axis %d",
                              (int)c->axis);
@@ -372,8 +375,16 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
     if ((st = measure(&S, &a, &smallest, &ok, err)) != MANTA_OK)
         goto fail;
     int n_pop = 0;
-    long tried = 1;
-    for (; n_pop < P && tried <= c->init_tries; tried++) {
+    for (int i = 0; i < c->n_seeds && n_pop < P; i++) {
+        if ((st = ofa_arch_validate(s, &c->seeds[i], err)) != MANTA_OK)
+            goto fail;
+        if ((st = measure(&S, &c->seeds[i], &f, &ok, err)) != MANTA_OK)
+            goto fail;
+        if (ok && (st = evaluate(&S, &c->seeds[i], &f, &pop[n_pop++], err)) != MANTA_OK)
+            goto fail;
+    }
+    long tried = 1 + c->n_seeds;
+    for (; n_pop < P && tried <= c->init_tries + c->n_seeds; tried++) {
         ofa_arch_sample(s, &S.rng, &a);
         if ((st = measure(&S, &a, &f, &ok, err)) != MANTA_OK)
             goto fail;

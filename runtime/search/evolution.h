@@ -7,6 +7,9 @@
  * @par Algorithm (OFA's EvolutionFinder)
  * 1. Fill a population of P (100) random sub-networks that meet the budget
  *    (constraints by rejection: a candidate over budget is drawn again).
+ *    Seed sub-networks the caller gives (evo_config.seeds, e.g. the uniform
+ *    ones) enter first, those within budget, in order, up to P; random ones
+ *    fill the rest. Without seeds this is OFA's EvolutionFinder.
  * 2. Each of G (500) generations: sort by fitness; keep the top
  *    round(0.25 P) as parents; make round(0.5 P) children by mutation of a
  *    random parent (resolution re-drawn with probability 0.5, each slot's
@@ -104,6 +107,9 @@ typedef struct evo_config {
     double budget[EVO_N_METRICS]; /**< upper bounds by metric; <= 0: unconstrained */
     evo_metric axis;              /**< cost axis of the Pareto front: EVO_LATENCY */
     uint64_t seed;                /**< 0 by default */
+    const ofa_arch *seeds; /**< (n_seeds) first candidates of the first population; not
+                                owned, read during evo_search() only: NULL */
+    int n_seeds;           /**< 0 */
     int keep_top;      /**< how many networks evo_result.top holds: 0 */
     int top_min_genes; /**< least evo_arch_distance() between two of them: 1 (0 counts as 1) */
 } evo_config;
@@ -144,7 +150,7 @@ int evo_arch_distance(const ofa_space *s, const ofa_arch *a, const ofa_arch *b);
  * @param out filled on success; on failure its arrays are freed (NULL) and
  *            measured / rejected / min_seen describe what was seen.
  * @return MANTA_ERR_INVALID_ARG for a setting out of range (named), missing
- *         callbacks, a NaN figure or accuracy from a callback, or a budget
+ *         callbacks, a seed outside the space, a NaN figure or accuracy from a callback, or a budget
  *         no candidate meets ("no sub-network of space 'cpu-default' meets
  *         latency <= 1 ms in 10001 candidates; smallest seen: latency 2.5
  *         ms (the smallest sub-network: latency 2.5 ms)"); a callback's

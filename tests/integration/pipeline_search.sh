@@ -71,6 +71,8 @@ grep -q '"measured":2' "$tmp/acc.json" || bad "resume measured more than 2: $(ca
 head -n 5 "$tmp/acc.jsonl" | cmp -s - "$tmp/acc4.jsonl" || bad "resume changed earlier samples"
 refuse "seed" "$M" acc-dataset --ckpt "$ckpt" --out "$tmp/acc.jsonl" --count 7 --images 40 \
     --recal-images 40 --resume --seed 9
+refuse "sampling" "$M" acc-dataset --ckpt "$ckpt" --out "$tmp/acc.jsonl" --count 7 --images 40 \
+    --recal-images 40 --resume --sampling uniform
 "$M" acc-fit --ckpt "$ckpt" --data "$tmp/acc.jsonl" --out "$tmp/acc.accp" --epochs 20 --json \
     >"$tmp/fit.json" 2>/dev/null || bad "acc-fit"
 grep -q '"held_out_rmse_points"' "$tmp/fit.json" || bad "acc-fit json: $(cat "$tmp/fit.json")"

@@ -411,6 +411,74 @@ static void test_bad_settings_and_callback_errors(void **state)
     assert_null(r.front);
 }
 
+/* synth_fitness, plus 1 for one chosen sub-network (a peak random draws miss) */
+typedef struct peaked {
+    synth *y;
+    ofa_arch peak;
+    long over_budget_calls; /* fitness asked for a candidate over budget */
+} peaked;
+
+static manta_status peaked_fitness(void *ctx, const ofa_arch *a, double *acc, manta_err *err)
+{
+    peaked *p = ctx;
+    MANTA_TRY(synth_fitness(p->y, a, acc, err));
+    if (macs_of(&p->y->s, a) / 1e6 > budget_ms(p->y))
+        p->over_budget_calls++;
+    if (!memcmp(a, &p->peak, sizeof *a))
+        *acc += 1.0;
+    return MANTA_OK;
+}
+
+static void test_seeds_enter_the_first_population(void **state)
+{
+    (void)state;
+    synth y;
+    synth_init(&y);
+    const ofa_space *s = &y.s;
+    peaked pk;
+    memset(&pk, 0, sizeof pk);
+    pk.y = &y;
+    ofa_arch seeds[3];
+    ofa_arch_uniform(s, s->ks[2], s->e[2], s->d[2], s->res[2], &seeds[0]); /* over budget */
+    ofa_arch_uniform(s, s->ks[1], s->e[0], s->d[0], s->res[0], &seeds[1]);
+    ofa_arch_uniform(s, s->ks[0], s->e[0], s->d[0], s->res[0], &seeds[2]);
+    assert_true(macs_of(s, &seeds[0]) / 1e6 > budget_ms(&y));
+    pk.peak = seeds[1];
+    evo_config c;
+    small_config(&c, &y);
+    c.generations = 0;
+    evo_callbacks cb = {synth_measure, &y, peaked_fitness, &pk, NULL, NULL};
+    evo_result r;
+    manta_err e;
+    /* without seeds, the first population misses the peak */
+    OK(evo_search(s, &c, &cb, &r, &e));
+    assert_true(memcmp(&r.best.arch, &pk.peak, sizeof pk.peak) != 0);
+    assert_int_equal(r.evaluated, c.population);
+    evo_result_free(&r);
+    /* with them, it is there from the start; the one over budget stays out */
+    c.seeds = seeds;
+    c.n_seeds = 3;
+    OK(evo_search(s, &c, &cb, &r, &e));
+    assert_memory_equal(&r.best.arch, &pk.peak, sizeof pk.peak);
+    assert_true(r.best.acc > 1.0);
+    assert_int_equal(r.evaluated, c.population);
+    assert_int_equal(pk.over_budget_calls, 0);
+    assert_true(r.rejected >= 1);
+    evo_result_free(&r);
+    /* a search with generations keeps a seed that stays the fittest */
+    c.generations = 10;
+    OK(evo_search(s, &c, &cb, &r, &e));
+    assert_memory_equal(&r.best.arch, &pk.peak, sizeof pk.peak);
+    evo_result_free(&r);
+    /* a seed outside the space, or seeds promised but missing */
+    seeds[2].ks[4] = 9;
+    assert_int_equal(evo_search(s, &c, &cb, &r, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "ks[4] = 9"));
+    c.seeds = NULL;
+    assert_int_equal(evo_search(s, &c, &cb, &r, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "seeds"));
+}
+
 /* Minimal XML structure check: one root, balanced and properly nested tags,
  * quoted attributes, entities only in their escaped forms. NULL when well formed,
  * else what is wrong (in a static buffer). */
@@ -617,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_reproducible_for_a_seed),
         cmocka_unit_test(test_infeasible_budget_names_smallest_figure),
         cmocka_unit_test(test_bad_settings_and_callback_errors),
+        cmocka_unit_test(test_seeds_enter_the_first_population),
         cmocka_unit_test(test_front_csv_and_svg),
         cmocka_unit_test(test_xml_checker_catches_broken_text),
     };

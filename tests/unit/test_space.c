@@ -1,6 +1,7 @@
 /* The OFA search space: shipped specs equal the built-ins, the architecture
  * encoding round-trips, bad specs and architectures are refused with the
  * field named, and per-layer shapes, MACs and parameters are right. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,69 @@ static void test_arch_json_round_trip(void **state)
     assert_int_equal(ofa_arch_to_json(&s, &a, small, sizeof small, NULL), MANTA_ERR_INVALID_ARG);
 }
 
+/* Share of slots of @p a whose kernel is the smallest of the space. */
+static double small_kernel_share(const ofa_space *s, const ofa_arch *a)
+{
+    int n = 0;
+    for (int i = 0; i < ofa_slots(s); i++)
+        n += a->ks[i] == s->ks[0];
+    return (double)n / ofa_slots(s);
+}
+
+static void test_mixed_sampling_spans_the_corners(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_cpu_default(&s);
+    manta_rng r;
+    enum { N = 3000 };
+    long kcount[OFA_MAX_CHOICES] = {0}, dcount[OFA_MAX_CHOICES] = {0};
+    int corner_mixed = 0, corner_uniform = 0;
+    manta_rng_seed(&r, 5, 1);
+    for (int n = 0; n < N; n++) {
+        ofa_arch a;
+        ofa_arch_sample_mixed(&s, &r, &a);
+        assert_int_equal(ofa_arch_validate(&s, &a, NULL), MANTA_OK);
+        for (int i = 0; i < ofa_slots(&s); i++)
+            for (int c = 0; c < s.n_ks; c++)
+                kcount[c] += a.ks[i] == s.ks[c];
+        for (int u = 0; u < s.n_units; u++)
+            for (int c = 0; c < s.n_d; c++)
+                dcount[c] += a.d[u] == s.d[c];
+        corner_mixed += small_kernel_share(&s, &a) >= 0.8;
+    }
+    /* every choice as likely as under uniform sampling, over many draws */
+    for (int c = 0; c < s.n_ks; c++) {
+        double share = (double)kcount[c] / ((double)N * ofa_slots(&s));
+        if (fabs(share - 1.0 / s.n_ks) > 0.03)
+            fail_msg("kernel %d: share %.3f, expected %.3f", s.ks[c], share, 1.0 / s.n_ks);
+    }
+    for (int c = 0; c < s.n_d; c++) {
+        double share = (double)dcount[c] / ((double)N * s.n_units);
+        if (fabs(share - 1.0 / s.n_d) > 0.03)
+            fail_msg("depth %d: share %.3f, expected %.3f", s.d[c], share, 1.0 / s.n_d);
+    }
+    /* single sub-networks reach the corners: >= 80% of slots at 3x3 comes in
+     * about 6% of mixed draws (w ~ Beta(1, 2), then binomial), 2.5e-5 of uniform ones */
+    manta_rng_seed(&r, 5, 2);
+    for (int n = 0; n < N; n++) {
+        ofa_arch a;
+        ofa_arch_sample(&s, &r, &a);
+        corner_uniform += small_kernel_share(&s, &a) >= 0.8;
+    }
+    if (corner_mixed < N / 50 || corner_uniform > 2)
+        fail_msg("sub-networks with >= 80%% 3x3 kernels: %d mixed, %d uniform of %d", corner_mixed,
+                 corner_uniform, N);
+    /* seeded: the same sequence again */
+    ofa_arch a, b;
+    manta_rng r2;
+    manta_rng_seed(&r, 8, 0);
+    manta_rng_seed(&r2, 8, 0);
+    ofa_arch_sample_mixed(&s, &r, &a);
+    ofa_arch_sample_mixed(&s, &r2, &b);
+    assert_memory_equal(&a, &b, sizeof a);
+}
+
 static void test_arch_outside_space_is_refused(void **state)
 {
     (void)state;
@@ -200,6 +264,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_make_divisible_matches_ofa),
+        cmocka_unit_test(test_mixed_sampling_spans_the_corners),
         cmocka_unit_test(test_shipped_specs_equal_builtins),
         cmocka_unit_test(test_space_json_round_trip),
         cmocka_unit_test(test_bad_specs_name_the_field),

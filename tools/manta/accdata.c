@@ -19,24 +19,31 @@ static void usage_dataset(FILE *f)
 {
     fprintf(f,
             "usage: manta acc-dataset --ckpt FILE --out DATA.jsonl [--count N] [--images N]\n"
-            "                         [--recal-images N] [--seed N] [--resume] [--device SPEC]\n"
-            "                         [--json]\n\n"
+            "                         [--recal-images N] [--seed N] [--sampling mixed|uniform]\n"
+            "                         [--resume] [--device SPEC] [--json]\n\n"
             "Samples sub-networks of the trained supernet and measures each one's top-1 as\n"
             "OFA does for its accuracy predictor: batch norm re-calibrated on --recal-images\n"
             "training images (default 2000), then --images images of the validation split\n"
             "(default 1000, the same images for every sample). Sub-networks are drawn from\n"
             "--seed (default 1) and each is measured at the space's resolutions in turn, so\n"
-            "--count N samples (default 100) cover every resolution alike. The file (header +\n"
+            "--count N samples (default 100) cover every resolution alike. --sampling mixed\n"
+            "(the default) draws each sub-network's genes from weights drawn for it, so that\n"
+            "the set spans nearly all-smallest to nearly all-largest sub-networks, where the\n"
+            "search's budgets lead; uniform draws every gene alike, as OFA (sub-networks\n"
+            "near the middle size). The file (header +\n"
             "one JSON line per sample, see docs/search.md) is rewritten after every sample;\n"
             "--resume keeps the samples of an existing file and measures the rest.\n");
 }
 
 /* Sample i: sub-network i / n_res of the seeded sequence at resolution i % n_res. */
-static void sample_arch(const ofa_space *sp, uint64_t seed, long i, ofa_arch *a)
+static void sample_arch(const ofa_space *sp, uint64_t seed, bool mixed, long i, ofa_arch *a)
 {
     manta_rng rng;
     manta_rng_seed(&rng, seed, 0xacc0 + (uint64_t)(i / sp->n_res));
-    ofa_arch_sample(sp, &rng, a);
+    if (mixed)
+        ofa_arch_sample_mixed(sp, &rng, a);
+    else
+        ofa_arch_sample(sp, &rng, a);
     a->r = sp->res[i % sp->n_res];
 }
 
@@ -45,11 +52,14 @@ int cmd_acc_dataset(int argc, char **argv)
     const char *ckpt = NULL, *out = NULL, *device = NULL;
     long count = 100, images = 1000, recal = 2000, seed = 1;
     int json = 0, resume = 0;
+    bool mixed = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage_dataset(stdout);
             return 0;
+        } else if (!strcmp(a, "--sampling") && v && (!strcmp(v, "mixed") || !strcmp(v, "uniform"))) {
+            mixed = v[0] == 'm', i++;
         } else if (!strcmp(a, "--json")) {
             json = 1;
         } else if (!strcmp(a, "--resume")) {
@@ -95,12 +105,13 @@ int cmd_acc_dataset(int argc, char **argv)
             }
             for (size_t i = 0; i < ds.n; i++) { /* the same sequence, or a different run */
                 ofa_arch a;
-                sample_arch(&l.space, (uint64_t)seed, (long)i, &a);
+                sample_arch(&l.space, (uint64_t)seed, mixed, (long)i, &a);
                 if (memcmp(&a, &ds.s[i].arch, sizeof a) != 0) {
                     fprintf(stderr,
                             "manta acc-dataset: %s: sample %zu is not sub-network %zu of seed "
-                            "%ld; resume with the seed that wrote it, or write a new file\n",
-                            out, i + 1, i + 1, seed);
+                            "%ld, %s sampling; resume with the seed and --sampling that wrote "
+                            "it, or write a new file\n",
+                            out, i + 1, i + 1, seed, mixed ? "mixed" : "uniform");
                     accp_dataset_free(&ds);
                     run_ckpt_close(&l);
                     return 1;
@@ -123,7 +134,7 @@ int cmd_acc_dataset(int argc, char **argv)
     const long first = (long)ds.n;
     for (long i = first; i < count; i++) {
         ofa_arch a;
-        sample_arch(&l.space, (uint64_t)seed, i, &a);
+        sample_arch(&l.space, (uint64_t)seed, mixed, i, &a);
         /* as manta eval and export */
         eval_source rs = run_ckpt_recal_source(&l), es = run_ckpt_eval_source(&l, false, NULL);
         double top1 = 0;

@@ -29,6 +29,7 @@ static void usage(FILE *f)
             "                    [--max-arena-kb A] [--max-flash-kb F] [--max-macs M]\n"
             "                    [--board NAME] [--out DIR] [--seed N] [--population N]\n"
             "                    [--generations N] [--parents F] [--mutate-prob F]\n"
+            "                    [--no-uniform-seeds]\n"
             "                    [--rerank K [--rerank-spread G] [--rerank-images N]\n"
             "                    [--recal-images N] [--device SPEC]] [--json] [--quiet]\n\n"
             "OFA's evolutionary search (population 100, top 25%% as parents, half the children\n"
@@ -38,6 +39,10 @@ static void usage(FILE *f)
             "X ms. --max-arena-kb and --max-flash-kb bound the engine's arena and the .tflite\n"
             "size, computed exactly for each candidate by writing and planning its model;\n"
             "--max-macs bounds multiply-accumulates. The same --seed gives the same result.\n"
+            "The first population starts with the uniform sub-networks (one kernel, expand\n"
+            "ratio and depth everywhere, at each resolution) that meet the budget, random ones\n"
+            "fill the rest, so the search starts from the best uniform network the predictor\n"
+            "sees; --no-uniform-seeds starts from random ones only, as OFA.\n"
             "--board NAME refuses a table measured on another device.\n\n"
             "--rerank K measures K of the fittest sub-networks the search found on the\n"
             "validation split through the supernet (batch norm re-calibrated on\n"
@@ -268,7 +273,7 @@ int cmd_search(int argc, char **argv)
     long rerank = 0, spread = 1, rerank_images = 10000, recal = 2000;
     evo_config c;
     evo_config_default(&c);
-    int json = 0, quiet = 0;
+    int json = 0, quiet = 0, uniform_seeds = 1;
     long x;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -279,6 +284,8 @@ int cmd_search(int argc, char **argv)
             json = 1;
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(a, "--no-uniform-seeds")) {
+            uniform_seeds = 0;
         } else if (!strcmp(a, "--ckpt") && v) {
             ckpt = v, i++;
         } else if (!strcmp(a, "--lut") && v) {
@@ -396,6 +403,7 @@ int cmd_search(int argc, char **argv)
     run_data rd;
     int rc = 1;
     double *val = NULL; /* (r.n_top) validation top-1 of the re-ranked candidates */
+    ofa_arch *seeds = NULL; /* the uniform sub-networks, seeds of the search */
     size_t chosen = 0;
     if (!run_data_load(meta.data, sp.in_channels, meta.val, meta.seed, false, &rd)) {
         run_ckpt_close(&rk);
@@ -420,6 +428,20 @@ int cmd_search(int argc, char **argv)
     if (mkdir_p(out) != 0) {
         fprintf(stderr, "manta search: %s: cannot create: %s\n", out, strerror(errno));
         goto done;
+    }
+    /* every uniform sub-network, as seeds of the first population */
+    if (uniform_seeds) {
+        if (!(seeds = malloc((size_t)(sp.n_res * sp.n_d * sp.n_e * sp.n_ks) * sizeof *seeds))) {
+            fprintf(stderr, "manta search: out of memory\n");
+            goto done;
+        }
+        for (int ri = 0; ri < sp.n_res; ri++)
+            for (int di = 0; di < sp.n_d; di++)
+                for (int ei = 0; ei < sp.n_e; ei++)
+                    for (int ki = 0; ki < sp.n_ks; ki++)
+                        ofa_arch_uniform(&sp, sp.ks[ki], sp.e[ei], sp.d[di], sp.res[ri],
+                                         &seeds[c.n_seeds++]);
+        c.seeds = seeds;
     }
     if ((st = evo_search(&sp, &c, &cb, &r, &err)) != MANTA_OK) {
         fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
@@ -485,11 +507,11 @@ int cmd_search(int argc, char **argv)
         put_str(&b, acc_path);
         prof_buf_printf(&b,
                         ",\"seed\":%llu,\"population\":%d,\"generations\":%d,"
-                        "\"parent_ratio\":%g,\"mutate_prob\":%g,"
+                        "\"parent_ratio\":%g,\"mutate_prob\":%g,\"uniform_seeds\":%d,"
                         "\"budget\":{\"max_latency_ms\":%g,\"max_arena_bytes\":%g,"
                         "\"max_flash_bytes\":%g,\"max_macs\":%g},",
                         (unsigned long long)c.seed, c.population, c.generations, c.parent_ratio,
-                        c.mutate_prob, latency, c.budget[EVO_ARENA], c.budget[EVO_FLASH], macs);
+                        c.mutate_prob, c.n_seeds, latency, c.budget[EVO_ARENA], c.budget[EVO_FLASH], macs);
         /* before "best", so that a reader taking the last "predicted_top1" gets the best's */
         if (rerank > 0) {
             prof_buf_printf(&b,
@@ -547,6 +569,7 @@ int cmd_search(int argc, char **argv)
     rc = 0;
 done:
     free(val);
+    free(seeds);
     if (rerank > 0)
         run_ckpt_close(&rk);
     evo_result_free(&r);
