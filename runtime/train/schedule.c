@@ -39,6 +39,7 @@ manta_status ofa_schedule_preset(const ofa_space *sp, const char *preset, int ba
      * unless a preset says otherwise. */
     double ep[6];
     float lr[6] = {2.6f, 0.96f, 0.08f, 0.24f, 0.08f, 0.24f};
+    int sandwich = 0;
     if (!strcmp(preset, "smoke")) {
         for (int i = 0; i < 6; i++)
             ep[i] = 3.0 / (double)steps_per_epoch; /* 3 steps */
@@ -57,10 +58,11 @@ manta_status ofa_schedule_preset(const ofa_space *sp, const char *preset, int ba
         memcpy(lr, ql, sizeof lr);
     } else if (!strcmp(preset, "full")) {
         /* OFA's 180 / 125 / 25 / 125 / 25 / 125 epochs, the first phase
-         * divided by 7.5 and the others by 25 to 31: about 2 hours on a 2-core
-         * CPU with PoCL (docs/ofa.md) */
-        const double f[6] = {24, 4, 1, 4, 1, 5};
+         * divided by 7.5, the last by 12.5 and the others by 25 to 31; the
+         * expand phases by the sandwich rule (docs/ofa.md, docs/benchmarks.md) */
+        const double f[6] = {24, 4, 1, 4, 1, 10};
         memcpy(ep, f, sizeof ep);
+        sandwich = 1;
     } else {
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "schedule '%s': unknown (smoke, quick, full)", preset);
@@ -84,6 +86,7 @@ manta_status ofa_schedule_preset(const ofa_space *sp, const char *preset, int ba
     add_phase(s, sp, "depth-2", sp->n_ks, 1, sp->n_d, 2, STEPS(3), lr[3] * per_image, -1, 1);
     add_phase(s, sp, "expand-1", sp->n_ks, 2, sp->n_d, 4, STEPS(4), lr[4] * per_image, 0, 1);
     add_phase(s, sp, "expand-2", sp->n_ks, sp->n_e, sp->n_d, 4, STEPS(5), lr[5] * per_image, 1, 1);
+    s->phase[4].sandwich = s->phase[5].sandwich = sandwich;
 #undef STEPS
     return MANTA_OK;
 }
@@ -128,6 +131,13 @@ int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step)
 void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
                        int k, int r, ofa_arch *a)
 {
+    if (p->sandwich && p->subnets >= 3 && (k == 0 || k == p->subnets - 1)) {
+        /* the phase's largest, then its smallest (lists ascend) */
+        const int big = k == 0;
+        ofa_arch_uniform(space, p->ks[big ? p->n_ks - 1 : 0], p->e[big ? p->n_e - 1 : 0],
+                         p->d[big ? p->n_d - 1 : 0], r, a);
+        return;
+    }
     manta_rng g;
     manta_rng_seed(&g, mix(seed ^ mix((uint64_t)step * 64 + (uint64_t)k)), 0x5ab);
     memset(a, 0, sizeof *a);
@@ -171,12 +181,13 @@ manta_status ofa_schedule_work(const ofa_space *space, const ofa_schedule *s, in
         const ofa_phase *ph = &s->phase[p];
         double sub = 0;
         for (int i = 0; i < space->n_res && st == MANTA_OK; i++)
-            for (int j = 0; j < samples && st == MANTA_OK; j++) {
-                ofa_sample_subnet(space, ph, 0, j, 0, space->res[i], &a);
-                st = activations(space, &a, d, &x, err);
-                sub += x;
-            }
-        sub /= (double)space->n_res * samples;
+            for (int j = 0; j < samples && st == MANTA_OK; j++)
+                for (int k = 0; k < ph->subnets && st == MANTA_OK; k++) {
+                    ofa_sample_subnet(space, ph, 0, j, k, space->res[i], &a);
+                    st = activations(space, &a, d, &x, err);
+                    sub += x;
+                }
+        sub /= (double)space->n_res * samples * ph->subnets;
         work[p] = 3.0 * ph->subnets * sub + (ph->distill ? teacher : 0);
     }
     free(d);

@@ -28,6 +28,10 @@ typedef struct ofa_phase {
                                         start, keeping this many earlier groups */
     int distill;                   /**< 1: distil from the teacher (the network
                                         trained in the first phase) */
+    int sandwich;                  /**< 1 (with subnets >= 3): sub-network 0 of each
+                                        step is the phase's largest and the last its
+                                        smallest, the others random (BigNAS's sandwich
+                                        rule); 0: all random, as OFA */
 } ofa_phase;
 
 typedef struct ofa_schedule {
@@ -48,6 +52,7 @@ typedef struct ofa_schedule {
  * Phases follow OFA: full (largest kernel, expand, depth; 1 sub-network) ->
  * elastic kernel (1) -> depth: two largest (2), all (2) -> expand: two largest
  * (4, re-organise widths), all (4, re-organise keeping the first group).
+ * "full" samples its expand phases by the sandwich rule (ofa_phase.sandwich).
  * @return MANTA_ERR_INVALID_ARG naming an unknown preset.
  */
 manta_status ofa_schedule_preset(const ofa_space *space, const char *preset, int batch,
@@ -66,7 +71,9 @@ int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step);
 /**
  * Sub-network k of global step @p step in phase @p p at resolution @p r,
  * from (seed, step, k) alone: each block's kernel and expand ratio and each
- * unit's depth uniform over the phase's lists.
+ * unit's depth uniform over the phase's lists; in a sandwich phase
+ * (ofa_phase.sandwich, 3 or more sub-networks) k = 0 is the largest of the
+ * lists everywhere and k = subnets - 1 the smallest.
  */
 void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
                        int k, int r, ofa_arch *out);
@@ -76,15 +83,16 @@ void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed
  * activation elements: what the layers of each sampled sub-network write in a
  * forward pass, times 3 for forward and backward, times the phase's
  * sub-networks per step, plus the teacher's forward pass (the largest network)
- * where the phase distils; averaged over the space's resolutions and @p samples
- * sub-networks at each (drawn as training draws them, from a fixed seed).
+ * where the phase distils; averaged over the space's resolutions, @p samples
+ * steps at each and every sub-network k of a step (drawn as training draws
+ * them, from a fixed seed; the sandwich rule's largest and smallest included).
  * Training these networks is bound by memory traffic more than by arithmetic
  * (a 7x7 depthwise step costs about what a 3x3 one does), so time per step on
  * one device is close to proportional to this figure: on PoCL, the six phases'
- * step times relative to the first were within 5% of this figure's ratios over
- * the quick schedule on one 2-core machine and within 12% (the figure high)
- * over the full schedule on another; MACs are off by up to 20%. That is what
- * progress estimates need (`manta train`'s ETA).
+ * step times relative to the first were within 6% of this figure's ratios over
+ * the quick schedule on one 2-core machine and within 14% (the figure high)
+ * over the full schedule on another (docs/ofa.md); MACs are off by up to 20%.
+ * That is what progress estimates need (`manta train`'s ETA).
  *
  * @param work  s->n_phases values, written on success.
  * @return MANTA_OK; MANTA_ERR_INVALID_ARG when @p samples < 1 or a sampled

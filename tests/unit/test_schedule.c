@@ -47,6 +47,8 @@ static void test_presets_follow_ofa(void **state)
             assert_string_equal(ph->name, names[i]);
             assert_int_equal(ph->subnets, subnets[i]);
             assert_int_equal(ph->distill, i > 0);
+            /* the sandwich rule: full's expand phases only */
+            assert_int_equal(ph->sandwich, p == 2 && i >= 4);
             assert_true(ph->steps >= 1 && ph->lr > 0);
             sum += ph->steps;
         }
@@ -121,6 +123,16 @@ static void test_sampling_is_deterministic_and_inside_the_phase(void **state)
                 ofa_sample_subnet(&sp, ph, 5, step, k, 28, &b);
                 ofa_sample_subnet(&sp, ph, 6, step, k, 28, &c);
                 assert_memory_equal(&a, &b, sizeof a);
+                if (ph->sandwich && (k == 0 || k == ph->subnets - 1)) {
+                    /* the phase's largest first, its smallest last, whatever the seed */
+                    ofa_arch x;
+                    const int big = k == 0;
+                    ofa_arch_uniform(&sp, ph->ks[big ? ph->n_ks - 1 : 0],
+                                     ph->e[big ? ph->n_e - 1 : 0], ph->d[big ? ph->n_d - 1 : 0],
+                                     28, &x);
+                    assert_memory_equal(&a, &x, sizeof a);
+                    assert_memory_equal(&a, &c, sizeof a);
+                }
                 differ += memcmp(&a, &c, sizeof a) != 0;
                 assert_int_equal(a.r, 28);
                 for (int i = 0; i < ofa_slots(&sp); i++) {
