@@ -336,6 +336,16 @@ static manta_status infeasible(search *S, long tried, const evo_figures *smalles
                          S->s->name, budget, tried, seen, small);
 }
 
+/* Whether @p a lies at least @p min_genes from every network of out->top. */
+static bool far_from_top(const ofa_space *s, const evo_result *out, const ofa_arch *a,
+                         int min_genes)
+{
+    for (size_t t = 0; t < out->n_top; t++)
+        if (evo_arch_distance(s, &out->top[t].arch, a) < min_genes)
+            return false;
+    return true;
+}
+
 manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callbacks *cb,
                         evo_result *out, manta_err *err)
 {
@@ -434,12 +444,34 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
     if (S.n_all > 0) /* S.all is NULL without keep_top */
         qsort(S.all, S.n_all, sizeof *S.all, by_rank[c->axis]);
     const int min_genes = c->top_min_genes > 1 ? c->top_min_genes : 1;
-    for (size_t i = 0; i < S.n_all && out->n_top < (size_t)c->keep_top; i++) {
-        size_t t = 0;
-        while (t < out->n_top && evo_arch_distance(s, &out->top[t].arch, &S.all[i].p.arch) >= min_genes)
-            t++;
-        if (t == out->n_top)
-            out->top[out->n_top++] = S.all[i].p;
+    if (!c->top_by_res) {
+        for (size_t i = 0; i < S.n_all && out->n_top < (size_t)c->keep_top; i++)
+            if (far_from_top(s, out, &S.all[i].p.arch, min_genes))
+                out->top[out->n_top++] = S.all[i].p;
+    } else {
+        /* the resolutions in the order of their fittest candidate, then rounds */
+        int order[OFA_MAX_RES], n_order = 0;
+        size_t next[OFA_MAX_RES] = {0};
+        for (size_t i = 0; i < S.n_all && n_order < s->n_res; i++) {
+            int k = 0;
+            while (k < n_order && order[k] != S.all[i].p.arch.r)
+                k++;
+            if (k == n_order)
+                order[n_order++] = S.all[i].p.arch.r;
+        }
+        for (bool took = true; took && out->n_top < (size_t)c->keep_top;) {
+            took = false;
+            for (int k = 0; k < n_order && out->n_top < (size_t)c->keep_top; k++)
+                for (; next[k] < S.n_all; next[k]++) {
+                    const evo_point *p = &S.all[next[k]].p;
+                    if (p->arch.r == order[k] && far_from_top(s, out, &p->arch, min_genes)) {
+                        out->top[out->n_top++] = *p;
+                        next[k]++;
+                        took = true;
+                        break;
+                    }
+                }
+        }
     }
     free(S.all);
     return MANTA_OK;

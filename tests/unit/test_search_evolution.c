@@ -314,6 +314,63 @@ static void test_keep_top_is_the_fittest_distinct_networks(void **state)
     assert_int_equal(evo_arch_distance(&y.s, &b, &a), 3);
 }
 
+static void test_top_by_resolution_takes_each_in_turn(void **state)
+{
+    (void)state;
+    synth y;
+    synth_init(&y);
+    const ofa_space *s = &y.s;
+    recorder rc = {&y, NULL, 0, 0};
+    evo_config c;
+    small_config(&c, &y);
+    c.keep_top = 9;
+    c.top_min_genes = 2;
+    c.top_by_res = 1;
+    evo_callbacks cb = {synth_measure, &y, recorded_fitness, &rc, NULL, NULL};
+    evo_result r;
+    manta_err e;
+    OK(evo_search(s, &c, &cb, &r, &e));
+    assert_int_equal(r.n_top, 9);
+    assert_true(same_point(&r.top[0], &r.best));
+    /* reference order: the resolutions by their fittest recorded candidate */
+    double best_at[OFA_MAX_RES];
+    int order[OFA_MAX_RES];
+    for (int i = 0; i < s->n_res; i++)
+        best_at[i] = -INFINITY, order[i] = i;
+    for (size_t i = 0; i < rc.n; i++)
+        for (int k = 0; k < s->n_res; k++)
+            if (rc.seen[i].arch.r == s->res[k] && rc.seen[i].acc > best_at[k])
+                best_at[k] = rc.seen[i].acc;
+    for (int a = 0; a < s->n_res; a++) /* insertion sort, fittest first */
+        for (int b = a; b > 0 && best_at[order[b]] > best_at[order[b - 1]]; b--) {
+            int t = order[b];
+            order[b] = order[b - 1];
+            order[b - 1] = t;
+        }
+    for (int k = 0; k < s->n_res; k++)
+        assert_true(isfinite(best_at[k])); /* the search met every resolution */
+    for (size_t t = 0; t < r.n_top; t++) {
+        const int want_r = s->res[order[t % (size_t)s->n_res]];
+        assert_int_equal(r.top[t].arch.r, want_r);
+        /* the fittest of that resolution not within 2 genes of one taken before */
+        const evo_point *want = NULL;
+        for (size_t i = 0; i < rc.n; i++) {
+            if (rc.seen[i].arch.r != want_r)
+                continue;
+            int near = 0;
+            for (size_t u = 0; u < t; u++)
+                near |= evo_arch_distance(s, &rc.seen[i].arch, &r.top[u].arch) < 2;
+            if (!near && (!want || rc.seen[i].acc > want->acc))
+                want = &rc.seen[i];
+        }
+        assert_non_null(want);
+        assert_true(r.top[t].acc == want->acc);
+        assert_int_equal(evo_arch_distance(s, &r.top[t].arch, &want->arch), 0);
+    }
+    evo_result_free(&r);
+    free(rc.seen);
+}
+
 static void test_reproducible_for_a_seed(void **state)
 {
     (void)state;
@@ -682,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_default_config_is_ofa),
         cmocka_unit_test(test_beats_random_sampling_within_budget),
         cmocka_unit_test(test_keep_top_is_the_fittest_distinct_networks),
+        cmocka_unit_test(test_top_by_resolution_takes_each_in_turn),
         cmocka_unit_test(test_reproducible_for_a_seed),
         cmocka_unit_test(test_infeasible_budget_names_smallest_figure),
         cmocka_unit_test(test_bad_settings_and_callback_errors),

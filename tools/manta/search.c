@@ -30,7 +30,8 @@ static void usage(FILE *f)
             "                    [--board NAME] [--out DIR] [--seed N] [--population N]\n"
             "                    [--generations N] [--parents F] [--mutate-prob F]\n"
             "                    [--no-uniform-seeds]\n"
-            "                    [--rerank K [--rerank-spread G] [--rerank-images N]\n"
+            "                    [--rerank K [--rerank-spread G] [--rerank-any-res]\n"
+            "                    [--rerank-images N]\n"
             "                    [--recal-images N] [--device SPEC]] [--json] [--quiet]\n\n"
             "OFA's evolutionary search (population 100, top 25%% as parents, half the children\n"
             "by mutation with probability 0.1 per gene, half by crossover, 500 generations)\n"
@@ -52,7 +53,9 @@ static void usage(FILE *f)
             "few tenths of a point are as large as the differences among the best\n"
             "candidates. The K are the fittest, then each next fittest that differs in at\n"
             "least G genes (resolution, depths, kernels, expand ratios; default 1) from every\n"
-            "one taken. Needs an OpenCL device (--device, as manta eval).\n\n"
+            "one taken, taken from each input resolution in turn (the predictor errs most\n"
+            "between resolutions), or from all alike with --rerank-any-res. Needs an OpenCL\n"
+            "device (--device, as manta eval).\n\n"
             "Writes DIR/arch.json (the best sub-network, OFA's encoding; for manta export),\n"
             "DIR/front.csv and DIR/front.svg (the Pareto front of predicted top-1 against\n"
             "predicted latency) and DIR/search.json (settings and results, with each\n"
@@ -273,6 +276,7 @@ int cmd_search(int argc, char **argv)
     long rerank = 0, spread = 1, rerank_images = 10000, recal = 2000;
     evo_config c;
     evo_config_default(&c);
+    c.top_by_res = 1;
     int json = 0, quiet = 0, uniform_seeds = 1;
     long x;
     for (int i = 1; i < argc; i++) {
@@ -286,6 +290,8 @@ int cmd_search(int argc, char **argv)
             quiet = 1;
         } else if (!strcmp(a, "--no-uniform-seeds")) {
             uniform_seeds = 0;
+        } else if (!strcmp(a, "--rerank-any-res")) {
+            c.top_by_res = 0;
         } else if (!strcmp(a, "--ckpt") && v) {
             ckpt = v, i++;
         } else if (!strcmp(a, "--lut") && v) {
@@ -515,9 +521,10 @@ int cmd_search(int argc, char **argv)
         /* before "best", so that a reader taking the last "predicted_top1" gets the best's */
         if (rerank > 0) {
             prof_buf_printf(&b,
-                            "\"rerank\":{\"spread_genes\":%ld,\"images\":%ld,"
-                            "\"recal_images\":%ld,\"chosen\":%zu,\"candidates\":[",
-                            spread, rerank_images, recal, chosen + 1);
+                            "\"rerank\":{\"spread_genes\":%ld,\"by_resolution\":%d,"
+                            "\"images\":%ld,\"recal_images\":%ld,\"chosen\":%zu,"
+                            "\"candidates\":[",
+                            spread, c.top_by_res, rerank_images, recal, chosen + 1);
             for (size_t i = 0; i < r.n_top; i++) {
                 char e2[2048];
                 if ((st = ofa_arch_to_json(&sp, &r.top[i].arch, e2, sizeof e2, &err)) != MANTA_OK)
