@@ -232,6 +232,24 @@ static manta_status recorded_fitness(void *ctx, const ofa_arch *a, double *acc, 
     return MANTA_OK;
 }
 
+/* Reference for top[t]: the fittest recorded candidate (at resolution @p res;
+ * 0: any) at least min_genes genes from each of top[0..t-1]; NULL if none. */
+static const evo_point *fittest_apart(const ofa_space *s, const recorder *rc, const evo_result *r,
+                                      size_t t, int min_genes, int res)
+{
+    const evo_point *want = NULL;
+    for (size_t i = 0; i < rc->n; i++) {
+        if (res && rc->seen[i].arch.r != res)
+            continue;
+        int near = 0;
+        for (size_t u = 0; u < t; u++)
+            near |= evo_arch_distance(s, &rc->seen[i].arch, &r->top[u].arch) < min_genes;
+        if (!near && (!want || rc->seen[i].acc > want->acc))
+            want = &rc->seen[i];
+    }
+    return want;
+}
+
 /* The top list against the reference: the fittest recorded candidate, then
  * each next fittest at least min_genes (>= 1) genes from every one taken. */
 static void check_top(const synth *y, const recorder *rc, const evo_result *r, int k,
@@ -241,14 +259,7 @@ static void check_top(const synth *y, const recorder *rc, const evo_result *r, i
     assert_int_equal(r->n_top, k);
     assert_true(same_point(&r->top[0], &r->best));
     for (size_t t = 0; t < r->n_top; t++) {
-        const evo_point *want = NULL;
-        for (size_t i = 0; i < rc->n; i++) {
-            int near = 0;
-            for (size_t u = 0; u < t; u++)
-                near |= evo_arch_distance(s, &rc->seen[i].arch, &r->top[u].arch) < min_genes;
-            if (!near && (!want || rc->seen[i].acc > want->acc))
-                want = &rc->seen[i];
-        }
+        const evo_point *want = fittest_apart(s, rc, r, t, min_genes, 0);
         assert_non_null(want);
         assert_true(r->top[t].acc == want->acc);
         assert_int_equal(evo_arch_distance(s, &r->top[t].arch, &want->arch), 0);
@@ -353,16 +364,7 @@ static void test_top_by_resolution_takes_each_in_turn(void **state)
         const int want_r = s->res[order[t % (size_t)s->n_res]];
         assert_int_equal(r.top[t].arch.r, want_r);
         /* the fittest of that resolution not within 2 genes of one taken before */
-        const evo_point *want = NULL;
-        for (size_t i = 0; i < rc.n; i++) {
-            if (rc.seen[i].arch.r != want_r)
-                continue;
-            int near = 0;
-            for (size_t u = 0; u < t; u++)
-                near |= evo_arch_distance(s, &rc.seen[i].arch, &r.top[u].arch) < 2;
-            if (!near && (!want || rc.seen[i].acc > want->acc))
-                want = &rc.seen[i];
-        }
+        const evo_point *want = fittest_apart(s, &rc, &r, t, 2, want_r);
         assert_non_null(want);
         assert_true(r.top[t].acc == want->acc);
         assert_int_equal(evo_arch_distance(s, &r.top[t].arch, &want->arch), 0);
