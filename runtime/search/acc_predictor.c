@@ -266,6 +266,22 @@ manta_status accp_dataset_save(const accp_dataset *d, const char *path, manta_er
     return st;
 }
 
+/* Whether @p a and @p b are one sub-network (resolution aside): the same depths, and the
+ * same kernel and expand ratio in every slot those depths use. */
+static bool same_network(const ofa_space *s, const ofa_arch *a, const ofa_arch *b)
+{
+    for (int u = 0; u < s->n_units; u++) {
+        if (a->d[u] != b->d[u])
+            return false;
+        for (int j = 0; j < a->d[u]; j++) {
+            int i = u * s->max_depth + j;
+            if (a->ks[i] != b->ks[i] || a->e[i] != b->e[i])
+                return false;
+        }
+    }
+    return true;
+}
+
 manta_status accp_dataset_split(const accp_dataset *d, double frac, uint64_t seed,
                                 accp_dataset *train, accp_dataset *test, manta_err *err)
 {
@@ -274,25 +290,43 @@ manta_status accp_dataset_split(const accp_dataset *d, double frac, uint64_t see
     if (!(frac >= 0 && frac <= 1))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "data set split: fraction %g is outside [0, 1]", frac);
-    size_t *order = malloc((d->n ? d->n : 1) * sizeof *order);
-    if (!order)
+    size_t n = d->n ? d->n : 1;
+    size_t *group = malloc(n * sizeof *group), *order = malloc(n * sizeof *order);
+    if (!group || !order) {
+        free(group);
+        free(order);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "data set split: out of memory");
+    }
+    /* group[i]: the first sample of sample i's sub-network; order: the groups' leaders */
+    size_t n_groups = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        group[i] = i;
+        for (size_t j = 0; j < i; j++)
+            if (group[j] == j && same_network(&d->space, &d->s[i].arch, &d->s[j].arch)) {
+                group[i] = j;
+                break;
+            }
+        if (group[i] == i)
+            order[n_groups++] = i;
+    }
     manta_rng rng;
     manta_rng_seed(&rng, seed, 0x5eed);
-    for (size_t i = 0; i < d->n; i++)
-        order[i] = i;
-    for (size_t i = d->n; i > 1; i--) {
+    for (size_t i = n_groups; i > 1; i--) {
         size_t j = manta_rng_below(&rng, (uint32_t)i);
         size_t t = order[i - 1];
         order[i - 1] = order[j];
         order[j] = t;
     }
+    /* whole groups in shuffled order: to training until it holds its share, then held out */
     size_t n_train = (size_t)llround(frac * (double)d->n);
     manta_status st = MANTA_OK;
-    for (size_t i = 0; i < d->n && st == MANTA_OK; i++) {
-        const accp_sample *x = &d->s[order[i]];
-        st = accp_dataset_add(i < n_train ? train : test, &x->arch, x->top1, err);
+    for (size_t g = 0; g < n_groups && st == MANTA_OK; g++) {
+        accp_dataset *side = train->n < n_train ? train : test;
+        for (size_t i = order[g]; i < d->n && st == MANTA_OK; i++)
+            if (group[i] == order[g])
+                st = accp_dataset_add(side, &d->s[i].arch, d->s[i].top1, err);
     }
+    free(group);
     free(order);
     if (st != MANTA_OK) {
         accp_dataset_free(train);

@@ -123,9 +123,13 @@ manta_status accp_dataset_load(const char *path, const ofa_space *s, accp_datase
 manta_status accp_dataset_save(const accp_dataset *d, const char *path, manta_err *err);
 
 /**
- * Split @p d at random (seeded) into @p train (round(frac * n) samples) and
- * @p test (the rest); both are initialised here and owned by the caller.
- * OFA uses frac = 0.8.
+ * Split @p d at random (seeded) into @p train (about round(frac * n) samples)
+ * and @p test (the rest); both are initialised here and owned by the caller.
+ * The samples of one sub-network (the same depths, kernels and expand ratios
+ * in the slots in use, at whatever resolution) land on one side together, so
+ * that the held-out RMSE is of sub-networks the predictor has not seen:
+ * sub-networks are drawn in seeded order and go to @p train while it holds
+ * fewer than round(frac * n) samples. OFA uses frac = 0.8.
  * @return MANTA_ERR_INVALID_ARG when @p frac is outside [0, 1]; MANTA_ERR_NO_MEMORY.
  */
 manta_status accp_dataset_split(const accp_dataset *d, double frac, uint64_t seed,

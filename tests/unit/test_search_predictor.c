@@ -272,6 +272,68 @@ static void test_split_is_seeded_partition(void **state)
     accp_dataset_free(&d);
 }
 
+/* Which side of a split holds a sample of @p a's network (any resolution): 1 train, 2 test,
+ * 3 both, 0 neither. */
+static int side_of(const ofa_space *s, const accp_dataset *tr, const accp_dataset *te,
+                   const ofa_arch *a)
+{
+    int side = 0;
+    const accp_dataset *parts[2] = {tr, te};
+    for (int p = 0; p < 2; p++)
+        for (size_t i = 0; i < parts[p]->n; i++) {
+            ofa_arch b = parts[p]->s[i].arch;
+            b.r = a->r;
+            bool same = true;
+            for (int u = 0; u < s->n_units; u++)
+                for (int j = 0; j < s->max_depth; j++) {
+                    int k = u * s->max_depth + j;
+                    same = same && b.d[u] == a->d[u] &&
+                           (j >= a->d[u] || (b.ks[k] == a->ks[k] && b.e[k] == a->e[k]));
+                }
+            if (same)
+                side |= 1 << p;
+        }
+    return side;
+}
+
+static void test_split_keeps_a_network_on_one_side(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_cpu_default(&s);
+    accp_dataset d, tr, te;
+    manta_err e;
+    manta_rng rng;
+    manta_rng_seed(&rng, 7, 1);
+    accp_dataset_init(&d, &s);
+    ofa_arch nets[40];
+    for (int n = 0; n < 40; n++) {
+        ofa_arch_sample(&s, &rng, &nets[n]);
+        for (int r = 0; r < s.n_res; r++) {
+            ofa_arch a = nets[n];
+            a.r = s.res[r];
+            /* a gene in a slot past the unit's depth does not make another network */
+            if (r == 1 && a.d[0] < s.max_depth)
+                a.ks[a.d[0]] = a.ks[a.d[0]] == 3 ? 5 : 3;
+            OK(accp_dataset_add(&d, &a, 0.8 + 0.001 * n + 0.01 * r, &e));
+        }
+    }
+    OK(accp_dataset_split(&d, 0.8, 5, &tr, &te, &e));
+    assert_int_equal(tr.n + te.n, d.n);
+    /* 120 samples, 96 to train: whole networks of 3 samples each, 32 networks */
+    assert_int_equal(tr.n, 96);
+    int n_test = 0;
+    for (int n = 0; n < 40; n++) {
+        int side = side_of(&s, &tr, &te, &nets[n]);
+        assert_true(side == 1 || side == 2);
+        n_test += side == 2;
+    }
+    assert_int_equal(n_test, 8);
+    accp_dataset_free(&tr);
+    accp_dataset_free(&te);
+    accp_dataset_free(&d);
+}
+
 static void test_default_config_is_ofa(void **state)
 {
     (void)state;
@@ -479,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_dataset_file_round_trip),
         cmocka_unit_test(test_dataset_rejects_bad_lines),
         cmocka_unit_test(test_split_is_seeded_partition),
+        cmocka_unit_test(test_split_keeps_a_network_on_one_side),
         cmocka_unit_test(test_default_config_is_ofa),
         cmocka_unit_test(test_learns_synthetic_function),
         cmocka_unit_test(test_training_is_deterministic),

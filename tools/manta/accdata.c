@@ -206,7 +206,8 @@ static void usage_fit(FILE *f)
             "--hidden units (default 3 x 400) plus a base accuracy (the training mean);\n"
             "Adam (--lr 1e-3, --weight-decay 1e-4), --batch (default 256) for --epochs\n"
             "(default 100). A seeded --split share (default 0.8, as OFA) trains, the rest\n"
-            "is held out and its RMSE reported. The space is the checkpoint's (--ckpt) or\n"
+            "is held out and its RMSE reported; a sub-network's samples at its several\n"
+            "resolutions stay on one side. The space is the checkpoint's (--ckpt) or\n"
             "--space (default cpu-default). The model file is what manta search reads.\n");
 }
 
