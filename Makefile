@@ -6,6 +6,7 @@
 #   make bench-ops  op throughput table (not a test)
 #   make bench-train  training images/s against PyTorch (not a test)
 #   make bench-engine inference latency and arena against LiteRT and TFLM (not a test)
+#   make bench-search  after make demo: searched against uniform sub-networks at six budgets (not a test)
 #   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
 #   make SANITIZE=1 ...   the same under ASan + UBSan, in build/san/
 #   make fuzz       libFuzzer target over the engine (clang); run: tools/fuzz/run.sh SECONDS
@@ -97,7 +98,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train bench-engine tune clean help fuzz
+.PHONY: all lib test test-run demo deps bench-ops bench-train bench-engine bench-search tune clean help fuzz
 ifeq ($(BOARD),)
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 else
@@ -244,6 +245,13 @@ $(BUILD)/fuzz/gen_seeds: tools/fuzz/gen_seeds.c tests/common/xgrand.c $(LIB) $(E
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ tools/fuzz/gen_seeds.c tests/common/xgrand.c \
 		$(LIB) $(ENGINE_LIB) $(LDLIBS)
+
+# The search against the best uniform sub-network at several latency budgets, all measured
+# (tools/bench/search_sweep.sh); needs make demo's outputs (DEMO_DIR, default runs/demo).
+DEMO_DIR ?= runs/demo
+bench-search: deps
+	@$(MAKE) --no-print-directory all
+	BUILD=$(BUILD) sh tools/bench/search_sweep.sh $(DEMO_DIR)
 
 # CLBlast's tuners (clblast-utils) for the device; see docs/tuning.md
 tune: deps
