@@ -287,13 +287,14 @@ static manta_status check_config(const evo_config *c, const evo_callbacks *cb, m
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "search: the measure and fitness callbacks are required");
     if (c->population < 1 || c->generations < 0 || c->max_tries < 1 || c->init_tries < 1 ||
-        c->keep_top < 0 || c->keep_top > 1000000 || c->top_min_genes < 0)
+        c->keep_top < 0 || c->keep_top > 1000000 || c->top_min_genes < 0 || c->top_seeds < 0 ||
+        c->top_seeds > 1000000)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "search: population %d, generations %d, max_tries %d, init_tries %d, "
-                             "keep_top %d, top_min_genes %d (need >= 1, >= 0, >= 1, >= 1, "
-                             "0..1000000, >= 0)",
+                             "keep_top %d, top_min_genes %d, top_seeds %d (need >= 1, >= 0, >= 1, "
+                             ">= 1, 0..1000000, >= 0, 0..1000000)",
                              c->population, c->generations, c->max_tries, c->init_tries,
-                             c->keep_top, c->top_min_genes);
+                             c->keep_top, c->top_min_genes, c->top_seeds);
     const double *p[] = {&c->parent_ratio, &c->mutation_ratio, &c->mutate_prob,
                          &c->res_mutate_prob};
     const char *names[] = {"parent_ratio", "mutation_ratio", "mutate_prob", "res_mutate_prob"};
@@ -369,10 +370,13 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
     /* population: at most n_par parents + P children */
     cand *pop = malloc((size_t)(n_par + P) * sizeof *pop);
     out->history = malloc((size_t)(c->generations + 1) * sizeof *out->history);
-    if (c->keep_top > 0)
-        out->top = malloc((size_t)c->keep_top * sizeof *out->top);
+    const size_t top_cap = (size_t)c->keep_top + (size_t)c->top_seeds;
+    if (top_cap > 0)
+        out->top = malloc(top_cap * sizeof *out->top);
+    cand *seeds = NULL; /* the seeds within budget, evaluated, when top_seeds > 0 */
+    int n_seeds_in = 0;
     manta_status st = MANTA_OK;
-    if (!pop || !out->history || (c->keep_top > 0 && !out->top)) {
+    if (!pop || !out->history || (top_cap > 0 && !out->top)) {
         st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
         goto fail;
     }
@@ -392,6 +396,14 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
             goto fail;
         if (ok && (st = evaluate(&S, &c->seeds[i], &f, &pop[n_pop++], err)) != MANTA_OK)
             goto fail;
+    }
+    if (c->top_seeds > 0 && n_pop > 0) {
+        if (!(seeds = malloc((size_t)n_pop * sizeof *seeds))) {
+            st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
+            goto fail;
+        }
+        memcpy(seeds, pop, (size_t)n_pop * sizeof *seeds);
+        n_seeds_in = n_pop;
     }
     long tried = 1 + c->n_seeds;
     for (; n_pop < P && tried <= c->init_tries + c->n_seeds; tried++) {
@@ -473,10 +485,20 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
                 }
         }
     }
+    /* then the fittest seeds not in the list yet */
+    if (n_seeds_in > 0)
+        qsort(seeds, (size_t)n_seeds_in, sizeof *seeds, by_rank[c->axis]);
+    for (int i = 0, added = 0; i < n_seeds_in && added < c->top_seeds; i++)
+        if (far_from_top(s, out, &seeds[i].p.arch, 1)) {
+            out->top[out->n_top++] = seeds[i].p;
+            out->n_top_seeds = (size_t)++added;
+        }
+    free(seeds);
     free(S.all);
     return MANTA_OK;
 fail:
     free(pop);
+    free(seeds);
     free(S.all);
     evo_result_free(out);
     return st;

@@ -113,6 +113,8 @@ typedef struct evo_config {
     int keep_top;      /**< how many networks evo_result.top holds: 0 */
     int top_min_genes; /**< least evo_arch_distance() between two of them: 1 (0 counts as 1) */
     int top_by_res;    /**< 1: the top list takes from each resolution in turn (below): 0 */
+    int top_seeds;     /**< after the keep_top, up to this many of the fittest seeds within
+                            budget that are not in the top list yet: 0 */
 } evo_config;
 
 /** OFA's settings (values above), no budget. */
@@ -132,13 +134,16 @@ typedef struct evo_result {
     long measured;        /**< measure calls */
     long rejected;        /**< candidates over budget */
     evo_figures min_seen; /**< smallest figure of each metric over all measured candidates */
-    evo_point *top; /**< (n_top <= keep_top) the fittest candidates of the search, fittest
-                         first (ties as for best): top[0] is best, then each next fittest
-                         candidate at least top_min_genes from every one before it; with
-                         top_by_res, in rounds: each round takes the next such candidate
-                         of every resolution evaluated, the resolutions in the order of
-                         their fittest candidate (top[0] is still best); owned */
+    evo_point *top; /**< (n_top <= keep_top + top_seeds) the fittest candidates of the
+                         search, fittest first (ties as for best): top[0] is best, then each
+                         next fittest candidate at least top_min_genes from every one before
+                         it; with top_by_res, in rounds: each round takes the next such
+                         candidate of every resolution evaluated, the resolutions in the
+                         order of their fittest candidate (top[0] is still best). Then, with
+                         top_seeds, the fittest seeds within budget not among them, fittest
+                         first; owned */
     size_t n_top;
+    size_t n_top_seeds; /**< how many of top's last entries are those seeds */
 } evo_result;
 
 /**

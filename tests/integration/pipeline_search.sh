@@ -94,25 +94,37 @@ lat=$(sed -n 's/.*"predicted_latency_ms":\([0-9.]*\).*/\1/p' "$tmp/s1/search.jso
 awk -v l="$lat" -v b="$budget" 'BEGIN { exit !(l <= b) }' || bad "best $lat ms over budget $budget"
 grep -q '"rerank":null' "$tmp/s1/search.json" || bad "search without --rerank: rerank not null"
 
-# re-ranking on the validation split: three candidates 2+ genes apart, the best measured is
+# re-ranking on the validation split: three candidates 2+ genes apart and the uniform ones
+# the predictor rates highest (--rerank-seeds 2) that are not among them, the best measured is
 # chosen, and manta eval measures the same top-1 for it
-rr="--rerank 3 --rerank-spread 2 --rerank-images 40 --recal-images 40"
+rr="--rerank 3 --rerank-spread 2 --rerank-seeds 2 --rerank-images 40 --recal-images 40"
 "$M" search ${s%--quiet} --latency-ms "$budget" --out "$tmp/s4" --seed 3 $rr >"$tmp/s4.log" \
     2>"$tmp/s4.err" ||
     bad "search --rerank: $(cat "$tmp/s4.err")"
-grep -q 're-rank 3/3' "$tmp/s4.err" || bad "no re-rank progress: $(cat "$tmp/s4.err")"
-grep -q 'validation top-1' "$tmp/s4.log" || bad "search --rerank summary: $(cat "$tmp/s4.log")"
+ua=$(sed -n 's/.*"uniform_added":\([0-9]*\).*/\1/p' "$tmp/s4/search.json")
+[ "$ua" = 2 ] || bad "rerank: $ua uniform sub-networks added, not 2: $(cat "$tmp/s4/search.json")"
+grep -q 're-rank 5/5' "$tmp/s4.err" || bad "no re-rank progress: $(cat "$tmp/s4.err")"
+grep -q 'validation top-1.* and 2 uniform ones' "$tmp/s4.log" ||
+    bad "search --rerank summary: $(cat "$tmp/s4.log")"
 grep -o '"validation_top1":[0-9.]*' "$tmp/s4/search.json" | sed 's/.*://' >"$tmp/val.txt"
 sed 's/"best":.*//' "$tmp/s4/search.json" | grep -o '{"arch":{[^}]*}' | sed 's/^{"arch"://' \
     >"$tmp/cands.txt"
 chosen=$(sed -n 's/.*"chosen":\([0-9]*\).*/\1/p' "$tmp/s4/search.json")
-[ "$(wc -l <"$tmp/val.txt")" -eq 3 ] && [ "$(wc -l <"$tmp/cands.txt")" -eq 3 ] ||
-    bad "rerank: not 3 candidates: $(cat "$tmp/s4/search.json")"
+[ "$(wc -l <"$tmp/val.txt")" -eq 5 ] && [ "$(wc -l <"$tmp/cands.txt")" -eq 5 ] ||
+    bad "rerank: not 5 candidates: $(cat "$tmp/s4/search.json")"
+# the last two are uniform: one kernel, expand ratio and depth everywhere
+tail -n 2 "$tmp/cands.txt" | while read -r c; do
+    for g in ks e d; do
+        n=$(printf '%s\n' "$c" | sed "s/.*\"$g\":\[\([0-9,]*\)\].*/\1/" | tr ',' '\n' | sort -u | wc -l)
+        [ "$n" = 1 ] || echo "not uniform in $g: $c"
+    done
+done >"$tmp/nonuniform.txt"
+[ ! -s "$tmp/nonuniform.txt" ] || bad "rerank: $(cat "$tmp/nonuniform.txt")"
 best_val=$(sort -g "$tmp/val.txt" | tail -n 1)
 [ -n "$chosen" ] && [ "$(sed -n "${chosen}p" "$tmp/val.txt")" = "$best_val" ] ||
     bad "rerank chose $chosen, not the best measured $best_val"
 sed -n "${chosen}p" "$tmp/cands.txt" | cmp -s - "$tmp/s4/arch.json" || bad "arch.json is not the chosen"
-[ "$(sort -u "$tmp/cands.txt" | wc -l)" -eq 3 ] || bad "rerank candidates repeat"
+[ "$(sort -u "$tmp/cands.txt" | wc -l)" -eq 5 ] || bad "rerank candidates repeat"
 "$M" eval --ckpt "$ckpt" --arch "$tmp/s4/arch.json" --images 40 --recal-images 40 --json \
     >"$tmp/s4_eval.json" 2>/dev/null || bad "eval of the chosen"
 got=$(sed -n 's/.*"top1":\([0-9.]*\).*/\1/p' "$tmp/s4_eval.json")
@@ -161,6 +173,7 @@ refuse "OpenCL" "$P" --device opencl
 refuse "required" "$M" search --ckpt "$ckpt"
 refuse "out of range" "$M" search $s --latency-ms "$budget" --rerank 2 --device 9
 refuse "--rerank" "$M" search $s --latency-ms "$budget" --rerank -1
+refuse "--rerank-seeds" "$M" search $s --latency-ms "$budget" --rerank 2 --rerank-seeds -1
 refuse "lut.json:" "$M" acc-fit --data "$tmp/lut.json" --out "$tmp/x.accp"
 
 [ "$fail" -eq 0 ] && echo "pipeline search: ok"

@@ -538,6 +538,71 @@ static void test_seeds_enter_the_first_population(void **state)
     assert_non_null(strstr(e.msg, "seeds"));
 }
 
+static void test_top_list_adds_the_fittest_seeds(void **state)
+{
+    (void)state;
+    synth y;
+    synth_init(&y);
+    const ofa_space *s = &y.s;
+    ofa_arch seeds[81];
+    int n = 0;
+    for (int ri = 0; ri < s->n_res; ri++)
+        for (int di = 0; di < s->n_d; di++)
+            for (int ei = 0; ei < s->n_e; ei++)
+                for (int ki = 0; ki < s->n_ks; ki++)
+                    ofa_arch_uniform(s, s->ks[ki], s->e[ei], s->d[di], s->res[ri], &seeds[n++]);
+    evo_config c;
+    small_config(&c, &y);
+    c.seeds = seeds;
+    c.n_seeds = n;
+    c.keep_top = 4;
+    c.top_min_genes = 2;
+    c.top_seeds = 3;
+    evo_callbacks cb = callbacks(&y);
+    evo_result r;
+    manta_err e;
+    OK(evo_search(s, &c, &cb, &r, &e));
+    assert_int_equal(r.n_top_seeds, 3);
+    assert_int_equal(r.n_top, 4 + 3);
+    /* reference: the seeds within budget and not among the first four, fittest first */
+    double want[81];
+    int n_want = 0;
+    for (int i = 0; i < n; i++) {
+        double acc;
+        OK(synth_fitness(&y, &seeds[i], &acc, &e));
+        bool in_top = false;
+        for (size_t t = 0; t < 4; t++)
+            in_top |= evo_arch_distance(s, &r.top[t].arch, &seeds[i]) == 0;
+        if (!in_top && macs_of(s, &seeds[i]) / 1e6 <= c.budget[EVO_LATENCY])
+            want[n_want++] = acc;
+    }
+    assert_true(n_want > 3);
+    for (int i = 1; i < n_want; i++) /* insertion sort, descending */
+        for (int j = i; j > 0 && want[j] > want[j - 1]; j--) {
+            double t = want[j];
+            want[j] = want[j - 1];
+            want[j - 1] = t;
+        }
+    for (size_t t = 4; t < r.n_top; t++) {
+        assert_true(fabs(r.top[t].acc - want[t - 4]) < 1e-12);
+        assert_true(r.top[t].f.v[EVO_LATENCY] <= c.budget[EVO_LATENCY]);
+        bool uniform = false;
+        for (int i = 0; i < n; i++)
+            uniform |= evo_arch_distance(s, &r.top[t].arch, &seeds[i]) == 0;
+        assert_true(uniform);
+    }
+    evo_result_free(&r);
+    /* none asked for, none added; a bad count is refused */
+    c.top_seeds = 0;
+    OK(evo_search(s, &c, &cb, &r, &e));
+    assert_int_equal(r.n_top_seeds, 0);
+    assert_int_equal(r.n_top, 4);
+    evo_result_free(&r);
+    c.top_seeds = -1;
+    assert_int_equal(evo_search(s, &c, &cb, &r, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "top_seeds -1"));
+}
+
 /* Minimal XML structure check: one root, balanced and properly nested tags,
  * quoted attributes, entities only in their escaped forms. NULL when well formed,
  * else what is wrong (in a static buffer). */
@@ -741,6 +806,7 @@ int main(void)
         cmocka_unit_test(test_default_config_is_ofa),
         cmocka_unit_test(test_beats_random_sampling_within_budget),
         cmocka_unit_test(test_keep_top_is_the_fittest_distinct_networks),
+        cmocka_unit_test(test_top_list_adds_the_fittest_seeds),
         cmocka_unit_test(test_top_by_resolution_takes_each_in_turn),
         cmocka_unit_test(test_reproducible_for_a_seed),
         cmocka_unit_test(test_infeasible_budget_names_smallest_figure),

@@ -134,7 +134,7 @@ paired() {
             lo = d - 1.96 * se
             hi = d + 1.96 * se
             printf "%d images right for the searched only, %d for the uniform only: %+.2f points, 95%% CI %+.2f to %+.2f (%s)\n",
-                only_a, only_b, 100 * d, 100 * lo, 100 * hi, lo > 0 ? "ahead" : hi < 0 ? "behind" : "level"
+                only_a, only_b, 100 * d, 100 * lo, 100 * hi, (lo > 0 ? "ahead" : (hi < 0 ? "behind" : "level"))
         }' "$1.test.csv" "$2.test.csv"
 }
 {

@@ -31,7 +31,7 @@ static void usage(FILE *f)
             "                    [--generations N] [--parents F] [--mutate-prob F]\n"
             "                    [--no-uniform-seeds]\n"
             "                    [--rerank K [--rerank-spread G] [--rerank-any-res]\n"
-            "                    [--rerank-images N]\n"
+            "                    [--rerank-seeds U] [--rerank-images N]\n"
             "                    [--recal-images N] [--device SPEC]] [--json] [--quiet]\n\n"
             "OFA's evolutionary search (population 100, top 25%% as parents, half the children\n"
             "by mutation with probability 0.1 per gene, half by crossover, 500 generations)\n"
@@ -54,7 +54,10 @@ static void usage(FILE *f)
             "candidates. The K are the fittest, then each next fittest that differs in at\n"
             "least G genes (resolution, depths, kernels, expand ratios; default 1) from every\n"
             "one taken, taken from each input resolution in turn (the predictor errs most\n"
-            "between resolutions), or from all alike with --rerank-any-res. Needs an OpenCL\n"
+            "between resolutions), or from all alike with --rerank-any-res. The U (default\n"
+            "3) uniform sub-networks within budget that the predictor rates highest are\n"
+            "measured too when not among the K, so the choice is never below the best of\n"
+            "them on validation (0: none; none with --no-uniform-seeds). Needs an OpenCL\n"
             "device (--device, as manta eval).\n\n"
             "Writes DIR/arch.json (the best sub-network, OFA's encoding; for manta export),\n"
             "DIR/front.csv and DIR/front.svg (the Pareto front of predicted top-1 against\n"
@@ -273,7 +276,7 @@ int cmd_search(int argc, char **argv)
     const char *ckpt = NULL, *lut_path = NULL, *acc_path = NULL, *out = "runs/search";
     const char *board = NULL, *device = NULL;
     double latency = 0, arena_kb = 0, flash_kb = 0, macs = 0;
-    long rerank = 0, spread = 1, rerank_images = 10000, recal = 2000;
+    long rerank = 0, spread = 1, rerank_images = 10000, recal = 2000, rerank_seeds = 3;
     evo_config c;
     evo_config_default(&c);
     c.top_by_res = 1;
@@ -305,13 +308,16 @@ int cmd_search(int argc, char **argv)
         } else if (!strcmp(a, "--device") && v) {
             device = v, i++;
         } else if (!strcmp(a, "--rerank") || !strcmp(a, "--rerank-spread") ||
-                   !strcmp(a, "--rerank-images") || !strcmp(a, "--recal-images")) {
+                   !strcmp(a, "--rerank-images") || !strcmp(a, "--recal-images") ||
+                   !strcmp(a, "--rerank-seeds")) {
             long *dst = !strcmp(a, "--rerank")          ? &rerank
                         : !strcmp(a, "--rerank-spread") ? &spread
                         : !strcmp(a, "--rerank-images") ? &rerank_images
+                        : !strcmp(a, "--rerank-seeds")  ? &rerank_seeds
                                                         : &recal;
-            if (!cmd_parse_long("search", a, v, dst == &rerank ? 0 : 1,
-                                dst == &rerank ? 1000 : dst == &spread ? 1000 : 1L << 30, dst))
+            const bool small = dst == &rerank || dst == &spread || dst == &rerank_seeds;
+            if (!cmd_parse_long("search", a, v, dst == &rerank || dst == &rerank_seeds ? 0 : 1,
+                                small ? 1000 : 1L << 30, dst))
                 return 2;
             i++;
         } else if (!strcmp(a, "--latency-ms") || !strcmp(a, "--max-arena-kb") ||
@@ -348,6 +354,7 @@ int cmd_search(int argc, char **argv)
         return 2;
     }
     c.keep_top = (int)rerank;
+    c.top_seeds = rerank > 0 && uniform_seeds ? (int)rerank_seeds : 0;
     c.top_min_genes = (int)spread;
     c.budget[EVO_LATENCY] = latency;
     c.budget[EVO_ARENA] = arena_kb * 1024;
@@ -522,9 +529,10 @@ int cmd_search(int argc, char **argv)
         if (rerank > 0) {
             prof_buf_printf(&b,
                             "\"rerank\":{\"spread_genes\":%ld,\"by_resolution\":%d,"
+                            "\"uniform_added\":%zu,"
                             "\"images\":%ld,\"recal_images\":%ld,\"chosen\":%zu,"
                             "\"candidates\":[",
-                            spread, c.top_by_res, rerank_images, recal, chosen + 1);
+                            spread, c.top_by_res, r.n_top_seeds, rerank_images, recal, chosen + 1);
             for (size_t i = 0; i < r.n_top; i++) {
                 char e2[2048];
                 if ((st = ofa_arch_to_json(&sp, &r.top[i].arch, e2, sizeof e2, &err)) != MANTA_OK)
@@ -567,8 +575,11 @@ int cmd_search(int argc, char **argv)
                r.best.f.v[EVO_ARENA] / 1024, r.best.f.v[EVO_FLASH] / 1024);
         if (rerank > 0)
             printf("  validation top-1 %.2f%%: the best of %zu of the fittest candidates (%ld or "
-                   "more genes apart) measured on %ld validation images; predicted rank %zu\n",
-                   100 * val[chosen], r.n_top, spread, rerank_images, chosen + 1);
+                   "more genes apart) and %zu uniform ones measured on %ld validation images; "
+                   "predicted rank %zu%s\n",
+                   100 * val[chosen], r.n_top - r.n_top_seeds, spread, r.n_top_seeds,
+                   rerank_images, chosen + 1,
+                   chosen >= r.n_top - r.n_top_seeds ? " (a uniform one)" : "");
         printf("  %ld candidates evaluated (%ld over budget), %zu on the Pareto front; %.1f s\n",
                r.evaluated, r.rejected, r.n_front, search_s);
         printf("  wrote %s/arch.json, front.csv, front.svg, search.json\n", out);
