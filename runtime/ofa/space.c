@@ -345,6 +345,20 @@ void ofa_arch_uniform(const ofa_space *s, int k, int e, int d, int r, ofa_arch *
     a->r = r;
 }
 
+bool ofa_arch_same_blocks(const ofa_space *s, const ofa_arch *a, const ofa_arch *b)
+{
+    for (int u = 0; u < s->n_units; u++) {
+        if (a->d[u] != b->d[u])
+            return false;
+        for (int j = 0; j < a->d[u]; j++) {
+            int i = u * s->max_depth + j;
+            if (a->ks[i] != b->ks[i] || a->e[i] != b->e[i])
+                return false;
+        }
+    }
+    return true;
+}
+
 void ofa_arch_sample(const ofa_space *s, manta_rng *rng, ofa_arch *a)
 {
     memset(a, 0, sizeof *a);

@@ -121,6 +121,14 @@ void ofa_arch_sample(const ofa_space *s, manta_rng *rng, ofa_arch *a);
  */
 void ofa_arch_sample_mixed(const ofa_space *s, manta_rng *rng, ofa_arch *a);
 
+/**
+ * Whether @p a and @p b have the same blocks: the same depth in every unit and
+ * the same kernel and expand ratio in every slot those depths use (slots a
+ * depth skips are not compared). The resolution is not compared: true means
+ * one sub-network, perhaps at two input sizes.
+ */
+bool ofa_arch_same_blocks(const ofa_space *s, const ofa_arch *a, const ofa_arch *b);
+
 /** Check every value is one of the space's choices; @p err names the first that is not. */
 manta_status ofa_arch_validate(const ofa_space *s, const ofa_arch *a, manta_err *err);
 

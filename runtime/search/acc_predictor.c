@@ -266,22 +266,6 @@ manta_status accp_dataset_save(const accp_dataset *d, const char *path, manta_er
     return st;
 }
 
-/* Whether @p a and @p b are one sub-network (resolution aside): the same depths, and the
- * same kernel and expand ratio in every slot those depths use. */
-static bool same_network(const ofa_space *s, const ofa_arch *a, const ofa_arch *b)
-{
-    for (int u = 0; u < s->n_units; u++) {
-        if (a->d[u] != b->d[u])
-            return false;
-        for (int j = 0; j < a->d[u]; j++) {
-            int i = u * s->max_depth + j;
-            if (a->ks[i] != b->ks[i] || a->e[i] != b->e[i])
-                return false;
-        }
-    }
-    return true;
-}
-
 manta_status accp_dataset_split(const accp_dataset *d, double frac, uint64_t seed,
                                 accp_dataset *train, accp_dataset *test, manta_err *err)
 {
@@ -302,7 +286,7 @@ manta_status accp_dataset_split(const accp_dataset *d, double frac, uint64_t see
     for (size_t i = 0; i < d->n; i++) {
         group[i] = i;
         for (size_t j = 0; j < i; j++)
-            if (group[j] == j && same_network(&d->space, &d->s[i].arch, &d->s[j].arch)) {
+            if (group[j] == j && ofa_arch_same_blocks(&d->space, &d->s[i].arch, &d->s[j].arch)) {
                 group[i] = j;
                 break;
             }

@@ -397,6 +397,7 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
         if (ok && (st = evaluate(&S, &c->seeds[i], &f, &pop[n_pop++], err)) != MANTA_OK)
             goto fail;
     }
+    out->n_seeds_in = (size_t)n_pop;
     if (c->top_seeds > 0 && n_pop > 0) {
         if (!(seeds = malloc((size_t)n_pop * sizeof *seeds))) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");

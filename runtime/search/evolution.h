@@ -144,13 +144,16 @@ typedef struct evo_result {
                          first; owned */
     size_t n_top;
     size_t n_top_seeds; /**< how many of top's last entries are those seeds */
+    size_t n_seeds_in;  /**< how many of evo_config.seeds met the budgets and entered the
+                             first population (at most the population size) */
 } evo_result;
 
 /**
  * Genes in which sub-networks @p a and @p b of space @p s differ: the
  * resolution, each unit's depth, and the kernel and expand ratio of each slot
  * both keep; a slot only one of them keeps counts 2, one neither keeps 0.
- * 0 means the same network (what slots a depth skips hold does not count).
+ * 0 means the same network at the same resolution (ofa_arch_same_blocks() and
+ * equal resolutions; what slots a depth skips hold does not count).
  */
 int evo_arch_distance(const ofa_space *s, const ofa_arch *a, const ofa_arch *b);
 

@@ -130,6 +130,17 @@ sed -n "${chosen}p" "$tmp/cands.txt" | cmp -s - "$tmp/s4/arch.json" || bad "arch
 got=$(sed -n 's/.*"top1":\([0-9.]*\).*/\1/p' "$tmp/s4_eval.json")
 awk -v a="$got" -v b="$best_val" 'BEGIN { d = a - b; exit !(d < 1e-5 && d > -1e-5) }' ||
     bad "manta eval measures $got for the chosen, search $best_val"
+# --rerank-seeds all: every uniform sub-network within budget is measured, among the K or added
+"$M" search ${s%--quiet} --latency-ms "$budget" --out "$tmp/s5" --seed 3 --rerank 3 --rerank-spread 2 \
+    --rerank-seeds all --rerank-images 40 --recal-images 40 >/dev/null 2>"$tmp/s5.err" ||
+    bad "search --rerank-seeds all: $(cat "$tmp/s5.err")"
+ua=$(sed -n 's/.*"uniform_added":\([0-9]*\).*/\1/p' "$tmp/s5/search.json")
+ub=$(sed -n 's/.*"uniform_within_budget":\([0-9]*\).*/\1/p' "$tmp/s5/search.json")
+nu=$(sed 's/"best":.*//' "$tmp/s5/search.json" | grep -o '{"arch":{[^}]*}' | sort -u |
+    grep -c '"ks":\[\([0-9]\),\(\1,\)*\1\],"e":\[\([0-9]\),\(\3,\)*\3\],"d":\[\([0-9]\),\(\5,\)*\5\]')
+[ -n "$ua" ] && [ -n "$ub" ] && [ "$ub" -gt 2 ] && [ "$nu" = "$ub" ] && [ "$ua" -le "$nu" ] &&
+    [ "$ua" -ge $((nu - 3)) ] ||
+    bad "--rerank-seeds all: $nu uniform candidates ($ua added), $ub within budget"
 # arena and flash budgets are exact: the exported file has the size the search computed
 "$M" search $s --latency-ms "$budget" --max-arena-kb 400 --max-flash-kb 2500 --out "$tmp/s3" \
     >/dev/null || bad "search with arena and flash budgets"
@@ -174,6 +185,7 @@ refuse "required" "$M" search --ckpt "$ckpt"
 refuse "out of range" "$M" search $s --latency-ms "$budget" --rerank 2 --device 9
 refuse "--rerank" "$M" search $s --latency-ms "$budget" --rerank -1
 refuse "--rerank-seeds" "$M" search $s --latency-ms "$budget" --rerank 2 --rerank-seeds -1
+refuse "--rerank-seeds" "$M" search $s --latency-ms "$budget" --rerank 2 --rerank-seeds most
 refuse "lut.json:" "$M" acc-fit --data "$tmp/lut.json" --out "$tmp/x.accp"
 
 [ "$fail" -eq 0 ] && echo "pipeline search: ok"

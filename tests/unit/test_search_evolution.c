@@ -323,6 +323,24 @@ static void test_keep_top_is_the_fittest_distinct_networks(void **state)
     assert_true(b.r != a.r && b.ks[0] != a.ks[0] && b.e[0] != a.e[0]);
     assert_int_equal(evo_arch_distance(&y.s, &a, &b), 3);
     assert_int_equal(evo_arch_distance(&y.s, &b, &a), 3);
+    /* distance 0 exactly for the same blocks at the same resolution */
+    manta_rng g;
+    manta_rng_seed(&g, 5, 0);
+    int zero = 0;
+    for (int n = 0; n < 2000; n++) {
+        ofa_arch_sample(&y.s, &g, &a);
+        b = a;
+        int i = (int)manta_rng_below(&g, (uint32_t)ofa_slots(&y.s));
+        b.e[i] = y.s.e[manta_rng_below(&g, (uint32_t)y.s.n_e)];
+        if (manta_rng_below(&g, 4) == 0)
+            b.d[i / y.s.max_depth] = y.s.d[manta_rng_below(&g, (uint32_t)y.s.n_d)];
+        if (manta_rng_below(&g, 4) == 0)
+            b.r = y.s.res[manta_rng_below(&g, (uint32_t)y.s.n_res)];
+        bool same = ofa_arch_same_blocks(&y.s, &a, &b) && a.r == b.r;
+        assert_int_equal(evo_arch_distance(&y.s, &a, &b) == 0, same);
+        zero += same;
+    }
+    assert_true(zero > 100 && zero < 1900);
 }
 
 static void test_top_by_resolution_takes_each_in_turn(void **state)
@@ -597,6 +615,21 @@ static void test_top_list_adds_the_fittest_seeds(void **state)
     OK(evo_search(s, &c, &cb, &r, &e));
     assert_int_equal(r.n_top_seeds, 0);
     assert_int_equal(r.n_top, 4);
+    evo_result_free(&r);
+    /* as many as there are seeds: every one within budget that the list lacks */
+    int in_budget = 0;
+    for (int i = 0; i < n; i++)
+        in_budget += macs_of(s, &seeds[i]) / 1e6 <= c.budget[EVO_LATENCY];
+    c.top_seeds = n;
+    OK(evo_search(s, &c, &cb, &r, &e));
+    assert_int_equal(r.n_seeds_in, in_budget);
+    assert_int_equal(r.n_top_seeds, n_want);
+    for (int i = 0; i < n; i++) {
+        bool listed = false;
+        for (size_t t = 0; t < r.n_top; t++)
+            listed |= evo_arch_distance(s, &r.top[t].arch, &seeds[i]) == 0;
+        assert_int_equal(listed, macs_of(s, &seeds[i]) / 1e6 <= c.budget[EVO_LATENCY]);
+    }
     evo_result_free(&r);
     c.top_seeds = -1;
     assert_int_equal(evo_search(s, &c, &cb, &r, &e), MANTA_ERR_INVALID_ARG);

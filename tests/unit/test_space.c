@@ -114,6 +114,45 @@ static void test_arch_json_round_trip(void **state)
     assert_int_equal(ofa_arch_to_json(&s, &a, small, sizeof small, NULL), MANTA_ERR_INVALID_ARG);
 }
 
+static void test_same_blocks_ignores_skipped_slots_and_resolution(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_cpu_default(&s);
+    ofa_arch a, b;
+    ofa_arch_uniform(&s, 5, 4, 2, 28, &a);
+    b = a;
+    assert_true(ofa_arch_same_blocks(&s, &a, &b));
+    b.r = 32; /* another input size of the same network */
+    assert_true(ofa_arch_same_blocks(&s, &a, &b));
+    b.ks[2] = 7; /* slot 2: unit 0's third block, skipped at depth 2 */
+    b.e[3] = 6;
+    assert_true(ofa_arch_same_blocks(&s, &a, &b));
+    b.ks[1] = 3; /* unit 0's second block, used */
+    assert_false(ofa_arch_same_blocks(&s, &a, &b));
+    b = a;
+    b.e[s.max_depth] = 6; /* unit 1's first block */
+    assert_false(ofa_arch_same_blocks(&s, &a, &b));
+    b = a;
+    b.d[4] = 3; /* a deeper last unit: its third block is used now */
+    assert_false(ofa_arch_same_blocks(&s, &a, &b));
+    assert_false(ofa_arch_same_blocks(&s, &b, &a));
+    /* random pairs: same blocks exactly when every used gene agrees */
+    manta_rng r;
+    manta_rng_seed(&r, 7, 0);
+    int same = 0;
+    for (int n = 0; n < 2000; n++) {
+        ofa_arch_sample(&s, &r, &a);
+        b = a;
+        int i = (int)manta_rng_below(&r, (uint32_t)ofa_slots(&s)), u = i / s.max_depth;
+        b.ks[i] = s.ks[manta_rng_below(&r, (uint32_t)s.n_ks)];
+        bool used = i % s.max_depth < a.d[u];
+        assert_int_equal(ofa_arch_same_blocks(&s, &a, &b), !used || b.ks[i] == a.ks[i]);
+        same += ofa_arch_same_blocks(&s, &a, &b);
+    }
+    assert_true(same > 0 && same < 2000);
+}
+
 /* Share of slots of @p a whose kernel is the smallest of the space. */
 static double small_kernel_share(const ofa_space *s, const ofa_arch *a)
 {
@@ -269,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_space_json_round_trip),
         cmocka_unit_test(test_bad_specs_name_the_field),
         cmocka_unit_test(test_arch_json_round_trip),
+        cmocka_unit_test(test_same_blocks_ignores_skipped_slots_and_resolution),
         cmocka_unit_test(test_arch_outside_space_is_refused),
         cmocka_unit_test(test_describe_smallest_cpu_subnet),
         cmocka_unit_test(test_describe_orders_max_above_min),

@@ -31,7 +31,7 @@ static void usage(FILE *f)
             "                    [--generations N] [--parents F] [--mutate-prob F]\n"
             "                    [--no-uniform-seeds]\n"
             "                    [--rerank K [--rerank-spread G] [--rerank-any-res]\n"
-            "                    [--rerank-seeds U] [--rerank-images N]\n"
+            "                    [--rerank-seeds U|all] [--rerank-images N]\n"
             "                    [--recal-images N] [--device SPEC]] [--json] [--quiet]\n\n"
             "OFA's evolutionary search (population 100, top 25%% as parents, half the children\n"
             "by mutation with probability 0.1 per gene, half by crossover, 500 generations)\n"
@@ -57,8 +57,10 @@ static void usage(FILE *f)
             "between resolutions), or from all alike with --rerank-any-res. The U (default\n"
             "3) uniform sub-networks within budget that the predictor rates highest are\n"
             "measured too when not among the K, so the choice is never below the best of\n"
-            "them on validation (0: none; none with --no-uniform-seeds). Needs an OpenCL\n"
-            "device (--device, as manta eval).\n\n"
+            "them on validation (0: none; all: every uniform one within budget, so never\n"
+            "below the best uniform sub-network on validation, at the cost of measuring\n"
+            "each (81 for cpu-default; no more than the population); none with\n"
+            "--no-uniform-seeds). Needs an OpenCL device (--device, as manta eval).\n\n"
             "Writes DIR/arch.json (the best sub-network, OFA's encoding; for manta export),\n"
             "DIR/front.csv and DIR/front.svg (the Pareto front of predicted top-1 against\n"
             "predicted latency) and DIR/search.json (settings and results, with each\n"
@@ -280,7 +282,7 @@ int cmd_search(int argc, char **argv)
     evo_config c;
     evo_config_default(&c);
     c.top_by_res = 1;
-    int json = 0, quiet = 0, uniform_seeds = 1;
+    int json = 0, quiet = 0, uniform_seeds = 1, all_seeds = 0;
     long x;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -316,9 +318,17 @@ int cmd_search(int argc, char **argv)
                         : !strcmp(a, "--rerank-seeds")  ? &rerank_seeds
                                                         : &recal;
             const bool small = dst == &rerank || dst == &spread || dst == &rerank_seeds;
-            if (!cmd_parse_long("search", a, v, dst == &rerank || dst == &rerank_seeds ? 0 : 1,
-                                small ? 1000 : 1L << 30, dst))
+            if (dst == &rerank_seeds && v && !strcmp(v, "all")) {
+                all_seeds = 1;
+            } else if (!cmd_parse_long("search", a, v,
+                                       dst == &rerank || dst == &rerank_seeds ? 0 : 1,
+                                       small ? 1000 : 1L << 30, dst)) {
+                if (dst == &rerank_seeds)
+                    fprintf(stderr, "manta search: --rerank-seeds also takes 'all'\n");
                 return 2;
+            } else if (dst == &rerank_seeds) {
+                all_seeds = 0; /* the last --rerank-seeds counts */
+            }
             i++;
         } else if (!strcmp(a, "--latency-ms") || !strcmp(a, "--max-arena-kb") ||
                    !strcmp(a, "--max-flash-kb") || !strcmp(a, "--max-macs")) {
@@ -455,6 +465,8 @@ int cmd_search(int argc, char **argv)
                         ofa_arch_uniform(&sp, sp.ks[ki], sp.e[ei], sp.d[di], sp.res[ri],
                                          &seeds[c.n_seeds++]);
         c.seeds = seeds;
+        if (all_seeds && rerank > 0)
+            c.top_seeds = c.n_seeds;
     }
     if ((st = evo_search(&sp, &c, &cb, &r, &err)) != MANTA_OK) {
         fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
@@ -521,10 +533,11 @@ int cmd_search(int argc, char **argv)
         prof_buf_printf(&b,
                         ",\"seed\":%llu,\"population\":%d,\"generations\":%d,"
                         "\"parent_ratio\":%g,\"mutate_prob\":%g,\"uniform_seeds\":%d,"
-                        "\"budget\":{\"max_latency_ms\":%g,\"max_arena_bytes\":%g,"
-                        "\"max_flash_bytes\":%g,\"max_macs\":%g},",
+                        "\"uniform_within_budget\":%zu,\"budget\":{\"max_latency_ms\":%g,"
+                        "\"max_arena_bytes\":%g,\"max_flash_bytes\":%g,\"max_macs\":%g},",
                         (unsigned long long)c.seed, c.population, c.generations, c.parent_ratio,
-                        c.mutate_prob, c.n_seeds, latency, c.budget[EVO_ARENA], c.budget[EVO_FLASH], macs);
+                        c.mutate_prob, c.n_seeds, r.n_seeds_in, latency, c.budget[EVO_ARENA],
+                        c.budget[EVO_FLASH], macs);
         /* before "best", so that a reader taking the last "predicted_top1" gets the best's */
         if (rerank > 0) {
             prof_buf_printf(&b,
