@@ -588,10 +588,10 @@ int cmd_search(int argc, char **argv)
                r.best.f.v[EVO_ARENA] / 1024, r.best.f.v[EVO_FLASH] / 1024);
         if (rerank > 0)
             printf("  validation top-1 %.2f%%: the best of %zu of the fittest candidates (%ld or "
-                   "more genes apart) and %zu uniform ones measured on %ld validation images; "
+                   "more genes apart) and %zu uniform %s measured on %ld validation images; "
                    "predicted rank %zu%s\n",
                    100 * val[chosen], r.n_top - r.n_top_seeds, spread, r.n_top_seeds,
-                   rerank_images, chosen + 1,
+                   r.n_top_seeds == 1 ? "one" : "ones", rerank_images, chosen + 1,
                    chosen >= r.n_top - r.n_top_seeds ? " (a uniform one)" : "");
         printf("  %ld candidates evaluated (%ld over budget), %zu on the Pareto front; %.1f s\n",
                r.evaluated, r.rejected, r.n_front, search_s);
