@@ -15,7 +15,7 @@
 # BUDGETS="X1 X2 ..." (ms); by default FRACTIONS of the way from the smallest to
 # the largest sub-network's predicted latency (default 0.02 0.05 0.1 0.2 0.3 0.4;
 # the demo's budget is 0.4). RERANK (default 20) candidates and RERANK_SEEDS
-# (default 3; all: every one within budget) uniform ones re-ranked on
+# (default all: every one within budget; or a count) uniform ones re-ranked on
 # RERANK_IMAGES (default 10000) validation images, BN re-calibrated on RECAL
 # (default 2000) training images. Writes DEMO_DIR/sweep/bX/ per budget and
 # DEMO_DIR/sweep/table.md; the uniform networks' figures are measured once and
@@ -27,7 +27,7 @@ DIR=${1:-runs/demo}
 ACC=${2:-$DIR/acc_predictor.accp}
 RECAL=${RECAL:-2000}
 RERANK=${RERANK:-20}
-RERANK_SEEDS=${RERANK_SEEDS:-3}
+RERANK_SEEDS=${RERANK_SEEDS:-all}
 RERANK_IMAGES=${RERANK_IMAGES:-10000}
 FRACTIONS=${FRACTIONS:-0.02 0.05 0.1 0.2 0.3 0.4}
 M=$BUILD/bin/manta
@@ -56,7 +56,8 @@ for b in $BUDGETS_RUN; do
     out=$DIR/sweep/b$b
     echo "=== budget $b ms ($(date -u +%H:%M:%S) UTC)"
     $M search --ckpt "$CKPT" --lut "$LUT" --acc-model "$ACC" --latency-ms "$b" --rerank "$RERANK" \
-        --rerank-seeds "$RERANK_SEEDS" --rerank-spread 2 --rerank-images "$RERANK_IMAGES" --recal-images "$RECAL" --out "$out" --quiet
+        --rerank-seeds "$RERANK_SEEDS" --rerank-spread 2 --rerank-images "$RERANK_IMAGES" \
+        --recal-images "$RECAL" --out "$out" --quiet
     # the uniform networks are measured at the first budget and reused after
     if [ "$n" = 1 ]; then reuse=${REUSE:-0}; else reuse=1; fi
     REUSE=$reuse RECAL=$RECAL BUILD=$BUILD sh tools/bench/search_vs_uniform.sh "$DIR" "$out" |
