@@ -17,7 +17,9 @@
 # (500), DEMO_LATENCY_MS (default: 40% of the way from the smallest to the
 # largest sub-network's predicted latency), DEMO_GENERATIONS (500),
 # DEMO_RERANK (10 candidates re-measured; 0: the predictor's best),
-# DEMO_RERANK_IMAGES (5000 validation images each),
+# DEMO_RERANK_SEEDS (3 uniform sub-networks within budget re-measured too, the
+# ones the predictor rates highest; all: every one), DEMO_RERANK_IMAGES (5000
+# validation images each),
 # DEMO_VALIDATE (20 sub-networks timed to check the table; 0: skip).
 set -eu
 
@@ -30,6 +32,7 @@ RECAL=${DEMO_RECAL_IMAGES:-500}
 BUDGET=${DEMO_LATENCY_MS:-}
 GENERATIONS=${DEMO_GENERATIONS:-500}
 RERANK=${DEMO_RERANK:-10}
+RERANK_SEEDS=${DEMO_RERANK_SEEDS:-3}
 RERANK_IMAGES=${DEMO_RERANK_IMAGES:-5000}
 VALIDATE=${DEMO_VALIDATE:-20}
 M=$BUILD/bin/manta
@@ -101,7 +104,8 @@ if [ -z "$BUDGET" ]; then
 fi
 $M search --ckpt "$CKPT" --lut "$OUT/latency_table.json" --acc-model "$OUT/acc_predictor.accp" \
     --latency-ms "$BUDGET" --generations "$GENERATIONS" --rerank "$RERANK" --rerank-spread 2 \
-    --rerank-images "$RERANK_IMAGES" --recal-images "$RECAL" --out "$OUT/search"
+    --rerank-seeds "$RERANK_SEEDS" --rerank-images "$RERANK_IMAGES" --recal-images "$RECAL" \
+    --out "$OUT/search"
 
 stage 6 "export and test top-1"
 $M export --ckpt "$CKPT" --arch "$OUT/search/arch.json" --out "$OUT/model.tflite" \
@@ -137,7 +141,9 @@ VTOP=""
 [ -n "$CHOSEN" ] && VTOP=$(grep -o '"validation_top1":[0-9.]*' "$OUT/search/search.json" |
     sed -n "${CHOSEN}p" | sed 's/.*://')
 awk -v t="$TOP1" -v p="$PTOP" 'BEGIN { printf "test top-1:          %.2f%% (10,000 test images, inference engine); predicted %.2f%%\n", 100 * t, 100 * p }'
-[ -n "$VTOP" ] && awk -v v="$VTOP" -v c="$CHOSEN" -v k="$RERANK" -v n="$RERANK_IMAGES" 'BEGIN { printf "                     validation %.2f%%: the best measured of the search\047s %d best candidates (%d images; predicted rank %d)\n", 100 * v, k, n, c }'
+UADD=$(json_num "$OUT/search/search.json" uniform_added)
+NCAND=$(grep -o '"validation_top1":' "$OUT/search/search.json" | wc -l)
+[ -n "$VTOP" ] && awk -v v="$VTOP" -v c="$CHOSEN" -v k="$NCAND" -v u="${UADD:-0}" -v n="$RERANK_IMAGES" 'BEGIN { printf "                     validation %.2f%%: the best measured of the search\047s %d best candidates and %d more uniform sub-networks within budget (%d images; predicted rank %d%s)\n", 100 * v, k - u, u, n, c, (c > k - u ? ", a uniform one" : "") }'
 awk -v p="$PRED" -v m="$MEAS" -v d="$MED" 'BEGIN { printf "latency:             predicted %.3f ms, measured %.3f ms (10th percentile of 300 runs, the table\047s statistic; median %.3f ms)\n", p, m, d }'
 awk -v a="$ARENA" -v f="$FILE" 'BEGIN { printf "memory:              arena %.1f KiB, model file %.1f KiB\n", a / 1024, f / 1024 }'
 echo "test image:          $OUT/test_image.jpg (label: $LABEL)"
