@@ -373,8 +373,7 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
     const size_t top_cap = (size_t)c->keep_top + (size_t)c->top_seeds;
     if (top_cap > 0)
         out->top = malloc(top_cap * sizeof *out->top);
-    cand *seeds = NULL; /* the seeds within budget, evaluated, when top_seeds > 0 */
-    int n_seeds_in = 0;
+    cand *seeds = NULL; /* when top_seeds > 0: the n_seeds_in seeds within budget, evaluated */
     manta_status st = MANTA_OK;
     if (!pop || !out->history || (top_cap > 0 && !out->top)) {
         st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
@@ -404,7 +403,6 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
             goto fail;
         }
         memcpy(seeds, pop, (size_t)n_pop * sizeof *seeds);
-        n_seeds_in = n_pop;
     }
     long tried = 1 + c->n_seeds;
     for (; n_pop < P && tried <= c->init_tries + c->n_seeds; tried++) {
@@ -487,12 +485,13 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
         }
     }
     /* then the fittest seeds not in the list yet */
-    if (n_seeds_in > 0)
-        qsort(seeds, (size_t)n_seeds_in, sizeof *seeds, by_rank[c->axis]);
-    for (int i = 0, added = 0; i < n_seeds_in && added < c->top_seeds; i++)
+    const size_t n_seeds = seeds ? out->n_seeds_in : 0;
+    if (n_seeds > 0)
+        qsort(seeds, n_seeds, sizeof *seeds, by_rank[c->axis]);
+    for (size_t i = 0, added = 0; i < n_seeds && added < (size_t)c->top_seeds; i++)
         if (far_from_top(s, out, &seeds[i].p.arch, 1)) {
             out->top[out->n_top++] = seeds[i].p;
-            out->n_top_seeds = (size_t)++added;
+            out->n_top_seeds = ++added;
         }
     free(seeds);
     free(S.all);

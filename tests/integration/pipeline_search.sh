@@ -15,6 +15,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
+# num KEY [FILE]: the number after the last "KEY": in FILE (default stdin)
+num() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" "${2:--}"; }
+# candidates SEARCH_JSON: the re-ranked architectures, one per line, in order
+candidates() { sed 's/"best":.*//' "$1" | grep -o '{"arch":{[^}]*}' | sed 's/^{"arch"://'; }
+# an architecture with one kernel, one expand ratio and one depth everywhere
+UNIFORM='"ks":\[\([0-9]\),\(\1,\)*\1\],"e":\[\([0-9]\),\(\3,\)*\3\],"d":\[\([0-9]\),\(\5,\)*\5\]'
 # run CMD..., expect a non-zero exit and MSG in its stderr
 refuse() {
     msg=$1
@@ -79,8 +85,8 @@ grep -q '"held_out_rmse_points"' "$tmp/fit.json" || bad "acc-fit json: $(cat "$t
 
 # ---- search
 s="--ckpt $ckpt --lut $tmp/lut.json --acc-model $tmp/acc.accp --generations 15 --quiet"
-hi=$("$P" --lut "$tmp/lut.json" --arch max $fast --json | sed -n 's/.*"predicted_ms":\([0-9.]*\).*/\1/p')
-lo=$("$P" --lut "$tmp/lut.json" --arch min $fast --json | sed -n 's/.*"predicted_ms":\([0-9.]*\).*/\1/p')
+hi=$("$P" --lut "$tmp/lut.json" --arch max $fast --json | num predicted_ms)
+lo=$("$P" --lut "$tmp/lut.json" --arch min $fast --json | num predicted_ms)
 budget=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.4f", (a + b) / 2 }')
 "$M" search $s --latency-ms "$budget" --out "$tmp/s1" --seed 3 >"$tmp/s1.log" || bad "search"
 "$M" search $s --latency-ms "$budget" --out "$tmp/s2" --seed 3 >/dev/null || bad "search again"
@@ -90,7 +96,7 @@ done
 cmp -s "$tmp/s1/arch.json" "$tmp/s2/arch.json" && cmp -s "$tmp/s1/front.csv" "$tmp/s2/front.csv" ||
     bad "same seed, different result"
 grep -q '<svg' "$tmp/s1/front.svg" || bad "front.svg is not SVG"
-lat=$(sed -n 's/.*"predicted_latency_ms":\([0-9.]*\).*/\1/p' "$tmp/s1/search.json")
+lat=$(num predicted_latency_ms "$tmp/s1/search.json")
 awk -v l="$lat" -v b="$budget" 'BEGIN { exit !(l <= b) }' || bad "best $lat ms over budget $budget"
 grep -q '"rerank":null' "$tmp/s1/search.json" || bad "search without --rerank: rerank not null"
 
@@ -101,25 +107,19 @@ rr="--rerank 3 --rerank-spread 2 --rerank-seeds 2 --rerank-images 40 --recal-ima
 "$M" search ${s%--quiet} --latency-ms "$budget" --out "$tmp/s4" --seed 3 $rr >"$tmp/s4.log" \
     2>"$tmp/s4.err" ||
     bad "search --rerank: $(cat "$tmp/s4.err")"
-ua=$(sed -n 's/.*"uniform_added":\([0-9]*\).*/\1/p' "$tmp/s4/search.json")
+ua=$(num uniform_added "$tmp/s4/search.json")
 [ "$ua" = 2 ] || bad "rerank: $ua uniform sub-networks added, not 2: $(cat "$tmp/s4/search.json")"
 grep -q 're-rank 5/5' "$tmp/s4.err" || bad "no re-rank progress: $(cat "$tmp/s4.err")"
 grep -q 'validation top-1.* and 2 uniform ones' "$tmp/s4.log" ||
     bad "search --rerank summary: $(cat "$tmp/s4.log")"
 grep -o '"validation_top1":[0-9.]*' "$tmp/s4/search.json" | sed 's/.*://' >"$tmp/val.txt"
-sed 's/"best":.*//' "$tmp/s4/search.json" | grep -o '{"arch":{[^}]*}' | sed 's/^{"arch"://' \
-    >"$tmp/cands.txt"
-chosen=$(sed -n 's/.*"chosen":\([0-9]*\).*/\1/p' "$tmp/s4/search.json")
+candidates "$tmp/s4/search.json" >"$tmp/cands.txt"
+chosen=$(num chosen "$tmp/s4/search.json")
 [ "$(wc -l <"$tmp/val.txt")" -eq 5 ] && [ "$(wc -l <"$tmp/cands.txt")" -eq 5 ] ||
     bad "rerank: not 5 candidates: $(cat "$tmp/s4/search.json")"
 # the last two are uniform: one kernel, expand ratio and depth everywhere
-tail -n 2 "$tmp/cands.txt" | while read -r c; do
-    for g in ks e d; do
-        n=$(printf '%s\n' "$c" | sed "s/.*\"$g\":\[\([0-9,]*\)\].*/\1/" | tr ',' '\n' | sort -u | wc -l)
-        [ "$n" = 1 ] || echo "not uniform in $g: $c"
-    done
-done >"$tmp/nonuniform.txt"
-[ ! -s "$tmp/nonuniform.txt" ] || bad "rerank: $(cat "$tmp/nonuniform.txt")"
+[ "$(tail -n 2 "$tmp/cands.txt" | grep -c "$UNIFORM")" = 2 ] ||
+    bad "rerank: the last two are not uniform: $(tail -n 2 "$tmp/cands.txt")"
 best_val=$(sort -g "$tmp/val.txt" | tail -n 1)
 [ -n "$chosen" ] && [ "$(sed -n "${chosen}p" "$tmp/val.txt")" = "$best_val" ] ||
     bad "rerank chose $chosen, not the best measured $best_val"
@@ -127,17 +127,17 @@ sed -n "${chosen}p" "$tmp/cands.txt" | cmp -s - "$tmp/s4/arch.json" || bad "arch
 [ "$(sort -u "$tmp/cands.txt" | wc -l)" -eq 5 ] || bad "rerank candidates repeat"
 "$M" eval --ckpt "$ckpt" --arch "$tmp/s4/arch.json" --images 40 --recal-images 40 --json \
     >"$tmp/s4_eval.json" 2>/dev/null || bad "eval of the chosen"
-got=$(sed -n 's/.*"top1":\([0-9.]*\).*/\1/p' "$tmp/s4_eval.json")
+got=$(num top1 "$tmp/s4_eval.json")
 awk -v a="$got" -v b="$best_val" 'BEGIN { d = a - b; exit !(d < 1e-5 && d > -1e-5) }' ||
     bad "manta eval measures $got for the chosen, search $best_val"
 # --rerank-seeds all: every uniform sub-network within budget is measured, among the K or added
-"$M" search ${s%--quiet} --latency-ms "$budget" --out "$tmp/s5" --seed 3 --rerank 3 --rerank-spread 2 \
-    --rerank-seeds all --rerank-images 40 --recal-images 40 >/dev/null 2>"$tmp/s5.err" ||
+"$M" search ${s%--quiet} --latency-ms "$budget" --out "$tmp/s5" --seed 3 --rerank 3 \
+    --rerank-spread 2 --rerank-seeds all --rerank-images 40 --recal-images 40 >/dev/null \
+    2>"$tmp/s5.err" ||
     bad "search --rerank-seeds all: $(cat "$tmp/s5.err")"
-ua=$(sed -n 's/.*"uniform_added":\([0-9]*\).*/\1/p' "$tmp/s5/search.json")
-ub=$(sed -n 's/.*"uniform_within_budget":\([0-9]*\).*/\1/p' "$tmp/s5/search.json")
-nu=$(sed 's/"best":.*//' "$tmp/s5/search.json" | grep -o '{"arch":{[^}]*}' | sort -u |
-    grep -c '"ks":\[\([0-9]\),\(\1,\)*\1\],"e":\[\([0-9]\),\(\3,\)*\3\],"d":\[\([0-9]\),\(\5,\)*\5\]')
+ua=$(num uniform_added "$tmp/s5/search.json")
+ub=$(num uniform_within_budget "$tmp/s5/search.json")
+nu=$(candidates "$tmp/s5/search.json" | sort -u | grep -c "$UNIFORM")
 [ -n "$ua" ] && [ -n "$ub" ] && [ "$ub" -gt 2 ] && [ "$nu" = "$ub" ] && [ "$ua" -le "$nu" ] &&
     [ "$ua" -ge $((nu - 3)) ] ||
     bad "--rerank-seeds all: $nu uniform candidates ($ua added), $ub within budget"
@@ -146,11 +146,11 @@ nu=$(sed 's/"best":.*//' "$tmp/s5/search.json" | grep -o '{"arch":{[^}]*}' | sor
     >/dev/null || bad "search with arena and flash budgets"
 "$M" export --ckpt "$ckpt" --arch "$tmp/s3/arch.json" --out "$tmp/m.tflite" --recal-images 32 \
     --json >"$tmp/export.json" || bad "export"
-want=$(sed -n 's/.*"file_bytes":\([0-9]*\).*/\1/p' "$tmp/s3/search.json")
-got=$(sed -n 's/.*"file_bytes":\([0-9]*\).*/\1/p' "$tmp/export.json")
+want=$(num file_bytes "$tmp/s3/search.json")
+got=$(num file_bytes "$tmp/export.json")
 [ -n "$want" ] && [ "$want" = "$got" ] || bad "file size: search $want, export $got"
 want=$(sed -n 's/.*"best".*"arena_bytes":\([0-9]*\).*/\1/p' "$tmp/s3/search.json")
-got=$(sed -n 's/.*"arena_bytes":\([0-9]*\).*/\1/p' "$tmp/export.json")
+got=$(num arena_bytes "$tmp/export.json")
 [ -n "$want" ] && [ "$want" = "$got" ] || bad "arena: search $want, export $got"
 awk -v f="$got" 'BEGIN { exit !(f <= 400 * 1024) }' || bad "arena $got over 400 KiB"
 

@@ -364,7 +364,6 @@ int cmd_search(int argc, char **argv)
         return 2;
     }
     c.keep_top = (int)rerank;
-    c.top_seeds = rerank > 0 && uniform_seeds ? (int)rerank_seeds : 0;
     c.top_min_genes = (int)spread;
     c.budget[EVO_LATENCY] = latency;
     c.budget[EVO_ARENA] = arena_kb * 1024;
@@ -465,8 +464,9 @@ int cmd_search(int argc, char **argv)
                         ofa_arch_uniform(&sp, sp.ks[ki], sp.e[ei], sp.d[di], sp.res[ri],
                                          &seeds[c.n_seeds++]);
         c.seeds = seeds;
-        if (all_seeds && rerank > 0)
-            c.top_seeds = c.n_seeds;
+        /* the uniform ones re-measured beside the K: all, or the U fittest */
+        if (rerank > 0)
+            c.top_seeds = all_seeds ? c.n_seeds : (int)rerank_seeds;
     }
     if ((st = evo_search(&sp, &c, &cb, &r, &err)) != MANTA_OK) {
         fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
