@@ -53,7 +53,7 @@ LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lz -lpthread -lm
 # Debian packages the build, the tests and the demo need.
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
             libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
-            dataset-fashion-mnist clblast-utils
+            dataset-fashion-mnist clblast-utils clang
 
 LIB_DIRS := core cl nn train data ofa export search profile dist
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))

@@ -38,27 +38,23 @@ inline void bn_next(bn_iter *it)
     }
 }
 
-/* Run the statements (...) for every chunk of channel ch this work-item takes, with j the
- * index of its first value in the tensor and left the values from there to
- * the end of its row. */
-#define BN_FOR_CHUNKS(n, c, hw, ch, ...)                                                     \
+/* Expand BODY(j, left) for every chunk of channel ch this work-item takes, with j the
+ * index of its first value in the tensor and left the values from there to the end of
+ * its row (the constant 8 for whole chunks in the row mode). BODY is the name of a
+ * function-like macro of two parameters defined by the caller (OpenCL C 1.2 has no
+ * variadic macros). */
+#define BN_FOR_CHUNKS(n, c, hw, ch, BODY)                                                    \
     if ((int)get_local_size(0) <= (n)) {                                                     \
         for (int b_ = (int)get_local_id(0); b_ < (n); b_ += (int)get_local_size(0)) {        \
             int row_ = (b_ * (c) + (ch)) * (hw), k_ = 0;                                     \
-            for (; k_ + 8 <= (hw); k_ += 8) { /* whole chunks: left is the constant 8 */     \
-                const int j = row_ + k_, left = 8;                                           \
-                __VA_ARGS__                                                                  \
-            }                                                                                \
-            if (k_ < (hw)) {                                                                 \
-                int j = row_ + k_, left = (hw) - k_;                                         \
-                __VA_ARGS__                                                                  \
-            }                                                                                \
+            for (; k_ + 8 <= (hw); k_ += 8) /* whole chunks */                               \
+                BODY(row_ + k_, 8)                                                           \
+            if (k_ < (hw))                                                                   \
+                BODY(row_ + k_, (hw) - k_)                                                   \
         }                                                                                    \
     } else {                                                                                 \
-        for (bn_iter it_ = bn_begin(hw); it_.b < (n); bn_next(&it_)) {                       \
-            int j = (it_.b * (c) + (ch)) * (hw) + it_.k * 8, left = (hw) - it_.k * 8;        \
-            __VA_ARGS__                                                                      \
-        }                                                                                    \
+        for (bn_iter it_ = bn_begin(hw); it_.b < (n); bn_next(&it_))                         \
+            BODY((it_.b * (c) + (ch)) * (hw) + it_.k * 8, (hw) - it_.k * 8)                  \
     }
 
 /* Lanes of a chunk that lie inside its row. */
@@ -102,21 +98,33 @@ inline void bn_channel_stats(__global const float *x, int n, int c, int hw, int 
     int m = n * hw;
     float sh = x[ch * hw];
     float8 s = (float8)(0.0f);
-    BN_FOR_CHUNKS(n, c, hw, ch, {
-        float8 v = bn_load(x + j, left);
-        s += select((float8)(0.0f), v - sh, bn_lanes(left));
-    })
+#define SUM_SHIFTED(j, left)                                                                 \
+    s += select((float8)(0.0f), bn_load(x + (j), left) - sh, bn_lanes(left));
+    BN_FOR_CHUNKS(n, c, hw, ch, SUM_SHIFTED)
+#undef SUM_SHIFTED
     float dm = wg_sum(bn_hsum(s), scratch) / (float)m;
     float8 q = (float8)(0.0f);
-    BN_FOR_CHUNKS(n, c, hw, ch, {
-        float8 v = bn_load(x + j, left);
-        float8 t = select((float8)(0.0f), (v - sh) - dm, bn_lanes(left));
-        q = fma(t, t, q);
-    })
+#define SUM_SQUARES(j, left)                                                                 \
+    {                                                                                        \
+        float8 t_ = select((float8)(0.0f), (bn_load(x + (j), left) - sh) - dm, bn_lanes(left)); \
+        q = fma(t_, t_, q);                                                                  \
+    }
+    BN_FOR_CHUNKS(n, c, hw, ch, SUM_SQUARES)
+#undef SUM_SQUARES
     *var = wg_sum(bn_hsum(q), scratch) / (float)m;
     *shift = sh;
     *dmean = dm;
 }
+
+/* Body of the backward reductions: s_dy8 += dy, s_dyxh8 += dy * xhat over a chunk, with
+ * x, dy, mu (mean) and is (inverse standard deviation) in scope; bn_load gives 0 past
+ * the row. */
+#define BN_SUM_DY(j, left)                                                                   \
+    {                                                                                        \
+        float8 g_ = bn_load(dy + (j), left);                                                 \
+        s_dy8 += g_;                                                                         \
+        s_dyxh8 = fma(g_, (bn_load(x + (j), left) - mu) * is, s_dyxh8);                      \
+    }
 
 /* x: (N, C, HW); mean, var: (C). One work-group per channel. */
 __kernel void bn_stats(VIEW(x), VIEW(mean), VIEW(var), int n, int c, int hw,
@@ -146,10 +154,9 @@ __kernel void bn_forward_train(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(rmean), VI
     float invstd = 1.0f / sqrt(v + eps);
     float g = gamma[ch] * invstd, b = beta[ch];
     /* every read of x by other work-items finished inside bn_channel_stats */
-    BN_FOR_CHUNKS(n, c, hw, ch, {
-        float8 xv = bn_load(x + j, left);
-        bn_store(y + j, ((xv - sh) - dm) * g + b, left);
-    })
+#define NORMALISE(j, left) bn_store(y + (j), ((bn_load(x + (j), left) - sh) - dm) * g + b, left);
+    BN_FOR_CHUNKS(n, c, hw, ch, NORMALISE)
+#undef NORMALISE
     if (l == 0) {
         float mean = sh + dm;
         float unbiased = v * ((float)m / (float)(m - 1));
@@ -187,19 +194,16 @@ __kernel void bn_backward(VIEW(x), VIEW(gamma), VIEW(smean), VIEW(sinvstd), VIEW
     int m = n * hw;
     float mu = smean[ch], is = sinvstd[ch];
     float8 s_dy8 = (float8)(0.0f), s_dyxh8 = (float8)(0.0f);
-    BN_FOR_CHUNKS(n, c, hw, ch, {
-        float8 g = bn_load(dy + j, left); /* 0 past the row */
-        s_dy8 += g;
-        s_dyxh8 = fma(g, (bn_load(x + j, left) - mu) * is, s_dyxh8);
-    })
+    BN_FOR_CHUNKS(n, c, hw, ch, BN_SUM_DY)
     float s_dy = wg_sum(bn_hsum(s_dy8), scratch);
     float s_dyxh = wg_sum(bn_hsum(s_dyxh8), scratch);
     float k = gamma[ch] * is, a = s_dy / (float)m, b = s_dyxh / (float)m;
     /* every read of dy by other work-items finished before the reductions */
-    BN_FOR_CHUNKS(n, c, hw, ch, {
-        float8 g = bn_load(dy + j, left), xv = bn_load(x + j, left);
-        bn_store(dx + j, k * (g - a - (xv - mu) * is * b), left);
-    })
+#define INPUT_GRAD(j, left)                                                                  \
+    bn_store(dx + (j), k * (bn_load(dy + (j), left) - a - (bn_load(x + (j), left) - mu) * is * b), \
+             left);
+    BN_FOR_CHUNKS(n, c, hw, ch, INPUT_GRAD)
+#undef INPUT_GRAD
     if (l == 0) {
         dgamma[ch] += s_dyxh;
         dbeta[ch] += s_dy;
@@ -256,11 +260,7 @@ __kernel void bn_backward_reduce(VIEW(x), VIEW(smean), VIEW(sinvstd), VIEW(dy), 
     int ch = (int)get_group_id(0);
     float mu = smean[ch], is = sinvstd[ch];
     float8 s_dy8 = (float8)(0.0f), s_dyxh8 = (float8)(0.0f);
-    BN_FOR_CHUNKS(n, c, hw, ch, {
-        float8 g = bn_load(dy + j, left);
-        s_dy8 += g;
-        s_dyxh8 = fma(g, (bn_load(x + j, left) - mu) * is, s_dyxh8);
-    })
+    BN_FOR_CHUNKS(n, c, hw, ch, BN_SUM_DY)
     float s_dy = wg_sum(bn_hsum(s_dy8), scratch);
     float s_dyxh = wg_sum(bn_hsum(s_dyxh8), scratch);
     if (get_local_id(0) == 0) {

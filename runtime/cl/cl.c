@@ -515,6 +515,24 @@ manta_status mcl_build(mcl_dev *d, const char *name, const char *source, const c
     return MANTA_OK;
 }
 
+manta_status mcl_program_source(const char *program, char **text, manta_err *err)
+{
+    *text = NULL;
+    const mcl_source *src = mcl_source_find(program);
+    const mcl_source *pre = mcl_source_find("common");
+    if (!src || !pre || strcmp(program, "common") == 0)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "no embedded OpenCL program '%s'",
+                             program);
+    size_t cap = pre->len + src->len + strlen(program) + 32;
+    char *t = malloc(cap);
+    if (!t)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory assembling '%s'",
+                             program);
+    snprintf(t, cap, "%s\n#line 1 \"%s.cl\"\n%s", pre->text, program, src->text);
+    *text = t;
+    return MANTA_OK;
+}
+
 static manta_status get_program(mcl_dev *d, const char *program, cl_program *out)
 {
     for (size_t i = 0; i < d->n_programs; i++)
@@ -522,24 +540,16 @@ static manta_status get_program(mcl_dev *d, const char *program, cl_program *out
             *out = d->programs[i].prog;
             return MANTA_OK;
         }
-    const mcl_source *src = mcl_source_find(program);
-    const mcl_source *pre = mcl_source_find("common");
-    if (!src || !pre)
-        return manta_err_set(&d->err, MANTA_ERR_INTERNAL, "no embedded OpenCL program '%s'",
-                             program);
     if (d->n_programs == MCL_MAX_PROGRAMS)
         return manta_err_set(&d->err, MANTA_ERR_INTERNAL, "program table full at '%s'", program);
-    char *text = malloc(pre->len + src->len + 64);
-    if (!text)
-        return manta_err_set(&d->err, MANTA_ERR_NO_MEMORY, "out of host memory building '%s'",
-                             program);
-    sprintf(text, "%s\n#line 1\n%s", pre->text, src->text);
+    char *text;
+    MANTA_TRY(mcl_program_source(program, &text, &d->err));
     cl_program prog;
-    manta_status st = mcl_build(d, program, text, "-cl-std=CL1.2", &prog, NULL);
+    manta_status st = mcl_build(d, program, text, MCL_BUILD_OPTIONS, &prog, NULL);
     free(text);
     if (st != MANTA_OK)
         return st;
-    d->programs[d->n_programs].name = src->name;
+    d->programs[d->n_programs].name = mcl_source_find(program)->name;
     d->programs[d->n_programs].prog = prog;
     d->n_programs++;
     *out = prog;

@@ -155,6 +155,18 @@ manta_status mcl_fail(mcl_dev *d, cl_int code, const char *what);
 manta_status mcl_build(mcl_dev *d, const char *name, const char *source, const char *options,
                        cl_program *out, char **log);
 
+/** Options every embedded program of cl_kernels/ is built with, on every device. */
+#define MCL_BUILD_OPTIONS "-cl-std=CL1.2"
+
+/**
+ * The source of embedded program @p program (a file name of cl_kernels/
+ * without ".cl", not "common") exactly as mcl_kernel() builds it: the shared
+ * preamble, a `#line 1 "<program>.cl"` directive, then the file. *text is a
+ * malloc'd string the caller frees.
+ * @return MANTA_ERR_INVALID_ARG for an unknown program, MANTA_ERR_NO_MEMORY.
+ */
+manta_status mcl_program_source(const char *program, char **text, manta_err *err);
+
 /**
  * Kernel @p kernel of the embedded program @p program (a file name of
  * cl_kernels/ without ".cl"), built on first use with the shared preamble.

@@ -17,7 +17,7 @@ expect_error() {
 }
 
 "$M" --help | grep -q "devices" || fail "--help"
-for c in devices train train-tiny eval arch bench launch ckpt-diff; do
+for c in devices train train-tiny eval arch bench launch ckpt-diff kernels; do
     "$M" $c --help >/dev/null || fail "$c --help"
 done
 "$M" devices | grep -q "compute units" || fail "devices"

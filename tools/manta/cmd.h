@@ -21,6 +21,8 @@ int cmd_image(int argc, char **argv);
 /** `manta bench allreduce` (tools/manta/dist.c); argv[1] is "allreduce". */
 int cmd_bench_allreduce(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+/** `manta kernels` (tools/manta/kernels.c): the embedded OpenCL programs. */
+int cmd_kernels(int argc, char **argv);
 /** `manta ckpt-diff` (tools/manta/ckptdiff.c): float32 sections of two checkpoints compared. */
 int cmd_ckpt_diff(int argc, char **argv);
 /** `manta launch` (tools/manta/launch.c): start N local ranks of a distributed command. */

@@ -24,6 +24,7 @@ static const struct {
     {"search", cmd_search, "evolutionary search under latency / arena / flash budgets"},
     {"image", cmd_image, "one image of a data set as a JPEG (for manta-infer)"},
     {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|allreduce'"},
+    {"kernels", cmd_kernels, "the embedded OpenCL programs: list, dump, build on a device"},
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
     {"launch", cmd_launch, "start N local ranks of a distributed command (like torchrun --standalone)"},
     {"ckpt-diff", cmd_ckpt_diff, "largest differences between the tensors of two checkpoints"},
