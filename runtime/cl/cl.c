@@ -20,6 +20,8 @@ typedef struct kernel_entry {
     const char *program; /* points at the embedded table (stable) */
     char name[64];
     cl_kernel k;
+    size_t wg_max;       /* CL_KERNEL_WORK_GROUP_SIZE, within the device's limit */
+    size_t local_static; /* CL_KERNEL_LOCAL_MEM_SIZE before any __local argument */
 } kernel_entry;
 
 typedef struct program_entry {
@@ -38,6 +40,8 @@ struct mcl_dev {
     size_t n_kernels;
     mcl_stats stats;
     mcl_tuning tuning;
+    mcl_variant variant;
+    mcl_launch_log *log; /* NULL: launches are not recorded */
     manta_err err;
 };
 
@@ -164,26 +168,130 @@ manta_status mcl_enumerate(mcl_device_list *out, manta_err *err)
             dev_str(ids[i], CL_DRIVER_VERSION, di->driver_version, sizeof di->driver_version);
             dev_str(ids[i], CL_DEVICE_VERSION, di->device_version, sizeof di->device_version);
             dev_str(ids[i], CL_DEVICE_OPENCL_C_VERSION, di->c_version, sizeof di->c_version);
-            cl_uint cu = 0;
+            cl_uint cu = 0, vw = 0;
             cl_ulong gm = 0, lm = 0, ma = 0;
-            size_t wg = 0;
+            size_t wg = 0, items[3] = {1, 1, 1};
             clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof di->type, &di->type, NULL);
             clGetDeviceInfo(ids[i], CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
             clGetDeviceInfo(ids[i], CL_DEVICE_GLOBAL_MEM_SIZE, sizeof gm, &gm, NULL);
             clGetDeviceInfo(ids[i], CL_DEVICE_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
             clGetDeviceInfo(ids[i], CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof ma, &ma, NULL);
             clGetDeviceInfo(ids[i], CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+            clGetDeviceInfo(ids[i], CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL);
+            clGetDeviceInfo(ids[i], CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL);
             di->compute_units = cu;
             di->global_mem = gm;
             di->local_mem = lm;
             di->max_alloc = ma;
             di->max_work_group = wg;
+            for (int k = 0; k < 3; k++)
+                di->max_work_item[k] = items[k] ? items[k] : 1;
+            di->vector_width = vw ? vw : 1;
             out->count++;
         }
     }
     if (out->count == 0)
         return manta_err_set(err, MANTA_ERR_NO_DEVICE,
                              "%u OpenCL platform(s) found but none reports a device", np);
+    const char *clamp = getenv("MANTA_DEVICE_LIMITS");
+    for (size_t i = 0; clamp && *clamp && i < out->count; i++)
+        MANTA_TRY(mcl_limits_clamp(&out->dev[i], clamp, err));
+    return MANTA_OK;
+}
+
+/* A positive number with an optional k, m or g suffix (powers of 1024) in
+ * [s, end); false when malformed, zero or too large. */
+static bool parse_size(const char *s, const char *end, bool bytes, unsigned long long *out)
+{
+    unsigned long long v = 0;
+    const char *p = s;
+    for (; p < end && isdigit((unsigned char)*p); p++) {
+        if (v > (~0ULL - 9) / 10)
+            return false;
+        v = v * 10 + (unsigned long long)(*p - '0');
+    }
+    if (p == s || v == 0)
+        return false;
+    if (p < end && bytes) {
+        unsigned shift = 0;
+        switch (tolower((unsigned char)*p)) {
+        case 'k': shift = 10; break;
+        case 'm': shift = 20; break;
+        case 'g': shift = 30; break;
+        default: return false;
+        }
+        if (v > (~0ULL >> shift))
+            return false;
+        v <<= shift;
+        p++;
+    }
+    if (p != end)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void clamp_ull(unsigned long long *limit, unsigned long long v)
+{
+    if (v < *limit)
+        *limit = v;
+}
+
+static void clamp_size(size_t *limit, unsigned long long v)
+{
+    if (v < *limit)
+        *limit = (size_t)v;
+}
+
+manta_status mcl_limits_clamp(mcl_device_info *info, const char *spec, manta_err *err)
+{
+    mcl_device_info c = *info;
+    const char *p = spec;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        const char *eq = memchr(p, '=', (size_t)(end - p));
+        int klen = eq ? (int)(eq - p) : (int)(end - p);
+        bool ok = eq != NULL;
+        unsigned long long v = 0;
+        if (ok && klen == 5 && !strncmp(p, "items", 5)) {
+            const char *q = eq + 1;
+            for (int k = 0; k < 3 && ok; k++) {
+                const char *x = k < 2 ? memchr(q, 'x', (size_t)(end - q)) : end;
+                ok = x && parse_size(q, x, false, &v);
+                if (ok)
+                    clamp_size(&c.max_work_item[k], v);
+                q = x ? x + 1 : end;
+            }
+        } else if (ok && parse_size(eq + 1, end, true, &v)) {
+            if (klen == 5 && !strncmp(p, "local", 5))
+                clamp_ull(&c.local_mem, v);
+            else if (klen == 2 && !strncmp(p, "wg", 2))
+                clamp_size(&c.max_work_group, v);
+            else if (klen == 5 && !strncmp(p, "alloc", 5))
+                clamp_ull(&c.max_alloc, v);
+            else if (klen == 3 && !strncmp(p, "mem", 3))
+                clamp_ull(&c.global_mem, v);
+            else if (klen == 3 && !strncmp(p, "vec", 3) && v <= 16)
+                c.vector_width = v < c.vector_width ? (unsigned)v : c.vector_width;
+            else
+                ok = false;
+        } else {
+            ok = false;
+        }
+        if (!ok)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "MANTA_DEVICE_LIMITS: bad entry '%.*s' (expected KEY=VALUE with "
+                                 "KEY local, wg, items (AxBxC), alloc, mem or vec, and a positive "
+                                 "VALUE, bytes with an optional k, m or g suffix)",
+                                 (int)(end - p), p);
+        p = *end ? end + 1 : end;
+    }
+    for (int k = 0; k < 3; k++)
+        clamp_size(&c.max_work_item[k], c.max_work_group);
+    snprintf(c.clamped, sizeof c.clamped, "%s", spec);
+    *info = c;
     return MANTA_OK;
 }
 
@@ -285,11 +393,35 @@ manta_status mcl_open(const mcl_device_info *info, const mcl_options *opt, mcl_d
     *out = NULL;
     if (sodium_init() < 0)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "libsodium failed to initialise");
+    int major = 0, minor = 0;
+    if (sscanf(info->c_version, "OpenCL C %d.%d", &major, &minor) != 2 ||
+        major * 10 + minor < 12)
+        return manta_err_set(err, MANTA_ERR_UNSUPPORTED,
+                             "device '%s' reports '%s'; manta's kernels need OpenCL C 1.2 or later",
+                             info->name, info->c_version);
+    mcl_variant variant = MCL_VARIANT_AUTO;
+    if (opt && (opt->variant == MCL_VARIANT_CPU || opt->variant == MCL_VARIANT_GPU)) {
+        variant = (mcl_variant)opt->variant;
+    } else {
+        const char *env = getenv("MANTA_KERNELS");
+        if (env && *env && strcmp(env, "auto") != 0) {
+            if (strcmp(env, "cpu") == 0)
+                variant = MCL_VARIANT_CPU;
+            else if (strcmp(env, "gpu") == 0)
+                variant = MCL_VARIANT_GPU;
+            else
+                return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                     "MANTA_KERNELS '%s': expected cpu, gpu or auto", env);
+        }
+    }
+    if (variant == MCL_VARIANT_AUTO)
+        variant = (info->type & CL_DEVICE_TYPE_CPU) ? MCL_VARIANT_CPU : MCL_VARIANT_GPU;
     mcl_dev *d = calloc(1, sizeof *d);
     if (!d)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory opening '%s'",
                              info->name);
     d->info = *info;
+    d->variant = variant;
     cl_int rc;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)info->platform, 0};
     d->ctx = clCreateContext(props, 1, &info->id, NULL, NULL, &rc);
@@ -342,6 +474,24 @@ cl_command_queue *mcl_queue(mcl_dev *d) { return &d->queue; }
 void mcl_get_stats(const mcl_dev *d, mcl_stats *out) { *out = d->stats; }
 const mcl_tuning *mcl_get_tuning(const mcl_dev *d) { return &d->tuning; }
 const char *mcl_cache_dir(const mcl_dev *d) { return d->cache_dir; }
+mcl_variant mcl_get_variant(const mcl_dev *d) { return d->variant; }
+void mcl_set_launch_log(mcl_dev *d, mcl_launch_log *log) { d->log = log; }
+
+const char *mcl_variant_name(mcl_variant v)
+{
+    return v == MCL_VARIANT_CPU ? "cpu" : v == MCL_VARIANT_GPU ? "gpu" : "auto";
+}
+
+void mcl_log_launch(mcl_dev *d, const mcl_launch_record *r)
+{
+    mcl_launch_log *log = d->log;
+    if (!log)
+        return;
+    if (log->count < log->cap)
+        log->rec[log->count++] = *r;
+    else
+        log->dropped++;
+}
 
 /* ---- programs ------------------------------------------------------------------ */
 
@@ -540,6 +690,9 @@ static manta_status get_program(mcl_dev *d, const char *program, cl_program *out
             *out = d->programs[i].prog;
             return MANTA_OK;
         }
+    if (!mcl_source_find(program))
+        return manta_err_set(&d->err, MANTA_ERR_INTERNAL, "no embedded OpenCL program '%s'",
+                             program);
     if (d->n_programs == MCL_MAX_PROGRAMS)
         return manta_err_set(&d->err, MANTA_ERR_INTERNAL, "program table full at '%s'", program);
     char *text;
@@ -556,12 +709,14 @@ static manta_status get_program(mcl_dev *d, const char *program, cl_program *out
     return MANTA_OK;
 }
 
-manta_status mcl_kernel(mcl_dev *d, const char *program, const char *kernel, cl_kernel *out)
+/* The cached entry of @p kernel, created (with its limits queried) on first use. */
+static manta_status kernel_entry_get(mcl_dev *d, const char *program, const char *kernel,
+                                     const kernel_entry **out)
 {
     for (size_t i = 0; i < d->n_kernels; i++) {
         kernel_entry *e = &d->kernels[i];
         if (strcmp(e->name, kernel) == 0 && strcmp(e->program, program) == 0) {
-            *out = e->k;
+            *out = e;
             return MANTA_OK;
         }
     }
@@ -584,7 +739,24 @@ manta_status mcl_kernel(mcl_dev *d, const char *program, const char *kernel, cl_
     e->program = mcl_source_find(program)->name;
     snprintf(e->name, sizeof e->name, "%s", kernel);
     e->k = k;
-    *out = k;
+    size_t wg = 0;
+    cl_ulong lm = 0;
+    if (clGetKernelWorkGroupInfo(k, d->info.id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
+                                 NULL) != CL_SUCCESS || wg == 0)
+        wg = d->info.max_work_group;
+    clGetKernelWorkGroupInfo(k, d->info.id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
+    e->wg_max = wg < d->info.max_work_group ? wg : d->info.max_work_group;
+    e->local_static = (size_t)lm;
+    *out = e;
+    return MANTA_OK;
+}
+
+manta_status mcl_kernel(mcl_dev *d, const char *program, const char *kernel, cl_kernel *out)
+{
+    const kernel_entry *e;
+    *out = NULL;
+    MANTA_TRY(kernel_entry_get(d, program, kernel, &e));
+    *out = e->k;
     return MANTA_OK;
 }
 
@@ -595,12 +767,20 @@ manta_status mcl_alloc(mcl_dev *d, size_t bytes, const char *what, cl_mem *out)
     *out = NULL;
     if (bytes == 0)
         bytes = 4; /* OpenCL forbids empty buffers; keep empty tensors valid */
-    if (bytes > d->info.max_alloc || d->stats.bytes_allocated + bytes > d->info.global_mem)
+    if (bytes > d->info.max_alloc)
         return manta_err_set(&d->err, MANTA_ERR_DEVICE_MEMORY,
-                             "device '%s' out of memory for %s: %zu bytes requested, largest "
-                             "buffer %llu, %llu of %llu bytes already in use",
-                             d->info.name, what, bytes, d->info.max_alloc,
-                             d->stats.bytes_allocated, d->info.global_mem);
+                             "device '%s': %s needs one buffer of %zu bytes, above the device's "
+                             "largest allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE%s) of %llu bytes; "
+                             "use a smaller batch or resolution",
+                             d->info.name, what, bytes, d->info.clamped[0] ? ", clamped" : "",
+                             d->info.max_alloc);
+    if (d->stats.bytes_allocated + bytes > d->info.global_mem)
+        return manta_err_set(&d->err, MANTA_ERR_DEVICE_MEMORY,
+                             "device '%s' out of memory for %s: %zu bytes requested, %llu of "
+                             "%llu bytes (CL_DEVICE_GLOBAL_MEM_SIZE%s) already in use; use a "
+                             "smaller batch or resolution",
+                             d->info.name, what, bytes, d->stats.bytes_allocated,
+                             d->info.global_mem, d->info.clamped[0] ? ", clamped" : "");
     cl_int rc;
     cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &rc);
     if (rc != CL_SUCCESS) {
@@ -671,13 +851,23 @@ manta_status mcl_finish(mcl_dev *d)
 
 void mcl_launch_begin(mcl_launch *L, mcl_dev *d, const char *program, const char *kernel)
 {
+    const kernel_entry *e = NULL;
     L->d = d;
     L->k = NULL;
     L->name = kernel;
     L->next = 0;
     L->cl_status = CL_SUCCESS;
-    L->st = mcl_kernel(d, program, kernel, &L->k);
+    L->outputs = 0;
+    L->st = kernel_entry_get(d, program, kernel, &e);
+    L->k = e ? e->k : NULL;
+    L->name = e ? e->name : kernel; /* stable storage for the launch log */
+    L->wg_max = e ? e->wg_max : 1;
+    L->local_bytes = e ? e->local_static : 0;
 }
+
+void mcl_launch_output(mcl_launch *L, size_t values) { L->outputs = values; }
+
+size_t mcl_launch_wg_max(const mcl_launch *L) { return L->wg_max; }
 
 static void set_arg(mcl_launch *L, size_t size, const void *value)
 {
@@ -722,27 +912,70 @@ void mcl_arg_float(mcl_launch *L, float v)
     set_arg(L, sizeof x, &x);
 }
 
-void mcl_arg_local(mcl_launch *L, size_t bytes) { set_arg(L, bytes, NULL); }
+void mcl_arg_local(mcl_launch *L, size_t bytes)
+{
+    L->local_bytes += bytes;
+    set_arg(L, bytes, NULL);
+}
+
+/* MANTA_ERR_UNSUPPORTED when @p local does not fit the device's limits. */
+static manta_status check_local(mcl_launch *L, unsigned dims, const size_t *local)
+{
+    const mcl_device_info *di = &L->d->info;
+    const char *clamped = di->clamped[0] ? " (clamped by MANTA_DEVICE_LIMITS)" : "";
+    size_t items = 1;
+    for (unsigned i = 0; i < dims; i++) {
+        if (local[i] == 0 || local[i] > di->max_work_item[i])
+            return manta_err_set(&L->d->err, MANTA_ERR_UNSUPPORTED,
+                                 "kernel '%s' on device '%s': work-group extent %zu along "
+                                 "dimension %u exceeds the device's limit of %zu%s",
+                                 L->name, di->name, local[i], i, di->max_work_item[i], clamped);
+        items *= local[i];
+    }
+    if (items > L->wg_max)
+        return manta_err_set(&L->d->err, MANTA_ERR_UNSUPPORTED,
+                             "kernel '%s' on device '%s': work-group of %zu work-items exceeds "
+                             "the limit of %zu for this kernel%s",
+                             L->name, di->name, items, L->wg_max, clamped);
+    if (L->local_bytes > di->local_mem)
+        return manta_err_set(&L->d->err, MANTA_ERR_UNSUPPORTED,
+                             "kernel '%s' on device '%s': %zu bytes of local memory exceed the "
+                             "device's %llu%s",
+                             L->name, di->name, L->local_bytes, di->local_mem, clamped);
+    return MANTA_OK;
+}
 
 manta_status mcl_launch_run(mcl_launch *L, unsigned dims, const size_t *global,
                             const size_t *local)
 {
     if (L->st != MANTA_OK)
         return L->st;
-    size_t g[3];
+    if (dims < 1 || dims > 3)
+        return manta_err_set(&L->d->err, MANTA_ERR_INTERNAL, "kernel '%s': %u dimensions",
+                             L->name, dims);
+    if (local)
+        MANTA_TRY(check_local(L, dims, local));
+    else if (L->local_bytes > L->d->info.local_mem)
+        return check_local(L, 0, NULL);
+    mcl_launch_record r = {L->name, dims, {1, 1, 1}, {0, 0, 0}, 1, L->outputs, {0, 0, 0}};
     for (unsigned i = 0; i < dims; i++) {
-        g[i] = global[i];
-        if (g[i] == 0)
+        r.global[i] = global[i];
+        if (r.global[i] == 0)
             return MANTA_OK; /* empty tensor: nothing to do */
-        if (local)
-            g[i] = (g[i] + local[i] - 1) / local[i] * local[i];
+        if (local) {
+            r.global[i] = (r.global[i] + local[i] - 1) / local[i] * local[i];
+            r.local[i] = local[i];
+        }
+        r.items *= r.global[i];
     }
-    cl_int rc = clEnqueueNDRangeKernel(L->d->queue, L->k, dims, NULL, g, local, 0, NULL, NULL);
+    cl_int rc =
+        clEnqueueNDRangeKernel(L->d->queue, L->k, dims, NULL, r.global, local, 0, NULL, NULL);
     if (rc != CL_SUCCESS) {
         char w[128];
         snprintf(w, sizeof w, "launching kernel '%s'", L->name);
         return mcl_fail(L->d, rc, w);
     }
     L->d->stats.launches++;
+    mcl_log_launch(L->d, &r);
     return MANTA_OK;
 }

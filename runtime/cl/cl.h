@@ -41,7 +41,12 @@ typedef struct mcl_device_info {
     unsigned long long global_mem;   /**< bytes */
     unsigned long long local_mem;    /**< bytes */
     unsigned long long max_alloc;    /**< bytes, largest single buffer */
-    size_t max_work_group;
+    size_t max_work_group;           /**< work-items of one work-group, any kernel */
+    size_t max_work_item[3];         /**< largest work-group extent along dims 0, 1, 2 */
+    unsigned vector_width;           /**< preferred float vector width (1, 2, 4, 8, 16) */
+    /** The clamps of MANTA_DEVICE_LIMITS applied to the limits above, as given
+     *  ("local=32k,wg=256"); "" when the device reports its own limits. */
+    char clamped[128];
 } mcl_device_info;
 
 /** Most devices one enumeration reports. */
@@ -60,11 +65,32 @@ const char *mcl_type_name(cl_device_type type);
 const char *mcl_error_name(cl_int code);
 
 /**
- * List every device of every platform.
+ * List every device of every platform, with its limits: local memory, the
+ * work-group and work-item extents, the largest allocation, global memory
+ * and the preferred float vector width. When the environment variable
+ * MANTA_DEVICE_LIMITS is set, every device's limits are clamped to it (see
+ * mcl_limits_clamp()): a large device then behaves, for every launch and
+ * allocation manta makes, like a small GPU.
  * @return MANTA_ERR_NO_PLATFORM when no platform (ICD) is installed,
- *         MANTA_ERR_NO_DEVICE when platforms exist but report no device.
+ *         MANTA_ERR_NO_DEVICE when platforms exist but report no device,
+ *         MANTA_ERR_INVALID_ARG naming MANTA_DEVICE_LIMITS and the entry when
+ *         that variable is malformed.
  */
 manta_status mcl_enumerate(mcl_device_list *out, manta_err *err);
+
+/**
+ * Clamp the limits of @p info to @p spec, a comma-separated list of
+ * KEY=VALUE: local (local memory, bytes), wg (work-items per group),
+ * items (work-group extents, AxBxC), alloc (largest buffer, bytes),
+ * mem (global memory, bytes), vec (preferred float vector width). Byte
+ * values take a k, m or g suffix (powers of 1024). A limit only ever
+ * shrinks: a value above the device's own leaves it as it is. Records
+ * @p spec in info->clamped. Example: "local=32k,wg=256,alloc=256m".
+ * @return MANTA_ERR_INVALID_ARG naming the entry when @p spec is malformed
+ *         (unknown key, missing or zero value, bad suffix); @p info is then
+ *         unchanged.
+ */
+manta_status mcl_limits_clamp(mcl_device_info *info, const char *spec, manta_err *err);
 
 /**
  * Choose one device. @p spec is an index ("1"), a type ("gpu", "cpu",
@@ -86,7 +112,26 @@ typedef struct mcl_options {
     /** Do not apply the CLBlast tuning file of the device (also when the
      *  environment variable MANTA_NO_TUNING is set to anything but "" or "0"). */
     bool no_tuning;
+    /** Kernel variants: MCL_VARIANT_AUTO (0) picks by device type, else
+     *  the environment variable MANTA_KERNELS (cpu|gpu) when set. */
+    int variant;
 } mcl_options;
+
+/**
+ * The family of kernel variants an open device runs where CPUs and GPUs want
+ * different ones (cl_kernels/ and runtime/nn/ hold both): the CPU variants
+ * use few work-items with long vectorised loops, the GPU variants spread
+ * every reduction over thousands of work-items (two-stage reductions, GEMMs
+ * over N*H*W). Both compute the same values to float rounding.
+ */
+typedef enum mcl_variant {
+    MCL_VARIANT_AUTO = 0, /**< CPU devices: cpu; every other type: gpu */
+    MCL_VARIANT_CPU = 1,
+    MCL_VARIANT_GPU = 2
+} mcl_variant;
+
+/** "cpu" or "gpu". */
+const char *mcl_variant_name(mcl_variant v);
 
 /**
  * CLBlast tuning of an open device: whether mcl_open() found and applied a
@@ -138,6 +183,37 @@ void mcl_get_stats(const mcl_dev *d, mcl_stats *out);
 const mcl_tuning *mcl_get_tuning(const mcl_dev *d);
 /** The cache folder of @p d; "" when caching is off. */
 const char *mcl_cache_dir(const mcl_dev *d);
+/** The kernel variants @p d runs (never MCL_VARIANT_AUTO), fixed at mcl_open(). */
+mcl_variant mcl_get_variant(const mcl_dev *d);
+
+/** One kernel launch as recorded by a launch log (see mcl_set_launch_log()). */
+typedef struct mcl_launch_record {
+    const char *kernel;    /**< kernel name (static storage), or "sgemm" for CLBlast */
+    unsigned dims;         /**< 1 to 3; 0 for a CLBlast call */
+    size_t global[3];      /**< work-items per dimension, as enqueued (rounded up) */
+    size_t local[3];       /**< work-group extents; 0 when the implementation picks */
+    size_t items;          /**< product of global (for CLBlast: 0, not known) */
+    size_t outputs;        /**< values the launch writes, when the launcher says
+                            *   (mcl_launch_output()); 0 when not stated */
+    size_t gemm[3];        /**< CLBlast: m, n, k; else 0 */
+} mcl_launch_record;
+
+/** A caller-owned array that mcl_launch_run() and mcl_sgemm() append to. */
+typedef struct mcl_launch_log {
+    mcl_launch_record *rec;
+    size_t cap;            /**< entries of rec */
+    size_t count;          /**< entries written (at most cap) */
+    size_t dropped;        /**< launches past cap, not recorded */
+} mcl_launch_log;
+
+/**
+ * Record every later launch of @p d into @p log (NULL stops recording). The
+ * log stays owned by the caller and must outlive the recording.
+ */
+void mcl_set_launch_log(mcl_dev *d, mcl_launch_log *log);
+
+/** Append one record to @p d's launch log, if one is set (for cl/blas.c). */
+void mcl_log_launch(mcl_dev *d, const mcl_launch_record *r);
 
 /** Record an OpenCL failure in the device error and return the mapped status. */
 manta_status mcl_fail(mcl_dev *d, cl_int code, const char *what);
@@ -229,6 +305,9 @@ typedef struct mcl_launch {
     cl_uint next;
     manta_status st;
     cl_int cl_status;
+    size_t wg_max;       /**< work-items per group this kernel allows on the device */
+    size_t local_bytes;  /**< __local bytes: the kernel's own plus mcl_arg_local()'s */
+    size_t outputs;      /**< values written, for the launch log (mcl_launch_output()) */
 } mcl_launch;
 
 void mcl_launch_begin(mcl_launch *L, mcl_dev *d, const char *program, const char *kernel);
@@ -239,9 +318,22 @@ void mcl_arg_uint(mcl_launch *L, uint32_t v);
 void mcl_arg_float(mcl_launch *L, float v);
 /** A `__local` scratch argument of @p bytes. */
 void mcl_arg_local(mcl_launch *L, size_t bytes);
+/** State how many values the launch writes (for the launch log only). */
+void mcl_launch_output(mcl_launch *L, size_t values);
+/**
+ * Most work-items one group of this kernel may have on the device: the
+ * device's (clamped) work-group limit and the kernel's own
+ * (CL_KERNEL_WORK_GROUP_SIZE, lower on GPUs for kernels using many
+ * registers). 1 when the kernel could not be created (the launch then fails
+ * with that error).
+ */
+size_t mcl_launch_wg_max(const mcl_launch *L);
 /**
  * Enqueue. @p global is rounded up to a multiple of @p local (NULL: the
- * implementation picks). Kernels guard their own bounds.
+ * implementation picks). Kernels guard their own bounds. A @p local that
+ * does not fit the device's limits (work-items per group, per dimension, or
+ * __local memory with the kernel's own) returns MANTA_ERR_UNSUPPORTED with a
+ * message naming the kernel, the device, the limit and the value.
  */
 manta_status mcl_launch_run(mcl_launch *L, unsigned dims, const size_t *global,
                             const size_t *local);

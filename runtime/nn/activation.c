@@ -55,9 +55,8 @@ static manta_status act_run(mcl_launch *L, mcl_dev *d, nn_act a, size_t n)
         mcl_arg_int(L, (int)a);
         return mcl_launch_run(L, 1, (size_t[]){n}, NULL);
     }
-    size_t cap = mcl_info(d)->max_work_group;
-    size_t local = cap < ACT_GROUP ? cap : ACT_GROUP;
-    return mcl_launch_run(L, 1, (size_t[]){(n + 7) / 8}, (size_t[]){local});
+    (void)d;
+    return mcl_launch_run(L, 1, (size_t[]){(n + 7) / 8}, (size_t[]){nn_group_cap(L, ACT_GROUP)});
 }
 
 manta_status nn_act_forward(mcl_dev *d, nn_act a, mview x, mview y, size_t n)

@@ -28,18 +28,19 @@ static manta_status check_eps(mcl_dev *d, float eps, const char *op)
  * whole rows (see cl_kernels/batchnorm.cl). */
 #define CHUNKS_PER_ITEM 16
 #define ROWS_MIN 16
-static size_t channel_wg(const mcl_dev *d, const nn_bn_shape *s)
+static size_t channel_wg(const mcl_launch *L, const nn_bn_shape *s)
 {
     size_t chunks = (size_t)s->n * (((size_t)s->hw + 7) / 8);
-    size_t wg = nn_reduce_wg(d, (chunks + CHUNKS_PER_ITEM - 1) / CHUNKS_PER_ITEM);
+    size_t wg = nn_reduce_wg(L, (chunks + CHUNKS_PER_ITEM - 1) / CHUNKS_PER_ITEM);
     while (s->n >= ROWS_MIN && wg > (size_t)s->n)
         wg /= 2;
     return wg;
 }
 
 /* Launch one work-group of a reduction size per channel, with its scratch. */
-static manta_status run_per_channel(mcl_launch *L, const nn_bn_shape *s, size_t wg)
+static manta_status run_per_channel(mcl_launch *L, const nn_bn_shape *s)
 {
+    size_t wg = channel_wg(L, s);
     mcl_arg_local(L, wg * sizeof(float));
     return mcl_launch_run(L, 1, (size_t[]){(size_t)s->c * wg}, (size_t[]){wg});
 }
@@ -49,7 +50,6 @@ manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, 
     manta_status st = check_shape(d, s, "bn_stats");
     if (st != MANTA_OK)
         return st;
-    size_t wg = channel_wg(d, s);
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_stats");
     mcl_arg_view(&L, x);
@@ -58,7 +58,7 @@ manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, 
     mcl_arg_int(&L, s->n);
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
-    return run_per_channel(&L, s, wg);
+    return run_per_channel(&L, s);
 }
 
 manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentum, float eps,
@@ -77,7 +77,6 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
     if (!(momentum >= 0.0f && momentum <= 1.0f))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "bn_forward_train: momentum %g outside [0, 1]", (double)momentum);
-    size_t wg = channel_wg(d, s);
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_forward_train");
     mcl_arg_view(&L, x);
@@ -93,18 +92,18 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
     mcl_arg_int(&L, s->hw);
     mcl_arg_float(&L, momentum);
     mcl_arg_float(&L, eps);
-    return run_per_channel(&L, s, wg);
+    return run_per_channel(&L, s);
 }
 
 /* Launch an element-wise kernel over (ceil(HW / 8), N*C): about 64 chunks of
  * 8 values a group, whole rows, several rows when they are short. */
-static manta_status run_rows(mcl_launch *L, mcl_dev *d, const nn_bn_shape *s)
+static manta_status run_rows(mcl_launch *L, const nn_bn_shape *s)
 {
     size_t rows = (size_t)s->n * (size_t)s->c, chunks = ((size_t)s->hw + 7) / 8;
     size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
     if (ly > rows)
         ly = rows;
-    bool fits = lx * ly <= mcl_info(d)->max_work_group;
+    bool fits = lx * ly <= mcl_launch_wg_max(L) && ly <= nn_item_max(L->d, 1);
     return mcl_launch_run(L, 2, (size_t[]){chunks, rows}, fits ? (size_t[]){lx, ly} : NULL);
 }
 
@@ -128,7 +127,7 @@ manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mvi
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
     mcl_arg_float(&L, eps);
-    return run_rows(&L, d, s);
+    return run_rows(&L, s);
 }
 
 manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
@@ -138,7 +137,6 @@ manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gam
     manta_status st = check_shape(d, s, "bn_backward");
     if (st != MANTA_OK)
         return st;
-    size_t wg = channel_wg(d, s);
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_backward");
     mcl_arg_view(&L, x);
@@ -152,7 +150,7 @@ manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gam
     mcl_arg_int(&L, s->n);
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
-    return run_per_channel(&L, s, wg);
+    return run_per_channel(&L, s);
 }
 
 manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, float eps,
@@ -201,7 +199,7 @@ manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mvie
     mcl_arg_int(&L, s->n * s->c);
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
-    return run_rows(&L, d, s);
+    return run_rows(&L, s);
 }
 
 manta_status nn_bn_backward_reduce(mcl_dev *d, const nn_bn_shape *s, mview x, mview save_mean,
@@ -211,7 +209,6 @@ manta_status nn_bn_backward_reduce(mcl_dev *d, const nn_bn_shape *s, mview x, mv
     manta_status st = check_shape(d, s, "bn_backward_reduce");
     if (st != MANTA_OK)
         return st;
-    size_t wg = channel_wg(d, s);
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_backward_reduce");
     mcl_arg_view(&L, x);
@@ -224,7 +221,7 @@ manta_status nn_bn_backward_reduce(mcl_dev *d, const nn_bn_shape *s, mview x, mv
     mcl_arg_int(&L, s->n);
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
-    return run_per_channel(&L, s, wg);
+    return run_per_channel(&L, s);
 }
 
 manta_status nn_bn_backward_apply(mcl_dev *d, const nn_bn_shape *s, long m_total, mview x,
@@ -250,5 +247,5 @@ manta_status nn_bn_backward_apply(mcl_dev *d, const nn_bn_shape *s, long m_total
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
     mcl_arg_float(&L, (float)(1.0 / (double)m_total));
-    return run_rows(&L, d, s);
+    return run_rows(&L, s);
 }

@@ -146,7 +146,8 @@ static manta_status col2im(mcl_dev *d, const nn_conv2d_shape *s, mview dcol, mvi
     size_t planes = (size_t)s->n * (size_t)s->cin, w = (size_t)s->w, h = (size_t)s->h;
     size_t local[3] = {w < 64 ? w : 64, 1, 1};
     local[1] = 64 / local[0] < h ? 64 / local[0] : h;
-    bool fits = local[0] * local[1] <= mcl_info(d)->max_work_group;
+    bool fits = local[0] * local[1] <= mcl_launch_wg_max(&L) && local[0] <= nn_item_max(d, 0) &&
+                local[1] <= nn_item_max(d, 1);
     return mcl_launch_run(&L, 3, (size_t[]){w, h, planes}, fits ? local : NULL);
 }
 
@@ -163,19 +164,24 @@ static manta_status swap01(mcl_dev *d, mview src, mview dst, int a, int b, int i
     size_t chunks = ((size_t)inner + 7) / 8;
     size_t local[3] = {chunks < 64 ? chunks : 64, 1, 1};
     local[1] = 64 / local[0] < (size_t)a ? 64 / local[0] : (size_t)a;
-    bool fits = local[0] * local[1] <= mcl_info(d)->max_work_group;
+    bool fits = local[0] * local[1] <= mcl_launch_wg_max(&L) && local[0] <= nn_item_max(d, 0) &&
+                local[1] <= nn_item_max(d, 1);
     return mcl_launch_run(&L, 3, (size_t[]){chunks, (size_t)a, (size_t)b}, fits ? local : NULL);
 }
 
 /* Work-group for a 2-D launch of gx x gy work-items: up to 8 along x, then
  * along y up to 64 in all (within the device's limit). */
-static void group_2d(mcl_dev *d, size_t gx, size_t gy, size_t local[2])
+static void group_2d(const mcl_launch *L, size_t gx, size_t gy, size_t local[2])
 {
-    size_t cap = mcl_info(d)->max_work_group;
+    size_t cap = mcl_launch_wg_max(L);
     size_t lx = gx < 8 ? gx : 8;
+    if (lx > nn_item_max(L->d, 0))
+        lx = nn_item_max(L->d, 0);
     size_t ly = 64 / lx;
     if (ly > gy)
         ly = gy;
+    if (ly > nn_item_max(L->d, 1))
+        ly = nn_item_max(L->d, 1);
     while (lx * ly > cap && ly > 1)
         ly /= 2;
     while (lx * ly > cap && lx > 1)
@@ -202,7 +208,7 @@ static manta_status pw_apply_hw1(mcl_dev *d, mview in, mview a, mview out, size_
         mcl_arg_int(&L, (int)m);
         mcl_arg_int(&L, (int)a_rs);
         size_t gx = (m + 3) / 4, gy = (n + 3) / 4;
-        group_2d(d, gx, gy, local);
+        group_2d(&L, gx, gy, local);
         return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
     }
     /* out (N, M) = in (N, K) B with B (K, M) = A^T, rows of stride a_ks */
@@ -219,7 +225,7 @@ static manta_status pw_apply_hw1(mcl_dev *d, mview in, mview a, mview out, size_
     mcl_arg_int(&L, (int)m);
     mcl_arg_float(&L, 0.0f);
     size_t gx = (m + 15) / 16, gy = (n + 3) / 4;
-    group_2d(d, gx, gy, local);
+    group_2d(&L, gx, gy, local);
     return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
 }
 
@@ -247,7 +253,7 @@ static manta_status pw_apply(mcl_dev *d, mview in, mview a, mview out, size_t n,
     mcl_arg_int(&L, (int)a_rs);
     mcl_arg_int(&L, (int)a_ks);
     size_t chunks = (n * hw + 7) / 8, gx = (chunks + 1) / 2, gy = (m + 7) / 8, local[2];
-    group_2d(d, gx, gy, local);
+    group_2d(&L, gx, gy, local);
     return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
 }
 
@@ -280,7 +286,7 @@ static manta_status pw_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mvie
     mcl_arg_int(&L, (int)ld);
     size_t gx = ((size_t)s->cin + per_item - 1) / per_item, gy = ((size_t)s->cout + 3) / 4;
     size_t local[2];
-    group_2d(d, gx, gy, local);
+    group_2d(&L, gx, gy, local);
     return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
 }
 
@@ -318,14 +324,17 @@ static void direct_args(mcl_launch *L, const nn_conv2d_shape *s)
 static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w,
                                    mview y, bool *done)
 {
-    const mcl_device_info *di = mcl_info(d);
     size_t ho = (size_t)nn_conv2d_out_h(s), wo = (size_t)nn_conv2d_out_w(s);
     size_t k = (size_t)s->kh, st = (size_t)s->stride_h;
-    size_t cap = di->max_work_group < DIRECT_GROUP ? di->max_work_group : DIRECT_GROUP;
-    size_t mem = (size_t)(di->local_mem / 2 / sizeof(float));
     *done = false;
     if (!direct_shape(s) || wo < DIRECT_MIN_WIDTH)
         return MANTA_OK;
+    char name[40];
+    snprintf(name, sizeof name, "conv_tile_forward_k%zu_s%zu", k, st);
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "conv", name);
+    size_t cap = nn_group_cap(&L, DIRECT_GROUP);
+    size_t mem = (size_t)(mcl_info(d)->local_mem / 2 / sizeof(float));
     size_t ns = (wo + 7) / 8;
     size_t ts = st == 1 ? ns * 8 + k - 1 : 2 * (ns * 8 + (k - 1) / 2);
     if (ns > cap || ns > nn_item_max(d, 0))
@@ -338,10 +347,6 @@ static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x
     size_t floats = (size_t)s->cin * ((ly - 1) * st + k) * ts;
     if (floats > mem)
         return MANTA_OK;
-    char name[40];
-    snprintf(name, sizeof name, "conv_tile_forward_k%zu_s%zu", k, st);
-    mcl_launch L;
-    mcl_launch_begin(&L, d, "conv", name);
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, w);
     mcl_arg_view(&L, y);

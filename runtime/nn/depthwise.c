@@ -119,18 +119,18 @@ static size_t dx2_floats(const nn_dw_shape *s, size_t ns, size_t rows)
     return ((rows + (size_t)s->k) / 2 + 1) * (8 * ns + (p + 1) / 2 + p + 1);
 }
 
-/* Geometry for output planes of out_h x out_w, `planes` of them, r output
- * rows and v columns per work-item, with several planes per group when one plane is a
- * single band (multi_plane). false when the tiled kernel does not suit the
- * shape or the device. */
-static bool tile_plan(mcl_dev *d, const nn_dw_shape *s, size_t out_h, size_t out_w,
+/* Geometry of the tiled kernel of @p L for output planes of out_h x out_w,
+ * `planes` of them, r output rows and v columns per work-item, with several
+ * planes per group when one plane is a single band (multi_plane). false when
+ * the tiled kernel does not suit the shape or the device. */
+static bool tile_plan(const mcl_launch *L, const nn_dw_shape *s, size_t out_h, size_t out_w,
                       size_t planes, bool multi_plane, tile_floats_fn floats, size_t r,
                       size_t v, tile_geo *g)
 {
-    const mcl_device_info *di = mcl_info(d);
-    size_t cap = di->max_work_group < TILE_GROUP ? di->max_work_group : TILE_GROUP;
-    size_t mem = (size_t)(di->local_mem / 2 / sizeof(float));
-    if (!tile_kernel_exists(s) || out_w < TILE_MIN_WIDTH)
+    const mcl_dev *d = L->d;
+    size_t cap = nn_group_cap(L, TILE_GROUP);
+    size_t mem = (size_t)(mcl_info(d)->local_mem / 2 / sizeof(float));
+    if (L->st != MANTA_OK || !tile_kernel_exists(s) || out_w < TILE_MIN_WIDTH)
         return false;
     g->r = r;
     g->ns = (out_w + v - 1) / v;
@@ -175,8 +175,7 @@ static manta_status tile_run(mcl_launch *L, const tile_geo *g, size_t out_h, siz
 static manta_status direct_run(mcl_launch *L, mcl_dev *d, size_t width, size_t height,
                                size_t planes)
 {
-    size_t cap = mcl_info(d)->max_work_group < TILE_GROUP ? mcl_info(d)->max_work_group
-                                                           : TILE_GROUP;
+    size_t cap = nn_group_cap(L, TILE_GROUP);
     size_t plane = width * height;
     if (plane > cap || width > nn_item_max(d, 0) || height > nn_item_max(d, 1))
         return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, NULL);
@@ -203,9 +202,12 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
     size_t planes = (size_t)s->n * (size_t)s->c;
     tile_geo g;
     mcl_launch L;
-    if (tile_plan(d, s, ho, wo, planes, true, corr_floats, TILE_R, TILE_V, &g)) {
+    if (tile_kernel_exists(s)) {
         snprintf(name, sizeof name, "dw_tile_forward_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
+    }
+    if (tile_kernel_exists(s) &&
+        tile_plan(&L, s, ho, wo, planes, true, corr_floats, TILE_R, TILE_V, &g)) {
         mcl_arg_view(&L, x);
         mcl_arg_view(&L, w);
         mcl_arg_view(&L, y);
@@ -235,17 +237,19 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
     int ho = nn_dw_out_h(s), wo = nn_dw_out_w(s);
     tile_geo g;
     mcl_launch L;
-    /* stride 1: the forward correlation of dy with the flipped filter, padded
-     * by k - 1 - pad; stride 2 with pad k/2: a gather over the tap parities */
-    bool flip = s->stride == 1 && s->pad <= s->k - 1 &&
-                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, corr1_floats, TILE_R,
-                          TILE_V, &g);
-    bool par2 = !flip && s->stride == 2 && s->pad == s->k / 2 &&
-                tile_plan(d, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, TILE_R, 16,
-                          &g);
-    if (flip || par2) {
+    if (tile_kernel_exists(s)) {
         snprintf(name, sizeof name, "dw_tile_backward_dx_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
+    }
+    /* stride 1: the forward correlation of dy with the flipped filter, padded
+     * by k - 1 - pad; stride 2 with pad k/2: a gather over the tap parities */
+    bool flip = tile_kernel_exists(s) && s->stride == 1 && s->pad <= s->k - 1 &&
+                tile_plan(&L, s, (size_t)s->h, (size_t)s->w, planes, true, corr1_floats, TILE_R,
+                          TILE_V, &g);
+    bool par2 = !flip && tile_kernel_exists(s) && s->stride == 2 && s->pad == s->k / 2 &&
+                tile_plan(&L, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, TILE_R, 16,
+                          &g);
+    if (flip || par2) {
         mcl_arg_view(&L, dy);
         mcl_arg_view(&L, w);
         mcl_arg_view(&L, dx);
@@ -302,16 +306,16 @@ static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview 
         mcl_arg_view(&L, dw);
         shape_args(&L, s);
         size_t kk = (size_t)s->k * (size_t)s->k;
-        size_t local = kk <= mcl_info(d)->max_work_group ? kk : 1;
+        size_t local = kk <= mcl_launch_wg_max(&L) ? kk : 1;
         return mcl_launch_run(&L, 1, (size_t[]){(size_t)s->c * kk}, (size_t[]){local});
     }
     /* A power of two covering the output rows, within the group limits. */
     size_t rows = (size_t)s->n * ho;
-    size_t max_group = mcl_info(d)->max_work_group;
-    size_t group = 1;
-    while (group < rows && group * 2 <= DW_REDUCE_GROUP && group * 2 <= max_group)
-        group *= 2;
     mcl_launch_begin(&L, d, "depthwise", "dw_backward_w");
+    size_t max_group = nn_group_cap(&L, DW_REDUCE_GROUP);
+    size_t group = 1;
+    while (group < rows && group * 2 <= max_group)
+        group *= 2;
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, dy);
     mcl_arg_view(&L, dw);

@@ -44,29 +44,35 @@ static inline size_t nn_round_up(size_t n, size_t m) { return (n + m - 1) / m * 
 /** Largest work-group size the reduction kernels use. */
 #define NN_REDUCE_WG_MAX 128
 
-/**
- * Work-group size for a kernel that reduces @p n values per work-group with
- * wg_sum() of cl_kernels/common.cl: a power of two, at most NN_REDUCE_WG_MAX
- * and the device's largest work-group, and no larger than needed for @p n.
- */
-static inline size_t nn_reduce_wg(const mcl_dev *d, size_t n)
+/** @p want work-items per group, or fewer when the kernel of @p L allows
+ *  fewer on its device (mcl_launch_wg_max()). */
+static inline size_t nn_group_cap(const mcl_launch *L, size_t want)
 {
-    size_t cap = mcl_info(d)->max_work_group;
+    size_t cap = mcl_launch_wg_max(L);
+    return want < cap ? want : cap;
+}
+
+/**
+ * Work-group size for the kernel of @p L that reduces @p n values per
+ * work-group with wg_sum() of cl_kernels/common.cl: a power of two, at most
+ * NN_REDUCE_WG_MAX and the kernel's largest work-group on the device, and no
+ * larger than needed for @p n.
+ */
+static inline size_t nn_reduce_wg(const mcl_launch *L, size_t n)
+{
+    size_t cap = nn_group_cap(L, NN_REDUCE_WG_MAX);
     size_t wg = 1;
-    while (wg * 2 <= NN_REDUCE_WG_MAX && wg * 2 <= cap && wg < n)
+    while (wg * 2 <= cap && wg < n)
         wg *= 2;
     return wg;
 }
 
 /** Largest work-group extent the device allows along dimension @p dim (0..2)
- *  (CL_DEVICE_MAX_WORK_ITEM_SIZES; GPUs often allow only 64 along dim 2). */
+ *  (CL_DEVICE_MAX_WORK_ITEM_SIZES, clamped by MANTA_DEVICE_LIMITS; GPUs often
+ *  allow only 64 along dim 2). */
 static inline size_t nn_item_max(const mcl_dev *d, unsigned dim)
 {
-    size_t sizes[3] = {1, 1, 1};
-    if (dim > 2 || clGetDeviceInfo(mcl_info(d)->id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof sizes,
-                                   sizes, NULL) != CL_SUCCESS)
-        return 1;
-    return sizes[dim];
+    return dim < 3 ? mcl_info(d)->max_work_item[dim] : 1;
 }
 
 /** Output size of a sliding window along one axis, (in + 2*pad - k) / stride + 1;

@@ -20,9 +20,9 @@ static manta_status check_shape(mcl_dev *d, const nn_linear_shape *s, const char
 }
 
 /* Work-group for a 2-D launch of gx x gy work-items (up to 8 x 8). */
-static void group_2d(mcl_dev *d, size_t gx, size_t gy, size_t local[2])
+static void group_2d(const mcl_launch *L, size_t gx, size_t gy, size_t local[2])
 {
-    size_t cap = mcl_info(d)->max_work_group;
+    size_t cap = mcl_launch_wg_max(L);
     local[0] = gx < 8 ? gx : 8;
     local[1] = gy < 8 ? gy : 8;
     while (local[0] * local[1] > cap && local[1] > 1)
@@ -53,7 +53,7 @@ static manta_status lin_rows(mcl_dev *d, mview a, mview b, mview c, size_t rows,
     mcl_arg_int(&L, (int)c_rs);
     mcl_arg_float(&L, beta);
     size_t gx = (cols + 15) / 16, gy = (rows + LIN_B - 1) / LIN_B, local[2];
-    group_2d(d, gx, gy, local);
+    group_2d(&L, gx, gy, local);
     return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
 }
 
@@ -76,7 +76,7 @@ manta_status nn_linear_forward(mcl_dev *d, const nn_linear_shape *s, mview x, mv
     mcl_arg_int(&L, s->out);
     mcl_arg_int(&L, (int)ld);
     size_t gx = (out + LIN_B - 1) / LIN_B, gy = (n + LIN_B - 1) / LIN_B, local[2];
-    group_2d(d, gx, gy, local);
+    group_2d(&L, gx, gy, local);
     st = mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
     if (st != MANTA_OK || !b.mem)
         return st;

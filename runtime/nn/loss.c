@@ -13,7 +13,8 @@ static manta_status check_shape(mcl_dev *d, int n, int k, const char *op)
 /* One work-group per row of k logits, with its scratch. */
 static manta_status run_per_row(mcl_launch *L, mcl_dev *d, int n, int k)
 {
-    size_t wg = nn_reduce_wg(d, (size_t)k);
+    (void)d;
+    size_t wg = nn_reduce_wg(L, (size_t)k);
     mcl_arg_local(L, wg * sizeof(float));
     return mcl_launch_run(L, 1, (size_t[]){(size_t)n * wg}, (size_t[]){wg});
 }

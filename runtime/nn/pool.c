@@ -3,8 +3,9 @@
 #include "nn/launch.h"
 
 /* Row reduction launch: one work-group per row of hw values, with scratch. */
-static manta_status run_per_row(mcl_launch *L, size_t nc, size_t wg)
+static manta_status run_per_row(mcl_launch *L, size_t nc, size_t hw)
 {
+    size_t wg = nn_reduce_wg(L, (hw + 7) / 8);
     mcl_arg_local(L, wg * sizeof(float));
     return mcl_launch_run(L, 1, (size_t[]){nc * wg}, (size_t[]){wg});
 }
@@ -23,7 +24,7 @@ static bool item_per_row(size_t nc, size_t hw)
 
 /* Per-value launch over chunks of 8: global (ceil(hw / 8), nc), about 64
  * chunks a group. */
-static manta_status run_chunks(mcl_launch *L, mcl_dev *d, size_t nc, size_t hw)
+static manta_status run_chunks(mcl_launch *L, size_t nc, size_t hw)
 {
     size_t chunks = (hw + 7) / 8;
     if (chunks == 0 || nc == 0)
@@ -31,14 +32,14 @@ static manta_status run_chunks(mcl_launch *L, mcl_dev *d, size_t nc, size_t hw)
     size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
     if (ly > nc)
         ly = nc;
-    bool fits = lx * ly <= mcl_info(d)->max_work_group;
+    bool fits = lx * ly <= mcl_launch_wg_max(L) && ly <= nn_item_max(L->d, 1);
     return mcl_launch_run(L, 2, (size_t[]){chunks, nc}, fits ? (size_t[]){lx, ly} : NULL);
 }
 
-static size_t row_group(mcl_dev *d)
+/* One work-item per row, ROW_GROUP rows a group. */
+static manta_status run_rows(mcl_launch *L, size_t nc)
 {
-    size_t cap = mcl_info(d)->max_work_group;
-    return cap < ROW_GROUP ? cap : ROW_GROUP;
+    return mcl_launch_run(L, 1, (size_t[]){nc}, (size_t[]){nn_group_cap(L, ROW_GROUP)});
 }
 
 /* Checks nc * hw against the kernels' int indices (sizes are size_t, so
@@ -67,14 +68,13 @@ manta_status nn_avgpool_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview
         mcl_arg_view(&L, y);
         mcl_arg_int(&L, (int)nc);
         mcl_arg_int(&L, (int)hw);
-        return mcl_launch_run(&L, 1, (size_t[]){nc}, (size_t[]){row_group(d)});
+        return run_rows(&L, nc);
     }
-    size_t wg = nn_reduce_wg(d, (hw + 7) / 8);
     mcl_launch_begin(&L, d, "pool", "avgpool_forward");
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, y);
     mcl_arg_int(&L, (int)hw);
-    return run_per_row(&L, nc, wg);
+    return run_per_row(&L, nc, hw);
 }
 
 manta_status nn_avgpool_backward(mcl_dev *d, size_t nc, size_t hw, mview dy, mview dx)
@@ -91,7 +91,7 @@ manta_status nn_avgpool_backward(mcl_dev *d, size_t nc, size_t hw, mview dy, mvi
     mcl_arg_view(&L, dx);
     mcl_arg_int(&L, (int)nc);
     mcl_arg_int(&L, (int)hw);
-    return run_chunks(&L, d, nc, hw);
+    return run_chunks(&L, nc, hw);
 }
 
 manta_status nn_scale_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s, mview y)
@@ -106,7 +106,7 @@ manta_status nn_scale_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s
     mcl_arg_view(&L, y);
     mcl_arg_int(&L, (int)nc);
     mcl_arg_int(&L, (int)hw);
-    return run_chunks(&L, d, nc, hw);
+    return run_chunks(&L, nc, hw);
 }
 
 manta_status nn_scale_backward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s, mview dy,
@@ -124,14 +124,14 @@ manta_status nn_scale_backward(mcl_dev *d, size_t nc, size_t hw, mview x, mview 
         mcl_arg_view(&L, ds);
         mcl_arg_int(&L, (int)nc);
         mcl_arg_int(&L, (int)hw);
-        st = mcl_launch_run(&L, 1, (size_t[]){nc}, (size_t[]){row_group(d)});
+        st = run_rows(&L, nc);
     } else {
         mcl_launch_begin(&L, d, "pool", "scale_backward_s");
         mcl_arg_view(&L, x);
         mcl_arg_view(&L, dy);
         mcl_arg_view(&L, ds);
         mcl_arg_int(&L, (int)hw);
-        st = run_per_row(&L, nc, nn_reduce_wg(d, (hw + 7) / 8));
+        st = run_per_row(&L, nc, hw);
     }
     if (st != MANTA_OK || !dx.mem)
         return st;

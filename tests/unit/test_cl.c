@@ -188,6 +188,147 @@ static void test_slab_layout_and_counters(void **state)
     assert_int_equal(after.bytes_allocated, before.bytes_allocated);
 }
 
+static void test_limits_clamp_parses_and_only_shrinks(void **state)
+{
+    mcl_dev *d = *state;
+    mcl_device_info i = *mcl_info(d), c = i;
+    manta_err err;
+    assert_int_equal(mcl_limits_clamp(&c, "local=32k,wg=16,alloc=1m,items=8x4x2,mem=3g,vec=1",
+                                      &err), MANTA_OK);
+    assert_true(c.local_mem == (i.local_mem < 32768 ? i.local_mem : 32768));
+    assert_true(c.max_work_group == (i.max_work_group < 16 ? i.max_work_group : 16));
+    assert_true(c.max_alloc == (i.max_alloc < 1048576 ? i.max_alloc : 1048576));
+    assert_true(c.max_work_item[0] <= 8 && c.max_work_item[1] <= 4 && c.max_work_item[2] <= 2);
+    assert_true(c.global_mem <= 3ULL << 30 && c.vector_width == 1);
+    assert_string_equal(c.clamped, "local=32k,wg=16,alloc=1m,items=8x4x2,mem=3g,vec=1");
+    c = i; /* a clamp above the device's own limit leaves it */
+    assert_int_equal(mcl_limits_clamp(&c, "wg=1000000000", &err), MANTA_OK);
+    assert_true(c.max_work_group == i.max_work_group);
+    static const char *bad[] = {"wg", "wg=", "wg=0", "wg=-4", "local=32q", "size=4", "items=4x4",
+                                "wg=16,,", "alloc=1t", ""};
+    for (size_t k = 0; k + 1 < sizeof bad / sizeof bad[0]; k++) {
+        c = i;
+        assert_int_equal(mcl_limits_clamp(&c, bad[k], &err), MANTA_ERR_INVALID_ARG);
+        assert_non_null(strstr(err.msg, "MANTA_DEVICE_LIMITS"));
+        assert_true(c.max_work_group == i.max_work_group && c.clamped[0] == i.clamped[0]);
+    }
+}
+
+/* The device of *state with its limits clamped to @p spec, its kernels built afresh. */
+static mcl_dev *open_clamped(mcl_dev *d, const char *spec)
+{
+    mcl_device_info i = *mcl_info(d);
+    manta_err err;
+    if (mcl_limits_clamp(&i, spec, &err) != MANTA_OK)
+        fail_msg("%s", err.msg);
+    mcl_dev *c = NULL;
+    mcl_options opt = {.no_cache = true};
+    if (mcl_open(&i, &opt, &c, &err) != MANTA_OK)
+        fail_msg("%s", err.msg);
+    return c;
+}
+
+static void test_launch_outside_limits_is_clear_error(void **state)
+{
+    mcl_dev *d = open_clamped(*state, "wg=32,local=1k,items=32x8x4,alloc=64k");
+    mview v = tu_alloc(d, 256);
+    mcl_launch L;
+    /* the group of 64 exceeds wg=32 */
+    mcl_launch_begin(&L, d, "pool", "add");
+    mcl_arg_view(&L, v);
+    mcl_arg_view(&L, v);
+    mcl_arg_view(&L, v);
+    mcl_arg_int(&L, 64);
+    assert_true(mcl_launch_wg_max(&L) <= 32);
+    assert_int_equal(mcl_launch_run(&L, 1, (size_t[]){64}, (size_t[]){64}), MANTA_ERR_UNSUPPORTED);
+    const char *m = mcl_err(d)->msg;
+    assert_non_null(strstr(m, "'add'"));
+    assert_non_null(strstr(m, mcl_info(d)->name));
+    assert_non_null(strstr(m, "64") && strstr(m, "32"));
+    assert_non_null(strstr(m, "MANTA_DEVICE_LIMITS"));
+    /* an extent of 16 along dimension 1 exceeds items=..x8x.. */
+    mcl_launch_begin(&L, d, "pool", "add");
+    mcl_arg_view(&L, v);
+    mcl_arg_view(&L, v);
+    mcl_arg_view(&L, v);
+    mcl_arg_int(&L, 64);
+    assert_int_equal(mcl_launch_run(&L, 2, (size_t[]){2, 16}, (size_t[]){2, 16}),
+                     MANTA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mcl_err(d)->msg, "dimension 1"));
+    /* 2 KiB of __local scratch exceed local=1k */
+    mcl_launch_begin(&L, d, "pool", "avgpool_forward");
+    mcl_arg_view(&L, v);
+    mcl_arg_view(&L, v);
+    mcl_arg_int(&L, 8);
+    mcl_arg_local(&L, 2048);
+    assert_int_equal(mcl_launch_run(&L, 1, (size_t[]){16}, (size_t[]){16}), MANTA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(mcl_err(d)->msg, "local memory"));
+    /* a buffer above alloc=64k names the tensor and the limit */
+    cl_mem big = NULL;
+    assert_int_equal(mcl_alloc(d, 65537, "the big tensor", &big), MANTA_ERR_DEVICE_MEMORY);
+    assert_null(big);
+    assert_non_null(strstr(mcl_err(d)->msg, "the big tensor"));
+    assert_non_null(strstr(mcl_err(d)->msg, "65536"));
+    tu_free(d, v);
+    mcl_close(d);
+}
+
+static void test_launch_log_records_sizes(void **state)
+{
+    mcl_dev *d = *state;
+    mview v = tu_alloc(d, 100);
+    mcl_launch_record rec[2];
+    mcl_launch_log log = {rec, 2, 0, 0};
+    mcl_set_launch_log(d, &log);
+    for (int k = 0; k < 3; k++) {
+        mcl_launch L;
+        mcl_launch_begin(&L, d, "pool", "add");
+        mcl_arg_view(&L, v);
+        mcl_arg_view(&L, v);
+        mcl_arg_view(&L, v);
+        mcl_arg_int(&L, 100);
+        mcl_launch_output(&L, 100);
+        TU_OK(d, mcl_launch_run(&L, 1, (size_t[]){100}, k ? (size_t[]){32} : NULL));
+    }
+    mcl_set_launch_log(d, NULL);
+    assert_int_equal(log.count, 2);
+    assert_int_equal(log.dropped, 1);
+    assert_string_equal(rec[0].kernel, "add");
+    assert_int_equal(rec[0].items, 100);
+    assert_int_equal(rec[0].local[0], 0);
+    assert_int_equal(rec[1].global[0], 128); /* rounded up to the group */
+    assert_int_equal(rec[1].local[0], 32);
+    assert_int_equal(rec[1].items, 128);
+    assert_int_equal(rec[1].outputs, 100);
+    tu_free(d, v);
+}
+
+static void test_variant_follows_type_and_option(void **state)
+{
+    mcl_dev *d = *state;
+    mcl_variant v = mcl_get_variant(d);
+    const char *env = getenv("MANTA_KERNELS");
+    if (!env || !*env || !strcmp(env, "auto"))
+        assert_int_equal(v, (mcl_info(d)->type & CL_DEVICE_TYPE_CPU) ? MCL_VARIANT_CPU
+                                                                     : MCL_VARIANT_GPU);
+    manta_err err;
+    for (int want = MCL_VARIANT_CPU; want <= MCL_VARIANT_GPU; want++) {
+        mcl_options opt = {.no_cache = true, .variant = want};
+        mcl_dev *o = NULL;
+        if (mcl_open(mcl_info(d), &opt, &o, &err) != MANTA_OK)
+            fail_msg("%s", err.msg);
+        assert_int_equal(mcl_get_variant(o), want);
+        mcl_close(o);
+    }
+    mcl_device_info old = *mcl_info(d);
+    snprintf(old.c_version, sizeof old.c_version, "OpenCL C 1.1 test");
+    mcl_dev *o = NULL;
+    assert_int_equal(mcl_open(&old, NULL, &o, &err), MANTA_ERR_UNSUPPORTED);
+    assert_null(o);
+    assert_non_null(strstr(err.msg, "OpenCL C 1.1"));
+    assert_non_null(strstr(err.msg, old.name));
+}
+
 static void test_status_strings(void **state)
 {
     (void)state;
@@ -214,6 +355,10 @@ int main(void)
         cmocka_unit_test(test_out_of_device_memory_is_clear_error),
         cmocka_unit_test(test_transfers_fill_and_copy),
         cmocka_unit_test(test_slab_layout_and_counters),
+        cmocka_unit_test(test_limits_clamp_parses_and_only_shrinks),
+        cmocka_unit_test(test_launch_outside_limits_is_clear_error),
+        cmocka_unit_test(test_launch_log_records_sizes),
+        cmocka_unit_test(test_variant_follows_type_and_option),
         cmocka_unit_test(test_status_strings),
     };
     return cmocka_run_group_tests_name("opencl device layer", tests, tu_setup_device, tu_teardown_device);
