@@ -5,9 +5,12 @@
 #   make deps       install missing Debian packages (as root) or print the command
 #   make bench-ops  op throughput table (not a test)
 #   make bench-train  training images/s against PyTorch (not a test)
+#   make bench-gpu  training images/s on a GPU against PyTorch (CUDA) on the same GPU (not a test)
 #   make bench-engine inference latency and arena against LiteRT and TFLM (not a test)
 #   make bench-search  after make demo: searched against uniform sub-networks at six budgets (not a test)
 #   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
+#   make bundle     relocatable programs + shared libraries for GPU servers with only the vendor
+#                   driver: build/bundle/manta-<version>-linux-<arch>/ and .tar.gz (tools/bundle.sh)
 #   make SANITIZE=1 ...   the same under ASan + UBSan, in build/san/
 #   make fuzz       libFuzzer target over the engine (clang); run: tools/fuzz/run.sh SECONDS
 #   make BOARD=<name>   a board's programs in build/<name>/ (boards/<name>.mk, docs/boards.md)
@@ -98,7 +101,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train bench-engine bench-search tune clean help fuzz
+.PHONY: all lib test test-run demo deps bench-ops bench-train bench-gpu bench-engine bench-search tune clean help fuzz bundle
 ifeq ($(BOARD),)
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 else
@@ -138,6 +141,18 @@ SIZE ?= size
 $(BUILD)/gen/engine_size.h: $(ENGINE_OBJ)
 	@mkdir -p $(@D)
 	@echo "#define MANTA_ENGINE_CODE_BYTES $$($(SIZE) -t $(ENGINE_OBJ) | tail -1 | awk '{print $$1 + $$2}')u" > $@
+
+# Version (VERSION) and git revision for `manta --version` and the --json outputs
+# (tools/manta/version.c). Written to a temporary file on every make and moved only when it
+# differs, so that nothing rebuilds unless the version or the revision changed.
+.PHONY: FORCE
+$(BUILD)/gen/version.h: FORCE
+	@mkdir -p $(@D)
+	@rev=unknown; if [ -e .git ]; then rev=$$(git describe --always --dirty --abbrev=12 2>/dev/null) || rev=unknown; fi; \
+	printf '#define MANTA_VERSION "%s"\n#define MANTA_GIT_REVISION "%s"\n' \
+		"$$(tr -d ' \n' <VERSION)" "$${rev:-unknown}" >$@.$$$$.tmp; \
+	if cmp -s $@.$$$$.tmp $@; then rm -f $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
+$(BUILD)/obj/tools/manta/version.o: $(BUILD)/gen/version.h
 
 $(INFER_OBJ): CPPFLAGS := -Iruntime -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L
 $(BUILD)/obj/tools/manta-infer/main.o: $(BUILD)/gen/engine_size.h
@@ -221,6 +236,13 @@ bench-train: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || apt-get install -y python3-torch
 	tools/bench/train_vs_torch.sh
 
+# Training images/s on a GPU (DEVICE, default gpu) against PyTorch (CUDA) on the same GPU, in
+# float32 and with TF32 (tools/bench/gpu_vs_torch.sh; PYTHON, ROWS, ROUNDS, STEPS: see there).
+# On a GPU machine that has only the bundle and the driver: tools/bench/gpu_session.sh.
+bench-gpu: deps
+	@$(MAKE) --no-print-directory all
+	MANTA=$(MANTA) sh tools/bench/gpu_vs_torch.sh
+
 # Single-thread inference latency of five exported sub-networks against LiteRT (XNNPACK)
 # and TFLM (reference kernels), same .tflite files, and the arenas; the engine is also
 # built for this CPU in $(BUILD)/bench-native (as a board build would be for its CPU).
@@ -257,6 +279,11 @@ bench-search: deps
 tune: deps
 	@$(MAKE) --no-print-directory all
 	$(MANTA) tune
+
+# Relocatable bundle (tools/bundle.sh): the programs, wrappers that put the bundle's lib/ first,
+# every shared library beyond the C library (ldd), README, BUILD-INFO; folder and tarball.
+bundle: all
+	@BUILD=$(BUILD) sh tools/bundle.sh $(BUILD)/bundle
 
 clean:
 	rm -rf build

@@ -17,13 +17,18 @@ expect_error() {
 }
 
 "$M" --help | grep -q "devices" || fail "--help"
-for c in devices train train-tiny eval arch bench launch ckpt-diff kernels; do
+for c in devices train train-tiny eval arch bench launch ckpt-diff kernels version; do
     "$M" $c --help >/dev/null || fail "$c --help"
 done
+"$M" --version >"$out/v" || fail "--version: exit status $?"
+head -1 "$out/v" | grep -Eq '^manta [0-9]+\.[0-9]+\.[0-9]+ \(git ([0-9a-f]+|unknown|v?[0-9][^ )]*)' || fail "--version: $(cat "$out/v")"
+"$M" version | cmp -s - "$out/v" || fail "'manta version' differs from 'manta --version'"
+echo "ok: --version: $(head -1 "$out/v")"
 "$M" devices | grep -q "compute units" || fail "devices"
 "$M" devices --json >"$out/d.json"
+grep -Eq '^\{"version":"[0-9]+\.[0-9]+\.[0-9]+","git":"[^"]+",' "$out/d.json" || fail "devices --json: no version and git"
 if command -v python3 >/dev/null; then
-    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['devices'] and 'compute_units' in d['devices'][0]" "$out/d.json" || fail "devices --json"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['devices'] and 'compute_units' in d['devices'][0]; assert d['version'] == open('VERSION').read().strip() and d['git']" "$out/d.json" || fail "devices --json"
 fi
 
 expect_error "unknown command" "unknown command" "$M" frobnicate

@@ -175,12 +175,15 @@ int cmd_acc_dataset(int argc, char **argv)
             hi = fmax(hi, ds.s[i].top1);
         }
         mean = ds.n ? mean / (double)ds.n : 0;
-        if (json)
-            printf("{\"out\":\"%s\",\"samples\":%zu,\"measured\":%ld,\"images\":%ld,"
-                   "\"recal_images\":%ld,\"mean_top1\":%.5f,\"min_top1\":%.5f,\"max_top1\":%.5f,"
-                   "\"seconds\":%.1f}\n",
-                   out, ds.n, count - first, n_img, recal, mean, lo, hi, cmd_now() - t0);
-        else
+        if (json) {
+            printf("{\"out\":");
+            cmd_json_str(stdout, out);
+            printf(",\"samples\":%zu,\"measured\":%ld,\"images\":%ld,\"recal_images\":%ld,"
+                   "\"mean_top1\":%.5f,\"min_top1\":%.5f,\"max_top1\":%.5f,\"seconds\":%.1f,",
+                   ds.n, count - first, n_img, recal, mean, lo, hi, cmd_now() - t0);
+            cmd_json_provenance(stdout, l.dev);
+            printf("}\n");
+        } else
             printf("%s: %zu samples (%ld measured now, %ld validation images each, %ld for "
                    "re-calibration); top-1 mean %.2f%%, range %.2f..%.2f%%; %.1f s\n",
                    out, ds.n, count - first, n_img, recal, 100 * mean, 100 * lo, 100 * hi,
@@ -358,15 +361,19 @@ int cmd_acc_fit(int argc, char **argv)
             s2 += (test.s[i].top1 - m.base_acc) * (test.s[i].top1 - m.base_acc);
         base_rmse = sqrt(s2 / (double)test.n);
     }
-    if (json)
-        printf("{\"model\":\"%s\",\"samples\":%zu,\"train\":%zu,\"held_out\":%zu,\"epochs\":%d,"
-               "\"hidden\":%d,\"layers\":%d,\"base_acc\":%.5f,\"train_rmse_points\":%.4f,"
+    if (json) {
+        printf("{\"model\":");
+        cmd_json_str(stdout, out);
+        printf(",\"samples\":%zu,\"train\":%zu,\"held_out\":%zu,\"epochs\":%d,\"hidden\":%d,"
+               "\"layers\":%d,\"base_acc\":%.5f,\"train_rmse_points\":%.4f,"
                "\"held_out_rmse_points\":%.4f,\"mean_predictor_rmse_points\":%.4f,"
-               "\"seconds\":%.2f}\n",
-               out, all.n, train.n, test.n, rep.epochs, c.hidden, c.layers, m.base_acc,
+               "\"seconds\":%.2f,",
+               all.n, train.n, test.n, rep.epochs, c.hidden, c.layers, m.base_acc,
                100 * rep.train_rmse, test.n ? 100 * rep.valid_rmse : -1.0,
                test.n ? 100 * base_rmse : -1.0, cmd_now() - fp.t0);
-    else {
+        cmd_json_version(stdout);
+        printf("}\n");
+    } else {
         printf("%s: %dx%d MLP on %zu samples (%zu held out), base accuracy %.2f%%; RMSE "
                "train %.3f points",
                out, c.layers, c.hidden, train.n, test.n, 100 * m.base_acc, 100 * rep.train_rmse);

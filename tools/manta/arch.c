@@ -60,6 +60,8 @@ static void print_arch(const ofa_space *s, const ofa_arch *a, int layers, int js
             }
             printf("]");
         }
+        printf(",");
+        cmd_json_version(stdout);
         printf("}\n");
     } else {
         printf("%s\n%.2f M MACs, %.3f M parameters, input %dx%dx%d\n", enc, d->macs / 1e6,

@@ -108,8 +108,11 @@ int cmd_ckpt_diff(int argc, char **argv)
                    si.name, n, maxabs, at, rel, l2);
         first = 0;
     }
-    if (json)
-        printf("],\"within_tol\":%s}\n", bad ? "false" : "true");
+    if (json) {
+        printf("],\"within_tol\":%s,", bad ? "false" : "true");
+        cmd_json_version(stdout);
+        printf("}\n");
+    }
     rc = bad;
 out:
     free(a), free(b);

@@ -3,6 +3,8 @@
 #ifndef MANTA_TOOLS_CMD_H
 #define MANTA_TOOLS_CMD_H
 
+#include <stdio.h>
+
 #include "cl/cl.h"
 #include "ofa/space.h"
 
@@ -27,6 +29,9 @@ int cmd_kernels(int argc, char **argv);
 int cmd_ckpt_diff(int argc, char **argv);
 /** `manta launch` (tools/manta/launch.c): start N local ranks of a distributed command. */
 int cmd_launch(int argc, char **argv);
+/** `manta version` and `manta --version` (tools/manta/version.c): version, git revision,
+ *  the OpenCL headers' target and CLBlast's version. */
+int cmd_version(int argc, char **argv);
 
 /** Enumerate and open the device chosen by @p spec (NULL: MANTA_DEVICE, then 0).
  *  Prints a one-line error naming the cause and returns NULL on failure. */
@@ -48,5 +53,31 @@ void *cmd_read_aligned(const char *path, size_t *size);
 
 /** Print "manta: <msg>" to stderr for a failed call. */
 void cmd_error(const char *what, manta_status st, const manta_err *err);
+
+/* ---- JSON output (tools/manta/version.c) ---- */
+
+/** Write @p s to @p f as a JSON string: quoted, with '"', '\\' and control
+ *  characters escaped. */
+void cmd_json_str(FILE *f, const char *s);
+
+/** Write the provenance members of a JSON object to @p f, without braces and
+ *  without a comma before or after:
+ *  `"version":"0.4.0","git":"<rev>","device":"<name>","driver":"<driver version>"`.
+ *  version is the VERSION file's, git the revision the program was built from
+ *  (`git describe --always --dirty`; "unknown" outside a git checkout); device and
+ *  driver are mcl_info(@p d)'s name and driver version, left out when @p d is NULL.
+ *  Every --json output of manta carries them; a JSON-lines output on its first or
+ *  its summary line. For example:
+ *  `printf("{\"top1\":%.5f,", top1); cmd_json_provenance(stdout, d); printf("}\n");` */
+void cmd_json_provenance(FILE *f, const mcl_dev *d);
+
+/** cmd_json_provenance() without a device: `"version":"0.4.0","git":"<rev>"`, for
+ *  outputs made without OpenCL. */
+void cmd_json_version(FILE *f);
+
+/** The members of cmd_json_provenance() as a string in @p buf (@p size bytes with the
+ *  terminating NUL, truncated when longer; 4096 always suffice); returns their
+ *  length, as snprintf does. */
+size_t cmd_json_provenance_str(char *buf, size_t size, const mcl_dev *d);
 
 #endif

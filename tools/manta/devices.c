@@ -5,20 +5,6 @@
 
 #include "cmd.h"
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 32)
-            printf("\\u%04x", (unsigned char)*s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
-
 int cmd_devices(int argc, char **argv)
 {
     int json = 0;
@@ -50,24 +36,26 @@ int cmd_devices(int argc, char **argv)
     size_t sel = 0;
     int have_sel = mcl_select(list, NULL, &sel, NULL) == MANTA_OK;
     if (json) {
-        printf("{\"devices\":[");
+        printf("{");
+        cmd_json_version(stdout);
+        printf(",\"devices\":[");
         for (size_t i = 0; i < list->count; i++) {
             const mcl_device_info *d = &list->dev[i];
             printf("%s{\"index\":%zu,\"platform\":", i ? "," : "", d->index);
-            json_str(d->platform_name);
+            cmd_json_str(stdout, d->platform_name);
             printf(",\"platform_index\":%u,\"name\":", d->platform_index);
-            json_str(d->name);
+            cmd_json_str(stdout, d->name);
             printf(",\"vendor\":");
-            json_str(d->vendor);
+            cmd_json_str(stdout, d->vendor);
             printf(",\"type\":\"%s\",\"compute_units\":%u,\"global_mem\":%llu,"
                    "\"local_mem\":%llu,\"max_alloc\":%llu,\"max_work_group\":%zu,\"version\":",
                    mcl_type_name(d->type), d->compute_units, d->global_mem, d->local_mem,
                    d->max_alloc, d->max_work_group);
-            json_str(d->device_version);
+            cmd_json_str(stdout, d->device_version);
             printf(",\"opencl_c\":");
-            json_str(d->c_version);
+            cmd_json_str(stdout, d->c_version);
             printf(",\"driver\":");
-            json_str(d->driver_version);
+            cmd_json_str(stdout, d->driver_version);
             printf(",\"selected\":%s}", have_sel && sel == i ? "true" : "false");
         }
         printf("]}\n");

@@ -206,8 +206,11 @@ static int run_rank(const ar_opts *o, const char *mode)
                    algbw, algbw * factor);
         fflush(stdout);
     }
-    if (rank == 0 && o->json)
-        printf("]}\n");
+    if (rank == 0 && o->json) {
+        printf("], ");
+        cmd_json_version(stdout);
+        printf("}\n");
+    }
     ring_destroy(c);
     free(buf), free(t);
     return rc;

@@ -155,10 +155,14 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
         }
     }
     if (json) {
-        printf("{\"model\":\"%s\",\"split\":\"%s\",\"images\":%ld,\"top1\":%.5f", model,
-               test ? "test" : "val", n, top_engine);
+        printf("{\"model\":");
+        cmd_json_str(stdout, model);
+        printf(",\"split\":\"%s\",\"images\":%ld,\"top1\":%.5f", test ? "test" : "val", n,
+               top_engine);
         if (ckpt)
             printf(",\"supernet_top1\":%.5f,\"max_logit_diff\":%.3g", top_net, diff);
+        printf(",");
+        cmd_json_provenance(stdout, ckpt ? rk.dev : NULL); /* the engine alone: no device */
         printf("}\n");
     } else {
         printf("%s: top-1 %.2f%% on %ld %s images (inference engine)\n", model, 100 * top_engine, n,
@@ -250,10 +254,14 @@ int cmd_eval(int argc, char **argv)
     }
     char enc[2048];
     ofa_arch_to_json(&rk.space, &a, enc, sizeof enc, NULL);
-    if (json)
-        printf("{\"ckpt\":\"%s\",\"split\":\"%s\",\"images\":%ld,\"arch\":%s,\"top1\":%.5f}\n",
-               ckpt, split, n, enc, top1);
-    else
+    if (json) {
+        printf("{\"ckpt\":");
+        cmd_json_str(stdout, ckpt);
+        printf(",\"split\":\"%s\",\"images\":%ld,\"arch\":%s,\"top1\":%.5f,", split, n, enc,
+               top1);
+        cmd_json_provenance(stdout, rk.dev);
+        printf("}\n");
+    } else
         printf("%s: %s top-1 %.2f%% on %ld %s images\n", ckpt, arch_arg, 100 * top1, n,
                test ? "test" : "validation");
     rc = 0;

@@ -100,12 +100,15 @@ int cmd_export(int argc, char **argv)
         cmd_error("export check", st, &err);
         goto out;
     }
-    if (json)
-        printf("{\"model\":\"%s\",\"arch\":%s,\"file_bytes\":%zu,\"arena_bytes\":%zu,"
-               "\"weight_bytes\":%zu,\"ops\":%d,\"max_logit_diff\":%.3g}\n",
-               out, g.arch_json, rep.file_bytes, rep.arena_bytes, rep.weights_bytes, rep.n_ops,
-               dl);
-    else
+    if (json) {
+        printf("{\"model\":");
+        cmd_json_str(stdout, out);
+        printf(",\"arch\":%s,\"file_bytes\":%zu,\"arena_bytes\":%zu,\"weight_bytes\":%zu,"
+               "\"ops\":%d,\"max_logit_diff\":%.3g,",
+               g.arch_json, rep.file_bytes, rep.arena_bytes, rep.weights_bytes, rep.n_ops, dl);
+        cmd_json_provenance(stdout, rk.dev);
+        printf("}\n");
+    } else
         printf("%s: %d ops, %.1f KiB file (%.1f KiB weights), arena %.1f KiB (peak planned "
                "memory); engine vs reference: max logit difference %.2g\n",
                out, rep.n_ops, rep.file_bytes / 1024.0, rep.weights_bytes / 1024.0,

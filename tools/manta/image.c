@@ -85,11 +85,15 @@ int cmd_image(int argc, char **argv)
     f = NULL;
     const int label = set->labels[index];
     const char *name = set->class_names && label < set->classes ? set->class_names[label] : "";
-    if (json)
-        printf("{\"image\":\"%s\",\"split\":\"%s\",\"index\":%ld,\"label\":%d,\"class\":\"%s\","
-               "\"width\":%d,\"height\":%d,\"channels\":%d,\"bytes\":%lu}\n",
-               out, split, index, label, name, w, h, c, jpg_size);
-    else
+    if (json) {
+        printf("{\"image\":");
+        cmd_json_str(stdout, out);
+        printf(",\"split\":\"%s\",\"index\":%ld,\"label\":%d,\"class\":", split, index, label);
+        cmd_json_str(stdout, name);
+        printf(",\"width\":%d,\"height\":%d,\"channels\":%d,\"bytes\":%lu,", w, h, c, jpg_size);
+        cmd_json_version(stdout);
+        printf("}\n");
+    } else
         printf("%s: %s image %ld of %s, %dx%d %s, label %d (%s), %lu bytes\n", out, split, index,
                data, w, h, c == 1 ? "gray" : "RGB", label, name, jpg_size);
     rc = 0;

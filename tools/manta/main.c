@@ -28,11 +28,13 @@ static const struct {
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
     {"launch", cmd_launch, "start N local ranks of a distributed command (like torchrun --standalone)"},
     {"ckpt-diff", cmd_ckpt_diff, "largest differences between the tensors of two checkpoints"},
+    {"version", cmd_version, "version, git revision, OpenCL headers' target, CLBlast (--version)"},
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: manta COMMAND [OPTIONS]\n\ncommands:\n");
+    fprintf(f, "usage: manta COMMAND [OPTIONS]\n"
+               "       manta --version\n\ncommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].help);
     fprintf(f, "\n'manta COMMAND --help' describes a command's options.\n"
@@ -142,6 +144,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0)
             return cmds[i].fn(argc - 1, argv + 1);

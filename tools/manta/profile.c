@@ -175,23 +175,31 @@ int cmd_profile(int argc, char **argv)
             cmd_error("profile", st, &err);
             goto out;
         }
-        if (json)
-            printf("{\"device\":\"%s\",\"networks\":%ld,\"lut\":\"%s\",\"mean_abs_pct\":%.4f,"
-                   "\"max_abs_pct\":%.4f,\"within_10pct\":%.4f,\"kendall_tau\":%.4f,"
-                   "\"rmse_ms\":%.6f}\n",
-                   mcl_info(d)->name, count, lut_path, ag.mean_abs_pct, ag.max_abs_pct, ag.within,
-                   ag.kendall_tau, ag.rmse);
-        else
+        if (json) {
+            printf("{\"networks\":%ld,\"lut\":", count);
+            cmd_json_str(stdout, lut_path);
+            printf(",\"mean_abs_pct\":%.4f,\"max_abs_pct\":%.4f,\"within_10pct\":%.4f,"
+                   "\"kendall_tau\":%.4f,\"rmse_ms\":%.6f,",
+                   ag.mean_abs_pct, ag.max_abs_pct, ag.within, ag.kendall_tau, ag.rmse);
+            cmd_json_provenance(stdout, d);
+            printf("}\n");
+        } else
             printf("%s on %s: %ld sub-networks; table %s: mean |error| %.2f%%, max %.2f%%, "
                    "within +-10%%: %.1f%%, Kendall tau %.3f\n",
                    space, mcl_info(d)->name, count, lut_path, ag.mean_abs_pct, ag.max_abs_pct,
                    100 * ag.within, ag.kendall_tau);
-    } else if (!json) {
+    } else {
         double lo = med[0], hi = med[0];
         for (long k = 1; k < count; k++)
             lo = med[k] < lo ? med[k] : lo, hi = med[k] > hi ? med[k] : hi;
-        printf("%s on %s: %ld sub-networks, %.3f .. %.3f ms (median per sub-network)\n", space,
-               mcl_info(d)->name, count, lo, hi);
+        if (json) { /* the summary line: the range, and where it was measured */
+            printf("{\"networks\":%ld,\"min_ms\":%.6f,\"max_ms\":%.6f,", count, lo, hi);
+            cmd_json_provenance(stdout, d);
+            printf("}\n");
+        } else {
+            printf("%s on %s: %ld sub-networks, %.3f .. %.3f ms (median per sub-network)\n", space,
+                   mcl_info(d)->name, count, lo, hi);
+        }
     }
     rc = 0;
 out:

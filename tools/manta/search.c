@@ -520,7 +520,12 @@ int cmd_search(int argc, char **argv)
     }
     {
         prof_buf b = {0};
-        prof_buf_printf(&b, "{\"format\":\"manta-search\",\"version\":1,\"space\":");
+        /* "version" is the format's: manta's own provenance goes in an object of its
+         * own (the device is the re-rank's, none without --rerank) */
+        char prov[4096];
+        cmd_json_provenance_str(prov, sizeof prov, rk.dev);
+        prof_buf_printf(&b, "{\"format\":\"manta-search\",\"version\":1,\"provenance\":{%s},"
+                            "\"space\":", prov);
         put_str(&b, sp.name);
         prof_buf_printf(&b, ",\"ckpt\":");
         put_str(&b, ckpt);

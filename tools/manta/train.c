@@ -609,6 +609,18 @@ int cmd_train(int argc, char **argv)
                    o.mode == DP_DATA ? "data" : "subnet", ofa_trainer_batch(t));
         if (o.resume)
             printf("resuming at step %ld of %ld\n", start, total);
+    } else if (!quiet) { /* the first JSON line: the run, and what runs it */
+        printf("{\"out\":");
+        cmd_json_str(stdout, out_dir);
+        printf(",\"space\":");
+        cmd_json_str(stdout, sp.name);
+        printf(",\"schedule\":");
+        cmd_json_str(stdout, o.schedule);
+        printf(",\"phases\":%d,\"steps\":%ld,\"batch\":%d,\"start_step\":%ld,\"replicas\":%d,",
+               sched.n_phases, total, o.batch, start, replicas);
+        cmd_json_provenance(stdout, d);
+        printf("}\n");
+        fflush(stdout);
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -754,6 +766,8 @@ int cmd_train(int argc, char **argv)
     }
     if (!o.json && !quiet)
         printf("trained %ld steps in %.1f s; checkpoints in %s\n", done, cmd_now() - t0, out_dir);
+    else if (!quiet)
+        printf("{\"done\":true,\"trained_steps\":%ld,\"seconds\":%.1f}\n", done, cmd_now() - t0);
     rc = 0;
 out:
     if (pf)

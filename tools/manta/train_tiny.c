@@ -256,11 +256,13 @@ int cmd_train_tiny(int argc, char **argv)
         }
     }
     double ips = (double)o.steps * o.batch / train_s;
-    if (o.json)
+    if (o.json) {
         printf("{\"done\":true,\"train_seconds\":%.2f,\"images_per_s\":%.1f,\"test_images\":%d,"
-               "\"test_top1\":%.4f}\n",
+               "\"test_top1\":%.4f,",
                train_s, ips, o.eval_images, acc);
-    else {
+        cmd_json_provenance(stdout, d);
+        printf("}\n");
+    } else {
         printf("trained %ld steps in %.1f s (%.1f images/s)\n", o.steps, train_s, ips);
         if (o.eval_images > 0)
             printf("test top-1: %.2f%% on %d images\n", 100.0 * acc, o.eval_images);

@@ -763,20 +763,6 @@ static void choose(const double *before, const option *dopt, size_t nd, const op
 
 /* ---- output ---------------------------------------------------------------------------- */
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s < 32)
-            printf("\\u%04x", (unsigned char)*s);
-        else
-            putchar(*s);
-    }
-    putchar('"');
-}
-
 /* The tuned option shown in the table: the chosen one, else the best. */
 static size_t shown(const double *before, const option *o, size_t n, size_t chosen)
 {
@@ -821,14 +807,12 @@ static void print_result(tune_ctx *c, const char *path, const mcl_tune_set *set,
     mcl_tune_key_of(di, &key);
     const mcl_tune_kernel *gr = mcl_tune_set_find(set, "GemmRoutine");
     if (c->o.json) {
-        printf("{\"device\":");
-        json_str(di->name);
+        printf("{");
+        cmd_json_provenance(stdout, c->d);
         printf(",\"platform\":");
-        json_str(di->platform_name);
-        printf(",\"driver\":");
-        json_str(di->driver_version);
+        cmd_json_str(stdout, di->platform_name);
         printf(",\"clblast\":\"%s\",\"file\":", key.clblast);
-        json_str(path);
+        cmd_json_str(stdout, path);
         printf(",\"mode\":\"%s\",\"seconds\":%.1f",
                c->o.compare ? "compare" : c->o.quick ? "quick" : "full", now_s() - c->t0);
         if (gr)
