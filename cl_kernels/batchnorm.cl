@@ -287,3 +287,142 @@ __kernel void bn_backward_apply(VIEW(x), VIEW(gamma), VIEW(smean), VIEW(sinvstd)
     float8 g = bn_load(dy + j, left), xv = bn_load(x + j, left);
     bn_store(dx + j, kk * (g - a - (xv - mu) * is * b), left);
 }
+
+/* ---- GPU variant: two-stage reductions ----------------------------------------------------
+ * The m = N*HW values of a channel, in (image, position) order, are cut into `splits`
+ * contiguous ranges; one work-group per (channel, range) reduces its range (stage 1,
+ * global (C * local, splits)) into part (splits, C, 2), and one work-item per channel
+ * combines the ranges (stage 2). Every value is read by a different work-item of the
+ * group, neighbours reading neighbours. */
+
+/* First and one-past-last flattened index of range s of `splits` over m values. */
+inline int bn_range_lo(int m, int s, int splits) { return (int)((long)m * s / splits); }
+
+/* Element j of channel ch in x (N, C, HW): j = b * hw + p. */
+inline int bn_at(int j, int c, int hw, int ch)
+{
+    int b = j / hw;
+    return (b * c + ch) * hw + (j - b * hw);
+}
+
+/* x: (N, C, HW); part: (splits, C, 2) = (mean of the range's x - shift, sum of squared
+ * deviations from that mean), shift being the channel's first value. Values far from zero
+ * keep their precision: the shift takes their offset, the second pass their spread. */
+__kernel void bn_partial_stats(VIEW(x), VIEW(part), int n, int c, int hw, int splits,
+                               __local float *scratch)
+{
+    PTR(x); PTR(part);
+    int ch = (int)get_group_id(0), s = (int)get_group_id(1);
+    int l = (int)get_local_id(0), L = (int)get_local_size(0);
+    int m = n * hw, lo = bn_range_lo(m, s, splits), hi = bn_range_lo(m, s + 1, splits);
+    float sh = x[ch * hw];
+    float sum = 0.0f;
+    for (int j = lo + l; j < hi; j += L)
+        sum += x[bn_at(j, c, hw, ch)] - sh;
+    float mean = wg_sum(sum, scratch) / (float)(hi - lo);
+    float q = 0.0f;
+    for (int j = lo + l; j < hi; j += L) {
+        float t = (x[bn_at(j, c, hw, ch)] - sh) - mean;
+        q = fma(t, t, q);
+    }
+    float m2 = wg_sum(q, scratch);
+    if (l == 0) {
+        part[(s * c + ch) * 2] = mean;
+        part[(s * c + ch) * 2 + 1] = m2;
+    }
+}
+
+/* part: (splits, C, 2) from bn_partial_stats of x over m values per channel; mean, var:
+ * (C) the channel's mean and biased variance (Chan et al.'s combination of the ranges).
+ * One work-item per channel. */
+__kernel void bn_combine_stats(VIEW(x), VIEW(part), VIEW(mean_out), VIEW(var_out), int m,
+                               int c, int hw, int splits)
+{
+    PTR(x); PTR(part); PTR(mean_out); PTR(var_out);
+    int ch = GID0;
+    if (ch >= c)
+        return;
+    float mean = 0.0f;
+    for (int s = 0; s < splits; s++) {
+        int cnt = bn_range_lo(m, s + 1, splits) - bn_range_lo(m, s, splits);
+        mean = fma((float)cnt / (float)m, part[(s * c + ch) * 2], mean);
+    }
+    float m2 = 0.0f;
+    for (int s = 0; s < splits; s++) {
+        int cnt = bn_range_lo(m, s + 1, splits) - bn_range_lo(m, s, splits);
+        float dm = part[(s * c + ch) * 2] - mean;
+        m2 += part[(s * c + ch) * 2 + 1] + (float)cnt * dm * dm;
+    }
+    mean_out[ch] = x[ch * hw] + mean;
+    var_out[ch] = m2 / (float)m;
+}
+
+/* x, dy: (N, C, HW); smean, sinvstd: (C); part: (splits, C, 2) = the range's sums of dy
+ * and dy * xhat. */
+__kernel void bn_partial_grad(VIEW(x), VIEW(smean), VIEW(sinvstd), VIEW(dy), VIEW(part), int n,
+                              int c, int hw, int splits, __local float *scratch)
+{
+    PTR(x); PTR(smean); PTR(sinvstd); PTR(dy); PTR(part);
+    int ch = (int)get_group_id(0), s = (int)get_group_id(1);
+    int l = (int)get_local_id(0), L = (int)get_local_size(0);
+    int m = n * hw, lo = bn_range_lo(m, s, splits), hi = bn_range_lo(m, s + 1, splits);
+    float mu = smean[ch], is = sinvstd[ch];
+    float s_dy = 0.0f, s_dyxh = 0.0f;
+    for (int j = lo + l; j < hi; j += L) {
+        int i = bn_at(j, c, hw, ch);
+        float g = dy[i];
+        s_dy += g;
+        s_dyxh = fma(g, (x[i] - mu) * is, s_dyxh);
+    }
+    s_dy = wg_sum(s_dy, scratch);
+    s_dyxh = wg_sum(s_dyxh, scratch);
+    if (l == 0) {
+        part[(s * c + ch) * 2] = s_dy;
+        part[(s * c + ch) * 2 + 1] = s_dyxh;
+    }
+}
+
+/* part: (splits, C, 2) from bn_partial_grad; sums: (2, C) = totals of dy and dy * xhat;
+ * dbeta += sum dy, dgamma += sum dy * xhat. One work-item per channel. */
+__kernel void bn_combine_grad(VIEW(part), VIEW(sums), VIEW(dgamma), VIEW(dbeta), int c,
+                              int splits)
+{
+    PTR(part); PTR(sums); PTR(dgamma); PTR(dbeta);
+    int ch = GID0;
+    if (ch >= c)
+        return;
+    float s_dy = 0.0f, s_dyxh = 0.0f;
+    for (int s = 0; s < splits; s++) {
+        s_dy += part[(s * c + ch) * 2];
+        s_dyxh += part[(s * c + ch) * 2 + 1];
+    }
+    sums[ch] = s_dy;
+    sums[c + ch] = s_dyxh;
+    dgamma[ch] += s_dyxh;
+    dbeta[ch] += s_dy;
+}
+
+/* bn_forward_apply and bn_backward_apply with one work-item per value: global N*C*HW. */
+__kernel void bn_forward_apply1(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(smean), VIEW(sinvstd),
+                                VIEW(y), int total, int c, int hw)
+{
+    PTR(x); PTR(gamma); PTR(beta); PTR(smean); PTR(sinvstd); PTR(y);
+    int i = GID0;
+    if (i >= total)
+        return;
+    int ch = (i / hw) % c;
+    y[i] = (x[i] - smean[ch]) * (gamma[ch] * sinvstd[ch]) + beta[ch];
+}
+
+__kernel void bn_backward_apply1(VIEW(x), VIEW(gamma), VIEW(smean), VIEW(sinvstd), VIEW(dy),
+                                 VIEW(dx), VIEW(sums), int total, int c, int hw, float inv_m)
+{
+    PTR(x); PTR(gamma); PTR(smean); PTR(sinvstd); PTR(dy); PTR(dx); PTR(sums);
+    int i = GID0;
+    if (i >= total)
+        return;
+    int ch = (i / hw) % c;
+    float is = sinvstd[ch];
+    float xh = (x[i] - smean[ch]) * is;
+    dx[i] = gamma[ch] * is * (dy[i] - sums[ch] * inv_m - xh * (sums[c + ch] * inv_m));
+}

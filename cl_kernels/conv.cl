@@ -91,6 +91,15 @@ __kernel void swap01(VIEW(src), VIEW(dst), int a_dim, int b_dim, int inner)
     }
 }
 
+/* swap01 with one work-item per value: global (I, A, B). */
+__kernel void swap01_1(VIEW(src), VIEW(dst), int a_dim, int b_dim, int inner)
+{
+    PTR(src); PTR(dst);
+    int i = (int)get_global_id(0), a = (int)get_global_id(1), b = (int)get_global_id(2);
+    if (i < inner && a < a_dim && b < b_dim)
+        dst[(b * a_dim + a) * inner + i] = src[(a * b_dim + b) * inner + i];
+}
+
 /* ---- Pointwise (1x1, stride 1, no padding) convolution, direct ----------
  * A tensor (N, R, HW) is seen as R rows over the N*HW columns (b, p); a
  * chunk is 8 consecutive columns. A chunk inside one image is one vector

@@ -687,3 +687,53 @@ DW_ROWS_DW(5, 2, true, x)
 DW_ROWS_DW(7, 1, false, )
 DW_ROWS_DW(7, 2, false, )
 DW_ROWS_DW(7, 2, true, x)
+
+/* ---- GPU variant of the weight gradient: a two-stage reduction ---------------------------
+ * Stage 1 (dw_wgrad_partial): the N*Ho output rows (b, oy) are cut into `splits`
+ * contiguous ranges; one work-item per (range, channel, tap) sums dy * x over its range,
+ * into part (splits, C, K*K). Neighbouring work-items are neighbouring taps of one channel:
+ * they read the same dy row and neighbouring x values. Global splits * C * K*K (1-D).
+ * Stage 2 (dw_wgrad_reduce): one work-group per weight sums its `splits` partial sums with
+ * wg_sum() and adds the total to dw (C, K, K). Global C*K*K * local. */
+__kernel void dw_wgrad_partial(VIEW(x), VIEW(dy), VIEW(part), DW_ARGS, int splits)
+{
+    PTR(x); PTR(dy); PTR(part);
+    int kk = k * k, g = GID0;
+    if (g >= splits * c * kk)
+        return;
+    int t = g % kk, rest = g / kk, ch = rest % c, s = rest / c;
+    int ky = t / k, kx = t - ky * k;
+    int rows = n * ho;
+    int lo = (int)((long)rows * s / splits), hi = (int)((long)rows * (s + 1) / splits);
+    /* output columns whose tap lies inside the input row */
+    int ox_lo = kx < pad ? (pad - kx + stride - 1) / stride : 0;
+    int last = width - 1 + pad - kx;
+    int ox_hi = last < 0 ? 0 : min(wo, last / stride + 1);
+    float acc = 0.0f;
+    for (int r = lo; r < hi; r++) {
+        int b = r / ho, oy = r - b * ho;
+        int iy = oy * stride - pad + ky;
+        if (iy < 0 || iy >= height)
+            continue;
+        __global const float *xr = x + ((b * c + ch) * height + iy) * width - pad + kx;
+        __global const float *gr = dy + ((b * c + ch) * ho + oy) * wo;
+        for (int ox = ox_lo; ox < ox_hi; ox++)
+            acc = fma(gr[ox], xr[ox * stride], acc);
+    }
+    part[g] = acc;
+}
+
+/* part: (splits, count) from dw_wgrad_partial; dw (count) += the sum over splits.
+ * One work-group per weight, local size a power of two with as many floats in scratch. */
+__kernel void dw_wgrad_reduce(VIEW(part), VIEW(dw), int count, int splits,
+                              __local float *scratch)
+{
+    PTR(part); PTR(dw);
+    int o = (int)get_group_id(0), l = (int)get_local_id(0), L = (int)get_local_size(0);
+    float acc = 0.0f;
+    for (int s = l; s < splits; s += L)
+        acc += part[s * count + o];
+    acc = wg_sum(acc, scratch);
+    if (l == 0)
+        dw[o] += acc;
+}

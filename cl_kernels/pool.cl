@@ -112,6 +112,23 @@ __kernel void scale_backward_s(VIEW(x), VIEW(dy), VIEW(ds), int hw, __local floa
         ds[r] = s;
 }
 
+/* avgpool_backward and scale_forward with one work-item per value: global rows * hw. */
+__kernel void avgpool_backward1(VIEW(dy), VIEW(dx), int total, int hw)
+{
+    PTR(dy); PTR(dx);
+    int i = GID0;
+    if (i < total)
+        dx[i] = dy[i / hw] / (float)hw;
+}
+
+__kernel void scale_forward1(VIEW(x), VIEW(s), VIEW(y), int total, int hw)
+{
+    PTR(x); PTR(s); PTR(y);
+    int i = GID0;
+    if (i < total)
+        y[i] = x[i] * s[i / hw];
+}
+
 /* a, b, y: (n); y may alias a or b. */
 __kernel void add(VIEW(a), VIEW(b), VIEW(y), int n)
 {

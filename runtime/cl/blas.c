@@ -21,6 +21,13 @@ static manta_status blas_fail(mcl_dev *d, CLBlastStatusCode s, const char *what,
                          t->active ? "; MANTA_NO_TUNING=1 runs without them)" : "");
 }
 
+/* A GEMM in the device's launch log: CLBlast's own work-items are not known here. */
+static void log_gemm(mcl_dev *d, size_t m, size_t n, size_t k, size_t batch)
+{
+    mcl_launch_record r = {"sgemm", 0, {0, 0, 0}, {0, 0, 0}, 0, m * n * batch, {m, n, k}};
+    mcl_log_launch(d, &r);
+}
+
 manta_status mcl_sgemm(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
                        float alpha, mview a, size_t lda, mview b, size_t ldb, float beta, mview c,
                        size_t ldc)
@@ -31,6 +38,7 @@ manta_status mcl_sgemm(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t 
         CLBlastLayoutRowMajor, trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
         trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha, a.mem, a.off, lda,
         b.mem, b.off, ldb, beta, c.mem, c.off, ldc, mcl_queue(d), NULL);
+    log_gemm(d, m, n, k, 1);
     return blas_fail(d, s, "CLBlastSgemm", m, n, k);
 }
 
@@ -48,6 +56,7 @@ manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m,
         trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha, a.mem, a.off, lda,
         stride_a, b.mem, b.off, ldb, stride_b, beta, c.mem, c.off, ldc, stride_c, batch,
         mcl_queue(d), NULL);
+    log_gemm(d, m, n, k, batch);
     return blas_fail(d, s, "CLBlastSgemmStridedBatched", m, n, k);
 }
 

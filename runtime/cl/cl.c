@@ -387,6 +387,30 @@ static void choose_cache_dir(mcl_dev *d, const mcl_options *opt)
         d->cache_dir[0] = '\0'; /* an unwritable cache only costs compile time */
 }
 
+manta_status mcl_choose_variant(const mcl_device_info *info, int requested, mcl_variant *out,
+                                manta_err *err)
+{
+    mcl_variant v = MCL_VARIANT_AUTO;
+    if (requested == MCL_VARIANT_CPU || requested == MCL_VARIANT_GPU) {
+        v = (mcl_variant)requested;
+    } else {
+        const char *env = getenv("MANTA_KERNELS");
+        if (env && *env && strcmp(env, "auto") != 0) {
+            if (strcmp(env, "cpu") == 0)
+                v = MCL_VARIANT_CPU;
+            else if (strcmp(env, "gpu") == 0)
+                v = MCL_VARIANT_GPU;
+            else
+                return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                     "MANTA_KERNELS '%s': expected cpu, gpu or auto", env);
+        }
+    }
+    if (v == MCL_VARIANT_AUTO)
+        v = (info->type & CL_DEVICE_TYPE_CPU) ? MCL_VARIANT_CPU : MCL_VARIANT_GPU;
+    *out = v;
+    return MANTA_OK;
+}
+
 manta_status mcl_open(const mcl_device_info *info, const mcl_options *opt, mcl_dev **out,
                       manta_err *err)
 {
@@ -399,23 +423,8 @@ manta_status mcl_open(const mcl_device_info *info, const mcl_options *opt, mcl_d
         return manta_err_set(err, MANTA_ERR_UNSUPPORTED,
                              "device '%s' reports '%s'; manta's kernels need OpenCL C 1.2 or later",
                              info->name, info->c_version);
-    mcl_variant variant = MCL_VARIANT_AUTO;
-    if (opt && (opt->variant == MCL_VARIANT_CPU || opt->variant == MCL_VARIANT_GPU)) {
-        variant = (mcl_variant)opt->variant;
-    } else {
-        const char *env = getenv("MANTA_KERNELS");
-        if (env && *env && strcmp(env, "auto") != 0) {
-            if (strcmp(env, "cpu") == 0)
-                variant = MCL_VARIANT_CPU;
-            else if (strcmp(env, "gpu") == 0)
-                variant = MCL_VARIANT_GPU;
-            else
-                return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                     "MANTA_KERNELS '%s': expected cpu, gpu or auto", env);
-        }
-    }
-    if (variant == MCL_VARIANT_AUTO)
-        variant = (info->type & CL_DEVICE_TYPE_CPU) ? MCL_VARIANT_CPU : MCL_VARIANT_GPU;
+    mcl_variant variant;
+    MANTA_TRY(mcl_choose_variant(info, opt ? opt->variant : MCL_VARIANT_AUTO, &variant, err));
     mcl_dev *d = calloc(1, sizeof *d);
     if (!d)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory opening '%s'",

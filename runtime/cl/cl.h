@@ -130,8 +130,17 @@ typedef enum mcl_variant {
     MCL_VARIANT_GPU = 2
 } mcl_variant;
 
-/** "cpu" or "gpu". */
+/** "cpu" or "gpu" ("auto" for MCL_VARIANT_AUTO). */
 const char *mcl_variant_name(mcl_variant v);
+
+/**
+ * The variant mcl_open() gives @p info for @p requested (an mcl_variant):
+ * CPU or GPU when asked for, else the environment variable MANTA_KERNELS
+ * (cpu, gpu, auto), else by device type (CPU devices: cpu, others: gpu).
+ * @return MANTA_ERR_INVALID_ARG naming MANTA_KERNELS when it holds anything else.
+ */
+manta_status mcl_choose_variant(const mcl_device_info *info, int requested, mcl_variant *out,
+                                manta_err *err);
 
 /**
  * CLBlast tuning of an open device: whether mcl_open() found and applied a

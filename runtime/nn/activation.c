@@ -35,27 +35,31 @@ static const char *kernel_suffix(nn_act a)
 /* Work-items per group: each takes 8 values. */
 #define ACT_GROUP 64
 
-/* Begin the launch of act_<pass>_<name>, or of the general act_<pass> (one
- * value per work-item, the activation as its last argument) for a value
- * outside the enum. */
+/* The general kernels act_<pass> (one value per work-item, the activation as their last
+ * argument) serve the GPU variant, whose devices want a work-item per value, and values
+ * outside the enum; the CPU variant runs act_<pass>_<name> (8 values per work-item). */
+static bool general(const mcl_dev *d, nn_act a)
+{
+    return !kernel_suffix(a) || mcl_get_variant(d) == MCL_VARIANT_GPU;
+}
+
 static void act_begin(mcl_launch *L, mcl_dev *d, const char *pass, nn_act a)
 {
-    const char *sfx = kernel_suffix(a);
     char name[40];
-    if (sfx)
-        snprintf(name, sizeof name, "act_%s_%s", pass, sfx);
-    else
+    if (general(d, a))
         snprintf(name, sizeof name, "act_%s", pass);
+    else
+        snprintf(name, sizeof name, "act_%s_%s", pass, kernel_suffix(a));
     mcl_launch_begin(L, d, "activation", name);
 }
 
 static manta_status act_run(mcl_launch *L, mcl_dev *d, nn_act a, size_t n)
 {
-    if (!kernel_suffix(a)) {
+    mcl_launch_output(L, n);
+    if (general(d, a)) {
         mcl_arg_int(L, (int)a);
         return mcl_launch_run(L, 1, (size_t[]){n}, NULL);
     }
-    (void)d;
     return mcl_launch_run(L, 1, (size_t[]){(n + 7) / 8}, (size_t[]){nn_group_cap(L, ACT_GROUP)});
 }
 

@@ -37,6 +37,107 @@ static size_t channel_wg(const mcl_launch *L, const nn_bn_shape *s)
     return wg;
 }
 
+/* ---- GPU variant: ranges of each channel reduced by one work-group each ---------------
+ * A range holds about BN_RANGE values (16 per work-item of a group of BN_GPU_WG), at most
+ * BN_MAX_RANGES a channel: with C channels, C * ranges work-groups. The scratch this needs
+ * grows with N*HW and C, so the size for a network's largest shape covers every smaller
+ * one. */
+#define BN_RANGE 2048
+#define BN_MAX_RANGES 1024
+#define BN_GPU_WG 128
+
+static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VARIANT_GPU; }
+
+static size_t ranges(const nn_bn_shape *s)
+{
+    size_t r = (size_t)s->n * (size_t)s->hw / BN_RANGE;
+    return r < 1 ? 1 : r > BN_MAX_RANGES ? BN_MAX_RANGES : r;
+}
+
+size_t nn_bn_scratch_floats(const mcl_dev *d, const nn_bn_shape *s)
+{
+    if (!s || s->n < 1 || s->c < 1 || s->hw < 1 || !gpu_variant(d))
+        return 0;
+    return 2 * (size_t)s->c * (ranges(s) + 1);
+}
+
+/* Scratch views of the GPU variant: the ranges' partial results (ranges, C, 2), then
+ * (2, C) per-channel results. */
+static manta_status gpu_scratch(mcl_dev *d, const nn_bn_shape *s, const char *op, mview scratch,
+                                mview *part, mview *chan)
+{
+    MANTA_TRY(nn_need_buffer(d, op, "scratch", scratch));
+    *part = scratch;
+    *chan = mview_at(scratch, 2 * (size_t)s->c * ranges(s));
+    return MANTA_OK;
+}
+
+/* Stage 1 launch: global (C * wg, ranges), one group per (channel, range). */
+static manta_status run_ranges(mcl_launch *L, const nn_bn_shape *s)
+{
+    size_t r = ranges(s), per = (size_t)s->n * (size_t)s->hw / r;
+    size_t wg = nn_reduce_wg(L, per);
+    if (wg > BN_GPU_WG)
+        wg = BN_GPU_WG;
+    mcl_arg_local(L, wg * sizeof(float));
+    mcl_launch_output(L, 2 * (size_t)s->c * r);
+    return mcl_launch_run(L, 2, (size_t[]){(size_t)s->c * wg, r}, (size_t[]){wg, 1});
+}
+
+/* mean, var (C) of x by the two stages. */
+static manta_status gpu_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview part, mview mean,
+                              mview var)
+{
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_partial_stats");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, part);
+    mcl_arg_int(&L, s->n);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    mcl_arg_int(&L, (int)ranges(s));
+    MANTA_TRY(run_ranges(&L, s));
+    mcl_launch_begin(&L, d, "batchnorm", "bn_combine_stats");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, part);
+    mcl_arg_view(&L, mean);
+    mcl_arg_view(&L, var);
+    mcl_arg_int(&L, s->n * s->hw);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    mcl_arg_int(&L, (int)ranges(s));
+    mcl_launch_output(&L, 2 * (size_t)s->c);
+    return mcl_launch_run(&L, 1, (size_t[]){(size_t)s->c}, NULL);
+}
+
+/* sums (2, C) of dy and dy * xhat by the two stages; dgamma, dbeta +=. */
+static manta_status gpu_grad_sums(mcl_dev *d, const nn_bn_shape *s, mview x, mview save_mean,
+                                  mview save_invstd, mview dy, mview part, mview sums,
+                                  mview dgamma, mview dbeta)
+{
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "batchnorm", "bn_partial_grad");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, save_mean);
+    mcl_arg_view(&L, save_invstd);
+    mcl_arg_view(&L, dy);
+    mcl_arg_view(&L, part);
+    mcl_arg_int(&L, s->n);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, s->hw);
+    mcl_arg_int(&L, (int)ranges(s));
+    MANTA_TRY(run_ranges(&L, s));
+    mcl_launch_begin(&L, d, "batchnorm", "bn_combine_grad");
+    mcl_arg_view(&L, part);
+    mcl_arg_view(&L, sums);
+    mcl_arg_view(&L, dgamma);
+    mcl_arg_view(&L, dbeta);
+    mcl_arg_int(&L, s->c);
+    mcl_arg_int(&L, (int)ranges(s));
+    mcl_launch_output(&L, 4 * (size_t)s->c);
+    return mcl_launch_run(&L, 1, (size_t[]){(size_t)s->c}, NULL);
+}
+
 /* Launch one work-group of a reduction size per channel, with its scratch. */
 static manta_status run_per_channel(mcl_launch *L, const nn_bn_shape *s)
 {
@@ -45,11 +146,17 @@ static manta_status run_per_channel(mcl_launch *L, const nn_bn_shape *s)
     return mcl_launch_run(L, 1, (size_t[]){(size_t)s->c * wg}, (size_t[]){wg});
 }
 
-manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, mview var)
+manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, mview var,
+                         mview scratch)
 {
     manta_status st = check_shape(d, s, "bn_stats");
     if (st != MANTA_OK)
         return st;
+    if (gpu_variant(d)) {
+        mview part, chan;
+        MANTA_TRY(gpu_scratch(d, s, "bn_stats", scratch, &part, &chan));
+        return gpu_stats(d, s, x, part, mean, var);
+    }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_stats");
     mcl_arg_view(&L, x);
@@ -63,7 +170,8 @@ manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, 
 
 manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentum, float eps,
                                  mview x, mview gamma, mview beta, mview running_mean,
-                                 mview running_var, mview y, mview save_mean, mview save_invstd)
+                                 mview running_var, mview y, mview save_mean, mview save_invstd,
+                                 mview scratch)
 {
     manta_status st = check_shape(d, s, "bn_forward_train");
     if (st == MANTA_OK)
@@ -77,6 +185,15 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
     if (!(momentum >= 0.0f && momentum <= 1.0f))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "bn_forward_train: momentum %g outside [0, 1]", (double)momentum);
+    if (gpu_variant(d)) {
+        mview part, chan;
+        long m = (long)s->n * s->hw;
+        MANTA_TRY(gpu_scratch(d, s, "bn_forward_train", scratch, &part, &chan));
+        MANTA_TRY(gpu_stats(d, s, x, part, chan, mview_at(chan, (size_t)s->c)));
+        MANTA_TRY(nn_bn_sync_finish(d, s->c, m, momentum, eps, chan, running_mean, running_var,
+                                    save_mean, save_invstd));
+        return nn_bn_forward_apply(d, s, x, gamma, beta, save_mean, save_invstd, y);
+    }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_forward_train");
     mcl_arg_view(&L, x);
@@ -96,9 +213,14 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
 }
 
 /* Launch an element-wise kernel over (ceil(HW / 8), N*C): about 64 chunks of
- * 8 values a group, whole rows, several rows when they are short. */
-static manta_status run_rows(mcl_launch *L, const nn_bn_shape *s)
+ * 8 values a group, whole rows, several rows when they are short; or, for the
+ * *_apply1 kernels (@p one), one work-item per value. */
+static manta_status run_rows(mcl_launch *L, const nn_bn_shape *s, bool one)
 {
+    size_t total = (size_t)s->n * (size_t)s->c * (size_t)s->hw;
+    mcl_launch_output(L, total);
+    if (one) /* the *_apply1 kernels: one work-item per value */
+        return mcl_launch_run(L, 1, (size_t[]){total}, NULL);
     size_t rows = (size_t)s->n * (size_t)s->c, chunks = ((size_t)s->hw + 7) / 8;
     size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
     if (ly > rows)
@@ -127,16 +249,23 @@ manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mvi
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
     mcl_arg_float(&L, eps);
-    return run_rows(&L, s);
+    return run_rows(&L, s, false);
 }
 
 manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
                             mview save_mean, mview save_invstd, mview dy, mview dx, mview dgamma,
-                            mview dbeta)
+                            mview dbeta, mview scratch)
 {
     manta_status st = check_shape(d, s, "bn_backward");
     if (st != MANTA_OK)
         return st;
+    if (gpu_variant(d)) {
+        mview part, sums;
+        MANTA_TRY(gpu_scratch(d, s, "bn_backward", scratch, &part, &sums));
+        MANTA_TRY(gpu_grad_sums(d, s, x, save_mean, save_invstd, dy, part, sums, dgamma, dbeta));
+        return nn_bn_backward_apply(d, s, (long)s->n * s->hw, x, gamma, save_mean, save_invstd,
+                                    dy, dx, sums);
+    }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_backward");
     mcl_arg_view(&L, x);
@@ -179,6 +308,7 @@ manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, 
     mcl_arg_float(&L, momentum);
     mcl_arg_float(&L, (float)m_total / (float)(m_total - 1));
     mcl_arg_float(&L, eps);
+    mcl_launch_output(&L, 4 * (size_t)c);
     return mcl_launch_run(&L, 1, (size_t[]){(size_t)c}, NULL);
 }
 
@@ -189,26 +319,32 @@ manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mvie
     if (st != MANTA_OK)
         return st;
     mcl_launch L;
-    mcl_launch_begin(&L, d, "batchnorm", "bn_forward_apply");
+    bool one = gpu_variant(d); /* one work-item per value, or per 8 */
+    mcl_launch_begin(&L, d, "batchnorm", one ? "bn_forward_apply1" : "bn_forward_apply");
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, gamma);
     mcl_arg_view(&L, beta);
     mcl_arg_view(&L, save_mean);
     mcl_arg_view(&L, save_invstd);
     mcl_arg_view(&L, y);
-    mcl_arg_int(&L, s->n * s->c);
+    mcl_arg_int(&L, s->n * s->c * (one ? s->hw : 1));
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
-    return run_rows(&L, s);
+    return run_rows(&L, s, one);
 }
 
 manta_status nn_bn_backward_reduce(mcl_dev *d, const nn_bn_shape *s, mview x, mview save_mean,
                                    mview save_invstd, mview dy, mview sums, mview dgamma,
-                                   mview dbeta)
+                                   mview dbeta, mview scratch)
 {
     manta_status st = check_shape(d, s, "bn_backward_reduce");
     if (st != MANTA_OK)
         return st;
+    if (gpu_variant(d)) {
+        mview part, chan;
+        MANTA_TRY(gpu_scratch(d, s, "bn_backward_reduce", scratch, &part, &chan));
+        return gpu_grad_sums(d, s, x, save_mean, save_invstd, dy, part, sums, dgamma, dbeta);
+    }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_backward_reduce");
     mcl_arg_view(&L, x);
@@ -235,7 +371,8 @@ manta_status nn_bn_backward_apply(mcl_dev *d, const nn_bn_shape *s, long m_total
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "bn_backward_apply: %ld values per channel", m_total);
     mcl_launch L;
-    mcl_launch_begin(&L, d, "batchnorm", "bn_backward_apply");
+    bool one = gpu_variant(d); /* one work-item per value, or per 8 */
+    mcl_launch_begin(&L, d, "batchnorm", one ? "bn_backward_apply1" : "bn_backward_apply");
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, gamma);
     mcl_arg_view(&L, save_mean);
@@ -243,9 +380,9 @@ manta_status nn_bn_backward_apply(mcl_dev *d, const nn_bn_shape *s, long m_total
     mcl_arg_view(&L, dy);
     mcl_arg_view(&L, dx);
     mcl_arg_view(&L, sums);
-    mcl_arg_int(&L, s->n * s->c);
+    mcl_arg_int(&L, s->n * s->c * (one ? s->hw : 1));
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
     mcl_arg_float(&L, (float)(1.0 / (double)m_total));
-    return run_rows(&L, s);
+    return run_rows(&L, s, one);
 }

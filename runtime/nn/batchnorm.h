@@ -11,10 +11,17 @@
  * momentum 0.1, eps 1e-5). Eval uses the running statistics.
  * Backward overwrites dx and accumulates into dgamma and dbeta.
  *
- * The statistics are reduced by one work-group per channel, in two passes
- * over values shifted by the channel's first value, so inputs far from zero
- * keep their precision. Every call returns MANTA_ERR_INVALID_ARG, naming the
- * field, for a NULL shape or a size below 1, and eps must be positive.
+ * Two variants (mcl_get_variant()), equal to float rounding. CPU: the
+ * statistics are reduced by one work-group per channel, in two passes over
+ * values shifted by the channel's first value. GPU: each channel's N*HW values
+ * are cut into ranges reduced by one work-group each (two passes around the
+ * range's mean), then combined per channel (Chan et al.), and the output is
+ * written by one work-item per 8 values; the backward likewise. Either way
+ * inputs far from zero keep their precision. The GPU variant needs device
+ * scratch (nn_bn_scratch_floats()); the CPU variant none.
+ * Every call returns MANTA_ERR_INVALID_ARG, naming the field, for a NULL
+ * shape or a size below 1, a scratch view without a buffer where one is
+ * needed, and eps must be positive.
  */
 #ifndef MANTA_NN_BATCHNORM_H
 #define MANTA_NN_BATCHNORM_H
@@ -25,8 +32,19 @@ typedef struct nn_bn_shape {
     int n, c, hw; /**< (N, C, H*W) */
 } nn_bn_shape;
 
+/**
+ * Floats of device scratch that nn_bn_stats(), nn_bn_forward_train(),
+ * nn_bn_backward() and nn_bn_backward_reduce() need for @p s on @p d (0 for
+ * the CPU variant, 2 * C * (ranges + 1) for the GPU one, ranges growing with
+ * N*HW: the size for the largest shape covers any smaller one). The same
+ * scratch serves every call and every layer: nothing is kept in it between
+ * calls. 0 for an invalid shape.
+ */
+size_t nn_bn_scratch_floats(const mcl_dev *d, const nn_bn_shape *s);
+
 /** Per-channel batch mean and biased variance of x: mean, var (C). */
-manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, mview var);
+manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, mview var,
+                         mview scratch);
 
 /**
  * Training forward. Writes y, updates running_mean/running_var in place,
@@ -37,7 +55,8 @@ manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, 
  */
 manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentum, float eps,
                                  mview x, mview gamma, mview beta, mview running_mean,
-                                 mview running_var, mview y, mview save_mean, mview save_invstd);
+                                 mview running_var, mview y, mview save_mean, mview save_invstd,
+                                 mview scratch);
 
 /** Inference forward with the running statistics. y may alias x.
  *  x, y (N, C, HW); gamma, beta, running_* (C). */
@@ -51,7 +70,7 @@ manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mvi
  */
 manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
                             mview save_mean, mview save_invstd, mview dy, mview dx, mview dgamma,
-                            mview dbeta);
+                            mview dbeta, mview scratch);
 
 /* ---- synchronised batch norm ---------------------------------------------------------
  * Batch statistics over several replicas (devices, processes), each holding a shard of the
@@ -85,7 +104,7 @@ manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mvie
  */
 manta_status nn_bn_backward_reduce(mcl_dev *d, const nn_bn_shape *s, mview x, mview save_mean,
                                    mview save_invstd, mview dy, mview sums, mview dgamma,
-                                   mview dbeta);
+                                   mview dbeta, mview scratch);
 
 /**
  * dx = gamma * invstd * (dy - S_dy / M - xhat * S_dyxhat / M) with sums (2, C) holding the

@@ -53,11 +53,15 @@ static size_t col_cols(const nn_conv2d_shape *s)
     return mul_sat(mul_sat((size_t)s->n, (size_t)nn_conv2d_out_h(s)), (size_t)nn_conv2d_out_w(s));
 }
 
-size_t nn_conv2d_scratch_floats(const nn_conv2d_shape *s)
+/* The GPU variant runs every convolution as im2col and GEMMs over K = N*Ho*Wo; the CPU
+ * variant has direct kernels for the pointwise and stem convolutions. */
+static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VARIANT_GPU; }
+
+size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
 {
     bool valid = s->n >= 1 && s->cin >= 1 && s->cout >= 1 && nn_conv2d_out_h(s) >= 1 &&
                  nn_conv2d_out_w(s) >= 1;
-    if (!valid || is_pointwise(s))
+    if (!valid || (is_pointwise(s) && !gpu_variant(d)))
         return 0;
     size_t col = mul_sat(col_rows(s), col_cols(s));
     size_t yt = s->n > 1 ? mul_sat((size_t)s->cout, col_cols(s)) : 0;
@@ -132,6 +136,7 @@ static manta_status im2col(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview 
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, col);
     geometry_args(&L, s);
+    mcl_launch_output(&L, col_rows(s) * col_cols(s));
     return mcl_launch_run(&L, 2, (size_t[]){col_cols(s), (size_t)s->cin}, NULL);
 }
 
@@ -148,24 +153,28 @@ static manta_status col2im(mcl_dev *d, const nn_conv2d_shape *s, mview dcol, mvi
     local[1] = 64 / local[0] < h ? 64 / local[0] : h;
     bool fits = local[0] * local[1] <= mcl_launch_wg_max(&L) && local[0] <= nn_item_max(d, 0) &&
                 local[1] <= nn_item_max(d, 1);
+    mcl_launch_output(&L, w * h * planes);
     return mcl_launch_run(&L, 3, (size_t[]){w, h, planes}, fits ? local : NULL);
 }
 
-/* src: (A, B, I) -> dst: (B, A, I) */
+/* src: (A, B, I) -> dst: (B, A, I); dimension 0 of the launch runs over chunks of 8 of
+ * the inner axis (swap01), or over its values (swap01_1, GPU variant). */
 static manta_status swap01(mcl_dev *d, mview src, mview dst, int a, int b, int inner)
 {
+    const bool one = gpu_variant(d);
     mcl_launch L;
-    mcl_launch_begin(&L, d, "conv", "swap01");
+    mcl_launch_begin(&L, d, "conv", one ? "swap01_1" : "swap01");
     mcl_arg_view(&L, src);
     mcl_arg_view(&L, dst);
     mcl_arg_int(&L, a);
     mcl_arg_int(&L, b);
     mcl_arg_int(&L, inner);
-    size_t chunks = ((size_t)inner + 7) / 8;
+    size_t chunks = one ? (size_t)inner : ((size_t)inner + 7) / 8;
     size_t local[3] = {chunks < 64 ? chunks : 64, 1, 1};
     local[1] = 64 / local[0] < (size_t)a ? 64 / local[0] : (size_t)a;
     bool fits = local[0] * local[1] <= mcl_launch_wg_max(&L) && local[0] <= nn_item_max(d, 0) &&
                 local[1] <= nn_item_max(d, 1);
+    mcl_launch_output(&L, (size_t)a * (size_t)b * (size_t)inner);
     return mcl_launch_run(&L, 3, (size_t[]){chunks, (size_t)a, (size_t)b}, fits ? local : NULL);
 }
 
@@ -395,12 +404,14 @@ manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mv
     size_t cout = (size_t)s->cout, ld = weight_ld(s);
     size_t hw_o = (size_t)nn_conv2d_out_h(s) * (size_t)nn_conv2d_out_w(s);
 
-    if (is_pointwise(s)) /* y (N, Cout, HW) = W (Cout, Cin) x (N, Cin, HW) */
-        return pw_apply(d, x, w, y, (size_t)s->n, (size_t)s->cin, cout, hw_o, ld, 1);
-    bool done;
-    st = direct_forward(d, s, x, w, y, &done);
-    if (st != MANTA_OK || done)
-        return st;
+    if (!gpu_variant(d)) {
+        if (is_pointwise(s)) /* y (N, Cout, HW) = W (Cout, Cin) x (N, Cin, HW) */
+            return pw_apply(d, x, w, y, (size_t)s->n, (size_t)s->cin, cout, hw_o, ld, 1);
+        bool done;
+        st = direct_forward(d, s, x, w, y, &done);
+        if (st != MANTA_OK || done)
+            return st;
+    }
     if ((st = nn_need_buffer(d, op, "scratch", scratch)) != MANTA_OK)
         return st;
     size_t rows = col_rows(s), cols = col_cols(s);
@@ -443,9 +454,9 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
         st = nn_need_buffer(d, op, "w", w);
     if (st != MANTA_OK || (!dx.mem && !dw.mem))
         return st;
-    if (is_pointwise(s))
+    if (is_pointwise(s) && !gpu_variant(d))
         return pointwise_backward(d, s, x, w, dy, dx, dw);
-    if (dw.mem) {
+    if (dw.mem && !gpu_variant(d)) {
         bool done;
         st = direct_wgrad(d, s, x, dy, dw, &done);
         if (st != MANTA_OK)

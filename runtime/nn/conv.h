@@ -1,8 +1,9 @@
 /**
  * @file conv.h
  * @brief Dense 2-D convolution (groups = 1, no bias) on the device, through
- *        im2col and CLBlast SGEMM; 1x1 stride-1 unpadded convolutions take a
- *        direct path without scratch. Depthwise convolution is in depthwise.h.
+ *        im2col and CLBlast SGEMM; on CPU devices 1x1 stride-1 unpadded
+ *        convolutions and the stem take direct paths. Depthwise convolution is
+ *        in depthwise.h.
  *
  * Layouts: x (N, Cin, H, W), y (N, Cout, Ho, Wo), NCHW float32.
  * Weights w: Cout rows of Cin*KH*KW floats ([co][ci][ky][kx]); row co starts
@@ -37,14 +38,16 @@ int nn_conv2d_out_w(const nn_conv2d_shape *s);
 double nn_conv2d_macs(const nn_conv2d_shape *s);
 
 /**
- * Floats of device scratch that forward and backward need for @p s (the
- * caller provides it; the same scratch serves both and may be shared by all
- * layers of a network, as none keeps data in it between calls):
+ * Floats of device scratch that forward and backward need for @p s on @p d
+ * (the caller provides it; the same scratch serves both and may be shared by
+ * all layers of a network, as none keeps data in it between calls):
  * (Cin*KH*KW + Cout) * N*Ho*Wo for the im2col path (Cin*KH*KW * Ho*Wo when
- * N = 1), and 0 for the 1x1 stride-1 unpadded path, which may then be given
- * an empty view {NULL, 0}. 0 also for an invalid shape.
+ * N = 1), and 0 for the CPU variant's 1x1 stride-1 unpadded path, which may
+ * then be given an empty view {NULL, 0}. The GPU variant (mcl_get_variant())
+ * runs every convolution on the im2col path, as GEMMs over K = N*Ho*Wo.
+ * 0 also for an invalid shape.
  */
-size_t nn_conv2d_scratch_floats(const nn_conv2d_shape *s);
+size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s);
 
 /**
  * y = conv(x, w).

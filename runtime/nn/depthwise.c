@@ -17,6 +17,12 @@
 /* Longest private row of dw_rows_backward_w_* (DW_ROW_MAX there). */
 #define ROW_MAX 136
 
+/* GPU weight gradient: about DW_TARGET_ITEMS work-items in its first stage. */
+#define DW_TARGET_ITEMS 131072
+#define DW_GPU_REDUCE_WG 64
+
+static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VARIANT_GPU; }
+
 int nn_dw_out_h(const nn_dw_shape *s) { return nn_window_out(s->h, s->k, s->stride, s->pad); }
 
 int nn_dw_out_w(const nn_dw_shape *s) { return nn_window_out(s->w, s->k, s->stride, s->pad); }
@@ -56,6 +62,30 @@ static manta_status check_shape(mcl_dev *d, const char *op, const nn_dw_shape *s
     NN_CHECK_INT(d, planes * hw_o, "depthwise output size");
     NN_CHECK_INT(d, (size_t)s->c * (size_t)s->k * (size_t)s->k, "depthwise weight size");
     return MANTA_OK;
+}
+
+/* Ranges of the N*Ho output rows in the GPU weight gradient (1 for a bad shape). */
+static size_t wgrad_splits(const nn_dw_shape *s)
+{
+    size_t per = (size_t)s->c * (size_t)s->k * (size_t)s->k;
+    size_t rows = (size_t)s->n * (size_t)nn_dw_out_h(s);
+    size_t r = per ? (DW_TARGET_ITEMS + per - 1) / per : 1;
+    if (r > rows)
+        r = rows;
+    return r < 1 ? 1 : r;
+}
+
+/* The bound min(rows, T / count + 1) * count of what the ranges need: it grows with every
+ * dimension, so the size for a network's largest shape covers every smaller one. */
+size_t nn_dw_scratch_floats(const mcl_dev *d, const nn_dw_shape *s)
+{
+    if (!s || s->n < 1 || s->c < 1 || s->k < 1 || nn_dw_out_h(s) < 1 || nn_dw_out_w(s) < 1 ||
+        !gpu_variant(d))
+        return 0;
+    size_t count = (size_t)s->c * (size_t)s->k * (size_t)s->k;
+    size_t rows = (size_t)s->n * (size_t)nn_dw_out_h(s);
+    size_t bound = DW_TARGET_ITEMS + count;
+    return rows * count < bound ? rows * count : bound;
 }
 
 /* Kernel @p pass ("dw_forward", "dw_backward_dx"), specialised for s->k and
@@ -170,19 +200,26 @@ static manta_status tile_run(mcl_launch *L, const tile_geo *g, size_t out_h, siz
 }
 
 /* Enqueue a direct kernel over (width, height, planes): a group holds whole
- * planes, as many as make about TILE_GROUP work-items (PoCL's choice when a
- * plane exceeds that or the device's group limit). */
+ * planes, as many as make about TILE_GROUP work-items; when a plane exceeds
+ * that (or the device's limits), a block of whole rows (or of one row) of it. */
 static manta_status direct_run(mcl_launch *L, mcl_dev *d, size_t width, size_t height,
                                size_t planes)
 {
     size_t cap = nn_group_cap(L, TILE_GROUP);
-    size_t plane = width * height;
-    if (plane > cap || width > nn_item_max(d, 0) || height > nn_item_max(d, 1))
-        return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, NULL);
-    size_t lz = cap / plane < planes ? cap / plane : planes;
-    if (lz > nn_item_max(d, 2))
-        lz = nn_item_max(d, 2);
-    return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, (size_t[]){width, height, lz});
+    size_t lx = width < cap ? width : cap;
+    if (lx > nn_item_max(d, 0))
+        lx = nn_item_max(d, 0);
+    size_t ly = cap / lx < height ? cap / lx : height;
+    if (ly > nn_item_max(d, 1))
+        ly = nn_item_max(d, 1);
+    size_t lz = 1;
+    if (lx == width && ly == height) { /* whole planes */
+        lz = cap / (lx * ly) < planes ? cap / (lx * ly) : planes;
+        if (lz > nn_item_max(d, 2))
+            lz = nn_item_max(d, 2);
+    }
+    mcl_launch_output(L, width * height * planes);
+    return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, (size_t[]){lx, ly, lz});
 }
 
 manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview y)
@@ -202,12 +239,12 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
     size_t planes = (size_t)s->n * (size_t)s->c;
     tile_geo g;
     mcl_launch L;
-    if (tile_kernel_exists(s)) {
+    const bool tiled = tile_kernel_exists(s) && !gpu_variant(d);
+    if (tiled) {
         snprintf(name, sizeof name, "dw_tile_forward_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
     }
-    if (tile_kernel_exists(s) &&
-        tile_plan(&L, s, ho, wo, planes, true, corr_floats, TILE_R, TILE_V, &g)) {
+    if (tiled && tile_plan(&L, s, ho, wo, planes, true, corr_floats, TILE_R, TILE_V, &g)) {
         mcl_arg_view(&L, x);
         mcl_arg_view(&L, w);
         mcl_arg_view(&L, y);
@@ -237,16 +274,17 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
     int ho = nn_dw_out_h(s), wo = nn_dw_out_w(s);
     tile_geo g;
     mcl_launch L;
-    if (tile_kernel_exists(s)) {
+    const bool tiled = tile_kernel_exists(s) && !gpu_variant(d);
+    if (tiled) {
         snprintf(name, sizeof name, "dw_tile_backward_dx_k%d_s%d", s->k, s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
     }
     /* stride 1: the forward correlation of dy with the flipped filter, padded
      * by k - 1 - pad; stride 2 with pad k/2: a gather over the tap parities */
-    bool flip = tile_kernel_exists(s) && s->stride == 1 && s->pad <= s->k - 1 &&
+    bool flip = tiled && s->stride == 1 && s->pad <= s->k - 1 &&
                 tile_plan(&L, s, (size_t)s->h, (size_t)s->w, planes, true, corr1_floats, TILE_R,
                           TILE_V, &g);
-    bool par2 = !flip && tile_kernel_exists(s) && s->stride == 2 && s->pad == s->k / 2 &&
+    bool par2 = !flip && tiled && s->stride == 2 && s->pad == s->k / 2 &&
                 tile_plan(&L, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, TILE_R, 16,
                           &g);
     if (flip || par2) {
@@ -278,9 +316,42 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
     return direct_run(&L, d, (size_t)s->w, (size_t)s->h, planes);
 }
 
-/* dw (C, K, K) += reduction over (N, Ho, Wo); x (N, C, H, W), dy (N, C, Ho, Wo). */
-static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview dy, mview dw)
+/* GPU weight gradient: partial sums over ranges of output rows into @p part, then one
+ * work-group per weight adds them up into dw. */
+static manta_status backward_w_gpu(mcl_dev *d, const nn_dw_shape *s, mview x, mview dy, mview dw,
+                                   mview part)
 {
+    size_t splits = wgrad_splits(s), count = (size_t)s->c * (size_t)s->k * (size_t)s->k;
+    MANTA_TRY(nn_need_buffer(d, "depthwise backward", "scratch", part));
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "depthwise", "dw_wgrad_partial");
+    mcl_arg_view(&L, x);
+    mcl_arg_view(&L, dy);
+    mcl_arg_view(&L, part);
+    shape_args(&L, s);
+    mcl_arg_int(&L, (int)splits);
+    mcl_launch_output(&L, splits * count);
+    size_t wg = nn_group_cap(&L, 128);
+    MANTA_TRY(mcl_launch_run(&L, 1, (size_t[]){splits * count}, (size_t[]){wg}));
+    mcl_launch_begin(&L, d, "depthwise", "dw_wgrad_reduce");
+    mcl_arg_view(&L, part);
+    mcl_arg_view(&L, dw);
+    mcl_arg_int(&L, (int)count);
+    mcl_arg_int(&L, (int)splits);
+    size_t group = nn_reduce_wg(&L, splits);
+    if (group > DW_GPU_REDUCE_WG)
+        group = DW_GPU_REDUCE_WG;
+    mcl_arg_local(&L, group * sizeof(float));
+    mcl_launch_output(&L, count);
+    return mcl_launch_run(&L, 1, (size_t[]){count * group}, (size_t[]){group});
+}
+
+/* dw (C, K, K) += reduction over (N, Ho, Wo); x (N, C, H, W), dy (N, C, Ho, Wo). */
+static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview dy, mview dw,
+                               mview scratch)
+{
+    if (gpu_variant(d))
+        return backward_w_gpu(d, s, x, dy, dw, scratch);
     size_t ho = (size_t)nn_dw_out_h(s);
     mcl_launch L;
     size_t wo = (size_t)nn_dw_out_w(s);
@@ -326,7 +397,7 @@ static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview 
 }
 
 manta_status nn_dw_backward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview dy,
-                            mview dx, mview dw)
+                            mview dx, mview dw, mview scratch)
 {
     static const char op[] = "depthwise backward";
     manta_status st = check_shape(d, op, s);
@@ -337,7 +408,7 @@ manta_status nn_dw_backward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, 
     if (st == MANTA_OK && dx.mem)
         st = nn_need_buffer(d, op, "w", w);
     if (st == MANTA_OK && dw.mem)
-        st = backward_w(d, s, x, dy, dw);
+        st = backward_w(d, s, x, dy, dw, scratch);
     if (st == MANTA_OK && dx.mem)
         st = backward_dx(d, s, w, dy, dx);
     return st;

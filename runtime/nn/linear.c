@@ -1,5 +1,6 @@
 #include "nn/linear.h"
 
+#include "cl/blas.h"
 #include "nn/launch.h"
 
 /* Checks the shape and returns the row stride of W in *ld. */
@@ -31,6 +32,20 @@ static void group_2d(const mcl_launch *L, size_t gx, size_t gy, size_t local[2])
         local[0] /= 2;
 }
 
+/* y (n, out) += b per row. */
+static manta_status bias_forward(mcl_dev *d, const nn_linear_shape *s, mview y, mview b)
+{
+    size_t total = (size_t)s->n * (size_t)s->out;
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "linear", "bias_forward");
+    mcl_arg_view(&L, y);
+    mcl_arg_view(&L, b);
+    mcl_arg_int(&L, (int)total);
+    mcl_arg_int(&L, s->out);
+    mcl_launch_output(&L, total);
+    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+}
+
 /* Rows of 4 per work-item (LIN_B in cl_kernels/linear.cl), 16 columns. */
 #define LIN_B 4
 
@@ -57,6 +72,10 @@ static manta_status lin_rows(mcl_dev *d, mview a, mview b, mview c, size_t rows,
     return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
 }
 
+/* The GPU variant multiplies with CLBlast (its kernels spread every output over
+ * work-items); the CPU one with the kernels of cl_kernels/linear.cl. */
+static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VARIANT_GPU; }
+
 manta_status nn_linear_forward(mcl_dev *d, const nn_linear_shape *s, mview x, mview w, mview b,
                                mview y)
 {
@@ -67,6 +86,11 @@ manta_status nn_linear_forward(mcl_dev *d, const nn_linear_shape *s, mview x, mv
     size_t n = (size_t)s->n, out = (size_t)s->out;
     /* y (n, out) = x (n, in) * W^T, W (out, in) with row stride ld */
     mcl_launch L;
+    if (gpu_variant(d)) {
+        st = mcl_sgemm(d, false, true, n, out, (size_t)s->in, 1.0f, x, (size_t)s->in, w, ld,
+                       0.0f, y, out);
+        return st != MANTA_OK || !b.mem ? st : bias_forward(d, s, y, b);
+    }
     mcl_launch_begin(&L, d, "linear", "lin_forward");
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, w);
@@ -78,14 +102,7 @@ manta_status nn_linear_forward(mcl_dev *d, const nn_linear_shape *s, mview x, mv
     size_t gx = (out + LIN_B - 1) / LIN_B, gy = (n + LIN_B - 1) / LIN_B, local[2];
     group_2d(&L, gx, gy, local);
     st = mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
-    if (st != MANTA_OK || !b.mem)
-        return st;
-    mcl_launch_begin(&L, d, "linear", "bias_forward");
-    mcl_arg_view(&L, y);
-    mcl_arg_view(&L, b);
-    mcl_arg_int(&L, (int)(n * out));
-    mcl_arg_int(&L, s->out);
-    return mcl_launch_run(&L, 1, (size_t[]){n * out}, NULL);
+    return st != MANTA_OK || !b.mem ? st : bias_forward(d, s, y, b);
 }
 
 manta_status nn_linear_backward(mcl_dev *d, const nn_linear_shape *s, mview x, mview w, mview dy,
@@ -96,14 +113,17 @@ manta_status nn_linear_backward(mcl_dev *d, const nn_linear_shape *s, mview x, m
     if (st != MANTA_OK)
         return st;
     size_t n = (size_t)s->n, in = (size_t)s->in, out = (size_t)s->out;
+    const bool gpu = gpu_variant(d);
     if (dx.mem) {
         /* dx (n, in) = dy (n, out) * W (out, in) */
-        st = lin_rows(d, dy, w, dx, n, in, out, out, 1, ld, in, 0.0f);
+        st = gpu ? mcl_sgemm(d, false, false, n, in, out, 1.0f, dy, out, w, ld, 0.0f, dx, in)
+                 : lin_rows(d, dy, w, dx, n, in, out, out, 1, ld, in, 0.0f);
         if (st != MANTA_OK)
             return st;
     }
     /* dW (out, in) += dy^T (out, n) * x (n, in), with W's row stride */
-    st = lin_rows(d, dy, x, dw, out, in, n, 1, out, in, ld, 1.0f);
+    st = gpu ? mcl_sgemm(d, true, false, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw, ld)
+             : lin_rows(d, dy, x, dw, out, in, n, 1, out, in, ld, 1.0f);
     if (st != MANTA_OK || !db.mem)
         return st;
     mcl_launch L;
@@ -112,5 +132,6 @@ manta_status nn_linear_backward(mcl_dev *d, const nn_linear_shape *s, mview x, m
     mcl_arg_view(&L, db);
     mcl_arg_int(&L, s->n);
     mcl_arg_int(&L, s->out);
+    mcl_launch_output(&L, out);
     return mcl_launch_run(&L, 1, (size_t[]){out}, NULL);
 }

@@ -1,6 +1,7 @@
 /**
  * @file linear.h
- * @brief Fully connected layer y = x W^T + b on the device (direct kernels).
+ * @brief Fully connected layer y = x W^T + b on the device: direct kernels
+ *        (CPU variant) or CLBlast SGEMM (GPU variant, mcl_get_variant()).
  *
  * x (N, in), y (N, out). W holds `out` rows; row o starts at w + o * w_ld and
  * its first `in` floats are used (w_ld == 0 means in), so a layer can use a

@@ -16,6 +16,7 @@ static manta_status run_per_row(mcl_launch *L, mcl_dev *d, int n, int k)
     (void)d;
     size_t wg = nn_reduce_wg(L, (size_t)k);
     mcl_arg_local(L, wg * sizeof(float));
+    mcl_launch_output(L, (size_t)n * ((size_t)k + 1)); /* dlogits and the losses */
     return mcl_launch_run(L, 1, (size_t[]){(size_t)n * wg}, (size_t[]){wg});
 }
 

@@ -7,15 +7,22 @@ static manta_status run_per_row(mcl_launch *L, size_t nc, size_t hw)
 {
     size_t wg = nn_reduce_wg(L, (hw + 7) / 8);
     mcl_arg_local(L, wg * sizeof(float));
+    mcl_launch_output(L, nc);
     return mcl_launch_run(L, 1, (size_t[]){nc * wg}, (size_t[]){wg});
 }
 
+static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VARIANT_GPU; }
+
 /* Row reductions take one work-item per row when there are enough rows for
  * the device (at least ROWS_PER_ITEM_MIN) and the rows are not much longer
- * than that; else one work-group per row. */
+ * than that (GPU variant: at most ROW_ITEM_MAX_GPU values); else one work-group
+ * per row. */
 #define ROWS_PER_ITEM_MIN 64
-static bool item_per_row(size_t nc, size_t hw)
+#define ROW_ITEM_MAX_GPU 32
+static bool item_per_row(const mcl_dev *d, size_t nc, size_t hw)
 {
+    if (gpu_variant(d) && hw > ROW_ITEM_MAX_GPU)
+        return false;
     return nc >= ROWS_PER_ITEM_MIN && hw <= 64 * nc;
 }
 
@@ -29,6 +36,7 @@ static manta_status run_chunks(mcl_launch *L, size_t nc, size_t hw)
     size_t chunks = (hw + 7) / 8;
     if (chunks == 0 || nc == 0)
         return MANTA_OK; /* empty tensor */
+    mcl_launch_output(L, nc * hw);
     size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
     if (ly > nc)
         ly = nc;
@@ -36,9 +44,25 @@ static manta_status run_chunks(mcl_launch *L, size_t nc, size_t hw)
     return mcl_launch_run(L, 2, (size_t[]){chunks, nc}, fits ? (size_t[]){lx, ly} : NULL);
 }
 
+/* The rest of a per-value launch whose views are set: one work-item per value (the
+ * *1 kernels of the GPU variant, taking the value count) or per chunk of 8. */
+static manta_status run_values(mcl_launch *L, size_t nc, size_t hw)
+{
+    if (gpu_variant(L->d)) {
+        mcl_arg_int(L, (int)(nc * hw));
+        mcl_arg_int(L, (int)hw);
+        mcl_launch_output(L, nc * hw);
+        return mcl_launch_run(L, 1, (size_t[]){nc * hw}, NULL);
+    }
+    mcl_arg_int(L, (int)nc);
+    mcl_arg_int(L, (int)hw);
+    return run_chunks(L, nc, hw);
+}
+
 /* One work-item per row, ROW_GROUP rows a group. */
 static manta_status run_rows(mcl_launch *L, size_t nc)
 {
+    mcl_launch_output(L, nc);
     return mcl_launch_run(L, 1, (size_t[]){nc}, (size_t[]){nn_group_cap(L, ROW_GROUP)});
 }
 
@@ -62,7 +86,7 @@ manta_status nn_avgpool_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview
     if (st != MANTA_OK)
         return st;
     mcl_launch L;
-    if (item_per_row(nc, hw)) {
+    if (item_per_row(d, nc, hw)) {
         mcl_launch_begin(&L, d, "pool", "avgpool_forward_rows");
         mcl_arg_view(&L, x);
         mcl_arg_view(&L, y);
@@ -86,12 +110,10 @@ manta_status nn_avgpool_backward(mcl_dev *d, size_t nc, size_t hw, mview dy, mvi
     if (st != MANTA_OK)
         return st;
     mcl_launch L;
-    mcl_launch_begin(&L, d, "pool", "avgpool_backward");
+    mcl_launch_begin(&L, d, "pool", gpu_variant(d) ? "avgpool_backward1" : "avgpool_backward");
     mcl_arg_view(&L, dy);
     mcl_arg_view(&L, dx);
-    mcl_arg_int(&L, (int)nc);
-    mcl_arg_int(&L, (int)hw);
-    return run_chunks(&L, nc, hw);
+    return run_values(&L, nc, hw);
 }
 
 manta_status nn_scale_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s, mview y)
@@ -100,13 +122,11 @@ manta_status nn_scale_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s
     if (st != MANTA_OK)
         return st;
     mcl_launch L;
-    mcl_launch_begin(&L, d, "pool", "scale_forward");
+    mcl_launch_begin(&L, d, "pool", gpu_variant(d) ? "scale_forward1" : "scale_forward");
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, s);
     mcl_arg_view(&L, y);
-    mcl_arg_int(&L, (int)nc);
-    mcl_arg_int(&L, (int)hw);
-    return run_chunks(&L, nc, hw);
+    return run_values(&L, nc, hw);
 }
 
 manta_status nn_scale_backward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s, mview dy,
@@ -117,7 +137,7 @@ manta_status nn_scale_backward(mcl_dev *d, size_t nc, size_t hw, mview x, mview 
         return st;
     /* ds first: it reads dy, which dx may overwrite */
     mcl_launch L;
-    if (item_per_row(nc, hw)) {
+    if (item_per_row(d, nc, hw)) {
         mcl_launch_begin(&L, d, "pool", "scale_backward_s_rows");
         mcl_arg_view(&L, x);
         mcl_arg_view(&L, dy);
@@ -147,6 +167,7 @@ manta_status nn_add(mcl_dev *d, size_t n, mview a, mview b, mview y)
     mcl_arg_view(&L, b);
     mcl_arg_view(&L, y);
     mcl_arg_int(&L, (int)n);
+    mcl_launch_output(&L, n);
     return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
 }
 
@@ -159,5 +180,6 @@ manta_status nn_axpy(mcl_dev *d, size_t n, float alpha, mview x, mview y)
     mcl_arg_view(&L, y);
     mcl_arg_int(&L, (int)n);
     mcl_arg_float(&L, alpha);
+    mcl_launch_output(&L, n);
     return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
 }

@@ -33,6 +33,8 @@ static mview A(const ofa_supernet *n, size_t off) { return mslab_view(&n->acts, 
 static mview G(const ofa_supernet *n, size_t off) { return mslab_view(&n->dacts, off); }
 static mview DP(const ofa_supernet *n, size_t off) { return mslab_view(&n->grads, off); }
 static mview S(const ofa_supernet *n, size_t off) { return mslab_view(&n->state, off); }
+/* The op scratch, shared by every layer (no op keeps data in it between calls). */
+static mview SCR(const ofa_supernet *n) { return mslab_view(&n->scratch, 0); }
 
 mview ofa_supernet_input(const ofa_supernet *n) { return A(n, n->x0); }
 mview ofa_supernet_logits(const ofa_supernet *n) { return A(n, n->logits); }
@@ -50,8 +52,33 @@ static void bn_layout(bn_p *b, int c, mlayout *pl, mlayout *sl)
     b->sinv = mlayout_add(sl, (size_t)c);
 }
 
+/* Raise *scratch to what an op at its largest shape needs (the ops' sizes grow with every
+ * dimension, so the largest shape covers the smaller sub-networks). */
+static void need(size_t *scratch, size_t floats)
+{
+    if (floats > *scratch)
+        *scratch = floats;
+}
+
+static void need_conv(const ofa_supernet *n, size_t *scratch, const nn_conv2d_shape *c)
+{
+    need(scratch, nn_conv2d_scratch_floats(n->d, c));
+}
+
+static void need_bn(const ofa_supernet *n, size_t *scratch, int c, int hw)
+{
+    nn_bn_shape b = {n->batch, c, hw};
+    need(scratch, nn_bn_scratch_floats(n->d, &b));
+}
+
+static void need_dw(const ofa_supernet *n, size_t *scratch, int c, int h, int k, int stride)
+{
+    nn_dw_shape w = {n->batch, c, h, h, k, stride, k / 2};
+    need(scratch, nn_dw_scratch_floats(n->d, &w));
+}
+
 /* Plan parameters (decayed first), state and activations for the largest
- * network at the largest resolution. */
+ * network at the largest resolution, and the op scratch. */
 static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t *scratch)
 {
     const ofa_space *s = &n->s;
@@ -128,7 +155,11 @@ static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t 
     n->f_out = mlayout_add(al, fo);
     nn_conv2d_shape cs = {n->batch, s->in_channels, r, r, s->stem_width, s->stem_kernel,
                           s->stem_kernel, sstride, sstride, s->stem_kernel / 2, s->stem_kernel / 2, 0};
-    *scratch = nn_conv2d_scratch_floats(&cs);
+    *scratch = 0;
+    need_conv(n, scratch, &cs);
+    need_bn(n, scratch, s->stem_width, h * h);
+    need_bn(n, scratch, s->first_width, h * h);
+    need_dw(n, scratch, s->stem_width, h, 3, 1);
     size_t spare = 0;
     for (int i = 0; i < ofa_slots(s); i++) {
         slot_p *p = &n->slot[i];
@@ -158,9 +189,11 @@ static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t 
         t->out = mlayout_add(al, out_w);
         nn_conv2d_shape e = {n->batch, p->in_c, h, h, p->mid_max, 1, 1, 1, 1, 0, 0, 0};
         nn_conv2d_shape pr = {n->batch, p->mid_max, ho, ho, p->width, 1, 1, 1, 1, 0, 0, 0};
-        size_t a = nn_conv2d_scratch_floats(&e), b = nn_conv2d_scratch_floats(&pr);
-        *scratch = a > *scratch ? a : *scratch;
-        *scratch = b > *scratch ? b : *scratch;
+        need_conv(n, scratch, &e);
+        need_conv(n, scratch, &pr);
+        need_bn(n, scratch, p->mid_max, h * h);
+        need_bn(n, scratch, p->width, ho * ho);
+        need_dw(n, scratch, p->mid_max, h, kmax, p->stride);
         h = ho;
     }
     c = n->slot[ofa_slots(s) - 1].width;
@@ -170,8 +203,8 @@ static void plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t 
     n->h_act = mlayout_add(al, hd);
     n->h_pool = mlayout_add(al, B * s->head_expand);
     nn_conv2d_shape hs = {n->batch, c, h, h, s->head_expand, 1, 1, 1, 1, 0, 0, 0};
-    size_t hsc = nn_conv2d_scratch_floats(&hs);
-    *scratch = hsc > *scratch ? hsc : *scratch;
+    need_conv(n, scratch, &hs);
+    need_bn(n, scratch, s->head_expand, h * h);
     if (s->head_mix > 0) {
         n->m_lin = mlayout_add(al, B * s->head_mix);
         n->m_act = mlayout_add(al, B * s->head_mix);
@@ -317,7 +350,7 @@ manta_status ofa_supernet_create(mcl_dev *d, const ofa_space *space, int batch, 
     if (st == MANTA_OK)
         st = mslab_create(d, &n->dacts, al.total, "activation gradients");
     if (st == MANTA_OK)
-        st = mslab_create(d, &n->scratch, scratch ? scratch : 1, "convolution scratch");
+        st = mslab_create(d, &n->scratch, scratch ? scratch : 1, "op scratch");
     if (st == MANTA_OK)
         st = init_values(n, seed);
     if (st == MANTA_OK && !(n->sync_host = malloc(2 * (size_t)n->widest * sizeof(float))))
@@ -380,7 +413,7 @@ static manta_status bn_fwd_sync(ofa_supernet *n, const bn_p *b, int c, int hw, s
 {
     nn_bn_shape sh = {n->batch, c, hw};
     mview stats = A(n, n->stats_tmp);
-    MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), stats, A(n, n->stats_tmp + (size_t)c)));
+    MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), stats, A(n, n->stats_tmp + (size_t)c), SCR(n)));
     MANTA_TRY(mcl_read(n->d, stats, n->sync_host, 2 * (size_t)c));
     long m_total = 0;
     MANTA_TRY(n->bn_sync(n->bn_sync_ctx, OFA_BN_SYNC_STATS, n->sync_host, c,
@@ -404,11 +437,11 @@ static manta_status bn_fwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t
     float momentum = n->fwd_bn == OFA_BN_TRAIN ? BN_MOMENTUM : 0.0f;
     MANTA_TRY(nn_bn_forward_train(n->d, &sh, momentum, BN_EPS, A(n, x), PW(n, b->gamma), PW(n, b->beta),
                             S(n, b->rmean), S(n, b->rvar), A(n, y), S(n, b->smean),
-                            S(n, b->sinv)));
+                            S(n, b->sinv), SCR(n)));
     if (n->fwd_bn != OFA_BN_RECAL)
         return MANTA_OK;
     mview mean = A(n, n->stats_tmp), var = A(n, n->stats_tmp + (size_t)c);
-    MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), mean, var));
+    MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), mean, var, SCR(n)));
     MANTA_TRY(nn_axpy(n->d, (size_t)c, n->recal_weight, mean, S(n, b->rmean)));
     return nn_axpy(n->d, (size_t)c, n->recal_weight, var, S(n, b->rvar));
 }
@@ -437,7 +470,7 @@ static manta_status bn_bwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t
     if (n->bn_sync) {
         mview sums = A(n, n->stats_tmp);
         MANTA_TRY(nn_bn_backward_reduce(n->d, &sh, A(n, x), S(n, b->smean), S(n, b->sinv), G(n, dy),
-                                        sums, DP(n, b->gamma), DP(n, b->beta)));
+                                        sums, DP(n, b->gamma), DP(n, b->beta), SCR(n)));
         MANTA_TRY(mcl_read(n->d, sums, n->sync_host, 2 * (size_t)c));
         long m_total = 0;
         MANTA_TRY(n->bn_sync(n->bn_sync_ctx, OFA_BN_SYNC_GRADS, n->sync_host, c,
@@ -447,7 +480,7 @@ static manta_status bn_bwd(ofa_supernet *n, const bn_p *b, int c, int hw, size_t
                                     S(n, b->sinv), G(n, dy), G(n, dx), sums);
     }
     return nn_bn_backward(n->d, &sh, A(n, x), PW(n, b->gamma), S(n, b->smean), S(n, b->sinv),
-                          G(n, dy), G(n, dx), DP(n, b->gamma), DP(n, b->beta));
+                          G(n, dy), G(n, dx), DP(n, b->gamma), DP(n, b->beta), SCR(n));
 }
 
 static manta_status act_fwd(ofa_supernet *n, nn_act a, size_t len, size_t x, size_t y)
@@ -625,7 +658,7 @@ static manta_status slot_backward(ofa_supernet *n, const slot_a *a)
         MANTA_TRY(mcl_fill(d, dw_grad, 0.0f, (size_t)a->mid * a->k * a->k));
     nn_dw_shape dw = {n->batch, a->mid, a->h, a->w, a->k, p->stride, a->k / 2};
     MANTA_TRY(nn_dw_backward(d, &dw, A(n, t->e_act), dw_weights(n, a), G(n, t->d_conv),
-                       G(n, t->e_act), dw_grad));
+                       G(n, t->e_act), dw_grad, scr));
     for (int i = a->ki; i <= s->n_ks - 2; i++) {
         bool top = i == s->n_ks - 2;
         int big = s->ks[i + 1];
@@ -722,7 +755,7 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     MANTA_TRY(bn_bwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn, n->f_dconv));
     nn_dw_shape fdw = {n->batch, s->stem_width, hs, hs, 3, 1, 1};
     MANTA_TRY(nn_dw_backward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), G(n, n->f_dconv),
-                       G(n, n->stem_act), DP(n, n->first_dw)));
+                       G(n, n->stem_act), DP(n, n->first_dw), scr));
     MANTA_TRY(grad_ready(n, n->first_dw));
     if (n->first_residual)
         MANTA_TRY(nn_axpy(d, B * s->first_width * shw, 1.0f, G(n, n->f_out), G(n, n->stem_act)));

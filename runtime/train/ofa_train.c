@@ -19,10 +19,11 @@ struct ofa_trainer {
     ofa_slabs sl;
     mslab teacher;   /* parameters of the teacher */
     mslab backup;    /* BN statistics saved around a re-calibration */
-    mslab io;        /* labels, losses, kd losses, teacher logits */
-    size_t labels, losses, kd_losses, teacher_logits;
+    mslab io;        /* labels, teacher logits, then per sub-network of a step its results */
+    size_t labels, teacher_logits, results;
+    int max_subnets; /* the most sub-networks a step of the schedule trains */
     int has_teacher;
-    float *host_logits, *host_losses, *host_images, *host_labels;
+    float *host_results, *host_images, *host_labels;
     ofa_grad_ready_fn grad_ready; /* progress of the last backward of a step, or NULL */
     void *grad_ready_ctx;
 };
@@ -46,8 +47,7 @@ void ofa_trainer_destroy(ofa_trainer *t)
     mslab_destroy(t->d, &t->backup);
     mslab_destroy(t->d, &t->io);
     ofa_supernet_destroy(t->net);
-    free(t->host_logits);
-    free(t->host_losses);
+    free(t->host_results);
     free(t->host_images);
     free(t->host_labels);
     free(t);
@@ -66,6 +66,14 @@ void ofa_trainer_set_grad_ready(ofa_trainer *t, ofa_grad_ready_fn fn, void *ctx)
 {
     t->grad_ready = fn;
     t->grad_ready_ctx = ctx;
+}
+
+/* What one sub-network of a step leaves in io for the host, read once after the step's
+ * last backward (the device never waits for the host inside a step): its losses (B), its
+ * distillation losses (B) and its logits (B, K). */
+static size_t result_floats(const ofa_trainer *t)
+{
+    return (size_t)t->B * (2 + (size_t)t->space.classes);
 }
 
 manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space,
@@ -91,22 +99,24 @@ manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space,
     manta_status st = ofa_supernet_create(d, space, B, seed, &t->net);
     if (st == MANTA_OK) {
         ofa_supernet_slabs(t->net, &t->sl);
+        for (int i = 0; i < sched->n_phases; i++)
+            if (sched->phase[i].subnets > t->max_subnets)
+                t->max_subnets = sched->phase[i].subnets;
         mlayout l = {0};
         t->labels = mlayout_add(&l, (size_t)B);
-        t->losses = mlayout_add(&l, (size_t)B);
-        t->kd_losses = mlayout_add(&l, (size_t)B);
         t->teacher_logits = mlayout_add(&l, (size_t)B * K);
+        t->results = mlayout_add(&l, result_floats(t) * (size_t)t->max_subnets);
         st = mslab_create(d, &t->io, l.total, "trainer buffers");
     }
     if (st == MANTA_OK)
         st = mslab_create(d, &t->teacher, t->sl.n_params, "teacher parameters");
     if (st == MANTA_OK)
         st = mslab_create(d, &t->backup, t->sl.n_state, "saved batch-norm statistics");
-    t->host_logits = malloc((size_t)B * K * sizeof(float));
-    t->host_losses = malloc((size_t)B * sizeof(float));
+    size_t slots = t->max_subnets > 0 ? (size_t)t->max_subnets : 1;
+    t->host_results = malloc(result_floats(t) * slots * sizeof(float));
     t->host_images = malloc((size_t)B * space->in_channels * rmax * rmax * sizeof(float));
     t->host_labels = malloc((size_t)B * sizeof(float));
-    if (st == MANTA_OK && (!t->host_logits || !t->host_losses || !t->host_images || !t->host_labels))
+    if (st == MANTA_OK && (!t->host_results || !t->host_images || !t->host_labels))
         st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "trainer: out of host memory");
     if (st != MANTA_OK) {
         ofa_trainer_destroy(t);
@@ -118,33 +128,28 @@ manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space,
 
 static mview IO(const ofa_trainer *t, size_t off) { return mslab_view(&t->io, off); }
 
-/* Sum of the first n floats of a device view, read back. */
-static manta_status sum_floats(ofa_trainer *t, mview v, int n, double *sum)
+/* Sum of n floats. */
+static double sum_floats(const float *v, int n)
 {
-    MANTA_TRY(mcl_read(t->d, v, t->host_losses, (size_t)n));
     double s = 0;
     for (int i = 0; i < n; i++)
-        s += t->host_losses[i];
-    *sum = s;
-    return MANTA_OK;
+        s += v[i];
+    return s;
 }
 
-/* Correct arg-max predictions among the first n rows of the last logits. */
-static manta_status count_correct(ofa_trainer *t, const float *labels, int n, int *correct)
+/* Correct arg-max predictions of n rows of K logits. */
+static int count_correct(const float *logits, int K, const float *labels, int n)
 {
-    const int K = t->space.classes;
-    MANTA_TRY(mcl_read(t->d, ofa_supernet_logits(t->net), t->host_logits, (size_t)n * K));
     int c = 0;
     for (int b = 0; b < n; b++) {
-        const float *row = t->host_logits + (size_t)b * K;
+        const float *row = logits + (size_t)b * K;
         int best = 0;
         for (int k = 1; k < K; k++)
             if (row[k] > row[best])
                 best = k;
         c += best == (int)labels[b];
     }
-    *correct = c;
-    return MANTA_OK;
+    return c;
 }
 
 /* What happens before the first step of a phase. */
@@ -195,36 +200,43 @@ manta_status ofa_trainer_compute(ofa_trainer *t, long step, const float *images,
         MANTA_TRY(ofa_supernet_forward(net, mslab_view(&t->teacher, 0), OFA_BN_BATCH_ONLY));
         MANTA_TRY(mcl_copy(d, IO(t, t->teacher_logits), ofa_supernet_logits(net), (size_t)B * K));
     }
-    double loss = 0, kd = 0;
-    int correct = 0;
+    if (p->subnets > t->max_subnets)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INTERNAL,
+                             "trainer: phase '%s' trains %d sub-networks a step, room for %d",
+                             p->name, p->subnets, t->max_subnets);
+    const size_t per = result_floats(t);
     for (int k = 0; k < p->subnets; k++) {
+        const size_t losses = t->results + (size_t)k * per, kd_losses = losses + (size_t)B;
         ofa_sample_subnet(&t->space, p, t->sample_seed, step, k, r, &a);
         MANTA_TRY(ofa_supernet_set_arch(net, &a));
         ofa_supernet_set_dropout_seed(net, t->seed ^ ((uint64_t)step << 8) ^ (uint64_t)k);
         MANTA_TRY(ofa_supernet_forward(net, t->sl.params, OFA_BN_TRAIN));
         MANTA_TRY(nn_xent_forward_backward(d, B, K, t->sched.label_smoothing, ofa_supernet_logits(net),
-                                     IO(t, t->labels), IO(t, t->losses),
+                                     IO(t, t->labels), IO(t, losses),
                                      ofa_supernet_dlogits(net), 1.0f / (float)B, 0.0f));
         if (distill)
             MANTA_TRY(nn_soft_xent_forward_backward(d, B, K, ofa_supernet_logits(net),
-                                              IO(t, t->teacher_logits), IO(t, t->kd_losses),
+                                              IO(t, t->teacher_logits), IO(t, kd_losses),
                                               ofa_supernet_dlogits(net),
                                               t->sched.kd_ratio / (float)B, 1.0f));
+        MANTA_TRY(mcl_copy(d, IO(t, kd_losses + (size_t)B), ofa_supernet_logits(net),
+                           (size_t)B * K));
         const int last = k == p->subnets - 1;
         ofa_supernet_set_grad_ready(net, last ? t->grad_ready : NULL, t->grad_ready_ctx);
         manta_status bst = ofa_supernet_backward(net);
         ofa_supernet_set_grad_ready(net, NULL, NULL);
         MANTA_TRY(bst);
-        double s;
-        int c;
-        MANTA_TRY(sum_floats(t, IO(t, t->losses), B, &s));
-        loss += s;
-        if (distill) {
-            MANTA_TRY(sum_floats(t, IO(t, t->kd_losses), B, &s));
-            kd += s;
-        }
-        MANTA_TRY(count_correct(t, labels, B, &c));
-        correct += c;
+    }
+    /* the one read of a step: every sub-network's losses and logits */
+    MANTA_TRY(mcl_read(d, IO(t, t->results), t->host_results, per * (size_t)p->subnets));
+    double loss = 0, kd = 0;
+    int correct = 0;
+    for (int k = 0; k < p->subnets; k++) {
+        const float *r = t->host_results + (size_t)k * per;
+        loss += sum_floats(r, B);
+        if (distill)
+            kd += sum_floats(r + B, B);
+        correct += count_correct(r + 2 * (size_t)B, K, labels, B);
     }
     lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
     if (out) {
@@ -313,10 +325,14 @@ manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_f
             st = ofa_supernet_forward(net, t->sl.params, OFA_BN_EVAL);
         if (count > eval_images - seen)
             count = (int)(eval_images - seen);
+        /* the logits go where the first sub-network's results of a step go */
+        float *host = t->host_results + 2 * (size_t)t->B;
         if (st == MANTA_OK)
-            st = count_correct(t, t->host_labels, count, &c);
+            st = mcl_read(d, ofa_supernet_logits(net), host, (size_t)count * t->space.classes);
+        if (st == MANTA_OK)
+            c = count_correct(host, t->space.classes, t->host_labels, count);
         if (st == MANTA_OK && logits)
-            memcpy(logits + (size_t)seen * t->space.classes, t->host_logits,
+            memcpy(logits + (size_t)seen * t->space.classes, host,
                    (size_t)count * t->space.classes * sizeof *logits);
         seen += count;
         correct += c;

@@ -200,10 +200,18 @@ manta_status tinynet_create(mcl_dev *d, const tinynet_config *cfg, uint64_t seed
         t->act_len[i] = len[i];
         t->act_off[i] = mlayout_add(&al, len[i]);
     }
-    size_t scratch = nn_conv2d_scratch_floats(&t->c1.s);
-    size_t s3 = nn_conv2d_scratch_floats(&t->c3.s), s6 = nn_conv2d_scratch_floats(&t->c6.s);
-    scratch = scratch > s3 ? scratch : s3;
-    scratch = scratch > s6 ? scratch : s6;
+    /* one op scratch for every layer: the largest any of them needs */
+    size_t need[] = {
+        nn_conv2d_scratch_floats(d, &t->c1.s), nn_conv2d_scratch_floats(d, &t->c3.s),
+        nn_conv2d_scratch_floats(d, &t->c6.s), nn_dw_scratch_floats(d, &t->c2.s),
+        nn_dw_scratch_floats(d, &t->c4.s),     nn_dw_scratch_floats(d, &t->c5.s),
+        nn_bn_scratch_floats(d, &t->b1.s),     nn_bn_scratch_floats(d, &t->b2.s),
+        nn_bn_scratch_floats(d, &t->b3.s),     nn_bn_scratch_floats(d, &t->b4.s),
+        nn_bn_scratch_floats(d, &t->b5.s),     nn_bn_scratch_floats(d, &t->b6.s),
+    };
+    size_t scratch = 1;
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        scratch = need[i] > scratch ? need[i] : scratch;
 
     manta_status st = mslab_create(d, &t->params, pl.total, "parameters");
     if (st == MANTA_OK)
@@ -217,7 +225,7 @@ manta_status tinynet_create(mcl_dev *d, const tinynet_config *cfg, uint64_t seed
     if (st == MANTA_OK)
         st = mslab_create(d, &t->dacts, al.total, "activation gradients");
     if (st == MANTA_OK)
-        st = mslab_create(d, &t->scratch, scratch, "convolution scratch");
+        st = mslab_create(d, &t->scratch, scratch, "op scratch");
     if (st == MANTA_OK && !(t->host_logits = malloc((size_t)B * K * sizeof(float))))
         st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "tinynet: out of host memory");
     if (st == MANTA_OK)
@@ -237,7 +245,7 @@ static manta_status bn_fwd(tinynet *t, const bn_l *b, int x, int y, bool train)
     if (train)
         return nn_bn_forward_train(t->d, &b->s, BN_MOMENTUM, BN_EPS, A(t, x), P(t, b->gamma),
                                    P(t, b->beta), S(t, b->rmean), S(t, b->rvar), A(t, y),
-                                   S(t, b->smean), S(t, b->sinv));
+                                   S(t, b->smean), S(t, b->sinv), mslab_view(&t->scratch, 0));
     return nn_bn_forward_eval(t->d, &b->s, BN_EPS, A(t, x), P(t, b->gamma), P(t, b->beta),
                               S(t, b->rmean), S(t, b->rvar), A(t, y));
 }
@@ -245,7 +253,8 @@ static manta_status bn_fwd(tinynet *t, const bn_l *b, int x, int y, bool train)
 static manta_status bn_bwd(tinynet *t, const bn_l *b, int x, int y)
 {
     return nn_bn_backward(t->d, &b->s, A(t, x), P(t, b->gamma), S(t, b->smean), S(t, b->sinv),
-                          G(t, y), G(t, x), DP(t, b->gamma), DP(t, b->beta));
+                          G(t, y), G(t, x), DP(t, b->gamma), DP(t, b->beta),
+                          mslab_view(&t->scratch, 0));
 }
 
 static manta_status act_fwd(tinynet *t, nn_act a, int x, int y)
@@ -307,13 +316,13 @@ static manta_status backward(tinynet *t)
     /* RES = SE + B6: both inputs receive G(RES); B6's gradient is read in place */
     MANTA_TRY(nn_bn_backward(d, &t->b6.s, A(t, C6), P(t, t->b6.gamma), S(t, t->b6.smean),
                        S(t, t->b6.sinv), G(t, RES), G(t, C6), DP(t, t->b6.gamma),
-                       DP(t, t->b6.beta)));
+                       DP(t, t->b6.beta), scr));
     MANTA_TRY(nn_conv2d_backward(d, &t->c6.s, A(t, A5), P(t, t->c6.w), G(t, C6), G(t, A5),
                            DP(t, t->c6.w), scr));
     MANTA_TRY(act_bwd(t, NN_ACT_RELU6, B5, A5));
     MANTA_TRY(bn_bwd(t, &t->b5, C5, B5));
     MANTA_TRY(nn_dw_backward(d, &t->c5.s, A(t, SE), P(t, t->c5.w), G(t, C5), G(t, SE),
-                       DP(t, t->c5.w)));
+                       DP(t, t->c5.w), scr));
     MANTA_TRY(nn_axpy(d, t->act_len[SE], 1.0f, G(t, RES), G(t, SE)));
     /* squeeze-and-excite: SE = A4 * S4 */
     MANTA_TRY(nn_scale_backward(d, nc, hw, A(t, A4), A(t, S4), G(t, SE), G(t, A4), G(t, S4)));
@@ -329,7 +338,7 @@ static manta_status backward(tinynet *t)
     MANTA_TRY(act_bwd(t, NN_ACT_HSWISH, B4, A4));
     MANTA_TRY(bn_bwd(t, &t->b4, C4, B4));
     MANTA_TRY(nn_dw_backward(d, &t->c4.s, A(t, A3), P(t, t->c4.w), G(t, C4), G(t, A3),
-                       DP(t, t->c4.w)));
+                       DP(t, t->c4.w), scr));
     MANTA_TRY(act_bwd(t, NN_ACT_RELU, B3, A3));
     MANTA_TRY(bn_bwd(t, &t->b3, C3, B3));
     MANTA_TRY(nn_conv2d_backward(d, &t->c3.s, A(t, A2), P(t, t->c3.w), G(t, C3), G(t, A2),
@@ -337,7 +346,7 @@ static manta_status backward(tinynet *t)
     MANTA_TRY(act_bwd(t, NN_ACT_HSWISH, B2, A2));
     MANTA_TRY(bn_bwd(t, &t->b2, C2, B2));
     MANTA_TRY(nn_dw_backward(d, &t->c2.s, A(t, A1), P(t, t->c2.w), G(t, C2), G(t, A1),
-                       DP(t, t->c2.w)));
+                       DP(t, t->c2.w), scr));
     MANTA_TRY(act_bwd(t, NN_ACT_RELU, B1, A1));
     MANTA_TRY(bn_bwd(t, &t->b1, C1, B1));
     return nn_conv2d_backward(d, &t->c1.s, A(t, X0), P(t, t->c1.w), G(t, C1), none,

@@ -26,6 +26,12 @@ int tu_teardown_device(void **state);
 /** A fresh device buffer of @p n floats (tests only; freed with tu_free). */
 mview tu_alloc(mcl_dev *d, size_t n);
 void tu_free(mcl_dev *d, mview v);
+/** Op scratch of @p floats (an op's *_scratch_floats(), may be 0), a view a few
+ *  floats into its buffer followed by a guard region; tu_scratch_free() fails
+ *  the test when the op wrote into the guard (a size query smaller than what
+ *  the op uses), then frees it. */
+mview tu_scratch(mcl_dev *d, size_t floats);
+void tu_scratch_free(mcl_dev *d, mview v, size_t floats);
 /** Copy doubles to the device as floats, and back. */
 void tu_upload(mcl_dev *d, mview dst, const double *src, size_t n);
 void tu_download(mcl_dev *d, mview src, double *dst, size_t n);

@@ -74,3 +74,28 @@ mview tu_alloc_from(mcl_dev *d, const double *src, size_t n)
     tu_upload(d, v, src, n);
     return v;
 }
+
+/* Floats after an op scratch that must keep the value TU_GUARD. */
+#define TU_GUARD_FLOATS 64
+#define TU_GUARD (-12345.5f)
+
+/* Floats before the scratch view in its buffer: ops must honour view offsets. */
+#define TU_SCRATCH_OFF 3
+
+mview tu_scratch(mcl_dev *d, size_t floats)
+{
+    mview v = mview_at(tu_alloc(d, TU_SCRATCH_OFF + floats + TU_GUARD_FLOATS), TU_SCRATCH_OFF);
+    TU_OK(d, mcl_fill(d, mview_at(v, floats), TU_GUARD, TU_GUARD_FLOATS));
+    return v;
+}
+
+void tu_scratch_free(mcl_dev *d, mview v, size_t floats)
+{
+    float guard[TU_GUARD_FLOATS];
+    TU_OK(d, mcl_read(d, mview_at(v, floats), guard, TU_GUARD_FLOATS));
+    for (int i = 0; i < TU_GUARD_FLOATS; i++)
+        if (guard[i] != TU_GUARD)
+            fail_msg("op scratch of %zu floats: the op wrote past its end (float %zu)", floats,
+                     floats + (size_t)i);
+    tu_free(d, v);
+}

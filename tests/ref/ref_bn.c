@@ -64,3 +64,28 @@ void ref_bn_forward_eval(int n, int c, int hw, double eps, const double *x, cons
             }
         }
 }
+
+void ref_bn_backward(int n, int c, int hw, double eps, const double *x, const double *gamma,
+                     const double *dy, double *dx, double *dgamma, double *dbeta)
+{
+    double m = (double)n * hw;
+    for (int ch = 0; ch < c; ch++) {
+        double mu, var, s_dy = 0, s_dyxh = 0;
+        channel_stats(n, c, hw, ch, x, &mu, &var);
+        double invstd = 1 / sqrt(var + eps);
+        for (int b = 0; b < n; b++)
+            for (int i = 0; i < hw; i++) {
+                size_t j = ((size_t)b * c + ch) * hw + i;
+                s_dy += dy[j];
+                s_dyxh += dy[j] * (x[j] - mu) * invstd;
+            }
+        for (int b = 0; b < n; b++)
+            for (int i = 0; i < hw; i++) {
+                size_t j = ((size_t)b * c + ch) * hw + i;
+                double xh = (x[j] - mu) * invstd;
+                dx[j] = gamma[ch] * invstd * (dy[j] - s_dy / m - xh * s_dyxh / m);
+            }
+        dgamma[ch] = s_dyxh;
+        dbeta[ch] = s_dy;
+    }
+}

@@ -52,3 +52,28 @@ void ref_dw_forward(const nn_dw_shape *s, const double *x, const double *w, doub
                     y[((n * s->c + c) * ho + oy) * wo + ox] = acc;
                 }
 }
+
+void ref_dw_backward_w(const nn_dw_shape *s, const double *x, const double *dy, double *dw)
+{
+    int ho = ref_conv_out(s->h, s->k, s->stride, s->pad);
+    int wo = ref_conv_out(s->w, s->k, s->stride, s->pad);
+    for (int i = 0; i < s->c * s->k * s->k; i++)
+        dw[i] = 0;
+    for (int n = 0; n < s->n; n++)
+        for (int c = 0; c < s->c; c++)
+            for (int oy = 0; oy < ho; oy++)
+                for (int ox = 0; ox < wo; ox++) {
+                    double g = dy[((n * s->c + c) * ho + oy) * wo + ox];
+                    for (int ky = 0; ky < s->k; ky++) {
+                        int iy = oy * s->stride - s->pad + ky;
+                        if (iy < 0 || iy >= s->h)
+                            continue;
+                        for (int kx = 0; kx < s->k; kx++) {
+                            int ix = ox * s->stride - s->pad + kx;
+                            if (ix >= 0 && ix < s->w)
+                                dw[(c * s->k + ky) * s->k + kx] +=
+                                    g * x[((n * s->c + c) * s->h + iy) * s->w + ix];
+                        }
+                    }
+                }
+}

@@ -17,4 +17,8 @@ void ref_conv2d_forward(const nn_conv2d_shape *s, const double *x, const double 
 /** y = depthwise_conv(x, w). x: (N, C, H, W); w: (C, K, K); y: (N, C, Ho, Wo). */
 void ref_dw_forward(const nn_dw_shape *s, const double *x, const double *w, double *y);
 
+/** dw = d/dw of sum(dy * depthwise_conv(x, w)) (overwritten), the weight gradient: the
+ *  loss is linear in w, so this closed form is exact. dy: (N, C, Ho, Wo); dw: (C, K, K). */
+void ref_dw_backward_w(const nn_dw_shape *s, const double *x, const double *dy, double *dw);
+
 #endif

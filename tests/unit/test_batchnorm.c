@@ -20,6 +20,8 @@ typedef struct bn_case {
     double *x, *r;                             /* (N, C, HW): input, loss weights */
     double *gamma, *beta, *rmean, *rvar;       /* (C) */
     mview vx, vgamma, vbeta, vrmean, vrvar;    /* device copies of the above */
+    mview vscr;                                /* op scratch (guarded) */
+    size_t nscr;                               /* its floats: nn_bn_scratch_floats() */
 } bn_case;
 
 /* Round to float so the reference sees exactly what the device holds. */
@@ -58,6 +60,8 @@ static bn_case case_make(mcl_dev *d, manta_rng *rng, int n, int c, int hw, doubl
     k.vbeta = tu_alloc_from(d, k.beta, (size_t)c);
     k.vrmean = tu_alloc_from(d, k.rmean, (size_t)c);
     k.vrvar = tu_alloc_from(d, k.rvar, (size_t)c);
+    k.nscr = nn_bn_scratch_floats(d, &k.s);
+    k.vscr = tu_scratch(d, k.nscr);
     return k;
 }
 
@@ -65,6 +69,7 @@ static void case_free(mcl_dev *d, bn_case *k)
 {
     tu_free(d, k->vx), tu_free(d, k->vgamma), tu_free(d, k->vbeta);
     tu_free(d, k->vrmean), tu_free(d, k->vrvar);
+    tu_scratch_free(d, k->vscr, k->nscr);
     free(k->x), free(k->r), free(k->gamma), free(k->beta), free(k->rmean), free(k->rvar);
 }
 
@@ -89,7 +94,7 @@ static void test_bn_stats_match_reference(void **state)
         bn_case k = case_make(d, &rng, n, c, HWS[t], 0);
         double mean[19], var[19], got[19];
         mview vm = tu_alloc(d, (size_t)c), vv = tu_alloc(d, (size_t)c);
-        TU_OK(d, nn_bn_stats(d, &k.s, k.vx, vm, vv));
+        TU_OK(d, nn_bn_stats(d, &k.s, k.vx, vm, vv, k.vscr));
         ref_bn_stats(n, c, HWS[t], k.x, mean, var);
         tu_download(d, vm, got, (size_t)c);
         tu_assert_close(got, mean, (size_t)c, 1e-4, "batch mean");
@@ -112,7 +117,7 @@ static void check_train_forward(mcl_dev *d, bn_case *k)
     mview vy = tu_alloc(d, k->len), vsm = tu_alloc(d, cs), vsi = tu_alloc(d, cs);
 
     TU_OK(d, nn_bn_forward_train(d, &k->s, MOMENTUM, EPS, k->vx, k->vgamma, k->vbeta, k->vrmean,
-                                 k->vrvar, vy, vsm, vsi));
+                                 k->vrvar, vy, vsm, vsi, k->vscr));
     ref_bn_forward_train(n, c, hw, MOMENTUM, EPS, k->x, k->gamma, k->beta, k->rmean, k->rvar, y,
                          smean, sinv);
     tu_download(d, vy, got, k->len);
@@ -124,7 +129,7 @@ static void check_train_forward(mcl_dev *d, bn_case *k)
 
     /* second step in place (y aliases x): the running statistics move again */
     TU_OK(d, nn_bn_forward_train(d, &k->s, MOMENTUM, EPS, k->vx, k->vgamma, k->vbeta, k->vrmean,
-                                 k->vrvar, k->vx, vsm, vsi));
+                                 k->vrvar, k->vx, vsm, vsi, k->vscr));
     ref_bn_forward_train(n, c, hw, MOMENTUM, EPS, k->x, k->gamma, k->beta, k->rmean, k->rvar, y,
                          smean, sinv);
     tu_download(d, k->vx, got, k->len);
@@ -206,8 +211,8 @@ static void check_backward(mcl_dev *d, manta_rng *rng, bn_case *k, int in_place)
     mview vdg = tu_alloc_from(d, g0, cs), vdb = tu_alloc_from(d, b0, cs);
 
     TU_OK(d, nn_bn_forward_train(d, &k->s, MOMENTUM, EPS, k->vx, k->vgamma, k->vbeta, k->vrmean,
-                                 k->vrvar, vy, vsm, vsi));
-    TU_OK(d, nn_bn_backward(d, &k->s, k->vx, k->vgamma, vsm, vsi, vdy, vdx, vdg, vdb));
+                                 k->vrvar, vy, vsm, vsi, k->vscr));
+    TU_OK(d, nn_bn_backward(d, &k->s, k->vx, k->vgamma, vsm, vsi, vdy, vdx, vdg, vdb, k->vscr));
 
     tu_fd_grad(bn_loss, k, k->x, k->len, 1e-4, fd);
     tu_download(d, vdx, got, k->len);
@@ -263,7 +268,7 @@ static void test_bn_large_mean_offset_stays_accurate(void **state)
     bn_case k = case_make(d, &rng, 4, 3, 49, 1000);
     double mean[3], var[3], got[3];
     mview vm = tu_alloc(d, 3), vv = tu_alloc(d, 3);
-    TU_OK(d, nn_bn_stats(d, &k.s, k.vx, vm, vv));
+    TU_OK(d, nn_bn_stats(d, &k.s, k.vx, vm, vv, k.vscr));
     ref_bn_stats(4, 3, 49, k.x, mean, var);
     tu_download(d, vm, got, 3);
     tu_assert_close(got, mean, 3, 1e-6, "mean near 1000");
@@ -289,7 +294,7 @@ static void test_bn_batch_of_16_or_more(void **state)
         bn_case k = case_make(d, &rng, n, c, hw, shapes[t][3]);
         double mean[3], var[3], got[3];
         mview vm = tu_alloc(d, (size_t)c), vv = tu_alloc(d, (size_t)c);
-        TU_OK(d, nn_bn_stats(d, &k.s, k.vx, vm, vv));
+        TU_OK(d, nn_bn_stats(d, &k.s, k.vx, vm, vv, k.vscr));
         ref_bn_stats(n, c, hw, k.x, mean, var);
         tu_download(d, vm, got, (size_t)c);
         tu_assert_close(got, mean, (size_t)c, shapes[t][3] ? 1e-6 : 1e-4, "batch mean");
@@ -298,6 +303,56 @@ static void test_bn_batch_of_16_or_more(void **state)
         tu_free(d, vm), tu_free(d, vv);
         check_train_forward(d, &k);
         check_backward(d, &rng, &k, 0);
+        case_free(d, &k);
+    }
+}
+
+/* Channels of several thousand values: the GPU variant cuts them into ranges reduced by a
+ * work-group each and combined per channel. Statistics, training forward and backward
+ * against the reference (the backward in closed form: finite differences over this many
+ * values would take minutes), far from zero too. */
+static void test_bn_long_channels(void **state)
+{
+    mcl_dev *d = *state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 41, 10);
+    static const int shapes[][4] = {{24, 3, 400, 0}, {8, 2, 1200, 1000}, {64, 5, 64, 0}};
+    for (int t = 0; t < 3; t++) {
+        int n = shapes[t][0], c = shapes[t][1], hw = shapes[t][2];
+        const size_t cs = (size_t)c;
+        bn_case k = case_make(d, &rng, n, c, hw, shapes[t][3]);
+        double mean[5], var[5], got[5], dg[5], db[5];
+        mview vm = tu_alloc(d, cs), vv = tu_alloc(d, cs);
+        TU_OK(d, nn_bn_stats(d, &k.s, k.vx, vm, vv, k.vscr));
+        ref_bn_stats(n, c, hw, k.x, mean, var);
+        tu_download(d, vm, got, cs);
+        tu_assert_close(got, mean, cs, shapes[t][3] ? 1e-6 : 1e-4, "batch mean");
+        tu_download(d, vv, got, cs);
+        tu_assert_close(got, var, cs, 1e-4, "batch variance");
+        tu_free(d, vm), tu_free(d, vv);
+        check_train_forward(d, &k);
+
+        double *dx = malloc(k.len * sizeof *dx), *gdx = malloc(k.len * sizeof *gdx);
+        assert_true(dx && gdx);
+        mview vy = tu_alloc(d, k.len), vsm = tu_alloc(d, cs), vsi = tu_alloc(d, cs);
+        mview vdy = tu_alloc_from(d, k.r, k.len), vdx = tu_alloc(d, k.len);
+        mview vdg = tu_alloc(d, cs), vdb = tu_alloc(d, cs);
+        TU_OK(d, mcl_fill(d, vdg, 0.0f, cs));
+        TU_OK(d, mcl_fill(d, vdb, 0.0f, cs));
+        TU_OK(d, nn_bn_forward_train(d, &k.s, MOMENTUM, EPS, k.vx, k.vgamma, k.vbeta, k.vrmean,
+                                     k.vrvar, vy, vsm, vsi, k.vscr));
+        TU_OK(d, nn_bn_backward(d, &k.s, k.vx, k.vgamma, vsm, vsi, vdy, vdx, vdg, vdb, k.vscr));
+        ref_bn_backward(n, c, hw, EPS, k.x, k.gamma, k.r, dx, dg, db);
+        tu_download(d, vdx, gdx, k.len);
+        tu_assert_close(gdx, dx, k.len, 1e-3, "dx of long channels");
+        tu_download(d, vdg, got, cs);
+        tu_assert_close(got, dg, cs, 1e-3, "dgamma of long channels");
+        tu_download(d, vdb, got, cs);
+        tu_assert_close(got, db, cs, 1e-3, "dbeta of long channels");
+        mview all[] = {vy, vsm, vsi, vdy, vdx, vdg, vdb};
+        for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+            tu_free(d, all[j]);
+        free(dx), free(gdx);
         case_free(d, &k);
     }
 }
@@ -316,19 +371,19 @@ static void test_bn_rejects_bad_shapes(void **state)
     mcl_dev *d = *state;
     mview v = tu_alloc(d, 16);
     nn_bn_shape ok = {2, 2, 2};
-    expect_invalid(d, nn_bn_stats(d, &(nn_bn_shape){0, 2, 2}, v, v, v), "shape n");
-    expect_invalid(d, nn_bn_stats(d, &(nn_bn_shape){2, -1, 2}, v, v, v), "shape c");
+    expect_invalid(d, nn_bn_stats(d, &(nn_bn_shape){0, 2, 2}, v, v, v, v), "shape n");
+    expect_invalid(d, nn_bn_stats(d, &(nn_bn_shape){2, -1, 2}, v, v, v, v), "shape c");
     expect_invalid(d, nn_bn_forward_eval(d, &(nn_bn_shape){2, 2, 0}, 1e-5f, v, v, v, v, v, v),
                    "shape hw");
-    expect_invalid(d, nn_bn_stats(d, NULL, v, v, v), "shape");
+    expect_invalid(d, nn_bn_stats(d, NULL, v, v, v, v), "shape");
     expect_invalid(d, nn_bn_forward_train(d, &(nn_bn_shape){1, 2, 1}, 0.1f, 1e-5f, v, v, v, v, v,
-                                          v, v, v),
+                                          v, v, v, v),
                    "n*hw");
-    expect_invalid(d, nn_bn_forward_train(d, &ok, 1.5f, 1e-5f, v, v, v, v, v, v, v, v),
+    expect_invalid(d, nn_bn_forward_train(d, &ok, 1.5f, 1e-5f, v, v, v, v, v, v, v, v, v),
                    "momentum");
-    expect_invalid(d, nn_bn_forward_train(d, &ok, 0.1f, 0.0f, v, v, v, v, v, v, v, v), "eps");
+    expect_invalid(d, nn_bn_forward_train(d, &ok, 0.1f, 0.0f, v, v, v, v, v, v, v, v, v), "eps");
     expect_invalid(d, nn_bn_forward_eval(d, &ok, -1.0f, v, v, v, v, v, v), "eps");
-    expect_invalid(d, nn_bn_backward(d, &(nn_bn_shape){2, 0, 2}, v, v, v, v, v, v, v, v),
+    expect_invalid(d, nn_bn_backward(d, &(nn_bn_shape){2, 0, 2}, v, v, v, v, v, v, v, v, v),
                    "shape c");
     tu_free(d, v);
 }
@@ -355,8 +410,8 @@ static void test_bn_sync_shards_match_whole_batch(void **state)
         TU_OK(d, mcl_fill(d, dg, 0.0f, cs));
         TU_OK(d, mcl_fill(d, db, 0.0f, cs));
         TU_OK(d, nn_bn_forward_train(d, &k.s, (float)MOMENTUM, (float)EPS, k.vx, k.vgamma, k.vbeta,
-                                     rm, rv, y, sm, si));
-        TU_OK(d, nn_bn_backward(d, &k.s, k.vx, k.vgamma, sm, si, dy, dx, dg, db));
+                                     rm, rv, y, sm, si, k.vscr));
+        TU_OK(d, nn_bn_backward(d, &k.s, k.vx, k.vgamma, sm, si, dy, dx, dg, db, k.vscr));
         /* two shards */
         nn_bn_shape sh = {h, c, hw};
         mview y2 = tu_alloc(d, k.len), sm2 = tu_alloc(d, cs), si2 = tu_alloc(d, cs);
@@ -367,7 +422,8 @@ static void test_bn_sync_shards_match_whole_batch(void **state)
         TU_OK(d, mcl_fill(d, db2, 0.0f, cs));
         double part[2][2 * 5], comb[2 * 5];
         for (int i = 0; i < 2; i++) {
-            TU_OK(d, nn_bn_stats(d, &sh, mview_at(k.vx, (size_t)i * half), st, mview_at(st, cs)));
+            TU_OK(d, nn_bn_stats(d, &sh, mview_at(k.vx, (size_t)i * half), st, mview_at(st, cs),
+                                 k.vscr));
             tu_download(d, st, part[i], 2 * cs);
         }
         for (int ch = 0; ch < c; ch++) {
@@ -385,7 +441,8 @@ static void test_bn_sync_shards_match_whole_batch(void **state)
                                          sm2, si2, mview_at(y2, (size_t)i * half)));
         for (int i = 0; i < 2; i++) {
             TU_OK(d, nn_bn_backward_reduce(d, &sh, mview_at(k.vx, (size_t)i * half), sm2, si2,
-                                           mview_at(dy, (size_t)i * half), sums[i], dg2, db2));
+                                           mview_at(dy, (size_t)i * half), sums[i], dg2, db2,
+                                           k.vscr));
             tu_download(d, sums[i], part[i], 2 * cs);
         }
         for (size_t j = 0; j < 2 * cs; j++)
@@ -431,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_bn_backward_dx_aliases_dy),
         cmocka_unit_test(test_bn_large_mean_offset_stays_accurate),
         cmocka_unit_test(test_bn_batch_of_16_or_more),
+        cmocka_unit_test(test_bn_long_channels),
         cmocka_unit_test(test_bn_rejects_bad_shapes),
         cmocka_unit_test(test_bn_sync_shards_match_whole_batch),
     };

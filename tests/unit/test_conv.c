@@ -15,9 +15,6 @@
 
 /* Offset in floats of every device view inside its buffer. */
 #define VIEW_OFF 3
-/* Floats of guard after the scratch the op asked for. */
-#define GUARD 64
-#define GUARD_VALUE 12345.0
 
 typedef struct fd_ctx {
     const nn_conv2d_shape *s;
@@ -59,23 +56,6 @@ static mview dev_view(mcl_dev *d, const double *src, size_t n)
     if (src)
         tu_upload(d, v, src, n);
     return v;
-}
-
-/* Scratch of the size the op asks for, followed by GUARD sentinel floats. */
-static mview scratch_view(mcl_dev *d, size_t n)
-{
-    mview v = dev_view(d, NULL, n + GUARD);
-    TU_OK(d, mcl_fill(d, mview_at(v, n), (float)GUARD_VALUE, GUARD));
-    return v;
-}
-
-static void assert_guard(mcl_dev *d, mview scratch, size_t n)
-{
-    double g[GUARD];
-    tu_download(d, mview_at(scratch, n), g, GUARD);
-    for (int i = 0; i < GUARD; i++)
-        if (g[i] != GUARD_VALUE)
-            fail_msg("scratch guard float %d overwritten (%g): scratch size too small", i, g[i]);
 }
 
 /* The used part (Cout, Cin*KH*KW) of a weight stored with row stride ld. */
@@ -131,11 +111,11 @@ static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
     fill_weight(&rng, w, cout, kk, ld);
     fill_weight(&rng, dw0, cout, kk, ld);
 
-    size_t ns = nn_conv2d_scratch_floats(s);
+    size_t ns = nn_conv2d_scratch_floats(d, s);
     mview vx = dev_view(d, x, nx), vw = dev_view(d, w, nw), vy = dev_view(d, NULL, ny);
     mview vdy = dev_view(d, r, ny), vdx = dev_view(d, NULL, nx), vdw = dev_view(d, dw0, nw);
     mview none = {NULL, 0};
-    mview scratch = ns ? scratch_view(d, ns) : none;
+    mview scratch = ns ? tu_scratch(d, ns) : none;
 
     /* forward */
     TU_OK(d, nn_conv2d_forward(d, s, vx, vw, vy, scratch));
@@ -181,9 +161,9 @@ static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
     tu_assert_close(got_w, want_w, nwu, 1e-3, "dw untouched when skipped");
 
     if (ns)
-        assert_guard(d, scratch, ns);
+        tu_scratch_free(d, scratch, ns);
     tu_free(d, vx), tu_free(d, vw), tu_free(d, vy), tu_free(d, vdy), tu_free(d, vdx);
-    tu_free(d, vdw), tu_free(d, scratch);
+    tu_free(d, vdw);
     free(x), free(w), free(y), free(r), free(dw0), free(got), free(fdx), free(fdw);
     free(want_w), free(got_w);
 }
@@ -224,10 +204,10 @@ static void check_conv_large(void **state, const nn_conv2d_shape *s, uint64_t se
     memcpy(x0, x, nx * sizeof *x);
     memcpy(w0, w, nw * sizeof *w);
 
-    size_t ns = nn_conv2d_scratch_floats(s);
+    size_t ns = nn_conv2d_scratch_floats(d, s);
     mview vx = dev_view(d, x, nx), vw = dev_view(d, w, nw), vy = dev_view(d, NULL, ny);
     mview vdy = dev_view(d, r, ny), vdx = dev_view(d, NULL, nx), vdw = dev_view(d, NULL, nw);
-    mview scratch = scratch_view(d, ns);
+    mview scratch = tu_scratch(d, ns);
     TU_OK(d, nn_conv2d_forward(d, s, vx, vw, vy, scratch));
     tu_download(d, vy, got, ny);
     ref_conv2d_forward(s, x, w, y);
@@ -246,9 +226,9 @@ static void check_conv_large(void **state, const nn_conv2d_shape *s, uint64_t se
         want = fd_along(&c, w, w0, dir, nw), have = tu_dot(gdw, dir, nw);
         tu_assert_close(&have, &want, 1, 1e-3, "conv2d <dw, direction>");
     }
-    assert_guard(d, scratch, ns);
+    tu_scratch_free(d, scratch, ns);
     tu_free(d, vx), tu_free(d, vw), tu_free(d, vy), tu_free(d, vdy), tu_free(d, vdx);
-    tu_free(d, vdw), tu_free(d, scratch);
+    tu_free(d, vdw);
     free(x), free(w), free(y), free(r), free(x0), free(w0), free(got), free(gdx), free(gdw);
     free(dir);
 }

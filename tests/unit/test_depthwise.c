@@ -67,6 +67,8 @@ static void check_dw(void **state, const nn_dw_shape *s, uint64_t seed)
     mview vx = dev_view(d, x, nx), vw = dev_view(d, w, nw), vy = dev_view(d, NULL, ny);
     mview vdy = dev_view(d, r, ny), vdx = dev_view(d, NULL, nx), vdw = dev_view(d, dw_want, nw);
     mview none = {NULL, 0};
+    size_t ns = nn_dw_scratch_floats(d, s);
+    mview scratch = tu_scratch(d, ns);
 
     TU_OK(d, nn_dw_forward(d, s, vx, vw, vy));
     tu_download(d, vy, got, ny);
@@ -79,7 +81,7 @@ static void check_dw(void **state, const nn_dw_shape *s, uint64_t seed)
 
     /* dx overwritten, dw accumulated onto its prior value */
     TU_OK(d, mcl_fill(d, vdx, 777.0f, nx));
-    TU_OK(d, nn_dw_backward(d, s, vx, vw, vdy, vdx, vdw));
+    TU_OK(d, nn_dw_backward(d, s, vx, vw, vdy, vdx, vdw, scratch));
     tu_download(d, vdx, got, nx);
     tu_assert_close(got, fdx, nx, 1e-3, "depthwise dx");
     for (size_t i = 0; i < nw; i++)
@@ -88,7 +90,7 @@ static void check_dw(void **state, const nn_dw_shape *s, uint64_t seed)
     tu_assert_close(got, dw_want, nw, 1e-3, "depthwise dw (prior value + gradient)");
 
     /* dx skipped: dw accumulates a second gradient */
-    TU_OK(d, nn_dw_backward(d, s, vx, vw, vdy, none, vdw));
+    TU_OK(d, nn_dw_backward(d, s, vx, vw, vdy, none, vdw, scratch));
     for (size_t i = 0; i < nw; i++)
         dw_want[i] += fdw[i];
     tu_download(d, vdw, got, nw);
@@ -96,18 +98,52 @@ static void check_dw(void **state, const nn_dw_shape *s, uint64_t seed)
 
     /* dw skipped: dx alone, dw untouched */
     TU_OK(d, mcl_fill(d, vdx, -5.0f, nx));
-    TU_OK(d, nn_dw_backward(d, s, none, vw, vdy, vdx, none));
+    TU_OK(d, nn_dw_backward(d, s, none, vw, vdy, vdx, none, none));
     tu_download(d, vdx, got, nx);
     tu_assert_close(got, fdx, nx, 1e-3, "depthwise dx without dw");
     tu_download(d, vdw, got, nw);
     tu_assert_close(got, dw_want, nw, 1e-3, "dw untouched when skipped");
 
+    tu_scratch_free(d, scratch, ns);
     tu_free(d, vx), tu_free(d, vw), tu_free(d, vy), tu_free(d, vdy), tu_free(d, vdx);
     tu_free(d, vdw);
     free(x), free(w), free(y), free(r), free(dw_want), free(got), free(fdx), free(fdw);
 }
 
 /* Shapes: n, c, h, w, k, stride, pad */
+
+/* Weight gradients with many output rows per channel: the GPU variant sums ranges of
+ * several rows per work-item, then the ranges per weight. Against the closed form (finite
+ * differences over this many inputs would take minutes; the small cases check both). */
+static void test_dw_weight_gradient_of_many_rows(void **st)
+{
+    mcl_dev *d = *st;
+    static const nn_dw_shape shapes[] = {{2, 24, 64, 64, 7, 1, 3}, {4, 32, 30, 30, 5, 2, 2},
+                                         {3, 40, 20, 20, 3, 1, 1}};
+    manta_rng rng;
+    manta_rng_seed(&rng, 77, 1);
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        const nn_dw_shape *s = &shapes[t];
+        size_t nx = (size_t)s->n * s->c * s->h * s->w, nw = (size_t)s->c * s->k * s->k;
+        size_t ny = (size_t)s->n * s->c * nn_dw_out_h(s) * nn_dw_out_w(s);
+        double *x = malloc(nx * sizeof *x), *r = malloc(ny * sizeof *r);
+        double *want = malloc(nw * sizeof *want), *got = malloc(nw * sizeof *got);
+        assert_true(x && r && want && got);
+        tu_fill_uniform(&rng, x, nx, -1, 1);
+        tu_fill_uniform(&rng, r, ny, -1, 1);
+        size_t ns = nn_dw_scratch_floats(d, s);
+        mview vx = tu_alloc_from(d, x, nx), vdy = tu_alloc_from(d, r, ny);
+        mview vdw = tu_alloc(d, nw), scratch = tu_scratch(d, ns), none = {NULL, 0};
+        TU_OK(d, mcl_fill(d, vdw, 0.0f, nw));
+        TU_OK(d, nn_dw_backward(d, s, vx, none, vdy, none, vdw, scratch));
+        ref_dw_backward_w(s, x, r, want);
+        tu_download(d, vdw, got, nw);
+        tu_assert_close(got, want, nw, 1e-4, "depthwise dw of many rows");
+        tu_scratch_free(d, scratch, ns);
+        tu_free(d, vx), tu_free(d, vdy), tu_free(d, vdw);
+        free(x), free(r), free(want), free(got);
+    }
+}
 
 static void test_dw_k3_s1_pad1_and_pad0(void **st)
 {
@@ -191,7 +227,7 @@ static void expect_invalid(mcl_dev *d, const nn_dw_shape *s, const char *field)
     if (!strstr(msg, field))
         fail_msg("forward message '%s' does not name '%s'", msg, field);
     manta_err_clear(mcl_err(d));
-    st = nn_dw_backward(d, s, v, v, v, v, v);
+    st = nn_dw_backward(d, s, v, v, v, v, v, v);
     assert_int_equal(st, MANTA_ERR_INVALID_ARG);
     msg = manta_err_msg(mcl_err(d), st);
     if (!strstr(msg, field))
@@ -221,6 +257,7 @@ static void test_dw_bad_shapes_rejected(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dw_weight_gradient_of_many_rows),
         cmocka_unit_test(test_dw_k3_s1_pad1_and_pad0),
         cmocka_unit_test(test_dw_k3_s2_pad1_odd_sizes),
         cmocka_unit_test(test_dw_k5_s1_and_s2_pad2_17ch),

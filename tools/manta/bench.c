@@ -54,15 +54,16 @@ static manta_status run_op(bench_ctx *c, const bench_op *o, int backward)
         return backward ? nn_conv2d_backward(d, &o->conv, c->x, c->w, c->dy, c->dx, c->dw, c->scratch)
                         : nn_conv2d_forward(d, &o->conv, c->x, c->w, c->y, c->scratch);
     case OP_DW:
-        return backward ? nn_dw_backward(d, &o->dw, c->x, c->w, c->dy, c->dx, c->dw)
+        return backward ? nn_dw_backward(d, &o->dw, c->x, c->w, c->dy, c->dx, c->dw, c->scratch)
                         : nn_dw_forward(d, &o->dw, c->x, c->w, c->y);
     case OP_BN: {
         size_t C = (size_t)o->bn.c;
         mview g = c->w, b = mview_at(c->w, C), rm = mview_at(c->aux, 0), rv = mview_at(c->aux, C);
         mview sm = mview_at(c->aux, 2 * C), si = mview_at(c->aux, 3 * C);
         return backward ? nn_bn_backward(d, &o->bn, c->x, g, sm, si, c->dy, c->dx, c->dw,
-                                         mview_at(c->dw, C))
-                        : nn_bn_forward_train(d, &o->bn, 0.1f, 1e-5f, c->x, g, b, rm, rv, c->y, sm, si);
+                                         mview_at(c->dw, C), c->scratch)
+                        : nn_bn_forward_train(d, &o->bn, 0.1f, 1e-5f, c->x, g, b, rm, rv, c->y, sm,
+                                              si, c->scratch);
     }
     case OP_ACT:
         return backward ? nn_act_backward(d, NN_ACT_HSWISH, c->x, c->dy, c->dx, o->nc * o->hw)
@@ -97,6 +98,40 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The records of @p log as a JSON array: kernel, global and local sizes per
+ * dimension, work-items, values written (0: not stated); CLBlast's GEMMs with
+ * their m, n, k. */
+static void print_launch(FILE *f, const mcl_launch_record *r)
+{
+    fprintf(f, "{\"kernel\":\"%s\"", r->kernel);
+    if (r->dims == 0) {
+        fprintf(f, ",\"gemm\":[%zu,%zu,%zu],\"outputs\":%zu}", r->gemm[0], r->gemm[1],
+                r->gemm[2], r->outputs);
+        return;
+    }
+    fprintf(f, ",\"global\":[");
+    for (unsigned k = 0; k < r->dims; k++)
+        fprintf(f, "%s%zu", k ? "," : "", r->global[k]);
+    fprintf(f, "],\"local\":[");
+    for (unsigned k = 0; k < r->dims; k++)
+        fprintf(f, "%s%zu", k ? "," : "", r->local[k]);
+    fprintf(f, "],\"items\":%zu,\"outputs\":%zu}", r->items, r->outputs);
+}
+
+static void print_launches(FILE *f, const mcl_launch_log *log)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < log->count; i++) {
+        if (i)
+            fputc(',', f);
+        print_launch(f, &log->rec[i]);
+    }
+    fputc(']', f);
+}
+
+/* Room for the launches of one op call or one training step. */
+#define LOG_CAP 4096
+
 /* Median seconds per call over 5 timed windows, after a warm-up call. */
 static manta_status time_op(bench_ctx *c, const bench_op *o, int backward, double *sec)
 {
@@ -129,7 +164,8 @@ static manta_status time_op(bench_ctx *c, const bench_op *o, int backward, doubl
     return st;
 }
 
-static void report(bench_ctx *c, const bench_op *o, double tf, double tb, int has_bwd)
+static void report(bench_ctx *c, const bench_op *o, double tf, double tb, int has_bwd,
+                   const mcl_launch_log *lf, const mcl_launch_log *lb)
 {
     double gf = o->flops_fwd / tf * 1e-9, gb = has_bwd ? o->flops_bwd / tb * 1e-9 : 0;
     double bwf = o->bytes_fwd / tf * 1e-9, bwb = has_bwd ? o->bytes_bwd / tb * 1e-9 : 0;
@@ -139,6 +175,12 @@ static void report(bench_ctx *c, const bench_op *o, double tf, double tb, int ha
                c->rows++ ? ",\n " : "", o->name, o->shape, tf * 1e3, gf, bwf);
         if (has_bwd)
             printf(",\"bwd_ms\":%.4f,\"bwd_gflops\":%.3f,\"bwd_gbs\":%.3f", tb * 1e3, gb, bwb);
+        printf(",\"fwd_launches\":");
+        print_launches(stdout, lf);
+        if (has_bwd) {
+            printf(",\"bwd_launches\":");
+            print_launches(stdout, lb);
+        }
         printf("}");
     } else {
         printf("%-22s %-30s %9.3f %8.2f %7.2f", o->name, o->shape, tf * 1e3, gf, bwf);
@@ -256,26 +298,28 @@ static int build_ops(bench_op *ops, int B)
     return n;
 }
 
-static size_t op_floats(const bench_op *o, size_t *scratch)
+/* Floats the operands of @p o need; raises *scratch to the op scratch it needs on @p d. */
+static size_t op_floats(const mcl_dev *d, const bench_op *o, size_t *scratch)
 {
-    size_t m = 0;
+    size_t m = 0, s = 0;
     switch (o->kind) {
     case OP_CONV: {
         size_t in = (size_t)o->conv.n * o->conv.cin * o->conv.h * o->conv.w;
         size_t out = (size_t)o->conv.n * o->conv.cout * nn_conv2d_out_h(&o->conv) *
                      nn_conv2d_out_w(&o->conv);
         size_t w = (size_t)o->conv.cout * o->conv.cin * o->conv.kh * o->conv.kw;
-        size_t s = nn_conv2d_scratch_floats(&o->conv);
-        *scratch = s > *scratch ? s : *scratch;
+        s = nn_conv2d_scratch_floats(d, &o->conv);
         m = in > out ? in : out;
         m = m > w ? m : w;
         break;
     }
     case OP_DW:
         m = (size_t)o->dw.n * o->dw.c * o->dw.h * o->dw.w;
+        s = nn_dw_scratch_floats(d, &o->dw);
         break;
     case OP_BN:
         m = (size_t)o->bn.n * o->bn.c * o->bn.hw;
+        s = nn_bn_scratch_floats(d, &o->bn);
         break;
     case OP_LINEAR:
         m = (size_t)o->fc.n * o->fc.in + (size_t)o->fc.in * o->fc.out + o->fc.out;
@@ -288,6 +332,7 @@ static size_t op_floats(const bench_op *o, size_t *scratch)
     default:
         m = o->nc * o->hw;
     }
+    *scratch = s > *scratch ? s : *scratch;
     return m;
 }
 
@@ -331,18 +376,24 @@ static int bench_ops(int argc, char **argv)
         }
     }
     bench_op *ops = calloc(MAX_OPS, sizeof *ops);
-    if (!ops)
+    mcl_launch_record *recs = calloc(2 * LOG_CAP, sizeof *recs);
+    mcl_launch_log lf = {recs, LOG_CAP, 0, 0}, lb = {recs + LOG_CAP, LOG_CAP, 0, 0};
+    if (!ops || !recs) {
+        free(ops);
+        free(recs);
         return 1;
-    int n = build_ops(ops, batch);
-    size_t big = 0, scratch = 1;
-    for (int i = 0; i < n; i++) {
-        size_t m = op_floats(&ops[i], &scratch);
-        big = m > big ? m : big;
     }
+    int n = build_ops(ops, batch);
     c.d = cmd_open_device(device);
     if (!c.d) {
         free(ops);
+        free(recs);
         return 1;
+    }
+    size_t big = 0, scratch = 1;
+    for (int i = 0; i < n; i++) {
+        size_t m = op_floats(c.d, &ops[i], &scratch);
+        big = m > big ? m : big;
     }
     mlayout l = {0};
     size_t ox = mlayout_add(&l, big), oy = mlayout_add(&l, big), ow = mlayout_add(&l, big);
@@ -371,19 +422,35 @@ static int bench_ops(int argc, char **argv)
     c.scratch = mslab_view(&c.mem, os), c.aux = mslab_view(&c.mem, oa);
     const mcl_device_info *di = mcl_info(c.d);
     if (st == MANTA_OK) {
-        if (c.json)
-            printf("{\"device\":\"%s\",\"batch\":%d,\"ops\":[", di->name, batch);
-        else
-            printf("device: %s, batch %d\n%-22s %-30s %9s %8s %7s %9s %8s %7s\n", di->name, batch,
-                   "op", "shape", "fwd ms", "GFLOP/s", "GB/s", "bwd ms", "GFLOP/s", "GB/s");
+        if (c.json) {
+            printf("{");
+            cmd_json_provenance(stdout, c.d);
+            printf(",\"kernels\":\"%s\",\"batch\":%d,\"ops\":[",
+                   mcl_variant_name(mcl_get_variant(c.d)), batch);
+        } else {
+            printf("device: %s (%s kernels), batch %d\n%-22s %-30s %9s %8s %7s %9s %8s %7s\n",
+                   di->name, mcl_variant_name(mcl_get_variant(c.d)), batch, "op", "shape",
+                   "fwd ms", "GFLOP/s", "GB/s", "bwd ms", "GFLOP/s", "GB/s");
+        }
         for (int i = 0; i < n && st == MANTA_OK; i++) {
             int has_bwd = ops[i].kind != OP_SGEMM && ops[i].kind != OP_XENT;
             double tf = 0, tb = 0;
             st = time_op(&c, &ops[i], 0, &tf);
             if (st == MANTA_OK && has_bwd)
                 st = time_op(&c, &ops[i], 1, &tb);
+            /* the launches of one more call of each direction */
+            lf.count = lf.dropped = lb.count = lb.dropped = 0;
+            mcl_set_launch_log(c.d, &lf);
             if (st == MANTA_OK)
-                report(&c, &ops[i], tf, tb, has_bwd);
+                st = run_op(&c, &ops[i], 0);
+            mcl_set_launch_log(c.d, &lb);
+            if (st == MANTA_OK && has_bwd)
+                st = run_op(&c, &ops[i], 1);
+            mcl_set_launch_log(c.d, NULL);
+            if (st == MANTA_OK)
+                st = mcl_finish(c.d);
+            if (st == MANTA_OK)
+                report(&c, &ops[i], tf, tb, has_bwd, &lf, &lb);
         }
         if (c.json && st == MANTA_OK)
             printf("]}\n");
@@ -395,6 +462,7 @@ static int bench_ops(int argc, char **argv)
     mslab_destroy(c.d, &c.mem);
     mcl_close(c.d);
     free(ops);
+    free(recs);
     return rc;
 }
 
@@ -407,12 +475,15 @@ static void usage_train(FILE *f)
                "Training throughput of one sub-network of the supernet: forward, label-smoothed\n"
                "cross-entropy, backward and an SGD step per batch of random data, as\n"
                "tools/bench/torch_ofa_train.py does in PyTorch. Prints the median step time\n"
-               "over --steps timed steps (after 2 warm-up steps) and images/s.\n");
+               "over --steps timed steps (after 2 warm-up steps) and images/s.\n\n"
+               "  --launches FILE  write the kernel launches of the last step to FILE, one\n"
+               "                   JSON object each (kernel, global and local sizes, work-items,\n"
+               "                   values written; CLBlast GEMMs with m, n, k)\n");
 }
 
 static int bench_train(int argc, char **argv)
 {
-    const char *space_name = "cpu-default", *arch_arg = "max", *device = NULL;
+    const char *space_name = "cpu-default", *arch_arg = "max", *device = NULL, *launches = NULL;
     int res = 0, batch = 64, steps = 10, json = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -424,6 +495,8 @@ static int bench_train(int argc, char **argv)
             arch_arg = v, i++;
         else if (!strcmp(a, "--device") && v)
             device = v, i++;
+        else if (!strcmp(a, "--launches") && v)
+            launches = v, i++;
         else if (!strcmp(a, "--res") && v && (res = atoi(v)) > 0)
             i++;
         else if (!strcmp(a, "--batch") && v && (batch = atoi(v)) > 0 && batch <= 4096)
@@ -492,8 +565,14 @@ static int bench_train(int argc, char **argv)
     }
     ofa_slabs sl;
     optim_sgd opt = {0.9f, 3e-5f, true};
+    mcl_launch_record *recs = launches ? calloc(LOG_CAP, sizeof *recs) : NULL;
+    mcl_launch_log log = {recs, LOG_CAP, 0, 0};
+    if (launches && !recs)
+        st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "bench train: out of host memory");
     for (int i = 0; i < steps + 2 && st == MANTA_OK; i++) {
         ofa_supernet_slabs(net, &sl);
+        if (recs && i == steps + 1)
+            mcl_set_launch_log(d, &log);
         double t0 = cmd_now();
         st = mcl_fill(d, sl.grads, 0.0f, sl.n_params);
         if (st == MANTA_OK)
@@ -512,13 +591,29 @@ static int bench_train(int argc, char **argv)
         if (i >= 2)
             times[i - 2] = cmd_now() - t0;
     }
+    mcl_set_launch_log(d, NULL);
+    if (st == MANTA_OK && recs) {
+        FILE *f = fopen(launches, "w");
+        for (size_t k = 0; f && k < log.count; k++) {
+            print_launch(f, &log.rec[k]);
+            fputc('\n', f);
+        }
+        if (!f || fclose(f) != 0 || log.dropped)
+            st = manta_err_set(mcl_err(d), MANTA_ERR_IO, "bench train: %s: %s", launches,
+                               f ? "cannot write (or over " "4096 launches)" : "cannot open");
+    }
+    free(recs);
     if (st == MANTA_OK) {
         qsort(times, (size_t)steps, sizeof *times, cmp_double);
         double med = times[steps / 2];
-        if (json)
-            printf("{\"runtime\":\"manta\",\"device\":\"%s\",\"space\":\"%s\",\"arch\":\"%s\",\"r\":%d,"
-                   "\"batch\":%d,\"steps\":%d,\"median_step_s\":%.5f,\"images_per_s\":%.2f}\n",
-                   mcl_info(d)->name, sp.name, arch_arg, arch.r, batch, steps, med, batch / med);
+        if (json) {
+            printf("{\"runtime\":\"manta\",");
+            cmd_json_provenance(stdout, d);
+            printf(",\"kernels\":\"%s\",\"space\":\"%s\",\"arch\":\"%s\",\"r\":%d,\"batch\":%d,"
+                   "\"steps\":%d,\"median_step_s\":%.5f,\"images_per_s\":%.2f}\n",
+                   mcl_variant_name(mcl_get_variant(d)), sp.name, arch_arg, arch.r, batch, steps,
+                   med, batch / med);
+        }
         else
             printf("manta on %s: %s r=%d batch %d: %.1f images/s (median step %.1f ms)\n",
                    mcl_info(d)->name, arch_arg, arch.r, batch, batch / med, med * 1e3);

@@ -14,8 +14,14 @@ int cmd_devices(int argc, char **argv)
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             printf("usage: manta devices [--json]\n\n"
                    "Lists every OpenCL platform and device with its index, type, compute\n"
-                   "units, memory and OpenCL C version. Select one elsewhere with\n"
-                   "--device INDEX|TYPE|NAME or MANTA_DEVICE.\n");
+                   "units, memory, the limits manta's launches obey (local memory, work-group\n"
+                   "size and extents, largest buffer, preferred float vector width), the\n"
+                   "kernel variants it runs (cpu or gpu) and its OpenCL C version. Select one\n"
+                   "elsewhere with --device INDEX|TYPE|NAME or MANTA_DEVICE.\n\n"
+                   "Environment: MANTA_DEVICE_LIMITS=local=32k,wg=256,items=256x256x64,\n"
+                   "alloc=256m,mem=2g,vec=4 clamps every device's limits (any subset: a small\n"
+                   "GPU's profile on a large device); MANTA_KERNELS=cpu|gpu|auto picks the\n"
+                   "kernel variants (auto: cpu on CPU devices, gpu on every other).\n");
             return 0;
         } else {
             fprintf(stderr, "manta devices: unknown option '%s' (see --help)\n", argv[i]);
@@ -35,6 +41,14 @@ int cmd_devices(int argc, char **argv)
     }
     size_t sel = 0;
     int have_sel = mcl_select(list, NULL, &sel, NULL) == MANTA_OK;
+    mcl_variant variant[MCL_MAX_DEVICES];
+    for (size_t i = 0; i < list->count && st == MANTA_OK; i++)
+        st = mcl_choose_variant(&list->dev[i], MCL_VARIANT_AUTO, &variant[i], &err);
+    if (st != MANTA_OK) {
+        cmd_error("devices", st, &err);
+        free(list);
+        return 1;
+    }
     if (json) {
         printf("{");
         cmd_json_version(stdout);
@@ -48,9 +62,14 @@ int cmd_devices(int argc, char **argv)
             printf(",\"vendor\":");
             cmd_json_str(stdout, d->vendor);
             printf(",\"type\":\"%s\",\"compute_units\":%u,\"global_mem\":%llu,"
-                   "\"local_mem\":%llu,\"max_alloc\":%llu,\"max_work_group\":%zu,\"version\":",
+                   "\"local_mem\":%llu,\"max_alloc\":%llu,\"max_work_group\":%zu,"
+                   "\"max_work_item\":[%zu,%zu,%zu],\"vector_width\":%u,\"kernels\":\"%s\","
+                   "\"clamped\":",
                    mcl_type_name(d->type), d->compute_units, d->global_mem, d->local_mem,
-                   d->max_alloc, d->max_work_group);
+                   d->max_alloc, d->max_work_group, d->max_work_item[0], d->max_work_item[1],
+                   d->max_work_item[2], d->vector_width, mcl_variant_name(variant[i]));
+            cmd_json_str(stdout, d->clamped);
+            printf(",\"version\":");
             cmd_json_str(stdout, d->device_version);
             printf(",\"opencl_c\":");
             cmd_json_str(stdout, d->c_version);
@@ -68,11 +87,16 @@ int cmd_devices(int argc, char **argv)
                        d->platform_version);
                 last = d->platform_index;
             }
-            printf("  %c[%zu] %s  type=%s  compute units=%u  memory=%.1f GiB  local=%llu KiB  "
-                   "max alloc=%.1f GiB  %s  driver %s\n",
+            printf("  %c[%zu] %s  type=%s  compute units=%u  memory=%.1f GiB  %s  driver %s\n"
+                   "       limits: local=%llu KiB  work-group=%zu (%zu x %zu x %zu)  "
+                   "max alloc=%.2f GiB  float vector=%u  kernels=%s%s%s%s\n",
                    have_sel && sel == i ? '*' : ' ', d->index, d->name, mcl_type_name(d->type),
-                   d->compute_units, d->global_mem / 1073741824.0, d->local_mem / 1024,
-                   d->max_alloc / 1073741824.0, d->c_version, d->driver_version);
+                   d->compute_units, d->global_mem / 1073741824.0, d->c_version,
+                   d->driver_version, d->local_mem / 1024, d->max_work_group,
+                   d->max_work_item[0], d->max_work_item[1], d->max_work_item[2],
+                   d->max_alloc / 1073741824.0, d->vector_width, mcl_variant_name(variant[i]),
+                   d->clamped[0] ? "  (clamped by MANTA_DEVICE_LIMITS=" : "", d->clamped,
+                   d->clamped[0] ? ")" : "");
         }
         printf("(* = selected by MANTA_DEVICE or default)\n");
     }
