@@ -282,8 +282,9 @@ tune: deps
 
 # Relocatable bundle (tools/bundle.sh): the programs, wrappers that put the bundle's lib/ first,
 # every shared library beyond the C library (ldd), README, BUILD-INFO; folder and tarball.
+# BUNDLE_TESTS=1 (after make test) adds the op checks, for a GPU machine (docs/gpu.md).
 bundle: all
-	@BUILD=$(BUILD) sh tools/bundle.sh $(BUILD)/bundle
+	@BUILD=$(BUILD) BUNDLE_TESTS=$(BUNDLE_TESTS) sh tools/bundle.sh $(BUILD)/bundle
 
 clean:
 	rm -rf build

@@ -19,6 +19,9 @@
 #                   cJSON, libsodium, TurboJPEG, zlib, libstdc++, libgcc_s; not glibc (libc,
 #                   libm, libpthread, libdl, librt, ld-linux), and not the OpenCL driver itself
 #   libexec/clblast/  CLBlast's tuners for `manta tune`, when clblast-utils is installed here
+#   tests/          with BUNDLE_TESTS=1 (after `make test`): the op checks (cmocka unit tests of
+#                   the ops and the supernet), with libcmocka in lib/, run by
+#                   tools/bench/gpu_session.sh on a GPU machine from the repository root
 #   README.md (tools/bundle_readme.md), VERSION, BUILD-INFO (revision, date, compiler, ldd)
 set -eu
 
@@ -51,6 +54,17 @@ for p in $progs; do
     "$strip_prog" --strip-debug "$stage/bin/$p" 2>/dev/null || true
     chmod 755 "$stage/bin/$p"
 done
+
+# ---- with BUNDLE_TESTS=1, the op checks (cmocka unit tests) in tests/, to check a GPU's
+# results where only the bundle runs (tools/bench/gpu_session.sh runs them) ----
+if [ -n "${BUNDLE_TESTS:-}" ] && [ "$BUNDLE_TESTS" != 0 ]; then
+    mkdir -p "$stage/tests"
+    for t in activation batchnorm conv depthwise dropout elastic linear loss optim pool supernet; do
+        [ -x "$BUILD/tests/test_$t" ] || die "$BUILD/tests/test_$t is missing: run 'make test' first"
+        cp "$BUILD/tests/test_$t" "$stage/tests/test_$t"
+        "$strip_prog" --strip-debug "$stage/tests/test_$t" 2>/dev/null || true
+    done
+fi
 
 # ---- CLBlast's tuners (the ones tools/manta/tune.c runs), for `manta tune` ----
 tuners=$(grep -o '"clblast_tuner_[a-z_][a-z_]*"' tools/manta/tune.c | tr -d '"' | sort -u)
@@ -96,7 +110,7 @@ deps() {
     awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' "$stage/.ldd"
 }
 : >"$stage/.libs"
-for f in "$stage"/bin/* "$stage"/libexec/clblast/*; do
+for f in "$stage"/bin/* "$stage"/libexec/clblast/* "$stage"/tests/*; do
     if [ -f "$f" ]; then deps "$f" >>"$stage/.libs"; fi
 done
 # a work list: the dependencies of each library copied are appended and read in turn

@@ -6,6 +6,13 @@ SGD steps (Nesterov momentum, label-smoothed cross-entropy) on random data.
 
 usage: torch_ofa_train.py --space models/ofa_cpu_default.json --arch max|min|FILE
                           [--res R] [--batch 64] [--steps 20] [--threads 2] [--json]
+                          [--device cpu|cuda] [--tf32 on|off]
+
+--device cuda runs on the first CUDA GPU, waiting for the GPU (torch.cuda.synchronize)
+before and after each step so that each step is timed whole. --tf32 off turns TF32 off for
+convolutions (cuDNN) and matrix products, a float32 against float32 comparison; on leaves
+PyTorch's defaults (TF32 for convolutions on Ampere and later GPUs). The JSON line also
+names the device, the torch version and the TF32 flags in force.
 """
 import argparse
 import json
@@ -121,34 +128,55 @@ def main():
     ap.add_argument("--steps", type=int, default=20, help="timed steps (after 3 warm-up steps)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--tf32", choices=("on", "off"), default="on",
+                    help="off: no TF32 in convolutions and matrix products (CUDA); on: PyTorch's defaults")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
+    cuda = a.device == "cuda"
+    if cuda and not torch.cuda.is_available():
+        raise SystemExit("torch_ofa_train.py: --device cuda: no CUDA device for torch %s" % torch.__version__)
+    if a.tf32 == "off":
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    dev = torch.device("cuda" if cuda else "cpu")
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
     spec = json.load(open(a.space))
     arch = uniform_arch(spec, a.arch) if a.arch in ("max", "min") else json.load(open(a.arch))
     if a.res:
         arch["r"] = [a.res]
     r = arch["r"][0] if isinstance(arch["r"], list) else arch["r"]
-    net = Net(spec, arch)
+    net = Net(spec, arch).to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=3e-5)
-    x = torch.randn(a.batch, spec["input_channels"], r, r)
-    y = torch.randint(0, spec["classes"], (a.batch,))
+    x = torch.randn(a.batch, spec["input_channels"], r, r).to(dev)
+    y = torch.randint(0, spec["classes"], (a.batch,)).to(dev)
     times = []
     for i in range(a.steps + 3):
+        sync()
         t = time.perf_counter()
         opt.zero_grad()
         loss = F.cross_entropy(net(x), y, label_smoothing=0.1)
         loss.backward()
         opt.step()
+        sync()
         if i >= 3:
             times.append(time.perf_counter() - t)
     med = statistics.median(times)
+    name = torch.cuda.get_device_name(dev) if cuda else "cpu"
     out = {"peer": "pytorch", "version": torch.__version__, "threads": a.threads, "arch": a.arch,
            "r": r, "batch": a.batch, "steps": a.steps, "median_step_s": med,
-           "images_per_s": a.batch / med}
-    print(json.dumps(out) if a.json else
-          f"pytorch {torch.__version__} ({a.threads} threads) {a.arch} r={r} batch {a.batch}: "
-          f"{a.batch / med:.1f} images/s (median step {med * 1e3:.1f} ms)")
+           "images_per_s": a.batch / med, "device": a.device, "device_name": name,
+           "tf32": a.tf32, "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+           "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32}
+    if a.json:
+        print(json.dumps(out))
+    elif cuda:
+        print(f"pytorch {torch.__version__} ({name}, TF32 {a.tf32}) {a.arch} r={r} batch {a.batch}: "
+              f"{a.batch / med:.1f} images/s (median step {med * 1e3:.1f} ms)")
+    else:
+        print(f"pytorch {torch.__version__} ({a.threads} threads) {a.arch} r={r} batch {a.batch}: "
+              f"{a.batch / med:.1f} images/s (median step {med * 1e3:.1f} ms)")
 
 
 if __name__ == "__main__":
