@@ -38,13 +38,12 @@ static size_t channel_wg(const mcl_launch *L, const nn_bn_shape *s)
 }
 
 /* ---- GPU variant: ranges of each channel reduced by one work-group each ---------------
- * A range holds about BN_RANGE values (16 per work-item of a group of BN_GPU_WG), at most
- * BN_MAX_RANGES a channel: with C channels, C * ranges work-groups. The scratch this needs
- * grows with N*HW and C, so the size for a network's largest shape covers every smaller
- * one. */
+ * A range holds about BN_RANGE values (16 per work-item of a group of NN_REDUCE_WG_MAX),
+ * at most BN_MAX_RANGES a channel: with C channels, C * ranges work-groups. The scratch this
+ * needs grows with N*HW and C, so the size for a network's largest shape covers every
+ * smaller one. */
 #define BN_RANGE 2048
 #define BN_MAX_RANGES 1024
-#define BN_GPU_WG 128
 
 static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VARIANT_GPU; }
 
@@ -72,13 +71,16 @@ static manta_status gpu_scratch(mcl_dev *d, const nn_bn_shape *s, const char *op
     return MANTA_OK;
 }
 
-/* Stage 1 launch: global (C * wg, ranges), one group per (channel, range). */
+/* The rest of a stage-1 launch whose views are set: the shape, the ranges, the scratch of
+ * the group's reduction; global (C * wg, ranges), one group per (channel, range). */
 static manta_status run_ranges(mcl_launch *L, const nn_bn_shape *s)
 {
     size_t r = ranges(s), per = (size_t)s->n * (size_t)s->hw / r;
     size_t wg = nn_reduce_wg(L, per);
-    if (wg > BN_GPU_WG)
-        wg = BN_GPU_WG;
+    mcl_arg_int(L, s->n);
+    mcl_arg_int(L, s->c);
+    mcl_arg_int(L, s->hw);
+    mcl_arg_int(L, (int)r);
     mcl_arg_local(L, wg * sizeof(float));
     mcl_launch_output(L, 2 * (size_t)s->c * r);
     return mcl_launch_run(L, 2, (size_t[]){(size_t)s->c * wg, r}, (size_t[]){wg, 1});
@@ -92,10 +94,6 @@ static manta_status gpu_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview p
     mcl_launch_begin(&L, d, "batchnorm", "bn_partial_stats");
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, part);
-    mcl_arg_int(&L, s->n);
-    mcl_arg_int(&L, s->c);
-    mcl_arg_int(&L, s->hw);
-    mcl_arg_int(&L, (int)ranges(s));
     MANTA_TRY(run_ranges(&L, s));
     mcl_launch_begin(&L, d, "batchnorm", "bn_combine_stats");
     mcl_arg_view(&L, x);
@@ -122,10 +120,6 @@ static manta_status gpu_grad_sums(mcl_dev *d, const nn_bn_shape *s, mview x, mvi
     mcl_arg_view(&L, save_invstd);
     mcl_arg_view(&L, dy);
     mcl_arg_view(&L, part);
-    mcl_arg_int(&L, s->n);
-    mcl_arg_int(&L, s->c);
-    mcl_arg_int(&L, s->hw);
-    mcl_arg_int(&L, (int)ranges(s));
     MANTA_TRY(run_ranges(&L, s));
     mcl_launch_begin(&L, d, "batchnorm", "bn_combine_grad");
     mcl_arg_view(&L, part);
