@@ -68,3 +68,8 @@ for canary in variadic double vla; do
     done
 done
 echo "ok: $checked strict compiles of $n programs with:$compilers; 3 canaries refused"
+
+# and every program built on the test device from source, as `manta kernels build` does on a new GPU
+"$M" kernels build >"$dir/build.log" 2>&1 || { cat "$dir/build.log"; fail "manta kernels build"; }
+grep -q "^0 of $n programs failed to build" "$dir/build.log" || { cat "$dir/build.log"; fail "kernels build report"; }
+echo "ok: $(tail -1 "$dir/build.log") on the test device"
