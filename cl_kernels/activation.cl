@@ -33,29 +33,6 @@ inline float8 act_grad_sigmoid(float8 v)
 }
 inline float8 act_grad_none(float8 v) { return (float8)(1.0f); }
 
-/* p[0 .. 7], 0 in the lanes from `left` on. */
-inline float8 act_load(__global const float *p, int left)
-{
-    if (left >= 8)
-        return vload8(0, p);
-    float a[8];
-    for (int j = 0; j < 8; j++)
-        a[j] = j < left ? p[j] : 0.0f;
-    return vload8(0, a);
-}
-
-inline void act_store(__global float *p, float8 v, int left)
-{
-    if (left >= 8) {
-        vstore8(v, 0, p);
-        return;
-    }
-    float a[8];
-    vstore8(v, 0, a);
-    for (int j = 0; j < left; j++)
-        p[j] = a[j];
-}
-
 /* x, y: (n); global ceil(n / 8). x: (n) forward input; dy, dx: (n); dx may
  * alias dy. */
 #define ACT_KERNELS(NAME)                                                                    \
@@ -64,14 +41,14 @@ inline void act_store(__global float *p, float8 v, int left)
         PTR(x); PTR(y);                                                                      \
         int i = GID0 * 8;                                                                    \
         if (i < n)                                                                           \
-            act_store(y + i, act_apply_##NAME(act_load(x + i, n - i)), n - i);               \
+            store8(y + i, act_apply_##NAME(load8(x + i, n - i)), n - i);                     \
     }                                                                                        \
     __kernel void act_backward_##NAME(VIEW(x), VIEW(dy), VIEW(dx), int n)                    \
     {                                                                                        \
         PTR(x); PTR(dy); PTR(dx);                                                            \
         int i = GID0 * 8;                                                                    \
         if (i < n)                                                                           \
-            act_store(dx + i, act_load(dy + i, n - i) * act_grad_##NAME(act_load(x + i, n - i)), \
+            store8(dx + i, load8(dy + i, n - i) * act_grad_##NAME(load8(x + i, n - i)),      \
                       n - i);                                                                \
     }
 

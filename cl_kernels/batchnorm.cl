@@ -60,36 +60,6 @@ inline void bn_next(bn_iter *it)
 /* Lanes of a chunk that lie inside its row. */
 inline int8 bn_lanes(int left) { return (int8)(0, 1, 2, 3, 4, 5, 6, 7) < (int8)(left); }
 
-/* The chunk at p with `left` values in its row: 0 in the lanes past it. */
-inline float8 bn_load(__global const float *p, int left)
-{
-    if (left >= 8)
-        return vload8(0, p);
-    float a[8];
-    for (int j = 0; j < 8; j++)
-        a[j] = j < left ? p[j] : 0.0f;
-    return vload8(0, a);
-}
-
-inline void bn_store(__global float *p, float8 v, int left)
-{
-    if (left >= 8) {
-        vstore8(v, 0, p);
-        return;
-    }
-    float a[8];
-    vstore8(v, 0, a);
-    for (int j = 0; j < left; j++)
-        p[j] = a[j];
-}
-
-inline float bn_hsum(float8 v)
-{
-    float4 a = v.lo + v.hi;
-    float2 b = a.lo + a.hi;
-    return b.x + b.y;
-}
-
 /* Statistics of channel ch over m = n*hw values of x (N, C, HW): the shift,
  * the mean of x - shift and the biased variance, for every work-item. */
 inline void bn_channel_stats(__global const float *x, int n, int c, int hw, int ch,
@@ -99,19 +69,19 @@ inline void bn_channel_stats(__global const float *x, int n, int c, int hw, int 
     float sh = x[ch * hw];
     float8 s = (float8)(0.0f);
 #define SUM_SHIFTED(j, left)                                                                 \
-    s += select((float8)(0.0f), bn_load(x + (j), left) - sh, bn_lanes(left));
+    s += select((float8)(0.0f), load8(x + (j), left) - sh, bn_lanes(left));
     BN_FOR_CHUNKS(n, c, hw, ch, SUM_SHIFTED)
 #undef SUM_SHIFTED
-    float dm = wg_sum(bn_hsum(s), scratch) / (float)m;
+    float dm = wg_sum(hsum8(s), scratch) / (float)m;
     float8 q = (float8)(0.0f);
 #define SUM_SQUARES(j, left)                                                                 \
     {                                                                                        \
-        float8 t_ = select((float8)(0.0f), (bn_load(x + (j), left) - sh) - dm, bn_lanes(left)); \
+        float8 t_ = select((float8)(0.0f), (load8(x + (j), left) - sh) - dm, bn_lanes(left)); \
         q = fma(t_, t_, q);                                                                  \
     }
     BN_FOR_CHUNKS(n, c, hw, ch, SUM_SQUARES)
 #undef SUM_SQUARES
-    *var = wg_sum(bn_hsum(q), scratch) / (float)m;
+    *var = wg_sum(hsum8(q), scratch) / (float)m;
     *shift = sh;
     *dmean = dm;
 }
@@ -121,9 +91,9 @@ inline void bn_channel_stats(__global const float *x, int n, int c, int hw, int 
  * the row. */
 #define BN_SUM_DY(j, left)                                                                   \
     {                                                                                        \
-        float8 g_ = bn_load(dy + (j), left);                                                 \
+        float8 g_ = load8(dy + (j), left);                                                   \
         s_dy8 += g_;                                                                         \
-        s_dyxh8 = fma(g_, (bn_load(x + (j), left) - mu) * is, s_dyxh8);                      \
+        s_dyxh8 = fma(g_, (load8(x + (j), left) - mu) * is, s_dyxh8);                        \
     }
 
 /* x: (N, C, HW); mean, var: (C). One work-group per channel. */
@@ -154,7 +124,7 @@ __kernel void bn_forward_train(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(rmean), VI
     float invstd = 1.0f / sqrt(v + eps);
     float g = gamma[ch] * invstd, b = beta[ch];
     /* every read of x by other work-items finished inside bn_channel_stats */
-#define NORMALISE(j, left) bn_store(y + (j), ((bn_load(x + (j), left) - sh) - dm) * g + b, left);
+#define NORMALISE(j, left) store8(y + (j), ((load8(x + (j), left) - sh) - dm) * g + b, left);
     BN_FOR_CHUNKS(n, c, hw, ch, NORMALISE)
 #undef NORMALISE
     if (l == 0) {
@@ -178,8 +148,8 @@ __kernel void bn_forward_eval(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(rmean), VIE
         return;
     int ch = row % c, left = hw - k * 8;
     float g = gamma[ch] / sqrt(rvar[ch] + eps);
-    float8 xv = bn_load(x + row * hw + k * 8, left);
-    bn_store(y + row * hw + k * 8, (xv - rmean[ch]) * g + beta[ch], left);
+    float8 xv = load8(x + row * hw + k * 8, left);
+    store8(y + row * hw + k * 8, (xv - rmean[ch]) * g + beta[ch], left);
 }
 
 /* x, dy, dx: (N, C, HW), dx may alias dy; gamma, smean, sinvstd, dgamma, dbeta: (C).
@@ -195,12 +165,12 @@ __kernel void bn_backward(VIEW(x), VIEW(gamma), VIEW(smean), VIEW(sinvstd), VIEW
     float mu = smean[ch], is = sinvstd[ch];
     float8 s_dy8 = (float8)(0.0f), s_dyxh8 = (float8)(0.0f);
     BN_FOR_CHUNKS(n, c, hw, ch, BN_SUM_DY)
-    float s_dy = wg_sum(bn_hsum(s_dy8), scratch);
-    float s_dyxh = wg_sum(bn_hsum(s_dyxh8), scratch);
+    float s_dy = wg_sum(hsum8(s_dy8), scratch);
+    float s_dyxh = wg_sum(hsum8(s_dyxh8), scratch);
     float k = gamma[ch] * is, a = s_dy / (float)m, b = s_dyxh / (float)m;
     /* every read of dy by other work-items finished before the reductions */
 #define INPUT_GRAD(j, left)                                                                  \
-    bn_store(dx + (j), k * (bn_load(dy + (j), left) - a - (bn_load(x + (j), left) - mu) * is * b), \
+    store8(dx + (j), k * (load8(dy + (j), left) - a - (load8(x + (j), left) - mu) * is * b), \
              left);
     BN_FOR_CHUNKS(n, c, hw, ch, INPUT_GRAD)
 #undef INPUT_GRAD
@@ -245,8 +215,8 @@ __kernel void bn_forward_apply(VIEW(x), VIEW(gamma), VIEW(beta), VIEW(smean), VI
         return;
     int ch = row % c, left = hw - k * 8;
     float g = gamma[ch] * sinvstd[ch];
-    float8 xv = bn_load(x + row * hw + k * 8, left);
-    bn_store(y + row * hw + k * 8, (xv - smean[ch]) * g + beta[ch], left);
+    float8 xv = load8(x + row * hw + k * 8, left);
+    store8(y + row * hw + k * 8, (xv - smean[ch]) * g + beta[ch], left);
 }
 
 /* x, dy: (N, C, HW); smean, sinvstd, dgamma, dbeta: (C); sums: (2, C).
@@ -261,8 +231,8 @@ __kernel void bn_backward_reduce(VIEW(x), VIEW(smean), VIEW(sinvstd), VIEW(dy), 
     float mu = smean[ch], is = sinvstd[ch];
     float8 s_dy8 = (float8)(0.0f), s_dyxh8 = (float8)(0.0f);
     BN_FOR_CHUNKS(n, c, hw, ch, BN_SUM_DY)
-    float s_dy = wg_sum(bn_hsum(s_dy8), scratch);
-    float s_dyxh = wg_sum(bn_hsum(s_dyxh8), scratch);
+    float s_dy = wg_sum(hsum8(s_dy8), scratch);
+    float s_dyxh = wg_sum(hsum8(s_dyxh8), scratch);
     if (get_local_id(0) == 0) {
         sums[ch] = s_dy;
         sums[c + ch] = s_dyxh;
@@ -284,8 +254,8 @@ __kernel void bn_backward_apply(VIEW(x), VIEW(gamma), VIEW(smean), VIEW(sinvstd)
     int ch = row % c, left = hw - k * 8, j = row * hw + k * 8;
     float mu = smean[ch], is = sinvstd[ch];
     float kk = gamma[ch] * is, a = sums[ch] * inv_m, b = sums[c + ch] * inv_m;
-    float8 g = bn_load(dy + j, left), xv = bn_load(x + j, left);
-    bn_store(dx + j, kk * (g - a - (xv - mu) * is * b), left);
+    float8 g = load8(dy + j, left), xv = load8(x + j, left);
+    store8(dx + j, kk * (g - a - (xv - mu) * is * b), left);
 }
 
 /* ---- GPU variant: two-stage reductions ----------------------------------------------------

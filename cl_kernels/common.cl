@@ -27,3 +27,35 @@ inline float wg_sum(float v, __local float *scratch)
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
 }
+
+/* The 8 values at p, 0 in the lanes from `left` on (a chunk that ends a row). */
+inline float8 load8(__global const float *p, int left)
+{
+    if (left >= 8)
+        return vload8(0, p);
+    float a[8];
+    for (int j = 0; j < 8; j++)
+        a[j] = j < left ? p[j] : 0.0f;
+    return vload8(0, a);
+}
+
+/* Store the first min(left, 8) lanes of v at p. */
+inline void store8(__global float *p, float8 v, int left)
+{
+    if (left >= 8) {
+        vstore8(v, 0, p);
+        return;
+    }
+    float a[8];
+    vstore8(v, 0, a);
+    for (int j = 0; j < left; j++)
+        p[j] = a[j];
+}
+
+/* Sum of the 8 lanes of v. */
+inline float hsum8(float8 v)
+{
+    float4 a = v.lo + v.hi;
+    float2 b = a.lo + a.hi;
+    return b.x + b.y;
+}

@@ -251,7 +251,7 @@ inline void pw_apply_packed_body(__global const float *in, __global const float 
     }
 }
 
-#define PW_APPLY_ARGS VIEW(in), VIEW(a), VIEW(out), int n, int k_dim, int m_dim, int hw, \
+#define PW_APPLY_ARGS VIEW(in), VIEW(a), VIEW(out), int n, int k_dim, int m_dim, int hw,     \
                       int a_rs, int a_ks
 
 /* hw a multiple of 8: every chunk lies inside an image */
@@ -301,10 +301,7 @@ inline void pw_wgrad_store(__global float *dw, float8 acc[PW_WM][PW_WN], int co0
 #pragma unroll
         for (int j = 0; j < PW_WN; j++) {
             if (co0 + i < cout && ci0 + j < cin) {
-                float8 s = acc[i][j];
-                float4 h = s.lo + s.hi;
-                float2 q = h.lo + h.hi;
-                dw[(size_t)(co0 + i) * ld + ci0 + j] += q.x + q.y;
+                dw[(size_t)(co0 + i) * ld + ci0 + j] += hsum8(acc[i][j]);
             }
         }
 }
@@ -615,7 +612,7 @@ __kernel void conv_tile_forward_k##K##_s##S(VIEW(x), VIEW(w), VIEW(y), int n, in
     }                                                                                        \
     int left = wo - ox0;                                                                     \
     for (int i = 0; i < CONV_CB && co0 + i < cout; i++) {                                    \
-        __global float *yr = y + (((size_t)b * cout + co0 + i) * ho + oy) * wo + ox0;       \
+        __global float *yr = y + (((size_t)b * cout + co0 + i) * ho + oy) * wo + ox0;        \
         if (left >= 8) {                                                                     \
             vstore8(acc[i], 0, yr);                                                          \
         } else {                                                                             \
@@ -699,10 +696,7 @@ __kernel void conv_rows_backward_w_k##K##_s##S(VIEW(x), VIEW(dy), VIEW(dw), int 
     }                                                                                        \
     _Pragma("unroll")                                                                        \
     for (int kx = 0; kx < K; kx++) {                                                         \
-        float8 v = acc[kx];                                                                  \
-        float4 h = v.lo + v.hi;                                                              \
-        float2 q = h.lo + h.hi;                                                              \
-        dw[(size_t)co * ld + (ci * K + ky) * K + kx] += q.x + q.y;                           \
+        dw[(size_t)co * ld + (ci * K + ky) * K + kx] += hsum8(acc[kx]);                      \
     }                                                                                        \
 }
 

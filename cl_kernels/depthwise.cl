@@ -267,19 +267,6 @@ inline float8 dw_tap(__local const float *row, int ox0, int kx, int ts, const in
     return vload8(0, row + (kx & 1) * (ts / 2) + ox0 + (kx >> 1));
 }
 
-/* Store DW_V outputs at dst[0 ...], only the first `left` when fewer remain. */
-inline void dw_store(__global float *dst, float8 v, int left)
-{
-    if (left >= DW_V) {
-        vstore8(v, 0, dst);
-        return;
-    }
-    float a[DW_V];
-    vstore8(v, 0, a);
-    for (int j = 0; j < left; j++)
-        dst[j] = a[j];
-}
-
 /* out (planes, ho, wo) = correlation of in (planes, height, width), zero-
  * padded by pad, with the K x K filter of each plane's channel (w (C, K, K),
  * reversed when flip, which turns the stride-1 forward into its dx). */
@@ -329,10 +316,10 @@ inline void dw_tile_corr(__global const float *in, __global const float *w, __gl
 #pragma unroll
     for (int r = 0; r < DW_R; r++)
         if (oy + r < ho)
-            dw_store(orow + (size_t)r * wo, acc[r][0] + acc[r][1], wo - ox0);
+            store8(orow + (size_t)r * wo, acc[r][0] + acc[r][1], wo - ox0);
 }
 
-#define DW_TILE_ARGS int planes, int c, int height, int width, int pad, int ho, int wo, \
+#define DW_TILE_ARGS int planes, int c, int height, int width, int pad, int ho, int wo,      \
                      __local float *tile
 
 #define DW_TILE_FWD(K, S)                                                                    \
@@ -438,9 +425,9 @@ inline void dw_tile_dx2(__global const float *dy, __global const float *w, __glo
             break;
         float8 e = acc[r][0], o = acc[r][1];
         __global float *row = dx + ((size_t)plane * height + iy + r) * width + ix0;
-        dw_store(row, (float8)(e.s0, o.s0, e.s1, o.s1, e.s2, o.s2, e.s3, o.s3), width - ix0);
+        store8(row, (float8)(e.s0, o.s0, e.s1, o.s1, e.s2, o.s2, e.s3, o.s3), width - ix0);
         if (width - ix0 > 8)
-            dw_store(row + 8, (float8)(e.s4, o.s4, e.s5, o.s5, e.s6, o.s6, e.s7, o.s7),
+            store8(row + 8, (float8)(e.s4, o.s4, e.s5, o.s5, e.s6, o.s6, e.s7, o.s7),
                      width - ix0 - 8);
     }
 }
@@ -456,14 +443,6 @@ inline void dw_tile_dx2(__global const float *dy, __global const float *w, __glo
 DW_TILE_DX2(3)
 DW_TILE_DX2(5)
 DW_TILE_DX2(7)
-
-/* Sum of the lanes of v. */
-inline float dw_hsum(float8 v)
-{
-    float4 a = v.lo + v.hi;
-    float2 b = a.lo + a.hi;
-    return b.x + b.y;
-}
 
 /* p[0], p[S], ..., p[7 * S], reading nothing past p[7 * S]. */
 inline float8 dw_load_strided(__global const float *p, const int S)
@@ -521,7 +500,7 @@ inline void dw_w_direct(__global const float *x, __global const float *dy, __glo
             }
         }
     }
-    dw[g] += dw_hsum(acc) + sacc;
+    dw[g] += hsum8(acc) + sacc;
 }
 
 __kernel void dw_direct_backward_w_s1(VIEW(x), VIEW(dy), VIEW(dw), DW_ARGS)
@@ -637,7 +616,7 @@ __kernel void dw_rows_backward_w_k##K##_s##S##SFX(VIEW(x), VIEW(dy), VIEW(dw), D
     int nch = (wo + 7) / 8;                                                                  \
     int xlen = nch * 8 * S + K;                                                              \
     int xcnt = clamp(xlen - pad, 0, width); /* x columns kept */                             \
-    /* two buffers: the next row is copied while the current one is used */                 \
+    /* two buffers: the next row is copied while the current one is used */                  \
     float xb[2 * DW_ROW_MAX], db[2 * DW_ROW_MAX];                                            \
     for (int i = 0; i < (SPLIT ? DW_ROW_MAX : xlen); i++)                                    \
         xb[i] = xb[DW_ROW_MAX + i] = 0.0f;                                                   \
@@ -661,7 +640,7 @@ __kernel void dw_rows_backward_w_k##K##_s##S##SFX(VIEW(x), VIEW(dy), VIEW(dw), D
             }                                                                                \
             int plane = b * c + ch, oy = oy_lo + r;                                          \
             int nxt = DW_ROW_MAX - cur;                                                      \
-            dw_copy_xrow(xb + nxt, x + ((size_t)plane * height + oy * S - pad + ky) * width,  \
+            dw_copy_xrow(xb + nxt, x + ((size_t)plane * height + oy * S - pad + ky) * width, \
                          pad, xcnt, SPLIT);                                                  \
             dw_copy_row(db + nxt, dy + ((size_t)plane * ho + oy) * wo, wo);                  \
         }                                                                                    \
@@ -676,7 +655,7 @@ __kernel void dw_rows_backward_w_k##K##_s##S##SFX(VIEW(x), VIEW(dy), VIEW(dw), D
     }                                                                                        \
     _Pragma("unroll")                                                                        \
     for (int kx = 0; kx < K; kx++)                                                           \
-        dw[(ch * K + ky) * K + kx] += dw_hsum(acc[kx]);                                      \
+        dw[(ch * K + ky) * K + kx] += hsum8(acc[kx]);                                        \
 }
 DW_ROWS_DW(3, 1, false, )
 DW_ROWS_DW(3, 2, false, )

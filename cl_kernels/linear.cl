@@ -30,17 +30,6 @@ __kernel void bias_backward(VIEW(dy), VIEW(db), int n, int out)
  * Global (ceil(out / LIN_B), ceil(n / LIN_B)). */
 #define LIN_B 4
 
-/* p[0 .. 7], 0 from lane `left` on. */
-inline float8 lin_load(__global const float *p, int left)
-{
-    if (left >= 8)
-        return vload8(0, p);
-    float a[8];
-    for (int j = 0; j < 8; j++)
-        a[j] = j < left ? p[j] : 0.0f;
-    return vload8(0, a);
-}
-
 __kernel void lin_forward(VIEW(x), VIEW(w), VIEW(y), int n, int in, int out, int ld)
 {
     PTR(x); PTR(w); PTR(y);
@@ -64,8 +53,8 @@ __kernel void lin_forward(VIEW(x), VIEW(w), VIEW(y), int n, int in, int out, int
         float8 xv[LIN_B], wv[LIN_B];
 #pragma unroll
         for (int i = 0; i < LIN_B; i++) {
-            xv[i] = lin_load(xr[i] + k, left);
-            wv[i] = lin_load(wr[i] + k, left);
+            xv[i] = load8(xr[i] + k, left);
+            wv[i] = load8(wr[i] + k, left);
         }
 #pragma unroll
         for (int i = 0; i < LIN_B; i++)
@@ -78,10 +67,7 @@ __kernel void lin_forward(VIEW(x), VIEW(w), VIEW(y), int n, int in, int out, int
 #pragma unroll
         for (int j = 0; j < LIN_B; j++) {
             if (r0 + i < n && o0 + j < out) {
-                float8 s = acc[i][j];
-                float4 h = s.lo + s.hi;
-                float2 q = h.lo + h.hi;
-                y[(size_t)(r0 + i) * out + o0 + j] = q.x + q.y;
+                y[(size_t)(r0 + i) * out + o0 + j] = hsum8(acc[i][j]);
             }
         }
 }
@@ -110,8 +96,8 @@ __kernel void lin_rows(VIEW(a), VIEW(b), VIEW(c), int rows, int cols, int kdim, 
         acc0[i] = acc1[i] = (float8)(0.0f);
     for (int k = 0; k < kdim; k++) {
         __global const float *bk = b + (size_t)k * b_rs + i0;
-        float8 v0 = lin_load(bk, left0);
-        float8 v1 = left1 > 0 ? lin_load(bk + 8, left1) : (float8)(0.0f);
+        float8 v0 = load8(bk, left0);
+        float8 v1 = left1 > 0 ? load8(bk + 8, left1) : (float8)(0.0f);
 #pragma unroll
         for (int i = 0; i < LIN_B; i++) {
             float8 av = (float8)(ar[i][(size_t)k * a_ks]);

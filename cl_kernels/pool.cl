@@ -6,45 +6,15 @@
  * power of two). Per-value kernels run one work-item per chunk over the
  * global range (ceil(hw / 8), rows). */
 
-inline float pool_hsum(float8 v)
-{
-    float4 a = v.lo + v.hi;
-    float2 b = a.lo + a.hi;
-    return b.x + b.y;
-}
-
-/* p[0 .. 7], 0 in the lanes from `left` on. */
-inline float8 pool_load(__global const float *p, int left)
-{
-    if (left >= 8)
-        return vload8(0, p);
-    float a[8];
-    for (int j = 0; j < 8; j++)
-        a[j] = j < left ? p[j] : 0.0f;
-    return vload8(0, a);
-}
-
-inline void pool_store(__global float *p, float8 v, int left)
-{
-    if (left >= 8) {
-        vstore8(v, 0, p);
-        return;
-    }
-    float a[8];
-    vstore8(v, 0, a);
-    for (int j = 0; j < left; j++)
-        p[j] = a[j];
-}
-
 /* Sum over i in [l, hw) step wg of chunks of a[i*8 ...] (times b[...] when b). */
 inline float pool_row_sum(__global const float *a, __global const float *b, int hw, int l, int wg)
 {
     float8 s = (float8)(0.0f);
     for (int i = l * 8; i < hw; i += wg * 8) {
-        float8 v = pool_load(a + i, hw - i);
-        s = b ? fma(v, pool_load(b + i, hw - i), s) : s + v;
+        float8 v = load8(a + i, hw - i);
+        s = b ? fma(v, load8(b + i, hw - i), s) : s + v;
     }
-    return pool_hsum(s);
+    return hsum8(s);
 }
 
 /* x: (rows, hw); y: (rows). One work-item per row. */
@@ -73,7 +43,7 @@ __kernel void avgpool_backward(VIEW(dy), VIEW(dx), int rows, int hw)
     PTR(dy); PTR(dx);
     int k = (int)get_global_id(0) * 8, r = (int)get_global_id(1);
     if (k < hw && r < rows)
-        pool_store(dx + r * hw + k, (float8)(dy[r] / (float)hw), hw - k);
+        store8(dx + r * hw + k, (float8)(dy[r] / (float)hw), hw - k);
 }
 
 /* x, y: (rows, hw), y may alias x; s: (rows). Global (ceil(hw / 8), rows). */
@@ -83,7 +53,7 @@ __kernel void scale_forward(VIEW(x), VIEW(s), VIEW(y), int rows, int hw)
     int k = (int)get_global_id(0) * 8, r = (int)get_global_id(1);
     if (k < hw && r < rows) {
         int i = r * hw + k;
-        pool_store(y + i, pool_load(x + i, hw - k) * s[r], hw - k);
+        store8(y + i, load8(x + i, hw - k) * s[r], hw - k);
     }
 }
 
