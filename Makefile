@@ -132,7 +132,7 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(MANTA): $(MANTA_OBJ) $(LIB) $(ENGINE_LIB) $(ENGINE_LIB)
+$(MANTA): $(MANTA_OBJ) $(LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(MANTA_OBJ) $(LIB) $(ENGINE_LIB) $(LDLIBS)
 
