@@ -254,15 +254,22 @@ bench-engine: deps
 	BUILD=$(BUILD) INFER_NATIVE=$(BUILD)/bench-native/bin/manta-infer \
 		tools/bench/engine_vs_peers.sh $(ROUNDS)
 
-# libFuzzer over verify + plan + invoke (tests/common/fuzz_body.c), and the seed writer.
+# libFuzzer over verify + plan + invoke (tests/common/fuzz_body.c), over the FlatBuffers
+# reader alone (tests/common/fbwalk.c), and the seed writer.
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
-fuzz: $(BUILD)/fuzz/fuzz_engine $(BUILD)/fuzz/gen_seeds
+fuzz: $(BUILD)/fuzz/fuzz_engine $(BUILD)/fuzz/fuzz_fbread $(BUILD)/fuzz/gen_seeds
 $(BUILD)/fuzz/fuzz_engine: tools/fuzz/fuzz_engine.c tests/common/fuzz_body.c $(ENGINE_SRC) \
 		$(wildcard runtime/engine/*.h)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) -std=c11 $(FUZZ_FLAGS) -Iruntime -Itests -o $@ tools/fuzz/fuzz_engine.c \
 		tests/common/fuzz_body.c $(ENGINE_SRC) -lm
+FBREAD_SRC := runtime/engine/fbread.c runtime/engine/diag.c runtime/engine/builtins.c
+$(BUILD)/fuzz/fuzz_fbread: tools/fuzz/fuzz_fbread.c tests/common/fbwalk.c $(FBREAD_SRC) \
+		$(wildcard runtime/engine/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=c11 $(FUZZ_FLAGS) -Iruntime -Itests -o $@ tools/fuzz/fuzz_fbread.c \
+		tests/common/fbwalk.c $(FBREAD_SRC)
 $(BUILD)/fuzz/gen_seeds: tools/fuzz/gen_seeds.c tests/common/xgrand.c $(LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ tools/fuzz/gen_seeds.c tests/common/xgrand.c \

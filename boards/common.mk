@@ -45,7 +45,7 @@ endif
 # Engine code size: the kernels that carry the arithmetic stay at ENGINE_OPT (-O3, vectorised);
 # the rest is built smaller when the board says so (docs/boards.md, "Engine code size").
 ENGINE_HOT  ?= kernels_conv kernels_dw kernels_elem
-ENGINE_COLD ?= diag engine ops plan verify
+ENGINE_COLD ?= builtins diag engine fbread model ops plan verify
 ENGINE_COLD_OBJ  := $(ENGINE_COLD:%=$(BUILD)/obj/runtime/engine/%.o)
 ENGINE_SMALL_OBJ := $(filter-out $(ENGINE_HOT:%=$(BUILD)/obj/runtime/engine/%.o) $(ENGINE_COLD_OBJ),$(ENGINE_OBJ))
 $(ENGINE_OBJ): CFLAGS += $(ENGINE_CODE_FLAGS)

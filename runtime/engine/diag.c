@@ -1,7 +1,5 @@
 /* Status names and the small message formatter (no stdio in the engine). */
-#include <stdarg.h>
-
-#include "engine/internal.h"
+#include "engine/diag.h"
 
 const char *mengine_status_str(mengine_status s)
 {
@@ -112,21 +110,18 @@ mengine_status me_diag_fail(mdiag *d, mengine_status code, const char *fmt, ...)
     return code;
 }
 
-mengine_status me_op_fail(const mop_ctx *c, mengine_status code, const char *fmt, ...)
+mengine_status me_diag_op_vfail(mdiag *d, uint32_t op, int32_t builtin, mengine_status code,
+                                const char *fmt, va_list ap)
 {
-    mdiag *d = c->r->d;
     if (!d || !d->msg || !d->cap)
         return code;
     outbuf o = {d->msg, d->cap, 0};
     put_str(&o, "operator ");
-    put_unsigned(&o, c->index);
+    put_unsigned(&o, op);
     put_str(&o, " (");
-    put_str(&o, mengine_op_name(c->builtin));
+    put_str(&o, mengine_op_name(builtin));
     put_str(&o, "): ");
-    va_list ap;
-    va_start(ap, fmt);
     vformat(&o, fmt, ap);
-    va_end(ap);
     o.p[o.len] = '\0';
     return code;
 }

@@ -3,7 +3,7 @@
  * memory, invoke runs the operators' eval in order. */
 #include <string.h>
 
-#include "engine/internal.h"
+#include "engine/plan.h"
 
 enum { STATE_NONE = 0, STATE_INIT = 0x4d454931, STATE_PREPARED = 0x4d455032 };
 
@@ -22,7 +22,7 @@ static size_t records_size(const mengine_model *m)
 }
 
 /* Run every operator's prepare into @p nodes (or a temporary node when NULL),
- * hand the scratch sizes to the planner in @p work and plan. */
+ * hand each prepared operator to the planner in @p work and plan. */
 static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, void *work,
                                        size_t work_size, size_t *total, mdiag *d)
 {
@@ -32,28 +32,11 @@ static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, voi
     for (uint32_t i = 0; i < m->n_ops && st == MENGINE_OK; i++) {
         mnode tmp, *node = nodes ? &nodes[i] : &tmp;
         mop_ctx c;
-        uint32_t opcode;
-        int32_t version;
-        c.r = &r;
-        c.m = m;
-        c.index = i;
-        st = me_model_operator(&r, m, i, &c.op, &c.inputs, &c.outputs);
+        st = me_op_bind(&r, m, i, &c);
         if (st == MENGINE_OK)
-            st = me_fb_u32(&r, &c.op, OP_OPCODE, 0, &opcode);
+            st = me_op_prepare(&c, node);
         if (st == MENGINE_OK)
-            st = me_model_opcode(&r, m, opcode, &c.builtin, &version);
-        if (st != MENGINE_OK)
-            return st;
-        memset(node, 0, sizeof *node);
-        node->reg = me_op_find(c.builtin);
-        if (!node->reg) /* the verifier rejects these */
-            return me_diag_fail(d, MENGINE_ERR_UNSUPPORTED_OP, "operator %u: unsupported", i);
-        node->inputs = c.inputs.pos;
-        node->n_inputs = c.inputs.n;
-        node->output = (uint32_t)fb_vec_i32(&r, &c.outputs, 0);
-        st = node->reg->prepare(&c, node);
-        if (st == MENGINE_OK)
-            me_plan_scratch(work, i, node->scratch_bytes);
+            me_plan_op(work, m, i, node);
     }
     return st == MENGINE_OK ? me_plan_run(work, d, total) : st;
 }

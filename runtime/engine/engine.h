@@ -12,6 +12,10 @@
  *   mengine_model m;
  *   char msg[256];
  *   if (mengine_model_load(&m, data, size, NULL, msg, sizeof msg) != MENGINE_OK) ... // verify
+ *   // or, linking only the operators the application names (TFLM's op resolver):
+ *   //   static const mengine_op *const ops[] = {&mengine_op_conv_2d, &mengine_op_softmax};
+ *   //   static const mengine_op_resolver resolver = {ops, 2};
+ *   //   mengine_model_load_ops(&m, data, size, &resolver, NULL, msg, sizeof msg);
  *   size_t need;                                          // optional: exact arena size
  *   mengine_arena_size(&m, work, mengine_plan_work_size(&m), &need, msg, sizeof msg);
  *   mengine e;
@@ -56,6 +60,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/builtins.h"
 #include "engine/errors.h"
 
 #define MENGINE_MAX_DIMS 4 /**< highest tensor rank */
@@ -72,26 +77,45 @@
 #define MENGINE_DEFAULT_MAX_DEPTH 64 /**< table nesting limit, as the official verifier */
 #define MENGINE_DEFAULT_MAX_TABLES 1000000 /**< tables visited while verifying */
 
-/** TFLite builtin operator codes the engine implements. */
-enum mengine_builtin {
-    MENGINE_OP_ADD = 0,
-    MENGINE_OP_AVERAGE_POOL_2D = 1,
-    MENGINE_OP_CONCATENATION = 2,
-    MENGINE_OP_CONV_2D = 3,
-    MENGINE_OP_DEPTHWISE_CONV_2D = 4,
-    MENGINE_OP_FULLY_CONNECTED = 9,
-    MENGINE_OP_LOGISTIC = 14,
-    MENGINE_OP_MUL = 18,
-    MENGINE_OP_RELU = 19,
-    MENGINE_OP_RELU6 = 21,
-    MENGINE_OP_RESHAPE = 22,
-    MENGINE_OP_SOFTMAX = 25,
-    MENGINE_OP_PAD = 34,
-    MENGINE_OP_MEAN = 40,
-    MENGINE_OP_TRANSPOSE_CONV = 67,
-    MENGINE_OP_LEAKY_RELU = 98,
-    MENGINE_OP_HARD_SWISH = 117
-};
+/**
+ * An operator implementation (opaque): its checks ("prepare") and its kernel
+ * ("eval"). The engine defines one per builtin it implements, named after it.
+ */
+typedef struct mengine_op mengine_op;
+extern const mengine_op mengine_op_add;
+extern const mengine_op mengine_op_average_pool_2d;
+extern const mengine_op mengine_op_concatenation;
+extern const mengine_op mengine_op_conv_2d;
+extern const mengine_op mengine_op_depthwise_conv_2d;
+extern const mengine_op mengine_op_fully_connected;
+extern const mengine_op mengine_op_logistic;
+extern const mengine_op mengine_op_mul;
+extern const mengine_op mengine_op_relu;
+extern const mengine_op mengine_op_relu6;
+extern const mengine_op mengine_op_reshape;
+extern const mengine_op mengine_op_softmax;
+extern const mengine_op mengine_op_pad;
+extern const mengine_op mengine_op_mean;
+extern const mengine_op mengine_op_transpose_conv;
+extern const mengine_op mengine_op_leaky_relu;
+extern const mengine_op mengine_op_hard_swish;
+
+/**
+ * The operators a model may use (TFLM's op resolver): a table owned by the
+ * application, which must outlive every model loaded with it. A model using
+ * any other operator is rejected at load (MENGINE_ERR_UNSUPPORTED_OP). A
+ * program built with -ffunction-sections -fdata-sections and linked with
+ * --gc-sections carries the code of the operators its tables name and no
+ * other, as long as it does not call mengine_model_load() (which uses
+ * ::mengine_all_ops).
+ */
+typedef struct mengine_op_resolver {
+    const mengine_op *const *ops; /**< the operators; NULL entries are skipped */
+    size_t n_ops;                 /**< entries in @c ops */
+} mengine_op_resolver;
+
+/** Every operator the engine implements (the table mengine_model_load() uses). */
+extern const mengine_op_resolver mengine_all_ops;
 
 /** TFLite tensor types the engine accepts (INT32 only for constant shape/axis tensors). */
 enum mengine_type { MENGINE_FLOAT32 = 0, MENGINE_INT32 = 2 };
@@ -114,6 +138,7 @@ typedef struct mengine_model {
     uint32_t opcodes, buffers, tensors, operators, inputs, outputs; /* first elements */
     uint32_t n_opcodes, n_buffers, n_tensors, n_ops, n_inputs, n_outputs;
     uint32_t offline; /* first offset of the offline plan, 0 = none */
+    const mengine_op_resolver *ops; /* the operators it may use */
 } mengine_model;
 
 /** A tensor as the caller sees it. */
@@ -179,6 +204,17 @@ mengine_status mengine_model_load(mengine_model *m, const void *data, size_t siz
                                   const mengine_verify_opts *opts, char *msg, size_t msg_cap);
 
 /**
+ * mengine_model_load() with the operators of @p ops only (see
+ * ::mengine_op_resolver): an operator outside the table is rejected as
+ * unsupported, and the interpreter later finds its operators there. With
+ * ::mengine_all_ops it is mengine_model_load().
+ * @param ops  the table, kept by @p m (not copied); NULL gives MENGINE_ERR_ARG.
+ */
+mengine_status mengine_model_load_ops(mengine_model *m, const void *data, size_t size,
+                                      const mengine_op_resolver *ops,
+                                      const mengine_verify_opts *opts, char *msg, size_t msg_cap);
+
+/**
  * Bytes of work area mengine_arena_size() needs for @p m (depends only on the
  * tensor and operator counts).
  */
@@ -212,7 +248,9 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap);
 
 /**
  * Run the model once: the inputs are read from their views' data, the
- * outputs are written. Never allocates. May be called any number of times.
+ * outputs are written. Each operator's eval runs once, in order, on what its
+ * prepare set up in mengine_prepare(); no prepare runs here. Never allocates.
+ * May be called any number of times.
  * @return MENGINE_OK or MENGINE_ERR_STATE (not prepared).
  */
 mengine_status mengine_invoke(mengine *e);
@@ -266,8 +304,5 @@ mengine_status mengine_get_stats(const mengine *e, mengine_stats *s);
  */
 mengine_status mengine_model_metadata(const mengine_model *m, const char *name,
                                       const uint8_t **data, size_t *size);
-
-/** Name of a builtin operator code ("CONV_2D"), or "UNKNOWN". Never NULL. */
-const char *mengine_op_name(int32_t builtin);
 
 #endif

@@ -1,14 +1,19 @@
-/* Operator registrations: {prepare, eval} per builtin, TFLM style.
+/* Operator registrations: {prepare, eval} per builtin, TFLM style, and their
+ * set-up.
  *
  * prepare checks the operator against the model (inputs present, types,
  * ranks, shapes, options) and fills the node's parameters and scratch size;
- * the verifier runs it as a dry run, mengine_prepare() keeps the node. eval
- * runs the kernel on the tensor records and never allocates. Shapes are
- * checked exactly as TFLite infers them, so eval can trust them. */
+ * the verifier runs it as a dry run, mengine_arena_size() for the scratch
+ * sizes, mengine_prepare() keeps the node. eval runs the kernel on the tensor
+ * records and never allocates. Shapes are checked exactly as TFLite infers
+ * them, so eval can trust them. Each registration is its own object, so that
+ * a build linked with section garbage collection keeps only the operators its
+ * tables name. */
 #include <float.h>
+#include <stdarg.h>
 #include <string.h>
 
-#include "engine/internal.h"
+#include "engine/ops.h"
 
 #define MAX_STRIDE 65536 /* keeps index arithmetic in 32 bits */
 
@@ -864,69 +869,159 @@ static mengine_status unary_prepare(const mop_ctx *c, mnode *node)
     return need_shape(c, &out, in.dims, in.rank);
 }
 
-static mengine_status unary_eval(const mengine *e, const mnode *n)
+/* One eval per operator, each calling its kernel directly (no dispatch at run
+ * time, and an operator table that names one of them links only its kernel). */
+static mengine_status relu_eval(const mengine *e, const mnode *n)
 {
-    const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
-    switch (n->reg->builtin) {
-    case MENGINE_OP_RELU: return mk_relu_f32(in->cdata, out->data, in->count);
-    case MENGINE_OP_RELU6: return mk_relu6_f32(in->cdata, out->data, in->count);
-    case MENGINE_OP_LOGISTIC: return mk_logistic_f32(in->cdata, out->data, in->count);
-    case MENGINE_OP_HARD_SWISH: return mk_hard_swish_f32(in->cdata, out->data, in->count);
-    default: return mk_leaky_relu_f32(in->cdata, out->data, in->count, n->p.misc.value);
-    }
+    const mtensor *in = node_input(e, n, 0);
+    return mk_relu_f32(in->cdata, out_rec(e, n)->data, in->count);
 }
 
-/* ---- registry ---- */
+static mengine_status relu6_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0);
+    return mk_relu6_f32(in->cdata, out_rec(e, n)->data, in->count);
+}
+
+static mengine_status logistic_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0);
+    return mk_logistic_f32(in->cdata, out_rec(e, n)->data, in->count);
+}
+
+static mengine_status hard_swish_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0);
+    return mk_hard_swish_f32(in->cdata, out_rec(e, n)->data, in->count);
+}
+
+static mengine_status leaky_relu_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0);
+    return mk_leaky_relu_f32(in->cdata, out_rec(e, n)->data, in->count, n->p.misc.value);
+}
+
+/* ---- registrations ---- */
 
 /* Highest versions accepted: those whose float32 semantics the kernels implement. */
-static const mop_reg REGS[] = {
-    {MENGINE_OP_ADD, 4, 11, 1, binary_prepare, add_eval},
-    {MENGINE_OP_AVERAGE_POOL_2D, 3, 5, 0, pool_prepare, pool_eval},
-    {MENGINE_OP_CONCATENATION, 3, 10, 0, concat_prepare, concat_eval},
-    {MENGINE_OP_CONV_2D, 3, 1, 0, conv_prepare, conv_eval},
-    {MENGINE_OP_DEPTHWISE_CONV_2D, 3, 2, 0, dw_prepare, dw_eval},
-    {MENGINE_OP_FULLY_CONNECTED, 9, 8, 0, fc_prepare, fc_eval},
-    {MENGINE_OP_LOGISTIC, 3, 0, 1, unary_prepare, unary_eval},
-    {MENGINE_OP_MUL, 4, 21, 1, binary_prepare, mul_eval},
-    {MENGINE_OP_RELU, 3, 0, 1, unary_prepare, unary_eval},
-    {MENGINE_OP_RELU6, 3, 0, 1, unary_prepare, unary_eval},
-    {MENGINE_OP_RESHAPE, 1, 17, 0, reshape_prepare, reshape_eval},
-    {MENGINE_OP_SOFTMAX, 3, 9, 0, softmax_prepare, softmax_eval},
-    {MENGINE_OP_PAD, 2, 22, 0, pad_prepare, pad_eval},
-    {MENGINE_OP_MEAN, 3, 27, 0, mean_prepare, mean_eval},
-    {MENGINE_OP_TRANSPOSE_CONV, 4, 49, 0, tconv_prepare, tconv_eval},
-    {MENGINE_OP_LEAKY_RELU, 2, 75, 1, unary_prepare, unary_eval},
-    {MENGINE_OP_HARD_SWISH, 1, 91, 1, unary_prepare, unary_eval},
+const mengine_op mengine_op_add = {MENGINE_OP_ADD, 4, 11, MOP_SHARE_INPLACE, binary_prepare,
+                                   add_eval};
+const mengine_op mengine_op_average_pool_2d = {MENGINE_OP_AVERAGE_POOL_2D, 3, 5, MOP_SHARE_NONE,
+                                               pool_prepare, pool_eval};
+const mengine_op mengine_op_concatenation = {MENGINE_OP_CONCATENATION, 3, 10, MOP_SHARE_NONE,
+                                             concat_prepare, concat_eval};
+const mengine_op mengine_op_conv_2d = {MENGINE_OP_CONV_2D, 3, 1, MOP_SHARE_NONE, conv_prepare,
+                                       conv_eval};
+const mengine_op mengine_op_depthwise_conv_2d = {MENGINE_OP_DEPTHWISE_CONV_2D, 3, 2,
+                                                 MOP_SHARE_NONE, dw_prepare, dw_eval};
+const mengine_op mengine_op_fully_connected = {MENGINE_OP_FULLY_CONNECTED, 9, 8, MOP_SHARE_NONE,
+                                               fc_prepare, fc_eval};
+const mengine_op mengine_op_logistic = {MENGINE_OP_LOGISTIC, 3, 0, MOP_SHARE_INPLACE,
+                                        unary_prepare, logistic_eval};
+const mengine_op mengine_op_mul = {MENGINE_OP_MUL, 4, 21, MOP_SHARE_INPLACE, binary_prepare,
+                                   mul_eval};
+const mengine_op mengine_op_relu = {MENGINE_OP_RELU, 3, 0, MOP_SHARE_INPLACE, unary_prepare,
+                                    relu_eval};
+const mengine_op mengine_op_relu6 = {MENGINE_OP_RELU6, 3, 0, MOP_SHARE_INPLACE, unary_prepare,
+                                     relu6_eval};
+const mengine_op mengine_op_reshape = {MENGINE_OP_RESHAPE, 1, 17, MOP_SHARE_ALIAS,
+                                       reshape_prepare, reshape_eval};
+const mengine_op mengine_op_softmax = {MENGINE_OP_SOFTMAX, 3, 9, MOP_SHARE_NONE, softmax_prepare,
+                                       softmax_eval};
+const mengine_op mengine_op_pad = {MENGINE_OP_PAD, 2, 22, MOP_SHARE_NONE, pad_prepare, pad_eval};
+const mengine_op mengine_op_mean = {MENGINE_OP_MEAN, 3, 27, MOP_SHARE_NONE, mean_prepare,
+                                    mean_eval};
+const mengine_op mengine_op_transpose_conv = {MENGINE_OP_TRANSPOSE_CONV, 4, 49, MOP_SHARE_NONE,
+                                              tconv_prepare, tconv_eval};
+const mengine_op mengine_op_leaky_relu = {MENGINE_OP_LEAKY_RELU, 2, 75, MOP_SHARE_INPLACE,
+                                          unary_prepare, leaky_relu_eval};
+const mengine_op mengine_op_hard_swish = {MENGINE_OP_HARD_SWISH, 1, 91, MOP_SHARE_INPLACE,
+                                          unary_prepare, hard_swish_eval};
+
+static const mengine_op *const ALL_OPS[] = {
+    &mengine_op_add,        &mengine_op_average_pool_2d, &mengine_op_concatenation,
+    &mengine_op_conv_2d,    &mengine_op_depthwise_conv_2d, &mengine_op_fully_connected,
+    &mengine_op_logistic,   &mengine_op_mul,             &mengine_op_relu,
+    &mengine_op_relu6,      &mengine_op_reshape,         &mengine_op_softmax,
+    &mengine_op_pad,        &mengine_op_mean,            &mengine_op_transpose_conv,
+    &mengine_op_leaky_relu, &mengine_op_hard_swish,
 };
 
-const mop_reg *me_op_find(int32_t builtin)
+const mengine_op_resolver mengine_all_ops = {ALL_OPS, sizeof ALL_OPS / sizeof ALL_OPS[0]};
+
+/* ---- set-up ---- */
+
+mengine_status me_op_fail(const mop_ctx *c, mengine_status code, const char *fmt, ...)
 {
-    for (size_t i = 0; i < sizeof REGS / sizeof REGS[0]; i++)
-        if (REGS[i].builtin == builtin)
-            return &REGS[i];
+    va_list ap;
+    va_start(ap, fmt);
+    code = me_diag_op_vfail(c->r->d, c->index, c->builtin, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* The registration of @p builtin in @p ops, or NULL. */
+static const mop_reg *find(const mengine_op_resolver *ops, int32_t builtin)
+{
+    for (size_t i = 0; i < ops->n_ops; i++)
+        if (ops->ops[i] && ops->ops[i]->builtin == builtin)
+            return ops->ops[i];
     return NULL;
 }
 
-const char *mengine_op_name(int32_t builtin)
+mengine_status me_op_bind(fbr *r, const mengine_model *m, uint32_t index, mop_ctx *c)
 {
-    switch (builtin) {
-    case MENGINE_OP_ADD: return "ADD";
-    case MENGINE_OP_AVERAGE_POOL_2D: return "AVERAGE_POOL_2D";
-    case MENGINE_OP_CONCATENATION: return "CONCATENATION";
-    case MENGINE_OP_CONV_2D: return "CONV_2D";
-    case MENGINE_OP_DEPTHWISE_CONV_2D: return "DEPTHWISE_CONV_2D";
-    case MENGINE_OP_FULLY_CONNECTED: return "FULLY_CONNECTED";
-    case MENGINE_OP_LOGISTIC: return "LOGISTIC";
-    case MENGINE_OP_MUL: return "MUL";
-    case MENGINE_OP_RELU: return "RELU";
-    case MENGINE_OP_RELU6: return "RELU6";
-    case MENGINE_OP_RESHAPE: return "RESHAPE";
-    case MENGINE_OP_SOFTMAX: return "SOFTMAX";
-    case MENGINE_OP_PAD: return "PAD";
-    case MENGINE_OP_MEAN: return "MEAN";
-    case MENGINE_OP_TRANSPOSE_CONV: return "TRANSPOSE_CONV";
-    case MENGINE_OP_LEAKY_RELU: return "LEAKY_RELU";
-    case MENGINE_OP_HARD_SWISH: return "HARD_SWISH";
-    default: return "UNKNOWN";
+    uint32_t opcode;
+    int32_t version;
+    c->r = r;
+    c->m = m;
+    c->index = index;
+    mengine_status st = me_model_operator(r, m, index, &c->op, &c->inputs, &c->outputs);
+    if (st == MENGINE_OK)
+        st = me_fb_u32(r, &c->op, OP_OPCODE, 0, &opcode);
+    if (st != MENGINE_OK)
+        return st;
+    if (opcode >= m->n_opcodes)
+        return me_diag_fail(r->d, MENGINE_ERR_OPCODE_INDEX,
+                            "operator %u: opcode index %u out of range (the model has %u codes)",
+                            index, opcode, m->n_opcodes);
+    st = me_model_opcode(r, m, opcode, &c->builtin, &version);
+    if (st != MENGINE_OK)
+        return st;
+    c->reg = find(m->ops, c->builtin);
+    if (!c->reg) {
+        /* mengine_op_name() returns its one "UNKNOWN" string for every code it does not name */
+        const char *name = mengine_op_name(c->builtin);
+        return me_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED_OP,
+                            "operator %u: %s (builtin code %d) is not supported%s", index, name,
+                            (int)c->builtin,
+                            name != mengine_op_name(-1) ? " (not in the engine's operator table)"
+                                                        : "");
     }
+    if (version < 1 || version > c->reg->max_version)
+        return me_op_fail(c, MENGINE_ERR_OP_VERSION, "version %d unsupported (1 to %d)",
+                          (int)version, (int)c->reg->max_version);
+    if (c->inputs.n > MENGINE_MAX_OP_INPUTS)
+        return me_op_fail(c, MENGINE_ERR_LIMIT, "%u inputs (at most %u)", c->inputs.n,
+                          (unsigned)MENGINE_MAX_OP_INPUTS);
+    if (c->outputs.n != 1)
+        return me_op_fail(c, MENGINE_ERR_GRAPH, "%u outputs, expected 1", c->outputs.n);
+    return MENGINE_OK;
+}
+
+mengine_status me_op_prepare(const mop_ctx *c, mnode *node)
+{
+    uint8_t options_type;
+    mengine_status st = me_fb_u8(c->r, &c->op, OP_OPTIONS_TYPE, 0, &options_type);
+    if (st != MENGINE_OK)
+        return st;
+    if (options_type != 0 && options_type != (uint8_t)c->reg->options_type)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS, "options of union type %u, expected %d",
+                          (unsigned)options_type, (int)c->reg->options_type);
+    memset(node, 0, sizeof *node);
+    node->reg = c->reg;
+    node->inputs = c->inputs.pos;
+    node->n_inputs = c->inputs.n;
+    node->output = (uint32_t)fb_vec_i32(c->r, &c->outputs, 0);
+    return c->reg->prepare(c, node);
 }

@@ -24,7 +24,7 @@
  * Everything lives in the caller's work area: no allocation, O(n^2) time. */
 #include <string.h>
 
-#include "engine/internal.h"
+#include "engine/plan.h"
 
 enum { F_INPUT = 1, F_OUTPUT = 2, F_OFFLINE = 4 };
 
@@ -82,46 +82,29 @@ static void join(pitem *it, int32_t leader, int32_t o)
     it[leader].flags |= it[o].flags & F_OUTPUT;
 }
 
-/* Share buffers: RESHAPE outputs and in-place element-wise operators. */
-static mengine_status share(fbr *r, const mengine_model *m, pitem *it)
+void me_plan_op(void *work, const mengine_model *m, uint32_t op, const mnode *node)
 {
-    for (uint32_t i = 0; i < m->n_ops; i++) {
-        fb_table op;
-        fb_vec in, out;
-        uint32_t opcode;
-        int32_t builtin, version;
-        mengine_status st = me_model_operator(r, m, i, &op, &in, &out);
-        if (st == MENGINE_OK)
-            st = me_fb_u32(r, &op, OP_OPCODE, 0, &opcode);
-        if (st == MENGINE_OK)
-            st = me_model_opcode(r, m, opcode, &builtin, &version);
-        if (st != MENGINE_OK)
-            return st;
-        const mop_reg *reg = me_op_find(builtin);
-        const int32_t o = fb_vec_i32(r, &out, 0);
-        if (!reg || it[o].bytes == 0)
+    pitem *it = items(work);
+    const int32_t o = (int32_t)node->output;
+    it[head(work)->n_tensors + op].bytes = node->scratch_bytes;
+    if (node->reg->share == MOP_SHARE_NONE || it[o].bytes == 0)
+        return;
+    /* Share buffers: RESHAPE outputs and in-place element-wise operators. */
+    for (uint32_t k = 0; k < node->n_inputs; k++) {
+        const int32_t x = rd_i32(m->data + node->inputs + 4 * k);
+        if (x < 0 || it[x].bytes == 0 || it[x].count != it[o].count)
             continue;
-        for (uint32_t k = 0; k < in.n; k++) {
-            const int32_t x = fb_vec_i32(r, &in, k);
-            if (x < 0 || it[x].bytes == 0 || it[x].count != it[o].count)
-                continue;
-            const int32_t leader = find(it, x);
-            /* Offline tensors share only where the plan puts them at the same offset. */
-            if ((it[o].flags & F_OFFLINE) != (it[leader].flags & F_OFFLINE) ||
-                ((it[o].flags & F_OFFLINE) && it[o].offset != it[leader].offset))
-                continue;
-            if (builtin == MENGINE_OP_RESHAPE) {
-                join(it, leader, o);
-                break;
-            }
-            if (reg->elementwise && !(it[leader].flags & (F_INPUT | F_OUTPUT)) &&
-                it[leader].last == (int32_t)i + 1) {
-                join(it, leader, o);
-                break;
-            }
+        const int32_t leader = find(it, x);
+        /* Offline tensors share only where the plan puts them at the same offset. */
+        if ((it[o].flags & F_OFFLINE) != (it[leader].flags & F_OFFLINE) ||
+            ((it[o].flags & F_OFFLINE) && it[o].offset != it[leader].offset))
+            continue;
+        if (node->reg->share == MOP_SHARE_ALIAS ||
+            (!(it[leader].flags & (F_INPUT | F_OUTPUT)) && it[leader].last == (int32_t)op + 1)) {
+            join(it, leader, o);
+            break;
         }
     }
-    return MENGINE_OK;
 }
 
 mengine_status me_plan_begin(void *work, size_t work_size, const mengine_model *m, mdiag *d)
@@ -197,12 +180,7 @@ mengine_status me_plan_begin(void *work, size_t work_size, const mengine_model *
         else if (it[t].last < it[t].first) /* a model input nothing reads */
             it[t].last = it[t].first;
     }
-    return share(&r, m, it);
-}
-
-void me_plan_scratch(void *work, uint32_t op, uint32_t bytes)
-{
-    items(work)[head(work)->n_tensors + op].bytes = bytes;
+    return MENGINE_OK;
 }
 
 static int live_together(const pitem *a, const pitem *b)

@@ -1,0 +1,32 @@
+/* The activation memory planner (see plan.c). Depends on ops.h (the operator
+ * records), model.h, fbread.h and diag.h. Not part of the public API.
+ *
+ * Works in a caller area of me_plan_work_size() bytes. Use: me_plan_begin(),
+ * then me_plan_op() for every operator in order once it is prepared,
+ * me_plan_run(), then read the results with me_plan_tensor_offset() /
+ * me_plan_scratch_offset() before reusing the area. */
+#ifndef MANTA_ENGINE_PLAN_H
+#define MANTA_ENGINE_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/ops.h"
+
+/* Bytes of work area for a model of @p n_tensors tensors and @p n_ops operators. */
+size_t me_plan_work_size(uint32_t n_tensors, uint32_t n_ops);
+/* Start planning @p m (verified) in @p work: the lifetime of every tensor.
+ * MENGINE_ERR_ARG (work NULL or misaligned), MENGINE_ERR_ARENA (too small). */
+mengine_status me_plan_begin(void *work, size_t work_size, const mengine_model *m, mdiag *d);
+/* Operator @p op, prepared into @p node: its scratch buffer, and whether its
+ * output shares an input's buffer (the registration's share rule). */
+void me_plan_op(void *work, const mengine_model *m, uint32_t op, const mnode *node);
+/* Place every buffer; *total receives the activation area's size in bytes.
+ * MENGINE_ERR_PLAN (offline buffers overlap), MENGINE_ERR_LIMIT (over 2 GiB). */
+mengine_status me_plan_run(void *work, mdiag *d, size_t *total);
+/* Offset of tensor @p t in the activation area; -1 for constants and unused tensors. */
+int64_t me_plan_tensor_offset(const void *work, uint32_t t);
+/* Offset of operator @p op's scratch buffer; -1 when it has none. */
+int64_t me_plan_scratch_offset(const void *work, uint32_t op);
+
+#endif
