@@ -79,10 +79,11 @@ INFER     := $(BUILD)/bin/manta-infer
 INFER_LIBS ?= -lturbojpeg -lm
 
 # manta-profile: the board's latency profiler. Engine, exporter, space and profile code,
-# cJSON and libm: no OpenCL.
+# cJSON and libm: no OpenCL, and no checkpoint container (it reads no checkpoints; zlib).
 PROFILE_SRC := $(wildcard tools/manta-profile/*.c)
 PROFILE_OBJ := $(PROFILE_SRC:%.c=$(BUILD)/obj/%.o)
-PROFILE_HOST_SRC := $(wildcard runtime/core/*.c runtime/profile/*.c) runtime/ofa/space.c \
+PROFILE_HOST_SRC := $(filter-out runtime/core/container.c,$(wildcard runtime/core/*.c)) \
+                    $(wildcard runtime/profile/*.c) runtime/ofa/space.c \
                     runtime/export/flatbuf.c runtime/export/tflite.c runtime/export/xgraph.c \
                     runtime/export/xgraph_ref.c
 PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)

@@ -6,15 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cl/sources.h"
 #include "cl/tune.h"
+#include "core/fileio.h"
 
 /* Most distinct kernels one device caches; the embedded files hold fewer. */
 #define MCL_MAX_KERNELS 256
 #define MCL_MAX_PROGRAMS 64
+/* Largest cached program binary read back. */
+#define MCL_MAX_CACHED_BINARY ((size_t)1 << 30)
 
 typedef struct kernel_entry {
     const char *program; /* points at the embedded table (stable) */
@@ -349,25 +350,6 @@ manta_status mcl_select(const mcl_device_list *list, const char *spec, size_t *i
 
 /* ---- open / close ------------------------------------------------------------- */
 
-static int mkdir_p(const char *path)
-{
-    char tmp[1024];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof tmp)
-        return -1;
-    memcpy(tmp, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] == '/' || tmp[i] == '\0') {
-            char c = tmp[i];
-            tmp[i] = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return -1;
-            tmp[i] = c;
-        }
-    }
-    return 0;
-}
-
 static void choose_cache_dir(mcl_dev *d, const mcl_options *opt)
 {
     d->cache_dir[0] = '\0';
@@ -383,7 +365,7 @@ static void choose_cache_dir(mcl_dev *d, const mcl_options *opt)
         snprintf(d->cache_dir, sizeof d->cache_dir, "%s/manta", env);
     else if ((env = getenv("HOME")) && *env)
         snprintf(d->cache_dir, sizeof d->cache_dir, "%s/.cache/manta", env);
-    if (d->cache_dir[0] && mkdir_p(d->cache_dir) != 0)
+    if (d->cache_dir[0] && manta_file_mkdir_p(d->cache_dir, NULL) != MANTA_OK)
         d->cache_dir[0] = '\0'; /* an unwritable cache only costs compile time */
 }
 
@@ -523,41 +505,27 @@ static void cache_path(const mcl_dev *d, const char *name, const char *source, c
 /* Load a cached binary; NULL when absent or unusable (then the source is built). */
 static cl_program load_cached(mcl_dev *d, const char *path, const char *options)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    char *bin;
+    size_t len;
+    if (manta_file_read(path, MCL_MAX_CACHED_BINARY, &bin, &len, NULL) != MANTA_OK)
         return NULL;
     cl_program prog = NULL;
-    unsigned char *bin = NULL;
-    if (fseek(f, 0, SEEK_END) != 0)
-        goto out;
-    long n = ftell(f);
-    if (n <= 0 || fseek(f, 0, SEEK_SET) != 0)
-        goto out;
-    bin = malloc((size_t)n);
-    if (!bin || fread(bin, 1, (size_t)n, f) != (size_t)n)
-        goto out;
-    size_t len = (size_t)n;
-    const unsigned char *bins[1] = {bin};
-    cl_int bst = CL_SUCCESS, rc;
-    prog = clCreateProgramWithBinary(d->ctx, 1, &d->info.id, &len, bins, &bst, &rc);
-    if (rc != CL_SUCCESS || bst != CL_SUCCESS) {
-        if (prog)
+    if (len > 0) {
+        const unsigned char *bins[1] = {(const unsigned char *)bin};
+        cl_int bst = CL_SUCCESS, rc;
+        prog = clCreateProgramWithBinary(d->ctx, 1, &d->info.id, &len, bins, &bst, &rc);
+        if (prog && (rc != CL_SUCCESS || bst != CL_SUCCESS ||
+                     clBuildProgram(prog, 1, &d->info.id, options, NULL, NULL) != CL_SUCCESS)) {
             clReleaseProgram(prog);
-        prog = NULL;
-        goto out;
+            prog = NULL;
+        }
     }
-    if (clBuildProgram(prog, 1, &d->info.id, options, NULL, NULL) != CL_SUCCESS) {
-        clReleaseProgram(prog);
-        prog = NULL;
-    }
-out:
     free(bin);
-    fclose(f);
     return prog;
 }
 
-/* Write the program binary atomically (temp file, fsync, rename); failures
- * are ignored: the cache is an optimisation. */
+/* Write the program binary atomically; failures are ignored: the cache is an
+ * optimisation. */
 static void store_cached(cl_program prog, const char *path)
 {
     size_t len = 0;
@@ -568,19 +536,8 @@ static void store_cached(cl_program prog, const char *path)
     if (!bin)
         return;
     unsigned char *bins[1] = {bin};
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
-        char tmp[1200];
-        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-        FILE *f = fopen(tmp, "wb");
-        if (f) {
-            int ok = fwrite(bin, 1, len, f) == len;
-            ok &= fflush(f) == 0;
-            ok &= fsync(fileno(f)) == 0;
-            ok &= fclose(f) == 0;
-            if (!ok || rename(tmp, path) != 0)
-                remove(tmp);
-        }
-    }
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
+        manta_file_write_atomic(path, bin, len, NULL);
     free(bin);
 }
 

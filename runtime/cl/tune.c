@@ -2,7 +2,6 @@
 
 #include <clblast_c.h>
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -10,10 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
+
 #define TUNE_FORMAT "manta-clblast-tuning"
 #define TUNE_VERSION 1
 /* Largest file read: tuner files list every configuration they timed. */
-#define TUNE_MAX_FILE (64L << 20)
+#define TUNE_MAX_FILE ((size_t)64 << 20)
 
 /* ---- the kernels manta applies, with their parameters ------------------ */
 
@@ -213,33 +214,10 @@ manta_status mcl_tune_path(const char *cache_dir, const mcl_tune_key *key, char 
 static manta_status read_json(const char *path, cJSON **out, manta_err *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return manta_err_set(err, MANTA_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    char *text = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        n = ftell(f);
-    if (n < 0 || n > TUNE_MAX_FILE || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return manta_err_set(err, n > TUNE_MAX_FILE ? MANTA_ERR_FORMAT : MANTA_ERR_IO,
-                             "cannot read '%s': %s", path,
-                             n > TUNE_MAX_FILE ? "file too large" : strerror(errno));
-    }
-    text = malloc((size_t)n + 1);
-    if (!text) {
-        fclose(f);
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory reading '%s'", path);
-    }
-    size_t got = fread(text, 1, (size_t)n, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || got != (size_t)n) {
-        free(text);
-        return manta_err_set(err, MANTA_ERR_IO, "cannot read '%s'", path);
-    }
-    text[n] = '\0';
-    cJSON *root = cJSON_ParseWithLength(text, (size_t)n);
+    char *text;
+    size_t n;
+    MANTA_TRY(manta_file_read(path, TUNE_MAX_FILE, &text, &n, err));
+    cJSON *root = cJSON_ParseWithLength(text, n);
     free(text);
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
@@ -453,31 +431,12 @@ manta_status mcl_tune_save(const char *path, const mcl_tune_key *key, const mcl_
     cJSON_Delete(root);
     if (!text)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory writing '%s'", path);
-    char tmp[1300];
-    int w = snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    if (w < 0 || (size_t)w >= sizeof tmp) {
-        free(text);
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "path too long: '%s'", path);
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        manta_status st = manta_err_set(err, MANTA_ERR_IO, "cannot write '%s': %s", tmp,
-                                        strerror(errno));
-        free(text);
-        return st;
-    }
+    /* The text and a final newline, as the file holds them. */
     size_t len = strlen(text);
-    int good = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF;
-    good &= fflush(f) == 0;
-    good &= fsync(fileno(f)) == 0;
-    good &= fclose(f) == 0;
+    text[len] = '\n';
+    manta_status st = manta_file_write_atomic(path, text, len + 1, err);
     free(text);
-    if (!good || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return manta_err_set(err, MANTA_ERR_IO, "cannot write '%s': %s", path, strerror(e));
-    }
-    return MANTA_OK;
+    return st;
 }
 
 static manta_status load_kernel(const cJSON *o, mcl_tune_kernel *k, const char *path,

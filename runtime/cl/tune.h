@@ -112,7 +112,7 @@ manta_status mcl_tune_set_put(mcl_tune_set *set, const mcl_tune_kernel *k, manta
 const mcl_tune_kernel *mcl_tune_set_find(const mcl_tune_set *set, const char *kernel);
 
 /**
- * Write a tuning file atomically (temp file, fsync, rename).
+ * Write a tuning file atomically (manta_file_write_atomic() of core/fileio.h).
  * @param note free text stored with the file (how it was made); may be NULL.
  */
 manta_status mcl_tune_save(const char *path, const mcl_tune_key *key, const mcl_tune_set *set,

@@ -50,14 +50,6 @@ const char *manta_status_str(manta_status s);
 manta_status manta_err_set(manta_err *err, manta_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
-/** Return the status of @p expr from the calling function when it is not MANTA_OK. */
-#define MANTA_TRY(expr)                                                                    \
-    do {                                                                                   \
-        manta_status manta_try_st_ = (expr);                                               \
-        if (manta_try_st_ != MANTA_OK)                                                     \
-            return manta_try_st_;                                                          \
-    } while (0)
-
 #endif
     ;
 

@@ -10,10 +10,13 @@
 #include <sys/stat.h>
 #include <turbojpeg.h>
 
+#include "core/fileio.h"
 #include "data/resample.h"
 
 /* Largest decoded image accepted, in pixels (a guard against absurd headers). */
 #define JF_MAX_PIXELS (1L << 28)
+/* Largest JPEG file read. */
+#define JF_MAX_FILE ((size_t)1 << 30)
 
 void jpeg_folder_opts_default(jpeg_folder_opts *o)
 {
@@ -162,32 +165,30 @@ static char *fmt_reason(const char *what, const char *detail)
     return r;
 }
 
-/* Read a whole file; returns NULL and sets *why on failure. */
-static unsigned char *read_file(const char *path, unsigned long *size, char **why)
+/* Read a job's file: NULL and the job failed with the cause when it cannot be
+ * read or is empty; NULL with the job untouched when out of memory. */
+static unsigned char *read_job_file(job *jb, unsigned long *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        *why = fmt_reason("cannot open", strerror(errno));
+    char *data;
+    size_t len = 0;
+    manta_err why;
+    manta_status st = manta_file_read(jb->path, JF_MAX_FILE, &data, &len, &why);
+    if (st == MANTA_ERR_NO_MEMORY)
         return NULL;
+    if (st == MANTA_OK && len > 0) {
+        *size = (unsigned long)len;
+        return (unsigned char *)data;
     }
-    unsigned char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        n = ftell(f);
-    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        *why = fmt_reason("cannot read", strerror(errno));
-    } else if (n == 0) {
-        *why = fmt_reason("empty file", NULL);
-    } else if (!(buf = malloc((size_t)n))) {
-        *why = NULL; /* out of memory: the caller tells */
-    } else if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        *why = fmt_reason("cannot read", ferror(f) ? strerror(errno) : "file shrank");
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (unsigned long)n;
-    return buf;
+    free(data);
+    /* The report names the file: keep the cause after the message's "<path>: ". */
+    const char *cause = why.msg;
+    size_t n = strlen(jb->path);
+    if (st != MANTA_OK && !strncmp(cause, jb->path, n) && !strncmp(cause + n, ": ", 2))
+        cause += n + 2;
+    jb->reason = fmt_reason(st == MANTA_OK ? "empty file" : cause, NULL);
+    if (jb->reason)
+        jb->state = RES_FAILED;
+    return NULL;
 }
 
 /* Largest DCT scaling (<= 1) whose shorter side still reaches @p want. */
@@ -216,13 +217,10 @@ static tjscalingfactor pick_scale(int w, int h, int want)
 static manta_status decode_one(tjhandle tj, job *jb, const jpeg_folder_opts *o, manta_err *err)
 {
     unsigned long size = 0;
-    char *why = NULL;
-    unsigned char *buf = read_file(jb->path, &size, &why);
+    unsigned char *buf = read_job_file(jb, &size);
     if (!buf) {
-        if (!why)
+        if (!jb->reason)
             return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory reading", jb->path);
-        jb->state = RES_FAILED;
-        jb->reason = why;
         return MANTA_OK;
     }
     const int c = o->channels, pf = c == 1 ? TJPF_GRAY : TJPF_RGB;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/le.h"
 #include "dist/net.h"
 
 #define AUTH_MAGIC "MNTH"
@@ -68,11 +69,11 @@ static void make_transcript(transcript *t, dist_link_kind kind, const unsigned c
     memcpy(p, "manta-auth-v1\0\0\0", 16), p += 16;
     *p++ = (unsigned char)kind;
     memcpy(p, job, DIST_JOB_MAX), p += DIST_JOB_MAX;
-    dist_put_u32(p, (uint32_t)crank), p += 4;
-    dist_put_u32(p, (uint32_t)world), p += 4;
+    manta_le_put32(p, (uint32_t)crank), p += 4;
+    manta_le_put32(p, (uint32_t)world), p += 4;
     memcpy(p, &caddr, 4), p += 4;
-    dist_put_u16(p, cport), p += 2;
-    dist_put_u32(p, (uint32_t)srank), p += 4;
+    manta_le_put16(p, cport), p += 2;
+    manta_le_put32(p, (uint32_t)srank), p += 4;
     memcpy(p, cn, NONCE), p += NONCE;
     memcpy(p, sn, NONCE);
 }
@@ -106,10 +107,10 @@ manta_status dist_auth_client(int fd, const dist_config *cfg, dist_link_kind kin
     job_field(cfg, job);
     randombytes_buf(cn, sizeof cn);
     put_head(hello, T_HELLO, kind);
-    dist_put_u32(hello + 8, (uint32_t)me->rank);
-    dist_put_u32(hello + 12, (uint32_t)cfg->world_size);
+    manta_le_put32(hello + 8, (uint32_t)me->rank);
+    manta_le_put32(hello + 12, (uint32_t)cfg->world_size);
     memcpy(hello + 16, &me->addr, 4);
-    dist_put_u16(hello + 20, me->port);
+    manta_le_put16(hello + 20, me->port);
     memcpy(hello + 24, job, DIST_JOB_MAX);
     memcpy(hello + 88, cn, NONCE);
     if ((st = dist_send_all(fd, hello, sizeof hello, deadline, what, err)) != MANTA_OK)
@@ -128,8 +129,8 @@ manta_status dist_auth_client(int fd, const dist_config *cfg, dist_link_kind kin
                              what, (unsigned)chal[5]);
     if ((st = dist_recv_all(fd, chal + RESULT_SIZE, CHAL_SIZE - RESULT_SIZE, deadline, what, err)) != MANTA_OK)
         return st;
-    int srank = (int)dist_get_u32(chal + 8);
-    int sworld = (int)dist_get_u32(chal + 12);
+    int srank = (int)manta_le_get32(chal + 8);
+    int sworld = (int)manta_le_get32(chal + 12);
     if (memcmp(chal + 24, job, DIST_JOB_MAX) != 0) {
         char pj[DIST_JOB_MAX];
         job_print(chal + 24, pj);
@@ -201,11 +202,11 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
                       what, (unsigned)hello[4], (unsigned)hello[6], AUTH_VERSION, (unsigned)kind);
         return reject(fd, kind, DIST_REJECT_VERSION, deadline, what, reason);
     }
-    int crank = (int)dist_get_u32(hello + 8);
-    int cworld = (int)dist_get_u32(hello + 12);
+    int crank = (int)manta_le_get32(hello + 8);
+    int cworld = (int)manta_le_get32(hello + 12);
     uint32_t caddr;
     memcpy(&caddr, hello + 16, 4);
-    uint16_t cport = dist_get_u16(hello + 20);
+    uint16_t cport = manta_le_get16(hello + 20);
     if (memcmp(hello + 24, job, DIST_JOB_MAX) != 0) {
         char pj[DIST_JOB_MAX];
         job_print(hello + 24, pj);
@@ -229,8 +230,8 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
     make_transcript(&t, kind, job, crank, cworld, caddr, cport, cfg->rank, hello + 88, sn);
     memset(chal, 0, sizeof chal);
     put_head(chal, T_CHAL, kind);
-    dist_put_u32(chal + 8, (uint32_t)cfg->rank);
-    dist_put_u32(chal + 12, (uint32_t)cfg->world_size);
+    manta_le_put32(chal + 8, (uint32_t)cfg->rank);
+    manta_le_put32(chal + 12, (uint32_t)cfg->world_size);
     memcpy(chal + 24, job, DIST_JOB_MAX);
     memcpy(chal + 88, sn, NONCE);
     mac_of(chal + 120, cfg->key, 'S', &t);

@@ -83,34 +83,4 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
                               const unsigned char *taken, double deadline, const char *what, dist_hello *peer,
                               unsigned char *link_key, int *reason, manta_err *err);
 
-/** Little-endian helpers shared by the wire formats of the layer. */
-static inline void dist_put_u16(unsigned char *p, uint16_t v)
-{
-    p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8);
-}
-/** Store @p v little-endian at @p p. */
-static inline void dist_put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-/** Store @p v little-endian at @p p. */
-static inline void dist_put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-/** Load a little-endian value from @p p. */
-static inline uint16_t dist_get_u16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-/** Load a little-endian value from @p p. */
-static inline uint32_t dist_get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-/** Load a little-endian value from @p p. */
-static inline uint64_t dist_get_u64(const unsigned char *p)
-{
-    return (uint64_t)dist_get_u32(p) | ((uint64_t)dist_get_u32(p + 4) << 32);
-}
-
 #endif

@@ -4,7 +4,7 @@
 #include <sodium.h>
 #include <string.h>
 
-#include "dist/auth.h"
+#include "core/le.h"
 
 void ring_frame_pack(const ring_frame *f, unsigned char out[RING_HDR_BYTES])
 {
@@ -13,12 +13,12 @@ void ring_frame_pack(const ring_frame *f, unsigned char out[RING_HDR_BYTES])
     out[5] = f->type;
     out[6] = f->redop;
     out[7] = f->flags;
-    dist_put_u64(out + 8, f->seq);
-    dist_put_u64(out + 16, f->op);
-    dist_put_u64(out + 24, f->count);
-    dist_put_u64(out + 32, f->offset);
-    dist_put_u32(out + 40, f->length);
-    dist_put_u32(out + 44, f->step);
+    manta_le_put64(out + 8, f->seq);
+    manta_le_put64(out + 16, f->op);
+    manta_le_put64(out + 24, f->count);
+    manta_le_put64(out + 32, f->offset);
+    manta_le_put32(out + 40, f->length);
+    manta_le_put32(out + 44, f->step);
 }
 
 int ring_frame_unpack(const unsigned char in[RING_HDR_BYTES], ring_frame *f)
@@ -27,12 +27,12 @@ int ring_frame_unpack(const unsigned char in[RING_HDR_BYTES], ring_frame *f)
     f->type = in[5];
     f->redop = in[6];
     f->flags = in[7];
-    f->seq = dist_get_u64(in + 8);
-    f->op = dist_get_u64(in + 16);
-    f->count = dist_get_u64(in + 24);
-    f->offset = dist_get_u64(in + 32);
-    f->length = dist_get_u32(in + 40);
-    f->step = dist_get_u32(in + 44);
+    f->seq = manta_le_get64(in + 8);
+    f->op = manta_le_get64(in + 16);
+    f->count = manta_le_get64(in + 24);
+    f->offset = manta_le_get64(in + 32);
+    f->length = manta_le_get32(in + 40);
+    f->step = manta_le_get32(in + 44);
     return memcmp(in, "MNTR", 4) == 0 ? 0 : -1;
 }
 
@@ -40,7 +40,7 @@ void ring_frame_tag(const unsigned char *link_key, uint64_t seq, const unsigned 
                     const void *payload, size_t n, unsigned char tag[RING_TAG_BYTES])
 {
     unsigned char nonce[crypto_stream_chacha20_NONCEBYTES], otk[crypto_onetimeauth_KEYBYTES];
-    dist_put_u64(nonce, seq);
+    manta_le_put64(nonce, seq);
     crypto_stream_chacha20(otk, sizeof otk, nonce, link_key);
     crypto_onetimeauth_state st;
     crypto_onetimeauth_init(&st, otk);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "core/le.h"
 #include "dist/auth.h"
 #include "dist/net.h"
 
@@ -53,11 +54,11 @@ static size_t table_encode(const dist_peer *peers, int world, const unsigned cha
     memcpy(buf, TABLE_MAGIC, 4);
     buf[4] = 1;
     buf[5] = 5;
-    dist_put_u32(buf + 8, (uint32_t)world);
+    manta_le_put32(buf + 8, (uint32_t)world);
     unsigned char *p = buf + TABLE_HEAD;
     for (int i = 0; i < world; i++, p += TABLE_ENTRY) {
         memcpy(p, &peers[i].addr, 4);
-        dist_put_u16(p + 4, peers[i].port);
+        manta_le_put16(p + 4, peers[i].port);
         p[6] = p[7] = 0;
     }
     size_t n = (size_t)(p - buf);
@@ -206,7 +207,7 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
         goto done;
     if ((st = dist_recv_all(fd, table, TABLE_HEAD, deadline, what, err)) != MANTA_OK)
         goto done;
-    uint32_t tw = dist_get_u32(table + 8);
+    uint32_t tw = manta_le_get32(table + 8);
     if (memcmp(table, TABLE_MAGIC, 4) != 0 || table[4] != 1 || table[5] != 5 || tw != (uint32_t)world) {
         st = manta_err_set(err, MANTA_ERR_FORMAT, "%s sent a malformed address table header (world %u, expected %d)",
                            what, (unsigned)tw, world);
@@ -222,7 +223,7 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
     for (int r = 0; r < world; r++) {
         const unsigned char *p = table + TABLE_HEAD + (size_t)r * TABLE_ENTRY;
         memcpy(&out->peers[r].addr, p, 4);
-        out->peers[r].port = dist_get_u16(p + 4);
+        out->peers[r].port = manta_le_get16(p + 4);
         if (out->peers[r].port == 0) {
             st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: address table has no port for rank %d", what, r);
             goto done;

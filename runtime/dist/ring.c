@@ -841,14 +841,6 @@ static manta_status failed(ring_comm *c, manta_err *err)
     return c->fail.code != MANTA_OK ? c->fail.code : MANTA_ERR_IO;
 }
 
-manta_status ring_status(ring_comm *c, manta_err *err)
-{
-    pthread_mutex_lock(&c->mu);
-    manta_status st = c->failed_from != UINT64_MAX ? failed(c, err) : MANTA_OK;
-    pthread_mutex_unlock(&c->mu);
-    return st;
-}
-
 manta_status ring_allreduce_async(ring_comm *c, float *buf, size_t n, ring_redop op, ring_handle *h,
                                   manta_err *err)
 {

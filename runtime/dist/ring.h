@@ -114,9 +114,6 @@ manta_status ring_wait(ring_comm *c, ring_handle h, manta_err *err);
 /** ring_allreduce_async() followed by ring_wait(). */
 manta_status ring_allreduce(ring_comm *c, float *buf, size_t n, ring_redop op, manta_err *err);
 
-/** MANTA_OK while the communicator is usable; its error once it has failed. */
-manta_status ring_status(ring_comm *c, manta_err *err);
-
 /**
  * Stop the thread (after the operation in progress, cancelling queued ones),
  * close the sockets and free @p c. NULL is allowed.

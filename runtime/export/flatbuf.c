@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/le.h"
+
 /* FlatBuffers buffers are limited to 2 GiB - 1 so that offsets fit a signed 32-bit value. */
 #define MFB_MAX_SIZE ((size_t)0x7fffffff)
 
@@ -92,17 +94,11 @@ static manta_status prealign(mfb_builder *b, size_t len, size_t align)
     return pad ? push(b, NULL, pad) : b->status;
 }
 
-static void put_le(uint8_t *p, uint64_t v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* Prepend a little-endian scalar of @p n bytes, aligned to its size. */
 static manta_status push_scalar(mfb_builder *b, uint64_t v, size_t n)
 {
     uint8_t tmp[8];
-    put_le(tmp, v, n);
+    manta_le_put(tmp, v, n);
     manta_status st = prealign(b, n, n);
     return st == MANTA_OK ? push(b, tmp, n) : st;
 }
@@ -184,10 +180,6 @@ manta_status mfb_add_u8(mfb_builder *b, unsigned id, uint8_t v, uint8_t def)
 {
     return add_scalar(b, id, v, 1, v == def);
 }
-manta_status mfb_add_i16(mfb_builder *b, unsigned id, int16_t v, int16_t def)
-{
-    return add_scalar(b, id, (uint16_t)v, 2, v == def);
-}
 manta_status mfb_add_u16(mfb_builder *b, unsigned id, uint16_t v, uint16_t def)
 {
     return add_scalar(b, id, v, 2, v == def);
@@ -203,10 +195,6 @@ manta_status mfb_add_u32(mfb_builder *b, unsigned id, uint32_t v, uint32_t def)
 manta_status mfb_add_i64(mfb_builder *b, unsigned id, int64_t v, int64_t def)
 {
     return add_scalar(b, id, (uint64_t)v, 8, v == def);
-}
-manta_status mfb_add_u64(mfb_builder *b, unsigned id, uint64_t v, uint64_t def)
-{
-    return add_scalar(b, id, v, 8, v == def);
 }
 manta_status mfb_add_f32(mfb_builder *b, unsigned id, float v, float def)
 {
@@ -235,7 +223,7 @@ static uint32_t find_vtable(mfb_builder *b, const uint8_t *vt, size_t n)
 {
     for (size_t i = 0; i < b->n_vtables; i++) {
         const uint8_t *old = at(b, b->vtables[i]);
-        if ((size_t)(old[0] | old[1] << 8) == n && memcmp(old, vt, n) == 0)
+        if (manta_le_get16(old) == n && memcmp(old, vt, n) == 0)
             return b->vtables[i];
     }
     return 0;
@@ -256,10 +244,10 @@ manta_status mfb_end_table(mfb_builder *b, mfb_ref *out)
     if (tsize > 0xffff)
         return fail(b, MANTA_ERR_INVALID_ARG, "table larger than 64 KiB");
     uint8_t vt[4 + 2 * MFB_MAX_FIELDS];
-    put_le(vt, vsize, 2);
-    put_le(vt + 2, tsize, 2);
+    manta_le_put(vt, vsize, 2);
+    manta_le_put(vt + 2, tsize, 2);
     for (unsigned id = 0; id < b->n_fields; id++)
-        put_le(vt + 4 + 2 * id, b->field[id] ? table - b->field[id] : 0, 2);
+        manta_le_put(vt + 4 + 2 * id, b->field[id] ? table - b->field[id] : 0, 2);
 
     uint32_t vpos = find_vtable(b, vt, vsize);
     if (!vpos) {
@@ -279,7 +267,7 @@ manta_status mfb_end_table(mfb_builder *b, mfb_ref *out)
     }
     /* vtable address = table address - soffset */
     int64_t soff = (int64_t)vpos - (int64_t)table;
-    put_le(at(b, table), (uint64_t)soff, 4);
+    manta_le_put(at(b, table), (uint64_t)soff, 4);
     b->in_table = 0;
     *out = (mfb_ref)table;
     return MANTA_OK;

@@ -86,8 +86,6 @@ manta_status mfb_add_i8(mfb_builder *b, unsigned id, int8_t v,
                         int8_t def); /**< @copydoc mfb_add_bool */
 manta_status mfb_add_u8(mfb_builder *b, unsigned id, uint8_t v,
                         uint8_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_i16(mfb_builder *b, unsigned id, int16_t v,
-                         int16_t def); /**< @copydoc mfb_add_bool */
 manta_status mfb_add_u16(mfb_builder *b, unsigned id, uint16_t v,
                          uint16_t def); /**< @copydoc mfb_add_bool */
 manta_status mfb_add_i32(mfb_builder *b, unsigned id, int32_t v,
@@ -96,8 +94,6 @@ manta_status mfb_add_u32(mfb_builder *b, unsigned id, uint32_t v,
                          uint32_t def); /**< @copydoc mfb_add_bool */
 manta_status mfb_add_i64(mfb_builder *b, unsigned id, int64_t v,
                          int64_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_u64(mfb_builder *b, unsigned id, uint64_t v,
-                         uint64_t def); /**< @copydoc mfb_add_bool */
 manta_status mfb_add_f32(mfb_builder *b, unsigned id, float v,
                          float def); /**< @copydoc mfb_add_bool */
 

@@ -74,7 +74,8 @@ manta_status tflite_write(const xgraph *g, uint8_t **data, size_t *size, tflite_
                           manta_err *err);
 
 /**
- * tflite_write() to a file (written to "<path>.tmp", then renamed), and,
+ * tflite_write() to a file (replaced atomically: manta_file_write_atomic()
+ * of core/fileio.h), and,
  * when @p c_array_dir is not NULL, the same bytes as C source (see
  * tflite_write_c_array()).
  * @return as tflite_write(), plus MANTA_ERR_IO naming the file.

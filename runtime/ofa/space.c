@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fileio.h"
+
+/* Largest search-space spec file read. */
+#define SPACE_FILE_MAX ((size_t)1 << 20)
+
 int ofa_make_divisible(double v, int divisor)
 {
     int nv = (int)(v + divisor / 2.0) / divisor * divisor;
@@ -226,25 +231,13 @@ manta_status ofa_space_load(const char *path_or_name, ofa_space *out, manta_err 
         ofa_space_mbv3_w10(out);
         return MANTA_OK;
     }
-    FILE *f = fopen(path_or_name, "rb");
-    if (!f)
-        return manta_err_set(err, MANTA_ERR_IO,
-                             "%s: cannot open (give a file or a built-in: cpu-default, mbv3-w1.0)",
-                             path_or_name);
-    char *buf = NULL;
-    long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && n < (1 << 20) &&
-        fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) &&
-        fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        buf[n] = '\0';
-    } else {
-        free(buf);
-        fclose(f);
-        return manta_err_set(err, MANTA_ERR_IO, "%s: cannot read (or larger than 1 MiB)",
-                             path_or_name);
-    }
-    fclose(f);
-    manta_status st = ofa_space_parse(buf, out, err);
+    char *buf;
+    manta_err why;
+    manta_status st = manta_file_read(path_or_name, SPACE_FILE_MAX, &buf, NULL, &why);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "%s (give a file or a built-in: cpu-default, mbv3-w1.0)",
+                             why.msg);
+    st = ofa_space_parse(buf, out, err);
     free(buf);
     if (st != MANTA_OK && err) {
         char msg[MANTA_ERR_MSG_MAX];

@@ -3,7 +3,7 @@
  * @brief Helpers shared by the profiler and the search: the identity of a
  *        search space (a hash of its spec, stored in latency tables,
  *        predictor models and data sets so that files of another space are
- *        refused), whole-file reads and atomic text writes.
+ *        refused) and numbers written so that they read back exactly.
  */
 #ifndef MANTA_PROFILE_COMMON_H
 #define MANTA_PROFILE_COMMON_H
@@ -30,23 +30,6 @@
 manta_status prof_space_hash(const ofa_space *s, char out[PROF_HASH_LEN], manta_err *err);
 
 /**
- * Read the whole file @p path into a malloc'd NUL-terminated buffer the caller
- * frees (*out); @p len (may be NULL) receives its length.
- * @return MANTA_ERR_IO naming the file when it cannot be opened or read, or
- *         is larger than @p max_bytes; MANTA_ERR_NO_MEMORY.
- */
-manta_status prof_read_file(const char *path, size_t max_bytes, char **out, size_t *len,
-                            manta_err *err);
-
-/**
- * Write @p len bytes to @p path atomically: to "<path>.tmp.<pid>" first,
- * flushed and synced, then renamed over @p path. On failure the temporary
- * file is removed and an existing file at @p path is untouched.
- * @return MANTA_ERR_IO naming the file and the system's reason.
- */
-manta_status prof_write_file_atomic(const char *path, const void *data, size_t len, manta_err *err);
-
-/**
  * Write @p v into @p buf with the fewest digits (15 to 17, "%.*g") that read
  * back as exactly @p v. @return buf.
  */
@@ -59,20 +42,5 @@ char *prof_format_double(char buf[40], double v);
  * @return false when out of memory.
  */
 bool prof_json_add_number(cJSON *o, const char *name, double v);
-
-/** A growing text buffer for writers. Zero-initialise; free(b.p) when done. */
-typedef struct prof_buf {
-    char *p;  /**< NUL-terminated text (NULL while empty) */
-    size_t n; /**< length without the NUL */
-    size_t cap;
-    bool oom; /**< an append failed for lack of memory; later appends do nothing */
-} prof_buf;
-
-/** Append printf output to @p b; sets b->oom instead of failing. */
-void prof_buf_printf(prof_buf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 
 #endif

@@ -1,5 +1,6 @@
 #include "profile/latency_table.h"
 
+#include "core/fileio.h"
 #include "core/rng.h"
 
 #include <cjson/cJSON.h>
@@ -745,7 +746,7 @@ manta_status lat_table_load(const char *path, const ofa_space *s, lat_table *t, 
 {
     memset(t, 0, sizeof *t);
     char *text;
-    MANTA_TRY(prof_read_file(path, LAT_FILE_MAX, &text, NULL, err));
+    MANTA_TRY(manta_file_read(path, LAT_FILE_MAX, &text, NULL, err));
     manta_status st = lat_table_parse(text, path, s, t, err);
     free(text);
     return st;
@@ -755,7 +756,7 @@ manta_status lat_table_save(const lat_table *t, const char *path, manta_err *err
 {
     char *text;
     MANTA_TRY(lat_table_to_json(t, &text, err));
-    manta_status st = prof_write_file_atomic(path, text, strlen(text), err);
+    manta_status st = manta_file_write_atomic(path, text, strlen(text), err);
     free(text);
     return st;
 }

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/container.h"
+#include "core/fileio.h"
 #include "core/rng.h"
-#include "train/checkpoint.h"
+#include "core/strbuf.h"
 
 /* ---- encoding ------------------------------------------------------------------------ */
 
@@ -225,7 +227,7 @@ manta_status accp_dataset_load(const char *path, const ofa_space *s, accp_datase
 {
     accp_dataset_init(d, s);
     char *text;
-    MANTA_TRY(prof_read_file(path, ACCP_DATASET_FILE_MAX, &text, NULL, err));
+    MANTA_TRY(manta_file_read(path, ACCP_DATASET_FILE_MAX, &text, NULL, err));
     manta_status st = accp_dataset_parse(text, path, s, d, err);
     free(text);
     return st;
@@ -243,26 +245,26 @@ manta_status accp_dataset_save(const accp_dataset *d, const char *path, manta_er
         cJSON_AddStringToObject(sp, "hash", hash))
         header = cJSON_PrintUnformatted(h);
     cJSON_Delete(h);
-    prof_buf b = {0};
+    manta_strbuf b = {0};
     if (header)
-        prof_buf_printf(&b, "%s\n", header);
+        manta_strbuf_printf(&b, "%s\n", header);
     free(header);
     for (size_t i = 0; header && i < d->n; i++) {
         char arch[512], num[40];
         manta_status st = ofa_arch_to_json(&d->space, &d->s[i].arch, arch, sizeof arch, err);
         if (st != MANTA_OK) {
-            free(b.p);
+            manta_strbuf_free(&b);
             return st;
         }
-        prof_buf_printf(&b, "{\"arch\":%s,\"top1\":%s,\"r\":%d}\n", arch,
-                        prof_format_double(num, d->s[i].top1), d->s[i].arch.r);
+        manta_strbuf_printf(&b, "{\"arch\":%s,\"top1\":%s,\"r\":%d}\n", arch,
+                            prof_format_double(num, d->s[i].top1), d->s[i].arch.r);
     }
     if (!header || b.oom) {
-        free(b.p);
+        manta_strbuf_free(&b);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
     }
-    manta_status st = prof_write_file_atomic(path, b.p, b.n, err);
-    free(b.p);
+    manta_status st = manta_file_write_atomic(path, b.p, b.n, err);
+    manta_strbuf_free(&b);
     return st;
 }
 

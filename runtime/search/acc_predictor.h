@@ -32,7 +32,7 @@
  * data and build give bit-identical models.
  *
  * @par Model file
- * A checkpoint container (train/checkpoint.h: versioned, CRC-checked, written
+ * A checkpoint container (core/container.h: versioned, CRC-checked, written
  * atomically) with sections "meta" (JSON: format "manta-acc-predictor",
  * version 1, the space's name and hash, n_in, hidden, layers, base_acc,
  * encoding), "space" (the space spec, JSON) and "params" (float32).

@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fileio.h"
 #include "core/rng.h"
-#include "profile/common.h"
+#include "core/strbuf.h"
 
 const char *evo_metric_name(evo_metric m)
 {
@@ -509,8 +510,8 @@ fail:
 manta_status evo_write_front_csv(const evo_result *r, const ofa_space *s, const char *path,
                                  manta_err *err)
 {
-    prof_buf b = {0};
-    prof_buf_printf(&b, "rank,top1,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n");
+    manta_strbuf b = {0};
+    manta_strbuf_printf(&b, "rank,top1,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n");
     for (size_t i = 0; i < r->n_front; i++) {
         const evo_point *p = &r->front[i];
         char arch[512], quoted[1024];
@@ -523,16 +524,16 @@ manta_status evo_write_front_csv(const evo_result *r, const ofa_space *s, const 
         }
         quoted[k] = '\0';
         bool best = !memcmp(&p->arch, &r->best.arch, sizeof p->arch) && p->acc == r->best.acc;
-        prof_buf_printf(&b, "%zu,%.9g,%.9g,%.9g,%.9g,%.9g,%d,\"%s\"\n", i + 1, p->acc,
-                        p->f.v[EVO_LATENCY], p->f.v[EVO_MACS], p->f.v[EVO_ARENA], p->f.v[EVO_FLASH],
-                        best, quoted);
+        manta_strbuf_printf(&b, "%zu,%.9g,%.9g,%.9g,%.9g,%.9g,%d,\"%s\"\n", i + 1, p->acc,
+                            p->f.v[EVO_LATENCY], p->f.v[EVO_MACS], p->f.v[EVO_ARENA],
+                            p->f.v[EVO_FLASH], best, quoted);
     }
     if (b.oom) {
-        free(b.p);
+        manta_strbuf_free(&b);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
     }
-    manta_status st = prof_write_file_atomic(path, b.p, b.n, err);
-    free(b.p);
+    manta_status st = manta_file_write_atomic(path, b.p, b.n, err);
+    manta_strbuf_free(&b);
     return st;
 }
 
@@ -606,80 +607,83 @@ manta_status evo_write_front_svg(const evo_result *r, const char *title, const c
     const char *unit = evo_metric_unit(ax);
     snprintf(xlabel, sizeof xlabel, "%s%s%s%s", evo_metric_name(ax), *unit ? " (" : "", unit,
              *unit ? ")" : "");
-    prof_buf b = {0};
-    prof_buf_printf(&b,
-                    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                    "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                    "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
-                    W, H, W, H);
+    manta_strbuf b = {0};
+    manta_strbuf_printf(&b,
+                        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                        "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+                        W, H, W, H);
     if (title) {
         xml_escape(title, esc, sizeof esc);
-        prof_buf_printf(&b, "<title>%s</title>\n", esc);
+        manta_strbuf_printf(&b, "<title>%s</title>\n", esc);
     }
-    prof_buf_printf(&b, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n",
-                    W, H);
+    manta_strbuf_printf(
+        &b, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", W, H);
     if (title) {
-        prof_buf_printf(&b,
-                        "<text x=\"%.1f\" y=\"28\" text-anchor=\"middle\" font-size=\"15\">%s"
-                        "</text>\n",
-                        W / 2, esc);
+        manta_strbuf_printf(&b,
+                            "<text x=\"%.1f\" y=\"28\" text-anchor=\"middle\" font-size=\"15\">%s"
+                            "</text>\n",
+                            W / 2, esc);
     }
     /* axes, grid and ticks */
-    prof_buf_printf(&b, "<g stroke=\"#444\" stroke-width=\"1\">\n");
-    prof_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", L, H - B,
-                    W - R, H - B);
-    prof_buf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", L, T, L,
-                    H - B);
-    prof_buf_printf(&b, "</g>\n<g fill=\"#222\">\n");
+    manta_strbuf_printf(&b, "<g stroke=\"#444\" stroke-width=\"1\">\n");
+    manta_strbuf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", L, H - B,
+                        W - R, H - B);
+    manta_strbuf_printf(&b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", L, T, L,
+                        H - B);
+    manta_strbuf_printf(&b, "</g>\n<g fill=\"#222\">\n");
     double sx = nice_step(x1 - x0, 6), sy = nice_step(y1 - y0, 6);
     for (double v = ceil(x0 / sx) * sx; v <= x1 + 1e-9 * sx; v += sx)
-        prof_buf_printf(&b,
-                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n",
-                        PX(v), T, PX(v), H - B, PX(v), H - B + 18, fabs(v) < 1e-12 * sx ? 0 : v);
+        manta_strbuf_printf(
+            &b,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.6g</text>\n",
+            PX(v), T, PX(v), H - B, PX(v), H - B + 18, fabs(v) < 1e-12 * sx ? 0 : v);
     for (double v = ceil(y0 / sy) * sy; v <= y1 + 1e-9 * sy; v += sy)
-        prof_buf_printf(&b,
-                        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.6g</text>\n",
-                        L, PY(v), W - R, PY(v), L - 6, PY(v) + 4, fabs(v) < 1e-12 * sy ? 0 : v);
-    prof_buf_printf(&b,
-                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"
-                    "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" "
-                    "transform=\"rotate(-90 18 %.1f)\">predicted top-1</text>\n</g>\n",
-                    (L + W - R) / 2, H - 20, xlabel, (T + H - B) / 2, (T + H - B) / 2);
+        manta_strbuf_printf(
+            &b,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.6g</text>\n",
+            L, PY(v), W - R, PY(v), L - 6, PY(v) + 4, fabs(v) < 1e-12 * sy ? 0 : v);
+    manta_strbuf_printf(&b,
+                        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"
+                        "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" "
+                        "transform=\"rotate(-90 18 %.1f)\">predicted top-1</text>\n</g>\n",
+                        (L + W - R) / 2, H - 20, xlabel, (T + H - B) / 2, (T + H - B) / 2);
     /* the front: a step line, then the points with their figures as tooltips */
-    prof_buf_printf(&b,
-                    "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"");
+    manta_strbuf_printf(
+        &b, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"");
     for (size_t i = 0; i < r->n_front; i++) {
         const evo_point *p = &r->front[i];
         if (i > 0)
-            prof_buf_printf(&b, " %.2f,%.2f", PX(p->f.v[ax]), PY(r->front[i - 1].acc));
-        prof_buf_printf(&b, "%s%.2f,%.2f", i ? " " : "", PX(p->f.v[ax]), PY(p->acc));
+            manta_strbuf_printf(&b, " %.2f,%.2f", PX(p->f.v[ax]), PY(r->front[i - 1].acc));
+        manta_strbuf_printf(&b, "%s%.2f,%.2f", i ? " " : "", PX(p->f.v[ax]), PY(p->acc));
     }
-    prof_buf_printf(&b, "\"/>\n<g fill=\"#1f77b4\">\n");
+    manta_strbuf_printf(&b, "\"/>\n<g fill=\"#1f77b4\">\n");
     for (size_t i = 0; i < r->n_front; i++) {
         const evo_point *p = &r->front[i];
-        prof_buf_printf(&b,
-                        "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\"><title>top-1 %.4f, %s %.6g"
-                        "</title></circle>\n",
-                        PX(p->f.v[ax]), PY(p->acc), p->acc, xlabel, p->f.v[ax]);
+        manta_strbuf_printf(&b,
+                            "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\"><title>top-1 %.4f, %s %.6g"
+                            "</title></circle>\n",
+                            PX(p->f.v[ax]), PY(p->acc), p->acc, xlabel, p->f.v[ax]);
     }
-    prof_buf_printf(&b, "</g>\n");
+    manta_strbuf_printf(&b, "</g>\n");
     const evo_point *best = &r->best;
     double bx = PX(best->f.v[ax]), by = PY(best->acc);
-    prof_buf_printf(&b,
-                    "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"7\" fill=\"none\" stroke=\"#d62728\" "
-                    "stroke-width=\"2\"/>\n"
-                    "<text x=\"%.2f\" y=\"%.2f\" fill=\"#d62728\" text-anchor=\"end\">best: top-1 "
-                    "%.4f at %.6g%s%s</text>\n</svg>\n",
-                    bx, by, bx - 10, by - 10, best->acc, best->f.v[ax], *unit ? " " : "", unit);
+    manta_strbuf_printf(
+        &b,
+        "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"7\" fill=\"none\" stroke=\"#d62728\" "
+        "stroke-width=\"2\"/>\n"
+        "<text x=\"%.2f\" y=\"%.2f\" fill=\"#d62728\" text-anchor=\"end\">best: top-1 "
+        "%.4f at %.6g%s%s</text>\n</svg>\n",
+        bx, by, bx - 10, by - 10, best->acc, best->f.v[ax], *unit ? " " : "", unit);
 #undef PX
 #undef PY
     if (b.oom) {
-        free(b.p);
+        manta_strbuf_free(&b);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
     }
-    manta_status st = prof_write_file_atomic(path, b.p, b.n, err);
-    free(b.p);
+    manta_status st = manta_file_write_atomic(path, b.p, b.n, err);
+    manta_strbuf_free(&b);
     return st;
 }

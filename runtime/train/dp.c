@@ -419,15 +419,6 @@ static manta_status plan_buckets(dp_trainer *p, size_t bytes, manta_err *err)
     return MANTA_OK;
 }
 
-int dp_buckets(const dp_trainer *p, size_t *lo, size_t *hi, int cap)
-{
-    for (int b = 0; b < p->nb && b < cap; b++) {
-        lo[b] = p->b_lo[b];
-        hi[b] = p->b_hi[b];
-    }
-    return p->nb;
-}
-
 manta_status dp_set_buckets(dp_trainer *p, size_t bytes, int overlap, manta_err *err)
 {
     if (p->failed)

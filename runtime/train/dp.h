@@ -82,12 +82,6 @@ manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
  */
 manta_status dp_set_buckets(dp_trainer *p, size_t bytes, int overlap, manta_err *err);
 
-/**
- * The gradient buckets in the order they are allreduced: bucket b covers the elements
- * [lo[b], hi[b]) of the gradient slab. Writes at most @p cap. @return the number of buckets.
- */
-int dp_buckets(const dp_trainer *p, size_t *lo, size_t *hi, int cap);
-
 /** Stop the device threads and free the replicas. NULL is allowed. */
 void dp_destroy(dp_trainer *p);
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/testutil.h"
-#include "profile/common.h"
+#include "core/fileio.h"
 #include "search/evolution.h"
 
 static char dir[] = "/tmp/manta-evo-XXXXXX";
@@ -762,7 +762,7 @@ static void test_front_csv_and_svg(void **state)
     OK(evo_write_front_svg(&r, "cpu-default <= 3 ms & \"fast\"", svg, &e));
 
     char *text;
-    OK(prof_read_file(csv, 1 << 20, &text, NULL, &e));
+    OK(manta_file_read(csv, 1 << 20, &text, NULL, &e));
     const char *header = "rank,top1,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n";
     assert_true(!strncmp(text, header, strlen(header)));
     assert_int_equal(count(text, "\n"), r.n_front + 1);
@@ -788,7 +788,7 @@ static void test_front_csv_and_svg(void **state)
     assert_int_equal(bests, 1);
     free(text);
 
-    OK(prof_read_file(svg, 1 << 20, &text, NULL, &e));
+    OK(manta_file_read(svg, 1 << 20, &text, NULL, &e));
     assert_well_formed_xml(text);
     assert_int_equal(count(text, "<circle"), r.n_front + 1);
     assert_non_null(strstr(text, "best: top-1"));

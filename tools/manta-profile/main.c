@@ -33,9 +33,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "export/tflite.h"
 #include "ofa/space.h"
-#include "profile/common.h"
 #include "profile/latency_table.h"
 #include "profile/synth.h"
 #include "profile/validate.h"
@@ -864,7 +864,7 @@ static int one_arch(const opts *o, const ofa_space *sp, const lat_table *t)
         char *text = NULL;
         if (o->arch[0] == '{')
             s = ofa_arch_parse(sp, o->arch, &it.arch, &err);
-        else if ((s = prof_read_file(o->arch, 1 << 20, &text, NULL, &err)) == MANTA_OK)
+        else if ((s = manta_file_read(o->arch, 1 << 20, &text, NULL, &err)) == MANTA_OK)
             s = ofa_arch_parse(sp, text, &it.arch, &err);
         free(text);
     }

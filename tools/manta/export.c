@@ -1,13 +1,12 @@
 /* manta export: a sub-network of a trained supernet as a TensorFlow Lite file
  * (and optionally a C array), after BN re-calibration, checked by running the
  * written file in the inference engine against the graph's reference. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cmd.h"
+#include "core/fileio.h"
 #include "export/tflite.h"
 #include "rundata.h"
 
@@ -81,8 +80,8 @@ int cmd_export(int argc, char **argv)
     pre.labels = rk.data.train.class_names;
     st = ofa_trainer_extract(rk.trainer, &a, eval_source_batch, &rs, recal, &pre, &g, &err);
     tflite_report rep;
-    if (st == MANTA_OK && c_dir && mkdir(c_dir, 0755) != 0 && errno != EEXIST)
-        st = manta_err_set(&err, MANTA_ERR_IO, "%s: cannot create: %s", c_dir, strerror(errno));
+    if (st == MANTA_OK && c_dir)
+        st = manta_file_mkdir_p(c_dir, &err);
     if (st == MANTA_OK)
         st = tflite_write_file(&g, out, c_dir, &rep, &err);
     if (st != MANTA_OK) {

@@ -4,17 +4,16 @@
  * table, accuracy from the accuracy predictor, MACs from the space's
  * description, and arena and file size exactly from the engine's planner on
  * the .tflite the exporter would write for the candidate. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
+#include "core/fileio.h"
+#include "core/strbuf.h"
 #include "export/tflite.h"
-#include "profile/common.h"
 #include "profile/latency_table.h"
 #include "profile/synth.h"
 #include "rundata.h"
@@ -208,32 +207,18 @@ static int same_board(const char *device, const char *name)
 }
 
 /* A JSON string (quotes, backslashes and control characters escaped). */
-static void put_str(prof_buf *b, const char *s)
+static void put_str(manta_strbuf *b, const char *s)
 {
-    prof_buf_printf(b, "\"");
+    manta_strbuf_printf(b, "\"");
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
-            prof_buf_printf(b, "\\%c", *s);
+            manta_strbuf_printf(b, "\\%c", *s);
         else if ((unsigned char)*s < 0x20)
-            prof_buf_printf(b, "\\u%04x", (unsigned char)*s);
+            manta_strbuf_printf(b, "\\u%04x", (unsigned char)*s);
         else
-            prof_buf_printf(b, "%c", *s);
+            manta_strbuf_printf(b, "%c", *s);
     }
-    prof_buf_printf(b, "\"");
-}
-
-static int mkdir_p(const char *dir)
-{
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    manta_strbuf_printf(b, "\"");
 }
 
 /* ---- re-ranking on the validation split ---- */
@@ -447,8 +432,8 @@ int cmd_search(int argc, char **argv)
     evo_result r;
     memset(&r, 0, sizeof r);
     char path[1200], enc[2048];
-    if (mkdir_p(out) != 0) {
-        fprintf(stderr, "manta search: %s: cannot create: %s\n", out, strerror(errno));
+    if ((st = manta_file_mkdir_p(out, &err)) != MANTA_OK) {
+        cmd_error("search", st, &err);
         goto done;
     }
     /* every uniform sub-network, as seeds of the first population */
@@ -501,7 +486,7 @@ int cmd_search(int argc, char **argv)
         char text[2100];
         snprintf(text, sizeof text, "%s\n", enc);
         snprintf(path, sizeof path, "%s/arch.json", out);
-        if ((st = prof_write_file_atomic(path, text, strlen(text), &err)) != MANTA_OK) {
+        if ((st = manta_file_write_atomic(path, text, strlen(text), &err)) != MANTA_OK) {
             cmd_error("search", st, &err);
             goto done;
         }
@@ -519,67 +504,71 @@ int cmd_search(int argc, char **argv)
         goto done;
     }
     {
-        prof_buf b = {0};
+        manta_strbuf b = {0};
         /* "version" is the format's: manta's own provenance goes in an object of its
          * own (the device is the re-rank's, none without --rerank) */
         char prov[4096];
         cmd_json_provenance_str(prov, sizeof prov, rk.dev);
-        prof_buf_printf(&b, "{\"format\":\"manta-search\",\"version\":1,\"provenance\":{%s},"
-                            "\"space\":", prov);
+        manta_strbuf_printf(&b,
+                            "{\"format\":\"manta-search\",\"version\":1,\"provenance\":{%s},"
+                            "\"space\":",
+                            prov);
         put_str(&b, sp.name);
-        prof_buf_printf(&b, ",\"ckpt\":");
+        manta_strbuf_printf(&b, ",\"ckpt\":");
         put_str(&b, ckpt);
-        prof_buf_printf(&b, ",\"lut\":");
+        manta_strbuf_printf(&b, ",\"lut\":");
         put_str(&b, lut_path);
-        prof_buf_printf(&b, ",\"device\":");
+        manta_strbuf_printf(&b, ",\"device\":");
         put_str(&b, lut.device);
-        prof_buf_printf(&b, ",\"acc_model\":");
+        manta_strbuf_printf(&b, ",\"acc_model\":");
         put_str(&b, acc_path);
-        prof_buf_printf(&b,
-                        ",\"seed\":%llu,\"population\":%d,\"generations\":%d,"
-                        "\"parent_ratio\":%g,\"mutate_prob\":%g,\"uniform_seeds\":%d,"
-                        "\"uniform_within_budget\":%zu,\"budget\":{\"max_latency_ms\":%g,"
-                        "\"max_arena_bytes\":%g,\"max_flash_bytes\":%g,\"max_macs\":%g},",
-                        (unsigned long long)c.seed, c.population, c.generations, c.parent_ratio,
-                        c.mutate_prob, c.n_seeds, r.n_seeds_in, latency, c.budget[EVO_ARENA],
-                        c.budget[EVO_FLASH], macs);
+        manta_strbuf_printf(&b,
+                            ",\"seed\":%llu,\"population\":%d,\"generations\":%d,"
+                            "\"parent_ratio\":%g,\"mutate_prob\":%g,\"uniform_seeds\":%d,"
+                            "\"uniform_within_budget\":%zu,\"budget\":{\"max_latency_ms\":%g,"
+                            "\"max_arena_bytes\":%g,\"max_flash_bytes\":%g,\"max_macs\":%g},",
+                            (unsigned long long)c.seed, c.population, c.generations, c.parent_ratio,
+                            c.mutate_prob, c.n_seeds, r.n_seeds_in, latency, c.budget[EVO_ARENA],
+                            c.budget[EVO_FLASH], macs);
         /* before "best", so that a reader taking the last "predicted_top1" gets the best's */
         if (rerank > 0) {
-            prof_buf_printf(&b,
-                            "\"rerank\":{\"spread_genes\":%ld,\"by_resolution\":%d,"
-                            "\"uniform_added\":%zu,"
-                            "\"images\":%ld,\"recal_images\":%ld,\"chosen\":%zu,"
-                            "\"candidates\":[",
-                            spread, c.top_by_res, r.n_top_seeds, rerank_images, recal, chosen + 1);
+            manta_strbuf_printf(&b,
+                                "\"rerank\":{\"spread_genes\":%ld,\"by_resolution\":%d,"
+                                "\"uniform_added\":%zu,"
+                                "\"images\":%ld,\"recal_images\":%ld,\"chosen\":%zu,"
+                                "\"candidates\":[",
+                                spread, c.top_by_res, r.n_top_seeds, rerank_images, recal,
+                                chosen + 1);
             for (size_t i = 0; i < r.n_top; i++) {
                 char e2[2048];
                 if ((st = ofa_arch_to_json(&sp, &r.top[i].arch, e2, sizeof e2, &err)) != MANTA_OK)
                     break;
-                prof_buf_printf(&b,
-                                "%s{\"arch\":%s,\"predicted_top1\":%.6f,"
-                                "\"validation_top1\":%.6f,\"predicted_latency_ms\":%.6f}",
-                                i ? "," : "", e2, r.top[i].acc, val[i], r.top[i].f.v[EVO_LATENCY]);
+                manta_strbuf_printf(&b,
+                                    "%s{\"arch\":%s,\"predicted_top1\":%.6f,"
+                                    "\"validation_top1\":%.6f,\"predicted_latency_ms\":%.6f}",
+                                    i ? "," : "", e2, r.top[i].acc, val[i],
+                                    r.top[i].f.v[EVO_LATENCY]);
             }
-            prof_buf_printf(&b, "]},");
+            manta_strbuf_printf(&b, "]},");
         } else {
-            prof_buf_printf(&b, "\"rerank\":null,");
+            manta_strbuf_printf(&b, "\"rerank\":null,");
         }
-        prof_buf_printf(&b,
-                        "\"best\":{\"arch\":%s,\"predicted_top1\":%.6f,"
-                        "\"predicted_latency_ms\":%.6f,"
-                        "\"macs\":%.0f,\"arena_bytes\":%.0f,\"file_bytes\":%.0f},"
-                        "\"front_points\":%zu,\"evaluated\":%ld,\"measured\":%ld,"
-                        "\"rejected\":%ld,\"models_planned\":%ld,\"seconds\":%.2f}\n",
-                        enc, r.best.acc, r.best.f.v[EVO_LATENCY], r.best.f.v[EVO_MACS],
-                        r.best.f.v[EVO_ARENA], r.best.f.v[EVO_FLASH], r.n_front, r.evaluated,
-                        r.measured, r.rejected, cx.built, search_s);
+        manta_strbuf_printf(&b,
+                            "\"best\":{\"arch\":%s,\"predicted_top1\":%.6f,"
+                            "\"predicted_latency_ms\":%.6f,"
+                            "\"macs\":%.0f,\"arena_bytes\":%.0f,\"file_bytes\":%.0f},"
+                            "\"front_points\":%zu,\"evaluated\":%ld,\"measured\":%ld,"
+                            "\"rejected\":%ld,\"models_planned\":%ld,\"seconds\":%.2f}\n",
+                            enc, r.best.acc, r.best.f.v[EVO_LATENCY], r.best.f.v[EVO_MACS],
+                            r.best.f.v[EVO_ARENA], r.best.f.v[EVO_FLASH], r.n_front, r.evaluated,
+                            r.measured, r.rejected, cx.built, search_s);
         snprintf(path, sizeof path, "%s/search.json", out);
         st = st != MANTA_OK ? st
              : b.oom ? manta_err_set(&err, MANTA_ERR_NO_MEMORY, "search: out of memory")
-                   : prof_write_file_atomic(path, b.p, b.n, &err);
+                   : manta_file_write_atomic(path, b.p, b.n, &err);
         if (st == MANTA_OK && json)
             fputs(b.p, stdout);
-        free(b.p);
+        manta_strbuf_free(&b);
         if (st != MANTA_OK) {
             cmd_error("search", st, &err);
             goto done;

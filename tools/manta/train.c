@@ -10,13 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
 
 #include "cmd.h"
+#include "core/fileio.h"
 #include "data/prefetch.h"
 #include "dist/ring.h"
 #include "rundata.h"
@@ -267,22 +267,6 @@ static int evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, const train_
     }
     free(scratch);
     return ok;
-}
-
-static int mkdir_p(const char *path)
-{
-    char tmp[1024];
-    int n = snprintf(tmp, sizeof tmp, "%s", path);
-    if (n <= 0 || (size_t)n >= sizeof tmp)
-        return -1;
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static int save(const char *dir, const char *name, ofa_trainer *t, mcl_dev *d, train_meta *m,
@@ -566,9 +550,9 @@ int cmd_train(int argc, char **argv)
         meta.lr_scale = o.lr_scale;
     }
     if (rank == 0) {
-        if (mkdir_p(out_dir) != 0) {
-            fprintf(stderr, "manta train: %s: cannot create the folder: %s\n", out_dir,
-                    strerror(errno));
+        manta_err derr;
+        if (manta_file_mkdir_p(out_dir, &derr) != MANTA_OK) {
+            fprintf(stderr, "manta train: %s\n", derr.msg);
             goto out;
         }
         char mpath[1100];

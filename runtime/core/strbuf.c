@@ -1,0 +1,47 @@
+#include "core/strbuf.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+void manta_strbuf_printf(manta_strbuf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (len < 0) {
+        b->oom = true;
+        return;
+    }
+    size_t need = b->n + (size_t)len + 1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < need && cap <= SIZE_MAX / 2)
+            cap *= 2;
+        char *p = cap >= need ? realloc(b->p, cap) : NULL;
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)len;
+}
+
+void manta_strbuf_free(manta_strbuf *b)
+{
+    if (!b)
+        return;
+    free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+    b->oom = false;
+}

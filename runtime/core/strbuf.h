@@ -1,0 +1,42 @@
+/**
+ * @file strbuf.h
+ * @brief A growing text buffer for writers of text files (CSV, JSON lines,
+ *        SVG, generated C).
+ *
+ * Appends never fail at the call site: a failed allocation sets the buffer's
+ * @c oom flag, later appends do nothing, and the writer checks the flag once
+ * before it uses the text. This keeps long chains of appends readable.
+ */
+#ifndef MANTA_CORE_STRBUF_H
+#define MANTA_CORE_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/**
+ * A text buffer. Zero-initialise it (`manta_strbuf b = {0};`), append with
+ * manta_strbuf_printf(), release with manta_strbuf_free(). The buffer owns
+ * @c p; a caller may take it over instead of freeing (then it frees @c p).
+ */
+typedef struct manta_strbuf {
+    char *p;    /**< NUL-terminated text; NULL while nothing was appended */
+    size_t n;   /**< length of the text, without the NUL */
+    size_t cap; /**< bytes allocated at @c p */
+    bool oom;   /**< an append failed for lack of memory; later appends do nothing */
+} manta_strbuf;
+
+/**
+ * Append printf output to @p b, growing it as needed. On failure (out of
+ * memory, or an encoding error of the format) sets b->oom and leaves the text
+ * as it was; once b->oom is set the call does nothing.
+ */
+void manta_strbuf_printf(manta_strbuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/** Free the text and reset @p b to empty (oom cleared). NULL is allowed. */
+void manta_strbuf_free(manta_strbuf *b);
+
+#endif
