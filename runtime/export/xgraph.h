@@ -6,8 +6,10 @@
  *        elastic kernels baked into plain depthwise weights, channels sliced,
  *        activations fused where TensorFlow Lite can fuse them.
  *
- * Produced from a trained supernet by ofa_extract() (runtime/ofa/extract.h),
- * written by the .tflite writer (runtime/export/tflite.h).
+ * Built for MobileNetV3 sub-networks by runtime/export/mbv3_graph.h (from a
+ * trained supernet by ofa_supernet_extract(), runtime/ofa/extract.h; with
+ * random values by runtime/profile/synth.h), written by the .tflite writer
+ * (runtime/export/tflite.h).
  *
  * Layouts (TensorFlow Lite's):
  *  - activations NHWC (rank 4) or (N, units) (rank 2);

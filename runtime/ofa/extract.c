@@ -1,168 +1,81 @@
 #include "ofa/extract.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "export/mbv3_graph.h"
 #include "ofa/supernet_internal.h"
 
-/* What the extraction reads: host copies of the parameters and statistics. */
+/* The weight source of an extraction: host copies of the parameters and statistics. */
 typedef struct ctx {
     const ofa_supernet *n;
     const float *p, *st;
-    xgraph *g;
-    manta_err *err;
 } ctx;
 
-static float *alloc_floats(ctx *c, size_t n)
+/* Channel o's BN scale (gamma / sqrt(var + eps)) and shift (beta - mean * scale). */
+static void bn_fold(const ctx *c, const bn_p *b, int o, float *scale, float *shift)
 {
-    float *p = calloc(n ? n : 1, sizeof *p);
-    if (!p)
-        manta_err_set(c->err, MANTA_ERR_NO_MEMORY, "export: out of memory");
-    return p;
+    float s = c->p[b->gamma + (size_t)o] / sqrtf(c->st[b->rvar + (size_t)o] + BN_EPS);
+    *scale = s;
+    *shift = c->p[b->beta + (size_t)o] - c->st[b->rmean + (size_t)o] * s;
 }
 
-static int tensor4(ctx *c, int h, int w, int ch, const char *name)
+/* A dense convolution from weights at `w_off` (NCHW [o][i][ky][kx], rows of stride `ld`),
+ * scaled by the request's input scale, with batch norm `bn` folded in. */
+static void conv_from(const ctx *c, const mbv3_request *r, size_t w_off, size_t ld, const bn_p *bn)
 {
-    const int shape[4] = {1, h, w, ch};
-    return xgraph_add_tensor(c->g, 4, shape, name, c->err);
-}
-
-/* Per-channel BN scale (gamma / sqrt(var + eps)) and shift (beta - mean * scale). */
-static void bn_fold(const ctx *c, const bn_p *b, int ch, float *scale, float *shift)
-{
-    for (int i = 0; i < ch; i++) {
-        float s = c->p[b->gamma + (size_t)i] / sqrtf(c->st[b->rvar + (size_t)i] + BN_EPS);
-        scale[i] = s;
-        shift[i] = c->p[b->beta + (size_t)i] - c->st[b->rmean + (size_t)i] * s;
-    }
-}
-
-static xg_act fused(nn_act a) { return a == NN_ACT_RELU ? XG_ACT_RELU : XG_ACT_NONE; }
-
-/* Append `op` and, when the activation cannot be fused, an HARD_SWISH after it.
- * Returns the tensor index of the final output, -1 on failure. */
-static int emit(ctx *c, xg_op *op, nn_act act, int h, int w, int ch, const char *name)
-{
-    op->out = tensor4(c, h, w, ch, name);
-    op->act = fused(act);
-    if (op->out < 0 || xgraph_add_op(c->g, op, c->err) < 0) {
-        free(op->weights);
-        free(op->bias);
-        return -1;
-    }
-    if (act != NN_ACT_HSWISH)
-        return op->out;
-    char nm[XG_NAME_MAX];
-    snprintf(nm, sizeof nm, "%.38s.hswish", name);
-    xg_op hs = {.kind = XG_HSWISH, .in0 = op->out, .in1 = -1};
-    hs.out = tensor4(c, h, w, ch, nm);
-    if (hs.out < 0 || xgraph_add_op(c->g, &hs, c->err) < 0)
-        return -1;
-    return hs.out;
-}
-
-/* Padding of a k x k, stride-s layer on an h x h input: SAME where it equals
- * the training padding (k/2 each side), else an explicit PAD op. Returns the
- * (possibly padded) input tensor and sets *same. */
-static int pad_for(ctx *c, int in, int h, int ch, int k, int stride, bool *same, const char *name)
-{
-    *same = stride == 1 || h % 2 == 1 || k == 1;
-    if (*same)
-        return in;
-    char nm[XG_NAME_MAX];
-    snprintf(nm, sizeof nm, "%.40s.pad", name);
-    xg_op pad = {.kind = XG_PAD, .in0 = in, .in1 = -1, .pad = {k / 2, k / 2, k / 2, k / 2}};
-    pad.out = tensor4(c, h + 2 * (k / 2), h + 2 * (k / 2), ch, nm);
-    if (pad.out < 0 || xgraph_add_op(c->g, &pad, c->err) < 0)
-        return -1;
-    return pad.out;
-}
-
-/* A dense convolution of `cout` rows of stride `ld` from weights at `w_off`
- * (NCHW [o][i][ky][kx]), scaled per input by `in_scale` (NULL: 1), followed by
- * batch norm `bn` (NULL: bias 0) and `act`. */
-static int conv(ctx *c, int in, int h, int cin, int cout, int k, int stride, size_t w_off,
-                size_t ld, float in_scale, const bn_p *bn, nn_act act, const char *name)
-{
-    bool same;
-    int x = pad_for(c, in, h, cin, k, stride, &same, name);
-    if (x < 0)
-        return -1;
-    xg_op op = {.kind = XG_CONV, .in0 = x, .in1 = -1, .kh = k, .kw = k, .stride = stride,
-                .same = same};
-    op.n_weights = (size_t)cout * k * k * cin;
-    op.n_bias = (size_t)cout;
-    op.weights = alloc_floats(c, op.n_weights);
-    op.bias = alloc_floats(c, op.n_bias);
-    float *scale = alloc_floats(c, (size_t)cout), *shift = alloc_floats(c, (size_t)cout);
-    if (!op.weights || !op.bias || !scale || !shift) {
-        free(op.weights), free(op.bias), free(scale), free(shift);
-        return -1;
-    }
-    for (int o = 0; o < cout; o++)
-        scale[o] = 1.0f;
-    if (bn)
-        bn_fold(c, bn, cout, scale, shift);
-    for (int o = 0; o < cout; o++) {
+    const int k = r->k, cin = r->cin;
+    for (int o = 0; o < r->cout; o++) {
+        float scale, shift;
+        bn_fold(c, bn, o, &scale, &shift);
         for (int i = 0; i < cin; i++)
             for (int ky = 0; ky < k; ky++)
                 for (int kx = 0; kx < k; kx++)
-                    op.weights[(((size_t)o * k + ky) * k + kx) * cin + i] =
-                        c->p[w_off + (size_t)o * ld + ((size_t)i * k + ky) * k + kx] * scale[o] *
-                        in_scale;
-        op.bias[o] = shift[o];
+                    r->weights[(((size_t)o * k + ky) * k + kx) * cin + i] =
+                        c->p[w_off + (size_t)o * ld + ((size_t)i * k + ky) * k + kx] * scale *
+                        r->in_scale;
+        r->bias[o] = shift;
     }
-    free(scale), free(shift);
-    int ho = ofa_out_size(h, k, stride);
-    return emit(c, &op, act, ho, ho, cout, name);
 }
 
-/* Depthwise k x k over `ch` channels with weights `w` (C, k, k) on the host. */
-static int dwconv(ctx *c, int in, int h, int ch, int k, int stride, const float *w, const bn_p *bn,
-                  nn_act act, const char *name)
+/* A depthwise convolution from host weights `w` (C, k, k) with batch norm `bn` folded in. */
+static void dwconv_from(const ctx *c, const mbv3_request *r, const float *w, const bn_p *bn)
 {
-    bool same;
-    int x = pad_for(c, in, h, ch, k, stride, &same, name);
-    if (x < 0)
-        return -1;
-    xg_op op = {.kind = XG_DWCONV, .in0 = x, .in1 = -1, .kh = k, .kw = k, .stride = stride,
-                .same = same};
-    op.n_weights = (size_t)k * k * ch;
-    op.n_bias = (size_t)ch;
-    op.weights = alloc_floats(c, op.n_weights);
-    op.bias = alloc_floats(c, op.n_bias);
-    float *scale = alloc_floats(c, (size_t)ch), *shift = alloc_floats(c, (size_t)ch);
-    if (!op.weights || !op.bias || !scale || !shift) {
-        free(op.weights), free(op.bias), free(scale), free(shift);
-        return -1;
-    }
-    bn_fold(c, bn, ch, scale, shift);
+    const int k = r->k, ch = r->cout;
     for (int i = 0; i < ch; i++) {
+        float scale, shift;
+        bn_fold(c, bn, i, &scale, &shift);
         for (int t = 0; t < k * k; t++)
-            op.weights[(size_t)t * ch + i] = w[(size_t)i * k * k + t] * scale[i];
-        op.bias[i] = shift[i];
+            r->weights[(size_t)t * ch + i] = w[(size_t)i * k * k + t] * scale;
+        r->bias[i] = shift;
     }
-    free(scale), free(shift);
-    int ho = ofa_out_size(h, k, stride);
-    return emit(c, &op, act, ho, ho, ch, name);
+}
+
+/* A squeeze-and-excite 1x1 from weights `w` (rows of stride `ld`) and bias `b`. */
+static void se_from(const ctx *c, const mbv3_request *r, size_t w, size_t ld, size_t b)
+{
+    for (int o = 0; o < r->cout; o++) {
+        for (int i = 0; i < r->cin; i++)
+            r->weights[(size_t)o * r->cin + i] = c->p[w + (size_t)o * ld + (size_t)i];
+        r->bias[o] = c->p[b + (size_t)o];
+    }
 }
 
 /* The active depthwise kernel of a slot: the stored largest one, or its
  * transformed centre (OFA's chain K -> ... -> k), for `ch` channels. */
-static float *active_kernel(ctx *c, const slot_p *p, int ki, int ch)
+static float *active_kernel(const ctx *c, const slot_p *p, int ki, int ch)
 {
     const ofa_space *s = &c->n->s;
     const int kmax = s->ks[s->n_ks - 1];
-    float *cur = alloc_floats(c, (size_t)ch * kmax * kmax);
+    float *cur = malloc((size_t)ch * kmax * kmax * sizeof *cur);
     if (!cur)
         return NULL;
     memcpy(cur, c->p + p->dw_w, (size_t)ch * kmax * kmax * sizeof *cur);
     for (int i = s->n_ks - 2; i >= ki; i--) {
         const int big = s->ks[i + 1], k = s->ks[i], kk = k * k, off = big / 2 - k / 2;
         const float *m = c->p + p->kmat[i];
-        float *next = alloc_floats(c, (size_t)ch * kk);
+        float *next = malloc((size_t)ch * kk * sizeof *next);
         if (!next) {
             free(cur);
             return NULL;
@@ -181,155 +94,124 @@ static float *active_kernel(ctx *c, const slot_p *p, int ki, int ch)
     return cur;
 }
 
-/* SE reduce or expand as a 1x1 convolution on (1,1,1,cin) with bias. */
-static int se_conv(ctx *c, int in, int cin, int cout, size_t w, size_t ld, size_t b, float bias_add,
-                   xg_act act, const char *name)
+/* The active configuration of slot `idx`, or NULL when the slot is not active. */
+static const slot_a *active_slot(const ofa_supernet *n, int idx)
 {
-    xg_op op = {.kind = XG_CONV, .in0 = in, .in1 = -1, .kh = 1, .kw = 1, .stride = 1, .same = true,
-                .act = act};
-    op.n_weights = (size_t)cout * cin;
-    op.n_bias = (size_t)cout;
-    op.weights = alloc_floats(c, op.n_weights);
-    op.bias = alloc_floats(c, op.n_bias);
-    if (!op.weights || !op.bias) {
-        free(op.weights), free(op.bias);
-        return -1;
-    }
-    for (int o = 0; o < cout; o++) {
-        for (int i = 0; i < cin; i++)
-            op.weights[(size_t)o * cin + i] = c->p[w + (size_t)o * ld + (size_t)i];
-        op.bias[o] = c->p[b + (size_t)o] + bias_add;
-    }
-    op.out = tensor4(c, 1, 1, cout, name);
-    if (op.out < 0 || xgraph_add_op(c->g, &op, c->err) < 0) {
-        free(op.weights), free(op.bias);
-        return -1;
-    }
-    return op.out;
+    for (int i = 0; i < n->n_active; i++)
+        if (n->active[i].idx == idx)
+            return &n->active[i];
+    return NULL;
 }
 
-static int simple(ctx *c, xg_kind kind, int in0, int in1, int rank, const int *shape,
-                  const char *name)
+/* Whether layer `l` is what the supernet runs for its active sub-network, so that every
+ * parameter read for it lies inside the supernet's tensors. */
+static bool runs(const ofa_supernet *n, const mbv3_layer *l)
 {
-    xg_op op = {.kind = kind, .in0 = in0, .in1 = in1};
-    op.out = xgraph_add_tensor(c->g, rank, shape, name, c->err);
-    if (op.out < 0 || xgraph_add_op(c->g, &op, c->err) < 0)
-        return -1;
-    return op.out;
+    const ofa_space *s = &n->s;
+    switch (l->type) {
+    case MBV3_STEM:
+        return l->in_h == n->h0 && l->in_c == s->in_channels && l->out_c == s->stem_width &&
+               l->kernel == s->stem_kernel && l->stride == n->stem_stride && l->out_h == n->hs;
+    case MBV3_BLOCK: {
+        if (l->slot < 0)
+            return !l->has_expand && !l->se && l->in_h == n->hs && l->in_c == s->stem_width &&
+                   l->mid == s->stem_width && l->out_c == s->first_width && l->kernel == 3 &&
+                   l->idskip == n->first_residual;
+        const slot_a *a = l->slot < OFA_MAX_SLOTS ? active_slot(n, l->slot) : NULL;
+        const slot_p *p = a ? &n->slot[a->idx] : NULL;
+        return p && l->has_expand && l->in_h == a->h && l->out_h == a->ho && l->in_c == p->in_c &&
+               l->mid == a->mid && l->out_c == p->width && l->kernel == a->k &&
+               l->stride == p->stride && l->se == p->se && (!p->se || l->se_mid == a->se) &&
+               l->idskip == a->residual;
+    }
+    case MBV3_HEAD:
+        return l->in_h == n->last_h && l->in_c == n->last_c && l->out_c == s->head_expand;
+    case MBV3_MIX:
+        return l->in_c == s->head_expand && l->out_c == s->head_mix;
+    case MBV3_CLASSIFIER:
+        return l->in_c == (s->head_mix > 0 ? s->head_mix : s->head_expand) &&
+               l->out_c == s->classes;
+    case MBV3_POOL:
+        break;
+    }
+    return false;
 }
 
-static int block(ctx *c, const slot_a *a, int x)
+/* The operators of a block: the first block's depthwise and projection, or a slot's. */
+static manta_status fill_block(const ctx *c, const mbv3_request *r, manta_err *err)
 {
     const ofa_supernet *n = c->n;
-    const slot_p *p = &n->slot[a->idx];
-    const int u = a->idx / n->s.max_depth + 1, j = a->idx % n->s.max_depth + 1;
-    char nm[XG_NAME_MAX];
-    snprintf(nm, sizeof nm, "u%d.b%d.expand", u, j);
-    int t = conv(c, x, a->h, p->in_c, a->mid, 1, 1, p->e_w, (size_t)p->in_c, 1.0f, &p->e_bn, p->act, nm);
-    float *kw = t < 0 ? NULL : active_kernel(c, p, a->ki, a->mid);
-    if (!kw)
-        return -1;
-    snprintf(nm, sizeof nm, "u%d.b%d.dw", u, j);
-    t = dwconv(c, t, a->h, a->mid, a->k, p->stride, kw, &p->d_bn, p->act, nm);
-    free(kw);
-    if (t < 0)
-        return -1;
-    float proj_scale = 1.0f;
-    if (p->se) {
-        snprintf(nm, sizeof nm, "u%d.b%d.se.pool", u, j);
-        const int pooled[4] = {1, 1, 1, a->mid};
-        int s0 = simple(c, XG_MEAN, t, -1, 4, pooled, nm);
-        snprintf(nm, sizeof nm, "u%d.b%d.se.reduce", u, j);
-        int s1 = s0 < 0 ? -1 : se_conv(c, s0, a->mid, a->se, p->se_r_w, (size_t)p->mid_max, p->se_r_b, 0.0f, XG_ACT_RELU, nm);
-        snprintf(nm, sizeof nm, "u%d.b%d.se.expand", u, j);
-        int s2 = s1 < 0 ? -1 : se_conv(c, s1, a->se, a->mid, p->se_e_w, (size_t)p->se_max, p->se_e_b, 3.0f, XG_ACT_RELU6, nm);
-        snprintf(nm, sizeof nm, "u%d.b%d.se", u, j);
-        const int full[4] = {1, a->ho, a->wo, a->mid};
-        t = s2 < 0 ? -1 : simple(c, XG_MUL, t, s2, 4, full, nm);
-        proj_scale = 1.0f / 6.0f; /* h_sigmoid's division, moved into the projection */
-        if (t < 0)
-            return -1;
+    const mbv3_layer *l = r->layer;
+    if (l->slot < 0 && r->part == MBV3_DW) {
+        dwconv_from(c, r, c->p + n->first_dw, &n->first_dbn);
+        return MANTA_OK;
     }
-    snprintf(nm, sizeof nm, "u%d.b%d.project", u, j);
-    t = conv(c, t, a->ho, a->mid, p->width, 1, 1, p->p_w, (size_t)p->mid_max, proj_scale, &p->p_bn,
-             NN_ACT_NONE, nm);
-    if (t < 0 || !a->residual)
-        return t;
-    snprintf(nm, sizeof nm, "u%d.b%d.add", u, j);
-    const int shape[4] = {1, a->ho, a->wo, p->width};
-    return simple(c, XG_ADD, x, t, 4, shape, nm);
+    if (l->slot < 0 && r->part == MBV3_PROJECT) {
+        conv_from(c, r, n->first_p, (size_t)n->s.stem_width, &n->first_pbn);
+        return MANTA_OK;
+    }
+    const slot_p *p = l->slot >= 0 ? &n->slot[l->slot] : NULL;
+    switch (p ? r->part : MBV3_FC) {
+    case MBV3_EXPAND:
+        conv_from(c, r, p->e_w, (size_t)p->in_c, &p->e_bn);
+        return MANTA_OK;
+    case MBV3_DW: {
+        float *kw = active_kernel(c, p, active_slot(n, l->slot)->ki, r->cout);
+        if (!kw)
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
+        dwconv_from(c, r, kw, &p->d_bn);
+        free(kw);
+        return MANTA_OK;
+    }
+    case MBV3_SE_REDUCE:
+        se_from(c, r, p->se_r_w, (size_t)p->mid_max, p->se_r_b);
+        return MANTA_OK;
+    case MBV3_SE_EXPAND:
+        se_from(c, r, p->se_e_w, (size_t)p->se_max, p->se_e_b);
+        return MANTA_OK;
+    case MBV3_PROJECT:
+        conv_from(c, r, p->p_w, (size_t)p->mid_max, &p->p_bn);
+        return MANTA_OK;
+    case MBV3_CONV:
+    case MBV3_FC:
+        break;
+    }
+    return manta_err_set(err, MANTA_ERR_INTERNAL, "export: block %s has no operator %d", l->where,
+                         (int)r->part);
 }
 
-static int build(ctx *c)
+/* The weight source: each operator's values from the supernet's parameters, batch norm
+ * folded, the active kernel baked, channels sliced. */
+static manta_status fill(void *vc, const mbv3_request *r, manta_err *err)
 {
+    const ctx *c = vc;
     const ofa_supernet *n = c->n;
     const ofa_space *s = &n->s;
-    const int r = n->h0;
-    int x = tensor4(c, r, r, s->in_channels, "input");
-    if (x < 0)
-        return -1;
-    c->g->input = x;
-    int t = conv(c, x, r, s->in_channels, s->stem_width, s->stem_kernel, n->stem_stride, n->stem_w,
-                 (size_t)s->in_channels * s->stem_kernel * s->stem_kernel, 1.0f, &n->stem_bn,
-                 s->stem_act, "stem");
-    if (t < 0)
-        return -1;
-    float *fk = alloc_floats(c, (size_t)s->stem_width * 9);
-    if (!fk)
-        return -1;
-    memcpy(fk, c->p + n->first_dw, (size_t)s->stem_width * 9 * sizeof *fk);
-    int f = dwconv(c, t, n->hs, s->stem_width, 3, 1, fk, &n->first_dbn, s->first_act, "first.dw");
-    free(fk);
-    f = f < 0 ? -1 : conv(c, f, n->hs, s->stem_width, s->first_width, 1, 1, n->first_p,
-                          (size_t)s->stem_width, 1.0f, &n->first_pbn, NN_ACT_NONE, "first.project");
-    if (f >= 0 && n->first_residual) {
-        const int shape[4] = {1, n->hs, n->hs, s->first_width};
-        f = simple(c, XG_ADD, t, f, 4, shape, "first.add");
+    const mbv3_layer *l = r->layer;
+    if (!runs(n, l))
+        return manta_err_set(err, MANTA_ERR_INTERNAL,
+                             "export: layer %s is not the supernet's active sub-network", l->where);
+    switch (l->type) {
+    case MBV3_STEM:
+        conv_from(c, r, n->stem_w, (size_t)s->in_channels * s->stem_kernel * s->stem_kernel,
+                  &n->stem_bn);
+        return MANTA_OK;
+    case MBV3_BLOCK:
+        return fill_block(c, r, err);
+    case MBV3_HEAD:
+        conv_from(c, r, n->head_w, (size_t)n->last_c, &n->head_bn);
+        return MANTA_OK;
+    case MBV3_MIX:
+        memcpy(r->weights, c->p + n->mix_w, r->n_weights * sizeof *r->weights);
+        return MANTA_OK;
+    case MBV3_CLASSIFIER:
+        memcpy(r->weights, c->p + n->cls_w, r->n_weights * sizeof *r->weights);
+        memcpy(r->bias, c->p + n->cls_b, r->n_bias * sizeof *r->bias);
+        return MANTA_OK;
+    case MBV3_POOL:
+        break;
     }
-    for (int i = 0; i < n->n_active && f >= 0; i++)
-        f = block(c, &n->active[i], f);
-    if (f < 0)
-        return -1;
-    t = conv(c, f, n->last_h, n->last_c, s->head_expand, 1, 1, n->head_w, (size_t)n->last_c, 1.0f,
-             &n->head_bn, NN_ACT_HSWISH, "head.expand");
-    const int pooled[4] = {1, 1, 1, s->head_expand}, flat[2] = {1, s->head_expand};
-    t = t < 0 ? -1 : simple(c, XG_MEAN, t, -1, 4, pooled, "head.pool");
-    t = t < 0 ? -1 : simple(c, XG_RESHAPE, t, -1, 2, flat, "head.flatten");
-    if (t < 0)
-        return -1;
-    int feat = s->head_expand;
-    size_t fc_w = n->cls_w;
-    for (int layer = s->head_mix > 0 ? 0 : 1; layer < 2; layer++) {
-        const int units = layer == 0 ? s->head_mix : s->classes;
-        xg_op op = {.kind = XG_FC, .in0 = t, .in1 = -1};
-        op.n_weights = (size_t)units * feat;
-        op.weights = alloc_floats(c, op.n_weights);
-        if (!op.weights)
-            return -1;
-        memcpy(op.weights, c->p + (layer == 0 ? n->mix_w : fc_w), op.n_weights * sizeof(float));
-        if (layer == 1) {
-            op.n_bias = (size_t)units;
-            if (!(op.bias = alloc_floats(c, op.n_bias))) {
-                free(op.weights);
-                return -1;
-            }
-            memcpy(op.bias, c->p + n->cls_b, op.n_bias * sizeof(float));
-        }
-        const int shape[2] = {1, units};
-        op.out = xgraph_add_tensor(c->g, 2, shape, layer == 0 ? "head.mix" : "logits", c->err);
-        if (op.out < 0 || xgraph_add_op(c->g, &op, c->err) < 0) {
-            free(op.weights), free(op.bias);
-            return -1;
-        }
-        t = op.out;
-        if (layer == 0 && (t = simple(c, XG_HSWISH, t, -1, 2, shape, "head.mix.hswish")) < 0)
-            return -1;
-        feat = units;
-    }
-    c->g->logits = t;
-    const int probs[2] = {1, s->classes};
-    c->g->output = simple(c, XG_SOFTMAX, t, -1, 2, probs, "probabilities");
-    return c->g->output;
+    return manta_err_set(err, MANTA_ERR_INTERNAL, "export: layer %s has no weights", l->where);
 }
 
 manta_status ofa_supernet_extract(ofa_supernet *n, const xg_preprocess *pre, xgraph *out,
@@ -347,36 +229,11 @@ manta_status ofa_supernet_extract(ofa_supernet *n, const xg_preprocess *pre, xgr
     if (rc == MANTA_OK && (rc = mcl_read(n->d, mslab_view(&n->state, 0), st, n->n_state)) != MANTA_OK)
         manta_err_set(err, rc, "%s", mcl_err(n->d)->msg);
     if (rc == MANTA_OK) {
-        ctx c = {n, p, st, out, err};
-        out->pre = *pre;
-        out->pre.resolution = n->h0;
-        out->pre.channels = n->s.in_channels;
-        out->pre.labels = NULL;
-        out->pre.n_labels = 0;
-        if (pre->n_labels > 0) {
-            out->pre.labels = calloc((size_t)pre->n_labels, sizeof *out->pre.labels);
-            if (!out->pre.labels)
-                rc = manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
-            for (int i = 0; i < pre->n_labels && rc == MANTA_OK; i++) {
-                out->pre.labels[i] = malloc(strlen(pre->labels[i]) + 1);
-                if (!out->pre.labels[i])
-                    rc = manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
-                else
-                    strcpy(out->pre.labels[i], pre->labels[i]);
-                out->pre.n_labels = i + 1;
-            }
-        }
-        if (rc == MANTA_OK) {
-            snprintf(out->description, sizeof out->description, "manta OFA sub-network of space %s",
-                     n->s.name);
-            ofa_arch_to_json(&n->s, &n->arch, out->arch_json, sizeof out->arch_json, NULL);
-            if (build(&c) < 0)
-                rc = err && err->code != MANTA_OK ? err->code : MANTA_ERR_INTERNAL;
-        }
+        ctx c = {n, p, st};
+        const mbv3_source src = {fill, &c};
+        rc = mbv3_arch_graph(&n->s, &n->arch, pre, &src, out, NULL, NULL, err);
     }
     free(p);
     free(st);
-    if (rc != MANTA_OK)
-        xgraph_free(out);
     return rc;
 }

@@ -2,6 +2,7 @@
 
 #include "core/fileio.h"
 #include "core/rng.h"
+#include "export/mbv3_graph.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -116,86 +117,33 @@ static void make_key(lat_layer *l)
     }
 }
 
-static void from_desc(lat_layer *l, lat_layer_type type, const char *where, int r,
-                      const ofa_layer *in, const ofa_layer *out)
-{
-    memset(l, 0, sizeof *l);
-    l->type = type;
-    snprintf(l->where, sizeof l->where, "%s", where);
-    l->r = r;
-    l->in_h = in->in_h, l->in_w = in->in_w, l->in_c = in->in_c;
-    l->out_h = out->out_h, l->out_w = out->out_w, l->out_c = out->out_c;
-    l->kernel = type == LAT_POOL || type == LAT_LOGITS ? 0 : in->kernel;
-    l->stride = in->stride;
-    l->act = in->act;
-}
-
-/* "u2.b1" of "u2.b1.expand", "first" of "first.dw". */
-static void block_name(const char *layer, char *out, size_t cap)
-{
-    const char *dot = strrchr(layer, '.');
-    size_t n = dot ? (size_t)(dot - layer) : strlen(layer);
-    snprintf(out, cap, "%.*s", (int)n, layer);
-}
+_Static_assert(LAT_MAX_ARCH_LAYERS == MBV3_MAX_LAYERS, "a keyed layer per graph layer");
 
 manta_status lat_arch_layers(const ofa_space *s, const ofa_arch *a, lat_layer *out, int *n,
                              manta_err *err)
 {
+    static const lat_layer_type types[] = {
+        [MBV3_STEM] = LAT_STEM, [MBV3_BLOCK] = LAT_MBCONV, [MBV3_HEAD] = LAT_HEAD,
+        [MBV3_POOL] = LAT_POOL, [MBV3_MIX] = LAT_MIX,      [MBV3_CLASSIFIER] = LAT_LOGITS};
     *n = 0;
-    ofa_desc d;
-    MANTA_TRY(ofa_describe(s, a, &d, err));
-    const ofa_layer *L = d.layer;
-    int i = 0, k = 0;
-    if (d.n < 4 || L[0].kind != OFA_L_CONV)
-        return manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: unexpected description");
-    from_desc(&out[k++], LAT_STEM, "stem", a->r, &L[0], &L[0]);
-    i = 1;
-    /* blocks: [1x1 expand] depthwise [SE] 1x1 project */
-    while (i < d.n && (L[i].kind == OFA_L_DWCONV ||
-                       (L[i].kind == OFA_L_CONV && i + 1 < d.n && L[i + 1].kind == OFA_L_DWCONV))) {
-        if (k >= LAT_MAX_ARCH_LAYERS - 4)
-            return manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: too many blocks");
-        const ofa_layer *first = &L[i], *expand = NULL, *se = NULL;
-        if (L[i].kind == OFA_L_CONV)
-            expand = &L[i++];
-        const ofa_layer *dw = &L[i++];
-        if (i < d.n && L[i].kind == OFA_L_SE)
-            se = &L[i++];
-        if (i >= d.n || L[i].kind != OFA_L_CONV)
-            return manta_err_set(err, MANTA_ERR_INTERNAL,
-                                 "latency keys: block %s has no projection", first->name);
-        const ofa_layer *proj = &L[i++];
-        char where[48];
-        block_name(first->name, where, sizeof where);
-        lat_layer *l = &out[k++];
-        from_desc(l, LAT_MBCONV, where, a->r, first, proj);
-        l->mid = dw->in_c;
-        l->kernel = dw->kernel;
-        l->stride = dw->stride;
-        l->act = dw->act;
-        l->has_expand = expand != NULL;
-        l->idskip = proj->residual;
-        l->se = se != NULL;
-        l->se_mid = se ? ofa_make_divisible(dw->out_c / 4.0, 8) : 0;
+    mbv3_layer L[MBV3_MAX_LAYERS];
+    int m = 0;
+    MANTA_TRY(mbv3_arch_layers(s, a, L, &m, err));
+    for (int i = 0; i < m; i++) {
+        const mbv3_layer *g = &L[i];
+        lat_layer *l = &out[i];
+        memset(l, 0, sizeof *l);
+        l->type = types[g->type];
+        snprintf(l->where, sizeof l->where, "%s", g->where);
+        l->r = a->r;
+        l->in_h = g->in_h, l->in_w = g->in_w, l->in_c = g->in_c;
+        l->out_h = g->out_h, l->out_w = g->out_w, l->out_c = g->out_c;
+        l->mid = g->mid, l->kernel = g->kernel, l->stride = g->stride;
+        l->has_expand = g->has_expand, l->idskip = g->idskip, l->se = g->se;
+        l->se_mid = g->se_mid, l->act = g->act;
+        make_key(l);
     }
-    /* head: 1x1 conv, pool, [feature mix], classifier */
-    static const lat_layer_type head_types[] = {LAT_HEAD, LAT_POOL, LAT_MIX, LAT_LOGITS};
-    static const ofa_layer_kind head_kinds[] = {OFA_L_CONV, OFA_L_POOL, OFA_L_CONV, OFA_L_LINEAR};
-    static const char *const head_where[] = {"head", "pool", "mix", "classifier"};
-    for (int h = 0; h < 4; h++) {
-        if (h == 2 && s->head_mix <= 0)
-            continue;
-        if (i >= d.n || L[i].kind != head_kinds[h])
-            return manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: unexpected head layer %d",
-                                 i);
-        from_desc(&out[k++], head_types[h], head_where[h], a->r, &L[i], &L[i]);
-        i++;
-    }
-    if (i != d.n)
-        return manta_err_set(err, MANTA_ERR_INTERNAL, "latency keys: %d layers left over", d.n - i);
-    for (int j = 0; j < k; j++)
-        make_key(&out[j]);
-    *n = k;
+    *n = m;
     return MANTA_OK;
 }
 

@@ -104,8 +104,9 @@ typedef struct lat_layer {
 const char *lat_layer_type_name(lat_layer_type t);
 
 /**
- * The keyed layers of sub-network @p a, in network order (derived from
- * ofa_describe(), so shapes agree with it).
+ * The keyed layers of sub-network @p a, in network order: the layers of
+ * mbv3_arch_layers() (export/mbv3_graph.h, derived from ofa_describe(), so
+ * shapes agree with it), one for one, with their keys.
  * @param out array of ::LAT_MAX_ARCH_LAYERS layers, filled.
  * @param n   number written: 5 or 6 (head) + 1 (first block) + sum of depths.
  * @return MANTA_ERR_INVALID_ARG when @p a is not an architecture of @p s

@@ -5,22 +5,25 @@
  *        profiler times and what the search writes to learn a candidate's
  *        exact arena and file size. Host code only (no OpenCL).
  *
- * A sub-network's graph has exactly the operators, tensors, names, shapes
- * and padding that ofa_supernet_extract() (runtime/ofa/extract.h) produces
- * for it: the stem convolution (+ HARD_SWISH), the first block, each MBConv
- * block ([PAD] 1x1 expand [+ HARD_SWISH], depthwise [+ HARD_SWISH],
- * squeeze-and-excite as MEAN, 1x1 + RELU, 1x1 + RELU6, MUL, 1x1 projection,
- * ADD for the identity skip), the head (1x1 + HARD_SWISH, MEAN, RESHAPE,
- * [FULLY_CONNECTED + HARD_SWISH], FULLY_CONNECTED, SOFTMAX). Padding follows
- * extract.h: SAME, or an explicit PAD of k/2 before a stride-2 layer on an
+ * A sub-network's graph is built by the exporter's own builder,
+ * mbv3_arch_graph() (runtime/export/mbv3_graph.h), with random values or
+ * zeros as its weight source, so it has exactly the operators, tensors,
+ * names, shapes and padding that ofa_supernet_extract() (runtime/ofa/
+ * extract.h) produces for it: the stem convolution (+ HARD_SWISH), the first
+ * block, each MBConv block (1x1 expand [+ HARD_SWISH], [PAD] depthwise
+ * [+ HARD_SWISH], squeeze-and-excite as MEAN, 1x1 + RELU, 1x1 + RELU6, MUL,
+ * 1x1 projection, ADD for the identity skip), the head (1x1 + HARD_SWISH,
+ * MEAN, RESHAPE, [FULLY_CONNECTED + HARD_SWISH], FULLY_CONNECTED, SOFTMAX).
+ * Padding: SAME, or an explicit PAD of k/2 before a stride-2 layer on an
  * even size. Only the values of weights and biases differ, so a written
  * .tflite has the same size and the engine plans the same arena.
  *
  * A layer's graph (synth_layer_graph()) is the operators of one keyed layer
- * (latency_table.h) of a sub-network, in the same form, on an input of the
- * layer's shape: a stem, an MBConv block, the head convolution, the pool
- * (MEAN), the feature mix (RESHAPE, FULLY_CONNECTED, HARD_SWISH) or the
- * classifier (RESHAPE, FULLY_CONNECTED, SOFTMAX). The layers of a
+ * (latency_table.h) of a sub-network, from the same builder
+ * (mbv3_graph_layer()), on an input of the layer's shape: a stem, an MBConv
+ * block, the head convolution, the pool (MEAN), the feature mix (RESHAPE,
+ * FULLY_CONNECTED, HARD_SWISH) or the classifier (RESHAPE, FULLY_CONNECTED,
+ * SOFTMAX). The layers of a
  * sub-network, each applied to the output of the one before, are its whole
  * graph: the sum of the keyed layers' operators is the network's. A graph
  * must end in two distinct (1, K) tensors (logits and output), so a layer

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/graphcmp.h"
 #include "common/testutil.h"
 #include "engine/engine.h"
 #include "export/tflite.h"
@@ -38,37 +39,6 @@ static void tiny_space(ofa_space *s)
     s->unit[1] = (ofa_unit_spec){16, 1, NN_ACT_HSWISH, true};
     s->head_expand = 16;
     s->head_mix = 12;
-}
-
-static void same_graph(const xgraph *a, const xgraph *b)
-{
-    assert_int_equal(a->n_ops, b->n_ops);
-    assert_int_equal(a->n_tensors, b->n_tensors);
-    assert_int_equal(a->input, b->input);
-    assert_int_equal(a->logits, b->logits);
-    assert_int_equal(a->output, b->output);
-    for (int i = 0; i < a->n_tensors; i++) {
-        const xg_tensor *x = &a->tensors[i], *y = &b->tensors[i];
-        assert_string_equal(x->name, y->name);
-        assert_int_equal(x->rank, y->rank);
-        assert_memory_equal(x->shape, y->shape, sizeof x->shape);
-    }
-    for (int i = 0; i < a->n_ops; i++) {
-        const xg_op *x = &a->ops[i], *y = &b->ops[i];
-        assert_int_equal(x->kind, y->kind);
-        assert_int_equal(x->in0, y->in0);
-        assert_int_equal(x->in1, y->in1);
-        assert_int_equal(x->out, y->out);
-        assert_int_equal(x->kh, y->kh);
-        assert_int_equal(x->stride, y->stride);
-        assert_int_equal(x->same, y->same);
-        assert_memory_equal(x->pad, y->pad, sizeof x->pad);
-        assert_int_equal(x->act, y->act);
-        assert_int_equal(x->n_weights, y->n_weights);
-        assert_int_equal(x->n_bias, y->n_bias);
-    }
-    assert_string_equal(a->arch_json, b->arch_json);
-    assert_string_equal(a->description, b->description);
 }
 
 static void check_against_extract(mcl_dev *d, const ofa_space *s, int trials)
@@ -102,7 +72,7 @@ static void check_against_extract(mcl_dev *d, const ofa_space *s, int trials)
         const synth_opts so = {(uint64_t)t, t % 2 == 1};
         if (synth_arch_graph(s, &a, &pre, &so, &got, &e) != MANTA_OK)
             fail_msg("synth: %s", e.msg);
-        same_graph(&got, &want);
+        tu_assert_same_graph(&got, &want);
         uint8_t *f1 = NULL, *f2 = NULL;
         size_t s1 = 0, s2 = 0;
         tflite_report r1, r2;
