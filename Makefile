@@ -73,14 +73,17 @@ ENGINE_LIB := $(BUILD)/lib/libmanta_engine.a
 ENGINE_OPT ?= -O3
 
 # manta-infer: the board program, linked with the engine, TurboJPEG and libc/libm only.
-INFER_SRC := $(wildcard tools/manta-infer/*.c)
+# Option tables shared by the programs (tools/common/opts.h, getopt_long).
+TOOLS_COMMON_SRC := $(wildcard tools/common/*.c)
+
+INFER_SRC := $(wildcard tools/manta-infer/*.c) $(TOOLS_COMMON_SRC)
 INFER_OBJ := $(INFER_SRC:%.c=$(BUILD)/obj/%.o)
 INFER     := $(BUILD)/bin/manta-infer
 INFER_LIBS ?= -lturbojpeg -lm
 
 # manta-profile: the board's latency profiler. Engine, exporter, space and profile code,
 # cJSON and libm: no OpenCL, and no checkpoint container (it reads no checkpoints; zlib).
-PROFILE_SRC := $(wildcard tools/manta-profile/*.c)
+PROFILE_SRC := $(wildcard tools/manta-profile/*.c) $(TOOLS_COMMON_SRC)
 PROFILE_OBJ := $(PROFILE_SRC:%.c=$(BUILD)/obj/%.o)
 PROFILE_HOST_SRC := $(filter-out runtime/core/container.c,$(wildcard runtime/core/*.c)) \
                     $(wildcard runtime/profile/*.c) runtime/ofa/space.c \
@@ -90,7 +93,7 @@ PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)
 PROFILE   := $(BUILD)/bin/manta-profile
 PROFILE_LIBS ?= -lcjson -lm
 
-MANTA_SRC := $(wildcard tools/manta/*.c) tools/manta-infer/meta.c
+MANTA_SRC := $(wildcard tools/manta/*.c) tools/manta-infer/meta.c $(TOOLS_COMMON_SRC)
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
 MANTA     := $(BUILD)/bin/manta
 
@@ -155,7 +158,8 @@ $(BUILD)/gen/version.h: FORCE
 	if cmp -s $@.$$$$.tmp $@; then rm -f $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
 $(BUILD)/obj/tools/manta/version.o: $(BUILD)/gen/version.h
 
-$(INFER_OBJ): CPPFLAGS := -Iruntime -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L
+$(INFER_OBJ): CPPFLAGS := -Iruntime -Itools -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L
+$(MANTA_OBJ) $(PROFILE_OBJ): CPPFLAGS += -Itools
 $(BUILD)/obj/tools/manta-infer/main.o: $(BUILD)/gen/engine_size.h
 $(INFER): $(INFER_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
@@ -189,7 +193,11 @@ $(ENGINE_LIB): $(ENGINE_OBJ)
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -Itests
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJ) $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
+
+# The programs' option tables (tools/common/) are not in the library.
+$(BUILD)/tests/test_opts: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/opts.o
+$(BUILD)/tests/test_opts: $(BUILD)/obj/tools/common/opts.o
 
 # Fixture writer for tests/integration/export_infer.sh (models and JPEGs).
 HELPER := $(BUILD)/tests/helpers/export_fixtures

@@ -4,30 +4,31 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 
 int cmd_devices(int argc, char **argv)
 {
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            printf("usage: manta devices [--json]\n\n"
-                   "Lists every OpenCL platform and device with its index, type, compute\n"
-                   "units, memory, the limits manta's launches obey (local memory, work-group\n"
-                   "size and extents, largest buffer, preferred float vector width), the\n"
-                   "kernel variants it runs (cpu or gpu) and its OpenCL C version. Select one\n"
-                   "elsewhere with --device INDEX|TYPE|NAME or MANTA_DEVICE.\n\n"
-                   "Environment: MANTA_DEVICE_LIMITS=local=32k,wg=256,items=256x256x64,\n"
-                   "alloc=256m,mem=2g,vec=4 clamps every device's limits (any subset: a small\n"
-                   "GPU's profile on a large device); MANTA_KERNELS=cpu|gpu|auto picks the\n"
-                   "kernel variants (auto: cpu on CPU devices, gpu on every other).\n");
-            return 0;
-        } else {
-            fprintf(stderr, "manta devices: unknown option '%s' (see --help)\n", argv[i]);
-            return 2;
-        }
-    }
+    bool json = false;
+    const opt_def defs[] = {
+        {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta devices", "[--json]",
+        "Lists every OpenCL platform and device with its index, type, compute units,\n"
+        "memory, the limits manta's launches obey (local memory, work-group size and\n"
+        "extents, largest buffer, preferred float vector width), the kernel variants it\n"
+        "runs (cpu or gpu) and its OpenCL C version. Select one elsewhere with\n"
+        "--device INDEX|TYPE|NAME or MANTA_DEVICE.\n\n"
+        "Environment: MANTA_DEVICE_LIMITS=local=32k,wg=256,items=256x256x64,alloc=256m,\n"
+        "mem=2g,vec=4 clamps every device's limits (any subset: a small GPU's profile on a\n"
+        "large device); MANTA_KERNELS=cpu|gpu|auto picks the kernel variants (auto: cpu on\n"
+        "CPU devices, gpu on every other).\n",
+        defs, 0, 0};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
     mcl_device_list *list = malloc(sizeof *list);
     if (!list)
         return 1;

@@ -8,22 +8,7 @@
 
 #include "cl/sources.h"
 #include "cmd.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: manta kernels list\n"
-               "       manta kernels dump DIR\n"
-               "       manta kernels build [--device SPEC]\n\n"
-               "The OpenCL programs embedded from cl_kernels/, each the shared preamble\n"
-               "(common.cl) followed by one file, built with the options '%s'.\n\n"
-               "  list    the programs and their build options\n"
-               "  dump    write DIR/PROGRAM.cl (the source exactly as the runtime builds it)\n"
-               "          and DIR/options (the build options), for offline compilers\n"
-               "  build   build every program from source on a device (no program cache) and\n"
-               "          print each one's result: a portability check of a new device;\n"
-               "          exit status 1 when any fails (its build log's first error shown)\n",
-            MCL_BUILD_OPTIONS);
-}
+#include "common/opts.h"
 
 static int write_file(const char *path, const char *text)
 {
@@ -117,35 +102,38 @@ static int build_all(const char *device)
 
 int cmd_kernels(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return 2;
-    }
-    const char *sub = argv[1];
-    if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
-        usage(stdout);
-        return 0;
-    }
-    if (!strcmp(sub, "list") && argc == 2) {
+    const char *device = NULL;
+    const opt_def defs[] = {
+        {.name = "device", .kind = OPT_STRING, .dest = &device, .metavar = "SPEC",
+         .help = "with build: the OpenCL device (default: MANTA_DEVICE, else 0)"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta kernels", "list | dump DIR | build [--device SPEC]",
+        "The OpenCL programs embedded from cl_kernels/, each the shared preamble\n"
+        "(common.cl) followed by one file, built with the options '" MCL_BUILD_OPTIONS "'.\n\n"
+        "  list    the programs and their build options\n"
+        "  dump    write DIR/PROGRAM.cl (the source exactly as the runtime builds it)\n"
+        "          and DIR/options (the build options), for offline compilers\n"
+        "  build   build every program from source on a device (no program cache) and\n"
+        "          print each one's result: a portability check of a new device; exit\n"
+        "          status 1 when any fails (its build log's first error shown)\n",
+        defs, 1, 2};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
+    const char *sub = argv[first], *arg = argc - first > 1 ? argv[first + 1] : NULL;
+    if (!strcmp(sub, "list") && !arg) {
         for (size_t i = 0; i < mcl_sources_count; i++)
             if (strcmp(mcl_sources[i].name, "common") != 0)
                 printf("%-12s %s\n", mcl_sources[i].name, MCL_BUILD_OPTIONS);
         return 0;
     }
-    if (!strcmp(sub, "dump") && argc == 3)
-        return dump(argv[2]);
-    if (!strcmp(sub, "build")) {
-        const char *device = NULL;
-        for (int i = 2; i < argc; i++) {
-            if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-                device = argv[++i];
-            } else {
-                fprintf(stderr, "manta kernels build: bad option '%s' (see --help)\n", argv[i]);
-                return 2;
-            }
-        }
+    if (!strcmp(sub, "dump") && arg)
+        return dump(arg);
+    if (!strcmp(sub, "build") && !arg)
         return build_all(device);
-    }
     fprintf(stderr, "manta kernels: bad arguments (usage: manta kernels list | dump DIR | "
                     "build [--device SPEC])\n");
     return 2;
