@@ -1,8 +1,15 @@
 #include "testutil.h"
 
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void tu_fill_uniform(manta_rng *r, double *x, size_t n, double lo, double hi)
 {
@@ -65,4 +72,45 @@ double tu_dot(const double *y, const double *r, size_t n)
     for (size_t i = 0; i < n; i++)
         s += y[i] * r[i];
     return s;
+}
+
+void tu_rmtree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        if (d) {
+            struct dirent *e;
+            while ((e = readdir(d)) != NULL) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                    continue;
+                char p[4096];
+                snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+                tu_rmtree(p);
+            }
+            closedir(d);
+        }
+        rmdir(path);
+    } else {
+        unlink(path);
+    }
+}
+
+int tu_free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    int port = 0;
+    if (s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(s, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    if (s >= 0)
+        close(s);
+    return port;
 }

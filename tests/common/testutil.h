@@ -67,6 +67,13 @@ void tu_fd_grad(tu_loss_fn loss, void *ctx, double *param, size_t n, double eps,
 /** sum_i y[i] * r[i]: projects an output onto fixed random weights. */
 double tu_dot(const double *y, const double *r, size_t n);
 
+/** Remove @p path and, for a folder, everything in it (symbolic links are removed, not
+ *  followed); a missing path is no error. For the temporary folders of tests. */
+void tu_rmtree(const char *path);
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice), or 0. */
+int tu_free_port(void);
+
 /** Fail the test with the device's error message when @p st is not OK. */
 #define TU_OK(d, st)                                                                        \
     do {                                                                                   \

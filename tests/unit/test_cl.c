@@ -106,9 +106,7 @@ static void test_program_cache_avoids_recompiling(void **state)
         assert_int_equal(s.programs_cached, run == 0 ? 0 : 1);
         mcl_close(d);
     }
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    tu_rmtree(dir);
     free(l);
 }
 

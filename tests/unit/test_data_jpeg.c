@@ -16,35 +16,11 @@ static char root[] = "/tmp/manta-jpeg-XXXXXX";
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static void rm_tree(const char *path)
-{
-    struct stat sb;
-    if (lstat(path, &sb) != 0)
-        return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                    continue;
-                char p[1024];
-                snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-                rm_tree(p);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 /* A fresh, empty folder root/<name>; returns its path in buf. */
 static const char *fresh(char *buf, size_t cap, const char *name)
 {
     snprintf(buf, cap, "%s/%s", root, name);
-    rm_tree(buf);
+    tu_rmtree(buf);
     assert_int_equal(mkdir(buf, 0700), 0);
     return buf;
 }
@@ -536,7 +512,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    rm_tree(root);
+    tu_rmtree(root);
     return 0;
 }
 

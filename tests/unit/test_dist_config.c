@@ -184,8 +184,7 @@ static void test_secret_file(void **s)
     const char *kv[] = {"MANTA_SECRET_FILE", path, NULL};
     assert_int_equal(from(kv, &c, &e), MANTA_OK);
     assert_true(c.has_key);
-    unlink(path);
-    rmdir(dir);
+    tu_rmtree(dir);
 }
 
 static void expect_host(const char *list, size_t idx, const char *want, size_t want_count)

@@ -28,20 +28,6 @@
 #define SECRET "fault-test secret 0123456789"
 #define DEADLINE 2.0
 
-static int free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) != 0 || getsockname(s, (struct sockaddr *)&sa, &len) != 0)
-        return 0;
-    close(s);
-    return ntohs(sa.sin_port);
-}
-
 static void base_config(dist_config *c, int rank, int world, int port, const char *secret)
 {
     dist_config_init(c);
@@ -115,7 +101,7 @@ static void fake_rendezvous(fake *f, size_t n, dist_frame_mac mac)
     memset(f, 0, sizeof *f);
     pthread_mutex_init(&f->ev.mu, NULL);
     f->out_fd = f->in_fd = -1;
-    int port = free_port();
+    int port = tu_free_port();
     base_config(&f->cfg, 0, 2, port, SECRET);
     base_config(&f->v.cfg, 1, 2, port, SECRET);
     f->cfg.frame_mac = f->v.cfg.frame_mac = mac;
@@ -457,7 +443,7 @@ static int read_line(int fd, char *buf, size_t cap, double deadline)
 
 static void run_fault_processes(int sig)
 {
-    int port = free_port();
+    int port = tu_free_port();
     pid_t pid[KN];
     int rfd[KN];
     for (int r = 0; r < KN; r++) {

@@ -16,20 +16,6 @@
 #include "dist/net.h"
 #include "dist/ring.h"
 
-static int free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) != 0 || getsockname(s, (struct sockaddr *)&sa, &len) != 0)
-        return 0;
-    close(s);
-    return ntohs(sa.sin_port);
-}
-
 static void base_config(dist_config *c, int rank, int world, int port, const char *secret)
 {
     dist_config_init(c);
@@ -196,7 +182,7 @@ static void run_world(int world)
 {
     job j;
     make_job(&j, world);
-    int port = free_port();
+    int port = tu_free_port();
     assert_true(port > 0);
     rank_run *rr = calloc((size_t)world, sizeof *rr);
     pthread_t *th = calloc((size_t)world, sizeof *th);
@@ -293,7 +279,7 @@ static void *simple_main(void *arg)
 static void test_wrong_secret_rejected(void **s)
 {
     (void)s;
-    int port = free_port();
+    int port = tu_free_port();
     events ev = {.mu = PTHREAD_MUTEX_INITIALIZER};
     simple_run r[2];
     memset(r, 0, sizeof r);
@@ -342,7 +328,7 @@ static void test_missing_secret(void **s)
 static void test_job_mismatch(void **s)
 {
     (void)s;
-    int port = free_port();
+    int port = tu_free_port();
     simple_run r[2];
     memset(r, 0, sizeof r);
     base_config(&r[0].cfg, 0, 2, port, "shared secret 42");

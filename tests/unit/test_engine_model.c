@@ -672,9 +672,7 @@ static void test_flatc_reads_model(void **state)
     assert_non_null(strstr(text, "\"OfflineMemoryAllocation\""));
     assert_non_null(strstr(text, "\"stem/w\""));
     free(text);
-    remove(json);
-    remove(path);
-    rmdir(dir);
+    tu_rmtree(dir);
     free(f);
     net_free(&n);
 }

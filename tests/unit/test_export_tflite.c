@@ -137,9 +137,7 @@ static cJSON *flatc_json(const written *w)
     assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
     text[n] = '\0';
     fclose(f);
-    remove(json);
-    remove(path);
-    rmdir(dir);
+    tu_rmtree(dir);
     cJSON *root = cJSON_Parse(text);
     free(text);
     assert_non_null(root);
@@ -526,8 +524,7 @@ static void test_c_array_compiles(void **state)
     assert_int_equal(r.arena_size, arena);
     run_close(&r);
     free(bytes), free(file);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    tu_rmtree(dir);
     xgraph_free(&g);
 }
 
@@ -549,8 +546,7 @@ static void test_write_errors(void **state)
     st = tflite_write_file(&g, path, "/nonexistent-dir", &rep, &err);
     assert_int_equal(st, MANTA_ERR_IO);
     assert_non_null(strstr(err.msg, "/nonexistent-dir/model.h"));
-    remove(path);
-    rmdir(dir);
+    tu_rmtree(dir);
     g.pre.std[1] = -1.0f;
     uint8_t *model;
     size_t size;

@@ -172,13 +172,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    const char *names[] = {"img", "lab", "img.gz", "lab.gz"};
-    char p[256];
-    for (int i = 0; i < 4; i++) {
-        path_of(p, sizeof p, names[i]);
-        unlink(p);
-    }
-    return rmdir(dir);
+    tu_rmtree(dir);
+    return 0;
 }
 
 int main(void)
