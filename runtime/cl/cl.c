@@ -860,6 +860,12 @@ void mcl_arg_view(mcl_launch *L, mview v)
     set_arg(L, sizeof off, &off);
 }
 
+void mcl_arg_views(mcl_launch *L, const mview *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        mcl_arg_view(L, v[i]);
+}
+
 void mcl_arg_int(mcl_launch *L, int v)
 {
     cl_int x = v;

@@ -322,6 +322,8 @@ typedef struct mcl_launch {
 void mcl_launch_begin(mcl_launch *L, mcl_dev *d, const char *program, const char *kernel);
 /** A view takes two kernel arguments: `__global float *p, uint p_off`. */
 void mcl_arg_view(mcl_launch *L, mview v);
+/** The views @p v[0 .. n-1] in order (mcl_arg_view() for each). */
+void mcl_arg_views(mcl_launch *L, const mview *v, size_t n);
 void mcl_arg_int(mcl_launch *L, int v);
 void mcl_arg_uint(mcl_launch *L, uint32_t v);
 void mcl_arg_float(mcl_launch *L, float v);

@@ -531,6 +531,29 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
     return MANTA_OK;
 }
 
+/* An ABORT frame of @p x naming the failed rank @p origin, with @p msg (cut to RING_ABORT_MAX
+ * bytes), tagged with @p key and @p seq, sent on @p fd to @p peer until @p deadline; a failure
+ * to send is not reported (the ring is failing already). */
+static void send_abort(const xfer *x, int origin, const char *msg, const unsigned char *key,
+                       uint64_t seq, int fd, double deadline, const char *peer)
+{
+    unsigned char frame[RING_HEAD_BYTES + RING_ABORT_MAX];
+    size_t len = strlen(msg);
+    if (len > RING_ABORT_MAX)
+        len = RING_ABORT_MAX;
+    ring_frame f = {.type = RING_FRAME_ABORT,
+                    .redop = (uint8_t)x->redop,
+                    .seq = seq,
+                    .op = x->op,
+                    .count = x->n,
+                    .length = (uint32_t)len,
+                    .step = (uint32_t)origin};
+    ring_frame_pack(&f, frame);
+    memcpy(frame + RING_HEAD_BYTES, msg, len);
+    ring_frame_tag(key, seq, frame, frame + RING_HEAD_BYTES, len, frame + RING_HDR_BYTES);
+    (void)dist_send_all(fd, frame, RING_HEAD_BYTES + len, deadline, peer, NULL);
+}
+
 /* After a failure: finish the frame being sent (briefly) and send an ABORT naming the failed rank. */
 static void forward_abort(xfer *x, int origin, const char *msg)
 {
@@ -551,21 +574,7 @@ static void forward_abort(xfer *x, int origin, const char *msg)
         }
         c->send_seq++;
     }
-    unsigned char frame[RING_HEAD_BYTES + RING_ABORT_MAX];
-    size_t len = strlen(msg);
-    if (len > RING_ABORT_MAX)
-        len = RING_ABORT_MAX;
-    ring_frame f = {.type = RING_FRAME_ABORT,
-                    .redop = (uint8_t)x->redop,
-                    .seq = c->send_seq,
-                    .op = x->op,
-                    .count = x->n,
-                    .length = (uint32_t)len,
-                    .step = (uint32_t)origin};
-    ring_frame_pack(&f, frame);
-    memcpy(frame + RING_HEAD_BYTES, msg, len);
-    ring_frame_tag(c->send_key, c->send_seq, frame, frame + RING_HEAD_BYTES, len, frame + RING_HDR_BYTES);
-    (void)dist_send_all(c->send_fd, frame, RING_HEAD_BYTES + len, deadline, "next rank", NULL);
+    send_abort(x, origin, msg, c->send_key, c->send_seq, c->send_fd, deadline, "next rank");
     c->send_seq++;
 }
 
@@ -573,21 +582,8 @@ static void send_reverse_abort(xfer *x, int origin, const char *msg)
 {
     ring_comm *c = x->c;
     double budget = c->cfg.timeout_s / 2 < 0.5 ? c->cfg.timeout_s / 2 : 0.5;
-    unsigned char frame[RING_HEAD_BYTES + RING_ABORT_MAX];
-    size_t len = strlen(msg);
-    if (len > RING_ABORT_MAX)
-        len = RING_ABORT_MAX;
-    ring_frame f = {.type = RING_FRAME_ABORT,
-                    .redop = (uint8_t)x->redop,
-                    .seq = RING_REVERSE_SEQ,
-                    .op = x->op,
-                    .count = x->n,
-                    .length = (uint32_t)len,
-                    .step = (uint32_t)origin};
-    ring_frame_pack(&f, frame);
-    memcpy(frame + RING_HEAD_BYTES, msg, len);
-    ring_frame_tag(c->recv_key, RING_REVERSE_SEQ, frame, frame + RING_HEAD_BYTES, len, frame + RING_HDR_BYTES);
-    (void)dist_send_all(c->recv_fd, frame, RING_HEAD_BYTES + len, dist_now() + budget, "previous rank", NULL);
+    send_abort(x, origin, msg, c->recv_key, RING_REVERSE_SEQ, c->recv_fd, dist_now() + budget,
+               "previous rank");
 }
 
 /* The sending half: frames go out as the schedule and the received segments allow. */

@@ -31,19 +31,31 @@ static mengine_status opt_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, 
     return me_model_tensor(c->r, c->m, (uint32_t)fb_vec_i32(c->r, &c->inputs, i), ti);
 }
 
-/* Input @p i, which must be present and FLOAT32. */
-static mengine_status float_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, const char *what)
+/* Input @p i, which must be present. */
+static mengine_status need_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, const char *what)
 {
     int present;
     mengine_status st = opt_input(c, i, ti, &present);
-    if (st != MENGINE_OK)
-        return st;
-    if (!present)
+    if (st == MENGINE_OK && !present)
         return me_op_fail(c, MENGINE_ERR_GRAPH, "input %u (%s) is missing", i, what);
+    return st;
+}
+
+/* Input @p i (@p ti) must be FLOAT32. */
+static mengine_status need_float(const mop_ctx *c, uint32_t i, const mtensor_info *ti,
+                                 const char *what)
+{
     if (ti->type != MENGINE_FLOAT32)
         return me_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i,
                           what, ti->index, ti->name);
     return MENGINE_OK;
+}
+
+/* Input @p i, which must be present and FLOAT32. */
+static mengine_status float_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, const char *what)
+{
+    mengine_status st = need_input(c, i, ti, what);
+    return st == MENGINE_OK ? need_float(c, i, ti, what) : st;
 }
 
 /* Optional FLOAT32 input @p i. */
@@ -51,10 +63,7 @@ static mengine_status opt_float_input(const mop_ctx *c, uint32_t i, mtensor_info
                                       const char *what)
 {
     mengine_status st = opt_input(c, i, ti, present);
-    if (st == MENGINE_OK && *present && ti->type != MENGINE_FLOAT32)
-        return me_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i,
-                          what, ti->index, ti->name);
-    return st;
+    return st == MENGINE_OK && *present ? need_float(c, i, ti, what) : st;
 }
 
 /* The bias of a convolution: TFLite refuses float CONV_2D without one and
@@ -67,26 +76,18 @@ static mengine_status conv_bias(const mop_ctx *c, mtensor_info *b)
     if (st == MENGINE_OK && !present)
         return me_op_fail(c, MENGINE_ERR_GRAPH,
                           "input 2 (bias) is missing: TFLite requires it for float convolutions");
-    if (st == MENGINE_OK && b->type != MENGINE_FLOAT32)
-        return me_op_fail(c, MENGINE_ERR_TYPE, "input 2 (bias, tensor %u '%s') is not FLOAT32",
-                          b->index, b->name);
-    return st;
+    return st == MENGINE_OK ? need_float(c, 2, b, "bias") : st;
 }
 
 /* Constant INT32 vector input @p i (shape, axis). */
 static mengine_status int_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, const char *what)
 {
-    int present;
-    mengine_status st = opt_input(c, i, ti, &present);
-    if (st != MENGINE_OK)
-        return st;
-    if (!present)
-        return me_op_fail(c, MENGINE_ERR_GRAPH, "input %u (%s) is missing", i, what);
-    if (ti->type != MENGINE_INT32 || !ti->data || ti->rank > 1)
+    mengine_status st = need_input(c, i, ti, what);
+    if (st == MENGINE_OK && (ti->type != MENGINE_INT32 || !ti->data || ti->rank > 1))
         return me_op_fail(c, MENGINE_ERR_TYPE,
                           "input %u (%s, tensor %u '%s') must be a constant INT32 vector", i, what,
                           ti->index, ti->name);
-    return MENGINE_OK;
+    return st;
 }
 
 static int32_t int_at(const mtensor_info *ti, uint32_t i) { return rd_i32(ti->data + 4 * i); }
@@ -244,25 +245,34 @@ static const float *opt_data(const mtensor *t) { return t ? t->cdata : NULL; }
 
 /* ---- CONV_2D ---- */
 
+/* The input, filter, bias and output of CONV_2D and DEPTHWISE_CONV_2D: FLOAT32,
+ * the bias present, ranks 4, 4 and 1. */
+static mengine_status conv_tensors(const mop_ctx *c, mtensor_info *in, mtensor_info *f,
+                                   mtensor_info *b, mtensor_info *out)
+{
+    mengine_status st = float_input(c, 0, in, "input");
+    if (st == MENGINE_OK)
+        st = float_input(c, 1, f, "filter");
+    if (st == MENGINE_OK)
+        st = conv_bias(c, b);
+    if (st == MENGINE_OK)
+        st = output(c, out);
+    if (st == MENGINE_OK)
+        st = need_rank(c, in, 4, "input");
+    if (st == MENGINE_OK)
+        st = need_rank(c, f, 4, "filter");
+    if (st == MENGINE_OK)
+        st = need_rank(c, b, 1, "bias");
+    return st;
+}
+
 static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, f, b, out;
     fb_table o;
     enum padding pad;
     mk_conv_params *p = &node->p.conv;
-    mengine_status st = float_input(c, 0, &in, "input");
-    if (st == MENGINE_OK)
-        st = float_input(c, 1, &f, "filter");
-    if (st == MENGINE_OK)
-        st = conv_bias(c, &b);
-    if (st == MENGINE_OK)
-        st = output(c, &out);
-    if (st == MENGINE_OK)
-        st = need_rank(c, &in, 4, "input");
-    if (st == MENGINE_OK)
-        st = need_rank(c, &f, 4, "filter");
-    if (st == MENGINE_OK)
-        st = need_rank(c, &b, 1, "bias");
+    mengine_status st = conv_tensors(c, &in, &f, &b, &out);
     if (st == MENGINE_OK)
         st = need_options(c, 1, &o);
     if (st == MENGINE_OK)
@@ -319,19 +329,7 @@ static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
     int32_t dm;
     enum padding pad;
     mk_dw_params *p = &node->p.dw;
-    mengine_status st = float_input(c, 0, &in, "input");
-    if (st == MENGINE_OK)
-        st = float_input(c, 1, &f, "filter");
-    if (st == MENGINE_OK)
-        st = conv_bias(c, &b);
-    if (st == MENGINE_OK)
-        st = output(c, &out);
-    if (st == MENGINE_OK)
-        st = need_rank(c, &in, 4, "input");
-    if (st == MENGINE_OK)
-        st = need_rank(c, &f, 4, "filter");
-    if (st == MENGINE_OK)
-        st = need_rank(c, &b, 1, "bias");
+    mengine_status st = conv_tensors(c, &in, &f, &b, &out);
     if (st == MENGINE_OK)
         st = need_options(c, 2, &o);
     if (st == MENGINE_OK)

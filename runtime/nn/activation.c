@@ -55,11 +55,11 @@ static void act_begin(mcl_launch *L, mcl_dev *d, const char *pass, nn_act a)
 
 static manta_status act_run(mcl_launch *L, mcl_dev *d, nn_act a, size_t n)
 {
-    mcl_launch_output(L, n);
     if (general(d, a)) {
         mcl_arg_int(L, (int)a);
-        return mcl_launch_run(L, 1, (size_t[]){n}, NULL);
+        return nn_run_per_value(L, n);
     }
+    mcl_launch_output(L, n);
     return mcl_launch_run(L, 1, (size_t[]){(n + 7) / 8}, (size_t[]){nn_group_cap(L, ACT_GROUP)});
 }
 
@@ -79,9 +79,7 @@ manta_status nn_act_backward(mcl_dev *d, nn_act a, mview x, mview dy, mview dx, 
     NN_CHECK_INT(d, n, "activation size");
     mcl_launch L;
     act_begin(&L, d, "backward", a);
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, dx);
+    mcl_arg_views(&L, (mview[]){x, dy, dx}, 3);
     mcl_arg_int(&L, (int)n);
     return act_run(&L, d, a, n);
 }

@@ -5,8 +5,7 @@
 /* Shape checks shared by every entry point; returns MANTA_OK or the error. */
 static manta_status check_shape(mcl_dev *d, const nn_bn_shape *s, const char *op)
 {
-    if (!s)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: shape is NULL", op);
+    MANTA_TRY(nn_need_shape(d, op, s));
     NN_CHECK_POS(d, op, "shape n", s->n);
     NN_CHECK_POS(d, op, "shape c", s->c);
     NN_CHECK_POS(d, op, "shape hw", s->hw);
@@ -20,6 +19,22 @@ static manta_status check_eps(mcl_dev *d, float eps, const char *op)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: eps %g must be positive",
                              op, (double)eps);
     return MANTA_OK;
+}
+
+static manta_status check_momentum(mcl_dev *d, float momentum, const char *op)
+{
+    if (!(momentum >= 0.0f && momentum <= 1.0f))
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: momentum %g outside [0, 1]",
+                             op, (double)momentum);
+    return MANTA_OK;
+}
+
+/* The shape arguments of the per-channel kernels and of the GPU variant's first stage. */
+static void channel_args(mcl_launch *L, const nn_bn_shape *s)
+{
+    mcl_arg_int(L, s->n);
+    mcl_arg_int(L, s->c);
+    mcl_arg_int(L, s->hw);
 }
 
 /* Work-group size of the per-channel kernels, which take chunks of 8 values:
@@ -77,9 +92,7 @@ static manta_status run_ranges(mcl_launch *L, const nn_bn_shape *s)
 {
     size_t r = ranges(s), per = (size_t)s->n * (size_t)s->hw / r;
     size_t wg = nn_reduce_wg(L, per);
-    mcl_arg_int(L, s->n);
-    mcl_arg_int(L, s->c);
-    mcl_arg_int(L, s->hw);
+    channel_args(L, s);
     mcl_arg_int(L, (int)r);
     mcl_arg_local(L, wg * sizeof(float));
     mcl_launch_output(L, 2 * (size_t)s->c * r);
@@ -96,10 +109,7 @@ static manta_status gpu_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview p
     mcl_arg_view(&L, part);
     MANTA_TRY(run_ranges(&L, s));
     mcl_launch_begin(&L, d, "batchnorm", "bn_combine_stats");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, part);
-    mcl_arg_view(&L, mean);
-    mcl_arg_view(&L, var);
+    mcl_arg_views(&L, (mview[]){x, part, mean, var}, 4);
     mcl_arg_int(&L, s->n * s->hw);
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, s->hw);
@@ -115,17 +125,10 @@ static manta_status gpu_grad_sums(mcl_dev *d, const nn_bn_shape *s, mview x, mvi
 {
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_partial_grad");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, save_mean);
-    mcl_arg_view(&L, save_invstd);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, part);
+    mcl_arg_views(&L, (mview[]){x, save_mean, save_invstd, dy, part}, 5);
     MANTA_TRY(run_ranges(&L, s));
     mcl_launch_begin(&L, d, "batchnorm", "bn_combine_grad");
-    mcl_arg_view(&L, part);
-    mcl_arg_view(&L, sums);
-    mcl_arg_view(&L, dgamma);
-    mcl_arg_view(&L, dbeta);
+    mcl_arg_views(&L, (mview[]){part, sums, dgamma, dbeta}, 4);
     mcl_arg_int(&L, s->c);
     mcl_arg_int(&L, (int)ranges(s));
     mcl_launch_output(&L, 4 * (size_t)s->c);
@@ -143,9 +146,7 @@ static manta_status run_per_channel(mcl_launch *L, const nn_bn_shape *s)
 manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, mview var,
                          mview scratch)
 {
-    manta_status st = check_shape(d, s, "bn_stats");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_shape(d, s, "bn_stats"));
     if (gpu_variant(d)) {
         mview part, chan;
         MANTA_TRY(gpu_scratch(d, s, "bn_stats", scratch, &part, &chan));
@@ -153,12 +154,8 @@ manta_status nn_bn_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview mean, 
     }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_stats");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, mean);
-    mcl_arg_view(&L, var);
-    mcl_arg_int(&L, s->n);
-    mcl_arg_int(&L, s->c);
-    mcl_arg_int(&L, s->hw);
+    mcl_arg_views(&L, (mview[]){x, mean, var}, 3);
+    channel_args(&L, s);
     return run_per_channel(&L, s);
 }
 
@@ -167,18 +164,13 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
                                  mview running_var, mview y, mview save_mean, mview save_invstd,
                                  mview scratch)
 {
-    manta_status st = check_shape(d, s, "bn_forward_train");
-    if (st == MANTA_OK)
-        st = check_eps(d, eps, "bn_forward_train");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_shape(d, s, "bn_forward_train"));
+    MANTA_TRY(check_eps(d, eps, "bn_forward_train"));
     if ((size_t)s->n * (size_t)s->hw < 2)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "bn_forward_train: n*hw is 1; training needs more than one value "
                              "per channel");
-    if (!(momentum >= 0.0f && momentum <= 1.0f))
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "bn_forward_train: momentum %g outside [0, 1]", (double)momentum);
+    MANTA_TRY(check_momentum(d, momentum, "bn_forward_train"));
     if (gpu_variant(d)) {
         mview part, chan;
         long m = (long)s->n * s->hw;
@@ -190,20 +182,21 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
     }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_forward_train");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, gamma);
-    mcl_arg_view(&L, beta);
-    mcl_arg_view(&L, running_mean);
-    mcl_arg_view(&L, running_var);
-    mcl_arg_view(&L, y);
-    mcl_arg_view(&L, save_mean);
-    mcl_arg_view(&L, save_invstd);
-    mcl_arg_int(&L, s->n);
-    mcl_arg_int(&L, s->c);
-    mcl_arg_int(&L, s->hw);
+    mcl_arg_views(&L, (mview[]){x, gamma, beta, running_mean, running_var, y, save_mean,
+                  save_invstd}, 8);
+    channel_args(&L, s);
     mcl_arg_float(&L, momentum);
     mcl_arg_float(&L, eps);
     return run_per_channel(&L, s);
+}
+
+/* The shape arguments of the element-wise kernels: the rows N*C (or, for the *_apply1
+ * kernels, @p one, the N*C*HW values), C and HW. */
+static void row_args(mcl_launch *L, const nn_bn_shape *s, bool one)
+{
+    mcl_arg_int(L, s->n * s->c * (one ? s->hw : 1));
+    mcl_arg_int(L, s->c);
+    mcl_arg_int(L, s->hw);
 }
 
 /* Launch an element-wise kernel over (ceil(HW / 8), N*C): about 64 chunks of
@@ -212,9 +205,9 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
 static manta_status run_rows(mcl_launch *L, const nn_bn_shape *s, bool one)
 {
     size_t total = (size_t)s->n * (size_t)s->c * (size_t)s->hw;
-    mcl_launch_output(L, total);
     if (one) /* the *_apply1 kernels: one work-item per value */
-        return mcl_launch_run(L, 1, (size_t[]){total}, NULL);
+        return nn_run_per_value(L, total);
+    mcl_launch_output(L, total);
     size_t rows = (size_t)s->n * (size_t)s->c, chunks = ((size_t)s->hw + 7) / 8;
     size_t lx = chunks < 64 ? chunks : 64, ly = 64 / lx;
     if (ly > rows)
@@ -226,22 +219,12 @@ static manta_status run_rows(mcl_launch *L, const nn_bn_shape *s, bool one)
 manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mview x, mview gamma,
                                 mview beta, mview running_mean, mview running_var, mview y)
 {
-    manta_status st = check_shape(d, s, "bn_forward_eval");
-    if (st == MANTA_OK)
-        st = check_eps(d, eps, "bn_forward_eval");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_shape(d, s, "bn_forward_eval"));
+    MANTA_TRY(check_eps(d, eps, "bn_forward_eval"));
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_forward_eval");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, gamma);
-    mcl_arg_view(&L, beta);
-    mcl_arg_view(&L, running_mean);
-    mcl_arg_view(&L, running_var);
-    mcl_arg_view(&L, y);
-    mcl_arg_int(&L, s->n * s->c);
-    mcl_arg_int(&L, s->c);
-    mcl_arg_int(&L, s->hw);
+    mcl_arg_views(&L, (mview[]){x, gamma, beta, running_mean, running_var, y}, 6);
+    row_args(&L, s, false);
     mcl_arg_float(&L, eps);
     return run_rows(&L, s, false);
 }
@@ -250,9 +233,7 @@ manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gam
                             mview save_mean, mview save_invstd, mview dy, mview dx, mview dgamma,
                             mview dbeta, mview scratch)
 {
-    manta_status st = check_shape(d, s, "bn_backward");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_shape(d, s, "bn_backward"));
     if (gpu_variant(d)) {
         mview part, sums;
         MANTA_TRY(gpu_scratch(d, s, "bn_backward", scratch, &part, &sums));
@@ -262,17 +243,8 @@ manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gam
     }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_backward");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, gamma);
-    mcl_arg_view(&L, save_mean);
-    mcl_arg_view(&L, save_invstd);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, dx);
-    mcl_arg_view(&L, dgamma);
-    mcl_arg_view(&L, dbeta);
-    mcl_arg_int(&L, s->n);
-    mcl_arg_int(&L, s->c);
-    mcl_arg_int(&L, s->hw);
+    mcl_arg_views(&L, (mview[]){x, gamma, save_mean, save_invstd, dy, dx, dgamma, dbeta}, 8);
+    channel_args(&L, s);
     return run_per_channel(&L, s);
 }
 
@@ -281,23 +253,15 @@ manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, 
                                mview save_mean, mview save_invstd)
 {
     NN_CHECK_POS(d, "bn_sync_finish", "channels", c);
-    manta_status st = check_eps(d, eps, "bn_sync_finish");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_eps(d, eps, "bn_sync_finish"));
     if (m_total < 2)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "bn_sync_finish: %ld values per channel; training needs more than one",
                              m_total);
-    if (!(momentum >= 0.0f && momentum <= 1.0f))
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "bn_sync_finish: momentum %g outside [0, 1]", (double)momentum);
+    MANTA_TRY(check_momentum(d, momentum, "bn_sync_finish"));
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_sync_finish");
-    mcl_arg_view(&L, stats);
-    mcl_arg_view(&L, running_mean);
-    mcl_arg_view(&L, running_var);
-    mcl_arg_view(&L, save_mean);
-    mcl_arg_view(&L, save_invstd);
+    mcl_arg_views(&L, (mview[]){stats, running_mean, running_var, save_mean, save_invstd}, 5);
     mcl_arg_int(&L, c);
     mcl_arg_float(&L, momentum);
     mcl_arg_float(&L, (float)m_total / (float)(m_total - 1));
@@ -309,21 +273,12 @@ manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, 
 manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
                                  mview beta, mview save_mean, mview save_invstd, mview y)
 {
-    manta_status st = check_shape(d, s, "bn_forward_apply");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_shape(d, s, "bn_forward_apply"));
     mcl_launch L;
     bool one = gpu_variant(d); /* one work-item per value, or per 8 */
     mcl_launch_begin(&L, d, "batchnorm", one ? "bn_forward_apply1" : "bn_forward_apply");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, gamma);
-    mcl_arg_view(&L, beta);
-    mcl_arg_view(&L, save_mean);
-    mcl_arg_view(&L, save_invstd);
-    mcl_arg_view(&L, y);
-    mcl_arg_int(&L, s->n * s->c * (one ? s->hw : 1));
-    mcl_arg_int(&L, s->c);
-    mcl_arg_int(&L, s->hw);
+    mcl_arg_views(&L, (mview[]){x, gamma, beta, save_mean, save_invstd, y}, 6);
+    row_args(&L, s, one);
     return run_rows(&L, s, one);
 }
 
@@ -331,9 +286,7 @@ manta_status nn_bn_backward_reduce(mcl_dev *d, const nn_bn_shape *s, mview x, mv
                                    mview save_invstd, mview dy, mview sums, mview dgamma,
                                    mview dbeta, mview scratch)
 {
-    manta_status st = check_shape(d, s, "bn_backward_reduce");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_shape(d, s, "bn_backward_reduce"));
     if (gpu_variant(d)) {
         mview part, chan;
         MANTA_TRY(gpu_scratch(d, s, "bn_backward_reduce", scratch, &part, &chan));
@@ -341,16 +294,8 @@ manta_status nn_bn_backward_reduce(mcl_dev *d, const nn_bn_shape *s, mview x, mv
     }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_backward_reduce");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, save_mean);
-    mcl_arg_view(&L, save_invstd);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, sums);
-    mcl_arg_view(&L, dgamma);
-    mcl_arg_view(&L, dbeta);
-    mcl_arg_int(&L, s->n);
-    mcl_arg_int(&L, s->c);
-    mcl_arg_int(&L, s->hw);
+    mcl_arg_views(&L, (mview[]){x, save_mean, save_invstd, dy, sums, dgamma, dbeta}, 7);
+    channel_args(&L, s);
     return run_per_channel(&L, s);
 }
 
@@ -358,25 +303,15 @@ manta_status nn_bn_backward_apply(mcl_dev *d, const nn_bn_shape *s, long m_total
                                   mview gamma, mview save_mean, mview save_invstd, mview dy,
                                   mview dx, mview sums)
 {
-    manta_status st = check_shape(d, s, "bn_backward_apply");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_shape(d, s, "bn_backward_apply"));
     if (m_total < 1)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "bn_backward_apply: %ld values per channel", m_total);
     mcl_launch L;
     bool one = gpu_variant(d); /* one work-item per value, or per 8 */
     mcl_launch_begin(&L, d, "batchnorm", one ? "bn_backward_apply1" : "bn_backward_apply");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, gamma);
-    mcl_arg_view(&L, save_mean);
-    mcl_arg_view(&L, save_invstd);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, dx);
-    mcl_arg_view(&L, sums);
-    mcl_arg_int(&L, s->n * s->c * (one ? s->hw : 1));
-    mcl_arg_int(&L, s->c);
-    mcl_arg_int(&L, s->hw);
+    mcl_arg_views(&L, (mview[]){x, gamma, save_mean, save_invstd, dy, dx, sums}, 7);
+    row_args(&L, s, one);
     mcl_arg_float(&L, (float)(1.0 / (double)m_total));
     return run_rows(&L, s, one);
 }

@@ -71,8 +71,7 @@ size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
 /* Check @p s and the sizes the kernels index with int. */
 static manta_status check_shape(mcl_dev *d, const char *op, const nn_conv2d_shape *s)
 {
-    if (!s)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: shape is NULL", op);
+    MANTA_TRY(nn_need_shape(d, op, s));
     NN_CHECK_FIELD_MIN(d, op, s, n, 1);
     NN_CHECK_FIELD_MIN(d, op, s, cin, 1);
     NN_CHECK_FIELD_MIN(d, op, s, h, 1);
@@ -111,31 +110,24 @@ static size_t weight_ld(const nn_conv2d_shape *s)
     return s->w_ld ? (size_t)s->w_ld : col_rows(s);
 }
 
-/* Arguments shared by im2col and col2im after their two views. */
-static void geometry_args(mcl_launch *L, const nn_conv2d_shape *s)
+/* Begin im2col or col2im, which take the same arguments: the view read, the view
+ * written, then the geometry. */
+static void begin_col(mcl_launch *L, mcl_dev *d, const char *kernel, const nn_conv2d_shape *s,
+                      mview from, mview to)
 {
-    mcl_arg_int(L, s->n);
-    mcl_arg_int(L, s->cin);
-    mcl_arg_int(L, s->h);
-    mcl_arg_int(L, s->w);
-    mcl_arg_int(L, s->kh);
-    mcl_arg_int(L, s->kw);
-    mcl_arg_int(L, s->stride_h);
-    mcl_arg_int(L, s->stride_w);
-    mcl_arg_int(L, s->pad_h);
-    mcl_arg_int(L, s->pad_w);
-    mcl_arg_int(L, nn_conv2d_out_h(s));
-    mcl_arg_int(L, nn_conv2d_out_w(s));
+    const int geometry[] = {s->n, s->cin, s->h, s->w, s->kh, s->kw, s->stride_h, s->stride_w,
+                            s->pad_h, s->pad_w, nn_conv2d_out_h(s), nn_conv2d_out_w(s)};
+    mcl_launch_begin(L, d, "conv", kernel);
+    mcl_arg_view(L, from);
+    mcl_arg_view(L, to);
+    nn_arg_ints(L, geometry, sizeof geometry / sizeof geometry[0]);
 }
 
 /* x: (N, Cin, H, W) -> col: (Cin*KH*KW, N*Ho*Wo) */
 static manta_status im2col(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview col)
 {
     mcl_launch L;
-    mcl_launch_begin(&L, d, "conv", "im2col");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, col);
-    geometry_args(&L, s);
+    begin_col(&L, d, "im2col", s, x, col);
     mcl_launch_output(&L, col_rows(s) * col_cols(s));
     return mcl_launch_run(&L, 2, (size_t[]){col_cols(s), (size_t)s->cin}, NULL);
 }
@@ -144,10 +136,7 @@ static manta_status im2col(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview 
 static manta_status col2im(mcl_dev *d, const nn_conv2d_shape *s, mview dcol, mview dx)
 {
     mcl_launch L;
-    mcl_launch_begin(&L, d, "conv", "col2im");
-    mcl_arg_view(&L, dcol);
-    mcl_arg_view(&L, dx);
-    geometry_args(&L, s);
+    begin_col(&L, d, "col2im", s, dcol, dx);
     size_t planes = (size_t)s->n * (size_t)s->cin, w = (size_t)s->w, h = (size_t)s->h;
     size_t local[3] = {w < 64 ? w : 64, 1, 1};
     local[1] = 64 / local[0] < h ? 64 / local[0] : h;
@@ -199,6 +188,26 @@ static void group_2d(const mcl_launch *L, size_t gx, size_t gy, size_t local[2])
     local[1] = ly;
 }
 
+/* Run @p L over gx x gy work-items in the groups of group_2d(). */
+static manta_status run_2d(mcl_launch *L, size_t gx, size_t gy)
+{
+    size_t local[2];
+    group_2d(L, gx, gy, local);
+    return mcl_launch_run(L, 2, (size_t[]){gx, gy}, local);
+}
+
+/* Begin @p kernel of @p program for out = A in: lin_forward and the pw_apply kernels take
+ * (in, a, out, n, k, m) first. */
+static void begin_apply(mcl_launch *L, mcl_dev *d, const char *program, const char *kernel,
+                        mview in, mview a, mview out, size_t n, size_t k, size_t m)
+{
+    mcl_launch_begin(L, d, program, kernel);
+    mcl_arg_views(L, (mview[]){in, a, out}, 3);
+    mcl_arg_int(L, (int)n);
+    mcl_arg_int(L, (int)k);
+    mcl_arg_int(L, (int)m);
+}
+
 /* out (N, M) = in (N, K) A^T for hw = 1, with the kernels of
  * cl_kernels/linear.cl: the forward (A = W, a_ks = 1) is lin_forward (dot
  * products of rows), dx (A = W^T) is lin_rows (rows of W scaled by dy). */
@@ -206,25 +215,14 @@ static manta_status pw_apply_hw1(mcl_dev *d, mview in, mview a, mview out, size_
                                  size_t m, size_t a_rs, size_t a_ks)
 {
     mcl_launch L;
-    size_t local[2];
     if (a_ks == 1) {
-        mcl_launch_begin(&L, d, "linear", "lin_forward");
-        mcl_arg_view(&L, in);
-        mcl_arg_view(&L, a);
-        mcl_arg_view(&L, out);
-        mcl_arg_int(&L, (int)n);
-        mcl_arg_int(&L, (int)k);
-        mcl_arg_int(&L, (int)m);
+        begin_apply(&L, d, "linear", "lin_forward", in, a, out, n, k, m);
         mcl_arg_int(&L, (int)a_rs);
-        size_t gx = (m + 3) / 4, gy = (n + 3) / 4;
-        group_2d(&L, gx, gy, local);
-        return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+        return run_2d(&L, (m + 3) / 4, (n + 3) / 4);
     }
     /* out (N, M) = in (N, K) B with B (K, M) = A^T, rows of stride a_ks */
     mcl_launch_begin(&L, d, "linear", "lin_rows");
-    mcl_arg_view(&L, in);
-    mcl_arg_view(&L, a);
-    mcl_arg_view(&L, out);
+    mcl_arg_views(&L, (mview[]){in, a, out}, 3);
     mcl_arg_int(&L, (int)n);
     mcl_arg_int(&L, (int)m);
     mcl_arg_int(&L, (int)k);
@@ -233,9 +231,7 @@ static manta_status pw_apply_hw1(mcl_dev *d, mview in, mview a, mview out, size_
     mcl_arg_int(&L, (int)a_ks);
     mcl_arg_int(&L, (int)m);
     mcl_arg_float(&L, 0.0f);
-    size_t gx = (m + 15) / 16, gy = (n + 3) / 4;
-    group_2d(&L, gx, gy, local);
-    return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+    return run_2d(&L, (m + 15) / 16, (n + 3) / 4);
 }
 
 /* out (N, M, HW) = A (M, K) in (N, K, HW), A[m, k] = a[m * a_rs + k * a_ks]. */
@@ -251,19 +247,12 @@ static manta_status pw_apply(mcl_dev *d, mview in, mview a, mview out, size_t n,
                        : hw == 2   ? "pw_apply_packed2"
                                    : "pw_apply_mixed";
     mcl_launch L;
-    mcl_launch_begin(&L, d, "conv", name);
-    mcl_arg_view(&L, in);
-    mcl_arg_view(&L, a);
-    mcl_arg_view(&L, out);
-    mcl_arg_int(&L, (int)n);
-    mcl_arg_int(&L, (int)k);
-    mcl_arg_int(&L, (int)m);
+    begin_apply(&L, d, "conv", name, in, a, out, n, k, m);
     mcl_arg_int(&L, (int)hw);
     mcl_arg_int(&L, (int)a_rs);
     mcl_arg_int(&L, (int)a_ks);
-    size_t chunks = (n * hw + 7) / 8, gx = (chunks + 1) / 2, gy = (m + 7) / 8, local[2];
-    group_2d(&L, gx, gy, local);
-    return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+    size_t chunks = (n * hw + 7) / 8;
+    return run_2d(&L, (chunks + 1) / 2, (m + 7) / 8);
 }
 
 /* dw (Cout, ld) += dy (N, Cout, HW) x (N, Cin, HW)^T */
@@ -285,18 +274,13 @@ static manta_status pw_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mvie
     }
     mcl_launch L;
     mcl_launch_begin(&L, d, "conv", name);
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, dw);
+    mcl_arg_views(&L, (mview[]){x, dy, dw}, 3);
     mcl_arg_int(&L, s->n);
     mcl_arg_int(&L, s->cin);
     mcl_arg_int(&L, s->cout);
     mcl_arg_int(&L, (int)hw);
     mcl_arg_int(&L, (int)ld);
-    size_t gx = ((size_t)s->cin + per_item - 1) / per_item, gy = ((size_t)s->cout + 3) / 4;
-    size_t local[2];
-    group_2d(&L, gx, gy, local);
-    return mcl_launch_run(&L, 2, (size_t[]){gx, gy}, local);
+    return run_2d(&L, ((size_t)s->cin + per_item - 1) / per_item, ((size_t)s->cout + 3) / 4);
 }
 
 /* Direct kernels for dense convolutions with few input channels (the stem;
@@ -315,18 +299,13 @@ static bool direct_shape(const nn_conv2d_shape *s)
            s->pad_h == s->pad_w && s->cin <= DIRECT_MAX_CIN;
 }
 
-/* The shape arguments of the direct kernels after their three views. */
-static void direct_args(mcl_launch *L, const nn_conv2d_shape *s)
+/* The arguments of the direct kernels: three views, then the shape. */
+static void direct_args(mcl_launch *L, mview a, mview b, mview out, const nn_conv2d_shape *s)
 {
-    mcl_arg_int(L, s->n);
-    mcl_arg_int(L, s->cin);
-    mcl_arg_int(L, s->h);
-    mcl_arg_int(L, s->w);
-    mcl_arg_int(L, s->cout);
-    mcl_arg_int(L, s->pad_h);
-    mcl_arg_int(L, nn_conv2d_out_h(s));
-    mcl_arg_int(L, nn_conv2d_out_w(s));
-    mcl_arg_int(L, (int)weight_ld(s));
+    mcl_arg_views(L, (mview[]){a, b, out}, 3);
+    const int shape[] = {s->n, s->cin, s->h, s->w, s->cout, s->pad_h, nn_conv2d_out_h(s),
+                         nn_conv2d_out_w(s), (int)weight_ld(s)};
+    nn_arg_ints(L, shape, sizeof shape / sizeof shape[0]);
 }
 
 /* Direct forward; *done false (nothing enqueued) when the shape does not suit it. */
@@ -356,10 +335,7 @@ static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x
     size_t floats = (size_t)s->cin * ((ly - 1) * st + k) * ts;
     if (floats > mem)
         return MANTA_OK;
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, w);
-    mcl_arg_view(&L, y);
-    direct_args(&L, s);
+    direct_args(&L, x, w, y, s);
     mcl_arg_local(&L, floats * sizeof(float));
     *done = true;
     size_t groups = (size_t)s->n * (((size_t)s->cout + 7) / 8);
@@ -379,10 +355,7 @@ static manta_status direct_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, 
     snprintf(name, sizeof name, "conv_rows_backward_w_k%zu_s%zu", k, st);
     mcl_launch L;
     mcl_launch_begin(&L, d, "conv", name);
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, dw);
-    direct_args(&L, s);
+    direct_args(&L, x, dy, dw, s);
     *done = true;
     size_t items = (size_t)s->cout * (size_t)s->cin * k;
     return mcl_launch_run(&L, 1, (size_t[]){items}, (size_t[]){k});
@@ -394,11 +367,7 @@ manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mv
     static const char op[] = "conv2d forward";
     manta_status st = check_shape(d, op, s);
     if (st == MANTA_OK)
-        st = nn_need_buffer(d, op, "x", x);
-    if (st == MANTA_OK)
-        st = nn_need_buffer(d, op, "w", w);
-    if (st == MANTA_OK)
-        st = nn_need_buffer(d, op, "y", y);
+        st = nn_need_forward_buffers(d, op, x, w, y);
     if (st != MANTA_OK)
         return st;
     size_t cout = (size_t)s->cout, ld = weight_ld(s);
@@ -445,28 +414,22 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
                                 mview dx, mview dw, mview scratch)
 {
     static const char op[] = "conv2d backward";
-    manta_status st = check_shape(d, op, s);
-    if (st == MANTA_OK)
-        st = nn_need_buffer(d, op, "dy", dy);
-    if (st == MANTA_OK && dw.mem)
-        st = nn_need_buffer(d, op, "x", x);
-    if (st == MANTA_OK && dx.mem)
-        st = nn_need_buffer(d, op, "w", w);
-    if (st != MANTA_OK || (!dx.mem && !dw.mem))
-        return st;
+    MANTA_TRY(check_shape(d, op, s));
+    MANTA_TRY(nn_need_backward_buffers(d, op, x, w, dy, dx, dw));
+    if (!dx.mem && !dw.mem)
+        return MANTA_OK;
     if (is_pointwise(s) && !gpu_variant(d))
         return pointwise_backward(d, s, x, w, dy, dx, dw);
     if (dw.mem && !gpu_variant(d)) {
         bool done;
-        st = direct_wgrad(d, s, x, dy, dw, &done);
-        if (st != MANTA_OK)
-            return st;
+        MANTA_TRY(direct_wgrad(d, s, x, dy, dw, &done));
         if (done)
             dw = (mview){NULL, 0}; /* the im2col path below only computes dx */
         if (!dx.mem && !dw.mem)
             return MANTA_OK;
     }
-    if ((st = nn_need_buffer(d, op, "scratch", scratch)) != MANTA_OK)
+    manta_status st = nn_need_buffer(d, op, "scratch", scratch);
+    if (st != MANTA_OK)
         return st;
     size_t rows = col_rows(s), cols = col_cols(s), cout = (size_t)s->cout, ld = weight_ld(s);
     size_t hw_o = (size_t)nn_conv2d_out_h(s) * (size_t)nn_conv2d_out_w(s);

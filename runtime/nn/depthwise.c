@@ -35,8 +35,7 @@ double nn_dw_macs(const nn_dw_shape *s)
 /* Check @p s and the sizes the kernels index with int. */
 static manta_status check_shape(mcl_dev *d, const char *op, const nn_dw_shape *s)
 {
-    if (!s)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: shape is NULL", op);
+    MANTA_TRY(nn_need_shape(d, op, s));
     NN_CHECK_FIELD_MIN(d, op, s, n, 1);
     NN_CHECK_FIELD_MIN(d, op, s, c, 1);
     NN_CHECK_FIELD_MIN(d, op, s, h, 1);
@@ -88,29 +87,31 @@ size_t nn_dw_scratch_floats(const mcl_dev *d, const nn_dw_shape *s)
     return rows * count < bound ? rows * count : bound;
 }
 
+/* Whether cl_kernels/depthwise.cl has kernels specialised for the shape's K and stride (K 3,
+ * 5, 7 and strides 1, 2): the tiled and row kernels, and copies of the direct ones. */
+static bool specialised(const nn_dw_shape *s)
+{
+    return (s->k == 3 || s->k == 5 || s->k == 7) && (s->stride == 1 || s->stride == 2);
+}
+
 /* Kernel @p pass ("dw_forward", "dw_backward_dx"), specialised for s->k and
  * s->stride where a specialised copy exists. */
 static void kernel_name(char *buf, size_t len, const char *pass, const nn_dw_shape *s)
 {
-    bool special = (s->k == 3 || s->k == 5 || s->k == 7) && (s->stride == 1 || s->stride == 2);
-    if (special)
+    if (specialised(s))
         snprintf(buf, len, "%s_k%d_s%d", pass, s->k, s->stride);
     else
         snprintf(buf, len, "%s", pass);
 }
 
-/* The shape arguments every depthwise kernel takes after its three views. */
-static void shape_args(mcl_launch *L, const nn_dw_shape *s)
+/* The first arguments of the depthwise kernels but the tiled ones and dw_wgrad_reduce: three
+ * views, then the shape. */
+static void view_shape_args(mcl_launch *L, mview a, mview b, mview out, const nn_dw_shape *s)
 {
-    mcl_arg_int(L, s->n);
-    mcl_arg_int(L, s->c);
-    mcl_arg_int(L, s->h);
-    mcl_arg_int(L, s->w);
-    mcl_arg_int(L, s->k);
-    mcl_arg_int(L, s->stride);
-    mcl_arg_int(L, s->pad);
-    mcl_arg_int(L, nn_dw_out_h(s));
-    mcl_arg_int(L, nn_dw_out_w(s));
+    mcl_arg_views(L, (mview[]){a, b, out}, 3);
+    const int shape[] = {s->n, s->c, s->h, s->w, s->k, s->stride, s->pad, nn_dw_out_h(s),
+                         nn_dw_out_w(s)};
+    nn_arg_ints(L, shape, sizeof shape / sizeof shape[0]);
 }
 
 /* Work-group geometry of a tiled launch: ns strips of TILE_V outputs per row
@@ -119,11 +120,6 @@ static void shape_args(mcl_launch *L, const nn_dw_shape *s)
 typedef struct tile_geo {
     size_t ns, ly, r, lz, floats;
 } tile_geo;
-
-static bool tile_kernel_exists(const nn_dw_shape *s)
-{
-    return (s->k == 3 || s->k == 5 || s->k == 7) && (s->stride == 1 || s->stride == 2);
-}
 
 /* Local floats per plane for a band of `rows` output rows of ns strips. */
 typedef size_t (*tile_floats_fn)(const nn_dw_shape *s, size_t ns, size_t rows);
@@ -160,7 +156,7 @@ static bool tile_plan(const mcl_launch *L, const nn_dw_shape *s, size_t out_h, s
     const mcl_dev *d = L->d;
     size_t cap = nn_group_cap(L, TILE_GROUP);
     size_t mem = (size_t)(mcl_info(d)->local_mem / 2 / sizeof(float));
-    if (L->st != MANTA_OK || !tile_kernel_exists(s) || out_w < TILE_MIN_WIDTH)
+    if (L->st != MANTA_OK || !specialised(s) || out_w < TILE_MIN_WIDTH)
         return false;
     g->r = r;
     g->ns = (out_w + v - 1) / v;
@@ -191,6 +187,18 @@ static bool tile_plan(const mcl_launch *L, const nn_dw_shape *s, size_t out_h, s
     return true;
 }
 
+/* Begin the tiled kernel <pass>_k<K>_s<S> of the CPU variant; false when there is none for
+ * the shape (or the device takes the GPU variant). */
+static bool begin_tiled(mcl_launch *L, mcl_dev *d, const char *pass, const nn_dw_shape *s)
+{
+    if (!specialised(s) || gpu_variant(d))
+        return false;
+    char name[40];
+    snprintf(name, sizeof name, "%s_k%d_s%d", pass, s->k, s->stride);
+    mcl_launch_begin(L, d, "depthwise", name);
+    return true;
+}
+
 /* Enqueue a tiled pass over `planes` output planes of out_h rows. */
 static manta_status tile_run(mcl_launch *L, const tile_geo *g, size_t out_h, size_t planes)
 {
@@ -199,13 +207,20 @@ static manta_status tile_run(mcl_launch *L, const tile_geo *g, size_t out_h, siz
     return mcl_launch_run(L, 3, (size_t[]){g->ns, items, planes}, (size_t[]){g->ns, g->ly, g->lz});
 }
 
-/* Enqueue a direct kernel over (width, height, planes): a group holds whole
- * planes, as many as make about TILE_GROUP work-items; when a plane exceeds
- * that (or the device's limits), a block of whole rows (or of one row) of it. */
-static manta_status direct_run(mcl_launch *L, mcl_dev *d, size_t width, size_t height,
-                               size_t planes)
+/* Run the direct kernel of @p pass ("dw_forward", "dw_backward_dx": the views a, b, out,
+ * then the shape) over (width, height, planes): a group holds whole planes, as many as make
+ * about TILE_GROUP work-items; when a plane exceeds that (or the device's limits), a block of
+ * whole rows (or of one row) of it. */
+static manta_status direct_run(mcl_dev *d, const nn_dw_shape *s, const char *pass, mview a,
+                               mview b, mview out, size_t width, size_t height)
 {
-    size_t cap = nn_group_cap(L, TILE_GROUP);
+    char name[40];
+    size_t planes = (size_t)s->n * (size_t)s->c;
+    mcl_launch L;
+    kernel_name(name, sizeof name, pass, s);
+    mcl_launch_begin(&L, d, "depthwise", name);
+    view_shape_args(&L, a, b, out, s);
+    size_t cap = nn_group_cap(&L, TILE_GROUP);
     size_t lx = width < cap ? width : cap;
     if (lx > nn_item_max(d, 0))
         lx = nn_item_max(d, 0);
@@ -218,36 +233,22 @@ static manta_status direct_run(mcl_launch *L, mcl_dev *d, size_t width, size_t h
         if (lz > nn_item_max(d, 2))
             lz = nn_item_max(d, 2);
     }
-    mcl_launch_output(L, width * height * planes);
-    return mcl_launch_run(L, 3, (size_t[]){width, height, planes}, (size_t[]){lx, ly, lz});
+    mcl_launch_output(&L, width * height * planes);
+    return mcl_launch_run(&L, 3, (size_t[]){width, height, planes}, (size_t[]){lx, ly, lz});
 }
 
 manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview y)
 {
     static const char op[] = "depthwise forward";
-    manta_status st = check_shape(d, op, s);
-    if (st == MANTA_OK)
-        st = nn_need_buffer(d, op, "x", x);
-    if (st == MANTA_OK)
-        st = nn_need_buffer(d, op, "w", w);
-    if (st == MANTA_OK)
-        st = nn_need_buffer(d, op, "y", y);
-    if (st != MANTA_OK)
-        return st;
-    char name[40];
+    MANTA_TRY(check_shape(d, op, s));
+    MANTA_TRY(nn_need_forward_buffers(d, op, x, w, y));
     size_t ho = (size_t)nn_dw_out_h(s), wo = (size_t)nn_dw_out_w(s);
     size_t planes = (size_t)s->n * (size_t)s->c;
     tile_geo g;
     mcl_launch L;
-    const bool tiled = tile_kernel_exists(s) && !gpu_variant(d);
-    if (tiled) {
-        snprintf(name, sizeof name, "dw_tile_forward_k%d_s%d", s->k, s->stride);
-        mcl_launch_begin(&L, d, "depthwise", name);
-    }
-    if (tiled && tile_plan(&L, s, ho, wo, planes, true, corr_floats, TILE_R, TILE_V, &g)) {
-        mcl_arg_view(&L, x);
-        mcl_arg_view(&L, w);
-        mcl_arg_view(&L, y);
+    if (begin_tiled(&L, d, "dw_tile_forward", s) &&
+        tile_plan(&L, s, ho, wo, planes, true, corr_floats, TILE_R, TILE_V, &g)) {
+        mcl_arg_views(&L, (mview[]){x, w, y}, 3);
         mcl_arg_int(&L, (int)planes);
         mcl_arg_int(&L, s->c);
         mcl_arg_int(&L, s->h);
@@ -257,28 +258,17 @@ manta_status nn_dw_forward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, m
         mcl_arg_int(&L, (int)wo);
         return tile_run(&L, &g, ho, planes);
     }
-    kernel_name(name, sizeof name, "dw_forward", s);
-    mcl_launch_begin(&L, d, "depthwise", name);
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, w);
-    mcl_arg_view(&L, y);
-    shape_args(&L, s);
-    return direct_run(&L, d, wo, ho, planes);
+    return direct_run(d, s, "dw_forward", x, w, y, wo, ho);
 }
 
 /* dx: (N, C, H, W), overwritten, from dy (N, C, Ho, Wo) and w (C, K, K). */
 static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview dy, mview dx)
 {
-    char name[40];
     size_t planes = (size_t)s->n * (size_t)s->c;
     int ho = nn_dw_out_h(s), wo = nn_dw_out_w(s);
     tile_geo g;
     mcl_launch L;
-    const bool tiled = tile_kernel_exists(s) && !gpu_variant(d);
-    if (tiled) {
-        snprintf(name, sizeof name, "dw_tile_backward_dx_k%d_s%d", s->k, s->stride);
-        mcl_launch_begin(&L, d, "depthwise", name);
-    }
+    const bool tiled = begin_tiled(&L, d, "dw_tile_backward_dx", s);
     /* stride 1: the forward correlation of dy with the flipped filter, padded
      * by k - 1 - pad; stride 2 with pad k/2: a gather over the tap parities */
     bool flip = tiled && s->stride == 1 && s->pad <= s->k - 1 &&
@@ -288,9 +278,7 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
                 tile_plan(&L, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, TILE_R, 16,
                           &g);
     if (flip || par2) {
-        mcl_arg_view(&L, dy);
-        mcl_arg_view(&L, w);
-        mcl_arg_view(&L, dx);
+        mcl_arg_views(&L, (mview[]){dy, w, dx}, 3);
         mcl_arg_int(&L, (int)planes);
         mcl_arg_int(&L, s->c);
         if (flip) { /* input dy (ho, wo), output dx (h, w) */
@@ -307,13 +295,7 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
         }
         return tile_run(&L, &g, (size_t)s->h, planes);
     }
-    kernel_name(name, sizeof name, "dw_backward_dx", s);
-    mcl_launch_begin(&L, d, "depthwise", name);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, w);
-    mcl_arg_view(&L, dx);
-    shape_args(&L, s);
-    return direct_run(&L, d, (size_t)s->w, (size_t)s->h, planes);
+    return direct_run(d, s, "dw_backward_dx", dy, w, dx, (size_t)s->w, (size_t)s->h);
 }
 
 /* GPU weight gradient: partial sums over ranges of output rows into @p part, then one
@@ -325,10 +307,7 @@ static manta_status backward_w_gpu(mcl_dev *d, const nn_dw_shape *s, mview x, mv
     MANTA_TRY(nn_need_buffer(d, "depthwise backward", "scratch", part));
     mcl_launch L;
     mcl_launch_begin(&L, d, "depthwise", "dw_wgrad_partial");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, part);
-    shape_args(&L, s);
+    view_shape_args(&L, x, dy, part, s);
     mcl_arg_int(&L, (int)splits);
     mcl_launch_output(&L, splits * count);
     size_t wg = nn_group_cap(&L, 128);
@@ -355,27 +334,21 @@ static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview 
     size_t ho = (size_t)nn_dw_out_h(s);
     mcl_launch L;
     size_t wo = (size_t)nn_dw_out_w(s);
-    if (tile_kernel_exists(s) && (wo + 7) / 8 * 8 * (size_t)s->stride + (size_t)s->k <= ROW_MAX) {
+    if (specialised(s) && (wo + 7) / 8 * 8 * (size_t)s->stride + (size_t)s->k <= ROW_MAX) {
         char name[40];
         /* stride 2: x rows split into even and odd columns once a row has
          * more than one chunk of 8 outputs */
         snprintf(name, sizeof name, "dw_rows_backward_w_k%d_s%d%s", s->k, s->stride,
                  s->stride == 2 && wo > 8 ? "x" : "");
         mcl_launch_begin(&L, d, "depthwise", name);
-        mcl_arg_view(&L, x);
-        mcl_arg_view(&L, dy);
-        mcl_arg_view(&L, dw);
-        shape_args(&L, s);
+        view_shape_args(&L, x, dy, dw, s);
         return mcl_launch_run(&L, 1, (size_t[]){(size_t)s->c * s->k}, (size_t[]){(size_t)s->k});
     }
     if (s->stride == 1 || s->stride == 2) {
         char name[40];
         snprintf(name, sizeof name, "dw_direct_backward_w_s%d", s->stride);
         mcl_launch_begin(&L, d, "depthwise", name);
-        mcl_arg_view(&L, x);
-        mcl_arg_view(&L, dy);
-        mcl_arg_view(&L, dw);
-        shape_args(&L, s);
+        view_shape_args(&L, x, dy, dw, s);
         size_t kk = (size_t)s->k * (size_t)s->k;
         size_t local = kk <= mcl_launch_wg_max(&L) ? kk : 1;
         return mcl_launch_run(&L, 1, (size_t[]){(size_t)s->c * kk}, (size_t[]){local});
@@ -387,10 +360,7 @@ static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview 
     size_t group = 1;
     while (group < rows && group * 2 <= max_group)
         group *= 2;
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, dw);
-    shape_args(&L, s);
+    view_shape_args(&L, x, dy, dw, s);
     mcl_arg_local(&L, group * sizeof(float));
     size_t global = (size_t)s->c * (size_t)s->k * (size_t)s->k * group;
     return mcl_launch_run(&L, 1, (size_t[]){global}, (size_t[]){group});
@@ -400,16 +370,9 @@ manta_status nn_dw_backward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, 
                             mview dx, mview dw, mview scratch)
 {
     static const char op[] = "depthwise backward";
-    manta_status st = check_shape(d, op, s);
-    if (st == MANTA_OK)
-        st = nn_need_buffer(d, op, "dy", dy);
-    if (st == MANTA_OK && dw.mem)
-        st = nn_need_buffer(d, op, "x", x);
-    if (st == MANTA_OK && dx.mem)
-        st = nn_need_buffer(d, op, "w", w);
-    if (st == MANTA_OK && dw.mem)
-        st = backward_w(d, s, x, dy, dw, scratch);
-    if (st == MANTA_OK && dx.mem)
-        st = backward_dx(d, s, w, dy, dx);
-    return st;
+    MANTA_TRY(check_shape(d, op, s));
+    MANTA_TRY(nn_need_backward_buffers(d, op, x, w, dy, dx, dw));
+    if (dw.mem)
+        MANTA_TRY(backward_w(d, s, x, dy, dw, scratch));
+    return dx.mem ? backward_dx(d, s, w, dy, dx) : MANTA_OK;
 }

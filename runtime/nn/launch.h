@@ -75,6 +75,22 @@ static inline size_t nn_item_max(const mcl_dev *d, unsigned dim)
     return dim < 3 ? mcl_info(d)->max_work_item[dim] : 1;
 }
 
+/** Set the int arguments @p v[0] ... @p v[n - 1] of @p L, in order (a kernel's shape
+ *  parameters, written as one table). */
+static inline void nn_arg_ints(mcl_launch *L, const int *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        mcl_arg_int(L, v[i]);
+}
+
+/** Run @p L with one work-item per value of its @p n outputs, in one dimension, the
+ *  work-group left to the implementation; @p n is stated for the launch log. */
+static inline manta_status nn_run_per_value(mcl_launch *L, size_t n)
+{
+    mcl_launch_output(L, n);
+    return mcl_launch_run(L, 1, (size_t[]){n}, NULL);
+}
+
 /** Output size of a sliding window along one axis, (in + 2*pad - k) / stride + 1;
  *  0 when an argument is out of range or the window does not fit the padded input. */
 static inline int nn_window_out(int in, int k, int stride, int pad)
@@ -84,12 +100,45 @@ static inline int nn_window_out(int in, int k, int stride, int pad)
     return (int)(((long long)in + 2LL * pad - k) / stride + 1);
 }
 
+/** MANTA_ERR_INVALID_ARG naming @p op when its shape @p s is NULL. */
+static inline manta_status nn_need_shape(mcl_dev *d, const char *op, const void *s)
+{
+    if (s)
+        return MANTA_OK;
+    return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: shape is NULL", op);
+}
+
 /** MANTA_ERR_INVALID_ARG naming @p op and @p name when @p v has no buffer. */
 static inline manta_status nn_need_buffer(mcl_dev *d, const char *op, const char *name, mview v)
 {
     if (v.mem)
         return MANTA_OK;
     return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: %s has no buffer", op, name);
+}
+
+/** The buffers of a convolution's forward (conv.c, depthwise.c): x, w and y. */
+static inline manta_status nn_need_forward_buffers(mcl_dev *d, const char *op, mview x, mview w,
+                                                   mview y)
+{
+    manta_status st = nn_need_buffer(d, op, "x", x);
+    if (st == MANTA_OK)
+        st = nn_need_buffer(d, op, "w", w);
+    if (st == MANTA_OK)
+        st = nn_need_buffer(d, op, "y", y);
+    return st;
+}
+
+/** The buffers of a convolution's backward: dy, x when @p dw is wanted (has a buffer),
+ *  w when @p dx is. */
+static inline manta_status nn_need_backward_buffers(mcl_dev *d, const char *op, mview x, mview w,
+                                                    mview dy, mview dx, mview dw)
+{
+    manta_status st = nn_need_buffer(d, op, "dy", dy);
+    if (st == MANTA_OK && dw.mem)
+        st = nn_need_buffer(d, op, "x", x);
+    if (st == MANTA_OK && dx.mem)
+        st = nn_need_buffer(d, op, "w", w);
+    return st;
 }
 
 #endif

@@ -6,8 +6,7 @@
 /* Checks the shape and returns the row stride of W in *ld. */
 static manta_status check_shape(mcl_dev *d, const nn_linear_shape *s, const char *op, size_t *ld)
 {
-    if (!s)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: shape is NULL", op);
+    MANTA_TRY(nn_need_shape(d, op, s));
     NN_CHECK_POS(d, op, "shape n", s->n);
     NN_CHECK_POS(d, op, "shape in", s->in);
     NN_CHECK_POS(d, op, "shape out", s->out);
@@ -42,8 +41,7 @@ static manta_status bias_forward(mcl_dev *d, const nn_linear_shape *s, mview y, 
     mcl_arg_view(&L, b);
     mcl_arg_int(&L, (int)total);
     mcl_arg_int(&L, s->out);
-    mcl_launch_output(&L, total);
-    return mcl_launch_run(&L, 1, (size_t[]){total}, NULL);
+    return nn_run_per_value(&L, total);
 }
 
 /* Rows of 4 per work-item (LIN_B in cl_kernels/linear.cl), 16 columns. */
@@ -56,9 +54,7 @@ static manta_status lin_rows(mcl_dev *d, mview a, mview b, mview c, size_t rows,
 {
     mcl_launch L;
     mcl_launch_begin(&L, d, "linear", "lin_rows");
-    mcl_arg_view(&L, a);
-    mcl_arg_view(&L, b);
-    mcl_arg_view(&L, c);
+    mcl_arg_views(&L, (mview[]){a, b, c}, 3);
     mcl_arg_int(&L, (int)rows);
     mcl_arg_int(&L, (int)cols);
     mcl_arg_int(&L, (int)kdim);
@@ -92,9 +88,7 @@ manta_status nn_linear_forward(mcl_dev *d, const nn_linear_shape *s, mview x, mv
         return st != MANTA_OK || !b.mem ? st : bias_forward(d, s, y, b);
     }
     mcl_launch_begin(&L, d, "linear", "lin_forward");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, w);
-    mcl_arg_view(&L, y);
+    mcl_arg_views(&L, (mview[]){x, w, y}, 3);
     mcl_arg_int(&L, s->n);
     mcl_arg_int(&L, s->in);
     mcl_arg_int(&L, s->out);
@@ -132,6 +126,5 @@ manta_status nn_linear_backward(mcl_dev *d, const nn_linear_shape *s, mview x, m
     mcl_arg_view(&L, db);
     mcl_arg_int(&L, s->n);
     mcl_arg_int(&L, s->out);
-    mcl_launch_output(&L, out);
-    return mcl_launch_run(&L, 1, (size_t[]){out}, NULL);
+    return nn_run_per_value(&L, out);
 }

@@ -24,19 +24,14 @@ manta_status nn_xent_forward_backward(mcl_dev *d, int n, int k, float smoothing,
                                       mview labels, mview losses, mview dlogits, float scale,
                                       float beta)
 {
-    manta_status st = check_shape(d, n, k, "xent_forward_backward");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_shape(d, n, k, "xent_forward_backward"));
     if (!(smoothing >= 0.0f && smoothing < 1.0f))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "xent_forward_backward: smoothing %g outside [0, 1)",
                              (double)smoothing);
     mcl_launch L;
     mcl_launch_begin(&L, d, "loss", "xent_forward_backward");
-    mcl_arg_view(&L, logits);
-    mcl_arg_view(&L, labels);
-    mcl_arg_view(&L, losses);
-    mcl_arg_view(&L, dlogits);
+    mcl_arg_views(&L, (mview[]){logits, labels, losses, dlogits}, 4);
     mcl_arg_int(&L, k);
     mcl_arg_float(&L, smoothing);
     mcl_arg_float(&L, scale);
@@ -48,15 +43,10 @@ manta_status nn_soft_xent_forward_backward(mcl_dev *d, int n, int k, mview logit
                                            mview teacher_logits, mview losses, mview dlogits,
                                            float scale, float beta)
 {
-    manta_status st = check_shape(d, n, k, "soft_xent_forward_backward");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_shape(d, n, k, "soft_xent_forward_backward"));
     mcl_launch L;
     mcl_launch_begin(&L, d, "loss", "soft_xent_forward_backward");
-    mcl_arg_view(&L, logits);
-    mcl_arg_view(&L, teacher_logits);
-    mcl_arg_view(&L, losses);
-    mcl_arg_view(&L, dlogits);
+    mcl_arg_views(&L, (mview[]){logits, teacher_logits, losses, dlogits}, 4);
     mcl_arg_int(&L, k);
     mcl_arg_float(&L, scale);
     mcl_arg_float(&L, beta);

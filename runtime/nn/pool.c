@@ -51,8 +51,7 @@ static manta_status run_values(mcl_launch *L, size_t nc, size_t hw)
     if (gpu_variant(L->d)) {
         mcl_arg_int(L, (int)(nc * hw));
         mcl_arg_int(L, (int)hw);
-        mcl_launch_output(L, nc * hw);
-        return mcl_launch_run(L, 1, (size_t[]){nc * hw}, NULL);
+        return nn_run_per_value(L, nc * hw);
     }
     mcl_arg_int(L, (int)nc);
     mcl_arg_int(L, (int)hw);
@@ -77,14 +76,18 @@ static manta_status check_rows(mcl_dev *d, size_t nc, size_t hw, const char *op)
     return MANTA_OK;
 }
 
-manta_status nn_avgpool_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview y)
+/* check_rows() for the mean of each row, which needs hw of at least 1. */
+static manta_status check_mean_rows(mcl_dev *d, size_t nc, size_t hw, const char *op)
 {
     if (hw == 0)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "avgpool_forward: hw is 0 (mean of an empty row)");
-    manta_status st = check_rows(d, nc, hw, "avgpool_forward");
-    if (st != MANTA_OK)
-        return st;
+                             "%s: hw is 0 (mean of an empty row)", op);
+    return check_rows(d, nc, hw, op);
+}
+
+manta_status nn_avgpool_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview y)
+{
+    MANTA_TRY(check_mean_rows(d, nc, hw, "avgpool_forward"));
     mcl_launch L;
     if (item_per_row(d, nc, hw)) {
         mcl_launch_begin(&L, d, "pool", "avgpool_forward_rows");
@@ -103,12 +106,7 @@ manta_status nn_avgpool_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview
 
 manta_status nn_avgpool_backward(mcl_dev *d, size_t nc, size_t hw, mview dy, mview dx)
 {
-    if (hw == 0)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "avgpool_backward: hw is 0 (mean of an empty row)");
-    manta_status st = check_rows(d, nc, hw, "avgpool_backward");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_mean_rows(d, nc, hw, "avgpool_backward"));
     mcl_launch L;
     mcl_launch_begin(&L, d, "pool", gpu_variant(d) ? "avgpool_backward1" : "avgpool_backward");
     mcl_arg_view(&L, dy);
@@ -118,14 +116,10 @@ manta_status nn_avgpool_backward(mcl_dev *d, size_t nc, size_t hw, mview dy, mvi
 
 manta_status nn_scale_forward(mcl_dev *d, size_t nc, size_t hw, mview x, mview s, mview y)
 {
-    manta_status st = check_rows(d, nc, hw, "scale_forward");
-    if (st != MANTA_OK)
-        return st;
+    MANTA_TRY(check_rows(d, nc, hw, "scale_forward"));
     mcl_launch L;
     mcl_launch_begin(&L, d, "pool", gpu_variant(d) ? "scale_forward1" : "scale_forward");
-    mcl_arg_view(&L, x);
-    mcl_arg_view(&L, s);
-    mcl_arg_view(&L, y);
+    mcl_arg_views(&L, (mview[]){x, s, y}, 3);
     return run_values(&L, nc, hw);
 }
 
@@ -139,17 +133,13 @@ manta_status nn_scale_backward(mcl_dev *d, size_t nc, size_t hw, mview x, mview 
     mcl_launch L;
     if (item_per_row(d, nc, hw)) {
         mcl_launch_begin(&L, d, "pool", "scale_backward_s_rows");
-        mcl_arg_view(&L, x);
-        mcl_arg_view(&L, dy);
-        mcl_arg_view(&L, ds);
+        mcl_arg_views(&L, (mview[]){x, dy, ds}, 3);
         mcl_arg_int(&L, (int)nc);
         mcl_arg_int(&L, (int)hw);
         st = run_rows(&L, nc);
     } else {
         mcl_launch_begin(&L, d, "pool", "scale_backward_s");
-        mcl_arg_view(&L, x);
-        mcl_arg_view(&L, dy);
-        mcl_arg_view(&L, ds);
+        mcl_arg_views(&L, (mview[]){x, dy, ds}, 3);
         mcl_arg_int(&L, (int)hw);
         st = run_per_row(&L, nc, hw);
     }
@@ -163,12 +153,9 @@ manta_status nn_add(mcl_dev *d, size_t n, mview a, mview b, mview y)
     NN_CHECK_INT(d, n, "add size n");
     mcl_launch L;
     mcl_launch_begin(&L, d, "pool", "add");
-    mcl_arg_view(&L, a);
-    mcl_arg_view(&L, b);
-    mcl_arg_view(&L, y);
+    mcl_arg_views(&L, (mview[]){a, b, y}, 3);
     mcl_arg_int(&L, (int)n);
-    mcl_launch_output(&L, n);
-    return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
+    return nn_run_per_value(&L, n);
 }
 
 manta_status nn_axpy(mcl_dev *d, size_t n, float alpha, mview x, mview y)
@@ -180,6 +167,5 @@ manta_status nn_axpy(mcl_dev *d, size_t n, float alpha, mview x, mview y)
     mcl_arg_view(&L, y);
     mcl_arg_int(&L, (int)n);
     mcl_arg_float(&L, alpha);
-    mcl_launch_output(&L, n);
-    return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
+    return nn_run_per_value(&L, n);
 }

@@ -12,45 +12,30 @@ static manta_status check(mcl_dev *d, int c, int big_k, int k)
     return MANTA_OK;
 }
 
-manta_status ofa_ktrans_forward(mcl_dev *d, int c, int big_k, int k, mview w, mview m, mview wk)
+/* Launch @p kernel of cl_kernels/elastic.cl over @p items work-items: every kernel there takes
+ * two views read, the view written, then (c, big_k, k). */
+static manta_status ktrans_run(mcl_dev *d, const char *kernel, mview a, mview b, mview out,
+                               int c, int big_k, int k, size_t items)
 {
-    manta_status st = check(d, c, big_k, k);
-    if (st != MANTA_OK)
-        return st;
     mcl_launch L;
-    mcl_launch_begin(&L, d, "elastic", "ktrans_forward");
-    mcl_arg_view(&L, w);
-    mcl_arg_view(&L, m);
-    mcl_arg_view(&L, wk);
+    mcl_launch_begin(&L, d, "elastic", kernel);
+    mcl_arg_views(&L, (mview[]){a, b, out}, 3);
     mcl_arg_int(&L, c);
     mcl_arg_int(&L, big_k);
     mcl_arg_int(&L, k);
-    return mcl_launch_run(&L, 1, (size_t[]){(size_t)c * k * k}, NULL);
+    return mcl_launch_run(&L, 1, (size_t[]){items}, NULL);
+}
+
+manta_status ofa_ktrans_forward(mcl_dev *d, int c, int big_k, int k, mview w, mview m, mview wk)
+{
+    MANTA_TRY(check(d, c, big_k, k));
+    return ktrans_run(d, "ktrans_forward", w, m, wk, c, big_k, k, (size_t)c * k * k);
 }
 
 manta_status ofa_ktrans_backward(mcl_dev *d, int c, int big_k, int k, mview w, mview m,
                                  mview dwk, mview dw, mview dm)
 {
-    manta_status st = check(d, c, big_k, k);
-    if (st != MANTA_OK)
-        return st;
-    mcl_launch L;
-    mcl_launch_begin(&L, d, "elastic", "ktrans_backward_m");
-    mcl_arg_view(&L, w);
-    mcl_arg_view(&L, dwk);
-    mcl_arg_view(&L, dm);
-    mcl_arg_int(&L, c);
-    mcl_arg_int(&L, big_k);
-    mcl_arg_int(&L, k);
-    st = mcl_launch_run(&L, 1, (size_t[]){(size_t)k * k * k * k}, NULL);
-    if (st != MANTA_OK)
-        return st;
-    mcl_launch_begin(&L, d, "elastic", "ktrans_backward_w");
-    mcl_arg_view(&L, m);
-    mcl_arg_view(&L, dwk);
-    mcl_arg_view(&L, dw);
-    mcl_arg_int(&L, c);
-    mcl_arg_int(&L, big_k);
-    mcl_arg_int(&L, k);
-    return mcl_launch_run(&L, 1, (size_t[]){(size_t)c * k * k}, NULL);
+    MANTA_TRY(check(d, c, big_k, k));
+    MANTA_TRY(ktrans_run(d, "ktrans_backward_m", w, dwk, dm, c, big_k, k, (size_t)k * k * k * k));
+    return ktrans_run(d, "ktrans_backward_w", m, dwk, dw, c, big_k, k, (size_t)c * k * k);
 }

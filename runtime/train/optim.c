@@ -13,9 +13,7 @@ manta_status optim_sgd_step(mcl_dev *d, const optim_sgd *o, float lr, float grad
                              "optimizer: %zu decayed parameters of %zu", n_decay, n);
     mcl_launch L;
     mcl_launch_begin(&L, d, "optim", "sgd_step");
-    mcl_arg_view(&L, params);
-    mcl_arg_view(&L, grads);
-    mcl_arg_view(&L, mom);
+    mcl_arg_views(&L, (mview[]){params, grads, mom}, 3);
     mcl_arg_int(&L, (int)n_decay);
     mcl_arg_int(&L, (int)n);
     mcl_arg_float(&L, lr);

@@ -267,22 +267,33 @@ static manta_status act_bwd(tinynet *t, nn_act a, int x, int y)
     return nn_act_backward(t->d, a, A(t, x), G(t, y), G(t, x), t->act_len[x]);
 }
 
+/* The BN and activation after a convolution: y = BN(x), z = act(y). */
+static manta_status bn_act_fwd(tinynet *t, const bn_l *b, nn_act a, int x, int y, int z,
+                               bool train)
+{
+    MANTA_TRY(bn_fwd(t, b, x, y, train));
+    return act_fwd(t, a, y, z);
+}
+
+/* Gradients back through bn_act_fwd(): G(z) to G(x). */
+static manta_status act_bn_bwd(tinynet *t, const bn_l *b, nn_act a, int x, int y, int z)
+{
+    MANTA_TRY(act_bwd(t, a, y, z));
+    return bn_bwd(t, b, x, y);
+}
+
 static manta_status forward(tinynet *t, bool train)
 {
     mcl_dev *d = t->d;
     mview scr = mslab_view(&t->scratch, 0);
     MANTA_TRY(nn_conv2d_forward(d, &t->c1.s, A(t, X0), P(t, t->c1.w), A(t, C1), scr));
-    MANTA_TRY(bn_fwd(t, &t->b1, C1, B1, train));
-    MANTA_TRY(act_fwd(t, NN_ACT_RELU, B1, A1));
+    MANTA_TRY(bn_act_fwd(t, &t->b1, NN_ACT_RELU, C1, B1, A1, train));
     MANTA_TRY(nn_dw_forward(d, &t->c2.s, A(t, A1), P(t, t->c2.w), A(t, C2)));
-    MANTA_TRY(bn_fwd(t, &t->b2, C2, B2, train));
-    MANTA_TRY(act_fwd(t, NN_ACT_HSWISH, B2, A2));
+    MANTA_TRY(bn_act_fwd(t, &t->b2, NN_ACT_HSWISH, C2, B2, A2, train));
     MANTA_TRY(nn_conv2d_forward(d, &t->c3.s, A(t, A2), P(t, t->c3.w), A(t, C3), scr));
-    MANTA_TRY(bn_fwd(t, &t->b3, C3, B3, train));
-    MANTA_TRY(act_fwd(t, NN_ACT_RELU, B3, A3));
+    MANTA_TRY(bn_act_fwd(t, &t->b3, NN_ACT_RELU, C3, B3, A3, train));
     MANTA_TRY(nn_dw_forward(d, &t->c4.s, A(t, A3), P(t, t->c4.w), A(t, C4)));
-    MANTA_TRY(bn_fwd(t, &t->b4, C4, B4, train));
-    MANTA_TRY(act_fwd(t, NN_ACT_HSWISH, B4, A4));
+    MANTA_TRY(bn_act_fwd(t, &t->b4, NN_ACT_HSWISH, C4, B4, A4, train));
     /* squeeze-and-excite */
     const size_t nc = (size_t)t->cfg.batch * 32, hw = t->act_len[A4] / nc;
     MANTA_TRY(nn_avgpool_forward(d, nc, hw, A(t, A4), A(t, S0)));
@@ -293,8 +304,7 @@ static manta_status forward(tinynet *t, bool train)
     MANTA_TRY(nn_scale_forward(d, nc, hw, A(t, A4), A(t, S4), A(t, SE)));
     /* residual block */
     MANTA_TRY(nn_dw_forward(d, &t->c5.s, A(t, SE), P(t, t->c5.w), A(t, C5)));
-    MANTA_TRY(bn_fwd(t, &t->b5, C5, B5, train));
-    MANTA_TRY(act_fwd(t, NN_ACT_RELU6, B5, A5));
+    MANTA_TRY(bn_act_fwd(t, &t->b5, NN_ACT_RELU6, C5, B5, A5, train));
     MANTA_TRY(nn_conv2d_forward(d, &t->c6.s, A(t, A5), P(t, t->c6.w), A(t, C6), scr));
     MANTA_TRY(bn_fwd(t, &t->b6, C6, B6, train));
     MANTA_TRY(nn_add(d, t->act_len[RES], A(t, SE), A(t, B6), A(t, RES)));
@@ -319,8 +329,7 @@ static manta_status backward(tinynet *t)
                        DP(t, t->b6.beta), scr));
     MANTA_TRY(nn_conv2d_backward(d, &t->c6.s, A(t, A5), P(t, t->c6.w), G(t, C6), G(t, A5),
                            DP(t, t->c6.w), scr));
-    MANTA_TRY(act_bwd(t, NN_ACT_RELU6, B5, A5));
-    MANTA_TRY(bn_bwd(t, &t->b5, C5, B5));
+    MANTA_TRY(act_bn_bwd(t, &t->b5, NN_ACT_RELU6, C5, B5, A5));
     MANTA_TRY(nn_dw_backward(d, &t->c5.s, A(t, SE), P(t, t->c5.w), G(t, C5), G(t, SE),
                        DP(t, t->c5.w), scr));
     MANTA_TRY(nn_axpy(d, t->act_len[SE], 1.0f, G(t, RES), G(t, SE)));
@@ -335,20 +344,16 @@ static manta_status backward(tinynet *t)
     MANTA_TRY(nn_avgpool_backward(d, nc, hw, G(t, S0), G(t, TMP)));
     MANTA_TRY(nn_axpy(d, t->act_len[A4], 1.0f, G(t, TMP), G(t, A4)));
     /* trunk */
-    MANTA_TRY(act_bwd(t, NN_ACT_HSWISH, B4, A4));
-    MANTA_TRY(bn_bwd(t, &t->b4, C4, B4));
+    MANTA_TRY(act_bn_bwd(t, &t->b4, NN_ACT_HSWISH, C4, B4, A4));
     MANTA_TRY(nn_dw_backward(d, &t->c4.s, A(t, A3), P(t, t->c4.w), G(t, C4), G(t, A3),
                        DP(t, t->c4.w), scr));
-    MANTA_TRY(act_bwd(t, NN_ACT_RELU, B3, A3));
-    MANTA_TRY(bn_bwd(t, &t->b3, C3, B3));
+    MANTA_TRY(act_bn_bwd(t, &t->b3, NN_ACT_RELU, C3, B3, A3));
     MANTA_TRY(nn_conv2d_backward(d, &t->c3.s, A(t, A2), P(t, t->c3.w), G(t, C3), G(t, A2),
                            DP(t, t->c3.w), scr));
-    MANTA_TRY(act_bwd(t, NN_ACT_HSWISH, B2, A2));
-    MANTA_TRY(bn_bwd(t, &t->b2, C2, B2));
+    MANTA_TRY(act_bn_bwd(t, &t->b2, NN_ACT_HSWISH, C2, B2, A2));
     MANTA_TRY(nn_dw_backward(d, &t->c2.s, A(t, A1), P(t, t->c2.w), G(t, C2), G(t, A1),
                        DP(t, t->c2.w), scr));
-    MANTA_TRY(act_bwd(t, NN_ACT_RELU, B1, A1));
-    MANTA_TRY(bn_bwd(t, &t->b1, C1, B1));
+    MANTA_TRY(act_bn_bwd(t, &t->b1, NN_ACT_RELU, C1, B1, A1));
     return nn_conv2d_backward(d, &t->c1.s, A(t, X0), P(t, t->c1.w), G(t, C1), none,
                               DP(t, t->c1.w), scr);
 }
