@@ -73,10 +73,13 @@ ENGINE_LIB := $(BUILD)/lib/libmanta_engine.a
 ENGINE_OPT ?= -O3
 
 # manta-infer: the board program, linked with the engine, TurboJPEG and libc/libm only.
-# Option tables shared by the programs (tools/common/opts.h, getopt_long).
+# Shared by the programs (tools/common/): option tables (opts.h, getopt_long), JSON strings.
 TOOLS_COMMON_SRC := $(wildcard tools/common/*.c)
 
-INFER_SRC := $(wildcard tools/manta-infer/*.c) $(TOOLS_COMMON_SRC)
+# The runtime's plain-C files manta-infer compiles in (C library only): the error record and the
+# reader of the models' preprocessing metadata (runtime/export/tflite_meta.h).
+INFER_RUNTIME_SRC := runtime/core/status.c runtime/export/tflite_meta.c
+INFER_SRC := $(wildcard tools/manta-infer/*.c) $(TOOLS_COMMON_SRC) $(INFER_RUNTIME_SRC)
 INFER_OBJ := $(INFER_SRC:%.c=$(BUILD)/obj/%.o)
 INFER     := $(BUILD)/bin/manta-infer
 INFER_LIBS ?= -lturbojpeg -lm
@@ -93,7 +96,7 @@ PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)
 PROFILE   := $(BUILD)/bin/manta-profile
 PROFILE_LIBS ?= -lcjson -lm
 
-MANTA_SRC := $(wildcard tools/manta/*.c) tools/manta-infer/meta.c $(TOOLS_COMMON_SRC)
+MANTA_SRC := $(wildcard tools/manta/*.c) $(TOOLS_COMMON_SRC)
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
 MANTA     := $(BUILD)/bin/manta
 
@@ -198,6 +201,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LI
 # The programs' option tables (tools/common/) are not in the library.
 $(BUILD)/tests/test_opts: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/opts.o
 $(BUILD)/tests/test_opts: $(BUILD)/obj/tools/common/opts.o
+# manta-infer's image input, compared with the data pipeline's resize.
+$(BUILD)/tests/test_infer_image: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/manta-infer/image.o
+$(BUILD)/tests/test_infer_image: $(BUILD)/obj/tools/manta-infer/image.o
 
 # Fixture writer for tests/integration/export_infer.sh (models and JPEGs).
 HELPER := $(BUILD)/tests/helpers/export_fixtures

@@ -588,3 +588,130 @@ void mcl_tune_autoload(const char *cache_dir, const mcl_device_info *info, mcl_t
     }
     free(set);
 }
+
+/* ---- the choice ---------------------------------------------------------------- */
+
+static uint64_t cube(size_t t) { return (uint64_t)t * (uint64_t)t * (uint64_t)t; }
+
+bool mcl_tune_runs_direct(uint64_t mnk, size_t threshold) { return mnk < cube(threshold); }
+
+double mcl_tune_rel_time(const double *before, size_t n_shapes, const mcl_tune_option *o)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n_shapes; i++)
+        sum += before[i] / o->gflops[i];
+    return sum;
+}
+
+size_t mcl_tune_fastest(const double *before, size_t n_shapes, const mcl_tune_option *o,
+                        size_t from, size_t n)
+{
+    size_t b = from;
+    for (size_t i = from + 1; i < n; i++)
+        if (mcl_tune_rel_time(before, n_shapes, &o[i]) < mcl_tune_rel_time(before, n_shapes, &o[b]))
+            b = i;
+    return b;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The threshold T that sends the @p n_direct smallest of the @p n sorted sizes
+ * to the direct kernel: sorted[n_direct-1] < T^3 <= sorted[n_direct]. */
+static size_t threshold_for(const uint64_t *sorted, size_t n, size_t n_direct, size_t t_default)
+{
+    size_t t, n_def = 0;
+    for (size_t s = 0; s < n; s++)
+        n_def += sorted[s] < cube(t_default);
+    if (t_default > 0 && n_def == n_direct) {
+        t = t_default; /* no evidence to move it for other sizes */
+    } else if (n_direct == 0) {
+        t = (size_t)floor(cbrt((double)sorted[0]) / 2);
+    } else if (n_direct == n) {
+        t = (size_t)ceil(2 * cbrt((double)sorted[n - 1]));
+    } else {
+        t = (size_t)floor(sqrt(cbrt((double)sorted[n_direct - 1]) * cbrt((double)sorted[n_direct])));
+        while (t > 0 && cube(t) > sorted[n_direct])
+            t--;
+    }
+    while (t < MCL_TUNE_ALL_DIRECT && n_direct > 0 && cube(t) <= sorted[n_direct - 1])
+        t++;
+    return t > MCL_TUNE_ALL_DIRECT ? MCL_TUNE_ALL_DIRECT : t;
+}
+
+manta_status mcl_tune_choose(const uint64_t *mnk, const double *before, size_t n_shapes,
+                             size_t t_default, const mcl_tune_option *dopt, size_t nd,
+                             const mcl_tune_option *iopt, size_t ni, mcl_tune_choice *out,
+                             manta_err *err)
+{
+    if (n_shapes == 0 || n_shapes > MCL_TUNE_MAX_SHAPES || nd == 0 || ni == 0)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "tuning choice: %zu shapes (1 .. %d), %zu direct and %zu indirect "
+                             "options (at least 1 each)",
+                             n_shapes, MCL_TUNE_MAX_SHAPES, nd, ni);
+    uint64_t sorted[MCL_TUNE_MAX_SHAPES]; /* m*n*k: exact, so equal sizes group */
+    memcpy(sorted, mnk, n_shapes * sizeof *sorted);
+    qsort(sorted, n_shapes, sizeof sorted[0], cmp_u64);
+    double best = INFINITY;
+    size_t n_best = 0, d_best = 0, i_best = 0; /* direct: the n_best smallest sizes */
+    for (size_t d = 0; d < nd; d++)
+        for (size_t ii = 0; ii < ni; ii++)
+            for (size_t j = 0; j <= n_shapes; j++) {
+                if (j > 0 && j < n_shapes && sorted[j] == sorted[j - 1])
+                    continue;
+                double cost = 0;
+                bool harm = false;
+                for (size_t s = 0; s < n_shapes; s++) {
+                    double g = j > 0 && mnk[s] <= sorted[j - 1] ? dopt[d].gflops[s]
+                                                                : iopt[ii].gflops[s];
+                    cost += before[s] / g;
+                    harm |= g < (1 - MCL_TUNE_TOLERANCE) * before[s];
+                }
+                if (!harm && cost < best - 1e-9)
+                    best = cost, n_best = j, d_best = d, i_best = ii;
+            }
+    if (n_best == 0) /* the direct kernel serves no shape */
+        d_best = mcl_tune_fastest(before, n_shapes, dopt, 0, nd);
+    if (n_best == n_shapes)
+        i_best = mcl_tune_fastest(before, n_shapes, iopt, 0, ni);
+    memset(out, 0, sizeof *out);
+    out->direct = d_best;
+    out->indirect = i_best;
+    out->threshold = threshold_for(sorted, n_shapes, n_best, t_default);
+    for (size_t s = 0; s < n_shapes; s++) {
+        out->runs_direct[s] = mcl_tune_runs_direct(mnk[s], out->threshold);
+        out->gflops[s] = out->runs_direct[s] ? dopt[d_best].gflops[s] : iopt[i_best].gflops[s];
+    }
+    return MANTA_OK;
+}
+
+manta_status mcl_tune_set_threshold(mcl_tune_set *set, size_t threshold, manta_err *err)
+{
+    mcl_tune_kernel k;
+    memset(&k, 0, sizeof k);
+    snprintf(k.kernel, sizeof k.kernel, "GemmRoutine");
+    snprintf(k.family, sizeof k.family, "manta");
+    snprintf(k.names[0], sizeof k.names[0], "XGEMM_MIN_INDIRECT_SIZE");
+    k.values[0] = threshold;
+    k.count = 1;
+    return mcl_tune_set_put(set, &k, err);
+}
+
+manta_status mcl_tune_choice_set(const mcl_tune_choice *ch, const mcl_tune_option *dopt,
+                                 const mcl_tune_option *iopt, const mcl_tune_set *helpers,
+                                 mcl_tune_set *out, manta_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const mcl_tune_option *d = &dopt[ch->direct], *i = &iopt[ch->indirect];
+    manta_status st = MANTA_OK;
+    if (d->tuned)
+        st = mcl_tune_set_put(out, &d->k, err);
+    if (st == MANTA_OK && i->tuned)
+        st = mcl_tune_set_put(out, &i->k, err);
+    for (size_t h = 0; st == MANTA_OK && i->helpers && helpers && h < helpers->count; h++)
+        st = mcl_tune_set_put(out, &helpers->k[h], err);
+    return st == MANTA_OK ? mcl_tune_set_threshold(out, ch->threshold, err) : st;
+}

@@ -1,8 +1,9 @@
 /**
  * @file tune.h
  * @brief Per-device CLBlast tuning: read the JSON files CLBlast's tuners
- *        write, keep the chosen parameters in one file per device in the
- *        cache folder, and apply them with CLBlastOverrideParameters().
+ *        write, choose between tuned and CLBlast's own parameters from
+ *        measurements, keep the chosen parameters in one file per device in
+ *        the cache folder, and apply them with CLBlastOverrideParameters().
  *
  * `manta tune` runs the tuners (separate programs from clblast-utils) and
  * stores a tuning file; mcl_open() applies it (mcl_tune_autoload()) so every
@@ -20,7 +21,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "cl/blas.h"
 #include "cl/cl.h"
 
 /** Most parameters one CLBlast kernel takes (Xgemm has 16). */
@@ -144,5 +147,95 @@ manta_status mcl_tune_apply(cl_device_id device, const mcl_tune_set *set, manta_
  * reason in out->warning (the library prints nothing).
  */
 void mcl_tune_autoload(const char *cache_dir, const mcl_device_info *info, mcl_tuning *out);
+
+/* ---- choosing between CLBlast's parameters and tuned ones -------------------- */
+
+/** Most GEMM shapes a choice weighs. */
+#define MCL_TUNE_MAX_SHAPES 16
+/** Most tuned candidates of one GEMM kernel that are timed. */
+#define MCL_TUNE_MAX_CANDIDATES 4
+
+/** Kernel-selection threshold that sends every GEMM to the indirect kernel
+ *  (CLBlast runs the direct kernel when m*n*k < T^3). */
+#define MCL_TUNE_ALL_INDIRECT 0
+/** Kernel-selection threshold that sends every GEMM to the direct kernel (the
+ *  largest XGEMM_MIN_INDIRECT_SIZE a tuning file holds). */
+#define MCL_TUNE_ALL_DIRECT MCL_SGEMM_ALWAYS_DIRECT
+
+/** A choice may make no shape slower than this fraction below "before": the
+ *  timing noise of a shared machine, not a trade worth making (one kernel switch
+ *  point serves every GEMM, also the shapes not timed). */
+#define MCL_TUNE_TOLERANCE 0.10
+
+/** One way to run the direct or the indirect GEMM kernel, with its speed at
+ *  each shape measured with that kernel forced. */
+typedef struct mcl_tune_option {
+    bool tuned;        /**< false: CLBlast's own parameters; true: those of @c k */
+    bool helpers;      /**< with the tuned Copy/Pad/Transpose/Padtranspose kernels */
+    mcl_tune_kernel k; /**< XgemmDirect or Xgemm, when tuned */
+    double gflops[MCL_TUNE_MAX_SHAPES]; /**< GFLOP/s per shape */
+} mcl_tune_option;
+
+/** What mcl_tune_choose() chose: what goes into the tuning file. */
+typedef struct mcl_tune_choice {
+    size_t direct;    /**< index of the chosen direct option */
+    size_t indirect;  /**< index of the chosen indirect option */
+    size_t threshold; /**< the direct kernel runs when m*n*k < threshold^3 */
+    bool runs_direct[MCL_TUNE_MAX_SHAPES]; /**< shape i runs the direct kernel */
+    double gflops[MCL_TUNE_MAX_SHAPES];    /**< GFLOP/s per shape with the choice */
+} mcl_tune_choice;
+
+/** CLBlast's rule: a GEMM of @p mnk = m*n*k multiply-adds runs the direct
+ *  kernel when mnk < @p threshold^3. */
+bool mcl_tune_runs_direct(uint64_t mnk, size_t threshold);
+
+/** The summed time of @p o over @p n_shapes shapes relative to @p before
+ *  (GFLOP/s per shape): n_shapes when it is as fast as before everywhere. */
+double mcl_tune_rel_time(const double *before, size_t n_shapes, const mcl_tune_option *o);
+
+/** The index in [@p from, @p n) of the option with the least mcl_tune_rel_time();
+ *  ties keep the first. @p from when the range is empty. */
+size_t mcl_tune_fastest(const double *before, size_t n_shapes, const mcl_tune_option *o,
+                        size_t from, size_t n);
+
+/**
+ * Choose the direct option, the indirect option and the threshold below which
+ * the direct kernel runs, minimising the summed time relative to @p before
+ * without making any shape slower than MCL_TUNE_TOLERANCE allows.
+ *
+ * One threshold decides for every GEMM (direct when m*n*k < T^3), so shapes of
+ * equal m*n*k go together. T stays CLBlast's own (@p t_default) when that splits
+ * the shapes alike; else it is put between the sizes it separates (geometric
+ * mean of their cube roots), at half the smallest cube root when every shape
+ * runs indirect and at twice the largest when all run direct, never above
+ * MCL_TUNE_ALL_DIRECT. A kernel that no shape uses keeps the option that is
+ * fastest over all shapes: it serves other sizes. Ties keep option 0
+ * (CLBlast's parameters, by convention).
+ *
+ * @param mnk       m*n*k of each shape
+ * @param before    GFLOP/s of each shape with CLBlast's defaults
+ * @param n_shapes  1 .. MCL_TUNE_MAX_SHAPES
+ * @param t_default CLBlast's own threshold (0: unknown)
+ * @param dopt      @p nd >= 1 direct options, each timed with the direct kernel forced
+ * @param iopt      @p ni >= 1 indirect options, each timed with the indirect kernel forced
+ * @return MANTA_ERR_INVALID_ARG when a count is out of range.
+ */
+manta_status mcl_tune_choose(const uint64_t *mnk, const double *before, size_t n_shapes,
+                             size_t t_default, const mcl_tune_option *dopt, size_t nd,
+                             const mcl_tune_option *iopt, size_t ni, mcl_tune_choice *out,
+                             manta_err *err);
+
+/** Put the kernel-selection threshold into @p set (kernel GemmRoutine,
+ *  parameter XGEMM_MIN_INDIRECT_SIZE), replacing one it holds. */
+manta_status mcl_tune_set_threshold(mcl_tune_set *set, size_t threshold, manta_err *err);
+
+/**
+ * The tuning set of a choice: the chosen options' tuned kernels, the @p helpers
+ * when the chosen indirect option was timed with them, and the threshold.
+ * CLBlast's parameters (untuned options) are left out.
+ */
+manta_status mcl_tune_choice_set(const mcl_tune_choice *ch, const mcl_tune_option *dopt,
+                                 const mcl_tune_option *iopt, const mcl_tune_set *helpers,
+                                 mcl_tune_set *out, manta_err *err);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void manta_strbuf_printf(manta_strbuf *b, const char *fmt, ...)
 {
@@ -34,6 +35,21 @@ void manta_strbuf_printf(manta_strbuf *b, const char *fmt, ...)
     vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
     va_end(ap);
     b->n += (size_t)len;
+}
+
+void manta_strbuf_csv_str(manta_strbuf *b, const char *s)
+{
+    manta_strbuf_printf(b, "\"");
+    while (*s) {
+        size_t run = strcspn(s, "\"");
+        manta_strbuf_printf(b, "%.*s", (int)run, s);
+        s += run;
+        if (*s == '"') {
+            manta_strbuf_printf(b, "\"\"");
+            s++;
+        }
+    }
+    manta_strbuf_printf(b, "\"");
 }
 
 void manta_strbuf_free(manta_strbuf *b)

@@ -36,6 +36,12 @@ void manta_strbuf_printf(manta_strbuf *b, const char *fmt, ...)
 #endif
     ;
 
+/**
+ * Append @p s as one quoted CSV field (RFC 4180): in double quotes, each '"'
+ * doubled. Fails as manta_strbuf_printf() does.
+ */
+void manta_strbuf_csv_str(manta_strbuf *b, const char *s);
+
 /** Free the text and reset @p b to empty (oom cleared). NULL is allowed. */
 void manta_strbuf_free(manta_strbuf *b);
 

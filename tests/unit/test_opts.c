@@ -99,6 +99,33 @@ static void test_errors(void **state)
     }
 }
 
+/* The one line names the option, wherever it stands among the positional arguments. */
+static void test_error_names_the_option(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"A B --frobnicate", "unknown option '--frobnicate'"},
+        {"A --json --frobnicate=3", "unknown option '--frobnicate=3'"},
+        {"A --json -x", "unknown option '-x'"},
+        {"A B --n", "--n needs a value"},
+        {"A -o", "-o needs a value"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        vals v = {0};
+        char *argv[17], text[256] = {0};
+        int first, argc;
+        FILE *keep = stderr;
+        stderr = fmemopen(text, sizeof text - 1, "w");
+        assert_non_null(stderr);
+        opt_result r = parse(&v, cases[i][0], &first, &argc, argv);
+        fclose(stderr);
+        stderr = keep;
+        assert_int_equal(r, OPT_ERROR);
+        if (!strstr(text, cases[i][1]))
+            fail_msg("'%s': '%s' does not say \"%s\"", cases[i][0], text, cases[i][1]);
+    }
+}
+
 static void test_help(void **state)
 {
     (void)state;
@@ -142,6 +169,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values_ranges_and_positionals),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_error_names_the_option),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_usage_lists_every_visible_option),
     };

@@ -1,8 +1,10 @@
 /* CLBlast tuning: reading tuner output (real samples from this project's
  * machine in tests/data/tuner/), tuning files and their device key, applying
- * them at mcl_open(), and GEMM results that do not change with tuning. The
- * tuners themselves are not run here (minutes). */
+ * them at mcl_open(), GEMM results that do not change with tuning, and the
+ * choice between CLBlast's parameters and tuned ones. The tuners themselves
+ * are not run here (minutes; tests/unit/test_tuner.c runs stand-ins). */
 #include <clblast_c.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -612,6 +614,222 @@ static void test_bad_tuning_file_ignored_with_warning(void **state)
     free(l);
 }
 
+/* ---- the choice ---------------------------------------------------------------------- */
+
+/* Four shapes of distinct sizes 8^3 < 64^3 < 128^3 < 512^3 and CLBlast's own
+ * threshold 100: the two small ones run the direct kernel by default. */
+#define CH_N 4
+static const uint64_t ch_mnk[CH_N] = {512, 262144, 2097152, 134217728};
+#define CH_T_DEF 100
+
+static mcl_tune_option opt_of(bool tuned, double g0, double g1, double g2, double g3)
+{
+    mcl_tune_option o;
+    memset(&o, 0, sizeof o);
+    o.tuned = tuned;
+    o.gflops[0] = g0, o.gflops[1] = g1, o.gflops[2] = g2, o.gflops[3] = g3;
+    if (tuned)
+        snprintf(o.k.kernel, sizeof o.k.kernel, "tuned");
+    return o;
+}
+
+/* CLBlast's defaults: direct {10, 10, 5, 2}, indirect {2, 5, 10, 20}; before
+ * (direct below 100^3) {10, 10, 10, 20}. */
+static void ch_defaults(mcl_tune_option *dopt, mcl_tune_option *iopt, double *before)
+{
+    dopt[0] = opt_of(false, 10, 10, 5, 2);
+    iopt[0] = opt_of(false, 2, 5, 10, 20);
+    for (size_t s = 0; s < CH_N; s++)
+        before[s] = mcl_tune_runs_direct(ch_mnk[s], CH_T_DEF) ? dopt[0].gflops[s] : iopt[0].gflops[s];
+}
+
+static mcl_tune_choice choose_ok(const double *before, const mcl_tune_option *dopt, size_t nd,
+                                 const mcl_tune_option *iopt, size_t ni)
+{
+    mcl_tune_choice ch;
+    manta_err err;
+    if (mcl_tune_choose(ch_mnk, before, CH_N, CH_T_DEF, dopt, nd, iopt, ni, &ch, &err) != MANTA_OK)
+        fail_msg("%s", err.msg);
+    /* the threshold does what the choice says, and "after" follows it */
+    for (size_t s = 0; s < CH_N; s++) {
+        assert_int_equal(ch.runs_direct[s], mcl_tune_runs_direct(ch_mnk[s], ch.threshold));
+        double want = ch.runs_direct[s] ? dopt[ch.direct].gflops[s] : iopt[ch.indirect].gflops[s];
+        assert_true(ch.gflops[s] == want);
+    }
+    assert_true(ch.threshold <= MCL_TUNE_ALL_DIRECT);
+    return ch;
+}
+
+static void test_choice_keeps_defaults_unless_faster(void **state)
+{
+    (void)state;
+    mcl_tune_option dopt[2], iopt[3];
+    double before[CH_N];
+    ch_defaults(dopt, iopt, before);
+    assert_true(before[0] == 10 && before[1] == 10 && before[2] == 10 && before[3] == 20);
+    dopt[1] = opt_of(true, 9, 9, 4, 1);   /* slower everywhere */
+    iopt[1] = opt_of(true, 2, 5, 10, 20); /* a tie: CLBlast's parameters stay */
+    mcl_tune_choice ch = choose_ok(before, dopt, 2, iopt, 2);
+    assert_int_equal(ch.direct, 0);
+    assert_int_equal(ch.indirect, 0);
+    assert_int_equal(ch.threshold, CH_T_DEF); /* splits the shapes as the best choice does */
+    for (size_t s = 0; s < CH_N; s++)
+        assert_true(ch.gflops[s] == before[s]);
+
+    /* faster on the shapes the indirect kernel runs, 5% slower on one: taken */
+    iopt[1] = opt_of(true, 1, 1, 30, 19);
+    /* faster still in sum, but 12.5% slower on the last shape: refused */
+    iopt[2] = opt_of(true, 1, 1, 100, 17.5);
+    ch = choose_ok(before, dopt, 2, iopt, 3);
+    assert_int_equal(ch.direct, 0);
+    assert_int_equal(ch.indirect, 1);
+    assert_int_equal(ch.threshold, CH_T_DEF);
+    assert_true(ch.gflops[2] == 30 && ch.gflops[3] == 19);
+}
+
+/* Every shape runs the direct kernel (@p direct) or none does. */
+static void assert_one_kernel(const mcl_tune_choice *ch, bool direct)
+{
+    for (size_t s = 0; s < CH_N; s++)
+        assert_int_equal(ch->runs_direct[s], direct);
+}
+
+static void test_choice_moves_the_threshold(void **state)
+{
+    (void)state;
+    mcl_tune_option dopt[2], iopt[2];
+    double before[CH_N];
+    ch_defaults(dopt, iopt, before);
+
+    /* a direct kernel fast up to 128^3: the threshold moves between 128 and 512 */
+    dopt[1] = opt_of(true, 20, 20, 40, 2);
+    mcl_tune_choice ch = choose_ok(before, dopt, 2, iopt, 1);
+    assert_int_equal(ch.direct, 1);
+    assert_true(ch.runs_direct[0] && ch.runs_direct[1] && ch.runs_direct[2] && !ch.runs_direct[3]);
+    assert_true(ch.threshold >= 255 && ch.threshold <= 256); /* the geometric mean of 128, 512 */
+
+    /* an indirect kernel faster everywhere: every shape indirect, the threshold
+     * at half the smallest cube root, and the direct option that is fastest over
+     * all shapes kept for sizes not timed */
+    ch_defaults(dopt, iopt, before);
+    dopt[1] = opt_of(true, 11, 11, 6, 3);
+    iopt[1] = opt_of(true, 20, 20, 20, 40);
+    ch = choose_ok(before, dopt, 2, iopt, 2);
+    assert_true(ch.direct == 1 && ch.indirect == 1);
+    assert_one_kernel(&ch, false);
+    assert_true(ch.threshold >= 3 && ch.threshold <= 4); /* 8 / 2 */
+
+    /* a direct kernel faster everywhere: all direct, twice the largest cube root */
+    ch_defaults(dopt, iopt, before);
+    dopt[1] = opt_of(true, 40, 40, 40, 40);
+    iopt[1] = opt_of(true, 3, 6, 11, 21);
+    ch = choose_ok(before, dopt, 2, iopt, 2);
+    assert_true(ch.direct == 1 && ch.indirect == 1);
+    assert_one_kernel(&ch, true);
+    assert_int_equal(ch.threshold, 1024);
+}
+
+/* Shapes of equal m*n*k cannot be split by a threshold: they go together. */
+static void test_choice_groups_equal_sizes(void **state)
+{
+    (void)state;
+    const uint64_t mnk[3] = {262144, 262144, 134217728}; /* 64^3 twice (64x64x64, 32x128x64) */
+    mcl_tune_option dopt[2], iopt[1];
+    dopt[0] = opt_of(false, 10, 10, 2, 0);
+    iopt[0] = opt_of(false, 5, 10, 20, 0);
+    double before[3] = {10, 10, 20};
+    /* best for shape 0 alone, useless for shape 1: were the two split, shape 0
+     * direct with it and shape 1 indirect would win */
+    dopt[1] = opt_of(true, 100, 1, 1, 0);
+    mcl_tune_choice ch;
+    assert_int_equal(mcl_tune_choose(mnk, before, 3, CH_T_DEF, dopt, 2, iopt, 1, &ch, NULL),
+                     MANTA_OK);
+    assert_int_equal(ch.direct, 0);
+    assert_int_equal(ch.runs_direct[0], ch.runs_direct[1]);
+    assert_true(ch.runs_direct[0] && !ch.runs_direct[2]);
+    assert_int_equal(ch.threshold, CH_T_DEF);
+}
+
+static void test_choice_rejects_bad_counts(void **state)
+{
+    (void)state;
+    mcl_tune_option dopt[1], iopt[1];
+    double before[CH_N];
+    ch_defaults(dopt, iopt, before);
+    mcl_tune_choice ch;
+    manta_err err;
+    assert_int_equal(mcl_tune_choose(ch_mnk, before, 0, CH_T_DEF, dopt, 1, iopt, 1, &ch, &err),
+                     MANTA_ERR_INVALID_ARG);
+    assert_int_equal(mcl_tune_choose(ch_mnk, before, MCL_TUNE_MAX_SHAPES + 1, CH_T_DEF, dopt, 1,
+                                     iopt, 1, &ch, &err),
+                     MANTA_ERR_INVALID_ARG);
+    assert_int_equal(mcl_tune_choose(ch_mnk, before, CH_N, CH_T_DEF, dopt, 0, iopt, 1, &ch, &err),
+                     MANTA_ERR_INVALID_ARG);
+    assert_int_equal(mcl_tune_choose(ch_mnk, before, CH_N, CH_T_DEF, dopt, 1, iopt, 0, &ch, &err),
+                     MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "indirect"));
+}
+
+static void test_fastest_and_relative_time(void **state)
+{
+    (void)state;
+    const double before[2] = {10, 20};
+    mcl_tune_option o[4];
+    memset(o, 0, sizeof o);
+    o[0].gflops[0] = 10, o[0].gflops[1] = 20; /* 1 + 1 */
+    o[1].gflops[0] = 20, o[1].gflops[1] = 10; /* 0.5 + 2 */
+    o[2].gflops[0] = 20, o[2].gflops[1] = 40; /* 0.5 + 0.5 */
+    o[3] = o[2];                              /* a tie: the first stays */
+    assert_true(fabs(mcl_tune_rel_time(before, 2, &o[0]) - 2.0) < 1e-12);
+    assert_true(fabs(mcl_tune_rel_time(before, 2, &o[1]) - 2.5) < 1e-12);
+    assert_int_equal(mcl_tune_fastest(before, 2, o, 0, 4), 2);
+    assert_int_equal(mcl_tune_fastest(before, 2, o, 0, 2), 0);
+    assert_int_equal(mcl_tune_fastest(before, 2, o, 1, 2), 1);
+    assert_int_equal(mcl_tune_fastest(before, 2, o, 3, 3), 3); /* empty range */
+    assert_true(mcl_tune_runs_direct(999, 10) && !mcl_tune_runs_direct(1000, 10));
+    assert_false(mcl_tune_runs_direct(0, MCL_TUNE_ALL_INDIRECT));
+}
+
+/* The file a choice gives: the chosen tuned kernels, the helpers with the
+ * indirect option timed with them, the threshold; a valid tuning set. */
+static void test_choice_set(void **state)
+{
+    (void)state;
+    mcl_tune_option dopt[2], iopt[2];
+    memset(dopt, 0, sizeof dopt);
+    memset(iopt, 0, sizeof iopt);
+    parse_ok(DATA "clblast_xgemm_direct_2_32.json", &dopt[1].k, NULL, 0);
+    parse_ok(DATA "clblast_xgemm_2_32.json", &iopt[1].k, NULL, 0);
+    dopt[1].tuned = iopt[1].tuned = iopt[1].helpers = true;
+    mcl_tune_set helpers, set;
+    memset(&helpers, 0, sizeof helpers);
+    mcl_tune_kernel copy;
+    parse_ok(DATA "clblast_copy_32.json", &copy, NULL, 0);
+    assert_int_equal(mcl_tune_set_put(&helpers, &copy, NULL), MANTA_OK);
+
+    mcl_tune_choice ch = {.direct = 1, .indirect = 1, .threshold = 300};
+    manta_err err;
+    assert_int_equal(mcl_tune_choice_set(&ch, dopt, iopt, &helpers, &set, &err), MANTA_OK);
+    assert_int_equal(set.count, 4);
+    assert_non_null(mcl_tune_set_find(&set, "XgemmDirect"));
+    assert_non_null(mcl_tune_set_find(&set, "Xgemm"));
+    assert_non_null(mcl_tune_set_find(&set, "Copy"));
+    const mcl_tune_kernel *gr = mcl_tune_set_find(&set, "GemmRoutine");
+    assert_non_null(gr);
+    assert_int_equal(param(gr, "XGEMM_MIN_INDIRECT_SIZE"), 300);
+    for (size_t i = 0; i < set.count; i++)
+        if (mcl_tune_kernel_check(&set.k[i], &err) != MANTA_OK)
+            fail_msg("%s", err.msg);
+
+    /* CLBlast's parameters chosen: only the threshold; a second one replaces it */
+    ch = (mcl_tune_choice){.direct = 0, .indirect = 0, .threshold = 0};
+    assert_int_equal(mcl_tune_choice_set(&ch, dopt, iopt, &helpers, &set, &err), MANTA_OK);
+    assert_int_equal(set.count, 1);
+    assert_int_equal(mcl_tune_set_threshold(&set, 77, &err), MANTA_OK);
+    assert_int_equal(set.count, 1);
+    assert_int_equal(param(&set.k[0], "XGEMM_MIN_INDIRECT_SIZE"), 77);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -623,6 +841,12 @@ int main(void)
         cmocka_unit_test(test_save_load_round_trip),
         cmocka_unit_test(test_key_distinguishes_devices),
         cmocka_unit_test(test_bad_tuning_file_ignored_with_warning),
+        cmocka_unit_test(test_choice_keeps_defaults_unless_faster),
+        cmocka_unit_test(test_choice_moves_the_threshold),
+        cmocka_unit_test(test_choice_groups_equal_sizes),
+        cmocka_unit_test(test_choice_rejects_bad_counts),
+        cmocka_unit_test(test_fastest_and_relative_time),
+        cmocka_unit_test(test_choice_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

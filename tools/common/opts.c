@@ -37,9 +37,15 @@ static bool parse_number(const opt_def *o, const char *v, double *out)
     return true;
 }
 
-/* Store the value @p v of option @p o; false after printing why not. */
-static bool store(const opt_cmd *c, const opt_def *o, const char *v)
+/* Store the value @p v of option @p o, given by its letter when @p by_key
+ * (messages name it as it was given); false after printing why not. */
+static bool store(const opt_cmd *c, const opt_def *o, bool by_key, const char *v)
 {
+    char name[72];
+    if (by_key)
+        snprintf(name, sizeof name, "-%c", o->key);
+    else
+        snprintf(name, sizeof name, "--%s", o->name);
     if (o->seen)
         *o->seen = true;
     switch (o->kind) {
@@ -52,7 +58,7 @@ static bool store(const opt_cmd *c, const opt_def *o, const char *v)
             while (o->choices[i] && strcmp(o->choices[i], v) != 0)
                 i++;
             if (!o->choices[i]) {
-                fprintf(stderr, "%s: --%s must be one of ", c->prog, o->name);
+                fprintf(stderr, "%s: %s must be one of ", c->prog, name);
                 for (i = 0; o->choices[i]; i++)
                     fprintf(stderr, "%s%s", i ? ", " : "", o->choices[i]);
                 fprintf(stderr, "; got '%s'\n", v);
@@ -67,11 +73,11 @@ static bool store(const opt_cmd *c, const opt_def *o, const char *v)
         double x;
         if (!parse_number(o, v, &x)) {
             if (o->kind == OPT_DOUBLE)
-                fprintf(stderr, "%s: --%s needs a number in [%g, %g], got '%s'\n", c->prog,
-                        o->name, o->lo, o->hi, v);
+                fprintf(stderr, "%s: %s needs a number in [%g, %g], got '%s'\n", c->prog,
+                        name, o->lo, o->hi, v);
             else
-                fprintf(stderr, "%s: --%s needs an integer in [%.0f, %.0f], got '%s'\n", c->prog,
-                        o->name, o->lo, o->hi, v);
+                fprintf(stderr, "%s: %s needs an integer in [%.0f, %.0f], got '%s'\n", c->prog,
+                        name, o->lo, o->hi, v);
             return false;
         }
         if (o->kind == OPT_INT)
@@ -112,7 +118,6 @@ opt_result opt_parse(const opt_cmd *c, int argc, char **argv, int *first)
     optind = 0; /* glibc: start afresh, whatever an earlier parse left */
     opterr = 0;
     for (;;) {
-        int prev = optind ? optind : 1;
         int r = getopt_long(argc, argv, shorts, lo, NULL);
         if (r == -1)
             break;
@@ -121,7 +126,10 @@ opt_result opt_parse(const opt_cmd *c, int argc, char **argv, int *first)
             return OPT_HELP;
         }
         if (r == '?' || r == ':') {
-            const char *what = prev < argc ? argv[prev] : "?";
+            /* a short option by its letter (it may stand in a group, "-jx"); a long one as
+             * the word getopt_long just passed (positional arguments may stand before it) */
+            char letter[3] = {'-', (char)optopt, '\0'};
+            const char *what = optopt > 0 && optopt < OPT_VAL0 ? letter : argv[optind - 1];
             if (r == ':')
                 fprintf(stderr, "%s: %s needs a value (see --help)\n", c->prog, what);
             else
@@ -131,10 +139,11 @@ opt_result opt_parse(const opt_cmd *c, int argc, char **argv, int *first)
         const opt_def *o = NULL;
         if (r >= OPT_VAL0 && r < OPT_VAL0 + (int)n)
             o = &c->opts[r - OPT_VAL0];
+        bool by_key = !o;
         for (size_t i = 0; !o && i < n; i++)
             if (c->opts[i].key == r)
                 o = &c->opts[i];
-        if (!o || !store(c, o, optarg))
+        if (!o || !store(c, o, by_key, optarg))
             return OPT_ERROR;
     }
     int args = argc - optind;

@@ -4,7 +4,8 @@
  * output sample o of an axis of `in` samples resized to `out` sits at
  * c = (o + 0.5) * in / out; with s = max(1, in / out), input i weighs
  * max(0, 1 - |i + 0.5 - c| / s), normalised over the samples inside the image.
- * It is written again here because manta-infer links nothing but the engine. */
+ * It is written again here so that manta-infer links nothing of the data
+ * pipeline; tests/unit/test_infer_image.c checks that both give the same bytes. */
 #include "image.h"
 
 #include <math.h>

@@ -2,10 +2,12 @@
  *
  *   manta-infer MODEL IMAGE... [--top K] [--json] [--bench N] [--stats] [--check]
  *
- * Linked with libmanta_engine.a, libturbojpeg and libc/libm only. The model is
- * read into a 16-byte aligned buffer and verified; the arena is allocated
- * with malloc (aligned_alloc) at exactly mengine_arena_size() bytes, once,
- * before anything runs: the engine itself never allocates. The preprocessing
+ * Linked with libmanta_engine.a, two plain-C files of the runtime (the error
+ * record and the metadata reader, export/tflite_meta.h), libturbojpeg and
+ * libc/libm only. The model is read into a 16-byte aligned buffer and
+ * verified; the arena is allocated with malloc (aligned_alloc) at exactly
+ * mengine_arena_size() bytes, once, before anything runs: the engine itself
+ * never allocates. The preprocessing
  * (resolution, gray or RGB, mean and std, labels) comes from the model's
  * "manta_preprocess" metadata; a model without it is fed pixel / 255 at its
  * input's size and its classes are printed by index.
@@ -19,95 +21,77 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/json.h"
+#include "common/opts.h"
 #include "engine/engine.h"
 #include "engine_size.h"
+#include "export/tflite.h"
+#include "export/tflite_meta.h"
 #include "image.h"
-#include "meta.h"
 
 #define MAX_MODEL_BYTES 0x7fffffffu
 #define WARMUP_RUNS 3
 
 typedef struct opts {
     const char *model;
-    const char **images;
+    char **images;
     int n_images;
-    int top, bench, json, stats, check, raw, all;
+    int top, bench;
+    bool json, stats, check, raw, all;
     const char *dump_input;
 } opts;
 
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "usage: manta-infer MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]\n"
-        "  MODEL         .tflite file (float32, verified before use)\n"
-        "  IMAGE         JPEG files, decoded gray or RGB as the model's metadata says\n"
-        "  --top K       classes to print per image (default 5)\n"
-        "  --json        one JSON document on stdout instead of text\n"
-        "  --bench N     after a warm-up, time N runs: latency min / p10 / median / p90\n"
-        "  --stats       model, arena and weight bytes; engine code (text + data of the\n"
-        "                engine library's objects, measured at build time)\n"
-        "  --check       only verify the model (and size its arena)\n"
-        "  --raw         IMAGE files are raw float32 input tensors (NHWC), not JPEGs\n"
-        "  --dump-input F  write the first image's input tensor (float32 NHWC) to F\n"
-        "  --all         with --json, also print every logit and probability\n");
-}
-
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *e;
-    errno = 0;
-    long v = strtol(s, &e, 10);
-    if (errno || e == s || *e || v < lo || v > hi)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
+/* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_args(int argc, char **argv, opts *o)
 {
-    memset(o, 0, sizeof *o);
-    o->top = 5;
-    o->images = calloc((size_t)argc, sizeof *o->images);
-    if (!o->images)
-        return -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const int has_next = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        } else if (!strcmp(a, "--top") && has_next) {
-            if (parse_int(argv[++i], 1, 1000000, &o->top))
-                return fprintf(stderr, "manta-infer: --top takes a positive integer\n"), -1;
-        } else if (!strcmp(a, "--bench") && has_next) {
-            if (parse_int(argv[++i], 1, 100000000, &o->bench))
-                return fprintf(stderr, "manta-infer: --bench takes a positive integer\n"), -1;
-        } else if (!strcmp(a, "--dump-input") && has_next) {
-            o->dump_input = argv[++i];
-        } else if (!strcmp(a, "--json")) {
-            o->json = 1;
-        } else if (!strcmp(a, "--stats")) {
-            o->stats = 1;
-        } else if (!strcmp(a, "--check")) {
-            o->check = 1;
-        } else if (!strcmp(a, "--raw")) {
-            o->raw = 1;
-        } else if (!strcmp(a, "--all")) {
-            o->all = 1;
-        } else if (a[0] == '-' && a[1] == '-') {
-            return fprintf(stderr, "manta-infer: unknown or incomplete option %s\n", a), -1;
-        } else if (!o->model) {
-            o->model = a;
-        } else {
-            o->images[o->n_images++] = a;
-        }
+    *o = (opts){.top = 5};
+    const opt_def defs[] = {
+        {.name = "top", .kind = OPT_INT, .dest = &o->top, .lo = 1, .hi = 1000000, .metavar = "K",
+         .help = "classes to print per image (default 5)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+         .help = "one JSON document on stdout instead of text"},
+        {.name = "bench", .kind = OPT_INT, .dest = &o->bench, .lo = 1, .hi = 100000000,
+         .metavar = "N", .help = "after a warm-up, time N runs: latency min / p10 / median / p90"},
+        {.name = "stats", .kind = OPT_FLAG, .dest = &o->stats,
+         .help = "model, arena and weight bytes; engine code (see above)"},
+        {.name = "check", .kind = OPT_FLAG, .dest = &o->check,
+         .help = "only verify the model (and size its arena)"},
+        {.name = "raw", .kind = OPT_FLAG, .dest = &o->raw,
+         .help = "IMAGE files are raw float32 input tensors (NHWC), not JPEGs"},
+        {.name = "dump-input", .kind = OPT_STRING, .dest = &o->dump_input, .metavar = "F",
+         .help = "write the first image's input tensor (float32 NHWC) to F"},
+        {.name = "all", .kind = OPT_FLAG, .dest = &o->all,
+         .help = "with --json, also print every logit and probability"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta-infer", "MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]",
+        "Runs a .tflite model on JPEG images in the manta inference engine.\n\n"
+        "  MODEL   .tflite file (float32, verified before use)\n"
+        "  IMAGE   JPEG files, decoded gray or RGB as the model's metadata says\n\n"
+        "The preprocessing (resolution, gray or RGB, mean and std, labels) comes from the\n"
+        "model's manta_preprocess metadata; a model without it is fed pixel / 255 at its\n"
+        "input's size and its classes are printed by index. --stats' engine code is the\n"
+        "text + data of the engine library's objects, measured at build time.\n"
+        "Exit status: 0 success, 1 a model or image error (the other images still run),\n"
+        "2 usage.\n",
+        defs, 0, -1};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
+    if (first == argc) {
+        fprintf(stderr, "manta-infer: no model given\n");
+        return 2;
     }
-    if (!o->model)
-        return fprintf(stderr, "manta-infer: no model given\n"), -1;
-    if (!o->n_images && !o->check && !o->bench && !o->stats)
-        return fprintf(stderr, "manta-infer: no image given (or --check, --bench, --stats)\n"), -1;
-    return 0;
+    o->model = argv[first];
+    o->images = argv + first + 1;
+    o->n_images = argc - first - 1;
+    if (!o->n_images && !o->check && !o->bench && !o->stats) {
+        fprintf(stderr, "manta-infer: no image given (or --check, --bench, --stats)\n");
+        return 2;
+    }
+    return 1;
 }
 
 /* Read a whole file into a 16-byte aligned buffer. */
@@ -147,21 +131,6 @@ static uint8_t *read_file(const char *path, size_t *size, size_t max, char *why,
     return buf;
 }
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        const unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static double now_ms(void)
 {
     struct timespec ts;
@@ -183,7 +152,7 @@ typedef struct session {
     mengine e;
     void *arena;
     size_t arena_size;
-    infer_meta meta;
+    tflite_meta meta;
     int has_meta;
     image_norm norm;
     int res;
@@ -206,10 +175,11 @@ static int open_session(session *s, const opts *o)
                -1;
     const uint8_t *md;
     size_t md_size;
-    if (mengine_model_metadata(&s->m, "manta_preprocess", &md, &md_size) == MENGINE_OK && md) {
-        if (meta_parse((const char *)md, md_size, &s->meta, why, sizeof why) != 0)
+    if (mengine_model_metadata(&s->m, TFLITE_META_PREPROCESS, &md, &md_size) == MENGINE_OK && md) {
+        manta_err err;
+        if (tflite_meta_parse((const char *)md, md_size, &s->meta, &err) != MANTA_OK)
             return fprintf(stderr, "manta-infer: %s: manta_preprocess metadata: %s\n", o->model,
-                           why),
+                           err.msg),
                    -1;
         s->has_meta = 1;
     }
@@ -246,7 +216,7 @@ static int open_session(session *s, const opts *o)
     for (int c = 0; c < 3; c++)
         s->norm.mean[c] = 0.0f, s->norm.std[c] = 1.0f;
     if (s->has_meta) {
-        const infer_meta *mt = &s->meta;
+        const tflite_meta *mt = &s->meta;
         if ((mt->resolution && mt->resolution != s->res) || (mt->channels && mt->channels != d[3]))
             return fprintf(
                        stderr,
@@ -277,7 +247,7 @@ static int open_session(session *s, const opts *o)
 
 static void close_session(session *s)
 {
-    meta_free(&s->meta);
+    tflite_meta_free(&s->meta);
     free(s->arena);
     free(s->file);
 }
@@ -332,11 +302,11 @@ static void print_result(const session *s, const opts *o, const char *path, int 
             }
     if (o->json) {
         printf("%s\n    {\"image\": ", first ? "" : ",");
-        json_str(path);
+        json_put_str(stdout, path);
         printf(", \"top\": [");
         for (size_t i = 0; i < top; i++) {
             printf("%s{\"index\": %zu, \"label\": ", i ? ", " : "", order[i]);
-            json_str(label_of(s, order[i], buf, sizeof buf));
+            json_put_str(stdout, label_of(s, order[i], buf, sizeof buf));
             printf(", \"prob\": %.6g}", (double)s->out.cdata[order[i]]);
         }
         printf("]");
@@ -390,19 +360,16 @@ int main(int argc, char **argv)
 {
     opts o;
     session s;
-    if (parse_args(argc, argv, &o) != 0) {
-        usage(stderr);
-        free(o.images);
-        return 2;
-    }
+    int pr = parse_args(argc, argv, &o);
+    if (pr != 1)
+        return pr;
     if (open_session(&s, &o) != 0) {
         close_session(&s);
-        free(o.images);
         return 1;
     }
     int failed = 0, dumped = 0;
     if (o.json)
-        printf("{\"model\": "), json_str(o.model);
+        printf("{\"model\": "), json_put_str(stdout, o.model);
     if (o.check) {
         if (o.json)
             printf(", \"ok\": true, \"operators\": %u, \"tensors\": %u, \"arena_bytes\": %zu}\n",
@@ -411,7 +378,6 @@ int main(int argc, char **argv)
             printf("%s: ok: %u operators, %u tensors, arena %zu bytes\n", o.model, s.m.n_ops,
                    s.m.n_tensors, s.arena_size);
         close_session(&s);
-        free(o.images);
         return 0;
     }
     if (o.json)
@@ -480,6 +446,5 @@ int main(int argc, char **argv)
     if (o.json)
         printf(", \"errors\": %d}\n", failed);
     close_session(&s);
-    free(o.images);
     return failed ? 1 : 0;
 }

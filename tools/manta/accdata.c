@@ -8,32 +8,13 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "profile/common.h"
 #include "rundata.h"
 #include "search/acc_predictor.h"
 #include "train/trainstate.h"
 
 /* ---- acc-dataset ------------------------------------------------------------------- */
-
-static void usage_dataset(FILE *f)
-{
-    fprintf(f,
-            "usage: manta acc-dataset --ckpt FILE --out DATA.jsonl [--count N] [--images N]\n"
-            "                         [--recal-images N] [--seed N] [--sampling mixed|uniform]\n"
-            "                         [--resume] [--device SPEC] [--json]\n\n"
-            "Samples sub-networks of the trained supernet and measures each one's top-1 as\n"
-            "OFA does for its accuracy predictor: batch norm re-calibrated on --recal-images\n"
-            "training images (default 2000), then --images images of the validation split\n"
-            "(default 1000, the same images for every sample). Sub-networks are drawn from\n"
-            "--seed (default 1) and each is measured at the space's resolutions in turn, so\n"
-            "--count N samples (default 100) cover every resolution alike. --sampling mixed\n"
-            "(the default) draws each sub-network's genes from weights drawn for it, so that\n"
-            "the set spans nearly all-smallest to nearly all-largest sub-networks, where the\n"
-            "search's budgets lead; uniform draws every gene alike, as OFA (sub-networks\n"
-            "near the middle size). The file (header +\n"
-            "one JSON line per sample, see docs/search.md) is rewritten after every sample;\n"
-            "--resume keeps the samples of an existing file and measures the rest.\n");
-}
 
 /* Sample i: sub-network i / n_res of the seeded sequence at resolution i % n_res. */
 static void sample_arch(const ofa_space *sp, uint64_t seed, bool mixed, long i, ofa_arch *a)
@@ -47,110 +28,130 @@ static void sample_arch(const ofa_space *sp, uint64_t seed, bool mixed, long i, 
     a->r = sp->res[i % sp->n_res];
 }
 
-int cmd_acc_dataset(int argc, char **argv)
+typedef struct dataset_opts {
+    const char *ckpt, *out, *device, *sampling;
+    long count, images, recal, seed;
+    bool json, resume, mixed;
+} dataset_opts;
+
+static const char *const SAMPLINGS[] = {"mixed", "uniform", NULL};
+
+/* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
+static int parse_dataset(int argc, char **argv, dataset_opts *o)
 {
-    const char *ckpt = NULL, *out = NULL, *device = NULL;
-    long count = 100, images = 1000, recal = 2000, seed = 1;
-    int json = 0, resume = 0;
-    bool mixed = true;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage_dataset(stdout);
-            return 0;
-        } else if (!strcmp(a, "--sampling") && v && (!strcmp(v, "mixed") || !strcmp(v, "uniform"))) {
-            mixed = v[0] == 'm', i++;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--resume")) {
-            resume = 1;
-        } else if (!strcmp(a, "--ckpt") && v) {
-            ckpt = v, i++;
-        } else if (!strcmp(a, "--out") && v) {
-            out = v, i++;
-        } else if (!strcmp(a, "--device") && v) {
-            device = v, i++;
-        } else if (!strcmp(a, "--count") || !strcmp(a, "--images") ||
-                   !strcmp(a, "--recal-images") || !strcmp(a, "--seed")) {
-            long *dst = a[2] == 'c' ? &count : a[2] == 'i' ? &images : a[2] == 'r' ? &recal : &seed;
-            if (!cmd_parse_long("acc-dataset", a, v, a[2] == 's' ? 0 : 1, 1L << 30, dst))
-                return 2;
-            i++;
-        } else {
-            fprintf(stderr, "manta acc-dataset: bad option or value '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
-    if (!ckpt || !out) {
+    *o = (dataset_opts){.sampling = "mixed", .count = 100, .images = 1000, .recal = 2000,
+                        .seed = 1};
+    const opt_def defs[] = {
+        {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
+         .help = "the trained supernet"},
+        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "DATA.jsonl",
+         .help = "the data set to write"},
+        {.name = "count", .kind = OPT_LONG, .dest = &o->count, .lo = 1, .hi = 1 << 30,
+         .metavar = "N", .help = "samples (default 100)"},
+        {.name = "images", .kind = OPT_LONG, .dest = &o->images, .lo = 1, .hi = 1 << 30,
+         .metavar = "N", .help = "validation images per sample (default 1000)"},
+        {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 1, .hi = 1 << 30,
+         .metavar = "N", .help = "training images for BN re-calibration (default 2000)"},
+        {.name = "seed", .kind = OPT_LONG, .dest = &o->seed, .lo = 0, .hi = 1 << 30,
+         .metavar = "N", .help = "seed of the sub-networks (default 1)"},
+        {.name = "sampling", .kind = OPT_STRING, .dest = &o->sampling,
+         .metavar = "S", .help = "how genes are drawn: mixed (default) or uniform",
+         .choices = SAMPLINGS},
+        {.name = "resume", .kind = OPT_FLAG, .dest = &o->resume,
+         .help = "keep the samples of an existing file, measure the rest"},
+        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
+         .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+         .help = "progress and summary as JSON lines"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta acc-dataset",
+        "--ckpt FILE --out DATA.jsonl [--count N] [--images N]\n"
+        "                         [--recal-images N] [--seed N] [--sampling mixed|uniform]\n"
+        "                         [--resume] [--device SPEC] [--json]",
+        "Samples sub-networks of the trained supernet and measures each one's top-1 as\n"
+        "OFA does for its accuracy predictor: batch norm re-calibrated on --recal-images\n"
+        "training images (default 2000), then --images images of the validation split\n"
+        "(default 1000, the same images for every sample). Sub-networks are drawn from\n"
+        "--seed (default 1) and each is measured at the space's resolutions in turn, so\n"
+        "--count N samples (default 100) cover every resolution alike. --sampling mixed\n"
+        "(the default) draws each sub-network's genes from weights drawn for it, so that\n"
+        "the set spans nearly all-smallest to nearly all-largest sub-networks, where the\n"
+        "search's budgets lead; uniform draws every gene alike, as OFA (sub-networks\n"
+        "near the middle size). The file (header +\n"
+        "one JSON line per sample, see docs/search.md) is rewritten after every sample;\n"
+        "--resume keeps the samples of an existing file and measures the rest.\n",
+        defs, 0, 0};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
+    o->mixed = !strcmp(o->sampling, "mixed");
+    if (!o->ckpt || !o->out) {
         fprintf(stderr, "manta acc-dataset: --ckpt FILE and --out DATA.jsonl are required\n");
         return 2;
     }
-    run_ckpt l;
-    if (!run_ckpt_open("acc-dataset", ckpt, device, &l))
-        return 1;
+    return 1;
+}
+
+/* --resume: the samples of an existing o->out into @p ds, when they are the first of the
+ * sequence o asks for; false after printing why not. */
+static bool resume_dataset(const dataset_opts *o, const ofa_space *sp, accp_dataset *ds)
+{
+    FILE *f = fopen(o->out, "r");
+    if (!f)
+        return true;
+    fclose(f);
     manta_err err;
     manta_err_clear(&err);
-    accp_dataset ds;
-    accp_dataset_init(&ds, &l.space);
-    int rc = 1;
-    if (resume) {
-        FILE *f = fopen(out, "r");
-        if (f) {
-            fclose(f);
-            manta_status st = accp_dataset_load(out, &l.space, &ds, &err);
-            if (st != MANTA_OK) {
-                cmd_error("acc-dataset", st, &err);
-                run_ckpt_close(&l);
-                return 1;
-            }
-            for (size_t i = 0; i < ds.n; i++) { /* the same sequence, or a different run */
-                ofa_arch a;
-                sample_arch(&l.space, (uint64_t)seed, mixed, (long)i, &a);
-                if (memcmp(&a, &ds.s[i].arch, sizeof a) != 0) {
-                    fprintf(stderr,
-                            "manta acc-dataset: %s: sample %zu is not sub-network %zu of seed "
-                            "%ld, %s sampling; resume with the seed and --sampling that wrote "
-                            "it, or write a new file\n",
-                            out, i + 1, i + 1, seed, mixed ? "mixed" : "uniform");
-                    accp_dataset_free(&ds);
-                    run_ckpt_close(&l);
-                    return 1;
-                }
-            }
+    manta_status st = accp_dataset_load(o->out, sp, ds, &err);
+    if (st != MANTA_OK) {
+        cmd_error("acc-dataset", st, &err);
+        return false;
+    }
+    for (size_t i = 0; i < ds->n; i++) { /* the same sequence, or a different run */
+        ofa_arch a;
+        sample_arch(sp, (uint64_t)o->seed, o->mixed, (long)i, &a);
+        if (memcmp(&a, &ds->s[i].arch, sizeof a) != 0) {
+            fprintf(stderr,
+                    "manta acc-dataset: %s: sample %zu is not sub-network %zu of seed %ld, %s "
+                    "sampling; resume with the seed and --sampling that wrote it, or write a "
+                    "new file\n",
+                    o->out, i + 1, i + 1, o->seed, o->mixed ? "mixed" : "uniform");
+            return false;
         }
     }
-    if ((long)ds.n > count)
-        count = (long)ds.n;
-    const long avail = l.data.split.n_val;
-    const long n_img = images > avail ? avail : images;
-    if (n_img <= 0) {
-        fprintf(stderr, "manta acc-dataset: %s has no validation images (trained with --val 0)\n",
-                l.meta.data);
-        accp_dataset_free(&ds);
-        run_ckpt_close(&l);
-        return 1;
-    }
-    const double t0 = cmd_now();
-    const long first = (long)ds.n;
+    return true;
+}
+
+/* Measure samples ds->n .. count - 1 of @p l's supernet on @p n_img validation images,
+ * saving the file after each; false after printing why not. */
+static bool measure_samples(const dataset_opts *o, run_ckpt *l, long count, long n_img,
+                            double t0, accp_dataset *ds)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    const long first = (long)ds->n;
     for (long i = first; i < count; i++) {
         ofa_arch a;
-        sample_arch(&l.space, (uint64_t)seed, mixed, i, &a);
+        sample_arch(&l->space, (uint64_t)o->seed, o->mixed, i, &a);
         /* as manta eval and export */
-        eval_source rs = run_ckpt_recal_source(&l), es = run_ckpt_eval_source(&l, false, NULL);
+        eval_source rs = run_ckpt_recal_source(l), es = run_ckpt_eval_source(l, false, NULL);
         double top1 = 0;
-        manta_status st = ofa_trainer_evaluate(l.trainer, &a, eval_source_batch, &rs, recal,
+        manta_status st = ofa_trainer_evaluate(l->trainer, &a, eval_source_batch, &rs, o->recal,
                                                eval_source_batch, &es, n_img, &top1, NULL);
         if (st != MANTA_OK) {
-            cmd_error("acc-dataset", st, mcl_err(l.dev));
-            goto out;
+            cmd_error("acc-dataset", st, mcl_err(l->dev));
+            return false;
         }
-        if ((st = accp_dataset_add(&ds, &a, top1, &err)) != MANTA_OK ||
-            (st = accp_dataset_save(&ds, out, &err)) != MANTA_OK) {
+        if ((st = accp_dataset_add(ds, &a, top1, &err)) != MANTA_OK ||
+            (st = accp_dataset_save(ds, o->out, &err)) != MANTA_OK) {
             cmd_error("acc-dataset", st, &err);
-            goto out;
+            return false;
         }
         const double el = cmd_now() - t0, per = el / (double)(i - first + 1);
-        if (json)
+        if (o->json)
             printf("{\"sample\":%ld,\"of\":%ld,\"r\":%d,\"top1\":%.5f,\"elapsed_s\":%.1f,"
                    "\"eta_s\":%.1f}\n",
                    i + 1, count, a.r, top1, el, per * (double)(count - i - 1));
@@ -161,34 +162,60 @@ int cmd_acc_dataset(int argc, char **argv)
         fflush(stdout);
     }
     if (count == first) {
-        manta_status st = accp_dataset_save(&ds, out, &err);
+        manta_status st = accp_dataset_save(ds, o->out, &err);
         if (st != MANTA_OK) {
             cmd_error("acc-dataset", st, &err);
-            goto out;
+            return false;
         }
     }
-    {
-        double mean = 0, lo = 1, hi = 0;
-        for (size_t i = 0; i < ds.n; i++) {
-            mean += ds.s[i].top1;
-            lo = fmin(lo, ds.s[i].top1);
-            hi = fmax(hi, ds.s[i].top1);
-        }
-        mean = ds.n ? mean / (double)ds.n : 0;
-        if (json) {
-            printf("{\"out\":");
-            cmd_json_str(stdout, out);
-            printf(",\"samples\":%zu,\"measured\":%ld,\"images\":%ld,\"recal_images\":%ld,"
-                   "\"mean_top1\":%.5f,\"min_top1\":%.5f,\"max_top1\":%.5f,\"seconds\":%.1f,",
-                   ds.n, count - first, n_img, recal, mean, lo, hi, cmd_now() - t0);
-            cmd_json_provenance(stdout, l.dev);
-            printf("}\n");
-        } else
-            printf("%s: %zu samples (%ld measured now, %ld validation images each, %ld for "
-                   "re-calibration); top-1 mean %.2f%%, range %.2f..%.2f%%; %.1f s\n",
-                   out, ds.n, count - first, n_img, recal, 100 * mean, 100 * lo, 100 * hi,
-                   cmd_now() - t0);
+    return true;
+}
+
+int cmd_acc_dataset(int argc, char **argv)
+{
+    dataset_opts o;
+    int rc = parse_dataset(argc, argv, &o);
+    if (rc != 1)
+        return rc;
+    run_ckpt l;
+    if (!run_ckpt_open("acc-dataset", o.ckpt, o.device, &l))
+        return 1;
+    accp_dataset ds;
+    accp_dataset_init(&ds, &l.space);
+    rc = 1;
+    if (o.resume && !resume_dataset(&o, &l.space, &ds))
+        goto out;
+    const long count = (long)ds.n > o.count ? (long)ds.n : o.count, first = (long)ds.n;
+    const long avail = l.data.split.n_val;
+    const long n_img = o.images > avail ? avail : o.images;
+    if (n_img <= 0) {
+        fprintf(stderr, "manta acc-dataset: %s has no validation images (trained with --val 0)\n",
+                l.meta.data);
+        goto out;
     }
+    const double t0 = cmd_now();
+    if (!measure_samples(&o, &l, count, n_img, t0, &ds))
+        goto out;
+    double mean = 0, lo = 1, hi = 0;
+    for (size_t i = 0; i < ds.n; i++) {
+        mean += ds.s[i].top1;
+        lo = fmin(lo, ds.s[i].top1);
+        hi = fmax(hi, ds.s[i].top1);
+    }
+    mean = ds.n ? mean / (double)ds.n : 0;
+    if (o.json) {
+        printf("{\"out\":");
+        cmd_json_str(stdout, o.out);
+        printf(",\"samples\":%zu,\"measured\":%ld,\"images\":%ld,\"recal_images\":%ld,"
+               "\"mean_top1\":%.5f,\"min_top1\":%.5f,\"max_top1\":%.5f,\"seconds\":%.1f,",
+               ds.n, count - first, n_img, o.recal, mean, lo, hi, cmd_now() - t0);
+        cmd_json_provenance(stdout, l.dev);
+        printf("}\n");
+    } else
+        printf("%s: %zu samples (%ld measured now, %ld validation images each, %ld for "
+               "re-calibration); top-1 mean %.2f%%, range %.2f..%.2f%%; %.1f s\n",
+               o.out, ds.n, count - first, n_img, o.recal, 100 * mean, 100 * lo, 100 * hi,
+               cmd_now() - t0);
     rc = 0;
 out:
     accp_dataset_free(&ds);
@@ -197,22 +224,6 @@ out:
 }
 
 /* ---- acc-fit ------------------------------------------------------------------------- */
-
-static void usage_fit(FILE *f)
-{
-    fprintf(f,
-            "usage: manta acc-fit --data DATA.jsonl --out MODEL.accp [--ckpt FILE | --space S]\n"
-            "                     [--epochs N] [--batch N] [--hidden N] [--layers N] [--lr X]\n"
-            "                     [--weight-decay X] [--split F] [--seed N] [--json]\n\n"
-            "Trains OFA's accuracy predictor on an accuracy data set: one-hot encoding of\n"
-            "resolution, kernels and expand ratios; an MLP of --layers hidden layers of\n"
-            "--hidden units (default 3 x 400) plus a base accuracy (the training mean);\n"
-            "Adam (--lr 1e-3, --weight-decay 1e-4), --batch (default 256) for --epochs\n"
-            "(default 100). A seeded --split share (default 0.8, as OFA) trains, the rest\n"
-            "is held out and its RMSE reported; a sub-network's samples at its several\n"
-            "resolutions stay on one side. The space is the checkpoint's (--ckpt) or\n"
-            "--space (default cpu-default). The model file is what manta search reads.\n");
-}
 
 typedef struct fit_progress {
     int json, quiet;
@@ -234,87 +245,89 @@ static void fit_progress_fn(void *ctx, int epoch, int epochs, double mse)
     fflush(stdout);
 }
 
-static int parse_double(const char *opt, const char *v, double lo, double hi, double *out)
+typedef struct fit_opts {
+    const char *data, *out, *ckpt, *space;
+    double split;
+    long seed;
+    bool json, quiet;
+    accp_config c;
+} fit_opts;
+
+/* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
+static int parse_fit(int argc, char **argv, fit_opts *o)
 {
-    char *end;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || end == v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "manta acc-fit: %s needs a number in [%g, %g], got '%s'\n", opt, lo, hi,
-                v ? v : "");
-        return 0;
+    *o = (fit_opts){.space = "cpu-default", .split = 0.8};
+    accp_config_default(&o->c);
+    const opt_def defs[] = {
+        {.name = "data", .kind = OPT_STRING, .dest = &o->data, .metavar = "DATA.jsonl",
+         .help = "the accuracy data set (manta acc-dataset)"},
+        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "MODEL.accp",
+         .help = "the predictor to write"},
+        {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
+         .help = "the space of this checkpoint"},
+        {.name = "space", .kind = OPT_STRING, .dest = &o->space, .metavar = "S",
+         .help = "or this space (default cpu-default)"},
+        {.name = "epochs", .kind = OPT_INT, .dest = &o->c.epochs, .lo = 1, .hi = 1 << 30,
+         .metavar = "N", .help = "passes over the training share (default 100)"},
+        {.name = "batch", .kind = OPT_INT, .dest = &o->c.batch, .lo = 1, .hi = 1 << 30,
+         .metavar = "N", .help = "mini-batch size (default 256)"},
+        {.name = "hidden", .kind = OPT_INT, .dest = &o->c.hidden, .lo = 1, .hi = ACCP_MAX_HIDDEN,
+         .metavar = "N", .help = "units per hidden layer (default 400)"},
+        {.name = "layers", .kind = OPT_INT, .dest = &o->c.layers, .lo = 1, .hi = ACCP_MAX_LAYERS,
+         .metavar = "N", .help = "hidden layers (default 3)"},
+        {.name = "lr", .kind = OPT_DOUBLE, .dest = &o->c.lr, .lo = 1e-12, .hi = 10,
+         .metavar = "X", .help = "Adam's learning rate (default 1e-3)"},
+        {.name = "weight-decay", .kind = OPT_DOUBLE, .dest = &o->c.weight_decay, .lo = 0,
+         .hi = 10, .metavar = "X", .help = "L2 weight decay (default 1e-4)"},
+        {.name = "split", .kind = OPT_DOUBLE, .dest = &o->split, .lo = 0, .hi = 1,
+         .metavar = "F", .help = "share that trains, the rest held out (default 0.8)"},
+        {.name = "seed", .kind = OPT_LONG, .dest = &o->seed, .lo = 0, .hi = 1 << 30,
+         .metavar = "N", .help = "seed of the split, weights and batches (default 0)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+         .help = "progress and summary as JSON lines"},
+        {.name = "quiet", .kind = OPT_FLAG, .dest = &o->quiet, .help = "no progress"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta acc-fit",
+        "--data DATA.jsonl --out MODEL.accp [--ckpt FILE | --space S]\n"
+        "                     [--epochs N] [--batch N] [--hidden N] [--layers N] [--lr X]\n"
+        "                     [--weight-decay X] [--split F] [--seed N] [--json]",
+        "Trains OFA's accuracy predictor on an accuracy data set: one-hot encoding of\n"
+        "resolution, kernels and expand ratios; an MLP of --layers hidden layers of\n"
+        "--hidden units (default 3 x 400) plus a base accuracy (the training mean);\n"
+        "Adam (--lr 1e-3, --weight-decay 1e-4), --batch (default 256) for --epochs\n"
+        "(default 100). A seeded --split share (default 0.8, as OFA) trains, the rest\n"
+        "is held out and its RMSE reported; a sub-network's samples at its several\n"
+        "resolutions stay on one side. The space is the checkpoint's (--ckpt) or\n"
+        "--space (default cpu-default). The model file is what manta search reads.\n",
+        defs, 0, 0};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
+    if (!o->data || !o->out) {
+        fprintf(stderr, "manta acc-fit: --data DATA.jsonl and --out MODEL.accp are required\n");
+        return 2;
     }
-    *out = x;
     return 1;
 }
 
 int cmd_acc_fit(int argc, char **argv)
 {
-    const char *data = NULL, *out = NULL, *ckpt = NULL, *space = "cpu-default";
-    accp_config c;
-    accp_config_default(&c);
-    double split = 0.8;
-    long seed = 0, x;
-    int json = 0, quiet = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage_fit(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (!strcmp(a, "--data") && v) {
-            data = v, i++;
-        } else if (!strcmp(a, "--out") && v) {
-            out = v, i++;
-        } else if (!strcmp(a, "--ckpt") && v) {
-            ckpt = v, i++;
-        } else if (!strcmp(a, "--space") && v) {
-            space = v, i++;
-        } else if (!strcmp(a, "--epochs") || !strcmp(a, "--batch") || !strcmp(a, "--hidden") ||
-                   !strcmp(a, "--layers") || !strcmp(a, "--seed")) {
-            long hi = !strcmp(a, "--hidden")   ? ACCP_MAX_HIDDEN
-                      : !strcmp(a, "--layers") ? ACCP_MAX_LAYERS
-                                               : 1L << 30;
-            if (!cmd_parse_long("acc-fit", a, v, !strcmp(a, "--seed") ? 0 : 1, hi, &x))
-                return 2;
-            i++;
-            if (!strcmp(a, "--epochs"))
-                c.epochs = (int)x;
-            else if (!strcmp(a, "--batch"))
-                c.batch = (int)x;
-            else if (!strcmp(a, "--hidden"))
-                c.hidden = (int)x;
-            else if (!strcmp(a, "--layers"))
-                c.layers = (int)x;
-            else
-                seed = x;
-        } else if (!strcmp(a, "--lr") || !strcmp(a, "--weight-decay") || !strcmp(a, "--split")) {
-            double *dst = !strcmp(a, "--lr") ? &c.lr : !strcmp(a, "--split") ? &split
-                                                                              : &c.weight_decay;
-            if (!parse_double(a, v, !strcmp(a, "--lr") ? 1e-12 : 0, !strcmp(a, "--split") ? 1 : 10,
-                              dst))
-                return 2;
-            i++;
-        } else {
-            fprintf(stderr, "manta acc-fit: bad option or value '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
-    if (!data || !out) {
-        fprintf(stderr, "manta acc-fit: --data DATA.jsonl and --out MODEL.accp are required\n");
-        return 2;
-    }
+    fit_opts o;
+    int rc = parse_fit(argc, argv, &o);
+    if (rc != 1)
+        return rc;
     manta_err err;
     manta_err_clear(&err);
     ofa_space sp;
     manta_status st;
-    if (ckpt) {
+    if (o.ckpt) {
         train_meta meta;
-        st = trainstate_peek(ckpt, &sp, &meta, &err);
+        st = trainstate_peek(o.ckpt, &sp, &meta, &err);
     } else {
-        st = ofa_space_load(space, &sp, &err);
+        st = ofa_space_load(o.space, &sp, &err);
     }
     if (st != MANTA_OK) {
         cmd_error("acc-fit", st, &err);
@@ -326,30 +339,31 @@ int cmd_acc_fit(int argc, char **argv)
     accp_dataset_init(&test, &sp);
     accp_model m;
     memset(&m, 0, sizeof m);
-    int rc = 1;
-    if ((st = accp_dataset_load(data, &sp, &all, &err)) != MANTA_OK) {
+    rc = 1;
+    if ((st = accp_dataset_load(o.data, &sp, &all, &err)) != MANTA_OK) {
         cmd_error("acc-fit", st, &err);
         goto out;
     }
     accp_dataset_free(&train);
     accp_dataset_free(&test);
-    if ((st = accp_dataset_split(&all, split, (uint64_t)seed, &train, &test, &err)) != MANTA_OK) {
+    if ((st = accp_dataset_split(&all, o.split, (uint64_t)o.seed, &train, &test, &err)) !=
+        MANTA_OK) {
         cmd_error("acc-fit", st, &err);
         goto out;
     }
     if (train.n == 0) {
         fprintf(stderr, "manta acc-fit: %s: no samples to train on (%zu in the file, split %g)\n",
-                data, all.n, split);
+                o.data, all.n, o.split);
         goto out;
     }
-    c.seed = (uint64_t)seed;
-    fit_progress fp = {json, quiet, cmd_now()};
-    c.progress = fit_progress_fn;
-    c.progress_ctx = &fp;
+    o.c.seed = (uint64_t)o.seed;
+    fit_progress fp = {o.json, o.quiet, cmd_now()};
+    o.c.progress = fit_progress_fn;
+    o.c.progress_ctx = &fp;
     accp_report rep;
-    if ((st = accp_init(&m, &sp, &c, &err)) != MANTA_OK ||
-        (st = accp_train(&m, &train, test.n ? &test : NULL, &c, &rep, &err)) != MANTA_OK ||
-        (st = accp_save(&m, out, &err)) != MANTA_OK) {
+    if ((st = accp_init(&m, &sp, &o.c, &err)) != MANTA_OK ||
+        (st = accp_train(&m, &train, test.n ? &test : NULL, &o.c, &rep, &err)) != MANTA_OK ||
+        (st = accp_save(&m, o.out, &err)) != MANTA_OK) {
         cmd_error("acc-fit", st, &err);
         goto out;
     }
@@ -361,14 +375,14 @@ int cmd_acc_fit(int argc, char **argv)
             s2 += (test.s[i].top1 - m.base_acc) * (test.s[i].top1 - m.base_acc);
         base_rmse = sqrt(s2 / (double)test.n);
     }
-    if (json) {
+    if (o.json) {
         printf("{\"model\":");
-        cmd_json_str(stdout, out);
+        cmd_json_str(stdout, o.out);
         printf(",\"samples\":%zu,\"train\":%zu,\"held_out\":%zu,\"epochs\":%d,\"hidden\":%d,"
                "\"layers\":%d,\"base_acc\":%.5f,\"train_rmse_points\":%.4f,"
                "\"held_out_rmse_points\":%.4f,\"mean_predictor_rmse_points\":%.4f,"
                "\"seconds\":%.2f,",
-               all.n, train.n, test.n, rep.epochs, c.hidden, c.layers, m.base_acc,
+               all.n, train.n, test.n, rep.epochs, o.c.hidden, o.c.layers, m.base_acc,
                100 * rep.train_rmse, test.n ? 100 * rep.valid_rmse : -1.0,
                test.n ? 100 * base_rmse : -1.0, cmd_now() - fp.t0);
         cmd_json_version(stdout);
@@ -376,7 +390,8 @@ int cmd_acc_fit(int argc, char **argv)
     } else {
         printf("%s: %dx%d MLP on %zu samples (%zu held out), base accuracy %.2f%%; RMSE "
                "train %.3f points",
-               out, c.layers, c.hidden, train.n, test.n, 100 * m.base_acc, 100 * rep.train_rmse);
+               o.out, o.c.layers, o.c.hidden, train.n, test.n, 100 * m.base_acc,
+               100 * rep.train_rmse);
         if (test.n)
             printf(", held-out %.3f points (answering the mean: %.3f)", 100 * rep.valid_rmse,
                    100 * base_rmse);

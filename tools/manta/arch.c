@@ -5,22 +5,8 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "ofa/space.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: manta arch sample|max|min [--space S] [--res R] [--seed N] [--count N] [--json]\n"
-            "       manta arch describe ARCH [--space S] [--json]\n\n"
-            "Prints sub-networks in OFA's encoding {\"ks\":[...],\"e\":[...],\"d\":[...],\"r\":[R]}\n"
-            "with their MACs and parameters; describe also lists every layer's shapes.\n"
-            "ARCH is a file holding the encoding, '-' for standard input, or the JSON itself.\n\n"
-            "  --space S   a spec file (models/*.json) or a built-in: cpu-default (default),\n"
-            "              mbv3-w1.0\n"
-            "  --res R     resolution for max/min (default: the largest / smallest)\n"
-            "  --seed N    seed for sample (default 1); --count N sub-networks (default 1)\n"
-            "  --json      JSON output\n");
-}
 
 static const char *kind_name(ofa_layer_kind k)
 {
@@ -34,7 +20,7 @@ static const char *kind_name(ofa_layer_kind k)
     return "?";
 }
 
-static void print_arch(const ofa_space *s, const ofa_arch *a, int layers, int json)
+static void print_arch(const ofa_space *s, const ofa_arch *a, bool layers, bool json)
 {
     char enc[2048];
     ofa_desc *d = malloc(sizeof *d);
@@ -103,35 +89,35 @@ static char *read_text(const char *arg)
 
 int cmd_arch(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
-    }
-    const char *verb = argv[1], *space_name = "cpu-default", *arch_arg = NULL;
-    int res = 0, json = 0, count = 1;
-    unsigned long seed = 1;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json"))
-            json = 1;
-        else if (!strcmp(a, "--space") && v)
-            space_name = v, i++;
-        else if (!strcmp(a, "--res") && v && (res = atoi(v)) > 0)
-            i++;
-        else if (!strcmp(a, "--seed") && v)
-            seed = strtoul(v, NULL, 10), i++;
-        else if (!strcmp(a, "--count") && v && (count = atoi(v)) > 0 && count <= 100000)
-            i++;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!arch_arg && (a[0] != '-' || !strcmp(a, "-")))
-            arch_arg = a;
-        else {
-            fprintf(stderr, "manta arch: bad option or value '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
+    const char *space_name = "cpu-default";
+    int res = 0, count = 1;
+    long seed = 1;
+    bool json = false;
+    const opt_def defs[] = {
+        {.name = "space", .kind = OPT_STRING, .dest = &space_name, .metavar = "S",
+         .help = "a spec file (models/*.json) or a built-in: cpu-default (default), mbv3-w1.0"},
+        {.name = "res", .kind = OPT_INT, .dest = &res, .lo = 1, .hi = 65536, .metavar = "R",
+         .help = "resolution for max/min (default: the largest / smallest)"},
+        {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = 4294967295.0,
+         .metavar = "N", .help = "seed for sample (default 1)"},
+        {.name = "count", .kind = OPT_INT, .dest = &count, .lo = 1, .hi = 100000, .metavar = "N",
+         .help = "sub-networks for sample (default 1)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "JSON output"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta arch",
+        "sample|max|min [--space S] [--res R] [--seed N] [--count N] [--json]\n"
+        "       manta arch describe ARCH [--space S] [--json]",
+        "Prints sub-networks in OFA's encoding {\"ks\":[...],\"e\":[...],\"d\":[...],\"r\":[R]}\n"
+        "with their MACs and parameters; describe also lists every layer's shapes.\n"
+        "ARCH is a file holding the encoding, '-' for standard input, or the JSON itself.\n",
+        defs, 1, 2};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
+    const char *verb = argv[first], *arch_arg = argc - first > 1 ? argv[first + 1] : NULL;
     ofa_space s;
     manta_err err;
     manta_err_clear(&err);
@@ -147,13 +133,13 @@ int cmd_arch(int argc, char **argv)
             cmd_error("arch", st, &err);
             return 1;
         }
-        print_arch(&s, &a, 0, json);
+        print_arch(&s, &a, false, json);
     } else if (!strcmp(verb, "sample")) {
         manta_rng rng;
-        manta_rng_seed(&rng, seed, 0);
+        manta_rng_seed(&rng, (uint64_t)seed, 0);
         for (int i = 0; i < count; i++) {
             ofa_arch_sample(&s, &rng, &a);
-            print_arch(&s, &a, 0, json);
+            print_arch(&s, &a, false, json);
         }
     } else if (!strcmp(verb, "describe")) {
         if (!arch_arg) {
@@ -172,7 +158,7 @@ int cmd_arch(int argc, char **argv)
                     err.msg);
             return 1;
         }
-        print_arch(&s, &a, 1, json);
+        print_arch(&s, &a, true, json);
     } else {
         fprintf(stderr, "manta arch: unknown verb '%s' (sample, max, min, describe)\n", verb);
         return 2;

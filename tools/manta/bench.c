@@ -1,14 +1,16 @@
 /* manta bench ops: throughput of every training op, forward and backward, at
  * the layer shapes of the CPU-default supernet, and CLBlast SGEMM at the
- * convolutions' GEMM shapes. Not a test: it only measures and prints. */
+ * convolutions' GEMM shapes; and the dispatch of manta bench (train:
+ * bench_train.c). Not a test: it only measures and prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench.h"
 #include "cl/blas.h"
 #include "cl/slab.h"
 #include "cmd.h"
+#include "common/opts.h"
 #include "core/rng.h"
 #include "nn/activation.h"
 #include "nn/batchnorm.h"
@@ -17,8 +19,6 @@
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/pool.h"
-#include "ofa/supernet.h"
-#include "train/optim.h"
 
 /* One buffer for every operand; views into it by role. */
 typedef struct bench_ctx {
@@ -92,16 +92,13 @@ static manta_status run_op(bench_ctx *c, const bench_op *o, int backward)
     return MANTA_ERR_INTERNAL;
 }
 
-static int cmp_double(const void *a, const void *b)
+int bench_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* The records of @p log as a JSON array: kernel, global and local sizes per
- * dimension, work-items, values written (0: not stated); CLBlast's GEMMs with
- * their m, n, k. */
-static void print_launch(FILE *f, const mcl_launch_record *r)
+void bench_print_launch(FILE *f, const mcl_launch_record *r)
 {
     fprintf(f, "{\"kernel\":\"%s\"", r->kernel);
     if (r->dims == 0) {
@@ -118,19 +115,17 @@ static void print_launch(FILE *f, const mcl_launch_record *r)
     fprintf(f, "],\"items\":%zu,\"outputs\":%zu}", r->items, r->outputs);
 }
 
+/* The records of @p log as a JSON array. */
 static void print_launches(FILE *f, const mcl_launch_log *log)
 {
     fputc('[', f);
     for (size_t i = 0; i < log->count; i++) {
         if (i)
             fputc(',', f);
-        print_launch(f, &log->rec[i]);
+        bench_print_launch(f, &log->rec[i]);
     }
     fputc(']', f);
 }
-
-/* Room for the launches of one op call or one training step. */
-#define LOG_CAP 4096
 
 /* Median seconds per call over 5 timed windows, after a warm-up call. */
 static manta_status time_op(bench_ctx *c, const bench_op *o, int backward, double *sec)
@@ -159,7 +154,7 @@ static manta_status time_op(bench_ctx *c, const bench_op *o, int backward, doubl
             st = mcl_finish(c->d);
         w[i] = (cmd_now() - t) / reps;
     }
-    qsort(w, 5, sizeof w[0], cmp_double);
+    qsort(w, 5, sizeof w[0], bench_cmp_double);
     *sec = w[2];
     return st;
 }
@@ -336,48 +331,45 @@ static size_t op_floats(const mcl_dev *d, const bench_op *o, size_t *scratch)
     return m;
 }
 
-static void usage_ops(FILE *f)
-{
-    fprintf(f, "usage: manta bench ops [--batch N] [--seconds S] [--device SPEC] [--json]\n\n"
-               "Times every training op forward and backward at the layer shapes of the\n"
-               "CPU-default supernet's largest sub-network (widths 16,24,40,64,96, kernel 7,\n"
-               "expand 6, input 32x32) and CLBlast SGEMM at the convolutions' GEMM shapes.\n"
-               "Prints the median time per call of 5 windows, GFLOP/s and GB/s (nominal\n"
-               "FLOP and byte counts; see docs/benchmarks.md).\n\n"
-               "  --batch N      batch size (default 64)\n"
-               "  --seconds S    time spent per op and direction (default 0.5)\n"
-               "  --device SPEC  OpenCL device (default: MANTA_DEVICE, else 0)\n"
-               "  --json         one JSON document\n");
-}
-
 static int bench_ops(int argc, char **argv)
 {
     bench_ctx c;
     memset(&c, 0, sizeof c);
     c.min_seconds = 0.5;
     int batch = 64;
+    bool json = false;
     const char *device = NULL;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json"))
-            c.json = 1;
-        else if (!strcmp(a, "--batch") && v && (batch = atoi(v)) > 0 && batch <= 1024)
-            i++;
-        else if (!strcmp(a, "--seconds") && v && (c.min_seconds = atof(v)) > 0 && c.min_seconds < 100)
-            i++;
-        else if (!strcmp(a, "--device") && v)
-            device = v, i++;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage_ops(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "manta bench ops: bad option or value '%s' (see --help)\n", a);
-            return 2;
-        }
+    const opt_def defs[] = {
+        {.name = "batch", .kind = OPT_INT, .dest = &batch, .lo = 1, .hi = 1024, .metavar = "N",
+         .help = "batch size (default 64)"},
+        {.name = "seconds", .kind = OPT_DOUBLE, .dest = &c.min_seconds, .lo = 0, .hi = 100,
+         .metavar = "S", .help = "time spent per op and direction, in (0, 100) (default 0.5)"},
+        {.name = "device", .kind = OPT_STRING, .dest = &device, .metavar = "SPEC",
+         .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta bench ops", "[--batch N] [--seconds S] [--device SPEC] [--json]",
+        "Times every training op forward and backward at the layer shapes of the\n"
+        "CPU-default supernet's largest sub-network (widths 16,24,40,64,96, kernel 7,\n"
+        "expand 6, input 32x32) and CLBlast SGEMM at the convolutions' GEMM shapes.\n"
+        "Prints the median time per call of 5 windows, GFLOP/s and GB/s (nominal\n"
+        "FLOP and byte counts; see docs/benchmarks.md).\n",
+        defs, 0, 0};
+    int first;
+    opt_result pr = opt_parse(&cmd, argc, argv, &first);
+    if (pr != OPT_OK)
+        return pr == OPT_HELP ? 0 : 2;
+    if (!(c.min_seconds > 0 && c.min_seconds < 100)) {
+        fprintf(stderr, "manta bench ops: --seconds needs a number in (0, 100), got '%g'\n",
+                c.min_seconds);
+        return 2;
     }
+    c.json = json;
     bench_op *ops = calloc(MAX_OPS, sizeof *ops);
-    mcl_launch_record *recs = calloc(2 * LOG_CAP, sizeof *recs);
-    mcl_launch_log lf = {recs, LOG_CAP, 0, 0}, lb = {recs + LOG_CAP, LOG_CAP, 0, 0};
+    mcl_launch_record *recs = calloc(2 * BENCH_LOG_CAP, sizeof *recs);
+    mcl_launch_log lf = {recs, BENCH_LOG_CAP, 0, 0}, lb = {recs + BENCH_LOG_CAP, BENCH_LOG_CAP, 0, 0};
     if (!ops || !recs) {
         free(ops);
         free(recs);
@@ -466,183 +458,24 @@ static int bench_ops(int argc, char **argv)
     return rc;
 }
 
-/* ---- manta bench train -------------------------------------------------------------- */
-
-static void usage_train(FILE *f)
-{
-    fprintf(f, "usage: manta bench train [--space S] [--arch max|min|FILE] [--res R] [--batch N]\n"
-               "                         [--steps N] [--device SPEC] [--json]\n\n"
-               "Training throughput of one sub-network of the supernet: forward, label-smoothed\n"
-               "cross-entropy, backward and an SGD step per batch of random data, as\n"
-               "tools/bench/torch_ofa_train.py does in PyTorch. Prints the median step time\n"
-               "over --steps timed steps (after 2 warm-up steps) and images/s.\n\n"
-               "  --launches FILE  write the kernel launches of the last step to FILE, one\n"
-               "                   JSON object each (kernel, global and local sizes, work-items,\n"
-               "                   values written; CLBlast GEMMs with m, n, k)\n");
-}
-
-static int bench_train(int argc, char **argv)
-{
-    const char *space_name = "cpu-default", *arch_arg = "max", *device = NULL, *launches = NULL;
-    int res = 0, batch = 64, steps = 10, json = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json"))
-            json = 1;
-        else if (!strcmp(a, "--space") && v)
-            space_name = v, i++;
-        else if (!strcmp(a, "--arch") && v)
-            arch_arg = v, i++;
-        else if (!strcmp(a, "--device") && v)
-            device = v, i++;
-        else if (!strcmp(a, "--launches") && v)
-            launches = v, i++;
-        else if (!strcmp(a, "--res") && v && (res = atoi(v)) > 0)
-            i++;
-        else if (!strcmp(a, "--batch") && v && (batch = atoi(v)) > 0 && batch <= 4096)
-            i++;
-        else if (!strcmp(a, "--steps") && v && (steps = atoi(v)) > 0 && steps <= 100000)
-            i++;
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage_train(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "manta bench train: bad option or value '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
-    manta_err err;
-    manta_err_clear(&err);
-    ofa_space sp;
-    ofa_arch arch;
-    manta_status st = ofa_space_load(space_name, &sp, &err);
-    if (st == MANTA_OK && (!strcmp(arch_arg, "max") || !strcmp(arch_arg, "min"))) {
-        (arch_arg[1] == 'a' ? ofa_arch_max : ofa_arch_min)(&sp, 0, &arch);
-    } else if (st == MANTA_OK) {
-        FILE *f = fopen(arch_arg, "rb");
-        char buf[8192];
-        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-        if (f)
-            fclose(f);
-        buf[n] = '\0';
-        st = f ? ofa_arch_parse(&sp, buf, &arch, &err)
-               : manta_err_set(&err, MANTA_ERR_IO, "%s: cannot open", arch_arg);
-    }
-    if (st == MANTA_OK && res > 0)
-        arch.r = res;
-    if (st == MANTA_OK)
-        st = ofa_arch_validate(&sp, &arch, &err);
-    if (st != MANTA_OK) {
-        cmd_error("bench train", st, &err);
-        return 1;
-    }
-    mcl_dev *d = cmd_open_device(device);
-    if (!d)
-        return 1;
-    ofa_supernet *net = NULL;
-    mslab io = {0};
-    float *host = NULL;
-    double *times = calloc((size_t)steps, sizeof *times);
-    int rc = 1;
-    const size_t nx = (size_t)batch * sp.in_channels * arch.r * arch.r;
-    st = ofa_supernet_create(d, &sp, batch, 1, &net);
-    if (st == MANTA_OK)
-        st = ofa_supernet_set_arch(net, &arch);
-    if (st == MANTA_OK)
-        st = mslab_create(d, &io, 2 * (size_t)batch + 32, "labels and losses");
-    if (st == MANTA_OK && (!(host = malloc((nx > (size_t)batch ? nx : (size_t)batch) * sizeof *host)) || !times))
-        st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "bench train: out of host memory");
-    if (st == MANTA_OK) {
-        manta_rng r;
-        manta_rng_seed(&r, 3, 3);
-        for (size_t i = 0; i < nx; i++)
-            host[i] = manta_rng_normal(&r);
-        st = mcl_write(d, ofa_supernet_input(net), host, nx);
-        for (int i = 0; i < batch && st == MANTA_OK; i++)
-            host[i] = (float)manta_rng_below(&r, (uint32_t)sp.classes);
-        if (st == MANTA_OK)
-            st = mcl_write(d, mslab_view(&io, 0), host, (size_t)batch);
-    }
-    ofa_slabs sl;
-    optim_sgd opt = {0.9f, 3e-5f, true};
-    mcl_launch_record *recs = launches ? calloc(LOG_CAP, sizeof *recs) : NULL;
-    mcl_launch_log log = {recs, LOG_CAP, 0, 0};
-    if (launches && !recs)
-        st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "bench train: out of host memory");
-    for (int i = 0; i < steps + 2 && st == MANTA_OK; i++) {
-        ofa_supernet_slabs(net, &sl);
-        if (recs && i == steps + 1)
-            mcl_set_launch_log(d, &log);
-        double t0 = cmd_now();
-        st = mcl_fill(d, sl.grads, 0.0f, sl.n_params);
-        if (st == MANTA_OK)
-            st = ofa_supernet_forward(net, sl.params, OFA_BN_TRAIN);
-        if (st == MANTA_OK)
-            st = nn_xent_forward_backward(d, batch, sp.classes, 0.1f, ofa_supernet_logits(net),
-                                          mslab_view(&io, 0), mslab_view(&io, (size_t)batch + 16),
-                                          ofa_supernet_dlogits(net), 1.0f / (float)batch, 0.0f);
-        if (st == MANTA_OK)
-            st = ofa_supernet_backward(net);
-        if (st == MANTA_OK)
-            st = optim_sgd_step(d, &opt, 0.05f, 1.0f, sl.params, sl.grads, sl.momentum, sl.n_decay,
-                                sl.n_params);
-        if (st == MANTA_OK)
-            st = mcl_finish(d);
-        if (i >= 2)
-            times[i - 2] = cmd_now() - t0;
-    }
-    mcl_set_launch_log(d, NULL);
-    if (st == MANTA_OK && recs) {
-        FILE *f = fopen(launches, "w");
-        for (size_t k = 0; f && k < log.count; k++) {
-            print_launch(f, &log.rec[k]);
-            fputc('\n', f);
-        }
-        if (!f || fclose(f) != 0 || log.dropped)
-            st = manta_err_set(mcl_err(d), MANTA_ERR_IO, "bench train: %s: %s", launches,
-                               f ? "cannot write (or over " "4096 launches)" : "cannot open");
-    }
-    free(recs);
-    if (st == MANTA_OK) {
-        qsort(times, (size_t)steps, sizeof *times, cmp_double);
-        double med = times[steps / 2];
-        if (json) {
-            printf("{\"runtime\":\"manta\",");
-            cmd_json_provenance(stdout, d);
-            printf(",\"kernels\":\"%s\",\"space\":\"%s\",\"arch\":\"%s\",\"r\":%d,\"batch\":%d,"
-                   "\"steps\":%d,\"median_step_s\":%.5f,\"images_per_s\":%.2f}\n",
-                   mcl_variant_name(mcl_get_variant(d)), sp.name, arch_arg, arch.r, batch, steps,
-                   med, batch / med);
-        }
-        else
-            printf("manta on %s: %s r=%d batch %d: %.1f images/s (median step %.1f ms)\n",
-                   mcl_info(d)->name, arch_arg, arch.r, batch, batch / med, med * 1e3);
-        rc = 0;
-    } else {
-        cmd_error("bench train", st, mcl_err(d));
-    }
-    free(host);
-    free(times);
-    mslab_destroy(d, &io);
-    ofa_supernet_destroy(net);
-    mcl_close(d);
-    return rc;
-}
-
 int cmd_bench(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        FILE *f = argc < 2 ? stderr : stdout;
-        fprintf(f, "usage: manta bench ops|train [OPTIONS]   ('manta bench ops --help')\n\n");
-        usage_ops(f);
-        fprintf(f, "\n");
-        usage_train(f);
-        return argc < 2 ? 2 : 0;
-    }
+    const opt_def defs[] = {{.name = NULL}};
+    const opt_cmd cmd = {
+        "manta bench", "ops|train|allreduce [OPTIONS]",
+        "  ops        throughput of every training op, forward and backward, and of SGEMM\n"
+        "  train      training images/s of one sub-network\n"
+        "  allreduce  the ring-allreduce between local ranks\n\n"
+        "'manta bench ops --help' (train, allreduce) describes a benchmark's options.\n",
+        defs, 1, 1};
+    int first;
+    opt_result r = opt_parse(&cmd, argc < 2 ? argc : 2, argv, &first); /* the benchmark's name */
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
     if (!strcmp(argv[1], "ops"))
-        return bench_ops(argc, argv);
+        return bench_ops(argc - 1, argv + 1);
     if (!strcmp(argv[1], "train"))
-        return bench_train(argc, argv);
+        return bench_train(argc - 1, argv + 1);
     if (!strcmp(argv[1], "allreduce"))
         return cmd_bench_allreduce(argc, argv);
     fprintf(stderr, "manta bench: unknown benchmark '%s' (available: ops, train, allreduce)\n", argv[1]);

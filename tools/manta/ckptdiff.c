@@ -1,51 +1,37 @@
 /* manta ckpt-diff: compare the float32 sections of two checkpoints (tests of
  * data-parallel training: replicas on several devices or ranks against one
  * device, equal within float tolerance). */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "train/checkpoint.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: manta ckpt-diff A.ckpt B.ckpt [--tol T] [--json]\n\n"
-               "Largest absolute and relative (to the largest magnitude) difference, and the relative\n"
-               "L2 norm |a-b|/|a|, of every float32 section present in both checkpoints. With --tol,\n"
-               "exits 1 when a section's |a-b|/|a| exceeds T.\n");
-}
 
 int cmd_ckpt_diff(int argc, char **argv)
 {
-    const char *path[2] = {NULL, NULL};
     double tol = -1;
-    int json = 0, np = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--tol") && i + 1 < argc) {
-            char *end;
-            tol = strtod(argv[++i], &end);
-            if (*end || !(tol >= 0)) {
-                fprintf(stderr, "manta ckpt-diff: --tol needs a number >= 0, got '%s'\n", argv[i]);
-                return 2;
-            }
-        } else if (argv[i][0] != '-' && np < 2) {
-            path[np++] = argv[i];
-        } else {
-            fprintf(stderr, "manta ckpt-diff: unexpected argument '%s' (see --help)\n", argv[i]);
-            return 2;
-        }
-    }
-    if (np != 2) {
-        usage(stderr);
-        return 2;
-    }
+    bool json = false;
+    const opt_def defs[] = {
+        {.name = "tol", .kind = OPT_DOUBLE, .dest = &tol, .lo = 0, .hi = DBL_MAX, .metavar = "T",
+         .help = "exit status 1 when a section's |a-b|/|a| exceeds T"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta ckpt-diff", "A.ckpt B.ckpt [--tol T] [--json]",
+        "Largest absolute and relative (to the largest magnitude) difference, and the relative\n"
+        "L2 norm |a-b|/|a|, of every float32 section present in both checkpoints. With --tol,\n"
+        "exits 1 when a section's |a-b|/|a| exceeds T.\n",
+        defs, 2, 2};
+    int first;
+    opt_result res = opt_parse(&cmd, argc, argv, &first);
+    if (res != OPT_OK)
+        return res == OPT_HELP ? 0 : 2;
+    const char *path[2] = {argv[first], argv[first + 1]};
     manta_err err;
     manta_err_clear(&err);
     ckpt_reader *r[2] = {NULL, NULL};
@@ -58,7 +44,7 @@ int cmd_ckpt_diff(int argc, char **argv)
             goto out;
         }
     }
-    int bad = 0, first = 1;
+    int bad = 0, first_row = 1;
     if (json)
         printf("{\"sections\":[");
     for (size_t i = 0; i < ckpt_num_sections(r[0]); i++) {
@@ -102,11 +88,11 @@ int cmd_ckpt_diff(int argc, char **argv)
         if (json)
             printf("%s{\"name\":\"%s\",\"count\":%zu,\"max_abs\":%.3e,\"max_rel\":%.3e,\"l2_rel\":%.3e,"
                    "\"at\":%zu}",
-                   first ? "" : ",", si.name, n, maxabs, rel, l2, at);
+                   first_row ? "" : ",", si.name, n, maxabs, rel, l2, at);
         else
             printf("%-10s %10zu floats  max |a-b| %.3e (element %zu)  relative %.3e  |a-b|/|a| %.3e\n",
                    si.name, n, maxabs, at, rel, l2);
-        first = 0;
+        first_row = 0;
     }
     if (json) {
         printf("],\"within_tol\":%s,", bad ? "false" : "true");

@@ -37,12 +37,12 @@ int cmd_version(int argc, char **argv);
  *  Prints a one-line error naming the cause and returns NULL on failure. */
 mcl_dev *cmd_open_device(const char *spec);
 
-/** Parse @p v as an integer in [lo, hi] for option @p opt of command @p cmd;
- *  prints a one-line error and returns 0 when it is not one. */
-int cmd_parse_long(const char *cmd, const char *opt, const char *v, long lo, long hi, long *out);
-
 /** Monotonic clock in seconds. */
 double cmd_now(void);
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice), or 0
+ *  (tools/manta/launch.c). */
+int cmd_free_port(void);
 
 /** A sub-network: "max", "min" or a file in OFA's encoding; prints a
  *  one-line error and returns 0 when it cannot be read or is outside @p sp. */

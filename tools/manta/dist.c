@@ -4,20 +4,19 @@
  * started elsewhere (--world/--rank or the torchrun/SLURM variables). */
 #define _DEFAULT_SOURCE
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "dist/net.h"
+#include "dist/override.h"
 #include "dist/ring.h"
 
 #define MAX_SIZES 32
@@ -29,31 +28,9 @@ typedef struct ar_opts {
     int nsizes;
     int repeats;          /* 0: by size */
     int warmup;
-    int json;
+    bool json;
     dist_config cfg;
 } ar_opts;
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: manta bench allreduce [-n N] [--sizes 1K,1M,64M] [--repeats R] [--json] [OPTIONS]\n\n"
-            "Ring-allreduce (float32 sum) bandwidth, nccl-tests style: size, median time, algbw = S/t,\n"
-            "busbw = algbw * 2(N-1)/N (GB/s = 1e9 B/s).\n\n"
-            "Local mode (default): starts N ranks as processes on 127.0.0.1 with a fresh secret.\n"
-            "  -n, --ranks N      ranks to start (default 2)\n"
-            "Job mode: run one rank; the others are started the same way elsewhere. The job comes from\n"
-            "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT or SLURM_*, MANTA_SECRET[_FILE], overridden by:\n"
-            "  --world N --rank R --master HOST[:PORT] --iface NAME --ring-addr A --job ID\n"
-            "  --secret-file PATH --rdzv-bind-all\n"
-            "Both:\n"
-            "  --sizes LIST       bytes per rank, K/M/G = 2^10/2^20/2^30 (default 1K,1M,64M)\n"
-            "  --repeats R        timed repetitions per size (default 100 / 20 / 10 by size)\n"
-            "  --warmup W         untimed repetitions first (default 2)\n"
-            "  --mac header|full  frame tags over headers (default) or headers and data\n"
-            "  --timeout S        deadline of every network wait, seconds (default 60)\n"
-            "  --sock-buf B       SO_SNDBUF/SO_RCVBUF of the ring sockets (default 0: kernel autotuning)\n"
-            "  --json             one JSON document\n");
-}
 
 static int parse_size(const char *s, size_t *out)
 {
@@ -94,20 +71,6 @@ static int parse_sizes(const char *list, ar_opts *o)
         fprintf(stderr, "manta bench allreduce: --sizes is empty\n");
         return 0;
     }
-    return 1;
-}
-
-static int parse_int_opt(const char *opt, const char *v, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v ? v : "", &end, 10);
-    if (!v || end == v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "manta bench allreduce: %s needs an integer in [%ld, %ld], got '%s'\n", opt, lo, hi,
-                v ? v : "");
-        return 0;
-    }
-    *out = (int)x;
     return 1;
 }
 
@@ -216,22 +179,6 @@ static int run_rank(const ar_opts *o, const char *mode)
     return rc;
 }
 
-static int free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    int port = 0;
-    if (s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof sa) == 0 && getsockname(s, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    if (s >= 0)
-        close(s);
-    return port;
-}
-
 static int run_local(ar_opts *o)
 {
     if (sodium_init() < 0) {
@@ -244,7 +191,7 @@ static int run_local(ar_opts *o)
     sodium_memzero(secret, sizeof secret);
     snprintf(o->cfg.master_addr, sizeof o->cfg.master_addr, "127.0.0.1");
     if (!o->cfg.master_port || o->cfg.master_port == 29500)
-        o->cfg.master_port = free_port();
+        o->cfg.master_port = cmd_free_port();
     snprintf(o->cfg.job_id, sizeof o->cfg.job_id, "bench-%d-%d", (int)getpid(), o->cfg.master_port);
     o->cfg.world_size = o->ranks;
     fflush(stdout);
@@ -276,6 +223,37 @@ static int run_local(ar_opts *o)
     return rc;
 }
 
+/* --mac and --sock-buf, when given (@p sock_buf >= 0), into @p c. */
+static void set_link(dist_config *c, const char *mac, int sock_buf)
+{
+    if (mac)
+        c->frame_mac = strcmp(mac, "full") ? DIST_MAC_HEADER : DIST_MAC_FULL;
+    if (sock_buf >= 0)
+        c->sock_buf = sock_buf;
+}
+
+/* The configuration of the rank(s): in job mode the environment, then the
+ * flags; in local mode the flags alone (a fresh secret comes later, so no
+ * secret file is read). 0 after printing why not. */
+static int configure(ar_opts *o, dist_override *flags, const char *mac, int sock_buf)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = MANTA_OK;
+    if (o->join)
+        st = dist_config_from_env(&o->cfg, NULL, NULL, &err);
+    else
+        flags->secret_file = NULL;
+    if (st == MANTA_OK)
+        st = dist_config_override(&o->cfg, flags, &err);
+    set_link(&o->cfg, mac, sock_buf);
+    if (st == MANTA_OK && o->join)
+        st = dist_config_check(&o->cfg, &err);
+    if (st != MANTA_OK)
+        fprintf(stderr, "manta bench allreduce: %s\n", err.msg);
+    return st == MANTA_OK;
+}
+
 int cmd_bench_allreduce(int argc, char **argv)
 {
     ar_opts *o = calloc(1, sizeof *o);
@@ -283,153 +261,79 @@ int cmd_bench_allreduce(int argc, char **argv)
         fprintf(stderr, "manta bench allreduce: out of memory\n");
         return 1;
     }
-    int res = 2;
     o->ranks = 2;
     o->warmup = 2;
     dist_config_init(&o->cfg);
     o->cfg.event = print_event;
-    manta_err err;
-    int world = 0, rank = -1;
-    const char *secret_file = NULL;
-    parse_sizes("1K,1M,64M", o);
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            res = 0;
-            goto out;
-        } else if (!strcmp(a, "--json")) {
-            o->json = 1;
-        } else if (!strcmp(a, "--rdzv-bind-all")) {
-            o->cfg.rdzv_bind_all = 1;
-        } else if (!v) {
-            fprintf(stderr, "manta bench allreduce: unknown option '%s' or missing value (see --help)\n", a);
-            goto out;
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--ranks")) {
-            if (!parse_int_opt(a, v, 1, 64, &o->ranks))
-                goto out;
-            i++;
-        } else if (!strcmp(a, "--sizes")) {
-            if (!parse_sizes(v, o))
-                goto out;
-            i++;
-        } else if (!strcmp(a, "--repeats")) {
-            if (!parse_int_opt(a, v, 1, 1000, &o->repeats))
-                goto out;
-            i++;
-        } else if (!strcmp(a, "--warmup")) {
-            if (!parse_int_opt(a, v, 0, 100, &o->warmup))
-                goto out;
-            i++;
-        } else if (!strcmp(a, "--world")) {
-            if (!parse_int_opt(a, v, 1, DIST_MAX_WORLD, &world))
-                goto out;
-            i++;
-        } else if (!strcmp(a, "--rank")) {
-            if (!parse_int_opt(a, v, 0, DIST_MAX_WORLD - 1, &rank))
-                goto out;
-            i++;
-        } else if (!strcmp(a, "--master")) {
-            char host[256];
-            snprintf(host, sizeof host, "%s", v);
-            char *colon = strrchr(host, ':');
-            if (colon) {
-                *colon = '\0';
-                if (!parse_int_opt("--master port", colon + 1, 1, 65535, &o->cfg.master_port))
-                    goto out;
-            }
-            snprintf(o->cfg.master_addr, sizeof o->cfg.master_addr, "%s", host);
-            i++;
-        } else if (!strcmp(a, "--iface")) {
-            snprintf(o->cfg.iface, sizeof o->cfg.iface, "%s", v);
-            i++;
-        } else if (!strcmp(a, "--ring-addr")) {
-            snprintf(o->cfg.ring_addr, sizeof o->cfg.ring_addr, "%s", v);
-            i++;
-        } else if (!strcmp(a, "--job")) {
-            snprintf(o->cfg.job_id, sizeof o->cfg.job_id, "%s", v);
-            i++;
-        } else if (!strcmp(a, "--secret-file")) {
-            secret_file = v;
-            i++;
-        } else if (!strcmp(a, "--mac")) {
-            if (!strcmp(v, "header"))
-                o->cfg.frame_mac = DIST_MAC_HEADER;
-            else if (!strcmp(v, "full"))
-                o->cfg.frame_mac = DIST_MAC_FULL;
-            else {
-                fprintf(stderr, "manta bench allreduce: --mac must be 'header' or 'full', got '%s'\n", v);
-                goto out;
-            }
-            i++;
-        } else if (!strcmp(a, "--sock-buf")) {
-            size_t b;
-            if (!parse_size(v, &b) || b > (1u << 30)) {
-                fprintf(stderr, "manta bench allreduce: --sock-buf needs bytes (K/M suffixes), got '%s'\n", v);
-                goto out;
-            }
-            o->cfg.sock_buf = (int)b;
-            i++;
-        } else if (!strcmp(a, "--timeout")) {
-            char *end;
-            double t = strtod(v, &end);
-            if (end == v || *end || !(t > 0 && t <= 86400)) {
-                fprintf(stderr, "manta bench allreduce: --timeout needs seconds in (0, 86400], got '%s'\n", v);
-                goto out;
-            }
-            o->cfg.timeout_s = t;
-            i++;
-        } else {
-            fprintf(stderr, "manta bench allreduce: unknown option '%s' (see --help)\n", a);
-            goto out;
-        }
+    dist_override flags = DIST_OVERRIDE_NONE;
+    const char *sizes = "1K,1M,64M", *mac = NULL, *sock_buf = NULL;
+    bool bind_all = false;
+    static const char *const macs[] = {"header", "full", NULL};
+    const opt_def defs[] = {
+        {.name = "ranks", .key = 'n', .kind = OPT_INT, .dest = &o->ranks, .lo = 1, .hi = 64,
+         .metavar = "N", .help = "local mode: ranks to start (default 2)"},
+        {.name = "sizes", .kind = OPT_STRING, .dest = &sizes, .metavar = "LIST",
+         .help = "bytes per rank, K/M/G = 2^10/2^20/2^30 (default 1K,1M,64M)"},
+        {.name = "repeats", .kind = OPT_INT, .dest = &o->repeats, .lo = 1, .hi = 1000,
+         .metavar = "R", .help = "timed repetitions per size (default 100 / 20 / 10 by size)"},
+        {.name = "warmup", .kind = OPT_INT, .dest = &o->warmup, .lo = 0, .hi = 100,
+         .metavar = "W", .help = "untimed repetitions first (default 2)"},
+        {.name = "mac", .kind = OPT_STRING, .dest = &mac, .choices = macs,
+         .metavar = "header|full", .help = "frame tags over headers (default) or headers and data"},
+        {.name = "timeout", .kind = OPT_DOUBLE, .dest = &flags.timeout_s, .lo = 0.001,
+         .hi = 86400, .metavar = "S", .help = "deadline of every network wait, seconds (default 60)"},
+        {.name = "sock-buf", .kind = OPT_STRING, .dest = &sock_buf, .metavar = "B",
+         .help = "SO_SNDBUF/SO_RCVBUF of the ring sockets (default 0: kernel autotuning)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &o->json, .help = "one JSON document"},
+        {.name = "world", .kind = OPT_INT, .dest = &flags.world_size, .lo = 1,
+         .hi = DIST_MAX_WORLD, .metavar = "N", .help = "job mode: ranks of the job"},
+        {.name = "rank", .kind = OPT_INT, .dest = &flags.rank, .lo = 0, .hi = DIST_MAX_WORLD - 1,
+         .metavar = "R", .help = "job mode: this rank"},
+        {.name = "master", .kind = OPT_STRING, .dest = &flags.master, .metavar = "HOST[:PORT]",
+         .help = "rendezvous address (rank 0 listens there)"},
+        {.name = "iface", .kind = OPT_STRING, .dest = &flags.iface, .metavar = "NAME",
+         .help = "network interface of the ring"},
+        {.name = "ring-addr", .kind = OPT_STRING, .dest = &flags.ring_addr, .metavar = "A",
+         .help = "IPv4 address of the ring listener"},
+        {.name = "job", .kind = OPT_STRING, .dest = &flags.job_id, .metavar = "ID",
+         .help = "job id"},
+        {.name = "secret-file", .kind = OPT_STRING, .dest = &flags.secret_file, .metavar = "PATH",
+         .help = "the job's shared secret (mode 600)"},
+        {.name = "rdzv-bind-all", .kind = OPT_FLAG, .dest = &bind_all,
+         .help = "rank 0 listens on every address"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta bench allreduce", "[-n N] [--sizes 1K,1M,64M] [--repeats R] [--json] [OPTIONS]",
+        "Ring-allreduce (float32 sum) bandwidth, nccl-tests style: size, median time, algbw = S/t,\n"
+        "busbw = algbw * 2(N-1)/N (GB/s = 1e9 B/s).\n\n"
+        "Local mode (default): starts N ranks as processes on 127.0.0.1 with a fresh secret.\n"
+        "Job mode (--world or --rank, or WORLD_SIZE or SLURM_NTASKS above 1): runs one rank; the\n"
+        "others are started the same way elsewhere. The job comes from RANK/WORLD_SIZE/\n"
+        "MASTER_ADDR/MASTER_PORT or SLURM_*, MANTA_SECRET[_FILE], overridden by the options.\n",
+        defs, 0, 0};
+    int first, res = 2, sock = -1;
+    opt_result r = opt_parse(&cmd, argc - 1, argv + 1, &first);
+    if (r != OPT_OK) {
+        res = r == OPT_HELP ? 0 : 2;
+        goto out;
     }
+    size_t b = 0;
+    if (sock_buf && (!parse_size(sock_buf, &b) || b > (1u << 30))) {
+        fprintf(stderr, "manta bench allreduce: --sock-buf needs bytes (K/M suffixes), got '%s'\n",
+                sock_buf);
+        goto out;
+    }
+    if (sock_buf)
+        sock = (int)b;
+    if (!parse_sizes(sizes, o))
+        goto out;
+    flags.rdzv_bind_all = bind_all;
     const char *ws = getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : getenv("SLURM_NTASKS");
-    o->join = world > 0 || rank >= 0 || (ws && strcmp(ws, "1") != 0);
+    o->join = flags.world_size > 0 || flags.rank >= 0 || (ws && strcmp(ws, "1") != 0);
     res = 1;
-    if (o->join) {
-        /* Job mode: environment first, then the flags. */
-        dist_config flags = o->cfg;
-        if (dist_config_from_env(&o->cfg, NULL, NULL, &err) != MANTA_OK) {
-            fprintf(stderr, "manta bench allreduce: %s\n", err.msg);
-            goto out;
-        }
-        dist_config d;
-        dist_config_init(&d);
-        if (strcmp(flags.master_addr, d.master_addr))
-            snprintf(o->cfg.master_addr, sizeof o->cfg.master_addr, "%s", flags.master_addr);
-        if (flags.master_port != d.master_port)
-            o->cfg.master_port = flags.master_port;
-        if (flags.iface[0])
-            snprintf(o->cfg.iface, sizeof o->cfg.iface, "%s", flags.iface);
-        if (flags.ring_addr[0])
-            snprintf(o->cfg.ring_addr, sizeof o->cfg.ring_addr, "%s", flags.ring_addr);
-        if (strcmp(flags.job_id, d.job_id))
-            snprintf(o->cfg.job_id, sizeof o->cfg.job_id, "%s", flags.job_id);
-        if (flags.timeout_s != d.timeout_s)
-            o->cfg.timeout_s = flags.timeout_s;
-        if (flags.frame_mac != d.frame_mac)
-            o->cfg.frame_mac = flags.frame_mac;
-        if (flags.sock_buf != d.sock_buf)
-            o->cfg.sock_buf = flags.sock_buf;
-        if (flags.rdzv_bind_all)
-            o->cfg.rdzv_bind_all = 1;
-        if (world > 0)
-            o->cfg.world_size = world;
-        if (rank >= 0)
-            o->cfg.rank = rank;
-        if (secret_file && dist_config_secret_file(&o->cfg, secret_file, &err) != MANTA_OK) {
-            fprintf(stderr, "manta bench allreduce: %s\n", err.msg);
-            goto out;
-        }
-        if (dist_config_check(&o->cfg, &err) != MANTA_OK) {
-            fprintf(stderr, "manta bench allreduce: %s\n", err.msg);
-            goto out;
-        }
-        res = run_rank(o, "one process per rank");
-    } else {
-        res = run_local(o);
-    }
+    if (configure(o, &flags, mac, sock))
+        res = o->join ? run_rank(o, "one process per rank") : run_local(o);
 out:
     sodium_memzero(o->cfg.key, sizeof o->cfg.key);
     free(o);

@@ -1,6 +1,7 @@
 #include "engine_run.h"
 
 #include "cmd.h"
+#include "export/tflite.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +38,12 @@ bool engine_run_open(const char *path, engine_run *r)
     }
     const uint8_t *meta = NULL;
     size_t meta_size = 0;
-    char why[256] = "";
-    if (mengine_model_metadata(&r->model, "manta_preprocess", &meta, &meta_size) != MENGINE_OK ||
-        meta_parse((const char *)meta, meta_size, &r->meta, why, sizeof why) != 0) {
+    manta_err err;
+    manta_err_clear(&err);
+    if (mengine_model_metadata(&r->model, TFLITE_META_PREPROCESS, &meta, &meta_size) != MENGINE_OK ||
+        tflite_meta_parse((const char *)meta, meta_size, &r->meta, &err) != MANTA_OK) {
         fprintf(stderr, "manta: %s: no usable manta_preprocess metadata%s%s\n", path,
-                why[0] ? ": " : "", why);
+                err.msg[0] ? ": " : "", err.msg);
         engine_run_close(r);
         return false;
     }
@@ -50,7 +52,7 @@ bool engine_run_open(const char *path, engine_run *r)
 
 void engine_run_close(engine_run *r)
 {
-    meta_free(&r->meta);
+    tflite_meta_free(&r->meta);
     free(r->arena);
     free(r->file);
     memset(r, 0, sizeof *r);

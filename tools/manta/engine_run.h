@@ -5,8 +5,8 @@
 
 #include <stdbool.h>
 
-#include "../manta-infer/meta.h"
 #include "engine/engine.h"
+#include "export/tflite_meta.h"
 
 typedef struct engine_run {
     void *file;       /* the model bytes, 16-byte aligned */
@@ -15,7 +15,7 @@ typedef struct engine_run {
     size_t arena_size;
     mengine_model model;
     mengine engine;
-    infer_meta meta;  /* "manta_preprocess" metadata */
+    tflite_meta meta; /* "manta_preprocess" metadata */
 } engine_run;
 
 /** Load, verify and prepare @p path; prints a one-line error and returns false on failure. */

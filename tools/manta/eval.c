@@ -6,24 +6,73 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "engine_run.h"
 #include "rundata.h"
 
-static void usage(FILE *f)
+typedef struct eval_opts {
+    const char *ckpt, *arch, *split, *device, *model, *data, *predictions;
+    long images, recal;
+    bool json;
+} eval_opts;
+
+static const char *const SPLITS[] = {"val", "test", NULL};
+
+/* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
+static int parse_args(int argc, char **argv, eval_opts *o)
 {
-    fprintf(f, "usage: manta eval --ckpt FILE [--arch max|min|ARCH] [--split val|test]\n"
-               "                  [--images N] [--recal-images N] [--device SPEC] [--json]\n"
-               "       manta eval --model MODEL.tflite [--ckpt FILE --arch ARCH] [--data D]\n"
-               "                  [--predictions FILE.csv] ...\n\n"
-               "Re-calibrates batch norm on --recal-images training images (default 2000, with\n"
-               "training augmentation, as OFA) and reports top-1 of the sub-network on the\n"
-               "validation split (default) or the official test set. ARCH is a file holding\n"
-               "OFA's encoding {\"ks\":[..],\"e\":[..],\"d\":[..],\"r\":[R]}.\n"
-               "With --model, the exported file runs in the inference engine on the same\n"
-               "images; with --ckpt too, the supernet's sub-network runs beside it and the\n"
-               "largest logit difference is reported. --predictions writes the engine's\n"
-               "answer for every image (CSV: image,label,predicted), for paired comparisons\n"
-               "of two models on the same images.\n");
+    *o = (eval_opts){.arch = "max", .split = "val", .images = -1, .recal = 2000};
+    const opt_def defs[] = {
+        {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
+         .help = "training checkpoint"},
+        {.name = "arch", .kind = OPT_STRING, .dest = &o->arch, .metavar = "ARCH",
+         .help = "max (default), min or a file in OFA's encoding"},
+        {.name = "split", .kind = OPT_STRING, .dest = &o->split, .metavar = "val|test",
+         .help = "validation split (default) or the official test set", .choices = SPLITS},
+        {.name = "images", .kind = OPT_LONG, .dest = &o->images, .lo = 0, .hi = 1e18,
+         .metavar = "N", .help = "evaluate the first N images (default all)"},
+        {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 0, .hi = 1e18,
+         .metavar = "N", .help = "images for BN re-calibration (default 2000)"},
+        {.name = "model", .kind = OPT_STRING, .dest = &o->model, .metavar = "MODEL",
+         .help = "an exported model, run in the inference engine"},
+        {.name = "data", .kind = OPT_STRING, .dest = &o->data, .metavar = "D",
+         .help = "with --model alone: the data set (default fashion-mnist)"},
+        {.name = "predictions", .kind = OPT_STRING, .dest = &o->predictions,
+         .metavar = "FILE", .help = "with --model: each image's label and answer (CSV)"},
+        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
+         .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &o->json, .help = "one JSON document"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta eval",
+        "--ckpt FILE [--arch max|min|ARCH] [--split val|test]\n"
+        "                  [--images N] [--recal-images N] [--device SPEC] [--json]\n"
+        "       manta eval --model MODEL.tflite [--ckpt FILE --arch ARCH] [--data D]\n"
+        "                  [--predictions FILE.csv] ...",
+        "Re-calibrates batch norm on --recal-images training images (default 2000, with\n"
+        "training augmentation, as OFA) and reports top-1 of the sub-network on the\n"
+        "validation split (default) or the official test set. ARCH is a file holding\n"
+        "OFA's encoding {\"ks\":[..],\"e\":[..],\"d\":[..],\"r\":[R]}.\n"
+        "With --model, the exported file runs in the inference engine on the same\n"
+        "images; with --ckpt too, the supernet's sub-network runs beside it and the\n"
+        "largest logit difference is reported. --predictions writes the engine's\n"
+        "answer for every image (CSV: image,label,predicted), for paired comparisons\n"
+        "of two models on the same images.\n",
+        defs, 0, 0};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
+    if (!o->model && !o->ckpt) {
+        fprintf(stderr, "manta eval: --ckpt FILE or --model FILE is required (see --help)\n");
+        return 2;
+    }
+    if (!o->model && o->predictions) {
+        fprintf(stderr, "manta eval: --predictions needs --model\n");
+        return 2;
+    }
+    return 1;
 }
 
 /* Top-1 (and logits) of a .tflite model in the engine over an eval source;
@@ -90,18 +139,18 @@ static bool write_predictions(const char *path, const int *pairs, long n)
 }
 
 /* manta eval --model: the engine alone, or beside the supernet. */
-static int eval_model(const char *model, const char *ckpt, const char *arch_arg, const char *data,
-                      const char *pred_path, int test, long images, long recal,
-                      const char *device, int json)
+static int eval_model(const eval_opts *o)
 {
+    const char *model = o->model, *ckpt = o->ckpt, *pred_path = o->predictions;
+    const bool test = !strcmp(o->split, "test");
     engine_run r;
     if (!engine_run_open(model, &r))
         return 1;
     run_ckpt rk;
     memset(&rk, 0, sizeof rk);
-    bool ok = ckpt ? run_ckpt_open("eval", ckpt, device, &rk)
-                   : run_data_load(data ? data : "fashion-mnist", r.meta.channels, 10000, 1, false,
-                                   &rk.data);
+    bool ok = ckpt ? run_ckpt_open("eval", ckpt, o->device, &rk)
+                   : run_data_load(o->data ? o->data : "fashion-mnist", r.meta.channels, 10000, 1,
+                                   false, &rk.data);
     if (!ok) {
         engine_run_close(&r);
         return 1;
@@ -109,7 +158,7 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
     int rc = 1, classes = rk.data.train.classes, B = ckpt ? rk.meta.batch : 64;
     const int R = r.meta.resolution;
     long avail = test ? rk.data.test.count : rk.data.split.n_val;
-    long n = images < 0 || images > avail ? avail : images;
+    long n = o->images < 0 || o->images > avail ? avail : o->images;
     int *scratch = rk.scratch ? rk.scratch : malloc((size_t)B * sizeof *scratch);
     float *img = malloc((size_t)B * r.meta.channels * R * R * sizeof *img);
     float *lab = malloc((size_t)B * sizeof *lab);
@@ -135,7 +184,7 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
         goto out;
     if (ckpt) {
         ofa_arch a;
-        if (!cmd_load_arch("eval", &rk.space, arch_arg, &a))
+        if (!cmd_load_arch("eval", &rk.space, o->arch, &a))
             goto out;
         if (a.r != R) {
             fprintf(stderr, "manta eval: the model's resolution %d differs from the sub-network's %d\n",
@@ -143,7 +192,7 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
             goto out;
         }
         eval_source rs = run_ckpt_recal_source(&rk), es2 = run_ckpt_eval_source(&rk, test, &aug);
-        manta_status st = ofa_trainer_evaluate(rk.trainer, &a, eval_source_batch, &rs, recal,
+        manta_status st = ofa_trainer_evaluate(rk.trainer, &a, eval_source_batch, &rs, o->recal,
                                                eval_source_batch, &es2, n, &top_net, ls);
         if (st != MANTA_OK) {
             cmd_error("eval", st, mcl_err(rk.dev));
@@ -154,7 +203,7 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
             diff = dd > diff ? dd : diff;
         }
     }
-    if (json) {
+    if (o->json) {
         printf("{\"model\":");
         cmd_json_str(stdout, model);
         printf(",\"split\":\"%s\",\"images\":%ld,\"top1\":%.5f", test ? "test" : "val", n,
@@ -169,7 +218,7 @@ static int eval_model(const char *model, const char *ckpt, const char *arch_arg,
                test ? "test" : "validation");
         if (ckpt)
             printf("%s %s: top-1 %.2f%% (training runtime); largest logit difference %.3g\n", ckpt,
-                   arch_arg, 100 * top_net, diff);
+                   o->arch, 100 * top_net, diff);
     }
     rc = 0;
 out:
@@ -186,67 +235,28 @@ out:
 
 int cmd_eval(int argc, char **argv)
 {
-    const char *ckpt = NULL, *arch_arg = "max", *split = "val", *device = NULL, *model = NULL;
-    const char *data = NULL, *pred_path = NULL;
-    long images = -1, recal = 2000;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--ckpt") && v) {
-            ckpt = v, i++;
-        } else if (!strcmp(a, "--model") && v) {
-            model = v, i++;
-        } else if (!strcmp(a, "--data") && v) {
-            data = v, i++;
-        } else if (!strcmp(a, "--predictions") && v) {
-            pred_path = v, i++;
-        } else if (!strcmp(a, "--arch") && v) {
-            arch_arg = v, i++;
-        } else if (!strcmp(a, "--split") && v && (!strcmp(v, "val") || !strcmp(v, "test"))) {
-            split = v, i++;
-        } else if (!strcmp(a, "--device") && v) {
-            device = v, i++;
-        } else if ((!strcmp(a, "--images") || !strcmp(a, "--recal-images")) && v &&
-                   strtol(v, &end, 10) >= 0 && end != v && !*end) {
-            *(a[2] == 'i' ? &images : &recal) = strtol(v, NULL, 10);
-            i++;
-        } else {
-            fprintf(stderr, "manta eval: bad option or value '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
-    if (model)
-        return eval_model(model, ckpt, arch_arg, data, pred_path, !strcmp(split, "test"), images,
-                          recal, device, json);
-    if (!ckpt) {
-        fprintf(stderr, "manta eval: --ckpt FILE or --model FILE is required (see --help)\n");
-        return 2;
-    }
-    if (pred_path) {
-        fprintf(stderr, "manta eval: --predictions needs --model\n");
-        return 2;
-    }
+    eval_opts o;
+    int pr = parse_args(argc, argv, &o);
+    if (pr != 1)
+        return pr;
+    if (o.model)
+        return eval_model(&o);
+    const char *ckpt = o.ckpt, *split = o.split;
     run_ckpt rk;
-    if (!run_ckpt_open("eval", ckpt, device, &rk))
+    if (!run_ckpt_open("eval", ckpt, o.device, &rk))
         return 1;
     int rc = 1, test = !strcmp(split, "test");
     ofa_arch a;
-    if (!cmd_load_arch("eval", &rk.space, arch_arg, &a))
+    if (!cmd_load_arch("eval", &rk.space, o.arch, &a))
         goto out;
     if (test && rk.data.test.count == 0) {
         fprintf(stderr, "manta eval: %s has no test set\n", rk.meta.data);
         goto out;
     }
     eval_source rs = run_ckpt_recal_source(&rk), es = run_ckpt_eval_source(&rk, test, NULL);
-    long n = images < 0 || images > es.count ? es.count : images;
+    long n = o.images < 0 || o.images > es.count ? es.count : o.images;
     double top1 = 0;
-    manta_status st = ofa_trainer_evaluate(rk.trainer, &a, eval_source_batch, &rs, recal,
+    manta_status st = ofa_trainer_evaluate(rk.trainer, &a, eval_source_batch, &rs, o.recal,
                                            eval_source_batch, &es, n, &top1, NULL);
     if (st != MANTA_OK) {
         cmd_error("eval", st, mcl_err(rk.dev));
@@ -254,7 +264,7 @@ int cmd_eval(int argc, char **argv)
     }
     char enc[2048];
     ofa_arch_to_json(&rk.space, &a, enc, sizeof enc, NULL);
-    if (json) {
+    if (o.json) {
         printf("{\"ckpt\":");
         cmd_json_str(stdout, ckpt);
         printf(",\"split\":\"%s\",\"images\":%ld,\"arch\":%s,\"top1\":%.5f,", split, n, enc,
@@ -262,7 +272,7 @@ int cmd_eval(int argc, char **argv)
         cmd_json_provenance(stdout, rk.dev);
         printf("}\n");
     } else
-        printf("%s: %s top-1 %.2f%% on %ld %s images\n", ckpt, arch_arg, 100 * top1, n,
+        printf("%s: %s top-1 %.2f%% on %ld %s images\n", ckpt, o.arch, 100 * top1, n,
                test ? "test" : "validation");
     rc = 0;
 out:

@@ -6,53 +6,47 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "core/fileio.h"
 #include "export/tflite.h"
 #include "rundata.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: manta export --ckpt FILE --arch max|min|ARCH --out MODEL.tflite\n"
-               "                    [--c-array DIR] [--recal-images N] [--device SPEC] [--json]\n\n"
-               "Writes the sub-network as a float32 TensorFlow Lite file: batch norm folded into\n"
-               "the convolutions (statistics re-calibrated on --recal-images training images,\n"
-               "default 2000), elastic kernels baked, channels sliced; with the engine's memory\n"
-               "plan (TFLM's OfflineMemoryAllocation) and the input preprocessing and labels as\n"
-               "metadata. --c-array also writes DIR/model.{c,h}: the model as an aligned\n"
-               "const array and its exact arena size (MODEL_ARENA_SIZE) for boards.\n");
-}
 
 int cmd_export(int argc, char **argv)
 {
     const char *ckpt = NULL, *arch_arg = "max", *out = NULL, *c_dir = NULL, *device = NULL;
     long recal = 2000;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--ckpt") && v) {
-            ckpt = v, i++;
-        } else if (!strcmp(a, "--arch") && v) {
-            arch_arg = v, i++;
-        } else if (!strcmp(a, "--out") && v) {
-            out = v, i++;
-        } else if (!strcmp(a, "--c-array") && v) {
-            c_dir = v, i++;
-        } else if (!strcmp(a, "--device") && v) {
-            device = v, i++;
-        } else if (!strcmp(a, "--recal-images")) {
-            if (!cmd_parse_long("export", a, v, 1, 1L << 30, &recal))
-                return 2;
-            i++;
-        } else {
-            fprintf(stderr, "manta export: bad option or value '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
+    bool json = false;
+    const opt_def defs[] = {
+        {.name = "ckpt", .kind = OPT_STRING, .dest = &ckpt, .metavar = "FILE",
+         .help = "training checkpoint (required)"},
+        {.name = "arch", .kind = OPT_STRING, .dest = &arch_arg, .metavar = "ARCH",
+         .help = "max (default), min or a file in OFA's encoding"},
+        {.name = "out", .kind = OPT_STRING, .dest = &out, .metavar = "MODEL.tflite",
+         .help = "the model file (required)"},
+        {.name = "c-array", .kind = OPT_STRING, .dest = &c_dir, .metavar = "DIR",
+         .help = "also write DIR/model.{c,h}"},
+        {.name = "recal-images", .kind = OPT_LONG, .dest = &recal, .lo = 1, .hi = 1L << 30,
+         .metavar = "N", .help = "images for BN re-calibration (default 2000)"},
+        {.name = "device", .kind = OPT_STRING, .dest = &device, .metavar = "SPEC",
+         .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta export",
+        "--ckpt FILE --arch max|min|ARCH --out MODEL.tflite\n"
+        "                    [--c-array DIR] [--recal-images N] [--device SPEC] [--json]",
+        "Writes the sub-network as a float32 TensorFlow Lite file: batch norm folded into\n"
+        "the convolutions (statistics re-calibrated on --recal-images training images,\n"
+        "default 2000), elastic kernels baked, channels sliced; with the engine's memory\n"
+        "plan (TFLM's OfflineMemoryAllocation) and the input preprocessing and labels as\n"
+        "metadata. --c-array also writes DIR/model.{c,h}: the model as an aligned\n"
+        "const array and its exact arena size (MODEL_ARENA_SIZE) for boards.\n",
+        defs, 0, 0};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
     if (!ckpt || !out) {
         fprintf(stderr, "manta export: --ckpt FILE and --out MODEL.tflite are required\n");
         return 2;

@@ -7,46 +7,42 @@
 #include <turbojpeg.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "rundata.h"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: manta image --out IMAGE.jpg [--data D] [--split test|train] [--index N]\n"
-               "                   [--quality Q] [--json]\n\n"
-               "Writes image N (default 0) of the data set's test split (default; --split\n"
-               "train: the training images) as a JPEG (quality Q, default 95), gray or RGB as\n"
-               "stored, at its stored size, and prints its label. D: fashion-mnist (default),\n"
-               "an IDX folder or a JPEG folder (as manta train --data).\n");
-}
 
 int cmd_image(int argc, char **argv)
 {
     const char *out = NULL, *data = "fashion-mnist", *split = "test";
     long index = 0, quality = 95;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--out") && v) {
-            out = v, i++;
-        } else if (!strcmp(a, "--data") && v) {
-            data = v, i++;
-        } else if (!strcmp(a, "--split") && v && (!strcmp(v, "test") || !strcmp(v, "train"))) {
-            split = v, i++;
-        } else if (!strcmp(a, "--index") || !strcmp(a, "--quality")) {
-            if (!cmd_parse_long("image", a, v, a[2] == 'i' ? 0 : 1, a[2] == 'i' ? 1L << 30 : 100,
-                                a[2] == 'i' ? &index : &quality))
-                return 2;
-            i++;
-        } else {
-            fprintf(stderr, "manta image: bad option or value '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
+    bool json = false;
+    static const char *const splits[] = {"test", "train", NULL};
+    const opt_def defs[] = {
+        {.name = "out", .kind = OPT_STRING, .dest = &out, .metavar = "IMAGE.jpg",
+         .help = "the JPEG to write (required)"},
+        {.name = "data", .kind = OPT_STRING, .dest = &data, .metavar = "D",
+         .help = "fashion-mnist (default), an IDX folder or a JPEG folder (as manta train --data)"},
+        {.name = "split", .kind = OPT_STRING, .dest = &split, .choices = splits,
+         .metavar = "test|train", .help = "the split (default test)"},
+        {.name = "index", .kind = OPT_LONG, .dest = &index, .lo = 0, .hi = 1L << 30,
+         .metavar = "N", .help = "the image (default 0)"},
+        {.name = "quality", .kind = OPT_LONG, .dest = &quality, .lo = 1, .hi = 100,
+         .metavar = "Q", .help = "JPEG quality (default 95)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta image",
+        "--out IMAGE.jpg [--data D] [--split test|train] [--index N]\n"
+        "                   [--quality Q] [--json]",
+        "Writes image N (default 0) of the data set's test split (default; --split\n"
+        "train: the training images) as a JPEG (quality Q, default 95), gray or RGB as\n"
+        "stored, at its stored size, and prints its label. D: fashion-mnist (default),\n"
+        "an IDX folder or a JPEG folder (as manta train --data).\n",
+        defs, 0, 0};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
     if (!out) {
         fprintf(stderr, "manta image: --out IMAGE.jpg is required\n");
         return 2;

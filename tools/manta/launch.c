@@ -21,34 +21,18 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "dist/config.h"
 
 #define LAUNCH_MAX 256
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: manta launch -n N [--port P] [--grace S] [--quiet] -- COMMAND [ARGS...]\n\n"
-            "Starts N local ranks of COMMAND (like torchrun --standalone), each with RANK,\n"
-            "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, MANTA_JOB_ID\n"
-            "and, unless MANTA_SECRET or MANTA_SECRET_FILE is set, a fresh random MANTA_SECRET.\n"
-            "COMMAND 'manta' runs this very program. Example:\n"
-            "  manta launch -n 2 -- manta train --schedule smoke --batch 16 --out runs/x\n\n"
-            "  -n, --nproc N   ranks to start (1 .. %d)\n"
-            "  --port P        rendezvous port (default: a free port)\n"
-            "  --grace S       seconds the other ranks get to exit after one fails, before\n"
-            "                  SIGTERM (and SIGKILL S seconds later); default 10\n"
-            "  --quiet         no line when every rank succeeded\n"
-            "SIGINT/SIGTERM are forwarded to every rank. Exit status: 0 when all ranks exit 0,\n"
-            "else that of the first failing rank (128 + signal when it was killed).\n",
-            LAUNCH_MAX);
-}
+#define STR(x) #x
+#define XSTR(x) STR(x)
 
 static volatile sig_atomic_t pending_sig;
 
 static void on_signal(int sig) { pending_sig = sig; }
 
-static int free_port(void)
+int cmd_free_port(void)
 {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa;
@@ -65,13 +49,6 @@ static int free_port(void)
     return port;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void describe(int status, char *out, size_t cap)
 {
     if (WIFEXITED(status))
@@ -82,63 +59,200 @@ static void describe(int status, char *out, size_t cap)
         snprintf(out, cap, "ended with wait status %d", status);
 }
 
+/* Where the command starts in argv: at "--" or at the first argument that is
+ * neither one of launch's options (@p defs) nor an option's value, so that the
+ * command's own options are not taken for launch's. */
+static int command_at(const opt_def *defs, int argc, char **argv)
+{
+    int i = 1;
+    while (i < argc && strcmp(argv[i], "--") != 0 && argv[i][0] == '-' && argv[i][1]) {
+        const char *a = argv[i++];
+        const opt_def *o = NULL;
+        for (const opt_def *d = defs; d->name && !o; d++)
+            if (a[1] == '-' ? !strchr(a, '=') && !strncmp(d->name, a + 2, strlen(a + 2))
+                            : d->key == a[1] && !a[2])
+                o = d;
+        if (o && o->kind != OPT_FLAG)
+            i++; /* its value */
+    }
+    return i;
+}
+
+/* The ranks of one launch. */
+typedef struct launch {
+    int n;                 /* ranks started */
+    int port, grace;
+    char secret[2 * 32 + 1];
+    char job[DIST_JOB_MAX];
+    const char *prog;      /* what each rank runs */
+    char **args;           /* its arguments, args[0] as given */
+    pid_t pid[LAUNCH_MAX];
+    int status[LAUNCH_MAX]; /* wait status, -1 while it runs */
+} launch;
+
+/* Fork every rank with its environment; 1 when a fork failed (l->n then
+ * counts the ranks started, which are sent SIGTERM). */
+static int start_ranks(launch *l, const struct sigaction *old_int, const struct sigaction *old_term)
+{
+    int rc = 0, n = l->n;
+    for (int r = 0; r < n; r++) {
+        l->pid[r] = fork();
+        if (l->pid[r] < 0) {
+            fprintf(stderr, "manta launch: starting rank %d: fork: %s\n", r, strerror(errno));
+            rc = 1;
+            l->n = r;
+            break;
+        }
+        if (l->pid[r] == 0) {
+            sigaction(SIGINT, old_int, NULL);
+            sigaction(SIGTERM, old_term, NULL);
+            char b[32];
+            snprintf(b, sizeof b, "%d", r);
+            setenv("RANK", b, 1);
+            setenv("LOCAL_RANK", b, 1);
+            snprintf(b, sizeof b, "%d", n);
+            setenv("WORLD_SIZE", b, 1);
+            setenv("LOCAL_WORLD_SIZE", b, 1);
+            setenv("MASTER_ADDR", "127.0.0.1", 1);
+            snprintf(b, sizeof b, "%d", l->port);
+            setenv("MASTER_PORT", b, 1);
+            if (!getenv("MANTA_JOB_ID"))
+                setenv("MANTA_JOB_ID", l->job, 1);
+            if (l->secret[0])
+                setenv("MANTA_SECRET", l->secret, 1);
+            execvp(l->prog, l->args);
+            fprintf(stderr, "manta launch: rank %d: cannot run '%s': %s\n", r, l->args[0],
+                    strerror(errno));
+            _exit(127);
+        }
+        l->status[r] = -1;
+    }
+    sodium_memzero(l->secret, sizeof l->secret);
+    if (rc) /* a fork failed: stop the ranks already started */
+        for (int r = 0; r < l->n; r++)
+            kill(l->pid[r], SIGTERM);
+    return rc;
+}
+
+static void signal_running(const launch *l, int sig)
+{
+    for (int r = 0; r < l->n; r++)
+        if (l->status[r] < 0)
+            kill(l->pid[r], sig);
+}
+
+/* Wait for every rank, forwarding signals; the first that fails gets the
+ * others stopped after the grace period. Returns the exit status (@p rc when
+ * none failed) and the failed rank in *failed (-1: none). */
+static int wait_ranks(launch *l, int rc, int *failed)
+{
+    int alive = 0;
+    for (int r = 0; r < l->n; r++)
+        alive += l->status[r] < 0;
+    double term_at = 0, kill_at = 0;
+    *failed = -1;
+    while (alive > 0) {
+        if (pending_sig) {
+            int sig = pending_sig;
+            pending_sig = 0;
+            signal_running(l, sig);
+        }
+        int st;
+        pid_t w = waitpid(-1, &st, WNOHANG);
+        for (int r = 0; w > 0 && r < l->n; r++) {
+            if (l->pid[r] != w)
+                continue;
+            l->status[r] = st;
+            alive--;
+            if ((!WIFEXITED(st) || WEXITSTATUS(st) != 0) && *failed < 0) {
+                char what[128];
+                describe(st, what, sizeof what);
+                fprintf(stderr, "manta launch: rank %d (pid %d) %s%s\n", r, (int)w, what,
+                        alive ? "; stopping the other ranks" : "");
+                *failed = r;
+                rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                term_at = cmd_now() + (double)l->grace;
+                kill_at = term_at + (double)l->grace;
+            }
+        }
+        if (w > 0)
+            continue;
+        if (w < 0 && errno != EINTR)
+            break;
+        double t = cmd_now();
+        if (term_at > 0 && t >= term_at) {
+            signal_running(l, SIGTERM);
+            term_at = 0;
+        }
+        if (kill_at > 0 && t >= kill_at) {
+            signal_running(l, SIGKILL);
+            kill_at = 0;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return rc;
+}
+
 int cmd_launch(int argc, char **argv)
 {
-    long n = 0, port = 0, grace = 10;
-    int quiet = 0, cmd_at = -1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--")) {
-            cmd_at = i + 1;
-            break;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--nproc")) {
-            if (!cmd_parse_long("launch", a, v, 1, LAUNCH_MAX, &n))
-                return 2;
-            i++;
-        } else if (!strcmp(a, "--port")) {
-            if (!cmd_parse_long("launch", a, v, 1, 65535, &port))
-                return 2;
-            i++;
-        } else if (!strcmp(a, "--grace")) {
-            if (!cmd_parse_long("launch", a, v, 0, 3600, &grace))
-                return 2;
-            i++;
-        } else if (a[0] != '-') {
-            cmd_at = i;
-            break;
-        } else {
-            fprintf(stderr, "manta launch: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-    }
-    if (n < 1 || cmd_at < 0 || cmd_at >= argc) {
-        fprintf(stderr, "manta launch: needs -n N and a command after '--' (see --help)\n");
-        return 2;
-    }
-    if (!port && !(port = free_port())) {
-        fprintf(stderr, "manta launch: no free TCP port on 127.0.0.1 for the rendezvous\n");
+    launch *l = calloc(1, sizeof *l);
+    if (!l) {
+        fprintf(stderr, "manta launch: out of memory\n");
         return 1;
     }
-    char secret[2 * 32 + 1] = "";
+    bool quiet = false;
+    l->grace = 10;
+    const opt_def defs[] = {
+        {.name = "nproc", .key = 'n', .kind = OPT_INT, .dest = &l->n, .lo = 1, .hi = LAUNCH_MAX,
+         .metavar = "N", .help = "ranks to start (1 .. " XSTR(LAUNCH_MAX) ")"},
+        {.name = "port", .kind = OPT_INT, .dest = &l->port, .lo = 1, .hi = 65535, .metavar = "P",
+         .help = "rendezvous port (default: a free port)"},
+        {.name = "grace", .kind = OPT_INT, .dest = &l->grace, .lo = 0, .hi = 3600, .metavar = "S",
+         .help = "after a rank fails: seconds before SIGTERM, then SIGKILL (default 10)"},
+        {.name = "quiet", .kind = OPT_FLAG, .dest = &quiet,
+         .help = "no line when every rank succeeded"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta launch", "-n N [--port P] [--grace S] [--quiet] -- COMMAND [ARGS...]",
+        "Starts N local ranks of COMMAND (like torchrun --standalone), each with RANK,\n"
+        "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, MANTA_JOB_ID\n"
+        "and, unless MANTA_SECRET or MANTA_SECRET_FILE is set, a fresh random MANTA_SECRET.\n"
+        "COMMAND 'manta' runs this very program. Example:\n"
+        "  manta launch -n 2 -- manta train --schedule smoke --batch 16 --out runs/x\n\n"
+        "SIGINT/SIGTERM are forwarded to every rank. Exit status: 0 when all ranks exit 0,\n"
+        "else that of the first failing rank (128 + signal when it was killed).\n",
+        defs, 0, 0};
+    int cmd_at = command_at(defs, argc, argv), first, rc = 2;
+    opt_result r = opt_parse(&cmd, cmd_at, argv, &first);
+    if (r != OPT_OK) {
+        free(l);
+        return r == OPT_HELP ? 0 : 2;
+    }
+    cmd_at += cmd_at < argc && !strcmp(argv[cmd_at], "--");
+    if (l->n < 1 || cmd_at >= argc) {
+        fprintf(stderr, "manta launch: needs -n N and a command after '--' (see --help)\n");
+        goto out;
+    }
+    rc = 1;
+    if (!l->port && !(l->port = cmd_free_port())) {
+        fprintf(stderr, "manta launch: no free TCP port on 127.0.0.1 for the rendezvous\n");
+        goto out;
+    }
     if (!getenv("MANTA_SECRET") && !getenv("MANTA_SECRET_FILE")) {
         if (sodium_init() < 0) {
             fprintf(stderr, "manta launch: libsodium failed to initialise\n");
-            return 1;
+            goto out;
         }
         unsigned char raw[32];
         randombytes_buf(raw, sizeof raw);
-        sodium_bin2hex(secret, sizeof secret, raw, sizeof raw);
+        sodium_bin2hex(l->secret, sizeof l->secret, raw, sizeof raw);
         sodium_memzero(raw, sizeof raw);
     }
-    char job[DIST_JOB_MAX];
-    snprintf(job, sizeof job, "launch-%d-%ld", (int)getpid(), port);
-    /* 'manta' is this program */
-    const char *prog = strcmp(argv[cmd_at], "manta") ? argv[cmd_at] : "/proc/self/exe";
+    snprintf(l->job, sizeof l->job, "launch-%d-%d", (int)getpid(), l->port);
+    l->args = argv + cmd_at;
+    l->prog = strcmp(argv[cmd_at], "manta") ? argv[cmd_at] : "/proc/self/exe"; /* this program */
 
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
@@ -147,105 +261,24 @@ int cmd_launch(int argc, char **argv)
     sigaction(SIGTERM, &sa, &old_term);
     fflush(stdout);
     fflush(stderr);
-    pid_t pid[LAUNCH_MAX];
-    int status[LAUNCH_MAX], alive = 0, rc = 0, failed_rank = -1;
-    for (int r = 0; r < n; r++) {
-        pid[r] = fork();
-        if (pid[r] < 0) {
-            fprintf(stderr, "manta launch: starting rank %d: fork: %s\n", r, strerror(errno));
-            rc = 1;
-            n = r;
-            break;
-        }
-        if (pid[r] == 0) {
-            sigaction(SIGINT, &old_int, NULL);
-            sigaction(SIGTERM, &old_term, NULL);
-            char b[32];
-            snprintf(b, sizeof b, "%d", r);
-            setenv("RANK", b, 1);
-            setenv("LOCAL_RANK", b, 1);
-            snprintf(b, sizeof b, "%ld", n);
-            setenv("WORLD_SIZE", b, 1);
-            setenv("LOCAL_WORLD_SIZE", b, 1);
-            setenv("MASTER_ADDR", "127.0.0.1", 1);
-            snprintf(b, sizeof b, "%ld", port);
-            setenv("MASTER_PORT", b, 1);
-            if (!getenv("MANTA_JOB_ID"))
-                setenv("MANTA_JOB_ID", job, 1);
-            if (secret[0])
-                setenv("MANTA_SECRET", secret, 1);
-            execvp(prog, argv + cmd_at);
-            fprintf(stderr, "manta launch: rank %d: cannot run '%s': %s\n", r, argv[cmd_at],
-                    strerror(errno));
-            _exit(127);
-        }
-        status[r] = -1;
-        alive++;
-    }
-    sodium_memzero(secret, sizeof secret);
-    if (rc) /* a fork failed: stop the ranks already started */
-        for (int r = 0; r < n; r++)
-            kill(pid[r], SIGTERM);
-    double term_at = 0, kill_at = 0;
-    while (alive > 0) {
-        if (pending_sig) {
-            int sig = pending_sig;
-            pending_sig = 0;
-            for (int r = 0; r < n; r++)
-                if (status[r] < 0)
-                    kill(pid[r], sig);
-        }
-        int st;
-        pid_t w = waitpid(-1, &st, WNOHANG);
-        if (w > 0) {
-            for (int r = 0; r < n; r++) {
-                if (pid[r] != w)
-                    continue;
-                status[r] = st;
-                alive--;
-                if ((!WIFEXITED(st) || WEXITSTATUS(st) != 0) && failed_rank < 0) {
-                    char what[128];
-                    describe(st, what, sizeof what);
-                    fprintf(stderr, "manta launch: rank %d (pid %d) %s%s\n", r, (int)w, what,
-                            alive ? "; stopping the other ranks" : "");
-                    failed_rank = r;
-                    rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-                    term_at = now_s() + (double)grace;
-                    kill_at = term_at + (double)grace;
-                }
-            }
-            continue;
-        }
-        if (w < 0 && errno != EINTR)
-            break;
-        double t = now_s();
-        if (term_at > 0 && t >= term_at) {
-            for (int r = 0; r < n; r++)
-                if (status[r] < 0)
-                    kill(pid[r], SIGTERM);
-            term_at = 0;
-        }
-        if (kill_at > 0 && t >= kill_at) {
-            for (int r = 0; r < n; r++)
-                if (status[r] < 0)
-                    kill(pid[r], SIGKILL);
-            kill_at = 0;
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    int failed;
+    rc = wait_ranks(l, start_ranks(l, &old_int, &old_term), &failed);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (failed_rank >= 0) {
-        for (int r = 0; r < n; r++)
-            if (r != failed_rank && status[r] >= 0 && (!WIFEXITED(status[r]) || WEXITSTATUS(status[r]))) {
+    if (failed >= 0) {
+        for (int k = 0; k < l->n; k++)
+            if (k != failed && l->status[k] >= 0 &&
+                (!WIFEXITED(l->status[k]) || WEXITSTATUS(l->status[k]))) {
                 char what[128];
-                describe(status[r], what, sizeof what);
-                fprintf(stderr, "manta launch: rank %d %s\n", r, what);
+                describe(l->status[k], what, sizeof what);
+                fprintf(stderr, "manta launch: rank %d %s\n", k, what);
             }
-        return rc ? rc : 1;
+        rc = rc ? rc : 1;
+    } else if (!quiet && rc == 0) {
+        fprintf(stderr, "manta launch: all %d ranks exited with status 0\n", l->n);
     }
-    if (!quiet && rc == 0)
-        fprintf(stderr, "manta launch: all %ld ranks exited with status 0\n", n);
+out:
+    sodium_memzero(l->secret, sizeof l->secret);
+    free(l);
     return rc;
 }

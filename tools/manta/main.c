@@ -1,11 +1,10 @@
 /* manta: the host program (devices, train, bench). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cmd.h"
+#include "core/clock.h"
 
 static const struct {
     const char *name;
@@ -42,26 +41,7 @@ static void usage(FILE *f)
                "(program-binary and tuning cache), MANTA_NO_TUNING=1 (ignore the tuning file).\n");
 }
 
-int cmd_parse_long(const char *cmd, const char *opt, const char *v, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v ? v : "", &end, 10);
-    if (!v || end == v || *end || errno || x < lo || x > hi) {
-        fprintf(stderr, "manta %s: %s needs an integer in [%ld, %ld], got '%s'\n", cmd, opt, lo,
-                hi, v ? v : "");
-        return 0;
-    }
-    *out = x;
-    return 1;
-}
-
-double cmd_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+double cmd_now(void) { return manta_now(); }
 
 int cmd_load_arch(const char *cmd, const ofa_space *sp, const char *arg, ofa_arch *a)
 {

@@ -3,144 +3,266 @@
  * MACs budgets), with its Pareto front. Latency comes from a board's latency
  * table, accuracy from the accuracy predictor, MACs from the space's
  * description, and arena and file size exactly from the engine's planner on
- * the .tflite the exporter would write for the candidate. */
-#include <math.h>
+ * the .tflite the exporter would write for the candidate (search/sizes.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "core/fileio.h"
-#include "core/strbuf.h"
-#include "export/tflite.h"
 #include "profile/latency_table.h"
-#include "profile/synth.h"
 #include "rundata.h"
 #include "search/acc_predictor.h"
 #include "search/evolution.h"
+#include "search/sizes.h"
 #include "train/trainstate.h"
 
-static void usage(FILE *f)
+typedef struct search_opts {
+    const char *ckpt, *lut, *acc, *out, *board, *device, *rerank_seeds;
+    double latency, arena_kb, flash_kb, macs;
+    long rerank, spread, rerank_images, recal, seeds_u;
+    bool all_seeds, json, quiet, no_uniform, any_res;
+    evo_config c;
+} search_opts;
+
+/* --rerank-seeds U|all: 'all', or U read by a table of this one option (the one number
+ * parser). False after printing why not. */
+static bool parse_rerank_seeds(search_opts *o)
 {
-    fprintf(f,
-            "usage: manta search --ckpt FILE --lut LUT.json --acc-model MODEL.accp --latency-ms X\n"
-            "                    [--max-arena-kb A] [--max-flash-kb F] [--max-macs M]\n"
-            "                    [--board NAME] [--out DIR] [--seed N] [--population N]\n"
-            "                    [--generations N] [--parents F] [--mutate-prob F]\n"
-            "                    [--no-uniform-seeds]\n"
-            "                    [--rerank K [--rerank-spread G] [--rerank-any-res]\n"
-            "                    [--rerank-seeds U|all] [--rerank-images N]\n"
-            "                    [--recal-images N] [--device SPEC]] [--json] [--quiet]\n\n"
-            "OFA's evolutionary search (population 100, top 25%% as parents, half the children\n"
-            "by mutation with probability 0.1 per gene, half by crossover, 500 generations)\n"
-            "for the sub-network of the checkpoint's space with the highest predicted top-1\n"
-            "whose predicted latency (the table's sum of layers plus its overhead) is at most\n"
-            "X ms. --max-arena-kb and --max-flash-kb bound the engine's arena and the .tflite\n"
-            "size, computed exactly for each candidate by writing and planning its model;\n"
-            "--max-macs bounds multiply-accumulates. The same --seed gives the same result.\n"
-            "The first population starts with the uniform sub-networks (one kernel, expand\n"
-            "ratio and depth everywhere, at each resolution) that meet the budget, random ones\n"
-            "fill the rest, so the search starts from the best uniform network the predictor\n"
-            "sees; --no-uniform-seeds starts from random ones only, as OFA.\n"
-            "--board NAME refuses a table measured on another device.\n\n"
-            "--rerank K measures K of the fittest sub-networks the search found on the\n"
-            "validation split through the supernet (batch norm re-calibrated on\n"
-            "--recal-images training images, default 2000, then the first --rerank-images\n"
-            "validation images, default 10000; as manta acc-dataset) and chooses the one of\n"
-            "highest measured top-1 (ties: the higher predicted): the predictor's errors of a\n"
-            "few tenths of a point are as large as the differences among the best\n"
-            "candidates. The K are the fittest, then each next fittest that differs in at\n"
-            "least G genes (resolution, depths, kernels, expand ratios; default 1) from every\n"
-            "one taken, taken from each input resolution in turn (the predictor errs most\n"
-            "between resolutions), or from all alike with --rerank-any-res. The U (default\n"
-            "3) uniform sub-networks within budget that the predictor rates highest are\n"
-            "measured too when not among the K, so the choice is never below the best of\n"
-            "them on validation (0: none; all: every uniform one within budget, so never\n"
-            "below the best uniform sub-network on validation, at the cost of measuring\n"
-            "each (81 for cpu-default; no more than the population); none with\n"
-            "--no-uniform-seeds). Needs an OpenCL device (--device, as manta eval).\n\n"
-            "Writes DIR/arch.json (the best sub-network, OFA's encoding; for manta export),\n"
-            "DIR/front.csv and DIR/front.svg (the Pareto front of predicted top-1 against\n"
-            "predicted latency) and DIR/search.json (settings and results, with each\n"
-            "re-ranked candidate's figures); DIR defaults to runs/search.\n");
+    o->all_seeds = !strcmp(o->rerank_seeds, "all");
+    if (o->all_seeds)
+        return true;
+    const opt_def defs[] = {
+        {.name = "rerank-seeds", .kind = OPT_LONG, .dest = &o->seeds_u, .lo = 0, .hi = 1000},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {"manta search", NULL, NULL, defs, 0, 0};
+    char name[] = "manta search", opt[] = "--rerank-seeds";
+    char *argv[] = {name, opt, (char *)o->rerank_seeds, NULL};
+    int first;
+    return opt_parse(&cmd, 3, argv, &first) == OPT_OK;
 }
 
-/* ---- exact arena and file size, cached by sub-network ---- */
+/* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
+static int parse_args(int argc, char **argv, search_opts *o)
+{
+    *o = (search_opts){.out = "runs/search", .rerank_seeds = "3", .spread = 1,
+                       .rerank_images = 10000, .recal = 2000};
+    evo_config_default(&o->c);
+    long seed = (long)o->c.seed;
+    bool pop_seen = false;
+    const opt_def defs[] = {
+        {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
+         .help = "the trained supernet (its space and data)"},
+        {.name = "lut", .kind = OPT_STRING, .dest = &o->lut, .metavar = "LUT.json",
+         .help = "the board's latency table (manta-profile)"},
+        {.name = "acc-model", .kind = OPT_STRING, .dest = &o->acc, .metavar = "FILE",
+         .help = "the accuracy predictor (MODEL.accp of manta acc-fit)"},
+        {.name = "latency-ms", .kind = OPT_DOUBLE, .dest = &o->latency, .lo = 1e-9, .hi = 1e18,
+         .metavar = "X", .help = "latency budget: predicted latency at most X ms"},
+        {.name = "max-arena-kb", .kind = OPT_DOUBLE, .dest = &o->arena_kb, .lo = 1e-9,
+         .hi = 1e18, .metavar = "A", .help = "the engine's arena at most A KiB"},
+        {.name = "max-flash-kb", .kind = OPT_DOUBLE, .dest = &o->flash_kb, .lo = 1e-9,
+         .hi = 1e18, .metavar = "F", .help = "the .tflite file at most F KiB"},
+        {.name = "max-macs", .kind = OPT_DOUBLE, .dest = &o->macs, .lo = 1e-9, .hi = 1e18,
+         .metavar = "M", .help = "multiply-accumulates at most M"},
+        {.name = "board", .kind = OPT_STRING, .dest = &o->board, .metavar = "NAME",
+         .help = "refuse a table measured on another device"},
+        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "DIR",
+         .help = "where the results go (default runs/search)"},
+        {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = 1 << 24, .metavar = "N",
+         .help = "seed of the search (default 0)"},
+        {.name = "population", .kind = OPT_INT, .dest = &o->c.population, .lo = 1, .hi = 1 << 24,
+         .metavar = "N", .help = "population size (default 100)", .seen = &pop_seen},
+        {.name = "generations", .kind = OPT_INT, .dest = &o->c.generations, .lo = 1,
+         .hi = 1 << 24, .metavar = "N", .help = "generations (default 500)"},
+        {.name = "parents", .kind = OPT_DOUBLE, .dest = &o->c.parent_ratio, .lo = 0, .hi = 1,
+         .metavar = "F", .help = "share of the population kept as parents (default 0.25)"},
+        {.name = "mutate-prob", .kind = OPT_DOUBLE, .dest = &o->c.mutate_prob, .lo = 0, .hi = 1,
+         .metavar = "F", .help = "mutation probability per gene (default 0.1)"},
+        {.name = "no-uniform-seeds", .kind = OPT_FLAG, .dest = &o->no_uniform,
+         .help = "first population random only, as OFA"},
+        {.name = "rerank", .kind = OPT_LONG, .dest = &o->rerank, .lo = 0, .hi = 1000,
+         .metavar = "K", .help = "measure the K fittest on the validation split (default 0)"},
+        {.name = "rerank-spread", .kind = OPT_LONG, .dest = &o->spread, .lo = 1, .hi = 1000,
+         .metavar = "G", .help = "with --rerank: at least G genes apart (default 1)"},
+        {.name = "rerank-any-res", .kind = OPT_FLAG, .dest = &o->any_res,
+         .help = "with --rerank: from all resolutions alike"},
+        {.name = "rerank-seeds", .kind = OPT_STRING, .dest = &o->rerank_seeds, .metavar = "U|all",
+         .help = "with --rerank: uniform sub-networks measured too (default 3)"},
+        {.name = "rerank-images", .kind = OPT_LONG, .dest = &o->rerank_images, .lo = 1,
+         .hi = 1 << 30, .metavar = "N", .help = "with --rerank: validation images (default 10000)"},
+        {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 1, .hi = 1 << 30,
+         .metavar = "N", .help = "with --rerank: images for BN re-calibration (default 2000)"},
+        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
+         .help = "with --rerank: OpenCL device (default: MANTA_DEVICE, else 0)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+         .help = "progress as JSON lines, then search.json"},
+        {.name = "quiet", .kind = OPT_FLAG, .dest = &o->quiet, .help = "no progress"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta search",
+        "--ckpt FILE --lut LUT.json --acc-model MODEL.accp --latency-ms X\n"
+        "                    [--max-arena-kb A] [--max-flash-kb F] [--max-macs M]\n"
+        "                    [--board NAME] [--out DIR] [--seed N] [--population N]\n"
+        "                    [--generations N] [--parents F] [--mutate-prob F]\n"
+        "                    [--no-uniform-seeds]\n"
+        "                    [--rerank K [--rerank-spread G] [--rerank-any-res]\n"
+        "                    [--rerank-seeds U|all] [--rerank-images N]\n"
+        "                    [--recal-images N] [--device SPEC]] [--json] [--quiet]",
+        "OFA's evolutionary search (population 100, top 25% as parents, half the children\n"
+        "by mutation with probability 0.1 per gene, half by crossover, 500 generations)\n"
+        "for the sub-network of the checkpoint's space with the highest predicted top-1\n"
+        "whose predicted latency (the table's sum of layers plus its overhead) is at most\n"
+        "X ms. --max-arena-kb and --max-flash-kb bound the engine's arena and the .tflite\n"
+        "size, computed exactly for each candidate by writing and planning its model;\n"
+        "--max-macs bounds multiply-accumulates. The same --seed gives the same result.\n"
+        "The first population starts with the uniform sub-networks (one kernel, expand\n"
+        "ratio and depth everywhere, at each resolution) that meet the budget, random ones\n"
+        "fill the rest, so the search starts from the best uniform network the predictor\n"
+        "sees; --no-uniform-seeds starts from random ones only, as OFA.\n"
+        "--board NAME refuses a table measured on another device.\n\n"
+        "--rerank K measures K of the fittest sub-networks the search found on the\n"
+        "validation split through the supernet (batch norm re-calibrated on\n"
+        "--recal-images training images, default 2000, then the first --rerank-images\n"
+        "validation images, default 10000; as manta acc-dataset) and chooses the one of\n"
+        "highest measured top-1 (ties: the higher predicted): the predictor's errors of a\n"
+        "few tenths of a point are as large as the differences among the best\n"
+        "candidates. The K are the fittest, then each next fittest that differs in at\n"
+        "least G genes (resolution, depths, kernels, expand ratios; default 1) from every\n"
+        "one taken, taken from each input resolution in turn (the predictor errs most\n"
+        "between resolutions), or from all alike with --rerank-any-res. The U (default\n"
+        "3) uniform sub-networks within budget that the predictor rates highest are\n"
+        "measured too when not among the K, so the choice is never below the best of\n"
+        "them on validation (0: none; all: every uniform one within budget, so never\n"
+        "below the best uniform sub-network on validation, at the cost of measuring\n"
+        "each (81 for cpu-default; no more than the population); none with\n"
+        "--no-uniform-seeds). Needs an OpenCL device (--device, as manta eval).\n\n"
+        "Writes DIR/arch.json (the best sub-network, OFA's encoding; for manta export),\n"
+        "DIR/front.csv and DIR/front.svg (the Pareto front of predicted top-1 against\n"
+        "predicted latency) and DIR/search.json (settings and results, with each\n"
+        "re-ranked candidate's figures); DIR defaults to runs/search.\n",
+        defs, 0, 0};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
+    if (!parse_rerank_seeds(o))
+        return 2;
+    if (!o->ckpt || !o->lut || !o->acc || o->latency <= 0) {
+        fprintf(stderr, "manta search: --ckpt FILE, --lut LUT.json, --acc-model MODEL.accp and "
+                        "--latency-ms X are required (see --help)\n");
+        return 2;
+    }
+    evo_config *c = &o->c;
+    c->seed = (uint64_t)seed;
+    if (pop_seen)
+        c->init_tries = 100 * c->population;
+    c->top_by_res = !o->any_res;
+    c->keep_top = (int)o->rerank;
+    c->top_min_genes = (int)o->spread;
+    c->budget[EVO_LATENCY] = o->latency;
+    c->budget[EVO_ARENA] = o->arena_kb * 1024;
+    c->budget[EVO_FLASH] = o->flash_kb * 1024;
+    c->budget[EVO_MACS] = o->macs;
+    return 1;
+}
 
-typedef struct size_entry {
-    ofa_arch arch;
-    size_t arena, file;
-    int used;
-} size_entry;
+/* ---- what the search reads ---- */
+
+typedef struct search_inputs {
+    ofa_space sp;
+    train_meta meta;
+    lat_table lut;
+    accp_model acc;
+    run_ckpt rk; /* with --rerank: the supernet on the device */
+    bool have_rk, have_rd;
+    run_data rd;       /* the export's preprocessing (labels, normalisation) ... */
+    xg_preprocess pre; /* ... so that file sizes are exact */
+} search_inputs;
+
+static void close_inputs(search_inputs *in)
+{
+    if (in->have_rk)
+        run_ckpt_close(&in->rk);
+    if (in->have_rd)
+        run_data_free(&in->rd);
+    lat_table_free(&in->lut);
+    accp_free(&in->acc);
+}
+
+/* "NAME (manta engine, ...)" or "NAME": the name part of a table's device. */
+static int same_board(const char *device, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(device, name, n) && (device[n] == 0 || device[n] == ' ');
+}
+
+/* Open the checkpoint's space, the table, the predictor, the supernet (--rerank) and the
+ * data's preprocessing; false after printing why not (close_inputs() in any case). */
+static bool open_inputs(search_opts *o, search_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = trainstate_peek(o->ckpt, &in->sp, &in->meta, &err);
+    if (st != MANTA_OK) {
+        cmd_error("search", st, &err);
+        return false;
+    }
+    if ((st = lat_table_load(o->lut, &in->sp, &in->lut, &err)) != MANTA_OK ||
+        (st = lat_table_check_complete(&in->lut, &err)) != MANTA_OK) {
+        fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
+        return false;
+    }
+    if (o->board && !same_board(in->lut.device, o->board)) {
+        fprintf(stderr,
+                "manta search: %s was measured on device '%s' (CPU '%s'), not on board '%s'; "
+                "profile the board with manta-profile\n",
+                o->lut, in->lut.device, in->lut.cpu, o->board);
+        return false;
+    }
+    if ((st = accp_load(o->acc, &in->sp, &in->acc, &err)) != MANTA_OK) {
+        cmd_error("search", st, &err);
+        return false;
+    }
+    /* the supernet on the device, opened before the search so that a bad device fails fast */
+    if (o->rerank > 0) {
+        if (!(in->have_rk = run_ckpt_open("search", o->ckpt, o->device, &in->rk)))
+            return false;
+        if (in->rk.data.split.n_val == 0) {
+            fprintf(stderr, "manta search: --rerank needs validation images; %s was trained "
+                            "with --val 0\n", o->ckpt);
+            return false;
+        }
+        if (o->rerank_images > in->rk.data.split.n_val)
+            o->rerank_images = in->rk.data.split.n_val;
+    }
+    const ofa_space *sp = &in->sp;
+    if (!(in->have_rd = run_data_load(in->meta.data, sp->in_channels, in->meta.val,
+                                      in->meta.seed, false, &in->rd)))
+        return false;
+    in->pre.channels = sp->in_channels;
+    for (int ch = 0; ch < sp->in_channels; ch++) {
+        in->pre.mean[ch] = in->rd.aug_eval.mean[ch];
+        in->pre.std[ch] = in->rd.aug_eval.std[ch];
+    }
+    in->pre.n_labels = in->rd.train.classes;
+    in->pre.labels = in->rd.train.class_names;
+    return true;
+}
+
+/* ---- the search's callbacks ---- */
 
 typedef struct ctx {
     const ofa_space *sp;
     const lat_table *lut;
     const accp_model *acc;
-    const xg_preprocess *pre;
     int need_sizes; /* arena or flash constrained: compute for every candidate */
-    size_entry *cache;
-    size_t n_cache, cap_cache; /* cap a power of two */
-    long built;
+    search_sizes sizes;
 } ctx;
-
-static uint64_t arch_hash(const ofa_arch *a)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    const unsigned char *p = (const unsigned char *)a;
-    for (size_t i = 0; i < sizeof *a; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
-/* The arena and .tflite size of sub-network a, exported with the run's preprocessing. */
-static manta_status sizes_of(ctx *c, const ofa_arch *a, size_t *arena, size_t *file,
-                             manta_err *err)
-{
-    if (c->n_cache * 2 >= c->cap_cache) {
-        size_t cap = c->cap_cache ? c->cap_cache * 2 : 1024;
-        size_entry *n = calloc(cap, sizeof *n);
-        if (!n)
-            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
-        for (size_t i = 0; i < c->cap_cache; i++)
-            if (c->cache[i].used) {
-                size_t j = (size_t)arch_hash(&c->cache[i].arch) & (cap - 1);
-                while (n[j].used)
-                    j = (j + 1) & (cap - 1);
-                n[j] = c->cache[i];
-            }
-        free(c->cache);
-        c->cache = n;
-        c->cap_cache = cap;
-    }
-    size_t j = (size_t)arch_hash(a) & (c->cap_cache - 1);
-    while (c->cache[j].used) {
-        if (!memcmp(&c->cache[j].arch, a, sizeof *a)) {
-            *arena = c->cache[j].arena;
-            *file = c->cache[j].file;
-            return MANTA_OK;
-        }
-        j = (j + 1) & (c->cap_cache - 1);
-    }
-    xgraph g;
-    const synth_opts so = {0, true};
-    MANTA_TRY(synth_arch_graph(c->sp, a, c->pre, &so, &g, err));
-    uint8_t *data = NULL;
-    size_t size = 0;
-    tflite_report rep;
-    manta_status st = tflite_write(&g, &data, &size, &rep, err);
-    xgraph_free(&g);
-    free(data);
-    if (st != MANTA_OK)
-        return st;
-    c->built++;
-    c->cache[j] = (size_entry){*a, rep.arena_bytes, rep.file_bytes, 1};
-    c->n_cache++;
-    *arena = rep.arena_bytes;
-    *file = rep.file_bytes;
-    return MANTA_OK;
-}
 
 static manta_status measure(void *vc, const ofa_arch *a, evo_figures *f, manta_err *err)
 {
@@ -151,7 +273,7 @@ static manta_status measure(void *vc, const ofa_arch *a, evo_figures *f, manta_e
     f->v[EVO_MACS] = d.macs;
     if (c->need_sizes) {
         size_t arena, file;
-        MANTA_TRY(sizes_of(c, a, &arena, &file, err));
+        MANTA_TRY(search_sizes_get(&c->sizes, a, &arena, &file, err));
         f->v[EVO_ARENA] = (double)arena;
         f->v[EVO_FLASH] = (double)file;
     }
@@ -184,41 +306,6 @@ static void on_generation(void *vp, int gen, int gens, const evo_point *best)
                         "%.1f s, ETA %.1f s\n",
                 gen, gens, 100 * best->acc, best->f.v[EVO_LATENCY], el, eta);
     fflush(stdout);
-}
-
-static int parse_double(const char *opt, const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || end == v || *end || !(x >= lo && x <= hi)) {
-        fprintf(stderr, "manta search: %s needs a number in [%g, %g], got '%s'\n", opt, lo, hi,
-                v ? v : "");
-        return 0;
-    }
-    *out = x;
-    return 1;
-}
-
-/* "NAME (manta engine, ...)" or "NAME": the name part of a table's device. */
-static int same_board(const char *device, const char *name)
-{
-    size_t n = strlen(name);
-    return !strncmp(device, name, n) && (device[n] == 0 || device[n] == ' ');
-}
-
-/* A JSON string (quotes, backslashes and control characters escaped). */
-static void put_str(manta_strbuf *b, const char *s)
-{
-    manta_strbuf_printf(b, "\"");
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            manta_strbuf_printf(b, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            manta_strbuf_printf(b, "\\u%04x", (unsigned char)*s);
-        else
-            manta_strbuf_printf(b, "%c", *s);
-    }
-    manta_strbuf_printf(b, "\"");
 }
 
 /* ---- re-ranking on the validation split ---- */
@@ -258,349 +345,249 @@ static bool rerank_top(run_ckpt *l, const evo_result *r, long images, long recal
     return true;
 }
 
-int cmd_search(int argc, char **argv)
+/* ---- results ---- */
+
+/* A finished search: what the writers need. */
+typedef struct outcome {
+    const search_opts *o;
+    const search_inputs *in;
+    const evo_config *c;
+    const evo_result *r;
+    double *val;   /* (r->n_top) with --rerank: validation top-1 of the re-ranked */
+    size_t chosen;     /* with --rerank: index of the chosen among them */
+    long built;        /* models written and planned for their sizes */
+    double seconds;
+    char enc[2048]; /* the best sub-network in OFA's encoding */
+} outcome;
+
+/* The re-rank's settings and candidates: "rerank":{...}, or "rerank":null, */
+static manta_status put_rerank(FILE *f, const outcome *w, manta_err *err)
 {
-    const char *ckpt = NULL, *lut_path = NULL, *acc_path = NULL, *out = "runs/search";
-    const char *board = NULL, *device = NULL;
-    double latency = 0, arena_kb = 0, flash_kb = 0, macs = 0;
-    long rerank = 0, spread = 1, rerank_images = 10000, recal = 2000, rerank_seeds = 3;
-    evo_config c;
-    evo_config_default(&c);
-    c.top_by_res = 1;
-    int json = 0, quiet = 0, uniform_seeds = 1, all_seeds = 0;
-    long x;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--quiet")) {
-            quiet = 1;
-        } else if (!strcmp(a, "--no-uniform-seeds")) {
-            uniform_seeds = 0;
-        } else if (!strcmp(a, "--rerank-any-res")) {
-            c.top_by_res = 0;
-        } else if (!strcmp(a, "--ckpt") && v) {
-            ckpt = v, i++;
-        } else if (!strcmp(a, "--lut") && v) {
-            lut_path = v, i++;
-        } else if (!strcmp(a, "--acc-model") && v) {
-            acc_path = v, i++;
-        } else if (!strcmp(a, "--out") && v) {
-            out = v, i++;
-        } else if (!strcmp(a, "--board") && v) {
-            board = v, i++;
-        } else if (!strcmp(a, "--device") && v) {
-            device = v, i++;
-        } else if (!strcmp(a, "--rerank") || !strcmp(a, "--rerank-spread") ||
-                   !strcmp(a, "--rerank-images") || !strcmp(a, "--recal-images") ||
-                   !strcmp(a, "--rerank-seeds")) {
-            long *dst = !strcmp(a, "--rerank")          ? &rerank
-                        : !strcmp(a, "--rerank-spread") ? &spread
-                        : !strcmp(a, "--rerank-images") ? &rerank_images
-                        : !strcmp(a, "--rerank-seeds")  ? &rerank_seeds
-                                                        : &recal;
-            const bool small = dst == &rerank || dst == &spread || dst == &rerank_seeds;
-            if (dst == &rerank_seeds && v && !strcmp(v, "all")) {
-                all_seeds = 1;
-            } else if (!cmd_parse_long("search", a, v,
-                                       dst == &rerank || dst == &rerank_seeds ? 0 : 1,
-                                       small ? 1000 : 1L << 30, dst)) {
-                if (dst == &rerank_seeds)
-                    fprintf(stderr, "manta search: --rerank-seeds also takes 'all'\n");
-                return 2;
-            } else if (dst == &rerank_seeds) {
-                all_seeds = 0; /* the last --rerank-seeds counts */
-            }
-            i++;
-        } else if (!strcmp(a, "--latency-ms") || !strcmp(a, "--max-arena-kb") ||
-                   !strcmp(a, "--max-flash-kb") || !strcmp(a, "--max-macs")) {
-            double *dst = a[2] == 'l' ? &latency : a[6] == 'a' ? &arena_kb
-                                                   : a[6] == 'f' ? &flash_kb
-                                                                 : &macs;
-            if (!parse_double(a, v, 1e-9, 1e18, dst))
-                return 2;
-            i++;
-        } else if (!strcmp(a, "--parents") || !strcmp(a, "--mutate-prob")) {
-            if (!parse_double(a, v, 0, 1, a[2] == 'p' ? &c.parent_ratio : &c.mutate_prob))
-                return 2;
-            i++;
-        } else if (!strcmp(a, "--seed") || !strcmp(a, "--population") ||
-                   !strcmp(a, "--generations")) {
-            if (!cmd_parse_long("search", a, v, a[2] == 's' ? 0 : 1, 1L << 24, &x))
-                return 2;
-            i++;
-            if (a[2] == 's')
-                c.seed = (uint64_t)x;
-            else if (a[2] == 'p')
-                c.population = (int)x, c.init_tries = 100 * (int)x;
-            else
-                c.generations = (int)x;
-        } else {
-            fprintf(stderr, "manta search: bad option or value '%s' (see --help)\n", a);
-            return 2;
-        }
+    const search_opts *o = w->o;
+    const evo_result *r = w->r;
+    if (o->rerank <= 0) {
+        fprintf(f, "\"rerank\":null,");
+        return MANTA_OK;
     }
-    if (!ckpt || !lut_path || !acc_path || latency <= 0) {
-        fprintf(stderr, "manta search: --ckpt FILE, --lut LUT.json, --acc-model MODEL.accp and "
-                        "--latency-ms X are required (see --help)\n");
-        return 2;
+    fprintf(f,
+            "\"rerank\":{\"spread_genes\":%ld,\"by_resolution\":%d,\"uniform_added\":%zu,"
+            "\"images\":%ld,\"recal_images\":%ld,\"chosen\":%zu,\"candidates\":[",
+            o->spread, w->c->top_by_res, r->n_top_seeds, o->rerank_images, o->recal,
+            w->chosen + 1);
+    for (size_t i = 0; i < r->n_top; i++) {
+        char e2[2048];
+        MANTA_TRY(ofa_arch_to_json(&w->in->sp, &r->top[i].arch, e2, sizeof e2, err));
+        fprintf(f,
+                "%s{\"arch\":%s,\"predicted_top1\":%.6f,\"validation_top1\":%.6f,"
+                "\"predicted_latency_ms\":%.6f}",
+                i ? "," : "", e2, r->top[i].acc, w->val[i], r->top[i].f.v[EVO_LATENCY]);
     }
-    c.keep_top = (int)rerank;
-    c.top_min_genes = (int)spread;
-    c.budget[EVO_LATENCY] = latency;
-    c.budget[EVO_ARENA] = arena_kb * 1024;
-    c.budget[EVO_FLASH] = flash_kb * 1024;
-    c.budget[EVO_MACS] = macs;
-    manta_err err;
-    manta_err_clear(&err);
-    ofa_space sp;
-    train_meta meta;
-    manta_status st = trainstate_peek(ckpt, &sp, &meta, &err);
-    if (st != MANTA_OK) {
-        cmd_error("search", st, &err);
-        return 1;
+    fprintf(f, "]},");
+    return MANTA_OK;
+}
+
+/* search.json: settings and results ("version" is the format's: manta's own provenance goes
+ * in an object of its own, the device the re-rank's, none without --rerank); to @p f. */
+static manta_status put_search_json(FILE *f, const outcome *w, manta_err *err)
+{
+    const search_opts *o = w->o;
+    const evo_config *c = w->c;
+    const evo_result *r = w->r;
+    char prov[4096];
+    cmd_json_provenance_str(prov, sizeof prov, w->in->have_rk ? w->in->rk.dev : NULL);
+    fprintf(f, "{\"format\":\"manta-search\",\"version\":1,\"provenance\":{%s},\"space\":", prov);
+    cmd_json_str(f, w->in->sp.name);
+    const char *const names[][2] = {{"ckpt", o->ckpt},
+                                    {"lut", o->lut},
+                                    {"device", w->in->lut.device},
+                                    {"acc_model", o->acc}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        fprintf(f, ",\"%s\":", names[i][0]);
+        cmd_json_str(f, names[i][1]);
     }
-    lat_table lut;
-    memset(&lut, 0, sizeof lut);
-    accp_model acc;
-    memset(&acc, 0, sizeof acc);
-    if ((st = lat_table_load(lut_path, &sp, &lut, &err)) != MANTA_OK ||
-        (st = lat_table_check_complete(&lut, &err)) != MANTA_OK) {
-        fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
-        lat_table_free(&lut);
-        return 1;
-    }
-    if (board && !same_board(lut.device, board)) {
-        fprintf(stderr,
-                "manta search: %s was measured on device '%s' (CPU '%s'), not on board '%s'; "
-                "profile the board with manta-profile\n",
-                lut_path, lut.device, lut.cpu, board);
-        lat_table_free(&lut);
-        return 1;
-    }
-    if ((st = accp_load(acc_path, &sp, &acc, &err)) != MANTA_OK) {
-        cmd_error("search", st, &err);
-        lat_table_free(&lut);
-        return 1;
-    }
-    /* the supernet on the device, opened before the search so that a bad device fails fast */
-    run_ckpt rk;
-    memset(&rk, 0, sizeof rk);
-    if (rerank > 0) {
-        if (!run_ckpt_open("search", ckpt, device, &rk)) {
-            lat_table_free(&lut);
-            accp_free(&acc);
-            return 1;
-        }
-        if (rk.data.split.n_val == 0) {
-            fprintf(stderr, "manta search: --rerank needs validation images; %s was trained "
-                            "with --val 0\n", ckpt);
-            run_ckpt_close(&rk);
-            lat_table_free(&lut);
-            accp_free(&acc);
-            return 1;
-        }
-        if (rerank_images > rk.data.split.n_val)
-            rerank_images = rk.data.split.n_val;
-    }
-    /* the export's preprocessing (labels, normalisation), so that file sizes are exact */
-    run_data rd;
-    int rc = 1;
-    double *val = NULL; /* (r.n_top) validation top-1 of the re-ranked candidates */
-    ofa_arch *seeds = NULL; /* the uniform sub-networks, seeds of the search */
-    size_t chosen = 0;
-    if (!run_data_load(meta.data, sp.in_channels, meta.val, meta.seed, false, &rd)) {
-        run_ckpt_close(&rk);
-        lat_table_free(&lut);
-        accp_free(&acc);
-        return 1;
-    }
-    xg_preprocess pre = {0};
-    pre.channels = sp.in_channels;
-    for (int ch = 0; ch < sp.in_channels; ch++) {
-        pre.mean[ch] = rd.aug_eval.mean[ch];
-        pre.std[ch] = rd.aug_eval.std[ch];
-    }
-    pre.n_labels = rd.train.classes;
-    pre.labels = rd.train.class_names;
-    ctx cx = {&sp, &lut, &acc, &pre, arena_kb > 0 || flash_kb > 0, NULL, 0, 0, 0};
-    progress pg = {!quiet, json, cmd_now()};
-    evo_callbacks cb = {measure, &cx, fitness, &cx, on_generation, &pg};
-    evo_result r;
-    memset(&r, 0, sizeof r);
-    char path[1200], enc[2048];
-    if ((st = manta_file_mkdir_p(out, &err)) != MANTA_OK) {
-        cmd_error("search", st, &err);
-        goto done;
-    }
-    /* every uniform sub-network, as seeds of the first population */
-    if (uniform_seeds) {
-        if (!(seeds = malloc((size_t)(sp.n_res * sp.n_d * sp.n_e * sp.n_ks) * sizeof *seeds))) {
-            fprintf(stderr, "manta search: out of memory\n");
-            goto done;
-        }
-        for (int ri = 0; ri < sp.n_res; ri++)
-            for (int di = 0; di < sp.n_d; di++)
-                for (int ei = 0; ei < sp.n_e; ei++)
-                    for (int ki = 0; ki < sp.n_ks; ki++)
-                        ofa_arch_uniform(&sp, sp.ks[ki], sp.e[ei], sp.d[di], sp.res[ri],
-                                         &seeds[c.n_seeds++]);
-        c.seeds = seeds;
-        /* the uniform ones re-measured beside the K: all, or the U fittest */
-        if (rerank > 0)
-            c.top_seeds = all_seeds ? c.n_seeds : (int)rerank_seeds;
-    }
-    if ((st = evo_search(&sp, &c, &cb, &r, &err)) != MANTA_OK) {
-        fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
-        goto done;
-    }
-    if (rerank > 0) {
-        if (!(val = calloc(r.n_top, sizeof *val))) {
-            fprintf(stderr, "manta search: out of memory\n");
-            goto done;
-        }
-        if (!rerank_top(&rk, &r, rerank_images, recal, &pg, val, &chosen))
-            goto done;
-        r.best = r.top[chosen];
-    }
-    const double search_s = cmd_now() - pg.t0;
-    /* exact arena and file size of the front and the best (when not computed already) */
-    for (size_t i = 0; i <= r.n_front; i++) {
-        evo_point *p = i < r.n_front ? &r.front[i] : &r.best;
+    fprintf(f,
+            ",\"seed\":%llu,\"population\":%d,\"generations\":%d,\"parent_ratio\":%g,"
+            "\"mutate_prob\":%g,\"uniform_seeds\":%d,\"uniform_within_budget\":%zu,"
+            "\"budget\":{\"max_latency_ms\":%g,\"max_arena_bytes\":%g,\"max_flash_bytes\":%g,"
+            "\"max_macs\":%g},",
+            (unsigned long long)c->seed, c->population, c->generations, c->parent_ratio,
+            c->mutate_prob, c->n_seeds, r->n_seeds_in, o->latency, c->budget[EVO_ARENA],
+            c->budget[EVO_FLASH], o->macs);
+    /* before "best", so that a reader taking the last "predicted_top1" gets the best's */
+    MANTA_TRY(put_rerank(f, w, err));
+    fprintf(f,
+            "\"best\":{\"arch\":%s,\"predicted_top1\":%.6f,\"predicted_latency_ms\":%.6f,"
+            "\"macs\":%.0f,\"arena_bytes\":%.0f,\"file_bytes\":%.0f},\"front_points\":%zu,"
+            "\"evaluated\":%ld,\"measured\":%ld,\"rejected\":%ld,\"models_planned\":%ld,"
+            "\"seconds\":%.2f}\n",
+            w->enc, r->best.acc, r->best.f.v[EVO_LATENCY], r->best.f.v[EVO_MACS],
+            r->best.f.v[EVO_ARENA], r->best.f.v[EVO_FLASH], r->n_front, r->evaluated,
+            r->measured, r->rejected, w->built, w->seconds);
+    return MANTA_OK;
+}
+
+/* DIR/search.json, and with --json the same on standard output. */
+static manta_status write_search_json(const outcome *w, manta_err *err)
+{
+    char *text = NULL, path[1200];
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
+    manta_status st = put_search_json(f, w, err);
+    if (fclose(f) != 0 && st == MANTA_OK)
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
+    snprintf(path, sizeof path, "%s/search.json", w->o->out);
+    if (st == MANTA_OK)
+        st = manta_file_write_atomic(path, text, len, err);
+    if (st == MANTA_OK && w->o->json)
+        fputs(text, stdout);
+    free(text);
+    return st;
+}
+
+/* DIR/arch.json, front.csv, front.svg and search.json. */
+static manta_status write_results(const outcome *w, manta_err *err)
+{
+    const search_opts *o = w->o;
+    char path[1200], text[2100], title[256];
+    snprintf(text, sizeof text, "%s\n", w->enc);
+    snprintf(path, sizeof path, "%s/arch.json", o->out);
+    MANTA_TRY(manta_file_write_atomic(path, text, strlen(text), err));
+    snprintf(title, sizeof title, "%s: predicted top-1 vs latency on %.60s (budget %.4g ms)",
+             w->in->sp.name, w->in->lut.device, o->latency);
+    snprintf(path, sizeof path, "%s/front.csv", o->out);
+    MANTA_TRY(evo_write_front_csv(w->r, &w->in->sp, path, err));
+    snprintf(path, sizeof path, "%s/front.svg", o->out);
+    MANTA_TRY(evo_write_front_svg(w->r, title, path, err));
+    return write_search_json(w, err);
+}
+
+static void print_summary(const outcome *w)
+{
+    const search_opts *o = w->o;
+    const evo_result *r = w->r;
+    printf("best sub-network under %.4g ms: %s\n", o->latency, w->enc);
+    printf("  predicted top-1 %.2f%%, predicted latency %.3f ms (%s), %.2f M MACs, "
+           "arena %.1f KiB, file %.1f KiB\n",
+           100 * r->best.acc, r->best.f.v[EVO_LATENCY], w->in->lut.device,
+           r->best.f.v[EVO_MACS] / 1e6, r->best.f.v[EVO_ARENA] / 1024,
+           r->best.f.v[EVO_FLASH] / 1024);
+    if (o->rerank > 0)
+        printf("  validation top-1 %.2f%%: the best of %zu of the fittest candidates (%ld or "
+               "more genes apart) and %zu uniform %s measured on %ld validation images; "
+               "predicted rank %zu%s\n",
+               100 * w->val[w->chosen], r->n_top - r->n_top_seeds, o->spread, r->n_top_seeds,
+               r->n_top_seeds == 1 ? "one" : "ones", o->rerank_images, w->chosen + 1,
+               w->chosen >= r->n_top - r->n_top_seeds ? " (a uniform one)" : "");
+    printf("  %ld candidates evaluated (%ld over budget), %zu on the Pareto front; %.1f s\n",
+           r->evaluated, r->rejected, r->n_front, w->seconds);
+    printf("  wrote %s/arch.json, front.csv, front.svg, search.json\n", o->out);
+}
+
+/* ---- the command ---- */
+
+/* Every uniform sub-network of @p sp (malloc'd, @p c->n_seeds of them) as seeds of the first
+ * population; NULL when out of memory. */
+static ofa_arch *uniform_seeds(const ofa_space *sp, evo_config *c)
+{
+    ofa_arch *seeds = malloc((size_t)(sp->n_res * sp->n_d * sp->n_e * sp->n_ks) * sizeof *seeds);
+    if (!seeds)
+        return NULL;
+    for (int ri = 0; ri < sp->n_res; ri++)
+        for (int di = 0; di < sp->n_d; di++)
+            for (int ei = 0; ei < sp->n_e; ei++)
+                for (int ki = 0; ki < sp->n_ks; ki++)
+                    ofa_arch_uniform(sp, sp->ks[ki], sp->e[ei], sp->d[di], sp->res[ri],
+                                     &seeds[c->n_seeds++]);
+    c->seeds = seeds;
+    return seeds;
+}
+
+/* Exact arena and file size of the front and the best (when not computed already). */
+static manta_status size_results(search_sizes *sizes, evo_result *r, manta_err *err)
+{
+    for (size_t i = 0; i <= r->n_front; i++) {
+        evo_point *p = i < r->n_front ? &r->front[i] : &r->best;
         size_t arena, file;
-        if ((st = sizes_of(&cx, &p->arch, &arena, &file, &err)) != MANTA_OK) {
-            cmd_error("search", st, &err);
-            goto done;
-        }
+        MANTA_TRY(search_sizes_get(sizes, &p->arch, &arena, &file, err));
         p->f.v[EVO_ARENA] = (double)arena;
         p->f.v[EVO_FLASH] = (double)file;
     }
-    if ((st = ofa_arch_to_json(&sp, &r.best.arch, enc, sizeof enc, &err)) != MANTA_OK) {
+    return MANTA_OK;
+}
+
+/* Search, re-rank, size and write; false after printing why not. */
+static bool search(search_opts *o, search_inputs *in, ctx *cx, evo_result *r, outcome *w)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    progress pg = {!o->quiet, o->json, cmd_now()};
+    evo_callbacks cb = {measure, cx, fitness, cx, on_generation, &pg};
+    manta_status st = manta_file_mkdir_p(o->out, &err);
+    if (st != MANTA_OK) {
         cmd_error("search", st, &err);
-        goto done;
+        return false;
     }
-    {
-        char text[2100];
-        snprintf(text, sizeof text, "%s\n", enc);
-        snprintf(path, sizeof path, "%s/arch.json", out);
-        if ((st = manta_file_write_atomic(path, text, strlen(text), &err)) != MANTA_OK) {
-            cmd_error("search", st, &err);
-            goto done;
+    if ((st = evo_search(&in->sp, &o->c, &cb, r, &err)) != MANTA_OK) {
+        fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
+        return false;
+    }
+    if (o->rerank > 0) {
+        if (!(w->val = calloc(r->n_top, sizeof *w->val))) {
+            fprintf(stderr, "manta search: out of memory\n");
+            return false;
         }
+        if (!rerank_top(&in->rk, r, o->rerank_images, o->recal, &pg, w->val, &w->chosen))
+            return false;
+        r->best = r->top[w->chosen];
     }
-    char title[256];
-    snprintf(title, sizeof title, "%s: predicted top-1 vs latency on %.60s (budget %.4g ms)",
-             sp.name, lut.device, latency);
-    snprintf(path, sizeof path, "%s/front.csv", out);
-    if ((st = evo_write_front_csv(&r, &sp, path, &err)) == MANTA_OK) {
-        snprintf(path, sizeof path, "%s/front.svg", out);
-        st = evo_write_front_svg(&r, title, path, &err);
+    w->seconds = cmd_now() - pg.t0;
+    if ((st = size_results(&cx->sizes, r, &err)) == MANTA_OK &&
+        (st = ofa_arch_to_json(&in->sp, &r->best.arch, w->enc, sizeof w->enc, &err)) ==
+            MANTA_OK) {
+        w->built = cx->sizes.built;
+        st = write_results(w, &err);
     }
     if (st != MANTA_OK) {
         cmd_error("search", st, &err);
-        goto done;
+        return false;
     }
-    {
-        manta_strbuf b = {0};
-        /* "version" is the format's: manta's own provenance goes in an object of its
-         * own (the device is the re-rank's, none without --rerank) */
-        char prov[4096];
-        cmd_json_provenance_str(prov, sizeof prov, rk.dev);
-        manta_strbuf_printf(&b,
-                            "{\"format\":\"manta-search\",\"version\":1,\"provenance\":{%s},"
-                            "\"space\":",
-                            prov);
-        put_str(&b, sp.name);
-        manta_strbuf_printf(&b, ",\"ckpt\":");
-        put_str(&b, ckpt);
-        manta_strbuf_printf(&b, ",\"lut\":");
-        put_str(&b, lut_path);
-        manta_strbuf_printf(&b, ",\"device\":");
-        put_str(&b, lut.device);
-        manta_strbuf_printf(&b, ",\"acc_model\":");
-        put_str(&b, acc_path);
-        manta_strbuf_printf(&b,
-                            ",\"seed\":%llu,\"population\":%d,\"generations\":%d,"
-                            "\"parent_ratio\":%g,\"mutate_prob\":%g,\"uniform_seeds\":%d,"
-                            "\"uniform_within_budget\":%zu,\"budget\":{\"max_latency_ms\":%g,"
-                            "\"max_arena_bytes\":%g,\"max_flash_bytes\":%g,\"max_macs\":%g},",
-                            (unsigned long long)c.seed, c.population, c.generations, c.parent_ratio,
-                            c.mutate_prob, c.n_seeds, r.n_seeds_in, latency, c.budget[EVO_ARENA],
-                            c.budget[EVO_FLASH], macs);
-        /* before "best", so that a reader taking the last "predicted_top1" gets the best's */
-        if (rerank > 0) {
-            manta_strbuf_printf(&b,
-                                "\"rerank\":{\"spread_genes\":%ld,\"by_resolution\":%d,"
-                                "\"uniform_added\":%zu,"
-                                "\"images\":%ld,\"recal_images\":%ld,\"chosen\":%zu,"
-                                "\"candidates\":[",
-                                spread, c.top_by_res, r.n_top_seeds, rerank_images, recal,
-                                chosen + 1);
-            for (size_t i = 0; i < r.n_top; i++) {
-                char e2[2048];
-                if ((st = ofa_arch_to_json(&sp, &r.top[i].arch, e2, sizeof e2, &err)) != MANTA_OK)
-                    break;
-                manta_strbuf_printf(&b,
-                                    "%s{\"arch\":%s,\"predicted_top1\":%.6f,"
-                                    "\"validation_top1\":%.6f,\"predicted_latency_ms\":%.6f}",
-                                    i ? "," : "", e2, r.top[i].acc, val[i],
-                                    r.top[i].f.v[EVO_LATENCY]);
-            }
-            manta_strbuf_printf(&b, "]},");
-        } else {
-            manta_strbuf_printf(&b, "\"rerank\":null,");
+    if (!o->json)
+        print_summary(w);
+    return true;
+}
+
+int cmd_search(int argc, char **argv)
+{
+    search_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 1)
+        return rc;
+    search_inputs in;
+    ofa_arch *seeds = NULL; /* the uniform sub-networks, seeds of the search */
+    evo_result r;
+    memset(&r, 0, sizeof r);
+    outcome w = {.o = &o, .in = &in, .c = &o.c, .r = &r};
+    ctx cx = {.sp = &in.sp, .lut = &in.lut, .acc = &in.acc,
+              .need_sizes = o.arena_kb > 0 || o.flash_kb > 0};
+    search_sizes_init(&cx.sizes, &in.sp, &in.pre);
+    rc = 1;
+    if (open_inputs(&o, &in)) {
+        if (!o.no_uniform) {
+            if (!(seeds = uniform_seeds(&in.sp, &o.c)))
+                fprintf(stderr, "manta search: out of memory\n");
+            /* the uniform ones re-measured beside the K: all, or the U fittest */
+            else if (o.rerank > 0)
+                o.c.top_seeds = o.all_seeds ? o.c.n_seeds : (int)o.seeds_u;
         }
-        manta_strbuf_printf(&b,
-                            "\"best\":{\"arch\":%s,\"predicted_top1\":%.6f,"
-                            "\"predicted_latency_ms\":%.6f,"
-                            "\"macs\":%.0f,\"arena_bytes\":%.0f,\"file_bytes\":%.0f},"
-                            "\"front_points\":%zu,\"evaluated\":%ld,\"measured\":%ld,"
-                            "\"rejected\":%ld,\"models_planned\":%ld,\"seconds\":%.2f}\n",
-                            enc, r.best.acc, r.best.f.v[EVO_LATENCY], r.best.f.v[EVO_MACS],
-                            r.best.f.v[EVO_ARENA], r.best.f.v[EVO_FLASH], r.n_front, r.evaluated,
-                            r.measured, r.rejected, cx.built, search_s);
-        snprintf(path, sizeof path, "%s/search.json", out);
-        st = st != MANTA_OK ? st
-             : b.oom ? manta_err_set(&err, MANTA_ERR_NO_MEMORY, "search: out of memory")
-                   : manta_file_write_atomic(path, b.p, b.n, &err);
-        if (st == MANTA_OK && json)
-            fputs(b.p, stdout);
-        manta_strbuf_free(&b);
-        if (st != MANTA_OK) {
-            cmd_error("search", st, &err);
-            goto done;
-        }
+        if ((o.no_uniform || seeds) && search(&o, &in, &cx, &r, &w))
+            rc = 0;
     }
-    if (!json) {
-        printf("best sub-network under %.4g ms: %s\n", latency, enc);
-        printf("  predicted top-1 %.2f%%, predicted latency %.3f ms (%s), %.2f M MACs, "
-               "arena %.1f KiB, file %.1f KiB\n",
-               100 * r.best.acc, r.best.f.v[EVO_LATENCY], lut.device, r.best.f.v[EVO_MACS] / 1e6,
-               r.best.f.v[EVO_ARENA] / 1024, r.best.f.v[EVO_FLASH] / 1024);
-        if (rerank > 0)
-            printf("  validation top-1 %.2f%%: the best of %zu of the fittest candidates (%ld or "
-                   "more genes apart) and %zu uniform %s measured on %ld validation images; "
-                   "predicted rank %zu%s\n",
-                   100 * val[chosen], r.n_top - r.n_top_seeds, spread, r.n_top_seeds,
-                   r.n_top_seeds == 1 ? "one" : "ones", rerank_images, chosen + 1,
-                   chosen >= r.n_top - r.n_top_seeds ? " (a uniform one)" : "");
-        printf("  %ld candidates evaluated (%ld over budget), %zu on the Pareto front; %.1f s\n",
-               r.evaluated, r.rejected, r.n_front, search_s);
-        printf("  wrote %s/arch.json, front.csv, front.svg, search.json\n", out);
-    }
-    rc = 0;
-done:
-    free(val);
+    free(w.val);
     free(seeds);
-    if (rerank > 0)
-        run_ckpt_close(&rk);
     evo_result_free(&r);
-    free(cx.cache);
-    run_data_free(&rd);
-    lat_table_free(&lut);
-    accp_free(&acc);
+    search_sizes_free(&cx.sizes);
+    close_inputs(&in);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cmd.h"
+#include "common/opts.h"
 #include "core/rng.h"
 #include "data/idx.h"
 #include "train/tinynet.h"
@@ -21,83 +22,56 @@ typedef struct train_opts {
     unsigned long long seed;
     int log_every;
     int eval_images;
-    int json;
+    bool json;
 } train_opts;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: manta train-tiny [OPTIONS]\n\n"
-            "Trains a small fixed CNN (conv, depthwise, SE, residual; see runtime/train/tinynet.h)\n"
-            "on Fashion-MNIST with SGD (Nesterov momentum 0.9, weight decay 3e-5, warm-up then\n"
-            "cosine learning rate), printing loss, batch accuracy and images/s, then the\n"
-            "accuracy on the test set.\n\n"
-            "  --device SPEC     OpenCL device: index, gpu|cpu|accelerator, or part of a name\n"
-            "                    (default: MANTA_DEVICE, else device 0)\n"
-            "  --data DIR        folder with the IDX files (default %s)\n"
-            "  --steps N         training steps (default 300)\n"
-            "  --batch N         batch size (default 64)\n"
-            "  --lr X            peak learning rate (default 0.1)\n"
-            "  --warmup N        warm-up steps (default steps/10)\n"
-            "  --seed N          seed for weights and data order (default 1)\n"
-            "  --log-every N     progress line every N steps (default 25)\n"
-            "  --eval-images N   test images to evaluate at the end, 0 = none (default 10000)\n"
-            "  --json            JSON lines instead of text\n",
-            IDX_FASHION_MNIST_DIR);
-}
-
+/* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_args(int argc, char **argv, train_opts *o)
 {
-    *o = (train_opts){NULL, IDX_FASHION_MNIST_DIR, 300, 64, 0.1f, -1, 1, 25, 10000, 0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        long x;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            o->json = 1;
-            continue;
-        } else if (!strcmp(a, "--device") && v) {
-            o->device = v;
-        } else if (!strcmp(a, "--data") && v) {
-            o->data = v;
-        } else if (!strcmp(a, "--steps")) {
-            if (!cmd_parse_long("train-tiny", a, v, 1, 100000000, &o->steps))
-                return -1;
-        } else if (!strcmp(a, "--batch")) {
-            if (!cmd_parse_long("train-tiny", a, v, 1, 4096, &x))
-                return -1;
-            o->batch = (int)x;
-        } else if (!strcmp(a, "--warmup")) {
-            if (!cmd_parse_long("train-tiny", a, v, 0, 100000000, &o->warmup))
-                return -1;
-        } else if (!strcmp(a, "--seed")) {
-            if (!cmd_parse_long("train-tiny", a, v, 0, 2147483647, &x))
-                return -1;
-            o->seed = (unsigned long long)x;
-        } else if (!strcmp(a, "--log-every")) {
-            if (!cmd_parse_long("train-tiny", a, v, 1, 1000000, &x))
-                return -1;
-            o->log_every = (int)x;
-        } else if (!strcmp(a, "--eval-images")) {
-            if (!cmd_parse_long("train-tiny", a, v, 0, 100000000, &x))
-                return -1;
-            o->eval_images = (int)x;
-        } else if (!strcmp(a, "--lr") && v) {
-            char *end;
-            o->lr = strtof(v, &end);
-            if (end == v || *end || !(o->lr > 0 && o->lr < 100)) {
-                fprintf(stderr, "manta train-tiny: --lr needs a number in (0, 100), got '%s'\n", v);
-                return -1;
-            }
-        } else {
-            fprintf(stderr, "manta train-tiny: %s '%s' (see --help)\n",
-                    v || strncmp(a, "--", 2) ? "unknown option" : "missing value for", a);
-            return -1;
-        }
-        i++;
+    long seed = 1;
+    double lr = 0.1;
+    *o = (train_opts){.data = IDX_FASHION_MNIST_DIR, .steps = 300, .batch = 64, .warmup = -1,
+                      .log_every = 25, .eval_images = 10000};
+    const opt_def defs[] = {
+        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
+         .help = "OpenCL device: index, gpu|cpu|accelerator, or part of a name"},
+        {.name = "data", .kind = OPT_STRING, .dest = &o->data, .metavar = "DIR",
+         .help = "folder with the IDX files (default " IDX_FASHION_MNIST_DIR ")"},
+        {.name = "steps", .kind = OPT_LONG, .dest = &o->steps, .lo = 1, .hi = 100000000,
+         .metavar = "N", .help = "training steps (default 300)"},
+        {.name = "batch", .kind = OPT_INT, .dest = &o->batch, .lo = 1, .hi = 4096, .metavar = "N",
+         .help = "batch size (default 64)"},
+        {.name = "lr", .kind = OPT_DOUBLE, .dest = &lr, .lo = 0, .hi = 100, .metavar = "X",
+         .help = "peak learning rate, in (0, 100) (default 0.1)"},
+        {.name = "warmup", .kind = OPT_LONG, .dest = &o->warmup, .lo = 0, .hi = 100000000,
+         .metavar = "N", .help = "warm-up steps (default steps/10)"},
+        {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = 2147483647,
+         .metavar = "N", .help = "seed for weights and data order (default 1)"},
+        {.name = "log-every", .kind = OPT_INT, .dest = &o->log_every, .lo = 1, .hi = 1000000,
+         .metavar = "N", .help = "progress line every N steps (default 25)"},
+        {.name = "eval-images", .kind = OPT_INT, .dest = &o->eval_images, .lo = 0,
+         .hi = 100000000, .metavar = "N",
+         .help = "test images to evaluate at the end, 0 = none (default 10000)"},
+        {.name = "json", .kind = OPT_FLAG, .dest = &o->json, .help = "JSON lines instead of text"},
+        {.name = NULL},
+    };
+    const opt_cmd cmd = {
+        "manta train-tiny", "[OPTIONS]",
+        "Trains a small fixed CNN (conv, depthwise, SE, residual; see runtime/train/tinynet.h)\n"
+        "on Fashion-MNIST with SGD (Nesterov momentum 0.9, weight decay 3e-5, warm-up then\n"
+        "cosine learning rate), printing loss, batch accuracy and images/s, then the\n"
+        "accuracy on the test set. --device defaults to MANTA_DEVICE, else device 0.\n",
+        defs, 0, 0};
+    int first;
+    opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r != OPT_OK)
+        return r == OPT_HELP ? 0 : 2;
+    if (!(lr > 0 && lr < 100)) {
+        fprintf(stderr, "manta train-tiny: --lr needs a number in (0, 100), got '%g'\n", lr);
+        return 2;
     }
+    o->lr = (float)lr;
+    o->seed = (unsigned long long)seed;
     if (o->warmup < 0)
         o->warmup = o->steps / 10;
     if (o->warmup >= o->steps)
@@ -148,8 +122,8 @@ int cmd_train_tiny(int argc, char **argv)
 {
     train_opts o;
     int pr = parse_args(argc, argv, &o);
-    if (pr <= 0)
-        return pr == 0 ? 0 : 2;
+    if (pr != 1)
+        return pr;
 
     manta_err err;
     manta_err_clear(&err);

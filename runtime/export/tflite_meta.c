@@ -1,27 +1,31 @@
 /* A recursive-descent JSON reader, just enough for the preprocessing metadata:
  * objects, arrays, strings (escapes, \u as UTF-8), numbers, true/false/null,
  * nesting bounded, every read bounded by the end of the text. */
-#include "meta.h"
+#include "export/tflite_meta.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAX_DEPTH 32
 
 typedef struct jp {
     const char *p, *end;
     int depth;
-    char *why;
-    size_t why_cap;
+    const char *why;    /* the first failure */
+    manta_status st;
 } jp;
+
+static int fail_as(jp *j, manta_status st, const char *what)
+{
+    if (!j->why) {
+        j->why = what;
+        j->st = st;
+    }
+    return -1;
+}
 
 static int fail(jp *j, const char *what)
 {
-    if (j->why && j->why_cap && !j->why[0])
-        snprintf(j->why, j->why_cap, "%s", what);
-    return -1;
+    return fail_as(j, MANTA_ERR_FORMAT, what);
 }
 
 static void ws(jp *j)
@@ -158,7 +162,7 @@ static int value(jp *j);
 
 static int skip_object_or_array(jp *j, char close)
 {
-    if (++j->depth > MAX_DEPTH)
+    if (++j->depth > TFLITE_META_MAX_DEPTH)
         return fail(j, "nested too deep");
     j->p++;
     ws(j);
@@ -225,45 +229,14 @@ static int int_value(jp *j, int *out)
     return 0;
 }
 
-/* Array of up to 3 numbers. */
-static int floats(jp *j, float *out, int *n)
-{
-    ws(j);
-    *n = 0;
-    if (j->p >= j->end || *j->p != '[')
-        return fail(j, "expected an array of numbers");
-    j->p++;
-    ws(j);
-    if (j->p < j->end && *j->p == ']') {
-        j->p++;
-        return 0;
-    }
-    for (;;) {
-        double v;
-        ws(j);
-        if (number(j, &v))
-            return -1;
-        if (*n >= 3)
-            return fail(j, "more than 3 channel values");
-        out[(*n)++] = (float)v;
-        ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
-        }
-        if (j->p < j->end && *j->p == ']') {
-            j->p++;
-            return 0;
-        }
-        return fail(j, "expected ',' or ']'");
-    }
-}
-
-static int labels(jp *j, infer_meta *m)
+/* An array (after white space), each element read by @p elem; @p not_array and
+ * @p bad_sep are the messages of a missing '[' and of a missing ',' or ']'. */
+static int array(jp *j, const char *not_array, const char *bad_sep, int (*elem)(jp *, void *),
+                 void *ctx)
 {
     ws(j);
     if (j->p >= j->end || *j->p != '[')
-        return fail(j, "labels: expected an array of strings");
+        return fail(j, not_array);
     j->p++;
     ws(j);
     if (j->p < j->end && *j->p == ']') {
@@ -272,15 +245,7 @@ static int labels(jp *j, infer_meta *m)
     }
     for (;;) {
         ws(j);
-        char **nl = realloc(m->labels, ((size_t)m->n_labels + 1) * sizeof *nl);
-        if (!nl)
-            return fail(j, "out of memory");
-        m->labels = nl;
-        m->labels[m->n_labels] = malloc(META_LABEL_MAX);
-        if (!m->labels[m->n_labels])
-            return fail(j, "out of memory");
-        m->n_labels++;
-        if (string(j, m->labels[m->n_labels - 1], META_LABEL_MAX))
+        if (elem(j, ctx))
             return -1;
         ws(j);
         if (j->p < j->end && *j->p == ',') {
@@ -291,86 +256,130 @@ static int labels(jp *j, infer_meta *m)
             j->p++;
             return 0;
         }
-        return fail(j, "labels: expected ',' or ']'");
+        return fail(j, bad_sep);
     }
 }
 
-int meta_parse(const char *text, size_t size, infer_meta *m, char *why, size_t why_cap)
+/* Up to 3 channel values. */
+typedef struct floats3 {
+    float *v;
+    int *n;
+} floats3;
+
+static int float_elem(jp *j, void *ctx)
 {
-    memset(m, 0, sizeof *m);
-    m->logits_tensor = -1;
-    if (why && why_cap)
-        why[0] = '\0';
-    jp j = {text, text + size, 0, why, why_cap};
-    if (size > META_MAX_TEXT)
-        return fail(&j, "metadata larger than 1 MiB");
-    ws(&j);
-    if (j.p >= j.end || *j.p != '{')
-        return fail(&j, "not a JSON object");
-    j.p++;
-    ws(&j);
-    int rc = 0;
-    if (j.p < j.end && *j.p == '}') {
-        j.p++;
-    } else {
-        for (;;) {
-            char key[32];
-            ws(&j);
-            if ((rc = string(&j, key, sizeof key)))
-                break;
-            ws(&j);
-            if (j.p >= j.end || *j.p != ':') {
-                rc = fail(&j, "expected ':'");
-                break;
-            }
-            j.p++;
-            if (!strcmp(key, "resolution"))
-                rc = int_value(&j, &m->resolution);
-            else if (!strcmp(key, "channels"))
-                rc = int_value(&j, &m->channels);
-            else if (!strcmp(key, "logits_tensor"))
-                rc = int_value(&j, &m->logits_tensor);
-            else if (!strcmp(key, "mean"))
-                rc = floats(&j, m->mean, &m->n_mean);
-            else if (!strcmp(key, "std"))
-                rc = floats(&j, m->std, &m->n_std);
-            else if (!strcmp(key, "labels"))
-                rc = labels(&j, m);
-            else
-                rc = value(&j);
-            if (rc)
-                break;
-            ws(&j);
-            if (j.p < j.end && *j.p == ',') {
-                j.p++;
-                continue;
-            }
-            if (j.p < j.end && *j.p == '}') {
-                j.p++;
-                break;
-            }
-            rc = fail(&j, "expected ',' or '}'");
-            break;
-        }
-    }
-    if (rc == 0) {
-        ws(&j);
-        if (j.p != j.end)
-            rc = fail(&j, "text after the JSON object");
-    }
-    if (rc) {
-        char where[64];
-        snprintf(where, sizeof where, " at byte %zu", (size_t)(j.p - text));
-        if (why && strlen(why) + strlen(where) < why_cap)
-            strcat(why, where);
-        meta_free(m);
-        m->logits_tensor = -1;
+    floats3 *f = ctx;
+    double v;
+    if (number(j, &v))
         return -1;
-    }
+    if (*f->n >= 3)
+        return fail(j, "more than 3 channel values");
+    f->v[(*f->n)++] = (float)v;
     return 0;
 }
 
-void meta_free(infer_meta *m)
+static int floats(jp *j, float *out, int *n)
+{
+    floats3 f = {out, n};
+    *n = 0;
+    return array(j, "expected an array of numbers", "expected ',' or ']'", float_elem, &f);
+}
+
+static int label_elem(jp *j, void *ctx)
+{
+    tflite_meta *m = ctx;
+    char **nl = realloc(m->labels, ((size_t)m->n_labels + 1) * sizeof *nl);
+    if (!nl)
+        return fail_as(j, MANTA_ERR_NO_MEMORY, "out of memory");
+    m->labels = nl;
+    m->labels[m->n_labels] = malloc(TFLITE_META_LABEL_MAX);
+    if (!m->labels[m->n_labels])
+        return fail_as(j, MANTA_ERR_NO_MEMORY, "out of memory");
+    m->n_labels++;
+    return string(j, m->labels[m->n_labels - 1], TFLITE_META_LABEL_MAX);
+}
+
+static int labels(jp *j, tflite_meta *m)
+{
+    return array(j, "labels: expected an array of strings", "labels: expected ',' or ']'",
+                 label_elem, m);
+}
+
+/* The top-level object at j->p ('{'): the keys of tflite_meta read, the others skipped. */
+static int object(jp *j, tflite_meta *m)
+{
+    j->p++;
+    ws(j);
+    if (j->p < j->end && *j->p == '}') {
+        j->p++;
+        return 0;
+    }
+    for (;;) {
+        char key[32];
+        int rc;
+        ws(j);
+        if (string(j, key, sizeof key))
+            return -1;
+        ws(j);
+        if (j->p >= j->end || *j->p != ':')
+            return fail(j, "expected ':'");
+        j->p++;
+        if (!strcmp(key, "resolution"))
+            rc = int_value(j, &m->resolution);
+        else if (!strcmp(key, "channels"))
+            rc = int_value(j, &m->channels);
+        else if (!strcmp(key, "logits_tensor"))
+            rc = int_value(j, &m->logits_tensor);
+        else if (!strcmp(key, "mean"))
+            rc = floats(j, m->mean, &m->n_mean);
+        else if (!strcmp(key, "std"))
+            rc = floats(j, m->std, &m->n_std);
+        else if (!strcmp(key, "labels"))
+            rc = labels(j, m);
+        else
+            rc = value(j);
+        if (rc)
+            return -1;
+        ws(j);
+        if (j->p < j->end && *j->p == ',') {
+            j->p++;
+            continue;
+        }
+        if (j->p < j->end && *j->p == '}') {
+            j->p++;
+            return 0;
+        }
+        return fail(j, "expected ',' or '}'");
+    }
+}
+
+manta_status tflite_meta_parse(const char *text, size_t size, tflite_meta *m, manta_err *err)
+{
+    memset(m, 0, sizeof *m);
+    m->logits_tensor = -1;
+    if (size > TFLITE_META_MAX_TEXT)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "metadata larger than 1 MiB");
+    if (!text) /* no metadata */
+        return manta_err_set(err, MANTA_ERR_FORMAT, "not a JSON object");
+    jp j = {text, text + size, 0, NULL, MANTA_OK};
+    ws(&j);
+    if (j.p >= j.end || *j.p != '{')
+        return manta_err_set(err, MANTA_ERR_FORMAT, "not a JSON object");
+    object(&j, m);
+    if (!j.why) {
+        ws(&j);
+        if (j.p != j.end)
+            fail(&j, "text after the JSON object");
+    }
+    if (j.why) {
+        tflite_meta_free(m);
+        m->logits_tensor = -1;
+        return manta_err_set(err, j.st, "%s at byte %zu", j.why, (size_t)(j.p - text));
+    }
+    return MANTA_OK;
+}
+
+void tflite_meta_free(tflite_meta *m)
 {
     for (int i = 0; i < m->n_labels; i++)
         free(m->labels[i]);

@@ -1,7 +1,7 @@
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE /* sched_setaffinity, sched_getcpu */
 #endif
-#include "timing.h"
+#include "profile/timing.h"
 
 #if defined(__linux__)
 #include <sched.h>
@@ -206,3 +206,5 @@ int pt_time_layers(pt_model *p, const pt_opts *o, const int *bound, int nl, doub
     *n = count;
     return 0;
 }
+
+const char *pt_clock_name(pt_clock c) { return c == PT_CPU ? "thread CPU time" : "wall clock"; }

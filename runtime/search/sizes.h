@@ -1,0 +1,54 @@
+/**
+ * @file sizes.h
+ * @brief The exact engine arena and .tflite file size of sub-networks, as the
+ *        search's arena and flash budgets and its results need them. Each
+ *        sub-network's model is built once by the graph builder (zeros as
+ *        weights, profile/synth.h), written and planned as the exporter does
+ *        (tflite_write()); the figures are kept by architecture, so the many
+ *        candidates an evolution meets again cost nothing.
+ */
+#ifndef MANTA_SEARCH_SIZES_H
+#define MANTA_SEARCH_SIZES_H
+
+#include <stddef.h>
+
+#include "core/status.h"
+#include "export/xgraph.h"
+#include "ofa/space.h"
+
+/** One cached sub-network (private to sizes.c). */
+typedef struct search_size_entry search_size_entry;
+
+/**
+ * Sizes of the sub-networks of one space, cached. Initialise with
+ * search_sizes_init(), release with search_sizes_free().
+ */
+typedef struct search_sizes {
+    const ofa_space *space;   /**< the space (borrowed) */
+    const xg_preprocess *pre; /**< the export's preprocessing (borrowed; NULL: none) */
+    long built;               /**< models written and planned so far: the look-ups that missed */
+    /* private: open addressing by a hash of the architecture, capacity a power of two */
+    search_size_entry *slot_;
+    size_t n_, cap_;
+} search_sizes;
+
+/**
+ * An empty cache for sub-networks of @p s exported with preprocessing
+ * @p pre (labels and normalisation are part of the file, so of its size).
+ * Both must outlive the cache.
+ */
+void search_sizes_init(search_sizes *c, const ofa_space *s, const xg_preprocess *pre);
+
+/**
+ * The arena and file size in bytes of sub-network @p a, as `manta export`
+ * writes it: from the cache, else built, written, planned and cached.
+ * @return synth_arch_graph()'s and tflite_write()'s errors (MANTA_ERR_INVALID_ARG
+ *         when @p a is not of the space); MANTA_ERR_NO_MEMORY.
+ */
+manta_status search_sizes_get(search_sizes *c, const ofa_arch *a, size_t *arena, size_t *file,
+                              manta_err *err);
+
+/** Release the cache (the space and preprocessing are the caller's). NULL is allowed. */
+void search_sizes_free(search_sizes *c);
+
+#endif

@@ -1,0 +1,71 @@
+#include "train/progress.h"
+
+#include <stdio.h>
+#include <string.h>
+
+double train_work_left(const ofa_schedule *s, const double *work, long step)
+{
+    double left = 0;
+    for (int p = 0; p < s->n_phases; p++) {
+        long n = s->phase[p].steps < step ? 0 : s->phase[p].steps - step;
+        step = step > s->phase[p].steps ? step - s->phase[p].steps : 0;
+        left += (double)n * work[p];
+    }
+    return left;
+}
+
+void train_progress_start(train_progress *p, const ofa_schedule *sched, const double *work,
+                          long start, int batch, double now)
+{
+    memset(p, 0, sizeof *p);
+    p->sched = sched;
+    p->work = work;
+    p->start = start;
+    p->batch = batch;
+    p->t0 = p->t_win = now;
+}
+
+void train_progress_add(train_progress *p, const ofa_step_result *r, double wait_s,
+                        double step_s)
+{
+    p->wait += wait_s;
+    p->loss += r->loss;
+    p->correct += r->correct;
+    p->predictions += r->predictions;
+    p->step_s += step_s;
+    p->steps++;
+}
+
+void train_progress_report(train_progress *p, const ofa_step_result *last, long done, double now,
+                           train_report *out)
+{
+    const double dt = now - p->t_win;
+    const double left = train_work_left(p->sched, p->work, done);
+    *out = (train_report){
+        .step = done,
+        .steps = ofa_schedule_total_steps(p->sched),
+        .phase = last->phase,
+        .phase_name = p->sched->phase[last->phase].name,
+        .loss = p->loss / p->steps,
+        .batch_top1 = (double)p->correct / p->predictions,
+        .r = last->r,
+        .lr = last->lr,
+        .images_per_s = (double)p->steps * p->batch / dt,
+        .data_wait = p->wait / dt,
+        .step_ms = 1e3 * p->step_s / p->steps,
+        .eta_s = left * (now - p->t0) / (train_work_left(p->sched, p->work, p->start) - left),
+    };
+    p->t_win = now;
+    p->wait = p->loss = p->step_s = 0;
+    p->correct = p->predictions = p->steps = 0;
+}
+
+int train_report_json(const train_report *r, char *buf, size_t cap)
+{
+    return snprintf(buf, cap,
+                    "{\"step\":%ld,\"steps\":%ld,\"phase\":\"%s\",\"phase_index\":%d,\"loss\":%.5f,"
+                    "\"batch_top1\":%.4f,\"r\":%d,\"lr\":%.6f,\"images_per_s\":%.1f,"
+                    "\"data_wait\":%.4f,\"step_ms\":%.1f,\"eta_s\":%.0f}",
+                    r->step, r->steps, r->phase_name, r->phase, r->loss, r->batch_top1, r->r,
+                    (double)r->lr, r->images_per_s, r->data_wait, r->step_ms, r->eta_s);
+}

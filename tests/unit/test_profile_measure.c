@@ -1,0 +1,374 @@
+/* The latency profiler's methods (profile/measure.h) on a tiny space with few
+ * runs: how many runs each item gets over the passes and the progress it
+ * reports, layer times that add up to their network's, a complete table from
+ * both methods with its layers CSV, the overhead fitted as a median, the
+ * validation's figures and CSV (each line's arch reads back), one sub-network's
+ * arena and file size against the exporter's, and the host CPU's name. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "export/tflite.h"
+#include "profile/measure.h"
+#include "profile/synth.h"
+
+/* Fail with the message of the manta_err called e in scope. */
+#define OK(expr)                                                                                   \
+    do {                                                                                           \
+        manta_status st_ = (expr);                                                                 \
+        if (st_ != MANTA_OK)                                                                       \
+            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                                      \
+    } while (0)
+
+/* Two resolutions, two kernels, two expand ratios, depths 1-2, two units: 41 keys. */
+static const char TINY[] =
+    "{\"format\": \"manta-ofa-space\", \"version\": 1, \"name\": \"tiny\", \"input_channels\": 1,"
+    " \"classes\": 4, \"resolutions\": [16, 20], \"kernel_sizes\": [3, 5],"
+    " \"expand_ratios\": [2, 3], \"depths\": [1, 2],"
+    " \"stem\": {\"width\": 8, \"kernel\": 3, \"stride1_max_res\": 64, \"act\": \"h-swish\"},"
+    " \"first_block\": {\"width\": 8, \"act\": \"relu\"},"
+    " \"units\": [{\"width\": 8, \"stride\": 2, \"act\": \"relu\", \"se\": false},"
+    " {\"width\": 16, \"stride\": 2, \"act\": \"h-swish\", \"se\": true}],"
+    " \"head\": {\"expand\": 32, \"mix\": 0, \"dropout\": 0.1}}";
+
+static int setup(void **state)
+{
+    static ofa_space s;
+    manta_err e;
+    if (ofa_space_parse(TINY, &s, &e) != MANTA_OK) {
+        fprintf(stderr, "tiny space: %s\n", e.msg);
+        return -1;
+    }
+    *state = &s;
+    return 0;
+}
+
+/* A few runs per model, no time minimum. */
+static lat_measure_opts fast(int runs, int passes)
+{
+    return (lat_measure_opts){{.warmup = 1, .min_runs = runs, .max_runs = 1000}, passes, NULL,
+                              NULL};
+}
+
+typedef struct seen {
+    size_t calls, last_done, total;
+    bool ordered, ended;
+} seen;
+
+static void on_progress(void *ctx, size_t done, size_t total, const char *what)
+{
+    seen *s = ctx;
+    if (s->calls > 0 && done <= s->last_done)
+        s->ordered = false;
+    s->calls++;
+    s->last_done = done;
+    s->total = total;
+    s->ended = done == total && what && !what[0];
+}
+
+static size_t count_lines(const char *text)
+{
+    size_t n = 0;
+    for (; text && *text; text++)
+        n += *text == '\n';
+    return n;
+}
+
+static void test_measure_runs_passes_and_layers(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    lat_layer *keys = NULL;
+    size_t nk = 0;
+    OK(lat_enumerate(s, &keys, &nk, &e));
+    lat_item *it = calloc(3, sizeof *it);
+    assert_non_null(it);
+    it[0].layer = &keys[nk / 2];
+    it[0].seed = 1;
+    ofa_arch_max(s, 0, &it[1].arch);
+    it[1].layers = true;
+    it[1].seed = 2;
+    ofa_arch_min(s, 0, &it[2].arch);
+    it[2].seed = 3;
+    seen p = {.ordered = true};
+    lat_measure_opts o = fast(5, 2);
+    o.progress = on_progress;
+    o.progress_ctx = &p;
+    OK(lat_measure(s, it, 3, &o, &e));
+    /* each pass times ceil(5 / 2) runs of every item */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(it[i].n, 6);
+        assert_int_equal(it[i].st.count, 6);
+        assert_true(it[i].st.p10_ms >= 0 && it[i].st.p10_ms <= it[i].st.median_ms);
+    }
+    /* one call before each of the 6 visits and one at the end */
+    assert_int_equal(p.calls, 7);
+    assert_int_equal(p.total, 6);
+    assert_true(p.ordered && p.ended);
+    /* a network's layer times add up to its run: layer j is operators [bound[j], bound[j+1]);
+     * the runs' times are sorted by the statistics, the layer times are in run order */
+    lat_layer L[LAT_MAX_ARCH_LAYERS];
+    int m = 0;
+    OK(lat_arch_layers(s, &it[1].arch, L, &m, &e));
+    assert_int_equal(it[1].nl, m);
+    assert_int_equal(it[1].bound[0], 0);
+    assert_null(it[0].seg);
+    double sums[6];
+    for (size_t r = 0; r < it[1].n; r++) {
+        sums[r] = 0;
+        for (int j = 0; j < m; j++)
+            sums[r] += it[1].seg[r * (size_t)m + (size_t)j];
+    }
+    for (size_t r = 0; r < it[1].n; r++) {
+        assert_true(r == 0 || it[1].ms[r - 1] <= it[1].ms[r]);
+        size_t match = 0;
+        for (size_t q = 0; q < it[1].n; q++)
+            match += fabs(sums[q] - it[1].ms[r]) <= 1e-9 * it[1].ms[r];
+        assert_true(match >= 1);
+    }
+    lat_items_free(it, 3);
+    free(keys);
+}
+
+static void test_measure_refuses_no_passes(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    lat_item it = {.seed = 1};
+    ofa_arch_min(s, 0, &it.arch);
+    lat_measure_opts o = fast(1, 0);
+    assert_int_equal(lat_measure(s, &it, 1, &o, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "passes"));
+}
+
+/* A complete table of the tiny space by @p method; returns the layers CSV (free). */
+static char *profile_tiny(const ofa_space *s, lat_method method, lat_table *t,
+                          lat_profile_report *rep)
+{
+    manta_err e;
+    manta_strbuf csv = {0};
+    const lat_profile_opts o = {method, 1, 3, fast(2, 1), method == LAT_METHOD_NET ? &csv : NULL};
+    OK(lat_table_init(t, s, &e));
+    OK(lat_profile(s, &o, t, rep, &e));
+    OK(lat_table_check_complete(t, &e));
+    lat_layer *keys = NULL;
+    size_t nk = 0;
+    OK(lat_enumerate(s, &keys, &nk, &e));
+    assert_int_equal(rep->keys, nk);
+    assert_int_equal(t->n, nk);
+    for (size_t k = 0; k < nk; k++) { /* in enumeration order */
+        assert_string_equal(t->entry[k].key, keys[k].key);
+        assert_true(t->entry[k].st.count >= 1);
+    }
+    free(keys);
+    assert_int_equal(rep->calib, 3);
+    assert_true(t->overhead_ms >= 0);
+    assert_true(t->overhead_ms == (rep->overhead_median_ms > 0 ? rep->overhead_median_ms : 0));
+    assert_false(csv.oom);
+    return csv.p;
+}
+
+static void test_profile_in_networks(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    lat_table t;
+    lat_profile_report rep;
+    char *csv = profile_tiny(s, LAT_METHOD_NET, &t, &rep);
+    assert_true(rep.networks > 0);
+    assert_true(rep.clock_ms > 0 && rep.clock_ms < 1);
+    /* the sub-networks of lat_cover_archs() hold every key once at least; the CSV has a
+     * line per keyed layer of each of them */
+    ofa_arch *archs = NULL;
+    size_t na = 0;
+    OK(lat_cover_archs(s, 1, 0xc04e5, &archs, &na, &e));
+    assert_int_equal(rep.networks, na);
+    size_t layers = 0;
+    for (size_t i = 0; i < na; i++) {
+        lat_layer L[LAT_MAX_ARCH_LAYERS];
+        int m = 0;
+        OK(lat_arch_layers(s, &archs[i], L, &m, &e));
+        layers += (size_t)m;
+    }
+    free(archs);
+    assert_non_null(csv);
+    assert_int_equal(strncmp(csv, "network,layer,where,p10_ms,median_ms,table_p10_ms,runs,key\n",
+                             59),
+                     0);
+    assert_int_equal(count_lines(csv), layers + 1);
+    free(csv);
+    lat_table_free(&t);
+}
+
+static void test_profile_one_layer_models(void **state)
+{
+    const ofa_space *s = *state;
+    lat_table t;
+    lat_profile_report rep;
+    char *csv = profile_tiny(s, LAT_METHOD_LAYER, &t, &rep);
+    assert_null(csv);
+    assert_int_equal(rep.networks, 0);
+    assert_true(rep.clock_ms == 0);
+    for (size_t k = 0; k < t.n; k++)
+        assert_true(t.entry[k].st.p10_ms >= 0 && t.entry[k].st.count >= 2);
+    lat_table_free(&t);
+}
+
+static void test_profile_refuses_bad_options(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    lat_table t;
+    lat_profile_report rep;
+    OK(lat_table_init(&t, s, &e));
+    const lat_profile_opts o = {LAT_METHOD_NET, 0, 1, fast(1, 1), NULL};
+    assert_int_equal(lat_profile(s, &o, &t, &rep, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(t.n, 0);
+    lat_table_free(&t);
+}
+
+static void test_overhead_is_the_median_excess(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    lat_table t;
+    OK(lat_table_init(&t, s, &e));
+    lat_layer *keys = NULL;
+    size_t nk = 0;
+    OK(lat_enumerate(s, &keys, &nk, &e));
+    for (size_t k = 0; k < nk; k++) {
+        const lat_stats st = {0.02, 0.02, 0, 1, 0.01 * (double)(k % 7 + 1)};
+        OK(lat_table_set(&t, keys[k].key, &st, &e));
+    }
+    free(keys);
+    lat_item cal[3];
+    memset(cal, 0, sizeof cal);
+    const double excess[3] = {0.05, -0.01, 0.02};
+    manta_rng rng;
+    manta_rng_seed(&rng, 9, 1);
+    for (int i = 0; i < 3; i++) {
+        double sum;
+        ofa_arch_sample(s, &rng, &cal[i].arch);
+        OK(lat_predict(&t, &cal[i].arch, &sum, &e));
+        cal[i].st.p10_ms = sum + excess[i];
+    }
+    double median;
+    OK(lat_fit_overhead(&t, cal, 3, &median, &e));
+    assert_true(median > 0.02 - 1e-12 && median < 0.02 + 1e-12);
+    assert_true(t.overhead_ms == median);
+    cal[0].st.p10_ms -= 0.1; /* excesses -0.05, -0.01, 0.02: median negative, overhead 0 */
+    cal[2].st.p10_ms -= 0.05;
+    t.overhead_ms = 0;
+    OK(lat_fit_overhead(&t, cal, 3, &median, &e));
+    assert_true(median < 0);
+    assert_true(t.overhead_ms == 0);
+    OK(lat_fit_overhead(&t, cal, 0, &median, &e));
+    assert_true(median == 0 && t.overhead_ms == 0);
+    lat_table_free(&t);
+}
+
+static void test_validate_figures_and_csv(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    lat_table t;
+    lat_profile_report rep;
+    free(profile_tiny(s, LAT_METHOD_NET, &t, &rep));
+    lat_agreement ag;
+    manta_strbuf csv = {0};
+    const lat_measure_opts o = fast(2, 1);
+    OK(lat_validate(s, &t, 4, 7, &o, &ag, &csv, &e));
+    assert_int_equal(ag.n, 4);
+    assert_true(ag.within >= 0 && ag.within <= 1 && ag.rmse >= 0);
+    assert_int_equal(count_lines(csv.p), 5);
+    assert_int_equal(strncmp(csv.p, "index,predicted_ms,measured_ms,measured_median_ms,error_pct,"
+                                    "arch\n",
+                             65),
+                     0);
+    /* each line: 0-based index, the prediction of its arch, then the arch quoted (RFC 4180) */
+    const char *line = strchr(csv.p, '\n') + 1;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(atoi(line), i);
+        const char *q = strchr(line, '"');
+        assert_non_null(q);
+        char json[1024];
+        size_t k = 0;
+        for (q++; *q && !(q[0] == '"' && q[1] != '"') && k + 1 < sizeof json; q++) {
+            if (q[0] == '"')
+                q++; /* a doubled quote */
+            json[k++] = *q;
+        }
+        json[k] = '\0';
+        ofa_arch a;
+        OK(ofa_arch_parse(s, json, &a, &e));
+        double pred, field;
+        OK(lat_predict(&t, &a, &pred, &e));
+        assert_int_equal(sscanf(strchr(line, ',') + 1, "%lf", &field), 1);
+        assert_true(field > pred - 1e-6 && field < pred + 1e-6);
+        line = strchr(line, '\n') + 1;
+    }
+    manta_strbuf_free(&csv);
+    assert_int_equal(lat_validate(s, &t, 1, 7, &o, &ag, NULL, &e), MANTA_ERR_INVALID_ARG);
+    lat_table_free(&t);
+}
+
+static void test_one_arch_sizes_are_the_exporters(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    ofa_arch a;
+    ofa_arch_max(s, 0, &a);
+    lat_stats st;
+    size_t arena = 0, file = 0;
+    const lat_measure_opts o = fast(3, 1);
+    OK(lat_measure_arch(s, &a, &o, &st, &arena, &file, &e));
+    assert_int_equal(st.count, 3);
+    xgraph g;
+    const synth_opts so = {0, true};
+    OK(synth_arch_graph(s, &a, NULL, &so, &g, &e));
+    uint8_t *data = NULL;
+    size_t size = 0;
+    tflite_report rep;
+    OK(tflite_write(&g, &data, &size, &rep, &e));
+    assert_int_equal(arena, rep.arena_bytes);
+    assert_int_equal(file, rep.file_bytes);
+    free(data);
+    xgraph_free(&g);
+    a.r = 12; /* not a resolution of the space */
+    assert_int_not_equal(lat_measure_arch(s, &a, &o, &st, &arena, &file, &e), MANTA_OK);
+}
+
+static void test_host_cpu(void **state)
+{
+    (void)state;
+    char cpu[LAT_META_MAX];
+    lat_host_cpu(cpu, sizeof cpu);
+    assert_true(cpu[0] != '\0');
+#if defined(__linux__)
+    assert_non_null(strstr(cpu, "logical CPU"));
+#endif
+    char small[8];
+    lat_host_cpu(small, sizeof small);
+    assert_true(strlen(small) < sizeof small);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_measure_runs_passes_and_layers),
+        cmocka_unit_test(test_measure_refuses_no_passes),
+        cmocka_unit_test(test_profile_in_networks),
+        cmocka_unit_test(test_profile_one_layer_models),
+        cmocka_unit_test(test_profile_refuses_bad_options),
+        cmocka_unit_test(test_overhead_is_the_median_excess),
+        cmocka_unit_test(test_validate_figures_and_csv),
+        cmocka_unit_test(test_one_arch_sizes_are_the_exporters),
+        cmocka_unit_test(test_host_cpu),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,238 @@
+/* manta train: the steps of one invocation, their progress lines, the
+ * replicas' weight checks, checkpoints, and the evaluation after each phase. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "train/progress.h"
+#include "train_run.h"
+
+/* Set by SIGINT/SIGTERM; the loop checkpoints and stops at the next step. */
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+/* Top-1 of the largest and smallest sub-networks on the validation split. */
+static int evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, const train_opts *o,
+                          int phase, double top1[2])
+{
+    const ofa_space *sp = ofa_supernet_space(ofa_trainer_net(t));
+    const int batch = ofa_trainer_batch(t); /* this device's shard size */
+    int *scratch = malloc((size_t)batch * sizeof *scratch);
+    if (!scratch)
+        return 0;
+    int ok = 1;
+    for (int which = 0; which < 2 && ok; which++) {
+        ofa_arch a;
+        (which == 0 ? ofa_arch_max : ofa_arch_min)(sp, 0, &a);
+        eval_source recal = {&rd->train, rd->split.train, rd->split.n_train, batch,
+                             &rd->aug_train, {0, 0}, scratch};
+        eval_source val = {&rd->train, rd->split.val, rd->split.n_val, batch, &rd->aug_eval,
+                           {0, 0}, scratch};
+        manta_rng_seed(&recal.rng, o->seed, 0xeca1);
+        long n_eval = o->eval_images < rd->split.n_val ? o->eval_images : rd->split.n_val;
+        manta_status st = ofa_trainer_evaluate(t, &a, eval_source_batch, &recal, o->recal_images,
+                                               eval_source_batch, &val, n_eval, &top1[which], NULL);
+        if (st != MANTA_OK) {
+            fprintf(stderr, "manta train: evaluating after phase %d: %s\n", phase + 1,
+                    manta_err_msg(mcl_err(d), st));
+            ok = 0;
+        }
+    }
+    free(scratch);
+    return ok;
+}
+
+static int save(const char *dir, const char *name, ofa_trainer *t, mcl_dev *d, train_meta *m,
+                const loader_state *ls, long next_step)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    m->step = next_step;
+    m->has_teacher = ofa_trainer_has_teacher(t);
+    m->loader = *ls;
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = trainstate_save(path, t, d, m, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta train: checkpoint %s: %s\n", path, manta_err_msg(&err, st));
+        return 0;
+    }
+    return 1;
+}
+
+/* Train global step @p step on the next batch; false after printing why not. */
+static bool run_step(train_run *r, train_progress *pg, long step, ofa_step_result *res)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    prefetch_batch b;
+    double wait = 0;
+    manta_status st = prefetch_next(r->pf, &b, &wait, &err);
+    if (st != MANTA_OK || b.n != r->o.batch) {
+        cmd_error("data", st == MANTA_OK ? MANTA_ERR_INTERNAL : st, &err);
+        return false;
+    }
+    double ts = cmd_now();
+    st = dp_step(r->dp, step, b.images, b.labels, res, &err);
+    double dt = cmd_now() - ts;
+    if (st != MANTA_OK) {
+        long ip;
+        int pi = ofa_schedule_locate(&r->sched, step, &ip);
+        if (r->replicas > 1) /* the message names the rank, step and device */
+            fprintf(stderr, "manta train: %s (host %s, phase %s)\n", manta_err_msg(&err, st),
+                    r->host, pi >= 0 ? r->sched.phase[pi].name : "?");
+        else
+            fprintf(stderr, "manta train: step %ld (phase %s): %s\n", step + 1,
+                    pi >= 0 ? r->sched.phase[pi].name : "?", manta_err_msg(&err, st));
+        return false;
+    }
+    r->ls = b.after;
+    train_progress_add(pg, res, wait, dt);
+    return true;
+}
+
+/* Stop together: a signal may reach the ranks at different steps. */
+static bool agree_stop(train_run *r, long step, int *stop)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    float f = (float)stop_requested;
+    manta_status st = ring_allreduce(r->ring, &f, 1, RING_SUM, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta train: rank %d (%s): step %ld: %s\n", r->rank, r->host, step + 1,
+                manta_err_msg(&err, st));
+        return false;
+    }
+    if (f > 0)
+        stop_requested = 1, *stop = 1;
+    return true;
+}
+
+/* The progress line after @p done steps: into metrics.jsonl, and on stdout. */
+static void log_progress(train_run *r, train_progress *pg, const ofa_step_result *res, long done)
+{
+    train_report rep;
+    train_progress_report(pg, res, done, cmd_now(), &rep);
+    char line[512];
+    train_report_json(&rep, line, sizeof line);
+    fprintf(r->metrics, "%s\n", line);
+    fflush(r->metrics);
+    if (r->o.json)
+        printf("%s\n", line);
+    else
+        printf("phase %d/%d %-8s step %6ld/%ld  loss %.4f  top-1 %5.1f%%  r %2d  lr %.4f  "
+               "%6.1f img/s  data-wait %4.1f%%  ETA %.0f s\n",
+               rep.phase + 1, r->sched.n_phases, rep.phase_name, rep.step, rep.steps, rep.loss,
+               100.0 * rep.batch_top1, rep.r, rep.lr, rep.images_per_s, 100.0 * rep.data_wait,
+               rep.eta_s);
+    fflush(stdout);
+}
+
+/* The replicas' weights compared after @p done steps. */
+static bool sync_check(train_run *r, long done)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    unsigned char h[DP_HASH_BYTES];
+    manta_status st = dp_check(r->dp, done, h, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta train: rank %d (%s): %s\n", r->rank, r->host,
+                manta_err_msg(&err, st));
+        return false;
+    }
+    if (r->o.json && !r->quiet) {
+        char hx[2 * DP_HASH_BYTES + 1];
+        for (int k = 0; k < DP_HASH_BYTES; k++)
+            snprintf(hx + 2 * k, 3, "%02x", h[k]);
+        printf("{\"sync_check\":%ld,\"replicas\":%d,\"hash\":\"%s\"}\n", done, r->replicas, hx);
+    }
+    return true;
+}
+
+/* The end of a phase after @p done steps: its checkpoint and the latest (rank 0), and
+ * the evaluation of the largest and smallest sub-networks (every rank, in step). */
+static bool end_phase(train_run *r, const ofa_step_result *res, long done)
+{
+    const ofa_phase *ph = &r->sched.phase[res->phase];
+    char name[64];
+    snprintf(name, sizeof name, "phase-%d-%s.ckpt", res->phase + 1, ph->name);
+    if (r->rank == 0 && (!save(r->out_dir, name, r->t, r->d, &r->meta, &r->ls, done) ||
+                         !save(r->out_dir, "latest.ckpt", r->t, r->d, &r->meta, &r->ls, done)))
+        return false;
+    double top1[2];
+    if (r->o.eval_images <= 0 || r->rd.split.n_val <= 0)
+        return true;
+    if (!evaluate_phase(r->d, r->t, &r->rd, &r->o, res->phase, top1)) /* on the first device */
+        return false;
+    if (r->quiet)
+        return true;
+    char ev[256];
+    snprintf(ev, sizeof ev,
+             "{\"eval\":\"val\",\"phase\":\"%s\",\"step\":%ld,\"max_top1\":%.4f,"
+             "\"min_top1\":%.4f}",
+             ph->name, done, top1[0], top1[1]);
+    fprintf(r->metrics, "%s\n", ev);
+    fflush(r->metrics);
+    if (r->o.json)
+        printf("%s\n", ev);
+    else
+        printf("phase %d/%d %s done: validation top-1 largest %.2f%%, smallest %.2f%% (%s/%s)\n",
+               res->phase + 1, r->sched.n_phases, ph->name, 100 * top1[0], 100 * top1[1],
+               r->out_dir, name);
+    return true;
+}
+
+int train_loop(train_run *r)
+{
+    const train_opts *o = &r->o;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    train_progress pg;
+    train_progress_start(&pg, &r->sched, r->work, r->start, o->batch, cmd_now());
+    long done = 0;
+    for (long step = r->start; step < r->total; step++) {
+        ofa_step_result res;
+        if (!run_step(r, &pg, step, &res))
+            return 1;
+        done++;
+        int stop = stop_requested || (o->stop_after > 0 && done == o->stop_after);
+        if (r->ring && !agree_stop(r, step, &stop))
+            return 1;
+        long in_phase;
+        ofa_schedule_locate(&r->sched, step, &in_phase);
+        int phase_end = in_phase + 1 == r->sched.phase[res.phase].steps;
+        if (!r->quiet && ((step + 1) % o->log_every == 0 || phase_end || step + 1 == r->total))
+            log_progress(r, &pg, &res, step + 1);
+        int ckpt = phase_end || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0) || stop;
+        if (r->replicas > 1 && (ckpt || (o->sync_check > 0 && (step + 1) % o->sync_check == 0)) &&
+            !sync_check(r, step + 1))
+            return 1;
+        if (phase_end ? !end_phase(r, &res, step + 1)
+                      : ckpt && r->rank == 0 &&
+                            !save(r->out_dir, "latest.ckpt", r->t, r->d, &r->meta, &r->ls, step + 1))
+            return 1;
+        if (stop) {
+            if (!r->quiet)
+                fprintf(stderr, "manta train: stopped after step %ld; '--resume --out %s' continues\n",
+                        step + 1, r->out_dir);
+            return stop_requested ? 130 : 0;
+        }
+    }
+    if (!o->json && !r->quiet)
+        printf("trained %ld steps in %.1f s; checkpoints in %s\n", done, cmd_now() - pg.t0,
+               r->out_dir);
+    else if (!r->quiet)
+        printf("{\"done\":true,\"trained_steps\":%ld,\"seconds\":%.1f}\n", done, cmd_now() - pg.t0);
+    return 0;
+}
+

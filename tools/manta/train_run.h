@@ -1,0 +1,71 @@
+/* manta train: the options and the state of one invocation, shared by train.c
+ * (the command: options, the job, data, devices and trainers set up) and
+ * train_loop.c (the steps, progress, checkpoints and evaluations). */
+#ifndef MANTA_TOOLS_TRAIN_RUN_H
+#define MANTA_TOOLS_TRAIN_RUN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "data/prefetch.h"
+#include "dist/override.h"
+#include "dist/ring.h"
+#include "rundata.h"
+#include "train/dp.h"
+#include "train/ofa_train.h"
+#include "train/trainstate.h"
+
+/** Most devices one process trains on (--devices). */
+#define TRAIN_MAX_DEVICES 64
+
+/* What the command line says (on --resume, the checkpoint's settings replace some). */
+typedef struct train_opts {
+    const char *space, *data, *schedule, *device, *devices, *out;
+    int batch, log_every, val, eval_images, recal_images, channels;
+    long ckpt_every, stop_after, sync_check;
+    unsigned long long seed;
+    double lr_scale;
+    dp_mode mode;
+    long bucket_kib; /* gradient bucket size (KiB) */
+    bool json, resume, no_overlap;
+    dist_override job; /* --world, --rank, --master, ...: over the environment's settings */
+} train_opts;
+
+/* Resolution of the batch (epoch, batch): that of global step epoch * per_epoch + batch. */
+typedef struct res_ctx {
+    const ofa_trainer *t;
+    long per_epoch;
+} res_ctx;
+
+/* One invocation: its settings, data, devices, trainer and outputs. */
+typedef struct train_run {
+    train_opts o;
+    dist_config cfg;
+    int rank, quiet; /* only rank 0 talks, except for errors */
+    char host[256], out_dir[1024], latest[1100];
+    ofa_space sp;
+    train_meta meta;
+    run_data rd;
+    bool have_data;
+    ofa_schedule sched;
+    double work[OFA_MAX_PHASES]; /* per step of each phase, for the ETA */
+    long per_epoch, start, total;
+    mcl_dev *devs[TRAIN_MAX_DEVICES];
+    int n_dev, replicas;
+    mcl_dev *d; /* the first device */
+    ring_comm *ring;
+    dp_trainer *dp;
+    ofa_trainer *t; /* the first replica */
+    loader_state ls;
+    res_ctx rctx;
+    prefetch *pf;
+    FILE *metrics;
+} train_run;
+
+/** Train from r->start to the end of the schedule, or until --stop-after or
+ *  SIGINT/SIGTERM (handlers installed here), checkpointing and stopping after
+ *  the step under way. Returns the exit status: 0, 1 after an error (printed),
+ *  130 after a signal. */
+int train_loop(train_run *r);
+
+#endif
