@@ -7,7 +7,10 @@ BUILD=${BUILD:-build}
 export MANTA_CACHE_DIR="${MANTA_CACHE_DIR:-$PWD/$BUILD/cache}"
 export CMOCKA_MESSAGE_OUTPUT=TAP
 if [ "${SANITIZE:-}" = 1 ]; then
-    export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+    # use_tls=0: LeakSanitizer's tracer crashed (SIGSEGV, "Tracer caught signal 11") reading the
+    # thread-local storage of PoCL's worker threads at exit in some runs. Not scanning TLS as roots
+    # can only add reports (an object held only from TLS would show as a leak), never hide one.
+    export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0:use_tls=0"
     export ASAN_OPTIONS="detect_leaks=1"
 fi
 pass=0
