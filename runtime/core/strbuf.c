@@ -1,5 +1,7 @@
 #include "core/strbuf.h"
 
+#include "core/fileio.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,4 +62,12 @@ void manta_strbuf_free(manta_strbuf *b)
     b->p = NULL;
     b->n = b->cap = 0;
     b->oom = false;
+}
+
+manta_status manta_strbuf_write_file(manta_strbuf *b, const char *path, manta_err *err)
+{
+    manta_status st = b->oom ? manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path)
+                             : manta_file_write_atomic(path, b->p ? b->p : "", b->n, err);
+    manta_strbuf_free(b);
+    return st;
 }

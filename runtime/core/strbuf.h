@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/status.h"
+
 /**
  * A text buffer. Zero-initialise it (`manta_strbuf b = {0};`), append with
  * manta_strbuf_printf(), release with manta_strbuf_free(). The buffer owns
@@ -44,5 +46,13 @@ void manta_strbuf_csv_str(manta_strbuf *b, const char *s);
 
 /** Free the text and reset @p b to empty (oom cleared). NULL is allowed. */
 void manta_strbuf_free(manta_strbuf *b);
+
+/**
+ * Write the text of @p b to @p path atomically (manta_file_write_atomic()), then free
+ * @p b whatever happened.
+ * @return MANTA_ERR_NO_MEMORY naming @p path when an append had failed (nothing written),
+ *         else manta_file_write_atomic()'s status.
+ */
+manta_status manta_strbuf_write_file(manta_strbuf *b, const char *path, manta_err *err);
 
 #endif

@@ -141,7 +141,7 @@ manta_status mfb_start_table(mfb_builder *b)
     return MANTA_OK;
 }
 
-/* Record that field @p id now starts at the current position. */
+/* MANTA_OK when field @p id of the open table may be added. */
 static manta_status field_check(mfb_builder *b, unsigned id)
 {
     manta_status st = check_building(b, 1);
@@ -154,18 +154,22 @@ static manta_status field_check(mfb_builder *b, unsigned id)
     return MANTA_OK;
 }
 
+/* Record that field @p id (checked by field_check()) starts at the current position. */
+static manta_status mark_field(mfb_builder *b, unsigned id)
+{
+    b->field[id] = (uint32_t)b->size;
+    if (id + 1 > b->n_fields)
+        b->n_fields = id + 1;
+    return MANTA_OK;
+}
+
 static manta_status add_scalar(mfb_builder *b, unsigned id, uint64_t bits, size_t n, int is_default)
 {
     manta_status st = field_check(b, id);
     if (st != MANTA_OK || is_default)
         return st;
     st = push_scalar(b, bits, n);
-    if (st != MANTA_OK)
-        return st;
-    b->field[id] = (uint32_t)b->size;
-    if (id + 1 > b->n_fields)
-        b->n_fields = id + 1;
-    return MANTA_OK;
+    return st != MANTA_OK ? st : mark_field(b, id);
 }
 
 manta_status mfb_add_bool(mfb_builder *b, unsigned id, int v, int def)
@@ -210,12 +214,7 @@ manta_status mfb_add_ref(mfb_builder *b, unsigned id, mfb_ref ref)
     if (st != MANTA_OK || ref == 0)
         return st;
     st = push_ref(b, ref);
-    if (st != MANTA_OK)
-        return st;
-    b->field[id] = (uint32_t)b->size;
-    if (id + 1 > b->n_fields)
-        b->n_fields = id + 1;
-    return MANTA_OK;
+    return st != MANTA_OK ? st : mark_field(b, id);
 }
 
 /* Position of an earlier vtable equal to @p vt (@p n bytes), or 0. */
@@ -273,6 +272,15 @@ manta_status mfb_end_table(mfb_builder *b, mfb_ref *out)
     return MANTA_OK;
 }
 
+/* Finish a vector or string whose elements are pushed: its length, and its reference. */
+static manta_status end_vector(mfb_builder *b, size_t count, mfb_ref *out)
+{
+    manta_status st = push_scalar(b, count, 4);
+    if (st == MANTA_OK)
+        *out = (mfb_ref)b->size;
+    return st;
+}
+
 manta_status mfb_create_string(mfb_builder *b, const char *s, size_t len, mfb_ref *out)
 {
     manta_status st = check_building(b, 0);
@@ -287,11 +295,7 @@ manta_status mfb_create_string(mfb_builder *b, const char *s, size_t len, mfb_re
         st = push(b, NULL, 1);
     if (st == MANTA_OK && len)
         st = push(b, s, len);
-    if (st == MANTA_OK)
-        st = push_scalar(b, len, 4);
-    if (st == MANTA_OK)
-        *out = (mfb_ref)b->size;
-    return st;
+    return st != MANTA_OK ? st : end_vector(b, len, out);
 }
 
 manta_status mfb_create_vector(mfb_builder *b, const void *data, size_t count, size_t elem_size,
@@ -308,11 +312,7 @@ manta_status mfb_create_vector(mfb_builder *b, const void *data, size_t count, s
     st = prealign(b, bytes, align < 4 ? 4 : align);
     if (st == MANTA_OK && bytes)
         st = push(b, data, bytes);
-    if (st == MANTA_OK)
-        st = push_scalar(b, count, 4);
-    if (st == MANTA_OK)
-        *out = (mfb_ref)b->size;
-    return st;
+    return st != MANTA_OK ? st : end_vector(b, count, out);
 }
 
 manta_status mfb_create_ref_vector(mfb_builder *b, const mfb_ref *refs, size_t count, mfb_ref *out)
@@ -327,11 +327,7 @@ manta_status mfb_create_ref_vector(mfb_builder *b, const mfb_ref *refs, size_t c
     st = prealign(b, count * 4, 4);
     for (size_t i = count; st == MANTA_OK && i-- > 0;)
         st = push_ref(b, refs[i]);
-    if (st == MANTA_OK)
-        st = push_scalar(b, count, 4);
-    if (st == MANTA_OK)
-        *out = (mfb_ref)b->size;
-    return st;
+    return st != MANTA_OK ? st : end_vector(b, count, out);
 }
 
 manta_status mfb_finish(mfb_builder *b, mfb_ref root, const char *ident)

@@ -123,6 +123,13 @@ static int32_t add_const(wmodel *w, const char *owner, const char *what, int typ
     return (int32_t)(w->g->n_tensors + w->n_c++);
 }
 
+/* The second input of @p o: the @p n int32 values o->ints, a constant named owner/what. */
+static void int_operand(wmodel *w, wop *o, const char *owner, const char *what, int32_t n)
+{
+    o->in[1] = add_const(w, owner, what, T_INT32, 1, &n, o->ints);
+    o->n_in = 2;
+}
+
 /* Fill the operator records and the constants. */
 static manta_status plan_ops(wmodel *w, manta_err *err)
 {
@@ -178,27 +185,21 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
             o->n_in = 2;
             break;
         case XG_HSWISH: o->builtin = MENGINE_OP_HARD_SWISH; break;
-        case XG_MEAN: {
-            const int32_t n = 2;
+        case XG_MEAN: /* over H and W */
             o->ints[0] = 1;
             o->ints[1] = 2;
             o->keep_dims = to->rank == 4;
             o->builtin = MENGINE_OP_MEAN;
             o->options = OPT_REDUCER;
-            o->in[1] = add_const(w, name, "axes", T_INT32, 1, &n, o->ints);
-            o->n_in = 2;
+            int_operand(w, o, name, "axes", 2);
             break;
-        }
-        case XG_RESHAPE: {
-            const int32_t n = to->rank;
+        case XG_RESHAPE:
             memcpy(o->ints, to->shape, (size_t)to->rank * sizeof *o->ints);
             o->n_shape = to->rank;
             o->builtin = MENGINE_OP_RESHAPE;
             o->options = OPT_RESHAPE;
-            o->in[1] = add_const(w, name, "shape", T_INT32, 1, &n, o->ints);
-            o->n_in = 2;
+            int_operand(w, o, name, "shape", to->rank);
             break;
-        }
         case XG_FC: {
             const int32_t units = to->shape[1];
             const int32_t wd[2] = {units, (int32_t)(op->n_weights / (size_t)units)};

@@ -516,9 +516,8 @@ static manta_status slot_forward(ofa_supernet *n, const slot_a *a)
     const slot_p *p = &n->slot[a->idx];
     const slot_t *t = &p->t;
     const size_t B = (size_t)n->batch, hw = (size_t)a->h * a->w, ohw = (size_t)a->ho * a->wo;
-    mview scr = mslab_view(&n->scratch, 0);
     nn_conv2d_shape e = pw_shape(n, p->in_c, a->h, a->mid, 0);
-    MANTA_TRY(nn_conv2d_forward(d, &e, A(n, a->in), PW(n, p->e_w), A(n, t->e_conv), scr));
+    MANTA_TRY(nn_conv2d_forward(d, &e, A(n, a->in), PW(n, p->e_w), A(n, t->e_conv), SCR(n)));
     MANTA_TRY(bn_fwd(n, &p->e_bn, a->mid, (int)hw, t->e_conv, t->e_bn));
     MANTA_TRY(act_fwd(n, p->act, B * a->mid * hw, t->e_bn, t->e_act));
     for (int i = s->n_ks - 2; i >= a->ki; i--) /* elastic kernel: K -> ... -> k */
@@ -543,7 +542,7 @@ static manta_status slot_forward(ofa_supernet *n, const slot_a *a)
                              A(n, t->se_out)));
     }
     nn_conv2d_shape pr = pw_shape(n, a->mid, a->ho, p->width, p->mid_max);
-    MANTA_TRY(nn_conv2d_forward(d, &pr, A(n, proj_input(p)), PW(n, p->p_w), A(n, t->p_conv), scr));
+    MANTA_TRY(nn_conv2d_forward(d, &pr, A(n, proj_input(p)), PW(n, p->p_w), A(n, t->p_conv), SCR(n)));
     MANTA_TRY(bn_fwd(n, &p->p_bn, p->width, (int)ohw, t->p_conv, t->p_bn));
     if (a->residual)
         MANTA_TRY(nn_add(d, B * p->width * ohw, A(n, a->in), A(n, t->p_bn), A(n, t->out)));
@@ -560,12 +559,11 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
     const size_t B = (size_t)n->batch;
     n->fwd_params = params;
     n->fwd_bn = bn;
-    mview scr = mslab_view(&n->scratch, 0);
     const int k = s->stem_kernel, hs = n->hs;
     const size_t shw = (size_t)hs * hs;
     nn_conv2d_shape stem = {n->batch, s->in_channels, n->h0, n->h0, s->stem_width, k, k,
                             n->stem_stride, n->stem_stride, k / 2, k / 2, 0};
-    MANTA_TRY(nn_conv2d_forward(d, &stem, A(n, n->x0), PW(n, n->stem_w), A(n, n->stem_conv), scr));
+    MANTA_TRY(nn_conv2d_forward(d, &stem, A(n, n->x0), PW(n, n->stem_w), A(n, n->stem_conv), SCR(n)));
     MANTA_TRY(bn_fwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t));
     MANTA_TRY(act_fwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act));
     nn_dw_shape fdw = {n->batch, s->stem_width, hs, hs, 3, 1, 1};
@@ -573,7 +571,7 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
     MANTA_TRY(bn_fwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn));
     MANTA_TRY(act_fwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact));
     nn_conv2d_shape fp = pw_shape(n, s->stem_width, hs, s->first_width, 0);
-    MANTA_TRY(nn_conv2d_forward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), A(n, n->f_pconv), scr));
+    MANTA_TRY(nn_conv2d_forward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), A(n, n->f_pconv), SCR(n)));
     MANTA_TRY(bn_fwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, n->f_pbn));
     if (n->first_residual)
         MANTA_TRY(nn_add(d, B * s->first_width * shw, A(n, n->stem_act), A(n, n->f_pbn), A(n, n->f_out)));
@@ -581,7 +579,7 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
         MANTA_TRY(slot_forward(n, &n->active[i]));
     const size_t hhw = (size_t)n->last_h * n->last_h;
     nn_conv2d_shape hd = pw_shape(n, n->last_c, n->last_h, s->head_expand, 0);
-    MANTA_TRY(nn_conv2d_forward(d, &hd, A(n, n->head_in), PW(n, n->head_w), A(n, n->h_conv), scr));
+    MANTA_TRY(nn_conv2d_forward(d, &hd, A(n, n->head_in), PW(n, n->head_w), A(n, n->h_conv), SCR(n)));
     MANTA_TRY(bn_fwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn));
     MANTA_TRY(act_fwd(n, NN_ACT_HSWISH, B * s->head_expand * hhw, n->h_bn, n->h_act));
     MANTA_TRY(nn_avgpool_forward(d, B * s->head_expand, hhw, A(n, n->h_act), A(n, n->h_pool)));
@@ -628,12 +626,11 @@ static manta_status slot_backward(ofa_supernet *n, const slot_a *a)
     const slot_p *p = &n->slot[a->idx];
     const slot_t *t = &p->t;
     const size_t B = (size_t)n->batch, hw = (size_t)a->h * a->w, ohw = (size_t)a->ho * a->wo;
-    mview scr = mslab_view(&n->scratch, 0);
     size_t g_out = a->residual ? t->out : t->p_bn;
     MANTA_TRY(bn_bwd(n, &p->p_bn, p->width, (int)ohw, t->p_conv, g_out, t->p_conv));
     nn_conv2d_shape pr = pw_shape(n, a->mid, a->ho, p->width, p->mid_max);
     MANTA_TRY(nn_conv2d_backward(d, &pr, A(n, proj_input(p)), PW(n, p->p_w), G(n, t->p_conv),
-                           G(n, proj_input(p)), DP(n, p->p_w), scr));
+                           G(n, proj_input(p)), DP(n, p->p_w), SCR(n)));
     if (p->se) {
         nn_linear_shape r = {n->batch, a->mid, a->se, p->mid_max};
         nn_linear_shape e2 = {n->batch, a->se, a->mid, p->se_max};
@@ -658,7 +655,7 @@ static manta_status slot_backward(ofa_supernet *n, const slot_a *a)
         MANTA_TRY(mcl_fill(d, dw_grad, 0.0f, (size_t)a->mid * a->k * a->k));
     nn_dw_shape dw = {n->batch, a->mid, a->h, a->w, a->k, p->stride, a->k / 2};
     MANTA_TRY(nn_dw_backward(d, &dw, A(n, t->e_act), dw_weights(n, a), G(n, t->d_conv),
-                       G(n, t->e_act), dw_grad, scr));
+                       G(n, t->e_act), dw_grad, SCR(n)));
     for (int i = a->ki; i <= s->n_ks - 2; i++) {
         bool top = i == s->n_ks - 2;
         int big = s->ks[i + 1];
@@ -673,7 +670,7 @@ static manta_status slot_backward(ofa_supernet *n, const slot_a *a)
     MANTA_TRY(bn_bwd(n, &p->e_bn, a->mid, (int)hw, t->e_conv, t->e_bn, t->e_conv));
     nn_conv2d_shape e = pw_shape(n, p->in_c, a->h, a->mid, 0);
     MANTA_TRY(nn_conv2d_backward(d, &e, A(n, a->in), PW(n, p->e_w), G(n, t->e_conv), G(n, a->in),
-                           DP(n, p->e_w), scr));
+                           DP(n, p->e_w), SCR(n)));
     if (a->residual)
         MANTA_TRY(nn_axpy(d, B * p->width * hw, 1.0f, G(n, t->out), G(n, a->in)));
     return MANTA_OK;
@@ -715,7 +712,7 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     mcl_dev *d = n->d;
     const ofa_space *s = &n->s;
     const size_t B = (size_t)n->batch;
-    mview scr = mslab_view(&n->scratch, 0), none = {NULL, 0};
+    mview none = {NULL, 0};
     size_t feat = s->head_mix > 0 ? n->m_act : n->h_pool;
     int feat_c = s->head_mix > 0 ? s->head_mix : s->head_expand;
     size_t cls_in = n->fwd_dropout ? n->drop : feat;
@@ -737,7 +734,7 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     MANTA_TRY(bn_bwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn, n->h_conv));
     nn_conv2d_shape hd = pw_shape(n, n->last_c, n->last_h, s->head_expand, 0);
     MANTA_TRY(nn_conv2d_backward(d, &hd, A(n, n->head_in), PW(n, n->head_w), G(n, n->h_conv),
-                           G(n, n->head_in), DP(n, n->head_w), scr));
+                           G(n, n->head_in), DP(n, n->head_w), SCR(n)));
     MANTA_TRY(grad_ready(n, n->head_w));
     for (int i = n->n_active - 1; i >= 0; i--) {
         MANTA_TRY(slot_backward(n, &n->active[i]));
@@ -749,13 +746,13 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     MANTA_TRY(bn_bwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, g_first, n->f_pconv));
     nn_conv2d_shape fp = pw_shape(n, s->stem_width, hs, s->first_width, 0);
     MANTA_TRY(nn_conv2d_backward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), G(n, n->f_pconv),
-                           G(n, n->f_dact), DP(n, n->first_p), scr));
+                           G(n, n->f_dact), DP(n, n->first_p), SCR(n)));
     MANTA_TRY(grad_ready(n, n->first_p));
     MANTA_TRY(act_bwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact, n->f_dbn));
     MANTA_TRY(bn_bwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn, n->f_dconv));
     nn_dw_shape fdw = {n->batch, s->stem_width, hs, hs, 3, 1, 1};
     MANTA_TRY(nn_dw_backward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), G(n, n->f_dconv),
-                       G(n, n->stem_act), DP(n, n->first_dw), scr));
+                       G(n, n->stem_act), DP(n, n->first_dw), SCR(n)));
     MANTA_TRY(grad_ready(n, n->first_dw));
     if (n->first_residual)
         MANTA_TRY(nn_axpy(d, B * s->first_width * shw, 1.0f, G(n, n->f_out), G(n, n->stem_act)));
@@ -764,7 +761,7 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     nn_conv2d_shape stem = {n->batch, s->in_channels, n->h0, n->h0, s->stem_width, k, k,
                             n->stem_stride, n->stem_stride, k / 2, k / 2, 0};
     MANTA_TRY(nn_conv2d_backward(d, &stem, A(n, n->x0), PW(n, n->stem_w), G(n, n->stem_conv), none,
-                                 DP(n, n->stem_w), scr));
+                                 DP(n, n->stem_w), SCR(n)));
     return grad_ready(n, 0);
 }
 

@@ -113,14 +113,17 @@ static manta_status measure(search *S, const ofa_arch *a, evo_figures *f, bool *
     return MANTA_OK;
 }
 
-/* arr (capacity *cap elements of elem bytes) reallocated to twice the capacity, or to first;
- * NULL when out of memory (arr and *cap unchanged). */
-static void *grow(void *arr, size_t *cap, size_t elem, size_t first)
+/* arr (n of capacity *cap elements of elem bytes) with room for one more: itself, or
+ * reallocated to twice the capacity (first when empty); NULL when out of memory (arr and
+ * *cap unchanged). */
+static void *room_for_one(void *arr, size_t n, size_t *cap, size_t elem, size_t first)
 {
-    size_t n = *cap ? 2 * *cap : first;
-    void *p = realloc(arr, n * elem);
+    if (n < *cap)
+        return arr;
+    size_t c = *cap ? 2 * *cap : first;
+    void *p = realloc(arr, c * elem);
     if (p)
-        *cap = n;
+        *cap = c;
     return p;
 }
 
@@ -142,12 +145,10 @@ static manta_status front_add(search *S, const evo_point *p, manta_err *err)
         if (!covers(p, &r->front[i], ax))
             r->front[k++] = r->front[i];
     r->n_front = k;
-    if (r->n_front == S->front_cap) {
-        evo_point *f = grow(r->front, &S->front_cap, sizeof *f, 64);
-        if (!f)
-            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory for the front");
-        r->front = f;
-    }
+    evo_point *f = room_for_one(r->front, r->n_front, &S->front_cap, sizeof *f, 64);
+    if (!f)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory for the front");
+    r->front = f;
     r->front[r->n_front++] = *p;
     return MANTA_OK;
 }
@@ -176,12 +177,10 @@ static manta_status keep(search *S, const cand *p, manta_err *err)
 {
     if (S->c->keep_top == 0)
         return MANTA_OK;
-    if (S->n_all == S->cap_all) {
-        cand *n = grow(S->all, &S->cap_all, sizeof *n, 1024);
-        if (!n)
-            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
-        S->all = n;
-    }
+    cand *all = room_for_one(S->all, S->n_all, &S->cap_all, sizeof *all, 1024);
+    if (!all)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
+    S->all = all;
     S->all[S->n_all++] = *p;
     return MANTA_OK;
 }
@@ -528,13 +527,7 @@ manta_status evo_write_front_csv(const evo_result *r, const ofa_space *s, const 
                             p->f.v[EVO_LATENCY], p->f.v[EVO_MACS], p->f.v[EVO_ARENA],
                             p->f.v[EVO_FLASH], best, quoted);
     }
-    if (b.oom) {
-        manta_strbuf_free(&b);
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
-    }
-    manta_status st = manta_file_write_atomic(path, b.p, b.n, err);
-    manta_strbuf_free(&b);
-    return st;
+    return manta_strbuf_write_file(&b, path, err);
 }
 
 /* Text with &, <, >, " escaped, truncated to fit. */
@@ -679,11 +672,5 @@ manta_status evo_write_front_svg(const evo_result *r, const char *title, const c
         bx, by, bx - 10, by - 10, best->acc, best->f.v[ax], *unit ? " " : "", unit);
 #undef PX
 #undef PY
-    if (b.oom) {
-        manta_strbuf_free(&b);
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
-    }
-    manta_status st = manta_file_write_atomic(path, b.p, b.n, err);
-    manta_strbuf_free(&b);
-    return st;
+    return manta_strbuf_write_file(&b, path, err);
 }
