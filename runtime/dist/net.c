@@ -280,3 +280,20 @@ manta_status dist_recv_all(int fd, void *p, size_t n, double deadline, const cha
     }
     return MANTA_OK;
 }
+
+int dist_free_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    int port = 0;
+    if (s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(s, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    if (s >= 0)
+        close(s);
+    return port;
+}

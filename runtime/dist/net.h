@@ -50,6 +50,10 @@ int dist_ipv4_is_loopback(uint32_t addr);
  * with SO_REUSEADDR and dist_tune(@p sock_buf) (inherited by accepted sockets).
  * @param bound  out: the port actually bound (host order); may be NULL.
  */
+/** A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice, for a
+ *  rendezvous port), or 0 when none could be had. */
+int dist_free_port(void);
+
 manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, uint16_t *bound, manta_err *err);
 
 /**

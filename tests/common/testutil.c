@@ -1,13 +1,10 @@
 #include "testutil.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -96,21 +93,4 @@ void tu_rmtree(const char *path)
     } else {
         unlink(path);
     }
-}
-
-int tu_free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    int port = 0;
-    if (s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(s, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    if (s >= 0)
-        close(s);
-    return port;
 }

@@ -71,8 +71,14 @@ double tu_dot(const double *y, const double *r, size_t n);
  *  followed); a missing path is no error. For the temporary folders of tests. */
 void tu_rmtree(const char *path);
 
-/** A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice), or 0. */
-int tu_free_port(void);
+/** Fail the test with the message of the manta_err named e in scope when @p expr is not
+ *  MANTA_OK (for calls that report into a caller's error record). */
+#define TU_OK_ERR(expr)                                                                     \
+    do {                                                                                   \
+        manta_status st_ = (expr);                                                         \
+        if (st_ != MANTA_OK)                                                               \
+            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                              \
+    } while (0)
 
 /** Fail the test with the device's error message when @p st is not OK. */
 #define TU_OK(d, st)                                                                        \

@@ -101,7 +101,7 @@ static void fake_rendezvous(fake *f, size_t n, dist_frame_mac mac)
     memset(f, 0, sizeof *f);
     pthread_mutex_init(&f->ev.mu, NULL);
     f->out_fd = f->in_fd = -1;
-    int port = tu_free_port();
+    int port = dist_free_port();
     base_config(&f->cfg, 0, 2, port, SECRET);
     base_config(&f->v.cfg, 1, 2, port, SECRET);
     f->cfg.frame_mac = f->v.cfg.frame_mac = mac;
@@ -443,7 +443,7 @@ static int read_line(int fd, char *buf, size_t cap, double deadline)
 
 static void run_fault_processes(int sig)
 {
-    int port = tu_free_port();
+    int port = dist_free_port();
     pid_t pid[KN];
     int rfd[KN];
     for (int r = 0; r < KN; r++) {

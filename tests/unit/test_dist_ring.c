@@ -182,7 +182,7 @@ static void run_world(int world)
 {
     job j;
     make_job(&j, world);
-    int port = tu_free_port();
+    int port = dist_free_port();
     assert_true(port > 0);
     rank_run *rr = calloc((size_t)world, sizeof *rr);
     pthread_t *th = calloc((size_t)world, sizeof *th);
@@ -279,7 +279,7 @@ static void *simple_main(void *arg)
 static void test_wrong_secret_rejected(void **s)
 {
     (void)s;
-    int port = tu_free_port();
+    int port = dist_free_port();
     events ev = {.mu = PTHREAD_MUTEX_INITIALIZER};
     simple_run r[2];
     memset(r, 0, sizeof r);
@@ -328,7 +328,7 @@ static void test_missing_secret(void **s)
 static void test_job_mismatch(void **s)
 {
     (void)s;
-    int port = tu_free_port();
+    int port = dist_free_port();
     simple_run r[2];
     memset(r, 0, sizeof r);
     base_config(&r[0].cfg, 0, 2, port, "shared secret 42");

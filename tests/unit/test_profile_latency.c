@@ -18,14 +18,6 @@ static void path_in_dir(char *out, size_t cap, const char *name)
     snprintf(out, cap, "%s/%s", dir, name);
 }
 
-/* Fail with the message of the manta_err called e in scope. */
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        manta_status st_ = (expr);                                                                 \
-        if (st_ != MANTA_OK)                                                                       \
-            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                                      \
-    } while (0)
-
 static void expect_err(manta_status got, manta_status want, const manta_err *e, const char *needle)
 {
     if (got != want)
@@ -45,7 +37,7 @@ static void test_keys_of_smallest_cpu_subnet(void **state)
     lat_layer l[LAT_MAX_ARCH_LAYERS];
     int n;
     manta_err e;
-    OK(lat_arch_layers(&s, &a, l, &n, &e));
+    TU_OK_ERR(lat_arch_layers(&s, &a, l, &n, &e));
     static const char *const want[] = {
         "Conv-input:24x24x1-output:24x24x16",
         "expanded_conv-input:24x24x16-output:24x24x16-expand:16-kernel:3-stride:1-idskip:1-se:0-hs:"
@@ -101,7 +93,7 @@ static void test_keys_of_mixed_cpu_subnet(void **state)
     lat_layer l[LAT_MAX_ARCH_LAYERS];
     int n;
     manta_err e;
-    OK(lat_arch_layers(&s, &a, l, &n, &e));
+    TU_OK_ERR(lat_arch_layers(&s, &a, l, &n, &e));
     assert_int_equal(n, 16);
     assert_string_equal(l[4].where, "u2.b1");
     assert_string_equal(l[4].key, "expanded_conv-input:14x14x16-output:7x7x24-expand:64-kernel:5-"
@@ -125,7 +117,7 @@ static void test_keys_of_largest_mbv3_subnet(void **state)
     lat_layer l[LAT_MAX_ARCH_LAYERS];
     int n;
     manta_err e;
-    OK(lat_arch_layers(&s, &a, l, &n, &e));
+    TU_OK_ERR(lat_arch_layers(&s, &a, l, &n, &e));
     assert_int_equal(n, 2 + 20 + 4);
     assert_string_equal(l[0].key, "Conv-input:224x224x3-output:112x112x16");
     assert_string_equal(l[1].key, "expanded_conv-input:112x112x16-output:112x112x16-expand:16-"
@@ -180,7 +172,7 @@ static void test_enumeration_of_cpu_default(void **state)
     lat_layer *all;
     size_t n;
     manta_err e;
-    OK(lat_enumerate(&s, &all, &n, &e));
+    TU_OK_ERR(lat_enumerate(&s, &all, &n, &e));
     /* By hand, at 24/28/32 px: stem 3 + first block 3; a unit's first block has 9 (k, e)
      * keys per distinct input size, its other blocks 9 per distinct output size:
      * unit 1: in 24/28/32, out 12/14/16; unit 2: in 12/14/16, out 6/7/8; unit 3: in 6/7/8,
@@ -198,7 +190,7 @@ static void test_enumeration_of_cpu_default(void **state)
         ofa_arch_sample(&s, &rng, &a);
         lat_layer l[LAT_MAX_ARCH_LAYERS];
         int m;
-        OK(lat_arch_layers(&s, &a, l, &m, &e));
+        TU_OK_ERR(lat_arch_layers(&s, &a, l, &m, &e));
         for (int i = 0; i < m; i++)
             if (!listed(all, n, l[i].key))
                 fail_msg("sampled key missing from the enumeration: %s", l[i].key);
@@ -214,7 +206,7 @@ static void test_enumeration_of_mbv3(void **state)
     lat_layer *all;
     size_t n;
     manta_err e;
-    OK(lat_enumerate(&s, &all, &n, &e));
+    TU_OK_ERR(lat_enumerate(&s, &all, &n, &e));
     assert_distinct(all, n);
     /* one classifier and one feature mix for all 25 resolutions, 18 keys per unit and input size */
     size_t logits = 0, mix = 0, blocks = 0;
@@ -234,7 +226,7 @@ static void test_enumeration_of_mbv3(void **state)
         ofa_arch_sample(&s, &rng, &a);
         lat_layer l[LAT_MAX_ARCH_LAYERS];
         int m;
-        OK(lat_arch_layers(&s, &a, l, &m, &e));
+        TU_OK_ERR(lat_arch_layers(&s, &a, l, &m, &e));
         for (int i = 0; i < m; i++)
             if (!listed(all, n, l[i].key))
                 fail_msg("sampled key missing from the enumeration: %s", l[i].key);
@@ -248,19 +240,19 @@ static void test_stats_from_samples(void **state)
     double odd[] = {3, 1, 2}, even[] = {4, 1, 3, 2};
     lat_stats st;
     manta_err e;
-    OK(lat_stats_from_samples(odd, 3, &st, &e));
+    TU_OK_ERR(lat_stats_from_samples(odd, 3, &st, &e));
     assert_true(st.median_ms == 2 && st.mean_ms == 2 && st.count == 3);
     assert_true(fabs(st.p10_ms - 1.2) < 1e-12); /* rank 0.1 * 2 between 1 and 2 */
     assert_true(st.variance_ms2 > 2.0 / 3 - 1e-12 && st.variance_ms2 < 2.0 / 3 + 1e-12);
-    OK(lat_stats_from_samples(even, 4, &st, &e));
+    TU_OK_ERR(lat_stats_from_samples(even, 4, &st, &e));
     assert_true(st.median_ms == 2.5 && st.mean_ms == 2.5 && st.variance_ms2 == 1.25);
     assert_true(fabs(st.p10_ms - 1.3) < 1e-12);
     double one[] = {7}, many[101];
-    OK(lat_stats_from_samples(one, 1, &st, &e));
+    TU_OK_ERR(lat_stats_from_samples(one, 1, &st, &e));
     assert_true(st.p10_ms == 7 && st.median_ms == 7);
     for (int i = 0; i < 101; i++)
         many[i] = 100 - i; /* 0..100: the decile is 10, whatever the order */
-    OK(lat_stats_from_samples(many, 101, &st, &e));
+    TU_OK_ERR(lat_stats_from_samples(many, 101, &st, &e));
     assert_true(st.p10_ms == 10 && st.median_ms == 50);
     double bad[] = {1, -1};
     expect_err(lat_stats_from_samples(bad, 2, &st, &e), MANTA_ERR_INVALID_ARG, &e, "sample 1");
@@ -271,18 +263,18 @@ static void test_stats_from_samples(void **state)
 static void fill_table(lat_table *t, const ofa_space *s)
 {
     manta_err e;
-    OK(lat_table_init(t, s, &e));
-    OK(lat_table_set_meta(t, "test-board", "Cortex-A53 @ 1.2 GHz", "gcc -O3 -mcpu=cortex-a53",
+    TU_OK_ERR(lat_table_init(t, s, &e));
+    TU_OK_ERR(lat_table_set_meta(t, "test-board", "Cortex-A53 @ 1.2 GHz", "gcc -O3 -mcpu=cortex-a53",
                           "2025-01-31T12:00:00Z", &e));
     t->overhead_ms = 0.25;
     lat_layer *all;
     size_t n;
-    OK(lat_enumerate(s, &all, &n, &e));
+    TU_OK_ERR(lat_enumerate(s, &all, &n, &e));
     for (size_t i = 0; i < n; i++) {
         const double med = 0.001 * (double)strlen(all[i].key) + 0.01 * all[i].kernel;
         lat_stats st = {med, 0.002 * (double)strlen(all[i].key), 1e-6 * (double)i, 10 + (long)i,
                         0.75 * med};
-        OK(lat_table_set(t, all[i].key, &st, &e));
+        TU_OK_ERR(lat_table_set(t, all[i].key, &st, &e));
     }
     assert_int_equal(t->n, n);
     free(all);
@@ -296,11 +288,11 @@ static void test_table_round_trip_and_prediction(void **state)
     lat_table t, u;
     fill_table(&t, &s);
     manta_err e;
-    OK(lat_table_check_complete(&t, &e));
+    TU_OK_ERR(lat_table_check_complete(&t, &e));
     char path[128];
     path_in_dir(path, sizeof path, "cpu.json");
-    OK(lat_table_save(&t, path, &e));
-    OK(lat_table_load(path, &s, &u, &e));
+    TU_OK_ERR(lat_table_save(&t, path, &e));
+    TU_OK_ERR(lat_table_load(path, &s, &u, &e));
     assert_int_equal(u.n, t.n);
     assert_string_equal(u.device, "test-board");
     assert_string_equal(u.cpu, t.cpu);
@@ -321,12 +313,12 @@ static void test_table_round_trip_and_prediction(void **state)
         ofa_arch_sample(&s, &rng, &a);
         lat_layer l[LAT_MAX_ARCH_LAYERS];
         int n;
-        OK(lat_arch_layers(&s, &a, l, &n, &e));
+        TU_OK_ERR(lat_arch_layers(&s, &a, l, &n, &e));
         double want = t.overhead_ms, got, got2;
         for (int i = 0; i < n; i++)
             want += lat_table_find(&t, l[i].key)->st.p10_ms;
-        OK(lat_predict(&t, &a, &got, &e));
-        OK(lat_predict(&u, &a, &got2, &e));
+        TU_OK_ERR(lat_predict(&t, &a, &got, &e));
+        TU_OK_ERR(lat_predict(&u, &a, &got2, &e));
         assert_true(got == want && got2 == want);
     }
     lat_table_free(&t);
@@ -341,13 +333,13 @@ static void test_missing_key_is_named(void **state)
     lat_table t, part;
     fill_table(&t, &s);
     manta_err e;
-    OK(lat_table_init(&part, &s, &e));
-    OK(lat_table_set_meta(&part, "board-x", NULL, NULL, NULL, &e));
+    TU_OK_ERR(lat_table_init(&part, &s, &e));
+    TU_OK_ERR(lat_table_set_meta(&part, "board-x", NULL, NULL, NULL, &e));
     const char *drop = "expanded_conv-input:12x12x16-output:6x6x24-expand:48-kernel:3-stride:2-"
                        "idskip:0-se:1-hs:0";
     for (size_t i = 0; i < t.n; i++)
         if (strcmp(t.entry[i].key, drop) != 0)
-            OK(lat_table_set(&part, t.entry[i].key, &t.entry[i].st, &e));
+            TU_OK_ERR(lat_table_set(&part, t.entry[i].key, &t.entry[i].st, &e));
     ofa_arch a;
     ofa_arch_min(&s, 24, &a);
     double ms;
@@ -371,7 +363,7 @@ static char *edited_json(const char *from, const char *to)
     fill_table(&t, &s);
     char *text;
     manta_err e;
-    OK(lat_table_to_json(&t, &text, &e));
+    TU_OK_ERR(lat_table_to_json(&t, &text, &e));
     lat_table_free(&t);
     char *p = strstr(text, from);
     if (!p)
@@ -441,7 +433,7 @@ static void test_load_version_1(void **state)
     assert_null(strstr(json, "p10_ms"));
     lat_table t, ref;
     manta_err e;
-    OK(lat_table_parse(json, "v1.json", &s, &t, &e));
+    TU_OK_ERR(lat_table_parse(json, "v1.json", &s, &t, &e));
     fill_table(&ref, &s);
     assert_int_equal(t.n, ref.n);
     for (size_t i = 0; i < t.n; i++)
@@ -450,11 +442,11 @@ static void test_load_version_1(void **state)
     ofa_arch_max(&s, 28, &a);
     lat_layer l[LAT_MAX_ARCH_LAYERS];
     int n;
-    OK(lat_arch_layers(&s, &a, l, &n, &e));
+    TU_OK_ERR(lat_arch_layers(&s, &a, l, &n, &e));
     double want = ref.overhead_ms, got;
     for (int i = 0; i < n; i++)
         want += lat_table_find(&ref, l[i].key)->st.median_ms;
-    OK(lat_predict(&t, &a, &got, &e));
+    TU_OK_ERR(lat_predict(&t, &a, &got, &e));
     assert_true(fabs(got - want) < 1e-12);
     lat_table_free(&t);
     lat_table_free(&ref);
@@ -474,26 +466,26 @@ static void test_cover_archs(void **state)
         const int cover = k == 0 ? 3 : 1;
         lat_layer *keys;
         size_t nk;
-        OK(lat_enumerate(s, &keys, &nk, &e));
+        TU_OK_ERR(lat_enumerate(s, &keys, &nk, &e));
         lat_table t;
-        OK(lat_table_init(&t, s, &e));
+        TU_OK_ERR(lat_table_init(&t, s, &e));
         for (size_t i = 0; i < nk; i++) {
             lat_stats z = {0, 0, 0, 1, 0};
-            OK(lat_table_set(&t, keys[i].key, &z, &e));
+            TU_OK_ERR(lat_table_set(&t, keys[i].key, &z, &e));
         }
         ofa_arch *a = NULL, *b = NULL;
         size_t na = 0, nb = 0;
-        OK(lat_cover_archs(s, cover, 42, &a, &na, &e));
-        OK(lat_cover_archs(s, cover, 42, &b, &nb, &e));
+        TU_OK_ERR(lat_cover_archs(s, cover, 42, &a, &na, &e));
+        TU_OK_ERR(lat_cover_archs(s, cover, 42, &b, &nb, &e));
         assert_int_equal(na, nb);
         assert_memory_equal(a, b, na * sizeof *a);
         /* far fewer networks than keys x cover: each network holds many keys */
         assert_true(na >= 1 && na < nk * (size_t)cover / 2);
         for (size_t i = 0; i < na; i++) {
-            OK(ofa_arch_validate(s, &a[i], &e));
+            TU_OK_ERR(ofa_arch_validate(s, &a[i], &e));
             lat_layer l[LAT_MAX_ARCH_LAYERS];
             int n;
-            OK(lat_arch_layers(s, &a[i], l, &n, &e));
+            TU_OK_ERR(lat_arch_layers(s, &a[i], l, &n, &e));
             for (int j = 0; j < n; j++) {
                 lat_entry *x = (lat_entry *)lat_table_find(&t, l[j].key);
                 assert_non_null(x);
@@ -527,7 +519,7 @@ static void test_load_refuses_other_space(void **state)
     char path[128];
     path_in_dir(path, sizeof path, "other.json");
     manta_err e;
-    OK(lat_table_save(&t, path, &e));
+    TU_OK_ERR(lat_table_save(&t, path, &e));
     expect_err(lat_table_load(path, &m, &u, &e), MANTA_ERR_FORMAT, &e,
                "made for space 'cpu-default'");
     assert_non_null(strstr(e.msg, "mbv3-w1.0"));
@@ -547,14 +539,14 @@ static void test_set_rejects_bad_input(void **state)
     ofa_space_cpu_default(&s);
     lat_table t;
     manta_err e;
-    OK(lat_table_init(&t, &s, &e));
+    TU_OK_ERR(lat_table_init(&t, &s, &e));
     lat_stats st = {1, 1, 0, 0, 1};
     expect_err(lat_table_set(&t, "Conv-x", &st, &e), MANTA_ERR_INVALID_ARG, &e, "count");
     st.count = 1;
     expect_err(lat_table_set(&t, "", &st, &e), MANTA_ERR_INVALID_ARG, &e, "key");
-    OK(lat_table_set(&t, "Conv-x", &st, &e));
+    TU_OK_ERR(lat_table_set(&t, "Conv-x", &st, &e));
     st.median_ms = 2;
-    OK(lat_table_set(&t, "Conv-x", &st, &e)); /* replaces */
+    TU_OK_ERR(lat_table_set(&t, "Conv-x", &st, &e)); /* replaces */
     assert_int_equal(t.n, 1);
     assert_true(lat_table_find(&t, "Conv-x")->st.median_ms == 2);
     assert_null(lat_table_find(&t, "Conv-y"));

@@ -13,17 +13,11 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "common/testutil.h"
+
 #include "export/tflite.h"
 #include "profile/measure.h"
 #include "profile/synth.h"
-
-/* Fail with the message of the manta_err called e in scope. */
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        manta_status st_ = (expr);                                                                 \
-        if (st_ != MANTA_OK)                                                                       \
-            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                                      \
-    } while (0)
 
 /* Two resolutions, two kernels, two expand ratios, depths 1-2, two units: 41 keys. */
 static const char TINY[] =
@@ -85,7 +79,7 @@ static void test_measure_runs_passes_and_layers(void **state)
     manta_err e;
     lat_layer *keys = NULL;
     size_t nk = 0;
-    OK(lat_enumerate(s, &keys, &nk, &e));
+    TU_OK_ERR(lat_enumerate(s, &keys, &nk, &e));
     lat_item *it = calloc(3, sizeof *it);
     assert_non_null(it);
     it[0].layer = &keys[nk / 2];
@@ -99,7 +93,7 @@ static void test_measure_runs_passes_and_layers(void **state)
     lat_measure_opts o = fast(5, 2);
     o.progress = on_progress;
     o.progress_ctx = &p;
-    OK(lat_measure(s, it, 3, &o, &e));
+    TU_OK_ERR(lat_measure(s, it, 3, &o, &e));
     /* each pass times ceil(5 / 2) runs of every item */
     for (int i = 0; i < 3; i++) {
         assert_int_equal(it[i].n, 6);
@@ -114,7 +108,7 @@ static void test_measure_runs_passes_and_layers(void **state)
      * the runs' times are sorted by the statistics, the layer times are in run order */
     lat_layer L[LAT_MAX_ARCH_LAYERS];
     int m = 0;
-    OK(lat_arch_layers(s, &it[1].arch, L, &m, &e));
+    TU_OK_ERR(lat_arch_layers(s, &it[1].arch, L, &m, &e));
     assert_int_equal(it[1].nl, m);
     assert_int_equal(it[1].bound[0], 0);
     assert_null(it[0].seg);
@@ -153,12 +147,12 @@ static char *profile_tiny(const ofa_space *s, lat_method method, lat_table *t,
     manta_err e;
     manta_strbuf csv = {0};
     const lat_profile_opts o = {method, 1, 3, fast(2, 1), method == LAT_METHOD_NET ? &csv : NULL};
-    OK(lat_table_init(t, s, &e));
-    OK(lat_profile(s, &o, t, rep, &e));
-    OK(lat_table_check_complete(t, &e));
+    TU_OK_ERR(lat_table_init(t, s, &e));
+    TU_OK_ERR(lat_profile(s, &o, t, rep, &e));
+    TU_OK_ERR(lat_table_check_complete(t, &e));
     lat_layer *keys = NULL;
     size_t nk = 0;
-    OK(lat_enumerate(s, &keys, &nk, &e));
+    TU_OK_ERR(lat_enumerate(s, &keys, &nk, &e));
     assert_int_equal(rep->keys, nk);
     assert_int_equal(t->n, nk);
     for (size_t k = 0; k < nk; k++) { /* in enumeration order */
@@ -186,13 +180,13 @@ static void test_profile_in_networks(void **state)
      * line per keyed layer of each of them */
     ofa_arch *archs = NULL;
     size_t na = 0;
-    OK(lat_cover_archs(s, 1, 0xc04e5, &archs, &na, &e));
+    TU_OK_ERR(lat_cover_archs(s, 1, 0xc04e5, &archs, &na, &e));
     assert_int_equal(rep.networks, na);
     size_t layers = 0;
     for (size_t i = 0; i < na; i++) {
         lat_layer L[LAT_MAX_ARCH_LAYERS];
         int m = 0;
-        OK(lat_arch_layers(s, &archs[i], L, &m, &e));
+        TU_OK_ERR(lat_arch_layers(s, &archs[i], L, &m, &e));
         layers += (size_t)m;
     }
     free(archs);
@@ -225,7 +219,7 @@ static void test_profile_refuses_bad_options(void **state)
     manta_err e;
     lat_table t;
     lat_profile_report rep;
-    OK(lat_table_init(&t, s, &e));
+    TU_OK_ERR(lat_table_init(&t, s, &e));
     const lat_profile_opts o = {LAT_METHOD_NET, 0, 1, fast(1, 1), NULL};
     assert_int_equal(lat_profile(s, &o, &t, &rep, &e), MANTA_ERR_INVALID_ARG);
     assert_int_equal(t.n, 0);
@@ -237,13 +231,13 @@ static void test_overhead_is_the_median_excess(void **state)
     const ofa_space *s = *state;
     manta_err e;
     lat_table t;
-    OK(lat_table_init(&t, s, &e));
+    TU_OK_ERR(lat_table_init(&t, s, &e));
     lat_layer *keys = NULL;
     size_t nk = 0;
-    OK(lat_enumerate(s, &keys, &nk, &e));
+    TU_OK_ERR(lat_enumerate(s, &keys, &nk, &e));
     for (size_t k = 0; k < nk; k++) {
         const lat_stats st = {0.02, 0.02, 0, 1, 0.01 * (double)(k % 7 + 1)};
-        OK(lat_table_set(&t, keys[k].key, &st, &e));
+        TU_OK_ERR(lat_table_set(&t, keys[k].key, &st, &e));
     }
     free(keys);
     lat_item cal[3];
@@ -254,20 +248,20 @@ static void test_overhead_is_the_median_excess(void **state)
     for (int i = 0; i < 3; i++) {
         double sum;
         ofa_arch_sample(s, &rng, &cal[i].arch);
-        OK(lat_predict(&t, &cal[i].arch, &sum, &e));
+        TU_OK_ERR(lat_predict(&t, &cal[i].arch, &sum, &e));
         cal[i].st.p10_ms = sum + excess[i];
     }
     double median;
-    OK(lat_fit_overhead(&t, cal, 3, &median, &e));
+    TU_OK_ERR(lat_fit_overhead(&t, cal, 3, &median, &e));
     assert_true(median > 0.02 - 1e-12 && median < 0.02 + 1e-12);
     assert_true(t.overhead_ms == median);
     cal[0].st.p10_ms -= 0.1; /* excesses -0.05, -0.01, 0.02: median negative, overhead 0 */
     cal[2].st.p10_ms -= 0.05;
     t.overhead_ms = 0;
-    OK(lat_fit_overhead(&t, cal, 3, &median, &e));
+    TU_OK_ERR(lat_fit_overhead(&t, cal, 3, &median, &e));
     assert_true(median < 0);
     assert_true(t.overhead_ms == 0);
-    OK(lat_fit_overhead(&t, cal, 0, &median, &e));
+    TU_OK_ERR(lat_fit_overhead(&t, cal, 0, &median, &e));
     assert_true(median == 0 && t.overhead_ms == 0);
     lat_table_free(&t);
 }
@@ -282,7 +276,7 @@ static void test_validate_figures_and_csv(void **state)
     lat_agreement ag;
     manta_strbuf csv = {0};
     const lat_measure_opts o = fast(2, 1);
-    OK(lat_validate(s, &t, 4, 7, &o, &ag, &csv, &e));
+    TU_OK_ERR(lat_validate(s, &t, 4, 7, &o, &ag, &csv, &e));
     assert_int_equal(ag.n, 4);
     assert_true(ag.within >= 0 && ag.within <= 1 && ag.rmse >= 0);
     assert_int_equal(count_lines(csv.p), 5);
@@ -305,9 +299,9 @@ static void test_validate_figures_and_csv(void **state)
         }
         json[k] = '\0';
         ofa_arch a;
-        OK(ofa_arch_parse(s, json, &a, &e));
+        TU_OK_ERR(ofa_arch_parse(s, json, &a, &e));
         double pred, field;
-        OK(lat_predict(&t, &a, &pred, &e));
+        TU_OK_ERR(lat_predict(&t, &a, &pred, &e));
         assert_int_equal(sscanf(strchr(line, ',') + 1, "%lf", &field), 1);
         assert_true(field > pred - 1e-6 && field < pred + 1e-6);
         line = strchr(line, '\n') + 1;
@@ -326,15 +320,15 @@ static void test_one_arch_sizes_are_the_exporters(void **state)
     lat_stats st;
     size_t arena = 0, file = 0;
     const lat_measure_opts o = fast(3, 1);
-    OK(lat_measure_arch(s, &a, &o, &st, &arena, &file, &e));
+    TU_OK_ERR(lat_measure_arch(s, &a, &o, &st, &arena, &file, &e));
     assert_int_equal(st.count, 3);
     xgraph g;
     const synth_opts so = {0, true};
-    OK(synth_arch_graph(s, &a, NULL, &so, &g, &e));
+    TU_OK_ERR(synth_arch_graph(s, &a, NULL, &so, &g, &e));
     uint8_t *data = NULL;
     size_t size = 0;
     tflite_report rep;
-    OK(tflite_write(&g, &data, &size, &rep, &e));
+    TU_OK_ERR(tflite_write(&g, &data, &size, &rep, &e));
     assert_int_equal(arena, rep.arena_bytes);
     assert_int_equal(file, rep.file_bytes);
     free(data);

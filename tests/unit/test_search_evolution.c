@@ -21,14 +21,6 @@ static void path_in_dir(char *out, size_t cap, const char *name)
     snprintf(out, cap, "%s/%s", dir, name);
 }
 
-/* Fail with the message of the manta_err called e in scope. */
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        manta_status st_ = (expr);                                                                 \
-        if (st_ != MANTA_OK)                                                                       \
-            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                                      \
-    } while (0)
-
 typedef struct synth {
     ofa_space s;
     double log_min, log_max; /* log MACs of the smallest and largest sub-networks */
@@ -155,7 +147,7 @@ static void test_beats_random_sampling_within_budget(void **state)
     cb.progress_ctx = &generations_seen;
     evo_result r;
     manta_err e;
-    OK(evo_search(&y.s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(&y.s, &c, &cb, &r, &e));
     assert_int_equal(generations_seen, 30);
     assert_int_equal(r.evaluated, 100 + 30 * 100);
     assert_true(r.best.f.v[EVO_LATENCY] <= c.budget[EVO_LATENCY]);
@@ -169,11 +161,11 @@ static void test_beats_random_sampling_within_budget(void **state)
         ofa_arch a;
         ofa_arch_sample(&y.s, &rng, &a);
         evo_figures f = {{0}};
-        OK(synth_measure(&y, &a, &f, &e));
+        TU_OK_ERR(synth_measure(&y, &a, &f, &e));
         if (f.v[EVO_LATENCY] > c.budget[EVO_LATENCY])
             continue;
         double acc;
-        OK(synth_fitness(&y, &a, &acc, &e));
+        TU_OK_ERR(synth_fitness(&y, &a, &acc, &e));
         best_random = fmax(best_random, acc);
         n++;
     }
@@ -281,7 +273,7 @@ static void test_keep_top_is_the_fittest_distinct_networks(void **state)
     evo_callbacks cb = {synth_measure, &y, recorded_fitness, &rc, NULL, NULL};
     evo_result r;
     manta_err e;
-    OK(evo_search(&y.s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(&y.s, &c, &cb, &r, &e));
     assert_int_equal((long)rc.n, r.evaluated);
     /* the search does meet networks again, so distinctness is tested */
     size_t dupes = 0;
@@ -302,7 +294,7 @@ static void test_keep_top_is_the_fittest_distinct_networks(void **state)
     assert_null(r.top);
     rc.n = 0;
     c.top_min_genes = 5;
-    OK(evo_search(&y.s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(&y.s, &c, &cb, &r, &e));
     check_top(&y, &rc, &r, 12, 5, c.budget[EVO_LATENCY]);
     evo_result_free(&r);
     free(rc.seen);
@@ -358,7 +350,7 @@ static void test_top_by_resolution_takes_each_in_turn(void **state)
     evo_callbacks cb = {synth_measure, &y, recorded_fitness, &rc, NULL, NULL};
     evo_result r;
     manta_err e;
-    OK(evo_search(s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(s, &c, &cb, &r, &e));
     assert_int_equal(r.n_top, 9);
     assert_true(same_point(&r.top[0], &r.best));
     /* reference order: the resolutions by their fittest recorded candidate */
@@ -407,8 +399,8 @@ static void test_reproducible_for_a_seed(void **state)
     evo_callbacks cb = callbacks(&y);
     evo_result a, b;
     manta_err e;
-    OK(evo_search(&y.s, &c, &cb, &a, &e));
-    OK(evo_search(&y.s, &c, &cb, &b, &e));
+    TU_OK_ERR(evo_search(&y.s, &c, &cb, &a, &e));
+    TU_OK_ERR(evo_search(&y.s, &c, &cb, &b, &e));
     assert_true(same_point(&a.best, &b.best));
     assert_int_equal(a.n_front, b.n_front);
     for (size_t i = 0; i < a.n_front; i++)
@@ -417,7 +409,7 @@ static void test_reproducible_for_a_seed(void **state)
     assert_true(a.best.f.v[EVO_FLASH] <= c.budget[EVO_FLASH]);
     evo_result_free(&b);
     c.seed = 6;
-    OK(evo_search(&y.s, &c, &cb, &b, &e));
+    TU_OK_ERR(evo_search(&y.s, &c, &cb, &b, &e));
     assert_true(memcmp(&a.best.arch, &b.best.arch, sizeof a.best.arch) != 0 ||
                 a.measured != b.measured);
     evo_result_free(&a);
@@ -528,14 +520,14 @@ static void test_seeds_enter_the_first_population(void **state)
     evo_result r;
     manta_err e;
     /* without seeds, the first population misses the peak */
-    OK(evo_search(s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(s, &c, &cb, &r, &e));
     assert_true(memcmp(&r.best.arch, &pk.peak, sizeof pk.peak) != 0);
     assert_int_equal(r.evaluated, c.population);
     evo_result_free(&r);
     /* with them, it is there from the start; the one over budget stays out */
     c.seeds = seeds;
     c.n_seeds = 3;
-    OK(evo_search(s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(s, &c, &cb, &r, &e));
     assert_memory_equal(&r.best.arch, &pk.peak, sizeof pk.peak);
     assert_true(r.best.acc > 1.0);
     assert_int_equal(r.evaluated, c.population);
@@ -544,7 +536,7 @@ static void test_seeds_enter_the_first_population(void **state)
     evo_result_free(&r);
     /* a search with generations keeps a seed that stays the fittest */
     c.generations = 10;
-    OK(evo_search(s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(s, &c, &cb, &r, &e));
     assert_memory_equal(&r.best.arch, &pk.peak, sizeof pk.peak);
     evo_result_free(&r);
     /* a seed outside the space, or seeds promised but missing */
@@ -579,7 +571,7 @@ static void test_top_list_adds_the_fittest_seeds(void **state)
     evo_callbacks cb = callbacks(&y);
     evo_result r;
     manta_err e;
-    OK(evo_search(s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(s, &c, &cb, &r, &e));
     assert_int_equal(r.n_top_seeds, 3);
     assert_int_equal(r.n_top, 4 + 3);
     /* reference: the seeds within budget and not among the first four, fittest first */
@@ -587,7 +579,7 @@ static void test_top_list_adds_the_fittest_seeds(void **state)
     int n_want = 0;
     for (int i = 0; i < n; i++) {
         double acc;
-        OK(synth_fitness(&y, &seeds[i], &acc, &e));
+        TU_OK_ERR(synth_fitness(&y, &seeds[i], &acc, &e));
         bool in_top = false;
         for (size_t t = 0; t < 4; t++)
             in_top |= evo_arch_distance(s, &r.top[t].arch, &seeds[i]) == 0;
@@ -612,7 +604,7 @@ static void test_top_list_adds_the_fittest_seeds(void **state)
     evo_result_free(&r);
     /* none asked for, none added; a bad count is refused */
     c.top_seeds = 0;
-    OK(evo_search(s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(s, &c, &cb, &r, &e));
     assert_int_equal(r.n_top_seeds, 0);
     assert_int_equal(r.n_top, 4);
     evo_result_free(&r);
@@ -621,7 +613,7 @@ static void test_top_list_adds_the_fittest_seeds(void **state)
     for (int i = 0; i < n; i++)
         in_budget += macs_of(s, &seeds[i]) / 1e6 <= c.budget[EVO_LATENCY];
     c.top_seeds = n;
-    OK(evo_search(s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(s, &c, &cb, &r, &e));
     assert_int_equal(r.n_seeds_in, in_budget);
     assert_int_equal(r.n_top_seeds, n_want);
     for (int i = 0; i < n; i++) {
@@ -754,15 +746,15 @@ static void test_front_csv_and_svg(void **state)
     evo_callbacks cb = callbacks(&y);
     evo_result r;
     manta_err e;
-    OK(evo_search(&y.s, &c, &cb, &r, &e));
+    TU_OK_ERR(evo_search(&y.s, &c, &cb, &r, &e));
     char csv[128], svg[128];
     path_in_dir(csv, sizeof csv, "front.csv");
     path_in_dir(svg, sizeof svg, "front.svg");
-    OK(evo_write_front_csv(&r, &y.s, csv, &e));
-    OK(evo_write_front_svg(&r, "cpu-default <= 3 ms & \"fast\"", svg, &e));
+    TU_OK_ERR(evo_write_front_csv(&r, &y.s, csv, &e));
+    TU_OK_ERR(evo_write_front_svg(&r, "cpu-default <= 3 ms & \"fast\"", svg, &e));
 
     char *text;
-    OK(manta_file_read(csv, 1 << 20, &text, NULL, &e));
+    TU_OK_ERR(manta_file_read(csv, 1 << 20, &text, NULL, &e));
     const char *header = "rank,top1,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n";
     assert_true(!strncmp(text, header, strlen(header)));
     assert_int_equal(count(text, "\n"), r.n_front + 1);
@@ -788,7 +780,7 @@ static void test_front_csv_and_svg(void **state)
     assert_int_equal(bests, 1);
     free(text);
 
-    OK(manta_file_read(svg, 1 << 20, &text, NULL, &e));
+    TU_OK_ERR(manta_file_read(svg, 1 << 20, &text, NULL, &e));
     assert_well_formed_xml(text);
     assert_int_equal(count(text, "<circle"), r.n_front + 1);
     assert_non_null(strstr(text, "best: top-1"));

@@ -17,14 +17,6 @@ static void path_in_dir(char *out, size_t cap, const char *name)
     snprintf(out, cap, "%s/%s", dir, name);
 }
 
-/* Fail with the message of the manta_err called e in scope. */
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        manta_status st_ = (expr);                                                                 \
-        if (st_ != MANTA_OK)                                                                       \
-            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                                      \
-    } while (0)
-
 static void expect_err(manta_status got, manta_status want, const manta_err *e, const char *needle)
 {
     if (got != want)
@@ -81,7 +73,7 @@ static void test_encoding_layout(void **state)
     a.e[1] = 6;
     a.ks[2] = 5; /* skipped slot: must not show */
     float x[ACCP_MAX_FEATURES];
-    OK(accp_encode(&s, &a, x, &e));
+    TU_OK_ERR(accp_encode(&s, &a, x, &e));
     int ones = 0;
     for (int i = 0; i < 123; i++) {
         assert_true(x[i] == 0 || x[i] == 1);
@@ -108,7 +100,7 @@ static void test_encoding_layout(void **state)
         ofa_arch_sample(q, &rng, &b);
         float want[ACCP_MAX_FEATURES];
         reference_features(q, &b, want);
-        OK(accp_encode(q, &b, x, &e));
+        TU_OK_ERR(accp_encode(q, &b, x, &e));
         assert_memory_equal(x, want, (size_t)accp_feature_dim(q) * sizeof *x);
     }
     a.e[0] = 5;
@@ -142,7 +134,7 @@ static void make_dataset(const ofa_space *s, size_t n, uint64_t seed, accp_datas
     for (size_t i = 0; i < n; i++) {
         ofa_arch a;
         ofa_arch_sample(s, &rng, &a);
-        OK(accp_dataset_add(d, &a, synthetic_top1(s, &a, &noise), &e));
+        TU_OK_ERR(accp_dataset_add(d, &a, synthetic_top1(s, &a, &noise), &e));
     }
 }
 
@@ -167,8 +159,8 @@ static void test_dataset_file_round_trip(void **state)
     char path[128];
     path_in_dir(path, sizeof path, "acc.jsonl");
     manta_err e;
-    OK(accp_dataset_save(&d, path, &e));
-    OK(accp_dataset_load(path, &s, &back, &e));
+    TU_OK_ERR(accp_dataset_save(&d, path, &e));
+    TU_OK_ERR(accp_dataset_load(path, &s, &back, &e));
     assert_int_equal(back.n, d.n);
     for (size_t i = 0; i < d.n; i++) {
         assert_memory_equal(&back.s[i].arch, &d.s[i].arch, sizeof d.s[i].arch);
@@ -179,7 +171,7 @@ static void test_dataset_file_round_trip(void **state)
     const char *text = "\n{\"arch\":{\"ks\":[3,3,3,3,5,5,5,5,7,7,7,7,3,3,3,3,3,3,3,3],"
                        "\"e\":[3,3,3,3,4,4,4,4,6,6,6,6,3,3,3,3,3,3,3,3],\"d\":[2,3,4,2,2]},"
                        "\"top1\":0.5,\"top5\":0.9,\"r\":32}\r\n\n";
-    OK(accp_dataset_parse(text, "x.jsonl", &s, &back, &e));
+    TU_OK_ERR(accp_dataset_parse(text, "x.jsonl", &s, &back, &e));
     assert_int_equal(back.n, 1);
     assert_int_equal(back.s[0].arch.r, 32);
     assert_int_equal(back.s[0].arch.d[2], 4);
@@ -244,8 +236,8 @@ static void test_split_is_seeded_partition(void **state)
     accp_dataset d, tr, te, tr2, te2;
     make_dataset(&s, 101, 9, &d);
     manta_err e;
-    OK(accp_dataset_split(&d, 0.8, 3, &tr, &te, &e));
-    OK(accp_dataset_split(&d, 0.8, 3, &tr2, &te2, &e));
+    TU_OK_ERR(accp_dataset_split(&d, 0.8, 3, &tr, &te, &e));
+    TU_OK_ERR(accp_dataset_split(&d, 0.8, 3, &tr2, &te2, &e));
     assert_int_equal(tr.n, 81);
     assert_int_equal(te.n, 20);
     assert_memory_equal(tr.s, tr2.s, tr.n * sizeof *tr.s);
@@ -260,7 +252,7 @@ static void test_split_is_seeded_partition(void **state)
     assert_true(fabs(all - parts) < 1e-9);
     accp_dataset_free(&tr2);
     accp_dataset_free(&te2);
-    OK(accp_dataset_split(&d, 0.8, 4, &tr2, &te2, &e));
+    TU_OK_ERR(accp_dataset_split(&d, 0.8, 4, &tr2, &te2, &e));
     assert_true(memcmp(tr.s, tr2.s, tr.n * sizeof *tr.s) != 0);
     accp_dataset_free(&tr2);
     accp_dataset_free(&te2);
@@ -315,10 +307,10 @@ static void test_split_keeps_a_network_on_one_side(void **state)
             /* a gene in a slot past the unit's depth does not make another network */
             if (r == 1 && a.d[0] < s.max_depth)
                 a.ks[a.d[0]] = a.ks[a.d[0]] == 3 ? 5 : 3;
-            OK(accp_dataset_add(&d, &a, 0.8 + 0.001 * n + 0.01 * r, &e));
+            TU_OK_ERR(accp_dataset_add(&d, &a, 0.8 + 0.001 * n + 0.01 * r, &e));
         }
     }
-    OK(accp_dataset_split(&d, 0.8, 5, &tr, &te, &e));
+    TU_OK_ERR(accp_dataset_split(&d, 0.8, 5, &tr, &te, &e));
     assert_int_equal(tr.n + te.n, d.n);
     /* 120 samples, 96 to train: whole networks of 3 samples each, 32 networks */
     assert_int_equal(tr.n, 96);
@@ -346,7 +338,7 @@ static void test_default_config_is_ofa(void **state)
     ofa_space_mbv3_w10(&s);
     accp_model m;
     manta_err e;
-    OK(accp_init(&m, &s, &c, &e));
+    TU_OK_ERR(accp_init(&m, &s, &c, &e));
     assert_int_equal(m.n_in, 145);
     assert_int_equal(m.n_params, (size_t)(145 * 400 + 400 + 2 * (400 * 400 + 400) + 400));
     /* nn.Linear initialisation bounds */
@@ -393,16 +385,16 @@ static void test_learns_synthetic_function(void **state)
     accp_dataset d, tr, te;
     make_dataset(&s, 1000, 21, &d);
     manta_err e;
-    OK(accp_dataset_split(&d, 0.8, 1, &tr, &te, &e));
+    TU_OK_ERR(accp_dataset_split(&d, 0.8, 1, &tr, &te, &e));
     accp_config c;
     small_config(&c);
     progress_log log = {0};
     c.progress = on_epoch;
     c.progress_ctx = &log;
     accp_model m;
-    OK(accp_init(&m, &s, &c, &e));
+    TU_OK_ERR(accp_init(&m, &s, &c, &e));
     accp_report rep;
-    OK(accp_train(&m, &tr, &te, &c, &rep, &e));
+    TU_OK_ERR(accp_train(&m, &tr, &te, &c, &rep, &e));
     double spread = stddev_top1(&te), base = 0;
     for (size_t i = 0; i < tr.n; i++)
         base += tr.s[i].top1;
@@ -414,7 +406,7 @@ static void test_learns_synthetic_function(void **state)
     assert_int_equal(log.calls, 25);
     assert_true(log.last < 0.1 * log.first);
     double rmse;
-    OK(accp_rmse(&m, &te, &rmse, &e));
+    TU_OK_ERR(accp_rmse(&m, &te, &rmse, &e));
     assert_true(rmse == rep.valid_rmse);
     accp_free(&m);
     accp_dataset_free(&tr);
@@ -434,15 +426,15 @@ static void test_training_is_deterministic(void **state)
     c.epochs = 2;
     accp_model a, b;
     manta_err e;
-    OK(accp_init(&a, &s, &c, &e));
-    OK(accp_init(&b, &s, &c, &e));
-    OK(accp_train(&a, &d, NULL, &c, NULL, &e));
-    OK(accp_train(&b, &d, NULL, &c, NULL, &e));
+    TU_OK_ERR(accp_init(&a, &s, &c, &e));
+    TU_OK_ERR(accp_init(&b, &s, &c, &e));
+    TU_OK_ERR(accp_train(&a, &d, NULL, &c, NULL, &e));
+    TU_OK_ERR(accp_train(&b, &d, NULL, &c, NULL, &e));
     assert_memory_equal(a.params, b.params, a.n_params * sizeof *a.params);
     accp_free(&b);
     c.seed = 2;
-    OK(accp_init(&b, &s, &c, &e));
-    OK(accp_train(&b, &d, NULL, &c, NULL, &e));
+    TU_OK_ERR(accp_init(&b, &s, &c, &e));
+    TU_OK_ERR(accp_train(&b, &d, NULL, &c, NULL, &e));
     assert_true(memcmp(a.params, b.params, a.n_params * sizeof *a.params) != 0);
     /* errors */
     accp_dataset empty;
@@ -476,20 +468,20 @@ static void test_model_file_round_trip(void **state)
     c.layers = 2;
     accp_model m, back;
     manta_err e;
-    OK(accp_init(&m, &s, &c, &e));
-    OK(accp_train(&m, &d, NULL, &c, NULL, &e));
+    TU_OK_ERR(accp_init(&m, &s, &c, &e));
+    TU_OK_ERR(accp_train(&m, &d, NULL, &c, NULL, &e));
     char path[128];
     path_in_dir(path, sizeof path, "pred.bin");
-    OK(accp_save(&m, path, &e));
-    OK(accp_load(path, &s, &back, &e));
+    TU_OK_ERR(accp_save(&m, path, &e));
+    TU_OK_ERR(accp_load(path, &s, &back, &e));
     assert_int_equal(back.hidden, 64);
     assert_int_equal(back.layers, 2);
     assert_true(back.base_acc == m.base_acc);
     assert_memory_equal(back.params, m.params, m.n_params * sizeof *m.params);
     for (size_t i = 0; i < d.n; i++) {
         double p, q;
-        OK(accp_predict(&m, &d.s[i].arch, &p, &e));
-        OK(accp_predict(&back, &d.s[i].arch, &q, &e));
+        TU_OK_ERR(accp_predict(&m, &d.s[i].arch, &p, &e));
+        TU_OK_ERR(accp_predict(&back, &d.s[i].arch, &q, &e));
         assert_true(p == q);
     }
     accp_free(&back);

@@ -11,18 +11,12 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "common/testutil.h"
+
 #include "core/rng.h"
 #include "export/tflite.h"
 #include "profile/synth.h"
 #include "search/sizes.h"
-
-/* Fail with the message of the manta_err called e in scope. */
-#define OK(expr)                                                                                   \
-    do {                                                                                           \
-        manta_status st_ = (expr);                                                                 \
-        if (st_ != MANTA_OK)                                                                       \
-            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                                      \
-    } while (0)
 
 /* What tflite_write() reports for the builder's graph of @p a. */
 static void exported(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
@@ -31,11 +25,11 @@ static void exported(const ofa_space *s, const ofa_arch *a, const xg_preprocess 
     manta_err e;
     xgraph g;
     const synth_opts so = {0, true};
-    OK(synth_arch_graph(s, a, pre, &so, &g, &e));
+    TU_OK_ERR(synth_arch_graph(s, a, pre, &so, &g, &e));
     uint8_t *data = NULL;
     size_t size = 0;
     tflite_report rep;
-    OK(tflite_write(&g, &data, &size, &rep, &e));
+    TU_OK_ERR(tflite_write(&g, &data, &size, &rep, &e));
     *arena = rep.arena_bytes;
     *file = rep.file_bytes;
     free(data);
@@ -59,13 +53,13 @@ static void test_sizes_are_the_exporters(void **state)
         else
             ofa_arch_sample(s, &rng, &a);
         size_t arena, file, want_arena, want_file;
-        OK(search_sizes_get(&c, &a, &arena, &file, &e));
+        TU_OK_ERR(search_sizes_get(&c, &a, &arena, &file, &e));
         exported(s, &a, NULL, &want_arena, &want_file);
         assert_int_equal(arena, want_arena);
         assert_int_equal(file, want_file);
         assert_int_equal(c.built, i + 1);
         size_t again_arena, again_file; /* from the cache */
-        OK(search_sizes_get(&c, &a, &again_arena, &again_file, &e));
+        TU_OK_ERR(search_sizes_get(&c, &a, &again_arena, &again_file, &e));
         assert_int_equal(again_arena, arena);
         assert_int_equal(again_file, file);
         assert_int_equal(c.built, i + 1);
@@ -92,8 +86,8 @@ static void test_labels_count_in_the_file(void **state)
     search_sizes_init(&plain, s, NULL);
     search_sizes_init(&labelled, s, &pre);
     size_t arena0, file0, arena1, file1, want_arena, want_file;
-    OK(search_sizes_get(&plain, &a, &arena0, &file0, &e));
-    OK(search_sizes_get(&labelled, &a, &arena1, &file1, &e));
+    TU_OK_ERR(search_sizes_get(&plain, &a, &arena0, &file0, &e));
+    TU_OK_ERR(search_sizes_get(&labelled, &a, &arena1, &file1, &e));
     exported(s, &a, &pre, &want_arena, &want_file);
     assert_int_equal(file1, want_file);
     assert_int_equal(arena1, want_arena);
@@ -125,13 +119,13 @@ static void test_growth_keeps_every_entry(void **state)
         for (int j = 0; j < i && !seen; j++)
             seen = !memcmp(&a[i], &a[j], sizeof a[i]);
         distinct += !seen;
-        OK(search_sizes_get(&c, &a[i], &arena[i], &file[i], &e));
+        TU_OK_ERR(search_sizes_get(&c, &a[i], &arena[i], &file[i], &e));
     }
     assert_int_equal(c.built, distinct);
     assert_true(distinct > 512);
     for (int i = 0; i < N; i++) {
         size_t x, y;
-        OK(search_sizes_get(&c, &a[i], &x, &y, &e));
+        TU_OK_ERR(search_sizes_get(&c, &a[i], &x, &y, &e));
         assert_int_equal(x, arena[i]);
         assert_int_equal(y, file[i]);
     }

@@ -40,10 +40,6 @@ mcl_dev *cmd_open_device(const char *spec);
 /** Monotonic clock in seconds. */
 double cmd_now(void);
 
-/** A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice), or 0
- *  (tools/manta/launch.c). */
-int cmd_free_port(void);
-
 /** A sub-network: "max", "min" or a file in OFA's encoding; prints a
  *  one-line error and returns 0 when it cannot be read or is outside @p sp. */
 int cmd_load_arch(const char *cmd, const ofa_space *sp, const char *arg, ofa_arch *a);

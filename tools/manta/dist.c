@@ -191,7 +191,7 @@ static int run_local(ar_opts *o)
     sodium_memzero(secret, sizeof secret);
     snprintf(o->cfg.master_addr, sizeof o->cfg.master_addr, "127.0.0.1");
     if (!o->cfg.master_port || o->cfg.master_port == 29500)
-        o->cfg.master_port = cmd_free_port();
+        o->cfg.master_port = dist_free_port();
     snprintf(o->cfg.job_id, sizeof o->cfg.job_id, "bench-%d-%d", (int)getpid(), o->cfg.master_port);
     o->cfg.world_size = o->ranks;
     fflush(stdout);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
+#include "dist/net.h"
 #include "common/opts.h"
 #include "dist/config.h"
 
@@ -31,23 +32,6 @@
 static volatile sig_atomic_t pending_sig;
 
 static void on_signal(int sig) { pending_sig = sig; }
-
-int cmd_free_port(void)
-{
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof sa;
-    int port = 0;
-    if (s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-        getsockname(s, (struct sockaddr *)&sa, &len) == 0)
-        port = ntohs(sa.sin_port);
-    if (s >= 0)
-        close(s);
-    return port;
-}
 
 static void describe(int status, char *out, size_t cap)
 {
@@ -236,7 +220,7 @@ int cmd_launch(int argc, char **argv)
         goto out;
     }
     rc = 1;
-    if (!l->port && !(l->port = cmd_free_port())) {
+    if (!l->port && !(l->port = dist_free_port())) {
         fprintf(stderr, "manta launch: no free TCP port on 127.0.0.1 for the rendezvous\n");
         goto out;
     }
