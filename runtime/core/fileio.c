@@ -1,5 +1,6 @@
 #include "core/fileio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -182,4 +183,32 @@ manta_status manta_file_mkdir_p(const char *path, manta_err *err)
     else if (st == MANTA_OK && !S_ISDIR(sb.st_mode))
         st = manta_err_set(err, MANTA_ERR_IO, "%s: exists and is not a folder", path);
     return st;
+}
+
+void manta_file_remove_tree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return;
+    if (!S_ISDIR(sb.st_mode)) {
+        unlink(path);
+        return;
+    }
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            size_t n = strlen(path) + strlen(e->d_name) + 2;
+            char *p = malloc(n);
+            if (!p)
+                continue;
+            snprintf(p, n, "%s/%s", path, e->d_name);
+            manta_file_remove_tree(p);
+            free(p);
+        }
+        closedir(d);
+    }
+    rmdir(path);
 }

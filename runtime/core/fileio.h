@@ -86,4 +86,11 @@ manta_status manta_file_sync_dir(const char *path, manta_err *err);
  */
 manta_status manta_file_mkdir_p(const char *path, manta_err *err);
 
+/**
+ * Remove @p path and, for a folder, everything below it; symbolic links are removed, not
+ * followed. A missing path is no error; what cannot be removed is left (best effort, for
+ * temporary folders).
+ */
+void manta_file_remove_tree(const char *path);
+
 #endif

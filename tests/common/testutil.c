@@ -1,12 +1,8 @@
 #include "testutil.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 void tu_fill_uniform(manta_rng *r, double *x, size_t n, double lo, double hi)
 {
@@ -69,28 +65,4 @@ double tu_dot(const double *y, const double *r, size_t n)
     for (size_t i = 0; i < n; i++)
         s += y[i] * r[i];
     return s;
-}
-
-void tu_rmtree(const char *path)
-{
-    struct stat sb;
-    if (lstat(path, &sb) != 0)
-        return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        if (d) {
-            struct dirent *e;
-            while ((e = readdir(d)) != NULL) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                    continue;
-                char p[4096];
-                snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-                tu_rmtree(p);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
 }

@@ -67,10 +67,6 @@ void tu_fd_grad(tu_loss_fn loss, void *ctx, double *param, size_t n, double eps,
 /** sum_i y[i] * r[i]: projects an output onto fixed random weights. */
 double tu_dot(const double *y, const double *r, size_t n);
 
-/** Remove @p path and, for a folder, everything in it (symbolic links are removed, not
- *  followed); a missing path is no error. For the temporary folders of tests. */
-void tu_rmtree(const char *path);
-
 /** Fail the test with the message of the manta_err named e in scope when @p expr is not
  *  MANTA_OK (for calls that report into a caller's error record). */
 #define TU_OK_ERR(expr)                                                                     \

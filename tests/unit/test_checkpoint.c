@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "common/testutil.h"
+#include "core/fileio.h"
 #include "train/checkpoint.h"
 
 static char dir[] = "/tmp/manta-ckpt-XXXXXX";
@@ -1088,7 +1089,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    tu_rmtree(dir);
+    manta_file_remove_tree(dir);
     return 0;
 }
 

@@ -7,6 +7,7 @@
 
 #include "cl/slab.h"
 #include "common/testutil.h"
+#include "core/fileio.h"
 
 static mcl_device_list *list_devices(void)
 {
@@ -106,7 +107,7 @@ static void test_program_cache_avoids_recompiling(void **state)
         assert_int_equal(s.programs_cached, run == 0 ? 0 : 1);
         mcl_close(d);
     }
-    tu_rmtree(dir);
+    manta_file_remove_tree(dir);
     free(l);
 }
 

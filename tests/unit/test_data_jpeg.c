@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/testutil.h"
+#include "core/fileio.h"
 #include "data/jpeg_folder.h"
 
 static char root[] = "/tmp/manta-jpeg-XXXXXX";
@@ -20,7 +21,7 @@ static char root[] = "/tmp/manta-jpeg-XXXXXX";
 static const char *fresh(char *buf, size_t cap, const char *name)
 {
     snprintf(buf, cap, "%s/%s", root, name);
-    tu_rmtree(buf);
+    manta_file_remove_tree(buf);
     assert_int_equal(mkdir(buf, 0700), 0);
     return buf;
 }
@@ -512,7 +513,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    tu_rmtree(root);
+    manta_file_remove_tree(root);
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/testutil.h"
+#include "core/fileio.h"
 #include "dist/config.h"
 #include "dist/net.h"
 #include "dist/rendezvous.h"
@@ -184,7 +185,7 @@ static void test_secret_file(void **s)
     const char *kv[] = {"MANTA_SECRET_FILE", path, NULL};
     assert_int_equal(from(kv, &c, &e), MANTA_OK);
     assert_true(c.has_key);
-    tu_rmtree(dir);
+    manta_file_remove_tree(dir);
 }
 
 static void expect_host(const char *list, size_t idx, const char *want, size_t want_count)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/testutil.h"
+#include "core/fileio.h"
 #include "common/tflbuild.h"
 #include "engine/kernels.h"
 #include "export/flatbuf.h"
@@ -672,7 +673,7 @@ static void test_flatc_reads_model(void **state)
     assert_non_null(strstr(text, "\"OfflineMemoryAllocation\""));
     assert_non_null(strstr(text, "\"stem/w\""));
     free(text);
-    tu_rmtree(dir);
+    manta_file_remove_tree(dir);
     free(f);
     net_free(&n);
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/testutil.h"
+#include "core/fileio.h"
 #include "common/xgrand.h"
 #include "engine/engine.h"
 #include "export/tflite.h"
@@ -137,7 +138,7 @@ static cJSON *flatc_json(const written *w)
     assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
     text[n] = '\0';
     fclose(f);
-    tu_rmtree(dir);
+    manta_file_remove_tree(dir);
     cJSON *root = cJSON_Parse(text);
     free(text);
     assert_non_null(root);
@@ -524,7 +525,7 @@ static void test_c_array_compiles(void **state)
     assert_int_equal(r.arena_size, arena);
     run_close(&r);
     free(bytes), free(file);
-    tu_rmtree(dir);
+    manta_file_remove_tree(dir);
     xgraph_free(&g);
 }
 
@@ -546,7 +547,7 @@ static void test_write_errors(void **state)
     st = tflite_write_file(&g, path, "/nonexistent-dir", &rep, &err);
     assert_int_equal(st, MANTA_ERR_IO);
     assert_non_null(strstr(err.msg, "/nonexistent-dir/model.h"));
-    tu_rmtree(dir);
+    manta_file_remove_tree(dir);
     g.pre.std[1] = -1.0f;
     uint8_t *model;
     size_t size;

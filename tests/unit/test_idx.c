@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "common/testutil.h"
+#include "core/fileio.h"
 #include "data/idx.h"
 
 static char dir[] = "/tmp/manta-idx-XXXXXX";
@@ -172,7 +173,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    tu_rmtree(dir);
+    manta_file_remove_tree(dir);
     return 0;
 }
 

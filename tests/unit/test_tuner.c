@@ -12,6 +12,7 @@
 
 #include "cl/tuner.h"
 #include "common/testutil.h"
+#include "core/fileio.h"
 
 #define DATA "tests/data/tuner/"
 #define DEVICE "pthread-skylake-avx512-AMD EPYC" /* the samples' device */
@@ -131,7 +132,7 @@ static void test_find(void **state)
     assert_int_equal(mcl_tuner_find(NULL, progs, 2, dir, sizeof dir, &err), MANTA_ERR_UNSUPPORTED);
     assert_int_equal(mcl_tuner_find(list, progs, 0, dir, sizeof dir, &err),
                      MANTA_ERR_INVALID_ARG);
-    tu_rmtree(t.path);
+    manta_file_remove_tree(t.path);
 }
 
 /* ---- the log ------------------------------------------------------------------------ */
@@ -177,7 +178,7 @@ static void test_log(void **state)
     assert_int_equal(g.n_found, 0);
     assert_int_equal(g.done, 0);
     assert_string_equal(g.last, "");
-    tu_rmtree(t.path);
+    manta_file_remove_tree(t.path);
 }
 
 /* ---- running one -------------------------------------------------------------------- */
@@ -248,7 +249,7 @@ static void test_exec(void **state)
     r.limit_s = 0.5;
     assert_int_equal(mcl_tuner_exec(&r, &err), MANTA_ERR_BLAS);
     assert_non_null(strstr(err.msg, "hangs did not finish within 0.5 s"));
-    tu_rmtree(t.path);
+    manta_file_remove_tree(t.path);
 }
 
 /* ---- its results -------------------------------------------------------------------- */
@@ -307,7 +308,7 @@ static void test_results(void **state)
                      MANTA_ERR_INVALID_ARG);
     assert_int_equal(mcl_tuner_results("/nonexistent", "Xgemm", DEVICE, 1, k, &n, &err),
                      MANTA_ERR_IO);
-    tu_rmtree(t.path);
+    manta_file_remove_tree(t.path);
 }
 
 /* ---- one kernel --------------------------------------------------------------------- */
@@ -378,7 +379,7 @@ static void test_tune_one_kernel(void **state)
     assert_int_equal(unlink(body), 0);
     assert_int_equal(mcl_tuner_tune(&j, k, &n, &done, &err), MANTA_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "wrote no result: no configuration ran correctly"));
-    tu_rmtree(t.path);
+    manta_file_remove_tree(t.path);
 }
 
 int main(void)

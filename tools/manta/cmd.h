@@ -36,6 +36,8 @@ int cmd_version(int argc, char **argv);
 /** Enumerate and open the device chosen by @p spec (NULL: MANTA_DEVICE, then 0).
  *  Prints a one-line error naming the cause and returns NULL on failure. */
 mcl_dev *cmd_open_device(const char *spec);
+/** cmd_open_device() with options for mcl_open() (NULL: the defaults). */
+mcl_dev *cmd_open_device_with(const char *spec, const mcl_options *opt);
 
 /** Monotonic clock in seconds. */
 double cmd_now(void);

@@ -55,24 +55,11 @@ static int dump(const char *dir)
 
 static int build_all(const char *device)
 {
-    mcl_device_list *list = malloc(sizeof *list);
-    if (!list)
-        return 1;
-    manta_err err;
-    manta_err_clear(&err);
-    size_t idx = 0;
-    mcl_dev *d = NULL;
     mcl_options opt = {.no_cache = true, .no_tuning = true};
-    manta_status st = mcl_enumerate(list, &err);
-    if (st == MANTA_OK)
-        st = mcl_select(list, device, &idx, &err);
-    if (st == MANTA_OK)
-        st = mcl_open(&list->dev[idx], &opt, &d, &err);
-    free(list);
-    if (st != MANTA_OK) {
-        cmd_error("device", st, &err);
+    mcl_dev *d = cmd_open_device_with(device, &opt);
+    if (!d)
         return 1;
-    }
+    manta_status st;
     const mcl_device_info *di = mcl_info(d);
     printf("device: %s (%s, driver %s)\n", di->name, di->c_version, di->driver_version);
     int failed = 0;

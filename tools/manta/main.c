@@ -92,7 +92,9 @@ void cmd_error(const char *what, manta_status st, const manta_err *err)
     fprintf(stderr, "manta: %s: %s\n", what, manta_err_msg(err, st));
 }
 
-mcl_dev *cmd_open_device(const char *spec)
+mcl_dev *cmd_open_device(const char *spec) { return cmd_open_device_with(spec, NULL); }
+
+mcl_dev *cmd_open_device_with(const char *spec, const mcl_options *opt)
 {
     mcl_device_list *list = malloc(sizeof *list);
     if (!list) {
@@ -107,7 +109,7 @@ mcl_dev *cmd_open_device(const char *spec)
     if (st == MANTA_OK)
         st = mcl_select(list, spec, &idx, &err);
     if (st == MANTA_OK)
-        st = mcl_open(&list->dev[idx], NULL, &d, &err);
+        st = mcl_open(&list->dev[idx], opt, &d, &err);
     if (st != MANTA_OK)
         cmd_error("device", st, &err);
     free(list);

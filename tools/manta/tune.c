@@ -4,13 +4,11 @@
  * shapes of our convolutions. See docs/tuning.md. The methods are in the
  * library: running the tuners (cl/tuner.h), timing SGEMM (cl/tune_time.h) and
  * the choice (cl/tune.h). */
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -385,51 +383,6 @@ static void print_result(const tune_ctx *c, const char *path, const mcl_tune_set
 
 /* ---- the command ------------------------------------------------------------------------- */
 
-static mcl_dev *open_untuned(const char *spec)
-{
-    mcl_device_list *list = malloc(sizeof *list);
-    if (!list) {
-        fprintf(stderr, "manta tune: out of memory\n");
-        return NULL;
-    }
-    manta_err err;
-    manta_err_clear(&err);
-    size_t idx = 0;
-    mcl_dev *d = NULL;
-    mcl_options opt = {0};
-    opt.no_tuning = true; /* "before" is CLBlast's defaults */
-    manta_status st = mcl_enumerate(list, &err);
-    if (st == MANTA_OK)
-        st = mcl_select(list, spec, &idx, &err);
-    if (st == MANTA_OK)
-        st = mcl_open(&list->dev[idx], &opt, &d, &err);
-    if (st != MANTA_OK)
-        cmd_error("tune: device", st, &err);
-    free(list);
-    return d;
-}
-
-static void remove_tree(const char *path)
-{
-    DIR *dp = opendir(path);
-    if (dp) {
-        struct dirent *e;
-        while ((e = readdir(dp)) != NULL) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            char p[1600];
-            snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-            struct stat sb;
-            if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-                remove_tree(p);
-            else
-                remove(p);
-        }
-        closedir(dp);
-    }
-    rmdir(path);
-}
-
 /* --compare: CLBlast's defaults against the stored file, in this process. */
 static int run_compare(tune_ctx *c, const char *path, const mcl_tune_set *set)
 {
@@ -498,7 +451,7 @@ static int run_tuning(tune_ctx *c, const char *path, const mcl_tune_key *key)
         cmd_error("tune", st, &err);
         goto out;
     }
-    remove_tree(c->work);
+    manta_file_remove_tree(c->work);
     /* "after" comes from the measurements of the chosen kernels: this process
      * cannot undo overrides it no longer wants ('manta tune --compare' times
      * the stored file in a fresh process) */
@@ -560,7 +513,8 @@ int cmd_tune(int argc, char **argv)
         c.mnk[i] = mcl_tune_shape_mnk(&shapes[i]);
     if (!c.o.compare && !find_tuners(&c))
         return 1;
-    c.d = open_untuned(c.o.device);
+    mcl_options untuned = {.no_tuning = true}; /* "before" is CLBlast's defaults */
+    c.d = cmd_open_device_with(c.o.device, &untuned);
     if (!c.d)
         return 1;
     c.info = mcl_info(c.d);
