@@ -37,6 +37,25 @@ __kernel void im2col(VIEW(x), VIEW(col), int n, int cin, int h, int w, int kh, i
     }
 }
 
+/* part: (splits, count) partial sums of a weight gradient (the split-K GEMMs of the GPU
+ * variant's dW, depthwise.cl's dw_wgrad_partial); out += their sum, value o = r*cols + c at
+ * out[r*ld + c] (ld >= cols: a block of a larger weight matrix). One work-group per value,
+ * local size a power of two with as many floats in scratch. */
+__kernel void wgrad_reduce(VIEW(part), VIEW(out), int count, int cols, int ld, int splits,
+                           __local float *scratch)
+{
+    PTR(part); PTR(out);
+    int o = (int)get_group_id(0), l = (int)get_local_id(0), L = (int)get_local_size(0);
+    float acc = 0.0f;
+    for (int s = l; s < splits; s += L)
+        acc += part[s * count + o];
+    acc = wg_sum(acc, scratch);
+    if (l == 0) {
+        int r = o / cols;
+        out[r * ld + (o - r * cols)] += acc;
+    }
+}
+
 /* dcol: (Cin*KH*KW, N*Ho*Wo); dx: (N, Cin, H, W), overwritten.
  * Global (W, H, N*Cin): one work-item per input element gathers every column
  * entry that im2col copied from it. */

@@ -672,8 +672,8 @@ DW_ROWS_DW(7, 2, true, x)
  * contiguous ranges; one work-item per (range, channel, tap) sums dy * x over its range,
  * into part (splits, C, K*K). Neighbouring work-items are neighbouring taps of one channel:
  * they read the same dy row and neighbouring x values. Global splits * C * K*K (1-D).
- * Stage 2 (dw_wgrad_reduce): one work-group per weight sums its `splits` partial sums with
- * wg_sum() and adds the total to dw (C, K, K). Global C*K*K * local. */
+ * Stage 2 is wgrad_reduce of cl_kernels/conv.cl: one work-group per weight sums its `splits`
+ * partial sums and adds the total to dw (C, K, K). */
 __kernel void dw_wgrad_partial(VIEW(x), VIEW(dy), VIEW(part), DW_ARGS, int splits)
 {
     PTR(x); PTR(dy); PTR(part);
@@ -700,19 +700,4 @@ __kernel void dw_wgrad_partial(VIEW(x), VIEW(dy), VIEW(part), DW_ARGS, int split
             acc = fma(gr[ox], xr[ox * stride], acc);
     }
     part[g] = acc;
-}
-
-/* part: (splits, count) from dw_wgrad_partial; dw (count) += the sum over splits.
- * One work-group per weight, local size a power of two with as many floats in scratch. */
-__kernel void dw_wgrad_reduce(VIEW(part), VIEW(dw), int count, int splits,
-                              __local float *scratch)
-{
-    PTR(part); PTR(dw);
-    int o = (int)get_group_id(0), l = (int)get_local_id(0), L = (int)get_local_size(0);
-    float acc = 0.0f;
-    for (int s = l; s < splits; s += L)
-        acc += part[s * count + o];
-    acc = wg_sum(acc, scratch);
-    if (l == 0)
-        dw[o] += acc;
 }

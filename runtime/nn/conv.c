@@ -14,7 +14,13 @@
  * pointwise kernels of cl_kernels/conv.cl on NCHW (forward and dx as one
  * weight-times-columns kernel, dW as a blocked reduction over the N*HW
  * columns), which on PoCL ran 10 to 40 times faster than CLBlast SGEMM per
- * image (batched) at the supernet's shapes. */
+ * image (batched) at the supernet's shapes.
+ * The GPU variant's dW, Cout x Cin*KH*KW values summed over K = N*Ho*Wo columns, is
+ * few values over a long K: as one GEMM it ran on one or a few work-groups (an H100
+ * spent 3 ms on the stem's 16 x 9 weights at batch 64). It is split along K into
+ * wgrad_splits() chunks, one batched GEMM writes their partial sums after col and yt,
+ *   part (splits, Cout*Cin*KH*KW)
+ * and wgrad_reduce adds them up into dW. */
 
 /* a * b, saturating at SIZE_MAX so that size checks cannot be fooled by
  * wrap-around. */
@@ -57,15 +63,42 @@ static size_t col_cols(const nn_conv2d_shape *s)
  * variant has direct kernels for the pointwise and stem convolutions. */
 static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VARIANT_GPU; }
 
+/* The split-K weight gradient: about WGRAD_TARGET values of partial sums in all (some 256
+ * GEMM tiles of 64 x 64, a few per compute unit of a large GPU), chunks of K at least
+ * WGRAD_MIN_CHUNK columns long. */
+#define WGRAD_TARGET ((size_t)1 << 20)
+#define WGRAD_MIN_CHUNK 256
+
+/* Chunks of K = N*Ho*Wo in the GPU variant's dW (1: one GEMM, as in the CPU variant): a
+ * power of two, so that K, a multiple of the batch, usually divides evenly. */
+static size_t wgrad_splits(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    if (!gpu_variant(d))
+        return 1;
+    size_t values = mul_sat((size_t)s->cout, col_rows(s)), k = col_cols(s);
+    size_t want = values ? (WGRAD_TARGET + values - 1) / values : 1, splits = 1;
+    while (splits * 2 <= want && splits * 2 <= k / WGRAD_MIN_CHUNK)
+        splits *= 2;
+    return splits;
+}
+
+/* Floats of the col (and yt) part of the scratch, before the partial sums. */
+static size_t gemm_floats(const nn_conv2d_shape *s)
+{
+    size_t col = mul_sat(col_rows(s), col_cols(s));
+    size_t yt = s->n > 1 ? mul_sat((size_t)s->cout, col_cols(s)) : 0;
+    return col > SIZE_MAX - yt ? SIZE_MAX : col + yt;
+}
+
 size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
 {
     bool valid = s->n >= 1 && s->cin >= 1 && s->cout >= 1 && nn_conv2d_out_h(s) >= 1 &&
                  nn_conv2d_out_w(s) >= 1;
     if (!valid || (is_pointwise(s) && !gpu_variant(d)))
         return 0;
-    size_t col = mul_sat(col_rows(s), col_cols(s));
-    size_t yt = s->n > 1 ? mul_sat((size_t)s->cout, col_cols(s)) : 0;
-    return col > SIZE_MAX - yt ? SIZE_MAX : col + yt;
+    size_t floats = gemm_floats(s), splits = wgrad_splits(d, s);
+    size_t part = splits > 1 ? mul_sat(splits, mul_sat((size_t)s->cout, col_rows(s))) : 0;
+    return floats > SIZE_MAX - part ? SIZE_MAX : floats + part;
 }
 
 /* Check @p s and the sizes the kernels index with int. */
@@ -410,6 +443,43 @@ static manta_status pointwise_backward(mcl_dev *d, const nn_conv2d_shape *s, mvi
     return pw_apply(d, dy, w, dx, (size_t)s->n, cout, cin, hw, 1, ld);
 }
 
+manta_status nn_wgrad_reduce(mcl_dev *d, mview part, mview out, size_t count, size_t cols,
+                             size_t ld, size_t splits)
+{
+    NN_CHECK_INT(d, splits * count, "weight gradient partial sums");
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "conv", "wgrad_reduce");
+    mcl_arg_view(&L, part);
+    mcl_arg_view(&L, out);
+    nn_arg_ints(&L, (const int[]){(int)count, (int)cols, (int)ld, (int)splits}, 4);
+    size_t group = nn_reduce_wg(&L, splits);
+    if (group > NN_WGRAD_REDUCE_WG)
+        group = NN_WGRAD_REDUCE_WG;
+    mcl_arg_local(&L, group * sizeof(float));
+    mcl_launch_output(&L, count);
+    return mcl_launch_run(&L, 1, (size_t[]){count * group}, (size_t[]){group});
+}
+
+/* dW (Cout, CinKK) += dy' (Cout, NHW) col^T (NHW, CinKK): one GEMM, or wgrad_splits()
+ * GEMMs over chunks of the NHW columns into @p part (then summed into dW), the last
+ * K mod splits columns by one more GEMM. */
+static manta_status gemm_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview dyt, mview col,
+                               mview dw, mview part)
+{
+    size_t rows = col_rows(s), k = col_cols(s), cout = (size_t)s->cout, ld = weight_ld(s);
+    size_t splits = wgrad_splits(d, s);
+    if (splits == 1)
+        return mcl_sgemm(d, false, true, cout, rows, k, 1.0f, dyt, k, col, k, 1.0f, dw, ld);
+    size_t chunk = k / splits, done = chunk * splits, values = cout * rows;
+    MANTA_TRY(mcl_sgemm_batched(d, false, true, cout, rows, chunk, 1.0f, dyt, k, chunk, col, k,
+                                chunk, 0.0f, part, rows, values, splits));
+    MANTA_TRY(nn_wgrad_reduce(d, part, dw, values, rows, ld, splits));
+    if (done == k)
+        return MANTA_OK;
+    return mcl_sgemm(d, false, true, cout, rows, k - done, 1.0f, mview_at(dyt, done), k,
+                     mview_at(col, done), k, 1.0f, dw, ld);
+}
+
 manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
                                 mview dx, mview dw, mview scratch)
 {
@@ -441,10 +511,9 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
             return st;
     }
     if (dw.mem) {
-        /* dW (Cout, CinKK) += dy' (Cout, NHW) col^T (NHW, CinKK) */
         if ((st = im2col(d, s, x, col)) != MANTA_OK)
             return st;
-        st = mcl_sgemm(d, false, true, cout, rows, cols, 1.0f, dyt, cols, col, cols, 1.0f, dw, ld);
+        st = gemm_wgrad(d, s, dyt, col, dw, mview_at(scratch, gemm_floats(s)));
         if (st != MANTA_OK)
             return st;
     }

@@ -19,7 +19,6 @@
 
 /* GPU weight gradient: about DW_TARGET_ITEMS work-items in its first stage. */
 #define DW_TARGET_ITEMS 131072
-#define DW_GPU_REDUCE_WG 64
 
 static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VARIANT_GPU; }
 
@@ -104,7 +103,7 @@ static void kernel_name(char *buf, size_t len, const char *pass, const nn_dw_sha
         snprintf(buf, len, "%s", pass);
 }
 
-/* The first arguments of the depthwise kernels but the tiled ones and dw_wgrad_reduce: three
+/* The first arguments of the depthwise kernels but the tiled ones: three
  * views, then the shape. */
 static void view_shape_args(mcl_launch *L, mview a, mview b, mview out, const nn_dw_shape *s)
 {
@@ -312,17 +311,7 @@ static manta_status backward_w_gpu(mcl_dev *d, const nn_dw_shape *s, mview x, mv
     mcl_launch_output(&L, splits * count);
     size_t wg = nn_group_cap(&L, 128);
     MANTA_TRY(mcl_launch_run(&L, 1, (size_t[]){splits * count}, (size_t[]){wg}));
-    mcl_launch_begin(&L, d, "depthwise", "dw_wgrad_reduce");
-    mcl_arg_view(&L, part);
-    mcl_arg_view(&L, dw);
-    mcl_arg_int(&L, (int)count);
-    mcl_arg_int(&L, (int)splits);
-    size_t group = nn_reduce_wg(&L, splits);
-    if (group > DW_GPU_REDUCE_WG)
-        group = DW_GPU_REDUCE_WG;
-    mcl_arg_local(&L, group * sizeof(float));
-    mcl_launch_output(&L, count);
-    return mcl_launch_run(&L, 1, (size_t[]){count * group}, (size_t[]){group});
+    return nn_wgrad_reduce(d, part, dw, count, count, count, splits);
 }
 
 /* dw (C, K, K) += reduction over (N, Ho, Wo); x (N, C, H, W), dy (N, C, Ho, Wo). */

@@ -91,6 +91,19 @@ static inline manta_status nn_run_per_value(mcl_launch *L, size_t n)
     return mcl_launch_run(L, 1, (size_t[]){n}, NULL);
 }
 
+/** Work-group size of nn_wgrad_reduce() at most (its partial sums are few per value). */
+#define NN_WGRAD_REDUCE_WG 64
+
+/**
+ * out += the sum of @p splits partial sums of a weight gradient: @p part holds
+ * (splits, count) floats, value o = r*cols + c of each is added to out[r*ld + c]
+ * (ld >= cols: a block of a larger weight matrix). Kernel wgrad_reduce of
+ * cl_kernels/conv.cl, one work-group per value (defined in runtime/nn/conv.c; used by
+ * the GPU variant's convolution and depthwise weight gradients).
+ */
+manta_status nn_wgrad_reduce(mcl_dev *d, mview part, mview out, size_t count, size_t cols,
+                             size_t ld, size_t splits);
+
 /** Output size of a sliding window along one axis, (in + 2*pad - k) / stride + 1;
  *  0 when an argument is out of range or the window does not fit the padded input. */
 static inline int nn_window_out(int in, int k, int stride, int pad)

@@ -311,6 +311,15 @@ static void test_conv_direct_few_input_channels(void **st)
     check_conv(st, &(nn_conv2d_shape){2, 4, 9, 10, 3, 5, 5, 2, 2, 2, 2, 0}, 23);
 }
 
+/* The GPU variant splits dW's K = N*Ho*Wo into chunks of at least 256 columns whose
+ * partial sums are added up into a block of the weights (w_ld): K = 1024 in 4 chunks;
+ * the large case below has K = 3174, 8 chunks and 6 columns left over. */
+static void test_conv_long_k_split_wgrad_w_ld(void **st)
+{
+    check_conv(st, &(nn_conv2d_shape){4, 3, 16, 16, 4, 3, 3, 1, 1, 1, 1, 45}, 24);
+    check_conv(st, &(nn_conv2d_shape){4, 5, 16, 16, 3, 1, 1, 1, 1, 0, 0, 17}, 25);
+}
+
 static void test_conv_3x3_larger_odd_gemm_batch6(void **st)
 {
     /* GEMM (37 x 171) x (171 x 3174) */
@@ -370,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_conv_1x1_stride2_takes_im2col),
         cmocka_unit_test(test_conv_elastic_w_ld_3x3_and_1x1),
         cmocka_unit_test(test_conv_direct_few_input_channels),
+        cmocka_unit_test(test_conv_long_k_split_wgrad_w_ld),
         cmocka_unit_test(test_conv_3x3_larger_odd_gemm_batch6),
         cmocka_unit_test(test_conv_bad_shapes_rejected),
     };
