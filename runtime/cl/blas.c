@@ -28,18 +28,38 @@ static void log_gemm(mcl_dev *d, size_t m, size_t n, size_t k, size_t batch)
     mcl_log_launch(d, &r);
 }
 
-manta_status mcl_sgemm(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
-                       float alpha, mview a, size_t lda, mview b, size_t ldb, float beta, mview c,
-                       size_t ldc)
+/* The floats a row-major operand of r rows of c columns, row stride ld, spans; batches
+ * more, stride apart. */
+static size_t span(size_t r, size_t c, size_t ld, size_t stride, size_t batch)
 {
-    if (m == 0 || n == 0)
+    return (batch - 1) * stride + (r - 1) * ld + c;
+}
+
+/* CLBlast's kernels index an operand from its buffer's start with int (offset plus
+ * position): an operand reaching beyond mcl_blas_index_limit() floats (buffers over
+ * 8 GiB: the activations of a large batch) is passed as a sub-buffer that starts at the
+ * operand, rounded down to the device's base address alignment. *sub is that sub-buffer
+ * (NULL when @p v is passed as it is), released by the caller once the GEMM is enqueued. */
+static manta_status rebase(mcl_dev *d, mview v, size_t floats, mview *out, cl_mem *sub)
+{
+    size_t limit = mcl_blas_index_limit(d);
+    *out = v;
+    *sub = NULL;
+    if (v.off <= limit && floats <= limit - v.off)
         return MANTA_OK;
-    CLBlastStatusCode s = CLBlastSgemm(
-        CLBlastLayoutRowMajor, trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
-        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha, a.mem, a.off, lda,
-        b.mem, b.off, ldb, beta, c.mem, c.off, ldc, mcl_queue(d), NULL);
-    log_gemm(d, m, n, k, 1);
-    return blas_fail(d, s, "CLBlastSgemm", m, n, k);
+    size_t align = mcl_info(d)->base_align / sizeof(float), origin = v.off / align * align;
+    size_t rest = v.off - origin;
+    if (floats > limit || rest > limit - floats)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "a GEMM operand of %zu floats exceeds CLBlast's index range of %zu",
+                             floats, limit);
+    cl_buffer_region r = {origin * sizeof(float), (rest + floats) * sizeof(float)};
+    cl_int rc;
+    *sub = clCreateSubBuffer(v.mem, 0, CL_BUFFER_CREATE_TYPE_REGION, &r, &rc);
+    if (rc != CL_SUCCESS)
+        return mcl_fail(d, rc, "clCreateSubBuffer (a GEMM operand beyond CLBlast's index range)");
+    *out = (mview){*sub, rest};
+    return MANTA_OK;
 }
 
 manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n,
@@ -49,15 +69,42 @@ manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m,
 {
     if (m == 0 || n == 0 || batch == 0)
         return MANTA_OK;
-    if (batch == 1)
-        return mcl_sgemm(d, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    CLBlastStatusCode s = CLBlastSgemmStridedBatched(
-        CLBlastLayoutRowMajor, trans_a ? CLBlastTransposeYes : CLBlastTransposeNo,
-        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alpha, a.mem, a.off, lda,
-        stride_a, b.mem, b.off, ldb, stride_b, beta, c.mem, c.off, ldc, stride_c, batch,
-        mcl_queue(d), NULL);
-    log_gemm(d, m, n, k, batch);
-    return blas_fail(d, s, "CLBlastSgemmStridedBatched", m, n, k);
+    size_t sa = trans_a ? span(k, m, lda, stride_a, batch) : span(m, k, lda, stride_a, batch);
+    size_t sb = trans_b ? span(n, k, ldb, stride_b, batch) : span(k, n, ldb, stride_b, batch);
+    cl_mem sub[3] = {NULL, NULL, NULL};
+    manta_status st = k ? rebase(d, a, sa, &a, &sub[0]) : MANTA_OK;
+    if (st == MANTA_OK && k)
+        st = rebase(d, b, sb, &b, &sub[1]);
+    if (st == MANTA_OK)
+        st = rebase(d, c, span(m, n, ldc, stride_c, batch), &c, &sub[2]);
+    if (st == MANTA_OK) {
+        CLBlastTranspose ta = trans_a ? CLBlastTransposeYes : CLBlastTransposeNo;
+        CLBlastTranspose tb = trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
+        CLBlastStatusCode s;
+        if (batch == 1)
+            s = CLBlastSgemm(CLBlastLayoutRowMajor, ta, tb, m, n, k, alpha, a.mem, a.off, lda,
+                             b.mem, b.off, ldb, beta, c.mem, c.off, ldc, mcl_queue(d), NULL);
+        else
+            s = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, alpha, a.mem,
+                                           a.off, lda, stride_a, b.mem, b.off, ldb, stride_b,
+                                           beta, c.mem, c.off, ldc, stride_c, batch,
+                                           mcl_queue(d), NULL);
+        log_gemm(d, m, n, k, batch);
+        st = blas_fail(d, s, batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched", m, n,
+                       k);
+    }
+    for (int i = 0; i < 3; i++) /* the queue keeps them while its commands need them */
+        if (sub[i])
+            clReleaseMemObject(sub[i]);
+    return st;
+}
+
+manta_status mcl_sgemm(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+                       float alpha, mview a, size_t lda, mview b, size_t ldb, float beta, mview c,
+                       size_t ldc)
+{
+    return mcl_sgemm_batched(d, trans_a, trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c,
+                             ldc, 0, 1);
 }
 
 /* True when CLBlast's SGEMM of m=n=k=x would run the indirect kernel. A

@@ -43,6 +43,7 @@ struct mcl_dev {
     mcl_tuning tuning;
     mcl_variant variant;
     mcl_launch_log *log; /* NULL: launches are not recorded */
+    size_t blas_index_limit; /* mcl_blas_index_limit() */
     manta_err err;
 };
 
@@ -169,7 +170,7 @@ manta_status mcl_enumerate(mcl_device_list *out, manta_err *err)
             dev_str(ids[i], CL_DRIVER_VERSION, di->driver_version, sizeof di->driver_version);
             dev_str(ids[i], CL_DEVICE_VERSION, di->device_version, sizeof di->device_version);
             dev_str(ids[i], CL_DEVICE_OPENCL_C_VERSION, di->c_version, sizeof di->c_version);
-            cl_uint cu = 0, vw = 0;
+            cl_uint cu = 0, vw = 0, align = 0;
             cl_ulong gm = 0, lm = 0, ma = 0;
             size_t wg = 0, items[3] = {1, 1, 1};
             clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof di->type, &di->type, NULL);
@@ -180,6 +181,7 @@ manta_status mcl_enumerate(mcl_device_list *out, manta_err *err)
             clGetDeviceInfo(ids[i], CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
             clGetDeviceInfo(ids[i], CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, NULL);
             clGetDeviceInfo(ids[i], CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof vw, &vw, NULL);
+            clGetDeviceInfo(ids[i], CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align, &align, NULL);
             di->compute_units = cu;
             di->global_mem = gm;
             di->local_mem = lm;
@@ -188,6 +190,7 @@ manta_status mcl_enumerate(mcl_device_list *out, manta_err *err)
             for (int k = 0; k < 3; k++)
                 di->max_work_item[k] = items[k] ? items[k] : 1;
             di->vector_width = vw ? vw : 1;
+            di->base_align = align / 8 > 4 ? align / 8 : 4;
             out->count++;
         }
     }
@@ -413,6 +416,7 @@ manta_status mcl_open(const mcl_device_info *info, const mcl_options *opt, mcl_d
                              info->name);
     d->info = *info;
     d->variant = variant;
+    d->blas_index_limit = MCL_BLAS_INDEX_LIMIT;
     cl_int rc;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)info->platform, 0};
     d->ctx = clCreateContext(props, 1, &info->id, NULL, NULL, &rc);
@@ -467,6 +471,14 @@ const mcl_tuning *mcl_get_tuning(const mcl_dev *d) { return &d->tuning; }
 const char *mcl_cache_dir(const mcl_dev *d) { return d->cache_dir; }
 mcl_variant mcl_get_variant(const mcl_dev *d) { return d->variant; }
 void mcl_set_launch_log(mcl_dev *d, mcl_launch_log *log) { d->log = log; }
+
+size_t mcl_blas_index_limit(const mcl_dev *d) { return d->blas_index_limit; }
+
+void mcl_set_blas_index_limit(mcl_dev *d, size_t floats)
+{
+    d->blas_index_limit =
+        floats == 0 || floats > MCL_BLAS_INDEX_LIMIT ? MCL_BLAS_INDEX_LIMIT : floats;
+}
 
 const char *mcl_variant_name(mcl_variant v)
 {

@@ -16,6 +16,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
 #include <CL/cl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +45,8 @@ typedef struct mcl_device_info {
     size_t max_work_group;           /**< work-items of one work-group, any kernel */
     size_t max_work_item[3];         /**< largest work-group extent along dims 0, 1, 2 */
     unsigned vector_width;           /**< preferred float vector width (1, 2, 4, 8, 16) */
+    unsigned base_align;             /**< bytes a sub-buffer's origin must be a multiple of
+                                          (CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8; at least 4) */
     /** The clamps of MANTA_DEVICE_LIMITS applied to the limits above, as given
      *  ("local=32k,wg=256"); "" when the device reports its own limits. */
     char clamped[128];
@@ -194,6 +197,22 @@ const mcl_tuning *mcl_get_tuning(const mcl_dev *d);
 const char *mcl_cache_dir(const mcl_dev *d);
 /** The kernel variants @p d runs (never MCL_VARIANT_AUTO), fixed at mcl_open(). */
 mcl_variant mcl_get_variant(const mcl_dev *d);
+
+/** Default of mcl_blas_index_limit(): CLBlast's kernels index operands with int. */
+#define MCL_BLAS_INDEX_LIMIT ((size_t)INT_MAX)
+
+/**
+ * Floats from the start of its buffer within which a GEMM operand is passed to CLBlast as
+ * it is (offset and last element below the limit); beyond it, mcl_sgemm() passes a
+ * sub-buffer that starts at the operand. MCL_BLAS_INDEX_LIMIT unless lowered by
+ * mcl_set_blas_index_limit().
+ */
+size_t mcl_blas_index_limit(const mcl_dev *d);
+
+/** Lower (or restore) the limit of mcl_blas_index_limit() for @p d: tests use it to run
+ *  the sub-buffer path on small buffers. A value of 0 or above MCL_BLAS_INDEX_LIMIT
+ *  restores the default. */
+void mcl_set_blas_index_limit(mcl_dev *d, size_t floats);
 
 /** One kernel launch as recorded by a launch log (see mcl_set_launch_log()). */
 typedef struct mcl_launch_record {
