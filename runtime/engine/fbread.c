@@ -93,65 +93,36 @@ static mengine_status field(fbr *r, const fb_table *t, unsigned id, uint32_t siz
     return MENGINE_OK;
 }
 
-mengine_status me_fb_u8(fbr *r, const fb_table *t, unsigned id, uint8_t def, uint8_t *out)
+/* Decoders of the little-endian scalar at @p p (bounds checked by field()). */
+static uint8_t rd_u8(const uint8_t *p) { return *p; }
+static int8_t rd_i8(const uint8_t *p) { return (int8_t)(*p < 128 ? *p : *p - 256); }
+static uint64_t rd_u64(const uint8_t *p) { return rd_u32(p) | (uint64_t)rd_u32(p + 4) << 32; }
+static float rd_f32(const uint8_t *p)
 {
-    uint32_t p;
-    mengine_status st = field(r, t, id, 1, &p);
-    if (st == MENGINE_OK)
-        *out = p ? r->base[p] : def;
-    return st;
+    const uint32_t bits = rd_u32(p);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
 }
 
-mengine_status me_fb_i8(fbr *r, const fb_table *t, unsigned id, int8_t def, int8_t *out)
-{
-    uint8_t u;
-    mengine_status st = me_fb_u8(r, t, id, (uint8_t)def, &u);
-    if (st == MENGINE_OK)
-        *out = (int8_t)(u < 128 ? u : u - 256);
-    return st;
-}
-
-mengine_status me_fb_u32(fbr *r, const fb_table *t, unsigned id, uint32_t def, uint32_t *out)
-{
-    uint32_t p;
-    mengine_status st = field(r, t, id, 4, &p);
-    if (st == MENGINE_OK)
-        *out = p ? rd_u32(r->base + p) : def;
-    return st;
-}
-
-mengine_status me_fb_i32(fbr *r, const fb_table *t, unsigned id, int32_t def, int32_t *out)
-{
-    uint32_t p;
-    mengine_status st = field(r, t, id, 4, &p);
-    if (st == MENGINE_OK)
-        *out = p ? rd_i32(r->base + p) : def;
-    return st;
-}
-
-mengine_status me_fb_u64(fbr *r, const fb_table *t, unsigned id, uint64_t def, uint64_t *out)
-{
-    uint32_t p;
-    mengine_status st = field(r, t, id, 8, &p);
-    if (st == MENGINE_OK)
-        *out = p ? rd_u32(r->base + p) | (uint64_t)rd_u32(r->base + p + 4) << 32 : def;
-    return st;
-}
-
-mengine_status me_fb_f32(fbr *r, const fb_table *t, unsigned id, float def, float *out)
-{
-    uint32_t p;
-    mengine_status st = field(r, t, id, 4, &p);
-    if (st == MENGINE_OK) {
-        if (p) {
-            const uint32_t bits = rd_u32(r->base + p);
-            memcpy(out, &bits, sizeof *out);
-        } else {
-            *out = def;
-        }
+/* The typed scalar readers, one shape: field @p id of @p size bytes decoded by
+ * @p decode, or the default when absent; *out untouched on failure. */
+#define FB_SCALAR_READER(name, type, size, decode)                                                 \
+    mengine_status name(fbr *r, const fb_table *t, unsigned id, type def, type *out)               \
+    {                                                                                              \
+        uint32_t p;                                                                                \
+        mengine_status st = field(r, t, id, size, &p);                                             \
+        if (st == MENGINE_OK)                                                                      \
+            *out = p ? decode(r->base + p) : def;                                                  \
+        return st;                                                                                 \
     }
-    return st;
-}
+FB_SCALAR_READER(me_fb_u8, uint8_t, 1, rd_u8)
+FB_SCALAR_READER(me_fb_i8, int8_t, 1, rd_i8)
+FB_SCALAR_READER(me_fb_u32, uint32_t, 4, rd_u32)
+FB_SCALAR_READER(me_fb_i32, int32_t, 4, rd_i32)
+FB_SCALAR_READER(me_fb_u64, uint64_t, 8, rd_u64)
+FB_SCALAR_READER(me_fb_f32, float, 4, rd_f32)
+#undef FB_SCALAR_READER
 
 /* Target of the offset stored at @p at (a field or a vector element). */
 static mengine_status follow(fbr *r, uint32_t at, uint32_t *target)

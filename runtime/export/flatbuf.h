@@ -75,27 +75,26 @@ const char *mfb_error(const mfb_builder *b);
 manta_status mfb_start_table(mfb_builder *b);
 
 /**
+ * @name Scalar fields
  * Add a scalar field to the open table, unless @p v equals @p def (readers
- * then see the default). Fields may be added in any order; adding the same id
- * twice is an error.
+ * then see the default): one function per FlatBuffers scalar type, written in
+ * its width (bool and int8/uint8: 1 byte, uint16: 2, int32/uint32/float: 4,
+ * int64: 8). A bool is written as 0 or 1 and compared with @p def as a truth
+ * value, a float compared with @p def bit for bit. Fields may be added in any
+ * order; adding the same id twice is an error.
  * @return MANTA_OK, MANTA_ERR_INVALID_ARG (no open table, id out of range,
  *         field added twice), MANTA_ERR_NO_MEMORY.
+ * @{
  */
 manta_status mfb_add_bool(mfb_builder *b, unsigned id, int v, int def);
-manta_status mfb_add_i8(mfb_builder *b, unsigned id, int8_t v,
-                        int8_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_u8(mfb_builder *b, unsigned id, uint8_t v,
-                        uint8_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_u16(mfb_builder *b, unsigned id, uint16_t v,
-                         uint16_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_i32(mfb_builder *b, unsigned id, int32_t v,
-                         int32_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_u32(mfb_builder *b, unsigned id, uint32_t v,
-                         uint32_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_i64(mfb_builder *b, unsigned id, int64_t v,
-                         int64_t def); /**< @copydoc mfb_add_bool */
-manta_status mfb_add_f32(mfb_builder *b, unsigned id, float v,
-                         float def); /**< @copydoc mfb_add_bool */
+manta_status mfb_add_i8(mfb_builder *b, unsigned id, int8_t v, int8_t def);
+manta_status mfb_add_u8(mfb_builder *b, unsigned id, uint8_t v, uint8_t def);
+manta_status mfb_add_u16(mfb_builder *b, unsigned id, uint16_t v, uint16_t def);
+manta_status mfb_add_i32(mfb_builder *b, unsigned id, int32_t v, int32_t def);
+manta_status mfb_add_u32(mfb_builder *b, unsigned id, uint32_t v, uint32_t def);
+manta_status mfb_add_i64(mfb_builder *b, unsigned id, int64_t v, int64_t def);
+manta_status mfb_add_f32(mfb_builder *b, unsigned id, float v, float def);
+/** @} */
 
 /**
  * Add a field that refers to an object written earlier (table, string,

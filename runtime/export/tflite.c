@@ -330,6 +330,16 @@ fail:
     return 0;
 }
 
+/* Add the objects @p refs as the fields @p first .. @p first + @p n - 1 of the
+ * open table, in that order (0: the field is absent). */
+static manta_status add_refs(mfb_builder *b, unsigned first, const mfb_ref *refs, unsigned n)
+{
+    manta_status st = MANTA_OK;
+    for (unsigned i = 0; i < n && st == MANTA_OK; i++)
+        st = mfb_add_ref(b, first + i, refs[i]);
+    return st;
+}
+
 /* Build the whole file; *offline_ref receives the plan vector. */
 static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_ref, manta_err *err)
 {
@@ -407,12 +417,8 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
     FB(mfb_create_vector(b, &g->input, 1, 4, 4, &v_in));
     FB(mfb_create_vector(b, &g->output, 1, 4, 4, &v_out));
     FB(mfb_create_string(b, "main", 4, &name));
-    FB(mfb_start_table(b));
-    FB(mfb_add_ref(b, 0, v_t));
-    FB(mfb_add_ref(b, 1, v_in));
-    FB(mfb_add_ref(b, 2, v_out));
-    FB(mfb_add_ref(b, 3, v_op));
-    FB(mfb_add_ref(b, 4, name));
+    FB(mfb_start_table(b)); /* SubGraph: tensors, inputs, outputs, operators, name */
+    FB(add_refs(b, 0, (const mfb_ref[]){v_t, v_in, v_out, v_op, name}, 5));
     FB(mfb_end_table(b, &sg));
     FB(mfb_create_ref_vector(b, &sg, 1, &v_sg));
     for (int i = 0; i < w->n_codes; i++) {
@@ -439,13 +445,11 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
     FB(mfb_create_ref_vector(b, meta, 2, &v_meta));
     const char *d = g->description[0] ? g->description : "manta export";
     FB(mfb_create_string(b, d, strnlen(d, sizeof g->description), &desc));
+    /* Model: version 3, operator codes, subgraphs, description, buffers, (no metadata_buffer),
+     * metadata. */
     FB(mfb_start_table(b));
     FB(mfb_add_u32(b, 0, 3, 0));
-    FB(mfb_add_ref(b, 1, v_codes));
-    FB(mfb_add_ref(b, 2, v_sg));
-    FB(mfb_add_ref(b, 3, desc));
-    FB(mfb_add_ref(b, 4, v_bufs));
-    FB(mfb_add_ref(b, 6, v_meta));
+    FB(add_refs(b, 1, (const mfb_ref[]){v_codes, v_sg, desc, v_bufs, 0, v_meta}, 6));
     FB(mfb_end_table(b, &root));
     FB(mfb_finish(b, root, "TFL3"));
     free(refs);

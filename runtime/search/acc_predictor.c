@@ -1,6 +1,8 @@
 #include "search/acc_predictor.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 
 #include "core/container.h"
 #include "core/fileio.h"
+#include "core/json.h"
 #include "core/rng.h"
 #include "core/strbuf.h"
 
@@ -93,37 +96,34 @@ static manta_status read_int_list(const cJSON *o, const char *key, int n, int *d
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (cJSON_IsNumber(v) && n == 1) { /* "r": 28 as well as "r": [28] */
-        if (v->valuedouble != (double)v->valueint)
+        if (!manta_json_int_item(v, INT_MIN, INT_MAX, dst))
             return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be an integer", ctx, key);
-        dst[0] = v->valueint;
         return MANTA_OK;
     }
-    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != n)
+    const cJSON *a = manta_json_array(o, key, n);
+    if (!a)
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be a list of %d integers", ctx,
                              key, n);
     int i = 0;
-    for (const cJSON *x = v->child; x; x = x->next, i++) {
-        if (!cJSON_IsNumber(x) || x->valuedouble != (double)x->valueint)
+    for (const cJSON *x = a->child; x; x = x->next, i++)
+        if (!manta_json_int_item(x, INT_MIN, INT_MAX, &dst[i]))
             return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\"[%d] is not an integer", ctx,
                                  key, i);
-        dst[i] = x->valueint;
-    }
     return MANTA_OK;
 }
 
 static manta_status parse_header(const cJSON *j, const char *ctx, const ofa_space *s,
                                  manta_err *err)
 {
-    const char *fmt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "format"));
+    const char *fmt = manta_json_string(j, "format");
     if (!fmt || strcmp(fmt, "manta-acc-dataset") != 0)
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"format\" must be \"manta-acc-dataset\"",
                              ctx);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "version");
-    if (!cJSON_IsNumber(v) || v->valuedouble != 1)
+    int version;
+    if (!manta_json_int(j, "version", 1, 1, &version))
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"version\" must be 1", ctx);
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "space");
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp, "name"));
-    const char *hash = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp, "hash"));
+    const cJSON *sp = manta_json_object(j, "space");
+    const char *name = manta_json_string(sp, "name"), *hash = manta_json_string(sp, "hash");
     if (!name || !hash)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "%s: \"space\" must hold \"name\" and \"hash\" strings", ctx);
@@ -139,8 +139,8 @@ static manta_status parse_header(const cJSON *j, const char *ctx, const ofa_spac
 static manta_status parse_sample(const cJSON *j, const char *ctx, accp_dataset *d, manta_err *err)
 {
     const ofa_space *s = &d->space;
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "arch");
-    if (!cJSON_IsObject(arch))
+    const cJSON *arch = manta_json_object(j, "arch");
+    if (!arch)
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: missing \"arch\" (an object)", ctx);
     ofa_arch a;
     memset(&a, 0, sizeof a);
@@ -168,14 +168,14 @@ static manta_status parse_sample(const cJSON *j, const char *ctx, accp_dataset *
         snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: %s", ctx, msg);
     }
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "top1");
-    if (!cJSON_IsNumber(t))
+    double top1;
+    if (!manta_json_number(j, "top1", -HUGE_VAL, HUGE_VAL, &top1))
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"top1\" missing or not a number", ctx);
-    if (!(t->valuedouble >= 0 && t->valuedouble <= 1))
+    if (!(top1 >= 0 && top1 <= 1))
         return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "%s: \"top1\" is %g, not a fraction in [0, 1]%s", ctx, t->valuedouble,
-                             t->valuedouble > 1 && t->valuedouble <= 100 ? " (a percentage?)" : "");
-    return accp_dataset_add(d, &a, t->valuedouble, err);
+                             "%s: \"top1\" is %g, not a fraction in [0, 1]%s", ctx, top1,
+                             top1 > 1 && top1 <= 100 ? " (a percentage?)" : "");
+    return accp_dataset_add(d, &a, top1, err);
 }
 
 manta_status accp_dataset_parse(const char *text, const char *what, const ofa_space *s,
@@ -764,11 +764,9 @@ manta_status accp_save(const accp_model *m, const char *path, manta_err *err)
 static manta_status meta_int(const cJSON *j, const char *key, int *out, const char *path,
                              manta_err *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble != (double)v->valueint)
+    if (!manta_json_int(j, key, INT_MIN, INT_MAX, out))
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: meta \"%s\" missing or not an integer",
                              path, key);
-    *out = v->valueint;
     return MANTA_OK;
 }
 
@@ -781,13 +779,11 @@ static manta_status load_meta(const char *text, const char *path, const ofa_spac
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: meta is not a JSON object", path);
     }
     manta_status st = MANTA_OK;
-    const char *fmt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "format"));
-    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(j, "space");
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp, "name"));
-    const char *hash = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp, "hash"));
-    const char *enc = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "encoding"));
-    const cJSON *base = cJSON_GetObjectItemCaseSensitive(j, "base_acc");
+    const char *fmt = manta_json_string(j, "format"), *enc = manta_json_string(j, "encoding");
+    const cJSON *sp = manta_json_object(j, "space");
+    const char *name = manta_json_string(sp, "name"), *hash = manta_json_string(sp, "hash");
+    double ver = -1.0, base_acc = 0; /* version: -1 when absent or not a number */
+    (void)manta_json_number(j, "version", -HUGE_VAL, HUGE_VAL, &ver);
     char want[PROF_HASH_LEN];
     int n_in = 0, hidden = 0, layers = 0;
     if (!fmt || strcmp(fmt, "manta-acc-predictor") != 0)
@@ -795,10 +791,10 @@ static manta_status load_meta(const char *text, const char *path, const ofa_spac
                            "%s: not an accuracy predictor (meta \"format\" is not "
                            "\"manta-acc-predictor\")",
                            path);
-    else if (!cJSON_IsNumber(ver) || ver->valuedouble != ACCP_FORMAT_VERSION)
+    else if (ver != ACCP_FORMAT_VERSION)
         st = manta_err_set(err, MANTA_ERR_UNSUPPORTED,
-                           "%s: predictor format version %g, this build reads %d", path,
-                           cJSON_IsNumber(ver) ? ver->valuedouble : -1.0, ACCP_FORMAT_VERSION);
+                           "%s: predictor format version %g, this build reads %d", path, ver,
+                           ACCP_FORMAT_VERSION);
     else if (!name || !hash)
         st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: meta \"space\" lacks \"name\" or \"hash\"",
                            path);
@@ -811,7 +807,7 @@ static manta_status load_meta(const char *text, const char *path, const ofa_spac
     else if (!enc || strcmp(enc, "onehot-r-k-e-v1") != 0)
         st = manta_err_set(err, MANTA_ERR_FORMAT,
                            "%s: meta \"encoding\" is not \"onehot-r-k-e-v1\"", path);
-    else if (!cJSON_IsNumber(base) || !isfinite(base->valuedouble))
+    else if (!manta_json_number(j, "base_acc", -DBL_MAX, DBL_MAX, &base_acc))
         st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: meta \"base_acc\" missing or not a number",
                            path);
     else if ((st = meta_int(j, "n_in", &n_in, path, err)) == MANTA_OK &&
@@ -824,7 +820,7 @@ static manta_status load_meta(const char *text, const char *path, const ofa_spac
         else if ((st = check_shape(hidden, layers, path, err)) != MANTA_OK)
             st = MANTA_ERR_FORMAT;
         else if ((st = model_alloc(m, s, hidden, layers, err)) == MANTA_OK)
-            m->base_acc = base->valuedouble;
+            m->base_acc = base_acc;
     }
     cJSON_Delete(j);
     return st;

@@ -1,10 +1,15 @@
 #include "train/trainstate.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "train/checkpoint.h"
 
 static manta_status meta_json(const ofa_space *sp, const train_meta *m, char **out, manta_err *err)
@@ -66,6 +71,9 @@ manta_status trainstate_save(const char *path, ofa_trainer *t, mcl_dev *d, const
     return st;
 }
 
+/* Largest step read back: a long, and a whole number exactly as a double. */
+#define STEP_MAX (LONG_MAX < 0x1p53 ? (double)LONG_MAX : 0x1p53)
+
 static manta_status read_meta(ckpt_reader *r, const char *path, ofa_space *sp, train_meta *m,
                               manta_err *err)
 {
@@ -75,19 +83,17 @@ static manta_status read_meta(ckpt_reader *r, const char *path, ofa_space *sp, t
     cJSON *j = cJSON_Parse(text);
     free(text);
     manta_status st = MANTA_OK;
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(j, "format");
-    const cJSON *space = cJSON_GetObjectItemCaseSensitive(j, "space");
-    const char *preset = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "schedule"));
-    const char *seed = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "seed"));
-    const char *data = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "data"));
-    const cJSON *batch = cJSON_GetObjectItemCaseSensitive(j, "batch");
-    const cJSON *step = cJSON_GetObjectItemCaseSensitive(j, "step");
-    const cJSON *val = cJSON_GetObjectItemCaseSensitive(j, "val");
-    const cJSON *teacher = cJSON_GetObjectItemCaseSensitive(j, "has_teacher");
-    const cJSON *lr_scale = cJSON_GetObjectItemCaseSensitive(j, "lr_scale");
-    if (!cJSON_IsString(f) || strcmp(f->valuestring, "manta-ofa-train") != 0 || !preset || !seed ||
-        !data || !cJSON_IsNumber(batch) || !cJSON_IsNumber(step) || !cJSON_IsNumber(val) ||
-        !cJSON_IsBool(teacher) || !cJSON_IsObject(space)) {
+    const char *f = manta_json_string(j, "format"), *preset = manta_json_string(j, "schedule");
+    const char *seed = manta_json_string(j, "seed"), *data = manta_json_string(j, "data");
+    const cJSON *space = manta_json_object(j, "space");
+    int batch = 0, val = 0;
+    double step = 0;
+    bool teacher = false;
+    if (!f || strcmp(f, "manta-ofa-train") != 0 || !preset || !seed || !data || !space ||
+        !manta_json_int(j, "batch", 1, INT_MAX, &batch) ||
+        !manta_json_number(j, "step", 0, STEP_MAX, &step) ||
+        !manta_json_int(j, "val", 0, INT_MAX, &val) ||
+        !manta_json_bool(j, "has_teacher", &teacher)) {
         cJSON_Delete(j);
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "%s: not a manta training checkpoint (its metadata lacks fields)", path);
@@ -95,12 +101,13 @@ static manta_status read_meta(ckpt_reader *r, const char *path, ofa_space *sp, t
     memset(m, 0, sizeof *m);
     snprintf(m->preset, sizeof m->preset, "%s", preset);
     snprintf(m->data, sizeof m->data, "%s", data);
-    m->batch = batch->valueint;
+    m->batch = batch;
     m->seed = strtoull(seed, NULL, 10);
-    m->step = (long)step->valuedouble;
-    m->val = val->valueint;
-    m->has_teacher = cJSON_IsTrue(teacher);
-    m->lr_scale = cJSON_IsNumber(lr_scale) && lr_scale->valuedouble > 0 ? lr_scale->valuedouble : 1.0;
+    m->step = (long)step;
+    m->val = val;
+    m->has_teacher = teacher;
+    if (!manta_json_number(j, "lr_scale", DBL_TRUE_MIN, HUGE_VAL, &m->lr_scale))
+        m->lr_scale = 1.0; /* absent (older files) or not positive */
     char *stext = cJSON_PrintUnformatted(space);
     st = stext ? ofa_space_parse(stext, sp, err)
                : manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);

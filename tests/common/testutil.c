@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/fileio.h"
+
 void tu_fill_uniform(manta_rng *r, double *x, size_t n, double lo, double hi)
 {
     for (size_t i = 0; i < n; i++)
@@ -65,4 +67,30 @@ double tu_dot(const double *y, const double *r, size_t n)
     for (size_t i = 0; i < n; i++)
         s += y[i] * r[i];
     return s;
+}
+
+int tu_tmpdir_make(tu_tmpdir *t, const char *tag)
+{
+    const int n = snprintf(t->path, sizeof t->path, "/tmp/manta-%s-XXXXXX", tag);
+    if (n < 0 || (size_t)n >= sizeof t->path || !mkdtemp(t->path)) {
+        t->path[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+int tu_tmpdir_remove(tu_tmpdir *t)
+{
+    if (t->path[0])
+        manta_file_remove_tree(t->path);
+    t->path[0] = '\0';
+    return 0;
+}
+
+char *tu_tmpdir_path(const tu_tmpdir *t, const char *name, char *out, size_t cap)
+{
+    const int n = snprintf(out, cap, "%s/%s", t->path, name);
+    if (n < 0 || (size_t)n >= cap)
+        fail_msg("path %s/%s does not fit in %zu bytes", t->path, name, cap);
+    return out;
 }

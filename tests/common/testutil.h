@@ -1,8 +1,8 @@
 /**
  * @file testutil.h
  * @brief Helpers shared by the unit tests: the test device, host/device
- *        transfers of double reference data, tolerant comparison, and central
- *        finite differences in double precision.
+ *        transfers of double reference data, tolerant comparison, central
+ *        finite differences in double precision, and temporary folders.
  */
 #ifndef MANTA_TESTS_TESTUTIL_H
 #define MANTA_TESTS_TESTUTIL_H
@@ -66,6 +66,22 @@ void tu_fd_grad(tu_loss_fn loss, void *ctx, double *param, size_t n, double eps,
 
 /** sum_i y[i] * r[i]: projects an output onto fixed random weights. */
 double tu_dot(const double *y, const double *r, size_t n);
+
+/** A temporary folder, /tmp/manta-<tag>-XXXXXX: a test group's (made in its
+ *  setup, removed in its teardown) or one test's. */
+typedef struct tu_tmpdir {
+    char path[64]; /**< the folder, without a trailing slash */
+} tu_tmpdir;
+
+/** Create a fresh temporary folder named after @p tag (a short word).
+ *  @return 0, or -1 when it cannot be created (a cmocka setup's value). */
+int tu_tmpdir_make(tu_tmpdir *t, const char *tag);
+/** Remove the folder and everything in it (manta_file_remove_tree()).
+ *  @return 0 (a cmocka teardown's value). */
+int tu_tmpdir_remove(tu_tmpdir *t);
+/** "<folder>/<name>" in @p out of @p cap bytes; fails the test when it does
+ *  not fit. @return out. */
+char *tu_tmpdir_path(const tu_tmpdir *t, const char *name, char *out, size_t cap);
 
 /** Fail the test with the message of the manta_err named e in scope when @p expr is not
  *  MANTA_OK (for calls that report into a caller's error record). */

@@ -11,12 +11,7 @@
 #include "common/testutil.h"
 #include "profile/latency_table.h"
 
-static char dir[] = "/tmp/manta-lat-XXXXXX";
-
-static void path_in_dir(char *out, size_t cap, const char *name)
-{
-    snprintf(out, cap, "%s/%s", dir, name);
-}
+static tu_tmpdir dir; /* the group's temporary folder */
 
 static void expect_err(manta_status got, manta_status want, const manta_err *e, const char *needle)
 {
@@ -290,7 +285,7 @@ static void test_table_round_trip_and_prediction(void **state)
     manta_err e;
     TU_OK_ERR(lat_table_check_complete(&t, &e));
     char path[128];
-    path_in_dir(path, sizeof path, "cpu.json");
+    tu_tmpdir_path(&dir, "cpu.json", path, sizeof path);
     TU_OK_ERR(lat_table_save(&t, path, &e));
     TU_OK_ERR(lat_table_load(path, &s, &u, &e));
     assert_int_equal(u.n, t.n);
@@ -517,7 +512,7 @@ static void test_load_refuses_other_space(void **state)
     lat_table t, u;
     fill_table(&t, &s);
     char path[128];
-    path_in_dir(path, sizeof path, "other.json");
+    tu_tmpdir_path(&dir, "other.json", path, sizeof path);
     manta_err e;
     TU_OK_ERR(lat_table_save(&t, path, &e));
     expect_err(lat_table_load(path, &m, &u, &e), MANTA_ERR_FORMAT, &e,
@@ -527,7 +522,7 @@ static void test_load_refuses_other_space(void **state)
     ofa_space s2 = s;
     s2.head_expand = 512;
     expect_err(lat_table_load(path, &s2, &u, &e), MANTA_ERR_FORMAT, &e, "differs");
-    path_in_dir(path, sizeof path, "absent.json");
+    tu_tmpdir_path(&dir, "absent.json", path, sizeof path);
     expect_err(lat_table_load(path, &s, &u, &e), MANTA_ERR_IO, &e, "absent.json");
     lat_table_free(&t);
 }
@@ -561,19 +556,13 @@ static void test_set_rejects_bad_input(void **state)
 static int setup(void **state)
 {
     (void)state;
-    return mkdtemp(dir) ? 0 : -1;
+    return tu_tmpdir_make(&dir, "lat");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    const char *names[] = {"cpu.json", "other.json"};
-    char path[128];
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        path_in_dir(path, sizeof path, names[i]);
-        remove(path);
-    }
-    return rmdir(dir);
+    return tu_tmpdir_remove(&dir);
 }
 
 int main(void)

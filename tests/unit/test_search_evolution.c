@@ -14,12 +14,7 @@
 #include "core/fileio.h"
 #include "search/evolution.h"
 
-static char dir[] = "/tmp/manta-evo-XXXXXX";
-
-static void path_in_dir(char *out, size_t cap, const char *name)
-{
-    snprintf(out, cap, "%s/%s", dir, name);
-}
+static tu_tmpdir dir; /* the group's temporary folder */
 
 typedef struct synth {
     ofa_space s;
@@ -748,8 +743,8 @@ static void test_front_csv_and_svg(void **state)
     manta_err e;
     TU_OK_ERR(evo_search(&y.s, &c, &cb, &r, &e));
     char csv[128], svg[128];
-    path_in_dir(csv, sizeof csv, "front.csv");
-    path_in_dir(svg, sizeof svg, "front.svg");
+    tu_tmpdir_path(&dir, "front.csv", csv, sizeof csv);
+    tu_tmpdir_path(&dir, "front.svg", svg, sizeof svg);
     TU_OK_ERR(evo_write_front_csv(&r, &y.s, csv, &e));
     TU_OK_ERR(evo_write_front_svg(&r, "cpu-default <= 3 ms & \"fast\"", svg, &e));
 
@@ -810,19 +805,13 @@ static void test_xml_checker_catches_broken_text(void **state)
 static int setup(void **state)
 {
     (void)state;
-    return mkdtemp(dir) ? 0 : -1;
+    return tu_tmpdir_make(&dir, "evo");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    const char *names[] = {"front.csv", "front.svg"};
-    char path[128];
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        path_in_dir(path, sizeof path, names[i]);
-        remove(path);
-    }
-    return rmdir(dir);
+    return tu_tmpdir_remove(&dir);
 }
 
 int main(void)

@@ -10,12 +10,7 @@
 #include "common/testutil.h"
 #include "search/acc_predictor.h"
 
-static char dir[] = "/tmp/manta-accp-XXXXXX";
-
-static void path_in_dir(char *out, size_t cap, const char *name)
-{
-    snprintf(out, cap, "%s/%s", dir, name);
-}
+static tu_tmpdir dir; /* the group's temporary folder */
 
 static void expect_err(manta_status got, manta_status want, const manta_err *e, const char *needle)
 {
@@ -157,7 +152,7 @@ static void test_dataset_file_round_trip(void **state)
     accp_dataset d, back;
     make_dataset(&s, 50, 5, &d);
     char path[128];
-    path_in_dir(path, sizeof path, "acc.jsonl");
+    tu_tmpdir_path(&dir, "acc.jsonl", path, sizeof path);
     manta_err e;
     TU_OK_ERR(accp_dataset_save(&d, path, &e));
     TU_OK_ERR(accp_dataset_load(path, &s, &back, &e));
@@ -471,7 +466,7 @@ static void test_model_file_round_trip(void **state)
     TU_OK_ERR(accp_init(&m, &s, &c, &e));
     TU_OK_ERR(accp_train(&m, &d, NULL, &c, NULL, &e));
     char path[128];
-    path_in_dir(path, sizeof path, "pred.bin");
+    tu_tmpdir_path(&dir, "pred.bin", path, sizeof path);
     TU_OK_ERR(accp_save(&m, path, &e));
     TU_OK_ERR(accp_load(path, &s, &back, &e));
     assert_int_equal(back.hidden, 64);
@@ -502,7 +497,7 @@ static void test_model_file_round_trip(void **state)
     fputc(ch ^ 0x55, f);
     fclose(f);
     expect_err(accp_load(path, &s, &back, &e), MANTA_ERR_FORMAT, &e, "corrupt");
-    path_in_dir(path, sizeof path, "missing.bin");
+    tu_tmpdir_path(&dir, "missing.bin", path, sizeof path);
     assert_int_equal(accp_load(path, &s, &back, &e), MANTA_ERR_IO);
     accp_free(&m);
     accp_dataset_free(&d);
@@ -511,19 +506,13 @@ static void test_model_file_round_trip(void **state)
 static int setup(void **state)
 {
     (void)state;
-    return mkdtemp(dir) ? 0 : -1;
+    return tu_tmpdir_make(&dir, "accp");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    const char *names[] = {"acc.jsonl", "pred.bin"};
-    char path[128];
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-        path_in_dir(path, sizeof path, names[i]);
-        remove(path);
-    }
-    return rmdir(dir);
+    return tu_tmpdir_remove(&dir);
 }
 
 int main(void)

@@ -18,23 +18,6 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-typedef struct tmpdir {
-    char path[64];
-} tmpdir;
-
-static void tmp_make(tmpdir *t)
-{
-    snprintf(t->path, sizeof t->path, "/tmp/manta-tune-XXXXXX");
-    assert_non_null(mkdtemp(t->path));
-}
-
-static void tmp_remove(tmpdir *t)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->path);
-    assert_int_equal(system(cmd), 0);
-}
-
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "wb");
@@ -191,8 +174,8 @@ static void test_tuned_gemm_results_equal_untuned(void **state)
     (void)state;
     mcl_device_list *l;
     const mcl_device_info *info = first_device(&l);
-    tmpdir t;
-    tmp_make(&t);
+    tu_tmpdir t;
+    assert_int_equal(tu_tmpdir_make(&t, "tune"), 0);
     double *base[N_CASES], *tuned[N_CASES];
     for (size_t i = 0; i < N_CASES; i++) {
         base[i] = malloc(cases[i].m * cases[i].n * sizeof(double));
@@ -242,7 +225,7 @@ static void test_tuned_gemm_results_equal_untuned(void **state)
         free(base[i]);
         free(tuned[i]);
     }
-    tmp_remove(&t);
+    tu_tmpdir_remove(&t);
     free(l);
 }
 
@@ -333,8 +316,8 @@ static void test_family_names(void **state)
 static void test_parse_rejects_bad_tuner_output(void **state)
 {
     (void)state;
-    tmpdir t;
-    tmp_make(&t);
+    tu_tmpdir t;
+    assert_int_equal(tu_tmpdir_make(&t, "tune"), 0);
     char *good = read_text(DATA "clblast_xgemm_direct_2_32.json");
     char path[128];
     snprintf(path, sizeof path, "%s/bad.json", t.path);
@@ -369,7 +352,7 @@ static void test_parse_rejects_bad_tuner_output(void **state)
     assert_int_equal(mcl_tune_parse_tuner("/nonexistent/x.json", &k, NULL, 0, &err), MANTA_ERR_IO);
     assert_non_null(strstr(err.msg, "/nonexistent/x.json"));
     free(good);
-    tmp_remove(&t);
+    tu_tmpdir_remove(&t);
 }
 
 static void test_kernel_check_rejects_bad_values(void **state)
@@ -418,8 +401,8 @@ static void fake_info(mcl_device_info *d, const char *platform, const char *name
 static void test_save_load_round_trip(void **state)
 {
     (void)state;
-    tmpdir t;
-    tmp_make(&t);
+    tu_tmpdir t;
+    assert_int_equal(tu_tmpdir_make(&t, "tune"), 0);
     mcl_device_info info;
     fake_info(&info, "Portable Computing Language", "pthread-skylake-avx512-AMD EPYC", "3.1");
     mcl_tune_key key;
@@ -452,7 +435,7 @@ static void test_save_load_round_trip(void **state)
     /* a set holding a bad kernel is not written */
     set.k[0].values[0] = 0;
     assert_int_equal(mcl_tune_save(path, &key, &set, NULL, &err), MANTA_ERR_INVALID_ARG);
-    tmp_remove(&t);
+    tu_tmpdir_remove(&t);
 }
 
 static void test_key_distinguishes_devices(void **state)
@@ -496,8 +479,8 @@ static void test_key_distinguishes_devices(void **state)
     assert_null(strchr(pa + 3, ' '));
     assert_int_equal(mcl_tune_path("", &ka, pa, sizeof pa, NULL), MANTA_ERR_INVALID_ARG);
 
-    tmpdir t;
-    tmp_make(&t);
+    tu_tmpdir t;
+    assert_int_equal(tu_tmpdir_make(&t, "tune"), 0);
     mcl_tune_set set;
     sample_set(&set, 300);
     char path[1200];
@@ -508,7 +491,7 @@ static void test_key_distinguishes_devices(void **state)
     assert_non_null(strstr(err.msg, "driver 3.1"));
     assert_non_null(strstr(err.msg, "driver 4.0"));
     assert_int_equal(set.count, 0);
-    tmp_remove(&t);
+    tu_tmpdir_remove(&t);
 }
 
 /* mcl_open() with a corrupt, foreign or invalid tuning file: the device opens
@@ -518,8 +501,8 @@ static void test_bad_tuning_file_ignored_with_warning(void **state)
     (void)state;
     mcl_device_list *l;
     const mcl_device_info *info = first_device(&l);
-    tmpdir t;
-    tmp_make(&t);
+    tu_tmpdir t;
+    assert_int_equal(tu_tmpdir_make(&t, "tune"), 0);
     mcl_tune_key key;
     mcl_tune_key_of(info, &key);
     char path[1200];
@@ -610,7 +593,7 @@ static void test_bad_tuning_file_ignored_with_warning(void **state)
 
     free(foreign);
     free(zero_mwg);
-    tmp_remove(&t);
+    tu_tmpdir_remove(&t);
     free(l);
 }
 
