@@ -51,11 +51,11 @@ endif
 CPPFLAGS := -Iruntime -I$(BUILD)/gen -DCL_TARGET_OPENCL_VERSION=120 -D_POSIX_C_SOURCE=200809L
 CFLAGS   := -std=c11 $(OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS  := $(SANFLAGS)
-LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lz -lpthread -lm
+LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lpng -lz -lpthread -lm
 
 # Debian packages the build, the tests and the demo need.
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
-            libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
+            libpng-dev libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
             dataset-fashion-mnist clblast-utils clang
 
 LIB_DIRS := core cl nn train data ofa export search profile dist

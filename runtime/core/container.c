@@ -156,15 +156,6 @@ static bool json_ok(const char *s, size_t n)
     return true;
 }
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 /* ---- writer ------------------------------------------------------------- */
 
 struct ckpt_writer {
@@ -335,7 +326,7 @@ static manta_status writer_new(const char *name, ckpt_writer **out, manta_err *e
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", name);
     w->err = err;
     w->fd = -1;
-    if (!(w->name = dup_str(name))) {
+    if (!(w->name = strdup(name))) {
         free(w);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", name);
     }
@@ -456,7 +447,7 @@ static manta_status section_begin(ckpt_writer *w, const char *name, ckpt_type ty
             return wfail(w, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", w->name);
         w->names = nn, w->names_cap = cap;
     }
-    if (!(w->names[w->n_sec] = dup_str(name)))
+    if (!(w->names[w->n_sec] = strdup(name)))
         return wfail(w, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", w->name);
     w->n_sec++;
 
@@ -972,7 +963,7 @@ static manta_status reader_finish_open(ckpt_reader *r, ckpt_reader **out, manta_
 static manta_status reader_new(const char *name, ckpt_reader **out, manta_err *err)
 {
     ckpt_reader *r = calloc(1, sizeof *r);
-    if (r && !(r->name = dup_str(name))) {
+    if (r && !(r->name = strdup(name))) {
         free(r);
         r = NULL;
     }

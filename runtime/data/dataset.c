@@ -15,15 +15,6 @@ const char *const dataset_fashion_mnist_classes[10] = {
 /* PCG stream of the split permutation (any fixed odd-making value). */
 #define SPLIT_STREAM 0x73706c6974ULL /* "split" */
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}
-
 /* Allocate names (copies of @p names, or decimal numbers when NULL). */
 static char **make_names(const char *const *names, int classes)
 {
@@ -33,7 +24,7 @@ static char **make_names(const char *const *names, int classes)
     for (int k = 0; k < classes; k++) {
         char num[16];
         snprintf(num, sizeof num, "%d", k);
-        out[k] = dup_str(names ? names[k] : num);
+        out[k] = strdup(names ? names[k] : num);
         if (!out[k]) {
             for (int j = 0; j < k; j++)
                 free(out[j]);

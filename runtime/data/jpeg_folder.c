@@ -11,6 +11,7 @@
 #include <turbojpeg.h>
 
 #include "core/fileio.h"
+#include "data/names.h"
 #include "data/resample.h"
 
 /* Largest decoded image accepted, in pixels (a guard against absurd headers). */
@@ -29,62 +30,6 @@ void jpeg_folder_opts_default(jpeg_folder_opts *o)
 
 /* ---- names and folder listings ---------------------------------------- */
 
-typedef struct strlist {
-    char **v;
-    int n, cap;
-} strlist;
-
-static int sl_push(strlist *l, const char *s)
-{
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 16;
-        char **v = realloc(l->v, (size_t)cap * sizeof *v);
-        if (!v)
-            return 0;
-        l->v = v;
-        l->cap = cap;
-    }
-    size_t len = strlen(s) + 1;
-    char *c = malloc(len);
-    if (!c)
-        return 0;
-    memcpy(c, s, len);
-    l->v[l->n++] = c;
-    return 1;
-}
-
-static void sl_free(strlist *l)
-{
-    for (int i = 0; i < l->n; i++)
-        free(l->v[i]);
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static void sl_sort(strlist *l)
-{
-    if (l->n > 1)
-        qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_str);
-}
-
-/* "a/b", malloc'd; NULL when out of memory. */
-static char *join(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = malloc(la + lb + 2);
-    if (!p)
-        return NULL;
-    memcpy(p, a, la);
-    p[la] = '/';
-    memcpy(p + la + 1, b, lb + 1);
-    return p;
-}
-
 static int is_jpeg_name(const char *name)
 {
     size_t n = strlen(name);
@@ -98,7 +43,8 @@ enum { ENT_DIR = 1, ENT_FILE = 2 };
  * List the non-hidden entries of @p dir whose kind (stat, following links)
  * is in @p kinds; others are counted in @p other (may be NULL).
  */
-static manta_status list_dir(const char *dir, int kinds, strlist *out, int *other, manta_err *err)
+static manta_status list_dir(const char *dir, int kinds, name_list *out, int *other,
+                             manta_err *err)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -109,7 +55,7 @@ static manta_status list_dir(const char *dir, int kinds, strlist *out, int *othe
     while (st == MANTA_OK && (errno = 0, e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        char *p = join(dir, e->d_name);
+        char *p = name_path(dir, e->d_name);
         if (!p) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory listing", dir);
             break;
@@ -120,7 +66,7 @@ static manta_status list_dir(const char *dir, int kinds, strlist *out, int *othe
             kind = S_ISDIR(sb.st_mode) ? ENT_DIR : S_ISREG(sb.st_mode) ? ENT_FILE : 0;
         free(p);
         if (kind & kinds) {
-            if (!sl_push(out, e->d_name))
+            if (!name_list_push(out, e->d_name))
                 st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory listing", dir);
         } else if (other) {
             (*other)++;
@@ -130,7 +76,7 @@ static manta_status list_dir(const char *dir, int kinds, strlist *out, int *othe
         st = manta_err_set(err, MANTA_ERR_IO, "%s: cannot list folder: %s", dir, strerror(errno));
     closedir(d);
     if (st == MANTA_OK)
-        sl_sort(out);
+        name_list_sort(out);
     return st;
 }
 
@@ -359,7 +305,7 @@ static manta_status check_opts(const jpeg_folder_opts *o, manta_err *err)
     return MANTA_OK;
 }
 
-static manta_status check_match(const char *root, const strlist *cls, const dataset *m,
+static manta_status check_match(const char *root, const name_list *cls, const dataset *m,
                                 manta_err *err)
 {
     for (int k = 0; k < cls->n || k < m->classes; k++) {
@@ -376,7 +322,7 @@ static manta_status check_match(const char *root, const strlist *cls, const data
 }
 
 /* List the class folders and their JPEG files into jobs (sorted). */
-static manta_status collect(const char *root, strlist *cls, job **jobs_out, int *n_out,
+static manta_status collect(const char *root, name_list *cls, job **jobs_out, int *n_out,
                             jpeg_folder_report *rep, manta_err *err)
 {
     struct stat sb;
@@ -394,8 +340,8 @@ static manta_status collect(const char *root, strlist *cls, job **jobs_out, int 
     job *jobs = NULL;
     int n = 0, cap = 0;
     for (int k = 0; k < cls->n && st == MANTA_OK; k++) {
-        char *dir = join(root, cls->v[k]);
-        strlist files = {0};
+        char *dir = name_path(root, cls->v[k]);
+        name_list files = {0};
         if (!dir) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", root);
             break;
@@ -419,7 +365,7 @@ static manta_status collect(const char *root, strlist *cls, job **jobs_out, int 
             }
             memset(&jobs[n], 0, sizeof jobs[n]);
             jobs[n].label = k;
-            jobs[n].path = join(dir, files.v[i]);
+            jobs[n].path = name_path(dir, files.v[i]);
             if (!jobs[n].path) {
                 st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory listing", dir);
                 break;
@@ -430,7 +376,7 @@ static manta_status collect(const char *root, strlist *cls, job **jobs_out, int 
         if (st == MANTA_OK && found == 0)
             st = manta_err_set(err, MANTA_ERR_FORMAT,
                                "%s: class folder holds no .jpg or .jpeg files", dir);
-        sl_free(&files);
+        name_list_free(&files);
         free(dir);
     }
     *jobs_out = jobs;
@@ -449,7 +395,7 @@ static void free_jobs(job *jobs, int n)
 }
 
 /* Move the decoded images into the dataset. */
-static manta_status assemble(job *jobs, int n, const strlist *cls, const jpeg_folder_opts *o,
+static manta_status assemble(job *jobs, int n, const name_list *cls, const jpeg_folder_opts *o,
                              int loaded, dataset *out, manta_err *err)
 {
     const int c = o->channels;
@@ -514,7 +460,7 @@ manta_status jpeg_folder_load(const char *root, const jpeg_folder_opts *opts, da
     manta_status st = check_opts(opts, err);
     if (st != MANTA_OK)
         return st;
-    strlist cls = {0};
+    name_list cls = {0};
     job *jobs = NULL;
     int n = 0;
     st = collect(root, &cls, &jobs, &n, rep, err);
@@ -553,6 +499,6 @@ manta_status jpeg_folder_load(const char *root, const jpeg_folder_opts *opts, da
     if (st != MANTA_OK)
         rep->loaded = 0;
     free_jobs(jobs, n);
-    sl_free(&cls);
+    name_list_free(&cls);
     return st;
 }

@@ -1,0 +1,649 @@
+#include "data/stereo_synth.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+
+/* Vertices of the finest polygon (blobs). */
+#define SS_MAX_VERTS 32
+/* Sub-pixel right-view spans kept per row for the exact occlusion test. */
+#define SS_MAX_SLIVERS 16
+/* Disparity margin by which another layer must be nearer to occlude. */
+#define SS_OCCLUDE_EPS 1e-4f
+
+void stereo_synth_opts_default(stereo_synth_opts *o, int width, int height, float max_disp,
+                               uint64_t seed)
+{
+    memset(o, 0, sizeof *o);
+    o->width = width;
+    o->height = height;
+    o->max_disp = max_disp;
+    o->seed = seed;
+    o->min_shapes = 4;
+    o->max_shapes = 12;
+    o->photometric = true;
+}
+
+/* ---- scene ---------------------------------------------------------------- */
+
+enum { SHAPE_FULL, SHAPE_ELLIPSE, SHAPE_POLY };
+enum { TEX_NOISE, TEX_STRIPES, TEX_CHECKER, TEX_GRADIENT, TEX_FLAT };
+
+/* One surface of the scene, in the left view's frame. */
+typedef struct layer {
+    int shape;
+    /* ellipse: inside iff qa X^2 + qb X Y + qc Y^2 <= 1 with X = x - cx, Y = y - cy */
+    float cx, cy, qa, qb, qc;
+    int nv;
+    float vx[SS_MAX_VERTS], vy[SS_MAX_VERTS]; /* polygon, in order */
+    float bx0, bx1, by0, by1;                 /* bounding box */
+    float a, b, c, inv1b;                     /* d = a + b x + c y; 1 / (1 - b) */
+    /* texture raster: texel (tx, ty) is the point (tx0 + tx, ty0 + ty); t in [0, 1] */
+    int tx0, ty0, tw, th;
+    float *tex;         /* (th, tw), inside the call's texture block */
+    float c0[3], dc[3]; /* colour = c0 + t * dc */
+} layer;
+
+static float urand(manta_rng *r, float lo, float hi)
+{
+    return lo + (hi - lo) * manta_rng_uniform(r);
+}
+
+static float clampf(float v, float lo, float hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* 64-bit mix (splitmix64's finaliser). */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* Lattice value in [0, 1) of cell (ix, iy) of a noise seeded with s. */
+static float lattice(int ix, int iy, uint32_t s)
+{
+    uint32_t h = (uint32_t)ix * 0x9e3779b1u ^ (uint32_t)iy * 0x85ebca77u ^ s;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    return (float)(h >> 8) * (1.0f / 16777216.0f);
+}
+
+static void bbox_of_poly(layer *L)
+{
+    L->bx0 = L->bx1 = L->vx[0];
+    L->by0 = L->by1 = L->vy[0];
+    for (int k = 1; k < L->nv; k++) {
+        L->bx0 = fminf(L->bx0, L->vx[k]);
+        L->bx1 = fmaxf(L->bx1, L->vx[k]);
+        L->by0 = fminf(L->by0, L->vy[k]);
+        L->by1 = fmaxf(L->by1, L->vy[k]);
+    }
+}
+
+/* A random shape of size about R centred at (cx, cy). */
+static void make_shape(layer *L, manta_rng *r, float cx, float cy, float R)
+{
+    const float pi = 3.14159265358979f;
+    float th = urand(r, 0.0f, pi), ct = cosf(th), st = sinf(th);
+    uint32_t pick = manta_rng_below(r, 100);
+    L->cx = cx;
+    L->cy = cy;
+    if (pick < 30) { /* rotated ellipse */
+        float rx = R * urand(r, 0.5f, 1.0f), ry = R * urand(r, 0.3f, 1.0f);
+        float ia = 1.0f / (rx * rx), ib = 1.0f / (ry * ry);
+        L->shape = SHAPE_ELLIPSE;
+        /* u = X ct + Y st, v = -X st + Y ct; u^2/rx^2 + v^2/ry^2 <= 1 */
+        L->qa = ct * ct * ia + st * st * ib;
+        L->qb = 2.0f * ct * st * (ia - ib);
+        L->qc = st * st * ia + ct * ct * ib;
+        float hw = sqrtf(rx * rx * ct * ct + ry * ry * st * st);
+        float hh = sqrtf(rx * rx * st * st + ry * ry * ct * ct);
+        L->bx0 = cx - hw, L->bx1 = cx + hw, L->by0 = cy - hh, L->by1 = cy + hh;
+        return;
+    }
+    L->shape = SHAPE_POLY;
+    if (pick < 55) { /* rotated rectangle */
+        float hx = R * urand(r, 0.5f, 1.0f), hy = R * urand(r, 0.3f, 1.0f);
+        const float sx[4] = {-1, 1, 1, -1}, sy[4] = {-1, -1, 1, 1};
+        L->nv = 4;
+        for (int k = 0; k < 4; k++) {
+            L->vx[k] = cx + sx[k] * hx * ct - sy[k] * hy * st;
+            L->vy[k] = cy + sx[k] * hx * st + sy[k] * hy * ct;
+        }
+    } else if (pick < 75) { /* polygon of 3 to 8 vertices at sorted random angles */
+        int n = 3 + (int)manta_rng_below(r, 6);
+        float ang[8];
+        for (int k = 0; k < n; k++)
+            ang[k] = urand(r, 0.0f, 2.0f * pi);
+        for (int k = 1; k < n; k++) /* insertion sort */
+            for (int m = k; m > 0 && ang[m - 1] > ang[m]; m--) {
+                float t = ang[m];
+                ang[m] = ang[m - 1];
+                ang[m - 1] = t;
+            }
+        L->nv = n;
+        for (int k = 0; k < n; k++) {
+            float rad = R * urand(r, 0.6f, 1.0f);
+            L->vx[k] = cx + rad * cosf(ang[k]);
+            L->vy[k] = cy + rad * sinf(ang[k]);
+        }
+    } else if (pick < 87) { /* star */
+        int pts = 5 + (int)manta_rng_below(r, 6);
+        float inner = urand(r, 0.35f, 0.7f);
+        L->nv = 2 * pts;
+        for (int k = 0; k < L->nv; k++) {
+            float ang = th + pi * (float)k / pts, rad = R * ((k & 1) ? inner : 1.0f);
+            L->vx[k] = cx + rad * cosf(ang);
+            L->vy[k] = cy + rad * sinf(ang);
+        }
+    } else { /* blob: a smooth radius over SS_MAX_VERTS angles */
+        float amp[3], ph[3];
+        for (int h = 0; h < 3; h++) {
+            amp[h] = urand(r, 0.0f, 0.18f);
+            ph[h] = urand(r, 0.0f, 2.0f * pi);
+        }
+        L->nv = SS_MAX_VERTS;
+        for (int k = 0; k < L->nv; k++) {
+            float ang = 2.0f * pi * (float)k / L->nv, rad = 1.0f;
+            for (int h = 0; h < 3; h++)
+                rad += amp[h] * sinf((float)(h + 2) * ang + ph[h]);
+            L->vx[k] = cx + R * 0.8f * rad * cosf(ang);
+            L->vy[k] = cy + R * 0.8f * rad * sinf(ang);
+        }
+    }
+    bbox_of_poly(L);
+}
+
+/*
+ * Spans of the row y inside a layer, in the left frame: pairs [s[2k], s[2k+1])
+ * (a point x is inside iff s[2k] <= x < s[2k+1] for some k). Returns the
+ * number of values written (even; at most SS_MAX_VERTS).
+ */
+static int row_spans(const layer *L, float y, float *s)
+{
+    if (L->shape == SHAPE_FULL) {
+        s[0] = -1e30f;
+        s[1] = 1e30f;
+        return 2;
+    }
+    if (y < L->by0 || y > L->by1)
+        return 0;
+    if (L->shape == SHAPE_ELLIPSE) {
+        float Y = y - L->cy, B = L->qb * Y, C = L->qc * Y * Y - 1.0f;
+        float disc = B * B - 4.0f * L->qa * C;
+        if (disc <= 0.0f)
+            return 0;
+        float q = sqrtf(disc), inv = 0.5f / L->qa;
+        s[0] = L->cx + (-B - q) * inv;
+        s[1] = L->cx + (-B + q) * inv;
+        return 2;
+    }
+    int n = 0;
+    for (int k = 0, m = L->nv - 1; k < L->nv; m = k++) {
+        float y0 = L->vy[m], y1 = L->vy[k];
+        if ((y0 <= y && y < y1) || (y1 <= y && y < y0)) {
+            float x = L->vx[m] + (y - y0) * (L->vx[k] - L->vx[m]) / (y1 - y0);
+            int p = n++; /* insertion into sorted order */
+            while (p > 0 && s[p - 1] > x) {
+                s[p] = s[p - 1];
+                p--;
+            }
+            s[p] = x;
+        }
+    }
+    return n & ~1;
+}
+
+static int in_spans(const float *s, int n, float x)
+{
+    for (int k = 0; k < n; k += 2)
+        if (s[k] <= x && x < s[k + 1])
+            return 1;
+    return 0;
+}
+
+/*
+ * A disparity plane over the box [x0, x1] x [y0, y1] whose values there lie
+ * in [lo, hi]: slopes drawn in [-g, g] and scaled down so that the variation
+ * over the box is at most @p span, then an offset drawn so the minimum lies in
+ * [lo, hi - variation].
+ */
+static void make_plane(layer *L, manta_rng *r, float x0, float x1, float y0, float y1, float lo,
+                       float hi, float g, float span)
+{
+    float b = urand(r, -g, g), c = urand(r, -g, g);
+    float var = fabsf(b) * (x1 - x0) + fabsf(c) * (y1 - y0);
+    if (span > hi - lo)
+        span = hi - lo;
+    if (var > span && var > 0.0f) {
+        b *= span / var;
+        c *= span / var;
+        var = span;
+    }
+    float m = urand(r, lo, hi - var);
+    float corner_min = fminf(b * x0, b * x1) + fminf(c * y0, c * y1);
+    L->a = m - corner_min;
+    L->b = b;
+    L->c = c;
+    L->inv1b = 1.0f / (1.0f - b);
+}
+
+/* ---- textures ------------------------------------------------------------- */
+
+/* Scratch of one texture fill: per-column lattice indices and weights, one lattice row. */
+typedef struct tex_scratch {
+    int *ix;    /* (tw) */
+    float *fx;  /* (tw) */
+    float *col; /* (tw + 3) vertically interpolated lattice values */
+} tex_scratch;
+
+static float smooth01(float f) { return f * f * (3.0f - 2.0f * f); }
+
+/* Triangle wave of period 1 in [0, 1]: 0 at integers, 1 at half-integers. */
+static float tri(float p) { return 1.0f - fabsf(2.0f * (p - floorf(p)) - 1.0f); }
+
+/* Add amp * value noise of cell size @p cell (offset ox, oy) to the raster. */
+static void add_noise(layer *L, tex_scratch *ts, float cell, float ox, float oy, uint32_t seed,
+                      float amp)
+{
+    const float inv = 1.0f / cell;
+    int base = (int)floorf(L->tx0 * inv + ox);
+    for (int tx = 0; tx < L->tw; tx++) {
+        float g = (L->tx0 + tx) * inv + ox;
+        int i = (int)floorf(g);
+        ts->ix[tx] = i - base;
+        ts->fx[tx] = smooth01(g - (float)i);
+    }
+    int ncol = ts->ix[L->tw - 1] + 2;
+    for (int ty = 0; ty < L->th; ty++) {
+        float g = (L->ty0 + ty) * inv + oy;
+        int iy = (int)floorf(g);
+        float fy = smooth01(g - (float)iy);
+        for (int k = 0; k < ncol; k++) {
+            float v0 = lattice(base + k, iy, seed), v1 = lattice(base + k, iy + 1, seed);
+            ts->col[k] = v0 + fy * (v1 - v0);
+        }
+        float *row = L->tex + (size_t)ty * L->tw;
+        for (int tx = 0; tx < L->tw; tx++) {
+            const float *cv = ts->col + ts->ix[tx];
+            row[tx] += amp * (cv[0] + ts->fx[tx] * (cv[1] - cv[0]));
+        }
+    }
+}
+
+/* Fractal value noise (octaves halving the cell down to 1.5 px, amplitudes
+ * falling by 0.6), contrast-stretched around 0.5 and clamped to [0, 1]. */
+static void fill_fbm(layer *L, tex_scratch *ts, manta_rng *r, float cell, int octaves)
+{
+    memset(L->tex, 0, sizeof(float) * (size_t)L->tw * L->th);
+    float amp = 1.0f, total = 0.0f;
+    for (int o = 0; o < octaves && cell >= 1.5f; o++) {
+        add_noise(L, ts, cell, urand(r, 0.0f, 64.0f), urand(r, 0.0f, 64.0f), manta_rng_u32(r), amp);
+        total += amp;
+        amp *= 0.6f;
+        cell *= 0.5f;
+    }
+    const size_t n = (size_t)L->tw * L->th;
+    const float s = total > 0.0f ? 2.0f / total : 0.0f;
+    for (size_t i = 0; i < n; i++)
+        L->tex[i] = clampf(0.5f + s * (L->tex[i] - 0.5f * total), 0.0f, 1.0f);
+}
+
+static void make_texture(layer *L, tex_scratch *ts, manta_rng *r, int kind)
+{
+    const float pi = 3.14159265358979f;
+    float lum = 0.0f;
+    for (int ch = 0; ch < 3; ch++) {
+        L->c0[ch] = manta_rng_uniform(r);
+        L->dc[ch] = manta_rng_uniform(r) - L->c0[ch];
+        lum += L->dc[ch] * (ch == 1 ? 0.6f : 0.2f);
+    }
+    if (fabsf(lum) < 0.2f) /* too little contrast: the second colour becomes the complement */
+        for (int ch = 0; ch < 3; ch++)
+            L->dc[ch] = 1.0f - 2.0f * L->c0[ch];
+    if (kind == TEX_NOISE) {
+        fill_fbm(L, ts, r, urand(r, 3.0f, 16.0f), 2 + (int)manta_rng_below(r, 3));
+        return;
+    }
+    if (kind == TEX_FLAT) { /* low texture: near-constant colour, faint noise */
+        for (int ch = 0; ch < 3; ch++)
+            L->dc[ch] = urand(r, -0.05f, 0.05f);
+        fill_fbm(L, ts, r, 8.0f, 1);
+        const size_t n = (size_t)L->tw * L->th;
+        for (size_t i = 0; i < n; i++)
+            L->tex[i] = 0.5f + 0.06f * (L->tex[i] - 0.5f);
+        return;
+    }
+    /* a pattern over a little noise */
+    float wn = urand(r, 0.0f, 0.25f);
+    fill_fbm(L, ts, r, urand(r, 3.0f, 12.0f), 3);
+    float th = urand(r, 0.0f, pi), ct = cosf(th), st = sinf(th);
+    float period = urand(r, 4.0f, 16.0f), f = 1.0f / period;
+    float ph0 = manta_rng_uniform(r), ph1 = manta_rng_uniform(r);
+    /* gradient: t goes over [g0, g0 + swing] across the raster's diagonal */
+    float swing = urand(r, 0.5f, 1.0f), g0 = urand(r, 0.0f, 1.0f - swing);
+    float diag = fabsf(ct) * L->tw + fabsf(st) * L->th;
+    float gs = swing / (diag > 1.0f ? diag : 1.0f);
+    float gmin = fminf(0.0f, ct * (L->tw - 1)) + fminf(0.0f, st * (L->th - 1));
+    for (int ty = 0; ty < L->th; ty++) {
+        float v = (float)(L->ty0 + ty);
+        float *row = L->tex + (size_t)ty * L->tw;
+        for (int tx = 0; tx < L->tw; tx++) {
+            float u = (float)(L->tx0 + tx), t;
+            if (kind == TEX_STRIPES) {
+                t = smooth01(tri((u * ct + v * st) * f + ph0));
+            } else if (kind == TEX_CHECKER) {
+                float p = 2.0f * tri((u * ct + v * st) * 0.5f * f + ph0) - 1.0f;
+                float q = 2.0f * tri((v * ct - u * st) * 0.5f * f + ph1) - 1.0f;
+                t = 0.5f + 0.5f * clampf(2.5f * p * q, -1.0f, 1.0f);
+            } else {
+                t = g0 + gs * ((float)tx * ct + (float)ty * st - gmin);
+            }
+            row[tx] = (1.0f - wn) * clampf(t, 0.0f, 1.0f) + wn * row[tx];
+        }
+    }
+}
+
+/* ---- rendering ------------------------------------------------------------ */
+
+static manta_status check_opts(const stereo_synth_opts *o, const stereo_pair *out, manta_err *err)
+{
+    if (o->width < STEREO_SYNTH_MIN_SIDE || o->width > STEREO_MAX_SIDE ||
+        o->height < STEREO_SYNTH_MIN_SIDE || o->height > STEREO_MAX_SIDE)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo synth: size %dx%d is outside [%d, %d] per side", o->width,
+                             o->height, STEREO_SYNTH_MIN_SIDE, STEREO_MAX_SIDE);
+    if (!(o->max_disp > 0.0f && o->max_disp <= 0.5f * (float)o->width))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo synth: max_disp is %g (must be in (0, width / 2 = %g])",
+                             (double)o->max_disp, 0.5 * o->width);
+    if (o->min_shapes < 0 || o->max_shapes < o->min_shapes ||
+        o->max_shapes > STEREO_SYNTH_MAX_SHAPES)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo synth: shapes %d..%d (must satisfy 0 <= min <= max <= %d)",
+                             o->min_shapes, o->max_shapes, STEREO_SYNTH_MAX_SHAPES);
+    if (!out || out->height != o->height || out->width != o->width || !out->left || !out->right ||
+        !out->disp || !out->mask)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo synth: the output pair is %dx%d, options ask for %dx%d",
+                             out ? out->width : 0, out ? out->height : 0, o->width, o->height);
+    return MANTA_OK;
+}
+
+/* Place the texture raster of a layer; 0 when no pixel of either view can show it. */
+static int place_raster(layer *L, int W, int H, float maxd)
+{
+    float xlo = fmaxf(L->bx0, 0.0f), xhi = fminf(L->bx1, (float)(W - 1) + maxd);
+    float ylo = fmaxf(L->by0, 0.0f), yhi = fminf(L->by1, (float)(H - 1));
+    if (xlo > xhi || ylo > yhi)
+        return 0;
+    L->tx0 = (int)floorf(xlo);
+    L->ty0 = (int)ceilf(ylo);
+    L->tw = (int)ceilf(xhi) - L->tx0 + 2;
+    L->th = (int)floorf(yhi) - L->ty0 + 1;
+    return L->th > 0;
+}
+
+/* Per-row working arrays. */
+typedef struct rowbuf {
+    float *zl, *zr, *ur; /* (W) left depth, right depth, right texture coordinate */
+    int *idl, *idr;      /* (W) winning layer per pixel */
+    float *spans;        /* (layers, SS_MAX_VERTS) */
+    int *nspan;          /* (layers) */
+} rowbuf;
+
+/* Is layer L the front surface of the right view at (continuous) xr of row y? */
+static int right_front(const layer *Ls, int nl, const rowbuf *rb, int L, float xr, float y, float d)
+{
+    for (int m = 0; m < nl; m++) {
+        if (m == L || rb->nspan[m] == 0)
+            continue;
+        const layer *M = &Ls[m];
+        float u = (xr + M->a + M->c * y) * M->inv1b;
+        if (u - xr > d + SS_OCCLUDE_EPS &&
+            in_spans(rb->spans + (size_t)m * SS_MAX_VERTS, rb->nspan[m], u))
+            return 0;
+    }
+    return 1;
+}
+
+static void render(const layer *Ls, int nl, rowbuf *rb, stereo_pair *out)
+{
+    const int W = out->width, H = out->height;
+    const size_t plane = (size_t)W * H;
+    for (int y = 0; y < H; y++) {
+        const float fy = (float)y;
+        for (int i = 0; i < W; i++) {
+            rb->zl[i] = rb->zr[i] = -1e30f;
+            rb->idl[i] = rb->idr[i] = 0;
+            rb->ur[i] = 0.0f;
+        }
+        float sliver[2 * SS_MAX_SLIVERS];
+        int nsliver = 0, sliver_overflow = 0;
+        for (int l = 0; l < nl; l++) {
+            const layer *L = &Ls[l];
+            float *s = rb->spans + (size_t)l * SS_MAX_VERTS;
+            int ns = L->tex && y >= L->ty0 && y < L->ty0 + L->th ? row_spans(L, fy, s) : 0;
+            rb->nspan[l] = ns;
+            const float off = L->a + L->c * fy;
+            for (int k = 0; k < ns; k += 2) {
+                /* left view: x in [s0, s1) */
+                int i0 = (int)ceilf(fmaxf(s[k], -1.0f)), i1 = (int)ceilf(fminf(s[k + 1], (float)W));
+                for (int i = i0 < 0 ? 0 : i0; i < i1 && i < W; i++) {
+                    float d = off + L->b * (float)i;
+                    if (d > rb->zl[i]) {
+                        rb->zl[i] = d;
+                        rb->idl[i] = l;
+                    }
+                }
+                /* right view: x_R = (1 - b) x - a - c y, increasing in x */
+                float r0 = L->shape == SHAPE_FULL ? -1.0f : (1.0f - L->b) * s[k] - off;
+                float r1 = L->shape == SHAPE_FULL ? (float)W : (1.0f - L->b) * s[k + 1] - off;
+                int j0 = (int)ceilf(fmaxf(r0, -1.0f)), j1 = (int)ceilf(fminf(r1, (float)W));
+                if (j0 >= j1 && r1 > 0.0f && r0 < (float)(W - 1)) {
+                    if (nsliver < SS_MAX_SLIVERS) {
+                        sliver[2 * nsliver] = r0;
+                        sliver[2 * nsliver + 1] = r1;
+                        nsliver++;
+                    } else {
+                        sliver_overflow = 1;
+                    }
+                }
+                for (int j = j0 < 0 ? 0 : j0; j < j1 && j < W; j++) {
+                    float u = ((float)j + off) * L->inv1b, d = u - (float)j;
+                    if (d > rb->zr[j]) {
+                        rb->zr[j] = d;
+                        rb->idr[j] = l;
+                        rb->ur[j] = u;
+                    }
+                }
+            }
+        }
+        float *restrict dl = out->disp + (size_t)y * W;
+        uint8_t *restrict mk = out->mask + (size_t)y * W;
+        float *restrict lr = out->left + (size_t)y * W, *restrict lg = lr + plane,
+                        *restrict lb = lg + plane;
+        for (int i = 0; i < W; i++) {
+            const int id = rb->idl[i];
+            const layer *L = &Ls[id];
+            int k = i - L->tx0;
+            k = k < 0 ? 0 : k > L->tw - 1 ? L->tw - 1 : k;
+            const float t = L->tex[(size_t)(y - L->ty0) * L->tw + k];
+            lr[i] = L->c0[0] + t * L->dc[0];
+            lg[i] = L->c0[1] + t * L->dc[1];
+            lb[i] = L->c0[2] + t * L->dc[2];
+            const float d = rb->zl[i];
+            dl[i] = d;
+            /* occlusion: is the same layer in front at x - d in the right view? */
+            const float xr = (float)i - d;
+            uint8_t m = STEREO_VALID;
+            if (xr >= 0.0f && xr <= (float)(W - 1)) {
+                int j0 = (int)xr, j1 = j0 + 1 < W ? j0 + 1 : j0;
+                int front;
+                if (rb->idr[j0] == id && rb->idr[j1] == id && !sliver_overflow) {
+                    front = 1;
+                    for (int q = 0; q < nsliver && front; q++)
+                        if (sliver[2 * q] <= xr && xr < sliver[2 * q + 1])
+                            front = right_front(Ls, nl, rb, id, xr, fy, d);
+                } else {
+                    front = right_front(Ls, nl, rb, id, xr, fy, d);
+                }
+                if (front)
+                    m |= STEREO_NOC;
+            }
+            mk[i] = m;
+        }
+        float *restrict rr = out->right + (size_t)y * W, *restrict rg = rr + plane,
+                        *restrict rbl = rg + plane;
+        for (int j = 0; j < W; j++) {
+            const layer *L = &Ls[rb->idr[j]];
+            const float fu = rb->ur[j] - (float)L->tx0;
+            int k = (int)floorf(fu);
+            k = k < 0 ? 0 : k > L->tw - 2 ? L->tw - 2 : k;
+            const float f = clampf(fu - (float)k, 0.0f, 1.0f);
+            const float *row = L->tex + (size_t)(y - L->ty0) * L->tw;
+            const float t = row[k] + f * (row[k + 1] - row[k]);
+            rr[j] = L->c0[0] + t * L->dc[0];
+            rg[j] = L->c0[1] + t * L->dc[1];
+            rbl[j] = L->c0[2] + t * L->dc[2];
+        }
+    }
+}
+
+/* Per-view gain, bias, gamma and noise (see the header). The noise of value i
+ * is a hash of (i, a seed drawn here): no serial dependency, so it vectorises. */
+static void photometric(float *img, int H, int W, manta_rng *r)
+{
+    const size_t plane = (size_t)W * H;
+    float gain = urand(r, 0.8f, 1.2f), bias = urand(r, -0.05f, 0.05f);
+    float gamma = expf(urand(r, -0.2f, 0.2f)), sigma = urand(r, 0.0f, 0.02f);
+    float cg[3];
+    for (int ch = 0; ch < 3; ch++)
+        cg[ch] = gain * urand(r, 0.97f, 1.03f);
+    const uint32_t seed = manta_rng_u32(r);
+    stereo_gamma g;
+    stereo_gamma_init(&g, gamma);
+    /* u1 + u2 - 1 with u1, u2 uniform on [0, 1] has standard deviation 1 / sqrt(6) */
+    const float scale = sigma * 2.44948974f / 65536.0f;
+    for (int ch = 0; ch < 3; ch++) {
+        float *restrict p = img + ch * plane;
+        const float k = cg[ch];
+        const uint32_t base = (uint32_t)(ch * plane);
+        stereo_tone(p, plane, k, bias, &g);
+        for (size_t i = 0; i < plane; i++) {
+            uint32_t h = (base + (uint32_t)i) * 0x9e3779b1u ^ seed;
+            h ^= h >> 16;
+            h *= 0x7feb352du;
+            h ^= h >> 15;
+            h *= 0x846ca68bu;
+            h ^= h >> 16;
+            float n = (float)((int32_t)(h >> 16) + (int32_t)(h & 0xffffu) - 65535) * scale;
+            p[i] = clampf(p[i] + n, 0.0f, 1.0f);
+        }
+    }
+}
+
+manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, stereo_pair *out,
+                                   manta_err *err)
+{
+    manta_status st = check_opts(o, out, err);
+    if (st != MANTA_OK)
+        return st;
+    const int W = o->width, H = o->height;
+    const float maxd = o->max_disp;
+    manta_rng r;
+    manta_rng_seed(&r, mix64(o->seed ^ mix64(index + 0x5851f42d4c957f2dULL)), index);
+
+    /* the scene: background, then the shapes */
+    layer Ls[1 + STEREO_SYNTH_MAX_SHAPES];
+    memset(Ls, 0, sizeof Ls);
+    int n_shapes =
+        o->min_shapes + (int)manta_rng_below(&r, (uint32_t)(o->max_shapes - o->min_shapes + 1));
+    layer *bg = &Ls[0];
+    bg->shape = SHAPE_FULL;
+    bg->bx0 = 0.0f, bg->bx1 = (float)(W - 1) + maxd, bg->by0 = 0.0f, bg->by1 = (float)(H - 1);
+    float bgmax = maxd * urand(&r, 0.05f, 0.35f);
+    make_plane(bg, &r, bg->bx0, bg->bx1, bg->by0, bg->by1, 0.0f, bgmax, 0.3f, bgmax);
+    const float side = (float)(W < H ? W : H);
+    int nl = 1;
+    for (int s = 0; s < n_shapes; s++) {
+        layer *L = &Ls[nl];
+        float cx = urand(&r, -0.1f, 1.1f) * (float)W, cy = urand(&r, -0.1f, 1.1f) * (float)H;
+        make_shape(L, &r, cx, cy, side * urand(&r, 0.06f, 0.35f));
+        if (manta_rng_u32(&r) >> 31)
+            make_plane(L, &r, L->bx0, L->bx1, L->by0, L->by1, 0.1f * maxd, maxd, 0.3f, 0.5f * maxd);
+        else
+            make_plane(L, &r, 0.0f, 0.0f, 0.0f, 0.0f, 0.1f * maxd, maxd, 0.0f, 0.0f);
+        nl++;
+    }
+
+    /* texture rasters: one block */
+    size_t texels = 0;
+    int max_tw = 2;
+    for (int l = 0; l < nl; l++) {
+        if (!place_raster(&Ls[l], W, H, maxd)) {
+            Ls[l].tw = Ls[l].th = 0;
+            continue;
+        }
+        texels += (size_t)Ls[l].tw * Ls[l].th;
+        if (Ls[l].tw > max_tw)
+            max_tw = Ls[l].tw;
+    }
+    float *block = malloc(sizeof(float) * texels);
+    tex_scratch ts = {malloc(sizeof(int) * (size_t)max_tw), malloc(sizeof(float) * (size_t)max_tw),
+                      malloc(sizeof(float) * ((size_t)max_tw + 3))};
+    rowbuf rb = {malloc(sizeof(float) * W), malloc(sizeof(float) * W),
+                 malloc(sizeof(float) * W), malloc(sizeof(int) * W),
+                 malloc(sizeof(int) * W),   malloc(sizeof(float) * (size_t)nl * SS_MAX_VERTS),
+                 malloc(sizeof(int) * nl)};
+    if (!block || !ts.ix || !ts.fx || !ts.col || !rb.zl || !rb.zr || !rb.ur || !rb.idl || !rb.idr ||
+        !rb.spans || !rb.nspan) {
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                           "stereo synth: out of memory for %zu texels of a %dx%d pair", texels, W,
+                           H);
+    } else {
+        size_t off = 0;
+        for (int l = 0; l < nl; l++) {
+            layer *L = &Ls[l];
+            /* drawn for every layer, shown or not: the stream does not depend on placement */
+            uint32_t pick = manta_rng_below(&r, 100);
+            int kind;
+            if (l == 0) /* the background: mostly noise */
+                kind = pick < 60   ? TEX_NOISE
+                       : pick < 75 ? TEX_GRADIENT
+                       : pick < 90 ? TEX_STRIPES
+                                   : TEX_CHECKER;
+            else
+                kind = pick < 35   ? TEX_NOISE
+                       : pick < 55 ? TEX_STRIPES
+                       : pick < 75 ? TEX_CHECKER
+                       : pick < 85 ? TEX_GRADIENT
+                                   : TEX_FLAT;
+            uint64_t tseed = manta_rng_u32(&r);
+            tseed |= (uint64_t)manta_rng_u32(&r) << 32;
+            manta_rng tr;
+            manta_rng_seed(&tr, tseed, (uint64_t)l);
+            if (L->tw == 0)
+                continue;
+            L->tex = block + off;
+            off += (size_t)L->tw * L->th;
+            make_texture(L, &ts, &tr, kind);
+        }
+        render(Ls, nl, &rb, out);
+        out->has_noc = true;
+        if (o->photometric) {
+            photometric(out->left, H, W, &r);
+            photometric(out->right, H, W, &r);
+        }
+    }
+    free(block);
+    free(ts.ix), free(ts.fx), free(ts.col);
+    free(rb.zl), free(rb.zr), free(rb.ur), free(rb.idl), free(rb.idr), free(rb.spans),
+        free(rb.nspan);
+    return st;
+}
