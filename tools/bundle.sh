@@ -59,7 +59,7 @@ done
 # results where only the bundle runs (tools/bench/gpu_session.sh runs them) ----
 if [ -n "${BUNDLE_TESTS:-}" ] && [ "$BUNDLE_TESTS" != 0 ]; then
     mkdir -p "$stage/tests"
-    for t in activation batchnorm conv depthwise dropout elastic linear loss optim pool supernet; do
+    for t in $(grep -v '^#' tests/op_tests); do # the op checks, listed in tests/op_tests
         [ -x "$BUILD/tests/test_$t" ] || die "$BUILD/tests/test_$t is missing: run 'make test' first"
         cp "$BUILD/tests/test_$t" "$stage/tests/test_$t"
         "$strip_prog" --strip-debug "$stage/tests/test_$t" 2>/dev/null || true

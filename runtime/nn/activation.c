@@ -1,5 +1,6 @@
 #include "nn/activation.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #include "nn/launch.h"
@@ -13,6 +14,7 @@ const char *nn_act_name(nn_act a)
     case NN_ACT_HSWISH: return "h-swish";
     case NN_ACT_HSIGMOID: return "h-sigmoid";
     case NN_ACT_SIGMOID: return "sigmoid";
+    case NN_ACT_LEAKY_RELU: return "leaky-relu";
     }
     return "?";
 }
@@ -28,6 +30,7 @@ static const char *kernel_suffix(nn_act a)
     case NN_ACT_HSWISH: return "hswish";
     case NN_ACT_HSIGMOID: return "hsigmoid";
     case NN_ACT_SIGMOID: return "sigmoid";
+    case NN_ACT_LEAKY_RELU: return "leaky_relu";
     }
     return NULL;
 }
@@ -35,9 +38,10 @@ static const char *kernel_suffix(nn_act a)
 /* Work-items per group: each takes 8 values. */
 #define ACT_GROUP 64
 
-/* The general kernels act_<pass> (one value per work-item, the activation as their last
- * argument) serve the GPU variant, whose devices want a work-item per value, and values
- * outside the enum; the CPU variant runs act_<pass>_<name> (8 values per work-item). */
+/* Every kernel takes the leaky ReLU's slope after n (the others ignore it). The general
+ * kernels act_<pass> (one value per work-item, the activation as their last argument)
+ * serve the GPU variant, whose devices want a work-item per value, and values outside
+ * the enum; the CPU variant runs act_<pass>_<name> (8 values per work-item). */
 static bool general(const mcl_dev *d, nn_act a)
 {
     return !kernel_suffix(a) || mcl_get_variant(d) == MCL_VARIANT_GPU;
@@ -63,23 +67,47 @@ static manta_status act_run(mcl_launch *L, mcl_dev *d, nn_act a, size_t n)
     return mcl_launch_run(L, 1, (size_t[]){(n + 7) / 8}, (size_t[]){nn_group_cap(L, ACT_GROUP)});
 }
 
-manta_status nn_act_forward(mcl_dev *d, nn_act a, mview x, mview y, size_t n)
+static manta_status check_slope(mcl_dev *d, const char *op, float slope)
+{
+    if (isfinite(slope))
+        return MANTA_OK;
+    return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                         "%s: leaky ReLU slope %g is not a finite number", op, (double)slope);
+}
+
+manta_status nn_act_forward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview y,
+                                  size_t n)
 {
     NN_CHECK_INT(d, n, "activation size");
+    MANTA_TRY(check_slope(d, "activation forward", slope));
     mcl_launch L;
     act_begin(&L, d, "forward", a);
     mcl_arg_view(&L, x);
     mcl_arg_view(&L, y);
     mcl_arg_int(&L, (int)n);
+    mcl_arg_float(&L, slope);
     return act_run(&L, d, a, n);
 }
 
-manta_status nn_act_backward(mcl_dev *d, nn_act a, mview x, mview dy, mview dx, size_t n)
+manta_status nn_act_backward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview dy,
+                                   mview dx, size_t n)
 {
     NN_CHECK_INT(d, n, "activation size");
+    MANTA_TRY(check_slope(d, "activation backward", slope));
     mcl_launch L;
     act_begin(&L, d, "backward", a);
     mcl_arg_views(&L, (mview[]){x, dy, dx}, 3);
     mcl_arg_int(&L, (int)n);
+    mcl_arg_float(&L, slope);
     return act_run(&L, d, a, n);
+}
+
+manta_status nn_act_forward(mcl_dev *d, nn_act a, mview x, mview y, size_t n)
+{
+    return nn_act_forward_slope(d, a, NN_ACT_LEAKY_SLOPE, x, y, n);
+}
+
+manta_status nn_act_backward(mcl_dev *d, nn_act a, mview x, mview dy, mview dx, size_t n)
+{
+    return nn_act_backward_slope(d, a, NN_ACT_LEAKY_SLOPE, x, dy, dx, n);
 }

@@ -69,17 +69,20 @@ static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VAR
 #define WGRAD_TARGET ((size_t)1 << 20)
 #define WGRAD_MIN_CHUNK 256
 
-/* Chunks of K = N*Ho*Wo in the GPU variant's dW (1: one GEMM, as in the CPU variant): a
- * power of two, so that K, a multiple of the batch, usually divides evenly. */
-static size_t wgrad_splits(const mcl_dev *d, const nn_conv2d_shape *s)
+size_t nn_wgrad_splits(const mcl_dev *d, size_t values, size_t k)
 {
     if (!gpu_variant(d))
         return 1;
-    size_t values = mul_sat((size_t)s->cout, col_rows(s)), k = col_cols(s);
     size_t want = values ? (WGRAD_TARGET + values - 1) / values : 1, splits = 1;
     while (splits * 2 <= want && splits * 2 <= k / WGRAD_MIN_CHUNK)
         splits *= 2;
     return splits;
+}
+
+/* Chunks of K = N*Ho*Wo in the dW of @p s. */
+static size_t wgrad_splits(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    return nn_wgrad_splits(d, mul_sat((size_t)s->cout, col_rows(s)), col_cols(s));
 }
 
 /* Floats of the col (and yt) part of the scratch, before the partial sums. */
@@ -105,28 +108,18 @@ size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
 static manta_status check_shape(mcl_dev *d, const char *op, const nn_conv2d_shape *s)
 {
     MANTA_TRY(nn_need_shape(d, op, s));
-    NN_CHECK_FIELD_MIN(d, op, s, n, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, cin, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, h, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, w, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, cout, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, kh, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, kw, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, stride_h, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, stride_w, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, pad_h, 0);
-    NN_CHECK_FIELD_MIN(d, op, s, pad_w, 0);
-    NN_CHECK_FIELD_MIN(d, op, s, w_ld, 0);
-    if (nn_conv2d_out_h(s) < 1)
+    NN_CHECK_FIELDS(d, op, NN_CONV_FIELDS(s));
+    bool rows = nn_conv2d_out_h(s) < 1; /* else columns */
+    if (rows || nn_conv2d_out_w(s) < 1) {
+        char a = rows ? 'h' : 'w';
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: kernel height kh = %d exceeds the padded input height "
-                             "h + 2*pad_h = %lld",
-                             op, s->kh, (long long)s->h + 2LL * s->pad_h);
-    if (nn_conv2d_out_w(s) < 1)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: kernel width kw = %d exceeds the padded input width "
-                             "w + 2*pad_w = %lld",
-                             op, s->kw, (long long)s->w + 2LL * s->pad_w);
+                             "%s: kernel %s k%c = %d exceeds the padded input %s %c + 2*pad_%c = "
+                             "%lld",
+                             op, rows ? "height" : "width", a, rows ? s->kh : s->kw,
+                             rows ? "height" : "width", a, a,
+                             rows ? (long long)s->h + 2LL * s->pad_h
+                                  : (long long)s->w + 2LL * s->pad_w);
+    }
     if (s->w_ld != 0 && (size_t)s->w_ld < col_rows(s))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "%s: shape field w_ld = %d is below cin*kh*kw = %zu", op, s->w_ld,
@@ -157,7 +150,7 @@ static void begin_col(mcl_launch *L, mcl_dev *d, const char *kernel, const nn_co
 }
 
 /* x: (N, Cin, H, W) -> col: (Cin*KH*KW, N*Ho*Wo) */
-static manta_status im2col(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview col)
+manta_status nn_im2col(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview col)
 {
     mcl_launch L;
     begin_col(&L, d, "im2col", s, x, col);
@@ -166,7 +159,7 @@ static manta_status im2col(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview 
 }
 
 /* dcol: (Cin*KH*KW, N*Ho*Wo) -> dx: (N, Cin, H, W), overwritten */
-static manta_status col2im(mcl_dev *d, const nn_conv2d_shape *s, mview dcol, mview dx)
+manta_status nn_col2im(mcl_dev *d, const nn_conv2d_shape *s, mview dcol, mview dx)
 {
     mcl_launch L;
     begin_col(&L, d, "col2im", s, dcol, dx);
@@ -181,7 +174,7 @@ static manta_status col2im(mcl_dev *d, const nn_conv2d_shape *s, mview dcol, mvi
 
 /* src: (A, B, I) -> dst: (B, A, I); dimension 0 of the launch runs over chunks of 8 of
  * the inner axis (swap01), or over its values (swap01_1, GPU variant). */
-static manta_status swap01(mcl_dev *d, mview src, mview dst, int a, int b, int inner)
+manta_status nn_swap01(mcl_dev *d, mview src, mview dst, int a, int b, int inner)
 {
     const bool one = gpu_variant(d);
     mcl_launch L;
@@ -420,12 +413,12 @@ manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mv
     mview col = scratch;                                 // (Cin*KH*KW, N*Ho*Wo)
     mview yt = s->n > 1 ? mview_at(scratch, rows * cols) // (Cout, N, Ho*Wo)
                         : y;
-    if ((st = im2col(d, s, x, col)) != MANTA_OK)
+    if ((st = nn_im2col(d, s, x, col)) != MANTA_OK)
         return st;
     st = mcl_sgemm(d, false, false, cout, cols, rows, 1.0f, w, ld, col, cols, 0.0f, yt, cols);
     if (st != MANTA_OK || s->n == 1)
         return st;
-    return swap01(d, yt, y, s->cout, s->n, (int)hw_o);
+    return nn_swap01(d, yt, y, s->cout, s->n, (int)hw_o);
 }
 
 /* 1x1 stride-1 unpadded backward: x (N, Cin, HW), dy (N, Cout, HW). */
@@ -460,24 +453,20 @@ manta_status nn_wgrad_reduce(mcl_dev *d, mview part, mview out, size_t count, si
     return mcl_launch_run(&L, 1, (size_t[]){count * group}, (size_t[]){group});
 }
 
-/* dW (Cout, CinKK) += dy' (Cout, NHW) col^T (NHW, CinKK): one GEMM, or wgrad_splits()
- * GEMMs over chunks of the NHW columns into @p part (then summed into dW), the last
- * K mod splits columns by one more GEMM. */
-static manta_status gemm_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview dyt, mview col,
-                               mview dw, mview part)
+manta_status nn_gemm_wgrad(mcl_dev *d, size_t m, size_t n, size_t k, mview a, mview b, mview dw,
+                           size_t ld, mview part)
 {
-    size_t rows = col_rows(s), k = col_cols(s), cout = (size_t)s->cout, ld = weight_ld(s);
-    size_t splits = wgrad_splits(d, s);
+    size_t splits = nn_wgrad_splits(d, m * n, k);
     if (splits == 1)
-        return mcl_sgemm(d, false, true, cout, rows, k, 1.0f, dyt, k, col, k, 1.0f, dw, ld);
-    size_t chunk = k / splits, done = chunk * splits, values = cout * rows;
-    MANTA_TRY(mcl_sgemm_batched(d, false, true, cout, rows, chunk, 1.0f, dyt, k, chunk, col, k,
-                                chunk, 0.0f, part, rows, values, splits));
-    MANTA_TRY(nn_wgrad_reduce(d, part, dw, values, rows, ld, splits));
+        return mcl_sgemm(d, false, true, m, n, k, 1.0f, a, k, b, k, 1.0f, dw, ld);
+    size_t chunk = k / splits, done = chunk * splits;
+    MANTA_TRY(mcl_sgemm_batched(d, false, true, m, n, chunk, 1.0f, a, k, chunk, b, k, chunk,
+                                0.0f, part, n, m * n, splits));
+    MANTA_TRY(nn_wgrad_reduce(d, part, dw, m * n, n, ld, splits));
     if (done == k)
         return MANTA_OK;
-    return mcl_sgemm(d, false, true, cout, rows, k - done, 1.0f, mview_at(dyt, done), k,
-                     mview_at(col, done), k, 1.0f, dw, ld);
+    return mcl_sgemm(d, false, true, m, n, k - done, 1.0f, mview_at(a, done), k,
+                     mview_at(b, done), k, 1.0f, dw, ld);
 }
 
 manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
@@ -507,13 +496,15 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
     mview dyt = dy;      // (Cout, N, Ho*Wo)
     if (s->n > 1) {
         dyt = mview_at(scratch, rows * cols);
-        if ((st = swap01(d, dy, dyt, s->n, s->cout, (int)hw_o)) != MANTA_OK)
+        if ((st = nn_swap01(d, dy, dyt, s->n, s->cout, (int)hw_o)) != MANTA_OK)
             return st;
     }
     if (dw.mem) {
-        if ((st = im2col(d, s, x, col)) != MANTA_OK)
+        if ((st = nn_im2col(d, s, x, col)) != MANTA_OK)
             return st;
-        st = gemm_wgrad(d, s, dyt, col, dw, mview_at(scratch, gemm_floats(s)));
+        /* dW (Cout, CinKK) += dy' (Cout, NHW) col^T (NHW, CinKK) */
+        st = nn_gemm_wgrad(d, cout, rows, cols, dyt, col, dw, ld,
+                           mview_at(scratch, gemm_floats(s)));
         if (st != MANTA_OK)
             return st;
     }
@@ -523,5 +514,5 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
     st = mcl_sgemm(d, true, false, rows, cols, cout, 1.0f, w, ld, dyt, cols, 0.0f, col, cols);
     if (st != MANTA_OK)
         return st;
-    return col2im(d, s, col, dx);
+    return nn_col2im(d, s, col, dx);
 }

@@ -35,13 +35,9 @@ double nn_dw_macs(const nn_dw_shape *s)
 static manta_status check_shape(mcl_dev *d, const char *op, const nn_dw_shape *s)
 {
     MANTA_TRY(nn_need_shape(d, op, s));
-    NN_CHECK_FIELD_MIN(d, op, s, n, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, c, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, h, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, w, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, k, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, stride, 1);
-    NN_CHECK_FIELD_MIN(d, op, s, pad, 0);
+    NN_CHECK_FIELDS(d, op, NN_FIELD(s, n, 1), NN_FIELD(s, c, 1), NN_FIELD(s, h, 1),
+                    NN_FIELD(s, w, 1), NN_FIELD(s, k, 1), NN_FIELD(s, stride, 1),
+                    NN_FIELD(s, pad, 0));
     if (nn_dw_out_h(s) < 1 || nn_dw_out_w(s) < 1)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "%s: kernel size k = %d exceeds the padded input "

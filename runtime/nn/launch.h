@@ -8,6 +8,7 @@
 #include <limits.h>
 
 #include "cl/cl.h"
+#include "nn/conv.h"
 
 /** Return MANTA_ERR_INVALID_ARG from the calling op when a size does not fit
  *  the kernels' int indices. */
@@ -28,15 +29,41 @@
                                  "%s: %s is %d; it must be at least 1", op, name, (int)(v)); \
     } while (0)
 
-/** Return MANTA_ERR_INVALID_ARG from the calling op, naming @p op and the
- *  field, when the int field @p f of shape @p s is below @p lo. */
-#define NN_CHECK_FIELD_MIN(d, op, s, f, lo)                                               \
-    do {                                                                                  \
-        if ((s)->f < (lo))                                                                \
-            return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,                        \
-                                 "%s: shape field %s = %d must be >= %d", op, #f, (s)->f,  \
-                                 lo);                                                      \
-    } while (0)
+/** One int field of an op's shape and the least value it may take (NN_CHECK_FIELDS()). */
+typedef struct nn_field {
+    const char *name;
+    int value, min;
+} nn_field;
+
+/** The field @p f of shape @p s with its least value @p lo, for NN_CHECK_FIELDS(). */
+#define NN_FIELD(s, f, lo) {#f, (s)->f, lo}
+
+/** MANTA_ERR_INVALID_ARG naming @p op and the first of the @p n fields below its least
+ *  value ("<op>: shape field <name> = <value> must be >= <min>"), else MANTA_OK. */
+static inline manta_status nn_check_fields(mcl_dev *d, const char *op, const nn_field *f,
+                                           size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (f[i].value < f[i].min)
+            return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                                 "%s: shape field %s = %d must be >= %d", op, f[i].name,
+                                 f[i].value, f[i].min);
+    return MANTA_OK;
+}
+
+/** Check the NN_FIELD()s given (nn_check_fields()): returns from the calling op on the
+ *  first field below its least value. */
+#define NN_CHECK_FIELDS(d, op, ...)                                                        \
+    MANTA_TRY(nn_check_fields(d, op, (const nn_field[]){__VA_ARGS__},                     \
+                              sizeof((const nn_field[]){__VA_ARGS__}) / sizeof(nn_field)))
+
+/** The fields of the convolution-like shapes (nn_conv2d_shape, nn_deconv2d_shape): sizes,
+ *  kernel and strides at least 1, the padding and w_ld at least 0. */
+#define NN_CONV_FIELDS(s)                                                                  \
+    NN_FIELD(s, n, 1), NN_FIELD(s, cin, 1), NN_FIELD(s, h, 1), NN_FIELD(s, w, 1),          \
+        NN_FIELD(s, cout, 1), NN_FIELD(s, kh, 1), NN_FIELD(s, kw, 1),                      \
+        NN_FIELD(s, stride_h, 1), NN_FIELD(s, stride_w, 1), NN_FIELD(s, pad_h, 0),         \
+        NN_FIELD(s, pad_w, 0), NN_FIELD(s, w_ld, 0)
 
 /** Round @p n up to a multiple of @p m (m > 0). */
 static inline size_t nn_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
@@ -91,6 +118,19 @@ static inline manta_status nn_run_per_value(mcl_launch *L, size_t n)
     return mcl_launch_run(L, 1, (size_t[]){n}, NULL);
 }
 
+/* ---- the GEMM helpers of conv.c, shared with deconv.c ---- */
+
+/** im2col: x (N, Cin, H, W) -> col (Cin*KH*KW, N*Ho*Wo) for the convolution @p s
+ *  (kernels of cl_kernels/conv.cl). */
+manta_status nn_im2col(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview col);
+
+/** Its adjoint, col2im: dcol (Cin*KH*KW, N*Ho*Wo) -> dx (N, Cin, H, W), overwritten (each
+ *  input value gathers the column entries copied from it: no atomics). */
+manta_status nn_col2im(mcl_dev *d, const nn_conv2d_shape *s, mview dcol, mview dx);
+
+/** src (A, B, I) -> dst (B, A, I): the swap between NCHW and the GEMM layout (C, N, HW). */
+manta_status nn_swap01(mcl_dev *d, mview src, mview dst, int a, int b, int inner);
+
 /** Work-group size of nn_wgrad_reduce() at most (its partial sums are few per value). */
 #define NN_WGRAD_REDUCE_WG 64
 
@@ -103,6 +143,25 @@ static inline manta_status nn_run_per_value(mcl_launch *L, size_t n)
  */
 manta_status nn_wgrad_reduce(mcl_dev *d, mview part, mview out, size_t count, size_t cols,
                              size_t ld, size_t splits);
+
+/**
+ * Chunks of K the GPU variant splits a weight gradient's GEMM into, for @p values weights
+ * each summed over @p k columns: a power of two (so that K, a multiple of the batch,
+ * usually divides evenly), chunks of at least 256 columns, about 2^20 partial sums in all;
+ * 1 (one GEMM) for the CPU variant and for short K. nn_gemm_wgrad() needs
+ * splits * values floats of scratch when splits > 1.
+ */
+size_t nn_wgrad_splits(const mcl_dev *d, size_t values, size_t k);
+
+/**
+ * dW (m, n; row stride @p ld) += A (m, k) B^T, A and B (n, k) row-major with row stride k:
+ * a weight gradient summed over k = N*H*W columns. One GEMM, or nn_wgrad_splits() batched
+ * GEMMs over chunks of the columns into @p part (splits * m * n floats), summed into dW
+ * by nn_wgrad_reduce(), the last k mod splits columns by one more GEMM. (A GEMM with few
+ * values over a long K otherwise runs on one or a few work-groups.) Defined in conv.c.
+ */
+manta_status nn_gemm_wgrad(mcl_dev *d, size_t m, size_t n, size_t k, mview a, mview b, mview dw,
+                           size_t ld, mview part);
 
 /** Output size of a sliding window along one axis, (in + 2*pad - k) / stride + 1;
  *  0 when an argument is out of range or the window does not fit the padded input. */

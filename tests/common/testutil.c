@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/fileio.h"
 
@@ -59,6 +60,41 @@ void tu_fd_grad(tu_loss_fn loss, void *ctx, double *param, size_t n, double eps,
         param[i] = keep;
         grad[i] = (lp - lm) / (2 * eps);
     }
+}
+
+/* tu_fd_along(): the loss at param = base + t * dir. */
+typedef struct fd_along_ctx {
+    tu_loss_fn loss;
+    void *ctx;
+    double *param;
+    const double *base, *dir;
+    size_t n;
+    double t;
+} fd_along_ctx;
+
+static double fd_along_loss(void *p)
+{
+    fd_along_ctx *a = p;
+    for (size_t i = 0; i < a->n; i++)
+        a->param[i] = a->base[i] + a->t * a->dir[i];
+    return a->loss(a->ctx);
+}
+
+double tu_fd_along(tu_loss_fn loss, void *ctx, double *param, const double *base,
+                   const double *dir, size_t n, double eps)
+{
+    fd_along_ctx a = {loss, ctx, param, base, dir, n, 0};
+    double g;
+    tu_fd_grad(fd_along_loss, &a, &a.t, 1, eps, &g);
+    memcpy(param, base, n * sizeof *param);
+    return g;
+}
+
+double *tu_doubles(size_t n)
+{
+    double *p = malloc((n ? n : 1) * sizeof *p);
+    assert_non_null(p);
+    return p;
 }
 
 double tu_dot(const double *y, const double *r, size_t n)

@@ -37,6 +37,13 @@ void tu_upload(mcl_dev *d, mview dst, const double *src, size_t n);
 void tu_download(mcl_dev *d, mview src, double *dst, size_t n);
 /** A device buffer holding @p src (as floats). */
 mview tu_alloc_from(mcl_dev *d, const double *src, size_t n);
+/** A view of @p n floats @p off floats into a fresh device buffer (so that an op's views
+ *  do not all start at offset 0), holding @p src when not NULL; freed with tu_free. */
+mview tu_view_at(mcl_dev *d, size_t off, const double *src, size_t n);
+
+/** A host array of @p n doubles (at least one; freed with free()); fails the test when
+ *  it cannot be allocated. */
+double *tu_doubles(size_t n);
 
 /** Fill with uniform values in [lo, hi). */
 void tu_fill_uniform(manta_rng *r, double *x, size_t n, double lo, double hi);
@@ -63,6 +70,15 @@ typedef double (*tu_loss_fn)(void *ctx);
  * @p param (perturbed in place by +-eps, then restored): grad[i].
  */
 void tu_fd_grad(tu_loss_fn loss, void *ctx, double *param, size_t n, double eps, double *grad);
+
+/**
+ * The directional derivative d/dt loss(param + t * dir) at t = 0, by central differences
+ * in t with step @p eps, for shapes too large for a difference per value: @p param (n
+ * values, read by @p loss) is set to @p base + t * dir for each evaluation, and left equal
+ * to @p base on return. Compare with tu_dot(gradient, dir, n).
+ */
+double tu_fd_along(tu_loss_fn loss, void *ctx, double *param, const double *base,
+                   const double *dir, size_t n, double eps);
 
 /** sum_i y[i] * r[i]: projects an output onto fixed random weights. */
 double tu_dot(const double *y, const double *r, size_t n);

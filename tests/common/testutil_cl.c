@@ -48,6 +48,14 @@ mview tu_alloc(mcl_dev *d, size_t n)
 
 void tu_free(mcl_dev *d, mview v) { mcl_free(d, v.mem); }
 
+mview tu_view_at(mcl_dev *d, size_t off, const double *src, size_t n)
+{
+    mview v = mview_at(tu_alloc(d, n + off), off);
+    if (src)
+        tu_upload(d, v, src, n);
+    return v;
+}
+
 void tu_upload(mcl_dev *d, mview dst, const double *src, size_t n)
 {
     float *tmp = malloc((n ? n : 1) * sizeof *tmp);

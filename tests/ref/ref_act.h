@@ -4,8 +4,13 @@
 
 #include <stddef.h>
 
-/** kind: the nn_act values (0 none, 1 relu, 2 relu6, 3 h-swish, 4 h-sigmoid, 5 sigmoid). */
+/** kind: the nn_act values (0 none, 1 relu, 2 relu6, 3 h-swish, 4 h-sigmoid, 5 sigmoid,
+ *  6 leaky ReLU with negative slope 0.1). */
 double ref_act(int kind, double x);
 void ref_act_forward(int kind, const double *x, double *y, size_t n);
+
+/** The same with the leaky ReLU's negative slope @p slope (ignored by the others). */
+double ref_act_slope(int kind, double slope, double x);
+void ref_act_forward_slope(int kind, double slope, const double *x, double *y, size_t n);
 
 #endif

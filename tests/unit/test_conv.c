@@ -20,11 +20,6 @@ typedef struct fd_ctx {
     const nn_conv2d_shape *s;
     double *x, *w, *y, *r; /* x (N, Cin, H, W); w (Cout, w_ld); y, r (N, Cout, Ho, Wo) */
     size_t ny;
-    /* directional differences: target = base + t * dir */
-    double *target;
-    const double *base, *dir;
-    size_t len;
-    double t;
 } fd_ctx;
 
 static double conv_loss(void *p)
@@ -32,30 +27,6 @@ static double conv_loss(void *p)
     fd_ctx *c = p;
     ref_conv2d_forward(c->s, c->x, c->w, c->y);
     return tu_dot(c->y, c->r, c->ny);
-}
-
-static double conv_loss_along(void *p)
-{
-    fd_ctx *c = p;
-    for (size_t i = 0; i < c->len; i++)
-        c->target[i] = c->base[i] + c->t * c->dir[i];
-    return conv_loss(p);
-}
-
-static double *alloc_d(size_t n)
-{
-    double *p = malloc((n ? n : 1) * sizeof *p);
-    assert_non_null(p);
-    return p;
-}
-
-/* A device view of @p n floats at VIEW_OFF, holding @p src when not NULL. */
-static mview dev_view(mcl_dev *d, const double *src, size_t n)
-{
-    mview v = mview_at(tu_alloc(d, n + VIEW_OFF), VIEW_OFF);
-    if (src)
-        tu_upload(d, v, src, n);
-    return v;
 }
 
 /* The used part (Cout, Cin*KH*KW) of a weight stored with row stride ld. */
@@ -101,19 +72,22 @@ static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
     size_t nw = cout * ld, nwu = cout * kk;
     assert_true(nn_conv2d_macs(s) == (double)ny * (double)kk);
 
-    double *x = alloc_d(nx), *w = alloc_d(nw), *y = alloc_d(ny), *r = alloc_d(ny);
+    double *x = tu_doubles(nx), *w = tu_doubles(nw), *y = tu_doubles(ny), *r = tu_doubles(ny);
     size_t most = nx > ny ? nx : ny;
     most = most > nw ? most : nw;
-    double *dw0 = alloc_d(nw), *got = alloc_d(most);
-    double *fdx = alloc_d(nx), *fdw = alloc_d(nwu), *want_w = alloc_d(nwu), *got_w = alloc_d(nwu);
+    double *dw0 = tu_doubles(nw), *got = tu_doubles(most);
+    double *fdx = tu_doubles(nx), *fdw = tu_doubles(nwu), *want_w = tu_doubles(nwu),
+           *got_w = tu_doubles(nwu);
     tu_fill_uniform(&rng, x, nx, -1, 1);
     tu_fill_uniform(&rng, r, ny, -1, 1);
     fill_weight(&rng, w, cout, kk, ld);
     fill_weight(&rng, dw0, cout, kk, ld);
 
     size_t ns = nn_conv2d_scratch_floats(d, s);
-    mview vx = dev_view(d, x, nx), vw = dev_view(d, w, nw), vy = dev_view(d, NULL, ny);
-    mview vdy = dev_view(d, r, ny), vdx = dev_view(d, NULL, nx), vdw = dev_view(d, dw0, nw);
+    mview vx = tu_view_at(d, VIEW_OFF, x, nx), vw = tu_view_at(d, VIEW_OFF, w, nw),
+          vy = tu_view_at(d, VIEW_OFF, NULL, ny);
+    mview vdy = tu_view_at(d, VIEW_OFF, r, ny), vdx = tu_view_at(d, VIEW_OFF, NULL, nx),
+          vdw = tu_view_at(d, VIEW_OFF, dw0, nw);
     mview none = {NULL, 0};
     mview scratch = ns ? tu_scratch(d, ns) : none;
 
@@ -168,21 +142,6 @@ static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
     free(want_w), free(got_w);
 }
 
-/* d/dt loss(param + t * dir) at t = 0, by central differences in t. */
-static double fd_along(fd_ctx *c, double *param, const double *base, const double *dir,
-                       size_t n)
-{
-    c->target = param;
-    c->base = base;
-    c->dir = dir;
-    c->len = n;
-    c->t = 0;
-    double g;
-    tu_fd_grad(conv_loss_along, c, &c->t, 1, 1e-3, &g);
-    memcpy(param, base, n * sizeof *param);
-    return g;
-}
-
 /* A shape too large for a finite difference per parameter, with GEMM sizes
  * that are not multiples of any tile: forward element-wise, dx and dw by
  * central differences along random directions, <grad, dir>. */
@@ -195,9 +154,9 @@ static void check_conv_large(void **state, const nn_conv2d_shape *s, uint64_t se
     int wo = ref_conv_out(s->w, s->kw, s->stride_w, s->pad_w);
     size_t nx = (size_t)s->n * s->cin * s->h * s->w, ny = (size_t)s->n * s->cout * ho * wo;
     size_t nw = (size_t)s->cout * s->cin * s->kh * s->kw;
-    double *x = alloc_d(nx), *w = alloc_d(nw), *y = alloc_d(ny), *r = alloc_d(ny);
-    double *x0 = alloc_d(nx), *w0 = alloc_d(nw), *got = alloc_d(ny > nx ? ny : nx);
-    double *gdx = alloc_d(nx), *gdw = alloc_d(nw), *dir = alloc_d(nx > nw ? nx : nw);
+    double *x = tu_doubles(nx), *w = tu_doubles(nw), *y = tu_doubles(ny), *r = tu_doubles(ny);
+    double *x0 = tu_doubles(nx), *w0 = tu_doubles(nw), *got = tu_doubles(ny > nx ? ny : nx);
+    double *gdx = tu_doubles(nx), *gdw = tu_doubles(nw), *dir = tu_doubles(nx > nw ? nx : nw);
     tu_fill_uniform(&rng, x, nx, -1, 1);
     tu_fill_uniform(&rng, w, nw, -1, 1);
     tu_fill_uniform(&rng, r, ny, -1, 1);
@@ -205,8 +164,10 @@ static void check_conv_large(void **state, const nn_conv2d_shape *s, uint64_t se
     memcpy(w0, w, nw * sizeof *w);
 
     size_t ns = nn_conv2d_scratch_floats(d, s);
-    mview vx = dev_view(d, x, nx), vw = dev_view(d, w, nw), vy = dev_view(d, NULL, ny);
-    mview vdy = dev_view(d, r, ny), vdx = dev_view(d, NULL, nx), vdw = dev_view(d, NULL, nw);
+    mview vx = tu_view_at(d, VIEW_OFF, x, nx), vw = tu_view_at(d, VIEW_OFF, w, nw),
+          vy = tu_view_at(d, VIEW_OFF, NULL, ny);
+    mview vdy = tu_view_at(d, VIEW_OFF, r, ny), vdx = tu_view_at(d, VIEW_OFF, NULL, nx),
+          vdw = tu_view_at(d, VIEW_OFF, NULL, nw);
     mview scratch = tu_scratch(d, ns);
     TU_OK(d, nn_conv2d_forward(d, s, vx, vw, vy, scratch));
     tu_download(d, vy, got, ny);
@@ -220,10 +181,10 @@ static void check_conv_large(void **state, const nn_conv2d_shape *s, uint64_t se
     fd_ctx c = {.s = s, .x = x, .w = w, .y = y, .r = r, .ny = ny};
     for (int i = 0; i < dirs; i++) {
         tu_fill_uniform(&rng, dir, nx, -1, 1);
-        double want = fd_along(&c, x, x0, dir, nx), have = tu_dot(gdx, dir, nx);
+        double want = tu_fd_along(conv_loss, &c, x, x0, dir, nx, 1e-3), have = tu_dot(gdx, dir, nx);
         tu_assert_close(&have, &want, 1, 1e-3, "conv2d <dx, direction>");
         tu_fill_uniform(&rng, dir, nw, -1, 1);
-        want = fd_along(&c, w, w0, dir, nw), have = tu_dot(gdw, dir, nw);
+        want = tu_fd_along(conv_loss, &c, w, w0, dir, nw, 1e-3), have = tu_dot(gdw, dir, nw);
         tu_assert_close(&have, &want, 1, 1e-3, "conv2d <dw, direction>");
     }
     tu_scratch_free(d, scratch, ns);

@@ -27,22 +27,6 @@ static double dw_loss(void *p)
     return tu_dot(c->y, c->r, c->ny);
 }
 
-static double *alloc_d(size_t n)
-{
-    double *p = malloc((n ? n : 1) * sizeof *p);
-    assert_non_null(p);
-    return p;
-}
-
-/* A device view of @p n floats at VIEW_OFF, holding @p src when not NULL. */
-static mview dev_view(mcl_dev *d, const double *src, size_t n)
-{
-    mview v = mview_at(tu_alloc(d, n + VIEW_OFF), VIEW_OFF);
-    if (src)
-        tu_upload(d, v, src, n);
-    return v;
-}
-
 static void check_dw(void **state, const nn_dw_shape *s, uint64_t seed)
 {
     mcl_dev *d = *state;
@@ -57,15 +41,18 @@ static void check_dw(void **state, const nn_dw_shape *s, uint64_t seed)
     assert_true(nn_dw_macs(s) == (double)ny * (double)kk);
 
     size_t most = nx > ny ? nx : ny;
-    double *x = alloc_d(nx), *w = alloc_d(nw), *y = alloc_d(ny), *r = alloc_d(ny);
-    double *dw_want = alloc_d(nw), *got = alloc_d(most), *fdx = alloc_d(nx), *fdw = alloc_d(nw);
+    double *x = tu_doubles(nx), *w = tu_doubles(nw), *y = tu_doubles(ny), *r = tu_doubles(ny);
+    double *dw_want = tu_doubles(nw), *got = tu_doubles(most), *fdx = tu_doubles(nx),
+           *fdw = tu_doubles(nw);
     tu_fill_uniform(&rng, x, nx, -1, 1);
     tu_fill_uniform(&rng, w, nw, -1, 1);
     tu_fill_uniform(&rng, r, ny, -1, 1);
     tu_fill_uniform(&rng, dw_want, nw, -1, 1); /* prior dw */
 
-    mview vx = dev_view(d, x, nx), vw = dev_view(d, w, nw), vy = dev_view(d, NULL, ny);
-    mview vdy = dev_view(d, r, ny), vdx = dev_view(d, NULL, nx), vdw = dev_view(d, dw_want, nw);
+    mview vx = tu_view_at(d, VIEW_OFF, x, nx), vw = tu_view_at(d, VIEW_OFF, w, nw),
+          vy = tu_view_at(d, VIEW_OFF, NULL, ny);
+    mview vdy = tu_view_at(d, VIEW_OFF, r, ny), vdx = tu_view_at(d, VIEW_OFF, NULL, nx),
+          vdw = tu_view_at(d, VIEW_OFF, dw_want, nw);
     mview none = {NULL, 0};
     size_t ns = nn_dw_scratch_floats(d, s);
     mview scratch = tu_scratch(d, ns);

@@ -35,7 +35,8 @@
 #   TOTAL         seconds for the whole session (default 450)
 #   OPS_SECONDS   manta bench ops --seconds (default 0.2)
 #   TESTS_DIR     folder of carried unit-test binaries (default: BUNDLE/tests, else
-#                 build/tests, when present); OP_TESTS names the ones run
+#                 build/tests, when present); OP_TESTS names the ones run (default: those
+#                 of tests/op_tests)
 #   FMNIST_DIR    where to look for Fashion-MNIST (default ./data-fmnist)
 #   MANTA_CACHE_DIR  program cache (default: a temporary folder, new each session)
 #
@@ -119,7 +120,7 @@ ROWS=${ROWS:-1 2 3 4 5 6}
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 OPS_SECONDS=${OPS_SECONDS:-0.2}
 FMNIST_DIR=${FMNIST_DIR:-./data-fmnist}
-OP_TESTS=${OP_TESTS:-test_conv test_depthwise test_batchnorm test_activation test_pool test_linear test_loss test_dropout test_optim test_elastic test_supernet}
+OP_TESTS=${OP_TESTS:-}
 LOG=$OUT/session.log
 : >"$LOG"
 
@@ -236,6 +237,9 @@ if [ -z "${TESTS_DIR:-}" ]; then
     fi
 fi
 OP_FOUND=
+if [ -z "$OP_TESTS" ] && [ -f tests/op_tests ]; then # the op checks, as the bundle carries them
+    OP_TESTS=$(grep -v '^#' tests/op_tests | sed 's/^/test_/' | tr '\n' ' ')
+fi
 for t in $OP_TESTS; do
     if [ -n "$TESTS_DIR" ] && [ -x "$TESTS_DIR/$t" ]; then OP_FOUND="$OP_FOUND $t"; fi
 done

@@ -15,10 +15,13 @@
 #include "nn/activation.h"
 #include "nn/batchnorm.h"
 #include "nn/conv.h"
+#include "nn/correlation.h"
+#include "nn/deconv.h"
 #include "nn/depthwise.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/pool.h"
+#include "nn/upsample.h"
 
 /* One buffer for every operand; views into it by role. */
 typedef struct bench_ctx {
@@ -31,7 +34,7 @@ typedef struct bench_ctx {
 } bench_ctx;
 
 typedef enum op_kind { OP_CONV, OP_DW, OP_BN, OP_ACT, OP_SCALE, OP_ADD, OP_POOL, OP_LINEAR,
-                       OP_XENT, OP_SGEMM } op_kind;
+                       OP_XENT, OP_SGEMM, OP_CORR, OP_UPSAMPLE, OP_DECONV } op_kind;
 
 typedef struct bench_op {
     op_kind kind;
@@ -41,6 +44,9 @@ typedef struct bench_op {
     nn_dw_shape dw;
     nn_bn_shape bn;
     nn_linear_shape fc;
+    nn_corr_shape corr;
+    nn_upsample_shape up;
+    nn_deconv2d_shape de;
     size_t nc, hw;      /* rows and row length for act/scale/add/pool */
     int m, n, k;        /* SGEMM */
     double flops_fwd, flops_bwd, bytes_fwd, bytes_bwd;
@@ -85,6 +91,17 @@ static manta_status run_op(bench_ctx *c, const bench_op *o, int backward)
     case OP_XENT:
         return nn_xent_forward_backward(d, (int)o->nc, (int)o->hw, 0.1f, c->x, c->aux, c->y, c->dx,
                                         1.0f / (float)o->nc, 0.0f);
+    case OP_CORR: /* fl = x, fr = w */
+        return backward ? nn_corr_backward(d, &o->corr, c->x, c->w, c->dy, c->dx, c->dw)
+                        : nn_corr_forward(d, &o->corr, c->x, c->w, c->y);
+    case OP_UPSAMPLE:
+        return backward ? nn_upsample_backward(d, &o->up, 2.0f, c->dy, c->dx)
+                        : nn_upsample_forward(d, &o->up, 2.0f, c->x, c->y);
+    case OP_DECONV: /* no bias */
+        return backward ? nn_deconv2d_backward(d, &o->de, c->x, c->w, c->dy, c->dx, c->dw,
+                                               (mview){NULL, 0}, c->scratch)
+                        : nn_deconv2d_forward(d, &o->de, c->x, c->w, (mview){NULL, 0}, c->y,
+                                              c->scratch);
     case OP_SGEMM:
         return mcl_sgemm(d, false, false, (size_t)o->m, (size_t)o->n, (size_t)o->k, 1.0f, c->w,
                          (size_t)o->k, c->x, (size_t)o->n, 0.0f, c->y, (size_t)o->n);
@@ -243,6 +260,39 @@ static void add_elem(bench_op *ops, int *n, op_kind kind, const char *name, size
     o->bytes_fwd = bf * 4 * e, o->bytes_bwd = bb * 4 * e;
 }
 
+/* Two ops of the stereo task, at DispNetC's settings on 96x192 crops: the correlation of
+ * 64-channel features at 1/4 resolution (24x48, max_disp 40: 41 displacements) and the x2
+ * upsampling of a 48x96 disparity map (scaled by 2 into pixels of the finer map). */
+static void add_stereo(bench_op *ops, int *n, int B)
+{
+    bench_op *o = new_op(ops, n, OP_CORR, "stereo correlation");
+    o->corr = (nn_corr_shape){B, 64, 24, 48, 40, 1};
+    snprintf(o->shape, sizeof o->shape, "24x48 c64 d0..40");
+    double macs = nn_corr_macs(&o->corr), in = (double)B * 64 * 24 * 48;
+    double out = (double)B * nn_corr_out_c(&o->corr) * 24 * 48;
+    o->flops_fwd = 2 * macs, o->flops_bwd = 4 * macs;
+    o->bytes_fwd = 4.0 * (2 * in + out), o->bytes_bwd = 4.0 * (4 * in + out);
+    /* a decoder step: k4 s2 p1 transposed convolution 64 -> 32 channels, 16x32 -> 32x64,
+     * and the convolution it is the adjoint of (im2col + GEMM: the same MACs) */
+    o = new_op(ops, n, OP_DECONV, "decoder deconv k4 s2");
+    o->de = (nn_deconv2d_shape){B, 64, 16, 32, 32, 4, 4, 2, 2, 1, 1, 0};
+    snprintf(o->shape, sizeof o->shape, "16x32 64->32 k4 s2");
+    double dmacs = (double)B * 64 * 16 * 32 * 32 * 16;
+    o->flops_fwd = 2 * dmacs, o->flops_bwd = 4 * dmacs;
+    o->bytes_fwd = 4.0 * B * (64 + 4 * 32) * 16 * 32, o->bytes_bwd = 2 * o->bytes_fwd;
+    o = new_op(ops, n, OP_CONV, "its adjoint conv k4 s2");
+    o->conv = (nn_conv2d_shape){B, 32, 32, 64, 64, 4, 4, 2, 2, 1, 1, 0};
+    snprintf(o->shape, sizeof o->shape, "32x64 32->64 k4 s2");
+    o->flops_fwd = 2 * dmacs, o->flops_bwd = 4 * dmacs;
+    o->bytes_fwd = ops[*n - 2].bytes_fwd, o->bytes_bwd = ops[*n - 2].bytes_bwd;
+    o = new_op(ops, n, OP_UPSAMPLE, "disparity upsample x2");
+    o->up = (nn_upsample_shape){B, 1, 48, 96, 2};
+    snprintf(o->shape, sizeof o->shape, "48x96 -> 96x192");
+    double small = (double)B * 48 * 96;
+    o->flops_fwd = o->flops_bwd = 8 * 4 * small; /* 4 taps, a multiply-add each, per output */
+    o->bytes_fwd = o->bytes_bwd = 4.0 * 5 * small;
+}
+
 /* The ops of the CPU-default supernet's largest sub-network (kernel 7, expand
  * 6) at input 32x32: stem, a stride-2 first block and a stride-1 block per
  * unit, the head; plus SGEMM at the convolutions' GEMM shapes. */
@@ -290,6 +340,7 @@ static int build_ops(bench_op *ops, int B)
     o->flops_fwd = 2.0 * B * 384 * 10, o->flops_bwd = 4.0 * B * 384 * 10;
     o->bytes_fwd = 4.0 * (B * 384 + 3840 + B * 10), o->bytes_bwd = 2 * o->bytes_fwd;
     add_elem(ops, &n, OP_XENT, "softmax xent (fwd+bwd)", (size_t)B, 10, 8, 0, 2, 0);
+    add_stereo(ops, &n, B);
     return n;
 }
 
@@ -318,6 +369,25 @@ static size_t op_floats(const mcl_dev *d, const bench_op *o, size_t *scratch)
         break;
     case OP_LINEAR:
         m = (size_t)o->fc.n * o->fc.in + (size_t)o->fc.in * o->fc.out + o->fc.out;
+        break;
+    case OP_CORR: {
+        size_t in = (size_t)o->corr.n * o->corr.c * o->corr.h * o->corr.w;
+        size_t out = (size_t)o->corr.n * nn_corr_out_c(&o->corr) * o->corr.h * o->corr.w;
+        m = in > out ? in : out;
+        break;
+    }
+    case OP_DECONV: {
+        size_t in = (size_t)o->de.n * o->de.cin * o->de.h * o->de.w;
+        size_t out = (size_t)o->de.n * o->de.cout * nn_deconv2d_out_h(&o->de) *
+                     nn_deconv2d_out_w(&o->de);
+        size_t w = (size_t)o->de.cin * o->de.cout * o->de.kh * o->de.kw;
+        s = nn_deconv2d_scratch_floats(d, &o->de);
+        m = in > out ? in : out;
+        m = m > w ? m : w;
+        break;
+    }
+    case OP_UPSAMPLE:
+        m = (size_t)o->up.n * o->up.c * nn_upsample_out_h(&o->up) * nn_upsample_out_w(&o->up);
         break;
     case OP_SGEMM:
         m = (size_t)o->k * o->n;
@@ -353,7 +423,8 @@ static int bench_ops(int argc, char **argv)
         "manta bench ops", "[--batch N] [--seconds S] [--device SPEC] [--json]",
         "Times every training op forward and backward at the layer shapes of the\n"
         "CPU-default supernet's largest sub-network (widths 16,24,40,64,96, kernel 7,\n"
-        "expand 6, input 32x32) and CLBlast SGEMM at the convolutions' GEMM shapes.\n"
+        "expand 6, input 32x32), CLBlast SGEMM at the convolutions' GEMM shapes, and\n"
+        "the stereo correlation and disparity upsampling (DispNetC, 96x192 crops).\n"
         "Prints the median time per call of 5 windows, GFLOP/s and GB/s (nominal\n"
         "FLOP and byte counts; see docs/benchmarks.md).\n",
         defs, 0, 0};
