@@ -58,7 +58,7 @@ DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev lib
             libpng-dev libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
             dataset-fashion-mnist clblast-utils clang
 
-LIB_DIRS := core cl nn train data ofa export search profile dist
+LIB_DIRS := core cl nn train data ofa stereo export search profile dist
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/cl_sources.o
 CL_SRC   := $(wildcard cl_kernels/*.cl)

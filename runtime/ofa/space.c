@@ -153,6 +153,16 @@ static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "manta-ofa-space") != 0)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "space: \"format\" must be \"manta-ofa-space\"");
+    const cJSON *task = cJSON_GetObjectItemCaseSensitive(j, "task");
+    if (task && cJSON_IsString(task) && !strcmp(task->valuestring, "stereo"))
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "space: \"task\" is \"stereo\": a stereo space, read by "
+                             "stereo_space_load() (stereo/space.h), not by the classification "
+                             "loader");
+    if (task && (!cJSON_IsString(task) || strcmp(task->valuestring, "classification") != 0))
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "space: \"task\" must be \"classification\" or absent (or "
+                             "\"stereo\", for stereo_space_load())");
     int version;
     MANTA_TRY(get_int(j, "version", 1, 1, &version, "space", err));
     const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "name"));

@@ -82,7 +82,9 @@ void ofa_space_mbv3_w10(ofa_space *s);
 
 /**
  * Read a space from JSON text (the format of the models/ specs). Every field is
- * checked; @p err names the field and what is wrong.
+ * checked; @p err names the field and what is wrong. "task" is optional and
+ * must be "classification"; a stereo spec ("task": "stereo") is refused with a
+ * message pointing at stereo_space_load() (stereo/space.h).
  */
 manta_status ofa_space_parse(const char *json, ofa_space *out, manta_err *err);
 /**

@@ -14,11 +14,13 @@ for p in 1-full 2-kernel 3-depth-1 4-depth-2 5-expand-1 6-expand-2; do
     [ -s "$dir/a/phase-$p.ckpt" ] || fail "no checkpoint for phase $p"
 done
 [ "$(grep -c '"step":' "$dir/a/metrics.jsonl")" -ge 6 ] || fail "metrics.jsonl"
+[ "$(cat "$dir/a"/events.out.tfevents.* | wc -c)" -gt 1000 ] || fail "TensorBoard event file"
 
 run --out "$dir/b" --stop-after 7 >"$dir/b.log" 2>&1
 grep -q '"step":7,' "$dir/b/metrics.jsonl" || grep -q '"step":6,' "$dir/b/metrics.jsonl" || fail "first part"
 "$M" train --resume --out "$dir/b" --eval-images 0 --json >>"$dir/b.log"
 cmp "$dir/a/latest.ckpt" "$dir/b/latest.ckpt" || fail "resumed run differs from the uninterrupted one"
+[ "$(ls "$dir/b" | grep -c '^events\.out\.tfevents\.')" -eq 2 ] || fail "an event file per invocation"
 echo "resume: identical final checkpoint"
 
 "$M" eval --ckpt "$dir/a/latest.ckpt" --arch min --images 64 --recal-images 64 --json >"$dir/e.json"

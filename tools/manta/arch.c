@@ -1,5 +1,7 @@
-/* manta arch: sub-networks of an OFA search space (sample, max, min) and
- * their per-layer shapes, MACs and parameters (describe). */
+/* manta arch: sub-networks of a search space (sample, max, min) and their
+ * per-layer shapes, MACs and parameters (describe, --arch). Classification
+ * spaces (ofa/space.h) and stereo spaces (stereo/space.h), chosen by the
+ * spec's "task". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,14 @@
 #include "cmd.h"
 #include "common/opts.h"
 #include "ofa/space.h"
+#include "stereo/space.h"
+
+/* The space the command works on: one of the two tasks. */
+typedef struct arch_space {
+    bool stereo;
+    ofa_space ofa;
+    stereo_space st;
+} arch_space;
 
 static const char *kind_name(ofa_layer_kind k)
 {
@@ -20,7 +30,7 @@ static const char *kind_name(ofa_layer_kind k)
     return "?";
 }
 
-static void print_arch(const ofa_space *s, const ofa_arch *a, bool layers, bool json)
+static void print_ofa(const ofa_space *s, const ofa_arch *a, bool layers, bool json)
 {
     char enc[2048];
     ofa_desc *d = malloc(sizeof *d);
@@ -69,6 +79,67 @@ static void print_arch(const ofa_space *s, const ofa_arch *a, bool layers, bool 
     free(d);
 }
 
+static void print_stereo(const stereo_space *s, const ofa_arch *a, bool layers, bool json)
+{
+    char enc[2048];
+    stereo_desc *d = malloc(sizeof *d);
+    if (!d || stereo_arch_to_json(s, a, enc, sizeof enc, NULL) != MANTA_OK ||
+        stereo_describe(s, a, d, NULL) != MANTA_OK) {
+        free(d);
+        fprintf(stderr, "manta arch: internal error describing an architecture\n");
+        return;
+    }
+    if (json) {
+        printf("{\"space\":\"%s\",\"task\":\"stereo\",\"arch\":%s,\"macs\":%.0f,\"params\":%ld,"
+               "\"input\":[%d,%d,3],\"predictions\":%d",
+               s->name, enc, d->macs, d->params, s->crop_h, s->crop_w, stereo_preds(s));
+        if (layers) {
+            printf(",\"layers\":[");
+            for (int i = 0; i < d->n; i++) {
+                const stereo_layer *l = &d->layer[i];
+                printf("%s{\"name\":\"%s\",\"type\":\"%s\",\"in\":[%d,%d,%d],\"out\":[%d,%d,%d],"
+                       "\"kernel\":%d,\"stride\":%d,\"act\":\"%s\",\"residual\":%s,\"views\":%d,"
+                       "\"macs\":%.0f,\"params\":%ld}",
+                       i ? "," : "", l->name, stereo_layer_kind_name(l->kind), l->in_h, l->in_w,
+                       l->in_c, l->out_h, l->out_w, l->out_c, l->kernel, l->stride,
+                       nn_act_name(l->act), l->residual ? "true" : "false", l->views, l->macs,
+                       l->params);
+            }
+            printf("]");
+        }
+        printf(",");
+        cmd_json_version(stdout);
+        printf("}\n");
+    } else {
+        printf("%s\n%.2f M MACs, %.3f M parameters, input %dx%dx3 left and right, %d predictions\n",
+               enc, d->macs / 1e6, d->params / 1e6, s->crop_h, s->crop_w, stereo_preds(s));
+        if (layers) {
+            printf("%-16s %-8s %-13s %-13s %2s %2s %-10s %5s %13s %9s\n", "layer", "type",
+                   "input", "output", "k", "s", "act", "views", "MACs", "params");
+            for (int i = 0; i < d->n; i++) {
+                const stereo_layer *l = &d->layer[i];
+                char in[32], out[32];
+                snprintf(in, sizeof in, "%dx%dx%d", l->in_h, l->in_w, l->in_c);
+                snprintf(out, sizeof out, "%dx%dx%d", l->out_h, l->out_w, l->out_c);
+                printf("%-16s %-8s %-13s %-13s %2d %2d %-10s %5d %13.0f %9ld%s\n", l->name,
+                       stereo_layer_kind_name(l->kind), in, out, l->kernel, l->stride,
+                       nn_act_name(l->act), l->views, l->macs, l->params,
+                       l->residual ? "  +skip" : "");
+            }
+            printf("total%*s %13.0f %9ld\n", 72, "", d->macs, d->params);
+        }
+    }
+    free(d);
+}
+
+static void print_arch(const arch_space *s, const ofa_arch *a, bool layers, bool json)
+{
+    if (s->stereo)
+        print_stereo(&s->st, a, layers, json);
+    else
+        print_ofa(&s->ofa, a, layers, json);
+}
+
 static char *read_text(const char *arg)
 {
     if (arg[0] == '{')
@@ -87,17 +158,54 @@ static char *read_text(const char *arg)
     return buf;
 }
 
+/* "max", "min", a file, '-' or the JSON itself; prints one line and returns 1 on error. */
+static int load_arch(const arch_space *s, const char *arg, int res, ofa_arch *a)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st;
+    if (!strcmp(arg, "max") || !strcmp(arg, "min")) {
+        bool mx = arg[1] == 'a';
+        if (s->stereo)
+            (mx ? stereo_arch_max : stereo_arch_min)(&s->st, a);
+        else
+            (mx ? ofa_arch_max : ofa_arch_min)(&s->ofa, res, a);
+        st = s->stereo ? stereo_arch_validate(&s->st, a, &err)
+                       : ofa_arch_validate(&s->ofa, a, &err);
+        if (st != MANTA_OK)
+            cmd_error("arch", st, &err);
+        return st != MANTA_OK;
+    }
+    char *text = read_text(arg);
+    if (!text) {
+        fprintf(stderr, "manta arch: %s: cannot read\n", arg);
+        return 1;
+    }
+    st = s->stereo ? stereo_arch_parse(&s->st, text, a, &err)
+                   : ofa_arch_parse(&s->ofa, text, a, &err);
+    free(text);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta arch: %s: %s\n", arg[0] == '{' ? "argument" : arg, err.msg);
+        return 1;
+    }
+    return 0;
+}
+
 int cmd_arch(int argc, char **argv)
 {
-    const char *space_name = "cpu-default";
+    const char *space_name = "cpu-default", *arch_opt = NULL;
     int res = 0, count = 1;
     long seed = 1;
-    bool json = false;
+    bool json = false, res_seen = false;
     const opt_def defs[] = {
         {.name = "space", .kind = OPT_STRING, .dest = &space_name, .metavar = "S",
-         .help = "a spec file (models/*.json) or a built-in: cpu-default (default), mbv3-w1.0"},
+         .help = "a spec file (models/*.json) or a built-in: cpu-default (default), mbv3-w1.0, "
+                 "stereo-cpu, stereo-gpu"},
+        {.name = "arch", .kind = OPT_STRING, .dest = &arch_opt, .metavar = "A",
+         .help = "describe A: max, min, a file, '-' or the JSON (the same as describe A)"},
         {.name = "res", .kind = OPT_INT, .dest = &res, .lo = 1, .hi = 65536, .metavar = "R",
-         .help = "resolution for max/min (default: the largest / smallest)"},
+         .seen = &res_seen,
+         .help = "resolution for max/min (default: the largest / smallest; classification only)"},
         {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = 4294967295.0,
          .metavar = "N", .help = "seed for sample (default 1)"},
         {.name = "count", .kind = OPT_INT, .dest = &count, .lo = 1, .hi = 100000, .metavar = "N",
@@ -108,60 +216,76 @@ int cmd_arch(int argc, char **argv)
     const opt_cmd cmd = {
         "manta arch",
         "sample|max|min [--space S] [--res R] [--seed N] [--count N] [--json]\n"
-        "       manta arch describe ARCH [--space S] [--json]",
+        "       manta arch describe ARCH [--space S] [--json]\n"
+        "       manta arch [--space S] [--arch max|min|ARCH] [--json]",
         "Prints sub-networks in OFA's encoding {\"ks\":[...],\"e\":[...],\"d\":[...],\"r\":[R]}\n"
-        "with their MACs and parameters; describe also lists every layer's shapes.\n"
-        "ARCH is a file holding the encoding, '-' for standard input, or the JSON itself.\n",
-        defs, 1, 2};
+        "with their MACs and parameters; describe (and --arch, default max) also lists every\n"
+        "layer's shapes, MACs and parameters, then the totals.\n"
+        "ARCH is max, min, a file holding the encoding, '-' for standard input, or the JSON.\n"
+        "A stereo space (\"task\": \"stereo\": stereo-cpu, stereo-gpu, models/stereo_*.json)\n"
+        "has one input size, its crop (r is the crop height and may be left out); its layers\n"
+        "are the left and right encoder (views 2: both views counted in the MACs), the\n"
+        "correlation, the rest of the encoder and the decoder's levels and predictions.\n",
+        defs, 0, 2};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
         return r == OPT_HELP ? 0 : 2;
-    const char *verb = argv[first], *arch_arg = argc - first > 1 ? argv[first + 1] : NULL;
-    ofa_space s;
-    manta_err err;
-    manta_err_clear(&err);
-    manta_status st = ofa_space_load(space_name, &s, &err);
-    if (st != MANTA_OK) {
-        cmd_error("space", st, &err);
+    const char *verb = first < argc ? argv[first] : "describe";
+    const char *arch_arg = argc - first > 1 ? argv[first + 1] : arch_opt;
+    if (first == argc && !arch_arg)
+        arch_arg = "max";
+    arch_space *s = calloc(1, sizeof *s);
+    if (!s) {
+        fprintf(stderr, "manta arch: out of memory\n");
         return 1;
     }
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = stereo_spec_is_stereo(space_name, &s->stereo, &err);
+    if (st == MANTA_OK)
+        st = s->stereo ? stereo_space_load(space_name, &s->st, &err)
+                       : ofa_space_load(space_name, &s->ofa, &err);
+    int rc = 0;
     ofa_arch a;
-    if (!strcmp(verb, "max") || !strcmp(verb, "min")) {
-        (verb[1] == 'a' ? ofa_arch_max : ofa_arch_min)(&s, res, &a);
-        if ((st = ofa_arch_validate(&s, &a, &err)) != MANTA_OK) {
-            cmd_error("arch", st, &err);
-            return 1;
-        }
-        print_arch(&s, &a, false, json);
+    if (st != MANTA_OK) {
+        cmd_error("space", st, &err);
+        rc = 1;
+    } else if (arch_opt && first < argc && strcmp(verb, "describe") != 0) {
+        fprintf(stderr, "manta arch: --arch goes with describe or no verb, not with '%s'\n", verb);
+        rc = 2;
+    } else if (s->stereo && res_seen) {
+        fprintf(stderr, "manta arch: --res: stereo space '%s' has one input size, its crop "
+                        "%dx%d\n", s->st.name, s->st.crop_h, s->st.crop_w);
+        rc = 2;
+    } else if (!strcmp(verb, "max") || !strcmp(verb, "min")) {
+        rc = load_arch(s, verb, res, &a);
+        if (!rc)
+            print_arch(s, &a, false, json);
     } else if (!strcmp(verb, "sample")) {
         manta_rng rng;
         manta_rng_seed(&rng, (uint64_t)seed, 0);
         for (int i = 0; i < count; i++) {
-            ofa_arch_sample(&s, &rng, &a);
-            print_arch(&s, &a, false, json);
+            if (s->stereo)
+                stereo_arch_sample(&s->st, &rng, &a);
+            else
+                ofa_arch_sample(&s->ofa, &rng, &a);
+            print_arch(s, &a, false, json);
         }
     } else if (!strcmp(verb, "describe")) {
         if (!arch_arg) {
-            fprintf(stderr, "manta arch describe: give an architecture (file, '-' or JSON)\n");
-            return 2;
+            fprintf(stderr, "manta arch describe: give an architecture (max, min, file, '-' or "
+                            "JSON)\n");
+            rc = 2;
+        } else {
+            rc = load_arch(s, arch_arg, res, &a);
+            if (!rc)
+                print_arch(s, &a, true, json);
         }
-        char *text = read_text(arch_arg);
-        if (!text) {
-            fprintf(stderr, "manta arch: %s: cannot read\n", arch_arg);
-            return 1;
-        }
-        st = ofa_arch_parse(&s, text, &a, &err);
-        free(text);
-        if (st != MANTA_OK) {
-            fprintf(stderr, "manta arch: %s: %s\n", arch_arg[0] == '{' ? "argument" : arch_arg,
-                    err.msg);
-            return 1;
-        }
-        print_arch(&s, &a, true, json);
     } else {
         fprintf(stderr, "manta arch: unknown verb '%s' (sample, max, min, describe)\n", verb);
-        return 2;
+        rc = 2;
     }
-    return 0;
+    free(s);
+    return rc;
 }

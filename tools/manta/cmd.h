@@ -20,6 +20,7 @@ int cmd_acc_dataset(int argc, char **argv);
 int cmd_acc_fit(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_image(int argc, char **argv);
+int cmd_stereo_data(int argc, char **argv);
 /** `manta bench allreduce` (tools/manta/dist.c); argv[1] is "allreduce". */
 int cmd_bench_allreduce(int argc, char **argv);
 int cmd_tune(int argc, char **argv);

@@ -22,6 +22,7 @@ static const struct {
     {"acc-fit", cmd_acc_fit, "train the accuracy predictor on an accuracy data set"},
     {"search", cmd_search, "evolutionary search under latency / arena / flash budgets"},
     {"image", cmd_image, "one image of a data set as a JPEG (for manta-infer)"},
+    {"stereo-data", cmd_stereo_data, "procedural stereo pairs written as a KITTI-layout folder"},
     {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|allreduce'"},
     {"kernels", cmd_kernels, "the embedded OpenCL programs: list, dump, build on a device"},
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},

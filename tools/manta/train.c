@@ -14,6 +14,7 @@
 #include "cl/devset.h"
 #include "cmd.h"
 #include "common/opts.h"
+#include "core/clock.h"
 #include "core/fileio.h"
 #include "train_run.h"
 
@@ -40,7 +41,10 @@ static const char ABOUT[] =
     "--rdzv-bind-all and --timeout. --batch is the global batch: a multiple of ranks x\n"
     "devices. Rank 0 writes checkpoints and metrics; every rank resumes from\n"
     "DIR/latest.ckpt.\n"
-    "SIGINT/SIGTERM checkpoint and stop at the next step; --resume continues.\n";
+    "SIGINT/SIGTERM checkpoint and stop at the next step; --resume continues.\n\n"
+    "Metrics go to DIR/metrics.jsonl and, as TensorBoard scalars, to a new event\n"
+    "file events.out.tfevents.<time>.<host> in DIR or the --tensorboard folder\n"
+    "(tensorboard --logdir shows it); a failed write of events is a warning.\n";
 
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_args(int argc, char **argv, train_opts *o)
@@ -76,6 +80,8 @@ static int parse_args(int argc, char **argv, train_opts *o)
          .metavar = "N", .help = "images for BN re-calibration before it (default 2000)"},
         {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "DIR",
          .help = "checkpoints and metrics.jsonl (default runs/<space>-<schedule>)"},
+        {.name = "tensorboard", .kind = OPT_STRING, .dest = &o->tensorboard, .metavar = "DIR",
+         .help = "folder of the TensorBoard event file (default: the --out folder)"},
         {.name = "resume", .kind = OPT_FLAG, .dest = &o->resume,
          .help = "continue from DIR/latest.ckpt"},
         {.name = "ckpt-every", .kind = OPT_LONG, .dest = &o->ckpt_every, .lo = 0, .hi = 0x1p40,
@@ -329,7 +335,7 @@ static bool run_trainer(train_run *r)
     return true;
 }
 
-/* The output folder and metrics.jsonl (rank 0), and the data loader's thread. */
+/* The output folder, metrics.jsonl and the event file (rank 0), and the data loader's thread. */
 static bool run_outputs(train_run *r)
 {
     const train_opts *o = &r->o;
@@ -344,6 +350,11 @@ static bool run_outputs(train_run *r)
         snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", r->out_dir);
         if (!(r->metrics = fopen(mpath, o->resume ? "a" : "w"))) {
             fprintf(stderr, "manta train: %s: %s\n", mpath, strerror(errno));
+            return false;
+        }
+        const char *tb = o->tensorboard ? o->tensorboard : r->out_dir;
+        if (manta_tfevents_open(tb, r->host, manta_wall_time(), &r->events, &err) != MANTA_OK) {
+            fprintf(stderr, "manta train: TensorBoard events: %s\n", err.msg);
             return false;
         }
     }
@@ -409,6 +420,9 @@ static void run_close(train_run *r)
         prefetch_stop(r->pf);
     if (r->metrics)
         fclose(r->metrics);
+    manta_err err;
+    if (manta_tfevents_close(r->events, &err) != MANTA_OK)
+        fprintf(stderr, "manta train: warning: TensorBoard events: %s\n", err.msg);
     dp_destroy(r->dp);
     ring_destroy(r->ring);
     for (int i = 0; i < r->n_dev; i++)

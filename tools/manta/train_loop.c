@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "core/clock.h"
 #include "train/progress.h"
 #include "train_run.h"
 
@@ -115,7 +116,21 @@ static bool agree_stop(train_run *r, long step, int *stop)
     return true;
 }
 
-/* The progress line after @p done steps: into metrics.jsonl, and on stdout. */
+/* Scalars of step @p step into the event file; after a failed write, one warning and no
+ * more events (training goes on). */
+static void log_events(train_run *r, long step, const manta_tfscalar *v, size_t n)
+{
+    if (!r->events)
+        return;
+    manta_err err;
+    if (manta_tfevents_append(r->events, step, manta_wall_time(), v, n, &err) == MANTA_OK)
+        return;
+    fprintf(stderr, "manta train: warning: TensorBoard events: %s; no more events\n", err.msg);
+    manta_tfevents_close(r->events, NULL);
+    r->events = NULL;
+}
+
+/* The progress line after @p done steps: into metrics.jsonl, the event file, and on stdout. */
 static void log_progress(train_run *r, train_progress *pg, const ofa_step_result *res, long done)
 {
     train_report rep;
@@ -124,6 +139,17 @@ static void log_progress(train_run *r, train_progress *pg, const ofa_step_result
     train_report_json(&rep, line, sizeof line);
     fprintf(r->metrics, "%s\n", line);
     fflush(r->metrics);
+    const manta_tfscalar ev[] = {
+        {"train/loss", (float)rep.loss},
+        {"train/batch_top1", (float)rep.batch_top1},
+        {"train/lr", rep.lr},
+        {"train/images_per_s", (float)rep.images_per_s},
+        {"train/data_wait", (float)rep.data_wait},
+        {"train/step_ms", (float)rep.step_ms},
+        {"train/phase", (float)(rep.phase + 1)},
+        {"train/resolution", (float)rep.r},
+    };
+    log_events(r, rep.step, ev, sizeof ev / sizeof ev[0]);
     if (r->o.json)
         printf("%s\n", line);
     else
@@ -180,6 +206,9 @@ static bool end_phase(train_run *r, const ofa_step_result *res, long done)
              ph->name, done, top1[0], top1[1]);
     fprintf(r->metrics, "%s\n", ev);
     fflush(r->metrics);
+    const manta_tfscalar top[] = {{"val/top1_largest", (float)top1[0]},
+                                  {"val/top1_smallest", (float)top1[1]}};
+    log_events(r, done, top, 2);
     if (r->o.json)
         printf("%s\n", ev);
     else

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "core/tfevents.h"
 #include "data/prefetch.h"
 #include "dist/override.h"
 #include "dist/ring.h"
@@ -21,6 +22,7 @@
 /* What the command line says (on --resume, the checkpoint's settings replace some). */
 typedef struct train_opts {
     const char *space, *data, *schedule, *device, *devices, *out;
+    const char *tensorboard; /* folder of the event file (NULL: out) */
     int batch, log_every, val, eval_images, recal_images, channels;
     long ckpt_every, stop_after, sync_check;
     unsigned long long seed;
@@ -60,6 +62,7 @@ typedef struct train_run {
     res_ctx rctx;
     prefetch *pf;
     FILE *metrics;
+    manta_tfevents *events; /* rank 0; NULL after a failed write (warned once) */
 } train_run;
 
 /** Train from r->start to the end of the schedule, or until --stop-after or
