@@ -14,16 +14,17 @@ typedef struct ctx {
 } ctx;
 
 /* Channel o's BN scale (gamma / sqrt(var + eps)) and shift (beta - mean * scale). */
-static void bn_fold(const ctx *c, const bn_p *b, int o, float *scale, float *shift)
+static void bn_fold(const ctx *c, const ofa_bn *b, int o, float *scale, float *shift)
 {
-    float s = c->p[b->gamma + (size_t)o] / sqrtf(c->st[b->rvar + (size_t)o] + BN_EPS);
+    float s = c->p[b->gamma + (size_t)o] / sqrtf(c->st[b->rvar + (size_t)o] + OFA_BN_EPS);
     *scale = s;
     *shift = c->p[b->beta + (size_t)o] - c->st[b->rmean + (size_t)o] * s;
 }
 
 /* A dense convolution from weights at `w_off` (NCHW [o][i][ky][kx], rows of stride `ld`),
  * scaled by the request's input scale, with batch norm `bn` folded in. */
-static void conv_from(const ctx *c, const mbv3_request *r, size_t w_off, size_t ld, const bn_p *bn)
+static void conv_from(const ctx *c, const mbv3_request *r, size_t w_off, size_t ld,
+                      const ofa_bn *bn)
 {
     const int k = r->k, cin = r->cin;
     for (int o = 0; o < r->cout; o++) {
@@ -40,7 +41,7 @@ static void conv_from(const ctx *c, const mbv3_request *r, size_t w_off, size_t 
 }
 
 /* A depthwise convolution from host weights `w` (C, k, k) with batch norm `bn` folded in. */
-static void dwconv_from(const ctx *c, const mbv3_request *r, const float *w, const bn_p *bn)
+static void dwconv_from(const ctx *c, const mbv3_request *r, const float *w, const ofa_bn *bn)
 {
     const int k = r->k, ch = r->cout;
     for (int i = 0; i < ch; i++) {
@@ -64,16 +65,15 @@ static void se_from(const ctx *c, const mbv3_request *r, size_t w, size_t ld, si
 
 /* The active depthwise kernel of a slot: the stored largest one, or its
  * transformed centre (OFA's chain K -> ... -> k), for `ch` channels. */
-static float *active_kernel(const ctx *c, const slot_p *p, int ki, int ch)
+static float *active_kernel(const ctx *c, const ofa_mbconv *p, int ki, int ch)
 {
-    const ofa_space *s = &c->n->s;
-    const int kmax = s->ks[s->n_ks - 1];
+    const int kmax = p->ks[p->n_ks - 1];
     float *cur = malloc((size_t)ch * kmax * kmax * sizeof *cur);
     if (!cur)
         return NULL;
     memcpy(cur, c->p + p->dw_w, (size_t)ch * kmax * kmax * sizeof *cur);
-    for (int i = s->n_ks - 2; i >= ki; i--) {
-        const int big = s->ks[i + 1], k = s->ks[i], kk = k * k, off = big / 2 - k / 2;
+    for (int i = p->n_ks - 2; i >= ki; i--) {
+        const int big = p->ks[i + 1], k = p->ks[i], kk = k * k, off = big / 2 - k / 2;
         const float *m = c->p + p->kmat[i];
         float *next = malloc((size_t)ch * kk * sizeof *next);
         if (!next) {
@@ -117,12 +117,13 @@ static bool runs(const ofa_supernet *n, const mbv3_layer *l)
             return !l->has_expand && !l->se && l->in_h == n->hs && l->in_c == s->stem_width &&
                    l->mid == s->stem_width && l->out_c == s->first_width && l->kernel == 3 &&
                    l->idskip == n->first_residual;
-        const slot_a *a = l->slot < OFA_MAX_SLOTS ? active_slot(n, l->slot) : NULL;
-        const slot_p *p = a ? &n->slot[a->idx] : NULL;
-        return p && l->has_expand && l->in_h == a->h && l->out_h == a->ho && l->in_c == p->in_c &&
-               l->mid == a->mid && l->out_c == p->width && l->kernel == a->k &&
-               l->stride == p->stride && l->se == p->se && (!p->se || l->se_mid == a->se) &&
-               l->idskip == a->residual;
+        const slot_a *x = l->slot < OFA_MAX_SLOTS ? active_slot(n, l->slot) : NULL;
+        const ofa_mbconv *p = x ? &n->slot[x->idx] : NULL;
+        const ofa_mbconv_cfg *a = x ? &x->c : NULL;
+        return p && l->has_expand && l->in_h == a->h && l->in_h == a->w && l->out_h == a->ho &&
+               l->in_c == p->in_c && l->mid == a->mid && l->out_c == p->width &&
+               l->kernel == a->k && l->stride == p->stride && l->se == p->se &&
+               (!p->se || l->se_mid == a->se) && l->idskip == a->residual;
     }
     case MBV3_HEAD:
         return l->in_h == n->last_h && l->in_c == n->last_c && l->out_c == s->head_expand;
@@ -150,13 +151,13 @@ static manta_status fill_block(const ctx *c, const mbv3_request *r, manta_err *e
         conv_from(c, r, n->first_p, (size_t)n->s.stem_width, &n->first_pbn);
         return MANTA_OK;
     }
-    const slot_p *p = l->slot >= 0 ? &n->slot[l->slot] : NULL;
+    const ofa_mbconv *p = l->slot >= 0 ? &n->slot[l->slot] : NULL;
     switch (p ? r->part : MBV3_FC) {
     case MBV3_EXPAND:
         conv_from(c, r, p->e_w, (size_t)p->in_c, &p->e_bn);
         return MANTA_OK;
     case MBV3_DW: {
-        float *kw = active_kernel(c, p, active_slot(n, l->slot)->ki, r->cout);
+        float *kw = active_kernel(c, p, active_slot(n, l->slot)->c.ki, r->cout);
         if (!kw)
             return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
         dwconv_from(c, r, kw, &p->d_bn);
@@ -224,10 +225,12 @@ manta_status ofa_supernet_extract(ofa_supernet *n, const xg_preprocess *pre, xgr
     manta_status rc = MANTA_OK;
     if (!p || !st)
         rc = manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
-    if (rc == MANTA_OK && (rc = mcl_read(n->d, mslab_view(&n->params, 0), p, n->n_params)) != MANTA_OK)
-        manta_err_set(err, rc, "%s", mcl_err(n->d)->msg);
-    if (rc == MANTA_OK && (rc = mcl_read(n->d, mslab_view(&n->state, 0), st, n->n_state)) != MANTA_OK)
-        manta_err_set(err, rc, "%s", mcl_err(n->d)->msg);
+    mcl_dev *d = n->net.d;
+    const mview pv = mslab_view(&n->net.params, 0), sv = mslab_view(&n->net.state, 0);
+    if (rc == MANTA_OK && (rc = mcl_read(d, pv, p, n->n_params)) != MANTA_OK)
+        manta_err_set(err, rc, "%s", mcl_err(d)->msg);
+    if (rc == MANTA_OK && (rc = mcl_read(d, sv, st, n->n_state)) != MANTA_OK)
+        manta_err_set(err, rc, "%s", mcl_err(d)->msg);
     if (rc == MANTA_OK) {
         ctx c = {n, p, st};
         const mbv3_source src = {fill, &c};

@@ -1,0 +1,497 @@
+#include "ofa/mbconv.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "nn/batchnorm.h"
+#include "nn/depthwise.h"
+#include "nn/linear.h"
+#include "nn/pool.h"
+#include "ofa/elastic.h"
+#include "ofa/space.h"
+
+/* Short names for the context's views. */
+#define A(n, off) ofa_net_a(n, off)
+#define G(n, off) ofa_net_ga(n, off)
+#define PW(n, off) ofa_net_p(n, off)
+#define DP(n, off) ofa_net_gp(n, off)
+#define S(n, off) ofa_net_s(n, off)
+#define SCR(n) ofa_net_scratch(n)
+
+/* ---- the network context --------------------------------------------------------------- */
+
+nn_conv2d_shape ofa_net_pw_shape(const ofa_net *n, int cin, int h, int w, int cout, int w_ld)
+{
+    nn_conv2d_shape c = {n->batch, cin, h, w, cout, 1, 1, 1, 1, 0, 0, w_ld};
+    return c;
+}
+
+static void need(size_t *scratch, size_t floats)
+{
+    if (floats > *scratch)
+        *scratch = floats;
+}
+
+void ofa_net_need_conv(const ofa_net *n, size_t *scratch, const nn_conv2d_shape *c)
+{
+    need(scratch, nn_conv2d_scratch_floats(n->d, c));
+}
+
+void ofa_net_need_bn(const ofa_net *n, size_t *scratch, int c, int hw)
+{
+    nn_bn_shape b = {n->batch, c, hw};
+    need(scratch, nn_bn_scratch_floats(n->d, &b));
+}
+
+void ofa_net_need_dw(const ofa_net *n, size_t *scratch, int c, int h, int w, int k, int stride)
+{
+    nn_dw_shape s = {n->batch, c, h, w, k, stride, k / 2};
+    need(scratch, nn_dw_scratch_floats(n->d, &s));
+}
+
+void ofa_net_plan_stats(ofa_net *n, mlayout *al, int widest)
+{
+    n->stats_tmp = mlayout_add(al, 2 * (size_t)widest);
+    n->widest = widest;
+}
+
+manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
+{
+    MANTA_TRY(mslab_create(n->d, &n->params, sz->params ? sz->params : 1, sz->params_name));
+    MANTA_TRY(mslab_create(n->d, &n->grads, sz->params ? sz->params : 1, sz->grads_name));
+    MANTA_TRY(mslab_create(n->d, &n->state, sz->state ? sz->state : 1, "batch-norm statistics"));
+    MANTA_TRY(mslab_create(n->d, &n->acts, sz->acts ? sz->acts : 1, "activations"));
+    MANTA_TRY(mslab_create(n->d, &n->dacts, sz->acts ? sz->acts : 1, "activation gradients"));
+    MANTA_TRY(mslab_create(n->d, &n->scratch, sz->scratch ? sz->scratch : 1, "op scratch"));
+    n->sync_host = malloc(2 * (size_t)(n->widest > 0 ? n->widest : 1) * sizeof(float));
+    if (!n->sync_host)
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY, "%s: out of host memory",
+                             sz->params_name);
+    return MANTA_OK;
+}
+
+void ofa_net_free(ofa_net *n)
+{
+    mslab *slabs[] = {&n->params, &n->grads, &n->state, &n->acts, &n->dacts, &n->scratch};
+    for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++)
+        mslab_destroy(n->d, slabs[i]);
+    free(n->sync_host);
+    n->sync_host = NULL;
+}
+
+/* ---- batch norm and activations --------------------------------------------------------- */
+
+void ofa_bn_plan(ofa_bn *b, int c, mlayout *pl, mlayout *sl)
+{
+    b->gamma = mlayout_add(pl, (size_t)c);
+    b->beta = mlayout_add(pl, (size_t)c);
+    b->rmean = mlayout_add(sl, (size_t)c);
+    b->rvar = mlayout_add(sl, (size_t)c);
+    b->smean = mlayout_add(sl, (size_t)c);
+    b->sinv = mlayout_add(sl, (size_t)c);
+}
+
+void ofa_bn_init_values(const ofa_bn *b, int c, float *params, float *state)
+{
+    for (int k = 0; k < c; k++) {
+        params[b->gamma + (size_t)k] = 1.0f;
+        state[b->rvar + (size_t)k] = 1.0f;
+    }
+}
+
+/* Synchronised batch-norm forward: local statistics, combined over the replicas by the
+ * callback, then saved and applied. */
+static manta_status bn_fwd_sync(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x, size_t y)
+{
+    nn_bn_shape sh = {n->batch, c, hw};
+    mview stats = A(n, n->stats_tmp);
+    MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), stats, A(n, n->stats_tmp + (size_t)c), SCR(n)));
+    MANTA_TRY(mcl_read(n->d, stats, n->sync_host, 2 * (size_t)c));
+    long m_total = 0;
+    MANTA_TRY(n->bn_sync(n->bn_sync_ctx, OFA_BN_SYNC_STATS, n->sync_host, c,
+                         (long)n->batch * hw, &m_total, mcl_err(n->d)));
+    MANTA_TRY(mcl_write(n->d, stats, n->sync_host, 2 * (size_t)c));
+    float momentum = n->fwd_bn == OFA_BN_TRAIN ? OFA_BN_MOMENTUM : 0.0f;
+    MANTA_TRY(nn_bn_sync_finish(n->d, c, m_total, momentum, OFA_BN_EPS, stats, S(n, b->rmean),
+                                S(n, b->rvar), S(n, b->smean), S(n, b->sinv)));
+    return nn_bn_forward_apply(n->d, &sh, A(n, x), PW(n, b->gamma), PW(n, b->beta),
+                               S(n, b->smean), S(n, b->sinv), A(n, y));
+}
+
+manta_status ofa_net_bn_forward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x, size_t y)
+{
+    nn_bn_shape sh = {n->batch, c, hw};
+    if (n->bn_sync && (n->fwd_bn == OFA_BN_TRAIN || n->fwd_bn == OFA_BN_BATCH_ONLY))
+        return bn_fwd_sync(n, b, c, hw, x, y);
+    if (n->fwd_bn == OFA_BN_EVAL)
+        return nn_bn_forward_eval(n->d, &sh, OFA_BN_EPS, A(n, x), PW(n, b->gamma),
+                                  PW(n, b->beta), S(n, b->rmean), S(n, b->rvar), A(n, y));
+    float momentum = n->fwd_bn == OFA_BN_TRAIN ? OFA_BN_MOMENTUM : 0.0f;
+    MANTA_TRY(nn_bn_forward_train(n->d, &sh, momentum, OFA_BN_EPS, A(n, x), PW(n, b->gamma),
+                                  PW(n, b->beta), S(n, b->rmean), S(n, b->rvar), A(n, y),
+                                  S(n, b->smean), S(n, b->sinv), SCR(n)));
+    if (n->fwd_bn != OFA_BN_RECAL)
+        return MANTA_OK;
+    mview mean = A(n, n->stats_tmp), var = A(n, n->stats_tmp + (size_t)c);
+    MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), mean, var, SCR(n)));
+    MANTA_TRY(nn_axpy(n->d, (size_t)c, n->recal_weight, mean, S(n, b->rmean)));
+    return nn_axpy(n->d, (size_t)c, n->recal_weight, var, S(n, b->rvar));
+}
+
+manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x,
+                                 size_t dy, size_t dx)
+{
+    nn_bn_shape sh = {n->batch, c, hw};
+    if (n->bn_sync) {
+        mview sums = A(n, n->stats_tmp);
+        MANTA_TRY(nn_bn_backward_reduce(n->d, &sh, A(n, x), S(n, b->smean), S(n, b->sinv),
+                                        G(n, dy), sums, DP(n, b->gamma), DP(n, b->beta),
+                                        SCR(n)));
+        MANTA_TRY(mcl_read(n->d, sums, n->sync_host, 2 * (size_t)c));
+        long m_total = 0;
+        MANTA_TRY(n->bn_sync(n->bn_sync_ctx, OFA_BN_SYNC_GRADS, n->sync_host, c,
+                             (long)n->batch * hw, &m_total, mcl_err(n->d)));
+        MANTA_TRY(mcl_write(n->d, sums, n->sync_host, 2 * (size_t)c));
+        return nn_bn_backward_apply(n->d, &sh, m_total, A(n, x), PW(n, b->gamma),
+                                    S(n, b->smean), S(n, b->sinv), G(n, dy), G(n, dx), sums);
+    }
+    return nn_bn_backward(n->d, &sh, A(n, x), PW(n, b->gamma), S(n, b->smean), S(n, b->sinv),
+                          G(n, dy), G(n, dx), DP(n, b->gamma), DP(n, b->beta), SCR(n));
+}
+
+manta_status ofa_net_recal_begin(ofa_net *n, long total_images)
+{
+    if (total_images < n->batch)
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_INVALID_ARG,
+                             "BN re-calibration over %ld images: fewer than one batch of %d",
+                             total_images, n->batch);
+    n->recal_weight = (float)n->batch / (float)total_images;
+    return MANTA_OK;
+}
+
+manta_status ofa_net_bn_zero_running(ofa_net *n, const ofa_bn *b, int c)
+{
+    MANTA_TRY(mcl_fill(n->d, S(n, b->rmean), 0.0f, (size_t)c));
+    return mcl_fill(n->d, S(n, b->rvar), 0.0f, (size_t)c);
+}
+
+manta_status ofa_net_act_forward(ofa_net *n, nn_act a, size_t len, size_t x, size_t y)
+{
+    return nn_act_forward(n->d, a, A(n, x), A(n, y), len);
+}
+
+manta_status ofa_net_act_backward(ofa_net *n, nn_act a, size_t len, size_t x, size_t dy,
+                                  size_t dx)
+{
+    return nn_act_backward(n->d, a, A(n, x), G(n, dy), G(n, dx), len);
+}
+
+/* ---- planning ----------------------------------------------------------------------------- */
+
+static manta_status check_spec(const ofa_mbconv_spec *sp, manta_err *err)
+{
+    const char *bad = NULL;
+    if (sp->in_c < 1)
+        bad = "in_c";
+    else if (sp->width < 1)
+        bad = "width";
+    else if (sp->mid_max < 1)
+        bad = "mid_max";
+    else if (sp->stride < 1)
+        bad = "stride";
+    else if (sp->h < 1)
+        bad = "h";
+    else if (sp->w < 1)
+        bad = "w";
+    else if (sp->n_ks < 1 || sp->n_ks > OFA_MBCONV_MAX_KS)
+        bad = "n_ks";
+    for (int i = 0; !bad && i < sp->n_ks; i++)
+        if (sp->ks[i] < 1 || sp->ks[i] % 2 == 0 || (i > 0 && sp->ks[i] <= sp->ks[i - 1]))
+            bad = "ks";
+    if (bad)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "MBConv slot: %s out of range (in %d, width %d, mid %d, stride %d, "
+                             "%d kernel sizes, input %dx%d)",
+                             bad, sp->in_c, sp->width, sp->mid_max, sp->stride, sp->n_ks, sp->h,
+                             sp->w);
+    return MANTA_OK;
+}
+
+manta_status ofa_mbconv_plan_weights(ofa_mbconv *u, const ofa_mbconv_spec *sp, mlayout *pl,
+                                     manta_err *err)
+{
+    MANTA_TRY(check_spec(sp, err));
+    *u = (ofa_mbconv){0};
+    u->in_c = sp->in_c;
+    u->width = sp->width;
+    u->mid_max = sp->mid_max;
+    u->se_max = ofa_mbconv_se_units(sp->mid_max);
+    u->stride = sp->stride;
+    u->act = sp->act;
+    u->se = sp->se;
+    u->n_ks = sp->n_ks;
+    for (int i = 0; i < sp->n_ks; i++)
+        u->ks[i] = sp->ks[i];
+    u->h = sp->h;
+    u->w = sp->w;
+    const int kmax = u->ks[u->n_ks - 1];
+    u->e_w = mlayout_add(pl, (size_t)u->mid_max * u->in_c);
+    u->dw_w = mlayout_add(pl, (size_t)u->mid_max * kmax * kmax);
+    for (int i = 0; i + 1 < u->n_ks; i++)
+        u->kmat[i] = mlayout_add(pl, (size_t)u->ks[i] * u->ks[i] * u->ks[i] * u->ks[i]);
+    if (u->se) {
+        u->se_r_w = mlayout_add(pl, (size_t)u->se_max * u->mid_max);
+        u->se_e_w = mlayout_add(pl, (size_t)u->mid_max * u->se_max);
+    }
+    u->p_w = mlayout_add(pl, (size_t)u->width * u->mid_max);
+    return MANTA_OK;
+}
+
+void ofa_mbconv_plan_bn(ofa_mbconv *u, mlayout *pl, mlayout *sl)
+{
+    ofa_bn_plan(&u->e_bn, u->mid_max, pl, sl);
+    ofa_bn_plan(&u->d_bn, u->mid_max, pl, sl);
+    ofa_bn_plan(&u->p_bn, u->width, pl, sl);
+    if (u->se) {
+        u->se_r_b = mlayout_add(pl, (size_t)u->se_max);
+        u->se_e_b = mlayout_add(pl, (size_t)u->mid_max);
+    }
+}
+
+/* Output size of the slot's depthwise convolution (pad k/2: the same for every odd k). */
+static int out_size(int in, int stride) { return (in - 1) / stride + 1; }
+
+void ofa_mbconv_plan_acts(const ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratch)
+{
+    ofa_mbconv_acts *t = &u->t;
+    const size_t B = (size_t)n->batch;
+    const int ho = out_size(u->h, u->stride), wo = out_size(u->w, u->stride);
+    const size_t in_mid = B * u->mid_max * u->h * u->w, out_mid = B * u->mid_max * ho * wo;
+    const size_t out_w = B * u->width * ho * wo;
+    t->e_conv = mlayout_add(al, in_mid);
+    t->e_bn = mlayout_add(al, in_mid);
+    t->e_act = mlayout_add(al, in_mid);
+    for (int k = 0; k + 1 < u->n_ks; k++)
+        t->kw[k] = mlayout_add(al, (size_t)u->mid_max * u->ks[k] * u->ks[k]);
+    t->d_conv = mlayout_add(al, out_mid);
+    t->d_bn = mlayout_add(al, out_mid);
+    t->d_act = mlayout_add(al, out_mid);
+    if (u->se) {
+        t->se_pool = mlayout_add(al, B * u->mid_max);
+        t->se_r = mlayout_add(al, B * u->se_max);
+        t->se_relu = mlayout_add(al, B * u->se_max);
+        t->se_e = mlayout_add(al, B * u->mid_max);
+        t->se_hsig = mlayout_add(al, B * u->mid_max);
+        t->se_out = mlayout_add(al, out_mid);
+    }
+    t->p_conv = mlayout_add(al, out_w);
+    t->p_bn = mlayout_add(al, out_w);
+    t->out = mlayout_add(al, out_w);
+    nn_conv2d_shape e = ofa_net_pw_shape(n, u->in_c, u->h, u->w, u->mid_max, 0);
+    nn_conv2d_shape pr = ofa_net_pw_shape(n, u->mid_max, ho, wo, u->width, 0);
+    ofa_net_need_conv(n, scratch, &e);
+    ofa_net_need_conv(n, scratch, &pr);
+    ofa_net_need_bn(n, scratch, u->mid_max, u->h * u->w);
+    ofa_net_need_bn(n, scratch, u->width, ho * wo);
+    ofa_net_need_dw(n, scratch, u->mid_max, u->h, u->w, u->ks[u->n_ks - 1], u->stride);
+}
+
+int ofa_mbconv_bns(const ofa_mbconv *u, const ofa_bn **bns, int *channels)
+{
+    bns[0] = &u->e_bn, channels[0] = u->mid_max;
+    bns[1] = &u->d_bn, channels[1] = u->mid_max;
+    bns[2] = &u->p_bn, channels[2] = u->width;
+    return 3;
+}
+
+int ofa_mbconv_bn_channels(const ofa_mbconv *u)
+{
+    return u->mid_max > u->width ? u->mid_max : u->width;
+}
+
+/* Uniform weights of a layer with @p fan_in inputs per output (PyTorch's bound). */
+static void fill_fan_in(manta_rng *r, float *w, size_t count, int fan_in)
+{
+    manta_rng_fill_uniform(r, w, count, 1.0f / sqrtf((float)fan_in));
+}
+
+void ofa_mbconv_init_weights(const ofa_mbconv *u, manta_rng *r, float *p)
+{
+    const int kmax = u->ks[u->n_ks - 1];
+    fill_fan_in(r, p + u->e_w, (size_t)u->mid_max * u->in_c, u->in_c);
+    fill_fan_in(r, p + u->dw_w, (size_t)u->mid_max * kmax * kmax, kmax * kmax);
+    for (int k = 0; k + 1 < u->n_ks; k++) {
+        int kk = u->ks[k] * u->ks[k];
+        for (int d = 0; d < kk; d++)
+            p[u->kmat[k] + (size_t)d * kk + d] = 1.0f;
+    }
+    if (u->se) {
+        fill_fan_in(r, p + u->se_r_w, (size_t)u->se_max * u->mid_max, u->mid_max);
+        fill_fan_in(r, p + u->se_e_w, (size_t)u->mid_max * u->se_max, u->se_max);
+    }
+    fill_fan_in(r, p + u->p_w, (size_t)u->width * u->mid_max, u->mid_max);
+}
+
+/* ---- the active configuration -------------------------------------------------------------- */
+
+int ofa_mbconv_se_units(int mid) { return ofa_make_divisible(mid / 4.0, 8); }
+
+manta_status ofa_mbconv_configure(const ofa_mbconv *u, ofa_mbconv_cfg *c, manta_err *err)
+{
+    const char *bad = NULL;
+    if (c->ki < 0 || c->ki >= u->n_ks)
+        bad = "kernel index";
+    else if (c->mid < 1 || c->mid > u->mid_max)
+        bad = "mid";
+    else if (u->se && (c->se < 1 || c->se > u->se_max))
+        bad = "se";
+    else if (c->h < 1 || c->h > u->h)
+        bad = "h";
+    else if (c->w < 1 || c->w > u->w)
+        bad = "w";
+    else if (c->residual && (u->stride != 1 || u->in_c != u->width))
+        bad = "residual";
+    if (bad)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "MBConv slot: %s out of range (kernel %d of %d, mid %d of %d, se %d "
+                             "of %d, input %dx%d of %dx%d, residual %d)",
+                             bad, c->ki, u->n_ks, c->mid, u->mid_max, c->se, u->se_max, c->h,
+                             c->w, u->h, u->w, (int)c->residual);
+    c->k = u->ks[c->ki];
+    c->stride = u->stride;
+    c->ho = out_size(c->h, u->stride);
+    c->wo = out_size(c->w, u->stride);
+    c->out = c->residual ? u->t.out : u->t.p_bn;
+    return MANTA_OK;
+}
+
+/* ---- forward and backward ------------------------------------------------------------------- */
+
+/* The depthwise kernel of the configuration: the stored largest one, or the transformed
+ * smaller one (computed in the forward pass). */
+static mview dw_weights(const ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c)
+{
+    return c->ki == u->n_ks - 1 ? PW(n, u->dw_w) : A(n, u->t.kw[c->ki]);
+}
+
+static size_t proj_input(const ofa_mbconv *u) { return u->se ? u->t.se_out : u->t.d_act; }
+
+/* Squeeze-and-excite forward: d_act (N, mid, ho*wo) -> se_out. */
+static manta_status se_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c)
+{
+    mcl_dev *d = n->d;
+    const ofa_mbconv_acts *t = &u->t;
+    const size_t B = (size_t)n->batch, ohw = (size_t)c->ho * c->wo;
+    nn_linear_shape r = {n->batch, c->mid, c->se, u->mid_max};
+    nn_linear_shape e = {n->batch, c->se, c->mid, u->se_max};
+    MANTA_TRY(nn_avgpool_forward(d, B * c->mid, ohw, A(n, t->d_act), A(n, t->se_pool)));
+    MANTA_TRY(nn_linear_forward(d, &r, A(n, t->se_pool), PW(n, u->se_r_w), PW(n, u->se_r_b),
+                                A(n, t->se_r)));
+    MANTA_TRY(ofa_net_act_forward(n, NN_ACT_RELU, B * c->se, t->se_r, t->se_relu));
+    MANTA_TRY(nn_linear_forward(d, &e, A(n, t->se_relu), PW(n, u->se_e_w), PW(n, u->se_e_b),
+                                A(n, t->se_e)));
+    MANTA_TRY(ofa_net_act_forward(n, NN_ACT_HSIGMOID, B * c->mid, t->se_e, t->se_hsig));
+    return nn_scale_forward(d, B * c->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
+                            A(n, t->se_out));
+}
+
+manta_status ofa_mbconv_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c)
+{
+    mcl_dev *d = n->d;
+    const ofa_mbconv_acts *t = &u->t;
+    const size_t B = (size_t)n->batch, hw = (size_t)c->h * c->w, ohw = (size_t)c->ho * c->wo;
+    nn_conv2d_shape e = ofa_net_pw_shape(n, u->in_c, c->h, c->w, c->mid, 0);
+    MANTA_TRY(nn_conv2d_forward(d, &e, A(n, c->in), PW(n, u->e_w), A(n, t->e_conv), SCR(n)));
+    MANTA_TRY(ofa_net_bn_forward(n, &u->e_bn, c->mid, (int)hw, t->e_conv, t->e_bn));
+    MANTA_TRY(ofa_net_act_forward(n, u->act, B * c->mid * hw, t->e_bn, t->e_act));
+    for (int i = u->n_ks - 2; i >= c->ki; i--) /* elastic kernel: K -> ... -> k */
+        MANTA_TRY(ofa_ktrans_forward(d, c->mid, u->ks[i + 1], u->ks[i],
+                                     i == u->n_ks - 2 ? PW(n, u->dw_w) : A(n, t->kw[i + 1]),
+                                     PW(n, u->kmat[i]), A(n, t->kw[i])));
+    nn_dw_shape dw = {n->batch, c->mid, c->h, c->w, c->k, u->stride, c->k / 2};
+    MANTA_TRY(nn_dw_forward(d, &dw, A(n, t->e_act), dw_weights(n, u, c), A(n, t->d_conv)));
+    MANTA_TRY(ofa_net_bn_forward(n, &u->d_bn, c->mid, (int)ohw, t->d_conv, t->d_bn));
+    MANTA_TRY(ofa_net_act_forward(n, u->act, B * c->mid * ohw, t->d_bn, t->d_act));
+    if (u->se)
+        MANTA_TRY(se_forward(n, u, c));
+    nn_conv2d_shape pr = ofa_net_pw_shape(n, c->mid, c->ho, c->wo, u->width, u->mid_max);
+    MANTA_TRY(nn_conv2d_forward(d, &pr, A(n, proj_input(u)), PW(n, u->p_w), A(n, t->p_conv),
+                                SCR(n)));
+    MANTA_TRY(ofa_net_bn_forward(n, &u->p_bn, u->width, (int)ohw, t->p_conv, t->p_bn));
+    if (c->residual)
+        MANTA_TRY(nn_add(d, B * u->width * ohw, A(n, c->in), A(n, t->p_bn), A(n, t->out)));
+    return MANTA_OK;
+}
+
+/* Squeeze-and-excite backward: from the gradient at se_out into the gradient at d_act
+ * (overwritten) and the SE parameters' gradients. The pooling gradient passes through
+ * se_out's gradient, free once the scale's backward has read it. */
+static manta_status se_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c)
+{
+    mcl_dev *d = n->d;
+    const ofa_mbconv_acts *t = &u->t;
+    const size_t B = (size_t)n->batch, ohw = (size_t)c->ho * c->wo;
+    nn_linear_shape r = {n->batch, c->mid, c->se, u->mid_max};
+    nn_linear_shape e = {n->batch, c->se, c->mid, u->se_max};
+    MANTA_TRY(nn_scale_backward(d, B * c->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
+                                G(n, t->se_out), G(n, t->d_act), G(n, t->se_hsig)));
+    MANTA_TRY(ofa_net_act_backward(n, NN_ACT_HSIGMOID, B * c->mid, t->se_e, t->se_hsig, t->se_e));
+    MANTA_TRY(nn_linear_backward(d, &e, A(n, t->se_relu), PW(n, u->se_e_w), G(n, t->se_e),
+                                 G(n, t->se_relu), DP(n, u->se_e_w), DP(n, u->se_e_b)));
+    MANTA_TRY(ofa_net_act_backward(n, NN_ACT_RELU, B * c->se, t->se_r, t->se_relu, t->se_r));
+    MANTA_TRY(nn_linear_backward(d, &r, A(n, t->se_pool), PW(n, u->se_r_w), G(n, t->se_r),
+                                 G(n, t->se_pool), DP(n, u->se_r_w), DP(n, u->se_r_b)));
+    MANTA_TRY(nn_avgpool_backward(d, B * c->mid, ohw, G(n, t->se_pool), G(n, t->se_out)));
+    return nn_axpy(d, B * c->mid * ohw, 1.0f, G(n, t->se_out), G(n, t->d_act));
+}
+
+/* Depthwise backward: the input gradient into e_act's, the weight gradient into the
+ * stored kernel directly, or into the transformed kernel's gradient and back through the
+ * matrices (K <- ... <- k) into the stored kernel and the matrices. */
+static manta_status dw_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c)
+{
+    mcl_dev *d = n->d;
+    const ofa_mbconv_acts *t = &u->t;
+    const bool smaller = c->ki < u->n_ks - 1;
+    mview dw_grad = smaller ? G(n, t->kw[c->ki]) : DP(n, u->dw_w);
+    if (smaller)
+        MANTA_TRY(mcl_fill(d, dw_grad, 0.0f, (size_t)c->mid * c->k * c->k));
+    nn_dw_shape dw = {n->batch, c->mid, c->h, c->w, c->k, u->stride, c->k / 2};
+    MANTA_TRY(nn_dw_backward(d, &dw, A(n, t->e_act), dw_weights(n, u, c), G(n, t->d_conv),
+                             G(n, t->e_act), dw_grad, SCR(n)));
+    for (int i = c->ki; i <= u->n_ks - 2; i++) {
+        bool top = i == u->n_ks - 2;
+        int big = u->ks[i + 1];
+        mview src = top ? PW(n, u->dw_w) : A(n, t->kw[i + 1]);
+        mview dsrc = top ? DP(n, u->dw_w) : G(n, t->kw[i + 1]);
+        if (!top)
+            MANTA_TRY(mcl_fill(d, dsrc, 0.0f, (size_t)c->mid * big * big));
+        MANTA_TRY(ofa_ktrans_backward(d, c->mid, big, u->ks[i], src, PW(n, u->kmat[i]),
+                                      G(n, t->kw[i]), dsrc, DP(n, u->kmat[i])));
+    }
+    return MANTA_OK;
+}
+
+manta_status ofa_mbconv_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c)
+{
+    mcl_dev *d = n->d;
+    const ofa_mbconv_acts *t = &u->t;
+    const size_t B = (size_t)n->batch, hw = (size_t)c->h * c->w, ohw = (size_t)c->ho * c->wo;
+    MANTA_TRY(ofa_net_bn_backward(n, &u->p_bn, u->width, (int)ohw, t->p_conv, c->out, t->p_conv));
+    nn_conv2d_shape pr = ofa_net_pw_shape(n, c->mid, c->ho, c->wo, u->width, u->mid_max);
+    MANTA_TRY(nn_conv2d_backward(d, &pr, A(n, proj_input(u)), PW(n, u->p_w), G(n, t->p_conv),
+                                 G(n, proj_input(u)), DP(n, u->p_w), SCR(n)));
+    if (u->se)
+        MANTA_TRY(se_backward(n, u, c));
+    MANTA_TRY(ofa_net_act_backward(n, u->act, B * c->mid * ohw, t->d_bn, t->d_act, t->d_bn));
+    MANTA_TRY(ofa_net_bn_backward(n, &u->d_bn, c->mid, (int)ohw, t->d_conv, t->d_bn, t->d_conv));
+    MANTA_TRY(dw_backward(n, u, c));
+    MANTA_TRY(ofa_net_act_backward(n, u->act, B * c->mid * hw, t->e_bn, t->e_act, t->e_bn));
+    MANTA_TRY(ofa_net_bn_backward(n, &u->e_bn, c->mid, (int)hw, t->e_conv, t->e_bn, t->e_conv));
+    nn_conv2d_shape e = ofa_net_pw_shape(n, u->in_c, c->h, c->w, c->mid, 0);
+    MANTA_TRY(nn_conv2d_backward(d, &e, A(n, c->in), PW(n, u->e_w), G(n, t->e_conv),
+                                 G(n, c->in), DP(n, u->e_w), SCR(n)));
+    if (c->residual)
+        MANTA_TRY(nn_axpy(d, B * u->width * hw, 1.0f, G(n, t->out), G(n, c->in)));
+    return MANTA_OK;
+}

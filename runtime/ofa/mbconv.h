@@ -1,0 +1,278 @@
+/**
+ * @file mbconv.h
+ * @brief Elastic MBConv units for the device networks of runtime/ (the OFA
+ *        classification supernet, the stereo-depth supernet): a small network
+ *        context a network embeds, its batch-norm and activation helpers, and
+ *        one MBConv slot planned at its largest width and input size and run at
+ *        any smaller configuration. Internal to runtime/ (layers above nn/).
+ *
+ * One slot (OFA's MBConv, see ofa/space.h):
+ *   1x1 expand in_c -> mid, BN, act;
+ *   kxk depthwise (pad k/2, the slot's stride), BN, act;
+ *   squeeze-and-excite when planned: pool, 1x1 mid -> se + bias, ReLU,
+ *     1x1 se -> mid + bias, h-sigmoid, scale;
+ *   1x1 project mid -> width, BN; identity skip when asked (stride 1, in_c == width).
+ * Elastic kernel: one depthwise weight at the largest kernel size; a smaller
+ * size is made from its centre through the slot's learned matrices, chained
+ * from size to size (ofa/elastic.h). Elastic width: the first mid expanded
+ * channels (and first se SE units) of the stored tensors, through the ops'
+ * weight row strides. Elastic depth is the network's: it runs its first d slots.
+ * Inputs need not be square: every shape uses the height and the width separately.
+ *
+ * Tensors are offsets (in floats) into the context's slabs: parameters,
+ * gradients (same layout), batch-norm state, activations and activation
+ * gradients (same layout); NCHW activations with the context's batch.
+ *
+ * Use: set ofa_net.d and .batch; plan every slot's decayed weights
+ * (ofa_mbconv_plan_weights(), in the network's order), then its batch norms
+ * and biases (ofa_mbconv_plan_bn()), then its activations and op scratch
+ * (ofa_mbconv_plan_acts()); plan the statistics buffer (ofa_net_plan_stats());
+ * create the slabs (ofa_net_alloc()); write initial values
+ * (ofa_mbconv_init_weights(), ofa_bn_init_values()). Per sub-network:
+ * ofa_mbconv_configure() each active slot. Per pass: set ofa_net.fwd_params and
+ * .fwd_bn, ofa_mbconv_forward() slot after slot, then ofa_mbconv_backward() in
+ * the reverse order. Nothing allocates after ofa_net_alloc().
+ */
+#ifndef MANTA_OFA_MBCONV_H
+#define MANTA_OFA_MBCONV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cl/slab.h"
+#include "core/rng.h"
+#include "nn/activation.h"
+#include "nn/conv.h"
+#include "ofa/supernet.h"
+
+/** Batch-norm momentum and epsilon of every network (OFA's, PyTorch's semantics). */
+#define OFA_BN_MOMENTUM 0.1f
+#define OFA_BN_EPS 1e-5f
+/** Most elastic kernel sizes of one slot (matrices between consecutive sizes: one fewer). */
+#define OFA_MBCONV_MAX_KS 4
+
+/* ---- the network context --------------------------------------------------------------- */
+
+/**
+ * What the helpers below need from the network that hosts them. The network owns
+ * it (embedded by value) and its slabs; ofa_net_alloc() creates them and
+ * ofa_net_free() releases them. Fields are read and set directly.
+ */
+typedef struct ofa_net {
+    mcl_dev *d;   /**< the device (not owned) */
+    int batch;    /**< N of every activation */
+    mslab params;  /**< parameters (n_params) */
+    mslab grads;   /**< parameter gradients, the parameters' layout; backward accumulates */
+    mslab state;   /**< batch-norm running and saved statistics */
+    mslab acts;    /**< activations */
+    mslab dacts;   /**< activation gradients, the activations' layout */
+    mslab scratch; /**< op scratch shared by every layer (no op keeps data in it) */
+    mview fwd_params;   /**< parameters of the current / last forward (the own slab or a copy) */
+    ofa_bn_mode fwd_bn; /**< batch-norm mode of the current / last forward */
+    float recal_weight; /**< batch / images of a re-calibration (ofa_net_recal_begin()) */
+    ofa_bn_sync_fn bn_sync; /**< synchronised batch norm across replicas, or NULL */
+    void *bn_sync_ctx;      /**< its context */
+    float *sync_host; /**< (2, widest) host copy of the statistics being synchronised; owned */
+    size_t stats_tmp; /**< activation offset of (2, widest) batch statistics */
+    int widest;       /**< largest channel count of any batch norm of the network */
+} ofa_net;
+
+/** Activation view at @p off. */
+static inline mview ofa_net_a(const ofa_net *n, size_t off) { return mslab_view(&n->acts, off); }
+/** Activation-gradient view at @p off. */
+static inline mview ofa_net_ga(const ofa_net *n, size_t off) { return mslab_view(&n->dacts, off); }
+/** Parameter view at @p off in the forward's parameters (ofa_net.fwd_params). */
+static inline mview ofa_net_p(const ofa_net *n, size_t off) { return mview_at(n->fwd_params, off); }
+/** Parameter-gradient view at @p off. */
+static inline mview ofa_net_gp(const ofa_net *n, size_t off) { return mslab_view(&n->grads, off); }
+/** Batch-norm state view at @p off. */
+static inline mview ofa_net_s(const ofa_net *n, size_t off) { return mslab_view(&n->state, off); }
+/** The shared op scratch. */
+static inline mview ofa_net_scratch(const ofa_net *n) { return mslab_view(&n->scratch, 0); }
+
+/** The 1x1 stride-1 unpadded convolution shape (n->batch, cin, h, w) -> cout, weight
+ *  rows of @p w_ld floats (0: cin). */
+nn_conv2d_shape ofa_net_pw_shape(const ofa_net *n, int cin, int h, int w, int cout, int w_ld);
+
+/** Raise *scratch to the op scratch of a convolution of shape @p c on n->d. */
+void ofa_net_need_conv(const ofa_net *n, size_t *scratch, const nn_conv2d_shape *c);
+/** Raise *scratch to the op scratch of a batch norm of @p c channels over @p hw values. */
+void ofa_net_need_bn(const ofa_net *n, size_t *scratch, int c, int hw);
+/** Raise *scratch to the op scratch of a depthwise convolution on (batch, c, h, w), kernel
+ *  k, pad k/2. */
+void ofa_net_need_dw(const ofa_net *n, size_t *scratch, int c, int h, int w, int k, int stride);
+
+/** Reserve the (2, @p widest) statistics buffer of synchronised and re-calibrating batch
+ *  norms in @p al; sets n->stats_tmp and n->widest. @p widest: the network's largest
+ *  batch-norm channel count. */
+void ofa_net_plan_stats(ofa_net *n, mlayout *al, int widest);
+
+/** The slab sizes of ofa_net_alloc() (floats) and the parameter slabs' names. */
+typedef struct ofa_net_sizes {
+    size_t params, state, acts, scratch;
+    const char *params_name, *grads_name; /**< static strings, for messages */
+} ofa_net_sizes;
+
+/**
+ * Create the slabs of @p n (zeroed; a zero size gets one float) and the host buffer of
+ * synchronised batch norm (after ofa_net_plan_stats()). On error what was created stays
+ * in @p n for ofa_net_free().
+ * @return the device's error (message in mcl_err(n->d)), MANTA_ERR_NO_MEMORY.
+ */
+manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz);
+/** Release what ofa_net_alloc() created (partly created, or nothing, too). */
+void ofa_net_free(ofa_net *n);
+
+/* ---- batch norm and activations --------------------------------------------------------- */
+
+/** A batch norm: parameter offsets (gamma, beta: (c)) and state offsets (running mean and
+ *  variance, saved mean and 1/sqrt(var + eps): (c)). */
+typedef struct ofa_bn {
+    size_t gamma, beta, rmean, rvar, smean, sinv;
+} ofa_bn;
+
+/** Reserve a batch norm of @p c channels: gamma, beta in @p pl, the statistics in @p sl. */
+void ofa_bn_plan(ofa_bn *b, int c, mlayout *pl, mlayout *sl);
+/** Initial values into host copies of the slabs: gamma 1, running variance 1 (beta and
+ *  running mean stay as they are: zero in a fresh buffer). */
+void ofa_bn_init_values(const ofa_bn *b, int c, float *params, float *state);
+
+/**
+ * Batch norm forward of the first @p c channels, x (batch, c, hw) -> y (activation
+ * offsets), in n->fwd_bn's mode with n->fwd_params: TRAIN (batch statistics, running ones
+ * moved by OFA_BN_MOMENTUM), BATCH_ONLY (batch statistics, running ones untouched), EVAL
+ * (running statistics), RECAL (batch statistics; n->recal_weight times their mean and
+ * biased variance added to the running ones). With n->bn_sync set, TRAIN and BATCH_ONLY
+ * statistics are those over every replica (a host round trip through n->sync_host).
+ * Needs c <= n->widest. @return the op's or the callback's error.
+ */
+manta_status ofa_net_bn_forward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x, size_t y);
+/**
+ * Backward of a TRAIN or BATCH_ONLY forward: dx overwritten (may be dy), dgamma and dbeta
+ * accumulated in the gradient slab; x is the forward input (activation offsets). With
+ * n->bn_sync set, the sums are exchanged as in the forward.
+ */
+manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x,
+                                 size_t dy, size_t dx);
+/**
+ * Start a re-calibration over @p total_images images (see ofa_supernet_recal_begin()):
+ * sets n->recal_weight. The network then zeroes each batch norm's running statistics
+ * with ofa_net_bn_zero_running().
+ * @return MANTA_ERR_INVALID_ARG when total_images is below one batch.
+ */
+manta_status ofa_net_recal_begin(ofa_net *n, long total_images);
+/** Zero the running mean and variance of @p b (@p c channels). */
+manta_status ofa_net_bn_zero_running(ofa_net *n, const ofa_bn *b, int c);
+
+/** y = a(x) over @p len floats (activation offsets; y may be x). */
+manta_status ofa_net_act_forward(ofa_net *n, nn_act a, size_t len, size_t x, size_t y);
+/** dx = dy * a'(x) over @p len floats; x is the forward input (activation offset), dy and
+ *  dx activation-gradient offsets (dx may be dy). */
+manta_status ofa_net_act_backward(ofa_net *n, nn_act a, size_t len, size_t x, size_t dy,
+                                  size_t dx);
+
+/* ---- the MBConv slot ----------------------------------------------------------------------- */
+
+/** What a slot is planned for: its largest configuration. */
+typedef struct ofa_mbconv_spec {
+    int in_c, width;  /**< input and output channels */
+    int mid_max;      /**< largest expanded channel count */
+    int stride;       /**< depthwise stride (1 or 2) */
+    nn_act act;       /**< activation after the expand and the depthwise convolutions */
+    bool se;          /**< squeeze-and-excite, make_divisible(mid_max / 4, 8) units at most */
+    int n_ks;         /**< 1 .. OFA_MBCONV_MAX_KS kernel sizes */
+    int ks[OFA_MBCONV_MAX_KS]; /**< odd, ascending; the last is the stored one */
+    int h, w;         /**< largest input height and width */
+} ofa_mbconv_spec;
+
+/** Activation offsets of one slot (each with its gradient at the same offset). */
+typedef struct ofa_mbconv_acts {
+    size_t e_conv, e_bn, e_act;    /**< (N, mid, h, w) */
+    size_t d_conv, d_bn, d_act;    /**< (N, mid, ho, wo) */
+    size_t se_pool, se_r, se_relu; /**< (N, mid), (N, se), (N, se) */
+    size_t se_e, se_hsig, se_out;  /**< (N, mid), (N, mid), (N, mid, ho, wo) */
+    size_t p_conv, p_bn, out;      /**< (N, width, ho, wo); out: after the skip */
+    size_t kw[OFA_MBCONV_MAX_KS];  /**< (mid, ks[i], ks[i]) transformed kernels, i < n_ks - 1 */
+} ofa_mbconv_acts;
+
+/** A planned slot: its spec and the offsets of its tensors. */
+typedef struct ofa_mbconv {
+    int in_c, width, mid_max, se_max, stride;
+    nn_act act;
+    bool se;
+    int n_ks, ks[OFA_MBCONV_MAX_KS];
+    int h, w; /**< largest input size */
+    /** parameters: expand (mid_max, in_c), depthwise (mid_max, K, K) at the largest kernel
+     *  K, SE reduce (se_max, mid_max) + (se_max), SE expand (mid_max, se_max) + (mid_max),
+     *  project (width, mid_max); kmat[i] (ks[i]^2, ks[i]^2) makes ks[i] from ks[i+1] */
+    size_t e_w, dw_w, se_r_w, se_r_b, se_e_w, se_e_b, p_w;
+    size_t kmat[OFA_MBCONV_MAX_KS];
+    ofa_bn e_bn, d_bn, p_bn; /**< (mid_max), (mid_max), (width) channels */
+    ofa_mbconv_acts t;
+} ofa_mbconv;
+
+/**
+ * Validate @p sp, copy it into @p u and reserve the decayed parameters in @p pl, in this
+ * order: expand, depthwise, kernel matrices, SE reduce and SE expand weights (with SE),
+ * projection. A network plans every slot's weights before any batch norm (decayed
+ * tensors first).
+ * @return MANTA_ERR_INVALID_ARG naming the field (message in @p err).
+ */
+manta_status ofa_mbconv_plan_weights(ofa_mbconv *u, const ofa_mbconv_spec *sp, mlayout *pl,
+                                     manta_err *err);
+/** Reserve the non-decayed parameters and the state: the expand, depthwise and projection
+ *  batch norms, then the SE biases (with SE). */
+void ofa_mbconv_plan_bn(ofa_mbconv *u, mlayout *pl, mlayout *sl);
+/** Reserve the activations for (n->batch, mid_max, h, w) and raise *scratch to what the
+ *  slot's ops need at that size (which covers every smaller configuration). */
+void ofa_mbconv_plan_acts(const ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratch);
+/** The batch norms of the slot and their channel counts (3 of them). */
+int ofa_mbconv_bns(const ofa_mbconv *u, const ofa_bn **bns, int *channels);
+/** The largest channel count of the slot's batch norms. */
+int ofa_mbconv_bn_channels(const ofa_mbconv *u);
+/**
+ * Initial weights into @p params (a host copy of the parameter slab), drawn from @p r in
+ * the order of ofa_mbconv_plan_weights(): uniform in +-1/sqrt(fan_in) (PyTorch's default
+ * for convolutions and linear layers), kernel matrices the identity. Biases stay zero;
+ * the batch norms are ofa_bn_init_values()'s.
+ */
+void ofa_mbconv_init_weights(const ofa_mbconv *u, manta_rng *r, float *params);
+
+/** The active configuration of a slot: set the inputs, then ofa_mbconv_configure(). */
+typedef struct ofa_mbconv_cfg {
+    int ki;        /**< index of the kernel size in the spec's ks */
+    int mid;       /**< expanded channels, 1 .. mid_max */
+    int se;        /**< SE units, 1 .. se_max (ignored without SE) */
+    int h, w;      /**< input size, 1 .. the planned h, w */
+    bool residual; /**< identity skip: needs stride 1 and in_c == width */
+    size_t in;     /**< activation offset of the input (N, in_c, h, w) */
+    /* set by ofa_mbconv_configure() */
+    int k, stride; /**< kernel size ks[ki]; the planned stride */
+    int ho, wo;    /**< output size */
+    size_t out;    /**< activation offset of the output (N, width, ho, wo) */
+} ofa_mbconv_cfg;
+
+/** OFA's SE units for @p mid expanded channels: make_divisible(mid / 4, 8). */
+int ofa_mbconv_se_units(int mid);
+
+/**
+ * Check @p c against @p u and fill its derived fields.
+ * @return MANTA_ERR_INVALID_ARG naming the field (message in @p err).
+ */
+manta_status ofa_mbconv_configure(const ofa_mbconv *u, ofa_mbconv_cfg *c, manta_err *err);
+
+/**
+ * Forward of @p u at @p c (configured) from activation c->in to c->out, with n->fwd_params
+ * in n->fwd_bn's mode; a smaller kernel is transformed from the stored one first.
+ */
+manta_status ofa_mbconv_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c);
+/**
+ * Backward of the last ofa_mbconv_forward() of @p u at @p c (a TRAIN or BATCH_ONLY forward
+ * on the own parameters), from the gradient at c->out: the input gradient at c->in is
+ * overwritten (a network whose input feeds other layers too adds their gradients
+ * afterwards); parameter gradients accumulate in the gradient slab, those of a smaller
+ * kernel through the kernel matrices into the stored kernel and the matrices.
+ */
+manta_status ofa_mbconv_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c);
+
+#endif
