@@ -8,6 +8,8 @@
 #   make bench-gpu  training images/s on a GPU against PyTorch (CUDA) on the same GPU (not a test)
 #   make bench-engine inference latency and arena against LiteRT and TFLM (not a test)
 #   make bench-search  after make demo: searched against uniform sub-networks at six budgets (not a test)
+#   make bench-stereo CKPT=...  a stereo checkpoint's largest / smallest sub-network against
+#                   OpenCV's SGBM on held-out pairs (not a test)
 #   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
 #   make bundle     relocatable programs + shared libraries for GPU servers with only the vendor
 #                   driver: build/bundle/manta-<version>-linux-<arch>/ and .tar.gz (tools/bundle.sh)
@@ -108,7 +110,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train bench-gpu bench-engine bench-search tune clean help fuzz bundle
+.PHONY: all lib test test-run demo deps bench-ops bench-train bench-gpu bench-stereo bench-engine bench-search tune clean help fuzz bundle
 ifeq ($(BOARD),)
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 else
@@ -254,6 +256,11 @@ bench-train: deps
 # Training images/s on a GPU (DEVICE, default gpu) against PyTorch (CUDA) on the same GPU, in
 # float32 and with TF32 (tools/bench/gpu_vs_torch.sh; PYTHON, ROWS, ROUNDS, STEPS: see there).
 # On a GPU machine that has only the bundle and the driver: tools/bench/gpu_session.sh.
+bench-stereo: deps
+	@$(MAKE) --no-print-directory all
+	@/usr/bin/python3 -c 'import cv2' 2>/dev/null || apt-get install -y python3-opencv
+	MANTA=$(MANTA) CKPT=$(CKPT) sh tools/bench/stereo_vs_sgbm.sh
+
 bench-gpu: deps
 	@$(MAKE) --no-print-directory all
 	MANTA=$(MANTA) sh tools/bench/gpu_vs_torch.sh

@@ -1,7 +1,6 @@
 /* Transposed convolution (see runtime/nn/deconv.h): the CPU variant's direct kernels
- * for k4 s2 p1 (exact x2 up-sampling), and the small kernels around the GEMM path (whose
- * column kernels are conv.cl's im2col and col2im): bias, bias gradient, and the sum of
- * the split weight gradient's partial sums.
+ * for k4 s2 p1 (exact x2 up-sampling). The GEMM path's column kernels are conv.cl's
+ * im2col and col2im, its bias and bias gradient bias.cl's (runtime/nn/bias.h).
  * Layouts: x (N, Cin, H, W); w Cin rows of Cout*16 ([ci][co][ky][kx]) with row stride
  * ld; y, dy (N, Cout, 2H, 2W) for k4 s2 p1. */
 
@@ -213,38 +212,4 @@ __kernel void deconv_k4s2_backward_w(VIEW(x), VIEW(dy), VIEW(dw), int n, int cin
         for (int t = 0; t < 16; t++)
             o[t] += hsum8(c[t]);
     }
-}
-
-/* y (N, C, HW) += bias[c]. Global N*C*HW, one work-item per value. */
-__kernel void deconv_add_bias(VIEW(y), VIEW(bias), int c, int hw, int total)
-{
-    PTR(y); PTR(bias);
-    int i = GID0;
-    if (i < total)
-        y[i] += bias[(i / hw) % c];
-}
-
-/* Bias gradient: part[s * C + co] = the sum of range s (of `splits` equal ranges) of
- * channel co's N*HW values of dy (N, C, HW); with `add`, part += that sum instead (one
- * range: part is the bias gradient itself). One work-group per (s, co), group s * C + co;
- * the local size a power of two with as many floats in scratch (1 on CPUs: one work-item
- * sums its whole range). */
-__kernel void deconv_bias_partial(VIEW(dy), VIEW(part), int n, int c, int hw, int splits,
-                                  int add, __local float *scratch)
-{
-    PTR(dy); PTR(part);
-    int g = (int)get_group_id(0), l = (int)get_local_id(0), L = (int)get_local_size(0);
-    int co = g % c, s = g / c;
-    if (s >= splits) /* whole groups only: the condition is uniform within a group */
-        return;
-    long total = (long)n * hw;
-    int lo = (int)(total * s / splits), hi = (int)(total * (s + 1) / splits);
-    float acc = 0.0f;
-    for (int r = lo + l; r < hi; r += L) {
-        int bb = r / hw;
-        acc += dy[(bb * c + co) * hw + (r - bb * hw)];
-    }
-    acc = wg_sum(acc, scratch);
-    if (l == 0)
-        part[s * c + co] = add ? part[s * c + co] + acc : acc;
 }

@@ -9,7 +9,8 @@ void stereo_batch_free(stereo_batch *b)
 {
     free(b->left);
     free(b->right);
-    for (int l = 0; l < STEREO_MAX_LEVELS; l++)
+    free(b->mask);
+    for (int l = 0; l < STEREO_BATCH_MAX_LEVELS; l++)
         free(b->gt[l]);
     stereo_pair_free(&b->pair);
     stereo_pair_free(&b->crop);
@@ -20,7 +21,7 @@ manta_status stereo_batch_alloc(stereo_batch *b, int n, int height, int width, i
                                 manta_err *err)
 {
     memset(b, 0, sizeof *b);
-    if (n < 1 || levels < 1 || levels > STEREO_MAX_LEVELS || height < 1 || width < 1 ||
+    if (n < 1 || levels < 1 || levels > STEREO_BATCH_MAX_LEVELS || height < 1 || width < 1 ||
         height > STEREO_MAX_SIDE || width > STEREO_MAX_SIDE)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "stereo batch: %d pairs of %dx%d with %d levels is out of range", n,
@@ -34,7 +35,8 @@ manta_status stereo_batch_alloc(stereo_batch *b, int n, int height, int width, i
     size_t plane = (size_t)height * (size_t)width;
     b->left = malloc((size_t)n * STEREO_CHANNELS * plane * sizeof(float));
     b->right = malloc((size_t)n * STEREO_CHANNELS * plane * sizeof(float));
-    bool ok = b->left && b->right;
+    b->mask = malloc((size_t)n * plane);
+    bool ok = b->left && b->right && b->mask;
     for (int l = 0; l < levels && ok; l++) {
         b->gt[l] = malloc((size_t)n * (plane >> (2 * l)) * sizeof(float));
         ok = b->gt[l] != NULL;
@@ -85,6 +87,7 @@ manta_status stereo_batch_fill(stereo_batch *b, const stereo_source *src, const 
     if (src->count < 1 || (src->kind == STEREO_SOURCE_FOLDER && !src->set))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "stereo batch: the source has no pairs");
     size_t plane = (size_t)b->height * (size_t)b->width, views = STEREO_CHANNELS * plane;
+    b->has_noc = true;
     for (int k = 0; k < b->n; k++) {
         long i = idx[k] % src->count;
         i = i < 0 ? i + src->count : i;
@@ -92,6 +95,8 @@ manta_status stereo_batch_fill(stereo_batch *b, const stereo_source *src, const 
         const stereo_pair *p = &b->crop;
         memcpy(b->left + (size_t)k * views, p->left, views * sizeof(float));
         memcpy(b->right + (size_t)k * views, p->right, views * sizeof(float));
+        memcpy(b->mask + (size_t)k * plane, p->mask, plane);
+        b->has_noc = b->has_noc && p->has_noc;
         for (int l = 0; l < b->levels; l++)
             MANTA_TRY(stereo_disp_downsample(p->disp, p->mask, b->height, b->width, l,
                                              b->gt[l] + (size_t)k * (plane >> (2 * l)), err));

@@ -14,6 +14,7 @@
 #ifndef MANTA_DATA_STEREO_BATCH_H
 #define MANTA_DATA_STEREO_BATCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/rng.h"
@@ -23,7 +24,7 @@
 #include "data/stereo_synth.h"
 
 /** Most scale levels of a batch's ground truth. */
-#define STEREO_MAX_LEVELS 8
+#define STEREO_BATCH_MAX_LEVELS 8
 
 /** Where pairs come from. */
 typedef enum stereo_source_kind {
@@ -43,14 +44,16 @@ typedef struct stereo_source {
 typedef struct stereo_batch {
     int n, height, width, levels;
     float *left, *right;               /**< (n, 3, H, W) each */
-    float *gt[STEREO_MAX_LEVELS];      /**< level l: (n, 1, H >> l, W >> l) */
+    float *gt[STEREO_BATCH_MAX_LEVELS]; /**< level l: (n, 1, H >> l, W >> l) */
+    uint8_t *mask;                     /**< (n, H, W) the pairs' STEREO_VALID | STEREO_NOC bits */
+    bool has_noc;                      /**< every pair of the batch knows its NOC bits */
     long index[64];                    /**< source indices of the first 64 pairs (reporting) */
     stereo_pair pair, crop;            /**< working pairs */
 } stereo_batch;
 
 /**
  * Allocate a batch of @p n pairs of @p height x @p width with @p levels ground-truth
- * scales (1 .. STEREO_MAX_LEVELS; H and W multiples of 2^(levels - 1)).
+ * scales (1 .. STEREO_BATCH_MAX_LEVELS; H and W multiples of 2^(levels - 1)).
  * @return MANTA_ERR_INVALID_ARG (a size, or sides not divisible), MANTA_ERR_NO_MEMORY;
  *         nothing stays allocated on error.
  */

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "cl/blas.h"
+#include "nn/bias.h"
 #include "nn/launch.h"
 
 /* The GEMM path works on the adjoint convolution (deconv.h): input (N, Cout, Ho, Wo),
@@ -87,23 +88,6 @@ static size_t wgrad_splits(const mcl_dev *d, const nn_deconv2d_shape *s)
     return nn_wgrad_splits(d, mul_sat((size_t)s->cin, col_rows(s)), col_cols(s));
 }
 
-/* The GPU variant's db: about BIAS_GROUPS work-groups in all, each summing a range of at
- * least BIAS_MIN_RANGE values of one channel; 1 (one work-item per channel) on the CPU
- * variant. */
-#define BIAS_GROUPS 256
-#define BIAS_MIN_RANGE 1024
-
-static size_t bias_splits(const mcl_dev *d, const nn_deconv2d_shape *s)
-{
-    if (!gpu_variant(d))
-        return 1;
-    size_t want = (BIAS_GROUPS + (size_t)s->cout - 1) / (size_t)s->cout, splits = 1;
-    size_t k = mul_sat((size_t)s->n, out_hw(s));
-    while (splits * 2 <= want && splits * 2 <= k / BIAS_MIN_RANGE)
-        splits *= 2;
-    return splits;
-}
-
 /* Floats of the col and xt parts of the scratch, before the partial sums. */
 static size_t gemm_floats(const nn_deconv2d_shape *s)
 {
@@ -112,12 +96,21 @@ static size_t gemm_floats(const nn_deconv2d_shape *s)
     return add_sat(col, xt);
 }
 
-/* Floats of the partial sums (0 when no gradient is split). */
+/* The bias of @p s: (N, Cout, Ho*Wo) (nn/bias.h). */
+static nn_bias_shape bias_shape(const nn_deconv2d_shape *s)
+{
+    size_t hw = out_hw(s);
+    return (nn_bias_shape){s->n, s->cout, hw > (size_t)INT_MAX ? INT_MAX : (int)hw};
+}
+
+/* Floats of the partial sums (0 when no gradient is split): the split dW's, or the bias
+ * gradient's scratch (nn_bias_channels_scratch_floats()). */
 static size_t part_floats(const mcl_dev *d, const nn_deconv2d_shape *s)
 {
-    size_t ws = wgrad_splits(d, s), bs = bias_splits(d, s);
+    size_t ws = wgrad_splits(d, s);
     size_t w = ws > 1 ? mul_sat(ws, mul_sat((size_t)s->cin, col_rows(s))) : 0;
-    size_t b = bs > 1 ? mul_sat(bs, (size_t)s->cout) : 0;
+    nn_bias_shape bs = bias_shape(s);
+    size_t b = nn_bias_channels_scratch_floats(d, &bs);
     return w > b ? w : b;
 }
 
@@ -170,40 +163,6 @@ static nn_conv2d_shape adjoint(const nn_deconv2d_shape *s)
     return (nn_conv2d_shape){s->n,        s->cout,    nn_deconv2d_out_h(s), nn_deconv2d_out_w(s),
                              s->cin,      s->kh,      s->kw,                s->stride_h,
                              s->stride_w, s->pad_h,   s->pad_w,             0};
-}
-
-/* y (N, Cout, Ho*Wo) += b[co] */
-static manta_status add_bias(mcl_dev *d, const nn_deconv2d_shape *s, mview b, mview y)
-{
-    size_t total = (size_t)s->n * (size_t)s->cout * out_hw(s);
-    mcl_launch L;
-    mcl_launch_begin(&L, d, "deconv", "deconv_add_bias");
-    mcl_arg_view(&L, y);
-    mcl_arg_view(&L, b);
-    nn_arg_ints(&L, (const int[]){s->cout, (int)out_hw(s), (int)total}, 3);
-    return nn_run_per_value(&L, total);
-}
-
-/* db (Cout) += the sum of dy (N, Cout, Ho*Wo) over N*Ho*Wo: bias_splits() ranges per
- * channel, each a work-group (one work-item on the CPU variant), written straight into db
- * when there is one range, else into @p part and summed. */
-static manta_status bias_grad(mcl_dev *d, const nn_deconv2d_shape *s, mview dy, mview db,
-                              mview part)
-{
-    size_t splits = bias_splits(d, s), cout = (size_t)s->cout;
-    size_t range = mul_sat((size_t)s->n, out_hw(s)) / splits;
-    mcl_launch L;
-    mcl_launch_begin(&L, d, "deconv", "deconv_bias_partial");
-    mcl_arg_view(&L, dy);
-    mcl_arg_view(&L, splits > 1 ? part : db);
-    nn_arg_ints(&L, (const int[]){s->n, s->cout, (int)out_hw(s), (int)splits, splits == 1}, 5);
-    size_t group = gpu_variant(d) ? nn_reduce_wg(&L, range) : 1;
-    mcl_arg_local(&L, group * sizeof(float));
-    mcl_launch_output(&L, splits * cout);
-    MANTA_TRY(mcl_launch_run(&L, 1, (size_t[]){splits * cout * group}, (size_t[]){group}));
-    if (splits == 1)
-        return MANTA_OK;
-    return nn_wgrad_reduce(d, part, db, cout, cout, cout, splits);
 }
 
 /* ---- CPU variant: direct k4 s2 p1 kernels ----------------------------------------- */
@@ -283,7 +242,8 @@ manta_status nn_deconv2d_forward(mcl_dev *d, const nn_deconv2d_shape *s, mview x
                                 cin * hw, 0.0f, scratch, col_cols(s), hw, (size_t)s->n));
     nn_conv2d_shape adj = adjoint(s);
     MANTA_TRY(nn_col2im(d, &adj, scratch, y));
-    return b.mem ? add_bias(d, s, b, y) : MANTA_OK;
+    nn_bias_shape bs = bias_shape(s);
+    return b.mem ? nn_bias_channels_forward(d, &bs, b, y) : MANTA_OK;
 }
 
 manta_status nn_deconv2d_backward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w,
@@ -292,12 +252,14 @@ manta_status nn_deconv2d_backward(mcl_dev *d, const nn_deconv2d_shape *s, mview 
     static const char op[] = "deconv2d backward";
     MANTA_TRY(check_shape(d, op, s));
     MANTA_TRY(nn_need_backward_buffers(d, op, x, w, dy, dx, dw));
-    bool split_bias = db.mem && bias_splits(d, s) > 1;
+    nn_bias_shape bs = bias_shape(s);
+    bool split_bias = db.mem && nn_bias_channels_scratch_floats(d, &bs) > 0;
     if (split_bias || (!direct(d, s) && (dx.mem || dw.mem)))
         MANTA_TRY(nn_need_buffer(d, op, "scratch", scratch));
     mview part = mview_at(scratch, direct(d, s) ? 0 : gemm_floats(s));
     if (db.mem)
-        MANTA_TRY(bias_grad(d, s, dy, db, part));
+        MANTA_TRY(nn_bias_channels_backward(d, &bs, dy, db,
+                                            split_bias ? part : (mview){NULL, 0}));
     if (direct(d, s)) {
         if (dw.mem)
             MANTA_TRY(direct_dw(d, s, x, dy, dw));

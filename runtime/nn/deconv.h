@@ -23,12 +23,14 @@
  *  - GPU: forward = GEMM W^T x (per image, written in the column layout) then col2im;
  *    dx = im2col of dy then GEMM W col; dW = GEMM over K = N*H*W, split along K into
  *    chunks (partial sums reduced by a second kernel) so that the GPU has enough
- *    work-groups; db a two-stage reduction. The column kernels are the convolution's
- *    (cl_kernels/conv.cl), the rest cl_kernels/deconv.cl.
+ *    work-groups; the bias and db those of nn/bias.h (db a two-stage reduction). The
+ *    column kernels are the convolution's (cl_kernels/conv.cl), the rest
+ *    cl_kernels/deconv.cl.
  *  - CPU: for k4 s2 p1, direct kernels (forward: each output gathers its 2 x 2 taps per
  *    input channel; dx: the 4 x 4 stride-2 convolution of dy; dW: one work-item per output
- *    channel and pair of input channels summing their 16 taps over N*H*W), no scratch;
- *    every other shape takes the GEMM path above with dW as one GEMM.
+ *    channel and pair of input channels summing their 16 taps over N*H*W; db nn/bias.h's
+ *    one work-item per channel), no scratch; every other shape takes the GEMM path above
+ *    with dW as one GEMM.
  *
  * Backward overwrites dx and *accumulates* into dw and db (dw += ..., db += ...), so
  * gradients of several passes add up until the optimizer step.

@@ -186,7 +186,7 @@ static void test_alloc_refusals(void **state)
     assert_int_equal(stereo_batch_alloc(&b, 2, 30, 64, 3, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "not a multiple of 4"));
     assert_int_equal(stereo_batch_alloc(&b, 0, 32, 64, 3, &e), MANTA_ERR_INVALID_ARG);
-    assert_int_equal(stereo_batch_alloc(&b, 1, 32, 64, STEREO_MAX_LEVELS + 1, &e),
+    assert_int_equal(stereo_batch_alloc(&b, 1, 32, 64, STEREO_BATCH_MAX_LEVELS + 1, &e),
                      MANTA_ERR_INVALID_ARG);
     assert_null(b.left);
 }

@@ -91,8 +91,9 @@ static void print_stereo(const stereo_space *s, const ofa_arch *a, bool layers, 
     }
     if (json) {
         printf("{\"space\":\"%s\",\"task\":\"stereo\",\"arch\":%s,\"macs\":%.0f,\"params\":%ld,"
-               "\"input\":[%d,%d,3],\"predictions\":%d",
-               s->name, enc, d->macs, d->params, s->crop_h, s->crop_w, stereo_preds(s));
+               "\"input\":[%d,%d,3],\"max_disp\":%d,\"predictions\":%d",
+               s->name, enc, d->macs, d->params, s->crop_h, s->crop_w, s->max_disp,
+               stereo_preds(s));
         if (layers) {
             printf(",\"layers\":[");
             for (int i = 0; i < d->n; i++) {

@@ -10,8 +10,12 @@
 
 int cmd_devices(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+/** manta train on a stereo space (train_stereo.c); cmd_train() hands it the command. */
+int cmd_train_stereo(int argc, char **argv);
 int cmd_train_tiny(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+/** manta eval of a stereo checkpoint (eval_stereo.c); cmd_eval() hands it the command. */
+int cmd_eval_stereo(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_arch(int argc, char **argv);

@@ -16,6 +16,7 @@
 #include "common/opts.h"
 #include "core/clock.h"
 #include "core/fileio.h"
+#include "stereo/space.h"
 #include "train_run.h"
 
 static const char *const MODES[] = {"data", "subnet", NULL};
@@ -432,8 +433,27 @@ static void run_close(train_run *r)
     sodium_memzero(r->cfg.key, sizeof r->cfg.key);
 }
 
+/* Whether the --space of argv names a stereo space (the stereo trainer takes the command). */
+static bool stereo_space_arg(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (!strcmp(argv[i], "--space") && i + 1 < argc)
+            v = argv[i + 1];
+        else if (!strncmp(argv[i], "--space=", 8))
+            v = argv[i] + 8;
+        bool stereo = false;
+        manta_err err = {0};
+        if (v && stereo_spec_is_stereo(v, &stereo, &err) == MANTA_OK && stereo)
+            return true;
+    }
+    return false;
+}
+
 int cmd_train(int argc, char **argv)
 {
+    if (stereo_space_arg(argc, argv))
+        return cmd_train_stereo(argc, argv);
     train_run *r = calloc(1, sizeof *r);
     if (!r) {
         fprintf(stderr, "manta train: out of memory\n");

@@ -1,0 +1,114 @@
+/**
+ * @file net.h
+ * @brief The stereo depth supernet on one device (the network of stereo/space.h): every
+ *        weight of its largest sub-network, and forward / backward passes through any
+ *        sub-network (elastic kernel, expand ratio and depth of the encoder units), from a
+ *        disparity prediction at every scale to the gradients of the multi-scale loss (which
+ *        the caller computes, e.g. with nn/disp_loss.h, into stereo_net_dpred()).
+ *
+ * Layout of a pass, for a batch of N pairs of H x W (the space's crop):
+ *   input (2N, 3, H, W): the N left images, then the N right images;
+ *   stem and units 1..corr_after_unit on all 2N images (shared weights: the left and the
+ *   right view go through the same layers as one batch of 2N, so batch norm sees both);
+ *   correlation of the left and right halves, concatenated with the redirect (1x1 conv,
+ *   BN, LeakyReLU 0.1) of the left half; the other units on N; the coarsest prediction
+ *   (3x3 conv + bias); per decoder level, coarse to fine: transposed conv k4 s2 p1 + bias
+ *   + LeakyReLU, concatenation [skip, upconv, the coarser prediction upsampled x2],
+ *   3x3 conv + bias + LeakyReLU, 3x3 conv + bias to the level's prediction. Every
+ *   prediction is a disparity in full-resolution pixels; prediction p = 0 (coarsest) ..
+ *   stereo_preds() - 1 (full resolution) has (N, 1, H >> (L - p), W >> (L - p)) values,
+ *   L the space's n_levels.
+ *
+ * Memory as ofa/supernet.h: parameter, gradient and momentum slabs of one layout (decayed
+ * weights first, then batch norms and biases), a state slab (batch-norm statistics), and
+ * activations planned once for the largest sub-network; nothing is allocated after
+ * creation.
+ *
+ * Parameter order: decayed: the stem, every slot's weights (ofa_mbconv_plan_weights(), unit
+ * by unit, block by block, the slots of the correlation's units reading its D + redir_width
+ * channels), the redirect, the coarsest prediction, then per level the transposed
+ * convolution (Cin, width, 4, 4), the 3x3 conv and the 3x3 prediction; not decayed: the
+ * batch norms (stem, slots with their SE biases, redirect), then the decoder's biases.
+ * Initial values: convolutions uniform in +-1/sqrt(fan_in) (PyTorch's bound, as the MBConv
+ * slots; a k4 s2 transposed convolution's fan-in is the Cin * 4 products each output sums),
+ * the predictions' weights 0.1 times that (the first disparities near 0), biases 0, batch
+ * norms as ofa_bn_init_values().
+ *
+ * Backward: a tensor read by several layers (a unit output that is also a decoder skip, the
+ * last shared tensor read by the correlation and the redirect, a level's 3x3 conv output read
+ * by its prediction and the next transposed convolution, a prediction read by the loss and
+ * the next level's upsampling) gets the sum of their gradients. The prediction gradients
+ * the caller fills are read, not changed.
+ */
+#ifndef MANTA_STEREO_NET_H
+#define MANTA_STEREO_NET_H
+
+#include <stdint.h>
+
+#include "cl/cl.h"
+#include "ofa/supernet.h"
+#include "stereo/space.h"
+
+typedef struct stereo_net stereo_net;
+
+/** Create the supernet of @p space on @p d for batches of @p batch pairs at the space's
+ *  crop, weights drawn from @p seed. @return MANTA_ERR_INVALID_ARG for a bad space or
+ *  batch; the device's errors (one buffer too large for the device names it). */
+manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
+                               stereo_net **out);
+/** Release @p n and its device buffers (NULL is allowed). */
+void stereo_net_destroy(stereo_net *n);
+
+/** The space the network was created for (a copy it owns). */
+const stereo_space *stereo_net_space(const stereo_net *n);
+/** Pairs per batch, N (the input holds 2N images). */
+int stereo_net_batch(const stereo_net *n);
+
+/** The slabs (see ofa_slabs): parameters, gradients, momentum, BN state. */
+void stereo_net_slabs(const stereo_net *n, ofa_slabs *out);
+
+/** Make @p a (the units' genes, stereo_arch_validate()) the active sub-network.
+ *  @return MANTA_ERR_INVALID_ARG naming the gene that is not one of the space's choices;
+ *  the active sub-network is then unchanged. */
+manta_status stereo_net_set_arch(stereo_net *n, const ofa_arch *a);
+
+/** The input tensor (2N, 3, H, W): left images then right images, values in [0, 1]. */
+mview stereo_net_input(const stereo_net *n);
+
+/** Prediction @p p (0 <= p < stereo_preds()) of the last forward:
+ *  (N, 1, H >> (L - p), W >> (L - p)). */
+mview stereo_net_pred(const stereo_net *n, int p);
+/** The gradient of prediction @p p, which the caller fills (or the loss does) before
+ *  stereo_net_backward(); stereo_net_forward() zeroes every prediction's gradient. */
+mview stereo_net_dpred(const stereo_net *n, int p);
+
+/**
+ * Forward the active sub-network on the input tensor, with @p params (the own parameters,
+ * or a slab of the same layout: a frozen teacher) and batch norm in mode @p bn. Zeroes the
+ * prediction gradients.
+ */
+manta_status stereo_net_forward(stereo_net *n, mview params, ofa_bn_mode bn);
+
+/** Backward of the last forward (a TRAIN or BATCH_ONLY forward on the own parameters)
+ *  from the prediction gradients; parameter gradients accumulate in the gradient slab. */
+manta_status stereo_net_backward(stereo_net *n);
+
+/**
+ * The layers of the active sub-network as the passes run them, for one image pair, in the
+ * format and order of stereo_describe(): names, kinds, shapes, kernel, stride, batch norm,
+ * bias, activation, residual, views, and the MACs and parameters of the op shapes the passes
+ * use (nn_conv2d_macs(), nn_dw_macs(), nn_deconv2d_macs(), nn_corr_macs()), totals included.
+ * The network is the one stereo_describe() describes when the two agree layer for layer.
+ * @return MANTA_ERR_INVALID_ARG before an architecture was set.
+ */
+manta_status stereo_net_layers(const stereo_net *n, stereo_desc *out);
+
+/** Start a batch-norm re-calibration over @p total_pairs pairs (ofa_supernet_recal_begin()):
+ *  every running mean and variance zeroed, then each OFA_BN_RECAL forward adds
+ *  batch / total_pairs times its batch statistics (the shared layers' over both views). */
+manta_status stereo_net_recal_begin(stereo_net *n, long total_pairs);
+
+/** Use synchronised batch norm across replicas (ofa_supernet_set_bn_sync()). */
+void stereo_net_set_bn_sync(stereo_net *n, ofa_bn_sync_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,45 @@
+/**
+ * @file state.h
+ * @brief The state of a stereo supernet training run in one checkpoint
+ *        (train/checkpoint.h's container): parameters, momentum, batch-norm statistics,
+ *        the teacher once it exists, the next step and the run's settings with the whole
+ *        search space, so a run resumes exactly and a sub-network is evaluated from the
+ *        file alone.
+ *
+ * Sections: "meta" (JSON: format "manta-stereo-train", version 1, schedule preset, batch,
+ * seed, next step, teacher flag, data source, training pairs, and the space as its spec
+ * object), "params", "momentum", "bn_state" and, once it exists, "teacher" (float32).
+ * The data order needs no section: the pairs of a step are a function of (seed, step).
+ */
+#ifndef MANTA_STEREO_STATE_H
+#define MANTA_STEREO_STATE_H
+
+#include <stdint.h>
+
+#include "stereo/train.h"
+
+typedef struct stereo_meta {
+    char preset[16];   /**< schedule preset */
+    int batch;
+    uint64_t seed;
+    long step;         /**< the next step to train */
+    int has_teacher;
+    char data[512];    /**< "synthetic" or the folder given */
+    long train_pairs;  /**< pairs of the training set (synthetic: generator indices) */
+} stereo_meta;
+
+/** Write the run state atomically to @p path. */
+manta_status stereo_state_save(const char *path, stereo_trainer *t, mcl_dev *d,
+                               const stereo_meta *m, manta_err *err);
+
+/** Read a checkpoint's settings and space (no device needed).
+ *  @return MANTA_ERR_FORMAT naming the file when it is not a stereo training checkpoint. */
+manta_status stereo_state_peek(const char *path, stereo_space *space, stereo_meta *m,
+                               manta_err *err);
+
+/** Restore parameters, momentum, statistics and teacher into @p t (created for the
+ *  checkpoint's space and batch) and the settings into @p m. */
+manta_status stereo_state_load(const char *path, stereo_trainer *t, mcl_dev *d, stereo_meta *m,
+                               manta_err *err);
+
+#endif

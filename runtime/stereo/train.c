@@ -1,0 +1,364 @@
+#include "stereo/train.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl/slab.h"
+#include "nn/disp_loss.h"
+#include "train/optim.h"
+
+struct stereo_trainer {
+    mcl_dev *d;
+    stereo_space space;
+    ofa_space view; /* the encoder as an OFA space: sampling and schedule presets */
+    ofa_schedule sched;
+    uint64_t seed;
+    int B, P;       /* pairs per batch; predictions */
+    stereo_net *net;
+    ofa_slabs sl;
+    mslab teacher;  /* parameters of the teacher */
+    mslab backup;   /* BN statistics saved around a re-calibration */
+    mslab io;       /* ground truth per prediction, the teacher's finest prediction, results */
+    size_t gt[STEREO_MAX_PREDS], teacher_pred, results, scratch;
+    int max_subnets, has_teacher;
+    float *host_results;
+};
+
+stereo_net *stereo_trainer_net(stereo_trainer *t) { return t->net; }
+const ofa_schedule *stereo_trainer_schedule(const stereo_trainer *t) { return &t->sched; }
+int stereo_trainer_has_teacher(const stereo_trainer *t) { return t->has_teacher; }
+mview stereo_trainer_teacher(const stereo_trainer *t) { return mslab_view(&t->teacher, 0); }
+void stereo_trainer_set_has_teacher(stereo_trainer *t, int has) { t->has_teacher = has; }
+
+/* Peak learning rates of the stereo presets (SGD, Nesterov momentum 0.9). */
+#define STEREO_LR 0.05f
+#define STEREO_LR_LATER 0.02f
+
+manta_status stereo_schedule_preset(const stereo_space *space, const char *preset, int batch,
+                                    long steps_per_epoch, ofa_schedule *out, manta_err *err)
+{
+    ofa_space view;
+    stereo_space_ofa_view(space, &view);
+    MANTA_TRY(ofa_schedule_preset(&view, preset, batch, steps_per_epoch, out, err));
+    /* quick and full: steps per phase sized by time rather than epochs (a step of 8 pairs
+     * of the largest stereo-cpu network took 0.7 s on 2 cores with PoCL; quick is about
+     * 20 minutes there, full 8 times that) */
+    static const long quick[6] = {900, 100, 50, 60, 40, 60};
+    const long scale = !strcmp(preset, "quick") ? 1 : !strcmp(preset, "full") ? 8 : 0;
+    for (int i = 0; i < out->n_phases; i++) {
+        ofa_phase *p = &out->phase[i];
+        p->reorder = -1;
+        /* the classification rates are for label-smoothed cross-entropy: the disparity
+         * loss (an L1 mean in pixels) takes STEREO_LR first, then STEREO_LR_LATER */
+        p->lr = i == 0 ? STEREO_LR : STEREO_LR_LATER;
+        if (scale && i < 6) {
+            p->steps = quick[i] * scale;
+            p->warmup_steps = p->steps / 20;
+        }
+    }
+    return MANTA_OK;
+}
+
+/* Level of the ground truth of prediction p: prediction P - 1 is full resolution. */
+static int level_of(const stereo_trainer *t, int p) { return t->P - 1 - p; }
+
+static nn_disp_loss_shape pred_shape(const stereo_trainer *t, int p)
+{
+    int l = level_of(t, p);
+    return (nn_disp_loss_shape){t->B, t->space.crop_h >> l, t->space.crop_w >> l};
+}
+
+/* Floats of a prediction's values. */
+static size_t pred_floats(const stereo_trainer *t, int p)
+{
+    nn_disp_loss_shape s = pred_shape(t, p);
+    return (size_t)s.n * (size_t)s.h * (size_t)s.w;
+}
+
+/* Results of one sub-network: NN_DISP_LOSS_RESULT floats per prediction, then the
+ * distillation's. */
+static size_t result_floats(const stereo_trainer *t)
+{
+    return (size_t)(t->P + 1) * NN_DISP_LOSS_RESULT;
+}
+
+void stereo_trainer_destroy(stereo_trainer *t)
+{
+    if (!t)
+        return;
+    mslab_destroy(t->d, &t->teacher);
+    mslab_destroy(t->d, &t->backup);
+    mslab_destroy(t->d, &t->io);
+    stereo_net_destroy(t->net);
+    free(t->host_results);
+    free(t);
+}
+
+/* Plan the trainer's device buffers in @p l. */
+static void plan_io(stereo_trainer *t, mlayout *l)
+{
+    for (int p = 0; p < t->P; p++)
+        t->gt[p] = mlayout_add(l, pred_floats(t, p));
+    t->teacher_pred = mlayout_add(l, pred_floats(t, t->P - 1));
+    t->results = mlayout_add(l, result_floats(t) * (size_t)t->max_subnets);
+    nn_disp_loss_shape s = pred_shape(t, t->P - 1);
+    t->scratch = mlayout_add(l, nn_disp_loss_scratch_floats(t->d, &s) + 1);
+}
+
+manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space,
+                                   const ofa_schedule *sched, uint64_t seed,
+                                   stereo_trainer **out)
+{
+    *out = NULL;
+    stereo_trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "trainer: out of host memory");
+    t->d = d;
+    t->space = *space;
+    stereo_space_ofa_view(space, &t->view);
+    t->sched = *sched;
+    t->seed = seed;
+    t->B = sched->batch;
+    t->P = stereo_preds(space);
+    for (int i = 0; i < sched->n_phases; i++)
+        if (sched->phase[i].subnets > t->max_subnets)
+            t->max_subnets = sched->phase[i].subnets;
+    t->max_subnets = t->max_subnets > 0 ? t->max_subnets : 1;
+    manta_status st = stereo_net_create(d, space, t->B, seed, &t->net);
+    if (st == MANTA_OK) {
+        stereo_net_slabs(t->net, &t->sl);
+        mlayout l = {0};
+        plan_io(t, &l);
+        st = mslab_create(d, &t->io, l.total, "trainer buffers");
+    }
+    if (st == MANTA_OK)
+        st = mslab_create(d, &t->teacher, t->sl.n_params, "teacher parameters");
+    if (st == MANTA_OK)
+        st = mslab_create(d, &t->backup, t->sl.n_state, "saved batch-norm statistics");
+    t->host_results = malloc(result_floats(t) * (size_t)t->max_subnets * sizeof(float));
+    if (st == MANTA_OK && !t->host_results)
+        st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "trainer: out of host memory");
+    if (st != MANTA_OK) {
+        stereo_trainer_destroy(t);
+        return st;
+    }
+    *out = t;
+    return MANTA_OK;
+}
+
+static mview IO(const stereo_trainer *t, size_t off) { return mslab_view(&t->io, off); }
+
+int stereo_trainer_round(const stereo_trainer *t, long step)
+{
+    long total = ofa_schedule_total_steps(&t->sched);
+    int rounds = t->space.n_rounds;
+    if (total <= 0 || step <= 0)
+        return 0;
+    long r = step * rounds / total;
+    return r >= rounds ? rounds - 1 : (int)r;
+}
+
+/* Upload the views and the ground truth of every prediction of @p b. */
+static manta_status upload(stereo_trainer *t, const stereo_batch *b)
+{
+    if (b->n != t->B || b->height != t->space.crop_h || b->width != t->space.crop_w ||
+        b->levels < t->P)
+        return manta_err_set(mcl_err(t->d), MANTA_ERR_INVALID_ARG,
+                             "stereo trainer: a batch of %d pairs of %dx%d with %d levels; the "
+                             "trainer needs %d of %dx%d with %d",
+                             b->n, b->width, b->height, b->levels, t->B, t->space.crop_w,
+                             t->space.crop_h, t->P);
+    size_t views = (size_t)t->B * STEREO_CHANNELS * (size_t)b->height * (size_t)b->width;
+    mview in = stereo_net_input(t->net);
+    MANTA_TRY(mcl_write(t->d, in, b->left, views));
+    MANTA_TRY(mcl_write(t->d, mview_at(in, views), b->right, views));
+    for (int p = 0; p < t->P; p++)
+        MANTA_TRY(mcl_write(t->d, IO(t, t->gt[p]), b->gt[level_of(t, p)], pred_floats(t, p)));
+    return MANTA_OK;
+}
+
+/* The multi-scale loss of the last forward into the results of sub-network @p k (and the
+ * gradients of the predictions); with @p distill, the distillation loss too. */
+static manta_status losses(stereo_trainer *t, int k, int round, int distill)
+{
+    size_t res = t->results + (size_t)k * result_floats(t);
+    MANTA_TRY(mcl_fill(t->d, IO(t, res), 0.0f, result_floats(t)));
+    for (int p = 0; p < t->P; p++) {
+        float w = (float)t->space.loss_w[round][p];
+        if (w <= 0.0f)
+            continue;
+        nn_disp_loss_shape s = pred_shape(t, p);
+        nn_disp_loss_params lp = {NN_DISP_LOSS_L1, w, (float)t->space.max_disp, 0.0f};
+        MANTA_TRY(nn_disp_loss(t->d, &s, &lp, stereo_net_pred(t->net, p), IO(t, t->gt[p]),
+                               IO(t, res + (size_t)p * NN_DISP_LOSS_RESULT),
+                               stereo_net_dpred(t->net, p), IO(t, t->scratch)));
+    }
+    if (!distill)
+        return MANTA_OK;
+    const int f = t->P - 1;
+    nn_disp_loss_shape s = pred_shape(t, f);
+    nn_disp_loss_params kd = {NN_DISP_LOSS_L1, t->sched.kd_ratio, 0.0f, 1.0f};
+    return nn_disp_loss(t->d, &s, &kd, stereo_net_pred(t->net, f), IO(t, t->teacher_pred),
+                        IO(t, res + (size_t)t->P * NN_DISP_LOSS_RESULT),
+                        stereo_net_dpred(t->net, f), IO(t, t->scratch));
+}
+
+/* What happens before the first step of a phase. */
+static manta_status begin_phase(stereo_trainer *t, int phase)
+{
+    if (phase > 0 && !t->has_teacher) { /* the first phase's network is the teacher */
+        MANTA_TRY(mcl_copy(t->d, mslab_view(&t->teacher, 0), t->sl.params, t->sl.n_params));
+        t->has_teacher = 1;
+    }
+    return mcl_fill(t->d, t->sl.momentum, 0.0f, t->sl.n_params);
+}
+
+/* The step's figures from the results of its @p subnets sub-networks. */
+static void summarise(const stereo_trainer *t, int subnets, int distill, stereo_step_result *o)
+{
+    double loss = 0, kd = 0, epe = 0;
+    const size_t per = result_floats(t);
+    for (int k = 0; k < subnets; k++) {
+        const float *r = t->host_results + (size_t)k * per;
+        for (int p = 0; p < t->P; p++)
+            loss += r[(size_t)p * NN_DISP_LOSS_RESULT];
+        epe += r[(size_t)(t->P - 1) * NN_DISP_LOSS_RESULT + 1];
+        if (distill)
+            kd += r[(size_t)t->P * NN_DISP_LOSS_RESULT] / t->sched.kd_ratio;
+    }
+    o->kd_loss = (float)(kd / subnets);
+    o->loss = (float)((loss + t->sched.kd_ratio * kd) / subnets);
+    o->epe = (float)(epe / subnets);
+}
+
+manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batch *b,
+                                 stereo_step_result *out)
+{
+    mcl_dev *d = t->d;
+    long in_phase;
+    int phase = ofa_schedule_locate(&t->sched, step, &in_phase);
+    if (phase < 0)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "stereo trainer: step %ld is past the schedule's %ld steps", step,
+                             ofa_schedule_total_steps(&t->sched));
+    const ofa_phase *p = &t->sched.phase[phase];
+    if (in_phase == 0)
+        MANTA_TRY(begin_phase(t, phase));
+    MANTA_TRY(upload(t, b));
+    MANTA_TRY(mcl_fill(d, t->sl.grads, 0.0f, t->sl.n_params));
+    const int distill = p->distill && t->has_teacher && t->sched.kd_ratio > 0;
+    const int round = stereo_trainer_round(t, step), r = t->space.crop_h;
+    ofa_arch a;
+    if (distill) {
+        stereo_arch_max(&t->space, &a);
+        MANTA_TRY(stereo_net_set_arch(t->net, &a));
+        MANTA_TRY(stereo_net_forward(t->net, mslab_view(&t->teacher, 0), OFA_BN_BATCH_ONLY));
+        MANTA_TRY(mcl_copy(d, IO(t, t->teacher_pred), stereo_net_pred(t->net, t->P - 1),
+                           pred_floats(t, t->P - 1)));
+    }
+    const int subnets = p->subnets < t->max_subnets ? p->subnets : t->max_subnets;
+    for (int k = 0; k < subnets; k++) {
+        ofa_sample_subnet(&t->view, p, t->seed, step, k, r, &a);
+        MANTA_TRY(stereo_net_set_arch(t->net, &a));
+        MANTA_TRY(stereo_net_forward(t->net, t->sl.params, OFA_BN_TRAIN));
+        MANTA_TRY(losses(t, k, round, distill));
+        MANTA_TRY(stereo_net_backward(t->net));
+    }
+    /* the one read of a step: every sub-network's losses */
+    MANTA_TRY(mcl_read(d, IO(t, t->results), t->host_results, result_floats(t) * (size_t)subnets));
+    lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
+    float lr = lr_at(&ls, in_phase);
+    optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
+    MANTA_TRY(optim_sgd_step(d, &opt, lr, 1.0f, t->sl.params, t->sl.grads, t->sl.momentum,
+                             t->sl.n_decay, t->sl.n_params));
+    if (out) {
+        summarise(t, subnets, distill, out);
+        out->phase = phase;
+        out->round = round;
+        out->lr = lr;
+    }
+    return mcl_finish(d);
+}
+
+/* Select @p a, save the BN statistics and re-calibrate them over @p pairs pairs. */
+static manta_status recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
+                                stereo_batch_fn recal, void *ctx, long pairs)
+{
+    MANTA_TRY(stereo_net_set_arch(t->net, a));
+    MANTA_TRY(mcl_copy(t->d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
+    long batches = pairs / t->B;
+    if (batches < 1)
+        return MANTA_OK; /* too few pairs: the supernet's statistics as they are */
+    manta_status st = stereo_net_recal_begin(t->net, batches * t->B);
+    for (long i = 0; i < batches && st == MANTA_OK; i++) {
+        int count = 0;
+        st = recal(ctx, i, b, &count);
+        if (st == MANTA_OK)
+            st = upload(t, b);
+        if (st == MANTA_OK)
+            st = stereo_net_forward(t->net, t->sl.params, OFA_BN_RECAL);
+    }
+    return st;
+}
+
+manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
+                                     stereo_batch_fn recal, void *recal_ctx, long recal_pairs,
+                                     stereo_batch_fn eval, void *eval_ctx, long eval_pairs,
+                                     stereo_metrics *m, float *pred)
+{
+    const size_t plane = (size_t)t->space.crop_h * (size_t)t->space.crop_w;
+    float *host = malloc((size_t)t->B * plane * sizeof *host);
+    if (!host)
+        return manta_err_set(mcl_err(t->d), MANTA_ERR_NO_MEMORY, "evaluation: out of memory");
+    manta_status st = recalibrate(t, a, b, recal, recal_ctx, recal_pairs);
+    long seen = 0;
+    for (long i = 0; seen < eval_pairs && st == MANTA_OK; i++) {
+        int count = 0;
+        st = eval(eval_ctx, i, b, &count);
+        if (st != MANTA_OK || count <= 0)
+            break;
+        if ((st = upload(t, b)) == MANTA_OK)
+            st = stereo_net_forward(t->net, t->sl.params, OFA_BN_EVAL);
+        if (st == MANTA_OK)
+            st = mcl_read(t->d, stereo_net_pred(t->net, t->P - 1), host, (size_t)t->B * plane);
+        count = count < eval_pairs - seen ? count : (int)(eval_pairs - seen);
+        for (int k = 0; k < count && st == MANTA_OK; k++) {
+            /* a view of pair k's ground truth (not owned) */
+            stereo_pair gt = {.height = b->height, .width = b->width,
+                              .disp = b->gt[0] + (size_t)k * plane,
+                              .mask = b->mask + (size_t)k * plane, .has_noc = b->has_noc};
+            stereo_metrics_add(m, host + (size_t)k * plane, &gt);
+            if (pred)
+                memcpy(pred + (size_t)(seen + k) * plane, host + (size_t)k * plane,
+                       plane * sizeof *pred);
+        }
+        seen += count;
+    }
+    free(host);
+    manta_status rs = mcl_copy(t->d, t->sl.state, mslab_view(&t->backup, 0), t->sl.n_state);
+    return st != MANTA_OK ? st : rs;
+}
+
+void stereo_heldout_source(const stereo_space *s, uint64_t seed, long count, stereo_source *out)
+{
+    *out = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .base = (uint64_t)1 << 40,
+                           .count = count};
+    stereo_synth_opts_default(&out->synth, s->crop_w, s->crop_h, (float)s->max_disp,
+                              seed ^ 0x6865ULL);
+}
+
+manta_status stereo_ordered_batch(void *ctx, long index, stereo_batch *b, int *count)
+{
+    const stereo_source *src = ctx;
+    long idx[64];
+    int n = b->n < 64 ? b->n : 64;
+    for (int k = 0; k < n; k++)
+        idx[k] = index * b->n + k;
+    *count = b->n;
+    stereo_aug_params crop = {.crop_h = b->height, .crop_w = b->width, .per_view = true};
+    manta_rng rng;
+    manta_rng_seed(&rng, (uint64_t)index, 7);
+    manta_err err = {0};
+    bool folder = src->kind == STEREO_SOURCE_FOLDER;
+    return stereo_batch_fill(b, src, idx, folder ? &crop : NULL, folder ? &rng : NULL, &err);
+}

@@ -1,0 +1,102 @@
+/**
+ * @file train.h
+ * @brief Progressive-shrinking training of the stereo depth supernet on one device, and
+ *        evaluation of its sub-networks (EPE, bad-t, D1; with BN re-calibration).
+ *
+ * One step, as the classification trainer (train/ofa_train.h): on a phase's first step
+ * the phase starts (the teacher snapshot after the first phase, zero momentum); when the
+ * phase distils, the teacher (the network as it was at the end of the first phase)
+ * predicts the batch's finest disparity once; then `subnets` times a sub-network is
+ * sampled from (seed, step, k) over the phase's choices, run forward and backward on the
+ * same pairs, and its gradients add up; then one SGD step. The loss of a sub-network is
+ * the multi-scale disparity loss, sum over predictions p of w_p * mean L1 error over the
+ * valid pixels of the ground truth at p's scale (data/stereo_batch.h), w the space's loss
+ * weights of the round the step is in (round r of R covers steps [r T / R, (r + 1) T / R)
+ * of the T steps of the schedule: the weight moves from the coarse predictions to the
+ * finest over training), plus kd_ratio times the mean L1 difference between its finest
+ * prediction and the teacher's (pixels where the teacher's is positive).
+ * Width re-organisation (OFA's channel sorting before the expand phases) is not done for
+ * the stereo network: the schedule's expand phases train the leading channels as they are.
+ */
+#ifndef MANTA_STEREO_TRAIN_H
+#define MANTA_STEREO_TRAIN_H
+
+#include <stdint.h>
+
+#include "data/stereo_batch.h"
+#include "data/stereo_metrics.h"
+#include "stereo/net.h"
+#include "train/schedule.h"
+
+typedef struct stereo_trainer stereo_trainer;
+
+/**
+ * A schedule preset for @p space, batches of @p batch pairs: train/schedule.h's phases over
+ * the space's encoder (full network, elastic kernel, depth, expand ratio; the sub-networks
+ * per step and distillation as there), without width re-organisation, learning rates for
+ * the disparity loss (0.05 in the first phase, 0.02 later), and steps per phase: "smoke"
+ * 3 each (tests); "quick" 900, 100, 50, 60, 40, 60 (about 20 minutes for stereo-cpu at
+ * batch 8 on 2 cores); "full" 8 times those. @p steps_per_epoch is used by smoke only.
+ */
+manta_status stereo_schedule_preset(const stereo_space *space, const char *preset, int batch,
+                                    long steps_per_epoch, ofa_schedule *out, manta_err *err);
+
+/** Create the supernet and the trainer's buffers (all allocation happens here). */
+manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space,
+                                   const ofa_schedule *sched, uint64_t seed,
+                                   stereo_trainer **out);
+void stereo_trainer_destroy(stereo_trainer *t);
+
+stereo_net *stereo_trainer_net(stereo_trainer *t);
+const ofa_schedule *stereo_trainer_schedule(const stereo_trainer *t);
+
+/** Whether the teacher snapshot exists; its slab; mark it present after a restore. */
+int stereo_trainer_has_teacher(const stereo_trainer *t);
+mview stereo_trainer_teacher(const stereo_trainer *t);
+void stereo_trainer_set_has_teacher(stereo_trainer *t, int has);
+
+/** The loss round of global step @p step (see the file comment). */
+int stereo_trainer_round(const stereo_trainer *t, long step);
+
+typedef struct stereo_step_result {
+    int phase, round;
+    float loss;    /**< mean over the sub-networks: multi-scale loss + kd_ratio * kd loss */
+    float kd_loss; /**< mean distillation loss (0 when the phase does not distil) */
+    float epe;     /**< mean over the sub-networks of the finest prediction's EPE (px) */
+    float lr;
+} stereo_step_result;
+
+/**
+ * Train global step @p step (0-based) on batch @p b (its n the trainer's batch, its size
+ * the space's crop, its levels at least the space's n_levels + 1). Steps are given in
+ * order from the step the trainer starts at. @p out may be NULL.
+ */
+manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batch *b,
+                                 stereo_step_result *out);
+
+/** Fill batch @p index of an evaluation or re-calibration source into @p b; *count is the
+ *  number of real pairs in it (0: the source is exhausted). */
+typedef manta_status (*stereo_batch_fn)(void *ctx, long index, stereo_batch *b, int *count);
+
+/** The held-out pairs of a run seeded @p seed: @p count generated pairs of the space's crop
+ *  and max_disp, generator indices from 2^40 with the seed xor 0x6865 (never a training
+ *  pair). `manta stereo-data --seed <seed xor 26725> --first 1099511627776` writes them. */
+void stereo_heldout_source(const stereo_space *s, uint64_t seed, long count, stereo_source *out);
+
+/** A stereo_batch_fn over @p src (a stereo_source *): pairs index * n .. index * n + n - 1,
+ *  a folder's cropped to the batch's size at a place drawn from the index; *count = n. */
+manta_status stereo_ordered_batch(void *src, long index, stereo_batch *b, int *count);
+
+/**
+ * Quality of sub-network @p a: BN statistics re-calibrated over @p recal_pairs pairs from
+ * @p recal, then @p eval_pairs pairs from @p eval in eval mode, their finest predictions
+ * added to @p m (stereo_metrics_add()). The supernet's statistics are restored afterwards.
+ * @p b: a batch of the trainer's size for the sources to fill. When @p pred is not NULL it
+ * receives the finest prediction of every evaluated pair ((eval_pairs, H, W)).
+ */
+manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
+                                     stereo_batch_fn recal, void *recal_ctx, long recal_pairs,
+                                     stereo_batch_fn eval, void *eval_ctx, long eval_pairs,
+                                     stereo_metrics *m, float *pred);
+
+#endif

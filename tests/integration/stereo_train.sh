@@ -1,0 +1,50 @@
+#!/bin/sh
+# manta train on a stereo space (tests/data/stereo_tiny.json), smoke schedule: every phase
+# ends with an evaluation and a checkpoint; a run stopped and resumed writes the same
+# figures as one that ran through; manta eval of the checkpoint prints EPE, bad-t and D1
+# and writes the colour-mapped images; bad input gives one line and no files.
+set -eu
+M="${BUILD:-build}/bin/manta"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+SPACE=tests/data/stereo_tiny.json
+ARGS="--space $SPACE --schedule smoke --batch 2 --train-pairs 64 --eval-pairs 6 --recal-pairs 4 --log-every 1"
+
+"$M" train $ARGS --out "$out/a" >"$out/a.txt" || fail "train: exit status $?"
+cat "$out/a.txt"
+[ "$(grep -c '"event":"phase_end"' "$out/a/metrics.jsonl")" = 6 ] || fail "not 6 phase ends"
+for p in 1-full 2-kernel 3-depth-1 4-depth-2 5-expand-1 6-expand-2; do
+    [ -s "$out/a/phase-$p.ckpt" ] || fail "no checkpoint phase-$p.ckpt"
+done
+grep -q 'held-out EPE largest [0-9.]* px' "$out/a.txt" || fail "no held-out EPE line"
+
+# stop after 4 steps (inside the second phase), resume: the same figures
+"$M" train $ARGS --out "$out/b" --stop-after 4 >"$out/b1.txt" || fail "train --stop-after: $?"
+grep -q 'stopped after 4 steps' "$out/b1.txt" || fail "no stop line"
+"$M" train --space $SPACE --out "$out/b" --resume --log-every 1 --eval-pairs 6 \
+    --recal-pairs 4 >"$out/b2.txt" || fail "train --resume: exit status $?"
+grep '"event":"phase_end"' "$out/a/metrics.jsonl" >"$out/a.ends"
+grep '"event":"phase_end"' "$out/b/metrics.jsonl" >"$out/b.ends"
+cmp "$out/a.ends" "$out/b.ends" || fail "a resumed run's evaluations differ from the uninterrupted run's"
+
+# evaluation of the checkpoint, with images
+"$M" eval --ckpt "$out/a/latest.ckpt" --arch min --pairs 6 --recal-pairs 4 --images "$out/img" \
+    --show 2 --json >"$out/eval.json" || fail "eval: exit status $?"
+grep -q '"all":{"epe":[0-9.]*,"bad1"' "$out/eval.json" || fail "eval: no figures"
+for k in left gt pred error; do
+    [ -s "$out/img/0001_$k.png" ] || fail "eval: no image 0001_$k.png"
+done
+"$M" eval --ckpt "$out/a/latest.ckpt" --pairs 6 --recal-pairs 4 | grep -q '^all  EPE' ||
+    fail "eval: no text line"
+
+# bad input: one line naming what is wrong, non-zero, nothing written
+sed 's/"crop": {"height": 16, "width": 32}/"crop": {"height": 12, "width": 32}/' $SPACE >"$out/bad.json"
+if "$M" train --space "$out/bad.json" --schedule smoke --out "$out/c" 2>"$out/bad.txt"; then
+    fail "a crop not divisible by the stride-2 stages was accepted"
+fi
+cat "$out/bad.txt"
+[ "$(wc -l <"$out/bad.txt")" = 1 ] || fail "bad space: not one line"
+grep -q 'crop' "$out/bad.txt" || fail "bad space: the message does not name the crop"
+[ ! -e "$out/c" ] || fail "bad space: the output folder was created"
+echo "ok: stereo training, resume, evaluation and refusals"

@@ -1,0 +1,219 @@
+/* The stereo trainer on a tiny space (tests/data/stereo_tiny.json): the multi-scale loss
+ * falls when one batch is trained on repeatedly, a run stopped, saved and resumed ends
+ * with the same parameters as one that ran through, evaluation counts every pixel, and
+ * a checkpoint of another kind is refused. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil.h"
+#include "stereo/state.h"
+#include "train/checkpoint.h"
+
+#define BATCH 2
+
+static tu_tmpdir root;
+
+typedef struct fixture {
+    mcl_dev *d;
+    stereo_space sp;
+    stereo_batch b;
+    stereo_source src;
+} fixture;
+
+static int setup(void **state)
+{
+    static fixture f;
+    manta_err e = {0};
+    f.d = tu_open_device();
+    if (stereo_space_load("tests/data/stereo_tiny.json", &f.sp, &e) != MANTA_OK ||
+        stereo_batch_alloc(&f.b, BATCH, f.sp.crop_h, f.sp.crop_w, stereo_preds(&f.sp), &e) !=
+            MANTA_OK) {
+        fprintf(stderr, "setup: %s\n", e.msg);
+        return -1;
+    }
+    f.src = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .count = 1000};
+    stereo_synth_opts_default(&f.src.synth, f.sp.crop_w, f.sp.crop_h, (float)f.sp.max_disp, 5);
+    *state = &f;
+    return tu_tmpdir_make(&root, "strain");
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    stereo_batch_free(&f->b);
+    mcl_close(f->d);
+    return tu_tmpdir_remove(&root);
+}
+
+/* One phase: the full network, one sub-network a step. */
+static ofa_schedule one_phase(long steps, float lr)
+{
+    ofa_schedule s = {.n_phases = 1, .batch = BATCH, .kd_ratio = 1.0f, .momentum = 0.9f,
+                      .weight_decay = 3e-5f};
+    snprintf(s.preset, sizeof s.preset, "test");
+    ofa_phase *p = &s.phase[0];
+    snprintf(p->name, sizeof p->name, "full");
+    p->n_ks = 1, p->ks[0] = 5;
+    p->n_e = 1, p->e[0] = 3;
+    p->n_d = 1, p->d[0] = 2;
+    p->subnets = 1, p->steps = steps, p->warmup_steps = 2, p->lr = lr, p->reorder = -1;
+    return s;
+}
+
+static void fill(fixture *f, long first)
+{
+    manta_err e = {0};
+    long idx[BATCH];
+    for (int k = 0; k < BATCH; k++)
+        idx[k] = first + k;
+    TU_OK_ERR(stereo_batch_fill(&f->b, &f->src, idx, NULL, NULL, &e));
+}
+
+static void test_loss_falls_on_one_batch(void **state)
+{
+    fixture *f = *state;
+    ofa_schedule s = one_phase(60, 0.05f);
+    stereo_trainer *t;
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 3, &t));
+    fill(f, 0);
+    stereo_step_result r0 = {0}, r = {0};
+    double first = 0, last = 0;
+    for (long step = 0; step < 60; step++) {
+        TU_OK(f->d, stereo_trainer_step(t, step, &f->b, &r));
+        assert_true(isfinite(r.loss) && isfinite(r.epe));
+        if (step < 5)
+            first += r.epe / 5;
+        if (step >= 55)
+            last += r.epe / 5;
+        if (step == 0)
+            r0 = r;
+    }
+    printf("# EPE of the finest prediction: %.3f px (steps 1-5) -> %.3f px (steps 56-60); "
+           "loss %.3f -> %.3f\n",
+           first, last, r0.loss, r.loss);
+    assert_true(last < 0.7 * first);
+    assert_int_equal(r.phase, 0);
+    stereo_trainer_destroy(t);
+}
+
+/* Parameters of @p t on the host (malloc'd). */
+static float *params_of(mcl_dev *d, stereo_trainer *t, size_t *n)
+{
+    ofa_slabs sl;
+    stereo_net_slabs(stereo_trainer_net(t), &sl);
+    float *p = malloc(sl.n_params * sizeof *p);
+    assert_non_null(p);
+    TU_OK(d, mcl_read(d, sl.params, p, sl.n_params));
+    *n = sl.n_params;
+    return p;
+}
+
+static void test_resume_is_exact(void **state)
+{
+    fixture *f = *state;
+    manta_err e = {0};
+    ofa_schedule s;
+    TU_OK_ERR(stereo_schedule_preset(&f->sp, "smoke", BATCH, 10, &s, &e));
+    long total = ofa_schedule_total_steps(&s), cut = s.phase[0].steps + 1;
+    assert_true(total > cut + 2);
+    assert_true(s.phase[1].distill); /* the cut lies in a distilling phase: the teacher too */
+    stereo_trainer *a, *b, *c;
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 9, &a));
+    for (long step = 0; step < cut + 2; step++) {
+        fill(f, step * BATCH);
+        TU_OK(f->d, stereo_trainer_step(a, step, &f->b, NULL));
+    }
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 9, &b));
+    for (long step = 0; step < cut; step++) {
+        fill(f, step * BATCH);
+        TU_OK(f->d, stereo_trainer_step(b, step, &f->b, NULL));
+    }
+    char path[256];
+    tu_tmpdir_path(&root, "cut.ckpt", path, sizeof path);
+    stereo_meta m = {.batch = BATCH, .seed = 9, .step = cut, .train_pairs = 1000,
+                     .has_teacher = stereo_trainer_has_teacher(b)};
+    snprintf(m.preset, sizeof m.preset, "smoke");
+    snprintf(m.data, sizeof m.data, "synthetic");
+    assert_true(m.has_teacher);
+    TU_OK_ERR(stereo_state_save(path, b, f->d, &m, &e));
+    stereo_space sp2;
+    stereo_meta m2;
+    TU_OK_ERR(stereo_state_peek(path, &sp2, &m2, &e));
+    assert_int_equal(m2.step, cut);
+    assert_string_equal(sp2.name, f->sp.name);
+    TU_OK(f->d, stereo_trainer_create(f->d, &sp2, &s, 9, &c));
+    TU_OK_ERR(stereo_state_load(path, c, f->d, &m2, &e));
+    for (long step = cut; step < cut + 2; step++) {
+        fill(f, step * BATCH);
+        TU_OK(f->d, stereo_trainer_step(c, step, &f->b, NULL));
+    }
+    size_t na, nc;
+    float *pa = params_of(f->d, a, &na), *pc = params_of(f->d, c, &nc);
+    assert_int_equal(na, nc);
+    assert_memory_equal(pa, pc, na * sizeof *pa);
+    free(pa), free(pc);
+    stereo_trainer_destroy(a), stereo_trainer_destroy(b), stereo_trainer_destroy(c);
+}
+
+static manta_status ordered(void *ctx, long index, stereo_batch *b, int *count)
+{
+    fixture *f = ctx;
+    manta_err e = {0};
+    long idx[BATCH] = {index * BATCH, index * BATCH + 1};
+    *count = BATCH;
+    return stereo_batch_fill(b, &f->src, idx, NULL, NULL, &e);
+}
+
+static void test_evaluate_counts_every_pixel(void **state)
+{
+    fixture *f = *state;
+    ofa_schedule s = one_phase(4, 0.01f);
+    stereo_trainer *t;
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 3, &t));
+    ofa_arch a;
+    stereo_arch_min(&f->sp, &a);
+    stereo_metrics m = {0};
+    size_t plane = (size_t)f->sp.crop_h * f->sp.crop_w;
+    float *pred = malloc(5 * plane * sizeof *pred);
+    assert_non_null(pred);
+    TU_OK(f->d, stereo_trainer_evaluate(t, &a, &f->b, ordered, f, 4, ordered, f, 5, &m, pred));
+    stereo_scores all, noc;
+    stereo_metrics_scores(&m, &all, &noc);
+    assert_int_equal(m.pairs, 5);
+    assert_int_equal(all.pixels, (long)(5 * plane)); /* generated pairs: every pixel valid */
+    assert_true(noc.pixels > 0 && noc.pixels < all.pixels);
+    assert_true(isfinite(all.epe) && all.epe > 0);
+    for (size_t i = 0; i < 5 * plane; i++)
+        assert_true(isfinite(pred[i]));
+    free(pred);
+    stereo_trainer_destroy(t);
+}
+
+static void test_other_checkpoint_refused(void **state)
+{
+    (void)state;
+    manta_err e = {0};
+    char path[256];
+    tu_tmpdir_path(&root, "not-stereo.ckpt", path, sizeof path);
+    ckpt_writer *w;
+    TU_OK_ERR(ckpt_writer_begin(path, NULL, &w, &e));
+    TU_OK_ERR(ckpt_add_json(w, "meta", "{\"format\":\"manta-ofa-train\"}"));
+    TU_OK_ERR(ckpt_writer_commit(w));
+    stereo_space sp;
+    stereo_meta m;
+    assert_int_equal(stereo_state_peek(path, &sp, &m, &e), MANTA_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "not a manta stereo training checkpoint"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loss_falls_on_one_batch),
+        cmocka_unit_test(test_resume_is_exact),
+        cmocka_unit_test(test_evaluate_counts_every_pixel),
+        cmocka_unit_test(test_other_checkpoint_refused),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

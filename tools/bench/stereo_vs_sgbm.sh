@@ -1,0 +1,76 @@
+#!/bin/sh
+# Disparity quality and time per pair: OpenCV's StereoSGBM (tools/bench/sgbm_stereo.py,
+# Debian's python3-opencv) against the largest and the smallest sub-network of a trained
+# stereo supernet (manta eval), on the same held-out procedural pairs (written once by
+# manta stereo-data at generator indices from 2^40: never training pairs) and, when given,
+# on a folder of the user's pairs. A Markdown table on standard output.
+#
+#   CKPT=runs/stereo/latest.ckpt tools/bench/stereo_vs_sgbm.sh      # or: make bench-stereo
+#
+# Variables:
+#   CKPT      the stereo checkpoint (required)
+#   MANTA     the manta program (default build/bin/manta)
+#   PYTHON    a python3 with cv2 and numpy (default /usr/bin/python3)
+#   PAIRS     held-out pairs (default 200)
+#   SEED      seed of the held-out set (default 4242)
+#   FOLDER    a KITTI / Middlebury folder evaluated too (manta on crops of its pairs of the
+#             network's size, SGBM on the whole pairs), or empty
+#   DEVICE    manta's --device SPEC (default: MANTA_DEVICE, else 0)
+#   OUTDIR    where the held-out pairs and the JSON of every run go (default: a temporary
+#             folder, removed at the end)
+set -eu
+MANTA=${MANTA:-build/bin/manta}
+PYTHON=${PYTHON:-/usr/bin/python3}
+PAIRS=${PAIRS:-200}
+SEED=${SEED:-4242}
+FOLDER=${FOLDER:-}
+HERE=$(dirname "$0")
+[ -n "${CKPT:-}" ] || { echo "stereo_vs_sgbm.sh: set CKPT to a stereo checkpoint (manta train --space stereo-cpu)" >&2; exit 2; }
+"$PYTHON" -c 'import cv2, numpy' 2>/dev/null ||
+    { echo "stereo_vs_sgbm.sh: $PYTHON lacks cv2 (apt-get install python3-opencv)" >&2; exit 2; }
+TMP=
+if [ -z "${OUTDIR:-}" ]; then
+    TMP=$(mktemp -d)
+    OUTDIR=$TMP
+fi
+trap '[ -z "$TMP" ] || rm -rf "$TMP"' EXIT
+DEV=${DEVICE:+--device $DEVICE}
+
+# the network's crop and disparity range, from the checkpoint's space
+"$MANTA" eval --ckpt "$CKPT" --pairs 1 --recal-pairs 0 --json $DEV >"$OUTDIR/probe.json"
+set -- $("$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["height"], d["width"], d["max_disp"], d["space"])' "$OUTDIR/probe.json")
+H=$1 W=$2 D=$3 SPACE=$4
+HELD=$OUTDIR/held-out
+"$MANTA" stereo-data "$HELD" --count "$PAIRS" --width "$W" --height "$H" --max-disp "$D" \
+    --seed "$SEED" --first 1099511627776 --json >"$OUTDIR/held-out.json"
+
+run_set() { # NAME DIR: one row per method
+    name=$1 dir=$2
+    "$PYTHON" "$HERE/sgbm_stereo.py" "$dir" --max-disp "$D" --pairs "$PAIRS" >"$OUTDIR/sgbm-$name.json"
+    for arch in max min; do
+        "$MANTA" eval --ckpt "$CKPT" --arch $arch --data "$dir" --pairs "$PAIRS" --json $DEV \
+            >"$OUTDIR/manta-$arch-$name.json"
+    done
+    "$PYTHON" - "$OUTDIR" "$name" <<'EOF'
+import json, sys
+out, name = sys.argv[1], sys.argv[2]
+rows = [("OpenCV SGBM", json.load(open("%s/sgbm-%s.json" % (out, name))))]
+for arch, label in (("max", "manta largest"), ("min", "manta smallest")):
+    rows.append((label, json.load(open("%s/manta-%s-%s.json" % (out, arch, name)))))
+sgbm = rows[0][1]["all"]["epe"]
+for label, r in rows:
+    a, n = r["all"], r.get("noc") or {}
+    ms = r.get("ms_per_pair_median", r.get("ms_per_pair"))
+    print("| %s | %s | %.3f | %.2f | %.2f | %s | %.2f | %.3f |" % (
+        name, label, a["epe"], a["bad3"], a["d1"],
+        "%.3f" % n["epe"] if n.get("epe") is not None else "-", a["epe"] / sgbm, ms))
+EOF
+}
+
+echo "Machine: $(uname -n), $(nproc) cores; $("$MANTA" --version | head -n 1); $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "Checkpoint $CKPT (space $SPACE, ${W}x${H}, disparities up to $D px); $PAIRS held-out pairs (seed $SEED)."
+echo
+echo "| pairs | method | EPE px | bad-3 % | D1 % | EPE noc px | EPE / SGBM | ms per pair |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
+run_set held-out "$HELD"
+[ -z "$FOLDER" ] || run_set "$(basename "$FOLDER")" "$FOLDER"
