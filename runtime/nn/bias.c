@@ -51,8 +51,7 @@ manta_status nn_bias_channels_forward(mcl_dev *d, const nn_bias_shape *s, mview 
 {
     static const char op[] = "bias forward";
     MANTA_TRY(check_shape(d, op, s));
-    MANTA_TRY(nn_need_buffer(d, op, "b", b));
-    MANTA_TRY(nn_need_buffer(d, op, "y", y));
+    MANTA_TRY(nn_need_buffers2(d, op, "b", b, "y", y));
     size_t rows = (size_t)s->n * (size_t)s->c, total = rows * (size_t)s->hw;
     mcl_launch L;
     if (gpu_variant(d)) {
@@ -75,8 +74,7 @@ manta_status nn_bias_channels_backward(mcl_dev *d, const nn_bias_shape *s, mview
 {
     static const char op[] = "bias backward";
     MANTA_TRY(check_shape(d, op, s));
-    MANTA_TRY(nn_need_buffer(d, op, "dy", dy));
-    MANTA_TRY(nn_need_buffer(d, op, "db", db));
+    MANTA_TRY(nn_need_buffers2(d, op, "dy", dy, "db", db));
     size_t n = splits(d, s), c = (size_t)s->c;
     if (n > 1)
         MANTA_TRY(nn_need_buffer(d, op, "scratch", scratch));

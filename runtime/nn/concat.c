@@ -36,8 +36,7 @@ manta_status nn_concat_forward(mcl_dev *d, const nn_concat_shape *s, mview src, 
 {
     static const char op[] = "concat forward";
     MANTA_TRY(check_shape(d, op, s));
-    MANTA_TRY(nn_need_buffer(d, op, "src", src));
-    MANTA_TRY(nn_need_buffer(d, op, "dst", dst));
+    MANTA_TRY(nn_need_buffers2(d, op, "src", src, "dst", dst));
     size_t hw = (size_t)s->hw;
     return copy_blocks(d, s, src, mview_at(dst, (size_t)s->c_offset * hw), (size_t)s->c * hw,
                        (size_t)s->c_total * hw, false);
@@ -48,8 +47,7 @@ manta_status nn_concat_backward(mcl_dev *d, const nn_concat_shape *s, mview ddst
 {
     static const char op[] = "concat backward";
     MANTA_TRY(check_shape(d, op, s));
-    MANTA_TRY(nn_need_buffer(d, op, "ddst", ddst));
-    MANTA_TRY(nn_need_buffer(d, op, "dsrc", dsrc));
+    MANTA_TRY(nn_need_buffers2(d, op, "ddst", ddst, "dsrc", dsrc));
     size_t hw = (size_t)s->hw;
     return copy_blocks(d, s, mview_at(ddst, (size_t)s->c_offset * hw), dsrc,
                        (size_t)s->c_total * hw, (size_t)s->c * hw, accumulate);

@@ -107,8 +107,7 @@ size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
 /* Check @p s and the sizes the kernels index with int. */
 static manta_status check_shape(mcl_dev *d, const char *op, const nn_conv2d_shape *s)
 {
-    MANTA_TRY(nn_need_shape(d, op, s));
-    NN_CHECK_FIELDS(d, op, NN_CONV_FIELDS(s));
+    NN_CHECK_CONV_SHAPE(d, op, s);
     bool rows = nn_conv2d_out_h(s) < 1; /* else columns */
     if (rows || nn_conv2d_out_w(s) < 1) {
         char a = rows ? 'h' : 'w';

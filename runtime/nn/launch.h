@@ -65,6 +65,14 @@ static inline manta_status nn_check_fields(mcl_dev *d, const char *op, const nn_
         NN_FIELD(s, stride_h, 1), NN_FIELD(s, stride_w, 1), NN_FIELD(s, pad_h, 0),         \
         NN_FIELD(s, pad_w, 0), NN_FIELD(s, w_ld, 0)
 
+/** Check a convolution-like shape @p s (MANTA_TRY()s): not NULL (nn_need_shape()), and its
+ *  NN_CONV_FIELDS. */
+#define NN_CHECK_CONV_SHAPE(d, op, s)                                                      \
+    do {                                                                                   \
+        MANTA_TRY(nn_need_shape(d, op, s));                                                \
+        NN_CHECK_FIELDS(d, op, NN_CONV_FIELDS(s));                                         \
+    } while (0)
+
 /** Round @p n up to a multiple of @p m (m > 0). */
 static inline size_t nn_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
@@ -186,6 +194,16 @@ static inline manta_status nn_need_buffer(mcl_dev *d, const char *op, const char
     if (v.mem)
         return MANTA_OK;
     return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: %s has no buffer", op, name);
+}
+
+/** nn_need_buffer() of two views: @p a named @p a_name, then @p b named @p b_name. */
+static inline manta_status nn_need_buffers2(mcl_dev *d, const char *op, const char *a_name,
+                                            mview a, const char *b_name, mview b)
+{
+    manta_status st = nn_need_buffer(d, op, a_name, a);
+    if (st == MANTA_OK)
+        st = nn_need_buffer(d, op, b_name, b);
+    return st;
 }
 
 /** The buffers of a convolution's forward (conv.c, depthwise.c): x, w and y. */

@@ -67,16 +67,68 @@ manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
     if (!n->sync_host)
         return manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY, "%s: out of host memory",
                              sz->params_name);
+    if (sz->mom_name)
+        MANTA_TRY(mslab_create(n->d, &n->mom, sz->params, sz->mom_name));
     return MANTA_OK;
 }
 
 void ofa_net_free(ofa_net *n)
 {
-    mslab *slabs[] = {&n->params, &n->grads, &n->state, &n->acts, &n->dacts, &n->scratch};
+    mslab *slabs[] = {&n->mom,  &n->params, &n->grads,  &n->state,
+                      &n->acts, &n->dacts,  &n->scratch};
     for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++)
         mslab_destroy(n->d, slabs[i]);
     free(n->sync_host);
     n->sync_host = NULL;
+}
+
+manta_status ofa_net_write_init(ofa_net *n, const ofa_net_sizes *sz, ofa_net_init_fn init,
+                                const void *net, uint64_t seed, uint64_t stream)
+{
+    float *p = calloc(sz->params ? sz->params : 1, sizeof *p);
+    float *st = calloc(sz->state ? sz->state : 1, sizeof *st);
+    manta_status rc = MANTA_OK;
+    if (!p || !st)
+        rc = manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY, "%s: out of host memory",
+                           sz->who);
+    if (rc == MANTA_OK) {
+        manta_rng r;
+        manta_rng_seed(&r, seed, stream);
+        init(net, &r, p);
+        ofa_bn_list_init_values(&n->bns, p, st);
+        rc = mcl_write(n->d, mslab_view(&n->params, 0), p, sz->params);
+    }
+    if (rc == MANTA_OK)
+        rc = mcl_write(n->d, S(n, 0), st, sz->state);
+    free(p);
+    free(st);
+    return rc;
+}
+
+manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r,
+                            void *net, uint64_t seed)
+{
+    n->d = d;
+    n->batch = batch;
+    mlayout pl = {0}, sl = {0}, al = {0};
+    size_t scratch = 0;
+    MANTA_TRY(r->plan(net, &pl, &sl, &al, &scratch));
+    const ofa_net_sizes sz = {pl.total,      sl.total,      al.total,    scratch,
+                              r->params_name, r->grads_name, r->mom_name, r->who};
+    MANTA_TRY(ofa_net_alloc(n, &sz));
+    return ofa_net_write_init(n, &sz, r->init, net, seed, r->stream);
+}
+
+void ofa_net_slabs(const ofa_net *n, size_t n_params, size_t n_decay, size_t n_state,
+                   ofa_slabs *o)
+{
+    o->params = mslab_view(&n->params, 0);
+    o->grads = mslab_view(&n->grads, 0);
+    o->momentum = mslab_view(&n->mom, 0);
+    o->state = mslab_view(&n->state, 0);
+    o->n_params = n_params;
+    o->n_decay = n_decay;
+    o->n_state = n_state;
 }
 
 /* ---- batch norm and activations --------------------------------------------------------- */
@@ -97,6 +149,26 @@ void ofa_bn_init_values(const ofa_bn *b, int c, float *params, float *state)
         params[b->gamma + (size_t)k] = 1.0f;
         state[b->rvar + (size_t)k] = 1.0f;
     }
+}
+
+void ofa_bn_list_add(ofa_bn_list *l, const ofa_bn *b, int c)
+{
+    l->bn[l->n] = b;
+    l->c[l->n++] = c;
+}
+
+int ofa_bn_list_widest(const ofa_bn_list *l)
+{
+    int widest = 1;
+    for (int i = 0; i < l->n; i++)
+        widest = l->c[i] > widest ? l->c[i] : widest;
+    return widest;
+}
+
+void ofa_bn_list_init_values(const ofa_bn_list *l, float *params, float *state)
+{
+    for (int i = 0; i < l->n; i++)
+        ofa_bn_init_values(l->bn[i], l->c[i], params, state);
 }
 
 /* Synchronised batch-norm forward: local statistics, combined over the replicas by the
@@ -161,18 +233,18 @@ manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, siz
 
 manta_status ofa_net_recal_begin(ofa_net *n, long total_images)
 {
+    const ofa_bn_list *bns = &n->bns;
     if (total_images < n->batch)
         return manta_err_set(mcl_err(n->d), MANTA_ERR_INVALID_ARG,
                              "BN re-calibration over %ld images: fewer than one batch of %d",
                              total_images, n->batch);
     n->recal_weight = (float)n->batch / (float)total_images;
+    /* running statistics are interleaved with the saved ones: zero them per layer */
+    for (int i = 0; i < bns->n; i++) {
+        MANTA_TRY(mcl_fill(n->d, S(n, bns->bn[i]->rmean), 0.0f, (size_t)bns->c[i]));
+        MANTA_TRY(mcl_fill(n->d, S(n, bns->bn[i]->rvar), 0.0f, (size_t)bns->c[i]));
+    }
     return MANTA_OK;
-}
-
-manta_status ofa_net_bn_zero_running(ofa_net *n, const ofa_bn *b, int c)
-{
-    MANTA_TRY(mcl_fill(n->d, S(n, b->rmean), 0.0f, (size_t)c));
-    return mcl_fill(n->d, S(n, b->rvar), 0.0f, (size_t)c);
 }
 
 manta_status ofa_net_act_forward(ofa_net *n, nn_act a, size_t len, size_t x, size_t y)
@@ -304,6 +376,11 @@ int ofa_mbconv_bns(const ofa_mbconv *u, const ofa_bn **bns, int *channels)
     return 3;
 }
 
+void ofa_bn_list_add_mbconv(ofa_bn_list *l, const ofa_mbconv *u)
+{
+    l->n += ofa_mbconv_bns(u, l->bn + l->n, l->c + l->n);
+}
+
 int ofa_mbconv_bn_channels(const ofa_mbconv *u)
 {
     return u->mid_max > u->width ? u->mid_max : u->width;
@@ -365,6 +442,37 @@ manta_status ofa_mbconv_configure(const ofa_mbconv *u, ofa_mbconv_cfg *c, manta_
     return MANTA_OK;
 }
 
+ofa_mbconv_spec ofa_mbconv_unit_spec(const ofa_unit_spec *unit, int j, int in_c, int e_max,
+                                     int n_ks, const int *ks, int h, int w)
+{
+    ofa_mbconv_spec sp = {.in_c = in_c,
+                          .width = unit->width,
+                          .mid_max = ofa_make_divisible((double)in_c * e_max, 8),
+                          .stride = j == 0 ? unit->stride : 1,
+                          .act = unit->act,
+                          .se = unit->se,
+                          .n_ks = n_ks,
+                          .h = h,
+                          .w = w};
+    for (int k = 0; k < n_ks; k++)
+        sp.ks[k] = ks[k];
+    return sp;
+}
+
+manta_status ofa_mbconv_configure_arch(const ofa_mbconv *u, const ofa_arch *a, int idx, int h,
+                                       int w, size_t in, ofa_mbconv_cfg *c, manta_err *err)
+{
+    *c = (ofa_mbconv_cfg){.mid = ofa_make_divisible((double)u->in_c * a->e[idx], 8),
+                          .h = h,
+                          .w = w,
+                          .residual = u->stride == 1 && u->in_c == u->width,
+                          .in = in};
+    c->se = ofa_mbconv_se_units(c->mid);
+    for (c->ki = 0; c->ki < u->n_ks && u->ks[c->ki] != a->ks[idx]; c->ki++)
+        ;
+    return ofa_mbconv_configure(u, c, err);
+}
+
 /* ---- forward and backward ------------------------------------------------------------------- */
 
 /* The depthwise kernel of the configuration: the stored largest one, or the transformed
@@ -376,22 +484,35 @@ static mview dw_weights(const ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_
 
 static size_t proj_input(const ofa_mbconv *u) { return u->se ? u->t.se_out : u->t.d_act; }
 
+/* The squeeze-and-excite layers at a configuration: the batch's mid channels (ch) of ohw
+ * values each, the batch's SE units (units), the reduce (mid -> se, weight rows of mid_max)
+ * and expand (se -> mid, weight rows of se_max) linear layers. */
+typedef struct se_dims {
+    size_t ch, ohw, units;
+    nn_linear_shape r, e;
+} se_dims;
+
+static se_dims se_dims_at(const ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c)
+{
+    const size_t B = (size_t)n->batch;
+    return (se_dims){B * c->mid, (size_t)c->ho * c->wo, B * c->se,
+                     (nn_linear_shape){n->batch, c->mid, c->se, u->mid_max},
+                     (nn_linear_shape){n->batch, c->se, c->mid, u->se_max}};
+}
+
 /* Squeeze-and-excite forward: d_act (N, mid, ho*wo) -> se_out. */
 static manta_status se_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c)
 {
-    mcl_dev *d = n->d;
     const ofa_mbconv_acts *t = &u->t;
-    const size_t B = (size_t)n->batch, ohw = (size_t)c->ho * c->wo;
-    nn_linear_shape r = {n->batch, c->mid, c->se, u->mid_max};
-    nn_linear_shape e = {n->batch, c->se, c->mid, u->se_max};
-    MANTA_TRY(nn_avgpool_forward(d, B * c->mid, ohw, A(n, t->d_act), A(n, t->se_pool)));
-    MANTA_TRY(nn_linear_forward(d, &r, A(n, t->se_pool), PW(n, u->se_r_w), PW(n, u->se_r_b),
-                                A(n, t->se_r)));
-    MANTA_TRY(ofa_net_act_forward(n, NN_ACT_RELU, B * c->se, t->se_r, t->se_relu));
-    MANTA_TRY(nn_linear_forward(d, &e, A(n, t->se_relu), PW(n, u->se_e_w), PW(n, u->se_e_b),
-                                A(n, t->se_e)));
-    MANTA_TRY(ofa_net_act_forward(n, NN_ACT_HSIGMOID, B * c->mid, t->se_e, t->se_hsig));
-    return nn_scale_forward(d, B * c->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
+    const se_dims g = se_dims_at(n, u, c);
+    MANTA_TRY(nn_avgpool_forward(n->d, g.ch, g.ohw, A(n, t->d_act), A(n, t->se_pool)));
+    MANTA_TRY(nn_linear_forward(n->d, &g.r, A(n, t->se_pool), PW(n, u->se_r_w),
+                                PW(n, u->se_r_b), A(n, t->se_r)));
+    MANTA_TRY(ofa_net_act_forward(n, NN_ACT_RELU, g.units, t->se_r, t->se_relu));
+    MANTA_TRY(nn_linear_forward(n->d, &g.e, A(n, t->se_relu), PW(n, u->se_e_w),
+                                PW(n, u->se_e_b), A(n, t->se_e)));
+    MANTA_TRY(ofa_net_act_forward(n, NN_ACT_HSIGMOID, g.ch, t->se_e, t->se_hsig));
+    return nn_scale_forward(n->d, g.ch, g.ohw, A(n, t->d_act), A(n, t->se_hsig),
                             A(n, t->se_out));
 }
 
@@ -430,19 +551,17 @@ static manta_status se_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbcon
 {
     mcl_dev *d = n->d;
     const ofa_mbconv_acts *t = &u->t;
-    const size_t B = (size_t)n->batch, ohw = (size_t)c->ho * c->wo;
-    nn_linear_shape r = {n->batch, c->mid, c->se, u->mid_max};
-    nn_linear_shape e = {n->batch, c->se, c->mid, u->se_max};
-    MANTA_TRY(nn_scale_backward(d, B * c->mid, ohw, A(n, t->d_act), A(n, t->se_hsig),
+    const se_dims g = se_dims_at(n, u, c);
+    MANTA_TRY(nn_scale_backward(d, g.ch, g.ohw, A(n, t->d_act), A(n, t->se_hsig),
                                 G(n, t->se_out), G(n, t->d_act), G(n, t->se_hsig)));
-    MANTA_TRY(ofa_net_act_backward(n, NN_ACT_HSIGMOID, B * c->mid, t->se_e, t->se_hsig, t->se_e));
-    MANTA_TRY(nn_linear_backward(d, &e, A(n, t->se_relu), PW(n, u->se_e_w), G(n, t->se_e),
+    MANTA_TRY(ofa_net_act_backward(n, NN_ACT_HSIGMOID, g.ch, t->se_e, t->se_hsig, t->se_e));
+    MANTA_TRY(nn_linear_backward(d, &g.e, A(n, t->se_relu), PW(n, u->se_e_w), G(n, t->se_e),
                                  G(n, t->se_relu), DP(n, u->se_e_w), DP(n, u->se_e_b)));
-    MANTA_TRY(ofa_net_act_backward(n, NN_ACT_RELU, B * c->se, t->se_r, t->se_relu, t->se_r));
-    MANTA_TRY(nn_linear_backward(d, &r, A(n, t->se_pool), PW(n, u->se_r_w), G(n, t->se_r),
+    MANTA_TRY(ofa_net_act_backward(n, NN_ACT_RELU, g.units, t->se_r, t->se_relu, t->se_r));
+    MANTA_TRY(nn_linear_backward(d, &g.r, A(n, t->se_pool), PW(n, u->se_r_w), G(n, t->se_r),
                                  G(n, t->se_pool), DP(n, u->se_r_w), DP(n, u->se_r_b)));
-    MANTA_TRY(nn_avgpool_backward(d, B * c->mid, ohw, G(n, t->se_pool), G(n, t->se_out)));
-    return nn_axpy(d, B * c->mid * ohw, 1.0f, G(n, t->se_out), G(n, t->d_act));
+    MANTA_TRY(nn_avgpool_backward(d, g.ch, g.ohw, G(n, t->se_pool), G(n, t->se_out)));
+    return nn_axpy(d, g.ch * g.ohw, 1.0f, G(n, t->se_out), G(n, t->d_act));
 }
 
 /* Depthwise backward: the input gradient into e_act's, the weight gradient into the

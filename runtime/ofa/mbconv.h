@@ -26,12 +26,13 @@
  * Use: set ofa_net.d and .batch; plan every slot's decayed weights
  * (ofa_mbconv_plan_weights(), in the network's order), then its batch norms
  * and biases (ofa_mbconv_plan_bn()), then its activations and op scratch
- * (ofa_mbconv_plan_acts()); plan the statistics buffer (ofa_net_plan_stats());
- * create the slabs (ofa_net_alloc()); write initial values
- * (ofa_mbconv_init_weights(), ofa_bn_init_values()). Per sub-network:
- * ofa_mbconv_configure() each active slot. Per pass: set ofa_net.fwd_params and
- * .fwd_bn, ofa_mbconv_forward() slot after slot, then ofa_mbconv_backward() in
- * the reverse order. Nothing allocates after ofa_net_alloc().
+ * (ofa_mbconv_plan_acts()); list the network's batch norms (ofa_net.bns) and plan the
+ * statistics buffer (ofa_net_plan_stats()); create the slabs (ofa_net_alloc()); write
+ * initial values (ofa_net_write_init(): ofa_mbconv_init_weights(), the batch norms').
+ * ofa_net_create() does the last three for a network. Per sub-network:
+ * ofa_mbconv_configure() (or ofa_mbconv_configure_arch()) each active slot. Per pass:
+ * set ofa_net.fwd_params and .fwd_bn, ofa_mbconv_forward() slot after slot, then
+ * ofa_mbconv_backward() in the reverse order. Nothing allocates after ofa_net_alloc().
  */
 #ifndef MANTA_OFA_MBCONV_H
 #define MANTA_OFA_MBCONV_H
@@ -53,6 +54,21 @@
 
 /* ---- the network context --------------------------------------------------------------- */
 
+/** A batch norm: parameter offsets (gamma, beta: (c)) and state offsets (running mean and
+ *  variance, saved mean and 1/sqrt(var + eps): (c)). */
+typedef struct ofa_bn {
+    size_t gamma, beta, rmean, rvar, smean, sinv;
+} ofa_bn;
+
+/** Most batch norms of one network: a few of its own and three per MBConv slot. */
+#define OFA_NET_MAX_BNS (4 + 3 * OFA_MAX_SLOTS)
+/** Every batch norm of a network with its (largest) channel count, in the network's order. */
+typedef struct ofa_bn_list {
+    const ofa_bn *bn[OFA_NET_MAX_BNS];
+    int c[OFA_NET_MAX_BNS];
+    int n;
+} ofa_bn_list;
+
 /**
  * What the helpers below need from the network that hosts them. The network owns
  * it (embedded by value) and its slabs; ofa_net_alloc() creates them and
@@ -67,6 +83,7 @@ typedef struct ofa_net {
     mslab acts;    /**< activations */
     mslab dacts;   /**< activation gradients, the activations' layout */
     mslab scratch; /**< op scratch shared by every layer (no op keeps data in it) */
+    mslab mom;     /**< the optimizer's momentum, the parameters' layout (when asked for) */
     mview fwd_params;   /**< parameters of the current / last forward (the own slab or a copy) */
     ofa_bn_mode fwd_bn; /**< batch-norm mode of the current / last forward */
     float recal_weight; /**< batch / images of a re-calibration (ofa_net_recal_begin()) */
@@ -75,6 +92,9 @@ typedef struct ofa_net {
     float *sync_host; /**< (2, widest) host copy of the statistics being synchronised; owned */
     size_t stats_tmp; /**< activation offset of (2, widest) batch statistics */
     int widest;       /**< largest channel count of any batch norm of the network */
+    ofa_bn_list bns;  /**< every batch norm of the network (it fills the list when it plans):
+                       *  initialised by ofa_net_write_init(), re-calibrated by
+                       *  ofa_net_recal_begin() */
 } ofa_net;
 
 /** Activation view at @p off. */
@@ -107,35 +127,80 @@ void ofa_net_need_dw(const ofa_net *n, size_t *scratch, int c, int h, int w, int
  *  batch-norm channel count. */
 void ofa_net_plan_stats(ofa_net *n, mlayout *al, int widest);
 
-/** The slab sizes of ofa_net_alloc() (floats) and the parameter slabs' names. */
+/** The slab sizes of ofa_net_alloc() (floats) and the slabs' names (static strings, for
+ *  messages). */
 typedef struct ofa_net_sizes {
     size_t params, state, acts, scratch;
-    const char *params_name, *grads_name; /**< static strings, for messages */
+    const char *params_name, *grads_name;
+    const char *mom_name; /**< the momentum slab's name, or NULL: no momentum slab */
+    const char *who;      /**< the network, for ofa_net_write_init()'s messages */
 } ofa_net_sizes;
 
 /**
- * Create the slabs of @p n (zeroed; a zero size gets one float) and the host buffer of
- * synchronised batch norm (after ofa_net_plan_stats()). On error what was created stays
- * in @p n for ofa_net_free().
+ * Create the slabs of @p n (zeroed; a zero size gets one float), the host buffer of
+ * synchronised batch norm (after ofa_net_plan_stats()) and, with sz->mom_name, the
+ * momentum slab. On error what was created stays in @p n for ofa_net_free().
  * @return the device's error (message in mcl_err(n->d)), MANTA_ERR_NO_MEMORY.
  */
 manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz);
 /** Release what ofa_net_alloc() created (partly created, or nothing, too). */
 void ofa_net_free(ofa_net *n);
 
-/* ---- batch norm and activations --------------------------------------------------------- */
+/** Writes a network's initial weights into a zeroed host copy of the parameter slab,
+ *  drawing from @p r; @p net is the network. */
+typedef void (*ofa_net_init_fn)(const void *net, manta_rng *r, float *params);
+/**
+ * Initial values: zeroed host buffers of sz->params and sz->state floats; @p init's weights
+ * (from an rng seeded with @p seed and @p stream); every batch norm of n->bns as
+ * ofa_bn_init_values(); then written to the parameter and state slabs.
+ * @return MANTA_ERR_NO_MEMORY ("<sz->who>: out of host memory"), the device's error.
+ */
+manta_status ofa_net_write_init(ofa_net *n, const ofa_net_sizes *sz, ofa_net_init_fn init,
+                                const void *net, uint64_t seed, uint64_t stream);
+/** Plans a network hosting a context: parameters in @p pl (decayed first), state in @p sl,
+ *  activations in @p al (ofa_net_plan_stats() included) and *scratch (0 on entry). */
+typedef manta_status (*ofa_net_plan_fn)(void *net, mlayout *pl, mlayout *sl, mlayout *al,
+                                        size_t *scratch);
+/** How ofa_net_create() makes a network: its plan (which fills n->bns), its initial
+ *  weights and their rng stream, and the names of its slabs (as ofa_net_sizes'). */
+typedef struct ofa_net_recipe {
+    ofa_net_plan_fn plan;
+    ofa_net_init_fn init;
+    uint64_t stream;
+    const char *params_name, *grads_name, *mom_name, *who;
+} ofa_net_recipe;
+/**
+ * The creation every network shares: set n->d and n->batch, plan (@p r->plan on @p net),
+ * create the slabs (ofa_net_alloc()) and write the initial values (ofa_net_write_init()
+ * with @p seed). On error the network is destroyed by its caller (ofa_net_free()).
+ * @return the plan's, ofa_net_alloc()'s or ofa_net_write_init()'s error.
+ */
+manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r,
+                            void *net, uint64_t seed);
+/** The slabs of a network hosting @p n (see ofa_slabs), with its parameter counts. */
+void ofa_net_slabs(const ofa_net *n, size_t n_params, size_t n_decay, size_t n_state,
+                   ofa_slabs *out);
+/** Set (or, with a NULL @p fn, clear) synchronised batch norm (ofa_supernet_set_bn_sync()). */
+static inline void ofa_net_set_bn_sync(ofa_net *n, ofa_bn_sync_fn fn, void *ctx)
+{
+    n->bn_sync = fn;
+    n->bn_sync_ctx = ctx;
+}
 
-/** A batch norm: parameter offsets (gamma, beta: (c)) and state offsets (running mean and
- *  variance, saved mean and 1/sqrt(var + eps): (c)). */
-typedef struct ofa_bn {
-    size_t gamma, beta, rmean, rvar, smean, sinv;
-} ofa_bn;
+/* ---- batch norm and activations --------------------------------------------------------- */
 
 /** Reserve a batch norm of @p c channels: gamma, beta in @p pl, the statistics in @p sl. */
 void ofa_bn_plan(ofa_bn *b, int c, mlayout *pl, mlayout *sl);
 /** Initial values into host copies of the slabs: gamma 1, running variance 1 (beta and
  *  running mean stay as they are: zero in a fresh buffer). */
 void ofa_bn_init_values(const ofa_bn *b, int c, float *params, float *state);
+
+/** Append @p b of @p c channels to @p l. */
+void ofa_bn_list_add(ofa_bn_list *l, const ofa_bn *b, int c);
+/** The largest channel count of @p l (1 at least): ofa_net_plan_stats()'s @p widest. */
+int ofa_bn_list_widest(const ofa_bn_list *l);
+/** ofa_bn_init_values() of every batch norm of @p l. */
+void ofa_bn_list_init_values(const ofa_bn_list *l, float *params, float *state);
 
 /**
  * Batch norm forward of the first @p c channels, x (batch, c, hw) -> y (activation
@@ -156,13 +221,11 @@ manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, siz
                                  size_t dy, size_t dx);
 /**
  * Start a re-calibration over @p total_images images (see ofa_supernet_recal_begin()):
- * sets n->recal_weight. The network then zeroes each batch norm's running statistics
- * with ofa_net_bn_zero_running().
- * @return MANTA_ERR_INVALID_ARG when total_images is below one batch.
+ * sets n->recal_weight (n->batch / total_images) and zeroes the running mean and variance
+ * of every batch norm of n->bns.
+ * @return MANTA_ERR_INVALID_ARG when total_images is below one batch; the device's error.
  */
 manta_status ofa_net_recal_begin(ofa_net *n, long total_images);
-/** Zero the running mean and variance of @p b (@p c channels). */
-manta_status ofa_net_bn_zero_running(ofa_net *n, const ofa_bn *b, int c);
 
 /** y = a(x) over @p len floats (activation offsets; y may be x). */
 manta_status ofa_net_act_forward(ofa_net *n, nn_act a, size_t len, size_t x, size_t y);
@@ -228,6 +291,8 @@ void ofa_mbconv_plan_bn(ofa_mbconv *u, mlayout *pl, mlayout *sl);
 void ofa_mbconv_plan_acts(const ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratch);
 /** The batch norms of the slot and their channel counts (3 of them). */
 int ofa_mbconv_bns(const ofa_mbconv *u, const ofa_bn **bns, int *channels);
+/** Append the slot's batch norms (ofa_mbconv_bns()) to @p l. */
+void ofa_bn_list_add_mbconv(ofa_bn_list *l, const ofa_mbconv *u);
 /** The largest channel count of the slot's batch norms. */
 int ofa_mbconv_bn_channels(const ofa_mbconv *u);
 /**
@@ -260,6 +325,22 @@ int ofa_mbconv_se_units(int mid);
  * @return MANTA_ERR_INVALID_ARG naming the field (message in @p err).
  */
 manta_status ofa_mbconv_configure(const ofa_mbconv *u, ofa_mbconv_cfg *c, manta_err *err);
+
+/**
+ * The largest configuration of block @p j of a unit (OFA's: the unit's stride on its first
+ * block, stride 1 after; mid_max make_divisible(in_c * e_max, 8)) on an (in_c, h, w) input,
+ * with kernel sizes ks[0 .. n_ks).
+ */
+ofa_mbconv_spec ofa_mbconv_unit_spec(const ofa_unit_spec *unit, int j, int in_c, int e_max,
+                                     int n_ks, const int *ks, int h, int w);
+/**
+ * Configure @p u as slot @p idx of sub-network @p a (OFA's: mid make_divisible(in_c *
+ * a->e[idx], 8), ofa_mbconv_se_units(), kernel a->ks[idx], the identity skip wherever the
+ * slot allows it) on an h x w input at activation @p in, then ofa_mbconv_configure().
+ * @return MANTA_ERR_INVALID_ARG naming the field (message in @p err).
+ */
+manta_status ofa_mbconv_configure_arch(const ofa_mbconv *u, const ofa_arch *a, int idx, int h,
+                                       int w, size_t in, ofa_mbconv_cfg *c, manta_err *err);
 
 /**
  * Forward of @p u at @p c (configured) from activation c->in to c->out, with n->fwd_params

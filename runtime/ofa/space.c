@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/json.h"
+#include "ofa/spec_parse.h"
 
 /* Largest search-space spec file read. */
 #define SPACE_FILE_MAX ((size_t)1 << 20)
@@ -21,28 +23,28 @@ int ofa_make_divisible(double v, int divisor)
     return nv;
 }
 
-static void set_list(int *n, int *dst, const int *src, int count)
+void ofa_spec_set_list(int *n, int *dst, const int *src, int count)
 {
     *n = count;
     memcpy(dst, src, (size_t)count * sizeof *src);
 }
 
-static void set_units(ofa_space *s, const ofa_unit_spec *u, int n)
+void ofa_spec_copy_units(ofa_unit_spec *dst, const ofa_unit_spec *src, int n)
 {
     /* field by field: copies of initialisers may carry indeterminate padding */
     for (int i = 0; i < n; i++) {
-        s->unit[i].width = u[i].width;
-        s->unit[i].stride = u[i].stride;
-        s->unit[i].act = u[i].act;
-        s->unit[i].se = u[i].se;
+        dst[i].width = src[i].width;
+        dst[i].stride = src[i].stride;
+        dst[i].act = src[i].act;
+        dst[i].se = src[i].se;
     }
 }
 
 static void common_choices(ofa_space *s)
 {
-    set_list(&s->n_ks, s->ks, (const int[]){3, 5, 7}, 3);
-    set_list(&s->n_e, s->e, (const int[]){3, 4, 6}, 3);
-    set_list(&s->n_d, s->d, (const int[]){2, 3, 4}, 3);
+    ofa_spec_set_list(&s->n_ks, s->ks, (const int[]){3, 5, 7}, 3);
+    ofa_spec_set_list(&s->n_e, s->e, (const int[]){3, 4, 6}, 3);
+    ofa_spec_set_list(&s->n_d, s->d, (const int[]){2, 3, 4}, 3);
     s->max_depth = 4;
     s->n_units = 5;
     s->stem_kernel = 3;
@@ -58,7 +60,7 @@ void ofa_space_cpu_default(ofa_space *s)
     common_choices(s);
     s->in_channels = 1;
     s->classes = 10;
-    set_list(&s->n_res, s->res, (const int[]){24, 28, 32}, 3);
+    ofa_spec_set_list(&s->n_res, s->res, (const int[]){24, 28, 32}, 3);
     s->stem_width = 16;
     s->first_width = 16;
     const ofa_unit_spec u[5] = {{16, 2, NN_ACT_RELU, false},
@@ -66,7 +68,7 @@ void ofa_space_cpu_default(ofa_space *s)
                                 {40, 2, NN_ACT_HSWISH, false},
                                 {64, 2, NN_ACT_HSWISH, true},
                                 {96, 2, NN_ACT_HSWISH, true}};
-    set_units(s, u, 5);
+    ofa_spec_copy_units(s->unit, u, 5);
     s->head_expand = 384;
     s->head_mix = 0;
     s->dropout = 0.1f;
@@ -89,7 +91,7 @@ void ofa_space_mbv3_w10(ofa_space *s)
                                 {80, 2, NN_ACT_HSWISH, false},
                                 {112, 1, NN_ACT_HSWISH, true},
                                 {160, 2, NN_ACT_HSWISH, true}};
-    set_units(s, u, 5);
+    ofa_spec_copy_units(s->unit, u, 5);
     s->head_expand = 960;
     s->head_mix = 1280;
     s->dropout = 0.1f;
@@ -97,8 +99,8 @@ void ofa_space_mbv3_w10(ofa_space *s)
 
 /* ---- JSON ------------------------------------------------------------------------ */
 
-static manta_status get_int(const cJSON *o, const char *key, int lo, int hi, int *out,
-                            const char *ctx, manta_err *err)
+manta_status ofa_spec_int(const cJSON *o, const char *key, int lo, int hi, int *out,
+                          const char *ctx, manta_err *err)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble)
@@ -110,49 +112,132 @@ static manta_status get_int(const cJSON *o, const char *key, int lo, int hi, int
     return MANTA_OK;
 }
 
-static manta_status get_act(const cJSON *o, const char *key, nn_act *out, const char *ctx,
-                            manta_err *err)
+manta_status ofa_spec_act(const cJSON *o, const char *key, bool leaky_too, nn_act *out,
+                          const char *ctx, manta_err *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    const char *s = cJSON_GetStringValue(v);
+    const char *s = manta_json_string(o, key);
     if (s && !strcmp(s, "relu"))
         *out = NN_ACT_RELU;
     else if (s && !strcmp(s, "h-swish"))
         *out = NN_ACT_HSWISH;
+    else if (s && leaky_too && !strcmp(s, "leaky-relu"))
+        *out = NN_ACT_LEAKY_RELU;
     else
-        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be \"relu\" or \"h-swish\"",
-                             ctx, key);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be \"relu\"%s or \"h-swish\"",
+                             ctx, key, leaky_too ? ", \"leaky-relu\"" : "");
     return MANTA_OK;
 }
 
-/* An ascending list of 1..cap integers in [lo, hi]. */
-static manta_status get_list(const cJSON *o, const char *key, int cap, int lo, int hi, int *n,
-                             int *dst, manta_err *err)
+manta_status ofa_spec_list(const cJSON *o, const char *key, int cap, int lo, int hi,
+                           bool ascending, int *n, int *dst, const char *ctx, manta_err *err)
 {
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
+    const cJSON *a = manta_json_array(o, key, -1);
     int count = cJSON_GetArraySize(a);
-    if (!cJSON_IsArray(a) || count < 1 || count > cap)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"%s\" must be a list of 1 to %d values",
-                             key, cap);
-    for (int i = 0; i < count; i++) {
-        const cJSON *v = cJSON_GetArrayItem(a, i);
-        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int)v->valuedouble ||
-            v->valueint < lo || v->valueint > hi || (i > 0 && v->valueint <= dst[i - 1]))
+    if (!a || count < 1 || count > cap)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be a list of 1 to %d values",
+                             ctx, key, cap);
+    for (int i = 0; i < count; i++)
+        if (!manta_json_int_item(cJSON_GetArrayItem(a, i), lo, hi, &dst[i]) ||
+            (ascending && i > 0 && dst[i] <= dst[i - 1]))
             return manta_err_set(err, MANTA_ERR_FORMAT,
-                                 "space: \"%s\"[%d] must be an integer in [%d, %d], ascending", key,
-                                 i, lo, hi);
-        dst[i] = v->valueint;
-    }
+                                 "%s: \"%s\"[%d] must be an integer in [%d, %d]%s", ctx, key, i, lo,
+                                 hi, ascending ? ", ascending" : "");
     *n = count;
     return MANTA_OK;
 }
 
-static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
+manta_status ofa_spec_choices(const cJSON *j, int *n_ks, int *ks, int *n_e, int *e, int *n_d,
+                              int *d, manta_err *err)
 {
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(j, "format");
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "manta-ofa-space") != 0)
+    MANTA_TRY(ofa_spec_list(j, "kernel_sizes", OFA_MAX_CHOICES, 1, 9, true, n_ks, ks, "space",
+                            err));
+    MANTA_TRY(ofa_spec_list(j, "expand_ratios", OFA_MAX_CHOICES, 1, 8, true, n_e, e, "space",
+                            err));
+    return ofa_spec_list(j, "depths", OFA_MAX_CHOICES, 1, OFA_MAX_DEPTH, true, n_d, d, "space",
+                         err);
+}
+
+manta_status ofa_spec_format(const cJSON *j, manta_err *err)
+{
+    const char *fmt = manta_json_string(j, "format");
+    if (!fmt || strcmp(fmt, "manta-ofa-space") != 0)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "space: \"format\" must be \"manta-ofa-space\"");
+    return MANTA_OK;
+}
+
+manta_status ofa_spec_name(const cJSON *j, char *name, size_t cap, manta_err *err)
+{
+    const char *v = manta_json_string(j, "name");
+    if (!v || !*v || strlen(v) >= cap)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"name\" must be a short string");
+    snprintf(name, cap, "%s", v);
+    return MANTA_OK;
+}
+
+manta_status ofa_spec_units(const cJSON *j, int min_units, ofa_spec_int_fn get_int,
+                            ofa_unit_spec *unit, int *n_units, manta_err *err)
+{
+    const cJSON *units = manta_json_array(j, "units", -1);
+    *n_units = cJSON_GetArraySize(units);
+    if (!units || *n_units < min_units || *n_units > OFA_MAX_UNITS)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"units\" must list %d to %d units",
+                             min_units, OFA_MAX_UNITS);
+    for (int u = 0; u < *n_units; u++) {
+        const cJSON *o = cJSON_GetArrayItem(units, u);
+        char ctx[32];
+        snprintf(ctx, sizeof ctx, "space.units[%d]", u);
+        MANTA_TRY(get_int(o, "width", 1, 4096, &unit[u].width, ctx, err));
+        MANTA_TRY(get_int(o, "stride", 1, 2, &unit[u].stride, ctx, err));
+        MANTA_TRY(ofa_spec_act(o, "act", false, &unit[u].act, ctx, err));
+        if (!manta_json_bool(o, "se", &unit[u].se))
+            return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"se\" must be true or false", ctx);
+    }
+    return MANTA_OK;
+}
+
+manta_status ofa_spec_parse_text(const char *json, ofa_spec_parse_fn parse, void *out,
+                                 size_t size, manta_err *err)
+{
+    memset(out, 0, size);
+    cJSON *j = cJSON_Parse(json);
+    if (!j)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space: not valid JSON near '%.20s'",
+                             cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    manta_status st = parse(j, out, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+manta_status ofa_spec_read_file(const char *path, const char *builtins, char **buf,
+                                manta_err *err)
+{
+    manta_err why;
+    manta_status st = manta_file_read(path, SPACE_FILE_MAX, buf, NULL, &why);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "%s (give a file or a built-in: %s)", why.msg, builtins);
+    return MANTA_OK;
+}
+
+manta_status ofa_spec_load_file(const char *path, const char *builtins, ofa_spec_parse_fn parse,
+                                void *out, size_t size, manta_err *err)
+{
+    char *buf;
+    MANTA_TRY(ofa_spec_read_file(path, builtins, &buf, err));
+    manta_status st = ofa_spec_parse_text(buf, parse, out, size, err);
+    free(buf);
+    if (st != MANTA_OK && err) {
+        char msg[MANTA_ERR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        manta_err_set(err, st, "%s: %s", path, msg);
+    }
+    return st;
+}
+
+static manta_status parse_obj(const cJSON *j, void *out, manta_err *err)
+{
+    ofa_space *s = out;
+    MANTA_TRY(ofa_spec_format(j, err));
     const cJSON *task = cJSON_GetObjectItemCaseSensitive(j, "task");
     if (task && cJSON_IsString(task) && !strcmp(task->valuestring, "stereo"))
         return manta_err_set(err, MANTA_ERR_FORMAT,
@@ -164,19 +249,15 @@ static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
                              "space: \"task\" must be \"classification\" or absent (or "
                              "\"stereo\", for stereo_space_load())");
     int version;
-    MANTA_TRY(get_int(j, "version", 1, 1, &version, "space", err));
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "name"));
-    if (!name || !*name || strlen(name) >= sizeof s->name)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"name\" must be a short string");
-    snprintf(s->name, sizeof s->name, "%s", name);
-    MANTA_TRY(get_int(j, "input_channels", 1, 3, &s->in_channels, "space", err));
+    MANTA_TRY(ofa_spec_int(j, "version", 1, 1, &version, "space", err));
+    MANTA_TRY(ofa_spec_name(j, s->name, sizeof s->name, err));
+    MANTA_TRY(ofa_spec_int(j, "input_channels", 1, 3, &s->in_channels, "space", err));
     if (s->in_channels == 2)
         return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"input_channels\" must be 1 or 3");
-    MANTA_TRY(get_int(j, "classes", 2, 100000, &s->classes, "space", err));
-    MANTA_TRY(get_list(j, "resolutions", OFA_MAX_RES, 8, 1024, &s->n_res, s->res, err));
-    MANTA_TRY(get_list(j, "kernel_sizes", OFA_MAX_CHOICES, 1, 9, &s->n_ks, s->ks, err));
-    MANTA_TRY(get_list(j, "expand_ratios", OFA_MAX_CHOICES, 1, 8, &s->n_e, s->e, err));
-    MANTA_TRY(get_list(j, "depths", OFA_MAX_CHOICES, 1, OFA_MAX_DEPTH, &s->n_d, s->d, err));
+    MANTA_TRY(ofa_spec_int(j, "classes", 2, 100000, &s->classes, "space", err));
+    MANTA_TRY(ofa_spec_list(j, "resolutions", OFA_MAX_RES, 8, 1024, true, &s->n_res, s->res,
+                            "space", err));
+    MANTA_TRY(ofa_spec_choices(j, &s->n_ks, s->ks, &s->n_e, s->e, &s->n_d, s->d, err));
     for (int i = 0; i < s->n_ks; i++)
         if (s->ks[i] % 2 == 0)
             return manta_err_set(err, MANTA_ERR_FORMAT, "space: kernel size %d is not odd",
@@ -184,34 +265,18 @@ static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
     s->max_depth = s->d[s->n_d - 1];
 
     const cJSON *stem = cJSON_GetObjectItemCaseSensitive(j, "stem");
-    MANTA_TRY(get_int(stem, "width", 1, 4096, &s->stem_width, "space.stem", err));
-    MANTA_TRY(get_int(stem, "kernel", 1, 9, &s->stem_kernel, "space.stem", err));
-    MANTA_TRY(get_int(stem, "stride1_max_res", 0, 100000, &s->stem_stride1_max_res, "space.stem", err));
-    MANTA_TRY(get_act(stem, "act", &s->stem_act, "space.stem", err));
+    MANTA_TRY(ofa_spec_int(stem, "width", 1, 4096, &s->stem_width, "space.stem", err));
+    MANTA_TRY(ofa_spec_int(stem, "kernel", 1, 9, &s->stem_kernel, "space.stem", err));
+    MANTA_TRY(ofa_spec_int(stem, "stride1_max_res", 0, 100000, &s->stem_stride1_max_res, "space.stem", err));
+    MANTA_TRY(ofa_spec_act(stem, "act", false, &s->stem_act, "space.stem", err));
     const cJSON *first = cJSON_GetObjectItemCaseSensitive(j, "first_block");
-    MANTA_TRY(get_int(first, "width", 1, 4096, &s->first_width, "space.first_block", err));
-    MANTA_TRY(get_act(first, "act", &s->first_act, "space.first_block", err));
+    MANTA_TRY(ofa_spec_int(first, "width", 1, 4096, &s->first_width, "space.first_block", err));
+    MANTA_TRY(ofa_spec_act(first, "act", false, &s->first_act, "space.first_block", err));
 
-    const cJSON *units = cJSON_GetObjectItemCaseSensitive(j, "units");
-    s->n_units = cJSON_GetArraySize(units);
-    if (!cJSON_IsArray(units) || s->n_units < 1 || s->n_units > OFA_MAX_UNITS)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"units\" must list 1 to %d units",
-                             OFA_MAX_UNITS);
-    for (int u = 0; u < s->n_units; u++) {
-        const cJSON *o = cJSON_GetArrayItem(units, u);
-        char ctx[32];
-        snprintf(ctx, sizeof ctx, "space.units[%d]", u);
-        MANTA_TRY(get_int(o, "width", 1, 4096, &s->unit[u].width, ctx, err));
-        MANTA_TRY(get_int(o, "stride", 1, 2, &s->unit[u].stride, ctx, err));
-        MANTA_TRY(get_act(o, "act", &s->unit[u].act, ctx, err));
-        const cJSON *se = cJSON_GetObjectItemCaseSensitive(o, "se");
-        if (!cJSON_IsBool(se))
-            return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"se\" must be true or false", ctx);
-        s->unit[u].se = cJSON_IsTrue(se);
-    }
+    MANTA_TRY(ofa_spec_units(j, 1, ofa_spec_int, s->unit, &s->n_units, err));
     const cJSON *head = cJSON_GetObjectItemCaseSensitive(j, "head");
-    MANTA_TRY(get_int(head, "expand", 1, 100000, &s->head_expand, "space.head", err));
-    MANTA_TRY(get_int(head, "mix", 0, 100000, &s->head_mix, "space.head", err));
+    MANTA_TRY(ofa_spec_int(head, "expand", 1, 100000, &s->head_expand, "space.head", err));
+    MANTA_TRY(ofa_spec_int(head, "mix", 0, 100000, &s->head_mix, "space.head", err));
     const cJSON *dr = cJSON_GetObjectItemCaseSensitive(head, "dropout");
     if (!cJSON_IsNumber(dr) || dr->valuedouble < 0 || dr->valuedouble >= 1)
         return manta_err_set(err, MANTA_ERR_FORMAT, "space.head: \"dropout\" must be in [0, 1)");
@@ -221,14 +286,7 @@ static manta_status parse_obj(const cJSON *j, ofa_space *s, manta_err *err)
 
 manta_status ofa_space_parse(const char *json, ofa_space *out, manta_err *err)
 {
-    memset(out, 0, sizeof *out);
-    cJSON *j = cJSON_Parse(json);
-    if (!j)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "space: not valid JSON near '%.20s'",
-                             cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
-    manta_status st = parse_obj(j, out, err);
-    cJSON_Delete(j);
-    return st;
+    return ofa_spec_parse_text(json, parse_obj, out, sizeof *out, err);
 }
 
 manta_status ofa_space_load(const char *path_or_name, ofa_space *out, manta_err *err)
@@ -241,20 +299,7 @@ manta_status ofa_space_load(const char *path_or_name, ofa_space *out, manta_err 
         ofa_space_mbv3_w10(out);
         return MANTA_OK;
     }
-    char *buf;
-    manta_err why;
-    manta_status st = manta_file_read(path_or_name, SPACE_FILE_MAX, &buf, NULL, &why);
-    if (st != MANTA_OK)
-        return manta_err_set(err, st, "%s (give a file or a built-in: cpu-default, mbv3-w1.0)",
-                             why.msg);
-    st = ofa_space_parse(buf, out, err);
-    free(buf);
-    if (st != MANTA_OK && err) {
-        char msg[MANTA_ERR_MSG_MAX];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        manta_err_set(err, st, "%s: %s", path_or_name, msg);
-    }
-    return st;
+    return ofa_spec_load_file(path_or_name, OFA_SPEC_BUILTINS, parse_obj, out, sizeof *out, err);
 }
 
 static const char *act_json(nn_act a) { return a == NN_ACT_RELU ? "relu" : "h-swish"; }

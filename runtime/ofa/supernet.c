@@ -18,13 +18,7 @@ int ofa_supernet_batch(const ofa_supernet *n) { return n->net.batch; }
 
 void ofa_supernet_slabs(const ofa_supernet *n, ofa_slabs *o)
 {
-    o->params = mslab_view(&n->net.params, 0);
-    o->grads = mslab_view(&n->net.grads, 0);
-    o->momentum = mslab_view(&n->mom, 0);
-    o->state = mslab_view(&n->net.state, 0);
-    o->n_params = n->n_params;
-    o->n_decay = n->n_decay;
-    o->n_state = n->n_state;
+    ofa_net_slabs(&n->net, n->n_params, n->n_decay, n->n_state, o);
 }
 
 static mview A(const ofa_supernet *n, size_t off) { return ofa_net_a(&n->net, off); }
@@ -55,17 +49,8 @@ static manta_status plan_weights(ofa_supernet *n, mlayout *pl)
     int c = s->first_width;
     for (int u = 0; u < s->n_units; u++)
         for (int j = 0; j < s->max_depth; j++) {
-            ofa_mbconv_spec sp = {.in_c = c,
-                                  .width = s->unit[u].width,
-                                  .mid_max = ofa_make_divisible((double)c * s->e[s->n_e - 1], 8),
-                                  .stride = j == 0 ? s->unit[u].stride : 1,
-                                  .act = s->unit[u].act,
-                                  .se = s->unit[u].se,
-                                  .n_ks = s->n_ks,
-                                  .h = h,
-                                  .w = h};
-            for (int k = 0; k < s->n_ks; k++)
-                sp.ks[k] = s->ks[k];
+            ofa_mbconv_spec sp = ofa_mbconv_unit_spec(&s->unit[u], j, c, s->e[s->n_e - 1],
+                                                      s->n_ks, s->ks, h, h);
             MANTA_TRY(ofa_mbconv_plan_weights(&n->slot[u * s->max_depth + j], &sp, pl,
                                               mcl_err(n->net.d)));
             c = sp.width;
@@ -82,24 +67,24 @@ static manta_status plan_weights(ofa_supernet *n, mlayout *pl)
 }
 
 /* Every batch norm of the supernet with its (largest) channel count. */
-#define MAX_BNS (3 + 3 * OFA_MAX_SLOTS + 1)
-static int collect_bns(const ofa_supernet *n, const ofa_bn **bns, int *widths)
+static void collect_bns(ofa_supernet *n)
 {
     const ofa_space *s = &n->s;
-    int nb = 0;
-    bns[nb] = &n->stem_bn, widths[nb++] = s->stem_width;
-    bns[nb] = &n->first_dbn, widths[nb++] = s->stem_width;
-    bns[nb] = &n->first_pbn, widths[nb++] = s->first_width;
+    ofa_bn_list *l = &n->net.bns;
+    l->n = 0;
+    ofa_bn_list_add(l, &n->stem_bn, s->stem_width);
+    ofa_bn_list_add(l, &n->first_dbn, s->stem_width);
+    ofa_bn_list_add(l, &n->first_pbn, s->first_width);
     for (int i = 0; i < ofa_slots(s); i++)
-        nb += ofa_mbconv_bns(&n->slot[i], bns + nb, widths + nb);
-    bns[nb] = &n->head_bn, widths[nb++] = s->head_expand;
-    return nb;
+        ofa_bn_list_add_mbconv(l, &n->slot[i]);
+    ofa_bn_list_add(l, &n->head_bn, s->head_expand);
 }
 
 /* Plan parameters (decayed first), state and activations for the largest
  * network at the largest resolution, and the op scratch. */
-static manta_status plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al, size_t *scratch)
+static manta_status plan(void *net_, mlayout *pl, mlayout *sl, mlayout *al, size_t *scratch)
 {
+    ofa_supernet *n = net_;
     const ofa_space *s = &n->s;
     const ofa_net *net = &n->net;
     const size_t B = (size_t)net->batch;
@@ -158,11 +143,8 @@ static manta_status plan(ofa_supernet *n, mlayout *pl, mlayout *sl, mlayout *al,
     }
     n->drop = mlayout_add(al, B * (size_t)(s->head_mix > 0 ? s->head_mix : s->head_expand));
     n->logits = mlayout_add(al, B * s->classes);
-    const ofa_bn *bns[MAX_BNS];
-    int widths[MAX_BNS], nb = collect_bns(n, bns, widths), widest = 1;
-    for (int b = 0; b < nb; b++)
-        widest = widths[b] > widest ? widths[b] : widest;
-    ofa_net_plan_stats(&n->net, al, widest);
+    collect_bns(n);
+    ofa_net_plan_stats(&n->net, al, ofa_bn_list_widest(&n->net.bns));
     return MANTA_OK;
 }
 
@@ -181,55 +163,35 @@ static void fill_fan_in(manta_rng *r, float *w, size_t count, int fan_in)
  * identity. OFA's "he_fout" (normal, std sqrt(2 / (k*k*out))) makes the
  * projection convolutions 6x larger and trains much more slowly over short
  * schedules: 234 steps of the largest sub-network at 28 px reached 72.7%
- * validation top-1 with it and 82% with this one (docs/ofa.md). */
-static manta_status init_values(ofa_supernet *n, uint64_t seed)
+ * validation top-1 with it and 82% with this one (docs/ofa.md). The batch norms are
+ * ofa_net_write_init()'s. */
+static void init_values(const void *net, manta_rng *r, float *p)
 {
+    const ofa_supernet *n = net;
     const ofa_space *s = &n->s;
-    float *p = calloc(n->n_params ? n->n_params : 1, sizeof *p);
-    float *st = calloc(n->n_state ? n->n_state : 1, sizeof *st);
-    if (!p || !st) {
-        free(p);
-        free(st);
-        return manta_err_set(mcl_err(n->net.d), MANTA_ERR_NO_MEMORY,
-                             "supernet: out of host memory");
-    }
-    manta_rng r;
-    manta_rng_seed(&r, seed, 0x5eed);
     const int ks = s->stem_kernel;
-    fill_fan_in(&r, p + n->stem_w, (size_t)s->stem_width * s->in_channels * ks * ks,
+    fill_fan_in(r, p + n->stem_w, (size_t)s->stem_width * s->in_channels * ks * ks,
                 s->in_channels * ks * ks);
-    fill_fan_in(&r, p + n->first_dw, (size_t)s->stem_width * 9, 9);
-    fill_fan_in(&r, p + n->first_p, (size_t)s->first_width * s->stem_width, s->stem_width);
+    fill_fan_in(r, p + n->first_dw, (size_t)s->stem_width * 9, 9);
+    fill_fan_in(r, p + n->first_p, (size_t)s->first_width * s->stem_width, s->stem_width);
     int c = s->first_width;
     for (int i = 0; i < ofa_slots(s); i++) {
-        ofa_mbconv_init_weights(&n->slot[i], &r, p);
+        ofa_mbconv_init_weights(&n->slot[i], r, p);
         c = n->slot[i].width;
     }
-    fill_fan_in(&r, p + n->head_w, (size_t)s->head_expand * c, c);
+    fill_fan_in(r, p + n->head_w, (size_t)s->head_expand * c, c);
     int feat = s->head_expand;
     if (s->head_mix > 0) {
-        fill_fan_in(&r, p + n->mix_w, (size_t)s->head_mix * s->head_expand, s->head_expand);
+        fill_fan_in(r, p + n->mix_w, (size_t)s->head_mix * s->head_expand, s->head_expand);
         feat = s->head_mix;
     }
-    manta_rng_fill_uniform(&r, p + n->cls_w, (size_t)s->classes * feat, 1.0f / sqrtf((float)feat));
-    /* batch norms: gamma 1, running variance 1 */
-    const ofa_bn *bns[MAX_BNS];
-    int widths[MAX_BNS], nb = collect_bns(n, bns, widths);
-    for (int b = 0; b < nb; b++)
-        ofa_bn_init_values(bns[b], widths[b], p, st);
-    manta_status rc = mcl_write(n->net.d, mslab_view(&n->net.params, 0), p, n->n_params);
-    if (rc == MANTA_OK)
-        rc = mcl_write(n->net.d, S(n, 0), st, n->n_state);
-    free(p);
-    free(st);
-    return rc;
+    manta_rng_fill_uniform(r, p + n->cls_w, (size_t)s->classes * feat, 1.0f / sqrtf((float)feat));
 }
 
 void ofa_supernet_destroy(ofa_supernet *n)
 {
     if (!n)
         return;
-    mslab_destroy(n->net.d, &n->mom);
     ofa_net_free(&n->net);
     free(n);
 }
@@ -244,26 +206,19 @@ manta_status ofa_supernet_create(mcl_dev *d, const ofa_space *space, int batch, 
     ofa_supernet *n = calloc(1, sizeof *n);
     if (!n)
         return manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "supernet: out of host memory");
-    n->net.d = d;
-    n->net.batch = batch;
+    static const ofa_net_recipe recipe = {plan,
+                                          init_values,
+                                          0x5eed,
+                                          "supernet parameters",
+                                          "supernet gradients",
+                                          "supernet momentum",
+                                          "supernet"};
     n->s = *space;
-    mlayout pl = {0}, sl = {0}, al = {0};
-    size_t scratch = 0;
-    manta_status st = plan(n, &pl, &sl, &al, &scratch);
-    const ofa_net_sizes sz = {pl.total, sl.total, al.total, scratch,
-                              "supernet parameters", "supernet gradients"};
-    if (st == MANTA_OK)
-        st = ofa_net_alloc(&n->net, &sz);
-    if (st == MANTA_OK)
-        st = mslab_create(d, &n->mom, pl.total, "supernet momentum");
-    if (st == MANTA_OK)
-        st = init_values(n, seed);
-    if (st != MANTA_OK) {
+    manta_status st = ofa_net_create(&n->net, d, batch, &recipe, n, seed);
+    if (st != MANTA_OK)
         ofa_supernet_destroy(n);
-        return st;
-    }
-    *out = n;
-    return MANTA_OK;
+    *out = st == MANTA_OK ? n : NULL;
+    return st;
 }
 
 /* ---- the active sub-network -------------------------------------------------------- */
@@ -285,15 +240,7 @@ manta_status ofa_supernet_set_arch(ofa_supernet *n, const ofa_arch *a)
             const ofa_mbconv *p = &n->slot[idx];
             slot_a *x = &active[n_active++];
             x->idx = idx;
-            x->c = (ofa_mbconv_cfg){.mid = ofa_make_divisible((double)p->in_c * a->e[idx], 8),
-                                    .h = h,
-                                    .w = h,
-                                    .residual = p->stride == 1 && p->in_c == p->width,
-                                    .in = cur};
-            x->c.se = ofa_mbconv_se_units(x->c.mid);
-            for (x->c.ki = 0; x->c.ki < p->n_ks && p->ks[x->c.ki] != a->ks[idx]; x->c.ki++)
-                ;
-            MANTA_TRY(ofa_mbconv_configure(p, &x->c, err));
+            MANTA_TRY(ofa_mbconv_configure_arch(p, a, idx, h, h, cur, &x->c, err));
             cur = x->c.out;
             h = x->c.ho;
             c = p->width;
@@ -343,13 +290,7 @@ static nn_conv2d_shape pw_shape(const ofa_supernet *n, int cin, int h, int cout,
 
 manta_status ofa_supernet_recal_begin(ofa_supernet *n, long total_images)
 {
-    MANTA_TRY(ofa_net_recal_begin(&n->net, total_images));
-    /* running statistics are interleaved with the saved ones: zero them per layer */
-    const ofa_bn *bns[MAX_BNS];
-    int widths[MAX_BNS], nb = collect_bns(n, bns, widths);
-    for (int i = 0; i < nb; i++)
-        MANTA_TRY(ofa_net_bn_zero_running(&n->net, bns[i], widths[i]));
-    return MANTA_OK;
+    return ofa_net_recal_begin(&n->net, total_images);
 }
 
 manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
@@ -412,8 +353,7 @@ void ofa_supernet_set_dropout_seed(ofa_supernet *n, uint64_t seed) { n->dropout_
 
 void ofa_supernet_set_bn_sync(ofa_supernet *n, ofa_bn_sync_fn fn, void *ctx)
 {
-    n->net.bn_sync = fn;
-    n->net.bn_sync_ctx = ctx;
+    ofa_net_set_bn_sync(&n->net, fn, ctx);
 }
 
 int ofa_supernet_bn_max_channels(const ofa_supernet *n) { return n->net.widest; }

@@ -14,14 +14,13 @@ typedef struct slot_a {
 } slot_a;
 
 struct ofa_supernet {
-    ofa_net net; /* device, batch, slabs (but momentum), forward mode, BN sync */
+    ofa_net net; /* device, batch, slabs (momentum too), forward mode, BN sync */
     ofa_space s;
     /* parameters */
     size_t stem_w, first_dw, first_p, head_w, mix_w, cls_w, cls_b;
     ofa_bn stem_bn, first_dbn, first_pbn, head_bn;
     ofa_mbconv slot[OFA_MAX_SLOTS];
     size_t n_params, n_decay, n_state;
-    mslab mom;
     /* activations */
     size_t x0, stem_conv, stem_bn_t, stem_act, f_dconv, f_dbn, f_dact, f_pconv, f_pbn, f_out;
     size_t h_conv, h_bn, h_act, h_pool, m_lin, m_act, drop, logits;

@@ -48,7 +48,6 @@ struct stereo_net {
     ofa_net net; /* device, batch (2N on the shared part, N elsewhere), slabs, BN mode */
     stereo_space s;
     int pairs;   /* N */
-    mslab mom;
     size_t n_params, n_decay, n_state;
     /* geometry (the space's crop) */
     int h1, w1;         /* after the stem */
@@ -86,13 +85,7 @@ int stereo_net_batch(const stereo_net *n) { return n->pairs; }
 
 void stereo_net_slabs(const stereo_net *n, ofa_slabs *o)
 {
-    o->params = mslab_view(&n->net.params, 0);
-    o->grads = mslab_view(&n->net.grads, 0);
-    o->momentum = mslab_view(&n->mom, 0);
-    o->state = mslab_view(&n->net.state, 0);
-    o->n_params = n->n_params;
-    o->n_decay = n->n_decay;
-    o->n_state = n->n_state;
+    ofa_net_slabs(&n->net, n->n_params, n->n_decay, n->n_state, o);
 }
 
 mview stereo_net_input(const stereo_net *n) { return A(n, n->x0); }
@@ -207,17 +200,7 @@ static void slot_specs(const stereo_net *n, ofa_mbconv_spec *specs)
             c = n->dcorr + s->redir_width;
         for (int j = 0; j < s->max_depth; j++) {
             ofa_mbconv_spec *sp = &specs[u * s->max_depth + j];
-            *sp = (ofa_mbconv_spec){.in_c = c,
-                                    .width = s->unit[u].width,
-                                    .mid_max = ofa_make_divisible((double)c * s->e[s->n_e - 1], 8),
-                                    .stride = j == 0 ? s->unit[u].stride : 1,
-                                    .act = s->unit[u].act,
-                                    .se = s->unit[u].se,
-                                    .n_ks = s->n_ks,
-                                    .h = h,
-                                    .w = w};
-            for (int q = 0; q < s->n_ks; q++)
-                sp->ks[q] = s->ks[q];
+            *sp = ofa_mbconv_unit_spec(&s->unit[u], j, c, s->e[s->n_e - 1], s->n_ks, s->ks, h, w);
             c = sp->width;
             h = (h - 1) / sp->stride + 1;
             w = (w - 1) / sp->stride + 1;
@@ -267,15 +250,14 @@ static void plan_bn_bias(stereo_net *n, mlayout *pl, mlayout *sl)
 }
 
 /* Every batch norm with its channel count. */
-#define MAX_BNS (2 + 3 * OFA_MAX_SLOTS)
-static int collect_bns(const stereo_net *n, const ofa_bn **bns, int *widths)
+static void collect_bns(stereo_net *n)
 {
-    int nb = 0;
-    bns[nb] = &n->stem_bn, widths[nb++] = n->s.stem_width;
+    ofa_bn_list *l = &n->net.bns;
+    l->n = 0;
+    ofa_bn_list_add(l, &n->stem_bn, n->s.stem_width);
     for (int i = 0; i < n_slots(&n->s); i++)
-        nb += ofa_mbconv_bns(&n->slot[i], bns + nb, widths + nb);
-    bns[nb] = &n->redir_bn, widths[nb++] = n->s.redir_width;
-    return nb;
+        ofa_bn_list_add_mbconv(l, &n->slot[i]);
+    ofa_bn_list_add(l, &n->redir_bn, n->s.redir_width);
 }
 
 /* Raise *scratch to what a convolution with a bias (its backward) needs. */
@@ -325,8 +307,9 @@ static void plan_decoder_acts(stereo_net *n, mlayout *al, size_t *scratch)
 
 /* Plan parameters (decayed first), state and activations (the largest sub-network), and
  * the op scratch. The shared part is planned for 2N images, the rest for N. */
-static manta_status plan(stereo_net *n, mlayout *pl, mlayout *sl, mlayout *al, size_t *scratch)
+static manta_status plan(void *net_, mlayout *pl, mlayout *sl, mlayout *al, size_t *scratch)
 {
+    stereo_net *n = net_;
     const stereo_space *s = &n->s;
     ofa_net *net = &n->net;
     geometry(n);
@@ -364,11 +347,8 @@ static manta_status plan(stereo_net *n, mlayout *pl, mlayout *sl, mlayout *al, s
         ofa_mbconv_plan_acts(net, &n->slot[i], al, scratch);
     plan_decoder_acts(n, al, scratch);
 
-    const ofa_bn *bns[MAX_BNS];
-    int widths[MAX_BNS], nb = collect_bns(n, bns, widths), widest = 1;
-    for (int b = 0; b < nb; b++)
-        widest = widths[b] > widest ? widths[b] : widest;
-    ofa_net_plan_stats(net, al, widest);
+    collect_bns(n);
+    ofa_net_plan_stats(net, al, ofa_bn_list_widest(&net->bns));
     return MANTA_OK;
 }
 
@@ -383,56 +363,23 @@ static void fill_fan_in(manta_rng *r, float *w, size_t count, int fan_in, float 
 /* Initial values: convolutions uniform in +-1/sqrt(fan_in) (as ofa_mbconv_init_weights());
  * a k4 s2 transposed convolution's fan-in is the products each output sums, cin * 4; the
  * predictions' weights 0.1 times that, so that the first disparities are near 0; biases
- * 0; batch norms as ofa_bn_init_values(). */
-static void init_values(const stereo_net *n, uint64_t seed, float *p, float *st)
+ * 0; batch norms as ofa_bn_init_values() (ofa_net_write_init()). */
+static void init_values(const void *net, manta_rng *r, float *p)
 {
+    const stereo_net *n = net;
     const stereo_space *s = &n->s;
-    manta_rng r;
-    manta_rng_seed(&r, seed, 0x57e7);
     const int k = s->stem_kernel;
-    fill_fan_in(&r, p + n->stem_w, (size_t)s->stem_width * 3 * k * k, 3 * k * k, 1.0f);
+    fill_fan_in(r, p + n->stem_w, (size_t)s->stem_width * 3 * k * k, 3 * k * k, 1.0f);
     for (int i = 0; i < n_slots(s); i++)
-        ofa_mbconv_init_weights(&n->slot[i], &r, p);
-    fill_fan_in(&r, p + n->redir_w, (size_t)s->redir_width * n->cc, n->cc, 1.0f);
-    fill_fan_in(&r, p + n->pred0_w, (size_t)n->cl * 9, n->cl * 9, PRED_INIT_SCALE);
+        ofa_mbconv_init_weights(&n->slot[i], r, p);
+    fill_fan_in(r, p + n->redir_w, (size_t)s->redir_width * n->cc, n->cc, 1.0f);
+    fill_fan_in(r, p + n->pred0_w, (size_t)n->cl * 9, n->cl * 9, PRED_INIT_SCALE);
     for (int i = 0; i < s->n_levels; i++) {
         const stereo_level *l = &n->lev[i];
-        fill_fan_in(&r, p + l->up_w, (size_t)l->cin * l->width * 16, l->cin * 4, 1.0f);
-        fill_fan_in(&r, p + l->conv_w, (size_t)l->width * cat_c(l) * 9, cat_c(l) * 9, 1.0f);
-        fill_fan_in(&r, p + l->pred_w, (size_t)l->width * 9, l->width * 9, PRED_INIT_SCALE);
+        fill_fan_in(r, p + l->up_w, (size_t)l->cin * l->width * 16, l->cin * 4, 1.0f);
+        fill_fan_in(r, p + l->conv_w, (size_t)l->width * cat_c(l) * 9, cat_c(l) * 9, 1.0f);
+        fill_fan_in(r, p + l->pred_w, (size_t)l->width * 9, l->width * 9, PRED_INIT_SCALE);
     }
-    const ofa_bn *bns[MAX_BNS];
-    int widths[MAX_BNS], nb = collect_bns(n, bns, widths);
-    for (int b = 0; b < nb; b++)
-        ofa_bn_init_values(bns[b], widths[b], p, st);
-}
-
-static manta_status write_init(stereo_net *n, uint64_t seed)
-{
-    float *p = calloc(n->n_params ? n->n_params : 1, sizeof *p);
-    float *st = calloc(n->n_state ? n->n_state : 1, sizeof *st);
-    manta_status rc = MANTA_OK;
-    if (!p || !st)
-        rc = manta_err_set(mcl_err(n->net.d), MANTA_ERR_NO_MEMORY,
-                           "stereo net: out of host memory");
-    if (rc == MANTA_OK) {
-        init_values(n, seed, p, st);
-        rc = mcl_write(n->net.d, mslab_view(&n->net.params, 0), p, n->n_params);
-    }
-    if (rc == MANTA_OK)
-        rc = mcl_write(n->net.d, ofa_net_s(&n->net, 0), st, n->n_state);
-    free(p);
-    free(st);
-    return rc;
-}
-
-void stereo_net_destroy(stereo_net *n)
-{
-    if (!n)
-        return;
-    mslab_destroy(n->net.d, &n->mom);
-    ofa_net_free(&n->net);
-    free(n);
 }
 
 manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
@@ -453,26 +400,28 @@ manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch,
     stereo_net *n = calloc(1, sizeof *n);
     if (!n)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "stereo net: out of host memory");
-    n->net.d = d;
-    n->pairs = batch;
+    static const ofa_net_recipe recipe = {plan,
+                                          init_values,
+                                          0x57e7,
+                                          "stereo net parameters",
+                                          "stereo net gradients",
+                                          "stereo net momentum",
+                                          "stereo net"};
     n->s = *space;
-    mlayout pl = {0}, sl = {0}, al = {0};
-    size_t scratch = 0;
-    manta_status st = plan(n, &pl, &sl, &al, &scratch);
-    const ofa_net_sizes sz = {pl.total, sl.total, al.total, scratch,
-                              "stereo net parameters", "stereo net gradients"};
-    if (st == MANTA_OK)
-        st = ofa_net_alloc(&n->net, &sz);
-    if (st == MANTA_OK)
-        st = mslab_create(d, &n->mom, pl.total, "stereo net momentum");
-    if (st == MANTA_OK)
-        st = write_init(n, seed);
-    if (st != MANTA_OK) {
+    n->pairs = batch; /* the plan sets the context's batch (2N on the shared part, N elsewhere) */
+    manta_status st = ofa_net_create(&n->net, d, batch, &recipe, n, seed);
+    if (st != MANTA_OK)
         stereo_net_destroy(n);
-        return st;
-    }
-    *out = n;
-    return MANTA_OK;
+    *out = st == MANTA_OK ? n : NULL;
+    return st;
+}
+
+void stereo_net_destroy(stereo_net *n)
+{
+    if (!n)
+        return;
+    ofa_net_free(&n->net);
+    free(n);
 }
 
 /* ---- the active sub-network ------------------------------------------------------------- */
@@ -499,15 +448,7 @@ manta_status stereo_net_set_arch(stereo_net *n, const ofa_arch *a)
             const ofa_mbconv *p = &n->slot[idx];
             stereo_slot *x = &active[n_active++];
             x->idx = idx;
-            x->c = (ofa_mbconv_cfg){.mid = ofa_make_divisible((double)p->in_c * a->e[idx], 8),
-                                    .h = h,
-                                    .w = w,
-                                    .residual = p->stride == 1 && p->in_c == p->width,
-                                    .in = cur};
-            x->c.se = ofa_mbconv_se_units(x->c.mid);
-            for (x->c.ki = 0; x->c.ki < p->n_ks && p->ks[x->c.ki] != a->ks[idx]; x->c.ki++)
-                ;
-            MANTA_TRY(ofa_mbconv_configure(p, &x->c, err));
+            MANTA_TRY(ofa_mbconv_configure_arch(p, a, idx, h, w, cur, &x->c, err));
             cur = x->c.out;
             h = x->c.ho, w = x->c.wo;
         }
@@ -644,18 +585,12 @@ manta_status stereo_net_forward(stereo_net *n, mview params, ofa_bn_mode bn)
 manta_status stereo_net_recal_begin(stereo_net *n, long total_pairs)
 {
     n->net.batch = n->pairs; /* the weight: N pairs of a forward over total_pairs */
-    MANTA_TRY(ofa_net_recal_begin(&n->net, total_pairs));
-    const ofa_bn *bns[MAX_BNS];
-    int widths[MAX_BNS], nb = collect_bns(n, bns, widths);
-    for (int i = 0; i < nb; i++)
-        MANTA_TRY(ofa_net_bn_zero_running(&n->net, bns[i], widths[i]));
-    return MANTA_OK;
+    return ofa_net_recal_begin(&n->net, total_pairs);
 }
 
 void stereo_net_set_bn_sync(stereo_net *n, ofa_bn_sync_fn fn, void *ctx)
 {
-    n->net.bn_sync = fn;
-    n->net.bn_sync_ctx = ctx;
+    ofa_net_set_bn_sync(&n->net, fn, ctx);
 }
 
 /* ---- backward ------------------------------------------------------------------------------ */

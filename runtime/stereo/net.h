@@ -51,8 +51,8 @@
 
 typedef struct stereo_net stereo_net;
 
-/** Create the supernet of @p space on @p d for batches of @p batch pairs at the space's
- *  crop, weights drawn from @p seed. @return MANTA_ERR_INVALID_ARG for a bad space or
+/** As ofa_supernet_create() (ofa/supernet.h), for the network of @p space and batches of
+ *  @p batch pairs at the space's crop. @return MANTA_ERR_INVALID_ARG for a bad space or
  *  batch; the device's errors (one buffer too large for the device names it). */
 manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
                                stereo_net **out);
@@ -64,7 +64,7 @@ const stereo_space *stereo_net_space(const stereo_net *n);
 /** Pairs per batch, N (the input holds 2N images). */
 int stereo_net_batch(const stereo_net *n);
 
-/** The slabs (see ofa_slabs): parameters, gradients, momentum, BN state. */
+/** The slabs, as ofa_supernet_slabs(). */
 void stereo_net_slabs(const stereo_net *n, ofa_slabs *out);
 
 /** Make @p a (the units' genes, stereo_arch_validate()) the active sub-network.

@@ -6,30 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/fileio.h"
 #include "core/json.h"
+#include "ofa/spec_parse.h"
 
-/* Largest search-space spec file read. */
-#define SPACE_FILE_MAX ((size_t)1 << 20)
+/* Built-ins named when a spec file cannot be read. */
+#define BUILTINS OFA_SPEC_BUILTINS ", stereo-cpu, stereo-gpu"
 
 /* ---- built-ins ------------------------------------------------------------------------ */
 
-static void set_list(int *n, int *dst, const int *src, int count)
-{
-    *n = count;
-    memcpy(dst, src, (size_t)count * sizeof *src);
-}
-
 static void set_units(stereo_space *s, const ofa_unit_spec *u, int n)
 {
-    /* field by field: copies of initialisers may carry indeterminate padding */
     s->n_units = n;
-    for (int i = 0; i < n; i++) {
-        s->unit[i].width = u[i].width;
-        s->unit[i].stride = u[i].stride;
-        s->unit[i].act = u[i].act;
-        s->unit[i].se = u[i].se;
-    }
+    ofa_spec_copy_units(s->unit, u, n);
 }
 
 /* FADNet's public schedule (notes: rounds 1, 3 and the last), written coarsest first. */
@@ -47,9 +35,9 @@ static void fadnet_rounds(stereo_space *s)
 
 static void common_choices(stereo_space *s)
 {
-    set_list(&s->n_ks, s->ks, (const int[]){3, 5, 7}, 3);
-    set_list(&s->n_e, s->e, (const int[]){3, 4, 6}, 3);
-    set_list(&s->n_d, s->d, (const int[]){2, 3, 4}, 3);
+    ofa_spec_set_list(&s->n_ks, s->ks, (const int[]){3, 5, 7}, 3);
+    ofa_spec_set_list(&s->n_e, s->e, (const int[]){3, 4, 6}, 3);
+    ofa_spec_set_list(&s->n_d, s->d, (const int[]){2, 3, 4}, 3);
     s->max_depth = 4;
 }
 
@@ -66,7 +54,7 @@ void stereo_space_cpu(stereo_space *s)
                                 {64, 2, NN_ACT_HSWISH, true},   {96, 1, NN_ACT_HSWISH, true}};
     set_units(s, u, 6);
     s->corr_after_unit = 2, s->corr_max_disp = 8, s->corr_stride = 1, s->redir_width = 16;
-    set_list(&s->n_levels, s->dec_width, (const int[]){64, 48, 32, 24, 16}, 5);
+    ofa_spec_set_list(&s->n_levels, s->dec_width, (const int[]){64, 48, 32, 24, 16}, 5);
     fadnet_rounds(s);
 }
 
@@ -83,7 +71,7 @@ void stereo_space_gpu(stereo_space *s)
                                 {512, 2, NN_ACT_HSWISH, false}, {512, 2, NN_ACT_HSWISH, false}};
     set_units(s, u, 6);
     s->corr_after_unit = 2, s->corr_max_disp = 40, s->corr_stride = 1, s->redir_width = 64;
-    set_list(&s->n_levels, s->dec_width, (const int[]){512, 256, 128, 64, 32, 16}, 6);
+    ofa_spec_set_list(&s->n_levels, s->dec_width, (const int[]){512, 256, 128, 64, 32, 16}, 6);
     fadnet_rounds(s);
 }
 
@@ -263,41 +251,6 @@ static manta_status need_int(const cJSON *o, const char *key, int lo, int hi, in
     return MANTA_OK;
 }
 
-static manta_status need_act(const cJSON *o, const char *key, bool leaky_too, nn_act *out,
-                             const char *ctx, manta_err *err)
-{
-    const char *s = manta_json_string(o, key);
-    if (s && !strcmp(s, "relu"))
-        *out = NN_ACT_RELU;
-    else if (s && !strcmp(s, "h-swish"))
-        *out = NN_ACT_HSWISH;
-    else if (s && leaky_too && !strcmp(s, "leaky-relu"))
-        *out = NN_ACT_LEAKY_RELU;
-    else
-        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be \"relu\"%s or \"h-swish\"",
-                             ctx, key, leaky_too ? ", \"leaky-relu\"" : "");
-    return MANTA_OK;
-}
-
-/* A list of 1..cap integers in [lo, hi] (ascending when @p ascending). */
-static manta_status need_list(const cJSON *o, const char *key, int cap, int lo, int hi,
-                              bool ascending, int *n, int *dst, const char *ctx, manta_err *err)
-{
-    const cJSON *a = manta_json_array(o, key, -1);
-    int count = cJSON_GetArraySize(a);
-    if (!a || count < 1 || count > cap)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"%s\" must be a list of 1 to %d values",
-                             ctx, key, cap);
-    for (int i = 0; i < count; i++)
-        if (!manta_json_int_item(cJSON_GetArrayItem(a, i), lo, hi, &dst[i]) ||
-            (ascending && i > 0 && dst[i] <= dst[i - 1]))
-            return manta_err_set(err, MANTA_ERR_FORMAT,
-                                 "%s: \"%s\"[%d] must be an integer in [%d, %d]%s", ctx, key, i, lo,
-                                 hi, ascending ? ", ascending" : "");
-    *n = count;
-    return MANTA_OK;
-}
-
 static manta_status need_object(const cJSON *j, const char *key, const cJSON **out,
                                 manta_err *err)
 {
@@ -307,12 +260,10 @@ static manta_status need_object(const cJSON *j, const char *key, const cJSON **o
     return MANTA_OK;
 }
 
-static manta_status parse_obj(const cJSON *j, stereo_space *s, manta_err *err)
+static manta_status parse_obj(const cJSON *j, void *out, manta_err *err)
 {
-    const char *fmt = manta_json_string(j, "format");
-    if (!fmt || strcmp(fmt, "manta-ofa-space") != 0)
-        return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "space: \"format\" must be \"manta-ofa-space\"");
+    stereo_space *s = out;
+    MANTA_TRY(ofa_spec_format(j, err));
     const char *task = manta_json_string(j, "task");
     if (!task || !strcmp(task, "classification"))
         return manta_err_set(err, MANTA_ERR_FORMAT,
@@ -324,44 +275,22 @@ static manta_status parse_obj(const cJSON *j, stereo_space *s, manta_err *err)
                              "space: \"task\" must be \"stereo\" (or \"classification\")");
     int version;
     MANTA_TRY(need_int(j, "version", 1, 1, &version, "space", err));
-    const char *name = manta_json_string(j, "name");
-    if (!name || !*name || strlen(name) >= sizeof s->name)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"name\" must be a short string");
-    snprintf(s->name, sizeof s->name, "%s", name);
+    MANTA_TRY(ofa_spec_name(j, s->name, sizeof s->name, err));
 
     const cJSON *o;
     MANTA_TRY(need_object(j, "crop", &o, err));
     MANTA_TRY(need_int(o, "height", 2, 16384, &s->crop_h, "space.crop", err));
     MANTA_TRY(need_int(o, "width", 2, 16384, &s->crop_w, "space.crop", err));
     MANTA_TRY(need_int(j, "max_disp", 1, 16384, &s->max_disp, "space", err));
-    MANTA_TRY(need_list(j, "kernel_sizes", OFA_MAX_CHOICES, 1, 9, true, &s->n_ks, s->ks, "space",
-                        err));
-    MANTA_TRY(need_list(j, "expand_ratios", OFA_MAX_CHOICES, 1, 8, true, &s->n_e, s->e, "space",
-                        err));
-    MANTA_TRY(need_list(j, "depths", OFA_MAX_CHOICES, 1, OFA_MAX_DEPTH, true, &s->n_d, s->d,
-                        "space", err));
+    MANTA_TRY(ofa_spec_choices(j, &s->n_ks, s->ks, &s->n_e, s->e, &s->n_d, s->d, err));
     s->max_depth = s->d[s->n_d - 1];
 
     MANTA_TRY(need_object(j, "stem", &o, err));
     MANTA_TRY(need_int(o, "width", 1, 4096, &s->stem_width, "space.stem", err));
     MANTA_TRY(need_int(o, "kernel", 1, 9, &s->stem_kernel, "space.stem", err));
-    MANTA_TRY(need_act(o, "act", true, &s->stem_act, "space.stem", err));
+    MANTA_TRY(ofa_spec_act(o, "act", true, &s->stem_act, "space.stem", err));
 
-    const cJSON *units = manta_json_array(j, "units", -1);
-    s->n_units = cJSON_GetArraySize(units);
-    if (!units || s->n_units < 3 || s->n_units > OFA_MAX_UNITS)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"units\" must list 3 to %d units",
-                             OFA_MAX_UNITS);
-    for (int u = 0; u < s->n_units; u++) {
-        const cJSON *uo = cJSON_GetArrayItem(units, u);
-        char ctx[32];
-        snprintf(ctx, sizeof ctx, "space.units[%d]", u);
-        MANTA_TRY(need_int(uo, "width", 1, 4096, &s->unit[u].width, ctx, err));
-        MANTA_TRY(need_int(uo, "stride", 1, 2, &s->unit[u].stride, ctx, err));
-        MANTA_TRY(need_act(uo, "act", false, &s->unit[u].act, ctx, err));
-        if (!manta_json_bool(uo, "se", &s->unit[u].se))
-            return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"se\" must be true or false", ctx);
-    }
+    MANTA_TRY(ofa_spec_units(j, 3, need_int, s->unit, &s->n_units, err));
 
     MANTA_TRY(need_object(j, "correlation", &o, err));
     MANTA_TRY(need_int(o, "after_unit", 2, 3, &s->corr_after_unit, "space.correlation", err));
@@ -370,7 +299,7 @@ static manta_status parse_obj(const cJSON *j, stereo_space *s, manta_err *err)
     MANTA_TRY(need_int(o, "redir_width", 1, 4096, &s->redir_width, "space.correlation", err));
 
     MANTA_TRY(need_object(j, "decoder", &o, err));
-    MANTA_TRY(need_list(o, "widths", STEREO_MAX_LEVELS, 1, 4096, false, &s->n_levels,
+    MANTA_TRY(ofa_spec_list(o, "widths", STEREO_MAX_LEVELS, 1, 4096, false, &s->n_levels,
                         s->dec_width, "space.decoder", err));
 
     MANTA_TRY(need_object(j, "loss", &o, err));
@@ -402,26 +331,7 @@ static manta_status parse_obj(const cJSON *j, stereo_space *s, manta_err *err)
 
 manta_status stereo_space_parse(const char *json, stereo_space *out, manta_err *err)
 {
-    memset(out, 0, sizeof *out);
-    cJSON *j = cJSON_Parse(json);
-    if (!j)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "space: not valid JSON near '%.20s'",
-                             cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
-    manta_status st = parse_obj(j, out, err);
-    cJSON_Delete(j);
-    return st;
-}
-
-static manta_status read_spec(const char *path, char **buf, manta_err *err)
-{
-    manta_err why;
-    manta_status st = manta_file_read(path, SPACE_FILE_MAX, buf, NULL, &why);
-    if (st != MANTA_OK)
-        return manta_err_set(err, st,
-                             "%s (give a file or a built-in: cpu-default, mbv3-w1.0, stereo-cpu, "
-                             "stereo-gpu)",
-                             why.msg);
-    return MANTA_OK;
+    return ofa_spec_parse_text(json, parse_obj, out, sizeof *out, err);
 }
 
 manta_status stereo_space_load(const char *path_or_name, stereo_space *out, manta_err *err)
@@ -434,16 +344,7 @@ manta_status stereo_space_load(const char *path_or_name, stereo_space *out, mant
         stereo_space_gpu(out);
         return MANTA_OK;
     }
-    char *buf;
-    MANTA_TRY(read_spec(path_or_name, &buf, err));
-    manta_status st = stereo_space_parse(buf, out, err);
-    free(buf);
-    if (st != MANTA_OK && err) {
-        char msg[MANTA_ERR_MSG_MAX];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        manta_err_set(err, st, "%s: %s", path_or_name, msg);
-    }
-    return st;
+    return ofa_spec_load_file(path_or_name, BUILTINS, parse_obj, out, sizeof *out, err);
 }
 
 manta_status stereo_spec_is_stereo(const char *path_or_name, bool *stereo, manta_err *err)
@@ -456,7 +357,7 @@ manta_status stereo_spec_is_stereo(const char *path_or_name, bool *stereo, manta
     if (!strcmp(path_or_name, "cpu-default") || !strcmp(path_or_name, "mbv3-w1.0"))
         return MANTA_OK;
     char *buf;
-    MANTA_TRY(read_spec(path_or_name, &buf, err));
+    MANTA_TRY(ofa_spec_read_file(path_or_name, BUILTINS, &buf, err));
     cJSON *j = cJSON_Parse(buf);
     free(buf);
     const char *task = manta_json_string(j, "task");
@@ -571,15 +472,11 @@ void stereo_space_ofa_view(const stereo_space *s, ofa_space *v)
     v->first_act = s->stem_act;
     v->n_units = s->n_units;
     v->max_depth = s->max_depth;
-    for (int u = 0; u < s->n_units && u < OFA_MAX_UNITS; u++) {
-        v->unit[u].width = s->unit[u].width;
-        v->unit[u].stride = s->unit[u].stride;
-        v->unit[u].act = s->unit[u].act;
-        v->unit[u].se = s->unit[u].se;
-    }
-    set_list(&v->n_ks, v->ks, s->ks, s->n_ks);
-    set_list(&v->n_e, v->e, s->e, s->n_e);
-    set_list(&v->n_d, v->d, s->d, s->n_d);
+    ofa_spec_copy_units(v->unit, s->unit,
+                        s->n_units < OFA_MAX_UNITS ? s->n_units : OFA_MAX_UNITS);
+    ofa_spec_set_list(&v->n_ks, v->ks, s->ks, s->n_ks);
+    ofa_spec_set_list(&v->n_e, v->e, s->e, s->n_e);
+    ofa_spec_set_list(&v->n_d, v->d, s->d, s->n_d);
 }
 
 void stereo_arch_max(const stereo_space *s, ofa_arch *a)

@@ -17,14 +17,15 @@
 #include <stdint.h>
 
 #include "stereo/train.h"
+#include "train/checkpoint.h"
 
 typedef struct stereo_meta {
-    char preset[16];   /**< schedule preset */
-    int batch;
-    uint64_t seed;
-    long step;         /**< the next step to train */
-    int has_teacher;
-    char data[512];    /**< "synthetic" or the folder given */
+    union {
+        ckpt_run_meta run; /**< the common settings (data: "synthetic" or the folder given) */
+        struct {
+            CKPT_RUN_META_FIELDS
+        };
+    };
     long train_pairs;  /**< pairs of the training set (synthetic: generator indices) */
 } stereo_meta;
 

@@ -31,8 +31,8 @@ mview stereo_trainer_teacher(const stereo_trainer *t) { return mslab_view(&t->te
 void stereo_trainer_set_has_teacher(stereo_trainer *t, int has) { t->has_teacher = has; }
 
 /* Peak learning rates of the stereo presets (SGD, Nesterov momentum 0.9). */
-#define STEREO_LR 0.05f
-#define STEREO_LR_LATER 0.02f
+#define STEREO_LR 0.02f
+#define STEREO_LR_LATER 0.01f
 
 manta_status stereo_schedule_preset(const stereo_space *space, const char *preset, int batch,
                                     long steps_per_epoch, ofa_schedule *out, manta_err *err)
@@ -183,8 +183,11 @@ static manta_status losses(stereo_trainer *t, int k, int round, int distill)
 {
     size_t res = t->results + (size_t)k * result_floats(t);
     MANTA_TRY(mcl_fill(t->d, IO(t, res), 0.0f, result_floats(t)));
+    double sum = 0; /* the round's weights, normalised: the loss's scale stays the same */
+    for (int p = 0; p < t->P; p++)
+        sum += t->space.loss_w[round][p];
     for (int p = 0; p < t->P; p++) {
-        float w = (float)t->space.loss_w[round][p];
+        float w = (float)(t->space.loss_w[round][p] / sum);
         if (w <= 0.0f)
             continue;
         nn_disp_loss_shape s = pred_shape(t, p);
@@ -268,8 +271,12 @@ manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batc
     MANTA_TRY(mcl_read(d, IO(t, t->results), t->host_results, result_floats(t) * (size_t)subnets));
     lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
     float lr = lr_at(&ls, in_phase);
+    /* the mean gradient over the sub-networks, the distillation term weighted
+     * kd_ratio / (1 + kd_ratio): the step keeps the first phase's scale (summed, two or four
+     * sub-networks with distillation made the decoder diverge at the first phase's rates) */
+    float scale = 1.0f / ((float)subnets * (distill ? 1.0f + t->sched.kd_ratio : 1.0f));
     optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
-    MANTA_TRY(optim_sgd_step(d, &opt, lr, 1.0f, t->sl.params, t->sl.grads, t->sl.momentum,
+    MANTA_TRY(optim_sgd_step(d, &opt, lr, scale, t->sl.params, t->sl.grads, t->sl.momentum,
                              t->sl.n_decay, t->sl.n_params));
     if (out) {
         summarise(t, subnets, distill, out);

@@ -8,10 +8,13 @@
  * phase distils, the teacher (the network as it was at the end of the first phase)
  * predicts the batch's finest disparity once; then `subnets` times a sub-network is
  * sampled from (seed, step, k) over the phase's choices, run forward and backward on the
- * same pairs, and its gradients add up; then one SGD step. The loss of a sub-network is
+ * same pairs, and its gradients add up; then one SGD step with their mean (divided by
+ * the sub-networks, and by 1 + kd_ratio when the phase distils, so that a step keeps the
+ * first phase's scale). The loss of a sub-network is
  * the multi-scale disparity loss, sum over predictions p of w_p * mean L1 error over the
  * valid pixels of the ground truth at p's scale (data/stereo_batch.h), w the space's loss
- * weights of the round the step is in (round r of R covers steps [r T / R, (r + 1) T / R)
+ * weights of the round the step is in, divided by their sum (so that the loss keeps its
+ * scale from round to round) (round r of R covers steps [r T / R, (r + 1) T / R)
  * of the T steps of the schedule: the weight moves from the coarse predictions to the
  * finest over training), plus kd_ratio times the mean L1 difference between its finest
  * prediction and the teacher's (pixels where the teacher's is positive).
@@ -34,7 +37,7 @@ typedef struct stereo_trainer stereo_trainer;
  * A schedule preset for @p space, batches of @p batch pairs: train/schedule.h's phases over
  * the space's encoder (full network, elastic kernel, depth, expand ratio; the sub-networks
  * per step and distillation as there), without width re-organisation, learning rates for
- * the disparity loss (0.05 in the first phase, 0.02 later), and steps per phase: "smoke"
+ * the disparity loss (0.02 in the first phase, 0.01 later), and steps per phase: "smoke"
  * 3 each (tests); "quick" 900, 100, 50, 60, 40, 60 (about 20 minutes for stereo-cpu at
  * batch 8 on 2 cores); "full" 8 times those. @p steps_per_epoch is used by smoke only.
  */

@@ -12,7 +12,9 @@
 #ifndef MANTA_TRAIN_CHECKPOINT_H
 #define MANTA_TRAIN_CHECKPOINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cl/cl.h"
 #include "core/container.h"
@@ -40,5 +42,93 @@ manta_status ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, m
  */
 manta_status ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst,
                                   size_t n, manta_err *err);
+
+/**
+ * The float32 sections of a training run's state on the device: "params" and
+ * "momentum" ((n_params) floats each), "bn_state" ((n_state) floats) and, when
+ * @p has_teacher, "teacher" ((n_params) floats), in that order.
+ */
+typedef struct ckpt_train_slabs {
+    mview params, momentum, state, teacher;
+    size_t n_params, n_state;
+    bool has_teacher;
+} ckpt_train_slabs;
+
+/**
+ * Write a training checkpoint atomically to @p path: the JSON section "meta"
+ * (@p meta), the int64 section "loader" ((n_loader) values) when @p loader is
+ * not NULL, then the slabs of @p s read from @p d (ckpt_add_f32_device()).
+ * On an error the file at @p path is left as it was.
+ */
+manta_status ckpt_save_train(const char *path, const char *meta, const int64_t *loader,
+                             size_t n_loader, mcl_dev *d, const ckpt_train_slabs *s,
+                             manta_err *err);
+
+/** Read the slabs of @p s (as ckpt_save_train() writes them) into their views on @p d. */
+manta_status ckpt_read_train_slabs(ckpt_reader *r, mcl_dev *d, const ckpt_train_slabs *s,
+                                   manta_err *err);
+
+/**
+ * Reads a training checkpoint's settings from @p r (the file @p path) into the
+ * caller's structs at @p user; when @p slabs is not NULL (a load), also checks
+ * them against the run and sets *@p slabs to the views to fill.
+ */
+typedef manta_status (*ckpt_state_fn)(ckpt_reader *r, const char *path, void *user,
+                                      ckpt_train_slabs *slabs, manta_err *err);
+
+/**
+ * Open the training checkpoint @p path and call @p read on it; when @p load,
+ * then read the slabs it set into their views on @p d (ckpt_read_train_slabs()).
+ */
+manta_status ckpt_read_train(const char *path, ckpt_state_fn read, void *user, bool load,
+                             mcl_dev *d, manta_err *err);
+
+/**
+ * The settings every training checkpoint's "meta" carries, declared as members
+ * of ckpt_run_meta and, under the same names, of the run-specific meta structs
+ * (train/trainstate.h, stereo/state.h), which overlay them with a ckpt_run_meta
+ * in an anonymous union: preset (the schedule preset), batch, seed, step (the
+ * next step to train), has_teacher and data (the data source).
+ */
+#define CKPT_RUN_META_FIELDS                                                                      \
+    char preset[16];                                                                              \
+    int batch;                                                                                    \
+    uint64_t seed;                                                                                \
+    long step;                                                                                    \
+    int has_teacher;                                                                              \
+    char data[512];
+
+typedef struct ckpt_run_meta {
+    CKPT_RUN_META_FIELDS
+} ckpt_run_meta;
+
+struct cJSON;
+
+/** Adds a run's own members to a "meta" document; false when out of memory. */
+typedef bool (*ckpt_meta_put_fn)(struct cJSON *meta, const void *user);
+/** Reads (and checks) a run's own members of a "meta" document; false when one
+ *  is missing or out of range. */
+typedef bool (*ckpt_meta_get_fn)(const struct cJSON *meta, void *user);
+
+/**
+ * The "meta" JSON of a training checkpoint (malloc'd into *@p out): "format"
+ * (@p format), "version" 1, "schedule", "batch", "seed" (a string, exact
+ * beyond 2^53), "step", "has_teacher", "data", the members @p put adds, and
+ * "space", the JSON text @p space (malloc'd; always freed here).
+ */
+manta_status ckpt_meta_json(const char *format, const ckpt_run_meta *m, ckpt_meta_put_fn put,
+                            const void *user, char *space, char **out, manta_err *err);
+
+/**
+ * Read the "meta" section of @p r written by ckpt_meta_json() with @p format:
+ * its common settings into @p m, the run's own members by @p get, and the
+ * "space" member as JSON text (malloc'd) into *@p space.
+ * @return MANTA_ERR_FORMAT "PATH: not a manta KIND checkpoint (its metadata
+ *         lacks fields)" when the format differs or a field is missing (@p kind
+ *         names the checkpoint, "training" or "stereo training").
+ */
+manta_status ckpt_meta_read(ckpt_reader *r, const char *path, const char *format,
+                            const char *kind, ckpt_meta_get_fn get, void *user, ckpt_run_meta *m,
+                            char **space, manta_err *err);
 
 #endif

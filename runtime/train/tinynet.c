@@ -13,6 +13,7 @@
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/pool.h"
+#include "ofa/mbconv.h"
 
 #define BN_MOMENTUM 0.1f
 #define BN_EPS 1e-5f
@@ -20,8 +21,8 @@
 typedef struct conv_l { nn_conv2d_shape s; size_t w; } conv_l;
 typedef struct dw_l { nn_dw_shape s; size_t w; } dw_l;
 typedef struct fc_l { nn_linear_shape s; size_t w, b; } fc_l;
-/* gamma, beta: parameter offsets; the rest: offsets in the state slab. */
-typedef struct bn_l { nn_bn_shape s; size_t gamma, beta, rmean, rvar, smean, sinv; } bn_l;
+/* o: gamma, beta: parameter offsets; the rest: offsets in the state slab. */
+typedef struct bn_l { nn_bn_shape s; ofa_bn o; } bn_l;
 
 /* Activation tensors, in forward order. Each has a gradient of the same size. */
 enum {
@@ -67,12 +68,7 @@ static mview S(const tinynet *t, size_t off) { return mslab_view(&t->state, off)
 static void bn_init(bn_l *b, int n, int c, int hw, mlayout *params, mlayout *state)
 {
     b->s = (nn_bn_shape){n, c, hw};
-    b->gamma = mlayout_add(params, (size_t)c);
-    b->beta = mlayout_add(params, (size_t)c);
-    b->rmean = mlayout_add(state, (size_t)c);
-    b->rvar = mlayout_add(state, (size_t)c);
-    b->smean = mlayout_add(state, (size_t)c);
-    b->sinv = mlayout_add(state, (size_t)c);
+    ofa_bn_plan(&b->o, c, params, state);
 }
 
 /* Initial values: Kaiming normal (fan-out) for convolutions, uniform for
@@ -106,10 +102,7 @@ static manta_status init_values(tinynet *t, uint64_t seed)
                      1.0f / sqrtf((float)fcs[i]->s.in));
     const bn_l *bns[] = {&t->b1, &t->b2, &t->b3, &t->b4, &t->b5, &t->b6};
     for (int i = 0; i < 6; i++)
-        for (int c = 0; c < bns[i]->s.c; c++) {
-            p[bns[i]->gamma + (size_t)c] = 1.0f;
-            s[bns[i]->rvar + (size_t)c] = 1.0f;
-        }
+        ofa_bn_init_values(&bns[i]->o, bns[i]->s.c, p, s);
     manta_status st = mcl_write(t->d, P(t, 0), p, t->params.floats);
     if (st == MANTA_OK)
         st = mcl_write(t->d, S(t, 0), s, t->state.floats);
@@ -243,17 +236,17 @@ manta_status tinynet_create(mcl_dev *d, const tinynet_config *cfg, uint64_t seed
 static manta_status bn_fwd(tinynet *t, const bn_l *b, int x, int y, bool train)
 {
     if (train)
-        return nn_bn_forward_train(t->d, &b->s, BN_MOMENTUM, BN_EPS, A(t, x), P(t, b->gamma),
-                                   P(t, b->beta), S(t, b->rmean), S(t, b->rvar), A(t, y),
-                                   S(t, b->smean), S(t, b->sinv), mslab_view(&t->scratch, 0));
-    return nn_bn_forward_eval(t->d, &b->s, BN_EPS, A(t, x), P(t, b->gamma), P(t, b->beta),
-                              S(t, b->rmean), S(t, b->rvar), A(t, y));
+        return nn_bn_forward_train(t->d, &b->s, BN_MOMENTUM, BN_EPS, A(t, x), P(t, b->o.gamma),
+                                   P(t, b->o.beta), S(t, b->o.rmean), S(t, b->o.rvar), A(t, y),
+                                   S(t, b->o.smean), S(t, b->o.sinv), mslab_view(&t->scratch, 0));
+    return nn_bn_forward_eval(t->d, &b->s, BN_EPS, A(t, x), P(t, b->o.gamma), P(t, b->o.beta),
+                              S(t, b->o.rmean), S(t, b->o.rvar), A(t, y));
 }
 
 static manta_status bn_bwd(tinynet *t, const bn_l *b, int x, int y)
 {
-    return nn_bn_backward(t->d, &b->s, A(t, x), P(t, b->gamma), S(t, b->smean), S(t, b->sinv),
-                          G(t, y), G(t, x), DP(t, b->gamma), DP(t, b->beta),
+    return nn_bn_backward(t->d, &b->s, A(t, x), P(t, b->o.gamma), S(t, b->o.smean), S(t, b->o.sinv),
+                          G(t, y), G(t, x), DP(t, b->o.gamma), DP(t, b->o.beta),
                           mslab_view(&t->scratch, 0));
 }
 
@@ -324,9 +317,9 @@ static manta_status backward(tinynet *t)
                            DP(t, t->fc.w), DP(t, t->fc.b)));
     MANTA_TRY(nn_avgpool_backward(d, nc, hw, G(t, POOL), G(t, RES)));
     /* RES = SE + B6: both inputs receive G(RES); B6's gradient is read in place */
-    MANTA_TRY(nn_bn_backward(d, &t->b6.s, A(t, C6), P(t, t->b6.gamma), S(t, t->b6.smean),
-                       S(t, t->b6.sinv), G(t, RES), G(t, C6), DP(t, t->b6.gamma),
-                       DP(t, t->b6.beta), scr));
+    MANTA_TRY(nn_bn_backward(d, &t->b6.s, A(t, C6), P(t, t->b6.o.gamma), S(t, t->b6.o.smean),
+                       S(t, t->b6.o.sinv), G(t, RES), G(t, C6), DP(t, t->b6.o.gamma),
+                       DP(t, t->b6.o.beta), scr));
     MANTA_TRY(nn_conv2d_backward(d, &t->c6.s, A(t, A5), P(t, t->c6.w), G(t, C6), G(t, A5),
                            DP(t, t->c6.w), scr));
     MANTA_TRY(act_bn_bwd(t, &t->b5, NN_ACT_RELU6, C5, B5, A5));

@@ -12,107 +12,57 @@
 #include "core/json.h"
 #include "train/checkpoint.h"
 
-static manta_status meta_json(const ofa_space *sp, const train_meta *m, char **out, manta_err *err)
+#define FORMAT "manta-ofa-train"
+
+/* "val" and "lr_scale" (1 when not positive) after the common members. */
+static bool put_meta(cJSON *j, const void *user)
 {
-    char *space = NULL;
-    MANTA_TRY(ofa_space_to_json(sp, &space, err));
-    cJSON *j = cJSON_CreateObject(), *sj = cJSON_Parse(space);
-    free(space);
-    if (!j || !sj) {
-        cJSON_Delete(j), cJSON_Delete(sj);
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint metadata: out of memory");
-    }
-    char seed[32];
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)m->seed); /* exact beyond 2^53 */
-    cJSON_AddStringToObject(j, "format", "manta-ofa-train");
-    cJSON_AddNumberToObject(j, "version", 1);
-    cJSON_AddStringToObject(j, "schedule", m->preset);
-    cJSON_AddNumberToObject(j, "batch", m->batch);
-    cJSON_AddStringToObject(j, "seed", seed);
-    cJSON_AddNumberToObject(j, "step", (double)m->step);
-    cJSON_AddBoolToObject(j, "has_teacher", m->has_teacher);
-    cJSON_AddStringToObject(j, "data", m->data);
-    cJSON_AddNumberToObject(j, "val", m->val);
-    cJSON_AddNumberToObject(j, "lr_scale", m->lr_scale > 0 ? m->lr_scale : 1.0);
-    cJSON_AddItemToObject(j, "space", sj);
-    *out = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
-    return *out ? MANTA_OK : manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint metadata: out of memory");
+    const train_meta *m = user;
+    return cJSON_AddNumberToObject(j, "val", m->val) &&
+           cJSON_AddNumberToObject(j, "lr_scale", m->lr_scale > 0 ? m->lr_scale : 1.0);
+}
+
+static bool get_meta(const cJSON *j, void *user)
+{
+    train_meta *m = user;
+    if (!manta_json_int(j, "val", 0, INT_MAX, &m->val))
+        return false;
+    if (!manta_json_number(j, "lr_scale", DBL_TRUE_MIN, HUGE_VAL, &m->lr_scale))
+        m->lr_scale = 1.0; /* absent (older files) or not positive */
+    return true;
+}
+
+/* The slabs of @p t's supernet and, when @p has_teacher, its teacher. */
+static ckpt_train_slabs train_slabs(ofa_trainer *t, bool has_teacher)
+{
+    ofa_slabs sl;
+    ofa_supernet_slabs(ofa_trainer_net(t), &sl);
+    return (ckpt_train_slabs){sl.params, sl.momentum, sl.state, ofa_trainer_teacher(t),
+                              sl.n_params, sl.n_state, has_teacher};
 }
 
 manta_status trainstate_save(const char *path, ofa_trainer *t, mcl_dev *d, const train_meta *m,
                              manta_err *err)
 {
-    ofa_slabs sl;
-    ofa_supernet_slabs(ofa_trainer_net(t), &sl);
-    char *meta = NULL;
-    MANTA_TRY(meta_json(ofa_supernet_space(ofa_trainer_net(t)), m, &meta, err));
-    ckpt_writer *w = NULL;
-    manta_status st = ckpt_writer_begin(path, NULL, &w, err);
+    char *space = NULL, *meta = NULL;
+    MANTA_TRY(ofa_space_to_json(ofa_supernet_space(ofa_trainer_net(t)), &space, err));
+    MANTA_TRY(ckpt_meta_json(FORMAT, &m->run, put_meta, m, space, &meta, err));
     const int64_t loader[4] = {m->loader.epoch, m->loader.pos, (int64_t)m->loader.rng.state,
                                (int64_t)m->loader.rng.inc};
-    if (st == MANTA_OK)
-        st = ckpt_add_json(w, "meta", meta);
-    if (st == MANTA_OK)
-        st = ckpt_add_i64(w, "loader", loader, 4);
-    if (st == MANTA_OK)
-        st = ckpt_add_f32_device(w, "params", d, sl.params, sl.n_params);
-    if (st == MANTA_OK)
-        st = ckpt_add_f32_device(w, "momentum", d, sl.momentum, sl.n_params);
-    if (st == MANTA_OK)
-        st = ckpt_add_f32_device(w, "bn_state", d, sl.state, sl.n_state);
-    if (st == MANTA_OK && m->has_teacher)
-        st = ckpt_add_f32_device(w, "teacher", d, ofa_trainer_teacher(t), sl.n_params);
+    ckpt_train_slabs sl = train_slabs(t, m->has_teacher);
+    manta_status st = ckpt_save_train(path, meta, loader, 4, d, &sl, err);
     free(meta);
-    if (st == MANTA_OK)
-        return ckpt_writer_commit(w);
-    if (w)
-        ckpt_writer_abort(w);
     return st;
 }
-
-/* Largest step read back: a long, and a whole number exactly as a double. */
-#define STEP_MAX (LONG_MAX < 0x1p53 ? (double)LONG_MAX : 0x1p53)
 
 static manta_status read_meta(ckpt_reader *r, const char *path, ofa_space *sp, train_meta *m,
                               manta_err *err)
 {
-    char *text = NULL;
-    size_t len = 0;
-    MANTA_TRY(ckpt_read_json(r, "meta", &text, &len, err));
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    manta_status st = MANTA_OK;
-    const char *f = manta_json_string(j, "format"), *preset = manta_json_string(j, "schedule");
-    const char *seed = manta_json_string(j, "seed"), *data = manta_json_string(j, "data");
-    const cJSON *space = manta_json_object(j, "space");
-    int batch = 0, val = 0;
-    double step = 0;
-    bool teacher = false;
-    if (!f || strcmp(f, "manta-ofa-train") != 0 || !preset || !seed || !data || !space ||
-        !manta_json_int(j, "batch", 1, INT_MAX, &batch) ||
-        !manta_json_number(j, "step", 0, STEP_MAX, &step) ||
-        !manta_json_int(j, "val", 0, INT_MAX, &val) ||
-        !manta_json_bool(j, "has_teacher", &teacher)) {
-        cJSON_Delete(j);
-        return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "%s: not a manta training checkpoint (its metadata lacks fields)", path);
-    }
+    char *space = NULL;
     memset(m, 0, sizeof *m);
-    snprintf(m->preset, sizeof m->preset, "%s", preset);
-    snprintf(m->data, sizeof m->data, "%s", data);
-    m->batch = batch;
-    m->seed = strtoull(seed, NULL, 10);
-    m->step = (long)step;
-    m->val = val;
-    m->has_teacher = teacher;
-    if (!manta_json_number(j, "lr_scale", DBL_TRUE_MIN, HUGE_VAL, &m->lr_scale))
-        m->lr_scale = 1.0; /* absent (older files) or not positive */
-    char *stext = cJSON_PrintUnformatted(space);
-    st = stext ? ofa_space_parse(stext, sp, err)
-               : manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
-    free(stext);
-    cJSON_Delete(j);
+    MANTA_TRY(ckpt_meta_read(r, path, FORMAT, "training", get_meta, m, &m->run, &space, err));
+    manta_status st = ofa_space_parse(space, sp, err);
+    free(space);
     if (st != MANTA_OK)
         return st;
     int64_t loader[4];
@@ -124,41 +74,42 @@ static manta_status read_meta(ckpt_reader *r, const char *path, ofa_space *sp, t
     return MANTA_OK;
 }
 
+/* What read_state() reads into, and the trainer of a load (NULL: a peek). */
+typedef struct state_args {
+    ofa_space *space;
+    train_meta *m;
+    ofa_trainer *t;
+} state_args;
+
+static manta_status read_state(ckpt_reader *r, const char *path, void *user,
+                               ckpt_train_slabs *slabs, manta_err *err)
+{
+    state_args *a = user;
+    MANTA_TRY(read_meta(r, path, a->space, a->m, err));
+    if (!slabs)
+        return MANTA_OK;
+    const ofa_space *sp = a->space, *own = ofa_supernet_space(ofa_trainer_net(a->t));
+    int batch = ofa_trainer_schedule(a->t)->batch;
+    if (strcmp(sp->name, own->name) != 0 || sp->n_units != own->n_units || a->m->batch != batch)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s: checkpoint of space '%s' with batch %d, this run has '%s' with "
+                             "batch %d", path, sp->name, a->m->batch, own->name, batch);
+    *slabs = train_slabs(a->t, a->m->has_teacher);
+    return MANTA_OK;
+}
+
 manta_status trainstate_peek(const char *path, ofa_space *space, train_meta *m, manta_err *err)
 {
-    ckpt_reader *r = NULL;
-    MANTA_TRY(ckpt_open(path, &r, err));
-    manta_status st = read_meta(r, path, space, m, err);
-    ckpt_close(r);
-    return st;
+    state_args a = {space, m, NULL};
+    return ckpt_read_train(path, read_state, &a, false, NULL, err);
 }
 
 manta_status trainstate_load(const char *path, ofa_trainer *t, mcl_dev *d, train_meta *m,
                              manta_err *err)
 {
-    ckpt_reader *r = NULL;
-    MANTA_TRY(ckpt_open(path, &r, err));
     ofa_space sp;
-    manta_status st = read_meta(r, path, &sp, m, err);
-    ofa_slabs sl;
-    ofa_supernet_slabs(ofa_trainer_net(t), &sl);
-    const ofa_space *own = ofa_supernet_space(ofa_trainer_net(t));
-    if (st == MANTA_OK && (strcmp(sp.name, own->name) != 0 || sp.n_units != own->n_units ||
-                           m->batch != ofa_trainer_schedule(t)->batch))
-        st = manta_err_set(err, MANTA_ERR_FORMAT,
-                           "%s: checkpoint of space '%s' with batch %d, this run has '%s' with "
-                           "batch %d", path, sp.name, m->batch, own->name,
-                           ofa_trainer_schedule(t)->batch);
-    if (st == MANTA_OK)
-        st = ckpt_read_f32_device(r, "params", d, sl.params, sl.n_params, err);
-    if (st == MANTA_OK)
-        st = ckpt_read_f32_device(r, "momentum", d, sl.momentum, sl.n_params, err);
-    if (st == MANTA_OK)
-        st = ckpt_read_f32_device(r, "bn_state", d, sl.state, sl.n_state, err);
-    if (st == MANTA_OK && m->has_teacher)
-        st = ckpt_read_f32_device(r, "teacher", d, ofa_trainer_teacher(t), sl.n_params, err);
-    if (st == MANTA_OK)
-        ofa_trainer_set_has_teacher(t, m->has_teacher);
-    ckpt_close(r);
-    return st;
+    state_args a = {&sp, m, t};
+    MANTA_TRY(ckpt_read_train(path, read_state, &a, true, d, err));
+    ofa_trainer_set_has_teacher(t, m->has_teacher);
+    return MANTA_OK;
 }

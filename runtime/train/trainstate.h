@@ -16,15 +16,16 @@
 #define MANTA_TRAIN_TRAINSTATE_H
 
 #include "data/loader.h"
+#include "train/checkpoint.h"
 #include "train/ofa_train.h"
 
 typedef struct train_meta {
-    char preset[16];     /**< schedule preset */
-    int batch;
-    uint64_t seed;
-    long step;           /**< the next step to train */
-    int has_teacher;
-    char data[512];      /**< data source as given on the command line */
+    union {
+        ckpt_run_meta run; /**< the common settings (data: as given on the command line) */
+        struct {
+            CKPT_RUN_META_FIELDS
+        };
+    };
     int val;             /**< validation images held out */
     double lr_scale;     /**< factor on every phase's learning rate (1 when absent from the file) */
     loader_state loader; /**< data order and augmentation position of `step` */

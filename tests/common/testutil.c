@@ -130,3 +130,26 @@ char *tu_tmpdir_path(const tu_tmpdir *t, const char *name, char *out, size_t cap
         fail_msg("path %s/%s does not fit in %zu bytes", t->path, name, cap);
     return out;
 }
+
+void tu_fill_weight(manta_rng *rng, double *w, size_t rows, size_t kk, size_t ld)
+{
+    for (size_t r = 0; r < rows; r++) {
+        tu_fill_uniform(rng, w + r * ld, kk, -1, 1);
+        for (size_t j = kk; j < ld; j++)
+            w[r * ld + j] = NAN;
+    }
+}
+
+void tu_used_columns(const double *w, size_t rows, size_t kk, size_t ld, double *out)
+{
+    for (size_t r = 0; r < rows; r++)
+        memcpy(out + r * kk, w + r * ld, kk * sizeof *out);
+}
+
+void tu_assert_unused_nan(const double *w, size_t rows, size_t kk, size_t ld)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = kk; j < ld; j++)
+            if (!isnan(w[r * ld + j]))
+                fail_msg("weight column %zu of row %zu (beyond the %zu used) written", j, r, kk);
+}

@@ -80,6 +80,15 @@ void tu_fd_grad(tu_loss_fn loss, void *ctx, double *param, size_t n, double eps,
 double tu_fd_along(tu_loss_fn loss, void *ctx, double *param, const double *base,
                    const double *dir, size_t n, double eps);
 
+/** Weights stored with a row stride (elastic layers' w_ld): @p rows rows of @p kk used
+ *  values, row r at w + r * ld. tu_fill_weight() draws the used values uniformly in
+ *  [-1, 1] and sets the unused ones to NaN (garbage an op must not read);
+ *  tu_used_columns() copies the used part to @p out ((rows, kk)); tu_assert_unused_nan()
+ *  fails the test when an unused value is not NaN any more (an op wrote it). */
+void tu_fill_weight(manta_rng *rng, double *w, size_t rows, size_t kk, size_t ld);
+void tu_used_columns(const double *w, size_t rows, size_t kk, size_t ld, double *out);
+void tu_assert_unused_nan(const double *w, size_t rows, size_t kk, size_t ld);
+
 /** sum_i y[i] * r[i]: projects an output onto fixed random weights. */
 double tu_dot(const double *y, const double *r, size_t n);
 

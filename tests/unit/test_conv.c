@@ -29,32 +29,6 @@ static double conv_loss(void *p)
     return tu_dot(c->y, c->r, c->ny);
 }
 
-/* The used part (Cout, Cin*KH*KW) of a weight stored with row stride ld. */
-static void used_columns(const double *w, size_t rows, size_t kk, size_t ld, double *out)
-{
-    for (size_t r = 0; r < rows; r++)
-        memcpy(out + r * kk, w + r * ld, kk * sizeof *out);
-}
-
-/* Unused weight columns must still hold NaN: never written. */
-static void assert_unused_nan(const double *w, size_t rows, size_t kk, size_t ld)
-{
-    for (size_t r = 0; r < rows; r++)
-        for (size_t j = kk; j < ld; j++)
-            if (!isnan(w[r * ld + j]))
-                fail_msg("weight gradient column %zu of row %zu (beyond Cin*KH*KW) written", j,
-                         r);
-}
-
-static void fill_weight(manta_rng *rng, double *w, size_t rows, size_t kk, size_t ld)
-{
-    for (size_t r = 0; r < rows; r++) {
-        tu_fill_uniform(rng, w + r * ld, kk, -1, 1);
-        for (size_t j = kk; j < ld; j++)
-            w[r * ld + j] = NAN; /* garbage the op must not read */
-    }
-}
-
 /* Full check on a shape small enough for finite differences of every input
  * and weight. */
 static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
@@ -80,8 +54,8 @@ static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
            *got_w = tu_doubles(nwu);
     tu_fill_uniform(&rng, x, nx, -1, 1);
     tu_fill_uniform(&rng, r, ny, -1, 1);
-    fill_weight(&rng, w, cout, kk, ld);
-    fill_weight(&rng, dw0, cout, kk, ld);
+    tu_fill_weight(&rng, w, cout, kk, ld);
+    tu_fill_weight(&rng, dw0, cout, kk, ld);
 
     size_t ns = nn_conv2d_scratch_floats(d, s);
     mview vx = tu_view_at(d, VIEW_OFF, x, nx), vw = tu_view_at(d, VIEW_OFF, w, nw),
@@ -102,7 +76,7 @@ static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
     tu_fd_grad(conv_loss, &c, x, nx, 1e-3, fdx);
     for (size_t co = 0; co < cout; co++)
         tu_fd_grad(conv_loss, &c, w + co * ld, kk, 1e-3, fdw + co * kk);
-    used_columns(dw0, cout, kk, ld, want_w);
+    tu_used_columns(dw0, cout, kk, ld, want_w);
 
     /* dx overwritten, dw accumulated onto its prior value */
     TU_OK(d, mcl_fill(d, vdx, 777.0f, nx));
@@ -110,8 +84,8 @@ static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
     tu_download(d, vdx, got, nx);
     tu_assert_close(got, fdx, nx, 1e-3, "conv2d dx");
     tu_download(d, vdw, got, nw);
-    assert_unused_nan(got, cout, kk, ld);
-    used_columns(got, cout, kk, ld, got_w);
+    tu_assert_unused_nan(got, cout, kk, ld);
+    tu_used_columns(got, cout, kk, ld, got_w);
     for (size_t i = 0; i < nwu; i++)
         want_w[i] += fdw[i];
     tu_assert_close(got_w, want_w, nwu, 1e-3, "conv2d dw (prior value + gradient)");
@@ -119,8 +93,8 @@ static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
     /* dx skipped: dw accumulates a second gradient */
     TU_OK(d, nn_conv2d_backward(d, s, vx, vw, vdy, none, vdw, scratch));
     tu_download(d, vdw, got, nw);
-    assert_unused_nan(got, cout, kk, ld);
-    used_columns(got, cout, kk, ld, got_w);
+    tu_assert_unused_nan(got, cout, kk, ld);
+    tu_used_columns(got, cout, kk, ld, got_w);
     for (size_t i = 0; i < nwu; i++)
         want_w[i] += fdw[i];
     tu_assert_close(got_w, want_w, nwu, 1e-3, "conv2d dw after a second backward");
@@ -131,7 +105,7 @@ static void check_conv(void **state, const nn_conv2d_shape *s, uint64_t seed)
     tu_download(d, vdx, got, nx);
     tu_assert_close(got, fdx, nx, 1e-3, "conv2d dx without dw");
     tu_download(d, vdw, got, nw);
-    used_columns(got, cout, kk, ld, got_w);
+    tu_used_columns(got, cout, kk, ld, got_w);
     tu_assert_close(got_w, want_w, nwu, 1e-3, "dw untouched when skipped");
 
     if (ns)

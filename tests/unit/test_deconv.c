@@ -33,32 +33,6 @@ static double deconv_loss(void *p)
     return tu_dot(c->y, c->r, c->ny);
 }
 
-/* The used part (Cin, Cout*KH*KW) of a weight stored with row stride ld. */
-static void used_columns(const double *w, size_t rows, size_t kk, size_t ld, double *out)
-{
-    for (size_t r = 0; r < rows; r++)
-        memcpy(out + r * kk, w + r * ld, kk * sizeof *out);
-}
-
-/* Unused weight columns must still hold NaN: never written. */
-static void assert_unused_nan(const double *w, size_t rows, size_t kk, size_t ld)
-{
-    for (size_t r = 0; r < rows; r++)
-        for (size_t j = kk; j < ld; j++)
-            if (!isnan(w[r * ld + j]))
-                fail_msg("weight gradient column %zu of row %zu (beyond Cout*KH*KW) written", j,
-                         r);
-}
-
-static void fill_weight(manta_rng *rng, double *w, size_t rows, size_t kk, size_t ld)
-{
-    for (size_t r = 0; r < rows; r++) {
-        tu_fill_uniform(rng, w + r * ld, kk, -1, 1);
-        for (size_t j = kk; j < ld; j++)
-            w[r * ld + j] = NAN; /* garbage the op must not read */
-    }
-}
-
 /* Full check on a shape small enough for finite differences of every input, weight and
  * bias; without a bias when @p bias is false (db is then never asked for). */
 static void check_deconv(mcl_dev *d, const nn_deconv2d_shape *s, bool bias, uint64_t seed)
@@ -86,8 +60,8 @@ static void check_deconv(mcl_dev *d, const nn_deconv2d_shape *s, bool bias, uint
     tu_fill_uniform(&rng, r, ny, -1, 1);
     tu_fill_uniform(&rng, b, cout, -1, 1);
     tu_fill_uniform(&rng, db0, cout, -1, 1);
-    fill_weight(&rng, w, cin, kk, ld);
-    fill_weight(&rng, dw0, cin, kk, ld);
+    tu_fill_weight(&rng, w, cin, kk, ld);
+    tu_fill_weight(&rng, dw0, cin, kk, ld);
 
     size_t ns = nn_deconv2d_scratch_floats(d, s);
     mview none = {NULL, 0};
@@ -113,7 +87,7 @@ static void check_deconv(mcl_dev *d, const nn_deconv2d_shape *s, bool bias, uint
         tu_fd_grad(deconv_loss, &c, w + ci * ld, kk, 1e-3, fdw + ci * kk);
     if (bias)
         tu_fd_grad(deconv_loss, &c, b, cout, 1e-3, fdb);
-    used_columns(dw0, cin, kk, ld, want_w);
+    tu_used_columns(dw0, cin, kk, ld, want_w);
     for (size_t i = 0; i < cout; i++)
         want_b[i] = db0[i] + fdb[i];
 
@@ -123,8 +97,8 @@ static void check_deconv(mcl_dev *d, const nn_deconv2d_shape *s, bool bias, uint
     tu_download(d, vdx, got, nx);
     tu_variant_assert_close(d, got, fdx, nx, 1e-3, "deconv2d dx");
     tu_download(d, vdw, got, nw);
-    assert_unused_nan(got, cin, kk, ld);
-    used_columns(got, cin, kk, ld, got_w);
+    tu_assert_unused_nan(got, cin, kk, ld);
+    tu_used_columns(got, cin, kk, ld, got_w);
     for (size_t i = 0; i < nwu; i++)
         want_w[i] += fdw[i];
     tu_variant_assert_close(d, got_w, want_w, nwu, 1e-3, "deconv2d dw (prior value + gradient)");
@@ -136,8 +110,8 @@ static void check_deconv(mcl_dev *d, const nn_deconv2d_shape *s, bool bias, uint
     /* dx skipped: dw (and db) accumulate a second gradient */
     TU_OK(d, nn_deconv2d_backward(d, s, vx, vw, vdy, none, vdw, vdb, scratch));
     tu_download(d, vdw, got, nw);
-    assert_unused_nan(got, cin, kk, ld);
-    used_columns(got, cin, kk, ld, got_w);
+    tu_assert_unused_nan(got, cin, kk, ld);
+    tu_used_columns(got, cin, kk, ld, got_w);
     for (size_t i = 0; i < nwu; i++)
         want_w[i] += fdw[i];
     tu_variant_assert_close(d, got_w, want_w, nwu, 1e-3, "deconv2d dw after a second backward");
@@ -154,7 +128,7 @@ static void check_deconv(mcl_dev *d, const nn_deconv2d_shape *s, bool bias, uint
     tu_download(d, vdx, got, nx);
     tu_variant_assert_close(d, got, fdx, nx, 1e-3, "deconv2d dx without dw");
     tu_download(d, vdw, got, nw);
-    used_columns(got, cin, kk, ld, got_w);
+    tu_used_columns(got, cin, kk, ld, got_w);
     tu_variant_assert_close(d, got_w, want_w, nwu, 1e-3, "dw untouched when skipped");
 
     /* db alone (no x, no w), when there is a bias */

@@ -101,7 +101,7 @@ static void host_create(host *h, mcl_dev *d, const setup_t *t)
     }
     ofa_net_plan_stats(&h->net, &al, widest);
     const ofa_net_sizes sz = {pl.total, sl.total, al.total, scratch, "test parameters",
-                              "test gradients"};
+                              "test gradients", NULL, "test"};
     TU_OK(d, ofa_net_alloc(&h->net, &sz));
     float *p = calloc(h->n_params, sizeof *p), *st = calloc(h->n_state, sizeof *st);
     assert_true(p && st);

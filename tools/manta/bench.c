@@ -344,19 +344,25 @@ static int build_ops(bench_op *ops, int B)
     return n;
 }
 
+/* Floats of the largest operand of a convolution-like op: input (n, cin, hw), output
+ * (n, cout, ohw), weights cin * cout * kk. */
+static size_t conv_operands(int n, int cin, int hw, int cout, int ohw, int kk)
+{
+    size_t in = (size_t)n * cin * hw, out = (size_t)n * cout * ohw, w = (size_t)cin * cout * kk;
+    size_t m = in > out ? in : out;
+    return m > w ? m : w;
+}
+
 /* Floats the operands of @p o need; raises *scratch to the op scratch it needs on @p d. */
 static size_t op_floats(const mcl_dev *d, const bench_op *o, size_t *scratch)
 {
     size_t m = 0, s = 0;
     switch (o->kind) {
     case OP_CONV: {
-        size_t in = (size_t)o->conv.n * o->conv.cin * o->conv.h * o->conv.w;
-        size_t out = (size_t)o->conv.n * o->conv.cout * nn_conv2d_out_h(&o->conv) *
-                     nn_conv2d_out_w(&o->conv);
-        size_t w = (size_t)o->conv.cout * o->conv.cin * o->conv.kh * o->conv.kw;
-        s = nn_conv2d_scratch_floats(d, &o->conv);
-        m = in > out ? in : out;
-        m = m > w ? m : w;
+        const nn_conv2d_shape *c = &o->conv;
+        s = nn_conv2d_scratch_floats(d, c);
+        m = conv_operands(c->n, c->cin, c->h * c->w, c->cout,
+                          nn_conv2d_out_h(c) * nn_conv2d_out_w(c), c->kh * c->kw);
         break;
     }
     case OP_DW:
@@ -377,13 +383,10 @@ static size_t op_floats(const mcl_dev *d, const bench_op *o, size_t *scratch)
         break;
     }
     case OP_DECONV: {
-        size_t in = (size_t)o->de.n * o->de.cin * o->de.h * o->de.w;
-        size_t out = (size_t)o->de.n * o->de.cout * nn_deconv2d_out_h(&o->de) *
-                     nn_deconv2d_out_w(&o->de);
-        size_t w = (size_t)o->de.cin * o->de.cout * o->de.kh * o->de.kw;
-        s = nn_deconv2d_scratch_floats(d, &o->de);
-        m = in > out ? in : out;
-        m = m > w ? m : w;
+        const nn_deconv2d_shape *c = &o->de;
+        s = nn_deconv2d_scratch_floats(d, c);
+        m = conv_operands(c->n, c->cin, c->h * c->w, c->cout,
+                          nn_deconv2d_out_h(c) * nn_deconv2d_out_w(c), c->kh * c->kw);
         break;
     }
     case OP_UPSAMPLE:

@@ -3,6 +3,7 @@
  * pairs, with progress lines, evaluations of the largest and smallest sub-networks on
  * held-out pairs at every phase's end, checkpoints and exact resume. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,13 @@ static int train_loop(st_run *r)
             err = *mcl_err(r->d);
         if (st != MANTA_OK) {
             fprintf(stderr, "manta train: step %ld: %s\n", step, err.msg);
+            return 1;
+        }
+        if (!isfinite(res.loss)) { /* diverged: stop before a checkpoint keeps it */
+            fprintf(stderr,
+                    "manta train: the loss is not a number at step %ld (phase %d); the last "
+                    "checkpoint in %s is from before it\n",
+                    step + 1, res.phase + 1, r->dir);
             return 1;
         }
         since++;
