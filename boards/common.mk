@@ -68,7 +68,7 @@ CPPFLAGS += -I$(DEPS_DIR)/include
 LDFLAGS  += -L$(DEPS_DIR)/lib
 DEPS_LIBS := $(BOARD_DEB_SRC:%=$(DEPS_DIR)/lib/lib%.a)
 $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(TEST_LIB_OBJ) $(BOARD_TEST_OBJ): | $(DEPS_LIBS)
-$(PROFILE): $(DEPS_LIBS)
+$(PROFILE) $(MANTA): $(DEPS_LIBS)
 endif
 DEPS_SRC_MISSING = { echo "$(BOARD): no Debian source of $(1) in build/src/ (run: make deps BOARD=$(BOARD))" >&2; exit 1; }
 
@@ -97,6 +97,25 @@ $(DEPS_DIR)/lib/libcjson.a:
 	$(CC) -std=c89 -O2 $(BOARD_CFLAGS) -c -o $(DEPS_DIR)/cjson/cJSON.o $(DEPS_DIR)/cjson/cJSON.c; \
 	cp $(DEPS_DIR)/cjson/cJSON.h $(DEPS_DIR)/include/cjson/; \
 	rm -f $@ && $(AR) rcs $@ $(DEPS_DIR)/cjson/cJSON.o
+
+# libpng 1.6 (the stereo data's PNG files in `manta`): its library files compiled with the board's
+# compiler against the prebuilt configuration, NEON filters off (they need arch-specific files); the
+# headers are the host's libpng-dev (the same release). The multi-arch libpng16-16:<arch> cannot be
+# installed beside the host's when the mirror's versions differ (as zlib1g-dev: see rk3588.mk).
+PNG_FILES := png pngerror pngget pngmem pngpread pngread pngrio pngrtran pngrutil pngset pngtrans \
+             pngwio pngwrite pngwtran pngwutil
+$(DEPS_DIR)/lib/liblibpng1.6.a:
+	@set -e; src=$$(ls build/src/libpng1.6_*.orig.tar.* 2>/dev/null | grep -v '\.asc$$' | head -1); \
+	[ -n "$$src" ] || $(call DEPS_SRC_MISSING,libpng1.6); \
+	rm -rf $(DEPS_DIR)/libpng && mkdir -p $(DEPS_DIR)/libpng $(@D); \
+	tar -xf "$$src" -C $(DEPS_DIR)/libpng --strip-components=1; \
+	cp $(DEPS_DIR)/libpng/scripts/pnglibconf.h.prebuilt $(DEPS_DIR)/libpng/pnglibconf.h; \
+	echo "$(CC) libpng ($$src)"; \
+	for f in $(PNG_FILES); do \
+	    $(CC) -std=gnu99 -O2 $(BOARD_CFLAGS) -DPNG_ARM_NEON_OPT=0 -I$(DEPS_DIR)/libpng -c \
+	        -o $(DEPS_DIR)/libpng/$$f.o $(DEPS_DIR)/libpng/$$f.c; \
+	done; \
+	rm -f $@ && $(AR) rcs $@ $(PNG_FILES:%=$(DEPS_DIR)/libpng/%.o)
 
 # The engine's unit tests (tests/unit/test_engine_*.c: no OpenCL), linked with the engine, the test
 # helpers, and the plain-C part of the runtime they use (core, export, profile, the space): one
