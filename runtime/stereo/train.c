@@ -299,7 +299,7 @@ static manta_status recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_bat
     manta_status st = stereo_net_recal_begin(t->net, batches * t->B);
     for (long i = 0; i < batches && st == MANTA_OK; i++) {
         int count = 0;
-        st = recal(ctx, i, b, &count);
+        st = recal(ctx, i, b, &count, mcl_err(t->d));
         if (st == MANTA_OK)
             st = upload(t, b);
         if (st == MANTA_OK)
@@ -321,7 +321,7 @@ manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stere
     long seen = 0;
     for (long i = 0; seen < eval_pairs && st == MANTA_OK; i++) {
         int count = 0;
-        st = eval(eval_ctx, i, b, &count);
+        st = eval(eval_ctx, i, b, &count, mcl_err(t->d));
         if (st != MANTA_OK || count <= 0)
             break;
         if ((st = upload(t, b)) == MANTA_OK)
@@ -354,7 +354,8 @@ void stereo_heldout_source(const stereo_space *s, uint64_t seed, long count, ste
                               seed ^ 0x6865ULL);
 }
 
-manta_status stereo_ordered_batch(void *ctx, long index, stereo_batch *b, int *count)
+manta_status stereo_ordered_batch(void *ctx, long index, stereo_batch *b, int *count,
+                                  manta_err *err)
 {
     const stereo_source *src = ctx;
     long idx[64];
@@ -365,7 +366,6 @@ manta_status stereo_ordered_batch(void *ctx, long index, stereo_batch *b, int *c
     stereo_aug_params crop = {.crop_h = b->height, .crop_w = b->width, .per_view = true};
     manta_rng rng;
     manta_rng_seed(&rng, (uint64_t)index, 7);
-    manta_err err = {0};
     bool folder = src->kind == STEREO_SOURCE_FOLDER;
-    return stereo_batch_fill(b, src, idx, folder ? &crop : NULL, folder ? &rng : NULL, &err);
+    return stereo_batch_fill(b, src, idx, folder ? &crop : NULL, folder ? &rng : NULL, err);
 }

@@ -78,8 +78,10 @@ manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batc
                                  stereo_step_result *out);
 
 /** Fill batch @p index of an evaluation or re-calibration source into @p b; *count is the
- *  number of real pairs in it (0: the source is exhausted). */
-typedef manta_status (*stereo_batch_fn)(void *ctx, long index, stereo_batch *b, int *count);
+ *  number of real pairs in it (0: the source is exhausted). Errors (a file that cannot be
+ *  read, naming it) go to @p err: the trainer passes its device's record (mcl_err()). */
+typedef manta_status (*stereo_batch_fn)(void *ctx, long index, stereo_batch *b, int *count,
+                                        manta_err *err);
 
 /** The held-out pairs of a run seeded @p seed: @p count generated pairs of the space's crop
  *  and max_disp, generator indices from 2^40 with the seed xor 0x6865 (never a training
@@ -88,7 +90,8 @@ void stereo_heldout_source(const stereo_space *s, uint64_t seed, long count, ste
 
 /** A stereo_batch_fn over @p src (a stereo_source *): pairs index * n .. index * n + n - 1,
  *  a folder's cropped to the batch's size at a place drawn from the index; *count = n. */
-manta_status stereo_ordered_batch(void *src, long index, stereo_batch *b, int *count);
+manta_status stereo_ordered_batch(void *src, long index, stereo_batch *b, int *count,
+                                  manta_err *err);
 
 /**
  * Quality of sub-network @p a: BN statistics re-calibrated over @p recal_pairs pairs from

@@ -38,6 +38,21 @@ done
 "$M" eval --ckpt "$out/a/latest.ckpt" --pairs 6 --recal-pairs 4 | grep -q '^all  EPE' ||
     fail "eval: no text line"
 
+# a folder of pairs: evaluated on it; a damaged image is named in one line
+"$M" stereo-data "$out/kitti" --count 4 --width 32 --height 16 --max-disp 8 --seed 3 >/dev/null ||
+    fail "stereo-data: exit status $?"
+"$M" eval --ckpt "$out/a/latest.ckpt" --data "$out/kitti" --pairs 4 --recal-pairs 2 --json \
+    >"$out/folder.json" || fail "eval on a folder: exit status $?"
+grep -q '"all":{"epe":' "$out/folder.json" || fail "eval on a folder: no figures"
+head -c 40 "$out/kitti/image_2/000001_10.png" >"$out/cut.png"
+mv "$out/cut.png" "$out/kitti/image_2/000001_10.png"
+if "$M" eval --ckpt "$out/a/latest.ckpt" --data "$out/kitti" --pairs 4 --recal-pairs 2 \
+    2>"$out/damaged.txt" >/dev/null; then
+    fail "a damaged image was accepted"
+fi
+cat "$out/damaged.txt"
+grep -q '000001_10.png' "$out/damaged.txt" || fail "the damaged image is not named"
+
 # bad input: one line naming what is wrong, non-zero, nothing written
 sed 's/"crop": {"height": 16, "width": 32}/"crop": {"height": 12, "width": 32}/' $SPACE >"$out/bad.json"
 if "$M" train --space "$out/bad.json" --schedule smoke --out "$out/c" 2>"$out/bad.txt"; then

@@ -157,13 +157,12 @@ static void test_resume_is_exact(void **state)
     stereo_trainer_destroy(a), stereo_trainer_destroy(b), stereo_trainer_destroy(c);
 }
 
-static manta_status ordered(void *ctx, long index, stereo_batch *b, int *count)
+static manta_status ordered(void *ctx, long index, stereo_batch *b, int *count, manta_err *err)
 {
     fixture *f = ctx;
-    manta_err e = {0};
     long idx[BATCH] = {index * BATCH, index * BATCH + 1};
     *count = BATCH;
-    return stereo_batch_fill(b, &f->src, idx, NULL, NULL, &e);
+    return stereo_batch_fill(b, &f->src, idx, NULL, NULL, err);
 }
 
 static void test_evaluate_counts_every_pixel(void **state)

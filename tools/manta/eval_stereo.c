@@ -134,7 +134,7 @@ static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const s
         for (long i = 0; i < o->show && i < pairs && st == MANTA_OK; i++) {
             int count;
             if (i % b.n == 0)
-                st = stereo_ordered_batch(&eval_src, i / b.n, &b, &count);
+                st = stereo_ordered_batch(&eval_src, i / b.n, &b, &count, err);
             if (st == MANTA_OK)
                 st = write_images(o, sp, &b, (int)(i % b.n), i, pred + (size_t)i * plane, err);
         }
