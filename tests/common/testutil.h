@@ -35,6 +35,11 @@ void tu_scratch_free(mcl_dev *d, mview v, size_t floats);
 /** Copy doubles to the device as floats, and back. */
 void tu_upload(mcl_dev *d, mview dst, const double *src, size_t n);
 void tu_download(mcl_dev *d, mview src, double *dst, size_t n);
+/** Move the @p n parameters of a network from its initialisation (identity batch norms,
+ *  zero biases) to a generic point for gradient checks: the first @p n_decay (weights)
+ *  doubled, the others p * (1 + 0.4 u) + 0.4 u with u uniform in [-1, 1] from a fixed
+ *  seed. Returns the old values (n doubles; the caller frees). */
+double *tu_move_to_generic_point(mcl_dev *d, mview params, size_t n, size_t n_decay);
 /** A device buffer holding @p src (as floats). */
 mview tu_alloc_from(mcl_dev *d, const double *src, size_t n);
 /** A view of @p n floats @p off floats into a fresh device buffer (so that an op's views

@@ -107,3 +107,18 @@ void tu_scratch_free(mcl_dev *d, mview v, size_t floats)
                      floats + (size_t)i);
     tu_free(d, v);
 }
+
+double *tu_move_to_generic_point(mcl_dev *d, mview params, size_t n, size_t n_decay)
+{
+    double *p0 = tu_doubles(n), *p = tu_doubles(n);
+    tu_download(d, params, p0, n);
+    manta_rng rng;
+    manta_rng_seed(&rng, 2024, 3);
+    for (size_t i = 0; i < n; i++) {
+        double u = 2 * manta_rng_uniform(&rng) - 1;
+        p[i] = i < n_decay ? 2.0 * p0[i] : p0[i] * (1 + 0.4 * u) + 0.4 * u;
+    }
+    tu_upload(d, params, p, n);
+    free(p);
+    return p0;
+}

@@ -238,25 +238,6 @@ static double loss_of(net_fix *f, const double *r, double *preds)
     return tu_dot(preds, r, preds_len(&f->s));
 }
 
-/* Moves the parameters from the initialisation (identity BN, zero biases, small
- * prediction weights) to a generic point: weights doubled, BN scales, shifts and biases
- * drawn at random. Returns the old values (caller frees). */
-static double *move_to_generic_point(net_fix *f)
-{
-    size_t np = f->sl.n_params;
-    double *p0 = tu_doubles(np), *p = tu_doubles(np);
-    tu_download(f->d, f->sl.params, p0, np);
-    manta_rng rng;
-    manta_rng_seed(&rng, 2024, 3);
-    for (size_t i = 0; i < np; i++) {
-        double u = 2 * manta_rng_uniform(&rng) - 1;
-        p[i] = i < f->sl.n_decay ? 2.0 * p0[i] : p0[i] * (1 + 0.4 * u) + 0.4 * u;
-    }
-    tu_upload(f->d, f->sl.params, p, np);
-    free(p);
-    return p0;
-}
-
 /* d/dt L(p + t v) at t = 0 by central differences against grad . v for DIRS random
  * directions, with the measure of tests/unit/test_supernet.c: the error relative to the
  * larger of |grad . v| and sqrt(sum (g_i v_i)^2) (the size grad . v has for a direction of
@@ -343,7 +324,8 @@ static void test_backward_matches_finite_differences(void **state)
         int dirs = 0;
         for (int i = 0; i < SPACES; i++) {
             net_fix *f = &fx->f[k][i];
-            double *p_init = move_to_generic_point(f);
+            double *p_init =
+                tu_move_to_generic_point(f->d, f->sl.params, f->sl.n_params, f->sl.n_decay);
             ofa_arch a;
             if (i == 0) {
                 stereo_arch_max(&f->s, &a);

@@ -119,35 +119,13 @@ static double check_arch(fixture *f, const ofa_arch *a, uint64_t seed)
     return rel_sum;
 }
 
-/* Moves the parameters from the training initialisation (identity BN, zero
- * biases, small SE weights: the SE gate is nearly constant there, and a
- * wrong gradient through it would hardly change the loss) to a generic
- * point: weights doubled, BN scales, shifts and biases drawn at random.
- * Kernel matrices stay the identity times a factor. Returns the old values
- * (caller frees) or NULL. */
-static double *move_to_generic_point(fixture *f)
-{
-    size_t np = f->sl.n_params;
-    double *p0 = malloc(np * sizeof *p0), *p = malloc(np * sizeof *p);
-    assert_true(p0 && p);
-    tu_download(f->d, f->sl.params, p0, np);
-    manta_rng rng;
-    manta_rng_seed(&rng, 2024, 3);
-    for (size_t i = 0; i < np; i++) {
-        double u = 2 * manta_rng_uniform(&rng) - 1;
-        p[i] = i < f->sl.n_decay ? 2.0 * p0[i] : p0[i] * (1 + 0.4 * u) + 0.4 * u;
-    }
-    tu_upload(f->d, f->sl.params, p, np);
-    free(p);
-    return p0;
-}
-
 static void test_backward_matches_finite_differences(void **state)
 {
     fixture *f = *state;
     ofa_arch a;
     double rel = 0;
-    double *p_init = move_to_generic_point(f);
+    double *p_init =
+        tu_move_to_generic_point(f->d, f->sl.params, f->sl.n_params, f->sl.n_decay);
     ofa_arch_max(&f->s, 0, &a);
     rel += check_arch(f, &a, 1);
     ofa_arch_min(&f->s, 0, &a);
