@@ -812,11 +812,16 @@ manta_status mcl_copy(mcl_dev *d, mview dst, mview src, size_t n)
 
 manta_status mcl_fill(mcl_dev *d, mview dst, float value, size_t n)
 {
-    if (n == 0)
-        return MANTA_OK;
-    cl_int rc = clEnqueueFillBuffer(d->queue, dst.mem, &value, sizeof value,
-                                    dst.off * sizeof(float), n * sizeof(float), 0, NULL, NULL);
-    return rc == CL_SUCCESS ? MANTA_OK : mcl_fail(d, rc, "clEnqueueFillBuffer");
+    for (size_t done = 0; done < n;) {
+        size_t len = n - done < MCL_FILL_CHUNK ? n - done : MCL_FILL_CHUNK;
+        cl_int rc = clEnqueueFillBuffer(d->queue, dst.mem, &value, sizeof value,
+                                        (dst.off + done) * sizeof(float), len * sizeof(float), 0,
+                                        NULL, NULL);
+        if (rc != CL_SUCCESS)
+            return mcl_fail(d, rc, "clEnqueueFillBuffer");
+        done += len;
+    }
+    return MANTA_OK;
 }
 
 manta_status mcl_finish(mcl_dev *d)

@@ -308,7 +308,10 @@ manta_status mcl_write(mcl_dev *d, mview dst, const float *src, size_t n);
 manta_status mcl_read(mcl_dev *d, mview src, float *dst, size_t n);
 /** Copy @p n floats between views (enqueued, in order). */
 manta_status mcl_copy(mcl_dev *d, mview dst, mview src, size_t n);
-/** Set @p n floats of a view to @p value (enqueued). */
+/** The most floats one clEnqueueFillBuffer of mcl_fill() covers (1 GiB). NVIDIA's driver
+ *  (580, H100) spins without end in clEnqueueFillBuffer over 11.6 GB, where 8.7 GB works. */
+#define MCL_FILL_CHUNK ((size_t)1 << 28)
+/** Set @p n floats of a view to @p value (enqueued, in fills of at most MCL_FILL_CHUNK). */
 manta_status mcl_fill(mcl_dev *d, mview dst, float value, size_t n);
 /** Wait for everything enqueued on the device's queue. */
 manta_status mcl_finish(mcl_dev *d);

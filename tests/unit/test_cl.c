@@ -163,6 +163,28 @@ static void test_transfers_fill_and_copy(void **state)
     tu_free(d, v);
 }
 
+/* A fill longer than MCL_FILL_CHUNK, from an odd offset: it is cut into several fills (one
+ * fill of a large region never returns on some drivers), and every part is written. */
+static void test_fill_beyond_one_chunk(void **state)
+{
+    mcl_dev *d = *state;
+    const size_t n = MCL_FILL_CHUNK + 1000, off = 5;
+    mview v = tu_alloc(d, off + n + 8);
+    TU_OK(d, mcl_fill(d, v, -1.0f, off + n + 8));
+    TU_OK(d, mcl_fill(d, mview_at(v, off), 2.5f, n));
+    const size_t at[] = {0, off - 1, off, MCL_FILL_CHUNK - 2, MCL_FILL_CHUNK + off,
+                         off + n - 4, off + n};
+    const float want[][4] = {{-1, -1, -1, -1}, {-1, 2.5f, 2.5f, 2.5f}, {2.5f, 2.5f, 2.5f, 2.5f},
+                             {2.5f, 2.5f, 2.5f, 2.5f}, {2.5f, 2.5f, 2.5f, 2.5f},
+                             {2.5f, 2.5f, 2.5f, 2.5f}, {-1, -1, -1, -1}};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        float got[4];
+        TU_OK(d, mcl_read(d, mview_at(v, at[i]), got, 4));
+        assert_memory_equal(got, want[i], sizeof got);
+    }
+    tu_free(d, v);
+}
+
 static void test_slab_layout_and_counters(void **state)
 {
     mcl_dev *d = *state;
@@ -353,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_unknown_kernel_is_error),
         cmocka_unit_test(test_out_of_device_memory_is_clear_error),
         cmocka_unit_test(test_transfers_fill_and_copy),
+        cmocka_unit_test(test_fill_beyond_one_chunk),
         cmocka_unit_test(test_slab_layout_and_counters),
         cmocka_unit_test(test_limits_clamp_parses_and_only_shrinks),
         cmocka_unit_test(test_launch_outside_limits_is_clear_error),

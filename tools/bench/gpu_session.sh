@@ -17,6 +17,11 @@
 #   8. manta train --schedule smoke, timed, when Fashion-MNIST is found under FMNIST_DIR
 #      (default ./data-fmnist: the four .gz files of the IDX release, in it or in a
 #      folder below it) -> $OUT/train_metrics.jsonl
+#   9. stereo (STEREO=1, the default): manta train --space stereo-cpu --schedule quick,
+#      bounded by STEREO_TRAIN_S (default 150 s; its progress lines tell the rate where it
+#      stops), manta eval of its last checkpoint (largest and smallest sub-networks), and
+#      a smoke schedule of stereo-gpu (384x768) at batch 1 -> $OUT/stereo_cpu_metrics.jsonl,
+#      $OUT/stereo_gpu_metrics.jsonl, $OUT/stereo_eval.json
 # A step that fails or runs out of time is reported and the next one runs. The script
 # exits 0 when the table holds at least one measured figure, 1 otherwise.
 #
@@ -26,7 +31,7 @@
 # folder and OCL_ICD_VENDORS points at it.
 #
 # Variables:
-#   OUT           folder for the results (required; at most 6 files are written)
+#   OUT           folder for the results (required; at most 9 files are written)
 #   MANTA         the manta program; else BUNDLE/manta, BUNDLE being the newest
 #                 build/bundle/manta-*/ folder (the relocatable bundle); else build/bin/manta
 #   PYTHON        an interpreter with PyTorch (default python3)
@@ -101,6 +106,24 @@ step_train() {
     "$MANTA" train --schedule smoke --data "$FMNIST" --device "$DEVICE" --out "$SESSION_TMP/train" || return
     cp "$SESSION_TMP/train/metrics.jsonl" "$OUT/train_metrics.jsonl" 2>/dev/null || true
 }
+step_stereo() {
+    st=$SESSION_TMP/stereo
+    rc=0
+    timeout -k 5 "$STEREO_TRAIN_S" "$MANTA" train --space stereo-cpu --schedule quick --log-every 100 \
+        --device "$DEVICE" --out "$st/cpu" || rc=$?
+    cp "$st/cpu/metrics.jsonl" "$OUT/stereo_cpu_metrics.jsonl" 2>/dev/null || true
+    ck=$(ls -t "$st"/cpu/*.ckpt 2>/dev/null | head -n 1) || ck=
+    if [ -n "$ck" ]; then
+        for a in max min; do
+            "$MANTA" eval --ckpt "$ck" --arch $a --device "$DEVICE" --json || rc=$?
+        done >"$OUT/stereo_eval.json"
+        cat "$OUT/stereo_eval.json"
+    fi
+    "$MANTA" train --space stereo-gpu --schedule smoke --batch 1 --eval-pairs 8 --recal-pairs 8 \
+        --log-every 3 --device "$DEVICE" --out "$st/gpu" || rc=$?
+    cp "$st/gpu/metrics.jsonl" "$OUT/stereo_gpu_metrics.jsonl" 2>/dev/null || true
+    return "$rc"
+}
 if [ "${1:-}" = --step ]; then
     if "step_$2"; then exit 0; else exit $?; fi
 fi
@@ -121,6 +144,8 @@ RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 OPS_SECONDS=${OPS_SECONDS:-0.2}
 FMNIST_DIR=${FMNIST_DIR:-./data-fmnist}
 OP_TESTS=${OP_TESTS:-}
+STEREO=${STEREO:-1}
+STEREO_TRAIN_S=${STEREO_TRAIN_S:-150}
 LOG=$OUT/session.log
 : >"$LOG"
 
@@ -254,7 +279,7 @@ for f in "$FMNIST_DIR"/train-images-idx3-ubyte.gz "$FMNIST_DIR"/*/train-images-i
     fi
 done
 export OUT SESSION_TMP BENCH_DIR MANTA BUNDLE PYTHON DEVICE TORCH_DEVICE ROUNDS STEPS ROWS RUN_TIMEOUT \
-    OPS_SECONDS TESTS_DIR OP_FOUND FMNIST MANTA_CACHE_DIR
+    OPS_SECONDS TESTS_DIR OP_FOUND FMNIST MANTA_CACHE_DIR STEREO_TRAIN_S
 
 echo "gpu_session: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n), $(uname -srm)"
 echo "gpu_session: MANTA=$MANTA DEVICE=$DEVICE PYTHON=$PYTHON TORCH_DEVICE=$TORCH_DEVICE TOTAL=$TOTAL s"
@@ -293,6 +318,9 @@ fi
 # ---- 7: training images/s against PyTorch ----
 reserve=0
 [ -z "$FMNIST" ] || reserve=${TRAIN_BUDGET:-75}
+stereo_reserve=0
+[ "$STEREO" = 0 ] || stereo_reserve=$((STEREO_TRAIN_S + 60))
+reserve=$((reserve + stereo_reserve))
 TABLE_BUDGET=$(($(left) - reserve - 10))
 export TABLE_BUDGET
 step "gpu_vs_torch.sh" $(($(left) - reserve)) sh "$SELF" --step table
@@ -300,9 +328,17 @@ table_rc=$last_rc
 
 # ---- 8: a short real training run ----
 if [ -n "$FMNIST" ]; then
-    step "manta train --schedule smoke ($FMNIST)" "$reserve" sh "$SELF" --step train
+    step "manta train --schedule smoke ($FMNIST)" $((reserve - stereo_reserve)) sh "$SELF" --step train
 else
     skip "manta train --schedule smoke" "no Fashion-MNIST under $FMNIST_DIR"
+fi
+
+# ---- 9: the stereo trainer ----
+if [ "$STEREO" != 0 ]; then
+    step "stereo: train stereo-cpu quick (${STEREO_TRAIN_S} s at most), eval, stereo-gpu smoke" \
+        "$stereo_reserve" sh "$SELF" --step stereo
+else
+    skip "stereo" "STEREO=0"
 fi
 
 echo
