@@ -58,7 +58,7 @@ LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lpng -lz -lpthread 
 # Debian packages the build, the tests and the demo need.
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
             libpng-dev libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
-            dataset-fashion-mnist clblast-utils clang
+            dataset-fashion-mnist clblast-utils clang libcairo2-dev fonts-dejavu-core
 
 LIB_DIRS := core cl nn train data ofa stereo export search profile dist
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
@@ -99,6 +99,14 @@ PROFILE   := $(BUILD)/bin/manta-profile
 PROFILE_LIBS ?= -lcjson -lm
 
 MANTA_SRC := $(wildcard tools/manta/*.c) $(TOOLS_COMMON_SRC)
+# manta report draws with cairo (libcairo2-dev); board builds of manta leave it out.
+REPORT_SRC := tools/manta/report.c tools/manta/report_data.c tools/manta/plot.c
+ifeq ($(BOARD),)
+LDLIBS += -lcairo
+else
+MANTA_SRC := $(filter-out $(REPORT_SRC),$(MANTA_SRC))
+$(BUILD)/obj/tools/manta/main.o: CPPFLAGS += -DMANTA_NO_REPORT
+endif
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
 MANTA     := $(BUILD)/bin/manta
 
@@ -203,6 +211,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LI
 # The programs' option tables (tools/common/) are not in the library.
 $(BUILD)/tests/test_opts: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/opts.o
 $(BUILD)/tests/test_opts: $(BUILD)/obj/tools/common/opts.o
+# manta report's plotting module and readers.
+$(BUILD)/tests/test_report: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/manta/plot.o $(BUILD)/obj/tools/manta/report_data.o
+$(BUILD)/tests/test_report: $(BUILD)/obj/tools/manta/plot.o $(BUILD)/obj/tools/manta/report_data.o
 # manta-infer's image input, compared with the data pipeline's resize.
 $(BUILD)/tests/test_infer_image: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/manta-infer/image.o
 $(BUILD)/tests/test_infer_image: $(BUILD)/obj/tools/manta-infer/image.o

@@ -28,6 +28,9 @@ static const struct {
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
     {"launch", cmd_launch, "start N local ranks of a distributed command (like torchrun --standalone)"},
     {"ckpt-diff", cmd_ckpt_diff, "largest differences between the tensors of two checkpoints"},
+#ifndef MANTA_NO_REPORT
+    {"report", cmd_report, "plots of a run (PNG, SVG) and one HTML page: training, search, latency"},
+#endif
     {"version", cmd_version, "version, git revision, OpenCL headers' target, CLBlast (--version)"},
 };
 

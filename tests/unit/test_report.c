@@ -1,0 +1,482 @@
+/* manta report's plotting module (tools/manta/plot.h: tick choice, tick labels, PNG and SVG
+ * files) and its readers (tools/manta/report_data.h: metrics.jsonl of classification and
+ * stereo runs with malformed lines, per-rank records and a resume; search.json, front.csv,
+ * the latency validation CSV and summary; missing files). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "core/fileio.h"
+#include "../../tools/manta/plot.h"
+#include "../../tools/manta/report_data.h"
+
+/* ---- ticks ---- */
+
+static void test_nice_number(void **state)
+{
+    (void)state;
+    assert_true(plot_nice_number(1, false) == 1);
+    assert_true(plot_nice_number(1.2, false) == 2);
+    assert_true(plot_nice_number(3, false) == 5);
+    assert_true(plot_nice_number(7, false) == 10);
+    assert_true(fabs(plot_nice_number(0.031, false) - 0.05) < 1e-15);
+    assert_true(plot_nice_number(1.4, true) == 1);
+    assert_true(plot_nice_number(2.9, true) == 2);
+    assert_true(plot_nice_number(6.9, true) == 5);
+    assert_true(plot_nice_number(8, true) == 10);
+    assert_true(plot_nice_number(0, true) == 0);
+    assert_true(plot_nice_number(-3, true) == 0);
+    assert_true(plot_nice_number(NAN, false) == 0);
+}
+
+/* Every tick a multiple of a 1-2-5 step, rising by it, covering [lo, hi]. */
+static void check_ticks(double lo, double hi, int target)
+{
+    plot_ticks t;
+    assert_true(plot_nice_ticks(lo, hi, target, &t));
+    assert_in_range(t.n, 2, PLOT_MAX_TICKS);
+    double m = t.step / pow(10, floor(log10(t.step)));
+    assert_true(fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9);
+    double a = fmin(lo, hi), b = fmax(lo, hi);
+    assert_true(t.lo <= a + 1e-12 * fabs(a) && t.hi >= b - 1e-12 * fabs(b));
+    assert_true(t.v[0] == t.lo && t.v[t.n - 1] == t.hi);
+    for (int i = 0; i < t.n; i++) {
+        double q = t.v[i] / t.step;
+        assert_true(fabs(q - round(q)) < 1e-6);
+        if (i > 0)
+            assert_true(fabs(t.v[i] - t.v[i - 1] - t.step) < 1e-9 * t.step + 1e-14 * fabs(t.v[i]));
+    }
+}
+
+static void test_nice_ticks(void **state)
+{
+    (void)state;
+    plot_ticks t;
+    assert_true(plot_nice_ticks(0, 1, 6, &t));
+    assert_true(t.lo == 0 && t.hi == 1 && t.n == 6 && fabs(t.step - 0.2) < 1e-12);
+    assert_int_equal(t.decimals, 1);
+    assert_true(plot_nice_ticks(0.13, 0.87, 5, &t)); /* rounded out to the step */
+    assert_true(t.lo == 0 && fabs(t.hi - 1) < 1e-12 && fabs(t.step - 0.2) < 1e-12);
+    assert_true(plot_nice_ticks(0, 18, 7, &t)); /* steps of a short run */
+    assert_true(t.lo == 0 && t.hi == 20 && t.step == 5 && t.decimals == 0);
+    assert_true(plot_nice_ticks(20, 0, 7, &t)); /* either order */
+    assert_true(t.lo == 0 && t.hi == 20);
+    assert_true(plot_nice_ticks(0.0005, 0.0203, 5, &t)); /* a learning rate */
+    assert_true(fabs(t.step - 0.005) < 1e-15 && t.decimals == 3);
+    assert_true(plot_nice_ticks(-3.2, 7.9, 6, &t));
+    assert_true(t.v[0] < 0 && t.hi >= 7.9);
+    for (int i = 0; i < t.n; i++)
+        assert_false(signbit(t.v[i]) && t.v[i] == 0); /* no -0 */
+    /* an empty range is widened around the value */
+    assert_true(plot_nice_ticks(3, 3, 5, &t));
+    assert_true(t.lo < 3 && t.hi > 3);
+    assert_true(plot_nice_ticks(0, 0, 5, &t));
+    assert_true(t.lo <= -1 && t.hi >= 1);
+    assert_true(plot_nice_ticks(1e-300, 1e-300, 5, &t));
+    assert_true(t.lo < 1e-300 && t.hi > 1e-300);
+    /* not finite: refused, untouched */
+    t.n = 77;
+    assert_false(plot_nice_ticks(NAN, 1, 5, &t));
+    assert_false(plot_nice_ticks(0, INFINITY, 5, &t));
+    assert_int_equal(t.n, 77);
+    /* many ranges and targets (also out of range targets) */
+    const double r[][2] = {{0, 1},      {0.001, 0.0013}, {-5, 5},   {1e6, 3.7e7}, {99, 101},
+                           {-0.02, 0},  {2.5, 2.5000001}, {0.179, 0.629}, {13.5, 21}, {1, 1e9}};
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        for (int target = 0; target <= 40; target += 4)
+            check_ticks(r[i][0], r[i][1], target);
+}
+
+static void test_format_tick(void **state)
+{
+    (void)state;
+    plot_ticks t;
+    char b[64];
+    assert_true(plot_nice_ticks(-1, 1, 5, &t));
+    plot_format_tick(0.5, &t, b, sizeof b);
+    assert_string_equal(b, "0.5");
+    plot_format_tick(-0.0, &t, b, sizeof b);
+    assert_string_equal(b, "0.0");
+    plot_format_tick(-1e-17, &t, b, sizeof b); /* rounding residue of a zero tick */
+    assert_string_equal(b, "0.0");
+    plot_format_tick(-0.5, &t, b, sizeof b);
+    assert_string_equal(b, "-0.5");
+    assert_true(plot_nice_ticks(0, 1500, 4, &t));
+    plot_format_tick(1000, &t, b, sizeof b);
+    assert_string_equal(b, "1000");
+    plot_format_tick(2e7, &t, b, sizeof b);
+    assert_string_equal(b, "2e+07");
+    assert_true(plot_nice_ticks(0, 0.0003, 4, &t));
+    plot_format_tick(0.0002, &t, b, sizeof b);
+    assert_string_equal(b, "0.0002");
+}
+
+/* ---- CSV ---- */
+
+static void test_csv_split(void **state)
+{
+    (void)state;
+    char line[] = "1,0.25,\"{\"\"ks\"\":[3,5],\"\"d\"\":[2]}\",,last\r\n";
+    char *f[8];
+    assert_int_equal(rep_csv_split(line, f, 8), 5);
+    assert_string_equal(f[0], "1");
+    assert_string_equal(f[1], "0.25");
+    assert_string_equal(f[2], "{\"ks\":[3,5],\"d\":[2]}");
+    assert_string_equal(f[3], "");
+    assert_string_equal(f[4], "last");
+    char open[] = "1,\"not closed,2\n";
+    assert_int_equal(rep_csv_split(open, f, 8), -1);
+    char many[] = "a,b,c,d";
+    assert_int_equal(rep_csv_split(many, f, 2), 2);
+    assert_string_equal(f[1], "b");
+}
+
+/* ---- metrics.jsonl ---- */
+
+static const char classif[] =
+    "{\"step\":1,\"steps\":6,\"phase\":\"full\",\"phase_index\":0,\"loss\":2.3,\"batch_top1\":0.1,"
+    "\"r\":24,\"lr\":0.02,\"images_per_s\":100.5,\"data_wait\":0,\"step_ms\":10,\"eta_s\":5,"
+    "\"ranks\":[{\"rank\":1,\"device\":\"gpu1\",\"images_per_s\":50},"
+    "{\"rank\":0,\"device\":\"gpu0\",\"images_per_s\":50.5,\"step_ms\":9.5},"
+    "{\"rank\":2,\"images_per_s\":49,\"compute_s\":0.008,\"data_wait_s\":0.001,"
+    "\"allreduce_wait_s\":null}]}\n"
+    "not json at all\n"
+    "\n"
+    "{\"step\":3,\"steps\":6,\"phase\":\"full\",\"phase_index\":0,\"loss\":2.1,\"batch_top1\":0.2,"
+    "\"lr\":0.01,\"images_per_s\":110}\n"
+    "{\"eval\":\"val\",\"phase\":\"full\",\"step\":3,\"max_top1\":0.25,\"min_top1\":0.125}\n"
+    "{\"sync_check\":3,\"replicas\":2,\"hash\":\"ab\"}\n"
+    "[1,2,3]\n"
+    "{\"step\":6,\"steps\":6,\"phase\":\"kernel\",\"phase_index\":1,\"loss\":1.9,"
+    "\"batch_top1\":0.3,\"lr\":0.005,\"images_per_s\":90}\n"
+    "{\"step\":5,\"steps\":6,\"phase\":\"kernel\",\"phase_index\":1,\"loss\":1.8,"
+    "\"batch_top1\":0.35,\"lr\":0.006,\"images_per_s\":95}\n" /* resumed: replaces step 6 */
+    "{\"step\":6,\"steps\":6,\"phase\":\"kernel\",\"phase_index\":1,\"loss\":1.7,"
+    "\"batch_top1\":0.4,\"lr\":0.004,\"images_per_s\":96}\n"
+    "{\"eval\":\"val\",\"phase\":\"kernel\",\"step\":6,\"max_top1\":0.5,\"min_top1\":0.375}\n"
+    "{\"step\":7,\"phase\":\"ker"; /* a run in progress: a partly written line */
+
+static void test_training_classification(void **state)
+{
+    (void)state;
+    rep_training t = {0};
+    manta_err err;
+    assert_int_equal(rep_training_parse(classif, strlen(classif), "m.jsonl", &t, &err), MANTA_OK);
+    assert_false(t.stereo);
+    assert_int_equal(t.malformed, 3);
+    assert_int_equal(t.first_malformed, 2);
+    assert_int_equal(t.lines, 11); /* non-empty lines */
+    assert_int_equal(t.loss.n, 4); /* 1, 3, 5, 6 */
+    assert_true(t.loss.step[2] == 5 && t.loss.step[3] == 6);
+    assert_true(t.loss.v[3] == 1.7 && t.metric.v[3] == 0.4 && t.lr.v[3] == 0.004);
+    assert_true(t.rate.v[0] == 100.5);
+    assert_int_equal(t.steps, 6);
+    assert_int_equal(t.n_phases, 2);
+    assert_string_equal(t.phases[0].name, "full");
+    assert_string_equal(t.phases[1].name, "kernel");
+    assert_int_equal(t.phases[0].last_step, 3);
+    assert_int_equal(t.phases[1].last_step, 6);
+    assert_true(t.phases[0].has_val && t.phases[0].val_largest == 0.25 &&
+                t.phases[0].val_smallest == 0.125 && t.phases[0].val_step == 3);
+    assert_true(t.phases[1].has_val && t.phases[1].val_largest == 0.5);
+    /* ranks, sorted by rank; a missing step_ms is NaN */
+    assert_int_equal(t.n_ranks, 3);
+    assert_int_equal(t.ranks[0].rank, 0);
+    assert_string_equal(t.ranks[0].device, "gpu0");
+    assert_true(t.ranks[0].ips.n == 1 && t.ranks[0].ips.v[0] == 50.5);
+    assert_true(t.ranks[0].step_ms.v[0] == 9.5 && isnan(t.ranks[0].wait_ms.v[0]));
+    assert_string_equal(t.ranks[1].device, "gpu1");
+    assert_true(isnan(t.ranks[1].step_ms.v[0]));
+    /* the monitor's split: compute, data wait, allreduce wait (seconds; null = not known) */
+    assert_int_equal(t.ranks[2].rank, 2);
+    assert_string_equal(t.ranks[2].device, "");
+    assert_true(fabs(t.ranks[2].step_ms.v[0] - 9) < 1e-9 && fabs(t.ranks[2].wait_ms.v[0] - 1) < 1e-9);
+    rep_training_free(&t);
+    assert_null(t.loss.v);
+    rep_training_free(&t); /* twice is fine */
+}
+
+static const char stereo[] =
+    "{\"event\":\"step\",\"step\":1,\"phase\":1,\"loss\":1.2,\"kd_loss\":0,\"epe\":1.25,"
+    "\"round\":1,\"lr\":0.02,\"pairs_per_s\":9.2}\n"
+    "{\"event\":\"step\",\"step\":2,\"phase\":1,\"loss\":1.1,\"kd_loss\":0,\"epe\":1.5,"
+    "\"round\":1,\"lr\":0.01,\"pairs_per_s\":190}\n"
+    "{\"event\":\"phase_end\",\"phase\":1,\"name\":\"full\",\"step\":2,"
+    "\"largest\":{\"epe\":1.6,\"bad3\":11,\"d1\":11,\"epe_noc\":1.6},"
+    "\"smallest\":{\"epe\":1.7,\"bad3\":12,\"d1\":12,\"epe_noc\":1.7}}\n"
+    "{\"event\":\"step\",\"step\":3,\"phase\":2,\"loss\":1.0,\"epe\":1.0,\"lr\":0.01,"
+    "\"pairs_per_s\":100}\n"
+    "{\"event\":\"future_thing\",\"step\":3,\"loss\":9}\n";
+
+static void test_training_stereo(void **state)
+{
+    (void)state;
+    rep_training t = {0};
+    assert_int_equal(rep_training_parse(stereo, strlen(stereo), "s.jsonl", &t, NULL), MANTA_OK);
+    assert_true(t.stereo);
+    assert_int_equal(t.malformed, 0);
+    assert_int_equal(t.loss.n, 3);
+    assert_true(t.metric.v[1] == 1.5 && t.rate.v[1] == 190);
+    assert_int_equal(t.n_phases, 2);
+    assert_string_equal(t.phases[0].name, "full");
+    assert_string_equal(t.phases[1].name, "phase 2"); /* not named yet */
+    assert_true(t.phases[0].has_val && t.phases[0].val_largest == 1.6 &&
+                t.phases[0].val_smallest == 1.7);
+    assert_false(t.phases[1].has_val);
+    assert_int_equal(t.n_ranks, 0);
+    rep_training_free(&t);
+}
+
+static void test_training_missing_and_empty(void **state)
+{
+    (void)state;
+    rep_training t = {0};
+    manta_err err;
+    assert_int_equal(rep_training_load("/nonexistent/run/metrics.jsonl", &t, &err), MANTA_ERR_IO);
+    assert_non_null(strstr(err.msg, "/nonexistent/run/metrics.jsonl"));
+    assert_int_equal(rep_training_load("/", &t, &err), MANTA_ERR_IO); /* a folder */
+    assert_int_equal(rep_training_parse("", 0, "e", &t, &err), MANTA_OK);
+    assert_int_equal(t.loss.n, 0);
+    assert_int_equal(t.lines, 0);
+    rep_training_free(&t);
+}
+
+/* ---- search ---- */
+
+static const char search_json[] =
+    "{\"format\":\"manta-search\",\"version\":1,\"space\":\"cpu-default\",\"device\":\"vm\","
+    "\"budget\":{\"max_latency_ms\":0.629},\"rerank\":{\"uniform_added\":1,\"chosen\":2,"
+    "\"candidates\":[{\"arch\":{\"ks\":[7,3],\"e\":[3,3],\"d\":[3,4],\"r\":[24]},"
+    "\"predicted_top1\":0.19,\"validation_top1\":0.13,\"predicted_latency_ms\":0.36},"
+    "{\"arch\":{\"ks\":[3,5],\"e\":[3,4],\"d\":[3,4],\"r\":[32]},\"predicted_top1\":0.18,"
+    "\"validation_top1\":0.21,\"predicted_latency_ms\":0.57},"
+    "{\"arch\":{\"ks\":[3,3],\"e\":[3,3],\"d\":[3,3],\"r\":[24]},\"predicted_top1\":0.17,"
+    "\"validation_top1\":0.145,\"predicted_latency_ms\":0.24}]},"
+    "\"best\":{\"arch\":{\"ks\":[3,5],\"e\":[3,4],\"d\":[3,4],\"r\":[32]},"
+    "\"predicted_top1\":0.18,\"predicted_latency_ms\":0.57,\"macs\":6849472,"
+    "\"arena_bytes\":499232,\"file_bytes\":2906336},\"evaluated\":2100,\"rejected\":49}";
+
+static void test_search(void **state)
+{
+    (void)state;
+    rep_search s = {0};
+    manta_err err;
+    assert_int_equal(rep_search_parse(search_json, "search.json", &s, &err), MANTA_OK);
+    assert_string_equal(s.space, "cpu-default");
+    assert_true(s.budget_ms == 0.629);
+    assert_int_equal(s.n_cand, 3);
+    assert_int_equal(s.chosen, 1);
+    assert_true(s.has_best && s.best.latency_ms == 0.57 && s.best.val_top1 == 0.21);
+    assert_false(s.best.uniform);
+    assert_false(s.cand[0].uniform);
+    assert_true(s.cand[2].uniform);
+    assert_true(s.best_macs == 6849472 && s.best_file_bytes == 2906336);
+    assert_int_equal(s.evaluated, 2100);
+    assert_non_null(strstr(s.best_arch, "\"ks\":[3,5]"));
+
+    const char front[] = "rank,top1,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n"
+                         "1,0.168,0.179,2159712,255152,1193888,0,\"{\"\"ks\"\":[3,3],\"\"e\"\":[3,3],"
+                         "\"\"d\"\":[2,2],\"\"r\"\":[24]}\"\n"
+                         "2,0.170,0.199,2382720,258448,1781440,0,\"{\"\"ks\"\":[3,5],\"\"e\"\":[3,3],"
+                         "\"\"d\"\":[2,2],\"\"r\"\":[24]}\"\n\n";
+    assert_int_equal(rep_front_parse(front, "front.csv", &s, &err), MANTA_OK);
+    assert_int_equal(s.n_front, 2);
+    assert_true(s.front[0].uniform && !s.front[1].uniform);
+    assert_true(s.front[1].latency_ms == 0.199 && s.front[1].predicted_top1 == 0.170);
+    assert_true(isnan(s.front[0].val_top1));
+    rep_search_free(&s);
+
+    /* malformed inputs: one line naming the file and the problem */
+    assert_int_equal(rep_search_parse("{\"format\":", "x/search.json", &s, &err), MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "x/search.json: not JSON"));
+    rep_search_free(&s);
+    assert_int_equal(rep_search_parse("{\"format\":\"other\"}", "o.json", &s, &err),
+                     MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "manta-search"));
+    rep_search_free(&s);
+    assert_int_equal(rep_search_parse("{\"format\":\"manta-search\",\"best\":{}}", "b.json", &s,
+                                      &err),
+                     MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "b.json: \"best\" lacks"));
+    rep_search_free(&s);
+    assert_int_equal(rep_front_parse("rank,top1\n1,0.1\n", "f.csv", &s, &err), MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "f.csv: line 1"));
+    assert_int_equal(rep_front_parse("top1,latency_ms\n0.1,0.2\n0.1,abc\n", "f.csv", &s, &err),
+                     MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "f.csv: line 3"));
+    rep_search_free(&s);
+}
+
+/* ---- latency validation ---- */
+
+static void test_latency(void **state)
+{
+    (void)state;
+    rep_latency l = {0};
+    manta_err err;
+    const char profile[] = "index,predicted_ms,measured_ms,measured_median_ms,error_pct,arch\n"
+                           "0,0.48,1.29,1.57,-62.7,\"{\"\"ks\"\":[7,3]}\"\n"
+                           "1,0.59,1.04,1.58,-43.4,\"{\"\"ks\"\":[5,3]}\"\n";
+    assert_int_equal(rep_latency_parse_csv(profile, "v.csv", &l, &err), MANTA_OK);
+    assert_int_equal(l.n, 2);
+    assert_true(l.pred[1] == 0.59 && l.meas[1] == 1.04);
+    const char summary[] = "{\"device\":\"vm\",\"validation\":{\"networks\":2,"
+                           "\"mean_abs_pct\":53.08,\"within_10pct\":0,\"kendall_tau\":-1}}";
+    assert_int_equal(rep_latency_parse_summary(summary, "v.json", &l, &err), MANTA_OK);
+    assert_true(l.has_summary && l.mean_abs_pct == 53.08 && l.kendall_tau == -1);
+    assert_string_equal(l.device, "vm");
+    rep_latency_free(&l);
+    /* manta profile's CSV: median_ms; rows without a prediction left out */
+    const char gpu[] = "index,median_ms,mean_ms,runs,predicted_ms,arch\n"
+                       "0,2.5,2.6,10,2.4,\"{}\"\n1,3.0,3.1,10,0.000000,\"{}\"\n";
+    assert_int_equal(rep_latency_parse_csv(gpu, "g.csv", &l, &err), MANTA_OK);
+    assert_int_equal(l.n, 1);
+    assert_true(l.pred[0] == 2.4 && l.meas[0] == 2.5);
+    rep_latency_free(&l);
+    assert_int_equal(rep_latency_parse_csv("a,b\n1,2\n", "h.csv", &l, &err), MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "h.csv: line 1"));
+    assert_int_equal(rep_latency_parse_csv("predicted_ms,measured_ms\n1,2\nx,3\n", "n.csv", &l,
+                                           &err),
+                     MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "n.csv: line 3"));
+    rep_latency_free(&l);
+    assert_int_equal(rep_latency_parse_summary("{\"device\":\"vm\"}", "s.json", &l, &err),
+                     MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "s.json: no \"validation\""));
+    assert_int_equal(rep_latency_parse_summary("nope", "s.json", &l, &err), MANTA_ERR_FORMAT);
+    rep_latency_free(&l);
+}
+
+/* Every prefix of each reader's good input (a file cut short) reads or fails cleanly. */
+static void test_prefixes(void **state)
+{
+    (void)state;
+    const char front[] = "rank,top1,latency_ms,arch\n1,0.168,0.179,\"{\"\"ks\"\":[3,3]}\"\n";
+    const char lat[] = "index,predicted_ms,measured_ms\n0,0.48,1.29\n1,0.59,1.04\n";
+    const char *texts[] = {classif, stereo, search_json, front, lat};
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+        size_t n = strlen(texts[k]);
+        for (size_t len = 0; len <= n; len++) {
+            char *p = malloc(len + 1);
+            assert_non_null(p);
+            memcpy(p, texts[k], len);
+            p[len] = '\0';
+            rep_training t = {0};
+            rep_search s = {0};
+            rep_latency l = {0};
+            manta_err err;
+            assert_int_equal(rep_training_parse(p, len, "p", &t, &err), MANTA_OK);
+            manta_status st = rep_search_parse(p, "p", &s, &err);
+            assert_true(st == MANTA_OK || st == MANTA_ERR_FORMAT);
+            st = rep_front_parse(p, "p", &s, &err);
+            assert_true(st == MANTA_OK || st == MANTA_ERR_FORMAT);
+            st = rep_latency_parse_csv(p, "p", &l, &err);
+            assert_true(st == MANTA_OK || st == MANTA_ERR_FORMAT);
+            st = rep_latency_parse_summary(p, "p", &l, &err);
+            assert_true(st == MANTA_OK || st == MANTA_ERR_FORMAT);
+            rep_training_free(&t);
+            rep_search_free(&s);
+            rep_latency_free(&l);
+            free(p);
+        }
+    }
+}
+
+/* ---- files ---- */
+
+static void figure(plot_figure *f, const double *x, const double *y, size_t n)
+{
+    memset(f, 0, sizeof *f);
+    f->title = "A <test> & figure";
+    f->width = 320, f->height = 240, f->n_panels = 1;
+    f->panel[0].title = "panel one";
+    f->panel[0].series[0] = (plot_series){.label = "s", .x = x, .y = y, .n = n, .line = true,
+                                          .marker = PLOT_MARK_STAR, .color = plot_palette(3)};
+    f->panel[0].n_series = 1;
+    f->panel[0].spans[0] = (plot_span){0, 2, "a"};
+    f->panel[0].n_spans = 1;
+    f->panel[0].vlines[0] = (plot_vline){1.5, "budget", {0, 0, 0}, true};
+    f->panel[0].n_vlines = 1;
+}
+
+static void test_write_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/manta_test_report_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char png[128], svg[128], bad[160];
+    snprintf(png, sizeof png, "%s/a.png", dir);
+    snprintf(svg, sizeof svg, "%s/a.svg", dir);
+    const double x[] = {0, 1, NAN, 2}, y[] = {1, 3, 2, INFINITY};
+    plot_figure *f = malloc(sizeof *f);
+    assert_non_null(f);
+    figure(f, x, y, 4);
+    manta_err err;
+    assert_int_equal(plot_write_png(f, png, &err), MANTA_OK);
+    assert_int_equal(plot_write_svg(f, svg, &err), MANTA_OK);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(manta_file_read(png, 1 << 24, &text, &len, &err), MANTA_OK);
+    assert_true(len > 100 && !memcmp(text, "\x89PNG\r\n\x1a\n", 8));
+    /* IHDR: width and height, big-endian */
+    const unsigned char *h = (const unsigned char *)text + 16;
+    assert_int_equal((h[0] << 24) | (h[1] << 16) | (h[2] << 8) | h[3], 320);
+    assert_int_equal((h[4] << 24) | (h[5] << 16) | (h[6] << 8) | h[7], 240);
+    free(text);
+    assert_int_equal(manta_file_read(svg, 1 << 24, &text, &len, &err), MANTA_OK);
+    assert_non_null(strstr(text, "<svg"));
+    assert_non_null(strstr(text, "<title>A &lt;test&gt; &amp; figure</title>"));
+    assert_non_null(strstr(text, "<desc>panel one</desc>"));
+    assert_true(strstr(text, "<title>") > strstr(text, "<svg"));
+    free(text);
+    /* a figure without panels, or too small: nothing written */
+    snprintf(bad, sizeof bad, "%s/none.png", dir);
+    f->n_panels = 0;
+    assert_int_equal(plot_write_png(f, bad, &err), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, bad));
+    f->n_panels = 1, f->width = 10;
+    assert_int_equal(plot_write_svg(f, bad, &err), MANTA_ERR_INVALID_ARG);
+    struct stat st;
+    assert_int_not_equal(stat(bad, &st), 0);
+    /* no folder: the error names the file */
+    f->width = 320;
+    snprintf(bad, sizeof bad, "%s/no/such/a.png", dir);
+    assert_int_equal(plot_write_png(f, bad, &err), MANTA_ERR_IO);
+    assert_non_null(strstr(err.msg, dir));
+    /* text that is not UTF-8 (a device's name) is drawn, not refused by cairo */
+    f->panel[0].title = "device \xff\xfe name";
+    assert_int_equal(plot_write_png(f, png, &err), MANTA_OK);
+    assert_int_equal(plot_write_svg(f, svg, &err), MANTA_OK);
+    assert_int_equal(manta_file_read(svg, 1 << 24, &text, &len, &err), MANTA_OK);
+    assert_non_null(strstr(text, "<desc>device ?? name</desc>"));
+    free(text);
+    /* an empty panel still draws (axes 0..1) */
+    f->panel[0].n_series = 0, f->panel[0].n_spans = 0, f->panel[0].n_vlines = 0;
+    assert_int_equal(plot_write_png(f, png, &err), MANTA_OK);
+    free(f);
+    manta_file_remove_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nice_number),
+        cmocka_unit_test(test_nice_ticks),
+        cmocka_unit_test(test_format_tick),
+        cmocka_unit_test(test_csv_split),
+        cmocka_unit_test(test_training_classification),
+        cmocka_unit_test(test_training_stereo),
+        cmocka_unit_test(test_training_missing_and_empty),
+        cmocka_unit_test(test_search),
+        cmocka_unit_test(test_latency),
+        cmocka_unit_test(test_prefixes),
+        cmocka_unit_test(test_write_files),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
