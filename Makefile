@@ -58,11 +58,21 @@ LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lpng -lz -lpthread 
 # Debian packages the build, the tests and the demo need.
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
             libpng-dev libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
-            dataset-fashion-mnist clblast-utils clang libcairo2-dev fonts-dejavu-core
+            dataset-fashion-mnist clblast-utils clang libcairo2-dev fonts-dejavu-core \
+            libmicrohttpd-dev chromium curl
 
-LIB_DIRS := core cl nn train data ofa stereo export search profile dist
+LIB_DIRS := core cl nn train data ofa stereo export search profile dist monitor
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/cl_sources.o
+# The training monitor's HTTP server needs libmicrohttpd and serves the embedded page; board
+# builds of manta get runtime/monitor/server_none.c instead (mon_server_start() says so).
+ifeq ($(BOARD),)
+LIB_SRC  := $(filter-out runtime/monitor/server_none.c,$(LIB_SRC))
+MONITOR_PAGE_OBJ := $(BUILD)/obj/gen/monitor_page.o
+LDLIBS   += -lmicrohttpd
+else
+LIB_SRC  := $(filter-out runtime/monitor/server.c,$(LIB_SRC))
+endif
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/cl_sources.o $(MONITOR_PAGE_OBJ)
 CL_SRC   := $(wildcard cl_kernels/*.cl)
 LIB      := $(BUILD)/lib/libmanta.a
 
@@ -137,6 +147,19 @@ $(BUILD)/gen/cl_sources.c: $(CL_SRC) $(BUILD)/gen/embed
 	$(BUILD)/gen/embed $@ $(CL_SRC)
 
 $(BUILD)/obj/gen/cl_sources.o: $(BUILD)/gen/cl_sources.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The training monitor's page (runtime/monitor/page/), embedded as runtime/monitor/assets.h's table.
+MONITOR_PAGE := $(wildcard runtime/monitor/page/*.html runtime/monitor/page/*.js runtime/monitor/page/*.css)
+$(BUILD)/gen/embed_page: runtime/monitor/page/embed_page.c
+	@mkdir -p $(@D)
+	$(HOSTCC) -std=c11 -O1 -Wall -Wextra -o $@ $<
+
+$(BUILD)/gen/monitor_page.c: $(MONITOR_PAGE) $(BUILD)/gen/embed_page
+	$(BUILD)/gen/embed_page $@ $(MONITOR_PAGE)
+
+$(BUILD)/obj/gen/monitor_page.o: $(BUILD)/gen/monitor_page.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 

@@ -37,6 +37,8 @@ int cmd_launch(int argc, char **argv);
 /** `manta report` (tools/manta/report.c): a run's plots as PNG and SVG (cairo) and an HTML
  *  page with them and the key figures. Not in board builds (MANTA_NO_REPORT). */
 int cmd_report(int argc, char **argv);
+/** `manta monitor` (tools/manta/monitor.c): the training monitor over run folders. */
+int cmd_monitor(int argc, char **argv);
 /** `manta version` and `manta --version` (tools/manta/version.c): version, git revision,
  *  the OpenCL headers' target and CLBlast's version. */
 int cmd_version(int argc, char **argv);

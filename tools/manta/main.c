@@ -31,6 +31,7 @@ static const struct {
 #ifndef MANTA_NO_REPORT
     {"report", cmd_report, "plots of a run (PNG, SVG) and one HTML page: training, search, latency"},
 #endif
+    {"monitor", cmd_monitor, "live page, JSON API and Prometheus metrics of training runs"},
     {"version", cmd_version, "version, git revision, OpenCL headers' target, CLBlast (--version)"},
 };
 

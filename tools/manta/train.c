@@ -16,6 +16,7 @@
 #include "common/opts.h"
 #include "core/clock.h"
 #include "core/fileio.h"
+#include "core/strbuf.h"
 #include "stereo/space.h"
 #include "train_run.h"
 
@@ -45,7 +46,14 @@ static const char ABOUT[] =
     "SIGINT/SIGTERM checkpoint and stop at the next step; --resume continues.\n\n"
     "Metrics go to DIR/metrics.jsonl and, as TensorBoard scalars, to a new event\n"
     "file events.out.tfevents.<time>.<host> in DIR or the --tensorboard folder\n"
-    "(tensorboard --logdir shows it); a failed write of events is a warning.\n";
+    "(tensorboard --logdir shows it); a failed write of events is a warning.\n\n"
+    "--monitor [ADDR:]PORT: rank 0 serves the live page, a JSON API and Prometheus\n"
+    "/metrics of this run (docs/monitor.md) from DIR/metrics.jsonl, in threads of its\n"
+    "own; ADDR defaults to 127.0.0.1; any other address needs MANTA_MONITOR_TOKEN\n"
+    "(the page then at http://ADDR:PORT/?token=...). Alerts: a loss that is not a\n"
+    "number or grows for --alert-grow reports, a rank slower than the median by\n"
+    "--alert-slow %, no record for --alert-stall seconds; --on-alert runs a shell\n"
+    "command with each new alert as JSON on its standard input.\n";
 
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_args(int argc, char **argv, train_opts *o)
@@ -59,6 +67,7 @@ static int parse_args(int argc, char **argv, train_opts *o)
                       .recal_images = 2000, .channels = 3, .ckpt_every = 500, .sync_check = 100,
                       .lr_scale = 1.0, .bucket_kib = (long)(DP_BUCKET_BYTES >> 10),
                       .job = DIST_OVERRIDE_NONE};
+    mon_alert_opts_default(&o->alerts);
     dist_override *j = &o->job;
     const opt_def defs[] = {
         {.name = "space", .kind = OPT_STRING, .dest = &o->space, .metavar = "S",
@@ -83,6 +92,16 @@ static int parse_args(int argc, char **argv, train_opts *o)
          .help = "checkpoints and metrics.jsonl (default runs/<space>-<schedule>)"},
         {.name = "tensorboard", .kind = OPT_STRING, .dest = &o->tensorboard, .metavar = "DIR",
          .help = "folder of the TensorBoard event file (default: the --out folder)"},
+        {.name = "monitor", .kind = OPT_STRING, .dest = &o->monitor, .metavar = "[ADDR:]PORT",
+         .help = "rank 0 serves the live monitor page and API (docs/monitor.md)"},
+        {.name = "on-alert", .kind = OPT_STRING, .dest = &o->on_alert, .metavar = "CMD",
+         .help = "with --monitor: run CMD (sh -c) with each new alert as JSON on stdin"},
+        {.name = "alert-grow", .kind = OPT_INT, .dest = &o->alerts.grow, .lo = 1, .hi = 1e6,
+         .metavar = "N", .help = "alert when the loss grows for N reports of a phase (default 5)"},
+        {.name = "alert-slow", .kind = OPT_DOUBLE, .dest = &o->alerts.slow_pct, .lo = 1, .hi = 99,
+         .metavar = "PCT", .help = "alert for a rank PCT % below the median images/s (default 25)"},
+        {.name = "alert-stall", .kind = OPT_DOUBLE, .dest = &o->alerts.stall_s, .lo = 1,
+         .hi = 1e7, .metavar = "SEC", .help = "alert after SEC s without a record (default 300)"},
         {.name = "resume", .kind = OPT_FLAG, .dest = &o->resume,
          .help = "continue from DIR/latest.ckpt"},
         {.name = "ckpt-every", .kind = OPT_LONG, .dest = &o->ckpt_every, .lo = 0, .hi = 0x1p40,
@@ -415,8 +434,68 @@ static void print_start(const train_run *r)
     fflush(stdout);
 }
 
+/* Rank 0: the job record of metrics.jsonl (docs/monitor.md), and the monitor with --monitor. */
+static bool run_monitor(train_run *r)
+{
+    const train_opts *o = &r->o;
+    if (r->rank != 0)
+        return true;
+    manta_strbuf b = {0};
+    manta_strbuf_printf(&b, "{\"event\":\"job\",\"time\":%.3f,\"task\":\"classification\",\"space\":",
+                        manta_wall_time());
+    mon_json_str(&b, r->sp.name);
+    manta_strbuf_printf(&b, ",\"schedule\":");
+    mon_json_str(&b, o->schedule);
+    manta_strbuf_printf(&b, ",\"data\":");
+    mon_json_str(&b, o->data);
+    manta_strbuf_printf(&b, ",\"steps\":%ld,\"start_step\":%ld,\"batch\":%d,\"world_size\":%d,"
+                            "\"devices_per_rank\":%d,\"replicas\":%d,\"mode\":\"%s\",\"host\":",
+                        r->total, r->start, o->batch, r->cfg.world_size > 1 ? r->cfg.world_size : 1,
+                        r->n_dev, r->replicas, o->mode == DP_DATA ? "data" : "subnet");
+    mon_json_str(&b, r->host);
+    manta_strbuf_printf(&b, ",\"devices\":[");
+    for (int i = 0; i < r->n_dev; i++) {
+        manta_strbuf_printf(&b, i ? "," : "");
+        mon_json_str(&b, mcl_info(r->devs[i])->name);
+    }
+    manta_strbuf_printf(&b, "],\"phases\":[");
+    for (int i = 0; i < r->sched.n_phases; i++) {
+        const ofa_phase *ph = &r->sched.phase[i];
+        manta_strbuf_printf(&b, "%s{\"name\":", i ? "," : "");
+        mon_json_str(&b, ph->name);
+        manta_strbuf_printf(&b, ",\"steps\":%ld,\"subnets\":%d,\"lr\":%g,\"distill\":%s}",
+                            ph->steps, ph->subnets, (double)ph->lr, ph->distill ? "true" : "false");
+    }
+    manta_strbuf_printf(&b, "]}");
+    if (!b.oom)
+        train_record(r, b.p);
+    manta_strbuf_free(&b);
+    if (!o->monitor)
+        return true;
+    mon_options mo;
+    mon_options_default(&mo);
+    mo.listen = o->monitor;
+    mo.on_alert = o->on_alert;
+    mo.alerts = o->alerts;
+    manta_err err;
+    manta_err_clear(&err);
+    const char *dirs[1] = {r->out_dir};
+    if (mon_server_start(&mo, dirs, 1, &r->monitor, &err) != MANTA_OK) {
+        fprintf(stderr, "manta train: --monitor: %s\n", err.msg);
+        return false;
+    }
+    char url[128];
+    mon_server_url(r->monitor, url, sizeof url);
+    fprintf(stderr, "manta train: monitor at %s%s\n", url, mo.token && *mo.token ? "?token=..." : "");
+    return true;
+}
+
 static void run_close(train_run *r)
 {
+    if (r->monitor) { /* the last records read before it goes */
+        mon_server_poll_now(r->monitor);
+        mon_server_stop(r->monitor);
+    }
     if (r->pf)
         prefetch_stop(r->pf);
     if (r->metrics)
@@ -471,7 +550,7 @@ int cmd_train(int argc, char **argv)
     snprintf(r->host, sizeof r->host, "?");
     gethostname(r->host, sizeof r->host - 1);
     rc = 1;
-    if (!run_settings(r) || !run_trainer(r) || !run_outputs(r))
+    if (!run_settings(r) || !run_trainer(r) || !run_outputs(r) || !run_monitor(r))
         goto out;
     print_start(r);
     rc = train_loop(r);

@@ -1,12 +1,14 @@
 /* manta train: the steps of one invocation, their progress lines, the
  * replicas' weight checks, checkpoints, and the evaluation after each phase. */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
 #include "core/clock.h"
+#include "core/strbuf.h"
 #include "train/progress.h"
 #include "train_run.h"
 
@@ -50,21 +52,70 @@ static int evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, const train_
     return ok;
 }
 
-static int save(const char *dir, const char *name, ofa_trainer *t, mcl_dev *d, train_meta *m,
-                const loader_state *ls, long next_step)
+void train_record(train_run *r, const char *line)
+{
+    if (r->rank != 0 || !r->metrics)
+        return;
+    fprintf(r->metrics, "%s\n", line);
+    fflush(r->metrics);
+}
+
+void train_fail(train_run *r, long step, const char *fmt, ...)
+{
+    char msg[MANTA_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "manta train: %s\n", msg);
+    if (r->rank != 0 || !r->metrics)
+        return;
+    int rank = r->rank; /* a peer the message names ("rank N (addr:port)") failed */
+    for (const char *p = strstr(msg, "rank "); p; p = strstr(p + 5, "rank ")) {
+        char *end;
+        long k = strtol(p + 5, &end, 10);
+        if (end != p + 5 && k != r->rank && k >= 0 && k < 1 << 20) {
+            rank = (int)k;
+            break;
+        }
+    }
+    manta_strbuf b = {0};
+    manta_strbuf_printf(&b, "{\"event\":\"error\",\"time\":%.3f,\"step\":%ld,\"rank\":%d,"
+                            "\"host\":", manta_wall_time(), step, rank);
+    mon_json_str(&b, r->host);
+    manta_strbuf_printf(&b, ",\"message\":");
+    mon_json_str(&b, msg);
+    manta_strbuf_printf(&b, "}");
+    if (!b.oom)
+        train_record(r, b.p);
+    manta_strbuf_free(&b);
+    if (r->monitor)
+        mon_server_poll_now(r->monitor);
+}
+
+/* Checkpoint @p name in the run's folder (rank 0) and its record in metrics.jsonl. */
+static int save(train_run *r, const char *name, long next_step)
 {
     char path[1200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(path, sizeof path, "%s/%s", r->out_dir, name);
+    train_meta *m = &r->meta;
     m->step = next_step;
-    m->has_teacher = ofa_trainer_has_teacher(t);
-    m->loader = *ls;
+    m->has_teacher = ofa_trainer_has_teacher(r->t);
+    m->loader = r->ls;
     manta_err err;
     manta_err_clear(&err);
-    manta_status st = trainstate_save(path, t, d, m, &err);
+    manta_status st = trainstate_save(path, r->t, r->d, m, &err);
     if (st != MANTA_OK) {
-        fprintf(stderr, "manta train: checkpoint %s: %s\n", path, manta_err_msg(&err, st));
+        train_fail(r, next_step, "checkpoint %s: %s", path, manta_err_msg(&err, st));
         return 0;
     }
+    char line[1400];
+    manta_strbuf b = {0};
+    mon_json_str(&b, name);
+    snprintf(line, sizeof line, "{\"event\":\"checkpoint\",\"time\":%.3f,\"step\":%ld,\"path\":%s}",
+             manta_wall_time(), next_step, b.oom ? "null" : b.p);
+    manta_strbuf_free(&b);
+    train_record(r, line);
     return 1;
 }
 
@@ -77,7 +128,7 @@ static bool run_step(train_run *r, train_progress *pg, long step, ofa_step_resul
     double wait = 0;
     manta_status st = prefetch_next(r->pf, &b, &wait, &err);
     if (st != MANTA_OK || b.n != r->o.batch) {
-        cmd_error("data", st == MANTA_OK ? MANTA_ERR_INTERNAL : st, &err);
+        train_fail(r, step, "data: %s", manta_err_msg(&err, st == MANTA_OK ? MANTA_ERR_INTERNAL : st));
         return false;
     }
     double ts = cmd_now();
@@ -87,11 +138,11 @@ static bool run_step(train_run *r, train_progress *pg, long step, ofa_step_resul
         long ip;
         int pi = ofa_schedule_locate(&r->sched, step, &ip);
         if (r->replicas > 1) /* the message names the rank, step and device */
-            fprintf(stderr, "manta train: %s (host %s, phase %s)\n", manta_err_msg(&err, st),
-                    r->host, pi >= 0 ? r->sched.phase[pi].name : "?");
+            train_fail(r, step, "%s (host %s, phase %s)", manta_err_msg(&err, st), r->host,
+                       pi >= 0 ? r->sched.phase[pi].name : "?");
         else
-            fprintf(stderr, "manta train: step %ld (phase %s): %s\n", step + 1,
-                    pi >= 0 ? r->sched.phase[pi].name : "?", manta_err_msg(&err, st));
+            train_fail(r, step, "step %ld (phase %s): %s", step + 1,
+                       pi >= 0 ? r->sched.phase[pi].name : "?", manta_err_msg(&err, st));
         return false;
     }
     r->ls = b.after;
@@ -107,8 +158,8 @@ static bool agree_stop(train_run *r, long step, int *stop)
     float f = (float)stop_requested;
     manta_status st = ring_allreduce(r->ring, &f, 1, RING_SUM, &err);
     if (st != MANTA_OK) {
-        fprintf(stderr, "manta train: rank %d (%s): step %ld: %s\n", r->rank, r->host, step + 1,
-                manta_err_msg(&err, st));
+        train_fail(r, step, "rank %d (%s): step %ld: %s", r->rank, r->host, step + 1,
+                   manta_err_msg(&err, st));
         return false;
     }
     if (f > 0)
@@ -136,9 +187,22 @@ static void log_progress(train_run *r, train_progress *pg, const ofa_step_result
     train_report rep;
     train_progress_report(pg, res, done, cmd_now(), &rep);
     char line[512];
-    train_report_json(&rep, line, sizeof line);
-    fprintf(r->metrics, "%s\n", line);
-    fflush(r->metrics);
+    int n = train_report_json(&rep, line, sizeof line);
+    /* the record of docs/monitor.md: the report, its time, and this rank's figures (the
+     * other ranks' once the data-parallel trainer gathers them) */
+    char rec[2048];
+    double now = manta_wall_time();
+    int world = r->cfg.world_size > 1 ? r->cfg.world_size : 1;
+    double ips = rep.images_per_s / world;
+    manta_strbuf dev = {0};
+    mon_json_str(&dev, mcl_info(r->d)->name);
+    snprintf(rec, sizeof rec,
+             "%.*s,\"time\":%.3f,\"ranks\":[{\"rank\":%d,\"device\":%s,\"images_per_s\":%.2f,"
+             "\"compute_s\":%.6f,\"data_wait_s\":%.6f,\"allreduce_wait_s\":null,\"heartbeat\":%.3f}]}",
+             n > 1 && n < (int)sizeof line ? n - 1 : 0, line, now, r->rank, dev.oom ? "null" : dev.p,
+             ips, rep.step_ms / 1e3, ips > 0 ? rep.data_wait * ((double)r->o.batch / world) / ips : 0.0, now);
+    manta_strbuf_free(&dev);
+    train_record(r, rec);
     const manta_tfscalar ev[] = {
         {"train/loss", (float)rep.loss},
         {"train/batch_top1", (float)rep.batch_top1},
@@ -169,8 +233,7 @@ static bool sync_check(train_run *r, long done)
     unsigned char h[DP_HASH_BYTES];
     manta_status st = dp_check(r->dp, done, h, &err);
     if (st != MANTA_OK) {
-        fprintf(stderr, "manta train: rank %d (%s): %s\n", r->rank, r->host,
-                manta_err_msg(&err, st));
+        train_fail(r, done, "rank %d (%s): %s", r->rank, r->host, manta_err_msg(&err, st));
         return false;
     }
     if (r->o.json && !r->quiet) {
@@ -189,8 +252,7 @@ static bool end_phase(train_run *r, const ofa_step_result *res, long done)
     const ofa_phase *ph = &r->sched.phase[res->phase];
     char name[64];
     snprintf(name, sizeof name, "phase-%d-%s.ckpt", res->phase + 1, ph->name);
-    if (r->rank == 0 && (!save(r->out_dir, name, r->t, r->d, &r->meta, &r->ls, done) ||
-                         !save(r->out_dir, "latest.ckpt", r->t, r->d, &r->meta, &r->ls, done)))
+    if (r->rank == 0 && (!save(r, name, done) || !save(r, "latest.ckpt", done)))
         return false;
     double top1[2];
     if (r->o.eval_images <= 0 || r->rd.split.n_val <= 0)
@@ -204,8 +266,7 @@ static bool end_phase(train_run *r, const ofa_step_result *res, long done)
              "{\"eval\":\"val\",\"phase\":\"%s\",\"step\":%ld,\"max_top1\":%.4f,"
              "\"min_top1\":%.4f}",
              ph->name, done, top1[0], top1[1]);
-    fprintf(r->metrics, "%s\n", ev);
-    fflush(r->metrics);
+    train_record(r, ev);
     const manta_tfscalar top[] = {{"val/top1_largest", (float)top1[0]},
                                   {"val/top1_smallest", (float)top1[1]}};
     log_events(r, done, top, 2);
@@ -247,16 +308,23 @@ int train_loop(train_run *r)
             !sync_check(r, step + 1))
             return 1;
         if (phase_end ? !end_phase(r, &res, step + 1)
-                      : ckpt && r->rank == 0 &&
-                            !save(r->out_dir, "latest.ckpt", r->t, r->d, &r->meta, &r->ls, step + 1))
+                      : ckpt && r->rank == 0 && !save(r, "latest.ckpt", step + 1))
             return 1;
         if (stop) {
+            char ln[160];
+            snprintf(ln, sizeof ln, "{\"event\":\"stopped\",\"time\":%.3f,\"step\":%ld,\"signal\":%s}",
+                     manta_wall_time(), step + 1, stop_requested ? "true" : "false");
+            train_record(r, ln);
             if (!r->quiet)
                 fprintf(stderr, "manta train: stopped after step %ld; '--resume --out %s' continues\n",
                         step + 1, r->out_dir);
             return stop_requested ? 130 : 0;
         }
     }
+    char ln[160];
+    snprintf(ln, sizeof ln, "{\"event\":\"done\",\"time\":%.3f,\"step\":%ld,\"seconds\":%.1f}",
+             manta_wall_time(), r->total, cmd_now() - pg.t0);
+    train_record(r, ln);
     if (!o->json && !r->quiet)
         printf("trained %ld steps in %.1f s; checkpoints in %s\n", done, cmd_now() - pg.t0,
                r->out_dir);

@@ -11,6 +11,7 @@
 #include "data/prefetch.h"
 #include "dist/override.h"
 #include "dist/ring.h"
+#include "monitor/server.h"
 #include "rundata.h"
 #include "train/dp.h"
 #include "train/ofa_train.h"
@@ -23,6 +24,9 @@
 typedef struct train_opts {
     const char *space, *data, *schedule, *device, *devices, *out;
     const char *tensorboard; /* folder of the event file (NULL: out) */
+    const char *monitor;     /* --monitor [ADDR:]PORT: rank 0 serves the live page (NULL: none) */
+    const char *on_alert;    /* --on-alert CMD */
+    mon_alert_opts alerts;   /* --alert-grow, --alert-slow, --alert-stall */
     int batch, log_every, val, eval_images, recal_images, channels;
     long ckpt_every, stop_after, sync_check;
     unsigned long long seed;
@@ -63,7 +67,21 @@ typedef struct train_run {
     prefetch *pf;
     FILE *metrics;
     manta_tfevents *events; /* rank 0; NULL after a failed write (warned once) */
+    mon_server *monitor;    /* rank 0 with --monitor */
 } train_run;
+
+/** Rank 0: one line into metrics.jsonl (JSON object, no newline) and flushed; nothing on
+ *  other ranks. */
+void train_record(train_run *r, const char *line);
+
+/** Print "manta train: MSG" on stderr and (rank 0) add the error record of docs/monitor.md
+ *  for it after @p step steps (-1: unknown); the record's rank is the one the message names
+ *  other than this one (a peer that failed), else this rank. */
+void train_fail(train_run *r, long step, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /** Train from r->start to the end of the schedule, or until --stop-after or
  *  SIGINT/SIGTERM (handlers installed here), checkpointing and stopping after

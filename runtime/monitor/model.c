@@ -1,0 +1,1084 @@
+/* The training monitor's model of one run (model.h): metrics.jsonl lines in,
+ * bounded records and the run's state out, as JSON and Prometheus text. */
+#include "monitor/model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+enum { ST_RUNNING, ST_DONE, ST_STOPPED, ST_FAILED };
+#define MON_MAX_PHASES 16
+
+typedef struct rank_row {
+    int rank;
+    char device[128], host[64];
+    double images_per_s, compute_s, data_wait_s, allreduce_wait_s, ring_bytes_per_s, heartbeat;
+    char error[512];
+} rank_row;
+
+typedef struct val_row {
+    char phase[32];
+    long step;
+    bool epe; /* stereo: end-point error in pixels; else top-1 */
+    double largest, smallest;
+} val_row;
+
+struct mon_model {
+    char name[128];
+    mon_alert_opts ao;
+    /* records: a ring of lines, oldest at head */
+    char **rec;
+    size_t *rec_len;
+    size_t head, count, bytes;
+    uint64_t last_seq, malformed, generation;
+    /* the line being read */
+    char *pend;
+    size_t pend_n;
+    bool skipping;
+    /* the file */
+    long long off;
+    unsigned long long dev, ino;
+    bool have_file;
+    double activity;
+    /* job */
+    char *job_json;
+    char task[16], space[64], schedule[32];
+    long steps;
+    int n_phases, world;
+    char phase_name[MON_MAX_PHASES][32];
+    long phase_steps[MON_MAX_PHASES];
+    int phase_subnets[MON_MAX_PHASES];
+    /* progress */
+    bool have_progress;
+    long step, reports;
+    int phase; /* 0-based, -1 unknown */
+    char cur_phase[32];
+    double loss, batch_top1, lr, images_per_s, step_ms, data_wait, eta_s, epe;
+    double prev_loss;
+    int grow_run, grow_phase;
+    long nan_step, grow_step;
+    /* checkpoints, validation, end */
+    long ckpts, last_ckpt_step;
+    char last_ckpt[256];
+    val_row val[MON_MAX_VALS];
+    int n_val;
+    int state;
+    char err_msg[512];
+    int err_rank;
+    long err_step;
+    /* ranks, sorted by rank */
+    rank_row *ranks;
+    int n_ranks;
+};
+
+void mon_alert_opts_default(mon_alert_opts *o)
+{
+    *o = (mon_alert_opts){.grow = 5, .slow_pct = 25, .stall_s = 300, .rank_timeout_s = 120};
+}
+
+static void clear_state(mon_model *m)
+{
+    for (size_t i = 0; i < m->count; i++)
+        free(m->rec[(m->head + i) % MON_MAX_RECORDS]);
+    m->head = m->count = m->bytes = 0;
+    m->pend_n = 0;
+    m->skipping = false;
+    free(m->job_json);
+    m->job_json = NULL;
+    m->task[0] = m->space[0] = m->schedule[0] = 0;
+    m->steps = -1;
+    m->n_phases = 0;
+    m->world = 0;
+    m->have_progress = false;
+    m->step = -1;
+    m->reports = 0;
+    m->phase = -1;
+    m->cur_phase[0] = 0;
+    m->loss = m->batch_top1 = m->lr = m->images_per_s = m->step_ms = m->data_wait = NAN;
+    m->eta_s = m->epe = m->prev_loss = NAN;
+    m->grow_run = 0;
+    m->grow_phase = -1;
+    m->nan_step = m->grow_step = -1;
+    m->ckpts = 0;
+    m->last_ckpt_step = -1;
+    m->last_ckpt[0] = 0;
+    m->n_val = 0;
+    m->state = ST_RUNNING;
+    m->err_msg[0] = 0;
+    m->err_rank = -1;
+    m->err_step = -1;
+    m->n_ranks = 0;
+    m->activity = NAN;
+}
+
+manta_status mon_model_create(const char *name, const mon_alert_opts *alerts, mon_model **out,
+                              manta_err *err)
+{
+    if (out)
+        *out = NULL;
+    if (!name || !out)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "monitor: a model needs a name");
+    mon_alert_opts ao;
+    mon_alert_opts_default(&ao);
+    if (alerts)
+        ao = *alerts;
+    if (ao.grow < 1 || !(ao.slow_pct > 0 && ao.slow_pct < 100) || !(ao.stall_s > 0) ||
+        !(ao.rank_timeout_s > 0))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "monitor: alert thresholds out of range (grow %d >= 1, slow %g in "
+                             "(0, 100) %%, stall %g > 0 s, rank timeout %g > 0 s)",
+                             ao.grow, ao.slow_pct, ao.stall_s, ao.rank_timeout_s);
+    mon_model *m = calloc(1, sizeof *m);
+    if (m) {
+        m->rec = calloc(MON_MAX_RECORDS, sizeof *m->rec);
+        m->rec_len = calloc(MON_MAX_RECORDS, sizeof *m->rec_len);
+        m->pend = malloc(MON_LINE_MAX + 1);
+        m->ranks = calloc(MON_MAX_RANKS, sizeof *m->ranks);
+    }
+    if (!m || !m->rec || !m->rec_len || !m->pend || !m->ranks) {
+        mon_model_free(m);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "monitor: out of memory for run '%s'",
+                             name);
+    }
+    snprintf(m->name, sizeof m->name, "%s", name);
+    m->ao = ao;
+    clear_state(m);
+    *out = m;
+    return MANTA_OK;
+}
+
+void mon_model_free(mon_model *m)
+{
+    if (!m)
+        return;
+    if (m->rec)
+        clear_state(m);
+    free(m->rec);
+    free(m->rec_len);
+    free(m->pend);
+    free(m->ranks);
+    free(m);
+}
+
+void mon_model_reset(mon_model *m)
+{
+    clear_state(m);
+    m->generation++;
+    m->off = 0;
+}
+
+uint64_t mon_model_last_seq(const mon_model *m) { return m->last_seq; }
+uint64_t mon_model_malformed(const mon_model *m) { return m->malformed; }
+
+bool mon_model_finished(const mon_model *m)
+{
+    return m->state != ST_RUNNING || (m->steps > 0 && m->step >= m->steps);
+}
+
+/* ---- reading records ---- */
+
+static bool word_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '.';
+}
+
+/* @p in (n bytes) into @p out (at least 4n + 1 bytes) with the bare non-finite numbers of
+ * printf (nan, -nan, inf, -inf, infinity) outside strings written as JSON strings. */
+static void sanitize(const char *in, size_t n, char *out)
+{
+    static const struct {
+        const char *tok, *rep;
+    } subs[] = {{"-infinity", "\"-Infinity\""}, {"infinity", "\"Infinity\""},
+                {"-inf", "\"-Infinity\""},      {"inf", "\"Infinity\""},
+                {"-nan", "\"NaN\""},            {"nan", "\"NaN\""}};
+    size_t o = 0;
+    bool str = false, esc = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        if (str) {
+            out[o++] = c;
+            if (esc)
+                esc = false;
+            else if (c == '\\')
+                esc = true;
+            else if (c == '"')
+                str = false;
+            continue;
+        }
+        if (c == '"') {
+            str = true;
+            out[o++] = c;
+            continue;
+        }
+        if ((c == '-' || c == 'n' || c == 'N' || c == 'i' || c == 'I') &&
+            (i == 0 || !word_char(in[i - 1]))) {
+            bool done = false;
+            for (size_t s = 0; s < sizeof subs / sizeof subs[0] && !done; s++) {
+                size_t tl = strlen(subs[s].tok);
+                if (i + tl > n)
+                    continue;
+                bool eq = true;
+                for (size_t k = 0; k < tl && eq; k++) {
+                    char a = in[i + k];
+                    if (a >= 'A' && a <= 'Z')
+                        a = (char)(a - 'A' + 'a');
+                    eq = a == subs[s].tok[k];
+                }
+                if (eq && (i + tl == n || !word_char(in[i + tl]))) {
+                    size_t rl = strlen(subs[s].rep);
+                    memcpy(out + o, subs[s].rep, rl);
+                    o += rl;
+                    i += tl - 1;
+                    done = true;
+                }
+            }
+            if (done)
+                continue;
+        }
+        out[o++] = c;
+    }
+    out[o] = 0;
+}
+
+/* Member @p key as a number: a JSON number, or "NaN" / "Infinity" / "-Infinity". */
+static bool get_num(const cJSON *o, const char *key, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsNumber(v)) {
+        *out = v->valuedouble;
+        return true;
+    }
+    if (cJSON_IsString(v)) {
+        if (!strcmp(v->valuestring, "NaN"))
+            return *out = NAN, true;
+        if (!strcmp(v->valuestring, "Infinity"))
+            return *out = INFINITY, true;
+        if (!strcmp(v->valuestring, "-Infinity"))
+            return *out = -INFINITY, true;
+    }
+    return false;
+}
+
+static double num_or_nan(const cJSON *o, const char *key)
+{
+    double v;
+    return get_num(o, key, &v) ? v : NAN;
+}
+
+static bool get_long(const cJSON *o, const char *key, long lo, long hi, long *out)
+{
+    double v;
+    if (!get_num(o, key, &v) || !(v >= (double)lo && v <= (double)hi) || v != floor(v))
+        return false;
+    *out = (long)v;
+    return true;
+}
+
+static const char *get_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static rank_row *rank_find(mon_model *m, long rank, bool add)
+{
+    int i = 0;
+    while (i < m->n_ranks && m->ranks[i].rank < rank)
+        i++;
+    if (i < m->n_ranks && m->ranks[i].rank == rank)
+        return &m->ranks[i];
+    if (!add || m->n_ranks >= MON_MAX_RANKS)
+        return NULL;
+    memmove(&m->ranks[i + 1], &m->ranks[i], (size_t)(m->n_ranks - i) * sizeof m->ranks[0]);
+    m->n_ranks++;
+    rank_row *r = &m->ranks[i];
+    memset(r, 0, sizeof *r);
+    r->rank = (int)rank;
+    r->images_per_s = r->compute_s = r->data_wait_s = r->allreduce_wait_s = NAN;
+    r->ring_bytes_per_s = r->heartbeat = NAN;
+    return r;
+}
+
+static void read_ranks(mon_model *m, const cJSON *arr, double rec_time)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        long rank;
+        if (!cJSON_IsObject(it) || !get_long(it, "rank", 0, 1 << 20, &rank))
+            continue;
+        rank_row *r = rank_find(m, rank, true);
+        if (!r)
+            continue;
+        const char *s;
+        if ((s = get_str(it, "device")))
+            snprintf(r->device, sizeof r->device, "%s", s);
+        if ((s = get_str(it, "host")))
+            snprintf(r->host, sizeof r->host, "%s", s);
+        r->images_per_s = num_or_nan(it, "images_per_s");
+        r->compute_s = num_or_nan(it, "compute_s");
+        r->data_wait_s = num_or_nan(it, "data_wait_s");
+        r->allreduce_wait_s = num_or_nan(it, "allreduce_wait_s");
+        r->ring_bytes_per_s = num_or_nan(it, "ring_bytes_per_s");
+        double hb;
+        r->heartbeat = get_num(it, "heartbeat", &hb) ? hb : rec_time;
+    }
+}
+
+static void add_val(mon_model *m, const char *phase, long step, bool epe, double big, double small)
+{
+    if (m->n_val == MON_MAX_VALS) {
+        memmove(&m->val[0], &m->val[1], (MON_MAX_VALS - 1) * sizeof m->val[0]);
+        m->n_val--;
+    }
+    val_row *v = &m->val[m->n_val++];
+    snprintf(v->phase, sizeof v->phase, "%s", phase ? phase : "?");
+    v->step = step;
+    v->epe = epe;
+    v->largest = big;
+    v->smallest = small;
+}
+
+static void read_job(mon_model *m, const cJSON *o)
+{
+    /* a new invocation (a resume continues the same file): what the last one ended with
+     * no longer holds */
+    m->state = ST_RUNNING;
+    m->err_msg[0] = 0;
+    m->err_rank = -1;
+    m->err_step = -1;
+    m->n_ranks = 0;
+    m->nan_step = m->grow_step = -1;
+    m->grow_run = 0;
+    m->grow_phase = -1;
+    char *raw = cJSON_PrintUnformatted(o);
+    if (raw) {
+        free(m->job_json);
+        m->job_json = raw;
+    }
+    const char *s;
+    if ((s = get_str(o, "task")))
+        snprintf(m->task, sizeof m->task, "%s", s);
+    if ((s = get_str(o, "space")))
+        snprintf(m->space, sizeof m->space, "%s", s);
+    if ((s = get_str(o, "schedule")))
+        snprintf(m->schedule, sizeof m->schedule, "%s", s);
+    long v;
+    if (get_long(o, "steps", 0, 1L << 40, &v))
+        m->steps = v;
+    if (get_long(o, "world_size", 1, 1 << 20, &v))
+        m->world = (int)v;
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phases"), *it;
+    if (cJSON_IsArray(ph)) {
+        m->n_phases = 0;
+        cJSON_ArrayForEach(it, ph)
+        {
+            if (m->n_phases == MON_MAX_PHASES)
+                break;
+            int i = m->n_phases++;
+            s = get_str(it, "name");
+            snprintf(m->phase_name[i], sizeof m->phase_name[i], "%s", s ? s : "?");
+            m->phase_steps[i] = get_long(it, "steps", 0, 1L << 40, &v) ? v : -1;
+            m->phase_subnets[i] = get_long(it, "subnets", 0, 1 << 20, &v) ? (int)v : -1;
+        }
+    }
+}
+
+static void read_progress(mon_model *m, const cJSON *o, long step)
+{
+    double rec_time = num_or_nan(o, "time");
+    m->have_progress = true;
+    m->reports++;
+    m->step = step;
+    long v;
+    if (get_long(o, "steps", 1, 1L << 40, &v))
+        m->steps = v;
+    const char *pn = NULL;
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
+    int phase = m->phase;
+    if (get_long(o, "phase_index", 0, 1000, &v)) { /* classification: 0-based, name in "phase" */
+        phase = (int)v;
+        pn = cJSON_IsString(ph) ? ph->valuestring : NULL;
+    } else if (get_long(o, "phase", 1, 1000, &v)) { /* stereo: 1-based */
+        phase = (int)v - 1;
+    }
+    if (!pn && phase >= 0 && phase < m->n_phases)
+        pn = m->phase_name[phase];
+    if (pn)
+        snprintf(m->cur_phase, sizeof m->cur_phase, "%s", pn);
+    else if (phase != m->phase)
+        m->cur_phase[0] = 0;
+    m->phase = phase;
+    m->loss = num_or_nan(o, "loss");
+    m->batch_top1 = num_or_nan(o, "batch_top1");
+    m->lr = num_or_nan(o, "lr");
+    m->images_per_s = num_or_nan(o, "images_per_s");
+    if (isnan(m->images_per_s))
+        m->images_per_s = num_or_nan(o, "pairs_per_s");
+    m->step_ms = num_or_nan(o, "step_ms");
+    m->data_wait = num_or_nan(o, "data_wait");
+    m->eta_s = num_or_nan(o, "eta_s");
+    m->epe = num_or_nan(o, "epe");
+    if (!isnan(m->epe) && !m->task[0])
+        snprintf(m->task, sizeof m->task, "stereo");
+    /* alerts: a loss that is not a number; a loss that grows report after report */
+    if (!isfinite(m->loss)) {
+        if (m->nan_step < 0)
+            m->nan_step = step;
+    } else if (phase != m->grow_phase || isnan(m->prev_loss)) {
+        m->grow_phase = phase;
+        m->grow_run = 0;
+    } else if (m->loss > m->prev_loss) {
+        if (++m->grow_run == 1)
+            m->grow_step = step;
+    } else {
+        m->grow_run = 0;
+    }
+    if (isfinite(m->loss))
+        m->prev_loss = m->loss;
+    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(o, "ranks");
+    if (cJSON_IsArray(ranks))
+        read_ranks(m, ranks, rec_time);
+}
+
+/* What one record says about the run. */
+static void interpret(mon_model *m, const cJSON *o)
+{
+    const char *ev = get_str(o, "event");
+    long step = -1, v;
+    get_long(o, "step", 0, 1L << 50, &step);
+    if (ev && !strcmp(ev, "job")) {
+        read_job(m, o);
+    } else if (ev && !strcmp(ev, "checkpoint")) {
+        m->ckpts++;
+        m->last_ckpt_step = step;
+        const char *p = get_str(o, "path");
+        snprintf(m->last_ckpt, sizeof m->last_ckpt, "%s", p ? p : "");
+    } else if (ev && !strcmp(ev, "error")) {
+        m->state = ST_FAILED;
+        const char *msg = get_str(o, "message");
+        snprintf(m->err_msg, sizeof m->err_msg, "%s", msg ? msg : "(no message)");
+        m->err_step = step;
+        m->err_rank = get_long(o, "rank", 0, 1 << 20, &v) ? (int)v : -1;
+        rank_row *r = m->err_rank >= 0 ? rank_find(m, m->err_rank, true) : NULL;
+        if (r)
+            snprintf(r->error, sizeof r->error, "%s", m->err_msg);
+    } else if (ev && !strcmp(ev, "done")) {
+        m->state = ST_DONE;
+    } else if (ev && !strcmp(ev, "stopped")) {
+        m->state = ST_STOPPED;
+    } else if (ev && !strcmp(ev, "phase_end")) { /* stereo */
+        const cJSON *big = cJSON_GetObjectItemCaseSensitive(o, "largest");
+        const cJSON *small = cJSON_GetObjectItemCaseSensitive(o, "smallest");
+        snprintf(m->task, sizeof m->task, "stereo");
+        add_val(m, get_str(o, "name"), step, true, num_or_nan(big, "epe"),
+                num_or_nan(small, "epe"));
+    } else if (get_str(o, "eval") && !strcmp(get_str(o, "eval"), "val")) {
+        add_val(m, get_str(o, "phase"), step, false, num_or_nan(o, "max_top1"),
+                num_or_nan(o, "min_top1"));
+    } else if ((!ev || !strcmp(ev, "step")) && step >= 0 &&
+               cJSON_GetObjectItemCaseSensitive(o, "loss")) {
+        read_progress(m, o, step);
+    }
+}
+
+static void store(mon_model *m, const char *line, size_t n)
+{
+    char *copy = malloc(n + 1);
+    if (!copy) {
+        m->malformed++;
+        return;
+    }
+    memcpy(copy, line, n);
+    copy[n] = 0;
+    while (m->count > 0 && (m->count == MON_MAX_RECORDS || m->bytes + n > MON_MAX_RECORD_BYTES)) {
+        m->bytes -= m->rec_len[m->head];
+        free(m->rec[m->head]);
+        m->head = (m->head + 1) % MON_MAX_RECORDS;
+        m->count--;
+    }
+    size_t at = (m->head + m->count) % MON_MAX_RECORDS;
+    m->rec[at] = copy;
+    m->rec_len[at] = n;
+    m->count++;
+    m->bytes += n;
+    m->last_seq++;
+}
+
+static void read_line(mon_model *m, const char *line, size_t n)
+{
+    while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' ' || line[n - 1] == '\t'))
+        n--;
+    while (n > 0 && (*line == ' ' || *line == '\t'))
+        line++, n--;
+    if (n == 0)
+        return;
+    char *clean = malloc(4 * n + 1);
+    if (!clean) {
+        m->malformed++;
+        return;
+    }
+    sanitize(line, n, clean);
+    size_t cn = strlen(clean);
+    cJSON *o = memchr(line, 0, n) ? NULL : cJSON_ParseWithLength(clean, cn);
+    if (!cJSON_IsObject(o)) {
+        m->malformed++;
+    } else {
+        store(m, clean, cn);
+        interpret(m, o);
+    }
+    cJSON_Delete(o);
+    free(clean);
+}
+
+void mon_model_feed(mon_model *m, const char *data, size_t n, double now)
+{
+    if (n > 0)
+        m->activity = now;
+    while (n > 0) {
+        const char *nl = memchr(data, '\n', n);
+        size_t take = nl ? (size_t)(nl - data) : n;
+        if (!m->skipping && m->pend_n + take > MON_LINE_MAX) {
+            m->skipping = true; /* too long: skipped up to its newline */
+            m->malformed++;
+        }
+        if (!m->skipping) {
+            memcpy(m->pend + m->pend_n, data, take);
+            m->pend_n += take;
+        }
+        if (!nl)
+            return;
+        if (!m->skipping)
+            read_line(m, m->pend, m->pend_n);
+        m->pend_n = 0;
+        m->skipping = false;
+        data += take + 1;
+        n -= take + 1;
+    }
+}
+
+manta_status mon_model_tail(mon_model *m, const char *path, manta_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT)
+            return MANTA_OK;
+        return manta_err_set(err, MANTA_ERR_IO, "%s: %s", path, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        fclose(f);
+        return manta_err_set(err, MANTA_ERR_IO, "%s: %s", path, strerror(errno));
+    }
+    if (m->have_file && ((unsigned long long)st.st_ino != m->ino ||
+                         (unsigned long long)st.st_dev != m->dev || (long long)st.st_size < m->off))
+        mon_model_reset(m); /* another file, or written anew */
+    m->have_file = true;
+    m->ino = (unsigned long long)st.st_ino;
+    m->dev = (unsigned long long)st.st_dev;
+    double mtime = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
+    manta_status rc = MANTA_OK;
+    if ((long long)st.st_size > m->off) {
+        size_t want = (size_t)((long long)st.st_size - m->off);
+        if (want > MON_TAIL_CHUNK)
+            want = MON_TAIL_CHUNK;
+        char *buf = malloc(want);
+        if (!buf) {
+            fclose(f);
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
+        }
+        size_t got = 0;
+        if (fseeko(f, (off_t)m->off, SEEK_SET) == 0)
+            got = fread(buf, 1, want, f);
+        if (ferror(f))
+            rc = manta_err_set(err, MANTA_ERR_IO, "%s: %s", path, strerror(errno));
+        mon_model_feed(m, buf, got, mtime);
+        m->off += (long long)got;
+        free(buf);
+    }
+    if (isnan(m->activity) || mtime > m->activity)
+        m->activity = mtime;
+    fclose(f);
+    return rc;
+}
+
+/* ---- alerts ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static bool rank_dead(const mon_model *m, const rank_row *r, double now)
+{
+    return r->error[0] || (!mon_model_finished(m) && !isnan(r->heartbeat) &&
+                           now - r->heartbeat > m->ao.rank_timeout_s);
+}
+
+static void alert(mon_alert *out, int *n, const char *kind, int rank, long step, const char *fmt,
+                  ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+
+static void alert(mon_alert *out, int *n, const char *kind, int rank, long step, const char *fmt,
+                  ...)
+{
+    if (*n >= MON_MAX_ALERTS)
+        return;
+    mon_alert *a = &out[(*n)++];
+    snprintf(a->kind, sizeof a->kind, "%s", kind);
+    a->rank = rank;
+    a->step = step;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->message, sizeof a->message, fmt, ap);
+    va_end(ap);
+}
+
+int mon_model_alerts(const mon_model *m, double now, mon_alert *out)
+{
+    int n = 0;
+    if (m->state == ST_FAILED)
+        alert(out, &n, "error", m->err_rank, m->err_step, "the job stopped: %.200s", m->err_msg);
+    if (m->nan_step >= 0)
+        alert(out, &n, "loss_nan", -1, m->nan_step, "the loss is not a number since step %ld",
+              m->nan_step);
+    if (m->grow_run >= m->ao.grow)
+        alert(out, &n, "loss_growing", -1, m->step,
+              "the loss grew in %d consecutive reports (since step %ld), now %.5g", m->grow_run,
+              m->grow_step, m->loss);
+    double rate[MON_MAX_RANKS];
+    int k = 0;
+    for (int i = 0; i < m->n_ranks; i++)
+        if (isfinite(m->ranks[i].images_per_s) && !m->ranks[i].error[0])
+            rate[k++] = m->ranks[i].images_per_s;
+    if (k >= 2) {
+        qsort(rate, (size_t)k, sizeof rate[0], cmp_double);
+        double med = k % 2 ? rate[k / 2] : 0.5 * (rate[k / 2 - 1] + rate[k / 2]);
+        for (int i = 0; i < m->n_ranks; i++) {
+            const rank_row *r = &m->ranks[i];
+            if (isfinite(r->images_per_s) && r->images_per_s < med * (1 - m->ao.slow_pct / 100))
+                alert(out, &n, "rank_slow", r->rank, m->step,
+                      "rank %d (%s) runs %.1f images/s, %.0f%% below the median %.1f", r->rank,
+                      r->device[0] ? r->device : "?", r->images_per_s,
+                      100 * (1 - r->images_per_s / med), med);
+        }
+    }
+    for (int i = 0; i < m->n_ranks; i++) {
+        const rank_row *r = &m->ranks[i];
+        if (!r->error[0] && rank_dead(m, r, now))
+            alert(out, &n, "rank_dead", r->rank, m->step,
+                  "rank %d (%s): no heartbeat for %.0f s", r->rank,
+                  r->device[0] ? r->device : "?", now - r->heartbeat);
+    }
+    if (m->last_seq > 0 && m->count > 0 && !mon_model_finished(m) && !isnan(m->activity) &&
+        now - m->activity > m->ao.stall_s)
+        alert(out, &n, "stalled", -1, m->step, "no new record for %.0f s (step %ld)",
+              now - m->activity, m->step);
+    return n;
+}
+
+/* ---- JSON out ---- */
+
+void mon_json_str(manta_strbuf *b, const char *s)
+{
+    if (!s) {
+        manta_strbuf_printf(b, "null");
+        return;
+    }
+    manta_strbuf_printf(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            manta_strbuf_printf(b, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            manta_strbuf_printf(b, "\\u%04x", *p);
+        else
+            manta_strbuf_printf(b, "%c", *p);
+    }
+    manta_strbuf_printf(b, "\"");
+}
+
+/* A number; null when absent (NaN stands for absent). */
+static void jnum(manta_strbuf *b, double v)
+{
+    if (isfinite(v))
+        manta_strbuf_printf(b, "%.10g", v);
+    else
+        manta_strbuf_printf(b, "null");
+}
+
+/* A number that may be non-finite: NaN and infinities as strings, as read. */
+static void jnum_nf(manta_strbuf *b, double v)
+{
+    if (isfinite(v))
+        manta_strbuf_printf(b, "%.10g", v);
+    else
+        manta_strbuf_printf(b, "\"%s\"", isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+}
+
+void mon_alert_json(const mon_alert *a, manta_strbuf *b)
+{
+    manta_strbuf_printf(b, "{\"kind\":\"%s\",\"rank\":", a->kind);
+    if (a->rank >= 0)
+        manta_strbuf_printf(b, "%d", a->rank);
+    else
+        manta_strbuf_printf(b, "null");
+    manta_strbuf_printf(b, ",\"step\":");
+    if (a->step >= 0)
+        manta_strbuf_printf(b, "%ld", a->step);
+    else
+        manta_strbuf_printf(b, "null");
+    manta_strbuf_printf(b, ",\"message\":");
+    mon_json_str(b, a->message);
+    manta_strbuf_printf(b, "}");
+}
+
+static const char *state_name(const mon_model *m)
+{
+    if (m->last_seq == 0 || m->count == 0)
+        return "waiting";
+    switch (m->state) {
+    case ST_DONE:
+        return "done";
+    case ST_STOPPED:
+        return "stopped";
+    case ST_FAILED:
+        return "failed";
+    default:
+        return m->steps > 0 && m->step >= m->steps ? "done" : "running";
+    }
+}
+
+static void jlong_or_null(manta_strbuf *b, long v)
+{
+    if (v >= 0)
+        manta_strbuf_printf(b, "%ld", v);
+    else
+        manta_strbuf_printf(b, "null");
+}
+
+void mon_model_run_json(const mon_model *m, double now, manta_strbuf *b)
+{
+    manta_strbuf_printf(b, "{\"name\":");
+    mon_json_str(b, m->name);
+    manta_strbuf_printf(b, ",\"state\":\"%s\",\"finished\":%s,\"task\":", state_name(m),
+                        mon_model_finished(m) ? "true" : "false");
+    mon_json_str(b, m->task[0] ? m->task : "classification");
+    manta_strbuf_printf(b, ",\"space\":");
+    mon_json_str(b, m->space[0] ? m->space : NULL);
+    manta_strbuf_printf(b, ",\"schedule\":");
+    mon_json_str(b, m->schedule[0] ? m->schedule : NULL);
+    manta_strbuf_printf(b, ",\"job\":%s,\"step\":", m->job_json ? m->job_json : "null");
+    jlong_or_null(b, m->step);
+    manta_strbuf_printf(b, ",\"steps\":");
+    jlong_or_null(b, m->steps);
+    manta_strbuf_printf(b, ",\"phase\":{\"index\":");
+    jlong_or_null(b, m->phase);
+    manta_strbuf_printf(b, ",\"count\":");
+    jlong_or_null(b, m->n_phases > 0 ? m->n_phases : -1);
+    manta_strbuf_printf(b, ",\"name\":");
+    mon_json_str(b, m->cur_phase[0] ? m->cur_phase : NULL);
+    manta_strbuf_printf(b, ",\"subnets\":");
+    jlong_or_null(b, m->phase >= 0 && m->phase < m->n_phases ? m->phase_subnets[m->phase] : -1);
+    manta_strbuf_printf(b, ",\"steps\":");
+    jlong_or_null(b, m->phase >= 0 && m->phase < m->n_phases ? m->phase_steps[m->phase] : -1);
+    manta_strbuf_printf(b, "},\"eta_s\":");
+    jnum(b, mon_model_finished(m) ? 0 : m->eta_s);
+    manta_strbuf_printf(b, ",\"last\":{\"loss\":");
+    if (m->have_progress)
+        jnum_nf(b, m->loss);
+    else
+        manta_strbuf_printf(b, "null");
+    const struct {
+        const char *k;
+        double v;
+    } last[] = {{"batch_top1", m->batch_top1}, {"lr", m->lr},
+                {"images_per_s", m->images_per_s}, {"step_ms", m->step_ms},
+                {"data_wait", m->data_wait},       {"epe", m->epe}};
+    for (size_t i = 0; i < sizeof last / sizeof last[0]; i++) {
+        manta_strbuf_printf(b, ",\"%s\":", last[i].k);
+        jnum(b, last[i].v);
+    }
+    manta_strbuf_printf(b, "},\"checkpoints\":{\"count\":%ld,\"last\":", m->ckpts);
+    mon_json_str(b, m->last_ckpt[0] ? m->last_ckpt : NULL);
+    manta_strbuf_printf(b, ",\"step\":");
+    jlong_or_null(b, m->last_ckpt_step);
+    manta_strbuf_printf(b, "},\"validation\":[");
+    for (int i = 0; i < m->n_val; i++) {
+        const val_row *v = &m->val[i];
+        manta_strbuf_printf(b, "%s{\"phase\":", i ? "," : "");
+        mon_json_str(b, v->phase);
+        manta_strbuf_printf(b, ",\"step\":");
+        jlong_or_null(b, v->step);
+        manta_strbuf_printf(b, ",\"metric\":\"%s\",\"largest\":", v->epe ? "epe" : "top1");
+        jnum(b, v->largest);
+        manta_strbuf_printf(b, ",\"smallest\":");
+        jnum(b, v->smallest);
+        manta_strbuf_printf(b, "}");
+    }
+    manta_strbuf_printf(b, "],\"error\":");
+    if (m->state == ST_FAILED) {
+        manta_strbuf_printf(b, "{\"message\":");
+        mon_json_str(b, m->err_msg);
+        manta_strbuf_printf(b, ",\"rank\":");
+        jlong_or_null(b, m->err_rank);
+        manta_strbuf_printf(b, ",\"step\":");
+        jlong_or_null(b, m->err_step);
+        manta_strbuf_printf(b, "}");
+    } else {
+        manta_strbuf_printf(b, "null");
+    }
+    mon_alert al[MON_MAX_ALERTS];
+    int na = mon_model_alerts(m, now, al);
+    manta_strbuf_printf(b, ",\"alerts\":[");
+    for (int i = 0; i < na; i++) {
+        if (i)
+            manta_strbuf_printf(b, ",");
+        mon_alert_json(&al[i], b);
+    }
+    manta_strbuf_printf(b, "],\"ranks\":%d,\"records\":{\"first\":%llu,\"last\":%llu,"
+                           "\"malformed\":%llu,\"generation\":%llu},\"last_activity\":",
+                        m->n_ranks,
+                        (unsigned long long)(m->count ? m->last_seq - m->count + 1 : m->last_seq + 1),
+                        (unsigned long long)m->last_seq, (unsigned long long)m->malformed,
+                        (unsigned long long)m->generation);
+    jnum(b, m->activity);
+    manta_strbuf_printf(b, ",\"age_s\":");
+    jnum(b, isnan(m->activity) ? NAN : now - m->activity);
+    manta_strbuf_printf(b, ",\"now\":%.3f}", now);
+}
+
+void mon_model_records_json(const mon_model *m, uint64_t since, size_t max, manta_strbuf *b)
+{
+    uint64_t first = m->last_seq - m->count + 1; /* seq of the oldest kept */
+    uint64_t from = since + 1 > first ? since + 1 : first;
+    manta_strbuf_printf(b, "{\"run\":");
+    mon_json_str(b, m->name);
+    manta_strbuf_printf(b, ",\"generation\":%llu,\"first\":%llu,\"records\":[",
+                        (unsigned long long)m->generation, (unsigned long long)from);
+    uint64_t next = since > m->last_seq ? m->last_seq : since;
+    size_t k = 0;
+    for (uint64_t s = from; s <= m->last_seq && k < max; s++, k++) {
+        size_t at = (m->head + (size_t)(s - first)) % MON_MAX_RECORDS;
+        manta_strbuf_printf(b, "%s%s", k ? "," : "", m->rec[at]);
+        next = s;
+    }
+    manta_strbuf_printf(b, "],\"last\":%llu,\"next\":%llu}", (unsigned long long)m->last_seq,
+                        (unsigned long long)next);
+}
+
+void mon_model_ranks_json(const mon_model *m, double now, manta_strbuf *b)
+{
+    manta_strbuf_printf(b, "{\"run\":");
+    mon_json_str(b, m->name);
+    manta_strbuf_printf(b, ",\"rank_timeout_s\":%g,\"ranks\":[", m->ao.rank_timeout_s);
+    for (int i = 0; i < m->n_ranks; i++) {
+        const rank_row *r = &m->ranks[i];
+        manta_strbuf_printf(b, "%s{\"rank\":%d,\"device\":", i ? "," : "", r->rank);
+        mon_json_str(b, r->device[0] ? r->device : NULL);
+        manta_strbuf_printf(b, ",\"host\":");
+        mon_json_str(b, r->host[0] ? r->host : NULL);
+        const struct {
+            const char *k;
+            double v;
+        } f[] = {{"images_per_s", r->images_per_s},
+                 {"compute_s", r->compute_s},
+                 {"data_wait_s", r->data_wait_s},
+                 {"allreduce_wait_s", r->allreduce_wait_s},
+                 {"ring_bytes_per_s", r->ring_bytes_per_s},
+                 {"heartbeat", r->heartbeat},
+                 {"heartbeat_age_s", isnan(r->heartbeat) ? NAN : now - r->heartbeat}};
+        for (size_t j = 0; j < sizeof f / sizeof f[0]; j++) {
+            manta_strbuf_printf(b, ",\"%s\":", f[j].k);
+            jnum(b, f[j].v);
+        }
+        manta_strbuf_printf(b, ",\"dead\":%s,\"error\":", rank_dead(m, r, now) ? "true" : "false");
+        mon_json_str(b, r->error[0] ? r->error : NULL);
+        manta_strbuf_printf(b, "}");
+    }
+    manta_strbuf_printf(b, "]}");
+}
+
+/* ---- Prometheus ---- */
+
+/* A label value with '\\', '"' and newlines escaped. */
+static void prom_label(manta_strbuf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            manta_strbuf_printf(b, "\\%c", *s);
+        else if (*s == '\n')
+            manta_strbuf_printf(b, "\\n");
+        else
+            manta_strbuf_printf(b, "%c", *s);
+    }
+}
+
+static void prom_value(manta_strbuf *b, double v)
+{
+    if (isnan(v))
+        manta_strbuf_printf(b, " NaN\n");
+    else if (isinf(v))
+        manta_strbuf_printf(b, " %cInf\n", v > 0 ? '+' : '-');
+    else
+        manta_strbuf_printf(b, " %.10g\n", v);
+}
+
+static void prom_head(manta_strbuf *b, const char *name, const char *type, const char *help)
+{
+    manta_strbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void prom_run(manta_strbuf *b, const char *name, const mon_model *m, const char *extra,
+                     double v)
+{
+    manta_strbuf_printf(b, "%s{run=\"", name);
+    prom_label(b, m->name);
+    manta_strbuf_printf(b, "\"%s}", extra ? extra : "");
+    prom_value(b, v);
+}
+
+static void prom_rank(manta_strbuf *b, const char *name, const mon_model *m, const rank_row *r,
+                      double v)
+{
+    manta_strbuf_printf(b, "%s{run=\"", name);
+    prom_label(b, m->name);
+    manta_strbuf_printf(b, "\",rank=\"%d\",device=\"", r->rank);
+    prom_label(b, r->device[0] ? r->device : "unknown");
+    manta_strbuf_printf(b, "\"}");
+    prom_value(b, v);
+}
+
+enum {
+    F_STEP, F_STEPS, F_PHASE, F_LOSS, F_TOP1, F_LR, F_IPS, F_STEP_S, F_WAIT, F_ETA, F_EPE,
+    F_CKPT, F_FIN, F_ERR, F_ACT, F_ALERTS, F_RECS, F_BAD, F_N
+};
+
+static double run_field(const mon_model *m, int f, double now)
+{
+    switch (f) {
+    case F_STEP: return m->step >= 0 ? (double)m->step : NAN;
+    case F_STEPS: return m->steps > 0 ? (double)m->steps : NAN;
+    case F_PHASE: return m->phase >= 0 ? m->phase + 1.0 : NAN;
+    case F_LOSS: return m->loss; /* written whenever a report was read, NaN too */
+    case F_TOP1: return m->batch_top1;
+    case F_LR: return m->lr;
+    case F_IPS: return m->images_per_s;
+    case F_STEP_S: return m->step_ms / 1000;
+    case F_WAIT: return m->data_wait;
+    case F_ETA: return mon_model_finished(m) ? 0 : m->eta_s;
+    case F_EPE: return m->epe;
+    case F_CKPT: return (double)m->ckpts;
+    case F_FIN: return mon_model_finished(m) ? 1 : 0;
+    case F_ERR: return m->state == ST_FAILED ? 1 : 0;
+    case F_ACT: return m->activity;
+    case F_ALERTS: {
+        mon_alert al[MON_MAX_ALERTS];
+        return mon_model_alerts(m, now, al);
+    }
+    case F_RECS: return (double)m->last_seq;
+    case F_BAD: return (double)m->malformed;
+    default: return NAN;
+    }
+}
+
+void mon_prometheus(const mon_model *const *m, int n, double now, manta_strbuf *b)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } runs[F_N] = {
+        {"manta_train_step", "gauge", "Steps done (counted from 1)."},
+        {"manta_train_steps", "gauge", "Steps of the schedule."},
+        {"manta_train_phase", "gauge", "Phase of progressive shrinking under way (from 1)."},
+        {"manta_train_loss", "gauge", "Mean training loss since the last report."},
+        {"manta_train_batch_top1_ratio", "gauge", "Top-1 on the training batches since the last report."},
+        {"manta_train_learning_rate", "gauge", "Learning rate of the last step."},
+        {"manta_train_job_images_per_second", "gauge", "Images (stereo: pairs) per second of the whole job."},
+        {"manta_train_step_seconds", "gauge", "Mean wall time of a step."},
+        {"manta_train_data_wait_ratio", "gauge", "Share of the wall time spent waiting for data."},
+        {"manta_train_eta_seconds", "gauge", "Estimated time left."},
+        {"manta_train_epe_pixels", "gauge", "Stereo: end-point error of the last step's batch."},
+        {"manta_train_checkpoints_total", "counter", "Checkpoints written."},
+        {"manta_train_finished", "gauge", "1 when the run is over (done, stopped or failed)."},
+        {"manta_train_failed", "gauge", "1 when an error stopped the run."},
+        {"manta_train_last_record_timestamp_seconds", "gauge", "Unix time of the run's last write."},
+        {"manta_train_alerts", "gauge", "Alerts that hold now."},
+        {"manta_monitor_records_total", "counter", "Records the monitor read."},
+        {"manta_monitor_malformed_lines_total", "counter", "Lines the monitor skipped as malformed."},
+    };
+    for (int f = 0; f < F_N; f++) {
+        prom_head(b, runs[f].name, runs[f].type, runs[f].help);
+        for (int i = 0; i < n; i++) {
+            double v = run_field(m[i], f, now);
+            if (f == F_LOSS ? m[i]->have_progress : !isnan(v))
+                prom_run(b, runs[f].name, m[i], NULL, v);
+        }
+    }
+    prom_head(b, "manta_train_validation_top1_ratio", "gauge",
+              "Validation top-1 of the largest and smallest sub-networks after the last phase.");
+    for (int i = 0; i < n; i++)
+        for (int k = m[i]->n_val - 1; k >= 0; k--)
+            if (!m[i]->val[k].epe) {
+                prom_run(b, "manta_train_validation_top1_ratio", m[i], ",subnet=\"largest\"",
+                         m[i]->val[k].largest);
+                prom_run(b, "manta_train_validation_top1_ratio", m[i], ",subnet=\"smallest\"",
+                         m[i]->val[k].smallest);
+                break;
+            }
+    prom_head(b, "manta_train_validation_epe_pixels", "gauge",
+              "Stereo: held-out end-point error of the largest and smallest sub-networks after "
+              "the last phase.");
+    for (int i = 0; i < n; i++)
+        for (int k = m[i]->n_val - 1; k >= 0; k--)
+            if (m[i]->val[k].epe) {
+                prom_run(b, "manta_train_validation_epe_pixels", m[i], ",subnet=\"largest\"",
+                         m[i]->val[k].largest);
+                prom_run(b, "manta_train_validation_epe_pixels", m[i], ",subnet=\"smallest\"",
+                         m[i]->val[k].smallest);
+                break;
+            }
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } per_rank[] = {
+        {"manta_train_images_per_second", "Images per second of a rank.",
+         offsetof(rank_row, images_per_s)},
+        {"manta_train_compute_seconds", "Mean compute time of a step on a rank.",
+         offsetof(rank_row, compute_s)},
+        {"manta_train_data_wait_seconds", "Mean wait for data of a step on a rank.",
+         offsetof(rank_row, data_wait_s)},
+        {"manta_train_allreduce_wait_seconds", "Mean wait for the allreduce of a step on a rank.",
+         offsetof(rank_row, allreduce_wait_s)},
+        {"manta_train_ring_bytes_per_second", "Ring-allreduce bandwidth of a rank.",
+         offsetof(rank_row, ring_bytes_per_s)},
+        {"manta_train_heartbeat_timestamp_seconds", "Unix time of a rank's last report.",
+         offsetof(rank_row, heartbeat)},
+    };
+    for (size_t f = 0; f < sizeof per_rank / sizeof per_rank[0]; f++) {
+        prom_head(b, per_rank[f].name, "gauge", per_rank[f].help);
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < m[i]->n_ranks; k++) {
+                const rank_row *r = &m[i]->ranks[k];
+                double v = *(const double *)((const char *)r + per_rank[f].off);
+                if (!isnan(v))
+                    prom_rank(b, per_rank[f].name, m[i], r, v);
+            }
+    }
+    prom_head(b, "manta_train_rank_up", "gauge",
+              "1 while a rank reports, 0 when its heartbeat is too old or an error names it.");
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < m[i]->n_ranks; k++)
+            prom_rank(b, "manta_train_rank_up", m[i], &m[i]->ranks[k],
+                      rank_dead(m[i], &m[i]->ranks[k], now) ? 0 : 1);
+}

@@ -1,0 +1,159 @@
+/**
+ * @file model.h
+ * @brief The training monitor's model of one run: built from the run's
+ *        metrics.jsonl (tailed while it grows), bounded in memory, and
+ *        written out as the monitor's JSON answers and Prometheus samples.
+ *
+ * The model reads the records of docs/monitor.md: progress lines of the
+ * classification trainer (`{"step":..,"loss":..,"ranks":[..]}`), the stereo
+ * trainer's `"event":"step"` and `"event":"phase_end"` lines, validation lines
+ * (`"eval":"val"`), and the `"event"` records `job`, `checkpoint`, `error`,
+ * `done` and `stopped`. Unknown records are kept (served by /api/metrics) and
+ * otherwise ignored. A line that is not a JSON object (cut short, damaged,
+ * longer than ::MON_LINE_MAX) is counted as malformed and skipped; the bare
+ * tokens `nan`, `inf` and `-inf` that C's printf writes for non-finite numbers
+ * are read as the strings "NaN", "Infinity" and "-Infinity" (so a NaN loss is
+ * seen, and the stored line stays valid JSON).
+ *
+ * Threads: a model is plain data with no lock of its own; the caller
+ * serialises every call on one model (the server holds a mutex per run).
+ * Memory: at most ::MON_MAX_RECORDS records and ::MON_MAX_RECORD_BYTES bytes
+ * of them are kept (the oldest are dropped first; sequence numbers go on).
+ */
+#ifndef MANTA_MONITOR_MODEL_H
+#define MANTA_MONITOR_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+#include "core/strbuf.h"
+
+/** Longest line read, in bytes; a longer line is skipped as malformed. */
+#define MON_LINE_MAX 65536
+/** Most records kept (the oldest go first). */
+#define MON_MAX_RECORDS 20000
+/** Most bytes of records kept. */
+#define MON_MAX_RECORD_BYTES (32u << 20)
+/** Most ranks of the per-rank table. */
+#define MON_MAX_RANKS 256
+/** Most validation results kept (the last ones). */
+#define MON_MAX_VALS 64
+/** Most alerts one call reports. */
+#define MON_MAX_ALERTS 64
+/** Most bytes one mon_model_tail() reads. */
+#define MON_TAIL_CHUNK (4u << 20)
+
+/** Thresholds of the alerts (docs/monitor.md, "Alerts"). */
+typedef struct mon_alert_opts {
+    int grow;              /**< loss grew for this many consecutive reports of a phase (>= 1) */
+    double slow_pct;       /**< a rank's images/s below the median by more than this % */
+    double stall_s;        /**< no new record for this many seconds while the run is not over */
+    double rank_timeout_s; /**< a rank's heartbeat older than this while the run is not over */
+} mon_alert_opts;
+
+/** The defaults: grow 5, slow 25 %, stall 300 s, rank timeout 120 s. */
+void mon_alert_opts_default(mon_alert_opts *o);
+
+/** One alert. Strings are NUL-terminated and may be cut short. */
+typedef struct mon_alert {
+    char kind[16];      /**< "loss_nan", "loss_growing", "rank_slow", "rank_dead", "stalled", "error" */
+    int rank;           /**< the rank concerned, or -1 */
+    long step;          /**< the step it concerns, or -1 */
+    char message[256];  /**< one line for a person */
+} mon_alert;
+
+/** One model. Opaque. */
+typedef struct mon_model mon_model;
+
+/**
+ * A new, empty model of the run named @p name (shown in answers and as the
+ * Prometheus label `run`; copied) with thresholds @p alerts (copied; NULL:
+ * the defaults).
+ * @param out receives the model, freed with mon_model_free(); NULL on failure.
+ * @return MANTA_ERR_INVALID_ARG for NULL @p name or @p out, or a bad
+ *         threshold; MANTA_ERR_NO_MEMORY.
+ */
+manta_status mon_model_create(const char *name, const mon_alert_opts *alerts, mon_model **out,
+                              manta_err *err);
+
+/** Free @p m and everything it holds. NULL is allowed. */
+void mon_model_free(mon_model *m);
+
+/** Forget every record (a new run replaced the file); the sequence numbers go on. */
+void mon_model_reset(mon_model *m);
+
+/**
+ * Add @p n bytes of the file's text. Complete lines are read at once; the text
+ * after the last newline waits for the rest of its line. Never fails: a bad
+ * line is counted (mon_model_malformed()); an allocation that fails drops the
+ * record and counts it as malformed.
+ * @param now seconds since the epoch (the time of the activity).
+ */
+void mon_model_feed(mon_model *m, const char *data, size_t n, double now);
+
+/**
+ * Read what was appended to the file @p path since the last call (at most
+ * ::MON_TAIL_CHUNK bytes a call) into the model. A file that is shorter than
+ * what was read, or another file under the same name, resets the model first.
+ * A missing file is no error (the run has not started). The time of the last
+ * activity becomes the file's modification time.
+ * @return MANTA_ERR_IO naming @p path when it exists but cannot be read.
+ */
+manta_status mon_model_tail(mon_model *m, const char *path, manta_err *err);
+
+/** Sequence number of the last record (0: none yet). Records are numbered from 1. */
+uint64_t mon_model_last_seq(const mon_model *m);
+
+/** Lines skipped as malformed so far. */
+uint64_t mon_model_malformed(const mon_model *m);
+
+/** Whether the run is over: a `done`, `stopped` or `error` record, or the last step reached. */
+bool mon_model_finished(const mon_model *m);
+
+/**
+ * The alerts that hold at time @p now (seconds since the epoch), at most
+ * ::MON_MAX_ALERTS, into @p out. @return how many.
+ */
+int mon_model_alerts(const mon_model *m, double now, mon_alert *out);
+
+/** An alert as a JSON object (no newline) appended to @p b. */
+void mon_alert_json(const mon_alert *a, manta_strbuf *b);
+
+/**
+ * The run's state as one JSON object (the answer of /api/run) appended to
+ * @p b: name, state, task, job header, step, phase, ETA, the last figures,
+ * checkpoints, validation results, the error, the alerts at @p now, record
+ * counts. docs/monitor.md lists the members.
+ */
+void mon_model_run_json(const mon_model *m, double now, manta_strbuf *b);
+
+/**
+ * The records after sequence number @p since, at most @p max of them, as
+ * `{"run":"NAME","first":F,"last":L,"next":S,"records":[...]}` appended to
+ * @p b; `next` is the `since` of the following call (the last record
+ * written, or @p since when none). When @p since is older than the oldest
+ * record kept, the answer starts at the oldest.
+ */
+void mon_model_records_json(const mon_model *m, uint64_t since, size_t max, manta_strbuf *b);
+
+/**
+ * The per-rank table as `{"run":"NAME","ranks":[{...}]}` appended to @p b:
+ * each rank's figures from its last report, its heartbeat and its age at
+ * @p now, `dead` and `error`.
+ */
+void mon_model_ranks_json(const mon_model *m, double now, manta_strbuf *b);
+
+/**
+ * Prometheus text format 0.0.4 of the models @p m[0 .. n-1] appended to @p b:
+ * one `# HELP` and `# TYPE` per metric, then a sample per run (label
+ * `run`) and, for the per-rank metrics, per rank and device. docs/monitor.md
+ * lists the names.
+ */
+void mon_prometheus(const mon_model *const *m, int n, double now, manta_strbuf *b);
+
+/** Append @p s to @p b as a JSON string (quoted, escaped; NULL as null). */
+void mon_json_str(manta_strbuf *b, const char *s);
+
+#endif

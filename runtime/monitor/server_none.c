@@ -1,0 +1,47 @@
+/* The monitor's server in builds without libmicrohttpd (board builds of manta): every
+ * start fails with MANTA_ERR_UNSUPPORTED (server.h). */
+#include "monitor/server.h"
+
+#include <stdlib.h>
+
+struct mon_server {
+    int port;
+};
+
+void mon_options_default(mon_options *o)
+{
+    *o = (mon_options){.listen = "127.0.0.1:8080",
+                       .token = getenv("MANTA_MONITOR_TOKEN"),
+                       .poll_s = 0.5,
+                       .max_connections = 64,
+                       .per_ip_connections = 16,
+                       .timeout_s = 30,
+                       .events_max_s = 300};
+    mon_alert_opts_default(&o->alerts);
+}
+
+manta_status mon_server_start(const mon_options *o, const char *const *dirs, int n,
+                              mon_server **out, manta_err *err)
+{
+    (void)o;
+    (void)dirs;
+    (void)n;
+    if (out)
+        *out = NULL;
+    return manta_err_set(err, MANTA_ERR_UNSUPPORTED,
+                         "monitor: this build has no HTTP server (board build without "
+                         "libmicrohttpd); run `manta monitor` on the host");
+}
+
+int mon_server_port(const mon_server *s) { return s ? s->port : 0; }
+
+void mon_server_url(const mon_server *s, char *buf, size_t cap)
+{
+    (void)s;
+    if (cap)
+        buf[0] = 0;
+}
+
+void mon_server_poll_now(mon_server *s) { (void)s; }
+
+void mon_server_stop(mon_server *s) { (void)s; }
