@@ -593,6 +593,8 @@ void stereo_net_set_bn_sync(stereo_net *n, ofa_bn_sync_fn fn, void *ctx)
     ofa_net_set_bn_sync(&n->net, fn, ctx);
 }
 
+int stereo_net_bn_max_channels(const stereo_net *n) { return n->net.widest; }
+
 /* ---- backward ------------------------------------------------------------------------------ */
 
 /* Level @p i backward, from the total gradient of prediction i + 1 (gpred[i + 1]; that of

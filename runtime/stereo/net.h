@@ -110,5 +110,7 @@ manta_status stereo_net_recal_begin(stereo_net *n, long total_pairs);
 
 /** Use synchronised batch norm across replicas (ofa_supernet_set_bn_sync()). */
 void stereo_net_set_bn_sync(stereo_net *n, ofa_bn_sync_fn fn, void *ctx);
+/** The largest channel count of any batch norm (bounds the c of ofa_bn_sync_fn). */
+int stereo_net_bn_max_channels(const stereo_net *n);
 
 #endif

@@ -12,8 +12,8 @@ struct stereo_trainer {
     stereo_space space;
     ofa_space view; /* the encoder as an OFA space: sampling and schedule presets */
     ofa_schedule sched;
-    uint64_t seed;
-    int B, P;       /* pairs per batch; predictions */
+    uint64_t seed, sample_seed;
+    int B, P;       /* pairs per batch on this device; predictions */
     stereo_net *net;
     ofa_slabs sl;
     mslab teacher;  /* parameters of the teacher */
@@ -109,7 +109,22 @@ manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space,
                                    const ofa_schedule *sched, uint64_t seed,
                                    stereo_trainer **out)
 {
+    return stereo_trainer_create_shard(d, space, sched, seed, sched->batch, out);
+}
+
+int stereo_trainer_batch(const stereo_trainer *t) { return t->B; }
+
+void stereo_trainer_set_sample_seed(stereo_trainer *t, uint64_t seed) { t->sample_seed = seed; }
+
+manta_status stereo_trainer_create_shard(mcl_dev *d, const stereo_space *space,
+                                         const ofa_schedule *sched, uint64_t seed,
+                                         int local_batch, stereo_trainer **out)
+{
     *out = NULL;
+    if (local_batch < 1 || local_batch > sched->batch)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "stereo trainer: a shard of %d pairs of a batch of %d", local_batch,
+                             sched->batch);
     stereo_trainer *t = calloc(1, sizeof *t);
     if (!t)
         return manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "trainer: out of host memory");
@@ -118,7 +133,8 @@ manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space,
     stereo_space_ofa_view(space, &t->view);
     t->sched = *sched;
     t->seed = seed;
-    t->B = sched->batch;
+    t->sample_seed = seed;
+    t->B = local_batch;
     t->P = stereo_preds(space);
     for (int i = 0; i < sched->n_phases; i++)
         if (sched->phase[i].subnets > t->max_subnets)
@@ -158,22 +174,27 @@ int stereo_trainer_round(const stereo_trainer *t, long step)
     return r >= rounds ? rounds - 1 : (int)r;
 }
 
-/* Upload the views and the ground truth of every prediction of @p b. */
-static manta_status upload(stereo_trainer *t, const stereo_batch *b)
+/* Upload the views and the ground truth of every prediction of pairs [first, first + B)
+ * of @p b. */
+static manta_status upload(stereo_trainer *t, const stereo_batch *b, int first)
 {
-    if (b->n != t->B || b->height != t->space.crop_h || b->width != t->space.crop_w ||
-        b->levels < t->P)
+    if (first < 0 || b->n < first + t->B || b->height != t->space.crop_h ||
+        b->width != t->space.crop_w || b->levels < t->P)
         return manta_err_set(mcl_err(t->d), MANTA_ERR_INVALID_ARG,
                              "stereo trainer: a batch of %d pairs of %dx%d with %d levels; the "
-                             "trainer needs %d of %dx%d with %d",
-                             b->n, b->width, b->height, b->levels, t->B, t->space.crop_w,
-                             t->space.crop_h, t->P);
-    size_t views = (size_t)t->B * STEREO_CHANNELS * (size_t)b->height * (size_t)b->width;
+                             "trainer needs pairs %d .. %d of %dx%d with %d",
+                             b->n, b->width, b->height, b->levels, first, first + t->B - 1,
+                             t->space.crop_w, t->space.crop_h, t->P);
+    const size_t per_view = STEREO_CHANNELS * (size_t)b->height * (size_t)b->width;
+    const size_t views = (size_t)t->B * per_view;
     mview in = stereo_net_input(t->net);
-    MANTA_TRY(mcl_write(t->d, in, b->left, views));
-    MANTA_TRY(mcl_write(t->d, mview_at(in, views), b->right, views));
-    for (int p = 0; p < t->P; p++)
-        MANTA_TRY(mcl_write(t->d, IO(t, t->gt[p]), b->gt[level_of(t, p)], pred_floats(t, p)));
+    MANTA_TRY(mcl_write(t->d, in, b->left + (size_t)first * per_view, views));
+    MANTA_TRY(mcl_write(t->d, mview_at(in, views), b->right + (size_t)first * per_view, views));
+    for (int p = 0; p < t->P; p++) {
+        const int l = level_of(t, p);
+        const size_t at = (size_t)first * (size_t)(b->height >> l) * (size_t)(b->width >> l);
+        MANTA_TRY(mcl_write(t->d, IO(t, t->gt[p]), b->gt[l] + at, pred_floats(t, p)));
+    }
     return MANTA_OK;
 }
 
@@ -234,22 +255,36 @@ static void summarise(const stereo_trainer *t, int subnets, int distill, stereo_
     o->epe = (float)(epe / subnets);
 }
 
-manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batch *b,
-                                 stereo_step_result *out)
+/* The phase of global step @p step (its index into the schedule) and the step's place in
+ * it; whether it distils; its sub-networks. */
+static manta_status locate(stereo_trainer *t, long step, long *in_phase, int *distill,
+                           int *subnets, int *phase)
+{
+    *phase = ofa_schedule_locate(&t->sched, step, in_phase);
+    if (*phase < 0)
+        return manta_err_set(mcl_err(t->d), MANTA_ERR_INVALID_ARG,
+                             "stereo trainer: step %ld is past the schedule's %ld steps", step,
+                             ofa_schedule_total_steps(&t->sched));
+    const ofa_phase *p = &t->sched.phase[*phase];
+    *distill = p->distill && t->has_teacher && t->sched.kd_ratio > 0;
+    *subnets = p->subnets < t->max_subnets ? p->subnets : t->max_subnets;
+    return MANTA_OK;
+}
+
+manta_status stereo_trainer_compute(stereo_trainer *t, long step, const stereo_batch *b,
+                                    int first, stereo_step_result *out)
 {
     mcl_dev *d = t->d;
     long in_phase;
-    int phase = ofa_schedule_locate(&t->sched, step, &in_phase);
-    if (phase < 0)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "stereo trainer: step %ld is past the schedule's %ld steps", step,
-                             ofa_schedule_total_steps(&t->sched));
+    int distill, subnets, phase;
+    MANTA_TRY(locate(t, step, &in_phase, &distill, &subnets, &phase));
     const ofa_phase *p = &t->sched.phase[phase];
-    if (in_phase == 0)
+    if (in_phase == 0) {
         MANTA_TRY(begin_phase(t, phase));
-    MANTA_TRY(upload(t, b));
+        distill = p->distill && t->has_teacher && t->sched.kd_ratio > 0;
+    }
+    MANTA_TRY(upload(t, b, first));
     MANTA_TRY(mcl_fill(d, t->sl.grads, 0.0f, t->sl.n_params));
-    const int distill = p->distill && t->has_teacher && t->sched.kd_ratio > 0;
     const int round = stereo_trainer_round(t, step), r = t->space.crop_h;
     ofa_arch a;
     if (distill) {
@@ -259,9 +294,8 @@ manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batc
         MANTA_TRY(mcl_copy(d, IO(t, t->teacher_pred), stereo_net_pred(t->net, t->P - 1),
                            pred_floats(t, t->P - 1)));
     }
-    const int subnets = p->subnets < t->max_subnets ? p->subnets : t->max_subnets;
     for (int k = 0; k < subnets; k++) {
-        ofa_sample_subnet(&t->view, p, t->seed, step, k, r, &a);
+        ofa_sample_subnet(&t->view, p, t->sample_seed, step, k, r, &a);
         MANTA_TRY(stereo_net_set_arch(t->net, &a));
         MANTA_TRY(stereo_net_forward(t->net, t->sl.params, OFA_BN_TRAIN));
         MANTA_TRY(losses(t, k, round, distill));
@@ -269,22 +303,120 @@ manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batc
     }
     /* the one read of a step: every sub-network's losses */
     MANTA_TRY(mcl_read(d, IO(t, t->results), t->host_results, result_floats(t) * (size_t)subnets));
-    lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
-    float lr = lr_at(&ls, in_phase);
-    /* the mean gradient over the sub-networks, the distillation term weighted
-     * kd_ratio / (1 + kd_ratio): the step keeps the first phase's scale (summed, two or four
-     * sub-networks with distillation made the decoder diverge at the first phase's rates) */
-    float scale = 1.0f / ((float)subnets * (distill ? 1.0f + t->sched.kd_ratio : 1.0f));
-    optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
-    MANTA_TRY(optim_sgd_step(d, &opt, lr, scale, t->sl.params, t->sl.grads, t->sl.momentum,
-                             t->sl.n_decay, t->sl.n_params));
     if (out) {
+        lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
         summarise(t, subnets, distill, out);
         out->phase = phase;
         out->round = round;
-        out->lr = lr;
+        out->lr = lr_at(&ls, in_phase);
     }
-    return mcl_finish(d);
+    return MANTA_OK;
+}
+
+manta_status stereo_trainer_apply(stereo_trainer *t, long step, float grad_scale)
+{
+    long in_phase;
+    int distill, subnets, phase;
+    MANTA_TRY(locate(t, step, &in_phase, &distill, &subnets, &phase));
+    const ofa_phase *p = &t->sched.phase[phase];
+    lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
+    /* the mean gradient over the sub-networks, the distillation term weighted
+     * kd_ratio / (1 + kd_ratio): the step keeps the first phase's scale (summed, two or four
+     * sub-networks with distillation made the decoder diverge at the first phase's rates) */
+    float scale = grad_scale / ((float)subnets * (distill ? 1.0f + t->sched.kd_ratio : 1.0f));
+    optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
+    MANTA_TRY(optim_sgd_step(t->d, &opt, lr_at(&ls, in_phase), scale, t->sl.params, t->sl.grads,
+                             t->sl.momentum, t->sl.n_decay, t->sl.n_params));
+    return mcl_finish(t->d);
+}
+
+manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batch *b,
+                                 stereo_step_result *out)
+{
+    MANTA_TRY(stereo_trainer_compute(t, step, b, 0, out));
+    return stereo_trainer_apply(t, step, 1.0f);
+}
+
+/* ---- replicas of data-parallel training (train/dp.h) ---- */
+
+typedef struct stereo_dp_cfg {
+    const stereo_space *space;
+    const ofa_schedule *sched;
+} stereo_dp_cfg;
+
+static manta_status dp_create_replica(const void *cfg, mcl_dev *d, uint64_t seed, int local_batch,
+                                      void **out)
+{
+    const stereo_dp_cfg *c = cfg;
+    return stereo_trainer_create_shard(d, c->space, c->sched, seed, local_batch,
+                                       (stereo_trainer **)out);
+}
+static void dp_destroy_replica(void *r) { stereo_trainer_destroy(r); }
+static void dp_slabs(void *r, ofa_slabs *out) { *out = ((stereo_trainer *)r)->sl; }
+static int dp_bn_max_channels(void *r)
+{
+    return stereo_net_bn_max_channels(((stereo_trainer *)r)->net);
+}
+static void dp_set_bn_sync(void *r, ofa_bn_sync_fn fn, void *ctx)
+{
+    stereo_net_set_bn_sync(((stereo_trainer *)r)->net, fn, ctx);
+}
+static void dp_set_sample_seed(void *r, uint64_t seed) { stereo_trainer_set_sample_seed(r, seed); }
+
+static manta_status dp_compute(void *r, long step, const void *batch, int first, void *res,
+                               float sums[4])
+{
+    stereo_step_result *o = res;
+    MANTA_TRY(stereo_trainer_compute(r, step, batch, first, o));
+    sums[0] = o->loss;
+    sums[1] = o->kd_loss;
+    sums[2] = o->epe;
+    sums[3] = 0.0f;
+    return MANTA_OK;
+}
+static manta_status dp_apply(void *r, long step, float grad_scale)
+{
+    return stereo_trainer_apply(r, step, grad_scale);
+}
+static manta_status dp_whole_step(void *r, long step, const void *batch, void *res)
+{
+    return stereo_trainer_step(r, step, batch, res);
+}
+static void dp_merge(void *res, const float sums[4], int replicas)
+{
+    stereo_step_result *o = res;
+    o->loss = sums[0] / (float)replicas;
+    o->kd_loss = sums[1] / (float)replicas;
+    o->epe = sums[2] / (float)replicas;
+}
+
+static const dp_replica_ops STEREO_DP_OPS = {
+    .result_size = sizeof(stereo_step_result),
+    .create = dp_create_replica,
+    .destroy = dp_destroy_replica,
+    .slabs = dp_slabs,
+    .bn_max_channels = dp_bn_max_channels,
+    .set_bn_sync = dp_set_bn_sync,
+    .set_sample_seed = dp_set_sample_seed,
+    .compute = dp_compute,
+    .apply = dp_apply,
+    .step = dp_whole_step,
+    .merge = dp_merge,
+};
+
+manta_status stereo_dp_create(mcl_dev *const *devs, int n_dev, const stereo_space *space,
+                              const ofa_schedule *sched, uint64_t seed, dp_mode mode,
+                              ring_comm *ring, dp_trainer **out, manta_err *err)
+{
+    const stereo_dp_cfg cfg = {space, sched};
+    return dp_create_ops(&STEREO_DP_OPS, &cfg, devs, n_dev, sched->batch, seed, mode, ring, out,
+                         err);
+}
+
+manta_status stereo_dp_step(dp_trainer *p, long step, const stereo_batch *b,
+                            stereo_step_result *out, manta_err *err)
+{
+    return dp_run(p, step, b, out, err);
 }
 
 /* Select @p a, save the BN statistics and re-calibrate them over @p pairs pairs. */
@@ -293,17 +425,19 @@ static manta_status recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_bat
 {
     MANTA_TRY(stereo_net_set_arch(t->net, a));
     MANTA_TRY(mcl_copy(t->d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
-    long batches = pairs / t->B;
+    const int per = b->n / t->B * t->B; /* pairs of a source batch this device runs */
+    long batches = per > 0 ? pairs / per : 0;
     if (batches < 1)
         return MANTA_OK; /* too few pairs: the supernet's statistics as they are */
-    manta_status st = stereo_net_recal_begin(t->net, batches * t->B);
+    manta_status st = stereo_net_recal_begin(t->net, batches * per);
     for (long i = 0; i < batches && st == MANTA_OK; i++) {
         int count = 0;
         st = recal(ctx, i, b, &count, mcl_err(t->d));
-        if (st == MANTA_OK)
-            st = upload(t, b);
-        if (st == MANTA_OK)
-            st = stereo_net_forward(t->net, t->sl.params, OFA_BN_RECAL);
+        for (int first = 0; first < per && st == MANTA_OK; first += t->B) {
+            st = upload(t, b, first);
+            if (st == MANTA_OK)
+                st = stereo_net_forward(t->net, t->sl.params, OFA_BN_RECAL);
+        }
     }
     return st;
 }
@@ -324,20 +458,23 @@ manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stere
         st = eval(eval_ctx, i, b, &count, mcl_err(t->d));
         if (st != MANTA_OK || count <= 0)
             break;
-        if ((st = upload(t, b)) == MANTA_OK)
-            st = stereo_net_forward(t->net, t->sl.params, OFA_BN_EVAL);
-        if (st == MANTA_OK)
-            st = mcl_read(t->d, stereo_net_pred(t->net, t->P - 1), host, (size_t)t->B * plane);
         count = count < eval_pairs - seen ? count : (int)(eval_pairs - seen);
-        for (int k = 0; k < count && st == MANTA_OK; k++) {
-            /* a view of pair k's ground truth (not owned) */
-            stereo_pair gt = {.height = b->height, .width = b->width,
-                              .disp = b->gt[0] + (size_t)k * plane,
-                              .mask = b->mask + (size_t)k * plane, .has_noc = b->has_noc};
-            stereo_metrics_add(m, host + (size_t)k * plane, &gt);
-            if (pred)
-                memcpy(pred + (size_t)(seen + k) * plane, host + (size_t)k * plane,
-                       plane * sizeof *pred);
+        /* the source's batch in runs of this device's B pairs */
+        for (int first = 0; first < count && st == MANTA_OK; first += t->B) {
+            if ((st = upload(t, b, first)) == MANTA_OK)
+                st = stereo_net_forward(t->net, t->sl.params, OFA_BN_EVAL);
+            if (st == MANTA_OK)
+                st = mcl_read(t->d, stereo_net_pred(t->net, t->P - 1), host, (size_t)t->B * plane);
+            for (int k = first; k < first + t->B && k < count && st == MANTA_OK; k++) {
+                /* a view of pair k's ground truth (not owned) */
+                const float *got = host + (size_t)(k - first) * plane;
+                stereo_pair gt = {.height = b->height, .width = b->width,
+                                  .disp = b->gt[0] + (size_t)k * plane,
+                                  .mask = b->mask + (size_t)k * plane, .has_noc = b->has_noc};
+                stereo_metrics_add(m, got, &gt);
+                if (pred)
+                    memcpy(pred + (size_t)(seen + k) * plane, got, plane * sizeof *pred);
+            }
         }
         seen += count;
     }

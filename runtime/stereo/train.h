@@ -29,6 +29,7 @@
 #include "data/stereo_batch.h"
 #include "data/stereo_metrics.h"
 #include "stereo/net.h"
+#include "train/dp.h"
 #include "train/schedule.h"
 
 typedef struct stereo_trainer stereo_trainer;
@@ -48,6 +49,23 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
 manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space,
                                    const ofa_schedule *sched, uint64_t seed,
                                    stereo_trainer **out);
+
+/**
+ * A trainer for one replica of data-parallel training (stereo_dp_create()): the schedule is
+ * the whole run's (its batch the global batch), this device processes shards of
+ * @p local_batch pairs (1 .. sched->batch). stereo_trainer_create() is the case
+ * local_batch = sched->batch. Evaluation runs in batches of local_batch pairs.
+ */
+manta_status stereo_trainer_create_shard(mcl_dev *d, const stereo_space *space,
+                                         const ofa_schedule *sched, uint64_t seed,
+                                         int local_batch, stereo_trainer **out);
+
+/** Pairs per batch on this device (the shard size). */
+int stereo_trainer_batch(const stereo_trainer *t);
+
+/** Seed of the sub-network sampling (default: the trainer's seed; DP_SUBNET mixes in the
+ *  rank). */
+void stereo_trainer_set_sample_seed(stereo_trainer *t, uint64_t seed);
 void stereo_trainer_destroy(stereo_trainer *t);
 
 stereo_net *stereo_trainer_net(stereo_trainer *t);
@@ -77,6 +95,38 @@ typedef struct stereo_step_result {
 manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batch *b,
                                  stereo_step_result *out);
 
+/**
+ * The two halves of stereo_trainer_step(), for data-parallel training: compute runs the
+ * phase start (on its first step), the teacher and the sub-networks on pairs
+ * [first, first + stereo_trainer_batch()) of @p b and leaves the step's gradients (of the
+ * shard's loss: the mean over its valid pixels) in the gradient slab; apply performs the SGD
+ * update of step @p step with the gradients multiplied by @p grad_scale (and, as in a
+ * step, divided by the sub-networks and 1 + kd_ratio when the phase distils).
+ */
+manta_status stereo_trainer_compute(stereo_trainer *t, long step, const stereo_batch *b,
+                                    int first, stereo_step_result *out);
+manta_status stereo_trainer_apply(stereo_trainer *t, long step, float grad_scale);
+
+/**
+ * Data-parallel stereo training (train/dp.h) over the devices @p devs of this process and
+ * the ranks of @p ring (may be NULL): one stereo trainer per device on its shard of
+ * sched->batch pairs (a multiple of ranks x devices), batch norm synchronised (DP_DATA: over
+ * all replicas; DP_SUBNET: over the devices of a rank, each rank sampling its own
+ * sub-networks), the gradients summed and applied with grad_scale = 1 / replicas. The step's
+ * loss is thereby the mean of the shards' losses (each a mean over its valid pixels): the
+ * one-device loss when the shards have equally many valid pixels. dp_replica() gives the
+ * stereo_trainer * of a device. Collective over the ranks, as dp_create().
+ */
+manta_status stereo_dp_create(mcl_dev *const *devs, int n_dev, const stereo_space *space,
+                              const ofa_schedule *sched, uint64_t seed, dp_mode mode,
+                              ring_comm *ring, dp_trainer **out, manta_err *err);
+
+/** Train global step @p step on @p b (the global batch, the same on every rank): dp_run()
+ *  with the stereo replicas; @p out (may be NULL) gets the mean loss, distillation loss and
+ *  EPE over the replicas. */
+manta_status stereo_dp_step(dp_trainer *p, long step, const stereo_batch *b,
+                            stereo_step_result *out, manta_err *err);
+
 /** Fill batch @p index of an evaluation or re-calibration source into @p b; *count is the
  *  number of real pairs in it (0: the source is exhausted). Errors (a file that cannot be
  *  read, naming it) go to @p err: the trainer passes its device's record (mcl_err()). */
@@ -97,7 +147,8 @@ manta_status stereo_ordered_batch(void *src, long index, stereo_batch *b, int *c
  * Quality of sub-network @p a: BN statistics re-calibrated over @p recal_pairs pairs from
  * @p recal, then @p eval_pairs pairs from @p eval in eval mode, their finest predictions
  * added to @p m (stereo_metrics_add()). The supernet's statistics are restored afterwards.
- * @p b: a batch of the trainer's size for the sources to fill. When @p pred is not NULL it
+ * @p b: a batch for the sources to fill, of a multiple of stereo_trainer_batch() pairs (the
+ * global batch of a replica), run in pieces of the trainer's size. When @p pred is not NULL it
  * receives the finest prediction of every evaluated pair ((eval_pairs, H, W)).
  */
 manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,

@@ -20,9 +20,10 @@ struct dp_trainer {
     int D, N, rank, R; /* local replicas, ranks, this rank, all replicas */
     dp_mode mode;
     ring_comm *ring;
+    const dp_replica_ops *ops;
     mcl_dev *dev[DP_MAX_DEV];
-    ofa_trainer *tr[DP_MAX_DEV];
-    int local_batch, in_channels;
+    void *tr[DP_MAX_DEV];
+    int local_batch;
     size_t n_params;
     /* one lock and condition for the barrier, the hand-over of steps and failures */
     pthread_mutex_t mu;
@@ -37,8 +38,9 @@ struct dp_trainer {
     unsigned long work_gen;
     int done, quit;
     long step;
-    const float *images, *labels;
-    ofa_step_result res[DP_MAX_DEV];
+    const void *batch;
+    unsigned char *res;         /* (D, ops->result_size) the replicas' results */
+    float sums[DP_MAX_DEV][4];  /* the replicas' figures to add up */
     pthread_t th[DP_MAX_DEV];
     int n_threads;
     /* synchronised batch norm */
@@ -65,7 +67,7 @@ struct dp_trainer {
 
 int dp_local_replicas(const dp_trainer *p) { return p->D; }
 int dp_replicas(const dp_trainer *p) { return p->R; }
-ofa_trainer *dp_replica(dp_trainer *p, int i) { return p->tr[i]; }
+void *dp_replica(dp_trainer *p, int i) { return p->tr[i]; }
 mcl_dev *dp_device(dp_trainer *p, int i) { return p->dev[i]; }
 
 /* Record the first failure and wake every waiting thread. */
@@ -246,7 +248,7 @@ static manta_status grad_ready(void *vctx, size_t from)
     /* buckets b0 .. b-1 are adjacent: one read */
     const size_t lo = p->b_lo[b - 1], hi = p->b_hi[b0];
     ofa_slabs sl;
-    ofa_supernet_slabs(ofa_trainer_net(p->tr[i]), &sl);
+    p->ops->slabs(p->tr[i], &sl);
     MANTA_TRY(mcl_read(p->dev[i], mview_at(sl.grads, lo), p->hg[i] + lo, hi - lo));
     p->b_ready[i] = b;
     if (barrier(p) != MANTA_OK)
@@ -262,22 +264,23 @@ static manta_status grad_ready(void *vctx, size_t from)
 /* Replica @p i's part of a step: compute its shard, sum the gradients, apply. */
 static void run_replica(dp_trainer *p, int i)
 {
-    ofa_trainer *t = p->tr[i];
+    const dp_replica_ops *ops = p->ops;
+    void *t = p->tr[i];
     const long step = p->step;
-    const int r = ofa_trainer_resolution(t, step);
-    const size_t first = (size_t)(p->rank * p->D + i) * (size_t)p->local_batch;
-    const size_t per_image = (size_t)p->in_channels * r * r;
+    const int first = (p->rank * p->D + i) * p->local_batch;
     ofa_slabs sl;
-    ofa_supernet_slabs(ofa_trainer_net(t), &sl);
+    ops->slabs(t, &sl);
     /* with the hook the decayed gradients were read (and their buckets queued) during the
      * backward; what is left is [n_decay, n_params) */
-    const int hooked = p->overlap && p->N > 1;
+    const int hooked = p->overlap && p->N > 1 && ops->set_grad_ready;
     const size_t rest = hooked ? p->n_decay : 0;
     p->b_ready[i] = 0;
-    ofa_trainer_set_grad_ready(t, hooked ? grad_ready : NULL, &p->ctx[i]);
-    manta_status st = ofa_trainer_compute(t, step, p->images + first * per_image,
-                                          p->labels + first, &p->res[i]);
-    ofa_trainer_set_grad_ready(t, NULL, NULL);
+    if (hooked)
+        ops->set_grad_ready(t, grad_ready, &p->ctx[i]);
+    manta_status st = ops->compute(t, step, p->batch, first, p->res + (size_t)i * ops->result_size,
+                                   p->sums[i]);
+    if (hooked)
+        ops->set_grad_ready(t, NULL, NULL);
     if (st == MANTA_OK)
         st = mcl_read(p->dev[i], mview_at(sl.grads, rest), p->hg[i] + rest, p->n_params - rest);
     if (st != MANTA_OK) {
@@ -297,12 +300,9 @@ static void run_replica(dp_trainer *p, int i)
     if (i == 0) {
         float *tail = p->gsum + p->n_params;
         memset(tail, 0, 4 * sizeof *tail);
-        for (int d = 0; d < p->D; d++) {
-            tail[0] += p->res[d].loss;
-            tail[1] += p->res[d].kd_loss;
-            tail[2] += (float)p->res[d].correct;
-            tail[3] += (float)p->res[d].predictions;
-        }
+        for (int d = 0; d < p->D; d++)
+            for (int k = 0; k < 4; k++)
+                tail[k] += p->sums[d][k];
         if (p->N > 1) {
             /* the same allreduces in the same order with or without overlap: the buckets
              * from the classifier down to the stem, then batch norm, biases and the tail */
@@ -324,7 +324,7 @@ static void run_replica(dp_trainer *p, int i)
         return;
     st = mcl_write(p->dev[i], sl.grads, p->gsum, p->n_params);
     if (st == MANTA_OK)
-        st = ofa_trainer_apply(t, step, 1.0f / (float)p->R);
+        st = ops->apply(t, step, 1.0f / (float)p->R);
     if (st != MANTA_OK)
         fail(p, st, "rank %d: step %ld: device %d (%s): %s", p->rank, step + 1, i,
              mcl_info(p->dev[i])->name, mcl_err(p->dev[i])->msg);
@@ -366,10 +366,12 @@ void dp_destroy(dp_trainer *p)
             pthread_join(p->th[i], NULL);
     }
     for (int i = 0; i < p->D; i++) {
-        ofa_trainer_destroy(p->tr[i]);
+        if (p->tr[i])
+            p->ops->destroy(p->tr[i]);
         if (p->hg[i] != p->gsum)
             free(p->hg[i]);
     }
+    free(p->res);
     free(p->gsum);
     free(p->b_lo);
     free(p->b_hi);
@@ -389,8 +391,8 @@ void dp_destroy(dp_trainer *p)
  * at least @p bytes (0: one bucket). */
 static manta_status plan_buckets(dp_trainer *p, size_t bytes, manta_err *err)
 {
-    ofa_supernet *net = ofa_trainer_net(p->tr[0]);
-    int nbounds = ofa_supernet_grad_bounds(net, NULL, 0);
+    int (*grad_bounds)(void *, size_t *, int) = p->ops->grad_bounds;
+    int nbounds = grad_bounds ? grad_bounds(p->tr[0], NULL, 0) : 1;
     size_t *bounds = malloc((size_t)(nbounds + 1) * sizeof *bounds);
     size_t *lo = malloc((size_t)(nbounds + 1) * sizeof *lo);
     size_t *hi = malloc((size_t)(nbounds + 1) * sizeof *hi);
@@ -399,7 +401,10 @@ static manta_status plan_buckets(dp_trainer *p, size_t bytes, manta_err *err)
         free(bounds), free(lo), free(hi), free(h);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "data parallel: out of host memory");
     }
-    ofa_supernet_grad_bounds(net, bounds, nbounds);
+    if (grad_bounds)
+        grad_bounds(p->tr[0], bounds, nbounds);
+    else
+        bounds[0] = 0;
     const size_t want = bytes ? (bytes + sizeof(float) - 1) / sizeof(float) : SIZE_MAX;
     int nb = 0;
     size_t top = p->n_decay;
@@ -469,9 +474,9 @@ static manta_status check_ranks(dp_trainer *p, manta_err *err)
     return st;
 }
 
-manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
-                       const ofa_schedule *sched, uint64_t seed, dp_mode mode, ring_comm *ring,
-                       dp_trainer **out, manta_err *err)
+manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *const *devs,
+                           int n_dev, int batch, uint64_t seed, dp_mode mode, ring_comm *ring,
+                           dp_trainer **out, manta_err *err)
 {
     *out = NULL;
     if (n_dev < 1 || n_dev > DP_MAX_DEV)
@@ -488,7 +493,7 @@ manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
     p->R = p->D * p->N;
     p->mode = mode;
     p->ring = ring;
-    p->in_channels = space->in_channels;
+    p->ops = ops;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
         return manta_err_set(err, MANTA_ERR_INTERNAL, "data parallel: cannot create a mutex");
@@ -500,42 +505,42 @@ manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
     }
     p->locks_ok = 1;
     manta_status st = MANTA_OK;
-    if (sched->batch % p->R != 0)
+    if (batch < 1 || batch % p->R != 0)
         st = manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                           "data parallel: the batch of %d images does not split into %d equal "
+                           "data parallel: the batch of %d samples does not split into %d equal "
                            "shards (%d rank(s) x %d device(s)); use a multiple of %d",
-                           sched->batch, p->R, p->N, p->D, p->R);
+                           batch, p->R, p->N, p->D, p->R);
     if (st == MANTA_OK && p->N > 1)
         st = check_ranks(p, err);
-    p->local_batch = sched->batch / p->R;
+    p->local_batch = batch / p->R;
     for (int i = 0; i < p->D && st == MANTA_OK; i++) {
         p->dev[i] = devs[i];
-        st = ofa_trainer_create_shard(devs[i], space, sched, seed, p->local_batch, &p->tr[i]);
+        st = ops->create(cfg, devs[i], seed, p->local_batch, &p->tr[i]);
         if (st != MANTA_OK) {
             manta_err_set(err, st, "device %d (%s): %s", i, mcl_info(devs[i])->name,
                           mcl_err(devs[i])->msg);
             break;
         }
-        ofa_supernet *net = ofa_trainer_net(p->tr[i]);
-        ofa_supernet_set_shard(net, (long)(p->rank * p->D + i) * p->local_batch);
+        if (ops->set_shard)
+            ops->set_shard(p->tr[i], (long)(p->rank * p->D + i) * p->local_batch);
         if (mode == DP_SUBNET) /* a different sub-network per rank, shared by its devices */
-            ofa_trainer_set_sample_seed(p->tr[i], seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(p->rank + 1)));
+            ops->set_sample_seed(p->tr[i], seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(p->rank + 1)));
         p->ctx[i] = (dp_sync_ctx){p, i};
         if (bn_group(p) > 1)
-            ofa_supernet_set_bn_sync(net, bn_sync, &p->ctx[i]);
+            ops->set_bn_sync(p->tr[i], bn_sync, &p->ctx[i]);
     }
     if (st == MANTA_OK) {
         ofa_slabs sl;
-        ofa_supernet_slabs(ofa_trainer_net(p->tr[0]), &sl);
+        ops->slabs(p->tr[0], &sl);
         p->n_params = sl.n_params;
         p->n_decay = sl.n_decay;
         p->overlap = 1;
         st = plan_buckets(p, DP_BUCKET_BYTES, err);
     }
     if (st == MANTA_OK) {
-        p->w2 = 2 * (size_t)ofa_supernet_bn_max_channels(ofa_trainer_net(p->tr[0]));
-        int ok = 1;
-        if (p->R > 1) {
+        p->w2 = 2 * (size_t)ops->bn_max_channels(p->tr[0]);
+        int ok = (p->res = calloc((size_t)p->D, ops->result_size)) != NULL;
+        if (ok && p->R > 1) {
             ok = (p->gsum = malloc((p->n_params + 4) * sizeof(float))) != NULL;
             for (int i = 0; i < p->D && ok; i++)
                 ok = (p->hg[i] = p->D == 1 ? p->gsum : malloc(p->n_params * sizeof(float))) != NULL;
@@ -561,21 +566,19 @@ manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
     return MANTA_OK;
 }
 
-manta_status dp_step(dp_trainer *p, long step, const float *images, const float *labels,
-                     ofa_step_result *out, manta_err *err)
+manta_status dp_run(dp_trainer *p, long step, const void *batch, void *res, manta_err *err)
 {
     if (p->failed)
         return failure(p, err);
     if (p->R == 1) { /* the single-device path: nothing to synchronise */
-        manta_status st = ofa_trainer_step(p->tr[0], step, images, labels, out);
+        manta_status st = p->ops->step(p->tr[0], step, batch, res ? res : p->res);
         if (st != MANTA_OK)
             manta_err_set(err, st, "%s", mcl_err(p->dev[0])->msg);
         return st;
     }
     pthread_mutex_lock(&p->mu);
     p->step = step;
-    p->images = images;
-    p->labels = labels;
+    p->batch = batch;
     p->done = 0;
     p->work_gen++;
     pthread_cond_broadcast(&p->cv);
@@ -590,13 +593,9 @@ manta_status dp_step(dp_trainer *p, long step, const float *images, const float 
         (void)wait_buckets(p);
     if (p->failed)
         return failure(p, err);
-    if (out) {
-        const float *tail = p->gsum + p->n_params;
-        *out = p->res[0];
-        out->loss = tail[0] / (float)p->R;
-        out->kd_loss = tail[1] / (float)p->R;
-        out->correct = (int)lrintf(tail[2]);
-        out->predictions = (int)lrintf(tail[3]);
+    if (res) {
+        memcpy(res, p->res, p->ops->result_size);
+        p->ops->merge(res, p->gsum + p->n_params, p->R);
     }
     return MANTA_OK;
 }
@@ -606,7 +605,7 @@ static manta_status replica_hash(dp_trainer *p, int i, unsigned char h[DP_HASH_B
                                  manta_err *err)
 {
     ofa_slabs sl;
-    ofa_supernet_slabs(ofa_trainer_net(p->tr[i]), &sl);
+    p->ops->slabs(p->tr[i], &sl);
     size_t n = sl.n_params > sl.n_state ? sl.n_params : sl.n_state;
     float *buf = malloc((n ? n : 1) * sizeof *buf);
     if (!buf)
@@ -689,4 +688,113 @@ manta_status dp_check(dp_trainer *p, long step, unsigned char hash[DP_HASH_BYTES
     }
     free(v);
     return st;
+}
+
+/* ---- the classification trainer's replicas (train/ofa_train.h) ---- */
+
+typedef struct ofa_dp_cfg {
+    const ofa_space *space;
+    const ofa_schedule *sched;
+} ofa_dp_cfg;
+
+typedef struct ofa_dp_batch {
+    const float *images, *labels;
+} ofa_dp_batch;
+
+static manta_status ofa_dp_create(const void *cfg, mcl_dev *d, uint64_t seed, int local_batch,
+                                  void **out)
+{
+    const ofa_dp_cfg *c = cfg;
+    return ofa_trainer_create_shard(d, c->space, c->sched, seed, local_batch,
+                                    (ofa_trainer **)out);
+}
+static void ofa_dp_destroy(void *r) { ofa_trainer_destroy(r); }
+static void ofa_dp_slabs(void *r, ofa_slabs *out) { ofa_supernet_slabs(ofa_trainer_net(r), out); }
+static int ofa_dp_grad_bounds(void *r, size_t *bounds, int cap)
+{
+    return ofa_supernet_grad_bounds(ofa_trainer_net(r), bounds, cap);
+}
+static int ofa_dp_bn_max_channels(void *r)
+{
+    return ofa_supernet_bn_max_channels(ofa_trainer_net(r));
+}
+static void ofa_dp_set_bn_sync(void *r, ofa_bn_sync_fn fn, void *ctx)
+{
+    ofa_supernet_set_bn_sync(ofa_trainer_net(r), fn, ctx);
+}
+static void ofa_dp_set_shard(void *r, long first) { ofa_supernet_set_shard(ofa_trainer_net(r), first); }
+static void ofa_dp_set_sample_seed(void *r, uint64_t seed) { ofa_trainer_set_sample_seed(r, seed); }
+static void ofa_dp_set_grad_ready(void *r, ofa_grad_ready_fn fn, void *ctx)
+{
+    ofa_trainer_set_grad_ready(r, fn, ctx);
+}
+
+/* Images of one sample at the resolution of @p step. */
+static size_t ofa_dp_per_image(ofa_trainer *t, long step)
+{
+    const size_t r = (size_t)ofa_trainer_resolution(t, step);
+    return (size_t)ofa_supernet_space(ofa_trainer_net(t))->in_channels * r * r;
+}
+
+static manta_status ofa_dp_compute(void *r, long step, const void *batch, int first, void *res,
+                                   float sums[4])
+{
+    const ofa_dp_batch *b = batch;
+    ofa_step_result *o = res;
+    MANTA_TRY(ofa_trainer_compute(r, step, b->images + (size_t)first * ofa_dp_per_image(r, step),
+                                  b->labels + first, o));
+    sums[0] = o->loss;
+    sums[1] = o->kd_loss;
+    sums[2] = (float)o->correct;
+    sums[3] = (float)o->predictions;
+    return MANTA_OK;
+}
+static manta_status ofa_dp_apply(void *r, long step, float grad_scale)
+{
+    return ofa_trainer_apply(r, step, grad_scale);
+}
+static manta_status ofa_dp_step(void *r, long step, const void *batch, void *res)
+{
+    const ofa_dp_batch *b = batch;
+    return ofa_trainer_step(r, step, b->images, b->labels, res);
+}
+static void ofa_dp_merge(void *res, const float sums[4], int replicas)
+{
+    ofa_step_result *o = res;
+    o->loss = sums[0] / (float)replicas;
+    o->kd_loss = sums[1] / (float)replicas;
+    o->correct = (int)lrintf(sums[2]);
+    o->predictions = (int)lrintf(sums[3]);
+}
+
+static const dp_replica_ops OFA_DP_OPS = {
+    .result_size = sizeof(ofa_step_result),
+    .create = ofa_dp_create,
+    .destroy = ofa_dp_destroy,
+    .slabs = ofa_dp_slabs,
+    .grad_bounds = ofa_dp_grad_bounds,
+    .bn_max_channels = ofa_dp_bn_max_channels,
+    .set_bn_sync = ofa_dp_set_bn_sync,
+    .set_shard = ofa_dp_set_shard,
+    .set_sample_seed = ofa_dp_set_sample_seed,
+    .set_grad_ready = ofa_dp_set_grad_ready,
+    .compute = ofa_dp_compute,
+    .apply = ofa_dp_apply,
+    .step = ofa_dp_step,
+    .merge = ofa_dp_merge,
+};
+
+manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
+                       const ofa_schedule *sched, uint64_t seed, dp_mode mode, ring_comm *ring,
+                       dp_trainer **out, manta_err *err)
+{
+    const ofa_dp_cfg cfg = {space, sched};
+    return dp_create_ops(&OFA_DP_OPS, &cfg, devs, n_dev, sched->batch, seed, mode, ring, out, err);
+}
+
+manta_status dp_step(dp_trainer *p, long step, const float *images, const float *labels,
+                     ofa_step_result *out, manta_err *err)
+{
+    const ofa_dp_batch b = {images, labels};
+    return dp_run(p, step, &b, out, err);
 }

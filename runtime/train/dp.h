@@ -1,8 +1,14 @@
 /**
  * @file dp.h
  * @brief Data-parallel supernet training over the OpenCL devices of this process and the
- *        ranks of a ring (dist/ring.h): one ofa_trainer per device (a replica), each driven
+ *        ranks of a ring (dist/ring.h): one trainer per device (a replica), each driven
  *        by its own host thread, all with identical weights and identical updates.
+ *
+ * The replicas are trainers of any task that can split a step in two (dp_replica_ops):
+ * compute (the phase start, the teacher and the sub-networks of the step on the replica's
+ * shard, leaving the gradients in its slab) and apply (the SGD update with the gradients
+ * multiplied by a factor). dp_create() and dp_step() drive the classification trainer
+ * (train/ofa_train.h); the stereo trainer has its own ops (stereo/train.h).
  *
  * Replicas: R = ranks x devices per rank (every rank must drive the same number of
  * devices). Replica g = rank * devices + device takes the contiguous shard
@@ -60,8 +66,66 @@ typedef enum dp_mode {
 typedef struct dp_trainer dp_trainer;
 
 /**
- * Create one replica per device in @p devs (n_dev >= 1), all from @p seed, each for its
- * shard of sched->batch. @p ring (may be NULL for a single process) is used by the
+ * What the data-parallel driver asks of a replica (a trainer on one device). `r` is the
+ * replica's object from create(). A global batch is passed to dp_run() as an opaque
+ * pointer and handed to compute() with the replica's shard [first, first + local_batch).
+ */
+typedef struct dp_replica_ops {
+    size_t result_size; /**< bytes of one step result (ofa_step_result, stereo_step_result) */
+    /** One replica for shards of @p local_batch samples of the schedule's global batch
+     *  (@p cfg: the caller's description of the network and schedule). Errors go to the
+     *  device's record. */
+    manta_status (*create)(const void *cfg, mcl_dev *d, uint64_t seed, int local_batch,
+                           void **out);
+    void (*destroy)(void *r);
+    /** The parameter, gradient, momentum and statistics slabs (ofa_slabs). */
+    void (*slabs)(void *r, ofa_slabs *out);
+    /** ofa_supernet_grad_bounds(); NULL: one gradient bucket. */
+    int (*grad_bounds)(void *r, size_t *bounds, int cap);
+    /** The largest channel count of a batch norm (bounds ofa_bn_sync_fn's c). */
+    int (*bn_max_channels)(void *r);
+    /** Synchronised batch norm (ofa_supernet_set_bn_sync()). */
+    void (*set_bn_sync)(void *r, ofa_bn_sync_fn fn, void *ctx);
+    /** Global index of the shard's first sample (dropout masks); NULL: nothing to do. */
+    void (*set_shard)(void *r, long first);
+    /** Seed of the sub-network sampling (DP_SUBNET mixes in the rank). */
+    void (*set_sample_seed)(void *r, uint64_t seed);
+    /** Progress of the backward (ofa_trainer_set_grad_ready()); NULL: no overlap. */
+    void (*set_grad_ready)(void *r, ofa_grad_ready_fn fn, void *ctx);
+    /** Compute step @p step on samples [first, first + local_batch) of @p batch: the
+     *  gradients of the shard in the gradient slab, the result in @p res and four figures
+     *  that dp_run() sums over all replicas in @p sums (e.g. loss, kd loss, counts). */
+    manta_status (*compute)(void *r, long step, const void *batch, int first, void *res,
+                            float sums[4]);
+    /** The update of step @p step with the gradients multiplied by @p grad_scale. */
+    manta_status (*apply)(void *r, long step, float grad_scale);
+    /** One whole step on the whole batch (one replica: no synchronisation). */
+    manta_status (*step)(void *r, long step, const void *batch, void *res);
+    /** Make @p res (replica 0's result) the job's from the figures summed over @p replicas. */
+    void (*merge)(void *res, const float sums[4], int replicas);
+} dp_replica_ops;
+
+/**
+ * Create one replica of @p ops per device in @p devs (n_dev >= 1), all from @p seed, each
+ * for its shard of @p batch samples (the global batch, a multiple of ranks x devices). @p
+ * cfg is passed to ops->create. As dp_create() otherwise (collective over the ranks).
+ */
+manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *const *devs,
+                           int n_dev, int batch, uint64_t seed, dp_mode mode, ring_comm *ring,
+                           dp_trainer **out, manta_err *err);
+
+/**
+ * Train global step @p step on the global @p batch (the same on every rank; what
+ * ops->compute reads): every replica computes its shard, the gradients are summed over all
+ * replicas, every replica applies the update. @p res (may be NULL; ops->result_size
+ * bytes) receives replica 0's result merged with the figures summed over all replicas.
+ * Collective over the ranks. @return the first failure, described in @p err.
+ */
+manta_status dp_run(dp_trainer *p, long step, const void *batch, void *res, manta_err *err);
+
+/**
+ * Classification: create one ofa_trainer replica per device in @p devs (n_dev >= 1), all
+ * from @p seed, each for its shard of sched->batch. @p ring (may be NULL for a single process) is used by the
  * caller's thread and the device threads of this object only, and must outlive it. With
  * a ring of several ranks this call is collective: every rank must call it (it checks that
  * all ranks drive the same number of devices and use the same mode).
@@ -89,14 +153,15 @@ void dp_destroy(dp_trainer *p);
 int dp_local_replicas(const dp_trainer *p);
 /** Replicas of the whole job (ranks x devices). */
 int dp_replicas(const dp_trainer *p);
-/** The trainer of local replica @p i (0 .. dp_local_replicas() - 1). */
-ofa_trainer *dp_replica(dp_trainer *p, int i);
+/** The trainer of local replica @p i (0 .. dp_local_replicas() - 1): what ops->create made
+ *  (an ofa_trainer * for dp_create()). */
+void *dp_replica(dp_trainer *p, int i);
 /** The device of local replica @p i. */
 mcl_dev *dp_device(dp_trainer *p, int i);
 
 /**
- * Train global step @p step on the global batch (images (B, C, r, r), labels (B), the
- * same on every rank): every replica computes its shard, the gradients are summed over
+ * Classification: train global step @p step on the global batch (images (B, C, r, r),
+ * labels (B), the same on every rank) (dp_run() with the ofa_trainer's ops): every replica computes its shard, the gradients are summed over
  * all replicas, every replica applies the update. @p out (may be NULL) receives the
  * loss, distillation loss and top-1 counts over all replicas (mean loss; summed counts).
  * Collective over the ranks. @return the first failure, described in @p err.

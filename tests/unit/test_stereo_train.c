@@ -1,7 +1,8 @@
 /* The stereo trainer on a tiny space (tests/data/stereo_tiny.json): the multi-scale loss
  * falls when one batch is trained on repeatedly, a run stopped, saved and resumed ends
- * with the same parameters as one that ran through, evaluation counts every pixel, and
- * a checkpoint of another kind is refused. */
+ * with the same parameters as one that ran through, two data-parallel replicas train as
+ * one device does, evaluation counts every pixel, and a checkpoint of another kind is
+ * refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,68 @@ static void test_resume_is_exact(void **state)
     stereo_trainer_destroy(a), stereo_trainer_destroy(b), stereo_trainer_destroy(c);
 }
 
+/* Every ground-truth pixel of @p b valid (in (0, max_disp]): each pair then has as many
+ * valid pixels as any other, so the mean of the shards' losses is the batch's. */
+static void all_valid(stereo_batch *b, float max_disp)
+{
+    for (int l = 0; l < b->levels; l++) {
+        size_t n = (size_t)b->n * (size_t)(b->height >> l) * (size_t)(b->width >> l);
+        for (size_t i = 0; i < n; i++)
+            b->gt[l][i] = fminf(fmaxf(b->gt[l][i], 0.25f), max_disp);
+    }
+}
+
+/* Two replicas (two handles of the test device), one pair each, synchronised batch norm:
+ * the same parameters as one trainer on both pairs, up to float rounding. */
+static void test_data_parallel_matches_one_device(void **state)
+{
+    fixture *f = *state;
+    manta_err e = {0};
+    ofa_schedule s;
+    TU_OK_ERR(stereo_schedule_preset(&f->sp, "smoke", BATCH, 10, &s, &e));
+    const long steps = s.phase[0].steps;
+    mcl_dev *devs[2] = {f->d, tu_open_device()};
+    stereo_trainer *one;
+    dp_trainer *dp;
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 4, &one));
+    TU_OK_ERR(stereo_dp_create(devs, 2, &f->sp, &s, 4, DP_DATA, NULL, &dp, &e));
+    assert_int_equal(dp_replicas(dp), 2);
+    assert_int_equal(stereo_trainer_batch(dp_replica(dp, 1)), BATCH / 2);
+    for (long step = 0; step < steps; step++) {
+        fill(f, step * BATCH);
+        all_valid(&f->b, (float)f->sp.max_disp);
+        stereo_step_result r1, r2;
+        TU_OK(f->d, stereo_trainer_step(one, step, &f->b, &r1));
+        TU_OK_ERR(stereo_dp_step(dp, step, &f->b, &r2, &e));
+        assert_float_equal(r1.loss, r2.loss, 1e-4 * (1 + fabsf(r1.loss)));
+        assert_float_equal(r1.epe, r2.epe, 1e-4 * (1 + fabsf(r1.epe)));
+    }
+    size_t n1, n2, n3;
+    float *p1 = params_of(f->d, one, &n1), *p2 = params_of(f->d, dp_replica(dp, 0), &n2);
+    float *p3 = params_of(devs[1], dp_replica(dp, 1), &n3);
+    assert_int_equal(n1, n2);
+    double worst = 0, moved = 0;
+    for (size_t i = 0; i < n1; i++) {
+        worst = fmax(worst, fabs((double)p1[i] - p2[i]));
+        assert_true(p2[i] == p3[i]); /* the replicas hold the same bits */
+    }
+    float *p0 = NULL;
+    stereo_trainer *fresh;
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 4, &fresh));
+    p0 = params_of(f->d, fresh, &n3);
+    for (size_t i = 0; i < n1; i++)
+        moved = fmax(moved, fabs((double)p1[i] - p0[i]));
+    printf("# %ld steps: largest parameter change %.3g, largest difference of the two "
+           "replicas from one device %.3g\n", steps, moved, worst);
+    assert_true(moved > 1e-3);
+    assert_true(worst < 1e-3 * moved);
+    free(p0), free(p1), free(p2), free(p3);
+    stereo_trainer_destroy(fresh);
+    stereo_trainer_destroy(one);
+    dp_destroy(dp);
+    mcl_close(devs[1]);
+}
+
 static manta_status ordered(void *ctx, long index, stereo_batch *b, int *count, manta_err *err)
 {
     fixture *f = ctx;
@@ -211,6 +274,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_falls_on_one_batch),
         cmocka_unit_test(test_resume_is_exact),
+        cmocka_unit_test(test_data_parallel_matches_one_device),
         cmocka_unit_test(test_evaluate_counts_every_pixel),
         cmocka_unit_test(test_other_checkpoint_refused),
     };

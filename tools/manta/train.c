@@ -11,7 +11,6 @@
 
 #include <sodium.h>
 
-#include "cl/devset.h"
 #include "cmd.h"
 #include "common/opts.h"
 #include "core/clock.h"
@@ -19,8 +18,6 @@
 #include "core/strbuf.h"
 #include "stereo/space.h"
 #include "train_run.h"
-
-static const char *const MODES[] = {"data", "subnet", NULL};
 
 static const char ABOUT[] =
     "Trains an OFA supernet with progressive shrinking (full network, then elastic\n"
@@ -59,16 +56,12 @@ static const char ABOUT[] =
 static int parse_args(int argc, char **argv, train_opts *o)
 {
     const double big = 2147483647.0;
-    const char *mode = "data";
     long seed = 1;
-    bool bind_all = false, timeout_given = false;
     *o = (train_opts){.space = "cpu-default", .data = "fashion-mnist", .schedule = "quick",
                       .batch = 64, .log_every = 20, .val = 10000, .eval_images = 2000,
-                      .recal_images = 2000, .channels = 3, .ckpt_every = 500, .sync_check = 100,
-                      .lr_scale = 1.0, .bucket_kib = (long)(DP_BUCKET_BYTES >> 10),
-                      .job = DIST_OVERRIDE_NONE};
-    mon_alert_opts_default(&o->alerts);
-    dist_override *j = &o->job;
+                      .recal_images = 2000, .channels = 3, .ckpt_every = 500,
+                      .lr_scale = 1.0, .bucket_kib = (long)(DP_BUCKET_BYTES >> 10),};
+    job_opts_init(&o->job);
     const opt_def defs[] = {
         {.name = "space", .kind = OPT_STRING, .dest = &o->space, .metavar = "S",
          .help = "search space: cpu-default (default), mbv3-w1.0 or a spec file"},
@@ -92,16 +85,6 @@ static int parse_args(int argc, char **argv, train_opts *o)
          .help = "checkpoints and metrics.jsonl (default runs/<space>-<schedule>)"},
         {.name = "tensorboard", .kind = OPT_STRING, .dest = &o->tensorboard, .metavar = "DIR",
          .help = "folder of the TensorBoard event file (default: the --out folder)"},
-        {.name = "monitor", .kind = OPT_STRING, .dest = &o->monitor, .metavar = "[ADDR:]PORT",
-         .help = "rank 0 serves the live monitor page and API (docs/monitor.md)"},
-        {.name = "on-alert", .kind = OPT_STRING, .dest = &o->on_alert, .metavar = "CMD",
-         .help = "with --monitor: run CMD (sh -c) with each new alert as JSON on stdin"},
-        {.name = "alert-grow", .kind = OPT_INT, .dest = &o->alerts.grow, .lo = 1, .hi = 1e6,
-         .metavar = "N", .help = "alert when the loss grows for N reports of a phase (default 5)"},
-        {.name = "alert-slow", .kind = OPT_DOUBLE, .dest = &o->alerts.slow_pct, .lo = 1, .hi = 99,
-         .metavar = "PCT", .help = "alert for a rank PCT % below the median images/s (default 25)"},
-        {.name = "alert-stall", .kind = OPT_DOUBLE, .dest = &o->alerts.stall_s, .lo = 1,
-         .hi = 1e7, .metavar = "SEC", .help = "alert after SEC s without a record (default 300)"},
         {.name = "resume", .kind = OPT_FLAG, .dest = &o->resume,
          .help = "continue from DIR/latest.ckpt"},
         {.name = "ckpt-every", .kind = OPT_LONG, .dest = &o->ckpt_every, .lo = 0, .hi = 0x1p40,
@@ -112,37 +95,12 @@ static int parse_args(int argc, char **argv, train_opts *o)
          .metavar = "F", .help = "multiply every phase's learning rate by F in (0, 1000] (default 1)"},
         {.name = "log-every", .kind = OPT_INT, .dest = &o->log_every, .lo = 1, .hi = big,
          .metavar = "N", .help = "progress line every N steps (default 20)"},
-        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
-         .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
-        {.name = "devices", .kind = OPT_STRING, .dest = &o->devices, .metavar = "LIST",
-         .help = "several devices of this process: 'all' or a list such as '0,1'"},
-        {.name = "mode", .kind = OPT_STRING, .dest = &mode, .metavar = "data|subnet",
-         .help = "with several devices or ranks (default data; see above)", .choices = MODES},
-        {.name = "sync-check", .kind = OPT_LONG, .dest = &o->sync_check, .lo = 0, .hi = 0x1p40,
-         .metavar = "N", .help = "compare the replicas' weight hashes every N steps (default 100)"},
         {.name = "bucket-kib", .kind = OPT_LONG, .dest = &o->bucket_kib, .lo = 0, .hi = 0x1p30,
          .metavar = "N", .help = "gradient buckets of about N KiB (default 1024; 0: one bucket)"},
         {.name = "no-overlap", .kind = OPT_FLAG, .dest = &o->no_overlap,
          .help = "allreduce the buckets after the backward (same results)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o->json, .help = "progress as JSON lines on stdout"},
-        {.name = "world", .kind = OPT_INT, .dest = &j->world_size, .lo = 1, .hi = DIST_MAX_WORLD,
-         .metavar = "N", .help = "ranks of the distributed job"},
-        {.name = "rank", .kind = OPT_INT, .dest = &j->rank, .lo = 0, .hi = DIST_MAX_WORLD,
-         .metavar = "R", .help = "this process's rank"},
-        {.name = "master", .kind = OPT_STRING, .dest = &j->master, .metavar = "HOST[:PORT]",
-         .help = "the rendezvous (rank 0's address)"},
-        {.name = "iface", .kind = OPT_STRING, .dest = &j->iface, .metavar = "NAME",
-         .help = "network interface of the ring"},
-        {.name = "ring-addr", .kind = OPT_STRING, .dest = &j->ring_addr, .metavar = "A",
-         .help = "IPv4 address of this rank's ring listener"},
-        {.name = "job", .kind = OPT_STRING, .dest = &j->job_id, .metavar = "ID", .help = "job id"},
-        {.name = "secret-file", .kind = OPT_STRING, .dest = &j->secret_file, .metavar = "PATH",
-         .help = "the job's shared secret"},
-        {.name = "rdzv-bind-all", .kind = OPT_FLAG, .dest = &bind_all,
-         .help = "rank 0 listens for the rendezvous on every address"},
-        {.name = "timeout", .kind = OPT_DOUBLE, .dest = &j->timeout_s, .lo = 0, .hi = 86400,
-         .metavar = "S", .help = "network deadline in seconds, in (0, 86400] (default 60)",
-         .seen = &timeout_given},
+        JOB_OPT_DEFS(&o->job),
         {.name = NULL},
     };
     const opt_cmd cmd = {"manta train", "[OPTIONS]", ABOUT, defs, 0, 0};
@@ -159,75 +117,9 @@ static int parse_args(int argc, char **argv, train_opts *o)
                 o->lr_scale);
         return 2;
     }
-    if (timeout_given && !(j->timeout_s > 0)) {
-        fprintf(stderr, "manta train: --timeout needs seconds in (0, 86400], got '%g'\n",
-                j->timeout_s);
-        return 2;
-    }
     o->seed = (unsigned long long)seed;
-    o->mode = !strcmp(mode, "data") ? DP_DATA : DP_SUBNET;
-    j->rdzv_bind_all = bind_all;
+    o->mode = job_mode(&o->job);
     return 1;
-}
-
-/* The job's configuration: the environment's, then the flags'. 0 on an error (printed). */
-static int job_config(const train_opts *o, dist_config *cfg)
-{
-    manta_err err;
-    manta_err_clear(&err);
-    dist_config_init(cfg);
-    if (dist_config_from_env(cfg, NULL, NULL, &err) != MANTA_OK ||
-        dist_config_override(cfg, &o->job, &err) != MANTA_OK ||
-        (cfg->world_size > 1 && dist_config_check(cfg, &err) != MANTA_OK)) {
-        fprintf(stderr, "manta train: %s\n", err.msg);
-        return 0;
-    }
-    return 1;
-}
-
-static void print_event(void *ctx, const char *line)
-{
-    (void)ctx;
-    fprintf(stderr, "manta: %s\n", line);
-}
-
-/* Open the devices of --devices ("all" or a comma-separated list of specs), else the one
- * of --device. Returns how many were opened (0 after printing an error). */
-static int open_devices(const train_opts *o, mcl_dev **devs)
-{
-    if (!o->devices) {
-        devs[0] = cmd_open_device(o->device);
-        return devs[0] ? 1 : 0;
-    }
-    mcl_device_list *list = malloc(sizeof *list);
-    if (!list) {
-        fprintf(stderr, "manta train: out of memory\n");
-        return 0;
-    }
-    manta_err err;
-    manta_err_clear(&err);
-    size_t idx[TRAIN_MAX_DEVICES], n = 0;
-    int opened = 0;
-    manta_status st = mcl_enumerate(list, &err);
-    if (st != MANTA_OK)
-        cmd_error("devices", st, &err);
-    else if ((st = mcl_select_many(list, o->devices, idx, TRAIN_MAX_DEVICES, &n, &err)) != MANTA_OK)
-        fprintf(stderr, "manta train: %s\n", err.msg);
-    for (size_t i = 0; st == MANTA_OK && i < n; i++) {
-        st = mcl_open(&list->dev[idx[i]], NULL, &devs[opened], &err);
-        if (st == MANTA_OK)
-            opened++;
-        else
-            fprintf(stderr, "manta train: device %zu (%s): %s\n", idx[i], list->dev[idx[i]].name,
-                    manta_err_msg(&err, st));
-    }
-    free(list);
-    if (st != MANTA_OK) {
-        for (int i = 0; i < opened; i++)
-            mcl_close(devs[i]);
-        return 0;
-    }
-    return opened;
 }
 
 static int batch_resolution(void *ctx, int64_t epoch, int64_t batch)
@@ -306,18 +198,12 @@ static bool run_trainer(train_run *r)
         cmd_error("schedule", st, &err);
         return false;
     }
-    if (!(r->n_dev = open_devices(o, r->devs)))
+    if (!(r->n_dev = job_open_devices("manta train", &o->job, r->devs)))
         return false;
     r->d = r->devs[0];
     if (r->cfg.world_size > 1) {
-        st = ring_create(&r->cfg, &r->ring, &err);
-        if (st != MANTA_OK) {
-            fprintf(stderr, "manta train: rank %d (%s): joining the job: %s\n", r->rank, r->host,
-                    manta_err_msg(&err, st));
+        if (!job_join("manta train", &r->cfg, r->rank, r->host, &r->ring))
             return false;
-        }
-        if (ring_warning(r->ring) && r->rank == 0)
-            fprintf(stderr, "manta: warning: %s\n", ring_warning(r->ring));
     }
     st = dp_create(r->devs, r->n_dev, &r->sp, &r->sched, o->seed, o->mode, r->ring, &r->dp, &err);
     if (st != MANTA_OK && !r->ring) {
@@ -440,62 +326,17 @@ static bool run_monitor(train_run *r)
     const train_opts *o = &r->o;
     if (r->rank != 0)
         return true;
-    manta_strbuf b = {0};
-    manta_strbuf_printf(&b, "{\"event\":\"job\",\"time\":%.3f,\"task\":\"classification\",\"space\":",
-                        manta_wall_time());
-    mon_json_str(&b, r->sp.name);
-    manta_strbuf_printf(&b, ",\"schedule\":");
-    mon_json_str(&b, o->schedule);
-    manta_strbuf_printf(&b, ",\"data\":");
-    mon_json_str(&b, o->data);
-    manta_strbuf_printf(&b, ",\"steps\":%ld,\"start_step\":%ld,\"batch\":%d,\"world_size\":%d,"
-                            "\"devices_per_rank\":%d,\"replicas\":%d,\"mode\":\"%s\",\"host\":",
-                        r->total, r->start, o->batch, r->cfg.world_size > 1 ? r->cfg.world_size : 1,
-                        r->n_dev, r->replicas, o->mode == DP_DATA ? "data" : "subnet");
-    mon_json_str(&b, r->host);
-    manta_strbuf_printf(&b, ",\"devices\":[");
-    for (int i = 0; i < r->n_dev; i++) {
-        manta_strbuf_printf(&b, i ? "," : "");
-        mon_json_str(&b, mcl_info(r->devs[i])->name);
-    }
-    manta_strbuf_printf(&b, "],\"phases\":[");
-    for (int i = 0; i < r->sched.n_phases; i++) {
-        const ofa_phase *ph = &r->sched.phase[i];
-        manta_strbuf_printf(&b, "%s{\"name\":", i ? "," : "");
-        mon_json_str(&b, ph->name);
-        manta_strbuf_printf(&b, ",\"steps\":%ld,\"subnets\":%d,\"lr\":%g,\"distill\":%s}",
-                            ph->steps, ph->subnets, (double)ph->lr, ph->distill ? "true" : "false");
-    }
-    manta_strbuf_printf(&b, "]}");
-    if (!b.oom)
-        train_record(r, b.p);
-    manta_strbuf_free(&b);
-    if (!o->monitor)
-        return true;
-    mon_options mo;
-    mon_options_default(&mo);
-    mo.listen = o->monitor;
-    mo.on_alert = o->on_alert;
-    mo.alerts = o->alerts;
-    manta_err err;
-    manta_err_clear(&err);
-    const char *dirs[1] = {r->out_dir};
-    if (mon_server_start(&mo, dirs, 1, &r->monitor, &err) != MANTA_OK) {
-        fprintf(stderr, "manta train: --monitor: %s\n", err.msg);
-        return false;
-    }
-    char url[128];
-    mon_server_url(r->monitor, url, sizeof url);
-    fprintf(stderr, "manta train: monitor at %s%s\n", url, mo.token && *mo.token ? "?token=..." : "");
-    return true;
+    const job_header h = {"classification", r->sp.name, o->schedule, o->data, &r->sched,
+                          r->start, o->batch, r->cfg.world_size > 1 ? r->cfg.world_size : 1,
+                          r->replicas, r->devs, r->n_dev, o->mode};
+    job_log l = {"manta train", r->metrics, r->rank, r->host, NULL};
+    job_record_job(&l, &h);
+    return job_monitor_start("manta train", &o->job, r->out_dir, &r->monitor);
 }
 
 static void run_close(train_run *r)
 {
-    if (r->monitor) { /* the last records read before it goes */
-        mon_server_poll_now(r->monitor);
-        mon_server_stop(r->monitor);
-    }
+    job_monitor_stop(r->monitor);
     if (r->pf)
         prefetch_stop(r->pf);
     if (r->metrics)
@@ -542,9 +383,8 @@ int cmd_train(int argc, char **argv)
     if (rc != 1)
         goto out;
     rc = 2;
-    if (!job_config(&r->o, &r->cfg))
+    if (!job_config("manta train", &r->o.job, &r->cfg))
         goto out;
-    r->cfg.event = print_event;
     r->rank = r->cfg.world_size > 1 ? r->cfg.rank : 0;
     r->quiet = r->rank != 0;
     snprintf(r->host, sizeof r->host, "?");

@@ -52,12 +52,16 @@ static int evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, const train_
     return ok;
 }
 
+/* Where the run's records go. */
+static job_log run_log(const train_run *r)
+{
+    return (job_log){"manta train", r->metrics, r->rank, r->host, r->monitor};
+}
+
 void train_record(train_run *r, const char *line)
 {
-    if (r->rank != 0 || !r->metrics)
-        return;
-    fprintf(r->metrics, "%s\n", line);
-    fflush(r->metrics);
+    job_log l = run_log(r);
+    job_record(&l, line);
 }
 
 void train_fail(train_run *r, long step, const char *fmt, ...)
@@ -67,30 +71,8 @@ void train_fail(train_run *r, long step, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "manta train: %s\n", msg);
-    if (r->rank != 0 || !r->metrics)
-        return;
-    int rank = r->rank; /* a peer the message names ("rank N (addr:port)") failed */
-    for (const char *p = strstr(msg, "rank "); p; p = strstr(p + 5, "rank ")) {
-        char *end;
-        long k = strtol(p + 5, &end, 10);
-        if (end != p + 5 && k != r->rank && k >= 0 && k < 1 << 20) {
-            rank = (int)k;
-            break;
-        }
-    }
-    manta_strbuf b = {0};
-    manta_strbuf_printf(&b, "{\"event\":\"error\",\"time\":%.3f,\"step\":%ld,\"rank\":%d,"
-                            "\"host\":", manta_wall_time(), step, rank);
-    mon_json_str(&b, r->host);
-    manta_strbuf_printf(&b, ",\"message\":");
-    mon_json_str(&b, msg);
-    manta_strbuf_printf(&b, "}");
-    if (!b.oom)
-        train_record(r, b.p);
-    manta_strbuf_free(&b);
-    if (r->monitor)
-        mon_server_poll_now(r->monitor);
+    job_log l = run_log(r);
+    job_fail(&l, step, "%s", msg);
 }
 
 /* Checkpoint @p name in the run's folder (rank 0) and its record in metrics.jsonl. */
@@ -109,13 +91,8 @@ static int save(train_run *r, const char *name, long next_step)
         train_fail(r, next_step, "checkpoint %s: %s", path, manta_err_msg(&err, st));
         return 0;
     }
-    char line[1400];
-    manta_strbuf b = {0};
-    mon_json_str(&b, name);
-    snprintf(line, sizeof line, "{\"event\":\"checkpoint\",\"time\":%.3f,\"step\":%ld,\"path\":%s}",
-             manta_wall_time(), next_step, b.oom ? "null" : b.p);
-    manta_strbuf_free(&b);
-    train_record(r, line);
+    job_log l = run_log(r);
+    job_record_checkpoint(&l, name, next_step);
     return 1;
 }
 
@@ -304,7 +281,7 @@ int train_loop(train_run *r)
         if (!r->quiet && ((step + 1) % o->log_every == 0 || phase_end || step + 1 == r->total))
             log_progress(r, &pg, &res, step + 1);
         int ckpt = phase_end || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0) || stop;
-        if (r->replicas > 1 && (ckpt || (o->sync_check > 0 && (step + 1) % o->sync_check == 0)) &&
+        if (r->replicas > 1 && (ckpt || (o->job.sync_check > 0 && (step + 1) % o->job.sync_check == 0)) &&
             !sync_check(r, step + 1))
             return 1;
         if (phase_end ? !end_phase(r, &res, step + 1)
@@ -321,10 +298,8 @@ int train_loop(train_run *r)
             return stop_requested ? 130 : 0;
         }
     }
-    char ln[160];
-    snprintf(ln, sizeof ln, "{\"event\":\"done\",\"time\":%.3f,\"step\":%ld,\"seconds\":%.1f}",
-             manta_wall_time(), r->total, cmd_now() - pg.t0);
-    train_record(r, ln);
+    job_log l = run_log(r);
+    job_record_done(&l, r->total, cmd_now() - pg.t0);
     if (!o->json && !r->quiet)
         printf("trained %ld steps in %.1f s; checkpoints in %s\n", done, cmd_now() - pg.t0,
                r->out_dir);

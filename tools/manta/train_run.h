@@ -9,32 +9,26 @@
 
 #include "core/tfevents.h"
 #include "data/prefetch.h"
-#include "dist/override.h"
 #include "dist/ring.h"
+#include "job.h"
 #include "monitor/server.h"
 #include "rundata.h"
 #include "train/dp.h"
 #include "train/ofa_train.h"
 #include "train/trainstate.h"
 
-/** Most devices one process trains on (--devices). */
-#define TRAIN_MAX_DEVICES 64
-
 /* What the command line says (on --resume, the checkpoint's settings replace some). */
 typedef struct train_opts {
-    const char *space, *data, *schedule, *device, *devices, *out;
+    const char *space, *data, *schedule, *out;
     const char *tensorboard; /* folder of the event file (NULL: out) */
-    const char *monitor;     /* --monitor [ADDR:]PORT: rank 0 serves the live page (NULL: none) */
-    const char *on_alert;    /* --on-alert CMD */
-    mon_alert_opts alerts;   /* --alert-grow, --alert-slow, --alert-stall */
+    job_opts job;            /* devices, --mode, the distributed job, the monitor */
     int batch, log_every, val, eval_images, recal_images, channels;
-    long ckpt_every, stop_after, sync_check;
+    long ckpt_every, stop_after;
     unsigned long long seed;
     double lr_scale;
     dp_mode mode;
     long bucket_kib; /* gradient bucket size (KiB) */
     bool json, resume, no_overlap;
-    dist_override job; /* --world, --rank, --master, ...: over the environment's settings */
 } train_opts;
 
 /* Resolution of the batch (epoch, batch): that of global step epoch * per_epoch + batch. */
@@ -56,7 +50,7 @@ typedef struct train_run {
     ofa_schedule sched;
     double work[OFA_MAX_PHASES]; /* per step of each phase, for the ETA */
     long per_epoch, start, total;
-    mcl_dev *devs[TRAIN_MAX_DEVICES];
+    mcl_dev *devs[JOB_MAX_DEVICES];
     int n_dev, replicas;
     mcl_dev *d; /* the first device */
     ring_comm *ring;

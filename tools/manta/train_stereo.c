@@ -1,32 +1,47 @@
 /* manta train --space stereo-...: progressive-shrinking training of the stereo depth
- * supernet (runtime/stereo/train.h) on one device, on procedural pairs or a folder of
- * pairs, with progress lines, evaluations of the largest and smallest sub-networks on
- * held-out pairs at every phase's end, checkpoints and exact resume. */
+ * supernet (runtime/stereo/train.h) on one or several devices and ranks (data or subnet
+ * parallel, train/dp.h), on procedural pairs or a folder of pairs, with progress lines,
+ * evaluations of the largest and smallest sub-networks on held-out pairs at every phase's
+ * end, checkpoints, exact resume, the records of docs/monitor.md and the monitor. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include <sodium.h>
+
 #include "cmd.h"
 #include "common/opts.h"
 #include "core/fileio.h"
+#include "job.h"
 #include "stereo/state.h"
 
 typedef struct st_opts {
-    const char *space, *schedule, *device, *out, *data;
+    const char *space, *schedule, *out, *data;
     int batch, log_every;
     long train_pairs, eval_pairs, recal_pairs, stop_after, seed;
     bool resume, json;
+    job_opts job;
 } st_opts;
 
 typedef struct st_run {
     st_opts o;
+    dist_config cfg;
+    int rank;
+    char host[256];
     stereo_space sp;
     stereo_meta meta;
     ofa_schedule sched;
-    mcl_dev *d;
-    stereo_trainer *t;
+    mcl_dev *devs[JOB_MAX_DEVICES];
+    int n_dev, replicas;
+    mcl_dev *d;        /* the first device */
+    ring_comm *ring;
+    dp_trainer *dp;
+    stereo_trainer *t; /* the first replica */
+    mon_server *monitor;
     stereo_set set;
     bool have_set;
     stereo_source train_src, eval_src;
@@ -59,16 +74,29 @@ static manta_status evaluate(st_run *r, const ofa_arch *a, stereo_scores *all, s
     return MANTA_OK;
 }
 
+/* Where the run's records go. */
+static job_log run_log(const st_run *r)
+{
+    return (job_log){"manta train", r->metrics, r->rank, r->host, r->monitor};
+}
+
+/* Rank 0: checkpoint @p name and its record. */
 static manta_status save(st_run *r, const char *name, long next_step, manta_err *err)
 {
+    if (r->rank != 0)
+        return MANTA_OK;
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", r->dir, name);
     r->meta.step = next_step;
     r->meta.has_teacher = stereo_trainer_has_teacher(r->t);
-    return stereo_state_save(path, r->t, r->d, &r->meta, err);
+    MANTA_TRY(stereo_state_save(path, r->t, r->d, &r->meta, err));
+    job_log l = run_log(r);
+    job_record_checkpoint(&l, name, next_step);
+    return MANTA_OK;
 }
 
-/* End of phase @p ph (after step @p step): evaluations and a checkpoint. */
+/* End of phase @p ph (after step @p step): evaluations (every rank, in step) and a
+ * checkpoint (rank 0). */
 static manta_status phase_end(st_run *r, int ph, long step, manta_err *err)
 {
     ofa_arch big, small;
@@ -81,6 +109,8 @@ static manta_status phase_end(st_run *r, int ph, long step, manta_err *err)
     snprintf(name, sizeof name, "phase-%d-%s.ckpt", ph + 1, r->sched.phase[ph].name);
     MANTA_TRY(save(r, name, step + 1, err));
     MANTA_TRY(save(r, "latest.ckpt", step + 1, err));
+    if (r->rank != 0)
+        return MANTA_OK;
     printf("phase %d/%d %s done: held-out EPE largest %.3f px (bad-3 %.2f%%, D1 %.2f%%), smallest "
            "%.3f px (bad-3 %.2f%%, D1 %.2f%%) (%s/%s)\n",
            ph + 1, r->sched.n_phases, r->sched.phase[ph].name, ab.epe, ab.bad3, ab.d1, as.epe,
@@ -95,33 +125,48 @@ static manta_status phase_end(st_run *r, int ph, long step, manta_err *err)
     return MANTA_OK;
 }
 
+/* Replica consistency (several replicas): the weight hashes of every device and rank agree
+ * after @p done steps. */
+static bool sync_check(st_run *r, long done)
+{
+    manta_err err = {0};
+    manta_status st = dp_check(r->dp, done, NULL, &err);
+    if (st == MANTA_OK)
+        return true;
+    job_log l = run_log(r);
+    job_fail(&l, done, "rank %d (%s): %s", r->rank, r->host, manta_err_msg(&err, st));
+    return false;
+}
+
 static int train_loop(st_run *r)
 {
     manta_err err = {0};
+    job_log l = run_log(r);
     const long total = ofa_schedule_total_steps(&r->sched), start = r->meta.step;
+    const bool talk = r->rank == 0;
     double t0 = cmd_now(), last = t0;
     long since = 0;
     for (long step = start; step < total; step++) {
         stereo_step_result res;
         manta_status st = step_batch(r, step, &err);
-        if (st == MANTA_OK && (st = stereo_trainer_step(r->t, step, &r->b, &res)) != MANTA_OK)
-            err = *mcl_err(r->d);
+        if (st == MANTA_OK)
+            st = stereo_dp_step(r->dp, step, &r->b, &res, &err);
         if (st != MANTA_OK) {
-            fprintf(stderr, "manta train: step %ld: %s\n", step, err.msg);
+            job_fail(&l, step, "rank %d (%s): step %ld: %s", r->rank, r->host, step + 1, err.msg);
             return 1;
         }
         if (!isfinite(res.loss)) { /* diverged: stop before a checkpoint keeps it */
-            fprintf(stderr,
-                    "manta train: the loss is not a number at step %ld (phase %d); the last "
-                    "checkpoint in %s is from before it\n",
-                    step + 1, res.phase + 1, r->dir);
+            job_fail(&l, step + 1,
+                     "the loss is not a number at step %ld (phase %d); the last checkpoint in "
+                     "%s is from before it",
+                     step + 1, res.phase + 1, r->dir);
             return 1;
         }
         since++;
         long in_phase;
         int ph = ofa_schedule_locate(&r->sched, step, &in_phase);
         bool phase_done = in_phase == r->sched.phase[ph].steps - 1;
-        if ((step + 1) % r->o.log_every == 0 || phase_done || step + 1 == total) {
+        if (talk && ((step + 1) % r->o.log_every == 0 || phase_done || step + 1 == total)) {
             double now = cmd_now(), rate = since * r->o.batch / (now - last + 1e-9);
             printf("phase %d/%d %-8s step %6ld/%ld  loss %.4f  EPE %.3f px  round %d  lr %.4f  "
                    "%.1f pairs/s  ETA %.0f s\n",
@@ -135,23 +180,32 @@ static int train_loop(st_run *r)
             fflush(stdout);
             last = now, since = 0;
         }
+        bool stop = r->o.stop_after > 0 && step + 1 - start >= r->o.stop_after && !phase_done &&
+                    step + 1 < total;
+        long every = r->o.job.sync_check;
+        if (r->replicas > 1 && (phase_done || stop || (every > 0 && (step + 1) % every == 0)) &&
+            !sync_check(r, step + 1))
+            return 1;
         if (phase_done && phase_end(r, ph, step, &err) != MANTA_OK) {
-            fprintf(stderr, "manta train: %s\n", err.msg[0] ? err.msg : mcl_err(r->d)->msg);
+            job_fail(&l, step + 1, "rank %d (%s): %s", r->rank, r->host,
+                     err.msg[0] ? err.msg : mcl_err(r->d)->msg);
             return 1;
         }
-        if (r->o.stop_after > 0 && step + 1 - start >= r->o.stop_after && !phase_done &&
-            step + 1 < total) {
+        if (stop) {
             if (save(r, "latest.ckpt", step + 1, &err) != MANTA_OK) {
-                fprintf(stderr, "manta train: %s\n", err.msg);
+                job_fail(&l, step + 1, "%s", err.msg);
                 return 1;
             }
-            printf("stopped after %ld steps; resume with --resume (%s/latest.ckpt)\n",
-                   r->o.stop_after, r->dir);
+            if (talk)
+                printf("stopped after %ld steps; resume with --resume (%s/latest.ckpt)\n",
+                       r->o.stop_after, r->dir);
             return 0;
         }
     }
-    printf("trained %ld steps in %.1f s; checkpoints in %s\n", total - start,
-           cmd_now() - t0, r->dir);
+    job_record_done(&l, total, cmd_now() - t0);
+    if (talk)
+        printf("trained %ld steps in %.1f s; checkpoints in %s\n", total - start, cmd_now() - t0,
+               r->dir);
     return 0;
 }
 
@@ -191,30 +245,45 @@ static bool setup(st_run *r)
     if (st == MANTA_OK)
         st = stereo_batch_alloc(&r->b, r->meta.batch, r->sp.crop_h, r->sp.crop_w,
                                 stereo_preds(&r->sp), &err);
-    if (st == MANTA_OK)
+    if (st == MANTA_OK && r->rank == 0)
         st = manta_file_mkdir_p(r->dir, &err);
     if (st != MANTA_OK) {
         fprintf(stderr, "manta train: %s\n", err.msg);
         return false;
     }
-    if (!(r->d = cmd_open_device(r->o.device)))
+    if (!(r->n_dev = job_open_devices("manta train", &r->o.job, r->devs)))
         return false;
-    st = stereo_trainer_create(r->d, &r->sp, &r->sched, r->meta.seed, &r->t);
-    if (st == MANTA_OK && r->o.resume)
-        st = stereo_state_load(latest, r->t, r->d, &r->meta, &err);
-    else if (st != MANTA_OK)
-        err = *mcl_err(r->d);
+    r->d = r->devs[0];
+    if (r->cfg.world_size > 1 && !job_join("manta train", &r->cfg, r->rank, r->host, &r->ring))
+        return false;
+    st = stereo_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, r->meta.seed,
+                          job_mode(&r->o.job), r->ring, &r->dp, &err);
+    for (int i = 0; st == MANTA_OK && r->o.resume && i < r->n_dev; i++) /* every replica */
+        st = stereo_state_load(latest, dp_replica(r->dp, i), r->devs[i], &r->meta, &err);
     if (st != MANTA_OK) {
-        fprintf(stderr, "manta train: %s\n", err.msg);
+        fprintf(stderr, "manta train: rank %d (%s): %s\n", r->rank, r->host, err.msg);
         return false;
     }
+    r->t = dp_replica(r->dp, 0);
+    r->replicas = dp_replicas(r->dp);
+    if (r->rank != 0)
+        return true;
     char mpath[1200];
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", r->dir);
     if (!(r->metrics = fopen(mpath, r->o.resume ? "a" : "w"))) {
         perror(mpath);
         return false;
     }
-    return true;
+    const job_header h = {"stereo", r->sp.name, r->meta.preset, r->meta.data, &r->sched,
+                          r->meta.step, r->meta.batch,
+                          r->cfg.world_size > 1 ? r->cfg.world_size : 1, r->replicas, r->devs,
+                          r->n_dev, job_mode(&r->o.job)};
+    job_log l = run_log(r);
+    job_record_job(&l, &h);
+    if (r->replicas > 1)
+        printf("data parallel: %d rank(s) x %d device(s), %s mode, %d pairs per device\n",
+               h.world_size, r->n_dev, r->o.job.mode, stereo_trainer_batch(r->t));
+    return job_monitor_start("manta train", &r->o.job, r->dir, &r->monitor);
 }
 
 int cmd_train_stereo(int argc, char **argv)
@@ -225,6 +294,7 @@ int cmd_train_stereo(int argc, char **argv)
     r->o = (st_opts){.space = "stereo-cpu", .schedule = "quick", .out = "runs/stereo",
                      .data = "synthetic", .batch = 8, .log_every = 10, .train_pairs = 20000,
                      .eval_pairs = 200, .recal_pairs = 200, .seed = 1};
+    job_opts_init(&r->o.job);
     static const char *const presets[] = {"smoke", "quick", "full", NULL};
     const opt_def defs[] = {
         {.name = "space", .kind = OPT_STRING, .dest = &r->o.space, .metavar = "S",
@@ -241,8 +311,6 @@ int cmd_train_stereo(int argc, char **argv)
          .hi = 1e7, .metavar = "N", .help = "pairs for BN re-calibration (default 200)"},
         {.name = "batch", .kind = OPT_INT, .dest = &r->o.batch, .lo = 1, .hi = 64,
          .metavar = "N", .help = "pairs per step (default 8)"},
-        {.name = "device", .kind = OPT_STRING, .dest = &r->o.device, .metavar = "SPEC",
-         .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
         {.name = "out", .kind = OPT_STRING, .dest = &r->o.out, .metavar = "DIR",
          .help = "checkpoints and metrics.jsonl (default runs/stereo)"},
         {.name = "seed", .kind = OPT_LONG, .dest = &r->o.seed, .lo = 0, .hi = 1e15,
@@ -253,6 +321,7 @@ int cmd_train_stereo(int argc, char **argv)
          .metavar = "N", .help = "stop after N steps, saving latest.ckpt (to --resume)"},
         {.name = "resume", .kind = OPT_FLAG, .dest = &r->o.resume,
          .help = "continue DIR/latest.ckpt exactly (its settings replace the options)"},
+        JOB_OPT_DEFS(&r->o.job),
         {.name = NULL},
     };
     const opt_cmd cmd = {
@@ -266,7 +335,11 @@ int cmd_train_stereo(int argc, char **argv)
         "sub-pixel disparity, occlusions; manta stereo-data writes the same ones) or a KITTI /\n"
         "Middlebury folder (random crops, colour jitter per view). Every phase's end\n"
         "evaluates the largest and the smallest sub-network on held-out pairs (EPE, bad-3,\n"
-        "D1) and writes a checkpoint; metrics.jsonl has every figure.\n",
+        "D1) and writes a checkpoint; metrics.jsonl has every figure.\n\n"
+        "--devices and ranks ('manta launch -n N -- manta train --space stereo-cpu ...') as\n"
+        "for classification: --batch is the global batch, a multiple of ranks x devices;\n"
+        "--mode data (every replica the same sub-networks, batch norm synchronised) or\n"
+        "subnet (each rank its own sub-networks). Rank 0 writes checkpoints and metrics.\n",
         defs, 0, 0};
     int first, rc = 2;
     opt_result pr = opt_parse(&cmd, argc, argv, &first);
@@ -274,15 +347,25 @@ int cmd_train_stereo(int argc, char **argv)
         free(r);
         return pr == OPT_HELP ? 0 : 2;
     }
+    if (!job_config("manta train", &r->o.job, &r->cfg)) {
+        free(r);
+        return 2;
+    }
+    r->rank = r->cfg.world_size > 1 ? r->cfg.rank : 0;
+    snprintf(r->host, sizeof r->host, "?");
+    gethostname(r->host, sizeof r->host - 1);
     rc = setup(r) ? train_loop(r) : 1;
+    job_monitor_stop(r->monitor);
     if (r->metrics)
         fclose(r->metrics);
-    stereo_trainer_destroy(r->t);
+    dp_destroy(r->dp);
+    ring_destroy(r->ring);
     stereo_batch_free(&r->b);
     if (r->have_set)
         stereo_set_free(&r->set);
-    if (r->d)
-        mcl_close(r->d);
+    for (int i = 0; i < r->n_dev; i++)
+        mcl_close(r->devs[i]);
+    sodium_memzero(r->cfg.key, sizeof r->cfg.key);
     free(r);
     return rc;
 }

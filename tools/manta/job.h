@@ -1,0 +1,139 @@
+/* manta train: what the classification and the stereo trainers share about a job: the
+ * options of devices, data-parallel mode, the distributed job and the monitor; the job's
+ * configuration (environment, then flags), its devices, the ring and the monitor. */
+#ifndef MANTA_TOOLS_JOB_H
+#define MANTA_TOOLS_JOB_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "cl/cl.h"
+#include "dist/override.h"
+#include "dist/ring.h"
+#include "monitor/server.h"
+#include "train/dp.h"
+#include "train/schedule.h"
+
+/** Most devices one process trains on (--devices). */
+#define JOB_MAX_DEVICES 64
+
+/** The job's options, as the command line gives them (job_opts_init() sets the defaults). */
+typedef struct job_opts {
+    const char *device, *devices; /* --device SPEC, --devices LIST */
+    const char *mode;             /* --mode data|subnet */
+    long sync_check;              /* --sync-check N: replica hash comparison every N steps */
+    const char *monitor;          /* --monitor [ADDR:]PORT: rank 0 serves the live page */
+    const char *on_alert;         /* --on-alert CMD */
+    mon_alert_opts alerts;        /* --alert-grow, --alert-slow, --alert-stall */
+    dist_override net;            /* --world, --rank, --master, ... over the environment's */
+    bool bind_all, timeout_given;
+} job_opts;
+
+void job_opts_init(job_opts *j);
+
+extern const char *const JOB_MODES[];
+
+/** The opt_def entries of a job_opts *j (tools/common/opts.h), for an option table. */
+#define JOB_OPT_DEFS(j)                                                                          \
+    {.name = "device", .kind = OPT_STRING, .dest = &(j)->device, .metavar = "SPEC",             \
+     .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},                                  \
+    {.name = "devices", .kind = OPT_STRING, .dest = &(j)->devices, .metavar = "LIST",           \
+     .help = "several devices of this process: 'all' or a list such as '0,1'"},                 \
+    {.name = "mode", .kind = OPT_STRING, .dest = &(j)->mode, .metavar = "data|subnet",          \
+     .help = "with several devices or ranks (default data; see above)", .choices = JOB_MODES},  \
+    {.name = "sync-check", .kind = OPT_LONG, .dest = &(j)->sync_check, .lo = 0, .hi = 0x1p40,   \
+     .metavar = "N", .help = "compare the replicas' weight hashes every N steps (default 100)"}, \
+    {.name = "monitor", .kind = OPT_STRING, .dest = &(j)->monitor, .metavar = "[ADDR:]PORT",    \
+     .help = "rank 0 serves the live monitor page and API (docs/monitor.md)"},                  \
+    {.name = "on-alert", .kind = OPT_STRING, .dest = &(j)->on_alert, .metavar = "CMD",          \
+     .help = "with --monitor: run CMD (sh -c) with each new alert as JSON on stdin"},           \
+    {.name = "alert-grow", .kind = OPT_INT, .dest = &(j)->alerts.grow, .lo = 1, .hi = 1e6,      \
+     .metavar = "N", .help = "alert when the loss grows for N reports of a phase (default 5)"}, \
+    {.name = "alert-slow", .kind = OPT_DOUBLE, .dest = &(j)->alerts.slow_pct, .lo = 1,          \
+     .hi = 99, .metavar = "PCT",                                                                \
+     .help = "alert for a rank PCT % below the median images/s (default 25)"},                  \
+    {.name = "alert-stall", .kind = OPT_DOUBLE, .dest = &(j)->alerts.stall_s, .lo = 1,          \
+     .hi = 1e7, .metavar = "SEC", .help = "alert after SEC s without a record (default 300)"},  \
+    {.name = "world", .kind = OPT_INT, .dest = &(j)->net.world_size, .lo = 1,                   \
+     .hi = DIST_MAX_WORLD, .metavar = "N", .help = "ranks of the distributed job"},             \
+    {.name = "rank", .kind = OPT_INT, .dest = &(j)->net.rank, .lo = 0, .hi = DIST_MAX_WORLD,    \
+     .metavar = "R", .help = "this process's rank"},                                            \
+    {.name = "master", .kind = OPT_STRING, .dest = &(j)->net.master, .metavar = "HOST[:PORT]",  \
+     .help = "the rendezvous (rank 0's address)"},                                              \
+    {.name = "iface", .kind = OPT_STRING, .dest = &(j)->net.iface, .metavar = "NAME",           \
+     .help = "network interface of the ring"},                                                  \
+    {.name = "ring-addr", .kind = OPT_STRING, .dest = &(j)->net.ring_addr, .metavar = "A",      \
+     .help = "IPv4 address of this rank's ring listener"},                                      \
+    {.name = "job", .kind = OPT_STRING, .dest = &(j)->net.job_id, .metavar = "ID",              \
+     .help = "job id"},                                                                          \
+    {.name = "secret-file", .kind = OPT_STRING, .dest = &(j)->net.secret_file,                 \
+     .metavar = "PATH", .help = "the job's shared secret"},                                     \
+    {.name = "rdzv-bind-all", .kind = OPT_FLAG, .dest = &(j)->bind_all,                         \
+     .help = "rank 0 listens for the rendezvous on every address"},                             \
+    {.name = "timeout", .kind = OPT_DOUBLE, .dest = &(j)->net.timeout_s, .lo = 0, .hi = 86400,  \
+     .metavar = "S", .help = "network deadline in seconds, in (0, 86400] (default 60)",         \
+     .seen = &(j)->timeout_given}
+
+/** The data-parallel mode of --mode. */
+dp_mode job_mode(const job_opts *j);
+
+/** After parsing: check the options and make the job's configuration (the environment's,
+ *  then the flags'). 0 after printing "CMD: ..." (exit status 2), else 1. */
+int job_config(const char *cmd, job_opts *j, dist_config *cfg);
+
+/** Print a ring event (dist_config's event callback). */
+void job_print_event(void *ctx, const char *line);
+
+/** Open the devices of --devices ("all" or a comma-separated list of specs), else the one of
+ *  --device, into @p devs (JOB_MAX_DEVICES). How many were opened (0 after an error,
+ *  printed). */
+int job_open_devices(const char *cmd, const job_opts *j, mcl_dev **devs);
+
+/** Join the job's ring (@p cfg of several ranks) into *ring; false after printing the error
+ *  naming @p rank and @p host. */
+bool job_join(const char *cmd, const dist_config *cfg, int rank, const char *host,
+              ring_comm **ring);
+
+/** Rank 0 with --monitor: serve the live page of run folder @p dir into *out (left NULL
+ *  without --monitor); false after printing the error. */
+bool job_monitor_start(const char *cmd, const job_opts *j, const char *dir, mon_server **out);
+
+/** Read the run's last records and stop the monitor (NULL allowed). */
+void job_monitor_stop(mon_server *m);
+
+/** Where a job's records go (docs/monitor.md): rank 0's metrics.jsonl; its monitor. */
+typedef struct job_log {
+    const char *cmd;   /* "manta train": the prefix of messages */
+    FILE *metrics;     /* rank 0's metrics.jsonl (NULL: none yet, or another rank) */
+    int rank;          /* this rank */
+    const char *host;  /* this host */
+    mon_server *monitor; /* NULL: none */
+} job_log;
+
+/** One line into metrics.jsonl (a JSON object, no newline), flushed; nothing without one. */
+void job_record(const job_log *l, const char *line);
+
+/** Print "CMD: MSG" on stderr and add the error record for it after @p step steps (-1:
+ *  unknown); the record's rank is the one the message names other than this one (a peer
+ *  that failed), else this rank. */
+void job_fail(const job_log *l, long step, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/** What the job record says of a run. */
+typedef struct job_header {
+    const char *task, *space, *schedule, *data;
+    const ofa_schedule *sched;
+    long start;        /* the first step of this invocation */
+    int batch, world_size, replicas;
+    mcl_dev *const *devs;
+    int n_dev;
+    dp_mode mode;
+} job_header;
+
+/** The job record (the first of an invocation). */
+void job_record_job(const job_log *l, const job_header *h);
+/** The record of a checkpoint @p name written after @p step steps. */
+void job_record_checkpoint(const job_log *l, const char *name, long step);
+/** The record of the end of training after @p step steps and @p seconds. */
+void job_record_done(const job_log *l, long step, double seconds);
+
+#endif
