@@ -1,5 +1,7 @@
 #include "train/dp.h"
 
+#include "core/clock.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <sodium.h>
@@ -10,6 +12,9 @@
 
 /** Most devices one process drives. */
 #define DP_MAX_DEV 64
+
+/** Figures a rank adds to a step's last allreduce (dp_rank_figures, in its order). */
+#define DP_FIGS 5
 
 typedef struct dp_sync_ctx {
     struct dp_trainer *p;
@@ -51,7 +56,14 @@ struct dp_trainer {
     long result_m;
     /* gradients */
     float *hg[DP_MAX_DEV]; /* (n_params) each device's gradients; hg[0] is gsum when D == 1 */
-    float *gsum;           /* (n_params + 4) summed gradients, then loss, kd, correct, predictions */
+    float *gsum;           /* (n_params + tail) summed gradients, then the 4 sums of the
+                            * replicas' figures, then DP_FIGS per rank (dp_rank_figures) */
+    size_t tail;           /* 4 + N * DP_FIGS */
+    /* timing of the steps (dp_rank_figures) */
+    double t_compute[DP_MAX_DEV]; /* this step: each replica's compute and gradient read */
+    double data_wait;             /* this step: dp_set_data_wait() */
+    double last_allreduce, last_step; /* the step before */
+    dp_rank_figures *figs;        /* (N) every rank's figures of the last step */
     dp_sync_ctx ctx[DP_MAX_DEV];
     /* gradient buckets: nb contiguous ranges of the decayed gradients [0, n_decay), in the
      * order they are allreduced (from the classifier's end down to the stem); then one
@@ -261,6 +273,37 @@ static manta_status grad_ready(void *vctx, size_t from)
     return MANTA_OK;
 }
 
+/* This rank's figures of the step (dp_rank_figures' order) into @p v. */
+static void put_figures(const dp_trainer *p, float *v)
+{
+    double compute = 0;
+    for (int d = 0; d < p->D; d++)
+        compute = p->t_compute[d] > compute ? p->t_compute[d] : compute;
+    v[0] = (float)compute;
+    v[1] = (float)p->data_wait;
+    v[2] = (float)p->last_allreduce;
+    v[3] = (float)p->last_step;
+    v[4] = (float)((p->n_params + p->tail) * sizeof(float));
+}
+
+/* Every rank's figures from @p v (N x DP_FIGS) into p->figs. */
+static void get_figures(dp_trainer *p, const float *v)
+{
+    for (int r = 0; r < p->N; r++) {
+        const float *f = v + (size_t)r * DP_FIGS;
+        p->figs[r] = (dp_rank_figures){f[0], f[1], f[2], f[3], f[4]};
+    }
+}
+
+void dp_set_data_wait(dp_trainer *p, double seconds) { p->data_wait = seconds; }
+
+int dp_rank_figures_get(const dp_trainer *p, dp_rank_figures *out, int cap)
+{
+    for (int r = 0; r < p->N && r < cap; r++)
+        out[r] = p->figs[r];
+    return p->N;
+}
+
 /* Replica @p i's part of a step: compute its shard, sum the gradients, apply. */
 static void run_replica(dp_trainer *p, int i)
 {
@@ -275,6 +318,7 @@ static void run_replica(dp_trainer *p, int i)
     const int hooked = p->overlap && p->N > 1 && ops->set_grad_ready;
     const size_t rest = hooked ? p->n_decay : 0;
     p->b_ready[i] = 0;
+    const double t0 = manta_now();
     if (hooked)
         ops->set_grad_ready(t, grad_ready, &p->ctx[i]);
     manta_status st = ops->compute(t, step, p->batch, first, p->res + (size_t)i * ops->result_size,
@@ -283,6 +327,7 @@ static void run_replica(dp_trainer *p, int i)
         ops->set_grad_ready(t, NULL, NULL);
     if (st == MANTA_OK)
         st = mcl_read(p->dev[i], mview_at(sl.grads, rest), p->hg[i] + rest, p->n_params - rest);
+    p->t_compute[i] = manta_now() - t0;
     if (st != MANTA_OK) {
         fail(p, st, "rank %d: step %ld: device %d (%s): %s", p->rank, step + 1, i,
              mcl_info(p->dev[i])->name, mcl_err(p->dev[i])->msg);
@@ -299,10 +344,12 @@ static void run_replica(dp_trainer *p, int i)
         return;
     if (i == 0) {
         float *tail = p->gsum + p->n_params;
-        memset(tail, 0, 4 * sizeof *tail);
+        memset(tail, 0, p->tail * sizeof *tail);
         for (int d = 0; d < p->D; d++)
             for (int k = 0; k < 4; k++)
                 tail[k] += p->sums[d][k];
+        put_figures(p, tail + 4 + (size_t)p->rank * DP_FIGS);
+        const double ta = manta_now();
         if (p->N > 1) {
             /* the same allreduces in the same order with or without overlap: the buckets
              * from the classifier down to the stem, then batch norm, biases and the tail */
@@ -312,13 +359,15 @@ static void run_replica(dp_trainer *p, int i)
             manta_err re;
             manta_err_clear(&re);
             if (st == MANTA_OK) {
-                st = ring_allreduce(p->ring, p->gsum + p->n_decay, p->n_params - p->n_decay + 4,
-                                    RING_SUM, &re);
+                st = ring_allreduce(p->ring, p->gsum + p->n_decay,
+                                    p->n_params - p->n_decay + p->tail, RING_SUM, &re);
                 if (st != MANTA_OK)
                     fail(p, st, "rank %d: step %ld: gradient allreduce: %s", p->rank, step + 1, re.msg);
             }
             (void)wait_buckets(p);
         }
+        p->last_allreduce = manta_now() - ta;
+        get_figures(p, tail + 4);
     }
     if (barrier(p) != MANTA_OK)
         return;
@@ -372,6 +421,7 @@ void dp_destroy(dp_trainer *p)
             free(p->hg[i]);
     }
     free(p->res);
+    free(p->figs);
     free(p->gsum);
     free(p->b_lo);
     free(p->b_hi);
@@ -494,6 +544,7 @@ manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *
     p->mode = mode;
     p->ring = ring;
     p->ops = ops;
+    p->tail = 4 + (size_t)p->N * DP_FIGS;
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free(p);
         return manta_err_set(err, MANTA_ERR_INTERNAL, "data parallel: cannot create a mutex");
@@ -539,9 +590,10 @@ manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *
     }
     if (st == MANTA_OK) {
         p->w2 = 2 * (size_t)ops->bn_max_channels(p->tr[0]);
-        int ok = (p->res = calloc((size_t)p->D, ops->result_size)) != NULL;
+        int ok = (p->res = calloc((size_t)p->D, ops->result_size)) != NULL &&
+                 (p->figs = calloc((size_t)p->N, sizeof *p->figs)) != NULL;
         if (ok && p->R > 1) {
-            ok = (p->gsum = malloc((p->n_params + 4) * sizeof(float))) != NULL;
+            ok = (p->gsum = malloc((p->n_params + p->tail) * sizeof(float))) != NULL;
             for (int i = 0; i < p->D && ok; i++)
                 ok = (p->hg[i] = p->D == 1 ? p->gsum : malloc(p->n_params * sizeof(float))) != NULL;
             ok = ok && (p->slots = malloc((size_t)p->D * p->w2 * sizeof(float))) != NULL;
@@ -570,10 +622,16 @@ manta_status dp_run(dp_trainer *p, long step, const void *batch, void *res, mant
 {
     if (p->failed)
         return failure(p, err);
+    const double t0 = manta_now();
     if (p->R == 1) { /* the single-device path: nothing to synchronise */
         manta_status st = p->ops->step(p->tr[0], step, batch, res ? res : p->res);
         if (st != MANTA_OK)
             manta_err_set(err, st, "%s", mcl_err(p->dev[0])->msg);
+        p->t_compute[0] = manta_now() - t0;
+        float v[DP_FIGS];
+        put_figures(p, v);
+        get_figures(p, v);
+        p->last_step = p->t_compute[0];
         return st;
     }
     pthread_mutex_lock(&p->mu);
@@ -593,6 +651,7 @@ manta_status dp_run(dp_trainer *p, long step, const void *batch, void *res, mant
         (void)wait_buckets(p);
     if (p->failed)
         return failure(p, err);
+    p->last_step = manta_now() - t0;
     if (res) {
         memcpy(res, p->res, p->ops->result_size);
         p->ops->merge(res, p->gsum + p->n_params, p->R);

@@ -169,6 +169,25 @@ mcl_dev *dp_device(dp_trainer *p, int i);
 manta_status dp_step(dp_trainer *p, long step, const float *images, const float *labels,
                      ofa_step_result *out, manta_err *err);
 
+/** What a rank reports of its steps (dp_rank_figures_get()); times in seconds. The figures
+ *  travel with a step's last allreduce, so those of "the step before" lag one step. */
+typedef struct dp_rank_figures {
+    double compute_s;       /**< the last step: computing the rank's shards until their
+                             *   gradients were on the host (its slowest device) */
+    double data_wait_s;     /**< the last step: what the rank gave to dp_set_data_wait() */
+    double allreduce_s;     /**< the step before: waiting for the gradient allreduces after
+                             *   the compute (0 with one rank) */
+    double step_s;          /**< the step before: the whole dp_run() */
+    double allreduce_bytes; /**< bytes one step allreduces over the ranks */
+} dp_rank_figures;
+
+/** The seconds this rank waited for the data of the next dp_run() (0 by default). */
+void dp_set_data_wait(dp_trainer *p, double seconds);
+
+/** Every rank's figures of the last dp_run() into @p out (rank order, at most @p cap).
+ *  @return the number of ranks. */
+int dp_rank_figures_get(const dp_trainer *p, dp_rank_figures *out, int cap);
+
 /**
  * Replica consistency check: hash (BLAKE2b-256) every local replica's parameters and
  * momentum (and, in DP_DATA mode, batch-norm statistics), compare the devices with each

@@ -5,7 +5,8 @@
 #    rounding after 5 steps (into the distilling kernel phase);
 #  - subnet mode with 2 ranks x 2 devices runs the whole smoke schedule (every rank
 #    evaluates at the phase ends, rank 0 writes checkpoints), the replica checks pass, and
-#    its metrics.jsonl starts with the job record (task, replicas, mode);
+#    its metrics.jsonl starts with the job record (task, replicas, mode), its step records
+#    and event file carry both ranks' figures;
 #  - a batch that does not split over the replicas is one clear error.
 set -eu
 M="${BUILD:-build}/bin/manta"
@@ -43,6 +44,11 @@ grep -q 'data parallel: 2 rank(s) x 2 device(s), subnet mode, 1 pairs per device
 head -n 1 "$dir/sub/metrics.jsonl" | grep -q '"event":"job".*"task":"stereo".*"replicas":4,"mode":"subnet"' ||
     { head -n 1 "$dir/sub/metrics.jsonl"; fail "subnet: no job record"; }
 grep -q '"event":"done"' "$dir/sub/metrics.jsonl" || fail "subnet: no done record"
+# every rank's figures in the step records and in the TensorBoard event file
+grep '"event":"step"' "$dir/sub/metrics.jsonl" | tail -n 1 |
+    grep -q '"ranks":\[{"rank":0,"device":"[^"]*","host":"[^"]*","images_per_s":[0-9.]*,"compute_s":[0-9.]*,.*{"rank":1,"device":null,"host":null,"images_per_s":[0-9.]*[1-9]' ||
+    { grep '"event":"step"' "$dir/sub/metrics.jsonl" | tail -n 1; fail "subnet: no figures of both ranks"; }
+grep -q 'rank1/allreduce_wait_s' "$dir"/sub/events.out.tfevents.* || fail "subnet: no per-rank scalars"
 [ -s "$dir/sub/phase-6-expand-2.ckpt" ] || fail "subnet: no last checkpoint"
 "$M" eval --ckpt "$dir/sub/latest.ckpt" --pairs 4 --recal-pairs 4 | grep -q '^all  EPE' ||
     fail "subnet: eval of its checkpoint"

@@ -230,3 +230,74 @@ void job_record_done(const job_log *l, long step, double seconds)
              manta_wall_time(), step, seconds);
     job_record(l, ln);
 }
+
+/* Samples per second of a rank: its samples over the step before's time (the last step's
+ * compute and data wait before the first has one). */
+static double rank_rate(const dp_rank_figures *f, int samples_per_rank)
+{
+    double step = f->step_s > 0 ? f->step_s : f->compute_s + f->data_wait_s;
+    return step > 0 ? samples_per_rank / step : 0.0;
+}
+
+size_t job_rank_scalars(const dp_trainer *dp, int samples_per_rank, char (*tags)[JOB_TAG_BYTES],
+                        manta_tfscalar *v, size_t cap)
+{
+    dp_rank_figures f[DIST_MAX_WORLD];
+    int n = dp_rank_figures_get(dp, f, DIST_MAX_WORLD);
+    size_t k = 0;
+    for (int r = 0; r < n && r < DIST_MAX_WORLD && k + JOB_RANK_SCALARS <= cap; r++) {
+        const char *name[JOB_RANK_SCALARS] = {"images_per_s", "compute_s", "data_wait_s",
+                                              "allreduce_wait_s"};
+        const double val[JOB_RANK_SCALARS] = {rank_rate(&f[r], samples_per_rank), f[r].compute_s,
+                                              f[r].data_wait_s, f[r].allreduce_s};
+        for (int j = 0; j < JOB_RANK_SCALARS; j++, k++) {
+            snprintf(tags[k], JOB_TAG_BYTES, "rank%d/%s", r, name[j]);
+            v[k] = (manta_tfscalar){tags[k], (float)val[j]};
+        }
+    }
+    return k;
+}
+
+void job_events(manta_tfevents **ev, const char *cmd, long step, const manta_tfscalar *v, size_t n)
+{
+    if (!*ev)
+        return;
+    manta_err err;
+    if (manta_tfevents_append(*ev, step, manta_wall_time(), v, n, &err) == MANTA_OK)
+        return;
+    fprintf(stderr, "%s: warning: TensorBoard events: %s; no more events\n", cmd, err.msg);
+    manta_tfevents_close(*ev, NULL);
+    *ev = NULL;
+}
+
+void job_ranks_json(manta_strbuf *b, const dp_trainer *dp, const job_log *l, mcl_dev *dev,
+                    int samples_per_rank, double now)
+{
+    dp_rank_figures f[DIST_MAX_WORLD];
+    int n = dp_rank_figures_get(dp, f, DIST_MAX_WORLD);
+    n = n < DIST_MAX_WORLD ? n : DIST_MAX_WORLD;
+    manta_strbuf_printf(b, ",\"ranks\":[");
+    for (int r = 0; r < n; r++) {
+        manta_strbuf_printf(b, "%s{\"rank\":%d,\"device\":", r ? "," : "", r);
+        if (r == l->rank)
+            mon_json_str(b, mcl_info(dev)->name);
+        else
+            manta_strbuf_printf(b, "null");
+        manta_strbuf_printf(b, ",\"host\":");
+        if (r == l->rank)
+            mon_json_str(b, l->host);
+        else
+            manta_strbuf_printf(b, "null");
+        manta_strbuf_printf(b,
+                            ",\"images_per_s\":%.2f,\"compute_s\":%.6f,\"data_wait_s\":%.6f,"
+                            "\"allreduce_wait_s\":%.6f,\"ring_bytes_per_s\":",
+                            rank_rate(&f[r], samples_per_rank), f[r].compute_s,
+                            f[r].data_wait_s, f[r].allreduce_s);
+        if (n > 1 && f[r].allreduce_s > 0)
+            manta_strbuf_printf(b, "%.0f", f[r].allreduce_bytes / f[r].allreduce_s);
+        else
+            manta_strbuf_printf(b, "null");
+        manta_strbuf_printf(b, ",\"heartbeat\":%.3f}", now);
+    }
+    manta_strbuf_printf(b, "]");
+}

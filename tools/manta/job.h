@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "cl/cl.h"
+#include "core/strbuf.h"
+#include "core/tfevents.h"
 #include "dist/override.h"
 #include "dist/ring.h"
 #include "monitor/server.h"
@@ -128,6 +130,35 @@ typedef struct job_header {
     int n_dev;
     dp_mode mode;
 } job_header;
+
+/**
+ * The `"ranks":[...]` member of a progress record (docs/monitor.md): every rank's figures of
+ * the last step of @p dp (dp_rank_figures_get()), its samples per second from
+ * @p samples_per_rank and the step before's time, the device of this rank's first replica
+ * @p dev (the others' are not known here: null), heartbeat @p now (Unix time: the ranks all
+ * took part in the step just finished). Appended to @p b with a leading comma.
+ */
+void job_ranks_json(manta_strbuf *b, const dp_trainer *dp, const job_log *l, mcl_dev *dev,
+                    int samples_per_rank, double now);
+
+/** Scalars job_rank_scalars() writes per rank. */
+#define JOB_RANK_SCALARS 4
+/** Bytes of one of its tags. */
+#define JOB_TAG_BYTES 48
+
+/**
+ * TensorBoard scalars of every rank's last step (dp_rank_figures_get()):
+ * `rank<R>/images_per_s`, `rank<R>/compute_s`, `rank<R>/data_wait_s`, `rank<R>/allreduce_wait_s`
+ * into @p v, their tags kept in @p tags (cap entries each). @return how many were written.
+ */
+size_t job_rank_scalars(const dp_trainer *dp, int samples_per_rank, char (*tags)[JOB_TAG_BYTES],
+                        manta_tfscalar *v, size_t cap);
+
+/** Append @p n scalars of step @p step to the event file *ev (NULL: nothing); after a failed
+ *  write, one warning ("CMD: warning: ...") and *ev is closed and set to NULL: training goes
+ *  on without events. */
+void job_events(manta_tfevents **ev, const char *cmd, long step, const manta_tfscalar *v,
+                size_t n);
 
 /** The job record (the first of an invocation). */
 void job_record_job(const job_log *l, const job_header *h);

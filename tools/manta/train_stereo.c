@@ -15,12 +15,14 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "core/clock.h"
 #include "core/fileio.h"
+#include "core/strbuf.h"
 #include "job.h"
 #include "stereo/state.h"
 
 typedef struct st_opts {
-    const char *space, *schedule, *out, *data;
+    const char *space, *schedule, *out, *data, *tensorboard;
     int batch, log_every;
     long train_pairs, eval_pairs, recal_pairs, stop_after, seed;
     bool resume, json;
@@ -47,6 +49,7 @@ typedef struct st_run {
     stereo_source train_src, eval_src;
     stereo_batch b;
     FILE *metrics;
+    manta_tfevents *events; /* rank 0; NULL after a failed write (warned once) */
     char dir[1024];
 } st_run;
 
@@ -122,6 +125,13 @@ static manta_status phase_end(st_run *r, int ph, long step, manta_err *err)
             ph + 1, r->sched.phase[ph].name, step + 1, ab.epe, ab.bad3, ab.d1, nb.epe, as.epe,
             as.bad3, as.d1, ns.epe);
     fflush(r->metrics);
+    const manta_tfscalar ev[] = {{"val/epe_largest", (float)ab.epe},
+                                 {"val/epe_smallest", (float)as.epe},
+                                 {"val/bad3_largest", (float)ab.bad3},
+                                 {"val/bad3_smallest", (float)as.bad3},
+                                 {"val/d1_largest", (float)ab.d1},
+                                 {"val/d1_smallest", (float)as.d1}};
+    job_events(&r->events, "manta train", step + 1, ev, sizeof ev / sizeof ev[0]);
     return MANTA_OK;
 }
 
@@ -148,7 +158,9 @@ static int train_loop(st_run *r)
     long since = 0;
     for (long step = start; step < total; step++) {
         stereo_step_result res;
+        double tw = cmd_now();
         manta_status st = step_batch(r, step, &err);
+        dp_set_data_wait(r->dp, cmd_now() - tw);
         if (st == MANTA_OK)
             st = stereo_dp_step(r->dp, step, &r->b, &res, &err);
         if (st != MANTA_OK) {
@@ -173,10 +185,27 @@ static int train_loop(st_run *r)
                    ph + 1, r->sched.n_phases, r->sched.phase[ph].name, step + 1, total, res.loss,
                    res.epe, res.round + 1, res.lr, rate,
                    (double)(total - step - 1) * r->o.batch / (rate + 1e-9));
-            fprintf(r->metrics,
-                    "{\"event\":\"step\",\"step\":%ld,\"phase\":%d,\"loss\":%.6f,\"kd_loss\":%.6f,"
-                    "\"epe\":%.5f,\"round\":%d,\"lr\":%.6f,\"pairs_per_s\":%.3f}\n",
-                    step + 1, ph + 1, res.loss, res.kd_loss, res.epe, res.round + 1, res.lr, rate);
+            manta_strbuf b = {0};
+            double t = manta_wall_time();
+            manta_strbuf_printf(&b,
+                                "{\"event\":\"step\",\"step\":%ld,\"phase\":%d,\"loss\":%.6f,"
+                                "\"kd_loss\":%.6f,\"epe\":%.5f,\"round\":%d,\"lr\":%.6f,"
+                                "\"pairs_per_s\":%.3f,\"time\":%.3f",
+                                step + 1, ph + 1, res.loss, res.kd_loss, res.epe, res.round + 1,
+                                res.lr, rate, t);
+            const int per_rank = r->o.batch / (r->replicas / r->n_dev);
+            job_ranks_json(&b, r->dp, &l, r->d, per_rank, t);
+            manta_strbuf_printf(&b, "}");
+            if (!b.oom)
+                job_record(&l, b.p);
+            manta_strbuf_free(&b);
+            char tags[64 * JOB_RANK_SCALARS][JOB_TAG_BYTES];
+            manta_tfscalar ev[7 + 64 * JOB_RANK_SCALARS] = {
+                {"train/loss", res.loss}, {"train/kd_loss", res.kd_loss}, {"train/epe", res.epe},
+                {"train/lr", res.lr}, {"train/pairs_per_s", (float)rate},
+                {"train/phase", (float)(ph + 1)}, {"train/round", (float)(res.round + 1)}};
+            size_t n = 7 + job_rank_scalars(r->dp, per_rank, tags, ev + 7, 64 * JOB_RANK_SCALARS);
+            job_events(&r->events, "manta train", step + 1, ev, n);
             fflush(stdout);
             last = now, since = 0;
         }
@@ -274,6 +303,11 @@ static bool setup(st_run *r)
         perror(mpath);
         return false;
     }
+    const char *tb = r->o.tensorboard ? r->o.tensorboard : r->dir;
+    if (manta_tfevents_open(tb, r->host, manta_wall_time(), &r->events, &err) != MANTA_OK) {
+        fprintf(stderr, "manta train: TensorBoard events: %s\n", err.msg);
+        return false;
+    }
     const job_header h = {"stereo", r->sp.name, r->meta.preset, r->meta.data, &r->sched,
                           r->meta.step, r->meta.batch,
                           r->cfg.world_size > 1 ? r->cfg.world_size : 1, r->replicas, r->devs,
@@ -313,6 +347,8 @@ int cmd_train_stereo(int argc, char **argv)
          .metavar = "N", .help = "pairs per step (default 8)"},
         {.name = "out", .kind = OPT_STRING, .dest = &r->o.out, .metavar = "DIR",
          .help = "checkpoints and metrics.jsonl (default runs/stereo)"},
+        {.name = "tensorboard", .kind = OPT_STRING, .dest = &r->o.tensorboard, .metavar = "DIR",
+         .help = "folder of the TensorBoard event file (default: the --out folder)"},
         {.name = "seed", .kind = OPT_LONG, .dest = &r->o.seed, .lo = 0, .hi = 1e15,
          .metavar = "S", .help = "seed of weights, data and sampling (default 1)"},
         {.name = "log-every", .kind = OPT_INT, .dest = &r->o.log_every, .lo = 1, .hi = 1 << 30,
@@ -335,7 +371,8 @@ int cmd_train_stereo(int argc, char **argv)
         "sub-pixel disparity, occlusions; manta stereo-data writes the same ones) or a KITTI /\n"
         "Middlebury folder (random crops, colour jitter per view). Every phase's end\n"
         "evaluates the largest and the smallest sub-network on held-out pairs (EPE, bad-3,\n"
-        "D1) and writes a checkpoint; metrics.jsonl has every figure.\n\n"
+        "D1) and writes a checkpoint; metrics.jsonl has every figure, and a new TensorBoard\n"
+        "event file in DIR (or --tensorboard) the scalars (train/*, val/*, rank<R>/*).\n\n"
         "--devices and ranks ('manta launch -n N -- manta train --space stereo-cpu ...') as\n"
         "for classification: --batch is the global batch, a multiple of ranks x devices;\n"
         "--mode data (every replica the same sub-networks, batch norm synchronised) or\n"
@@ -358,6 +395,9 @@ int cmd_train_stereo(int argc, char **argv)
     job_monitor_stop(r->monitor);
     if (r->metrics)
         fclose(r->metrics);
+    manta_err err;
+    if (manta_tfevents_close(r->events, &err) != MANTA_OK)
+        fprintf(stderr, "manta train: warning: TensorBoard events: %s\n", err.msg);
     dp_destroy(r->dp);
     ring_destroy(r->ring);
     stereo_batch_free(&r->b);
