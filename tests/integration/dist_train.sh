@@ -26,14 +26,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # amplifies from step to step (a 1e-6 change of one update grows to percent after 5 steps),
 # which would hide what this test checks.
 run() { "$M" train --schedule smoke --batch 16 --lr-scale 0.01 --eval-images 0 --json "$@"; }
-# relative L2 difference of section $3 between checkpoints $1 and $2 below $4
-close() {
-    "$M" ckpt-diff "$1" "$2" --json >"$dir/diff.json"
-    rel=$(sed -n "s/.*\"name\":\"$3\",[^}]*\"l2_rel\":\([0-9.e+-]*\).*/\1/p" "$dir/diff.json")
-    [ -n "$rel" ] || { cat "$dir/diff.json"; fail "no section $3"; }
-    echo "$3: |a-b|/|a| = $rel (limit $4)"
-    awk -v r="$rel" -v t="$4" 'BEGIN { exit !(r <= t) }'
-}
+. tests/common/ckpt_close.sh
 
 # 1 device x 16 images, 3 steps (the first phase, whole network) then 5 (into the
 # elastic-kernel phase with distillation from the teacher)

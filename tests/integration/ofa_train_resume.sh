@@ -14,7 +14,12 @@ for p in 1-full 2-kernel 3-depth-1 4-depth-2 5-expand-1 6-expand-2; do
     [ -s "$dir/a/phase-$p.ckpt" ] || fail "no checkpoint for phase $p"
 done
 [ "$(grep -c '"step":' "$dir/a/metrics.jsonl")" -ge 6 ] || fail "metrics.jsonl"
-[ "$(cat "$dir/a"/events.out.tfevents.* | wc -c)" -gt 1000 ] || fail "TensorBoard event file"
+"$M" events "$dir/a"/events.out.tfevents.* >"$dir/ev.txt" || fail "TensorBoard event file"
+grep -q '^train/loss  *step  *[0-9]' "$dir/ev.txt" || { cat "$dir/ev.txt"; fail "no train/loss scalars"; }
+cp "$dir/a"/events.out.tfevents.* "$dir/damaged.ev"
+printf 'X' | dd of="$dir/damaged.ev" bs=1 seek=60 conv=notrunc 2>/dev/null
+if "$M" events "$dir/damaged.ev" >/dev/null 2>"$dir/ev.err"; then fail "a damaged event file was read"; fi
+grep -q 'damaged.ev: record [0-9]* (byte [0-9]*): .*CRC mismatch' "$dir/ev.err" || { cat "$dir/ev.err"; fail "damaged event file: message"; }
 
 run --out "$dir/b" --stop-after 7 >"$dir/b.log" 2>&1
 grep -q '"step":7,' "$dir/b/metrics.jsonl" || grep -q '"step":6,' "$dir/b/metrics.jsonl" || fail "first part"

@@ -15,14 +15,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 ARGS="--space tests/data/stereo_tiny.json --schedule smoke --batch 4 --train-pairs 64 --eval-pairs 8 --recal-pairs 8 --log-every 1"
-# relative L2 difference of section $3 between checkpoints $1 and $2 below $4
-close() {
-    "$M" ckpt-diff "$1" "$2" --json >"$dir/diff.json"
-    rel=$(sed -n "s/.*\"name\":\"$3\",[^}]*\"l2_rel\":\([0-9.e+-]*\).*/\1/p" "$dir/diff.json")
-    [ -n "$rel" ] || { cat "$dir/diff.json"; fail "no section $3"; }
-    echo "$3: |a-b|/|a| = $rel (limit $4)"
-    awk -v r="$rel" -v t="$4" 'BEGIN { exit !(r <= t) }'
-}
+. tests/common/ckpt_close.sh
 
 "$M" train $ARGS --stop-after 5 --out "$dir/one" >"$dir/one.log" 2>&1 || { cat "$dir/one.log"; fail "1 device"; }
 "$M" train $ARGS --stop-after 5 --devices all --out "$dir/dev2" >"$dir/dev2.log" 2>&1 ||
@@ -48,7 +41,11 @@ grep -q '"event":"done"' "$dir/sub/metrics.jsonl" || fail "subnet: no done recor
 grep '"event":"step"' "$dir/sub/metrics.jsonl" | tail -n 1 |
     grep -q '"ranks":\[{"rank":0,"device":"[^"]*","host":"[^"]*","images_per_s":[0-9.]*,"compute_s":[0-9.]*,.*{"rank":1,"device":null,"host":null,"images_per_s":[0-9.]*[1-9]' ||
     { grep '"event":"step"' "$dir/sub/metrics.jsonl" | tail -n 1; fail "subnet: no figures of both ranks"; }
-grep -q 'rank1/allreduce_wait_s' "$dir"/sub/events.out.tfevents.* || fail "subnet: no per-rank scalars"
+"$M" events "$dir"/sub/events.out.tfevents.* --tag rank >"$dir/ev.txt" || fail "subnet: event file"
+for r in 0 1; do
+    grep -q "^rank$r/allreduce_wait_s  *step  *18 .*(18 points)" "$dir/ev.txt" ||
+        { cat "$dir/ev.txt"; fail "subnet: no scalars of rank $r"; }
+done
 [ -s "$dir/sub/phase-6-expand-2.ckpt" ] || fail "subnet: no last checkpoint"
 "$M" eval --ckpt "$dir/sub/latest.ckpt" --pairs 4 --recal-pairs 4 | grep -q '^all  EPE' ||
     fail "subnet: eval of its checkpoint"

@@ -32,6 +32,9 @@ int cmd_tune(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 /** `manta ckpt-diff` (tools/manta/ckptdiff.c): float32 sections of two checkpoints compared. */
 int cmd_ckpt_diff(int argc, char **argv);
+/** `manta events` (tools/manta/events.c): scalars of TensorBoard event files, read back with
+ *  every record's CRC checked. */
+int cmd_events(int argc, char **argv);
 /** `manta launch` (tools/manta/launch.c): start N local ranks of a distributed command. */
 int cmd_launch(int argc, char **argv);
 /** `manta report` (tools/manta/report.c): a run's plots as PNG and SVG (cairo) and an HTML

@@ -28,6 +28,7 @@ static const struct {
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
     {"launch", cmd_launch, "start N local ranks of a distributed command (like torchrun --standalone)"},
     {"ckpt-diff", cmd_ckpt_diff, "largest differences between the tensors of two checkpoints"},
+    {"events", cmd_events, "scalars of TensorBoard event files, every record's CRC checked"},
 #ifndef MANTA_NO_REPORT
     {"report", cmd_report, "plots of a run (PNG, SVG) and one HTML page: training, search, latency"},
 #endif
