@@ -32,7 +32,9 @@
  * ofa_net_create() does the last three for a network. Per sub-network:
  * ofa_mbconv_configure() (or ofa_mbconv_configure_arch()) each active slot. Per pass:
  * set ofa_net.fwd_params and .fwd_bn, ofa_mbconv_forward() slot after slot, then
- * ofa_mbconv_backward() in the reverse order. Nothing allocates after ofa_net_alloc().
+ * ofa_mbconv_backward() in the reverse order. Nothing allocates after ofa_net_alloc() (but
+ * ofa_net_reorder_width(), OFA's width re-organisation at the start of an expand phase,
+ * which works on host copies of the slabs).
  */
 #ifndef MANTA_OFA_MBCONV_H
 #define MANTA_OFA_MBCONV_H
@@ -355,5 +357,31 @@ manta_status ofa_mbconv_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbcon
  * kernel through the kernel matrices into the stored kernel and the matrices.
  */
 manta_status ofa_mbconv_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c);
+
+/* ---- elastic width: channel re-organisation ------------------------------------------------ */
+
+/**
+ * OFA's elastic-width re-organisation of the @p n_slots slots @p slots of the network
+ * hosting @p n (the implementation of ofa_supernet_reorder_width() and of the stereo
+ * network's): in every slot, the expanded channels are sorted by the L1 norm of the
+ * projection weights that read them (descending; ties keep the lower index first) and
+ * every tensor that depends on them is permuted alike: expand weights and batch norm,
+ * depthwise weights (the stored largest kernel) and batch norm, SE reduce inputs and SE
+ * expand outputs with their bias, projection inputs; the SE hidden units are then sorted
+ * likewise by the L1 norm of the SE expand weights that read them (reduce outputs and
+ * bias, expand inputs). The kernel matrices are shared by the channels and stay.
+ * @p e, @p n_e: the network's expand ratios, ascending (those ofa_mbconv_configure_arch()
+ * is given). With @p keep_groups > 0, channels are only sorted inside the groups delimited
+ * by make_divisible(in_c * e[n_e - 1 - g], 8) for g = keep_groups .. 1, so the nesting of
+ * an earlier width phase is kept (OFA's expand_ratio_stage). A sub-network that runs the
+ * slots at their full width (the largest network) computes the same function before and
+ * after, up to float rounding. The parameter and batch-norm state slabs change in place
+ * (read to the host, permuted, written back; blocking); gradients and momentum are not
+ * permuted: callers start a new phase with zero momentum.
+ * @return MANTA_ERR_INVALID_ARG when keep_groups is not in [0, n_e) (message in
+ *         mcl_err(n->d)); MANTA_ERR_NO_MEMORY; the device's error.
+ */
+manta_status ofa_net_reorder_width(ofa_net *n, const ofa_mbconv *slots, int n_slots,
+                                   const int *e, int n_e, int keep_groups);
 
 #endif

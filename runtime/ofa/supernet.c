@@ -24,7 +24,6 @@ void ofa_supernet_slabs(const ofa_supernet *n, ofa_slabs *o)
 static mview A(const ofa_supernet *n, size_t off) { return ofa_net_a(&n->net, off); }
 static mview G(const ofa_supernet *n, size_t off) { return ofa_net_ga(&n->net, off); }
 static mview DP(const ofa_supernet *n, size_t off) { return ofa_net_gp(&n->net, off); }
-static mview S(const ofa_supernet *n, size_t off) { return ofa_net_s(&n->net, off); }
 /* Parameters of the current forward (the own slab or a teacher copy). */
 static mview PW(const ofa_supernet *n, size_t off) { return ofa_net_p(&n->net, off); }
 /* The op scratch, shared by every layer (no op keeps data in it between calls). */
@@ -454,130 +453,8 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
 
 /* ---- elastic width: channel re-organisation ----------------------------------------- */
 
-typedef struct importance {
-    double value;
-    int index;
-} importance;
-
-static int by_importance(const void *a, const void *b)
-{
-    const importance *x = a, *y = b;
-    if (x->value != y->value)
-        return x->value < y->value ? 1 : -1; /* descending */
-    return x->index - y->index;              /* stable */
-}
-
-/* Sort imp[lo..hi) groups; perm[new] = old. */
-static void sort_groups(importance *imp, int n, const int *bounds, int n_bounds, int *perm)
-{
-    int lo = 0;
-    for (int g = 0; g <= n_bounds; g++) {
-        int hi = g < n_bounds ? bounds[g] : n;
-        if (hi > n)
-            hi = n;
-        if (hi > lo)
-            qsort(imp + lo, (size_t)(hi - lo), sizeof *imp, by_importance);
-        lo = hi > lo ? hi : lo;
-    }
-    for (int i = 0; i < n; i++)
-        perm[i] = imp[i].index;
-}
-
-/* Permute `count` rows of `row` floats starting at base: new row i = old row perm[i]. */
-static void permute_rows(float *base, int count, int row, const int *perm, float *tmp)
-{
-    memcpy(tmp, base, (size_t)count * row * sizeof *tmp);
-    for (int i = 0; i < count; i++)
-        memcpy(base + (size_t)i * row, tmp + (size_t)perm[i] * row, (size_t)row * sizeof *tmp);
-}
-
-/* Permute `count` columns of a (rows, ld) matrix: new column i = old column perm[i]. */
-static void permute_cols(float *base, int rows, int ld, int count, const int *perm, float *tmp)
-{
-    for (int r = 0; r < rows; r++) {
-        float *row = base + (size_t)r * ld;
-        memcpy(tmp, row, (size_t)count * sizeof *tmp);
-        for (int i = 0; i < count; i++)
-            row[i] = tmp[perm[i]];
-    }
-}
-
-static void permute_bn(float *p, float *st, const ofa_bn *b, const int *perm, int c, float *tmp)
-{
-    permute_rows(p + b->gamma, c, 1, perm, tmp);
-    permute_rows(p + b->beta, c, 1, perm, tmp);
-    permute_rows(st + b->rmean, c, 1, perm, tmp);
-    permute_rows(st + b->rvar, c, 1, perm, tmp);
-}
-
 manta_status ofa_supernet_reorder_width(ofa_supernet *n, int keep_groups)
 {
     const ofa_space *s = &n->s;
-    if (keep_groups < 0 || keep_groups >= s->n_e)
-        return manta_err_set(mcl_err(n->net.d), MANTA_ERR_INVALID_ARG,
-                             "width re-organisation: %d kept groups with %d expand ratios",
-                             keep_groups, s->n_e);
-    const int kmax = s->ks[s->n_ks - 1];
-    size_t need = 1, widest = 1; /* largest block moved at once; most channels */
-    for (int i = 0; i < ofa_slots(s); i++) {
-        const ofa_mbconv *q = &n->slot[i];
-        int cols = q->in_c > kmax * kmax ? q->in_c : kmax * kmax;
-        cols = cols > q->se_max ? cols : q->se_max;
-        need = need > (size_t)q->mid_max * cols ? need : (size_t)q->mid_max * cols;
-        widest = widest > (size_t)q->mid_max ? widest : (size_t)q->mid_max;
-    }
-    float *p = malloc(n->n_params * sizeof *p), *st = malloc(n->n_state * sizeof *st);
-    float *tmp = malloc(need * sizeof *tmp);
-    importance *imp = malloc(widest * sizeof *imp);
-    int *perm = malloc(widest * sizeof *perm);
-    manta_status rc = MANTA_OK;
-    if (!p || !st || !tmp || !imp || !perm) {
-        rc = manta_err_set(mcl_err(n->net.d), MANTA_ERR_NO_MEMORY,
-                           "width re-organisation: out of memory");
-        goto out;
-    }
-    if ((rc = mcl_read(n->net.d, mslab_view(&n->net.params, 0), p, n->n_params)) != MANTA_OK ||
-        (rc = mcl_read(n->net.d, S(n, 0), st, n->n_state)) != MANTA_OK)
-        goto out;
-    for (int i = 0; i < ofa_slots(s); i++) {
-        const ofa_mbconv *q = &n->slot[i];
-        const int M = q->mid_max;
-        /* group bounds: widths of the kept expand ratios below the largest, ascending */
-        int bounds[OFA_MAX_CHOICES], nb = 0;
-        for (int g = keep_groups; g >= 1; g--)
-            bounds[nb++] = ofa_make_divisible((double)q->in_c * s->e[s->n_e - 1 - g], 8);
-        for (int c = 0; c < M; c++) {
-            double l1 = 0;
-            for (int o = 0; o < q->width; o++)
-                l1 += fabsf(p[q->p_w + (size_t)o * M + c]);
-            imp[c] = (importance){l1, c};
-        }
-        sort_groups(imp, M, bounds, nb, perm);
-        permute_rows(p + q->e_w, M, q->in_c, perm, tmp);
-        permute_bn(p, st, &q->e_bn, perm, M, tmp);
-        permute_rows(p + q->dw_w, M, kmax * kmax, perm, tmp);
-        permute_bn(p, st, &q->d_bn, perm, M, tmp);
-        permute_cols(p + q->p_w, q->width, M, M, perm, tmp);
-        if (q->se) {
-            permute_cols(p + q->se_r_w, q->se_max, M, M, perm, tmp);
-            permute_rows(p + q->se_e_w, M, q->se_max, perm, tmp);
-            permute_rows(p + q->se_e_b, M, 1, perm, tmp);
-            /* SE hidden units by the L1 norm of the SE expand weights reading them */
-            for (int h = 0; h < q->se_max; h++) {
-                double l1 = 0;
-                for (int c = 0; c < M; c++)
-                    l1 += fabsf(p[q->se_e_w + (size_t)c * q->se_max + h]);
-                imp[h] = (importance){l1, h};
-            }
-            sort_groups(imp, q->se_max, NULL, 0, perm);
-            permute_rows(p + q->se_r_w, q->se_max, M, perm, tmp);
-            permute_rows(p + q->se_r_b, q->se_max, 1, perm, tmp);
-            permute_cols(p + q->se_e_w, M, q->se_max, q->se_max, perm, tmp);
-        }
-    }
-    if ((rc = mcl_write(n->net.d, mslab_view(&n->net.params, 0), p, n->n_params)) == MANTA_OK)
-        rc = mcl_write(n->net.d, S(n, 0), st, n->n_state);
-out:
-    free(p), free(st), free(tmp), free(imp), free(perm);
-    return rc;
+    return ofa_net_reorder_width(&n->net, n->slot, ofa_slots(s), s->e, s->n_e, keep_groups);
 }

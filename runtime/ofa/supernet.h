@@ -159,5 +159,7 @@ manta_status ofa_supernet_backward(ofa_supernet *n);
  * below the maximum, so the nesting of an earlier width phase is kept (OFA's
  * expand_ratio_stage). The full network computes the same function before and
  * after. Momentum is not permuted: a new phase starts with zero momentum.
+ * The stereo network re-organises its encoder with the same implementation
+ * (ofa_net_reorder_width(), ofa/mbconv.h).
  */
 manta_status ofa_supernet_reorder_width(ofa_supernet *n, int keep_groups);

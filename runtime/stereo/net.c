@@ -424,6 +424,14 @@ void stereo_net_destroy(stereo_net *n)
     free(n);
 }
 
+/* ---- elastic width: channel re-organisation -------------------------------------------- */
+
+manta_status stereo_net_reorder_width(stereo_net *n, int keep_groups)
+{
+    const stereo_space *s = &n->s;
+    return ofa_net_reorder_width(&n->net, n->slot, n_slots(s), s->e, s->n_e, keep_groups);
+}
+
 /* ---- the active sub-network ------------------------------------------------------------- */
 
 manta_status stereo_net_set_arch(stereo_net *n, const ofa_arch *a)

@@ -108,6 +108,19 @@ manta_status stereo_net_layers(const stereo_net *n, stereo_desc *out);
  *  batch / total_pairs times its batch statistics (the shared layers' over both views). */
 manta_status stereo_net_recal_begin(stereo_net *n, long total_pairs);
 
+/**
+ * OFA's elastic-width re-organisation of the encoder's MBConv slots (every slot of every
+ * unit, the shared ones and those after the correlation), at the start of an expand-ratio
+ * phase: ofa_supernet_reorder_width()'s, with the same implementation
+ * (ofa_net_reorder_width(), ofa/mbconv.h) and the space's expand ratios. Only channels
+ * inside a slot move, so the largest sub-network predicts the same disparities before and
+ * after (up to float rounding). Parameters and batch-norm statistics change in place;
+ * momentum is not permuted.
+ * @return MANTA_ERR_INVALID_ARG when @p keep_groups is not in [0, the space's n_e);
+ *         MANTA_ERR_NO_MEMORY; the device's error.
+ */
+manta_status stereo_net_reorder_width(stereo_net *n, int keep_groups);
+
 /** Use synchronised batch norm across replicas (ofa_supernet_set_bn_sync()). */
 void stereo_net_set_bn_sync(stereo_net *n, ofa_bn_sync_fn fn, void *ctx);
 /** The largest channel count of any batch norm (bounds the c of ofa_bn_sync_fn). */

@@ -47,7 +47,6 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
     const long scale = !strcmp(preset, "quick") ? 1 : !strcmp(preset, "full") ? 8 : 0;
     for (int i = 0; i < out->n_phases; i++) {
         ofa_phase *p = &out->phase[i];
-        p->reorder = -1;
         /* the classification rates are for label-smoothed cross-entropy: the disparity
          * loss (an L1 mean in pixels) takes STEREO_LR first, then STEREO_LR_LATER */
         p->lr = i == 0 ? STEREO_LR : STEREO_LR_LATER;
@@ -227,13 +226,17 @@ static manta_status losses(stereo_trainer *t, int k, int round, int distill)
                         stereo_net_dpred(t->net, f), IO(t, t->scratch));
 }
 
-/* What happens before the first step of a phase. */
+/* What happens before the first step of a phase (as the classification trainer's): the
+ * teacher snapshot, the width re-organisation of a phase that asks for it, zero momentum. */
 static manta_status begin_phase(stereo_trainer *t, int phase)
 {
+    const ofa_phase *p = &t->sched.phase[phase];
     if (phase > 0 && !t->has_teacher) { /* the first phase's network is the teacher */
         MANTA_TRY(mcl_copy(t->d, mslab_view(&t->teacher, 0), t->sl.params, t->sl.n_params));
         t->has_teacher = 1;
     }
+    if (p->reorder >= 0)
+        MANTA_TRY(stereo_net_reorder_width(t->net, p->reorder));
     return mcl_fill(t->d, t->sl.momentum, 0.0f, t->sl.n_params);
 }
 

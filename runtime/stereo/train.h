@@ -4,9 +4,10 @@
  *        evaluation of its sub-networks (EPE, bad-t, D1; with BN re-calibration).
  *
  * One step, as the classification trainer (train/ofa_train.h): on a phase's first step
- * the phase starts (the teacher snapshot after the first phase, zero momentum); when the
- * phase distils, the teacher (the network as it was at the end of the first phase)
- * predicts the batch's finest disparity once; then `subnets` times a sub-network is
+ * the phase starts (the teacher snapshot after the first phase, the width re-organisation
+ * of a phase whose reorder is 0 or more, zero momentum); when the phase distils, the
+ * teacher (the network as it was at the end of the first phase) predicts the batch's
+ * finest disparity once; then `subnets` times a sub-network is
  * sampled from (seed, step, k) over the phase's choices, run forward and backward on the
  * same pairs, and its gradients add up; then one SGD step with their mean (divided by
  * the sub-networks, and by 1 + kd_ratio when the phase distils, so that a step keeps the
@@ -18,8 +19,12 @@
  * of the T steps of the schedule: the weight moves from the coarse predictions to the
  * finest over training), plus kd_ratio times the mean L1 difference between its finest
  * prediction and the teacher's (pixels where the teacher's is positive).
- * Width re-organisation (OFA's channel sorting before the expand phases) is not done for
- * the stereo network: the schedule's expand phases train the leading channels as they are.
+ * Width re-organisation (OFA's channel sorting before the expand phases) is the
+ * classification supernet's (stereo_net_reorder_width(), one implementation with
+ * ofa_supernet_reorder_width()): the encoder's expanded channels are sorted by importance
+ * so that the leading ones, which the smaller expand ratios keep, are the most important.
+ * It happens at a phase's start, so a run resumed inside a phase does not repeat it and a
+ * run resumed at a phase boundary does it as an uninterrupted run does.
  */
 #ifndef MANTA_STEREO_TRAIN_H
 #define MANTA_STEREO_TRAIN_H
@@ -37,7 +42,9 @@ typedef struct stereo_trainer stereo_trainer;
 /**
  * A schedule preset for @p space, batches of @p batch pairs: train/schedule.h's phases over
  * the space's encoder (full network, elastic kernel, depth, expand ratio; the sub-networks
- * per step and distillation as there), without width re-organisation, learning rates for
+ * per step and distillation as there; width re-organisation at the start of the two expand
+ * phases, the second one keeping the first one's nesting, none to keep with a single
+ * expand ratio), learning rates for
  * the disparity loss (0.02 in the first phase, 0.01 later), and steps per phase: "smoke"
  * 3 each (tests); "quick" 900, 100, 50, 60, 40, 60 (about 20 minutes for stereo-cpu at
  * batch 8 on 2 cores); "full" 8 times those. @p steps_per_epoch is used by smoke only.

@@ -26,7 +26,9 @@ static void add_phase(ofa_schedule *s, const ofa_space *sp, const char *name, in
     p->steps = steps > 0 ? steps : 1;
     p->warmup_steps = p->steps / 20;
     p->lr = lr;
-    p->reorder = reorder;
+    /* the groups kept lie below the largest expand ratio: a space of fewer ratios keeps
+     * fewer (one ratio: a plain sort, nothing to nest) */
+    p->reorder = reorder >= sp->n_e ? sp->n_e - 1 : reorder;
     p->distill = distill;
 }
 

@@ -77,6 +77,11 @@ static void test_presets_follow_ofa(void **state)
     assert_non_null(strstr(e.msg, "fast"));
     assert_int_equal(ofa_schedule_preset(&sp, "full", 0, 781, &s, &e), MANTA_ERR_INVALID_ARG);
     assert_int_equal(ofa_schedule_preset(&sp, "full", 64, 0, &s, &e), MANTA_ERR_INVALID_ARG);
+    /* one expand ratio: the width phases sort without groups to keep */
+    sp.n_e = 1;
+    assert_int_equal(ofa_schedule_preset(&sp, "smoke", 64, 781, &s, &e), MANTA_OK);
+    assert_int_equal(s.phase[4].reorder, 0);
+    assert_int_equal(s.phase[5].reorder, 0);
 }
 
 static void test_locate_crosses_phase_boundaries(void **state)

@@ -5,7 +5,8 @@
  * on the shared both-views part, on the correlation's concatenation and on a unit's
  * output; the left and the right view are not interchangeable; degenerate inputs give
  * finite outputs; bad arguments are refused with the field named; switching sub-networks
- * creates no buffer. */
+ * creates no buffer; the width re-organisation keeps the largest network's predictions
+ * (and, keeping groups, the nesting). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -544,6 +545,119 @@ static void test_switching_subnets_creates_no_buffers(void **state)
     free(st);
 }
 
+/* ---- elastic width: channel re-organisation ------------------------------------------------ */
+
+/* Space A without squeeze-and-excite: the SE hidden units are sorted as a whole (OFA's), so
+ * only without SE does a kept group leave the narrow sub-networks' function unchanged. */
+static const char *const no_se_json =
+    "{\"format\": \"manta-ofa-space\", \"version\": 1, \"task\": \"stereo\", \"name\": \"tiny-c\","
+    " \"crop\": {\"height\": 16, \"width\": 32}, \"max_disp\": 8,"
+    " \"kernel_sizes\": [3, 5], \"expand_ratios\": [2, 3], \"depths\": [1, 2],"
+    " \"stem\": {\"width\": 8, \"kernel\": 3, \"act\": \"h-swish\"},"
+    " \"units\": [{\"width\": 8, \"stride\": 2, \"act\": \"relu\", \"se\": false},"
+    "  {\"width\": 8, \"stride\": 1, \"act\": \"h-swish\", \"se\": false},"
+    "  {\"width\": 16, \"stride\": 1, \"act\": \"relu\", \"se\": false},"
+    "  {\"width\": 16, \"stride\": 2, \"act\": \"h-swish\", \"se\": false}],"
+    " \"correlation\": {\"after_unit\": 2, \"max_disp\": 2, \"stride\": 1, \"redir_width\": 8},"
+    " \"decoder\": {\"widths\": [16, 12, 8]},"
+    " \"loss\": {\"rounds\": [[0.1, 0.2, 0.3, 1], [0, 0, 0, 1]]}}";
+
+/* The eval-mode predictions of @p a on the uploaded input into @p out (preds_len()). */
+static void eval_preds(net_fix *f, const ofa_arch *a, double *out)
+{
+    TU_OK(f->d, stereo_net_set_arch(f->n, a));
+    TU_OK(f->d, stereo_net_forward(f->n, f->sl.params, OFA_BN_EVAL));
+    download_preds(f, out);
+}
+
+/* Largest |a - b| and largest |b| over n values. */
+static double max_diff(const double *a, const double *b, size_t n, double *size)
+{
+    double d = 0;
+    *size = 0;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs(a[i] - b[i]));
+        *size = fmax(*size, fabs(b[i]));
+    }
+    return d;
+}
+
+/* Re-organise @p f from one generic point (batch norms not the identity, running statistics
+ * from three training passes) at every allowed number of kept groups: the largest
+ * network's eval-mode predictions stay; parameters move (the permutation is not the
+ * identity); keeping no group changes the smallest network; with @p nested (a space
+ * without SE), keeping groups leaves the smallest network unchanged (its channels stay the
+ * same set). Parameters and statistics are restored afterwards. */
+static void check_reorder(net_fix *f, bool nested)
+{
+    const stereo_space *s = &f->s;
+    const size_t np = f->sl.n_params, ns = f->sl.n_state, nx = input_len(s), nr = preds_len(s);
+    double *p0 = tu_move_to_generic_point(f->d, f->sl.params, np, f->sl.n_decay);
+    double *st0 = tu_doubles(ns), *st1 = tu_doubles(ns), *x = tu_doubles(nx);
+    double *big0 = tu_doubles(nr), *big1 = tu_doubles(nr), *small0 = tu_doubles(nr);
+    double *small1 = tu_doubles(nr), *pa = tu_doubles(np), *pb = tu_doubles(np);
+    tu_download(f->d, f->sl.state, st0, ns);
+    manta_rng rng;
+    manta_rng_seed(&rng, 12, 0);
+    tu_fill_uniform(&rng, x, nx, 0, 1);
+    tu_upload(f->d, stereo_net_input(f->n), x, nx);
+    ofa_arch big, small;
+    stereo_arch_max(s, &big);
+    stereo_arch_min(s, &small);
+    TU_OK(f->d, stereo_net_set_arch(f->n, &big));
+    for (int i = 0; i < 3; i++)
+        TU_OK(f->d, stereo_net_forward(f->n, f->sl.params, OFA_BN_TRAIN));
+    eval_preds(f, &big, big0);
+    eval_preds(f, &small, small0);
+    tu_download(f->d, f->sl.params, pa, np);
+    tu_download(f->d, f->sl.state, st1, ns);
+    for (int keep = 0; keep < s->n_e; keep++) {
+        tu_upload(f->d, f->sl.params, pa, np);
+        tu_upload(f->d, f->sl.state, st1, ns);
+        TU_OK(f->d, stereo_net_reorder_width(f->n, keep));
+        tu_download(f->d, f->sl.params, pb, np);
+        size_t moved = 0;
+        for (size_t i = 0; i < np; i++)
+            moved += pa[i] != pb[i];
+        if (moved == 0)
+            fail_msg("%s, %s kernels: re-organisation keeping %d groups moved no parameter",
+                     s->name, tu_variant_name(f->d), keep);
+        eval_preds(f, &big, big1);
+        tu_variant_assert_close(f->d, big1, big0, nr, 1e-4,
+                                "largest network after re-organisation");
+        eval_preds(f, &small, small1);
+        double size, d = max_diff(small1, small0, nr, &size);
+        if (keep == 0 && !(d > 1e-3 * size))
+            fail_msg("%s, %s kernels: the smallest network unchanged (%g, largest %g) after "
+                     "a full re-organisation", s->name, tu_variant_name(f->d), d, size);
+        if (keep > 0 && nested)
+            tu_variant_assert_close(f->d, small1, small0, nr, 1e-4,
+                                    "smallest network after a nested re-organisation");
+    }
+    assert_int_equal(stereo_net_reorder_width(f->n, s->n_e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(stereo_net_reorder_width(f->n, -1), MANTA_ERR_INVALID_ARG);
+    tu_upload(f->d, f->sl.params, p0, np);
+    tu_upload(f->d, f->sl.state, st0, ns);
+    free(p0), free(st0), free(st1), free(x), free(big0), free(big1), free(small0), free(small1);
+    free(pa), free(pb);
+}
+
+static void test_width_reorder_keeps_largest_network(void **state)
+{
+    fixture *fx = *state;
+    for (int k = 0; k < TU_VARIANTS; k++) {
+        for (int i = 0; i < SPACES; i++)
+            check_reorder(&fx->f[k][i], false);
+        net_fix g = {.d = fx->v->dev[k]};
+        manta_err e;
+        TU_OK_ERR(stereo_space_parse(no_se_json, &g.s, &e));
+        TU_OK(g.d, stereo_net_create(g.d, &g.s, N, 7, &g.n));
+        stereo_net_slabs(g.n, &g.sl);
+        check_reorder(&g, true);
+        stereo_net_destroy(g.n);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -553,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_degenerate_inputs_give_finite_outputs),
         cmocka_unit_test(test_bad_arguments_refused),
         cmocka_unit_test(test_switching_subnets_creates_no_buffers),
+        cmocka_unit_test(test_width_reorder_keeps_largest_network),
     };
     return cmocka_run_group_tests_name("stereo net", tests, setup, teardown);
 }
