@@ -139,6 +139,21 @@ static void test_corr_stride_and_max_disp_not_multiple(void **st)
     check_all(st, shapes, sizeof shapes / sizeof shapes[0], true);
 }
 
+/* Rows of whole 8-column chunks: the CPU kernels' loops of plain vector loads (forward:
+ * every displacement of a work-item inside the row; backward: the displacements before the
+ * edge) beside segments crossing the left edge (fr, dfl) and the right edge (dfr) by each
+ * of 1 .. 7 columns, and channels and displacements that do not fill a group. */
+static void test_corr_whole_chunks(void **st)
+{
+    static const nn_corr_shape shapes[] = {
+        {2, 6, 2, 24, 9, 1},  /* D 10: groups of 4, 4, 2; 6 channels: 4 + 2 */
+        {1, 5, 2, 16, 10, 2}, /* displacements 0, 2, .., 10 */
+        {1, 4, 1, 8, 8, 1},   /* one chunk, displacements up to its width */
+        {1, 9, 1, 32, 7, 1},  /* D 8: two full groups */
+    };
+    check_all(st, shapes, sizeof shapes / sizeof shapes[0], true);
+}
+
 /* DispNetC's displacement range (max_disp 40, D 41) and wider rows, against the closed form:
  * several work-groups along the row and the displacements in the GPU kernels, several
  * column chunks, displacement and channel groups in the CPU ones. */
@@ -223,6 +238,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_corr_small_odd_sizes),
         cmocka_unit_test(test_corr_stride_and_max_disp_not_multiple),
+        cmocka_unit_test(test_corr_whole_chunks),
         cmocka_unit_test(test_corr_dispnet_range_large),
         cmocka_unit_test(test_corr_out_c_and_macs),
         cmocka_unit_test(test_corr_bad_shapes_rejected),

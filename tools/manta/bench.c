@@ -49,6 +49,7 @@ typedef struct bench_op {
     nn_deconv2d_shape de;
     size_t nc, hw;      /* rows and row length for act/scale/add/pool */
     int m, n, k;        /* SGEMM */
+    bool ta, tb;        /* SGEMM: A stored (K, M), B stored (N, K) */
     double flops_fwd, flops_bwd, bytes_fwd, bytes_bwd;
 } bench_op;
 
@@ -102,9 +103,10 @@ static manta_status run_op(bench_ctx *c, const bench_op *o, int backward)
                                                (mview){NULL, 0}, c->scratch)
                         : nn_deconv2d_forward(d, &o->de, c->x, c->w, (mview){NULL, 0}, c->y,
                                               c->scratch);
-    case OP_SGEMM:
-        return mcl_sgemm(d, false, false, (size_t)o->m, (size_t)o->n, (size_t)o->k, 1.0f, c->w,
-                         (size_t)o->k, c->x, (size_t)o->n, 0.0f, c->y, (size_t)o->n);
+    case OP_SGEMM: /* y (M, N) = op(w) op(x), row-major */
+        return mcl_sgemm(d, o->ta, o->tb, (size_t)o->m, (size_t)o->n, (size_t)o->k, 1.0f, c->w,
+                         (size_t)(o->ta ? o->m : o->k), c->x, (size_t)(o->tb ? o->k : o->n), 0.0f,
+                         c->y, (size_t)o->n);
     }
     return MANTA_ERR_INTERNAL;
 }
@@ -205,14 +207,52 @@ static void report(bench_ctx *c, const bench_op *o, double tf, double tb, int ha
 }
 
 #define MAX_OPS 96
+#define MAX_RATIOS 4
 
+/* A ratio printed after the table: op fwd+bwd against the fwd+bwd of the @p count rows
+ * from @p first (an SGEMM row: its one GEMM). */
+typedef struct bench_ratio {
+    int op, first, count;
+    const char *what;
+} bench_ratio;
+
+/* The next row of @p ops (MAX_OPS + 1 of them): past MAX_OPS, the spare last one, and the
+ * count goes on, so that the caller sees the table was too small. */
 static bench_op *new_op(bench_op *ops, int *n, op_kind kind, const char *name)
 {
-    bench_op *o = &ops[(*n)++];
+    bench_op *o = &ops[*n < MAX_OPS ? *n : MAX_OPS];
+    (*n)++;
     memset(o, 0, sizeof *o);
     o->kind = kind;
     snprintf(o->name, sizeof o->name, "%s", name);
     return o;
+}
+
+/* CLBlast SGEMM alone, C (m, n) = op(A) op(B) with op(A) (m, k), op(B) (k, n); A stored
+ * (k, m) when @p ta, B stored (n, k) when @p tb. */
+static void add_sgemm(bench_op *ops, int *n, const char *name, int m, int gn, int k, bool ta,
+                      bool tb)
+{
+    bench_op *g = new_op(ops, n, OP_SGEMM, name);
+    g->m = m, g->n = gn, g->k = k, g->ta = ta, g->tb = tb;
+    snprintf(g->shape, sizeof g->shape, "m%d n%d k%d%s%s", m, gn, k, ta ? " A^T" : "",
+             tb ? " B^T" : "");
+    g->flops_fwd = 2.0 * m * gn * k;
+    g->bytes_fwd = 4.0 * ((double)m * k + (double)k * gn + (double)m * gn);
+}
+
+/* The three GEMMs of a convolution's training step over P = batch x output pixels, K =
+ * Cin x KH x KW: forward Y (Cout, P) = W (Cout, K) X (K, P); dX (K, P) = W^T dY;
+ * dW (Cout, K) = dY X^T. Rows named "sgemm (@p what fwd|dX|dW)". */
+static void add_conv_gemms(bench_op *ops, int *n, const char *what, int cout, int p, int k)
+{
+    char nm[48];
+    snprintf(nm, sizeof nm, "sgemm (%s fwd)", what);
+    add_sgemm(ops, n, nm, cout, p, k, false, false);
+    snprintf(nm, sizeof nm, "sgemm (%s dX)", what);
+    add_sgemm(ops, n, nm, k, p, cout, true, false);
+    snprintf(nm, sizeof nm, "sgemm (%s dW)", what);
+    add_sgemm(ops, n, nm, cout, k, p, false, true);
 }
 
 /* A dense convolution and CLBlast SGEMM at its GEMM shape. */
@@ -229,11 +269,7 @@ static void add_conv(bench_op *ops, int *n, int B, const char *name, int ci, int
     o->bytes_bwd = 2 * o->bytes_fwd;
     char gname[48];
     snprintf(gname, sizeof gname, "sgemm (%.30s)", name);
-    bench_op *g = new_op(ops, n, OP_SGEMM, gname);
-    g->m = co, g->n = B * ho * ho, g->k = ci * k * k;
-    snprintf(g->shape, sizeof g->shape, "m%d n%d k%d", g->m, g->n, g->k);
-    g->flops_fwd = 2.0 * g->m * g->n * g->k;
-    g->bytes_fwd = 4.0 * ((double)g->m * g->k + (double)g->k * g->n + (double)g->m * g->n);
+    add_sgemm(ops, n, gname, co, B * ho * ho, ci * k * k, false, false);
 }
 
 static void add_dw(bench_op *ops, int *n, int B, const char *name, int c, int hw, int k, int s)
@@ -262,29 +298,44 @@ static void add_elem(bench_op *ops, int *n, op_kind kind, const char *name, size
 
 /* Two ops of the stereo task, at DispNetC's settings on 96x192 crops: the correlation of
  * 64-channel features at 1/4 resolution (24x48, max_disp 40: 41 displacements) and the x2
- * upsampling of a 48x96 disparity map (scaled by 2 into pixels of the finer map). */
-static void add_stereo(bench_op *ops, int *n, int B)
+ * upsampling of a 48x96 disparity map (scaled by 2 into pixels of the finer map); and a
+ * decoder step. Each of the correlation and the transposed convolution is followed by its
+ * equivalent im2col + GEMM cost, and a ratio of fwd+bwd times is added to @p ratio:
+ * - the correlation has the MACs of a 1x1 convolution with C inputs and D = max_disp + 1
+ *   outputs over the same batch x H x W pixels (out[d] = sum_c L[c] R[c] shifted by d: the
+ *   shifted R in the weights' place): its three GEMMs, forward M = D, N = batch*H*W, K = C,
+ *   and the dX and dW GEMMs (standing for dL and dR);
+ * - the transposed convolution is the adjoint of a convolution with the same MACs, run by
+ *   nn_conv2d (im2col + GEMM for k4 s2 on either variant), and its three GEMMs alone. */
+static void add_stereo(bench_op *ops, int *n, int B, bench_ratio *ratio, int *nr)
 {
     bench_op *o = new_op(ops, n, OP_CORR, "stereo correlation");
     o->corr = (nn_corr_shape){B, 64, 24, 48, 40, 1};
     snprintf(o->shape, sizeof o->shape, "24x48 c64 d0..40");
     double macs = nn_corr_macs(&o->corr), in = (double)B * 64 * 24 * 48;
-    double out = (double)B * nn_corr_out_c(&o->corr) * 24 * 48;
+    int nd = nn_corr_out_c(&o->corr);
+    double out = (double)B * nd * 24 * 48;
     o->flops_fwd = 2 * macs, o->flops_bwd = 4 * macs;
     o->bytes_fwd = 4.0 * (2 * in + out), o->bytes_bwd = 4.0 * (4 * in + out);
+    ratio[(*nr)++] = (bench_ratio){*n - 1, *n, 3, "1x1-conv GEMMs"};
+    add_conv_gemms(ops, n, "corr as 1x1", nd, B * 24 * 48, 64);
     /* a decoder step: k4 s2 p1 transposed convolution 64 -> 32 channels, 16x32 -> 32x64,
      * and the convolution it is the adjoint of (im2col + GEMM: the same MACs) */
+    int de = *n;
     o = new_op(ops, n, OP_DECONV, "decoder deconv k4 s2");
     o->de = (nn_deconv2d_shape){B, 64, 16, 32, 32, 4, 4, 2, 2, 1, 1, 0};
     snprintf(o->shape, sizeof o->shape, "16x32 64->32 k4 s2");
     double dmacs = (double)B * 64 * 16 * 32 * 32 * 16;
     o->flops_fwd = 2 * dmacs, o->flops_bwd = 4 * dmacs;
     o->bytes_fwd = 4.0 * B * (64 + 4 * 32) * 16 * 32, o->bytes_bwd = 2 * o->bytes_fwd;
+    ratio[(*nr)++] = (bench_ratio){de, *n, 1, "adjoint conv (im2col+GEMM)"};
     o = new_op(ops, n, OP_CONV, "its adjoint conv k4 s2");
     o->conv = (nn_conv2d_shape){B, 32, 32, 64, 64, 4, 4, 2, 2, 1, 1, 0};
     snprintf(o->shape, sizeof o->shape, "32x64 32->64 k4 s2");
     o->flops_fwd = 2 * dmacs, o->flops_bwd = 4 * dmacs;
-    o->bytes_fwd = ops[*n - 2].bytes_fwd, o->bytes_bwd = ops[*n - 2].bytes_bwd;
+    o->bytes_fwd = ops[de].bytes_fwd, o->bytes_bwd = ops[de].bytes_bwd;
+    ratio[(*nr)++] = (bench_ratio){de, *n, 3, "its GEMMs alone"};
+    add_conv_gemms(ops, n, "adjoint conv", 64, B * 16 * 32, 32 * 4 * 4);
     o = new_op(ops, n, OP_UPSAMPLE, "disparity upsample x2");
     o->up = (nn_upsample_shape){B, 1, 48, 96, 2};
     snprintf(o->shape, sizeof o->shape, "48x96 -> 96x192");
@@ -296,7 +347,7 @@ static void add_stereo(bench_op *ops, int *n, int B)
 /* The ops of the CPU-default supernet's largest sub-network (kernel 7, expand
  * 6) at input 32x32: stem, a stride-2 first block and a stride-1 block per
  * unit, the head; plus SGEMM at the convolutions' GEMM shapes. */
-static int build_ops(bench_op *ops, int B)
+static int build_ops(bench_op *ops, int B, bench_ratio *ratio, int *nr)
 {
     static const int widths[5] = {16, 24, 40, 64, 96};
     int n = 0, res = 32, cin = 16;
@@ -340,7 +391,7 @@ static int build_ops(bench_op *ops, int B)
     o->flops_fwd = 2.0 * B * 384 * 10, o->flops_bwd = 4.0 * B * 384 * 10;
     o->bytes_fwd = 4.0 * (B * 384 + 3840 + B * 10), o->bytes_bwd = 2 * o->bytes_fwd;
     add_elem(ops, &n, OP_XENT, "softmax xent (fwd+bwd)", (size_t)B, 10, 8, 0, 2, 0);
-    add_stereo(ops, &n, B);
+    add_stereo(ops, &n, B, ratio, nr);
     return n;
 }
 
@@ -404,6 +455,59 @@ static size_t op_floats(const mcl_dev *d, const bench_op *o, size_t *scratch)
     return m;
 }
 
+/* Keeps the ops whose name contains @p text, with the equivalent rows of their ratios, in
+ * order, and their ratios (renumbered); returns how many ops remain. */
+static int keep_only(bench_op *ops, int n, bench_ratio *ratio, int *nr, const char *text)
+{
+    int at[MAX_OPS], kept = 0, kr = 0; /* new index of op i, or -1 */
+    for (int i = 0; i < n; i++)
+        at[i] = strstr(ops[i].name, text) ? 0 : -1;
+    for (int r = 0; r < *nr; r++)
+        for (int i = 0; at[ratio[r].op] == 0 && i < ratio[r].count; i++)
+            at[ratio[r].first + i] = 0;
+    for (int i = 0; i < n; i++)
+        if (at[i] == 0) {
+            at[i] = kept;
+            ops[kept++] = ops[i];
+        }
+    for (int r = 0; r < *nr; r++) /* the rows of a kept ratio stay adjacent */
+        if (at[ratio[r].op] >= 0)
+            ratio[kr++] = (bench_ratio){at[ratio[r].op], at[ratio[r].first], ratio[r].count,
+                                        ratio[r].what};
+    *nr = kr;
+    return kept;
+}
+
+/* The ratios after the table (text) or the "ratios" array closing "ops" (JSON). */
+static void print_ratios(const bench_ctx *c, const bench_op *ops, const double *ms,
+                         const bench_ratio *ratio, int nr)
+{
+    if (c->json)
+        printf("],\"ratios\":[");
+    else
+        printf("\nfwd+bwd against the equivalent im2col + GEMM rows:\n");
+    for (int r = 0; r < nr; r++) {
+        const bench_ratio *q = &ratio[r];
+        double eq = 0;
+        for (int i = q->first; i < q->first + q->count; i++)
+            eq += ms[i];
+        double x = eq > 0 ? ms[q->op] / eq : 0;
+        if (c->json) {
+            printf("%s{\"op\":\"%s\",\"op_ms\":%.4f,\"equivalent\":\"%s\",\"rows\":[",
+                   r ? ",\n " : "", ops[q->op].name, ms[q->op], q->what);
+            for (int i = q->first; i < q->first + q->count; i++)
+                printf("%s\"%s\"", i > q->first ? "," : "", ops[i].name);
+            printf("],\"equivalent_ms\":%.4f,\"ratio\":%.3f}", eq, x);
+        } else {
+            printf("%-22s %9.3f ms / %-27s %9.3f ms = %5.2f\n", ops[q->op].name, ms[q->op],
+                   q->what, eq, x);
+        }
+    }
+    if (c->json)
+        printf("]");
+    fflush(stdout);
+}
+
 static int bench_ops(int argc, char **argv)
 {
     bench_ctx c;
@@ -411,7 +515,7 @@ static int bench_ops(int argc, char **argv)
     c.min_seconds = 0.5;
     int batch = 64;
     bool json = false;
-    const char *device = NULL;
+    const char *device = NULL, *only = NULL;
     const opt_def defs[] = {
         {.name = "batch", .kind = OPT_INT, .dest = &batch, .lo = 1, .hi = 1024, .metavar = "N",
          .help = "batch size (default 64)"},
@@ -419,17 +523,23 @@ static int bench_ops(int argc, char **argv)
          .metavar = "S", .help = "time spent per op and direction, in (0, 100) (default 0.5)"},
         {.name = "device", .kind = OPT_STRING, .dest = &device, .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
+        {.name = "only", .kind = OPT_STRING, .dest = &only, .metavar = "TEXT",
+         .help = "time only the ops whose name contains TEXT (e.g. corr, deconv)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta bench ops", "[--batch N] [--seconds S] [--device SPEC] [--json]",
+        "manta bench ops", "[--batch N] [--seconds S] [--device SPEC] [--only TEXT] [--json]",
         "Times every training op forward and backward at the layer shapes of the\n"
         "CPU-default supernet's largest sub-network (widths 16,24,40,64,96, kernel 7,\n"
         "expand 6, input 32x32), CLBlast SGEMM at the convolutions' GEMM shapes, and\n"
-        "the stereo correlation and disparity upsampling (DispNetC, 96x192 crops).\n"
-        "Prints the median time per call of 5 windows, GFLOP/s and GB/s (nominal\n"
-        "FLOP and byte counts; see docs/benchmarks.md).\n",
+        "the stereo ops (DispNetC, 96x192 crops): correlation, a decoder's transposed\n"
+        "convolution and disparity upsampling. Prints the median time per call of 5\n"
+        "windows, GFLOP/s and GB/s (nominal FLOP and byte counts; see\n"
+        "docs/benchmarks.md); then the correlation's and the transposed convolution's\n"
+        "fwd+bwd time over that of their equivalent im2col + GEMM rows (the GEMMs of a\n"
+        "1x1 convolution with the correlation's MACs; the adjoint convolution, and its\n"
+        "GEMMs alone).\n",
         defs, 0, 0};
     int first;
     opt_result pr = opt_parse(&cmd, argc, argv, &first);
@@ -441,20 +551,31 @@ static int bench_ops(int argc, char **argv)
         return 2;
     }
     c.json = json;
-    bench_op *ops = calloc(MAX_OPS, sizeof *ops);
+    bench_op *ops = calloc(MAX_OPS + 1, sizeof *ops);
+    double *ms = calloc(MAX_OPS, sizeof *ms); /* fwd + bwd per op, milliseconds */
     mcl_launch_record *recs = calloc(2 * BENCH_LOG_CAP, sizeof *recs);
     mcl_launch_log lf = {recs, BENCH_LOG_CAP, 0, 0}, lb = {recs + BENCH_LOG_CAP, BENCH_LOG_CAP, 0, 0};
-    if (!ops || !recs) {
+    bench_ratio ratio[MAX_RATIOS];
+    int nr = 0;
+    if (!ops || !ms || !recs) {
         free(ops);
+        free(ms);
         free(recs);
         return 1;
     }
-    int n = build_ops(ops, batch);
-    c.d = cmd_open_device(device);
+    int n = build_ops(ops, batch, ratio, &nr);
+    if (n > MAX_OPS) { /* a row was added without raising MAX_OPS */
+        fprintf(stderr, "manta bench ops: internal error: %d rows, MAX_OPS is %d\n", n, MAX_OPS);
+        n = 0;
+    }
+    if (only && (n = keep_only(ops, n, ratio, &nr, only)) == 0)
+        fprintf(stderr, "manta bench ops: --only '%s' matches no op\n", only);
+    c.d = n > 0 ? cmd_open_device(device) : NULL;
     if (!c.d) {
         free(ops);
+        free(ms);
         free(recs);
-        return 1;
+        return n == 0 ? 2 : 1;
     }
     size_t big = 0, scratch = 1;
     for (int i = 0; i < n; i++) {
@@ -517,9 +638,12 @@ static int bench_ops(int argc, char **argv)
                 st = mcl_finish(c.d);
             if (st == MANTA_OK)
                 report(&c, &ops[i], tf, tb, has_bwd, &lf, &lb);
+            ms[i] = (tf + tb) * 1e3;
         }
+        if (st == MANTA_OK)
+            print_ratios(&c, ops, ms, ratio, nr);
         if (c.json && st == MANTA_OK)
-            printf("]}\n");
+            printf("}\n");
     }
     if (st != MANTA_OK)
         cmd_error("bench ops", st, mcl_err(c.d));
@@ -528,6 +652,7 @@ static int bench_ops(int argc, char **argv)
     mslab_destroy(c.d, &c.mem);
     mcl_close(c.d);
     free(ops);
+    free(ms);
     free(recs);
     return rc;
 }
