@@ -8,6 +8,8 @@
 #   make bench-gpu  training images/s on a GPU against PyTorch (CUDA) on the same GPU (not a test)
 #   make bench-engine inference latency and arena against LiteRT and TFLM (not a test)
 #   make bench-search  after make demo: searched against uniform sub-networks at six budgets (not a test)
+#   make bench-monitor  step time of manta train --monitor with and without clients that never
+#                   read (not a test)
 #   make bench-stereo CKPT=...  a stereo checkpoint's largest / smallest sub-network against
 #                   OpenCV's SGBM on held-out pairs (not a test)
 #   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
@@ -128,7 +130,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train bench-gpu bench-stereo bench-engine bench-search tune clean help fuzz bundle
+.PHONY: all lib test test-run demo deps bench-ops bench-train bench-gpu bench-stereo bench-engine bench-search bench-monitor tune clean help fuzz bundle
 ifeq ($(BOARD),)
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 else
@@ -144,7 +146,7 @@ $(BUILD)/gen/embed: tools/gen/embed.c
 	$(HOSTCC) -std=c11 -O1 -Wall -Wextra -o $@ $<
 
 $(BUILD)/gen/cl_sources.c: $(CL_SRC) $(BUILD)/gen/embed
-	$(BUILD)/gen/embed $@ $(CL_SRC)
+	$(BUILD)/gen/embed cl $@ $(CL_SRC)
 
 $(BUILD)/obj/gen/cl_sources.o: $(BUILD)/gen/cl_sources.c
 	@mkdir -p $(@D)
@@ -152,12 +154,8 @@ $(BUILD)/obj/gen/cl_sources.o: $(BUILD)/gen/cl_sources.c
 
 # The training monitor's page (runtime/monitor/page/), embedded as runtime/monitor/assets.h's table.
 MONITOR_PAGE := $(wildcard runtime/monitor/page/*.html runtime/monitor/page/*.js runtime/monitor/page/*.css)
-$(BUILD)/gen/embed_page: runtime/monitor/page/embed_page.c
-	@mkdir -p $(@D)
-	$(HOSTCC) -std=c11 -O1 -Wall -Wextra -o $@ $<
-
-$(BUILD)/gen/monitor_page.c: $(MONITOR_PAGE) $(BUILD)/gen/embed_page
-	$(BUILD)/gen/embed_page $@ $(MONITOR_PAGE)
+$(BUILD)/gen/monitor_page.c: $(MONITOR_PAGE) $(BUILD)/gen/embed
+	$(BUILD)/gen/embed page $@ $(MONITOR_PAGE)
 
 $(BUILD)/obj/gen/monitor_page.o: $(BUILD)/gen/monitor_page.c
 	@mkdir -p $(@D)
@@ -337,6 +335,12 @@ DEMO_DIR ?= runs/demo
 bench-search: deps
 	@$(MAKE) --no-print-directory all
 	BUILD=$(BUILD) sh tools/bench/search_sweep.sh $(DEMO_DIR)
+
+# Step time of manta train --monitor without a client and with clients that connect and never
+# read, alternating (tools/bench/monitor_slow_client.sh; ROUNDS, STEPS, CLIENTS: see there).
+bench-monitor: deps
+	@$(MAKE) --no-print-directory all
+	BUILD=$(BUILD) sh tools/bench/monitor_slow_client.sh
 
 # CLBlast's tuners (clblast-utils) for the device; see docs/tuning.md
 tune: deps

@@ -9,7 +9,9 @@
 #     measured on validation images, the best measured chosen
 #   6 export the chosen sub-network (.tflite), its test top-1 in the engine
 #   7 a test image as JPEG, classified by manta-infer; measured latency
-# then a summary. Every stage can be re-run: finished stages are kept
+# then a summary, and the plots of the whole job by manta report (training,
+# sampled sub-networks, search, latency table: DEMO_OUT/report/index.html,
+# docs/report.md). Every stage can be re-run: finished stages are kept
 # (training resumes, the data set resumes); DEMO_FRESH=1 starts over.
 #
 # Settings (environment): BUILD (build), DEMO_OUT (runs/demo), DEMO_SCHEDULE
@@ -151,3 +153,9 @@ echo "files:               $OUT/{latency_table.json,acc_dataset.jsonl,acc_predic
 echo "stage times:"
 printf '%s' "$TIMES"
 echo "  total                              $(( now - T_ALL )) s"
+
+# the plots of the whole job and one page with them (docs/report.md)
+echo
+echo "==== report"
+$M report "$OUT"
+echo "report:              $OUT/report/index.html (open it in a browser; PNG and SVG beside it)"

@@ -1,7 +1,7 @@
 /**
  * @file assets.h
  * @brief The monitor page's files (runtime/monitor/page/), embedded at build
- *        time by runtime/monitor/page/embed_page.c into $(BUILD)/gen/monitor_page.c.
+ *        time by tools/gen/embed.c into $(BUILD)/gen/monitor_page.c.
  */
 #ifndef MANTA_MONITOR_ASSETS_H
 #define MANTA_MONITOR_ASSETS_H

@@ -14,6 +14,13 @@
 #include <cjson/cJSON.h>
 
 enum { ST_RUNNING, ST_DONE, ST_STOPPED, ST_FAILED };
+
+/* The members of a progress record's "subnets" object: the sizes of the sub-networks sampled
+ * since the previous report (docs/monitor.md). */
+enum { SUB_N_NETS, SUB_MACS_MEAN, SUB_MACS_MIN, SUB_MACS_MAX, SUB_PARAMS_MEAN, SUB_PARAMS_MIN,
+       SUB_PARAMS_MAX, SUB_N };
+static const char *const sub_keys[SUB_N] = {"n", "macs_mean", "macs_min", "macs_max",
+                                            "params_mean", "params_min", "params_max"};
 #define MON_MAX_PHASES 16
 
 typedef struct rank_row {
@@ -61,6 +68,7 @@ struct mon_model {
     int phase; /* 0-based, -1 unknown */
     char cur_phase[32];
     double loss, batch_top1, lr, images_per_s, step_ms, data_wait, eta_s, epe;
+    double subnets[SUB_N]; /* the last report's sampled sub-networks (NaN: not given) */
     double prev_loss;
     int grow_run, grow_phase;
     long nan_step, grow_step;
@@ -103,6 +111,8 @@ static void clear_state(mon_model *m)
     m->cur_phase[0] = 0;
     m->loss = m->batch_top1 = m->lr = m->images_per_s = m->step_ms = m->data_wait = NAN;
     m->eta_s = m->epe = m->prev_loss = NAN;
+    for (int i = 0; i < SUB_N; i++)
+        m->subnets[i] = NAN;
     m->grow_run = 0;
     m->grow_phase = -1;
     m->nan_step = m->grow_step = -1;
@@ -427,6 +437,12 @@ static void read_progress(mon_model *m, const cJSON *o, long step)
     m->data_wait = num_or_nan(o, "data_wait");
     m->eta_s = num_or_nan(o, "eta_s");
     m->epe = num_or_nan(o, "epe");
+    const cJSON *sub = cJSON_GetObjectItemCaseSensitive(o, "subnets");
+    for (int i = 0; i < SUB_N; i++) /* sizes are never negative: anything else is unknown */
+        m->subnets[i] = cJSON_IsObject(sub) ? num_or_nan(sub, sub_keys[i]) : NAN;
+    for (int i = 0; i < SUB_N; i++)
+        if (m->subnets[i] < 0)
+            m->subnets[i] = NAN;
     if (!isnan(m->epe) && !m->task[0])
         snprintf(m->task, sizeof m->task, "stereo");
     /* alerts: a loss that is not a number; a loss that grows report after report */
@@ -810,6 +826,16 @@ void mon_model_run_json(const mon_model *m, double now, manta_strbuf *b)
         manta_strbuf_printf(b, ",\"%s\":", last[i].k);
         jnum(b, last[i].v);
     }
+    manta_strbuf_printf(b, ",\"subnets\":");
+    if (isnan(m->subnets[SUB_MACS_MEAN])) {
+        manta_strbuf_printf(b, "null");
+    } else {
+        for (int i = 0; i < SUB_N; i++) {
+            manta_strbuf_printf(b, "%s\"%s\":", i ? "," : "{", sub_keys[i]);
+            jnum(b, m->subnets[i]);
+        }
+        manta_strbuf_printf(b, "}");
+    }
     manta_strbuf_printf(b, "},\"checkpoints\":{\"count\":%ld,\"last\":", m->ckpts);
     mon_json_str(b, m->last_ckpt[0] ? m->last_ckpt : NULL);
     manta_strbuf_printf(b, ",\"step\":");
@@ -1074,6 +1100,29 @@ void mon_prometheus(const mon_model *const *m, int n, double now, manta_strbuf *
                 if (!isnan(v))
                     prom_rank(b, per_rank[f].name, m[i], r, v);
             }
+    }
+    static const struct {
+        const char *name, *help;
+        int mean, min, max;
+    } sizes[] = {
+        {"manta_train_subnet_macs", "MACs per image of the sub-networks sampled since the last report.",
+         SUB_MACS_MEAN, SUB_MACS_MIN, SUB_MACS_MAX},
+        {"manta_train_subnet_parameters", "Parameters of the sub-networks sampled since the last report.",
+         SUB_PARAMS_MEAN, SUB_PARAMS_MIN, SUB_PARAMS_MAX},
+    };
+    for (size_t f = 0; f < sizeof sizes / sizeof sizes[0]; f++) {
+        prom_head(b, sizes[f].name, "gauge", sizes[f].help);
+        for (int i = 0; i < n; i++) {
+            const double *v = m[i]->subnets;
+            const struct {
+                const char *label;
+                int at;
+            } st[] = {{",stat=\"mean\"", sizes[f].mean}, {",stat=\"min\"", sizes[f].min},
+                      {",stat=\"max\"", sizes[f].max}};
+            for (int k = 0; k < 3; k++)
+                if (!isnan(v[st[k].at]))
+                    prom_run(b, sizes[f].name, m[i], st[k].label, v[st[k].at]);
+        }
     }
     prom_head(b, "manta_train_rank_up", "gauge",
               "1 while a rank reports, 0 when its heartbeat is too old or an error names it.");

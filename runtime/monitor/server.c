@@ -54,18 +54,6 @@ struct mon_server {
     unsigned long long tick;
 };
 
-void mon_options_default(mon_options *o)
-{
-    *o = (mon_options){.listen = "127.0.0.1:8080",
-                       .token = getenv("MANTA_MONITOR_TOKEN"),
-                       .poll_s = 0.5,
-                       .max_connections = 64,
-                       .per_ip_connections = 16,
-                       .timeout_s = 30,
-                       .events_max_s = 300};
-    mon_alert_opts_default(&o->alerts);
-}
-
 /* "[ADDR:]PORT" into an IPv4 address and a port. */
 static manta_status parse_listen(const char *s, struct sockaddr_in *sa, char *addr, size_t cap,
                                  manta_err *err)

@@ -74,15 +74,6 @@ typedef struct mon_server mon_server;
 manta_status mon_server_start(const mon_options *o, const char *const *dirs, int n,
                               mon_server **out, manta_err *err);
 
-/**
- * For a trainer: mon_options_default() (the token from MANTA_MONITOR_TOKEN), the
- * address @p listen ("[ADDR:]PORT"), and the one run folder @p dir (where the trainer
- * writes metrics.jsonl); as mon_server_start(). On success prints one line
- * "@p prog: monitor at http://ADDR:PORT/" on standard error.
- */
-manta_status mon_server_start_run(const char *prog, const char *listen, const char *dir,
-                                  mon_server **out, manta_err *err);
-
 /** The port the server listens on (the chosen one when the options said 0). */
 int mon_server_port(const mon_server *s);
 

@@ -2,23 +2,10 @@
  * start fails with MANTA_ERR_UNSUPPORTED (server.h). */
 #include "monitor/server.h"
 
-#include <stdlib.h>
 
 struct mon_server {
     int port;
 };
-
-void mon_options_default(mon_options *o)
-{
-    *o = (mon_options){.listen = "127.0.0.1:8080",
-                       .token = getenv("MANTA_MONITOR_TOKEN"),
-                       .poll_s = 0.5,
-                       .max_connections = 64,
-                       .per_ip_connections = 16,
-                       .timeout_s = 30,
-                       .events_max_s = 300};
-    mon_alert_opts_default(&o->alerts);
-}
 
 manta_status mon_server_start(const mon_options *o, const char *const *dirs, int n,
                               mon_server **out, manta_err *err)

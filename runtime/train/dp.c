@@ -295,6 +295,11 @@ static void get_figures(dp_trainer *p, const float *v)
     }
 }
 
+uint64_t dp_sample_seed(uint64_t seed, dp_mode mode, int rank)
+{
+    return mode == DP_SUBNET ? seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(rank + 1)) : seed;
+}
+
 void dp_set_data_wait(dp_trainer *p, double seconds) { p->data_wait = seconds; }
 
 int dp_rank_figures_get(const dp_trainer *p, dp_rank_figures *out, int cap)
@@ -575,7 +580,7 @@ manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *
         if (ops->set_shard)
             ops->set_shard(p->tr[i], (long)(p->rank * p->D + i) * p->local_batch);
         if (mode == DP_SUBNET) /* a different sub-network per rank, shared by its devices */
-            ops->set_sample_seed(p->tr[i], seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(p->rank + 1)));
+            ops->set_sample_seed(p->tr[i], dp_sample_seed(seed, mode, p->rank));
         p->ctx[i] = (dp_sync_ctx){p, i};
         if (bn_group(p) > 1)
             ops->set_bn_sync(p->tr[i], bn_sync, &p->ctx[i]);

@@ -181,6 +181,11 @@ typedef struct dp_rank_figures {
     double allreduce_bytes; /**< bytes one step allreduces over the ranks */
 } dp_rank_figures;
 
+/** The seed from which the replicas of rank @p rank sample their sub-networks: @p seed in
+ *  DP_DATA mode, @p seed mixed with the rank in DP_SUBNET mode (the sampling of a step is a
+ *  function of this seed, the step and k, so a program can draw the same sub-networks). */
+uint64_t dp_sample_seed(uint64_t seed, dp_mode mode, int rank);
+
 /** The seconds this rank waited for the data of the next dp_run() (0 by default). */
 void dp_set_data_wait(dp_trainer *p, double seconds);
 

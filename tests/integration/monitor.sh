@@ -1,17 +1,19 @@
 #!/bin/sh
 # The training monitor (docs/monitor.md), with curl:
 #  - a 2-rank training (manta launch on loopback) with --monitor 127.0.0.1:0 (a free port):
-#    /healthz, /api/run's job fields, /api/metrics?since= growing, /api/ranks, /api/events
-#    pushing records, /metrics parsed line by line with the expected series, 400 / 404 / 405
+#    /healthz, /api/run's job fields and the sampled sub-networks' sizes, /api/metrics?since=
+#    growing, /api/ranks, /api/events pushing records, /metrics parsed line by line with the
+#    expected series, 400 / 404 / 405
 #    for malformed requests; clients that connect and never read (an event stream, a request
-#    cut in its headers, /metrics) do not stop the steps from advancing;
+#    cut in its headers, /metrics) do not stop the steps from advancing; after SIGTERM, both
+#    ranks' figures in the progress records and in the event file (manta events);
 #  - manta monitor on 0.0.0.0: refused without MANTA_MONITOR_TOKEN; with it, 401 without the
 #    token and 200 with it (header or query);
 #  - a 2-rank job whose rank 1 is killed: rank 0's error record names rank 1;
 #  - manta monitor over the two folders: /api/ranks marks rank 1 dead, --on-alert's command gets
 #    the alert as JSON; in headless Chromium the page is drawn (the screenshot is decoded and is
-#    not blank) and rank 1's row is red (data-dead="1"); skipped with a message when chromium is
-#    not installed.
+#    not blank; the sampled sub-networks' MACs charted) and rank 1's row is red (data-dead="1");
+#    skipped with a message when chromium is not installed.
 # About 15 s.
 set -eu
 M="$(pwd)/${BUILD:-build}/bin/manta"
@@ -57,7 +59,8 @@ until [ "$(json_num "$(curl -fsS -m 5 "$B/api/run")" step)" -ge 4 ] 2>/dev/null;
 done
 run=$(curl -fsS -m 5 "$B/api/run")
 for f in '"state":"running"' '"space":"cpu-default"' '"schedule":"quick"' '"world_size":2' \
-         '"count":6' '"name":"full"' '"subnets":1' '"checkpoints":{' '"alerts":[' '"eta_s":'; do
+         '"count":6' '"name":"full"' '"subnets":1' '"checkpoints":{' '"alerts":[' '"eta_s":' \
+         '"subnets":{"n":2,"macs_mean":'; do
     printf '%s' "$run" | grep -qF "$f" || fail "/api/run lacks $f: $run"
 done
 n1=$(json_num "$(curl -fsS -m 5 "$B/api/metrics?since=0")" last)
@@ -77,7 +80,8 @@ bad=$(grep -Evc '^(# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+|[a-zA-Z_:][a-zA-Z0-
 for s in 'manta_train_step{run="run"}' 'manta_train_loss{run="run"}' 'manta_train_learning_rate{run="run"}' \
          'manta_train_images_per_second{run="run",rank="0",device="' 'manta_train_step_seconds{run="run"}' \
          'manta_train_data_wait_seconds{run="run",rank="0"' 'manta_train_heartbeat_timestamp_seconds{' \
-         '# TYPE manta_monitor_records_total counter' 'manta_train_rank_up{run="run",rank="0"'; do
+         '# TYPE manta_monitor_records_total counter' 'manta_train_rank_up{run="run",rank="0"' \
+         'manta_train_subnet_macs{run="run",stat="mean"}' 'manta_train_subnet_parameters{run="run",stat="max"}'; do
     grep -qF "$s" "$dir/metrics.txt" || fail "/metrics lacks $s"
 done
 echo "metrics: $(grep -vc '^#' "$dir/metrics.txt") samples, all lines well formed"
@@ -133,6 +137,15 @@ done
 wait $tpid || true
 tail -1 "$dir/run/metrics.jsonl" | grep -q '"event":"stopped"' || fail "no stopped record"
 grep -q '"event":"checkpoint"' "$dir/run/metrics.jsonl" || fail "no checkpoint record"
+# both ranks' figures: in the progress records and, read back with every CRC checked, in the
+# event file
+grep '"ranks":\[{"rank":0,' "$dir/run/metrics.jsonl" | tail -n 1 |
+    grep -q '{"rank":1,"device":null,"host":null,"images_per_s":[0-9.]*,"compute_s":[0-9.]*,"data_wait_s":[0-9.]*,"allreduce_wait_s":[0-9.]*,"ring_bytes_per_s":[0-9]' ||
+    fail "no figures of rank 1 in the progress records"
+"$M" events "$dir"/run/events.out.tfevents.* >"$dir/events.txt" || fail "the event file does not read back"
+for t in train/loss rank0/compute_s rank1/images_per_s rank1/allreduce_wait_s; do
+    grep -q "^$t  *step  *[0-9]" "$dir/events.txt" || { cat "$dir/events.txt"; fail "no $t in the event file"; }
+done
 
 # ---- manta monitor beyond loopback: a token is required
 if "$M" monitor "$dir/run" --listen 0.0.0.0:0 >"$dir/notoken.log" 2>&1; then fail "0.0.0.0 without a token"; fi
@@ -218,6 +231,8 @@ grep -q 'data-rank="1" data-dead="1" class="dead"' "$dir/dom.html" || fail "rank
 grep -q 'data-rank="0" data-dead="0"' "$dir/dom.html" || fail "rank 0 of the first run not on the page"
 [ "$(grep -o '<section class="run"' "$dir/dom.html" | wc -l)" -eq 2 ] || fail "not two runs side by side"
 grep -q '<path d="M' "$dir/dom.html" || fail "no chart drawn"
+grep -q 'data-chart="macs"><svg[^>]*><text[^>]*>sampled sub-networks: MACs' "$dir/dom.html" ||
+    fail "no chart of the sampled sub-networks' MACs"
 chrome --screenshot="$dir/page.png" "$P/?poll=1" >/dev/null || fail "chromium --screenshot"
 python3 - "$dir/page.png" <<'EOF' || fail "the screenshot is blank"
 import struct, sys, zlib

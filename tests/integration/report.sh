@@ -5,8 +5,10 @@
 # search's search.json and front.csv and the latency table's validation of a make demo run). Each PNG decodes (python3's zlib over its
 # IDAT chunks, every CRC checked), has the expected size and more than one colour in its
 # plot area; each SVG is well-formed XML with the expected title; index.html references
-# every file. Missing inputs are skipped with one line each; a bad folder, an empty one and
-# a malformed search.json give one error line, exit status 1 and no files.
+# every file; the sampled sub-networks' plot is drawn when the progress records carry
+# "subnets" (added to the fixture's here), not without. Missing inputs are skipped with one
+# line each; a bad folder, an empty one and a malformed search.json give one error line, exit
+# status 1 and no files.
 set -eu
 M="${BUILD:-build}/bin/manta"
 tmp=$(mktemp -d)
@@ -95,11 +97,11 @@ check_html() {
 cat "$tmp/r1.out"
 check_png "$tmp/st/report/training.png" 1400 900
 check_svg "$tmp/st/report/training.svg" "Training: stereo"
-check_html "$tmp/st/report" training
+check_png "$tmp/st/report/throughput.png" 1800 560
+check_html "$tmp/st/report" training throughput
 grep -q 'End-point error' "$tmp/st/report/training.svg" || fail "stereo SVG: no EPE panel"
 grep -q 'held-out EPE' "$tmp/st/report/index.html" || fail "index.html: no phase-end EPE"
-for what in "search plot: no search.json" "latency validation plot: no validate.csv" \
-    "per-rank throughput:"; do
+for what in "search plot: no search.json" "latency validation plot: no validate.csv"; do
     [ "$(grep -c "^skipped $what" "$tmp/r1.out")" = 1 ] || fail "no skip line for $what"
 done
 
@@ -121,10 +123,40 @@ check_svg "$tmp/demo_out/throughput.svg" "Per-rank throughput (2 ranks)"
 check_svg "$tmp/demo_out/search.svg" "Search: top-1 against predicted latency (cpu-default"
 check_svg "$tmp/demo_out/latency.svg" "Latency table check"
 check_html "$tmp/demo_out" training throughput search latency
+[ -e "$tmp/demo_out/subnets.png" ] && fail "a sub-network plot without \"subnets\" records"
 for fig in 'validation top-1, largest' '17.19%' '[7,3,3,3,7,3,5,7' '17.94%' '21.00%' '0.568 ms' \
     'Kendall tau' '16.16%'; do
     grep -qF "$fig" "$tmp/demo_out/index.html" || fail "index.html lacks $fig"
 done
+
+# 2b. the sampled sub-networks' sizes ("subnets" on progress records, added here to the
+# fixture's; the partly written last line kept): their plot and the table's row
+mkdir -p "$tmp/sub/supernet"
+python3 - tests/data/report/demo/supernet/metrics.jsonl "$tmp/sub/supernet/metrics.jsonl" <<'EOF'
+import json, sys
+out = []
+for line in open(sys.argv[1]).read().split("\n"):
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        out.append(line)
+        continue
+    if "loss" in rec and "step" in rec:
+        s = rec["step"]
+        rec["subnets"] = {"n": 2, "macs_mean": 1e7 - 2e5 * s, "macs_min": 6e6 - 1e5 * s,
+                          "macs_max": 1.7e7 - 2e5 * s, "params_mean": 1.2e6 - 2e4 * s,
+                          "params_min": 8e5, "params_max": 1.8e6}
+    out.append(json.dumps(rec))
+open(sys.argv[2], "w").write("\n".join(out))
+EOF
+"$M" report "$tmp/sub" >"$tmp/r2b.out" 2>&1 || { cat "$tmp/r2b.out"; fail "report with subnets"; }
+grep -q "wrote $tmp/sub/report/subnets.png and .svg: Sampled sub-networks" "$tmp/r2b.out" ||
+    fail "no subnets plot: $(cat "$tmp/r2b.out")"
+check_png "$tmp/sub/report/subnets.png" 1400 560
+check_svg "$tmp/sub/report/subnets.svg" "Sampled sub-networks: MACs and parameters"
+check_html "$tmp/sub/report" training subnets
+grep -q 'sampled sub-networks, last record: MACs</th><td>[0-9.]* M ([0-9.]* to [0-9.]* M)' \
+    "$tmp/sub/report/index.html" || fail "index.html: no sampled sub-networks' MACs"
 
 # 3. inputs named by options (the latency table: validate.csv beside it), --json
 mkdir "$tmp/lt"

@@ -1,7 +1,7 @@
 /* manta report's plotting module (tools/manta/plot.h: tick choice, tick labels, PNG and SVG
  * files) and its readers (tools/manta/report_data.h: metrics.jsonl of classification and
- * stereo runs with malformed lines, per-rank records and a resume; search.json, front.csv,
- * the latency validation CSV and summary; missing files). */
+ * stereo runs with malformed lines, per-rank records, the sampled sub-networks' sizes and a
+ * resume; search.json, front.csv, the latency validation CSV and summary; missing files). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -142,6 +142,8 @@ static void test_csv_split(void **state)
 static const char classif[] =
     "{\"step\":1,\"steps\":6,\"phase\":\"full\",\"phase_index\":0,\"loss\":2.3,\"batch_top1\":0.1,"
     "\"r\":24,\"lr\":0.02,\"images_per_s\":100.5,\"data_wait\":0,\"step_ms\":10,\"eta_s\":5,"
+    "\"subnets\":{\"n\":1,\"macs_mean\":17500000,\"macs_min\":17500000,\"macs_max\":17500000,"
+    "\"params_mean\":1800000,\"params_min\":1800000,\"params_max\":1800000},"
     "\"ranks\":[{\"rank\":1,\"device\":\"gpu1\",\"images_per_s\":50},"
     "{\"rank\":0,\"device\":\"gpu0\",\"images_per_s\":50.5,\"step_ms\":9.5},"
     "{\"rank\":2,\"images_per_s\":49,\"compute_s\":0.008,\"data_wait_s\":0.001,"
@@ -154,11 +156,14 @@ static const char classif[] =
     "{\"sync_check\":3,\"replicas\":2,\"hash\":\"ab\"}\n"
     "[1,2,3]\n"
     "{\"step\":6,\"steps\":6,\"phase\":\"kernel\",\"phase_index\":1,\"loss\":1.9,"
-    "\"batch_top1\":0.3,\"lr\":0.005,\"images_per_s\":90}\n"
+    "\"batch_top1\":0.3,\"lr\":0.005,\"images_per_s\":90,\"subnets\":{\"macs_mean\":1}}\n"
     "{\"step\":5,\"steps\":6,\"phase\":\"kernel\",\"phase_index\":1,\"loss\":1.8,"
-    "\"batch_top1\":0.35,\"lr\":0.006,\"images_per_s\":95}\n" /* resumed: replaces step 6 */
+    "\"batch_top1\":0.35,\"lr\":0.006,\"images_per_s\":95,\"subnets\":{\"n\":2,"
+    "\"macs_mean\":8000000,\"macs_min\":6000000,\"macs_max\":9000000,\"params_mean\":1000000,"
+    "\"params_min\":800000,\"params_max\":1200000}}\n" /* resumed: replaces step 6 */
     "{\"step\":6,\"steps\":6,\"phase\":\"kernel\",\"phase_index\":1,\"loss\":1.7,"
-    "\"batch_top1\":0.4,\"lr\":0.004,\"images_per_s\":96}\n"
+    "\"batch_top1\":0.4,\"lr\":0.004,\"images_per_s\":96,\"subnets\":{\"macs_mean\":7000000,"
+    "\"macs_min\":-1,\"macs_max\":8000000}}\n"
     "{\"eval\":\"val\",\"phase\":\"kernel\",\"step\":6,\"max_top1\":0.5,\"min_top1\":0.375}\n"
     "{\"step\":7,\"phase\":\"ker"; /* a run in progress: a partly written line */
 
@@ -197,6 +202,17 @@ static void test_training_classification(void **state)
     assert_int_equal(t.ranks[2].rank, 2);
     assert_string_equal(t.ranks[2].device, "");
     assert_true(fabs(t.ranks[2].step_ms.v[0] - 9) < 1e-9 && fabs(t.ranks[2].wait_ms.v[0] - 1) < 1e-9);
+    /* the sampled sub-networks' sizes: points where a record has them (not step 3; the first
+     * step 6 replaced; a negative member left out) */
+    assert_int_equal(t.macs[0].n, 3);
+    assert_true(t.macs[0].step[0] == 1 && t.macs[0].step[1] == 5 && t.macs[0].step[2] == 6);
+    assert_true(t.macs[0].v[0] == 17.5e6 && t.macs[0].v[1] == 8e6 && t.macs[0].v[2] == 7e6);
+    assert_int_equal(t.macs[1].n, 2);
+    assert_true(t.macs[1].v[1] == 6e6);
+    assert_int_equal(t.macs[2].n, 3);
+    assert_true(t.macs[2].v[2] == 8e6);
+    assert_int_equal(t.params[0].n, 2);
+    assert_true(t.params[0].v[1] == 1e6 && t.params[1].v[1] == 8e5 && t.params[2].v[1] == 1.2e6);
     rep_training_free(&t);
     assert_null(t.loss.v);
     rep_training_free(&t); /* twice is fine */
@@ -230,6 +246,7 @@ static void test_training_stereo(void **state)
                 t.phases[0].val_smallest == 1.7);
     assert_false(t.phases[1].has_val);
     assert_int_equal(t.n_ranks, 0);
+    assert_int_equal(t.macs[0].n, 0); /* stereo records have no "subnets" */
     rep_training_free(&t);
 }
 

@@ -145,6 +145,8 @@ void job_ranks_json(manta_strbuf *b, const dp_trainer *dp, const job_log *l, mcl
 #define JOB_RANK_SCALARS 4
 /** Bytes of one of its tags. */
 #define JOB_TAG_BYTES 48
+/** Most per-rank scalars an event of a progress record holds (the first 64 ranks). */
+#define JOB_RANK_TAGS (64 * JOB_RANK_SCALARS)
 
 /**
  * TensorBoard scalars of every rank's last step (dp_rank_figures_get()):

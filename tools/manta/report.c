@@ -1,8 +1,8 @@
 /* manta report RUN_DIR: plots of a run a person would rather look at than read (PNG and
  * SVG, drawn with cairo by plot.c) and one HTML page with all of them and the key figures:
- * the training curves per phase, per-rank throughput, the search's accuracy against
- * latency with its Pareto front, the chosen and the uniform sub-networks, and the latency
- * table's predicted against measured latency. It draws what RUN_DIR (or the options)
+ * the training curves per phase, the sampled sub-networks' sizes, per-rank throughput, the
+ * search's accuracy against latency with its Pareto front, the chosen and the uniform
+ * sub-networks, and the latency table's predicted against measured latency. It draws what RUN_DIR (or the options)
  * holds and says in one line per missing input what it skipped. */
 #include <errno.h>
 #include <math.h>
@@ -24,7 +24,7 @@
 
 #define PATH_CAP 4096
 #define MAX_SKIPS 8
-#define MAX_PLOTS 4
+#define MAX_PLOTS 5
 
 typedef struct report_opts {
     const char *run, *out, *metrics, *search, *latency;
@@ -415,6 +415,53 @@ static manta_status plot_training(report *r, manta_err *err)
     return st;
 }
 
+/* The sizes of the sub-networks sampled in each record's window ("subnets" of the
+ * classification trainer's progress records): MACs and parameters, mean with the smallest
+ * and largest, in millions. */
+static manta_status plot_subnets(report *r, manta_err *err)
+{
+    const rep_training *t = &r->train;
+    double *v[2][3] = {{NULL}};
+    plot_figure *f = calloc(1, sizeof *f);
+    bool ok = f != NULL;
+    for (int k = 0; k < 2 && ok; k++)
+        for (int j = 0; j < 3 && ok; j++) {
+            const rep_series *s = k ? &t->params[j] : &t->macs[j];
+            ok = (v[k][j] = malloc((s->n + 1) * sizeof *v[k][j])) != NULL;
+            for (size_t i = 0; ok && i < s->n; i++)
+                v[k][j][i] = s->v[i] / 1e6;
+        }
+    manta_status st = MANTA_OK;
+    if (!ok) {
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "sub-network plot: out of memory");
+        goto out;
+    }
+    *f = (plot_figure){.title = "Sampled sub-networks: MACs and parameters", .width = 1400,
+                       .height = 560, .cols = 2, .n_panels = 2};
+    f->panel[0] = (plot_panel){.title = "MACs of the sub-networks sampled (one image, at the "
+                                        "step's resolution)",
+                               .xlabel = "step", .ylabel = "MACs (millions)", .y_zero = true};
+    f->panel[1] = (plot_panel){.title = "Parameters of the sub-networks sampled",
+                               .xlabel = "step", .ylabel = "parameters (millions)", .y_zero = true};
+    static const char *const labels[3] = {"mean", "smallest", "largest"};
+    for (int k = 0; k < 2; k++) {
+        for (int j = 0; j < 3; j++) {
+            const rep_series *s = k ? &t->params[j] : &t->macs[j];
+            plot_series ps = line(labels[j], s->step, v[k][j], s->n, j == 0 ? 0 : j == 1 ? 2 : 3);
+            ps.dashed = j > 0;
+            add_series(&f->panel[k], ps);
+        }
+        phase_spans(t, &f->panel[k]);
+    }
+    st = write_figure(r, f, "subnets", err);
+out:
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 3; j++)
+            free(v[k][j]);
+    free(f);
+    return st;
+}
+
 static manta_status plot_ranks(report *r, manta_err *err)
 {
     const rep_training *t = &r->train;
@@ -634,6 +681,19 @@ static void html_training(manta_strbuf *b, const report *r)
     else
         row(b, "final batch top-1", "%.2f%%", 100 * t->metric.v[n - 1]);
     row(b, t->stereo ? "final pairs/s" : "final images/s", "%.1f", t->rate.v[n - 1]);
+    const rep_series *mm = t->macs, *pp = t->params;
+    if (mm[0].n > 0 && mm[1].n == mm[0].n && mm[2].n == mm[0].n) {
+        size_t k = mm[0].n - 1;
+        manta_strbuf_printf(b, "<tr><th>sampled sub-networks, last record: MACs</th><td>%.2f M "
+                               "(%.2f to %.2f M)</td></tr>\n",
+                            mm[0].v[k] / 1e6, mm[1].v[k] / 1e6, mm[2].v[k] / 1e6);
+    }
+    if (pp[0].n > 0 && pp[1].n == pp[0].n && pp[2].n == pp[0].n) {
+        size_t k = pp[0].n - 1;
+        manta_strbuf_printf(b, "<tr><th>sampled sub-networks, last record: parameters</th><td>"
+                               "%.3f M (%.3f to %.3f M)</td></tr>\n",
+                            pp[0].v[k] / 1e6, pp[1].v[k] / 1e6, pp[2].v[k] / 1e6);
+    }
     manta_strbuf_printf(b, "</table>\n<table>\n<tr><th>phase</th><th>last step</th><th>%s</th>"
                            "<th>%s</th></tr>\n",
                         t->stereo ? "held-out EPE, largest" : "validation top-1, largest",
@@ -776,6 +836,8 @@ static int parse_args(int argc, char **argv, report_opts *o)
         "                  images/s against step; phases shaded and named; validation\n"
         "                  top-1 (held-out EPE) of the largest and smallest sub-network\n"
         "                  at each phase's end\n"
+        "  subnets.png     MACs and parameters of the sub-networks sampled (mean, smallest,\n"
+        "                  largest) against step, when the progress records carry \"subnets\"\n"
         "  throughput.png  images/s, step time and time waiting for data and the\n"
         "                  allreduce of each rank, when the progress records carry \"ranks\"\n"
         "  search.png      the search's Pareto front (predicted top-1 against predicted\n"
@@ -893,6 +955,7 @@ int cmd_report(int argc, char **argv)
         goto out;
     }
     if ((r->have_train && plot_training(r, &err) != MANTA_OK) ||
+        (r->have_train && r->train.macs[0].n > 0 && plot_subnets(r, &err) != MANTA_OK) ||
         (r->have_train && r->train.n_ranks > 0 && plot_ranks(r, &err) != MANTA_OK) ||
         (r->have_search && plot_search(r, &err) != MANTA_OK) ||
         (r->have_lat && plot_latency(r, &err) != MANTA_OK) || write_html(r, &err) != MANTA_OK) {

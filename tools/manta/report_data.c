@@ -167,6 +167,18 @@ static bool read_progress(rep_training *t, const cJSON *o, double step)
         if (!series_push(all[i], step, v[i]))
             return false;
     }
+    /* the sampled sub-networks' sizes, when the record has them */
+    const cJSON *sub = manta_json_object(o, "subnets");
+    static const char *const keys[2][3] = {{"macs_mean", "macs_min", "macs_max"},
+                                           {"params_mean", "params_min", "params_max"}};
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < 3; j++) {
+            rep_series *s = k ? &t->params[j] : &t->macs[j];
+            series_cut(s, step);
+            double x;
+            if (sub && manta_json_number(sub, keys[k][j], 0, INFINITY, &x) && !series_push(s, step, x))
+                return false;
+        }
     if (ph >= 0 && (long)step > t->phases[ph].last_step)
         t->phases[ph].last_step = (long)step;
     double steps;
@@ -262,6 +274,10 @@ void rep_training_free(rep_training *t)
     series_free(&t->lr);
     series_free(&t->rate);
     series_free(&t->phase);
+    for (int j = 0; j < 3; j++) {
+        series_free(&t->macs[j]);
+        series_free(&t->params[j]);
+    }
     for (size_t i = 0; i < t->n_ranks; i++) {
         series_free(&t->ranks[i].ips);
         series_free(&t->ranks[i].step_ms);

@@ -20,7 +20,10 @@
  *    `{"event":"step","step":S,"phase":P,"loss":L,"epe":E,"lr":LR,"pairs_per_s":R}`
  *    (stereo; phase counted from 1); optionally with
  *    `"ranks":[{"rank":0,"device":"...","images_per_s":I,"compute_s":C,"data_wait_s":D,
- *    "allreduce_wait_s":A},...]` (seconds per step; any may be null or absent; or "step_ms");
+ *    "allreduce_wait_s":A},...]` (seconds per step; any may be null or absent; or "step_ms"),
+ *    and (classification) `"subnets":{"macs_mean":M,"macs_min":..,"macs_max":..,
+ *    "params_mean":P,"params_min":..,"params_max":..}`: the sizes of the sub-networks
+ *    sampled since the previous record;
  *  - the validation at a phase's end: `{"eval":"val","phase":"kernel","step":S,
  *    "max_top1":A,"min_top1":B}` or `{"event":"phase_end","phase":P,"name":"kernel","step":S,
  *    "largest":{"epe":E,...},"smallest":{...}}` (stereo; or with "top1" or
@@ -81,6 +84,9 @@ typedef struct rep_training {
     long steps;                      /**< the schedule's steps ("steps" member; 0: unknown) */
     rep_phase phases[REP_MAX_PHASES];/**< by index (0-based) */
     int n_phases;                    /**< 1 + the highest phase index read */
+    rep_series macs[3];              /**< sampled sub-networks' MACs: mean, min, max ("subnets";
+                                          points only where a record has them) */
+    rep_series params[3];            /**< their parameters: mean, min, max */
     rep_rank *ranks;                 /**< (n_ranks) sorted by rank; NULL when none */
     size_t n_ranks;                  /**< ranks read */
     long lines;                      /**< non-empty lines read */

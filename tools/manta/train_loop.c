@@ -109,6 +109,7 @@ static bool run_step(train_run *r, train_progress *pg, long step, ofa_step_resul
         return false;
     }
     double ts = cmd_now();
+    dp_set_data_wait(r->dp, wait);
     st = dp_step(r->dp, step, b.images, b.labels, res, &err);
     double dt = cmd_now() - ts;
     if (st != MANTA_OK) {
@@ -125,6 +126,64 @@ static bool run_step(train_run *r, train_progress *pg, long step, ofa_step_resul
     r->ls = b.after;
     train_progress_add(pg, res, wait, dt);
     return true;
+}
+
+/* The sizes of the sub-networks this rank trained since the last progress record: MACs
+ * (one image at the step's resolution) and parameters of each. The trainer draws them with
+ * ofa_sample_subnet() from (sampling seed, step, k) alone, so they are drawn again here as
+ * it drew them, without its help. */
+typedef struct subnet_sizes {
+    ofa_desc desc;  /* scratch of ofa_describe() */
+    uint64_t seed;  /* the trainer's sampling seed on this rank */
+    long n;         /* sub-networks counted */
+    double macs_sum, macs_min, macs_max, params_sum, params_min, params_max;
+} subnet_sizes;
+
+static void subnets_start(train_run *r, subnet_sizes *z)
+{
+    memset(z, 0, sizeof *z);
+    z->seed = dp_sample_seed(r->o.seed, r->o.mode, r->rank);
+}
+
+/* The sub-networks of global step @p step (phase and resolution from @p res) counted. */
+static void subnets_add(train_run *r, subnet_sizes *z, long step, const ofa_step_result *res)
+{
+    if (res->phase < 0 || res->phase >= r->sched.n_phases)
+        return;
+    const ofa_phase *p = &r->sched.phase[res->phase];
+    for (int k = 0; k < p->subnets; k++) {
+        ofa_arch a;
+        manta_err err;
+        ofa_sample_subnet(&r->sp, p, z->seed, step, k, res->r, &a);
+        if (ofa_describe(&r->sp, &a, &z->desc, &err) != MANTA_OK)
+            continue;
+        const double macs = z->desc.macs, params = (double)z->desc.params;
+        if (z->n++ == 0) {
+            z->macs_min = z->macs_max = macs;
+            z->params_min = z->params_max = params;
+        }
+        z->macs_sum += macs;
+        z->params_sum += params;
+        z->macs_min = macs < z->macs_min ? macs : z->macs_min;
+        z->macs_max = macs > z->macs_max ? macs : z->macs_max;
+        z->params_min = params < z->params_min ? params : z->params_min;
+        z->params_max = params > z->params_max ? params : z->params_max;
+    }
+}
+
+/* The "subnets" member of a progress record (",\"subnets\":{...}", or "" when none were
+ * counted) into @p buf; the count starts again. */
+static void subnets_json(subnet_sizes *z, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    if (z->n > 0)
+        snprintf(buf, cap,
+                 ",\"subnets\":{\"n\":%ld,\"macs_mean\":%.0f,\"macs_min\":%.0f,\"macs_max\":%.0f,"
+                 "\"params_mean\":%.0f,\"params_min\":%.0f,\"params_max\":%.0f}",
+                 z->n, z->macs_sum / (double)z->n, z->macs_min, z->macs_max,
+                 z->params_sum / (double)z->n, z->params_min, z->params_max);
+    z->n = 0;
+    z->macs_sum = z->params_sum = 0;
 }
 
 /* Stop together: a signal may reach the ranks at different steps. */
@@ -144,43 +203,37 @@ static bool agree_stop(train_run *r, long step, int *stop)
     return true;
 }
 
-/* Scalars of step @p step into the event file; after a failed write, one warning and no
- * more events (training goes on). */
+/* Scalars of step @p step into the event file (job_events()). */
 static void log_events(train_run *r, long step, const manta_tfscalar *v, size_t n)
 {
-    if (!r->events)
-        return;
-    manta_err err;
-    if (manta_tfevents_append(r->events, step, manta_wall_time(), v, n, &err) == MANTA_OK)
-        return;
-    fprintf(stderr, "manta train: warning: TensorBoard events: %s; no more events\n", err.msg);
-    manta_tfevents_close(r->events, NULL);
-    r->events = NULL;
+    job_events(&r->events, "manta train", step, v, n);
 }
 
 /* The progress line after @p done steps: into metrics.jsonl, the event file, and on stdout. */
-static void log_progress(train_run *r, train_progress *pg, const ofa_step_result *res, long done)
+static void log_progress(train_run *r, train_progress *pg, subnet_sizes *z,
+                         const ofa_step_result *res, long done)
 {
     train_report rep;
     train_progress_report(pg, res, done, cmd_now(), &rep);
     char line[512];
     int n = train_report_json(&rep, line, sizeof line);
-    /* the record of docs/monitor.md: the report, its time, and this rank's figures (the
-     * other ranks' once the data-parallel trainer gathers them) */
-    char rec[2048];
+    /* the record of docs/monitor.md: the report, its time, the sampled sub-networks' sizes,
+     * and every rank's figures of the last step */
+    char sub[320];
+    subnets_json(z, sub, sizeof sub);
     double now = manta_wall_time();
-    int world = r->cfg.world_size > 1 ? r->cfg.world_size : 1;
-    double ips = rep.images_per_s / world;
-    manta_strbuf dev = {0};
-    mon_json_str(&dev, mcl_info(r->d)->name);
-    snprintf(rec, sizeof rec,
-             "%.*s,\"time\":%.3f,\"ranks\":[{\"rank\":%d,\"device\":%s,\"images_per_s\":%.2f,"
-             "\"compute_s\":%.6f,\"data_wait_s\":%.6f,\"allreduce_wait_s\":null,\"heartbeat\":%.3f}]}",
-             n > 1 && n < (int)sizeof line ? n - 1 : 0, line, now, r->rank, dev.oom ? "null" : dev.p,
-             ips, rep.step_ms / 1e3, ips > 0 ? rep.data_wait * ((double)r->o.batch / world) / ips : 0.0, now);
-    manta_strbuf_free(&dev);
-    train_record(r, rec);
-    const manta_tfscalar ev[] = {
+    const int per_rank = r->o.batch / (r->replicas / r->n_dev);
+    job_log l = run_log(r);
+    manta_strbuf b = {0};
+    manta_strbuf_printf(&b, "%.*s,\"time\":%.3f%s", n > 1 && n < (int)sizeof line ? n - 1 : 0,
+                        line, now, sub);
+    job_ranks_json(&b, r->dp, &l, r->d, per_rank, now);
+    manta_strbuf_printf(&b, "}");
+    if (!b.oom)
+        train_record(r, b.p);
+    manta_strbuf_free(&b);
+    char tags[JOB_RANK_TAGS][JOB_TAG_BYTES];
+    manta_tfscalar ev[8 + JOB_RANK_TAGS] = {
         {"train/loss", (float)rep.loss},
         {"train/batch_top1", (float)rep.batch_top1},
         {"train/lr", rep.lr},
@@ -190,7 +243,8 @@ static void log_progress(train_run *r, train_progress *pg, const ofa_step_result
         {"train/phase", (float)(rep.phase + 1)},
         {"train/resolution", (float)rep.r},
     };
-    log_events(r, rep.step, ev, sizeof ev / sizeof ev[0]);
+    size_t nev = 8 + job_rank_scalars(r->dp, per_rank, tags, ev + 8, JOB_RANK_TAGS);
+    log_events(r, rep.step, ev, nev);
     if (r->o.json)
         printf("%s\n", line);
     else
@@ -266,11 +320,15 @@ int train_loop(train_run *r)
     sigaction(SIGTERM, &sa, NULL);
     train_progress pg;
     train_progress_start(&pg, &r->sched, r->work, r->start, o->batch, cmd_now());
+    subnet_sizes z;
+    subnets_start(r, &z);
     long done = 0;
     for (long step = r->start; step < r->total; step++) {
         ofa_step_result res;
         if (!run_step(r, &pg, step, &res))
             return 1;
+        if (!r->quiet)
+            subnets_add(r, &z, step, &res);
         done++;
         int stop = stop_requested || (o->stop_after > 0 && done == o->stop_after);
         if (r->ring && !agree_stop(r, step, &stop))
@@ -279,7 +337,7 @@ int train_loop(train_run *r)
         ofa_schedule_locate(&r->sched, step, &in_phase);
         int phase_end = in_phase + 1 == r->sched.phase[res.phase].steps;
         if (!r->quiet && ((step + 1) % o->log_every == 0 || phase_end || step + 1 == r->total))
-            log_progress(r, &pg, &res, step + 1);
+            log_progress(r, &pg, &z, &res, step + 1);
         int ckpt = phase_end || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0) || stop;
         if (r->replicas > 1 && (ckpt || (o->job.sync_check > 0 && (step + 1) % o->job.sync_check == 0)) &&
             !sync_check(r, step + 1))

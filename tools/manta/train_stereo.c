@@ -199,12 +199,12 @@ static int train_loop(st_run *r)
             if (!b.oom)
                 job_record(&l, b.p);
             manta_strbuf_free(&b);
-            char tags[64 * JOB_RANK_SCALARS][JOB_TAG_BYTES];
-            manta_tfscalar ev[7 + 64 * JOB_RANK_SCALARS] = {
+            char tags[JOB_RANK_TAGS][JOB_TAG_BYTES];
+            manta_tfscalar ev[7 + JOB_RANK_TAGS] = {
                 {"train/loss", res.loss}, {"train/kd_loss", res.kd_loss}, {"train/epe", res.epe},
                 {"train/lr", res.lr}, {"train/pairs_per_s", (float)rate},
                 {"train/phase", (float)(ph + 1)}, {"train/round", (float)(res.round + 1)}};
-            size_t n = 7 + job_rank_scalars(r->dp, per_rank, tags, ev + 7, 64 * JOB_RANK_SCALARS);
+            size_t n = 7 + job_rank_scalars(r->dp, per_rank, tags, ev + 7, JOB_RANK_TAGS);
             job_events(&r->events, "manta train", step + 1, ev, n);
             fflush(stdout);
             last = now, since = 0;

@@ -9,6 +9,7 @@ const QUERY = new URLSearchParams(location.search);
 const TOKEN = QUERY.get('token');
 const POLL = QUERY.get('poll') === '1'; // ?poll=1: no event stream, a request every 2 s
 const MAX_POINTS = 4000; // per series kept for drawing (older points thinned)
+const COLORS = ['#1f6feb', '#bf3989', '#1a7f37']; // series 0, 1, 2 (style.css: .s0 .s1 .s2)
 
 function url(path, params) {
   const q = new URLSearchParams(params || {});
@@ -118,7 +119,7 @@ function drawChart(svg, title, series, marks, yfmt) {
     if (d) svg.appendChild(sv('path', { d: d, class: 's' + k }));
     if (series.length > 1)
       svg.appendChild(sv('text', { x: W - R - 4, y: 11 + 11 * k, class: 'axis', 'text-anchor': 'end' },
-                         s.name)).setAttribute('fill', k ? '#bf3989' : '#1f6feb');
+                         s.name)).setAttribute('fill', COLORS[k % COLORS.length]);
   });
 }
 
@@ -130,7 +131,7 @@ class Run {
     this.name = info.name;
     this.seq = 0;
     this.gen = null;
-    this.pts = { loss: [], top1: [], epe: [], lr: [], ips: [] };
+    this.pts = { loss: [], top1: [], epe: [], lr: [], ips: [], macs: [], macsMin: [], macsMax: [] };
     this.marks = [];
     this.lastPhase = null;
     this.vals = [];
@@ -159,7 +160,7 @@ class Run {
     s.appendChild(this.alertsEl);
     const charts = el('div', { class: 'charts' });
     this.svgs = {};
-    for (const k of ['loss', 'top1', 'lr', 'ips', 'val']) {
+    for (const k of ['loss', 'top1', 'lr', 'ips', 'macs', 'val']) {
       const c = el('div', { class: 'chart', 'data-chart': k });
       const g = document.createElementNS(SVGNS, 'svg');
       c.appendChild(g);
@@ -215,6 +216,12 @@ class Run {
     if (r.epe !== undefined) { this.stereo = true; this.push('epe', x, num(r.epe)); }
     this.push('lr', x, num(r.lr));
     this.push('ips', x, num(r.images_per_s !== undefined ? r.images_per_s : r.pairs_per_s));
+    const sub = r.subnets; // the sizes of the sub-networks sampled since the last report
+    if (sub && typeof sub === 'object') {
+      this.push('macs', x, num(sub.macs_mean));
+      this.push('macsMin', x, num(sub.macs_min));
+      this.push('macsMax', x, num(sub.macs_max));
+    }
   }
 
   drawCharts() {
@@ -228,6 +235,13 @@ class Run {
     drawChart(this.svgs.lr, 'learning rate', [{ name: 'lr', pts: this.pts.lr }], this.marks);
     drawChart(this.svgs.ips, unit, [{ name: unit, pts: this.pts.ips }], this.marks,
               v => v.toFixed(0));
+    // shown once a record carries them (classification runs; not stereo)
+    this.svgs.macs.parentNode.hidden = !this.pts.macs.length;
+    if (this.pts.macs.length)
+      drawChart(this.svgs.macs, 'sampled sub-networks: MACs (millions, one image)',
+                [{ name: 'mean', pts: this.pts.macs }, { name: 'smallest', pts: this.pts.macsMin },
+                 { name: 'largest', pts: this.pts.macsMax }],
+                this.marks, v => (v / 1e6).toFixed(v < 1e7 ? 2 : 1));
     this.svgs.val.parentNode.hidden = !this.vals.length; // the table below says "no phase finished yet"
     const epe = this.vals.length && this.vals[this.vals.length - 1].metric === 'epe';
     const big = [], small = [];
@@ -265,6 +279,11 @@ class Run {
       ['learning rate', fmt(st.last.lr, 5)],
       [this.stereo ? 'pairs/s' : 'images/s', fmt(st.last.images_per_s, 1)],
     ];
+    const sub = st.last.subnets;
+    if (sub && sub.macs_mean !== null)
+      items.push(['sampled MACs (M)', (sub.macs_mean / 1e6).toFixed(2) +
+                  (sub.macs_min !== null && sub.macs_max !== null
+                     ? ' (' + (sub.macs_min / 1e6).toFixed(2) + '–' + (sub.macs_max / 1e6).toFixed(2) + ')' : '')]);
     if (job.world_size) items.push(['ranks × devices', job.world_size + ' × ' + (job.devices_per_rank || 1)]);
     if (job.mode) items.push(['mode', job.mode]);
     this.jobEl.textContent = '';
