@@ -514,29 +514,40 @@ static void cache_path(const mcl_dev *d, const char *name, const char *source, c
     snprintf(path, cap, "%s/%s-%s.bin", d->cache_dir, name, hex);
 }
 
+/* A cached program binary: CACHE_MAGIC, the binary's BLAKE2b-256, then the binary. A file
+ * cut short or damaged (a full disk, a crash while writing) fails the check and the source
+ * is built again: drivers are not required to survive a damaged binary. */
+#define CACHE_MAGIC "manta-cl-binary-1"
+#define CACHE_HEAD (sizeof CACHE_MAGIC + 32)
+
 /* Load a cached binary; NULL when absent or unusable (then the source is built). */
 static cl_program load_cached(mcl_dev *d, const char *path, const char *options)
 {
-    char *bin;
+    char *file;
     size_t len;
-    if (manta_file_read(path, MCL_MAX_CACHED_BINARY, &bin, &len, NULL) != MANTA_OK)
+    if (manta_file_read(path, MCL_MAX_CACHED_BINARY, &file, &len, NULL) != MANTA_OK)
         return NULL;
     cl_program prog = NULL;
-    if (len > 0) {
-        const unsigned char *bins[1] = {(const unsigned char *)bin};
+    unsigned char h[32];
+    const unsigned char *bin = (const unsigned char *)file + CACHE_HEAD;
+    size_t n = len > CACHE_HEAD ? len - CACHE_HEAD : 0;
+    if (n > 0 && memcmp(file, CACHE_MAGIC, sizeof CACHE_MAGIC) == 0 &&
+        crypto_generichash(h, sizeof h, bin, n, NULL, 0) == 0 &&
+        sodium_memcmp(h, file + sizeof CACHE_MAGIC, sizeof h) == 0) {
+        const unsigned char *bins[1] = {bin};
         cl_int bst = CL_SUCCESS, rc;
-        prog = clCreateProgramWithBinary(d->ctx, 1, &d->info.id, &len, bins, &bst, &rc);
+        prog = clCreateProgramWithBinary(d->ctx, 1, &d->info.id, &n, bins, &bst, &rc);
         if (prog && (rc != CL_SUCCESS || bst != CL_SUCCESS ||
                      clBuildProgram(prog, 1, &d->info.id, options, NULL, NULL) != CL_SUCCESS)) {
             clReleaseProgram(prog);
             prog = NULL;
         }
     }
-    free(bin);
+    free(file);
     return prog;
 }
 
-/* Write the program binary atomically; failures are ignored: the cache is an
+/* Write the program binary atomically, with its check; failures are ignored: the cache is an
  * optimisation. */
 static void store_cached(cl_program prog, const char *path)
 {
@@ -544,13 +555,16 @@ static void store_cached(cl_program prog, const char *path)
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS ||
         len == 0)
         return;
-    unsigned char *bin = malloc(len);
-    if (!bin)
+    unsigned char *file = malloc(CACHE_HEAD + len);
+    if (!file)
         return;
-    unsigned char *bins[1] = {bin};
-    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
-        manta_file_write_atomic(path, bin, len, NULL);
-    free(bin);
+    unsigned char *bins[1] = {file + CACHE_HEAD};
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
+        memcpy(file, CACHE_MAGIC, sizeof CACHE_MAGIC);
+        crypto_generichash(file + sizeof CACHE_MAGIC, 32, bins[0], len, NULL, 0);
+        manta_file_write_atomic(path, file, CACHE_HEAD + len, NULL);
+    }
+    free(file);
 }
 
 static char *build_log(mcl_dev *d, cl_program prog)

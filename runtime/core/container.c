@@ -373,23 +373,21 @@ manta_status ckpt_writer_begin(const char *path, const ckpt_writer_opts *opt, ck
         w->opt = *opt;
     w->cap = IO_CHUNK;
     w->buf = malloc(w->cap);
-    if (!w->buf || manta_file_tmp_name(path, &w->tmp, NULL) != MANTA_OK) {
+    if (!w->buf) {
         writer_free(w);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of host memory", path);
     }
     int e = fault(w, CKPT_IO_CREATE, 0, 0);
-    if (!e) {
-        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
-        if (w->fd < 0)
-            e = errno;
-    }
-    if (e) {
-        manta_err_set(err, MANTA_ERR_IO, "checkpoint %s: cannot create the temporary file %s: %s",
-                      path, w->tmp, strerror(e));
-        free(w->tmp);
-        w->tmp = NULL; /* nothing to remove */
+    manta_err why;
+    manta_status cs = MANTA_OK;
+    if (e)
+        manta_err_set(err, MANTA_ERR_IO, "checkpoint %s: cannot create its temporary file: %s",
+                      path, strerror(e));
+    else if ((cs = manta_file_create_tmp(path, &w->tmp, &w->fd, &why)) != MANTA_OK)
+        manta_err_set(err, cs, "checkpoint %s", why.msg);
+    if (e || cs != MANTA_OK) { /* nothing to remove */
         writer_free(w);
-        return MANTA_ERR_IO;
+        return e ? MANTA_ERR_IO : cs;
     }
     /* Header placeholder, rewritten at commit. */
     unsigned char zero[CKPT_HEADER_SIZE] = {0};

@@ -75,14 +75,30 @@ manta_status manta_file_read(const char *path, size_t max_bytes, char **out, siz
     return MANTA_OK;
 }
 
-manta_status manta_file_tmp_name(const char *path, char **tmp, manta_err *err)
+/* Most temporary names tried for one path ("<path>.tmp.<pid>.<k>", k below this). */
+#define TMP_TRIES 256
+
+manta_status manta_file_create_tmp(const char *path, char **tmp, int *fd, manta_err *err)
 {
-    size_t n = strlen(path) + 32;
+    *fd = -1;
+    size_t n = strlen(path) + 40;
     *tmp = malloc(n);
     if (!*tmp)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
-    snprintf(*tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    return MANTA_OK;
+    int e = EEXIST;
+    for (int k = 0; k < TMP_TRIES && e == EEXIST; k++) {
+        snprintf(*tmp, n, "%s.tmp.%ld.%d", path, (long)getpid(), k);
+        *fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+        e = *fd >= 0 ? 0 : errno;
+    }
+    if (*fd >= 0)
+        return MANTA_OK;
+    manta_status st = manta_err_set(err, MANTA_ERR_IO,
+                                    "%s: cannot create the temporary file %s: %s", path, *tmp,
+                                    strerror(e));
+    free(*tmp);
+    *tmp = NULL;
+    return st;
 }
 
 manta_status manta_file_sync_dir(const char *path, manta_err *err)
@@ -115,15 +131,13 @@ manta_status manta_file_write_atomic(const char *path, const void *data, size_t 
     if (len && !data)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "%s: no data for %zu bytes", path, len);
     char *tmp;
-    MANTA_TRY(manta_file_tmp_name(path, &tmp, err));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    int fd;
+    MANTA_TRY(manta_file_create_tmp(path, &tmp, &fd, err));
+    FILE *f = fdopen(fd, "wb");
     if (!f) {
         int e = errno;
-        if (fd >= 0) {
-            close(fd);
-            remove(tmp);
-        }
+        close(fd);
+        remove(tmp);
         manta_status st = manta_err_set(err, MANTA_ERR_IO,
                                         "%s: cannot create the temporary file %s: %s", path, tmp,
                                         strerror(e));

@@ -61,12 +61,16 @@ manta_status manta_file_write_atomic(const char *path, const void *data, size_t 
                                      manta_err *err);
 
 /**
- * The temporary name under which @p path is written: "<path>.tmp.<pid>",
- * in a malloc'd string the caller frees (*tmp). For writers that stream a
- * file of their own and then rename it (the checkpoint container).
- * @return MANTA_ERR_NO_MEMORY (then *tmp is NULL).
+ * Create the temporary file under which @p path is written, for writers that stream a file
+ * of their own and then rename it (manta_file_write_atomic(), the checkpoint container):
+ * "<path>.tmp.<pid>.<k>" with the first k = 0, 1, ... whose name is free, created
+ * exclusively (O_EXCL), so that threads and processes writing the same path at once each
+ * write their own. *tmp receives the name (malloc'd; the caller frees it) and *fd the file,
+ * open for writing.
+ * @return MANTA_ERR_IO naming @p path, the last name tried and the system's reason (then
+ *         *tmp is NULL and *fd -1); MANTA_ERR_NO_MEMORY.
  */
-manta_status manta_file_tmp_name(const char *path, char **tmp, manta_err *err);
+manta_status manta_file_create_tmp(const char *path, char **tmp, int *fd, manta_err *err);
 
 /**
  * fsync the folder that holds @p path ("." for a name without a '/'), so

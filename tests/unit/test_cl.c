@@ -1,5 +1,6 @@
 /* The OpenCL device layer: enumeration, selection, program cache, build
  * errors, memory limits, transfers, launches. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,36 @@ static void test_program_cache_avoids_recompiling(void **state)
         mcl_get_stats(d, &s);
         assert_int_equal(s.programs_compiled, run == 0 ? 1 : 0);
         assert_int_equal(s.programs_cached, run == 0 ? 0 : 1);
+        mcl_close(d);
+    }
+    /* a damaged entry (one byte of the binary changed, or the file cut short) is not handed
+     * to the driver: the program is built again, and works */
+    DIR *dd = opendir(dir);
+    assert_non_null(dd);
+    char bin[600] = "";
+    for (struct dirent *e; (e = readdir(dd));)
+        if (strstr(e->d_name, "activation-") == e->d_name)
+            snprintf(bin, sizeof bin, "%s/%s", dir, e->d_name);
+    closedir(dd);
+    assert_true(bin[0]);
+    for (int damage = 0; damage < 2; damage++) {
+        FILE *f = fopen(bin, "r+b");
+        assert_non_null(f);
+        assert_int_equal(fseek(f, -1, SEEK_END), 0);
+        long end = ftell(f);
+        int c = fgetc(f);
+        assert_int_equal(fseek(f, -1, SEEK_END), 0);
+        fputc(c ^ 0x5a, f);
+        fclose(f);
+        if (damage == 1)
+            assert_int_equal(truncate(bin, end / 2), 0);
+        mcl_dev *d = NULL;
+        manta_err err;
+        assert_int_equal(mcl_open(&l->dev[0], &opt, &d, &err), MANTA_OK);
+        TU_OK(d, mcl_kernel(d, "activation", "act_forward", &k));
+        mcl_get_stats(d, &s);
+        assert_int_equal(s.programs_compiled, 1);
+        assert_int_equal(s.programs_cached, 0);
         mcl_close(d);
     }
     manta_file_remove_tree(dir);

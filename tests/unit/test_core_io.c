@@ -129,13 +129,28 @@ static void test_tmp_name_and_sync_dir(void **state)
 {
     (void)state;
     manta_err e;
-    char *tmp;
-    assert_int_equal(manta_file_tmp_name("a/b.ckpt", &tmp, &e), MANTA_OK);
-    char want[64];
-    snprintf(want, sizeof want, "a/b.ckpt.tmp.%ld", (long)getpid());
-    assert_string_equal(tmp, want);
-    free(tmp);
-    char p[256];
+    /* two writers of one path at once get their own temporary files */
+    char p[256], want[320];
+    path_of(p, sizeof p, "b.ckpt");
+    char *tmp[2];
+    int fd[2];
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(manta_file_create_tmp(p, &tmp[k], &fd[k], &e), MANTA_OK);
+        snprintf(want, sizeof want, "%s.tmp.%ld.%d", p, (long)getpid(), k);
+        assert_string_equal(tmp[k], want);
+        assert_true(fd[k] >= 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        close(fd[k]);
+        assert_int_equal(remove(tmp[k]), 0);
+        free(tmp[k]);
+    }
+    char none[300];
+    snprintf(none, sizeof none, "%s/no-such-folder/x", p);
+    assert_int_equal(manta_file_create_tmp(none, &tmp[0], &fd[0], &e), MANTA_ERR_IO);
+    assert_null(tmp[0]);
+    assert_int_equal(fd[0], -1);
+    assert_non_null(strstr(e.msg, "no-such-folder/x"));
     path_of(p, sizeof p, "any");
     assert_int_equal(manta_file_sync_dir(p, &e), MANTA_OK);
     assert_int_equal(manta_file_sync_dir("no-folder-here", &e), MANTA_OK); /* "." */
