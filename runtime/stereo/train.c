@@ -40,10 +40,11 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
     ofa_space view;
     stereo_space_ofa_view(space, &view);
     MANTA_TRY(ofa_schedule_preset(&view, preset, batch, steps_per_epoch, out, err));
-    /* quick and full: steps per phase sized by time rather than epochs (a step of 8 pairs
-     * of the largest stereo-cpu network took 0.7 s on 2 cores with PoCL; quick is about
-     * 20 minutes there, full 8 times that) */
-    static const long quick[6] = {900, 100, 50, 60, 40, 60};
+    /* quick and full: steps per phase sized by time rather than epochs (on 2 cores with
+     * PoCL a step of 8 pairs of the largest stereo-cpu network takes 0.66 s, of the expand
+     * phases' four sub-networks about 2.7 s, a phase end's evaluation 24 s: quick is about
+     * 19 minutes there, full 8 times that; docs/benchmarks.md) */
+    static const long quick[6] = {800, 90, 50, 50, 32, 48};
     const long scale = !strcmp(preset, "quick") ? 1 : !strcmp(preset, "full") ? 8 : 0;
     for (int i = 0; i < out->n_phases; i++) {
         ofa_phase *p = &out->phase[i];

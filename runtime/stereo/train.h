@@ -46,7 +46,7 @@ typedef struct stereo_trainer stereo_trainer;
  * phases, the second one keeping the first one's nesting, none to keep with a single
  * expand ratio), learning rates for
  * the disparity loss (0.02 in the first phase, 0.01 later), and steps per phase: "smoke"
- * 3 each (tests); "quick" 900, 100, 50, 60, 40, 60 (about 20 minutes for stereo-cpu at
+ * 3 each (tests); "quick" 800, 90, 50, 50, 32, 48 (about 19 minutes for stereo-cpu at
  * batch 8 on 2 cores); "full" 8 times those. @p steps_per_epoch is used by smoke only.
  */
 manta_status stereo_schedule_preset(const stereo_space *space, const char *preset, int batch,
