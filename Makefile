@@ -52,7 +52,10 @@ ifeq ($(CI),true)
 WARN += -Werror
 endif
 
-CPPFLAGS := -Iruntime -I$(BUILD)/gen -DCL_TARGET_OPENCL_VERSION=120 -D_POSIX_C_SOURCE=200809L
+# _FILE_OFFSET_BITS=64: 32-bit boards (armv7) read folders and files past 2 GiB and with 64-bit
+# inode numbers (without it readdir() fails with EOVERFLOW there).
+CPPFLAGS := -Iruntime -I$(BUILD)/gen -DCL_TARGET_OPENCL_VERSION=120 -D_POSIX_C_SOURCE=200809L \
+            -D_FILE_OFFSET_BITS=64
 CFLAGS   := -std=c11 $(OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS  := $(SANFLAGS)
 LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lpng -lz -lpthread -lm

@@ -476,6 +476,23 @@ static bool parse_num(const char *s, double *v)
 #define CSV_FIELDS 32
 #define CSV_LINE 8192
 
+/* The next row of a CSV text that is not blank, split into @p f; (*line_no) counts the
+ * lines. Whether the columns @p a and @p b exist and hold numbers goes to *ok (*x, *y).
+ * @return false at the end of the text. */
+static bool next_row(const char **text, char *line, char **f, long *line_no, int a, int b,
+                     double *x, double *y, bool *ok, int *nf)
+{
+    while (next_line(text, line, CSV_LINE)) {
+        ++*line_no;
+        if (strspn(line, " \r\t") == strlen(line))
+            continue;
+        *nf = rep_csv_split(line, f, CSV_FIELDS);
+        *ok = *nf > (a > b ? a : b) && parse_num(f[a], x) && parse_num(f[b], y);
+        return true;
+    }
+    return false;
+}
+
 manta_status rep_front_parse(const char *text, const char *name, rep_search *s, manta_err *err)
 {
     char *line = malloc(CSV_LINE);
@@ -493,13 +510,10 @@ manta_status rep_front_parse(const char *text, const char *name, rep_search *s, 
     }
     long line_no = 1;
     size_t cap = 0;
-    while (next_line(&text, line, CSV_LINE)) {
-        line_no++;
-        if (strspn(line, " \r\t") == strlen(line))
-            continue;
-        nf = rep_csv_split(line, f, CSV_FIELDS);
-        double top1, lat;
-        if (nf <= (ct > cl ? ct : cl) || !parse_num(f[ct], &top1) || !parse_num(f[cl], &lat)) {
+    double top1, lat;
+    bool ok;
+    while (next_row(&text, line, f, &line_no, ct, cl, &top1, &lat, &ok, &nf)) {
+        if (!ok) {
             st = manta_err_set(err, MANTA_ERR_FORMAT,
                                "%s: line %ld: top1 and latency_ms must be numbers", name, line_no);
             break;
@@ -559,13 +573,10 @@ manta_status rep_latency_parse_csv(const char *text, const char *name, rep_laten
     }
     long line_no = 1;
     size_t cap = 0;
-    while (next_line(&text, line, CSV_LINE)) {
-        line_no++;
-        if (strspn(line, " \r\t") == strlen(line))
-            continue;
-        nf = rep_csv_split(line, f, CSV_FIELDS);
-        double p, m;
-        if (nf <= (cp > cm ? cp : cm) || !parse_num(f[cp], &p) || !parse_num(f[cm], &m)) {
+    double p, m;
+    bool ok;
+    while (next_row(&text, line, f, &line_no, cp, cm, &p, &m, &ok, &nf)) {
+        if (!ok) {
             st = manta_err_set(err, MANTA_ERR_FORMAT,
                                "%s: line %ld: predicted and measured latency must be numbers",
                                name, line_no);
