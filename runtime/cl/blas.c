@@ -107,6 +107,24 @@ manta_status mcl_sgemm(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t 
                              ldc, 0, 1);
 }
 
+manta_status mcl_blas_prepare(mcl_dev *d)
+{
+    cl_mem mem = NULL;
+    MANTA_TRY(mcl_alloc(d, 8 * sizeof(float), "CLBlast's first calls", &mem));
+    mview v = {mem, 0};
+    manta_status st = mcl_fill(d, v, 0.0f, 8);
+    if (st == MANTA_OK)
+        st = mcl_sgemm(d, false, false, 1, 1, 1, 1.0f, v, 1, mview_at(v, 1), 1, 0.0f,
+                       mview_at(v, 2), 1);
+    if (st == MANTA_OK)
+        st = mcl_sgemm_batched(d, false, false, 1, 1, 1, 1.0f, v, 1, 1, mview_at(v, 2), 1, 1,
+                               0.0f, mview_at(v, 4), 1, 1, 2);
+    if (st == MANTA_OK)
+        st = mcl_finish(d);
+    mcl_free(d, mem);
+    return st;
+}
+
 /* True when CLBlast's SGEMM of m=n=k=x would run the indirect kernel. A
  * nonzero A offset makes the indirect kernel copy A to a temporary buffer, so
  * the temporary size is nonzero exactly when that kernel is chosen. */

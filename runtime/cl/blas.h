@@ -30,6 +30,15 @@ manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m,
                                mview b, size_t ldb, size_t stride_b, float beta, mview c,
                                size_t ldc, size_t stride_c, size_t batch);
 
+/**
+ * Run CLBlast's two routines once on @p d (a 1x1x1 SGEMM and a batched one, then wait):
+ * CLBlast builds a routine's tables and program for a device on its first call, and two
+ * threads doing so at once race inside CLBlast (ASan: heap-use-after-free in
+ * clblast::Database). Call it for every device, on one thread, before several threads use
+ * CLBlast (train/dp.h does). @return the first failure (device memory, CLBlast's status).
+ */
+manta_status mcl_blas_prepare(mcl_dev *d);
+
 /** mcl_sgemm_direct_limit() when every size runs the direct kernel. */
 #define MCL_SGEMM_ALWAYS_DIRECT ((size_t)65536)
 

@@ -1,5 +1,6 @@
 #include "train/dp.h"
 
+#include "cl/blas.h"
 #include "core/clock.h"
 
 #include <math.h>
@@ -609,6 +610,12 @@ manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *
         if (!ok)
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "data parallel: out of host memory");
     }
+    /* CLBlast's first call on a device, before the device threads may make theirs at once
+     * (cl/blas.h) */
+    for (int i = 0; i < p->D && st == MANTA_OK && p->D > 1; i++)
+        if ((st = mcl_blas_prepare(devs[i])) != MANTA_OK)
+            manta_err_set(err, st, "device %d (%s): %s", i, mcl_info(devs[i])->name,
+                          mcl_err(devs[i])->msg);
     for (int i = 1; i < p->D && st == MANTA_OK; i++) {
         if (pthread_create(&p->th[i], NULL, device_thread, &p->ctx[i]) != 0)
             st = manta_err_set(err, MANTA_ERR_INTERNAL, "data parallel: cannot start the thread of device %d", i);
