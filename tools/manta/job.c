@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "cl/devset.h"
 #include "cmd.h"
 #include "core/clock.h"
@@ -131,6 +133,26 @@ void job_monitor_stop(mon_server *m)
         return;
     mon_server_poll_now(m); /* the last records read before it goes */
     mon_server_stop(m);
+}
+
+void job_outputs_close(const char *cmd, mon_server *monitor, FILE *metrics,
+                       manta_tfevents *events)
+{
+    job_monitor_stop(monitor);
+    if (metrics)
+        fclose(metrics);
+    manta_err err;
+    if (manta_tfevents_close(events, &err) != MANTA_OK)
+        fprintf(stderr, "%s: warning: TensorBoard events: %s\n", cmd, err.msg);
+}
+
+void job_leave(dp_trainer *dp, ring_comm *ring, mcl_dev **devs, int n_dev, dist_config *cfg)
+{
+    dp_destroy(dp);
+    ring_destroy(ring);
+    for (int i = 0; i < n_dev; i++)
+        mcl_close(devs[i]);
+    sodium_memzero(cfg->key, sizeof cfg->key);
 }
 
 void job_record(const job_log *l, const char *line)

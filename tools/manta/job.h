@@ -103,6 +103,15 @@ bool job_monitor_start(const char *cmd, const job_opts *j, const char *dir, mon_
 /** Read the run's last records and stop the monitor (NULL allowed). */
 void job_monitor_stop(mon_server *m);
 
+/** The end of a run's outputs: the monitor stopped (after its last read), metrics.jsonl and
+ *  the event file closed (a failed close is a warning "CMD: warning: ..."). NULLs allowed. */
+void job_outputs_close(const char *cmd, mon_server *monitor, FILE *metrics,
+                       manta_tfevents *events);
+
+/** Leave the job: the data-parallel trainer, the ring and the @p n_dev devices freed, the
+ *  job's key wiped from @p cfg. NULLs allowed. */
+void job_leave(dp_trainer *dp, ring_comm *ring, mcl_dev **devs, int n_dev, dist_config *cfg);
+
 /** Where a job's records go (docs/monitor.md): rank 0's metrics.jsonl; its monitor. */
 typedef struct job_log {
     const char *cmd;   /* "manta train": the prefix of messages */

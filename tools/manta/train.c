@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sodium.h>
-
 #include "cmd.h"
 #include "common/opts.h"
 #include "core/clock.h"
@@ -336,21 +334,12 @@ static bool run_monitor(train_run *r)
 
 static void run_close(train_run *r)
 {
-    job_monitor_stop(r->monitor);
     if (r->pf)
         prefetch_stop(r->pf);
-    if (r->metrics)
-        fclose(r->metrics);
-    manta_err err;
-    if (manta_tfevents_close(r->events, &err) != MANTA_OK)
-        fprintf(stderr, "manta train: warning: TensorBoard events: %s\n", err.msg);
-    dp_destroy(r->dp);
-    ring_destroy(r->ring);
-    for (int i = 0; i < r->n_dev; i++)
-        mcl_close(r->devs[i]);
+    job_outputs_close("manta train", r->monitor, r->metrics, r->events);
+    job_leave(r->dp, r->ring, r->devs, r->n_dev, &r->cfg);
     if (r->have_data)
         run_data_free(&r->rd);
-    sodium_memzero(r->cfg.key, sizeof r->cfg.key);
 }
 
 /* Whether the --space of argv names a stereo space (the stereo trainer takes the command). */

@@ -8,10 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <unistd.h>
-
-#include <sodium.h>
 
 #include "cmd.h"
 #include "common/opts.h"
@@ -392,20 +389,11 @@ int cmd_train_stereo(int argc, char **argv)
     snprintf(r->host, sizeof r->host, "?");
     gethostname(r->host, sizeof r->host - 1);
     rc = setup(r) ? train_loop(r) : 1;
-    job_monitor_stop(r->monitor);
-    if (r->metrics)
-        fclose(r->metrics);
-    manta_err err;
-    if (manta_tfevents_close(r->events, &err) != MANTA_OK)
-        fprintf(stderr, "manta train: warning: TensorBoard events: %s\n", err.msg);
-    dp_destroy(r->dp);
-    ring_destroy(r->ring);
+    job_outputs_close("manta train", r->monitor, r->metrics, r->events);
+    job_leave(r->dp, r->ring, r->devs, r->n_dev, &r->cfg);
     stereo_batch_free(&r->b);
     if (r->have_set)
         stereo_set_free(&r->set);
-    for (int i = 0; i < r->n_dev; i++)
-        mcl_close(r->devs[i]);
-    sodium_memzero(r->cfg.key, sizeof r->cfg.key);
     free(r);
     return rc;
 }
