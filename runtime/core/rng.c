@@ -2,6 +2,14 @@
 
 #include <math.h>
 
+uint64_t manta_splitmix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
 void manta_rng_seed(manta_rng *r, uint64_t seed, uint64_t stream)
 {
     r->state = 0;

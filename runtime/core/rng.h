@@ -31,4 +31,8 @@ void manta_rng_fill_normal(manta_rng *r, float *p, size_t n, float std);
 /** Fill @p n floats uniformly from [-bound, bound). */
 void manta_rng_fill_uniform(manta_rng *r, float *p, size_t n, float bound);
 
+/** splitmix64: a well-mixed 64-bit hash of @p x (Steele et al.'s, with its increment),
+ *  for deriving seeds from coordinates such as (seed, step, index). */
+uint64_t manta_splitmix64(uint64_t x);
+
 #endif

@@ -7,14 +7,6 @@
 #define AUG_STREAM 0x617567ULL   /* "aug" */
 #define ORDER_STREAM 0x6f7264ULL /* "ord" */
 
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 void loader_opts_default(loader_opts *o, const dataset *d)
 {
     memset(o, 0, sizeof *o);
@@ -59,7 +51,8 @@ static void build_order(loader *l, int64_t epoch)
     memcpy(l->order, l->indices, (size_t)l->n * sizeof *l->order);
     if (l->o.shuffle) {
         manta_rng r;
-        manta_rng_seed(&r, splitmix64(l->o.seed ^ splitmix64((uint64_t)epoch)), ORDER_STREAM);
+        manta_rng_seed(&r, manta_splitmix64(l->o.seed ^ manta_splitmix64((uint64_t)epoch)),
+                       ORDER_STREAM);
         for (int i = l->n - 1; i > 0; i--) {
             int j = (int)manta_rng_below(&r, (uint32_t)i + 1);
             int t = l->order[i];

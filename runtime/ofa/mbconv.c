@@ -9,6 +9,7 @@
 #include "nn/linear.h"
 #include "nn/pool.h"
 #include "ofa/elastic.h"
+#include "ofa/reorder.h"
 #include "ofa/space.h"
 
 /* Short names for the context's views. */
@@ -618,100 +619,51 @@ manta_status ofa_mbconv_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbco
 
 /* ---- elastic width: channel re-organisation ------------------------------------------------ */
 
-typedef struct importance {
-    double value;
-    int index;
-} importance;
-
-static int by_importance(const void *a, const void *b)
-{
-    const importance *x = a, *y = b;
-    if (x->value != y->value)
-        return x->value < y->value ? 1 : -1; /* descending */
-    return x->index - y->index;              /* stable */
-}
-
-/* Sort imp[0..n) inside the groups ending at bounds[0..n_bounds) (ascending) and at n;
- * perm[new] = old. */
-static void sort_groups(importance *imp, int n, const int *bounds, int n_bounds, int *perm)
-{
-    int lo = 0;
-    for (int g = 0; g <= n_bounds; g++) {
-        int hi = g < n_bounds ? bounds[g] : n;
-        if (hi > n)
-            hi = n;
-        if (hi > lo)
-            qsort(imp + lo, (size_t)(hi - lo), sizeof *imp, by_importance);
-        lo = hi > lo ? hi : lo;
-    }
-    for (int i = 0; i < n; i++)
-        perm[i] = imp[i].index;
-}
-
-/* Permute `count` rows of `row` floats starting at base: new row i = old row perm[i]. */
-static void permute_rows(float *base, int count, int row, const int *perm, float *tmp)
-{
-    memcpy(tmp, base, (size_t)count * row * sizeof *tmp);
-    for (int i = 0; i < count; i++)
-        memcpy(base + (size_t)i * row, tmp + (size_t)perm[i] * row, (size_t)row * sizeof *tmp);
-}
-
-/* Permute `count` columns of a (rows, ld) matrix: new column i = old column perm[i]. */
-static void permute_cols(float *base, int rows, int ld, int count, const int *perm, float *tmp)
-{
-    for (int r = 0; r < rows; r++) {
-        float *row = base + (size_t)r * ld;
-        memcpy(tmp, row, (size_t)count * sizeof *tmp);
-        for (int i = 0; i < count; i++)
-            row[i] = tmp[perm[i]];
-    }
-}
-
 /* Permute the channels of a batch norm: gamma, beta (params @p p), running statistics
  * (state @p st). */
 static void permute_bn(float *p, float *st, const ofa_bn *b, const int *perm, int c, float *tmp)
 {
-    permute_rows(p + b->gamma, c, 1, perm, tmp);
-    permute_rows(p + b->beta, c, 1, perm, tmp);
-    permute_rows(st + b->rmean, c, 1, perm, tmp);
-    permute_rows(st + b->rvar, c, 1, perm, tmp);
+    ofa_permute_rows(p + b->gamma, c, 1, perm, tmp);
+    ofa_permute_rows(p + b->beta, c, 1, perm, tmp);
+    ofa_permute_rows(st + b->rmean, c, 1, perm, tmp);
+    ofa_permute_rows(st + b->rvar, c, 1, perm, tmp);
 }
 
 /* Re-organise slot @p q in the host copies @p p (parameters) and @p st (state); @p bounds:
  * the nb group bounds of its expanded channels; imp, perm: its mid_max entries at least;
  * tmp: the largest block it moves. */
 static void reorder_slot(const ofa_mbconv *q, float *p, float *st, const int *bounds, int nb,
-                         importance *imp, int *perm, float *tmp)
+                         ofa_importance *imp, int *perm, float *tmp)
 {
     const int M = q->mid_max, K = q->ks[q->n_ks - 1];
     for (int c = 0; c < M; c++) {
         double l1 = 0;
         for (int o = 0; o < q->width; o++)
             l1 += fabsf(p[q->p_w + (size_t)o * M + c]);
-        imp[c] = (importance){l1, c};
+        imp[c] = (ofa_importance){l1, c};
     }
-    sort_groups(imp, M, bounds, nb, perm);
-    permute_rows(p + q->e_w, M, q->in_c, perm, tmp);
+    ofa_sort_groups(imp, M, bounds, nb, perm);
+    ofa_permute_rows(p + q->e_w, M, q->in_c, perm, tmp);
     permute_bn(p, st, &q->e_bn, perm, M, tmp);
-    permute_rows(p + q->dw_w, M, K * K, perm, tmp);
+    ofa_permute_rows(p + q->dw_w, M, K * K, perm, tmp);
     permute_bn(p, st, &q->d_bn, perm, M, tmp);
-    permute_cols(p + q->p_w, q->width, M, M, perm, tmp);
+    ofa_permute_cols(p + q->p_w, q->width, M, M, 1, perm, tmp);
     if (!q->se)
         return;
-    permute_cols(p + q->se_r_w, q->se_max, M, M, perm, tmp);
-    permute_rows(p + q->se_e_w, M, q->se_max, perm, tmp);
-    permute_rows(p + q->se_e_b, M, 1, perm, tmp);
+    ofa_permute_cols(p + q->se_r_w, q->se_max, M, M, 1, perm, tmp);
+    ofa_permute_rows(p + q->se_e_w, M, q->se_max, perm, tmp);
+    ofa_permute_rows(p + q->se_e_b, M, 1, perm, tmp);
     /* SE hidden units by the L1 norm of the SE expand weights reading them */
     for (int h = 0; h < q->se_max; h++) {
         double l1 = 0;
         for (int c = 0; c < M; c++)
             l1 += fabsf(p[q->se_e_w + (size_t)c * q->se_max + h]);
-        imp[h] = (importance){l1, h};
+        imp[h] = (ofa_importance){l1, h};
     }
-    sort_groups(imp, q->se_max, NULL, 0, perm);
-    permute_rows(p + q->se_r_w, q->se_max, M, perm, tmp);
-    permute_rows(p + q->se_r_b, q->se_max, 1, perm, tmp);
-    permute_cols(p + q->se_e_w, M, q->se_max, q->se_max, perm, tmp);
+    ofa_sort_groups(imp, q->se_max, NULL, 0, perm);
+    ofa_permute_rows(p + q->se_r_w, q->se_max, M, perm, tmp);
+    ofa_permute_rows(p + q->se_r_b, q->se_max, 1, perm, tmp);
+    ofa_permute_cols(p + q->se_e_w, M, q->se_max, q->se_max, 1, perm, tmp);
 }
 
 manta_status ofa_net_reorder_width(ofa_net *n, const ofa_mbconv *slots, int n_slots,
@@ -733,7 +685,7 @@ manta_status ofa_net_reorder_width(ofa_net *n, const ofa_mbconv *slots, int n_sl
     const size_t n_params = n->params.floats, n_state = n->state.floats;
     float *p = malloc(n_params * sizeof *p), *st = malloc(n_state * sizeof *st);
     float *tmp = malloc(need * sizeof *tmp);
-    importance *imp = malloc(widest * sizeof *imp);
+    ofa_importance *imp = malloc(widest * sizeof *imp);
     int *perm = malloc(widest * sizeof *perm);
     manta_status rc = MANTA_OK;
     if (!p || !st || !tmp || !imp || !perm) {

@@ -33,6 +33,8 @@
 #define OFA_MAX_UNITS 6
 #define OFA_MAX_DEPTH 4
 #define OFA_MAX_SLOTS (OFA_MAX_UNITS * OFA_MAX_DEPTH)
+/** Most levels of a decoder (stereo/space.h): the stem and every unit of stride 2. */
+#define OFA_MAX_DEC_LEVELS (1 + OFA_MAX_UNITS)
 #define OFA_MAX_CHOICES 4
 #define OFA_MAX_RES 32
 
@@ -69,6 +71,10 @@ typedef struct ofa_arch {
     int e[OFA_MAX_SLOTS];
     int d[OFA_MAX_UNITS];
     int r; /**< input resolution */
+    /** Channels of each decoder level, coarse to fine, for a task with a decoder
+     *  (stereo/space.h: one of the level's elastic widths); all 0 in classification,
+     *  which has none, so its encodings and comparisons are unchanged. */
+    int dw[OFA_MAX_DEC_LEVELS];
 } ofa_arch;
 
 /** OFA's make_divisible(v, 8): max(8, int(v + 4) // 8 * 8), plus 8 if below 0.9 v. */

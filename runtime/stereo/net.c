@@ -16,6 +16,7 @@
 #include "nn/pool.h"
 #include "nn/upsample.h"
 #include "ofa/mbconv.h"
+#include "ofa/reorder.h"
 
 /* Scale of the initial weights of the prediction convolutions (after PyTorch's bound), so
  * that the first disparities are near 0. */
@@ -27,18 +28,23 @@ typedef struct stereo_slot {
     ofa_mbconv_cfg c;
 } stereo_slot;
 
-/* A decoder level: it takes 1/2^(L-i) to an h x w output (1/2^(L-i-1)), width channels. */
+/* A decoder level: it takes 1/2^(L-i) to an h x w output (1/2^(L-i-1)), width channels
+ * at most, aw in the active sub-network. */
 typedef struct stereo_level {
-    int cin;    /* channels of its input (the deconvolution's) */
+    int cin;    /* channels of its input (the deconvolution's), at most */
     int width;  /* dec_width[i] */
     int skip_c; /* channels of the skip */
     int h, w;   /* output size */
-    /* parameters: deconv (cin, width, 4, 4) + (width), 3x3 conv (width, cat_c, 3, 3) +
-     * (width), 3x3 prediction (1, width, 3, 3) + (1) */
+    int acin, aw; /* the active sub-network's input channels and width (set_arch) */
+    /* parameters: deconv (cin, width, 4, 4) + (width), 3x3 conv (width, cat_max, 3, 3) +
+     * (width), 3x3 prediction (1, width, 3, 3) + (1); the active sub-network uses the
+     * first acin rows and aw columns of the deconvolution, the first aw rows and
+     * cat_c inputs of the 3x3 conv, the first aw inputs of the prediction */
     size_t up_w, up_b, conv_w, conv_b, pred_w, pred_b;
-    /* activations: deconv output and its activation (N, width, h, w), the coarser
+    /* activations: deconv output and its activation (N, aw, h, w), the coarser
      * prediction upsampled (N, 1, h, w), the concatenation (N, cat_c, h, w), the 3x3 conv
-     * and its activation (N, width, h, w); the prediction is stereo_net.pred[i + 1] */
+     * and its activation (N, aw, h, w); the prediction is stereo_net.pred[i + 1]; planned
+     * for the widest */
     size_t up, up_act, upp, cat, conv, conv_act;
     size_t in;   /* the deconvolution's input: level i-1's conv_act, or the last unit's output */
     size_t skip; /* the skip: the left path's last tensor at the output scale (set_arch) */
@@ -133,7 +139,8 @@ static nn_conv2d_shape pred0_shape(const stereo_net *n, int batch)
 
 static nn_deconv2d_shape up_shape(const stereo_level *l, int batch)
 {
-    return (nn_deconv2d_shape){batch, l->cin, l->h / 2, l->w / 2, l->width, 4, 4, 2, 2, 1, 1, 0};
+    return (nn_deconv2d_shape){batch, l->acin, l->h / 2, l->w / 2, l->aw, 4, 4, 2, 2, 1, 1,
+                               l->width * 16};
 }
 
 static nn_upsample_shape upp_shape(const stereo_level *l, int batch)
@@ -141,16 +148,23 @@ static nn_upsample_shape upp_shape(const stereo_level *l, int batch)
     return (nn_upsample_shape){batch, 1, l->h / 2, l->w / 2, 2};
 }
 
-static int cat_c(const stereo_level *l) { return l->skip_c + l->width + 1; }
+/* Channels of the concatenation [skip, upsampled prediction, deconv]: the widest, the
+ * active. */
+static int cat_max(const stereo_level *l) { return l->skip_c + 1 + l->width; }
+static int cat_c(const stereo_level *l) { return l->skip_c + 1 + l->aw; }
 
 static nn_conv2d_shape lconv_shape(const stereo_level *l, int batch)
 {
-    return conv3(batch, cat_c(l), l->h, l->w, l->width);
+    nn_conv2d_shape c = conv3(batch, cat_c(l), l->h, l->w, l->aw);
+    c.w_ld = cat_max(l) * 9;
+    return c;
 }
 
 static nn_conv2d_shape lpred_shape(const stereo_level *l, int batch)
 {
-    return conv3(batch, l->width, l->h, l->w, 1);
+    nn_conv2d_shape c = conv3(batch, l->aw, l->h, l->w, 1);
+    c.w_ld = l->width * 9;
+    return c;
 }
 
 /* ---- layout ------------------------------------------------------------------------------ */
@@ -186,6 +200,7 @@ static void geometry(stereo_net *n)
         l->skip_c = skip_c[L - 1 - i];
         l->h = s->crop_h >> (L - 1 - i);
         l->w = s->crop_w >> (L - 1 - i);
+        l->acin = l->cin, l->aw = l->width; /* the plan's: the widest */
         cin = l->width;
     }
 }
@@ -226,7 +241,7 @@ static manta_status plan_weights(stereo_net *n, mlayout *pl)
     for (int i = 0; i < s->n_levels; i++) {
         stereo_level *l = &n->lev[i];
         l->up_w = mlayout_add(pl, (size_t)l->cin * l->width * 16);
-        l->conv_w = mlayout_add(pl, (size_t)l->width * cat_c(l) * 9);
+        l->conv_w = mlayout_add(pl, (size_t)l->width * cat_max(l) * 9);
         l->pred_w = mlayout_add(pl, (size_t)l->width * 9);
     }
     return MANTA_OK;
@@ -286,7 +301,7 @@ static void plan_decoder_acts(stereo_net *n, mlayout *al, size_t *scratch)
         l->up = mlayout_add(al, out);
         l->up_act = mlayout_add(al, out);
         l->upp = mlayout_add(al, N * hw);
-        l->cat = mlayout_add(al, N * cat_c(l) * hw);
+        l->cat = mlayout_add(al, N * cat_max(l) * hw);
         l->conv = mlayout_add(al, out);
         l->conv_act = mlayout_add(al, out);
         n->pred[i + 1] = mlayout_add(al, N * hw);
@@ -377,7 +392,7 @@ static void init_values(const void *net, manta_rng *r, float *p)
     for (int i = 0; i < s->n_levels; i++) {
         const stereo_level *l = &n->lev[i];
         fill_fan_in(r, p + l->up_w, (size_t)l->cin * l->width * 16, l->cin * 4, 1.0f);
-        fill_fan_in(r, p + l->conv_w, (size_t)l->width * cat_c(l) * 9, cat_c(l) * 9, 1.0f);
+        fill_fan_in(r, p + l->conv_w, (size_t)l->width * cat_max(l) * 9, cat_max(l) * 9, 1.0f);
         fill_fan_in(r, p + l->pred_w, (size_t)l->width * 9, l->width * 9, PRED_INIT_SCALE);
     }
 }
@@ -426,10 +441,82 @@ void stereo_net_destroy(stereo_net *n)
 
 /* ---- elastic width: channel re-organisation -------------------------------------------- */
 
+/* Re-organise decoder level @p i in the host copy @p p of the parameters: the
+ * deconvolution's output channels by the L1 norm of the 3x3 conv weights reading them, the
+ * 3x3 conv's output channels by that of the prediction's and the next deconvolution's
+ * weights reading them, each sorted inside the groups ending at @p bounds[0..nb); imp,
+ * perm: the level's width entries; tmp: the largest matrix it moves. */
+static void reorder_level(const stereo_net *n, int i, float *p, const int *bounds, int nb,
+                          ofa_importance *imp, int *perm, float *tmp)
+{
+    const stereo_level *l = &n->lev[i];
+    const stereo_level *next = i + 1 < n->s.n_levels ? &n->lev[i + 1] : NULL;
+    const int W = l->width, C = cat_max(l), up0 = l->skip_c + 1; /* the deconv's inputs */
+    for (int c = 0; c < W; c++) {
+        double l1 = 0;
+        for (int o = 0; o < W; o++)
+            for (int t = 0; t < 9; t++)
+                l1 += fabsf(p[l->conv_w + ((size_t)o * C + up0 + c) * 9 + t]);
+        imp[c] = (ofa_importance){l1, c};
+    }
+    ofa_sort_groups(imp, W, bounds, nb, perm);
+    ofa_permute_cols(p + l->up_w, l->cin, W * 16, W, 16, perm, tmp);
+    ofa_permute_rows(p + l->up_b, W, 1, perm, tmp);
+    ofa_permute_cols(p + l->conv_w + (size_t)up0 * 9, W, C * 9, W, 9, perm, tmp);
+    for (int c = 0; c < W; c++) {
+        double l1 = 0;
+        for (int t = 0; t < 9; t++)
+            l1 += fabsf(p[l->pred_w + (size_t)c * 9 + t]);
+        for (size_t t = 0; next && t < (size_t)next->width * 16; t++)
+            l1 += fabsf(p[next->up_w + (size_t)c * next->width * 16 + t]);
+        imp[c] = (ofa_importance){l1, c};
+    }
+    ofa_sort_groups(imp, W, bounds, nb, perm);
+    ofa_permute_rows(p + l->conv_w, W, C * 9, perm, tmp);
+    ofa_permute_rows(p + l->conv_b, W, 1, perm, tmp);
+    ofa_permute_cols(p + l->pred_w, 1, W * 9, W, 9, perm, tmp);
+    if (next)
+        ofa_permute_rows(p + next->up_w, W, next->width * 16, perm, tmp);
+}
+
+/* The decoder's part of the re-organisation: its widths grouped by the kept ratios. */
+static manta_status reorder_decoder(stereo_net *n, int keep_groups)
+{
+    const stereo_space *s = &n->s;
+    size_t need = 1, widest = 1;
+    for (int i = 0; i < s->n_levels; i++) {
+        const stereo_level *l = &n->lev[i];
+        size_t conv = (size_t)l->width * cat_max(l) * 9, up = (size_t)l->cin * l->width * 16;
+        need = conv > need ? conv : need;
+        need = up > need ? up : need;
+        widest = (size_t)l->width > widest ? (size_t)l->width : widest;
+    }
+    const size_t n_params = n->net.params.floats;
+    float *p = malloc(n_params * sizeof *p), *tmp = malloc(need * sizeof *tmp);
+    ofa_importance *imp = malloc(widest * sizeof *imp);
+    int *perm = malloc(widest * sizeof *perm);
+    manta_status rc = p && tmp && imp && perm
+                          ? mcl_read(n->net.d, mslab_view(&n->net.params, 0), p, n_params)
+                          : manta_err_set(mcl_err(n->net.d), MANTA_ERR_NO_MEMORY,
+                                          "width re-organisation: out of memory");
+    for (int i = 0; i < s->n_levels && rc == MANTA_OK; i++) {
+        int bounds[OFA_MAX_CHOICES], nb = 0;
+        for (int g = keep_groups; g >= 1; g--)
+            if (s->n_dec_ratios - 1 - g >= 0)
+                bounds[nb++] = stereo_dec_width(s, i, s->n_dec_ratios - 1 - g);
+        reorder_level(n, i, p, bounds, nb, imp, perm, tmp);
+    }
+    if (rc == MANTA_OK)
+        rc = mcl_write(n->net.d, mslab_view(&n->net.params, 0), p, n_params);
+    free(p), free(tmp), free(imp), free(perm);
+    return rc;
+}
+
 manta_status stereo_net_reorder_width(stereo_net *n, int keep_groups)
 {
     const stereo_space *s = &n->s;
-    return ofa_net_reorder_width(&n->net, n->slot, n_slots(s), s->e, s->n_e, keep_groups);
+    MANTA_TRY(ofa_net_reorder_width(&n->net, n->slot, n_slots(s), s->e, s->n_e, keep_groups));
+    return reorder_decoder(n, keep_groups);
 }
 
 /* ---- the active sub-network ------------------------------------------------------------- */
@@ -464,8 +551,11 @@ manta_status stereo_net_set_arch(stereo_net *n, const ofa_arch *a)
         skip[k] = cur;
     }
     const int L = s->n_levels;
-    for (int i = 0; i < L; i++)
+    for (int i = 0; i < L; i++) {
         n->lev[i].skip = skip[L - 1 - i];
+        n->lev[i].aw = a->dw[i];
+        n->lev[i].acin = i > 0 ? a->dw[i - 1] : n->lev[i].cin;
+    }
     n->lev[0].in = cur;
     n->n_active = n_active;
     n->n_shared = n_shared;
@@ -540,13 +630,13 @@ static manta_status encoder_forward(stereo_net *n)
     return MANTA_OK;
 }
 
-/* The three parts of level @p l's concatenation: [skip, upconv, upsampled prediction]. */
+/* The three parts of level @p l's concatenation: [skip, upsampled prediction, upconv]. */
 static void level_parts(const stereo_level *l, int batch, nn_concat_shape part[3])
 {
     const int hw = l->h * l->w, c = cat_c(l);
     part[0] = (nn_concat_shape){batch, l->skip_c, hw, c, 0};
-    part[1] = (nn_concat_shape){batch, l->width, hw, c, l->skip_c};
-    part[2] = (nn_concat_shape){batch, 1, hw, c, l->skip_c + l->width};
+    part[1] = (nn_concat_shape){batch, 1, hw, c, l->skip_c};
+    part[2] = (nn_concat_shape){batch, l->aw, hw, c, l->skip_c + 1};
 }
 
 /* Level @p i: from the coarser level (or the last unit) to prediction i + 1. */
@@ -555,7 +645,7 @@ static manta_status level_forward(stereo_net *n, int i)
     mcl_dev *d = n->net.d;
     const stereo_level *l = &n->lev[i];
     const int N = n->pairs;
-    const size_t out = (size_t)N * l->width * l->h * l->w;
+    const size_t out = (size_t)N * l->aw * l->h * l->w;
     nn_deconv2d_shape up = up_shape(l, N);
     MANTA_TRY(nn_deconv2d_forward(d, &up, A(n, l->in), PW(n, l->up_w), PW(n, l->up_b),
                                   A(n, l->up), SCR(n)));
@@ -565,8 +655,8 @@ static manta_status level_forward(stereo_net *n, int i)
     nn_concat_shape part[3];
     level_parts(l, N, part);
     MANTA_TRY(nn_concat_forward(d, &part[0], A(n, l->skip), A(n, l->cat)));
-    MANTA_TRY(nn_concat_forward(d, &part[1], A(n, l->up_act), A(n, l->cat)));
-    MANTA_TRY(nn_concat_forward(d, &part[2], A(n, l->upp), A(n, l->cat)));
+    MANTA_TRY(nn_concat_forward(d, &part[1], A(n, l->upp), A(n, l->cat)));
+    MANTA_TRY(nn_concat_forward(d, &part[2], A(n, l->up_act), A(n, l->cat)));
     nn_conv2d_shape c = lconv_shape(l, N), p = lpred_shape(l, N);
     MANTA_TRY(conv_bias_fwd(n, &c, l->cat, l->conv_w, l->conv_b, l->conv));
     MANTA_TRY(ofa_net_act_forward(&n->net, NN_ACT_LEAKY_RELU, out, l->conv, l->conv_act));
@@ -614,7 +704,7 @@ static manta_status level_backward(stereo_net *n, int i)
     mcl_dev *d = n->net.d;
     const stereo_level *l = &n->lev[i];
     const int N = n->pairs;
-    const size_t out = (size_t)N * l->width * l->h * l->w;
+    const size_t out = (size_t)N * l->aw * l->h * l->w;
     nn_conv2d_shape c = lconv_shape(l, N), p = lpred_shape(l, N);
     MANTA_TRY(conv_bias_bwd(n, &p, l->conv_act, l->pred_w, l->pred_b, n->gpred[i + 1],
                             l->conv_act));
@@ -625,8 +715,8 @@ static manta_status level_backward(stereo_net *n, int i)
     MANTA_TRY(conv_bias_bwd(n, &c, l->cat, l->conv_w, l->conv_b, l->conv, l->cat));
     nn_concat_shape part[3];
     level_parts(l, N, part);
-    MANTA_TRY(nn_concat_backward(d, &part[1], G(n, l->cat), G(n, l->up_act), false));
-    MANTA_TRY(nn_concat_backward(d, &part[2], G(n, l->cat), G(n, l->upp), false));
+    MANTA_TRY(nn_concat_backward(d, &part[1], G(n, l->cat), G(n, l->upp), false));
+    MANTA_TRY(nn_concat_backward(d, &part[2], G(n, l->cat), G(n, l->up_act), false));
     nn_upsample_shape us = upp_shape(l, N);
     MANTA_TRY(nn_upsample_backward(d, &us, 1.0f, G(n, l->upp), G(n, n->gpred[i])));
     MANTA_TRY(nn_axpy(d, pred_size(n, i), 1.0f, G(n, n->pred[i]), G(n, n->gpred[i])));

@@ -2,7 +2,8 @@
  * @file net.h
  * @brief The stereo depth supernet on one device (the network of stereo/space.h): every
  *        weight of its largest sub-network, and forward / backward passes through any
- *        sub-network (elastic kernel, expand ratio and depth of the encoder units), from a
+ *        sub-network (elastic kernel, expand ratio and depth of the encoder units, elastic
+ *        width of the decoder levels), from a
  *        disparity prediction at every scale to the gradients of the multi-scale loss (which
  *        the caller computes, e.g. with nn/disp_loss.h, into stereo_net_dpred()).
  *
@@ -13,8 +14,10 @@
  *   correlation of the left and right halves, concatenated with the redirect (1x1 conv,
  *   BN, LeakyReLU 0.1) of the left half; the other units on N; the coarsest prediction
  *   (3x3 conv + bias); per decoder level, coarse to fine: transposed conv k4 s2 p1 + bias
- *   + LeakyReLU, concatenation [skip, upconv, the coarser prediction upsampled x2],
- *   3x3 conv + bias + LeakyReLU, 3x3 conv + bias to the level's prediction. Every
+ *   + LeakyReLU, concatenation [skip, the coarser prediction upsampled x2, upconv],
+ *   3x3 conv + bias + LeakyReLU, 3x3 conv + bias to the level's prediction; the level's
+ *   width is the sub-network's dw[i], its layers using the first channels of the widest
+ *   one's weights. Every
  *   prediction is a disparity in full-resolution pixels; prediction p = 0 (coarsest) ..
  *   stereo_preds() - 1 (full resolution) has (N, 1, H >> (L - p), W >> (L - p)) values,
  *   L the space's n_levels.
@@ -112,10 +115,14 @@ manta_status stereo_net_recal_begin(stereo_net *n, long total_pairs);
  * OFA's elastic-width re-organisation of the encoder's MBConv slots (every slot of every
  * unit, the shared ones and those after the correlation), at the start of an expand-ratio
  * phase: ofa_supernet_reorder_width()'s, with the same implementation
- * (ofa_net_reorder_width(), ofa/mbconv.h) and the space's expand ratios. Only channels
- * inside a slot move, so the largest sub-network predicts the same disparities before and
- * after (up to float rounding). Parameters and batch-norm statistics change in place;
- * momentum is not permuted.
+ * (ofa_net_reorder_width(), ofa/mbconv.h) and the space's expand ratios; then the same for
+ * the decoder's levels: the transposed convolution's output channels sorted by the L1
+ * norm of the 3x3 conv weights that read them, the 3x3 conv's by that of the prediction's
+ * and the next transposed convolution's, inside groups bounded by the widths of the
+ * @p keep_groups largest ratios below 1 (the channels narrower sub-networks use stay in
+ * front). Channels move only between a layer and the layers that read them, so the largest
+ * sub-network predicts the same disparities before and after (up to float rounding).
+ * Parameters and batch-norm statistics change in place; momentum is not permuted.
  * @return MANTA_ERR_INVALID_ARG when @p keep_groups is not in [0, the space's n_e);
  *         MANTA_ERR_NO_MEMORY; the device's error.
  */

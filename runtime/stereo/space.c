@@ -39,6 +39,9 @@ static void common_choices(stereo_space *s)
     ofa_spec_set_list(&s->n_e, s->e, (const int[]){3, 4, 6}, 3);
     ofa_spec_set_list(&s->n_d, s->d, (const int[]){2, 3, 4}, 3);
     s->max_depth = 4;
+    static const double ratios[3] = {0.5, 0.75, 1.0};
+    s->n_dec_ratios = 3;
+    memcpy(s->dec_ratio, ratios, sizeof ratios);
 }
 
 void stereo_space_cpu(stereo_space *s)
@@ -93,6 +96,12 @@ int stereo_corr_scale(const stereo_space *s)
     return scale;
 }
 
+int stereo_dec_width(const stereo_space *s, int level, int choice)
+{
+    long w = lround(s->dec_width[level] * s->dec_ratio[choice]);
+    return w < 1 ? 1 : (int)w;
+}
+
 int stereo_corr_channels(const stereo_space *s)
 {
     return s->corr_stride >= 1 && s->corr_max_disp >= 0 ? s->corr_max_disp / s->corr_stride + 1 : 0;
@@ -112,6 +121,38 @@ static manta_status check_choices(const char *key, int n, const int *v, int lo, 
             return manta_err_set(err, MANTA_ERR_FORMAT,
                                  "space: \"%s\"[%d] must be an integer in [%d, %d], ascending", key,
                                  i, lo, hi);
+    return MANTA_OK;
+}
+
+/* The decoder's width ratios: ascending in (0, 1], the last 1, and distinct widths at
+ * every level. */
+static manta_status check_dec_ratios(const stereo_space *s, manta_err *err)
+{
+    const int n = s->n_dec_ratios;
+    if (n < 1 || n > OFA_MAX_CHOICES)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "space.decoder: \"width_ratios\" must list 1 to %d ratios",
+                             OFA_MAX_CHOICES);
+    for (int j = 0; j < n; j++)
+        if (!(s->dec_ratio[j] > 0 && s->dec_ratio[j] <= 1) ||
+            (j > 0 && !(s->dec_ratio[j] > s->dec_ratio[j - 1])))
+            return manta_err_set(err, MANTA_ERR_FORMAT,
+                                 "space.decoder: \"width_ratios\"[%d] is %g: ratios ascend in "
+                                 "(0, 1]",
+                                 j, s->dec_ratio[j]);
+    if (s->dec_ratio[n - 1] != 1.0)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "space.decoder: \"width_ratios\" must end with 1 (the full width), "
+                             "not %g",
+                             s->dec_ratio[n - 1]);
+    for (int i = 0; i < s->n_levels; i++)
+        for (int j = 1; j < n; j++)
+            if (stereo_dec_width(s, i, j) == stereo_dec_width(s, i, j - 1))
+                return manta_err_set(err, MANTA_ERR_FORMAT,
+                                     "space.decoder: \"width_ratios\" %g and %g give level %d "
+                                     "(%d wide) the same %d channels",
+                                     s->dec_ratio[j - 1], s->dec_ratio[j], i, s->dec_width[i],
+                                     stereo_dec_width(s, i, j));
     return MANTA_OK;
 }
 
@@ -195,6 +236,7 @@ manta_status stereo_space_validate(const stereo_space *s, manta_err *err)
             return manta_err_set(err, MANTA_ERR_FORMAT,
                                  "space.decoder: \"widths\"[%d] is %d, outside [1, 4096]", i,
                                  s->dec_width[i]);
+    MANTA_TRY(check_dec_ratios(s, err));
     int full = 1 << stages;
     if (s->crop_h % full)
         return manta_err_set(err, MANTA_ERR_FORMAT,
@@ -301,6 +343,20 @@ static manta_status parse_obj(const cJSON *j, void *out, manta_err *err)
     MANTA_TRY(need_object(j, "decoder", &o, err));
     MANTA_TRY(ofa_spec_list(o, "widths", STEREO_MAX_LEVELS, 1, 4096, false, &s->n_levels,
                         s->dec_width, "space.decoder", err));
+    const cJSON *ratios = manta_json_array(o, "width_ratios", -1);
+    s->n_dec_ratios = cJSON_GetArraySize(ratios);
+    if (!ratios || s->n_dec_ratios < 1 || s->n_dec_ratios > OFA_MAX_CHOICES)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "space.decoder: \"width_ratios\" must list 1 to %d ratios (the "
+                             "elastic width of every level, ascending, the last 1)",
+                             OFA_MAX_CHOICES);
+    for (int j = 0; j < s->n_dec_ratios; j++) {
+        const cJSON *v = cJSON_GetArrayItem(ratios, j);
+        if (!cJSON_IsNumber(v))
+            return manta_err_set(err, MANTA_ERR_FORMAT,
+                                 "space.decoder: \"width_ratios\"[%d] is not a number", j);
+        s->dec_ratio[j] = v->valuedouble;
+    }
 
     MANTA_TRY(need_object(j, "loss", &o, err));
     const cJSON *rounds = manta_json_array(o, "rounds", -1);
@@ -438,6 +494,9 @@ static bool build_json(cJSON *j, const stereo_space *s)
     cJSON *widths = cJSON_CreateIntArray(s->dec_width, s->n_levels);
     if (!dec || !widths || !cJSON_AddItemToObject(dec, "widths", widths))
         return cJSON_Delete(widths), false;
+    cJSON *ratios = cJSON_CreateDoubleArray(s->dec_ratio, s->n_dec_ratios);
+    if (!ratios || !cJSON_AddItemToObject(dec, "width_ratios", ratios))
+        return cJSON_Delete(ratios), false;
     cJSON *loss = cJSON_AddObjectToObject(j, "loss");
     cJSON *rounds = loss ? cJSON_AddArrayToObject(loss, "rounds") : NULL;
     return rounds && add_rounds(rounds, s);
@@ -479,11 +538,19 @@ void stereo_space_ofa_view(const stereo_space *s, ofa_space *v)
     ofa_spec_set_list(&v->n_d, v->d, s->d, s->n_d);
 }
 
+void stereo_arch_set_dec(const stereo_space *s, const int *choice, int uniform, ofa_arch *a)
+{
+    memset(a->dw, 0, sizeof a->dw);
+    for (int i = 0; i < s->n_levels; i++)
+        a->dw[i] = stereo_dec_width(s, i, choice ? choice[i] : uniform);
+}
+
 void stereo_arch_max(const stereo_space *s, ofa_arch *a)
 {
     ofa_space v;
     stereo_space_ofa_view(s, &v);
     ofa_arch_max(&v, 0, a);
+    stereo_arch_set_dec(s, NULL, s->n_dec_ratios - 1, a);
 }
 
 void stereo_arch_min(const stereo_space *s, ofa_arch *a)
@@ -491,6 +558,16 @@ void stereo_arch_min(const stereo_space *s, ofa_arch *a)
     ofa_space v;
     stereo_space_ofa_view(s, &v);
     ofa_arch_min(&v, 0, a);
+    stereo_arch_set_dec(s, NULL, 0, a);
+}
+
+/* Each decoder level's width uniformly from @p rng. */
+static void sample_dec(const stereo_space *s, manta_rng *rng, ofa_arch *a)
+{
+    int choice[STEREO_MAX_LEVELS];
+    for (int i = 0; i < s->n_levels; i++)
+        choice[i] = (int)manta_rng_below(rng, (uint32_t)s->n_dec_ratios);
+    stereo_arch_set_dec(s, choice, 0, a);
 }
 
 void stereo_arch_sample(const stereo_space *s, manta_rng *rng, ofa_arch *a)
@@ -498,6 +575,7 @@ void stereo_arch_sample(const stereo_space *s, manta_rng *rng, ofa_arch *a)
     ofa_space v;
     stereo_space_ofa_view(s, &v);
     ofa_arch_sample(&v, rng, a);
+    sample_dec(s, rng, a);
 }
 
 void stereo_arch_sample_mixed(const stereo_space *s, manta_rng *rng, ofa_arch *a)
@@ -505,6 +583,7 @@ void stereo_arch_sample_mixed(const stereo_space *s, manta_rng *rng, ofa_arch *a
     ofa_space v;
     stereo_space_ofa_view(s, &v);
     ofa_arch_sample_mixed(&v, rng, a);
+    sample_dec(s, rng, a);
 }
 
 manta_status stereo_arch_validate(const stereo_space *s, const ofa_arch *a, manta_err *err)
@@ -515,7 +594,18 @@ manta_status stereo_arch_validate(const stereo_space *s, const ofa_arch *a, mant
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "architecture: \"r\" is %d, not the crop height %d of space '%s'",
                              a->r, s->crop_h, s->name);
-    return ofa_arch_validate(&v, a, err);
+    MANTA_TRY(ofa_arch_validate(&v, a, err));
+    for (int i = 0; i < STEREO_MAX_LEVELS; i++) {
+        bool ok = i >= s->n_levels && a->dw[i] == 0;
+        for (int j = 0; j < s->n_dec_ratios && i < s->n_levels && !ok; j++)
+            ok = a->dw[i] == stereo_dec_width(s, i, j);
+        if (!ok)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "architecture: dw[%d] = %d is not a width of decoder level %d of "
+                                 "space '%s'",
+                                 i, a->dw[i], i, s->name);
+    }
+    return MANTA_OK;
 }
 
 manta_status stereo_arch_to_json(const stereo_space *s, const ofa_arch *a, char *buf, size_t cap,
@@ -523,7 +613,16 @@ manta_status stereo_arch_to_json(const stereo_space *s, const ofa_arch *a, char 
 {
     ofa_space v;
     stereo_space_ofa_view(s, &v);
-    return ofa_arch_to_json(&v, a, buf, cap, err);
+    MANTA_TRY(ofa_arch_to_json(&v, a, buf, cap, err));
+    size_t pos = strlen(buf) - 1; /* over the closing brace */
+    for (int i = 0; i < s->n_levels; i++)
+        pos += (size_t)snprintf(buf + (pos < cap ? pos : cap), pos < cap ? cap - pos : 0, "%s%d",
+                                i ? "," : ",\"dw\":[", a->dw[i]);
+    pos += (size_t)snprintf(buf + (pos < cap ? pos : cap), pos < cap ? cap - pos : 0, "]}");
+    if (pos >= cap)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "architecture JSON needs %zu bytes, buffer has %zu", pos + 1, cap);
+    return MANTA_OK;
 }
 
 manta_status stereo_arch_parse(const stereo_space *s, const char *json, ofa_arch *a,
@@ -546,6 +645,16 @@ manta_status stereo_arch_parse(const stereo_space *s, const char *json, ofa_arch
                              "architecture: \"r\" is %g, not the crop height %d of space '%s'",
                              got, s->crop_h, s->name);
     }
+    /* "dw": one width per decoder level */
+    int dw[STEREO_MAX_LEVELS] = {0};
+    const cJSON *dj = cJSON_GetObjectItemCaseSensitive(j, "dw");
+    bool dw_ok = cJSON_IsArray(dj) && cJSON_GetArraySize(dj) == s->n_levels;
+    for (int i = 0; dw_ok && i < s->n_levels; i++) {
+        const cJSON *x = cJSON_GetArrayItem(dj, i);
+        dw_ok = cJSON_IsNumber(x) && fabs(x->valuedouble) <= 1e6 &&
+                x->valuedouble == floor(x->valuedouble);
+        dw[i] = dw_ok ? x->valueint : 0;
+    }
     char *text = NULL;
     if (r || cJSON_AddNumberToObject(j, "r", s->crop_h))
         text = cJSON_PrintUnformatted(j);
@@ -556,6 +665,12 @@ manta_status stereo_arch_parse(const stereo_space *s, const char *json, ofa_arch
     stereo_space_ofa_view(s, &v);
     manta_status st = ofa_arch_parse(&v, text, a, err);
     free(text);
+    if (st == MANTA_OK && !dw_ok)
+        st = manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                           "architecture: \"dw\" must list %d integer widths, one per decoder "
+                           "level of space '%s'",
+                           s->n_levels, s->name);
+    memcpy(a->dw, dw, sizeof dw);
     return st == MANTA_OK ? stereo_arch_validate(s, a, err) : st;
 }
 
@@ -703,7 +818,7 @@ manta_status stereo_describe(const stereo_space *s, const ofa_arch *a, stereo_de
     snprintf(name, sizeof name, "d%d.pred", k);
     add_layer(d, name, STEREO_L_CONV, h, w, c, 1, 3, 1, false, true, NN_ACT_NONE, 1);
     for (int i = 0; i < s->n_levels; i++) {
-        int dw = s->dec_width[i];
+        int dw = a->dw[i];
         k--;
         snprintf(name, sizeof name, "d%d.deconv", k);
         l = add_layer(d, name, STEREO_L_DECONV, h, w, c, dw, 4, 2, false, true, NN_ACT_LEAKY_RELU,

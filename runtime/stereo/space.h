@@ -22,14 +22,18 @@
  *   decoder: L levels, L = the stride-2 stages (the stem and every unit of
  *     stride 2), so the last unit's output is at 1/2^L. The coarsest prediction
  *     is a 3x3 conv (bias) of the last unit's output to 1 channel. Level
- *     i = 0..L-1 (coarse to fine) takes 1/2^(L-i) to 1/2^(L-i-1), dec_width[i]
- *     wide:
+ *     i = 0..L-1 (coarse to fine) takes 1/2^(L-i) to 1/2^(L-i-1), W_i wide (the
+ *     sub-network's dw[i], one of stereo_dec_width(s, i, 0..n_dec_ratios-1), at
+ *     most dec_width[i]):
  *       deconv k4 s2 p1 (bias) + leaky ReLU 0.1 of the previous level's 3x3 conv
- *         output (of the last unit's output for i = 0);
- *       concatenation [skip, deconv output, the coarser prediction upsampled x2
- *         bilinearly (nn/upsample.h, scale 1)];
- *       3x3 conv (bias) to dec_width[i] + leaky ReLU 0.1;
+ *         output (of the last unit's output for i = 0) to W_i channels;
+ *       concatenation [skip, the coarser prediction upsampled x2 bilinearly
+ *         (nn/upsample.h, scale 1), deconv output] (the elastic part last, so
+ *         a narrower level reads a prefix of the 3x3 conv's input channels);
+ *       3x3 conv (bias) to W_i + leaky ReLU 0.1;
  *       3x3 conv (bias) to 1 channel: the prediction at that scale.
+ *     A narrower level uses the first W_i channels of the largest one's
+ *     weights (as the expand ratio does in the units).
  *     skip: the last tensor of the left path at that scale. The left path is the
  *       stem, units 1..corr_after_unit (the left view's outputs), the
  *       [correlation, redirect] concatenation, the remaining units; at full
@@ -51,15 +55,17 @@
  *    "stem": {"width": 16, "kernel": 3, "act": "h-swish"},
  *    "units": [{"width": 16, "stride": 2, "act": "relu", "se": false}, ...],
  *    "correlation": {"after_unit": 2, "max_disp": 8, "stride": 1, "redir_width": 16},
- *    "decoder": {"widths": [64, 48, 32, 24, 16]},
+ *    "decoder": {"widths": [64, 48, 32, 24, 16], "width_ratios": [0.5, 0.75, 1]},
  *    "loss": {"rounds": [[0.005, 0.01, ...], ...]}}
  * @endcode
  * Unit activations are "relu" or "h-swish" (as in classification specs); the
  * stem's may also be "leaky-relu" (slope 0.1).
  *
- * Sub-networks are ofa_arch values of stereo_space_ofa_view(): ks and e per
- * slot, d per unit, r = the crop height (the only resolution; the input size is
- * the crop). Their JSON is OFA's encoding, {"ks":[..],"e":[..],"d":[..],"r":[H]}.
+ * Sub-networks are ofa_arch values: ks and e per slot, d per unit (the genes of
+ * stereo_space_ofa_view()), r = the crop height (the only resolution; the input
+ * size is the crop), and dw, the channels of each decoder level. Their JSON is
+ * OFA's encoding with the decoder widths added,
+ * {"ks":[..],"e":[..],"d":[..],"r":[H],"dw":[..]}.
  * The functions taking a space expect a valid one (stereo_space_validate(): the
  * built-ins and whatever the parser returns); stereo_describe() checks it.
  */
@@ -75,7 +81,7 @@
 #include "ofa/space.h"
 
 /** Most decoder levels: the stem and every unit of stride 2. */
-#define STEREO_MAX_LEVELS (1 + OFA_MAX_UNITS)
+#define STEREO_MAX_LEVELS OFA_MAX_DEC_LEVELS
 /** Most predictions: one per level and the coarsest. */
 #define STEREO_MAX_PREDS (STEREO_MAX_LEVELS + 1)
 /** Most rounds of loss weights. */
@@ -98,7 +104,11 @@ typedef struct stereo_space {
     int corr_stride;     /**< displacement step, 1 .. corr_max_disp */
     int redir_width;     /**< channels of the 1x1 redirect of the left features */
     int n_levels;        /**< decoder levels = stride-2 stages */
-    int dec_width[STEREO_MAX_LEVELS]; /**< per level, coarse to fine */
+    int dec_width[STEREO_MAX_LEVELS]; /**< per level, coarse to fine: the largest width */
+    int n_dec_ratios;    /**< 1 .. OFA_MAX_CHOICES */
+    /** elastic decoder width: fractions of dec_width[], ascending in (0, 1], the last 1
+     *  (stereo_dec_width() rounds them to channels) */
+    double dec_ratio[OFA_MAX_CHOICES];
     int n_rounds;        /**< 1 .. STEREO_MAX_ROUNDS */
     /** loss weight of prediction p (0 = the coarsest .. n_levels = full
      *  resolution) in round r: finite, >= 0, some > 0 in every round */
@@ -107,12 +117,14 @@ typedef struct stereo_space {
 
 /** The built-in CPU-sized space "stereo-cpu" (models/stereo_cpu.json): crops
  *  64 x 128, max_disp 32, stem 16, units 16, 24 | 32, 48, 64, 96, correlation
- *  after unit 2 at 1/4 (8 displacements), 5 decoder levels. */
+ *  after unit 2 at 1/4 (8 displacements), 5 decoder levels 64 .. 16 wide, each
+ *  elastic at 0.5, 0.75 and 1 of that. */
 void stereo_space_cpu(stereo_space *s);
 /** The built-in DispNetC-sized space "stereo-gpu" (models/stereo_gpu.json):
  *  crops 384 x 768, max_disp 192, stem 64 (7x7), units 128, 128 | 256, 384,
  *  512, 512, correlation after unit 2 at 1/4 with max_disp 40 (DispNetC's: 160
- *  of the 192 px), redirect 64, 6 decoder levels 512, 256, 128, 64, 32, 16. */
+ *  of the 192 px), redirect 64, 6 decoder levels 512, 256, 128, 64, 32, 16, each
+ *  elastic at 0.5, 0.75 and 1 of that. */
 void stereo_space_gpu(stereo_space *s);
 
 /** Stride-2 stages of @p s: the stem and every unit of stride 2 (what
@@ -123,6 +135,10 @@ int stereo_stride2_stages(const stereo_space *s);
 int stereo_corr_scale(const stereo_space *s);
 /** Channels of the correlation: corr_max_disp / corr_stride + 1. */
 int stereo_corr_channels(const stereo_space *s);
+/** Channels of decoder level @p level (0 = the coarsest) at width ratio @p choice
+ *  (0 .. n_dec_ratios - 1): dec_width[level] * dec_ratio[choice] rounded to the nearest
+ *  integer, at least 1. */
+int stereo_dec_width(const stereo_space *s, int level, int choice);
 /** Number of predictions: n_levels + 1. */
 static inline int stereo_preds(const stereo_space *s) { return s->n_levels + 1; }
 
@@ -181,22 +197,31 @@ manta_status stereo_spec_is_stereo(const char *path_or_name, bool *stereo, manta
  */
 void stereo_space_ofa_view(const stereo_space *s, ofa_space *view);
 
-/** Largest / smallest sub-network (ofa_arch_max() / ofa_arch_min() of the view). */
+/** Largest / smallest sub-network (ofa_arch_max() / ofa_arch_min() of the view; every
+ *  decoder level at its widest / narrowest width). */
 void stereo_arch_max(const stereo_space *s, ofa_arch *a);
 void stereo_arch_min(const stereo_space *s, ofa_arch *a);
-/** A uniformly random sub-network (ofa_arch_sample() of the view). */
+/** A uniformly random sub-network (ofa_arch_sample() of the view, then each decoder
+ *  level's width uniformly from the same @p rng). */
 void stereo_arch_sample(const stereo_space *s, manta_rng *rng, ofa_arch *a);
-/** A random sub-network with per-network choice weights (ofa_arch_sample_mixed()). */
+/** A random sub-network with per-network choice weights (ofa_arch_sample_mixed() of the
+ *  view; the decoder widths drawn as in stereo_arch_sample()). */
 void stereo_arch_sample_mixed(const stereo_space *s, manta_rng *rng, ofa_arch *a);
-/** Check every gene is one of the space's choices and r is the crop height;
+/** Set the decoder widths of @p a: level i to stereo_dec_width(s, i, choice[i]), or, with
+ *  @p choice NULL, every level to ratio @p uniform (0 .. n_dec_ratios - 1). */
+void stereo_arch_set_dec(const stereo_space *s, const int *choice, int uniform, ofa_arch *a);
+/** Check every gene is one of the space's choices (the decoder widths those of
+ *  stereo_dec_width(), the entries beyond n_levels 0) and r is the crop height;
  *  @p err names the first that is not (MANTA_ERR_INVALID_ARG). */
 manta_status stereo_arch_validate(const stereo_space *s, const ofa_arch *a, manta_err *err);
-/** OFA's JSON encoding of @p a into @p buf (ofa_arch_to_json() of the view).
+/** OFA's JSON encoding of @p a into @p buf (ofa_arch_to_json() of the view) with "dw",
+ *  the decoder widths, after "r".
  *  @return MANTA_ERR_INVALID_ARG when @p cap is too small. */
 manta_status stereo_arch_to_json(const stereo_space *s, const ofa_arch *a, char *buf, size_t cap,
                                  manta_err *err);
 /**
- * Parse OFA's encoding and validate it. "r" may be left out (it is the crop
+ * Parse OFA's encoding with "dw" (required: one width per decoder level) and
+ * validate it. "r" may be left out (it is the crop
  * height); when given it must be the crop height.
  * @return MANTA_ERR_INVALID_ARG naming the member that is wrong,
  *         MANTA_ERR_NO_MEMORY when cJSON cannot allocate.

@@ -48,6 +48,10 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
     const long scale = !strcmp(preset, "quick") ? 1 : !strcmp(preset, "full") ? 8 : 0;
     for (int i = 0; i < out->n_phases; i++) {
         ofa_phase *p = &out->phase[i];
+        /* the decoder's width shrinks with the units' expand ratio: the two largest ratios
+         * in expand-1 (phase 5), all in expand-2 */
+        p->n_dw = i < 4 ? 1 : i == 4 ? 2 : space->n_dec_ratios;
+        p->n_dw = p->n_dw < space->n_dec_ratios ? p->n_dw : space->n_dec_ratios;
         /* the classification rates are for label-smoothed cross-entropy: the disparity
          * loss (an L1 mean in pixels) takes STEREO_LR first, then STEREO_LR_LATER */
         p->lr = i == 0 ? STEREO_LR : STEREO_LR_LATER;
@@ -57,6 +61,24 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
         }
     }
     return MANTA_OK;
+}
+
+void stereo_sample_subnet(const stereo_space *space, const ofa_space *view, const ofa_phase *p,
+                          uint64_t seed, long step, int k, ofa_arch *a)
+{
+    ofa_sample_subnet(view, p, seed, step, k, space->crop_h, a);
+    const int n = p->n_dw < 1 ? 1 : p->n_dw, lo = space->n_dec_ratios - n;
+    int choice[STEREO_MAX_LEVELS];
+    if (p->sandwich && p->subnets >= 3 && (k == 0 || k == p->subnets - 1)) {
+        stereo_arch_set_dec(space, NULL, k == 0 ? space->n_dec_ratios - 1 : lo, a);
+        return;
+    }
+    manta_rng g;
+    const uint64_t at = manta_splitmix64((uint64_t)step * 64 + (uint64_t)k);
+    manta_rng_seed(&g, manta_splitmix64(seed ^ at), 0xd3c); /* ofa_sample_subnet(): 0x5ab */
+    for (int i = 0; i < space->n_levels; i++)
+        choice[i] = lo + (int)manta_rng_below(&g, (uint32_t)n);
+    stereo_arch_set_dec(space, choice, 0, a);
 }
 
 /* Level of the ground truth of prediction p: prediction P - 1 is full resolution. */
@@ -289,7 +311,7 @@ manta_status stereo_trainer_compute(stereo_trainer *t, long step, const stereo_b
     }
     MANTA_TRY(upload(t, b, first));
     MANTA_TRY(mcl_fill(d, t->sl.grads, 0.0f, t->sl.n_params));
-    const int round = stereo_trainer_round(t, step), r = t->space.crop_h;
+    const int round = stereo_trainer_round(t, step);
     ofa_arch a;
     if (distill) {
         stereo_arch_max(&t->space, &a);
@@ -299,7 +321,7 @@ manta_status stereo_trainer_compute(stereo_trainer *t, long step, const stereo_b
                            pred_floats(t, t->P - 1)));
     }
     for (int k = 0; k < subnets; k++) {
-        ofa_sample_subnet(&t->view, p, t->sample_seed, step, k, r, &a);
+        stereo_sample_subnet(&t->space, &t->view, p, t->sample_seed, step, k, &a);
         MANTA_TRY(stereo_net_set_arch(t->net, &a));
         MANTA_TRY(stereo_net_forward(t->net, t->sl.params, OFA_BN_TRAIN));
         MANTA_TRY(losses(t, k, round, distill));

@@ -44,13 +44,25 @@ typedef struct stereo_trainer stereo_trainer;
  * the space's encoder (full network, elastic kernel, depth, expand ratio; the sub-networks
  * per step and distillation as there; width re-organisation at the start of the two expand
  * phases, the second one keeping the first one's nesting, none to keep with a single
- * expand ratio), learning rates for
+ * expand ratio; the decoder's width elastic with the expand ratio: its largest ratio
+ * before, its two largest in expand-1, all in expand-2: ofa_phase.n_dw), learning rates for
  * the disparity loss (0.02 in the first phase, 0.01 later), and steps per phase: "smoke"
  * 3 each (tests); "quick" 800, 90, 50, 50, 32, 48 (about 19 minutes for stereo-cpu at
  * batch 8 on 2 cores); "full" 8 times those. @p steps_per_epoch is used by smoke only.
  */
 manta_status stereo_schedule_preset(const stereo_space *space, const char *preset, int batch,
                                     long steps_per_epoch, ofa_schedule *out, manta_err *err);
+
+/**
+ * Sub-network @p k of step @p step in phase @p p: the encoder's genes by
+ * ofa_sample_subnet() of @p view (stereo_space_ofa_view() of @p space) at the crop height,
+ * and each decoder level's width uniformly among the phase's p->n_dw widest (at least 1),
+ * from a stream of its own seeded by (@p seed, @p step, @p k); in a sandwich phase k = 0
+ * is the widest and k = subnets - 1 the narrowest of them, with the encoder's largest and
+ * smallest. Deterministic: a replica or a resumed run draws the same sub-networks.
+ */
+void stereo_sample_subnet(const stereo_space *space, const ofa_space *view, const ofa_phase *p,
+                          uint64_t seed, long step, int k, ofa_arch *a);
 
 /** Create the supernet and the trainer's buffers (all allocation happens here). */
 manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space,

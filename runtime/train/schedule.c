@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/rng.h"
+
 /* The largest n values of a sorted list. */
 static void top(const int *list, int count, int n, int *out_n, int *out)
 {
@@ -114,19 +116,10 @@ int ofa_schedule_locate(const ofa_schedule *s, long step, long *in_phase)
     return -1;
 }
 
-/* splitmix64: a well-mixed 64-bit hash of the sampling coordinates. */
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
-
 int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step)
 {
     manta_rng r;
-    manta_rng_seed(&r, mix(seed ^ mix((uint64_t)step)), 0x7e5);
+    manta_rng_seed(&r, manta_splitmix64(seed ^ manta_splitmix64((uint64_t)step)), 0x7e5);
     return space->res[manta_rng_below(&r, (uint32_t)space->n_res)];
 }
 
@@ -141,7 +134,8 @@ void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed
         return;
     }
     manta_rng g;
-    manta_rng_seed(&g, mix(seed ^ mix((uint64_t)step * 64 + (uint64_t)k)), 0x5ab);
+    manta_rng_seed(&g, manta_splitmix64(seed ^ manta_splitmix64((uint64_t)step * 64 + (uint64_t)k)),
+                   0x5ab);
     memset(a, 0, sizeof *a);
     for (int i = 0; i < ofa_slots(space); i++) {
         a->ks[i] = p->ks[manta_rng_below(&g, (uint32_t)p->n_ks)];

@@ -32,6 +32,9 @@ typedef struct ofa_phase {
                                         step is the phase's largest and the last its
                                         smallest, the others random (BigNAS's sandwich
                                         rule); 0: all random, as OFA */
+    int n_dw;                      /**< decoder width ratios sampled, the largest ones
+                                        (a task with a decoder: stereo/train.h); 0 in
+                                        classification, which has none */
 } ofa_phase;
 
 typedef struct ofa_schedule {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # manta arch on the stereo spaces: the layer table and totals of the built-in
 # stereo-cpu, the JSON of models/stereo_gpu.json (layer MACs and parameters sum
-# to the totals), sample / max / min, and one-line errors for what does not fit.
+# to the totals), sample / max / min, the decoder's elastic width, and one-line errors for
+# what does not fit.
 set -eu
 M="${BUILD:-build}/bin/manta"
 out=$(mktemp -d)
@@ -42,6 +43,15 @@ lo=$("$M" arch min --space stereo-cpu --json | sed -n 's/.*"macs":\([0-9]*\).*/\
 grep -q '"r"' "$out/min.arch" && fail "min.arch still holds r"
 "$M" arch describe "$out/min.arch" --space stereo-cpu --json | grep -q "\"macs\":$lo," ||
     fail "describe FILE (without r) differs from min"
+# the decoder's elastic width: min's levels at half width; min's encoder with the widest
+# decoder lies between min and max
+grep -q '"dw":\[32,24,16,12,8\]}' "$out/min.arch" || fail "min: decoder not at half width"
+sed 's/"dw":\[[0-9,]*\]/"dw":[64,48,32,24,16]/' "$out/min.arch" >"$out/wide.arch"
+mid=$("$M" arch describe "$out/wide.arch" --space stereo-cpu --json |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["macs"])')
+[ -n "$mid" ] && [ "$mid" -gt "$lo" ] && [ "$mid" -lt "$hi" ] ||
+    fail "widest decoder on min's encoder: $mid MACs, not between $lo and $hi"
+echo "ok: stereo-cpu MACs: min $lo, min with the widest decoder $mid, max $hi"
 
 # classification spaces are unchanged
 "$M" arch max --space cpu-default | grep -q 'input 32x32x1' || fail "cpu-default max"
@@ -65,5 +75,7 @@ expect_error "--res" 2 'crop' "$M" arch max --space stereo-cpu --res 32
 expect_error "bad arch" 1 '"ks"' "$M" arch --space stereo-cpu --arch '{"ks":[3],"e":[3],"d":[2]}'
 expect_error "r not the crop" 1 'crop height 64' "$M" arch --space stereo-cpu \
     --arch "$(sed 's/}$/,"r":[32]}/' "$out/min.arch")"
+expect_error "bad decoder width" 1 'dw\[1\] = 25' "$M" arch --space stereo-cpu \
+    --arch "$(sed 's/"dw":\[[0-9,]*\]/"dw":[32,25,16,12,8]/' "$out/min.arch")"
 expect_error "no such space" 1 'stereo-cpu' "$M" arch --space /nonexistent.json
 echo "stereo arch: all checks passed"

@@ -31,7 +31,7 @@ static const char *const space_json[SPACES] = {
     "  {\"width\": 16, \"stride\": 1, \"act\": \"relu\", \"se\": false},"
     "  {\"width\": 16, \"stride\": 2, \"act\": \"h-swish\", \"se\": true}],"
     " \"correlation\": {\"after_unit\": 2, \"max_disp\": 2, \"stride\": 1, \"redir_width\": 8},"
-    " \"decoder\": {\"widths\": [16, 12, 8]},"
+    " \"decoder\": {\"widths\": [16, 12, 8], \"width_ratios\": [0.5, 1]},"
     " \"loss\": {\"rounds\": [[0.1, 0.2, 0.3, 1], [0, 0, 0, 1]]}}",
     "{\"format\": \"manta-ofa-space\", \"version\": 1, \"task\": \"stereo\", \"name\": \"tiny-b\","
     " \"crop\": {\"height\": 16, \"width\": 32}, \"max_disp\": 8,"
@@ -41,7 +41,7 @@ static const char *const space_json[SPACES] = {
     "  {\"width\": 12, \"stride\": 1, \"act\": \"relu\", \"se\": false},"
     "  {\"width\": 16, \"stride\": 2, \"act\": \"h-swish\", \"se\": true}],"
     " \"correlation\": {\"after_unit\": 2, \"max_disp\": 2, \"stride\": 2, \"redir_width\": 6},"
-    " \"decoder\": {\"widths\": [12, 8, 8]},"
+    " \"decoder\": {\"widths\": [12, 8, 8], \"width_ratios\": [0.5, 1]},"
     " \"loss\": {\"rounds\": [[0.1, 0.2, 0.3, 1]]}}",
 };
 
@@ -559,7 +559,7 @@ static const char *const no_se_json =
     "  {\"width\": 16, \"stride\": 1, \"act\": \"relu\", \"se\": false},"
     "  {\"width\": 16, \"stride\": 2, \"act\": \"h-swish\", \"se\": false}],"
     " \"correlation\": {\"after_unit\": 2, \"max_disp\": 2, \"stride\": 1, \"redir_width\": 8},"
-    " \"decoder\": {\"widths\": [16, 12, 8]},"
+    " \"decoder\": {\"widths\": [16, 12, 8], \"width_ratios\": [0.5, 1]},"
     " \"loss\": {\"rounds\": [[0.1, 0.2, 0.3, 1], [0, 0, 0, 1]]}}";
 
 /* The eval-mode predictions of @p a on the uploaded input into @p out (preds_len()). */
@@ -642,6 +642,79 @@ static void check_reorder(net_fix *f, bool nested)
     free(pa), free(pb);
 }
 
+/* ---- elastic decoder width ---------------------------------------------------------- */
+
+/* Gradient of the sum of every prediction of @p a w.r.t. the parameters into @p g (a
+ * BATCH_ONLY forward on the uploaded input), and its predictions into @p preds. */
+static void sum_grad(net_fix *f, const ofa_arch *a, const double *ones, double *g, double *preds)
+{
+    const stereo_space *s = &f->s;
+    TU_OK(f->d, stereo_net_set_arch(f->n, a));
+    TU_OK(f->d, stereo_net_forward(f->n, f->sl.params, OFA_BN_BATCH_ONLY));
+    download_preds(f, preds);
+    for (int p = 0; p < stereo_preds(s); ones += pred_len(s, p), p++)
+        tu_upload(f->d, stereo_net_dpred(f->n, p), ones, pred_len(s, p));
+    memset(g, 0, f->sl.n_params * sizeof *g);
+    tu_upload(f->d, f->sl.grads, g, f->sl.n_params);
+    TU_OK(f->d, stereo_net_backward(f->n));
+    tu_download(f->d, f->sl.grads, g, f->sl.n_params);
+}
+
+/* A narrow decoder reads a prefix of the widest one's channels: with every parameter the
+ * widest network reads and the narrow one does not (a gradient the widest leaves non-zero
+ * and the narrow one 0) set to 0, the widest network predicts what the narrow one
+ * predicts (channels beyond the narrow widths then carry zeros). The encoder is the
+ * largest in both. */
+static void check_narrow_decoder(net_fix *f)
+{
+    const stereo_space *s = &f->s;
+    const size_t np = f->sl.n_params, nx = input_len(s), nr = preds_len(s);
+    double *p0 = tu_move_to_generic_point(f->d, f->sl.params, np, f->sl.n_decay);
+    double *x = tu_doubles(nx), *g = tu_doubles(np), *gw = tu_doubles(np), *p1 = tu_doubles(np);
+    double *ones = tu_doubles(nr);
+    tu_download(f->d, f->sl.params, p1, np); /* the generic point */
+    double *narrow = tu_doubles(nr), *wide = tu_doubles(nr), *wide0 = tu_doubles(nr);
+    manta_rng rng;
+    manta_rng_seed(&rng, 21, 0);
+    tu_fill_uniform(&rng, x, nx, 0, 1);
+    tu_upload(f->d, stereo_net_input(f->n), x, nx);
+    for (size_t i = 0; i < nr; i++)
+        ones[i] = 1.0;
+    ofa_arch a, big;
+    stereo_arch_max(s, &big);
+    a = big;
+    stereo_arch_set_dec(s, NULL, 0, &a);
+    sum_grad(f, &a, ones, g, narrow);
+    sum_grad(f, &big, ones, gw, wide0);
+    size_t unread = 0;
+    for (size_t i = 0; i < np; i++) {
+        bool extra = g[i] == 0 && gw[i] != 0;
+        p1[i] = extra ? 0.0 : p1[i];
+        unread += extra;
+    }
+    tu_upload(f->d, f->sl.params, p1, np);
+    TU_OK(f->d, stereo_net_forward(f->n, f->sl.params, OFA_BN_BATCH_ONLY));
+    download_preds(f, wide);
+    double size, d0 = max_diff(wide0, narrow, nr, &size);
+    if (unread == 0 || !(d0 > 1e-3 * size))
+        fail_msg("%s, %s kernels: %zu parameters unread by the narrow decoder, widest and "
+                 "narrow predictions %g apart (largest %g): nothing to compare",
+                 s->name, tu_variant_name(f->d), unread, d0, size);
+    tu_variant_assert_close(f->d, wide, narrow, nr, 1e-5,
+                            "widest network with the narrow one's unread parameters at 0");
+    tu_upload(f->d, f->sl.params, p0, np);
+    free(p0), free(x), free(g), free(gw), free(p1), free(ones), free(narrow), free(wide);
+    free(wide0);
+}
+
+static void test_narrow_decoder_reads_a_prefix(void **state)
+{
+    fixture *fx = *state;
+    for (int k = 0; k < TU_VARIANTS; k++)
+        for (int i = 0; i < SPACES; i++)
+            check_narrow_decoder(&fx->f[k][i]);
+}
+
 static void test_width_reorder_keeps_largest_network(void **state)
 {
     fixture *fx = *state;
@@ -668,6 +741,7 @@ int main(void)
         cmocka_unit_test(test_bad_arguments_refused),
         cmocka_unit_test(test_switching_subnets_creates_no_buffers),
         cmocka_unit_test(test_width_reorder_keeps_largest_network),
+        cmocka_unit_test(test_narrow_decoder_reads_a_prefix),
     };
     return cmocka_run_group_tests_name("stereo net", tests, setup, teardown);
 }

@@ -149,6 +149,15 @@ static void test_bad_specs_name_the_field(void **state)
     /* other fields */
     expect_bad_spec("\"widths\": [64, 48, 32, 24, 16]", "\"widths\": [64, 48, 0, 24, 16]",
                     "space.decoder", "\"widths\"[2]");
+    /* elastic decoder width */
+    expect_bad_spec(", \"width_ratios\": [0.5, 0.75, 1]", "", "space.decoder",
+                    "\"width_ratios\"");
+    expect_bad_spec("[0.5, 0.75, 1]", "[0.5, 0.75]", "space.decoder", "end with 1");
+    expect_bad_spec("[0.5, 0.75, 1]", "[0.75, 0.5, 1]", "space.decoder", "[1] is 0.5");
+    expect_bad_spec("[0.5, 0.75, 1]", "[0, 0.75, 1]", "space.decoder", "[0] is 0");
+    expect_bad_spec("[0.5, 0.75, 1]", "[0.5, \"x\", 1]", "space.decoder", "not a number");
+    /* 24 * 0.94 and 24 * 0.97 both round to 23 channels */
+    expect_bad_spec("[0.5, 0.75, 1]", "[0.94, 0.97, 1]", "space.decoder", "level 3");
     expect_bad_spec("[0, 0, 0, 0, 0, 1]", "[0, 0, 0, 0, 0, 0]", "space.loss", "\"rounds\"[2]");
     expect_bad_spec("[0, 0, 0, 0, 0, 1]", "[0, 0, 0, 0, -1, 1]", "space.loss", "[2][4]");
     expect_bad_spec("\"kernel_sizes\": [3, 5, 7]", "\"kernel_sizes\": [3, 4, 7]", "not odd", NULL);
@@ -233,19 +242,43 @@ static void test_arch_sample_validate_json_round_trip(void **state)
     assert_int_equal(mx.ks[0], 7);
     assert_int_equal(mn.e[23], 3);
     assert_int_equal(mn.d[5], 2);
+    /* the decoder: every level at its narrowest / widest (512 .. 16 at 0.5, 0.75, 1) */
+    static const int dmin[6] = {256, 128, 64, 32, 16, 8}, dmax[6] = {512, 256, 128, 64, 32, 16};
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(mn.dw[i], dmin[i]);
+        assert_int_equal(mx.dw[i], dmax[i]);
+        assert_int_equal(stereo_dec_width(&s, i, 1), dmax[i] * 3 / 4);
+    }
+    assert_int_equal(mx.dw[6], 0);
     char buf[1024];
     assert_int_equal(stereo_arch_to_json(&s, &mn, buf, sizeof buf, &e), MANTA_OK);
+    assert_non_null(strstr(buf, ",\"r\":[384],\"dw\":[256,128,64,32,16,8]}"));
     char *rpos = strstr(buf, ",\"r\":");
     assert_non_null(rpos);
-    strcpy(rpos, "}");
+    memmove(rpos, rpos + strlen(",\"r\":[384]"), strlen(rpos + strlen(",\"r\":[384]")) + 1);
     if (stereo_arch_parse(&s, buf, &b, &e) != MANTA_OK)
         fail_msg("%s: %s", buf, e.msg);
     assert_memory_equal(&mn, &b, sizeof b);
     /* refusals name the member */
     char bad[1100];
-    snprintf(bad, sizeof bad, "%.*s,\"r\":[64]}", (int)(rpos - buf), buf);
+    snprintf(bad, sizeof bad, "%.*s,\"r\":[64]%s", (int)(rpos - buf), buf, rpos);
     assert_int_equal(stereo_arch_parse(&s, bad, &b, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "crop height 384"));
+    char *dpos = strstr(buf, ",\"dw\":");
+    assert_non_null(dpos);
+    snprintf(bad, sizeof bad, "%.*s}", (int)(dpos - buf), buf); /* no "dw" */
+    assert_int_equal(stereo_arch_parse(&s, bad, &b, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "\"dw\""));
+    snprintf(bad, sizeof bad, "%.*s,\"dw\":[256,128,63,32,16,8]}", (int)(dpos - buf), buf);
+    assert_int_equal(stereo_arch_parse(&s, bad, &b, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "dw[2] = 63"));
+    snprintf(bad, sizeof bad, "%.*s,\"dw\":[256,128,64,32,16]}", (int)(dpos - buf), buf);
+    assert_int_equal(stereo_arch_parse(&s, bad, &b, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "6 integer widths"));
+    b = mx;
+    b.dw[6] = 16; /* beyond the levels */
+    assert_int_equal(stereo_arch_validate(&s, &b, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "dw[6]"));
     mx.ks[3] = 4;
     assert_int_equal(stereo_arch_validate(&s, &mx, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "ks[3]"));
@@ -272,7 +305,7 @@ static const char small_spec[] =
     "             {\"width\": 8, \"stride\": 1, \"act\": \"relu\", \"se\": false},"
     "             {\"width\": 16, \"stride\": 2, \"act\": \"h-swish\", \"se\": true}],"
     " \"correlation\": {\"after_unit\": 2, \"max_disp\": 2, \"stride\": 1, \"redir_width\": 4},"
-    " \"decoder\": {\"widths\": [8, 4, 4]},"
+    " \"decoder\": {\"widths\": [8, 4, 4], \"width_ratios\": [0.5, 1]},"
     " \"loss\": {\"rounds\": [[0.25, 0.25, 0.25, 0.25]]}}";
 
 typedef struct hand_layer {
@@ -291,7 +324,11 @@ static void test_describe_small_space_by_hand(void **state)
         fail_msg("%s", e.msg);
     assert_int_equal(s.n_levels, 3); /* stem, u1, u3 */
     ofa_arch a;
-    stereo_arch_min(&s, &a); /* k3, e1, d1 */
+    stereo_arch_min(&s, &a); /* k3, e1, d1, the decoder at 0.5: 4, 2, 2 */
+    assert_int_equal(a.dw[0], 4);
+    assert_int_equal(a.dw[1], 2);
+    assert_int_equal(a.dw[2], 2);
+    stereo_arch_set_dec(&s, NULL, 1, &a); /* the decoder at full width: 8, 4, 4 */
     /* Input 16x32x3 per view. Shared layers (views 2) count both views' MACs.
      * mid = make_divisible(c * 1, 8) = 8 for c = 8 and c = 7; SE: make_divisible(8/4, 8) = 8. */
     const hand_layer want[] = {
@@ -365,6 +402,43 @@ static void test_describe_small_space_by_hand(void **state)
     assert_false(d->layer[3].residual); /* u1.b1: stride 2 */
     assert_true(d->layer[6].residual);  /* u2.b1: stride 1, 8 -> 8 */
     assert_int_equal(d->layer[d->n - 1].out_h, s.crop_h);
+
+    /* the decoder at half width (4, 2, 2): the same layers, narrower */
+    ofa_arch half = a;
+    stereo_arch_set_dec(&s, NULL, 0, &half);
+    stereo_desc *dh = malloc(sizeof *dh);
+    assert_non_null(dh);
+    assert_int_equal(stereo_describe(&s, &half, dh, &e), MANTA_OK);
+    assert_int_equal(dh->n, d->n);
+    const hand_layer want_half[] = {
+        /* level 0 (width 4): deconv 2x4x16 -> 4x8x4: 8*16*4*16; 16*4*16 + 4 */
+        {"d2.deconv", 4, 8, 4, 1, 8192.0, 1028},
+        {"d2.concat", 4, 8, 12, 1, 0.0, 0}, /* 7 + 1 + 4 */
+        {"d2.conv", 4, 8, 4, 1, 32.0 * 4 * 12 * 9, 12 * 4 * 9 + 4},
+        {"d2.pred", 4, 8, 1, 1, 32.0 * 4 * 9, 37},
+        /* level 1 (width 2): deconv 4x8x4 -> 8x16x2 */
+        {"d1.deconv", 8, 16, 2, 1, 32.0 * 4 * 2 * 16, 4 * 2 * 16 + 2},
+        {"d1.concat", 8, 16, 11, 1, 0.0, 0}, /* 8 + 1 + 2 */
+        {"d1.conv", 8, 16, 2, 1, 128.0 * 2 * 11 * 9, 11 * 2 * 9 + 2},
+        {"d0.deconv", 16, 32, 2, 1, 128.0 * 2 * 2 * 16, 2 * 2 * 16 + 2},
+        {"d0.conv", 16, 32, 2, 1, 512.0 * 2 * 6 * 9, 6 * 2 * 9 + 2},
+        {"d0.pred", 16, 32, 1, 1, 512.0 * 2 * 9, 19},
+    };
+    for (size_t k = 0; k < sizeof want_half / sizeof want_half[0]; k++) {
+        const hand_layer *w = &want_half[k];
+        const stereo_layer *l = NULL;
+        for (int i = 0; i < dh->n && !l; i++)
+            l = strcmp(dh->layer[i].name, w->name) ? NULL : &dh->layer[i];
+        assert_non_null(l);
+        if (l->out_h != w->out_h || l->out_w != w->out_w || l->out_c != w->out_c ||
+            l->macs != w->macs || l->params != w->params)
+            fail_msg("half decoder, %s: %dx%dx%d, %.0f MACs, %ld params; want %dx%dx%d, %.0f "
+                     "MACs, %ld params",
+                     w->name, l->out_h, l->out_w, l->out_c, l->macs, l->params, w->out_h,
+                     w->out_w, w->out_c, w->macs, w->params);
+    }
+    assert_true(dh->macs < d->macs && dh->params < d->params);
+    free(dh);
 
     /* a larger sub-network of the same space: deeper and wider, more of both */
     ofa_arch mx;

@@ -1,8 +1,8 @@
 /* The stereo trainer on a tiny space (tests/data/stereo_tiny.json): the multi-scale loss
  * falls when one batch is trained on repeatedly, a run stopped, saved and resumed ends
  * with the same parameters as one that ran through, two data-parallel replicas train as
- * one device does, evaluation counts every pixel, and a checkpoint of another kind is
- * refused. */
+ * one device does, evaluation counts every pixel, a checkpoint of another kind is
+ * refused, and the decoder's widths follow the phases. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,6 +269,58 @@ static void test_other_checkpoint_refused(void **state)
     assert_non_null(strstr(e.msg, "not a manta stereo training checkpoint"));
 }
 
+/* The decoder's widths follow the phases of a preset: the widest before the expand phases,
+ * the two widest ratios in expand-1, all three in expand-2 (each seen, per level); the
+ * same (seed, step, k) draws the same sub-network; the sandwich rule's first and last
+ * sub-networks are the widest and the narrowest. */
+static void test_decoder_width_follows_the_phases(void **state)
+{
+    (void)state;
+    stereo_space sp;
+    stereo_space_cpu(&sp);
+    ofa_space view;
+    stereo_space_ofa_view(&sp, &view);
+    ofa_schedule sched;
+    manta_err e = {0};
+    TU_OK_ERR(stereo_schedule_preset(&sp, "quick", 8, 1, &sched, &e));
+    assert_int_equal(sched.n_phases, 6);
+    const int want_n[6] = {1, 1, 1, 1, 2, 3};
+    for (int ph = 0; ph < 6; ph++) {
+        const ofa_phase *p = &sched.phase[ph];
+        assert_int_equal(p->n_dw, want_n[ph]);
+        int seen[STEREO_MAX_LEVELS][3] = {{0}};
+        for (long step = 0; step < 40; step++)
+            for (int k = 0; k < p->subnets; k++) {
+                ofa_arch a, b;
+                stereo_sample_subnet(&sp, &view, p, 99, step, k, &a);
+                stereo_sample_subnet(&sp, &view, p, 99, step, k, &b);
+                assert_memory_equal(&a, &b, sizeof a);
+                TU_OK_ERR(stereo_arch_validate(&sp, &a, &e));
+                for (int i = 0; i < sp.n_levels; i++)
+                    for (int j = 0; j < 3; j++)
+                        seen[i][j] += a.dw[i] == stereo_dec_width(&sp, i, j);
+            }
+        for (int i = 0; i < sp.n_levels; i++)
+            for (int j = 0; j < 3; j++) {
+                bool allowed = j >= 3 - want_n[ph];
+                if (allowed != (seen[i][j] > 0))
+                    fail_msg("phase %s, level %d: ratio %g drawn %d times", p->name, i,
+                             sp.dec_ratio[j], seen[i][j]);
+            }
+    }
+    /* the sandwich rule (the full preset's expand phases) */
+    TU_OK_ERR(stereo_schedule_preset(&sp, "full", 8, 1, &sched, &e));
+    const ofa_phase *p = &sched.phase[5];
+    assert_true(p->sandwich && p->subnets >= 3);
+    ofa_arch big, small, a;
+    stereo_arch_max(&sp, &big);
+    stereo_arch_min(&sp, &small);
+    stereo_sample_subnet(&sp, &view, p, 5, 3, 0, &a);
+    assert_memory_equal(&a, &big, sizeof a);
+    stereo_sample_subnet(&sp, &view, p, 5, 3, p->subnets - 1, &a);
+    assert_memory_equal(&a, &small, sizeof a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_data_parallel_matches_one_device),
         cmocka_unit_test(test_evaluate_counts_every_pixel),
         cmocka_unit_test(test_other_checkpoint_refused),
+        cmocka_unit_test(test_decoder_width_follows_the_phases),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

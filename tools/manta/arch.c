@@ -224,9 +224,11 @@ int cmd_arch(int argc, char **argv)
         "layer's shapes, MACs and parameters, then the totals.\n"
         "ARCH is max, min, a file holding the encoding, '-' for standard input, or the JSON.\n"
         "A stereo space (\"task\": \"stereo\": stereo-cpu, stereo-gpu, models/stereo_*.json)\n"
-        "has one input size, its crop (r is the crop height and may be left out); its layers\n"
-        "are the left and right encoder (views 2: both views counted in the MACs), the\n"
-        "correlation, the rest of the encoder and the decoder's levels and predictions.\n",
+        "has one input size, its crop (r is the crop height and may be left out), and its\n"
+        "encoding adds \"dw\", the width of each decoder level (one of the space's\n"
+        "\"width_ratios\" of its \"widths\"); its layers are the left and right encoder\n"
+        "(views 2: both views counted in the MACs), the correlation, the rest of the\n"
+        "encoder and the decoder's levels and predictions.\n",
         defs, 0, 2};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
