@@ -445,9 +445,8 @@ manta_status stereo_dp_step(dp_trainer *p, long step, const stereo_batch *b,
     return dp_run(p, step, b, out, err);
 }
 
-/* Select @p a, save the BN statistics and re-calibrate them over @p pairs pairs. */
-static manta_status recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
-                                stereo_batch_fn recal, void *ctx, long pairs)
+manta_status stereo_trainer_recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
+                                       stereo_batch_fn recal, void *ctx, long pairs)
 {
     MANTA_TRY(stereo_net_set_arch(t->net, a));
     MANTA_TRY(mcl_copy(t->d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
@@ -468,6 +467,11 @@ static manta_status recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_bat
     return st;
 }
 
+manta_status stereo_trainer_restore_bn(stereo_trainer *t)
+{
+    return mcl_copy(t->d, t->sl.state, mslab_view(&t->backup, 0), t->sl.n_state);
+}
+
 manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
                                      stereo_batch_fn recal, void *recal_ctx, long recal_pairs,
                                      stereo_batch_fn eval, void *eval_ctx, long eval_pairs,
@@ -477,7 +481,7 @@ manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stere
     float *host = malloc((size_t)t->B * plane * sizeof *host);
     if (!host)
         return manta_err_set(mcl_err(t->d), MANTA_ERR_NO_MEMORY, "evaluation: out of memory");
-    manta_status st = recalibrate(t, a, b, recal, recal_ctx, recal_pairs);
+    manta_status st = stereo_trainer_recalibrate(t, a, b, recal, recal_ctx, recal_pairs);
     long seen = 0;
     for (long i = 0; seen < eval_pairs && st == MANTA_OK; i++) {
         int count = 0;
@@ -505,7 +509,7 @@ manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stere
         seen += count;
     }
     free(host);
-    manta_status rs = mcl_copy(t->d, t->sl.state, mslab_view(&t->backup, 0), t->sl.n_state);
+    manta_status rs = stereo_trainer_restore_bn(t);
     return st != MANTA_OK ? st : rs;
 }
 

@@ -163,6 +163,20 @@ manta_status stereo_ordered_batch(void *src, long index, stereo_batch *b, int *c
                                   manta_err *err);
 
 /**
+ * The first half of stereo_trainer_evaluate(), for runs of the sub-network elsewhere (at
+ * other sizes: stereo/infer.h): make @p a the active sub-network, save the supernet's BN
+ * statistics, then re-calibrate them over @p recal_pairs pairs from @p recal (@p b as in
+ * stereo_trainer_evaluate(); fewer pairs than one batch leave the statistics as they are).
+ * The network keeps the re-calibrated statistics until stereo_trainer_restore_bn().
+ * @return the device's or the source's errors (in mcl_err() of the trainer's device).
+ */
+manta_status stereo_trainer_recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
+                                       stereo_batch_fn recal, void *recal_ctx, long recal_pairs);
+
+/** Put back the BN statistics saved by the last stereo_trainer_recalibrate(). */
+manta_status stereo_trainer_restore_bn(stereo_trainer *t);
+
+/**
  * Quality of sub-network @p a: BN statistics re-calibrated over @p recal_pairs pairs from
  * @p recal, then @p eval_pairs pairs from @p eval in eval mode, their finest predictions
  * added to @p m (stereo_metrics_add()). The supernet's statistics are restored afterwards.
