@@ -1,0 +1,273 @@
+#include "stereo/infer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+struct stereo_infer {
+    mcl_dev *d;
+    stereo_net *src; /* borrowed: parameters and BN statistics to copy */
+    ofa_arch arch;
+    stereo_net *net; /* made for ph x pw; NULL before the first pair or after a failure */
+    int ph, pw;
+    float *host;     /* (2, 3, ph, pw) padded views, then (ph, pw) the finest prediction */
+    size_t host_cap; /* floats */
+};
+
+void stereo_pad_size(int height, int width, int n_levels, int *padded_h, int *padded_w)
+{
+    const int m = 1 << n_levels;
+    *padded_h = (height + m - 1) / m * m;
+    *padded_w = (width + m - 1) / m * m;
+}
+
+void stereo_pad_planes(const float *src, int c, int h, int w, int ph, int pw, float *dst)
+{
+    for (int k = 0; k < c; k++) {
+        const float *s = src + (size_t)k * h * w;
+        float *o = dst + (size_t)k * ph * pw;
+        for (int y = 0; y < h; y++) {
+            float *row = o + (size_t)y * pw;
+            memcpy(row, s + (size_t)y * w, (size_t)w * sizeof *row);
+            for (int x = w; x < pw; x++)
+                row[x] = row[w - 1];
+        }
+        for (int y = h; y < ph; y++)
+            memcpy(o + (size_t)y * pw, o + (size_t)(h - 1) * pw, (size_t)pw * sizeof *o);
+    }
+}
+
+void stereo_crop_plane(const float *src, int ph, int pw, int h, int w, float *dst)
+{
+    (void)ph;
+    for (int y = 0; y < h; y++)
+        memcpy(dst + (size_t)y * w, src + (size_t)y * pw, (size_t)w * sizeof *dst);
+}
+
+manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a,
+                                 stereo_infer **out, manta_err *err)
+{
+    *out = NULL;
+    const stereo_space *s = stereo_net_space(src);
+    ofa_arch arch = *a;
+    arch.r = s->crop_h; /* each network's own height replaces it */
+    MANTA_TRY(stereo_arch_validate(s, &arch, err));
+    stereo_infer *r = calloc(1, sizeof *r);
+    if (!r)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "stereo inference: out of host memory");
+    r->d = d;
+    r->src = src;
+    r->arch = arch;
+    *out = r;
+    return MANTA_OK;
+}
+
+void stereo_infer_destroy(stereo_infer *r)
+{
+    if (!r)
+        return;
+    stereo_net_destroy(r->net);
+    free(r->host);
+    free(r);
+}
+
+/* The device's last message into @p err with status @p st. */
+static manta_status device_error(stereo_infer *r, manta_status st, manta_err *err)
+{
+    return manta_err_set(err, st, "%s", manta_err_msg(mcl_err(r->d), st));
+}
+
+/* Make the network for ph x pw: the source's space at that size, its parameters and BN
+ * statistics copied in, the sub-network selected. */
+static manta_status make_net(stereo_infer *r, int ph, int pw, manta_err *err)
+{
+    stereo_net_destroy(r->net);
+    r->net = NULL;
+    r->ph = r->pw = 0;
+    stereo_space s = *stereo_net_space(r->src);
+    s.crop_h = ph, s.crop_w = pw;
+    manta_err verr = {0};
+    if (stereo_space_validate(&s, &verr) != MANTA_OK)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "too small for the network of space "
+                             "'%s' (%s)", s.name, verr.msg);
+    stereo_net *n = NULL;
+    manta_status st = stereo_net_create(r->d, &s, 1, 0, &n);
+    if (st != MANTA_OK)
+        return device_error(r, st, err);
+    ofa_slabs from, to;
+    stereo_net_slabs(r->src, &from);
+    stereo_net_slabs(n, &to);
+    if (from.n_params != to.n_params || from.n_decay != to.n_decay || from.n_state != to.n_state) {
+        stereo_net_destroy(n);
+        return manta_err_set(err, MANTA_ERR_INTERNAL,
+                             "the network at this size has %zu parameters (%zu decayed) and %zu "
+                             "batch-norm values, the trained one %zu (%zu) and %zu: their "
+                             "layouts differ",
+                             to.n_params, to.n_decay, to.n_state, from.n_params, from.n_decay,
+                             from.n_state);
+    }
+    ofa_arch a = r->arch;
+    a.r = ph;
+    st = mcl_copy(r->d, to.params, from.params, from.n_params);
+    if (st == MANTA_OK)
+        st = mcl_copy(r->d, to.state, from.state, from.n_state);
+    if (st == MANTA_OK)
+        st = stereo_net_set_arch(n, &a);
+    if (st != MANTA_OK) {
+        stereo_net_destroy(n);
+        return device_error(r, st, err);
+    }
+    r->net = n;
+    r->ph = ph, r->pw = pw;
+    return MANTA_OK;
+}
+
+/* An eval-mode forward of the input on the device, finished, in ms. */
+static manta_status timed_forward(stereo_infer *r, double *ms)
+{
+    ofa_slabs sl;
+    stereo_net_slabs(r->net, &sl);
+    MANTA_TRY(mcl_finish(r->d));
+    const double t0 = manta_now();
+    MANTA_TRY(stereo_net_forward(r->net, sl.params, OFA_BN_EVAL));
+    MANTA_TRY(mcl_finish(r->d));
+    *ms = (manta_now() - t0) * 1e3;
+    return MANTA_OK;
+}
+
+static manta_status run_pair(stereo_infer *r, const stereo_pair *p, int ph, int pw, float *pred,
+                             stereo_infer_run *out, manta_err *err)
+{
+    const size_t view = (size_t)STEREO_CHANNELS * ph * pw, plane = (size_t)ph * pw;
+    if (2 * view + plane > r->host_cap) {
+        free(r->host);
+        r->host_cap = 0;
+        r->host = malloc((2 * view + plane) * sizeof *r->host);
+        if (!r->host)
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory");
+        r->host_cap = 2 * view + plane;
+    }
+    out->new_size = !r->net || r->ph != ph || r->pw != pw;
+    if (out->new_size)
+        MANTA_TRY(make_net(r, ph, pw, err));
+    float *left = r->host, *right = r->host + view, *full = r->host + 2 * view;
+    stereo_pad_planes(p->left, STEREO_CHANNELS, p->height, p->width, ph, pw, left);
+    stereo_pad_planes(p->right, STEREO_CHANNELS, p->height, p->width, ph, pw, right);
+    mview in = stereo_net_input(r->net);
+    manta_status st = mcl_write(r->d, in, left, 2 * view); /* left then right: (2, 3, PH, PW) */
+    if (st == MANTA_OK)
+        st = timed_forward(r, &out->ms);
+    if (st == MANTA_OK)
+        st = mcl_read(r->d, stereo_net_pred(r->net, stereo_preds(stereo_net_space(r->net)) - 1),
+                      full, plane);
+    if (st != MANTA_OK)
+        return device_error(r, st, err);
+    stereo_crop_plane(full, ph, pw, p->height, p->width, pred);
+    return MANTA_OK;
+}
+
+manta_status stereo_infer_pair(stereo_infer *r, const stereo_pair *pair, const char *name,
+                               float *pred, stereo_infer_run *out, manta_err *err)
+{
+    stereo_infer_run run = {0};
+    int ph = 0, pw = 0;
+    manta_err e = {0};
+    manta_status st;
+    if (pair->height < 1 || pair->width < 1 || pair->height > STEREO_MAX_SIDE ||
+        pair->width > STEREO_MAX_SIDE) {
+        st = manta_err_set(&e, MANTA_ERR_INVALID_ARG, "a side outside [1, %d]", STEREO_MAX_SIDE);
+    } else {
+        stereo_pad_size(pair->height, pair->width, stereo_net_space(r->src)->n_levels, &ph, &pw);
+        st = run_pair(r, pair, ph, pw, pred, &run, &e);
+    }
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "%s (%dx%d, padded to %dx%d): %s", name, pair->width,
+                             pair->height, pw, ph, e.msg);
+    run.padded_h = ph, run.padded_w = pw;
+    if (out)
+        *out = run;
+    return MANTA_OK;
+}
+
+manta_status stereo_infer_time_again(stereo_infer *r, double *ms, manta_err *err)
+{
+    if (!r->net)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo inference: no pair has been run to time again");
+    manta_status st = timed_forward(r, ms);
+    return st == MANTA_OK ? st : device_error(r, st, err);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+manta_status stereo_infer_folder(stereo_infer *r, const stereo_set *set, long pairs,
+                                 stereo_metrics *m, stereo_infer_pair_fn each, void *ctx,
+                                 stereo_infer_summary *out, manta_err *err)
+{
+    memset(out, 0, sizeof *out);
+    const long n = pairs < set->count ? pairs : set->count;
+    double *ms = malloc((size_t)(n > 0 ? n : 1) * sizeof *ms);
+    if (!ms)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "stereo inference: out of host memory");
+    stereo_pair p = {0};
+    float *pred = NULL;
+    size_t pred_cap = 0;
+    manta_status st = MANTA_OK;
+    for (long i = 0; i < n && st == MANTA_OK; i++) {
+        st = stereo_folder_load(set, (int)i, &p, err);
+        const size_t plane = (size_t)p.height * p.width;
+        if (st == MANTA_OK && plane > pred_cap) {
+            free(pred);
+            pred_cap = 0;
+            if ((pred = malloc(plane * sizeof *pred)) != NULL)
+                pred_cap = plane;
+            else
+                st = manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                                   "%s: out of host memory for its prediction", set->left[i]);
+        }
+        stereo_infer_run run = {0};
+        if (st == MANTA_OK)
+            st = stereo_infer_pair(r, &p, set->left[i], pred, &run, err);
+        if (st == MANTA_OK) {
+            stereo_metrics_add(m, pred, &p);
+            out->pairs++;
+            out->sizes += run.new_size;
+            if (each)
+                st = each(ctx, i, &p, pred, &run, err);
+        }
+        bool timed = false;
+        if (st == MANTA_OK && !run.new_size) { /* the first forward at a size is not timed */
+            ms[out->timed++] = run.ms;
+            timed = true;
+        } else if (st == MANTA_OK && i == n - 1 && out->timed == 0) { /* each pair a new size */
+            st = stereo_infer_time_again(r, &ms[out->timed++], err);
+            timed = st == MANTA_OK;
+        }
+        if (timed) {
+            const int first = out->min_h == 0;
+            if (first || run.padded_h < out->min_h)
+                out->min_h = run.padded_h;
+            if (first || run.padded_w < out->min_w)
+                out->min_w = run.padded_w;
+            if (run.padded_h > out->max_h)
+                out->max_h = run.padded_h;
+            if (run.padded_w > out->max_w)
+                out->max_w = run.padded_w;
+        }
+        stereo_pair_free(&p);
+    }
+    if (st == MANTA_OK && out->timed > 0) {
+        qsort(ms, (size_t)out->timed, sizeof *ms, cmp_double);
+        const long h = out->timed / 2;
+        out->ms_median = out->timed % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]);
+    }
+    free(ms);
+    free(pred);
+    return st;
+}
