@@ -1,6 +1,7 @@
 /* manta eval --ckpt STEREO.ckpt: EPE, bad-1/2/3 and D1 (all and non-occluded pixels) of a
  * sub-network of a trained stereo supernet, on its run's held-out procedural pairs or a
  * folder of pairs, with colour-mapped disparity and error images of a few pairs. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "common/opts.h"
 #include "core/fileio.h"
 #include "data/png_io.h"
+#include "stereo/infer.h"
 #include "stereo/state.h"
 
 typedef struct ev_opts {
@@ -17,54 +19,74 @@ typedef struct ev_opts {
     bool json;
 } ev_opts;
 
-/* The left view of pair @p k of @p b as interleaved RGB bytes. */
-static void left_rgb(const stereo_batch *b, int k, uint8_t *rgb)
+/* How the forward time was taken. */
+typedef struct ev_timing {
+    double ms;      /* median forward time per pair */
+    long forwards;  /* forwards the median is over */
+    int batch;      /* pairs per forward */
+    bool whole;     /* whole pairs of a folder, padded; else batches at the network's size */
+    bool again;     /* every pair had its own size: the last one's forward run once more */
+    int min_h, min_w, max_h, max_w; /* the sizes the network ran at */
+} ev_timing;
+
+/* The left view of @p p as interleaved RGB bytes. */
+static void left_rgb(const stereo_pair *p, uint8_t *rgb)
 {
-    size_t plane = (size_t)b->height * (size_t)b->width;
-    const float *v = b->left + (size_t)k * 3 * plane;
+    size_t plane = (size_t)p->height * (size_t)p->width;
     for (size_t i = 0; i < plane; i++)
         for (int c = 0; c < 3; c++) {
-            float x = v[(size_t)c * plane + i];
+            float x = p->left[(size_t)c * plane + i];
             rgb[3 * i + (size_t)c] = (uint8_t)(x <= 0 ? 0 : x >= 1 ? 255 : x * 255.0f + 0.5f);
         }
 }
 
-/* Four PNGs of pair @p k of the last batch: left view, true and predicted disparity, error. */
-static manta_status write_images(const ev_opts *o, const stereo_space *sp,
-                                 const stereo_batch *b, int k, long index, const float *pred,
-                                 manta_err *err)
+/* Four PNGs of pair @p p (number @p index) at its size: left view, true and predicted
+ * disparity, error. */
+static manta_status write_images(const ev_opts *o, const stereo_space *sp, const stereo_pair *p,
+                                 long index, const float *pred, manta_err *err)
 {
-    size_t plane = (size_t)b->height * (size_t)b->width;
+    size_t plane = (size_t)p->height * (size_t)p->width;
     uint8_t *rgb = malloc(3 * plane);
     if (!rgb)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "images: out of memory");
-    stereo_pair gt = {.height = b->height, .width = b->width,
-                      .disp = b->gt[0] + (size_t)k * plane, .mask = b->mask + (size_t)k * plane,
-                      .has_noc = b->has_noc};
     static const char *const kinds[] = {"left", "gt", "pred", "error"};
     manta_status st = MANTA_OK;
     for (int i = 0; i < 4 && st == MANTA_OK; i++) {
         if (i == 0)
-            left_rgb(b, k, rgb);
+            left_rgb(p, rgb);
         else if (i == 3)
-            stereo_error_colorize(pred, &gt, rgb);
+            stereo_error_colorize(pred, p, rgb);
         else
-            stereo_disp_colorize(i == 1 ? gt.disp : pred, i == 1 ? gt.mask : NULL, b->height,
-                                 b->width, (float)sp->max_disp, rgb);
+            stereo_disp_colorize(i == 1 ? p->disp : pred, i == 1 ? p->mask : NULL, p->height,
+                                 p->width, (float)sp->max_disp, rgb);
         char path[1200];
         snprintf(path, sizeof path, "%s/%04ld_%s.png", o->images, index, kinds[i]);
-        st = mpng_write_rgb8(path, rgb, b->height, b->width, err);
+        st = mpng_write_rgb8(path, rgb, p->height, p->width, err);
     }
     free(rgb);
     return st;
 }
 
+/* A JSON number, or null when not finite: no pixel counted (a folder without ground truth, or
+ * without non-occlusion masks), or a prediction that was not finite. */
+static void json_num(const char *name, double v, int decimals)
+{
+    if (isfinite(v))
+        printf("\"%s\":%.*f,", name, decimals, v);
+    else
+        printf("\"%s\":null,", name);
+}
+
 static void print_scores(const char *what, const stereo_scores *s, bool json)
 {
     if (json) {
-        printf("\"%s\":{\"epe\":%.6f,\"bad1\":%.4f,\"bad2\":%.4f,\"bad3\":%.4f,\"d1\":%.4f,"
-               "\"pixels\":%ld}",
-               what, s->epe, s->bad1, s->bad2, s->bad3, s->d1, s->pixels);
+        printf("\"%s\":{", what);
+        json_num("epe", s->epe, 6);
+        json_num("bad1", s->bad1, 4);
+        json_num("bad2", s->bad2, 4);
+        json_num("bad3", s->bad3, 4);
+        json_num("d1", s->d1, 4);
+        printf("\"pixels\":%ld}", s->pixels);
         return;
     }
     printf("%-4s EPE %.3f px  bad-1 %.2f%%  bad-2 %.2f%%  bad-3 %.2f%%  D1 %.2f%%  (%ld pixels)\n",
@@ -73,7 +95,7 @@ static void print_scores(const char *what, const stereo_scores *s, bool json)
 
 /* Median over 5 runs (after one) of an eval-mode forward of the sub-network set last and
  * the input there, per pair, in ms. */
-static manta_status time_forward(mcl_dev *d, stereo_trainer *t, double *ms_per_pair)
+static manta_status time_forward(mcl_dev *d, stereo_trainer *t, ev_timing *tm)
 {
     stereo_net *n = stereo_trainer_net(t);
     ofa_slabs sl;
@@ -91,59 +113,149 @@ static manta_status time_forward(mcl_dev *d, stereo_trainer *t, double *ms_per_p
             double x = ms[j];
             ms[j] = ms[j - 1], ms[j - 1] = x;
         }
-    *ms_per_pair = ms[2] / stereo_net_batch(n);
+    const stereo_space *sp = stereo_net_space(n);
+    *tm = (ev_timing){.ms = ms[2] / stereo_net_batch(n), .forwards = 5,
+                      .batch = stereo_net_batch(n), .min_h = sp->crop_h, .max_h = sp->crop_h,
+                      .min_w = sp->crop_w, .max_w = sp->crop_w};
     return MANTA_OK;
 }
 
-/* Evaluate with the trainer of the checkpoint; the figures into *all and *noc. */
-static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const stereo_space *sp,
-                        const stereo_meta *m, const ofa_arch *a, stereo_scores *all,
-                        stereo_scores *noc, double *ms_per_pair, manta_err *err)
+/* The run's held-out pairs, generated at the network's size: evaluated as the trainer does
+ * at a phase's end (batches of the checkpoint's), the figures into *mt. */
+static manta_status run_synthetic(const ev_opts *o, mcl_dev *d, stereo_trainer *t,
+                                  const stereo_space *sp, const stereo_meta *m, const ofa_arch *a,
+                                  stereo_source *recal_src, stereo_metrics *mt, ev_timing *tm,
+                                  manta_err *err)
 {
-    stereo_source eval_src, recal_src;
-    stereo_set set = {0};
-    bool folder = strcmp(o->data, "synthetic") != 0;
-    if (folder) {
-        MANTA_TRY(stereo_folder_open(o->data, STEREO_LAYOUT_AUTO, &set, err));
-        eval_src = (stereo_source){.kind = STEREO_SOURCE_FOLDER, .count = set.count, .set = &set};
-    } else {
-        stereo_heldout_source(sp, m->seed, o->pairs, &eval_src);
-    }
-    recal_src = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .count = m->train_pairs};
-    stereo_synth_opts_default(&recal_src.synth, sp->crop_w, sp->crop_h, (float)sp->max_disp,
-                              m->seed);
-    long pairs = folder && o->pairs > set.count ? set.count : o->pairs;
+    stereo_source eval_src;
+    stereo_heldout_source(sp, m->seed, o->pairs, &eval_src);
     stereo_batch b;
-    float *pred = malloc((size_t)pairs * sp->crop_h * sp->crop_w * sizeof *pred);
+    float *pred = malloc((size_t)o->pairs * sp->crop_h * sp->crop_w * sizeof *pred);
     manta_status st = pred ? stereo_batch_alloc(&b, m->batch, sp->crop_h, sp->crop_w,
                                                 stereo_preds(sp), err)
                            : manta_err_set(err, MANTA_ERR_NO_MEMORY, "eval: out of memory");
-    stereo_metrics mt = {0};
     if (st == MANTA_OK &&
-        (st = stereo_trainer_evaluate(t, a, &b, stereo_ordered_batch, &recal_src, o->recal,
-                                      stereo_ordered_batch, &eval_src, pairs, &mt, pred)) !=
+        (st = stereo_trainer_evaluate(t, a, &b, stereo_ordered_batch, recal_src, o->recal,
+                                      stereo_ordered_batch, &eval_src, o->pairs, mt, pred)) !=
             MANTA_OK)
         *err = *mcl_err(d);
-    stereo_metrics_scores(&mt, all, noc);
-    if (st == MANTA_OK)
-        st = time_forward(d, t, ms_per_pair);
+    if (st == MANTA_OK && (st = time_forward(d, t, tm)) != MANTA_OK)
+        *err = *mcl_err(d);
     /* images of the first pairs: fill their batch again (deterministic) */
     if (st == MANTA_OK && o->images && o->show > 0) {
         st = manta_file_mkdir_p(o->images, err);
         size_t plane = (size_t)sp->crop_h * sp->crop_w;
-        for (long i = 0; i < o->show && i < pairs && st == MANTA_OK; i++) {
-            int count;
-            if (i % b.n == 0)
+        for (long i = 0; i < o->show && i < o->pairs && st == MANTA_OK; i++) {
+            int count, k = (int)(i % b.n);
+            if (k == 0)
                 st = stereo_ordered_batch(&eval_src, i / b.n, &b, &count, err);
+            /* a view of pair k of the batch (not owned) */
+            stereo_pair p = {.height = b.height, .width = b.width,
+                             .left = b.left + (size_t)k * STEREO_CHANNELS * plane,
+                             .disp = b.gt[0] + (size_t)k * plane,
+                             .mask = b.mask + (size_t)k * plane, .has_noc = b.has_noc};
             if (st == MANTA_OK)
-                st = write_images(o, sp, &b, (int)(i % b.n), i, pred + (size_t)i * plane, err);
+                st = write_images(o, sp, &p, i, pred + (size_t)i * plane, err);
         }
     }
     if (pred) /* the batch was allocated (or zeroed by a failed allocation) */
         stereo_batch_free(&b);
     free(pred);
-    if (folder)
-        stereo_set_free(&set);
+    return st;
+}
+
+/* The predictions of the first pairs of a folder, kept until every pair has run. */
+typedef struct kept_preds {
+    long show, n;
+    float **pred;
+} kept_preds;
+
+static manta_status keep_pred(void *ctx, long index, const stereo_pair *p, const float *pred,
+                              const stereo_infer_run *run, manta_err *err)
+{
+    (void)run;
+    kept_preds *k = ctx;
+    if (index >= k->show)
+        return MANTA_OK;
+    size_t bytes = (size_t)p->height * (size_t)p->width * sizeof *pred;
+    if (!(k->pred[k->n] = malloc(bytes)))
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "images: out of memory");
+    memcpy(k->pred[k->n++], pred, bytes);
+    return MANTA_OK;
+}
+
+/* The pairs of a folder, whole (stereo/infer.h): BN re-calibrated on training crops at the
+ * network's size, then every pair padded, run alone at its padded size and scored over all
+ * its valid pixels; the images written only once every pair has run. */
+static manta_status run_folder(const ev_opts *o, mcl_dev *d, stereo_trainer *t,
+                               const stereo_space *sp, const stereo_meta *m, const ofa_arch *a,
+                               stereo_source *recal_src, stereo_metrics *mt, ev_timing *tm,
+                               long *evaluated, manta_err *err)
+{
+    stereo_set set;
+    MANTA_TRY(stereo_folder_open(o->data, STEREO_LAYOUT_AUTO, &set, err));
+    const long pairs = o->pairs < set.count ? o->pairs : set.count;
+    kept_preds kept = {.show = o->images ? (o->show < pairs ? o->show : pairs) : 0};
+    kept.pred = calloc((size_t)kept.show + 1, sizeof *kept.pred);
+    stereo_batch b;
+    stereo_infer *inf = NULL;
+    stereo_infer_summary sum = {0};
+    manta_status st = kept.pred ? stereo_batch_alloc(&b, m->batch, sp->crop_h, sp->crop_w,
+                                                     stereo_preds(sp), err)
+                                : manta_err_set(err, MANTA_ERR_NO_MEMORY, "eval: out of memory");
+    const bool recal = st == MANTA_OK;
+    if (recal &&
+        (st = stereo_trainer_recalibrate(t, a, &b, stereo_ordered_batch, recal_src, o->recal)) !=
+            MANTA_OK)
+        *err = *mcl_err(d);
+    if (st == MANTA_OK)
+        st = stereo_infer_create(d, stereo_trainer_net(t), a, &inf, err);
+    if (st == MANTA_OK)
+        st = stereo_infer_folder(inf, &set, pairs, mt, keep_pred, &kept, &sum, err);
+    stereo_infer_destroy(inf);
+    if (recal) { /* the supernet's statistics back */
+        manta_status rs = stereo_trainer_restore_bn(t);
+        if (st == MANTA_OK && rs != MANTA_OK)
+            *err = *mcl_err(d), st = rs;
+        stereo_batch_free(&b);
+    }
+    *tm = (ev_timing){.ms = sum.ms_median, .forwards = sum.timed, .batch = 1, .whole = true,
+                      .again = sum.pairs > 0 && sum.sizes == sum.pairs,
+                      .min_h = sum.min_h, .min_w = sum.min_w, .max_h = sum.max_h,
+                      .max_w = sum.max_w};
+    *evaluated = sum.pairs;
+    if (st == MANTA_OK && kept.show > 0)
+        st = manta_file_mkdir_p(o->images, err);
+    for (long i = 0; i < kept.n && st == MANTA_OK; i++) {
+        stereo_pair p;
+        st = stereo_folder_load(&set, (int)i, &p, err);
+        if (st == MANTA_OK)
+            st = write_images(o, sp, &p, i, kept.pred[i], err);
+        stereo_pair_free(&p);
+    }
+    for (long i = 0; i < kept.n; i++)
+        free(kept.pred[i]);
+    free(kept.pred);
+    stereo_set_free(&set);
+    return st;
+}
+
+/* Evaluate with the trainer of the checkpoint; the figures into *all and *noc. */
+static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const stereo_space *sp,
+                        const stereo_meta *m, const ofa_arch *a, stereo_scores *all,
+                        stereo_scores *noc, ev_timing *tm, long *evaluated, manta_err *err)
+{
+    stereo_source recal_src = {.kind = STEREO_SOURCE_SYNTH, .count = m->train_pairs};
+    stereo_synth_opts_default(&recal_src.synth, sp->crop_w, sp->crop_h, (float)sp->max_disp,
+                              m->seed);
+    stereo_metrics mt = {0};
+    manta_status st;
+    *evaluated = o->pairs;
+    if (strcmp(o->data, "synthetic") != 0)
+        st = run_folder(o, d, t, sp, m, a, &recal_src, &mt, tm, evaluated, err);
+    else
+        st = run_synthetic(o, d, t, sp, m, a, &recal_src, &mt, tm, err);
+    stereo_metrics_scores(&mt, all, noc);
     return st;
 }
 
@@ -175,12 +287,19 @@ int cmd_eval_stereo(int argc, char **argv)
         "--ckpt STEREO.ckpt [--arch max|min|ARCH] [--data D] [--pairs N] [--images DIR]\n"
         "                  [--json]",
         "Disparity quality of a sub-network of a trained stereo supernet: its batch-norm\n"
-        "statistics re-calibrated on training pairs, then EPE (mean absolute error, px),\n"
-        "bad-1/2/3 (% of pixels off by more than 1, 2, 3 px) and D1 (% off by more than 3 px\n"
-        "and 5%) over every valid pixel and over the non-occluded ones, on the run's held-out\n"
-        "procedural pairs or crops (the network's size) of a folder's pairs. --images writes\n"
-        "colour-mapped disparities (dark blue = 0 to dark red = max_disp) and an error map\n"
-        "(black < 1 px, blue 1-2, green 2-3, yellow 3-5, red > 5, gray: no ground truth).\n",
+        "statistics re-calibrated on training pairs (at the network's size), then EPE (mean\n"
+        "absolute error, px), bad-1/2/3 (% of pixels off by more than 1, 2, 3 px) and D1 (% off\n"
+        "by more than 3 px and 5%) over every valid pixel and over the non-occluded ones, on\n"
+        "the run's held-out procedural pairs (the network's size) or on the whole pairs of a\n"
+        "folder: each padded at the bottom and the right to the next multiple of 2^levels (its\n"
+        "last row and column repeated), run alone on a network of that size, the prediction\n"
+        "cropped back and scored at every pixel of the pair. The forward time per pair is a\n"
+        "median: held-out pairs in batches at the network's size; a folder's pairs one at a\n"
+        "time at their padded size (--json: \"timed\"), the first forward at each size left\n"
+        "out (when every pair has its own size, one more forward of the last pair). --images\n"
+        "writes, at the pairs' size, colour-mapped disparities (dark blue = 0 to dark red =\n"
+        "max_disp) and an error map (black < 1 px, blue 1-2, green 2-3, yellow 3-5, red > 5,\n"
+        "gray: no ground truth); after every pair has run, nothing when one fails.\n",
         defs, 0, 0};
     int first;
     opt_result pr = opt_parse(&cmd, argc, argv, &first);
@@ -219,14 +338,15 @@ int cmd_eval_stereo(int argc, char **argv)
         return 1;
     stereo_trainer *t = NULL;
     stereo_scores all, noc;
-    double ms = 0;
+    ev_timing tm = {0};
+    long evaluated = 0;
     st = stereo_trainer_create(d, &sp, &sched, m.seed, &t);
     if (st != MANTA_OK)
         err = *mcl_err(d);
     if (st == MANTA_OK)
         st = stereo_state_load(o.ckpt, t, d, &m, &err);
     if (st == MANTA_OK)
-        st = run(&o, d, t, &sp, &m, &a, &all, &noc, &ms, &err);
+        st = run(&o, d, t, &sp, &m, &a, &all, &noc, &tm, &evaluated, &err);
     stereo_trainer_destroy(t);
     if (st != MANTA_OK) {
         fprintf(stderr, "manta eval: %s\n", err.msg);
@@ -247,16 +367,37 @@ int cmd_eval_stereo(int argc, char **argv)
         print_scores("all", &all, true);
         printf(",");
         print_scores("noc", &noc, true);
-        printf(",\"batch\":%d,\"ms_per_pair\":%.4f,", m.batch, ms);
+        printf(",\"pairs\":%ld,\"whole\":%s,\"batch\":%d,\"ms_per_pair\":%.4f,"
+               "\"timed\":{\"input\":\"%s\",\"batch\":%d,\"forwards\":%ld,"
+               "\"min_width\":%d,\"min_height\":%d,\"max_width\":%d,\"max_height\":%d,"
+               "\"last_again\":%s},",
+               evaluated, tm.whole ? "true" : "false", m.batch, tm.ms,
+               tm.whole ? "whole pairs, padded" : "held-out batches", tm.batch, tm.forwards,
+               tm.min_w, tm.min_h, tm.max_w, tm.max_h, tm.again ? "true" : "false");
         cmd_json_provenance(stdout, d);
         printf("}\n");
     } else {
-        printf("%s, sub-network %s, %s data\n", sp.name, arch, o.data);
+        printf("%s, sub-network %s, %s data (%ld pairs%s)\n", sp.name, arch, o.data, evaluated,
+               tm.whole ? ", whole" : "");
         print_scores("all", &all, false);
         print_scores("noc", &noc, false);
-        printf("forward %.3f ms per pair (batches of %d, median of 5)\n", ms, m.batch);
+        char size[64];
+        if (tm.min_w == tm.max_w && tm.min_h == tm.max_h)
+            snprintf(size, sizeof size, "%dx%d", tm.max_w, tm.max_h);
+        else
+            snprintf(size, sizeof size, "%dx%d to %dx%d", tm.min_w, tm.min_h, tm.max_w,
+                     tm.max_h);
+        if (tm.whole)
+            printf("forward %.3f ms per pair (one pair at a time at its padded size, %s; %s)\n",
+                   tm.ms, size,
+                   tm.again ? "every pair has its own size: one more forward of the last"
+                            : "median after the first forward at each size");
+        else
+            printf("forward %.3f ms per pair (batches of %d at %s, median of %ld)\n", tm.ms,
+                   tm.batch, size, tm.forwards);
         if (o.images)
-            printf("images of %ld pairs in %s\n", o.show, o.images);
+            printf("images of %ld pairs in %s\n", o.show < evaluated ? o.show : evaluated,
+                   o.images);
     }
     mcl_close(d);
     return 0;
