@@ -3,7 +3,10 @@
 # Debian's python3-opencv) against the largest and the smallest sub-network of a trained
 # stereo supernet (manta eval), on the same held-out procedural pairs (written once by
 # manta stereo-data at generator indices from 2^40: never training pairs) and, when given,
-# on a folder of the user's pairs. A Markdown table on standard output.
+# on a folder of the user's pairs. Both methods take whole pairs one at a time: manta eval
+# pads each pair to its network's granularity (2^levels), runs it alone at that size and
+# crops the prediction back (the held-out pairs, of the network's size, need no padding);
+# its time per pair is the median forward at that size. A Markdown table on standard output.
 #
 #   CKPT=runs/stereo/latest.ckpt tools/bench/stereo_vs_sgbm.sh      # or: make bench-stereo
 #
@@ -13,8 +16,8 @@
 #   PYTHON    a python3 with cv2 and numpy (default /usr/bin/python3)
 #   PAIRS     held-out pairs (default 200)
 #   SEED      seed of the held-out set (default 4242)
-#   FOLDER    a KITTI / Middlebury folder evaluated too (manta on crops of its pairs of the
-#             network's size, SGBM on the whole pairs), or empty
+#   FOLDER    a KITTI / Middlebury folder evaluated too (manta and SGBM on its whole pairs),
+#             or empty
 #   DEVICE    manta's --device SPEC (default: MANTA_DEVICE, else 0)
 #   OUTDIR    where the held-out pairs and the JSON of every run go (default: a temporary
 #             folder, removed at the end)
