@@ -59,17 +59,19 @@ void ofa_net_plan_stats(ofa_net *n, mlayout *al, int widest)
 
 manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
 {
+    const size_t grads = sz->params && !n->forward_only ? sz->params : 1;
+    const size_t dacts = sz->acts && !n->forward_only ? sz->acts : 1;
     MANTA_TRY(mslab_create(n->d, &n->params, sz->params ? sz->params : 1, sz->params_name));
-    MANTA_TRY(mslab_create(n->d, &n->grads, sz->params ? sz->params : 1, sz->grads_name));
+    MANTA_TRY(mslab_create(n->d, &n->grads, grads, sz->grads_name));
     MANTA_TRY(mslab_create(n->d, &n->state, sz->state ? sz->state : 1, "batch-norm statistics"));
     MANTA_TRY(mslab_create(n->d, &n->acts, sz->acts ? sz->acts : 1, "activations"));
-    MANTA_TRY(mslab_create(n->d, &n->dacts, sz->acts ? sz->acts : 1, "activation gradients"));
+    MANTA_TRY(mslab_create(n->d, &n->dacts, dacts, "activation gradients"));
     MANTA_TRY(mslab_create(n->d, &n->scratch, sz->scratch ? sz->scratch : 1, "op scratch"));
     n->sync_host = malloc(2 * (size_t)(n->widest > 0 ? n->widest : 1) * sizeof(float));
     if (!n->sync_host)
         return manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY, "%s: out of host memory",
                              sz->params_name);
-    if (sz->mom_name)
+    if (sz->mom_name && !n->forward_only)
         MANTA_TRY(mslab_create(n->d, &n->mom, sz->params, sz->mom_name));
     return MANTA_OK;
 }

@@ -97,6 +97,9 @@ typedef struct ofa_net {
     ofa_bn_list bns;  /**< every batch norm of the network (it fills the list when it plans):
                        *  initialised by ofa_net_write_init(), re-calibrated by
                        *  ofa_net_recal_begin() */
+    bool forward_only; /**< set before ofa_net_alloc(): forward passes only, so the parameter
+                        *  and activation gradient slabs are one float each and there is no
+                        *  momentum (ofa_mbconv_backward() must not run) */
 } ofa_net;
 
 /** Activation view at @p off. */
@@ -141,6 +144,7 @@ typedef struct ofa_net_sizes {
 /**
  * Create the slabs of @p n (zeroed; a zero size gets one float), the host buffer of
  * synchronised batch norm (after ofa_net_plan_stats()) and, with sz->mom_name, the
+ * momentum slab; with n->forward_only, the gradient slabs get one float and there is no
  * momentum slab. On error what was created stays in @p n for ofa_net_free().
  * @return the device's error (message in mcl_err(n->d)), MANTA_ERR_NO_MEMORY.
  */

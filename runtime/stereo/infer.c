@@ -93,7 +93,7 @@ static manta_status make_net(stereo_infer *r, int ph, int pw, manta_err *err)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "too small for the network of space "
                              "'%s' (%s)", s.name, verr.msg);
     stereo_net *n = NULL;
-    manta_status st = stereo_net_create(r->d, &s, 1, 0, &n);
+    manta_status st = stereo_net_create_forward_only(r->d, &s, 1, 0, &n);
     if (st != MANTA_OK)
         return device_error(r, st, err);
     ofa_slabs from, to;

@@ -6,7 +6,8 @@
  * The network takes inputs whose sides are multiples of 2^L (L the space's n_levels: every
  * stride-2 stage halves them and the decoder doubles them back). A pair of H x W is
  * therefore padded to PH x PW, the next multiples of 2^L (stereo_pad_size()), run alone
- * (batch 1) in eval mode on a network made for PH x PW, and the finest prediction, (PH, PW),
+ * (batch 1) in eval mode on a network made for PH x PW (for forward passes only:
+ * stereo_net_create_forward_only(), no gradient buffers), and the finest prediction, (PH, PW),
  * is cropped back to its top-left H x W: the prediction of every pixel of the pair.
  *
  * Padding goes at the bottom and at the right and repeats the last row and the last column

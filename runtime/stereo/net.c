@@ -397,8 +397,8 @@ static void init_values(const void *net, manta_rng *r, float *p)
     }
 }
 
-manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
-                               stereo_net **out)
+static manta_status create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
+                           bool forward_only, stereo_net **out)
 {
     *out = NULL;
     manta_err *err = mcl_err(d);
@@ -424,11 +424,24 @@ manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch,
                                           "stereo net"};
     n->s = *space;
     n->pairs = batch; /* the plan sets the context's batch (2N on the shared part, N elsewhere) */
+    n->net.forward_only = forward_only;
     manta_status st = ofa_net_create(&n->net, d, batch, &recipe, n, seed);
     if (st != MANTA_OK)
         stereo_net_destroy(n);
     *out = st == MANTA_OK ? n : NULL;
     return st;
+}
+
+manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
+                               stereo_net **out)
+{
+    return create(d, space, batch, seed, false, out);
+}
+
+manta_status stereo_net_create_forward_only(mcl_dev *d, const stereo_space *space, int batch,
+                                            uint64_t seed, stereo_net **out)
+{
+    return create(d, space, batch, seed, true, out);
 }
 
 void stereo_net_destroy(stereo_net *n)
@@ -675,7 +688,7 @@ manta_status stereo_net_forward(stereo_net *n, mview params, ofa_bn_mode bn)
     MANTA_TRY(conv_bias_fwd(n, &p0, n->last_out, n->pred0_w, n->pred0_b, n->pred[0]));
     for (int i = 0; i < n->s.n_levels; i++)
         MANTA_TRY(level_forward(n, i));
-    for (int p = 0; p < stereo_preds(&n->s); p++)
+    for (int p = 0; p < stereo_preds(&n->s) && !n->net.forward_only; p++)
         MANTA_TRY(mcl_fill(n->net.d, G(n, n->pred[p]), 0.0f, pred_size(n, p)));
     return MANTA_OK;
 }
@@ -793,6 +806,9 @@ static manta_status corr_backward(stereo_net *n)
 manta_status stereo_net_backward(stereo_net *n)
 {
     ofa_net *net = &n->net;
+    if (net->forward_only)
+        return manta_err_set(mcl_err(net->d), MANTA_ERR_INVALID_ARG,
+                             "stereo net: backward on a network made for forward passes only");
     if (!n->have_arch || net->fwd_params.mem != net->params.mem || net->fwd_bn == OFA_BN_EVAL ||
         net->fwd_bn == OFA_BN_RECAL)
         return manta_err_set(mcl_err(net->d), MANTA_ERR_INVALID_ARG,

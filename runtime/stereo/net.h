@@ -59,6 +59,12 @@ typedef struct stereo_net stereo_net;
  *  batch; the device's errors (one buffer too large for the device names it). */
 manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
                                stereo_net **out);
+/** As stereo_net_create(), for forward passes only (evaluation, inference at other sizes):
+ *  no parameter gradients, activation gradients or momentum on the device (about half the
+ *  memory of a training network), so stereo_net_backward() refuses and the gradient views
+ *  (stereo_net_dpred(), the slabs' grads and momentum) must not be used. */
+manta_status stereo_net_create_forward_only(mcl_dev *d, const stereo_space *space, int batch,
+                                            uint64_t seed, stereo_net **out);
 /** Release @p n and its device buffers (NULL is allowed). */
 void stereo_net_destroy(stereo_net *n);
 
@@ -88,12 +94,13 @@ mview stereo_net_dpred(const stereo_net *n, int p);
 /**
  * Forward the active sub-network on the input tensor, with @p params (the own parameters,
  * or a slab of the same layout: a frozen teacher) and batch norm in mode @p bn. Zeroes the
- * prediction gradients.
+ * prediction gradients (a training network's).
  */
 manta_status stereo_net_forward(stereo_net *n, mview params, ofa_bn_mode bn);
 
 /** Backward of the last forward (a TRAIN or BATCH_ONLY forward on the own parameters)
- *  from the prediction gradients; parameter gradients accumulate in the gradient slab. */
+ *  from the prediction gradients; parameter gradients accumulate in the gradient slab.
+ *  @return MANTA_ERR_INVALID_ARG on a forward-only network. */
 manta_status stereo_net_backward(stereo_net *n);
 
 /**

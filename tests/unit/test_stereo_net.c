@@ -545,6 +545,67 @@ static void test_switching_subnets_creates_no_buffers(void **state)
     free(st);
 }
 
+/* A forward-only network with the same parameters and statistics predicts what the training
+ * network does, in less device memory (no gradients, no momentum), and refuses a backward. */
+static void test_forward_only_network(void **state)
+{
+    fixture *fx = *state;
+    for (int k = 0; k < TU_VARIANTS; k++) {
+        net_fix *f = &fx->f[k][0];
+        const stereo_space *s = &f->s;
+        const size_t nx = input_len(s), nr = preds_len(s);
+        double *p0 = tu_move_to_generic_point(f->d, f->sl.params, f->sl.n_params, f->sl.n_decay);
+        double *x = tu_doubles(nx), *want = tu_doubles(nr), *got = tu_doubles(nr);
+        manta_rng rng;
+        manta_rng_seed(&rng, 31, 0);
+        tu_fill_uniform(&rng, x, nx, 0, 1);
+        ofa_arch a;
+        stereo_arch_sample(s, &rng, &a);
+        tu_upload(f->d, stereo_net_input(f->n), x, nx);
+        TU_OK(f->d, stereo_net_set_arch(f->n, &a));
+        TU_OK(f->d, stereo_net_forward(f->n, f->sl.params, OFA_BN_TRAIN)); /* statistics move */
+        TU_OK(f->d, stereo_net_forward(f->n, f->sl.params, OFA_BN_EVAL));
+        download_preds(f, want);
+        mcl_stats s0, s1, s2;
+        mcl_get_stats(f->d, &s0);
+        net_fix g = {.d = f->d, .s = *s};
+        TU_OK(g.d, stereo_net_create_forward_only(g.d, s, N, 99, &g.n));
+        mcl_get_stats(f->d, &s1);
+        stereo_net_slabs(g.n, &g.sl);
+        assert_int_equal(g.sl.n_params, f->sl.n_params);
+        TU_OK(g.d, mcl_copy(g.d, g.sl.params, f->sl.params, f->sl.n_params));
+        TU_OK(g.d, mcl_copy(g.d, g.sl.state, f->sl.state, f->sl.n_state));
+        tu_upload(g.d, stereo_net_input(g.n), x, nx);
+        TU_OK(g.d, stereo_net_set_arch(g.n, &a));
+        TU_OK(g.d, stereo_net_forward(g.n, g.sl.params, OFA_BN_EVAL));
+        download_preds(&g, got);
+        tu_variant_assert_close(g.d, got, want, nr, 1e-6, "forward-only network");
+        manta_status st = stereo_net_backward(g.n);
+        assert_int_equal(st, MANTA_ERR_INVALID_ARG);
+        assert_non_null(strstr(manta_err_msg(mcl_err(g.d), st), "forward passes only"));
+        manta_err_clear(mcl_err(g.d));
+        stereo_net_destroy(g.n);
+        mcl_get_stats(f->d, &s2);
+        /* a training network of this space holds about twice the activations and three times
+         * the parameters */
+        const unsigned long long fwd = s1.bytes_allocated - s0.bytes_allocated;
+        print_message("# %s (%s kernels): forward-only network %.2f MB\n", s->name,
+                      tu_variant_name(g.d), fwd / 1e6);
+        assert_true(s2.bytes_allocated == s0.bytes_allocated);
+        net_fix h = {.d = f->d};
+        TU_OK(h.d, stereo_net_create(h.d, s, N, 99, &h.n));
+        mcl_stats s3;
+        mcl_get_stats(f->d, &s3);
+        const unsigned long long full = s3.bytes_allocated - s2.bytes_allocated;
+        stereo_net_destroy(h.n);
+        if (!(fwd < 0.6 * full))
+            fail_msg("%s: forward-only network %llu bytes, a training one %llu", s->name, fwd,
+                     full);
+        tu_upload(f->d, f->sl.params, p0, f->sl.n_params);
+        free(p0), free(x), free(want), free(got);
+    }
+}
+
 /* ---- elastic width: channel re-organisation ------------------------------------------------ */
 
 /* Space A without squeeze-and-excite: the SE hidden units are sorted as a whole (OFA's), so
@@ -740,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_degenerate_inputs_give_finite_outputs),
         cmocka_unit_test(test_bad_arguments_refused),
         cmocka_unit_test(test_switching_subnets_creates_no_buffers),
+        cmocka_unit_test(test_forward_only_network),
         cmocka_unit_test(test_width_reorder_keeps_largest_network),
         cmocka_unit_test(test_narrow_decoder_reads_a_prefix),
     };
