@@ -44,6 +44,29 @@ done
 "$M" eval --ckpt "$out/a/latest.ckpt" --data "$out/kitti" --pairs 4 --recal-pairs 2 --json \
     >"$out/folder.json" || fail "eval on a folder: exit status $?"
 grep -q '"all":{"epe":' "$out/folder.json" || fail "eval on a folder: no figures"
+
+# a run trained on a folder: manta eval re-calibrates batch norm on that folder by default
+# (the same figures as --recal-data FOLDER, others than --recal-data synthetic); the folder
+# gone, one line pointing at --recal-data
+"$M" stereo-data "$out/tk" --count 6 --width 40 --height 24 --max-disp 8 --seed 4 >/dev/null ||
+    fail "stereo-data: exit status $?"
+"$M" train --space $SPACE --schedule smoke --batch 2 --data "$out/tk" --eval-pairs 4 \
+    --recal-pairs 4 --stop-after 6 --out "$out/f" >/dev/null || fail "train on a folder: $?"
+ev() { "$M" eval --ckpt "$out/f/latest.ckpt" --pairs 4 --recal-pairs 4 --json "$@" |
+    sed -n 's/.*"all":{"epe":\([0-9.]*\).*/\1/p'; }
+e_def=$(ev) e_dir=$(ev --recal-data "$out/tk") e_syn=$(ev --recal-data synthetic)
+echo "folder-trained run: EPE $e_def (default), $e_dir (--recal-data the folder), $e_syn (synthetic)"
+[ -n "$e_def" ] && [ "$e_def" = "$e_dir" ] || fail "default re-calibration is not on the run's folder"
+[ "$e_def" != "$e_syn" ] || fail "re-calibration on synthetic pairs gives the same figures"
+mv "$out/tk" "$out/tk-moved"
+if "$M" eval --ckpt "$out/f/latest.ckpt" --pairs 4 2>"$out/moved.txt" >/dev/null; then
+    fail "eval without the run's training folder succeeded"
+fi
+cat "$out/moved.txt"
+[ "$(wc -l <"$out/moved.txt")" = 1 ] && grep -q -- '--recal-data' "$out/moved.txt" ||
+    fail "the missing training folder: not one line naming --recal-data"
+[ "$(ev --recal-data synthetic)" = "$e_syn" ] || fail "--recal-data synthetic without the folder"
+
 head -c 40 "$out/kitti/image_2/000001_10.png" >"$out/cut.png"
 mv "$out/cut.png" "$out/kitti/image_2/000001_10.png"
 if "$M" eval --ckpt "$out/a/latest.ckpt" --data "$out/kitti" --pairs 4 --recal-pairs 2 \

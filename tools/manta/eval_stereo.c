@@ -14,7 +14,7 @@
 #include "stereo/state.h"
 
 typedef struct ev_opts {
-    const char *ckpt, *arch, *data, *images, *device;
+    const char *ckpt, *arch, *data, *recal_data, *images, *device;
     long pairs, recal, show;
     bool json;
 } ev_opts;
@@ -245,9 +245,24 @@ static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const s
                         const stereo_meta *m, const ofa_arch *a, stereo_scores *all,
                         stereo_scores *noc, ev_timing *tm, long *evaluated, manta_err *err)
 {
+    /* re-calibration on the run's training data (crops of a folder's pairs, as the trainer's
+     * phase ends take them) unless --recal-data says otherwise */
+    const char *rd = o->recal_data ? o->recal_data : m->data;
     stereo_source recal_src = {.kind = STEREO_SOURCE_SYNTH, .count = m->train_pairs};
     stereo_synth_opts_default(&recal_src.synth, sp->crop_w, sp->crop_h, (float)sp->max_disp,
                               m->seed);
+    stereo_set rset = {0};
+    const bool rfolder = strcmp(rd, "synthetic") != 0;
+    if (rfolder) {
+        manta_err ferr = {0};
+        if (stereo_folder_open(rd, STEREO_LAYOUT_AUTO, &rset, &ferr) != MANTA_OK)
+            return manta_err_set(err, MANTA_ERR_IO,
+                                 "re-calibration data%s: %s (--recal-data D: another folder, or "
+                                 "synthetic)",
+                                 o->recal_data ? "" : " (the run's training folder)", ferr.msg);
+        recal_src = (stereo_source){.kind = STEREO_SOURCE_FOLDER, .count = rset.count,
+                                    .set = &rset};
+    }
     stereo_metrics mt = {0};
     manta_status st;
     *evaluated = o->pairs;
@@ -256,6 +271,8 @@ static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const s
     else
         st = run_synthetic(o, d, t, sp, m, a, &recal_src, &mt, tm, err);
     stereo_metrics_scores(&mt, all, noc);
+    if (rfolder)
+        stereo_set_free(&rset);
     return st;
 }
 
@@ -273,6 +290,9 @@ int cmd_eval_stereo(int argc, char **argv)
          .help = "pairs evaluated (default 200; a folder: at most its pairs)"},
         {.name = "recal-pairs", .kind = OPT_LONG, .dest = &o.recal, .lo = 0, .hi = 1e7,
          .metavar = "N", .help = "training pairs for BN re-calibration (default 200)"},
+        {.name = "recal-data", .kind = OPT_STRING, .dest = &o.recal_data, .metavar = "D",
+         .help = "pairs for BN re-calibration: synthetic or a KITTI / Middlebury folder "
+                 "(default: the run's training data)"},
         {.name = "images", .kind = OPT_STRING, .dest = &o.images, .metavar = "DIR",
          .help = "write left view, true and predicted disparity and error PNGs there"},
         {.name = "show", .kind = OPT_LONG, .dest = &o.show, .lo = 0, .hi = 1000, .metavar = "K",
@@ -285,11 +305,12 @@ int cmd_eval_stereo(int argc, char **argv)
     const opt_cmd cmd = {
         "manta eval",
         "--ckpt STEREO.ckpt [--arch max|min|ARCH] [--data D] [--pairs N] [--images DIR]\n"
-        "                  [--json]",
+        "                  [--recal-data D] [--json]",
         "Disparity quality of a sub-network of a trained stereo supernet: its batch-norm\n"
-        "statistics re-calibrated on training pairs (at the network's size), then EPE (mean\n"
-        "absolute error, px), bad-1/2/3 (% of pixels off by more than 1, 2, 3 px) and D1 (% off\n"
-        "by more than 3 px and 5%) over every valid pixel and over the non-occluded ones, on\n"
+        "statistics re-calibrated on pairs of the run's training data (or --recal-data's) at\n"
+        "the network's size, then EPE (mean absolute error, px), bad-1/2/3 (% of pixels off by\n"
+        "more than 1, 2, 3 px) and D1 (% off by more than 3 px and 5%) over every valid pixel\n"
+        "and over the non-occluded ones, on\n"
         "the run's held-out procedural pairs (the network's size) or on the whole pairs of a\n"
         "folder: each padded at the bottom and the right to the next multiple of 2^levels (its\n"
         "last row and column repeated), run alone on a network of that size, the prediction\n"
