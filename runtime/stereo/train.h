@@ -45,7 +45,8 @@ typedef struct stereo_trainer stereo_trainer;
  * per step and distillation as there; width re-organisation at the start of the two expand
  * phases, the second one keeping the first one's nesting, none to keep with a single
  * expand ratio; the decoder's width elastic with the expand ratio: its largest ratio
- * before, its two largest in expand-1, all in expand-2: ofa_phase.n_dw), learning rates for
+ * before, its two largest in expand-1, all in expand-2: ofa_phase.n_dw; the sandwich rule
+ * in every phase of several sub-networks a step, stereo_sample_subnet()), learning rates for
  * the disparity loss (0.02 in the first phase, 0.01 later), and steps per phase: "smoke"
  * 3 each (tests); "quick" 800, 90, 50, 50, 32, 48 (about 19 minutes for stereo-cpu at
  * batch 8 on 2 cores); "full" 8 times those. @p steps_per_epoch is used by smoke only.
@@ -57,9 +58,11 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
  * Sub-network @p k of step @p step in phase @p p: the encoder's genes by
  * ofa_sample_subnet() of @p view (stereo_space_ofa_view() of @p space) at the crop height,
  * and each decoder level's width uniformly among the phase's p->n_dw widest (at least 1),
- * from a stream of its own seeded by (@p seed, @p step, @p k); in a sandwich phase k = 0
- * is the widest and k = subnets - 1 the narrowest of them, with the encoder's largest and
- * smallest. Deterministic: a replica or a resumed run draws the same sub-networks.
+ * from a stream of its own seeded by (@p seed, @p step, @p k). In a sandwich phase
+ * (ofa_phase.sandwich) sub-network k = 0 is the phase's largest (its largest kernel, expand
+ * ratio and depth everywhere, the widest decoder) when the step has 2 or more, and
+ * k = subnets - 1 its smallest when it has 3 or more (BigNAS's rule; train/schedule.h's
+ * needs 3 for both). Deterministic: a replica or a resumed run draws the same sub-networks.
  */
 void stereo_sample_subnet(const stereo_space *space, const ofa_space *view, const ofa_phase *p,
                           uint64_t seed, long step, int k, ofa_arch *a);
