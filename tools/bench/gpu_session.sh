@@ -17,11 +17,13 @@
 #   8. manta train --schedule smoke, timed, when Fashion-MNIST is found under FMNIST_DIR
 #      (default ./data-fmnist: the four .gz files of the IDX release, in it or in a
 #      folder below it) -> $OUT/train_metrics.jsonl
-#   9. stereo (STEREO=1, the default): manta train --space stereo-cpu --schedule quick,
-#      bounded by STEREO_TRAIN_S (default 150 s; its progress lines tell the rate where it
-#      stops), manta eval of its last checkpoint (largest and smallest sub-networks), and
-#      a smoke schedule of stereo-gpu (384x768) at batch 1 -> $OUT/stereo_cpu_metrics.jsonl,
-#      $OUT/stereo_gpu_metrics.jsonl, $OUT/stereo_eval.json
+#   9. stereo (STEREO=1, the default): manta train --space stereo-cpu --schedule
+#      STEREO_SCHEDULE (default quick; full is 8 times its steps), bounded by STEREO_TRAIN_S
+#      (default 150 s; its progress lines tell the rate where it stops), manta eval of its
+#      last checkpoint (largest and smallest sub-networks), and a smoke schedule of
+#      stereo-gpu (384x768) at batch 1 -> $OUT/stereo_cpu_metrics.jsonl,
+#      $OUT/stereo_gpu_metrics.jsonl, $OUT/stereo_eval.json, and the last checkpoint as
+#      $OUT/stereo_cpu.ckpt (for make bench-stereo CKPT=... where OpenCV is installed)
 # A step that fails or runs out of time is reported and the next one runs. The script
 # exits 0 when the table holds at least one measured figure, 1 otherwise.
 #
@@ -109,8 +111,8 @@ step_train() {
 step_stereo() {
     st=$SESSION_TMP/stereo
     rc=0
-    timeout -k 5 "$STEREO_TRAIN_S" "$MANTA" train --space stereo-cpu --schedule quick --log-every 100 \
-        --device "$DEVICE" --out "$st/cpu" || rc=$?
+    timeout -k 5 "$STEREO_TRAIN_S" "$MANTA" train --space stereo-cpu --schedule "$STEREO_SCHEDULE" \
+        --log-every 100 --device "$DEVICE" --out "$st/cpu" || rc=$?
     cp "$st/cpu/metrics.jsonl" "$OUT/stereo_cpu_metrics.jsonl" 2>/dev/null || true
     ck=$(ls -t "$st"/cpu/*.ckpt 2>/dev/null | head -n 1) || ck=
     if [ -n "$ck" ]; then
@@ -118,6 +120,7 @@ step_stereo() {
             "$MANTA" eval --ckpt "$ck" --arch $a --device "$DEVICE" --json || rc=$?
         done >"$OUT/stereo_eval.json"
         cat "$OUT/stereo_eval.json"
+        cp "$ck" "$OUT/stereo_cpu.ckpt" || rc=$?
     fi
     "$MANTA" train --space stereo-gpu --schedule smoke --batch 1 --eval-pairs 8 --recal-pairs 8 \
         --log-every 3 --device "$DEVICE" --out "$st/gpu" || rc=$?
@@ -146,6 +149,7 @@ FMNIST_DIR=${FMNIST_DIR:-./data-fmnist}
 OP_TESTS=${OP_TESTS:-}
 STEREO=${STEREO:-1}
 STEREO_TRAIN_S=${STEREO_TRAIN_S:-150}
+STEREO_SCHEDULE=${STEREO_SCHEDULE:-quick}
 LOG=$OUT/session.log
 : >"$LOG"
 
@@ -279,7 +283,7 @@ for f in "$FMNIST_DIR"/train-images-idx3-ubyte.gz "$FMNIST_DIR"/*/train-images-i
     fi
 done
 export OUT SESSION_TMP BENCH_DIR MANTA BUNDLE PYTHON DEVICE TORCH_DEVICE ROUNDS STEPS ROWS RUN_TIMEOUT \
-    OPS_SECONDS TESTS_DIR OP_FOUND FMNIST MANTA_CACHE_DIR STEREO_TRAIN_S
+    OPS_SECONDS TESTS_DIR OP_FOUND FMNIST MANTA_CACHE_DIR STEREO_TRAIN_S STEREO_SCHEDULE
 
 echo "gpu_session: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n), $(uname -srm)"
 echo "gpu_session: MANTA=$MANTA DEVICE=$DEVICE PYTHON=$PYTHON TORCH_DEVICE=$TORCH_DEVICE TOTAL=$TOTAL s"
@@ -335,7 +339,7 @@ fi
 
 # ---- 9: the stereo trainer ----
 if [ "$STEREO" != 0 ]; then
-    step "stereo: train stereo-cpu quick (${STEREO_TRAIN_S} s at most), eval, stereo-gpu smoke" \
+    step "stereo: train stereo-cpu $STEREO_SCHEDULE (${STEREO_TRAIN_S} s at most), eval, stereo-gpu smoke" \
         "$stereo_reserve" sh "$SELF" --step stereo
 else
     skip "stereo" "STEREO=0"
