@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stereo_fix.h"
 #include "common/testutil.h"
 #include "stereo/infer.h"
 #include "stereo/train.h"
@@ -18,25 +19,9 @@ static tu_tmpdir root;
 
 typedef struct fixture {
     mcl_dev *d;
-    stereo_space sp;
+    tu_stereo_tiny x; /* x.src: the training and re-calibration pairs */
     stereo_trainer *t;
-    stereo_batch b;
-    stereo_source recal;
 } fixture;
-
-static ofa_schedule one_phase(long steps)
-{
-    ofa_schedule s = {.n_phases = 1, .batch = BATCH, .kd_ratio = 1.0f, .momentum = 0.9f,
-                      .weight_decay = 3e-5f};
-    snprintf(s.preset, sizeof s.preset, "test");
-    ofa_phase *p = &s.phase[0];
-    snprintf(p->name, sizeof p->name, "full");
-    p->n_ks = 1, p->ks[0] = 5;
-    p->n_e = 1, p->e[0] = 3;
-    p->n_d = 1, p->d[0] = 2;
-    p->subnets = 1, p->steps = steps, p->warmup_steps = 2, p->lr = 0.05f, p->reorder = -1;
-    return s;
-}
 
 /* A trainer trained a few steps (predictions away from their first values near 0). */
 static int setup(void **state)
@@ -44,23 +29,17 @@ static int setup(void **state)
     static fixture f;
     manta_err e = {0};
     f.d = tu_open_device();
-    if (stereo_space_load("tests/data/stereo_tiny.json", &f.sp, &e) != MANTA_OK ||
-        stereo_batch_alloc(&f.b, BATCH, f.sp.crop_h, f.sp.crop_w, stereo_preds(&f.sp), &e) !=
-            MANTA_OK) {
-        fprintf(stderr, "setup: %s\n", e.msg);
+    if (tu_stereo_tiny_load(&f.x, BATCH) != 0)
         return -1;
-    }
-    f.recal = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .count = 1000};
-    stereo_synth_opts_default(&f.recal.synth, f.sp.crop_w, f.sp.crop_h, (float)f.sp.max_disp, 5);
-    ofa_schedule s = one_phase(12);
-    if (stereo_trainer_create(f.d, &f.sp, &s, 3, &f.t) != MANTA_OK) {
+    ofa_schedule s = tu_stereo_one_phase(BATCH, 12, 0.05f);
+    if (stereo_trainer_create(f.d, &f.x.sp, &s, 3, &f.t) != MANTA_OK) {
         fprintf(stderr, "setup: %s\n", mcl_err(f.d)->msg);
         return -1;
     }
     for (long step = 0; step < 12; step++) {
         int count;
-        if (stereo_ordered_batch(&f.recal, step, &f.b, &count, &e) != MANTA_OK ||
-            stereo_trainer_step(f.t, step, &f.b, NULL) != MANTA_OK) {
+        if (stereo_ordered_batch(&f.x.src, step, &f.x.b, &count, &e) != MANTA_OK ||
+            stereo_trainer_step(f.t, step, &f.x.b, NULL) != MANTA_OK) {
             fprintf(stderr, "setup: training step %ld failed\n", step);
             return -1;
         }
@@ -73,7 +52,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     stereo_trainer_destroy(f->t);
-    stereo_batch_free(&f->b);
+    tu_stereo_tiny_free(&f->x);
     mcl_close(f->d);
     return tu_tmpdir_remove(&root);
 }
@@ -137,7 +116,7 @@ static void write_folder(const fixture *f, const char *name, const int (*hw)[2],
     *valid = 0;
     for (int i = 0; i < n; i++) {
         stereo_synth_opts o;
-        stereo_synth_opts_default(&o, hw[i][1], hw[i][0], (float)f->sp.max_disp, 77);
+        stereo_synth_opts_default(&o, hw[i][1], hw[i][0], (float)f->x.sp.max_disp, 77);
         stereo_pair p;
         TU_OK_ERR(stereo_pair_alloc(&p, hw[i][0], hw[i][1], &e));
         TU_OK_ERR(stereo_synth_generate(&o, (uint64_t)i, &p, &e));
@@ -171,7 +150,8 @@ static void whole(fixture *f, const ofa_arch *a, const stereo_set *set, stereo_m
                   float *pred, stereo_infer_summary *sum)
 {
     manta_err e = {0};
-    TU_OK(f->d, stereo_trainer_recalibrate(f->t, a, &f->b, stereo_ordered_batch, &f->recal, 4));
+    TU_OK(f->d,
+          stereo_trainer_recalibrate(f->t, a, &f->x.b, stereo_ordered_batch, &f->x.src, 4));
     stereo_infer *r;
     TU_OK_ERR(stereo_infer_create(f->d, stereo_trainer_net(f->t), a, &r, &e));
     collect c = {pred, 0};
@@ -197,12 +177,12 @@ static void test_network_size_as_crop_path(void **state)
     const size_t plane = 16 * 32;
     for (int arch = 0; arch < 2; arch++) {
         ofa_arch a;
-        (arch ? stereo_arch_min : stereo_arch_max)(&f->sp, &a);
+        (arch ? stereo_arch_min : stereo_arch_max)(&f->x.sp, &a);
         stereo_source src = {.kind = STEREO_SOURCE_FOLDER, .count = set.count, .set = &set};
         stereo_metrics crop = {0}, full = {0};
         float *pc = malloc(3 * plane * sizeof *pc), *pw = malloc(3 * plane * sizeof *pw);
         assert_true(pc && pw);
-        TU_OK(f->d, stereo_trainer_evaluate(f->t, &a, &f->b, stereo_ordered_batch, &f->recal, 4,
+        TU_OK(f->d, stereo_trainer_evaluate(f->t, &a, &f->x.b, stereo_ordered_batch, &f->x.src, 4,
                                             stereo_ordered_batch, &src, 3, &crop, pc));
         stereo_infer_summary sum;
         whole(f, &a, &set, &full, pw, &sum);
@@ -251,7 +231,7 @@ static void test_other_sizes_run_whole(void **state)
     stereo_set set;
     TU_OK_ERR(stereo_folder_open(dir, STEREO_LAYOUT_AUTO, &set, &e));
     ofa_arch a;
-    stereo_arch_max(&f->sp, &a);
+    stereo_arch_max(&f->x.sp, &a);
     stereo_metrics m = {0};
     stereo_infer_summary sum;
     size_t total = 0;
@@ -279,7 +259,8 @@ static void test_other_sizes_run_whole(void **state)
     TU_OK_ERR(stereo_pair_alloc(&big, 24, 40, &e));
     ref_pad(p.left, 3, 21, 37, 24, 40, big.left);
     ref_pad(p.right, 3, 21, 37, 24, 40, big.right);
-    TU_OK(f->d, stereo_trainer_recalibrate(f->t, &a, &f->b, stereo_ordered_batch, &f->recal, 4));
+    TU_OK(f->d,
+          stereo_trainer_recalibrate(f->t, &a, &f->x.b, stereo_ordered_batch, &f->x.src, 4));
     stereo_infer *r;
     TU_OK_ERR(stereo_infer_create(f->d, stereo_trainer_net(f->t), &a, &r, &e));
     float *got = malloc(21 * 37 * sizeof *got), *full = malloc(24 * 40 * sizeof *full);
@@ -327,8 +308,9 @@ static void test_restore_bn(void **state)
     assert_true(before && after);
     TU_OK(f->d, mcl_read(f->d, sl.state, before, sl.n_state));
     ofa_arch a;
-    stereo_arch_min(&f->sp, &a);
-    TU_OK(f->d, stereo_trainer_recalibrate(f->t, &a, &f->b, stereo_ordered_batch, &f->recal, 4));
+    stereo_arch_min(&f->x.sp, &a);
+    TU_OK(f->d,
+          stereo_trainer_recalibrate(f->t, &a, &f->x.b, stereo_ordered_batch, &f->x.src, 4));
     TU_OK(f->d, mcl_read(f->d, sl.state, after, sl.n_state));
     assert_true(memcmp(before, after, sl.n_state * sizeof *after) != 0);
     TU_OK(f->d, stereo_trainer_restore_bn(f->t));

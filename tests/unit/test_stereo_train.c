@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stereo_fix.h"
 #include "common/testutil.h"
 #include "stereo/state.h"
 #include "train/checkpoint.h"
@@ -18,24 +19,15 @@ static tu_tmpdir root;
 
 typedef struct fixture {
     mcl_dev *d;
-    stereo_space sp;
-    stereo_batch b;
-    stereo_source src;
+    tu_stereo_tiny x;
 } fixture;
 
 static int setup(void **state)
 {
     static fixture f;
-    manta_err e = {0};
     f.d = tu_open_device();
-    if (stereo_space_load("tests/data/stereo_tiny.json", &f.sp, &e) != MANTA_OK ||
-        stereo_batch_alloc(&f.b, BATCH, f.sp.crop_h, f.sp.crop_w, stereo_preds(&f.sp), &e) !=
-            MANTA_OK) {
-        fprintf(stderr, "setup: %s\n", e.msg);
+    if (tu_stereo_tiny_load(&f.x, BATCH) != 0)
         return -1;
-    }
-    f.src = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .count = 1000};
-    stereo_synth_opts_default(&f.src.synth, f.sp.crop_w, f.sp.crop_h, (float)f.sp.max_disp, 5);
     *state = &f;
     return tu_tmpdir_make(&root, "strain");
 }
@@ -43,24 +35,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
-    stereo_batch_free(&f->b);
+    tu_stereo_tiny_free(&f->x);
     mcl_close(f->d);
     return tu_tmpdir_remove(&root);
-}
-
-/* One phase: the full network, one sub-network a step. */
-static ofa_schedule one_phase(long steps, float lr)
-{
-    ofa_schedule s = {.n_phases = 1, .batch = BATCH, .kd_ratio = 1.0f, .momentum = 0.9f,
-                      .weight_decay = 3e-5f};
-    snprintf(s.preset, sizeof s.preset, "test");
-    ofa_phase *p = &s.phase[0];
-    snprintf(p->name, sizeof p->name, "full");
-    p->n_ks = 1, p->ks[0] = 5;
-    p->n_e = 1, p->e[0] = 3;
-    p->n_d = 1, p->d[0] = 2;
-    p->subnets = 1, p->steps = steps, p->warmup_steps = 2, p->lr = lr, p->reorder = -1;
-    return s;
 }
 
 static void fill(fixture *f, long first)
@@ -69,20 +46,20 @@ static void fill(fixture *f, long first)
     long idx[BATCH];
     for (int k = 0; k < BATCH; k++)
         idx[k] = first + k;
-    TU_OK_ERR(stereo_batch_fill(&f->b, &f->src, idx, NULL, NULL, &e));
+    TU_OK_ERR(stereo_batch_fill(&f->x.b, &f->x.src, idx, NULL, NULL, &e));
 }
 
 static void test_loss_falls_on_one_batch(void **state)
 {
     fixture *f = *state;
-    ofa_schedule s = one_phase(60, 0.05f);
+    ofa_schedule s = tu_stereo_one_phase(BATCH, 60, 0.05f);
     stereo_trainer *t;
-    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 3, &t));
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &s, 3, &t));
     fill(f, 0);
     stereo_step_result r0 = {0}, r = {0};
     double first = 0, last = 0;
     for (long step = 0; step < 60; step++) {
-        TU_OK(f->d, stereo_trainer_step(t, step, &f->b, &r));
+        TU_OK(f->d, stereo_trainer_step(t, step, &f->x.b, &r));
         assert_true(isfinite(r.loss) && isfinite(r.epe));
         if (step < 5)
             first += r.epe / 5;
@@ -116,20 +93,20 @@ static void test_resume_is_exact(void **state)
     fixture *f = *state;
     manta_err e = {0};
     ofa_schedule s;
-    TU_OK_ERR(stereo_schedule_preset(&f->sp, "smoke", BATCH, 10, &s, &e));
+    TU_OK_ERR(stereo_schedule_preset(&f->x.sp, "smoke", BATCH, 10, &s, &e));
     long total = ofa_schedule_total_steps(&s), cut = s.phase[0].steps + 1;
     assert_true(total > cut + 2);
     assert_true(s.phase[1].distill); /* the cut lies in a distilling phase: the teacher too */
     stereo_trainer *a, *b, *c;
-    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 9, &a));
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &s, 9, &a));
     for (long step = 0; step < cut + 2; step++) {
         fill(f, step * BATCH);
-        TU_OK(f->d, stereo_trainer_step(a, step, &f->b, NULL));
+        TU_OK(f->d, stereo_trainer_step(a, step, &f->x.b, NULL));
     }
-    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 9, &b));
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &s, 9, &b));
     for (long step = 0; step < cut; step++) {
         fill(f, step * BATCH);
-        TU_OK(f->d, stereo_trainer_step(b, step, &f->b, NULL));
+        TU_OK(f->d, stereo_trainer_step(b, step, &f->x.b, NULL));
     }
     char path[256];
     tu_tmpdir_path(&root, "cut.ckpt", path, sizeof path);
@@ -143,12 +120,12 @@ static void test_resume_is_exact(void **state)
     stereo_meta m2;
     TU_OK_ERR(stereo_state_peek(path, &sp2, &m2, &e));
     assert_int_equal(m2.step, cut);
-    assert_string_equal(sp2.name, f->sp.name);
+    assert_string_equal(sp2.name, f->x.sp.name);
     TU_OK(f->d, stereo_trainer_create(f->d, &sp2, &s, 9, &c));
     TU_OK_ERR(stereo_state_load(path, c, f->d, &m2, &e));
     for (long step = cut; step < cut + 2; step++) {
         fill(f, step * BATCH);
-        TU_OK(f->d, stereo_trainer_step(c, step, &f->b, NULL));
+        TU_OK(f->d, stereo_trainer_step(c, step, &f->x.b, NULL));
     }
     size_t na, nc;
     float *pa = params_of(f->d, a, &na), *pc = params_of(f->d, c, &nc);
@@ -176,21 +153,21 @@ static void test_data_parallel_matches_one_device(void **state)
     fixture *f = *state;
     manta_err e = {0};
     ofa_schedule s;
-    TU_OK_ERR(stereo_schedule_preset(&f->sp, "smoke", BATCH, 10, &s, &e));
+    TU_OK_ERR(stereo_schedule_preset(&f->x.sp, "smoke", BATCH, 10, &s, &e));
     const long steps = s.phase[0].steps;
     mcl_dev *devs[2] = {f->d, tu_open_device()};
     stereo_trainer *one;
     dp_trainer *dp;
-    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 4, &one));
-    TU_OK_ERR(stereo_dp_create(devs, 2, &f->sp, &s, 4, DP_DATA, NULL, &dp, &e));
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &s, 4, &one));
+    TU_OK_ERR(stereo_dp_create(devs, 2, &f->x.sp, &s, 4, DP_DATA, NULL, &dp, &e));
     assert_int_equal(dp_replicas(dp), 2);
     assert_int_equal(stereo_trainer_batch(dp_replica(dp, 1)), BATCH / 2);
     for (long step = 0; step < steps; step++) {
         fill(f, step * BATCH);
-        all_valid(&f->b, (float)f->sp.max_disp);
+        all_valid(&f->x.b, (float)f->x.sp.max_disp);
         stereo_step_result r1, r2;
-        TU_OK(f->d, stereo_trainer_step(one, step, &f->b, &r1));
-        TU_OK_ERR(stereo_dp_step(dp, step, &f->b, &r2, &e));
+        TU_OK(f->d, stereo_trainer_step(one, step, &f->x.b, &r1));
+        TU_OK_ERR(stereo_dp_step(dp, step, &f->x.b, &r2, &e));
         assert_float_equal(r1.loss, r2.loss, 1e-4 * (1 + fabsf(r1.loss)));
         assert_float_equal(r1.epe, r2.epe, 1e-4 * (1 + fabsf(r1.epe)));
     }
@@ -205,7 +182,7 @@ static void test_data_parallel_matches_one_device(void **state)
     }
     float *p0 = NULL;
     stereo_trainer *fresh;
-    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 4, &fresh));
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &s, 4, &fresh));
     p0 = params_of(f->d, fresh, &n3);
     for (size_t i = 0; i < n1; i++)
         moved = fmax(moved, fabs((double)p1[i] - p0[i]));
@@ -225,22 +202,22 @@ static manta_status ordered(void *ctx, long index, stereo_batch *b, int *count, 
     fixture *f = ctx;
     long idx[BATCH] = {index * BATCH, index * BATCH + 1};
     *count = BATCH;
-    return stereo_batch_fill(b, &f->src, idx, NULL, NULL, err);
+    return stereo_batch_fill(b, &f->x.src, idx, NULL, NULL, err);
 }
 
 static void test_evaluate_counts_every_pixel(void **state)
 {
     fixture *f = *state;
-    ofa_schedule s = one_phase(4, 0.01f);
+    ofa_schedule s = tu_stereo_one_phase(BATCH, 4, 0.01f);
     stereo_trainer *t;
-    TU_OK(f->d, stereo_trainer_create(f->d, &f->sp, &s, 3, &t));
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &s, 3, &t));
     ofa_arch a;
-    stereo_arch_min(&f->sp, &a);
+    stereo_arch_min(&f->x.sp, &a);
     stereo_metrics m = {0};
-    size_t plane = (size_t)f->sp.crop_h * f->sp.crop_w;
+    size_t plane = (size_t)f->x.sp.crop_h * f->x.sp.crop_w;
     float *pred = malloc(5 * plane * sizeof *pred);
     assert_non_null(pred);
-    TU_OK(f->d, stereo_trainer_evaluate(t, &a, &f->b, ordered, f, 4, ordered, f, 5, &m, pred));
+    TU_OK(f->d, stereo_trainer_evaluate(t, &a, &f->x.b, ordered, f, 4, ordered, f, 5, &m, pred));
     stereo_scores all, noc;
     stereo_metrics_scores(&m, &all, &noc);
     assert_int_equal(m.pairs, 5);
