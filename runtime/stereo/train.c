@@ -18,6 +18,7 @@ struct stereo_trainer {
     ofa_slabs sl;
     mslab teacher;  /* parameters of the teacher */
     mslab backup;   /* BN statistics saved around a re-calibration */
+    bool bn_saved;  /* backup holds them (stereo_trainer_restore_bn() has not put them back) */
     mslab io;       /* ground truth per prediction, the teacher's finest prediction, results */
     size_t gt[STEREO_MAX_PREDS], teacher_pred, results, scratch;
     int max_subnets, has_teacher;
@@ -458,7 +459,9 @@ manta_status stereo_trainer_recalibrate(stereo_trainer *t, const ofa_arch *a, st
                                        stereo_batch_fn recal, void *ctx, long pairs)
 {
     MANTA_TRY(stereo_net_set_arch(t->net, a));
-    MANTA_TRY(mcl_copy(t->d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
+    if (!t->bn_saved) /* a re-calibration not restored yet keeps the statistics it saved */
+        MANTA_TRY(mcl_copy(t->d, mslab_view(&t->backup, 0), t->sl.state, t->sl.n_state));
+    t->bn_saved = true;
     const int per = b->n / t->B * t->B; /* pairs of a source batch this device runs */
     long batches = per > 0 ? pairs / per : 0;
     if (batches < 1)
@@ -478,6 +481,9 @@ manta_status stereo_trainer_recalibrate(stereo_trainer *t, const ofa_arch *a, st
 
 manta_status stereo_trainer_restore_bn(stereo_trainer *t)
 {
+    if (!t->bn_saved)
+        return MANTA_OK;
+    t->bn_saved = false;
     return mcl_copy(t->d, t->sl.state, mslab_view(&t->backup, 0), t->sl.n_state);
 }
 

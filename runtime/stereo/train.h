@@ -168,15 +168,19 @@ manta_status stereo_ordered_batch(void *src, long index, stereo_batch *b, int *c
 /**
  * The first half of stereo_trainer_evaluate(), for runs of the sub-network elsewhere (at
  * other sizes: stereo/infer.h): make @p a the active sub-network, save the supernet's BN
- * statistics, then re-calibrate them over @p recal_pairs pairs from @p recal (@p b as in
+ * statistics (unless a re-calibration not restored yet saved them: those stay saved), then
+ * re-calibrate them over @p recal_pairs pairs from @p recal (@p b as in
  * stereo_trainer_evaluate(); fewer pairs than one batch leave the statistics as they are).
  * The network keeps the re-calibrated statistics until stereo_trainer_restore_bn().
- * @return the device's or the source's errors (in mcl_err() of the trainer's device).
+ * @return MANTA_ERR_INVALID_ARG for a sub-network not of the space (nothing saved or
+ *         changed); the device's or the source's errors (in mcl_err() of the trainer's
+ *         device).
  */
 manta_status stereo_trainer_recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
                                        stereo_batch_fn recal, void *recal_ctx, long recal_pairs);
 
-/** Put back the BN statistics saved by the last stereo_trainer_recalibrate(). */
+/** Put back the BN statistics stereo_trainer_recalibrate() saved; nothing to do (MANTA_OK)
+ *  when none are saved (a re-calibration refused its sub-network, or they were put back). */
 manta_status stereo_trainer_restore_bn(stereo_trainer *t);
 
 /**

@@ -226,6 +226,34 @@ static void test_evaluate_counts_every_pixel(void **state)
     assert_true(isfinite(all.epe) && all.epe > 0);
     for (size_t i = 0; i < 5 * plane; i++)
         assert_true(isfinite(pred[i]));
+    /* the supernet's BN statistics are back after an evaluation, after a refused
+     * sub-network, and after two re-calibrations in a row */
+    ofa_slabs sl;
+    stereo_net_slabs(stereo_trainer_net(t), &sl);
+    double *st0 = tu_doubles(sl.n_state), *st1 = tu_doubles(sl.n_state);
+    tu_download(f->d, sl.state, st0, sl.n_state);
+    TU_OK(f->d, stereo_trainer_evaluate(t, &a, &f->x.b, ordered, f, 4, ordered, f, 2, &m, NULL));
+    tu_download(f->d, sl.state, st1, sl.n_state);
+    assert_memory_equal(st0, st1, sl.n_state * sizeof *st0);
+    fill(f, 0); /* a training step moves the statistics away from the saved ones */
+    TU_OK(f->d, stereo_trainer_step(t, 0, &f->x.b, NULL));
+    tu_download(f->d, sl.state, st0, sl.n_state);
+    ofa_arch bad = a;
+    bad.dw[0] = 3; /* not a width of level 0 */
+    assert_int_equal(stereo_trainer_evaluate(t, &bad, &f->x.b, ordered, f, 4, ordered, f, 2, &m,
+                                             NULL),
+                     MANTA_ERR_INVALID_ARG);
+    manta_err_clear(mcl_err(f->d));
+    tu_download(f->d, sl.state, st1, sl.n_state);
+    assert_memory_equal(st0, st1, sl.n_state * sizeof *st0);
+    TU_OK(f->d, stereo_trainer_recalibrate(t, &a, &f->x.b, ordered, f, 4));
+    TU_OK(f->d, stereo_trainer_recalibrate(t, &a, &f->x.b, ordered, f, 4));
+    tu_download(f->d, sl.state, st1, sl.n_state);
+    assert_memory_not_equal(st0, st1, sl.n_state * sizeof *st0); /* re-calibrated */
+    TU_OK(f->d, stereo_trainer_restore_bn(t));
+    tu_download(f->d, sl.state, st1, sl.n_state);
+    assert_memory_equal(st0, st1, sl.n_state * sizeof *st0);
+    free(st0), free(st1);
     free(pred);
     stereo_trainer_destroy(t);
 }
