@@ -75,13 +75,11 @@ void stereo_sample_subnet(const stereo_space *space, const ofa_space *view, cons
     const int n = p->n_dw < 1 ? 1 : p->n_dw, lo = space->n_dec_ratios - n;
     const bool big = p->sandwich && p->subnets >= 2 && k == 0;
     const bool small = p->sandwich && p->subnets >= 3 && k == p->subnets - 1;
-    if (big || small) { /* the phase's largest / smallest (its lists ascend) */
-        ofa_arch_uniform(view, p->ks[big ? p->n_ks - 1 : 0], p->e[big ? p->n_e - 1 : 0],
-                         p->d[big ? p->n_d - 1 : 0], space->crop_h, a);
+    ofa_sample_subnet(view, p, seed, step, k, space->crop_h, a); /* its sandwich rule too */
+    if (big || small) { /* the phase's widest / narrowest decoder with them */
         stereo_arch_set_dec(space, NULL, big ? space->n_dec_ratios - 1 : lo, a);
         return;
     }
-    ofa_sample_subnet(view, p, seed, step, k, space->crop_h, a);
     int choice[STEREO_MAX_LEVELS];
     manta_rng g;
     const uint64_t at = manta_splitmix64((uint64_t)step * 64 + (uint64_t)k);

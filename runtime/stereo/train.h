@@ -61,8 +61,7 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
  * from a stream of its own seeded by (@p seed, @p step, @p k). In a sandwich phase
  * (ofa_phase.sandwich) sub-network k = 0 is the phase's largest (its largest kernel, expand
  * ratio and depth everywhere, the widest decoder) when the step has 2 or more, and
- * k = subnets - 1 its smallest when it has 3 or more (BigNAS's rule; train/schedule.h's
- * needs 3 for both). Deterministic: a replica or a resumed run draws the same sub-networks.
+ * k = subnets - 1 its smallest when it has 3 or more (BigNAS's rule, ofa_sample_subnet()'s). Deterministic: a replica or a resumed run draws the same sub-networks.
  */
 void stereo_sample_subnet(const stereo_space *space, const ofa_space *view, const ofa_phase *p,
                           uint64_t seed, long step, int k, ofa_arch *a);

@@ -126,7 +126,7 @@ int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step)
 void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
                        int k, int r, ofa_arch *a)
 {
-    if (p->sandwich && p->subnets >= 3 && (k == 0 || k == p->subnets - 1)) {
+    if (p->sandwich && ((k == 0 && p->subnets >= 2) || (k == p->subnets - 1 && p->subnets >= 3))) {
         /* the phase's largest, then its smallest (lists ascend) */
         const int big = k == 0;
         ofa_arch_uniform(space, p->ks[big ? p->n_ks - 1 : 0], p->e[big ? p->n_e - 1 : 0],

@@ -28,8 +28,9 @@ typedef struct ofa_phase {
                                         start, keeping this many earlier groups */
     int distill;                   /**< 1: distil from the teacher (the network
                                         trained in the first phase) */
-    int sandwich;                  /**< 1 (with subnets >= 3): sub-network 0 of each
-                                        step is the phase's largest and the last its
+    int sandwich;                  /**< 1: sub-network 0 of each step is the phase's
+                                        largest (2 or more a step) and the last (3 or
+                                        more) its
                                         smallest, the others random (BigNAS's sandwich
                                         rule); 0: all random, as OFA */
     int n_dw;                      /**< decoder width ratios sampled, the largest ones
@@ -75,8 +76,8 @@ int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step);
  * Sub-network k of global step @p step in phase @p p at resolution @p r,
  * from (seed, step, k) alone: each block's kernel and expand ratio and each
  * unit's depth uniform over the phase's lists; in a sandwich phase
- * (ofa_phase.sandwich, 3 or more sub-networks) k = 0 is the largest of the
- * lists everywhere and k = subnets - 1 the smallest.
+ * (ofa_phase.sandwich) k = 0 is the largest of the lists everywhere (2 or more
+ * sub-networks a step) and k = subnets - 1 the smallest (3 or more).
  */
 void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
                        int k, int r, ofa_arch *out);
