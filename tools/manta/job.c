@@ -223,6 +223,12 @@ void job_record_job(const job_log *l, const job_header *h)
         manta_strbuf_printf(&b, i ? "," : "");
         mon_json_str(&b, mcl_info(h->devs[i])->name);
     }
+    manta_strbuf_printf(&b, "],\"device_bytes\":[");
+    for (int i = 0; i < h->n_dev; i++) {
+        mcl_stats st;
+        mcl_get_stats(h->devs[i], &st);
+        manta_strbuf_printf(&b, "%s%llu", i ? "," : "", st.bytes_allocated);
+    }
     manta_strbuf_printf(&b, "],\"phases\":[");
     for (int i = 0; i < h->sched->n_phases; i++) {
         const ofa_phase *ph = &h->sched->phase[i];

@@ -171,7 +171,9 @@ size_t job_rank_scalars(const dp_trainer *dp, int samples_per_rank, char (*tags)
 void job_events(manta_tfevents **ev, const char *cmd, long step, const manta_tfscalar *v,
                 size_t n);
 
-/** The job record (the first of an invocation). */
+/** The job record (the first of an invocation), written once the networks exist:
+ *  "device_bytes" holds the bytes of the buffers live on each device then (networks,
+ *  batches, optimizer state). */
 void job_record_job(const job_log *l, const job_header *h);
 /** The record of a checkpoint @p name written after @p step steps. */
 void job_record_checkpoint(const job_log *l, const char *name, long step);
