@@ -57,10 +57,42 @@ void ofa_net_plan_stats(ofa_net *n, mlayout *al, int widest)
     n->widest = widest;
 }
 
+void ofa_net_plan_internal(ofa_net *n, size_t lo, size_t hi)
+{
+    ofa_grad_plan *g = &n->gplan;
+    if (g->n == OFA_MAX_SLOTS || hi <= lo)
+        return;
+    g->lo[g->n] = lo, g->hi[g->n] = hi;
+    g->before[g->n + 1] = g->before[g->n] + (hi - lo);
+    g->shared = hi - lo > g->shared ? hi - lo : g->shared;
+    g->n++;
+}
+
+mview ofa_net_ga(const ofa_net *n, size_t off)
+{
+    const ofa_grad_plan *g = &n->gplan;
+    int lo = 0, hi = g->n; /* the first range that ends after off */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (g->hi[mid] <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < g->n && off >= g->lo[lo])
+        return mslab_view(&n->dacts, off - g->lo[lo]);
+    return mslab_view(&n->dacts, g->shared + off - g->before[lo]);
+}
+
+size_t ofa_net_grad_floats(const ofa_net *n, size_t acts)
+{
+    return n->gplan.shared + acts - n->gplan.before[n->gplan.n];
+}
+
 manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
 {
     const size_t grads = sz->params && !n->forward_only ? sz->params : 1;
-    const size_t dacts = sz->acts && !n->forward_only ? sz->acts : 1;
+    const size_t dacts = sz->acts && !n->forward_only ? ofa_net_grad_floats(n, sz->acts) : 1;
     MANTA_TRY(mslab_create(n->d, &n->params, sz->params ? sz->params : 1, sz->params_name));
     MANTA_TRY(mslab_create(n->d, &n->grads, grads, sz->grads_name));
     MANTA_TRY(mslab_create(n->d, &n->state, sz->state ? sz->state : 1, "batch-norm statistics"));
@@ -114,6 +146,7 @@ manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_rec
 {
     n->d = d;
     n->batch = batch;
+    n->gplan = (ofa_grad_plan){0};
     mlayout pl = {0}, sl = {0}, al = {0};
     size_t scratch = 0;
     MANTA_TRY(r->plan(net, &pl, &sl, &al, &scratch));
@@ -337,13 +370,13 @@ void ofa_mbconv_plan_bn(ofa_mbconv *u, mlayout *pl, mlayout *sl)
 /* Output size of the slot's depthwise convolution (pad k/2: the same for every odd k). */
 static int out_size(int in, int stride) { return (in - 1) / stride + 1; }
 
-void ofa_mbconv_plan_acts(const ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratch)
+void ofa_mbconv_plan_acts(ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratch)
 {
     ofa_mbconv_acts *t = &u->t;
     const size_t B = (size_t)n->batch;
     const int ho = out_size(u->h, u->stride), wo = out_size(u->w, u->stride);
     const size_t in_mid = B * u->mid_max * u->h * u->w, out_mid = B * u->mid_max * ho * wo;
-    const size_t out_w = B * u->width * ho * wo;
+    const size_t out_w = B * u->width * ho * wo, first = al->total;
     t->e_conv = mlayout_add(al, in_mid);
     t->e_bn = mlayout_add(al, in_mid);
     t->e_act = mlayout_add(al, in_mid);
@@ -361,8 +394,9 @@ void ofa_mbconv_plan_acts(const ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *
         t->se_out = mlayout_add(al, out_mid);
     }
     t->p_conv = mlayout_add(al, out_w);
+    ofa_net_plan_internal(n, first, al->total);
     t->p_bn = mlayout_add(al, out_w);
-    t->out = mlayout_add(al, out_w);
+    t->out = u->stride == 1 && u->in_c == u->width ? mlayout_add(al, out_w) : t->p_bn;
     nn_conv2d_shape e = ofa_net_pw_shape(n, u->in_c, u->h, u->w, u->mid_max, 0);
     nn_conv2d_shape pr = ofa_net_pw_shape(n, u->mid_max, ho, wo, u->width, 0);
     ofa_net_need_conv(n, scratch, &e);

@@ -72,6 +72,22 @@ typedef struct ofa_bn_list {
 } ofa_bn_list;
 
 /**
+ * Where activation gradients live. Most activations of an MBConv slot (every one but its
+ * output) are read and written by no backward but the slot's own, so their gradients
+ * are needed only while it runs: the slots' internal ranges share one region at the
+ * start of the gradient slab, as large as the largest range. Every other activation's
+ * gradient follows that region in the activations' order (ofa_net_ga() maps an
+ * activation's offset to its gradient's).
+ */
+typedef struct ofa_grad_plan {
+    int n;                            /**< internal ranges */
+    size_t lo[OFA_MAX_SLOTS];         /**< first activation offset of range i, ascending */
+    size_t hi[OFA_MAX_SLOTS];         /**< one past range i's last float (at most lo[i + 1]) */
+    size_t before[OFA_MAX_SLOTS + 1]; /**< floats in the ranges before range i */
+    size_t shared;                    /**< the shared region: the largest range */
+} ofa_grad_plan;
+
+/**
  * What the helpers below need from the network that hosts them. The network owns
  * it (embedded by value) and its slabs; ofa_net_alloc() creates them and
  * ofa_net_free() releases them. Fields are read and set directly.
@@ -83,7 +99,7 @@ typedef struct ofa_net {
     mslab grads;   /**< parameter gradients, the parameters' layout; backward accumulates */
     mslab state;   /**< batch-norm running and saved statistics */
     mslab acts;    /**< activations */
-    mslab dacts;   /**< activation gradients, the activations' layout */
+    mslab dacts;   /**< activation gradients, laid out by gplan */
     mslab scratch; /**< op scratch shared by every layer (no op keeps data in it) */
     mslab mom;     /**< the optimizer's momentum, the parameters' layout (when asked for) */
     mview fwd_params;   /**< parameters of the current / last forward (the own slab or a copy) */
@@ -97,6 +113,8 @@ typedef struct ofa_net {
     ofa_bn_list bns;  /**< every batch norm of the network (it fills the list when it plans):
                        *  initialised by ofa_net_write_init(), re-calibrated by
                        *  ofa_net_recal_begin() */
+    ofa_grad_plan gplan; /**< the gradient slab's layout (zeroed before planning; filled by
+                          *  ofa_mbconv_plan_acts()) */
     bool forward_only; /**< set before ofa_net_alloc(): forward passes only, so the parameter
                         *  and activation gradient slabs are one float each and there is no
                         *  momentum (ofa_mbconv_backward() must not run) */
@@ -104,8 +122,15 @@ typedef struct ofa_net {
 
 /** Activation view at @p off. */
 static inline mview ofa_net_a(const ofa_net *n, size_t off) { return mslab_view(&n->acts, off); }
-/** Activation-gradient view at @p off. */
-static inline mview ofa_net_ga(const ofa_net *n, size_t off) { return mslab_view(&n->dacts, off); }
+/** The gradient of the activation at offset @p off (see ofa_grad_plan): within a slot's
+ *  internal range, the shared region; elsewhere, its own place. */
+mview ofa_net_ga(const ofa_net *n, size_t off);
+/** Floats of the gradient slab for activations of @p acts floats planned with n->gplan. */
+size_t ofa_net_grad_floats(const ofa_net *n, size_t acts);
+/** Mark the activations [@p lo, @p hi), planned after every range marked before, as a
+ *  slot's internal range (ofa_grad_plan). Past OFA_MAX_SLOTS ranges it marks nothing:
+ *  those gradients keep places of their own. */
+void ofa_net_plan_internal(ofa_net *n, size_t lo, size_t hi);
 /** Parameter view at @p off in the forward's parameters (ofa_net.fwd_params). */
 static inline mview ofa_net_p(const ofa_net *n, size_t off) { return mview_at(n->fwd_params, off); }
 /** Parameter-gradient view at @p off. */
@@ -254,13 +279,14 @@ typedef struct ofa_mbconv_spec {
     int h, w;         /**< largest input height and width */
 } ofa_mbconv_spec;
 
-/** Activation offsets of one slot (each with its gradient at the same offset). */
+/** Activation offsets of one slot (their gradients: ofa_net_ga()). */
 typedef struct ofa_mbconv_acts {
     size_t e_conv, e_bn, e_act;    /**< (N, mid, h, w) */
     size_t d_conv, d_bn, d_act;    /**< (N, mid, ho, wo) */
     size_t se_pool, se_r, se_relu; /**< (N, mid), (N, se), (N, se) */
     size_t se_e, se_hsig, se_out;  /**< (N, mid), (N, mid), (N, mid, ho, wo) */
-    size_t p_conv, p_bn, out;      /**< (N, width, ho, wo); out: after the skip */
+    size_t p_conv, p_bn, out;      /**< (N, width, ho, wo); out: after the skip (p_bn in a
+                                    *  slot without one) */
     size_t kw[OFA_MBCONV_MAX_KS];  /**< (mid, ks[i], ks[i]) transformed kernels, i < n_ks - 1 */
 } ofa_mbconv_acts;
 
@@ -292,9 +318,11 @@ manta_status ofa_mbconv_plan_weights(ofa_mbconv *u, const ofa_mbconv_spec *sp, m
 /** Reserve the non-decayed parameters and the state: the expand, depthwise and projection
  *  batch norms, then the SE biases (with SE). */
 void ofa_mbconv_plan_bn(ofa_mbconv *u, mlayout *pl, mlayout *sl);
-/** Reserve the activations for (n->batch, mid_max, h, w) and raise *scratch to what the
- *  slot's ops need at that size (which covers every smaller configuration). */
-void ofa_mbconv_plan_acts(const ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratch);
+/** Reserve the activations for (n->batch, mid_max, h, w), mark all but the output's
+ *  (p_bn and, in a slot with an identity skip, out) as the slot's internal range
+ *  (ofa_net_plan_internal()) and raise *scratch to what the slot's ops need at that size
+ *  (which covers every smaller configuration). */
+void ofa_mbconv_plan_acts(ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratch);
 /** The batch norms of the slot and their channel counts (3 of them). */
 int ofa_mbconv_bns(const ofa_mbconv *u, const ofa_bn **bns, int *channels);
 /** Append the slot's batch norms (ofa_mbconv_bns()) to @p l. */

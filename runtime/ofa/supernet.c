@@ -85,7 +85,7 @@ static manta_status plan(void *net_, mlayout *pl, mlayout *sl, mlayout *al, size
 {
     ofa_supernet *n = net_;
     const ofa_space *s = &n->s;
-    const ofa_net *net = &n->net;
+    ofa_net *net = &n->net;
     const size_t B = (size_t)net->batch;
     MANTA_TRY(plan_weights(n, pl));
     n->n_decay = pl->total;

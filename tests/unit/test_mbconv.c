@@ -4,8 +4,8 @@
  * (the kernel transforms), fewer expanded channels and SE units, and depth 3 or 2. Under
  * both kernel variants the forward agrees with a plain-C double reference, the backward
  * with finite differences of the forward along random directions (parameters and input),
- * and weights outside the configuration receive no gradient. Bad plans and configurations
- * are refused. */
+ * and weights outside the configuration receive no gradient; the slots share one region of
+ * the gradient slab. Bad plans and configurations are refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,6 +431,44 @@ static void test_se_depth_two(void **state)
     run_setup(state, &t, 3);
 }
 
+/* The gradient slab: each slot's tensors but its output (from e_conv to p_conv) have their
+ * gradients in one region shared by the slots, at its start; the input and every slot's
+ * output keep places of their own after it, in the activations' order and as large. */
+static void test_gradient_slab_shares_slot_internals(void **state)
+{
+    tu_variant_devs *v = *state;
+    const setup_t t = {true, NN_ACT_HSWISH, 3, {1, 2, 0}, {24, 40, 48}};
+    host h;
+    host_create(&h, v->dev[0], &t);
+    const ofa_net *n = &h.net;
+    size_t internal = 0, shared = 0;
+    for (int i = 0; i < SLOTS; i++) {
+        const ofa_mbconv_acts *a = &h.slot[i].t;
+        const size_t len = a->p_bn - a->e_conv;
+        internal += len;
+        shared = len > shared ? len : shared;
+        assert_int_equal(ofa_net_ga(n, a->e_conv).off, 0);
+        assert_int_equal(ofa_net_ga(n, a->p_conv).off, a->p_conv - a->e_conv);
+    }
+    assert_int_equal(n->gplan.shared, shared);
+    assert_int_equal(n->dacts.floats, n->acts.floats - internal + shared);
+    /* the slot with a stride has no identity skip: its output is p_bn */
+    assert_int_equal(h.slot[0].t.out, h.slot[0].t.p_bn);
+    const size_t own[] = {h.x0,          h.slot[0].t.p_bn, h.slot[1].t.p_bn, h.slot[1].t.out,
+                          h.slot[2].t.p_bn, h.slot[2].t.out,  n->stats_tmp};
+    size_t next = shared;
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        size_t before = 0; /* internal floats planned before it */
+        for (int j = 0; j < SLOTS; j++)
+            before += h.slot[j].t.e_conv < own[i] ? h.slot[j].t.p_bn - h.slot[j].t.e_conv : 0;
+        const size_t g = ofa_net_ga(n, own[i]).off;
+        assert_int_equal(g, shared + own[i] - before);
+        assert_true(g >= next);
+        next = g + 1;
+    }
+    host_destroy(&h);
+}
+
 /* Plans and configurations outside the slot are refused, naming the field. */
 static void test_bad_plan_and_configuration_refused(void **state)
 {
@@ -481,6 +519,7 @@ int main(void)
         cmocka_unit_test(test_no_se_relu_kernels_3_5),
         cmocka_unit_test(test_se_hswish_every_kernel),
         cmocka_unit_test(test_se_depth_two),
+        cmocka_unit_test(test_gradient_slab_shares_slot_internals),
         cmocka_unit_test(test_bad_plan_and_configuration_refused),
     };
     return cmocka_run_group_tests_name("ofa mbconv units", tests, tu_setup_variants,
