@@ -1,6 +1,7 @@
 #include "stereo/state.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,11 +10,12 @@
 
 #define FORMAT "manta-stereo-train"
 
-/* "train_pairs" after the common members. */
+/* "train_pairs" and "val_data" after the common members. */
 static bool put_meta(cJSON *j, const void *user)
 {
     const stereo_meta *m = user;
-    return cJSON_AddNumberToObject(j, "train_pairs", (double)m->train_pairs);
+    return cJSON_AddNumberToObject(j, "train_pairs", (double)m->train_pairs) &&
+           cJSON_AddStringToObject(j, "val_data", m->val_data);
 }
 
 static bool get_meta(const cJSON *j, void *user)
@@ -23,6 +25,13 @@ static bool get_meta(const cJSON *j, void *user)
     if (!manta_json_number(j, "train_pairs", 1, 0x1p53, &pairs))
         return false;
     m->train_pairs = (long)pairs;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "val_data");
+    if (v && !cJSON_IsString(v))
+        return false;
+    const char *val = v ? v->valuestring : "synthetic";
+    if (strlen(val) >= sizeof m->val_data)
+        return false;
+    snprintf(m->val_data, sizeof m->val_data, "%s", val);
     return true;
 }
 

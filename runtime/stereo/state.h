@@ -27,6 +27,8 @@ typedef struct stereo_meta {
         };
     };
     long train_pairs;  /**< pairs of the training set (synthetic: generator indices) */
+    char val_data[512]; /**< pairs of the phase-end evaluations: "synthetic" (held-out
+                         *  procedural pairs; also a checkpoint without the member) or a folder */
 } stereo_meta;
 
 /** Write the run state atomically to @p path. */

@@ -1,8 +1,9 @@
 #!/bin/sh
 # manta train on a stereo space (tests/data/stereo_tiny.json), smoke schedule: every phase
 # ends with an evaluation and a checkpoint; a run stopped and resumed writes the same
-# figures as one that ran through; manta eval of the checkpoint prints EPE, bad-t and D1
-# and writes the colour-mapped images; bad input gives one line and no files.
+# figures as one that ran through; --val-data evaluates on a folder (as manta eval does);
+# manta eval of the checkpoint prints EPE, bad-t and D1 and writes the colour-mapped images;
+# bad input gives one line and no files.
 set -eu
 M="${BUILD:-build}/bin/manta"
 out=$(mktemp -d)
@@ -58,6 +59,47 @@ e_def=$(ev) e_dir=$(ev --recal-data "$out/tk") e_syn=$(ev --recal-data synthetic
 echo "folder-trained run: EPE $e_def (default), $e_dir (--recal-data the folder), $e_syn (synthetic)"
 [ -n "$e_def" ] && [ "$e_def" = "$e_dir" ] || fail "default re-calibration is not on the run's folder"
 [ "$e_def" != "$e_syn" ] || fail "re-calibration on synthetic pairs gives the same figures"
+# --val-data: the phase-end evaluations on a folder's pairs (kitti's are the crop's size, so
+# whole): the largest's figures are manta eval's on that folder; the training is the same;
+# a resumed run keeps the folder
+"$M" train --space $SPACE --schedule smoke --batch 2 --data "$out/tk" --val-data "$out/kitti" \
+    --eval-pairs 4 --recal-pairs 4 --stop-after 3 --out "$out/v" >/dev/null || fail "train --val-data: $?"
+"$M" train --space $SPACE --out "$out/v" --resume --eval-pairs 4 --recal-pairs 4 --stop-after 3 \
+    >/dev/null || fail "train --val-data, resumed: $?"
+losses() { sed -n 's/.*"event":"step".*"loss":\([0-9.]*\).*/\1/p' "$1"; }
+[ "$(losses "$out/v/metrics.jsonl")" = "$(losses "$out/f/metrics.jsonl")" ] ||
+    fail "--val-data changed the training losses"
+v_end=$(grep '"event":"phase_end","phase":2' "$out/v/metrics.jsonl" |
+    sed -n 's/.*"largest":{"epe":\([0-9.]*\).*/\1/p')
+f_end=$(grep '"event":"phase_end","phase":2' "$out/f/metrics.jsonl" |
+    sed -n 's/.*"largest":{"epe":\([0-9.]*\).*/\1/p')
+e_val=$("$M" eval --ckpt "$out/v/phase-2-kernel.ckpt" --data "$out/kitti" --pairs 4 --recal-pairs 4 \
+    --json | sed -n 's/.*"all":{"epe":\([0-9.]*\).*/\1/p')
+echo "phase 2, largest: EPE $v_end (--val-data the folder), $f_end (synthetic), manta eval $e_val"
+[ -n "$v_end" ] && [ "$v_end" != "$f_end" ] || fail "--val-data: the same figures as synthetic pairs"
+awk -v a="$v_end" -v b="$e_val" 'BEGIN { d = a - b; exit !(d < 1e-3 && d > -1e-3) }' ||
+    fail "--val-data: phase-end EPE $v_end, manta eval on the folder $e_val"
+mkdir "$out/nogt" && cp -r "$out/kitti/image_2" "$out/kitti/image_3" "$out/nogt/"
+if "$M" train --space $SPACE --schedule smoke --val-data "$out/nogt" --out "$out/g" \
+    2>"$out/nogt.txt"; then
+    fail "a validation folder without disparity maps was accepted"
+fi
+cat "$out/nogt.txt"
+[ "$(wc -l <"$out/nogt.txt")" = 1 ] && grep -q 'no disparity' "$out/nogt.txt" ||
+    fail "validation folder without disparity maps: not one line saying so"
+[ ! -e "$out/g" ] || fail "validation folder without disparity maps: the output folder was created"
+# pairs smaller than the crop: the run stops at the first evaluation, naming the file, with
+# the phase's checkpoint written
+"$M" stereo-data "$out/small" --count 2 --width 16 --height 8 --max-disp 4 >/dev/null ||
+    fail "stereo-data: exit status $?"
+if "$M" train $ARGS --val-data "$out/small" --out "$out/s" >/dev/null 2>"$out/small.txt"; then
+    fail "validation pairs smaller than the crop were accepted"
+fi
+cat "$out/small.txt"
+grep -q 'small/image_2/000000_10.png: 16x8 is smaller' "$out/small.txt" ||
+    fail "validation pairs smaller than the crop: the file is not named"
+[ -s "$out/s/phase-1-full.ckpt" ] || fail "the phase's checkpoint was not written before its evaluation"
+
 mv "$out/tk" "$out/tk-moved"
 if "$M" eval --ckpt "$out/f/latest.ckpt" --pairs 4 2>"$out/moved.txt" >/dev/null; then
     fail "eval without the run's training folder succeeded"

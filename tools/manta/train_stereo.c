@@ -19,7 +19,7 @@
 #include "stereo/state.h"
 
 typedef struct st_opts {
-    const char *space, *schedule, *out, *data, *tensorboard;
+    const char *space, *schedule, *out, *data, *val_data, *tensorboard;
     int batch, log_every;
     long train_pairs, eval_pairs, recal_pairs, stop_after, seed;
     bool resume, json;
@@ -41,8 +41,8 @@ typedef struct st_run {
     dp_trainer *dp;
     stereo_trainer *t; /* the first replica */
     mon_server *monitor;
-    stereo_set set;
-    bool have_set;
+    stereo_set set, val_set;
+    bool have_set, have_val_set;
     stereo_source train_src, eval_src;
     stereo_batch b;
     FILE *metrics;
@@ -63,7 +63,8 @@ static manta_status step_batch(st_run *r, long step, manta_err *err)
     return stereo_batch_fill(&r->b, &r->train_src, idx, &aug, &rng, err);
 }
 
-/* EPE, bad-3 and D1 of sub-network @p a on the held-out pairs. */
+/* EPE, bad-3 and D1 of sub-network @p a on the held-out pairs (or crops of the validation
+ * folder's). */
 static manta_status evaluate(st_run *r, const ofa_arch *a, stereo_scores *all, stereo_scores *noc)
 {
     stereo_metrics m = {0};
@@ -95,20 +96,21 @@ static manta_status save(st_run *r, const char *name, long next_step, manta_err 
     return MANTA_OK;
 }
 
-/* End of phase @p ph (after step @p step): evaluations (every rank, in step) and a
- * checkpoint (rank 0). */
+/* End of phase @p ph (after step @p step): a checkpoint (rank 0; first, so that an
+ * evaluation that fails, on a pair of --val-data that cannot be read, loses no training)
+ * and evaluations (every rank, in step). */
 static manta_status phase_end(st_run *r, int ph, long step, manta_err *err)
 {
+    char name[64];
+    snprintf(name, sizeof name, "phase-%d-%s.ckpt", ph + 1, r->sched.phase[ph].name);
+    MANTA_TRY(save(r, name, step + 1, err));
+    MANTA_TRY(save(r, "latest.ckpt", step + 1, err));
     ofa_arch big, small;
     stereo_arch_max(&r->sp, &big);
     stereo_arch_min(&r->sp, &small);
     stereo_scores ab, nb, as, ns;
     MANTA_TRY(evaluate(r, &big, &ab, &nb));
     MANTA_TRY(evaluate(r, &small, &as, &ns));
-    char name[64];
-    snprintf(name, sizeof name, "phase-%d-%s.ckpt", ph + 1, r->sched.phase[ph].name);
-    MANTA_TRY(save(r, name, step + 1, err));
-    MANTA_TRY(save(r, "latest.ckpt", step + 1, err));
     if (r->rank != 0)
         return MANTA_OK;
     printf("phase %d/%d %s done: held-out EPE largest %.3f px (bad-3 %.2f%%, D1 %.2f%%), smallest "
@@ -250,11 +252,23 @@ static bool setup(st_run *r)
         r->meta.batch = r->o.batch;
         r->meta.seed = (uint64_t)r->o.seed;
         r->meta.train_pairs = r->o.train_pairs;
+        snprintf(r->meta.val_data, sizeof r->meta.val_data, "synthetic");
     }
+    if (r->o.val_data) /* evaluations only: a resumed run may change them */
+        snprintf(r->meta.val_data, sizeof r->meta.val_data, "%s", r->o.val_data);
     r->o.batch = r->meta.batch;
     if (st == MANTA_OK && strcmp(r->meta.data, "synthetic") != 0) {
         st = stereo_folder_open(r->meta.data, STEREO_LAYOUT_AUTO, &r->set, &err);
         r->have_set = st == MANTA_OK;
+    }
+    if (st == MANTA_OK && strcmp(r->meta.val_data, "synthetic") != 0) {
+        st = stereo_folder_open(r->meta.val_data, STEREO_LAYOUT_AUTO, &r->val_set, &err);
+        r->have_val_set = st == MANTA_OK;
+        for (int i = 0; st == MANTA_OK && i < r->val_set.count; i++)
+            if (!r->val_set.disp[i])
+                st = manta_err_set(&err, MANTA_ERR_FORMAT,
+                                   "%s: pair %s has no disparity map to evaluate against",
+                                   r->meta.val_data, r->val_set.name[i]);
     }
     if (st == MANTA_OK) {
         long pairs = r->have_set ? r->set.count : r->meta.train_pairs;
@@ -266,7 +280,11 @@ static bool setup(st_run *r)
                                        .count = pairs, .set = r->have_set ? &r->set : NULL};
         stereo_synth_opts_default(&r->train_src.synth, r->sp.crop_w, r->sp.crop_h,
                                   (float)r->sp.max_disp, r->meta.seed);
-        stereo_heldout_source(&r->sp, r->meta.seed, r->o.eval_pairs, &r->eval_src);
+        if (r->have_val_set)
+            r->eval_src = (stereo_source){.kind = STEREO_SOURCE_FOLDER,
+                                          .count = r->val_set.count, .set = &r->val_set};
+        else
+            stereo_heldout_source(&r->sp, r->meta.seed, r->o.eval_pairs, &r->eval_src);
     }
     if (st == MANTA_OK)
         st = stereo_batch_alloc(&r->b, r->meta.batch, r->sp.crop_h, r->sp.crop_w,
@@ -336,8 +354,11 @@ int cmd_train_stereo(int argc, char **argv)
          .help = "synthetic (default: procedural pairs) or a KITTI / Middlebury folder"},
         {.name = "train-pairs", .kind = OPT_LONG, .dest = &r->o.train_pairs, .lo = 1,
          .hi = 1e9, .metavar = "N", .help = "synthetic training set size (default 20000)"},
+        {.name = "val-data", .kind = OPT_STRING, .dest = &r->o.val_data, .metavar = "D",
+         .help = "pairs of the phase-end evaluations: synthetic (default) or a folder"},
         {.name = "eval-pairs", .kind = OPT_LONG, .dest = &r->o.eval_pairs, .lo = 1, .hi = 1e7,
-         .metavar = "N", .help = "held-out synthetic pairs per evaluation (default 200)"},
+         .metavar = "N", .help = "pairs (a folder's: crops, its pairs in turn) per evaluation "
+                                 "(default 200)"},
         {.name = "recal-pairs", .kind = OPT_LONG, .dest = &r->o.recal_pairs, .lo = 0,
          .hi = 1e7, .metavar = "N", .help = "pairs for BN re-calibration (default 200)"},
         {.name = "batch", .kind = OPT_INT, .dest = &r->o.batch, .lo = 1, .hi = 64,
@@ -368,8 +389,10 @@ int cmd_train_stereo(int argc, char **argv)
         "sub-pixel disparity, occlusions; manta stereo-data writes the same ones) or a KITTI /\n"
         "Middlebury folder (random crops, colour jitter per view). Every phase's end\n"
         "evaluates the largest and the smallest sub-network on held-out pairs (EPE, bad-3,\n"
-        "D1) and writes a checkpoint; metrics.jsonl has every figure, and a new TensorBoard\n"
-        "event file in DIR (or --tensorboard) the scalars (train/*, val/*, rank<R>/*).\n\n"
+        "D1; --val-data: crops of a folder's pairs, each placed by its index, batch norm\n"
+        "re-calibrated on the training data) and writes a checkpoint; metrics.jsonl has\n"
+        "every figure, and a new TensorBoard event file in DIR (or --tensorboard) the\n"
+        "scalars (train/*, val/*, rank<R>/*).\n\n"
         "--devices and ranks ('manta launch -n N -- manta train --space stereo-cpu ...') as\n"
         "for classification: --batch is the global batch, a multiple of ranks x devices;\n"
         "--mode data (every replica the same sub-networks, batch norm synchronised) or\n"
@@ -394,6 +417,8 @@ int cmd_train_stereo(int argc, char **argv)
     stereo_batch_free(&r->b);
     if (r->have_set)
         stereo_set_free(&r->set);
+    if (r->have_val_set)
+        stereo_set_free(&r->val_set);
     free(r);
     return rc;
 }
