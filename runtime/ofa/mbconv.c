@@ -60,7 +60,7 @@ void ofa_net_plan_stats(ofa_net *n, mlayout *al, int widest)
 void ofa_net_plan_internal(ofa_net *n, size_t lo, size_t hi)
 {
     ofa_grad_plan *g = &n->gplan;
-    if (g->n == OFA_MAX_SLOTS || hi <= lo)
+    if (g->n == OFA_MAX_SLOTS || hi <= lo || (g->n > 0 && lo < g->hi[g->n - 1]))
         return;
     g->lo[g->n] = lo, g->hi[g->n] = hi;
     g->before[g->n + 1] = g->before[g->n] + (hi - lo);

@@ -128,8 +128,9 @@ mview ofa_net_ga(const ofa_net *n, size_t off);
 /** Floats of the gradient slab for activations of @p acts floats planned with n->gplan. */
 size_t ofa_net_grad_floats(const ofa_net *n, size_t acts);
 /** Mark the activations [@p lo, @p hi), planned after every range marked before, as a
- *  slot's internal range (ofa_grad_plan). Past OFA_MAX_SLOTS ranges it marks nothing:
- *  those gradients keep places of their own. */
+ *  slot's internal range (ofa_grad_plan). An empty range, one that begins before the last
+ *  marked one ends, or one past OFA_MAX_SLOTS ranges is not marked: those gradients keep
+ *  places of their own. */
 void ofa_net_plan_internal(ofa_net *n, size_t lo, size_t hi);
 /** Parameter view at @p off in the forward's parameters (ofa_net.fwd_params). */
 static inline mview ofa_net_p(const ofa_net *n, size_t off) { return mview_at(n->fwd_params, off); }

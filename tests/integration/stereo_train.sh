@@ -19,6 +19,8 @@ for p in 1-full 2-kernel 3-depth-1 4-depth-2 5-expand-1 6-expand-2; do
     [ -s "$out/a/phase-$p.ckpt" ] || fail "no checkpoint phase-$p.ckpt"
 done
 grep -q 'held-out EPE largest [0-9.]* px' "$out/a.txt" || fail "no held-out EPE line"
+grep -q '"event":"job".*"device_bytes":\[[1-9][0-9]*\]' "$out/a/metrics.jsonl" ||
+    fail "the job record has no device bytes"
 
 # stop after 4 steps (inside the second phase), resume: the same figures
 "$M" train $ARGS --out "$out/b" --stop-after 4 >"$out/b1.txt" || fail "train --stop-after: $?"

@@ -466,6 +466,11 @@ static void test_gradient_slab_shares_slot_internals(void **state)
         assert_true(g >= next);
         next = g + 1;
     }
+    /* a range that begins before the last one ends, or an empty one, is not marked */
+    ofa_net_plan_internal(&h.net, h.slot[2].t.e_conv, n->acts.floats);
+    ofa_net_plan_internal(&h.net, n->acts.floats, n->acts.floats);
+    assert_int_equal(n->gplan.n, SLOTS);
+    assert_int_equal(n->gplan.shared, shared);
     host_destroy(&h);
 }
 
