@@ -94,8 +94,8 @@ ENGINE_OPT ?= -O3
 TOOLS_COMMON_SRC := $(wildcard tools/common/*.c)
 
 # The runtime's plain-C files manta-infer compiles in (C library only): the error record and the
-# reader of the models' preprocessing metadata (runtime/export/tflite_meta.h).
-INFER_RUNTIME_SRC := runtime/core/status.c runtime/export/tflite_meta.c
+# reader of the models' preprocessing metadata (runtime/export/tflite_meta.h), the median.
+INFER_RUNTIME_SRC := runtime/core/status.c runtime/core/stats.c runtime/export/tflite_meta.c
 INFER_SRC := $(wildcard tools/manta-infer/*.c) $(TOOLS_COMMON_SRC) $(INFER_RUNTIME_SRC)
 INFER_OBJ := $(INFER_SRC:%.c=$(BUILD)/obj/%.o)
 INFER     := $(BUILD)/bin/manta-infer

@@ -5,6 +5,7 @@
 
 #include "cl/slab.h"
 #include "core/clock.h"
+#include "core/stats.h"
 
 /* Most repetitions of one GEMM in a window. */
 #define MAX_REPS 10000
@@ -97,17 +98,11 @@ static manta_status window(mcl_dev *d, const operands *o, const mcl_tune_shape *
     return st;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* GFLOP/s from the median of MCL_TUNE_ROUNDS per-call times (sorted in place). */
 static double median_gflops(const mcl_tune_shape *s, double *w)
 {
-    qsort(w, MCL_TUNE_ROUNDS, sizeof w[0], cmp_double);
-    return 2.0 * (double)mcl_tune_shape_mnk(s) * (double)s->batch / w[MCL_TUNE_ROUNDS / 2] * 1e-9;
+    return 2.0 * (double)mcl_tune_shape_mnk(s) * (double)s->batch /
+           manta_sort_median(w, MCL_TUNE_ROUNDS) * 1e-9;
 }
 
 manta_status mcl_tune_time_current(mcl_dev *d, const mcl_tune_timing *t, double *gflops)

@@ -13,6 +13,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/stats.h"
+
 enum { ST_RUNNING, ST_DONE, ST_STOPPED, ST_FAILED };
 
 /* The members of a progress record's "subnets" object: the sizes of the sub-networks sampled
@@ -628,12 +630,6 @@ manta_status mon_model_tail(mon_model *m, const char *path, manta_err *err)
 
 /* ---- alerts ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static bool rank_dead(const mon_model *m, const rank_row *r, double now)
 {
     return r->error[0] || (!mon_model_finished(m) && !isnan(r->heartbeat) &&
@@ -680,8 +676,7 @@ int mon_model_alerts(const mon_model *m, double now, mon_alert *out)
         if (isfinite(m->ranks[i].images_per_s) && !m->ranks[i].error[0])
             rate[k++] = m->ranks[i].images_per_s;
     if (k >= 2) {
-        qsort(rate, (size_t)k, sizeof rate[0], cmp_double);
-        double med = k % 2 ? rate[k / 2] : 0.5 * (rate[k / 2 - 1] + rate[k / 2]);
+        const double med = manta_sort_median(rate, (size_t)k);
         for (int i = 0; i < m->n_ranks; i++) {
             const rank_row *r = &m->ranks[i];
             if (isfinite(r->images_per_s) && r->images_per_s < med * (1 - m->ao.slow_pct / 100))

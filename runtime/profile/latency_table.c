@@ -2,6 +2,7 @@
 
 #include "core/fileio.h"
 #include "core/rng.h"
+#include "core/stats.h"
 #include "export/mbv3_graph.h"
 
 #include <cjson/cJSON.h>
@@ -324,12 +325,6 @@ manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_a
 
 /* ---- statistics ---------------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 manta_status lat_stats_from_samples(double *ms, size_t n, lat_stats *out, manta_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -343,11 +338,10 @@ manta_status lat_stats_from_samples(double *ms, size_t n, lat_stats *out, manta_
                                  ms[i]);
         sum += ms[i];
     }
-    qsort(ms, n, sizeof *ms, cmp_double);
+    out->median_ms = manta_sort_median(ms, n);
     double mean = sum / (double)n, var = 0;
     for (size_t i = 0; i < n; i++)
         var += (ms[i] - mean) * (ms[i] - mean);
-    out->median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
     const double q = LAT_PREDICT_QUANTILE * (double)(n - 1);
     const size_t k = (size_t)q;
     out->p10_ms = k + 1 < n ? ms[k] + (q - (double)k) * (ms[k + 1] - ms[k]) : ms[k];

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "core/rng.h"
+#include "core/stats.h"
 
 double pt_now(pt_clock c)
 {
@@ -124,12 +125,6 @@ int pt_pin_cpu(void)
 #endif
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 double pt_clock_cost_ms(pt_clock c)
 {
     enum { ROUNDS = 101, READS = 64 };
@@ -140,8 +135,7 @@ double pt_clock_cost_ms(pt_clock c)
             b = pt_now(c);
         r[i] = (b - a) / READS * 1e3;
     }
-    qsort(r, ROUNDS, sizeof *r, cmp_double);
-    return r[ROUNDS / 2];
+    return manta_sort_median(r, ROUNDS);
 }
 
 typedef struct seg_clock {

@@ -4,11 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "core/stats.h"
 
 double lat_median(const double *v, size_t n)
 {
@@ -27,8 +23,7 @@ double lat_median(const double *v, size_t n)
         return best;
     }
     memcpy(c, v, n * sizeof *c);
-    qsort(c, n, sizeof *c, cmp_double);
-    double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+    const double m = manta_sort_median(c, n);
     free(c);
     return m;
 }

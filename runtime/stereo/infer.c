@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/stats.h"
 
 struct stereo_infer {
     mcl_dev *d;
@@ -200,12 +201,6 @@ manta_status stereo_infer_time_again(stereo_infer *r, double *ms, manta_err *err
     return st == MANTA_OK ? st : device_error(r, st, err);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 manta_status stereo_infer_folder(stereo_infer *r, const stereo_set *set, long pairs,
                                  stereo_metrics *m, stereo_infer_pair_fn each, void *ctx,
                                  stereo_infer_summary *out, manta_err *err)
@@ -262,11 +257,8 @@ manta_status stereo_infer_folder(stereo_infer *r, const stereo_set *set, long pa
         }
         stereo_pair_free(&p);
     }
-    if (st == MANTA_OK && out->timed > 0) {
-        qsort(ms, (size_t)out->timed, sizeof *ms, cmp_double);
-        const long h = out->timed / 2;
-        out->ms_median = out->timed % 2 ? ms[h] : 0.5 * (ms[h - 1] + ms[h]);
-    }
+    if (st == MANTA_OK)
+        out->ms_median = manta_sort_median(ms, (size_t)out->timed);
     free(ms);
     free(pred);
     return st;

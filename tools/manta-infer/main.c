@@ -23,6 +23,7 @@
 
 #include "common/json.h"
 #include "common/opts.h"
+#include "core/stats.h"
 #include "engine/engine.h"
 #include "engine_size.h"
 #include "export/tflite.h"
@@ -136,12 +137,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Everything about the loaded model. */
@@ -344,10 +339,9 @@ static int bench(session *s, const opts *o, double *stat)
         mengine_invoke(&s->e);
         t[i] = now_ms() - t0;
     }
-    qsort(t, (size_t)o->bench, sizeof *t, cmp_double);
     const int n = o->bench;
+    stat[1] = manta_sort_median(t, (size_t)n);
     stat[0] = t[0];
-    stat[1] = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     for (int q = 0; q < 2; q++) { /* p90 and p10, nearest rank */
         int k = (int)((q ? 0.1 : 0.9) * n + 0.999999) - 1;
         stat[2 + q] = t[k < 0 ? 0 : k >= n ? n - 1 : k];

@@ -12,6 +12,7 @@
 #include "cmd.h"
 #include "common/opts.h"
 #include "core/rng.h"
+#include "core/stats.h"
 #include "nn/activation.h"
 #include "nn/batchnorm.h"
 #include "nn/conv.h"
@@ -111,12 +112,6 @@ static manta_status run_op(bench_ctx *c, const bench_op *o, int backward)
     return MANTA_ERR_INTERNAL;
 }
 
-int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 void bench_print_launch(FILE *f, const mcl_launch_record *r)
 {
     fprintf(f, "{\"kernel\":\"%s\"", r->kernel);
@@ -173,8 +168,7 @@ static manta_status time_op(bench_ctx *c, const bench_op *o, int backward, doubl
             st = mcl_finish(c->d);
         w[i] = (cmd_now() - t) / reps;
     }
-    qsort(w, 5, sizeof w[0], bench_cmp_double);
-    *sec = w[2];
+    *sec = manta_sort_median(w, 5);
     return st;
 }
 

@@ -17,7 +17,4 @@ int bench_train(int argc, char **argv);
  *  with their m, n, k. */
 void bench_print_launch(FILE *f, const mcl_launch_record *r);
 
-/** qsort() order of doubles, ascending. */
-int bench_cmp_double(const void *a, const void *b);
-
 #endif

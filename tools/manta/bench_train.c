@@ -10,6 +10,7 @@
 #include "cmd.h"
 #include "common/opts.h"
 #include "core/rng.h"
+#include "core/stats.h"
 #include "nn/loss.h"
 #include "ofa/supernet.h"
 #include "train/optim.h"
@@ -151,7 +152,7 @@ int bench_train(int argc, char **argv)
         st = write_launches(d, launches, &log);
     free(recs);
     if (st == MANTA_OK) {
-        qsort(times, (size_t)steps, sizeof *times, bench_cmp_double);
+        qsort(times, (size_t)steps, sizeof *times, manta_cmp_double);
         double med = times[steps / 2];
         if (json) {
             printf("{\"runtime\":\"manta\",");

@@ -15,6 +15,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "core/stats.h"
 #include "dist/net.h"
 #include "dist/override.h"
 #include "dist/ring.h"
@@ -72,12 +73,6 @@ static int parse_sizes(const char *list, ar_opts *o)
         return 0;
     }
     return 1;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void print_event(void *ctx, const char *line)
@@ -155,8 +150,7 @@ static int run_rank(const ar_opts *o, const char *mode)
             rc = 1;
             break;
         }
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
-        double med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+        const double med = manta_sort_median(t, (size_t)reps);
         double algbw = (double)bytes / med / 1e9;
         if (rank != 0)
             continue;

@@ -9,6 +9,7 @@
 #include "cmd.h"
 #include "common/opts.h"
 #include "core/fileio.h"
+#include "core/stats.h"
 #include "data/png_io.h"
 #include "stereo/infer.h"
 #include "stereo/state.h"
@@ -108,13 +109,8 @@ static manta_status time_forward(mcl_dev *d, stereo_trainer *t, ev_timing *tm)
         if (i >= 0)
             ms[i] = (cmd_now() - t0) * 1e3;
     }
-    for (int i = 1; i < 5; i++) /* insertion sort */
-        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) {
-            double x = ms[j];
-            ms[j] = ms[j - 1], ms[j - 1] = x;
-        }
     const stereo_space *sp = stereo_net_space(n);
-    *tm = (ev_timing){.ms = ms[2] / stereo_net_batch(n), .forwards = 5,
+    *tm = (ev_timing){.ms = manta_sort_median(ms, 5) / stereo_net_batch(n), .forwards = 5,
                       .batch = stereo_net_batch(n), .min_h = sp->crop_h, .max_h = sp->crop_h,
                       .min_w = sp->crop_w, .max_w = sp->crop_w};
     return MANTA_OK;
@@ -310,17 +306,17 @@ int cmd_eval_stereo(int argc, char **argv)
         "statistics re-calibrated on pairs of the run's training data (or --recal-data's) at\n"
         "the network's size, then EPE (mean absolute error, px), bad-1/2/3 (% of pixels off by\n"
         "more than 1, 2, 3 px) and D1 (% off by more than 3 px and 5%) over every valid pixel\n"
-        "and over the non-occluded ones, on\n"
-        "the run's held-out procedural pairs (the network's size) or on the whole pairs of a\n"
-        "folder: each padded at the bottom and the right to the next multiple of 2^levels (its\n"
-        "last row and column repeated), run alone on a network of that size, the prediction\n"
-        "cropped back and scored at every pixel of the pair. The forward time per pair is a\n"
-        "median: held-out pairs in batches at the network's size; a folder's pairs one at a\n"
-        "time at their padded size (--json: \"timed\"), the first forward at each size left\n"
-        "out (when every pair has its own size, one more forward of the last pair). --images\n"
-        "writes, at the pairs' size, colour-mapped disparities (dark blue = 0 to dark red =\n"
-        "max_disp) and an error map (black < 1 px, blue 1-2, green 2-3, yellow 3-5, red > 5,\n"
-        "gray: no ground truth); after every pair has run, nothing when one fails.\n",
+        "and over the non-occluded ones, on the run's held-out procedural pairs (the network's\n"
+        "size) or on the whole pairs of a folder: each padded at the bottom and the right to\n"
+        "the next multiple of 2^levels (its last row and column repeated), run alone on a\n"
+        "network of that size, the prediction cropped back and scored at every pixel of the\n"
+        "pair. The forward time per pair is a median: held-out pairs in batches at the\n"
+        "network's size; a folder's pairs one at a time at their padded size (--json:\n"
+        "\"timed\"), the first forward at each size left out (when every pair has its own\n"
+        "size, one more forward of the last pair). --images writes, at the pairs' size,\n"
+        "colour-mapped disparities (dark blue = 0 to dark red = max_disp) and an error map\n"
+        "(black < 1 px, blue 1-2, green 2-3, yellow 3-5, red > 5, gray: no ground truth);\n"
+        "after every pair has run, nothing when one fails.\n",
         defs, 0, 0};
     int first;
     opt_result pr = opt_parse(&cmd, argc, argv, &first);
