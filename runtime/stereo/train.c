@@ -73,11 +73,10 @@ void stereo_sample_subnet(const stereo_space *space, const ofa_space *view, cons
                           uint64_t seed, long step, int k, ofa_arch *a)
 {
     const int n = p->n_dw < 1 ? 1 : p->n_dw, lo = space->n_dec_ratios - n;
-    const bool big = p->sandwich && p->subnets >= 2 && k == 0;
-    const bool small = p->sandwich && p->subnets >= 3 && k == p->subnets - 1;
+    const int role = ofa_sandwich_role(p, k);
     ofa_sample_subnet(view, p, seed, step, k, space->crop_h, a); /* its sandwich rule too */
-    if (big || small) { /* the phase's widest / narrowest decoder with them */
-        stereo_arch_set_dec(space, NULL, big ? space->n_dec_ratios - 1 : lo, a);
+    if (role != 0) { /* the phase's widest / narrowest decoder with them */
+        stereo_arch_set_dec(space, NULL, role > 0 ? space->n_dec_ratios - 1 : lo, a);
         return;
     }
     int choice[STEREO_MAX_LEVELS];

@@ -123,12 +123,20 @@ int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step)
     return space->res[manta_rng_below(&r, (uint32_t)space->n_res)];
 }
 
+int ofa_sandwich_role(const ofa_phase *p, int k)
+{
+    if (!p->sandwich)
+        return 0;
+    return k == 0 && p->subnets >= 2 ? 1 : k == p->subnets - 1 && p->subnets >= 3 ? -1 : 0;
+}
+
 void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
                        int k, int r, ofa_arch *a)
 {
-    if (p->sandwich && ((k == 0 && p->subnets >= 2) || (k == p->subnets - 1 && p->subnets >= 3))) {
-        /* the phase's largest, then its smallest (lists ascend) */
-        const int big = k == 0;
+    const int role = ofa_sandwich_role(p, k);
+    if (role != 0) {
+        /* the phase's largest, or its smallest (lists ascend) */
+        const int big = role > 0;
         ofa_arch_uniform(space, p->ks[big ? p->n_ks - 1 : 0], p->e[big ? p->n_e - 1 : 0],
                          p->d[big ? p->n_d - 1 : 0], r, a);
         return;

@@ -72,6 +72,11 @@ int ofa_schedule_locate(const ofa_schedule *s, long step, long *step_in_phase);
  *  from (seed, step) alone. */
 int ofa_sample_resolution(const ofa_space *space, uint64_t seed, long step);
 
+/** What the sandwich rule makes sub-network @p k of a step in phase @p p: 1 the phase's
+ *  largest (k = 0, with 2 or more sub-networks a step), -1 its smallest (k = subnets - 1,
+ *  with 3 or more), 0 a sampled one (also in every phase without the rule). */
+int ofa_sandwich_role(const ofa_phase *p, int k);
+
 /**
  * Sub-network k of global step @p step in phase @p p at resolution @p r,
  * from (seed, step, k) alone: each block's kernel and expand ratio and each
