@@ -68,9 +68,9 @@ void ofa_net_plan_internal(ofa_net *n, size_t lo, size_t hi)
     g->n++;
 }
 
-mview ofa_net_ga(const ofa_net *n, size_t off)
+/* Where the tensor at activation offset @p off lives in a slab laid out by @p g. */
+static size_t planned_offset(const ofa_grad_plan *g, size_t off)
 {
-    const ofa_grad_plan *g = &n->gplan;
     int lo = 0, hi = g->n; /* the first range that ends after off */
     while (lo < hi) {
         int mid = (lo + hi) / 2;
@@ -80,8 +80,18 @@ mview ofa_net_ga(const ofa_net *n, size_t off)
             hi = mid;
     }
     if (lo < g->n && off >= g->lo[lo])
-        return mslab_view(&n->dacts, off - g->lo[lo]);
-    return mslab_view(&n->dacts, g->shared + off - g->before[lo]);
+        return off - g->lo[lo];
+    return g->shared + off - g->before[lo];
+}
+
+mview ofa_net_a(const ofa_net *n, size_t off)
+{
+    return mslab_view(&n->acts, n->forward_only ? planned_offset(&n->gplan, off) : off);
+}
+
+mview ofa_net_ga(const ofa_net *n, size_t off)
+{
+    return mslab_view(&n->dacts, planned_offset(&n->gplan, off));
 }
 
 size_t ofa_net_grad_floats(const ofa_net *n, size_t acts)
@@ -96,7 +106,9 @@ manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
     MANTA_TRY(mslab_create(n->d, &n->params, sz->params ? sz->params : 1, sz->params_name));
     MANTA_TRY(mslab_create(n->d, &n->grads, grads, sz->grads_name));
     MANTA_TRY(mslab_create(n->d, &n->state, sz->state ? sz->state : 1, "batch-norm statistics"));
-    MANTA_TRY(mslab_create(n->d, &n->acts, sz->acts ? sz->acts : 1, "activations"));
+    const size_t acts = !sz->acts ? 1 : n->forward_only ? ofa_net_grad_floats(n, sz->acts)
+                                                        : sz->acts;
+    MANTA_TRY(mslab_create(n->d, &n->acts, acts, "activations"));
     MANTA_TRY(mslab_create(n->d, &n->dacts, dacts, "activation gradients"));
     MANTA_TRY(mslab_create(n->d, &n->scratch, sz->scratch ? sz->scratch : 1, "op scratch"));
     n->sync_host = malloc(2 * (size_t)(n->widest > 0 ? n->widest : 1) * sizeof(float));

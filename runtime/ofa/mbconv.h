@@ -116,12 +116,16 @@ typedef struct ofa_net {
     ofa_grad_plan gplan; /**< the gradient slab's layout (zeroed before planning; filled by
                           *  ofa_mbconv_plan_acts()) */
     bool forward_only; /**< set before ofa_net_alloc(): forward passes only, so the parameter
-                        *  and activation gradient slabs are one float each and there is no
-                        *  momentum (ofa_mbconv_backward() must not run) */
+                        *  and activation gradient slabs are one float each, there is no
+                        *  momentum (ofa_mbconv_backward() must not run), and the slots'
+                        *  internal activations share one region (ofa_net_a()) */
 } ofa_net;
 
-/** Activation view at @p off. */
-static inline mview ofa_net_a(const ofa_net *n, size_t off) { return mslab_view(&n->acts, off); }
+/** The activation at offset @p off (planned offsets: those mlayout gave). A network for
+ *  forward passes only lays its activations out as the gradients are (ofa_grad_plan): a
+ *  slot's internal tensors are read by nothing after its forward, so every slot's share one
+ *  region, and a view of an internal tensor is valid only until the next slot runs. */
+mview ofa_net_a(const ofa_net *n, size_t off);
 /** The gradient of the activation at offset @p off (see ofa_grad_plan): within a slot's
  *  internal range, the shared region; elsewhere, its own place. */
 mview ofa_net_ga(const ofa_net *n, size_t off);
