@@ -88,7 +88,7 @@ static manta_status make_net(stereo_infer *r, int ph, int pw, manta_err *err)
     r->net = NULL;
     r->ph = r->pw = 0;
     stereo_space s = *stereo_net_space(r->src);
-    s.crop_h = ph, s.crop_w = pw;
+    s.crop_h = ph, s.crop_w = pw, s.n_crops = 0; /* planned for this size alone */
     manta_err verr = {0};
     if (stereo_space_validate(&s, &verr) != MANTA_OK)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "too small for the network of space "

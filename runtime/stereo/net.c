@@ -54,8 +54,10 @@ struct stereo_net {
     ofa_net net; /* device, batch (2N on the shared part, N elsewhere), slabs, BN mode */
     stereo_space s;
     int pairs;   /* N */
+    int H, W;    /* the input size of the passes (stereo_net_set_size()) */
+    int plan_h, plan_w; /* the largest: what the activations are planned for */
     size_t n_params, n_decay, n_state;
-    /* geometry (the space's crop) */
+    /* geometry (at H x W) */
     int h1, w1;         /* after the stem */
     int cc, hc, wc;     /* the correlation's input: channels and size */
     int dcorr;          /* correlation channels */
@@ -75,6 +77,7 @@ struct stereo_net {
     bool have_arch;
     int n_active, n_shared; /* active slots; the first n_shared run on both views */
     stereo_slot active[OFA_MAX_SLOTS];
+    ofa_arch arch; /* the active sub-network, configured again by a new size */
     size_t shared_out; /* the last shared tensor (2N, cc, hc, wc), the correlation's input */
     size_t last_out;   /* the last unit's output (N, cl, hl, wl) */
 };
@@ -97,8 +100,8 @@ void stereo_net_slabs(const stereo_net *n, ofa_slabs *o)
 mview stereo_net_input(const stereo_net *n) { return A(n, n->x0); }
 
 /* Height and width of prediction p. */
-static int pred_h(const stereo_net *n, int p) { return n->s.crop_h >> (n->s.n_levels - p); }
-static int pred_w(const stereo_net *n, int p) { return n->s.crop_w >> (n->s.n_levels - p); }
+static int pred_h(const stereo_net *n, int p) { return n->H >> (n->s.n_levels - p); }
+static int pred_w(const stereo_net *n, int p) { return n->W >> (n->s.n_levels - p); }
 static size_t pred_size(const stereo_net *n, int p)
 {
     return (size_t)n->pairs * (size_t)pred_h(n, p) * (size_t)pred_w(n, p);
@@ -112,7 +115,7 @@ mview stereo_net_dpred(const stereo_net *n, int p) { return G(n, n->pred[p]); }
 static nn_conv2d_shape stem_shape(const stereo_net *n, int batch)
 {
     const int k = n->s.stem_kernel;
-    return (nn_conv2d_shape){batch, 3, n->s.crop_h, n->s.crop_w, n->s.stem_width, k, k, 2, 2,
+    return (nn_conv2d_shape){batch, 3, n->H, n->W, n->s.stem_width, k, k, 2, 2,
                              k / 2, k / 2, 0};
 }
 
@@ -169,13 +172,13 @@ static nn_conv2d_shape lpred_shape(const stereo_level *l, int batch)
 
 /* ---- layout ------------------------------------------------------------------------------ */
 
-/* Sizes along the left path and the decoder's levels, from the space. */
+/* Sizes along the left path and the decoder's levels at H x W, channels from the space. */
 static void geometry(stereo_net *n)
 {
     const stereo_space *s = &n->s;
     const int L = s->n_levels;
     int skip_c[STEREO_MAX_LEVELS + 1] = {3}; /* the left image at full resolution */
-    int h = (s->crop_h - 1) / 2 + 1, w = (s->crop_w - 1) / 2 + 1, c = s->stem_width, k = 1;
+    int h = (n->H - 1) / 2 + 1, w = (n->W - 1) / 2 + 1, c = s->stem_width, k = 1;
     n->h1 = h, n->w1 = w;
     n->dcorr = stereo_corr_channels(s);
     skip_c[k] = c;
@@ -198,8 +201,8 @@ static void geometry(stereo_net *n)
         l->cin = cin;
         l->width = s->dec_width[i];
         l->skip_c = skip_c[L - 1 - i];
-        l->h = s->crop_h >> (L - 1 - i);
-        l->w = s->crop_w >> (L - 1 - i);
+        l->h = n->H >> (L - 1 - i);
+        l->w = n->W >> (L - 1 - i);
         l->acin = l->cin, l->aw = l->width; /* the plan's: the widest */
         cin = l->width;
     }
@@ -337,7 +340,7 @@ static manta_status plan(void *net_, mlayout *pl, mlayout *sl, mlayout *al, size
     *scratch = 0;
     net->batch = 2 * n->pairs;
     const size_t B2 = (size_t)net->batch, st = B2 * s->stem_width * n->h1 * n->w1;
-    n->x0 = mlayout_add(al, B2 * 3 * s->crop_h * s->crop_w);
+    n->x0 = mlayout_add(al, B2 * 3 * n->H * n->W);
     n->stem_conv = mlayout_add(al, st);
     n->stem_bn_t = mlayout_add(al, st);
     n->stem_act = mlayout_add(al, st);
@@ -425,7 +428,11 @@ static manta_status create(mcl_dev *d, const stereo_space *space, int batch, uin
     n->s = *space;
     n->pairs = batch; /* the plan sets the context's batch (2N on the shared part, N elsewhere) */
     n->net.forward_only = forward_only;
+    stereo_space_plan_size(space, &n->plan_h, &n->plan_w);
+    n->H = n->plan_h, n->W = n->plan_w; /* planned for the largest */
     manta_status st = ofa_net_create(&n->net, d, batch, &recipe, n, seed);
+    if (st == MANTA_OK)
+        st = stereo_net_set_size(n, space->crop_h, space->crop_w);
     if (st != MANTA_OK)
         stereo_net_destroy(n);
     *out = st == MANTA_OK ? n : NULL;
@@ -442,6 +449,28 @@ manta_status stereo_net_create_forward_only(mcl_dev *d, const stereo_space *spac
                                             uint64_t seed, stereo_net **out)
 {
     return create(d, space, batch, seed, true, out);
+}
+
+manta_status stereo_net_set_size(stereo_net *n, int h, int w)
+{
+    if (h == n->H && w == n->W)
+        return MANTA_OK;
+    stereo_space s = n->s;
+    s.crop_h = h, s.crop_w = w, s.n_crops = 0;
+    manta_err verr = {0};
+    if (h > n->plan_h || w > n->plan_w || stereo_space_validate(&s, &verr) != MANTA_OK)
+        return manta_err_set(mcl_err(n->net.d), MANTA_ERR_INVALID_ARG,
+                             "stereo net: size %dx%d is not one the network can run (planned "
+                             "for %dx%d at most%s%s)",
+                             w, h, n->plan_w, n->plan_h, verr.msg[0] ? "; " : "", verr.msg);
+    n->H = h, n->W = w;
+    geometry(n);
+    return n->have_arch ? stereo_net_set_arch(n, &n->arch) : MANTA_OK;
+}
+
+void stereo_net_size(const stereo_net *n, int *h, int *w)
+{
+    *h = n->H, *w = n->W;
 }
 
 void stereo_net_destroy(stereo_net *n)
@@ -575,6 +604,7 @@ manta_status stereo_net_set_arch(stereo_net *n, const ofa_arch *a)
     memcpy(n->active, active, (size_t)n_active * sizeof *active);
     n->shared_out = shared_out;
     n->last_out = cur;
+    n->arch = *a;
     n->have_arch = true;
     return MANTA_OK;
 }

@@ -7,7 +7,8 @@
  *        disparity prediction at every scale to the gradients of the multi-scale loss (which
  *        the caller computes, e.g. with nn/disp_loss.h, into stereo_net_dpred()).
  *
- * Layout of a pass, for a batch of N pairs of H x W (the space's crop):
+ * Layout of a pass, for a batch of N pairs of H x W (the space's crop, or the size set by
+ * stereo_net_set_size()):
  *   input (2N, 3, H, W): the N left images, then the N right images;
  *   stem and units 1..corr_after_unit on all 2N images (shared weights: the left and the
  *   right view go through the same layers as one batch of 2N, so batch norm sees both);
@@ -24,8 +25,8 @@
  *
  * Memory as ofa/supernet.h: parameter, gradient and momentum slabs of one layout (decayed
  * weights first, then batch norms and biases), a state slab (batch-norm statistics), and
- * activations planned once for the largest sub-network; nothing is allocated after
- * creation.
+ * activations planned once for the largest sub-network at the largest size of the space's
+ * crops (stereo_space_plan_size()); nothing is allocated after creation.
  *
  * Parameter order: decayed: the stem, every slot's weights (ofa_mbconv_plan_weights(), unit
  * by unit, block by block, the slots of the correlation's units reading its D + redir_width
@@ -65,6 +66,20 @@ manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch,
  *  (stereo_net_dpred(), the slabs' grads and momentum) must not be used. */
 manta_status stereo_net_create_forward_only(mcl_dev *d, const stereo_space *space, int batch,
                                             uint64_t seed, stereo_net **out);
+/**
+ * Run the passes at @p h x @p w from now on: any size the space accepts as its crop (sides
+ * multiples of 2^n_levels, wider than max_disp) up to the largest height and width of the
+ * space's crop and training crops (stereo_space_plan_size(): what the activations were
+ * planned for). A network starts at the space's crop. Tensors keep their offsets and hold
+ * (.., h', w') values at the new size (the input (2N, 3, h, w), prediction p
+ * (N, 1, h >> (L - p), w >> (L - p))); the active sub-network is configured again for it.
+ * Parameters and batch-norm statistics do not depend on the size.
+ * @return MANTA_ERR_INVALID_ARG naming the size and the limit; the size is then unchanged.
+ */
+manta_status stereo_net_set_size(stereo_net *n, int h, int w);
+/** The size of the passes (stereo_net_set_size()). */
+void stereo_net_size(const stereo_net *n, int *h, int *w);
+
 /** Release @p n and its device buffers (NULL is allowed). */
 void stereo_net_destroy(stereo_net *n);
 

@@ -49,6 +49,10 @@ void stereo_space_cpu(stereo_space *s)
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "stereo-cpu");
     s->crop_h = 64, s->crop_w = 128;
+    /* training crops as tall as wide and taller than wide too: at 64 rows the 1/32 maps
+     * have 2, where the 7x7 kernels' outer rows never see the input (docs/stereo.md) */
+    s->n_crops = 3;
+    memcpy(s->crops, (const int[][2]){{64, 128}, {96, 96}, {128, 64}}, sizeof(int[3][2]));
     s->max_disp = 32;
     common_choices(s);
     s->stem_width = 16, s->stem_kernel = 3, s->stem_act = NN_ACT_HSWISH;
@@ -107,6 +111,80 @@ int stereo_corr_channels(const stereo_space *s)
     return s->corr_stride >= 1 && s->corr_max_disp >= 0 ? s->corr_max_disp / s->corr_stride + 1 : 0;
 }
 
+int stereo_space_n_crops(const stereo_space *s) { return s->n_crops > 0 ? s->n_crops : 1; }
+
+void stereo_space_crop(const stereo_space *s, int i, int *h, int *w)
+{
+    const bool own = s->n_crops > 0 && i >= 0 && i < s->n_crops;
+    *h = own ? s->crops[i][0] : s->crop_h;
+    *w = own ? s->crops[i][1] : s->crop_w;
+}
+
+void stereo_space_plan_size(const stereo_space *s, int *h, int *w)
+{
+    *h = s->crop_h, *w = s->crop_w;
+    for (int i = 0; i < s->n_crops && i < STEREO_MAX_CROPS; i++) {
+        *h = s->crops[i][0] > *h ? s->crops[i][0] : *h;
+        *w = s->crops[i][1] > *w ? s->crops[i][1] : *w;
+    }
+}
+
+/* The smallest distance a (1 .. k/2) from the centre at which a tap of a k-tap convolution
+ * of stride @p st (padding k/2) over @p n inputs multiplies padding for every output, with
+ * the side in *side (-1 before the centre, +1 after); 0 when every tap reaches an input. */
+static int dead_offset(int n, int k, int st, int *side)
+{
+    const int no = (n - 1) / st + 1;
+    for (int a = 1; a <= k / 2; a++)
+        for (int sg = -1; sg <= 1; sg += 2) {
+            bool reached = false;
+            for (int y = 0; y < no && !reached; y++)
+                reached = st * y + sg * a >= 0 && st * y + sg * a < n;
+            if (!reached) {
+                *side = sg;
+                return a;
+            }
+        }
+    return 0;
+}
+
+/* One convolution of @p s: count it when a tap is dead, describe the first. */
+static int check_taps(const char *name, int h, int w, int k, int st, char *what, size_t cap,
+                      int found)
+{
+    int sy = 0, sx = 0;
+    const int dy = dead_offset(h, k, st, &sy), dx = dead_offset(w, k, st, &sx);
+    if (!dy && !dx)
+        return found;
+    if (!found && what && cap)
+        snprintf(what, cap, "%s: %dx%d kernels on %dx%d maps (stride %d): their taps %d %s %s "
+                 "the centre multiply only padding", name, k, k, w, h, st, dy ? dy : dx,
+                 dy ? "rows" : "columns",
+                 dy ? (sy < 0 ? "above" : "below") : (sx < 0 ? "left of" : "right of"));
+    return found + 1;
+}
+
+int stereo_space_dead_taps(const stereo_space *s, int h, int w, char *what, size_t cap)
+{
+    if (what && cap)
+        what[0] = '\0';
+    int found = check_taps("stem", h, w, s->stem_kernel, 2, what, cap, 0);
+    h = (h - 1) / 2 + 1, w = (w - 1) / 2 + 1;
+    const int k = s->ks[s->n_ks - 1];
+    for (int u = 0; u < s->n_units; u++) {
+        char name[32];
+        const int st = s->unit[u].stride;
+        snprintf(name, sizeof name, "unit %d block 1", u + 1);
+        found = check_taps(name, h, w, k, st, what, cap, found);
+        h = (h - 1) / st + 1, w = (w - 1) / st + 1;
+        if (s->max_depth > 1) {
+            snprintf(name, sizeof name, "unit %d blocks 2-%d", u + 1, s->max_depth);
+            found = check_taps(name, h, w, k, 1, what, cap, found);
+        }
+    }
+    return found;
+}
+
 /* ---- validation ----------------------------------------------------------------------- */
 
 static manta_status check_choices(const char *key, int n, const int *v, int lo, int hi,
@@ -156,22 +234,55 @@ static manta_status check_dec_ratios(const stereo_space *s, manta_err *err)
     return MANTA_OK;
 }
 
+/* A size's sides in range; max_disp below its width. */
+static manta_status check_size(const stereo_space *s, const char *where, int h, int w,
+                               manta_err *err)
+{
+    if (h < 2 || h > 16384)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"height\" is %d, outside [2, 16384]",
+                             where, h);
+    if (w < 2 || w > 16384)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"width\" is %d, outside [2, 16384]",
+                             where, w);
+    if (s->max_disp >= w)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"width\" %d is not above \"max_disp\" %d px",
+                             where, w, s->max_disp);
+    return MANTA_OK;
+}
+
+/* A size the network's stride-2 stages divide, whose correlation map is wider than the
+ * correlation's range (after the units were checked). */
+static manta_status check_fit(const stereo_space *s, const char *where, int h, int w,
+                              manta_err *err)
+{
+    const int stages = stereo_stride2_stages(s), full = 1 << stages;
+    if (h % full || w % full)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s: \"%s\" %d is not a multiple of 2^%d = %d (the stride-2 stages)",
+                             where, h % full ? "height" : "width", h % full ? h : w, stages, full);
+    const int scale = stereo_corr_scale(s);
+    if (s->corr_max_disp >= w / scale)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "space.correlation: \"max_disp\" %d is not below the width %d of "
+                             "the map at 1/%d (%s)",
+                             s->corr_max_disp, w / scale, scale, where);
+    return MANTA_OK;
+}
+
 static bool unit_act(nn_act a) { return a == NN_ACT_RELU || a == NN_ACT_HSWISH; }
 
 manta_status stereo_space_validate(const stereo_space *s, manta_err *err)
 {
     if (!memchr(s->name, '\0', sizeof s->name) || !s->name[0])
         return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"name\" must be a short string");
-    if (s->crop_h < 2 || s->crop_h > 16384)
-        return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "space.crop: \"height\" is %d, outside [2, 16384]", s->crop_h);
-    if (s->crop_w < 2 || s->crop_w > 16384)
-        return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "space.crop: \"width\" is %d, outside [2, 16384]", s->crop_w);
+    MANTA_TRY(check_size(s, "space.crop", s->crop_h, s->crop_w, err));
     if (s->max_disp < 1 || s->max_disp >= s->crop_w)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "space: \"max_disp\" is %d px, outside [1, crop width %d - 1]",
                              s->max_disp, s->crop_w);
+    if (s->n_crops < 0 || s->n_crops > STEREO_MAX_CROPS)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "space: \"crops\" lists %d sizes, at most %d",
+                             s->n_crops, STEREO_MAX_CROPS);
     MANTA_TRY(check_choices("kernel_sizes", s->n_ks, s->ks, 1, 9, err));
     MANTA_TRY(check_choices("expand_ratios", s->n_e, s->e, 1, 8, err));
     MANTA_TRY(check_choices("depths", s->n_d, s->d, 1, OFA_MAX_DEPTH, err));
@@ -237,17 +348,6 @@ manta_status stereo_space_validate(const stereo_space *s, manta_err *err)
                                  "space.decoder: \"widths\"[%d] is %d, outside [1, 4096]", i,
                                  s->dec_width[i]);
     MANTA_TRY(check_dec_ratios(s, err));
-    int full = 1 << stages;
-    if (s->crop_h % full)
-        return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "space.crop: \"height\" %d is not a multiple of 2^%d = %d (the "
-                             "stride-2 stages)",
-                             s->crop_h, stages, full);
-    if (s->crop_w % full)
-        return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "space.crop: \"width\" %d is not a multiple of 2^%d = %d (the "
-                             "stride-2 stages)",
-                             s->crop_w, stages, full);
     int scale = stereo_corr_scale(s);
     int reach = (s->max_disp + scale - 1) / scale;
     if (s->corr_max_disp > reach)
@@ -256,11 +356,13 @@ manta_status stereo_space_validate(const stereo_space *s, manta_err *err)
                              "max_disp %d px (at most %d there)",
                              s->corr_max_disp, scale, s->corr_max_disp * scale, s->max_disp,
                              reach);
-    if (s->corr_max_disp >= s->crop_w / scale)
-        return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "space.correlation: \"max_disp\" %d is not below the width %d of "
-                             "the map at 1/%d",
-                             s->corr_max_disp, s->crop_w / scale, scale);
+    MANTA_TRY(check_fit(s, "space.crop", s->crop_h, s->crop_w, err));
+    for (int i = 0; i < s->n_crops; i++) {
+        char where[32];
+        snprintf(where, sizeof where, "space.crops[%d]", i);
+        MANTA_TRY(check_size(s, where, s->crops[i][0], s->crops[i][1], err));
+        MANTA_TRY(check_fit(s, where, s->crops[i][0], s->crops[i][1], err));
+    }
     if (s->n_rounds < 1 || s->n_rounds > STEREO_MAX_ROUNDS)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "space.loss: \"rounds\" must list 1 to %d weight vectors",
@@ -324,6 +426,24 @@ static manta_status parse_obj(const cJSON *j, void *out, manta_err *err)
     MANTA_TRY(need_int(o, "height", 2, 16384, &s->crop_h, "space.crop", err));
     MANTA_TRY(need_int(o, "width", 2, 16384, &s->crop_w, "space.crop", err));
     MANTA_TRY(need_int(j, "max_disp", 1, 16384, &s->max_disp, "space", err));
+    const cJSON *crops = cJSON_GetObjectItemCaseSensitive(j, "crops");
+    if (crops) {
+        if (!cJSON_IsArray(crops) || cJSON_GetArraySize(crops) < 1 ||
+            cJSON_GetArraySize(crops) > STEREO_MAX_CROPS)
+            return manta_err_set(err, MANTA_ERR_FORMAT,
+                                 "space: \"crops\" must list 1 to %d sizes {\"height\", \"width\"}",
+                                 STEREO_MAX_CROPS);
+        const cJSON *c;
+        cJSON_ArrayForEach(c, crops) {
+            char where[32];
+            snprintf(where, sizeof where, "space.crops[%d]", s->n_crops);
+            if (!cJSON_IsObject(c))
+                return manta_err_set(err, MANTA_ERR_FORMAT, "%s: not an object", where);
+            MANTA_TRY(need_int(c, "height", 2, 16384, &s->crops[s->n_crops][0], where, err));
+            MANTA_TRY(need_int(c, "width", 2, 16384, &s->crops[s->n_crops][1], where, err));
+            s->n_crops++;
+        }
+    }
     MANTA_TRY(ofa_spec_choices(j, &s->n_ks, s->ks, &s->n_e, s->e, &s->n_d, s->d, err));
     s->max_depth = s->d[s->n_d - 1];
 
@@ -467,6 +587,17 @@ static bool build_json(cJSON *j, const stereo_space *s)
               cJSON_AddNumberToObject(j, "max_disp", s->max_disp);
     if (!ok)
         return false;
+    cJSON *crops = s->n_crops > 0 ? cJSON_AddArrayToObject(j, "crops") : NULL;
+    if (s->n_crops > 0 && !crops)
+        return false;
+    for (int i = 0; i < s->n_crops; i++) {
+        cJSON *c = cJSON_CreateObject();
+        if (!c || !cJSON_AddItemToArray(crops, c))
+            return cJSON_Delete(c), false;
+        if (!cJSON_AddNumberToObject(c, "height", s->crops[i][0]) ||
+            !cJSON_AddNumberToObject(c, "width", s->crops[i][1]))
+            return false;
+    }
     cJSON *lists[3] = {cJSON_CreateIntArray(s->ks, s->n_ks), cJSON_CreateIntArray(s->e, s->n_e),
                        cJSON_CreateIntArray(s->d, s->n_d)};
     const char *keys[3] = {"kernel_sizes", "expand_ratios", "depths"};

@@ -84,12 +84,20 @@
 #define STEREO_MAX_LEVELS OFA_MAX_DEC_LEVELS
 /** Most predictions: one per level and the coarsest. */
 #define STEREO_MAX_PREDS (STEREO_MAX_LEVELS + 1)
+/** Most training crop sizes of a space. */
+#define STEREO_MAX_CROPS 8
 /** Most rounds of loss weights. */
 #define STEREO_MAX_ROUNDS 8
 
 typedef struct stereo_space {
     char name[64];
-    int crop_h, crop_w;  /**< training crop, multiples of 2^n_levels */
+    int crop_h, crop_w;  /**< the network's size: evaluation crops, and the training crop
+                          *  without "crops"; multiples of 2^n_levels */
+    /** "crops": the training crops, {height, width} each (multiples of 2^n_levels, wider
+     *  than max_disp and the correlation's range, as the crop), one drawn per step; 0:
+     *  the crop alone */
+    int n_crops;
+    int crops[STEREO_MAX_CROPS][2];
     int max_disp;        /**< largest disparity, in full-resolution pixels, < crop_w */
     int stem_width, stem_kernel; /**< stem kernel odd */
     nn_act stem_act;     /**< NN_ACT_RELU, NN_ACT_HSWISH or NN_ACT_LEAKY_RELU */
@@ -141,6 +149,27 @@ int stereo_corr_channels(const stereo_space *s);
 int stereo_dec_width(const stereo_space *s, int level, int choice);
 /** Number of predictions: n_levels + 1. */
 static inline int stereo_preds(const stereo_space *s) { return s->n_levels + 1; }
+
+/** Training crop sizes of @p s: n_crops, or 1 (the crop) without "crops". */
+int stereo_space_n_crops(const stereo_space *s);
+/** Training crop @p i (0 .. stereo_space_n_crops() - 1) of @p s into *h, *w. */
+void stereo_space_crop(const stereo_space *s, int i, int *h, int *w);
+/** The size a training network is planned for: the largest height and the largest width
+ *  of the crop and the training crops (every one of them fits in it). */
+void stereo_space_plan_size(const stereo_space *s, int *h, int *w);
+
+/**
+ * Convolutions of the encoder whose kernels have taps that multiply only padding at an
+ * input of @p h x @p w: the stem, then each unit's first block (its stride) and its later
+ * blocks (stride 1), at the space's largest kernel. A tap at distance a from the centre of
+ * a k-tap, stride-st convolution (padding k/2) over n rows reaches a real row only if some
+ * output row y has 0 <= st y +- a < n; one that never does gets no gradient in training at
+ * that size and keeps its initial value, which then acts on real features at any larger
+ * size (the largest sub-network's predictions blow up there: docs/stereo.md, "Sizes").
+ * @return how many such convolutions (0: every tap of every kernel is trained at h x w);
+ *         @p what (may be NULL, @p cap bytes) gets the first one in words.
+ */
+int stereo_space_dead_taps(const stereo_space *s, int h, int w, char *what, size_t cap);
 
 /**
  * Check that the fields are in range and line up: the units' strides give as

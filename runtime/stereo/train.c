@@ -91,18 +91,25 @@ void stereo_sample_subnet(const stereo_space *space, const ofa_space *view, cons
 /* Level of the ground truth of prediction p: prediction P - 1 is full resolution. */
 static int level_of(const stereo_trainer *t, int p) { return t->P - 1 - p; }
 
-static nn_disp_loss_shape pred_shape(const stereo_trainer *t, int p)
+/* Prediction p's shape for inputs of h x w. */
+static nn_disp_loss_shape pred_shape_at(const stereo_trainer *t, int p, int h, int w)
 {
     int l = level_of(t, p);
-    return (nn_disp_loss_shape){t->B, t->space.crop_h >> l, t->space.crop_w >> l};
+    return (nn_disp_loss_shape){t->B, h >> l, w >> l};
 }
 
-/* Floats of a prediction's values. */
-static size_t pred_floats(const stereo_trainer *t, int p)
+/* Prediction p's shape at the network's present size (that of the last batch uploaded). */
+static nn_disp_loss_shape pred_shape(const stereo_trainer *t, int p)
 {
-    nn_disp_loss_shape s = pred_shape(t, p);
-    return (size_t)s.n * (size_t)s.h * (size_t)s.w;
+    int h, w;
+    stereo_net_size(t->net, &h, &w);
+    return pred_shape_at(t, p, h, w);
 }
+
+static size_t shape_floats(nn_disp_loss_shape s) { return (size_t)s.n * s.h * s.w; }
+
+/* Floats of a prediction's values at the network's present size. */
+static size_t pred_floats(const stereo_trainer *t, int p) { return shape_floats(pred_shape(t, p)); }
 
 /* Results of one sub-network: NN_DISP_LOSS_RESULT floats per prediction, then the
  * distillation's. */
@@ -123,14 +130,16 @@ void stereo_trainer_destroy(stereo_trainer *t)
     free(t);
 }
 
-/* Plan the trainer's device buffers in @p l. */
+/* Plan the trainer's device buffers in @p l, for the largest of the space's crops. */
 static void plan_io(stereo_trainer *t, mlayout *l)
 {
+    int h, w;
+    stereo_space_plan_size(&t->space, &h, &w);
     for (int p = 0; p < t->P; p++)
-        t->gt[p] = mlayout_add(l, pred_floats(t, p));
-    t->teacher_pred = mlayout_add(l, pred_floats(t, t->P - 1));
+        t->gt[p] = mlayout_add(l, shape_floats(pred_shape_at(t, p, h, w)));
+    t->teacher_pred = mlayout_add(l, shape_floats(pred_shape_at(t, t->P - 1, h, w)));
     t->results = mlayout_add(l, result_floats(t) * (size_t)t->max_subnets);
-    nn_disp_loss_shape s = pred_shape(t, t->P - 1);
+    nn_disp_loss_shape s = pred_shape_at(t, t->P - 1, h, w);
     t->scratch = mlayout_add(l, nn_disp_loss_scratch_floats(t->d, &s) + 1);
 }
 
@@ -204,16 +213,15 @@ int stereo_trainer_round(const stereo_trainer *t, long step)
 }
 
 /* Upload the views and the ground truth of every prediction of pairs [first, first + B)
- * of @p b. */
+ * of @p b; the network runs at the batch's size from now on. */
 static manta_status upload(stereo_trainer *t, const stereo_batch *b, int first)
 {
-    if (first < 0 || b->n < first + t->B || b->height != t->space.crop_h ||
-        b->width != t->space.crop_w || b->levels < t->P)
+    if (first < 0 || b->n < first + t->B || b->levels < t->P)
         return manta_err_set(mcl_err(t->d), MANTA_ERR_INVALID_ARG,
-                             "stereo trainer: a batch of %d pairs of %dx%d with %d levels; the "
-                             "trainer needs pairs %d .. %d of %dx%d with %d",
-                             b->n, b->width, b->height, b->levels, first, first + t->B - 1,
-                             t->space.crop_w, t->space.crop_h, t->P);
+                             "stereo trainer: a batch of %d pairs with %d levels; the trainer "
+                             "needs pairs %d .. %d with %d",
+                             b->n, b->levels, first, first + t->B - 1, t->P);
+    MANTA_TRY(stereo_net_set_size(t->net, b->height, b->width));
     const size_t per_view = STEREO_CHANNELS * (size_t)b->height * (size_t)b->width;
     const size_t views = (size_t)t->B * per_view;
     mview in = stereo_net_input(t->net);
@@ -489,7 +497,7 @@ manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stere
                                      stereo_batch_fn eval, void *eval_ctx, long eval_pairs,
                                      stereo_metrics *m, float *pred)
 {
-    const size_t plane = (size_t)t->space.crop_h * (size_t)t->space.crop_w;
+    const size_t plane = (size_t)b->height * (size_t)b->width;
     float *host = malloc((size_t)t->B * plane * sizeof *host);
     if (!host)
         return manta_err_set(mcl_err(t->d), MANTA_ERR_NO_MEMORY, "evaluation: out of memory");

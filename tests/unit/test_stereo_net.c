@@ -5,7 +5,8 @@
  * on the shared both-views part, on the correlation's concatenation and on a unit's
  * output; the left and the right view are not interchangeable; degenerate inputs give
  * finite outputs; bad arguments are refused with the field named; switching sub-networks
- * creates no buffer; the width re-organisation keeps the largest network's predictions
+ * creates no buffer; a network planned for larger training crops runs the crop as a network
+ * made for it does; the width re-organisation keeps the largest network's predictions
  * (and, keeping groups, the nesting). */
 #include <math.h>
 #include <stdio.h>
@@ -545,6 +546,87 @@ static void test_switching_subnets_creates_no_buffers(void **state)
     free(st);
 }
 
+/* A network planned for a larger size (a space with training crops), set to the crop, runs
+ * what a network made for the crop does: the same predictions and parameter gradients, after
+ * passes at the other size; sizes it cannot run are refused, the size then unchanged. */
+static void test_set_size_runs_as_a_network_of_that_size(void **state)
+{
+    fixture *fx = *state;
+    for (int i = 0; i < SPACES; i++) {
+        net_fix *f = &fx->f[0][i];
+        const stereo_space *s = &f->s;
+        net_fix g = {.d = f->d, .s = *s};
+        g.s.n_crops = 2;
+        g.s.crops[0][0] = s->crop_h, g.s.crops[0][1] = s->crop_w;
+        g.s.crops[1][0] = 2 * s->crop_h, g.s.crops[1][1] = s->crop_w / 2 + s->crop_w / 4;
+        int ph, pw, h, w;
+        stereo_space_plan_size(&g.s, &ph, &pw);
+        assert_int_equal(ph, 2 * s->crop_h);
+        assert_int_equal(pw, s->crop_w);
+        TU_OK(g.d, stereo_net_create(g.d, &g.s, N, 7, &g.n));
+        stereo_net_size(g.n, &h, &w);
+        assert_int_equal(h, s->crop_h); /* it starts at the crop */
+        assert_int_equal(w, s->crop_w);
+        stereo_net_slabs(g.n, &g.sl);
+        assert_int_equal(g.sl.n_params, f->sl.n_params);
+        assert_int_equal(g.sl.n_state, f->sl.n_state);
+        TU_OK(g.d, mcl_copy(g.d, g.sl.params, f->sl.params, f->sl.n_params));
+        TU_OK(g.d, mcl_copy(g.d, g.sl.state, f->sl.state, f->sl.n_state));
+        manta_rng rng;
+        manta_rng_seed(&rng, 17 + (uint64_t)i, 0);
+        ofa_arch a;
+        stereo_arch_sample(s, &rng, &a);
+        TU_OK(f->d, stereo_net_set_arch(f->n, &a));
+        TU_OK(g.d, stereo_net_set_arch(g.n, &a));
+        /* passes at the other training crop first */
+        const size_t big = (size_t)2 * N * 3 * g.s.crops[1][0] * g.s.crops[1][1];
+        double *xb = tu_doubles(big);
+        tu_fill_uniform(&rng, xb, big, 0, 1);
+        TU_OK(g.d, stereo_net_set_size(g.n, g.s.crops[1][0], g.s.crops[1][1]));
+        tu_upload(g.d, stereo_net_input(g.n), xb, big);
+        TU_OK(g.d, stereo_net_forward(g.n, g.sl.params, OFA_BN_BATCH_ONLY));
+        TU_OK(g.d, stereo_net_backward(g.n));
+        /* then the crop, on both networks */
+        TU_OK(g.d, stereo_net_set_size(g.n, s->crop_h, s->crop_w));
+        const size_t nx = input_len(s), nr = preds_len(s);
+        double *x = tu_doubles(nx), *want = tu_doubles(nr), *got = tu_doubles(nr);
+        double *gw = tu_doubles(f->sl.n_params), *gg = tu_doubles(f->sl.n_params);
+        tu_fill_uniform(&rng, x, nx, 0, 1);
+        net_fix *nets[2] = {f, &g};
+        double *dp = tu_doubles(nr);
+        tu_fill_uniform(&rng, dp, nr, -1, 1);
+        for (int k = 0; k < 2; k++) {
+            net_fix *t = nets[k];
+            tu_upload(t->d, stereo_net_input(t->n), x, nx);
+            TU_OK(t->d, stereo_net_forward(t->n, t->sl.params, OFA_BN_BATCH_ONLY));
+            download_preds(t, k ? got : want);
+            TU_OK(t->d, mcl_fill(t->d, t->sl.grads, 0.0f, t->sl.n_params));
+            size_t at = 0;
+            for (int p = 0; p < stereo_preds(s); p++) {
+                tu_upload(t->d, stereo_net_dpred(t->n, p), dp + at, pred_len(s, p));
+                at += pred_len(s, p);
+            }
+            TU_OK(t->d, stereo_net_backward(t->n));
+            tu_download(t->d, t->sl.grads, k ? gg : gw, t->sl.n_params);
+        }
+        tu_variant_assert_close(g.d, got, want, nr, 1e-6, "predictions after a size change");
+        tu_variant_assert_close(g.d, gg, gw, f->sl.n_params, 1e-6,
+                                "parameter gradients after a size change");
+        /* refused: beyond the plan, and not a multiple of 2^levels */
+        const int bad[2][2] = {{4 * s->crop_h, s->crop_w}, {s->crop_h + 1, s->crop_w}};
+        for (int b = 0; b < 2; b++) {
+            manta_status st = stereo_net_set_size(g.n, bad[b][0], bad[b][1]);
+            assert_int_equal(st, MANTA_ERR_INVALID_ARG);
+            assert_non_null(strstr(manta_err_msg(mcl_err(g.d), st), "planned for"));
+            manta_err_clear(mcl_err(g.d));
+            stereo_net_size(g.n, &h, &w);
+            assert_int_equal(h, s->crop_h);
+        }
+        stereo_net_destroy(g.n);
+        free(xb), free(x), free(want), free(got), free(gw), free(gg), free(dp);
+    }
+}
+
 /* A forward-only network with the same parameters and statistics predicts what the training
  * network does, in less device memory (no gradients, no momentum), and refuses a backward. */
 static void test_forward_only_network(void **state)
@@ -802,6 +884,7 @@ int main(void)
         cmocka_unit_test(test_degenerate_inputs_give_finite_outputs),
         cmocka_unit_test(test_bad_arguments_refused),
         cmocka_unit_test(test_switching_subnets_creates_no_buffers),
+        cmocka_unit_test(test_set_size_runs_as_a_network_of_that_size),
         cmocka_unit_test(test_forward_only_network),
         cmocka_unit_test(test_width_reorder_keeps_largest_network),
         cmocka_unit_test(test_narrow_decoder_reads_a_prefix),

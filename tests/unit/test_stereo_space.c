@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/testutil.h"
+#include "nn/depthwise.h"
 #include "ofa/space.h"
 #include "stereo/space.h"
 
@@ -167,6 +168,14 @@ static void test_bad_specs_name_the_field(void **state)
     expect_bad_spec("\"kernel\": 3", "\"kernel\": 4", "space.stem", "\"kernel\"");
     expect_bad_spec("{\"width\": 16, \"stride\": 2, \"act\": \"relu\", \"se\": false},", "",
                     "space", NULL); /* 5 units: the strides no longer match the decoder */
+    /* training crops */
+    expect_bad_spec("{\"height\": 96, \"width\": 96}", "{\"height\": 80, \"width\": 96}",
+                    "space.crops[1]", "multiple of 2^5");
+    expect_bad_spec("{\"height\": 128, \"width\": 64}", "{\"height\": 128, \"width\": 32}",
+                    "space.crops[2]", "max_disp");
+    expect_bad_spec("{\"height\": 96, \"width\": 96}", "{\"height\": 96}", "space.crops[1]",
+                    "\"width\"");
+    expect_bad_spec("\"crops\": [", "\"crops\": [[64, 128], ", "space.crops[0]", "not an object");
     expect_bad_spec("\"version\": 1", "\"version\": 2", "version", NULL);
     expect_bad_spec("\"task\": \"stereo\"", "\"task\": \"segmentation\"", "\"task\"", NULL);
 
@@ -186,6 +195,69 @@ static void test_bad_specs_name_the_field(void **state)
     assert_int_equal(stereo_space_parse("{\"format\":", &s, &e), MANTA_ERR_FORMAT);
     assert_int_equal(stereo_space_load("/nonexistent.json", &s, &e), MANTA_ERR_IO);
     assert_non_null(strstr(e.msg, "/nonexistent.json"));
+}
+
+/* Kernel taps that only ever multiply padding: stereo-cpu's 64-row crop leaves the 7x7
+ * kernels of unit 5 (2-row maps at 1/32) with rows that see no input, its training crops
+ * (the plan size) leave none, nor does stereo-gpu's crop; and the rule is the device op's:
+ * the depthwise weight gradient is exactly zero at those taps and only there. */
+static void test_dead_taps(void **state)
+{
+    (void)state;
+    stereo_space s;
+    stereo_space_cpu(&s);
+    char what[256];
+    int h, w;
+    assert_true(stereo_space_dead_taps(&s, s.crop_h, s.crop_w, what, sizeof what) > 0);
+    if (!strstr(what, "unit 5 block 1") || !strstr(what, "7x7") || !strstr(what, "taps 3 rows above"))
+        fail_msg("first dead taps at 64x128: '%s'", what);
+    stereo_space_plan_size(&s, &h, &w);
+    assert_int_equal(h, 128);
+    assert_int_equal(w, 128);
+    assert_int_equal(stereo_space_dead_taps(&s, h, w, what, sizeof what), 0);
+    assert_string_equal(what, "");
+    for (int i = 0; i < stereo_space_n_crops(&s); i++) { /* each crop alone leaves some */
+        stereo_space_crop(&s, i, &h, &w);
+        assert_true(stereo_space_dead_taps(&s, h, w, NULL, 0) > 0);
+    }
+    stereo_space_gpu(&s);
+    assert_int_equal(stereo_space_dead_taps(&s, s.crop_h, s.crop_w, NULL, 0), 0);
+
+    /* a 7x7 depthwise convolution on a 2-row map: rows 2 and 3 from the centre get no
+     * gradient (stride 1); on a 4-row map at stride 2, the row 3 before the centre */
+    mcl_dev *d = tu_open_device();
+    const nn_dw_shape shapes[2] = {{1, 3, 2, 6, 7, 1, 3}, {1, 3, 4, 6, 7, 2, 3}};
+    for (int t = 0; t < 2; t++) {
+        const nn_dw_shape *sh = &shapes[t];
+        const size_t nx = (size_t)sh->c * sh->h * sh->w, nw = (size_t)sh->c * 49;
+        const size_t ny = (size_t)sh->c * nn_dw_out_h(sh) * nn_dw_out_w(sh);
+        double *x = tu_doubles(nx), *dy = tu_doubles(ny), *g = tu_doubles(nw);
+        manta_rng rng;
+        manta_rng_seed(&rng, 3, (uint64_t)t);
+        tu_fill_uniform(&rng, x, nx, 0.5, 1);
+        tu_fill_uniform(&rng, dy, ny, 0.5, 1);
+        size_t ns = nn_dw_scratch_floats(d, sh);
+        mview vx = tu_alloc_from(d, x, nx), vdy = tu_alloc_from(d, dy, ny), vdw = tu_alloc(d, nw);
+        mview scratch = tu_scratch(d, ns), none = {NULL, 0};
+        TU_OK(d, mcl_fill(d, vdw, 0.0f, nw));
+        TU_OK(d, nn_dw_backward(d, sh, vx, none, vdy, none, vdw, scratch));
+        tu_download(d, vdw, g, nw);
+        for (int c = 0; c < sh->c; c++)
+            for (int r = 0; r < 7; r++) {
+                const int dyo = r - 3;
+                const bool dead = t == 0 ? (dyo <= -2 || dyo >= 2) : dyo == -3;
+                for (int q = 0; q < 7; q++) {
+                    const double v = g[(size_t)c * 49 + (size_t)r * 7 + q];
+                    if (dead != (v == 0.0))
+                        fail_msg("7x7 on %d rows, stride %d: tap (%d, %d) gradient %g", sh->h,
+                                 sh->stride, dyo, q - 3, v);
+                }
+            }
+        tu_scratch_free(d, scratch, ns);
+        tu_free(d, vx), tu_free(d, vdy), tu_free(d, vdw);
+        free(x), free(dy), free(g);
+    }
+    mcl_close(d);
 }
 
 /* Classification specs keep working, with or without "task": "classification". */
@@ -508,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_arch_sample_validate_json_round_trip),
         cmocka_unit_test(test_describe_small_space_by_hand),
         cmocka_unit_test(test_describe_shipped_spaces),
+        cmocka_unit_test(test_dead_taps),
     };
     return cmocka_run_group_tests_name("stereo search space", tests, NULL, NULL);
 }

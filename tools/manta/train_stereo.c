@@ -50,24 +50,42 @@ typedef struct st_run {
     char dir[1024];
 } st_run;
 
-/* The pairs of step @p step: drawn from (seed, step), so a resumed run sees the same. */
+/* The run's batch at @p h x @p w (made again when its size differs). */
+static manta_status batch_size(st_run *r, int h, int w, manta_err *err)
+{
+    if (h == r->b.height && w == r->b.width)
+        return MANTA_OK;
+    const int n = r->b.n, levels = r->b.levels;
+    stereo_batch_free(&r->b);
+    return stereo_batch_alloc(&r->b, n, h, w, levels, err);
+}
+
+/* The pairs of step @p step and their crop size (one of the space's training crops for
+ * generated pairs; a folder's pairs, of sizes of their own, at the crop): drawn from (seed,
+ * step), so a resumed run sees the same. */
 static manta_status step_batch(st_run *r, long step, manta_err *err)
 {
     manta_rng rng;
     manta_rng_seed(&rng, r->meta.seed, (uint64_t)step * 2 + 1);
+    const int n_crops = r->have_set ? 1 : stereo_space_n_crops(&r->sp);
+    int h, w;
+    stereo_space_crop(&r->sp, n_crops > 1 ? (int)manta_rng_below(&rng, (uint32_t)n_crops) : 0,
+                      &h, &w);
+    MANTA_TRY(batch_size(r, h, w, err));
     long idx[64];
     for (int k = 0; k < r->b.n; k++)
         idx[k] = (long)(manta_rng_u32(&rng) % (uint32_t)r->train_src.count);
     stereo_aug_params aug;
-    stereo_aug_params_default(&aug, r->sp.crop_h, r->sp.crop_w);
+    stereo_aug_params_default(&aug, h, w);
     return stereo_batch_fill(&r->b, &r->train_src, idx, &aug, &rng, err);
 }
 
 /* EPE, bad-3 and D1 of sub-network @p a on the held-out pairs (or crops of the validation
- * folder's). */
+ * folder's), at the space's crop. */
 static manta_status evaluate(st_run *r, const ofa_arch *a, stereo_scores *all, stereo_scores *noc)
 {
     stereo_metrics m = {0};
+    MANTA_TRY(batch_size(r, r->sp.crop_h, r->sp.crop_w, mcl_err(r->d)));
     MANTA_TRY(stereo_trainer_evaluate(r->t, a, &r->b, stereo_ordered_batch, &r->train_src,
                                       r->o.recal_pairs, stereo_ordered_batch, &r->eval_src,
                                       r->o.eval_pairs, &m, NULL));
@@ -253,6 +271,17 @@ static bool setup(st_run *r)
         r->meta.seed = (uint64_t)r->o.seed;
         r->meta.train_pairs = r->o.train_pairs;
         snprintf(r->meta.val_data, sizeof r->meta.val_data, "synthetic");
+    }
+    if (st == MANTA_OK && r->rank == 0) { /* a folder's pairs train at the crop alone */
+        int h = r->sp.crop_h, w = r->sp.crop_w;
+        char what[256];
+        if (strcmp(r->meta.data, "synthetic") == 0)
+            stereo_space_plan_size(&r->sp, &h, &w);
+        if (stereo_space_dead_taps(&r->sp, h, w, what, sizeof what) > 0)
+            fprintf(stderr, "manta train: warning: space '%s': at its largest training crop "
+                    "(%dx%d), %s: those weights keep their initial values and act on real "
+                    "features at larger sizes only (give the space taller or wider \"crops\", "
+                    "docs/stereo.md)\n", r->sp.name, w, h, what);
     }
     if (r->o.val_data) /* evaluations only: a resumed run may change them */
         snprintf(r->meta.val_data, sizeof r->meta.val_data, "%s", r->o.val_data);
