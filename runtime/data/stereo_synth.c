@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "data/resample.h"
 
 /* Vertices of the finest polygon (blobs). */
 #define SS_MAX_VERTS 32
@@ -24,6 +25,10 @@ void stereo_synth_opts_default(stereo_synth_opts *o, int width, int height, floa
     o->min_shapes = 4;
     o->max_shapes = 12;
     o->photometric = true;
+    o->photos = NULL;
+    o->share_textured = 1.0f / 3.0f;
+    o->share_single = 1.0f / 3.0f;
+    o->photo_layers = 0.8f;
 }
 
 /* ---- scene ---------------------------------------------------------------- */
@@ -44,6 +49,7 @@ typedef struct layer {
     int tx0, ty0, tw, th;
     float *tex;         /* (th, tw), inside the call's texture block */
     float c0[3], dc[3]; /* colour = c0 + t * dc */
+    float *rgb;         /* photographic texture, (3, th, tw) planes, or NULL: tex and colours */
 } layer;
 
 static float urand(manta_rng *r, float lo, float hi)
@@ -412,58 +418,84 @@ static int right_front(const layer *Ls, int nl, const rowbuf *rb, int L, float x
     return 1;
 }
 
+/*
+ * Row y of both views: each layer's spans, the winning layer and its depth at every pixel
+ * of the left view (idl, zl) and of the right view (idr, zr, with the texture coordinate
+ * ur), and the right-view slivers (spans narrower than a pixel) for the occlusion test.
+ */
+static void scan_row(const layer *Ls, int nl, rowbuf *rb, int W, int y, float *sliver,
+                     int *nsliver_out, int *sliver_overflow_out)
+{
+    const float fy = (float)y;
+    for (int i = 0; i < W; i++) {
+        rb->zl[i] = rb->zr[i] = -1e30f;
+        rb->idl[i] = rb->idr[i] = 0;
+        rb->ur[i] = 0.0f;
+    }
+    int nsliver = 0, sliver_overflow = 0;
+    for (int l = 0; l < nl; l++) {
+        const layer *L = &Ls[l];
+        float *s = rb->spans + (size_t)l * SS_MAX_VERTS;
+        int ns = L->tex && y >= L->ty0 && y < L->ty0 + L->th ? row_spans(L, fy, s) : 0;
+        rb->nspan[l] = ns;
+        const float off = L->a + L->c * fy;
+        for (int k = 0; k < ns; k += 2) {
+            /* left view: x in [s0, s1) */
+            int i0 = (int)ceilf(fmaxf(s[k], -1.0f)), i1 = (int)ceilf(fminf(s[k + 1], (float)W));
+            for (int i = i0 < 0 ? 0 : i0; i < i1 && i < W; i++) {
+                float d = off + L->b * (float)i;
+                if (d > rb->zl[i]) {
+                    rb->zl[i] = d;
+                    rb->idl[i] = l;
+                }
+            }
+            /* right view: x_R = (1 - b) x - a - c y, increasing in x */
+            float r0 = L->shape == SHAPE_FULL ? -1.0f : (1.0f - L->b) * s[k] - off;
+            float r1 = L->shape == SHAPE_FULL ? (float)W : (1.0f - L->b) * s[k + 1] - off;
+            int j0 = (int)ceilf(fmaxf(r0, -1.0f)), j1 = (int)ceilf(fminf(r1, (float)W));
+            if (j0 >= j1 && r1 > 0.0f && r0 < (float)(W - 1)) {
+                if (nsliver < SS_MAX_SLIVERS) {
+                    sliver[2 * nsliver] = r0;
+                    sliver[2 * nsliver + 1] = r1;
+                    nsliver++;
+                } else {
+                    sliver_overflow = 1;
+                }
+            }
+            for (int j = j0 < 0 ? 0 : j0; j < j1 && j < W; j++) {
+                float u = ((float)j + off) * L->inv1b, d = u - (float)j;
+                if (d > rb->zr[j]) {
+                    rb->zr[j] = d;
+                    rb->idr[j] = l;
+                    rb->ur[j] = u;
+                }
+            }
+        }
+    }
+    *nsliver_out = nsliver;
+    *sliver_overflow_out = sliver_overflow;
+}
+
+/* The winning layer of every pixel of the left view: (H, W) into @p labels. */
+static void left_labels(const layer *Ls, int nl, rowbuf *rb, int W, int H, int *labels)
+{
+    float sliver[2 * SS_MAX_SLIVERS];
+    int nsliver, overflow;
+    for (int y = 0; y < H; y++) {
+        scan_row(Ls, nl, rb, W, y, sliver, &nsliver, &overflow);
+        memcpy(labels + (size_t)y * W, rb->idl, sizeof(int) * (size_t)W);
+    }
+}
+
 static void render(const layer *Ls, int nl, rowbuf *rb, stereo_pair *out)
 {
     const int W = out->width, H = out->height;
     const size_t plane = (size_t)W * H;
     for (int y = 0; y < H; y++) {
         const float fy = (float)y;
-        for (int i = 0; i < W; i++) {
-            rb->zl[i] = rb->zr[i] = -1e30f;
-            rb->idl[i] = rb->idr[i] = 0;
-            rb->ur[i] = 0.0f;
-        }
         float sliver[2 * SS_MAX_SLIVERS];
-        int nsliver = 0, sliver_overflow = 0;
-        for (int l = 0; l < nl; l++) {
-            const layer *L = &Ls[l];
-            float *s = rb->spans + (size_t)l * SS_MAX_VERTS;
-            int ns = L->tex && y >= L->ty0 && y < L->ty0 + L->th ? row_spans(L, fy, s) : 0;
-            rb->nspan[l] = ns;
-            const float off = L->a + L->c * fy;
-            for (int k = 0; k < ns; k += 2) {
-                /* left view: x in [s0, s1) */
-                int i0 = (int)ceilf(fmaxf(s[k], -1.0f)), i1 = (int)ceilf(fminf(s[k + 1], (float)W));
-                for (int i = i0 < 0 ? 0 : i0; i < i1 && i < W; i++) {
-                    float d = off + L->b * (float)i;
-                    if (d > rb->zl[i]) {
-                        rb->zl[i] = d;
-                        rb->idl[i] = l;
-                    }
-                }
-                /* right view: x_R = (1 - b) x - a - c y, increasing in x */
-                float r0 = L->shape == SHAPE_FULL ? -1.0f : (1.0f - L->b) * s[k] - off;
-                float r1 = L->shape == SHAPE_FULL ? (float)W : (1.0f - L->b) * s[k + 1] - off;
-                int j0 = (int)ceilf(fmaxf(r0, -1.0f)), j1 = (int)ceilf(fminf(r1, (float)W));
-                if (j0 >= j1 && r1 > 0.0f && r0 < (float)(W - 1)) {
-                    if (nsliver < SS_MAX_SLIVERS) {
-                        sliver[2 * nsliver] = r0;
-                        sliver[2 * nsliver + 1] = r1;
-                        nsliver++;
-                    } else {
-                        sliver_overflow = 1;
-                    }
-                }
-                for (int j = j0 < 0 ? 0 : j0; j < j1 && j < W; j++) {
-                    float u = ((float)j + off) * L->inv1b, d = u - (float)j;
-                    if (d > rb->zr[j]) {
-                        rb->zr[j] = d;
-                        rb->idr[j] = l;
-                        rb->ur[j] = u;
-                    }
-                }
-            }
-        }
+        int nsliver, sliver_overflow;
+        scan_row(Ls, nl, rb, W, y, sliver, &nsliver, &sliver_overflow);
         float *restrict dl = out->disp + (size_t)y * W;
         uint8_t *restrict mk = out->mask + (size_t)y * W;
         float *restrict lr = out->left + (size_t)y * W, *restrict lg = lr + plane,
@@ -473,10 +505,18 @@ static void render(const layer *Ls, int nl, rowbuf *rb, stereo_pair *out)
             const layer *L = &Ls[id];
             int k = i - L->tx0;
             k = k < 0 ? 0 : k > L->tw - 1 ? L->tw - 1 : k;
-            const float t = L->tex[(size_t)(y - L->ty0) * L->tw + k];
-            lr[i] = L->c0[0] + t * L->dc[0];
-            lg[i] = L->c0[1] + t * L->dc[1];
-            lb[i] = L->c0[2] + t * L->dc[2];
+            const size_t at = (size_t)(y - L->ty0) * L->tw + k;
+            if (L->rgb) {
+                const size_t ps = (size_t)L->tw * L->th;
+                lr[i] = L->rgb[at];
+                lg[i] = L->rgb[ps + at];
+                lb[i] = L->rgb[2 * ps + at];
+            } else {
+                const float t = L->tex[at];
+                lr[i] = L->c0[0] + t * L->dc[0];
+                lg[i] = L->c0[1] + t * L->dc[1];
+                lb[i] = L->c0[2] + t * L->dc[2];
+            }
             const float d = rb->zl[i];
             dl[i] = d;
             /* occlusion: is the same layer in front at x - d in the right view? */
@@ -506,6 +546,16 @@ static void render(const layer *Ls, int nl, rowbuf *rb, stereo_pair *out)
             int k = (int)floorf(fu);
             k = k < 0 ? 0 : k > L->tw - 2 ? L->tw - 2 : k;
             const float f = clampf(fu - (float)k, 0.0f, 1.0f);
+            if (L->rgb) { /* each channel interpolated as the scalar pattern is */
+                const size_t ps = (size_t)L->tw * L->th;
+                const float *row = L->rgb + (size_t)(y - L->ty0) * L->tw;
+                rr[j] = row[k] + f * (row[k + 1] - row[k]);
+                row += ps;
+                rg[j] = row[k] + f * (row[k + 1] - row[k]);
+                row += ps;
+                rbl[j] = row[k] + f * (row[k + 1] - row[k]);
+                continue;
+            }
             const float *row = L->tex + (size_t)(y - L->ty0) * L->tw;
             const float t = row[k] + f * (row[k + 1] - row[k]);
             rr[j] = L->c0[0] + t * L->dc[0];
@@ -548,16 +598,159 @@ static void photometric(float *img, int H, int W, manta_rng *r)
     }
 }
 
+/* ---- photographs ---------------------------------------------------------- */
+
+/* The stream of the photographic draws of pair @p index: apart from the scene's, so a set
+ * without photographs draws exactly what it always did. */
+static void photo_stream(const stereo_synth_opts *o, uint64_t index, manta_rng *pr)
+{
+    manta_rng_seed(pr, mix64(o->seed ^ mix64(index + 0x3c6ef372fe94f82bULL)),
+                   index ^ 0x70686f746fULL);
+}
+
+/* The pair's kind: the first draw of its photographic stream (none without photographs). */
+static stereo_synth_mode draw_mode(const stereo_synth_opts *o, manta_rng *pr)
+{
+    if (!o->photos || o->photos->count < 1)
+        return STEREO_SYNTH_PROCEDURAL;
+    float u = manta_rng_uniform(pr);
+    return u < o->share_single                     ? STEREO_SYNTH_SINGLE
+           : u < o->share_single + o->share_textured ? STEREO_SYNTH_TEXTURED
+                                                     : STEREO_SYNTH_PROCEDURAL;
+}
+
+stereo_synth_mode stereo_synth_pair_mode(const stereo_synth_opts *o, uint64_t index)
+{
+    manta_rng pr;
+    photo_stream(o, index, &pr);
+    return draw_mode(o, &pr);
+}
+
+/*
+ * An RGB raster (3, rh, rw) planes at @p dst: a crop of photograph @p pick (any of the
+ * bank's when negative) magnified by a scale drawn in [0.5, 1.5] (raised where the
+ * photograph is too small to cover the raster at that scale), at a random place, mirrored
+ * half of the time. Always six draws from @p pr. The photograph is resampled with
+ * data/resample.h's filter (averaging when shrinking). Returns the photograph used, or -1
+ * when out of memory.
+ */
+static int photo_raster(const photo_bank *bank, int pick, manta_rng *pr, int rw, int rh,
+                        float *dst, manta_err *err)
+{
+    int which = (int)manta_rng_below(pr, (uint32_t)bank->count);
+    if (pick >= 0)
+        which = pick;
+    const photo *ph = &bank->photos[which];
+    float s = urand(pr, 0.5f, 1.5f);
+    float fx = manta_rng_uniform(pr), fy = manta_rng_uniform(pr);
+    int mirror = (int)(manta_rng_u32(pr) >> 31);
+    (void)manta_rng_u32(pr); /* spare: keeps the count of draws fixed for later uses */
+    s = fmaxf(s, fmaxf((float)rw / (float)ph->width, (float)rh / (float)ph->height));
+    int cw = (int)lroundf((float)rw / s), ch = (int)lroundf((float)rh / s);
+    cw = cw < 1 ? 1 : cw > ph->width ? ph->width : cw;
+    ch = ch < 1 ? 1 : ch > ph->height ? ph->height : ch;
+    int ox = (int)(fx * (float)(ph->width - cw + 1)), oy = (int)(fy * (float)(ph->height - ch + 1));
+    ox = ox > ph->width - cw ? ph->width - cw : ox;
+    oy = oy > ph->height - ch ? ph->height - ch : oy;
+    uint8_t *crop = malloc((size_t)cw * ch * 3), *sized = malloc((size_t)rw * rh * 3);
+    manta_status st = crop && sized ? MANTA_OK
+                                    : manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                                                    "stereo synth: out of memory for a %dx%d "
+                                                    "photographic texture",
+                                                    rw, rh);
+    if (st == MANTA_OK) {
+        for (int y = 0; y < ch; y++)
+            memcpy(crop + (size_t)y * cw * 3, ph->rgb + ((size_t)(oy + y) * ph->width + ox) * 3,
+                   (size_t)cw * 3);
+        st = rs_resize_u8(crop, ch, cw, 3, sized, rh, rw, err);
+    }
+    if (st == MANTA_OK) {
+        const size_t ps = (size_t)rw * rh;
+        const float k = 1.0f / 255.0f;
+        for (int y = 0; y < rh; y++)
+            for (int x = 0; x < rw; x++) {
+                const uint8_t *px = sized + ((size_t)y * rw + (mirror ? rw - 1 - x : x)) * 3;
+                const size_t at = (size_t)y * rw + x;
+                dst[at] = (float)px[0] * k;
+                dst[ps + at] = (float)px[1] * k;
+                dst[2 * ps + at] = (float)px[2] * k;
+            }
+    }
+    free(crop);
+    free(sized);
+    return st == MANTA_OK ? which : -1;
+}
+
+/*
+ * Single-photograph pair: every layer's raster is photograph A (the left view's crop,
+ * covering the left frame from x = 0 to W - 1 + max_disp and beyond) where that layer is
+ * the left view's front surface or beyond the left view's right border, and photograph B
+ * elsewhere: what each layer shows only in the right view (disocclusions) comes from
+ * another photograph. @p a and @p b are (3, H, AW) planes; labels (H, W).
+ */
+static void single_rasters(layer *Ls, int nl, const int *labels, int W, int H, int AW,
+                           const float *a, const float *b)
+{
+    const size_t aps = (size_t)AW * H;
+    for (int l = 0; l < nl; l++) {
+        layer *L = &Ls[l];
+        if (!L->rgb)
+            continue;
+        const size_t ps = (size_t)L->tw * L->th;
+        for (int ty = 0; ty < L->th; ty++) {
+            const int y = L->ty0 + ty;
+            for (int tx = 0; tx < L->tw; tx++) {
+                int x = L->tx0 + tx;
+                x = x < AW - 1 ? x : AW - 1;
+                const float *src = x >= W || labels[(size_t)y * W + x] == l ? a : b;
+                const size_t at = (size_t)ty * L->tw + tx, from = (size_t)y * AW + x;
+                L->rgb[at] = src[from];
+                L->rgb[ps + at] = src[aps + from];
+                L->rgb[2 * ps + at] = src[2 * aps + from];
+            }
+        }
+    }
+}
+
+static manta_status check_photo_opts(const stereo_synth_opts *o, manta_err *err)
+{
+    if (!o->photos)
+        return MANTA_OK;
+    if (o->photos->count < 1 || !o->photos->photos)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "stereo synth: the photo bank is empty");
+    for (int i = 0; i < o->photos->count; i++)
+        if (o->photos->photos[i].width < 1 || o->photos->photos[i].height < 1 ||
+            !o->photos->photos[i].rgb)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "stereo synth: photograph %d of the bank is empty", i);
+    if (!(o->share_textured >= 0.0f && o->share_single >= 0.0f &&
+          o->share_textured + o->share_single <= 1.0f + 1e-6f))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo synth: shares of photographic pairs %g (textured) and %g "
+                             "(single photograph) must be >= 0 with a sum <= 1",
+                             (double)o->share_textured, (double)o->share_single);
+    if (!(o->photo_layers >= 0.0f && o->photo_layers <= 1.0f))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo synth: photo_layers is %g (must be in [0, 1])",
+                             (double)o->photo_layers);
+    return MANTA_OK;
+}
+
 manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, stereo_pair *out,
                                    manta_err *err)
 {
     manta_status st = check_opts(o, out, err);
+    if (st == MANTA_OK)
+        st = check_photo_opts(o, err);
     if (st != MANTA_OK)
         return st;
     const int W = o->width, H = o->height;
     const float maxd = o->max_disp;
     manta_rng r;
     manta_rng_seed(&r, mix64(o->seed ^ mix64(index + 0x5851f42d4c957f2dULL)), index);
+    manta_rng pr; /* the photographic draws */
+    photo_stream(o, index, &pr);
+    const stereo_synth_mode mode = draw_mode(o, &pr);
 
     /* the scene: background, then the shapes */
     layer Ls[1 + STEREO_SYNTH_MAX_SHAPES];
@@ -595,6 +788,14 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
             max_tw = Ls[l].tw;
     }
     float *block = malloc(sizeof(float) * texels);
+    /* photographic textures: RGB rasters; a single photograph: its left-view labels and the
+     * two photographs' crops over the left frame (H, AW) */
+    const int AW = (int)ceilf((float)(W - 1) + maxd) + 3;
+    float *rgbblock = mode != STEREO_SYNTH_PROCEDURAL ? malloc(sizeof(float) * 3 * texels) : NULL;
+    int *labels = mode == STEREO_SYNTH_SINGLE ? malloc(sizeof(int) * (size_t)W * H) : NULL;
+    float *pa = mode == STEREO_SYNTH_SINGLE ? malloc(sizeof(float) * 6 * (size_t)AW * H) : NULL;
+    const bool photo_oom = mode != STEREO_SYNTH_PROCEDURAL &&
+                           (!rgbblock || (mode == STEREO_SYNTH_SINGLE && (!labels || !pa)));
     tex_scratch ts = {malloc(sizeof(int) * (size_t)max_tw), malloc(sizeof(float) * (size_t)max_tw),
                       malloc(sizeof(float) * ((size_t)max_tw + 3))};
     rowbuf rb = {malloc(sizeof(float) * W), malloc(sizeof(float) * W),
@@ -602,7 +803,7 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
                  malloc(sizeof(int) * W),   malloc(sizeof(float) * (size_t)nl * SS_MAX_VERTS),
                  malloc(sizeof(int) * nl)};
     if (!block || !ts.ix || !ts.fx || !ts.col || !rb.zl || !rb.zr || !rb.ur || !rb.idl || !rb.idr ||
-        !rb.spans || !rb.nspan) {
+        !rb.spans || !rb.nspan || photo_oom) {
         st = manta_err_set(err, MANTA_ERR_NO_MEMORY,
                            "stereo synth: out of memory for %zu texels of a %dx%d pair", texels, W,
                            H);
@@ -628,12 +829,37 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
             tseed |= (uint64_t)manta_rng_u32(&r) << 32;
             manta_rng tr;
             manta_rng_seed(&tr, tseed, (uint64_t)l);
+            const bool photo_tex = mode == STEREO_SYNTH_SINGLE ||
+                                   (mode == STEREO_SYNTH_TEXTURED &&
+                                    manta_rng_uniform(&pr) < o->photo_layers);
             if (L->tw == 0)
                 continue;
             L->tex = block + off;
+            if (photo_tex)
+                L->rgb = rgbblock + 3 * off;
             off += (size_t)L->tw * L->th;
-            make_texture(L, &ts, &tr, kind);
+            if (mode == STEREO_SYNTH_SINGLE)
+                continue; /* filled below, from the left view's labels */
+            if (!photo_tex)
+                make_texture(L, &ts, &tr, kind);
+            else if (st == MANTA_OK && photo_raster(o->photos, -1, &pr, L->tw, L->th, L->rgb, err) < 0)
+                st = MANTA_ERR_NO_MEMORY;
         }
+        if (st == MANTA_OK && mode == STEREO_SYNTH_SINGLE) {
+            const int n = o->photos->count;
+            float *pb = pa + 3 * (size_t)AW * H;
+            left_labels(Ls, nl, &rb, W, H, labels);
+            int ia = photo_raster(o->photos, -1, &pr, AW, H, pa, err);
+            int ib = ia; /* another photograph where there is one */
+            if (ia >= 0 && n > 1)
+                ib = (ia + 1 + (int)manta_rng_below(&pr, (uint32_t)(n - 1))) % n;
+            if (ia < 0 || photo_raster(o->photos, ib, &pr, AW, H, pb, err) < 0)
+                st = MANTA_ERR_NO_MEMORY;
+            else
+                single_rasters(Ls, nl, labels, W, H, AW, pa, pb);
+        }
+    }
+    if (st == MANTA_OK) {
         render(Ls, nl, &rb, out);
         out->has_noc = true;
         if (o->photometric) {
@@ -642,6 +868,9 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
         }
     }
     free(block);
+    free(rgbblock);
+    free(labels);
+    free(pa);
     free(ts.ix), free(ts.fx), free(ts.col);
     free(rb.zl), free(rb.zr), free(rb.ur), free(rb.idl), free(rb.idr), free(rb.spans),
         free(rb.nspan);

@@ -67,6 +67,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "data/photo_bank.h"
 #include "data/stereo_pair.h"
 
 /** Smallest side of a generated pair. */
@@ -83,11 +84,27 @@ typedef struct stereo_synth_opts {
     int min_shapes;    /**< shapes per scene, drawn uniformly in [min_shapes, max_shapes] */
     int max_shapes;    /**< <= STEREO_SYNTH_MAX_SHAPES (defaults 4 and 12) */
     bool photometric;  /**< per-view gain, bias, gamma and noise (default true) */
+    /** Photographs (borrowed, read only, at least one; must outlive the calls), or NULL:
+     *  procedural textures only, every pair as without the members below. */
+    const photo_bank *photos;
+    float share_textured; /**< with photos: share of pairs with photographic textures (1/3) */
+    float share_single;   /**< with photos: share of single-photograph pairs (1/3); the rest,
+                           *  1 - share_textured - share_single, procedural textures */
+    float photo_layers;   /**< share of a textured pair's layers given a photograph (0.8);
+                           *  the others keep a procedural texture */
 } stereo_synth_opts;
+
+/** The kind of pair @p index of a set is (its draw; see the header). */
+typedef enum stereo_synth_mode {
+    STEREO_SYNTH_PROCEDURAL, /**< procedural textures */
+    STEREO_SYNTH_TEXTURED,   /**< photographic textures on the layers */
+    STEREO_SYNTH_SINGLE      /**< a photograph warped by a layered disparity field */
+} stereo_synth_mode;
 
 /**
  * Defaults: the given size, maximum disparity and seed, 4 to 12 shapes,
- * photometric differences on.
+ * photometric differences on, no photographs (shares 1/3, 1/3 and 0.8 for
+ * when a bank is set).
  */
 void stereo_synth_opts_default(stereo_synth_opts *o, int width, int height, float max_disp,
                                uint64_t seed);
@@ -104,5 +121,12 @@ void stereo_synth_opts_default(stereo_synth_opts *o, int width, int height, floa
  */
 manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, stereo_pair *out,
                                    manta_err *err);
+
+/**
+ * The kind of pair @p index of the set described by @p o: STEREO_SYNTH_PROCEDURAL
+ * without photographs, else its draw (what stereo_synth_generate() makes; cheap).
+ * Thread-safety: reentrant.
+ */
+stereo_synth_mode stereo_synth_pair_mode(const stereo_synth_opts *o, uint64_t index);
 
 #endif
