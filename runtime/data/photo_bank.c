@@ -25,6 +25,15 @@ void photo_bank_opts_default(photo_bank_opts *o)
     o->max_short_side = PHOTO_BANK_MAX_SHORT;
 }
 
+void photo_bank_opts_for_pairs(photo_bank_opts *o, int width, int height)
+{
+    photo_bank_opts_default(o);
+    o->min_width = width;
+    o->min_height = height;
+    int s = 3 * height;
+    o->max_short_side = s < 96 ? 96 : s > PHOTO_BANK_MAX_SHORT ? PHOTO_BANK_MAX_SHORT : s;
+}
+
 const char *photo_bank_dir(const char *arg)
 {
     return arg && strcmp(arg, "default") == 0 ? PHOTO_BANK_DEFAULT_DIR : arg;

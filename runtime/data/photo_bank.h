@@ -67,6 +67,14 @@ typedef struct photo_bank_opts {
 /** Defaults: any size, shorter side at most PHOTO_BANK_MAX_SHORT. */
 void photo_bank_opts_default(photo_bank_opts *o);
 
+/**
+ * Options for the photographs of stereo pairs of @p width x @p height (stereo_synth.h):
+ * photographs at least the pair's size, their shorter side kept at 3 x height, within
+ * [96, PHOTO_BANK_MAX_SHORT] (but never below the pair's size): a pair then shows about a
+ * third of a photograph's height at scale 1, rather than a magnified detail of it.
+ */
+void photo_bank_opts_for_pairs(photo_bank_opts *o, int width, int height);
+
 /** What a load found. */
 typedef struct photo_bank_report {
     int files;     /**< .jpg / .jpeg / .png files found */

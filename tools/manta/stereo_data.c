@@ -89,8 +89,7 @@ int cmd_stereo_data(int argc, char **argv)
     photo_bank_report rep = {0};
     if (textures) {
         photo_bank_opts bo;
-        photo_bank_opts_default(&bo);
-        bo.min_width = width, bo.min_height = height;
+        photo_bank_opts_for_pairs(&bo, width, height);
         if (photo_bank_load(photo_bank_dir(textures), &bo, &bank, &rep, &err) != MANTA_OK) {
             fprintf(stderr, "manta stereo-data: --textures %s\n", err.msg);
             return 1;
