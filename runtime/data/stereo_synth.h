@@ -51,14 +51,49 @@
  * [0, 1]. Without it, both views show the same radiance: right(x - d) equals
  * left(x) on non-occluded pixels up to the texture's interpolation.
  *
+ * Photographs (when opts.photos is set; data/photo_bank.h)
+ * ------------------------------------------------------------
+ * Networks trained on the patterns above alone transfer poorly to photographs; two
+ * remedies of the literature are built in. Each pair draws its kind (stereo_synth_mode)
+ * from a stream of its own, seeded from (seed, index) apart from the scene's: the scene
+ * (layers, planes, pattern draws, photometric draws) is the same whatever the kind, and a
+ * set without photographs is bit for bit what it was before photographs existed.
+ *  - STEREO_SYNTH_PROCEDURAL (share 1 - share_textured - share_single): as above.
+ *  - STEREO_SYNTH_TEXTURED (share_textured), as FlyingThings3D textures its objects:
+ *    each layer, with probability photo_layers, gets an RGB raster instead of the
+ *    two-colour pattern: a crop of a random photograph of the bank at a random place,
+ *    magnified by a scale drawn in [0.5, 1.5] (raised where the photograph is too small
+ *    to cover the raster), mirrored half of the time, resampled with data/resample.h's
+ *    filter. Each channel is rendered as the scalar pattern is: read at integer texels in
+ *    the left view, interpolated linearly at u in the right view.
+ *  - STEREO_SYNTH_SINGLE (share_single), after "Learning Stereo from Single Images"
+ *    (Watson et al., ECCV 2020) without a depth network: the left view is a crop of
+ *    photograph A (scale and place drawn as above, over the left frame from x = 0 to
+ *    W - 1 + max_disp); the disparity field is the scene's layered procedural one
+ *    (background plane and shapes, not following the photograph's regions); each layer's
+ *    raster is A where that layer is the left view's front surface (or right of the left
+ *    view's border, where A continues) and photograph B (another one of the bank, when it
+ *    has two or more) elsewhere, so what a layer shows only in the right view
+ *    (disocclusions) comes from B, Watson's hole filling. The right view is rendered from
+ *    the scene as for every pair. Where two surfaces meet within a pixel, the right view's
+ *    interpolation may blend a texel of A with one of B.
+ * Ground truth and the non-occlusion mask are computed as for procedural pairs (the same
+ * scene gives the same disp and mask bytes whatever the kind). Photographic textures are
+ * not smooth at the pixel scale as the patterns are: right(x - d) matches left(x) between
+ * texels as closely as linear interpolation of the photograph allows, and exactly at
+ * integer disparities (tests/unit/test_stereo_data.c checks both kinds).
+ *
  * Determinism: pair @p index of a set is a pure function of (options, seed,
- * index): its random stream is seeded from both, so any pair can be made alone,
- * in any order, on any thread, with identical bytes on one build.
+ * index, and the bank's photographs when there is one): its random streams are
+ * seeded from both, so any pair can be made alone, in any order, on any thread,
+ * with identical bytes on one build.
  *
  * Cost (one core, tests/unit/test_stereo_data.c prints it): about 0.3 to 0.5 ms
  * for a 128 x 64 pair and 10 to 20 ms for 768 x 384; memory beyond the pair:
  * one texel per left pixel of each layer's visible bounding box (the
- * background's is (H, W + max_disp)).
+ * background's is (H, W + max_disp)); photographic pairs add three floats per
+ * texel, and single-photograph pairs two (H, W + max_disp + 3) RGB crops and an
+ * int label per pixel.
  */
 #ifndef MANTA_DATA_STEREO_SYNTH_H
 #define MANTA_DATA_STEREO_SYNTH_H
