@@ -33,7 +33,7 @@ void stereo_synth_opts_default(stereo_synth_opts *o, int width, int height, floa
 
 /* ---- scene ---------------------------------------------------------------- */
 
-enum { SHAPE_FULL, SHAPE_ELLIPSE, SHAPE_POLY };
+enum { SHAPE_FULL, SHAPE_ELLIPSE, SHAPE_POLY, SHAPE_REGION };
 enum { TEX_NOISE, TEX_STRIPES, TEX_CHECKER, TEX_GRADIENT, TEX_FLAT };
 
 /* One surface of the scene, in the left view's frame. */
@@ -50,6 +50,10 @@ typedef struct layer {
     float *tex;         /* (th, tw), inside the call's texture block */
     float c0[3], dc[3]; /* colour = c0 + t * dc */
     float *rgb;         /* photographic texture, (3, th, tw) planes, or NULL: tex and colours */
+    /* region of a photograph's segmentation: row y's spans are rs[y * SS_MAX_VERTS ..], rn[y]
+     * values of them (left-frame rows 0 .. H - 1) */
+    const float *rs;
+    const int *rn;
 } layer;
 
 static float urand(manta_rng *r, float lo, float hi)
@@ -179,6 +183,11 @@ static int row_spans(const layer *L, float y, float *s)
     }
     if (y < L->by0 || y > L->by1)
         return 0;
+    if (L->shape == SHAPE_REGION) {
+        const int row = (int)y, n = L->rn[row];
+        memcpy(s, L->rs + (size_t)row * SS_MAX_VERTS, sizeof(float) * (size_t)n);
+        return n;
+    }
     if (L->shape == SHAPE_ELLIPSE) {
         float Y = y - L->cy, B = L->qb * Y, C = L->qc * Y * Y - 1.0f;
         float disc = B * B - 4.0f * L->qa * C;
@@ -712,6 +721,235 @@ static void single_rasters(layer *Ls, int nl, const int *labels, int W, int H, i
     }
 }
 
+/*
+ * Segmentation of a photograph's crop (3, H, AW) planes into compact regions that follow
+ * its colour edges (SLIC, Achanta et al. 2012), on a half-resolution copy: about @p k
+ * centres on a grid, five rounds of assigning each cell to the nearest centre by colour
+ * and place among those within two grid steps (a colour distance of 0.2 weighs as much as
+ * a grid step) and moving the centres to their cells' means; then every 4-connected piece of a label becomes a region
+ * of its own, pieces smaller than half a grid cell joining the region before them (SLIC's
+ * connectivity pass: no specks); at full resolution, a pixel whose 3 x 3 half-resolution
+ * neighbourhood holds several regions takes the nearest of them by colour and place, so
+ * boundaries fall on the photograph's edges to the pixel. Labels (H, AW) in [0, returned
+ * count), at most STEREO_SYNTH_MAX_SHAPES. Scratch: small (4, h, w), lab, queue and comp
+ * (h, w) with h = (H + 1) / 2, w = (AW + 1) / 2.
+ */
+static int segment(const float *img, int H, int AW, int k, int *labels, float *small, int *lab,
+                   int *queue, int *comp)
+{
+    const int h = (H + 1) / 2, w = (AW + 1) / 2;
+    const size_t ps = (size_t)AW * H, cells = (size_t)w * h;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++) {
+                const int y0 = 2 * y, x0 = 2 * x, y1 = y0 + 1 < H ? y0 + 1 : y0,
+                          x1 = x0 + 1 < AW ? x0 + 1 : x0;
+                const float *pl = img + c * ps;
+                small[c * cells + (size_t)y * w + x] =
+                    0.25f * (pl[(size_t)y0 * AW + x0] + pl[(size_t)y0 * AW + x1] +
+                             pl[(size_t)y1 * AW + x0] + pl[(size_t)y1 * AW + x1]);
+            }
+    const float step = sqrtf((float)cells / (float)k);
+    int nx = (int)lroundf((float)w / step), ny = (int)lroundf((float)h / step);
+    nx = nx < 1 ? 1 : nx, ny = ny < 1 ? 1 : ny;
+    while (nx * ny > STEREO_SYNTH_MAX_SHAPES)
+        nx > ny ? nx-- : ny--;
+    const int n = nx * ny;
+    float cen[STEREO_SYNTH_MAX_SHAPES][5], acc[STEREO_SYNTH_MAX_SHAPES][6];
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            float *cc = cen[j * nx + i];
+            cc[0] = ((float)i + 0.5f) * (float)w / (float)nx;
+            cc[1] = ((float)j + 0.5f) * (float)h / (float)ny;
+            const size_t at = (size_t)(int)cc[1] * w + (size_t)(int)cc[0];
+            for (int c = 0; c < 3; c++)
+                cc[2 + c] = small[c * cells + at];
+        }
+    const float sx = (float)w / (float)nx, sy = (float)h / (float)ny;
+    const float wsp = (0.2f * 0.2f) / (sx * sy); /* colour^2 per pixel^2 */
+    float *dist = small + 3 * cells; /* (h, w): the best distance of each cell in a round */
+    for (int y = 0; y < h; y++) /* start: the grid's cells */
+        for (int x = 0; x < w; x++) {
+            int i = (int)((float)x / sx), j = (int)((float)y / sy);
+            lab[(size_t)y * w + x] = (j < ny ? j : ny - 1) * nx + (i < nx ? i : nx - 1);
+        }
+    for (int round = 0; round < 5; round++) {
+        /* each centre looks at the cells within two grid steps of it (SLIC's window) */
+        for (size_t i = 0; i < cells; i++)
+            dist[i] = 1e30f;
+        for (int q = 0; q < n; q++) {
+            const int x0 = (int)fmaxf(0.0f, cen[q][0] - 2.0f * sx),
+                      x1 = (int)fminf((float)(w - 1), cen[q][0] + 2.0f * sx),
+                      y0 = (int)fmaxf(0.0f, cen[q][1] - 2.0f * sy),
+                      y1 = (int)fminf((float)(h - 1), cen[q][1] + 2.0f * sy);
+            for (int y = y0; y <= y1; y++)
+                for (int x = x0; x <= x1; x++) {
+                    const size_t at = (size_t)y * w + x;
+                    const float dx = (float)x - cen[q][0], dy = (float)y - cen[q][1];
+                    const float dr = small[at] - cen[q][2], dg = small[cells + at] - cen[q][3],
+                                db = small[2 * cells + at] - cen[q][4];
+                    const float d = dr * dr + dg * dg + db * db + wsp * (dx * dx + dy * dy);
+                    if (d < dist[at])
+                        dist[at] = d, lab[at] = q;
+                }
+        }
+        memset(acc, 0, sizeof acc);
+        for (size_t at = 0; at < cells; at++) {
+            float *a = acc[lab[at]];
+            a[0] += (float)(at % (size_t)w), a[1] += (float)(at / (size_t)w);
+            a[2] += small[at], a[3] += small[cells + at], a[4] += small[2 * cells + at];
+            a[5] += 1.0f;
+        }
+        for (int q = 0; q < n; q++)
+            if (acc[q][5] > 0.0f)
+                for (int c = 0; c < 5; c++)
+                    cen[q][c] = acc[q][c] / acc[q][5];
+    }
+    /* connectivity: the pieces of each label, small ones joined to the region before them */
+    const size_t min_size = (size_t)(0.5f * sx * sy) > 4 ? (size_t)(0.5f * sx * sy) : 4;
+    for (size_t i = 0; i < cells; i++)
+        comp[i] = -1;
+    int used = 0;
+    for (size_t p = 0; p < cells; p++) {
+        if (comp[p] >= 0)
+            continue;
+        const int x = (int)(p % (size_t)w), y = (int)(p / (size_t)w);
+        const int before = x > 0 ? comp[p - 1] : y > 0 ? comp[p - (size_t)w] : -1;
+        const int want = lab[p];
+        size_t head = 0, tail = 0;
+        queue[tail++] = (int)p;
+        comp[p] = used;
+        while (head < tail) {
+            const int c = queue[head++], cx = c % w, cy = c / w;
+            const int nb[4] = {cx > 0 ? c - 1 : -1, cx + 1 < w ? c + 1 : -1,
+                               cy > 0 ? c - w : -1, cy + 1 < h ? c + w : -1};
+            for (int t = 0; t < 4; t++)
+                if (nb[t] >= 0 && comp[nb[t]] < 0 && lab[nb[t]] == want) {
+                    comp[nb[t]] = used;
+                    queue[tail++] = nb[t];
+                }
+        }
+        if (before >= 0 && (tail < min_size || used >= STEREO_SYNTH_MAX_SHAPES)) {
+            for (size_t t = 0; t < tail; t++)
+                comp[queue[t]] = before;
+        } else {
+            used++;
+        }
+    }
+    /* the regions' centres, then full resolution */
+    memset(acc, 0, sizeof acc);
+    for (size_t p = 0; p < cells; p++) {
+        float *a = acc[comp[p]];
+        a[0] += (float)(p % (size_t)w), a[1] += (float)(p / (size_t)w);
+        for (int c = 0; c < 3; c++)
+            a[2 + c] += small[c * cells + p];
+        a[5] += 1.0f;
+    }
+    for (int q = 0; q < used; q++)
+        for (int c = 0; c < 5; c++)
+            cen[q][c] = acc[q][c] / acc[q][5];
+    int *mixed = queue; /* (h, w): does the cell's 3 x 3 neighbourhood hold several regions */
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            const int own = comp[(size_t)y * w + x];
+            int m = 0;
+            for (int dy = -1; dy <= 1; dy++)
+                for (int dx = -1; dx <= 1; dx++) {
+                    const int qx = x + dx, qy = y + dy;
+                    m |= qx >= 0 && qy >= 0 && qx < w && qy < h &&
+                         comp[(size_t)qy * w + qx] != own;
+                }
+            mixed[(size_t)y * w + x] = m;
+        }
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < AW; x++) {
+            const int hx = x / 2, hy = y / 2, own = comp[(size_t)hy * w + hx];
+            int best_q = own;
+            if (mixed[(size_t)hy * w + hx]) {
+                const size_t at = (size_t)y * AW + x;
+                const float px = 0.5f * (float)x - 0.25f, py = 0.5f * (float)y - 0.25f;
+                const float r = img[at], g = img[ps + at], b = img[2 * ps + at];
+                float best = 1e30f;
+                for (int dy = -1; dy <= 1; dy++)
+                    for (int dx = -1; dx <= 1; dx++) {
+                        const int qx = hx + dx, qy = hy + dy;
+                        if (qx < 0 || qy < 0 || qx >= w || qy >= h)
+                            continue;
+                        const int cand = comp[(size_t)qy * w + qx];
+                        const float *cc = cen[cand];
+                        const float ex = px - cc[0], ey = py - cc[1];
+                        const float dr = r - cc[2], dg = g - cc[3], db = b - cc[4];
+                        const float d = dr * dr + dg * dg + db * db + wsp * (ex * ex + ey * ey);
+                        if (d < best)
+                            best = d, best_q = cand;
+                    }
+            }
+            labels[(size_t)y * AW + x] = best_q;
+        }
+    return used;
+}
+
+/*
+ * The regions of a label map (H, AW) with @p n labels as layers Ls[0 .. n - 1]: region q's
+ * spans in row y are the runs of its pixels as [x0 - 0.5, x1 + 0.5), at most
+ * SS_MAX_VERTS / 2 per row (beyond that the runs across the smallest gaps are joined, so a
+ * region may take a few pixels of its neighbours, where the nearer one wins as anywhere),
+ * kept at rs[(q * H + y) * SS_MAX_VERTS ..], rn[q * H + y] values. Sets each layer's shape,
+ * rows and bounding box (every label has a pixel: segment() numbers the ones used).
+ */
+static void region_layers(layer *Ls, const int *labels, int H, int AW, int n, float *rs, int *rn)
+{
+    for (int q = 0; q < n; q++) {
+        layer *L = &Ls[q];
+        memset(L, 0, sizeof *L);
+        L->shape = SHAPE_REGION;
+        L->rs = rs + (size_t)q * H * SS_MAX_VERTS;
+        L->rn = rn + (size_t)q * H;
+        L->bx0 = L->by0 = 1e30f;
+        L->bx1 = L->by1 = -1e30f;
+    }
+    for (int y = 0; y < H; y++) {
+        const int *row = labels + (size_t)y * AW;
+        for (int q = 0; q < n; q++)
+            rn[(size_t)q * H + y] = 0;
+        for (int x = 0; x < AW;) {
+            const int q = row[x];
+            int e = x;
+            while (e + 1 < AW && row[e + 1] == q)
+                e++;
+            float *sp = rs + ((size_t)q * H + y) * SS_MAX_VERTS;
+            int *cnt = &rn[(size_t)q * H + y];
+            if (*cnt == SS_MAX_VERTS) { /* join the two runs across the smallest gap */
+                int best = 1;
+                for (int k = 3; k < SS_MAX_VERTS - 1; k += 2)
+                    if (sp[k + 1] - sp[k] < sp[best + 1] - sp[best])
+                        best = k;
+                const float gap = (float)x - 0.5f - sp[SS_MAX_VERTS - 1];
+                if (gap <= sp[best + 1] - sp[best]) { /* the new run's gap is the smallest */
+                    sp[SS_MAX_VERTS - 1] = (float)e + 0.5f;
+                    x = e + 1;
+                    continue;
+                }
+                memmove(sp + best, sp + best + 2,
+                        sizeof(float) * (size_t)(SS_MAX_VERTS - best - 2));
+                *cnt -= 2;
+            }
+            sp[(*cnt)++] = (float)x - 0.5f;
+            sp[(*cnt)++] = (float)e + 0.5f;
+            x = e + 1;
+        }
+        for (int q = 0; q < n; q++) {
+            const int c = rn[(size_t)q * H + y];
+            if (c == 0)
+                continue;
+            layer *L = &Ls[q];
+            const float *sp = rs + ((size_t)q * H + y) * SS_MAX_VERTS;
+            L->by0 = fminf(L->by0, (float)y), L->by1 = fmaxf(L->by1, (float)y);
+            L->bx0 = fminf(L->bx0, sp[0]), L->bx1 = fmaxf(L->bx1, sp[c - 1]);
+        }
+    }
+}
+
 static manta_status check_photo_opts(const stereo_synth_opts *o, manta_err *err)
 {
     if (!o->photos)
@@ -775,6 +1013,48 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
         nl++;
     }
 
+    /* a single photograph: photograph A's crop over the left frame first; the layers are the
+     * regions of its segmentation, each with a plane of its own (the shapes drawn above only
+     * keep the scene's stream as it is), the background behind them all, never shown */
+    const int AW = (int)ceilf((float)(W - 1) + maxd) + 3;
+    const size_t apx = (size_t)AW * H, cells = (size_t)((AW + 1) / 2) * ((H + 1) / 2);
+    float *pa = NULL, *small = NULL, *rs = NULL;
+    int *labels = NULL, *lab = NULL, *rn = NULL, ia_photo = -1;
+    if (mode == STEREO_SYNTH_SINGLE) {
+        pa = malloc(sizeof(float) * 6 * apx); /* A, then B */
+        labels = malloc(sizeof(int) * apx);    /* (H, AW) segments, later (H, W) left labels */
+        small = malloc(sizeof(float) * 4 * cells); /* colours, distances */
+        lab = malloc(sizeof(int) * 3 * cells); /* lab, queue, comp */
+        rs = malloc(sizeof(float) * STEREO_SYNTH_MAX_SHAPES * H * SS_MAX_VERTS);
+        rn = malloc(sizeof(int) * STEREO_SYNTH_MAX_SHAPES * H);
+        if (!pa || !labels || !small || !lab || !rs || !rn)
+            st = manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                               "stereo synth: out of memory for a %dx%d single-photograph pair",
+                               W, H);
+        else if ((ia_photo = photo_raster(o->photos, -1, &pr, AW, H, pa, err)) < 0)
+            st = MANTA_ERR_NO_MEMORY;
+        if (st == MANTA_OK) {
+            int k = 6 + (int)manta_rng_below(&pr, 11);
+            int n = segment(pa, H, AW, k, labels, small, lab, lab + cells, lab + 2 * cells);
+            bg->a = -1.0f, bg->b = bg->c = 0.0f, bg->inv1b = 1.0f;
+            region_layers(Ls + 1, labels, H, AW, n, rs, rn);
+            nl = 1;
+            for (int q = 0; q < n; q++) {
+                layer *L = &Ls[nl];
+                if (manta_rng_u32(&pr) >> 31)
+                    make_plane(L, &pr, L->bx0, L->bx1, L->by0, L->by1, 0.02f * maxd, maxd, 0.3f,
+                               0.5f * maxd);
+                else
+                    make_plane(L, &pr, 0.0f, 0.0f, 0.0f, 0.0f, 0.02f * maxd, maxd, 0.0f, 0.0f);
+                nl++;
+            }
+        }
+        if (st != MANTA_OK) {
+            free(pa), free(labels), free(small), free(lab), free(rs), free(rn);
+            return st;
+        }
+    }
+
     /* texture rasters: one block */
     size_t texels = 0;
     int max_tw = 2;
@@ -788,14 +1068,9 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
             max_tw = Ls[l].tw;
     }
     float *block = malloc(sizeof(float) * texels);
-    /* photographic textures: RGB rasters; a single photograph: its left-view labels and the
-     * two photographs' crops over the left frame (H, AW) */
-    const int AW = (int)ceilf((float)(W - 1) + maxd) + 3;
+    /* photographic textures: RGB rasters */
     float *rgbblock = mode != STEREO_SYNTH_PROCEDURAL ? malloc(sizeof(float) * 3 * texels) : NULL;
-    int *labels = mode == STEREO_SYNTH_SINGLE ? malloc(sizeof(int) * (size_t)W * H) : NULL;
-    float *pa = mode == STEREO_SYNTH_SINGLE ? malloc(sizeof(float) * 6 * (size_t)AW * H) : NULL;
-    const bool photo_oom = mode != STEREO_SYNTH_PROCEDURAL &&
-                           (!rgbblock || (mode == STEREO_SYNTH_SINGLE && (!labels || !pa)));
+    const bool photo_oom = mode != STEREO_SYNTH_PROCEDURAL && !rgbblock;
     tex_scratch ts = {malloc(sizeof(int) * (size_t)max_tw), malloc(sizeof(float) * (size_t)max_tw),
                       malloc(sizeof(float) * ((size_t)max_tw + 3))};
     rowbuf rb = {malloc(sizeof(float) * W), malloc(sizeof(float) * W),
@@ -842,18 +1117,18 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
                 continue; /* filled below, from the left view's labels */
             if (!photo_tex)
                 make_texture(L, &ts, &tr, kind);
-            else if (st == MANTA_OK && photo_raster(o->photos, -1, &pr, L->tw, L->th, L->rgb, err) < 0)
+            else if (st == MANTA_OK &&
+                     photo_raster(o->photos, -1, &pr, L->tw, L->th, L->rgb, err) < 0)
                 st = MANTA_ERR_NO_MEMORY;
         }
         if (st == MANTA_OK && mode == STEREO_SYNTH_SINGLE) {
             const int n = o->photos->count;
-            float *pb = pa + 3 * (size_t)AW * H;
+            float *pb = pa + 3 * apx;
             left_labels(Ls, nl, &rb, W, H, labels);
-            int ia = photo_raster(o->photos, -1, &pr, AW, H, pa, err);
-            int ib = ia; /* another photograph where there is one */
-            if (ia >= 0 && n > 1)
-                ib = (ia + 1 + (int)manta_rng_below(&pr, (uint32_t)(n - 1))) % n;
-            if (ia < 0 || photo_raster(o->photos, ib, &pr, AW, H, pb, err) < 0)
+            int ib = ia_photo; /* another photograph where there is one */
+            if (n > 1)
+                ib = (ia_photo + 1 + (int)manta_rng_below(&pr, (uint32_t)(n - 1))) % n;
+            if (photo_raster(o->photos, ib, &pr, AW, H, pb, err) < 0)
                 st = MANTA_ERR_NO_MEMORY;
             else
                 single_rasters(Ls, nl, labels, W, H, AW, pa, pb);
@@ -869,8 +1144,7 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
     }
     free(block);
     free(rgbblock);
-    free(labels);
-    free(pa);
+    free(labels), free(pa), free(small), free(lab), free(rs), free(rn);
     free(ts.ix), free(ts.fx), free(ts.col);
     free(rb.zl), free(rb.zr), free(rb.ur), free(rb.idl), free(rb.idr), free(rb.spans),
         free(rb.nspan);

@@ -8,7 +8,8 @@
  *
  * Sections: "meta" (JSON: format "manta-stereo-train", version 1, schedule preset, batch,
  * seed, next step, teacher flag, data source, training pairs, evaluation data, the
- * photographs' folder when the procedural pairs use one, and the space as its spec object), "params", "momentum", "bn_state" and, once it exists, "teacher" (float32).
+ * photographs' folder when the procedural pairs use one, and the space as its spec
+ * object), "params", "momentum", "bn_state" and, once it exists, "teacher" (float32).
  * The data order needs no section: the pairs of a step are a function of (seed, step).
  */
 #ifndef MANTA_STEREO_STATE_H

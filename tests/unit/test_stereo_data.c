@@ -994,9 +994,10 @@ static void test_photo_bank_load(void **state)
     assert_int_equal(bank.photos[2].height, 20);
     assert_memory_equal(bank.photos[1].rgb, b, 40 * 30 * 3); /* PNG: exact */
     int worst = 0; /* JPEG: close */
-    for (int i = 0; i < 50 * 40 * 3; i++)
-        worst = abs((int)bank.photos[0].rgb[i] - a[i]) > worst ? abs((int)bank.photos[0].rgb[i] - a[i])
-                                                                : worst;
+    for (int i = 0; i < 50 * 40 * 3; i++) {
+        const int diff = abs((int)bank.photos[0].rgb[i] - a[i]);
+        worst = diff > worst ? diff : worst;
+    }
     assert_true(worst <= 12);
     photo_bank_free(&bank);
     assert_int_equal(bank.count, 0);
@@ -1092,14 +1093,18 @@ static uint64_t pair_hash(const stereo_pair *p)
 
 /* Without photographs the generator's bytes are those of before photographs existed
  * (hashes of its output then; x86-64, whose float arithmetic and libm this build's
- * figures come from). With a bank, the procedural share of pairs are those pairs too. */
+ * figures come from). With a bank, the procedural share of pairs are those pairs too, and
+ * photo-textured pairs have their ground truth. */
 static void test_synth_unchanged_without_photos(void **state)
 {
     (void)state;
     static const uint64_t before[3][4] = {
-        {0x81814d8a0212f661ULL, 0xd6192383cb703bfdULL, 0xbf24b621d668db4eULL, 0x1808a81d119a43c2ULL},
-        {0xe2b027349b44f7a7ULL, 0x5c0242eb0ddd018bULL, 0x820d2c2ee6217a0fULL, 0xa9aae0bfde0efa8bULL},
-        {0xf5f3e07ac25903faULL, 0xba071629ab53d194ULL, 0x04ba248d7c524098ULL, 0x3d815255adb872c2ULL}};
+        {0x81814d8a0212f661ULL, 0xd6192383cb703bfdULL, 0xbf24b621d668db4eULL,
+         0x1808a81d119a43c2ULL},
+        {0xe2b027349b44f7a7ULL, 0x5c0242eb0ddd018bULL, 0x820d2c2ee6217a0fULL,
+         0xa9aae0bfde0efa8bULL},
+        {0xf5f3e07ac25903faULL, 0xba071629ab53d194ULL, 0x04ba248d7c524098ULL,
+         0x3d815255adb872c2ULL}};
     const int cfg[3][4] = {{128, 64, 32, 1}, {160, 72, 40, 0}, {96, 48, 24, 1}};
     photo_bank bank = {0};
     fake_bank(&bank, 2, 200, 120);
@@ -1126,12 +1131,14 @@ static void test_synth_unchanged_without_photos(void **state)
             o.photos = &bank;
             TU_OK_ERR(stereo_pair_alloc(&q, o.height, o.width, &e));
             TU_OK_ERR(stereo_synth_generate(&o, index, &q, &e));
-            if (stereo_synth_pair_mode(&o, index) == STEREO_SYNTH_PROCEDURAL) {
+            const stereo_synth_mode mode = stereo_synth_pair_mode(&o, index);
+            if (mode == STEREO_SYNTH_PROCEDURAL) {
                 assert_true(same_pair(&p, &q));
                 procedural_seen++;
             } else {
                 assert_false(same_pair(&p, &q));
-                /* the same scene: the same ground truth */
+            }
+            if (mode == STEREO_SYNTH_TEXTURED) { /* the same scene: the same ground truth */
                 assert_memory_equal(p.disp, q.disp, sizeof(float) * o.width * o.height);
                 assert_memory_equal(p.mask, q.mask, (size_t)o.width * o.height);
             }
@@ -1297,6 +1304,42 @@ static void test_synth_single_photo_fills_holes(void **state)
     photo_bank_free(&bank);
 }
 
+/* Single photographs: the layers follow the photograph's regions, so a colour edge of the
+ * left view is a depth edge (stripes of three flat colours, 60 px wide). */
+static void test_synth_single_photo_depth_edges(void **state)
+{
+    (void)state;
+    photo_bank bank = {0};
+    fake_bank(&bank, 1, 360, 150);
+    const uint8_t colour[3][3] = {{230, 20, 20}, {20, 60, 220}, {240, 230, 40}};
+    for (int y = 0; y < 150; y++)
+        for (int x = 0; x < 360; x++)
+            memcpy(bank.photos[0].rgb + 3 * ((size_t)y * 360 + x), colour[(x / 60) % 3], 3);
+    long edges = 0, depth_edges = 0;
+    for (int i = 0; i < 8; i++) {
+        stereo_pair p;
+        synth_photo(&p, &bank, 0.0f, 1.0f, 23, (uint64_t)i, false);
+        const size_t plane = (size_t)p.width * p.height;
+        for (int y = 0; y < p.height; y++)
+            for (int x = 2; x < p.width - 3; x++) {
+                const size_t at = (size_t)y * p.width + x;
+                float jump = 0.0f;
+                for (int c = 0; c < 3; c++)
+                    jump = fmaxf(jump, fabsf(p.left[c * plane + at + 1] - p.left[c * plane + at]));
+                if (jump < 0.3f)
+                    continue;
+                edges++;
+                depth_edges += fabsf(p.disp[at + 2] - p.disp[at - 1]) > 0.05f;
+            }
+        stereo_pair_free(&p);
+    }
+    print_message("synth, single photograph: %ld of %ld colour edges are depth edges\n",
+                  depth_edges, edges);
+    assert_true(edges > 500);
+    assert_true(depth_edges > 0.9 * edges);
+    photo_bank_free(&bank);
+}
+
 static void test_synth_photo_speed(void **state)
 {
     (void)state;
@@ -1368,6 +1411,7 @@ int main(void)
         cmocka_unit_test(test_synth_photo_modes),
         cmocka_unit_test(test_synth_photo_right_view_matches_disparity),
         cmocka_unit_test(test_synth_single_photo_fills_holes),
+        cmocka_unit_test(test_synth_single_photo_depth_edges),
         cmocka_unit_test(test_synth_photo_speed),
         cmocka_unit_test(test_tone),
         cmocka_unit_test(test_png_round_trips),
