@@ -34,8 +34,7 @@ int cmd_stereo_data(int argc, char **argv)
         {.name = "no-photometric", .kind = OPT_FLAG, .dest = &flat,
          .help = "the same radiance in both views (no gain, gamma or noise per view)"},
         {.name = "textures", .kind = OPT_STRING, .dest = &textures, .metavar = "DIR",
-         .help = "photographs (JPEG / PNG) for textures and single-photograph pairs; "
-                 "'default': " PHOTO_BANK_DEFAULT_DIR},
+         .help = "photographs for textured / single-photograph pairs, or 'default'"},
         {.name = "textured-share", .kind = OPT_DOUBLE, .dest = &share_textured, .lo = 0,
          .hi = 1, .metavar = "F", .help = "with --textures: share of photo-textured pairs "
                                           "(default 1/3)"},
@@ -59,9 +58,9 @@ int cmd_stereo_data(int argc, char **argv)
         "--textures DIR (its .jpg / .jpeg / .png files; 'default': the 12 nature photographs\n"
         "of Debian's mate-backgrounds) makes a share of the pairs with photographs: layers\n"
         "textured with crops of them (FlyingThings3D-style), and single-photograph pairs (the\n"
-        "left view a photograph, the right view rendered from a layered disparity field, what\n"
-        "only the right view sees filled from another photograph). Never give it the views\n"
-        "of stereo pairs: those are evaluation data.\n",
+        "left view a photograph, its colour regions the layers of the disparity field, the\n"
+        "right view rendered from them, what only the right view sees filled from another\n"
+        "photograph). Never give it the views of stereo pairs: those are evaluation data.\n",
         defs, 1, 1};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);

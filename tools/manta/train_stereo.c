@@ -368,8 +368,7 @@ int cmd_train_stereo(int argc, char **argv)
         {.name = "data", .kind = OPT_STRING, .dest = &r->o.data, .metavar = "D",
          .help = "synthetic (default: procedural pairs) or a KITTI / Middlebury folder"},
         {.name = "textures", .kind = OPT_STRING, .dest = &r->o.textures, .metavar = "DIR",
-         .help = "photographs for the procedural pairs: photo-textured and single-photograph "
-                 "pairs, a third each; 'default': " PHOTO_BANK_DEFAULT_DIR},
+         .help = "photographs for textured / single-photograph pairs, or 'default'"},
         {.name = "train-pairs", .kind = OPT_LONG, .dest = &r->o.train_pairs, .lo = 1,
          .hi = 1e9, .metavar = "N", .help = "synthetic training set size (default 20000)"},
         {.name = "val-data", .kind = OPT_STRING, .dest = &r->o.val_data, .metavar = "D",
@@ -408,7 +407,7 @@ int cmd_train_stereo(int argc, char **argv)
         "Middlebury folder (random crops, colour jitter per view). --textures DIR (JPEG / PNG\n"
         "photographs; 'default': Debian's mate-backgrounds nature photographs) makes a third\n"
         "of the procedural pairs with photographic textures and a third from single\n"
-        "photographs (the right view rendered from a layered disparity field, disocclusions\n"
+        "photographs (their colour regions the layers of the disparity field, disocclusions\n"
         "filled from another photograph); the folder is kept in the checkpoint for --resume\n"
         "and manta eval. Never use the views of stereo pairs as textures. Every phase's end\n"
         "evaluates the largest and the smallest sub-network on held-out pairs (EPE, bad-3,\n"
