@@ -108,15 +108,17 @@ manta_status stereo_state_load(const char *path, stereo_trainer *t, mcl_dev *d, 
 }
 
 manta_status stereo_state_photos(const stereo_meta *m, const stereo_space *s, photo_bank *out,
-                                 manta_err *err)
+                                 photo_bank_report *report, manta_err *err)
 {
     memset(out, 0, sizeof *out);
+    if (report)
+        memset(report, 0, sizeof *report);
     if (!m->textures[0])
         return MANTA_OK;
     photo_bank_opts o;
     photo_bank_opts_for_pairs(&o, s->crop_w, s->crop_h);
     manta_err e = {0};
-    manta_status st = photo_bank_load(photo_bank_dir(m->textures), &o, out, NULL, &e);
+    manta_status st = photo_bank_load(photo_bank_dir(m->textures), &o, out, report, &e);
     if (st != MANTA_OK)
         return manta_err_set(err, st, "the run's --textures folder %s", e.msg);
     return MANTA_OK;

@@ -54,11 +54,11 @@ manta_status stereo_state_load(const char *path, stereo_trainer *t, mcl_dev *d, 
  * data/photo_bank.h) into @p out, each at least the space's crop in size: every source of
  * procedural pairs of the run (training, held-out evaluation, BN re-calibration) borrows
  * them, so a resumed run and `manta eval` make the same pairs. A run without photographs
- * leaves @p out zeroed.
+ * leaves @p out zeroed. @p report (may be NULL): what the load found (skipped files).
  * @return photo_bank_load()'s errors, one line naming the folder as the run's
  *         ("the run's --textures folder DIR: ..."; a folder that is gone among them).
  */
 manta_status stereo_state_photos(const stereo_meta *m, const stereo_space *s, photo_bank *out,
-                                 manta_err *err);
+                                 photo_bank_report *report, manta_err *err);
 
 #endif

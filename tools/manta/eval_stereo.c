@@ -253,7 +253,7 @@ static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const s
     /* the run's photographs, where procedural pairs are made: they are made with them */
     photo_bank photos = {0};
     if (!rfolder || strcmp(o->data, "synthetic") == 0)
-        MANTA_TRY(stereo_state_photos(m, sp, &photos, err));
+        MANTA_TRY(stereo_state_photos(m, sp, &photos, NULL, err));
     recal_src.synth.photos = photos.count > 0 ? &photos : NULL;
     if (rfolder) {
         manta_err ferr = {0};

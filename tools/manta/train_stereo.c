@@ -279,8 +279,16 @@ static bool setup(st_run *r)
                                    "%s: pair %s has no disparity map to evaluate against",
                                    r->meta.val_data, r->val_set.name[i]);
     }
+    photo_bank_report prep;
     if (st == MANTA_OK) /* kept in the checkpoint: a resumed run makes the same pairs */
-        st = stereo_state_photos(&r->meta, &r->sp, &r->photos, &err);
+        st = stereo_state_photos(&r->meta, &r->sp, &r->photos, &prep, &err);
+    if (st == MANTA_OK && r->rank == 0 && (prep.failed > 0 || prep.too_small > 0))
+        fprintf(stderr,
+                "manta train: --textures %s: %d photograph(s) kept; %d file(s) skipped as "
+                "unreadable%s%s%s, %d smaller than the %dx%d crop\n",
+                r->meta.textures, r->photos.count, prep.failed, prep.failed ? " (first: " : "",
+                prep.first_failure, prep.failed ? ")" : "", prep.too_small, r->sp.crop_w,
+                r->sp.crop_h);
     if (st == MANTA_OK) {
         long pairs = r->have_set ? r->set.count : r->meta.train_pairs;
         st = stereo_schedule_preset(&r->sp, r->meta.preset, r->meta.batch,
