@@ -64,7 +64,7 @@ LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lpng -lz -lpthread 
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
             libpng-dev libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
             dataset-fashion-mnist clblast-utils clang libcairo2-dev fonts-dejavu-core \
-            libmicrohttpd-dev chromium curl
+            libmicrohttpd-dev chromium curl mate-backgrounds
 
 LIB_DIRS := core cl nn train data ofa stereo export search profile dist monitor
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))

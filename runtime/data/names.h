@@ -2,7 +2,7 @@
  * @file names.h
  * @brief Sorted lists of file and folder names, and "dir/name" paths, for the
  *        folder loaders of runtime/data/ (internal: jpeg_folder.c,
- *        stereo_folder.c).
+ *        stereo_folder.c, photo_bank.c).
  *
  * A ::name_list owns malloc'd copies of its names. Start from a zeroed list
  * (`name_list l = {0};`), add with name_list_push(), order with

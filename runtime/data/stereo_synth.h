@@ -51,14 +51,60 @@
  * [0, 1]. Without it, both views show the same radiance: right(x - d) equals
  * left(x) on non-occluded pixels up to the texture's interpolation.
  *
+ * Photographs (when opts.photos is set; data/photo_bank.h)
+ * ------------------------------------------------------------
+ * Networks trained on the patterns above alone transfer poorly to photographs; two
+ * remedies of the literature are built in. Each pair draws its kind (stereo_synth_mode)
+ * and everything photographic from a stream of its own, seeded from (seed, index) apart
+ * from the scene's: a photo-textured pair has the scene (layers, planes, photometric
+ * draws) of the procedural pair of its index, and a set without photographs is bit for
+ * bit what it was before photographs existed.
+ *  - STEREO_SYNTH_PROCEDURAL (share 1 - share_textured - share_single): as above.
+ *  - STEREO_SYNTH_TEXTURED (share_textured), as FlyingThings3D textures its objects:
+ *    each layer, with probability photo_layers, gets an RGB raster instead of the
+ *    two-colour pattern: a crop of a random photograph of the bank at a random place,
+ *    magnified by a scale drawn in [0.5, 1.5] (raised where the photograph is too small
+ *    to cover the raster), mirrored half of the time, resampled with data/resample.h's
+ *    filter. Each channel is rendered as the scalar pattern is: read at integer texels in
+ *    the left view, interpolated linearly at u in the right view.
+ *  - STEREO_SYNTH_SINGLE (share_single), after "Learning Stereo from Single Images"
+ *    (Watson et al., ECCV 2020) without a depth network: the left view is a crop of
+ *    photograph A (scale and place drawn as above, over the left frame from x = 0 to
+ *    W - 1 + max_disp + 2); the layers are the regions of A: a SLIC segmentation
+ *    (Achanta et al. 2012: 6 to 16 compact regions by colour and place, on a
+ *    half-resolution copy, pieces smaller than half a grid cell joined to a neighbour,
+ *    boundaries refined at full resolution) gives each region a plane of its own
+ *    (constant or slanted, |b|, |c| <= 0.3, within [0.02, 1] * max_disp), so depth edges
+ *    fall on the photograph's colour edges (where Watson's depth network puts them) and a
+ *    region of flat colour is a depth-edge-free surface; each layer's raster is A where
+ *    that layer is the left view's front surface (or right of the left view's border,
+ *    where A continues) and photograph B (another one of the bank, when it has two or
+ *    more) elsewhere, so what a layer shows only in the right view (disocclusions) comes
+ *    from B, Watson's hole filling. The right view is rendered from the layers as for
+ *    every pair. Where two surfaces meet within a pixel, the right view's interpolation
+ *    may blend a texel of A with one of B. Regions need not be convex or connected per
+ *    row: a region keeps at most 16 runs per row, joining its runs across the smallest
+ *    gaps beyond that.
+ * Ground truth and the non-occlusion mask are computed as for procedural pairs.
+ * Photographic textures are
+ * not smooth at the pixel scale as the patterns are: right(x - d) matches left(x) between
+ * texels as closely as linear interpolation of the photograph allows, and exactly at
+ * integer disparities (tests/unit/test_stereo_data.c checks both kinds).
+ *
  * Determinism: pair @p index of a set is a pure function of (options, seed,
- * index): its random stream is seeded from both, so any pair can be made alone,
- * in any order, on any thread, with identical bytes on one build.
+ * index, and the bank's photographs when there is one): its random streams are
+ * seeded from both, so any pair can be made alone, in any order, on any thread,
+ * with identical bytes on one build.
  *
  * Cost (one core, tests/unit/test_stereo_data.c prints it): about 0.3 to 0.5 ms
  * for a 128 x 64 pair and 10 to 20 ms for 768 x 384; memory beyond the pair:
  * one texel per left pixel of each layer's visible bounding box (the
- * background's is (H, W + max_disp)).
+ * background's is (H, W + max_disp)); photographic pairs add three floats per
+ * texel, and single-photograph pairs two (H, W + max_disp + 3) RGB crops, a label
+ * per pixel of that size and 16 runs per row of each region. Measured on the
+ * mate-backgrounds photographs (one core of a loaded 2-core machine): 128 x 64
+ * about 0.35 ms procedural, 0.45 ms photo-textured, 0.95 ms single photograph;
+ * 768 x 384 about 12, 14 and 40 ms.
  */
 #ifndef MANTA_DATA_STEREO_SYNTH_H
 #define MANTA_DATA_STEREO_SYNTH_H
@@ -67,6 +113,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
+#include "data/photo_bank.h"
 #include "data/stereo_pair.h"
 
 /** Smallest side of a generated pair. */
@@ -83,11 +130,27 @@ typedef struct stereo_synth_opts {
     int min_shapes;    /**< shapes per scene, drawn uniformly in [min_shapes, max_shapes] */
     int max_shapes;    /**< <= STEREO_SYNTH_MAX_SHAPES (defaults 4 and 12) */
     bool photometric;  /**< per-view gain, bias, gamma and noise (default true) */
+    /** Photographs (borrowed, read only, at least one; must outlive the calls), or NULL:
+     *  procedural textures only, every pair as without the members below. */
+    const photo_bank *photos;
+    float share_textured; /**< with photos: share of pairs with photographic textures (1/3) */
+    float share_single;   /**< with photos: share of single-photograph pairs (1/3); the rest,
+                           *  1 - share_textured - share_single, procedural textures */
+    float photo_layers;   /**< share of a textured pair's layers given a photograph (0.8);
+                           *  the others keep a procedural texture */
 } stereo_synth_opts;
+
+/** The kind of pair @p index of a set is (its draw; see the header). */
+typedef enum stereo_synth_mode {
+    STEREO_SYNTH_PROCEDURAL, /**< procedural textures */
+    STEREO_SYNTH_TEXTURED,   /**< photographic textures on the layers */
+    STEREO_SYNTH_SINGLE      /**< a photograph warped by a layered disparity field */
+} stereo_synth_mode;
 
 /**
  * Defaults: the given size, maximum disparity and seed, 4 to 12 shapes,
- * photometric differences on.
+ * photometric differences on, no photographs (shares 1/3, 1/3 and 0.8 for
+ * when a bank is set).
  */
 void stereo_synth_opts_default(stereo_synth_opts *o, int width, int height, float max_disp,
                                uint64_t seed);
@@ -104,5 +167,12 @@ void stereo_synth_opts_default(stereo_synth_opts *o, int width, int height, floa
  */
 manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, stereo_pair *out,
                                    manta_err *err);
+
+/**
+ * The kind of pair @p index of the set described by @p o: STEREO_SYNTH_PROCEDURAL
+ * without photographs, else its draw (what stereo_synth_generate() makes; cheap).
+ * Thread-safety: reentrant.
+ */
+stereo_synth_mode stereo_synth_pair_mode(const stereo_synth_opts *o, uint64_t index);
 
 #endif

@@ -10,12 +10,13 @@
 
 #define FORMAT "manta-stereo-train"
 
-/* "train_pairs" and "val_data" after the common members. */
+/* "train_pairs", "val_data" and, with photographs, "textures" after the common members. */
 static bool put_meta(cJSON *j, const void *user)
 {
     const stereo_meta *m = user;
     return cJSON_AddNumberToObject(j, "train_pairs", (double)m->train_pairs) &&
-           cJSON_AddStringToObject(j, "val_data", m->val_data);
+           cJSON_AddStringToObject(j, "val_data", m->val_data) &&
+           (!m->textures[0] || cJSON_AddStringToObject(j, "textures", m->textures));
 }
 
 static bool get_meta(const cJSON *j, void *user)
@@ -32,6 +33,10 @@ static bool get_meta(const cJSON *j, void *user)
     if (strlen(val) >= sizeof m->val_data)
         return false;
     snprintf(m->val_data, sizeof m->val_data, "%s", val);
+    const cJSON *tx = cJSON_GetObjectItemCaseSensitive(j, "textures");
+    if (tx && (!cJSON_IsString(tx) || strlen(tx->valuestring) >= sizeof m->textures))
+        return false;
+    snprintf(m->textures, sizeof m->textures, "%s", tx ? tx->valuestring : "");
     return true;
 }
 
@@ -99,5 +104,22 @@ manta_status stereo_state_load(const char *path, stereo_trainer *t, mcl_dev *d, 
     state_args a = {&sp, m, t};
     MANTA_TRY(ckpt_read_train(path, read_state, &a, true, d, err));
     stereo_trainer_set_has_teacher(t, m->has_teacher);
+    return MANTA_OK;
+}
+
+manta_status stereo_state_photos(const stereo_meta *m, const stereo_space *s, photo_bank *out,
+                                 photo_bank_report *report, manta_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (report)
+        memset(report, 0, sizeof *report);
+    if (!m->textures[0])
+        return MANTA_OK;
+    photo_bank_opts o;
+    photo_bank_opts_for_pairs(&o, s->crop_w, s->crop_h);
+    manta_err e = {0};
+    manta_status st = photo_bank_load(photo_bank_dir(m->textures), &o, out, report, &e);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "the run's --textures folder %s", e.msg);
     return MANTA_OK;
 }

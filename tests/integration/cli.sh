@@ -47,4 +47,18 @@ mkdir "$out/data"
 head -c 1000 /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz >"$out/data/train-images-idx3-ubyte.gz"
 cp /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz "$out/data/"
 expect_error "truncated data" "train-images-idx3-ubyte.gz" "$M" train-tiny --data "$out/data" --steps 1
+# stereo-data --textures: a folder without photographs, one whose images are all smaller
+# than the pairs, a folder that is not there: one line naming it, nothing written
+mkdir "$out/nophotos" "$out/smallphotos"
+echo "not an image" >"$out/nophotos/a.jpg"
+expect_error "textures: no photograph" "nophotos: no readable JPEG or PNG image" \
+    "$M" stereo-data "$out/sd" --count 2 --textures "$out/nophotos"
+"$M" stereo-data "$out/tiny" --count 1 --width 16 --height 8 --max-disp 4 >/dev/null ||
+    fail "stereo-data 16x8: exit status $?"
+cp "$out/tiny/image_2/000000_10.png" "$out/smallphotos/a.png" # only its size matters here
+expect_error "textures: too small" "smallphotos: no photograph of at least 128x64 px (the largest is 16x8)" \
+    "$M" stereo-data "$out/sd" --count 2 --textures "$out/smallphotos"
+expect_error "textures: no folder" "nowhere: cannot open folder" \
+    "$M" stereo-data "$out/sd" --count 2 --textures "$out/nowhere"
+[ ! -e "$out/sd" ] || fail "stereo-data --textures with a bad folder: the output folder was created"
 echo "cli: all checks passed"

@@ -120,6 +120,44 @@ fi
 cat "$out/damaged.txt"
 grep -q '000001_10.png' "$out/damaged.txt" || fail "the damaged image is not named"
 
+# --textures: photographs for the procedural pairs (Debian's mate-backgrounds, make deps),
+# kept in the checkpoint: a run stopped and resumed trains as one that did not stop; the
+# folder gone, a resume and manta eval say so in one line
+PH=/usr/share/backgrounds/mate/nature
+if [ -d "$PH" ]; then
+    mkdir "$out/ph" && cp "$PH/Aqua.jpg" "$PH/Dune.jpg" "$PH/Garden.jpg" "$out/ph/"
+    TX="--space $SPACE --batch 2 --train-pairs 64 --eval-pairs 4 --recal-pairs 2 --log-every 1"
+    "$M" train $TX --textures "$out/ph" --stop-after 4 --out "$out/t1" >/dev/null ||
+        fail "train --textures: exit status $?"
+    "$M" train $TX --textures "$out/ph" --stop-after 2 --out "$out/t2" >/dev/null ||
+        fail "train --textures --stop-after 2: exit status $?"
+    "$M" train --space $SPACE --out "$out/t2" --resume --log-every 1 --eval-pairs 4 \
+        --recal-pairs 2 --stop-after 2 >/dev/null || fail "train --textures, resumed: $?"
+    steps() { grep -E '"event":"(step|phase_end)"' "$1" | sed 's/"time":[0-9.]*//; s/"pairs_per_s":[0-9.]*//; s/"ranks":.*//'; }
+    [ "$(steps "$out/t1/metrics.jsonl")" = "$(steps "$out/t2/metrics.jsonl")" ] ||
+        fail "--textures: the resumed run differs from the uninterrupted one"
+    "$M" train $TX --stop-after 4 --out "$out/t0" >/dev/null || fail "train: exit status $?"
+    [ "$(losses "$out/t1/metrics.jsonl")" != "$(losses "$out/t0/metrics.jsonl")" ] ||
+        fail "--textures: the same losses as without photographs"
+    "$M" eval --ckpt "$out/t1/latest.ckpt" --pairs 4 --recal-pairs 2 >/dev/null ||
+        fail "eval of a --textures run: exit status $?"
+    mv "$out/ph" "$out/ph-moved"
+    for c in "eval --ckpt $out/t1/latest.ckpt --pairs 4" "train --space $SPACE --out $out/t2 --resume"; do
+        if "$M" $c >/dev/null 2>"$out/noph.txt"; then fail "$c without the run's photographs succeeded"; fi
+        cat "$out/noph.txt"
+        [ "$(wc -l <"$out/noph.txt")" = 1 ] && grep -q -- "--textures folder $out/ph: cannot open" "$out/noph.txt" ||
+            fail "$c without the run's photographs: not one line naming the folder"
+    done
+    if "$M" train --space $SPACE --data "$out/tk-moved" --textures "$out/ph-moved" --out "$out/tf" \
+        2>"$out/tf.txt"; then
+        fail "--textures with a folder of pairs was accepted"
+    fi
+    cat "$out/tf.txt"
+    [ "$(wc -l <"$out/tf.txt")" = 1 ] && [ ! -e "$out/tf" ] || fail "--textures with --data DIR: not one line"
+else
+    echo "skip: --textures checks ($PH missing: make deps installs mate-backgrounds)"
+fi
+
 # bad input: one line naming what is wrong, non-zero, nothing written
 sed 's/"crop": {"height": 16, "width": 32}/"crop": {"height": 12, "width": 32}/' $SPACE >"$out/bad.json"
 if "$M" train --space "$out/bad.json" --schedule smoke --out "$out/c" 2>"$out/bad.txt"; then

@@ -1,5 +1,6 @@
 /* Stereo data: the procedural generator (determinism, ground truth checked
- * against the rendered views, occlusion mask), PNG and PFM round trips, the
+ * against the rendered views, occlusion mask), the photo bank and the generator's
+ * photographic pairs (textured layers, single photographs), PNG and PFM round trips, the
  * KITTI and Middlebury folder layouts (built here in a temporary folder), the
  * KITTI writer, geometry-preserving augmentation, and every bad input. */
 #include <math.h>
@@ -9,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <turbojpeg.h>
 
 #include "common/testutil.h"
 #include "core/fileio.h"
 #include "data/pfm.h"
+#include "data/photo_bank.h"
 #include "data/png_io.h"
 #include "data/stereo_augment.h"
 #include "data/stereo_folder.h"
@@ -58,6 +61,8 @@ static int same_pair(const stereo_pair *a, const stereo_pair *b)
            !memcmp(a->right, b->right, sizeof(float) * 3 * n) &&
            !memcmp(a->disp, b->disp, sizeof(float) * n) && !memcmp(a->mask, b->mask, n);
 }
+
+static float clampf_t(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
 
 static double now_s(void)
 {
@@ -902,6 +907,464 @@ static void test_augment_jitter(void **state)
     stereo_pair_free(&p);
 }
 
+/* ---- photographs ------------------------------------------------------------------ */
+
+/* Write @p px ((h, w, 3) bytes) as a JPEG (quality 95, 4:4:4) to @p path. */
+static void write_jpeg(const char *path, const uint8_t *px, int w, int h)
+{
+    tjhandle tj = tjInitCompress();
+    assert_non_null(tj);
+    unsigned char *buf = NULL;
+    unsigned long size = 0;
+    if (tjCompress2(tj, px, w, 0, h, TJPF_RGB, &buf, &size, TJSAMP_444, 95, TJFLAG_ACCURATEDCT))
+        fail_msg("tjCompress2: %s", tjGetErrorStr2(tj));
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, size, f), size);
+    fclose(f);
+    tjFree(buf);
+    tjDestroy(tj);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A "photograph" of w x h: smooth colour waves (periods of 7 to 40 px) seeded by @p k,
+ * detailed enough that a crop's place and scale show, smooth enough to interpolate. */
+static uint8_t *fake_photo(int w, int h, int k)
+{
+    uint8_t *px = malloc((size_t)w * h * 3);
+    assert_non_null(px);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++) {
+                float v = 0.5f + 0.22f * sinf(0.31f * x / (1 + c + k % 3) + 0.17f * y + k) +
+                          0.2f * cosf(0.09f * (x + 2 * y) * (1 + 0.3f * c) - 0.7f * k);
+                px[((size_t)y * w + x) * 3 + c] = (uint8_t)lroundf(255.0f * clampf_t(v));
+            }
+    return px;
+}
+
+/* A bank of @p n photographs of w x h (fake_photo()) made in memory. */
+static void fake_bank(photo_bank *b, int n, int w, int h)
+{
+    b->count = n;
+    b->photos = calloc((size_t)n, sizeof *b->photos);
+    b->names = calloc((size_t)n, sizeof *b->names);
+    assert_true(b->photos && b->names);
+    for (int i = 0; i < n; i++) {
+        b->photos[i] = (photo){.width = w, .height = h, .rgb = fake_photo(w, h, i)};
+        char name[32];
+        snprintf(name, sizeof name, "p%d.png", i);
+        b->names[i] = strdup(name);
+    }
+}
+
+static void test_photo_bank_load(void **state)
+{
+    (void)state;
+    tu_tmpdir t;
+    assert_int_equal(tu_tmpdir_make(&t, "photos"), 0);
+    char path[512];
+    manta_err e;
+    uint8_t *a = fake_photo(50, 40, 1), *b = fake_photo(40, 30, 2), *c = fake_photo(30, 20, 3);
+    write_jpeg(tu_tmpdir_path(&t, "a.jpg", path, sizeof path), a, 50, 40);
+    TU_OK_ERR(mpng_write_rgb8(tu_tmpdir_path(&t, "b.png", path, sizeof path), b, 30, 40, &e));
+    TU_OK_ERR(mpng_write_rgb8(tu_tmpdir_path(&t, "c.PNG", path, sizeof path), c, 20, 30, &e));
+    write_text(tu_tmpdir_path(&t, "d.jpeg", path, sizeof path), "not a JPEG at all");
+    write_text(tu_tmpdir_path(&t, "notes.txt", path, sizeof path), "ignored");
+    photo_bank bank;
+    photo_bank_report rep;
+    TU_OK_ERR(photo_bank_load(t.path, NULL, &bank, &rep, &e));
+    assert_int_equal(bank.count, 3); /* in name order; the damaged file skipped and counted */
+    assert_string_equal(bank.names[0], "a.jpg");
+    assert_string_equal(bank.names[1], "b.png");
+    assert_string_equal(bank.names[2], "c.PNG");
+    assert_int_equal(rep.files, 4);
+    assert_int_equal(rep.failed, 1);
+    assert_non_null(strstr(rep.first_failure, "d.jpeg"));
+    assert_int_equal(bank.photos[0].width, 50);
+    assert_int_equal(bank.photos[0].height, 40);
+    assert_int_equal(bank.photos[1].width, 40);
+    assert_int_equal(bank.photos[2].height, 20);
+    assert_memory_equal(bank.photos[1].rgb, b, 40 * 30 * 3); /* PNG: exact */
+    int worst = 0; /* JPEG: close */
+    for (int i = 0; i < 50 * 40 * 3; i++) {
+        const int diff = abs((int)bank.photos[0].rgb[i] - a[i]);
+        worst = diff > worst ? diff : worst;
+    }
+    assert_true(worst <= 12);
+    photo_bank_free(&bank);
+    assert_int_equal(bank.count, 0);
+
+    /* the caller's smallest size: smaller photographs skipped; none left: one line */
+    photo_bank_opts o;
+    photo_bank_opts_default(&o);
+    o.min_width = 45, o.min_height = 35;
+    TU_OK_ERR(photo_bank_load(t.path, &o, &bank, &rep, &e));
+    assert_int_equal(bank.count, 1);
+    assert_int_equal(rep.too_small, 2);
+    photo_bank_free(&bank);
+    o.min_width = 60, o.min_height = 50;
+    assert_int_equal(photo_bank_load(t.path, &o, &bank, &rep, &e), MANTA_ERR_FORMAT);
+    char want[600];
+    snprintf(want, sizeof want, "%s: no photograph of at least 60x50 px (the largest is 50x40)",
+             t.path);
+    assert_string_equal(e.msg, want);
+    assert_null(bank.photos);
+
+    /* large photographs shrunk to the bound, never below the smallest size asked */
+    uint8_t *big = fake_photo(200, 100, 4);
+    TU_OK_ERR(mpng_write_rgb8(tu_tmpdir_path(&t, "e.png", path, sizeof path), big, 100, 200, &e));
+    photo_bank_opts_default(&o);
+    o.max_short_side = 40;
+    TU_OK_ERR(photo_bank_load(t.path, &o, &bank, NULL, &e));
+    assert_int_equal(bank.count, 4);
+    assert_int_equal(bank.photos[3].width, 80);
+    assert_int_equal(bank.photos[3].height, 40);
+    const uint8_t *px = bank.photos[3].rgb; /* an average of the 2 x 2 pixels it covers */
+    int avg = (big[0] + big[3] + big[600] + big[603] + 2) / 4;
+    assert_true(abs((int)px[0] - avg) <= 4);
+    photo_bank_free(&bank);
+    o.min_width = 120, o.min_height = 50;
+    TU_OK_ERR(photo_bank_load(t.path, &o, &bank, NULL, &e));
+    assert_int_equal(bank.count, 1);
+    assert_int_equal(bank.photos[0].width, 120);
+    assert_int_equal(bank.photos[0].height, 60);
+    photo_bank_free(&bank);
+    free(a), free(b), free(c), free(big);
+
+    /* a folder without a readable image; a folder that is not there */
+    tu_tmpdir empty;
+    assert_int_equal(tu_tmpdir_make(&empty, "nophotos"), 0);
+    assert_int_equal(photo_bank_load(empty.path, NULL, &bank, NULL, &e), MANTA_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, empty.path));
+    assert_non_null(strstr(e.msg, "no readable JPEG or PNG image"));
+    write_text(tu_tmpdir_path(&empty, "x.png", path, sizeof path), "not a PNG");
+    assert_int_equal(photo_bank_load(empty.path, NULL, &bank, &rep, &e), MANTA_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "1 failed; first: x.png"));
+    assert_int_equal(photo_bank_load(tu_tmpdir_path(&empty, "gone", path, sizeof path), NULL,
+                                     &bank, NULL, &e),
+                     MANTA_ERR_IO);
+    assert_non_null(strstr(e.msg, "gone"));
+    tu_tmpdir_remove(&empty);
+    tu_tmpdir_remove(&t);
+}
+
+static void synth_photo(stereo_pair *p, const photo_bank *bank, float textured, float single,
+                        uint64_t seed, uint64_t index, bool photometric)
+{
+    stereo_synth_opts o;
+    stereo_synth_opts_default(&o, 192, 96, 48, seed);
+    o.photometric = photometric;
+    o.photos = bank;
+    o.share_textured = textured;
+    o.share_single = single;
+    manta_err e;
+    TU_OK_ERR(stereo_pair_alloc(p, o.height, o.width, &e));
+    TU_OK_ERR(stereo_synth_generate(&o, index, p, &e));
+    assert_int_equal(stereo_synth_pair_mode(&o, index),
+                     single >= 1.0f     ? STEREO_SYNTH_SINGLE
+                     : textured >= 1.0f ? STEREO_SYNTH_TEXTURED
+                                        : stereo_synth_pair_mode(&o, index));
+}
+
+/* FNV-1a of a pair's bytes. */
+static uint64_t pair_hash(const stereo_pair *p)
+{
+    const size_t n = (size_t)p->width * p->height;
+    const struct {
+        const void *p;
+        size_t n;
+    } parts[4] = {{p->left, 12 * n}, {p->right, 12 * n}, {p->disp, 4 * n}, {p->mask, n}};
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int k = 0; k < 4; k++)
+        for (size_t i = 0; i < parts[k].n; i++) {
+            h ^= ((const uint8_t *)parts[k].p)[i];
+            h *= 0x100000001b3ULL;
+        }
+    return h;
+}
+
+/* Without photographs the generator's bytes are those of before photographs existed
+ * (hashes of its output then; x86-64, whose float arithmetic and libm this build's
+ * figures come from). With a bank, the procedural share of pairs are those pairs too, and
+ * photo-textured pairs have their ground truth. */
+static void test_synth_unchanged_without_photos(void **state)
+{
+    (void)state;
+    static const uint64_t before[3][4] = {
+        {0x81814d8a0212f661ULL, 0xd6192383cb703bfdULL, 0xbf24b621d668db4eULL,
+         0x1808a81d119a43c2ULL},
+        {0xe2b027349b44f7a7ULL, 0x5c0242eb0ddd018bULL, 0x820d2c2ee6217a0fULL,
+         0xa9aae0bfde0efa8bULL},
+        {0xf5f3e07ac25903faULL, 0xba071629ab53d194ULL, 0x04ba248d7c524098ULL,
+         0x3d815255adb872c2ULL}};
+    const int cfg[3][4] = {{128, 64, 32, 1}, {160, 72, 40, 0}, {96, 48, 24, 1}};
+    photo_bank bank = {0};
+    fake_bank(&bank, 2, 200, 120);
+    int procedural_seen = 0;
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < 4; i++) {
+            stereo_synth_opts o;
+            stereo_synth_opts_default(&o, cfg[c][0], cfg[c][1], (float)cfg[c][2],
+                                      (uint64_t)(7 + c));
+            o.photometric = cfg[c][3];
+            stereo_pair p, q;
+            manta_err e;
+            const uint64_t index = (uint64_t)i * 1000 + 3;
+            TU_OK_ERR(stereo_pair_alloc(&p, o.height, o.width, &e));
+            TU_OK_ERR(stereo_synth_generate(&o, index, &p, &e));
+            assert_int_equal(stereo_synth_pair_mode(&o, index), STEREO_SYNTH_PROCEDURAL);
+#if defined(__x86_64__)
+            if (pair_hash(&p) != before[c][i])
+                fail_msg("pair %d of set %d: hash %016llx, before photographs %016llx", i, c,
+                         (unsigned long long)pair_hash(&p), (unsigned long long)before[c][i]);
+#else
+            (void)before;
+#endif
+            o.photos = &bank;
+            TU_OK_ERR(stereo_pair_alloc(&q, o.height, o.width, &e));
+            TU_OK_ERR(stereo_synth_generate(&o, index, &q, &e));
+            const stereo_synth_mode mode = stereo_synth_pair_mode(&o, index);
+            if (mode == STEREO_SYNTH_PROCEDURAL) {
+                assert_true(same_pair(&p, &q));
+                procedural_seen++;
+            } else {
+                assert_false(same_pair(&p, &q));
+            }
+            if (mode == STEREO_SYNTH_TEXTURED) { /* the same scene: the same ground truth */
+                assert_memory_equal(p.disp, q.disp, sizeof(float) * o.width * o.height);
+                assert_memory_equal(p.mask, q.mask, (size_t)o.width * o.height);
+            }
+            stereo_pair_free(&p), stereo_pair_free(&q);
+        }
+    print_message("synth: 12 pairs without photographs as before; %d of them procedural with "
+                  "a bank too\n",
+                  procedural_seen);
+    photo_bank_free(&bank);
+}
+
+static void test_synth_photo_modes(void **state)
+{
+    (void)state;
+    photo_bank bank = {0};
+    fake_bank(&bank, 3, 320, 200);
+    /* deterministic by (seed, index), whatever was made before */
+    for (int m = 0; m < 2; m++) {
+        const float tx = m == 0 ? 1.0f : 0.0f, sg = m == 0 ? 0.0f : 1.0f;
+        stereo_pair a, b, c, d;
+        synth_photo(&a, &bank, tx, sg, 42, 3, true);
+        synth_photo(&b, &bank, tx, sg, 42, 7, true);
+        stereo_pair_free(&b);
+        synth_photo(&b, &bank, tx, sg, 42, 3, true);
+        assert_true(same_pair(&a, &b));
+        synth_photo(&c, &bank, tx, sg, 42, 4, true);
+        assert_false(same_pair(&a, &c));
+        synth_photo(&d, &bank, tx, sg, 43, 3, true);
+        assert_false(same_pair(&a, &d));
+        stereo_pair_free(&a), stereo_pair_free(&b), stereo_pair_free(&c), stereo_pair_free(&d);
+    }
+    /* the default shares: about a third each */
+    stereo_synth_opts o;
+    stereo_synth_opts_default(&o, 64, 32, 8, 5);
+    o.photos = &bank;
+    int count[3] = {0, 0, 0};
+    for (uint64_t i = 0; i < 600; i++)
+        count[stereo_synth_pair_mode(&o, i)]++;
+    print_message("synth: of 600 pairs %d procedural, %d photo-textured, %d single-photograph\n",
+                  count[0], count[1], count[2]);
+    for (int k = 0; k < 3; k++)
+        assert_true(count[k] > 150 && count[k] < 250);
+    o.share_textured = 0.7f, o.share_single = 0.4f; /* more than all of them */
+    stereo_pair p;
+    manta_err e;
+    TU_OK_ERR(stereo_pair_alloc(&p, 32, 64, &e));
+    assert_int_equal(stereo_synth_generate(&o, 0, &p, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "share"));
+    stereo_synth_opts_default(&o, 64, 32, 8, 5);
+    photo_bank none = {0};
+    o.photos = &none;
+    assert_int_equal(stereo_synth_generate(&o, 0, &p, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "empty"));
+    stereo_pair_free(&p);
+    photo_bank_free(&bank);
+}
+
+/* The ground truth of photographic pairs, as test_synth_right_view_matches_disparity()
+ * checks procedural ones: right(x - d) = left(x) on non-occluded pixels up to the
+ * interpolation of the texture, exactly at integer disparities. */
+static void test_synth_photo_right_view_matches_disparity(void **state)
+{
+    (void)state;
+    photo_bank bank = {0};
+    fake_bank(&bank, 3, 320, 200);
+    for (int m = 0; m < 2; m++) {
+        const float tx = m == 0 ? 1.0f : 0.0f, sg = m == 0 ? 0.0f : 1.0f;
+        double e0 = 0, e_one = 0, worst_int = 0;
+        int n = 0, n_int = 0;
+        for (int i = 0; i < 6; i++) {
+            stereo_pair p;
+            int c0, c1;
+            synth_photo(&p, &bank, tx, sg, 11, (uint64_t)i, false);
+            assert_true(p.has_noc);
+            for (size_t k = 0; k < 3 * (size_t)p.width * p.height; k++)
+                assert_true(p.left[k] >= 0.0f && p.left[k] <= 1.0f && p.right[k] >= 0.0f &&
+                            p.right[k] <= 1.0f);
+            e0 += photo_error(&p, 0.0f, &c0);
+            e_one += photo_error(&p, 1.0f, &c1);
+            n += c0;
+            for (int y = 0; y < p.height; y++)
+                for (int x = 0; x < p.width; x++) {
+                    float d = p.disp[(size_t)y * p.width + x];
+                    if (!interior(&p, x, y) || fabsf(d - roundf(d)) > 0.01f)
+                        continue;
+                    int j = x - (int)roundf(d);
+                    for (int c = 0; c < 3; c++) {
+                        size_t o = (size_t)c * p.height * p.width + (size_t)y * p.width;
+                        worst_int = fmax(worst_int, fabsf(p.right[o + j] - p.left[o + x]));
+                    }
+                    n_int++;
+                }
+            stereo_pair_free(&p);
+        }
+        e0 /= 6, e_one /= 6;
+        print_message("synth, %s: mean |R(x-d) - L(x)| %.4f over %d interior pixels, shifted by "
+                      "1 px %.4f; at %d integer disparities worst %.4f\n",
+                      m == 0 ? "photo-textured" : "single photograph", e0, n, e_one, n_int,
+                      worst_int);
+        assert_true(n > 5000);
+        assert_true(e0 < 0.01);
+        assert_true(e_one > 3.0 * e0);
+        assert_true(n_int > 30);
+        assert_true(worst_int < 0.02);
+    }
+    photo_bank_free(&bank);
+}
+
+/* Pixels x-2..x+2 of row y on one disparity plane (interior() also takes two surfaces
+ * that meet at nearly the same disparity, where either may show at the match). */
+static int planar(const stereo_pair *p, int x, int y)
+{
+    const float *d = p->disp + (size_t)y * p->width;
+    const float g = 0.5f * (d[x + 1] - d[x - 1]);
+    for (int k = -2; k <= 2; k++)
+        if (fabsf(d[x + k] - d[x] - (float)k * g) > 1e-3f)
+            return 0;
+    return 1;
+}
+
+/* Single photographs with two flat photographs: the left view is one of them everywhere;
+ * the right view shows the other only where the left view does not see the surface
+ * (disocclusions), never at a non-occluded pixel's match. */
+static void test_synth_single_photo_fills_holes(void **state)
+{
+    (void)state;
+    photo_bank bank = {0};
+    fake_bank(&bank, 2, 300, 150);
+    const uint8_t colour[2][3] = {{230, 20, 20}, {20, 200, 40}};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 300 * 150; i++)
+            memcpy(bank.photos[k].rgb + 3 * i, colour[k], 3);
+    long other_right = 0, right_px = 0, noc_checked = 0;
+    for (int i = 0; i < 6; i++) {
+        stereo_pair p;
+        synth_photo(&p, &bank, 0.0f, 1.0f, 17, (uint64_t)i, false);
+        const size_t plane = (size_t)p.width * p.height;
+        const int a = fabsf(p.left[0] - colour[0][0] / 255.0f) < 1e-6f ? 0 : 1;
+        for (size_t q = 0; q < plane; q++)
+            for (int c = 0; c < 3; c++)
+                assert_true(fabsf(p.left[c * plane + q] - colour[a][c] / 255.0f) < 1e-6f);
+        for (size_t q = 0; q < plane; q++) {
+            other_right += fabsf(p.right[q] - colour[a][0] / 255.0f) > 1e-3f;
+            right_px++;
+        }
+        for (int y = 0; y < p.height; y++)
+            for (int x = 0; x < p.width; x++) {
+                if (!interior(&p, x, y) || !planar(&p, x, y))
+                    continue;
+                float xr = (float)x - p.disp[(size_t)y * p.width + x];
+                for (int c = 0; c < 3; c++)
+                    assert_true(fabsf(sample_row(p.right, p.height, p.width, c, y, xr) -
+                                      colour[a][c] / 255.0f) < 1e-4f);
+                noc_checked++;
+            }
+        stereo_pair_free(&p);
+    }
+    print_message("synth, single photograph: %.1f%% of right-view pixels from the other "
+                  "photograph; %ld non-occluded matches all the left's\n",
+                  100.0 * other_right / right_px, noc_checked);
+    assert_true(other_right > 0.01 * right_px && other_right < 0.4 * right_px);
+    assert_true(noc_checked > 10000);
+    photo_bank_free(&bank);
+}
+
+/* Single photographs: the layers follow the photograph's regions, so a colour edge of the
+ * left view is a depth edge (stripes of three flat colours, 60 px wide). */
+static void test_synth_single_photo_depth_edges(void **state)
+{
+    (void)state;
+    photo_bank bank = {0};
+    fake_bank(&bank, 1, 360, 150);
+    const uint8_t colour[3][3] = {{230, 20, 20}, {20, 60, 220}, {240, 230, 40}};
+    for (int y = 0; y < 150; y++)
+        for (int x = 0; x < 360; x++)
+            memcpy(bank.photos[0].rgb + 3 * ((size_t)y * 360 + x), colour[(x / 60) % 3], 3);
+    long edges = 0, depth_edges = 0;
+    for (int i = 0; i < 8; i++) {
+        stereo_pair p;
+        synth_photo(&p, &bank, 0.0f, 1.0f, 23, (uint64_t)i, false);
+        const size_t plane = (size_t)p.width * p.height;
+        for (int y = 0; y < p.height; y++)
+            for (int x = 2; x < p.width - 3; x++) {
+                const size_t at = (size_t)y * p.width + x;
+                float jump = 0.0f;
+                for (int c = 0; c < 3; c++)
+                    jump = fmaxf(jump, fabsf(p.left[c * plane + at + 1] - p.left[c * plane + at]));
+                if (jump < 0.3f)
+                    continue;
+                edges++;
+                depth_edges += fabsf(p.disp[at + 2] - p.disp[at - 1]) > 0.05f;
+            }
+        stereo_pair_free(&p);
+    }
+    print_message("synth, single photograph: %ld of %ld colour edges are depth edges\n",
+                  depth_edges, edges);
+    assert_true(edges > 500);
+    assert_true(depth_edges > 0.9 * edges);
+    photo_bank_free(&bank);
+}
+
+static void test_synth_photo_speed(void **state)
+{
+    (void)state;
+    photo_bank bank = {0};
+    fake_bank(&bank, 4, 288, 192); /* 3 x the height, as photo_bank_opts_for_pairs() keeps */
+    const char *names[3] = {"procedural", "photo-textured", "single photograph"};
+    for (int m = 0; m < 3; m++) {
+        stereo_synth_opts o;
+        stereo_synth_opts_default(&o, 128, 64, 32, 1);
+        o.photos = &bank;
+        o.share_textured = m == 1 ? 1.0f : 0.0f;
+        o.share_single = m == 2 ? 1.0f : 0.0f;
+        stereo_pair p;
+        manta_err e;
+        TU_OK_ERR(stereo_pair_alloc(&p, o.height, o.width, &e));
+        double t0 = now_s();
+        for (int i = 0; i < 100; i++)
+            TU_OK_ERR(stereo_synth_generate(&o, (uint64_t)i, &p, &e));
+        print_message("synth: 128x64 %s: %.3f ms per pair\n", names[m],
+                      (now_s() - t0) / 100 * 1e3);
+        stereo_pair_free(&p);
+    }
+    photo_bank_free(&bank);
+}
+
 static void test_tone(void **state)
 {
     (void)state;
@@ -943,6 +1406,13 @@ int main(void)
         cmocka_unit_test(test_synth_occlusion_mask),
         cmocka_unit_test(test_synth_speed),
         cmocka_unit_test(test_synth_bad_options),
+        cmocka_unit_test(test_photo_bank_load),
+        cmocka_unit_test(test_synth_unchanged_without_photos),
+        cmocka_unit_test(test_synth_photo_modes),
+        cmocka_unit_test(test_synth_photo_right_view_matches_disparity),
+        cmocka_unit_test(test_synth_single_photo_fills_holes),
+        cmocka_unit_test(test_synth_single_photo_depth_edges),
+        cmocka_unit_test(test_synth_photo_speed),
         cmocka_unit_test(test_tone),
         cmocka_unit_test(test_png_round_trips),
         cmocka_unit_test(test_png_errors),

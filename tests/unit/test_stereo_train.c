@@ -114,12 +114,14 @@ static void test_resume_is_exact(void **state)
                      .has_teacher = stereo_trainer_has_teacher(b)};
     snprintf(m.preset, sizeof m.preset, "smoke");
     snprintf(m.data, sizeof m.data, "synthetic");
+    snprintf(m.textures, sizeof m.textures, "default"); /* the photographs' folder is kept */
     assert_true(m.has_teacher);
     TU_OK_ERR(stereo_state_save(path, b, f->d, &m, &e));
     stereo_space sp2;
     stereo_meta m2;
     TU_OK_ERR(stereo_state_peek(path, &sp2, &m2, &e));
     assert_int_equal(m2.step, cut);
+    assert_string_equal(m2.textures, "default");
     assert_string_equal(sp2.name, f->x.sp.name);
     TU_OK(f->d, stereo_trainer_create(f->d, &sp2, &s, 9, &c));
     TU_OK_ERR(stereo_state_load(path, c, f->d, &m2, &e));

@@ -120,11 +120,12 @@ static manta_status time_forward(mcl_dev *d, stereo_trainer *t, ev_timing *tm)
  * at a phase's end (batches of the checkpoint's), the figures into *mt. */
 static manta_status run_synthetic(const ev_opts *o, mcl_dev *d, stereo_trainer *t,
                                   const stereo_space *sp, const stereo_meta *m, const ofa_arch *a,
-                                  stereo_source *recal_src, stereo_metrics *mt, ev_timing *tm,
-                                  manta_err *err)
+                                  stereo_source *recal_src, const photo_bank *photos,
+                                  stereo_metrics *mt, ev_timing *tm, manta_err *err)
 {
     stereo_source eval_src;
     stereo_heldout_source(sp, m->seed, o->pairs, &eval_src);
+    eval_src.synth.photos = photos; /* the run's photographs, or NULL */
     stereo_batch b;
     float *pred = malloc((size_t)o->pairs * sp->crop_h * sp->crop_w * sizeof *pred);
     manta_status st = pred ? stereo_batch_alloc(&b, m->batch, sp->crop_h, sp->crop_w,
@@ -249,13 +250,20 @@ static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const s
                               m->seed);
     stereo_set rset = {0};
     const bool rfolder = strcmp(rd, "synthetic") != 0;
+    /* the run's photographs, where procedural pairs are made: they are made with them */
+    photo_bank photos = {0};
+    if (!rfolder || strcmp(o->data, "synthetic") == 0)
+        MANTA_TRY(stereo_state_photos(m, sp, &photos, NULL, err));
+    recal_src.synth.photos = photos.count > 0 ? &photos : NULL;
     if (rfolder) {
         manta_err ferr = {0};
-        if (stereo_folder_open(rd, STEREO_LAYOUT_AUTO, &rset, &ferr) != MANTA_OK)
+        if (stereo_folder_open(rd, STEREO_LAYOUT_AUTO, &rset, &ferr) != MANTA_OK) {
+            photo_bank_free(&photos);
             return manta_err_set(err, MANTA_ERR_IO,
                                  "re-calibration data%s: %s (--recal-data D: another folder, or "
                                  "synthetic)",
                                  o->recal_data ? "" : " (the run's training folder)", ferr.msg);
+        }
         recal_src = (stereo_source){.kind = STEREO_SOURCE_FOLDER, .count = rset.count,
                                     .set = &rset};
     }
@@ -265,10 +273,12 @@ static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const s
     if (strcmp(o->data, "synthetic") != 0)
         st = run_folder(o, d, t, sp, m, a, &recal_src, &mt, tm, evaluated, err);
     else
-        st = run_synthetic(o, d, t, sp, m, a, &recal_src, &mt, tm, err);
+        st = run_synthetic(o, d, t, sp, m, a, &recal_src, photos.count > 0 ? &photos : NULL, &mt,
+                           tm, err);
     stereo_metrics_scores(&mt, all, noc);
     if (rfolder)
         stereo_set_free(&rset);
+    photo_bank_free(&photos);
     return st;
 }
 

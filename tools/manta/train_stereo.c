@@ -1,6 +1,7 @@
 /* manta train --space stereo-...: progressive-shrinking training of the stereo depth
  * supernet (runtime/stereo/train.h) on one or several devices and ranks (data or subnet
- * parallel, train/dp.h), on procedural pairs or a folder of pairs, with progress lines,
+ * parallel, train/dp.h), on procedural pairs (with photographs: --textures) or a folder of
+ * pairs, with progress lines,
  * evaluations of the largest and smallest sub-networks on held-out pairs at every phase's
  * end, checkpoints, exact resume, the records of docs/monitor.md and the monitor. */
 #include <inttypes.h>
@@ -19,7 +20,7 @@
 #include "stereo/state.h"
 
 typedef struct st_opts {
-    const char *space, *schedule, *out, *data, *val_data, *tensorboard;
+    const char *space, *schedule, *out, *data, *val_data, *tensorboard, *textures;
     int batch, log_every;
     long train_pairs, eval_pairs, recal_pairs, stop_after, seed;
     bool resume, json;
@@ -43,6 +44,7 @@ typedef struct st_run {
     mon_server *monitor;
     stereo_set set, val_set;
     bool have_set, have_val_set;
+    photo_bank photos; /* the procedural pairs' photographs (count 0: none) */
     stereo_source train_src, eval_src;
     stereo_batch b;
     FILE *metrics;
@@ -271,6 +273,13 @@ static bool setup(st_run *r)
         r->meta.seed = (uint64_t)r->o.seed;
         r->meta.train_pairs = r->o.train_pairs;
         snprintf(r->meta.val_data, sizeof r->meta.val_data, "synthetic");
+        snprintf(r->meta.textures, sizeof r->meta.textures, "%s",
+                 r->o.textures ? r->o.textures : "");
+        if (r->o.textures && strcmp(r->meta.data, "synthetic") != 0)
+            st = manta_err_set(&err, MANTA_ERR_INVALID_ARG,
+                               "--textures gives photographs to procedural pairs; the run "
+                               "trains on the folder %s (--data synthetic to use them)",
+                               r->meta.data);
     }
     if (st == MANTA_OK && r->rank == 0) { /* a folder's pairs train at the crop alone */
         int h = r->sp.crop_h, w = r->sp.crop_w;
@@ -299,6 +308,16 @@ static bool setup(st_run *r)
                                    "%s: pair %s has no disparity map to evaluate against",
                                    r->meta.val_data, r->val_set.name[i]);
     }
+    photo_bank_report prep;
+    if (st == MANTA_OK) /* kept in the checkpoint: a resumed run makes the same pairs */
+        st = stereo_state_photos(&r->meta, &r->sp, &r->photos, &prep, &err);
+    if (st == MANTA_OK && r->rank == 0 && (prep.failed > 0 || prep.too_small > 0))
+        fprintf(stderr,
+                "manta train: --textures %s: %d photograph(s) kept; %d file(s) skipped as "
+                "unreadable%s%s%s, %d smaller than the %dx%d crop\n",
+                r->meta.textures, r->photos.count, prep.failed, prep.failed ? " (first: " : "",
+                prep.first_failure, prep.failed ? ")" : "", prep.too_small, r->sp.crop_w,
+                r->sp.crop_h);
     if (st == MANTA_OK) {
         long pairs = r->have_set ? r->set.count : r->meta.train_pairs;
         st = stereo_schedule_preset(&r->sp, r->meta.preset, r->meta.batch,
@@ -309,11 +328,15 @@ static bool setup(st_run *r)
                                        .count = pairs, .set = r->have_set ? &r->set : NULL};
         stereo_synth_opts_default(&r->train_src.synth, r->sp.crop_w, r->sp.crop_h,
                                   (float)r->sp.max_disp, r->meta.seed);
-        if (r->have_val_set)
+        const photo_bank *photos = r->photos.count > 0 ? &r->photos : NULL;
+        r->train_src.synth.photos = photos; /* also the phase ends' re-calibration pairs */
+        if (r->have_val_set) {
             r->eval_src = (stereo_source){.kind = STEREO_SOURCE_FOLDER,
                                           .count = r->val_set.count, .set = &r->val_set};
-        else
+        } else {
             stereo_heldout_source(&r->sp, r->meta.seed, r->o.eval_pairs, &r->eval_src);
+            r->eval_src.synth.photos = photos;
+        }
     }
     if (st == MANTA_OK)
         st = stereo_batch_alloc(&r->b, r->meta.batch, r->sp.crop_h, r->sp.crop_w,
@@ -381,6 +404,8 @@ int cmd_train_stereo(int argc, char **argv)
          .metavar = "smoke|quick|full", .help = "progressive-shrinking preset (default quick)"},
         {.name = "data", .kind = OPT_STRING, .dest = &r->o.data, .metavar = "D",
          .help = "synthetic (default: procedural pairs) or a KITTI / Middlebury folder"},
+        {.name = "textures", .kind = OPT_STRING, .dest = &r->o.textures, .metavar = "DIR",
+         .help = "photographs for textured / single-photograph pairs, or 'default'"},
         {.name = "train-pairs", .kind = OPT_LONG, .dest = &r->o.train_pairs, .lo = 1,
          .hi = 1e9, .metavar = "N", .help = "synthetic training set size (default 20000)"},
         {.name = "val-data", .kind = OPT_STRING, .dest = &r->o.val_data, .metavar = "D",
@@ -410,13 +435,18 @@ int cmd_train_stereo(int argc, char **argv)
     const opt_cmd cmd = {
         "manta train",
         "--space stereo-cpu|stereo-gpu|SPEC [--schedule smoke|quick|full] [--data D]\n"
-        "                   [--batch N] [--out DIR] [--resume] [OPTIONS]",
+        "                   [--textures DIR|default] [--batch N] [--out DIR] [--resume] [OPTIONS]",
         "Trains the stereo depth supernet with progressive shrinking (full network, then\n"
         "elastic kernel, depth and expand ratio; the full network's disparity distilled into\n"
         "the sub-networks), the multi-scale L1 disparity loss with its weight moving from the\n"
         "coarse predictions to the finest. Pairs: procedural (layered textured shapes,\n"
         "sub-pixel disparity, occlusions; manta stereo-data writes the same ones) or a KITTI /\n"
-        "Middlebury folder (random crops, colour jitter per view). Every phase's end\n"
+        "Middlebury folder (random crops, colour jitter per view). --textures DIR (JPEG / PNG\n"
+        "photographs; 'default': Debian's mate-backgrounds nature photographs) makes a third\n"
+        "of the procedural pairs with photographic textures and a third from single\n"
+        "photographs (their colour regions the layers of the disparity field, disocclusions\n"
+        "filled from another photograph); the folder is kept in the checkpoint for --resume\n"
+        "and manta eval. Never use the views of stereo pairs as textures. Every phase's end\n"
         "evaluates the largest and the smallest sub-network on held-out pairs (EPE, bad-3,\n"
         "D1; --val-data: crops of a folder's pairs, each placed by its index, batch norm\n"
         "re-calibrated on the training data) and writes a checkpoint; metrics.jsonl has\n"
@@ -448,6 +478,7 @@ int cmd_train_stereo(int argc, char **argv)
         stereo_set_free(&r->set);
     if (r->have_val_set)
         stereo_set_free(&r->val_set);
+    photo_bank_free(&r->photos);
     free(r);
     return rc;
 }
