@@ -1000,7 +1000,7 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
     bg->bx0 = 0.0f, bg->bx1 = (float)(W - 1) + maxd, bg->by0 = 0.0f, bg->by1 = (float)(H - 1);
     float bgmax = maxd * urand(&r, 0.05f, 0.35f);
     make_plane(bg, &r, bg->bx0, bg->bx1, bg->by0, bg->by1, 0.0f, bgmax, 0.3f, bgmax);
-    const float side = (float)(W < H ? W : H);
+    const float side = o->shape_side > 0.0f ? o->shape_side : (float)(W < H ? W : H);
     int nl = 1;
     for (int s = 0; s < n_shapes; s++) {
         layer *L = &Ls[nl];

@@ -138,6 +138,8 @@ typedef struct stereo_synth_opts {
                            *  1 - share_textured - share_single, procedural textures */
     float photo_layers;   /**< share of a textured pair's layers given a photograph (0.8);
                            *  the others keep a procedural texture */
+    float shape_side;     /**< length the shapes' radii are drawn against (6% to 35% of it),
+                           *  in pixels; 0 (default): the pair's shorter side */
 } stereo_synth_opts;
 
 /** The kind of pair @p index of a set is (its draw; see the header). */

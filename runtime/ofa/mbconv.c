@@ -128,6 +128,8 @@ void ofa_net_free(ofa_net *n)
         mslab_destroy(n->d, slabs[i]);
     free(n->sync_host);
     n->sync_host = NULL;
+    free(n->recal_sum);
+    n->recal_sum = NULL;
 }
 
 manta_status ofa_net_write_init(ofa_net *n, const ofa_net_sizes *sz, ofa_net_init_fn init,
@@ -239,11 +241,16 @@ static manta_status bn_fwd_sync(ofa_net *n, const ofa_bn *b, int c, int hw, size
                                S(n, b->smean), S(n, b->sinv), A(n, y));
 }
 
+static manta_status bn_fwd_pooled(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x,
+                                  size_t y);
+
 manta_status ofa_net_bn_forward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x, size_t y)
 {
     nn_bn_shape sh = {n->batch, c, hw};
     if (n->bn_sync && (n->fwd_bn == OFA_BN_TRAIN || n->fwd_bn == OFA_BN_BATCH_ONLY))
         return bn_fwd_sync(n, b, c, hw, x, y);
+    if (n->fwd_bn == OFA_BN_RECAL && n->recal_sum)
+        return bn_fwd_pooled(n, b, c, hw, x, y);
     if (n->fwd_bn == OFA_BN_EVAL)
         return nn_bn_forward_eval(n->d, &sh, OFA_BN_EPS, A(n, x), PW(n, b->gamma),
                                   PW(n, b->beta), S(n, b->rmean), S(n, b->rvar), A(n, y));
@@ -257,6 +264,33 @@ manta_status ofa_net_bn_forward(ofa_net *n, const ofa_bn *b, int c, int hw, size
     MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), mean, var, SCR(n)));
     MANTA_TRY(nn_axpy(n->d, (size_t)c, n->recal_weight, mean, S(n, b->rmean)));
     return nn_axpy(n->d, (size_t)c, n->recal_weight, var, S(n, b->rvar));
+}
+
+/* A pooled re-calibration's forward of @p b: normalised with the batch's statistics, its
+ * input's batch mean and variance added to the host sums. */
+static manta_status bn_fwd_pooled(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x,
+                                  size_t y)
+{
+    nn_bn_shape sh = {n->batch, c, hw};
+    size_t at = 0; /* this batch norm's channels in the sums */
+    int i = 0;
+    while (i < n->bns.n && n->bns.bn[i] != b)
+        at += (size_t)n->bns.c[i++];
+    if (i == n->bns.n || c > n->bns.c[i])
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_INTERNAL,
+                             "pooled BN re-calibration: a batch norm not in the network's list");
+    MANTA_TRY(nn_bn_forward_train(n->d, &sh, 0.0f, OFA_BN_EPS, A(n, x), PW(n, b->gamma),
+                                  PW(n, b->beta), S(n, b->rmean), S(n, b->rvar), A(n, y),
+                                  S(n, b->smean), S(n, b->sinv), SCR(n)));
+    mview mean = A(n, n->stats_tmp), var = A(n, n->stats_tmp + (size_t)c);
+    MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), mean, var, SCR(n)));
+    MANTA_TRY(mcl_read(n->d, mean, n->sync_host, 2 * (size_t)c)); /* mean, then var */
+    double *sum = n->recal_sum + 3 * at;
+    for (int k = 0; k < c; k++) {
+        const double m = n->sync_host[k], v = n->sync_host[c + k], w = n->recal_weight;
+        sum[3 * k] += w * m, sum[3 * k + 1] += w * v, sum[3 * k + 2] += w * m * m;
+    }
+    return MANTA_OK;
 }
 
 manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x,
@@ -294,6 +328,60 @@ manta_status ofa_net_recal_begin(ofa_net *n, long total_images)
         MANTA_TRY(mcl_fill(n->d, S(n, bns->bn[i]->rvar), 0.0f, (size_t)bns->c[i]));
     }
     return MANTA_OK;
+}
+
+/* Channels of every batch norm of n->bns. */
+static size_t bn_channels(const ofa_net *n)
+{
+    size_t t = 0;
+    for (int i = 0; i < n->bns.n; i++)
+        t += (size_t)n->bns.c[i];
+    return t;
+}
+
+manta_status ofa_net_recal_begin_pooled(ofa_net *n, long total_images)
+{
+    if (total_images < n->batch)
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_INVALID_ARG,
+                             "BN re-calibration over %ld images: fewer than one batch of %d",
+                             total_images, n->batch);
+    free(n->recal_sum);
+    n->recal_sum = calloc(3 * bn_channels(n) + 1, sizeof *n->recal_sum);
+    if (!n->recal_sum)
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY,
+                             "BN re-calibration: out of host memory");
+    n->recal_weight = (float)n->batch / (float)total_images;
+    return MANTA_OK;
+}
+
+manta_status ofa_net_recal_end(ofa_net *n)
+{
+    if (!n->recal_sum)
+        return MANTA_OK;
+    manta_status st = MANTA_OK;
+    float *m = malloc(2 * (size_t)(n->widest > 0 ? n->widest : 1) * sizeof *m);
+    if (!m)
+        st = manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY,
+                           "BN re-calibration: out of host memory");
+    size_t at = 0;
+    for (int i = 0; i < n->bns.n && st == MANTA_OK; i++) {
+        const ofa_bn *b = n->bns.bn[i];
+        const size_t c = (size_t)n->bns.c[i];
+        float *v = m + c;
+        for (size_t k = 0; k < c; k++) { /* E[mean], E[var] + E[mean^2] - E[mean]^2 */
+            const double *sum = n->recal_sum + 3 * (at + k), spread = sum[2] - sum[0] * sum[0];
+            m[k] = (float)sum[0];
+            v[k] = (float)(sum[1] + (spread > 0.0 ? spread : 0.0));
+        }
+        st = mcl_write(n->d, S(n, b->rmean), m, c);
+        if (st == MANTA_OK)
+            st = mcl_write(n->d, S(n, b->rvar), v, c);
+        at += c;
+    }
+    free(m);
+    free(n->recal_sum);
+    n->recal_sum = NULL;
+    return st;
 }
 
 manta_status ofa_net_act_forward(ofa_net *n, nn_act a, size_t len, size_t x, size_t y)

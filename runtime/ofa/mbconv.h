@@ -108,6 +108,10 @@ typedef struct ofa_net {
     ofa_bn_sync_fn bn_sync; /**< synchronised batch norm across replicas, or NULL */
     void *bn_sync_ctx;      /**< its context */
     float *sync_host; /**< (2, widest) host copy of the statistics being synchronised; owned */
+    double *recal_sum; /**< a pooled re-calibration's sums (ofa_net_recal_begin_pooled()):
+                        *  per channel of every batch norm of bns, in its order, the sum of
+                        *  recal_weight times the batch mean, variance and squared mean;
+                        *  owned, NULL otherwise */
     size_t stats_tmp; /**< activation offset of (2, widest) batch statistics */
     int widest;       /**< largest channel count of any batch norm of the network */
     ofa_bn_list bns;  /**< every batch norm of the network (it fills the list when it plans):
@@ -262,6 +266,21 @@ manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, siz
  * @return MANTA_ERR_INVALID_ARG when total_images is below one batch; the device's error.
  */
 manta_status ofa_net_recal_begin(ofa_net *n, long total_images);
+/**
+ * Start a pooled re-calibration over @p total_images images: each RECAL forward adds its
+ * batch statistics to host sums (a read-back per batch norm) and leaves the running ones as
+ * they are; ofa_net_recal_end() then sets every running mean to the mean of the batch means
+ * and every running variance to that of all the images' values around it (the mean of the
+ * batch variances plus the variance of the batch means: the law of total variance). The
+ * mean of the batch variances alone (ofa_net_recal_begin()) misses the spread between
+ * batches, much of the variance with batches of one image. The forwards normalise with the
+ * batch's statistics, as a RECAL forward does. @return MANTA_ERR_INVALID_ARG when
+ * total_images is below one batch; MANTA_ERR_NO_MEMORY.
+ */
+manta_status ofa_net_recal_begin_pooled(ofa_net *n, long total_images);
+/** Finish a pooled re-calibration (see above; nothing to do after ofa_net_recal_begin()).
+ *  @return the device's error; MANTA_ERR_NO_MEMORY. */
+manta_status ofa_net_recal_end(ofa_net *n);
 
 /** y = a(x) over @p len floats (activation offsets; y may be x). */
 manta_status ofa_net_act_forward(ofa_net *n, nn_act a, size_t len, size_t x, size_t y);

@@ -1,5 +1,6 @@
 #include "stereo/infer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@ struct stereo_infer {
     int ph, pw;
     float *host;     /* (2, 3, ph, pw) padded views, then (ph, pw) the finest prediction */
     size_t host_cap; /* floats */
+    const stereo_source *recal; /* borrowed; NULL: the source's statistics as they are */
+    long recal_pairs;           /* at the crop; fewer at larger sizes (stereo_infer_recal_pairs()) */
 };
 
 void stereo_pad_size(int height, int width, int n_levels, int *padded_h, int *padded_w)
@@ -63,6 +66,20 @@ manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a,
     r->arch = arch;
     *out = r;
     return MANTA_OK;
+}
+
+void stereo_infer_set_recal(stereo_infer *r, const stereo_source *src, long pairs)
+{
+    r->recal = pairs > 0 ? src : NULL;
+    r->recal_pairs = pairs;
+}
+
+long stereo_infer_recal_pairs(const stereo_space *s, long pairs, int padded_h, int padded_w)
+{
+    const double at = (double)pairs * s->crop_h * s->crop_w / ((double)padded_h * padded_w);
+    long n = (long)ceil(at);
+    n = n > STEREO_RECAL_MIN_PAIRS ? n : STEREO_RECAL_MIN_PAIRS;
+    return n < pairs ? n : pairs;
 }
 
 void stereo_infer_destroy(stereo_infer *r)
@@ -138,6 +155,120 @@ static manta_status timed_forward(stereo_infer *r, double *ms)
     return MANTA_OK;
 }
 
+/* Recal pair @p i of the source at h x w (a folder's: a crop of at most that size at a place
+ * drawn from i) into @p q, which this allocates. */
+static manta_status recal_pair(const stereo_source *src, long i, int h, int w, stereo_pair *q,
+                               manta_err *err)
+{
+    const long at = i % src->count;
+    if (src->kind == STEREO_SOURCE_SYNTH) {
+        stereo_synth_opts o = src->synth;
+        o.width = w, o.height = h;
+        MANTA_TRY(stereo_pair_alloc(q, h, w, err));
+        return stereo_synth_generate(&o, src->base + (uint64_t)at, q, err);
+    }
+    stereo_pair raw = {0};
+    MANTA_TRY(stereo_folder_load(src->set, (int)at, &raw, err));
+    stereo_aug_params crop = {.crop_h = h < raw.height ? h : raw.height,
+                              .crop_w = w < raw.width ? w : raw.width, .per_view = true};
+    manta_rng rng;
+    manta_rng_seed(&rng, (uint64_t)i, 11);
+    manta_status st = stereo_pair_alloc(q, crop.crop_h, crop.crop_w, err);
+    if (st == MANTA_OK)
+        st = stereo_aug_apply(&crop, &raw, &rng, q, err);
+    stereo_pair_free(&raw);
+    return st;
+}
+
+/* Recal pairs [first, first + count) of the source at h x w, padded to the network's size,
+ * into @p dst: (2 count, 3, ph, pw), the left views then the right ones. */
+static manta_status recal_views(stereo_infer *r, long first, int count, int h, int w, float *dst,
+                                manta_err *err)
+{
+    const size_t view = (size_t)STEREO_CHANNELS * r->ph * r->pw;
+    for (int k = 0; k < count; k++) {
+        stereo_pair q = {0};
+        manta_err e = {0};
+        manta_status st = recal_pair(r->recal, first + k, h, w, &q, &e);
+        if (st == MANTA_OK) {
+            stereo_pad_planes(q.left, STEREO_CHANNELS, q.height, q.width, r->ph, r->pw,
+                              dst + (size_t)k * view);
+            stereo_pad_planes(q.right, STEREO_CHANNELS, q.height, q.width, r->ph, r->pw,
+                              dst + (size_t)(count + k) * view);
+        }
+        stereo_pair_free(&q);
+        if (st != MANTA_OK)
+            return manta_err_set(err, st, "BN re-calibration at this size: %s", e.msg);
+    }
+    return MANTA_OK;
+}
+
+/* Re-calibration on the source network (its batch of B pairs, as training normalises), run
+ * at the network's size, its statistics then copied into the network. */
+static manta_status recal_on_source(stereo_infer *r, long n, int h, int w, manta_err *err)
+{
+    stereo_net *s = r->src;
+    const int B = stereo_net_batch(s);
+    const long batches = (n + B - 1) / B;
+    const size_t view = (size_t)STEREO_CHANNELS * r->ph * r->pw;
+    float *host = malloc(2 * (size_t)B * view * sizeof *host);
+    if (!host)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory");
+    int h0, w0;
+    stereo_net_size(s, &h0, &w0);
+    ofa_slabs from, to;
+    stereo_net_slabs(s, &from);
+    stereo_net_slabs(r->net, &to);
+    manta_status st = stereo_net_set_size(s, r->ph, r->pw);
+    if (st == MANTA_OK)
+        st = stereo_net_recal_begin(s, batches * B);
+    for (long i = 0; i < batches && st == MANTA_OK; i++) {
+        if ((st = recal_views(r, i * B, B, h, w, host, err)) != MANTA_OK) {
+            stereo_net_set_size(s, h0, w0);
+            free(host);
+            return st;
+        }
+        st = mcl_write(r->d, stereo_net_input(s), host, 2 * (size_t)B * view);
+        if (st == MANTA_OK)
+            st = stereo_net_forward(s, from.params, OFA_BN_RECAL);
+    }
+    if (st == MANTA_OK)
+        st = mcl_copy(r->d, to.state, from.state, from.n_state);
+    manta_status back = stereo_net_set_size(s, h0, w0);
+    free(host);
+    st = st == MANTA_OK ? back : st;
+    return st == MANTA_OK ? st : device_error(r, st, err);
+}
+
+/* Batch norm of the network re-calibrated at its size on pairs of the source at @p h x @p w
+ * (the pair's size), padded to the network's size as the pairs it runs are: on the source
+ * network where it can run that size, else on this network, pooled. */
+static manta_status recalibrate(stereo_infer *r, int h, int w, manta_err *err)
+{
+    const stereo_space *sp = stereo_net_space(r->src);
+    const long n = stereo_infer_recal_pairs(sp, r->recal_pairs, r->ph, r->pw);
+    int plan_h, plan_w;
+    stereo_space_plan_size(sp, &plan_h, &plan_w);
+    if (r->ph <= plan_h && r->pw <= plan_w)
+        return recal_on_source(r, n, h, w, err);
+    ofa_slabs sl;
+    stereo_net_slabs(r->net, &sl);
+    manta_status st = stereo_net_recal_begin_pooled(r->net, n); /* batches of one pair */
+    for (long i = 0; i < n && st == MANTA_OK; i++) {
+        if ((st = recal_views(r, i, 1, h, w, r->host, err)) != MANTA_OK) {
+            stereo_net_recal_end(r->net);
+            return st;
+        }
+        st = mcl_write(r->d, stereo_net_input(r->net), r->host, 2 * (size_t)STEREO_CHANNELS *
+                                                                     r->ph * r->pw);
+        if (st == MANTA_OK)
+            st = stereo_net_forward(r->net, sl.params, OFA_BN_RECAL);
+    }
+    manta_status end = stereo_net_recal_end(r->net);
+    st = st == MANTA_OK ? end : st;
+    return st == MANTA_OK ? st : device_error(r, st, err);
+}
+
 static manta_status run_pair(stereo_infer *r, const stereo_pair *p, int ph, int pw, float *pred,
                              stereo_infer_run *out, manta_err *err)
 {
@@ -153,6 +284,8 @@ static manta_status run_pair(stereo_infer *r, const stereo_pair *p, int ph, int 
     out->new_size = !r->net || r->ph != ph || r->pw != pw;
     if (out->new_size)
         MANTA_TRY(make_net(r, ph, pw, err));
+    if (out->new_size && r->recal)
+        MANTA_TRY(recalibrate(r, p->height, p->width, err));
     float *left = r->host, *right = r->host + view, *full = r->host + 2 * view;
     stereo_pad_planes(p->left, STEREO_CHANNELS, p->height, p->width, ph, pw, left);
     stereo_pad_planes(p->right, STEREO_CHANNELS, p->height, p->width, ph, pw, right);

@@ -30,6 +30,7 @@
 
 #include <stdbool.h>
 
+#include "data/stereo_batch.h"
 #include "data/stereo_folder.h"
 #include "data/stereo_metrics.h"
 #include "stereo/net.h"
@@ -64,6 +65,27 @@ typedef struct stereo_infer stereo_infer;
  */
 manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a,
                                  stereo_infer **out, manta_err *err);
+/** Fewest pairs of a re-calibration at a size (stereo_infer_recal_pairs()). */
+#define STEREO_RECAL_MIN_PAIRS 8
+
+/**
+ * Re-calibrate batch norm at every size the runner makes a network for, on pairs of @p src
+ * (borrowed: it must outlive the runner; generated pairs or a folder's, the run's training
+ * data) before the first pair of that size runs: the running statistics are those of inputs
+ * of that size. The source network's statistics, re-calibrated at the crop, do not fit other
+ * sizes: the deep layers' maps of a crop are a few pixels across, nearly every pixel near a
+ * border whose zero padding its kernels read, while the maps of a larger input are mostly
+ * interior, so their activations have other means and variances (docs/stereo.md, "Sizes").
+ * Each re-calibration pair has the size of the pair that made the network (a folder's
+ * pairs: crops of at most that size) and is padded as that pair is; there are
+ * stereo_infer_recal_pairs() of them, pairs 0, 1, ... of the source. @p pairs 0 turns it
+ * off (the source's statistics are used as they are).
+ */
+void stereo_infer_set_recal(stereo_infer *r, const stereo_source *src, long pairs);
+/** Pairs of a re-calibration at @p padded_h x @p padded_w for @p pairs at the crop of
+ *  @p s: as many pixels as those, at least STEREO_RECAL_MIN_PAIRS, at most @p pairs. */
+long stereo_infer_recal_pairs(const stereo_space *s, long pairs, int padded_h, int padded_w);
+
 /** Release @p r, its network and buffers (NULL is allowed); the source is not touched. */
 void stereo_infer_destroy(stereo_infer *r);
 

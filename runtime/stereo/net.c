@@ -729,6 +729,14 @@ manta_status stereo_net_recal_begin(stereo_net *n, long total_pairs)
     return ofa_net_recal_begin(&n->net, total_pairs);
 }
 
+manta_status stereo_net_recal_begin_pooled(stereo_net *n, long total_pairs)
+{
+    n->net.batch = n->pairs;
+    return ofa_net_recal_begin_pooled(&n->net, total_pairs);
+}
+
+manta_status stereo_net_recal_end(stereo_net *n) { return ofa_net_recal_end(&n->net); }
+
 void stereo_net_set_bn_sync(stereo_net *n, ofa_bn_sync_fn fn, void *ctx)
 {
     ofa_net_set_bn_sync(&n->net, fn, ctx);

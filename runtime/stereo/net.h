@@ -132,6 +132,11 @@ manta_status stereo_net_layers(const stereo_net *n, stereo_desc *out);
  *  every running mean and variance zeroed, then each OFA_BN_RECAL forward adds
  *  batch / total_pairs times its batch statistics (the shared layers' over both views). */
 manta_status stereo_net_recal_begin(stereo_net *n, long total_pairs);
+/** As stereo_net_recal_begin(), pooled (ofa_net_recal_begin_pooled(): the variance of all the
+ *  pairs' values, not the mean of the batches' variances), finished by stereo_net_recal_end(). */
+manta_status stereo_net_recal_begin_pooled(stereo_net *n, long total_pairs);
+/** Finish a re-calibration (ofa_net_recal_end()). */
+manta_status stereo_net_recal_end(stereo_net *n);
 
 /**
  * OFA's elastic-width re-organisation of the encoder's MBConv slots (every slot of every

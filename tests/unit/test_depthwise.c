@@ -40,7 +40,8 @@ static void check_dw(void **state, const nn_dw_shape *s, uint64_t seed)
     size_t nx = planes * s->h * s->w, ny = planes * ho * wo, nw = (size_t)s->c * kk;
     assert_true(nn_dw_macs(s) == (double)ny * (double)kk);
 
-    size_t most = nx > ny ? nx : ny;
+    size_t most = nx > ny ? nx : ny; /* got holds x, y or w */
+    most = most > nw ? most : nw;
     double *x = tu_doubles(nx), *w = tu_doubles(nw), *y = tu_doubles(ny), *r = tu_doubles(ny);
     double *dw_want = tu_doubles(nw), *got = tu_doubles(most), *fdx = tu_doubles(nx),
            *fdw = tu_doubles(nw);
@@ -183,6 +184,17 @@ static void test_dw_tiled_stride1(void **st)
     check_dw(st, &(nn_dw_shape){1, 1, 300, 9, 3, 1, 1}, 24);  /* 2 bands of rows */
 }
 
+static void test_dw_small_planes_large_kernels(void **st)
+{
+    check_dw(st, &(nn_dw_shape){1, 8, 4, 4, 7, 1, 3}, 40);
+    check_dw(st, &(nn_dw_shape){1, 8, 5, 5, 7, 1, 3}, 41);
+    check_dw(st, &(nn_dw_shape){2, 8, 8, 4, 7, 2, 3}, 42);
+    check_dw(st, &(nn_dw_shape){1, 8, 4, 8, 7, 1, 3}, 43);
+    check_dw(st, &(nn_dw_shape){1, 8, 2, 8, 7, 1, 3}, 44);
+    check_dw(st, &(nn_dw_shape){1, 8, 10, 10, 7, 2, 3}, 45);
+    check_dw(st, &(nn_dw_shape){1, 8, 4, 4, 5, 1, 2}, 46);
+}
+
 static void test_dw_tiled_stride2(void **st)
 {
     check_dw(st, &(nn_dw_shape){2, 3, 21, 19, 7, 2, 3}, 25);  /* Wo 10, dx 3 strips */
@@ -253,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_dw_general_even_k_stride3_pad_other),
         cmocka_unit_test(test_dw_tiled_stride1),
         cmocka_unit_test(test_dw_tiled_stride2),
+        cmocka_unit_test(test_dw_small_planes_large_kernels),
         cmocka_unit_test(test_dw_direct_weight_gradient),
         cmocka_unit_test(test_dw_bad_shapes_rejected),
     };

@@ -147,13 +147,19 @@ static manta_status keep_pred(void *ctx, long index, const stereo_pair *p, const
 }
 
 static void whole(fixture *f, const ofa_arch *a, const stereo_set *set, stereo_metrics *m,
-                  float *pred, stereo_infer_summary *sum)
+                  float *pred, stereo_infer_summary *sum, bool recal_at_size)
 {
     manta_err e = {0};
-    TU_OK(f->d,
-          stereo_trainer_recalibrate(f->t, a, &f->x.b, stereo_ordered_batch, &f->x.src, 4));
+    /* re-calibrated at the size: the crop's statistics from other pairs, which the runner's
+     * re-calibration on the first pairs replaces */
+    stereo_source other = f->x.src;
+    other.base += 500;
+    TU_OK(f->d, stereo_trainer_recalibrate(f->t, a, &f->x.b, stereo_ordered_batch,
+                                           recal_at_size ? &other : &f->x.src, 4));
     stereo_infer *r;
     TU_OK_ERR(stereo_infer_create(f->d, stereo_trainer_net(f->t), a, &r, &e));
+    if (recal_at_size)
+        stereo_infer_set_recal(r, &f->x.src, 4);
     collect c = {pred, 0};
     TU_OK_ERR(stereo_infer_folder(r, set, set->count, m, keep_pred, &c, sum, &e));
     stereo_infer_destroy(r);
@@ -161,9 +167,10 @@ static void whole(fixture *f, const ofa_arch *a, const stereo_set *set, stereo_m
 }
 
 /* Pairs of exactly the network's size: the crop path (a crop of the whole size is the whole
- * pair) and the whole-pair path give the same figures and predictions. The two differ only
- * in the batch (2 against 1) and in the crop path's colour jitter of width 0, which rounds
- * through the gamma table: up to float rounding. */
+ * pair) and the whole-pair path give the same figures and predictions, also when the runner
+ * re-calibrates at the pairs' size (on the source network, with the same pairs). The two
+ * differ only in the batch (2 against 1) and in the crop path's colour jitter of width 0,
+ * which rounds through the gamma table: up to float rounding. */
 static void test_network_size_as_crop_path(void **state)
 {
     fixture *f = *state;
@@ -175,7 +182,8 @@ static void test_network_size_as_crop_path(void **state)
     stereo_set set;
     TU_OK_ERR(stereo_folder_open(dir, STEREO_LAYOUT_AUTO, &set, &e));
     const size_t plane = 16 * 32;
-    for (int arch = 0; arch < 2; arch++) {
+    for (int run = 0; run < 4; run++) {
+        const int arch = run & 1;
         ofa_arch a;
         (arch ? stereo_arch_min : stereo_arch_max)(&f->x.sp, &a);
         stereo_source src = {.kind = STEREO_SOURCE_FOLDER, .count = set.count, .set = &set};
@@ -185,7 +193,7 @@ static void test_network_size_as_crop_path(void **state)
         TU_OK(f->d, stereo_trainer_evaluate(f->t, &a, &f->x.b, stereo_ordered_batch, &f->x.src, 4,
                                             stereo_ordered_batch, &src, 3, &crop, pc));
         stereo_infer_summary sum;
-        whole(f, &a, &set, &full, pw, &sum);
+        whole(f, &a, &set, &full, pw, &sum, run >= 2);
         double worst = 0, spread = 0;
         for (size_t i = 0; i < 3 * plane; i++) {
             worst = fmax(worst, fabs((double)pc[i] - pw[i]));
@@ -194,9 +202,10 @@ static void test_network_size_as_crop_path(void **state)
         stereo_scores ca, cn, wa, wn;
         stereo_metrics_scores(&crop, &ca, &cn);
         stereo_metrics_scores(&full, &wa, &wn);
-        printf("# %s: EPE crop path %.6f, whole %.6f px; largest prediction difference %.3g "
+        printf("# %s%s: EPE crop path %.6f, whole %.6f px; largest prediction difference %.3g "
                "(predictions spread over %.3g px)\n",
-               arch ? "min" : "max", ca.epe, wa.epe, worst, spread);
+               arch ? "min" : "max", run >= 2 ? " (re-calibrated at the size)" : "", ca.epe,
+               wa.epe, worst, spread);
         assert_true(spread > 0.05); /* a network that predicts something */
         assert_true(worst < 1e-4);
         assert_int_equal(full.pairs, 3);
@@ -239,7 +248,7 @@ static void test_other_sizes_run_whole(void **state)
         total += (size_t)hw[i][0] * hw[i][1];
     float *pred = malloc(total * sizeof *pred);
     assert_non_null(pred);
-    whole(f, &a, &set, &m, pred, &sum);
+    whole(f, &a, &set, &m, pred, &sum, false);
     stereo_scores all, noc;
     stereo_metrics_scores(&m, &all, &noc);
     printf("# 4 pairs of 37x21, 32x16, 37x21, 35x19: EPE %.4f px over %ld pixels, %d networks, "

@@ -6,7 +6,8 @@
  * output; the left and the right view are not interchangeable; degenerate inputs give
  * finite outputs; bad arguments are refused with the field named; switching sub-networks
  * creates no buffer; a network planned for larger training crops runs the crop as a network
- * made for it does; the width re-organisation keeps the largest network's predictions
+ * made for it does; a pooled re-calibration one pair at a time equals one batch of them; the
+ * width re-organisation keeps the largest network's predictions
  * (and, keeping groups, the nesting). */
 #include <math.h>
 #include <stdio.h>
@@ -627,6 +628,67 @@ static void test_set_size_runs_as_a_network_of_that_size(void **state)
     }
 }
 
+/* A pooled re-calibration over pairs one at a time gives the first batch norm (the stem's,
+ * whose input does not depend on other layers' statistics) the statistics of all the pairs
+ * together, as one batch of them does; the plain one (the mean of the batches' variances)
+ * misses the spread between the pairs. */
+static void test_pooled_recalibration(void **state)
+{
+    fixture *fx = *state;
+    net_fix *f = &fx->f[0][0];
+    const stereo_space *s = &f->s;
+    const int c = s->stem_width, v0 = (c + 15) / 16 * 16; /* the state's mean, variance */
+    const size_t view = (size_t)3 * s->crop_h * s->crop_w, nx = input_len(s);
+    double *st0 = tu_doubles(f->sl.n_state), *x = tu_doubles(nx), *one = tu_doubles(2 * view);
+    double *want = tu_doubles(2 * (size_t)v0), *got = tu_doubles(2 * (size_t)v0);
+    tu_download(f->d, f->sl.state, st0, f->sl.n_state);
+    manta_rng rng;
+    manta_rng_seed(&rng, 23, 0);
+    for (int k = 0; k < N; k++) /* pairs of their own brightness: their means differ */
+        for (int v = 0; v < 2; v++)
+            tu_fill_uniform(&rng, x + ((size_t)v * N + k) * view, view, 0.4 * k, 0.4 * k + 0.5);
+    ofa_arch a;
+    stereo_arch_max(s, &a);
+    TU_OK(f->d, stereo_net_set_arch(f->n, &a));
+    TU_OK(f->d, stereo_net_recal_begin(f->n, N));
+    tu_upload(f->d, stereo_net_input(f->n), x, nx);
+    TU_OK(f->d, stereo_net_forward(f->n, f->sl.params, OFA_BN_RECAL));
+    /* the stem's running mean at 0, its variance at v0 (mlayout's 16-float alignment) */
+    tu_download(f->d, f->sl.state, want, 2 * (size_t)v0);
+    net_fix g = {.d = f->d, .s = *s};
+    TU_OK(g.d, stereo_net_create_forward_only(g.d, s, 1, 3, &g.n));
+    stereo_net_slabs(g.n, &g.sl);
+    TU_OK(g.d, mcl_copy(g.d, g.sl.params, f->sl.params, f->sl.n_params));
+    TU_OK(g.d, stereo_net_set_arch(g.n, &a));
+    for (int pooled = 1; pooled >= 0; pooled--) {
+        if (pooled)
+            TU_OK(g.d, stereo_net_recal_begin_pooled(g.n, N));
+        else
+            TU_OK(g.d, stereo_net_recal_begin(g.n, N));
+        for (int k = 0; k < N; k++) {
+            memcpy(one, x + (size_t)k * view, view * sizeof *one);
+            memcpy(one + view, x + ((size_t)N + k) * view, view * sizeof *one);
+            tu_upload(g.d, stereo_net_input(g.n), one, 2 * view);
+            TU_OK(g.d, stereo_net_forward(g.n, g.sl.params, OFA_BN_RECAL));
+        }
+        TU_OK(g.d, stereo_net_recal_end(g.n));
+        tu_download(g.d, g.sl.state, got, 2 * (size_t)v0);
+        if (pooled) {
+            tu_assert_close(got, want, (size_t)c, 1e-4, "pooled re-calibration (stem mean)");
+            tu_assert_close(got + v0, want + v0, (size_t)c, 1e-4,
+                            "pooled re-calibration (stem variance)");
+        } else {
+            for (int k = 0; k < c; k++) /* the spread between the pairs' means is missing */
+                if (!(want[v0 + k] > 0 && got[v0 + k] < want[v0 + k] * (1 - 1e-3)))
+                    fail_msg("stem channel %d: plain variance %g, pooled %g", k, got[v0 + k],
+                             want[v0 + k]);
+        }
+    }
+    stereo_net_destroy(g.n);
+    tu_upload(f->d, f->sl.state, st0, f->sl.n_state);
+    free(st0), free(x), free(one), free(want), free(got);
+}
+
 /* A forward-only network with the same parameters and statistics predicts what the training
  * network does, in less device memory (no gradients, no momentum), and refuses a backward. */
 static void test_forward_only_network(void **state)
@@ -885,6 +947,7 @@ int main(void)
         cmocka_unit_test(test_bad_arguments_refused),
         cmocka_unit_test(test_switching_subnets_creates_no_buffers),
         cmocka_unit_test(test_set_size_runs_as_a_network_of_that_size),
+        cmocka_unit_test(test_pooled_recalibration),
         cmocka_unit_test(test_forward_only_network),
         cmocka_unit_test(test_width_reorder_keeps_largest_network),
         cmocka_unit_test(test_narrow_decoder_reads_a_prefix),

@@ -181,9 +181,9 @@ static manta_status keep_pred(void *ctx, long index, const stereo_pair *p, const
     return MANTA_OK;
 }
 
-/* The pairs of a folder, whole (stereo/infer.h): BN re-calibrated on training crops at the
- * network's size, then every pair padded, run alone at its padded size and scored over all
- * its valid pixels; the images written only once every pair has run. */
+/* The pairs of a folder, whole (stereo/infer.h): BN re-calibrated on training pairs at each
+ * padded size, every pair padded, run alone at its padded size and scored over all its valid
+ * pixels; the images written only once every pair has run. */
 static manta_status run_folder(const ev_opts *o, mcl_dev *d, stereo_trainer *t,
                                const stereo_space *sp, const stereo_meta *m, const ofa_arch *a,
                                stereo_source *recal_src, stereo_metrics *mt, ev_timing *tm,
@@ -207,6 +207,8 @@ static manta_status run_folder(const ev_opts *o, mcl_dev *d, stereo_trainer *t,
         *err = *mcl_err(d);
     if (st == MANTA_OK)
         st = stereo_infer_create(d, stereo_trainer_net(t), a, &inf, err);
+    if (st == MANTA_OK) /* and again at each size the pairs run at */
+        stereo_infer_set_recal(inf, recal_src, o->recal);
     if (st == MANTA_OK)
         st = stereo_infer_folder(inf, &set, pairs, mt, keep_pred, &kept, &sum, err);
     stereo_infer_destroy(inf);

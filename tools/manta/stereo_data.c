@@ -17,7 +17,7 @@ int cmd_stereo_data(int argc, char **argv)
     double max_disp = 32;
     bool flat = false, json = false;
     const char *textures = NULL;
-    double share_textured = 1.0 / 3.0, share_single = 1.0 / 3.0;
+    double share_textured = 1.0 / 3.0, share_single = 1.0 / 3.0, shape_side = 0;
     const opt_def defs[] = {
         {.name = "count", .kind = OPT_LONG, .dest = &count, .lo = 1, .hi = 1000000,
          .metavar = "N", .help = "pairs (default 100)"},
@@ -41,6 +41,8 @@ int cmd_stereo_data(int argc, char **argv)
         {.name = "single-share", .kind = OPT_DOUBLE, .dest = &share_single, .lo = 0, .hi = 1,
          .metavar = "F", .help = "with --textures: share of single-photograph pairs "
                                  "(default 1/3; the rest procedural)"},
+        {.name = "shape-side", .kind = OPT_DOUBLE, .dest = &shape_side, .lo = 0, .hi = 8192,
+         .metavar = "S", .help = "shapes' radii 6-35% of S px (default 0: of the shorter side)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
     };
@@ -48,7 +50,8 @@ int cmd_stereo_data(int argc, char **argv)
         "manta stereo-data",
         "OUT_DIR [--count N] [--width W] [--height H] [--max-disp D] [--seed S]\n"
         "                         [--first I] [--no-photometric] [--textures DIR|default]\n"
-        "                         [--textured-share F] [--single-share F] [--json]",
+        "                         [--textured-share F] [--single-share F] [--shape-side S]\n"
+        "                         [--json]",
         "Writes N procedural stereo pairs (layered textured shapes over a slanted\n"
         "background, sub-pixel disparity, occlusions, photometric differences between the\n"
         "views) to OUT_DIR in the KITTI layout: image_2/ and image_3/ (left and right,\n"
@@ -83,6 +86,7 @@ int cmd_stereo_data(int argc, char **argv)
     o.photometric = !flat;
     o.share_textured = (float)share_textured;
     o.share_single = (float)share_single;
+    o.shape_side = (float)shape_side;
     manta_err err = {0};
     photo_bank bank = {0};
     photo_bank_report rep = {0};
