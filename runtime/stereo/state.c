@@ -1,6 +1,7 @@
 #include "stereo/state.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,13 +11,15 @@
 
 #define FORMAT "manta-stereo-train"
 
-/* "train_pairs", "val_data" and, with photographs, "textures" after the common members. */
+/* "train_pairs", "val_data", with photographs "textures", and "lr_scale" after the common
+ * members. */
 static bool put_meta(cJSON *j, const void *user)
 {
     const stereo_meta *m = user;
     return cJSON_AddNumberToObject(j, "train_pairs", (double)m->train_pairs) &&
            cJSON_AddStringToObject(j, "val_data", m->val_data) &&
-           (!m->textures[0] || cJSON_AddStringToObject(j, "textures", m->textures));
+           (!m->textures[0] || cJSON_AddStringToObject(j, "textures", m->textures)) &&
+           cJSON_AddNumberToObject(j, "lr_scale", m->lr_scale > 0 ? m->lr_scale : 1.0);
 }
 
 static bool get_meta(const cJSON *j, void *user)
@@ -37,6 +40,8 @@ static bool get_meta(const cJSON *j, void *user)
     if (tx && (!cJSON_IsString(tx) || strlen(tx->valuestring) >= sizeof m->textures))
         return false;
     snprintf(m->textures, sizeof m->textures, "%s", tx ? tx->valuestring : "");
+    if (!manta_json_number(j, "lr_scale", DBL_TRUE_MIN, 1000, &m->lr_scale))
+        m->lr_scale = 1.0; /* absent (older files) or out of range */
     return true;
 }
 

@@ -33,6 +33,8 @@ typedef struct stereo_meta {
                          *  procedural pairs; also a checkpoint without the member) or a folder */
     char textures[512]; /**< photographs of the procedural pairs (data/photo_bank.h): "" for
                          *  none (also a checkpoint without the member), "default" or a folder */
+    double lr_scale;    /**< every phase's learning rate multiplied by it (1: also a
+                         *  checkpoint without the member) */
 } stereo_meta;
 
 /** Write the run state atomically to @p path. */

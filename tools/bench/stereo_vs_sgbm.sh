@@ -8,6 +8,14 @@
 # crops the prediction back (the held-out pairs, of the network's size, need no padding);
 # its time per pair is the median forward at that size. A Markdown table on standard output.
 #
+# Then the size sweep: held-out scenes of the crop's scale (shapes sized against the crop's
+# height, --shape-side) at the crop and at other sizes (SIZES: twice the crop's height, a
+# size no multiple of 32, KITTI's 1242 x 375), SGBM and manta's largest, smallest and one
+# sampled sub-network on each, with every sub-network's EPE as a multiple of its EPE at the
+# crop; "within 1.2x" marks the target (docs/stereo.md, "Sizes"). With TEXTURES, also the
+# held-out pairs made with those photographs (photo-textured layers and single-photograph
+# pairs, manta stereo-data --textures).
+#
 #   CKPT=runs/stereo/latest.ckpt tools/bench/stereo_vs_sgbm.sh      # or: make bench-stereo
 #
 # Variables:
@@ -19,6 +27,10 @@
 #   FOLDER    a KITTI / Middlebury folder evaluated too (manta and SGBM on its whole pairs),
 #             or empty
 #   DEVICE    manta's --device SPEC (default: MANTA_DEVICE, else 0)
+#   SIZES     sizes of the sweep, WxH each (default: the crop at twice its height, 160x139,
+#             1242x375); empty: no sweep
+#   SIZE_PAIRS  pairs per size of the sweep (default 20)
+#   TEXTURES  a folder of photographs or 'default' for a photo-made held-out set, or empty
 #   OUTDIR    where the held-out pairs and the JSON of every run go (default: a temporary
 #             folder, removed at the end)
 set -eu
@@ -77,3 +89,56 @@ echo "| pairs | method | EPE px | bad-3 % | D1 % | EPE noc px | EPE / SGBM | ms 
 echo "|---|---|---:|---:|---:|---:|---:|---:|"
 run_set held-out "$HELD"
 [ -z "$FOLDER" ] || run_set "$(basename "$FOLDER")" "$FOLDER"
+if [ -n "${TEXTURES:-}" ]; then
+    "$MANTA" stereo-data "$OUTDIR/photo" --count "$PAIRS" --width "$W" --height "$H" \
+        --max-disp "$D" --seed "$SEED" --first 1099511627776 --textures "$TEXTURES" \
+        --textured-share 0.5 --single-share 0.5 --json >"$OUTDIR/photo.json"
+    run_set photo "$OUTDIR/photo"
+fi
+
+# ---- the size sweep --------------------------------------------------------------------------
+SIZES=${SIZES-${W}x$((2 * H)) 160x139 1242x375}
+SIZE_PAIRS=${SIZE_PAIRS:-20}
+[ -n "$SIZES" ] || exit 0
+"$MANTA" arch sample --space "$SPACE" --seed 3 --json |
+    "$PYTHON" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["arch"]))' >"$OUTDIR/sampled.json"
+sweep() { # NAME DIR: SGBM and the three sub-networks on the first SIZE_PAIRS pairs of DIR
+    name=$1 dir=$2
+    "$PYTHON" "$HERE/sgbm_stereo.py" "$dir" --max-disp "$D" --pairs "$SIZE_PAIRS" >"$OUTDIR/size-sgbm-$name.json"
+    for arch in max min sampled; do
+        a=$arch
+        [ "$arch" = sampled ] && a=$OUTDIR/sampled.json
+        "$MANTA" eval --ckpt "$CKPT" --arch "$a" --data "$dir" --pairs "$SIZE_PAIRS" --json $DEV \
+            >"$OUTDIR/size-$arch-$name.json"
+    done
+}
+for size in "${W}x$H" $SIZES; do
+    "$MANTA" stereo-data "$OUTDIR/size-$size" --count "$SIZE_PAIRS" --width "${size%x*}" \
+        --height "${size#*x}" --max-disp "$D" --seed "$SEED" --first 1099511627776 \
+        --shape-side "$H" --json >"$OUTDIR/size-$size.json"
+    sweep "$size" "$OUTDIR/size-$size"
+done
+echo
+echo "Sizes: $SIZE_PAIRS held-out scenes of the crop's scale at each size (sampled: manta arch sample --seed 3)."
+echo
+echo "| size | SGBM EPE px | largest EPE px (x crop's) | smallest | sampled | within 1.2x |"
+echo "|---|---:|---:|---:|---:|---|"
+"$PYTHON" - "$OUTDIR" "${W}x$H" $SIZES <<'EOF'
+import json, sys
+out, sizes = sys.argv[1], sys.argv[2:]
+epe = lambda a, s: json.load(open("%s/size-%s-%s.json" % (out, a, s)))["all"]["epe"]
+crop = {a: epe(a, sizes[0]) for a in ("max", "min", "sampled")}
+met = total = 0
+for s in sizes:
+    cells, ok = [], True
+    for a in ("max", "min", "sampled"):
+        e = epe(a, s)
+        cells.append("%.3f (%.2f)" % (e, e / crop[a]))
+        ok = ok and e <= 1.2 * crop[a]
+    if s != sizes[0]:
+        met, total = met + ok, total + 1
+    print("| %s | %.3f | %s | %s |" % (s, epe("sgbm", s), " | ".join(cells),
+                                       "crop" if s == sizes[0] else ("yes" if ok else "no")))
+print()
+print("%d of %d sizes within 1.2x of the crop's EPE for every sub-network" % (met, total))
+EOF

@@ -23,6 +23,7 @@ typedef struct st_opts {
     const char *space, *schedule, *out, *data, *val_data, *tensorboard, *textures;
     int batch, log_every;
     long train_pairs, eval_pairs, recal_pairs, stop_after, seed;
+    double lr_scale;
     bool resume, json;
     job_opts job;
 } st_opts;
@@ -275,6 +276,7 @@ static bool setup(st_run *r)
         snprintf(r->meta.val_data, sizeof r->meta.val_data, "synthetic");
         snprintf(r->meta.textures, sizeof r->meta.textures, "%s",
                  r->o.textures ? r->o.textures : "");
+        r->meta.lr_scale = r->o.lr_scale;
         if (r->o.textures && strcmp(r->meta.data, "synthetic") != 0)
             st = manta_err_set(&err, MANTA_ERR_INVALID_ARG,
                                "--textures gives photographs to procedural pairs; the run "
@@ -323,6 +325,8 @@ static bool setup(st_run *r)
         st = stereo_schedule_preset(&r->sp, r->meta.preset, r->meta.batch,
                                     pairs / r->meta.batch > 0 ? pairs / r->meta.batch : 1,
                                     &r->sched, &err);
+        for (int i = 0; i < r->sched.n_phases; i++) /* kept in the checkpoint */
+            r->sched.phase[i].lr *= (float)r->meta.lr_scale;
         r->train_src = (stereo_source){.kind = r->have_set ? STEREO_SOURCE_FOLDER
                                                            : STEREO_SOURCE_SYNTH,
                                        .count = pairs, .set = r->have_set ? &r->set : NULL};
@@ -394,7 +398,7 @@ int cmd_train_stereo(int argc, char **argv)
         return 1;
     r->o = (st_opts){.space = "stereo-cpu", .schedule = "quick", .out = "runs/stereo",
                      .data = "synthetic", .batch = 8, .log_every = 10, .train_pairs = 20000,
-                     .eval_pairs = 200, .recal_pairs = 200, .seed = 1};
+                     .eval_pairs = 200, .recal_pairs = 200, .seed = 1, .lr_scale = 1.0};
     job_opts_init(&r->o.job);
     static const char *const presets[] = {"smoke", "quick", "full", NULL};
     const opt_def defs[] = {
@@ -415,6 +419,9 @@ int cmd_train_stereo(int argc, char **argv)
                                  "(default 200)"},
         {.name = "recal-pairs", .kind = OPT_LONG, .dest = &r->o.recal_pairs, .lo = 0,
          .hi = 1e7, .metavar = "N", .help = "pairs for BN re-calibration (default 200)"},
+        {.name = "lr-scale", .kind = OPT_DOUBLE, .dest = &r->o.lr_scale, .lo = 1e-6, .hi = 1000,
+         .metavar = "F", .help = "multiply every phase's learning rate by F (default 1; kept "
+                                 "in the checkpoint)"},
         {.name = "batch", .kind = OPT_INT, .dest = &r->o.batch, .lo = 1, .hi = 64,
          .metavar = "N", .help = "pairs per step (default 8)"},
         {.name = "out", .kind = OPT_STRING, .dest = &r->o.out, .metavar = "DIR",
