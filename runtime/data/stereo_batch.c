@@ -81,15 +81,22 @@ static manta_status one_pair(stereo_batch *b, const stereo_source *src, long i,
     return stereo_aug_apply(&a, raw, rng, &b->crop, err);
 }
 
-manta_status stereo_batch_fill(stereo_batch *b, const stereo_source *src, const long *idx,
-                               const stereo_aug_params *aug, manta_rng *rng, manta_err *err)
+manta_status stereo_batch_fill_range(stereo_batch *b, const stereo_source *src, int first,
+                                     int count, const long *idx, const stereo_aug_params *aug,
+                                     manta_rng *rng, manta_err *err)
 {
+    if (first < 0 || count < 0 || first > b->n || count > b->n - first)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo batch: pairs %d .. %d of a batch of %d", first,
+                             first + count - 1, b->n);
     if (src->count < 1 || (src->kind == STEREO_SOURCE_FOLDER && !src->set))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "stereo batch: the source has no pairs");
     size_t plane = (size_t)b->height * (size_t)b->width, views = STEREO_CHANNELS * plane;
-    b->has_noc = true;
-    for (int k = 0; k < b->n; k++) {
-        long i = idx[k] % src->count;
+    if (first == 0)
+        b->has_noc = true;
+    for (int j = 0; j < count; j++) {
+        const int k = first + j;
+        long i = idx[j] % src->count;
         i = i < 0 ? i + src->count : i;
         MANTA_TRY(one_pair(b, src, i, aug, rng, err));
         const stereo_pair *p = &b->crop;
@@ -104,4 +111,10 @@ manta_status stereo_batch_fill(stereo_batch *b, const stereo_source *src, const 
             b->index[k] = i;
     }
     return MANTA_OK;
+}
+
+manta_status stereo_batch_fill(stereo_batch *b, const stereo_source *src, const long *idx,
+                               const stereo_aug_params *aug, manta_rng *rng, manta_err *err)
+{
+    return stereo_batch_fill_range(b, src, 0, b->n, idx, aug, rng, err);
 }

@@ -74,4 +74,19 @@ void stereo_batch_free(stereo_batch *b);
 manta_status stereo_batch_fill(stereo_batch *b, const stereo_source *src, const long *idx,
                                const stereo_aug_params *aug, manta_rng *rng, manta_err *err);
 
+/**
+ * Fill pairs [@p first, @p first + @p count) of @p b with the pairs @p idx[0 .. count - 1]
+ * of @p src (each modulo src->count), augmented as stereo_batch_fill() does, which is the
+ * range [0, b->n): a batch of several sources is filled one range a source, the pairs
+ * outside the range left as they are, and b->index[] set for the range. A range that
+ * starts at pair 0 sets has_noc to whether its pairs know their NOC bits, a later range
+ * clears it when one of its pairs does not: fill the ranges in order from pair 0 for it to
+ * cover the batch.
+ * @return as stereo_batch_fill(); MANTA_ERR_INVALID_ARG for a range outside [0, b->n)
+ *         (nothing filled).
+ */
+manta_status stereo_batch_fill_range(stereo_batch *b, const stereo_source *src, int first,
+                                     int count, const long *idx, const stereo_aug_params *aug,
+                                     manta_rng *rng, manta_err *err);
+
 #endif

@@ -1,5 +1,5 @@
 /* Stereo batches: generated pairs as they are and augmented, folder pairs cropped, the
- * ground-truth pyramid of every pair, and the refusals. */
+ * ground-truth pyramid of every pair, a batch filled one range a source, and the refusals. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +178,93 @@ static void test_folder_pairs_cropped(void **state)
     stereo_set_free(&set);
 }
 
+/* A batch of generated pairs then a folder's, one range each: what a batch of each source
+ * with the same draws holds, pair for pair; the pairs outside a range untouched; has_noc
+ * over the ranges filled from pair 0. */
+static void test_range_fill_mixes_sources(void **state)
+{
+    (void)state;
+    manta_err e = {0};
+    char dir[256];
+    tu_tmpdir_path(&root, "mixed", dir, sizeof dir);
+    stereo_synth_opts o;
+    stereo_synth_opts_default(&o, W + 8, H + 4, 16.0f, 12);
+    for (int i = 0; i < 3; i++) {
+        stereo_pair p;
+        TU_OK_ERR(stereo_pair_alloc(&p, H + 4, W + 8, &e));
+        TU_OK_ERR(stereo_synth_generate(&o, (uint64_t)i, &p, &e));
+        TU_OK_ERR(stereo_folder_write_kitti(dir, i, &p, &e));
+        stereo_pair_free(&p);
+    }
+    char noc[300];
+    snprintf(noc, sizeof noc, "%s/disp_noc_0", dir); /* the folder's pairs: no NOC bits */
+    for (int i = 0; i < 3; i++) {
+        char f[400];
+        snprintf(f, sizeof f, "%s/%06d_10.png", noc, i);
+        assert_int_equal(remove(f), 0);
+    }
+    assert_int_equal(remove(noc), 0);
+    stereo_set set;
+    TU_OK_ERR(stereo_folder_open(dir, STEREO_LAYOUT_AUTO, &set, &e));
+    stereo_source gen = synth_source();
+    stereo_source fold = {.kind = STEREO_SOURCE_FOLDER, .count = set.count, .set = &set};
+    stereo_aug_params aug;
+    stereo_aug_params_default(&aug, H, W);
+    const long gi[1] = {5}, fi[2] = {2, 4}; /* 4 wraps to 1 */
+
+    stereo_batch mix, g, f;
+    TU_OK_ERR(stereo_batch_alloc(&mix, 3, H, W, LEVELS, &e));
+    TU_OK_ERR(stereo_batch_alloc(&g, 1, H, W, LEVELS, &e));
+    TU_OK_ERR(stereo_batch_alloc(&f, 2, H, W, LEVELS, &e));
+    manta_rng r1, r2;
+    manta_rng_seed(&r1, 5, 6);
+    manta_rng_seed(&r2, 5, 6);
+    TU_OK_ERR(stereo_batch_fill_range(&mix, &gen, 0, 1, gi, &aug, &r1, &e));
+    assert_true(mix.has_noc);
+    TU_OK_ERR(stereo_batch_fill_range(&mix, &fold, 1, 2, fi, &aug, &r1, &e));
+    assert_false(mix.has_noc);
+    TU_OK_ERR(stereo_batch_fill(&g, &gen, gi, &aug, &r2, &e));
+    assert_true(g.has_noc);
+    TU_OK_ERR(stereo_batch_fill(&f, &fold, fi, &aug, &r2, &e));
+    assert_false(f.has_noc);
+    assert_int_equal(mix.index[0], 5);
+    assert_int_equal(mix.index[1], 2);
+    assert_int_equal(mix.index[2], 1);
+    const size_t plane = (size_t)H * W, views = 3 * plane;
+    assert_memory_equal(mix.left, g.left, views * sizeof(float));
+    assert_memory_equal(mix.right, g.right, views * sizeof(float));
+    assert_memory_equal(mix.left + views, f.left, 2 * views * sizeof(float));
+    assert_memory_equal(mix.right + views, f.right, 2 * views * sizeof(float));
+    assert_memory_equal(mix.mask + plane, f.mask, 2 * plane);
+    for (int l = 0; l < LEVELS; l++) {
+        const size_t n = plane >> (2 * l);
+        assert_memory_equal(mix.gt[l], g.gt[l], n * sizeof(float));
+        assert_memory_equal(mix.gt[l] + n, f.gt[l], 2 * n * sizeof(float));
+    }
+
+    /* a later range leaves the pairs before it as they are */
+    float *keep = malloc(views * sizeof *keep);
+    assert_non_null(keep);
+    memcpy(keep, mix.left, views * sizeof *keep);
+    const long gi2[2] = {7, 8};
+    TU_OK_ERR(stereo_batch_fill_range(&mix, &gen, 1, 2, gi2, &aug, &r1, &e));
+    assert_memory_equal(mix.left, keep, views * sizeof *keep);
+    assert_false(mix.has_noc); /* the range does not start at pair 0: cleared only */
+    free(keep);
+
+    /* a range outside the batch: refused, nothing filled */
+    assert_int_equal(stereo_batch_fill_range(&mix, &gen, 2, 2, gi2, &aug, &r1, &e),
+                     MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "pairs 2 .. 3 of a batch of 3"));
+    assert_int_equal(stereo_batch_fill_range(&mix, &gen, -1, 1, gi2, &aug, &r1, &e),
+                     MANTA_ERR_INVALID_ARG);
+    TU_OK_ERR(stereo_batch_fill_range(&mix, &gen, 3, 0, gi2, &aug, &r1, &e)); /* empty */
+    stereo_batch_free(&mix);
+    stereo_batch_free(&g);
+    stereo_batch_free(&f);
+    stereo_set_free(&set);
+}
+
 static void test_alloc_refusals(void **state)
 {
     (void)state;
@@ -197,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_generated_pairs_as_they_are),
         cmocka_unit_test(test_generated_pairs_jittered),
         cmocka_unit_test(test_folder_pairs_cropped),
+        cmocka_unit_test(test_range_fill_mixes_sources),
         cmocka_unit_test(test_alloc_refusals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
