@@ -8,8 +8,10 @@
  *
  * Sections: "meta" (JSON: format "manta-stereo-train", version 1, schedule preset, batch,
  * seed, next step, teacher flag, data source, training pairs, evaluation data, the
- * photographs' folder when the procedural pairs use one, and the space as its spec
- * object), "params", "momentum", "bn_state" and, once it exists, "teacher" (float32).
+ * photographs' folder when the procedural pairs use one, the share of generated pairs
+ * mixed into a folder's ("mix", when not 0), the checkpoint a fine-tuning run started from
+ * ("init", when it did) and the space as its spec object), "params", "momentum",
+ * "bn_state" and, once it exists, "teacher" (float32).
  * The data order needs no section: the pairs of a step are a function of (seed, step).
  */
 #ifndef MANTA_STEREO_STATE_H
@@ -35,6 +37,11 @@ typedef struct stereo_meta {
                          *  none (also a checkpoint without the member), "default" or a folder */
     double lr_scale;    /**< every phase's learning rate multiplied by it (1: also a
                          *  checkpoint without the member) */
+    double mix;         /**< share of each batch's pairs generated (the rest the data
+                         *  folder's), in [0, 1]: 0 also a checkpoint without the member */
+    char init[512];     /**< the checkpoint a fine-tuning run started from
+                         *  (stereo_state_init()); "" for a run from scratch (also a
+                         *  checkpoint without the member) */
 } stereo_meta;
 
 /** Write the run state atomically to @p path. */
@@ -50,6 +57,29 @@ manta_status stereo_state_peek(const char *path, stereo_space *space, stereo_met
  *  checkpoint's space and batch) and the settings into @p m. */
 manta_status stereo_state_load(const char *path, stereo_trainer *t, mcl_dev *d, stereo_meta *m,
                                manta_err *err);
+
+/**
+ * Read checkpoint @p path as the initial network of a fine-tuning run of @p space (no
+ * device needed): its settings into @p m (the initial run's: its step, schedule, data).
+ * @return one line naming the file: the container's errors (a file missing or damaged);
+ *         MANTA_ERR_FORMAT when it is not a stereo training checkpoint (a classification
+ *         training checkpoint is called one, and a stereo checkpoint asked for);
+ *         MANTA_ERR_INVALID_ARG when its space is not @p space (naming both; the same name
+ *         with other settings said as such).
+ */
+manta_status stereo_state_peek_init(const char *path, const stereo_space *space, stereo_meta *m,
+                                    manta_err *err);
+
+/**
+ * Start a fine-tuning run from checkpoint @p path: its parameters and batch-norm
+ * statistics into @p t (a new trainer of the run's schedule, for the checkpoint's space:
+ * checked as stereo_state_peek_init() does), zero momentum, and the teacher snapshot the
+ * loaded parameters (stereo_trainer_snapshot_teacher(): a distilling phase distils from
+ * the initial network from its first step). The checkpoint's momentum, teacher and
+ * settings are not used: the run's step, schedule and data are the caller's.
+ * @return as stereo_state_peek_init(); the device's errors.
+ */
+manta_status stereo_state_init(const char *path, stereo_trainer *t, mcl_dev *d, manta_err *err);
 
 /**
  * The photographs of a run's procedural pairs (@p m->textures: "default" or a folder,

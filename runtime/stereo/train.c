@@ -1,5 +1,6 @@
 #include "stereo/train.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,15 +32,48 @@ int stereo_trainer_has_teacher(const stereo_trainer *t) { return t->has_teacher;
 mview stereo_trainer_teacher(const stereo_trainer *t) { return mslab_view(&t->teacher, 0); }
 void stereo_trainer_set_has_teacher(stereo_trainer *t, int has) { t->has_teacher = has; }
 
-/* Peak learning rates of the stereo presets (SGD, Nesterov momentum 0.9). */
+/* Peak learning rates of the stereo presets (SGD, Nesterov momentum 0.9); fine-tuning's
+ * is below the last shrinking phase's, so that the sub-networks the initial network
+ * already serves are moved, not retrained. */
 #define STEREO_LR 0.02f
 #define STEREO_LR_LATER 0.01f
+#define STEREO_LR_FINETUNE 0.003f
+#define STEREO_FINETUNE_STEPS 200
+
+/* "finetune": the last phase of progressive shrinking (every kernel size, depth, expand
+ * ratio and decoder width; four sub-networks a step by the sandwich rule) distilling from
+ * the initial network from step 0, without width re-organisation (it would permute the
+ * channels the initial network's sub-networks share), in the loss's last round. */
+static manta_status finetune_preset(const stereo_space *space, const ofa_space *view, int batch,
+                                    ofa_schedule *out, manta_err *err)
+{
+    MANTA_TRY(ofa_schedule_preset(view, "smoke", batch, 1, out, err)); /* the run's settings */
+    ofa_phase p = out->phase[out->n_phases - 1];                        /* expand-2's sampling */
+    snprintf(out->preset, sizeof out->preset, "finetune");
+    snprintf(p.name, sizeof p.name, "finetune");
+    p.steps = STEREO_FINETUNE_STEPS;
+    p.warmup_steps = p.steps / 20;
+    p.lr = STEREO_LR_FINETUNE;
+    p.reorder = -1;
+    p.distill = 1;
+    p.sandwich = p.subnets >= 2;
+    p.n_dw = space->n_dec_ratios;
+    p.final_round = 1;
+    out->n_phases = 1;
+    out->phase[0] = p;
+    return MANTA_OK;
+}
 
 manta_status stereo_schedule_preset(const stereo_space *space, const char *preset, int batch,
                                     long steps_per_epoch, ofa_schedule *out, manta_err *err)
 {
     ofa_space view;
     stereo_space_ofa_view(space, &view);
+    if (!strcmp(preset, "finetune"))
+        return finetune_preset(space, &view, batch, out, err);
+    if (strcmp(preset, "smoke") && strcmp(preset, "quick") && strcmp(preset, "full"))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "schedule '%s': unknown (smoke, quick, full, finetune)", preset);
     MANTA_TRY(ofa_schedule_preset(&view, preset, batch, steps_per_epoch, out, err));
     /* quick and full: steps per phase sized by time rather than epochs (on 2 cores with
      * PoCL a step of 8 pairs of the largest stereo-cpu network takes 0.66 s, of the expand
@@ -204,8 +238,10 @@ static mview IO(const stereo_trainer *t, size_t off) { return mslab_view(&t->io,
 
 int stereo_trainer_round(const stereo_trainer *t, long step)
 {
-    long total = ofa_schedule_total_steps(&t->sched);
-    int rounds = t->space.n_rounds;
+    long total = ofa_schedule_total_steps(&t->sched), in_phase;
+    int rounds = t->space.n_rounds, ph = ofa_schedule_locate(&t->sched, step, &in_phase);
+    if (ph >= 0 && t->sched.phase[ph].final_round)
+        return rounds - 1;
     if (total <= 0 || step <= 0)
         return 0;
     long r = step * rounds / total;
@@ -264,15 +300,20 @@ static manta_status losses(stereo_trainer *t, int k, int round, int distill)
                         stereo_net_dpred(t->net, f), IO(t, t->scratch));
 }
 
+manta_status stereo_trainer_snapshot_teacher(stereo_trainer *t)
+{
+    MANTA_TRY(mcl_copy(t->d, mslab_view(&t->teacher, 0), t->sl.params, t->sl.n_params));
+    t->has_teacher = 1;
+    return MANTA_OK;
+}
+
 /* What happens before the first step of a phase (as the classification trainer's): the
  * teacher snapshot, the width re-organisation of a phase that asks for it, zero momentum. */
 static manta_status begin_phase(stereo_trainer *t, int phase)
 {
     const ofa_phase *p = &t->sched.phase[phase];
-    if (phase > 0 && !t->has_teacher) { /* the first phase's network is the teacher */
-        MANTA_TRY(mcl_copy(t->d, mslab_view(&t->teacher, 0), t->sl.params, t->sl.n_params));
-        t->has_teacher = 1;
-    }
+    if (phase > 0 && !t->has_teacher) /* the first phase's network is the teacher */
+        MANTA_TRY(stereo_trainer_snapshot_teacher(t));
     if (p->reorder >= 0)
         MANTA_TRY(stereo_net_reorder_width(t->net, p->reorder));
     return mcl_fill(t->d, t->sl.momentum, 0.0f, t->sl.n_params);

@@ -50,6 +50,13 @@ typedef struct stereo_trainer stereo_trainer;
  * the disparity loss (0.02 in the first phase, 0.01 later), and steps per phase: "smoke"
  * 3 each (tests); "quick" 800, 90, 50, 50, 32, 48 (about 19 minutes for stereo-cpu at
  * batch 8 on 2 cores); "full" 8 times those. @p steps_per_epoch is used by smoke only.
+ * "finetune" continues a trained supernet (its parameters and statistics loaded first:
+ * stereo_state_init(), which makes them the teacher): one phase "finetune" of 200 steps
+ * (warm-up 10) with the last shrinking phase's sampling (every kernel size, depth, expand
+ * ratio and decoder width, four sub-networks a step, the sandwich rule), distillation from
+ * the teacher from its first step, no width re-organisation, learning rate 0.003 (below the
+ * last phase's 0.01) and the loss's last round throughout (ofa_phase.final_round).
+ * @return MANTA_ERR_INVALID_ARG naming an unknown preset.
  */
 manta_status stereo_schedule_preset(const stereo_space *space, const char *preset, int batch,
                                     long steps_per_epoch, ofa_schedule *out, manta_err *err);
@@ -97,7 +104,14 @@ int stereo_trainer_has_teacher(const stereo_trainer *t);
 mview stereo_trainer_teacher(const stereo_trainer *t);
 void stereo_trainer_set_has_teacher(stereo_trainer *t, int has);
 
-/** The loss round of global step @p step (see the file comment). */
+/** The teacher snapshot becomes the network's present parameters, and present (a phase's
+ *  start then keeps it): the first phase's end does this, and a fine-tuning run right after
+ *  loading its initial network (stereo_state_init()), so that it distils from its first
+ *  step. @return the device's errors (mcl_err()). */
+manta_status stereo_trainer_snapshot_teacher(stereo_trainer *t);
+
+/** The loss round of global step @p step (see the file comment; the last round in a phase
+ *  with ofa_phase.final_round). */
 int stereo_trainer_round(const stereo_trainer *t, long step);
 
 typedef struct stereo_step_result {

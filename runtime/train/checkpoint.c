@@ -163,3 +163,18 @@ manta_status ckpt_meta_read(ckpt_reader *r, const char *path, const char *format
     cJSON_Delete(j);
     return *space ? MANTA_OK : manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
 }
+
+manta_status ckpt_meta_format(ckpt_reader *r, char *out, size_t size, manta_err *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    out[0] = '\0';
+    MANTA_TRY(ckpt_read_json(r, "meta", &text, &len, err));
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    const char *f = manta_json_string(j, "format");
+    if (f)
+        snprintf(out, size, "%s", f);
+    cJSON_Delete(j);
+    return MANTA_OK;
+}

@@ -131,4 +131,13 @@ manta_status ckpt_meta_read(ckpt_reader *r, const char *path, const char *format
                             const char *kind, ckpt_meta_get_fn get, void *user, ckpt_run_meta *m,
                             char **space, manta_err *err);
 
+/**
+ * The "format" member of the "meta" section of @p r into @p out
+ * (@p size bytes, at least 1): "manta-ofa-train" (a classification run),
+ * "manta-stereo-train" (a stereo run), ...; "" when the section has none (or is not an
+ * object), so a caller can say what a checkpoint it refuses is.
+ * @return ckpt_read_json()'s errors (no "meta" section, damaged).
+ */
+manta_status ckpt_meta_format(ckpt_reader *r, char *out, size_t size, manta_err *err);
+
 #endif

@@ -36,6 +36,10 @@ typedef struct ofa_phase {
     int n_dw;                      /**< decoder width ratios sampled, the largest ones
                                         (a task with a decoder: stereo/train.h); 0 in
                                         classification, which has none */
+    int final_round;               /**< 1: a task whose loss moves over rounds
+                                        (stereo/train.h) keeps its last round through
+                                        the phase (fine-tuning a trained network); 0:
+                                        the rounds spread over the schedule's steps */
 } ofa_phase;
 
 typedef struct ofa_schedule {

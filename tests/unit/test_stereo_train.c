@@ -2,7 +2,8 @@
  * falls when one batch is trained on repeatedly, a run stopped, saved and resumed ends
  * with the same parameters as one that ran through, two data-parallel replicas train as
  * one device does, evaluation counts every pixel, a checkpoint of another kind is
- * refused, and the decoder's widths follow the phases. */
+ * refused, the decoder's widths follow the phases, and a fine-tuning run starts from a
+ * checkpoint's network and distils from it from its first step. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,6 +277,115 @@ static void test_other_checkpoint_refused(void **state)
     assert_non_null(strstr(e.msg, "not a manta stereo training checkpoint"));
 }
 
+/* A slab of @p n floats on the host (malloc'd). */
+static float *host_of(mcl_dev *d, mview v, size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof *p);
+    assert_non_null(p);
+    TU_OK(d, mcl_read(d, v, p, n));
+    return p;
+}
+
+/* The finetune preset: one phase of the last shrinking phase's sampling, distilling, no
+ * re-organisation, a lower rate than the full schedule's last phase, the last loss round;
+ * stereo_state_init() loads a checkpoint's parameters and statistics into a new trainer
+ * (another seed), zero momentum, the teacher its parameters: step 0 distils. Refusals: a
+ * classification checkpoint, another space (or the same name with other settings), a
+ * missing file. */
+static void test_finetune_starts_from_checkpoint(void **state)
+{
+    fixture *f = *state;
+    manta_err e = {0};
+    ofa_schedule smoke, ft, full;
+    TU_OK_ERR(stereo_schedule_preset(&f->x.sp, "smoke", BATCH, 10, &smoke, &e));
+    TU_OK_ERR(stereo_schedule_preset(&f->x.sp, "finetune", BATCH, 10, &ft, &e));
+    TU_OK_ERR(stereo_schedule_preset(&f->x.sp, "full", BATCH, 10, &full, &e));
+    assert_int_equal(ft.n_phases, 1);
+    const ofa_phase *p = &ft.phase[0], *last = &full.phase[full.n_phases - 1];
+    assert_string_equal(p->name, "finetune");
+    assert_string_equal(ft.preset, "finetune");
+    assert_int_equal(p->steps, 200);
+    assert_true(p->lr > 0 && p->lr < last->lr);
+    assert_int_equal(p->n_ks, last->n_ks);
+    assert_int_equal(p->n_e, last->n_e);
+    assert_int_equal(p->n_d, last->n_d);
+    assert_int_equal(p->subnets, last->subnets);
+    assert_int_equal(p->n_dw, f->x.sp.n_dec_ratios);
+    assert_true(p->sandwich && p->distill && p->final_round);
+    assert_int_equal(p->reorder, -1);
+    assert_int_equal(stereo_schedule_preset(&f->x.sp, "finetuned", BATCH, 10, &ft, &e),
+                     MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "finetune)"));
+    TU_OK_ERR(stereo_schedule_preset(&f->x.sp, "finetune", BATCH, 10, &ft, &e));
+
+    /* the initial run: a few smoke steps (BN statistics and a teacher of its own) */
+    stereo_trainer *a, *b;
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &smoke, 4, &a));
+    const long n = smoke.phase[0].steps + 1;
+    for (long step = 0; step < n; step++) {
+        fill(f, step * BATCH);
+        TU_OK(f->d, stereo_trainer_step(a, step, &f->x.b, NULL));
+    }
+    char path[256];
+    tu_tmpdir_path(&root, "init.ckpt", path, sizeof path);
+    stereo_meta m = {.batch = BATCH, .seed = 4, .step = n, .train_pairs = 1000,
+                     .has_teacher = stereo_trainer_has_teacher(a), .lr_scale = 1};
+    snprintf(m.preset, sizeof m.preset, "smoke");
+    snprintf(m.data, sizeof m.data, "synthetic");
+    snprintf(m.val_data, sizeof m.val_data, "synthetic");
+    TU_OK_ERR(stereo_state_save(path, a, f->d, &m, &e));
+
+    stereo_meta got;
+    TU_OK_ERR(stereo_state_peek_init(path, &f->x.sp, &got, &e));
+    assert_int_equal(got.step, n);
+    TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &ft, 77, &b));
+    TU_OK_ERR(stereo_state_init(path, b, f->d, &e));
+    assert_true(stereo_trainer_has_teacher(b));
+    ofa_slabs sa, sb;
+    stereo_net_slabs(stereo_trainer_net(a), &sa);
+    stereo_net_slabs(stereo_trainer_net(b), &sb);
+    float *pa = host_of(f->d, sa.params, sa.n_params), *pb = host_of(f->d, sb.params, sb.n_params);
+    float *ta = host_of(f->d, sa.state, sa.n_state), *tb = host_of(f->d, sb.state, sb.n_state);
+    float *teach = host_of(f->d, stereo_trainer_teacher(b), sb.n_params);
+    float *mom = host_of(f->d, sb.momentum, sb.n_params);
+    assert_memory_equal(pa, pb, sa.n_params * sizeof *pa);
+    assert_memory_equal(ta, tb, sa.n_state * sizeof *ta);
+    assert_memory_equal(pa, teach, sa.n_params * sizeof *pa);
+    for (size_t i = 0; i < sb.n_params; i++)
+        assert_true(mom[i] == 0.0f);
+    free(pa), free(pb), free(ta), free(tb), free(teach), free(mom);
+    assert_int_equal(stereo_trainer_round(b, 0), f->x.sp.n_rounds - 1);
+    stereo_step_result r = {0};
+    fill(f, 0);
+    TU_OK(f->d, stereo_trainer_step(b, 0, &f->x.b, &r));
+    printf("# fine-tuning step 1: loss %.4f, distillation %.4f, EPE %.3f px\n", r.loss,
+           r.kd_loss, r.epe);
+    assert_true(isfinite(r.loss) && r.kd_loss > 0.0f);
+    stereo_trainer_destroy(a), stereo_trainer_destroy(b);
+
+    /* refusals, one line naming the file */
+    char cls[256], missing[256];
+    tu_tmpdir_path(&root, "classification.ckpt", cls, sizeof cls);
+    ckpt_writer *w;
+    TU_OK_ERR(ckpt_writer_begin(cls, NULL, &w, &e));
+    TU_OK_ERR(ckpt_add_json(w, "meta", "{\"format\":\"manta-ofa-train\"}"));
+    TU_OK_ERR(ckpt_writer_commit(w));
+    assert_int_equal(stereo_state_peek_init(cls, &f->x.sp, &got, &e), MANTA_ERR_FORMAT);
+    assert_non_null(strstr(e.msg, "classification.ckpt: a classification training checkpoint"));
+    assert_non_null(strstr(e.msg, "needs a stereo training checkpoint"));
+    stereo_space cpu;
+    stereo_space_cpu(&cpu);
+    assert_int_equal(stereo_state_peek_init(path, &cpu, &got, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "space 'stereo-tiny'; the run's space is 'stereo-cpu'"));
+    stereo_space other = f->x.sp;
+    other.max_disp += 1;
+    assert_int_equal(stereo_state_peek_init(path, &other, &got, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "with other settings"));
+    tu_tmpdir_path(&root, "no-such.ckpt", missing, sizeof missing);
+    assert_int_not_equal(stereo_state_peek_init(missing, &f->x.sp, &got, &e), MANTA_OK);
+    assert_non_null(strstr(e.msg, "no-such.ckpt"));
+}
+
 /* The decoder's widths follow the phases of a preset: the widest before the expand phases,
  * the two widest ratios in expand-1, all three in expand-2 (each seen, per level); the
  * same (seed, step, k) draws the same sub-network; the sandwich rule's first and last
@@ -346,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_evaluate_counts_every_pixel),
         cmocka_unit_test(test_other_checkpoint_refused),
         cmocka_unit_test(test_decoder_width_follows_the_phases),
+        cmocka_unit_test(test_finetune_starts_from_checkpoint),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
