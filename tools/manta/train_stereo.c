@@ -1,7 +1,8 @@
 /* manta train --space stereo-...: progressive-shrinking training of the stereo depth
  * supernet (runtime/stereo/train.h) on one or several devices and ranks (data or subnet
  * parallel, train/dp.h), on procedural pairs (with photographs: --textures) or a folder of
- * pairs, with progress lines,
+ * pairs (with a share of procedural ones: --mix), from scratch or fine-tuning a trained
+ * supernet (--init), with progress lines,
  * evaluations of the largest and smallest sub-networks on held-out pairs at every phase's
  * end, checkpoints, exact resume, the records of docs/monitor.md and the monitor. */
 #include <inttypes.h>
@@ -20,10 +21,10 @@
 #include "stereo/state.h"
 
 typedef struct st_opts {
-    const char *space, *schedule, *out, *data, *val_data, *tensorboard, *textures;
+    const char *space, *schedule, *out, *data, *val_data, *tensorboard, *textures, *init;
     int batch, log_every;
     long train_pairs, eval_pairs, recal_pairs, stop_after, seed;
-    double lr_scale;
+    double lr_scale, mix; /* mix < 0: not given */
     bool resume, json;
     job_opts job;
 } st_opts;
@@ -47,6 +48,7 @@ typedef struct st_run {
     bool have_set, have_val_set;
     photo_bank photos; /* the procedural pairs' photographs (count 0: none) */
     stereo_source train_src, eval_src;
+    stereo_source gen_src; /* --mix: the generated pairs among a folder's */
     stereo_batch b;
     FILE *metrics;
     manta_tfevents *events; /* rank 0; NULL after a failed write (warned once) */
@@ -63,9 +65,17 @@ static manta_status batch_size(st_run *r, int h, int w, manta_err *err)
     return stereo_batch_alloc(&r->b, n, h, w, levels, err);
 }
 
+/* Generated pairs first in a batch of @p n of a folder's pairs mixed with them (--mix R):
+ * round(R n), the same every step. */
+static int generated_pairs(const st_run *r, int n)
+{
+    return r->have_set && r->meta.mix > 0 ? (int)lround(r->meta.mix * n) : 0;
+}
+
 /* The pairs of step @p step and their crop size (one of the space's training crops for
- * generated pairs; a folder's pairs, of sizes of their own, at the crop): drawn from (seed,
- * step), so a resumed run sees the same. */
+ * generated pairs; a folder's pairs, of sizes of their own, at the crop, after the
+ * generated pairs --mix puts first): drawn from (seed, step), so a resumed run sees the
+ * same. */
 static manta_status step_batch(st_run *r, long step, manta_err *err)
 {
     manta_rng rng;
@@ -75,12 +85,17 @@ static manta_status step_batch(st_run *r, long step, manta_err *err)
     stereo_space_crop(&r->sp, n_crops > 1 ? (int)manta_rng_below(&rng, (uint32_t)n_crops) : 0,
                       &h, &w);
     MANTA_TRY(batch_size(r, h, w, err));
+    const int n = r->b.n, gen = generated_pairs(r, n);
     long idx[64];
-    for (int k = 0; k < r->b.n; k++)
-        idx[k] = (long)(manta_rng_u32(&rng) % (uint32_t)r->train_src.count);
+    for (int k = 0; k < n; k++)
+        idx[k] = (long)(manta_rng_u32(&rng) %
+                        (uint32_t)(k < gen ? r->gen_src.count : r->train_src.count));
     stereo_aug_params aug;
     stereo_aug_params_default(&aug, h, w);
-    return stereo_batch_fill(&r->b, &r->train_src, idx, &aug, &rng, err);
+    if (gen > 0)
+        MANTA_TRY(stereo_batch_fill_range(&r->b, &r->gen_src, 0, gen, idx, &aug, &rng, err));
+    return stereo_batch_fill_range(&r->b, &r->train_src, gen, n - gen, idx + gen, &aug, &rng,
+                                   err);
 }
 
 /* EPE, bad-3 and D1 of sub-network @p a on the held-out pairs (or crops of the validation
@@ -277,11 +292,22 @@ static bool setup(st_run *r)
         snprintf(r->meta.textures, sizeof r->meta.textures, "%s",
                  r->o.textures ? r->o.textures : "");
         r->meta.lr_scale = r->o.lr_scale;
-        if (r->o.textures && strcmp(r->meta.data, "synthetic") != 0)
+        r->meta.mix = r->o.mix > 0 ? r->o.mix : 0;
+        snprintf(r->meta.init, sizeof r->meta.init, "%s", r->o.init ? r->o.init : "");
+        if (r->o.textures && strcmp(r->meta.data, "synthetic") != 0 && !(r->meta.mix > 0))
             st = manta_err_set(&err, MANTA_ERR_INVALID_ARG,
                                "--textures gives photographs to procedural pairs; the run "
-                               "trains on the folder %s (--data synthetic to use them)",
+                               "trains on the folder %s (--data synthetic, or --mix R for "
+                               "procedural pairs among the folder's, to use them)",
                                r->meta.data);
+    }
+    stereo_meta init_meta;
+    memset(&init_meta, 0, sizeof init_meta);
+    if (st == MANTA_OK && !r->o.resume && r->o.init) { /* before anything is written */
+        manta_err e = {0};
+        st = stereo_state_peek_init(r->o.init, &r->sp, &init_meta, &e);
+        if (st != MANTA_OK)
+            manta_err_set(&err, st, "--init: %s", e.msg);
     }
     if (st == MANTA_OK && r->rank == 0) { /* a folder's pairs train at the crop alone */
         int h = r->sp.crop_h, w = r->sp.crop_w;
@@ -334,6 +360,10 @@ static bool setup(st_run *r)
                                   (float)r->sp.max_disp, r->meta.seed);
         const photo_bank *photos = r->photos.count > 0 ? &r->photos : NULL;
         r->train_src.synth.photos = photos; /* also the phase ends' re-calibration pairs */
+        r->gen_src = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .count = r->meta.train_pairs};
+        stereo_synth_opts_default(&r->gen_src.synth, r->sp.crop_w, r->sp.crop_h,
+                                  (float)r->sp.max_disp, r->meta.seed);
+        r->gen_src.synth.photos = photos;
         if (r->have_val_set) {
             r->eval_src = (stereo_source){.kind = STEREO_SOURCE_FOLDER,
                                           .count = r->val_set.count, .set = &r->val_set};
@@ -360,6 +390,8 @@ static bool setup(st_run *r)
                           job_mode(&r->o.job), r->ring, &r->dp, &err);
     for (int i = 0; st == MANTA_OK && r->o.resume && i < r->n_dev; i++) /* every replica */
         st = stereo_state_load(latest, dp_replica(r->dp, i), r->devs[i], &r->meta, &err);
+    for (int i = 0; st == MANTA_OK && !r->o.resume && r->o.init && i < r->n_dev; i++)
+        st = stereo_state_init(r->o.init, dp_replica(r->dp, i), r->devs[i], &err);
     if (st != MANTA_OK) {
         fprintf(stderr, "manta train: rank %d (%s): %s\n", r->rank, r->host, err.msg);
         return false;
@@ -388,6 +420,14 @@ static bool setup(st_run *r)
     if (r->replicas > 1)
         printf("data parallel: %d rank(s) x %d device(s), %s mode, %d pairs per device\n",
                h.world_size, r->n_dev, r->o.job.mode, stereo_trainer_batch(r->t));
+    if (!r->o.resume && r->o.init)
+        printf("fine-tuning %s (space %s, trained %ld steps of schedule %s) on %s, schedule %s\n",
+               r->o.init, r->sp.name, init_meta.step, init_meta.preset, r->meta.data,
+               r->meta.preset);
+    if (generated_pairs(r, r->meta.batch) > 0)
+        printf("each batch: %d generated pair(s), then %d of %s\n",
+               generated_pairs(r, r->meta.batch),
+               r->meta.batch - generated_pairs(r, r->meta.batch), r->meta.data);
     return job_monitor_start("manta train", &r->o.job, r->dir, &r->monitor);
 }
 
@@ -396,18 +436,25 @@ int cmd_train_stereo(int argc, char **argv)
     st_run *r = calloc(1, sizeof *r);
     if (!r)
         return 1;
-    r->o = (st_opts){.space = "stereo-cpu", .schedule = "quick", .out = "runs/stereo",
-                     .data = "synthetic", .batch = 8, .log_every = 10, .train_pairs = 20000,
-                     .eval_pairs = 200, .recal_pairs = 200, .seed = 1, .lr_scale = 1.0};
+    r->o = (st_opts){.space = "stereo-cpu", .out = "runs/stereo", .data = "synthetic",
+                     .batch = 8, .log_every = 10, .train_pairs = 20000, .eval_pairs = 200,
+                     .recal_pairs = 200, .seed = 1, .lr_scale = 1.0, .mix = -1};
     job_opts_init(&r->o.job);
-    static const char *const presets[] = {"smoke", "quick", "full", NULL};
+    static const char *const presets[] = {"smoke", "quick", "full", "finetune", NULL};
     const opt_def defs[] = {
         {.name = "space", .kind = OPT_STRING, .dest = &r->o.space, .metavar = "S",
          .help = "stereo-cpu (default), stereo-gpu or a spec file with \"task\": \"stereo\""},
         {.name = "schedule", .kind = OPT_STRING, .dest = &r->o.schedule, .choices = presets,
-         .metavar = "smoke|quick|full", .help = "progressive-shrinking preset (default quick)"},
+         .metavar = "smoke|quick|full|finetune",
+         .help = "progressive-shrinking preset (default quick; with --init finetune)"},
         {.name = "data", .kind = OPT_STRING, .dest = &r->o.data, .metavar = "D",
          .help = "synthetic (default: procedural pairs) or a KITTI / Middlebury folder"},
+        {.name = "init", .kind = OPT_STRING, .dest = &r->o.init, .metavar = "CKPT",
+         .help = "fine-tune: start from this stereo checkpoint's parameters and batch-norm "
+                 "statistics (a new run: step 0, its own --out; kept in the checkpoint)"},
+        {.name = "mix", .kind = OPT_DOUBLE, .dest = &r->o.mix, .lo = 0, .hi = 1, .metavar = "R",
+         .help = "with --data DIR: round(R x batch) procedural pairs first in every batch, the "
+                 "rest the folder's (default 0)"},
         {.name = "textures", .kind = OPT_STRING, .dest = &r->o.textures, .metavar = "DIR",
          .help = "photographs for textured / single-photograph pairs, or 'default'"},
         {.name = "train-pairs", .kind = OPT_LONG, .dest = &r->o.train_pairs, .lo = 1,
@@ -441,8 +488,9 @@ int cmd_train_stereo(int argc, char **argv)
     };
     const opt_cmd cmd = {
         "manta train",
-        "--space stereo-cpu|stereo-gpu|SPEC [--schedule smoke|quick|full] [--data D]\n"
-        "                   [--textures DIR|default] [--batch N] [--out DIR] [--resume] [OPTIONS]",
+        "--space stereo-cpu|stereo-gpu|SPEC [--schedule smoke|quick|full|finetune] [--data D]\n"
+        "                   [--init CKPT] [--mix R] [--textures DIR|default] [--batch N]\n"
+        "                   [--out DIR] [--resume] [OPTIONS]",
         "Trains the stereo depth supernet with progressive shrinking (full network, then\n"
         "elastic kernel, depth and expand ratio; the full network's disparity distilled into\n"
         "the sub-networks), the multi-scale L1 disparity loss with its weight moving from the\n"
@@ -459,6 +507,15 @@ int cmd_train_stereo(int argc, char **argv)
         "re-calibrated on the training data) and writes a checkpoint; metrics.jsonl has\n"
         "every figure, and a new TensorBoard event file in DIR (or --tensorboard) the\n"
         "scalars (train/*, val/*, rank<R>/*).\n\n"
+        "Fine-tuning: --init CKPT (a checkpoint of manta train on the same stereo space)\n"
+        "loads its parameters and batch-norm statistics into a new run (step 0, fresh\n"
+        "momentum, its own --out), by default on the finetune schedule: one phase of 200\n"
+        "steps sampling every kernel size, depth, expand ratio and decoder width (four\n"
+        "sub-networks a step, the largest first and the smallest last), distilling from\n"
+        "the initial network's largest sub-network, learning rate 0.003, no width\n"
+        "re-organisation, so every sub-network keeps working. --mix R with --data DIR puts\n"
+        "round(R x batch) procedural pairs first in every batch, the rest the folder's\n"
+        "crops (so that a small folder does not make the network forget the general case).\n\n"
         "--devices and ranks ('manta launch -n N -- manta train --space stereo-cpu ...') as\n"
         "for classification: --batch is the global batch, a multiple of ranks x devices;\n"
         "--mode data (every replica the same sub-networks, batch norm synchronised) or\n"
@@ -470,6 +527,24 @@ int cmd_train_stereo(int argc, char **argv)
         free(r);
         return pr == OPT_HELP ? 0 : 2;
     }
+    const char *bad = NULL; /* one line, nothing written */
+    if (r->o.init && r->o.resume)
+        bad = "--init starts a new run from a checkpoint and --resume continues one: give one "
+              "of them (a fine-tuning run stopped with --stop-after continues with --resume "
+              "alone)";
+    else if (r->o.mix >= 0 && !strcmp(r->o.data, "synthetic") && !r->o.resume)
+        bad = "--mix R mixes procedural pairs into a folder's, and the run has no folder: give "
+              "--data DIR (without it every pair is procedural)";
+    else if (r->o.schedule && !strcmp(r->o.schedule, "finetune") && !r->o.init && !r->o.resume)
+        bad = "--schedule finetune continues a trained supernet: give --init CKPT (a stereo "
+              "checkpoint of manta train)";
+    if (bad) {
+        fprintf(stderr, "manta train: %s\n", bad);
+        free(r);
+        return 2;
+    }
+    if (!r->o.schedule) /* --init fine-tunes by default */
+        r->o.schedule = r->o.init ? "finetune" : "quick";
     if (!job_config("manta train", &r->o.job, &r->cfg)) {
         free(r);
         return 2;
