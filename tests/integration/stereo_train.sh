@@ -3,7 +3,8 @@
 # ends with an evaluation and a checkpoint; a run stopped and resumed writes the same
 # figures as one that ran through; --val-data evaluates on a folder (as manta eval does);
 # manta eval of the checkpoint prints EPE, bad-t and D1 and writes the colour-mapped images;
-# bad input gives one line and no files.
+# fine-tuning (--init) on a folder with procedural pairs mixed in (--mix) starts from the
+# checkpoint and resumes exactly; bad input gives one line and no files.
 set -eu
 M="${BUILD:-build}/bin/manta"
 out=$(mktemp -d)
@@ -102,6 +103,74 @@ grep -q 'small/image_2/000000_10.png: 16x8 is smaller' "$out/small.txt" ||
     fail "validation pairs smaller than the crop: the file is not named"
 [ -s "$out/s/phase-1-full.ckpt" ] || fail "the phase's checkpoint was not written before its evaluation"
 
+# fine-tuning: --init of the smoke run's checkpoint on a folder, one pair of each batch of 2
+# procedural (--mix 0.5), on the finetune schedule (--init's default): one phase and its
+# checkpoints, the init path kept; the teacher is the initial network's parameters exactly,
+# the parameters after 3 steps within 1% of them (the same run 15 steps earlier is 70% off);
+# stopped and resumed, the same checkpoint as a run that did not stop; manta eval reads it
+FT="--space $SPACE --init $out/a/latest.ckpt --data $out/tk --mix 0.5 --batch 2 --eval-pairs 4 --recal-pairs 4"
+"$M" train $FT --log-every 50 --out "$out/ft" >"$out/ft.txt" 2>/dev/null || fail "train --init: exit status $?"
+cat "$out/ft.txt"
+grep -q "^fine-tuning $out/a/latest.ckpt (space stereo-tiny, trained 18 steps .* schedule finetune" "$out/ft.txt" ||
+    fail "--init: no line saying it fine-tunes on the finetune schedule"
+grep -q '^each batch: 1 generated pair(s), then 1 of' "$out/ft.txt" || fail "--mix 0.5: not 1 generated pair of 2"
+[ "$(grep -c '"event":"phase_end"' "$out/ft/metrics.jsonl")" = 1 ] || fail "finetune: not one phase end"
+grep -q '"event":"step","step":200,' "$out/ft/metrics.jsonl" || fail "finetune: not 200 steps"
+[ -s "$out/ft/phase-1-finetune.ckpt" ] && [ -s "$out/ft/latest.ckpt" ] || fail "finetune: no checkpoints"
+grep -a -q "\"init\":\"$out/a/latest.ckpt\"" "$out/ft/latest.ckpt" || fail "the checkpoint does not keep --init"
+"$M" ckpt-diff "$out/a/latest.ckpt" "$out/ft/latest.ckpt" --section params:teacher --tol 0 ||
+    fail "the fine-tuning run's teacher is not the initial network"
+"$M" eval --ckpt "$out/ft/latest.ckpt" --arch min --pairs 4 --recal-pairs 4 --json >"$out/ft.json" ||
+    fail "eval of a fine-tuned run: exit status $?"
+grep -q '"all":{"epe":[0-9.]*,"bad1"' "$out/ft.json" || fail "eval of a fine-tuned run: no figures"
+"$M" train $FT --log-every 1 --stop-after 6 --out "$out/f6" >/dev/null 2>&1 || fail "train --init --stop-after 6: $?"
+"$M" train $FT --log-every 1 --stop-after 3 --out "$out/f3" >/dev/null 2>&1 || fail "train --init --stop-after 3: $?"
+cp "$out/f3/latest.ckpt" "$out/f3-step3.ckpt"
+"$M" train --space $SPACE --out "$out/f3" --resume --stop-after 3 --eval-pairs 4 --recal-pairs 4 \
+    >/dev/null 2>&1 || fail "train --init, resumed: exit status $?"
+"$M" ckpt-diff "$out/f6/latest.ckpt" "$out/f3/latest.ckpt" --tol 0 >/dev/null ||
+    fail "a resumed fine-tuning run differs from the uninterrupted one"
+"$M" ckpt-diff "$out/a/latest.ckpt" "$out/f3-step3.ckpt" --section params --tol 0.01 ||
+    fail "the fine-tuning run's parameters do not start from the initial network's"
+if "$M" ckpt-diff "$out/a/latest.ckpt" "$out/a/phase-1-full.ckpt" --section params --tol 0.01 >/dev/null; then
+    fail "ckpt-diff --tol 0.01 does not tell networks 15 steps apart"
+fi
+"$M" train $FT --mix 0 --log-every 1 --stop-after 3 --out "$out/f0" >/dev/null 2>&1 || fail "train --mix 0: $?"
+[ "$(losses "$out/f0/metrics.jsonl")" != "$(losses "$out/f6/metrics.jsonl" | head -3)" ] ||
+    fail "--mix 0.5: the same losses as the folder's pairs alone"
+# refusals: one line naming what is wrong, nothing written
+refused() { # NAME PATTERN ARGS...
+    name=$1 pattern=$2
+    shift 2
+    if "$M" train "$@" --out "$out/r" >/dev/null 2>"$out/r.txt"; then fail "$name: accepted"; fi
+    cat "$out/r.txt"
+    [ "$(wc -l <"$out/r.txt")" = 1 ] && grep -q -- "$pattern" "$out/r.txt" ||
+        fail "$name: not one line saying '$pattern'"
+    [ ! -e "$out/r" ] || fail "$name: the output folder was created"
+}
+"$M" train --schedule smoke --batch 2 --eval-images 0 --recal-images 0 --val 0 --stop-after 1 \
+    --out "$out/cls" >/dev/null 2>&1 || fail "classification train: exit status $?"
+refused "--init of a classification checkpoint" \
+    "--init: $out/cls/latest.ckpt: a classification training checkpoint .*needs a stereo training checkpoint" \
+    --space $SPACE --init "$out/cls/latest.ckpt" --data "$out/tk"
+refused "--init of another space" "a checkpoint of space 'stereo-tiny'; the run's space is 'stereo-cpu'" \
+    --space stereo-cpu --init "$out/a/latest.ckpt" --data "$out/tk"
+refused "--init of a missing file" "--init: checkpoint $out/none.ckpt: cannot open" \
+    --space $SPACE --init "$out/none.ckpt" --data "$out/tk"
+head -c 3000 "$out/a/latest.ckpt" >"$out/cut.ckpt"
+refused "--init of a damaged file" "--init: checkpoint $out/cut.ckpt is truncated" \
+    --space $SPACE --init "$out/cut.ckpt" --data "$out/tk"
+refused "--init with --resume" "--init starts a new run .* --resume continues one" \
+    --space $SPACE --init "$out/a/latest.ckpt" --resume
+refused "--mix above 1" "--mix needs a number in \[0, 1\], got '1.5'" \
+    --space $SPACE --init "$out/a/latest.ckpt" --data "$out/tk" --mix 1.5
+refused "--mix below 0" "--mix needs a number in \[0, 1\], got '-0.5'" \
+    --space $SPACE --data "$out/tk" --mix -0.5
+refused "--mix without --data" "--mix R mixes procedural pairs into a folder's, and the run has no folder" \
+    --space $SPACE --schedule smoke --mix 0.5
+refused "--schedule finetune without --init" "--schedule finetune continues a trained supernet: give --init" \
+    --space $SPACE --schedule finetune --data "$out/tk"
+
 mv "$out/tk" "$out/tk-moved"
 if "$M" eval --ckpt "$out/f/latest.ckpt" --pairs 4 2>"$out/moved.txt" >/dev/null; then
     fail "eval without the run's training folder succeeded"
@@ -141,6 +210,13 @@ if [ -d "$PH" ]; then
         fail "--textures: the same losses as without photographs"
     "$M" eval --ckpt "$out/t1/latest.ckpt" --pairs 4 --recal-pairs 2 >/dev/null ||
         fail "eval of a --textures run: exit status $?"
+    # with --mix, a folder's run takes photographs for its procedural pairs
+    "$M" train $TX --data "$out/tk-moved" --mix 0.5 --textures "$out/ph" --stop-after 2 \
+        --out "$out/tm1" >/dev/null 2>&1 || fail "train --textures --mix: exit status $?"
+    "$M" train $TX --data "$out/tk-moved" --mix 0.5 --stop-after 2 --out "$out/tm0" >/dev/null 2>&1 ||
+        fail "train --mix: exit status $?"
+    [ "$(losses "$out/tm1/metrics.jsonl")" != "$(losses "$out/tm0/metrics.jsonl")" ] ||
+        fail "--textures --mix: the same losses as without photographs"
     mv "$out/ph" "$out/ph-moved"
     for c in "eval --ckpt $out/t1/latest.ckpt --pairs 4" "train --space $SPACE --out $out/t2 --resume"; do
         if "$M" $c >/dev/null 2>"$out/noph.txt"; then fail "$c without the run's photographs succeeded"; fi
