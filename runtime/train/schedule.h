@@ -51,6 +51,8 @@ typedef struct ofa_schedule {
     float label_smoothing; /**< 0.1 in OFA */
     float momentum;        /**< 0.9, Nesterov */
     float weight_decay;    /**< 3e-5, not on BN or biases */
+    float clip_norm;       /**< largest L2 norm of an applied gradient, a larger one scaled
+                            *  down to it (0: none; the stereo presets use it) */
 } ofa_schedule;
 
 /**

@@ -77,6 +77,43 @@ static void test_loss_falls_on_one_batch(void **state)
     stereo_trainer_destroy(t);
 }
 
+/* A step whose gradient's norm exceeds the schedule's clip_norm applies the gradient scaled
+ * down to that norm: with zero momentum and no weight decay on them, the batch-norm and bias
+ * entries of the momentum after one step are the gradient times clip / norm (one sub-network,
+ * so the applied gradient is the accumulated one); without clipping, the gradient itself. */
+static void test_gradient_clipping(void **state)
+{
+    fixture *f = *state;
+    fill(f, 0);
+    double limit = 0; /* a quarter of the gradient's norm, from the unclipped run */
+    for (int clip = 0; clip < 2; clip++) {
+        ofa_schedule s = tu_stereo_one_phase(BATCH, 4, 0.01f);
+        s.clip_norm = (float)limit;
+        stereo_trainer *t; /* the same seed: the same parameters and gradient */
+        TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &s, 3, &t));
+        ofa_slabs sl;
+        stereo_net_slabs(stereo_trainer_net(t), &sl);
+        TU_OK(f->d, stereo_trainer_compute(t, 0, &f->x.b, 0, NULL));
+        double *g = tu_doubles(sl.n_params), *m = tu_doubles(sl.n_params);
+        tu_download(f->d, sl.grads, g, sl.n_params);
+        double sq = 0;
+        for (size_t i = 0; i < sl.n_params; i++)
+            sq += g[i] * g[i];
+        const double norm = sqrt(sq);
+        assert_true(norm > 0);
+        TU_OK(f->d, stereo_trainer_apply(t, 0, 1.0f));
+        tu_download(f->d, sl.momentum, m, sl.n_params);
+        const double k = clip ? limit / norm : 1.0;
+        for (size_t i = sl.n_decay; i < sl.n_params; i++)
+            if (fabs(m[i] - k * g[i]) > 1e-6 * (1 + fabs(g[i])))
+                fail_msg("%s: momentum[%zu] %g, gradient %g times %g",
+                         clip ? "clipped" : "not clipped", i, m[i], g[i], k);
+        limit = norm / 4;
+        free(g), free(m);
+        stereo_trainer_destroy(t);
+    }
+}
+
 /* Parameters of @p t on the host (malloc'd). */
 static float *params_of(mcl_dev *d, stereo_trainer *t, size_t *n)
 {
@@ -451,6 +488,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_falls_on_one_batch),
+        cmocka_unit_test(test_gradient_clipping),
         cmocka_unit_test(test_resume_is_exact),
         cmocka_unit_test(test_data_parallel_matches_one_device),
         cmocka_unit_test(test_evaluate_counts_every_pixel),
