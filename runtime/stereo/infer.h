@@ -78,8 +78,13 @@ manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a,
  * interior, so their activations have other means and variances (docs/stereo.md, "Sizes").
  * Each re-calibration pair has the size of the pair that made the network (a folder's
  * pairs: crops of at most that size) and is padded as that pair is; there are
- * stereo_infer_recal_pairs() of them, pairs 0, 1, ... of the source. @p pairs 0 turns it
- * off (the source's statistics are used as they are).
+ * stereo_infer_recal_pairs() of them, pairs 0, 1, ... of the source. Where the source
+ * network can run the size (up to the largest of its space's crops: stereo_net_set_size()),
+ * the re-calibration runs on it, in its batches, as training normalises, and overwrites its
+ * batch-norm statistics (its size is put back): restore them afterwards if they matter
+ * (stereo_trainer_restore_bn()); beyond that, on the runner's network one pair at a time,
+ * pooled (stereo_net_recal_begin_pooled()). @p pairs 0 turns it off (the source's
+ * statistics are used as they are).
  */
 void stereo_infer_set_recal(stereo_infer *r, const stereo_source *src, long pairs);
 /** Pairs of a re-calibration at @p padded_h x @p padded_w for @p pairs at the crop of
