@@ -154,6 +154,27 @@ static int interior(const stereo_pair *p, int x, int y)
 }
 
 /* Mean |right(x - d - shift) - left(x)| over the interior pixels. */
+/* The largest |R(x - d) - L(x)| over the interior pixels of @p p whose disparity is an
+ * integer (within 0.01 px), where the right view shows exactly the left pixel's texel;
+ * *count grows by their number. */
+static double integer_disparity_error(const stereo_pair *p, int *count)
+{
+    double worst = 0.0;
+    for (int y = 0; y < p->height; y++)
+        for (int x = 0; x < p->width; x++) {
+            float d = p->disp[(size_t)y * p->width + x];
+            if (!interior(p, x, y) || fabsf(d - roundf(d)) > 0.01f)
+                continue;
+            int j = x - (int)roundf(d);
+            for (int c = 0; c < 3; c++) {
+                size_t o = (size_t)c * p->height * p->width + (size_t)y * p->width;
+                worst = fmax(worst, fabsf(p->right[o + j] - p->left[o + x]));
+            }
+            (*count)++;
+        }
+    return worst;
+}
+
 static double photo_error(const stereo_pair *p, float shift, int *count)
 {
     double sum = 0.0;
@@ -189,18 +210,7 @@ static void test_synth_right_view_matches_disparity(void **state)
         synth(&q, 192, 96, 48, 11, (uint64_t)i, true); /* same scene, photometric differences on */
         e_photo += photo_error(&q, 0.0f, &c3);
         /* at integer disparities the right pixel shows exactly the left pixel's texel */
-        for (int y = 0; y < p.height; y++)
-            for (int x = 0; x < p.width; x++) {
-                float d = p.disp[(size_t)y * p.width + x];
-                if (!interior(&p, x, y) || fabsf(d - roundf(d)) > 0.01f)
-                    continue;
-                int j = x - (int)roundf(d);
-                for (int c = 0; c < 3; c++) {
-                    size_t o = (size_t)c * p.height * p.width + (size_t)y * p.width;
-                    worst_int = fmax(worst_int, fabsf(p.right[o + j] - p.left[o + x]));
-                }
-                n_int++;
-            }
+        worst_int = fmax(worst_int, integer_disparity_error(&p, &n_int));
         stereo_pair_free(&p);
         stereo_pair_free(&q);
     }
@@ -1219,18 +1229,7 @@ static void test_synth_photo_right_view_matches_disparity(void **state)
             e0 += photo_error(&p, 0.0f, &c0);
             e_one += photo_error(&p, 1.0f, &c1);
             n += c0;
-            for (int y = 0; y < p.height; y++)
-                for (int x = 0; x < p.width; x++) {
-                    float d = p.disp[(size_t)y * p.width + x];
-                    if (!interior(&p, x, y) || fabsf(d - roundf(d)) > 0.01f)
-                        continue;
-                    int j = x - (int)roundf(d);
-                    for (int c = 0; c < 3; c++) {
-                        size_t o = (size_t)c * p.height * p.width + (size_t)y * p.width;
-                        worst_int = fmax(worst_int, fabsf(p.right[o + j] - p.left[o + x]));
-                    }
-                    n_int++;
-                }
+            worst_int = fmax(worst_int, integer_disparity_error(&p, &n_int));
             stereo_pair_free(&p);
         }
         e0 /= 6, e_one /= 6;
