@@ -66,7 +66,7 @@ DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev lib
             dataset-fashion-mnist clblast-utils clang libcairo2-dev fonts-dejavu-core \
             libmicrohttpd-dev chromium curl mate-backgrounds
 
-LIB_DIRS := core cl nn train data ofa stereo export search profile dist monitor
+LIB_DIRS := core space cl nn train data ofa stereo export search profile dist monitor
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
 # The training monitor's HTTP server needs libmicrohttpd and serves the embedded page; board
 # builds of manta get runtime/monitor/server_none.c instead (mon_server_start() says so).
@@ -106,7 +106,7 @@ INFER_LIBS ?= -lturbojpeg -lm
 PROFILE_SRC := $(wildcard tools/manta-profile/*.c) $(TOOLS_COMMON_SRC)
 PROFILE_OBJ := $(PROFILE_SRC:%.c=$(BUILD)/obj/%.o)
 PROFILE_HOST_SRC := $(filter-out runtime/core/container.c,$(wildcard runtime/core/*.c)) \
-                    $(wildcard runtime/profile/*.c) runtime/ofa/space.c \
+                    $(wildcard runtime/profile/*.c) runtime/space/ofa_space.c \
                     runtime/export/flatbuf.c runtime/export/tflite.c runtime/export/xgraph.c \
                     runtime/export/xgraph_ref.c runtime/export/mbv3_graph.c
 PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)

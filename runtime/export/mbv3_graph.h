@@ -48,7 +48,7 @@
 
 #include "core/status.h"
 #include "export/xgraph.h"
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 /** Most layers one sub-network has: stem, first block, the slots, 4 head layers. */
 #define MBV3_MAX_LAYERS (2 + OFA_MAX_SLOTS + 4)

@@ -7,29 +7,14 @@
  * h_swish(x) = x * relu6(x + 3) / 6, h_sigmoid(x) = relu6(x + 3) / 6,
  * leaky_relu(x) = x for x > 0, slope * x otherwise (gradient 1 for x > 0, slope
  * otherwise, x = 0 included, as PyTorch's).
- * Tensors are flat float32 views of @p n elements (any layout).
+ * Tensors are flat float32 views of @p n elements (any layout). The enum nn_act,
+ * NN_ACT_LEAKY_SLOPE and nn_act_name() are the search space's (space/act.h).
  */
 #ifndef MANTA_NN_ACTIVATION_H
 #define MANTA_NN_ACTIVATION_H
 
 #include "cl/cl.h"
-
-typedef enum nn_act {
-    NN_ACT_NONE = 0,
-    NN_ACT_RELU = 1,
-    NN_ACT_RELU6 = 2,
-    NN_ACT_HSWISH = 3,
-    NN_ACT_HSIGMOID = 4,
-    NN_ACT_SIGMOID = 5,
-    NN_ACT_LEAKY_RELU = 6 /**< negative slope: NN_ACT_LEAKY_SLOPE, or the _slope calls' */
-} nn_act;
-
-/** The negative slope of NN_ACT_LEAKY_RELU in nn_act_forward() and
- *  nn_act_backward(): DispNetC's and FlowNetC's 0.1. */
-#define NN_ACT_LEAKY_SLOPE 0.1f
-
-/** Name of an activation ("relu", "h-swish", "leaky-relu", ...). */
-const char *nn_act_name(nn_act a);
+#include "space/act.h"
 
 /** y = f(x). @p y may be the same view as @p x. x, y: (n) */
 manta_status nn_act_forward(mcl_dev *d, nn_act a, mview x, mview y, size_t n);

@@ -10,7 +10,7 @@
 #include "nn/pool.h"
 #include "ofa/elastic.h"
 #include "ofa/reorder.h"
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 /* Short names for the context's views. */
 #define A(n, off) ofa_net_a(n, off)

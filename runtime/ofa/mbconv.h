@@ -6,7 +6,7 @@
  *        one MBConv slot planned at its largest width and input size and run at
  *        any smaller configuration. Internal to runtime/ (layers above nn/).
  *
- * One slot (OFA's MBConv, see ofa/space.h):
+ * One slot (OFA's MBConv, see space/ofa_space.h):
  *   1x1 expand in_c -> mid, BN, act;
  *   kxk depthwise (pad k/2, the slot's stride), BN, act;
  *   squeeze-and-excite when planned: pool, 1x1 mid -> se + bias, ReLU,

@@ -8,7 +8,7 @@
  * expanded channels of each block (elastic width), the centre of each 7x7
  * depthwise kernel transformed by the block's learned matrices (elastic
  * kernel), the first d blocks of each unit (elastic depth), at any listed
- * resolution. Layer structure: ofa/space.h.
+ * resolution. Layer structure: space/ofa_space.h.
  *
  * Memory: parameters, gradients and momentum are slabs of equal layout
  * (decayed tensors first: convolution and linear weights and the kernel
@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "cl/cl.h"
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 typedef struct ofa_supernet ofa_supernet;
 

@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/status.h"
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 /** Bytes of a space hash string, terminator included ("fnv1a64:" + 16 hex digits). */
 #define PROF_HASH_LEN 32

@@ -56,8 +56,8 @@
 #include <stdint.h>
 
 #include "core/status.h"
-#include "ofa/space.h"
 #include "profile/common.h"
+#include "space/ofa_space.h"
 
 /** Longest layer key, terminator included. */
 #define LAT_KEY_MAX 160

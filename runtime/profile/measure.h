@@ -35,10 +35,10 @@
 
 #include "core/status.h"
 #include "core/strbuf.h"
-#include "ofa/space.h"
 #include "profile/latency_table.h"
 #include "profile/timing.h"
 #include "profile/validate.h"
+#include "space/ofa_space.h"
 
 /** One thing to time: a keyed layer alone, or a whole sub-network. */
 typedef struct lat_item {

@@ -40,8 +40,8 @@
 
 #include "core/status.h"
 #include "export/xgraph.h"
-#include "ofa/space.h"
 #include "profile/latency_table.h"
+#include "space/ofa_space.h"
 
 /** How weights are filled. */
 typedef struct synth_opts {

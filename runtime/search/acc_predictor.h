@@ -52,8 +52,8 @@
 #include <stdint.h>
 
 #include "core/status.h"
-#include "ofa/space.h"
 #include "profile/common.h"
+#include "space/ofa_space.h"
 
 /** Most hidden layers and widest hidden layer a model may have. */
 #define ACCP_MAX_LAYERS 8

@@ -43,7 +43,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 /** Figures a candidate is constrained and reported by. */
 typedef enum evo_metric {

@@ -14,7 +14,7 @@
 
 #include "core/status.h"
 #include "export/xgraph.h"
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 /** One cached sub-network (private to sizes.c). */
 typedef struct search_size_entry search_size_entry;

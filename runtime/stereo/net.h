@@ -1,6 +1,6 @@
 /**
  * @file net.h
- * @brief The stereo depth supernet on one device (the network of stereo/space.h): every
+ * @brief The stereo depth supernet on one device (the network of space/stereo_space.h): every
  *        weight of its largest sub-network, and forward / backward passes through any
  *        sub-network (elastic kernel, expand ratio and depth of the encoder units, elastic
  *        width of the decoder levels), from a
@@ -51,7 +51,7 @@
 
 #include "cl/cl.h"
 #include "ofa/supernet.h"
-#include "stereo/space.h"
+#include "space/stereo_space.h"
 
 typedef struct stereo_net stereo_net;
 

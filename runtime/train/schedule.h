@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 #define OFA_MAX_PHASES 8
 

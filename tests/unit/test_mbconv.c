@@ -13,12 +13,12 @@
 
 #include "common/variants.h"
 #include "ofa/mbconv.h"
-#include "ofa/space.h"
 #include "ref/ref_act.h"
 #include "ref/ref_bn.h"
 #include "ref/ref_conv.h"
 #include "ref/ref_linear.h"
 #include "ref/ref_pool.h"
+#include "space/ofa_space.h"
 
 enum { B = 2, IN_C = 4, WIDTH = 8, MID_MAX = 48, SLOTS = 3, HMAX = 8, WMAX = 12, H = 6, W = 10 };
 

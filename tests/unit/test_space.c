@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/testutil.h"
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 static void test_make_divisible_matches_ofa(void **state)
 {

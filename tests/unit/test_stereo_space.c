@@ -9,8 +9,8 @@
 
 #include "common/testutil.h"
 #include "nn/depthwise.h"
-#include "ofa/space.h"
-#include "stereo/space.h"
+#include "space/ofa_space.h"
+#include "space/stereo_space.h"
 
 static char *read_model(const char *path)
 {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Training throughput of one OFA sub-network in PyTorch: the peer for
 `manta bench train`. Builds exactly the layer structure of manta's search
-space (runtime/ofa/space.h) from a spec file and an architecture, then times
+space (runtime/space/ofa_space.h) from a spec file and an architecture, then times
 SGD steps (Nesterov momentum, label-smoothed cross-entropy) on random data.
 
 usage: torch_ofa_train.py --space models/ofa_cpu_default.json --arch max|min|FILE

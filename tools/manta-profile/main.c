@@ -24,11 +24,11 @@
 #include "common/opts.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
-#include "ofa/space.h"
 #include "profile/latency_table.h"
 #include "profile/measure.h"
 #include "profile/timing.h"
 #include "profile/validate.h"
+#include "space/ofa_space.h"
 
 #ifndef MANTA_ENGINE_FLAGS
 #define MANTA_ENGINE_FLAGS "?"

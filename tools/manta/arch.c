@@ -1,6 +1,6 @@
 /* manta arch: sub-networks of a search space (sample, max, min) and their
  * per-layer shapes, MACs and parameters (describe, --arch). Classification
- * spaces (ofa/space.h) and stereo spaces (stereo/space.h), chosen by the
+ * spaces (space/ofa_space.h) and stereo spaces (space/stereo_space.h), chosen by the
  * spec's "task". */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +8,8 @@
 
 #include "cmd.h"
 #include "common/opts.h"
-#include "ofa/space.h"
-#include "stereo/space.h"
+#include "space/ofa_space.h"
+#include "space/stereo_space.h"
 
 /* The space the command works on: one of the two tasks. */
 typedef struct arch_space {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "cl/cl.h"
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 int cmd_devices(int argc, char **argv);
 int cmd_train(int argc, char **argv);

@@ -14,7 +14,7 @@
 #include "core/clock.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
-#include "stereo/space.h"
+#include "space/stereo_space.h"
 #include "train_run.h"
 
 static const char ABOUT[] =

@@ -1,23 +1,23 @@
 /**
  * @file spec_parse.h
  * @brief Internal: the pieces of search-space spec parsing that the
- *        classification reader (ofa/space.c) and the stereo reader
- *        (stereo/space.c) share, so both name fields in their messages the
+ *        classification reader (space/ofa_space.c) and the stereo reader
+ *        (space/stereo_space.c) share, so both name fields in their messages the
  *        same way ("space.units[2]: \"act\" must be ...").
  *
  * Every getter takes the object to read (NULL or a non-object: the member is
  * absent), the member's key and the context that starts its message ("space",
  * "space.stem", ...), and answers MANTA_ERR_FORMAT with that message.
  */
-#ifndef MANTA_OFA_SPEC_PARSE_H
-#define MANTA_OFA_SPEC_PARSE_H
+#ifndef MANTA_SPACE_SPEC_PARSE_H
+#define MANTA_SPACE_SPEC_PARSE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
 
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 /** Built-ins named when a spec file cannot be read by ofa_space_load(). */
 #define OFA_SPEC_BUILTINS "cpu-default, mbv3-w1.0"

@@ -1,4 +1,4 @@
-#include "stereo/space.h"
+#include "space/stereo_space.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/json.h"
-#include "ofa/spec_parse.h"
+#include "space/spec_parse.h"
 
 /* Built-ins named when a spec file cannot be read. */
 #define BUILTINS OFA_SPEC_BUILTINS ", stereo-cpu, stereo-gpu"
@@ -412,7 +412,7 @@ static manta_status parse_obj(const cJSON *j, void *out, manta_err *err)
     if (!task || !strcmp(task, "classification"))
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "space: \"task\" is %s: a classification space, read by "
-                             "ofa_space_load() (ofa/space.h), not by the stereo loader",
+                             "ofa_space_load() (space/ofa_space.h), not by the stereo loader",
                              task ? "\"classification\"" : "absent");
     if (strcmp(task, "stereo") != 0)
         return manta_err_set(err, MANTA_ERR_FORMAT,

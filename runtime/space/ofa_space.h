@@ -20,20 +20,20 @@
  *     optional 1x1 "feature mix" to head_mix (no BN) + h-swish; linear to classes.
  * Slots skipped by depth still carry ks/e values in the encoding (OFA does too).
  */
-#ifndef MANTA_OFA_SPACE_H
-#define MANTA_OFA_SPACE_H
+#ifndef MANTA_SPACE_OFA_SPACE_H
+#define MANTA_SPACE_OFA_SPACE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "core/rng.h"
 #include "core/status.h"
-#include "nn/activation.h"
+#include "space/act.h"
 
 #define OFA_MAX_UNITS 6
 #define OFA_MAX_DEPTH 4
 #define OFA_MAX_SLOTS (OFA_MAX_UNITS * OFA_MAX_DEPTH)
-/** Most levels of a decoder (stereo/space.h): the stem and every unit of stride 2. */
+/** Most levels of a decoder (space/stereo_space.h): the stem and every unit of stride 2. */
 #define OFA_MAX_DEC_LEVELS (1 + OFA_MAX_UNITS)
 #define OFA_MAX_CHOICES 4
 #define OFA_MAX_RES 32
@@ -72,7 +72,7 @@ typedef struct ofa_arch {
     int d[OFA_MAX_UNITS];
     int r; /**< input resolution */
     /** Channels of each decoder level, coarse to fine, for a task with a decoder
-     *  (stereo/space.h: one of the level's elastic widths); all 0 in classification,
+     *  (space/stereo_space.h: one of the level's elastic widths); all 0 in classification,
      *  which has none, so its encodings and comparisons are unchanged. */
     int dw[OFA_MAX_DEC_LEVELS];
 } ofa_arch;
@@ -90,7 +90,7 @@ void ofa_space_mbv3_w10(ofa_space *s);
  * Read a space from JSON text (the format of the models/ specs). Every field is
  * checked; @p err names the field and what is wrong. "task" is optional and
  * must be "classification"; a stereo spec ("task": "stereo") is refused with a
- * message pointing at stereo_space_load() (stereo/space.h).
+ * message pointing at stereo_space_load() (space/stereo_space.h).
  */
 manta_status ofa_space_parse(const char *json, ofa_space *out, manta_err *err);
 /**

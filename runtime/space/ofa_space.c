@@ -1,4 +1,4 @@
-#include "ofa/space.h"
+#include "space/ofa_space.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
-#include "ofa/spec_parse.h"
+#include "space/spec_parse.h"
 
 /* Largest search-space spec file read. */
 #define SPACE_FILE_MAX ((size_t)1 << 20)
@@ -242,8 +242,8 @@ static manta_status parse_obj(const cJSON *j, void *out, manta_err *err)
     if (task && cJSON_IsString(task) && !strcmp(task->valuestring, "stereo"))
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "space: \"task\" is \"stereo\": a stereo space, read by "
-                             "stereo_space_load() (stereo/space.h), not by the classification "
-                             "loader");
+                             "stereo_space_load() (space/stereo_space.h), not by the "
+                             "classification loader");
     if (task && (!cJSON_IsString(task) || strcmp(task->valuestring, "classification") != 0))
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "space: \"task\" must be \"classification\" or absent (or "

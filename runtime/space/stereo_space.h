@@ -9,7 +9,7 @@
  * Network, for a left and a right image, each (N, 3, H, W), H x W the crop:
  *   stem: KxK conv stride 2 (pad K/2), BN, act.
  *   units u = 1..U (3 <= U <= OFA_MAX_UNITS), each of max_depth MBConv block
- *     slots exactly as in ofa/space.h (1x1 expand, BN, act; kxk depthwise, BN,
+ *     slots exactly as in space/ofa_space.h (1x1 expand, BN, act; kxk depthwise, BN,
  *     act; SE; 1x1 project, BN; identity skip when stride 1 and in == out), the
  *     kernel sizes, expand ratios and depths elastic over the space's lists.
  *   The stem and units 1..corr_after_unit run on both views with shared weights.
@@ -69,16 +69,16 @@
  * The functions taking a space expect a valid one (stereo_space_validate(): the
  * built-ins and whatever the parser returns); stereo_describe() checks it.
  */
-#ifndef MANTA_STEREO_SPACE_H
-#define MANTA_STEREO_SPACE_H
+#ifndef MANTA_SPACE_STEREO_SPACE_H
+#define MANTA_SPACE_STEREO_SPACE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "core/rng.h"
 #include "core/status.h"
-#include "nn/activation.h"
-#include "ofa/space.h"
+#include "space/act.h"
+#include "space/ofa_space.h"
 
 /** Most decoder levels: the stem and every unit of stride 2. */
 #define STEREO_MAX_LEVELS OFA_MAX_DEC_LEVELS
