@@ -113,6 +113,20 @@ PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)
 PROFILE   := $(BUILD)/bin/manta-profile
 PROFILE_LIBS ?= -lcjson -lm
 
+# The test helpers that need no OpenCL (the engine tests use only these; boards build them).
+TEST_HOST_LIB_SRC := tests/common/testutil.c tests/common/tflbuild.c tests/common/xgrand.c \
+                     tests/common/graphcmp.c tests/common/fbwalk.c tests/common/fuzz_body.c \
+                     tests/ref/ref_engine.c
+TEST_HOST_LIB_OBJ := $(TEST_HOST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
+
+# What boards build compiles without any OpenCL header: manta-profile, manta-infer, the engine and
+# the engine tests with their helpers. check-no-opencl compiles each (syntax only) with
+# tests/data/no_opencl/ first on the include path, whose <CL/cl.h> and <clblast_c.h> stop the
+# compilation (tests/integration/no_opencl.sh runs it in make test; make BOARD=... check-no-opencl
+# with a board's compiler).
+NO_OPENCL_SRC := $(sort $(PROFILE_SRC) $(PROFILE_HOST_SRC) $(INFER_SRC) $(ENGINE_SRC) \
+                   $(TEST_HOST_LIB_SRC) $(wildcard tests/unit/test_engine_*.c))
+
 MANTA_SRC := $(wildcard tools/manta/*.c) $(TOOLS_COMMON_SRC)
 # manta report draws with cairo (libcairo2-dev); board builds of manta leave it out.
 REPORT_SRC := tools/manta/report.c tools/manta/report_data.c tools/manta/plot.c
@@ -241,6 +255,14 @@ $(BUILD)/tests/test_report: $(BUILD)/obj/tools/manta/plot.o $(BUILD)/obj/tools/m
 # manta-infer's image input, compared with the data pipeline's resize.
 $(BUILD)/tests/test_infer_image: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/manta-infer/image.o
 $(BUILD)/tests/test_infer_image: $(BUILD)/obj/tools/manta-infer/image.o
+
+.PHONY: check-no-opencl
+check-no-opencl: $(BUILD)/gen/engine_size.h
+	@for f in $(NO_OPENCL_SRC); do \
+	    $(CC) -Itests/data/no_opencl $(CPPFLAGS) -Itools -Itests -std=c11 $(WARN) $(BOARD_CFLAGS) \
+	        -fsyntax-only $$f || { echo "check-no-opencl: $$f does not compile without OpenCL headers"; exit 1; }; \
+	done
+	@echo "check-no-opencl: $(words $(NO_OPENCL_SRC)) sources of manta-profile, manta-infer, the engine and its tests compile without OpenCL headers"
 
 # Fixture writer for tests/integration/export_infer.sh (models and JPEGs).
 HELPER := $(BUILD)/tests/helpers/export_fixtures

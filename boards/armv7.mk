@@ -13,7 +13,7 @@ ENGINE_COLD_OPT   := -Os
 ENGINE_SMALL_OPT  := -O2
 ENGINE_CODE_FLAGS := -fno-asynchronous-unwind-tables -fno-unwind-tables
 BOARD_PROGRAMS := infer profile
-BOARD_DEB_PKGS := gcc-arm-linux-gnueabihf qemu-user opencl-c-headers \
+BOARD_DEB_PKGS := gcc-arm-linux-gnueabihf qemu-user \
                   libturbojpeg0-dev:armhf libcjson-dev:armhf libcmocka-dev:armhf
 BOARD_RUN      := qemu-arm -cpu cortex-a7 -L /usr/arm-linux-gnueabihf
 # Tests it cannot run: the OpenCL unit tests and training scripts (no OpenCL in the board build); timings

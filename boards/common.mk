@@ -67,7 +67,7 @@ ifneq ($(BOARD_DEB_SRC),)
 CPPFLAGS += -I$(DEPS_DIR)/include
 LDFLAGS  += -L$(DEPS_DIR)/lib
 DEPS_LIBS := $(BOARD_DEB_SRC:%=$(DEPS_DIR)/lib/lib%.a)
-$(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(TEST_LIB_OBJ) $(BOARD_TEST_OBJ): | $(DEPS_LIBS)
+$(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(TEST_HOST_LIB_OBJ) $(BOARD_TEST_OBJ): | $(DEPS_LIBS)
 $(PROFILE) $(MANTA): $(DEPS_LIBS)
 endif
 DEPS_SRC_MISSING = { echo "$(BOARD): no Debian source of $(1) in build/src/ (run: make deps BOARD=$(BOARD))" >&2; exit 1; }
@@ -118,10 +118,10 @@ $(DEPS_DIR)/lib/liblibpng1.6.a:
 	rm -f $@ && $(AR) rcs $@ $(PNG_FILES:%=$(DEPS_DIR)/libpng/%.o)
 
 # The engine's unit tests (tests/unit/test_engine_*.c: no OpenCL), linked with the engine, the test
-# helpers, and the plain-C part of the runtime they use (core, export, profile, the space): one
-# archive, so that only what a test needs is pulled in.
+# helpers that need no OpenCL (TEST_HOST_LIB_SRC), and the plain-C part of the runtime they use (core,
+# export, profile, the space): one archive, so that only what a test needs is pulled in.
 BOARD_TEST_LIB  := $(BUILD)/lib/libmanta_boardtest.a
-$(BOARD_TEST_LIB): $(TEST_LIB_OBJ) $(PROFILE_HOST_OBJ)
+$(BOARD_TEST_LIB): $(TEST_HOST_LIB_OBJ) $(PROFILE_HOST_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^

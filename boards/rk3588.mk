@@ -16,6 +16,7 @@ ENGINE_COLD_OPT   := -Os
 ENGINE_SMALL_OPT  := -O2
 ENGINE_CODE_FLAGS := -fno-asynchronous-unwind-tables -fno-unwind-tables
 BOARD_PROGRAMS := infer profile manta
+# opencl-c-headers: for `manta` only (the engine, manta-infer and manta-profile include no OpenCL header).
 BOARD_DEB_PKGS := gcc-aarch64-linux-gnu qemu-user opencl-c-headers \
                   libturbojpeg0-dev:arm64 libcjson-dev:arm64 libcmocka-dev:arm64 \
                   ocl-icd-opencl-dev:arm64 libclblast-dev:arm64 libsodium-dev:arm64 zlib1g:arm64

@@ -13,7 +13,7 @@ ENGINE_COLD_OPT   := -Os
 ENGINE_SMALL_OPT  := -O2
 ENGINE_CODE_FLAGS := -fno-asynchronous-unwind-tables -fno-unwind-tables
 BOARD_PROGRAMS := infer profile
-BOARD_DEB_PKGS := gcc-aarch64-linux-gnu qemu-user opencl-c-headers \
+BOARD_DEB_PKGS := gcc-aarch64-linux-gnu qemu-user \
                   libturbojpeg0-dev:arm64 libcjson-dev:arm64 libcmocka-dev:arm64
 # How `make test-boards` runs its programs: qemu-user with Debian's cross libc.
 BOARD_RUN      := qemu-aarch64 -cpu cortex-a72 -L /usr/aarch64-linux-gnu

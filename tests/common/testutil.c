@@ -1,4 +1,4 @@
-#include "testutil.h"
+#include "testutil_host.h"
 
 #include <math.h>
 #include <stdio.h>

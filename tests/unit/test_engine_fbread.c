@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/fbwalk.h"
-#include "common/testutil.h"
+#include "common/testutil_host.h"
 #include "engine/fbread.h"
 
 /* ---- the buffer ----

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/fuzz_body.h"
-#include "common/testutil.h"
+#include "common/testutil_host.h"
 #include "common/xgrand.h"
 #include "export/tflite.h"
 

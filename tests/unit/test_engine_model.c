@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/testutil.h"
+#include "common/testutil_host.h"
 #include "core/fileio.h"
 #include "common/tflbuild.h"
 #include "engine/kernels.h"

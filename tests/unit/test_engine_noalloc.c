@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/testutil.h"
+#include "common/testutil_host.h"
 #include "common/tflbuild.h"
 
 void *__real_malloc(size_t n);

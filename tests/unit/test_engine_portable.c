@@ -12,7 +12,7 @@
 
 #include <stdlib.h>
 
-#include "common/testutil.h"
+#include "common/testutil_host.h"
 #include "common/tflbuild.h"
 #include "ref/ref_engine.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/testutil.h"
+#include "common/testutil_host.h"
 #include "common/tflbuild.h"
 
 /* ---- helpers ---- */

@@ -4,6 +4,8 @@
 #  - host: the reference programs (build/host), the models: the smallest sub-network of the CPU-default
 #    space from a smoke-trained checkpoint (tools/boards/min_model.sh) and the test suite's export
 #    fixtures (colour classifier, random RGB model, JPEGs);
+#  - each Linux board: its engine, manta-infer, manta-profile and engine tests compile with no OpenCL
+#    header (make check-no-opencl with the board's compiler);
 #  - each Linux board with a BOARD_RUN (qemu-user): the engine's unit tests, the engine library's
 #    external symbols (tests/integration/engine_noalloc.sh with the board's nm), manta-profile --list,
 #    manta arch min where the board has the OpenCL program (rk3588: links and starts, no GPU here),
@@ -84,6 +86,13 @@ for b in "$@"; do
         continue
     fi
     ok "$b: build"
+    # the engine, manta-infer, manta-profile and the engine tests with no OpenCL header (the board's compiler)
+    if $MAKE -s --no-print-directory BOARD="$b" check-no-opencl >"$out/log" 2>&1; then
+        ok "$b: check-no-opencl"
+    else
+        cat "$out/log"
+        bad "$b: check-no-opencl"
+    fi
     run=$(var "$b" BOARD_RUN)
     # engine unit tests under qemu-user
     for t in build/"$b"/tests/test_engine_*; do
