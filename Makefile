@@ -3,6 +3,8 @@
 #   make test       unit tests (cmocka) and integration scripts, on PoCL
 #   make demo       the main job on the built-in default
 #   make deps       install missing Debian packages (as root) or print the command
+#   make check-no-opencl  the board side (engine, manta-infer, manta-profile, engine tests) compiles
+#                   with no OpenCL header (part of make test; with BOARD=<name>, the board's compiler)
 #   make bench-ops  op throughput table (not a test)
 #   make bench-train  training images/s against PyTorch (not a test)
 #   make bench-gpu  training images/s on a GPU against PyTorch (CUDA) on the same GPU (not a test)
