@@ -83,6 +83,8 @@ static void put_ranks(manta_strbuf *b, const manta_rec_rank *ranks, int n)
         put_opt(b, "%.0f", r->ring_bytes_per_s);
         manta_strbuf_printf(b, ",\"heartbeat\":");
         put_opt(b, "%.3f", r->heartbeat);
+        if (!isnan(r->step_ms))
+            member_num(b, "step_ms", "%.1f", r->step_ms);
         manta_strbuf_printf(b, "}");
     }
     manta_strbuf_printf(b, "]");
@@ -146,9 +148,12 @@ void manta_rec_progress_json(const manta_rec_progress *r, manta_strbuf *b)
     if (!isnan(r->time))
         member_num(b, "time", "%.3f", r->time);
     const manta_rec_subnets *z = &r->subnets;
-    if (z->n > 0) {
-        manta_strbuf_printf(b, ",\"subnets\":{\"n\":%ld", z->n);
-        member_num(b, "macs_mean", "%.0f", z->macs_mean);
+    if (z->n != 0) {
+        if (z->n > 0)
+            manta_strbuf_printf(b, ",\"subnets\":{\"n\":%ld,\"macs_mean\":", z->n);
+        else
+            manta_strbuf_printf(b, ",\"subnets\":{\"macs_mean\":");
+        put_num(b, "%.0f", z->macs_mean);
         member_num(b, "macs_min", "%.0f", z->macs_min);
         member_num(b, "macs_max", "%.0f", z->macs_max);
         member_num(b, "params_mean", "%.0f", z->params_mean);
@@ -453,6 +458,7 @@ static manta_status read_ranks(const cJSON *o, const manta_rec_rank **out, int *
         x->allreduce_wait_s = num(it, "allreduce_wait_s");
         x->ring_bytes_per_s = num(it, "ring_bytes_per_s");
         x->heartbeat = num(it, "heartbeat");
+        x->step_ms = num(it, "step_ms");
     }
     *out = r;
     *n = k;
@@ -527,7 +533,7 @@ static manta_status read_progress(const cJSON *o, manta_rec_progress *p, manta_e
     const cJSON *z = cJSON_GetObjectItemCaseSensitive(o, "subnets");
     if (cJSON_IsObject(z)) {
         manta_rec_subnets *s = &p->subnets;
-        s->n = whole(z, "n", 0, STEP_MAX, 0);
+        s->n = whole(z, "n", 1, STEP_MAX, -1);
         s->macs_mean = num(z, "macs_mean");
         s->macs_min = num(z, "macs_min");
         s->macs_max = num(z, "macs_max");

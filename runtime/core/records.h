@@ -108,11 +108,14 @@ typedef struct manta_rec_rank {
     double compute_s, data_wait_s, allreduce_wait_s; /**< seconds of the step (%.6f) */
     double ring_bytes_per_s;                 /**< allreduce bytes per second of wait (%.0f) */
     double heartbeat;                        /**< Unix time the rank was last heard of (%.3f) */
+    double step_ms;                          /**< the rank's step time, milliseconds (%.1f);
+                                                  NaN: left out (older files may hold it) */
 } manta_rec_rank;
 
 /** The sizes of the sub-networks trained since the previous progress record. */
 typedef struct manta_rec_subnets {
-    long n;                                  /**< how many; 0: the member is absent */
+    long n;                                  /**< how many; 0: the member is absent; -1:
+                                                  present without "n" (read only) */
     double macs_mean, macs_min, macs_max;    /**< MACs of one image (%.0f) */
     double params_mean, params_min, params_max; /**< parameters (%.0f) */
 } manta_rec_subnets;
@@ -136,7 +139,7 @@ typedef struct manta_rec_progress {
     double step_ms;                 /**< mean step time, milliseconds (%.1f) */
     double eta_s;                   /**< time left, seconds (%.0f) */
     double time;                    /**< Unix time (%.3f); NaN: left out (the --json line) */
-    manta_rec_subnets subnets;      /**< n == 0: left out */
+    manta_rec_subnets subnets;      /**< n == 0: left out; "n" written when n > 0 */
     const manta_rec_rank *ranks;    /**< (n_ranks) by rank; writers borrow it; n_ranks 0: left out */
     int n_ranks;                    /**< entries of ranks */
 } manta_rec_progress;

@@ -81,8 +81,9 @@ static void test_job(void **state)
 }
 
 static const manta_rec_rank RANKS[2] = {
-    {0, "pthread-skylake", "vm", 81.68, 0.092875, 0.0, 0.000162, 46379882583.0, 1795944511.085},
-    {1, "", "", 84.66, 0.092594, 0.25, 0.000385, NAN, NAN},
+    {0, "pthread-skylake", "vm", 81.68, 0.092875, 0.0, 0.000162, 46379882583.0, 1795944511.085,
+     12.5},
+    {1, "", "", 84.66, 0.092594, 0.25, 0.000385, NAN, NAN, NAN},
 };
 
 static void check_ranks(const manta_rec_rank *got, int n)
@@ -100,6 +101,7 @@ static void check_ranks(const manta_rec_rank *got, int n)
         assert_true(a->ring_bytes_per_s == b->ring_bytes_per_s ||
                     (isnan(a->ring_bytes_per_s) && isnan(b->ring_bytes_per_s)));
         assert_true(a->heartbeat == b->heartbeat || (isnan(a->heartbeat) && isnan(b->heartbeat)));
+        assert_true(a->step_ms == b->step_ms || (isnan(a->step_ms) && isnan(b->step_ms)));
     }
 }
 
@@ -133,6 +135,7 @@ static void test_progress(void **state)
     check_ranks(a->ranks, a->n_ranks);
     assert_non_null(strstr(line, ",\"device\":null,\"host\":null,"));
     assert_non_null(strstr(line, ",\"ring_bytes_per_s\":null,\"heartbeat\":null}"));
+    assert_non_null(strstr(line, ",\"heartbeat\":1795944511.085,\"step_ms\":12.5}"));
     free(line);
     /* without time, sub-networks and ranks: those members are left out (the --json line) */
     in.progress.time = NAN;

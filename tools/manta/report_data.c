@@ -10,6 +10,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
+#include "core/records.h"
 
 #define REP_MAX_FILE (512L << 20) /* the largest input accepted */
 
@@ -61,19 +62,13 @@ static double num_or_nan(const cJSON *o, const char *key)
     return manta_json_number(o, key, -INFINITY, INFINITY, &v) ? v : NAN;
 }
 
-/* The phase index (0-based) a record names: a name (looked up, or added at the next free
- * index) or, for stereo records, a number counted from 1; @p index_key gives the index of a
- * named phase when the record carries it. -1 when neither. */
-static int phase_of(rep_training *t, const cJSON *o, const char *index_key, const char *name_key)
+/* The phase index (0-based) of a record: its index when it has one (named @p name, "" when it
+ * names none), else the phase named @p name (looked up, or added at the next free index).
+ * -1 when neither. */
+static int phase_of(rep_training *t, int index, const char *name)
 {
-    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
-    const char *name = cJSON_IsString(ph) ? ph->valuestring : manta_json_string(o, name_key);
-    int idx = -1;
-    if (cJSON_IsNumber(ph) && ph->valuedouble >= 1 && ph->valuedouble <= REP_MAX_PHASES)
-        idx = (int)ph->valuedouble - 1;
-    else if (cJSON_IsString(ph) && index_key)
-        manta_json_int(o, index_key, 0, REP_MAX_PHASES - 1, &idx);
-    if (idx < 0 && name) {
+    int idx = index >= 0 && index < REP_MAX_PHASES ? index : -1;
+    if (index < 0 && name[0]) {
         for (int i = 0; i < t->n_phases; i++)
             if (t->phases[i].seen && !strcmp(t->phases[i].name, name))
                 return i;
@@ -82,7 +77,7 @@ static int phase_of(rep_training *t, const cJSON *o, const char *index_key, cons
     if (idx < 0)
         return -1;
     rep_phase *p = &t->phases[idx];
-    if (name && (!p->seen || !strncmp(p->name, "phase ", 6)))
+    if (name[0] && (!p->seen || !strncmp(p->name, "phase ", 6)))
         copy_name(p->name, sizeof p->name, name);
     else if (!p->seen)
         snprintf(p->name, sizeof p->name, "phase %d", idx + 1);
@@ -114,27 +109,21 @@ static rep_rank *rank_of(rep_training *t, int rank)
     return &r[at];
 }
 
-/* A progress record's "ranks" array. */
-static bool read_ranks(rep_training *t, const cJSON *arr, double step)
+/* A progress record's ranks. */
+static bool read_ranks(rep_training *t, const manta_rec_rank *ranks, int n, double step)
 {
-    const cJSON *it;
-    cJSON_ArrayForEach(it, arr)
-    {
-        int rank;
-        double ips;
-        if (!manta_json_int(it, "rank", 0, 1 << 20, &rank) ||
-            !(manta_json_number(it, "images_per_s", 0, INFINITY, &ips) ||
-              manta_json_number(it, "pairs_per_s", 0, INFINITY, &ips)))
+    for (int i = 0; i < n; i++) {
+        const manta_rec_rank *it = &ranks[i];
+        const double ips = it->images_per_s;
+        if (it->rank < 0 || !(ips >= 0 && ips <= INFINITY))
             continue;
-        rep_rank *r = rank_of(t, rank);
+        rep_rank *r = rank_of(t, it->rank);
         if (!r)
             return t->n_ranks == REP_MAX_RANKS; /* more ranks than drawn: not an error */
-        const char *dev = manta_json_string(it, "device");
-        if (dev && !r->device[0])
-            copy_name(r->device, sizeof r->device, dev);
+        if (it->device[0] && !r->device[0])
+            copy_name(r->device, sizeof r->device, it->device);
         /* step time: given, or its parts (seconds per step) added up */
-        double c = num_or_nan(it, "compute_s"), d = num_or_nan(it, "data_wait_s"),
-               a = num_or_nan(it, "allreduce_wait_s"), ms = num_or_nan(it, "step_ms");
+        double c = it->compute_s, d = it->data_wait_s, a = it->allreduce_wait_s, ms = it->step_ms;
         double wait = isnan(d) && isnan(a) ? NAN : 1e3 * ((isnan(d) ? 0 : d) + (isnan(a) ? 0 : a));
         if (isnan(ms) && !isnan(c))
             ms = 1e3 * c + (isnan(wait) ? 0 : wait);
@@ -148,74 +137,95 @@ static bool read_ranks(rep_training *t, const cJSON *arr, double step)
     return true;
 }
 
-static bool read_progress(rep_training *t, const cJSON *o, double step)
+/* A progress record of either task: what the report draws of it. */
+typedef struct progress_view {
+    double step;
+    long steps;       /* -1: not given */
+    int phase;        /* -1: not given */
+    const char *name; /* "": not given */
+    double loss, metric, lr, rate;
+    const manta_rec_subnets *subnets; /* NULL: none */
+    const manta_rec_rank *ranks;
+    int n_ranks;
+} progress_view;
+
+static bool read_progress(rep_training *t, const progress_view *p)
 {
-    int ph = phase_of(t, o, "phase_index", NULL);
-    double metric = num_or_nan(o, "batch_top1");
-    if (cJSON_HasObjectItem(o, "epe")) {
-        t->stereo = true;
-        metric = num_or_nan(o, "epe");
-    }
-    double rate = num_or_nan(o, "images_per_s");
-    if (isnan(rate))
-        rate = num_or_nan(o, "pairs_per_s");
+    const double step = p->step;
+    int ph = phase_of(t, p->phase, p->name);
     rep_series *all[] = {&t->loss, &t->metric, &t->lr, &t->rate, &t->phase};
-    const double v[] = {num_or_nan(o, "loss"), metric, num_or_nan(o, "lr"), rate,
-                        ph >= 0 ? ph : NAN};
+    const double v[] = {p->loss, p->metric, p->lr, p->rate, ph >= 0 ? ph : NAN};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         series_cut(all[i], step);
         if (!series_push(all[i], step, v[i]))
             return false;
     }
     /* the sampled sub-networks' sizes, when the record has them */
-    const cJSON *sub = manta_json_object(o, "subnets");
-    static const char *const keys[2][3] = {{"macs_mean", "macs_min", "macs_max"},
-                                           {"params_mean", "params_min", "params_max"}};
+    const manta_rec_subnets *z = p->subnets && p->subnets->n != 0 ? p->subnets : NULL;
+    const double sizes[2][3] = {{z ? z->macs_mean : NAN, z ? z->macs_min : NAN,
+                                 z ? z->macs_max : NAN},
+                                {z ? z->params_mean : NAN, z ? z->params_min : NAN,
+                                 z ? z->params_max : NAN}};
     for (int k = 0; k < 2; k++)
         for (int j = 0; j < 3; j++) {
             rep_series *s = k ? &t->params[j] : &t->macs[j];
             series_cut(s, step);
-            double x;
-            if (sub && manta_json_number(sub, keys[k][j], 0, INFINITY, &x) && !series_push(s, step, x))
+            double x = sizes[k][j];
+            if (x >= 0 && x <= INFINITY && !series_push(s, step, x))
                 return false;
         }
     if (ph >= 0 && (long)step > t->phases[ph].last_step)
         t->phases[ph].last_step = (long)step;
-    double steps;
-    if (manta_json_number(o, "steps", 1, 1e15, &steps))
-        t->steps = (long)steps;
-    const cJSON *ranks = manta_json_array(o, "ranks", -1);
-    return !ranks || read_ranks(t, ranks, step);
+    if (p->steps >= 1)
+        t->steps = p->steps;
+    return read_ranks(t, p->ranks, p->n_ranks, step);
 }
 
-/* A validation value of the largest or smallest: "largest":{"epe"|"top1"} or "max_top1". */
-static double val_of(const cJSON *o, const char *obj, const char *flat, bool *stereo)
+/* A phase's end: validation of the largest and smallest sub-networks after @p step. */
+static void read_phase_end(rep_training *t, int index, const char *name, long step,
+                           double largest, double smallest)
 {
-    double v = num_or_nan(o, flat);
-    if (!isnan(v))
-        return v;
-    const cJSON *m = manta_json_object(o, obj);
-    v = num_or_nan(m, "epe");
-    if (!isnan(v)) {
-        *stereo = true;
-        return v;
-    }
-    return num_or_nan(m, "top1");
-}
-
-static void read_phase_end(rep_training *t, const cJSON *o)
-{
-    int ph = phase_of(t, o, NULL, "name");
-    double step;
-    if (ph < 0 || !manta_json_number(o, "step", 0, 1e15, &step))
+    int ph = phase_of(t, index, name);
+    if (ph < 0 || step < 0)
         return;
     rep_phase *p = &t->phases[ph];
     p->has_val = true;
-    p->val_step = (long)step;
-    p->val_largest = val_of(o, "largest", "max_top1", &t->stereo);
-    p->val_smallest = val_of(o, "smallest", "min_top1", &t->stereo);
+    p->val_step = step;
+    p->val_largest = largest;
+    p->val_smallest = smallest;
     if (p->val_step > p->last_step)
         p->last_step = p->val_step;
+}
+
+/* What one record adds; false when out of memory. */
+static bool read_record(rep_training *t, const manta_rec *r)
+{
+    switch (r->kind) {
+    case MANTA_REC_PROGRESS: {
+        const manta_rec_progress *p = &r->progress;
+        const progress_view v = {(double)p->step, p->steps, p->phase_index, p->phase, p->loss,
+                                 p->batch_top1, p->lr, p->images_per_s, &p->subnets, p->ranks,
+                                 p->n_ranks};
+        return read_progress(t, &v);
+    }
+    case MANTA_REC_STEP: {
+        const manta_rec_step *p = &r->step;
+        t->stereo = true;
+        const progress_view v = {(double)p->step, -1, p->phase_index, p->phase, p->loss, p->epe,
+                                 p->lr, p->pairs_per_s, NULL, p->ranks, p->n_ranks};
+        return read_progress(t, &v);
+    }
+    case MANTA_REC_EVAL:
+        read_phase_end(t, r->eval.phase_index, r->eval.phase, r->eval.step, r->eval.max_top1,
+                       r->eval.min_top1);
+        return true;
+    case MANTA_REC_PHASE_END:
+        t->stereo = true;
+        read_phase_end(t, r->phase_end.phase_index, r->phase_end.phase, r->phase_end.step,
+                       r->phase_end.largest.epe, r->phase_end.smallest.epe);
+        return true;
+    default: return true;
+    }
 }
 
 manta_status rep_training_parse(const char *text, size_t len, const char *name, rep_training *t,
@@ -223,7 +233,11 @@ manta_status rep_training_parse(const char *text, size_t len, const char *name, 
 {
     size_t at = 0;
     long line_no = 0;
-    while (at < len) {
+    manta_rec *rec = calloc(1, sizeof *rec);
+    if (!rec)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", name);
+    manta_status st = MANTA_OK;
+    while (at < len && st == MANTA_OK) {
         const char *nl = memchr(text + at, '\n', len - at);
         size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
         line_no++;
@@ -235,26 +249,18 @@ manta_status rep_training_parse(const char *text, size_t len, const char *name, 
         if (k == n)
             continue;
         t->lines++;
-        cJSON *o = cJSON_ParseWithLength(line, n);
-        if (!cJSON_IsObject(o)) {
-            cJSON_Delete(o);
+        manta_status ps = manta_rec_parse(line, n, rec, NULL);
+        if (ps == MANTA_ERR_FORMAT) {
             if (t->malformed++ == 0)
                 t->first_malformed = line_no;
             continue;
         }
-        const char *ev = manta_json_string(o, "event"), *eval = manta_json_string(o, "eval");
-        bool ok = true;
-        double step;
-        if ((ev && !strcmp(ev, "phase_end")) || (eval && !strcmp(eval, "val")))
-            read_phase_end(t, o);
-        else if (!eval && (!ev || !strcmp(ev, "step") || !strcmp(ev, "progress")) &&
-                 manta_json_number(o, "step", 0, 1e15, &step) && cJSON_HasObjectItem(o, "loss"))
-            ok = read_progress(t, o, step);
-        cJSON_Delete(o);
-        if (!ok)
-            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", name);
+        if (ps != MANTA_OK || !read_record(t, rec))
+            st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", name);
     }
-    return MANTA_OK;
+    manta_rec_free(rec);
+    free(rec);
+    return st;
 }
 
 manta_status rep_training_load(const char *path, rep_training *t, manta_err *err)

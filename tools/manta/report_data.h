@@ -11,23 +11,17 @@
  * what is wrong; a loaded structure is freed with its free function, which
  * also accepts a zeroed or half-filled one.
  *
- * metrics.jsonl is read leniently, because a run in progress may end in a
- * partly written line and runs of other versions may add records: a line that
- * is not a JSON object is counted in @c malformed and skipped; records of
- * kinds the report does not draw are ignored. The records read:
- *  - progress: `{"step":S,"phase":"kernel","phase_index":1,"loss":L,"batch_top1":T,
- *    "lr":LR,"images_per_s":I,...}` (classification; train/progress.h) or
- *    `{"event":"step","step":S,"phase":P,"loss":L,"epe":E,"lr":LR,"pairs_per_s":R}`
- *    (stereo; phase counted from 1); optionally with
- *    `"ranks":[{"rank":0,"device":"...","images_per_s":I,"compute_s":C,"data_wait_s":D,
- *    "allreduce_wait_s":A},...]` (seconds per step; any may be null or absent; or "step_ms"),
- *    and (classification) `"subnets":{"macs_mean":M,"macs_min":..,"macs_max":..,
- *    "params_mean":P,"params_min":..,"params_max":..}`: the sizes of the sub-networks
- *    sampled since the previous record;
- *  - the validation at a phase's end: `{"eval":"val","phase":"kernel","step":S,
- *    "max_top1":A,"min_top1":B}` or `{"event":"phase_end","phase":P,"name":"kernel","step":S,
- *    "largest":{"epe":E,...},"smallest":{...}}` (stereo; or with "top1" or
- *    "max_top1"/"min_top1" members).
+ * metrics.jsonl is read leniently, line by line with core/records.h's reader
+ * (manta_rec_parse(): every schema version, both phase numberings), because a
+ * run in progress may end in a partly written line and runs of other versions
+ * may add records: a line that is not a JSON object is counted in @c malformed
+ * and skipped; records of kinds the report does not draw are ignored. The
+ * records drawn (docs/monitor.md lists their members): classification progress
+ * and stereo steps (loss, batch top-1 or EPE, learning rate, images or pairs
+ * per second, the phase; the sampled sub-networks' "subnets" and the "ranks"
+ * when present: seconds per step, any may be null or absent, or a rank's
+ * "step_ms"), and the validation at a phase's end (`"eval":"val"`'s
+ * max_top1/min_top1, or a stereo phase end's largest and smallest EPE).
  * A step that goes back (a resumed run appends after its checkpoint) drops the
  * points from that step on, so that the later run's points replace them.
  */
