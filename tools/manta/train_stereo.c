@@ -258,6 +258,7 @@ static int train_loop(st_run *r)
                 job_fail(&l, step + 1, "%s", err.msg);
                 return 1;
             }
+            job_record_stopped(&l, step + 1, false);
             if (talk)
                 printf("stopped after %ld steps; resume with --resume (%s/latest.ckpt)\n",
                        r->o.stop_after, r->dir);
