@@ -246,8 +246,11 @@ typedef struct manta_rec {
 /** Short name of a kind ("job", "progress", ..., "unknown"). Never NULL. */
 const char *manta_rec_kind_name(manta_rec_kind k);
 
-/** @name Writers: append the record as one JSON object (no newline) to @p b.
- *  Append failures set b->oom (core/strbuf.h). */
+/** @name Writers
+ *  Each appends its record @p r as one JSON object (no newline) to @p b, the
+ *  members in the order and precision of docs/monitor.md; @p r (and the ranks
+ *  it points to) is read, not kept. They cannot fail: an append that runs out
+ *  of memory sets b->oom (core/strbuf.h), which the caller checks. */
 /** @{ */
 void manta_rec_job_json(const manta_rec_job *r, manta_strbuf *b);
 void manta_rec_progress_json(const manta_rec_progress *r, manta_strbuf *b);

@@ -16,7 +16,6 @@
 #include "common/opts.h"
 #include "core/clock.h"
 #include "core/fileio.h"
-#include "core/strbuf.h"
 #include "job.h"
 #include "stereo/state.h"
 
