@@ -11,8 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cjson/cJSON.h>
-
+#include "core/records.h"
 #include "core/stats.h"
 
 enum { ST_RUNNING, ST_DONE, ST_STOPPED, ST_FAILED };
@@ -27,13 +26,13 @@ static const char *const sub_keys[SUB_N] = {"n", "macs_mean", "macs_min", "macs_
 
 typedef struct rank_row {
     int rank;
-    char device[128], host[64];
+    char device[MANTA_REC_TEXT_MAX], host[MANTA_REC_TEXT_MAX];
     double images_per_s, compute_s, data_wait_s, allreduce_wait_s, ring_bytes_per_s, heartbeat;
-    char error[512];
+    char error[MANTA_REC_MESSAGE_MAX];
 } rank_row;
 
 typedef struct val_row {
-    char phase[32];
+    char phase[MANTA_REC_NAME_MAX];
     long step;
     bool epe; /* stereo: end-point error in pixels; else top-1 */
     double largest, smallest;
@@ -56,19 +55,20 @@ struct mon_model {
     unsigned long long dev, ino;
     bool have_file;
     double activity;
+    manta_rec *cur; /* the record being read (core/records.h) */
     /* job */
     char *job_json;
-    char task[16], space[64], schedule[32];
+    char task[MANTA_REC_NAME_MAX], space[MANTA_REC_TEXT_MAX], schedule[MANTA_REC_NAME_MAX];
     long steps;
     int n_phases, world;
-    char phase_name[MON_MAX_PHASES][32];
+    char phase_name[MON_MAX_PHASES][MANTA_REC_NAME_MAX];
     long phase_steps[MON_MAX_PHASES];
     int phase_subnets[MON_MAX_PHASES];
     /* progress */
     bool have_progress;
     long step, reports;
     int phase; /* 0-based, -1 unknown */
-    char cur_phase[32];
+    char cur_phase[MANTA_REC_NAME_MAX];
     double loss, batch_top1, lr, images_per_s, step_ms, data_wait, eta_s, epe;
     double subnets[SUB_N]; /* the last report's sampled sub-networks (NaN: not given) */
     double prev_loss;
@@ -76,11 +76,11 @@ struct mon_model {
     long nan_step, grow_step;
     /* checkpoints, validation, end */
     long ckpts, last_ckpt_step;
-    char last_ckpt[256];
+    char last_ckpt[MANTA_REC_TEXT_MAX];
     val_row val[MON_MAX_VALS];
     int n_val;
     int state;
-    char err_msg[512];
+    char err_msg[MANTA_REC_MESSAGE_MAX];
     int err_rank;
     long err_step;
     /* ranks, sorted by rank */
@@ -153,8 +153,9 @@ manta_status mon_model_create(const char *name, const mon_alert_opts *alerts, mo
         m->rec_len = calloc(MON_MAX_RECORDS, sizeof *m->rec_len);
         m->pend = malloc(MON_LINE_MAX + 1);
         m->ranks = calloc(MON_MAX_RANKS, sizeof *m->ranks);
+        m->cur = calloc(1, sizeof *m->cur);
     }
-    if (!m || !m->rec || !m->rec_len || !m->pend || !m->ranks) {
+    if (!m || !m->rec || !m->rec_len || !m->pend || !m->ranks || !m->cur) {
         mon_model_free(m);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "monitor: out of memory for run '%s'",
                              name);
@@ -176,6 +177,8 @@ void mon_model_free(mon_model *m)
     free(m->rec_len);
     free(m->pend);
     free(m->ranks);
+    manta_rec_free(m->cur);
+    free(m->cur);
     free(m);
 }
 
@@ -196,110 +199,6 @@ bool mon_model_finished(const mon_model *m)
 
 /* ---- reading records ---- */
 
-static bool word_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.';
-}
-
-/* @p in (n bytes) into @p out (at least 4n + 1 bytes) with the bare non-finite numbers of
- * printf (nan, -nan, inf, -inf, infinity) outside strings written as JSON strings. */
-static void sanitize(const char *in, size_t n, char *out)
-{
-    static const struct {
-        const char *tok, *rep;
-    } subs[] = {{"-infinity", "\"-Infinity\""}, {"infinity", "\"Infinity\""},
-                {"-inf", "\"-Infinity\""},      {"inf", "\"Infinity\""},
-                {"-nan", "\"NaN\""},            {"nan", "\"NaN\""}};
-    size_t o = 0;
-    bool str = false, esc = false;
-    for (size_t i = 0; i < n; i++) {
-        char c = in[i];
-        if (str) {
-            out[o++] = c;
-            if (esc)
-                esc = false;
-            else if (c == '\\')
-                esc = true;
-            else if (c == '"')
-                str = false;
-            continue;
-        }
-        if (c == '"') {
-            str = true;
-            out[o++] = c;
-            continue;
-        }
-        if ((c == '-' || c == 'n' || c == 'N' || c == 'i' || c == 'I') &&
-            (i == 0 || !word_char(in[i - 1]))) {
-            bool done = false;
-            for (size_t s = 0; s < sizeof subs / sizeof subs[0] && !done; s++) {
-                size_t tl = strlen(subs[s].tok);
-                if (i + tl > n)
-                    continue;
-                bool eq = true;
-                for (size_t k = 0; k < tl && eq; k++) {
-                    char a = in[i + k];
-                    if (a >= 'A' && a <= 'Z')
-                        a = (char)(a - 'A' + 'a');
-                    eq = a == subs[s].tok[k];
-                }
-                if (eq && (i + tl == n || !word_char(in[i + tl]))) {
-                    size_t rl = strlen(subs[s].rep);
-                    memcpy(out + o, subs[s].rep, rl);
-                    o += rl;
-                    i += tl - 1;
-                    done = true;
-                }
-            }
-            if (done)
-                continue;
-        }
-        out[o++] = c;
-    }
-    out[o] = 0;
-}
-
-/* Member @p key as a number: a JSON number, or "NaN" / "Infinity" / "-Infinity". */
-static bool get_num(const cJSON *o, const char *key, double *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (cJSON_IsNumber(v)) {
-        *out = v->valuedouble;
-        return true;
-    }
-    if (cJSON_IsString(v)) {
-        if (!strcmp(v->valuestring, "NaN"))
-            return *out = NAN, true;
-        if (!strcmp(v->valuestring, "Infinity"))
-            return *out = INFINITY, true;
-        if (!strcmp(v->valuestring, "-Infinity"))
-            return *out = -INFINITY, true;
-    }
-    return false;
-}
-
-static double num_or_nan(const cJSON *o, const char *key)
-{
-    double v;
-    return get_num(o, key, &v) ? v : NAN;
-}
-
-static bool get_long(const cJSON *o, const char *key, long lo, long hi, long *out)
-{
-    double v;
-    if (!get_num(o, key, &v) || !(v >= (double)lo && v <= (double)hi) || v != floor(v))
-        return false;
-    *out = (long)v;
-    return true;
-}
-
-static const char *get_str(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static rank_row *rank_find(mon_model *m, long rank, bool add)
 {
     int i = 0;
@@ -319,29 +218,23 @@ static rank_row *rank_find(mon_model *m, long rank, bool add)
     return r;
 }
 
-static void read_ranks(mon_model *m, const cJSON *arr, double rec_time)
+static void read_ranks(mon_model *m, const manta_rec_rank *ranks, int n, double rec_time)
 {
-    const cJSON *it;
-    cJSON_ArrayForEach(it, arr)
-    {
-        long rank;
-        if (!cJSON_IsObject(it) || !get_long(it, "rank", 0, 1 << 20, &rank))
-            continue;
-        rank_row *r = rank_find(m, rank, true);
+    for (int i = 0; i < n; i++) {
+        const manta_rec_rank *it = &ranks[i];
+        rank_row *r = it->rank >= 0 ? rank_find(m, it->rank, true) : NULL;
         if (!r)
             continue;
-        const char *s;
-        if ((s = get_str(it, "device")))
-            snprintf(r->device, sizeof r->device, "%s", s);
-        if ((s = get_str(it, "host")))
-            snprintf(r->host, sizeof r->host, "%s", s);
-        r->images_per_s = num_or_nan(it, "images_per_s");
-        r->compute_s = num_or_nan(it, "compute_s");
-        r->data_wait_s = num_or_nan(it, "data_wait_s");
-        r->allreduce_wait_s = num_or_nan(it, "allreduce_wait_s");
-        r->ring_bytes_per_s = num_or_nan(it, "ring_bytes_per_s");
-        double hb;
-        r->heartbeat = get_num(it, "heartbeat", &hb) ? hb : rec_time;
+        if (it->device[0])
+            snprintf(r->device, sizeof r->device, "%s", it->device);
+        if (it->host[0])
+            snprintf(r->host, sizeof r->host, "%s", it->host);
+        r->images_per_s = it->images_per_s;
+        r->compute_s = it->compute_s;
+        r->data_wait_s = it->data_wait_s;
+        r->allreduce_wait_s = it->allreduce_wait_s;
+        r->ring_bytes_per_s = it->ring_bytes_per_s;
+        r->heartbeat = isnan(it->heartbeat) ? rec_time : it->heartbeat;
     }
 }
 
@@ -352,14 +245,23 @@ static void add_val(mon_model *m, const char *phase, long step, bool epe, double
         m->n_val--;
     }
     val_row *v = &m->val[m->n_val++];
-    snprintf(v->phase, sizeof v->phase, "%s", phase ? phase : "?");
+    snprintf(v->phase, sizeof v->phase, "%s", phase);
     v->step = step;
     v->epe = epe;
     v->largest = big;
     v->smallest = small;
 }
 
-static void read_job(mon_model *m, const cJSON *o)
+/* The name of phase @p index of the job, else @p name, else "?". */
+static const char *phase_name(const mon_model *m, int index, const char *name)
+{
+    if (name[0])
+        return name;
+    return index >= 0 && index < m->n_phases ? m->phase_name[index] : "?";
+}
+
+/* @p j, whose line is @p line (@p n bytes, valid JSON). */
+static void read_job(mon_model *m, const manta_rec_job *j, const char *line, size_t n)
 {
     /* a new invocation (a resume continues the same file): what the last one ended with
      * no longer holds */
@@ -371,57 +273,54 @@ static void read_job(mon_model *m, const cJSON *o)
     m->nan_step = m->grow_step = -1;
     m->grow_run = 0;
     m->grow_phase = -1;
-    char *raw = cJSON_PrintUnformatted(o);
+    char *raw = malloc(n + 1);
     if (raw) {
+        memcpy(raw, line, n);
+        raw[n] = 0;
         free(m->job_json);
         m->job_json = raw;
     }
-    const char *s;
-    if ((s = get_str(o, "task")))
-        snprintf(m->task, sizeof m->task, "%s", s);
-    if ((s = get_str(o, "space")))
-        snprintf(m->space, sizeof m->space, "%s", s);
-    if ((s = get_str(o, "schedule")))
-        snprintf(m->schedule, sizeof m->schedule, "%s", s);
-    long v;
-    if (get_long(o, "steps", 0, 1L << 40, &v))
-        m->steps = v;
-    if (get_long(o, "world_size", 1, 1 << 20, &v))
-        m->world = (int)v;
-    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phases"), *it;
-    if (cJSON_IsArray(ph)) {
-        m->n_phases = 0;
-        cJSON_ArrayForEach(it, ph)
-        {
-            if (m->n_phases == MON_MAX_PHASES)
-                break;
-            int i = m->n_phases++;
-            s = get_str(it, "name");
-            snprintf(m->phase_name[i], sizeof m->phase_name[i], "%s", s ? s : "?");
-            m->phase_steps[i] = get_long(it, "steps", 0, 1L << 40, &v) ? v : -1;
-            m->phase_subnets[i] = get_long(it, "subnets", 0, 1 << 20, &v) ? (int)v : -1;
+    if (j->task[0])
+        snprintf(m->task, sizeof m->task, "%s", j->task);
+    if (j->space[0])
+        snprintf(m->space, sizeof m->space, "%s", j->space);
+    if (j->schedule[0])
+        snprintf(m->schedule, sizeof m->schedule, "%s", j->schedule);
+    if (j->steps >= 0)
+        m->steps = j->steps;
+    if (j->world_size >= 1)
+        m->world = j->world_size;
+    if (j->n_phases > 0) {
+        m->n_phases = j->n_phases < MON_MAX_PHASES ? j->n_phases : MON_MAX_PHASES;
+        for (int i = 0; i < m->n_phases; i++) {
+            const manta_rec_phase *p = &j->phases[i];
+            snprintf(m->phase_name[i], sizeof m->phase_name[i], "%s", p->name[0] ? p->name : "?");
+            m->phase_steps[i] = p->steps;
+            m->phase_subnets[i] = p->subnets;
         }
     }
 }
 
-static void read_progress(mon_model *m, const cJSON *o, long step)
+/* A progress record of either task: what the two kinds share. */
+typedef struct progress_view {
+    long step, steps;
+    int phase;        /* 0-based, -1 unknown */
+    const char *name; /* "" unknown */
+    double loss, batch_top1, lr, images_per_s, step_ms, data_wait, eta_s, epe, time;
+    const manta_rec_subnets *subnets; /* NULL: none */
+    const manta_rec_rank *ranks;
+    int n_ranks;
+} progress_view;
+
+static void read_progress(mon_model *m, const progress_view *p)
 {
-    double rec_time = num_or_nan(o, "time");
     m->have_progress = true;
     m->reports++;
-    m->step = step;
-    long v;
-    if (get_long(o, "steps", 1, 1L << 40, &v))
-        m->steps = v;
-    const char *pn = NULL;
-    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(o, "phase");
-    int phase = m->phase;
-    if (get_long(o, "phase_index", 0, 1000, &v)) { /* classification: 0-based, name in "phase" */
-        phase = (int)v;
-        pn = cJSON_IsString(ph) ? ph->valuestring : NULL;
-    } else if (get_long(o, "phase", 1, 1000, &v)) { /* stereo: 1-based */
-        phase = (int)v - 1;
-    }
+    m->step = p->step;
+    if (p->steps >= 1)
+        m->steps = p->steps;
+    int phase = p->phase >= 0 ? p->phase : m->phase;
+    const char *pn = p->name[0] ? p->name : NULL;
     if (!pn && phase >= 0 && phase < m->n_phases)
         pn = m->phase_name[phase];
     if (pn)
@@ -429,82 +328,95 @@ static void read_progress(mon_model *m, const cJSON *o, long step)
     else if (phase != m->phase)
         m->cur_phase[0] = 0;
     m->phase = phase;
-    m->loss = num_or_nan(o, "loss");
-    m->batch_top1 = num_or_nan(o, "batch_top1");
-    m->lr = num_or_nan(o, "lr");
-    m->images_per_s = num_or_nan(o, "images_per_s");
-    if (isnan(m->images_per_s))
-        m->images_per_s = num_or_nan(o, "pairs_per_s");
-    m->step_ms = num_or_nan(o, "step_ms");
-    m->data_wait = num_or_nan(o, "data_wait");
-    m->eta_s = num_or_nan(o, "eta_s");
-    m->epe = num_or_nan(o, "epe");
-    const cJSON *sub = cJSON_GetObjectItemCaseSensitive(o, "subnets");
+    m->loss = p->loss;
+    m->batch_top1 = p->batch_top1;
+    m->lr = p->lr;
+    m->images_per_s = p->images_per_s;
+    m->step_ms = p->step_ms;
+    m->data_wait = p->data_wait;
+    m->eta_s = p->eta_s;
+    m->epe = p->epe;
+    const manta_rec_subnets *z = p->subnets;
+    const bool have = z && z->n != 0; /* n -1: the object without its count */
+    const double sub[SUB_N] = {z && z->n > 0 ? (double)z->n : NAN,
+                               z ? z->macs_mean : NAN, z ? z->macs_min : NAN,
+                               z ? z->macs_max : NAN, z ? z->params_mean : NAN,
+                               z ? z->params_min : NAN, z ? z->params_max : NAN};
     for (int i = 0; i < SUB_N; i++) /* sizes are never negative: anything else is unknown */
-        m->subnets[i] = cJSON_IsObject(sub) ? num_or_nan(sub, sub_keys[i]) : NAN;
-    for (int i = 0; i < SUB_N; i++)
-        if (m->subnets[i] < 0)
-            m->subnets[i] = NAN;
+        m->subnets[i] = have && sub[i] >= 0 ? sub[i] : NAN;
     if (!isnan(m->epe) && !m->task[0])
         snprintf(m->task, sizeof m->task, "stereo");
     /* alerts: a loss that is not a number; a loss that grows report after report */
     if (!isfinite(m->loss)) {
         if (m->nan_step < 0)
-            m->nan_step = step;
+            m->nan_step = p->step;
     } else if (phase != m->grow_phase || isnan(m->prev_loss)) {
         m->grow_phase = phase;
         m->grow_run = 0;
     } else if (m->loss > m->prev_loss) {
         if (++m->grow_run == 1)
-            m->grow_step = step;
+            m->grow_step = p->step;
     } else {
         m->grow_run = 0;
     }
     if (isfinite(m->loss))
         m->prev_loss = m->loss;
-    const cJSON *ranks = cJSON_GetObjectItemCaseSensitive(o, "ranks");
-    if (cJSON_IsArray(ranks))
-        read_ranks(m, ranks, rec_time);
+    read_ranks(m, p->ranks, p->n_ranks, p->time);
 }
 
-/* What one record says about the run. */
-static void interpret(mon_model *m, const cJSON *o)
+/* What one record says about the run; @p line (@p n bytes) is its text. */
+static void interpret(mon_model *m, const manta_rec *r, const char *line, size_t n)
 {
-    const char *ev = get_str(o, "event");
-    long step = -1, v;
-    get_long(o, "step", 0, 1L << 50, &step);
-    if (ev && !strcmp(ev, "job")) {
-        read_job(m, o);
-    } else if (ev && !strcmp(ev, "checkpoint")) {
+    switch (r->kind) {
+    case MANTA_REC_JOB: read_job(m, &r->job, line, n); break;
+    case MANTA_REC_CHECKPOINT:
         m->ckpts++;
-        m->last_ckpt_step = step;
-        const char *p = get_str(o, "path");
-        snprintf(m->last_ckpt, sizeof m->last_ckpt, "%s", p ? p : "");
-    } else if (ev && !strcmp(ev, "error")) {
+        m->last_ckpt_step = r->checkpoint.step;
+        snprintf(m->last_ckpt, sizeof m->last_ckpt, "%s", r->checkpoint.path);
+        break;
+    case MANTA_REC_ERROR: {
         m->state = ST_FAILED;
-        const char *msg = get_str(o, "message");
-        snprintf(m->err_msg, sizeof m->err_msg, "%s", msg ? msg : "(no message)");
-        m->err_step = step;
-        m->err_rank = get_long(o, "rank", 0, 1 << 20, &v) ? (int)v : -1;
-        rank_row *r = m->err_rank >= 0 ? rank_find(m, m->err_rank, true) : NULL;
-        if (r)
-            snprintf(r->error, sizeof r->error, "%s", m->err_msg);
-    } else if (ev && !strcmp(ev, "done")) {
-        m->state = ST_DONE;
-    } else if (ev && !strcmp(ev, "stopped")) {
-        m->state = ST_STOPPED;
-    } else if (ev && !strcmp(ev, "phase_end")) { /* stereo */
-        const cJSON *big = cJSON_GetObjectItemCaseSensitive(o, "largest");
-        const cJSON *small = cJSON_GetObjectItemCaseSensitive(o, "smallest");
+        const manta_rec_error *e = &r->error;
+        snprintf(m->err_msg, sizeof m->err_msg, "%s", e->message[0] ? e->message : "(no message)");
+        m->err_step = e->step;
+        m->err_rank = e->rank;
+        rank_row *rr = m->err_rank >= 0 ? rank_find(m, m->err_rank, true) : NULL;
+        if (rr)
+            snprintf(rr->error, sizeof rr->error, "%s", m->err_msg);
+        break;
+    }
+    case MANTA_REC_DONE: m->state = ST_DONE; break;
+    case MANTA_REC_STOPPED: m->state = ST_STOPPED; break;
+    case MANTA_REC_PHASE_END: {
+        const manta_rec_phase_end *e = &r->phase_end;
         snprintf(m->task, sizeof m->task, "stereo");
-        add_val(m, get_str(o, "name"), step, true, num_or_nan(big, "epe"),
-                num_or_nan(small, "epe"));
-    } else if (get_str(o, "eval") && !strcmp(get_str(o, "eval"), "val")) {
-        add_val(m, get_str(o, "phase"), step, false, num_or_nan(o, "max_top1"),
-                num_or_nan(o, "min_top1"));
-    } else if ((!ev || !strcmp(ev, "step")) && step >= 0 &&
-               cJSON_GetObjectItemCaseSensitive(o, "loss")) {
-        read_progress(m, o, step);
+        add_val(m, phase_name(m, e->phase_index, e->phase), e->step, true, e->largest.epe,
+                e->smallest.epe);
+        break;
+    }
+    case MANTA_REC_EVAL: {
+        const manta_rec_eval *e = &r->eval;
+        add_val(m, phase_name(m, e->phase_index, e->phase), e->step, false, e->max_top1,
+                e->min_top1);
+        break;
+    }
+    case MANTA_REC_PROGRESS: {
+        const manta_rec_progress *p = &r->progress;
+        const progress_view v = {p->step, p->steps, p->phase_index, p->phase, p->loss,
+                                 p->batch_top1, p->lr, p->images_per_s, p->step_ms, p->data_wait,
+                                 p->eta_s, NAN, p->time, &p->subnets, p->ranks, p->n_ranks};
+        read_progress(m, &v);
+        break;
+    }
+    case MANTA_REC_STEP: {
+        const manta_rec_step *p = &r->step;
+        const progress_view v = {p->step, -1, p->phase_index, p->phase, p->loss, NAN, p->lr,
+                                 p->pairs_per_s, NAN, NAN, NAN, p->epe, p->time, NULL,
+                                 p->ranks, p->n_ranks};
+        read_progress(m, &v);
+        break;
+    }
+    default: break; /* kept (served by /api/metrics), otherwise ignored */
     }
 }
 
@@ -544,16 +456,16 @@ static void read_line(mon_model *m, const char *line, size_t n)
         m->malformed++;
         return;
     }
-    sanitize(line, n, clean);
-    size_t cn = strlen(clean);
-    cJSON *o = memchr(line, 0, n) ? NULL : cJSON_ParseWithLength(clean, cn);
-    if (!cJSON_IsObject(o)) {
+    size_t cn = manta_rec_clean(line, n, clean);
+    manta_status st = memchr(line, 0, n) ? MANTA_ERR_FORMAT
+                                         : manta_rec_parse(clean, cn, m->cur, NULL);
+    if (st != MANTA_OK) {
         m->malformed++;
     } else {
         store(m, clean, cn);
-        interpret(m, o);
+        interpret(m, m->cur, clean, cn);
     }
-    cJSON_Delete(o);
+    manta_rec_free(m->cur);
     free(clean);
 }
 

@@ -4,15 +4,15 @@
  *        metrics.jsonl (tailed while it grows), bounded in memory, and
  *        written out as the monitor's JSON answers and Prometheus samples.
  *
- * The model reads the records of docs/monitor.md: progress lines of the
- * classification trainer (`{"step":..,"loss":..,"ranks":[..]}`), the stereo
- * trainer's `"event":"step"` and `"event":"phase_end"` lines, validation lines
- * (`"eval":"val"`), and the `"event"` records `job`, `checkpoint`, `error`,
- * `done` and `stopped`. Unknown records are kept (served by /api/metrics) and
- * otherwise ignored. A line that is not a JSON object (cut short, damaged,
- * longer than ::MON_LINE_MAX) is counted as malformed and skipped; the bare
- * tokens `nan`, `inf` and `-inf` that C's printf writes for non-finite numbers
- * are read as the strings "NaN", "Infinity" and "-Infinity" (so a NaN loss is
+ * The model reads the records of docs/monitor.md with core/records.h's reader
+ * (every schema version): classification progress and the stereo trainer's
+ * `"event":"step"` lines, the validations (`"eval":"val"`, `"event":"phase_end"`),
+ * and the `"event"` records `job`, `checkpoint`, `error`, `done` and `stopped`.
+ * Unknown records are kept (served by /api/metrics) and otherwise ignored. A
+ * line that is not a JSON object (cut short, damaged, longer than
+ * ::MON_LINE_MAX) is counted as malformed and skipped; the bare tokens `nan`,
+ * `inf` and `-inf` that C's printf wrote for non-finite numbers (schema 0) are
+ * read as the strings "NaN", "Infinity" and "-Infinity" (so a NaN loss is
  * seen, and the stored line stays valid JSON).
  *
  * Threads: a model is plain data with no lock of its own; the caller

@@ -1,5 +1,6 @@
 #include "train/progress.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -60,12 +61,34 @@ void train_progress_report(train_progress *p, const ofa_step_result *last, long 
     p->correct = p->predictions = p->steps = 0;
 }
 
+void train_report_record(const train_report *r, manta_rec_progress *out)
+{
+    *out = (manta_rec_progress){
+        .step = r->step,
+        .steps = r->steps,
+        .phase_index = r->phase,
+        .loss = r->loss,
+        .batch_top1 = r->batch_top1,
+        .r = r->r,
+        .lr = r->lr,
+        .images_per_s = r->images_per_s,
+        .data_wait = r->data_wait,
+        .step_ms = r->step_ms,
+        .eta_s = r->eta_s,
+        .time = NAN,
+    };
+    snprintf(out->phase, sizeof out->phase, "%s", r->phase_name ? r->phase_name : "");
+}
+
 int train_report_json(const train_report *r, char *buf, size_t cap)
 {
-    return snprintf(buf, cap,
-                    "{\"step\":%ld,\"steps\":%ld,\"phase\":\"%s\",\"phase_index\":%d,\"loss\":%.5f,"
-                    "\"batch_top1\":%.4f,\"r\":%d,\"lr\":%.6f,\"images_per_s\":%.1f,"
-                    "\"data_wait\":%.4f,\"step_ms\":%.1f,\"eta_s\":%.0f}",
-                    r->step, r->steps, r->phase_name, r->phase, r->loss, r->batch_top1, r->r,
-                    (double)r->lr, r->images_per_s, r->data_wait, r->step_ms, r->eta_s);
+    manta_rec_progress rec;
+    train_report_record(r, &rec);
+    manta_strbuf b = {0};
+    manta_rec_progress_json(&rec, &b);
+    int n = b.oom ? -1 : (int)b.n;
+    if (cap > 0)
+        snprintf(buf, cap, "%s", b.oom || !b.p ? "" : b.p);
+    manta_strbuf_free(&b);
+    return n;
 }

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "core/records.h"
 #include "train/ofa_train.h"
 #include "train/schedule.h"
 
@@ -69,10 +70,20 @@ void train_progress_report(train_progress *p, const ofa_step_result *last, long 
                            train_report *out);
 
 /**
- * The metrics.jsonl line of a report, without a newline:
+ * The progress record of a report (core/records.h) into @p out: every member
+ * of @p r, the phase's name copied into out->phase (cut to its size); no
+ * time, sub-networks or ranks (the caller adds them for metrics.jsonl).
+ */
+void train_report_record(const train_report *r, manta_rec_progress *out);
+
+/**
+ * The report's line, without a newline (the `--json` progress line; its
+ * metrics.jsonl record adds "time", "subnets" and "ranks"):
  * `{"step":S,"steps":N,"phase":"kernel","phase_index":1,"loss":L,"batch_top1":T,"r":R,
- * "lr":LR,"images_per_s":I,"data_wait":W,"step_ms":M,"eta_s":E}`.
- * @return the length of the line, as snprintf() returns it (cut to @p cap - 1).
+ * "lr":LR,"images_per_s":I,"data_wait":W,"step_ms":M,"eta_s":E}`, written by
+ * manta_rec_progress_json().
+ * @return the length of the line (cut to @p cap - 1 in @p buf), or -1 when
+ *         out of memory (@p buf then empty).
  */
 int train_report_json(const train_report *r, char *buf, size_t cap);
 

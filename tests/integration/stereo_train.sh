@@ -72,9 +72,9 @@ echo "folder-trained run: EPE $e_def (default), $e_dir (--recal-data the folder)
 losses() { sed -n 's/.*"event":"step".*"loss":\([0-9.]*\).*/\1/p' "$1"; }
 [ "$(losses "$out/v/metrics.jsonl")" = "$(losses "$out/f/metrics.jsonl")" ] ||
     fail "--val-data changed the training losses"
-v_end=$(grep '"event":"phase_end","phase":2' "$out/v/metrics.jsonl" |
+v_end=$(grep '"event":"phase_end",.*"phase_index":1,' "$out/v/metrics.jsonl" |
     sed -n 's/.*"largest":{"epe":\([0-9.]*\).*/\1/p')
-f_end=$(grep '"event":"phase_end","phase":2' "$out/f/metrics.jsonl" |
+f_end=$(grep '"event":"phase_end",.*"phase_index":1,' "$out/f/metrics.jsonl" |
     sed -n 's/.*"largest":{"epe":\([0-9.]*\).*/\1/p')
 e_val=$("$M" eval --ckpt "$out/v/phase-2-kernel.ckpt" --data "$out/kitti" --pairs 4 --recal-pairs 4 \
     --json | sed -n 's/.*"all":{"epe":\([0-9.]*\).*/\1/p')

@@ -1,6 +1,7 @@
 /* manta train: the job's options, configuration, devices, ring and monitor (job.h). */
 #include "job.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,20 +156,14 @@ void job_leave(dp_trainer *dp, ring_comm *ring, mcl_dev **devs, int n_dev, dist_
     sodium_memzero(cfg->key, sizeof cfg->key);
 }
 
-void job_record(const job_log *l, const char *line)
+void job_write(const job_log *l, const manta_rec *r)
 {
     if (l->rank != 0 || !l->metrics)
         return;
-    fprintf(l->metrics, "%s\n", line);
-    fflush(l->metrics);
-}
-
-/* Record the string builder's line, then free it. */
-static void record_buf(const job_log *l, manta_strbuf *b)
-{
-    if (!b->oom)
-        job_record(l, b->p);
-    manta_strbuf_free(b);
+    manta_err err;
+    manta_err_clear(&err);
+    if (manta_rec_write(l->metrics, r, &err) != MANTA_OK)
+        fprintf(stderr, "%s: warning: metrics.jsonl: %s\n", l->cmd, err.msg);
 }
 
 void job_fail(const job_log *l, long step, const char *fmt, ...)
@@ -190,73 +185,80 @@ void job_fail(const job_log *l, long step, const char *fmt, ...)
             break;
         }
     }
-    manta_strbuf b = {0};
-    manta_strbuf_printf(&b, "{\"event\":\"error\",\"time\":%.3f,\"step\":%ld,\"rank\":%d,"
-                            "\"host\":", manta_wall_time(), step, rank);
-    mon_json_str(&b, l->host);
-    manta_strbuf_printf(&b, ",\"message\":");
-    mon_json_str(&b, msg);
-    manta_strbuf_printf(&b, "}");
-    record_buf(l, &b);
+    manta_rec r = {.kind = MANTA_REC_ERROR};
+    r.error = (manta_rec_error){.time = manta_wall_time(), .step = step, .rank = rank};
+    snprintf(r.error.host, sizeof r.error.host, "%s", l->host);
+    snprintf(r.error.message, sizeof r.error.message, "%s", msg);
+    job_write(l, &r);
     if (l->monitor)
         mon_server_poll_now(l->monitor);
 }
 
 void job_record_job(const job_log *l, const job_header *h)
 {
-    manta_strbuf b = {0};
-    manta_strbuf_printf(&b, "{\"event\":\"job\",\"time\":%.3f,\"task\":", manta_wall_time());
-    mon_json_str(&b, h->task);
-    manta_strbuf_printf(&b, ",\"space\":");
-    mon_json_str(&b, h->space);
-    manta_strbuf_printf(&b, ",\"schedule\":");
-    mon_json_str(&b, h->schedule);
-    manta_strbuf_printf(&b, ",\"data\":");
-    mon_json_str(&b, h->data);
-    manta_strbuf_printf(&b, ",\"steps\":%ld,\"start_step\":%ld,\"batch\":%d,\"world_size\":%d,"
-                            "\"devices_per_rank\":%d,\"replicas\":%d,\"mode\":\"%s\",\"host\":",
-                        ofa_schedule_total_steps(h->sched), h->start, h->batch, h->world_size,
-                        h->n_dev, h->replicas, h->mode == DP_DATA ? "data" : "subnet");
-    mon_json_str(&b, l->host);
-    manta_strbuf_printf(&b, ",\"devices\":[");
-    for (int i = 0; i < h->n_dev; i++) {
-        manta_strbuf_printf(&b, i ? "," : "");
-        mon_json_str(&b, mcl_info(h->devs[i])->name);
+    manta_rec *r = calloc(1, sizeof *r); /* the job record holds the device names: large */
+    if (!r) {
+        fprintf(stderr, "%s: warning: metrics.jsonl: out of memory for the job record\n", l->cmd);
+        return;
     }
-    manta_strbuf_printf(&b, "],\"device_bytes\":[");
-    for (int i = 0; i < h->n_dev; i++) {
+    r->kind = MANTA_REC_JOB;
+    manta_rec_job *j = &r->job;
+    j->schema = MANTA_REC_SCHEMA;
+    j->time = manta_wall_time();
+    snprintf(j->task, sizeof j->task, "%s", h->task);
+    snprintf(j->space, sizeof j->space, "%s", h->space);
+    snprintf(j->schedule, sizeof j->schedule, "%s", h->schedule);
+    snprintf(j->data, sizeof j->data, "%s", h->data);
+    j->steps = ofa_schedule_total_steps(h->sched);
+    j->start_step = h->start;
+    j->batch = h->batch;
+    j->world_size = h->world_size;
+    j->devices_per_rank = h->n_dev;
+    j->replicas = h->replicas;
+    snprintf(j->mode, sizeof j->mode, "%s", h->mode == DP_DATA ? "data" : "subnet");
+    snprintf(j->host, sizeof j->host, "%s", l->host);
+    j->n_devices = h->n_dev < MANTA_REC_MAX_DEVICES ? h->n_dev : MANTA_REC_MAX_DEVICES;
+    for (int i = 0; i < j->n_devices; i++) {
         mcl_stats st;
         mcl_get_stats(h->devs[i], &st);
-        manta_strbuf_printf(&b, "%s%llu", i ? "," : "", st.bytes_allocated);
+        snprintf(j->devices[i], sizeof j->devices[i], "%s", mcl_info(h->devs[i])->name);
+        j->device_bytes[i] = st.bytes_allocated;
     }
-    manta_strbuf_printf(&b, "],\"phases\":[");
-    for (int i = 0; i < h->sched->n_phases; i++) {
+    j->n_phases = h->sched->n_phases < MANTA_REC_MAX_PHASES ? h->sched->n_phases
+                                                             : MANTA_REC_MAX_PHASES;
+    for (int i = 0; i < j->n_phases; i++) {
         const ofa_phase *ph = &h->sched->phase[i];
-        manta_strbuf_printf(&b, "%s{\"name\":", i ? "," : "");
-        mon_json_str(&b, ph->name);
-        manta_strbuf_printf(&b, ",\"steps\":%ld,\"subnets\":%d,\"lr\":%g,\"distill\":%s}",
-                            ph->steps, ph->subnets, (double)ph->lr, ph->distill ? "true" : "false");
+        manta_rec_phase *o = &j->phases[i];
+        snprintf(o->name, sizeof o->name, "%s", ph->name);
+        o->steps = ph->steps;
+        o->subnets = ph->subnets;
+        o->lr = (double)ph->lr;
+        o->distill = ph->distill;
     }
-    manta_strbuf_printf(&b, "]}");
-    record_buf(l, &b);
+    job_write(l, r);
+    free(r);
 }
 
 void job_record_checkpoint(const job_log *l, const char *name, long step)
 {
-    manta_strbuf b = {0};
-    manta_strbuf_printf(&b, "{\"event\":\"checkpoint\",\"time\":%.3f,\"step\":%ld,\"path\":",
-                        manta_wall_time(), step);
-    mon_json_str(&b, name);
-    manta_strbuf_printf(&b, "}");
-    record_buf(l, &b);
+    manta_rec r = {.kind = MANTA_REC_CHECKPOINT};
+    r.checkpoint = (manta_rec_checkpoint){.time = manta_wall_time(), .step = step};
+    snprintf(r.checkpoint.path, sizeof r.checkpoint.path, "%s", name);
+    job_write(l, &r);
 }
 
 void job_record_done(const job_log *l, long step, double seconds)
 {
-    char ln[160];
-    snprintf(ln, sizeof ln, "{\"event\":\"done\",\"time\":%.3f,\"step\":%ld,\"seconds\":%.1f}",
-             manta_wall_time(), step, seconds);
-    job_record(l, ln);
+    manta_rec r = {.kind = MANTA_REC_DONE};
+    r.done = (manta_rec_done){.time = manta_wall_time(), .step = step, .seconds = seconds};
+    job_write(l, &r);
+}
+
+void job_record_stopped(const job_log *l, long step, bool by_signal)
+{
+    manta_rec r = {.kind = MANTA_REC_STOPPED};
+    r.stopped = (manta_rec_stopped){.time = manta_wall_time(), .step = step, .signal = by_signal};
+    job_write(l, &r);
 }
 
 /* Samples per second of a rank: its samples over the step before's time (the last step's
@@ -298,34 +300,32 @@ void job_events(manta_tfevents **ev, const char *cmd, long step, const manta_tfs
     *ev = NULL;
 }
 
-void job_ranks_json(manta_strbuf *b, const dp_trainer *dp, const job_log *l, mcl_dev *dev,
-                    int samples_per_rank, double now)
+int job_ranks(const dp_trainer *dp, const job_log *l, mcl_dev *dev, int samples_per_rank,
+              double now, manta_rec_rank **out)
 {
-    dp_rank_figures f[DIST_MAX_WORLD];
-    int n = dp_rank_figures_get(dp, f, DIST_MAX_WORLD);
+    dp_rank_figures *f = malloc(DIST_MAX_WORLD * sizeof *f);
+    int n = f ? dp_rank_figures_get(dp, f, DIST_MAX_WORLD) : 0;
     n = n < DIST_MAX_WORLD ? n : DIST_MAX_WORLD;
-    manta_strbuf_printf(b, ",\"ranks\":[");
+    *out = n > 0 ? calloc((size_t)n, sizeof **out) : NULL;
+    if (!*out)
+        n = 0;
     for (int r = 0; r < n; r++) {
-        manta_strbuf_printf(b, "%s{\"rank\":%d,\"device\":", r ? "," : "", r);
-        if (r == l->rank)
-            mon_json_str(b, mcl_info(dev)->name);
-        else
-            manta_strbuf_printf(b, "null");
-        manta_strbuf_printf(b, ",\"host\":");
-        if (r == l->rank)
-            mon_json_str(b, l->host);
-        else
-            manta_strbuf_printf(b, "null");
-        manta_strbuf_printf(b,
-                            ",\"images_per_s\":%.2f,\"compute_s\":%.6f,\"data_wait_s\":%.6f,"
-                            "\"allreduce_wait_s\":%.6f,\"ring_bytes_per_s\":",
-                            rank_rate(&f[r], samples_per_rank), f[r].compute_s,
-                            f[r].data_wait_s, f[r].allreduce_s);
-        if (n > 1 && f[r].allreduce_s > 0)
-            manta_strbuf_printf(b, "%.0f", f[r].allreduce_bytes / f[r].allreduce_s);
-        else
-            manta_strbuf_printf(b, "null");
-        manta_strbuf_printf(b, ",\"heartbeat\":%.3f}", now);
+        manta_rec_rank *o = &(*out)[r];
+        o->rank = r;
+        if (r == l->rank) {
+            snprintf(o->device, sizeof o->device, "%s", mcl_info(dev)->name);
+            snprintf(o->host, sizeof o->host, "%s", l->host);
+        }
+        o->images_per_s = rank_rate(&f[r], samples_per_rank);
+        o->compute_s = f[r].compute_s;
+        o->data_wait_s = f[r].data_wait_s;
+        o->allreduce_wait_s = f[r].allreduce_s;
+        o->ring_bytes_per_s = n > 1 && f[r].allreduce_s > 0
+                                  ? (double)f[r].allreduce_bytes / f[r].allreduce_s
+                                  : NAN;
+        o->heartbeat = now;
+        o->step_ms = NAN; /* in compute_s and the waits */
     }
-    manta_strbuf_printf(b, "]");
+    free(f);
+    return n;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cl/cl.h"
+#include "core/records.h"
 #include "core/strbuf.h"
 #include "core/tfevents.h"
 #include "dist/override.h"
@@ -121,8 +122,9 @@ typedef struct job_log {
     mon_server *monitor; /* NULL: none */
 } job_log;
 
-/** One line into metrics.jsonl (a JSON object, no newline), flushed; nothing without one. */
-void job_record(const job_log *l, const char *line);
+/** Rank 0: record @p r into metrics.jsonl (core/records.h: one line, flushed); nothing on
+ *  other ranks or without the file. A failed write is a warning ("CMD: warning: ..."). */
+void job_write(const job_log *l, const manta_rec *r);
 
 /** Print "CMD: MSG" on stderr and add the error record for it after @p step steps (-1:
  *  unknown); the record's rank is the one the message names other than this one (a peer
@@ -141,14 +143,15 @@ typedef struct job_header {
 } job_header;
 
 /**
- * The `"ranks":[...]` member of a progress record (docs/monitor.md): every rank's figures of
- * the last step of @p dp (dp_rank_figures_get()), its samples per second from
- * @p samples_per_rank and the step before's time, the device of this rank's first replica
- * @p dev (the others' are not known here: null), heartbeat @p now (Unix time: the ranks all
- * took part in the step just finished). Appended to @p b with a leading comma.
+ * The "ranks" of a progress record (docs/monitor.md): every rank's figures of the last step of
+ * @p dp (dp_rank_figures_get()), its samples per second from @p samples_per_rank and the step
+ * before's time, the device of this rank's first replica @p dev (the others' are not known
+ * here: ""), heartbeat @p now (Unix time: the ranks all took part in the step just
+ * finished). *out receives an array the caller frees (NULL when out of memory).
+ * @return the number of ranks in *out (0 when out of memory).
  */
-void job_ranks_json(manta_strbuf *b, const dp_trainer *dp, const job_log *l, mcl_dev *dev,
-                    int samples_per_rank, double now);
+int job_ranks(const dp_trainer *dp, const job_log *l, mcl_dev *dev, int samples_per_rank,
+              double now, manta_rec_rank **out);
 
 /** Scalars job_rank_scalars() writes per rank. */
 #define JOB_RANK_SCALARS 4
@@ -179,5 +182,7 @@ void job_record_job(const job_log *l, const job_header *h);
 void job_record_checkpoint(const job_log *l, const char *name, long step);
 /** The record of the end of training after @p step steps and @p seconds. */
 void job_record_done(const job_log *l, long step, double seconds);
+/** The record of a run stopped after @p step steps, by a signal or by --stop-after. */
+void job_record_stopped(const job_log *l, long step, bool by_signal);
 
 #endif

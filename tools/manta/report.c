@@ -44,7 +44,7 @@ typedef struct report {
     char metrics_path[PATH_CAP], search_path[PATH_CAP], front_path[PATH_CAP];
     char lat_path[PATH_CAP], lat_summary_path[PATH_CAP];
     bool have_train, have_search, have_front, have_lat;
-    rep_training train;
+    manta_run_history train;
     rep_search search;
     rep_latency lat;
     double test_top1;            /* RUN_DIR/test.json (NaN: none) */
@@ -164,7 +164,7 @@ static bool load_training(report *r)
         return true;
     }
     manta_err err;
-    if (rep_training_load(r->metrics_path, &r->train, &err) != MANTA_OK)
+    if (manta_run_history_load(r->metrics_path, &r->train, &err) != MANTA_OK)
         return fail(&err);
     if (r->train.malformed > 0)
         fprintf(stderr,
@@ -313,11 +313,11 @@ static void add_series(plot_panel *p, plot_series s)
 }
 
 /* The phases as shaded spans of @p p. */
-static void phase_spans(const rep_training *t, plot_panel *p)
+static void phase_spans(const manta_run_history *t, plot_panel *p)
 {
     double prev = 0;
     for (int i = 0; i < t->n_phases && p->n_spans < PLOT_MAX_SPANS; i++) {
-        const rep_phase *ph = &t->phases[i];
+        const manta_run_phase *ph = &t->phases[i];
         if (!ph->seen || (double)ph->last_step <= prev)
             continue;
         p->spans[p->n_spans++] = (plot_span){prev, (double)ph->last_step, ph->name};
@@ -347,11 +347,11 @@ static const char *base_name(const char *p)
 
 static manta_status plot_training(report *r, manta_err *err)
 {
-    const rep_training *t = &r->train;
+    const manta_run_history *t = &r->train;
     const size_t n = t->loss.n;
     const int np = t->n_phases;
-    double *pct = malloc((n + 1) * sizeof *pct), vx[REP_MAX_PHASES], vl[REP_MAX_PHASES],
-           vs[REP_MAX_PHASES];
+    double *pct = malloc((n + 1) * sizeof *pct), vx[MANTA_RUN_MAX_PHASES], vl[MANTA_RUN_MAX_PHASES],
+           vs[MANTA_RUN_MAX_PHASES];
     if (!pct)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "training plot: out of memory");
     const double scale = t->stereo ? 1 : 100; /* top-1 in percent */
@@ -420,13 +420,13 @@ static manta_status plot_training(report *r, manta_err *err)
  * and largest, in millions. */
 static manta_status plot_subnets(report *r, manta_err *err)
 {
-    const rep_training *t = &r->train;
+    const manta_run_history *t = &r->train;
     double *v[2][3] = {{NULL}};
     plot_figure *f = calloc(1, sizeof *f);
     bool ok = f != NULL;
     for (int k = 0; k < 2 && ok; k++)
         for (int j = 0; j < 3 && ok; j++) {
-            const rep_series *s = k ? &t->params[j] : &t->macs[j];
+            const manta_run_series *s = k ? &t->params[j] : &t->macs[j];
             ok = (v[k][j] = malloc((s->n + 1) * sizeof *v[k][j])) != NULL;
             for (size_t i = 0; ok && i < s->n; i++)
                 v[k][j][i] = s->v[i] / 1e6;
@@ -446,7 +446,7 @@ static manta_status plot_subnets(report *r, manta_err *err)
     static const char *const labels[3] = {"mean", "smallest", "largest"};
     for (int k = 0; k < 2; k++) {
         for (int j = 0; j < 3; j++) {
-            const rep_series *s = k ? &t->params[j] : &t->macs[j];
+            const manta_run_series *s = k ? &t->params[j] : &t->macs[j];
             plot_series ps = line(labels[j], s->step, v[k][j], s->n, j == 0 ? 0 : j == 1 ? 2 : 3);
             ps.dashed = j > 0;
             add_series(&f->panel[k], ps);
@@ -464,7 +464,7 @@ out:
 
 static manta_status plot_ranks(report *r, manta_err *err)
 {
-    const rep_training *t = &r->train;
+    const manta_run_history *t = &r->train;
     size_t nr = t->n_ranks < PLOT_MAX_SERIES ? t->n_ranks : PLOT_MAX_SERIES;
     char labels[PLOT_MAX_SERIES][96], title[256];
     plot_figure *f = calloc(1, sizeof *f);
@@ -496,7 +496,7 @@ static manta_status plot_ranks(report *r, manta_err *err)
         *pw = (plot_panel){.title = "Waiting for data and the allreduce, each rank",
                            .xlabel = "step", .ylabel = "waiting per step (ms)", .y_zero = true};
     for (size_t i = 0; i < nr; i++) {
-        const rep_rank *k = &t->ranks[i];
+        const manta_run_rank *k = &t->ranks[i];
         if (k->device[0])
             snprintf(labels[i], sizeof labels[i], "rank %d (%.60s)", k->rank, k->device);
         else
@@ -667,7 +667,7 @@ static void row_str(manta_strbuf *b, const char *key, const char *v)
 
 static void html_training(manta_strbuf *b, const report *r)
 {
-    const rep_training *t = &r->train;
+    const manta_run_history *t = &r->train;
     size_t n = t->loss.n;
     manta_strbuf_printf(b, "<h2>Training</h2>\n<table>\n");
     row_str(b, "metrics", r->metrics_path);
@@ -681,7 +681,7 @@ static void html_training(manta_strbuf *b, const report *r)
     else
         row(b, "final batch top-1", "%.2f%%", 100 * t->metric.v[n - 1]);
     row(b, t->stereo ? "final pairs/s" : "final images/s", "%.1f", t->rate.v[n - 1]);
-    const rep_series *mm = t->macs, *pp = t->params;
+    const manta_run_series *mm = t->macs, *pp = t->params;
     if (mm[0].n > 0 && mm[1].n == mm[0].n && mm[2].n == mm[0].n) {
         size_t k = mm[0].n - 1;
         manta_strbuf_printf(b, "<tr><th>sampled sub-networks, last record: MACs</th><td>%.2f M "
@@ -699,7 +699,7 @@ static void html_training(manta_strbuf *b, const report *r)
                         t->stereo ? "held-out EPE, largest" : "validation top-1, largest",
                         t->stereo ? "held-out EPE, smallest" : "validation top-1, smallest");
     for (int i = 0; i < t->n_phases; i++) {
-        const rep_phase *p = &t->phases[i];
+        const manta_run_phase *p = &t->phases[i];
         if (!p->seen)
             continue;
         manta_strbuf_printf(b, "<tr><td>%d. ", i + 1);
@@ -873,7 +873,7 @@ static int parse_args(int argc, char **argv, report_opts *o)
 
 static void report_free(report *r)
 {
-    rep_training_free(&r->train);
+    manta_run_history_free(&r->train);
     rep_search_free(&r->search);
     rep_latency_free(&r->lat);
 }

@@ -1,7 +1,7 @@
 /**
  * @file report_data.h
- * @brief The readers of `manta report`: a run's metrics.jsonl (OFA training
- *        on classification or stereo), the search's search.json and
+ * @brief The readers of `manta report` (a run's metrics.jsonl:
+ *        core/run_history.h): the search's search.json and
  *        front.csv, and the latency table's validation (the CSV of
  *        `manta-profile --validate K --csv F` or `manta profile --lut T --csv F`,
  *        and the summary of `manta-profile --validate K --json`).
@@ -11,25 +11,6 @@
  * what is wrong; a loaded structure is freed with its free function, which
  * also accepts a zeroed or half-filled one.
  *
- * metrics.jsonl is read leniently, because a run in progress may end in a
- * partly written line and runs of other versions may add records: a line that
- * is not a JSON object is counted in @c malformed and skipped; records of
- * kinds the report does not draw are ignored. The records read:
- *  - progress: `{"step":S,"phase":"kernel","phase_index":1,"loss":L,"batch_top1":T,
- *    "lr":LR,"images_per_s":I,...}` (classification; train/progress.h) or
- *    `{"event":"step","step":S,"phase":P,"loss":L,"epe":E,"lr":LR,"pairs_per_s":R}`
- *    (stereo; phase counted from 1); optionally with
- *    `"ranks":[{"rank":0,"device":"...","images_per_s":I,"compute_s":C,"data_wait_s":D,
- *    "allreduce_wait_s":A},...]` (seconds per step; any may be null or absent; or "step_ms"),
- *    and (classification) `"subnets":{"macs_mean":M,"macs_min":..,"macs_max":..,
- *    "params_mean":P,"params_min":..,"params_max":..}`: the sizes of the sub-networks
- *    sampled since the previous record;
- *  - the validation at a phase's end: `{"eval":"val","phase":"kernel","step":S,
- *    "max_top1":A,"min_top1":B}` or `{"event":"phase_end","phase":P,"name":"kernel","step":S,
- *    "largest":{"epe":E,...},"smallest":{...}}` (stereo; or with "top1" or
- *    "max_top1"/"min_top1" members).
- * A step that goes back (a resumed run appends after its checkpoint) drops the
- * points from that step on, so that the later run's points replace them.
  */
 #ifndef MANTA_TOOLS_REPORT_DATA_H
 #define MANTA_TOOLS_REPORT_DATA_H
@@ -37,77 +18,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/run_history.h"
 #include "core/status.h"
 
-#define REP_MAX_PHASES 16 /**< phases of a schedule the report tells apart */
-#define REP_MAX_RANKS 64  /**< ranks with their own throughput series */
-#define REP_NAME_MAX 64   /**< bytes of a phase or device name, with the NUL */
-
-/** A growing series of (step, value) points. */
-typedef struct rep_series {
-    double *step;  /**< (n) steps, counted from 1 */
-    double *v;     /**< (n) values; NaN where a record lacked the value */
-    size_t n, cap; /**< points, allocated points */
-} rep_series;
-
-/** One phase of a training run. */
-typedef struct rep_phase {
-    char name[REP_NAME_MAX]; /**< "full", "kernel", ... ("phase N" when the records name none) */
-    bool seen;               /**< a record of this phase was read */
-    long last_step;          /**< the highest step of its records (its end once done) */
-    bool has_val;            /**< a phase-end validation was read */
-    long val_step;           /**< the step of that validation */
-    double val_largest;      /**< validation top-1 (classification) or EPE (stereo) of the largest */
-    double val_smallest;     /**< the same of the smallest sub-network */
-} rep_phase;
-
-/** One rank's throughput over the run ("ranks" arrays of progress records). */
-typedef struct rep_rank {
-    int rank;                  /**< its number */
-    char device[REP_NAME_MAX]; /**< its device ("" when not given) */
-    rep_series ips;            /**< images (or pairs) per second */
-    rep_series step_ms;        /**< step time, milliseconds: "step_ms", else the sum of
-                                    "compute_s", "data_wait_s" and "allreduce_wait_s" (NaN
-                                    when neither is given) */
-    rep_series wait_ms;        /**< waiting for data and the allreduce, milliseconds: the sum of
-                                    "data_wait_s" and "allreduce_wait_s" (NaN when neither) */
-} rep_rank;
-
-/** What a metrics.jsonl holds. */
-typedef struct rep_training {
-    bool stereo;                     /**< records with "epe": a stereo run */
-    rep_series loss;                 /**< mean loss of each progress record */
-    rep_series metric;               /**< batch top-1, or EPE in pixels for stereo */
-    rep_series lr;                   /**< learning rate */
-    rep_series rate;                 /**< images (pairs) per second */
-    rep_series phase;                /**< the phase index (0-based) of each progress record */
-    long steps;                      /**< the schedule's steps ("steps" member; 0: unknown) */
-    rep_phase phases[REP_MAX_PHASES];/**< by index (0-based) */
-    int n_phases;                    /**< 1 + the highest phase index read */
-    rep_series macs[3];              /**< sampled sub-networks' MACs: mean, min, max ("subnets";
-                                          points only where a record has them) */
-    rep_series params[3];            /**< their parameters: mean, min, max */
-    rep_rank *ranks;                 /**< (n_ranks) sorted by rank; NULL when none */
-    size_t n_ranks;                  /**< ranks read */
-    long lines;                      /**< non-empty lines read */
-    long malformed;                  /**< lines that were not JSON objects (skipped) */
-    long first_malformed;            /**< line number of the first of them (1-based; 0: none) */
-} rep_training;
-
-/**
- * Read the metrics.jsonl text @p text (@p len bytes) into @p t (zeroed by the
- * caller or by an earlier rep_training_free()). @p name names it in errors.
- * @return MANTA_ERR_NO_MEMORY; MANTA_OK otherwise (malformed lines are counted,
- *         not errors).
- */
-manta_status rep_training_parse(const char *text, size_t len, const char *name, rep_training *t,
-                                manta_err *err);
-
-/** rep_training_parse() of the file @p path (manta_file_read()'s errors). */
-manta_status rep_training_load(const char *path, rep_training *t, manta_err *err);
-
-/** Free what @p t holds and zero it. */
-void rep_training_free(rep_training *t);
+#define REP_NAME_MAX 64  /**< bytes of a space name, with the NUL */
 
 /** One sub-network of the search's results. */
 typedef struct rep_cand {

@@ -58,12 +58,6 @@ static job_log run_log(const train_run *r)
     return (job_log){"manta train", r->metrics, r->rank, r->host, r->monitor};
 }
 
-void train_record(train_run *r, const char *line)
-{
-    job_log l = run_log(r);
-    job_record(&l, line);
-}
-
 void train_fail(train_run *r, long step, const char *fmt, ...)
 {
     char msg[MANTA_ERR_MSG_MAX];
@@ -171,17 +165,19 @@ static void subnets_add(train_run *r, subnet_sizes *z, long step, const ofa_step
     }
 }
 
-/* The "subnets" member of a progress record (",\"subnets\":{...}", or "" when none were
- * counted) into @p buf; the count starts again. */
-static void subnets_json(subnet_sizes *z, char *buf, size_t cap)
+/* The sizes counted since the last progress record into @p out (n 0: none were counted);
+ * the count starts again. */
+static void subnets_take(subnet_sizes *z, manta_rec_subnets *out)
 {
-    buf[0] = 0;
+    *out = (manta_rec_subnets){0};
     if (z->n > 0)
-        snprintf(buf, cap,
-                 ",\"subnets\":{\"n\":%ld,\"macs_mean\":%.0f,\"macs_min\":%.0f,\"macs_max\":%.0f,"
-                 "\"params_mean\":%.0f,\"params_min\":%.0f,\"params_max\":%.0f}",
-                 z->n, z->macs_sum / (double)z->n, z->macs_min, z->macs_max,
-                 z->params_sum / (double)z->n, z->params_min, z->params_max);
+        *out = (manta_rec_subnets){z->n,
+                                   z->macs_sum / (double)z->n,
+                                   z->macs_min,
+                                   z->macs_max,
+                                   z->params_sum / (double)z->n,
+                                   z->params_min,
+                                   z->params_max};
     z->n = 0;
     z->macs_sum = z->params_sum = 0;
 }
@@ -215,23 +211,19 @@ static void log_progress(train_run *r, train_progress *pg, subnet_sizes *z,
 {
     train_report rep;
     train_progress_report(pg, res, done, cmd_now(), &rep);
-    char line[512];
-    int n = train_report_json(&rep, line, sizeof line);
     /* the record of docs/monitor.md: the report, its time, the sampled sub-networks' sizes,
      * and every rank's figures of the last step */
-    char sub[320];
-    subnets_json(z, sub, sizeof sub);
-    double now = manta_wall_time();
+    manta_rec rec = {.kind = MANTA_REC_PROGRESS};
+    train_report_record(&rep, &rec.progress);
+    rec.progress.time = manta_wall_time();
+    subnets_take(z, &rec.progress.subnets);
     const int per_rank = r->o.batch / (r->replicas / r->n_dev);
     job_log l = run_log(r);
-    manta_strbuf b = {0};
-    manta_strbuf_printf(&b, "%.*s,\"time\":%.3f%s", n > 1 && n < (int)sizeof line ? n - 1 : 0,
-                        line, now, sub);
-    job_ranks_json(&b, r->dp, &l, r->d, per_rank, now);
-    manta_strbuf_printf(&b, "}");
-    if (!b.oom)
-        train_record(r, b.p);
-    manta_strbuf_free(&b);
+    manta_rec_rank *ranks = NULL;
+    rec.progress.n_ranks = job_ranks(r->dp, &l, r->d, per_rank, rec.progress.time, &ranks);
+    rec.progress.ranks = ranks;
+    job_write(&l, &rec);
+    free(ranks);
     char tags[JOB_RANK_TAGS][JOB_TAG_BYTES];
     manta_tfscalar ev[8 + JOB_RANK_TAGS] = {
         {"train/loss", (float)rep.loss},
@@ -245,14 +237,17 @@ static void log_progress(train_run *r, train_progress *pg, subnet_sizes *z,
     };
     size_t nev = 8 + job_rank_scalars(r->dp, per_rank, tags, ev + 8, JOB_RANK_TAGS);
     log_events(r, rep.step, ev, nev);
-    if (r->o.json)
+    if (r->o.json) {
+        char line[512];
+        train_report_json(&rep, line, sizeof line);
         printf("%s\n", line);
-    else
+    } else {
         printf("phase %d/%d %-8s step %6ld/%ld  loss %.4f  top-1 %5.1f%%  r %2d  lr %.4f  "
                "%6.1f img/s  data-wait %4.1f%%  ETA %.0f s\n",
                rep.phase + 1, r->sched.n_phases, rep.phase_name, rep.step, rep.steps, rep.loss,
                100.0 * rep.batch_top1, rep.r, rep.lr, rep.images_per_s, 100.0 * rep.data_wait,
                rep.eta_s);
+    }
     fflush(stdout);
 }
 
@@ -292,21 +287,25 @@ static bool end_phase(train_run *r, const ofa_step_result *res, long done)
         return false;
     if (r->quiet)
         return true;
-    char ev[256];
-    snprintf(ev, sizeof ev,
-             "{\"eval\":\"val\",\"phase\":\"%s\",\"step\":%ld,\"max_top1\":%.4f,"
-             "\"min_top1\":%.4f}",
-             ph->name, done, top1[0], top1[1]);
-    train_record(r, ev);
+    manta_rec ev = {.kind = MANTA_REC_EVAL};
+    ev.eval = (manta_rec_eval){.phase_index = res->phase, .step = done, .max_top1 = top1[0],
+                               .min_top1 = top1[1]};
+    snprintf(ev.eval.phase, sizeof ev.eval.phase, "%s", ph->name);
+    job_log l = run_log(r);
+    job_write(&l, &ev);
     const manta_tfscalar top[] = {{"val/top1_largest", (float)top1[0]},
                                   {"val/top1_smallest", (float)top1[1]}};
     log_events(r, done, top, 2);
-    if (r->o.json)
-        printf("%s\n", ev);
-    else
+    if (r->o.json) {
+        manta_strbuf b = {0};
+        manta_rec_eval_json(&ev.eval, &b);
+        printf("%s\n", b.oom ? "{}" : b.p);
+        manta_strbuf_free(&b);
+    } else {
         printf("phase %d/%d %s done: validation top-1 largest %.2f%%, smallest %.2f%% (%s/%s)\n",
                res->phase + 1, r->sched.n_phases, ph->name, 100 * top1[0], 100 * top1[1],
                r->out_dir, name);
+    }
     return true;
 }
 
@@ -346,10 +345,8 @@ int train_loop(train_run *r)
                       : ckpt && r->rank == 0 && !save(r, "latest.ckpt", step + 1))
             return 1;
         if (stop) {
-            char ln[160];
-            snprintf(ln, sizeof ln, "{\"event\":\"stopped\",\"time\":%.3f,\"step\":%ld,\"signal\":%s}",
-                     manta_wall_time(), step + 1, stop_requested ? "true" : "false");
-            train_record(r, ln);
+            job_log l = run_log(r);
+            job_record_stopped(&l, step + 1, stop_requested);
             if (!r->quiet)
                 fprintf(stderr, "manta train: stopped after step %ld; '--resume --out %s' continues\n",
                         step + 1, r->out_dir);

@@ -64,10 +64,6 @@ typedef struct train_run {
     mon_server *monitor;    /* rank 0 with --monitor */
 } train_run;
 
-/** Rank 0: one line into metrics.jsonl (JSON object, no newline) and flushed; nothing on
- *  other ranks. */
-void train_record(train_run *r, const char *line);
-
 /** Print "manta train: MSG" on stderr and (rank 0) add the error record of docs/monitor.md
  *  for it after @p step steps (-1: unknown); the record's rank is the one the message names
  *  other than this one (a peer that failed), else this rank. */

@@ -16,7 +16,6 @@
 #include "common/opts.h"
 #include "core/clock.h"
 #include "core/fileio.h"
-#include "core/strbuf.h"
 #include "job.h"
 #include "stereo/state.h"
 
@@ -153,13 +152,13 @@ static manta_status phase_end(st_run *r, int ph, long step, manta_err *err)
            "%.3f px (bad-3 %.2f%%, D1 %.2f%%) (%s/%s)\n",
            ph + 1, r->sched.n_phases, r->sched.phase[ph].name, ab.epe, ab.bad3, ab.d1, as.epe,
            as.bad3, as.d1, r->dir, name);
-    fprintf(r->metrics,
-            "{\"event\":\"phase_end\",\"phase\":%d,\"name\":\"%s\",\"step\":%ld,"
-            "\"largest\":{\"epe\":%.5f,\"bad3\":%.4f,\"d1\":%.4f,\"epe_noc\":%.5f},"
-            "\"smallest\":{\"epe\":%.5f,\"bad3\":%.4f,\"d1\":%.4f,\"epe_noc\":%.5f}}\n",
-            ph + 1, r->sched.phase[ph].name, step + 1, ab.epe, ab.bad3, ab.d1, nb.epe, as.epe,
-            as.bad3, as.d1, ns.epe);
-    fflush(r->metrics);
+    manta_rec rec = {.kind = MANTA_REC_PHASE_END};
+    rec.phase_end = (manta_rec_phase_end){.phase_index = ph, .step = step + 1,
+                                          .largest = {ab.epe, ab.bad3, ab.d1, nb.epe},
+                                          .smallest = {as.epe, as.bad3, as.d1, ns.epe}};
+    snprintf(rec.phase_end.phase, sizeof rec.phase_end.phase, "%s", r->sched.phase[ph].name);
+    job_log l = run_log(r);
+    job_write(&l, &rec);
     const manta_tfscalar ev[] = {{"val/epe_largest", (float)ab.epe},
                                  {"val/epe_smallest", (float)as.epe},
                                  {"val/bad3_largest", (float)ab.bad3},
@@ -220,20 +219,18 @@ static int train_loop(st_run *r)
                    ph + 1, r->sched.n_phases, r->sched.phase[ph].name, step + 1, total, res.loss,
                    res.epe, res.round + 1, res.lr, rate,
                    (double)(total - step - 1) * r->o.batch / (rate + 1e-9));
-            manta_strbuf b = {0};
-            double t = manta_wall_time();
-            manta_strbuf_printf(&b,
-                                "{\"event\":\"step\",\"step\":%ld,\"phase\":%d,\"loss\":%.6f,"
-                                "\"kd_loss\":%.6f,\"epe\":%.5f,\"round\":%d,\"lr\":%.6f,"
-                                "\"pairs_per_s\":%.3f,\"time\":%.3f",
-                                step + 1, ph + 1, res.loss, res.kd_loss, res.epe, res.round + 1,
-                                res.lr, rate, t);
+            manta_rec rec = {.kind = MANTA_REC_STEP};
+            rec.step = (manta_rec_step){.step = step + 1, .phase_index = ph, .loss = res.loss,
+                                        .kd_loss = res.kd_loss, .epe = res.epe,
+                                        .round = res.round + 1, .lr = res.lr,
+                                        .pairs_per_s = rate, .time = manta_wall_time()};
+            snprintf(rec.step.phase, sizeof rec.step.phase, "%s", r->sched.phase[ph].name);
             const int per_rank = r->o.batch / (r->replicas / r->n_dev);
-            job_ranks_json(&b, r->dp, &l, r->d, per_rank, t);
-            manta_strbuf_printf(&b, "}");
-            if (!b.oom)
-                job_record(&l, b.p);
-            manta_strbuf_free(&b);
+            manta_rec_rank *ranks = NULL;
+            rec.step.n_ranks = job_ranks(r->dp, &l, r->d, per_rank, rec.step.time, &ranks);
+            rec.step.ranks = ranks;
+            job_write(&l, &rec);
+            free(ranks);
             char tags[JOB_RANK_TAGS][JOB_TAG_BYTES];
             manta_tfscalar ev[7 + JOB_RANK_TAGS] = {
                 {"train/loss", res.loss}, {"train/kd_loss", res.kd_loss}, {"train/epe", res.epe},
@@ -260,6 +257,7 @@ static int train_loop(st_run *r)
                 job_fail(&l, step + 1, "%s", err.msg);
                 return 1;
             }
+            job_record_stopped(&l, step + 1, false);
             if (talk)
                 printf("stopped after %ld steps; resume with --resume (%s/latest.ckpt)\n",
                        r->o.stop_after, r->dir);
