@@ -97,13 +97,12 @@ static manta_status device_error(stereo_infer *r, manta_status st, manta_err *er
     return manta_err_set(err, st, "%s", manta_err_msg(mcl_err(r->d), st));
 }
 
-/* Make the network for ph x pw: the source's space at that size, its parameters and BN
- * statistics copied in, the sub-network selected. */
-static manta_status make_net(stereo_infer *r, int ph, int pw, manta_err *err)
+/* A forward-only network for ph x pw and batches of @p batch pairs: the source's space at
+ * that size, the parameters and BN statistics of @p from (the source or a network made
+ * here) copied in, the sub-network selected. */
+static manta_status net_at(stereo_infer *r, stereo_net *from_net, int ph, int pw, int batch,
+                           stereo_net **out, manta_err *err)
 {
-    stereo_net_destroy(r->net);
-    r->net = NULL;
-    r->ph = r->pw = 0;
     stereo_space s = *stereo_net_space(r->src);
     s.crop_h = ph, s.crop_w = pw, s.n_crops = 0; /* planned for this size alone */
     manta_err verr = {0};
@@ -111,11 +110,11 @@ static manta_status make_net(stereo_infer *r, int ph, int pw, manta_err *err)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "too small for the network of space "
                              "'%s' (%s)", s.name, verr.msg);
     stereo_net *n = NULL;
-    manta_status st = stereo_net_create_forward_only(r->d, &s, 1, 0, &n);
+    manta_status st = stereo_net_create_forward_only(r->d, &s, batch, 0, &n);
     if (st != MANTA_OK)
         return device_error(r, st, err);
     ofa_slabs from, to;
-    stereo_net_slabs(r->src, &from);
+    stereo_net_slabs(from_net, &from);
     stereo_net_slabs(n, &to);
     if (from.n_params != to.n_params || from.n_decay != to.n_decay || from.n_state != to.n_state) {
         stereo_net_destroy(n);
@@ -137,7 +136,17 @@ static manta_status make_net(stereo_infer *r, int ph, int pw, manta_err *err)
         stereo_net_destroy(n);
         return device_error(r, st, err);
     }
-    r->net = n;
+    *out = n;
+    return MANTA_OK;
+}
+
+/* Make the network of the pairs for ph x pw (net_at(), one pair a batch). */
+static manta_status make_net(stereo_infer *r, int ph, int pw, manta_err *err)
+{
+    stereo_net_destroy(r->net);
+    r->net = NULL;
+    r->ph = r->pw = 0;
+    MANTA_TRY(net_at(r, r->src, ph, pw, 1, &r->net, err));
     r->ph = ph, r->pw = pw;
     return MANTA_OK;
 }
@@ -240,6 +249,22 @@ static manta_status recal_on_source(stereo_infer *r, long n, int h, int w, manta
     return st == MANTA_OK ? st : device_error(r, st, err);
 }
 
+/* Pairs a batch of a re-calibration beyond the source's sizes: up to STEREO_RECAL_BATCH
+ * (and @p n), as many as the device takes in one activation buffer and a quarter of its
+ * memory, judged by the one-pair network. */
+static int recal_batch(const stereo_infer *r, long n)
+{
+    const mcl_device_info *lim = mcl_info(r->d);
+    const double per_pair = 4.0 * (double)stereo_net_act_floats(r->net);
+    double cap = (double)lim->max_alloc;
+    if ((double)lim->global_mem / 4.0 < cap)
+        cap = (double)lim->global_mem / 4.0;
+    long b = per_pair > 0.0 ? (long)(cap / per_pair) : 1;
+    b = b < STEREO_RECAL_BATCH ? b : STEREO_RECAL_BATCH;
+    b = b < n ? b : n;
+    return b > 1 ? (int)b : 1;
+}
+
 /* Batch norm of the network re-calibrated at its size on pairs of the source at @p h x @p w
  * (the pair's size), padded to the network's size as the pairs it runs are: on the source
  * network where it can run that size, else on this network, pooled. */
@@ -251,22 +276,39 @@ static manta_status recalibrate(stereo_infer *r, int h, int w, manta_err *err)
     stereo_space_plan_size(sp, &plan_h, &plan_w);
     if (r->ph <= plan_h && r->pw <= plan_w)
         return recal_on_source(r, n, h, w, err);
-    ofa_slabs sl;
-    stereo_net_slabs(r->net, &sl);
-    manta_status st = stereo_net_recal_begin_pooled(r->net, n); /* batches of one pair */
-    for (long i = 0; i < n && st == MANTA_OK; i++) {
-        if ((st = recal_views(r, i, 1, h, w, r->host, err)) != MANTA_OK) {
-            stereo_net_recal_end(r->net);
-            return st;
-        }
-        st = mcl_write(r->d, stereo_net_input(r->net), r->host, 2 * (size_t)STEREO_CHANNELS *
-                                                                     r->ph * r->pw);
+    const int B = recal_batch(r, n);
+    stereo_net *rn = r->net;
+    if (B > 1)
+        MANTA_TRY(net_at(r, r->net, r->ph, r->pw, B, &rn, err));
+    const size_t view = (size_t)STEREO_CHANNELS * r->ph * r->pw;
+    const long batches = (n + B - 1) / B;
+    float *host = malloc(2 * (size_t)B * view * sizeof *host);
+    ofa_slabs sl, to;
+    stereo_net_slabs(rn, &sl);
+    stereo_net_slabs(r->net, &to);
+    manta_status st = MANTA_OK, dev = host ? stereo_net_recal_begin_pooled(rn, batches * B)
+                                           : MANTA_OK;
+    if (!host)
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory");
+    for (long i = 0; i < batches && st == MANTA_OK && dev == MANTA_OK; i++) {
+        st = recal_views(r, i * B, B, h, w, host, err);
         if (st == MANTA_OK)
-            st = stereo_net_forward(r->net, sl.params, OFA_BN_RECAL);
+            dev = mcl_write(r->d, stereo_net_input(rn), host, 2 * (size_t)B * view);
+        if (st == MANTA_OK && dev == MANTA_OK)
+            dev = stereo_net_forward(rn, sl.params, OFA_BN_RECAL);
     }
-    manta_status end = stereo_net_recal_end(r->net);
-    st = st == MANTA_OK ? end : st;
-    return st == MANTA_OK ? st : device_error(r, st, err);
+    if (host) {
+        manta_status end = stereo_net_recal_end(rn);
+        dev = dev == MANTA_OK ? end : dev;
+    }
+    if (st == MANTA_OK && dev == MANTA_OK && rn != r->net)
+        dev = mcl_copy(r->d, to.state, sl.state, sl.n_state);
+    if (st == MANTA_OK && dev != MANTA_OK)
+        st = device_error(r, dev, err);
+    if (rn != r->net)
+        stereo_net_destroy(rn);
+    free(host);
+    return st;
 }
 
 static manta_status run_pair(stereo_infer *r, const stereo_pair *p, int ph, int pw, float *pred,

@@ -65,6 +65,10 @@ typedef struct stereo_infer stereo_infer;
  */
 manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a,
                                  stereo_infer **out, manta_err *err);
+/** Most pairs a batch of a re-calibration at sizes beyond the source network's
+ *  (stereo_infer_set_recal()). */
+#define STEREO_RECAL_BATCH 8
+
 /** Fewest pairs of a re-calibration at a size (stereo_infer_recal_pairs()). */
 #define STEREO_RECAL_MIN_PAIRS 8
 
@@ -82,9 +86,15 @@ manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a,
  * network can run the size (up to the largest of its space's crops: stereo_net_set_size()),
  * the re-calibration runs on it, in its batches, as training normalises, and overwrites its
  * batch-norm statistics (its size is put back): restore them afterwards if they matter
- * (stereo_trainer_restore_bn()); beyond that, on the runner's network one pair at a time,
- * pooled (stereo_net_recal_begin_pooled()). @p pairs 0 turns it off (the source's
- * statistics are used as they are).
+ * (stereo_trainer_restore_bn()); beyond that, on a network made for the size (for the
+ * re-calibration only, beside the runner's) in batches of up to STEREO_RECAL_BATCH pairs,
+ * as many as the device's largest buffer and a quarter of its memory take (at least one),
+ * pooled (stereo_net_recal_begin_pooled()). One pair at a time, each pair normalised by its
+ * own statistics, every layer's statistics would miss the spread between pairs that the
+ * earlier layers pass on at inference, and deep sub-networks then saturated on pairs unlike
+ * the re-calibration's (docs/stereo.md, "Sizes"). The pairs of a re-calibration are rounded
+ * up to whole batches. @p pairs 0 turns it off (the source's statistics are used as they
+ * are).
  */
 void stereo_infer_set_recal(stereo_infer *r, const stereo_source *src, long pairs);
 /** Pairs of a re-calibration at @p padded_h x @p padded_w for @p pairs at the crop of

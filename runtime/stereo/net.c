@@ -92,6 +92,11 @@ struct stereo_net {
 const stereo_space *stereo_net_space(const stereo_net *n) { return &n->s; }
 int stereo_net_batch(const stereo_net *n) { return n->pairs; }
 
+size_t stereo_net_act_floats(const stereo_net *n)
+{
+    return n->net.acts.floats + n->net.scratch.floats;
+}
+
 void stereo_net_slabs(const stereo_net *n, ofa_slabs *o)
 {
     ofa_net_slabs(&n->net, n->n_params, n->n_decay, n->n_state, o);

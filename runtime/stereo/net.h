@@ -77,6 +77,8 @@ manta_status stereo_net_create_forward_only(mcl_dev *d, const stereo_space *spac
  * @return MANTA_ERR_INVALID_ARG naming the size and the limit; the size is then unchanged.
  */
 manta_status stereo_net_set_size(stereo_net *n, int h, int w);
+/** Floats of the device buffers that grow with the batch (activations and op scratch). */
+size_t stereo_net_act_floats(const stereo_net *n);
 /** The size of the passes (stereo_net_set_size()). */
 void stereo_net_size(const stereo_net *n, int *h, int *w);
 
@@ -135,6 +137,7 @@ manta_status stereo_net_recal_begin(stereo_net *n, long total_pairs);
 /** As stereo_net_recal_begin(), pooled (ofa_net_recal_begin_pooled(): the variance of all the
  *  pairs' values, not the mean of the batches' variances), finished by stereo_net_recal_end(). */
 manta_status stereo_net_recal_begin_pooled(stereo_net *n, long total_pairs);
+
 /** Finish a re-calibration (ofa_net_recal_end()). */
 manta_status stereo_net_recal_end(stereo_net *n);
 

@@ -306,6 +306,79 @@ static void test_other_sizes_run_whole(void **state)
     stereo_set_free(&set);
 }
 
+/* Beyond the source network's sizes the re-calibration runs batches of up to
+ * STEREO_RECAL_BATCH pairs on a network made for the size, so every layer's statistics are
+ * gathered as training normalises (a batch, not one pair at a time, which let a deep
+ * network's inference saturate on real photographs): with 4 re-calibration pairs, one
+ * batch, the prediction is that of a network of batch 4 re-calibrated on those 4 pairs. */
+static void test_recal_beyond_plan_in_batches(void **state)
+{
+    fixture *f = *state;
+    manta_err e = {0};
+    const int H = 40, W = 48, NR = 4; /* the plan is 32 x 32 */
+    ofa_arch a;
+    stereo_arch_max(&f->x.sp, &a);
+    stereo_pair p;
+    stereo_synth_opts o = f->x.src.synth;
+    o.width = W, o.height = H, o.seed = 77;
+    TU_OK_ERR(stereo_pair_alloc(&p, H, W, &e));
+    TU_OK_ERR(stereo_synth_generate(&o, 0, &p, &e));
+    assert_int_equal(stereo_infer_recal_pairs(&f->x.sp, NR, H, W), NR);
+    stereo_infer *r;
+    TU_OK_ERR(stereo_infer_create(f->d, stereo_trainer_net(f->t), &a, &r, &e));
+    stereo_infer_set_recal(r, &f->x.src, NR);
+    float *got = malloc((size_t)H * W * sizeof *got);
+    assert_non_null(got);
+    stereo_infer_run run;
+    TU_OK_ERR(stereo_infer_pair(r, &p, "pair", got, &run, &e));
+    assert_true(run.new_size && run.padded_h == H && run.padded_w == W);
+    stereo_infer_destroy(r);
+
+    /* the reference: a network of batch NR at H x W, one RECAL forward of the same pairs */
+    stereo_space s = f->x.sp;
+    s.crop_h = H, s.crop_w = W, s.n_crops = 0;
+    stereo_net *n;
+    TU_OK(f->d, stereo_net_create_forward_only(f->d, &s, NR, 0, &n));
+    ofa_slabs from, to;
+    stereo_net_slabs(stereo_trainer_net(f->t), &from);
+    stereo_net_slabs(n, &to);
+    TU_OK(f->d, mcl_copy(f->d, to.params, from.params, from.n_params));
+    ofa_arch ah = a;
+    ah.r = H;
+    TU_OK(f->d, stereo_net_set_arch(n, &ah));
+    const size_t view = (size_t)3 * H * W, plane = (size_t)H * W;
+    double *x = tu_doubles(2 * NR * view), *want = tu_doubles(plane);
+    stereo_synth_opts ro = f->x.src.synth;
+    ro.width = W, ro.height = H;
+    stereo_pair q;
+    TU_OK_ERR(stereo_pair_alloc(&q, H, W, &e));
+    for (int k = 0; k < NR; k++) {
+        TU_OK_ERR(stereo_synth_generate(&ro, f->x.src.base + (uint64_t)k, &q, &e));
+        for (size_t i = 0; i < view; i++) {
+            x[(size_t)k * view + i] = q.left[i];
+            x[((size_t)NR + k) * view + i] = q.right[i];
+        }
+    }
+    TU_OK(f->d, stereo_net_recal_begin(n, NR));
+    tu_upload(f->d, stereo_net_input(n), x, 2 * NR * view);
+    TU_OK(f->d, stereo_net_forward(n, to.params, OFA_BN_RECAL));
+    for (int k = 0; k < NR; k++) /* the pair in every slot: EVAL runs each on its own */
+        for (size_t i = 0; i < view; i++) {
+            x[(size_t)k * view + i] = p.left[i];
+            x[((size_t)NR + k) * view + i] = p.right[i];
+        }
+    tu_upload(f->d, stereo_net_input(n), x, 2 * NR * view);
+    TU_OK(f->d, stereo_net_forward(n, to.params, OFA_BN_EVAL));
+    tu_download(f->d, stereo_net_pred(n, stereo_preds(&s) - 1), want, plane);
+    double *g = tu_doubles(plane);
+    for (size_t i = 0; i < plane; i++)
+        g[i] = got[i];
+    tu_assert_close(g, want, plane, 1e-4, "prediction after the re-calibration in one batch");
+    stereo_net_destroy(n);
+    stereo_pair_free(&p), stereo_pair_free(&q);
+    free(got), free(x), free(want), free(g);
+}
+
 /* The trainer's BN statistics come back, bit for bit, after a re-calibration. */
 static void test_restore_bn(void **state)
 {
@@ -334,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_pad_and_crop_match_reference),
         cmocka_unit_test(test_network_size_as_crop_path),
         cmocka_unit_test(test_other_sizes_run_whole),
+        cmocka_unit_test(test_recal_beyond_plan_in_batches),
         cmocka_unit_test(test_restore_bn),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
