@@ -14,7 +14,10 @@
 # sampled sub-network on each, with every sub-network's EPE as a multiple of its EPE at the
 # crop; "within 1.2x" marks the target (docs/stereo.md, "Sizes"). With TEXTURES, also the
 # held-out pairs made with those photographs (photo-textured layers and single-photograph
-# pairs, manta stereo-data --textures).
+# pairs, manta stereo-data --textures). With REAL, real photographs with measured ground
+# truth held out from manta (tools/bench/real_stereo_pairs.py: by default the Middlebury 2014
+# Motorcycle scene that scikit-image's wheel ships, shrunk to three scales within the
+# network's disparity range).
 #
 #   CKPT=runs/stereo/latest.ckpt tools/bench/stereo_vs_sgbm.sh      # or: make bench-stereo
 #
@@ -31,6 +34,8 @@
 #             1242x375); empty: no sweep
 #   SIZE_PAIRS  pairs per size of the sweep (default 20)
 #   TEXTURES  a folder of photographs or 'default' for a photo-made held-out set, or empty
+#   REAL      real pairs: 'skimage' (default; fetched from PyPI with pip download into
+#             ~/.cache/manta-bench once), Middlebury scene folders (space-separated), or empty
 #   OUTDIR    where the held-out pairs and the JSON of every run go (default: a temporary
 #             folder, removed at the end)
 set -eu
@@ -94,6 +99,16 @@ if [ -n "${TEXTURES:-}" ]; then
         --max-disp "$D" --seed "$SEED" --first 1099511627776 --textures "$TEXTURES" \
         --textured-share 0.5 --single-share 0.5 --json >"$OUTDIR/photo.json"
     run_set photo "$OUTDIR/photo"
+fi
+REAL=${REAL-skimage}
+if [ -n "$REAL" ]; then
+    srcs=
+    for r in $REAL; do srcs="$srcs --source $r"; done
+    if "$PYTHON" "$HERE/real_stereo_pairs.py" "$OUTDIR/real" --max-disp "$D" $srcs >"$OUTDIR/real.txt"; then
+        run_set real "$OUTDIR/real"
+    else
+        echo "stereo_vs_sgbm.sh: no real pairs (REAL=$REAL), their row left out" >&2
+    fi
 fi
 
 # ---- the size sweep --------------------------------------------------------------------------
