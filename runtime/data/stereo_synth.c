@@ -29,6 +29,7 @@ void stereo_synth_opts_default(stereo_synth_opts *o, int width, int height, floa
     o->share_textured = 1.0f / 3.0f;
     o->share_single = 1.0f / 3.0f;
     o->photo_layers = 0.8f;
+    o->share_shifted = 0.5f;
 }
 
 /* ---- scene ---------------------------------------------------------------- */
@@ -974,6 +975,42 @@ static manta_status check_photo_opts(const stereo_synth_opts *o, manta_err *err)
     return MANTA_OK;
 }
 
+/* Largest disparity of a layer's plane over its bounding box. */
+static float plane_max(const layer *L)
+{
+    return L->a + fmaxf(L->b * L->bx0, L->b * L->bx1) + fmaxf(L->c * L->by0, L->c * L->by1);
+}
+
+/* Bring the scene nearer as a whole, on a share of the pairs, drawn from a stream of its
+ * own: every layer's plane d becomes delta + k d, delta drawn in [0, 0.75] max_disp and k
+ * (at most 1) keeping the nearest surface within max_disp; the order of the surfaces, hence
+ * what each view shows, does not change. Without it a scene's background stays in
+ * [0, 0.35] max_disp and only compact shapes come near, and a network learns that large
+ * regions never do (a photograph shifted as a whole by 16 px was matched at 10). The
+ * background of a single-photograph pair is never shown and is left behind. */
+static void shift_scene(const stereo_synth_opts *o, uint64_t index, layer *Ls, int nl,
+                        bool hidden_bg)
+{
+    manta_rng r;
+    manta_rng_seed(&r, mix64(o->seed ^ mix64(index + 0x9e3779b97f4a7c15ULL)),
+                   index ^ 0x7368696674ULL);
+    if (!(manta_rng_uniform(&r) < o->share_shifted))
+        return;
+    const int first = hidden_bg ? 1 : 0;
+    float top = 0.0f;
+    for (int l = first; l < nl; l++)
+        top = fmaxf(top, plane_max(&Ls[l]));
+    float delta = urand(&r, 0.0f, 0.75f * o->max_disp);
+    float k = top > 0.0f ? fminf(1.0f, (o->max_disp - delta) / top) : 1.0f;
+    for (int l = first; l < nl; l++) {
+        layer *L = &Ls[l];
+        L->a = delta + k * L->a;
+        L->b *= k;
+        L->c *= k;
+        L->inv1b = 1.0f / (1.0f - L->b);
+    }
+}
+
 manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, stereo_pair *out,
                                    manta_err *err)
 {
@@ -1054,6 +1091,8 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
             return st;
         }
     }
+
+    shift_scene(o, index, Ls, nl, mode == STEREO_SYNTH_SINGLE);
 
     /* texture rasters: one block */
     size_t texels = 0;

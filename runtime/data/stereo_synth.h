@@ -20,6 +20,13 @@
  * Visibility is resolved per pixel and per view by depth: where layers
  * overlap, the larger disparity (the nearer surface) wins, so slanted layers
  * may cut through each other.
+ * Then, on a share of the pairs (opts.share_shifted, drawn from a stream of
+ * its own), the whole scene is brought nearer: every layer's plane d becomes
+ * delta + k d with delta drawn in [0, 0.75] max_disp and k <= 1 keeping the
+ * nearest surface within max_disp (the same surfaces win, so the left view does
+ * not change). Without it the background never comes nearer than 0.35 max_disp
+ * and a network learns that large regions are far (docs/stereo.md, "Real
+ * photographs").
  *
  * Textures (a scalar pattern t in [0, 1] mapped between two random colours,
  * the second replaced by the first's complement when their luminances differ
@@ -140,6 +147,8 @@ typedef struct stereo_synth_opts {
                            *  the others keep a procedural texture */
     float shape_side;     /**< length the shapes' radii are drawn against (6% to 35% of it),
                            *  in pixels; 0 (default): the pair's shorter side */
+    float share_shifted;  /**< share of pairs whose scene is shifted nearer as a whole (0.5);
+                           *  0: every pair as before the shift existed */
 } stereo_synth_opts;
 
 /** The kind of pair @p index of a set is (its draw; see the header). */

@@ -1101,8 +1101,8 @@ static uint64_t pair_hash(const stereo_pair *p)
     return h;
 }
 
-/* Without photographs the generator's bytes are those of before photographs existed
- * (hashes of its output then; x86-64, whose float arithmetic and libm this build's
+/* Without photographs and without the scene shift, the generator's bytes are those of
+ * before photographs existed (hashes of its output then; x86-64, whose float arithmetic and libm this build's
  * figures come from). With a bank, the procedural share of pairs are those pairs too, and
  * photo-textured pairs have their ground truth. */
 static void test_synth_unchanged_without_photos(void **state)
@@ -1125,6 +1125,7 @@ static void test_synth_unchanged_without_photos(void **state)
             stereo_synth_opts_default(&o, cfg[c][0], cfg[c][1], (float)cfg[c][2],
                                       (uint64_t)(7 + c));
             o.photometric = cfg[c][3];
+            o.share_shifted = 0.0f; /* the pairs of before the scene shift existed */
             stereo_pair p, q;
             manta_err e;
             const uint64_t index = (uint64_t)i * 1000 + 3;
@@ -1158,6 +1159,69 @@ static void test_synth_unchanged_without_photos(void **state)
                   "a bank too\n",
                   procedural_seen);
     photo_bank_free(&bank);
+}
+
+/* A shifted scene is the unshifted one brought nearer: the same left view (what each view
+ * shows does not change), the disparity d' = delta + k d at every pixel (one delta >= 0 and
+ * one k in (0, 1] per pair), never beyond max_disp; about half the pairs, and the right
+ * view still matches the left at d' (test_synth_pairs checks that on the default sets). */
+static void test_synth_shifted_scene(void **state)
+{
+    (void)state;
+    const int W = 128, H = 64, n = 40;
+    const float maxd = 32.0f;
+    int shifted = 0;
+    double mean0 = 0.0, mean1 = 0.0;
+    for (int i = 0; i < n; i++) {
+        stereo_synth_opts o;
+        stereo_synth_opts_default(&o, W, H, maxd, 11);
+        stereo_pair p, q;
+        manta_err e;
+        TU_OK_ERR(stereo_pair_alloc(&p, H, W, &e));
+        TU_OK_ERR(stereo_pair_alloc(&q, H, W, &e));
+        o.share_shifted = 0.0f;
+        TU_OK_ERR(stereo_synth_generate(&o, (uint64_t)i, &p, &e));
+        o.share_shifted = 1.0f;
+        TU_OK_ERR(stereo_synth_generate(&o, (uint64_t)i, &q, &e));
+        assert_memory_equal(p.left, q.left, sizeof(float) * 3 * W * H);
+        /* fit d' = delta + k d over the pixels (least squares), then check every pixel */
+        double sx = 0, sy = 0, sxx = 0, sxy = 0;
+        const int px = W * H;
+        for (int j = 0; j < px; j++) {
+            sx += p.disp[j], sy += q.disp[j];
+            sxx += (double)p.disp[j] * p.disp[j], sxy += (double)p.disp[j] * q.disp[j];
+            assert_true(q.disp[j] >= p.disp[j] - 1e-4f && q.disp[j] <= maxd + 1e-4f);
+        }
+        double k = (px * sxy - sx * sy) / (px * sxx - sx * sx), delta = (sy - k * sx) / px;
+        assert_true(k > 0.0 && k <= 1.0 + 1e-6 && delta >= -1e-4);
+        for (int j = 0; j < px; j++)
+            assert_true(fabs(q.disp[j] - (delta + k * p.disp[j])) < 1e-3);
+        shifted += delta > 1e-3 || k < 1.0 - 1e-6;
+        mean0 += sx / px / n, mean1 += sy / px / n;
+        stereo_pair_free(&p), stereo_pair_free(&q);
+    }
+    /* the default share: about half of the pairs are shifted */
+    int by_default = 0;
+    for (int i = 0; i < 200; i++) {
+        stereo_synth_opts o, z;
+        stereo_synth_opts_default(&o, 32, 16, 8.0f, 3);
+        z = o;
+        z.share_shifted = 0.0f;
+        stereo_pair p, q;
+        manta_err e;
+        TU_OK_ERR(stereo_pair_alloc(&p, 16, 32, &e));
+        TU_OK_ERR(stereo_pair_alloc(&q, 16, 32, &e));
+        TU_OK_ERR(stereo_synth_generate(&o, (uint64_t)i, &p, &e));
+        TU_OK_ERR(stereo_synth_generate(&z, (uint64_t)i, &q, &e));
+        by_default += memcmp(p.disp, q.disp, sizeof(float) * 16 * 32) != 0;
+        stereo_pair_free(&p), stereo_pair_free(&q);
+    }
+    print_message("synth: %d of %d scenes shifted (share 1), mean disparity %.2f -> %.2f px; "
+                  "%d of 200 by default\n",
+                  shifted, n, mean0, mean1, by_default);
+    assert_true(shifted >= n * 3 / 4);
+    assert_true(mean1 > mean0 + 0.1 * maxd);
+    assert_true(by_default > 70 && by_default < 130);
 }
 
 static void test_synth_photo_modes(void **state)
@@ -1407,6 +1471,7 @@ int main(void)
         cmocka_unit_test(test_synth_bad_options),
         cmocka_unit_test(test_photo_bank_load),
         cmocka_unit_test(test_synth_unchanged_without_photos),
+        cmocka_unit_test(test_synth_shifted_scene),
         cmocka_unit_test(test_synth_photo_modes),
         cmocka_unit_test(test_synth_photo_right_view_matches_disparity),
         cmocka_unit_test(test_synth_single_photo_fills_holes),

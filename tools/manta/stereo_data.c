@@ -18,6 +18,7 @@ int cmd_stereo_data(int argc, char **argv)
     bool flat = false, json = false;
     const char *textures = NULL;
     double share_textured = 1.0 / 3.0, share_single = 1.0 / 3.0, shape_side = 0;
+    double share_shifted = 0.5;
     const opt_def defs[] = {
         {.name = "count", .kind = OPT_LONG, .dest = &count, .lo = 1, .hi = 1000000,
          .metavar = "N", .help = "pairs (default 100)"},
@@ -41,6 +42,9 @@ int cmd_stereo_data(int argc, char **argv)
         {.name = "single-share", .kind = OPT_DOUBLE, .dest = &share_single, .lo = 0, .hi = 1,
          .metavar = "F", .help = "with --textures: share of single-photograph pairs "
                                  "(default 1/3; the rest procedural)"},
+        {.name = "shifted-share", .kind = OPT_DOUBLE, .dest = &share_shifted, .lo = 0, .hi = 1,
+         .metavar = "F", .help = "share of scenes brought nearer as a whole (default 0.5; 0: "
+                                 "the pairs of before the shift)"},
         {.name = "shape-side", .kind = OPT_DOUBLE, .dest = &shape_side, .lo = 0, .hi = 8192,
          .metavar = "S", .help = "shapes' radii 6-35% of S px (default 0: of the shorter side)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
@@ -50,14 +54,16 @@ int cmd_stereo_data(int argc, char **argv)
         "manta stereo-data",
         "OUT_DIR [--count N] [--width W] [--height H] [--max-disp D] [--seed S]\n"
         "                         [--first I] [--no-photometric] [--textures DIR|default]\n"
-        "                         [--textured-share F] [--single-share F] [--shape-side S]\n"
-        "                         [--json]",
+        "                         [--textured-share F] [--single-share F] [--shifted-share F]\n"
+        "                         [--shape-side S] [--json]",
         "Writes N procedural stereo pairs (layered textured shapes over a slanted\n"
         "background, sub-pixel disparity, occlusions, photometric differences between the\n"
         "views) to OUT_DIR in the KITTI layout: image_2/ and image_3/ (left and right,\n"
         "8-bit RGB PNG), disp_occ_0/ (every pixel) and disp_noc_0/ (pixels seen by both\n"
         "views), 16-bit PNG of disparity * 256. Pair i is generator index I + i of the\n"
-        "set with seed S: the same arguments always write the same files.\n\n"
+        "set with seed S: the same arguments always write the same files. Half of the\n"
+        "scenes (--shifted-share) are brought nearer as a whole (every disparity d becomes\n"
+        "a + k d, the nearest surface within D), so that large regions come near too.\n\n"
         "--textures DIR (its .jpg / .jpeg / .png files; 'default': the 12 nature photographs\n"
         "of Debian's mate-backgrounds) makes a share of the pairs with photographs: layers\n"
         "textured with crops of them (FlyingThings3D-style), and single-photograph pairs (the\n"
@@ -87,6 +93,7 @@ int cmd_stereo_data(int argc, char **argv)
     o.share_textured = (float)share_textured;
     o.share_single = (float)share_single;
     o.shape_side = (float)shape_side;
+    o.share_shifted = (float)share_shifted;
     manta_err err = {0};
     photo_bank bank = {0};
     photo_bank_report rep = {0};
