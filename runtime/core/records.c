@@ -10,25 +10,11 @@
 
 /* ---- writing ---- */
 
-static void put_str(manta_strbuf *b, const char *s)
-{
-    manta_strbuf_printf(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            manta_strbuf_printf(b, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            manta_strbuf_printf(b, "\\u%04x", *p);
-        else
-            manta_strbuf_printf(b, "%c", *p);
-    }
-    manta_strbuf_printf(b, "\"");
-}
-
 /* A string member that is null when empty. */
 static void put_str_or_null(manta_strbuf *b, const char *s)
 {
     if (s[0])
-        put_str(b, s);
+        manta_strbuf_json_str(b, s);
     else
         manta_strbuf_printf(b, "null");
 }
@@ -95,26 +81,26 @@ void manta_rec_job_json(const manta_rec_job *r, manta_strbuf *b)
     manta_strbuf_printf(b, "{\"event\":\"job\",\"schema\":%d", r->schema);
     member_num(b, "time", "%.3f", r->time);
     manta_strbuf_printf(b, ",\"task\":");
-    put_str(b, r->task);
+    manta_strbuf_json_str(b, r->task);
     manta_strbuf_printf(b, ",\"space\":");
-    put_str(b, r->space);
+    manta_strbuf_json_str(b, r->space);
     manta_strbuf_printf(b, ",\"schedule\":");
-    put_str(b, r->schedule);
+    manta_strbuf_json_str(b, r->schedule);
     manta_strbuf_printf(b, ",\"data\":");
-    put_str(b, r->data);
+    manta_strbuf_json_str(b, r->data);
     manta_strbuf_printf(b,
                         ",\"steps\":%ld,\"start_step\":%ld,\"batch\":%d,\"world_size\":%d,"
                         "\"devices_per_rank\":%d,\"replicas\":%d,\"mode\":",
                         r->steps, r->start_step, r->batch, r->world_size, r->devices_per_rank,
                         r->replicas);
-    put_str(b, r->mode);
+    manta_strbuf_json_str(b, r->mode);
     manta_strbuf_printf(b, ",\"host\":");
-    put_str(b, r->host);
+    manta_strbuf_json_str(b, r->host);
     const int nd = r->n_devices < MANTA_REC_MAX_DEVICES ? r->n_devices : MANTA_REC_MAX_DEVICES;
     manta_strbuf_printf(b, ",\"devices\":[");
     for (int i = 0; i < nd; i++) {
         manta_strbuf_printf(b, i ? "," : "");
-        put_str(b, r->devices[i]);
+        manta_strbuf_json_str(b, r->devices[i]);
     }
     manta_strbuf_printf(b, "],\"device_bytes\":[");
     for (int i = 0; i < nd; i++)
@@ -124,7 +110,7 @@ void manta_rec_job_json(const manta_rec_job *r, manta_strbuf *b)
     for (int i = 0; i < np; i++) {
         const manta_rec_phase *ph = &r->phases[i];
         manta_strbuf_printf(b, "%s{\"name\":", i ? "," : "");
-        put_str(b, ph->name);
+        manta_strbuf_json_str(b, ph->name);
         manta_strbuf_printf(b, ",\"steps\":%ld,\"subnets\":%d", ph->steps, ph->subnets);
         member_num(b, "lr", "%g", ph->lr);
         manta_strbuf_printf(b, ",\"distill\":%s}", ph->distill ? "true" : "false");
@@ -135,7 +121,7 @@ void manta_rec_job_json(const manta_rec_job *r, manta_strbuf *b)
 void manta_rec_progress_json(const manta_rec_progress *r, manta_strbuf *b)
 {
     manta_strbuf_printf(b, "{\"step\":%ld,\"steps\":%ld,\"phase\":", r->step, r->steps);
-    put_str(b, r->phase);
+    manta_strbuf_json_str(b, r->phase);
     manta_strbuf_printf(b, ",\"phase_index\":%d", r->phase_index);
     member_num(b, "loss", "%.5f", r->loss);
     member_num(b, "batch_top1", "%.4f", r->batch_top1);
@@ -168,7 +154,7 @@ void manta_rec_progress_json(const manta_rec_progress *r, manta_strbuf *b)
 void manta_rec_step_json(const manta_rec_step *r, manta_strbuf *b)
 {
     manta_strbuf_printf(b, "{\"event\":\"step\",\"step\":%ld,\"phase\":", r->step);
-    put_str(b, r->phase);
+    manta_strbuf_json_str(b, r->phase);
     manta_strbuf_printf(b, ",\"phase_index\":%d", r->phase_index);
     member_num(b, "loss", "%.6f", r->loss);
     member_num(b, "kd_loss", "%.6f", r->kd_loss);
@@ -184,7 +170,7 @@ void manta_rec_step_json(const manta_rec_step *r, manta_strbuf *b)
 void manta_rec_eval_json(const manta_rec_eval *r, manta_strbuf *b)
 {
     manta_strbuf_printf(b, "{\"eval\":\"val\",\"phase\":");
-    put_str(b, r->phase);
+    manta_strbuf_json_str(b, r->phase);
     manta_strbuf_printf(b, ",\"phase_index\":%d,\"step\":%ld", r->phase_index, r->step);
     member_num(b, "max_top1", "%.4f", r->max_top1);
     member_num(b, "min_top1", "%.4f", r->min_top1);
@@ -204,9 +190,9 @@ static void put_scores(manta_strbuf *b, const char *key, const manta_rec_scores 
 void manta_rec_phase_end_json(const manta_rec_phase_end *r, manta_strbuf *b)
 {
     manta_strbuf_printf(b, "{\"event\":\"phase_end\",\"phase\":");
-    put_str(b, r->phase);
+    manta_strbuf_json_str(b, r->phase);
     manta_strbuf_printf(b, ",\"phase_index\":%d,\"name\":", r->phase_index);
-    put_str(b, r->phase);
+    manta_strbuf_json_str(b, r->phase);
     manta_strbuf_printf(b, ",\"step\":%ld", r->step);
     put_scores(b, "largest", &r->largest);
     put_scores(b, "smallest", &r->smallest);
@@ -218,7 +204,7 @@ void manta_rec_checkpoint_json(const manta_rec_checkpoint *r, manta_strbuf *b)
     manta_strbuf_printf(b, "{\"event\":\"checkpoint\"");
     member_num(b, "time", "%.3f", r->time);
     manta_strbuf_printf(b, ",\"step\":%ld,\"path\":", r->step);
-    put_str(b, r->path);
+    manta_strbuf_json_str(b, r->path);
     manta_strbuf_printf(b, "}");
 }
 
@@ -227,9 +213,9 @@ void manta_rec_error_json(const manta_rec_error *r, manta_strbuf *b)
     manta_strbuf_printf(b, "{\"event\":\"error\"");
     member_num(b, "time", "%.3f", r->time);
     manta_strbuf_printf(b, ",\"step\":%ld,\"rank\":%d,\"host\":", r->step, r->rank);
-    put_str(b, r->host);
+    manta_strbuf_json_str(b, r->host);
     manta_strbuf_printf(b, ",\"message\":");
-    put_str(b, r->message);
+    manta_strbuf_json_str(b, r->message);
     manta_strbuf_printf(b, "}");
 }
 

@@ -54,6 +54,20 @@ void manta_strbuf_csv_str(manta_strbuf *b, const char *s)
     manta_strbuf_printf(b, "\"");
 }
 
+void manta_strbuf_json_str(manta_strbuf *b, const char *s)
+{
+    manta_strbuf_printf(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            manta_strbuf_printf(b, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            manta_strbuf_printf(b, "\\u%04x", *p);
+        else
+            manta_strbuf_printf(b, "%c", *p);
+    }
+    manta_strbuf_printf(b, "\"");
+}
+
 void manta_strbuf_free(manta_strbuf *b)
 {
     if (!b)

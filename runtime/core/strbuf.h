@@ -44,6 +44,13 @@ void manta_strbuf_printf(manta_strbuf *b, const char *fmt, ...)
  */
 void manta_strbuf_csv_str(manta_strbuf *b, const char *s);
 
+/**
+ * Append @p s as one JSON string: in double quotes, '"' and '\\' escaped, control
+ * characters (and DEL) as \\u00XX; other bytes as they are (UTF-8 passes through).
+ * Fails as manta_strbuf_printf() does.
+ */
+void manta_strbuf_json_str(manta_strbuf *b, const char *s);
+
 /** Free the text and reset @p b to empty (oom cleared). NULL is allowed. */
 void manta_strbuf_free(manta_strbuf *b);
 

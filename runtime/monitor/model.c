@@ -616,20 +616,10 @@ int mon_model_alerts(const mon_model *m, double now, mon_alert *out)
 
 void mon_json_str(manta_strbuf *b, const char *s)
 {
-    if (!s) {
+    if (!s)
         manta_strbuf_printf(b, "null");
-        return;
-    }
-    manta_strbuf_printf(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            manta_strbuf_printf(b, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            manta_strbuf_printf(b, "\\u%04x", *p);
-        else
-            manta_strbuf_printf(b, "%c", *p);
-    }
-    manta_strbuf_printf(b, "\"");
+    else
+        manta_strbuf_json_str(b, s);
 }
 
 /* A number; null when absent (NaN stands for absent). */

@@ -1,5 +1,6 @@
 /* The text buffer's CSV field (core/strbuf.h): quoted, inner quotes doubled,
- * appended after what is there, and nothing appended once out of memory. */
+ * appended after what is there, and nothing appended once out of memory; its JSON string:
+ * quotes and backslashes escaped, control characters as \u00XX, UTF-8 as it is. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,10 +29,25 @@ static void test_csv_field(void **state)
     assert_int_equal(b.n, 0);
 }
 
+static void test_json_string(void **state)
+{
+    (void)state;
+    manta_strbuf b = {0};
+    manta_strbuf_printf(&b, "[");
+    manta_strbuf_json_str(&b, "a\"b\\c\n\t\x7f\x01 \xc3\xa9");
+    manta_strbuf_printf(&b, ",");
+    manta_strbuf_json_str(&b, "");
+    manta_strbuf_printf(&b, "]");
+    assert_false(b.oom);
+    assert_string_equal(b.p, "[\"a\\\"b\\\\c\\u000a\\u0009\\u007f\\u0001 \xc3\xa9\",\"\"]");
+    manta_strbuf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_csv_field),
+        cmocka_unit_test(test_json_string),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
