@@ -172,7 +172,7 @@ int stereo_space_dead_taps(const stereo_space *s, int h, int w, char *what, size
     h = (h - 1) / 2 + 1, w = (w - 1) / 2 + 1;
     const int k = s->ks[s->n_ks - 1];
     for (int u = 0; u < s->n_units; u++) {
-        char name[32];
+        char name[48];
         const int st = s->unit[u].stride;
         snprintf(name, sizeof name, "unit %d block 1", u + 1);
         found = check_taps(name, h, w, k, st, what, cap, found);
