@@ -267,7 +267,8 @@ static int recal_batch(const stereo_infer *r, long n)
 
 /* Batch norm of the network re-calibrated at its size on pairs of the source at @p h x @p w
  * (the pair's size), padded to the network's size as the pairs it runs are: on the source
- * network where it can run that size, else on this network, pooled. */
+ * network where it can run that size, else in batches of recal_batch() pairs (on a network
+ * made for them when that is more than one), pooled. */
 static manta_status recalibrate(stereo_infer *r, int h, int w, manta_err *err)
 {
     const stereo_space *sp = stereo_net_space(r->src);
