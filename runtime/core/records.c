@@ -46,6 +46,12 @@ static void member_num(manta_strbuf *b, const char *key, const char *fmt, double
     put_num(b, fmt, v);
 }
 
+static void member_str(manta_strbuf *b, const char *key, const char *s)
+{
+    manta_strbuf_printf(b, ",\"%s\":", key);
+    manta_strbuf_json_str(b, s);
+}
+
 static void put_ranks(manta_strbuf *b, const manta_rec_rank *ranks, int n)
 {
     if (n <= 0)
@@ -80,22 +86,17 @@ void manta_rec_job_json(const manta_rec_job *r, manta_strbuf *b)
 {
     manta_strbuf_printf(b, "{\"event\":\"job\",\"schema\":%d", r->schema);
     member_num(b, "time", "%.3f", r->time);
-    manta_strbuf_printf(b, ",\"task\":");
-    manta_strbuf_json_str(b, r->task);
-    manta_strbuf_printf(b, ",\"space\":");
-    manta_strbuf_json_str(b, r->space);
-    manta_strbuf_printf(b, ",\"schedule\":");
-    manta_strbuf_json_str(b, r->schedule);
-    manta_strbuf_printf(b, ",\"data\":");
-    manta_strbuf_json_str(b, r->data);
+    member_str(b, "task", r->task);
+    member_str(b, "space", r->space);
+    member_str(b, "schedule", r->schedule);
+    member_str(b, "data", r->data);
     manta_strbuf_printf(b,
                         ",\"steps\":%ld,\"start_step\":%ld,\"batch\":%d,\"world_size\":%d,"
                         "\"devices_per_rank\":%d,\"replicas\":%d,\"mode\":",
                         r->steps, r->start_step, r->batch, r->world_size, r->devices_per_rank,
                         r->replicas);
     manta_strbuf_json_str(b, r->mode);
-    manta_strbuf_printf(b, ",\"host\":");
-    manta_strbuf_json_str(b, r->host);
+    member_str(b, "host", r->host);
     const int nd = r->n_devices < MANTA_REC_MAX_DEVICES ? r->n_devices : MANTA_REC_MAX_DEVICES;
     manta_strbuf_printf(b, ",\"devices\":[");
     for (int i = 0; i < nd; i++) {
@@ -214,8 +215,7 @@ void manta_rec_error_json(const manta_rec_error *r, manta_strbuf *b)
     member_num(b, "time", "%.3f", r->time);
     manta_strbuf_printf(b, ",\"step\":%ld,\"rank\":%d,\"host\":", r->step, r->rank);
     manta_strbuf_json_str(b, r->host);
-    manta_strbuf_printf(b, ",\"message\":");
-    manta_strbuf_json_str(b, r->message);
+    member_str(b, "message", r->message);
     manta_strbuf_printf(b, "}");
 }
 
