@@ -1,6 +1,7 @@
 /* The run records of metrics.jsonl (records.h): a writer per kind, one reader. */
 #include "core/records.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -390,7 +391,12 @@ static bool flag(const cJSON *o, const char *key)
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, key));
 }
 
+/* Step counts are longs: 2^50 where a long has 64 bits, its largest value where it has 32. */
+#if LONG_MAX > 0x7fffffffL
 #define STEP_MAX (1L << 50)
+#else
+#define STEP_MAX LONG_MAX
+#endif
 #define PHASE_MAX 1000
 
 /* The phase of a record: "phase_index" (0-based) with the name in "phase"; or (schema 0,
