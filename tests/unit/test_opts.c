@@ -109,6 +109,11 @@ static void test_error_names_the_option(void **state)
         {"A --json -x", "unknown option '-x'"},
         {"A B --n", "--n needs a value"},
         {"A -o", "-o needs a value"},
+        /* a prefix of a long name is not the name: refused, naming what it begins */
+        {"A --js", "unknown option '--js' (did you mean --json?)"},
+        {"A B --na x", "unknown option '--na' (did you mean --name?)"},
+        {"A --ra=0.5", "unknown option '--ra' (did you mean --rate?)"},
+        {"--m fast A", "unknown option '--m' (did you mean --mode?)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         vals v = {0};

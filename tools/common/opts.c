@@ -92,6 +92,35 @@ static bool store(const opt_cmd *c, const opt_def *o, bool by_key, const char *v
     return false;
 }
 
+/* getopt_long takes an unambiguous prefix of a long name as the name ("--val 5" as
+ * "--val-data 5"): refuse it, naming the options it begins. Called right after
+ * getopt_long returned option @p o, whose word is argv[optind - 1], or argv[optind - 2]
+ * when the value was the next word. */
+static bool exact_word(const opt_cmd *c, const opt_def *o, int argc, char **argv)
+{
+    int at = optind - 1;
+    if (o->kind != OPT_FLAG && at >= 1 && optarg == argv[at])
+        at--;
+    if (at < 1 || at >= argc)
+        return true;
+    const char *w = argv[at];
+    if (strncmp(w, "--", 2) != 0)
+        return true;
+    w += 2;
+    size_t len = strcspn(w, "=");
+    if (len == strlen(o->name) && !strncmp(w, o->name, len))
+        return true;
+    fprintf(stderr, "%s: unknown option '--%.*s' (did you mean", c->prog, (int)len, w);
+    const char *sep = " ";
+    for (const opt_def *d = c->opts; d->name; d++)
+        if (!strncmp(d->name, w, len)) {
+            fprintf(stderr, "%s--%s", sep, d->name);
+            sep = " or ";
+        }
+    fprintf(stderr, "?)\n");
+    return false;
+}
+
 opt_result opt_parse(const opt_cmd *c, int argc, char **argv, int *first)
 {
     size_t n = count_defs(c->opts);
@@ -137,8 +166,11 @@ opt_result opt_parse(const opt_cmd *c, int argc, char **argv, int *first)
             return OPT_ERROR;
         }
         const opt_def *o = NULL;
-        if (r >= OPT_VAL0 && r < OPT_VAL0 + (int)n)
+        if (r >= OPT_VAL0 && r < OPT_VAL0 + (int)n) {
             o = &c->opts[r - OPT_VAL0];
+            if (!exact_word(c, o, argc, argv))
+                return OPT_ERROR;
+        }
         bool by_key = !o;
         for (size_t i = 0; !o && i < n; i++)
             if (c->opts[i].key == r)

@@ -19,7 +19,8 @@
  *   switch (opt_parse(&cmd, argc, argv, &first)) { ... }
  * @endcode
  * `--help` and `-h` are always accepted. Options may come in any order and
- * between positional arguments; `--` ends them. Every error is one line on
+ * between positional arguments; `--` ends them. A long option goes by its whole
+ * name (a prefix is refused, naming the options it begins). Every error is one line on
  * standard error naming the program, the option and what is wrong. The parser
  * keeps no state between calls (it resets getopt's before each parse), so one
  * process may parse several argument lists.
