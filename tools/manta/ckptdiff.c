@@ -8,9 +8,83 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cmd.h"
 #include "common/opts.h"
+#include "core/json.h"
 #include "train/checkpoint.h"
+
+/* What a checkpoint is: its metadata's "format" ("" without metadata), its space's
+ * "name" and the space's JSON text (NULL without one; malloc'd). */
+typedef struct ckpt_kind {
+    char format[64], space_name[64];
+    char *space;
+} ckpt_kind;
+
+static void kind_read(ckpt_reader *r, ckpt_kind *k)
+{
+    memset(k, 0, sizeof *k);
+    char *text = NULL;
+    manta_err err;
+    if (!ckpt_has(r, "meta") || ckpt_read_json(r, "meta", &text, NULL, &err) != MANTA_OK)
+        return;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    const char *f = manta_json_string(j, "format");
+    const cJSON *sp = manta_json_object(j, "space");
+    const char *name = sp ? manta_json_string(sp, "name") : NULL;
+    snprintf(k->format, sizeof k->format, "%s", f ? f : "");
+    snprintf(k->space_name, sizeof k->space_name, "%s", name ? name : "");
+    k->space = sp ? cJSON_PrintUnformatted(sp) : NULL;
+    cJSON_Delete(j);
+}
+
+/* Checkpoints of different kinds or spaces have nothing to compare: one line naming the
+ * difference, false. */
+static bool kinds_match(const char *const path[2], const ckpt_kind k[2])
+{
+    if (strcmp(k[0].format, k[1].format) != 0) {
+        fprintf(stderr, "manta ckpt-diff: %s is %s%s%s, %s is %s%s%s: nothing to compare\n",
+                path[0], *k[0].format ? "a '" : "a checkpoint without metadata", k[0].format,
+                *k[0].format ? "' checkpoint" : "", path[1],
+                *k[1].format ? "a '" : "a checkpoint without metadata", k[1].format,
+                *k[1].format ? "' checkpoint" : "");
+        return false;
+    }
+    if ((k[0].space == NULL) != (k[1].space == NULL) ||
+        (k[0].space && strcmp(k[0].space, k[1].space) != 0)) {
+        fprintf(stderr, "manta ckpt-diff: %s and %s were trained in different search spaces "
+                "('%s' and '%s'%s)\n", path[0], path[1], k[0].space_name, k[1].space_name,
+                strcmp(k[0].space_name, k[1].space_name) ? "" : ", whose specs differ");
+        return false;
+    }
+    return true;
+}
+
+/* Every float32 section of each file is in the other with the same length: else one line
+ * per section that is not, false. */
+static bool sections_match(const char *const path[2], ckpt_reader *const r[2])
+{
+    bool ok = true;
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < ckpt_num_sections(r[k]); i++) {
+            ckpt_section_info si;
+            uint64_t nb;
+            if (!ckpt_section_at(r[k], i, &si) || si.type != CKPT_F32)
+                continue;
+            if (ckpt_find(r[1 - k], si.name, CKPT_F32, &nb, NULL) != MANTA_OK) {
+                fprintf(stderr, "manta ckpt-diff: float32 section '%s' is in %s, not in %s\n",
+                        si.name, path[k], path[1 - k]);
+                ok = false;
+            } else if (k == 0 && nb != si.count) {
+                fprintf(stderr, "manta ckpt-diff: section '%s' holds %zu floats in %s, %zu in %s\n",
+                        si.name, (size_t)si.count, path[0], (size_t)nb, path[1]);
+                ok = false;
+            }
+        }
+    return ok;
+}
 
 int cmd_ckpt_diff(int argc, char **argv)
 {
@@ -30,7 +104,9 @@ int cmd_ckpt_diff(int argc, char **argv)
         "Largest absolute and relative (to the largest magnitude) difference, and the relative\n"
         "L2 norm |a-b|/|a|, of every float32 section present in both checkpoints (--section:\n"
         "of one section of each, e.g. params:teacher). With --tol, exits 1 when a section's\n"
-        "|a-b|/|a| exceeds T.\n",
+        "|a-b|/|a| exceeds T. Exits 1 without comparing when the checkpoints are of different\n"
+        "kinds (classification, stereo) or search spaces, or when a float32 section is in one\n"
+        "only or of another length in the other.\n",
         defs, 2, 2};
     int first;
     opt_result res = opt_parse(&cmd, argc, argv, &first);
@@ -62,6 +138,13 @@ int cmd_ckpt_diff(int argc, char **argv)
             goto out;
         }
     }
+    ckpt_kind kind[2];
+    kind_read(r[0], &kind[0]);
+    kind_read(r[1], &kind[1]);
+    bool same = kinds_match(path, kind);
+    free(kind[0].space), free(kind[1].space);
+    if (!same || (!section && !sections_match(path, r)))
+        goto out;
     int bad = 0, first_row = 1, compared = 0;
     if (json)
         printf("{\"sections\":[");
@@ -73,13 +156,9 @@ int cmd_ckpt_diff(int argc, char **argv)
             continue;
         const char *other = section ? want[1] : si.name;
         if (ckpt_find(r[1], other, CKPT_F32, &nb, NULL) != MANTA_OK || nb != si.count) {
-            if (section) {
-                fprintf(stderr, "manta ckpt-diff: %s has no float32 section '%s' of %zu floats "
-                        "(those of %s's '%s')\n", path[1], other, (size_t)si.count, path[0],
-                        si.name);
-                goto out;
-            }
-            continue;
+            fprintf(stderr, "manta ckpt-diff: %s has no float32 section '%s' of %zu floats "
+                    "(those of %s's '%s')\n", path[1], other, (size_t)si.count, path[0], si.name);
+            goto out;
         }
         compared++;
         char label[140];
@@ -126,10 +205,14 @@ int cmd_ckpt_diff(int argc, char **argv)
                    label, n, maxabs, at, rel, l2);
         first_row = 0;
     }
-    if (section && !compared) {
+    if (!compared) {
         if (json)
             printf("]}\n");
-        fprintf(stderr, "manta ckpt-diff: %s has no float32 section '%s'\n", path[0], want[0]);
+        if (section)
+            fprintf(stderr, "manta ckpt-diff: %s has no float32 section '%s'\n", path[0], want[0]);
+        else
+            fprintf(stderr, "manta ckpt-diff: %s holds no float32 section: nothing to compare\n",
+                    path[0]);
         goto out;
     }
     if (json) {
