@@ -251,6 +251,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LI
 # The programs' option tables (tools/common/) are not in the library.
 $(BUILD)/tests/test_opts: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/opts.o
 $(BUILD)/tests/test_opts: $(BUILD)/obj/tools/common/opts.o
+$(BUILD)/tests/test_outpath: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/outpath.o
+$(BUILD)/tests/test_outpath: $(BUILD)/obj/tools/common/outpath.o
 # manta report's plotting module and readers.
 $(BUILD)/tests/test_report: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/manta/plot.o $(BUILD)/obj/tools/manta/report_data.o
 $(BUILD)/tests/test_report: $(BUILD)/obj/tools/manta/plot.o $(BUILD)/obj/tools/manta/report_data.o

@@ -3,7 +3,7 @@
 # of exactly the network's size (the run's held-out pairs written by manta stereo-data) score
 # as --data synthetic does on the same pairs, up to the 8-bit PNG views and 1/256 px
 # disparities of the folder; pairs of other sizes, not multiples of 2^levels, are scored at
-# every valid pixel with --images PNGs of their whole size; a pair whose buffers the device
+# every valid pixel with --out PNGs of their whole size; a pair whose buffers the device
 # cannot hold is named in one line, exit status 1, nothing written.
 # (tests/unit/test_stereo_infer.c compares the whole-pair path with the crop path it
 # replaces, in the library.)
@@ -64,7 +64,7 @@ done
 "$M" stereo-data "$out/small" --count 1 --width 32 --height 16 --max-disp 8 --seed 6 >/dev/null ||
     fail "stereo-data 32x16: exit status $?"
 add_pair "$out/small" "$out/odd" 000003
-ev --pairs 10 --data "$out/odd" --images "$out/img" --show 4 >"$out/odd.json" ||
+ev --pairs 10 --data "$out/odd" --out "$out/img" --show 4 >"$out/odd.json" ||
     fail "eval 37x21: exit status $?"
 cat "$out/odd.json"
 [ "$(json_num "$out/odd.json" all pixels)" = $((3 * 37 * 21 + 32 * 16)) ] ||
@@ -101,7 +101,7 @@ grep -q '"noc":{"epe":null,"bad1":null,"bad2":null,"bad3":null,"d1":null,"pixels
 add_pair "$out/big" "$out/odd" 000004
 rc=0
 MANTA_DEVICE_LIMITS=alloc=2m "$M" eval --ckpt "$CKPT" --recal-pairs 4 --json --pairs 10 \
-    --data "$out/odd" --images "$out/img2" >"$out/big.out" 2>"$out/big.err" || rc=$?
+    --data "$out/odd" --out "$out/img2" >"$out/big.out" 2>"$out/big.err" || rc=$?
 cat "$out/big.err"
 [ "$rc" = 1 ] || fail "a pair too large for the device: exit status $rc, not 1"
 [ "$(wc -l <"$out/big.err")" = 1 ] || fail "a pair too large for the device: not one line"

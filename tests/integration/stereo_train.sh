@@ -33,7 +33,7 @@ grep '"event":"phase_end"' "$out/b/metrics.jsonl" >"$out/b.ends"
 cmp "$out/a.ends" "$out/b.ends" || fail "a resumed run's evaluations differ from the uninterrupted run's"
 
 # evaluation of the checkpoint, with images
-"$M" eval --ckpt "$out/a/latest.ckpt" --arch min --pairs 6 --recal-pairs 4 --images "$out/img" \
+"$M" eval --ckpt "$out/a/latest.ckpt" --arch min --pairs 6 --recal-pairs 4 --out "$out/img" \
     --show 2 --json >"$out/eval.json" || fail "eval: exit status $?"
 grep -q '"all":{"epe":[0-9.]*,"bad1"' "$out/eval.json" || fail "eval: no figures"
 for k in left gt pred error; do

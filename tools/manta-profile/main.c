@@ -22,6 +22,7 @@
 
 #include "common/json.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
 #include "profile/latency_table.h"
@@ -168,6 +169,12 @@ static int parse_args(int argc, char **argv, opts *o)
                 "manta-profile: --arch ARCH goes with --lut LUT.json (and not --validate)\n");
         return 2;
     }
+    /* every file written, checked before the work: the table when it is profiled (run()) */
+    const bool profiles = !((o->validate || o->arch) && o->lut);
+    if ((profiles && !out_check_file("manta-profile", "out", o->out)) ||
+        (o->csv && !out_check_file("manta-profile", "csv", o->csv)) ||
+        (o->layers_csv && !out_check_file("manta-profile", "layers-csv", o->layers_csv)))
+        return 2;
     return 1;
 }
 

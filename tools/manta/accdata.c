@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "profile/common.h"
 #include "rundata.h"
 #include "search/acc_predictor.h"
@@ -92,6 +93,8 @@ static int parse_dataset(int argc, char **argv, dataset_opts *o)
         fprintf(stderr, "manta acc-dataset: --ckpt FILE and --out DATA.jsonl are required\n");
         return 2;
     }
+    if (!out_check_file("manta acc-dataset", "out", o->out))
+        return 2;
     return 1;
 }
 
@@ -310,6 +313,8 @@ static int parse_fit(int argc, char **argv, fit_opts *o)
         fprintf(stderr, "manta acc-fit: --data DATA.jsonl and --out MODEL.accp are required\n");
         return 2;
     }
+    if (!out_check_file("manta acc-fit", "out", o->out))
+        return 2;
     return 1;
 }
 
@@ -325,7 +330,9 @@ int cmd_acc_fit(int argc, char **argv)
     manta_status st;
     if (o.ckpt) {
         train_meta meta;
-        st = trainstate_peek(o.ckpt, &sp, &meta, &err);
+        if (!run_ckpt_peek("acc-fit", o.ckpt, &sp, &meta))
+            return 1;
+        st = MANTA_OK;
     } else {
         st = ofa_space_load(o.space, &sp, &err);
     }

@@ -7,6 +7,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "engine_run.h"
 #include "rundata.h"
 #include "stereo/state.h"
@@ -30,9 +31,9 @@ static int parse_args(int argc, char **argv, eval_opts *o)
          .help = "max (default), min or a file in OFA's encoding"},
         {.name = "split", .kind = OPT_STRING, .dest = &o->split, .metavar = "val|test",
          .help = "validation split (default) or the official test set", .choices = SPLITS},
-        {.name = "images", .kind = OPT_LONG, .dest = &o->images, .lo = 0, .hi = 1e18,
+        {.name = "images", .kind = OPT_LONG, .dest = &o->images, .lo = 1, .hi = 1e18,
          .metavar = "N", .help = "evaluate the first N images (default all)"},
-        {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 0, .hi = 1e18,
+        {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 1, .hi = 1e18,
          .metavar = "N", .help = "images for BN re-calibration (default 2000)"},
         {.name = "model", .kind = OPT_STRING, .dest = &o->model, .metavar = "MODEL",
          .help = "an exported model, run in the inference engine"},
@@ -73,6 +74,8 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         fprintf(stderr, "manta eval: --predictions needs --model\n");
         return 2;
     }
+    if (o->predictions && !out_check_file("manta eval", "predictions", o->predictions))
+        return 2;
     return 1;
 }
 
@@ -152,9 +155,12 @@ static int eval_model(const eval_opts *o)
     bool ok = ckpt ? run_ckpt_open("eval", ckpt, o->device, &rk)
                    : run_data_load(o->data ? o->data : "fashion-mnist", r.meta.channels, 10000, 1,
                                    false, &rk.data);
-    if (!ok) {
+    bool usage = ok && ckpt && !run_ckpt_check_recal("eval", &rk, o->recal);
+    if (usage)
+        run_ckpt_close(&rk);
+    if (!ok || usage) {
         engine_run_close(&r);
-        return 1;
+        return usage ? 2 : 1;
     }
     int rc = 1, classes = rk.data.train.classes, B = ckpt ? rk.meta.batch : 64;
     const int R = r.meta.resolution;
@@ -181,8 +187,6 @@ static int eval_model(const eval_opts *o)
     eval_source es = run_ckpt_eval_source(&rk, test, &aug);
     if (!engine_eval(&r, &es, n, classes, img, lab, le, pairs, &top_engine))
         goto out;
-    if (pred_path && !write_predictions(pred_path, pairs, n))
-        goto out;
     if (ckpt) {
         ofa_arch a;
         if (!cmd_load_arch("eval", &rk.space, o->arch, &a))
@@ -204,6 +208,8 @@ static int eval_model(const eval_opts *o)
             diff = dd > diff ? dd : diff;
         }
     }
+    if (pred_path && !write_predictions(pred_path, pairs, n))
+        goto out;
     if (o->json) {
         printf("{\"model\":");
         cmd_json_str(stdout, model);
@@ -268,6 +274,10 @@ int cmd_eval(int argc, char **argv)
         return 1;
     int rc = 1, test = !strcmp(split, "test");
     ofa_arch a;
+    if (!run_ckpt_check_recal("eval", &rk, o.recal)) {
+        rc = 2;
+        goto out;
+    }
     if (!cmd_load_arch("eval", &rk.space, o.arch, &a))
         goto out;
     if (test && rk.data.test.count == 0) {

@@ -8,6 +8,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "core/fileio.h"
 #include "core/stats.h"
 #include "data/png_io.h"
@@ -15,7 +16,7 @@
 #include "stereo/state.h"
 
 typedef struct ev_opts {
-    const char *ckpt, *arch, *data, *recal_data, *images, *device;
+    const char *ckpt, *arch, *data, *recal_data, *out, *device;
     long pairs, recal, show;
     bool json;
 } ev_opts;
@@ -61,7 +62,7 @@ static manta_status write_images(const ev_opts *o, const stereo_space *sp, const
             stereo_disp_colorize(i == 1 ? p->disp : pred, i == 1 ? p->mask : NULL, p->height,
                                  p->width, (float)sp->max_disp, rgb);
         char path[1200];
-        snprintf(path, sizeof path, "%s/%04ld_%s.png", o->images, index, kinds[i]);
+        snprintf(path, sizeof path, "%s/%04ld_%s.png", o->out, index, kinds[i]);
         st = mpng_write_rgb8(path, rgb, p->height, p->width, err);
     }
     free(rgb);
@@ -78,8 +79,14 @@ static void json_num(const char *name, double v, int decimals)
         printf("\"%s\":null,", name);
 }
 
+/* A region without a pixel of ground truth has no figures: each null in JSON (with
+ * "pixels":0), a line saying so in text. */
 static void print_scores(const char *what, const stereo_scores *s, bool json)
 {
+    if (s->pixels == 0 && !json) {
+        printf("%-4s no pixel with a ground-truth disparity: no figures\n", what);
+        return;
+    }
     if (json) {
         printf("\"%s\":{", what);
         json_num("epe", s->epe, 6);
@@ -139,8 +146,8 @@ static manta_status run_synthetic(const ev_opts *o, mcl_dev *d, stereo_trainer *
     if (st == MANTA_OK && (st = time_forward(d, t, tm)) != MANTA_OK)
         *err = *mcl_err(d);
     /* images of the first pairs: fill their batch again (deterministic) */
-    if (st == MANTA_OK && o->images && o->show > 0) {
-        st = manta_file_mkdir_p(o->images, err);
+    if (st == MANTA_OK && o->out && o->show > 0) {
+        st = manta_file_mkdir_p(o->out, err);
         size_t plane = (size_t)sp->crop_h * sp->crop_w;
         for (long i = 0; i < o->show && i < o->pairs && st == MANTA_OK; i++) {
             int count, k = (int)(i % b.n);
@@ -192,7 +199,7 @@ static manta_status run_folder(const ev_opts *o, mcl_dev *d, stereo_trainer *t,
     stereo_set set;
     MANTA_TRY(stereo_folder_open(o->data, STEREO_LAYOUT_AUTO, &set, err));
     const long pairs = o->pairs < set.count ? o->pairs : set.count;
-    kept_preds kept = {.show = o->images ? (o->show < pairs ? o->show : pairs) : 0};
+    kept_preds kept = {.show = o->out ? (o->show < pairs ? o->show : pairs) : 0};
     kept.pred = calloc((size_t)kept.show + 1, sizeof *kept.pred);
     stereo_batch b;
     stereo_infer *inf = NULL;
@@ -224,7 +231,7 @@ static manta_status run_folder(const ev_opts *o, mcl_dev *d, stereo_trainer *t,
                       .max_w = sum.max_w};
     *evaluated = sum.pairs;
     if (st == MANTA_OK && kept.show > 0)
-        st = manta_file_mkdir_p(o->images, err);
+        st = manta_file_mkdir_p(o->out, err);
     for (long i = 0; i < kept.n && st == MANTA_OK; i++) {
         stereo_pair p;
         st = stereo_folder_load(&set, (int)i, &p, err);
@@ -301,10 +308,10 @@ int cmd_eval_stereo(int argc, char **argv)
         {.name = "recal-data", .kind = OPT_STRING, .dest = &o.recal_data, .metavar = "D",
          .help = "pairs for BN re-calibration: synthetic or a KITTI / Middlebury folder "
                  "(default: the run's training data)"},
-        {.name = "images", .kind = OPT_STRING, .dest = &o.images, .metavar = "DIR",
+        {.name = "out", .kind = OPT_STRING, .dest = &o.out, .metavar = "DIR",
          .help = "write left view, true and predicted disparity and error PNGs there"},
         {.name = "show", .kind = OPT_LONG, .dest = &o.show, .lo = 0, .hi = 1000, .metavar = "K",
-         .help = "pairs written to --images (default 4)"},
+         .help = "pairs written to --out (default 4)"},
         {.name = "device", .kind = OPT_STRING, .dest = &o.device, .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o.json, .help = "one JSON document"},
@@ -312,7 +319,7 @@ int cmd_eval_stereo(int argc, char **argv)
     };
     const opt_cmd cmd = {
         "manta eval",
-        "--ckpt STEREO.ckpt [--arch max|min|ARCH] [--data D] [--pairs N] [--images DIR]\n"
+        "--ckpt STEREO.ckpt [--arch max|min|ARCH] [--data D] [--pairs N] [--out DIR]\n"
         "                  [--recal-data D] [--json]",
         "Disparity quality of a sub-network of a trained stereo supernet: its batch-norm\n"
         "statistics re-calibrated on pairs of the run's training data (or --recal-data's) at\n"
@@ -325,7 +332,7 @@ int cmd_eval_stereo(int argc, char **argv)
         "pair. The forward time per pair is a median: held-out pairs in batches at the\n"
         "network's size; a folder's pairs one at a time at their padded size (--json:\n"
         "\"timed\"), the first forward at each size left out (when every pair has its own\n"
-        "size, one more forward of the last pair). --images writes, at the pairs' size,\n"
+        "size, one more forward of the last pair). --out writes, at the pairs' size,\n"
         "colour-mapped disparities (dark blue = 0 to dark red = max_disp) and an error map\n"
         "(black < 1 px, blue 1-2, green 2-3, yellow 3-5, red > 5, gray: no ground truth);\n"
         "after every pair has run, nothing when one fails.\n",
@@ -338,6 +345,8 @@ int cmd_eval_stereo(int argc, char **argv)
         fprintf(stderr, "manta eval: --ckpt FILE is required\n");
         return 2;
     }
+    if (o.out && !out_check_dir("manta eval", "out", o.out))
+        return 2;
     manta_err err = {0};
     stereo_space sp;
     stereo_meta m;
@@ -382,6 +391,15 @@ int cmd_eval_stereo(int argc, char **argv)
         mcl_close(d);
         return 1;
     }
+    if (all.pixels == 0 && !o.out) {
+        fprintf(stderr, "manta eval: no pixel of %s has a ground-truth disparity: nothing to "
+                "score (--out DIR writes the predictions)\n", o.data);
+        mcl_close(d);
+        return 1;
+    }
+    if (all.pixels == 0)
+        fprintf(stderr, "manta eval: no pixel of %s has a ground-truth disparity: predictions "
+                "only, no figures\n", o.data);
     char arch[1024] = "";
     stereo_arch_to_json(&sp, &a, arch, sizeof arch, &err);
     if (o.json) {
@@ -424,9 +442,9 @@ int cmd_eval_stereo(int argc, char **argv)
         else
             printf("forward %.3f ms per pair (batches of %d at %s, median of %ld)\n", tm.ms,
                    tm.batch, size, tm.forwards);
-        if (o.images)
+        if (o.out)
             printf("images of %ld pairs in %s\n", o.show < evaluated ? o.show : evaluated,
-                   o.images);
+                   o.out);
     }
     mcl_close(d);
     return 0;

@@ -7,6 +7,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "core/fileio.h"
 #include "export/tflite.h"
 #include "rundata.h"
@@ -51,6 +52,9 @@ int cmd_export(int argc, char **argv)
         fprintf(stderr, "manta export: --ckpt FILE and --out MODEL.tflite are required\n");
         return 2;
     }
+    if (!out_check_file("manta export", "out", out) ||
+        (c_dir && !out_check_dir("manta export", "c-array", c_dir)))
+        return 2;
     run_ckpt rk;
     if (!run_ckpt_open("export", ckpt, device, &rk))
         return 1;
@@ -61,6 +65,10 @@ int cmd_export(int argc, char **argv)
     manta_err_clear(&err);
     manta_status st = MANTA_OK;
     ofa_arch a;
+    if (!run_ckpt_check_recal("export", &rk, recal)) {
+        rc = 2;
+        goto out;
+    }
     if (!cmd_load_arch("export", &rk.space, arch_arg, &a))
         goto out;
     eval_source rs = run_ckpt_recal_source(&rk);

@@ -8,6 +8,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "rundata.h"
 
 int cmd_image(int argc, char **argv)
@@ -47,6 +48,8 @@ int cmd_image(int argc, char **argv)
         fprintf(stderr, "manta image: --out IMAGE.jpg is required\n");
         return 2;
     }
+    if (!out_check_file("manta image", "out", out))
+        return 2;
     run_data rd;
     if (!run_data_load(data, 3, 0, 1, false, &rd))
         return 1;

@@ -11,6 +11,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "core/strbuf.h"
 #include "ofa/supernet.h"
 #include "profile/latency_table.h"
@@ -71,6 +72,8 @@ static int parse_args(int argc, char **argv, profile_opts *o)
                         "devices'); the CPU engine is profiled with manta-profile\n");
         return 2;
     }
+    if (o->csv && !out_check_file("manta profile", "csv", o->csv))
+        return 2;
     return 1;
 }
 

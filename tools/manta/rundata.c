@@ -134,16 +134,50 @@ manta_status eval_source_batch(void *ctx, long index, int r, float *images, floa
     return aug_batch(s->aug, s->data, s->scratch, s->batch, r, &s->rng, images, labels, NULL);
 }
 
+/* What a command that takes classification checkpoints says of a stereo one. */
+static const char *stereo_instead(const char *cmd)
+{
+    if (!strcmp(cmd, "export"))
+        return "exporting a stereo sub-network is not there yet";
+    if (!strcmp(cmd, "acc-dataset") || !strcmp(cmd, "acc-fit") || !strcmp(cmd, "search"))
+        return "the accuracy predictor and the search cover classification so far; "
+               "manta eval --ckpt scores a stereo sub-network";
+    return "manta eval --ckpt and manta arch take stereo checkpoints";
+}
+
+bool run_ckpt_peek(const char *cmd, const char *path, ofa_space *space, train_meta *meta)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = trainstate_peek(path, space, meta, &err);
+    if (st == MANTA_OK)
+        return true;
+    char format[64] = "";
+    ckpt_reader *r = NULL;
+    manta_err e;
+    manta_err_clear(&e);
+    if (st == MANTA_ERR_FORMAT && ckpt_open(path, &r, &e) == MANTA_OK) {
+        ckpt_meta_format(r, format, sizeof format, &e);
+        ckpt_close(r);
+    }
+    if (!strcmp(format, "manta-stereo-train"))
+        fprintf(stderr,
+                "manta %s: %s is a stereo training checkpoint (manta-stereo-train); manta %s "
+                "takes a classification one (manta-ofa-train): %s\n",
+                cmd, path, cmd, stereo_instead(cmd));
+    else
+        fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
+    return false;
+}
+
 bool run_ckpt_open(const char *cmd, const char *path, const char *device, run_ckpt *r)
 {
     memset(r, 0, sizeof *r);
     manta_err err;
     manta_err_clear(&err);
-    manta_status st = trainstate_peek(path, &r->space, &r->meta, &err);
-    if (st != MANTA_OK) {
-        fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
+    manta_status st;
+    if (!run_ckpt_peek(cmd, path, &r->space, &r->meta))
         return false;
-    }
     if (!run_data_load(r->meta.data, r->space.in_channels, r->meta.val, r->meta.seed, false,
                        &r->data))
         return false;
@@ -164,6 +198,15 @@ bool run_ckpt_open(const char *cmd, const char *path, const char *device, run_ck
         return false;
     }
     return true;
+}
+
+bool run_ckpt_check_recal(const char *cmd, const run_ckpt *r, long recal)
+{
+    if (recal >= r->meta.batch)
+        return true;
+    fprintf(stderr, "manta %s: --recal-images %ld is fewer than one batch of %d (the checkpoint's "
+            "batch), which BN re-calibration needs\n", cmd, recal, r->meta.batch);
+    return false;
 }
 
 void run_ckpt_close(run_ckpt *r)

@@ -55,11 +55,24 @@ typedef struct run_ckpt {
 } run_ckpt;
 
 /**
+ * trainstate_peek() of @p path for sub-command @p cmd ("export"). On failure prints one
+ * line and returns false: for a stereo training checkpoint, that @p cmd covers
+ * classification checkpoints and what to use instead; else the reader's error.
+ */
+bool run_ckpt_peek(const char *cmd, const char *path, ofa_space *space, train_meta *meta);
+
+/**
  * Open checkpoint @p path for sub-command @p cmd. Prints a one-line error and returns false on
  * failure (everything opened so far is released).
  */
 bool run_ckpt_open(const char *cmd, const char *path, const char *device, run_ckpt *r);
 void run_ckpt_close(run_ckpt *r);
+
+/**
+ * Whether @p recal images (--recal-images) make at least one of @p r's batches, which BN
+ * re-calibration needs; else one line naming the option, the value and the batch.
+ */
+bool run_ckpt_check_recal(const char *cmd, const run_ckpt *r, long recal);
 
 /** OFA's BN re-calibration source: the training split with training
  *  augmentation, seeded from the run's seed. */

@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "core/fileio.h"
 #include "profile/latency_table.h"
 #include "rundata.h"
@@ -52,6 +53,10 @@ static int parse_args(int argc, char **argv, search_opts *o)
     evo_config_default(&o->c);
     long seed = (long)o->c.seed;
     bool pop_seen = false;
+    /* the options that only --rerank uses: given without it, refused (with --rerank 0, as
+     * DEMO_RERANK=0 gives, they are moot) */
+    enum { RR_SPREAD, RR_ANY_RES, RR_SEEDS, RR_IMAGES, RR_RECAL, RR_DEVICE, RR_N };
+    bool rr_seen[RR_N] = {false}, rerank_seen = false;
     const opt_def defs[] = {
         {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
          .help = "the trained supernet (its space and data)"},
@@ -84,19 +89,25 @@ static int parse_args(int argc, char **argv, search_opts *o)
         {.name = "no-uniform-seeds", .kind = OPT_FLAG, .dest = &o->no_uniform,
          .help = "first population random only, as OFA"},
         {.name = "rerank", .kind = OPT_LONG, .dest = &o->rerank, .lo = 0, .hi = 1000,
-         .metavar = "K", .help = "measure the K fittest on the validation split (default 0)"},
+         .metavar = "K", .help = "measure the K fittest on the validation split (default 0)",
+         .seen = &rerank_seen},
         {.name = "rerank-spread", .kind = OPT_LONG, .dest = &o->spread, .lo = 1, .hi = 1000,
-         .metavar = "G", .help = "with --rerank: at least G genes apart (default 1)"},
+         .metavar = "G", .help = "with --rerank: at least G genes apart (default 1)",
+         .seen = &rr_seen[RR_SPREAD]},
         {.name = "rerank-any-res", .kind = OPT_FLAG, .dest = &o->any_res,
-         .help = "with --rerank: from all resolutions alike"},
+         .help = "with --rerank: from all resolutions alike", .seen = &rr_seen[RR_ANY_RES]},
         {.name = "rerank-seeds", .kind = OPT_STRING, .dest = &o->rerank_seeds, .metavar = "U|all",
-         .help = "with --rerank: uniform sub-networks measured too (default 3)"},
+         .help = "with --rerank: uniform sub-networks measured too (default 3)",
+         .seen = &rr_seen[RR_SEEDS]},
         {.name = "rerank-images", .kind = OPT_LONG, .dest = &o->rerank_images, .lo = 1,
-         .hi = 1 << 30, .metavar = "N", .help = "with --rerank: validation images (default 10000)"},
+         .hi = 1 << 30, .metavar = "N", .help = "with --rerank: validation images (default 10000)",
+         .seen = &rr_seen[RR_IMAGES]},
         {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 1, .hi = 1 << 30,
-         .metavar = "N", .help = "with --rerank: images for BN re-calibration (default 2000)"},
+         .metavar = "N", .help = "with --rerank: images for BN re-calibration (default 2000)",
+         .seen = &rr_seen[RR_RECAL]},
         {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
-         .help = "with --rerank: OpenCL device (default: MANTA_DEVICE, else 0)"},
+         .help = "with --rerank: OpenCL device (default: MANTA_DEVICE, else 0)",
+         .seen = &rr_seen[RR_DEVICE]},
         {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
          .help = "progress as JSON lines, then search.json"},
         {.name = "quiet", .kind = OPT_FLAG, .dest = &o->quiet, .help = "no progress"},
@@ -156,6 +167,17 @@ static int parse_args(int argc, char **argv, search_opts *o)
                         "--latency-ms X are required (see --help)\n");
         return 2;
     }
+    for (int i = 0; i < RR_N && !rerank_seen; i++)
+        if (rr_seen[i]) {
+            const opt_def *d = defs;
+            while (d->seen != &rr_seen[i])
+                d++;
+            fprintf(stderr, "manta search: --%s is a setting of --rerank K, which is not given\n",
+                    d->name);
+            return 2;
+        }
+    if (!out_check_dir("manta search", "out", o->out))
+        return 2;
     evo_config *c = &o->c;
     c->seed = (uint64_t)seed;
     if (pop_seen)
@@ -207,11 +229,9 @@ static bool open_inputs(search_opts *o, search_inputs *in)
     memset(in, 0, sizeof *in);
     manta_err err;
     manta_err_clear(&err);
-    manta_status st = trainstate_peek(o->ckpt, &in->sp, &in->meta, &err);
-    if (st != MANTA_OK) {
-        cmd_error("search", st, &err);
+    if (!run_ckpt_peek("search", o->ckpt, &in->sp, &in->meta))
         return false;
-    }
+    manta_status st;
     if ((st = lat_table_load(o->lut, &in->sp, &in->lut, &err)) != MANTA_OK ||
         (st = lat_table_check_complete(&in->lut, &err)) != MANTA_OK) {
         fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
@@ -524,12 +544,8 @@ static bool search(search_opts *o, search_inputs *in, ctx *cx, evo_result *r, ou
     manta_err_clear(&err);
     progress pg = {!o->quiet, o->json, cmd_now()};
     evo_callbacks cb = {measure, cx, fitness, cx, on_generation, &pg};
-    manta_status st = manta_file_mkdir_p(o->out, &err);
+    manta_status st = evo_search(&in->sp, &o->c, &cb, r, &err);
     if (st != MANTA_OK) {
-        cmd_error("search", st, &err);
-        return false;
-    }
-    if ((st = evo_search(&in->sp, &o->c, &cb, r, &err)) != MANTA_OK) {
         fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
         return false;
     }
@@ -547,7 +563,8 @@ static bool search(search_opts *o, search_inputs *in, ctx *cx, evo_result *r, ou
         (st = ofa_arch_to_json(&in->sp, &r->best.arch, w->enc, sizeof w->enc, &err)) ==
             MANTA_OK) {
         w->built = cx->sizes.built;
-        st = write_results(w, &err);
+        if ((st = manta_file_mkdir_p(o->out, &err)) == MANTA_OK) /* made once there are results */
+            st = write_results(w, &err);
     }
     if (st != MANTA_OK) {
         cmd_error("search", st, &err);

@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "data/photo_bank.h"
 #include "data/stereo_folder.h"
 #include "data/stereo_synth.h"
@@ -16,7 +17,7 @@ int cmd_stereo_data(int argc, char **argv)
     int width = 128, height = 64;
     double max_disp = 32;
     bool flat = false, json = false;
-    const char *textures = NULL;
+    const char *textures = NULL, *out = NULL;
     double share_textured = 1.0 / 3.0, share_single = 1.0 / 3.0, shape_side = 0;
     double share_shifted = 0.5;
     const opt_def defs[] = {
@@ -47,12 +48,14 @@ int cmd_stereo_data(int argc, char **argv)
                                  "the pairs of before the shift)"},
         {.name = "shape-side", .kind = OPT_DOUBLE, .dest = &shape_side, .lo = 0, .hi = 8192,
          .metavar = "S", .help = "shapes' radii 6-35% of S px (default 0: of the shorter side)"},
+        {.name = "out", .kind = OPT_STRING, .dest = &out, .metavar = "DIR",
+         .help = "the folder to write (or as the one argument)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
         "manta stereo-data",
-        "OUT_DIR [--count N] [--width W] [--height H] [--max-disp D] [--seed S]\n"
+        "OUT_DIR|--out DIR [--count N] [--width W] [--height H] [--max-disp D] [--seed S]\n"
         "                         [--first I] [--no-photometric] [--textures DIR|default]\n"
         "                         [--textured-share F] [--single-share F] [--shifted-share F]\n"
         "                         [--shape-side S] [--json]",
@@ -70,17 +73,26 @@ int cmd_stereo_data(int argc, char **argv)
         "left view a photograph, its colour regions the layers of the disparity field, the\n"
         "right view rendered from them, what only the right view sees filled from another\n"
         "photograph). Never give it the views of stereo pairs: those are evaluation data.\n",
-        defs, 1, 1};
+        defs, 0, 1};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
         return r == OPT_HELP ? 0 : 2;
-    const char *out = argv[first];
-    if (max_disp > width / 2.0) {
-        fprintf(stderr, "manta stereo-data: --max-disp %g exceeds half the width (%d)\n",
-                max_disp, width);
+    if ((first < argc) == (out != NULL)) {
+        fprintf(stderr, "manta stereo-data: %s\n",
+                out ? "the folder is given twice (OUT_DIR and --out)"
+                    : "needs the folder to write: OUT_DIR or --out DIR (see --help)");
         return 2;
     }
+    if (!out)
+        out = argv[first];
+    if (max_disp > width / 2.0) {
+        fprintf(stderr, "manta stereo-data: --max-disp %g is more than half of --width %d "
+                        "(%g px)\n", max_disp, width, width / 2.0);
+        return 2;
+    }
+    if (!out_check_dir("manta stereo-data", "out", out))
+        return 2;
     if (share_textured + share_single > 1.0 + 1e-9) {
         fprintf(stderr, "manta stereo-data: --textured-share %g and --single-share %g add up to "
                         "more than 1\n",
