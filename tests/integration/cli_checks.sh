@@ -40,6 +40,10 @@ refused 2 "--recal-images under a batch" "--recal-images 50 is fewer than one ba
 refused 2 "export --recal-images under a batch" "--recal-images 10 is fewer than one batch" \
     "$M" export --ckpt "$C" --out "$out/m.tflite" --recal-images 10
 [ ! -e "$out/m.tflite" ] || fail "export refused, yet wrote its model"
+# options that do nothing in the combination given
+refused 2 "eval --model --device" "--device goes with --ckpt" \
+    "$M" eval --model "$out/none.tflite" --device 99
+refused 2 "eval --ckpt --data" "--data goes with --model alone" "$M" eval --ckpt "$C" --data fashion-mnist
 # outputs checked before the work: a folder where a file is meant, a file where a folder is
 refused 2 "export --out FOLDER" "--out $out/folder is a folder; a file is meant" \
     "$M" export --ckpt "$C" --out "$out/folder"

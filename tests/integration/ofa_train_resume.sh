@@ -73,7 +73,7 @@ echo '{"ks":[9,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"e":[6,6,6,6,6,6,6,6,6,6,6
 expect_error "arch outside the space" "ks\[0\] = 9" "$M" eval --ckpt "$dir/a/latest.ckpt" --arch "$dir/arch.json"
 expect_error "resume without checkpoint" "latest.ckpt" "$M" train --resume --out "$dir/none"
 expect_error "unknown schedule" "unknown" "$M" train --schedule fastest --out "$dir/x"
-expect_error "predictions unwritable" "cannot write $dir/no/p.csv" "$M" eval --model "$dir/min.tflite" \
+expect_error "predictions unwritable" "p.csv: cannot write there: the folder $dir/no does not exist" "$M" eval --model "$dir/min.tflite" \
     --images 5 --predictions "$dir/no/p.csv"
 [ ! -e "$dir/x/latest.ckpt" ] || fail "a checkpoint was left by a failed start"
 echo "ofa train/resume/eval: all checks passed"

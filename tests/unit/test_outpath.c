@@ -44,7 +44,7 @@ static void test_paths(void **state)
     } cases[] = {
         {out_check_file, "/file", true, ""},
         {out_check_file, "/new.csv", true, ""},
-        {out_check_file, "/a/b/new.csv", true, ""}, /* created by the command */
+        {out_check_file, "/a/new.csv", false, "cannot write there: the folder"}, /* no folder a */
         {out_check_file, "", false, "is a folder; a file is meant"},
         {out_check_file, "/file/x.csv", false, "/file is not a folder"},
         {out_check_dir, "", true, ""},

@@ -7,8 +7,9 @@
 #include <unistd.h>
 
 /* The nearest existing ancestor of @p path (a path that does not exist) must be a folder
- * the process may write in. */
-static bool creatable(const char *prog, const char *opt, const char *path)
+ * the process may write in; with @p parent_only, its parent must be that ancestor (files are
+ * written into existing folders; folders are made with their parents). */
+static bool creatable(const char *prog, const char *opt, const char *path, bool parent_only)
 {
     char dir[4096];
     if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) {
@@ -40,6 +41,11 @@ static bool creatable(const char *prog, const char *opt, const char *path)
             }
             return true;
         }
+        if (parent_only && (errno == ENOENT || errno == ENOTDIR)) {
+            fprintf(stderr, "%s: --%s %s: cannot write there: the folder %s does not exist\n",
+                    prog, opt, path, dir);
+            return false;
+        }
         if ((errno != ENOENT && errno != ENOTDIR) || !strcmp(dir, ".") || !strcmp(dir, "/")) {
             fprintf(stderr, "%s: --%s %s: %s: %s\n", prog, opt, path, dir, strerror(errno));
             return false;
@@ -59,7 +65,7 @@ bool out_check_file(const char *prog, const char *opt, const char *path)
             fprintf(stderr, "%s: --%s %s: %s\n", prog, opt, path, strerror(errno));
             return false;
         }
-        return creatable(prog, opt, path);
+        return creatable(prog, opt, path, true);
     }
     if (S_ISDIR(s.st_mode)) {
         fprintf(stderr, "%s: --%s %s is a folder; a file is meant\n", prog, opt, path);
@@ -84,7 +90,7 @@ bool out_check_dir(const char *prog, const char *opt, const char *path)
             fprintf(stderr, "%s: --%s %s: %s\n", prog, opt, path, strerror(errno));
             return false;
         }
-        return creatable(prog, opt, path);
+        return creatable(prog, opt, path, false);
     }
     if (!S_ISDIR(s.st_mode)) {
         fprintf(stderr, "%s: --%s %s is a file; a folder is meant\n", prog, opt, path);

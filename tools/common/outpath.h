@@ -4,9 +4,10 @@
  *        command that will write a file or a folder says at once when it cannot,
  *        instead of after minutes of computation.
  *
- * Both checks accept a path that does not exist yet when its nearest existing
- * ancestor is a folder the process may write in (the command creates what is
- * missing). Neither creates, opens or changes anything. On failure they print
+ * A file that does not exist yet needs an existing parent folder the process may
+ * write in (files are written into folders that exist); a folder that does not
+ * exist yet, a nearest existing ancestor that is such a folder (the command makes
+ * it with its parents). Neither check creates, opens or changes anything. On failure they print
  * one line on standard error, "<prog>: --<opt> <path>: <why>", and return false.
  */
 #ifndef MANTA_TOOLS_OUTPATH_H
@@ -16,7 +17,7 @@
 
 /**
  * Whether a file may be written at @p path: not a folder, writable when it
- * exists, else creatable. @p prog starts the message ("manta export"), @p opt
+ * exists, else in an existing folder that is writable. @p prog starts the message ("manta export"), @p opt
  * names the option without "--" ("out").
  */
 bool out_check_file(const char *prog, const char *opt, const char *path);

@@ -252,7 +252,7 @@ int cmd_arch(int argc, char **argv)
     int rc = 0;
     ofa_arch a;
     if (st != MANTA_OK) {
-        cmd_error("space", st, &err);
+        cmd_error("arch", st, &err);
         rc = 1;
     } else if (arch_opt && first < argc && strcmp(verb, "describe") != 0) {
         fprintf(stderr, "manta arch: --arch goes with describe or no verb, not with '%s'\n", verb);

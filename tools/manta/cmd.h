@@ -62,7 +62,8 @@ int cmd_load_arch(const char *cmd, const ofa_space *sp, const char *arg, ofa_arc
 /** The whole file in a 16-byte-aligned buffer (free()), or NULL. */
 void *cmd_read_aligned(const char *path, size_t *size);
 
-/** Print "manta: <msg>" to stderr for a failed call. */
+/** Print "manta <what>: <msg>" to stderr for a failed call; @p what is the command
+ *  ("export"), optionally followed by the step ("tune: timing SGEMM"). */
 void cmd_error(const char *what, manta_status st, const manta_err *err);
 
 /* ---- JSON output (tools/manta/version.c) ---- */

@@ -3,17 +3,20 @@
 #include "cmd.h"
 #include "export/tflite.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-bool engine_run_open(const char *path, engine_run *r)
+bool engine_run_open(const char *cmd, const char *path, engine_run *r)
 {
     memset(r, 0, sizeof *r);
+    errno = 0;
     r->file = cmd_read_aligned(path, &r->size);
     char msg[256] = "";
     if (!r->file || r->size == 0) {
-        fprintf(stderr, "manta: %s: cannot read the model\n", path);
+        fprintf(stderr, "manta %s: %s: cannot read the model: %s\n", cmd, path,
+                r->file ? "empty file" : errno ? strerror(errno) : "not a regular file");
         engine_run_close(r);
         return false;
     }
@@ -32,7 +35,7 @@ bool engine_run_open(const char *path, engine_run *r)
     if (st == MENGINE_OK)
         st = mengine_prepare(&r->engine, msg, sizeof msg);
     if (st != MENGINE_OK) {
-        fprintf(stderr, "manta: %s: %s\n", path, msg[0] ? msg : mengine_status_str(st));
+        fprintf(stderr, "manta %s: %s: %s\n", cmd, path, msg[0] ? msg : mengine_status_str(st));
         engine_run_close(r);
         return false;
     }
@@ -42,7 +45,7 @@ bool engine_run_open(const char *path, engine_run *r)
     manta_err_clear(&err);
     if (mengine_model_metadata(&r->model, TFLITE_META_PREPROCESS, &meta, &meta_size) != MENGINE_OK ||
         tflite_meta_parse((const char *)meta, meta_size, &r->meta, &err) != MANTA_OK) {
-        fprintf(stderr, "manta: %s: no usable manta_preprocess metadata%s%s\n", path,
+        fprintf(stderr, "manta %s: %s: no usable manta_preprocess metadata%s%s\n", cmd, path,
                 err.msg[0] ? ": " : "", err.msg);
         engine_run_close(r);
         return false;

@@ -18,8 +18,9 @@ typedef struct engine_run {
     tflite_meta meta; /* "manta_preprocess" metadata */
 } engine_run;
 
-/** Load, verify and prepare @p path; prints a one-line error and returns false on failure. */
-bool engine_run_open(const char *path, engine_run *r);
+/** Load, verify and prepare @p path; prints a one-line error ("manta <cmd>: ...") and returns
+ *  false on failure. */
+bool engine_run_open(const char *cmd, const char *path, engine_run *r);
 void engine_run_close(engine_run *r);
 
 #endif

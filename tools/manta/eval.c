@@ -24,6 +24,7 @@ static const char *const SPLITS[] = {"val", "test", NULL};
 static int parse_args(int argc, char **argv, eval_opts *o)
 {
     *o = (eval_opts){.arch = "max", .split = "val", .images = -1, .recal = 2000};
+    bool recal_seen = false;
     const opt_def defs[] = {
         {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
          .help = "training checkpoint"},
@@ -34,7 +35,8 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         {.name = "images", .kind = OPT_LONG, .dest = &o->images, .lo = 1, .hi = 1e18,
          .metavar = "N", .help = "evaluate the first N images (default all)"},
         {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 1, .hi = 1e18,
-         .metavar = "N", .help = "images for BN re-calibration (default 2000)"},
+         .metavar = "N", .help = "images for BN re-calibration (default 2000)",
+         .seen = &recal_seen},
         {.name = "model", .kind = OPT_STRING, .dest = &o->model, .metavar = "MODEL",
          .help = "an exported model, run in the inference engine"},
         {.name = "data", .kind = OPT_STRING, .dest = &o->data, .metavar = "D",
@@ -72,6 +74,16 @@ static int parse_args(int argc, char **argv, eval_opts *o)
     }
     if (!o->model && o->predictions) {
         fprintf(stderr, "manta eval: --predictions needs --model\n");
+        return 2;
+    }
+    if (o->model && !o->ckpt && (o->device || recal_seen)) {
+        fprintf(stderr, "manta eval: --%s goes with --ckpt (--model alone runs the exported file in "
+                "the inference engine, on the CPU)\n", o->device ? "device" : "recal-images");
+        return 2;
+    }
+    if (o->ckpt && o->data) {
+        fprintf(stderr, "manta eval: --data goes with --model alone (a checkpoint names its data "
+                "set)\n");
         return 2;
     }
     if (o->predictions && !out_check_file("manta eval", "predictions", o->predictions))
@@ -148,7 +160,7 @@ static int eval_model(const eval_opts *o)
     const char *model = o->model, *ckpt = o->ckpt, *pred_path = o->predictions;
     const bool test = !strcmp(o->split, "test");
     engine_run r;
-    if (!engine_run_open(model, &r))
+    if (!engine_run_open("eval", model, &r))
         return 1;
     run_ckpt rk;
     memset(&rk, 0, sizeof rk);

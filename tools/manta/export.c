@@ -98,7 +98,7 @@ int cmd_export(int argc, char **argv)
               : manta_err_set(&err, MANTA_ERR_IO, "%s: cannot read back", out);
     free(file);
     if (st != MANTA_OK) {
-        cmd_error("export check", st, &err);
+        cmd_error("export: checking the written file", st, &err);
         goto out;
     }
     if (json) {

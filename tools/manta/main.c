@@ -1,4 +1,5 @@
 /* manta: the host program (devices, train, bench). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +57,11 @@ int cmd_load_arch(const char *cmd, const ofa_space *sp, const char *arg, ofa_arc
         return 1;
     }
     size_t n = 0;
+    errno = 0;
     char *buf = cmd_read_aligned(arg, &n);
     if (!buf) {
-        fprintf(stderr, "manta %s: %s: cannot read\n", cmd, arg);
+        fprintf(stderr, "manta %s: --arch %s: cannot read: %s (give max, min or a file in OFA's "
+                "encoding)\n", cmd, arg, errno ? strerror(errno) : "not a regular file");
         return 0;
     }
     manta_err err;
@@ -95,7 +98,7 @@ void *cmd_read_aligned(const char *path, size_t *size)
 
 void cmd_error(const char *what, manta_status st, const manta_err *err)
 {
-    fprintf(stderr, "manta: %s: %s\n", what, manta_err_msg(err, st));
+    fprintf(stderr, "manta %s: %s\n", what, manta_err_msg(err, st));
 }
 
 mcl_dev *cmd_open_device(const char *spec) { return cmd_open_device_with(spec, NULL); }
@@ -117,7 +120,7 @@ mcl_dev *cmd_open_device_with(const char *spec, const mcl_options *opt)
     if (st == MANTA_OK)
         st = mcl_open(&list->dev[idx], opt, &d, &err);
     if (st != MANTA_OK)
-        cmd_error("device", st, &err);
+        fprintf(stderr, "manta: device: %s\n", manta_err_msg(&err, st));
     free(list);
     return d;
 }
