@@ -200,7 +200,7 @@ $(BUILD)/gen/engine_size.h: $(ENGINE_OBJ)
 	@echo "#define MANTA_ENGINE_CODE_BYTES $$($(SIZE) -t $(ENGINE_OBJ) | tail -1 | awk '{print $$1 + $$2}')u" > $@
 
 # Version (VERSION) and git revision for `manta --version` and the --json outputs
-# (tools/manta/version.c). Written to a temporary file on every make and moved only when it
+# (tools/common/provenance.c, tools/manta/version.c). Written to a temporary file on every make and moved only when it
 # differs, so that nothing rebuilds unless the version or the revision changed.
 .PHONY: FORCE
 $(BUILD)/gen/version.h: FORCE
@@ -209,7 +209,7 @@ $(BUILD)/gen/version.h: FORCE
 	printf '#define MANTA_VERSION "%s"\n#define MANTA_GIT_REVISION "%s"\n' \
 		"$$(tr -d ' \n' <VERSION)" "$${rev:-unknown}" >$@.$$$$.tmp; \
 	if cmp -s $@.$$$$.tmp $@; then rm -f $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
-$(BUILD)/obj/tools/manta/version.o: $(BUILD)/gen/version.h
+$(BUILD)/obj/tools/manta/version.o $(BUILD)/obj/tools/common/provenance.o: $(BUILD)/gen/version.h
 
 $(INFER_OBJ): CPPFLAGS := -Iruntime -Itools -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L
 $(MANTA_OBJ) $(PROFILE_OBJ): CPPFLAGS += -Itools

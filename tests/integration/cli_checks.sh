@@ -31,6 +31,19 @@ C=$out/cls/latest.ckpt S=$out/st/latest.ckpt
 mkdir "$out/folder"
 touch "$out/file"
 
+# provenance: --version on every program, "version" and "git" in every --json
+I="${BUILD:-build}/bin/manta-infer"
+for prog in "$M" "$I" "$P"; do
+    "$prog" --version >"$out/v" || fail "$prog --version: exit status $?"
+    grep -Eq "^$(basename "$prog") [0-9]+\.[0-9]+\.[0-9]+ \(git [^)]+\)$" "$out/v" ||
+        fail "$prog --version: $(cat "$out/v")"
+done
+"$M" export --ckpt "$C" --arch min --out "$out/min.tflite" --recal-images 64 >/dev/null ||
+    fail "export: exit status $?"
+"$I" "$out/min.tflite" --check --json >"$out/check.json" || fail "manta-infer --check: exit status $?"
+grep -Eq '^\{"version":"[0-9]+\.[0-9]+\.[0-9]+","git":"[^"]+", "model": ' "$out/check.json" ||
+    fail "manta-infer --json: no version and git: $(cat "$out/check.json")"
+rm "$out/min.tflite"
 # a long option goes by its whole name
 refused 2 "option prefix" "unknown option '--arc' (did you mean --arch?)" "$M" eval --ckpt "$C" --arc max
 # counts: no figure over zero images, re-calibration needs a batch

@@ -85,7 +85,10 @@ grep -q '"held_out_rmse_points"' "$tmp/fit.json" || bad "acc-fit json: $(cat "$t
 
 # ---- search
 s="--ckpt $ckpt --lut $tmp/lut.json --acc-model $tmp/acc.accp --generations 15 --quiet"
-hi=$("$P" --lut "$tmp/lut.json" --arch max $fast --json | num predicted_ms)
+"$P" --lut "$tmp/lut.json" --arch max $fast --json >"$tmp/max.json" || bad "manta-profile --arch max"
+grep -Eq '"version":"[0-9]+\.[0-9]+\.[0-9]+","git":"[^"]+"' "$tmp/max.json" ||
+    bad "manta-profile --json: no version and git: $(cat "$tmp/max.json")"
+hi=$(num predicted_ms "$tmp/max.json")
 lo=$("$P" --lut "$tmp/lut.json" --arch min $fast --json | num predicted_ms)
 budget=$(awk -v a="$lo" -v b="$hi" 'BEGIN { printf "%.4f", (a + b) / 2 }')
 "$M" search $s --latency-ms "$budget" --out "$tmp/s1" --seed 3 >"$tmp/s1.log" || bad "search"

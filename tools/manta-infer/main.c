@@ -23,6 +23,7 @@
 
 #include "common/json.h"
 #include "common/opts.h"
+#include "common/provenance.h"
 #include "core/stats.h"
 #include "engine/engine.h"
 #include "engine_size.h"
@@ -38,7 +39,7 @@ typedef struct opts {
     char **images;
     int n_images;
     int top, bench;
-    bool json, stats, check, raw, all;
+    bool json, stats, check, raw, all, version;
     const char *dump_input;
 } opts;
 
@@ -63,6 +64,8 @@ static int parse_args(int argc, char **argv, opts *o)
          .help = "write the first image's input tensor (float32 NHWC) to F"},
         {.name = "all", .kind = OPT_FLAG, .dest = &o->all,
          .help = "with --json, also print every logit and probability"},
+        {.name = "version", .kind = OPT_FLAG, .dest = &o->version,
+         .help = "the version and the git revision it was built from"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
@@ -81,6 +84,10 @@ static int parse_args(int argc, char **argv, opts *o)
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
         return r == OPT_HELP ? 0 : 2;
+    if (o->version) {
+        tool_print_version(stdout, "manta-infer");
+        return 0;
+    }
     if (first == argc) {
         fprintf(stderr, "manta-infer: no model given\n");
         return 2;
@@ -362,8 +369,12 @@ int main(int argc, char **argv)
         return 1;
     }
     int failed = 0, dumped = 0;
-    if (o.json)
-        printf("{\"model\": "), json_put_str(stdout, o.model);
+    if (o.json) {
+        printf("{");
+        tool_json_version(stdout);
+        printf(", \"model\": ");
+        json_put_str(stdout, o.model);
+    }
     if (o.check) {
         if (o.json)
             printf(", \"ok\": true, \"operators\": %u, \"tensors\": %u, \"arena_bytes\": %zu}\n",

@@ -23,6 +23,7 @@
 #include "common/json.h"
 #include "common/opts.h"
 #include "common/outpath.h"
+#include "common/provenance.h"
 #include "core/fileio.h"
 #include "core/strbuf.h"
 #include "profile/latency_table.h"
@@ -47,7 +48,7 @@ typedef struct opts {
     const char *space, *out, *lut, *name, *csv, *arch, *layers_csv, *device, *method, *clock;
     int validate, calib, passes, cover;
     long seed, min_time_ms;
-    bool json, quiet, list, check, force, no_pin;
+    bool json, quiet, list, check, force, no_pin, version;
     pt_opts t;
 } opts;
 
@@ -111,6 +112,8 @@ static int parse_args(int argc, char **argv, opts *o)
          .help = "print the layer keys and exit"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
          .help = "results as one JSON document"},
+        {.name = "version", .kind = OPT_FLAG, .dest = &o->version,
+         .help = "the version and the git revision it was built from"},
         {.name = "quiet", .kind = OPT_FLAG, .dest = &o->quiet, .help = "no progress bar"},
         {.name = NULL},
     };
@@ -144,6 +147,10 @@ static int parse_args(int argc, char **argv, opts *o)
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
         return r == OPT_HELP ? 0 : 2;
+    if (o->version) {
+        tool_print_version(stdout, "manta-profile");
+        return 0;
+    }
     o->t.min_time_s = (double)o->min_time_ms / 1e3;
     o->t.clock = !strcmp(o->clock, "cpu") ? PT_CPU : PT_WALL;
     if (o->t.max_runs < o->t.min_runs)
@@ -374,13 +381,15 @@ static int one_arch(const opts *o, const ofa_space *sp, const lat_table *t)
     }
     char enc[1024];
     ofa_arch_to_json(sp, &a, enc, sizeof enc, NULL);
-    if (o->json)
+    if (o->json) {
         printf("{\"arch\":%s,\"predicted_ms\":%.6f,\"measured_ms\":%.6f,\"median_ms\":%.6f,"
                "\"mean_ms\":%.6f,\"runs\":%ld,\"error_pct\":%.3f,\"arena_bytes\":%zu,"
-               "\"file_bytes\":%zu}\n",
+               "\"file_bytes\":%zu,",
                enc, pred, st.p10_ms, st.median_ms, st.mean_ms, st.count,
                100 * (pred - st.p10_ms) / st.p10_ms, arena, file);
-    else
+        tool_json_version(stdout);
+        printf("}\n");
+    } else
         printf("%s: predicted %.4f ms, measured %.4f ms (lower decile of %ld, %s; median "
                "%.4f ms), error %+.1f%%; arena %.1f KiB, file %.1f KiB (weights synthetic)\n",
                enc, pred, st.p10_ms, st.count, pt_clock_name(o->t.clock), st.median_ms,
@@ -447,6 +456,8 @@ static void print_json(const opts *o, const ofa_space *sp, const lat_table *t, c
                "\"max_abs_ms\":%.6f,\"meets_targets\":%s}",
                ag->n, o->seed, r->val_s, ag->mean_abs_pct, ag->max_abs_pct, ag->mean_pct,
                ag->within, ag->kendall_tau, ag->rmse, ag->max_abs, pass ? "true" : "false");
+    printf(",");
+    tool_json_version(stdout);
     printf("}\n");
 }
 

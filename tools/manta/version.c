@@ -7,7 +7,7 @@
 #include "cmd.h"
 #include "common/json.h"
 #include "common/opts.h"
-#include "version.h" /* generated: MANTA_VERSION, MANTA_GIT_REVISION */
+#include "common/provenance.h"
 
 /* The OpenCL API version the headers were set to (CL_TARGET_OPENCL_VERSION 120: "1.2"). */
 #define OPENCL_TARGET_MAJOR (CL_TARGET_OPENCL_VERSION / 100)
@@ -18,10 +18,7 @@ void cmd_json_str(FILE *f, const char *s) { json_put_str(f, s); }
 /* The provenance members, written to @p f. */
 static void provenance(FILE *f, const mcl_dev *d)
 {
-    fputs("\"version\":", f);
-    json_put_str(f, MANTA_VERSION);
-    fputs(",\"git\":", f);
-    json_put_str(f, MANTA_GIT_REVISION);
+    tool_json_version(f);
     if (d) {
         const mcl_device_info *di = mcl_info(d);
         fputs(",\"device\":", f);
@@ -81,7 +78,7 @@ int cmd_version(int argc, char **argv)
                CLBLAST_VERSION_PATCH);
         return 0;
     }
-    printf("manta %s (git %s)\n", MANTA_VERSION, MANTA_GIT_REVISION);
+    tool_print_version(stdout, "manta");
     printf("OpenCL headers target %d.%d, CLBlast %d.%d.%d", OPENCL_TARGET_MAJOR,
            OPENCL_TARGET_MINOR, CLBLAST_VERSION_MAJOR, CLBLAST_VERSION_MINOR,
            CLBLAST_VERSION_PATCH);
