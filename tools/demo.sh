@@ -89,7 +89,7 @@ $M acc-dataset --ckpt "$CKPT" --out "$OUT/acc_dataset.jsonl" --count "$ACC_SAMPL
     --images "$ACC_IMAGES" --recal-images "$RECAL" --resume
 
 stage 4 "accuracy predictor"
-$M acc-fit --ckpt "$CKPT" --data "$OUT/acc_dataset.jsonl" --out "$OUT/acc_predictor.accp" \
+$M acc-fit --ckpt "$CKPT" --samples "$OUT/acc_dataset.jsonl" --out "$OUT/acc_predictor.accp" \
     --json > "$OUT/acc_fit.json"
 tail -n 1 "$OUT/acc_fit.json"
 

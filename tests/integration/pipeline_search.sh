@@ -79,7 +79,7 @@ refuse "seed" "$M" acc-dataset --ckpt "$ckpt" --out "$tmp/acc.jsonl" --count 7 -
     --recal-images 40 --resume --seed 9
 refuse "sampling" "$M" acc-dataset --ckpt "$ckpt" --out "$tmp/acc.jsonl" --count 7 --images 40 \
     --recal-images 40 --resume --sampling uniform
-"$M" acc-fit --ckpt "$ckpt" --data "$tmp/acc.jsonl" --out "$tmp/acc.accp" --epochs 20 --json \
+"$M" acc-fit --ckpt "$ckpt" --samples "$tmp/acc.jsonl" --out "$tmp/acc.accp" --epochs 20 --json \
     >"$tmp/fit.json" 2>/dev/null || bad "acc-fit"
 grep -q '"held_out_rmse_points"' "$tmp/fit.json" || bad "acc-fit json: $(cat "$tmp/fit.json")"
 
@@ -189,7 +189,7 @@ refuse "out of range" "$M" search $s --latency-ms "$budget" --rerank 2 --device 
 refuse "--rerank" "$M" search $s --latency-ms "$budget" --rerank -1
 refuse "--rerank-seeds" "$M" search $s --latency-ms "$budget" --rerank 2 --rerank-seeds -1
 refuse "--rerank-seeds" "$M" search $s --latency-ms "$budget" --rerank 2 --rerank-seeds most
-refuse "lut.json:" "$M" acc-fit --data "$tmp/lut.json" --out "$tmp/x.accp"
+refuse "lut.json:" "$M" acc-fit --samples "$tmp/lut.json" --out "$tmp/x.accp"
 
 [ "$fail" -eq 0 ] && echo "pipeline search: ok"
 exit "$fail"

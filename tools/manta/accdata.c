@@ -259,10 +259,10 @@ typedef struct fit_opts {
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_fit(int argc, char **argv, fit_opts *o)
 {
-    *o = (fit_opts){.space = "cpu-default", .split = 0.8};
+    *o = (fit_opts){.space = "cpu-default", .split = 0.8, .seed = 1};
     accp_config_default(&o->c);
     const opt_def defs[] = {
-        {.name = "data", .kind = OPT_STRING, .dest = &o->data, .metavar = "DATA.jsonl",
+        {.name = "samples", .kind = OPT_STRING, .dest = &o->data, .metavar = "DATA.jsonl",
          .help = "the accuracy data set (manta acc-dataset)"},
         {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "MODEL.accp",
          .help = "the predictor to write"},
@@ -285,7 +285,7 @@ static int parse_fit(int argc, char **argv, fit_opts *o)
         {.name = "split", .kind = OPT_DOUBLE, .dest = &o->split, .lo = 0, .hi = 1,
          .metavar = "F", .help = "share that trains, the rest held out (default 0.8)"},
         {.name = "seed", .kind = OPT_LONG, .dest = &o->seed, .lo = 0, .hi = 1 << 30,
-         .metavar = "N", .help = "seed of the split, weights and batches (default 0)"},
+         .metavar = "N", .help = "seed of the split, weights and batches (default 1)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
          .help = "progress and summary as JSON lines"},
         {.name = "quiet", .kind = OPT_FLAG, .dest = &o->quiet, .help = "no progress"},
@@ -293,7 +293,7 @@ static int parse_fit(int argc, char **argv, fit_opts *o)
     };
     const opt_cmd cmd = {
         "manta acc-fit",
-        "--data DATA.jsonl --out MODEL.accp [--ckpt FILE | --space S]\n"
+        "--samples DATA.jsonl --out MODEL.accp [--ckpt FILE | --space S]\n"
         "                     [--epochs N] [--batch N] [--hidden N] [--layers N] [--lr X]\n"
         "                     [--weight-decay X] [--split F] [--seed N] [--json]",
         "Trains OFA's accuracy predictor on an accuracy data set: one-hot encoding of\n"
@@ -310,7 +310,7 @@ static int parse_fit(int argc, char **argv, fit_opts *o)
     if (r != OPT_OK)
         return r == OPT_HELP ? 0 : 2;
     if (!o->data || !o->out) {
-        fprintf(stderr, "manta acc-fit: --data DATA.jsonl and --out MODEL.accp are required\n");
+        fprintf(stderr, "manta acc-fit: --samples DATA.jsonl and --out MODEL.accp are required\n");
         return 2;
     }
     if (!out_check_file("manta acc-fit", "out", o->out))
