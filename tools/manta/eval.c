@@ -62,7 +62,8 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         "images; with --ckpt too, the supernet's sub-network runs beside it and the\n"
         "largest logit difference is reported. --predictions writes the engine's\n"
         "answer for every image (CSV: image,label,predicted), for paired comparisons\n"
-        "of two models on the same images.\n",
+        "of two models on the same images. These are the options of a classification\n"
+        "checkpoint; a stereo one's follow.\n",
         defs, 0, 0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
@@ -270,12 +271,27 @@ static bool stereo_ckpt_arg(int argc, char **argv)
     return false;
 }
 
+/* Whether argv asks for --help (or -h) before "--". */
+static bool help_arg(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return true;
+    return false;
+}
+
 int cmd_eval(int argc, char **argv)
 {
     if (stereo_ckpt_arg(argc, argv))
         return cmd_eval_stereo(argc, argv);
     eval_opts o;
     int pr = parse_args(argc, argv, &o);
+    if (pr == 0 && help_arg(argc, argv)) { /* the stereo checkpoints' options too */
+        char *help[] = {argv[0], "--help", NULL};
+        printf("\nA stereo checkpoint (manta train --space stereo-...) takes these options "
+               "instead:\n\n");
+        return cmd_eval_stereo(2, help);
+    }
     if (pr != 1)
         return pr;
     if (o.model)
