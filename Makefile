@@ -249,8 +249,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LI
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJ) $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
 
 # The programs' option tables (tools/common/) are not in the library.
-$(BUILD)/tests/test_opts: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/opts.o
-$(BUILD)/tests/test_opts: $(BUILD)/obj/tools/common/opts.o
+$(BUILD)/tests/test_opts: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/opts.o $(BUILD)/obj/tools/common/json.o
+$(BUILD)/tests/test_opts: $(BUILD)/obj/tools/common/opts.o $(BUILD)/obj/tools/common/json.o
 $(BUILD)/tests/test_outpath: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/outpath.o
 $(BUILD)/tests/test_outpath: $(BUILD)/obj/tools/common/outpath.o
 # manta report's plotting module and readers.

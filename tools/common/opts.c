@@ -1,5 +1,7 @@
 #include "opts.h"
 
+#include "json.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -121,8 +123,43 @@ static bool exact_word(const opt_cmd *c, const opt_def *o, int argc, char **argv
     return false;
 }
 
+/* --options-json: the table as one JSON document on standard output (for the conformance
+ * test of every command's options, tests/integration/cli_options.sh). */
+static void print_table_json(const opt_cmd *c)
+{
+    static const char *const KINDS[] = {"flag", "int", "long", "double", "string"};
+    printf("{\"prog\":");
+    json_put_str(stdout, c->prog);
+    printf(",\"options\":[");
+    for (size_t i = 0; c->opts[i].name; i++) {
+        const opt_def *o = &c->opts[i];
+        printf("%s{\"name\":", i ? "," : "");
+        json_put_str(stdout, o->name);
+        printf(",\"kind\":\"%s\",\"help\":%s,\"metavar\":", KINDS[o->kind],
+               o->help ? "true" : "false");
+        json_put_str(stdout, o->metavar ? o->metavar : "");
+        if (o->kind == OPT_INT || o->kind == OPT_LONG || o->kind == OPT_DOUBLE)
+            printf(",\"lo\":%.17g,\"hi\":%.17g", o->lo, o->hi);
+        if (o->choices) {
+            printf(",\"choices\":[");
+            for (size_t k = 0; o->choices[k]; k++) {
+                printf("%s", k ? "," : "");
+                json_put_str(stdout, o->choices[k]);
+            }
+            printf("]");
+        }
+        printf("}");
+    }
+    printf("]}\n");
+}
+
 opt_result opt_parse(const opt_cmd *c, int argc, char **argv, int *first)
 {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (!strcmp(argv[i], "--options-json")) {
+            print_table_json(c);
+            return OPT_HELP;
+        }
     size_t n = count_defs(c->opts);
     if (n > OPT_MAX) {
         fprintf(stderr, "%s: %zu options declared, at most %d\n", c->prog, n, OPT_MAX);

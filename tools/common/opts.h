@@ -18,7 +18,9 @@
  *   int first;
  *   switch (opt_parse(&cmd, argc, argv, &first)) { ... }
  * @endcode
- * `--help` and `-h` are always accepted. Options may come in any order and
+ * `--help` and `-h` are always accepted; so is `--options-json`, which prints the
+ * table as one JSON document (name, kind, help or hidden, metavar, range, choices)
+ * and returns OPT_HELP: the conformance test of every command reads it. Options may come in any order and
  * between positional arguments; `--` ends them. A long option goes by its whole
  * name (a prefix is refused, naming the options it begins). Every error is one line on
  * standard error naming the program, the option and what is wrong. The parser

@@ -23,6 +23,7 @@
 
 #include "common/json.h"
 #include "common/opts.h"
+#include "common/outpath.h"
 #include "common/provenance.h"
 #include "core/stats.h"
 #include "engine/engine.h"
@@ -92,6 +93,8 @@ static int parse_args(int argc, char **argv, opts *o)
         fprintf(stderr, "manta-infer: no model given\n");
         return 2;
     }
+    if (o->dump_input && !out_check_file("manta-infer", "dump-input", o->dump_input))
+        return 2;
     o->model = argv[first];
     o->images = argv + first + 1;
     o->n_images = argc - first - 1;

@@ -89,7 +89,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {.name = "max-runs", .kind = OPT_INT, .dest = &o->t.max_runs, .lo = 1, .hi = 1e7,
          .metavar = "N", .help = "timed runs per layer or network, at most (default 100000)"},
         {.name = "warmup", .kind = OPT_INT, .dest = &o->t.warmup, .lo = 0, .hi = 1e7,
-         .metavar = "N", .help = "untimed runs before each round's timing (default 2, >= 2 ms)"},
+         .metavar = "N", .help = "untimed runs before each round's timing (default 2; 0: only the 2 ms)"},
         {.name = "clock", .kind = OPT_STRING, .dest = &o->clock, .metavar = "wall|cpu",
          .help = "wall clock (default) or the thread's CPU time", .choices = CLOCKS},
         {.name = "no-pin", .kind = OPT_FLAG, .dest = &o->no_pin,

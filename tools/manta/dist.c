@@ -271,7 +271,7 @@ int cmd_bench_allreduce(int argc, char **argv)
         {.name = "repeats", .kind = OPT_INT, .dest = &o->repeats, .lo = 1, .hi = 1000,
          .metavar = "R", .help = "timed repetitions per size (default 100 / 20 / 10 by size)"},
         {.name = "warmup", .kind = OPT_INT, .dest = &o->warmup, .lo = 0, .hi = 100,
-         .metavar = "W", .help = "untimed repetitions first (default 2)"},
+         .metavar = "W", .help = "untimed repetitions first (default 2; 0: none)"},
         {.name = "mac", .kind = OPT_STRING, .dest = &mac, .choices = macs,
          .metavar = "header|full", .help = "frame tags over headers (default) or headers and data"},
         {.name = "timeout", .kind = OPT_DOUBLE, .dest = &flags.timeout_s, .lo = 0.001,

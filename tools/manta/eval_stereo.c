@@ -311,7 +311,7 @@ int cmd_eval_stereo(int argc, char **argv)
         {.name = "out", .kind = OPT_STRING, .dest = &o.out, .metavar = "DIR",
          .help = "write left view, true and predicted disparity and error PNGs there"},
         {.name = "show", .kind = OPT_LONG, .dest = &o.show, .lo = 0, .hi = 1000, .metavar = "K",
-         .help = "pairs written to --out (default 4)"},
+         .help = "pairs written to --out (default 4; 0: none)"},
         {.name = "device", .kind = OPT_STRING, .dest = &o.device, .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o.json, .help = "one JSON document"},
