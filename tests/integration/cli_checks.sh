@@ -44,6 +44,13 @@ done
 grep -Eq '^\{"version":"[0-9]+\.[0-9]+\.[0-9]+","git":"[^"]+", "model": ' "$out/check.json" ||
     fail "manta-infer --json: no version and git: $(cat "$out/check.json")"
 rm "$out/min.tflite"
+# a device variable that matches nothing is said, after the list
+set +e
+MANTA_DEVICE=99 "$M" devices >"$out/devs" 2>"$out/devs.err"
+rc=$?
+set -e
+[ "$rc" -eq 1 ] && grep -q "MANTA_DEVICE '99': device index out of range" "$out/devs.err" &&
+    grep -q "compute units" "$out/devs" || fail "MANTA_DEVICE=99 manta devices: exit status $rc"
 # a long option goes by its whole name
 refused 2 "option prefix" "unknown option '--arc' (did you mean --arch?)" "$M" eval --ckpt "$C" --arc max
 # counts: no figure over zero images, re-calibration needs a batch

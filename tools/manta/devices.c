@@ -41,7 +41,10 @@ int cmd_devices(int argc, char **argv)
         return 1;
     }
     size_t sel = 0;
-    int have_sel = mcl_select(list, NULL, &sel, NULL) == MANTA_OK;
+    manta_err sel_err;
+    manta_err_clear(&sel_err);
+    manta_status sel_st = mcl_select(list, NULL, &sel, &sel_err);
+    int have_sel = sel_st == MANTA_OK;
     mcl_variant variant[MCL_MAX_DEVICES];
     for (size_t i = 0; i < list->count && st == MANTA_OK; i++)
         st = mcl_choose_variant(&list->dev[i], MCL_VARIANT_AUTO, &variant[i], &err);
@@ -102,5 +105,9 @@ int cmd_devices(int argc, char **argv)
         printf("(* = selected by MANTA_DEVICE or default)\n");
     }
     free(list);
+    if (!have_sel) { /* the list is shown, and why no device is marked */
+        cmd_error("devices", sel_st, &sel_err);
+        return 1;
+    }
     return 0;
 }
