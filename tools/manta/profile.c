@@ -12,7 +12,7 @@
 #include "cmd.h"
 #include "common/opts.h"
 #include "core/strbuf.h"
-#include "ofa/supernet.h"
+#include "classify/supernet.h"
 #include "profile/latency_table.h"
 #include "profile/validate.h"
 

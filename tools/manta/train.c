@@ -203,7 +203,7 @@ static bool run_trainer(train_run *r)
         if (!job_join("manta train", &r->cfg, r->rank, r->host, &r->ring))
             return false;
     }
-    st = dp_create(r->devs, r->n_dev, &r->sp, &r->sched, o->seed, o->mode, r->ring, &r->dp, &err);
+    st = ofa_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, o->seed, o->mode, r->ring, &r->dp, &err);
     if (st != MANTA_OK && !r->ring) {
         fprintf(stderr, "manta train: %s\n", manta_err_msg(&err, st));
         return false;

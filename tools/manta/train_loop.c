@@ -9,7 +9,7 @@
 #include "cmd.h"
 #include "core/clock.h"
 #include "core/strbuf.h"
-#include "train/progress.h"
+#include "classify/progress.h"
 #include "train_run.h"
 
 /* Set by SIGINT/SIGTERM; the loop checkpoints and stops at the next step. */
@@ -104,7 +104,7 @@ static bool run_step(train_run *r, train_progress *pg, long step, ofa_step_resul
     }
     double ts = cmd_now();
     dp_set_data_wait(r->dp, wait);
-    st = dp_step(r->dp, step, b.images, b.labels, res, &err);
+    st = ofa_dp_step(r->dp, step, b.images, b.labels, res, &err);
     double dt = cmd_now() - ts;
     if (st != MANTA_OK) {
         long ip;

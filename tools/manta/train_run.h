@@ -14,8 +14,8 @@
 #include "monitor/server.h"
 #include "rundata.h"
 #include "train/dp.h"
-#include "train/ofa_train.h"
-#include "train/trainstate.h"
+#include "classify/ofa_train.h"
+#include "classify/trainstate.h"
 
 /* What the command line says (on --resume, the checkpoint's settings replace some). */
 typedef struct train_opts {
