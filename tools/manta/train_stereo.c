@@ -541,7 +541,7 @@ int cmd_train_stereo(int argc, char **argv)
         "manta train",
         "--space stereo-cpu|stereo-gpu|SPEC [--schedule smoke|quick|full|finetune] [--data D]\n"
         "                   [--init CKPT] [--mix R] [--textures DIR|default] [--batch N]\n"
-        "                   [--out DIR] [--resume] [OPTIONS]",
+        "                   [--out DIR] [--ckpt-every N] [--resume] [OPTIONS]",
         "Trains the stereo depth supernet with progressive shrinking (full network, then\n"
         "elastic kernel, depth and expand ratio; the full network's disparity distilled into\n"
         "the sub-networks), the multi-scale L1 disparity loss with its weight moving from the\n"
@@ -557,7 +557,9 @@ int cmd_train_stereo(int argc, char **argv)
         "D1; --val-data: crops of a folder's pairs, each placed by its index, batch norm\n"
         "re-calibrated on the training data) and writes a checkpoint; metrics.jsonl has\n"
         "every figure, and a new TensorBoard event file in DIR (or --tensorboard) the\n"
-        "scalars (train/*, val/*, rank<R>/*).\n\n"
+        "scalars (train/*, val/*, rank<R>/*). latest.ckpt is also written every\n"
+        "--ckpt-every steps and on a stop: --stop-after N, or SIGINT/SIGTERM (after the\n"
+        "step under way; exit status 130); --resume continues it exactly.\n\n"
         "Fine-tuning: --init CKPT (a checkpoint of manta train on the same stereo space)\n"
         "loads its parameters and batch-norm statistics into a new run (step 0, fresh\n"
         "momentum, its own --out), by default on the finetune schedule: one phase of 200\n"
