@@ -68,7 +68,7 @@ DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev lib
             dataset-fashion-mnist clblast-utils clang libcairo2-dev fonts-dejavu-core \
             libmicrohttpd-dev chromium curl mate-backgrounds
 
-LIB_DIRS := core space cl nn train data ofa stereo export search profile dist monitor
+LIB_DIRS := core space cl nn elastic train classify data stereo export search profile dist monitor
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
 # The training monitor's HTTP server needs libmicrohttpd and serves the embedded page; board
 # builds of manta get runtime/monitor/server_none.c instead (mon_server_start() says so).

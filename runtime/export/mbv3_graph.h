@@ -2,7 +2,7 @@
  * @file mbv3_graph.h
  * @brief The one builder of MobileNetV3 sub-network inference graphs
  *        (export/xgraph.h): batch 1, NHWC, batch norm folded, the form the
- *        exporter writes (ofa/extract.h), the profiler times and the search
+ *        exporter writes (classify/extract.h), the profiler times and the search
  *        sizes (profile/synth.h). The values of weights and biases come from
  *        a weight source (::mbv3_source), so the graph's structure does not
  *        depend on where they come from. Host code only (no OpenCL).

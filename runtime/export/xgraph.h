@@ -7,7 +7,7 @@
  *        activations fused where TensorFlow Lite can fuse them.
  *
  * Built for MobileNetV3 sub-networks by runtime/export/mbv3_graph.h (from a
- * trained supernet by ofa_supernet_extract(), runtime/ofa/extract.h; with
+ * trained supernet by ofa_supernet_extract(), runtime/classify/extract.h; with
  * random values by runtime/profile/synth.h), written by the .tflite writer
  * (runtime/export/tflite.h).
  *

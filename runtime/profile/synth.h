@@ -8,7 +8,7 @@
  * A sub-network's graph is built by the exporter's own builder,
  * mbv3_arch_graph() (runtime/export/mbv3_graph.h), with random values or
  * zeros as its weight source, so it has exactly the operators, tensors,
- * names, shapes and padding that ofa_supernet_extract() (runtime/ofa/
+ * names, shapes and padding that ofa_supernet_extract() (runtime/classify/
  * extract.h) produces for it: the stem convolution (+ HARD_SWISH), the first
  * block, each MBConv block (1x1 expand [+ HARD_SWISH], [PAD] depthwise
  * [+ HARD_SWISH], squeeze-and-excite as MEAN, 1x1 + RELU, 1x1 + RELU6, MUL,

@@ -15,8 +15,8 @@
 #include "nn/depthwise.h"
 #include "nn/pool.h"
 #include "nn/upsample.h"
-#include "ofa/mbconv.h"
-#include "ofa/reorder.h"
+#include "elastic/mbconv.h"
+#include "elastic/reorder.h"
 
 /* Scale of the initial weights of the prediction convolutions (after PyTorch's bound), so
  * that the first disparities are near 0. */

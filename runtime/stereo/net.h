@@ -23,7 +23,7 @@
  *   stereo_preds() - 1 (full resolution) has (N, 1, H >> (L - p), W >> (L - p)) values,
  *   L the space's n_levels.
  *
- * Memory as ofa/supernet.h: parameter, gradient and momentum slabs of one layout (decayed
+ * Memory as classify/supernet.h: parameter, gradient and momentum slabs of one layout (decayed
  * weights first, then batch norms and biases), a state slab (batch-norm statistics), and
  * activations planned once for the largest sub-network at the largest size of the space's
  * crops (stereo_space_plan_size()); nothing is allocated after creation.
@@ -50,12 +50,12 @@
 #include <stdint.h>
 
 #include "cl/cl.h"
-#include "ofa/supernet.h"
+#include "elastic/types.h"
 #include "space/stereo_space.h"
 
 typedef struct stereo_net stereo_net;
 
-/** As ofa_supernet_create() (ofa/supernet.h), for the network of @p space and batches of
+/** As ofa_supernet_create() (classify/supernet.h), for the network of @p space and batches of
  *  @p batch pairs at the space's crop. @return MANTA_ERR_INVALID_ARG for a bad space or
  *  batch; the device's errors (one buffer too large for the device names it). */
 manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
@@ -145,7 +145,7 @@ manta_status stereo_net_recal_end(stereo_net *n);
  * OFA's elastic-width re-organisation of the encoder's MBConv slots (every slot of every
  * unit, the shared ones and those after the correlation), at the start of an expand-ratio
  * phase: ofa_supernet_reorder_width()'s, with the same implementation
- * (ofa_net_reorder_width(), ofa/mbconv.h) and the space's expand ratios; then the same for
+ * (ofa_net_reorder_width(), elastic/mbconv.h) and the space's expand ratios; then the same for
  * the decoder's levels: the transposed convolution's output channels sorted by the L1
  * norm of the 3x3 conv weights that read them, the 3x3 conv's by that of the prediction's
  * and the next transposed convolution's, inside groups bounded by the widths of the

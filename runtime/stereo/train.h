@@ -3,7 +3,7 @@
  * @brief Progressive-shrinking training of the stereo depth supernet on one device, and
  *        evaluation of its sub-networks (EPE, bad-t, D1; with BN re-calibration).
  *
- * One step, as the classification trainer (train/ofa_train.h): on a phase's first step
+ * One step, as the classification trainer (classify/ofa_train.h): on a phase's first step
  * the phase starts (the teacher snapshot after the first phase, the width re-organisation
  * of a phase whose reorder is 0 or more, zero momentum); when the phase distils, the
  * teacher (the network as it was at the end of the first phase) predicts the batch's
@@ -150,7 +150,7 @@ manta_status stereo_trainer_apply(stereo_trainer *t, long step, float grad_scale
  * sub-networks), the gradients summed and applied with grad_scale = 1 / replicas. The step's
  * loss is thereby the mean of the shards' losses (each a mean over its valid pixels): the
  * one-device loss when the shards have equally many valid pixels. dp_replica() gives the
- * stereo_trainer * of a device. Collective over the ranks, as dp_create().
+ * stereo_trainer * of a device. Collective over the ranks, as dp_create_ops().
  */
 manta_status stereo_dp_create(mcl_dev *const *devs, int n_dev, const stereo_space *space,
                               const ofa_schedule *sched, uint64_t seed, dp_mode mode,

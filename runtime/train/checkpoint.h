@@ -86,7 +86,7 @@ manta_status ckpt_read_train(const char *path, ckpt_state_fn read, void *user, b
 /**
  * The settings every training checkpoint's "meta" carries, declared as members
  * of ckpt_run_meta and, under the same names, of the run-specific meta structs
- * (train/trainstate.h, stereo/state.h), which overlay them with a ckpt_run_meta
+ * (classify/trainstate.h, stereo/state.h), which overlay them with a ckpt_run_meta
  * in an anonymous union: preset (the schedule preset), batch, seed, step (the
  * next step to train), has_teacher and data (the data source).
  */

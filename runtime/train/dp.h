@@ -7,8 +7,9 @@
  * The replicas are trainers of any task that can split a step in two (dp_replica_ops):
  * compute (the phase start, the teacher and the sub-networks of the step on the replica's
  * shard, leaving the gradients in its slab) and apply (the SGD update with the gradients
- * multiplied by a factor). dp_create() and dp_step() drive the classification trainer
- * (train/ofa_train.h); the stereo trainer has its own ops (stereo/train.h).
+ * multiplied by a factor). Each task gives its ops: the classification trainer's
+ * (ofa_dp_create(), ofa_dp_step(): classify/ofa_train.h), the stereo trainer's
+ * (stereo_dp_create(), stereo_dp_step(): stereo/train.h).
  *
  * Replicas: R = ranks x devices per rank (every rank must drive the same number of
  * devices). Replica g = rank * devices + device takes the contiguous shard
@@ -43,8 +44,8 @@
  * deadline) or a replica mismatch fail the call with a message naming the device, rank and
  * step; afterwards the object is unusable (every later call returns the same error).
  *
- * With one device and one rank, dp_step() is ofa_trainer_step() on the caller's thread: no
- * synchronisation, no host copies.
+ * With one device and one rank, dp_run() is the task's whole step (dp_replica_ops.step) on
+ * the caller's thread: no synchronisation, no host copies.
  */
 #ifndef MANTA_TRAIN_DP_H
 #define MANTA_TRAIN_DP_H
@@ -52,7 +53,7 @@
 #include <stdint.h>
 
 #include "dist/ring.h"
-#include "train/ofa_train.h"
+#include "elastic/types.h"
 
 /** How replicas divide the work of a step. */
 typedef enum dp_mode {
@@ -108,7 +109,11 @@ typedef struct dp_replica_ops {
 /**
  * Create one replica of @p ops per device in @p devs (n_dev >= 1), all from @p seed, each
  * for its shard of @p batch samples (the global batch, a multiple of ranks x devices). @p
- * cfg is passed to ops->create. As dp_create() otherwise (collective over the ranks).
+ * cfg is passed to ops->create. @p ring (may be NULL for a single process) is used by the
+ * caller's thread and the device threads of this object only, and must outlive it. With a
+ * ring of several ranks this call is collective: every rank must call it (it checks that all
+ * ranks drive the same number of devices and use the same mode).
+ * @param err names the device, rank or the divisibility problem.
  */
 manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *const *devs,
                            int n_dev, int batch, uint64_t seed, dp_mode mode, ring_comm *ring,
@@ -122,18 +127,6 @@ manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *
  * Collective over the ranks. @return the first failure, described in @p err.
  */
 manta_status dp_run(dp_trainer *p, long step, const void *batch, void *res, manta_err *err);
-
-/**
- * Classification: create one ofa_trainer replica per device in @p devs (n_dev >= 1), all
- * from @p seed, each for its shard of sched->batch. @p ring (may be NULL for a single process) is used by the
- * caller's thread and the device threads of this object only, and must outlive it. With
- * a ring of several ranks this call is collective: every rank must call it (it checks that
- * all ranks drive the same number of devices and use the same mode).
- * @param err names the device, rank or the divisibility problem.
- */
-manta_status dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
-                       const ofa_schedule *sched, uint64_t seed, dp_mode mode, ring_comm *ring,
-                       dp_trainer **out, manta_err *err);
 
 /** Default size of a gradient bucket (bytes). */
 #define DP_BUCKET_BYTES ((size_t)1 << 20)
@@ -154,20 +147,10 @@ int dp_local_replicas(const dp_trainer *p);
 /** Replicas of the whole job (ranks x devices). */
 int dp_replicas(const dp_trainer *p);
 /** The trainer of local replica @p i (0 .. dp_local_replicas() - 1): what ops->create made
- *  (an ofa_trainer * for dp_create()). */
+ *  (an ofa_trainer * for ofa_dp_create(), a stereo_trainer * for stereo_dp_create()). */
 void *dp_replica(dp_trainer *p, int i);
 /** The device of local replica @p i. */
 mcl_dev *dp_device(dp_trainer *p, int i);
-
-/**
- * Classification: train global step @p step on the global batch (images (B, C, r, r),
- * labels (B), the same on every rank) (dp_run() with the ofa_trainer's ops): every replica computes its shard, the gradients are summed over
- * all replicas, every replica applies the update. @p out (may be NULL) receives the
- * loss, distillation loss and top-1 counts over all replicas (mean loss; summed counts).
- * Collective over the ranks. @return the first failure, described in @p err.
- */
-manta_status dp_step(dp_trainer *p, long step, const float *images, const float *labels,
-                     ofa_step_result *out, manta_err *err);
 
 /** What a rank reports of its steps (dp_rank_figures_get()); times in seconds. The figures
  *  travel with a step's last allreduce, so those of "the step before" lag one step. */

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/testutil.h"
-#include "ofa/elastic.h"
+#include "elastic/elastic.h"
 
 static void ref_ktrans(int c, int K, int k, const double *w, const double *m, double *wk)
 {

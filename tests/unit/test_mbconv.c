@@ -1,4 +1,4 @@
-/* Elastic MBConv units (ofa/mbconv.h) hosted by a tiny network of the test's own, as the
+/* Elastic MBConv units (elastic/mbconv.h) hosted by a tiny network of the test's own, as the
  * stereo supernet hosts them: one unit of three slots (stride 2 first, identity skips
  * after) planned for 8x12 inputs and run on non-square 6x10 inputs with smaller kernels
  * (the kernel transforms), fewer expanded channels and SE units, and depth 3 or 2. Under
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/variants.h"
-#include "ofa/mbconv.h"
+#include "elastic/mbconv.h"
 #include "ref/ref_act.h"
 #include "ref/ref_bn.h"
 #include "ref/ref_conv.h"

@@ -12,8 +12,8 @@
 #include "common/testutil.h"
 #include "export/mbv3_graph.h"
 #include "export/tflite.h"
-#include "ofa/extract.h"
-#include "ofa/supernet.h"
+#include "classify/extract.h"
+#include "classify/supernet.h"
 #include "profile/latency_table.h"
 #include "profile/synth.h"
 

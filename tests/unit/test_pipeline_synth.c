@@ -13,8 +13,8 @@
 #include "common/testutil.h"
 #include "engine/engine.h"
 #include "export/tflite.h"
-#include "ofa/extract.h"
-#include "ofa/supernet.h"
+#include "classify/extract.h"
+#include "classify/supernet.h"
 #include "profile/synth.h"
 #include "profile/validate.h"
 

@@ -9,8 +9,8 @@
 
 #include "common/testutil.h"
 #include "export/tflite.h"
-#include "ofa/extract.h"
-#include "ofa/supernet.h"
+#include "classify/extract.h"
+#include "classify/supernet.h"
 
 enum { B = 3 };
 

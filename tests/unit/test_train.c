@@ -11,7 +11,7 @@
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "train/optim.h"
-#include "train/tinynet.h"
+#include "classify/tinynet.h"
 
 enum { IN = 48, HID = 32, OUT = 5, B = 16 };
 

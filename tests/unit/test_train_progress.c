@@ -1,4 +1,4 @@
-/* Progress of a training run (train/progress.h): the work left across phases,
+/* Progress of a training run (classify/progress.h): the work left across phases,
  * the window's means, images/s, the share waiting for data, the time left at
  * the rate so far (also after a resume), the window starting afresh after a
  * report, and the metrics.jsonl line. */
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "train/progress.h"
+#include "classify/progress.h"
 
 /* Three phases of 3, 5 and 2 steps whose steps weigh 1, 2 and 4. */
 static void three_phases(ofa_schedule *s, double *work)

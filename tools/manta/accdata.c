@@ -13,7 +13,7 @@
 #include "profile/common.h"
 #include "rundata.h"
 #include "search/acc_predictor.h"
-#include "train/trainstate.h"
+#include "classify/trainstate.h"
 
 /* ---- acc-dataset ------------------------------------------------------------------- */
 

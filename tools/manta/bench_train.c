@@ -12,7 +12,7 @@
 #include "core/rng.h"
 #include "core/stats.h"
 #include "nn/loss.h"
-#include "ofa/supernet.h"
+#include "classify/supernet.h"
 #include "train/optim.h"
 
 /* One training step of @p net: labels at io[0 .. batch), losses after them. */

@@ -2,6 +2,7 @@
 #include "job.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,25 @@
 #include "monitor/model.h"
 
 const char *const JOB_MODES[] = {"data", "subnet", NULL};
+
+/* Set by SIGINT/SIGTERM (job_stop_signals()). */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+volatile sig_atomic_t *job_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return &stop_requested;
+}
 
 void job_opts_init(job_opts *j)
 {
@@ -237,28 +257,6 @@ void job_record_job(const job_log *l, const job_header *h)
     }
     job_write(l, r);
     free(r);
-}
-
-void job_record_checkpoint(const job_log *l, const char *name, long step)
-{
-    manta_rec r = {.kind = MANTA_REC_CHECKPOINT};
-    r.checkpoint = (manta_rec_checkpoint){.time = manta_wall_time(), .step = step};
-    snprintf(r.checkpoint.path, sizeof r.checkpoint.path, "%s", name);
-    job_write(l, &r);
-}
-
-void job_record_done(const job_log *l, long step, double seconds)
-{
-    manta_rec r = {.kind = MANTA_REC_DONE};
-    r.done = (manta_rec_done){.time = manta_wall_time(), .step = step, .seconds = seconds};
-    job_write(l, &r);
-}
-
-void job_record_stopped(const job_log *l, long step, bool by_signal)
-{
-    manta_rec r = {.kind = MANTA_REC_STOPPED};
-    r.stopped = (manta_rec_stopped){.time = manta_wall_time(), .step = step, .signal = by_signal};
-    job_write(l, &r);
 }
 
 /* Samples per second of a rank: its samples over the step before's time (the last step's

@@ -4,6 +4,7 @@
 #ifndef MANTA_TOOLS_JOB_H
 #define MANTA_TOOLS_JOB_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -178,11 +179,10 @@ void job_events(manta_tfevents **ev, const char *cmd, long step, const manta_tfs
  *  "device_bytes" holds the bytes of the buffers live on each device then (networks,
  *  batches, optimizer state). */
 void job_record_job(const job_log *l, const job_header *h);
-/** The record of a checkpoint @p name written after @p step steps. */
-void job_record_checkpoint(const job_log *l, const char *name, long step);
-/** The record of the end of training after @p step steps and @p seconds. */
-void job_record_done(const job_log *l, long step, double seconds);
-/** The record of a run stopped after @p step steps, by a signal or by --stop-after. */
-void job_record_stopped(const job_log *l, long step, bool by_signal);
+
+/** Catch SIGINT and SIGTERM from now on: the handler sets the flag whose address is returned
+ *  (the training driver's stop request: train/driver.h), so that training checkpoints and
+ *  stops after the step under way. */
+volatile sig_atomic_t *job_stop_signals(void);
 
 #endif

@@ -13,7 +13,7 @@
 #include "common/opts.h"
 #include "common/outpath.h"
 #include "core/strbuf.h"
-#include "ofa/supernet.h"
+#include "classify/supernet.h"
 #include "profile/latency_table.h"
 #include "profile/validate.h"
 

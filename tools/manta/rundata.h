@@ -9,7 +9,7 @@
 #include "data/augment.h"
 #include "cl/cl.h"
 #include "data/dataset.h"
-#include "train/trainstate.h"
+#include "classify/trainstate.h"
 
 typedef struct run_data {
     char source[512];   /* what --data named */

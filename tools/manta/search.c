@@ -17,7 +17,7 @@
 #include "search/acc_predictor.h"
 #include "search/evolution.h"
 #include "search/sizes.h"
-#include "train/trainstate.h"
+#include "classify/trainstate.h"
 
 typedef struct search_opts {
     const char *ckpt, *lut, *acc, *out, *board, *device, *rerank_seeds;

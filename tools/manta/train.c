@@ -22,6 +22,11 @@ static const char ABOUT[] =
     "kernel, depth and expand ratio; distillation from the full network), checkpointing\n"
     "every phase, and reports top-1 of the largest and smallest sub-networks on the\n"
     "validation split after each phase.\n\n"
+    "A stereo space (--space stereo-cpu, stereo-gpu, or a spec file with \"task\":\n"
+    "\"stereo\") trains the stereo depth supernet instead, with options of its own\n"
+    "(pairs, evaluation pairs, fine-tuning); 'manta train --space stereo-cpu --help'\n"
+    "lists them. --ckpt-every, --stop-after, --resume, SIGINT/SIGTERM and the job's\n"
+    "options work the same for both.\n\n"
     "--data: a JPEG folder holds one subfolder per class (D/train and D/test, or D\n"
     "alone). --eval-images 0: no evaluation. --lr-scale is kept in the checkpoint.\n"
     "--sync-check also compares at every checkpoint (0: checkpoints only).\n"
@@ -62,7 +67,8 @@ static int parse_args(int argc, char **argv, train_opts *o)
     job_opts_init(&o->job);
     const opt_def defs[] = {
         {.name = "space", .kind = OPT_STRING, .dest = &o->space, .metavar = "S",
-         .help = "search space: cpu-default (default), mbv3-w1.0 or a spec file"},
+         .help = "search space: cpu-default (default), mbv3-w1.0, a spec file, or a stereo "
+                 "space (see above)"},
         {.name = "data", .kind = OPT_STRING, .dest = &o->data, .metavar = "D",
          .help = "fashion-mnist (default), an IDX folder, or a JPEG folder"},
         {.name = "channels", .kind = OPT_INT, .dest = &o->channels, .lo = 1, .hi = 3,
@@ -203,7 +209,7 @@ static bool run_trainer(train_run *r)
         if (!job_join("manta train", &r->cfg, r->rank, r->host, &r->ring))
             return false;
     }
-    st = dp_create(r->devs, r->n_dev, &r->sp, &r->sched, o->seed, o->mode, r->ring, &r->dp, &err);
+    st = ofa_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, o->seed, o->mode, r->ring, &r->dp, &err);
     if (st != MANTA_OK && !r->ring) {
         fprintf(stderr, "manta train: %s\n", manta_err_msg(&err, st));
         return false;

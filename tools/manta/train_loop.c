@@ -1,6 +1,6 @@
-/* manta train: the steps of one invocation, their progress lines, the
- * replicas' weight checks, checkpoints, and the evaluation after each phase. */
-#include <signal.h>
+/* manta train: the classification task of the training driver (train/driver.h): one step,
+ * the progress lines and records, the replicas' weight checks, checkpoints, and the
+ * evaluation after each phase. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,29 +9,22 @@
 #include "cmd.h"
 #include "core/clock.h"
 #include "core/strbuf.h"
-#include "train/progress.h"
+#include "classify/progress.h"
+#include "train/driver.h"
 #include "train_run.h"
 
-/* Set by SIGINT/SIGTERM; the loop checkpoints and stops at the next step. */
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    stop_requested = 1;
-}
-
 /* Top-1 of the largest and smallest sub-networks on the validation split. */
-static int evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, const train_opts *o,
-                          int phase, double top1[2])
+static manta_status evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, const train_opts *o,
+                                   int phase, double top1[2], manta_err *err)
 {
     const ofa_space *sp = ofa_supernet_space(ofa_trainer_net(t));
     const int batch = ofa_trainer_batch(t); /* this device's shard size */
     int *scratch = malloc((size_t)batch * sizeof *scratch);
     if (!scratch)
-        return 0;
-    int ok = 1;
-    for (int which = 0; which < 2 && ok; which++) {
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "evaluating after phase %d: out of memory",
+                             phase + 1);
+    manta_status st = MANTA_OK;
+    for (int which = 0; which < 2 && st == MANTA_OK; which++) {
         ofa_arch a;
         (which == 0 ? ofa_arch_max : ofa_arch_min)(sp, 0, &a);
         eval_source recal = {&rd->train, rd->split.train, rd->split.n_train, batch,
@@ -40,16 +33,14 @@ static int evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, const train_
                            {0, 0}, scratch};
         manta_rng_seed(&recal.rng, o->seed, 0xeca1);
         long n_eval = o->eval_images < rd->split.n_val ? o->eval_images : rd->split.n_val;
-        manta_status st = ofa_trainer_evaluate(t, &a, eval_source_batch, &recal, o->recal_images,
-                                               eval_source_batch, &val, n_eval, &top1[which], NULL);
-        if (st != MANTA_OK) {
-            fprintf(stderr, "manta train: evaluating after phase %d: %s\n", phase + 1,
-                    manta_err_msg(mcl_err(d), st));
-            ok = 0;
-        }
+        st = ofa_trainer_evaluate(t, &a, eval_source_batch, &recal, o->recal_images,
+                                  eval_source_batch, &val, n_eval, &top1[which], NULL);
+        if (st != MANTA_OK)
+            manta_err_set(err, st, "evaluating after phase %d: %s", phase + 1,
+                          manta_err_msg(mcl_err(d), st));
     }
     free(scratch);
-    return ok;
+    return st;
 }
 
 /* Where the run's records go. */
@@ -69,8 +60,8 @@ void train_fail(train_run *r, long step, const char *fmt, ...)
     job_fail(&l, step, "%s", msg);
 }
 
-/* Checkpoint @p name in the run's folder (rank 0) and its record in metrics.jsonl. */
-static int save(train_run *r, const char *name, long next_step)
+/* Checkpoint @p name in the run's folder (rank 0), resuming at @p next_step. */
+static manta_status save(train_run *r, const char *name, long next_step, manta_err *err)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", r->out_dir, name);
@@ -78,48 +69,43 @@ static int save(train_run *r, const char *name, long next_step)
     m->step = next_step;
     m->has_teacher = ofa_trainer_has_teacher(r->t);
     m->loader = r->ls;
-    manta_err err;
-    manta_err_clear(&err);
-    manta_status st = trainstate_save(path, r->t, r->d, m, &err);
-    if (st != MANTA_OK) {
-        train_fail(r, next_step, "checkpoint %s: %s", path, manta_err_msg(&err, st));
-        return 0;
-    }
-    job_log l = run_log(r);
-    job_record_checkpoint(&l, name, next_step);
-    return 1;
+    manta_err e;
+    manta_err_clear(&e);
+    manta_status st = trainstate_save(path, r->t, r->d, m, &e);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "checkpoint %s: %s", path, manta_err_msg(&e, st));
+    return MANTA_OK;
 }
 
-/* Train global step @p step on the next batch; false after printing why not. */
-static bool run_step(train_run *r, train_progress *pg, long step, ofa_step_result *res)
+/* Train global step @p step on the next batch into @p res. */
+static manta_status run_step(train_run *r, train_progress *pg, long step, ofa_step_result *res,
+                             manta_err *err)
 {
-    manta_err err;
-    manta_err_clear(&err);
+    manta_err e;
+    manta_err_clear(&e);
     prefetch_batch b;
     double wait = 0;
-    manta_status st = prefetch_next(r->pf, &b, &wait, &err);
+    manta_status st = prefetch_next(r->pf, &b, &wait, &e);
     if (st != MANTA_OK || b.n != r->o.batch) {
-        train_fail(r, step, "data: %s", manta_err_msg(&err, st == MANTA_OK ? MANTA_ERR_INTERNAL : st));
-        return false;
+        st = st == MANTA_OK ? MANTA_ERR_INTERNAL : st;
+        return manta_err_set(err, st, "data: %s", manta_err_msg(&e, st));
     }
     double ts = cmd_now();
     dp_set_data_wait(r->dp, wait);
-    st = dp_step(r->dp, step, b.images, b.labels, res, &err);
+    st = ofa_dp_step(r->dp, step, b.images, b.labels, res, &e);
     double dt = cmd_now() - ts;
     if (st != MANTA_OK) {
         long ip;
         int pi = ofa_schedule_locate(&r->sched, step, &ip);
         if (r->replicas > 1) /* the message names the rank, step and device */
-            train_fail(r, step, "%s (host %s, phase %s)", manta_err_msg(&err, st), r->host,
-                       pi >= 0 ? r->sched.phase[pi].name : "?");
-        else
-            train_fail(r, step, "step %ld (phase %s): %s", step + 1,
-                       pi >= 0 ? r->sched.phase[pi].name : "?", manta_err_msg(&err, st));
-        return false;
+            return manta_err_set(err, st, "%s (host %s, phase %s)", manta_err_msg(&e, st),
+                                 r->host, pi >= 0 ? r->sched.phase[pi].name : "?");
+        return manta_err_set(err, st, "step %ld (phase %s): %s", step + 1,
+                             pi >= 0 ? r->sched.phase[pi].name : "?", manta_err_msg(&e, st));
     }
     r->ls = b.after;
     train_progress_add(pg, res, wait, dt);
-    return true;
+    return MANTA_OK;
 }
 
 /* The sizes of the sub-networks this rank trained since the last progress record: MACs
@@ -182,23 +168,6 @@ static void subnets_take(subnet_sizes *z, manta_rec_subnets *out)
     z->macs_sum = z->params_sum = 0;
 }
 
-/* Stop together: a signal may reach the ranks at different steps. */
-static bool agree_stop(train_run *r, long step, int *stop)
-{
-    manta_err err;
-    manta_err_clear(&err);
-    float f = (float)stop_requested;
-    manta_status st = ring_allreduce(r->ring, &f, 1, RING_SUM, &err);
-    if (st != MANTA_OK) {
-        train_fail(r, step, "rank %d (%s): step %ld: %s", r->rank, r->host, step + 1,
-                   manta_err_msg(&err, st));
-        return false;
-    }
-    if (f > 0)
-        stop_requested = 1, *stop = 1;
-    return true;
-}
-
 /* Scalars of step @p step into the event file (job_events()). */
 static void log_events(train_run *r, long step, const manta_tfscalar *v, size_t n)
 {
@@ -252,43 +221,70 @@ static void log_progress(train_run *r, train_progress *pg, subnet_sizes *z,
 }
 
 /* The replicas' weights compared after @p done steps. */
-static bool sync_check(train_run *r, long done)
+static manta_status sync_check(train_run *r, long done, manta_err *err)
 {
-    manta_err err;
-    manta_err_clear(&err);
+    manta_err e;
+    manta_err_clear(&e);
     unsigned char h[DP_HASH_BYTES];
-    manta_status st = dp_check(r->dp, done, h, &err);
-    if (st != MANTA_OK) {
-        train_fail(r, done, "rank %d (%s): %s", r->rank, r->host, manta_err_msg(&err, st));
-        return false;
-    }
+    manta_status st = dp_check(r->dp, done, h, &e);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "rank %d (%s): %s", r->rank, r->host,
+                             manta_err_msg(&e, st));
     if (r->o.json && !r->quiet) {
         char hx[2 * DP_HASH_BYTES + 1];
         for (int k = 0; k < DP_HASH_BYTES; k++)
             snprintf(hx + 2 * k, 3, "%02x", h[k]);
         printf("{\"sync_check\":%ld,\"replicas\":%d,\"hash\":\"%s\"}\n", done, r->replicas, hx);
     }
-    return true;
+    return MANTA_OK;
 }
 
-/* The end of a phase after @p done steps: its checkpoint and the latest (rank 0), and
- * the evaluation of the largest and smallest sub-networks (every rank, in step). */
-static bool end_phase(train_run *r, const ofa_step_result *res, long done)
+/* The classification task of one invocation (train/driver.h). */
+typedef struct cls_task {
+    train_run *r;
+    train_progress pg;
+    subnet_sizes z;
+    ofa_step_result res; /* of the last step */
+} cls_task;
+
+static manta_status task_step(void *ctx, long step, manta_err *err)
 {
-    const ofa_phase *ph = &r->sched.phase[res->phase];
-    char name[64];
-    snprintf(name, sizeof name, "phase-%d-%s.ckpt", res->phase + 1, ph->name);
-    if (r->rank == 0 && (!save(r, name, done) || !save(r, "latest.ckpt", done)))
-        return false;
+    cls_task *c = ctx;
+    MANTA_TRY(run_step(c->r, &c->pg, step, &c->res, err));
+    if (!c->r->quiet)
+        subnets_add(c->r, &c->z, step, &c->res);
+    return MANTA_OK;
+}
+
+static manta_status task_progress(void *ctx, long done, manta_err *err)
+{
+    (void)err;
+    cls_task *c = ctx;
+    if (!c->r->quiet)
+        log_progress(c->r, &c->pg, &c->z, &c->res, done);
+    return MANTA_OK;
+}
+
+static manta_status task_save(void *ctx, const char *name, long done, manta_err *err)
+{
+    return save(((cls_task *)ctx)->r, name, done, err);
+}
+
+/* The end of phase @p phase after @p done steps (its checkpoints written): the evaluation
+ * of the largest and smallest sub-networks (every rank, in step), its record and line. */
+static manta_status task_evaluate(void *ctx, int phase, long done, manta_err *err)
+{
+    train_run *r = ((cls_task *)ctx)->r;
+    const ofa_phase *ph = &r->sched.phase[phase];
     double top1[2];
     if (r->o.eval_images <= 0 || r->rd.split.n_val <= 0)
-        return true;
-    if (!evaluate_phase(r->d, r->t, &r->rd, &r->o, res->phase, top1)) /* on the first device */
-        return false;
+        return MANTA_OK;
+    /* on the first device */
+    MANTA_TRY(evaluate_phase(r->d, r->t, &r->rd, &r->o, phase, top1, err));
     if (r->quiet)
-        return true;
+        return MANTA_OK;
     manta_rec ev = {.kind = MANTA_REC_EVAL};
-    ev.eval = (manta_rec_eval){.phase_index = res->phase, .step = done, .max_top1 = top1[0],
+    ev.eval = (manta_rec_eval){.phase_index = phase, .step = done, .max_top1 = top1[0],
                                .min_top1 = top1[1]};
     snprintf(ev.eval.phase, sizeof ev.eval.phase, "%s", ph->name);
     job_log l = run_log(r);
@@ -302,64 +298,88 @@ static bool end_phase(train_run *r, const ofa_step_result *res, long done)
         printf("%s\n", b.oom ? "{}" : b.p);
         manta_strbuf_free(&b);
     } else {
-        printf("phase %d/%d %s done: validation top-1 largest %.2f%%, smallest %.2f%% (%s/%s)\n",
-               res->phase + 1, r->sched.n_phases, ph->name, 100 * top1[0], 100 * top1[1],
-               r->out_dir, name);
+        printf("phase %d/%d %s done: validation top-1 largest %.2f%%, smallest %.2f%% "
+               "(%s/phase-%d-%s.ckpt)\n",
+               phase + 1, r->sched.n_phases, ph->name, 100 * top1[0], 100 * top1[1], r->out_dir,
+               phase + 1, ph->name);
     }
-    return true;
+    return MANTA_OK;
+}
+
+/* Stop together: a signal may reach the ranks at different steps. */
+static manta_status task_agree_stop(void *ctx, long step, bool *signal, manta_err *err)
+{
+    train_run *r = ((cls_task *)ctx)->r;
+    manta_err e;
+    manta_err_clear(&e);
+    float f = *signal ? 1.0f : 0.0f;
+    manta_status st = ring_allreduce(r->ring, &f, 1, RING_SUM, &e);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "rank %d (%s): step %ld: %s", r->rank, r->host, step + 1,
+                             manta_err_msg(&e, st));
+    *signal = f > 0;
+    return MANTA_OK;
+}
+
+static manta_status task_check(void *ctx, long done, manta_err *err)
+{
+    return sync_check(((cls_task *)ctx)->r, done, err);
+}
+
+static void task_record(void *ctx, const manta_rec *rec)
+{
+    job_log l = run_log(((cls_task *)ctx)->r);
+    job_write(&l, rec);
 }
 
 int train_loop(train_run *r)
 {
     const train_opts *o = &r->o;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    train_progress pg;
-    train_progress_start(&pg, &r->sched, r->work, r->start, o->batch, cmd_now());
-    subnet_sizes z;
-    subnets_start(r, &z);
-    long done = 0;
-    for (long step = r->start; step < r->total; step++) {
-        ofa_step_result res;
-        if (!run_step(r, &pg, step, &res))
-            return 1;
-        if (!r->quiet)
-            subnets_add(r, &z, step, &res);
-        done++;
-        int stop = stop_requested || (o->stop_after > 0 && done == o->stop_after);
-        if (r->ring && !agree_stop(r, step, &stop))
-            return 1;
-        long in_phase;
-        ofa_schedule_locate(&r->sched, step, &in_phase);
-        int phase_end = in_phase + 1 == r->sched.phase[res.phase].steps;
-        if (!r->quiet && ((step + 1) % o->log_every == 0 || phase_end || step + 1 == r->total))
-            log_progress(r, &pg, &z, &res, step + 1);
-        int ckpt = phase_end || (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0) || stop;
-        if (r->replicas > 1 && (ckpt || (o->job.sync_check > 0 && (step + 1) % o->job.sync_check == 0)) &&
-            !sync_check(r, step + 1))
-            return 1;
-        if (phase_end ? !end_phase(r, &res, step + 1)
-                      : ckpt && r->rank == 0 && !save(r, "latest.ckpt", step + 1))
-            return 1;
-        if (stop) {
-            job_log l = run_log(r);
-            job_record_stopped(&l, step + 1, stop_requested);
-            if (!r->quiet)
-                fprintf(stderr, "manta train: stopped after step %ld; '--resume --out %s' continues\n",
-                        step + 1, r->out_dir);
-            return stop_requested ? 130 : 0;
-        }
+    cls_task *c = calloc(1, sizeof *c);
+    if (!c) {
+        train_fail(r, r->start, "out of memory");
+        return 1;
     }
-    job_log l = run_log(r);
-    job_record_done(&l, r->total, cmd_now() - pg.t0);
+    c->r = r;
+    train_progress_start(&c->pg, &r->sched, r->work, r->start, o->batch, cmd_now());
+    subnets_start(r, &c->z);
+    const train_task task = {c,
+                             task_step,
+                             task_progress,
+                             task_save,
+                             task_evaluate,
+                             r->ring ? task_agree_stop : NULL,
+                             r->replicas > 1 ? task_check : NULL,
+                             task_record};
+    train_drive_opts dopt;
+    train_drive_opts_default(&dopt, &r->sched);
+    dopt.start = r->start;
+    dopt.log_every = o->log_every;
+    dopt.ckpt_every = o->ckpt_every;
+    dopt.stop_after = o->stop_after;
+    dopt.check_every = o->job.sync_check;
+    dopt.stop_request = job_stop_signals();
+    dopt.rank = r->rank;
+    train_drive_result res;
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = train_drive(&task, &dopt, &res, &err);
+    free(c);
+    if (st != MANTA_OK) {
+        train_fail(r, res.fail_step, "%s", manta_err_msg(&err, st));
+        return 1;
+    }
+    if (res.stopped) {
+        if (!r->quiet)
+            fprintf(stderr, "manta train: stopped after step %ld; '--resume --out %s' continues\n",
+                    res.next, r->out_dir);
+        return res.by_signal ? 130 : 0;
+    }
     if (!o->json && !r->quiet)
-        printf("trained %ld steps in %.1f s; checkpoints in %s\n", done, cmd_now() - pg.t0,
+        printf("trained %ld steps in %.1f s; checkpoints in %s\n", res.done, res.seconds,
                r->out_dir);
     else if (!r->quiet)
-        printf("{\"done\":true,\"trained_steps\":%ld,\"seconds\":%.1f}\n", done, cmd_now() - pg.t0);
+        printf("{\"done\":true,\"trained_steps\":%ld,\"seconds\":%.1f}\n", res.done,
+               res.seconds);
     return 0;
 }
-

@@ -1,6 +1,7 @@
 /* manta train: the options and the state of one invocation, shared by train.c
  * (the command: options, the job, data, devices and trainers set up) and
- * train_loop.c (the steps, progress, checkpoints and evaluations). */
+ * train_loop.c (the classification task of the training driver, train/driver.h: the
+ * steps, progress, checkpoints and evaluations). */
 #ifndef MANTA_TOOLS_TRAIN_RUN_H
 #define MANTA_TOOLS_TRAIN_RUN_H
 
@@ -14,8 +15,8 @@
 #include "monitor/server.h"
 #include "rundata.h"
 #include "train/dp.h"
-#include "train/ofa_train.h"
-#include "train/trainstate.h"
+#include "classify/ofa_train.h"
+#include "classify/trainstate.h"
 
 /* What the command line says (on --resume, the checkpoint's settings replace some). */
 typedef struct train_opts {
@@ -73,10 +74,10 @@ void train_fail(train_run *r, long step, const char *fmt, ...)
 #endif
     ;
 
-/** Train from r->start to the end of the schedule, or until --stop-after or
- *  SIGINT/SIGTERM (handlers installed here), checkpointing and stopping after
- *  the step under way. Returns the exit status: 0, 1 after an error (printed),
- *  130 after a signal. */
+/** Train from r->start to the end of the schedule through the training driver, or until
+ *  --stop-after or SIGINT/SIGTERM (handlers installed here: job_stop_signals()),
+ *  checkpointing and stopping after the step under way. Returns the exit status: 0, 1
+ *  after an error (printed, and its record), 130 after a signal. */
 int train_loop(train_run *r);
 
 #endif

@@ -2,9 +2,10 @@
  * supernet (runtime/stereo/train.h) on one or several devices and ranks (data or subnet
  * parallel, train/dp.h), on procedural pairs (with photographs: --textures) or a folder of
  * pairs (with a share of procedural ones: --mix), from scratch or fine-tuning a trained
- * supernet (--init), with progress lines,
- * evaluations of the largest and smallest sub-networks on held-out pairs at every phase's
- * end, checkpoints, exact resume, the records of docs/monitor.md and the monitor. */
+ * supernet (--init): the stereo task of the training driver (train/driver.h), with progress
+ * lines, evaluations of the largest and smallest sub-networks on held-out pairs at every
+ * phase's end, checkpoints (every phase, every --ckpt-every steps, on SIGINT/SIGTERM),
+ * exact resume, the records of docs/monitor.md and the monitor. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,11 +19,12 @@
 #include "core/fileio.h"
 #include "job.h"
 #include "stereo/state.h"
+#include "train/driver.h"
 
 typedef struct st_opts {
     const char *space, *schedule, *out, *data, *val_data, *tensorboard, *textures, *init;
     int batch, log_every;
-    long train_pairs, eval_pairs, recal_pairs, stop_after, seed;
+    long train_pairs, eval_pairs, recal_pairs, ckpt_every, stop_after, seed;
     double lr_scale, mix; /* mix < 0: not given */
     bool resume, json;
     job_opts job;
@@ -116,30 +118,22 @@ static job_log run_log(const st_run *r)
     return (job_log){"manta train", r->metrics, r->rank, r->host, r->monitor};
 }
 
-/* Rank 0: checkpoint @p name and its record. */
+/* Rank 0: checkpoint @p name, resuming at @p next_step. */
 static manta_status save(st_run *r, const char *name, long next_step, manta_err *err)
 {
-    if (r->rank != 0)
-        return MANTA_OK;
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", r->dir, name);
     r->meta.step = next_step;
     r->meta.has_teacher = stereo_trainer_has_teacher(r->t);
-    MANTA_TRY(stereo_state_save(path, r->t, r->d, &r->meta, err));
-    job_log l = run_log(r);
-    job_record_checkpoint(&l, name, next_step);
-    return MANTA_OK;
+    return stereo_state_save(path, r->t, r->d, &r->meta, err);
 }
 
-/* End of phase @p ph (after step @p step): a checkpoint (rank 0; first, so that an
- * evaluation that fails, on a pair of --val-data that cannot be read, loses no training)
- * and evaluations (every rank, in step). */
-static manta_status phase_end(st_run *r, int ph, long step, manta_err *err)
+/* End of phase @p ph after @p done steps, its checkpoints written (by the driver first, so
+ * that an evaluation that fails, on a pair of --val-data that cannot be read, loses no
+ * training): evaluations (every rank, in step), their line, record and scalars (rank 0).
+ * Errors are the first device's (mcl_err()). */
+static manta_status phase_end(st_run *r, int ph, long done)
 {
-    char name[64];
-    snprintf(name, sizeof name, "phase-%d-%s.ckpt", ph + 1, r->sched.phase[ph].name);
-    MANTA_TRY(save(r, name, step + 1, err));
-    MANTA_TRY(save(r, "latest.ckpt", step + 1, err));
     ofa_arch big, small;
     stereo_arch_max(&r->sp, &big);
     stereo_arch_min(&r->sp, &small);
@@ -149,11 +143,11 @@ static manta_status phase_end(st_run *r, int ph, long step, manta_err *err)
     if (r->rank != 0)
         return MANTA_OK;
     printf("phase %d/%d %s done: held-out EPE largest %.3f px (bad-3 %.2f%%, D1 %.2f%%), smallest "
-           "%.3f px (bad-3 %.2f%%, D1 %.2f%%) (%s/%s)\n",
+           "%.3f px (bad-3 %.2f%%, D1 %.2f%%) (%s/phase-%d-%s.ckpt)\n",
            ph + 1, r->sched.n_phases, r->sched.phase[ph].name, ab.epe, ab.bad3, ab.d1, as.epe,
-           as.bad3, as.d1, r->dir, name);
+           as.bad3, as.d1, r->dir, ph + 1, r->sched.phase[ph].name);
     manta_rec rec = {.kind = MANTA_REC_PHASE_END};
-    rec.phase_end = (manta_rec_phase_end){.phase_index = ph, .step = step + 1,
+    rec.phase_end = (manta_rec_phase_end){.phase_index = ph, .step = done,
                                           .largest = {ab.epe, ab.bad3, ab.d1, nb.epe},
                                           .smallest = {as.epe, as.bad3, as.d1, ns.epe}};
     snprintf(rec.phase_end.phase, sizeof rec.phase_end.phase, "%s", r->sched.phase[ph].name);
@@ -165,109 +159,166 @@ static manta_status phase_end(st_run *r, int ph, long step, manta_err *err)
                                  {"val/bad3_smallest", (float)as.bad3},
                                  {"val/d1_largest", (float)ab.d1},
                                  {"val/d1_smallest", (float)as.d1}};
-    job_events(&r->events, "manta train", step + 1, ev, sizeof ev / sizeof ev[0]);
+    job_events(&r->events, "manta train", done, ev, sizeof ev / sizeof ev[0]);
+    return MANTA_OK;
+}
+
+/* The stereo task of one invocation (train/driver.h). */
+typedef struct st_task {
+    st_run *r;
+    stereo_step_result res; /* of the last step */
+    double last;            /* time of the last progress line */
+    long since;             /* steps since */
+} st_task;
+
+static manta_status task_step(void *ctx, long step, manta_err *err)
+{
+    st_task *c = ctx;
+    st_run *r = c->r;
+    manta_err e = {0};
+    double tw = cmd_now();
+    manta_status st = step_batch(r, step, &e);
+    dp_set_data_wait(r->dp, cmd_now() - tw);
+    if (st == MANTA_OK)
+        st = stereo_dp_step(r->dp, step, &r->b, &c->res, &e);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "rank %d (%s): step %ld: %s", r->rank, r->host, step + 1,
+                             e.msg);
+    if (!isfinite(c->res.loss)) /* diverged: stop before a checkpoint keeps it */
+        return manta_err_set(err, MANTA_ERR_INTERNAL,
+                             "the loss is not a number at step %ld (phase %d); the last "
+                             "checkpoint in %s is from before it",
+                             step + 1, c->res.phase + 1, r->dir);
+    c->since++;
+    return MANTA_OK;
+}
+
+/* Rank 0: the progress line, record and scalars after @p done steps. */
+static manta_status task_progress(void *ctx, long done, manta_err *err)
+{
+    (void)err;
+    st_task *c = ctx;
+    st_run *r = c->r;
+    if (r->rank != 0)
+        return MANTA_OK;
+    const stereo_step_result *res = &c->res;
+    const long total = ofa_schedule_total_steps(&r->sched);
+    long in_phase;
+    const int ph = ofa_schedule_locate(&r->sched, done - 1, &in_phase);
+    double now = cmd_now(), rate = c->since * r->o.batch / (now - c->last + 1e-9);
+    printf("phase %d/%d %-8s step %6ld/%ld  loss %.4f  EPE %.3f px  round %d  lr %.4f  "
+           "%.1f pairs/s  ETA %.0f s\n",
+           ph + 1, r->sched.n_phases, r->sched.phase[ph].name, done, total, res->loss, res->epe,
+           res->round + 1, res->lr, rate, (double)(total - done) * r->o.batch / (rate + 1e-9));
+    manta_rec rec = {.kind = MANTA_REC_STEP};
+    rec.step = (manta_rec_step){.step = done, .phase_index = ph, .loss = res->loss,
+                                .kd_loss = res->kd_loss, .epe = res->epe,
+                                .round = res->round + 1, .lr = res->lr, .pairs_per_s = rate,
+                                .time = manta_wall_time()};
+    snprintf(rec.step.phase, sizeof rec.step.phase, "%s", r->sched.phase[ph].name);
+    const int per_rank = r->o.batch / (r->replicas / r->n_dev);
+    job_log l = run_log(r);
+    manta_rec_rank *ranks = NULL;
+    rec.step.n_ranks = job_ranks(r->dp, &l, r->d, per_rank, rec.step.time, &ranks);
+    rec.step.ranks = ranks;
+    job_write(&l, &rec);
+    free(ranks);
+    char tags[JOB_RANK_TAGS][JOB_TAG_BYTES];
+    manta_tfscalar ev[7 + JOB_RANK_TAGS] = {
+        {"train/loss", res->loss}, {"train/kd_loss", res->kd_loss}, {"train/epe", res->epe},
+        {"train/lr", res->lr}, {"train/pairs_per_s", (float)rate},
+        {"train/phase", (float)(ph + 1)}, {"train/round", (float)(res->round + 1)}};
+    size_t n = 7 + job_rank_scalars(r->dp, per_rank, tags, ev + 7, JOB_RANK_TAGS);
+    job_events(&r->events, "manta train", done, ev, n);
+    fflush(stdout);
+    c->last = now, c->since = 0;
+    return MANTA_OK;
+}
+
+static manta_status task_save(void *ctx, const char *name, long done, manta_err *err)
+{
+    return save(((st_task *)ctx)->r, name, done, err);
+}
+
+static manta_status task_evaluate(void *ctx, int phase, long done, manta_err *err)
+{
+    st_run *r = ((st_task *)ctx)->r;
+    manta_status st = phase_end(r, phase, done);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "rank %d (%s): %s", r->rank, r->host, mcl_err(r->d)->msg);
+    return MANTA_OK;
+}
+
+/* Stop together: a signal may reach the ranks at different steps. */
+static manta_status task_agree_stop(void *ctx, long step, bool *signal, manta_err *err)
+{
+    st_run *r = ((st_task *)ctx)->r;
+    manta_err e = {0};
+    float f = *signal ? 1.0f : 0.0f;
+    manta_status st = ring_allreduce(r->ring, &f, 1, RING_SUM, &e);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "rank %d (%s): step %ld: %s", r->rank, r->host, step + 1,
+                             e.msg);
+    *signal = f > 0;
     return MANTA_OK;
 }
 
 /* Replica consistency (several replicas): the weight hashes of every device and rank agree
  * after @p done steps. */
-static bool sync_check(st_run *r, long done)
+static manta_status task_check(void *ctx, long done, manta_err *err)
 {
-    manta_err err = {0};
-    manta_status st = dp_check(r->dp, done, NULL, &err);
-    if (st == MANTA_OK)
-        return true;
-    job_log l = run_log(r);
-    job_fail(&l, done, "rank %d (%s): %s", r->rank, r->host, manta_err_msg(&err, st));
-    return false;
+    st_run *r = ((st_task *)ctx)->r;
+    manta_err e = {0};
+    manta_status st = dp_check(r->dp, done, NULL, &e);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "rank %d (%s): %s", r->rank, r->host,
+                             manta_err_msg(&e, st));
+    return MANTA_OK;
+}
+
+static void task_record(void *ctx, const manta_rec *rec)
+{
+    job_log l = run_log(((st_task *)ctx)->r);
+    job_write(&l, rec);
 }
 
 static int train_loop(st_run *r)
 {
+    st_task c = {.r = r, .last = cmd_now()};
+    const train_task task = {&c,
+                             task_step,
+                             task_progress,
+                             task_save,
+                             task_evaluate,
+                             r->ring ? task_agree_stop : NULL,
+                             r->replicas > 1 ? task_check : NULL,
+                             task_record};
+    train_drive_opts o;
+    train_drive_opts_default(&o, &r->sched);
+    o.start = r->meta.step;
+    o.log_every = r->o.log_every;
+    o.ckpt_every = r->o.ckpt_every;
+    o.stop_after = r->o.stop_after;
+    o.check_every = r->o.job.sync_check;
+    o.stop_request = job_stop_signals();
+    o.rank = r->rank;
+    train_drive_result res;
     manta_err err = {0};
+    manta_status st = train_drive(&task, &o, &res, &err);
     job_log l = run_log(r);
-    const long total = ofa_schedule_total_steps(&r->sched), start = r->meta.step;
-    const bool talk = r->rank == 0;
-    double t0 = cmd_now(), last = t0;
-    long since = 0;
-    for (long step = start; step < total; step++) {
-        stereo_step_result res;
-        double tw = cmd_now();
-        manta_status st = step_batch(r, step, &err);
-        dp_set_data_wait(r->dp, cmd_now() - tw);
-        if (st == MANTA_OK)
-            st = stereo_dp_step(r->dp, step, &r->b, &res, &err);
-        if (st != MANTA_OK) {
-            job_fail(&l, step, "rank %d (%s): step %ld: %s", r->rank, r->host, step + 1, err.msg);
-            return 1;
-        }
-        if (!isfinite(res.loss)) { /* diverged: stop before a checkpoint keeps it */
-            job_fail(&l, step + 1,
-                     "the loss is not a number at step %ld (phase %d); the last checkpoint in "
-                     "%s is from before it",
-                     step + 1, res.phase + 1, r->dir);
-            return 1;
-        }
-        since++;
-        long in_phase;
-        int ph = ofa_schedule_locate(&r->sched, step, &in_phase);
-        bool phase_done = in_phase == r->sched.phase[ph].steps - 1;
-        if (talk && ((step + 1) % r->o.log_every == 0 || phase_done || step + 1 == total)) {
-            double now = cmd_now(), rate = since * r->o.batch / (now - last + 1e-9);
-            printf("phase %d/%d %-8s step %6ld/%ld  loss %.4f  EPE %.3f px  round %d  lr %.4f  "
-                   "%.1f pairs/s  ETA %.0f s\n",
-                   ph + 1, r->sched.n_phases, r->sched.phase[ph].name, step + 1, total, res.loss,
-                   res.epe, res.round + 1, res.lr, rate,
-                   (double)(total - step - 1) * r->o.batch / (rate + 1e-9));
-            manta_rec rec = {.kind = MANTA_REC_STEP};
-            rec.step = (manta_rec_step){.step = step + 1, .phase_index = ph, .loss = res.loss,
-                                        .kd_loss = res.kd_loss, .epe = res.epe,
-                                        .round = res.round + 1, .lr = res.lr,
-                                        .pairs_per_s = rate, .time = manta_wall_time()};
-            snprintf(rec.step.phase, sizeof rec.step.phase, "%s", r->sched.phase[ph].name);
-            const int per_rank = r->o.batch / (r->replicas / r->n_dev);
-            manta_rec_rank *ranks = NULL;
-            rec.step.n_ranks = job_ranks(r->dp, &l, r->d, per_rank, rec.step.time, &ranks);
-            rec.step.ranks = ranks;
-            job_write(&l, &rec);
-            free(ranks);
-            char tags[JOB_RANK_TAGS][JOB_TAG_BYTES];
-            manta_tfscalar ev[7 + JOB_RANK_TAGS] = {
-                {"train/loss", res.loss}, {"train/kd_loss", res.kd_loss}, {"train/epe", res.epe},
-                {"train/lr", res.lr}, {"train/pairs_per_s", (float)rate},
-                {"train/phase", (float)(ph + 1)}, {"train/round", (float)(res.round + 1)}};
-            size_t n = 7 + job_rank_scalars(r->dp, per_rank, tags, ev + 7, JOB_RANK_TAGS);
-            job_events(&r->events, "manta train", step + 1, ev, n);
-            fflush(stdout);
-            last = now, since = 0;
-        }
-        bool stop = r->o.stop_after > 0 && step + 1 - start >= r->o.stop_after && !phase_done &&
-                    step + 1 < total;
-        long every = r->o.job.sync_check;
-        if (r->replicas > 1 && (phase_done || stop || (every > 0 && (step + 1) % every == 0)) &&
-            !sync_check(r, step + 1))
-            return 1;
-        if (phase_done && phase_end(r, ph, step, &err) != MANTA_OK) {
-            job_fail(&l, step + 1, "rank %d (%s): %s", r->rank, r->host,
-                     err.msg[0] ? err.msg : mcl_err(r->d)->msg);
-            return 1;
-        }
-        if (stop) {
-            if (save(r, "latest.ckpt", step + 1, &err) != MANTA_OK) {
-                job_fail(&l, step + 1, "%s", err.msg);
-                return 1;
-            }
-            job_record_stopped(&l, step + 1, false);
-            if (talk)
-                printf("stopped after %ld steps; resume with --resume (%s/latest.ckpt)\n",
-                       r->o.stop_after, r->dir);
-            return 0;
-        }
+    if (st != MANTA_OK) {
+        job_fail(&l, res.fail_step, "%s", manta_err_msg(&err, st));
+        return 1;
     }
-    job_record_done(&l, total, cmd_now() - t0);
-    if (talk)
-        printf("trained %ld steps in %.1f s; checkpoints in %s\n", total - start, cmd_now() - t0,
-               r->dir);
+    if (res.stopped) {
+        if (r->rank == 0)
+            printf("stopped after %ld steps (step %ld); resume with --resume (%s/latest.ckpt)\n",
+                   res.done, res.next, r->dir);
+        fflush(stdout);
+        return res.by_signal ? 130 : 0;
+    }
+    if (r->rank == 0)
+        printf("trained %ld steps in %.1f s; checkpoints in %s\n", res.done, res.seconds, r->dir);
     return 0;
 }
 
@@ -436,7 +487,7 @@ int cmd_train_stereo(int argc, char **argv)
         return 1;
     r->o = (st_opts){.space = "stereo-cpu", .out = "runs/stereo", .data = "synthetic",
                      .batch = 8, .log_every = 10, .train_pairs = 20000, .eval_pairs = 200,
-                     .recal_pairs = 200, .seed = 1, .lr_scale = 1.0, .mix = -1};
+                     .recal_pairs = 200, .ckpt_every = 500, .seed = 1, .lr_scale = 1.0, .mix = -1};
     job_opts_init(&r->o.job);
     static const char *const presets[] = {"smoke", "quick", "full", "finetune", NULL};
     const opt_def defs[] = {
@@ -475,8 +526,12 @@ int cmd_train_stereo(int argc, char **argv)
          .metavar = "S", .help = "seed of weights, data and sampling (default 1)"},
         {.name = "log-every", .kind = OPT_INT, .dest = &r->o.log_every, .lo = 1, .hi = 1 << 30,
          .metavar = "N", .help = "a progress line every N steps (default 10)"},
+        {.name = "ckpt-every", .kind = OPT_LONG, .dest = &r->o.ckpt_every, .lo = 0, .hi = 1e12,
+         .metavar = "N", .help = "also checkpoint latest.ckpt every N steps (default 500; 0: "
+                                 "phases only)"},
         {.name = "stop-after", .kind = OPT_LONG, .dest = &r->o.stop_after, .lo = 1, .hi = 1e12,
-         .metavar = "N", .help = "stop after N steps, saving latest.ckpt (to --resume)"},
+         .metavar = "N", .help = "stop after N steps of this invocation, saving latest.ckpt "
+                                 "(to --resume)"},
         {.name = "resume", .kind = OPT_FLAG, .dest = &r->o.resume,
          .help = "continue DIR/latest.ckpt exactly (its settings replace the options)"},
         JOB_OPT_DEFS(&r->o.job),
@@ -486,7 +541,7 @@ int cmd_train_stereo(int argc, char **argv)
         "manta train",
         "--space stereo-cpu|stereo-gpu|SPEC [--schedule smoke|quick|full|finetune] [--data D]\n"
         "                   [--init CKPT] [--mix R] [--textures DIR|default] [--batch N]\n"
-        "                   [--out DIR] [--resume] [OPTIONS]",
+        "                   [--out DIR] [--ckpt-every N] [--resume] [OPTIONS]",
         "Trains the stereo depth supernet with progressive shrinking (full network, then\n"
         "elastic kernel, depth and expand ratio; the full network's disparity distilled into\n"
         "the sub-networks), the multi-scale L1 disparity loss with its weight moving from the\n"
@@ -502,7 +557,9 @@ int cmd_train_stereo(int argc, char **argv)
         "D1; --val-data: crops of a folder's pairs, each placed by its index, batch norm\n"
         "re-calibrated on the training data) and writes a checkpoint; metrics.jsonl has\n"
         "every figure, and a new TensorBoard event file in DIR (or --tensorboard) the\n"
-        "scalars (train/*, val/*, rank<R>/*).\n\n"
+        "scalars (train/*, val/*, rank<R>/*). latest.ckpt is also written every\n"
+        "--ckpt-every steps and on a stop: --stop-after N, or SIGINT/SIGTERM (after the\n"
+        "step under way; exit status 130); --resume continues it exactly.\n\n"
         "Fine-tuning: --init CKPT (a checkpoint of manta train on the same stereo space)\n"
         "loads its parameters and batch-norm statistics into a new run (step 0, fresh\n"
         "momentum, its own --out), by default on the finetune schedule: one phase of 200\n"

@@ -1,4 +1,4 @@
-/* manta train-tiny: trains the small fixed CNN (runtime/train/tinynet.h) on
+/* manta train-tiny: trains the small fixed CNN (runtime/classify/tinynet.h) on
  * Fashion-MNIST and reports loss, accuracy and images/s. */
 #include <errno.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "common/opts.h"
 #include "core/rng.h"
 #include "data/idx.h"
-#include "train/tinynet.h"
+#include "classify/tinynet.h"
 
 typedef struct train_opts {
     const char *device;
@@ -57,7 +57,7 @@ static int parse_args(int argc, char **argv, train_opts *o)
     };
     const opt_cmd cmd = {
         "manta train-tiny", "[OPTIONS]",
-        "Trains a small fixed CNN (conv, depthwise, SE, residual; see runtime/train/tinynet.h)\n"
+        "Trains a small fixed CNN (conv, depthwise, SE, residual; see runtime/classify/tinynet.h)\n"
         "on Fashion-MNIST with SGD (Nesterov momentum 0.9, weight decay 3e-5, warm-up then\n"
         "cosine learning rate), printing loss, batch accuracy and images/s, then the\n"
         "accuracy on the test set. --device defaults to MANTA_DEVICE, else device 0.\n",

@@ -1,11 +1,11 @@
-#include "train/ofa_train.h"
+#include "classify/ofa_train.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl/slab.h"
 #include "nn/loss.h"
-#include "ofa/extract.h"
+#include "classify/extract.h"
 #include "train/optim.h"
 
 struct ofa_trainer {

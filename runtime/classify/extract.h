@@ -16,11 +16,11 @@
  * stride-2 layer on an even size gets an explicit PAD of k/2 on every side
  * and VALID (TensorFlow Lite's SAME would pad one pixel less before).
  */
-#ifndef MANTA_OFA_EXTRACT_H
-#define MANTA_OFA_EXTRACT_H
+#ifndef MANTA_CLASSIFY_EXTRACT_H
+#define MANTA_CLASSIFY_EXTRACT_H
 
 #include "export/xgraph.h"
-#include "ofa/supernet.h"
+#include "classify/supernet.h"
 
 /**
  * Build @p out for the sub-network set by ofa_supernet_set_arch(), from the

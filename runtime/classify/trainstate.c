@@ -1,4 +1,4 @@
-#include "train/trainstate.h"
+#include "classify/trainstate.h"
 
 #include <cjson/cJSON.h>
 #include <float.h>

@@ -13,13 +13,14 @@
  * the teacher's softmax. A phase that re-organises widths does so before its
  * first step, and every phase starts with zero momentum.
  */
-#ifndef MANTA_TRAIN_OFA_TRAIN_H
-#define MANTA_TRAIN_OFA_TRAIN_H
+#ifndef MANTA_CLASSIFY_OFA_TRAIN_H
+#define MANTA_CLASSIFY_OFA_TRAIN_H
 
 #include <stdint.h>
 
+#include "classify/supernet.h"
 #include "export/xgraph.h"
-#include "ofa/supernet.h"
+#include "train/dp.h"
 #include "train/schedule.h"
 
 typedef struct ofa_trainer ofa_trainer;
@@ -130,5 +131,27 @@ manta_status ofa_trainer_evaluate(ofa_trainer *t, const ofa_arch *a, ofa_batch_f
 manta_status ofa_trainer_extract(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn recal,
                                  void *recal_ctx, long recal_images, const xg_preprocess *pre,
                                  xgraph *out, manta_err *err);
+
+/**
+ * Data-parallel classification training (train/dp.h) over the devices @p devs of this
+ * process (n_dev >= 1) and the ranks of @p ring (may be NULL): one ofa_trainer replica per
+ * device, all from @p seed, each for its shard of sched->batch images (a multiple of
+ * ranks x devices). dp_replica() gives the ofa_trainer * of a device. Collective over the
+ * ranks, as dp_create_ops().
+ * @param err names the device, rank or the divisibility problem.
+ */
+manta_status ofa_dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
+                           const ofa_schedule *sched, uint64_t seed, dp_mode mode,
+                           ring_comm *ring, dp_trainer **out, manta_err *err);
+
+/**
+ * Train global step @p step on the global batch (images (B, C, r, r), labels (B), the same
+ * on every rank): dp_run() with the ofa_trainer replicas (with one replica,
+ * ofa_trainer_step() on the caller's thread). @p out (may be NULL) receives the loss,
+ * distillation loss and top-1 counts over all replicas (mean loss; summed counts).
+ * Collective over the ranks. @return the first failure, described in @p err.
+ */
+manta_status ofa_dp_step(dp_trainer *p, long step, const float *images, const float *labels,
+                         ofa_step_result *out, manta_err *err);
 
 #endif

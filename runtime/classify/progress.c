@@ -1,4 +1,4 @@
-#include "train/progress.h"
+#include "classify/progress.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-#include "ofa/supernet.h"
-#include "ofa/supernet_internal.h"
+#include "classify/supernet.h"
+#include "classify/supernet_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -12,12 +12,12 @@
  * state, rng stream), "params", "momentum", "bn_state" and, once it exists,
  * "teacher" (float32).
  */
-#ifndef MANTA_TRAIN_TRAINSTATE_H
-#define MANTA_TRAIN_TRAINSTATE_H
+#ifndef MANTA_CLASSIFY_TRAINSTATE_H
+#define MANTA_CLASSIFY_TRAINSTATE_H
 
 #include "data/loader.h"
 #include "train/checkpoint.h"
-#include "train/ofa_train.h"
+#include "classify/ofa_train.h"
 
 typedef struct train_meta {
     union {

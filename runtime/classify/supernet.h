@@ -18,13 +18,14 @@
  * batch size given at creation; every sub-network runs inside that plan, so
  * no buffer is created after creation.
  */
-#ifndef MANTA_OFA_SUPERNET_H
-#define MANTA_OFA_SUPERNET_H
+#ifndef MANTA_CLASSIFY_SUPERNET_H
+#define MANTA_CLASSIFY_SUPERNET_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "cl/cl.h"
+#include "elastic/types.h"
 #include "space/ofa_space.h"
 
 typedef struct ofa_supernet ofa_supernet;
@@ -38,12 +39,7 @@ void ofa_supernet_destroy(ofa_supernet *n);
 const ofa_space *ofa_supernet_space(const ofa_supernet *n);
 int ofa_supernet_batch(const ofa_supernet *n);
 
-/** The slabs: parameters, gradients and momentum are (n_params) floats, the
- *  first n_decay of which take weight decay; state holds BN statistics. */
-typedef struct ofa_slabs {
-    mview params, grads, momentum, state;
-    size_t n_params, n_decay, n_state;
-} ofa_slabs;
+/** The slabs (elastic/types.h). */
 void ofa_supernet_slabs(const ofa_supernet *n, ofa_slabs *out);
 
 /** Make @p a the active sub-network (validated against the space). */
@@ -55,15 +51,6 @@ mview ofa_supernet_input(const ofa_supernet *n);
  *  which the caller fills before ofa_supernet_backward(). */
 mview ofa_supernet_logits(const ofa_supernet *n);
 mview ofa_supernet_dlogits(const ofa_supernet *n);
-
-/** How batch norm runs in a forward pass. */
-typedef enum ofa_bn_mode {
-    OFA_BN_TRAIN,       /**< batch statistics; running statistics updated (momentum 0.1) */
-    OFA_BN_BATCH_ONLY,  /**< batch statistics; running statistics untouched (teacher) */
-    OFA_BN_EVAL,        /**< running statistics */
-    OFA_BN_RECAL        /**< batch statistics; their sample-weighted average is
-                             added to the running statistics (see ofa_supernet_recal_begin) */
-} ofa_bn_mode;
 
 /**
  * Start OFA's batch-norm re-calibration of the active sub-network over
@@ -86,25 +73,6 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
  *  forwards when the space's dropout is above 0); set it per sub-network pass. */
 void ofa_supernet_set_dropout_seed(ofa_supernet *n, uint64_t seed);
 
-/** What a batch-norm synchronisation exchanges (see ofa_bn_sync_fn). */
-typedef enum ofa_bn_sync_kind {
-    OFA_BN_SYNC_STATS, /**< forward: (mean, biased variance) of each channel */
-    OFA_BN_SYNC_GRADS  /**< backward: (sum dy, sum dy * xhat) of each channel */
-} ofa_bn_sync_kind;
-
-/**
- * Synchronised batch norm across replicas (devices or processes that each hold a
- * contiguous shard of one global batch and run the same sub-network). Called by every
- * replica for every batch-norm layer in the same order.
- * STATS: @p v (2, c) holds this replica's per-channel mean then biased variance over @p m
- * values; replace them with the mean and biased variance over all replicas and set
- * *m_total to the number of values they cover. GRADS: @p v (2, c) holds this replica's
- * sums of dy and dy * xhat; replace them with the sums over all replicas (*m_total as in
- * the forward). Every replica must receive the same values. Errors go to @p err.
- */
-typedef manta_status (*ofa_bn_sync_fn)(void *ctx, ofa_bn_sync_kind kind, float *v, int c,
-                                       long m, long *m_total, manta_err *err);
-
 /**
  * Use synchronised batch norm in the OFA_BN_TRAIN and OFA_BN_BATCH_ONLY forwards (and their
  * backward): batch statistics over all replicas through @p fn. NULL turns it off (the
@@ -120,19 +88,11 @@ int ofa_supernet_bn_max_channels(const ofa_supernet *n);
 void ofa_supernet_set_shard(ofa_supernet *n, long first);
 
 /**
- * Progress of a backward pass: the gradients of the decayed parameters (the weight matrices,
- * elements [@p from, n_decay) of the gradient slab) will not be written again by this
- * backward. Called by ofa_supernet_backward() in the order of the backward, with @p from
- * decreasing, after the classifier and head, after every active MBConv slot, after each of
- * the two stem blocks and last with @p from = 0; every value is one of the offsets of
- * ofa_supernet_grad_bounds(). The work queued on the device so far may still be running:
- * a blocking read of the range (mcl_read) waits for it. The non-decayed parameters (batch
- * norm, biases: [n_decay, n_params)) are only final when the backward returns. A non-OK
- * return stops the backward, which returns that status.
+ * Report the progress of every later backward to @p fn (ofa_grad_ready_fn, elastic/types.h;
+ * NULL turns it off, the default): called after the classifier and head, after every active
+ * MBConv slot, after each of the two stem blocks and last with from = 0; every value is one
+ * of the offsets of ofa_supernet_grad_bounds().
  */
-typedef manta_status (*ofa_grad_ready_fn)(void *ctx, size_t from);
-
-/** Report the progress of every later backward to @p fn (NULL turns it off, the default). */
 void ofa_supernet_set_grad_ready(ofa_supernet *n, ofa_grad_ready_fn fn, void *ctx);
 
 /**
@@ -160,6 +120,6 @@ manta_status ofa_supernet_backward(ofa_supernet *n);
  * expand_ratio_stage). The full network computes the same function before and
  * after. Momentum is not permuted: a new phase starts with zero momentum.
  * The stereo network re-organises its encoder with the same implementation
- * (ofa_net_reorder_width(), ofa/mbconv.h).
+ * (ofa_net_reorder_width(), elastic/mbconv.h).
  */
 manta_status ofa_supernet_reorder_width(ofa_supernet *n, int keep_groups);

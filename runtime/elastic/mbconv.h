@@ -14,7 +14,7 @@
  *   1x1 project mid -> width, BN; identity skip when asked (stride 1, in_c == width).
  * Elastic kernel: one depthwise weight at the largest kernel size; a smaller
  * size is made from its centre through the slot's learned matrices, chained
- * from size to size (ofa/elastic.h). Elastic width: the first mid expanded
+ * from size to size (elastic/elastic.h). Elastic width: the first mid expanded
  * channels (and first se SE units) of the stored tensors, through the ops'
  * weight row strides. Elastic depth is the network's: it runs its first d slots.
  * Inputs need not be square: every shape uses the height and the width separately.
@@ -36,17 +36,18 @@
  * ofa_net_reorder_width(), OFA's width re-organisation at the start of an expand phase,
  * which works on host copies of the slabs).
  */
-#ifndef MANTA_OFA_MBCONV_H
-#define MANTA_OFA_MBCONV_H
+#ifndef MANTA_ELASTIC_MBCONV_H
+#define MANTA_ELASTIC_MBCONV_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "cl/slab.h"
 #include "core/rng.h"
+#include "elastic/types.h"
 #include "nn/activation.h"
 #include "nn/conv.h"
-#include "ofa/supernet.h"
+#include "space/ofa_space.h"
 
 /** Batch-norm momentum and epsilon of every network (OFA's, PyTorch's semantics). */
 #define OFA_BN_MOMENTUM 0.1f

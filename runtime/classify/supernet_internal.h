@@ -1,11 +1,11 @@
-/* Internal layout of the supernet, shared by the files of runtime/ofa/ that
+/* Internal layout of the supernet, shared by the files of runtime/classify/ that
  * need its tensors (supernet.c, extract.c). Not a public interface. */
-#ifndef MANTA_OFA_SUPERNET_INTERNAL_H
-#define MANTA_OFA_SUPERNET_INTERNAL_H
+#ifndef MANTA_CLASSIFY_SUPERNET_INTERNAL_H
+#define MANTA_CLASSIFY_SUPERNET_INTERNAL_H
 
 #include "cl/slab.h"
-#include "ofa/mbconv.h"
-#include "ofa/supernet.h"
+#include "elastic/mbconv.h"
+#include "classify/supernet.h"
 
 /* One active MBConv slot: its index in the supernet and its configuration. */
 typedef struct slot_a {

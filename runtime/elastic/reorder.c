@@ -1,4 +1,4 @@
-#include "ofa/reorder.h"
+#include "elastic/reorder.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-#include "ofa/mbconv.h"
+#include "elastic/mbconv.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,8 +8,8 @@
 #include "nn/depthwise.h"
 #include "nn/linear.h"
 #include "nn/pool.h"
-#include "ofa/elastic.h"
-#include "ofa/reorder.h"
+#include "elastic/elastic.h"
+#include "elastic/reorder.h"
 #include "space/ofa_space.h"
 
 /* Short names for the context's views. */

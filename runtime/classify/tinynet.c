@@ -1,4 +1,4 @@
-#include "train/tinynet.h"
+#include "classify/tinynet.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/pool.h"
-#include "ofa/mbconv.h"
+#include "elastic/mbconv.h"
 
 #define BN_MOMENTUM 0.1f
 #define BN_EPS 1e-5f

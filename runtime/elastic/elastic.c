@@ -1,4 +1,4 @@
-#include "ofa/elastic.h"
+#include "elastic/elastic.h"
 
 #include "nn/launch.h"
 

@@ -18,8 +18,8 @@
  * their gradients each live in one slab, sized once at creation for the
  * batch size; steps create no buffers.
  */
-#ifndef MANTA_TRAIN_TINYNET_H
-#define MANTA_TRAIN_TINYNET_H
+#ifndef MANTA_CLASSIFY_TINYNET_H
+#define MANTA_CLASSIFY_TINYNET_H
 
 #include <stdbool.h>
 #include <stdint.h>

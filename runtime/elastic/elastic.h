@@ -11,8 +11,8 @@
  * Backward: dM += dWk^T x centre (summed over channels), and the centre of
  * dW receives dWk x M (accumulated: dW += ...).
  */
-#ifndef MANTA_OFA_ELASTIC_H
-#define MANTA_OFA_ELASTIC_H
+#ifndef MANTA_ELASTIC_ELASTIC_H
+#define MANTA_ELASTIC_ELASTIC_H
 
 #include "cl/cl.h"
 

@@ -3,13 +3,13 @@
  * @brief Host-side pieces of OFA's elastic-width re-organisation: channels ranked by an
  *        importance (descending, inside groups, so the channels a narrower sub-network
  *        already uses stay in front), and the permutations that move a tensor's rows or
- *        column blocks accordingly. Used by the MBConv slots (ofa/mbconv.h) and the
+ *        column blocks accordingly. Used by the MBConv slots (elastic/mbconv.h) and the
  *        stereo decoder (stereo/net.h) on host copies of their parameter slabs.
  *
  * Thread-safety: reentrant; nothing is kept between calls.
  */
-#ifndef MANTA_OFA_REORDER_H
-#define MANTA_OFA_REORDER_H
+#ifndef MANTA_ELASTIC_REORDER_H
+#define MANTA_ELASTIC_REORDER_H
 
 /** A channel and its importance (e.g. the L1 norm of the weights that read it). */
 typedef struct ofa_importance {

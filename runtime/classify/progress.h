@@ -10,13 +10,13 @@
  * this invocation so far, so that the estimate holds across phases and after
  * a resume. Times are seconds of any monotonic clock the caller reads.
  */
-#ifndef MANTA_TRAIN_PROGRESS_H
-#define MANTA_TRAIN_PROGRESS_H
+#ifndef MANTA_CLASSIFY_PROGRESS_H
+#define MANTA_CLASSIFY_PROGRESS_H
 
 #include <stddef.h>
 
 #include "core/records.h"
-#include "train/ofa_train.h"
+#include "classify/ofa_train.h"
 #include "train/schedule.h"
 
 /** The running sums between two reports. Plain data; no allocation. */

@@ -1,11 +1,11 @@
-#include "ofa/extract.h"
+#include "classify/extract.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "export/mbv3_graph.h"
-#include "ofa/supernet_internal.h"
+#include "classify/supernet_internal.h"
 
 /* The weight source of an extraction: host copies of the parameters and statistics. */
 typedef struct ctx {
