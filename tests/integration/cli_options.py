@@ -141,9 +141,12 @@ for name, argv in PROGRAMS.items():
         if "device" not in names:
             fail(name, "opens a device but has no --device")
             continue
+        before = sorted(os.listdir(tmp))
         rc, out, err = run(argv + DEVICE[name] + ["--device", "99"])
-        if rc == 0 or "99" not in err:
+        if rc == 0 or "99" not in err or len(lines(err)) != 1:
             fail(name, f"--device 99: exit status {rc}, stderr {err.strip()!r}")
+        if sorted(os.listdir(tmp)) != before:
+            fail(name, f"--device 99 refused, yet wrote {set(os.listdir(tmp)) - set(before)}")
 for name in PROGRAMS:
     if name not in OUTPUTS:
         rc, out, err = run(PROGRAMS[name] + ["--options-json"])

@@ -564,7 +564,7 @@ static int bench_ops(int argc, char **argv)
     }
     if (only && (n = keep_only(ops, n, ratio, &nr, only)) == 0)
         fprintf(stderr, "manta bench ops: --only '%s' matches no op\n", only);
-    c.d = n > 0 ? cmd_open_device(device) : NULL;
+    c.d = n > 0 ? cmd_open_device("bench ops", device) : NULL;
     if (!c.d) {
         free(ops);
         free(ms);

@@ -108,7 +108,7 @@ int bench_train(int argc, char **argv)
         cmd_error("bench train", st, &err);
         return 1;
     }
-    mcl_dev *d = cmd_open_device(device);
+    mcl_dev *d = cmd_open_device("bench train", device);
     if (!d)
         return 1;
     ofa_supernet *net = NULL;

@@ -46,11 +46,12 @@ int cmd_monitor(int argc, char **argv);
  *  the OpenCL headers' target and CLBlast's version. */
 int cmd_version(int argc, char **argv);
 
-/** Enumerate and open the device chosen by @p spec (NULL: MANTA_DEVICE, then 0).
- *  Prints a one-line error naming the cause and returns NULL on failure. */
-mcl_dev *cmd_open_device(const char *spec);
+/** Enumerate and open the device chosen by @p spec (NULL: MANTA_DEVICE, then 0) for command
+ *  @p cmd ("eval"). Prints a one-line error ("manta <cmd>: ...") naming the cause and returns
+ *  NULL on failure. */
+mcl_dev *cmd_open_device(const char *cmd, const char *spec);
 /** cmd_open_device() with options for mcl_open() (NULL: the defaults). */
-mcl_dev *cmd_open_device_with(const char *spec, const mcl_options *opt);
+mcl_dev *cmd_open_device_with(const char *cmd, const char *spec, const mcl_options *opt);
 
 /** Monotonic clock in seconds. */
 double cmd_now(void);

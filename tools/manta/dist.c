@@ -78,7 +78,7 @@ static int parse_sizes(const char *list, ar_opts *o)
 static void print_event(void *ctx, const char *line)
 {
     (void)ctx;
-    fprintf(stderr, "manta: %s\n", line);
+    fprintf(stderr, "manta bench allreduce: %s\n", line);
 }
 
 static int repeats_for(const ar_opts *o, size_t bytes)
@@ -97,19 +97,19 @@ static int run_rank(const ar_opts *o, const char *mode)
     ring_comm *c = NULL;
     manta_status st = ring_create(&o->cfg, &c, &err);
     if (st != MANTA_OK) {
-        fprintf(stderr, "manta: rank %d: %s\n", o->cfg.rank, manta_err_msg(&err, st));
+        fprintf(stderr, "manta bench allreduce: rank %d: %s\n", o->cfg.rank, manta_err_msg(&err, st));
         return 1;
     }
     int rank = ring_rank(c), N = ring_size(c);
     if (ring_warning(c) && rank == 0)
-        fprintf(stderr, "manta: warning: %s\n", ring_warning(c));
+        fprintf(stderr, "manta bench allreduce: warning: %s\n", ring_warning(c));
     size_t maxb = 0;
     for (int i = 0; i < o->nsizes; i++)
         maxb = o->sizes[i] > maxb ? o->sizes[i] : maxb;
     float *buf = malloc(maxb ? maxb : 4);
     double *t = malloc(sizeof(double) * 1000);
     if (!buf || !t) {
-        fprintf(stderr, "manta: rank %d: out of memory\n", rank);
+        fprintf(stderr, "manta bench allreduce: rank %d: out of memory\n", rank);
         ring_destroy(c);
         free(buf), free(t);
         return 1;
@@ -146,7 +146,7 @@ static int run_rank(const ar_opts *o, const char *mode)
                 t[r] = dist_now() - t0;
         }
         if (st != MANTA_OK) {
-            fprintf(stderr, "manta: rank %d: %s\n", rank, manta_err_msg(&err, st));
+            fprintf(stderr, "manta bench allreduce: rank %d: %s\n", rank, manta_err_msg(&err, st));
             rc = 1;
             break;
         }

@@ -166,7 +166,7 @@ static int eval_model(const eval_opts *o)
     run_ckpt rk;
     memset(&rk, 0, sizeof rk);
     bool ok = ckpt ? run_ckpt_open("eval", ckpt, o->device, &rk)
-                   : run_data_load(o->data ? o->data : "fashion-mnist", r.meta.channels, 10000, 1,
+                   : run_data_load("eval", o->data ? o->data : "fashion-mnist", r.meta.channels, 10000, 1,
                                    false, &rk.data);
     bool usage = ok && ckpt && !run_ckpt_check_recal("eval", &rk, o->recal);
     if (usage)

@@ -371,7 +371,7 @@ int cmd_eval_stereo(int argc, char **argv)
         fprintf(stderr, "manta eval: %s\n", err.msg);
         return 1;
     }
-    mcl_dev *d = cmd_open_device(o.device);
+    mcl_dev *d = cmd_open_device("eval", o.device);
     if (!d)
         return 1;
     stereo_trainer *t = NULL;

@@ -51,7 +51,7 @@ int cmd_image(int argc, char **argv)
     if (!out_check_file("manta image", "out", out))
         return 2;
     run_data rd;
-    if (!run_data_load(data, 3, 0, 1, false, &rd))
+    if (!run_data_load("image", data, 3, 0, 1, false, &rd))
         return 1;
     const dataset *set = !strcmp(split, "test") ? &rd.test : &rd.train;
     int rc = 1;

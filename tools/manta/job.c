@@ -69,13 +69,13 @@ int job_config(const char *cmd, job_opts *j, dist_config *cfg)
 void job_print_event(void *ctx, const char *line)
 {
     (void)ctx;
-    fprintf(stderr, "manta: %s\n", line);
+    fprintf(stderr, "manta train: %s\n", line);
 }
 
 int job_open_devices(const char *cmd, const job_opts *j, mcl_dev **devs)
 {
     if (!j->devices) {
-        devs[0] = cmd_open_device(j->device);
+        devs[0] = cmd_open_device("train", j->device);
         return devs[0] ? 1 : 0;
     }
     mcl_device_list *list = malloc(sizeof *list);
@@ -121,7 +121,7 @@ bool job_join(const char *cmd, const dist_config *cfg, int rank, const char *hos
         return false;
     }
     if (ring_warning(*ring) && rank == 0)
-        fprintf(stderr, "manta: warning: %s\n", ring_warning(*ring));
+        fprintf(stderr, "manta train: warning: %s\n", ring_warning(*ring));
     return true;
 }
 

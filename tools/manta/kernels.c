@@ -56,7 +56,7 @@ static int dump(const char *dir)
 static int build_all(const char *device)
 {
     mcl_options opt = {.no_cache = true, .no_tuning = true};
-    mcl_dev *d = cmd_open_device_with(device, &opt);
+    mcl_dev *d = cmd_open_device_with("kernels", device, &opt);
     if (!d)
         return 1;
     manta_status st;

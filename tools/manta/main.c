@@ -101,13 +101,16 @@ void cmd_error(const char *what, manta_status st, const manta_err *err)
     fprintf(stderr, "manta %s: %s\n", what, manta_err_msg(err, st));
 }
 
-mcl_dev *cmd_open_device(const char *spec) { return cmd_open_device_with(spec, NULL); }
+mcl_dev *cmd_open_device(const char *cmd, const char *spec)
+{
+    return cmd_open_device_with(cmd, spec, NULL);
+}
 
-mcl_dev *cmd_open_device_with(const char *spec, const mcl_options *opt)
+mcl_dev *cmd_open_device_with(const char *cmd, const char *spec, const mcl_options *opt)
 {
     mcl_device_list *list = malloc(sizeof *list);
     if (!list) {
-        fprintf(stderr, "manta: out of memory\n");
+        fprintf(stderr, "manta %s: out of memory\n", cmd);
         return NULL;
     }
     manta_err err;
@@ -120,7 +123,7 @@ mcl_dev *cmd_open_device_with(const char *spec, const mcl_options *opt)
     if (st == MANTA_OK)
         st = mcl_open(&list->dev[idx], opt, &d, &err);
     if (st != MANTA_OK)
-        fprintf(stderr, "manta: device: %s\n", manta_err_msg(&err, st));
+        cmd_error(cmd, st, &err);
     free(list);
     return d;
 }

@@ -236,7 +236,7 @@ int cmd_profile(int argc, char **argv)
         return 1;
     }
     rc = 1;
-    mcl_dev *d = cmd_open_device(o.device);
+    mcl_dev *d = cmd_open_device("profile", o.device);
     ofa_supernet *n = NULL;
     double *med = calloc((size_t)o.count, sizeof *med);
     double *pred = calloc((size_t)o.count, sizeof *pred);

@@ -21,7 +21,7 @@ static bool is_file(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static bool load_jpeg(const char *dir, int channels, const dataset *match, dataset *out,
+static bool load_jpeg(const char *cmd, const char *dir, int channels, const dataset *match, dataset *out,
                       bool verbose)
 {
     jpeg_folder_opts o;
@@ -34,22 +34,22 @@ static bool load_jpeg(const char *dir, int channels, const dataset *match, datas
     manta_err_clear(&err);
     manta_status st = jpeg_folder_load(dir, &o, out, &rep, &err);
     if (st != MANTA_OK) {
-        fprintf(stderr, "manta: data: %s\n", manta_err_msg(&err, st));
+        fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
         return false;
     }
     if (rep.failed > 0 || rep.warned > 0) {
-        fprintf(stderr, "manta: warning: %s: %d of %d JPEG files skipped, %d decoded with warnings\n",
-                dir, rep.failed, rep.files, rep.warned);
+        fprintf(stderr, "manta %s: warning: %s: %d of %d JPEG files skipped, %d decoded with "
+                "warnings\n", cmd, dir, rep.failed, rep.files, rep.warned);
         for (int i = 0; i < rep.reported; i++)
-            fprintf(stderr, "manta: warning:   %s\n", rep.failures[i]);
+            fprintf(stderr, "manta %s: warning:   %s\n", cmd, rep.failures[i]);
     }
     if (verbose)
         printf("data: %s: %d images, %d classes\n", dir, rep.loaded, out->classes);
     return true;
 }
 
-bool run_data_load(const char *spec, int channels, int val, uint64_t seed, bool verbose,
-                   run_data *d)
+bool run_data_load(const char *cmd, const char *spec, int channels, int val, uint64_t seed,
+                   bool verbose, run_data *d)
 {
     memset(d, 0, sizeof *d);
     snprintf(d->source, sizeof d->source, "%s", spec);
@@ -64,22 +64,22 @@ bool run_data_load(const char *spec, int channels, int val, uint64_t seed, bool 
         if (st == MANTA_OK)
             st = dataset_load_fashion_mnist(dir, "t10k", &d->test, &err);
         if (st != MANTA_OK) {
-            fprintf(stderr, "manta: data: %s\n", manta_err_msg(&err, st));
+            fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
             run_data_free(d);
             return false;
         }
     } else if (!is_dir(dir)) {
-        fprintf(stderr, "manta: data: %s: not a folder (give 'fashion-mnist', an IDX folder or "
-                        "a JPEG folder with one subfolder per class)\n", dir);
+        fprintf(stderr, "manta %s: %s: not a folder (give 'fashion-mnist', an IDX folder or "
+                        "a JPEG folder with one subfolder per class)\n", cmd, dir);
         return false;
     } else {
         char train_dir[1100], test_dir[1100];
         snprintf(train_dir, sizeof train_dir, "%s/train", dir);
         snprintf(test_dir, sizeof test_dir, "%s/test", dir);
         bool split_dirs = is_dir(train_dir);
-        if (!load_jpeg(split_dirs ? train_dir : dir, channels, NULL, &d->train, verbose) ||
+        if (!load_jpeg(cmd, split_dirs ? train_dir : dir, channels, NULL, &d->train, verbose) ||
             (split_dirs && is_dir(test_dir) &&
-             !load_jpeg(test_dir, channels, &d->train, &d->test, verbose))) {
+             !load_jpeg(cmd, test_dir, channels, &d->train, &d->test, verbose))) {
             run_data_free(d);
             return false;
         }
@@ -88,7 +88,7 @@ bool run_data_load(const char *spec, int channels, int val, uint64_t seed, bool 
         val = d->train.count / 10;
     st = dataset_split(&d->train, val, seed, &d->split, &err);
     if (st != MANTA_OK) {
-        fprintf(stderr, "manta: data: %s\n", manta_err_msg(&err, st));
+        fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
         run_data_free(d);
         return false;
     }
@@ -99,7 +99,7 @@ bool run_data_load(const char *spec, int channels, int val, uint64_t seed, bool 
         float mean[3], std[3];
         st = dataset_channel_stats(&d->train, d->split.train, d->split.n_train, mean, std, &err);
         if (st != MANTA_OK) {
-            fprintf(stderr, "manta: data: %s\n", manta_err_msg(&err, st));
+            fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
             run_data_free(d);
             return false;
         }
@@ -178,12 +178,12 @@ bool run_ckpt_open(const char *cmd, const char *path, const char *device, run_ck
     manta_status st;
     if (!run_ckpt_peek(cmd, path, &r->space, &r->meta))
         return false;
-    if (!run_data_load(r->meta.data, r->space.in_channels, r->meta.val, r->meta.seed, false,
+    if (!run_data_load(cmd, r->meta.data, r->space.in_channels, r->meta.val, r->meta.seed, false,
                        &r->data))
         return false;
     ofa_schedule sched;
     if (!(r->scratch = malloc((size_t)r->meta.batch * sizeof *r->scratch)) ||
-        !(r->dev = cmd_open_device(device))) {
+        !(r->dev = cmd_open_device(cmd, device))) {
         run_ckpt_close(r);
         return false;
     }

@@ -22,10 +22,11 @@ typedef struct run_data {
 /**
  * Load the data set @p spec ("fashion-mnist" or a folder) with @p channels
  * (JPEG only; IDX is gray), holding out @p val images of the training set
- * (seeded). Prints a one-line error and returns false on failure.
+ * (seeded), for command @p cmd ("train"). Prints a one-line error ("manta <cmd>: ...")
+ * and returns false on failure.
  */
-bool run_data_load(const char *spec, int channels, int val, uint64_t seed, bool verbose,
-                   run_data *out);
+bool run_data_load(const char *cmd, const char *spec, int channels, int val, uint64_t seed,
+                   bool verbose, run_data *out);
 void run_data_free(run_data *d);
 
 /** A batch source for ofa_trainer_evaluate(): images of one index list in order. */

@@ -261,7 +261,7 @@ static bool open_inputs(search_opts *o, search_inputs *in)
             o->rerank_images = in->rk.data.split.n_val;
     }
     const ofa_space *sp = &in->sp;
-    if (!(in->have_rd = run_data_load(in->meta.data, sp->in_channels, in->meta.val,
+    if (!(in->have_rd = run_data_load("search", in->meta.data, sp->in_channels, in->meta.val,
                                       in->meta.seed, false, &in->rd)))
         return false;
     in->pre.channels = sp->in_channels;

@@ -148,7 +148,7 @@ static bool run_settings(train_run *r)
     if (o->resume) { /* the run's settings come from its checkpoint */
         st = trainstate_peek(r->latest, &r->sp, &r->meta, &err);
         if (st != MANTA_OK) {
-            cmd_error("resume", st, &err);
+            cmd_error("train", st, &err);
             return false;
         }
         o->batch = r->meta.batch;
@@ -160,11 +160,11 @@ static bool run_settings(train_run *r)
     } else {
         st = ofa_space_load(o->space, &r->sp, &err);
         if (st != MANTA_OK) {
-            cmd_error("space", st, &err);
+            cmd_error("train", st, &err);
             return false;
         }
     }
-    if (!run_data_load(o->data, o->channels, o->val, o->seed, !o->json && !r->quiet, &r->rd))
+    if (!run_data_load("train", o->data, o->channels, o->val, o->seed, !o->json && !r->quiet, &r->rd))
         return false;
     r->have_data = true;
     ofa_space *sp = &r->sp;
@@ -199,7 +199,7 @@ static bool run_trainer(train_run *r)
     if (st == MANTA_OK)
         st = ofa_schedule_work(&r->sp, &r->sched, 64, r->work, &err);
     if (st != MANTA_OK) {
-        cmd_error("schedule", st, &err);
+        cmd_error("train", st, &err);
         return false;
     }
     if (!(r->n_dev = job_open_devices("manta train", &o->job, r->devs)))
@@ -236,7 +236,7 @@ static bool run_trainer(train_run *r)
     for (int i = 0; i < r->n_dev; i++) { /* every replica loads the same checkpoint */
         st = trainstate_load(r->latest, dp_replica(r->dp, i), r->devs[i], &r->meta, &err);
         if (st != MANTA_OK) {
-            cmd_error("resume", st, &err);
+            cmd_error("train", st, &err);
             return false;
         }
     }
@@ -283,7 +283,7 @@ static bool run_outputs(train_run *r)
     lo.res_ctx = &r->rctx;
     manta_status st = prefetch_start(&r->pf, &lo, &r->ls, PREFETCH_DEFAULT_SLOTS, &err);
     if (st != MANTA_OK) {
-        cmd_error("data", st, &err);
+        cmd_error("train", st, &err);
         return false;
     }
     r->total = ofa_schedule_total_steps(&r->sched);

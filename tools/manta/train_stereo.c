@@ -424,14 +424,16 @@ static bool setup(st_run *r)
     if (st == MANTA_OK)
         st = stereo_batch_alloc(&r->b, r->meta.batch, r->sp.crop_h, r->sp.crop_w,
                                 stereo_preds(&r->sp), &err);
-    if (st == MANTA_OK && r->rank == 0)
-        st = manta_file_mkdir_p(r->dir, &err);
     if (st != MANTA_OK) {
         fprintf(stderr, "manta train: %s\n", err.msg);
         return false;
     }
     if (!(r->n_dev = job_open_devices("manta train", &r->o.job, r->devs)))
         return false;
+    if (r->rank == 0 && manta_file_mkdir_p(r->dir, &err) != MANTA_OK) { /* once a device is open */
+        fprintf(stderr, "manta train: %s\n", err.msg);
+        return false;
+    }
     r->d = r->devs[0];
     if (r->cfg.world_size > 1 && !job_join("manta train", &r->cfg, r->rank, r->host, &r->ring))
         return false;

@@ -132,7 +132,7 @@ int cmd_train_tiny(int argc, char **argv)
     if (st == MANTA_OK && o.eval_images > 0)
         st = idx_load_split(o.data, "t10k", &test, &err);
     if (st != MANTA_OK) {
-        cmd_error("data", st, &err);
+        cmd_error("train-tiny", st, &err);
         idx_free(&train);
         return 1;
     }
@@ -143,7 +143,7 @@ int cmd_train_tiny(int argc, char **argv)
     tinynet *net = NULL;
     float *images = NULL, *labels = NULL;
     int *order = NULL, *index = NULL;
-    mcl_dev *d = cmd_open_device(o.device);
+    mcl_dev *d = cmd_open_device("train-tiny", o.device);
     if (!d)
         goto out;
     const mcl_device_info *di = mcl_info(d);
@@ -154,7 +154,7 @@ int cmd_train_tiny(int argc, char **argv)
     tinynet_config cfg = {1, train.rows, train.cols, train.classes, o.batch, 0.1f};
     st = tinynet_create(d, &cfg, o.seed, &net);
     if (st != MANTA_OK) {
-        cmd_error("model", st, mcl_err(d));
+        cmd_error("train-tiny", st, mcl_err(d));
         goto out;
     }
     size_t px = (size_t)train.rows * train.cols;

@@ -514,7 +514,7 @@ int cmd_tune(int argc, char **argv)
     if (!c.o.compare && !find_tuners(&c))
         return 1;
     mcl_options untuned = {.no_tuning = true}; /* "before" is CLBlast's defaults */
-    c.d = cmd_open_device_with(c.o.device, &untuned);
+    c.d = cmd_open_device_with("tune", c.o.device, &untuned);
     if (!c.d)
         return 1;
     c.info = mcl_info(c.d);
