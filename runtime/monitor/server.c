@@ -19,8 +19,10 @@
 #include <sodium.h>
 
 #include "core/clock.h"
+#include "monitor/answers.h"
 #include "monitor/assets.h"
 #include "monitor/notify.h"
+#include "monitor/prometheus.h"
 
 #define URL_MAX 256           /* longest path */
 #define ARG_MAX_LEN 64        /* longest query value we read (token: 256) */

@@ -21,8 +21,11 @@
 #include "common/testutil.h"
 #include "core/clock.h"
 #include "core/rng.h"
+#include "monitor/alerts.h"
+#include "monitor/answers.h"
 #include "monitor/model.h"
 #include "monitor/notify.h"
+#include "monitor/prometheus.h"
 #include "monitor/server.h"
 
 static tu_tmpdir dir;
