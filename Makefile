@@ -1,5 +1,6 @@
 # manta: one entry point for building, testing, the demo and the benchmarks.
-#   make            library (build/lib/libmanta.a) and programs (build/bin/)
+#   make            libraries (build/lib/: libmanta.a, the engine, the monitor's HTTP server) and
+#                   programs (build/bin/)
 #   make test       unit tests (cmocka) and integration scripts, on PoCL
 #   make demo       the main job on the built-in default
 #   make deps       install missing Debian packages (as root) or print the command
@@ -70,18 +71,25 @@ DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev lib
 
 LIB_DIRS := core space cl nn train data ofa stereo export search profile dist monitor
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
-# The training monitor's HTTP server needs libmicrohttpd and serves the embedded page; board
-# builds of manta get runtime/monitor/server_none.c instead (mon_server_start() says so).
-ifeq ($(BOARD),)
-LIB_SRC  := $(filter-out runtime/monitor/server_none.c,$(LIB_SRC))
-MONITOR_PAGE_OBJ := $(BUILD)/obj/gen/monitor_page.o
-LDLIBS   += -lmicrohttpd
-else
-LIB_SRC  := $(filter-out runtime/monitor/server.c,$(LIB_SRC))
-endif
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/cl_sources.o $(MONITOR_PAGE_OBJ)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/cl_sources.o
 CL_SRC   := $(wildcard cl_kernels/*.cl)
 LIB      := $(BUILD)/lib/libmanta.a
+
+# The training monitor's HTTP server (runtime/monitor_http/): libmicrohttpd and the embedded page,
+# a library of its own so that libmanta.a (the monitor's model, answers and alerts among it) needs
+# no libmicrohttpd; only the programs that serve (manta) and the server's test link it and
+# -lmicrohttpd. Board builds of manta get server_none.c instead (mon_server_start() says so).
+HTTP_SRC := $(wildcard runtime/monitor_http/*.c)
+ifeq ($(BOARD),)
+HTTP_SRC := $(filter-out runtime/monitor_http/server_none.c,$(HTTP_SRC))
+HTTP_OBJ := $(HTTP_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/monitor_page.o
+HTTP_LDLIBS := -lmicrohttpd
+else
+HTTP_SRC := $(filter-out runtime/monitor_http/server.c,$(HTTP_SRC))
+HTTP_OBJ := $(HTTP_SRC:%.c=$(BUILD)/obj/%.o)
+HTTP_LDLIBS :=
+endif
+HTTP_LIB := $(BUILD)/lib/libmanta_monitor_http.a
 
 # Inference engine (runtime/engine): freestanding C99, no allocation, its own library so
 # that boards link it alone. ENGINE_OPT defaults to -O3: the kernels rely on the unrolling of
@@ -171,8 +179,10 @@ $(BUILD)/obj/gen/cl_sources.o: $(BUILD)/gen/cl_sources.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-# The training monitor's page (runtime/monitor/page/), embedded as runtime/monitor/assets.h's table.
-MONITOR_PAGE := $(wildcard runtime/monitor/page/*.html runtime/monitor/page/*.js runtime/monitor/page/*.css)
+# The training monitor's page (runtime/monitor_http/page/), embedded as
+# runtime/monitor_http/assets.h's table.
+MONITOR_PAGE := $(wildcard runtime/monitor_http/page/*.html runtime/monitor_http/page/*.js \
+                  runtime/monitor_http/page/*.css)
 $(BUILD)/gen/monitor_page.c: $(MONITOR_PAGE) $(BUILD)/gen/embed
 	$(BUILD)/gen/embed page $@ $(MONITOR_PAGE)
 
@@ -189,9 +199,14 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(MANTA): $(MANTA_OBJ) $(LIB) $(ENGINE_LIB)
+$(HTTP_LIB): $(HTTP_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(MANTA_OBJ) $(LIB) $(ENGINE_LIB) $(LDLIBS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(MANTA): $(MANTA_OBJ) $(HTTP_LIB) $(LIB) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(MANTA_OBJ) $(HTTP_LIB) $(LIB) $(ENGINE_LIB) $(LDLIBS) $(HTTP_LDLIBS)
 
 # Engine code size for `manta-infer --stats`: text + data of the engine objects.
 SIZE ?= size
@@ -246,11 +261,16 @@ $(ENGINE_LIB): $(ENGINE_OBJ)
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -Itests
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJ) $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJ) $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS) \
+	    $(TEST_EXTRA_LIBS)
 
 # The programs' option tables (tools/common/) are not in the library.
 $(BUILD)/tests/test_opts: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/opts.o
 $(BUILD)/tests/test_opts: $(BUILD)/obj/tools/common/opts.o
+# The monitor's HTTP server (its own library, with libmicrohttpd).
+$(BUILD)/tests/test_monitor_server: TEST_EXTRA_OBJ := $(HTTP_LIB)
+$(BUILD)/tests/test_monitor_server: TEST_EXTRA_LIBS := $(HTTP_LDLIBS)
+$(BUILD)/tests/test_monitor_server: $(HTTP_LIB)
 # manta report's plotting module and readers.
 $(BUILD)/tests/test_report: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/manta/plot.o $(BUILD)/obj/tools/manta/report_data.o
 $(BUILD)/tests/test_report: $(BUILD)/obj/tools/manta/plot.o $(BUILD)/obj/tools/manta/report_data.o
@@ -387,4 +407,4 @@ ifneq ($(BOARD),)
 include boards/common.mk
 endif
 
--include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(HTTP_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)

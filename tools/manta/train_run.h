@@ -11,7 +11,7 @@
 #include "data/prefetch.h"
 #include "dist/ring.h"
 #include "job.h"
-#include "monitor/server.h"
+#include "monitor_http/server.h"
 #include "rundata.h"
 #include "train/dp.h"
 #include "train/ofa_train.h"

@@ -1,6 +1,6 @@
 /* The training monitor's HTTP server (server.h): libmicrohttpd, one thread per
  * connection, a poll thread that tails the runs' metrics.jsonl. */
-#include "monitor/server.h"
+#include "monitor_http/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,9 +20,9 @@
 
 #include "core/clock.h"
 #include "monitor/answers.h"
-#include "monitor/assets.h"
 #include "monitor/notify.h"
 #include "monitor/prometheus.h"
+#include "monitor_http/assets.h"
 
 #define URL_MAX 256           /* longest path */
 #define ARG_MAX_LEN 64        /* longest query value we read (token: 256) */
