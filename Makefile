@@ -79,13 +79,12 @@ LIB      := $(BUILD)/lib/libmanta.a
 # a library of its own so that libmanta.a (the monitor's model, answers and alerts among it) needs
 # no libmicrohttpd; only the programs that serve (manta) and the server's test link it and
 # -lmicrohttpd. Board builds of manta get server_none.c instead (mon_server_start() says so).
-HTTP_SRC := $(wildcard runtime/monitor_http/*.c)
 ifeq ($(BOARD),)
-HTTP_SRC := $(filter-out runtime/monitor_http/server_none.c,$(HTTP_SRC))
+HTTP_SRC := $(filter-out runtime/monitor_http/server_none.c,$(wildcard runtime/monitor_http/*.c))
 HTTP_OBJ := $(HTTP_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/monitor_page.o
 HTTP_LDLIBS := -lmicrohttpd
 else
-HTTP_SRC := $(filter-out runtime/monitor_http/server.c,$(HTTP_SRC))
+HTTP_SRC := runtime/monitor_http/server_none.c runtime/monitor_http/options.c
 HTTP_OBJ := $(HTTP_SRC:%.c=$(BUILD)/obj/%.o)
 HTTP_LDLIBS :=
 endif
