@@ -1,5 +1,6 @@
 # manta: one entry point for building, testing, the demo and the benchmarks.
-#   make            library (build/lib/libmanta.a) and programs (build/bin/)
+#   make            libraries (build/lib/: libmanta.a, the engine, the monitor's HTTP server,
+#                   manta report's figures) and programs (build/bin/)
 #   make test       unit tests (cmocka) and integration scripts, on PoCL
 #   make demo       the main job on the built-in default
 #   make deps       install missing Debian packages (as root) or print the command
@@ -68,20 +69,27 @@ DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev lib
             dataset-fashion-mnist clblast-utils clang libcairo2-dev fonts-dejavu-core \
             libmicrohttpd-dev chromium curl mate-backgrounds
 
-LIB_DIRS := core space cl nn elastic train classify data stereo export search profile dist monitor
+LIB_DIRS := core space cl nn elastic train classify data stereo export search profile dist monitor \
+            report
 LIB_SRC  := $(foreach d,$(LIB_DIRS),$(wildcard runtime/$(d)/*.c))
-# The training monitor's HTTP server needs libmicrohttpd and serves the embedded page; board
-# builds of manta get runtime/monitor/server_none.c instead (mon_server_start() says so).
-ifeq ($(BOARD),)
-LIB_SRC  := $(filter-out runtime/monitor/server_none.c,$(LIB_SRC))
-MONITOR_PAGE_OBJ := $(BUILD)/obj/gen/monitor_page.o
-LDLIBS   += -lmicrohttpd
-else
-LIB_SRC  := $(filter-out runtime/monitor/server.c,$(LIB_SRC))
-endif
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/cl_sources.o $(MONITOR_PAGE_OBJ)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/cl_sources.o
 CL_SRC   := $(wildcard cl_kernels/*.cl)
 LIB      := $(BUILD)/lib/libmanta.a
+
+# The training monitor's HTTP server (runtime/monitor_http/): libmicrohttpd and the embedded page,
+# a library of its own so that libmanta.a (the monitor's model, answers and alerts among it) needs
+# no libmicrohttpd; only the programs that serve (manta) and the server's test link it and
+# -lmicrohttpd. Board builds of manta get server_none.c instead (mon_server_start() says so).
+ifeq ($(BOARD),)
+HTTP_SRC := $(filter-out runtime/monitor_http/server_none.c,$(wildcard runtime/monitor_http/*.c))
+HTTP_OBJ := $(HTTP_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/monitor_page.o
+HTTP_LDLIBS := -lmicrohttpd
+else
+HTTP_SRC := runtime/monitor_http/server_none.c runtime/monitor_http/options.c
+HTTP_OBJ := $(HTTP_SRC:%.c=$(BUILD)/obj/%.o)
+HTTP_LDLIBS :=
+endif
+HTTP_LIB := $(BUILD)/lib/libmanta_monitor_http.a
 
 # Inference engine (runtime/engine): freestanding C99, no allocation, its own library so
 # that boards link it alone. ENGINE_OPT defaults to -O3: the kernels rely on the unrolling of
@@ -130,12 +138,20 @@ NO_OPENCL_SRC := $(sort $(PROFILE_SRC) $(PROFILE_HOST_SRC) $(INFER_SRC) $(ENGINE
                    $(TEST_HOST_LIB_SRC) $(wildcard tests/unit/test_engine_*.c))
 
 MANTA_SRC := $(wildcard tools/manta/*.c) $(TOOLS_COMMON_SRC)
-# manta report draws with cairo (libcairo2-dev); board builds of manta leave it out.
-REPORT_SRC := tools/manta/report.c tools/manta/report_data.c tools/manta/plot.c
+# manta report: its inputs are read by the library (runtime/report/, in libmanta.a); its
+# figures (cairo, libcairo2-dev) and HTML page are the report's part of the program,
+# tools/manta-report/, built into build/lib/libmanta_report.a, which only manta and the plots'
+# test link (with -lcairo). Board builds of manta leave the report out.
+REPORT_SRC := $(wildcard tools/manta-report/*.c)
+REPORT_OBJ := $(REPORT_SRC:%.c=$(BUILD)/obj/%.o)
+REPORT_LIB := $(BUILD)/lib/libmanta_report.a
 ifeq ($(BOARD),)
-LDLIBS += -lcairo
+MANTA_REPORT_LIB := $(REPORT_LIB)
+REPORT_LDLIBS := -lcairo
 else
-MANTA_SRC := $(filter-out $(REPORT_SRC),$(MANTA_SRC))
+MANTA_SRC := $(filter-out tools/manta/report.c,$(MANTA_SRC))
+MANTA_REPORT_LIB :=
+REPORT_LDLIBS :=
 $(BUILD)/obj/tools/manta/main.o: CPPFLAGS += -DMANTA_NO_REPORT
 endif
 MANTA_OBJ := $(MANTA_SRC:%.c=$(BUILD)/obj/%.o)
@@ -171,8 +187,10 @@ $(BUILD)/obj/gen/cl_sources.o: $(BUILD)/gen/cl_sources.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-# The training monitor's page (runtime/monitor/page/), embedded as runtime/monitor/assets.h's table.
-MONITOR_PAGE := $(wildcard runtime/monitor/page/*.html runtime/monitor/page/*.js runtime/monitor/page/*.css)
+# The training monitor's page (runtime/monitor_http/page/), embedded as
+# runtime/monitor_http/assets.h's table.
+MONITOR_PAGE := $(wildcard runtime/monitor_http/page/*.html runtime/monitor_http/page/*.js \
+                  runtime/monitor_http/page/*.css)
 $(BUILD)/gen/monitor_page.c: $(MONITOR_PAGE) $(BUILD)/gen/embed
 	$(BUILD)/gen/embed page $@ $(MONITOR_PAGE)
 
@@ -189,9 +207,20 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(MANTA): $(MANTA_OBJ) $(LIB) $(ENGINE_LIB)
+$(HTTP_LIB): $(HTTP_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(MANTA_OBJ) $(LIB) $(ENGINE_LIB) $(LDLIBS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(REPORT_LIB): $(REPORT_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(MANTA): $(MANTA_OBJ) $(MANTA_REPORT_LIB) $(HTTP_LIB) $(LIB) $(ENGINE_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $(MANTA_OBJ) $(MANTA_REPORT_LIB) $(HTTP_LIB) $(LIB) $(ENGINE_LIB) $(LDLIBS) \
+	    $(HTTP_LDLIBS) $(REPORT_LDLIBS)
 
 # Engine code size for `manta-infer --stats`: text + data of the engine objects.
 SIZE ?= size
@@ -212,7 +241,7 @@ $(BUILD)/gen/version.h: FORCE
 $(BUILD)/obj/tools/manta/version.o $(BUILD)/obj/tools/common/provenance.o: $(BUILD)/gen/version.h
 
 $(INFER_OBJ): CPPFLAGS := -Iruntime -Itools -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L
-$(MANTA_OBJ) $(PROFILE_OBJ): CPPFLAGS += -Itools
+$(MANTA_OBJ) $(PROFILE_OBJ) $(REPORT_OBJ): CPPFLAGS += -Itools
 $(BUILD)/obj/tools/manta-infer/main.o: $(BUILD)/gen/engine_size.h
 $(INFER): $(INFER_OBJ) $(ENGINE_LIB)
 	@mkdir -p $(@D)
@@ -246,16 +275,24 @@ $(ENGINE_LIB): $(ENGINE_OBJ)
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -Itests
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJ) $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(TEST_EXTRA_OBJ) $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS) \
+	    $(TEST_EXTRA_LIBS)
 
 # The programs' option tables (tools/common/) are not in the library.
 $(BUILD)/tests/test_opts: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/opts.o $(BUILD)/obj/tools/common/json.o
 $(BUILD)/tests/test_opts: $(BUILD)/obj/tools/common/opts.o $(BUILD)/obj/tools/common/json.o
 $(BUILD)/tests/test_outpath: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/common/outpath.o
 $(BUILD)/tests/test_outpath: $(BUILD)/obj/tools/common/outpath.o
-# manta report's plotting module and readers.
-$(BUILD)/tests/test_report: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/manta/plot.o $(BUILD)/obj/tools/manta/report_data.o
-$(BUILD)/tests/test_report: $(BUILD)/obj/tools/manta/plot.o $(BUILD)/obj/tools/manta/report_data.o
+# The monitor's HTTP server (its own library, with libmicrohttpd).
+$(BUILD)/tests/test_monitor_server: TEST_EXTRA_OBJ := $(HTTP_LIB)
+$(BUILD)/tests/test_monitor_server: TEST_EXTRA_LIBS := $(HTTP_LDLIBS)
+$(BUILD)/tests/test_monitor_server: $(HTTP_LIB)
+# manta report's figures and page (tools/manta-report/: libmanta_report.a, with cairo); its
+# readers (runtime/report/) are test_report's, in libmanta.a.
+$(BUILD)/obj/tests/unit/test_plot.o: CPPFLAGS += -Itools
+$(BUILD)/tests/test_plot: TEST_EXTRA_OBJ := $(REPORT_LIB)
+$(BUILD)/tests/test_plot: TEST_EXTRA_LIBS := $(REPORT_LDLIBS)
+$(BUILD)/tests/test_plot: $(REPORT_LIB)
 # manta-infer's image input, compared with the data pipeline's resize.
 $(BUILD)/tests/test_infer_image: TEST_EXTRA_OBJ := $(BUILD)/obj/tools/manta-infer/image.o
 $(BUILD)/tests/test_infer_image: $(BUILD)/obj/tools/manta-infer/image.o
@@ -389,4 +426,4 @@ ifneq ($(BOARD),)
 include boards/common.mk
 endif
 
--include $(LIB_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+-include $(LIB_OBJ:.o=.d) $(HTTP_OBJ:.o=.d) $(REPORT_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)

@@ -1,8 +1,11 @@
 /**
  * @file model.h
  * @brief The training monitor's model of one run: built from the run's
- *        metrics.jsonl (tailed while it grows), bounded in memory, and
- *        written out as the monitor's JSON answers and Prometheus samples.
+ *        metrics.jsonl (tailed while it grows) and bounded in memory. This is
+ *        the reader; what is computed from a model is in the headers beside
+ *        it: alerts.h (the alerts that hold), answers.h (the JSON answers of
+ *        the HTTP API), prometheus.h (the Prometheus text). The HTTP server
+ *        that serves them is a library of its own (monitor_http/server.h).
  *
  * The model reads the records of docs/monitor.md with core/records.h's reader
  * (every schema version): classification progress and the stereo trainer's
@@ -28,7 +31,7 @@
 #include <stdint.h>
 
 #include "core/status.h"
-#include "core/strbuf.h"
+#include "monitor/alerts.h"
 
 /** Longest line read, in bytes; a longer line is skipped as malformed. */
 #define MON_LINE_MAX 65536
@@ -40,29 +43,8 @@
 #define MON_MAX_RANKS 256
 /** Most validation results kept (the last ones). */
 #define MON_MAX_VALS 64
-/** Most alerts one call reports. */
-#define MON_MAX_ALERTS 64
 /** Most bytes one mon_model_tail() reads. */
 #define MON_TAIL_CHUNK (4u << 20)
-
-/** Thresholds of the alerts (docs/monitor.md, "Alerts"). */
-typedef struct mon_alert_opts {
-    int grow;              /**< loss grew for this many consecutive reports of a phase (>= 1) */
-    double slow_pct;       /**< a rank's images/s below the median by more than this % */
-    double stall_s;        /**< no new record for this many seconds while the run is not over */
-    double rank_timeout_s; /**< a rank's heartbeat older than this while the run is not over */
-} mon_alert_opts;
-
-/** The defaults: grow 5, slow 25 %, stall 300 s, rank timeout 120 s. */
-void mon_alert_opts_default(mon_alert_opts *o);
-
-/** One alert. Strings are NUL-terminated and may be cut short. */
-typedef struct mon_alert {
-    char kind[16];      /**< "loss_nan", "loss_growing", "rank_slow", "rank_dead", "stalled", "error" */
-    int rank;           /**< the rank concerned, or -1 */
-    long step;          /**< the step it concerns, or -1 */
-    char message[256];  /**< one line for a person */
-} mon_alert;
 
 /** One model. Opaque. */
 typedef struct mon_model mon_model;
@@ -111,49 +93,5 @@ uint64_t mon_model_malformed(const mon_model *m);
 
 /** Whether the run is over: a `done`, `stopped` or `error` record, or the last step reached. */
 bool mon_model_finished(const mon_model *m);
-
-/**
- * The alerts that hold at time @p now (seconds since the epoch), at most
- * ::MON_MAX_ALERTS, into @p out. @return how many.
- */
-int mon_model_alerts(const mon_model *m, double now, mon_alert *out);
-
-/** An alert as a JSON object (no newline) appended to @p b. */
-void mon_alert_json(const mon_alert *a, manta_strbuf *b);
-
-/**
- * The run's state as one JSON object (the answer of /api/run) appended to
- * @p b: name, state, task, job header, step, phase, ETA, the last figures,
- * checkpoints, validation results, the error, the alerts at @p now, record
- * counts. docs/monitor.md lists the members.
- */
-void mon_model_run_json(const mon_model *m, double now, manta_strbuf *b);
-
-/**
- * The records after sequence number @p since, at most @p max of them, as
- * `{"run":"NAME","first":F,"last":L,"next":S,"records":[...]}` appended to
- * @p b; `next` is the `since` of the following call (the last record
- * written, or @p since when none). When @p since is older than the oldest
- * record kept, the answer starts at the oldest.
- */
-void mon_model_records_json(const mon_model *m, uint64_t since, size_t max, manta_strbuf *b);
-
-/**
- * The per-rank table as `{"run":"NAME","ranks":[{...}]}` appended to @p b:
- * each rank's figures from its last report, its heartbeat and its age at
- * @p now, `dead` and `error`.
- */
-void mon_model_ranks_json(const mon_model *m, double now, manta_strbuf *b);
-
-/**
- * Prometheus text format 0.0.4 of the models @p m[0 .. n-1] appended to @p b:
- * one `# HELP` and `# TYPE` per metric, then a sample per run (label
- * `run`) and, for the per-rank metrics, per rank and device. docs/monitor.md
- * lists the names.
- */
-void mon_prometheus(const mon_model *const *m, int n, double now, manta_strbuf *b);
-
-/** Append @p s to @p b as a JSON string (quoted, escaped; NULL as null). */
-void mon_json_str(manta_strbuf *b, const char *s);
 
 #endif

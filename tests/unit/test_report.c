@@ -1,6 +1,8 @@
-/* manta report's plotting module (tools/manta/plot.h: tick choice, tick labels, PNG and SVG
- * files) and its readers (tools/manta/report_data.h: search.json, front.csv, the latency
- * validation CSV and summary; missing files). A run's metrics.jsonl: test_run_history.c. */
+/* manta report's part of the library (runtime/report/): the axes' ticks (ticks.h: tick
+ * choice, tick labels), the readers (results.h: search.json, front.csv, the latency
+ * validation CSV and summary) and the inputs of a folder (inputs.h: found, read, skipped
+ * when missing, errors). A run's metrics.jsonl: test_run_history.c; the figures and the
+ * page drawn from them: test_plot.c. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,8 +14,9 @@
 #include <cmocka.h>
 
 #include "core/fileio.h"
-#include "../../tools/manta/plot.h"
-#include "../../tools/manta/report_data.h"
+#include "report/inputs.h"
+#include "report/results.h"
+#include "report/ticks.h"
 
 /* ---- ticks ---- */
 
@@ -274,78 +277,78 @@ static void test_prefixes(void **state)
     }
 }
 
-/* ---- files ---- */
+/* ---- the inputs of a folder ---- */
 
-static void figure(plot_figure *f, const double *x, const double *y, size_t n)
-{
-    memset(f, 0, sizeof *f);
-    f->title = "A <test> & figure";
-    f->width = 320, f->height = 240, f->n_panels = 1;
-    f->panel[0].title = "panel one";
-    f->panel[0].series[0] = (plot_series){.label = "s", .x = x, .y = y, .n = n, .line = true,
-                                          .marker = PLOT_MARK_STAR, .color = plot_palette(3)};
-    f->panel[0].n_series = 1;
-    f->panel[0].spans[0] = (plot_span){0, 2, "a"};
-    f->panel[0].n_spans = 1;
-    f->panel[0].vlines[0] = (plot_vline){1.5, "budget", {0, 0, 0}, true};
-    f->panel[0].n_vlines = 1;
-}
-
-static void test_write_files(void **state)
+/* A demo folder (tests/data/report/demo: supernet/metrics.jsonl with a cut last line,
+ * search/search.json and front.csv, validate.csv and .json, test.json, bench.json). */
+static void test_inputs_demo(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/manta_test_report_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char png[128], svg[128], bad[160];
-    snprintf(png, sizeof png, "%s/a.png", dir);
-    snprintf(svg, sizeof svg, "%s/a.svg", dir);
-    const double x[] = {0, 1, NAN, 2}, y[] = {1, 3, 2, INFINITY};
-    plot_figure *f = malloc(sizeof *f);
-    assert_non_null(f);
-    figure(f, x, y, 4);
+    rep_inputs *in = malloc(sizeof *in);
+    assert_non_null(in);
+    const rep_input_opts o = {.run = "tests/data/report/demo"};
     manta_err err;
-    assert_int_equal(plot_write_png(f, png, &err), MANTA_OK);
-    assert_int_equal(plot_write_svg(f, svg, &err), MANTA_OK);
-    char *text = NULL;
-    size_t len = 0;
-    assert_int_equal(manta_file_read(png, 1 << 24, &text, &len, &err), MANTA_OK);
-    assert_true(len > 100 && !memcmp(text, "\x89PNG\r\n\x1a\n", 8));
-    /* IHDR: width and height, big-endian */
-    const unsigned char *h = (const unsigned char *)text + 16;
-    assert_int_equal((h[0] << 24) | (h[1] << 16) | (h[2] << 8) | h[3], 320);
-    assert_int_equal((h[4] << 24) | (h[5] << 16) | (h[6] << 8) | h[7], 240);
-    free(text);
-    assert_int_equal(manta_file_read(svg, 1 << 24, &text, &len, &err), MANTA_OK);
-    assert_non_null(strstr(text, "<svg"));
-    assert_non_null(strstr(text, "<title>A &lt;test&gt; &amp; figure</title>"));
-    assert_non_null(strstr(text, "<desc>panel one</desc>"));
-    assert_true(strstr(text, "<title>") > strstr(text, "<svg"));
-    free(text);
-    /* a figure without panels, or too small: nothing written */
-    snprintf(bad, sizeof bad, "%s/none.png", dir);
-    f->n_panels = 0;
-    assert_int_equal(plot_write_png(f, bad, &err), MANTA_ERR_INVALID_ARG);
-    assert_non_null(strstr(err.msg, bad));
-    f->n_panels = 1, f->width = 10;
-    assert_int_equal(plot_write_svg(f, bad, &err), MANTA_ERR_INVALID_ARG);
-    struct stat st;
-    assert_int_not_equal(stat(bad, &st), 0);
-    /* no folder: the error names the file */
-    f->width = 320;
-    snprintf(bad, sizeof bad, "%s/no/such/a.png", dir);
-    assert_int_equal(plot_write_png(f, bad, &err), MANTA_ERR_IO);
-    assert_non_null(strstr(err.msg, dir));
-    /* text that is not UTF-8 (a device's name) is drawn, not refused by cairo */
-    f->panel[0].title = "device \xff\xfe name";
-    assert_int_equal(plot_write_png(f, png, &err), MANTA_OK);
-    assert_int_equal(plot_write_svg(f, svg, &err), MANTA_OK);
-    assert_int_equal(manta_file_read(svg, 1 << 24, &text, &len, &err), MANTA_OK);
-    assert_non_null(strstr(text, "<desc>device ?? name</desc>"));
-    free(text);
-    /* an empty panel still draws (axes 0..1) */
-    f->panel[0].n_series = 0, f->panel[0].n_spans = 0, f->panel[0].n_vlines = 0;
-    assert_int_equal(plot_write_png(f, png, &err), MANTA_OK);
-    free(f);
+    assert_int_equal(rep_inputs_load(&o, in, &err), MANTA_OK);
+    assert_true(in->have_metrics && in->have_train && in->have_search && in->have_front &&
+                in->have_lat);
+    assert_string_equal(in->metrics_path, "tests/data/report/demo/supernet/metrics.jsonl");
+    assert_string_equal(in->search_path, "tests/data/report/demo/search/search.json");
+    assert_string_equal(in->front_path, "tests/data/report/demo/search/front.csv");
+    assert_string_equal(in->lat_path, "tests/data/report/demo/validate.csv");
+    assert_string_equal(in->lat_summary_path, "tests/data/report/demo/validate.json");
+    assert_int_equal(in->train.malformed, 1); /* the cut last line */
+    assert_true(in->train.loss.n > 0 && in->train.n_ranks == 2);
+    assert_true(in->search.n_front > 0 && in->lat.n == 2);
+    assert_true(isfinite(in->test_top1) && isfinite(in->bench_p10) && isfinite(in->bench_med));
+    assert_int_equal(in->n_skipped, 0);
+    rep_inputs_free(in);
+    /* the same inputs named one by one: a folder for --search, the summary for --latency */
+    const rep_input_opts named = {.metrics = "tests/data/report/demo/supernet/metrics.jsonl",
+                                  .search = "tests/data/report/demo/search",
+                                  .latency = "tests/data/report/demo/validate.json"};
+    assert_int_equal(rep_inputs_load(&named, in, &err), MANTA_OK);
+    assert_true(in->have_train && in->have_front && in->have_lat);
+    assert_string_equal(in->lat_path, "tests/data/report/demo/validate.csv");
+    assert_true(isnan(in->test_top1)); /* no folder: no test.json */
+    rep_inputs_free(in);
+    free(in);
+}
+
+/* Missing inputs are skipped with a line each; a folder with nothing, a path that is not a
+ * folder and a malformed search.json are errors naming them. */
+static void test_inputs_missing(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/manta_test_report_XXXXXX", path[128];
+    assert_non_null(mkdtemp(dir));
+    rep_inputs *in = malloc(sizeof *in);
+    assert_non_null(in);
+    manta_err err;
+    const rep_input_opts empty = {.run = dir};
+    assert_int_equal(rep_inputs_load(&empty, in, &err), MANTA_ERR_IO);
+    assert_non_null(strstr(err.msg, "nothing to report"));
+    assert_int_equal(in->n_skipped, 3);
+    rep_inputs_free(in);
+    const rep_input_opts lat = {.run = dir, .latency = "tests/data/report/demo/validate.csv"};
+    assert_int_equal(rep_inputs_load(&lat, in, &err), MANTA_OK);
+    assert_true(in->have_lat && !in->have_train && !in->have_search);
+    assert_int_equal(in->n_skipped, 2);
+    assert_non_null(strstr(in->skipped[0], "no metrics.jsonl"));
+    assert_non_null(strstr(in->skipped[1], "no search.json"));
+    rep_inputs_free(in);
+    snprintf(path, sizeof path, "%s/search.json", dir);
+    assert_int_equal(manta_file_write_atomic(path, "{\"format\":", 10, &err), MANTA_OK);
+    assert_int_equal(rep_inputs_load(&empty, in, &err), MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, path));
+    rep_inputs_free(in);
+    const rep_input_opts file = {.run = path};
+    assert_int_equal(rep_inputs_load(&file, in, &err), MANTA_ERR_IO);
+    assert_non_null(strstr(err.msg, "not a folder"));
+    rep_inputs_free(in);
+    const rep_input_opts none = {0};
+    assert_int_equal(rep_inputs_load(&none, in, &err), MANTA_ERR_INVALID_ARG);
+    rep_inputs_free(in);
+    free(in);
     manta_file_remove_tree(dir);
 }
 
@@ -359,7 +362,8 @@ int main(void)
         cmocka_unit_test(test_search),
         cmocka_unit_test(test_latency),
         cmocka_unit_test(test_prefixes),
-        cmocka_unit_test(test_write_files),
+        cmocka_unit_test(test_inputs_demo),
+        cmocka_unit_test(test_inputs_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,7 @@
 #include "core/tfevents.h"
 #include "dist/override.h"
 #include "dist/ring.h"
-#include "monitor/server.h"
+#include "monitor_http/server.h"
 #include "train/dp.h"
 #include "train/schedule.h"
 

@@ -1,4 +1,4 @@
-/* manta monitor RUN_DIR...: the training monitor (runtime/monitor/server.h) over run folders,
+/* manta monitor RUN_DIR...: the training monitor (runtime/monitor_http/server.h) over run folders,
  * finished, in progress, or copied from other machines, until SIGINT/SIGTERM. */
 #include <signal.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include "cmd.h"
 #include "common/opts.h"
 #include "core/clock.h"
-#include "monitor/server.h"
+#include "monitor_http/server.h"
 
 static volatile sig_atomic_t stop_requested;
 

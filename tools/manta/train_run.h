@@ -12,7 +12,7 @@
 #include "data/prefetch.h"
 #include "dist/ring.h"
 #include "job.h"
-#include "monitor/server.h"
+#include "monitor_http/server.h"
 #include "rundata.h"
 #include "train/dp.h"
 #include "classify/ofa_train.h"

@@ -1,6 +1,6 @@
 /* The monitor's server in builds without libmicrohttpd (board builds of manta): every
  * start fails with MANTA_ERR_UNSUPPORTED (server.h). */
-#include "monitor/server.h"
+#include "monitor_http/server.h"
 
 
 struct mon_server {

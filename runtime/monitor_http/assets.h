@@ -1,10 +1,10 @@
 /**
  * @file assets.h
- * @brief The monitor page's files (runtime/monitor/page/), embedded at build
+ * @brief The monitor page's files (runtime/monitor_http/page/), embedded at build
  *        time by tools/gen/embed.c into $(BUILD)/gen/monitor_page.c.
  */
-#ifndef MANTA_MONITOR_ASSETS_H
-#define MANTA_MONITOR_ASSETS_H
+#ifndef MANTA_MONITOR_HTTP_ASSETS_H
+#define MANTA_MONITOR_HTTP_ASSETS_H
 
 #include <stddef.h>
 

@@ -1,24 +1,22 @@
 /**
- * @file report_data.h
- * @brief The readers of `manta report` (a run's metrics.jsonl:
- *        core/run_history.h): the search's search.json and
- *        front.csv, and the latency table's validation (the CSV of
+ * @file results.h
+ * @brief The readers of `manta report` beside a run's metrics.jsonl
+ *        (core/run_history.h): the search's search.json and front.csv, and
+ *        the latency table's validation (the CSV of
  *        `manta-profile --validate K --csv F` or `manta profile --lut T --csv F`,
  *        and the summary of `manta-profile --validate K --json`).
  *
- * Each reader has a parse function over text in memory (for tests) and a load
- * function over a file. Errors name the file (or the name the caller gave) and
- * what is wrong; a loaded structure is freed with its free function, which
- * also accepts a zeroed or half-filled one.
- *
+ * Each reader parses text in memory; report/inputs.h finds and reads the
+ * files. Errors name the file (or the name the caller gave) and what is
+ * wrong; a loaded structure is freed with its free function, which also
+ * accepts a zeroed or half-filled one.
  */
-#ifndef MANTA_TOOLS_REPORT_DATA_H
-#define MANTA_TOOLS_REPORT_DATA_H
+#ifndef MANTA_REPORT_RESULTS_H
+#define MANTA_REPORT_RESULTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/run_history.h"
 #include "core/status.h"
 
 #define REP_NAME_MAX 64  /**< bytes of a space name, with the NUL */

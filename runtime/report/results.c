@@ -1,5 +1,5 @@
-/* The readers of `manta report` (report_data.h). */
-#include "report_data.h"
+/* The readers of `manta report` beside metrics.jsonl (results.h). */
+#include "report/results.h"
 
 #include <math.h>
 #include <stdio.h>

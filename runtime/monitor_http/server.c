@@ -1,6 +1,7 @@
 /* The training monitor's HTTP server (server.h): libmicrohttpd, one thread per
- * connection, a poll thread that tails the runs' metrics.jsonl. */
-#include "monitor/server.h"
+ * connection; start and stop, the answers, the event streams. The poll thread that tails
+ * the runs' metrics.jsonl is server_poll.c's. */
+#include "monitor_http/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,40 +20,16 @@
 #include <sodium.h>
 
 #include "core/clock.h"
-#include "monitor/assets.h"
-#include "monitor/notify.h"
+#include "monitor/answers.h"
+#include "monitor/prometheus.h"
+#include "monitor_http/assets.h"
+#include "monitor_http/server_impl.h"
 
 #define URL_MAX 256           /* longest path */
 #define ARG_MAX_LEN 64        /* longest query value we read (token: 256) */
 #define RECORDS_MAX 5000      /* most records one /api/metrics answer holds */
 #define SSE_RECORDS 1000      /* most records one event holds */
 #define SSE_KEEPALIVE_S 15.0
-
-typedef struct run_slot {
-    char dir[1024], path[1100], name[128];
-    mon_model *m;
-    pthread_mutex_t mu;
-    mon_alert prev[MON_MAX_ALERTS];
-    int n_prev;
-} run_slot;
-
-struct mon_server {
-    mon_options o;
-    char *on_alert;
-    bool need_token;
-    unsigned char token_hash[crypto_generichash_BYTES];
-    char addr[64];
-    int port;
-    int n;
-    run_slot *runs;
-    struct MHD_Daemon *d;
-    pthread_t poller;
-    bool poller_started;
-    pthread_mutex_t mu; /* guards stop and tick */
-    pthread_cond_t cv;  /* tick changed or stop */
-    bool stop;
-    unsigned long long tick;
-};
 
 /* "[ADDR:]PORT" into an IPv4 address and a port. */
 static manta_status parse_listen(const char *s, struct sockaddr_in *sa, char *addr, size_t cap,
@@ -407,83 +384,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return send_strbuf(c, "application/json", &b);
 }
 
-/* ---- the poll thread ---- */
-
-static bool same_alert(const mon_alert *a, const mon_alert *b)
-{
-    return !strcmp(a->kind, b->kind) && a->rank == b->rank;
-}
-
-static void poll_run(mon_server *s, run_slot *r)
-{
-    manta_err err = {0};
-    mon_alert now_al[MON_MAX_ALERTS], fresh[MON_MAX_ALERTS];
-    int n_fresh = 0;
-    pthread_mutex_lock(&r->mu);
-    mon_model_tail(r->m, r->path, &err); /* an unreadable file is shown as no progress */
-    int n = mon_model_alerts(r->m, manta_wall_time(), now_al);
-    for (int i = 0; i < n; i++) {
-        bool seen = false;
-        for (int k = 0; k < r->n_prev && !seen; k++)
-            seen = same_alert(&now_al[i], &r->prev[k]);
-        if (!seen)
-            fresh[n_fresh++] = now_al[i];
-    }
-    memcpy(r->prev, now_al, (size_t)n * sizeof now_al[0]);
-    r->n_prev = n;
-    pthread_mutex_unlock(&r->mu);
-    for (int i = 0; i < n_fresh && s->on_alert; i++) {
-        manta_strbuf b = {0};
-        manta_strbuf_printf(&b, "{\"run\":");
-        mon_json_str(&b, r->name);
-        manta_strbuf_printf(&b, ",\"dir\":");
-        mon_json_str(&b, r->dir);
-        manta_strbuf_printf(&b, ",\"time\":%.3f,\"alert\":", manta_wall_time());
-        mon_alert_json(&fresh[i], &b);
-        manta_strbuf_printf(&b, "}\n");
-        if (!b.oom && b.p && mon_notify(s->on_alert, b.p, b.n, &err) != MANTA_OK && !s->o.quiet)
-            fprintf(stderr, "manta monitor: %s\n", err.msg);
-        manta_strbuf_free(&b);
-    }
-}
-
-static void poll_all(mon_server *s)
-{
-    for (int i = 0; i < s->n; i++)
-        poll_run(s, &s->runs[i]);
-    pthread_mutex_lock(&s->mu);
-    s->tick++;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-}
-
-void mon_server_poll_now(mon_server *s)
-{
-    if (s)
-        poll_all(s);
-}
-
-static void *poller(void *arg)
-{
-    mon_server *s = arg;
-    for (;;) {
-        poll_all(s);
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        double t = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec + s->o.poll_s;
-        ts.tv_sec = (time_t)t;
-        ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-        pthread_mutex_lock(&s->mu);
-        while (!s->stop)
-            if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
-                break;
-        bool stop = s->stop;
-        pthread_mutex_unlock(&s->mu);
-        if (stop)
-            return NULL;
-    }
-}
-
 /* ---- start and stop ---- */
 
 static void run_name(const char *dir, char *out, size_t cap)
@@ -609,7 +509,7 @@ manta_status mon_server_start(const mon_options *o, const char *const *dirs, int
         mon_server_stop(s);
         return st;
     }
-    poll_all(s); /* the files once, before the first request */
+    mon_server_poll_now(s); /* the files once, before the first request */
     s->d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
             MHD_USE_ERROR_LOG,
@@ -628,7 +528,7 @@ manta_status mon_server_start(const mon_options *o, const char *const *dirs, int
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? (int)di->port : (int)ntohs(sa.sin_port);
-    if (pthread_create(&s->poller, NULL, poller, s) != 0) {
+    if (pthread_create(&s->poller, NULL, mon_poller, s) != 0) {
         mon_server_stop(s);
         return manta_err_set(err, MANTA_ERR_IO, "monitor: cannot start the poll thread");
     }

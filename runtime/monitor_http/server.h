@@ -4,14 +4,21 @@
  *        the JSON API, server-sent events, Prometheus /metrics and /healthz,
  *        over one or more run folders whose metrics.jsonl it tails.
  *
+ * A library of its own (build/lib/libmanta_monitor_http.a, with the page of
+ * page/ embedded; programs that link it link libmicrohttpd too), so that
+ * libmanta.a, which holds the model it serves (monitor/model.h), needs no
+ * libmicrohttpd. Board builds compile server_none.c instead: the same
+ * functions, and mon_server_start() fails with MANTA_ERR_UNSUPPORTED.
+ *
  * The server never touches the trainer: a thread of its own reads each
- * folder's metrics.jsonl every `poll_s` seconds into a model (model.h), and
+ * folder's metrics.jsonl every `poll_s` seconds into a model (monitor/model.h), and
  * libmicrohttpd's threads (one per connection, at most `max_connections`, at
  * most `per_ip_connections` from one address, idle ones closed after
  * `timeout_s`) answer from the models under a mutex held for the copy of an
  * answer. A slow or hostile client therefore holds at most its own thread.
- * The same thread checks the alerts (model.h) after each read and runs
- * `on_alert` (notify.h) for each alert that newly holds.
+ * The same thread checks the alerts (monitor/alerts.h) after each read and
+ * runs `on_alert` (monitor/notify.h) for each alert that newly holds; the
+ * answers are monitor/answers.h's and monitor/prometheus.h's.
  *
  * Endpoints (GET or HEAD; docs/monitor.md has the answers' members):
  * `/`, `/app.js`, `/style.css` (the page, embedded at build time), `/healthz`,
@@ -25,8 +32,8 @@
  * time), else 401. Bound to an address outside 127.0.0.0/8 the server does
  * not start without a token.
  */
-#ifndef MANTA_MONITOR_SERVER_H
-#define MANTA_MONITOR_SERVER_H
+#ifndef MANTA_MONITOR_HTTP_SERVER_H
+#define MANTA_MONITOR_HTTP_SERVER_H
 
 #include <stddef.h>
 

@@ -1,85 +1,14 @@
-/* Charts drawn with cairo for `manta report` (plot.h). */
-#include "plot.h"
+/* Charts drawn with cairo for `manta report` (plot.h): the palette and the drawing; the
+ * files are plot_file.c's. */
+#include "manta-report/plot.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cairo/cairo-svg.h>
-
-#include "core/fileio.h"
 
 #define PLOT_PI 3.14159265358979323846
-
-/* ---- ticks ---- */
-
-double plot_nice_number(double x, bool round)
-{
-    if (!(x > 0) || !isfinite(x))
-        return 0;
-    double e = floor(log10(x)), p = pow(10, e), f = x / p, nf;
-    if (round)
-        nf = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
-    else
-        nf = f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10;
-    return nf * p;
-}
-
-bool plot_nice_ticks(double lo, double hi, int target, plot_ticks *t)
-{
-    if (!isfinite(lo) || !isfinite(hi))
-        return false;
-    if (lo > hi) {
-        double s = lo;
-        lo = hi, hi = s;
-    }
-    double mag = fmax(fabs(lo), fabs(hi));
-    if (hi - lo <= mag * 1e-12) { /* empty: widen around the value */
-        double c = 0.5 * (lo + hi), w = c == 0 ? 1 : 0.1 * fabs(c);
-        lo = c - w, hi = c + w;
-    }
-    if (target < 3)
-        target = 3;
-    if (target > PLOT_MAX_TICKS)
-        target = PLOT_MAX_TICKS;
-    double step = plot_nice_number(plot_nice_number(hi - lo, false) / (target - 1), true);
-    double a = 0, b = 0;
-    int n = 0;
-    for (int tries = 0; tries < 8; tries++) {
-        a = floor(lo / step + 1e-9) * step;
-        b = ceil(hi / step - 1e-9) * step;
-        n = (int)lround((b - a) / step) + 1;
-        if (n <= PLOT_MAX_TICKS && n <= 2 * target)
-            break;
-        step = plot_nice_number(step * 1.5, false); /* the next nice step up */
-    }
-    if (n > PLOT_MAX_TICKS)
-        n = PLOT_MAX_TICKS;
-    t->lo = a;
-    t->step = step;
-    t->n = n < 2 ? 2 : n;
-    for (int i = 0; i < t->n; i++) {
-        double v = a + i * step;
-        t->v[i] = fabs(v) < step * 1e-9 ? 0 : v;
-    }
-    t->hi = t->v[t->n - 1];
-    int d = (int)-floor(log10(step) + 1e-9);
-    t->decimals = d < 0 ? 0 : d > 12 ? 12 : d;
-    return true;
-}
-
-void plot_format_tick(double v, const plot_ticks *t, char *buf, size_t cap)
-{
-    if (fabs(v) >= 1e7)
-        snprintf(buf, cap, "%g", v);
-    else
-        snprintf(buf, cap, "%.*f", t->decimals, v);
-    /* "-0", "-0.00": a zero that printf signed */
-    const char *p = buf[0] == '-' ? buf + 1 : NULL;
-    if (p && strspn(p, "0.") == strlen(p))
-        memmove(buf, buf + 1, strlen(buf));
-}
 
 plot_color plot_palette(int i)
 {
@@ -101,8 +30,7 @@ enum { VA_TOP, VA_MIDDLE, VA_BASELINE };
 
 static void set_rgb(cairo_t *cr, plot_color c) { cairo_set_source_rgb(cr, c.r, c.g, c.b); }
 
-/* Whether @p s is valid UTF-8 (cairo refuses other text and stops drawing). */
-static bool utf8_ok(const char *s)
+bool plot_utf8_ok(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
@@ -123,7 +51,7 @@ static bool utf8_ok(const char *s)
 static double text(cairo_t *cr, double x, double y, const char *s, int ha, int va)
 {
     char safe[512];
-    if (!utf8_ok(s)) {
+    if (!plot_utf8_ok(s)) {
         size_t i = 0;
         for (; s[i] && i + 1 < sizeof safe; i++)
             safe[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
@@ -144,7 +72,7 @@ static double text(cairo_t *cr, double x, double y, const char *s, int ha, int v
 
 static double text_width(cairo_t *cr, const char *s)
 {
-    if (!utf8_ok(s))
+    if (!plot_utf8_ok(s))
         return 7.0 * (double)strlen(s); /* about; text() draws it with '?' */
     cairo_text_extents_t e;
     cairo_text_extents(cr, s, &e);
@@ -561,139 +489,3 @@ void plot_draw(cairo_t *cr, const plot_figure *f)
 }
 
 /* ---- files ---- */
-
-/* Bytes cairo writes, gathered in memory. */
-typedef struct membuf {
-    unsigned char *p;
-    size_t n, cap;
-    bool oom;
-} membuf;
-
-static cairo_status_t membuf_write(void *closure, const unsigned char *data, unsigned int len)
-{
-    membuf *b = closure;
-    if (b->n + len > b->cap) {
-        size_t cap = b->cap ? b->cap : 65536;
-        while (cap < b->n + len)
-            cap *= 2;
-        unsigned char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return CAIRO_STATUS_WRITE_ERROR;
-        }
-        b->p = p, b->cap = cap;
-    }
-    memcpy(b->p + b->n, data, len);
-    b->n += len;
-    return CAIRO_STATUS_SUCCESS;
-}
-
-static manta_status check_figure(const plot_figure *f, const char *path, manta_err *err)
-{
-    if (f->n_panels < 1 || f->n_panels > PLOT_MAX_PANELS || f->width < 100 || f->height < 100 ||
-        f->width > 8192 || f->height > 8192)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                             "%s: a figure needs 1 to %d panels and a size of 100 to 8192 (has %zu "
-                             "panels, %d x %d)",
-                             path, PLOT_MAX_PANELS, f->n_panels, f->width, f->height);
-    for (size_t i = 0; i < f->n_panels; i++)
-        if (f->panel[i].n_series > PLOT_MAX_SERIES || f->panel[i].n_spans > PLOT_MAX_SPANS ||
-            f->panel[i].n_vlines > PLOT_MAX_VLINES)
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                 "%s: panel %zu has more series, spans or markers than allowed",
-                                 path, i + 1);
-    return MANTA_OK;
-}
-
-static manta_status cairo_failed(const char *path, cairo_status_t cs, bool oom, manta_err *err)
-{
-    if (oom || cs == CAIRO_STATUS_NO_MEMORY)
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
-    return manta_err_set(err, MANTA_ERR_IO, "%s: cairo: %s", path, cairo_status_to_string(cs));
-}
-
-manta_status plot_write_png(const plot_figure *f, const char *path, manta_err *err)
-{
-    MANTA_TRY(check_figure(f, path, err));
-    cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_RGB24, f->width, f->height);
-    cairo_t *cr = cairo_create(s);
-    plot_draw(cr, f);
-    cairo_status_t cs = cairo_status(cr);
-    cairo_destroy(cr);
-    membuf b = {0};
-    if (cs == CAIRO_STATUS_SUCCESS)
-        cs = cairo_surface_write_to_png_stream(s, membuf_write, &b);
-    cairo_surface_destroy(s);
-    manta_status st = cs == CAIRO_STATUS_SUCCESS
-                          ? manta_file_write_atomic(path, b.p, b.n, err)
-                          : cairo_failed(path, cs, b.oom, err);
-    free(b.p);
-    return st;
-}
-
-/* Append @p s to @p b with XML's special characters escaped. */
-static void xml_escaped(membuf *b, const char *s)
-{
-    bool ascii = s && !utf8_ok(s); /* then '?' for the bytes beyond ASCII */
-    for (; s && *s; s++) {
-        if (ascii && (unsigned char)*s >= 0x80) {
-            membuf_write(b, (const unsigned char *)"?", 1);
-            continue;
-        }
-        const char *r = *s == '<' ? "&lt;" : *s == '>' ? "&gt;" : *s == '&' ? "&amp;" : NULL;
-        if (r)
-            membuf_write(b, (const unsigned char *)r, (unsigned)strlen(r));
-        else if ((unsigned char)*s >= 0x20 || *s == '\n' || *s == '\t')
-            membuf_write(b, (const unsigned char *)s, 1);
-    }
-}
-
-static void put(membuf *b, const char *s) { membuf_write(b, (const unsigned char *)s, (unsigned)strlen(s)); }
-
-manta_status plot_write_svg(const plot_figure *f, const char *path, manta_err *err)
-{
-    MANTA_TRY(check_figure(f, path, err));
-    membuf b = {0};
-    cairo_surface_t *s = cairo_svg_surface_create_for_stream(membuf_write, &b, f->width, f->height);
-    cairo_t *cr = cairo_create(s);
-    plot_draw(cr, f);
-    cairo_status_t cs = cairo_status(cr);
-    cairo_destroy(cr);
-    cairo_surface_finish(s);
-    if (cs == CAIRO_STATUS_SUCCESS)
-        cs = cairo_surface_status(s);
-    cairo_surface_destroy(s);
-    manta_status st = MANTA_OK;
-    if (cs != CAIRO_STATUS_SUCCESS || b.oom) {
-        st = cairo_failed(path, cs, b.oom, err);
-        free(b.p);
-        return st;
-    }
-    /* <title> and <desc> right after the root element's start tag */
-    membuf_write(&b, (const unsigned char *)"", 1); /* NUL-terminate */
-    char *root = b.oom ? NULL : strstr((char *)b.p, "<svg");
-    char *end = root ? strchr(root, '>') : NULL;
-    if (!end) {
-        free(b.p);
-        return b.oom ? manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path)
-                     : manta_err_set(err, MANTA_ERR_IO, "%s: cairo wrote no <svg> element", path);
-    }
-    size_t head = (size_t)(end + 1 - (char *)b.p);
-    membuf o = {0};
-    membuf_write(&o, b.p, (unsigned)head);
-    put(&o, "\n<title>");
-    xml_escaped(&o, f->title ? f->title : "");
-    put(&o, "</title>\n<desc>");
-    for (size_t i = 0; i < f->n_panels; i++) {
-        if (i)
-            put(&o, "; ");
-        xml_escaped(&o, f->panel[i].title ? f->panel[i].title : "");
-    }
-    put(&o, "</desc>");
-    membuf_write(&o, b.p + head, (unsigned)(b.n - 1 - head));
-    free(b.p);
-    st = o.oom ? manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path)
-               : manta_file_write_atomic(path, o.p, o.n, err);
-    free(o.p);
-    return st;
-}

@@ -1,7 +1,7 @@
 /* mon_options_default() (server.h), the same in every build. */
 #include <stdlib.h>
 
-#include "monitor/server.h"
+#include "monitor_http/server.h"
 
 void mon_options_default(mon_options *o)
 {

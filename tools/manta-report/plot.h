@@ -5,17 +5,20 @@
  *        shaded named spans (training phases), vertical markers (a budget, a
  *        phase end), a legend placed where it hides fewest points, and titles.
  *
- * One drawing function (plot_draw()) renders a figure on any cairo context;
- * plot_write_png() and plot_write_svg() give it a PNG image surface or an SVG
- * surface and write the file atomically (manta_file_write_atomic()). Text is
- * drawn with cairo's own ("toy") text API in the fontconfig "sans-serif" face.
+ * One drawing function (plot_draw(), plot.c) renders a figure on any cairo
+ * context; plot_write_png() and plot_write_svg() (plot_file.c) give it a PNG
+ * image surface or an SVG surface and write the file atomically
+ * (manta_file_write_atomic()). Text is drawn with cairo's own ("toy") text
+ * API in the fontconfig "sans-serif" face. The axes' ticks are computed by
+ * the library (report/ticks.h). Part of build/lib/libmanta_report.a (with
+ * cairo); board builds have no report.
  *
  * A figure is plain data that borrows its strings and point arrays: the
  * caller keeps them alive until the figure is drawn. Nothing is allocated by
  * the module except inside the writers, which free what they allocate.
  */
-#ifndef MANTA_TOOLS_PLOT_H
-#define MANTA_TOOLS_PLOT_H
+#ifndef MANTA_REPORT_PLOT_H
+#define MANTA_REPORT_PLOT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -23,12 +26,12 @@
 #include <cairo/cairo.h>
 
 #include "core/status.h"
+#include "report/ticks.h"
 
 #define PLOT_MAX_SERIES 12 /**< series per panel */
 #define PLOT_MAX_SPANS 16  /**< shaded spans per panel */
 #define PLOT_MAX_VLINES 8  /**< vertical markers per panel */
 #define PLOT_MAX_PANELS 4  /**< panels per figure */
-#define PLOT_MAX_TICKS 16  /**< ticks per axis */
 
 /** A colour, each channel in [0, 1]. */
 typedef struct plot_color {
@@ -100,39 +103,13 @@ typedef struct plot_figure {
     size_t n_panels;                  /**< panels used (1 .. PLOT_MAX_PANELS) */
 } plot_figure;
 
-/** An axis' ticks: round values covering a range. */
-typedef struct plot_ticks {
-    double lo, hi;             /**< the axis' range: the first and last tick */
-    double step;               /**< between ticks: 1, 2 or 5 times a power of ten */
-    int n;                     /**< ticks (2 .. PLOT_MAX_TICKS) */
-    double v[PLOT_MAX_TICKS];  /**< their values, rising, from lo to hi */
-    int decimals;              /**< digits after the point that tell the ticks apart */
-} plot_ticks;
 
 /**
- * The "nice number" near @p x > 0 (Heckbert, Graphics Gems I): 1, 2, 5 or 10
- * times a power of ten; rounded to the nearest of them when @p round is true,
- * else the smallest of them not below @p x. Returns 0 for x <= 0 or non-finite x.
+ * Whether @p s (NUL-terminated) is valid UTF-8. cairo refuses other text and
+ * stops drawing: the plots draw such a text with '?' for its bytes beyond
+ * ASCII, and the SVG's title and description likewise.
  */
-double plot_nice_number(double x, bool round);
-
-/**
- * Ticks for data in [@p lo, @p hi] (either order): about @p target ticks
- * (clamped to 3 .. PLOT_MAX_TICKS) at a nice step, the first at or below the
- * data's lowest value and the last at or above its highest. An empty range
- * (lo == hi) is widened around the value (by 1 at 0, else by a tenth of its
- * size); a range whose ends differ in less than the 12th significant digit is
- * treated as empty too.
- * @return false (and @p t untouched) when @p lo or @p hi is not finite.
- */
-bool plot_nice_ticks(double lo, double hi, int target, plot_ticks *t);
-
-/**
- * The label of tick value @p v of @p t into @p buf (@p cap bytes): t->decimals
- * digits after the point ("0.25", "1500"), with "-0" written as "0", and in
- * %g form ("2e+07") for magnitudes of 1e7 and more.
- */
-void plot_format_tick(double v, const plot_ticks *t, char *buf, size_t cap);
+bool plot_utf8_ok(const char *s);
 
 /** Colour @p i of a ten-colour palette for series (Tableau 10), repeating. */
 plot_color plot_palette(int i);
@@ -163,5 +140,12 @@ manta_status plot_write_png(const plot_figure *f, const char *path, manta_err *e
  * @return as plot_write_png().
  */
 manta_status plot_write_svg(const plot_figure *f, const char *path, manta_err *err);
+
+/**
+ * Release cairo's process-wide caches (fonts, fontconfig patterns), so that
+ * leak checkers see no leak at exit. Call it only when no cairo object is
+ * alive, once the last figure is written; a later figure builds them again.
+ */
+void plot_release_static(void);
 
 #endif
