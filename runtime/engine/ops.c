@@ -655,8 +655,9 @@ static mengine_status strided_slice_prepare(const mop_ctx *c, mnode *node)
             ei = bi + 1; /* shrink_axis: the one index begin, the dim dropped */
         ei += ei < 0 ? d : 0;
         if (ei > d)
-            return me_op_fail(c, MENGINE_ERR_SHAPE, "end[%u] = %d runs past dim %u of the input (%d)",
-                              i, int_at(&end, i), i, d);
+            return me_op_fail(c, MENGINE_ERR_SHAPE,
+                              "end[%u] = %d runs past dim %u of the input (%d)", i,
+                              int_at(&end, i), i, d);
         if (ei <= bi)
             return me_op_fail(c, MENGINE_ERR_SHAPE,
                               "end[%u] = %d is not after begin[%u] = %d: an empty slice", i,

@@ -810,7 +810,8 @@ static manta_status check_multi(const xgraph *g, const uint8_t *data, size_t siz
         if ((is_in ? mengine_input(&e, (size_t)i, &v) : mengine_output(&e, (size_t)i, &v)) !=
                 MENGINE_OK ||
             (int)v.index != (is_in ? g->inputs[i] : g->outputs[i])) {
-            st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: model %s %d is not the graph's",
+            st = manta_err_set(err, MANTA_ERR_FORMAT,
+                               "export check: model %s %d is not the graph's",
                                is_in ? "input" : "output", i);
             break;
         }

@@ -67,8 +67,8 @@ typedef struct tflite_report {
     size_t weights_bytes;    /**< constant tensor data (weights, biases, int32 shapes) */
     int n_ops;               /**< operators */
     int n_tensors;           /**< tensors, constants included */
-    int input_tensor, logits_tensor, output_tensor; /**< tensor indices (a graph of several
-                                                      inputs: its first input and output, logits -1) */
+    /** tensor indices (a graph of several inputs: its first input and output, logits -1) */
+    int input_tensor, logits_tensor, output_tensor;
     size_t fused_correlations; /**< correlation patterns the engine runs as one kernel */
 } tflite_report;
 

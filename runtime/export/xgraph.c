@@ -55,7 +55,8 @@ int xgraph_add_op(xgraph *g, const xg_op *op, manta_err *err)
         bad = op->ins[k] < 0 || op->ins[k] >= g->n_tensors;
     if (bad || op->in0 < 0 || op->in0 >= g->n_tensors || op->out < 0 || op->out >= g->n_tensors ||
         op->in1 >= g->n_tensors) {
-        manta_err_set(err, MANTA_ERR_INVALID_ARG, "graph op %d: tensor index out of range", g->n_ops);
+        manta_err_set(err, MANTA_ERR_INVALID_ARG, "graph op %d: tensor index out of range",
+                      g->n_ops);
         return -1;
     }
     if (grow((void **)&g->ops, g->n_ops, sizeof *g->ops)) {
@@ -109,7 +110,8 @@ int xgraph_add_correlation(xgraph *g, int left, int right, int max_disp, int str
         return -1;
     for (int i = 0; i < D; i++) {
         char sfx[24];
-        xg_op sl = {.kind = XG_SLICE, .in0 = pad.out, .in1 = -1, .begin = {0, 0, P - i * stride, 0}};
+        xg_op sl = {.kind = XG_SLICE, .in0 = pad.out, .in1 = -1};
+        sl.begin[2] = P - i * stride;
         memcpy(sl.size, feat, sizeof sl.size);
         snprintf(sfx, sizeof sfx, "/d%d", i);
         if ((sl.out = add4(g, feat, name, sfx, err)) < 0 || xgraph_add_op(g, &sl, err) < 0)

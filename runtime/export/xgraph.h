@@ -39,7 +39,9 @@ typedef enum xg_kind {
     XG_DWCONV,   /**< in0 -> out; weights, bias; kh, kw, stride, same, act */
     XG_PAD,      /**< in0 -> out; pad[4] = top, bottom, left, right (zeros) */
     XG_ADD,      /**< in0 + in1 -> out (same shape) */
-    XG_MUL,      /**< in0 (N,H,W,C) * in1 (N,1,1,C) -> out: channel scaling */
+    /** in0 * in1 -> out (in0's shape): in1 of the same shape (the correlation) or broadcast
+     *  along its dims of 1 ((N,1,1,C): channel scaling) */
+    XG_MUL,
     XG_HSWISH,   /**< in0 -> out */
     XG_MEAN,     /**< in0 (N,H,W,C) -> out (N,1,1,C): mean over H and W */
     XG_RESHAPE,  /**< in0 -> out: same elements, out's shape */
@@ -51,7 +53,7 @@ typedef enum xg_kind {
      *  KW, Cin), bias (Cout) or NULL; no fused activation. k4 s2 SAME is PyTorch's
      *  ConvTranspose2d k4 s2 p1 (out = 2 in). */
     XG_TCONV,
-    XG_CONCAT,     /**< ins[0 .. n_ins-1] (N, H, W, C_i) -> out (N, H, W, sum C_i): along channels */
+    XG_CONCAT,     /**< ins[0 .. n_ins-1] (N, H, W, C_i) -> out (N, H, W, sum C_i) */
     XG_LEAKY_RELU, /**< in0 -> out: x >= 0 ? x : alpha * x */
     XG_MEAN_C,     /**< in0 (N, H, W, C) -> out (N, H, W, 1): mean over the channels */
     XG_SLICE,      /**< in0 (N, H, W, C) -> out = in0[begin .. begin + size) (rank 4) */

@@ -370,9 +370,10 @@ manta_status xgraph_validate(const xgraph *g, manta_err *err)
                                  g->tensors[g->input].name);
         if (g->tensors[g->logits].rank != 2 ||
             !same_shape(&g->tensors[g->logits], &g->tensors[g->output]) || g->logits == g->output)
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                 "graph: logits '%s' and output '%s' must be distinct (N, K) tensors",
-                                 g->tensors[g->logits].name, g->tensors[g->output].name);
+            return manta_err_set(
+                err, MANTA_ERR_INVALID_ARG,
+                "graph: logits '%s' and output '%s' must be distinct (N, K) tensors",
+                g->tensors[g->logits].name, g->tensors[g->output].name);
     }
     unsigned char *written = calloc((size_t)g->n_tensors, 1);
     if (!written)
