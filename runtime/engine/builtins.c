@@ -17,12 +17,16 @@ const char *mengine_op_name(int32_t builtin)
     case MENGINE_OP_RELU: return "RELU";
     case MENGINE_OP_RELU6: return "RELU6";
     case MENGINE_OP_RESHAPE: return "RESHAPE";
+    case MENGINE_OP_RESIZE_BILINEAR: return "RESIZE_BILINEAR";
     case MENGINE_OP_SOFTMAX: return "SOFTMAX";
     case MENGINE_OP_PAD: return "PAD";
     case MENGINE_OP_MEAN: return "MEAN";
+    case MENGINE_OP_STRIDED_SLICE: return "STRIDED_SLICE";
+    case MENGINE_OP_SLICE: return "SLICE";
     case MENGINE_OP_TRANSPOSE_CONV: return "TRANSPOSE_CONV";
     case MENGINE_OP_LEAKY_RELU: return "LEAKY_RELU";
     case MENGINE_OP_HARD_SWISH: return "HARD_SWISH";
+    case MENGINE_FUSED_CORRELATION: return "FUSED_CORRELATION";
     default: return "UNKNOWN";
     }
 }

@@ -21,13 +21,25 @@ enum mengine_builtin {
     MENGINE_OP_RELU = 19,
     MENGINE_OP_RELU6 = 21,
     MENGINE_OP_RESHAPE = 22,
+    MENGINE_OP_RESIZE_BILINEAR = 23,
     MENGINE_OP_SOFTMAX = 25,
     MENGINE_OP_PAD = 34,
     MENGINE_OP_MEAN = 40,
+    MENGINE_OP_STRIDED_SLICE = 45,
+    MENGINE_OP_SLICE = 65,
     MENGINE_OP_TRANSPOSE_CONV = 67,
     MENGINE_OP_LEAKY_RELU = 98,
     MENGINE_OP_HARD_SWISH = 117
 };
+
+/**
+ * Code of the engine's fused correlation (::mengine_op_correlation): not a
+ * TFLite builtin (negative, so no file can name it). A model whose operators
+ * form the correlation pattern of the stereo export (PAD, then per
+ * displacement SLICE, MUL, MEAN over channels, then one CONCATENATION; see
+ * engine.h) runs that pattern as one kernel when the operator table lists it.
+ */
+#define MENGINE_FUSED_CORRELATION (-2)
 
 /** Name of a builtin operator code ("CONV_2D"), or "UNKNOWN". Never NULL. */
 const char *mengine_op_name(int32_t builtin);

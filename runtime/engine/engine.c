@@ -3,7 +3,7 @@
  * memory, invoke runs the operators' eval in order. */
 #include <string.h>
 
-#include "engine/plan.h"
+#include "engine/fuse.h"
 
 enum { STATE_NONE = 0, STATE_INIT = 0x4d454931, STATE_PREPARED = 0x4d455032 };
 
@@ -21,13 +21,30 @@ static size_t records_size(const mengine_model *m)
     return tensor_records(m) + align_up(m->n_ops * sizeof(mnode));
 }
 
+/* The fused kernel's registration in the model's operator table, or NULL. */
+static const mengine_op *fused_reg(const mengine_model *m, int32_t code)
+{
+    for (size_t i = 0; i < m->ops->n_ops; i++)
+        if (m->ops->ops[i] && m->ops->ops[i]->builtin == code)
+            return m->ops->ops[i];
+    return NULL;
+}
+
 /* Run every operator's prepare into @p nodes (or a temporary node when NULL),
- * hand each prepared operator to the planner in @p work and plan. */
+ * hand each prepared operator to the planner in @p work and plan. Operators
+ * forming a fused pattern (fuse.h) whose kernel is in the operator table are
+ * prepared as usual, then all but the last elided and the last given the
+ * fused kernel; *fused counts the patterns, *fused_ops their operators. */
 static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, void *work,
-                                       size_t work_size, size_t *total, mdiag *d)
+                                       size_t work_size, size_t *total, size_t *fused,
+                                       size_t *fused_ops, mdiag *d)
 {
     fbr r;
     me_fbr_for_model(&r, m, d);
+    const mengine_op *corr = fused_reg(m, MENGINE_FUSED_CORRELATION);
+    mnode pattern;
+    uint32_t pattern_end = 0, in_pattern = 0;
+    *fused = *fused_ops = 0;
     mengine_status st = me_plan_begin(work, work_size, m, d);
     for (uint32_t i = 0; i < m->n_ops && st == MENGINE_OK; i++) {
         mnode tmp, *node = nodes ? &nodes[i] : &tmp;
@@ -35,8 +52,26 @@ static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, voi
         st = me_op_bind(&r, m, i, &c);
         if (st == MENGINE_OK)
             st = me_op_prepare(&c, node);
-        if (st == MENGINE_OK)
-            me_plan_op(work, m, i, node);
+        if (st != MENGINE_OK)
+            break;
+        if (!in_pattern && corr && c.builtin == MENGINE_OP_PAD &&
+            me_fuse_correlation(m, work, i, &pattern_end, &pattern)) {
+            in_pattern = 1;
+            ++*fused;
+        }
+        if (in_pattern) {
+            ++*fused_ops;
+            if (i < pattern_end) {
+                node->reg = &me_op_elided;
+            } else {
+                node->reg = corr;
+                node->p = pattern.p;
+                me_plan_extend(work, node->p.corr.left, i);
+                me_plan_extend(work, node->p.corr.right, i);
+                in_pattern = 0;
+            }
+        }
+        me_plan_op(work, m, i, node);
     }
     return st == MENGINE_OK ? me_plan_run(work, d, total) : st;
 }
@@ -45,12 +80,12 @@ mengine_status mengine_arena_size(const mengine_model *m, void *work, size_t wor
                                   size_t *arena_size, char *msg, size_t msg_cap)
 {
     mdiag d = {msg, msg_cap};
-    size_t total;
+    size_t total, fused, fused_ops;
     if (msg && msg_cap)
         msg[0] = '\0';
     if (!m || !m->data || !arena_size)
         return me_diag_fail(&d, MENGINE_ERR_ARG, "model not loaded or no result pointer");
-    mengine_status st = prepare_and_plan(m, NULL, work, work_size, &total, &d);
+    mengine_status st = prepare_and_plan(m, NULL, work, work_size, &total, &fused, &fused_ops, &d);
     if (st != MENGINE_OK)
         return st;
     const size_t need_work = me_plan_work_size(m->n_tensors, m->n_ops);
@@ -91,8 +126,9 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
     e->nodes = (mnode *)(void *)(e->arena + tensor_records(m));
     e->act = e->arena + records;
     void *work = e->act;
-    size_t total;
-    mengine_status st = prepare_and_plan(m, e->nodes, work, work_size, &total, &d);
+    size_t total, fused, fused_ops;
+    mengine_status st =
+        prepare_and_plan(m, e->nodes, work, work_size, &total, &fused, &fused_ops, &d);
     if (st != MENGINE_OK)
         return st;
     const size_t used = records + (total > work_size ? total : work_size);
@@ -127,6 +163,8 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
     e->stats.records_bytes = records;
     e->stats.activation_bytes = total;
     e->stats.work_bytes = work_size;
+    e->stats.fused_correlations = fused;
+    e->stats.fused_ops = fused_ops;
     e->state = STATE_PREPARED;
     return MENGINE_OK;
 }

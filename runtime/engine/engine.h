@@ -99,6 +99,15 @@ extern const mengine_op mengine_op_mean;
 extern const mengine_op mengine_op_transpose_conv;
 extern const mengine_op mengine_op_leaky_relu;
 extern const mengine_op mengine_op_hard_swish;
+extern const mengine_op mengine_op_slice;
+extern const mengine_op mengine_op_strided_slice;
+extern const mengine_op mengine_op_resize_bilinear;
+/**
+ * Not a TFLite builtin: the stereo export's correlation pattern run as one
+ * kernel (see mengine_prepare()). Listed in ::mengine_all_ops; a table without
+ * it runs the pattern with its generic operators.
+ */
+extern const mengine_op mengine_op_correlation;
 
 /**
  * The operators a model may use (TFLM's op resolver): a table owned by the
@@ -158,6 +167,8 @@ typedef struct mengine_stats {
     size_t records_bytes;    /**< tensor and operator records (start of the arena) */
     size_t activation_bytes; /**< planned activations and kernel scratch */
     size_t work_bytes;       /**< planner work area used during prepare */
+    size_t fused_correlations; /**< correlation patterns run as one kernel (mengine_prepare()) */
+    size_t fused_ops;        /**< operators of the model those kernels stand for */
 } mengine_stats;
 
 struct mtensor;
@@ -241,6 +252,16 @@ mengine_status mengine_init(mengine *e, const mengine_model *m, void *arena, siz
 /**
  * Run every operator's prepare (checks, parameters, scratch size), plan the
  * activation area and point every tensor at its memory.
+ *
+ * Fusion: when the operator table lists ::mengine_op_correlation, a run of
+ * operators forming the stereo export's correlation pattern (PAD of the right
+ * features along W; per displacement a SLICE (or STRIDED_SLICE with strides
+ * 1) of it, MUL with the left features, MEAN over the channels with dims
+ * kept; one CONCATENATION of the means along the channels; the intermediate
+ * tensors read by nothing else: runtime/engine/fuse.h has the exact rules)
+ * runs as one kernel at the CONCATENATION, and the pattern's intermediate
+ * tensors get no memory (their views have data NULL). Any other form runs
+ * with the generic operators. mengine_get_stats() counts the fused patterns.
  * @return MENGINE_OK, MENGINE_ERR_ARENA (message gives the size needed when
  *         known), MENGINE_ERR_PLAN, MENGINE_ERR_STATE (not initialised).
  */

@@ -147,6 +147,10 @@ mengine_status mk_avg_pool_f32(const mk_pool_params *p, const mk_dims *in_dims, 
 /** Mean over H and W: (N, H, W, C) -> (N, C). */
 mengine_status mk_mean_hw_f32(const mk_dims *in_dims, const float *in, float *out);
 
+/** Mean over the channels (TFLite MEAN over the last axis): in (pixels, channels),
+ *  out (pixels); out[p] = sum_c in[p][c] / channels. */
+mengine_status mk_mean_c_f32(size_t pixels, size_t channels, const float *in, float *out);
+
 /**
  * Fully connected: out[b][u] = act(sum_i in[b][i] * w[u][i] + bias[u]).
  * @param in (batches, in_depth); w (units, in_depth); bias (units) or NULL; out (batches, units).
@@ -199,5 +203,48 @@ mengine_status mk_pad_f32(const mk_dims *in_dims, const float *in, const int32_t
  */
 mengine_status mk_concat_part_f32(const float *in, size_t outer, size_t in_chunk, float *out,
                                   size_t out_chunk, size_t offset);
+
+/**
+ * Strided slice: out[n][h][w][c] = in[b0 + n*s0][b1 + h*s1][b2 + w*s2][b3 + c*s3]
+ * (TFLite SLICE with every stride 1, STRIDED_SLICE with positive strides).
+ * @param begin  (4) first index along (n, h, w, c), >= 0
+ * @param stride (4) steps, >= 1; every index read must lie inside @p in_dims
+ * @param out    must not overlap @p in.
+ */
+mengine_status mk_slice_f32(const mk_dims *in_dims, const float *in, const int32_t begin[4],
+                            const int32_t stride[4], const mk_dims *out_dims, float *out);
+
+/**
+ * Bilinear resize of H and W as TFLite's RESIZE_BILINEAR (reference kernel):
+ * scale = in / out, or (in - 1) / (out - 1) with @p align_corners (out > 1);
+ * source v = (o + 0.5) * scale - 0.5 with @p half_pixel_centers, else o * scale;
+ * i0 = max(floor(v), 0), i1 = min(ceil(v), in - 1), weight of i1 v - i0;
+ * separable along H and W. With half_pixel_centers and no align_corners this is
+ * PyTorch's bilinear interpolation with align_corners=False.
+ * @param in_dims (N, H, W, C); @p out_dims (N, OH, OW, C).
+ * @return MENGINE_ERR_ARG also when both flags are set (TFLite refuses that).
+ */
+mengine_status mk_resize_bilinear_f32(const mk_dims *in_dims, const float *in, int align_corners,
+                                      int half_pixel_centers, const mk_dims *out_dims, float *out);
+
+/** Fused correlation parameters: displacement k reads the right column x + offset + k*step. */
+typedef struct mk_corr_params {
+    int32_t offset; /**< right column of displacement 0 minus the left column */
+    int32_t step;   /**< change of that column per displacement */
+} mk_corr_params;
+
+/**
+ * 1-D horizontal correlation (the stereo network's cost volume):
+ * out[n][y][x][k] = (1/C) * sum_c l[n][y][x][c] * r[n][y][x + offset + k*step][c],
+ * 0 where that column lies outside r. With offset = -d0 and step = -s this is
+ * DispNetC's correlation for displacements d0, d0 + s, ... (right features zero
+ * outside the image).
+ * @param l_dims   (N, H, W, C) left features
+ * @param r_dims   (N, H, WR, C) right features
+ * @param out_dims (N, H, W, D), one channel per displacement
+ */
+mengine_status mk_correlation_f32(const mk_corr_params *p, const mk_dims *l_dims, const float *l,
+                                  const mk_dims *r_dims, const float *r, const mk_dims *out_dims,
+                                  float *out);
 
 #endif

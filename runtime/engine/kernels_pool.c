@@ -62,3 +62,18 @@ mengine_status mk_mean_hw_f32(const mk_dims *id, const float *in, float *out)
     }
     return MENGINE_OK;
 }
+
+mengine_status mk_mean_c_f32(size_t pixels, size_t channels, const float *in, float *out)
+{
+    if (!in || !out || !pixels || !channels)
+        return MENGINE_ERR_ARG;
+    const float count = (float)channels;
+    for (size_t p = 0; p < pixels; p++) {
+        const float *restrict x = in + p * channels;
+        float s = 0.0f;
+        for (size_t c = 0; c < channels; c++)
+            s += x[c];
+        out[p] = s / count;
+    }
+    return MENGINE_OK;
+}

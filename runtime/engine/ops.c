@@ -492,14 +492,13 @@ static mengine_status pool_eval(const mengine *e, const mnode *n)
     return mk_avg_pool_f32(&n->p.pool, &id, in->cdata, &od, out->data);
 }
 
-/* ---- MEAN over H and W: inputs (data, axis) ---- */
+/* ---- MEAN over H and W, or over C: inputs (data, axis) ---- */
 
 static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, axis, out;
     fb_table o;
     int has_o;
-    (void)node; /* no parameters: the output shape says whether dims are kept */
     uint8_t keep = 0;
     mengine_status st = float_input(c, 0, &in, "input");
     if (st == MENGINE_OK)
@@ -520,11 +519,17 @@ static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
         a = a < 0 ? a + 4 : a;
         mask |= a >= 0 && a < 4 ? 1 << a : 16;
     }
+    if (axis.count == 1 && mask == 8) { /* over the channels: (N, H, W, 1) or (N, H, W) */
+        const int32_t want[4] = {in.dims[0], in.dims[1], in.dims[2], 1};
+        node->p.misc.axis = 3;
+        return need_shape(c, &out, want, keep ? 4 : 3);
+    }
     if (axis.count != 2 || mask != 6)
         return me_op_fail(c, MENGINE_ERR_UNSUPPORTED,
-                          "only the mean over axes {1, 2} (H, W) is supported");
+                          "only the mean over axes {1, 2} (H, W) or {3} (C) is supported");
     const int32_t keep_dims[4] = {in.dims[0], 1, 1, in.dims[3]};
     const int32_t flat[2] = {in.dims[0], in.dims[3]};
+    node->p.misc.axis = 0;
     return keep ? need_shape(c, &out, keep_dims, 4) : need_shape(c, &out, flat, 2);
 }
 
@@ -532,7 +537,228 @@ static mengine_status mean_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
     const mk_dims id = dims4(in);
+    if (n->p.misc.axis == 3)
+        return mk_mean_c_f32(out->count, (size_t)id.c, in->cdata, out->data);
     return mk_mean_hw_f32(&id, in->cdata, out->data);
+}
+
+/* ---- SLICE: inputs (data, begin, size); STRIDED_SLICE: (data, begin, end, strides) ---- */
+
+#define MAX_SLICE_STRIDE 32767 /* kept in 16 bits in the node */
+
+/* A constant INT32 vector input of one value per dim of @p in. */
+static mengine_status per_dim_input(const mop_ctx *c, uint32_t i, const mtensor_info *in,
+                                    mtensor_info *ti, const char *what)
+{
+    mengine_status st = int_input(c, i, ti, what);
+    if (st == MENGINE_OK && ti->count != in->rank)
+        return me_op_fail(c, MENGINE_ERR_SHAPE,
+                          "input %u (%s, tensor %u '%s') has %u values for an input of rank %u",
+                          i, what, ti->index, ti->name, ti->count, in->rank);
+    return st;
+}
+
+/* The slice's parameters, right-aligned to 4 dims (leading dims: begin 0, stride 1). */
+static void slice_params(mnode *node, uint32_t rank, const int32_t *begin, const int32_t *stride)
+{
+    for (uint32_t i = 0; i < 4; i++) {
+        const int k = (int)i - (int)(4 - rank);
+        node->p.slice.begin[i] = k >= 0 ? begin[k] : 0;
+        node->p.slice.stride[i] = (int16_t)(k >= 0 ? stride[k] : 1);
+    }
+}
+
+static mengine_status slice_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, begin, size, out;
+    fb_table o;
+    int has_o;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = per_dim_input(c, 1, &in, &begin, "begin");
+    if (st == MENGINE_OK)
+        st = per_dim_input(c, 2, &in, &size, "size");
+    if (st == MENGINE_OK)
+        st = options(c, 48, &o, &has_o);
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st != MENGINE_OK)
+        return st;
+    if (in.rank < 1)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
+                          in.name);
+    int32_t b[MENGINE_MAX_DIMS], want[MENGINE_MAX_DIMS];
+    const int32_t ones[MENGINE_MAX_DIMS] = {1, 1, 1, 1};
+    for (uint32_t i = 0; i < in.rank; i++) {
+        b[i] = int_at(&begin, i);
+        const int32_t n = int_at(&size, i);
+        if (b[i] < 0 || b[i] >= in.dims[i])
+            return me_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)", i,
+                              b[i], i, in.dims[i]);
+        want[i] = n == -1 ? in.dims[i] - b[i] : n;
+        if (want[i] < 1)
+            return me_op_fail(c, MENGINE_ERR_SHAPE, "size[%u] = %d (at least 1, or -1)", i, n);
+        if (want[i] > in.dims[i] - b[i])
+            return me_op_fail(c, MENGINE_ERR_SHAPE,
+                              "begin[%u] + size[%u] = %d runs past dim %u of the input (%d)", i, i,
+                              (int)((int64_t)b[i] + want[i]), i, in.dims[i]);
+    }
+    slice_params(node, in.rank, b, ones);
+    return need_shape(c, &out, want, in.rank);
+}
+
+static mengine_status strided_slice_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, begin, end, strides, out;
+    fb_table o;
+    int has_o;
+    int32_t mask[5] = {0, 0, 0, 0, 0}; /* begin, end, ellipsis, new_axis, shrink_axis */
+    uint8_t offset = 0;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = per_dim_input(c, 1, &in, &begin, "begin");
+    if (st == MENGINE_OK)
+        st = per_dim_input(c, 2, &in, &end, "end");
+    if (st == MENGINE_OK)
+        st = per_dim_input(c, 3, &in, &strides, "strides");
+    if (st == MENGINE_OK)
+        st = options(c, 32, &o, &has_o);
+    for (unsigned k = 0; k < 5 && st == MENGINE_OK && has_o; k++)
+        st = me_fb_i32(c->r, &o, k, 0, &mask[k]);
+    if (st == MENGINE_OK && has_o)
+        st = me_fb_u8(c->r, &o, 5, 0, &offset);
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st != MENGINE_OK)
+        return st;
+    if (in.rank < 1)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
+                          in.name);
+    if (mask[2] || mask[3] || offset)
+        return me_op_fail(c, MENGINE_ERR_UNSUPPORTED,
+                          "ellipsis_mask, new_axis_mask and offset are not supported");
+    int32_t b[MENGINE_MAX_DIMS], s[MENGINE_MAX_DIMS], want[MENGINE_MAX_DIMS];
+    uint32_t rank = 0;
+    for (uint32_t i = 0; i < in.rank; i++) {
+        const int32_t d = in.dims[i];
+        s[i] = int_at(&strides, i);
+        if (s[i] < 1 || s[i] > MAX_SLICE_STRIDE)
+            return me_op_fail(c, s[i] < 0 ? MENGINE_ERR_UNSUPPORTED : MENGINE_ERR_OPTIONS,
+                              "strides[%u] = %d (1 to %d supported)", i, s[i], MAX_SLICE_STRIDE);
+        int64_t bi = mask[0] >> i & 1 ? 0 : int_at(&begin, i);
+        int64_t ei = mask[1] >> i & 1 ? d : int_at(&end, i);
+        bi += bi < 0 ? d : 0;
+        if (bi < 0 || bi >= d)
+            return me_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)", i,
+                              int_at(&begin, i), i, d);
+        if (mask[4] >> i & 1)
+            ei = bi + 1; /* shrink_axis: the one index begin, the dim dropped */
+        ei += ei < 0 ? d : 0;
+        if (ei > d)
+            return me_op_fail(c, MENGINE_ERR_SHAPE,
+                              "end[%u] = %d runs past dim %u of the input (%d)", i,
+                              int_at(&end, i), i, d);
+        if (ei <= bi)
+            return me_op_fail(c, MENGINE_ERR_SHAPE,
+                              "end[%u] = %d is not after begin[%u] = %d: an empty slice", i,
+                              int_at(&end, i), i, int_at(&begin, i));
+        b[i] = (int32_t)bi;
+        if (mask[4] >> i & 1)
+            s[i] = 0; /* one index: the node marks the axis with stride 0 */
+        else
+            want[rank++] = (int32_t)((ei - bi + s[i] - 1) / s[i]);
+    }
+    if (rank == 0)
+        return me_op_fail(c, MENGINE_ERR_UNSUPPORTED, "every axis shrunk: a scalar output");
+    slice_params(node, in.rank, b, s);
+    return need_shape(c, &out, want, rank);
+}
+
+static mengine_status slice_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
+    const mk_dims id = dims4(in);
+    /* The output's 4-D extent: leading and shrunk axes (stride 0) take one index,
+     * the others the output's dims in order. */
+    int32_t stride[4], odim[4];
+    uint32_t j = 0;
+    for (int i = 0; i < 4; i++) {
+        const int lead = i < 4 - (int)in->rank, shrunk = n->p.slice.stride[i] == 0;
+        stride[i] = shrunk ? 1 : n->p.slice.stride[i];
+        odim[i] = lead || shrunk || j >= out->rank ? 1 : out->dims[j++];
+    }
+    const mk_dims od = {odim[0], odim[1], odim[2], odim[3]};
+    return mk_slice_f32(&id, in->cdata, n->p.slice.begin, stride, &od, out->data);
+}
+
+/* ---- RESIZE_BILINEAR: inputs (data (N, H, W, C), size INT32 [2]) ---- */
+
+enum { RESIZE_ALIGN_CORNERS = 1, RESIZE_HALF_PIXEL = 2 };
+
+static mengine_status resize_prepare(const mop_ctx *c, mnode *node)
+{
+    mtensor_info in, size, out;
+    fb_table o;
+    int has_o;
+    uint8_t align = 0, half = 0;
+    mengine_status st = float_input(c, 0, &in, "input");
+    if (st == MENGINE_OK)
+        st = int_input(c, 1, &size, "size");
+    if (st == MENGINE_OK)
+        st = output(c, &out);
+    if (st == MENGINE_OK)
+        st = need_rank(c, &in, 4, "input");
+    if (st == MENGINE_OK)
+        st = options(c, 15, &o, &has_o);
+    if (st == MENGINE_OK && has_o)
+        st = me_fb_u8(c->r, &o, 2, 0, &align);
+    if (st == MENGINE_OK && has_o)
+        st = me_fb_u8(c->r, &o, 3, 0, &half);
+    if (st != MENGINE_OK)
+        return st;
+    if (align && half)
+        return me_op_fail(c, MENGINE_ERR_OPTIONS,
+                          "align_corners and half_pixel_centers are both set");
+    if (size.count != 2)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "size (tensor %u) has %u values, expected 2",
+                          size.index, size.count);
+    const int32_t want[4] = {in.dims[0], int_at(&size, 0), int_at(&size, 1), in.dims[3]};
+    if (want[1] < 1 || want[2] < 1)
+        return me_op_fail(c, MENGINE_ERR_SHAPE, "size [%d, %d] is not positive", want[1],
+                          want[2]);
+    node->p.misc.axis = (align ? RESIZE_ALIGN_CORNERS : 0) | (half ? RESIZE_HALF_PIXEL : 0);
+    return need_shape(c, &out, want, 4);
+}
+
+static mengine_status resize_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
+    const mk_dims id = dims4(in), od = dims4(out);
+    return mk_resize_bilinear_f32(&id, in->cdata, n->p.misc.axis & RESIZE_ALIGN_CORNERS,
+                                  (n->p.misc.axis & RESIZE_HALF_PIXEL) != 0, &od, out->data);
+}
+
+/* ---- the fused correlation (runtime/engine/fuse.c recognises the pattern) ---- */
+
+static mengine_status not_a_file_op(const mop_ctx *c, mnode *node)
+{
+    (void)node;
+    return me_op_fail(c, MENGINE_ERR_UNSUPPORTED_OP, "not an operator of a model");
+}
+
+static mengine_status corr_eval(const mengine *e, const mnode *n)
+{
+    const mtensor *l = &e->tensors[n->p.corr.left], *r = &e->tensors[n->p.corr.right];
+    const mtensor *out = out_rec(e, n);
+    const mk_dims ld = dims4(l), rd = dims4(r), od = dims4(out);
+    return mk_correlation_f32(&n->p.corr.k, &ld, l->cdata, &rd, r->cdata, &od, out->data);
+}
+
+static mengine_status elided_eval(const mengine *e, const mnode *n)
+{
+    (void)e;
+    (void)n;
+    return MENGINE_OK;
 }
 
 /* ---- FULLY_CONNECTED: inputs (input, weights [units, depth], bias?) ---- */
@@ -935,6 +1161,16 @@ const mengine_op mengine_op_leaky_relu = {MENGINE_OP_LEAKY_RELU, 2, 75, MOP_SHAR
                                           unary_prepare, leaky_relu_eval};
 const mengine_op mengine_op_hard_swish = {MENGINE_OP_HARD_SWISH, 1, 91, MOP_SHARE_INPLACE,
                                           unary_prepare, hard_swish_eval};
+const mengine_op mengine_op_slice = {MENGINE_OP_SLICE, 4, 48, MOP_SHARE_NONE, slice_prepare,
+                                     slice_eval};
+const mengine_op mengine_op_strided_slice = {MENGINE_OP_STRIDED_SLICE, 4, 32, MOP_SHARE_NONE,
+                                             strided_slice_prepare, slice_eval};
+const mengine_op mengine_op_resize_bilinear = {MENGINE_OP_RESIZE_BILINEAR, 3, 15, MOP_SHARE_NONE,
+                                               resize_prepare, resize_eval};
+const mengine_op mengine_op_correlation = {MENGINE_FUSED_CORRELATION, 0, 0, MOP_SHARE_NONE,
+                                           not_a_file_op, corr_eval};
+const mengine_op me_op_elided = {MENGINE_FUSED_CORRELATION - 1, 0, 0, MOP_SHARE_ELIDED,
+                                 not_a_file_op, elided_eval};
 
 static const mengine_op *const ALL_OPS[] = {
     &mengine_op_add,        &mengine_op_average_pool_2d, &mengine_op_concatenation,
@@ -942,7 +1178,8 @@ static const mengine_op *const ALL_OPS[] = {
     &mengine_op_logistic,   &mengine_op_mul,             &mengine_op_relu,
     &mengine_op_relu6,      &mengine_op_reshape,         &mengine_op_softmax,
     &mengine_op_pad,        &mengine_op_mean,            &mengine_op_transpose_conv,
-    &mengine_op_leaky_relu, &mengine_op_hard_swish,
+    &mengine_op_leaky_relu, &mengine_op_hard_swish,     &mengine_op_slice,
+    &mengine_op_strided_slice, &mengine_op_resize_bilinear, &mengine_op_correlation,
 };
 
 const mengine_op_resolver mengine_all_ops = {ALL_OPS, sizeof ALL_OPS / sizeof ALL_OPS[0]};
@@ -986,10 +1223,11 @@ mengine_status me_op_bind(fbr *r, const mengine_model *m, uint32_t index, mop_ct
     st = me_model_opcode(r, m, opcode, &c->builtin, &version);
     if (st != MENGINE_OK)
         return st;
-    c->reg = find(m->ops, c->builtin);
+    /* negative codes are the engine's own (fused kernels), never a file's operators */
+    c->reg = c->builtin >= 0 ? find(m->ops, c->builtin) : NULL;
     if (!c->reg) {
         /* mengine_op_name() returns its one "UNKNOWN" string for every code it does not name */
-        const char *name = mengine_op_name(c->builtin);
+        const char *name = mengine_op_name(c->builtin >= 0 ? c->builtin : -1);
         return me_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED_OP,
                             "operator %u: %s (builtin code %d) is not supported%s", index, name,
                             (int)c->builtin,

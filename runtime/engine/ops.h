@@ -32,9 +32,17 @@ typedef union mop_params {
     } pad;
     struct {
         mk_act act;
-        float value; /* SOFTMAX beta, LEAKY_RELU alpha */
-        int32_t axis;
+        float value;  /* SOFTMAX beta, LEAKY_RELU alpha */
+        int32_t axis; /* CONCATENATION; MEAN: 0 over H and W, 3 over C; RESIZE_BILINEAR: flags */
     } misc;
+    struct {
+        int32_t begin[4]; /* SLICE, STRIDED_SLICE: first index along (n, h, w, c) */
+        int16_t stride[4];
+    } slice;
+    struct {
+        uint32_t left, right; /* fused correlation: tensor indices of the features */
+        mk_corr_params k;
+    } corr;
 } mop_params;
 
 typedef struct mnode {
@@ -64,7 +72,8 @@ typedef struct mop_ctx {
 enum mop_share {
     MOP_SHARE_NONE = 0,
     MOP_SHARE_ALIAS = 1,  /* same bytes (RESHAPE): always the input's buffer */
-    MOP_SHARE_INPLACE = 2 /* element-wise: over an input of the same size read last here */
+    MOP_SHARE_INPLACE = 2, /* element-wise: over an input of the same size read last here */
+    MOP_SHARE_ELIDED = 3   /* inside a fused pattern: its output is never materialised */
 };
 
 /* Operator registration (public name ::mengine_op): prepare validates the
@@ -79,6 +88,11 @@ struct mengine_op {
     mengine_status (*eval)(const mengine *e, const struct mnode *node);
 };
 typedef struct mengine_op mop_reg;
+
+/* The operators of a fused pattern but its last: eval does nothing (the
+ * pattern's kernel runs at its last operator) and the planner gives their
+ * outputs no memory. Not in any operator table. */
+extern const struct mengine_op me_op_elided;
 
 /* The one set-up of operator @p index's context: its table, inputs and
  * outputs, operator code, builtin and version, and its registration in

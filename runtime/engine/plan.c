@@ -87,6 +87,10 @@ void me_plan_op(void *work, const mengine_model *m, uint32_t op, const mnode *no
     pitem *it = items(work);
     const int32_t o = (int32_t)node->output;
     it[head(work)->n_tensors + op].bytes = node->scratch_bytes;
+    if (node->reg->share == MOP_SHARE_ELIDED) { /* inside a fused pattern: never materialised */
+        it[o].bytes = 0;
+        return;
+    }
     if (node->reg->share == MOP_SHARE_NONE || it[o].bytes == 0)
         return;
     /* Share buffers: RESHAPE outputs and in-place element-wise operators. */
@@ -105,6 +109,28 @@ void me_plan_op(void *work, const mengine_model *m, uint32_t op, const mnode *no
             break;
         }
     }
+}
+
+void me_plan_extend(void *work, uint32_t t, uint32_t op)
+{
+    pitem *it = items(work);
+    const int32_t leader = find(it, (int32_t)t), now = (int32_t)op + 1;
+    if (it[leader].last < now)
+        it[leader].last = now;
+}
+
+int me_plan_local(const void *work, uint32_t t, uint32_t op)
+{
+    const pitem *it = citems(work);
+    return t < ((const phead *)work)->n_tensors && it[t].bytes &&
+           !(it[t].flags & (F_INPUT | F_OUTPUT)) && it[t].last <= (int32_t)op + 1;
+}
+
+int me_plan_written_after(const void *work, uint32_t t, uint32_t op)
+{
+    const pitem *it = citems(work);
+    const phead *h = work;
+    return t < h->n_tensors && it[t].first >= (int32_t)op + 1 && it[t].first <= (int32_t)h->n_ops;
 }
 
 mengine_status me_plan_begin(void *work, size_t work_size, const mengine_model *m, mdiag *d)

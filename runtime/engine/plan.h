@@ -21,6 +21,14 @@ mengine_status me_plan_begin(void *work, size_t work_size, const mengine_model *
 /* Operator @p op, prepared into @p node: its scratch buffer, and whether its
  * output shares an input's buffer (the registration's share rule). */
 void me_plan_op(void *work, const mengine_model *m, uint32_t op, const mnode *node);
+/* Keep tensor @p t's buffer (its group's) alive until operator @p op at least
+ * (a fused kernel at @p op reads it). */
+void me_plan_extend(void *work, uint32_t t, uint32_t op);
+/* Whether activation @p t is neither a model input nor a model output and no
+ * operator after @p op reads it (me_plan_begin()'s lifetimes). */
+int me_plan_local(const void *work, uint32_t t, uint32_t op);
+/* Whether an operator at @p op or later writes tensor @p t. */
+int me_plan_written_after(const void *work, uint32_t t, uint32_t op);
 /* Place every buffer; *total receives the activation area's size in bytes.
  * MENGINE_ERR_PLAN (offline buffers overlap), MENGINE_ERR_LIMIT (over 2 GiB). */
 mengine_status me_plan_run(void *work, mdiag *d, size_t *total);

@@ -25,11 +25,16 @@ enum {
     OPT_DW = 2,
     OPT_FC = 8,
     OPT_SOFTMAX = 9,
+    OPT_CONCAT = 10,
     OPT_ADD = 11,
+    OPT_RESIZE = 15,
     OPT_RESHAPE = 17,
     OPT_MUL = 21,
     OPT_PAD = 22,
-    OPT_REDUCER = 27
+    OPT_REDUCER = 27,
+    OPT_SLICE = 48,
+    OPT_TCONV = 49,
+    OPT_LEAKY = 75
 };
 
 #define NAME_MAX_LEN (XG_NAME_MAX + 16)
@@ -49,12 +54,12 @@ typedef struct wconst {
 typedef struct wop {
     const xg_op *src;
     int32_t builtin, version;
-    int32_t in[3];
+    int32_t in[XG_MAX_INPUTS];
     int n_in;
     int options;      /* union type */
     int keep_dims;    /* MEAN: output (N, 1, 1, C) */
     int n_shape;      /* RESHAPE: output rank */
-    int32_t ints[8];  /* paddings, axes or shape */
+    int32_t ints[8];  /* paddings, axes, shape, size, or begin and size */
     float *zero_bias; /* owned: a bias the graph does not have */
 } wop;
 
@@ -135,7 +140,7 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
 {
     const xgraph *g = w->g;
     w->ops = calloc((size_t)g->n_ops, sizeof *w->ops);
-    w->c = calloc((size_t)g->n_ops * 2, sizeof *w->c);
+    w->c = calloc((size_t)g->n_ops * 3, sizeof *w->c);
     if (!w->ops || !w->c)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
     for (int i = 0; i < g->n_ops; i++) {
@@ -217,6 +222,58 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
             o->builtin = MENGINE_OP_SOFTMAX;
             o->options = OPT_SOFTMAX;
             break;
+        case XG_TCONV: { /* inputs (output_shape, weights, input, bias?) */
+            const int32_t cout = to->shape[3], four = 4;
+            const int32_t wd[4] = {cout, op->kh, op->kw, ti->shape[3]};
+            memcpy(o->ints, to->shape, 4 * sizeof *o->ints);
+            o->builtin = MENGINE_OP_TRANSPOSE_CONV;
+            o->options = OPT_TCONV;
+            o->in[0] = add_const(w, name, "output_shape", T_INT32, 1, &four, o->ints);
+            o->in[1] = add_const(w, name, "weights", T_FLOAT32, 4, wd, op->weights);
+            o->in[2] = op->in0;
+            o->n_in = 3;
+            if (op->bias) { /* the bias input exists from version 3 */
+                o->in[o->n_in++] = add_const(w, name, "bias", T_FLOAT32, 1, &cout, op->bias);
+                o->version = 3;
+            }
+            break;
+        }
+        case XG_CONCAT:
+            memcpy(o->in, op->ins, (size_t)op->n_ins * sizeof *o->in);
+            o->n_in = op->n_ins;
+            o->builtin = MENGINE_OP_CONCATENATION;
+            o->options = OPT_CONCAT;
+            break;
+        case XG_LEAKY_RELU:
+            o->builtin = MENGINE_OP_LEAKY_RELU;
+            o->options = OPT_LEAKY;
+            break;
+        case XG_MEAN_C: /* over the channels, dims kept: (N, H, W, 1) */
+            o->ints[0] = 3;
+            o->keep_dims = 1;
+            o->builtin = MENGINE_OP_MEAN;
+            o->options = OPT_REDUCER;
+            int_operand(w, o, name, "axes", 1);
+            break;
+        case XG_SLICE: {
+            const int32_t four = 4;
+            memcpy(o->ints, op->begin, 4 * sizeof *o->ints);
+            memcpy(o->ints + 4, op->size, 4 * sizeof *o->ints);
+            o->builtin = MENGINE_OP_SLICE;
+            o->options = OPT_SLICE;
+            o->in[1] = add_const(w, name, "begin", T_INT32, 1, &four, o->ints);
+            o->in[2] = add_const(w, name, "size", T_INT32, 1, &four, o->ints + 4);
+            o->n_in = 3;
+            break;
+        }
+        case XG_RESIZE: /* half-pixel centres: version 3 */
+            o->ints[0] = to->shape[1];
+            o->ints[1] = to->shape[2];
+            o->builtin = MENGINE_OP_RESIZE_BILINEAR;
+            o->options = OPT_RESIZE;
+            o->version = 3;
+            int_operand(w, o, name, "size", 2);
+            break;
         }
     }
     for (int i = 0; i < g->n_ops; i++)
@@ -225,11 +282,27 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
     return MANTA_OK;
 }
 
-/* The manta_preprocess JSON. */
+/* root[key] = the @p n tensor indices @p idx; 0 when out of memory. */
+static int add_indices(cJSON *root, const char *key, const int *idx, int n)
+{
+    cJSON *a = cJSON_CreateIntArray(idx, n);
+    if (!a)
+        return 0;
+    if (!cJSON_AddItemToObject(root, key, a)) {
+        cJSON_Delete(a);
+        return 0;
+    }
+    return 1;
+}
+
+/* The manta_preprocess JSON. A graph of several inputs (stereo) has "height"
+ * and "width" instead of "resolution", and "input_tensors" and
+ * "output_tensors" instead of the input, logits and output tensors. */
 static manta_status make_json(wmodel *w, manta_err *err)
 {
     const xgraph *g = w->g;
-    const xg_tensor *in = &g->tensors[g->input];
+    const int multi = g->n_inputs > 0;
+    const xg_tensor *in = &g->tensors[multi ? g->inputs[0] : g->input];
     const int C = in->shape[3];
     const xg_preprocess *p = &g->pre;
     int unset = 1;
@@ -255,9 +328,13 @@ static manta_status make_json(wmodel *w, manta_err *err)
     cJSON *arch = g->arch_json[0] ? cJSON_Parse(g->arch_json) : cJSON_CreateNull();
     if (!arch && g->arch_json[0])
         arch = cJSON_CreateString(g->arch_json);
-    ok = ok && arch && cJSON_AddNumberToObject(root, "version", 1) &&
-         cJSON_AddNumberToObject(root, "resolution", in->shape[1]) &&
-         cJSON_AddNumberToObject(root, "channels", C);
+    ok = ok && arch && cJSON_AddNumberToObject(root, "version", 1);
+    if (multi)
+        ok = ok && cJSON_AddNumberToObject(root, "height", in->shape[1]) &&
+             cJSON_AddNumberToObject(root, "width", in->shape[2]);
+    else
+        ok = ok && cJSON_AddNumberToObject(root, "resolution", in->shape[1]);
+    ok = ok && cJSON_AddNumberToObject(root, "channels", C);
     ok = ok && cJSON_AddItemToObject(root, "mean", mean);
     if (ok)
         mean = NULL;
@@ -267,9 +344,13 @@ static manta_status make_json(wmodel *w, manta_err *err)
     ok = ok && cJSON_AddItemToObject(root, "labels", labels);
     if (ok)
         labels = NULL;
-    ok = ok && cJSON_AddNumberToObject(root, "input_tensor", g->input) &&
-         cJSON_AddNumberToObject(root, "logits_tensor", g->logits) &&
-         cJSON_AddNumberToObject(root, "output_tensor", g->output);
+    if (multi)
+        ok = ok && add_indices(root, "input_tensors", g->inputs, g->n_inputs) &&
+             add_indices(root, "output_tensors", g->outputs, g->n_outputs);
+    else
+        ok = ok && cJSON_AddNumberToObject(root, "input_tensor", g->input) &&
+             cJSON_AddNumberToObject(root, "logits_tensor", g->logits) &&
+             cJSON_AddNumberToObject(root, "output_tensor", g->output);
     ok = ok && cJSON_AddItemToObject(root, "arch", arch);
     if (ok)
         arch = NULL;
@@ -322,7 +403,15 @@ static mfb_ref options(mfb_builder *b, const wop *o)
     case OPT_MUL: FB(mfb_add_i8(b, 0, (int8_t)op->act, 0)); break;
     case OPT_REDUCER: FB(mfb_add_bool(b, 0, o->keep_dims, 0)); break;
     case OPT_RESHAPE: FB(mfb_add_ref(b, 0, shape)); break;
-    default: break; /* PadOptions: empty */
+    case OPT_TCONV:
+        FB(mfb_add_i8(b, 0, op->same ? PAD_SAME : PAD_VALID, 0));
+        FB(mfb_add_i32(b, 1, op->stride, 0));
+        FB(mfb_add_i32(b, 2, op->stride, 0));
+        break;
+    case OPT_CONCAT: FB(mfb_add_i32(b, 0, 3, 0)); break; /* the channels */
+    case OPT_LEAKY: FB(mfb_add_f32(b, 0, op->alpha, 0.0f)); break;
+    case OPT_RESIZE: FB(mfb_add_bool(b, 3, 1, 0)); break; /* half_pixel_centers */
+    default: break; /* PadOptions, SliceOptions: empty */
     }
     FB(mfb_end_table(b, &r));
     return r;
@@ -414,8 +503,13 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
         FB(mfb_end_table(b, &refs[i]));
     }
     FB(mfb_create_ref_vector(b, refs, (size_t)g->n_ops, &v_op));
-    FB(mfb_create_vector(b, &g->input, 1, 4, 4, &v_in));
-    FB(mfb_create_vector(b, &g->output, 1, 4, 4, &v_out));
+    if (g->n_inputs > 0) {
+        FB(mfb_create_vector(b, g->inputs, (size_t)g->n_inputs, 4, 4, &v_in));
+        FB(mfb_create_vector(b, g->outputs, (size_t)g->n_outputs, 4, 4, &v_out));
+    } else {
+        FB(mfb_create_vector(b, &g->input, 1, 4, 4, &v_in));
+        FB(mfb_create_vector(b, &g->output, 1, 4, 4, &v_out));
+    }
     FB(mfb_create_string(b, "main", 4, &name));
     FB(mfb_start_table(b)); /* SubGraph: tensors, inputs, outputs, operators, name */
     FB(add_refs(b, 0, (const mfb_ref[]){v_t, v_in, v_out, v_op, name}, 5));
@@ -473,7 +567,8 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 /* Load @p model with the engine, plan it, and read each tensor's offset in the
  * activation area (-1: constant or never stored). */
 static manta_status engine_plan(const uint8_t *model, size_t size, int n_t, int32_t *offsets,
-                                size_t *arena_bytes, size_t *act_bytes, manta_err *err)
+                                size_t *arena_bytes, size_t *act_bytes, size_t *fused,
+                                manta_err *err)
 {
     mengine_model m;
     mengine e;
@@ -513,8 +608,10 @@ static manta_status engine_plan(const uint8_t *model, size_t size, int n_t, int3
         }
         offsets[t] = v.data ? (int32_t)((uint8_t *)v.data - (arena + s.records_bytes)) : -1;
     }
-    if (st == MANTA_OK)
+    if (st == MANTA_OK) {
         *act_bytes = s.activation_bytes;
+        *fused = s.fused_correlations;
+    }
     free(arena);
     return st;
 }
@@ -535,7 +632,7 @@ manta_status tflite_write(const xgraph *g, uint8_t **out, size_t *out_size, tfli
     w.g = g;
     uint8_t *model = NULL;
     int32_t *off = NULL, *off2 = NULL;
-    size_t size = 0, arena1 = 0, arena2 = 0, act = 0;
+    size_t size = 0, arena1 = 0, arena2 = 0, act = 0, fused = 0;
     manta_status st = plan_ops(&w, err);
     if (st == MANTA_OK)
         st = make_json(&w, err);
@@ -557,7 +654,7 @@ manta_status tflite_write(const xgraph *g, uint8_t **out, size_t *out_size, tfli
     mfb_free(&b);
     /* Plan the file as written (every offset -1), then patch the plan in place. */
     if (st == MANTA_OK)
-        st = engine_plan(model, size, n_t, off, &arena1, &act, err);
+        st = engine_plan(model, size, n_t, off, &arena1, &act, &fused, err);
     if (st == MANTA_OK) {
         uint8_t *p = model + size - plan_ref + 4;
         if (manta_le_get32(p) != 1 || manta_le_get32(p + 4) != 1 ||
@@ -567,7 +664,7 @@ manta_status tflite_write(const xgraph *g, uint8_t **out, size_t *out_size, tfli
             manta_le_put32(p + 12 + 4 * t, (uint32_t)off[t]);
     }
     if (st == MANTA_OK)
-        st = engine_plan(model, size, n_t, off2, &arena2, &act, err);
+        st = engine_plan(model, size, n_t, off2, &arena2, &act, &fused, err);
     for (int t = 0; st == MANTA_OK && t < n_t; t++)
         if (off[t] != off2[t])
             st = manta_err_set(err, MANTA_ERR_INTERNAL,
@@ -581,9 +678,10 @@ manta_status tflite_write(const xgraph *g, uint8_t **out, size_t *out_size, tfli
         rep->weights_bytes = w.weights_bytes;
         rep->n_ops = g->n_ops;
         rep->n_tensors = n_t;
-        rep->input_tensor = g->input;
-        rep->logits_tensor = g->logits;
-        rep->output_tensor = g->output;
+        rep->input_tensor = g->n_inputs > 0 ? g->inputs[0] : g->input;
+        rep->logits_tensor = g->n_inputs > 0 ? -1 : g->logits;
+        rep->output_tensor = g->n_inputs > 0 ? g->outputs[0] : g->output;
+        rep->fused_correlations = fused;
     }
     free(off);
     free(off2);
@@ -675,12 +773,87 @@ manta_status tflite_write_file(const xgraph *g, const char *path, const char *c_
 
 /* ---- check against the reference ---- */
 
+/* tflite_check() of a graph with several inputs: every model output against
+ * the reference. */
+static manta_status check_multi(const xgraph *g, const uint8_t *data, size_t size, uint64_t seed,
+                                double *max_diff, manta_err *err)
+{
+    mengine_model m;
+    mengine e;
+    char msg[256];
+    if (mengine_model_load(&m, data, size, NULL, msg, sizeof msg) != MENGINE_OK)
+        return manta_err_set(err, MANTA_ERR_FORMAT, "export check: %s", msg);
+    size_t arena_bytes = 0;
+    const size_t ws = mengine_plan_work_size(&m);
+    void *work = malloc(ws ? ws : 1);
+    float *in[XG_MAX_IO] = {0}, *ref[XG_MAX_IO] = {0};
+    uint8_t *arena = NULL;
+    manta_status st = work ? MANTA_OK
+                           : manta_err_set(err, MANTA_ERR_NO_MEMORY, "export check: out of memory");
+    if (st == MANTA_OK &&
+        mengine_arena_size(&m, work, ws, &arena_bytes, msg, sizeof msg) != MENGINE_OK)
+        st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: %s", msg);
+    if (st == MANTA_OK && !(arena = aligned_alloc(MENGINE_ARENA_ALIGN, round16(arena_bytes))))
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "export check: out of memory");
+    if (st == MANTA_OK && (mengine_init(&e, &m, arena, arena_bytes) != MENGINE_OK ||
+                           mengine_prepare(&e, msg, sizeof msg) != MENGINE_OK))
+        st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: prepare: %s", msg);
+    if (st == MANTA_OK && (mengine_input_count(&e) != (size_t)g->n_inputs ||
+                           mengine_output_count(&e) != (size_t)g->n_outputs))
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "export check: the model's inputs or outputs do not match the graph");
+    manta_rng rng;
+    manta_rng_seed(&rng, seed, 7);
+    for (int k = 0; st == MANTA_OK && k < g->n_inputs + g->n_outputs; k++) {
+        const int is_in = k < g->n_inputs, i = is_in ? k : k - g->n_inputs;
+        mengine_view v;
+        if ((is_in ? mengine_input(&e, (size_t)i, &v) : mengine_output(&e, (size_t)i, &v)) !=
+                MENGINE_OK ||
+            (int)v.index != (is_in ? g->inputs[i] : g->outputs[i])) {
+            st = manta_err_set(err, MANTA_ERR_FORMAT,
+                               "export check: model %s %d is not the graph's",
+                               is_in ? "input" : "output", i);
+            break;
+        }
+        float **p = is_in ? &in[i] : &ref[i];
+        if (!(*p = malloc(v.count * sizeof **p))) {
+            st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "export check: out of memory");
+            break;
+        }
+        for (size_t j = 0; is_in && j < v.count; j++)
+            v.data[j] = in[i][j] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
+    }
+    if (st == MANTA_OK && mengine_invoke(&e) != MENGINE_OK)
+        st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: invoke failed");
+    if (st == MANTA_OK)
+        st = xgraph_reference_tensors(g, (const float *const *)in, g->n_outputs, g->outputs, ref,
+                                      err);
+    double d = 0;
+    for (int i = 0; st == MANTA_OK && i < g->n_outputs; i++) {
+        mengine_view v;
+        mengine_output(&e, (size_t)i, &v);
+        for (size_t j = 0; j < v.count; j++)
+            d = fmax(d, fabs((double)v.cdata[j] - ref[i][j]));
+    }
+    if (st == MANTA_OK)
+        *max_diff = d;
+    for (int i = 0; i < XG_MAX_IO; i++)
+        free(in[i]), free(ref[i]);
+    free(arena);
+    free(work);
+    return st;
+}
+
 manta_status tflite_check(const xgraph *g, const uint8_t *data, size_t size, uint64_t seed,
                           double *max_logit_diff, double *max_prob_diff, manta_err *err)
 {
     if (!data || !max_logit_diff || !max_prob_diff)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "export check: NULL argument");
     MANTA_TRY(xgraph_validate(g, err));
+    if (g->n_inputs > 0) {
+        *max_prob_diff = -1.0;
+        return check_multi(g, data, size, seed, max_logit_diff, err);
+    }
     const xg_tensor *ti = &g->tensors[g->input], *tl = &g->tensors[g->logits];
     const size_t n_in = (size_t)ti->shape[0] * ti->shape[1] * ti->shape[2] * ti->shape[3];
     const size_t n_out = (size_t)tl->shape[0] * tl->shape[1];

@@ -18,16 +18,25 @@
  *    multiplier 1), PAD (PadOptions, paddings INT32 [4, 2]), ADD, MUL,
  *    HARD_SWISH, MEAN (axes INT32 [1, 2], keep_dims true for an (N, 1, 1, C)
  *    output), RESHAPE (new_shape option and shape tensor), FULLY_CONNECTED,
- *    SOFTMAX (beta 1.0 written); strides are always written;
+ *    SOFTMAX (beta 1.0 written); strides are always written; for stereo graphs
+ *    also TRANSPOSE_CONV (inputs output_shape INT32 [4], weights OHWI, input,
+ *    bias; version 3 with the bias, 1 without; no fused activation),
+ *    CONCATENATION (axis 3), LEAKY_RELU (alpha), MEAN over axis 3 (axes INT32
+ *    [3], keep_dims), SLICE (begin and size INT32 [4], empty SliceOptions),
+ *    RESIZE_BILINEAR (size INT32 [2], half_pixel_centers, version 3);
+ *    constants "/output_shape", "/begin", "/size";
  *  - subgraph inputs [input], outputs [output] (the probabilities); the
  *    logits tensor is not a model output but stays readable after an
  *    invocation in the engine (SOFTMAX, the last operator, only reads it);
+ *    a graph of several inputs: its inputs and outputs lists;
  *  - metadata "OfflineMemoryAllocation" (TFLM's format: int32 [1, 1, n
  *    tensors, offset per tensor], -1 for constants), the engine's own plan;
  *    and "manta_preprocess", a JSON object:
  *    {"version":1, "resolution":R, "channels":C, "mean":[..], "std":[..],
  *     "labels":[..], "input_tensor":i, "logits_tensor":l, "output_tensor":o,
- *     "arch":{..}} (arch: the graph's arch_json, or null).
+ *     "arch":{..}} (arch: the graph's arch_json, or null); for a graph of
+ *    several inputs "height" and "width" replace "resolution", and
+ *    "input_tensors" and "output_tensors" (arrays) the three tensor indices.
  *
  * The offline plan is exact by construction: the file is first written with
  * every offset at -1, the engine plans that file, and the offsets are then
@@ -58,7 +67,9 @@ typedef struct tflite_report {
     size_t weights_bytes;    /**< constant tensor data (weights, biases, int32 shapes) */
     int n_ops;               /**< operators */
     int n_tensors;           /**< tensors, constants included */
-    int input_tensor, logits_tensor, output_tensor; /**< tensor indices */
+    /** tensor indices (a graph of several inputs: its first input and output, logits -1) */
+    int input_tensor, logits_tensor, output_tensor;
+    size_t fused_correlations; /**< correlation patterns the engine runs as one kernel */
 } tflite_report;
 
 /**
@@ -104,7 +115,10 @@ manta_status tflite_write_c_array(const uint8_t *data, size_t size, size_t arena
  * xgraph_reference() on @p g with the same input (uniform in [-1, 1) from
  * @p seed) and return the largest absolute difference of the logits and of
  * the probabilities (the model output against the softmax of the reference
- * logits; -1 when the graph's output is not SOFTMAX of its logits).
+ * logits; -1 when the graph's output is not SOFTMAX of its logits). For a
+ * graph of several inputs (xgraph::n_inputs > 0), every input is filled so,
+ * one after the other, @p max_logit_diff is the largest difference over every
+ * model output and @p max_prob_diff is -1.
  * @param data the model, 16-byte aligned (as tflite_write() returns it).
  * @return MANTA_OK, MANTA_ERR_FORMAT (the engine rejects the model or its
  *         shapes do not match the graph), MANTA_ERR_INVALID_ARG, MANTA_ERR_NO_MEMORY.

@@ -13,6 +13,10 @@ void tu_assert_same_graph(const xgraph *a, const xgraph *b)
     assert_int_equal(a->input, b->input);
     assert_int_equal(a->logits, b->logits);
     assert_int_equal(a->output, b->output);
+    assert_int_equal(a->n_inputs, b->n_inputs);
+    assert_int_equal(a->n_outputs, b->n_outputs);
+    assert_memory_equal(a->inputs, b->inputs, (size_t)a->n_inputs * sizeof *a->inputs);
+    assert_memory_equal(a->outputs, b->outputs, (size_t)a->n_outputs * sizeof *a->outputs);
     for (int i = 0; i < a->n_tensors; i++) {
         const xg_tensor *x = &a->tensors[i], *y = &b->tensors[i];
         if (strcmp(x->name, y->name) || x->rank != y->rank ||
@@ -27,7 +31,10 @@ void tu_assert_same_graph(const xgraph *a, const xgraph *b)
             x->kh != y->kh || x->kw != y->kw || x->stride != y->stride || x->same != y->same ||
             memcmp(x->pad, y->pad, sizeof x->pad) || x->act != y->act ||
             x->n_weights != y->n_weights || x->n_bias != y->n_bias ||
-            (x->weights != NULL) != (y->weights != NULL) || (x->bias != NULL) != (y->bias != NULL))
+            (x->weights != NULL) != (y->weights != NULL) || (x->bias != NULL) != (y->bias != NULL) ||
+            x->n_ins != y->n_ins || memcmp(x->ins, y->ins, (size_t)x->n_ins * sizeof *x->ins) ||
+            x->alpha != y->alpha || memcmp(x->begin, y->begin, sizeof x->begin) ||
+            memcmp(x->size, y->size, sizeof x->size))
             fail_msg("operator %d (writing %s): kind %d/%d, kernel %d/%d, stride %d/%d, same %d/%d, "
                      "act %d/%d, weights %zu/%zu, bias %zu/%zu", i, a->tensors[x->out].name,
                      x->kind, y->kind, x->kh, y->kh, x->stride, y->stride, x->same, y->same,

@@ -171,7 +171,19 @@ static mfb_ref options(mfb_builder *b, const tb_opts *o)
         OK(mfb_add_i8(b, 3, (int8_t)o->act, 0));
         break;
     case 75: OK(mfb_add_f32(b, 0, o->alpha, 0.0f)); break;
-    default: break; /* ReshapeOptions, HardSwishOptions: empty */
+    case 15: /* ResizeBilinearOptions: new_height, new_width (deprecated), then these */
+        OK(mfb_add_bool(b, 2, o->align_corners, 0));
+        OK(mfb_add_bool(b, 3, o->half_pixel_centers, 0));
+        break;
+    case 32: /* StridedSliceOptions */
+        OK(mfb_add_i32(b, 0, o->begin_mask, 0));
+        OK(mfb_add_i32(b, 1, o->end_mask, 0));
+        OK(mfb_add_i32(b, 2, o->ellipsis_mask, 0));
+        OK(mfb_add_i32(b, 3, o->new_axis_mask, 0));
+        OK(mfb_add_i32(b, 4, o->shrink_axis_mask, 0));
+        OK(mfb_add_bool(b, 5, o->offset, 0));
+        break;
+    default: break; /* ReshapeOptions, HardSwishOptions, SliceOptions: empty */
     }
     OK(mfb_end_table(b, &r));
     return r;
@@ -274,12 +286,14 @@ uint8_t *tb_finish(const tb_model *m, size_t *size)
 
 /* ---- running ---- */
 
-void tb_run_open(tb_run *r, const tb_model *m)
+void tb_run_open(tb_run *r, const tb_model *m) { tb_run_open_ops(r, m, &mengine_all_ops); }
+
+void tb_run_open_ops(tb_run *r, const tb_model *m, const mengine_op_resolver *ops)
 {
     char msg[256];
     memset(r, 0, sizeof *r);
     r->file = tb_finish(m, &r->size);
-    mengine_status st = mengine_model_load(&r->m, r->file, r->size, NULL, msg, sizeof msg);
+    mengine_status st = mengine_model_load_ops(&r->m, r->file, r->size, ops, NULL, msg, sizeof msg);
     if (st != MENGINE_OK)
         fail_msg("load: %s: %s", mengine_status_str(st), msg);
     size_t ws = mengine_plan_work_size(&r->m);

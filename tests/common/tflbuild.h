@@ -14,11 +14,11 @@
 #include "core/rng.h"
 #include "engine/engine.h"
 
-#define TB_MAX_TENSORS 64
+#define TB_MAX_TENSORS 96
 #define TB_MAX_OPS 32
-#define TB_MAX_BUFFERS 80
+#define TB_MAX_BUFFERS 112
 #define TB_MAX_CODES 16
-#define TB_MAX_IO 8
+#define TB_MAX_IO 16
 
 /** Builtin options; @c type is the BuiltinOptions union type (0 = none). */
 typedef struct tb_opts {
@@ -33,6 +33,10 @@ typedef struct tb_opts {
     int weights_format;
     int axis;
     float beta, alpha;
+    /* StridedSliceOptions */
+    int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask, offset;
+    /* ResizeBilinearOptions */
+    int align_corners, half_pixel_centers;
 } tb_opts;
 
 typedef struct tb_tensor {
@@ -111,6 +115,8 @@ typedef struct tb_run {
 
 /** Serialise, load, size the arena, init and prepare; fails the test on any error. */
 void tb_run_open(tb_run *r, const tb_model *m);
+/** tb_run_open() with the operators of @p ops only (mengine_model_load_ops()). */
+void tb_run_open_ops(tb_run *r, const tb_model *m, const mengine_op_resolver *ops);
 /** Copy @p n floats into model input @p i (n must match). */
 void tb_run_input(tb_run *r, size_t i, const float *x, size_t n);
 /** Invoke once; fails the test on error. */

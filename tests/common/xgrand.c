@@ -343,3 +343,147 @@ manta_status xgr_color_classifier(xgraph *g, int resolution, manta_err *err)
     snprintf(g->description, sizeof g->description, "colour classifier %dx%d", R, R);
     return MANTA_OK;
 }
+
+/* ---- stereo ---- */
+
+static int leaky(xb *b, int in, const char *name)
+{
+    if (b->st != MANTA_OK)
+        return -1;
+    const xg_tensor *t = T(b, in);
+    xg_op op = {0};
+    op.kind = XG_LEAKY_RELU;
+    op.in0 = in;
+    op.in1 = -1;
+    op.alpha = 0.1f;
+    op.out = tensor(b, 4, t->shape[0], t->shape[1], t->shape[2], t->shape[3], name);
+    return add_op(b, &op);
+}
+
+static int concat(xb *b, int n, const int *ins, const char *name)
+{
+    if (b->st != MANTA_OK)
+        return -1;
+    xg_op op = {0};
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        c += T(b, ins[i])->shape[3];
+    const xg_tensor *t = T(b, ins[0]);
+    op.kind = XG_CONCAT;
+    op.in0 = ins[0];
+    op.in1 = -1;
+    op.n_ins = n;
+    memcpy(op.ins, ins, (size_t)n * sizeof *ins);
+    op.out = tensor(b, 4, t->shape[0], t->shape[1], t->shape[2], c, name);
+    return add_op(b, &op);
+}
+
+static manta_status build_stereo(xgraph *g, manta_rng *rng, const xgr_stereo_opts *o,
+                                 manta_err *err)
+{
+    xgr_stereo_opts d = {0};
+    if (o)
+        d = *o;
+    memset(g, 0, sizeof *g);
+    xb b = {g, rng, err, MANTA_OK};
+    const int H = d.height ? d.height : 2 * rnd(&b, 2, 7);
+    const int W = d.width ? d.width : 2 * rnd(&b, 2, 7);
+    const int F = d.features ? d.features : rnd(&b, 2, 9);
+    const int MD = d.max_disp ? d.max_disp : rnd(&b, 1, 7);
+    const int CS = d.corr_stride ? d.corr_stride : rnd(&b, 1, 2);
+    const int left = tensor(&b, 4, 1, H, W, 3, "left"), right = tensor(&b, 4, 1, H, W, 3, "right");
+    /* the encoder, shared: the right view's convolution is a copy of the left one's */
+    const int fl = conv(&b, left, "enc.left", F, 3, 2, true, XG_ACT_NONE, true, false);
+    int fr = -1;
+    if (b.st == MANTA_OK) {
+        xg_op op = g->ops[g->n_ops - 1];
+        op.in0 = right;
+        op.out = tensor(&b, 4, 1, T(&b, fl)->shape[1], T(&b, fl)->shape[2], F, "enc.right");
+        op.weights = malloc(op.n_weights * sizeof *op.weights);
+        op.bias = malloc(op.n_bias * sizeof *op.bias);
+        if (!op.weights || !op.bias) {
+            free(op.weights), free(op.bias);
+            b.st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "xgrand: out of memory");
+        } else {
+            memcpy(op.weights, g->ops[g->n_ops - 1].weights, op.n_weights * sizeof *op.weights);
+            memcpy(op.bias, g->ops[g->n_ops - 1].bias, op.n_bias * sizeof *op.bias);
+            fr = add_op(&b, &op);
+        }
+    }
+    const int al = leaky(&b, fl, "enc.left.act"), ar = leaky(&b, fr, "enc.right.act");
+    int corr = -1;
+    if (b.st == MANTA_OK && (corr = xgraph_add_correlation(g, al, ar, MD, CS, "corr", err)) < 0)
+        b.st = err ? err->code : MANTA_ERR_INVALID_ARG;
+    const int redir = leaky(&b, conv(&b, al, "redir", rnd(&b, 1, 4), 1, 1, true, XG_ACT_NONE,
+                                     true, false),
+                            "redir.act");
+    const int cat0[2] = {corr, redir};
+    const int ccat = concat(&b, 2, cat0, "corr.cat");
+    const int C1 = rnd(&b, 2, 8);
+    const int c1 = leaky(&b, conv(&b, ccat, "conv1", C1, 3, 1, true, XG_ACT_NONE, true, false),
+                         "conv1.act");
+    const int pr0 = conv(&b, c1, "pred0", 1, 3, 1, true, XG_ACT_NONE, true, false);
+    /* the decoder level: transposed convolution to H x W */
+    int up = -1;
+    if (b.st == MANTA_OK) {
+        const bool k4 = rnd(&b, 0, 1);
+        const int C2 = rnd(&b, 1, 6), k = k4 ? 4 : 2;
+        xg_op op = {0};
+        op.kind = XG_TCONV;
+        op.in0 = c1;
+        op.in1 = -1;
+        op.kh = op.kw = k;
+        op.stride = 2;
+        op.same = k4;
+        op.out = tensor(&b, 4, 1, H, W, C2, "up");
+        op.n_weights = (size_t)C2 * k * k * C1;
+        op.weights = rand_array(&b, op.n_weights, sqrt(6.0 / ((double)C1 * k * k / 4)));
+        if (k4) {
+            op.n_bias = (size_t)C2;
+            op.bias = rand_array(&b, op.n_bias, 0.1);
+        }
+        up = add_op(&b, &op);
+    }
+    const int upa = leaky(&b, up, "up.act");
+    int upp = -1, sl = -1;
+    if (b.st == MANTA_OK) {
+        xg_op op = {0};
+        op.kind = XG_RESIZE;
+        op.in0 = pr0;
+        op.in1 = -1;
+        op.out = tensor(&b, 4, 1, H, W, 1, "pred0.up");
+        upp = add_op(&b, &op);
+    }
+    if (b.st == MANTA_OK) {
+        xg_op op = {0};
+        op.kind = XG_SLICE;
+        op.in0 = left;
+        op.in1 = -1;
+        const int size[4] = {1, H, W, 1};
+        memcpy(op.size, size, sizeof size);
+        op.out = tensor(&b, 4, 1, H, W, 1, "left.c0");
+        sl = add_op(&b, &op);
+    }
+    const int cat1[3] = {upa, upp, sl};
+    const int ucat = concat(&b, 3, cat1, "up.cat");
+    const int pr1 = conv(&b, ucat, "pred1", 1, 3, 1, true, XG_ACT_NONE, true, false);
+    if (b.st != MANTA_OK) {
+        xgraph_free(g);
+        return b.st;
+    }
+    g->n_inputs = 2;
+    g->inputs[0] = left;
+    g->inputs[1] = right;
+    g->n_outputs = 2;
+    g->outputs[0] = pr0;
+    g->outputs[1] = pr1;
+    g->input = g->logits = g->output = -1;
+    snprintf(g->description, sizeof g->description,
+             "random stereo network %dx%d, %d features, max_disp %d stride %d", H, W, F, MD, CS);
+    return MANTA_OK;
+}
+
+manta_status xgr_stereo(xgraph *g, manta_rng *rng, const xgr_stereo_opts *o, manta_err *err)
+{
+    return build_stereo(g, rng, o, err);
+}

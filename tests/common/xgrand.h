@@ -40,4 +40,27 @@ manta_status xgr_random(xgraph *g, manta_rng *rng, const xgr_opts *o, manta_err 
  */
 manta_status xgr_color_classifier(xgraph *g, int resolution, manta_err *err);
 
+/** Sizes of a random stereo graph; 0 picks a random value. */
+typedef struct xgr_stereo_opts {
+    int height, width; /**< input size, even (random: 4 .. 14) */
+    int features;      /**< encoder channels (random: 2 .. 9) */
+    int max_disp;      /**< correlation displacements at 1/2 resolution (random: 1 .. 7) */
+    int corr_stride;   /**< displacement step (random: 1 .. 2) */
+} xgr_stereo_opts;
+
+/**
+ * A small random stereo network of the DispNetC form, two inputs "left" and
+ * "right" (1, H, W, 3) and two outputs, using every stereo kind: one encoder
+ * convolution (3x3 stride 2, SAME) applied to both views with the same
+ * weights, LEAKY_RELU 0.1, the correlation pattern (xgraph_add_correlation()),
+ * a 1x1 redirect convolution of the left features, CONCAT [correlation,
+ * redirect], a 3x3 convolution, the coarse prediction (output 0, (1, H/2, W/2,
+ * 1)), a transposed convolution back to H x W (k4 s2 SAME with a bias, or k2
+ * s2 VALID without), LEAKY_RELU, the coarse prediction upsampled (RESIZE) and
+ * a SLICE of the left image's first channel, CONCAT of the three, and the fine
+ * prediction (output 1, (1, H, W, 1)). Weights random (1/sqrt(fan-in)).
+ * @param o NULL for all random.
+ */
+manta_status xgr_stereo(xgraph *g, manta_rng *rng, const xgr_stereo_opts *o, manta_err *err);
+
 #endif

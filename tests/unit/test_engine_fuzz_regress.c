@@ -4,8 +4,8 @@
  * watch in SANITIZE=1 builds). Inputs the fuzzer finds crashing or slow are
  * kept there after the fix (any name); "corpus-<outcome>-*" files are samples
  * of the fuzzer's corpus, one per verifier error and outcome, which must keep
- * their outcome. Also: exported models run, and every prefix of one is
- * rejected cleanly. */
+ * their outcome. Also: exported models (classification and stereo) run, and
+ * every prefix of one is rejected cleanly. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +82,25 @@ static void test_exported_models_and_prefixes(void **state)
         char msg[256];
         const xgr_opts o = {5 + i, 0, 3, 3};
         assert_int_equal(xgr_random(&g, &rng, &o, &err), MANTA_OK);
+        assert_int_equal(tflite_write(&g, &model, &size, NULL, &err), MANTA_OK);
+        assert_int_equal(fuzz_engine_one(model, size, msg, sizeof msg), FUZZ_RAN);
+        for (size_t n = 0; n < size; n += 1 + n / 16) {
+            const fuzz_outcome out = fuzz_engine_one(model, n, msg, sizeof msg);
+            assert_int_equal(out, FUZZ_REJECTED);
+            assert_true(msg[0] != '\0');
+        }
+        free(model);
+        xgraph_free(&g);
+    }
+    /* stereo: two inputs, two outputs, the fused correlation */
+    for (int i = 0; i < 2; i++) {
+        xgraph g;
+        manta_err err;
+        uint8_t *model;
+        size_t size;
+        char msg[256];
+        const xgr_stereo_opts o = {4 + 2 * i, 6, 3, 2 + i, 1};
+        assert_int_equal(xgr_stereo(&g, &rng, &o, &err), MANTA_OK);
         assert_int_equal(tflite_write(&g, &model, &size, NULL, &err), MANTA_OK);
         assert_int_equal(fuzz_engine_one(model, size, msg, sizeof msg), FUZZ_RAN);
         for (size_t n = 0; n < size; n += 1 + n / 16) {

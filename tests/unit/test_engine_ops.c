@@ -320,6 +320,389 @@ static void test_mean_hw(void **state)
     }
 }
 
+static void test_mean_channels(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 18, 1);
+    for (int i = 0; i < 6; i++) {
+        const int keep = i % 2, n = tu_rand_int(&rng, 1, 2), h = tu_rand_int(&rng, 1, 9);
+        const int w = tu_rand_int(&rng, 1, 9), c = tu_rand_int(&rng, 1, 37);
+        const size_t nin = (size_t)n * h * w * c, nout = (size_t)n * h * w;
+        float *x = fa(nin);
+        double *xd = da(nin), *want = da(nout);
+        tb_rand(&rng, x, xd, nin, -1, 1);
+        for (size_t p = 0; p < nout; p++) {
+            double sum = 0;
+            for (int k = 0; k < c; k++)
+                sum += xd[p * c + k];
+            want[p] = sum / c;
+        }
+        tb_model m;
+        tb_init(&m);
+        const int32_t din[4] = {n, h, w, c}, dk[4] = {n, h, w, 1}, axes[1] = {i < 2 ? 3 : -1};
+        int32_t ins[2];
+        ins[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
+        ins[1] = tb_tensor_i32(&m, "axes", 1, axes);
+        int32_t out = tb_tensor_f32(&m, "out", keep ? 4 : 3, dk, NULL);
+        tb_opts o = {.type = 27, .keep_dims = keep};
+        tb_op_add(&m, MENGINE_OP_MEAN, 1, 2, ins, out, &o);
+        tb_io(&m, 1, ins, 1, &out);
+        run_check(&m, x, nin, want, nout, "mean over channels");
+        tb_release(&m);
+        free(x), free(xd), free(want);
+    }
+}
+
+/* ---- SLICE, STRIDED_SLICE, RESIZE_BILINEAR ---- */
+
+/* want = in[begin + i * stride] for every index i of @p od (rank @p rank). */
+static void ref_slice(const double *x, int rank, const int *id, const int *begin, const int *stride,
+                      const int *od, double *want)
+{
+    int d4[4] = {1, 1, 1, 1}, b4[4] = {0, 0, 0, 0}, s4[4] = {1, 1, 1, 1}, o4[4] = {1, 1, 1, 1};
+    for (int i = 0; i < rank; i++) {
+        d4[4 - rank + i] = id[i], b4[4 - rank + i] = begin[i];
+        s4[4 - rank + i] = stride[i], o4[4 - rank + i] = od[i];
+    }
+    size_t k = 0;
+    for (int a = 0; a < o4[0]; a++)
+        for (int b = 0; b < o4[1]; b++)
+            for (int c = 0; c < o4[2]; c++)
+                for (int d = 0; d < o4[3]; d++) {
+                    const int i0 = b4[0] + a * s4[0], i1 = b4[1] + b * s4[1];
+                    const int i2 = b4[2] + c * s4[2], i3 = b4[3] + d * s4[3];
+                    want[k++] = x[(((size_t)i0 * d4[1] + i1) * d4[2] + i2) * d4[3] + i3];
+                }
+}
+
+static void test_slice(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 41, 1);
+    for (int t = 0; t < 16; t++) {
+        const int rank = 1 + t % 4;
+        int id[4], begin[4], size[4], one[4] = {1, 1, 1, 1};
+        int32_t b32[4], s32[4], d32[4], o32[4];
+        size_t nin = 1, nout = 1;
+        for (int i = 0; i < rank; i++) {
+            id[i] = tu_rand_int(&rng, 1, 9);
+            begin[i] = tu_rand_int(&rng, 0, id[i] - 1);
+            size[i] = tu_rand_int(&rng, 1, id[i] - begin[i]);
+            b32[i] = begin[i], d32[i] = id[i], o32[i] = size[i];
+            s32[i] = t % 3 == 0 && size[i] == id[i] - begin[i] ? -1 : size[i]; /* -1: to the end */
+            nin *= (size_t)id[i], nout *= (size_t)size[i];
+        }
+        float *x = fa(nin);
+        double *xd = da(nin), *want = da(nout);
+        tb_rand(&rng, x, xd, nin, -1, 1);
+        ref_slice(xd, rank, id, begin, one, size, want);
+        tb_model m;
+        tb_init(&m);
+        int32_t ins[3];
+        ins[0] = tb_tensor_f32(&m, "in", rank, d32, NULL);
+        ins[1] = tb_tensor_i32(&m, "begin", rank, b32);
+        ins[2] = tb_tensor_i32(&m, "size", rank, s32);
+        int32_t out = tb_tensor_f32(&m, "out", rank, o32, NULL);
+        tb_opts o = {.type = t % 2 ? 48 : 0};
+        tb_op_add(&m, MENGINE_OP_SLICE, 1, 3, ins, out, &o);
+        tb_io(&m, 1, ins, 1, &out);
+        run_check(&m, x, nin, want, nout, "slice");
+        tb_release(&m);
+        free(x), free(xd), free(want);
+    }
+}
+
+static void test_strided_slice(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 42, 1);
+    for (int t = 0; t < 20; t++) {
+        const int rank = 1 + t % 4;
+        int id[4], begin[4], stride[4], od[4], keep[4];
+        int32_t b32[4], e32[4], s32[4], d32[4], o32[4];
+        int bm = 0, em = 0, sm = 0, orank = 0;
+        size_t nin = 1, nout = 1;
+        for (int i = 0; i < rank; i++) {
+            id[i] = tu_rand_int(&rng, 1, 9);
+            begin[i] = tu_rand_int(&rng, 0, id[i] - 1);
+            int end = tu_rand_int(&rng, begin[i] + 1, id[i]);
+            stride[i] = tu_rand_int(&rng, 1, 3);
+            const int mode = tu_rand_int(&rng, 0, 5);
+            if (mode == 0) { /* begin_mask: from 0 */
+                bm |= 1 << i;
+                b32[i] = 99;
+                begin[i] = 0;
+            } else {
+                b32[i] = mode == 1 ? begin[i] - id[i] : begin[i]; /* negative begin */
+            }
+            if (mode == 2) { /* end_mask: to the end */
+                em |= 1 << i;
+                e32[i] = 0;
+                end = id[i];
+            } else {
+                e32[i] = mode == 3 && end < id[i] ? end - id[i] : end; /* negative end */
+            }
+            keep[i] = !(mode == 4 && rank > 1 && !sm);
+            if (!keep[i]) { /* shrink_axis: the one index begin */
+                sm |= 1 << i;
+                end = begin[i] + 1;
+            }
+            od[i] = (end - begin[i] + stride[i] - 1) / stride[i];
+            s32[i] = stride[i], d32[i] = id[i];
+            if (keep[i])
+                o32[orank++] = od[i];
+            nin *= (size_t)id[i], nout *= (size_t)od[i];
+        }
+        float *x = fa(nin);
+        double *xd = da(nin), *want = da(nout);
+        tb_rand(&rng, x, xd, nin, -1, 1);
+        ref_slice(xd, rank, id, begin, stride, od, want);
+        tb_model m;
+        tb_init(&m);
+        int32_t ins[4];
+        ins[0] = tb_tensor_f32(&m, "in", rank, d32, NULL);
+        ins[1] = tb_tensor_i32(&m, "begin", rank, b32);
+        ins[2] = tb_tensor_i32(&m, "end", rank, e32);
+        ins[3] = tb_tensor_i32(&m, "strides", rank, s32);
+        int32_t out = tb_tensor_f32(&m, "out", orank, o32, NULL);
+        tb_opts o = {.type = 32, .begin_mask = bm, .end_mask = em, .shrink_axis_mask = sm};
+        tb_op_add(&m, MENGINE_OP_STRIDED_SLICE, 1, 4, ins, out, &o);
+        tb_io(&m, 1, ins, 1, &out);
+        run_check(&m, x, nin, want, nout, "strided slice");
+        tb_release(&m);
+        free(x), free(xd), free(want);
+    }
+}
+
+/* TFLite's RESIZE_BILINEAR in double, written from its definition. */
+static void ref_resize(const double *x, int n, int h, int w, int c, int oh, int ow, int align,
+                       int half, double *y)
+{
+    const double sh = align && oh > 1 ? (double)(h - 1) / (oh - 1) : (double)h / oh;
+    const double sw = align && ow > 1 ? (double)(w - 1) / (ow - 1) : (double)w / ow;
+    for (int b = 0; b < n; b++)
+        for (int oy = 0; oy < oh; oy++)
+            for (int ox = 0; ox < ow; ox++) {
+                const double vy = half ? (oy + 0.5) * sh - 0.5 : oy * sh;
+                const double vx = half ? (ox + 0.5) * sw - 0.5 : ox * sw;
+                const int y0 = (int)fmax(floor(vy), 0), y1 = (int)fmin(ceil(vy), h - 1);
+                const int x0 = (int)fmax(floor(vx), 0), x1 = (int)fmin(ceil(vx), w - 1);
+                const double fy = vy - y0, fx = vx - x0;
+                for (int k = 0; k < c; k++) {
+#define AT(yy, xx) x[(((size_t)b * h + (yy)) * w + (xx)) * c + k]
+                    y[(((size_t)b * oh + oy) * ow + ox) * c + k] =
+                        AT(y0, x0) * (1 - fy) * (1 - fx) + AT(y1, x0) * fy * (1 - fx) +
+                        AT(y0, x1) * (1 - fy) * fx + AT(y1, x1) * fy * fx;
+#undef AT
+                }
+            }
+}
+
+static void test_resize_bilinear(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 43, 1);
+    for (int t = 0; t < 12; t++) {
+        const int mode = t % 3; /* half-pixel centres, align corners, neither */
+        const int n = tu_rand_int(&rng, 1, 2), h = tu_rand_int(&rng, 1, 7);
+        const int w = tu_rand_int(&rng, 1, 7), c = tu_rand_int(&rng, 1, 5);
+        const int f = t < 6 ? 2 : 1, oh = f > 1 ? 2 * h : tu_rand_int(&rng, 1, 13);
+        const int ow = f > 1 ? 2 * w : tu_rand_int(&rng, 1, 13);
+        const size_t nin = (size_t)n * h * w * c, nout = (size_t)n * oh * ow * c;
+        float *x = fa(nin);
+        double *xd = da(nin), *want = da(nout);
+        tb_rand(&rng, x, xd, nin, -1, 1);
+        ref_resize(xd, n, h, w, c, oh, ow, mode == 1, mode == 0, want);
+        tb_model m;
+        tb_init(&m);
+        const int32_t din[4] = {n, h, w, c}, dout[4] = {n, oh, ow, c}, size[2] = {oh, ow};
+        int32_t ins[2];
+        ins[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
+        ins[1] = tb_tensor_i32(&m, "size", 2, size);
+        int32_t out = tb_tensor_f32(&m, "out", 4, dout, NULL);
+        tb_opts o = {.type = 15, .align_corners = mode == 1, .half_pixel_centers = mode == 0};
+        tb_op_add(&m, MENGINE_OP_RESIZE_BILINEAR, mode == 0 ? 3 : 1, 2, ins, out, &o);
+        tb_io(&m, 1, ins, 1, &out);
+        run_check(&m, x, nin, want, nout, "resize bilinear");
+        tb_release(&m);
+        free(x), free(xd), free(want);
+    }
+}
+
+/* The stereo decoder's upsampling (runtime/nn/upsample.h: PyTorch's bilinear with
+ * align_corners=False) is RESIZE_BILINEAR with half_pixel_centers: the training
+ * side's formula, src = max(0, (o + 0.5) / f - 0.5), i1 = min(i0 + 1, n - 1). */
+static void test_resize_matches_training_upsample(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 44, 1);
+    const int h = 5, w = 7, c = 3, f = 2, oh = h * f, ow = w * f;
+    const size_t nin = (size_t)h * w * c, nout = (size_t)oh * ow * c;
+    float *x = fa(nin);
+    double *xd = da(nin), *want = da(nout);
+    tb_rand(&rng, x, xd, nin, -1, 1);
+    for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+            const double sy = fmax(0.0, (oy + 0.5) / f - 0.5), sx = fmax(0.0, (ox + 0.5) / f - 0.5);
+            const int y0 = (int)sy, x0 = (int)sx, y1 = y0 + 1 < h ? y0 + 1 : h - 1;
+            const int x1 = x0 + 1 < w ? x0 + 1 : w - 1;
+            const double ly = sy - y0, lx = sx - x0;
+            for (int k = 0; k < c; k++)
+                want[((size_t)oy * ow + ox) * c + k] =
+                    (1 - ly) * ((1 - lx) * xd[((size_t)y0 * w + x0) * c + k] +
+                                lx * xd[((size_t)y0 * w + x1) * c + k]) +
+                    ly * ((1 - lx) * xd[((size_t)y1 * w + x0) * c + k] +
+                          lx * xd[((size_t)y1 * w + x1) * c + k]);
+        }
+    tb_model m;
+    tb_init(&m);
+    const int32_t din[4] = {1, h, w, c}, dout[4] = {1, oh, ow, c}, size[2] = {oh, ow};
+    int32_t ins[2];
+    ins[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
+    ins[1] = tb_tensor_i32(&m, "size", 2, size);
+    int32_t out = tb_tensor_f32(&m, "out", 4, dout, NULL);
+    tb_opts o = {.type = 15, .half_pixel_centers = 1};
+    tb_op_add(&m, MENGINE_OP_RESIZE_BILINEAR, 3, 2, ins, out, &o);
+    tb_io(&m, 1, ins, 1, &out);
+    run_check(&m, x, nin, want, nout, "upsample x2");
+    tb_release(&m);
+    free(x), free(xd), free(want);
+}
+
+/* ---- the correlation pattern: fused and generic ---- */
+
+enum corr_variant {
+    CORR_FUSABLE,      /* the exporter's form */
+    CORR_STRIDED,      /* STRIDED_SLICE instead of SLICE: fused too */
+    CORR_UNORDERED,    /* displacements not in arithmetic order: generic */
+    CORR_MUL_RELU,     /* a fused activation on the MULs: generic */
+    CORR_MEAN_OUTPUT,  /* a per-displacement map is a model output: generic */
+    CORR_N
+};
+
+/* Left (N, H, W, C) and right (N, H, W, C) features, displacements d_k = k * s
+ * (k < D): PAD the right by P = (D - 1) * s on the left of W, SLICE at
+ * begin_k = P - d_k, MUL, MEAN over C, CONCATENATION. */
+static void corr_case(manta_rng *rng, int n, int h, int w, int c, int D, int s, int variant,
+                      int use_fused_op)
+{
+    const int P = (D - 1) * s;
+    const size_t nf = (size_t)n * h * w * c, nout = (size_t)n * h * w * D;
+    int begins[16];
+    for (int k = 0; k < D; k++)
+        begins[k] = P - k * s;
+    if (variant == CORR_UNORDERED && D > 2) {
+        const int t = begins[0];
+        begins[0] = begins[2], begins[2] = t;
+    }
+    float *l = fa(nf), *r = fa(nf);
+    double *ld = da(nf), *rd = da(nf), *want = da(nout), *got = da(nout);
+    tb_rand(rng, l, ld, nf, -1, 1);
+    tb_rand(rng, r, rd, nf, -1, 1);
+    for (int b = 0; b < n; b++)
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++)
+                for (int k = 0; k < D; k++) {
+                    const int xr = x + begins[k] - P;
+                    double sum = 0;
+                    for (int ch = 0; ch < c && xr >= 0 && xr < w; ch++) {
+                        const double p = ld[(((size_t)b * h + y) * w + x) * c + ch] *
+                                         rd[(((size_t)b * h + y) * w + xr) * c + ch];
+                        sum += variant == CORR_MUL_RELU && p < 0 ? 0 : p;
+                    }
+                    want[(((size_t)b * h + y) * w + x) * D + k] = sum / c;
+                }
+    tb_model m;
+    tb_init(&m);
+    const int32_t df[4] = {n, h, w, c}, dp[4] = {n, h, w + P, c}, dm[4] = {n, h, w, 1};
+    const int32_t dout[4] = {n, h, w, D}, axes[1] = {3};
+    const int32_t pads[8] = {0, 0, 0, 0, P, 0, 0, 0}, pad_shape[2] = {4, 2};
+    int32_t io[2], means[16];
+    io[0] = tb_tensor_f32(&m, "left", 4, df, NULL);
+    io[1] = tb_tensor_f32(&m, "right", 4, df, NULL);
+    const int32_t tpads =
+        tb_tensor_buf(&m, "paddings", 2, 2, pad_shape, (uint32_t)tb_buffer_add(&m, pads, 32));
+    const int32_t taxes = tb_tensor_i32(&m, "axes", 1, axes);
+    const int32_t padded = tb_tensor_f32(&m, "padded", 4, dp, NULL);
+    const int32_t pin[2] = {io[1], tpads};
+    tb_op_add(&m, MENGINE_OP_PAD, 1, 2, pin, padded, NULL);
+    for (int k = 0; k < D; k++) {
+        const int32_t begin[4] = {0, 0, begins[k], 0}, size[4] = {n, h, w, c};
+        const int32_t end[4] = {n, h, begins[k] + w, c}, ones[4] = {1, 1, 1, 1};
+        const int strided = variant == CORR_STRIDED;
+        int32_t sin[4] = {padded, tb_tensor_i32(&m, "begin", 4, begin),
+                          tb_tensor_i32(&m, strided ? "end" : "size", 4, strided ? end : size),
+                          strided ? tb_tensor_i32(&m, "strides", 4, ones) : -1};
+        const int32_t sl = tb_tensor_f32(&m, "slice", 4, df, NULL);
+        tb_op_add(&m, strided ? MENGINE_OP_STRIDED_SLICE : MENGINE_OP_SLICE, 1, strided ? 4 : 3,
+                  sin, sl, NULL);
+        const int32_t min[2] = {k % 2 ? sl : io[0], k % 2 ? io[0] : sl}; /* either order */
+        const int32_t mul = tb_tensor_f32(&m, "mul", 4, df, NULL);
+        const tb_opts mo = {.type = 21, .act = variant == CORR_MUL_RELU};
+        tb_op_add(&m, MENGINE_OP_MUL, 1, 2, min, mul, &mo);
+        const int32_t ein[2] = {mul, taxes};
+        means[k] = tb_tensor_f32(&m, "mean", 4, dm, NULL);
+        const tb_opts eo = {.type = 27, .keep_dims = 1};
+        tb_op_add(&m, MENGINE_OP_MEAN, 1, 2, ein, means[k], &eo);
+    }
+    const int32_t out = tb_tensor_f32(&m, "corr", 4, dout, NULL);
+    const tb_opts co = {.type = 10, .axis = D % 2 ? 3 : -1};
+    tb_op_add(&m, MENGINE_OP_CONCATENATION, 1, D, means, out, &co);
+    const int32_t outs[2] = {out, means[0]};
+    tb_io(&m, 2, io, variant == CORR_MEAN_OUTPUT ? 2 : 1, outs);
+
+    /* every operator but the fused one: the generic run */
+    const mengine_op *generic[32];
+    size_t n_generic = 0;
+    for (size_t i = 0; i < mengine_all_ops.n_ops; i++)
+        if (mengine_all_ops.ops[i] != &mengine_op_correlation)
+            generic[n_generic++] = mengine_all_ops.ops[i];
+    const mengine_op_resolver gen = {generic, n_generic};
+    tb_run run;
+    tb_run_open_ops(&run, &m, use_fused_op ? &mengine_all_ops : &gen);
+    tb_run_input(&run, 0, l, nf);
+    tb_run_input(&run, 1, r, nf);
+    tb_run_invoke(&run);
+    tb_run_output(&run, 0, got, nout);
+    tu_assert_close(got, want, nout, RTOL, "correlation");
+    mengine_stats st;
+    mengine_view v;
+    assert_int_equal(mengine_get_stats(&run.e, &st), MENGINE_OK);
+    const int fused = use_fused_op && variant <= CORR_STRIDED;
+    assert_int_equal(st.fused_correlations, (size_t)fused);
+    assert_int_equal(st.fused_ops, fused ? (size_t)(3 * D + 2) : 0);
+    /* fused: no memory for the padded features (nor any per-displacement map) */
+    assert_int_equal(mengine_tensor(&run.e, (size_t)padded, &v), MENGINE_OK);
+    assert_true(fused ? v.data == NULL : v.data != NULL);
+    assert_int_equal(mengine_tensor(&run.e, (size_t)means[D - 1], &v), MENGINE_OK);
+    assert_true(fused ? v.data == NULL : v.data != NULL);
+    tb_run_close(&run);
+    tb_release(&m);
+    free(l), free(r), free(ld), free(rd), free(want), free(got);
+}
+
+static void test_correlation_pattern(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 45, 1);
+    for (int variant = 0; variant < CORR_N; variant++)
+        for (int fused = 0; fused <= 1; fused++) {
+            const int D = tu_rand_int(&rng, 3, 9), s = tu_rand_int(&rng, 1, 2);
+            corr_case(&rng, tu_rand_int(&rng, 1, 2), tu_rand_int(&rng, 1, 5),
+                      tu_rand_int(&rng, 1, 13), tu_rand_int(&rng, 1, 19), D, s, variant, fused);
+        }
+    /* one displacement; channels a multiple of the vector width and not */
+    corr_case(&rng, 1, 2, 3, 4, 1, 1, CORR_FUSABLE, 1);
+    corr_case(&rng, 1, 3, 17, 16, 9, 1, CORR_FUSABLE, 1);
+    corr_case(&rng, 1, 3, 6, 33, 4, 2, CORR_FUSABLE, 1);
+}
+
 /* ---- FULLY_CONNECTED, SOFTMAX ---- */
 
 static void fc_case(manta_rng *rng, int batches, int depth, int units, int with_bias, int keep,
@@ -852,6 +1235,12 @@ int main(void)
         cmocka_unit_test(test_transpose_conv),
         cmocka_unit_test(test_avg_pool),
         cmocka_unit_test(test_mean_hw),
+        cmocka_unit_test(test_mean_channels),
+        cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_strided_slice),
+        cmocka_unit_test(test_resize_bilinear),
+        cmocka_unit_test(test_resize_matches_training_upsample),
+        cmocka_unit_test(test_correlation_pattern),
         cmocka_unit_test(test_fully_connected),
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_add_broadcast),

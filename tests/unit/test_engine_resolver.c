@@ -136,7 +136,8 @@ static void test_all_operators_table(void **state)
         MENGINE_OP_LOGISTIC,   MENGINE_OP_MUL,             MENGINE_OP_RELU,
         MENGINE_OP_RELU6,      MENGINE_OP_RESHAPE,         MENGINE_OP_SOFTMAX,
         MENGINE_OP_PAD,        MENGINE_OP_MEAN,            MENGINE_OP_TRANSPOSE_CONV,
-        MENGINE_OP_LEAKY_RELU, MENGINE_OP_HARD_SWISH,
+        MENGINE_OP_LEAKY_RELU, MENGINE_OP_HARD_SWISH,      MENGINE_OP_SLICE,
+        MENGINE_OP_STRIDED_SLICE, MENGINE_OP_RESIZE_BILINEAR, MENGINE_FUSED_CORRELATION,
     };
     const size_t n = sizeof builtins / sizeof builtins[0];
     assert_int_equal(mengine_all_ops.n_ops, n);

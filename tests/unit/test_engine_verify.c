@@ -509,6 +509,189 @@ static void test_pad_rules(void **state)
 }
 
 /* Flip bytes of a valid model: every result is either rejected or runs cleanly. */
+/* One SLICE (or STRIDED_SLICE when @p end is given) of a (1, 4, 6, 3) input. */
+static void slice_model(tb_model *m, const int32_t *begin, const int32_t *size,
+                        const int32_t *end, const int32_t *strides, const int32_t *out_dims,
+                        const tb_opts *o)
+{
+    const int32_t din[4] = {1, 4, 6, 3};
+    tb_init(m);
+    int32_t ins[4];
+    ins[0] = tb_tensor_f32(m, "features", 4, din, NULL);
+    ins[1] = tb_tensor_i32(m, "begin", 4, begin);
+    if (end) {
+        ins[2] = tb_tensor_i32(m, "end", 4, end);
+        ins[3] = tb_tensor_i32(m, "strides", 4, strides);
+    } else {
+        ins[2] = tb_tensor_i32(m, "size", 4, size);
+    }
+    const int32_t out = tb_tensor_f32(m, "out", 4, out_dims, NULL);
+    tb_op_add(m, end ? MENGINE_OP_STRIDED_SLICE : MENGINE_OP_SLICE, 1, end ? 4 : 3, ins, out, o);
+    tb_io(m, 1, ins, 1, &out);
+}
+
+static void test_slice_rules(void **state)
+{
+    (void)state;
+    tb_model m;
+    const int32_t b_ok[4] = {0, 1, 2, 0}, s_ok[4] = {1, 3, 4, 3}, o_ok[4] = {1, 3, 4, 3};
+    slice_model(&m, b_ok, s_ok, NULL, NULL, o_ok, NULL);
+    expect_model(&m, MENGINE_OK, NULL);
+    tb_release(&m);
+    /* running past the tensor: operator index and field named */
+    const int32_t s_past[4] = {1, 3, 5, 3}, o_past[4] = {1, 3, 5, 3};
+    slice_model(&m, b_ok, s_past, NULL, NULL, o_past, NULL);
+    expect_model(&m, MENGINE_ERR_SHAPE,
+                 "operator 0 (SLICE): begin[2] + size[2] = 7 runs past dim 2 of the input (6)");
+    tb_release(&m);
+    const int32_t b_neg[4] = {0, 0, -1, 0};
+    slice_model(&m, b_neg, s_ok, NULL, NULL, o_ok, NULL);
+    expect_model(&m, MENGINE_ERR_SHAPE, "operator 0 (SLICE): begin[2] = -1 lies outside dim 2");
+    tb_release(&m);
+    const int32_t s_zero[4] = {1, 3, 0, 3};
+    slice_model(&m, b_ok, s_zero, NULL, NULL, o_ok, NULL);
+    expect_model(&m, MENGINE_ERR_SHAPE, "size[2] = 0");
+    tb_release(&m);
+    /* the output must be the slice's shape; -1 takes the rest of the dim */
+    const int32_t s_rest[4] = {-1, 3, -1, 3}, o_wrong[4] = {1, 3, 3, 3};
+    slice_model(&m, b_ok, s_rest, NULL, NULL, o_wrong, NULL);
+    expect_model(&m, MENGINE_ERR_SHAPE, "expected [1, 3, 4, 3]");
+    tb_release(&m);
+    /* begin with a value per dim of the input */
+    slice_model(&m, b_ok, s_ok, NULL, NULL, o_ok, NULL);
+    m.t[1].dims[0] = 3;
+    m.buf[m.t[1].buffer].bytes = 12;
+    expect_model(&m, MENGINE_ERR_SHAPE, "input 1 (begin");
+    tb_release(&m);
+    /* begin must be a constant */
+    slice_model(&m, b_ok, s_ok, NULL, NULL, o_ok, NULL);
+    m.t[1].buffer = 0;
+    expect_model(&m, MENGINE_ERR_TYPE, "INT32 is only supported for constant");
+    tb_release(&m);
+}
+
+static void test_strided_slice_rules(void **state)
+{
+    (void)state;
+    tb_model m;
+    const int32_t b[4] = {0, 0, 1, 0}, e[4] = {1, 4, 6, 3}, st[4] = {1, 2, 2, 1};
+    const int32_t o_ok[4] = {1, 2, 3, 3};
+    slice_model(&m, b, NULL, e, st, o_ok, NULL);
+    expect_model(&m, MENGINE_OK, NULL);
+    tb_release(&m);
+    const int32_t e_past[4] = {1, 4, 7, 3};
+    slice_model(&m, b, NULL, e_past, st, o_ok, NULL);
+    expect_model(&m, MENGINE_ERR_SHAPE,
+                 "operator 0 (STRIDED_SLICE): end[2] = 7 runs past dim 2 of the input (6)");
+    tb_release(&m);
+    const int32_t b_past[4] = {0, 4, 1, 0};
+    slice_model(&m, b_past, NULL, e, st, o_ok, NULL);
+    expect_model(&m, MENGINE_ERR_SHAPE, "begin[1] = 4 lies outside dim 1 (4)");
+    tb_release(&m);
+    const int32_t e_empty[4] = {1, 4, 1, 3};
+    slice_model(&m, b, NULL, e_empty, st, o_ok, NULL);
+    expect_model(&m, MENGINE_ERR_SHAPE, "empty slice");
+    tb_release(&m);
+    const int32_t st_zero[4] = {1, 0, 2, 1}, st_neg[4] = {1, -1, 2, 1};
+    slice_model(&m, b, NULL, e, st_zero, o_ok, NULL);
+    expect_model(&m, MENGINE_ERR_OPTIONS, "strides[1] = 0");
+    tb_release(&m);
+    slice_model(&m, b, NULL, e, st_neg, o_ok, NULL);
+    expect_model(&m, MENGINE_ERR_UNSUPPORTED, "strides[1] = -1");
+    tb_release(&m);
+    const tb_opts ellipsis = {.type = 32, .ellipsis_mask = 1};
+    slice_model(&m, b, NULL, e, st, o_ok, &ellipsis);
+    expect_model(&m, MENGINE_ERR_UNSUPPORTED, "ellipsis_mask");
+    tb_release(&m);
+    /* shrink_axis drops dim 0 */
+    const tb_opts shrink = {.type = 32, .shrink_axis_mask = 1};
+    slice_model(&m, b, NULL, e, st, o_ok, &shrink);
+    expect_model(&m, MENGINE_ERR_SHAPE, "expected [2, 3, 3]");
+    tb_release(&m);
+}
+
+static void test_stereo_op_rules(void **state)
+{
+    (void)state;
+    tb_model m;
+    /* RESIZE_BILINEAR: both flags, a size of the wrong length, an output of another size */
+    const int32_t din[4] = {1, 3, 4, 2}, dout[4] = {1, 6, 8, 2}, size[2] = {6, 8};
+    for (int k = 0; k < 3; k++) {
+        tb_init(&m);
+        int32_t ins[2];
+        ins[0] = tb_tensor_f32(&m, "in", 4, din, NULL);
+        ins[1] = tb_tensor_i32(&m, "size", k == 1 ? 1 : 2, size);
+        const int32_t wrong[4] = {1, 6, 7, 2};
+        const int32_t out = tb_tensor_f32(&m, "out", 4, k == 2 ? wrong : dout, NULL);
+        const tb_opts o = {.type = 15, .align_corners = k == 0, .half_pixel_centers = 1};
+        tb_op_add(&m, MENGINE_OP_RESIZE_BILINEAR, 3, 2, ins, out, &o);
+        tb_io(&m, 1, ins, 1, &out);
+        expect_model(&m, k == 0 ? MENGINE_ERR_OPTIONS : MENGINE_ERR_SHAPE,
+                     k == 0   ? "align_corners and half_pixel_centers"
+                     : k == 1 ? "has 1 values, expected 2"
+                              : "expected [1, 6, 8, 2]");
+        tb_release(&m);
+    }
+    /* TRANSPOSE_CONV k4 s2 SAME: an output shape that stride and padding do not give */
+    static float w[2 * 4 * 4 * 3], bias[2];
+    for (int k = 0; k < 2; k++) {
+        const int32_t tin[4] = {1, 3, 4, 3}, dw[4] = {2, 4, 4, 3}, db[1] = {2};
+        const int32_t shape[4] = {1, 6, k ? 9 : 8, 2};
+        tb_init(&m);
+        int32_t ins[4];
+        ins[0] = tb_tensor_i32(&m, "shape", 4, shape);
+        ins[1] = tb_tensor_f32(&m, "w", 4, dw, w);
+        ins[2] = tb_tensor_f32(&m, "in", 4, tin, NULL);
+        ins[3] = tb_tensor_f32(&m, "b", 1, db, bias);
+        const int32_t out = tb_tensor_f32(&m, "up", 4, shape, NULL);
+        const tb_opts o = {.type = 49, .padding = 0, .stride_w = 2, .stride_h = 2};
+        tb_op_add(&m, MENGINE_OP_TRANSPOSE_CONV, 3, 4, ins, out, &o);
+        tb_io(&m, 1, &ins[2], 1, &out);
+        expect_model(&m, k ? MENGINE_ERR_SHAPE : MENGINE_OK,
+                     k ? "a 6x9 output with these strides and padding needs 3x5" : NULL);
+        tb_release(&m);
+    }
+    /* CONCATENATION along the channels of inputs that differ in width */
+    for (int k = 0; k < 2; k++) {
+        const int32_t a[4] = {1, 3, 4, 2}, b[4] = {1, 3, k ? 5 : 4, 1}, o[4] = {1, 3, 4, 3};
+        tb_init(&m);
+        int32_t ins[2];
+        ins[0] = tb_tensor_f32(&m, "a", 4, a, NULL);
+        ins[1] = tb_tensor_f32(&m, "b", 4, b, NULL);
+        const int32_t out = tb_tensor_f32(&m, "cat", 4, o, NULL);
+        const tb_opts co = {.type = 10, .axis = 3};
+        tb_op_add(&m, MENGINE_OP_CONCATENATION, 1, 2, ins, out, &co);
+        tb_io(&m, 2, ins, 1, &out);
+        expect_model(&m, k ? MENGINE_ERR_SHAPE : MENGINE_OK,
+                     k ? "input 1 (tensor 1 'b') differs from the output outside axis 3" : NULL);
+        tb_release(&m);
+    }
+    /* MEAN over the channels with dims kept is (N, H, W, 1); over H alone is refused */
+    for (int k = 0; k < 3; k++) {
+        const int32_t in[4] = {1, 3, 4, 5}, kept[4] = {1, 3, 4, 1}, axes[1] = {k == 2 ? 1 : 3};
+        const int32_t wrong[4] = {1, 3, 4, 5};
+        tb_init(&m);
+        int32_t ins[2];
+        ins[0] = tb_tensor_f32(&m, "x", 4, in, NULL);
+        ins[1] = tb_tensor_i32(&m, "axes", 1, axes);
+        const int32_t out = tb_tensor_f32(&m, "mean", 4, k == 1 ? wrong : kept, NULL);
+        const tb_opts mo = {.type = 27, .keep_dims = 1};
+        tb_op_add(&m, MENGINE_OP_MEAN, 1, 2, ins, out, &mo);
+        tb_io(&m, 1, ins, 1, &out);
+        expect_model(&m,
+                     k == 0   ? MENGINE_OK
+                     : k == 1 ? MENGINE_ERR_SHAPE
+                              : MENGINE_ERR_UNSUPPORTED,
+                     k == 1 ? "expected [1, 3, 4, 1]" : k == 2 ? "{3} (C)" : NULL);
+        tb_release(&m);
+    }
+    /* a model cannot name the engine's fused correlation */
+    build_base(&m);
+    m.code[1] = MENGINE_FUSED_CORRELATION; /* the RELU's code */
+    expect_model(&m, MENGINE_ERR_UNSUPPORTED_OP, "builtin code -2");
+    tb_release(&m);
+}
+
 static void test_corrupted_files_are_safe(void **state)
 {
     (void)state;
@@ -582,6 +765,9 @@ int main(void)
         cmocka_unit_test(test_schema_version_and_subgraph),
         cmocka_unit_test(test_offline_plan_format),
         cmocka_unit_test(test_pad_rules),
+        cmocka_unit_test(test_slice_rules),
+        cmocka_unit_test(test_strided_slice_rules),
+        cmocka_unit_test(test_stereo_op_rules),
         cmocka_unit_test(test_corrupted_files_are_safe),
     };
     return cmocka_run_group_tests_name("engine verifier", tests, NULL, NULL);

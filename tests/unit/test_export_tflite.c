@@ -152,9 +152,11 @@ static int builtin_value(const char *name)
     static const struct {
         const char *name;
         int code;
-    } codes[] = {{"ADD", 0},   {"CONV_2D", 3},     {"DEPTHWISE_CONV_2D", 4}, {"FULLY_CONNECTED", 9},
-                 {"MUL", 18},  {"RESHAPE", 22},    {"SOFTMAX", 25},          {"PAD", 34},
-                 {"MEAN", 40}, {"HARD_SWISH", 117}};
+    } codes[] = {{"ADD", 0},          {"CONV_2D", 3},       {"DEPTHWISE_CONV_2D", 4},
+                 {"FULLY_CONNECTED", 9}, {"MUL", 18},        {"RESHAPE", 22},
+                 {"SOFTMAX", 25},      {"PAD", 34},          {"MEAN", 40},
+                 {"HARD_SWISH", 117},  {"CONCATENATION", 2}, {"RESIZE_BILINEAR", 23},
+                 {"SLICE", 65},        {"TRANSPOSE_CONV", 67}, {"LEAKY_RELU", 98}};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (!strcmp(codes[i].name, name))
             return codes[i].code;
@@ -196,19 +198,27 @@ static void check_flatc(const written *w)
         const int code = builtin_value(str(c, "builtin_code"));
         assert_int_equal((int)num(c, "deprecated_builtin_code", -1), code);
         const int version = (int)num(c, "version", 1);
-        assert_true(version == 1 || (code == 9 && version == 6));
+        /* FULLY_CONNECTED without bias 6; TRANSPOSE_CONV with bias and RESIZE_BILINEAR with
+         * half-pixel centres 3 */
+        assert_true(version == 1 || (code == 9 && version == 6) ||
+                    ((code == 67 || code == 23) && version == 3));
     }
     assert_int_equal(cJSON_GetArraySize(ops), g->n_ops);
     assert_int_equal(cJSON_GetArraySize(tensors), w->rep.n_tensors);
     /* graph tensors keep their indices and names */
     for (int t = 0; t < g->n_tensors; t++)
         assert_string_equal(str(cJSON_GetArrayItem(tensors, t), "name"), g->tensors[t].name);
-    assert_int_equal(
-        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sg, "inputs"), 0)->valueint, g->input);
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sg, "outputs")), 1);
-    assert_int_equal(
-        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(sg, "outputs"), 0)->valueint,
-        g->output);
+    const int n_in = g->n_inputs ? g->n_inputs : 1, n_out = g->n_inputs ? g->n_outputs : 1;
+    const cJSON *sg_in = cJSON_GetObjectItemCaseSensitive(sg, "inputs");
+    const cJSON *sg_out = cJSON_GetObjectItemCaseSensitive(sg, "outputs");
+    assert_int_equal(cJSON_GetArraySize(sg_in), n_in);
+    assert_int_equal(cJSON_GetArraySize(sg_out), n_out);
+    for (int k = 0; k < n_in; k++)
+        assert_int_equal(cJSON_GetArrayItem(sg_in, k)->valueint,
+                         g->n_inputs ? g->inputs[k] : g->input);
+    for (int k = 0; k < n_out; k++)
+        assert_int_equal(cJSON_GetArrayItem(sg_out, k)->valueint,
+                         g->n_inputs ? g->outputs[k] : g->output);
     /* buffer 0 is the empty sentinel */
     assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(bufs, 0), "data"));
     /* operators and their options */
@@ -223,7 +233,7 @@ static void check_flatc(const written *w)
         assert_int_equal(
             cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "outputs"), 0)->valueint,
             op->out);
-        assert_int_equal(cJSON_GetArrayItem(in, 0)->valueint, op->in0);
+        assert_int_equal(cJSON_GetArrayItem(in, op->kind == XG_TCONV ? 2 : 0)->valueint, op->in0);
         switch (op->kind) {
         case XG_CONV:
         case XG_DWCONV:
@@ -270,6 +280,47 @@ static void check_flatc(const written *w)
             assert_string_equal(type, "SoftmaxOptions");
             assert_true(num(opt, "beta", 0.0) == 1.0);
             break;
+        case XG_TCONV:
+            assert_string_equal(name, "TRANSPOSE_CONV");
+            assert_string_equal(type, "TransposeConvOptions");
+            assert_int_equal(cJSON_GetArraySize(in), op->bias ? 4 : 3);
+            assert_int_equal((int)num(code, "version", 1), op->bias ? 3 : 1);
+            assert_int_equal((int)num(opt, "stride_w", 0), op->stride);
+            assert_int_equal((int)num(opt, "stride_h", 0), op->stride);
+            assert_string_equal(
+                cJSON_GetObjectItemCaseSensitive(opt, "padding") ? str(opt, "padding") : "SAME",
+                op->same ? "SAME" : "VALID");
+            break;
+        case XG_CONCAT:
+            assert_string_equal(name, "CONCATENATION");
+            assert_string_equal(type, "ConcatenationOptions");
+            assert_int_equal((int)num(opt, "axis", 0), 3);
+            assert_int_equal(cJSON_GetArraySize(in), op->n_ins);
+            for (int k = 0; k < op->n_ins; k++)
+                assert_int_equal(cJSON_GetArrayItem(in, k)->valueint, op->ins[k]);
+            break;
+        case XG_LEAKY_RELU:
+            assert_string_equal(name, "LEAKY_RELU");
+            assert_string_equal(type, "LeakyReluOptions");
+            assert_true((float)num(opt, "alpha", 0.0) == op->alpha);
+            break;
+        case XG_MEAN_C:
+            assert_string_equal(name, "MEAN");
+            assert_string_equal(type, "ReducerOptions");
+            assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opt, "keep_dims")));
+            break;
+        case XG_SLICE:
+            assert_string_equal(name, "SLICE");
+            assert_string_equal(type, "SliceOptions");
+            assert_int_equal(cJSON_GetArraySize(in), 3);
+            break;
+        case XG_RESIZE:
+            assert_string_equal(name, "RESIZE_BILINEAR");
+            assert_string_equal(type, "ResizeBilinearOptions");
+            assert_int_equal((int)num(code, "version", 1), 3);
+            assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(opt, "half_pixel_centers")));
+            assert_null(cJSON_GetObjectItemCaseSensitive(opt, "align_corners"));
+            break;
         }
     }
     /* metadata */
@@ -297,6 +348,25 @@ static void test_flatc_reads_written_models(void **state)
         check_flatc(&w);
         written_free(&w);
         assert_true(i < 40);
+    }
+}
+
+static void test_flatc_reads_stereo_models(void **state)
+{
+    (void)state;
+    if (!have_flatc())
+        return;
+    manta_rng rng;
+    manta_rng_seed(&rng, 202, 1);
+    for (int i = 0; i < 4; i++) {
+        written w;
+        manta_err err;
+        memset(&w, 0, sizeof w);
+        if (xgr_stereo(&w.g, &rng, NULL, &err) != MANTA_OK)
+            fail_msg("xgr_stereo: %s", err.msg);
+        write_graph(&w);
+        check_flatc(&w);
+        written_free(&w);
     }
 }
 
@@ -561,6 +631,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_flatc_reads_written_models),
+        cmocka_unit_test(test_flatc_reads_stereo_models),
         cmocka_unit_test(test_constants_aligned_and_named),
         cmocka_unit_test(test_offline_plan_is_the_engine_plan),
         cmocka_unit_test(test_metadata_round_trip),

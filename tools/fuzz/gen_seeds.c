@@ -1,23 +1,29 @@
 /* Seed corpus for the engine fuzzer: small exported-style models (random
- * networks using every export op, and the colour classifier), written with
- * the .tflite writer. Usage: gen_seeds DIR [COUNT] */
+ * networks using every export op, the colour classifier, and small stereo
+ * networks with the correlation pattern, two inputs and two outputs), written
+ * with the .tflite writer. Usage: gen_seeds DIR [COUNT] */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common/xgrand.h"
 #include "export/tflite.h"
 
+static int write_path(const xgraph *g, const char *path, manta_err *err)
+{
+    manta_status st = tflite_write_file(g, path, NULL, NULL, err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "gen_seeds: %s: %s\n", path, manta_err_msg(err, st));
+        return 1;
+    }
+    return 0;
+}
+
 static int write_one(const xgraph *g, const char *dir, int i)
 {
     char path[4096];
     manta_err err;
     snprintf(path, sizeof path, "%s/seed-%02d.tflite", dir, i);
-    manta_status st = tflite_write_file(g, path, NULL, NULL, &err);
-    if (st != MANTA_OK) {
-        fprintf(stderr, "gen_seeds: %s: %s\n", path, manta_err_msg(&err, st));
-        return 1;
-    }
-    return 0;
+    return write_path(g, path, &err);
 }
 
 int main(int argc, char **argv)
@@ -45,6 +51,19 @@ int main(int argc, char **argv)
     }
     if (!bad && xgr_color_classifier(&g, 4, &err) == MANTA_OK) {
         bad = write_one(&g, argv[1], count);
+        xgraph_free(&g);
+    }
+    /* stereo: small views, a few displacements (seeds the correlation pattern and the
+     * fused kernel; the classification seeds above keep their bytes) */
+    for (int i = 0; i < 3 && !bad; i++) {
+        char path[4096];
+        const xgr_stereo_opts o = {4 + 2 * i, 6 + 2 * i, 2 + i, 2 + i, 1 + i % 2};
+        if (xgr_stereo(&g, &rng, &o, &err) != MANTA_OK) {
+            fprintf(stderr, "gen_seeds: %s\n", err.msg);
+            return 1;
+        }
+        snprintf(path, sizeof path, "%s/seed-stereo-%d.tflite", argv[1], i);
+        bad = write_path(&g, path, &err);
         xgraph_free(&g);
     }
     return bad;

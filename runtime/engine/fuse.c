@@ -1,0 +1,121 @@
+/* Recognising the correlation pattern (see fuse.h). */
+#include "engine/fuse.h"
+
+/* Bind and prepare operator @p q into @p node; its builtin in *builtin. 0 on any failure. */
+static int prep(fbr *r, const mengine_model *m, uint32_t q, int32_t builtin, mop_ctx *c,
+                mnode *node)
+{
+    return q < m->n_ops && me_op_bind(r, m, q, c) == MENGINE_OK && c->builtin == builtin &&
+           me_op_prepare(c, node) == MENGINE_OK;
+}
+
+static int32_t in_at(const fbr *r, const mop_ctx *c, uint32_t i)
+{
+    return i < c->inputs.n ? fb_vec_i32(r, &c->inputs, i) : -1;
+}
+
+/* Dims of tensor @p t (rank 4 required). */
+static int dims4_of(fbr *r, const mengine_model *m, int32_t t, int32_t d[4])
+{
+    mtensor_info ti;
+    if (t < 0 || me_model_tensor(r, m, (uint32_t)t, &ti) != MENGINE_OK || ti.rank != 4)
+        return 0;
+    for (int i = 0; i < 4; i++)
+        d[i] = ti.dims[i];
+    return 1;
+}
+
+static int same4(const int32_t *a, const int32_t *b)
+{
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+int me_fuse_correlation(const mengine_model *m, const void *work, uint32_t first, uint32_t *last,
+                        mnode *node)
+{
+    mdiag quiet = {0, 0};
+    fbr r;
+    mop_ctx c;
+    mnode tmp;
+    int32_t rd[4], td[4], ld[4], sd[4], dd[4], od[4];
+    me_fbr_for_model(&r, m, &quiet);
+    /* PAD: along W only */
+    if (!prep(&r, m, first, MENGINE_OP_PAD, &c, &tmp))
+        return 0;
+    const int32_t R = in_at(&r, &c, 0), T = (int32_t)tmp.output;
+    const int32_t P = tmp.p.pad.before[2];
+    if (!dims4_of(&r, m, R, rd) || !dims4_of(&r, m, T, td) || tmp.p.pad.before[0] ||
+        tmp.p.pad.before[1] || tmp.p.pad.before[3] || td[0] != rd[0] || td[1] != rd[1] ||
+        td[3] != rd[3])
+        return 0;
+    int32_t L = -1, b0 = 0, step = 0;
+    uint32_t k = 0, q = first + 1;
+    for (;; k++, q += 3) {
+        if (q >= m->n_ops || me_op_bind(&r, m, q, &c) != MENGINE_OK)
+            return 0;
+        if (c.builtin == MENGINE_OP_CONCATENATION)
+            break;
+        /* SLICE of T at (0, 0, b_k, 0), strides 1, the whole of N, H and C */
+        if ((c.builtin != MENGINE_OP_SLICE && c.builtin != MENGINE_OP_STRIDED_SLICE) ||
+            me_op_prepare(&c, &tmp) != MENGINE_OK || in_at(&r, &c, 0) != T)
+            return 0;
+        const int32_t S = (int32_t)tmp.output, b = tmp.p.slice.begin[2];
+        if (!dims4_of(&r, m, S, sd) || tmp.p.slice.begin[0] || tmp.p.slice.begin[1] ||
+            tmp.p.slice.begin[3] || sd[0] != td[0] || sd[1] != td[1] || sd[3] != td[3])
+            return 0;
+        for (int i = 0; i < 4; i++)
+            if (tmp.p.slice.stride[i] != 1)
+                return 0;
+        if (k == 0)
+            b0 = b;
+        else if (k == 1)
+            step = b - b0;
+        else if ((int64_t)b != (int64_t)b0 + (int64_t)k * step)
+            return 0;
+        /* MUL of L and S_k, no activation */
+        if (!prep(&r, m, q + 1, MENGINE_OP_MUL, &c, &tmp) || tmp.p.misc.act != MK_ACT_NONE)
+            return 0;
+        const int32_t a0 = in_at(&r, &c, 0), a1 = in_at(&r, &c, 1), M = (int32_t)tmp.output;
+        const int32_t other = a0 == S ? a1 : a1 == S ? a0 : -1;
+        if (other < 0 || other == S || (k > 0 && other != L))
+            return 0;
+        L = other;
+        if (k == 0 && (!dims4_of(&r, m, L, ld) || !same4(ld, sd)))
+            return 0;
+        if (k > 0 && !same4(ld, sd))
+            return 0;
+        /* MEAN of M_k over the channels, dims kept */
+        if (!prep(&r, m, q + 2, MENGINE_OP_MEAN, &c, &tmp) || tmp.p.misc.axis != 3 ||
+            in_at(&r, &c, 0) != M || !dims4_of(&r, m, (int32_t)tmp.output, dd))
+            return 0;
+    }
+    /* CONCATENATION of E_0 .. E_{D-1} along the channels */
+    const uint32_t D = k;
+    if (D == 0 || me_op_prepare(&c, &tmp) != MENGINE_OK || tmp.p.misc.act != MK_ACT_NONE ||
+        tmp.p.misc.axis != 3 || c.inputs.n != D || !dims4_of(&r, m, (int32_t)tmp.output, od) ||
+        od[0] != ld[0] || od[1] != ld[1] || od[2] != ld[2] || od[3] != (int32_t)D)
+        return 0;
+    for (uint32_t i = 0; i < D; i++) {
+        fb_table t;
+        fb_vec ins, outs;
+        if (me_model_operator(&r, m, first + 3 + 3 * i, &t, &ins, &outs) != MENGINE_OK ||
+            outs.n != 1 || fb_vec_i32(&r, &outs, 0) != in_at(&r, &c, i))
+            return 0;
+    }
+    /* The intermediates stay inside the pattern; L comes from before it. */
+    for (uint32_t i = first; i < q; i++) {
+        fb_table t;
+        fb_vec ins, outs;
+        if (me_model_operator(&r, m, i, &t, &ins, &outs) != MENGINE_OK || outs.n != 1 ||
+            !me_plan_local(work, (uint32_t)fb_vec_i32(&r, &outs, 0), q))
+            return 0;
+    }
+    if (me_plan_written_after(work, (uint32_t)L, first))
+        return 0;
+    *last = q;
+    node->p.corr.left = (uint32_t)L;
+    node->p.corr.right = (uint32_t)R;
+    node->p.corr.k.offset = b0 - P;
+    node->p.corr.k.step = step;
+    return 1;
+}

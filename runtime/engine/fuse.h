@@ -1,0 +1,37 @@
+/* Fused patterns: operator sequences the engine runs as one kernel. Depends
+ * on ops.h and plan.h. Not part of the public API.
+ *
+ * The correlation of the stereo export (export/xgraph.h,
+ * xgraph_add_correlation()), operators first .. last in this order, nothing
+ * else between them:
+ *   PAD      R (N, H, WR, C) -> T, zeros along W only: P before, any after;
+ *   per displacement k = 0 .. D-1:
+ *     SLICE  T -> S_k (N, H, W, C), begin (0, 0, b_k, 0), every stride 1
+ *            (or STRIDED_SLICE with strides 1 and no shrunk axis);
+ *     MUL    L, S_k -> M_k (either order), L (N, H, W, C) the same tensor for
+ *            every k and written before the pattern, no fused activation;
+ *     MEAN   M_k over axis 3 -> E_k (N, H, W, 1), keep_dims;
+ *   CONCATENATION E_0 .. E_{D-1} along axis 3 -> out (N, H, W, D), no activation;
+ * with b_k = b_0 + k * step, and T, S_k, M_k, E_k read by no other operator
+ * and not model inputs or outputs. Then
+ *   out[n][y][x][k] = mean_c L[n][y][x][c] * R[n][y][x + b_0 - P + k*step][c]
+ * (0 outside R): mk_correlation_f32() with offset b_0 - P, run at the
+ * CONCATENATION; the other operators of the pattern are elided and their
+ * outputs get no memory. */
+#ifndef MANTA_ENGINE_FUSE_H
+#define MANTA_ENGINE_FUSE_H
+
+#include <stdint.h>
+
+#include "engine/plan.h"
+
+/* Whether operators @p first .. *last of the verified model @p m form the
+ * correlation pattern (@p first being a PAD); on a match, *last receives the
+ * CONCATENATION's index and @p node the fused kernel's parameters
+ * (p.corr). @p work is the planner's area after me_plan_begin(), read for the
+ * tensors' readers. Runs the pattern's operators' prepare into a temporary
+ * node; writes no message. */
+int me_fuse_correlation(const mengine_model *m, const void *work, uint32_t first, uint32_t *last,
+                        mnode *node);
+
+#endif
