@@ -1,98 +1,17 @@
 #include "classify/extract.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "elastic/extract.h"
 #include "export/mbv3_graph.h"
 #include "classify/supernet_internal.h"
 
 /* The weight source of an extraction: host copies of the parameters and statistics. */
 typedef struct ctx {
     const ofa_supernet *n;
-    const float *p, *st;
+    ofa_host_values v;
 } ctx;
-
-/* Channel o's BN scale (gamma / sqrt(var + eps)) and shift (beta - mean * scale). */
-static void bn_fold(const ctx *c, const ofa_bn *b, int o, float *scale, float *shift)
-{
-    float s = c->p[b->gamma + (size_t)o] / sqrtf(c->st[b->rvar + (size_t)o] + OFA_BN_EPS);
-    *scale = s;
-    *shift = c->p[b->beta + (size_t)o] - c->st[b->rmean + (size_t)o] * s;
-}
-
-/* A dense convolution from weights at `w_off` (NCHW [o][i][ky][kx], rows of stride `ld`),
- * scaled by the request's input scale, with batch norm `bn` folded in. */
-static void conv_from(const ctx *c, const mbv3_request *r, size_t w_off, size_t ld,
-                      const ofa_bn *bn)
-{
-    const int k = r->k, cin = r->cin;
-    for (int o = 0; o < r->cout; o++) {
-        float scale, shift;
-        bn_fold(c, bn, o, &scale, &shift);
-        for (int i = 0; i < cin; i++)
-            for (int ky = 0; ky < k; ky++)
-                for (int kx = 0; kx < k; kx++)
-                    r->weights[(((size_t)o * k + ky) * k + kx) * cin + i] =
-                        c->p[w_off + (size_t)o * ld + ((size_t)i * k + ky) * k + kx] * scale *
-                        r->in_scale;
-        r->bias[o] = shift;
-    }
-}
-
-/* A depthwise convolution from host weights `w` (C, k, k) with batch norm `bn` folded in. */
-static void dwconv_from(const ctx *c, const mbv3_request *r, const float *w, const ofa_bn *bn)
-{
-    const int k = r->k, ch = r->cout;
-    for (int i = 0; i < ch; i++) {
-        float scale, shift;
-        bn_fold(c, bn, i, &scale, &shift);
-        for (int t = 0; t < k * k; t++)
-            r->weights[(size_t)t * ch + i] = w[(size_t)i * k * k + t] * scale;
-        r->bias[i] = shift;
-    }
-}
-
-/* A squeeze-and-excite 1x1 from weights `w` (rows of stride `ld`) and bias `b`. */
-static void se_from(const ctx *c, const mbv3_request *r, size_t w, size_t ld, size_t b)
-{
-    for (int o = 0; o < r->cout; o++) {
-        for (int i = 0; i < r->cin; i++)
-            r->weights[(size_t)o * r->cin + i] = c->p[w + (size_t)o * ld + (size_t)i];
-        r->bias[o] = c->p[b + (size_t)o];
-    }
-}
-
-/* The active depthwise kernel of a slot: the stored largest one, or its
- * transformed centre (OFA's chain K -> ... -> k), for `ch` channels. */
-static float *active_kernel(const ctx *c, const ofa_mbconv *p, int ki, int ch)
-{
-    const int kmax = p->ks[p->n_ks - 1];
-    float *cur = malloc((size_t)ch * kmax * kmax * sizeof *cur);
-    if (!cur)
-        return NULL;
-    memcpy(cur, c->p + p->dw_w, (size_t)ch * kmax * kmax * sizeof *cur);
-    for (int i = p->n_ks - 2; i >= ki; i--) {
-        const int big = p->ks[i + 1], k = p->ks[i], kk = k * k, off = big / 2 - k / 2;
-        const float *m = c->p + p->kmat[i];
-        float *next = malloc((size_t)ch * kk * sizeof *next);
-        if (!next) {
-            free(cur);
-            return NULL;
-        }
-        for (int q = 0; q < ch; q++)
-            for (int a = 0; a < kk; a++) {
-                float sum = 0;
-                for (int b = 0; b < kk; b++)
-                    sum += cur[(size_t)q * big * big + (size_t)(off + b / k) * big + off + b % k] *
-                           m[a * kk + b];
-                next[(size_t)q * kk + a] = sum;
-            }
-        free(cur);
-        cur = next;
-    }
-    return cur;
-}
 
 /* The active configuration of slot `idx`, or NULL when the slot is not active. */
 static const slot_a *active_slot(const ofa_supernet *n, int idx)
@@ -144,41 +63,17 @@ static manta_status fill_block(const ctx *c, const mbv3_request *r, manta_err *e
     const ofa_supernet *n = c->n;
     const mbv3_layer *l = r->layer;
     if (l->slot < 0 && r->part == MBV3_DW) {
-        dwconv_from(c, r, c->p + n->first_dw, &n->first_dbn);
+        ofa_fill_dwconv_bn(&c->v, r, c->v.p + n->first_dw, &n->first_dbn);
         return MANTA_OK;
     }
     if (l->slot < 0 && r->part == MBV3_PROJECT) {
-        conv_from(c, r, n->first_p, (size_t)n->s.stem_width, &n->first_pbn);
+        ofa_fill_conv_bn(&c->v, r, n->first_p, (size_t)n->s.stem_width, &n->first_pbn);
         return MANTA_OK;
     }
-    const ofa_mbconv *p = l->slot >= 0 ? &n->slot[l->slot] : NULL;
-    switch (p ? r->part : MBV3_FC) {
-    case MBV3_EXPAND:
-        conv_from(c, r, p->e_w, (size_t)p->in_c, &p->e_bn);
-        return MANTA_OK;
-    case MBV3_DW: {
-        float *kw = active_kernel(c, p, active_slot(n, l->slot)->c.ki, r->cout);
-        if (!kw)
-            return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
-        dwconv_from(c, r, kw, &p->d_bn);
-        free(kw);
-        return MANTA_OK;
-    }
-    case MBV3_SE_REDUCE:
-        se_from(c, r, p->se_r_w, (size_t)p->mid_max, p->se_r_b);
-        return MANTA_OK;
-    case MBV3_SE_EXPAND:
-        se_from(c, r, p->se_e_w, (size_t)p->se_max, p->se_e_b);
-        return MANTA_OK;
-    case MBV3_PROJECT:
-        conv_from(c, r, p->p_w, (size_t)p->mid_max, &p->p_bn);
-        return MANTA_OK;
-    case MBV3_CONV:
-    case MBV3_FC:
-        break;
-    }
-    return manta_err_set(err, MANTA_ERR_INTERNAL, "export: block %s has no operator %d", l->where,
-                         (int)r->part);
+    if (l->slot < 0)
+        return manta_err_set(err, MANTA_ERR_INTERNAL, "export: block %s has no operator %d",
+                             l->where, (int)r->part);
+    return ofa_mbconv_fill(&c->v, &n->slot[l->slot], active_slot(n, l->slot)->c.ki, r, err);
 }
 
 /* The weight source: each operator's values from the supernet's parameters, batch norm
@@ -194,20 +89,20 @@ static manta_status fill(void *vc, const mbv3_request *r, manta_err *err)
                              "export: layer %s is not the supernet's active sub-network", l->where);
     switch (l->type) {
     case MBV3_STEM:
-        conv_from(c, r, n->stem_w, (size_t)s->in_channels * s->stem_kernel * s->stem_kernel,
-                  &n->stem_bn);
+        ofa_fill_conv_bn(&c->v, r, n->stem_w,
+                         (size_t)s->in_channels * s->stem_kernel * s->stem_kernel, &n->stem_bn);
         return MANTA_OK;
     case MBV3_BLOCK:
         return fill_block(c, r, err);
     case MBV3_HEAD:
-        conv_from(c, r, n->head_w, (size_t)n->last_c, &n->head_bn);
+        ofa_fill_conv_bn(&c->v, r, n->head_w, (size_t)n->last_c, &n->head_bn);
         return MANTA_OK;
     case MBV3_MIX:
-        memcpy(r->weights, c->p + n->mix_w, r->n_weights * sizeof *r->weights);
+        memcpy(r->weights, c->v.p + n->mix_w, r->n_weights * sizeof *r->weights);
         return MANTA_OK;
     case MBV3_CLASSIFIER:
-        memcpy(r->weights, c->p + n->cls_w, r->n_weights * sizeof *r->weights);
-        memcpy(r->bias, c->p + n->cls_b, r->n_bias * sizeof *r->bias);
+        memcpy(r->weights, c->v.p + n->cls_w, r->n_weights * sizeof *r->weights);
+        memcpy(r->bias, c->v.p + n->cls_b, r->n_bias * sizeof *r->bias);
         return MANTA_OK;
     case MBV3_POOL:
         break;
@@ -232,7 +127,7 @@ manta_status ofa_supernet_extract(ofa_supernet *n, const xg_preprocess *pre, xgr
     if (rc == MANTA_OK && (rc = mcl_read(d, sv, st, n->n_state)) != MANTA_OK)
         manta_err_set(err, rc, "%s", mcl_err(d)->msg);
     if (rc == MANTA_OK) {
-        ctx c = {n, p, st};
+        ctx c = {n, {p, st}};
         const mbv3_source src = {fill, &c};
         rc = mbv3_arch_graph(&n->s, &n->arch, pre, &src, out, NULL, NULL, err);
     }

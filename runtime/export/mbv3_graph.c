@@ -162,51 +162,59 @@ static int values(bctx *c, const mbv3_layer *l, mbv3_part part, xg_op *op, int k
     return -1;
 }
 
-/* The op with its activation fused when TensorFlow Lite can, else HARD_SWISH after it. */
+/* The op with its activation fused when TensorFlow Lite can, else HARD_SWISH or LEAKY_RELU
+ * (slope NN_ACT_LEAKY_SLOPE) after it. */
 static int emit(bctx *c, xg_op *op, nn_act act, int h, int w, int ch, const char *name)
 {
     const int shape[4] = {1, h, w, ch};
     op->act = act == NN_ACT_RELU ? XG_ACT_RELU : XG_ACT_NONE;
     int t = add(c, op, 4, shape, name);
-    if (t < 0 || act != NN_ACT_HSWISH)
+    if (t < 0 || (act != NN_ACT_HSWISH && act != NN_ACT_LEAKY_RELU))
         return t;
     char nm[XG_NAME_MAX];
+    if (act == NN_ACT_LEAKY_RELU) {
+        snprintf(nm, sizeof nm, "%.38s.leaky", name);
+        xg_op lr = {.kind = XG_LEAKY_RELU, .in0 = t, .in1 = -1, .alpha = NN_ACT_LEAKY_SLOPE};
+        return add(c, &lr, 4, shape, nm);
+    }
     snprintf(nm, sizeof nm, "%.38s.hswish", name);
     return simple(c, XG_HSWISH, t, -1, 4, shape, nm);
 }
 
-/* Padding of a k x k, stride-s layer on an h x h input: SAME where it equals the training
- * padding (k/2 each side), else an explicit PAD op. Returns the (possibly padded) input
- * tensor and sets *same. */
-static int pad_for(bctx *c, int in, int h, int ch, int k, int stride, bool *same, const char *name)
+/* Padding of a k x k, stride-s layer on an h x w input: SAME where it equals the training
+ * padding (k/2 each side: stride 1, 1x1, or both sides odd), else an explicit PAD op of k/2
+ * on every side. Returns the (possibly padded) input tensor and sets *same. */
+static int pad_for(bctx *c, int in, int h, int w, int ch, int k, int stride, bool *same,
+                   const char *name)
 {
-    *same = stride == 1 || h % 2 == 1 || k == 1;
+    *same = stride == 1 || (h % 2 == 1 && w % 2 == 1) || k == 1;
     if (*same)
         return in;
     char nm[XG_NAME_MAX];
     snprintf(nm, sizeof nm, "%.40s.pad", name);
     xg_op pad = {.kind = XG_PAD, .in0 = in, .in1 = -1, .pad = {k / 2, k / 2, k / 2, k / 2}};
-    const int shape[4] = {1, h + 2 * (k / 2), h + 2 * (k / 2), ch};
+    const int shape[4] = {1, h + 2 * (k / 2), w + 2 * (k / 2), ch};
     return add(c, &pad, 4, shape, nm);
 }
 
 /* Output size of a convolution with padding k/2. */
 static int out_size(int in, int k, int stride) { return (in + 2 * (k / 2) - k) / stride + 1; }
 
-/* A dense (XG_CONV) or depthwise (XG_DWCONV) k x k convolution with bias, then `act`. */
+/* A dense (XG_CONV) or depthwise (XG_DWCONV) k x k convolution with bias on an h x w input,
+ * then `act`. */
 static int conv(bctx *c, const mbv3_layer *l, mbv3_part part, xg_kind kind, int in, int h,
-                int cin, int cout, int k, int stride, float in_scale, nn_act act, const char *name)
+                int w, int cin, int cout, int k, int stride, float in_scale, nn_act act,
+                const char *name)
 {
     bool same;
-    int x = pad_for(c, in, h, cin, k, stride, &same, name);
+    int x = pad_for(c, in, h, w, cin, k, stride, &same, name);
     if (x < 0)
         return -1;
     xg_op op = {.kind = kind, .in0 = x, .in1 = -1, .kh = k, .kw = k, .stride = stride,
                 .same = same};
     if (values(c, l, part, &op, k, cin, cout, true, in_scale) < 0)
         return -1;
-    const int ho = out_size(h, k, stride);
-    return emit(c, &op, act, ho, ho, cout, name);
+    return emit(c, &op, act, out_size(h, k, stride), out_size(w, k, stride), cout, name);
 }
 
 /* Squeeze-and-excite reduce or expand: 1x1 on (1, 1, 1, cin) with bias (+ bias_add). */
@@ -241,13 +249,14 @@ static int block(bctx *c, const mbv3_layer *l, int x)
     int t = x;
     if (l->has_expand) {
         snprintf(nm, sizeof nm, "%.30s.expand", w);
-        t = conv(c, l, MBV3_EXPAND, XG_CONV, x, l->in_h, l->in_c, l->mid, 1, 1, 1.0f, l->act, nm);
+        t = conv(c, l, MBV3_EXPAND, XG_CONV, x, l->in_h, l->in_w, l->in_c, l->mid, 1, 1, 1.0f,
+                 l->act, nm);
         if (t < 0)
             return -1;
     }
     snprintf(nm, sizeof nm, "%.30s.dw", w);
-    t = conv(c, l, MBV3_DW, XG_DWCONV, t, l->in_h, l->mid, l->mid, l->kernel, l->stride, 1.0f,
-             l->act, nm);
+    t = conv(c, l, MBV3_DW, XG_DWCONV, t, l->in_h, l->in_w, l->mid, l->mid, l->kernel, l->stride,
+             1.0f, l->act, nm);
     if (t < 0)
         return -1;
     float proj_scale = 1.0f;
@@ -269,8 +278,8 @@ static int block(bctx *c, const mbv3_layer *l, int x)
         proj_scale = 1.0f / 6.0f; /* h_sigmoid's division, moved into the projection */
     }
     snprintf(nm, sizeof nm, "%.30s.project", w);
-    t = conv(c, l, MBV3_PROJECT, XG_CONV, t, l->out_h, l->mid, l->out_c, 1, 1, proj_scale,
-             NN_ACT_NONE, nm);
+    t = conv(c, l, MBV3_PROJECT, XG_CONV, t, l->out_h, l->out_w, l->mid, l->out_c, 1, 1,
+             proj_scale, NN_ACT_NONE, nm);
     if (t < 0 || !l->idskip)
         return t;
     snprintf(nm, sizeof nm, "%.30s.add", w);
@@ -298,12 +307,12 @@ int mbv3_graph_layer(xgraph *g, const mbv3_layer *l, int x, const mbv3_source *s
                -1;
     switch (l->type) {
     case MBV3_STEM:
-        return conv(&c, l, MBV3_CONV, XG_CONV, x, l->in_h, l->in_c, l->out_c, l->kernel, l->stride,
-                    1.0f, l->act, "stem");
+        return conv(&c, l, MBV3_CONV, XG_CONV, x, l->in_h, l->in_w, l->in_c, l->out_c, l->kernel,
+                    l->stride, 1.0f, l->act, "stem");
     case MBV3_BLOCK:
         return block(&c, l, x);
     case MBV3_HEAD:
-        return conv(&c, l, MBV3_CONV, XG_CONV, x, l->in_h, l->in_c, l->out_c, 1, 1, 1.0f,
+        return conv(&c, l, MBV3_CONV, XG_CONV, x, l->in_h, l->in_w, l->in_c, l->out_c, 1, 1, 1.0f,
                     NN_ACT_HSWISH, "head.expand");
     case MBV3_POOL: {
         const int pooled[4] = {1, 1, 1, l->in_c};

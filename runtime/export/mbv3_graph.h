@@ -25,14 +25,15 @@
  * @endverbatim
  * The RESHAPE of the mix and the classifier flattens a 4-D input to (1, C)
  * and is left out when the input is already 2-D. A HARD_SWISH after an
- * operator "X" writes "X.hswish"; ReLU is fused into its operator, and so
- * is no activation.
+ * operator "X" writes "X.hswish" (a leaky ReLU, a stereo stem's, LEAKY_RELU
+ * "X.leaky"); ReLU is fused into its operator, and so is no activation.
  *
  * @par Padding
- * A KxK layer of stride 1, or of stride 2 on an odd size, or 1x1, is SAME
- * (it equals the training padding k/2). A stride-2 KxK layer on an even size
- * gets an explicit PAD "X.pad" of k/2 on every side and is VALID
- * (TensorFlow Lite's SAME would pad one pixel less before).
+ * A KxK layer of stride 1, or of stride 2 on an input whose sides are both
+ * odd, or 1x1, is SAME (it equals the training padding k/2). A stride-2 KxK
+ * layer on an input with an even side gets an explicit PAD "X.pad" of k/2
+ * on every side and is VALID (TensorFlow Lite's SAME would pad one pixel less
+ * before). Inputs may be non-square (in_h x in_w: stereo encoders).
  *
  * @par Squeeze-and-excite
  * s = h_sigmoid(z) = relu6(z + 3) / 6 is the expand layer with bias + 3

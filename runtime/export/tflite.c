@@ -108,7 +108,20 @@ static int code_index(wmodel *w, int32_t builtin, int32_t version)
     return w->n_codes++;
 }
 
-/* Add a constant tensor; returns its tensor index. */
+/* An earlier float32 constant of the same shape and values as @p c, or -1. */
+static int32_t same_const(const wmodel *w, const wconst *c)
+{
+    for (int i = 0; i < w->n_c; i++) {
+        const wconst *o = &w->c[i];
+        if (o->type == c->type && o->rank == c->rank && o->bytes == c->bytes &&
+            !memcmp(o->dims, c->dims, sizeof o->dims) && !memcmp(o->data, c->data, c->bytes))
+            return (int32_t)(w->g->n_tensors + i);
+    }
+    return -1;
+}
+
+/* Add a constant tensor (or, with g->share_weights, find an equal float32 one); returns its
+ * tensor index. */
 static int32_t add_const(wmodel *w, const char *owner, const char *what, int type, int rank,
                          const int32_t *dims, const void *data)
 {
@@ -123,6 +136,9 @@ static int32_t add_const(wmodel *w, const char *owner, const char *what, int typ
     }
     c->data = data;
     c->bytes = count * 4;
+    const int32_t shared = w->g->share_weights && type == T_FLOAT32 ? same_const(w, c) : -1;
+    if (shared >= 0)
+        return shared;
     snprintf(c->name, sizeof c->name, "%s/%s", owner, what);
     w->weights_bytes += c->bytes;
     return (int32_t)(w->g->n_tensors + w->n_c++);
@@ -347,6 +363,12 @@ static manta_status make_json(wmodel *w, manta_err *err)
     if (multi)
         ok = ok && add_indices(root, "input_tensors", g->inputs, g->n_inputs) &&
              add_indices(root, "output_tensors", g->outputs, g->n_outputs);
+    if (p->task[0])
+        ok = ok && cJSON_AddStringToObject(root, "task", p->task);
+    if (p->space[0])
+        ok = ok && cJSON_AddStringToObject(root, "space", p->space);
+    if (p->disp_scale > 0.0f)
+        ok = ok && cJSON_AddNumberToObject(root, "disparity_scale", p->disp_scale);
     else
         ok = ok && cJSON_AddNumberToObject(root, "input_tensor", g->input) &&
              cJSON_AddNumberToObject(root, "logits_tensor", g->logits) &&

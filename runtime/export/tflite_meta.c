@@ -305,6 +305,19 @@ static int labels(jp *j, tflite_meta *m)
                  label_elem, m);
 }
 
+/* A positive finite number, at most 1e6. */
+static int scale_value(jp *j, float *out)
+{
+    double v;
+    ws(j);
+    if (number(j, &v))
+        return -1;
+    if (!(v > 0.0 && v <= 1e6))
+        return fail(j, "disparity_scale: expected a number in (0, 1e6]");
+    *out = (float)v;
+    return 0;
+}
+
 /* The top-level object at j->p ('{'): the keys of tflite_meta read, the others skipped. */
 static int object(jp *j, tflite_meta *m)
 {
@@ -336,6 +349,16 @@ static int object(jp *j, tflite_meta *m)
             rc = floats(j, m->std, &m->n_std);
         else if (!strcmp(key, "labels"))
             rc = labels(j, m);
+        else if (!strcmp(key, "height"))
+            rc = int_value(j, &m->height);
+        else if (!strcmp(key, "width"))
+            rc = int_value(j, &m->width);
+        else if (!strcmp(key, "task"))
+            rc = (ws(j), string(j, m->task, sizeof m->task));
+        else if (!strcmp(key, "space"))
+            rc = (ws(j), string(j, m->space, sizeof m->space));
+        else if (!strcmp(key, "disparity_scale"))
+            rc = scale_value(j, &m->disp_scale);
         else
             rc = value(j);
         if (rc)

@@ -13,7 +13,8 @@
  *
  * Accepted: objects, arrays, strings (escapes; \\u as UTF-8, lone surrogates
  * as U+FFFD), numbers, true / false / null. Keys other than "resolution",
- * "channels", "mean", "std", "labels" and "logits_tensor" are skipped
+ * "channels", "mean", "std", "labels", "logits_tensor" and a stereo model's
+ * "height", "width", "task", "space" and "disparity_scale" are skipped
  * whatever their value.
  */
 #ifndef MANTA_EXPORT_TFLITE_META_H
@@ -40,6 +41,10 @@ typedef struct tflite_meta {
     int n_labels;      /**< entries of labels */
     char **labels;     /**< (n_labels) owned, NUL-terminated, UTF-8 */
     int logits_tensor; /**< tensor index of the logits; -1 when absent */
+    int height, width; /**< a stereo model's input size; 0 when absent */
+    char task[16];     /**< "stereo" for a stereo model; "" when absent (classification) */
+    char space[64];    /**< the search space's name; "" when absent */
+    float disp_scale;  /**< output value per pixel of disparity; 0 when absent */
 } tflite_meta;
 
 /**

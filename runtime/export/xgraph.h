@@ -99,11 +99,16 @@ typedef struct xg_op {
 
 /** How an image becomes the model's input (stored in the .tflite metadata). */
 typedef struct xg_preprocess {
-    int resolution;      /**< square input side */
+    int resolution;      /**< square input side (classification) */
     int channels;        /**< 1 or 3 */
     float mean[3], std[3]; /**< input = (pixel / 255 - mean) / std, per channel */
     int n_labels;
     char **labels;       /**< (n_labels) owned class names */
+    /** A stereo graph's: "stereo" (written as the metadata's "task"; "" writes none) */
+    char task[16];
+    char space[64];        /**< the search space's name ("" writes none) */
+    float disp_scale;      /**< output value per pixel of disparity at the input's size
+                            *  (written as "disparity_scale" when > 0) */
 } xg_preprocess;
 
 typedef struct xgraph {
@@ -121,6 +126,10 @@ typedef struct xgraph {
     char description[128];
     char arch_json[2048]; /**< the sub-network in OFA's encoding */
     xg_preprocess pre;
+    /** The writer stores float32 constants of equal shape and values once: one tensor and
+     *  one buffer that every operator having them reads (a stereo network's encoder, whose
+     *  layers run on the left and the right view with the same weights). Off: one per op. */
+    bool share_weights;
 } xgraph;
 
 /** Release everything a graph owns; the struct is zeroed. NULL is allowed. */
