@@ -439,3 +439,27 @@ manta_status stereo_infer_folder(stereo_infer *r, const stereo_set *set, long pa
     free(pred);
     return st;
 }
+
+manta_status stereo_infer_net(stereo_infer *r, int height, int width, stereo_net **net,
+                              manta_err *err)
+{
+    *net = NULL;
+    int ph = 0, pw = 0;
+    manta_err e = {0};
+    manta_status st = MANTA_OK;
+    if (height < 1 || width < 1 || height > STEREO_MAX_SIDE || width > STEREO_MAX_SIDE)
+        st = manta_err_set(&e, MANTA_ERR_INVALID_ARG, "a side outside [1, %d]", STEREO_MAX_SIDE);
+    else {
+        stereo_pad_size(height, width, stereo_net_space(r->src)->n_levels, &ph, &pw);
+        if (!r->net || r->ph != ph || r->pw != pw) {
+            st = make_net(r, ph, pw, &e);
+            if (st == MANTA_OK && r->recal)
+                st = recalibrate(r, height, width, &e);
+        }
+    }
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "%dx%d (padded to %dx%d): %s", width, height, pw, ph,
+                             e.msg);
+    *net = r->net;
+    return MANTA_OK;
+}

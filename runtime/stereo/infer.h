@@ -101,6 +101,17 @@ void stereo_infer_set_recal(stereo_infer *r, const stereo_source *src, long pair
  *  @p s: as many pixels as those, at least STEREO_RECAL_MIN_PAIRS, at most @p pairs. */
 long stereo_infer_recal_pairs(const stereo_space *s, long pairs, int padded_h, int padded_w);
 
+/**
+ * The runner's network for pairs of @p height x @p width, as the first such pair would make
+ * it (padded to the next multiples of 2^n_levels, batch 1, the source's parameters, batch
+ * norm re-calibrated at that size when stereo_infer_set_recal() asked for it), kept when it
+ * exists already; for an export at that size (stereo/extract.h). *net belongs to the runner:
+ * valid until a pair of another padded size runs or the runner is destroyed.
+ * @return as stereo_infer_pair() (its errors name the size).
+ */
+manta_status stereo_infer_net(stereo_infer *r, int height, int width, stereo_net **net,
+                              manta_err *err);
+
 /** Release @p r, its network and buffers (NULL is allowed); the source is not touched. */
 void stereo_infer_destroy(stereo_infer *r);
 

@@ -17,6 +17,8 @@ int cmd_eval(int argc, char **argv);
 /** manta eval of a stereo checkpoint (eval_stereo.c); cmd_eval() hands it the command. */
 int cmd_eval_stereo(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+/** manta export of a stereo checkpoint (export_stereo.c); cmd_export() hands it the command. */
+int cmd_export_stereo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_arch(int argc, char **argv);
 int cmd_profile(int argc, char **argv);

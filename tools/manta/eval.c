@@ -11,6 +11,7 @@
 #include "engine_run.h"
 #include "rundata.h"
 #include "stereo/state.h"
+#include "stereo_cmd.h"
 
 typedef struct eval_opts {
     const char *ckpt, *arch, *split, *device, *model, *data, *predictions;
@@ -253,40 +254,13 @@ out:
     return rc;
 }
 
-/* Whether the --ckpt of argv is a stereo training checkpoint. */
-static bool stereo_ckpt_arg(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        if (!strcmp(argv[i], "--ckpt") && i + 1 < argc)
-            v = argv[i + 1];
-        else if (!strncmp(argv[i], "--ckpt=", 7))
-            v = argv[i] + 7;
-        stereo_space sp;
-        stereo_meta m;
-        manta_err err = {0};
-        if (v && stereo_state_peek(v, &sp, &m, &err) == MANTA_OK)
-            return true;
-    }
-    return false;
-}
-
-/* Whether argv asks for --help (or -h) before "--". */
-static bool help_arg(int argc, char **argv)
-{
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-            return true;
-    return false;
-}
-
 int cmd_eval(int argc, char **argv)
 {
-    if (stereo_ckpt_arg(argc, argv))
+    if (stereo_cmd_ckpt_arg(argc, argv))
         return cmd_eval_stereo(argc, argv);
     eval_opts o;
     int pr = parse_args(argc, argv, &o);
-    if (pr == 0 && help_arg(argc, argv)) { /* the stereo checkpoints' options too */
+    if (pr == 0 && stereo_cmd_help_arg(argc, argv)) { /* the stereo checkpoints' options too */
         char *help[] = {argv[0], "--help", NULL};
         printf("\nA stereo checkpoint (manta train --space stereo-...) takes these options "
                "instead:\n\n");

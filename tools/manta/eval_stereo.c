@@ -14,6 +14,7 @@
 #include "data/png_io.h"
 #include "stereo/infer.h"
 #include "stereo/state.h"
+#include "stereo_cmd.h"
 
 typedef struct ev_opts {
     const char *ckpt, *arch, *data, *recal_data, *out, *device;
@@ -252,42 +253,21 @@ static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const s
                         stereo_scores *noc, ev_timing *tm, long *evaluated, manta_err *err)
 {
     /* re-calibration on the run's training data (crops of a folder's pairs, as the trainer's
-     * phase ends take them) unless --recal-data says otherwise */
-    const char *rd = o->recal_data ? o->recal_data : m->data;
-    stereo_source recal_src = {.kind = STEREO_SOURCE_SYNTH, .count = m->train_pairs};
-    stereo_synth_opts_default(&recal_src.synth, sp->crop_w, sp->crop_h, (float)sp->max_disp,
-                              m->seed);
-    stereo_set rset = {0};
-    const bool rfolder = strcmp(rd, "synthetic") != 0;
-    /* the run's photographs, where procedural pairs are made: they are made with them */
-    photo_bank photos = {0};
-    if (!rfolder || strcmp(o->data, "synthetic") == 0)
-        MANTA_TRY(stereo_state_photos(m, sp, &photos, NULL, err));
-    recal_src.synth.photos = photos.count > 0 ? &photos : NULL;
-    if (rfolder) {
-        manta_err ferr = {0};
-        if (stereo_folder_open(rd, STEREO_LAYOUT_AUTO, &rset, &ferr) != MANTA_OK) {
-            photo_bank_free(&photos);
-            return manta_err_set(err, MANTA_ERR_IO,
-                                 "re-calibration data%s: %s (--recal-data D: another folder, or "
-                                 "synthetic)",
-                                 o->recal_data ? "" : " (the run's training folder)", ferr.msg);
-        }
-        recal_src = (stereo_source){.kind = STEREO_SOURCE_FOLDER, .count = rset.count,
-                                    .set = &rset};
-    }
+     * phase ends take them) unless --recal-data says otherwise; the run's photographs also
+     * where the held-out pairs are made */
+    stereo_recal_src rs;
+    MANTA_TRY(stereo_recal_open(m, sp, o->recal_data, strcmp(o->data, "synthetic") == 0, &rs,
+                                err));
     stereo_metrics mt = {0};
     manta_status st;
     *evaluated = o->pairs;
     if (strcmp(o->data, "synthetic") != 0)
-        st = run_folder(o, d, t, sp, m, a, &recal_src, &mt, tm, evaluated, err);
+        st = run_folder(o, d, t, sp, m, a, &rs.src, &mt, tm, evaluated, err);
     else
-        st = run_synthetic(o, d, t, sp, m, a, &recal_src, photos.count > 0 ? &photos : NULL, &mt,
-                           tm, err);
+        st = run_synthetic(o, d, t, sp, m, a, &rs.src, rs.photos.count > 0 ? &rs.photos : NULL,
+                           &mt, tm, err);
     stereo_metrics_scores(&mt, all, noc);
-    if (rfolder)
-        stereo_set_free(&rset);
-    photo_bank_free(&photos);
+    stereo_recal_close(&rs);
     return st;
 }
 
@@ -355,18 +335,8 @@ int cmd_eval_stereo(int argc, char **argv)
     manta_status st = stereo_state_peek(o.ckpt, &sp, &m, &err);
     if (st == MANTA_OK)
         st = stereo_schedule_preset(&sp, m.preset, m.batch, 1, &sched, &err);
-    if (st == MANTA_OK && !strcmp(o.arch, "max"))
-        stereo_arch_max(&sp, &a);
-    else if (st == MANTA_OK && !strcmp(o.arch, "min"))
-        stereo_arch_min(&sp, &a);
-    else if (st == MANTA_OK) {
-        char *text = NULL;
-        size_t len;
-        st = manta_file_read(o.arch, 1 << 20, &text, &len, &err);
-        if (st == MANTA_OK)
-            st = stereo_arch_parse(&sp, text, &a, &err);
-        free(text);
-    }
+    if (st == MANTA_OK)
+        st = stereo_cmd_arch(&sp, o.arch, &a, &err);
     if (st != MANTA_OK) {
         fprintf(stderr, "manta eval: %s\n", err.msg);
         return 1;

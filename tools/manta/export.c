@@ -11,9 +11,12 @@
 #include "core/fileio.h"
 #include "export/tflite.h"
 #include "rundata.h"
+#include "stereo_cmd.h"
 
 int cmd_export(int argc, char **argv)
 {
+    if (stereo_cmd_ckpt_arg(argc, argv))
+        return cmd_export_stereo(argc, argv);
     const char *ckpt = NULL, *arch_arg = "max", *out = NULL, *c_dir = NULL, *device = NULL;
     long recal = 2000;
     bool json = false;
@@ -46,6 +49,12 @@ int cmd_export(int argc, char **argv)
         defs, 0, 0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
+    if (r == OPT_HELP && stereo_cmd_help_arg(argc, argv)) { /* the stereo checkpoints' too */
+        char *help[] = {argv[0], "--help", NULL};
+        printf("\nA stereo checkpoint (manta train --space stereo-...) takes these options "
+               "instead:\n\n");
+        return cmd_export_stereo(2, help);
+    }
     if (r != OPT_OK)
         return r == OPT_HELP ? 0 : 2;
     if (!ckpt || !out) {

@@ -137,8 +137,6 @@ manta_status eval_source_batch(void *ctx, long index, int r, float *images, floa
 /* What a command that takes classification checkpoints says of a stereo one. */
 static const char *stereo_instead(const char *cmd)
 {
-    if (!strcmp(cmd, "export"))
-        return "exporting a stereo sub-network is not there yet";
     if (!strcmp(cmd, "acc-dataset") || !strcmp(cmd, "acc-fit") || !strcmp(cmd, "search"))
         return "the accuracy predictor and the search cover classification so far; "
                "manta eval --ckpt scores a stereo sub-network";

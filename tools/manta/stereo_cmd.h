@@ -1,0 +1,44 @@
+/* What the commands taking a stereo checkpoint share (eval_stereo.c, export_stereo.c): the
+ * sub-network argument and the run's re-calibration pairs. */
+#ifndef MANTA_TOOLS_STEREO_CMD_H
+#define MANTA_TOOLS_STEREO_CMD_H
+
+#include <stdbool.h>
+
+#include "data/photo_bank.h"
+#include "stereo/state.h"
+
+/** Whether the --ckpt of argv is a stereo training checkpoint (the command then takes its
+ *  stereo form). */
+bool stereo_cmd_ckpt_arg(int argc, char **argv);
+/** Whether argv asks for --help (or -h) before "--". */
+bool stereo_cmd_help_arg(int argc, char **argv);
+
+/** "max", "min" or a file in OFA's encoding with "dw" into @p a. @return the reader's or the
+ *  parser's error (naming the file or the member). */
+manta_status stereo_cmd_arch(const stereo_space *sp, const char *arg, ofa_arch *a,
+                             manta_err *err);
+
+/** The pairs of a run's batch-norm re-calibration: its training data (generated pairs with
+ *  the run's photographs, or its folder), or @p recal_data's. */
+typedef struct stereo_recal_src {
+    stereo_source src; /**< what stereo_ordered_batch() and stereo_infer_set_recal() take */
+    stereo_set set;    /**< the folder's, when it is one */
+    photo_bank photos; /**< the run's photographs, when loaded (count 0: none) */
+    bool folder;
+} stereo_recal_src;
+
+/**
+ * Open the re-calibration pairs of run @p m of space @p sp: @p recal_data (NULL: the run's
+ * training data; "synthetic" or a KITTI / Middlebury folder). The run's photographs are
+ * loaded for generated pairs, and also when @p photos is true (the held-out pairs use them).
+ * @p r must stay where it is while used (its source points into it).
+ * @return the folder's or the photographs' errors, one line.
+ */
+manta_status stereo_recal_open(const stereo_meta *m, const stereo_space *sp,
+                               const char *recal_data, bool photos, stereo_recal_src *r,
+                               manta_err *err);
+/** Release what stereo_recal_open() opened (a zeroed @p r is allowed). */
+void stereo_recal_close(stereo_recal_src *r);
+
+#endif
