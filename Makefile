@@ -105,11 +105,26 @@ TOOLS_COMMON_SRC := $(wildcard tools/common/*.c)
 
 # The runtime's plain-C files manta-infer compiles in (C library only): the error record and the
 # reader of the models' preprocessing metadata (runtime/export/tflite_meta.h), the median.
-INFER_RUNTIME_SRC := runtime/core/status.c runtime/core/stats.c runtime/export/tflite_meta.c
+INFER_RUNTIME_SRC := runtime/core/status.c runtime/core/stats.c runtime/export/tflite_meta.c \
+                     runtime/data/disp_color.c
+# PNG (a stereo pair's views, the 16-bit disparity): host builds with libpng; board builds
+# without (their .mk files name no libpng for manta-infer): -DMANTA_INFER_NO_PNG
+ifeq ($(BOARD),)
+INFER_PNG ?= 1
+else
+INFER_PNG ?= 0
+endif
+ifeq ($(INFER_PNG),1)
+INFER_RUNTIME_SRC += runtime/data/png_io.c runtime/core/fileio.c
+INFER_PNG_LIBS := -lpng -lz
+else
+INFER_PNG_DEFS := -DMANTA_INFER_NO_PNG
+endif
 INFER_SRC := $(wildcard tools/manta-infer/*.c) $(TOOLS_COMMON_SRC) $(INFER_RUNTIME_SRC)
 INFER_OBJ := $(INFER_SRC:%.c=$(BUILD)/obj/%.o)
 INFER     := $(BUILD)/bin/manta-infer
 INFER_LIBS ?= -lturbojpeg -lm
+INFER_LIBS += $(INFER_PNG_LIBS)
 
 # manta-profile: the board's latency profiler. Engine, exporter, space and profile code,
 # cJSON and libm: no OpenCL, and no checkpoint container (it reads no checkpoints; zlib).
@@ -240,7 +255,7 @@ $(BUILD)/gen/version.h: FORCE
 	if cmp -s $@.$$$$.tmp $@; then rm -f $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
 $(BUILD)/obj/tools/manta/version.o $(BUILD)/obj/tools/common/provenance.o: $(BUILD)/gen/version.h
 
-$(INFER_OBJ): CPPFLAGS := -Iruntime -Itools -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L
+$(INFER_OBJ): CPPFLAGS := -Iruntime -Itools -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L $(INFER_PNG_DEFS)
 $(MANTA_OBJ) $(PROFILE_OBJ) $(REPORT_OBJ): CPPFLAGS += -Itools
 $(BUILD)/obj/tools/manta-infer/main.o: $(BUILD)/gen/engine_size.h
 $(INFER): $(INFER_OBJ) $(ENGINE_LIB)

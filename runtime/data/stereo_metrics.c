@@ -3,6 +3,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "data/disp_color.h"
+
 static void add_pixel(stereo_err_sums *s, double err, double gt)
 {
     s->abs_err += err;
@@ -79,31 +81,14 @@ manta_status stereo_disp_downsample(const float *disp, const uint8_t *mask, int 
 }
 
 /* The colour of t in [0, 1] on a piecewise-linear map through the stops. */
-static void ramp(double t, const uint8_t (*stops)[3], int n, uint8_t *rgb)
-{
-    t = t < 0.0 ? 0.0 : t > 1.0 ? 1.0 : t;
-    double p = t * (n - 1);
-    int i = (int)p < n - 1 ? (int)p : n - 2;
-    double f = p - i;
-    for (int c = 0; c < 3; c++)
-        rgb[c] = (uint8_t)lround(stops[i][c] + f * (stops[i + 1][c] - stops[i][c]));
-}
-
 void stereo_disp_colorize(const float *disp, const uint8_t *mask, int height, int width,
                           float max_disp, uint8_t *rgb)
 {
-    static const uint8_t stops[][3] = {{0, 0, 128},   {0, 64, 255}, {0, 200, 255}, {64, 255, 128},
-                                       {255, 230, 0}, {255, 80, 0}, {128, 0, 0}};
-    const int n = (int)(sizeof stops / sizeof stops[0]);
     size_t count = (size_t)height * (size_t)width;
-    for (size_t i = 0; i < count; i++) {
-        uint8_t *o = rgb + 3 * i;
-        if (!isfinite(disp[i]) || (mask && !(mask[i] & STEREO_VALID))) {
-            memset(o, 0, 3);
-            continue;
-        }
-        ramp(max_disp > 0.0f ? disp[i] / max_disp : 0.0, stops, n, o);
-    }
+    disp_colorize(disp, count, max_disp, rgb);
+    for (size_t i = 0; mask && i < count; i++)
+        if (!(mask[i] & STEREO_VALID))
+            memset(rgb + 3 * i, 0, 3);
 }
 
 void stereo_error_colorize(const float *pred, const stereo_pair *gt, uint8_t *rgb)

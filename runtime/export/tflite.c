@@ -369,6 +369,8 @@ static manta_status make_json(wmodel *w, manta_err *err)
         ok = ok && cJSON_AddStringToObject(root, "space", p->space);
     if (p->disp_scale > 0.0f)
         ok = ok && cJSON_AddNumberToObject(root, "disparity_scale", p->disp_scale);
+    if (p->max_disp > 0.0f)
+        ok = ok && cJSON_AddNumberToObject(root, "max_disp", p->max_disp);
     else
         ok = ok && cJSON_AddNumberToObject(root, "input_tensor", g->input) &&
              cJSON_AddNumberToObject(root, "logits_tensor", g->logits) &&

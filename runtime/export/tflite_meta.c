@@ -313,7 +313,7 @@ static int scale_value(jp *j, float *out)
     if (number(j, &v))
         return -1;
     if (!(v > 0.0 && v <= 1e6))
-        return fail(j, "disparity_scale: expected a number in (0, 1e6]");
+        return fail(j, "disparity_scale, max_disp: expected a number in (0, 1e6]");
     *out = (float)v;
     return 0;
 }
@@ -359,6 +359,8 @@ static int object(jp *j, tflite_meta *m)
             rc = (ws(j), string(j, m->space, sizeof m->space));
         else if (!strcmp(key, "disparity_scale"))
             rc = scale_value(j, &m->disp_scale);
+        else if (!strcmp(key, "max_disp"))
+            rc = scale_value(j, &m->max_disp);
         else
             rc = value(j);
         if (rc)

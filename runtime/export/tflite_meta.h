@@ -14,8 +14,8 @@
  * Accepted: objects, arrays, strings (escapes; \\u as UTF-8, lone surrogates
  * as U+FFFD), numbers, true / false / null. Keys other than "resolution",
  * "channels", "mean", "std", "labels", "logits_tensor" and a stereo model's
- * "height", "width", "task", "space" and "disparity_scale" are skipped
- * whatever their value.
+ * "height", "width", "task", "space", "disparity_scale" and "max_disp" are
+ * skipped whatever their value.
  */
 #ifndef MANTA_EXPORT_TFLITE_META_H
 #define MANTA_EXPORT_TFLITE_META_H
@@ -45,6 +45,7 @@ typedef struct tflite_meta {
     char task[16];     /**< "stereo" for a stereo model; "" when absent (classification) */
     char space[64];    /**< the search space's name; "" when absent */
     float disp_scale;  /**< output value per pixel of disparity; 0 when absent */
+    float max_disp;    /**< a stereo model's largest disparity, input pixels; 0 when absent */
 } tflite_meta;
 
 /**

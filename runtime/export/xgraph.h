@@ -109,6 +109,8 @@ typedef struct xg_preprocess {
     char space[64];        /**< the search space's name ("" writes none) */
     float disp_scale;      /**< output value per pixel of disparity at the input's size
                             *  (written as "disparity_scale" when > 0) */
+    float max_disp;        /**< largest disparity the network was trained for, in pixels of
+                            *  the input (written as "max_disp" when > 0) */
 } xg_preprocess;
 
 typedef struct xgraph {

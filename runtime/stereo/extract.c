@@ -272,6 +272,7 @@ manta_status stereo_net_extract(stereo_net *n, xgraph *out, manta_err *err)
         snprintf(out->pre.task, sizeof out->pre.task, "stereo");
         snprintf(out->pre.space, sizeof out->pre.space, "%s", s->name);
         out->pre.disp_scale = 1.0f;
+        out->pre.max_disp = (float)s->max_disp;
         snprintf(out->description, sizeof out->description,
                  "manta stereo sub-network of space %s", s->name);
         ofa_arch a = n->arch;

@@ -22,7 +22,8 @@
  * output   "d0.pred" (1, H, W, 1): the finest disparity, in pixels of the input
  * @endverbatim
  * Metadata (xg_preprocess): task "stereo", the space's name, channels 3, mean 0, std 1
- * (input = pixel / 255), disparity scale 1; arch_json the sub-network with "dw".
+ * (input = pixel / 255), disparity scale 1, max_disp the space's; arch_json the sub-network
+ * with "dw".
  */
 #ifndef MANTA_STEREO_EXTRACT_H
 #define MANTA_STEREO_EXTRACT_H

@@ -117,10 +117,11 @@ static int fail(char *why, size_t cap, const char *what, const char *detail)
 
 #ifdef MANTA_INFER_NO_JPEG
 /* Built for a system without libjpeg-turbo (boards/riscv64.mk): raw input tensors only. */
-int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n, float *out,
-                    char *why, size_t why_cap)
+int image_decode_jpeg(const uint8_t *jpeg, size_t size, int channels, uint8_t **pix, int *h,
+                      int *w, char *why, size_t why_cap)
 {
-    (void)jpeg, (void)size, (void)r, (void)n, (void)out;
+    (void)jpeg, (void)size, (void)channels, (void)h, (void)w;
+    *pix = NULL;
     return fail(why, why_cap,
                 "this manta-infer is built without libjpeg-turbo (MANTA_INFER_NO_JPEG): give a raw "
                 "float32 input tensor with --raw (manta-infer MODEL IMAGE.jpg --dump-input FILE "
@@ -128,10 +129,10 @@ int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n
                 NULL);
 }
 #else
-int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n, float *out,
-                    char *why, size_t why_cap)
+int image_decode_jpeg(const uint8_t *jpeg, size_t size, int C, uint8_t **out, int *oh, int *ow,
+                      char *why, size_t why_cap)
 {
-    const int C = n->channels;
+    *out = NULL;
     if (C != 1 && C != 3) {
         char d[64];
         snprintf(d, sizeof d, "the model takes %d channels", C);
@@ -145,7 +146,7 @@ int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n
     if (!tj)
         return fail(why, why_cap, "TurboJPEG initialisation failed", tjGetErrorStr2(NULL));
     int w, h, subsamp, cs, rc = -1;
-    uint8_t *pix = NULL, *rs = NULL;
+    uint8_t *pix = NULL;
     if (tjDecompressHeader3(tj, jpeg, (unsigned long)size, &w, &h, &subsamp, &cs) != 0) {
         fail(why, why_cap, "not a valid JPEG header", tjGetErrorStr2(tj));
         goto done;
@@ -168,8 +169,26 @@ int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n
         fail(why, why_cap,
              tjGetErrorCode(tj) == TJERR_WARNING ? "corrupt or truncated JPEG" : "cannot decode",
              tjGetErrorStr2(tj));
+        free(pix);
+        pix = NULL;
         goto done;
     }
+    *out = pix, *oh = h, *ow = w;
+    rc = 0;
+done:
+    tjDestroy(tj);
+    return rc;
+}
+#endif
+
+int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n, float *out,
+                    char *why, size_t why_cap)
+{
+    const int C = n->channels;
+    int w, h, rc = -1;
+    uint8_t *pix = NULL, *rs = NULL;
+    if (image_decode_jpeg(jpeg, size, C, &pix, &h, &w, why, why_cap) != 0)
+        return -1;
     /* shorter side to r, the other keeps the aspect ratio; then the centred square */
     int oh, ow;
     if (h <= w) {
@@ -195,7 +214,5 @@ int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n
 done:
     free(pix);
     free(rs);
-    tjDestroy(tj);
     return rc;
 }
-#endif

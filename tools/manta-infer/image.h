@@ -27,6 +27,15 @@ int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n
                     char *why, size_t why_cap);
 
 /**
+ * Decode a JPEG held in memory with TurboJPEG (as image_load_jpeg()) to @p channels (1: gray,
+ * 3: RGB) 8-bit samples, (h, w, channels) into *pix (malloc'd, the caller frees; NULL on
+ * failure).
+ * @return 0, or -1 with a one-line reason in @p why.
+ */
+int image_decode_jpeg(const uint8_t *jpeg, size_t size, int channels, uint8_t **pix, int *h,
+                      int *w, char *why, size_t why_cap);
+
+/**
  * The resize alone (exposed for tests): 8-bit (h, w, c) to (oh, ow, c) with
  * the triangle filter (support widened when shrinking, half-pixel centres,
  * weights normalised inside the image), rounded to nearest.

@@ -31,6 +31,7 @@
 #include "export/tflite.h"
 #include "export/tflite_meta.h"
 #include "image.h"
+#include "stereo.h"
 
 #define MAX_MODEL_BYTES 0x7fffffffu
 #define WARMUP_RUNS 3
@@ -41,7 +42,7 @@ typedef struct opts {
     int n_images;
     int top, bench;
     bool json, stats, check, raw, all, version;
-    const char *dump_input;
+    const char *dump_input, *out, *color;
 } opts;
 
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
@@ -63,6 +64,10 @@ static int parse_args(int argc, char **argv, opts *o)
          .help = "IMAGE files are raw float32 input tensors (NHWC), not JPEGs"},
         {.name = "dump-input", .kind = OPT_STRING, .dest = &o->dump_input, .metavar = "F",
          .help = "write the first image's input tensor (float32 NHWC) to F"},
+        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "F.png",
+         .help = "stereo: the disparity as a 16-bit PNG, KITTI's d * 256"},
+        {.name = "color", .kind = OPT_STRING, .dest = &o->color, .metavar = "F.png",
+         .help = "stereo: the disparity colour-mapped (dark blue 0 .. dark red max_disp)"},
         {.name = "all", .kind = OPT_FLAG, .dest = &o->all,
          .help = "with --json, also print every logit and probability"},
         {.name = "version", .kind = OPT_FLAG, .dest = &o->version,
@@ -70,10 +75,18 @@ static int parse_args(int argc, char **argv, opts *o)
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta-infer", "MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]",
+        "manta-infer", "MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]\n"
+        "       manta-infer STEREO_MODEL LEFT RIGHT [--out F.png] [--color F.png] [--json]",
         "Runs a .tflite model on JPEG images in the manta inference engine.\n\n"
         "  MODEL   .tflite file (float32, verified before use)\n"
         "  IMAGE   JPEG files, decoded gray or RGB as the model's metadata says\n\n"
+        "A stereo model (manta export of a stereo checkpoint) takes a left and a right\n"
+        "image, JPEG or PNG (PNG where built with libpng: not the board builds), of any size:\n"
+        "each is resized to the model's input size (its triangle filter), and the disparity\n"
+        "is resized back to the left image's size and multiplied by the width ratio, so it\n"
+        "is in the image's pixels. --out writes it as a 16-bit PNG (KITTI: d * 256),\n"
+        "--color colour-mapped; --dump-input both input tensors (left then right);\n"
+        "--stats says whether the correlation runs fused.\n\n"
         "The preprocessing (resolution, gray or RGB, mean and std, labels) comes from the\n"
         "model's manta_preprocess metadata; a model without it is fed pixel / 255 at its\n"
         "input's size and its classes are printed by index. --stats' engine code is the\n"
@@ -93,7 +106,9 @@ static int parse_args(int argc, char **argv, opts *o)
         fprintf(stderr, "manta-infer: no model given\n");
         return 2;
     }
-    if (o->dump_input && !out_check_file("manta-infer", "dump-input", o->dump_input))
+    if ((o->dump_input && !out_check_file("manta-infer", "dump-input", o->dump_input)) ||
+        (o->out && !out_check_file("manta-infer", "out", o->out)) ||
+        (o->color && !out_check_file("manta-infer", "color", o->color)))
         return 2;
     o->model = argv[first];
     o->images = argv + first + 1;
@@ -163,6 +178,7 @@ typedef struct session {
     int res;
     mengine_view in, out, logits;
     int has_logits;
+    int stereo; /* two inputs and one output: stereo_infer_run() */
 } session;
 
 static int open_session(session *s, const opts *o)
@@ -204,6 +220,10 @@ static int open_session(session *s, const opts *o)
     if (mengine_init(&s->e, &s->m, s->arena, s->arena_size) != MENGINE_OK ||
         mengine_prepare(&s->e, msg, sizeof msg) != MENGINE_OK)
         return fprintf(stderr, "manta-infer: %s: prepare failed: %s\n", o->model, msg), -1;
+    if (mengine_input_count(&s->e) == 2 && mengine_output_count(&s->e) == 1) {
+        s->stereo = 1; /* the rest is stereo_infer_run()'s */
+        return 0;
+    }
     if (mengine_input_count(&s->e) != 1 || mengine_output_count(&s->e) != 1)
         return fprintf(stderr, "manta-infer: %s: %zu inputs and %zu outputs (1 and 1 expected)\n",
                        o->model, mengine_input_count(&s->e), mengine_output_count(&s->e)),
@@ -370,6 +390,19 @@ int main(int argc, char **argv)
     if (open_session(&s, &o) != 0) {
         close_session(&s);
         return 1;
+    }
+    if (s.stereo && !o.check) {
+        const stereo_infer_opts so = {o.model, o.images, o.n_images, o.json, o.stats, o.bench,
+                                      o.out, o.color, o.dump_input};
+        const int rc = stereo_infer_run(&so, &s.e, &s.m, &s.meta, s.size, s.arena_size);
+        close_session(&s);
+        return rc;
+    }
+    if (!s.stereo && (o.out || o.color)) {
+        fprintf(stderr, "manta-infer: %s is a classification model: --%s takes a stereo model "
+                "and a pair of images\n", o.model, o.out ? "out" : "color");
+        close_session(&s);
+        return 2;
     }
     int failed = 0, dumped = 0;
     if (o.json) {
