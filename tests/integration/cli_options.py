@@ -20,6 +20,7 @@ PROGRAMS = {
     "manta train (stereo)": M + ["train", "--space", "stereo-cpu"],
     "manta train-tiny": M + ["train-tiny"], "manta eval": M + ["eval"],
     "manta eval (stereo)": M + ["eval", "--ckpt", stereo], "manta export": M + ["export"],
+    "manta export (stereo)": M + ["export", "--ckpt", stereo],
     "manta arch": M + ["arch"], "manta profile": M + ["profile"],
     "manta acc-dataset": M + ["acc-dataset"], "manta acc-fit": M + ["acc-fit"],
     "manta search": M + ["search"], "manta image": M + ["image"],
@@ -43,6 +44,8 @@ OUTPUTS = {
     "manta eval (stereo)": ([], {"out": "dir"}),
     "manta export": (["--ckpt", cls, "--out", os.path.join(tmp, "m.tflite")],
                      {"out": "file", "c-array": "dir"}),
+    "manta export (stereo)": (["--out", os.path.join(tmp, "s.tflite")],
+                              {"out": "file", "c-array": "dir"}),
     "manta acc-dataset": (["--ckpt", cls], {"out": "file"}),
     "manta acc-fit": (["--samples", os.path.join(tmp, "none.jsonl")], {"out": "file"}),
     "manta search": (["--ckpt", cls, "--lut", "x", "--acc-model", "y", "--latency-ms", "1"],
@@ -52,7 +55,7 @@ OUTPUTS = {
     "manta profile": (["--device", "0"], {"csv": "file"}),
     "manta report": ([cls_run], {"out": "dir"}),
     "manta-profile": (["--validate", "2"], {"out": "file", "csv": "file", "layers-csv": "file"}),
-    "manta-infer": ([model, image], {"dump-input": "file"}),
+    "manta-infer": ([model, image], {"dump-input": "file", "out": "file", "color": "file"}),
 }
 # What each command that opens a device needs to get there.
 DEVICE = {
@@ -61,6 +64,7 @@ DEVICE = {
                              "--out", os.path.join(tmp, "ts")],
     "manta train-tiny": ["--steps", "1"], "manta eval": ["--ckpt", cls],
     "manta eval (stereo)": [], "manta export": ["--ckpt", cls, "--out", os.path.join(tmp, "d.tflite")],
+    "manta export (stereo)": ["--out", os.path.join(tmp, "ds.tflite")],
     "manta profile": [], "manta acc-dataset": ["--ckpt", cls, "--out", os.path.join(tmp, "d.jsonl")],
     "manta bench ops": [], "manta bench train": ["--steps", "1"], "manta kernels": ["build"],
     "manta tune": [],
