@@ -5,7 +5,7 @@
 
 #include "elastic/extract.h"
 #include "export/mbv3_graph.h"
-#include "classify/supernet_internal.h"
+#include "classify/supernet_impl.h"
 
 /* The weight source of an extraction: host copies of the parameters and statistics. */
 typedef struct ctx {
