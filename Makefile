@@ -1,6 +1,7 @@
 # manta: one entry point for building, testing, the demo and the benchmarks.
 #   make            library (build/lib/libmanta.a) and programs (build/bin/)
-#   make test       unit tests (cmocka) and integration scripts, on PoCL
+#   make test       unit tests (cmocka) and integration scripts, on PoCL, JOBS at a time (default 2;
+#                   make test JOBS=1 runs them one by one; logs in $(BUILD)/test-logs/, tests/run.sh)
 #   make demo       the main job on the built-in default
 #   make deps       install missing Debian packages (as root) or print the command
 #   make check-no-opencl  the board side (engine, manta-infer, manta-profile, engine tests) compiles
@@ -288,12 +289,14 @@ test-boards: deps-boards
 test-boards-run:
 	@MAKE="$(MAKE)" sh tools/boards/test_boards.sh $(BOARDS)
 
-# Tests use their own program cache so that runs do not touch the user's.
+# Tests use their own program cache so that runs do not touch the user's. JOBS: how many tests
+# run at a time (tests/run.sh; each test's output is kept in its own file and printed whole).
+JOBS ?= 2
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
 test-run: all $(TEST_BIN) $(HELPER)
-	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run.sh $(TEST_BIN)
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) JOBS=$(JOBS) tests/run.sh $(TEST_BIN)
 
 # The whole job on the built-in default (tools/demo.sh: train, profile, accuracy data set and
 # predictor, search, export, classify a JPEG, summary).
