@@ -25,6 +25,12 @@ case $JOBS in
 esac
 export MANTA_CACHE_DIR="${MANTA_CACHE_DIR:-$PWD/$BUILD/cache}"
 export CMOCKA_MESSAGE_OUTPUT=TAP
+# PoCL compiles a kernel again for every work-group size it is launched with (work-group
+# specialisation); the tests launch kernels at many sizes, and a cold run spent most of its time
+# compiling (2,226 work-group functions, 59 MB of PoCL's cache). Without the specialisation each
+# kernel is compiled once for all sizes: the same kernels and results, slower launches. Set
+# POCL_WORK_GROUP_SPECIALIZATION=1 to test the specialised code instead.
+export POCL_WORK_GROUP_SPECIALIZATION="${POCL_WORK_GROUP_SPECIALIZATION:-0}"
 if [ "${SANITIZE:-}" = 1 ]; then
     # use_tls=0: LeakSanitizer's tracer crashed (SIGSEGV, "Tracer caught signal 11") reading the
     # thread-local storage of PoCL's worker threads at exit in some runs. Not scanning TLS as roots
