@@ -74,7 +74,8 @@ run_one() {
     else
         BUILD="$BUILD" sh "$3" >"$log" 2>&1 9>&-
     fi
-    echo "$? $(($(date +%s) - start))" >"$log.rc"
+    # written whole before it appears: the loop below reads it as soon as it exists
+    echo "$? $(($(date +%s) - start))" >"$log.rc.tmp" && mv "$log.rc.tmp" "$log.rc"
     echo "$1" >&9
 }
 
