@@ -443,4 +443,4 @@ ifneq ($(BOARD),)
 include boards/common.mk
 endif
 
--include $(BUILD)/obj/tools/bench/synth_speed.d $(LIB_OBJ:.o=.d) $(HTTP_OBJ:.o=.d) $(REPORT_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+-include $(BUILD)/obj/tools/bench/synth_speed.d $(BUILD)/obj/tests/helpers/export_fixtures.d $(LIB_OBJ:.o=.d) $(HTTP_OBJ:.o=.d) $(REPORT_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
