@@ -194,7 +194,7 @@ int cmd_launch(int argc, char **argv)
         {.name = "port", .kind = OPT_INT, .dest = &l->port, .lo = 1, .hi = 65535, .metavar = "P",
          .help = "rendezvous port (default: a free port)"},
         {.name = "grace", .kind = OPT_INT, .dest = &l->grace, .lo = 0, .hi = 3600, .metavar = "S",
-         .help = "after a rank fails: seconds before SIGTERM, then SIGKILL (default 10)"},
+         .help = "after a rank fails: seconds before SIGTERM, then SIGKILL (default 10; 0: at once)"},
         {.name = "quiet", .kind = OPT_FLAG, .dest = &quiet,
          .help = "no line when every rank succeeded"},
         {.name = NULL},
