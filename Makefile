@@ -95,7 +95,7 @@ HTTP_LIB := $(BUILD)/lib/libmanta_monitor_http.a
 
 # Inference engine (runtime/engine): freestanding C99, no allocation, its own library so
 # that boards link it alone. ENGINE_OPT defaults to -O3: the kernels rely on the unrolling of
-# their register tiles (explicit vectors, see runtime/engine/kernels_simd.h).
+# their register tiles (explicit vectors, see runtime/engine/kernels_simd_impl.h).
 ENGINE_SRC := $(wildcard runtime/engine/*.c)
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/obj/%.o)
 ENGINE_LIB := $(BUILD)/lib/libmanta_engine.a

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "export/mbv3_graph.h"
-#include "classify/supernet_internal.h"
+#include "classify/supernet_impl.h"
 
 /* The weight source of an extraction: host copies of the parameters and statistics. */
 typedef struct ctx {

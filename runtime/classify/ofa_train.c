@@ -247,7 +247,7 @@ manta_status ofa_trainer_compute(ofa_trainer *t, long step, const float *images,
         out->loss = (float)((loss + t->sched.kd_ratio * kd) / n);
         out->correct = correct;
         out->predictions = B * p->subnets;
-        out->lr = lr_at(&ls, in_phase);
+        out->lr = train_lr_at(&ls, in_phase);
     }
     return mcl_finish(d);
 }
@@ -260,7 +260,7 @@ manta_status ofa_trainer_apply(ofa_trainer *t, long step, float grad_scale)
     const ofa_phase *p = &t->sched.phase[phase];
     lr_schedule ls = {p->lr, p->warmup_steps, p->steps};
     optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
-    MANTA_TRY(optim_sgd_step(t->d, &opt, lr_at(&ls, in_phase), grad_scale, t->sl.params,
+    MANTA_TRY(optim_sgd_step(t->d, &opt, train_lr_at(&ls, in_phase), grad_scale, t->sl.params,
                              t->sl.grads, t->sl.momentum, t->sl.n_decay, t->sl.n_params));
     return mcl_finish(t->d);
 }

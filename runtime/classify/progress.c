@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-double train_work_left(const ofa_schedule *s, const double *work, long step)
+double ofa_work_left(const ofa_schedule *s, const double *work, long step)
 {
     double left = 0;
     for (int p = 0; p < s->n_phases; p++) {
@@ -15,7 +15,7 @@ double train_work_left(const ofa_schedule *s, const double *work, long step)
     return left;
 }
 
-void train_progress_start(train_progress *p, const ofa_schedule *sched, const double *work,
+void ofa_progress_start(train_progress *p, const ofa_schedule *sched, const double *work,
                           long start, int batch, double now)
 {
     memset(p, 0, sizeof *p);
@@ -26,7 +26,7 @@ void train_progress_start(train_progress *p, const ofa_schedule *sched, const do
     p->t0 = p->t_win = now;
 }
 
-void train_progress_add(train_progress *p, const ofa_step_result *r, double wait_s,
+void ofa_progress_add(train_progress *p, const ofa_step_result *r, double wait_s,
                         double step_s)
 {
     p->wait += wait_s;
@@ -37,11 +37,11 @@ void train_progress_add(train_progress *p, const ofa_step_result *r, double wait
     p->steps++;
 }
 
-void train_progress_report(train_progress *p, const ofa_step_result *last, long done, double now,
+void ofa_progress_report(train_progress *p, const ofa_step_result *last, long done, double now,
                            train_report *out)
 {
     const double dt = now - p->t_win;
-    const double left = train_work_left(p->sched, p->work, done);
+    const double left = ofa_work_left(p->sched, p->work, done);
     *out = (train_report){
         .step = done,
         .steps = ofa_schedule_total_steps(p->sched),
@@ -54,14 +54,14 @@ void train_progress_report(train_progress *p, const ofa_step_result *last, long 
         .images_per_s = (double)p->steps * p->batch / dt,
         .data_wait = p->wait / dt,
         .step_ms = 1e3 * p->step_s / p->steps,
-        .eta_s = left * (now - p->t0) / (train_work_left(p->sched, p->work, p->start) - left),
+        .eta_s = left * (now - p->t0) / (ofa_work_left(p->sched, p->work, p->start) - left),
     };
     p->t_win = now;
     p->wait = p->loss = p->step_s = 0;
     p->correct = p->predictions = p->steps = 0;
 }
 
-void train_report_record(const train_report *r, manta_rec_progress *out)
+void ofa_report_record(const train_report *r, manta_rec_progress *out)
 {
     *out = (manta_rec_progress){
         .step = r->step,
@@ -80,10 +80,10 @@ void train_report_record(const train_report *r, manta_rec_progress *out)
     snprintf(out->phase, sizeof out->phase, "%s", r->phase_name ? r->phase_name : "");
 }
 
-int train_report_json(const train_report *r, char *buf, size_t cap)
+int ofa_report_json(const train_report *r, char *buf, size_t cap)
 {
     manta_rec_progress rec;
-    train_report_record(r, &rec);
+    ofa_report_record(r, &rec);
     manta_strbuf b = {0};
     manta_rec_progress_json(&rec, &b);
     int n = b.oom ? -1 : (int)b.n;

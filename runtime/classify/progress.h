@@ -53,11 +53,11 @@ typedef struct train_report {
  * runs) at time @p now, for @p sched with @p work per step of each phase
  * (ofa_schedule_work()) and @p batch images per step.
  */
-void train_progress_start(train_progress *p, const ofa_schedule *sched, const double *work,
+void ofa_progress_start(train_progress *p, const ofa_schedule *sched, const double *work,
                           long start, int batch, double now);
 
 /** Add one step: its result, the seconds it waited for data and the seconds it took. */
-void train_progress_add(train_progress *p, const ofa_step_result *r, double wait_s,
+void ofa_progress_add(train_progress *p, const ofa_step_result *r, double wait_s,
                         double step_s);
 
 /**
@@ -66,7 +66,7 @@ void train_progress_add(train_progress *p, const ofa_step_result *r, double wait
  * new window at @p now. At least one step must have been added since the last
  * report, and @p done must be past the start.
  */
-void train_progress_report(train_progress *p, const ofa_step_result *last, long done, double now,
+void ofa_progress_report(train_progress *p, const ofa_step_result *last, long done, double now,
                            train_report *out);
 
 /**
@@ -74,7 +74,7 @@ void train_progress_report(train_progress *p, const ofa_step_result *last, long 
  * of @p r, the phase's name copied into out->phase (cut to its size); no
  * time, sub-networks or ranks (the caller adds them for metrics.jsonl).
  */
-void train_report_record(const train_report *r, manta_rec_progress *out);
+void ofa_report_record(const train_report *r, manta_rec_progress *out);
 
 /**
  * The report's line, without a newline (the `--json` progress line; its
@@ -85,9 +85,9 @@ void train_report_record(const train_report *r, manta_rec_progress *out);
  * @return the length of the line (cut to @p cap - 1 in @p buf), or -1 when
  *         out of memory (@p buf then empty).
  */
-int train_report_json(const train_report *r, char *buf, size_t cap);
+int ofa_report_json(const train_report *r, char *buf, size_t cap);
 
 /** Work (ofa_schedule_work() units) of the steps from @p step (0-based) to the end. */
-double train_work_left(const ofa_schedule *s, const double *work, long step);
+double ofa_work_left(const ofa_schedule *s, const double *work, long step);
 
 #endif

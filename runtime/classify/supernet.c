@@ -1,5 +1,5 @@
 #include "classify/supernet.h"
-#include "classify/supernet_internal.h"
+#include "classify/supernet_impl.h"
 
 #include <math.h>
 #include <stdlib.h>

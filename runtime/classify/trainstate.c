@@ -46,11 +46,11 @@ manta_status trainstate_save(const char *path, ofa_trainer *t, mcl_dev *d, const
 {
     char *space = NULL, *meta = NULL;
     MANTA_TRY(ofa_space_to_json(ofa_supernet_space(ofa_trainer_net(t)), &space, err));
-    MANTA_TRY(ckpt_meta_json(FORMAT, &m->run, put_meta, m, space, &meta, err));
+    MANTA_TRY(train_ckpt_meta_json(FORMAT, &m->run, put_meta, m, space, &meta, err));
     const int64_t loader[4] = {m->loader.epoch, m->loader.pos, (int64_t)m->loader.rng.state,
                                (int64_t)m->loader.rng.inc};
     ckpt_train_slabs sl = train_slabs(t, m->has_teacher);
-    manta_status st = ckpt_save_train(path, meta, loader, 4, d, &sl, err);
+    manta_status st = train_ckpt_save_train(path, meta, loader, 4, d, &sl, err);
     free(meta);
     return st;
 }
@@ -60,7 +60,7 @@ static manta_status read_meta(ckpt_reader *r, const char *path, ofa_space *sp, t
 {
     char *space = NULL;
     memset(m, 0, sizeof *m);
-    MANTA_TRY(ckpt_meta_read(r, path, FORMAT, "training", get_meta, m, &m->run, &space, err));
+    MANTA_TRY(train_ckpt_meta_read(r, path, FORMAT, "training", get_meta, m, &m->run, &space, err));
     manta_status st = ofa_space_parse(space, sp, err);
     free(space);
     if (st != MANTA_OK)
@@ -101,7 +101,7 @@ static manta_status read_state(ckpt_reader *r, const char *path, void *user,
 manta_status trainstate_peek(const char *path, ofa_space *space, train_meta *m, manta_err *err)
 {
     state_args a = {space, m, NULL};
-    return ckpt_read_train(path, read_state, &a, false, NULL, err);
+    return train_ckpt_read_train(path, read_state, &a, false, NULL, err);
 }
 
 manta_status trainstate_load(const char *path, ofa_trainer *t, mcl_dev *d, train_meta *m,
@@ -109,7 +109,7 @@ manta_status trainstate_load(const char *path, ofa_trainer *t, mcl_dev *d, train
 {
     ofa_space sp;
     state_args a = {&sp, m, t};
-    MANTA_TRY(ckpt_read_train(path, read_state, &a, true, d, err));
+    MANTA_TRY(train_ckpt_read_train(path, read_state, &a, true, d, err));
     ofa_trainer_set_has_teacher(t, m->has_teacher);
     return MANTA_OK;
 }

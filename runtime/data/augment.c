@@ -5,7 +5,7 @@
 
 #include "data/resample.h"
 
-void aug_params_default(aug_params *p, aug_mode mode, int channels)
+void data_aug_params_default(aug_params *p, aug_mode mode, int channels)
 {
     static const float im_mean[3] = AUG_IMAGENET_MEAN, im_std[3] = AUG_IMAGENET_STD;
     memset(p, 0, sizeof *p);
@@ -19,7 +19,7 @@ void aug_params_default(aug_params *p, aug_mode mode, int channels)
     }
 }
 
-void aug_sample_view(const aug_params *p, int h, int w, manta_rng *rng, aug_view *v)
+void data_aug_sample_view(const aug_params *p, int h, int w, manta_rng *rng, aug_view *v)
 {
     int side = h < w ? h : w;
     v->side = side;
@@ -63,7 +63,7 @@ typedef struct scratch {
 
 static void scratch_free(scratch *s)
 {
-    rs_taps_free(&s->taps);
+    data_rs_taps_free(&s->taps);
     free(s->tmp);
     memset(s, 0, sizeof *s);
 }
@@ -71,9 +71,9 @@ static void scratch_free(scratch *s)
 static manta_status scratch_prepare(scratch *s, int side, int c, int r, manta_err *err)
 {
     if (s->side != side || s->r != r) {
-        rs_taps_free(&s->taps);
+        data_rs_taps_free(&s->taps);
         s->side = s->r = 0;
-        manta_status st = rs_taps_make(&s->taps, side, r, err);
+        manta_status st = data_rs_taps_make(&s->taps, side, r, err);
         if (st != MANTA_OK)
             return st;
         s->side = side;
@@ -168,7 +168,7 @@ static void render(const aug_params *p, const uint8_t *img, int h, int w, int c,
     }
 }
 
-manta_status aug_render(const aug_params *p, const uint8_t *img, int h, int w, int c,
+manta_status data_aug_render(const aug_params *p, const uint8_t *img, int h, int w, int c,
                         const aug_view *v, int r, float *out, manta_err *err)
 {
     manta_status st = check_params(p, c, r, err);
@@ -186,7 +186,7 @@ manta_status aug_render(const aug_params *p, const uint8_t *img, int h, int w, i
     return st;
 }
 
-manta_status aug_batch(const aug_params *p, const dataset *d, const int *index, int n, int r,
+manta_status data_aug_batch(const aug_params *p, const dataset *d, const int *index, int n, int r,
                        manta_rng *rng, float *images, float *labels, manta_err *err)
 {
     const int c = d->channels;
@@ -206,7 +206,7 @@ manta_status aug_batch(const aug_params *p, const dataset *d, const int *index, 
         const int i = index[b];
         const int h = d->height[i], w = d->width[i];
         aug_view v;
-        aug_sample_view(p, h, w, rng, &v);
+        data_aug_sample_view(p, h, w, rng, &v);
         st = scratch_prepare(&s, v.side, c, r, err);
         if (st != MANTA_OK)
             break;

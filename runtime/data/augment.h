@@ -71,9 +71,9 @@ typedef struct aug_params {
 /**
  * Defaults for @p mode and @p channels: pad 4 with zeros, flip on; mean/std
  * of ImageNet for 3 channels and of Fashion-MNIST (idx.h) for 1 channel.
- * For other data, dataset_channel_stats() gives the right figures.
+ * For other data, data_set_channel_stats() gives the right figures.
  */
-void aug_params_default(aug_params *p, aug_mode mode, int channels);
+void data_aug_params_default(aug_params *p, aug_mode mode, int channels);
 
 /** The square view cut from one image (coordinates of the unpadded image). */
 typedef struct aug_view {
@@ -88,7 +88,7 @@ typedef struct aug_view {
  * NULL in eval mode). In train mode y0 lies in [-pad, h + pad - side] and x0
  * in [-pad, w + pad - side].
  */
-void aug_sample_view(const aug_params *p, int h, int w, manta_rng *rng, aug_view *v);
+void data_aug_sample_view(const aug_params *p, int h, int w, manta_rng *rng, aug_view *v);
 
 /**
  * Render one view of an image to (C, R, R) floats, normalised.
@@ -97,7 +97,7 @@ void aug_sample_view(const aug_params *p, int h, int w, manta_rng *rng, aug_view
  * @return MANTA_ERR_INVALID_ARG (sizes, channels, std <= 0, a view outside
  *         the padded image), MANTA_ERR_NO_MEMORY.
  */
-manta_status aug_render(const aug_params *p, const uint8_t *img, int h, int w, int c,
+manta_status data_aug_render(const aug_params *p, const uint8_t *img, int h, int w, int c,
                         const aug_view *v, int r, float *out, manta_err *err);
 
 /**
@@ -109,7 +109,7 @@ manta_status aug_render(const aug_params *p, const uint8_t *img, int h, int w, i
  *         [1, AUG_MAX_RESOLUTION], bad parameters), MANTA_ERR_NO_MEMORY.
  *         On error the outputs and @p rng are left in an unspecified state.
  */
-manta_status aug_batch(const aug_params *p, const dataset *d, const int *index, int n, int r,
+manta_status data_aug_batch(const aug_params *p, const dataset *d, const int *index, int n, int r,
                        manta_rng *rng, float *images, float *labels, manta_err *err);
 
 #endif

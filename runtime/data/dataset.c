@@ -7,7 +7,7 @@
 
 #include "core/rng.h"
 
-const char *const dataset_fashion_mnist_classes[10] = {
+const char *const data_set_fashion_mnist_classes[10] = {
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot",
 };
@@ -56,7 +56,7 @@ static int alloc_index(dataset *d, int count, int h, int w, int channels)
     return 1;
 }
 
-manta_status dataset_init_fixed(dataset *out, int count, int h, int w, int channels, int classes,
+manta_status data_set_init_fixed(dataset *out, int count, int h, int w, int channels, int classes,
                                 manta_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -75,14 +75,14 @@ manta_status dataset_init_fixed(dataset *out, int count, int h, int w, int chann
     out->class_names = make_names(NULL, classes);
     out->classes = classes;
     if (!out->pixels || !out->class_names || !alloc_index(out, count, h, w, channels)) {
-        dataset_free(out);
+        data_set_free(out);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "dataset: out of memory for %zu bytes",
                              bytes);
     }
     return MANTA_OK;
 }
 
-manta_status dataset_from_idx(idx_set *s, const char *const *names, int n_names, dataset *out,
+manta_status data_set_from_idx(idx_set *s, const char *const *names, int n_names, dataset *out,
                               manta_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -96,7 +96,7 @@ manta_status dataset_from_idx(idx_set *s, const char *const *names, int n_names,
     out->class_names = make_names(names, classes);
     out->classes = classes;
     if (!out->class_names || !alloc_index(out, s->count, s->rows, s->cols, 1)) {
-        dataset_free(out);
+        data_set_free(out);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "dataset: out of memory for %d images",
                              s->count);
     }
@@ -104,20 +104,20 @@ manta_status dataset_from_idx(idx_set *s, const char *const *names, int n_names,
         out->labels[i] = s->labels[i];
     out->pixels = s->images; /* (count, rows, cols) is HWC with one channel */
     s->images = NULL;
-    idx_free(s);
+    data_idx_free(s);
     return MANTA_OK;
 }
 
-manta_status dataset_load_fashion_mnist(const char *dir, const char *split, dataset *out,
+manta_status data_set_load_fashion_mnist(const char *dir, const char *split, dataset *out,
                                         manta_err *err)
 {
     idx_set s;
     memset(out, 0, sizeof *out);
-    manta_status st = idx_load_split(dir, split, &s, err);
+    manta_status st = data_idx_load_split(dir, split, &s, err);
     if (st != MANTA_OK)
         return st;
-    st = dataset_from_idx(&s, dataset_fashion_mnist_classes, 10, out, err);
-    idx_free(&s);
+    st = data_set_from_idx(&s, data_set_fashion_mnist_classes, 10, out, err);
+    data_idx_free(&s);
     return st;
 }
 
@@ -127,7 +127,7 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-manta_status dataset_split(const dataset *d, int n_val, uint64_t seed, data_split *out,
+manta_status data_set_split(const dataset *d, int n_val, uint64_t seed, data_split *out,
                            manta_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -141,7 +141,7 @@ manta_status dataset_split(const dataset *d, int n_val, uint64_t seed, data_spli
     out->train = malloc((size_t)(n - n_val > 0 ? n - n_val : 1) * sizeof *out->train);
     if (!perm || !out->val || !out->train) {
         free(perm);
-        dataset_split_free(out);
+        data_set_split_free(out);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "dataset split: out of memory for %d indices",
                              n);
     }
@@ -165,7 +165,7 @@ manta_status dataset_split(const dataset *d, int n_val, uint64_t seed, data_spli
     return MANTA_OK;
 }
 
-void dataset_split_free(data_split *s)
+void data_set_split_free(data_split *s)
 {
     if (!s)
         return;
@@ -174,7 +174,7 @@ void dataset_split_free(data_split *s)
     memset(s, 0, sizeof *s);
 }
 
-manta_status dataset_channel_stats(const dataset *d, const int *index, int n, float *mean,
+manta_status data_set_channel_stats(const dataset *d, const int *index, int n, float *mean,
                                    float *std, manta_err *err)
 {
     int total = index ? n : d->count;
@@ -207,7 +207,7 @@ manta_status dataset_channel_stats(const dataset *d, const int *index, int n, fl
     return MANTA_OK;
 }
 
-void dataset_free(dataset *d)
+void data_set_free(dataset *d)
 {
     if (!d)
         return;

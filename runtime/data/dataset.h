@@ -15,7 +15,7 @@
  * fixed size. Augmentation (augment.h) crops and resizes from this store to the
  * resolution a training step asks for.
  *
- * Ownership: a ::dataset owns all its arrays (malloc'd); dataset_free()
+ * Ownership: a ::dataset owns all its arrays (malloc'd); data_set_free()
  * releases them. A loaded set is never modified by the data pipeline, so any
  * number of threads may read one concurrently (the prefetch thread does).
  */
@@ -46,7 +46,7 @@ typedef struct dataset {
 #define DATASET_OFA_VAL_COUNT 10000
 
 /** The ten Fashion-MNIST class names, in label order ("T-shirt/top" ... "Ankle boot"). */
-extern const char *const dataset_fashion_mnist_classes[10];
+extern const char *const data_set_fashion_mnist_classes[10];
 
 /** Pixels of image @p i: (height[i], width[i], channels) HWC, owned by @p d.
  *  @p i must be in [0, count) (not checked). Thread-safety: reentrant. */
@@ -60,28 +60,28 @@ static inline const uint8_t *dataset_image(const dataset *d, int i) { return d->
  *         range, MANTA_ERR_NO_MEMORY; on error @p out is zeroed.
  * Thread-safety: reentrant.
  */
-manta_status dataset_init_fixed(dataset *out, int count, int h, int w, int channels, int classes,
+manta_status data_set_init_fixed(dataset *out, int count, int h, int w, int channels, int classes,
                                 manta_err *err);
 
 /**
  * Turn a loaded IDX set into a one-channel dataset. The image block is moved,
- * not copied: on success @p s is left empty (as after idx_free()). On error
+ * not copied: on success @p s is left empty (as after data_idx_free()). On error
  * @p s is untouched and @p out is zeroed.
  * @param names   class names in label order (copied), or NULL for "0", "1", ...
  * @param n_names number of names; when @p names is given it is the class count
  *                and every label must be below it (else MANTA_ERR_FORMAT).
  * Thread-safety: reentrant.
  */
-manta_status dataset_from_idx(idx_set *s, const char *const *names, int n_names, dataset *out,
+manta_status data_set_from_idx(idx_set *s, const char *const *names, int n_names, dataset *out,
                               manta_err *err);
 
 /**
  * Load "<dir>/<split>-{images-idx3,labels-idx1}-ubyte.gz" (split "train" or
  * "t10k") as a Fashion-MNIST dataset: 28x28 gray, the ten official class
- * names. Errors are those of idx_load() (file named in the message).
- * Free with dataset_free(). Thread-safety: reentrant.
+ * names. Errors are those of data_idx_load() (file named in the message).
+ * Free with data_set_free(). Thread-safety: reentrant.
  */
-manta_status dataset_load_fashion_mnist(const char *dir, const char *split, dataset *out,
+manta_status data_set_load_fashion_mnist(const char *dir, const char *split, dataset *out,
                                         manta_err *err);
 
 /** A train/validation partition: two sorted arrays of image indices. */
@@ -99,13 +99,13 @@ typedef struct data_split {
  * The same (count, n_val, seed) always gives the same split; the two sets are
  * disjoint and together cover every image.
  * @param n_val in [0, count] (else MANTA_ERR_INVALID_ARG).
- * Free with dataset_split_free(). Thread-safety: reentrant.
+ * Free with data_set_split_free(). Thread-safety: reentrant.
  */
-manta_status dataset_split(const dataset *d, int n_val, uint64_t seed, data_split *out,
+manta_status data_set_split(const dataset *d, int n_val, uint64_t seed, data_split *out,
                            manta_err *err);
 
 /** Release a split's arrays; the struct is zeroed. NULL is allowed. */
-void dataset_split_free(data_split *s);
+void data_set_split_free(data_split *s);
 
 /**
  * Per-channel mean and standard deviation of x/255 over the images
@@ -114,11 +114,11 @@ void dataset_split_free(data_split *s);
  * @return MANTA_ERR_INVALID_ARG for an index out of range or an empty set.
  * Thread-safety: reentrant (reads @p d only).
  */
-manta_status dataset_channel_stats(const dataset *d, const int *index, int n, float *mean,
+manta_status data_set_channel_stats(const dataset *d, const int *index, int n, float *mean,
                                    float *std, manta_err *err);
 
 /** Release every array; the struct is zeroed. NULL is allowed. No other
  *  thread may be reading the set (stop prefetchers first). */
-void dataset_free(dataset *d);
+void data_set_free(dataset *d);
 
 #endif

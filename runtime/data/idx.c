@@ -73,7 +73,7 @@ static manta_status read_header(reader *r, uint32_t magic, uint32_t *dims, int n
     return st;
 }
 
-manta_status idx_load(const char *images_path, const char *labels_path, idx_set *out,
+manta_status data_idx_load(const char *images_path, const char *labels_path, idx_set *out,
                       manta_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -125,17 +125,17 @@ manta_status idx_load(const char *images_path, const char *labels_path, idx_set 
     return MANTA_OK;
 }
 
-manta_status idx_load_split(const char *dir, const char *split, idx_set *out, manta_err *err)
+manta_status data_idx_load_split(const char *dir, const char *split, idx_set *out, manta_err *err)
 {
     char ip[1024], lp[1024];
     int a = snprintf(ip, sizeof ip, "%s/%s-images-idx3-ubyte.gz", dir, split);
     int b = snprintf(lp, sizeof lp, "%s/%s-labels-idx1-ubyte.gz", dir, split);
     if (a < 0 || b < 0 || (size_t)a >= sizeof ip || (size_t)b >= sizeof lp)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "data directory path too long: %s", dir);
-    return idx_load(ip, lp, out, err);
+    return data_idx_load(ip, lp, out, err);
 }
 
-void idx_free(idx_set *s)
+void data_idx_free(idx_set *s)
 {
     if (!s)
         return;
@@ -144,7 +144,7 @@ void idx_free(idx_set *s)
     memset(s, 0, sizeof *s);
 }
 
-void idx_batch(const idx_set *s, const int *index, int n, float mean, float std, float *images,
+void data_idx_batch(const idx_set *s, const int *index, int n, float mean, float std, float *images,
                float *labels)
 {
     const size_t px = (size_t)s->rows * s->cols;

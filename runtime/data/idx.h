@@ -29,16 +29,16 @@ typedef struct idx_set {
  * Load an images file and its labels file. Checks magic numbers, that the
  * counts agree, that the data is complete and that the sizes are sane.
  * On error nothing is allocated and @p err names the file and the problem.
- * Free with idx_free().
+ * Free with data_idx_free().
  */
-manta_status idx_load(const char *images_path, const char *labels_path, idx_set *out,
+manta_status data_idx_load(const char *images_path, const char *labels_path, idx_set *out,
                       manta_err *err);
 
 /**
  * Load "<dir>/<split>-images-idx3-ubyte.gz" and "<dir>/<split>-labels-idx1-ubyte.gz"
  * (split "train" or "t10k"), the layout of the MNIST family.
  */
-manta_status idx_load_split(const char *dir, const char *split, idx_set *out, manta_err *err);
+manta_status data_idx_load_split(const char *dir, const char *split, idx_set *out, manta_err *err);
 
 /** Fashion-MNIST's training-set pixel mean and standard deviation (of x/255). */
 #define IDX_FASHION_MEAN 0.2860f
@@ -49,10 +49,10 @@ manta_status idx_load_split(const char *dir, const char *split, idx_set *out, ma
  * (x/255 - mean) / std, labels (n) as float class indices. Indices must be
  * in [0, count).
  */
-void idx_batch(const idx_set *s, const int *index, int n, float mean, float std, float *images,
+void data_idx_batch(const idx_set *s, const int *index, int n, float mean, float std, float *images,
                float *labels);
 
 /** Release the arrays; the struct is zeroed. NULL is allowed. */
-void idx_free(idx_set *s);
+void data_idx_free(idx_set *s);
 
 #endif

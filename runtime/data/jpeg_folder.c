@@ -55,7 +55,7 @@ static manta_status list_dir(const char *dir, int kinds, name_list *out, int *ot
     while (st == MANTA_OK && (errno = 0, e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.')
             continue;
-        char *p = name_path(dir, e->d_name);
+        char *p = data_name_path(dir, e->d_name);
         if (!p) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory listing", dir);
             break;
@@ -66,7 +66,7 @@ static manta_status list_dir(const char *dir, int kinds, name_list *out, int *ot
             kind = S_ISDIR(sb.st_mode) ? ENT_DIR : S_ISREG(sb.st_mode) ? ENT_FILE : 0;
         free(p);
         if (kind & kinds) {
-            if (!name_list_push(out, e->d_name))
+            if (!data_name_list_push(out, e->d_name))
                 st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory listing", dir);
         } else if (other) {
             (*other)++;
@@ -76,7 +76,7 @@ static manta_status list_dir(const char *dir, int kinds, name_list *out, int *ot
         st = manta_err_set(err, MANTA_ERR_IO, "%s: cannot list folder: %s", dir, strerror(errno));
     closedir(d);
     if (st == MANTA_OK)
-        name_list_sort(out);
+        data_name_list_sort(out);
     return st;
 }
 
@@ -229,7 +229,7 @@ static manta_status decode_one(tjhandle tj, job *jb, const jpeg_folder_opts *o, 
         uint8_t *dst = malloc((size_t)th * tw * c);
         if (!dst)
             return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory resizing", jb->path);
-        st = rs_resize_u8(jb->pixels, jb->h, jb->w, c, dst, th, tw, err);
+        st = data_rs_resize_u8(jb->pixels, jb->h, jb->w, c, dst, th, tw, err);
         if (st != MANTA_OK) {
             free(dst);
             return st;
@@ -340,7 +340,7 @@ static manta_status collect(const char *root, name_list *cls, job **jobs_out, in
     job *jobs = NULL;
     int n = 0, cap = 0;
     for (int k = 0; k < cls->n && st == MANTA_OK; k++) {
-        char *dir = name_path(root, cls->v[k]);
+        char *dir = data_name_path(root, cls->v[k]);
         name_list files = {0};
         if (!dir) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", root);
@@ -365,7 +365,7 @@ static manta_status collect(const char *root, name_list *cls, job **jobs_out, in
             }
             memset(&jobs[n], 0, sizeof jobs[n]);
             jobs[n].label = k;
-            jobs[n].path = name_path(dir, files.v[i]);
+            jobs[n].path = data_name_path(dir, files.v[i]);
             if (!jobs[n].path) {
                 st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory listing", dir);
                 break;
@@ -376,7 +376,7 @@ static manta_status collect(const char *root, name_list *cls, job **jobs_out, in
         if (st == MANTA_OK && found == 0)
             st = manta_err_set(err, MANTA_ERR_FORMAT,
                                "%s: class folder holds no .jpg or .jpeg files", dir);
-        name_list_free(&files);
+        data_name_list_free(&files);
         free(dir);
     }
     *jobs_out = jobs;
@@ -412,7 +412,7 @@ static manta_status assemble(job *jobs, int n, const name_list *cls, const jpeg_
     out->classes = cls->n;
     if (!out->pixels || !out->offset || !out->height || !out->width || !out->labels ||
         !out->class_names) {
-        dataset_free(out);
+        data_set_free(out);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "jpeg folder: out of memory for %zu bytes",
                              total);
     }
@@ -499,6 +499,6 @@ manta_status jpeg_folder_load(const char *root, const jpeg_folder_opts *opts, da
     if (st != MANTA_OK)
         rep->loaded = 0;
     free_jobs(jobs, n);
-    name_list_free(&cls);
+    data_name_list_free(&cls);
     return st;
 }

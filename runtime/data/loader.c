@@ -7,25 +7,25 @@
 #define AUG_STREAM 0x617567ULL   /* "aug" */
 #define ORDER_STREAM 0x6f7264ULL /* "ord" */
 
-void loader_opts_default(loader_opts *o, const dataset *d)
+void data_loader_opts_default(loader_opts *o, const dataset *d)
 {
     memset(o, 0, sizeof *o);
     o->data = d;
     o->batch = 64;
     o->shuffle = true;
     o->drop_last = true;
-    aug_params_default(&o->aug, AUG_TRAIN, d ? d->channels : 3);
+    data_aug_params_default(&o->aug, AUG_TRAIN, d ? d->channels : 3);
     o->resolution = d && d->stored_size > 0 ? d->stored_size : 32;
 }
 
-void loader_state_init(loader_state *s, uint64_t seed)
+void data_loader_state_init(loader_state *s, uint64_t seed)
 {
     s->epoch = 0;
     s->pos = 0;
     manta_rng_seed(&s->rng, seed, AUG_STREAM);
 }
 
-size_t loader_image_floats(const loader *l)
+size_t data_loader_image_floats(const loader *l)
 {
     int r = l->o.res_fn ? l->o.max_resolution : l->o.resolution;
     return (size_t)l->o.batch * l->o.data->channels * r * r;
@@ -63,7 +63,7 @@ static void build_order(loader *l, int64_t epoch)
     l->order_epoch = epoch;
 }
 
-manta_status loader_init(loader *l, const loader_opts *o, const loader_state *start,
+manta_status data_loader_init(loader *l, const loader_opts *o, const loader_state *start,
                          manta_err *err)
 {
     memset(l, 0, sizeof *l);
@@ -92,7 +92,7 @@ manta_status loader_init(loader *l, const loader_opts *o, const loader_state *st
     const uint8_t px[3] = {0, 0, 0};
     float out[3];
     aug_view v = {0, 0, 1, false};
-    manta_status st = aug_render(&o->aug, px, 1, 1, d->channels, &v, 1, out, err);
+    manta_status st = data_aug_render(&o->aug, px, 1, 1, d->channels, &v, 1, out, err);
     if (st != MANTA_OK)
         return st;
     l->o = *o;
@@ -101,13 +101,13 @@ manta_status loader_init(loader *l, const loader_opts *o, const loader_state *st
     l->indices = malloc((size_t)n * sizeof *l->indices);
     l->order = malloc((size_t)n * sizeof *l->order);
     if (!l->indices || !l->order) {
-        loader_free(l);
+        data_loader_free(l);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "loader: out of memory for %d indices", n);
     }
     for (int i = 0; i < n; i++) {
         int k = o->indices ? o->indices[i] : i;
         if (k < 0 || k >= d->count) {
-            loader_free(l);
+            data_loader_free(l);
             return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                                  "loader: sample %d is image %d, outside [0, %d)", i, k, d->count);
         }
@@ -115,7 +115,7 @@ manta_status loader_init(loader *l, const loader_opts *o, const loader_state *st
     }
     if (start) {
         if (start->epoch < 0 || start->pos < 0 || start->pos > n) {
-            loader_free(l);
+            data_loader_free(l);
             return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                                  "loader: start state (epoch %lld, position %lld) is outside an "
                                  "epoch of %d samples",
@@ -123,14 +123,14 @@ manta_status loader_init(loader *l, const loader_opts *o, const loader_state *st
         }
         l->st = *start;
     } else {
-        loader_state_init(&l->st, o->seed);
+        data_loader_state_init(&l->st, o->seed);
     }
     normalise(l);
     l->order_epoch = -1;
     return MANTA_OK;
 }
 
-manta_status loader_next(loader *l, float *images, float *labels, int *index,
+manta_status data_loader_next(loader *l, float *images, float *labels, int *index,
                          loader_batch_info *info, manta_err *err)
 {
     memset(info, 0, sizeof *info);
@@ -155,7 +155,7 @@ manta_status loader_next(loader *l, float *images, float *labels, int *index,
     int take = left < B ? (int)left : B;
     const int *idx = l->order + l->st.pos;
     manta_rng rng = l->st.rng; /* commit only on success */
-    manta_status st = aug_batch(&l->o.aug, l->o.data, idx, take, r, &rng, images, labels, err);
+    manta_status st = data_aug_batch(&l->o.aug, l->o.data, idx, take, r, &rng, images, labels, err);
     if (st != MANTA_OK)
         return st;
     if (index)
@@ -170,9 +170,9 @@ manta_status loader_next(loader *l, float *images, float *labels, int *index,
     return MANTA_OK;
 }
 
-void loader_get_state(const loader *l, loader_state *s) { *s = l->st; }
+void data_loader_get_state(const loader *l, loader_state *s) { *s = l->st; }
 
-void loader_free(loader *l)
+void data_loader_free(loader *l)
 {
     if (!l)
         return;

@@ -56,10 +56,10 @@ typedef struct loader_opts {
 
 /**
  * Defaults for a training loader over @p d: batch 64, shuffle, drop_last,
- * seed 0, train augmentation (aug_params_default), resolution = the stored
+ * seed 0, train augmentation (data_aug_params_default), resolution = the stored
  * size (or 32 when it varies), no callback, endless.
  */
-void loader_opts_default(loader_opts *o, const dataset *d);
+void data_loader_opts_default(loader_opts *o, const dataset *d);
 
 /** Everything needed to resume exactly: checkpoint these three values. */
 typedef struct loader_state {
@@ -69,7 +69,7 @@ typedef struct loader_state {
 } loader_state;
 
 /** The state at the start of a run: epoch 0, position 0, RNG from @p seed. */
-void loader_state_init(loader_state *s, uint64_t seed);
+void data_loader_state_init(loader_state *s, uint64_t seed);
 
 /** Description of one batch. */
 typedef struct loader_batch_info {
@@ -90,23 +90,23 @@ typedef struct loader {
 } loader;
 
 /**
- * Validate @p o and start at @p start (NULL: loader_state_init(o->seed)).
+ * Validate @p o and start at @p start (NULL: data_loader_state_init(o->seed)).
  * @return MANTA_ERR_INVALID_ARG (no data, batch <= 0, an index out of range,
  *         drop_last with fewer samples than a batch, resolution out of
  *         [1, AUG_MAX_RESOLUTION], a start state outside the epoch, bad
- *         augmentation parameters), MANTA_ERR_NO_MEMORY. Free with loader_free().
+ *         augmentation parameters), MANTA_ERR_NO_MEMORY. Free with data_loader_free().
  * Thread-safety: reentrant; @p o->data is only read, and must outlive @p l.
  */
-manta_status loader_init(loader *l, const loader_opts *o, const loader_state *start,
+manta_status data_loader_init(loader *l, const loader_opts *o, const loader_state *start,
                          manta_err *err);
 
 /** Floats one images buffer must hold: batch * channels * R^2, R the fixed
  *  resolution or max_resolution when res_fn is set. */
-size_t loader_image_floats(const loader *l);
+size_t data_loader_image_floats(const loader *l);
 
 /**
  * Produce the next batch and advance the state.
- * @param images (n, C, R, R) NCHW, capacity loader_image_floats()
+ * @param images (n, C, R, R) NCHW, capacity data_loader_image_floats()
  * @param labels (n) class indices as floats, capacity batch
  * @param index  (n) dataset indices of the images, capacity batch; may be NULL
  * @param info   receives n, R, epoch and batch number; n == 0 when the
@@ -115,14 +115,14 @@ size_t loader_image_floats(const loader *l);
  *         state is not advanced), MANTA_ERR_NO_MEMORY.
  * Thread-safety: one thread at a time per loader.
  */
-manta_status loader_next(loader *l, float *images, float *labels, int *index,
+manta_status data_loader_next(loader *l, float *images, float *labels, int *index,
                          loader_batch_info *info, manta_err *err);
 
 /** The state after the last batch produced (or the start state, normalised:
  *  a position with no further batch reads as the next epoch's start). */
-void loader_get_state(const loader *l, loader_state *s);
+void data_loader_get_state(const loader *l, loader_state *s);
 
 /** Release the loader's arrays. NULL is allowed. */
-void loader_free(loader *l);
+void data_loader_free(loader *l);
 
 #endif

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int name_list_push(name_list *l, const char *s)
+int data_name_list_push(name_list *l, const char *s)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 16;
@@ -25,13 +25,13 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void name_list_sort(name_list *l)
+void data_name_list_sort(name_list *l)
 {
     if (l->n > 1)
         qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_str);
 }
 
-void name_list_free(name_list *l)
+void data_name_list_free(name_list *l)
 {
     for (int i = 0; i < l->n; i++)
         free(l->v[i]);
@@ -39,7 +39,7 @@ void name_list_free(name_list *l)
     memset(l, 0, sizeof *l);
 }
 
-char *name_path(const char *dir, const char *name)
+char *data_name_path(const char *dir, const char *name)
 {
     size_t la = strlen(dir), lb = strlen(name);
     char *p = malloc(la + lb + 2);

@@ -64,7 +64,7 @@ static manta_status list_images(const char *dir, name_list *out, manta_err *err)
     while (st == MANTA_OK && (errno = 0, e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.' || !is_image_name(e->d_name))
             continue;
-        char *p = name_path(dir, e->d_name);
+        char *p = data_name_path(dir, e->d_name);
         if (!p) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory listing", dir);
             break;
@@ -72,14 +72,14 @@ static manta_status list_images(const char *dir, name_list *out, manta_err *err)
         struct stat sb;
         int regular = stat(p, &sb) == 0 && S_ISREG(sb.st_mode);
         free(p);
-        if (regular && !name_list_push(out, e->d_name))
+        if (regular && !data_name_list_push(out, e->d_name))
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory listing", dir);
     }
     if (st == MANTA_OK && errno != 0)
         st = manta_err_set(err, MANTA_ERR_IO, "%s: cannot list folder: %s", dir, strerror(errno));
     closedir(d);
     if (st == MANTA_OK)
-        name_list_sort(out);
+        data_name_list_sort(out);
     return st;
 }
 
@@ -201,7 +201,7 @@ static manta_status load_one(const char *path, const photo_bank_opts *o, photo *
         kh = h;
     if (kw != w || kh != h) {
         uint8_t *dst = malloc((size_t)kw * kh * 3);
-        st = dst ? rs_resize_u8(px, h, w, 3, dst, kh, kw, why)
+        st = dst ? data_rs_resize_u8(px, h, w, 3, dst, kh, kw, why)
                  : manta_err_set(why, MANTA_ERR_NO_MEMORY, "out of memory resizing");
         free(px);
         if (st != MANTA_OK) {
@@ -252,7 +252,7 @@ manta_status photo_bank_load(const char *dir, const photo_bank_opts *opts, photo
     }
     long largest = 0;
     for (int i = 0; i < names.n && st == MANTA_OK; i++) {
-        char *path = name_path(dir, names.v[i]);
+        char *path = data_name_path(dir, names.v[i]);
         if (!path) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", dir);
             break;
@@ -305,7 +305,7 @@ manta_status photo_bank_load(const char *dir, const photo_bank_opts *opts, photo
                                "%s: no readable JPEG or PNG image (no .jpg, .jpeg or .png file)",
                                dir);
     }
-    name_list_free(&names);
+    data_name_list_free(&names);
     if (st != MANTA_OK)
         photo_bank_free(out);
     return st;

@@ -60,8 +60,8 @@ static void *producer(void *arg)
         slot *s = &p->slots[k % p->n_slots];
         manta_err err;
         manta_err_clear(&err);
-        manta_status st = loader_next(&p->ld, s->images, s->labels, s->index, &s->info, &err);
-        loader_get_state(&p->ld, &s->after);
+        manta_status st = data_loader_next(&p->ld, s->images, s->labels, s->index, &s->info, &err);
+        data_loader_get_state(&p->ld, &s->after);
         pthread_mutex_lock(&p->mu);
         if (st != MANTA_OK) {
             p->failed = true;
@@ -94,7 +94,7 @@ static void free_slots(prefetch *p)
     p->slots = NULL;
 }
 
-manta_status prefetch_start(prefetch **out, const loader_opts *o, const loader_state *start,
+manta_status data_prefetch_start(prefetch **out, const loader_opts *o, const loader_state *start,
                             int slots, manta_err *err)
 {
     *out = NULL;
@@ -106,15 +106,15 @@ manta_status prefetch_start(prefetch **out, const loader_opts *o, const loader_s
     prefetch *p = calloc(1, sizeof *p);
     if (!p)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "prefetch: out of memory");
-    manta_status st = loader_init(&p->ld, o, start, err);
+    manta_status st = data_loader_init(&p->ld, o, start, err);
     if (st != MANTA_OK) {
         free(p);
         return st;
     }
-    loader_get_state(&p->ld, &p->state);
+    data_loader_get_state(&p->ld, &p->state);
     p->n_slots = slots;
     p->slots = calloc((size_t)slots, sizeof *p->slots);
-    const size_t nimg = loader_image_floats(&p->ld);
+    const size_t nimg = data_loader_image_floats(&p->ld);
     for (int i = 0; p->slots && i < slots; i++) {
         slot *s = &p->slots[i];
         s->images = malloc(nimg * sizeof *s->images);
@@ -127,21 +127,21 @@ manta_status prefetch_start(prefetch **out, const loader_opts *o, const loader_s
     }
     if (!p->slots || st != MANTA_OK) {
         free_slots(p);
-        loader_free(&p->ld);
+        data_loader_free(&p->ld);
         free(p);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY,
                              "prefetch: out of memory for %d slots of %zu floats", slots, nimg);
     }
     if (pthread_mutex_init(&p->mu, NULL) != 0) {
         free_slots(p);
-        loader_free(&p->ld);
+        data_loader_free(&p->ld);
         free(p);
         return manta_err_set(err, MANTA_ERR_INTERNAL, "prefetch: cannot create a mutex");
     }
     if (pthread_cond_init(&p->cv, NULL) != 0) {
         pthread_mutex_destroy(&p->mu);
         free_slots(p);
-        loader_free(&p->ld);
+        data_loader_free(&p->ld);
         free(p);
         return manta_err_set(err, MANTA_ERR_INTERNAL, "prefetch: cannot create a condition");
     }
@@ -149,7 +149,7 @@ manta_status prefetch_start(prefetch **out, const loader_opts *o, const loader_s
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);
         free_slots(p);
-        loader_free(&p->ld);
+        data_loader_free(&p->ld);
         free(p);
         return manta_err_set(err, MANTA_ERR_INTERNAL, "prefetch: cannot start the producer thread");
     }
@@ -157,7 +157,7 @@ manta_status prefetch_start(prefetch **out, const loader_opts *o, const loader_s
     return MANTA_OK;
 }
 
-manta_status prefetch_next(prefetch *p, prefetch_batch *b, double *wait_s, manta_err *err)
+manta_status data_prefetch_next(prefetch *p, prefetch_batch *b, double *wait_s, manta_err *err)
 {
     memset(b, 0, sizeof *b);
     double waited = 0;
@@ -200,11 +200,11 @@ manta_status prefetch_next(prefetch *p, prefetch_batch *b, double *wait_s, manta
     return st;
 }
 
-void prefetch_get_state(const prefetch *p, loader_state *s) { *s = p->state; }
+void data_prefetch_get_state(const prefetch *p, loader_state *s) { *s = p->state; }
 
-double prefetch_wait_total(const prefetch *p) { return p->wait_total; }
+double data_prefetch_wait_total(const prefetch *p) { return p->wait_total; }
 
-void prefetch_stop(prefetch *p)
+void data_prefetch_stop(prefetch *p)
 {
     if (!p)
         return;
@@ -216,6 +216,6 @@ void prefetch_stop(prefetch *p)
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
     free_slots(p);
-    loader_free(&p->ld);
+    data_loader_free(&p->ld);
     free(p);
 }

@@ -7,7 +7,7 @@
  * it, so the batches (order, resolution, augmentation) are exactly those the
  * same loader would give synchronously, whatever the thread timing; each
  * batch carries the loader state after it, which is what a checkpoint saves
- * to resume at that point (prefetch_get_state()).
+ * to resume at that point (data_prefetch_get_state()).
  *
  * Resolution changes per batch through loader_opts.res_fn (a pure function of
  * (epoch, batch)), e.g. OFA's resolution sampled once per batch from a seed
@@ -15,16 +15,16 @@
  * message from the consumer can arrive "too late" and change the sequence.
  *
  * Slots: the consumer holds the slot of the batch it last received until its
- * next prefetch_next() (or prefetch_stop()); the producer fills the others.
+ * next data_prefetch_next() (or data_prefetch_stop()); the producer fills the others.
  * With `slots` slots the producer runs at most slots - 1 batches ahead.
  *
  * Errors in the producer (a bad resolution from res_fn, out of memory) are
- * returned by prefetch_next() at the position in the sequence where they
+ * returned by data_prefetch_next() at the position in the sequence where they
  * happened, after every batch produced before them; the producer then stops.
  *
- * Thread-safety: one consumer thread per prefetcher; prefetch_stop() must not
- * race with prefetch_next(). The dataset and res_ctx must stay valid and
- * unchanged until prefetch_stop() returns.
+ * Thread-safety: one consumer thread per prefetcher; data_prefetch_stop() must not
+ * race with data_prefetch_next(). The dataset and res_ctx must stay valid and
+ * unchanged until data_prefetch_stop() returns.
  */
 #ifndef MANTA_DATA_PREFETCH_H
 #define MANTA_DATA_PREFETCH_H
@@ -53,13 +53,13 @@ typedef struct prefetch_batch {
 
 /**
  * Start a producer thread over a loader built from @p o, beginning at
- * @p start (NULL: the run's start, loader_state_init(o->seed)).
+ * @p start (NULL: the run's start, data_loader_state_init(o->seed)).
  * @param slots ring size, >= 2 (0: PREFETCH_DEFAULT_SLOTS)
  * @param out   receives the prefetcher; NULL on error
- * @return the errors of loader_init(), MANTA_ERR_INVALID_ARG for slots,
+ * @return the errors of data_loader_init(), MANTA_ERR_INVALID_ARG for slots,
  *         MANTA_ERR_NO_MEMORY, MANTA_ERR_INTERNAL when no thread can be made.
  */
-manta_status prefetch_start(prefetch **out, const loader_opts *o, const loader_state *start,
+manta_status data_prefetch_start(prefetch **out, const loader_opts *o, const loader_state *start,
                             int slots, manta_err *err);
 
 /**
@@ -71,22 +71,22 @@ manta_status prefetch_start(prefetch **out, const loader_opts *o, const loader_s
  * @return MANTA_OK, or the producer's error (with its message) once every
  *         batch made before it has been handed over; repeated on later calls.
  */
-manta_status prefetch_next(prefetch *p, prefetch_batch *b, double *wait_s, manta_err *err);
+manta_status data_prefetch_next(prefetch *p, prefetch_batch *b, double *wait_s, manta_err *err);
 
 /**
  * The state after the last batch handed over (the start state before the
- * first): pass it to prefetch_start() or loader_init() to continue the same
+ * first): pass it to data_prefetch_start() or data_loader_init() to continue the same
  * sequence from there.
  */
-void prefetch_get_state(const prefetch *p, loader_state *s);
+void data_prefetch_get_state(const prefetch *p, loader_state *s);
 
-/** Total seconds prefetch_next() has spent waiting, since the start. */
-double prefetch_wait_total(const prefetch *p);
+/** Total seconds data_prefetch_next() has spent waiting, since the start. */
+double data_prefetch_wait_total(const prefetch *p);
 
 /**
  * Stop the producer (it finishes the batch in progress, at most), join it and
  * free everything, including the slot the consumer holds. NULL is allowed.
  */
-void prefetch_stop(prefetch *p);
+void data_prefetch_stop(prefetch *p);
 
 #endif

@@ -19,7 +19,7 @@ static void window(double c, double support, int in, int *lo, int *hi)
     }
 }
 
-manta_status rs_taps_make(rs_taps *t, int in, int out, manta_err *err)
+manta_status data_rs_taps_make(rs_taps *t, int in, int out, manta_err *err)
 {
     memset(t, 0, sizeof *t);
     if (in <= 0 || out <= 0 || in > RS_MAX_SIDE || out > RS_MAX_SIDE)
@@ -37,7 +37,7 @@ manta_status rs_taps_make(rs_taps *t, int in, int out, manta_err *err)
     t->first = malloc((size_t)out * sizeof *t->first);
     t->w = calloc((size_t)out * taps, sizeof *t->w);
     if (!t->first || !t->w) {
-        rs_taps_free(t);
+        data_rs_taps_free(t);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "resample: out of memory for %d taps",
                              out * taps);
     }
@@ -62,7 +62,7 @@ manta_status rs_taps_make(rs_taps *t, int in, int out, manta_err *err)
     return MANTA_OK;
 }
 
-void rs_taps_free(rs_taps *t)
+void data_rs_taps_free(rs_taps *t)
 {
     if (!t)
         return;
@@ -81,22 +81,22 @@ static uint8_t to_u8(float v)
     return (uint8_t)v;
 }
 
-manta_status rs_resize_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, int oh, int ow,
+manta_status data_rs_resize_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, int oh, int ow,
                           manta_err *err)
 {
     rs_taps tx, ty;
-    manta_status st = rs_taps_make(&tx, w, ow, err);
+    manta_status st = data_rs_taps_make(&tx, w, ow, err);
     if (st != MANTA_OK)
         return st;
-    st = rs_taps_make(&ty, h, oh, err);
+    st = data_rs_taps_make(&ty, h, oh, err);
     if (st != MANTA_OK) {
-        rs_taps_free(&tx);
+        data_rs_taps_free(&tx);
         return st;
     }
     float *tmp = malloc((size_t)h * ow * c * sizeof *tmp); /* (h, ow, c) */
     if (!tmp) {
-        rs_taps_free(&tx);
-        rs_taps_free(&ty);
+        data_rs_taps_free(&tx);
+        data_rs_taps_free(&ty);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "resample: out of memory for %dx%d", h, ow);
     }
     for (int y = 0; y < h; y++) {
@@ -126,7 +126,7 @@ manta_status rs_resize_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst,
         }
     }
     free(tmp);
-    rs_taps_free(&tx);
-    rs_taps_free(&ty);
+    data_rs_taps_free(&tx);
+    data_rs_taps_free(&ty);
     return MANTA_OK;
 }

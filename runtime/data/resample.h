@@ -32,12 +32,12 @@ typedef struct rs_taps {
  * Compute the taps resizing an axis of @p in samples to @p out (both > 0).
  * Every index first[o] + t with a nonzero weight lies in [0, in).
  * @return MANTA_ERR_INVALID_ARG for sizes out of range, MANTA_ERR_NO_MEMORY.
- * Free with rs_taps_free(). Thread-safety: reentrant.
+ * Free with data_rs_taps_free(). Thread-safety: reentrant.
  */
-manta_status rs_taps_make(rs_taps *t, int in, int out, manta_err *err);
+manta_status data_rs_taps_make(rs_taps *t, int in, int out, manta_err *err);
 
 /** Release the taps' arrays; the struct is zeroed. NULL is allowed. */
-void rs_taps_free(rs_taps *t);
+void data_rs_taps_free(rs_taps *t);
 
 /**
  * Resize an 8-bit HWC image (h, w, c) to (oh, ow, c), horizontally first,
@@ -45,7 +45,7 @@ void rs_taps_free(rs_taps *t);
  * @return MANTA_ERR_NO_MEMORY when the temporary buffers cannot be had.
  * Thread-safety: reentrant.
  */
-manta_status rs_resize_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, int oh, int ow,
+manta_status data_rs_resize_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, int oh, int ow,
                           manta_err *err);
 
 #endif

@@ -38,7 +38,7 @@ static int kind_of(const char *path)
 /* kind_of(dir/name); -1 when out of memory. */
 static int kind_in(const char *dir, const char *name)
 {
-    char *p = name_path(dir, name);
+    char *p = data_name_path(dir, name);
     if (!p)
         return -1;
     int k = kind_of(p);
@@ -71,7 +71,7 @@ static manta_status list_dir(const char *dir, int kind, name_list *out, manta_er
         }
         if (k != kind)
             continue;
-        if (!name_list_push(out, e->d_name)) {
+        if (!data_name_list_push(out, e->d_name)) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory listing", dir);
             break;
         }
@@ -80,9 +80,9 @@ static manta_status list_dir(const char *dir, int kind, name_list *out, manta_er
         st = manta_err_set(err, MANTA_ERR_IO, "%s: cannot list folder: %s", dir, strerror(errno));
     closedir(d);
     if (st != MANTA_OK)
-        name_list_free(out);
+        data_name_list_free(out);
     else
-        name_list_sort(out);
+        data_name_list_sort(out);
     return st;
 }
 
@@ -148,7 +148,7 @@ static manta_status set_push(stereo_set *s, int *cap, char *name, char *left, ch
 static char *find_dir(const char *root, const char *const *cands, int n, int *oom)
 {
     for (int k = 0; k < n; k++) {
-        char *p = name_path(root, cands[k]);
+        char *p = data_name_path(root, cands[k]);
         if (!p) {
             *oom = 1;
             return NULL;
@@ -184,7 +184,7 @@ static char *file_in(const char *dir, const char *name, int *oom)
 {
     if (!dir)
         return NULL;
-    char *p = name_path(dir, name);
+    char *p = data_name_path(dir, name);
     if (!p) {
         *oom = 1;
         return NULL;
@@ -198,7 +198,7 @@ static char *file_in(const char *dir, const char *name, int *oom)
 static manta_status open_kitti(const char *root, int fam, stereo_set *s, manta_err *err)
 {
     int oom = 0, cap = 0;
-    char *ldir = name_path(root, kitti_left[fam]), *rdir = name_path(root, kitti_right[fam]);
+    char *ldir = data_name_path(root, kitti_left[fam]), *rdir = data_name_path(root, kitti_right[fam]);
     char *occ = find_dir(root, kitti_occ, 2, &oom), *noc = find_dir(root, kitti_noc, 2, &oom);
     name_list files = {0};
     manta_status st = MANTA_OK;
@@ -210,7 +210,7 @@ static manta_status open_kitti(const char *root, int fam, stereo_set *s, manta_e
     const int has_gt_dir = occ || noc;
     for (int i = 0; i < files.n && st == MANTA_OK; i++) {
         const char *f = files.v[i];
-        char *right = name_path(rdir, f);
+        char *right = data_name_path(rdir, f);
         if (!right) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", root);
             break;
@@ -233,7 +233,7 @@ static manta_status open_kitti(const char *root, int fam, stereo_set *s, manta_e
             continue;
         }
         char *disp = d_occ ? d_occ : d_noc;
-        st = set_push(s, &cap, strdup(f), name_path(ldir, f), right, disp, d_noc, err);
+        st = set_push(s, &cap, strdup(f), data_name_path(ldir, f), right, disp, d_noc, err);
     }
     if (st == MANTA_OK && s->count == 0)
         st = manta_err_set(
@@ -241,7 +241,7 @@ static manta_status open_kitti(const char *root, int fam, stereo_set *s, manta_e
             "%s: no stereo pairs: %s/ holds no .png file with the same name in %s/%s", root, ldir,
             rdir, has_gt_dir ? " and a disparity map (disp_occ_0/ or disp_noc_0/)" : "");
 done:
-    name_list_free(&files);
+    data_name_list_free(&files);
     free(ldir), free(rdir), free(occ), free(noc);
     return st;
 }
@@ -296,7 +296,7 @@ static manta_status open_middlebury(const char *root, int any, stereo_set *s, ma
     MANTA_TRY(list_dir(root, KIND_DIR, &dirs, err));
     manta_status st = MANTA_OK;
     for (int i = 0; i < dirs.n && st == MANTA_OK; i++) {
-        char *dir = name_path(root, dirs.v[i]);
+        char *dir = data_name_path(root, dirs.v[i]);
         if (!dir) {
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", root);
             break;
@@ -310,7 +310,7 @@ static manta_status open_middlebury(const char *root, int any, stereo_set *s, ma
             s->skipped++;
         free(dir);
     }
-    name_list_free(&dirs);
+    data_name_list_free(&dirs);
     if (st == MANTA_OK && s->count == 0)
         st = any ? manta_err_set(err, MANTA_ERR_FORMAT,
                                  "%s: no stereo pairs: expected image_2/ and image_3/ (KITTI) or "
@@ -495,9 +495,9 @@ manta_status stereo_folder_write_kitti(const char *root, int index, const stereo
     }
     const int nfiles = any_gt ? (p->has_noc ? 4 : 3) : 2;
     for (int k = 0; k < nfiles && st == MANTA_OK; k++) {
-        char *dir = name_path(root, dirs[k]);
+        char *dir = data_name_path(root, dirs[k]);
         if (dir)
-            paths[k] = name_path(dir, file);
+            paths[k] = data_name_path(dir, file);
         if (!dir || !paths[k])
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", root);
         else

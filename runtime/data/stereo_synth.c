@@ -672,7 +672,7 @@ static int photo_raster(const photo_bank *bank, int pick, manta_rng *pr, int rw,
         for (int y = 0; y < ch; y++)
             memcpy(crop + (size_t)y * cw * 3, ph->rgb + ((size_t)(oy + y) * ph->width + ox) * 3,
                    (size_t)cw * 3);
-        st = rs_resize_u8(crop, ch, cw, 3, sized, rh, rw, err);
+        st = data_rs_resize_u8(crop, ch, cw, 3, sized, rh, rw, err);
     }
     if (st == MANTA_OK) {
         const size_t ps = (size_t)rw * rh;

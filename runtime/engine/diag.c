@@ -1,5 +1,5 @@
 /* Status names and the small message formatter (no stdio in the engine). */
-#include "engine/diag.h"
+#include "engine/diag_impl.h"
 
 const char *mengine_status_str(mengine_status s)
 {
@@ -97,7 +97,7 @@ static void vformat(outbuf *o, const char *fmt, va_list ap)
     }
 }
 
-mengine_status me_diag_fail(mdiag *d, mengine_status code, const char *fmt, ...)
+mengine_status mengine_diag_fail(mdiag *d, mengine_status code, const char *fmt, ...)
 {
     if (!d || !d->msg || !d->cap)
         return code;
@@ -110,7 +110,7 @@ mengine_status me_diag_fail(mdiag *d, mengine_status code, const char *fmt, ...)
     return code;
 }
 
-mengine_status me_diag_op_vfail(mdiag *d, uint32_t op, int32_t builtin, mengine_status code,
+mengine_status mengine_diag_op_vfail(mdiag *d, uint32_t op, int32_t builtin, mengine_status code,
                                 const char *fmt, va_list ap)
 {
     if (!d || !d->msg || !d->cap)

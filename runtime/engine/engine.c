@@ -3,7 +3,7 @@
  * memory, invoke runs the operators' eval in order. */
 #include <string.h>
 
-#include "engine/fuse.h"
+#include "engine/fuse_impl.h"
 
 enum { STATE_NONE = 0, STATE_INIT = 0x4d454931, STATE_PREPARED = 0x4d455032 };
 
@@ -32,7 +32,7 @@ static const mengine_op *fused_reg(const mengine_model *m, int32_t code)
 
 /* Run every operator's prepare into @p nodes (or a temporary node when NULL),
  * hand each prepared operator to the planner in @p work and plan. Operators
- * forming a fused pattern (fuse.h) whose kernel is in the operator table are
+ * forming a fused pattern (fuse_impl.h) whose kernel is in the operator table are
  * prepared as usual, then all but the last elided and the last given the
  * fused kernel; *fused counts the patterns, *fused_ops their operators. */
 static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, void *work,
@@ -40,40 +40,40 @@ static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, voi
                                        size_t *fused_ops, mdiag *d)
 {
     fbr r;
-    me_fbr_for_model(&r, m, d);
+    mengine_fbr_for_model(&r, m, d);
     const mengine_op *corr = fused_reg(m, MENGINE_FUSED_CORRELATION);
     mnode pattern;
     uint32_t pattern_end = 0, in_pattern = 0;
     *fused = *fused_ops = 0;
-    mengine_status st = me_plan_begin(work, work_size, m, d);
+    mengine_status st = mengine_plan_begin(work, work_size, m, d);
     for (uint32_t i = 0; i < m->n_ops && st == MENGINE_OK; i++) {
         mnode tmp, *node = nodes ? &nodes[i] : &tmp;
         mop_ctx c;
-        st = me_op_bind(&r, m, i, &c);
+        st = mengine_op_bind(&r, m, i, &c);
         if (st == MENGINE_OK)
-            st = me_op_prepare(&c, node);
+            st = mengine_op_prepare(&c, node);
         if (st != MENGINE_OK)
             break;
         if (!in_pattern && corr && c.builtin == MENGINE_OP_PAD &&
-            me_fuse_correlation(m, work, i, &pattern_end, &pattern)) {
+            mengine_fuse_correlation(m, work, i, &pattern_end, &pattern)) {
             in_pattern = 1;
             ++*fused;
         }
         if (in_pattern) {
             ++*fused_ops;
             if (i < pattern_end) {
-                node->reg = &me_op_elided;
+                node->reg = &mengine_op_elided;
             } else {
                 node->reg = corr;
                 node->p = pattern.p;
-                me_plan_extend(work, node->p.corr.left, i);
-                me_plan_extend(work, node->p.corr.right, i);
+                mengine_plan_extend(work, node->p.corr.left, i);
+                mengine_plan_extend(work, node->p.corr.right, i);
                 in_pattern = 0;
             }
         }
-        me_plan_op(work, m, i, node);
+        mengine_plan_op(work, m, i, node);
     }
-    return st == MENGINE_OK ? me_plan_run(work, d, total) : st;
+    return st == MENGINE_OK ? mengine_plan_run(work, d, total) : st;
 }
 
 mengine_status mengine_arena_size(const mengine_model *m, void *work, size_t work_size,
@@ -84,11 +84,11 @@ mengine_status mengine_arena_size(const mengine_model *m, void *work, size_t wor
     if (msg && msg_cap)
         msg[0] = '\0';
     if (!m || !m->data || !arena_size)
-        return me_diag_fail(&d, MENGINE_ERR_ARG, "model not loaded or no result pointer");
+        return mengine_diag_fail(&d, MENGINE_ERR_ARG, "model not loaded or no result pointer");
     mengine_status st = prepare_and_plan(m, NULL, work, work_size, &total, &fused, &fused_ops, &d);
     if (st != MENGINE_OK)
         return st;
-    const size_t need_work = me_plan_work_size(m->n_tensors, m->n_ops);
+    const size_t need_work = mengine_plan_work_bytes(m->n_tensors, m->n_ops);
     *arena_size = records_size(m) + (total > need_work ? total : need_work);
     return MENGINE_OK;
 }
@@ -113,12 +113,12 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
     if (msg && msg_cap)
         msg[0] = '\0';
     if (!e || (e->state != STATE_INIT && e->state != STATE_PREPARED))
-        return me_diag_fail(&d, MENGINE_ERR_STATE, "mengine_prepare() before mengine_init()");
+        return mengine_diag_fail(&d, MENGINE_ERR_STATE, "mengine_prepare() before mengine_init()");
     const mengine_model *m = &e->model;
-    const size_t records = records_size(m), work_size = me_plan_work_size(m->n_tensors, m->n_ops);
+    const size_t records = records_size(m), work_size = mengine_plan_work_bytes(m->n_tensors, m->n_ops);
     e->state = STATE_INIT;
     if (records + work_size > e->arena_size)
-        return me_diag_fail(
+        return mengine_diag_fail(
             &d, MENGINE_ERR_ARENA,
             "arena of %zu bytes: records and planner work need %zu (see mengine_arena_size())",
             e->arena_size, records + work_size);
@@ -133,19 +133,19 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
         return st;
     const size_t used = records + (total > work_size ? total : work_size);
     if (used > e->arena_size)
-        return me_diag_fail(&d, MENGINE_ERR_ARENA,
+        return mengine_diag_fail(&d, MENGINE_ERR_ARENA,
                             "arena of %zu bytes is too small: the model needs %zu", e->arena_size,
                             used);
     /* Point the records at their memory before the activations overwrite the work area. */
     fbr r;
-    me_fbr_for_model(&r, m, &d);
+    mengine_fbr_for_model(&r, m, &d);
     for (uint32_t t = 0; t < m->n_tensors; t++) {
         mtensor_info ti;
-        st = me_model_tensor(&r, m, t, &ti);
+        st = mengine_model_tensor(&r, m, t, &ti);
         if (st != MENGINE_OK)
             return st;
         mtensor *rec = &e->tensors[t];
-        const int64_t off = me_plan_tensor_offset(work, t);
+        const int64_t off = mengine_plan_tensor_offset(work, t);
         memcpy(rec->dims, ti.dims, sizeof rec->dims);
         rec->rank = ti.rank;
         rec->count = ti.count;
@@ -156,7 +156,7 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
                     : rec->data;
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
-        const int64_t off = me_plan_scratch_offset(work, i);
+        const int64_t off = mengine_plan_scratch_offset(work, i);
         e->nodes[i].scratch = off >= 0 ? (float *)(void *)(e->act + off) : NULL;
     }
     e->stats.arena_used = used;

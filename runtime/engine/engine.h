@@ -258,7 +258,7 @@ mengine_status mengine_init(mengine *e, const mengine_model *m, void *arena, siz
  * features along W; per displacement a SLICE (or STRIDED_SLICE with strides
  * 1) of it, MUL with the left features, MEAN over the channels with dims
  * kept; one CONCATENATION of the means along the channels; the intermediate
- * tensors read by nothing else: runtime/engine/fuse.h has the exact rules)
+ * tensors read by nothing else: runtime/engine/fuse_impl.h has the exact rules)
  * runs as one kernel at the CONCATENATION, and the pattern's intermediate
  * tensors get no memory (their views have data NULL). Any other form runs
  * with the generic operators. mengine_get_stats() counts the fused patterns.

@@ -1,13 +1,13 @@
-/* The checked FlatBuffers reader (see fbread.h).
+/* The checked FlatBuffers reader (see fbread_impl.h).
  *
  * Every access checks the object it touches (alignment, bounds, vtable,
  * terminator, length) before reading; positions and lengths are compared in
  * 64 bits, so no arithmetic wraps. */
 #include <string.h>
 
-#include "engine/fbread.h"
+#include "engine/fbread_impl.h"
 
-void me_fb_init(fbr *r, const uint8_t *base, uint32_t size, uint32_t max_depth,
+void mengine_fb_init(fbr *r, const uint8_t *base, uint32_t size, uint32_t max_depth,
                 uint32_t max_tables, mdiag *d)
 {
     r->base = base;
@@ -17,39 +17,39 @@ void me_fb_init(fbr *r, const uint8_t *base, uint32_t size, uint32_t max_depth,
     r->d = d;
 }
 
-mengine_status me_fb_table_at(fbr *r, uint32_t pos, uint32_t depth, fb_table *t)
+mengine_status mengine_fb_table_at(fbr *r, uint32_t pos, uint32_t depth, fb_table *t)
 {
     if (depth > r->max_depth)
-        return me_diag_fail(r->d, MENGINE_ERR_DEPTH,
+        return mengine_diag_fail(r->d, MENGINE_ERR_DEPTH,
                             "table at byte %u is nested %u deep (limit %u)", pos, depth,
                             r->max_depth);
     if (r->tables_left == 0)
-        return me_diag_fail(r->d, MENGINE_ERR_LIMIT, "more tables than the verifier's limit");
+        return mengine_diag_fail(r->d, MENGINE_ERR_LIMIT, "more tables than the verifier's limit");
     r->tables_left--;
     if (pos % 4)
-        return me_diag_fail(r->d, MENGINE_ERR_ALIGNMENT, "table at byte %u is not 4-byte aligned",
+        return mengine_diag_fail(r->d, MENGINE_ERR_ALIGNMENT, "table at byte %u is not 4-byte aligned",
                             pos);
     if ((uint64_t)pos + 4 > r->size)
-        return me_diag_fail(r->d, MENGINE_ERR_OFFSET, "table at byte %u lies outside the data",
+        return mengine_diag_fail(r->d, MENGINE_ERR_OFFSET, "table at byte %u lies outside the data",
                             pos);
     const int64_t vt = (int64_t)pos - rd_i32(r->base + pos);
     if (vt < 0 || vt + 4 > (int64_t)r->size)
-        return me_diag_fail(r->d, MENGINE_ERR_VTABLE,
+        return mengine_diag_fail(r->d, MENGINE_ERR_VTABLE,
                             "vtable of the table at byte %u lies outside the data", pos);
     if (vt % 2)
-        return me_diag_fail(r->d, MENGINE_ERR_VTABLE,
+        return mengine_diag_fail(r->d, MENGINE_ERR_VTABLE,
                             "vtable of the table at byte %u is not 2-byte aligned", pos);
     const uint16_t vt_size = rd_u16(r->base + vt), t_size = rd_u16(r->base + vt + 2);
     if (vt_size < 4 || vt_size % 2 || vt + vt_size > (int64_t)r->size)
-        return me_diag_fail(
+        return mengine_diag_fail(
             r->d, MENGINE_ERR_VTABLE,
             "vtable of the table at byte %u: size %u is odd, below 4 or past the end", pos,
             (unsigned)vt_size);
     if (t_size < 4)
-        return me_diag_fail(r->d, MENGINE_ERR_VTABLE, "table at byte %u: table size %u below 4",
+        return mengine_diag_fail(r->d, MENGINE_ERR_VTABLE, "table at byte %u: table size %u below 4",
                             pos, (unsigned)t_size);
     if ((uint64_t)pos + t_size > r->size)
-        return me_diag_fail(r->d, MENGINE_ERR_TRUNCATED,
+        return mengine_diag_fail(r->d, MENGINE_ERR_TRUNCATED,
                             "table at byte %u (%u bytes) runs past the end of the data (%u bytes)",
                             pos, (unsigned)t_size, r->size);
     t->pos = pos;
@@ -60,16 +60,16 @@ mengine_status me_fb_table_at(fbr *r, uint32_t pos, uint32_t depth, fb_table *t)
     return MENGINE_OK;
 }
 
-mengine_status me_fb_root(fbr *r, fb_table *t)
+mengine_status mengine_fb_root(fbr *r, fb_table *t)
 {
     if (r->size < 8)
-        return me_diag_fail(r->d, MENGINE_ERR_TRUNCATED,
+        return mengine_diag_fail(r->d, MENGINE_ERR_TRUNCATED,
                             "%u bytes: shorter than the 8-byte FlatBuffers header", r->size);
     const uint32_t root = rd_u32(r->base);
     if (root == 0 || root > FB_MAX_OFFSET || (uint64_t)root + 4 > r->size)
-        return me_diag_fail(r->d, MENGINE_ERR_OFFSET,
+        return mengine_diag_fail(r->d, MENGINE_ERR_OFFSET,
                             "root offset %u points outside the data (%u bytes)", root, r->size);
-    return me_fb_table_at(r, root, 1, t);
+    return mengine_fb_table_at(r, root, 1, t);
 }
 
 /* Position of field @p id (0 when absent), checked to lie inside the table and be aligned. */
@@ -83,10 +83,10 @@ static mengine_status field(fbr *r, const fb_table *t, unsigned id, uint32_t siz
     if (fo == 0)
         return MENGINE_OK;
     if (fo < 4 || (uint32_t)fo + size > t->t_size)
-        return me_diag_fail(r->d, MENGINE_ERR_VTABLE,
+        return mengine_diag_fail(r->d, MENGINE_ERR_VTABLE,
                             "field %u of the table at byte %u lies outside the table", id, t->pos);
     if ((t->pos + fo) % size)
-        return me_diag_fail(r->d, MENGINE_ERR_ALIGNMENT,
+        return mengine_diag_fail(r->d, MENGINE_ERR_ALIGNMENT,
                             "field %u of the table at byte %u is not %u-byte aligned", id, t->pos,
                             size);
     *pos = t->pos + fo;
@@ -116,12 +116,12 @@ static float rd_f32(const uint8_t *p)
             *out = p ? decode(r->base + p) : def;                                                  \
         return st;                                                                                 \
     }
-FB_SCALAR_READER(me_fb_u8, uint8_t, 1, rd_u8)
-FB_SCALAR_READER(me_fb_i8, int8_t, 1, rd_i8)
-FB_SCALAR_READER(me_fb_u32, uint32_t, 4, rd_u32)
-FB_SCALAR_READER(me_fb_i32, int32_t, 4, rd_i32)
-FB_SCALAR_READER(me_fb_u64, uint64_t, 8, rd_u64)
-FB_SCALAR_READER(me_fb_f32, float, 4, rd_f32)
+FB_SCALAR_READER(mengine_fb_u8, uint8_t, 1, rd_u8)
+FB_SCALAR_READER(mengine_fb_i8, int8_t, 1, rd_i8)
+FB_SCALAR_READER(mengine_fb_u32, uint32_t, 4, rd_u32)
+FB_SCALAR_READER(mengine_fb_i32, int32_t, 4, rd_i32)
+FB_SCALAR_READER(mengine_fb_u64, uint64_t, 8, rd_u64)
+FB_SCALAR_READER(mengine_fb_f32, float, 4, rd_f32)
 #undef FB_SCALAR_READER
 
 /* Target of the offset stored at @p at (a field or a vector element). */
@@ -129,7 +129,7 @@ static mengine_status follow(fbr *r, uint32_t at, uint32_t *target)
 {
     const uint32_t off = rd_u32(r->base + at);
     if (off == 0 || off > FB_MAX_OFFSET || (uint64_t)at + off + 4 > r->size)
-        return me_diag_fail(r->d, MENGINE_ERR_OFFSET,
+        return mengine_diag_fail(r->d, MENGINE_ERR_OFFSET,
                             "offset %u at byte %u is zero or points outside the data (%u bytes)",
                             off, at, r->size);
     *target = at + off;
@@ -148,16 +148,16 @@ static mengine_status ref(fbr *r, const fb_table *t, unsigned id, uint32_t *targ
     return st;
 }
 
-mengine_status me_fb_sub_table(fbr *r, const fb_table *t, unsigned id, fb_table *sub, int *present)
+mengine_status mengine_fb_sub_table(fbr *r, const fb_table *t, unsigned id, fb_table *sub, int *present)
 {
     uint32_t target = 0;
     mengine_status st = ref(r, t, id, &target, present);
     if (st != MENGINE_OK || !*present)
         return st;
-    return me_fb_table_at(r, target, t->depth + 1, sub);
+    return mengine_fb_table_at(r, target, t->depth + 1, sub);
 }
 
-mengine_status me_fb_vector(fbr *r, const fb_table *t, unsigned id, uint32_t elem_size, fb_vec *v,
+mengine_status mengine_fb_vector(fbr *r, const fb_table *t, unsigned id, uint32_t elem_size, fb_vec *v,
                             int *present)
 {
     uint32_t target = 0;
@@ -166,13 +166,13 @@ mengine_status me_fb_vector(fbr *r, const fb_table *t, unsigned id, uint32_t ele
         return st;
     *present = 0;
     if (target % 4)
-        return me_diag_fail(
+        return mengine_diag_fail(
             r->d, MENGINE_ERR_ALIGNMENT,
             "vector at byte %u (field %u of the table at byte %u) is not 4-byte aligned", target,
             id, t->pos);
     const uint32_t n = rd_u32(r->base + target);
     if ((uint64_t)n * elem_size > (uint64_t)r->size - target - 4)
-        return me_diag_fail(
+        return mengine_diag_fail(
             r->d, MENGINE_ERR_VECTOR,
             "vector at byte %u: %u elements of %u bytes run past the end of the data", target, n,
             elem_size);
@@ -182,14 +182,14 @@ mengine_status me_fb_vector(fbr *r, const fb_table *t, unsigned id, uint32_t ele
     return MENGINE_OK;
 }
 
-mengine_status me_fb_string(fbr *r, const fb_table *t, unsigned id, fb_vec *s, int *present)
+mengine_status mengine_fb_string(fbr *r, const fb_table *t, unsigned id, fb_vec *s, int *present)
 {
-    mengine_status st = me_fb_vector(r, t, id, 1, s, present);
+    mengine_status st = mengine_fb_vector(r, t, id, 1, s, present);
     if (st != MENGINE_OK || !*present)
         return st;
     if ((uint64_t)s->pos + s->n >= r->size || r->base[s->pos + s->n] != 0) {
         *present = 0;
-        return me_diag_fail(
+        return mengine_diag_fail(
             r->d, MENGINE_ERR_STRING,
             "string at byte %u (field %u of the table at byte %u) has no 0 terminator", s->pos - 4,
             id, t->pos);
@@ -197,9 +197,9 @@ mengine_status me_fb_string(fbr *r, const fb_table *t, unsigned id, fb_vec *s, i
     return MENGINE_OK;
 }
 
-mengine_status me_fb_vec_table(fbr *r, const fb_vec *v, uint32_t i, uint32_t depth, fb_table *t)
+mengine_status mengine_fb_vec_table(fbr *r, const fb_vec *v, uint32_t i, uint32_t depth, fb_table *t)
 {
     uint32_t target = 0;
     mengine_status st = follow(r, v->pos + 4 * i, &target);
-    return st == MENGINE_OK ? me_fb_table_at(r, target, depth, t) : st;
+    return st == MENGINE_OK ? mengine_fb_table_at(r, target, depth, t) : st;
 }

@@ -1,12 +1,12 @@
-/* Recognising the correlation pattern (see fuse.h). */
-#include "engine/fuse.h"
+/* Recognising the correlation pattern (see fuse_impl.h). */
+#include "engine/fuse_impl.h"
 
 /* Bind and prepare operator @p q into @p node; its builtin in *builtin. 0 on any failure. */
 static int prep(fbr *r, const mengine_model *m, uint32_t q, int32_t builtin, mop_ctx *c,
                 mnode *node)
 {
-    return q < m->n_ops && me_op_bind(r, m, q, c) == MENGINE_OK && c->builtin == builtin &&
-           me_op_prepare(c, node) == MENGINE_OK;
+    return q < m->n_ops && mengine_op_bind(r, m, q, c) == MENGINE_OK && c->builtin == builtin &&
+           mengine_op_prepare(c, node) == MENGINE_OK;
 }
 
 static int32_t in_at(const fbr *r, const mop_ctx *c, uint32_t i)
@@ -18,7 +18,7 @@ static int32_t in_at(const fbr *r, const mop_ctx *c, uint32_t i)
 static int dims4_of(fbr *r, const mengine_model *m, int32_t t, int32_t d[4])
 {
     mtensor_info ti;
-    if (t < 0 || me_model_tensor(r, m, (uint32_t)t, &ti) != MENGINE_OK || ti.rank != 4)
+    if (t < 0 || mengine_model_tensor(r, m, (uint32_t)t, &ti) != MENGINE_OK || ti.rank != 4)
         return 0;
     for (int i = 0; i < 4; i++)
         d[i] = ti.dims[i];
@@ -30,7 +30,7 @@ static int same4(const int32_t *a, const int32_t *b)
     return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
 }
 
-int me_fuse_correlation(const mengine_model *m, const void *work, uint32_t first, uint32_t *last,
+int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t first, uint32_t *last,
                         mnode *node)
 {
     mdiag quiet = {0, 0};
@@ -38,7 +38,7 @@ int me_fuse_correlation(const mengine_model *m, const void *work, uint32_t first
     mop_ctx c;
     mnode tmp;
     int32_t rd[4], td[4], ld[4], sd[4], dd[4], od[4];
-    me_fbr_for_model(&r, m, &quiet);
+    mengine_fbr_for_model(&r, m, &quiet);
     /* PAD: along W only */
     if (!prep(&r, m, first, MENGINE_OP_PAD, &c, &tmp))
         return 0;
@@ -51,13 +51,13 @@ int me_fuse_correlation(const mengine_model *m, const void *work, uint32_t first
     int32_t L = -1, b0 = 0, step = 0;
     uint32_t k = 0, q = first + 1;
     for (;; k++, q += 3) {
-        if (q >= m->n_ops || me_op_bind(&r, m, q, &c) != MENGINE_OK)
+        if (q >= m->n_ops || mengine_op_bind(&r, m, q, &c) != MENGINE_OK)
             return 0;
         if (c.builtin == MENGINE_OP_CONCATENATION)
             break;
         /* SLICE of T at (0, 0, b_k, 0), strides 1, the whole of N, H and C */
         if ((c.builtin != MENGINE_OP_SLICE && c.builtin != MENGINE_OP_STRIDED_SLICE) ||
-            me_op_prepare(&c, &tmp) != MENGINE_OK || in_at(&r, &c, 0) != T)
+            mengine_op_prepare(&c, &tmp) != MENGINE_OK || in_at(&r, &c, 0) != T)
             return 0;
         const int32_t S = (int32_t)tmp.output, b = tmp.p.slice.begin[2];
         if (!dims4_of(&r, m, S, sd) || tmp.p.slice.begin[0] || tmp.p.slice.begin[1] ||
@@ -91,14 +91,14 @@ int me_fuse_correlation(const mengine_model *m, const void *work, uint32_t first
     }
     /* CONCATENATION of E_0 .. E_{D-1} along the channels */
     const uint32_t D = k;
-    if (D == 0 || me_op_prepare(&c, &tmp) != MENGINE_OK || tmp.p.misc.act != MK_ACT_NONE ||
+    if (D == 0 || mengine_op_prepare(&c, &tmp) != MENGINE_OK || tmp.p.misc.act != MK_ACT_NONE ||
         tmp.p.misc.axis != 3 || c.inputs.n != D || !dims4_of(&r, m, (int32_t)tmp.output, od) ||
         od[0] != ld[0] || od[1] != ld[1] || od[2] != ld[2] || od[3] != (int32_t)D)
         return 0;
     for (uint32_t i = 0; i < D; i++) {
         fb_table t;
         fb_vec ins, outs;
-        if (me_model_operator(&r, m, first + 3 + 3 * i, &t, &ins, &outs) != MENGINE_OK ||
+        if (mengine_model_operator(&r, m, first + 3 + 3 * i, &t, &ins, &outs) != MENGINE_OK ||
             outs.n != 1 || fb_vec_i32(&r, &outs, 0) != in_at(&r, &c, i))
             return 0;
     }
@@ -106,11 +106,11 @@ int me_fuse_correlation(const mengine_model *m, const void *work, uint32_t first
     for (uint32_t i = first; i < q; i++) {
         fb_table t;
         fb_vec ins, outs;
-        if (me_model_operator(&r, m, i, &t, &ins, &outs) != MENGINE_OK || outs.n != 1 ||
-            !me_plan_local(work, (uint32_t)fb_vec_i32(&r, &outs, 0), q))
+        if (mengine_model_operator(&r, m, i, &t, &ins, &outs) != MENGINE_OK || outs.n != 1 ||
+            !mengine_plan_local(work, (uint32_t)fb_vec_i32(&r, &outs, 0), q))
             return 0;
     }
-    if (me_plan_written_after(work, (uint32_t)L, first))
+    if (mengine_plan_written_after(work, (uint32_t)L, first))
         return 0;
     *last = q;
     node->p.corr.left = (uint32_t)L;

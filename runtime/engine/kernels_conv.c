@@ -14,11 +14,11 @@
  * contiguous Cin of input pixel and weight row, 1 or 2 pixels x 8 channels of
  * vector accumulators, the 8 sums of a pixel reduced at once into one vector
  * (AVX) or two (NEON, SSE) for the bias and the clamp. The fully connected
- * layer uses the same code (mk_gemm_nt_f32()). Built for AVX-512 (-march=
+ * layer uses the same code (mengine_k_gemm_nt_f32()). Built for AVX-512 (-march=
  * native on such a CPU), the micro-kernel holds a pixel's 16 channels in one
  * 512-bit vector and 12 pixels per tile; the panel layout is the same, so
  * scratch and arena sizes do not depend on the instruction set. */
-#include "engine/kernels_simd.h"
+#include "engine/kernels_simd_impl.h"
 
 #define NR MK_CONV_NR       /* 16 output channels per panel */
 #define NV (NR / MK_VL)     /* vectors per pixel of a tile */
@@ -34,9 +34,9 @@
 #endif
 #define GEMV_MAX_PIX 16 /* 1x1 convolutions over at most this many pixels: dot products */
 
-size_t mk_conv2d_get_buffer_size_f32(const mk_dims *f)
+size_t mengine_k_conv2d_get_buffer_size_f32(const mengine_k_dims *f)
 {
-    if (!mk_dims_ok(f))
+    if (!mengine_k_dims_ok(f))
         return 0;
     return (size_t)NR * (size_t)f->h * (size_t)f->w * (size_t)f->c * sizeof(float);
 }
@@ -70,7 +70,7 @@ static void transpose8(const float *src, size_t k, float *dst)
 static MK_NOCLONE void pack_panel(const float *restrict filter, size_t k, int cout, int co0,
                                   float *restrict panel)
 {
-    int nr = mk_min(NR, cout - co0), j0 = 0;
+    int nr = mengine_k_min(NR, cout - co0), j0 = 0;
     if (nr < NR)
         memset(panel, 0, k * NR * sizeof *panel);
 #if defined(MK_SIMD_AVX)
@@ -130,9 +130,9 @@ static MK_ALWAYS_INLINE void tile(const int M, const tile_args *t, const float *
         _mm512_mask_storeu_ps(out + r * t->out_pix, keep,
                               _mm512_min_ps(hi5, _mm512_max_ps(lo5, acc5[r])));
 #else
-    mk_vf acc[MR][NV];
+    mengine_k_vf acc[MR][NV];
     for (int v = 0; v < NV; v++) {
-        const mk_vf bv = mk_vload(t->bias + v * MK_VL);
+        const mengine_k_vf bv = mengine_k_vload(t->bias + v * MK_VL);
         for (int r = 0; r < M; r++)
             acc[r][v] = bv;
     }
@@ -140,26 +140,26 @@ static MK_ALWAYS_INLINE void tile(const int M, const tile_args *t, const float *
         const float *restrict ak = a + kh * t->a_row;
         const float *restrict bk = b + kh * t->b_row;
         for (size_t i = 0; i < t->k; i++) {
-            mk_vf bv[NV];
+            mengine_k_vf bv[NV];
             for (int v = 0; v < NV; v++)
-                bv[v] = mk_vload(bk + i * NR + v * MK_VL);
+                bv[v] = mengine_k_vload(bk + i * NR + v * MK_VL);
             for (int r = 0; r < M; r++) {
-                const mk_vf x = mk_vset1(ak[r * t->a_pix + i]);
+                const mengine_k_vf x = mengine_k_vset1(ak[r * t->a_pix + i]);
                 for (int v = 0; v < NV; v++)
-                    acc[r][v] = mk_vfma(acc[r][v], x, bv[v]);
+                    acc[r][v] = mengine_k_vfma(acc[r][v], x, bv[v]);
             }
         }
     }
-    const mk_vf lo = mk_vset1(t->lo), hi = mk_vset1(t->hi);
+    const mengine_k_vf lo = mengine_k_vset1(t->lo), hi = mengine_k_vset1(t->hi);
     for (int r = 0; r < M; r++) {
         float *y = out + r * t->out_pix;
         if (t->nr == NR) {
             for (int v = 0; v < NV; v++)
-                mk_vstore(y + v * MK_VL, mk_vclamp(acc[r][v], lo, hi));
+                mengine_k_vstore(y + v * MK_VL, mengine_k_vclamp(acc[r][v], lo, hi));
         } else {
             float tmp[NR];
             for (int v = 0; v < NV; v++)
-                mk_vstore(tmp + v * MK_VL, mk_vclamp(acc[r][v], lo, hi));
+                mengine_k_vstore(tmp + v * MK_VL, mengine_k_vclamp(acc[r][v], lo, hi));
             memcpy(y, tmp, (size_t)t->nr * sizeof *y);
         }
     }
@@ -176,28 +176,28 @@ static void tile_1(const tile_args *t, const float *a, const float *b, float *ou
     tile(1, t, a, b, out);
 }
 
-static int conv_args_ok(const mk_conv_params *p, const mk_dims *id, const float *in,
-                        const mk_dims *fd, const float *filter, const mk_dims *od, const float *out)
+static int conv_args_ok(const mengine_k_conv_params *p, const mengine_k_dims *id, const float *in,
+                        const mengine_k_dims *fd, const float *filter, const mengine_k_dims *od, const float *out)
 {
-    return p && in && filter && out && mk_dims_ok(id) && mk_dims_ok(fd) && mk_dims_ok(od) &&
+    return p && in && filter && out && mengine_k_dims_ok(id) && mengine_k_dims_ok(fd) && mengine_k_dims_ok(od) &&
            p->stride_h > 0 && p->stride_w > 0 && p->pad_h >= 0 && p->pad_w >= 0 &&
-           mk_act_ok(p->act) && od->n == id->n;
+           mengine_k_act_ok(p->act) && od->n == id->n;
 }
 
 /* Panel @p co0: bias (zeros past Cout, or everywhere without bias) and clamp bounds. */
-static void panel_args(const mk_conv_params *p, const float *bias, int CO, int co0, float *bias_nr,
+static void panel_args(const mengine_k_conv_params *p, const float *bias, int CO, int co0, float *bias_nr,
                        tile_args *t)
 {
-    t->nr = mk_min(NR, CO - co0);
+    t->nr = mengine_k_min(NR, CO - co0);
     for (int j = 0; j < NR; j++)
         bias_nr[j] = bias && j < t->nr ? bias[co0 + j] : 0.0f;
     t->bias = bias_nr;
-    mk_act_bounds(p->act, &t->lo, &t->hi);
+    mengine_k_act_bounds(p->act, &t->lo, &t->hi);
 }
 
-mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const float *in,
-                             const mk_dims *fd, const float *filter, const float *bias,
-                             const mk_dims *od, float *out, float *scratch)
+mengine_status mengine_k_conv2d_f32(const mengine_k_conv_params *p, const mengine_k_dims *id, const float *in,
+                             const mengine_k_dims *fd, const float *filter, const float *bias,
+                             const mengine_k_dims *od, float *out, float *scratch)
 {
     if (!conv_args_ok(p, id, in, fd, filter, od, out) || !scratch || fd->c != id->c ||
         od->c != fd->n)
@@ -207,9 +207,9 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
     const int PH = p->pad_h, PW = p->pad_w;
     const size_t k = (size_t)KH * KW * C, kwc = (size_t)KW * C;
     /* Output columns whose whole kernel row lies inside the input: [ow_lo, ow_hi). */
-    int ow_lo = mk_min((PW + SW - 1) / SW, OW);
+    int ow_lo = mengine_k_min((PW + SW - 1) / SW, OW);
     int ow_hi = W - KW + PW >= 0 ? (W - KW + PW) / SW + 1 : 0;
-    ow_hi = mk_max(mk_min(ow_hi, OW), ow_lo);
+    ow_hi = mengine_k_max(mengine_k_min(ow_hi, OW), ow_lo);
     float bias_nr[NR];
     tile_args t;
     t.a_row = (size_t)W * C;
@@ -223,10 +223,10 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
         for (int n = 0; n < id->n; n++)
             for (int oh = 0; oh < OH; oh++) {
                 const int ih0 = oh * SH - PH;
-                const int kh_lo = mk_max(0, -ih0), kh_hi = mk_min(KH, H - ih0);
+                const int kh_lo = mengine_k_max(0, -ih0), kh_hi = mengine_k_min(KH, H - ih0);
                 const float *in_n = in + (size_t)n * H * W * C;
                 float *out_row = out + (((size_t)n * OH + oh) * OW) * CO + co0;
-                t.rows = mk_max(kh_hi - kh_lo, 0);
+                t.rows = mengine_k_max(kh_hi - kh_lo, 0);
                 int ow = 0;
                 while (ow < OW) {
                     if (t.rows > 0 && ow > ow_lo && ow < ow_hi && ow + MR > ow_hi &&
@@ -239,11 +239,11 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
                                 scratch + kh_lo * kwc * NR, out_row + (size_t)ow * CO);
                         ow += MR;
                     } else {
-                        const int kw_lo = mk_max(0, -iw0), kw_hi = mk_min(KW, W - iw0);
+                        const int kw_lo = mengine_k_max(0, -iw0), kw_hi = mengine_k_min(KW, W - iw0);
                         const int rows = t.rows;
                         if (kw_hi <= kw_lo)
                             t.rows = 0;
-                        t.k = (size_t)mk_max(kw_hi - kw_lo, 0) * C;
+                        t.k = (size_t)mengine_k_max(kw_hi - kw_lo, 0) * C;
                         if (t.rows)
                             tile_1(&t, in_n + ((size_t)(ih0 + kh_lo) * W + iw0 + kw_lo) * C,
                                    scratch + ((size_t)kh_lo * KW + kw_lo) * C * NR,
@@ -270,48 +270,48 @@ mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *id, const f
  * accumulator per pixel and channel over the contiguous Cin, the 8 sums of a pixel
  * reduced together, then the bias and the clamp as vectors. */
 static MK_ALWAYS_INLINE void dot_px8(const int NP, int C, int nc, const float *restrict x,
-                                     const float *restrict w, const float *b8, mk_vf lo,
-                                     mk_vf hi, float *restrict y, size_t y_pix)
+                                     const float *restrict w, const float *b8, mengine_k_vf lo,
+                                     mengine_k_vf hi, float *restrict y, size_t y_pix)
 {
     const int cv = C / MK_VL * MK_VL;
     const float *wr[8];
-    mk_vf acc[DOT_NP][8];
+    mengine_k_vf acc[DOT_NP][8];
     for (int j = 0; j < 8; j++) {
         wr[j] = w + (size_t)(j < nc ? j : nc - 1) * C;
         for (int p = 0; p < NP; p++)
-            acc[p][j] = mk_vset1(0.0f);
+            acc[p][j] = mengine_k_vset1(0.0f);
     }
     for (int c = 0; c < cv; c += MK_VL) {
-        mk_vf a[DOT_NP];
+        mengine_k_vf a[DOT_NP];
         for (int p = 0; p < NP; p++)
-            a[p] = mk_vload(x + (size_t)p * C + c);
+            a[p] = mengine_k_vload(x + (size_t)p * C + c);
         for (int j = 0; j < 8; j++) {
-            const mk_vf b = mk_vload(wr[j] + c);
+            const mengine_k_vf b = mengine_k_vload(wr[j] + c);
             for (int p = 0; p < NP; p++)
-                acc[p][j] = mk_vfma(acc[p][j], a[p], b);
+                acc[p][j] = mengine_k_vfma(acc[p][j], a[p], b);
         }
     }
     for (int p = 0; p < NP; p++) {
         float s[8], *yp = y + (size_t)p * y_pix;
         const float *xp = x + (size_t)p * C;
-        mk_vsum8(acc[p], s);
+        mengine_k_vsum8(acc[p], s);
         for (int c = cv; c < C; c++)
             for (int j = 0; j < 8; j++)
                 s[j] += xp[c] * wr[j][c];
         for (int v = 0; v < 8; v += MK_VL)
-            mk_vstore(nc == 8 ? yp + v : s + v,
-                      mk_vclamp(mk_vload(s + v) + mk_vload(b8 + v), lo, hi));
+            mengine_k_vstore(nc == 8 ? yp + v : s + v,
+                      mengine_k_vclamp(mengine_k_vload(s + v) + mengine_k_vload(b8 + v), lo, hi));
         if (nc < 8)
             memcpy(yp, s, (size_t)nc * sizeof *s);
     }
 }
 
-void mk_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
+void mengine_k_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
                     const float *bias, float lo_s, float hi_s, float *out)
 {
-    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    const mengine_k_vf lo = mengine_k_vset1(lo_s), hi = mengine_k_vset1(hi_s);
     for (int co0 = 0; co0 < CO; co0 += 8) {
-        const int nc = mk_min(8, CO - co0);
+        const int nc = mengine_k_min(8, CO - co0);
         float b8[8];
         for (int j = 0; j < 8; j++)
             b8[j] = bias && j < nc ? bias[co0 + j] : 0.0f;
@@ -324,9 +324,9 @@ void mk_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
     }
 }
 
-mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, const float *in,
-                                 const mk_dims *fd, const float *filter, const float *bias,
-                                 const mk_dims *od, float *out, float *scratch)
+mengine_status mengine_k_conv2d_1x1_f32(const mengine_k_conv_params *p, const mengine_k_dims *id, const float *in,
+                                 const mengine_k_dims *fd, const float *filter, const float *bias,
+                                 const mengine_k_dims *od, float *out, float *scratch)
 {
     if (!conv_args_ok(p, id, in, fd, filter, od, out) || !scratch || fd->c != id->c ||
         od->c != fd->n || fd->h != 1 || fd->w != 1 || p->pad_h != 0 || p->pad_w != 0 ||
@@ -336,12 +336,12 @@ mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, con
     const size_t npix = (size_t)od->n * od->h * od->w;
     const int dense = p->stride_h == 1 && p->stride_w == 1 && od->h == id->h && od->w == id->w;
     if (!dense) /* strided: the direct kernel, rows of pixels SW * Cin apart */
-        return mk_conv2d_f32(p, id, in, fd, filter, bias, od, out, scratch);
+        return mengine_k_conv2d_f32(p, id, in, fd, filter, bias, od, out, scratch);
     float bias_nr[NR];
     tile_args t;
     if (npix <= GEMV_MAX_PIX) {
-        mk_act_bounds(p->act, &t.lo, &t.hi);
-        mk_gemm_nt_f32(npix, C, CO, in, filter, bias, t.lo, t.hi, out);
+        mengine_k_act_bounds(p->act, &t.lo, &t.hi);
+        mengine_k_gemm_nt_f32(npix, C, CO, in, filter, bias, t.lo, t.hi, out);
         return MENGINE_OK;
     }
     t.rows = 1;
@@ -365,9 +365,9 @@ mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *id, con
     return MENGINE_OK;
 }
 
-mengine_status mk_transpose_conv_f32(const mk_conv_params *p, const mk_dims *id, const float *in,
-                                     const mk_dims *fd, const float *filter, const float *bias,
-                                     const mk_dims *od, float *out)
+mengine_status mengine_k_transpose_conv_f32(const mengine_k_conv_params *p, const mengine_k_dims *id, const float *in,
+                                     const mengine_k_dims *fd, const float *filter, const float *bias,
+                                     const mengine_k_dims *od, float *out)
 {
     if (!conv_args_ok(p, id, in, fd, filter, od, out) || fd->c != id->c || od->c != fd->n)
         return MENGINE_ERR_ARG;
@@ -402,6 +402,6 @@ mengine_status mk_transpose_conv_f32(const mk_conv_params *p, const mk_dims *id,
                     }
                 }
             }
-    mk_act_f32(out, npix * CO, p->act);
+    mengine_k_act_f32(out, npix * CO, p->act);
     return MENGINE_OK;
 }

@@ -2,7 +2,7 @@
  * features and every displacement, the mean over the channels of the product
  * with the right features at a shifted column (zero outside them). NHWC makes
  * each of these a dot product of two contiguous rows of C values. */
-#include "engine/kernels_simd.h"
+#include "engine/kernels_simd_impl.h"
 
 /* sum_c a[c] * b[c], in vectors of MK_VL lanes and a scalar tail. */
 static float dot(const float *restrict a, const float *restrict b, int32_t n)
@@ -11,10 +11,10 @@ static float dot(const float *restrict a, const float *restrict b, int32_t n)
     float s = 0.0f;
 #if MK_VL > 1
     if (n >= MK_VL) {
-        mk_vf acc = mk_vset1(0.0f);
+        mengine_k_vf acc = mengine_k_vset1(0.0f);
         for (; c + MK_VL <= n; c += MK_VL)
-            acc = mk_vfma(acc, mk_vload(a + c), mk_vload(b + c));
-        s = mk_vsum(acc);
+            acc = mengine_k_vfma(acc, mengine_k_vload(a + c), mengine_k_vload(b + c));
+        s = mengine_k_vsum(acc);
     }
 #endif
     for (; c < n; c++)
@@ -22,12 +22,12 @@ static float dot(const float *restrict a, const float *restrict b, int32_t n)
     return s;
 }
 
-mengine_status mk_correlation_f32(const mk_corr_params *p, const mk_dims *ld, const float *l,
-                                  const mk_dims *rd, const float *r, const mk_dims *od,
+mengine_status mengine_k_correlation_f32(const mengine_k_corr_params *p, const mengine_k_dims *ld, const float *l,
+                                  const mengine_k_dims *rd, const float *r, const mengine_k_dims *od,
                                   float *out)
 {
-    if (!p || !ld || !l || !rd || !r || !od || !out || !mk_dims_ok(ld) || !mk_dims_ok(rd) ||
-        !mk_dims_ok(od) || rd->n != ld->n || rd->h != ld->h || rd->c != ld->c ||
+    if (!p || !ld || !l || !rd || !r || !od || !out || !mengine_k_dims_ok(ld) || !mengine_k_dims_ok(rd) ||
+        !mengine_k_dims_ok(od) || rd->n != ld->n || rd->h != ld->h || rd->c != ld->c ||
         od->n != ld->n || od->h != ld->h || od->w != ld->w)
         return MENGINE_ERR_ARG;
     const int32_t C = ld->c, D = od->c, W = ld->w, WR = rd->w;

@@ -5,17 +5,17 @@
  * time with its K*K weight vectors loaded once for the run (held in registers
  * where there are enough), two pixels per step, the kernel size a compile-time
  * constant; border pixels clip their taps at run time. */
-#include "engine/kernels_simd.h"
+#include "engine/kernels_simd_impl.h"
 
 /* One output pixel of the general kernel, taps clipped to the image. */
-static void dw_pixel(const mk_dw_params *p, const mk_dims *id, const float *restrict in_n,
-                     const mk_dims *fd, const float *restrict filter, const float *restrict bias,
+static void dw_pixel(const mengine_k_dw_params *p, const mengine_k_dims *id, const float *restrict in_n,
+                     const mengine_k_dims *fd, const float *restrict filter, const float *restrict bias,
                      int oh, int ow, float *restrict y)
 {
     const int W = id->w, C = id->c, M = p->multiplier, CO = fd->c, KW = fd->w;
     const int ih0 = oh * p->stride_h - p->pad_h, iw0 = ow * p->stride_w - p->pad_w;
-    const int kh_lo = mk_max(0, -ih0), kh_hi = mk_min(fd->h, id->h - ih0);
-    const int kw_lo = mk_max(0, -iw0), kw_hi = mk_min(KW, W - iw0);
+    const int kh_lo = mengine_k_max(0, -ih0), kh_hi = mengine_k_min(fd->h, id->h - ih0);
+    const int kw_lo = mengine_k_max(0, -iw0), kw_hi = mengine_k_min(KW, W - iw0);
     for (int c = 0; c < CO; c++)
         y[c] = bias ? bias[c] : 0.0f;
     for (int kh = kh_lo; kh < kh_hi; kh++)
@@ -31,21 +31,21 @@ static void dw_pixel(const mk_dw_params *p, const mk_dims *id, const float *rest
                         y[ic * M + m] += x[ic] * w[ic * M + m];
             }
         }
-    mk_act_f32(y, (size_t)CO, p->act);
+    mengine_k_act_f32(y, (size_t)CO, p->act);
 }
 
-static int dw_args_ok(const mk_dw_params *p, const mk_dims *id, const float *in, const mk_dims *fd,
-                      const float *filter, const mk_dims *od, const float *out)
+static int dw_args_ok(const mengine_k_dw_params *p, const mengine_k_dims *id, const float *in, const mengine_k_dims *fd,
+                      const float *filter, const mengine_k_dims *od, const float *out)
 {
-    return p && in && filter && out && mk_dims_ok(id) && mk_dims_ok(fd) && mk_dims_ok(od) &&
+    return p && in && filter && out && mengine_k_dims_ok(id) && mengine_k_dims_ok(fd) && mengine_k_dims_ok(od) &&
            p->stride_h > 0 && p->stride_w > 0 && p->pad_h >= 0 && p->pad_w >= 0 &&
-           p->multiplier > 0 && mk_act_ok(p->act) && fd->n == 1 && fd->c == id->c * p->multiplier &&
+           p->multiplier > 0 && mengine_k_act_ok(p->act) && fd->n == 1 && fd->c == id->c * p->multiplier &&
            od->c == fd->c && od->n == id->n;
 }
 
-mengine_status mk_depthwise_conv_f32(const mk_dw_params *p, const mk_dims *id, const float *in,
-                                     const mk_dims *fd, const float *filter, const float *bias,
-                                     const mk_dims *od, float *out)
+mengine_status mengine_k_depthwise_conv_f32(const mengine_k_dw_params *p, const mengine_k_dims *id, const float *in,
+                                     const mengine_k_dims *fd, const float *filter, const float *bias,
+                                     const mengine_k_dims *od, float *out)
 {
     if (!dw_args_ok(p, id, in, fd, filter, od, out))
         return MENGINE_ERR_ARG;
@@ -59,7 +59,7 @@ mengine_status mk_depthwise_conv_f32(const mk_dw_params *p, const mk_dims *id, c
     return MENGINE_OK;
 }
 
-int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *fd)
+int mengine_k_depthwise_conv_fast_ok(const mengine_k_dw_params *p, const mengine_k_dims *fd)
 {
     return p && fd && p->multiplier == 1 && fd->h == fd->w &&
            (fd->h == 3 || fd->h == 5 || fd->h == 7) && p->stride_h == p->stride_w &&
@@ -72,31 +72,31 @@ int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *fd)
 static MK_ALWAYS_INLINE void dw_vectors(const int NB, const int K, int rows, int cols, int W,
                                         int C, const float *restrict x,
                                         const float *restrict w, const float *restrict bias,
-                                        mk_vf lo, mk_vf hi, float *restrict y)
+                                        mengine_k_vf lo, mengine_k_vf hi, float *restrict y)
 {
-    mk_vf acc[4];
+    mengine_k_vf acc[4];
     for (int v = 0; v < NB; v++)
-        acc[v] = bias ? mk_vload(bias + v * MK_VL) : mk_vset1(0.0f);
+        acc[v] = bias ? mengine_k_vload(bias + v * MK_VL) : mengine_k_vset1(0.0f);
     for (int kh = 0; kh < rows; kh++) {
         const float *restrict xr = x + (size_t)kh * W * C;
         const float *restrict wr = w + (size_t)kh * K * C;
         for (int kw = 0; kw < cols; kw++)
             for (int v = 0; v < NB; v++)
-                acc[v] = mk_vfma(acc[v], mk_vload(xr + (size_t)kw * C + v * MK_VL),
-                                 mk_vload(wr + (size_t)kw * C + v * MK_VL));
+                acc[v] = mengine_k_vfma(acc[v], mengine_k_vload(xr + (size_t)kw * C + v * MK_VL),
+                                 mengine_k_vload(wr + (size_t)kw * C + v * MK_VL));
     }
     for (int v = 0; v < NB; v++)
-        mk_vstore(y + v * MK_VL, mk_vclamp(acc[v], lo, hi));
+        mengine_k_vstore(y + v * MK_VL, mengine_k_vclamp(acc[v], lo, hi));
 }
 
 /* One output pixel, every channel, taps clipped to the input (K at run time: the
  * border pixels): blocks of 4 vectors, then 1 vector, then single lanes. */
 static MK_NOCLONE void dw_border(int K, int rows, int cols, int W, int C, const float *x,
-                                 const float *w, const float *bias, mk_act act, float *y)
+                                 const float *w, const float *bias, mengine_k_act act, float *y)
 {
     float lo_s, hi_s;
-    mk_act_bounds(act, &lo_s, &hi_s);
-    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    mengine_k_act_bounds(act, &lo_s, &hi_s);
+    const mengine_k_vf lo = mengine_k_vset1(lo_s), hi = mengine_k_vset1(hi_s);
     int c = 0;
     for (; c + 4 * MK_VL <= C; c += 4 * MK_VL)
         dw_vectors(4, K, rows, cols, W, C, x + c, w + c, bias ? bias + c : NULL, lo, hi, y + c);
@@ -133,33 +133,33 @@ static MK_NOCLONE void dw_tail(int K, int S, int W, int C, int c0, int npix, con
  * and held in registers (K a constant after inlining), two pixels per step. */
 static MK_ALWAYS_INLINE void dw_interior(const int K, int S, int W, int C, int npix,
                                          const float *x, const float *w, const float *bias,
-                                         mk_act act, float *y)
+                                         mengine_k_act act, float *y)
 {
     float lo_s, hi_s;
-    mk_act_bounds(act, &lo_s, &hi_s);
-    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    mengine_k_act_bounds(act, &lo_s, &hi_s);
+    const mengine_k_vf lo = mengine_k_vset1(lo_s), hi = mengine_k_vset1(hi_s);
     const size_t dx = (size_t)S * C, row = (size_t)W * C;
     int c = 0;
     for (; c + MK_VL <= C; c += MK_VL) {
-        mk_vf wv[7 * 7];
+        mengine_k_vf wv[7 * 7];
         for (int t = 0; t < K * K; t++)
-            wv[t] = mk_vload(w + (size_t)t * C + c);
-        const mk_vf b = bias ? mk_vload(bias + c) : mk_vset1(0.0f);
+            wv[t] = mengine_k_vload(w + (size_t)t * C + c);
+        const mengine_k_vf b = bias ? mengine_k_vload(bias + c) : mengine_k_vset1(0.0f);
         /* pairs of pixels; an odd run ends with the last two (the one before recomputed) */
         for (int i = 0; i < npix; i += 2) {
             if (i + 2 > npix)
                 i = npix - 2;
             const float *xp = x + c + (size_t)i * dx;
             float *yp = y + c + (size_t)i * C;
-            mk_vf a0 = b, a1 = b;
+            mengine_k_vf a0 = b, a1 = b;
             for (int kh = 0; kh < K; kh++)
                 for (int kw = 0; kw < K; kw++) {
                     const float *xt = xp + kh * row + (size_t)kw * C;
-                    a0 = mk_vfma(a0, mk_vload(xt), wv[kh * K + kw]);
-                    a1 = mk_vfma(a1, mk_vload(xt + dx), wv[kh * K + kw]);
+                    a0 = mengine_k_vfma(a0, mengine_k_vload(xt), wv[kh * K + kw]);
+                    a1 = mengine_k_vfma(a1, mengine_k_vload(xt + dx), wv[kh * K + kw]);
                 }
-            mk_vstore(yp, mk_vclamp(a0, lo, hi));
-            mk_vstore(yp + C, mk_vclamp(a1, lo, hi));
+            mengine_k_vstore(yp, mengine_k_vclamp(a0, lo, hi));
+            mengine_k_vstore(yp + C, mengine_k_vclamp(a1, lo, hi));
         }
     }
     if (c < C) /* channels past the last whole vector */
@@ -167,21 +167,21 @@ static MK_ALWAYS_INLINE void dw_interior(const int K, int S, int W, int C, int n
 }
 
 /* Kernel K x K (a constant after inlining: the taps of an interior pixel unroll). */
-static MK_ALWAYS_INLINE void dw_fast(const int K, const mk_dw_params *p, const mk_dims *id,
+static MK_ALWAYS_INLINE void dw_fast(const int K, const mengine_k_dw_params *p, const mengine_k_dims *id,
                                      const float *in, const float *filter, const float *bias,
-                                     const mk_dims *od, float *out)
+                                     const mengine_k_dims *od, float *out)
 {
     const int H = id->h, W = id->w, C = id->c, S = p->stride_h, OW = od->w, PW = p->pad_w;
     /* Output columns whose whole kernel row lies inside the input: [ow_lo, ow_hi). */
-    const int ow_lo = mk_min((PW + S - 1) / S, OW);
+    const int ow_lo = mengine_k_min((PW + S - 1) / S, OW);
     int ow_hi = W - K + PW >= 0 ? (W - K + PW) / S + 1 : 0;
-    ow_hi = mk_max(mk_min(ow_hi, OW), ow_lo);
+    ow_hi = mengine_k_max(mengine_k_min(ow_hi, OW), ow_lo);
     for (int n = 0; n < id->n; n++) {
         const float *in_n = in + (size_t)n * H * W * C;
         for (int oh = 0; oh < od->h; oh++) {
             const int ih0 = oh * S - p->pad_h;
-            const int kh_lo = mk_max(0, -ih0), kh_hi = mk_min(K, H - ih0);
-            const int rows = mk_max(kh_hi - kh_lo, 0);
+            const int kh_lo = mengine_k_max(0, -ih0), kh_hi = mengine_k_min(K, H - ih0);
+            const int rows = mengine_k_max(kh_hi - kh_lo, 0);
             float *y_row = out + ((size_t)n * od->h + oh) * OW * C;
             for (int ow = 0; ow < OW; ow++) {
                 if (rows == K && ow == ow_lo && ow_hi - ow_lo >= 2) {
@@ -192,8 +192,8 @@ static MK_ALWAYS_INLINE void dw_fast(const int K, const mk_dw_params *p, const m
                     continue;
                 }
                 const int iw0 = ow * S - PW;
-                const int kw_lo = mk_max(0, -iw0), kw_hi = mk_min(K, W - iw0);
-                const int cols = mk_max(kw_hi - kw_lo, 0);
+                const int kw_lo = mengine_k_max(0, -iw0), kw_hi = mengine_k_min(K, W - iw0);
+                const int cols = mengine_k_max(kw_hi - kw_lo, 0);
                 float *y = y_row + (size_t)ow * C;
                 if (rows && cols)
                     dw_border(K, rows, cols, W, C,
@@ -206,11 +206,11 @@ static MK_ALWAYS_INLINE void dw_fast(const int K, const mk_dw_params *p, const m
     }
 }
 
-mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *id, const float *in,
-                                          const mk_dims *fd, const float *filter, const float *bias,
-                                          const mk_dims *od, float *out)
+mengine_status mengine_k_depthwise_conv_fast_f32(const mengine_k_dw_params *p, const mengine_k_dims *id, const float *in,
+                                          const mengine_k_dims *fd, const float *filter, const float *bias,
+                                          const mengine_k_dims *od, float *out)
 {
-    if (!dw_args_ok(p, id, in, fd, filter, od, out) || !mk_depthwise_conv_fast_ok(p, fd))
+    if (!dw_args_ok(p, id, in, fd, filter, od, out) || !mengine_k_depthwise_conv_fast_ok(p, fd))
         return MENGINE_ERR_ARG;
     switch (fd->h) {
     case 3: dw_fast(3, p, id, in, filter, bias, od, out); break;

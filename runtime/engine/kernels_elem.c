@@ -1,34 +1,34 @@
 /* Element-wise kernels: activations, broadcast ADD / MUL, concatenation copy.
  * These may run in place, so out and in are not restrict-qualified. The loops
- * are written with the vectors of kernels_simd.h: each vector is read before it
+ * are written with the vectors of kernels_simd_impl.h: each vector is read before it
  * is written, which makes out == in safe; an auto-vectorised loop would need a
  * run-time overlap check, fail it in place and fall back to scalar code. */
 #include <math.h>
 #include <string.h>
 
-#include "engine/kernels_simd.h"
+#include "engine/kernels_simd_impl.h"
 
 /* out[i] = clamp(in[i], lo, hi); in place allowed. */
 static MK_NOCLONE void clamp_f32(const float *in, float *out, size_t n, float lo_s, float hi_s)
 {
-    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    const mengine_k_vf lo = mengine_k_vset1(lo_s), hi = mengine_k_vset1(hi_s);
     size_t i = 0;
     for (; i + MK_VL <= n; i += MK_VL)
-        mk_vstore(out + i, mk_vclamp(mk_vload(in + i), lo, hi));
+        mengine_k_vstore(out + i, mengine_k_vclamp(mengine_k_vload(in + i), lo, hi));
     for (; i < n; i++)
         out[i] = in[i] < lo_s ? lo_s : (in[i] > hi_s ? hi_s : in[i]);
 }
 
-void mk_act_f32(float *x, size_t n, mk_act act)
+void mengine_k_act_f32(float *x, size_t n, mengine_k_act act)
 {
     float lo, hi;
     if (act == MK_ACT_NONE)
         return;
-    mk_act_bounds(act, &lo, &hi);
+    mengine_k_act_bounds(act, &lo, &hi);
     clamp_f32(x, x, n, lo, hi);
 }
 
-mengine_status mk_relu_f32(const float *in, float *out, size_t n)
+mengine_status mengine_k_relu_f32(const float *in, float *out, size_t n)
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
@@ -36,7 +36,7 @@ mengine_status mk_relu_f32(const float *in, float *out, size_t n)
     return MENGINE_OK;
 }
 
-mengine_status mk_relu6_f32(const float *in, float *out, size_t n)
+mengine_status mengine_k_relu6_f32(const float *in, float *out, size_t n)
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
@@ -44,16 +44,16 @@ mengine_status mk_relu6_f32(const float *in, float *out, size_t n)
     return MENGINE_OK;
 }
 
-mengine_status mk_hard_swish_f32(const float *in, float *out, size_t n)
+mengine_status mengine_k_hard_swish_f32(const float *in, float *out, size_t n)
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
-    const mk_vf three = mk_vset1(3.0f), zero = mk_vset1(0.0f), six = mk_vset1(6.0f);
-    const mk_vf sixth = mk_vset1(1.0f / 6.0f);
+    const mengine_k_vf three = mengine_k_vset1(3.0f), zero = mengine_k_vset1(0.0f), six = mengine_k_vset1(6.0f);
+    const mengine_k_vf sixth = mengine_k_vset1(1.0f / 6.0f);
     size_t i = 0;
     for (; i + MK_VL <= n; i += MK_VL) {
-        const mk_vf x = mk_vload(in + i);
-        mk_vstore(out + i, x * mk_vclamp(x + three, zero, six) * sixth);
+        const mengine_k_vf x = mengine_k_vload(in + i);
+        mengine_k_vstore(out + i, x * mengine_k_vclamp(x + three, zero, six) * sixth);
     }
     for (; i < n; i++) {
         float x = in[i], r = x + 3.0f;
@@ -63,7 +63,7 @@ mengine_status mk_hard_swish_f32(const float *in, float *out, size_t n)
     return MENGINE_OK;
 }
 
-mengine_status mk_logistic_f32(const float *in, float *out, size_t n)
+mengine_status mengine_k_logistic_f32(const float *in, float *out, size_t n)
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
@@ -72,7 +72,7 @@ mengine_status mk_logistic_f32(const float *in, float *out, size_t n)
     return MENGINE_OK;
 }
 
-mengine_status mk_leaky_relu_f32(const float *in, float *out, size_t n, float alpha)
+mengine_status mengine_k_leaky_relu_f32(const float *in, float *out, size_t n, float alpha)
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
@@ -84,7 +84,7 @@ mengine_status mk_leaky_relu_f32(const float *in, float *out, size_t n, float al
 enum binop { BIN_ADD, BIN_MUL };
 
 /* Strides of a broadcast operand: 0 along dims of size 1 that the output repeats. */
-static void bcast_strides(const mk_dims *d, const mk_dims *o, size_t s[4])
+static void bcast_strides(const mengine_k_dims *d, const mengine_k_dims *o, size_t s[4])
 {
     size_t sc = 1, sw = (size_t)d->c, sh = sw * (size_t)d->w, sn = sh * (size_t)d->h;
     s[0] = d->n == o->n ? sn : 0;
@@ -93,7 +93,7 @@ static void bcast_strides(const mk_dims *d, const mk_dims *o, size_t s[4])
     s[3] = d->c == o->c ? sc : 0;
 }
 
-static int bcast_ok(const mk_dims *d, const mk_dims *o)
+static int bcast_ok(const mengine_k_dims *d, const mengine_k_dims *o)
 {
     return (d->n == o->n || d->n == 1) && (d->h == o->h || d->h == 1) &&
            (d->w == o->w || d->w == 1) && (d->c == o->c || d->c == 1);
@@ -103,11 +103,11 @@ static int bcast_ok(const mk_dims *d, const mk_dims *o)
 static MK_ALWAYS_INLINE void bin_vec(const int mul, const float *a, const float *b, float *out,
                                      size_t n, float lo_s, float hi_s)
 {
-    const mk_vf lo = mk_vset1(lo_s), hi = mk_vset1(hi_s);
+    const mengine_k_vf lo = mengine_k_vset1(lo_s), hi = mengine_k_vset1(hi_s);
     size_t i = 0;
     for (; i + MK_VL <= n; i += MK_VL) {
-        const mk_vf x = mk_vload(a + i), y = mk_vload(b + i);
-        mk_vstore(out + i, mk_vclamp(mul ? x * y : x + y, lo, hi));
+        const mengine_k_vf x = mengine_k_vload(a + i), y = mengine_k_vload(b + i);
+        mengine_k_vstore(out + i, mengine_k_vclamp(mul ? x * y : x + y, lo, hi));
     }
     for (; i < n; i++) {
         const float v = mul ? a[i] * b[i] : a[i] + b[i];
@@ -133,19 +133,19 @@ static void bin_row(enum binop op, const float *a, size_t sa, const float *b, si
     }
 }
 
-static MK_NOCLONE mengine_status binary(enum binop op, const mk_dims *ad, const float *a, const mk_dims *bd,
-                             const float *b, const mk_dims *od, float *out, mk_act act)
+static MK_NOCLONE mengine_status binary(enum binop op, const mengine_k_dims *ad, const float *a, const mengine_k_dims *bd,
+                             const float *b, const mengine_k_dims *od, float *out, mengine_k_act act)
 {
-    if (!a || !b || !out || !mk_dims_ok(ad) || !mk_dims_ok(bd) || !mk_dims_ok(od) ||
-        !bcast_ok(ad, od) || !bcast_ok(bd, od) || !mk_act_ok(act))
+    if (!a || !b || !out || !mengine_k_dims_ok(ad) || !mengine_k_dims_ok(bd) || !mengine_k_dims_ok(od) ||
+        !bcast_ok(ad, od) || !bcast_ok(bd, od) || !mengine_k_act_ok(act))
         return MENGINE_ERR_ARG;
     size_t sa[4], sb[4];
     bcast_strides(ad, od, sa);
     bcast_strides(bd, od, sb);
-    const size_t c = (size_t)od->c, total = mk_dims_count(od);
+    const size_t c = (size_t)od->c, total = mengine_k_dims_count(od);
     float lo, hi;
-    mk_act_bounds(act, &lo, &hi);
-    if (mk_dims_count(ad) == total && mk_dims_count(bd) == total) {
+    mengine_k_act_bounds(act, &lo, &hi);
+    if (mengine_k_dims_count(ad) == total && mengine_k_dims_count(bd) == total) {
         /* same shapes: the whole tensor is one row */
         bin_row(op, a, 1, b, 1, out, total, lo, hi);
         return MENGINE_OK;
@@ -161,19 +161,19 @@ static MK_NOCLONE mengine_status binary(enum binop op, const mk_dims *ad, const 
     return MENGINE_OK;
 }
 
-mengine_status mk_add_f32(const mk_dims *a_dims, const float *a, const mk_dims *b_dims,
-                          const float *b, const mk_dims *out_dims, float *out, mk_act act)
+mengine_status mengine_k_add_f32(const mengine_k_dims *a_dims, const float *a, const mengine_k_dims *b_dims,
+                          const float *b, const mengine_k_dims *out_dims, float *out, mengine_k_act act)
 {
     return binary(BIN_ADD, a_dims, a, b_dims, b, out_dims, out, act);
 }
 
-mengine_status mk_mul_f32(const mk_dims *a_dims, const float *a, const mk_dims *b_dims,
-                          const float *b, const mk_dims *out_dims, float *out, mk_act act)
+mengine_status mengine_k_mul_f32(const mengine_k_dims *a_dims, const float *a, const mengine_k_dims *b_dims,
+                          const float *b, const mengine_k_dims *out_dims, float *out, mengine_k_act act)
 {
     return binary(BIN_MUL, a_dims, a, b_dims, b, out_dims, out, act);
 }
 
-mengine_status mk_concat_part_f32(const float *in, size_t outer, size_t in_chunk, float *out,
+mengine_status mengine_k_concat_part_f32(const float *in, size_t outer, size_t in_chunk, float *out,
                                   size_t out_chunk, size_t offset)
 {
     if (!in || !out || offset > out_chunk || in_chunk > out_chunk - offset)

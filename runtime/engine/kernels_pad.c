@@ -2,12 +2,12 @@
  * only the rest of the output is cleared. */
 #include <string.h>
 
-#include "engine/kernels_util.h"
+#include "engine/kernels_util_impl.h"
 
-mengine_status mk_pad_f32(const mk_dims *id, const float *in, const int32_t before[4],
-                          const mk_dims *od, float *out)
+mengine_status mengine_k_pad_f32(const mengine_k_dims *id, const float *in, const int32_t before[4],
+                          const mengine_k_dims *od, float *out)
 {
-    if (!id || !in || !before || !od || !out || !mk_dims_ok(id) || !mk_dims_ok(od))
+    if (!id || !in || !before || !od || !out || !mengine_k_dims_ok(id) || !mengine_k_dims_ok(od))
         return MENGINE_ERR_ARG;
     const int32_t idim[4] = {id->n, id->h, id->w, id->c}, odim[4] = {od->n, od->h, od->w, od->c};
     for (int i = 0; i < 4; i++)

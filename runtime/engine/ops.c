@@ -13,7 +13,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "engine/ops.h"
+#include "engine/ops_impl.h"
 
 #define MAX_STRIDE 65536 /* keeps index arithmetic in 32 bits */
 
@@ -28,7 +28,7 @@ static mengine_status opt_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, 
     if (i >= c->inputs.n || fb_vec_i32(c->r, &c->inputs, i) < 0)
         return MENGINE_OK;
     *present = 1;
-    return me_model_tensor(c->r, c->m, (uint32_t)fb_vec_i32(c->r, &c->inputs, i), ti);
+    return mengine_model_tensor(c->r, c->m, (uint32_t)fb_vec_i32(c->r, &c->inputs, i), ti);
 }
 
 /* Input @p i, which must be present. */
@@ -37,7 +37,7 @@ static mengine_status need_input(const mop_ctx *c, uint32_t i, mtensor_info *ti,
     int present;
     mengine_status st = opt_input(c, i, ti, &present);
     if (st == MENGINE_OK && !present)
-        return me_op_fail(c, MENGINE_ERR_GRAPH, "input %u (%s) is missing", i, what);
+        return mengine_op_fail(c, MENGINE_ERR_GRAPH, "input %u (%s) is missing", i, what);
     return st;
 }
 
@@ -46,7 +46,7 @@ static mengine_status need_float(const mop_ctx *c, uint32_t i, const mtensor_inf
                                  const char *what)
 {
     if (ti->type != MENGINE_FLOAT32)
-        return me_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i,
+        return mengine_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i,
                           what, ti->index, ti->name);
     return MENGINE_OK;
 }
@@ -74,7 +74,7 @@ static mengine_status conv_bias(const mop_ctx *c, mtensor_info *b)
     int present;
     mengine_status st = opt_input(c, 2, b, &present);
     if (st == MENGINE_OK && !present)
-        return me_op_fail(c, MENGINE_ERR_GRAPH,
+        return mengine_op_fail(c, MENGINE_ERR_GRAPH,
                           "input 2 (bias) is missing: TFLite requires it for float convolutions");
     return st == MENGINE_OK ? need_float(c, 2, b, "bias") : st;
 }
@@ -84,7 +84,7 @@ static mengine_status int_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, 
 {
     mengine_status st = need_input(c, i, ti, what);
     if (st == MENGINE_OK && (ti->type != MENGINE_INT32 || !ti->data || ti->rank > 1))
-        return me_op_fail(c, MENGINE_ERR_TYPE,
+        return mengine_op_fail(c, MENGINE_ERR_TYPE,
                           "input %u (%s, tensor %u '%s') must be a constant INT32 vector", i, what,
                           ti->index, ti->name);
     return st;
@@ -95,14 +95,14 @@ static int32_t int_at(const mtensor_info *ti, uint32_t i) { return rd_i32(ti->da
 /* The output (checked FLOAT32 activation by the verifier). */
 static mengine_status output(const mop_ctx *c, mtensor_info *ti)
 {
-    return me_model_tensor(c->r, c->m, (uint32_t)fb_vec_i32(c->r, &c->outputs, 0), ti);
+    return mengine_model_tensor(c->r, c->m, (uint32_t)fb_vec_i32(c->r, &c->outputs, 0), ti);
 }
 
 static mengine_status need_rank(const mop_ctx *c, const mtensor_info *ti, uint32_t rank,
                                 const char *what)
 {
     if (ti->rank != rank)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "%s (tensor %u '%s') has rank %u, expected %u",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "%s (tensor %u '%s') has rank %u, expected %u",
                           what, ti->index, ti->name, ti->rank, rank);
     return MENGINE_OK;
 }
@@ -112,12 +112,12 @@ static const char *dims_str(const int32_t *dims, uint32_t rank, char *buf, size_
 {
     mdiag d = {buf, cap};
     switch (rank) {
-    case 0: me_diag_fail(&d, MENGINE_OK, "[]"); break;
-    case 1: me_diag_fail(&d, MENGINE_OK, "[%d]", dims[0]); break;
-    case 2: me_diag_fail(&d, MENGINE_OK, "[%d, %d]", dims[0], dims[1]); break;
-    case 3: me_diag_fail(&d, MENGINE_OK, "[%d, %d, %d]", dims[0], dims[1], dims[2]); break;
+    case 0: mengine_diag_fail(&d, MENGINE_OK, "[]"); break;
+    case 1: mengine_diag_fail(&d, MENGINE_OK, "[%d]", dims[0]); break;
+    case 2: mengine_diag_fail(&d, MENGINE_OK, "[%d, %d]", dims[0], dims[1]); break;
+    case 3: mengine_diag_fail(&d, MENGINE_OK, "[%d, %d, %d]", dims[0], dims[1], dims[2]); break;
     default:
-        me_diag_fail(&d, MENGINE_OK, "[%d, %d, %d, %d]", dims[0], dims[1], dims[2], dims[3]);
+        mengine_diag_fail(&d, MENGINE_OK, "[%d, %d, %d, %d]", dims[0], dims[1], dims[2], dims[3]);
         break;
     }
     return buf;
@@ -132,7 +132,7 @@ static mengine_status need_shape(const mop_ctx *c, const mtensor_info *out, cons
         same = out->dims[i] == dims[i];
     if (!same) {
         char got[64], want[64];
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "output (tensor %u '%s') has shape %s, expected %s",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "output (tensor %u '%s') has shape %s, expected %s",
                           out->index, out->name, dims_str(out->dims, out->rank, got, sizeof got),
                           dims_str(dims, rank, want, sizeof want));
     }
@@ -143,16 +143,16 @@ static mengine_status need_shape(const mop_ctx *c, const mtensor_info *out, cons
 static mengine_status options(const mop_ctx *c, int8_t type, fb_table *t, int *present)
 {
     uint8_t got;
-    mengine_status st = me_fb_u8(c->r, &c->op, OP_OPTIONS_TYPE, 0, &got);
+    mengine_status st = mengine_fb_u8(c->r, &c->op, OP_OPTIONS_TYPE, 0, &got);
     *present = 0;
     if (st != MENGINE_OK)
         return st;
     if (got == 0)
         return MENGINE_OK;
     if (got != (uint8_t)type)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "options of union type %u, expected %d",
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "options of union type %u, expected %d",
                           (unsigned)got, (int)type);
-    return me_fb_sub_table(c->r, &c->op, OP_OPTIONS, t, present);
+    return mengine_fb_sub_table(c->r, &c->op, OP_OPTIONS, t, present);
 }
 
 /* Options that the operator cannot run without. */
@@ -161,21 +161,21 @@ static mengine_status need_options(const mop_ctx *c, int8_t type, fb_table *t)
     int present;
     mengine_status st = options(c, type, t, &present);
     if (st == MENGINE_OK && !present)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "builtin options missing");
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "builtin options missing");
     return st;
 }
 
 static mengine_status read_act(const mop_ctx *c, const fb_table *t, int present, unsigned id,
-                               mk_act *act)
+                               mengine_k_act *act)
 {
     int8_t v = 0;
-    mengine_status st = present ? me_fb_i8(c->r, t, id, 0, &v) : MENGINE_OK;
+    mengine_status st = present ? mengine_fb_i8(c->r, t, id, 0, &v) : MENGINE_OK;
     if (st != MENGINE_OK)
         return st;
     if (v < MK_ACT_NONE || v > MK_ACT_RELU6)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS,
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS,
                           "fused activation %d unsupported (NONE, RELU, RELU_N1_TO_1, RELU6)", v);
-    *act = (mk_act)v;
+    *act = (mengine_k_act)v;
     return MENGINE_OK;
 }
 
@@ -184,17 +184,17 @@ static mengine_status read_window(const mop_ctx *c, const fb_table *t, unsigned 
                                   enum padding *pad, int32_t *sh, int32_t *sw)
 {
     int8_t p;
-    mengine_status st = me_fb_i8(c->r, t, id, 0, &p);
+    mengine_status st = mengine_fb_i8(c->r, t, id, 0, &p);
     if (st == MENGINE_OK)
-        st = me_fb_i32(c->r, t, id + 1, 0, sw);
+        st = mengine_fb_i32(c->r, t, id + 1, 0, sw);
     if (st == MENGINE_OK)
-        st = me_fb_i32(c->r, t, id + 2, 0, sh);
+        st = mengine_fb_i32(c->r, t, id + 2, 0, sh);
     if (st != MENGINE_OK)
         return st;
     if (p != PAD_SAME && p != PAD_VALID)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "padding %d (SAME 0 or VALID 1)", p);
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "padding %d (SAME 0 or VALID 1)", p);
     if (*sh < 1 || *sw < 1 || *sh > MAX_STRIDE || *sw > MAX_STRIDE)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "strides %d x %d out of range (1 to %d)", *sh,
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "strides %d x %d out of range (1 to %d)", *sh,
                           *sw, MAX_STRIDE);
     *pad = (enum padding)p;
     return MENGINE_OK;
@@ -203,11 +203,11 @@ static mengine_status read_window(const mop_ctx *c, const fb_table *t, unsigned 
 static mengine_status no_dilation(const mop_ctx *c, const fb_table *t, unsigned id)
 {
     int32_t dw, dh;
-    mengine_status st = me_fb_i32(c->r, t, id, 1, &dw);
+    mengine_status st = mengine_fb_i32(c->r, t, id, 1, &dw);
     if (st == MENGINE_OK)
-        st = me_fb_i32(c->r, t, id + 1, 1, &dh);
+        st = mengine_fb_i32(c->r, t, id + 1, 1, &dh);
     if (st == MENGINE_OK && (dw != 1 || dh != 1))
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "dilation %d x %d unsupported (1 only)", dh, dw);
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "dilation %d x %d unsupported (1 only)", dh, dw);
     return st;
 }
 
@@ -232,12 +232,12 @@ static int finite_float(float v) { return v >= -FLT_MAX && v <= FLT_MAX; }
 static const mtensor *out_rec(const mengine *e, const mnode *n) { return &e->tensors[n->output]; }
 
 /* 4-D view of a record, dims right-aligned (a [B, C] tensor is (1, 1, B, C)). */
-static mk_dims dims4(const mtensor *t)
+static mengine_k_dims dims4(const mtensor *t)
 {
     int32_t d[4] = {1, 1, 1, 1};
     for (uint32_t i = 0; i < t->rank; i++)
         d[4 - t->rank + i] = t->dims[i];
-    mk_dims r = {d[0], d[1], d[2], d[3]};
+    mengine_k_dims r = {d[0], d[1], d[2], d[3]};
     return r;
 }
 
@@ -271,7 +271,7 @@ static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
     mtensor_info in, f, b, out;
     fb_table o;
     enum padding pad;
-    mk_conv_params *p = &node->p.conv;
+    mengine_k_conv_params *p = &node->p.conv;
     mengine_status st = conv_tensors(c, &in, &f, &b, &out);
     if (st == MENGINE_OK)
         st = need_options(c, 1, &o);
@@ -284,15 +284,15 @@ static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (f.dims[3] != in.dims[3])
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "filter has %d input channels, the input has %d",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "filter has %d input channels, the input has %d",
                           f.dims[3], in.dims[3]);
     if (b.dims[0] != f.dims[0])
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
                           b.dims[0], f.dims[0]);
     const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
     const int32_t ow = window_out(in.dims[2], f.dims[2], p->stride_w, pad);
     if (oh < 1 || ow < 1)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
                           f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
     const int32_t want[4] = {in.dims[0], oh, ow, f.dims[0]};
     st = need_shape(c, &out, want, 4);
@@ -300,10 +300,10 @@ static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
         return st;
     p->pad_h = pad_before(in.dims[1], f.dims[1], p->stride_h, oh);
     p->pad_w = pad_before(in.dims[2], f.dims[2], p->stride_w, ow);
-    const mk_dims fd = {f.dims[0], f.dims[1], f.dims[2], f.dims[3]};
-    const size_t scratch = mk_conv2d_get_buffer_size_f32(&fd);
+    const mengine_k_dims fd = {f.dims[0], f.dims[1], f.dims[2], f.dims[3]};
+    const size_t scratch = mengine_k_conv2d_get_buffer_size_f32(&fd);
     if (scratch > 0x7fffffffu)
-        return me_op_fail(c, MENGINE_ERR_LIMIT, "weight panel of %zu bytes (limit 2 GiB)", scratch);
+        return mengine_op_fail(c, MENGINE_ERR_LIMIT, "weight panel of %zu bytes (limit 2 GiB)", scratch);
     node->scratch_bytes = (uint32_t)scratch;
     return MENGINE_OK;
 }
@@ -312,11 +312,11 @@ static mengine_status conv_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *f = node_input(e, n, 1);
     const mtensor *b = node_input(e, n, 2), *out = out_rec(e, n);
-    const mk_dims id = dims4(in), fd = dims4(f), od = dims4(out);
+    const mengine_k_dims id = dims4(in), fd = dims4(f), od = dims4(out);
     if (fd.h == 1 && fd.w == 1)
-        return mk_conv2d_1x1_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
+        return mengine_k_conv2d_1x1_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
                                  out->data, n->scratch);
-    return mk_conv2d_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data,
+    return mengine_k_conv2d_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data,
                          n->scratch);
 }
 
@@ -328,14 +328,14 @@ static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
     fb_table o;
     int32_t dm;
     enum padding pad;
-    mk_dw_params *p = &node->p.dw;
+    mengine_k_dw_params *p = &node->p.dw;
     mengine_status st = conv_tensors(c, &in, &f, &b, &out);
     if (st == MENGINE_OK)
         st = need_options(c, 2, &o);
     if (st == MENGINE_OK)
         st = read_window(c, &o, 0, &pad, &p->stride_h, &p->stride_w);
     if (st == MENGINE_OK)
-        st = me_fb_i32(c->r, &o, 3, 0, &dm);
+        st = mengine_fb_i32(c->r, &o, 3, 0, &dm);
     if (st == MENGINE_OK)
         st = read_act(c, &o, 1, 4, &p->act);
     if (st == MENGINE_OK)
@@ -344,20 +344,20 @@ static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
         return st;
     const int32_t cin = in.dims[3], cout = f.dims[3];
     if (f.dims[0] != 1 || cout % cin != 0)
-        return me_op_fail(c, MENGINE_ERR_SHAPE,
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                           "filter [%d, %d, %d, %d] is not [1, KH, KW, M x %d input channels]",
                           f.dims[0], f.dims[1], f.dims[2], f.dims[3], cin);
     p->multiplier = cout / cin;
     if (dm != 0 && dm != p->multiplier)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "depth_multiplier %d, the shapes give %d", dm,
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "depth_multiplier %d, the shapes give %d", dm,
                           p->multiplier);
     if (b.dims[0] != cout)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
                           b.dims[0], cout);
     const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
     const int32_t ow = window_out(in.dims[2], f.dims[2], p->stride_w, pad);
     if (oh < 1 || ow < 1)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
                           f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
     const int32_t want[4] = {in.dims[0], oh, ow, cout};
     st = need_shape(c, &out, want, 4);
@@ -370,11 +370,11 @@ static mengine_status dw_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *f = node_input(e, n, 1);
     const mtensor *b = node_input(e, n, 2), *out = out_rec(e, n);
-    const mk_dims id = dims4(in), fd = dims4(f), od = dims4(out);
-    if (mk_depthwise_conv_fast_ok(&n->p.dw, &fd))
-        return mk_depthwise_conv_fast_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
+    const mengine_k_dims id = dims4(in), fd = dims4(f), od = dims4(out);
+    if (mengine_k_depthwise_conv_fast_ok(&n->p.dw, &fd))
+        return mengine_k_depthwise_conv_fast_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
                                           out->data);
-    return mk_depthwise_conv_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data);
+    return mengine_k_depthwise_conv_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data);
 }
 
 /* ---- TRANSPOSE_CONV: inputs (output_shape, weights, input, bias?) ---- */
@@ -385,7 +385,7 @@ static mengine_status tconv_prepare(const mop_ctx *c, mnode *node)
     fb_table o;
     int has_b;
     enum padding pad;
-    mk_conv_params *p = &node->p.conv;
+    mengine_k_conv_params *p = &node->p.conv;
     mengine_status st = int_input(c, 0, &shape, "output shape");
     if (st == MENGINE_OK)
         st = float_input(c, 1, &f, "filter");
@@ -410,7 +410,7 @@ static mengine_status tconv_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (shape.count != 4)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "output shape has %u values, expected 4",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "output shape has %u values, expected 4",
                           shape.count);
     const int32_t want[4] = {int_at(&shape, 0), int_at(&shape, 1), int_at(&shape, 2),
                              int_at(&shape, 3)};
@@ -418,17 +418,17 @@ static mengine_status tconv_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (f.dims[3] != in.dims[3] || f.dims[0] != out.dims[3] || out.dims[0] != in.dims[0])
-        return me_op_fail(c, MENGINE_ERR_SHAPE,
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                           "filter [%d, %d, %d, %d] does not map %d to %d channels", f.dims[0],
                           f.dims[1], f.dims[2], f.dims[3], in.dims[3], out.dims[3]);
     if (has_b && b.dims[0] != f.dims[0])
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
                           b.dims[0], f.dims[0]);
     /* The input must be what a convolution with these parameters makes of the output. */
     const int32_t ih = window_out(out.dims[1], f.dims[1], p->stride_h, pad);
     const int32_t iw = window_out(out.dims[2], f.dims[2], p->stride_w, pad);
     if (ih != in.dims[1] || iw != in.dims[2])
-        return me_op_fail(
+        return mengine_op_fail(
             c, MENGINE_ERR_SHAPE,
             "input is %dx%d, a %dx%d output with these strides and padding needs %dx%d", in.dims[1],
             in.dims[2], out.dims[1], out.dims[2], ih, iw);
@@ -441,8 +441,8 @@ static mengine_status tconv_eval(const mengine *e, const mnode *n)
 {
     const mtensor *f = node_input(e, n, 1), *in = node_input(e, n, 2);
     const mtensor *b = n->n_inputs > 3 ? node_input(e, n, 3) : NULL, *out = out_rec(e, n);
-    const mk_dims id = dims4(in), fd = dims4(f), od = dims4(out);
-    return mk_transpose_conv_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
+    const mengine_k_dims id = dims4(in), fd = dims4(f), od = dims4(out);
+    return mengine_k_transpose_conv_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
                                  out->data);
 }
 
@@ -453,7 +453,7 @@ static mengine_status pool_prepare(const mop_ctx *c, mnode *node)
     mtensor_info in, out;
     fb_table o;
     enum padding pad;
-    mk_pool_params *p = &node->p.pool;
+    mengine_k_pool_params *p = &node->p.pool;
     mengine_status st = float_input(c, 0, &in, "input");
     if (st == MENGINE_OK)
         st = output(c, &out);
@@ -464,20 +464,20 @@ static mengine_status pool_prepare(const mop_ctx *c, mnode *node)
     if (st == MENGINE_OK)
         st = read_window(c, &o, 0, &pad, &p->stride_h, &p->stride_w);
     if (st == MENGINE_OK)
-        st = me_fb_i32(c->r, &o, 3, 0, &p->filter_w);
+        st = mengine_fb_i32(c->r, &o, 3, 0, &p->filter_w);
     if (st == MENGINE_OK)
-        st = me_fb_i32(c->r, &o, 4, 0, &p->filter_h);
+        st = mengine_fb_i32(c->r, &o, 4, 0, &p->filter_h);
     if (st == MENGINE_OK)
         st = read_act(c, &o, 1, 5, &p->act);
     if (st != MENGINE_OK)
         return st;
     if (p->filter_h < 1 || p->filter_w < 1 || p->filter_h > MAX_STRIDE || p->filter_w > MAX_STRIDE)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "filter %d x %d out of range (1 to %d)",
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "filter %d x %d out of range (1 to %d)",
                           p->filter_h, p->filter_w, MAX_STRIDE);
     const int32_t oh = window_out(in.dims[1], p->filter_h, p->stride_h, pad);
     const int32_t ow = window_out(in.dims[2], p->filter_w, p->stride_w, pad);
     if (oh < 1 || ow < 1)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
                           p->filter_h, p->filter_w, in.dims[1], in.dims[2]);
     const int32_t want[4] = {in.dims[0], oh, ow, in.dims[3]};
     p->pad_h = pad_before(in.dims[1], p->filter_h, p->stride_h, oh);
@@ -488,8 +488,8 @@ static mengine_status pool_prepare(const mop_ctx *c, mnode *node)
 static mengine_status pool_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
-    const mk_dims id = dims4(in), od = dims4(out);
-    return mk_avg_pool_f32(&n->p.pool, &id, in->cdata, &od, out->data);
+    const mengine_k_dims id = dims4(in), od = dims4(out);
+    return mengine_k_avg_pool_f32(&n->p.pool, &id, in->cdata, &od, out->data);
 }
 
 /* ---- MEAN over H and W, or over C: inputs (data, axis) ---- */
@@ -510,7 +510,7 @@ static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
     if (st == MENGINE_OK)
         st = options(c, 27, &o, &has_o);
     if (st == MENGINE_OK && has_o)
-        st = me_fb_u8(c->r, &o, 0, 0, &keep);
+        st = mengine_fb_u8(c->r, &o, 0, 0, &keep);
     if (st != MENGINE_OK)
         return st;
     int mask = 0;
@@ -525,7 +525,7 @@ static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
         return need_shape(c, &out, want, keep ? 4 : 3);
     }
     if (axis.count != 2 || mask != 6)
-        return me_op_fail(c, MENGINE_ERR_UNSUPPORTED,
+        return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED,
                           "only the mean over axes {1, 2} (H, W) or {3} (C) is supported");
     const int32_t keep_dims[4] = {in.dims[0], 1, 1, in.dims[3]};
     const int32_t flat[2] = {in.dims[0], in.dims[3]};
@@ -536,10 +536,10 @@ static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
 static mengine_status mean_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
-    const mk_dims id = dims4(in);
+    const mengine_k_dims id = dims4(in);
     if (n->p.misc.axis == 3)
-        return mk_mean_c_f32(out->count, (size_t)id.c, in->cdata, out->data);
-    return mk_mean_hw_f32(&id, in->cdata, out->data);
+        return mengine_k_mean_c_f32(out->count, (size_t)id.c, in->cdata, out->data);
+    return mengine_k_mean_hw_f32(&id, in->cdata, out->data);
 }
 
 /* ---- SLICE: inputs (data, begin, size); STRIDED_SLICE: (data, begin, end, strides) ---- */
@@ -552,7 +552,7 @@ static mengine_status per_dim_input(const mop_ctx *c, uint32_t i, const mtensor_
 {
     mengine_status st = int_input(c, i, ti, what);
     if (st == MENGINE_OK && ti->count != in->rank)
-        return me_op_fail(c, MENGINE_ERR_SHAPE,
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                           "input %u (%s, tensor %u '%s') has %u values for an input of rank %u",
                           i, what, ti->index, ti->name, ti->count, in->rank);
     return st;
@@ -585,7 +585,7 @@ static mengine_status slice_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (in.rank < 1)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
                           in.name);
     int32_t b[MENGINE_MAX_DIMS], want[MENGINE_MAX_DIMS];
     const int32_t ones[MENGINE_MAX_DIMS] = {1, 1, 1, 1};
@@ -593,13 +593,13 @@ static mengine_status slice_prepare(const mop_ctx *c, mnode *node)
         b[i] = int_at(&begin, i);
         const int32_t n = int_at(&size, i);
         if (b[i] < 0 || b[i] >= in.dims[i])
-            return me_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)", i,
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)", i,
                               b[i], i, in.dims[i]);
         want[i] = n == -1 ? in.dims[i] - b[i] : n;
         if (want[i] < 1)
-            return me_op_fail(c, MENGINE_ERR_SHAPE, "size[%u] = %d (at least 1, or -1)", i, n);
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "size[%u] = %d (at least 1, or -1)", i, n);
         if (want[i] > in.dims[i] - b[i])
-            return me_op_fail(c, MENGINE_ERR_SHAPE,
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                               "begin[%u] + size[%u] = %d runs past dim %u of the input (%d)", i, i,
                               (int)((int64_t)b[i] + want[i]), i, in.dims[i]);
     }
@@ -624,18 +624,18 @@ static mengine_status strided_slice_prepare(const mop_ctx *c, mnode *node)
     if (st == MENGINE_OK)
         st = options(c, 32, &o, &has_o);
     for (unsigned k = 0; k < 5 && st == MENGINE_OK && has_o; k++)
-        st = me_fb_i32(c->r, &o, k, 0, &mask[k]);
+        st = mengine_fb_i32(c->r, &o, k, 0, &mask[k]);
     if (st == MENGINE_OK && has_o)
-        st = me_fb_u8(c->r, &o, 5, 0, &offset);
+        st = mengine_fb_u8(c->r, &o, 5, 0, &offset);
     if (st == MENGINE_OK)
         st = output(c, &out);
     if (st != MENGINE_OK)
         return st;
     if (in.rank < 1)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
                           in.name);
     if (mask[2] || mask[3] || offset)
-        return me_op_fail(c, MENGINE_ERR_UNSUPPORTED,
+        return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED,
                           "ellipsis_mask, new_axis_mask and offset are not supported");
     int32_t b[MENGINE_MAX_DIMS], s[MENGINE_MAX_DIMS], want[MENGINE_MAX_DIMS];
     uint32_t rank = 0;
@@ -643,23 +643,23 @@ static mengine_status strided_slice_prepare(const mop_ctx *c, mnode *node)
         const int32_t d = in.dims[i];
         s[i] = int_at(&strides, i);
         if (s[i] < 1 || s[i] > MAX_SLICE_STRIDE)
-            return me_op_fail(c, s[i] < 0 ? MENGINE_ERR_UNSUPPORTED : MENGINE_ERR_OPTIONS,
+            return mengine_op_fail(c, s[i] < 0 ? MENGINE_ERR_UNSUPPORTED : MENGINE_ERR_OPTIONS,
                               "strides[%u] = %d (1 to %d supported)", i, s[i], MAX_SLICE_STRIDE);
         int64_t bi = mask[0] >> i & 1 ? 0 : int_at(&begin, i);
         int64_t ei = mask[1] >> i & 1 ? d : int_at(&end, i);
         bi += bi < 0 ? d : 0;
         if (bi < 0 || bi >= d)
-            return me_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)", i,
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)", i,
                               int_at(&begin, i), i, d);
         if (mask[4] >> i & 1)
             ei = bi + 1; /* shrink_axis: the one index begin, the dim dropped */
         ei += ei < 0 ? d : 0;
         if (ei > d)
-            return me_op_fail(c, MENGINE_ERR_SHAPE,
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                               "end[%u] = %d runs past dim %u of the input (%d)", i,
                               int_at(&end, i), i, d);
         if (ei <= bi)
-            return me_op_fail(c, MENGINE_ERR_SHAPE,
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                               "end[%u] = %d is not after begin[%u] = %d: an empty slice", i,
                               int_at(&end, i), i, int_at(&begin, i));
         b[i] = (int32_t)bi;
@@ -669,7 +669,7 @@ static mengine_status strided_slice_prepare(const mop_ctx *c, mnode *node)
             want[rank++] = (int32_t)((ei - bi + s[i] - 1) / s[i]);
     }
     if (rank == 0)
-        return me_op_fail(c, MENGINE_ERR_UNSUPPORTED, "every axis shrunk: a scalar output");
+        return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED, "every axis shrunk: a scalar output");
     slice_params(node, in.rank, b, s);
     return need_shape(c, &out, want, rank);
 }
@@ -677,7 +677,7 @@ static mengine_status strided_slice_prepare(const mop_ctx *c, mnode *node)
 static mengine_status slice_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
-    const mk_dims id = dims4(in);
+    const mengine_k_dims id = dims4(in);
     /* The output's 4-D extent: leading and shrunk axes (stride 0) take one index,
      * the others the output's dims in order. */
     int32_t stride[4], odim[4];
@@ -687,8 +687,8 @@ static mengine_status slice_eval(const mengine *e, const mnode *n)
         stride[i] = shrunk ? 1 : n->p.slice.stride[i];
         odim[i] = lead || shrunk || j >= out->rank ? 1 : out->dims[j++];
     }
-    const mk_dims od = {odim[0], odim[1], odim[2], odim[3]};
-    return mk_slice_f32(&id, in->cdata, n->p.slice.begin, stride, &od, out->data);
+    const mengine_k_dims od = {odim[0], odim[1], odim[2], odim[3]};
+    return mengine_k_slice_f32(&id, in->cdata, n->p.slice.begin, stride, &od, out->data);
 }
 
 /* ---- RESIZE_BILINEAR: inputs (data (N, H, W, C), size INT32 [2]) ---- */
@@ -711,20 +711,20 @@ static mengine_status resize_prepare(const mop_ctx *c, mnode *node)
     if (st == MENGINE_OK)
         st = options(c, 15, &o, &has_o);
     if (st == MENGINE_OK && has_o)
-        st = me_fb_u8(c->r, &o, 2, 0, &align);
+        st = mengine_fb_u8(c->r, &o, 2, 0, &align);
     if (st == MENGINE_OK && has_o)
-        st = me_fb_u8(c->r, &o, 3, 0, &half);
+        st = mengine_fb_u8(c->r, &o, 3, 0, &half);
     if (st != MENGINE_OK)
         return st;
     if (align && half)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS,
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS,
                           "align_corners and half_pixel_centers are both set");
     if (size.count != 2)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "size (tensor %u) has %u values, expected 2",
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "size (tensor %u) has %u values, expected 2",
                           size.index, size.count);
     const int32_t want[4] = {in.dims[0], int_at(&size, 0), int_at(&size, 1), in.dims[3]};
     if (want[1] < 1 || want[2] < 1)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "size [%d, %d] is not positive", want[1],
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "size [%d, %d] is not positive", want[1],
                           want[2]);
     node->p.misc.axis = (align ? RESIZE_ALIGN_CORNERS : 0) | (half ? RESIZE_HALF_PIXEL : 0);
     return need_shape(c, &out, want, 4);
@@ -733,8 +733,8 @@ static mengine_status resize_prepare(const mop_ctx *c, mnode *node)
 static mengine_status resize_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
-    const mk_dims id = dims4(in), od = dims4(out);
-    return mk_resize_bilinear_f32(&id, in->cdata, n->p.misc.axis & RESIZE_ALIGN_CORNERS,
+    const mengine_k_dims id = dims4(in), od = dims4(out);
+    return mengine_k_resize_bilinear_f32(&id, in->cdata, n->p.misc.axis & RESIZE_ALIGN_CORNERS,
                                   (n->p.misc.axis & RESIZE_HALF_PIXEL) != 0, &od, out->data);
 }
 
@@ -743,15 +743,15 @@ static mengine_status resize_eval(const mengine *e, const mnode *n)
 static mengine_status not_a_file_op(const mop_ctx *c, mnode *node)
 {
     (void)node;
-    return me_op_fail(c, MENGINE_ERR_UNSUPPORTED_OP, "not an operator of a model");
+    return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED_OP, "not an operator of a model");
 }
 
 static mengine_status corr_eval(const mengine *e, const mnode *n)
 {
     const mtensor *l = &e->tensors[n->p.corr.left], *r = &e->tensors[n->p.corr.right];
     const mtensor *out = out_rec(e, n);
-    const mk_dims ld = dims4(l), rd = dims4(r), od = dims4(out);
-    return mk_correlation_f32(&n->p.corr.k, &ld, l->cdata, &rd, r->cdata, &od, out->data);
+    const mengine_k_dims ld = dims4(l), rd = dims4(r), od = dims4(out);
+    return mengine_k_correlation_f32(&n->p.corr.k, &ld, l->cdata, &rd, r->cdata, &od, out->data);
 }
 
 static mengine_status elided_eval(const mengine *e, const mnode *n)
@@ -786,26 +786,26 @@ static mengine_status fc_prepare(const mop_ctx *c, mnode *node)
     if (st == MENGINE_OK)
         st = read_act(c, &o, has_o, 0, &node->p.misc.act);
     if (st == MENGINE_OK && has_o)
-        st = me_fb_i8(c->r, &o, 1, 0, &format);
+        st = mengine_fb_i8(c->r, &o, 1, 0, &format);
     if (st == MENGINE_OK && has_o)
-        st = me_fb_u8(c->r, &o, 2, 0, &keep);
+        st = mengine_fb_u8(c->r, &o, 2, 0, &keep);
     if (st != MENGINE_OK)
         return st;
     if (format != 0)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "weights format %d unsupported (DEFAULT only)",
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "weights format %d unsupported (DEFAULT only)",
                           format);
     const int32_t units = w.dims[0], depth = w.dims[1];
     if (in.rank < 1 || in.count % (uint32_t)depth)
-        return me_op_fail(c, MENGINE_ERR_SHAPE,
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                           "input of %u values is not a whole number of rows of %d", in.count,
                           depth);
     if (has_b && b.dims[0] != units)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d units", b.dims[0],
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d units", b.dims[0],
                           units);
     if (keep) {
         int32_t want[MENGINE_MAX_DIMS];
         if (in.dims[in.rank - 1] != depth)
-            return me_op_fail(c, MENGINE_ERR_SHAPE,
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                               "keep_num_dims: input depth %d, weights take %d",
                               in.dims[in.rank - 1], depth);
         memcpy(want, in.dims, sizeof want);
@@ -821,7 +821,7 @@ static mengine_status fc_eval(const mengine *e, const mnode *n)
     const mtensor *in = node_input(e, n, 0), *w = node_input(e, n, 1);
     const mtensor *b = n->n_inputs > 2 ? node_input(e, n, 2) : NULL, *out = out_rec(e, n);
     const size_t depth = (size_t)w->dims[1];
-    return mk_fully_connected_f32(n->p.misc.act, in->count / depth, depth, (size_t)w->dims[0],
+    return mengine_k_fully_connected_f32(n->p.misc.act, in->count / depth, depth, (size_t)w->dims[0],
                                   in->cdata, w->cdata, opt_data(b), out->data);
 }
 
@@ -839,11 +839,11 @@ static mengine_status softmax_prepare(const mop_ctx *c, mnode *node)
     if (st == MENGINE_OK)
         st = options(c, 9, &o, &has_o);
     if (st == MENGINE_OK && has_o)
-        st = me_fb_f32(c->r, &o, 0, 0.0f, &beta);
+        st = mengine_fb_f32(c->r, &o, 0, 0.0f, &beta);
     if (st != MENGINE_OK)
         return st;
     if (!(beta > 0.0f) || !finite_float(beta))
-        return me_op_fail(c, MENGINE_ERR_OPTIONS,
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS,
                           "beta must be positive and finite (absent SoftmaxOptions mean beta 0)");
     node->p.misc.value = beta;
     return need_shape(c, &out, in.dims, in.rank);
@@ -853,7 +853,7 @@ static mengine_status softmax_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
     const size_t cols = in->rank ? (size_t)in->dims[in->rank - 1] : 1;
-    return mk_softmax_f32(in->count / cols, cols, n->p.misc.value, in->cdata, out->data);
+    return mengine_k_softmax_f32(in->count / cols, cols, n->p.misc.value, in->cdata, out->data);
 }
 
 /* ---- RESHAPE: inputs (data, shape?) ---- */
@@ -877,7 +877,7 @@ static mengine_status reshape_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (out.count != in.count)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "output has %u values, the input %u", out.count,
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "output has %u values, the input %u", out.count,
                           in.count);
     if (has_shape) {
         int unknown = 0, ok = shape.count == out.rank;
@@ -887,7 +887,7 @@ static mengine_status reshape_prepare(const mop_ctx *c, mnode *node)
             ok = v == out.dims[i] || (v == -1 && unknown == 1);
         }
         if (!ok)
-            return me_op_fail(c, MENGINE_ERR_SHAPE,
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                               "shape input (tensor %u) does not match the output", shape.index);
     }
     return MENGINE_OK;
@@ -918,27 +918,27 @@ static mengine_status pad_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (!has_pads)
-        return me_op_fail(c, MENGINE_ERR_GRAPH, "input 1 (paddings) is missing");
+        return mengine_op_fail(c, MENGINE_ERR_GRAPH, "input 1 (paddings) is missing");
     if (c->inputs.n > 2)
-        return me_op_fail(c, MENGINE_ERR_GRAPH, "%u inputs, expected 2 (PADV2 is not supported)",
+        return mengine_op_fail(c, MENGINE_ERR_GRAPH, "%u inputs, expected 2 (PADV2 is not supported)",
                           c->inputs.n);
     if (in.rank < 1)
-        return me_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
                           in.name);
     if (pads.type != MENGINE_INT32 || !pads.data || pads.rank != 2 ||
         pads.dims[0] != (int32_t)in.rank || pads.dims[1] != 2)
-        return me_op_fail(c, MENGINE_ERR_TYPE,
+        return mengine_op_fail(c, MENGINE_ERR_TYPE,
                           "input 1 (paddings, tensor %u '%s') must be a constant INT32 [%u, 2]",
                           pads.index, pads.name, in.rank);
     int32_t want[MENGINE_MAX_DIMS];
     for (uint32_t i = 0; i < in.rank; i++) {
         const int32_t b = int_at(&pads, 2 * i), a = int_at(&pads, 2 * i + 1);
         if (b < 0 || a < 0)
-            return me_op_fail(c, MENGINE_ERR_OPTIONS, "padding of dim %u is (%d, %d): negative", i,
+            return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "padding of dim %u is (%d, %d): negative", i,
                               b, a);
         const int64_t d = (int64_t)in.dims[i] + b + a;
         if (d > 0x7fffffff)
-            return me_op_fail(c, MENGINE_ERR_SHAPE, "padded dim %u is too large", i);
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "padded dim %u is too large", i);
         want[i] = (int32_t)d;
         node->p.pad.before[4 - in.rank + i] = b;
     }
@@ -950,8 +950,8 @@ static mengine_status pad_prepare(const mop_ctx *c, mnode *node)
 static mengine_status pad_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
-    const mk_dims id = dims4(in), od = dims4(out);
-    return mk_pad_f32(&id, in->cdata, n->p.pad.before, &od, out->data);
+    const mengine_k_dims id = dims4(in), od = dims4(out);
+    return mengine_k_pad_f32(&id, in->cdata, n->p.pad.before, &od, out->data);
 }
 
 /* ---- CONCATENATION ---- */
@@ -965,18 +965,18 @@ static mengine_status concat_prepare(const mop_ctx *c, mnode *node)
     if (st == MENGINE_OK)
         st = need_options(c, 10, &o);
     if (st == MENGINE_OK)
-        st = me_fb_i32(c->r, &o, 0, 0, &axis);
+        st = mengine_fb_i32(c->r, &o, 0, 0, &axis);
     if (st == MENGINE_OK)
         st = read_act(c, &o, 1, 1, &node->p.misc.act);
     if (st != MENGINE_OK)
         return st;
     const int32_t rank = (int32_t)out.rank;
     if (axis < -rank || axis >= rank || rank == 0)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "axis %d out of range for rank %d", axis, rank);
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "axis %d out of range for rank %d", axis, rank);
     axis = axis < 0 ? axis + rank : axis;
     node->p.misc.axis = axis;
     if (c->inputs.n == 0)
-        return me_op_fail(c, MENGINE_ERR_GRAPH, "no inputs");
+        return mengine_op_fail(c, MENGINE_ERR_GRAPH, "no inputs");
     int64_t sum = 0;
     for (uint32_t i = 0; i < c->inputs.n; i++) {
         st = float_input(c, i, &in, "data");
@@ -986,13 +986,13 @@ static mengine_status concat_prepare(const mop_ctx *c, mnode *node)
         for (int32_t k = 0; same && k < rank; k++)
             same = k == axis || in.dims[k] == out.dims[k];
         if (!same)
-            return me_op_fail(c, MENGINE_ERR_SHAPE,
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                               "input %u (tensor %u '%s') differs from the output outside axis %d",
                               i, in.index, in.name, axis);
         sum += in.dims[axis];
     }
     if (sum != out.dims[axis])
-        return me_op_fail(c, MENGINE_ERR_SHAPE,
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
                           "inputs add up to %d along axis %d, the output has %d", (int)sum, axis,
                           out.dims[axis]);
     return MENGINE_OK;
@@ -1012,12 +1012,12 @@ static mengine_status concat_eval(const mengine *e, const mnode *n)
         const mtensor *in = node_input(e, n, i);
         const size_t chunk = (size_t)in->dims[axis] * inner;
         mengine_status st =
-            mk_concat_part_f32(in->cdata, outer, chunk, out->data, out_chunk, offset);
+            mengine_k_concat_part_f32(in->cdata, outer, chunk, out->data, out_chunk, offset);
         if (st != MENGINE_OK)
             return st;
         offset += chunk;
     }
-    mk_act_f32(out->data, out->count, n->p.misc.act);
+    mengine_k_act_f32(out->data, out->count, n->p.misc.act);
     return MENGINE_OK;
 }
 
@@ -1046,7 +1046,7 @@ static mengine_status binary_prepare(const mop_ctx *c, mnode *node)
         const int32_t da = i + a.rank >= rank ? a.dims[i + a.rank - rank] : 1;
         const int32_t db = i + b.rank >= rank ? b.dims[i + b.rank - rank] : 1;
         if (da != db && da != 1 && db != 1)
-            return me_op_fail(c, MENGINE_ERR_SHAPE, "dims %d and %d of the inputs do not broadcast",
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "dims %d and %d of the inputs do not broadcast",
                               da, db);
         want[i] = da > db ? da : db;
     }
@@ -1056,15 +1056,15 @@ static mengine_status binary_prepare(const mop_ctx *c, mnode *node)
 static mengine_status add_eval(const mengine *e, const mnode *n)
 {
     const mtensor *a = node_input(e, n, 0), *b = node_input(e, n, 1), *out = out_rec(e, n);
-    const mk_dims ad = dims4(a), bd = dims4(b), od = dims4(out);
-    return mk_add_f32(&ad, a->cdata, &bd, b->cdata, &od, out->data, n->p.misc.act);
+    const mengine_k_dims ad = dims4(a), bd = dims4(b), od = dims4(out);
+    return mengine_k_add_f32(&ad, a->cdata, &bd, b->cdata, &od, out->data, n->p.misc.act);
 }
 
 static mengine_status mul_eval(const mengine *e, const mnode *n)
 {
     const mtensor *a = node_input(e, n, 0), *b = node_input(e, n, 1), *out = out_rec(e, n);
-    const mk_dims ad = dims4(a), bd = dims4(b), od = dims4(out);
-    return mk_mul_f32(&ad, a->cdata, &bd, b->cdata, &od, out->data, n->p.misc.act);
+    const mengine_k_dims ad = dims4(a), bd = dims4(b), od = dims4(out);
+    return mengine_k_mul_f32(&ad, a->cdata, &bd, b->cdata, &od, out->data, n->p.misc.act);
 }
 
 /* ---- unary: RELU, RELU6, LOGISTIC, HARD_SWISH, LEAKY_RELU ---- */
@@ -1084,11 +1084,11 @@ static mengine_status unary_prepare(const mop_ctx *c, mnode *node)
         node->p.misc.value = 0.0f;
         st = options(c, leaky ? 75 : 91, &o, &has_o);
         if (st == MENGINE_OK && has_o && leaky)
-            st = me_fb_f32(c->r, &o, 0, 0.0f, &node->p.misc.value);
+            st = mengine_fb_f32(c->r, &o, 0, 0.0f, &node->p.misc.value);
         if (st != MENGINE_OK)
             return st;
         if (!finite_float(node->p.misc.value))
-            return me_op_fail(c, MENGINE_ERR_OPTIONS, "alpha is not finite");
+            return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "alpha is not finite");
     }
     return need_shape(c, &out, in.dims, in.rank);
 }
@@ -1098,31 +1098,31 @@ static mengine_status unary_prepare(const mop_ctx *c, mnode *node)
 static mengine_status relu_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0);
-    return mk_relu_f32(in->cdata, out_rec(e, n)->data, in->count);
+    return mengine_k_relu_f32(in->cdata, out_rec(e, n)->data, in->count);
 }
 
 static mengine_status relu6_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0);
-    return mk_relu6_f32(in->cdata, out_rec(e, n)->data, in->count);
+    return mengine_k_relu6_f32(in->cdata, out_rec(e, n)->data, in->count);
 }
 
 static mengine_status logistic_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0);
-    return mk_logistic_f32(in->cdata, out_rec(e, n)->data, in->count);
+    return mengine_k_logistic_f32(in->cdata, out_rec(e, n)->data, in->count);
 }
 
 static mengine_status hard_swish_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0);
-    return mk_hard_swish_f32(in->cdata, out_rec(e, n)->data, in->count);
+    return mengine_k_hard_swish_f32(in->cdata, out_rec(e, n)->data, in->count);
 }
 
 static mengine_status leaky_relu_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = node_input(e, n, 0);
-    return mk_leaky_relu_f32(in->cdata, out_rec(e, n)->data, in->count, n->p.misc.value);
+    return mengine_k_leaky_relu_f32(in->cdata, out_rec(e, n)->data, in->count, n->p.misc.value);
 }
 
 /* ---- registrations ---- */
@@ -1169,7 +1169,7 @@ const mengine_op mengine_op_resize_bilinear = {MENGINE_OP_RESIZE_BILINEAR, 3, 15
                                                resize_prepare, resize_eval};
 const mengine_op mengine_op_correlation = {MENGINE_FUSED_CORRELATION, 0, 0, MOP_SHARE_NONE,
                                            not_a_file_op, corr_eval};
-const mengine_op me_op_elided = {MENGINE_FUSED_CORRELATION - 1, 0, 0, MOP_SHARE_ELIDED,
+const mengine_op mengine_op_elided = {MENGINE_FUSED_CORRELATION - 1, 0, 0, MOP_SHARE_ELIDED,
                                  not_a_file_op, elided_eval};
 
 static const mengine_op *const ALL_OPS[] = {
@@ -1186,11 +1186,11 @@ const mengine_op_resolver mengine_all_ops = {ALL_OPS, sizeof ALL_OPS / sizeof AL
 
 /* ---- set-up ---- */
 
-mengine_status me_op_fail(const mop_ctx *c, mengine_status code, const char *fmt, ...)
+mengine_status mengine_op_fail(const mop_ctx *c, mengine_status code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    code = me_diag_op_vfail(c->r->d, c->index, c->builtin, code, fmt, ap);
+    code = mengine_diag_op_vfail(c->r->d, c->index, c->builtin, code, fmt, ap);
     va_end(ap);
     return code;
 }
@@ -1204,23 +1204,23 @@ static const mop_reg *find(const mengine_op_resolver *ops, int32_t builtin)
     return NULL;
 }
 
-mengine_status me_op_bind(fbr *r, const mengine_model *m, uint32_t index, mop_ctx *c)
+mengine_status mengine_op_bind(fbr *r, const mengine_model *m, uint32_t index, mop_ctx *c)
 {
     uint32_t opcode;
     int32_t version;
     c->r = r;
     c->m = m;
     c->index = index;
-    mengine_status st = me_model_operator(r, m, index, &c->op, &c->inputs, &c->outputs);
+    mengine_status st = mengine_model_operator(r, m, index, &c->op, &c->inputs, &c->outputs);
     if (st == MENGINE_OK)
-        st = me_fb_u32(r, &c->op, OP_OPCODE, 0, &opcode);
+        st = mengine_fb_u32(r, &c->op, OP_OPCODE, 0, &opcode);
     if (st != MENGINE_OK)
         return st;
     if (opcode >= m->n_opcodes)
-        return me_diag_fail(r->d, MENGINE_ERR_OPCODE_INDEX,
+        return mengine_diag_fail(r->d, MENGINE_ERR_OPCODE_INDEX,
                             "operator %u: opcode index %u out of range (the model has %u codes)",
                             index, opcode, m->n_opcodes);
-    st = me_model_opcode(r, m, opcode, &c->builtin, &version);
+    st = mengine_model_opcode(r, m, opcode, &c->builtin, &version);
     if (st != MENGINE_OK)
         return st;
     /* negative codes are the engine's own (fused kernels), never a file's operators */
@@ -1228,31 +1228,31 @@ mengine_status me_op_bind(fbr *r, const mengine_model *m, uint32_t index, mop_ct
     if (!c->reg) {
         /* mengine_op_name() returns its one "UNKNOWN" string for every code it does not name */
         const char *name = mengine_op_name(c->builtin >= 0 ? c->builtin : -1);
-        return me_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED_OP,
+        return mengine_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED_OP,
                             "operator %u: %s (builtin code %d) is not supported%s", index, name,
                             (int)c->builtin,
                             name != mengine_op_name(-1) ? " (not in the engine's operator table)"
                                                         : "");
     }
     if (version < 1 || version > c->reg->max_version)
-        return me_op_fail(c, MENGINE_ERR_OP_VERSION, "version %d unsupported (1 to %d)",
+        return mengine_op_fail(c, MENGINE_ERR_OP_VERSION, "version %d unsupported (1 to %d)",
                           (int)version, (int)c->reg->max_version);
     if (c->inputs.n > MENGINE_MAX_OP_INPUTS)
-        return me_op_fail(c, MENGINE_ERR_LIMIT, "%u inputs (at most %u)", c->inputs.n,
+        return mengine_op_fail(c, MENGINE_ERR_LIMIT, "%u inputs (at most %u)", c->inputs.n,
                           (unsigned)MENGINE_MAX_OP_INPUTS);
     if (c->outputs.n != 1)
-        return me_op_fail(c, MENGINE_ERR_GRAPH, "%u outputs, expected 1", c->outputs.n);
+        return mengine_op_fail(c, MENGINE_ERR_GRAPH, "%u outputs, expected 1", c->outputs.n);
     return MENGINE_OK;
 }
 
-mengine_status me_op_prepare(const mop_ctx *c, mnode *node)
+mengine_status mengine_op_prepare(const mop_ctx *c, mnode *node)
 {
     uint8_t options_type;
-    mengine_status st = me_fb_u8(c->r, &c->op, OP_OPTIONS_TYPE, 0, &options_type);
+    mengine_status st = mengine_fb_u8(c->r, &c->op, OP_OPTIONS_TYPE, 0, &options_type);
     if (st != MENGINE_OK)
         return st;
     if (options_type != 0 && options_type != (uint8_t)c->reg->options_type)
-        return me_op_fail(c, MENGINE_ERR_OPTIONS, "options of union type %u, expected %d",
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "options of union type %u, expected %d",
                           (unsigned)options_type, (int)c->reg->options_type);
     memset(node, 0, sizeof *node);
     node->reg = c->reg;

@@ -24,7 +24,7 @@
  * Everything lives in the caller's work area: no allocation, O(n^2) time. */
 #include <string.h>
 
-#include "engine/plan.h"
+#include "engine/plan_impl.h"
 
 enum { F_INPUT = 1, F_OUTPUT = 2, F_OFFLINE = 4 };
 
@@ -63,14 +63,14 @@ static int32_t find(const pitem *it, int32_t i)
     return i;
 }
 
-size_t me_plan_work_size(uint32_t n_tensors, uint32_t n_ops)
+size_t mengine_plan_work_bytes(uint32_t n_tensors, uint32_t n_ops)
 {
     return sizeof(phead) + ((size_t)n_tensors + n_ops) * (sizeof(pitem) + sizeof(int32_t));
 }
 
 size_t mengine_plan_work_size(const mengine_model *m)
 {
-    return m && m->data ? me_plan_work_size(m->n_tensors, m->n_ops) : 0;
+    return m && m->data ? mengine_plan_work_bytes(m->n_tensors, m->n_ops) : 0;
 }
 
 /* Tensor @p o takes the memory of group @p leader. */
@@ -82,7 +82,7 @@ static void join(pitem *it, int32_t leader, int32_t o)
     it[leader].flags |= it[o].flags & F_OUTPUT;
 }
 
-void me_plan_op(void *work, const mengine_model *m, uint32_t op, const mnode *node)
+void mengine_plan_op(void *work, const mengine_model *m, uint32_t op, const mnode *node)
 {
     pitem *it = items(work);
     const int32_t o = (int32_t)node->output;
@@ -111,7 +111,7 @@ void me_plan_op(void *work, const mengine_model *m, uint32_t op, const mnode *no
     }
 }
 
-void me_plan_extend(void *work, uint32_t t, uint32_t op)
+void mengine_plan_extend(void *work, uint32_t t, uint32_t op)
 {
     pitem *it = items(work);
     const int32_t leader = find(it, (int32_t)t), now = (int32_t)op + 1;
@@ -119,27 +119,27 @@ void me_plan_extend(void *work, uint32_t t, uint32_t op)
         it[leader].last = now;
 }
 
-int me_plan_local(const void *work, uint32_t t, uint32_t op)
+int mengine_plan_local(const void *work, uint32_t t, uint32_t op)
 {
     const pitem *it = citems(work);
     return t < ((const phead *)work)->n_tensors && it[t].bytes &&
            !(it[t].flags & (F_INPUT | F_OUTPUT)) && it[t].last <= (int32_t)op + 1;
 }
 
-int me_plan_written_after(const void *work, uint32_t t, uint32_t op)
+int mengine_plan_written_after(const void *work, uint32_t t, uint32_t op)
 {
     const pitem *it = citems(work);
     const phead *h = work;
     return t < h->n_tensors && it[t].first >= (int32_t)op + 1 && it[t].first <= (int32_t)h->n_ops;
 }
 
-mengine_status me_plan_begin(void *work, size_t work_size, const mengine_model *m, mdiag *d)
+mengine_status mengine_plan_begin(void *work, size_t work_size, const mengine_model *m, mdiag *d)
 {
     if (!work || (size_t)work % 4)
-        return me_diag_fail(d, MENGINE_ERR_ARG, "planner work area is NULL or not 4-byte aligned");
-    if (work_size < me_plan_work_size(m->n_tensors, m->n_ops))
-        return me_diag_fail(d, MENGINE_ERR_ARENA, "planner work area of %zu bytes, %zu needed",
-                            work_size, me_plan_work_size(m->n_tensors, m->n_ops));
+        return mengine_diag_fail(d, MENGINE_ERR_ARG, "planner work area is NULL or not 4-byte aligned");
+    if (work_size < mengine_plan_work_bytes(m->n_tensors, m->n_ops))
+        return mengine_diag_fail(d, MENGINE_ERR_ARENA, "planner work area of %zu bytes, %zu needed",
+                            work_size, mengine_plan_work_bytes(m->n_tensors, m->n_ops));
     phead *h = head(work);
     h->n_tensors = m->n_tensors;
     h->n_ops = m->n_ops;
@@ -148,10 +148,10 @@ mengine_status me_plan_begin(void *work, size_t work_size, const mengine_model *
     pitem *it = items(work);
     const int32_t end = (int32_t)m->n_ops + 1;
     fbr r;
-    me_fbr_for_model(&r, m, d);
+    mengine_fbr_for_model(&r, m, d);
     for (uint32_t t = 0; t < m->n_tensors; t++) {
         mtensor_info ti;
-        mengine_status st = me_model_tensor(&r, m, t, &ti);
+        mengine_status st = mengine_model_tensor(&r, m, t, &ti);
         if (st != MENGINE_OK)
             return st;
         memset(&it[t], 0, sizeof it[t]);
@@ -186,7 +186,7 @@ mengine_status me_plan_begin(void *work, size_t work_size, const mengine_model *
     for (uint32_t i = 0; i < m->n_ops; i++) {
         fb_table op;
         fb_vec in, out;
-        mengine_status st = me_model_operator(&r, m, i, &op, &in, &out);
+        mengine_status st = mengine_model_operator(&r, m, i, &op, &in, &out);
         if (st != MENGINE_OK)
             return st;
         const int32_t now = (int32_t)i + 1;
@@ -234,7 +234,7 @@ static int before(const pitem *it, int32_t a, int32_t b)
     return a < b;
 }
 
-mengine_status me_plan_run(void *work, mdiag *d, size_t *total)
+mengine_status mengine_plan_run(void *work, mdiag *d, size_t *total)
 {
     const phead *h = head(work);
     pitem *it = items(work);
@@ -254,7 +254,7 @@ mengine_status me_plan_run(void *work, mdiag *d, size_t *total)
             if (live_together(&it[i], &it[j]) &&
                 it[j].offset < it[i].offset + rounded(it[i].bytes) &&
                 it[i].offset < it[j].offset + rounded(it[j].bytes))
-                return me_diag_fail(
+                return mengine_diag_fail(
                     d, MENGINE_ERR_PLAN,
                     "OfflineMemoryAllocation: tensors %u and %u overlap while both are live",
                     (unsigned)j, i);
@@ -281,7 +281,7 @@ mengine_status me_plan_run(void *work, mdiag *d, size_t *total)
                 at = it[j].offset + rounded(it[j].bytes);
         }
         if (at > 0x7fffffffu)
-            return me_diag_fail(d, MENGINE_ERR_LIMIT, "activations exceed 2 GiB");
+            return mengine_diag_fail(d, MENGINE_ERR_LIMIT, "activations exceed 2 GiB");
         b->offset = (uint32_t)at;
         insert(it, &list, ord[k]);
     }
@@ -289,20 +289,20 @@ mengine_status me_plan_run(void *work, mdiag *d, size_t *total)
         if (it[j].offset + rounded(it[j].bytes) > end)
             end = it[j].offset + rounded(it[j].bytes);
     if (end > 0x7fffffffu)
-        return me_diag_fail(d, MENGINE_ERR_LIMIT, "activations exceed 2 GiB");
+        return mengine_diag_fail(d, MENGINE_ERR_LIMIT, "activations exceed 2 GiB");
     head(work)->total = (uint32_t)end;
     *total = (size_t)end;
     return MENGINE_OK;
 }
 
-int64_t me_plan_tensor_offset(const void *work, uint32_t t)
+int64_t mengine_plan_tensor_offset(const void *work, uint32_t t)
 {
     const pitem *it = citems(work);
     const int32_t leader = find(it, (int32_t)t);
     return it[t].bytes && it[leader].bytes ? (int64_t)it[leader].offset : -1;
 }
 
-int64_t me_plan_scratch_offset(const void *work, uint32_t op)
+int64_t mengine_plan_scratch_offset(const void *work, uint32_t op)
 {
     const phead *h = work;
     const pitem *s = &citems(work)[h->n_tensors + op];

@@ -149,7 +149,7 @@ manta_status xgraph_validate(const xgraph *g, manta_err *err);
 
 /**
  * Append the correlation of @p left and @p right (both (N, H, W, C) tensors of
- * @p g) as TFLite builtins, in the one form the engine fuses (engine/fuse.h),
+ * @p g) as TFLite builtins, in the one form the engine fuses (engine/fuse_impl.h),
  * written from the training side's definition (runtime/nn/correlation.h):
  *   out[n][y][x][i] = (1/C) * sum_c left[n][y][x][c] * right[n][y][x - d_i][c],
  *   d_i = i * stride, i = 0 .. D-1, D = max_disp / stride + 1,

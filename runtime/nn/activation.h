@@ -8,7 +8,7 @@
  * leaky_relu(x) = x for x > 0, slope * x otherwise (gradient 1 for x > 0, slope
  * otherwise, x = 0 included, as PyTorch's).
  * Tensors are flat float32 views of @p n elements (any layout). The enum nn_act,
- * NN_ACT_LEAKY_SLOPE and nn_act_name() are the search space's (space/act.h).
+ * NN_ACT_LEAKY_SLOPE and space_act_name() are the search space's (space/act.h).
  */
 #ifndef MANTA_NN_ACTIVATION_H
 #define MANTA_NN_ACTIVATION_H

@@ -30,8 +30,8 @@ manta_status lat_item_open(const ofa_space *s, lat_item *it, pt_model *m, manta_
 {
     xgraph g;
     const synth_opts so = {it->seed, false};
-    MANTA_TRY(it->layer ? synth_layer_graph(s, it->layer, &so, &g, err)
-                        : synth_arch_graph_layers(s, &it->arch, NULL, &so, &g, it->bound,
+    MANTA_TRY(it->layer ? prof_synth_layer_graph(s, it->layer, &so, &g, err)
+                        : prof_synth_arch_graph_layers(s, &it->arch, NULL, &so, &g, it->bound,
                                                   &it->nl, err));
     uint8_t *data = NULL;
     size_t size = 0;
@@ -171,7 +171,7 @@ static double empty_invoke_ms(const pt_opts *t)
 {
     double out = 0;
     xgraph g;
-    if (synth_empty_graph(8, 8, 16, &g, NULL) != MANTA_OK)
+    if (prof_synth_empty_graph(8, 8, 16, &g, NULL) != MANTA_OK)
         return 0;
     uint8_t *data = NULL;
     size_t size = 0, k = 0;

@@ -43,13 +43,13 @@ static void graph_layer(const lat_layer *k, mbv3_layer *l)
     snprintf(l->where, sizeof l->where, "%s", k->where);
 }
 
-manta_status synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
+manta_status prof_synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
                               const synth_opts *o, xgraph *out, manta_err *err)
 {
-    return synth_arch_graph_layers(s, a, pre, o, out, NULL, NULL, err);
+    return prof_synth_arch_graph_layers(s, a, pre, o, out, NULL, NULL, err);
 }
 
-manta_status synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
+manta_status prof_synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
                                      const xg_preprocess *pre, const synth_opts *o, xgraph *out,
                                      int *first_op, int *n_layers, manta_err *err)
 {
@@ -99,7 +99,7 @@ static int input(xgraph *g, int h, int w, int c, manta_err *err)
     return g->input = xgraph_add_tensor(g, 4, shape, "input", err);
 }
 
-manta_status synth_layer_graph(const ofa_space *s, const lat_layer *l, const synth_opts *o,
+manta_status prof_synth_layer_graph(const ofa_space *s, const lat_layer *l, const synth_opts *o,
                                xgraph *out, manta_err *err)
 {
     (void)s;
@@ -130,7 +130,7 @@ manta_status synth_layer_graph(const ofa_space *s, const lat_layer *l, const syn
     return MANTA_OK;
 }
 
-manta_status synth_empty_graph(int h, int w, int c, xgraph *out, manta_err *err)
+manta_status prof_synth_empty_graph(int h, int w, int c, xgraph *out, manta_err *err)
 {
     memset(out, 0, sizeof *out);
     int x = input(out, h, w, c, err);

@@ -18,7 +18,7 @@
  * even size. Only the values of weights and biases differ, so a written
  * .tflite has the same size and the engine plans the same arena.
  *
- * A layer's graph (synth_layer_graph()) is the operators of one keyed layer
+ * A layer's graph (prof_synth_layer_graph()) is the operators of one keyed layer
  * (latency_table.h) of a sub-network, from the same builder
  * (mbv3_graph_layer()), on an input of the layer's shape: a stem, an MBConv
  * block, the head convolution, the pool (MEAN), the feature mix (RESHAPE,
@@ -57,18 +57,18 @@ typedef struct synth_opts {
  * @param out initialised here; free with xgraph_free().
  * @return MANTA_ERR_INVALID_ARG when @p a is not of @p s; MANTA_ERR_NO_MEMORY.
  */
-manta_status synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
+manta_status prof_synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
                               const synth_opts *o, xgraph *out, manta_err *err);
 
 /**
- * synth_arch_graph() that also tells where each keyed layer's operators lie:
+ * prof_synth_arch_graph() that also tells where each keyed layer's operators lie:
  * layer i of lat_arch_layers(s, a) is operators [first_op[i], first_op[i + 1])
  * of the graph (in the order the exporter writes them and the engine runs
  * them), and first_op[n] is the operator count.
  * @param first_op array of ::LAT_MAX_ARCH_LAYERS + 1 entries, filled on success.
  * @param n        receives the number of keyed layers.
  */
-manta_status synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
+manta_status prof_synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
                                      const xg_preprocess *pre, const synth_opts *o, xgraph *out,
                                      int *first_op, int *n, manta_err *err);
 
@@ -80,13 +80,13 @@ manta_status synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
  * @return MANTA_ERR_INVALID_ARG for a layer whose parameters do not form a
  *         valid graph (the message names the key); MANTA_ERR_NO_MEMORY.
  */
-manta_status synth_layer_graph(const ofa_space *s, const lat_layer *l, const synth_opts *o,
+manta_status prof_synth_layer_graph(const ofa_space *s, const lat_layer *l, const synth_opts *o,
                                xgraph *out, manta_err *err);
 
 /**
  * The empty graph: input (1, h, w, c), RESHAPE to (1, h*w*c), RESHAPE again.
  * What an invocation costs with no work (the tail every layer graph has).
  */
-manta_status synth_empty_graph(int h, int w, int c, xgraph *out, manta_err *err);
+manta_status prof_synth_empty_graph(int h, int w, int c, xgraph *out, manta_err *err);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-double plot_nice_number(double x, bool round)
+double rep_nice_number(double x, bool round)
 {
     if (!(x > 0) || !isfinite(x))
         return 0;
@@ -17,7 +17,7 @@ double plot_nice_number(double x, bool round)
     return nf * p;
 }
 
-bool plot_nice_ticks(double lo, double hi, int target, plot_ticks *t)
+bool rep_nice_ticks(double lo, double hi, int target, plot_ticks *t)
 {
     if (!isfinite(lo) || !isfinite(hi))
         return false;
@@ -34,7 +34,7 @@ bool plot_nice_ticks(double lo, double hi, int target, plot_ticks *t)
         target = 3;
     if (target > PLOT_MAX_TICKS)
         target = PLOT_MAX_TICKS;
-    double step = plot_nice_number(plot_nice_number(hi - lo, false) / (target - 1), true);
+    double step = rep_nice_number(rep_nice_number(hi - lo, false) / (target - 1), true);
     double a = 0, b = 0;
     int n = 0;
     for (int tries = 0; tries < 8; tries++) {
@@ -43,7 +43,7 @@ bool plot_nice_ticks(double lo, double hi, int target, plot_ticks *t)
         n = (int)lround((b - a) / step) + 1;
         if (n <= PLOT_MAX_TICKS && n <= 2 * target)
             break;
-        step = plot_nice_number(step * 1.5, false); /* the next nice step up */
+        step = rep_nice_number(step * 1.5, false); /* the next nice step up */
     }
     if (n > PLOT_MAX_TICKS)
         n = PLOT_MAX_TICKS;
@@ -60,7 +60,7 @@ bool plot_nice_ticks(double lo, double hi, int target, plot_ticks *t)
     return true;
 }
 
-void plot_format_tick(double v, const plot_ticks *t, char *buf, size_t cap)
+void rep_format_tick(double v, const plot_ticks *t, char *buf, size_t cap)
 {
     if (fabs(v) >= 1e7)
         snprintf(buf, cap, "%g", v);

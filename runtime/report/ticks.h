@@ -27,7 +27,7 @@ typedef struct plot_ticks {
  * times a power of ten; rounded to the nearest of them when @p round is true,
  * else the smallest of them not below @p x. Returns 0 for x <= 0 or non-finite x.
  */
-double plot_nice_number(double x, bool round);
+double rep_nice_number(double x, bool round);
 
 /**
  * Ticks for data in [@p lo, @p hi] (either order): about @p target ticks
@@ -38,13 +38,13 @@ double plot_nice_number(double x, bool round);
  * treated as empty too.
  * @return false (and @p t untouched) when @p lo or @p hi is not finite.
  */
-bool plot_nice_ticks(double lo, double hi, int target, plot_ticks *t);
+bool rep_nice_ticks(double lo, double hi, int target, plot_ticks *t);
 
 /**
  * The label of tick value @p v of @p t into @p buf (@p cap bytes): t->decimals
  * digits after the point ("0.25", "1500"), with "-0" written as "0", and in
  * %g form ("2e+07") for magnitudes of 1e7 and more.
  */
-void plot_format_tick(double v, const plot_ticks *t, char *buf, size_t cap);
+void rep_format_tick(double v, const plot_ticks *t, char *buf, size_t cap);
 
 #endif

@@ -77,7 +77,7 @@ manta_status search_sizes_get(search_sizes *c, const ofa_arch *a, size_t *arena,
     }
     xgraph g;
     const synth_opts so = {0, true};
-    MANTA_TRY(synth_arch_graph(c->space, a, c->pre, &so, &g, err));
+    MANTA_TRY(prof_synth_arch_graph(c->space, a, c->pre, &so, &g, err));
     uint8_t *data = NULL;
     size_t size = 0;
     tflite_report rep;

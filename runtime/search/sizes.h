@@ -42,7 +42,7 @@ void search_sizes_init(search_sizes *c, const ofa_space *s, const xg_preprocess 
 /**
  * The arena and file size in bytes of sub-network @p a, as `manta export`
  * writes it: from the cache, else built, written, planned and cached.
- * @return synth_arch_graph()'s and tflite_write()'s errors (MANTA_ERR_INVALID_ARG
+ * @return prof_synth_arch_graph()'s and tflite_write()'s errors (MANTA_ERR_INVALID_ARG
  *         when @p a is not of the space); MANTA_ERR_NO_MEMORY.
  */
 manta_status search_sizes_get(search_sizes *c, const ofa_arch *a, size_t *arena, size_t *file,

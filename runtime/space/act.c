@@ -1,6 +1,6 @@
 #include "space/act.h"
 
-const char *nn_act_name(nn_act a)
+const char *space_act_name(nn_act a)
 {
     switch (a) {
     case NN_ACT_NONE: return "none";

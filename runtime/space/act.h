@@ -28,6 +28,6 @@ typedef enum nn_act {
 
 /** Name of an activation ("relu", "h-swish", "leaky-relu", ...; "?" for a value
  *  outside the enum). */
-const char *nn_act_name(nn_act a);
+const char *space_act_name(nn_act a);
 
 #endif

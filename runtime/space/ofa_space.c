@@ -8,7 +8,7 @@
 
 #include "core/fileio.h"
 #include "core/json.h"
-#include "space/spec_parse.h"
+#include "space/spec_parse_impl.h"
 
 /* Largest search-space spec file read. */
 #define SPACE_FILE_MAX ((size_t)1 << 20)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/json.h"
-#include "space/spec_parse.h"
+#include "space/spec_parse_impl.h"
 
 /* Built-ins named when a spec file cannot be read. */
 #define BUILTINS OFA_SPEC_BUILTINS ", stereo-cpu, stereo-gpu"

@@ -69,9 +69,9 @@ manta_status stereo_state_save(const char *path, stereo_trainer *t, mcl_dev *d,
 {
     char *space = NULL, *meta = NULL;
     MANTA_TRY(stereo_space_to_json(stereo_net_space(stereo_trainer_net(t)), &space, err));
-    MANTA_TRY(ckpt_meta_json(FORMAT, &m->run, put_meta, m, space, &meta, err));
+    MANTA_TRY(train_ckpt_meta_json(FORMAT, &m->run, put_meta, m, space, &meta, err));
     ckpt_train_slabs sl = train_slabs(t, m->has_teacher);
-    manta_status st = ckpt_save_train(path, meta, NULL, 0, d, &sl, err);
+    manta_status st = train_ckpt_save_train(path, meta, NULL, 0, d, &sl, err);
     free(meta);
     return st;
 }
@@ -81,7 +81,7 @@ static manta_status read_meta(ckpt_reader *r, const char *path, stereo_space *sp
 {
     char *space = NULL;
     memset(m, 0, sizeof *m);
-    MANTA_TRY(ckpt_meta_read(r, path, FORMAT, "stereo training", get_meta, m, &m->run, &space,
+    MANTA_TRY(train_ckpt_meta_read(r, path, FORMAT, "stereo training", get_meta, m, &m->run, &space,
                              err));
     manta_status st = stereo_space_parse(space, sp, err);
     free(space);
@@ -109,7 +109,7 @@ manta_status stereo_state_peek(const char *path, stereo_space *space, stereo_met
                                manta_err *err)
 {
     state_args a = {space, m, NULL};
-    return ckpt_read_train(path, read_state, &a, false, NULL, err);
+    return train_ckpt_read_train(path, read_state, &a, false, NULL, err);
 }
 
 manta_status stereo_state_load(const char *path, stereo_trainer *t, mcl_dev *d, stereo_meta *m,
@@ -117,7 +117,7 @@ manta_status stereo_state_load(const char *path, stereo_trainer *t, mcl_dev *d, 
 {
     stereo_space sp;
     state_args a = {&sp, m, t};
-    MANTA_TRY(ckpt_read_train(path, read_state, &a, true, d, err));
+    MANTA_TRY(train_ckpt_read_train(path, read_state, &a, true, d, err));
     stereo_trainer_set_has_teacher(t, m->has_teacher);
     return MANTA_OK;
 }
@@ -157,7 +157,7 @@ static manta_status open_init(const char *path, const stereo_space *want, stereo
     if (st == MANTA_ERR_FORMAT) { /* say what it is when it is another kind of run's */
         char format[64];
         manta_err e = {0};
-        if (ckpt_meta_format(r, format, sizeof format, &e) == MANTA_OK &&
+        if (train_ckpt_meta_format(r, format, sizeof format, &e) == MANTA_OK &&
             !strcmp(format, "manta-ofa-train"))
             manta_err_set(err, st,
                           "%s: a classification training checkpoint (manta-ofa-train); "
@@ -191,9 +191,9 @@ manta_status stereo_state_init(const char *path, stereo_trainer *t, mcl_dev *d, 
     MANTA_TRY(open_init(path, stereo_net_space(stereo_trainer_net(t)), &m, &r, err));
     ofa_slabs sl;
     stereo_net_slabs(stereo_trainer_net(t), &sl);
-    manta_status st = ckpt_read_f32_device(r, "params", d, sl.params, sl.n_params, err);
+    manta_status st = train_ckpt_read_f32_device(r, "params", d, sl.params, sl.n_params, err);
     if (st == MANTA_OK)
-        st = ckpt_read_f32_device(r, "bn_state", d, sl.state, sl.n_state, err);
+        st = train_ckpt_read_f32_device(r, "bn_state", d, sl.state, sl.n_state, err);
     ckpt_close(r);
     if (st != MANTA_OK)
         return st;

@@ -402,7 +402,7 @@ manta_status stereo_trainer_compute(stereo_trainer *t, long step, const stereo_b
         summarise(t, subnets, distill, out);
         out->phase = phase;
         out->round = round;
-        out->lr = lr_at(&ls, in_phase);
+        out->lr = train_lr_at(&ls, in_phase);
     }
     return MANTA_OK;
 }
@@ -428,7 +428,7 @@ manta_status stereo_trainer_apply(stereo_trainer *t, long step, float grad_scale
             scale *= (float)(t->sched.clip_norm / norm);
     }
     optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
-    MANTA_TRY(optim_sgd_step(t->d, &opt, lr_at(&ls, in_phase), scale, t->sl.params, t->sl.grads,
+    MANTA_TRY(optim_sgd_step(t->d, &opt, train_lr_at(&ls, in_phase), scale, t->sl.params, t->sl.grads,
                              t->sl.momentum, t->sl.n_decay, t->sl.n_params));
     return mcl_finish(t->d);
 }

@@ -36,20 +36,20 @@ static manta_status to_device(void *user, size_t first, const float *src, size_t
     return MANTA_OK;
 }
 
-manta_status ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, mview src, size_t n)
+manta_status train_ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, mview src, size_t n)
 {
     dev_view s = {d, src};
     return ckpt_add_f32_stream(w, name, n, d && src.mem ? from_device : NULL, &s);
 }
 
-manta_status ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst, size_t n,
+manta_status train_ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst, size_t n,
                                   manta_err *err)
 {
     dev_view s = {d, dst};
     return ckpt_read_f32_stream(r, name, n, d && dst.mem ? to_device : NULL, &s, err);
 }
 
-manta_status ckpt_save_train(const char *path, const char *meta, const int64_t *loader,
+manta_status train_ckpt_save_train(const char *path, const char *meta, const int64_t *loader,
                              size_t n_loader, mcl_dev *d, const ckpt_train_slabs *s,
                              manta_err *err)
 {
@@ -60,13 +60,13 @@ manta_status ckpt_save_train(const char *path, const char *meta, const int64_t *
     if (st == MANTA_OK && loader)
         st = ckpt_add_i64(w, "loader", loader, n_loader);
     if (st == MANTA_OK)
-        st = ckpt_add_f32_device(w, "params", d, s->params, s->n_params);
+        st = train_ckpt_add_f32_device(w, "params", d, s->params, s->n_params);
     if (st == MANTA_OK)
-        st = ckpt_add_f32_device(w, "momentum", d, s->momentum, s->n_params);
+        st = train_ckpt_add_f32_device(w, "momentum", d, s->momentum, s->n_params);
     if (st == MANTA_OK)
-        st = ckpt_add_f32_device(w, "bn_state", d, s->state, s->n_state);
+        st = train_ckpt_add_f32_device(w, "bn_state", d, s->state, s->n_state);
     if (st == MANTA_OK && s->has_teacher)
-        st = ckpt_add_f32_device(w, "teacher", d, s->teacher, s->n_params);
+        st = train_ckpt_add_f32_device(w, "teacher", d, s->teacher, s->n_params);
     if (st == MANTA_OK)
         return ckpt_writer_commit(w);
     if (w)
@@ -74,18 +74,18 @@ manta_status ckpt_save_train(const char *path, const char *meta, const int64_t *
     return st;
 }
 
-manta_status ckpt_read_train_slabs(ckpt_reader *r, mcl_dev *d, const ckpt_train_slabs *s,
+manta_status train_ckpt_read_train_slabs(ckpt_reader *r, mcl_dev *d, const ckpt_train_slabs *s,
                                    manta_err *err)
 {
-    MANTA_TRY(ckpt_read_f32_device(r, "params", d, s->params, s->n_params, err));
-    MANTA_TRY(ckpt_read_f32_device(r, "momentum", d, s->momentum, s->n_params, err));
-    MANTA_TRY(ckpt_read_f32_device(r, "bn_state", d, s->state, s->n_state, err));
+    MANTA_TRY(train_ckpt_read_f32_device(r, "params", d, s->params, s->n_params, err));
+    MANTA_TRY(train_ckpt_read_f32_device(r, "momentum", d, s->momentum, s->n_params, err));
+    MANTA_TRY(train_ckpt_read_f32_device(r, "bn_state", d, s->state, s->n_state, err));
     if (s->has_teacher)
-        return ckpt_read_f32_device(r, "teacher", d, s->teacher, s->n_params, err);
+        return train_ckpt_read_f32_device(r, "teacher", d, s->teacher, s->n_params, err);
     return MANTA_OK;
 }
 
-manta_status ckpt_read_train(const char *path, ckpt_state_fn read, void *user, bool load,
+manta_status train_ckpt_read_train(const char *path, ckpt_state_fn read, void *user, bool load,
                              mcl_dev *d, manta_err *err)
 {
     ckpt_reader *r = NULL;
@@ -93,12 +93,12 @@ manta_status ckpt_read_train(const char *path, ckpt_state_fn read, void *user, b
     ckpt_train_slabs sl = {0};
     manta_status st = read(r, path, user, load ? &sl : NULL, err);
     if (st == MANTA_OK && load)
-        st = ckpt_read_train_slabs(r, d, &sl, err);
+        st = train_ckpt_read_train_slabs(r, d, &sl, err);
     ckpt_close(r);
     return st;
 }
 
-manta_status ckpt_meta_json(const char *format, const ckpt_run_meta *m, ckpt_meta_put_fn put,
+manta_status train_ckpt_meta_json(const char *format, const ckpt_run_meta *m, ckpt_meta_put_fn put,
                             const void *user, char *space, char **out, manta_err *err)
 {
     cJSON *j = cJSON_CreateObject(), *sp = cJSON_Parse(space);
@@ -127,7 +127,7 @@ manta_status ckpt_meta_json(const char *format, const ckpt_run_meta *m, ckpt_met
 /* Largest step read back: a long, and a whole number exactly as a double. */
 #define STEP_MAX (LONG_MAX < 0x1p53 ? (double)LONG_MAX : 0x1p53)
 
-manta_status ckpt_meta_read(ckpt_reader *r, const char *path, const char *format,
+manta_status train_ckpt_meta_read(ckpt_reader *r, const char *path, const char *format,
                             const char *kind, ckpt_meta_get_fn get, void *user, ckpt_run_meta *m,
                             char **space, manta_err *err)
 {
@@ -164,7 +164,7 @@ manta_status ckpt_meta_read(ckpt_reader *r, const char *path, const char *format
     return *space ? MANTA_OK : manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
 }
 
-manta_status ckpt_meta_format(ckpt_reader *r, char *out, size_t size, manta_err *err)
+manta_status train_ckpt_meta_format(ckpt_reader *r, char *out, size_t size, manta_err *err)
 {
     char *text = NULL;
     size_t len = 0;

@@ -29,7 +29,7 @@
  *         data"), or the device's status with its message when a read fails
  *         ("checkpoint X: section 'params': reading the device failed: ...").
  */
-manta_status ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, mview src,
+manta_status train_ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, mview src,
                                  size_t n);
 
 /**
@@ -40,7 +40,7 @@ manta_status ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, m
  *         destination"), or the device's status with its message when a
  *         write fails.
  */
-manta_status ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst,
+manta_status train_ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst,
                                   size_t n, manta_err *err);
 
 /**
@@ -57,15 +57,15 @@ typedef struct ckpt_train_slabs {
 /**
  * Write a training checkpoint atomically to @p path: the JSON section "meta"
  * (@p meta), the int64 section "loader" ((n_loader) values) when @p loader is
- * not NULL, then the slabs of @p s read from @p d (ckpt_add_f32_device()).
+ * not NULL, then the slabs of @p s read from @p d (train_ckpt_add_f32_device()).
  * On an error the file at @p path is left as it was.
  */
-manta_status ckpt_save_train(const char *path, const char *meta, const int64_t *loader,
+manta_status train_ckpt_save_train(const char *path, const char *meta, const int64_t *loader,
                              size_t n_loader, mcl_dev *d, const ckpt_train_slabs *s,
                              manta_err *err);
 
-/** Read the slabs of @p s (as ckpt_save_train() writes them) into their views on @p d. */
-manta_status ckpt_read_train_slabs(ckpt_reader *r, mcl_dev *d, const ckpt_train_slabs *s,
+/** Read the slabs of @p s (as train_ckpt_save_train() writes them) into their views on @p d. */
+manta_status train_ckpt_read_train_slabs(ckpt_reader *r, mcl_dev *d, const ckpt_train_slabs *s,
                                    manta_err *err);
 
 /**
@@ -78,9 +78,9 @@ typedef manta_status (*ckpt_state_fn)(ckpt_reader *r, const char *path, void *us
 
 /**
  * Open the training checkpoint @p path and call @p read on it; when @p load,
- * then read the slabs it set into their views on @p d (ckpt_read_train_slabs()).
+ * then read the slabs it set into their views on @p d (train_ckpt_read_train_slabs()).
  */
-manta_status ckpt_read_train(const char *path, ckpt_state_fn read, void *user, bool load,
+manta_status train_ckpt_read_train(const char *path, ckpt_state_fn read, void *user, bool load,
                              mcl_dev *d, manta_err *err);
 
 /**
@@ -116,18 +116,18 @@ typedef bool (*ckpt_meta_get_fn)(const struct cJSON *meta, void *user);
  * beyond 2^53), "step", "has_teacher", "data", the members @p put adds, and
  * "space", the JSON text @p space (malloc'd; always freed here).
  */
-manta_status ckpt_meta_json(const char *format, const ckpt_run_meta *m, ckpt_meta_put_fn put,
+manta_status train_ckpt_meta_json(const char *format, const ckpt_run_meta *m, ckpt_meta_put_fn put,
                             const void *user, char *space, char **out, manta_err *err);
 
 /**
- * Read the "meta" section of @p r written by ckpt_meta_json() with @p format:
+ * Read the "meta" section of @p r written by train_ckpt_meta_json() with @p format:
  * its common settings into @p m, the run's own members by @p get, and the
  * "space" member as JSON text (malloc'd) into *@p space.
  * @return MANTA_ERR_FORMAT "PATH: not a manta KIND checkpoint (its metadata
  *         lacks fields)" when the format differs or a field is missing (@p kind
  *         names the checkpoint, "training" or "stereo training").
  */
-manta_status ckpt_meta_read(ckpt_reader *r, const char *path, const char *format,
+manta_status train_ckpt_meta_read(ckpt_reader *r, const char *path, const char *format,
                             const char *kind, ckpt_meta_get_fn get, void *user, ckpt_run_meta *m,
                             char **space, manta_err *err);
 
@@ -138,6 +138,6 @@ manta_status ckpt_meta_read(ckpt_reader *r, const char *path, const char *format
  * object), so a caller can say what a checkpoint it refuses is.
  * @return ckpt_read_json()'s errors (no "meta" section, damaged).
  */
-manta_status ckpt_meta_format(ckpt_reader *r, char *out, size_t size, manta_err *err);
+manta_status train_ckpt_meta_format(ckpt_reader *r, char *out, size_t size, manta_err *err);
 
 #endif

@@ -24,7 +24,7 @@ manta_status optim_sgd_step(mcl_dev *d, const optim_sgd *o, float lr, float grad
     return mcl_launch_run(&L, 1, (size_t[]){n}, NULL);
 }
 
-float lr_at(const lr_schedule *s, long step)
+float train_lr_at(const lr_schedule *s, long step)
 {
     if (step < 0 || step >= s->total_steps)
         return 0.0f;

@@ -42,6 +42,6 @@ typedef struct lr_schedule {
 } lr_schedule;
 
 /** Learning rate of step @p step (0-based); 0 past total_steps. */
-float lr_at(const lr_schedule *s, long step);
+float train_lr_at(const lr_schedule *s, long step);
 
 #endif

@@ -1,7 +1,7 @@
 /* The schema-free reader walk (see fbwalk.h). */
 #include "fbwalk.h"
 
-#include "engine/fbread.h"
+#include "engine/fbread_impl.h"
 
 typedef struct walk {
     fbr r;
@@ -56,27 +56,27 @@ static void walk_field(walk *w, const fb_table *t, unsigned id)
     fb_table sub;
     fb_vec v;
     int present;
-    ok(w, me_fb_u8(&w->r, t, id, 0, &u8));
-    ok(w, me_fb_i8(&w->r, t, id, 0, &i8));
-    ok(w, me_fb_i32(&w->r, t, id, 0, &i32));
-    ok(w, me_fb_u32(&w->r, t, id, 0, &u32));
-    ok(w, me_fb_u64(&w->r, t, id, 0, &u64));
-    ok(w, me_fb_f32(&w->r, t, id, 0.0f, &f32));
-    if (ok(w, me_fb_string(&w->r, t, id, &v, &present)) && present) {
+    ok(w, mengine_fb_u8(&w->r, t, id, 0, &u8));
+    ok(w, mengine_fb_i8(&w->r, t, id, 0, &i8));
+    ok(w, mengine_fb_i32(&w->r, t, id, 0, &i32));
+    ok(w, mengine_fb_u32(&w->r, t, id, 0, &u32));
+    ok(w, mengine_fb_u64(&w->r, t, id, 0, &u64));
+    ok(w, mengine_fb_f32(&w->r, t, id, 0.0f, &f32));
+    if (ok(w, mengine_fb_string(&w->r, t, id, &v, &present)) && present) {
         check_vector(w, &v, 1);
         if (!w->broken && ((uint64_t)v.pos + v.n >= w->r.size || w->r.base[v.pos + v.n] != 0))
             w->broken = "a string without its terminator inside the data";
     }
     for (uint32_t elem = 1; elem <= 8; elem *= 2)
-        if (ok(w, me_fb_vector(&w->r, t, id, elem, &v, &present)) && present)
+        if (ok(w, mengine_fb_vector(&w->r, t, id, elem, &v, &present)) && present)
             check_vector(w, &v, elem);
-    if (ok(w, me_fb_vector(&w->r, t, id, 4, &v, &present)) && present)
+    if (ok(w, mengine_fb_vector(&w->r, t, id, 4, &v, &present)) && present)
         for (uint32_t i = 0; i < v.n && i < FBW_VEC_TABLES && !w->broken; i++)
-            if (ok(w, me_fb_vec_table(&w->r, &v, i, t->depth + 1, &sub))) {
+            if (ok(w, mengine_fb_vec_table(&w->r, &v, i, t->depth + 1, &sub))) {
                 check_table(w, &sub, t->depth + 1);
                 walk_table(w, &sub);
             }
-    if (ok(w, me_fb_sub_table(&w->r, t, id, &sub, &present)) && present) {
+    if (ok(w, mengine_fb_sub_table(&w->r, t, id, &sub, &present)) && present) {
         check_table(w, &sub, t->depth + 1);
         walk_table(w, &sub);
     }
@@ -97,9 +97,9 @@ const char *fbw_walk(const uint8_t *data, size_t size, unsigned *tables)
     w.msg[0] = '\0';
     w.broken = NULL;
     w.tables = 0;
-    me_fb_init(&w.r, data, size > FB_MAX_OFFSET ? FB_MAX_OFFSET : (uint32_t)size, FBW_MAX_DEPTH,
+    mengine_fb_init(&w.r, data, size > FB_MAX_OFFSET ? FB_MAX_OFFSET : (uint32_t)size, FBW_MAX_DEPTH,
                FBW_MAX_TABLES, &w.d);
-    if (ok(&w, me_fb_root(&w.r, &root))) {
+    if (ok(&w, mengine_fb_root(&w.r, &root))) {
         check_table(&w, &root, 1);
         walk_table(&w, &root);
     }

@@ -1,7 +1,7 @@
 /**
  * @file fbwalk.h
  * @brief Schema-free walk of any byte string through the engine's checked
- *        FlatBuffers reader (runtime/engine/fbread.h): every field of every
+ *        FlatBuffers reader (runtime/engine/fbread_impl.h): every field of every
  *        reachable table read as each scalar type, as a table, a vector and a
  *        string, and every vector as a vector of tables. Shared by the
  *        reader's unit test and its libFuzzer target

@@ -59,7 +59,7 @@ static void check_act_slope(void **state, nn_act kind, bool plain, double slope)
     TU_OK(d, act_fwd(d, kind, plain, fs, vx, vy, n));
     tu_download(d, vy, got, n);
     ref_act_forward_slope((int)kind, (double)fs, x, y, n);
-    tu_assert_close(got, y, n, 1e-4, nn_act_name(kind));
+    tu_assert_close(got, y, n, 1e-4, space_act_name(kind));
 
     TU_OK(d, act_bwd(d, kind, plain, fs, vx, vr, vdx, n));
     tu_download(d, vdx, got, n);
@@ -100,7 +100,7 @@ static void test_leaky_relu(void **s)
     check_act_slope(s, NN_ACT_LEAKY_RELU, false, 0.2);
     check_act_slope(s, NN_ACT_LEAKY_RELU, false, 0.0);
     check_act_slope(s, NN_ACT_LEAKY_RELU, false, -0.5);
-    assert_string_equal(nn_act_name(NN_ACT_LEAKY_RELU), "leaky-relu");
+    assert_string_equal(space_act_name(NN_ACT_LEAKY_RELU), "leaky-relu");
 
     mcl_dev *d = *s;
     const double x[3] = {0.0, -0.0, 2.0}, dy[3] = {1.0, -3.0, 1.5};

@@ -347,8 +347,8 @@ static void test_device_view_round_trip(void **state)
     ckpt_writer *w;
     manta_err e;
     assert_int_equal(ckpt_writer_begin(p, NULL, &w, &e), MANTA_OK);
-    assert_int_equal(ckpt_add_f32_device(w, "params", d, mview_at(src, 5), n), MANTA_OK);
-    assert_int_equal(ckpt_add_f32_device(w, "none", d, src, 0), MANTA_OK);
+    assert_int_equal(train_ckpt_add_f32_device(w, "params", d, mview_at(src, 5), n), MANTA_OK);
+    assert_int_equal(train_ckpt_add_f32_device(w, "none", d, src, 0), MANTA_OK);
     if (ckpt_writer_commit(w) != MANTA_OK)
         fail_msg("%s", e.msg);
 
@@ -357,7 +357,7 @@ static void test_device_view_round_trip(void **state)
         fail_msg("%s", e.msg);
     /* To the device at an offset, and to the host: both bit for bit. */
     TU_OK(d, mcl_fill(d, dst, 7.0f, n + 9));
-    if (ckpt_read_f32_device(r, "params", d, mview_at(dst, 9), n, &e) != MANTA_OK)
+    if (train_ckpt_read_f32_device(r, "params", d, mview_at(dst, 9), n, &e) != MANTA_OK)
         fail_msg("%s", e.msg);
     TU_OK(d, mcl_read(d, mview_at(dst, 9), back, n));
     assert_memory_equal(back, host, n * sizeof *host);
@@ -368,9 +368,9 @@ static void test_device_view_round_trip(void **state)
     memset(back, 0, n * sizeof *back);
     assert_int_equal(ckpt_read_f32(r, "params", back, n, &e), MANTA_OK);
     assert_memory_equal(back, host, n * sizeof *host);
-    assert_int_equal(ckpt_read_f32_device(r, "none", d, dst, 0, &e), MANTA_OK);
+    assert_int_equal(train_ckpt_read_f32_device(r, "none", d, dst, 0, &e), MANTA_OK);
     /* A wrong count is refused before the device is touched. */
-    assert_int_equal(ckpt_read_f32_device(r, "params", d, dst, n + 1, &e), MANTA_ERR_FORMAT);
+    assert_int_equal(train_ckpt_read_f32_device(r, "params", d, dst, n + 1, &e), MANTA_ERR_FORMAT);
     expect_msg(&e, "has 69635 floats, the model needs 69636");
     ckpt_close(r);
     tu_free(d, src), tu_free(d, dst);

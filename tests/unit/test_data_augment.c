@@ -14,7 +14,7 @@
 static void make_set(dataset *d, int n, int h, int w, int c, uint64_t seed)
 {
     manta_err e;
-    assert_int_equal(dataset_init_fixed(d, n, h, w, c, 5, &e), MANTA_OK);
+    assert_int_equal(data_set_init_fixed(d, n, h, w, c, 5, &e), MANTA_OK);
     manta_rng r;
     manta_rng_seed(&r, seed, 1);
     for (size_t i = 0; i < (size_t)n * h * w * c; i++)
@@ -25,7 +25,7 @@ static void make_set(dataset *d, int n, int h, int w, int c, uint64_t seed)
 
 static void params(aug_params *p, aug_mode m, int c)
 {
-    aug_params_default(p, m, c);
+    data_aug_params_default(p, m, c);
     p->mean[0] = 0.4f, p->mean[1] = 0.5f, p->mean[2] = 0.6f;
     p->std[0] = 0.2f, p->std[1] = 0.25f, p->std[2] = 0.3f;
 }
@@ -68,7 +68,7 @@ static void test_eval_matches_reference(void **state)
         double *want = malloc(sizeof(double) * 3 * r * r);
         float lab;
         int idx = 0;
-        assert_int_equal(aug_batch(&p, &d, &idx, 1, r, NULL, got, &lab, NULL), MANTA_OK);
+        assert_int_equal(data_aug_batch(&p, &d, &idx, 1, r, NULL, got, &lab, NULL), MANTA_OK);
         aug_view v = {0, 6, 40, false};
         ref_view(&p, dataset_image(&d, 0), 40, 52, 3, &v, r, want);
         char what[32];
@@ -78,7 +78,7 @@ static void test_eval_matches_reference(void **state)
         free(got);
         free(want);
     }
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_identity_at_stored_size(void **state)
@@ -87,15 +87,15 @@ static void test_identity_at_stored_size(void **state)
     dataset d;
     make_set(&d, 1, 28, 28, 1, 5);
     aug_params p;
-    aug_params_default(&p, AUG_EVAL, 1);
+    data_aug_params_default(&p, AUG_EVAL, 1);
     float out[28 * 28];
     int idx = 0;
-    assert_int_equal(aug_batch(&p, &d, &idx, 1, 28, NULL, out, NULL, NULL), MANTA_OK);
+    assert_int_equal(data_aug_batch(&p, &d, &idx, 1, 28, NULL, out, NULL, NULL), MANTA_OK);
     for (int i = 0; i < 28 * 28; i++) {
         float want = (d.pixels[i] / 255.0f - IDX_FASHION_MEAN) / IDX_FASHION_STD;
         assert_true(fabsf(out[i] - want) < 1e-5f);
     }
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_train_views_match_reference(void **state)
@@ -114,7 +114,7 @@ static void test_train_views_match_reference(void **state)
             const int r = k % 2 ? 24 : 36;
             float *got = malloc(sizeof(float) * 3 * r * r);
             double *want = malloc(sizeof(double) * 3 * r * r);
-            assert_int_equal(aug_render(&p, img, 30, 30, 3, &views[k], r, got, NULL), MANTA_OK);
+            assert_int_equal(data_aug_render(&p, img, 30, 30, 3, &views[k], r, got, NULL), MANTA_OK);
             ref_view(&p, img, 30, 30, 3, &views[k], r, want);
             char what[64];
             snprintf(what, sizeof what, "train view %zu pad %s", k, kind ? "edge" : "zero");
@@ -127,10 +127,10 @@ static void test_train_views_match_reference(void **state)
     params(&p, AUG_TRAIN, 3);
     float out[3 * 30 * 30];
     aug_view v = {-4, -4, 30, false};
-    assert_int_equal(aug_render(&p, img, 30, 30, 3, &v, 30, out, NULL), MANTA_OK);
+    assert_int_equal(data_aug_render(&p, img, 30, 30, 3, &v, 30, out, NULL), MANTA_OK);
     assert_true(fabsf(out[0] - (-p.mean[0] / p.std[0])) < 1e-5f);
     assert_true(fabsf(out[4 * 30 + 4] - (img[0] / 255.0f - p.mean[0]) / p.std[0]) < 1e-5f);
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_flip_mirrors_exactly(void **state)
@@ -143,21 +143,21 @@ static void test_flip_mirrors_exactly(void **state)
     const int r = 29;
     float a[3 * 29 * 29], b[3 * 29 * 29];
     aug_view v = {-2, 5, 33, false};
-    assert_int_equal(aug_render(&p, dataset_image(&d, 0), 33, 40, 3, &v, r, a, NULL), MANTA_OK);
+    assert_int_equal(data_aug_render(&p, dataset_image(&d, 0), 33, 40, 3, &v, r, a, NULL), MANTA_OK);
     v.flip = true;
-    assert_int_equal(aug_render(&p, dataset_image(&d, 0), 33, 40, 3, &v, r, b, NULL), MANTA_OK);
+    assert_int_equal(data_aug_render(&p, dataset_image(&d, 0), 33, 40, 3, &v, r, b, NULL), MANTA_OK);
     for (int c = 0; c < 3; c++)
         for (int y = 0; y < r; y++)
             for (int x = 0; x < r; x++)
                 assert_true(a[(c * r + y) * r + x] == b[(c * r + y) * r + (r - 1 - x)]);
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_crop_bounds_and_flip_rate(void **state)
 {
     (void)state;
     aug_params p;
-    aug_params_default(&p, AUG_TRAIN, 3);
+    data_aug_params_default(&p, AUG_TRAIN, 3);
     manta_rng r;
     manta_rng_seed(&r, 99, 3);
     const int h = 36, w = 50, pad = 4, side = 36;
@@ -165,7 +165,7 @@ static void test_crop_bounds_and_flip_rate(void **state)
     const int n = 4000;
     for (int i = 0; i < n; i++) {
         aug_view v;
-        aug_sample_view(&p, h, w, &r, &v);
+        data_aug_sample_view(&p, h, w, &r, &v);
         assert_int_equal(v.side, side);
         assert_true(v.y0 >= -pad && v.y0 <= h + pad - side);
         assert_true(v.x0 >= -pad && v.x0 <= w + pad - side);
@@ -183,12 +183,12 @@ static void test_crop_bounds_and_flip_rate(void **state)
     p.flip = false;
     for (int i = 0; i < 100; i++) {
         aug_view v;
-        aug_sample_view(&p, h, w, &r, &v);
+        data_aug_sample_view(&p, h, w, &r, &v);
         assert_false(v.flip);
     }
-    aug_params_default(&p, AUG_EVAL, 3);
+    data_aug_params_default(&p, AUG_EVAL, 3);
     aug_view v;
-    aug_sample_view(&p, 41, 36, NULL, &v);
+    data_aug_sample_view(&p, 41, 36, NULL, &v);
     assert_int_equal(v.y0, 2);
     assert_int_equal(v.x0, 0);
     assert_int_equal(v.side, 36);
@@ -207,8 +207,8 @@ static void test_batch_deterministic_for_seed(void **state)
     manta_rng r1, r2;
     manta_rng_seed(&r1, 2024, 0);
     manta_rng_seed(&r2, 2024, 0);
-    assert_int_equal(aug_batch(&p, &d, idx, 6, r, &r1, a, la, NULL), MANTA_OK);
-    assert_int_equal(aug_batch(&p, &d, idx, 6, r, &r2, b, lb, NULL), MANTA_OK);
+    assert_int_equal(data_aug_batch(&p, &d, idx, 6, r, &r1, a, la, NULL), MANTA_OK);
+    assert_int_equal(data_aug_batch(&p, &d, idx, 6, r, &r2, b, lb, NULL), MANTA_OK);
     assert_memory_equal(a, b, n * sizeof *a);
     assert_memory_equal(la, lb, sizeof la);
     assert_memory_equal(&r1, &r2, sizeof r1);
@@ -219,16 +219,16 @@ static void test_batch_deterministic_for_seed(void **state)
     manta_rng_seed(&r3, 2024, 0);
     for (int i = 0; i < 6; i++) {
         aug_view v;
-        aug_sample_view(&p, 36, 36, &r3, &v);
+        data_aug_sample_view(&p, 36, 36, &r3, &v);
     }
     assert_memory_equal(&r1, &r3, sizeof r1);
     /* another seed: another batch */
     manta_rng_seed(&r2, 2025, 0);
-    assert_int_equal(aug_batch(&p, &d, idx, 6, r, &r2, b, lb, NULL), MANTA_OK);
+    assert_int_equal(data_aug_batch(&p, &d, idx, 6, r, &r2, b, lb, NULL), MANTA_OK);
     assert_true(memcmp(a, b, n * sizeof *a) != 0);
     free(a);
     free(b);
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_variable_size_images(void **state)
@@ -237,7 +237,7 @@ static void test_variable_size_images(void **state)
     /* two images of different shapes in one set, as a JPEG folder gives */
     dataset d;
     manta_err e;
-    assert_int_equal(dataset_init_fixed(&d, 2, 36, 36, 1, 2, &e), MANTA_OK);
+    assert_int_equal(data_set_init_fixed(&d, 2, 36, 36, 1, 2, &e), MANTA_OK);
     uint8_t *px = realloc(d.pixels, 36 * 48 + 54 * 36);
     assert_non_null(px);
     d.pixels = px;
@@ -251,13 +251,13 @@ static void test_variable_size_images(void **state)
     int idx[2] = {0, 1};
     float out[2 * 20 * 20];
     double want[20 * 20];
-    assert_int_equal(aug_batch(&p, &d, idx, 2, 20, NULL, out, NULL, &e), MANTA_OK);
+    assert_int_equal(data_aug_batch(&p, &d, idx, 2, 20, NULL, out, NULL, &e), MANTA_OK);
     aug_view v0 = {0, 6, 36, false}, v1 = {9, 0, 36, false};
     ref_view(&p, px, 36, 48, 1, &v0, 20, want);
     expect_close(out, want, 400, 1e-4, "image 0");
     ref_view(&p, px + 36 * 48, 54, 36, 1, &v1, 20, want);
     expect_close(out + 400, want, 400, 1e-4, "image 1");
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_resample_taps(void **state)
@@ -267,7 +267,7 @@ static void test_resample_taps(void **state)
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         rs_taps t;
         int in = sizes[k][0], out = sizes[k][1];
-        assert_int_equal(rs_taps_make(&t, in, out, NULL), MANTA_OK);
+        assert_int_equal(data_rs_taps_make(&t, in, out, NULL), MANTA_OK);
         for (int o = 0; o < out; o++) {
             double s = 0;
             assert_true(t.first[o] >= 0 && t.first[o] + t.taps <= in);
@@ -277,7 +277,7 @@ static void test_resample_taps(void **state)
             }
             assert_true(fabs(s - 1) < 1e-6);
         }
-        rs_taps_free(&t);
+        data_rs_taps_free(&t);
     }
 }
 
@@ -293,19 +293,19 @@ static void test_bad_arguments(void **state)
     float out[3 * 8 * 8 * 2], lab[2];
     manta_err e;
     int bad[2] = {0, 2};
-    assert_int_equal(aug_batch(&p, &d, bad, 2, 8, &r, out, lab, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(data_aug_batch(&p, &d, bad, 2, 8, &r, out, lab, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "index 2"));
     int ok[2] = {0, 1};
-    assert_int_equal(aug_batch(&p, &d, ok, 2, 0, &r, out, lab, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(data_aug_batch(&p, &d, ok, 2, 0, &r, out, lab, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "resolution 0"));
     p.std[1] = 0;
-    assert_int_equal(aug_batch(&p, &d, ok, 2, 8, &r, out, lab, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(data_aug_batch(&p, &d, ok, 2, 8, &r, out, lab, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "std[1]"));
     params(&p, AUG_TRAIN, 3);
     aug_view v = {-5, 0, 8, false}; /* beyond the 4-pixel padding */
-    assert_int_equal(aug_render(&p, d.pixels, 8, 8, 3, &v, 8, out, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(data_aug_render(&p, d.pixels, 8, 8, 3, &v, 8, out, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "view"));
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 int main(void)

@@ -153,7 +153,7 @@ static void test_rgb_classes_sorted_and_resized(void **state)
         assert_int_equal(d.width[i], 32);  /* 40 * 24 / 30 */
         expect_flat(&d, i, colour[i / 3], 4);
     }
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_gray_and_rgb_to_gray(void **state)
@@ -181,14 +181,14 @@ static void test_gray_and_rgb_to_gray(void **state)
     expect_flat(&d, 0, g, 2);
     const unsigned char y[1] = {(unsigned char)(0.299 * 30 + 0.587 * 180 + 0.114 * 60 + 0.5)};
     expect_flat(&d, 1, y, 4);
-    dataset_free(&d);
+    data_set_free(&d);
 
     /* the gray file as RGB: three equal channels */
     o = opts_for(3, 36);
     assert_int_equal(jpeg_folder_load(dir, &o, &d, NULL, &e), MANTA_OK);
     const unsigned char g3[3] = {77, 77, 77};
     expect_flat(&d, 0, g3, 2);
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_extension_case_and_order(void **state)
@@ -217,7 +217,7 @@ static void test_extension_case_and_order(void **state)
         assert_int_equal(d.height[i], 8);
         assert_true(abs((int)dataset_image(&d, i)[0] - (20 + 40 * want[i])) <= 4);
     }
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_large_image_dct_scaling(void **state)
@@ -252,14 +252,14 @@ static void test_large_image_dct_scaling(void **state)
     assert_true(p[(18 * 48 + 47) * 3] > 235);
     assert_true(abs((int)p[(18 * 48 + 24) * 3] - 130) < 12);
     assert_true(abs((int)p[(18 * 48 + 24) * 3 + 2] - 128) < 4);
-    dataset_free(&d);
+    data_set_free(&d);
     /* stored size 0 keeps the full decode */
     o.stored_size = 0;
     assert_int_equal(jpeg_folder_load(dir, &o, &d, NULL, &e), MANTA_OK);
     assert_int_equal(d.height[0], 240);
     assert_int_equal(d.width[0], 320);
     assert_int_equal(d.stored_size, 240);
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_corrupt_file_skipped_and_counted(void **state)
@@ -288,7 +288,7 @@ static void test_corrupt_file_skipped_and_counted(void **state)
     assert_int_equal(per[0], 40);
     assert_int_equal(per[1], 39);
     assert_int_equal(per[2], 40);
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_too_many_corrupt_fails(void **state)
@@ -320,7 +320,7 @@ static void test_too_many_corrupt_fails(void **state)
     o.max_fail_fraction = 0.05;
     assert_int_equal(jpeg_folder_load(dir, &o, &d, &rep, &e), MANTA_OK);
     assert_int_equal(d.count, 118);
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void test_truncated_file_warned_or_failed(void **state)
@@ -353,14 +353,14 @@ static void test_truncated_file_warned_or_failed(void **state)
     assert_int_equal(rep.warned, 1);
     assert_int_equal(rep.failed, 0);
     assert_int_equal(d.count, 7);
-    dataset_free(&d);
+    data_set_free(&d);
     o.fail_on_warning = true;
     assert_int_equal(jpeg_folder_load(dir, &o, &d, &rep, &e), MANTA_OK);
     assert_int_equal(rep.warned, 0);
     assert_int_equal(rep.failed, 1);
     assert_int_equal(d.count, 6);
     assert_non_null(strstr(rep.failures[0], "dog/cut.jpg: cannot decode"));
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static void expect_load_error(const char *dir, manta_status want, const char *needle)
@@ -451,8 +451,8 @@ static void test_threads_give_same_dataset(void **state)
         assert_int_equal(s, 16);
     }
     assert_memory_equal(a.pixels, b.pixels, bytes);
-    dataset_free(&a);
-    dataset_free(&b);
+    data_set_free(&a);
+    data_set_free(&b);
 }
 
 static void test_match_classes(void **state)
@@ -481,8 +481,8 @@ static void test_match_classes(void **state)
     write_flat(sub, "a.jpg", 8, 8, 3, colour[2]);
     assert_int_equal(jpeg_folder_load(val, &o, &va, NULL, &e), MANTA_OK);
     assert_int_equal(va.count, 3);
-    dataset_free(&va);
-    dataset_free(&tr);
+    data_set_free(&va);
+    data_set_free(&tr);
 }
 
 static void test_bad_options(void **state)
@@ -501,7 +501,7 @@ static void test_bad_options(void **state)
     assert_int_equal(jpeg_folder_load(dir, NULL, &d, NULL, &e), MANTA_OK);
     assert_int_equal(d.height[0], 36);
     assert_int_equal(d.width[0], 48);
-    dataset_free(&d);
+    data_set_free(&d);
 }
 
 static int setup(void **state)

@@ -17,7 +17,7 @@ static dataset ds;
 static int setup(void **state)
 {
     (void)state;
-    if (dataset_init_fixed(&ds, N_IMG, 12, 14, 1, 5, NULL) != MANTA_OK)
+    if (data_set_init_fixed(&ds, N_IMG, 12, 14, 1, 5, NULL) != MANTA_OK)
         return -1;
     manta_rng r;
     manta_rng_seed(&r, 5, 5);
@@ -31,7 +31,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    dataset_free(&ds);
+    data_set_free(&ds);
     return 0;
 }
 
@@ -44,7 +44,7 @@ static int res_of(void *ctx, int64_t epoch, int64_t batch)
 
 static void opts_for(loader_opts *o, bool drop_last)
 {
-    loader_opts_default(o, &ds);
+    data_loader_opts_default(o, &ds);
     o->batch = BATCH;
     o->drop_last = drop_last;
     o->seed = 77;
@@ -68,14 +68,14 @@ static rec *run_sync(const loader_opts *o, const loader_state *start, int n)
     assert_non_null(r);
     loader l;
     manta_err e;
-    assert_int_equal(loader_init(&l, o, start, &e), MANTA_OK);
-    assert_true(loader_image_floats(&l) <= BATCH * RMAX * RMAX);
+    assert_int_equal(data_loader_init(&l, o, start, &e), MANTA_OK);
+    assert_true(data_loader_image_floats(&l) <= BATCH * RMAX * RMAX);
     for (int i = 0; i < n; i++) {
-        if (loader_next(&l, r[i].images, r[i].labels, r[i].index, &r[i].info, &e) != MANTA_OK)
+        if (data_loader_next(&l, r[i].images, r[i].labels, r[i].index, &r[i].info, &e) != MANTA_OK)
             fail_msg("%s", e.msg);
-        loader_get_state(&l, &r[i].after);
+        data_loader_get_state(&l, &r[i].after);
     }
-    loader_free(&l);
+    data_loader_free(&l);
     return r;
 }
 
@@ -184,23 +184,23 @@ static void test_prefetch_equals_sync(void **state)
     assert_int_equal(want[21].info.n, 0);
     prefetch *p;
     manta_err e;
-    assert_int_equal(prefetch_start(&p, &o, NULL, 3, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 3, &e), MANTA_OK);
     prefetch_batch b;
     for (int k = 0; k < 21; k++) {
         double w;
-        assert_int_equal(prefetch_next(p, &b, &w, &e), MANTA_OK);
+        assert_int_equal(data_prefetch_next(p, &b, &w, &e), MANTA_OK);
         assert_int_equal(b.channels, 1);
         expect_same(&want[k], &b, k);
         loader_state s;
-        prefetch_get_state(p, &s);
+        data_prefetch_get_state(p, &s);
         assert_memory_equal(&s, &want[k].after, sizeof s);
     }
     for (int again = 0; again < 2; again++) { /* the end, repeated */
-        assert_int_equal(prefetch_next(p, &b, NULL, &e), MANTA_OK);
+        assert_int_equal(data_prefetch_next(p, &b, NULL, &e), MANTA_OK);
         assert_int_equal(b.n, 0);
         assert_int_equal(b.epoch, 3);
     }
-    prefetch_stop(p);
+    data_prefetch_stop(p);
     free(want);
 }
 
@@ -213,23 +213,23 @@ static void test_prefetch_resume_from_state(void **state)
     prefetch *p;
     manta_err e;
     prefetch_batch b;
-    assert_int_equal(prefetch_start(&p, &o, NULL, 0, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 0, &e), MANTA_OK);
     for (int k = 0; k < 9; k++) { /* into the second epoch */
-        assert_int_equal(prefetch_next(p, &b, NULL, &e), MANTA_OK);
+        assert_int_equal(data_prefetch_next(p, &b, NULL, &e), MANTA_OK);
         expect_same(&want[k], &b, k);
     }
     loader_state saved;
-    prefetch_get_state(p, &saved);
+    data_prefetch_get_state(p, &saved);
     assert_int_equal(saved.epoch, 1);
     assert_int_equal(saved.pos, 3 * BATCH);
-    prefetch_stop(p); /* the producer is ahead; its extra batches are dropped */
+    data_prefetch_stop(p); /* the producer is ahead; its extra batches are dropped */
     /* a new prefetcher (think: a new process after a checkpoint) continues exactly */
-    assert_int_equal(prefetch_start(&p, &o, &saved, 2, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_start(&p, &o, &saved, 2, &e), MANTA_OK);
     for (int k = 9; k < 20; k++) {
-        assert_int_equal(prefetch_next(p, &b, NULL, &e), MANTA_OK);
+        assert_int_equal(data_prefetch_next(p, &b, NULL, &e), MANTA_OK);
         expect_same(&want[k], &b, k);
     }
-    prefetch_stop(p);
+    data_prefetch_stop(p);
     free(want);
 }
 
@@ -250,19 +250,19 @@ static void test_prefetch_reports_wait_time(void **state)
     prefetch *p;
     manta_err e;
     prefetch_batch b;
-    assert_int_equal(prefetch_start(&p, &o, NULL, 3, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 3, &e), MANTA_OK);
     double w1, w2, w3;
-    assert_int_equal(prefetch_next(p, &b, &w1, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_next(p, &b, &w1, &e), MANTA_OK);
     assert_true(w1 > 0.010); /* the first batch takes the producer 30 ms */
     struct timespec ts = {0, 250 * 1000 * 1000}; /* a slow "training step" */
     nanosleep(&ts, NULL);
-    assert_int_equal(prefetch_next(p, &b, &w2, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_next(p, &b, &w2, &e), MANTA_OK);
     assert_true(w2 < w1); /* ready: the ring filled during the step */
     assert_true(w2 >= 0);
-    assert_int_equal(prefetch_next(p, &b, &w3, &e), MANTA_OK);
-    assert_true(prefetch_wait_total(p) == w1 + w2 + w3);
+    assert_int_equal(data_prefetch_next(p, &b, &w3, &e), MANTA_OK);
+    assert_true(data_prefetch_wait_total(p) == w1 + w2 + w3);
     assert_int_equal(b.resolution, 12);
-    prefetch_stop(p);
+    data_prefetch_stop(p);
 }
 
 static int failing_res(void *ctx, int64_t epoch, int64_t batch)
@@ -280,20 +280,20 @@ static void test_prefetch_error_propagates_in_order(void **state)
     prefetch *p;
     manta_err e;
     prefetch_batch b;
-    assert_int_equal(prefetch_start(&p, &o, NULL, 3, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 3, &e), MANTA_OK);
     for (int k = 0; k < 3; k++) {
-        assert_int_equal(prefetch_next(p, &b, NULL, &e), MANTA_OK);
+        assert_int_equal(data_prefetch_next(p, &b, NULL, &e), MANTA_OK);
         assert_int_equal(b.batch, k);
     }
     for (int again = 0; again < 2; again++) {
         manta_err_clear(&e);
-        assert_int_equal(prefetch_next(p, &b, NULL, &e), MANTA_ERR_INVALID_ARG);
+        assert_int_equal(data_prefetch_next(p, &b, NULL, &e), MANTA_ERR_INVALID_ARG);
         assert_non_null(strstr(e.msg, "gave 0 for epoch 0 batch 3"));
     }
     loader_state s;
-    prefetch_get_state(p, &s);
+    data_prefetch_get_state(p, &s);
     assert_int_equal(s.pos, 3 * BATCH); /* resume point: the failed batch */
-    prefetch_stop(p);
+    data_prefetch_stop(p);
 }
 
 static void test_prefetch_shutdown(void **state)
@@ -305,25 +305,25 @@ static void test_prefetch_shutdown(void **state)
     manta_err e;
     prefetch_batch b;
     /* stop at once, while the producer may still be starting */
-    assert_int_equal(prefetch_start(&p, &o, NULL, 2, &e), MANTA_OK);
-    prefetch_stop(p);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 2, &e), MANTA_OK);
+    data_prefetch_stop(p);
     /* stop with the ring full and a batch held by the consumer */
-    assert_int_equal(prefetch_start(&p, &o, NULL, 4, &e), MANTA_OK);
-    assert_int_equal(prefetch_next(p, &b, NULL, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 4, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_next(p, &b, NULL, &e), MANTA_OK);
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    prefetch_stop(p);
-    prefetch_stop(NULL);
+    data_prefetch_stop(p);
+    data_prefetch_stop(NULL);
     /* stop after the producer ended by itself */
     o.epochs = 1;
-    assert_int_equal(prefetch_start(&p, &o, NULL, 3, &e), MANTA_OK);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 3, &e), MANTA_OK);
     int n = 0;
     do {
-        assert_int_equal(prefetch_next(p, &b, NULL, &e), MANTA_OK);
+        assert_int_equal(data_prefetch_next(p, &b, NULL, &e), MANTA_OK);
         n += b.n;
     } while (b.n > 0);
     assert_int_equal(n, N_IMG);
-    prefetch_stop(p);
+    data_prefetch_stop(p);
 }
 
 static void test_bad_arguments(void **state)
@@ -333,26 +333,26 @@ static void test_bad_arguments(void **state)
     opts_for(&o, true);
     prefetch *p;
     manta_err e;
-    assert_int_equal(prefetch_start(&p, &o, NULL, 1, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 1, &e), MANTA_ERR_INVALID_ARG);
     assert_null(p);
     assert_non_null(strstr(e.msg, "slots"));
     o.batch = 64; /* more than the 50 samples, with drop_last */
-    assert_int_equal(prefetch_start(&p, &o, NULL, 3, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 3, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "no full batch"));
     opts_for(&o, true);
     loader_state s = {0, N_IMG + 1, {0, 1}};
-    assert_int_equal(prefetch_start(&p, &o, &s, 3, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(data_prefetch_start(&p, &o, &s, 3, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "start state"));
     opts_for(&o, true);
     o.max_resolution = 0;
-    assert_int_equal(prefetch_start(&p, &o, NULL, 3, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 3, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "max_resolution"));
     opts_for(&o, true);
     int bad = N_IMG;
     o.indices = &bad;
     o.n_indices = 1;
     o.batch = 1;
-    assert_int_equal(prefetch_start(&p, &o, NULL, 3, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(data_prefetch_start(&p, &o, NULL, 3, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "outside"));
 }
 

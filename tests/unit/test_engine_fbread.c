@@ -1,4 +1,4 @@
-/* The engine's checked FlatBuffers reader on its own (runtime/engine/fbread.h),
+/* The engine's checked FlatBuffers reader on its own (runtime/engine/fbread_impl.h),
  * without any schema: a small buffer laid out by hand is read field by field,
  * then broken one way at a time (offsets out of range, misaligned objects,
  * vtables past the end, vectors past the end, strings without terminator,
@@ -12,7 +12,7 @@
 
 #include "common/fbwalk.h"
 #include "common/testutil_host.h"
-#include "engine/fbread.h"
+#include "engine/fbread_impl.h"
 
 /* ---- the buffer ----
  * Positions are absolute byte offsets. Root table fields (offset in table):
@@ -111,7 +111,7 @@ static rig *rig_open(const uint8_t *src, uint32_t n, uint32_t max_depth, uint32_
     g->msg[0] = '\0';
     g->d.msg = g->msg;
     g->d.cap = sizeof g->msg;
-    me_fb_init(&g->r, g->data, n, max_depth, max_tables, &g->d);
+    mengine_fb_init(&g->r, g->data, n, max_depth, max_tables, &g->d);
     return g;
 }
 
@@ -150,57 +150,57 @@ static void test_reads_every_kind_of_field(void **state)
     uint32_t u32;
     uint64_t u64;
     float f32;
-    assert_int_equal(me_fb_root(&g->r, &t), MENGINE_OK);
+    assert_int_equal(mengine_fb_root(&g->r, &t), MENGINE_OK);
     assert_int_equal(t.pos, ROOT);
     assert_int_equal(t.vt, ROOT_VT);
     assert_int_equal(t.vt_size, 26);
     assert_int_equal(t.t_size, 44);
     assert_int_equal(t.depth, 1);
-    assert_int_equal(me_fb_u8(&g->r, &t, 0, 0, &u8), MENGINE_OK);
+    assert_int_equal(mengine_fb_u8(&g->r, &t, 0, 0, &u8), MENGINE_OK);
     assert_int_equal(u8, 0xab);
-    assert_int_equal(me_fb_i8(&g->r, &t, 1, 0, &i8), MENGINE_OK);
+    assert_int_equal(mengine_fb_i8(&g->r, &t, 1, 0, &i8), MENGINE_OK);
     assert_int_equal(i8, -3);
-    assert_int_equal(me_fb_i32(&g->r, &t, 2, 0, &i32), MENGINE_OK);
+    assert_int_equal(mengine_fb_i32(&g->r, &t, 2, 0, &i32), MENGINE_OK);
     assert_int_equal(i32, -123456);
-    assert_int_equal(me_fb_u32(&g->r, &t, 3, 0, &u32), MENGINE_OK);
+    assert_int_equal(mengine_fb_u32(&g->r, &t, 3, 0, &u32), MENGINE_OK);
     assert_int_equal(u32, 0xdeadbeefu);
-    assert_int_equal(me_fb_f32(&g->r, &t, 4, 0.0f, &f32), MENGINE_OK);
+    assert_int_equal(mengine_fb_f32(&g->r, &t, 4, 0.0f, &f32), MENGINE_OK);
     assert_true(f32 == 1.5f);
-    assert_int_equal(me_fb_u64(&g->r, &t, 7, 0, &u64), MENGINE_OK);
+    assert_int_equal(mengine_fb_u64(&g->r, &t, 7, 0, &u64), MENGINE_OK);
     assert_true(u64 == 0x0123456789abcdefull);
     /* absent: 0 in the vtable, and past the vtable's end */
-    assert_int_equal(me_fb_i32(&g->r, &t, 10, -7, &i32), MENGINE_OK);
+    assert_int_equal(mengine_fb_i32(&g->r, &t, 10, -7, &i32), MENGINE_OK);
     assert_int_equal(i32, -7);
-    assert_int_equal(me_fb_u64(&g->r, &t, 40, 9, &u64), MENGINE_OK);
+    assert_int_equal(mengine_fb_u64(&g->r, &t, 40, 9, &u64), MENGINE_OK);
     assert_true(u64 == 9);
-    assert_int_equal(me_fb_sub_table(&g->r, &t, 10, &sub, &present), MENGINE_OK);
+    assert_int_equal(mengine_fb_sub_table(&g->r, &t, 10, &sub, &present), MENGINE_OK);
     assert_int_equal(present, 0);
-    assert_int_equal(me_fb_vector(&g->r, &t, 11, 4, &v, &present), MENGINE_OK);
+    assert_int_equal(mengine_fb_vector(&g->r, &t, 11, 4, &v, &present), MENGINE_OK);
     assert_int_equal(present, 0);
     /* objects */
-    assert_int_equal(me_fb_sub_table(&g->r, &t, 5, &sub, &present), MENGINE_OK);
+    assert_int_equal(mengine_fb_sub_table(&g->r, &t, 5, &sub, &present), MENGINE_OK);
     assert_int_equal(present, 1);
     assert_int_equal(sub.pos, SUB);
     assert_int_equal(sub.depth, 2);
-    assert_int_equal(me_fb_i32(&g->r, &sub, 0, 0, &i32), MENGINE_OK);
+    assert_int_equal(mengine_fb_i32(&g->r, &sub, 0, 0, &i32), MENGINE_OK);
     assert_int_equal(i32, 42);
-    assert_int_equal(me_fb_vector(&g->r, &t, 6, 4, &v, &present), MENGINE_OK);
+    assert_int_equal(mengine_fb_vector(&g->r, &t, 6, 4, &v, &present), MENGINE_OK);
     assert_int_equal(present, 1);
     assert_int_equal(v.pos, VEC + 4);
     assert_int_equal(v.n, 3);
     assert_int_equal(fb_vec_i32(&g->r, &v, 0), 10);
     assert_int_equal(fb_vec_i32(&g->r, &v, 1), -20);
     assert_int_equal(fb_vec_i32(&g->r, &v, 2), 30);
-    assert_int_equal(me_fb_string(&g->r, &t, 8, &v, &present), MENGINE_OK);
+    assert_int_equal(mengine_fb_string(&g->r, &t, 8, &v, &present), MENGINE_OK);
     assert_int_equal(present, 1);
     assert_int_equal(v.n, 5);
     assert_string_equal((const char *)g->r.base + v.pos, "hello");
-    assert_int_equal(me_fb_vector(&g->r, &t, 9, 4, &v, &present), MENGINE_OK);
+    assert_int_equal(mengine_fb_vector(&g->r, &t, 9, 4, &v, &present), MENGINE_OK);
     assert_int_equal(v.n, 2);
     for (uint32_t i = 0; i < 2; i++) {
-        assert_int_equal(me_fb_vec_table(&g->r, &v, i, 2, &sub), MENGINE_OK);
+        assert_int_equal(mengine_fb_vec_table(&g->r, &v, i, 2, &sub), MENGINE_OK);
         assert_int_equal(sub.pos, i ? T1 : T0);
-        assert_int_equal(me_fb_i32(&g->r, &sub, 0, 0, &i32), MENGINE_OK);
+        assert_int_equal(mengine_fb_i32(&g->r, &sub, 0, 0, &i32), MENGINE_OK);
         assert_int_equal(i32, (int32_t)(7 + i));
     }
     assert_string_equal(g->msg, "");
@@ -214,7 +214,7 @@ static void expect_root(const uint8_t *b, uint32_t n, mengine_status want, const
 {
     rig *g = rig_open(b, n, 4, 100);
     fb_table t;
-    expect(g, me_fb_root(&g->r, &t), want, in_msg);
+    expect(g, mengine_fb_root(&g->r, &t), want, in_msg);
     rig_close(g);
 }
 
@@ -278,19 +278,19 @@ static void expect_field(const uint8_t *b, unsigned id, enum kind kind, mengine_
     int present;
     int32_t i32 = 0x5a5a;
     uint64_t u64 = 0x5a5a;
-    assert_int_equal(me_fb_root(&g->r, &t), MENGINE_OK);
+    assert_int_equal(mengine_fb_root(&g->r, &t), MENGINE_OK);
     mengine_status st = MENGINE_OK;
     switch (kind) {
-    case K_I32: st = me_fb_i32(&g->r, &t, id, 0, &i32); break;
-    case K_U64: st = me_fb_u64(&g->r, &t, id, 0, &u64); break;
-    case K_TABLE: st = me_fb_sub_table(&g->r, &t, id, &sub, &present); break;
-    case K_VEC4: st = me_fb_vector(&g->r, &t, id, 4, &v, &present); break;
-    case K_VEC8: st = me_fb_vector(&g->r, &t, id, 8, &v, &present); break;
-    case K_STRING: st = me_fb_string(&g->r, &t, id, &v, &present); break;
+    case K_I32: st = mengine_fb_i32(&g->r, &t, id, 0, &i32); break;
+    case K_U64: st = mengine_fb_u64(&g->r, &t, id, 0, &u64); break;
+    case K_TABLE: st = mengine_fb_sub_table(&g->r, &t, id, &sub, &present); break;
+    case K_VEC4: st = mengine_fb_vector(&g->r, &t, id, 4, &v, &present); break;
+    case K_VEC8: st = mengine_fb_vector(&g->r, &t, id, 8, &v, &present); break;
+    case K_STRING: st = mengine_fb_string(&g->r, &t, id, &v, &present); break;
     case K_VEC_TABLE:
-        st = me_fb_vector(&g->r, &t, id, 4, &v, &present);
+        st = mengine_fb_vector(&g->r, &t, id, 4, &v, &present);
         for (uint32_t i = 0; st == MENGINE_OK && i < v.n; i++)
-            st = me_fb_vec_table(&g->r, &v, i, 2, &sub);
+            st = mengine_fb_vec_table(&g->r, &v, i, 2, &sub);
         break;
     }
     expect(g, st, want, in_msg);
@@ -367,14 +367,14 @@ static void test_depth_and_table_budget(void **state)
     fb_vec v;
     int present;
     rig *g = rig_open(b, SIZE, 1, 100);
-    assert_int_equal(me_fb_root(&g->r, &t), MENGINE_OK);
-    expect(g, me_fb_sub_table(&g->r, &t, 5, &sub, &present), MENGINE_ERR_DEPTH, "2 deep");
+    assert_int_equal(mengine_fb_root(&g->r, &t), MENGINE_OK);
+    expect(g, mengine_fb_sub_table(&g->r, &t, 5, &sub, &present), MENGINE_ERR_DEPTH, "2 deep");
     rig_close(g);
     g = rig_open(b, SIZE, 4, 2);
-    assert_int_equal(me_fb_root(&g->r, &t), MENGINE_OK);
-    assert_int_equal(me_fb_vector(&g->r, &t, 9, 4, &v, &present), MENGINE_OK);
-    assert_int_equal(me_fb_vec_table(&g->r, &v, 0, 2, &sub), MENGINE_OK);
-    expect(g, me_fb_vec_table(&g->r, &v, 1, 2, &sub), MENGINE_ERR_LIMIT, "more tables");
+    assert_int_equal(mengine_fb_root(&g->r, &t), MENGINE_OK);
+    assert_int_equal(mengine_fb_vector(&g->r, &t, 9, 4, &v, &present), MENGINE_OK);
+    assert_int_equal(mengine_fb_vec_table(&g->r, &v, 0, 2, &sub), MENGINE_OK);
+    expect(g, mengine_fb_vec_table(&g->r, &v, 1, 2, &sub), MENGINE_ERR_LIMIT, "more tables");
     rig_close(g);
 }
 

@@ -10,7 +10,7 @@
 #include "common/testutil_host.h"
 #include "core/fileio.h"
 #include "common/tflbuild.h"
-#include "engine/kernels.h"
+#include "engine/kernels_impl.h"
 #include "export/flatbuf.h"
 #include "ref/ref_engine.h"
 

@@ -7,7 +7,7 @@
 
 #include "common/testutil_host.h"
 #include "common/tflbuild.h"
-#include "engine/kernels.h"
+#include "engine/kernels_impl.h"
 #include "ref/ref_engine.h"
 
 #define RTOL 1e-5
@@ -1092,12 +1092,12 @@ static void test_kernel_dw_fast_matches_general(void **state)
     manta_rng_seed(&rng, 25, 1);
     for (int k = 3; k <= 7; k += 2)
         for (int s = 1; s <= 2; s++) {
-            const mk_dims id = {1, tu_rand_int(&rng, 1, 14), tu_rand_int(&rng, 1, 14),
+            const mengine_k_dims id = {1, tu_rand_int(&rng, 1, 14), tu_rand_int(&rng, 1, 14),
                                 tu_rand_int(&rng, 1, 35)};
-            const mk_dims fd = {1, k, k, id.c};
+            const mengine_k_dims fd = {1, k, k, id.c};
             const int oh = re_out_size(id.h, k, s, 0), ow = re_out_size(id.w, k, s, 0);
-            const mk_dims od = {1, oh, ow, id.c};
-            const mk_dw_params p = {
+            const mengine_k_dims od = {1, oh, ow, id.c};
+            const mengine_k_dw_params p = {
                 s, s, re_pad_before(id.h, k, s, 0), re_pad_before(id.w, k, s, 0), 1, MK_ACT_RELU6};
             const size_t nin = (size_t)id.h * id.w * id.c, nw = (size_t)k * k * id.c,
                          nout = (size_t)oh * ow * id.c;
@@ -1106,10 +1106,10 @@ static void test_kernel_dw_fast_matches_general(void **state)
             tb_rand(&rng, x, t, nin, -1, 1);
             tb_rand(&rng, w, t, nw, -1, 1);
             tb_rand(&rng, b, t, (size_t)id.c, -1, 1);
-            assert_true(mk_depthwise_conv_fast_ok(&p, &fd));
-            assert_int_equal(mk_depthwise_conv_fast_f32(&p, &id, x, &fd, w, b, &od, y1),
+            assert_true(mengine_k_depthwise_conv_fast_ok(&p, &fd));
+            assert_int_equal(mengine_k_depthwise_conv_fast_f32(&p, &id, x, &fd, w, b, &od, y1),
                              MENGINE_OK);
-            assert_int_equal(mk_depthwise_conv_f32(&p, &id, x, &fd, w, b, &od, y2), MENGINE_OK);
+            assert_int_equal(mengine_k_depthwise_conv_f32(&p, &id, x, &fd, w, b, &od, y2), MENGINE_OK);
             for (size_t i = 0; i < nout; i++)
                 g1[i] = y1[i], g2[i] = y2[i];
             tu_assert_close(g1, g2, nout, RTOL, "fast depthwise vs general");
@@ -1122,16 +1122,16 @@ static void test_kernel_conv_1x1_matches_general(void **state)
     (void)state;
     manta_rng rng;
     manta_rng_seed(&rng, 26, 1);
-    const mk_dims id = {2, 5, 7, 19}, fd = {13, 1, 1, 19}, od = {2, 5, 7, 13};
-    const mk_conv_params p = {1, 1, 0, 0, MK_ACT_NONE};
+    const mengine_k_dims id = {2, 5, 7, 19}, fd = {13, 1, 1, 19}, od = {2, 5, 7, 13};
+    const mengine_k_conv_params p = {1, 1, 0, 0, MK_ACT_NONE};
     const size_t nin = 2 * 5 * 7 * 19, nw = 13 * 19, nout = 2 * 5 * 7 * 13;
     float *x = fa(nin), *w = fa(nw), *y1 = fa(nout), *y2 = fa(nout);
-    float *scratch = fa(mk_conv2d_get_buffer_size_f32(&fd) / sizeof(float));
+    float *scratch = fa(mengine_k_conv2d_get_buffer_size_f32(&fd) / sizeof(float));
     double *t = da(nin), *g1 = da(nout), *g2 = da(nout);
     tb_rand(&rng, x, t, nin, -1, 1);
     tb_rand(&rng, w, t, nw, -1, 1);
-    assert_int_equal(mk_conv2d_1x1_f32(&p, &id, x, &fd, w, NULL, &od, y1, scratch), MENGINE_OK);
-    assert_int_equal(mk_conv2d_f32(&p, &id, x, &fd, w, NULL, &od, y2, scratch), MENGINE_OK);
+    assert_int_equal(mengine_k_conv2d_1x1_f32(&p, &id, x, &fd, w, NULL, &od, y1, scratch), MENGINE_OK);
+    assert_int_equal(mengine_k_conv2d_f32(&p, &id, x, &fd, w, NULL, &od, y2, scratch), MENGINE_OK);
     for (size_t i = 0; i < nout; i++)
         g1[i] = y1[i], g2[i] = y2[i];
     tu_assert_close(g1, g2, nout, RTOL, "1x1 GEMM vs direct");
@@ -1149,46 +1149,46 @@ static void test_kernel_elementwise_in_place(void **state)
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
         const int c = lens[k];
         const size_t n = (size_t)2 * 3 * c;
-        const mk_dims d = {1, 2, 3, c}, se = {1, 1, 1, c};
+        const mengine_k_dims d = {1, 2, 3, c}, se = {1, 1, 1, c};
         float *a = fa(n), *b = fa(n), *s = fa((size_t)c), *y1 = fa(n), *y2 = fa(n);
         double *t = da(n), *g1 = da(n), *g2 = da(n);
         tb_rand(&rng, a, t, n, -8, 8);
         tb_rand(&rng, b, t, n, -8, 8);
         tb_rand(&rng, s, t, (size_t)c, -2, 2);
         for (int op = 0; op < 6; op++) {
-            const mk_act act = (mk_act)(op % 4);
+            const mengine_k_act act = (mengine_k_act)(op % 4);
             memcpy(y2, a, n * sizeof *a);
             switch (op) {
             case 0:
-                assert_int_equal(mk_add_f32(&d, a, &d, b, &d, y1, act), MENGINE_OK);
-                assert_int_equal(mk_add_f32(&d, y2, &d, b, &d, y2, act), MENGINE_OK);
+                assert_int_equal(mengine_k_add_f32(&d, a, &d, b, &d, y1, act), MENGINE_OK);
+                assert_int_equal(mengine_k_add_f32(&d, y2, &d, b, &d, y2, act), MENGINE_OK);
                 break;
             case 1:
-                assert_int_equal(mk_mul_f32(&d, a, &se, s, &d, y1, act), MENGINE_OK);
-                assert_int_equal(mk_mul_f32(&d, y2, &se, s, &d, y2, act), MENGINE_OK);
+                assert_int_equal(mengine_k_mul_f32(&d, a, &se, s, &d, y1, act), MENGINE_OK);
+                assert_int_equal(mengine_k_mul_f32(&d, y2, &se, s, &d, y2, act), MENGINE_OK);
                 break;
             case 2:
-                assert_int_equal(mk_hard_swish_f32(a, y1, n), MENGINE_OK);
-                assert_int_equal(mk_hard_swish_f32(y2, y2, n), MENGINE_OK);
+                assert_int_equal(mengine_k_hard_swish_f32(a, y1, n), MENGINE_OK);
+                assert_int_equal(mengine_k_hard_swish_f32(y2, y2, n), MENGINE_OK);
                 for (size_t i = 0; i < n; i++) {
                     const double x = a[i], r = x + 3 < 0 ? 0 : (x + 3 > 6 ? 6 : x + 3);
                     assert_true(fabs(y1[i] - x * r / 6) <= 1e-5 * (1 + fabs(x * r / 6)));
                 }
                 break;
             case 3:
-                assert_int_equal(mk_relu6_f32(a, y1, n), MENGINE_OK);
-                assert_int_equal(mk_relu6_f32(y2, y2, n), MENGINE_OK);
+                assert_int_equal(mengine_k_relu6_f32(a, y1, n), MENGINE_OK);
+                assert_int_equal(mengine_k_relu6_f32(y2, y2, n), MENGINE_OK);
                 for (size_t i = 0; i < n; i++)
                     assert_true(y1[i] == (a[i] < 0 ? 0.0f : (a[i] > 6 ? 6.0f : a[i])));
                 break;
             case 4:
-                assert_int_equal(mk_relu_f32(a, y1, n), MENGINE_OK);
-                assert_int_equal(mk_relu_f32(y2, y2, n), MENGINE_OK);
+                assert_int_equal(mengine_k_relu_f32(a, y1, n), MENGINE_OK);
+                assert_int_equal(mengine_k_relu_f32(y2, y2, n), MENGINE_OK);
                 break;
             default:
                 memcpy(y1, a, n * sizeof *a);
-                mk_act_f32(y1, n, MK_ACT_RELU_N1_TO_1);
-                mk_act_f32(y2, n, MK_ACT_RELU_N1_TO_1);
+                mengine_k_act_f32(y1, n, MK_ACT_RELU_N1_TO_1);
+                mengine_k_act_f32(y2, n, MK_ACT_RELU_N1_TO_1);
                 for (size_t i = 0; i < n; i++)
                     assert_true(y1[i] >= -1.0f && y1[i] <= 1.0f);
                 break;
@@ -1205,23 +1205,23 @@ static void test_kernel_args_rejected(void **state)
 {
     (void)state;
     float buf[64] = {0};
-    const mk_dims d = {1, 2, 2, 2}, f = {2, 1, 1, 2}, bad = {1, 0, 2, 2}, f3 = {1, 3, 3, 2};
-    const mk_conv_params p = {1, 1, 0, 0, MK_ACT_NONE}, p0 = {0, 1, 0, 0, MK_ACT_NONE};
-    const mk_dw_params dwp = {1, 1, 1, 1, 1, MK_ACT_NONE}, dw2 = {1, 1, 1, 1, 2, MK_ACT_NONE};
-    assert_int_equal(mk_conv2d_f32(&p, &d, NULL, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mk_conv2d_f32(&p0, &d, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mk_conv2d_f32(&p, &bad, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mk_conv2d_1x1_f32(&p, &d, buf, &f3, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mk_depthwise_conv_fast_f32(&dw2, &d, buf, &f3, buf, NULL, &d, buf),
+    const mengine_k_dims d = {1, 2, 2, 2}, f = {2, 1, 1, 2}, bad = {1, 0, 2, 2}, f3 = {1, 3, 3, 2};
+    const mengine_k_conv_params p = {1, 1, 0, 0, MK_ACT_NONE}, p0 = {0, 1, 0, 0, MK_ACT_NONE};
+    const mengine_k_dw_params dwp = {1, 1, 1, 1, 1, MK_ACT_NONE}, dw2 = {1, 1, 1, 1, 2, MK_ACT_NONE};
+    assert_int_equal(mengine_k_conv2d_f32(&p, &d, NULL, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_conv2d_f32(&p0, &d, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_conv2d_f32(&p, &bad, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_conv2d_1x1_f32(&p, &d, buf, &f3, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_depthwise_conv_fast_f32(&dw2, &d, buf, &f3, buf, NULL, &d, buf),
                      MENGINE_ERR_ARG);
-    assert_int_equal(mk_depthwise_conv_f32(&dwp, &d, buf, &f, buf, NULL, &d, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mk_add_f32(&d, buf, &f, buf, &d, buf, MK_ACT_NONE), MENGINE_ERR_ARG);
-    assert_int_equal(mk_fully_connected_f32(MK_ACT_NONE, 1, 0, 1, buf, buf, NULL, buf),
+    assert_int_equal(mengine_k_depthwise_conv_f32(&dwp, &d, buf, &f, buf, NULL, &d, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_add_f32(&d, buf, &f, buf, &d, buf, MK_ACT_NONE), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_fully_connected_f32(MK_ACT_NONE, 1, 0, 1, buf, buf, NULL, buf),
                      MENGINE_ERR_ARG);
-    assert_int_equal(mk_softmax_f32(1, 0, 1.0f, buf, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mk_relu_f32(NULL, buf, 4), MENGINE_ERR_ARG);
-    assert_int_equal(mk_concat_part_f32(buf, 1, 8, buf + 8, 4, 0), MENGINE_ERR_ARG);
-    assert_int_equal(mk_conv2d_get_buffer_size_f32(&bad), 0);
+    assert_int_equal(mengine_k_softmax_f32(1, 0, 1.0f, buf, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_relu_f32(NULL, buf, 4), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_concat_part_f32(buf, 1, 8, buf + 8, 4, 0), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_conv2d_get_buffer_size_f32(&bad), 0);
 }
 
 int main(void)

@@ -3,11 +3,11 @@
  * test under other names and checked against the double-precision reference,
  * so that both variants are tested on every build. */
 #define MK_VECTOR_EXT 0
-#define mk_conv2d_f32 portable_conv2d_f32
-#define mk_conv2d_1x1_f32 portable_conv2d_1x1_f32
-#define mk_conv2d_get_buffer_size_f32 portable_conv2d_get_buffer_size_f32
-#define mk_transpose_conv_f32 portable_transpose_conv_f32
-#define mk_gemm_nt_f32 portable_gemm_nt_f32
+#define mengine_k_conv2d_f32 portable_conv2d_f32
+#define mengine_k_conv2d_1x1_f32 portable_conv2d_1x1_f32
+#define mengine_k_conv2d_get_buffer_size_f32 portable_conv2d_get_buffer_size_f32
+#define mengine_k_transpose_conv_f32 portable_transpose_conv_f32
+#define mengine_k_gemm_nt_f32 portable_gemm_nt_f32
 #include "engine/kernels_conv.c"
 
 #include <stdlib.h>
@@ -21,8 +21,8 @@ static void conv_case(manta_rng *rng, int h, int w, int ci, int co, int k, int s
     const int oh = re_out_size(h, k, s, pad), ow = re_out_size(w, k, s, pad);
     const size_t nin = (size_t)h * w * ci, nw = (size_t)co * k * k * ci,
                  nout = (size_t)oh * ow * co;
-    const mk_dims id = {1, h, w, ci}, fd = {co, k, k, ci}, od = {1, oh, ow, co};
-    const mk_conv_params p = {s, s, re_pad_before(h, k, s, pad), re_pad_before(w, k, s, pad),
+    const mengine_k_dims id = {1, h, w, ci}, fd = {co, k, k, ci}, od = {1, oh, ow, co};
+    const mengine_k_conv_params p = {s, s, re_pad_before(h, k, s, pad), re_pad_before(w, k, s, pad),
                               MK_ACT_RELU6};
     float *x = malloc(nin * sizeof *x), *wt = malloc(nw * sizeof *wt),
           *b = malloc((size_t)co * sizeof *b);

@@ -10,7 +10,7 @@
 
 #include "common/testutil_host.h"
 #include "common/tflbuild.h"
-#include "engine/ops.h"
+#include "engine/ops_impl.h"
 
 /* conv 3x3 -> depthwise 3x3 -> mean -> fully connected -> softmax */
 enum { N_OPS = 5 };

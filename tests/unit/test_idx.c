@@ -51,7 +51,7 @@ static manta_status load(int gz, idx_set *s, manta_err *e)
     char ip[256], lp[256];
     path_of(ip, sizeof ip, gz ? "img.gz" : "img");
     path_of(lp, sizeof lp, gz ? "lab.gz" : "lab");
-    return idx_load(ip, lp, s, e);
+    return data_idx_load(ip, lp, s, e);
 }
 
 static void test_fashion_mnist_loads(void **state)
@@ -61,8 +61,8 @@ static void test_fashion_mnist_loads(void **state)
     manta_err e;
     if (access(IDX_FASHION_MNIST_DIR "/train-images-idx3-ubyte.gz", R_OK) != 0)
         skip(); /* dataset-fashion-mnist not installed */
-    assert_int_equal(idx_load_split(IDX_FASHION_MNIST_DIR, "train", &tr, &e), MANTA_OK);
-    assert_int_equal(idx_load_split(IDX_FASHION_MNIST_DIR, "t10k", &te, &e), MANTA_OK);
+    assert_int_equal(data_idx_load_split(IDX_FASHION_MNIST_DIR, "train", &tr, &e), MANTA_OK);
+    assert_int_equal(data_idx_load_split(IDX_FASHION_MNIST_DIR, "t10k", &te, &e), MANTA_OK);
     assert_int_equal(tr.count, 60000);
     assert_int_equal(te.count, 10000);
     assert_int_equal(tr.rows, 28);
@@ -78,13 +78,13 @@ static void test_fashion_mnist_loads(void **state)
     float img[64 * 784], lab[64];
     for (int i = 0; i < 64; i++)
         idx[i] = i * 937;
-    idx_batch(&tr, idx, 64, IDX_FASHION_MEAN, IDX_FASHION_STD, img, lab);
+    data_idx_batch(&tr, idx, 64, IDX_FASHION_MEAN, IDX_FASHION_STD, img, lab);
     double m = 0;
     for (int i = 0; i < 64 * 784; i++)
         m += img[i];
     assert_true(fabs(m / (64 * 784)) < 0.3);
     assert_true(lab[1] == tr.labels[937]);
-    idx_free(&tr), idx_free(&te);
+    data_idx_free(&tr), data_idx_free(&te);
 }
 
 static void test_plain_and_gzip_files(void **state)
@@ -100,7 +100,7 @@ static void test_plain_and_gzip_files(void **state)
         assert_int_equal(s.cols, 4);
         assert_int_equal(s.classes, 3);
         assert_int_equal(s.images[0], (unsigned char)(16 * 7));
-        idx_free(&s);
+        data_idx_free(&s);
     }
 }
 
@@ -141,7 +141,7 @@ static void test_missing_file(void **state)
     (void)state;
     idx_set s;
     manta_err e;
-    assert_int_equal(idx_load_split("/nonexistent/dir", "train", &s, &e), MANTA_ERR_IO);
+    assert_int_equal(data_idx_load_split("/nonexistent/dir", "train", &s, &e), MANTA_ERR_IO);
     assert_non_null(strstr(e.msg, "/nonexistent/dir/train-images-idx3-ubyte.gz"));
 }
 

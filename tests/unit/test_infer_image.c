@@ -60,7 +60,7 @@ static void test_resize_matches_pipeline(void **state)
             assert_non_null(b);
             manta_err err;
             assert_int_equal(image_resize_u8(src, h, w, c, a, oh, ow), 0);
-            assert_int_equal(rs_resize_u8(src, h, w, c, b, oh, ow, &err), MANTA_OK);
+            assert_int_equal(data_rs_resize_u8(src, h, w, c, b, oh, ow, &err), MANTA_OK);
             if (memcmp(a, b, (size_t)oh * ow * c) != 0)
                 fail_msg("%dx%dx%d -> %dx%d: manta-infer and the pipeline differ", h, w, c, oh, ow);
             if (c == 1 && (size_t)h * w * oh * ow <= 4000000) { /* and the reference (slow) */
@@ -117,7 +117,7 @@ static void pipeline_input(const unsigned char *jpeg, unsigned long size, int r,
     uint8_t *rs = malloc((size_t)oh * ow * c);
     assert_non_null(rs);
     manta_err err;
-    assert_int_equal(rs_resize_u8(pix, h, w, c, rs, oh, ow, &err), MANTA_OK);
+    assert_int_equal(data_rs_resize_u8(pix, h, w, c, rs, oh, ow, &err), MANTA_OK);
     const int y0 = (oh - r) / 2, x0 = (ow - r) / 2;
     for (int y = 0; y < r; y++)
         for (int x = 0; x < r; x++)

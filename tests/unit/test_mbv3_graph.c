@@ -61,7 +61,7 @@ static void extract_matches_synth(mcl_dev *d, const char *name, int trials)
         if (ofa_supernet_extract(n, &pre, &want, &e) != MANTA_OK)
             fail_msg("%s trial %d: extract: %s", name, t, e.msg);
         const synth_opts so = {(uint64_t)t, true};
-        if (synth_arch_graph(&s, &a, &pre, &so, &got, &e) != MANTA_OK)
+        if (prof_synth_arch_graph(&s, &a, &pre, &so, &got, &e) != MANTA_OK)
             fail_msg("%s trial %d: synth: %s", name, t, e.msg);
         tu_assert_same_graph(&want, &got);
         const tflite_report p = plan(&want), q = plan(&got);

@@ -70,7 +70,7 @@ static void check_against_extract(mcl_dev *d, const ofa_space *s, int trials)
         if (ofa_supernet_extract(n, &pre, &want, &e) != MANTA_OK)
             fail_msg("extract: %s", e.msg);
         const synth_opts so = {(uint64_t)t, t % 2 == 1};
-        if (synth_arch_graph(s, &a, &pre, &so, &got, &e) != MANTA_OK)
+        if (prof_synth_arch_graph(s, &a, &pre, &so, &got, &e) != MANTA_OK)
             fail_msg("synth: %s", e.msg);
         tu_assert_same_graph(&got, &want);
         uint8_t *f1 = NULL, *f2 = NULL;
@@ -131,9 +131,9 @@ static void test_layers_add_up_to_the_network(void **state)
             assert_int_equal(lat_arch_layers(s, &a, L, &nl, &e), MANTA_OK);
             xgraph net, net2;
             const synth_opts so = {1, true};
-            assert_int_equal(synth_arch_graph(s, &a, NULL, &so, &net, &e), MANTA_OK);
+            assert_int_equal(prof_synth_arch_graph(s, &a, NULL, &so, &net, &e), MANTA_OK);
             int first[LAT_MAX_ARCH_LAYERS + 1], n_first = 0;
-            assert_int_equal(synth_arch_graph_layers(s, &a, NULL, &so, &net2, first, &n_first, &e),
+            assert_int_equal(prof_synth_arch_graph_layers(s, &a, NULL, &so, &net2, first, &n_first, &e),
                              MANTA_OK);
             assert_int_equal(n_first, nl);
             assert_int_equal(net2.n_ops, net.n_ops);
@@ -143,7 +143,7 @@ static void test_layers_add_up_to_the_network(void **state)
             for (int i = 0; i < nl; i++) {
                 assert_int_equal(first[i], at); /* layer i starts where its ops start */
                 xgraph g;
-                if (synth_layer_graph(s, &L[i], &so, &g, &e) != MANTA_OK)
+                if (prof_synth_layer_graph(s, &L[i], &so, &g, &e) != MANTA_OK)
                     fail_msg("%s: %s", L[i].key, e.msg);
                 int skip;
                 const int m = body_ops(s, &L[i], &g, &skip);
@@ -179,7 +179,7 @@ static void test_every_key_runs(void **state)
     for (size_t i = 0; i < n; i++) {
         xgraph g;
         const synth_opts so = {i, false};
-        if (synth_layer_graph(&s, &keys[i], &so, &g, &e) != MANTA_OK)
+        if (prof_synth_layer_graph(&s, &keys[i], &so, &g, &e) != MANTA_OK)
             fail_msg("%s: %s", keys[i].key, e.msg);
         if (i % 7 == 0 || keys[i].type != LAT_MBCONV) { /* the engine on a share of them */
             uint8_t *f = NULL;
@@ -196,13 +196,13 @@ static void test_every_key_runs(void **state)
     }
     free(keys);
     xgraph g;
-    assert_int_equal(synth_empty_graph(4, 4, 3, &g, &e), MANTA_OK);
+    assert_int_equal(prof_synth_empty_graph(4, 4, 3, &g, &e), MANTA_OK);
     assert_int_equal(g.n_ops, 2);
     xgraph_free(&g);
 }
 
 /* The engine's operator observer: called before every operator in order and once after the
- * last, with outputs equal to a plain invocation; the boundaries of synth_arch_graph_layers()
+ * last, with outputs equal to a plain invocation; the boundaries of prof_synth_arch_graph_layers()
  * are the engine's operator indices. */
 typedef struct seen {
     uint32_t calls, next, bad;
@@ -227,7 +227,7 @@ static void test_engine_observer(void **state)
     manta_err e;
     const synth_opts so = {3, false};
     int first[LAT_MAX_ARCH_LAYERS + 1], nl = 0;
-    assert_int_equal(synth_arch_graph_layers(&s, &a, NULL, &so, &g, first, &nl, &e), MANTA_OK);
+    assert_int_equal(prof_synth_arch_graph_layers(&s, &a, NULL, &so, &g, first, &nl, &e), MANTA_OK);
     uint8_t *f = NULL;
     size_t size = 0;
     assert_int_equal(tflite_write(&g, &f, &size, NULL, &e), MANTA_OK);

@@ -324,7 +324,7 @@ static void test_one_arch_sizes_are_the_exporters(void **state)
     assert_int_equal(st.count, 3);
     xgraph g;
     const synth_opts so = {0, true};
-    TU_OK_ERR(synth_arch_graph(s, &a, NULL, &so, &g, &e));
+    TU_OK_ERR(prof_synth_arch_graph(s, &a, NULL, &so, &g, &e));
     uint8_t *data = NULL;
     size_t size = 0;
     tflite_report rep;

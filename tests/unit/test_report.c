@@ -23,25 +23,25 @@
 static void test_nice_number(void **state)
 {
     (void)state;
-    assert_true(plot_nice_number(1, false) == 1);
-    assert_true(plot_nice_number(1.2, false) == 2);
-    assert_true(plot_nice_number(3, false) == 5);
-    assert_true(plot_nice_number(7, false) == 10);
-    assert_true(fabs(plot_nice_number(0.031, false) - 0.05) < 1e-15);
-    assert_true(plot_nice_number(1.4, true) == 1);
-    assert_true(plot_nice_number(2.9, true) == 2);
-    assert_true(plot_nice_number(6.9, true) == 5);
-    assert_true(plot_nice_number(8, true) == 10);
-    assert_true(plot_nice_number(0, true) == 0);
-    assert_true(plot_nice_number(-3, true) == 0);
-    assert_true(plot_nice_number(NAN, false) == 0);
+    assert_true(rep_nice_number(1, false) == 1);
+    assert_true(rep_nice_number(1.2, false) == 2);
+    assert_true(rep_nice_number(3, false) == 5);
+    assert_true(rep_nice_number(7, false) == 10);
+    assert_true(fabs(rep_nice_number(0.031, false) - 0.05) < 1e-15);
+    assert_true(rep_nice_number(1.4, true) == 1);
+    assert_true(rep_nice_number(2.9, true) == 2);
+    assert_true(rep_nice_number(6.9, true) == 5);
+    assert_true(rep_nice_number(8, true) == 10);
+    assert_true(rep_nice_number(0, true) == 0);
+    assert_true(rep_nice_number(-3, true) == 0);
+    assert_true(rep_nice_number(NAN, false) == 0);
 }
 
 /* Every tick a multiple of a 1-2-5 step, rising by it, covering [lo, hi]. */
 static void check_ticks(double lo, double hi, int target)
 {
     plot_ticks t;
-    assert_true(plot_nice_ticks(lo, hi, target, &t));
+    assert_true(rep_nice_ticks(lo, hi, target, &t));
     assert_in_range(t.n, 2, PLOT_MAX_TICKS);
     double m = t.step / pow(10, floor(log10(t.step)));
     assert_true(fabs(m - 1) < 1e-9 || fabs(m - 2) < 1e-9 || fabs(m - 5) < 1e-9);
@@ -60,32 +60,32 @@ static void test_nice_ticks(void **state)
 {
     (void)state;
     plot_ticks t;
-    assert_true(plot_nice_ticks(0, 1, 6, &t));
+    assert_true(rep_nice_ticks(0, 1, 6, &t));
     assert_true(t.lo == 0 && t.hi == 1 && t.n == 6 && fabs(t.step - 0.2) < 1e-12);
     assert_int_equal(t.decimals, 1);
-    assert_true(plot_nice_ticks(0.13, 0.87, 5, &t)); /* rounded out to the step */
+    assert_true(rep_nice_ticks(0.13, 0.87, 5, &t)); /* rounded out to the step */
     assert_true(t.lo == 0 && fabs(t.hi - 1) < 1e-12 && fabs(t.step - 0.2) < 1e-12);
-    assert_true(plot_nice_ticks(0, 18, 7, &t)); /* steps of a short run */
+    assert_true(rep_nice_ticks(0, 18, 7, &t)); /* steps of a short run */
     assert_true(t.lo == 0 && t.hi == 20 && t.step == 5 && t.decimals == 0);
-    assert_true(plot_nice_ticks(20, 0, 7, &t)); /* either order */
+    assert_true(rep_nice_ticks(20, 0, 7, &t)); /* either order */
     assert_true(t.lo == 0 && t.hi == 20);
-    assert_true(plot_nice_ticks(0.0005, 0.0203, 5, &t)); /* a learning rate */
+    assert_true(rep_nice_ticks(0.0005, 0.0203, 5, &t)); /* a learning rate */
     assert_true(fabs(t.step - 0.005) < 1e-15 && t.decimals == 3);
-    assert_true(plot_nice_ticks(-3.2, 7.9, 6, &t));
+    assert_true(rep_nice_ticks(-3.2, 7.9, 6, &t));
     assert_true(t.v[0] < 0 && t.hi >= 7.9);
     for (int i = 0; i < t.n; i++)
         assert_false(signbit(t.v[i]) && t.v[i] == 0); /* no -0 */
     /* an empty range is widened around the value */
-    assert_true(plot_nice_ticks(3, 3, 5, &t));
+    assert_true(rep_nice_ticks(3, 3, 5, &t));
     assert_true(t.lo < 3 && t.hi > 3);
-    assert_true(plot_nice_ticks(0, 0, 5, &t));
+    assert_true(rep_nice_ticks(0, 0, 5, &t));
     assert_true(t.lo <= -1 && t.hi >= 1);
-    assert_true(plot_nice_ticks(1e-300, 1e-300, 5, &t));
+    assert_true(rep_nice_ticks(1e-300, 1e-300, 5, &t));
     assert_true(t.lo < 1e-300 && t.hi > 1e-300);
     /* not finite: refused, untouched */
     t.n = 77;
-    assert_false(plot_nice_ticks(NAN, 1, 5, &t));
-    assert_false(plot_nice_ticks(0, INFINITY, 5, &t));
+    assert_false(rep_nice_ticks(NAN, 1, 5, &t));
+    assert_false(rep_nice_ticks(0, INFINITY, 5, &t));
     assert_int_equal(t.n, 77);
     /* many ranges and targets (also out of range targets) */
     const double r[][2] = {{0, 1},      {0.001, 0.0013}, {-5, 5},   {1e6, 3.7e7}, {99, 101},
@@ -100,22 +100,22 @@ static void test_format_tick(void **state)
     (void)state;
     plot_ticks t;
     char b[64];
-    assert_true(plot_nice_ticks(-1, 1, 5, &t));
-    plot_format_tick(0.5, &t, b, sizeof b);
+    assert_true(rep_nice_ticks(-1, 1, 5, &t));
+    rep_format_tick(0.5, &t, b, sizeof b);
     assert_string_equal(b, "0.5");
-    plot_format_tick(-0.0, &t, b, sizeof b);
+    rep_format_tick(-0.0, &t, b, sizeof b);
     assert_string_equal(b, "0.0");
-    plot_format_tick(-1e-17, &t, b, sizeof b); /* rounding residue of a zero tick */
+    rep_format_tick(-1e-17, &t, b, sizeof b); /* rounding residue of a zero tick */
     assert_string_equal(b, "0.0");
-    plot_format_tick(-0.5, &t, b, sizeof b);
+    rep_format_tick(-0.5, &t, b, sizeof b);
     assert_string_equal(b, "-0.5");
-    assert_true(plot_nice_ticks(0, 1500, 4, &t));
-    plot_format_tick(1000, &t, b, sizeof b);
+    assert_true(rep_nice_ticks(0, 1500, 4, &t));
+    rep_format_tick(1000, &t, b, sizeof b);
     assert_string_equal(b, "1000");
-    plot_format_tick(2e7, &t, b, sizeof b);
+    rep_format_tick(2e7, &t, b, sizeof b);
     assert_string_equal(b, "2e+07");
-    assert_true(plot_nice_ticks(0, 0.0003, 4, &t));
-    plot_format_tick(0.0002, &t, b, sizeof b);
+    assert_true(rep_nice_ticks(0, 0.0003, 4, &t));
+    rep_format_tick(0.0002, &t, b, sizeof b);
     assert_string_equal(b, "0.0002");
 }
 

@@ -25,7 +25,7 @@ static void exported(const ofa_space *s, const ofa_arch *a, const xg_preprocess 
     manta_err e;
     xgraph g;
     const synth_opts so = {0, true};
-    TU_OK_ERR(synth_arch_graph(s, a, pre, &so, &g, &e));
+    TU_OK_ERR(prof_synth_arch_graph(s, a, pre, &so, &g, &e));
     uint8_t *data = NULL;
     size_t size = 0;
     tflite_report rep;

@@ -39,7 +39,7 @@ static void test_work_left(void **state)
     three_phases(&s, work);
     static const double want[] = {21, 20, 19, 18, 16, 14, 12, 10, 8, 4, 0, 0};
     for (long i = 0; i < 12; i++)
-        assert_true(train_work_left(&s, work, i) == want[i]);
+        assert_true(ofa_work_left(&s, work, i) == want[i]);
 }
 
 static void test_reports(void **state)
@@ -49,12 +49,12 @@ static void test_reports(void **state)
     double work[3];
     three_phases(&s, work);
     train_progress p;
-    train_progress_start(&p, &s, work, 0, 16, 100.0);
+    ofa_progress_start(&p, &s, work, 0, 16, 100.0);
     ofa_step_result r[3] = {step(0, 2.0f, 4), step(0, 1.0f, 8), step(0, 1.5f, 12)};
     for (int i = 0; i < 3; i++)
-        train_progress_add(&p, &r[i], 0.25, 0.5);
+        ofa_progress_add(&p, &r[i], 0.25, 0.5);
     train_report rep;
-    train_progress_report(&p, &r[2], 3, 103.0, &rep);
+    ofa_progress_report(&p, &r[2], 3, 103.0, &rep);
     assert_int_equal(rep.step, 3);
     assert_int_equal(rep.steps, 10);
     assert_int_equal(rep.phase, 0);
@@ -69,9 +69,9 @@ static void test_reports(void **state)
     assert_true(rep.eta_s == 18.0);           /* work 3 took 3 s, 18 is left */
     /* a new window: two steps of the second phase in 4 s */
     ofa_step_result q[2] = {step(1, 3.0f, 16), step(1, 1.0f, 0)};
-    train_progress_add(&p, &q[0], 0, 1.0);
-    train_progress_add(&p, &q[1], 2, 3.0);
-    train_progress_report(&p, &q[1], 5, 107.0, &rep);
+    ofa_progress_add(&p, &q[0], 0, 1.0);
+    ofa_progress_add(&p, &q[1], 2, 3.0);
+    ofa_progress_report(&p, &q[1], 5, 107.0, &rep);
     assert_string_equal(rep.phase_name, "kernel");
     assert_int_equal(rep.r, 28);
     assert_true(rep.loss == 2.0);
@@ -90,12 +90,12 @@ static void test_resumed(void **state)
     double work[3];
     three_phases(&s, work);
     train_progress p;
-    train_progress_start(&p, &s, work, 4, 8, 50.0);
+    ofa_progress_start(&p, &s, work, 4, 8, 50.0);
     ofa_step_result r = step(1, 1.0f, 1);
-    train_progress_add(&p, &r, 0, 1);
-    train_progress_add(&p, &r, 0, 1);
+    ofa_progress_add(&p, &r, 0, 1);
+    ofa_progress_add(&p, &r, 0, 1);
     train_report rep;
-    train_progress_report(&p, &r, 6, 52.0, &rep);
+    ofa_progress_report(&p, &r, 6, 52.0, &rep);
     assert_true(rep.eta_s == 6.0); /* work 4 took 2 s, 12 is left */
     assert_true(rep.images_per_s == 8.0);
 }
@@ -108,7 +108,7 @@ static void test_metrics_line(void **state)
                               .images_per_s = 321.06, .data_wait = 0.01234, .step_ms = 49.87,
                               .eta_s = 3600.4};
     char line[512];
-    int n = train_report_json(&rep, line, sizeof line);
+    int n = ofa_report_json(&rep, line, sizeof line);
     assert_string_equal(line,
                         "{\"step\":120,\"steps\":4000,\"phase\":\"kernel\",\"phase_index\":1,"
                         "\"loss\":1.23457,\"batch_top1\":0.5679,\"r\":28,\"lr\":0.012500,"
@@ -116,7 +116,7 @@ static void test_metrics_line(void **state)
                         "\"eta_s\":3600}");
     assert_int_equal(n, (int)strlen(line));
     char small[16];
-    assert_int_equal(train_report_json(&rep, small, sizeof small), n); /* cut, length told */
+    assert_int_equal(ofa_report_json(&rep, small, sizeof small), n); /* cut, length told */
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 

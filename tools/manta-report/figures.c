@@ -318,7 +318,7 @@ static manta_status plot_latency(report *r, manta_err *err)
     for (size_t i = 0; i < l->n; i++)
         hi = fmax(hi, fmax(l->pred[i], l->meas[i]));
     plot_ticks t;
-    plot_nice_ticks(0, hi * 1.05, 6, &t);
+    rep_nice_ticks(0, hi * 1.05, 6, &t);
     hi = t.hi;
     const double dx[2] = {0, hi}, dy[2] = {0, hi}, up[2] = {0, 1.1 * hi}, lo[2] = {0, 0.9 * hi};
     char title[384], sub[256], lab[64];

@@ -216,10 +216,10 @@ static void axes(const plot_panel *p, frame *f)
             y0 = d0 >= 0 ? 0 : y0, y1 = d1 <= 0 ? 0 : y1;
     }
     int nx = (int)(f->pw / 90), ny = (int)(f->ph / 45);
-    if (!plot_nice_ticks(x0, x1, nx, &f->xt))
-        plot_nice_ticks(0, 1, nx, &f->xt);
-    if (!plot_nice_ticks(y0, y1, ny, &f->yt))
-        plot_nice_ticks(0, 1, ny, &f->yt);
+    if (!rep_nice_ticks(x0, x1, nx, &f->xt))
+        rep_nice_ticks(0, 1, nx, &f->xt);
+    if (!rep_nice_ticks(y0, y1, ny, &f->yt))
+        rep_nice_ticks(0, 1, ny, &f->yt);
     /* a fixed range, and steps, end where they end; the ticks inside them */
     if (p->fix_x || !scatter_x)
         tighten(&f->xt, x0, x1);
@@ -431,7 +431,7 @@ static void panel(cairo_t *cr, const plot_panel *p, double cx, double cy, double
         cairo_move_to(cr, x, f.py + f.ph);
         cairo_line_to(cr, x, f.py + f.ph + 4);
         cairo_stroke(cr);
-        plot_format_tick(f.xt.v[i], &f.xt, buf, sizeof buf);
+        rep_format_tick(f.xt.v[i], &f.xt, buf, sizeof buf);
         cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
         text(cr, x, f.py + f.ph + 7, buf, HA_CENTER, VA_TOP);
     }
@@ -442,7 +442,7 @@ static void panel(cairo_t *cr, const plot_panel *p, double cx, double cy, double
         cairo_move_to(cr, f.px - 4, y);
         cairo_line_to(cr, f.px, y);
         cairo_stroke(cr);
-        plot_format_tick(f.yt.v[i], &f.yt, buf, sizeof buf);
+        rep_format_tick(f.yt.v[i], &f.yt, buf, sizeof buf);
         cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
         yw = fmax(yw, text(cr, f.px - 7, y, buf, HA_RIGHT, VA_MIDDLE));
     }

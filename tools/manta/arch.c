@@ -51,7 +51,7 @@ static void print_ofa(const ofa_space *s, const ofa_arch *a, bool layers, bool j
                        "\"kernel\":%d,\"stride\":%d,\"act\":\"%s\",\"residual\":%s,\"macs\":%.0f,"
                        "\"params\":%ld}",
                        i ? "," : "", l->name, kind_name(l->kind), l->in_h, l->in_w, l->in_c,
-                       l->out_h, l->out_w, l->out_c, l->kernel, l->stride, nn_act_name(l->act),
+                       l->out_h, l->out_w, l->out_c, l->kernel, l->stride, space_act_name(l->act),
                        l->residual ? "true" : "false", l->macs, l->params);
             }
             printf("]");
@@ -71,7 +71,7 @@ static void print_ofa(const ofa_space *s, const ofa_arch *a, bool layers, bool j
                 snprintf(in, sizeof in, "%dx%dx%d", l->in_h, l->in_w, l->in_c);
                 snprintf(out, sizeof out, "%dx%dx%d", l->out_h, l->out_w, l->out_c);
                 printf("%-18s %-7s %-13s %-13s %2d %2d %-9s %12.0f %9ld%s\n", l->name,
-                       kind_name(l->kind), in, out, l->kernel, l->stride, nn_act_name(l->act),
+                       kind_name(l->kind), in, out, l->kernel, l->stride, space_act_name(l->act),
                        l->macs, l->params, l->residual ? "  +skip" : "");
             }
         }
@@ -103,7 +103,7 @@ static void print_stereo(const stereo_space *s, const ofa_arch *a, bool layers, 
                        "\"macs\":%.0f,\"params\":%ld}",
                        i ? "," : "", l->name, stereo_layer_kind_name(l->kind), l->in_h, l->in_w,
                        l->in_c, l->out_h, l->out_w, l->out_c, l->kernel, l->stride,
-                       nn_act_name(l->act), l->residual ? "true" : "false", l->views, l->macs,
+                       space_act_name(l->act), l->residual ? "true" : "false", l->views, l->macs,
                        l->params);
             }
             printf("]");
@@ -124,7 +124,7 @@ static void print_stereo(const stereo_space *s, const ofa_arch *a, bool layers, 
                 snprintf(out, sizeof out, "%dx%dx%d", l->out_h, l->out_w, l->out_c);
                 printf("%-16s %-8s %-13s %-13s %2d %2d %-10s %5d %13.0f %9ld%s\n", l->name,
                        stereo_layer_kind_name(l->kind), in, out, l->kernel, l->stride,
-                       nn_act_name(l->act), l->views, l->macs, l->params,
+                       space_act_name(l->act), l->views, l->macs, l->params,
                        l->residual ? "  +skip" : "");
             }
             printf("total%*s %13.0f %9ld\n", 72, "", d->macs, d->params);

@@ -60,9 +60,9 @@ bool run_data_load(const char *cmd, const char *spec, int channels, int val, uin
     const char *dir = !strcmp(spec, "fashion-mnist") ? IDX_FASHION_MNIST_DIR : spec;
     snprintf(path, sizeof path, "%s/train-images-idx3-ubyte.gz", dir);
     if (!strcmp(spec, "fashion-mnist") || is_file(path)) {
-        st = dataset_load_fashion_mnist(dir, "train", &d->train, &err);
+        st = data_set_load_fashion_mnist(dir, "train", &d->train, &err);
         if (st == MANTA_OK)
-            st = dataset_load_fashion_mnist(dir, "t10k", &d->test, &err);
+            st = data_set_load_fashion_mnist(dir, "t10k", &d->test, &err);
         if (st != MANTA_OK) {
             fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
             run_data_free(d);
@@ -86,18 +86,18 @@ bool run_data_load(const char *cmd, const char *spec, int channels, int val, uin
     }
     if (val >= d->train.count)
         val = d->train.count / 10;
-    st = dataset_split(&d->train, val, seed, &d->split, &err);
+    st = data_set_split(&d->train, val, seed, &d->split, &err);
     if (st != MANTA_OK) {
         fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
         run_data_free(d);
         return false;
     }
-    aug_params_default(&d->aug_train, AUG_TRAIN, d->train.channels);
-    aug_params_default(&d->aug_eval, AUG_EVAL, d->train.channels);
+    data_aug_params_default(&d->aug_train, AUG_TRAIN, d->train.channels);
+    data_aug_params_default(&d->aug_eval, AUG_EVAL, d->train.channels);
     if (strcmp(spec, "fashion-mnist") != 0 && !is_file(path)) {
         /* other data: normalise with its own statistics */
         float mean[3], std[3];
-        st = dataset_channel_stats(&d->train, d->split.train, d->split.n_train, mean, std, &err);
+        st = data_set_channel_stats(&d->train, d->split.train, d->split.n_train, mean, std, &err);
         if (st != MANTA_OK) {
             fprintf(stderr, "manta %s: %s\n", cmd, manta_err_msg(&err, st));
             run_data_free(d);
@@ -113,9 +113,9 @@ bool run_data_load(const char *cmd, const char *spec, int channels, int val, uin
 
 void run_data_free(run_data *d)
 {
-    dataset_split_free(&d->split);
-    dataset_free(&d->train);
-    dataset_free(&d->test);
+    data_set_split_free(&d->split);
+    data_set_free(&d->train);
+    data_set_free(&d->test);
 }
 
 manta_status eval_source_batch(void *ctx, long index, int r, float *images, float *labels,
@@ -131,7 +131,7 @@ manta_status eval_source_batch(void *ctx, long index, int r, float *images, floa
         long k = first + (i < n ? i : 0);
         s->scratch[i] = s->index ? s->index[k] : (int)k;
     }
-    return aug_batch(s->aug, s->data, s->scratch, s->batch, r, &s->rng, images, labels, NULL);
+    return data_aug_batch(s->aug, s->data, s->scratch, s->batch, r, &s->rng, images, labels, NULL);
 }
 
 /* What a command that takes classification checkpoints says of a stereo one. */
@@ -157,7 +157,7 @@ bool run_ckpt_peek(const char *cmd, const char *path, ofa_space *space, train_me
     manta_err e;
     manta_err_clear(&e);
     if (st == MANTA_ERR_FORMAT && ckpt_open(path, &r, &e) == MANTA_OK) {
-        ckpt_meta_format(r, format, sizeof format, &e);
+        train_ckpt_meta_format(r, format, sizeof format, &e);
         ckpt_close(r);
     }
     if (!strcmp(format, "manta-stereo-train"))

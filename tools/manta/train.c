@@ -229,7 +229,7 @@ static bool run_trainer(train_run *r)
     }
     r->t = dp_replica(r->dp, 0);
     r->replicas = dp_replicas(r->dp);
-    loader_state_init(&r->ls, o->seed);
+    data_loader_state_init(&r->ls, o->seed);
     if (!o->resume) {
         snprintf(r->meta.preset, sizeof r->meta.preset, "%s", o->schedule);
         snprintf(r->meta.data, sizeof r->meta.data, "%s", o->data);
@@ -276,7 +276,7 @@ static bool run_outputs(train_run *r)
     }
     r->rctx = (res_ctx){r->t, r->per_epoch};
     loader_opts lo;
-    loader_opts_default(&lo, &r->rd.train);
+    data_loader_opts_default(&lo, &r->rd.train);
     lo.indices = r->rd.split.train;
     lo.n_indices = r->rd.split.n_train;
     lo.batch = o->batch;
@@ -287,7 +287,7 @@ static bool run_outputs(train_run *r)
     lo.max_resolution = r->sp.res[r->sp.n_res - 1];
     lo.res_fn = batch_resolution;
     lo.res_ctx = &r->rctx;
-    manta_status st = prefetch_start(&r->pf, &lo, &r->ls, PREFETCH_DEFAULT_SLOTS, &err);
+    manta_status st = data_prefetch_start(&r->pf, &lo, &r->ls, PREFETCH_DEFAULT_SLOTS, &err);
     if (st != MANTA_OK) {
         cmd_error("train", st, &err);
         return false;
@@ -347,7 +347,7 @@ static bool run_monitor(train_run *r)
 static void run_close(train_run *r)
 {
     if (r->pf)
-        prefetch_stop(r->pf);
+        data_prefetch_stop(r->pf);
     job_outputs_close("manta train", r->monitor, r->metrics, r->events);
     job_leave(r->dp, r->ring, r->devs, r->n_dev, &r->cfg);
     if (r->have_data)

@@ -85,7 +85,7 @@ static manta_status run_step(train_run *r, train_progress *pg, long step, ofa_st
     manta_err_clear(&e);
     prefetch_batch b;
     double wait = 0;
-    manta_status st = prefetch_next(r->pf, &b, &wait, &e);
+    manta_status st = data_prefetch_next(r->pf, &b, &wait, &e);
     if (st != MANTA_OK || b.n != r->o.batch) {
         st = st == MANTA_OK ? MANTA_ERR_INTERNAL : st;
         return manta_err_set(err, st, "data: %s", manta_err_msg(&e, st));
@@ -104,7 +104,7 @@ static manta_status run_step(train_run *r, train_progress *pg, long step, ofa_st
                              pi >= 0 ? r->sched.phase[pi].name : "?", manta_err_msg(&e, st));
     }
     r->ls = b.after;
-    train_progress_add(pg, res, wait, dt);
+    ofa_progress_add(pg, res, wait, dt);
     return MANTA_OK;
 }
 
@@ -179,11 +179,11 @@ static void log_progress(train_run *r, train_progress *pg, subnet_sizes *z,
                          const ofa_step_result *res, long done)
 {
     train_report rep;
-    train_progress_report(pg, res, done, cmd_now(), &rep);
+    ofa_progress_report(pg, res, done, cmd_now(), &rep);
     /* the record of docs/monitor.md: the report, its time, the sampled sub-networks' sizes,
      * and every rank's figures of the last step */
     manta_rec rec = {.kind = MANTA_REC_PROGRESS};
-    train_report_record(&rep, &rec.progress);
+    ofa_report_record(&rep, &rec.progress);
     rec.progress.time = manta_wall_time();
     subnets_take(z, &rec.progress.subnets);
     const int per_rank = r->o.batch / (r->replicas / r->n_dev);
@@ -208,7 +208,7 @@ static void log_progress(train_run *r, train_progress *pg, subnet_sizes *z,
     log_events(r, rep.step, ev, nev);
     if (r->o.json) {
         char line[512];
-        train_report_json(&rep, line, sizeof line);
+        ofa_report_json(&rep, line, sizeof line);
         printf("%s\n", line);
     } else {
         printf("phase %d/%d %-8s step %6ld/%ld  loss %.4f  top-1 %5.1f%%  r %2d  lr %.4f  "
@@ -341,7 +341,7 @@ int train_loop(train_run *r)
         return 1;
     }
     c->r = r;
-    train_progress_start(&c->pg, &r->sched, r->work, r->start, o->batch, cmd_now());
+    ofa_progress_start(&c->pg, &r->sched, r->work, r->start, o->batch, cmd_now());
     subnets_start(r, &c->z);
     const train_task task = {c,
                              task_step,

@@ -103,7 +103,7 @@ static manta_status evaluate(tinynet *net, const idx_set *test, int n, int batch
         int m = n - b0 < batch ? n - b0 : batch;
         for (int i = 0; i < batch; i++)
             index[i] = b0 + (i < m ? i : 0);
-        idx_batch(test, index, batch, IDX_FASHION_MEAN, IDX_FASHION_STD, images, labels);
+        data_idx_batch(test, index, batch, IDX_FASHION_MEAN, IDX_FASHION_STD, images, labels);
         st = tinynet_predict(net, images, logits);
         for (int i = 0; i < m && st == MANTA_OK; i++) {
             int best = 0;
@@ -128,12 +128,12 @@ int cmd_train_tiny(int argc, char **argv)
     manta_err err;
     manta_err_clear(&err);
     idx_set train = {0}, test = {0};
-    manta_status st = idx_load_split(o.data, "train", &train, &err);
+    manta_status st = data_idx_load_split(o.data, "train", &train, &err);
     if (st == MANTA_OK && o.eval_images > 0)
-        st = idx_load_split(o.data, "t10k", &test, &err);
+        st = data_idx_load_split(o.data, "t10k", &test, &err);
     if (st != MANTA_OK) {
         cmd_error("train-tiny", st, &err);
-        idx_free(&train);
+        data_idx_free(&train);
         return 1;
     }
     if (o.eval_images > test.count)
@@ -187,10 +187,10 @@ int cmd_train_tiny(int argc, char **argv)
             shuffle(order, train.count, &rng);
             pos = 0;
         }
-        idx_batch(&train, order + pos, o.batch, IDX_FASHION_MEAN, IDX_FASHION_STD, images, labels);
+        data_idx_batch(&train, order + pos, o.batch, IDX_FASHION_MEAN, IDX_FASHION_STD, images, labels);
         pos += o.batch;
         tinynet_step_result r;
-        float lr = lr_at(&sched, step);
+        float lr = train_lr_at(&sched, step);
         st = tinynet_train_step(net, images, labels, &opt, lr, &r);
         if (st != MANTA_OK) {
             fprintf(stderr, "manta train-tiny: step %ld: %s\n", step + 1, manta_err_msg(mcl_err(d), st));
@@ -249,7 +249,7 @@ out:
     free(index);
     tinynet_destroy(net);
     mcl_close(d);
-    idx_free(&train);
-    idx_free(&test);
+    data_idx_free(&train);
+    data_idx_free(&test);
     return rc;
 }

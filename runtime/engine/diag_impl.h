@@ -19,15 +19,15 @@ typedef struct mdiag {
 /* Write a message (printf subset: %s %d %u %zu %%) into @p d, replacing what
  * it held, and return @p code. Does nothing but return @p code when @p d or
  * its buffer is NULL or has no room. */
-mengine_status me_diag_fail(mdiag *d, mengine_status code, const char *fmt, ...)
+mengine_status mengine_diag_fail(mdiag *d, mengine_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
 
-/* As me_diag_fail(), prefixed with "operator OP (NAME): ", NAME being
+/* As mengine_diag_fail(), prefixed with "operator OP (NAME): ", NAME being
  * mengine_op_name(@p builtin); the arguments come as a va_list. */
-mengine_status me_diag_op_vfail(mdiag *d, uint32_t op, int32_t builtin, mengine_status code,
+mengine_status mengine_diag_op_vfail(mdiag *d, uint32_t op, int32_t builtin, mengine_status code,
                                 const char *fmt, va_list ap)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 0)))

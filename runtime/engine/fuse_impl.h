@@ -1,5 +1,5 @@
 /* Fused patterns: operator sequences the engine runs as one kernel. Depends
- * on ops.h and plan.h. Not part of the public API.
+ * on ops_impl.h and plan_impl.h. Not part of the public API.
  *
  * The correlation of the stereo export (export/xgraph.h,
  * xgraph_add_correlation()), operators first .. last in this order, nothing
@@ -15,7 +15,7 @@
  * with b_k = b_0 + k * step, and T, S_k, M_k, E_k read by no other operator
  * and not model inputs or outputs. Then
  *   out[n][y][x][k] = mean_c L[n][y][x][c] * R[n][y][x + b_0 - P + k*step][c]
- * (0 outside R): mk_correlation_f32() with offset b_0 - P, run at the
+ * (0 outside R): mengine_k_correlation_f32() with offset b_0 - P, run at the
  * CONCATENATION; the other operators of the pattern are elided and their
  * outputs get no memory. */
 #ifndef MANTA_ENGINE_FUSE_H
@@ -23,15 +23,15 @@
 
 #include <stdint.h>
 
-#include "engine/plan.h"
+#include "engine/plan_impl.h"
 
 /* Whether operators @p first .. *last of the verified model @p m form the
  * correlation pattern (@p first being a PAD); on a match, *last receives the
  * CONCATENATION's index and @p node the fused kernel's parameters
- * (p.corr). @p work is the planner's area after me_plan_begin(), read for the
+ * (p.corr). @p work is the planner's area after mengine_plan_begin(), read for the
  * tensors' readers. Runs the pattern's operators' prepare into a temporary
  * node; writes no message. */
-int me_fuse_correlation(const mengine_model *m, const void *work, uint32_t first, uint32_t *last,
+int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t first, uint32_t *last,
                         mnode *node);
 
 #endif

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "engine/kernels.h"
+#include "engine/kernels_impl.h"
 
 #if defined(__GNUC__)
 #define MK_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -36,11 +36,11 @@
  * w (CO, C), bias (CO) or NULL, out (npix, CO); dot products over the contiguous C, 8
  * output channels at a time (kernels_conv.c; the 1x1 convolution over few pixels and
  * the fully connected layer). */
-void mk_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
+void mengine_k_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
                     const float *bias, float lo, float hi, float *out);
 
 /* One value through a fused activation. */
-static inline float mk_act1(float v, mk_act act)
+static inline float mengine_k_act1(float v, mengine_k_act act)
 {
     switch (act) {
     case MK_ACT_RELU: return v < 0.0f ? 0.0f : v;
@@ -51,19 +51,19 @@ static inline float mk_act1(float v, mk_act act)
     return v;
 }
 
-static inline int mk_act_ok(mk_act act) { return act >= MK_ACT_NONE && act <= MK_ACT_RELU6; }
+static inline int mengine_k_act_ok(mengine_k_act act) { return act >= MK_ACT_NONE && act <= MK_ACT_RELU6; }
 
-static inline int mk_dims_ok(const mk_dims *d)
+static inline int mengine_k_dims_ok(const mengine_k_dims *d)
 {
     return d && d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
 }
 
-static inline size_t mk_dims_count(const mk_dims *d)
+static inline size_t mengine_k_dims_count(const mengine_k_dims *d)
 {
     return (size_t)d->n * (size_t)d->h * (size_t)d->w * (size_t)d->c;
 }
 
-static inline int mk_min(int a, int b) { return a < b ? a : b; }
-static inline int mk_max(int a, int b) { return a > b ? a : b; }
+static inline int mengine_k_min(int a, int b) { return a < b ? a : b; }
+static inline int mengine_k_max(int a, int b) { return a > b ? a : b; }
 
 #endif

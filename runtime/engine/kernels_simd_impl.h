@@ -10,41 +10,41 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine/kernels_util.h"
+#include "engine/kernels_util_impl.h"
 
 #if MK_VECTOR_EXT && defined(__AVX__)
 #include <immintrin.h>
 #define MK_SIMD_AVX 1
 #define MK_VL 8
-typedef __m256 mk_vf;
+typedef __m256 mengine_k_vf;
 #elif MK_VECTOR_EXT && defined(__ARM_NEON)
 #include <arm_neon.h>
 #define MK_SIMD_NEON 1
 #define MK_VL 4
-typedef float32x4_t mk_vf;
+typedef float32x4_t mengine_k_vf;
 #elif MK_VECTOR_EXT && defined(__SSE__)
 #include <xmmintrin.h>
 #define MK_SIMD_SSE 1
 #define MK_VL 4
-typedef __m128 mk_vf;
+typedef __m128 mengine_k_vf;
 #elif MK_VECTOR_EXT
 #define MK_VL 4
-typedef float mk_vf __attribute__((vector_size(16)));
+typedef float mengine_k_vf __attribute__((vector_size(16)));
 #else
 #define MK_VL 1
-typedef float mk_vf;
+typedef float mengine_k_vf;
 #endif
 
-static inline mk_vf mk_vload(const float *p)
+static inline mengine_k_vf mengine_k_vload(const float *p)
 {
-    mk_vf v;
+    mengine_k_vf v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static inline void mk_vstore(float *p, mk_vf v) { memcpy(p, &v, sizeof v); }
+static inline void mengine_k_vstore(float *p, mengine_k_vf v) { memcpy(p, &v, sizeof v); }
 
-static inline mk_vf mk_vset1(float x)
+static inline mengine_k_vf mengine_k_vset1(float x)
 {
 #if MK_VL == 1
     return x;
@@ -55,13 +55,13 @@ static inline mk_vf mk_vset1(float x)
 #elif defined(MK_SIMD_SSE)
     return _mm_set1_ps(x);
 #else
-    const mk_vf v = {x, x, x, x};
+    const mengine_k_vf v = {x, x, x, x};
     return v;
 #endif
 }
 
 /* acc + a * b */
-static inline mk_vf mk_vfma(mk_vf acc, mk_vf a, mk_vf b)
+static inline mengine_k_vf mengine_k_vfma(mengine_k_vf acc, mengine_k_vf a, mengine_k_vf b)
 {
 #if defined(MK_SIMD_AVX) && defined(__FMA__)
     return _mm256_fmadd_ps(a, b, acc);
@@ -73,7 +73,7 @@ static inline mk_vf mk_vfma(mk_vf acc, mk_vf a, mk_vf b)
 }
 
 /* v < lo ? lo : (v > hi ? hi : v), per lane */
-static inline mk_vf mk_vclamp(mk_vf v, mk_vf lo, mk_vf hi)
+static inline mengine_k_vf mengine_k_vclamp(mengine_k_vf v, mengine_k_vf lo, mengine_k_vf hi)
 {
 #if defined(MK_SIMD_AVX)
     return _mm256_min_ps(hi, _mm256_max_ps(lo, v)); /* (lo > v ? lo : v), (hi < v ? hi : v) */
@@ -85,21 +85,21 @@ static inline mk_vf mk_vclamp(mk_vf v, mk_vf lo, mk_vf hi)
     return v < lo ? lo : (v > hi ? hi : v);
 #else
     float x[4], l[4], h[4];
-    mk_vstore(x, v), mk_vstore(l, lo), mk_vstore(h, hi);
+    mengine_k_vstore(x, v), mengine_k_vstore(l, lo), mengine_k_vstore(h, hi);
     for (int i = 0; i < 4; i++)
         x[i] = x[i] < l[i] ? l[i] : (x[i] > h[i] ? h[i] : x[i]);
-    return mk_vload(x);
+    return mengine_k_vload(x);
 #endif
 }
 
 /* Sum of the lanes. */
-static inline float mk_vsum(mk_vf v)
+static inline float mengine_k_vsum(mengine_k_vf v)
 {
 #if MK_VL == 1
     return v;
 #else
     float x[MK_VL];
-    mk_vstore(x, v);
+    mengine_k_vstore(x, v);
     float s = 0.0f;
     for (int i = 0; i < MK_VL; i++)
         s += x[i];
@@ -108,7 +108,7 @@ static inline float mk_vsum(mk_vf v)
 }
 
 /* out[0..3] = the lane sums of a, b, c, d. */
-static inline void mk_vsum4(mk_vf a, mk_vf b, mk_vf c, mk_vf d, float *out)
+static inline void mengine_k_vsum4(mengine_k_vf a, mengine_k_vf b, mengine_k_vf c, mengine_k_vf d, float *out)
 {
 #if defined(MK_SIMD_AVX)
     const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
@@ -116,13 +116,13 @@ static inline void mk_vsum4(mk_vf a, mk_vf b, mk_vf c, mk_vf d, float *out)
 #elif defined(MK_SIMD_NEON) && defined(__aarch64__)
     vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d)));
 #else
-    out[0] = mk_vsum(a), out[1] = mk_vsum(b), out[2] = mk_vsum(c), out[3] = mk_vsum(d);
+    out[0] = mengine_k_vsum(a), out[1] = mengine_k_vsum(b), out[2] = mengine_k_vsum(c), out[3] = mengine_k_vsum(d);
 #endif
 }
 
 /* s[j] = the lane sum of a[j], j < 8 (a transposing reduction: one vector of
  * sums on AVX, two on NEON and SSE). */
-static inline void mk_vsum8(const mk_vf a[8], float *s)
+static inline void mengine_k_vsum8(const mengine_k_vf a[8], float *s)
 {
 #if defined(MK_SIMD_AVX)
     const __m256 g0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
@@ -142,12 +142,12 @@ static inline void mk_vsum8(const mk_vf a[8], float *s)
     }
 #else
     for (int j = 0; j < 8; j++)
-        s[j] = mk_vsum(a[j]);
+        s[j] = mengine_k_vsum(a[j]);
 #endif
 }
 
 /* The clamp bounds of a fused activation (NONE: -inf, +inf). */
-static inline void mk_act_bounds(mk_act act, float *lo, float *hi)
+static inline void mengine_k_act_bounds(mengine_k_act act, float *lo, float *hi)
 {
     *lo = -INFINITY, *hi = INFINITY;
     if (act == MK_ACT_RELU || act == MK_ACT_RELU6)

@@ -1,7 +1,7 @@
 /**
- * @file kernels.h
+ * @file kernels_impl.h
  * @brief float32 NHWC kernels of the inference engine (CMSIS-NN style:
- *        `mk_op_variant_f32`, parameters in small const structs, caller
+ *        `mengine_k_op_variant_f32`, parameters in small const structs, caller
  *        buffers, a `_get_buffer_size` query where scratch is needed).
  *
  * Layouts: activations NHWC, row-major. Convolution weights OHWI
@@ -33,47 +33,47 @@
 #define MK_CONV_NR 16
 
 /** Fused activation, with TFLite's ActivationFunctionType values. */
-typedef enum mk_act {
+typedef enum mengine_k_act {
     MK_ACT_NONE = 0,
     MK_ACT_RELU = 1,         /**< max(x, 0) */
     MK_ACT_RELU_N1_TO_1 = 2, /**< min(max(x, -1), 1) */
     MK_ACT_RELU6 = 3         /**< min(max(x, 0), 6) */
-} mk_act;
+} mengine_k_act;
 
 /** A 4-D shape (N, H, W, C); lower-rank tensors use 1 for the leading dims. */
-typedef struct mk_dims {
+typedef struct mengine_k_dims {
     int32_t n, h, w, c;
-} mk_dims;
+} mengine_k_dims;
 
 /** Convolution and transpose convolution parameters. */
-typedef struct mk_conv_params {
+typedef struct mengine_k_conv_params {
     int32_t stride_h, stride_w; /**< >= 1 */
     int32_t pad_h, pad_w;       /**< >= 0 */
-    mk_act act;
-} mk_conv_params;
+    mengine_k_act act;
+} mengine_k_conv_params;
 
 /** Depthwise convolution parameters. */
-typedef struct mk_dw_params {
+typedef struct mengine_k_dw_params {
     int32_t stride_h, stride_w; /**< >= 1 */
     int32_t pad_h, pad_w;       /**< >= 0 */
     int32_t multiplier;         /**< output channels per input channel, >= 1 */
-    mk_act act;
-} mk_dw_params;
+    mengine_k_act act;
+} mengine_k_dw_params;
 
 /** Pooling parameters. */
-typedef struct mk_pool_params {
+typedef struct mengine_k_pool_params {
     int32_t stride_h, stride_w; /**< >= 1 */
     int32_t pad_h, pad_w;       /**< >= 0 */
     int32_t filter_h, filter_w; /**< >= 1 */
-    mk_act act;
-} mk_pool_params;
+    mengine_k_act act;
+} mengine_k_pool_params;
 
 /** Apply @p act to @p n values in place. */
-void mk_act_f32(float *x, size_t n, mk_act act);
+void mengine_k_act_f32(float *x, size_t n, mengine_k_act act);
 
-/** Scratch bytes mk_conv2d_f32() and mk_conv2d_1x1_f32() need: one packed panel of
+/** Scratch bytes mengine_k_conv2d_f32() and mengine_k_conv2d_1x1_f32() need: one packed panel of
  *  MK_CONV_NR output channels, MK_CONV_NR * KH * KW * Cin floats. */
-size_t mk_conv2d_get_buffer_size_f32(const mk_dims *filter_dims);
+size_t mengine_k_conv2d_get_buffer_size_f32(const mengine_k_dims *filter_dims);
 
 /**
  * 2-D convolution, direct, with weights packed MK_CONV_NR output channels at a
@@ -84,47 +84,47 @@ size_t mk_conv2d_get_buffer_size_f32(const mk_dims *filter_dims);
  * @param filter_dims (Cout, KH, KW, Cin), OHWI
  * @param bias        (Cout) or NULL
  * @param out_dims    (N, OH, OW, Cout)
- * @param scratch     mk_conv2d_get_buffer_size_f32() bytes, float-aligned, not overlapping anything
+ * @param scratch     mengine_k_conv2d_get_buffer_size_f32() bytes, float-aligned, not overlapping anything
  */
-mengine_status mk_conv2d_f32(const mk_conv_params *p, const mk_dims *in_dims, const float *in,
-                             const mk_dims *filter_dims, const float *filter, const float *bias,
-                             const mk_dims *out_dims, float *out, float *scratch);
+mengine_status mengine_k_conv2d_f32(const mengine_k_conv_params *p, const mengine_k_dims *in_dims, const float *in,
+                             const mengine_k_dims *filter_dims, const float *filter, const float *bias,
+                             const mengine_k_dims *out_dims, float *out, float *scratch);
 
 /**
  * 1x1 convolution as a blocked GEMM over all N*OH*OW pixels; over at most 16
  * pixels, dot products on the unpacked weights, 8 output channels at a time
  * (no use of @p scratch); strided, the direct kernel.
- * Preconditions: KH == KW == 1, pad_h == pad_w == 0. Same arguments as mk_conv2d_f32().
+ * Preconditions: KH == KW == 1, pad_h == pad_w == 0. Same arguments as mengine_k_conv2d_f32().
  */
-mengine_status mk_conv2d_1x1_f32(const mk_conv_params *p, const mk_dims *in_dims, const float *in,
-                                 const mk_dims *filter_dims, const float *filter, const float *bias,
-                                 const mk_dims *out_dims, float *out, float *scratch);
+mengine_status mengine_k_conv2d_1x1_f32(const mengine_k_conv_params *p, const mengine_k_dims *in_dims, const float *in,
+                                 const mengine_k_dims *filter_dims, const float *filter, const float *bias,
+                                 const mengine_k_dims *out_dims, float *out, float *scratch);
 
 /**
  * Depthwise convolution, any kernel size, stride and multiplier.
  * @param filter_dims (1, KH, KW, Cin*M)
  * @param out_dims    (N, OH, OW, Cin*M)
  */
-mengine_status mk_depthwise_conv_f32(const mk_dw_params *p, const mk_dims *in_dims, const float *in,
-                                     const mk_dims *filter_dims, const float *filter,
-                                     const float *bias, const mk_dims *out_dims, float *out);
+mengine_status mengine_k_depthwise_conv_f32(const mengine_k_dw_params *p, const mengine_k_dims *in_dims, const float *in,
+                                     const mengine_k_dims *filter_dims, const float *filter,
+                                     const float *bias, const mengine_k_dims *out_dims, float *out);
 
-/** Whether mk_depthwise_conv_fast_f32() handles these parameters: multiplier 1,
+/** Whether mengine_k_depthwise_conv_fast_f32() handles these parameters: multiplier 1,
  *  square 3x3, 5x5 or 7x7 kernel, equal strides 1 or 2. */
-int mk_depthwise_conv_fast_ok(const mk_dw_params *p, const mk_dims *filter_dims);
+int mengine_k_depthwise_conv_fast_ok(const mengine_k_dw_params *p, const mengine_k_dims *filter_dims);
 
 /**
  * Depthwise convolution specialised for kernel 3/5/7 and stride 1/2 with
- * multiplier 1 (mk_depthwise_conv_fast_ok()); MENGINE_ERR_ARG otherwise.
+ * multiplier 1 (mengine_k_depthwise_conv_fast_ok()); MENGINE_ERR_ARG otherwise.
  * Interior pixels of a row: one vector of channels at a time with its K*K
  * weight vectors loaded once per row, the kernel size a compile-time constant;
  * border pixels: channel blocks with the taps clipped.
- * Same arguments as mk_depthwise_conv_f32().
+ * Same arguments as mengine_k_depthwise_conv_f32().
  */
-mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *in_dims,
-                                          const float *in, const mk_dims *filter_dims,
+mengine_status mengine_k_depthwise_conv_fast_f32(const mengine_k_dw_params *p, const mengine_k_dims *in_dims,
+                                          const float *in, const mengine_k_dims *filter_dims,
                                           const float *filter, const float *bias,
-                                          const mk_dims *out_dims, float *out);
+                                          const mengine_k_dims *out_dims, float *out);
 
 /**
  * Transpose convolution (gradient of conv2d with respect to its input).
@@ -132,56 +132,56 @@ mengine_status mk_depthwise_conv_fast_f32(const mk_dw_params *p, const mk_dims *
  * @param filter_dims (Cout, KH, KW, Cin)
  * @param out_dims    (N, OH, OW, Cout); output pixel oh = ih*stride_h + kh - pad_h.
  */
-mengine_status mk_transpose_conv_f32(const mk_conv_params *p, const mk_dims *in_dims,
-                                     const float *in, const mk_dims *filter_dims,
+mengine_status mengine_k_transpose_conv_f32(const mengine_k_conv_params *p, const mengine_k_dims *in_dims,
+                                     const float *in, const mengine_k_dims *filter_dims,
                                      const float *filter, const float *bias,
-                                     const mk_dims *out_dims, float *out);
+                                     const mengine_k_dims *out_dims, float *out);
 
 /**
  * Average pooling; each output divides by the number of input pixels inside
  * the window (padding excluded), as TFLite does.
  */
-mengine_status mk_avg_pool_f32(const mk_pool_params *p, const mk_dims *in_dims, const float *in,
-                               const mk_dims *out_dims, float *out);
+mengine_status mengine_k_avg_pool_f32(const mengine_k_pool_params *p, const mengine_k_dims *in_dims, const float *in,
+                               const mengine_k_dims *out_dims, float *out);
 
 /** Mean over H and W: (N, H, W, C) -> (N, C). */
-mengine_status mk_mean_hw_f32(const mk_dims *in_dims, const float *in, float *out);
+mengine_status mengine_k_mean_hw_f32(const mengine_k_dims *in_dims, const float *in, float *out);
 
 /** Mean over the channels (TFLite MEAN over the last axis): in (pixels, channels),
  *  out (pixels); out[p] = sum_c in[p][c] / channels. */
-mengine_status mk_mean_c_f32(size_t pixels, size_t channels, const float *in, float *out);
+mengine_status mengine_k_mean_c_f32(size_t pixels, size_t channels, const float *in, float *out);
 
 /**
  * Fully connected: out[b][u] = act(sum_i in[b][i] * w[u][i] + bias[u]).
  * @param in (batches, in_depth); w (units, in_depth); bias (units) or NULL; out (batches, units).
  */
-mengine_status mk_fully_connected_f32(mk_act act, size_t batches, size_t in_depth, size_t units,
+mengine_status mengine_k_fully_connected_f32(mengine_k_act act, size_t batches, size_t in_depth, size_t units,
                                       const float *in, const float *w, const float *bias,
                                       float *out);
 
 /** Softmax over the last dim: out = exp(beta*(x - max)) / sum. In place allowed. */
-mengine_status mk_softmax_f32(size_t rows, size_t cols, float beta, const float *in, float *out);
+mengine_status mengine_k_softmax_f32(size_t rows, size_t cols, float beta, const float *in, float *out);
 
 /**
  * out = act(a + b) with broadcasting: each dim of a and b equals the output's or is 1.
  * In place: out may equal whichever of a, b has the output's shape.
  */
-mengine_status mk_add_f32(const mk_dims *a_dims, const float *a, const mk_dims *b_dims,
-                          const float *b, const mk_dims *out_dims, float *out, mk_act act);
-/** out = act(a * b) with broadcasting (SE: (N,H,W,C) * (N,1,1,C)); as mk_add_f32(). */
-mengine_status mk_mul_f32(const mk_dims *a_dims, const float *a, const mk_dims *b_dims,
-                          const float *b, const mk_dims *out_dims, float *out, mk_act act);
+mengine_status mengine_k_add_f32(const mengine_k_dims *a_dims, const float *a, const mengine_k_dims *b_dims,
+                          const float *b, const mengine_k_dims *out_dims, float *out, mengine_k_act act);
+/** out = act(a * b) with broadcasting (SE: (N,H,W,C) * (N,1,1,C)); as mengine_k_add_f32(). */
+mengine_status mengine_k_mul_f32(const mengine_k_dims *a_dims, const float *a, const mengine_k_dims *b_dims,
+                          const float *b, const mengine_k_dims *out_dims, float *out, mengine_k_act act);
 
 /** max(x, 0); in place. */
-mengine_status mk_relu_f32(const float *in, float *out, size_t n);
+mengine_status mengine_k_relu_f32(const float *in, float *out, size_t n);
 /** min(max(x, 0), 6); in place. */
-mengine_status mk_relu6_f32(const float *in, float *out, size_t n);
+mengine_status mengine_k_relu6_f32(const float *in, float *out, size_t n);
 /** x * relu6(x + 3) / 6; in place. */
-mengine_status mk_hard_swish_f32(const float *in, float *out, size_t n);
+mengine_status mengine_k_hard_swish_f32(const float *in, float *out, size_t n);
 /** 1 / (1 + exp(-x)); in place. */
-mengine_status mk_logistic_f32(const float *in, float *out, size_t n);
+mengine_status mengine_k_logistic_f32(const float *in, float *out, size_t n);
 /** x >= 0 ? x : alpha * x; in place. */
-mengine_status mk_leaky_relu_f32(const float *in, float *out, size_t n, float alpha);
+mengine_status mengine_k_leaky_relu_f32(const float *in, float *out, size_t n, float alpha);
 
 /**
  * Zero padding: out[n][h][w][c] = in[n - b0][h - b1][w - b2][c - b3] where
@@ -191,8 +191,8 @@ mengine_status mk_leaky_relu_f32(const float *in, float *out, size_t n, float al
  *                 (the rest is padding after).
  * @param out      must not overlap @p in.
  */
-mengine_status mk_pad_f32(const mk_dims *in_dims, const float *in, const int32_t before[4],
-                          const mk_dims *out_dims, float *out);
+mengine_status mengine_k_pad_f32(const mengine_k_dims *in_dims, const float *in, const int32_t before[4],
+                          const mengine_k_dims *out_dims, float *out);
 
 /**
  * Copy one input of a concatenation into its slot of the output:
@@ -201,7 +201,7 @@ mengine_status mk_pad_f32(const mk_dims *in_dims, const float *in, const int32_t
  * @param out_chunk elements of the output per outer index
  * @param offset    elements before this input inside each output chunk
  */
-mengine_status mk_concat_part_f32(const float *in, size_t outer, size_t in_chunk, float *out,
+mengine_status mengine_k_concat_part_f32(const float *in, size_t outer, size_t in_chunk, float *out,
                                   size_t out_chunk, size_t offset);
 
 /**
@@ -211,8 +211,8 @@ mengine_status mk_concat_part_f32(const float *in, size_t outer, size_t in_chunk
  * @param stride (4) steps, >= 1; every index read must lie inside @p in_dims
  * @param out    must not overlap @p in.
  */
-mengine_status mk_slice_f32(const mk_dims *in_dims, const float *in, const int32_t begin[4],
-                            const int32_t stride[4], const mk_dims *out_dims, float *out);
+mengine_status mengine_k_slice_f32(const mengine_k_dims *in_dims, const float *in, const int32_t begin[4],
+                            const int32_t stride[4], const mengine_k_dims *out_dims, float *out);
 
 /**
  * Bilinear resize of H and W as TFLite's RESIZE_BILINEAR (reference kernel):
@@ -224,14 +224,14 @@ mengine_status mk_slice_f32(const mk_dims *in_dims, const float *in, const int32
  * @param in_dims (N, H, W, C); @p out_dims (N, OH, OW, C).
  * @return MENGINE_ERR_ARG also when both flags are set (TFLite refuses that).
  */
-mengine_status mk_resize_bilinear_f32(const mk_dims *in_dims, const float *in, int align_corners,
-                                      int half_pixel_centers, const mk_dims *out_dims, float *out);
+mengine_status mengine_k_resize_bilinear_f32(const mengine_k_dims *in_dims, const float *in, int align_corners,
+                                      int half_pixel_centers, const mengine_k_dims *out_dims, float *out);
 
 /** Fused correlation parameters: displacement k reads the right column x + offset + k*step. */
-typedef struct mk_corr_params {
+typedef struct mengine_k_corr_params {
     int32_t offset; /**< right column of displacement 0 minus the left column */
     int32_t step;   /**< change of that column per displacement */
-} mk_corr_params;
+} mengine_k_corr_params;
 
 /**
  * 1-D horizontal correlation (the stereo network's cost volume):
@@ -243,8 +243,8 @@ typedef struct mk_corr_params {
  * @param r_dims   (N, H, WR, C) right features
  * @param out_dims (N, H, W, D), one channel per displacement
  */
-mengine_status mk_correlation_f32(const mk_corr_params *p, const mk_dims *l_dims, const float *l,
-                                  const mk_dims *r_dims, const float *r, const mk_dims *out_dims,
+mengine_status mengine_k_correlation_f32(const mengine_k_corr_params *p, const mengine_k_dims *l_dims, const float *l,
+                                  const mengine_k_dims *r_dims, const float *r, const mengine_k_dims *out_dims,
                                   float *out);
 
 #endif

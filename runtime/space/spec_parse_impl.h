@@ -1,5 +1,5 @@
 /**
- * @file spec_parse.h
+ * @file spec_parse_impl.h
  * @brief Internal: the pieces of search-space spec parsing that the
  *        classification reader (space/ofa_space.c) and the stereo reader
  *        (space/stereo_space.c) share, so both name fields in their messages the

@@ -1,13 +1,13 @@
 /* Model access: the TensorFlow Lite schema (field ids) over the checked
  * FlatBuffers reader, and the tensor, operator and operator-code records of a
- * model as mengine_model_load() indexed it. Depends on fbread.h and diag.h.
+ * model as mengine_model_load() indexed it. Depends on fbread_impl.h and diag_impl.h.
  * Not part of the public API. */
 #ifndef MANTA_ENGINE_MODEL_H
 #define MANTA_ENGINE_MODEL_H
 
 #include <stdint.h>
 
-#include "engine/fbread.h"
+#include "engine/fbread_impl.h"
 
 /* Field ids (upstream schema). */
 enum {
@@ -60,18 +60,18 @@ typedef struct mtensor_info {
 } mtensor_info;
 
 /* Reader over @p m's data (tables budget unlimited: the model was verified). */
-void me_fbr_for_model(fbr *r, const mengine_model *m, mdiag *d);
+void mengine_fbr_for_model(fbr *r, const mengine_model *m, mdiag *d);
 /* The Model table: the file identifier must be "TFL3"
- * (MENGINE_ERR_IDENTIFIER), then as me_fb_root(). */
-mengine_status me_model_root(fbr *r, fb_table *model);
+ * (MENGINE_ERR_IDENTIFIER), then as mengine_fb_root(). */
+mengine_status mengine_model_root(fbr *r, fb_table *model);
 /* Read and check tensor @p index: rank <= 4, dims >= 1, size < 2 GiB, type
  * FLOAT32/INT32, buffer index and size, alignment of constant data. */
-mengine_status me_model_tensor(fbr *r, const mengine_model *m, uint32_t index, mtensor_info *ti);
+mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t index, mtensor_info *ti);
 /* Operator @p index: its table and its input/output vectors. */
-mengine_status me_model_operator(fbr *r, const mengine_model *m, uint32_t index, fb_table *op,
+mengine_status mengine_model_operator(fbr *r, const mengine_model *m, uint32_t index, fb_table *op,
                                  fb_vec *inputs, fb_vec *outputs);
 /* Builtin code and version of operator code @p index. */
-mengine_status me_model_opcode(fbr *r, const mengine_model *m, uint32_t index, int32_t *builtin,
+mengine_status mengine_model_opcode(fbr *r, const mengine_model *m, uint32_t index, int32_t *builtin,
                                int32_t *version);
 /* Offset of tensor @p t in the verified offline plan, or -1 (none, or a constant). */
 static inline int model_offline_offset(const mengine_model *m, uint32_t t)

@@ -1,15 +1,15 @@
 /* Operators: the tensor and operator records kept in the arena, what an
  * operator's prepare sees, the registrations ({prepare, eval} per builtin,
  * TFLM style) and their one set-up, used by the verifier and the interpreter
- * alike. Depends on model.h, fbread.h, diag.h and kernels.h. Not part of the
+ * alike. Depends on model_impl.h, fbread_impl.h, diag_impl.h and kernels_impl.h. Not part of the
  * public API. */
 #ifndef MANTA_ENGINE_OPS_H
 #define MANTA_ENGINE_OPS_H
 
 #include <stdint.h>
 
-#include "engine/kernels.h"
-#include "engine/model.h"
+#include "engine/kernels_impl.h"
+#include "engine/model_impl.h"
 
 /* ---- records kept in the arena ---- */
 
@@ -24,14 +24,14 @@ typedef struct mtensor {
 
 /* Per-operator parameters computed by prepare. */
 typedef union mop_params {
-    mk_conv_params conv; /* CONV_2D, TRANSPOSE_CONV */
-    mk_dw_params dw;
-    mk_pool_params pool;
+    mengine_k_conv_params conv; /* CONV_2D, TRANSPOSE_CONV */
+    mengine_k_dw_params dw;
+    mengine_k_pool_params pool;
     struct {
         int32_t before[4]; /* PAD: padding before each of (n, h, w, c) */
     } pad;
     struct {
-        mk_act act;
+        mengine_k_act act;
         float value;  /* SOFTMAX beta, LEAKY_RELU alpha */
         int32_t axis; /* CONCATENATION; MEAN: 0 over H and W, 3 over C; RESIZE_BILINEAR: flags */
     } misc;
@@ -41,7 +41,7 @@ typedef union mop_params {
     } slice;
     struct {
         uint32_t left, right; /* fused correlation: tensor indices of the features */
-        mk_corr_params k;
+        mengine_k_corr_params k;
     } corr;
 } mop_params;
 
@@ -92,7 +92,7 @@ typedef struct mengine_op mop_reg;
 /* The operators of a fused pattern but its last: eval does nothing (the
  * pattern's kernel runs at its last operator) and the planner gives their
  * outputs no memory. Not in any operator table. */
-extern const struct mengine_op me_op_elided;
+extern const struct mengine_op mengine_op_elided;
 
 /* The one set-up of operator @p index's context: its table, inputs and
  * outputs, operator code, builtin and version, and its registration in
@@ -100,14 +100,14 @@ extern const struct mengine_op me_op_elided;
  * range, the operator is not in the table (MENGINE_ERR_UNSUPPORTED_OP), its
  * version is not supported, or it has more than MENGINE_MAX_OP_INPUTS inputs
  * or not exactly one output. */
-mengine_status me_op_bind(fbr *r, const mengine_model *m, uint32_t index, mop_ctx *c);
+mengine_status mengine_op_bind(fbr *r, const mengine_model *m, uint32_t index, mop_ctx *c);
 /* Prepare the bound operator @p c into @p node: its options must be of the
  * registration's union type; the node is cleared, given its registration,
  * inputs and output, and the registration's prepare fills the rest. The only
  * place prepare is called from. */
-mengine_status me_op_prepare(const mop_ctx *c, mnode *node);
-/* As me_diag_fail() into c->r->d, prefixed with "operator N (NAME): ". */
-mengine_status me_op_fail(const mop_ctx *c, mengine_status code, const char *fmt, ...)
+mengine_status mengine_op_prepare(const mop_ctx *c, mnode *node);
+/* As mengine_diag_fail() into c->r->d, prefixed with "operator N (NAME): ". */
+mengine_status mengine_op_fail(const mop_ctx *c, mengine_status code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
