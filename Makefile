@@ -1,7 +1,8 @@
 # manta: one entry point for building, testing, the demo and the benchmarks.
 #   make            libraries (build/lib/: libmanta.a, the engine, the monitor's HTTP server,
 #                   manta report's figures) and programs (build/bin/)
-#   make test       unit tests (cmocka) and integration scripts, on PoCL
+#   make test       unit tests (cmocka) and integration scripts, on PoCL, JOBS at a time (default 2;
+#                   make test JOBS=1 runs them one by one; logs in $(BUILD)/test-logs/, tests/run.sh)
 #   make demo       the main job on the built-in default
 #   make deps       install missing Debian packages (as root) or print the command
 #   make check-no-opencl  the board side (engine, manta-infer, manta-profile, engine tests) compiles
@@ -13,6 +14,7 @@
 #   make bench-search  after make demo: searched against uniform sub-networks at six budgets (not a test)
 #   make bench-monitor  step time of manta train --monitor with and without clients that never
 #                   read (not a test)
+#   make bench-synth  milliseconds per procedural stereo pair, one thread (not a test)
 #   make bench-stereo CKPT=...  a stereo checkpoint's largest / smallest sub-network against
 #                   OpenCV's SGBM on held-out pairs (not a test)
 #   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
@@ -180,7 +182,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train bench-gpu bench-stereo bench-engine bench-search bench-monitor tune clean help fuzz bundle
+.PHONY: all lib test test-run demo deps bench-ops bench-train bench-gpu bench-stereo bench-synth bench-engine bench-search bench-monitor tune clean help fuzz bundle
 ifeq ($(BOARD),)
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 else
@@ -322,6 +324,8 @@ check-no-opencl: $(BUILD)/gen/engine_size.h
 
 # Fixture writer for tests/integration/export_infer.sh (models and JPEGs).
 HELPER := $(BUILD)/tests/helpers/export_fixtures
+# The benchmark program of make bench-synth (tools/bench/synth_speed.c).
+SYNTH_SPEED := $(BUILD)/bench/synth_speed
 $(HELPER): $(BUILD)/obj/tests/helpers/export_fixtures.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
@@ -342,12 +346,15 @@ test-boards: deps-boards
 test-boards-run:
 	@MAKE="$(MAKE)" sh tools/boards/test_boards.sh $(BOARDS)
 
-# Tests use their own program cache so that runs do not touch the user's.
+# Tests use their own program cache so that runs do not touch the user's. JOBS: how many tests
+# run at a time (tests/run.sh; each test's output is kept in its own file and printed whole).
+JOBS ?= 2
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: all $(TEST_BIN) $(HELPER)
-	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) tests/run.sh $(TEST_BIN)
+# (the benchmark program $(SYNTH_SPEED) is built, not run, so that it keeps compiling)
+test-run: all $(TEST_BIN) $(HELPER) $(SYNTH_SPEED)
+	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) JOBS=$(JOBS) tests/run.sh $(TEST_BIN)
 
 # The whole job on the built-in default (tools/demo.sh: train, profile, accuracy data set and
 # predictor, search, export, classify a JPEG, summary).
@@ -373,6 +380,16 @@ bench-stereo: deps
 	@$(MAKE) --no-print-directory all
 	@/usr/bin/python3 -c 'import cv2' 2>/dev/null || apt-get install -y python3-opencv
 	MANTA=$(MANTA) CKPT=$(CKPT) sh tools/bench/stereo_vs_sgbm.sh
+
+# Milliseconds per procedural stereo pair on one thread: the plain scenes at 128x64 and 768x384,
+# photo-textured and single-photograph pairs at 128x64 (tools/bench/synth_speed.c; SCALE=N
+# repeats each N times more).
+$(SYNTH_SPEED): $(BUILD)/obj/tools/bench/synth_speed.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+bench-synth: deps
+	@$(MAKE) --no-print-directory $(SYNTH_SPEED)
+	$(SYNTH_SPEED) $(SCALE)
 
 bench-gpu: deps
 	@$(MAKE) --no-print-directory all
@@ -441,4 +458,4 @@ ifneq ($(BOARD),)
 include boards/common.mk
 endif
 
--include $(LIB_OBJ:.o=.d) $(HTTP_OBJ:.o=.d) $(REPORT_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+-include $(BUILD)/obj/tools/bench/synth_speed.d $(BUILD)/obj/tests/helpers/export_fixtures.d $(LIB_OBJ:.o=.d) $(HTTP_OBJ:.o=.d) $(REPORT_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)

@@ -9,6 +9,7 @@
 
 #include "cl/sources.h"
 #include "cl/tune.h"
+#include "core/env.h"
 #include "core/fileio.h"
 
 /* Most distinct kernels one device caches; the embedded files hold fewer. */
@@ -197,7 +198,7 @@ manta_status mcl_enumerate(mcl_device_list *out, manta_err *err)
     if (out->count == 0)
         return manta_err_set(err, MANTA_ERR_NO_DEVICE,
                              "%u OpenCL platform(s) found but none reports a device", np);
-    const char *clamp = getenv("MANTA_DEVICE_LIMITS");
+    const char *clamp = manta_env_get(MANTA_ENV_DEVICE_LIMITS);
     for (size_t i = 0; clamp && *clamp && i < out->count; i++)
         MANTA_TRY(mcl_limits_clamp(&out->dev[i], clamp, err));
     return MANTA_OK;
@@ -317,7 +318,7 @@ manta_status mcl_select(const mcl_device_list *list, const char *spec, size_t *i
 {
     const char *from = "--device";
     if (!spec || !*spec) {
-        spec = getenv("MANTA_DEVICE");
+        spec = manta_env_get(MANTA_ENV_DEVICE);
         from = "MANTA_DEVICE";
     }
     if (!spec || !*spec) {
@@ -362,7 +363,7 @@ static void choose_cache_dir(mcl_dev *d, const mcl_options *opt)
     const char *env;
     if (dir)
         snprintf(d->cache_dir, sizeof d->cache_dir, "%s", dir);
-    else if ((env = getenv("MANTA_CACHE_DIR")) && *env)
+    else if ((env = manta_env_get(MANTA_ENV_CACHE_DIR)) && *env)
         snprintf(d->cache_dir, sizeof d->cache_dir, "%s", env);
     else if ((env = getenv("XDG_CACHE_HOME")) && *env)
         snprintf(d->cache_dir, sizeof d->cache_dir, "%s/manta", env);
@@ -379,7 +380,7 @@ manta_status mcl_choose_variant(const mcl_device_info *info, int requested, mcl_
     if (requested == MCL_VARIANT_CPU || requested == MCL_VARIANT_GPU) {
         v = (mcl_variant)requested;
     } else {
-        const char *env = getenv("MANTA_KERNELS");
+        const char *env = manta_env_get(MANTA_ENV_KERNELS);
         if (env && *env && strcmp(env, "auto") != 0) {
             if (strcmp(env, "cpu") == 0)
                 v = MCL_VARIANT_CPU;
@@ -437,7 +438,7 @@ manta_status mcl_open(const mcl_device_info *info, const mcl_options *opt, mcl_d
         return st;
     }
     choose_cache_dir(d, opt);
-    const char *no_tune = getenv("MANTA_NO_TUNING");
+    const char *no_tune = manta_env_get(MANTA_ENV_NO_TUNING);
     if (!(opt && opt->no_tuning) && !(no_tune && *no_tune && strcmp(no_tune, "0") != 0))
         mcl_tune_autoload(d->cache_dir, &d->info, &d->tuning);
     d->stats.blas_tuned = d->tuning.active;

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/env.h"
+
 void dist_config_init(dist_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -24,10 +26,13 @@ void dist_config_init(dist_config *c)
     c->frame_mac = DIST_MAC_HEADER;
 }
 
+/* The process environment: MANTA_* variables through their table (core/env.h), the others
+ * (torchrun's, SLURM's) by name. */
 static const char *sys_getenv(void *ctx, const char *name)
 {
     (void)ctx;
-    return getenv(name);
+    int v = manta_env_find(name);
+    return v >= 0 ? manta_env_get((manta_env_var)v) : getenv(name);
 }
 
 static manta_status parse_int(const char *name, const char *v, long lo, long hi, int *out, manta_err *err)
@@ -58,6 +63,12 @@ static manta_status set_job(dist_config *c, const char *name, const char *v, man
                              DIST_JOB_MAX - 1);
     snprintf(c->job_id, sizeof c->job_id, "%s", v);
     return MANTA_OK;
+}
+
+/* A MANTA_* variable through @p env, by its name in the table. */
+static const char *menv(dist_getenv_fn env, void *ctx, manta_env_var v)
+{
+    return env(ctx, manta_env_name(v));
 }
 
 manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx, manta_err *err)
@@ -94,14 +105,15 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
     if ((v = env(ctx, "TORCHELASTIC_RUN_ID")) != NULL &&
         (st = set_job(c, "TORCHELASTIC_RUN_ID", v, err)) != MANTA_OK)
         return st;
-    if ((v = env(ctx, "MANTA_JOB_ID")) != NULL && (st = set_job(c, "MANTA_JOB_ID", v, err)) != MANTA_OK)
+    if ((v = menv(env, ctx, MANTA_ENV_JOB_ID)) != NULL &&
+        (st = set_job(c, "MANTA_JOB_ID", v, err)) != MANTA_OK)
         return st;
-    if ((v = env(ctx, "MANTA_IFACE")) != NULL) {
+    if ((v = menv(env, ctx, MANTA_ENV_IFACE)) != NULL) {
         if (!v[0] || strlen(v) >= sizeof c->iface)
             return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MANTA_IFACE='%s': not an interface name", v);
         snprintf(c->iface, sizeof c->iface, "%s", v);
     }
-    if ((v = env(ctx, "MANTA_TIMEOUT")) != NULL) {
+    if ((v = menv(env, ctx, MANTA_ENV_TIMEOUT)) != NULL) {
         char *end;
         double t = strtod(v, &end);
         if (end == v || *end || !(t > 0 && t <= 86400))
@@ -109,14 +121,14 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
                                  v);
         c->timeout_s = t;
     }
-    if ((v = env(ctx, "MANTA_SOCKBUF")) != NULL) {
+    if ((v = menv(env, ctx, MANTA_ENV_SOCKBUF)) != NULL) {
         char *end;
         long b = strtol(v, &end, 10);
         if (end == v || *end || b < 0 || b > (1L << 30))
             return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MANTA_SOCKBUF='%s': expected bytes in [0, 2^30]", v);
         c->sock_buf = (int)b;
     }
-    if ((v = env(ctx, "MANTA_FRAME_MAC")) != NULL) {
+    if ((v = menv(env, ctx, MANTA_ENV_FRAME_MAC)) != NULL) {
         if (!strcmp(v, "header"))
             c->frame_mac = DIST_MAC_HEADER;
         else if (!strcmp(v, "full"))
@@ -125,9 +137,10 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
             return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MANTA_FRAME_MAC='%s': expected 'header' or 'full'",
                                  v);
     }
-    if ((v = env(ctx, "MANTA_SECRET_FILE")) != NULL && (st = dist_config_secret_file(c, v, err)) != MANTA_OK)
+    if ((v = menv(env, ctx, MANTA_ENV_SECRET_FILE)) != NULL &&
+        (st = dist_config_secret_file(c, v, err)) != MANTA_OK)
         return st;
-    if ((v = env(ctx, "MANTA_SECRET")) != NULL) {
+    if ((v = menv(env, ctx, MANTA_ENV_SECRET)) != NULL) {
         manta_err e2;
         if ((st = dist_config_set_secret(c, v, strlen(v), &e2)) != MANTA_OK)
             return manta_err_set(err, st, "MANTA_SECRET: %s", e2.msg);

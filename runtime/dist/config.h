@@ -77,7 +77,9 @@ void dist_config_init(dist_config *c);
 /**
  * Fill @p c from the environment (see the table in this file). Unset variables
  * leave the field as it is; malformed ones are an error naming the variable.
- * @param env  look-up function; NULL reads the process environment (getenv).
+ * @param env  look-up function, called with each variable's name (the MANTA_* names are
+ *             core/env.h's); NULL reads the process environment (manta_env_get() for the
+ *             MANTA_* variables, getenv() for torchrun's and SLURM's).
  * @param ctx  passed to @p env.
  */
 manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx, manta_err *err);

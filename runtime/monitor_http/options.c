@@ -1,12 +1,11 @@
 /* mon_options_default() (server.h), the same in every build. */
-#include <stdlib.h>
-
+#include "core/env.h"
 #include "monitor_http/server.h"
 
 void mon_options_default(mon_options *o)
 {
     *o = (mon_options){.listen = "127.0.0.1:8080",
-                       .token = getenv("MANTA_MONITOR_TOKEN"),
+                       .token = manta_env_get(MANTA_ENV_MONITOR_TOKEN),
                        .poll_s = 0.5,
                        .max_connections = 64,
                        .per_ip_connections = 16,

@@ -6,6 +6,7 @@ given a folder where a file is meant (or a file where a folder is) fails before 
 one line naming the path and writes nothing; --device 99 fails for every command that opens a
 device. Usage: cli_options.py BUILD_DIR CLS_RUN_DIR STEREO_CKPT MODEL IMAGE SCRATCH_DIR."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -122,7 +123,8 @@ for name, argv in PROGRAMS.items():
         if o["kind"] in ("int", "long") and o["lo"] <= 0 and o["name"] not in NOT_COUNTS:
             checked["counts"] += 1
             help_line = [l for l in text.splitlines() if f"--{o['name']} " in l]
-            if not any("0" in l for l in help_line):
+            if not any(re.search(r"(?<![\d.])0(?![\d.])", l.split(f"--{o['name']} ", 1)[1])
+                       for l in help_line):
                 fail(name, f"--{o['name']} takes {o['lo']:g}; its help does not say what 0 means")
     args, outputs = OUTPUTS.get(name, ([], {}))
     names = {o["name"] for o in table}

@@ -17,3 +17,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 mkdir "$out/scratch"
 python3 tests/integration/cli_options.py "${BUILD:-build}" "$out/cls" "$out/st/latest.ckpt" \
     "$out/min.tflite" "$out/image.jpg" "$out/scratch"
+# docs/cli.md's tables are the programs' own
+python3 tools/cli_doc.py "${BUILD:-build}" "$out/st/latest.ckpt" --check docs/cli.md ||
+    fail "docs/cli.md is out of date"
+echo "docs/cli.md: the option tables match the programs'"

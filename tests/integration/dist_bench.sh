@@ -42,7 +42,8 @@ fi
 # Job mode: ranks started one by one, secret from a file.
 umask 077
 echo "integration-test-secret-$$" >"$out/secret"
-port=$((20000 + $$ % 20000))
+# the rendezvous port: a free one the kernel chooses (tests run side by side, tests/run.sh)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 MANTA_SECRET_FILE="$out/secret" timeout 60 "$M" bench allreduce --world 2 --rank 1 --master "127.0.0.1:$port" \
     --sizes 64K --repeats 2 --timeout 20 >/dev/null 2>"$out/r1" &
 pids="$!"

@@ -8,6 +8,7 @@
 
 #include "cl/slab.h"
 #include "common/testutil.h"
+#include "core/env.h"
 #include "core/fileio.h"
 
 static mcl_device_list *list_devices(void)
@@ -72,7 +73,7 @@ static void test_select_reads_manta_device(void **state)
     mcl_device_list *l = list_devices();
     manta_err err;
     size_t idx;
-    const char *old = getenv("MANTA_DEVICE");
+    const char *old = manta_env_get(MANTA_ENV_DEVICE);
     char *keep = old ? strdup(old) : NULL;
     setenv("MANTA_DEVICE", "bogus-name-42", 1);
     assert_int_equal(mcl_select(l, NULL, &idx, &err), MANTA_ERR_NO_DEVICE);
@@ -359,7 +360,7 @@ static void test_variant_follows_type_and_option(void **state)
 {
     mcl_dev *d = *state;
     mcl_variant v = mcl_get_variant(d);
-    const char *env = getenv("MANTA_KERNELS");
+    const char *env = manta_env_get(MANTA_ENV_KERNELS);
     if (!env || !*env || !strcmp(env, "auto"))
         assert_int_equal(v, (mcl_info(d)->type & CL_DEVICE_TYPE_CPU) ? MCL_VARIANT_CPU
                                                                      : MCL_VARIANT_GPU);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <turbojpeg.h>
 
 #include "common/testutil.h"
@@ -63,13 +62,6 @@ static int same_pair(const stereo_pair *a, const stereo_pair *b)
 }
 
 static float clampf_t(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ---- generator ------------------------------------------------------------------ */
 
@@ -283,27 +275,6 @@ static void test_synth_occlusion_mask(void **state)
     assert_true(occluded_inside > 500);
     assert_true(explained > 0.7 * occluded_inside);
     assert_true(explained + at_border > 0.98 * occluded_inside);
-}
-
-static void test_synth_speed(void **state)
-{
-    (void)state;
-    const int sizes[2][3] = {{128, 64, 32}, {768, 384, 192}};
-    const int reps[2] = {200, 4};
-    for (int s = 0; s < 2; s++) {
-        stereo_synth_opts o;
-        stereo_synth_opts_default(&o, sizes[s][0], sizes[s][1], (float)sizes[s][2], 1);
-        stereo_pair p;
-        manta_err e;
-        TU_OK_ERR(stereo_pair_alloc(&p, o.height, o.width, &e));
-        double t0 = now_s();
-        for (int i = 0; i < reps[s]; i++)
-            TU_OK_ERR(stereo_synth_generate(&o, (uint64_t)i, &p, &e));
-        double t = (now_s() - t0) / reps[s];
-        print_message("synth: %dx%d (max disparity %d): %.3f ms per pair\n", o.width, o.height,
-                      sizes[s][2], t * 1e3);
-        stereo_pair_free(&p);
-    }
 }
 
 static void test_synth_bad_options(void **state)
@@ -1403,31 +1374,6 @@ static void test_synth_single_photo_depth_edges(void **state)
     photo_bank_free(&bank);
 }
 
-static void test_synth_photo_speed(void **state)
-{
-    (void)state;
-    photo_bank bank = {0};
-    fake_bank(&bank, 4, 288, 192); /* 3 x the height, as photo_bank_opts_for_pairs() keeps */
-    const char *names[3] = {"procedural", "photo-textured", "single photograph"};
-    for (int m = 0; m < 3; m++) {
-        stereo_synth_opts o;
-        stereo_synth_opts_default(&o, 128, 64, 32, 1);
-        o.photos = &bank;
-        o.share_textured = m == 1 ? 1.0f : 0.0f;
-        o.share_single = m == 2 ? 1.0f : 0.0f;
-        stereo_pair p;
-        manta_err e;
-        TU_OK_ERR(stereo_pair_alloc(&p, o.height, o.width, &e));
-        double t0 = now_s();
-        for (int i = 0; i < 100; i++)
-            TU_OK_ERR(stereo_synth_generate(&o, (uint64_t)i, &p, &e));
-        print_message("synth: 128x64 %s: %.3f ms per pair\n", names[m],
-                      (now_s() - t0) / 100 * 1e3);
-        stereo_pair_free(&p);
-    }
-    photo_bank_free(&bank);
-}
-
 static void test_tone(void **state)
 {
     (void)state;
@@ -1467,7 +1413,6 @@ int main(void)
         cmocka_unit_test(test_synth_ranges),
         cmocka_unit_test(test_synth_right_view_matches_disparity),
         cmocka_unit_test(test_synth_occlusion_mask),
-        cmocka_unit_test(test_synth_speed),
         cmocka_unit_test(test_synth_bad_options),
         cmocka_unit_test(test_photo_bank_load),
         cmocka_unit_test(test_synth_unchanged_without_photos),
@@ -1476,7 +1421,6 @@ int main(void)
         cmocka_unit_test(test_synth_photo_right_view_matches_disparity),
         cmocka_unit_test(test_synth_single_photo_fills_holes),
         cmocka_unit_test(test_synth_single_photo_depth_edges),
-        cmocka_unit_test(test_synth_photo_speed),
         cmocka_unit_test(test_tone),
         cmocka_unit_test(test_png_round_trips),
         cmocka_unit_test(test_png_errors),

@@ -1,8 +1,13 @@
 /* SGEMM timing for tuning on the test device: CLBlast's current parameters,
  * parameter sets in interleaved rounds with their reports and time budget, and
- * the measurements of a tuning run with real tuner results (tests/data/tuner/)
- * as candidates. CLBlast keeps overrides for the rest of the process, so this
- * runs in a program of its own. */
+ * the measurements of a tuning run with tuner results as candidates. CLBlast keeps
+ * overrides for the rest of the process, so this runs in a program of its own.
+ *
+ * The candidates are tests/data/tuner/small/: the tuners' files (test_tune parses
+ * the real ones, tests/data/tuner/) with small valid parameters (8x8 and 16x16
+ * tiles). Every parameter set is a CLBlast program of eleven kernels that PoCL
+ * compiles, and the real results' 64x64 tiles took twice as long to compile: most
+ * of this test's time on an empty PoCL cache. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +16,7 @@
 #include "cl/tune_time.h"
 #include "common/testutil.h"
 
-#define DATA "tests/data/tuner/"
+#define DATA "tests/data/tuner/small/"
 
 /* Small shapes: the timing is short. Each parameter set compiles every
  * CLBlast routine it runs, so only CLBlast's defaults run the batched one. */

@@ -135,8 +135,10 @@ static void print_table_json(const opt_cmd *c)
         const opt_def *o = &c->opts[i];
         printf("%s{\"name\":", i ? "," : "");
         json_put_str(stdout, o->name);
-        printf(",\"kind\":\"%s\",\"help\":%s,\"metavar\":", KINDS[o->kind],
+        printf(",\"kind\":\"%s\",\"help\":%s,\"text\":", KINDS[o->kind],
                o->help ? "true" : "false");
+        json_put_str(stdout, o->help ? o->help : "");
+        printf(",\"metavar\":");
         json_put_str(stdout, o->metavar ? o->metavar : "");
         if (o->kind == OPT_INT || o->kind == OPT_LONG || o->kind == OPT_DOUBLE)
             printf(",\"lo\":%.17g,\"hi\":%.17g", o->lo, o->hi);

@@ -19,7 +19,7 @@
  *   switch (opt_parse(&cmd, argc, argv, &first)) { ... }
  * @endcode
  * `--help` and `-h` are always accepted; so is `--options-json`, which prints the
- * table as one JSON document (name, kind, help or hidden, metavar, range, choices)
+ * table as one JSON document (name, kind, its help line or hidden, metavar, range, choices)
  * and returns OPT_HELP: the conformance test of every command reads it. Options may come in any order and
  * between positional arguments; `--` ends them. A long option goes by its whole
  * name (a prefix is refused, naming the options it begins). Every error is one line on

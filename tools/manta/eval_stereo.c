@@ -284,7 +284,8 @@ int cmd_eval_stereo(int argc, char **argv)
         {.name = "pairs", .kind = OPT_LONG, .dest = &o.pairs, .lo = 1, .hi = 1e7, .metavar = "N",
          .help = "pairs evaluated (default 200; a folder: at most its pairs)"},
         {.name = "recal-pairs", .kind = OPT_LONG, .dest = &o.recal, .lo = 0, .hi = 1e7,
-         .metavar = "N", .help = "training pairs for BN re-calibration (default 200)"},
+         .metavar = "N",
+         .help = "training pairs for BN re-calibration (default 200; 0: none, the running statistics)"},
         {.name = "recal-data", .kind = OPT_STRING, .dest = &o.recal_data, .metavar = "D",
          .help = "pairs for BN re-calibration: synthetic or a KITTI / Middlebury folder "
                  "(default: the run's training data)"},

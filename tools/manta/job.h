@@ -46,7 +46,7 @@ extern const char *const JOB_MODES[];
     {.name = "mode", .kind = OPT_STRING, .dest = &(j)->mode, .metavar = "data|subnet",          \
      .help = "with several devices or ranks (default data; see above)", .choices = JOB_MODES},  \
     {.name = "sync-check", .kind = OPT_LONG, .dest = &(j)->sync_check, .lo = 0, .hi = 0x1p40,   \
-     .metavar = "N", .help = "compare the replicas' weight hashes every N steps (default 100)"}, \
+     .metavar = "N", .help = "compare the replicas' weight hashes every N steps (default 100; 0: at checkpoints only)"}, \
     {.name = "monitor", .kind = OPT_STRING, .dest = &(j)->monitor, .metavar = "[ADDR:]PORT",    \
      .help = "rank 0 serves the live monitor page and API (docs/monitor.md)"},                  \
     {.name = "on-alert", .kind = OPT_STRING, .dest = &(j)->on_alert, .metavar = "CMD",          \

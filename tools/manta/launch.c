@@ -23,6 +23,7 @@
 #include "cmd.h"
 #include "dist/net.h"
 #include "common/opts.h"
+#include "core/env.h"
 #include "dist/config.h"
 
 #define LAUNCH_MAX 256
@@ -100,10 +101,10 @@ static int start_ranks(launch *l, const struct sigaction *old_int, const struct 
             setenv("MASTER_ADDR", "127.0.0.1", 1);
             snprintf(b, sizeof b, "%d", l->port);
             setenv("MASTER_PORT", b, 1);
-            if (!getenv("MANTA_JOB_ID"))
-                setenv("MANTA_JOB_ID", l->job, 1);
+            if (!manta_env_get(MANTA_ENV_JOB_ID))
+                setenv(manta_env_name(MANTA_ENV_JOB_ID), l->job, 1);
             if (l->secret[0])
-                setenv("MANTA_SECRET", l->secret, 1);
+                setenv(manta_env_name(MANTA_ENV_SECRET), l->secret, 1);
             execvp(l->prog, l->args);
             fprintf(stderr, "manta launch: rank %d: cannot run '%s': %s\n", r, l->args[0],
                     strerror(errno));
@@ -193,7 +194,7 @@ int cmd_launch(int argc, char **argv)
         {.name = "port", .kind = OPT_INT, .dest = &l->port, .lo = 1, .hi = 65535, .metavar = "P",
          .help = "rendezvous port (default: a free port)"},
         {.name = "grace", .kind = OPT_INT, .dest = &l->grace, .lo = 0, .hi = 3600, .metavar = "S",
-         .help = "after a rank fails: seconds before SIGTERM, then SIGKILL (default 10)"},
+         .help = "after a rank fails: seconds before SIGTERM, then SIGKILL (default 10; 0: at once)"},
         {.name = "quiet", .kind = OPT_FLAG, .dest = &quiet,
          .help = "no line when every rank succeeded"},
         {.name = NULL},
@@ -224,7 +225,7 @@ int cmd_launch(int argc, char **argv)
         fprintf(stderr, "manta launch: no free TCP port on 127.0.0.1 for the rendezvous\n");
         goto out;
     }
-    if (!getenv("MANTA_SECRET") && !getenv("MANTA_SECRET_FILE")) {
+    if (!manta_env_get(MANTA_ENV_SECRET) && !manta_env_get(MANTA_ENV_SECRET_FILE)) {
         if (sodium_init() < 0) {
             fprintf(stderr, "manta launch: libsodium failed to initialise\n");
             goto out;

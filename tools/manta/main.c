@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "core/clock.h"
+#include "core/env.h"
 
 static const struct {
     const char *name;
@@ -40,12 +41,50 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: manta COMMAND [OPTIONS]\n"
-               "       manta --version\n\ncommands:\n");
+               "       manta --version | --help | --help-env\n\ncommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].help);
-    fprintf(f, "\n'manta COMMAND --help' describes a command's options.\n"
-               "Environment: MANTA_DEVICE (device index, type or name), MANTA_CACHE_DIR "
-               "(program-binary and tuning cache), MANTA_NO_TUNING=1 (ignore the tuning file).\n");
+    fprintf(f, "\n'manta COMMAND --help' describes a command's options;\n"
+               "'manta --help-env' lists the MANTA_* environment variables.\n");
+}
+
+/* @p text after @p indent spaces, words wrapped before column 100. */
+static void print_wrapped(FILE *f, int indent, const char *text)
+{
+    int col = fprintf(f, "%*s", indent, "");
+    while (*text) {
+        size_t n = strcspn(text, " ");
+        if (col > indent && col + 1 + (int)n > 100)
+            col = fprintf(f, "\n%*s", indent, "") - 1;
+        else if (col > indent)
+            col += fprintf(f, " ");
+        col += fprintf(f, "%.*s", (int)n, text);
+        text += n;
+        text += strspn(text, " ");
+    }
+    fputc('\n', f);
+}
+
+/* manta --help-env: the table of core/env.h. */
+static void usage_env(FILE *f)
+{
+    fprintf(f, "The MANTA_* environment variables manta reads (runtime/core/env.c):\n");
+    const char *group = "";
+    for (int i = 0; i < MANTA_ENV_COUNT; i++) {
+        const manta_env_desc *d = manta_env_describe((manta_env_var)i);
+        if (strcmp(d->group, group) != 0) {
+            group = d->group;
+            fprintf(f, "\n%s:\n", group);
+        }
+        char line[512];
+        fprintf(f, "  %s\n", d->name);
+        snprintf(line, sizeof line, "%s.", d->meaning);
+        print_wrapped(f, 6, line);
+        snprintf(line, sizeof line, "Unset: %s.", d->unset);
+        print_wrapped(f, 6, line);
+    }
+    fprintf(f, "\nDistributed jobs also read torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
+               "MASTER_PORT, TORCHELASTIC_RUN_ID and SLURM's variables (docs/distributed.md).\n");
 }
 
 double cmd_now(void) { return manta_now(); }
@@ -136,6 +175,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--help-env") == 0) {
+        usage_env(stdout);
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0)

@@ -40,7 +40,7 @@ static int parse_args(int argc, char **argv, profile_opts *o)
         {.name = "runs", .kind = OPT_LONG, .dest = &o->runs, .lo = 1, .hi = 1000000,
          .metavar = "N", .help = "timed runs per sub-network, at least (default 10)"},
         {.name = "min-time-ms", .kind = OPT_LONG, .dest = &o->min_ms, .lo = 0, .hi = 1000000,
-         .metavar = "T", .help = "timed time per sub-network, at least (default 200)"},
+         .metavar = "T", .help = "timed time per sub-network, at least (default 200; 0: --runs runs only)"},
         {.name = "lut", .kind = OPT_STRING, .dest = &o->lut, .metavar = "LUT.json",
          .help = "compare the table's predictions with the measurements"},
         {.name = "csv", .kind = OPT_STRING, .dest = &o->csv, .metavar = "FILE",

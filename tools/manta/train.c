@@ -80,10 +80,10 @@ static int parse_args(int argc, char **argv, train_opts *o)
         {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = big, .metavar = "N",
          .help = "seed of weights, data order, sampling (default 1)"},
         {.name = "val", .kind = OPT_INT, .dest = &o->val, .lo = 0, .hi = big, .metavar = "N",
-         .help = "training images held out for validation (default 10000)"},
+         .help = "training images held out for validation (default 10000; 0: none, no evaluation)"},
         {.name = "eval-images", .kind = OPT_INT, .dest = &o->eval_images, .lo = 0, .hi = big,
          .metavar = "N", .help = "validation images per evaluation after a phase (default 2000)"},
-        {.name = "recal-images", .kind = OPT_INT, .dest = &o->recal_images, .lo = 0, .hi = big,
+        {.name = "recal-images", .kind = OPT_INT, .dest = &o->recal_images, .lo = 1, .hi = big,
          .metavar = "N", .help = "images for BN re-calibration before it (default 2000)"},
         {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "DIR",
          .help = "checkpoints and metrics.jsonl (default runs/<space>-<schedule>)"},
@@ -163,6 +163,12 @@ static bool run_settings(train_run *r)
             cmd_error("train", st, &err);
             return false;
         }
+    }
+    if (o->eval_images > 0 && o->val > 0 && o->recal_images < o->batch) {
+        fprintf(stderr, "manta train: --recal-images %d is fewer than one batch of %d, which the BN "
+                "re-calibration before each evaluation needs (or --eval-images 0)\n",
+                o->recal_images, o->batch);
+        return false;
     }
     if (!run_data_load("train", o->data, o->channels, o->val, o->seed, !o->json && !r->quiet, &r->rd))
         return false;

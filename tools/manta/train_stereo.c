@@ -514,7 +514,8 @@ int cmd_train_stereo(int argc, char **argv)
          .metavar = "N", .help = "pairs (a folder's: crops, its pairs in turn) per evaluation "
                                  "(default 200)"},
         {.name = "recal-pairs", .kind = OPT_LONG, .dest = &r->o.recal_pairs, .lo = 0,
-         .hi = 1e7, .metavar = "N", .help = "pairs for BN re-calibration (default 200)"},
+         .hi = 1e7, .metavar = "N",
+         .help = "pairs for BN re-calibration (default 200; 0: none, the running statistics)"},
         {.name = "lr-scale", .kind = OPT_DOUBLE, .dest = &r->o.lr_scale, .lo = 1e-6, .hi = 1000,
          .metavar = "F", .help = "multiply every phase's learning rate by F (default 1; kept "
                                  "in the checkpoint)"},

@@ -44,7 +44,7 @@ static int parse_args(int argc, char **argv, train_opts *o)
         {.name = "lr", .kind = OPT_DOUBLE, .dest = &lr, .lo = 0, .hi = 100, .metavar = "X",
          .help = "peak learning rate, in (0, 100) (default 0.1)"},
         {.name = "warmup", .kind = OPT_LONG, .dest = &o->warmup, .lo = 0, .hi = 100000000,
-         .metavar = "N", .help = "warm-up steps (default steps/10)"},
+         .metavar = "N", .help = "warm-up steps (default steps/10; 0: none)"},
         {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = 2147483647,
          .metavar = "N", .help = "seed for weights and data order (default 1)"},
         {.name = "log-every", .kind = OPT_INT, .dest = &o->log_every, .lo = 1, .hi = 1000000,

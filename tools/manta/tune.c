@@ -17,6 +17,7 @@
 #include "cl/tuner.h"
 #include "cmd.h"
 #include "common/opts.h"
+#include "core/env.h"
 #include "core/fileio.h"
 
 /* ---- what is tuned ---------------------------------------------------------------- */
@@ -95,7 +96,7 @@ static bool find_tuners(tune_ctx *c)
     const char *names[N_TUNERS];
     for (size_t i = 0; i < N_TUNERS; i++)
         names[i] = tuners[i].program;
-    const char *env = getenv("MANTA_CLBLAST_TUNERS");
+    const char *env = manta_env_get(MANTA_ENV_CLBLAST_TUNERS);
     manta_err err;
     manta_err_clear(&err);
     manta_status st = mcl_tuner_find(env && *env ? env : getenv("PATH"), names, N_TUNERS,
