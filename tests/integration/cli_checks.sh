@@ -92,8 +92,6 @@ refused 2 "stereo-data, two folders" "the folder is given twice" \
 refused 2 "stereo eval --out FILE" "--out $out/file is a file; a folder is meant" \
     "$M" eval --ckpt "$S" --out "$out/file"
 # a stereo checkpoint where a classification one is meant says what is true
-refused 1 "export of a stereo checkpoint" "a stereo training checkpoint.*exporting a stereo sub-network is not there yet" \
-    "$M" export --ckpt "$S" --out "$out/m.tflite"
 refused 1 "acc-dataset of a stereo checkpoint" "a stereo training checkpoint.*manta eval --ckpt scores" \
     "$M" acc-dataset --ckpt "$S" --out "$out/a.jsonl"
 # a folder of pairs without ground truth: nothing to score, unless the predictions are asked for

@@ -169,8 +169,8 @@ int cmd_export_stereo(int argc, char **argv)
         {.name = "size", .kind = OPT_STRING, .dest = &o.size, .metavar = "WxH",
          .help = "the model's input size (default: the space's crop), re-calibrated there"},
         {.name = "recal-pairs", .kind = OPT_LONG, .dest = &o.recal, .lo = 0, .hi = 10000000,
-         .metavar = "N", .help = "training pairs for BN re-calibration (default 200, as "
-                                 "manta eval)"},
+         .metavar = "N", .help = "training pairs for BN re-calibration (default 200, as manta "
+                                 "eval; 0: none, the running statistics)"},
         {.name = "recal-data", .kind = OPT_STRING, .dest = &o.recal_data, .metavar = "D",
          .help = "pairs for BN re-calibration: synthetic or a KITTI / Middlebury folder "
                  "(default: the run's training data)"},
