@@ -148,7 +148,7 @@ refused() { # NAME PATTERN ARGS...
         fail "$name: not one line saying '$pattern'"
     [ ! -e "$out/r" ] || fail "$name: the output folder was created"
 }
-"$M" train --schedule smoke --batch 2 --eval-images 0 --recal-images 0 --val 0 --stop-after 1 \
+"$M" train --schedule smoke --batch 2 --eval-images 0 --val 0 --stop-after 1 \
     --out "$out/cls" >/dev/null 2>&1 || fail "classification train: exit status $?"
 refused "--init of a classification checkpoint" \
     "--init: $out/cls/latest.ckpt: a classification training checkpoint .*needs a stereo training checkpoint" \
