@@ -14,8 +14,11 @@ The table in docs/architecture.md has a header row "| folder | may include | not
 each row names a folder (`core/`, `tools/manta/`) and, comma-separated, the folders it
 may include ("nothing" for none; text in parentheses is a remark).
 
+A header whose name ends in _impl.h is internal to its folder: only that folder (and the
+tests, which are not scanned) may include it.
+
 Fails (exit status 1, one line per problem) on: an include of a folder the including
-folder's row does not list, a folder without a row, a row naming an unknown folder,
+folder's row does not list, an include of another folder's _impl.h header, a folder without a row, a row naming an unknown folder,
 an include with a folder that resolves to no file, and a cycle among the rows.
 Usage: tools/check_layers.py [REPO_ROOT]   (default: the current folder)
 """
@@ -72,6 +75,9 @@ def derive_edges(root, folders, problems):
                                         "tools/ or tests/" % (where, m.group(1)))
                     elif target != name:
                         out.setdefault(target, where)
+                        if m.group(1).endswith("_impl.h") and not target.startswith("tests/"):
+                            problems.append('%s: #include "%s": an _impl.h header is internal to '
+                                            "%s/" % (where, m.group(1), target))
     return edges
 
 

@@ -14,7 +14,7 @@ static void ramp(double t, const uint8_t (*stops)[3], int n, uint8_t *rgb)
         rgb[c] = (uint8_t)lround(stops[i][c] + f * (stops[i + 1][c] - stops[i][c]));
 }
 
-void disp_colorize(const float *disp, size_t count, float max_disp, uint8_t *rgb)
+void data_disp_colorize(const float *disp, size_t count, float max_disp, uint8_t *rgb)
 {
     static const uint8_t stops[][3] = {{0, 0, 128},   {0, 64, 255}, {0, 200, 255}, {64, 255, 128},
                                        {255, 230, 0}, {255, 80, 0}, {128, 0, 0}};

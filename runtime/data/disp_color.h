@@ -15,6 +15,6 @@
  * cyan, green, yellow, orange, dark red (values outside clamped); non-finite values black.
  * @param rgb receives (count, 3) bytes, interleaved (the PNG writers' layout).
  */
-void disp_colorize(const float *disp, size_t count, float max_disp, uint8_t *rgb);
+void data_disp_colorize(const float *disp, size_t count, float max_disp, uint8_t *rgb);
 
 #endif

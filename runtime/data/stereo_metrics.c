@@ -85,7 +85,7 @@ void stereo_disp_colorize(const float *disp, const uint8_t *mask, int height, in
                           float max_disp, uint8_t *rgb)
 {
     size_t count = (size_t)height * (size_t)width;
-    disp_colorize(disp, count, max_disp, rgb);
+    data_disp_colorize(disp, count, max_disp, rgb);
     for (size_t i = 0; mask && i < count; i++)
         if (!(mask[i] & STEREO_VALID))
             memset(rgb + 3 * i, 0, 3);

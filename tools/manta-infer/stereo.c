@@ -152,7 +152,7 @@ static int write_outputs(const stereo_infer_opts *o, const float *d, int h, int 
         uint8_t *rgb = malloc(3 * n);
         if (!rgb)
             return fprintf(stderr, "manta-infer: out of memory\n"), -1;
-        disp_colorize(d, n, max_disp, rgb);
+        data_disp_colorize(d, n, max_disp, rgb);
         manta_status st = mpng_write_rgb8(o->color, rgb, h, w, &err);
         free(rgb);
         if (st != MANTA_OK)
