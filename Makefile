@@ -69,7 +69,7 @@ LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lpng -lz -lpthread 
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
             libpng-dev libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
             dataset-fashion-mnist clblast-utils clang libcairo2-dev fonts-dejavu-core \
-            libmicrohttpd-dev chromium curl mate-backgrounds
+            libmicrohttpd-dev chromium curl mate-backgrounds clang-format
 
 LIB_DIRS := core space cl nn elastic train classify data stereo export search profile dist monitor \
             report

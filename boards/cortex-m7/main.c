@@ -24,7 +24,8 @@ static mengine engine;
 static int32_t run(void)
 {
     char msg[96];
-    if (mengine_model_load(&model, model_data, MODEL_DATA_SIZE, NULL, msg, sizeof msg) != MENGINE_OK)
+    if (mengine_model_load(&model, model_data, MODEL_DATA_SIZE, NULL, msg, sizeof msg) !=
+        MENGINE_OK)
         return 1;
     if (mengine_init(&engine, &model, arena, sizeof arena) != MENGINE_OK)
         return 2;

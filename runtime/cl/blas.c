@@ -2,8 +2,8 @@
 
 #include <clblast_c.h>
 
-static manta_status blas_fail(mcl_dev *d, CLBlastStatusCode s, const char *what, size_t m,
-                              size_t n, size_t k)
+static manta_status blas_fail(mcl_dev *d, CLBlastStatusCode s, const char *what, size_t m, size_t n,
+                              size_t k)
 {
     if (s == CLBlastSuccess)
         return MANTA_OK;
@@ -14,11 +14,10 @@ static manta_status blas_fail(mcl_dev *d, CLBlastStatusCode s, const char *what,
         s == CLBlastInsufficientMemoryB || s == CLBlastInsufficientMemoryC)
         code = MANTA_ERR_INVALID_ARG; /* operand smaller than its shape: a caller bug */
     const mcl_tuning *t = mcl_get_tuning(d);
-    return manta_err_set(mcl_err(d), code, "%s (m=%zu n=%zu k=%zu) on '%s': CLBlast status %d%s%s%s",
-                         what, m, n, k, mcl_info(d)->name, (int)s,
-                         t->active ? " (with the tuned parameters of " : "",
-                         t->active ? t->path : "",
-                         t->active ? "; MANTA_NO_TUNING=1 runs without them)" : "");
+    return manta_err_set(
+        mcl_err(d), code, "%s (m=%zu n=%zu k=%zu) on '%s': CLBlast status %d%s%s%s", what, m, n, k,
+        mcl_info(d)->name, (int)s, t->active ? " (with the tuned parameters of " : "",
+        t->active ? t->path : "", t->active ? "; MANTA_NO_TUNING=1 runs without them)" : "");
 }
 
 /* A GEMM in the device's launch log: CLBlast's own work-items are not known here. */
@@ -62,10 +61,10 @@ static manta_status rebase(mcl_dev *d, mview v, size_t floats, mview *out, cl_me
     return MANTA_OK;
 }
 
-manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n,
-                               size_t k, float alpha, mview a, size_t lda, size_t stride_a,
-                               mview b, size_t ldb, size_t stride_b, float beta, mview c,
-                               size_t ldc, size_t stride_c, size_t batch)
+manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+                               float alpha, mview a, size_t lda, size_t stride_a, mview b,
+                               size_t ldb, size_t stride_b, float beta, mview c, size_t ldc,
+                               size_t stride_c, size_t batch)
 {
     if (m == 0 || n == 0 || batch == 0)
         return MANTA_OK;
@@ -86,12 +85,10 @@ manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m,
                              b.mem, b.off, ldb, beta, c.mem, c.off, ldc, mcl_queue(d), NULL);
         else
             s = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, alpha, a.mem,
-                                           a.off, lda, stride_a, b.mem, b.off, ldb, stride_b,
-                                           beta, c.mem, c.off, ldc, stride_c, batch,
-                                           mcl_queue(d), NULL);
+                                           a.off, lda, stride_a, b.mem, b.off, ldb, stride_b, beta,
+                                           c.mem, c.off, ldc, stride_c, batch, mcl_queue(d), NULL);
         log_gemm(d, m, n, k, batch);
-        st = blas_fail(d, s, batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched", m, n,
-                       k);
+        st = blas_fail(d, s, batch == 1 ? "CLBlastSgemm" : "CLBlastSgemmStridedBatched", m, n, k);
     }
     for (int i = 0; i < 3; i++) /* the queue keeps them while its commands need them */
         if (sub[i])
@@ -117,8 +114,8 @@ manta_status mcl_blas_prepare(mcl_dev *d)
         st = mcl_sgemm(d, false, false, 1, 1, 1, 1.0f, v, 1, mview_at(v, 1), 1, 0.0f,
                        mview_at(v, 2), 1);
     if (st == MANTA_OK)
-        st = mcl_sgemm_batched(d, false, false, 1, 1, 1, 1.0f, v, 1, 1, mview_at(v, 2), 1, 1,
-                               0.0f, mview_at(v, 4), 1, 1, 2);
+        st = mcl_sgemm_batched(d, false, false, 1, 1, 1, 1.0f, v, 1, 1, mview_at(v, 2), 1, 1, 0.0f,
+                               mview_at(v, 4), 1, 1, 2);
     if (st == MANTA_OK)
         st = mcl_finish(d);
     mcl_free(d, mem);
@@ -131,9 +128,9 @@ manta_status mcl_blas_prepare(mcl_dev *d)
 static manta_status runs_indirect(mcl_dev *d, size_t x, bool *out)
 {
     size_t temp = 0;
-    CLBlastStatusCode s = CLBlastSGemmTempBufferSize(CLBlastLayoutColMajor, CLBlastTransposeNo,
-                                                     CLBlastTransposeNo, x, x, x, 1, x, 0, x, 0, x,
-                                                     mcl_queue(d), &temp);
+    CLBlastStatusCode s =
+        CLBlastSGemmTempBufferSize(CLBlastLayoutColMajor, CLBlastTransposeNo, CLBlastTransposeNo, x,
+                                   x, x, 1, x, 0, x, 0, x, mcl_queue(d), &temp);
     if (s != CLBlastSuccess)
         return blas_fail(d, s, "CLBlastSGemmTempBufferSize", x, x, x);
     *out = temp > 0;

@@ -25,10 +25,10 @@ manta_status mcl_sgemm(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t 
  * @p batch independent GEMMs; operand i starts @p stride_* floats after
  * operand i-1 (a stride of 0 reuses one matrix, e.g. shared weights).
  */
-manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n,
-                               size_t k, float alpha, mview a, size_t lda, size_t stride_a,
-                               mview b, size_t ldb, size_t stride_b, float beta, mview c,
-                               size_t ldc, size_t stride_c, size_t batch);
+manta_status mcl_sgemm_batched(mcl_dev *d, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+                               float alpha, mview a, size_t lda, size_t stride_a, mview b,
+                               size_t ldb, size_t stride_b, float beta, mview c, size_t ldc,
+                               size_t stride_c, size_t batch);
 
 /**
  * Run CLBlast's two routines once on @p d (a 1x1x1 SGEMM and a batched one, then wait):

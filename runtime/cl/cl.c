@@ -43,7 +43,7 @@ struct mcl_dev {
     mcl_stats stats;
     mcl_tuning tuning;
     mcl_variant variant;
-    mcl_launch_log *log; /* NULL: launches are not recorded */
+    mcl_launch_log *log;     /* NULL: launches are not recorded */
     size_t blas_index_limit; /* mcl_blas_index_limit() */
     manta_err err;
 };
@@ -64,6 +64,8 @@ const char *mcl_type_name(cl_device_type t)
 const char *mcl_error_name(cl_int code)
 {
     switch (code) {
+        /* a table: one name per error code */
+        // clang-format off
 #define E(x) case x: return #x;
         E(CL_SUCCESS) E(CL_DEVICE_NOT_FOUND) E(CL_DEVICE_NOT_AVAILABLE)
         E(CL_COMPILER_NOT_AVAILABLE) E(CL_MEM_OBJECT_ALLOCATION_FAILURE)
@@ -89,6 +91,7 @@ const char *mcl_error_name(cl_int code)
 #undef E
     case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
     default: return "unknown OpenCL error";
+        // clang-format on
     }
 }
 
@@ -97,15 +100,11 @@ static manta_status map_cl(cl_int code)
     switch (code) {
     case CL_MEM_OBJECT_ALLOCATION_FAILURE:
     case CL_OUT_OF_RESOURCES:
-    case CL_INVALID_BUFFER_SIZE:
-        return MANTA_ERR_DEVICE_MEMORY;
-    case CL_OUT_OF_HOST_MEMORY:
-        return MANTA_ERR_NO_MEMORY;
+    case CL_INVALID_BUFFER_SIZE: return MANTA_ERR_DEVICE_MEMORY;
+    case CL_OUT_OF_HOST_MEMORY: return MANTA_ERR_NO_MEMORY;
     case CL_BUILD_PROGRAM_FAILURE:
-    case CL_COMPILE_PROGRAM_FAILURE:
-        return MANTA_ERR_BUILD;
-    default:
-        return MANTA_ERR_OPENCL;
+    case CL_COMPILE_PROGRAM_FAILURE: return MANTA_ERR_BUILD;
+    default: return MANTA_ERR_OPENCL;
     }
 }
 
@@ -135,15 +134,15 @@ manta_status mcl_enumerate(mcl_device_list *out, manta_err *err)
                              "no OpenCL platform found: install an ICD (e.g. pocl-opencl-icd) "
                              "or check /etc/OpenCL/vendors");
     if (rc != CL_SUCCESS)
-        return manta_err_set(err, MANTA_ERR_OPENCL, "clGetPlatformIDs: %s (%d)",
-                             mcl_error_name(rc), (int)rc);
+        return manta_err_set(err, MANTA_ERR_OPENCL, "clGetPlatformIDs: %s (%d)", mcl_error_name(rc),
+                             (int)rc);
     cl_platform_id plats[16];
     if (np > 16)
         np = 16;
     rc = clGetPlatformIDs(np, plats, NULL);
     if (rc != CL_SUCCESS)
-        return manta_err_set(err, MANTA_ERR_OPENCL, "clGetPlatformIDs: %s (%d)",
-                             mcl_error_name(rc), (int)rc);
+        return manta_err_set(err, MANTA_ERR_OPENCL, "clGetPlatformIDs: %s (%d)", mcl_error_name(rc),
+                             (int)rc);
     for (cl_uint p = 0; p < np; p++) {
         cl_uint nd = 0;
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
@@ -305,7 +304,8 @@ static bool contains_nocase(const char *hay, const char *needle)
     size_t n = strlen(needle);
     for (; *hay; hay++) {
         size_t i = 0;
-        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+        while (i < n && hay[i] &&
+               tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
             i++;
         if (i == n)
             return true;
@@ -332,9 +332,10 @@ manta_status mcl_select(const mcl_device_list *list, const char *spec, size_t *i
     unsigned long v = strtoul(spec, &end, 10);
     if (end != spec && *end == '\0' && errno == 0) {
         if (v >= list->count)
-            return manta_err_set(err, MANTA_ERR_NO_DEVICE,
-                                 "%s '%s': device index out of range (%zu device(s); see 'manta devices')",
-                                 from, spec, list->count);
+            return manta_err_set(
+                err, MANTA_ERR_NO_DEVICE,
+                "%s '%s': device index out of range (%zu device(s); see 'manta devices')", from,
+                spec, list->count);
         *index = (size_t)v;
         return MANTA_OK;
     }
@@ -404,8 +405,7 @@ manta_status mcl_open(const mcl_device_info *info, const mcl_options *opt, mcl_d
     if (sodium_init() < 0)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "libsodium failed to initialise");
     int major = 0, minor = 0;
-    if (sscanf(info->c_version, "OpenCL C %d.%d", &major, &minor) != 2 ||
-        major * 10 + minor < 12)
+    if (sscanf(info->c_version, "OpenCL C %d.%d", &major, &minor) != 2 || major * 10 + minor < 12)
         return manta_err_set(err, MANTA_ERR_UNSUPPORTED,
                              "device '%s' reports '%s'; manta's kernels need OpenCL C 1.2 or later",
                              info->name, info->c_version);
@@ -505,8 +505,13 @@ static void cache_path(const mcl_dev *d, const char *name, const char *source, c
     crypto_generichash_state st;
     unsigned char h[16];
     crypto_generichash_init(&st, NULL, 0, sizeof h);
-    const char *parts[] = {d->info.platform_name, d->info.platform_version, d->info.name,
-                           d->info.driver_version, d->info.device_version, options, source};
+    const char *parts[] = {d->info.platform_name,
+                           d->info.platform_version,
+                           d->info.name,
+                           d->info.driver_version,
+                           d->info.device_version,
+                           options,
+                           source};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
         crypto_generichash_update(&st, (const unsigned char *)parts[i], strlen(parts[i]) + 1);
     crypto_generichash_final(&st, h, sizeof h);
@@ -734,8 +739,9 @@ static manta_status kernel_entry_get(mcl_dev *d, const char *program, const char
     e->k = k;
     size_t wg = 0;
     cl_ulong lm = 0;
-    if (clGetKernelWorkGroupInfo(k, d->info.id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg,
-                                 NULL) != CL_SUCCESS || wg == 0)
+    if (clGetKernelWorkGroupInfo(k, d->info.id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) !=
+            CL_SUCCESS ||
+        wg == 0)
         wg = d->info.max_work_group;
     clGetKernelWorkGroupInfo(k, d->info.id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
     e->wg_max = wg < d->info.max_work_group ? wg : d->info.max_work_group;
@@ -949,14 +955,13 @@ static manta_status check_local(mcl_launch *L, unsigned dims, const size_t *loca
     return MANTA_OK;
 }
 
-manta_status mcl_launch_run(mcl_launch *L, unsigned dims, const size_t *global,
-                            const size_t *local)
+manta_status mcl_launch_run(mcl_launch *L, unsigned dims, const size_t *global, const size_t *local)
 {
     if (L->st != MANTA_OK)
         return L->st;
     if (dims < 1 || dims > 3)
-        return manta_err_set(&L->d->err, MANTA_ERR_INTERNAL, "kernel '%s': %u dimensions",
-                             L->name, dims);
+        return manta_err_set(&L->d->err, MANTA_ERR_INTERNAL, "kernel '%s': %u dimensions", L->name,
+                             dims);
     if (local)
         MANTA_TRY(check_local(L, dims, local));
     else if (L->local_bytes > L->d->info.local_mem)

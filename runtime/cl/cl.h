@@ -25,9 +25,9 @@
 
 /** What one OpenCL device is, as reported by its platform. */
 typedef struct mcl_device_info {
-    size_t index;               /**< position in the enumeration (all platforms) */
-    unsigned platform_index;    /**< platform number */
-    unsigned device_index;      /**< device number within its platform */
+    size_t index;            /**< position in the enumeration (all platforms) */
+    unsigned platform_index; /**< platform number */
+    unsigned device_index;   /**< device number within its platform */
     cl_platform_id platform;
     cl_device_id id;
     cl_device_type type;
@@ -36,16 +36,16 @@ typedef struct mcl_device_info {
     char name[256];
     char vendor[128];
     char driver_version[128];
-    char device_version[128];   /**< "OpenCL 1.2 ..." */
-    char c_version[128];        /**< "OpenCL C 1.2 ..." */
+    char device_version[128]; /**< "OpenCL 1.2 ..." */
+    char c_version[128];      /**< "OpenCL C 1.2 ..." */
     unsigned compute_units;
-    unsigned long long global_mem;   /**< bytes */
-    unsigned long long local_mem;    /**< bytes */
-    unsigned long long max_alloc;    /**< bytes, largest single buffer */
-    size_t max_work_group;           /**< work-items of one work-group, any kernel */
-    size_t max_work_item[3];         /**< largest work-group extent along dims 0, 1, 2 */
-    unsigned vector_width;           /**< preferred float vector width (1, 2, 4, 8, 16) */
-    unsigned base_align;             /**< bytes a sub-buffer's origin must be a multiple of
+    unsigned long long global_mem; /**< bytes */
+    unsigned long long local_mem;  /**< bytes */
+    unsigned long long max_alloc;  /**< bytes, largest single buffer */
+    size_t max_work_group;         /**< work-items of one work-group, any kernel */
+    size_t max_work_item[3];       /**< largest work-group extent along dims 0, 1, 2 */
+    unsigned vector_width;         /**< preferred float vector width (1, 2, 4, 8, 16) */
+    unsigned base_align;           /**< bytes a sub-buffer's origin must be a multiple of
                                           (CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8; at least 4) */
     /** The clamps of MANTA_DEVICE_LIMITS applied to the limits above, as given
      *  ("local=32k,wg=256"); "" when the device reports its own limits. */
@@ -110,7 +110,7 @@ typedef struct mcl_options {
     /** Program-binary cache folder; NULL: $MANTA_CACHE_DIR, else
      *  $XDG_CACHE_HOME/manta, else $HOME/.cache/manta. */
     const char *cache_dir;
-    bool no_cache;  /**< build every program from source, write nothing (and
+    bool no_cache; /**< build every program from source, write nothing (and
                      *   apply no tuning file: it lives in the cache folder) */
     /** Do not apply the CLBlast tuning file of the device (also when the
      *  environment variable MANTA_NO_TUNING is set to anything but "" or "0"). */
@@ -150,9 +150,9 @@ manta_status mcl_choose_variant(const mcl_device_info *info, int requested, mcl_
  * tuning file written by `manta tune` (see cl/tune.h).
  */
 typedef struct mcl_tuning {
-    bool active;            /**< tuned parameters were applied */
-    unsigned kernels;       /**< CLBlast kernels they override */
-    char path[1200];        /**< the file looked for; "" when caching or tuning is off */
+    bool active;      /**< tuned parameters were applied */
+    unsigned kernels; /**< CLBlast kernels they override */
+    char path[1200];  /**< the file looked for; "" when caching or tuning is off */
     /** Why a file that exists was not applied (corrupt, made for another
      *  device, driver or CLBlast version, rejected by CLBlast); "" when none.
      *  The library never prints it: show it to the user where it matters. */
@@ -161,12 +161,12 @@ typedef struct mcl_tuning {
 
 /** Counters of one open device, for tests and progress lines. */
 typedef struct mcl_stats {
-    unsigned long programs_compiled;   /**< built from source */
-    unsigned long programs_cached;     /**< loaded from the disk cache */
-    unsigned long buffers_created;     /**< clCreateBuffer calls that succeeded */
-    unsigned long long bytes_allocated;/**< bytes in live buffers */
-    unsigned long launches;            /**< kernels enqueued through mcl_launch */
-    bool blas_tuned;                   /**< CLBlast runs with a tuning file (mcl_get_tuning) */
+    unsigned long programs_compiled;    /**< built from source */
+    unsigned long programs_cached;      /**< loaded from the disk cache */
+    unsigned long buffers_created;      /**< clCreateBuffer calls that succeeded */
+    unsigned long long bytes_allocated; /**< bytes in live buffers */
+    unsigned long launches;             /**< kernels enqueued through mcl_launch */
+    bool blas_tuned;                    /**< CLBlast runs with a tuning file (mcl_get_tuning) */
 } mcl_stats;
 
 /** An open device: context, queue, program and kernel caches. Opaque. */
@@ -216,22 +216,22 @@ void mcl_set_blas_index_limit(mcl_dev *d, size_t floats);
 
 /** One kernel launch as recorded by a launch log (see mcl_set_launch_log()). */
 typedef struct mcl_launch_record {
-    const char *kernel;    /**< kernel name (static storage), or "sgemm" for CLBlast */
-    unsigned dims;         /**< 1 to 3; 0 for a CLBlast call */
-    size_t global[3];      /**< work-items per dimension, as enqueued (rounded up) */
-    size_t local[3];       /**< work-group extents; 0 when the implementation picks */
-    size_t items;          /**< product of global (for CLBlast: 0, not known) */
-    size_t outputs;        /**< values the launch writes, when the launcher says
+    const char *kernel; /**< kernel name (static storage), or "sgemm" for CLBlast */
+    unsigned dims;      /**< 1 to 3; 0 for a CLBlast call */
+    size_t global[3];   /**< work-items per dimension, as enqueued (rounded up) */
+    size_t local[3];    /**< work-group extents; 0 when the implementation picks */
+    size_t items;       /**< product of global (for CLBlast: 0, not known) */
+    size_t outputs;     /**< values the launch writes, when the launcher says
                             *   (mcl_launch_output()); 0 when not stated */
-    size_t gemm[3];        /**< CLBlast: m, n, k; else 0 */
+    size_t gemm[3];     /**< CLBlast: m, n, k; else 0 */
 } mcl_launch_record;
 
 /** A caller-owned array that mcl_launch_run() and mcl_sgemm() append to. */
 typedef struct mcl_launch_log {
     mcl_launch_record *rec;
-    size_t cap;            /**< entries of rec */
-    size_t count;          /**< entries written (at most cap) */
-    size_t dropped;        /**< launches past cap, not recorded */
+    size_t cap;     /**< entries of rec */
+    size_t count;   /**< entries written (at most cap) */
+    size_t dropped; /**< launches past cap, not recorded */
 } mcl_launch_log;
 
 /**
@@ -336,9 +336,9 @@ typedef struct mcl_launch {
     cl_uint next;
     manta_status st;
     cl_int cl_status;
-    size_t wg_max;       /**< work-items per group this kernel allows on the device */
-    size_t local_bytes;  /**< __local bytes: the kernel's own plus mcl_arg_local()'s */
-    size_t outputs;      /**< values written, for the launch log (mcl_launch_output()) */
+    size_t wg_max;      /**< work-items per group this kernel allows on the device */
+    size_t local_bytes; /**< __local bytes: the kernel's own plus mcl_arg_local()'s */
+    size_t outputs;     /**< values written, for the launch log (mcl_launch_output()) */
 } mcl_launch;
 
 void mcl_launch_begin(mcl_launch *L, mcl_dev *d, const char *program, const char *kernel);

@@ -29,17 +29,27 @@ typedef struct known_kernel {
     known_param p[16];
 } known_kernel;
 
-#define SZ(n) {n, 1, 4096}  /* a size or count: zero would divide by zero */
-#define SW(n) {n, 0, 1}     /* a switch */
+#define SZ(n)      \
+    {              \
+        n, 1, 4096 \
+    } /* a size or count: zero would divide by zero */
+#define SW(n)   \
+    {           \
+        n, 0, 1 \
+    } /* a switch */
 
 /* CLBlast 1.5's single-precision kernels that GEMM uses and their
  * parameters (its database entries; CLBlastOverrideParameters wants all). */
 static const known_kernel known[] = {
-    {"Xgemm", 16, {SW("GEMMK"), SZ("KREG"), SZ("KWG"), SZ("KWI"), SZ("MDIMA"), SZ("MDIMC"),
-                   SZ("MWG"), SZ("NDIMB"), SZ("NDIMC"), SZ("NWG"), SW("SA"), SW("SB"),
-                   SW("STRM"), SW("STRN"), SZ("VWM"), SZ("VWN")}},
-    {"XgemmDirect", 10, {SZ("KWID"), SZ("MDIMAD"), SZ("MDIMCD"), SZ("NDIMBD"), SZ("NDIMCD"),
-                         SW("PADA"), SW("PADB"), SZ("VWMD"), SZ("VWND"), SZ("WGD")}},
+    {"Xgemm",
+     16,
+     {SW("GEMMK"), SZ("KREG"), SZ("KWG"), SZ("KWI"), SZ("MDIMA"), SZ("MDIMC"), SZ("MWG"),
+      SZ("NDIMB"), SZ("NDIMC"), SZ("NWG"), SW("SA"), SW("SB"), SW("STRM"), SW("STRN"), SZ("VWM"),
+      SZ("VWN")}},
+    {"XgemmDirect",
+     10,
+     {SZ("KWID"), SZ("MDIMAD"), SZ("MDIMCD"), SZ("NDIMBD"), SZ("NDIMCD"), SW("PADA"), SW("PADB"),
+      SZ("VWMD"), SZ("VWND"), SZ("WGD")}},
     {"Copy", 4, {SZ("COPY_DIMX"), SZ("COPY_DIMY"), SZ("COPY_VW"), SZ("COPY_WPT")}},
     {"Pad", 4, {SZ("PAD_DIMX"), SZ("PAD_DIMY"), SZ("PAD_WPTX"), SZ("PAD_WPTY")}},
     {"Transpose", 4, {SZ("TRA_DIM"), SW("TRA_PAD"), SW("TRA_SHUFFLE"), SZ("TRA_WPT")}},
@@ -66,18 +76,21 @@ const char *mcl_tune_kernel_of_family(const char *family)
         const char *kernel;
         int exact;
     } map[] = {
-        {"xgemm_direct_", "XgemmDirect", 0}, {"xgemm_", "Xgemm", 0},
-        {"copy", "Copy", 1},                 {"pad", "Pad", 1},
-        {"transpose", "Transpose", 1},       {"padtranspose", "Padtranspose", 1},
+        {"xgemm_direct_", "XgemmDirect", 0},
+        {"xgemm_", "Xgemm", 0},
+        {"copy", "Copy", 1},
+        {"pad", "Pad", 1},
+        {"transpose", "Transpose", 1},
+        {"padtranspose", "Padtranspose", 1},
         {"gemm_routine", "GemmRoutine", 1},
     };
     if (!family)
         return NULL;
     for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
         size_t n = strlen(map[i].prefix);
-        if (map[i].exact ? strcmp(family, map[i].prefix) == 0
-                         : strncmp(family, map[i].prefix, n) == 0 && family[n] >= '0' &&
-                               family[n] <= '9')
+        if (map[i].exact
+                ? strcmp(family, map[i].prefix) == 0
+                : strncmp(family, map[i].prefix, n) == 0 && family[n] >= '0' && family[n] <= '9')
             return map[i].kernel;
     }
     return NULL;
@@ -101,9 +114,11 @@ static const char *broken_rule(const mcl_tune_kernel *k)
     if (strcmp(k->kernel, "Xgemm") == 0) {
         if (!multiple(V("KWG"), V("KWI")))
             return "KWG must be a multiple of KWI";
-        if (!multiple(V("MWG"), V("MDIMC") * V("VWM")) || !multiple(V("MWG"), V("MDIMA") * V("VWM")))
+        if (!multiple(V("MWG"), V("MDIMC") * V("VWM")) ||
+            !multiple(V("MWG"), V("MDIMA") * V("VWM")))
             return "MWG must be a multiple of MDIMC*VWM and MDIMA*VWM";
-        if (!multiple(V("NWG"), V("NDIMC") * V("VWN")) || !multiple(V("NWG"), V("NDIMB") * V("VWN")))
+        if (!multiple(V("NWG"), V("NDIMC") * V("VWN")) ||
+            !multiple(V("NWG"), V("NDIMB") * V("VWN")))
             return "NWG must be a multiple of NDIMC*VWN and NDIMB*VWN";
     } else if (strcmp(k->kernel, "XgemmDirect") == 0) {
         size_t wgd = V("WGD"), mc = V("MDIMCD"), nc = V("NDIMCD");
@@ -124,8 +139,8 @@ manta_status mcl_tune_kernel_check(const mcl_tune_kernel *k, manta_err *err)
 {
     const known_kernel *kk = find_known(k->kernel);
     if (!kk)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "unknown CLBlast kernel '%.*s'",
-                             MCL_TUNE_NAME, k->kernel);
+        return manta_err_set(err, MANTA_ERR_FORMAT, "unknown CLBlast kernel '%.*s'", MCL_TUNE_NAME,
+                             k->kernel);
     if (k->count != kk->count)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "kernel '%s' needs %zu parameters, the set has %zu", kk->kernel,
@@ -137,8 +152,8 @@ manta_status mcl_tune_kernel_check(const mcl_tune_kernel *k, manta_err *err)
             if (strcmp(k->names[i], p->name) == 0)
                 seen++, at = i;
         if (seen != 1)
-            return manta_err_set(err, MANTA_ERR_FORMAT, "kernel '%s': parameter %s %s",
-                                 kk->kernel, p->name, seen ? "given twice" : "missing");
+            return manta_err_set(err, MANTA_ERR_FORMAT, "kernel '%s': parameter %s %s", kk->kernel,
+                                 p->name, seen ? "given twice" : "missing");
         if (k->values[at] < p->lo || k->values[at] > p->hi)
             return manta_err_set(err, MANTA_ERR_FORMAT,
                                  "kernel '%s': parameter %s=%zu out of range [%zu, %zu]",
@@ -201,8 +216,8 @@ manta_status mcl_tune_path(const char *cache_dir, const mcl_tune_key *key, char 
     while (n > 0 && name[n - 1] == '-')
         n--;
     name[n] = '\0';
-    int w = snprintf(path, cap, "%s/clblast-tuning-%s%s%s.json", cache_dir, name, n ? "-" : "",
-                     hex);
+    int w =
+        snprintf(path, cap, "%s/clblast-tuning-%s%s%s.json", cache_dir, name, n ? "-" : "", hex);
     if (w < 0 || (size_t)w >= cap)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "cache folder path too long: '%s'",
                              cache_dir);
@@ -496,8 +511,8 @@ manta_status mcl_tune_load(const char *path, const mcl_tune_key *expect, mcl_tun
     else if (!cJSON_IsNumber(version) || version->valuedouble != TUNE_VERSION)
         st = manta_err_set(err, MANTA_ERR_FORMAT, "'%s': unsupported tuning file version", path);
     else if (!have_key)
-        st = manta_err_set(err, MANTA_ERR_FORMAT, "'%s': platform, device, driver or clblast missing",
-                           path);
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "'%s': platform, device, driver or clblast missing", path);
     else if (!mcl_tune_key_equal(&key, expect))
         st = manta_err_set(err, MANTA_ERR_UNSUPPORTED,
                            "'%s' was tuned for '%s' on '%s' (driver %s, CLBlast %s), not for '%s' "
@@ -633,7 +648,8 @@ static size_t threshold_for(const uint64_t *sorted, size_t n, size_t n_direct, s
     } else if (n_direct == n) {
         t = (size_t)ceil(2 * cbrt((double)sorted[n - 1]));
     } else {
-        t = (size_t)floor(sqrt(cbrt((double)sorted[n_direct - 1]) * cbrt((double)sorted[n_direct])));
+        t = (size_t)floor(
+            sqrt(cbrt((double)sorted[n_direct - 1]) * cbrt((double)sorted[n_direct])));
         while (t > 0 && cube(t) > sorted[n_direct])
             t--;
     }
@@ -665,8 +681,8 @@ manta_status mcl_tune_choose(const uint64_t *mnk, const double *before, size_t n
                 double cost = 0;
                 bool harm = false;
                 for (size_t s = 0; s < n_shapes; s++) {
-                    double g = j > 0 && mnk[s] <= sorted[j - 1] ? dopt[d].gflops[s]
-                                                                : iopt[ii].gflops[s];
+                    double g =
+                        j > 0 && mnk[s] <= sorted[j - 1] ? dopt[d].gflops[s] : iopt[ii].gflops[s];
                     cost += before[s] / g;
                     harm |= g < (1 - MCL_TUNE_TOLERANCE) * before[s];
                 }

@@ -35,13 +35,13 @@
 
 /** The parameters of one CLBlast kernel (single precision). */
 typedef struct mcl_tune_kernel {
-    char kernel[MCL_TUNE_NAME];   /**< CLBlast's name: "Xgemm", "XgemmDirect", "Copy", ... */
-    char family[MCL_TUNE_NAME];   /**< the tuner's kernel_family: "xgemm_12", "pad", ... */
-    size_t count;                 /**< parameters in names/values */
+    char kernel[MCL_TUNE_NAME]; /**< CLBlast's name: "Xgemm", "XgemmDirect", "Copy", ... */
+    char family[MCL_TUNE_NAME]; /**< the tuner's kernel_family: "xgemm_12", "pad", ... */
+    size_t count;               /**< parameters in names/values */
     char names[MCL_TUNE_MAX_PARAMS][MCL_TUNE_NAME];
     size_t values[MCL_TUNE_MAX_PARAMS];
-    double time_ms;   /**< best time (or, for GemmRoutine, score) the tuner measured; 0: unknown */
-    size_t m, n, k;   /**< the tuner's problem size (0 where the tuner has none) */
+    double time_ms; /**< best time (or, for GemmRoutine, score) the tuner measured; 0: unknown */
+    size_t m, n, k; /**< the tuner's problem size (0 where the tuner has none) */
 } mcl_tune_kernel;
 
 /** A tuned parameter set: at most one entry per kernel. */
@@ -52,10 +52,10 @@ typedef struct mcl_tune_set {
 
 /** What a tuning file is valid for. */
 typedef struct mcl_tune_key {
-    char platform[128];   /**< platform name */
-    char device[256];     /**< device name */
-    char driver[128];     /**< driver version */
-    char clblast[32];     /**< CLBlast version manta was built against, "1.5.3" */
+    char platform[128]; /**< platform name */
+    char device[256];   /**< device name */
+    char driver[128];   /**< driver version */
+    char clblast[32];   /**< CLBlast version manta was built against, "1.5.3" */
 } mcl_tune_key;
 
 /** The key of a device. */
@@ -178,9 +178,9 @@ typedef struct mcl_tune_option {
 
 /** What mcl_tune_choose() chose: what goes into the tuning file. */
 typedef struct mcl_tune_choice {
-    size_t direct;    /**< index of the chosen direct option */
-    size_t indirect;  /**< index of the chosen indirect option */
-    size_t threshold; /**< the direct kernel runs when m*n*k < threshold^3 */
+    size_t direct;                         /**< index of the chosen direct option */
+    size_t indirect;                       /**< index of the chosen indirect option */
+    size_t threshold;                      /**< the direct kernel runs when m*n*k < threshold^3 */
     bool runs_direct[MCL_TUNE_MAX_SHAPES]; /**< shape i runs the direct kernel */
     double gflops[MCL_TUNE_MAX_SHAPES];    /**< GFLOP/s per shape with the choice */
 } mcl_tune_choice;

@@ -180,8 +180,8 @@ manta_status mcl_tune_time_sets(mcl_dev *d, const mcl_tune_timing *t, const mcl_
         }
     for (size_t v = 0; v < n && st == MANTA_OK; v++)
         for (size_t s = 0; s < t->n_shapes; s++)
-            gflops[v][s] = median_gflops(&t->shapes[s], &w[(v * MCL_TUNE_MAX_SHAPES + s) *
-                                                           MCL_TUNE_ROUNDS]);
+            gflops[v][s] =
+                median_gflops(&t->shapes[s], &w[(v * MCL_TUNE_MAX_SHAPES + s) * MCL_TUNE_ROUNDS]);
     if (st == MANTA_OK)
         *measured = n;
     free(reps);
@@ -222,8 +222,8 @@ static manta_status time_defaults(mcl_dev *d, const mcl_tune_timing *t, mcl_tune
     size_t measured = 0;
     forced_set(NULL, t_dir, &sets[0]);
     forced_set(NULL, t_ind, &sets[1]);
-    manta_status st = time_stage(d, t, "CLBlast's parameters, each kernel forced", sets, 2, 2, 0,
-                                 &measured, g);
+    manta_status st =
+        time_stage(d, t, "CLBlast's parameters, each kernel forced", sets, 2, 2, 0, &measured, g);
     if (st != MANTA_OK)
         return st;
     memcpy(f->direct[0].gflops, g[0], sizeof g[0]);
@@ -313,8 +313,8 @@ manta_status mcl_tune_measure(mcl_dev *d, const mcl_tune_timing *t, double budge
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "SGEMM timing: %zu direct and %zu indirect options (1 .. %d each), "
                              "%zu shapes (1 .. %d)",
-                             f->n_direct, f->n_indirect, 1 + MCL_TUNE_MAX_CANDIDATES,
-                             t->n_shapes, MCL_TUNE_MAX_SHAPES);
+                             f->n_direct, f->n_indirect, 1 + MCL_TUNE_MAX_CANDIDATES, t->n_shapes,
+                             MCL_TUNE_MAX_SHAPES);
     manta_status st = mcl_sgemm_direct_limit(d, &f->t_default);
     if (st != MANTA_OK)
         return st;

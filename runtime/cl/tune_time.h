@@ -55,12 +55,12 @@ typedef void (*mcl_tune_event_fn)(void *ctx, const mcl_tune_event *e);
 /** What is timed and for how long. */
 typedef struct mcl_tune_timing {
     const mcl_tune_shape *shapes;
-    size_t n_shapes;   /**< 1 .. MCL_TUNE_MAX_SHAPES */
-    double seconds;    /**< per shape: calibration and each window or round take about
+    size_t n_shapes; /**< 1 .. MCL_TUNE_MAX_SHAPES */
+    double seconds;  /**< per shape: calibration and each window or round take about
                             seconds / MCL_TUNE_ROUNDS */
     /* mcl_tune_time_sets() only: */
-    size_t must;       /**< sets timed whatever the budget */
-    double budget_s;   /**< no set after the first @c must is started once preparing
+    size_t must;              /**< sets timed whatever the budget */
+    double budget_s;          /**< no set after the first @c must is started once preparing
                             (compiling, calibrating) the earlier ones took this long */
     mcl_tune_event_fn report; /**< may be NULL */
     void *ctx;                /**< passed to @c report */
@@ -89,8 +89,7 @@ manta_status mcl_tune_time_current(mcl_dev *d, const mcl_tune_timing *t, double 
  *         MANTA_ERR_INVALID_ARG for a bad shape count.
  */
 manta_status mcl_tune_time_sets(mcl_dev *d, const mcl_tune_timing *t, const mcl_tune_set *sets,
-                                size_t n, size_t *measured,
-                                double (*gflops)[MCL_TUNE_MAX_SHAPES]);
+                                size_t n, size_t *measured, double (*gflops)[MCL_TUNE_MAX_SHAPES]);
 
 /** The options of both GEMM kernels and their speed (mcl_tune_measure()). */
 typedef struct mcl_tune_found {

@@ -27,11 +27,12 @@ static bool executable(const char *dir, const char *prog)
     return n > 0 && (size_t)n < sizeof p && access(p, X_OK) == 0;
 }
 
-manta_status mcl_tuner_find(const char *path_list, const char *const *programs, size_t n,
-                            char *dir, size_t cap, manta_err *err)
+manta_status mcl_tuner_find(const char *path_list, const char *const *programs, size_t n, char *dir,
+                            size_t cap, manta_err *err)
 {
     if (n == 0 || cap == 0)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "tuner search: no program named, or no room for the folder");
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "tuner search: no program named, or no room for the folder");
     dir[0] = '\0';
     char d[4096];
     for (const char *p = path_list; p && *p && !dir[0];) {
@@ -46,10 +47,11 @@ manta_status mcl_tuner_find(const char *path_list, const char *const *programs, 
         p = end ? end + 1 : NULL;
     }
     if (!dir[0])
-        return manta_err_set(err, MANTA_ERR_UNSUPPORTED,
-                             "CLBlast's tuners (%s, ...) are not installed: install the Debian "
-                             "package clblast-utils (apt-get install clblast-utils, or 'make deps')",
-                             programs[0]);
+        return manta_err_set(
+            err, MANTA_ERR_UNSUPPORTED,
+            "CLBlast's tuners (%s, ...) are not installed: install the Debian "
+            "package clblast-utils (apt-get install clblast-utils, or 'make deps')",
+            programs[0]);
     for (size_t i = 1; i < n; i++)
         if (!executable(dir, programs[i]))
             return manta_err_set(err, MANTA_ERR_IO,
@@ -283,15 +285,17 @@ static manta_status read_variants(const char *dir, const char *kernel, const cha
     return st;
 }
 
-manta_status mcl_tuner_results(const char *dir, const char *kernel, const char *device,
-                               size_t max, mcl_tune_kernel *out, size_t *count, manta_err *err)
+manta_status mcl_tuner_results(const char *dir, const char *kernel, const char *device, size_t max,
+                               mcl_tune_kernel *out, size_t *count, manta_err *err)
 {
     *count = 0;
     if (max == 0 || max > MCL_TUNE_MAX_CANDIDATES)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "tuner results: %zu candidates asked, "
-                             "1 .. %d allowed", max, MCL_TUNE_MAX_CANDIDATES);
-    mcl_tune_kernel *firsts = malloc(MCL_TUNER_VARIANTS * (1 + MCL_TUNE_MAX_CANDIDATES) *
-                                     sizeof *firsts);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "tuner results: %zu candidates asked, "
+                             "1 .. %d allowed",
+                             max, MCL_TUNE_MAX_CANDIDATES);
+    mcl_tune_kernel *firsts =
+        malloc(MCL_TUNER_VARIANTS * (1 + MCL_TUNE_MAX_CANDIDATES) * sizeof *firsts);
     if (!firsts)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "tuner results: out of memory");
     mcl_tune_kernel *rest = firsts + MCL_TUNER_VARIANTS;
@@ -318,9 +322,15 @@ manta_status mcl_tuner_results(const char *dir, const char *kernel, const char *
 
 static mcl_tuner_run run_of(const mcl_tuner_job *j, const char *dir, double fraction, int runs)
 {
-    return (mcl_tuner_run){.program = j->program, .dir = dir,
-                           .platform = j->info->platform_index, .device = j->info->device_index,
-                           .m = j->m, .n = j->n, .k = j->k, .fraction = fraction, .runs = runs,
+    return (mcl_tuner_run){.program = j->program,
+                           .dir = dir,
+                           .platform = j->info->platform_index,
+                           .device = j->info->device_index,
+                           .m = j->m,
+                           .n = j->n,
+                           .k = j->k,
+                           .fraction = fraction,
+                           .runs = runs,
                            .limit_s = j->limit_s};
 }
 

@@ -32,8 +32,8 @@
  *         are not installed), MANTA_ERR_IO naming the first other program
  *         missing from that folder, MANTA_ERR_INVALID_ARG for no programs.
  */
-manta_status mcl_tuner_find(const char *path_list, const char *const *programs, size_t n,
-                            char *dir, size_t cap, manta_err *err);
+manta_status mcl_tuner_find(const char *path_list, const char *const *programs, size_t n, char *dir,
+                            size_t cap, manta_err *err);
 
 /** What a tuner's log says so far. */
 typedef struct mcl_tuner_log {
@@ -56,17 +56,17 @@ typedef void (*mcl_tuner_progress_fn)(void *ctx, const mcl_tuner_log *log, doubl
 
 /** One run of a tuner. */
 typedef struct mcl_tuner_run {
-    const char *program;  /**< path of the tuner */
-    const char *dir;      /**< working folder: results go there, output to dir/log.txt */
-    unsigned platform;    /**< OpenCL platform index (-platform) */
-    unsigned device;      /**< device index within the platform (-device) */
-    size_t m, n, k;       /**< problem size; k == 0: the tuner takes no -k */
-    double fraction;      /**< -fraction: 1 explores every configuration, F one in F */
-    int runs;             /**< -runs: timed runs per configuration */
-    double limit_s;       /**< the tuner is killed after this long */
-    double report_s;      /**< @c progress every report_s seconds; 0: never */
+    const char *program;            /**< path of the tuner */
+    const char *dir;                /**< working folder: results go there, output to dir/log.txt */
+    unsigned platform;              /**< OpenCL platform index (-platform) */
+    unsigned device;                /**< device index within the platform (-device) */
+    size_t m, n, k;                 /**< problem size; k == 0: the tuner takes no -k */
+    double fraction;                /**< -fraction: 1 explores every configuration, F one in F */
+    int runs;                       /**< -runs: timed runs per configuration */
+    double limit_s;                 /**< the tuner is killed after this long */
+    double report_s;                /**< @c progress every report_s seconds; 0: never */
     mcl_tuner_progress_fn progress; /**< may be NULL */
-    void *ctx;            /**< passed to @c progress */
+    void *ctx;                      /**< passed to @c progress */
 } mcl_tuner_run;
 
 /**
@@ -92,21 +92,21 @@ manta_status mcl_tuner_exec(const mcl_tuner_run *r, manta_err *err);
  *         malformed file or one of another kernel, MANTA_ERR_UNSUPPORTED for
  *         one made on another device, MANTA_ERR_INVALID_ARG for a bad @p max.
  */
-manta_status mcl_tuner_results(const char *dir, const char *kernel, const char *device,
-                               size_t max, mcl_tune_kernel *out, size_t *count, manta_err *err);
+manta_status mcl_tuner_results(const char *dir, const char *kernel, const char *device, size_t max,
+                               mcl_tune_kernel *out, size_t *count, manta_err *err);
 
 /** One kernel to tune with mcl_tuner_tune(). */
 typedef struct mcl_tuner_job {
-    const char *program;   /**< path of the tuner */
-    const char *kernel;    /**< the CLBlast kernel it tunes ("XgemmDirect") */
-    const char *dir;       /**< its folder, created: the run there, the count in dir.count */
+    const char *program;         /**< path of the tuner */
+    const char *kernel;          /**< the CLBlast kernel it tunes ("XgemmDirect") */
+    const char *dir;             /**< its folder, created: the run there, the count in dir.count */
     const mcl_device_info *info; /**< the device */
-    size_t m, n, k;        /**< problem size; k == 0: the tuner takes no -k */
-    size_t budget;         /**< configurations to run: a random sample of about that many */
-    int runs;              /**< timed runs per configuration */
-    size_t max;            /**< candidates wanted, 1 .. MCL_TUNE_MAX_CANDIDATES */
-    double limit_s;        /**< each run of the tuner is killed after this long */
-    double report_s;       /**< @c progress every report_s seconds; 0: never */
+    size_t m, n, k;              /**< problem size; k == 0: the tuner takes no -k */
+    size_t budget;               /**< configurations to run: a random sample of about that many */
+    int runs;                    /**< timed runs per configuration */
+    size_t max;                  /**< candidates wanted, 1 .. MCL_TUNE_MAX_CANDIDATES */
+    double limit_s;              /**< each run of the tuner is killed after this long */
+    double report_s;             /**< @c progress every report_s seconds; 0: never */
     /** Called once the sample is known: @p expect of @p total configurations; may be NULL. */
     void (*start)(void *ctx, size_t expect, size_t total);
     mcl_tuner_progress_fn progress; /**< may be NULL */
@@ -115,12 +115,12 @@ typedef struct mcl_tuner_job {
 
 /** What mcl_tuner_tune() did. */
 typedef struct mcl_tuner_done {
-    size_t total;    /**< configurations the tuner counted */
-    size_t expect;   /**< configurations of the sample */
-    double seconds;  /**< the tuning run (after the count) */
-    double best;     /**< GEMM kernels: GFLOPS of the first candidate at the tuner's size;
+    size_t total;   /**< configurations the tuner counted */
+    size_t expect;  /**< configurations of the sample */
+    double seconds; /**< the tuning run (after the count) */
+    double best;    /**< GEMM kernels: GFLOPS of the first candidate at the tuner's size;
                           else the log's best GB/s */
-    char unit[8];    /**< "GFLOPS" or "GB/s" */
+    char unit[8];   /**< "GFLOPS" or "GB/s" */
 } mcl_tuner_done;
 
 /**

@@ -46,13 +46,11 @@ static bool runs(const ofa_supernet *n, const mbv3_layer *l)
     }
     case MBV3_HEAD:
         return l->in_h == n->last_h && l->in_c == n->last_c && l->out_c == s->head_expand;
-    case MBV3_MIX:
-        return l->in_c == s->head_expand && l->out_c == s->head_mix;
+    case MBV3_MIX: return l->in_c == s->head_expand && l->out_c == s->head_mix;
     case MBV3_CLASSIFIER:
         return l->in_c == (s->head_mix > 0 ? s->head_mix : s->head_expand) &&
                l->out_c == s->classes;
-    case MBV3_POOL:
-        break;
+    case MBV3_POOL: break;
     }
     return false;
 }
@@ -92,8 +90,7 @@ static manta_status fill(void *vc, const mbv3_request *r, manta_err *err)
         ofa_fill_conv_bn(&c->v, r, n->stem_w,
                          (size_t)s->in_channels * s->stem_kernel * s->stem_kernel, &n->stem_bn);
         return MANTA_OK;
-    case MBV3_BLOCK:
-        return fill_block(c, r, err);
+    case MBV3_BLOCK: return fill_block(c, r, err);
     case MBV3_HEAD:
         ofa_fill_conv_bn(&c->v, r, n->head_w, (size_t)n->last_c, &n->head_bn);
         return MANTA_OK;
@@ -104,8 +101,7 @@ static manta_status fill(void *vc, const mbv3_request *r, manta_err *err)
         memcpy(r->weights, c->v.p + n->cls_w, r->n_weights * sizeof *r->weights);
         memcpy(r->bias, c->v.p + n->cls_b, r->n_bias * sizeof *r->bias);
         return MANTA_OK;
-    case MBV3_POOL:
-        break;
+    case MBV3_POOL: break;
     }
     return manta_err_set(err, MANTA_ERR_INTERNAL, "export: layer %s has no weights", l->where);
 }

@@ -14,11 +14,10 @@ typedef struct rep_batch {
 } rep_batch;
 
 static manta_status rep_create(const void *cfg, mcl_dev *d, uint64_t seed, int local_batch,
-                                  void **out)
+                               void **out)
 {
     const rep_cfg *c = cfg;
-    return ofa_trainer_create_shard(d, c->space, c->sched, seed, local_batch,
-                                    (ofa_trainer **)out);
+    return ofa_trainer_create_shard(d, c->space, c->sched, seed, local_batch, (ofa_trainer **)out);
 }
 static void rep_destroy(void *r) { ofa_trainer_destroy(r); }
 static void rep_slabs(void *r, ofa_slabs *out) { ofa_supernet_slabs(ofa_trainer_net(r), out); }
@@ -26,15 +25,15 @@ static int rep_grad_bounds(void *r, size_t *bounds, int cap)
 {
     return ofa_supernet_grad_bounds(ofa_trainer_net(r), bounds, cap);
 }
-static int rep_bn_max_channels(void *r)
-{
-    return ofa_supernet_bn_max_channels(ofa_trainer_net(r));
-}
+static int rep_bn_max_channels(void *r) { return ofa_supernet_bn_max_channels(ofa_trainer_net(r)); }
 static void rep_set_bn_sync(void *r, ofa_bn_sync_fn fn, void *ctx)
 {
     ofa_supernet_set_bn_sync(ofa_trainer_net(r), fn, ctx);
 }
-static void rep_set_shard(void *r, long first) { ofa_supernet_set_shard(ofa_trainer_net(r), first); }
+static void rep_set_shard(void *r, long first)
+{
+    ofa_supernet_set_shard(ofa_trainer_net(r), first);
+}
 static void rep_set_sample_seed(void *r, uint64_t seed) { ofa_trainer_set_sample_seed(r, seed); }
 static void rep_set_grad_ready(void *r, ofa_grad_ready_fn fn, void *ctx)
 {
@@ -49,7 +48,7 @@ static size_t rep_per_image(ofa_trainer *t, long step)
 }
 
 static manta_status rep_compute(void *r, long step, const void *batch, int first, void *res,
-                                   float sums[4])
+                                float sums[4])
 {
     const rep_batch *b = batch;
     ofa_step_result *o = res;
@@ -97,8 +96,8 @@ static const dp_replica_ops REPLICA_OPS = {
 };
 
 manta_status ofa_dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
-                           const ofa_schedule *sched, uint64_t seed, dp_mode mode,
-                           ring_comm *ring, dp_trainer **out, manta_err *err)
+                           const ofa_schedule *sched, uint64_t seed, dp_mode mode, ring_comm *ring,
+                           dp_trainer **out, manta_err *err)
 {
     const rep_cfg cfg = {space, sched};
     return dp_create_ops(&REPLICA_OPS, &cfg, devs, n_dev, sched->batch, seed, mode, ring, out, err);

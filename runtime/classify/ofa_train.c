@@ -17,9 +17,9 @@ struct ofa_trainer {
     int B;                /* images per batch on this device (a shard of sched.batch) */
     ofa_supernet *net;
     ofa_slabs sl;
-    mslab teacher;   /* parameters of the teacher */
-    mslab backup;    /* BN statistics saved around a re-calibration */
-    mslab io;        /* labels, teacher logits, then per sub-network of a step its results */
+    mslab teacher; /* parameters of the teacher */
+    mslab backup;  /* BN statistics saved around a re-calibration */
+    mslab io;      /* labels, teacher logits, then per sub-network of a step its results */
     size_t labels, teacher_logits, results;
     int max_subnets; /* the most sub-networks a step of the schedule trains */
     int has_teacher;
@@ -76,9 +76,8 @@ static size_t result_floats(const ofa_trainer *t)
     return (size_t)t->B * (2 + (size_t)t->space.classes);
 }
 
-manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space,
-                                      const ofa_schedule *sched, uint64_t seed, int local_batch,
-                                      ofa_trainer **out)
+manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space, const ofa_schedule *sched,
+                                      uint64_t seed, int local_batch, ofa_trainer **out)
 {
     *out = NULL;
     if (local_batch < 1 || local_batch > sched->batch)
@@ -189,7 +188,8 @@ manta_status ofa_trainer_compute(ofa_trainer *t, long step, const float *images,
         MANTA_TRY(begin_phase(t, phase));
     const int r = ofa_trainer_resolution(t, step);
     ofa_supernet *net = t->net;
-    MANTA_TRY(mcl_write(d, ofa_supernet_input(net), images, (size_t)B * t->space.in_channels * r * r));
+    MANTA_TRY(
+        mcl_write(d, ofa_supernet_input(net), images, (size_t)B * t->space.in_channels * r * r));
     MANTA_TRY(mcl_write(d, IO(t, t->labels), labels, (size_t)B));
     MANTA_TRY(mcl_fill(d, t->sl.grads, 0.0f, t->sl.n_params));
     const int distill = p->distill && t->has_teacher && t->sched.kd_ratio > 0;
@@ -211,16 +211,15 @@ manta_status ofa_trainer_compute(ofa_trainer *t, long step, const float *images,
         MANTA_TRY(ofa_supernet_set_arch(net, &a));
         ofa_supernet_set_dropout_seed(net, t->seed ^ ((uint64_t)step << 8) ^ (uint64_t)k);
         MANTA_TRY(ofa_supernet_forward(net, t->sl.params, OFA_BN_TRAIN));
-        MANTA_TRY(nn_xent_forward_backward(d, B, K, t->sched.label_smoothing, ofa_supernet_logits(net),
-                                     IO(t, t->labels), IO(t, losses),
-                                     ofa_supernet_dlogits(net), 1.0f / (float)B, 0.0f));
+        MANTA_TRY(nn_xent_forward_backward(
+            d, B, K, t->sched.label_smoothing, ofa_supernet_logits(net), IO(t, t->labels),
+            IO(t, losses), ofa_supernet_dlogits(net), 1.0f / (float)B, 0.0f));
         if (distill)
-            MANTA_TRY(nn_soft_xent_forward_backward(d, B, K, ofa_supernet_logits(net),
-                                              IO(t, t->teacher_logits), IO(t, kd_losses),
-                                              ofa_supernet_dlogits(net),
-                                              t->sched.kd_ratio / (float)B, 1.0f));
-        MANTA_TRY(mcl_copy(d, IO(t, kd_losses + (size_t)B), ofa_supernet_logits(net),
-                           (size_t)B * K));
+            MANTA_TRY(nn_soft_xent_forward_backward(
+                d, B, K, ofa_supernet_logits(net), IO(t, t->teacher_logits), IO(t, kd_losses),
+                ofa_supernet_dlogits(net), t->sched.kd_ratio / (float)B, 1.0f));
+        MANTA_TRY(
+            mcl_copy(d, IO(t, kd_losses + (size_t)B), ofa_supernet_logits(net), (size_t)B * K));
         const int last = k == p->subnets - 1;
         ofa_supernet_set_grad_ready(net, last ? t->grad_ready : NULL, t->grad_ready_ctx);
         manta_status bst = ofa_supernet_backward(net);

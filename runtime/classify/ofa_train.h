@@ -38,9 +38,8 @@ void ofa_trainer_destroy(ofa_trainer *t);
  * ofa_trainer_create() is the case local_batch = sched->batch. Evaluation also runs in
  * batches of local_batch images.
  */
-manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space,
-                                      const ofa_schedule *sched, uint64_t seed, int local_batch,
-                                      ofa_trainer **out);
+manta_status ofa_trainer_create_shard(mcl_dev *d, const ofa_space *space, const ofa_schedule *sched,
+                                      uint64_t seed, int local_batch, ofa_trainer **out);
 
 /** Images per batch on this device (the shard size). */
 int ofa_trainer_batch(const ofa_trainer *t);
@@ -65,12 +64,12 @@ const ofa_schedule *ofa_trainer_schedule(const ofa_trainer *t);
 int ofa_trainer_resolution(const ofa_trainer *t, long step);
 
 typedef struct ofa_step_result {
-    int phase;      /**< index into the schedule */
-    int r;          /**< resolution of the batch */
-    float loss;     /**< mean over samples and sub-networks: label loss + kd_ratio * kd loss */
-    float kd_loss;  /**< mean distillation loss (0 when the phase does not distil) */
-    int correct;    /**< correct top-1 predictions summed over the sub-networks */
-    int predictions;/**< batch x sub-networks */
+    int phase;       /**< index into the schedule */
+    int r;           /**< resolution of the batch */
+    float loss;      /**< mean over samples and sub-networks: label loss + kd_ratio * kd loss */
+    float kd_loss;   /**< mean distillation loss (0 when the phase does not distil) */
+    int correct;     /**< correct top-1 predictions summed over the sub-networks */
+    int predictions; /**< batch x sub-networks */
     float lr;
 } ofa_step_result;
 
@@ -141,8 +140,8 @@ manta_status ofa_trainer_extract(ofa_trainer *t, const ofa_arch *a, ofa_batch_fn
  * @param err names the device, rank or the divisibility problem.
  */
 manta_status ofa_dp_create(mcl_dev *const *devs, int n_dev, const ofa_space *space,
-                           const ofa_schedule *sched, uint64_t seed, dp_mode mode,
-                           ring_comm *ring, dp_trainer **out, manta_err *err);
+                           const ofa_schedule *sched, uint64_t seed, dp_mode mode, ring_comm *ring,
+                           dp_trainer **out, manta_err *err);
 
 /**
  * Train global step @p step on the global batch (images (B, C, r, r), labels (B), the same

@@ -16,7 +16,7 @@ double ofa_work_left(const ofa_schedule *s, const double *work, long step)
 }
 
 void ofa_progress_start(train_progress *p, const ofa_schedule *sched, const double *work,
-                          long start, int batch, double now)
+                        long start, int batch, double now)
 {
     memset(p, 0, sizeof *p);
     p->sched = sched;
@@ -26,8 +26,7 @@ void ofa_progress_start(train_progress *p, const ofa_schedule *sched, const doub
     p->t0 = p->t_win = now;
 }
 
-void ofa_progress_add(train_progress *p, const ofa_step_result *r, double wait_s,
-                        double step_s)
+void ofa_progress_add(train_progress *p, const ofa_step_result *r, double wait_s, double step_s)
 {
     p->wait += wait_s;
     p->loss += r->loss;
@@ -38,7 +37,7 @@ void ofa_progress_add(train_progress *p, const ofa_step_result *r, double wait_s
 }
 
 void ofa_progress_report(train_progress *p, const ofa_step_result *last, long done, double now,
-                           train_report *out)
+                         train_report *out)
 {
     const double dt = now - p->t_win;
     const double left = ofa_work_left(p->sched, p->work, done);

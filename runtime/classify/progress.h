@@ -54,11 +54,10 @@ typedef struct train_report {
  * (ofa_schedule_work()) and @p batch images per step.
  */
 void ofa_progress_start(train_progress *p, const ofa_schedule *sched, const double *work,
-                          long start, int batch, double now);
+                        long start, int batch, double now);
 
 /** Add one step: its result, the seconds it waited for data and the seconds it took. */
-void ofa_progress_add(train_progress *p, const ofa_step_result *r, double wait_s,
-                        double step_s);
+void ofa_progress_add(train_progress *p, const ofa_step_result *r, double wait_s, double step_s);
 
 /**
  * The report after @p done steps in all (the step just added was number
@@ -67,7 +66,7 @@ void ofa_progress_add(train_progress *p, const ofa_step_result *r, double wait_s
  * report, and @p done must be past the start.
  */
 void ofa_progress_report(train_progress *p, const ofa_step_result *last, long done, double now,
-                           train_report *out);
+                         train_report *out);
 
 /**
  * The progress record of a report (core/records.h) into @p out: every member

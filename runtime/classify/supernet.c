@@ -42,14 +42,15 @@ static manta_status plan_weights(ofa_supernet *n, mlayout *pl)
     const ofa_space *s = &n->s;
     const int r = s->res[s->n_res - 1];
     int h = ofa_out_size(r, s->stem_kernel, r <= s->stem_stride1_max_res ? 1 : 2);
-    n->stem_w = mlayout_add(pl, (size_t)s->stem_width * s->in_channels * s->stem_kernel * s->stem_kernel);
+    n->stem_w =
+        mlayout_add(pl, (size_t)s->stem_width * s->in_channels * s->stem_kernel * s->stem_kernel);
     n->first_dw = mlayout_add(pl, (size_t)s->stem_width * 9);
     n->first_p = mlayout_add(pl, (size_t)s->first_width * s->stem_width);
     int c = s->first_width;
     for (int u = 0; u < s->n_units; u++)
         for (int j = 0; j < s->max_depth; j++) {
-            ofa_mbconv_spec sp = ofa_mbconv_unit_spec(&s->unit[u], j, c, s->e[s->n_e - 1],
-                                                      s->n_ks, s->ks, h, h);
+            ofa_mbconv_spec sp =
+                ofa_mbconv_unit_spec(&s->unit[u], j, c, s->e[s->n_e - 1], s->n_ks, s->ks, h, h);
             MANTA_TRY(ofa_mbconv_plan_weights(&n->slot[u * s->max_depth + j], &sp, pl,
                                               mcl_err(n->net.d)));
             c = sp.width;
@@ -116,8 +117,18 @@ static manta_status plan(void *net_, mlayout *pl, mlayout *sl, mlayout *al, size
     n->f_pconv = mlayout_add(al, fo);
     n->f_pbn = mlayout_add(al, fo);
     n->f_out = mlayout_add(al, fo);
-    nn_conv2d_shape cs = {net->batch, s->in_channels, r, r, s->stem_width, s->stem_kernel,
-                          s->stem_kernel, sstride, sstride, s->stem_kernel / 2, s->stem_kernel / 2, 0};
+    nn_conv2d_shape cs = {net->batch,
+                          s->in_channels,
+                          r,
+                          r,
+                          s->stem_width,
+                          s->stem_kernel,
+                          s->stem_kernel,
+                          sstride,
+                          sstride,
+                          s->stem_kernel / 2,
+                          s->stem_kernel / 2,
+                          0};
     *scratch = 0;
     ofa_net_need_conv(net, scratch, &cs);
     ofa_net_need_bn(net, scratch, s->stem_width, h * h);
@@ -304,9 +315,11 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
     n->net.fwd_bn = bn;
     const int k = s->stem_kernel, hs = n->hs;
     const size_t shw = (size_t)hs * hs;
-    nn_conv2d_shape stem = {n->net.batch, s->in_channels, n->h0, n->h0, s->stem_width, k, k,
-                            n->stem_stride, n->stem_stride, k / 2, k / 2, 0};
-    MANTA_TRY(nn_conv2d_forward(d, &stem, A(n, n->x0), PW(n, n->stem_w), A(n, n->stem_conv), SCR(n)));
+    nn_conv2d_shape stem = {
+        n->net.batch,   s->in_channels, n->h0, n->h0, s->stem_width, k, k, n->stem_stride,
+        n->stem_stride, k / 2,          k / 2, 0};
+    MANTA_TRY(
+        nn_conv2d_forward(d, &stem, A(n, n->x0), PW(n, n->stem_w), A(n, n->stem_conv), SCR(n)));
     MANTA_TRY(bn_fwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t));
     MANTA_TRY(act_fwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act));
     nn_dw_shape fdw = {n->net.batch, s->stem_width, hs, hs, 3, 1, 1};
@@ -314,15 +327,18 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
     MANTA_TRY(bn_fwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn));
     MANTA_TRY(act_fwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact));
     nn_conv2d_shape fp = pw_shape(n, s->stem_width, hs, s->first_width, 0);
-    MANTA_TRY(nn_conv2d_forward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), A(n, n->f_pconv), SCR(n)));
+    MANTA_TRY(
+        nn_conv2d_forward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), A(n, n->f_pconv), SCR(n)));
     MANTA_TRY(bn_fwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, n->f_pbn));
     if (n->first_residual)
-        MANTA_TRY(nn_add(d, B * s->first_width * shw, A(n, n->stem_act), A(n, n->f_pbn), A(n, n->f_out)));
+        MANTA_TRY(
+            nn_add(d, B * s->first_width * shw, A(n, n->stem_act), A(n, n->f_pbn), A(n, n->f_out)));
     for (int i = 0; i < n->n_active; i++)
         MANTA_TRY(ofa_mbconv_forward(&n->net, &n->slot[n->active[i].idx], &n->active[i].c));
     const size_t hhw = (size_t)n->last_h * n->last_h;
     nn_conv2d_shape hd = pw_shape(n, n->last_c, n->last_h, s->head_expand, 0);
-    MANTA_TRY(nn_conv2d_forward(d, &hd, A(n, n->head_in), PW(n, n->head_w), A(n, n->h_conv), SCR(n)));
+    MANTA_TRY(
+        nn_conv2d_forward(d, &hd, A(n, n->head_in), PW(n, n->head_w), A(n, n->h_conv), SCR(n)));
     MANTA_TRY(bn_fwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn));
     MANTA_TRY(act_fwd(n, NN_ACT_HSWISH, B * s->head_expand * hhw, n->h_bn, n->h_act));
     MANTA_TRY(nn_avgpool_forward(d, B * s->head_expand, hhw, A(n, n->h_act), A(n, n->h_pool)));
@@ -339,8 +355,8 @@ manta_status ofa_supernet_forward(ofa_supernet *n, mview params, ofa_bn_mode bn)
     n->fwd_dropout = bn == OFA_BN_TRAIN && s->dropout > 0;
     if (n->fwd_dropout) {
         n->drop_off = (uint32_t)((size_t)n->first_sample * (size_t)feat_c);
-        MANTA_TRY(nn_dropout_forward_at(d, B * (size_t)feat_c, n->drop_off, s->dropout, n->dropout_seed, A(n, feat),
-                               A(n, n->drop)));
+        MANTA_TRY(nn_dropout_forward_at(d, B * (size_t)feat_c, n->drop_off, s->dropout,
+                                        n->dropout_seed, A(n, feat), A(n, n->drop)));
         feat = n->drop;
     }
     nn_linear_shape cls = {n->net.batch, feat_c, s->classes, 0};
@@ -371,7 +387,12 @@ int ofa_supernet_grad_bounds(const ofa_supernet *n, size_t *bounds, int cap)
 {
     const int slots = ofa_slots(&n->s);
     int k = 0;
-#define PUT(v) do { if (k < cap) bounds[k] = (v); k++; } while (0)
+#define PUT(v)               \
+    do {                     \
+        if (k < cap)         \
+            bounds[k] = (v); \
+        k++;                 \
+    } while (0)
     PUT(n->stem_w);
     PUT(n->first_dw);
     PUT(n->first_p);
@@ -403,16 +424,16 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     int feat_c = s->head_mix > 0 ? s->head_mix : s->head_expand;
     size_t cls_in = n->fwd_dropout ? n->drop : feat;
     nn_linear_shape cls = {n->net.batch, feat_c, s->classes, 0};
-    MANTA_TRY(nn_linear_backward(d, &cls, A(n, cls_in), PW(n, n->cls_w), G(n, n->logits), G(n, cls_in),
-                           DP(n, n->cls_w), DP(n, n->cls_b)));
+    MANTA_TRY(nn_linear_backward(d, &cls, A(n, cls_in), PW(n, n->cls_w), G(n, n->logits),
+                                 G(n, cls_in), DP(n, n->cls_w), DP(n, n->cls_b)));
     if (n->fwd_dropout)
-        MANTA_TRY(nn_dropout_backward_at(d, B * (size_t)feat_c, n->drop_off, s->dropout, n->dropout_seed, G(n, n->drop),
-                                G(n, feat)));
+        MANTA_TRY(nn_dropout_backward_at(d, B * (size_t)feat_c, n->drop_off, s->dropout,
+                                         n->dropout_seed, G(n, n->drop), G(n, feat)));
     if (s->head_mix > 0) {
         nn_linear_shape m = {n->net.batch, s->head_expand, s->head_mix, 0};
         MANTA_TRY(act_bwd(n, NN_ACT_HSWISH, B * s->head_mix, n->m_lin, n->m_act, n->m_lin));
         MANTA_TRY(nn_linear_backward(d, &m, A(n, n->h_pool), PW(n, n->mix_w), G(n, n->m_lin),
-                               G(n, n->h_pool), DP(n, n->mix_w), none));
+                                     G(n, n->h_pool), DP(n, n->mix_w), none));
     }
     const size_t hhw = (size_t)n->last_h * n->last_h;
     MANTA_TRY(nn_avgpool_backward(d, B * s->head_expand, hhw, G(n, n->h_pool), G(n, n->h_act)));
@@ -420,7 +441,7 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     MANTA_TRY(bn_bwd(n, &n->head_bn, s->head_expand, (int)hhw, n->h_conv, n->h_bn, n->h_conv));
     nn_conv2d_shape hd = pw_shape(n, n->last_c, n->last_h, s->head_expand, 0);
     MANTA_TRY(nn_conv2d_backward(d, &hd, A(n, n->head_in), PW(n, n->head_w), G(n, n->h_conv),
-                           G(n, n->head_in), DP(n, n->head_w), SCR(n)));
+                                 G(n, n->head_in), DP(n, n->head_w), SCR(n)));
     MANTA_TRY(grad_ready(n, n->head_w));
     for (int i = n->n_active - 1; i >= 0; i--) {
         MANTA_TRY(ofa_mbconv_backward(&n->net, &n->slot[n->active[i].idx], &n->active[i].c));
@@ -432,20 +453,23 @@ manta_status ofa_supernet_backward(ofa_supernet *n)
     MANTA_TRY(bn_bwd(n, &n->first_pbn, s->first_width, (int)shw, n->f_pconv, g_first, n->f_pconv));
     nn_conv2d_shape fp = pw_shape(n, s->stem_width, hs, s->first_width, 0);
     MANTA_TRY(nn_conv2d_backward(d, &fp, A(n, n->f_dact), PW(n, n->first_p), G(n, n->f_pconv),
-                           G(n, n->f_dact), DP(n, n->first_p), SCR(n)));
+                                 G(n, n->f_dact), DP(n, n->first_p), SCR(n)));
     MANTA_TRY(grad_ready(n, n->first_p));
     MANTA_TRY(act_bwd(n, s->first_act, B * s->stem_width * shw, n->f_dbn, n->f_dact, n->f_dbn));
     MANTA_TRY(bn_bwd(n, &n->first_dbn, s->stem_width, (int)shw, n->f_dconv, n->f_dbn, n->f_dconv));
     nn_dw_shape fdw = {n->net.batch, s->stem_width, hs, hs, 3, 1, 1};
     MANTA_TRY(nn_dw_backward(d, &fdw, A(n, n->stem_act), PW(n, n->first_dw), G(n, n->f_dconv),
-                       G(n, n->stem_act), DP(n, n->first_dw), SCR(n)));
+                             G(n, n->stem_act), DP(n, n->first_dw), SCR(n)));
     MANTA_TRY(grad_ready(n, n->first_dw));
     if (n->first_residual)
         MANTA_TRY(nn_axpy(d, B * s->first_width * shw, 1.0f, G(n, n->f_out), G(n, n->stem_act)));
-    MANTA_TRY(act_bwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act, n->stem_bn_t));
-    MANTA_TRY(bn_bwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t, n->stem_conv));
-    nn_conv2d_shape stem = {n->net.batch, s->in_channels, n->h0, n->h0, s->stem_width, k, k,
-                            n->stem_stride, n->stem_stride, k / 2, k / 2, 0};
+    MANTA_TRY(
+        act_bwd(n, s->stem_act, B * s->stem_width * shw, n->stem_bn_t, n->stem_act, n->stem_bn_t));
+    MANTA_TRY(
+        bn_bwd(n, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv, n->stem_bn_t, n->stem_conv));
+    nn_conv2d_shape stem = {
+        n->net.batch,   s->in_channels, n->h0, n->h0, s->stem_width, k, k, n->stem_stride,
+        n->stem_stride, k / 2,          k / 2, 0};
     MANTA_TRY(nn_conv2d_backward(d, &stem, A(n, n->x0), PW(n, n->stem_w), G(n, n->stem_conv), none,
                                  DP(n, n->stem_w), SCR(n)));
     return grad_ready(n, 0);

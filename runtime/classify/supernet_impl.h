@@ -34,14 +34,17 @@ struct ofa_supernet {
     size_t head_in; /* activation offset of the head's input */
     bool first_residual;
     uint64_t dropout_seed;
-    bool fwd_dropout;   /* the last forward applied dropout */
+    bool fwd_dropout;             /* the last forward applied dropout */
     ofa_grad_ready_fn grad_ready; /* progress of the backward, or NULL */
     void *grad_ready_ctx;
-    uint32_t drop_off;  /* dropout mask offset: first sample of this shard * features */
-    long first_sample;  /* first sample of this replica's shard in the global batch */
+    uint32_t drop_off; /* dropout mask offset: first sample of this shard * features */
+    long first_sample; /* first sample of this replica's shard in the global batch */
 };
 
 /** Output size of a convolution with padding k/2. */
-static inline int ofa_out_size(int in, int k, int stride) { return (in + 2 * (k / 2) - k) / stride + 1; }
+static inline int ofa_out_size(int in, int k, int stride)
+{
+    return (in + 2 * (k / 2) - k) / stride + 1;
+}
 
 #endif

@@ -18,28 +18,56 @@
 #define BN_MOMENTUM 0.1f
 #define BN_EPS 1e-5f
 
-typedef struct conv_l { nn_conv2d_shape s; size_t w; } conv_l;
-typedef struct dw_l { nn_dw_shape s; size_t w; } dw_l;
-typedef struct fc_l { nn_linear_shape s; size_t w, b; } fc_l;
+typedef struct conv_l {
+    nn_conv2d_shape s;
+    size_t w;
+} conv_l;
+typedef struct dw_l {
+    nn_dw_shape s;
+    size_t w;
+} dw_l;
+typedef struct fc_l {
+    nn_linear_shape s;
+    size_t w, b;
+} fc_l;
 /* o: gamma, beta: parameter offsets; the rest: offsets in the state slab. */
-typedef struct bn_l { nn_bn_shape s; ofa_bn o; } bn_l;
+typedef struct bn_l {
+    nn_bn_shape s;
+    ofa_bn o;
+} bn_l;
 
 /* Activation tensors, in forward order. Each has a gradient of the same size. */
 enum {
-    X0,                     /* (B, C, H, W) input */
-    C1, B1, A1,             /* conv3x3, BN, ReLU      (B, 16, H, W) */
-    C2, B2, A2,             /* dw3x3 s2, BN, h-swish  (B, 16, H2, W2) */
-    C3, B3, A3,             /* pw 16->32, BN, ReLU    (B, 32, H2, W2) */
-    C4, B4, A4,             /* dw5x5 s2, BN, h-swish  (B, 32, H4, W4) */
-    S0, S1, S2, S3, S4,     /* SE: pool, fc, ReLU, fc, h-sigmoid (B, 8|32) */
-    SE,                     /* A4 * S4                (B, 32, H4, W4) */
-    C5, B5, A5,             /* dw3x3 s1, BN, ReLU6 */
-    C6, B6,                 /* pw 32->32, BN */
-    RES,                    /* SE + B6 */
-    POOL,                   /* (B, 32) */
-    LOGITS,                 /* (B, classes) */
-    TMP,                    /* (B, 32, H4, W4): SE pooling gradient */
-    LABELS, LOSSES,         /* (B) */
+    X0, /* (B, C, H, W) input */
+    C1,
+    B1,
+    A1, /* conv3x3, BN, ReLU      (B, 16, H, W) */
+    C2,
+    B2,
+    A2, /* dw3x3 s2, BN, h-swish  (B, 16, H2, W2) */
+    C3,
+    B3,
+    A3, /* pw 16->32, BN, ReLU    (B, 32, H2, W2) */
+    C4,
+    B4,
+    A4, /* dw5x5 s2, BN, h-swish  (B, 32, H4, W4) */
+    S0,
+    S1,
+    S2,
+    S3,
+    S4, /* SE: pool, fc, ReLU, fc, h-sigmoid (B, 8|32) */
+    SE, /* A4 * S4                (B, 32, H4, W4) */
+    C5,
+    B5,
+    A5, /* dw3x3 s1, BN, ReLU6 */
+    C6,
+    B6,     /* pw 32->32, BN */
+    RES,    /* SE + B6 */
+    POOL,   /* (B, 32) */
+    LOGITS, /* (B, classes) */
+    TMP,    /* (B, 32, H4, W4): SE pooling gradient */
+    LABELS,
+    LOSSES, /* (B) */
     N_TENSORS
 };
 
@@ -88,7 +116,8 @@ static manta_status init_values(tinynet *t, uint64_t seed)
     for (int i = 0; i < 3; i++) {
         const nn_conv2d_shape *cs = &convs[i]->s;
         size_t n = (size_t)cs->cout * cs->cin * cs->kh * cs->kw;
-        manta_rng_fill_normal(&r, p + convs[i]->w, n, sqrtf(2.0f / (float)(cs->cout * cs->kh * cs->kw)));
+        manta_rng_fill_normal(&r, p + convs[i]->w, n,
+                              sqrtf(2.0f / (float)(cs->cout * cs->kh * cs->kw)));
     }
     const dw_l *dws[] = {&t->c2, &t->c4, &t->c5};
     for (int i = 0; i < 3; i++) {
@@ -99,7 +128,7 @@ static manta_status init_values(tinynet *t, uint64_t seed)
     const fc_l *fcs[] = {&t->se_r, &t->se_e, &t->fc};
     for (int i = 0; i < 3; i++)
         manta_rng_fill_uniform(&r, p + fcs[i]->w, (size_t)fcs[i]->s.out * fcs[i]->s.in,
-                     1.0f / sqrtf((float)fcs[i]->s.in));
+                               1.0f / sqrtf((float)fcs[i]->s.in));
     const bn_l *bns[] = {&t->b1, &t->b2, &t->b3, &t->b4, &t->b5, &t->b6};
     for (int i = 0; i < 6; i++)
         ofa_bn_init_values(&bns[i]->o, bns[i]->s.c, p, s);
@@ -127,9 +156,10 @@ manta_status tinynet_create(mcl_dev *d, const tinynet_config *cfg, uint64_t seed
     *out = NULL;
     if (cfg->channels < 1 || cfg->height < 8 || cfg->width < 8 || cfg->classes < 2 ||
         cfg->batch < 1 || cfg->label_smoothing < 0 || cfg->label_smoothing >= 1)
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "tinynet: bad configuration (channels %d, %dx%d, classes %d, batch %d)",
-                             cfg->channels, cfg->height, cfg->width, cfg->classes, cfg->batch);
+        return manta_err_set(
+            mcl_err(d), MANTA_ERR_INVALID_ARG,
+            "tinynet: bad configuration (channels %d, %dx%d, classes %d, batch %d)", cfg->channels,
+            cfg->height, cfg->width, cfg->classes, cfg->batch);
     tinynet *t = calloc(1, sizeof *t);
     if (!t)
         return manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "tinynet: out of host memory");
@@ -178,15 +208,35 @@ manta_status tinynet_create(mcl_dev *d, const tinynet_config *cfg, uint64_t seed
     const size_t wide = (size_t)B * 32 * H2 * W2, small = (size_t)B * 32 * H4 * W4;
     const size_t len[N_TENSORS] = {
         [X0] = (size_t)B * cfg->channels * H * W,
-        [C1] = big, [B1] = big, [A1] = big,
-        [C2] = mid, [B2] = mid, [A2] = mid,
-        [C3] = wide, [B3] = wide, [A3] = wide,
-        [C4] = small, [B4] = small, [A4] = small,
-        [S0] = (size_t)B * 32, [S1] = (size_t)B * 8, [S2] = (size_t)B * 8,
-        [S3] = (size_t)B * 32, [S4] = (size_t)B * 32,
-        [SE] = small, [C5] = small, [B5] = small, [A5] = small, [C6] = small, [B6] = small,
-        [RES] = small, [POOL] = (size_t)B * 32, [LOGITS] = (size_t)B * K, [TMP] = small,
-        [LABELS] = (size_t)B, [LOSSES] = (size_t)B,
+        [C1] = big,
+        [B1] = big,
+        [A1] = big,
+        [C2] = mid,
+        [B2] = mid,
+        [A2] = mid,
+        [C3] = wide,
+        [B3] = wide,
+        [A3] = wide,
+        [C4] = small,
+        [B4] = small,
+        [A4] = small,
+        [S0] = (size_t)B * 32,
+        [S1] = (size_t)B * 8,
+        [S2] = (size_t)B * 8,
+        [S3] = (size_t)B * 32,
+        [S4] = (size_t)B * 32,
+        [SE] = small,
+        [C5] = small,
+        [B5] = small,
+        [A5] = small,
+        [C6] = small,
+        [B6] = small,
+        [RES] = small,
+        [POOL] = (size_t)B * 32,
+        [LOGITS] = (size_t)B * K,
+        [TMP] = small,
+        [LABELS] = (size_t)B,
+        [LOSSES] = (size_t)B,
     };
     mlayout al = {0};
     for (int i = 0; i < N_TENSORS; i++) {
@@ -261,8 +311,7 @@ static manta_status act_bwd(tinynet *t, nn_act a, int x, int y)
 }
 
 /* The BN and activation after a convolution: y = BN(x), z = act(y). */
-static manta_status bn_act_fwd(tinynet *t, const bn_l *b, nn_act a, int x, int y, int z,
-                               bool train)
+static manta_status bn_act_fwd(tinynet *t, const bn_l *b, nn_act a, int x, int y, int z, bool train)
 {
     MANTA_TRY(bn_fwd(t, b, x, y, train));
     return act_fwd(t, a, y, z);
@@ -290,9 +339,11 @@ static manta_status forward(tinynet *t, bool train)
     /* squeeze-and-excite */
     const size_t nc = (size_t)t->cfg.batch * 32, hw = t->act_len[A4] / nc;
     MANTA_TRY(nn_avgpool_forward(d, nc, hw, A(t, A4), A(t, S0)));
-    MANTA_TRY(nn_linear_forward(d, &t->se_r.s, A(t, S0), P(t, t->se_r.w), P(t, t->se_r.b), A(t, S1)));
+    MANTA_TRY(
+        nn_linear_forward(d, &t->se_r.s, A(t, S0), P(t, t->se_r.w), P(t, t->se_r.b), A(t, S1)));
     MANTA_TRY(act_fwd(t, NN_ACT_RELU, S1, S2));
-    MANTA_TRY(nn_linear_forward(d, &t->se_e.s, A(t, S2), P(t, t->se_e.w), P(t, t->se_e.b), A(t, S3)));
+    MANTA_TRY(
+        nn_linear_forward(d, &t->se_e.s, A(t, S2), P(t, t->se_e.w), P(t, t->se_e.b), A(t, S3)));
     MANTA_TRY(act_fwd(t, NN_ACT_HSIGMOID, S3, S4));
     MANTA_TRY(nn_scale_forward(d, nc, hw, A(t, A4), A(t, S4), A(t, SE)));
     /* residual block */
@@ -303,8 +354,7 @@ static manta_status forward(tinynet *t, bool train)
     MANTA_TRY(nn_add(d, t->act_len[RES], A(t, SE), A(t, B6), A(t, RES)));
     /* head */
     MANTA_TRY(nn_avgpool_forward(d, nc, hw, A(t, RES), A(t, POOL)));
-    return nn_linear_forward(d, &t->fc.s, A(t, POOL), P(t, t->fc.w), P(t, t->fc.b),
-                             A(t, LOGITS));
+    return nn_linear_forward(d, &t->fc.s, A(t, POOL), P(t, t->fc.w), P(t, t->fc.b), A(t, LOGITS));
 }
 
 /* Gradients of everything from G(LOGITS) back to the first layer's weights. */
@@ -314,41 +364,41 @@ static manta_status backward(tinynet *t)
     mview scr = mslab_view(&t->scratch, 0), none = {NULL, 0};
     const size_t nc = (size_t)t->cfg.batch * 32, hw = t->act_len[A4] / nc;
     MANTA_TRY(nn_linear_backward(d, &t->fc.s, A(t, POOL), P(t, t->fc.w), G(t, LOGITS), G(t, POOL),
-                           DP(t, t->fc.w), DP(t, t->fc.b)));
+                                 DP(t, t->fc.w), DP(t, t->fc.b)));
     MANTA_TRY(nn_avgpool_backward(d, nc, hw, G(t, POOL), G(t, RES)));
     /* RES = SE + B6: both inputs receive G(RES); B6's gradient is read in place */
     MANTA_TRY(nn_bn_backward(d, &t->b6.s, A(t, C6), P(t, t->b6.o.gamma), S(t, t->b6.o.smean),
-                       S(t, t->b6.o.sinv), G(t, RES), G(t, C6), DP(t, t->b6.o.gamma),
-                       DP(t, t->b6.o.beta), scr));
+                             S(t, t->b6.o.sinv), G(t, RES), G(t, C6), DP(t, t->b6.o.gamma),
+                             DP(t, t->b6.o.beta), scr));
     MANTA_TRY(nn_conv2d_backward(d, &t->c6.s, A(t, A5), P(t, t->c6.w), G(t, C6), G(t, A5),
-                           DP(t, t->c6.w), scr));
+                                 DP(t, t->c6.w), scr));
     MANTA_TRY(act_bn_bwd(t, &t->b5, NN_ACT_RELU6, C5, B5, A5));
     MANTA_TRY(nn_dw_backward(d, &t->c5.s, A(t, SE), P(t, t->c5.w), G(t, C5), G(t, SE),
-                       DP(t, t->c5.w), scr));
+                             DP(t, t->c5.w), scr));
     MANTA_TRY(nn_axpy(d, t->act_len[SE], 1.0f, G(t, RES), G(t, SE)));
     /* squeeze-and-excite: SE = A4 * S4 */
     MANTA_TRY(nn_scale_backward(d, nc, hw, A(t, A4), A(t, S4), G(t, SE), G(t, A4), G(t, S4)));
     MANTA_TRY(act_bwd(t, NN_ACT_HSIGMOID, S3, S4));
     MANTA_TRY(nn_linear_backward(d, &t->se_e.s, A(t, S2), P(t, t->se_e.w), G(t, S3), G(t, S2),
-                           DP(t, t->se_e.w), DP(t, t->se_e.b)));
+                                 DP(t, t->se_e.w), DP(t, t->se_e.b)));
     MANTA_TRY(act_bwd(t, NN_ACT_RELU, S1, S2));
     MANTA_TRY(nn_linear_backward(d, &t->se_r.s, A(t, S0), P(t, t->se_r.w), G(t, S1), G(t, S0),
-                           DP(t, t->se_r.w), DP(t, t->se_r.b)));
+                                 DP(t, t->se_r.w), DP(t, t->se_r.b)));
     MANTA_TRY(nn_avgpool_backward(d, nc, hw, G(t, S0), G(t, TMP)));
     MANTA_TRY(nn_axpy(d, t->act_len[A4], 1.0f, G(t, TMP), G(t, A4)));
     /* trunk */
     MANTA_TRY(act_bn_bwd(t, &t->b4, NN_ACT_HSWISH, C4, B4, A4));
     MANTA_TRY(nn_dw_backward(d, &t->c4.s, A(t, A3), P(t, t->c4.w), G(t, C4), G(t, A3),
-                       DP(t, t->c4.w), scr));
+                             DP(t, t->c4.w), scr));
     MANTA_TRY(act_bn_bwd(t, &t->b3, NN_ACT_RELU, C3, B3, A3));
     MANTA_TRY(nn_conv2d_backward(d, &t->c3.s, A(t, A2), P(t, t->c3.w), G(t, C3), G(t, A2),
-                           DP(t, t->c3.w), scr));
+                                 DP(t, t->c3.w), scr));
     MANTA_TRY(act_bn_bwd(t, &t->b2, NN_ACT_HSWISH, C2, B2, A2));
     MANTA_TRY(nn_dw_backward(d, &t->c2.s, A(t, A1), P(t, t->c2.w), G(t, C2), G(t, A1),
-                       DP(t, t->c2.w), scr));
+                             DP(t, t->c2.w), scr));
     MANTA_TRY(act_bn_bwd(t, &t->b1, NN_ACT_RELU, C1, B1, A1));
-    return nn_conv2d_backward(d, &t->c1.s, A(t, X0), P(t, t->c1.w), G(t, C1), none,
-                              DP(t, t->c1.w), scr);
+    return nn_conv2d_backward(d, &t->c1.s, A(t, X0), P(t, t->c1.w), G(t, C1), none, DP(t, t->c1.w),
+                              scr);
 }
 
 static manta_status upload_batch(tinynet *t, const float *images)
@@ -380,10 +430,10 @@ manta_status tinynet_train_step(tinynet *t, const float *images, const float *la
     MANTA_TRY(mcl_fill(d, DP(t, 0), 0.0f, t->n_params));
     MANTA_TRY(forward(t, true));
     MANTA_TRY(nn_xent_forward_backward(d, B, K, t->cfg.label_smoothing, A(t, LOGITS), A(t, LABELS),
-                                 A(t, LOSSES), G(t, LOGITS), 1.0f / (float)B, 0.0f));
+                                       A(t, LOSSES), G(t, LOGITS), 1.0f / (float)B, 0.0f));
     MANTA_TRY(backward(t));
-    MANTA_TRY(optim_sgd_step(d, opt, lr, 1.0f, P(t, 0), DP(t, 0), mslab_view(&t->mom, 0), t->n_decay,
-                       t->n_params));
+    MANTA_TRY(optim_sgd_step(d, opt, lr, 1.0f, P(t, 0), DP(t, 0), mslab_view(&t->mom, 0),
+                             t->n_decay, t->n_params));
     if (out) {
         float losses[1024];
         float sum = 0;

@@ -37,8 +37,8 @@ static ckpt_train_slabs train_slabs(ofa_trainer *t, bool has_teacher)
 {
     ofa_slabs sl;
     ofa_supernet_slabs(ofa_trainer_net(t), &sl);
-    return (ckpt_train_slabs){sl.params, sl.momentum, sl.state, ofa_trainer_teacher(t),
-                              sl.n_params, sl.n_state, has_teacher};
+    return (ckpt_train_slabs){sl.params,   sl.momentum, sl.state,   ofa_trainer_teacher(t),
+                              sl.n_params, sl.n_state,  has_teacher};
 }
 
 manta_status trainstate_save(const char *path, ofa_trainer *t, mcl_dev *d, const train_meta *m,
@@ -93,7 +93,8 @@ static manta_status read_state(ckpt_reader *r, const char *path, void *user,
     if (strcmp(sp->name, own->name) != 0 || sp->n_units != own->n_units || a->m->batch != batch)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "%s: checkpoint of space '%s' with batch %d, this run has '%s' with "
-                             "batch %d", path, sp->name, a->m->batch, own->name, batch);
+                             "batch %d",
+                             path, sp->name, a->m->batch, own->name, batch);
     *slabs = train_slabs(a->t, a->m->has_teacher);
     return MANTA_OK;
 }

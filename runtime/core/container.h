@@ -229,7 +229,7 @@ typedef struct ckpt_reader ckpt_reader;
 typedef struct ckpt_section_info {
     const char *name; /**< owned by the reader; valid until ckpt_close() */
     ckpt_type type;
-    uint64_t count;   /**< elements (bytes for CKPT_BYTES and CKPT_JSON) */
+    uint64_t count; /**< elements (bytes for CKPT_BYTES and CKPT_JSON) */
 } ckpt_section_info;
 
 /**
@@ -290,8 +290,7 @@ manta_status ckpt_find(const ckpt_reader *r, const char *name, ckpt_type type, u
  *         matches (the file changed after it was opened; @p dst is then
  *         unspecified); MANTA_ERR_IO for a failed read.
  */
-manta_status ckpt_read_f32(ckpt_reader *r, const char *name, float *dst, size_t n,
-                           manta_err *err);
+manta_status ckpt_read_f32(ckpt_reader *r, const char *name, float *dst, size_t n, manta_err *err);
 
 /**
  * Consumer of a streamed float32 section: take the values
@@ -321,8 +320,7 @@ manta_status ckpt_read_i64(ckpt_reader *r, const char *name, int64_t *dst, size_
                            manta_err *err);
 
 /** Copy bytes section @p name into @p dst ((n) bytes). Errors as ckpt_read_f32(). */
-manta_status ckpt_read_bytes(ckpt_reader *r, const char *name, void *dst, size_t n,
-                             manta_err *err);
+manta_status ckpt_read_bytes(ckpt_reader *r, const char *name, void *dst, size_t n, manta_err *err);
 
 /**
  * Read JSON section @p name into a malloc'd, NUL-terminated string the

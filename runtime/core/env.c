@@ -48,8 +48,7 @@ static const manta_env_desc table[MANTA_ENV_COUNT] = {
                            "(--timeout)",
                            "60"},
     [MANTA_ENV_FRAME_MAC] = {"MANTA_FRAME_MAC", "distributed",
-                             "what the ring's frame tags cover: header or full (--mac)",
-                             "header"},
+                             "what the ring's frame tags cover: header or full (--mac)", "header"},
     [MANTA_ENV_SOCKBUF] = {"MANTA_SOCKBUF", "distributed",
                            "the ring's socket buffer sizes in bytes, 0 for the kernel's "
                            "autotuning (--sock-buf)",

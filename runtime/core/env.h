@@ -25,11 +25,11 @@
 /** Every MANTA_* environment variable; the value indexes the table of env.c. */
 typedef enum manta_env_var {
     /* devices and kernels (runtime/cl) */
-    MANTA_ENV_DEVICE = 0,    /**< MANTA_DEVICE: the device when no --device is given */
-    MANTA_ENV_DEVICE_LIMITS, /**< MANTA_DEVICE_LIMITS: clamps every device's limits */
-    MANTA_ENV_KERNELS,       /**< MANTA_KERNELS: cpu, gpu or auto kernel variants */
-    MANTA_ENV_CACHE_DIR,     /**< MANTA_CACHE_DIR: program-binary and tuning cache folder */
-    MANTA_ENV_NO_TUNING,     /**< MANTA_NO_TUNING: ignore the device's tuning file */
+    MANTA_ENV_DEVICE = 0,     /**< MANTA_DEVICE: the device when no --device is given */
+    MANTA_ENV_DEVICE_LIMITS,  /**< MANTA_DEVICE_LIMITS: clamps every device's limits */
+    MANTA_ENV_KERNELS,        /**< MANTA_KERNELS: cpu, gpu or auto kernel variants */
+    MANTA_ENV_CACHE_DIR,      /**< MANTA_CACHE_DIR: program-binary and tuning cache folder */
+    MANTA_ENV_NO_TUNING,      /**< MANTA_NO_TUNING: ignore the device's tuning file */
     MANTA_ENV_CLBLAST_TUNERS, /**< MANTA_CLBLAST_TUNERS: where manta tune finds the tuners */
     /* distributed jobs (runtime/dist, manta launch) */
     MANTA_ENV_JOB_ID,      /**< MANTA_JOB_ID: the job id */

@@ -93,9 +93,8 @@ manta_status manta_file_create_tmp(const char *path, char **tmp, int *fd, manta_
     }
     if (*fd >= 0)
         return MANTA_OK;
-    manta_status st = manta_err_set(err, MANTA_ERR_IO,
-                                    "%s: cannot create the temporary file %s: %s", path, *tmp,
-                                    strerror(e));
+    manta_status st = manta_err_set(
+        err, MANTA_ERR_IO, "%s: cannot create the temporary file %s: %s", path, *tmp, strerror(e));
     free(*tmp);
     *tmp = NULL;
     return st;
@@ -123,8 +122,7 @@ manta_status manta_file_sync_dir(const char *path, manta_err *err)
     return st;
 }
 
-manta_status manta_file_write_atomic(const char *path, const void *data, size_t len,
-                                     manta_err *err)
+manta_status manta_file_write_atomic(const char *path, const void *data, size_t len, manta_err *err)
 {
     if (!path || !*path)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "output path is empty");
@@ -138,9 +136,9 @@ manta_status manta_file_write_atomic(const char *path, const void *data, size_t 
         int e = errno;
         close(fd);
         remove(tmp);
-        manta_status st = manta_err_set(err, MANTA_ERR_IO,
-                                        "%s: cannot create the temporary file %s: %s", path, tmp,
-                                        strerror(e));
+        manta_status st =
+            manta_err_set(err, MANTA_ERR_IO, "%s: cannot create the temporary file %s: %s", path,
+                          tmp, strerror(e));
         free(tmp);
         return st;
     }

@@ -238,10 +238,8 @@ void manta_rec_done_json(const manta_rec_done *r, manta_strbuf *b)
 
 const char *manta_rec_kind_name(manta_rec_kind k)
 {
-    static const char *const names[] = {"unknown", "job",        "progress",
-                                        "step",    "eval",       "phase_end",
-                                        "checkpoint", "error",   "stopped",
-                                        "done"};
+    static const char *const names[] = {"unknown",   "job",        "progress", "step",    "eval",
+                                        "phase_end", "checkpoint", "error",    "stopped", "done"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "unknown";
 }
 
@@ -258,8 +256,8 @@ manta_status manta_rec_json(const manta_rec *r, manta_strbuf *b, manta_err *err)
     case MANTA_REC_STOPPED: manta_rec_stopped_json(&r->stopped, b); break;
     case MANTA_REC_DONE: manta_rec_done_json(&r->done, b); break;
     default:
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                             "metrics record: kind %d has no writer", (int)r->kind);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "metrics record: kind %d has no writer",
+                             (int)r->kind);
     }
     return MANTA_OK;
 }
@@ -282,17 +280,17 @@ manta_status manta_rec_write(FILE *f, const manta_rec *r, manta_err *err)
 
 static bool word_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '.';
 }
 
 size_t manta_rec_clean(const char *in, size_t n, char *out)
 {
     static const struct {
         const char *tok, *rep;
-    } subs[] = {{"-infinity", "\"-Infinity\""}, {"infinity", "\"Infinity\""},
-                {"-inf", "\"-Infinity\""},      {"inf", "\"Infinity\""},
-                {"-nan", "\"NaN\""},            {"nan", "\"NaN\""}};
+    } subs[] = {
+        {"-infinity", "\"-Infinity\""}, {"infinity", "\"Infinity\""}, {"-inf", "\"-Infinity\""},
+        {"inf", "\"Infinity\""},        {"-nan", "\"NaN\""},          {"nan", "\"NaN\""}};
     size_t o = 0;
     bool str = false, esc = false;
     for (size_t i = 0; i < n; i++) {
@@ -565,10 +563,14 @@ static manta_rec_kind kind_of(const cJSON *o)
     static const struct {
         const char *event;
         manta_rec_kind kind;
-    } events[] = {{"job", MANTA_REC_JOB},           {"step", MANTA_REC_STEP},
-                  {"phase_end", MANTA_REC_PHASE_END}, {"checkpoint", MANTA_REC_CHECKPOINT},
-                  {"error", MANTA_REC_ERROR},       {"stopped", MANTA_REC_STOPPED},
-                  {"done", MANTA_REC_DONE},         {"progress", MANTA_REC_PROGRESS}};
+    } events[] = {{"job", MANTA_REC_JOB},
+                  {"step", MANTA_REC_STEP},
+                  {"phase_end", MANTA_REC_PHASE_END},
+                  {"checkpoint", MANTA_REC_CHECKPOINT},
+                  {"error", MANTA_REC_ERROR},
+                  {"stopped", MANTA_REC_STOPPED},
+                  {"done", MANTA_REC_DONE},
+                  {"progress", MANTA_REC_PROGRESS}};
     const char *ev = str(o, "event"), *eval = str(o, "eval");
     if (ev) {
         for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)

@@ -54,16 +54,17 @@
 
 /** The kinds of record. */
 typedef enum manta_rec_kind {
-    MANTA_REC_UNKNOWN = 0, /**< a JSON object of a kind not known here (or lacking its key members) */
-    MANTA_REC_JOB,         /**< `"event":"job"`: the first record of every invocation */
-    MANTA_REC_PROGRESS,    /**< classification progress (no "event"; "step" and "loss") */
-    MANTA_REC_STEP,        /**< `"event":"step"`: stereo progress */
-    MANTA_REC_EVAL,        /**< `"eval":"val"`: classification validation at a phase's end */
-    MANTA_REC_PHASE_END,   /**< `"event":"phase_end"`: stereo evaluation at a phase's end */
-    MANTA_REC_CHECKPOINT,  /**< `"event":"checkpoint"` */
-    MANTA_REC_ERROR,       /**< `"event":"error"`: an error stopped the job */
-    MANTA_REC_STOPPED,     /**< `"event":"stopped"`: --stop-after, SIGINT or SIGTERM */
-    MANTA_REC_DONE         /**< `"event":"done"`: the end of the schedule */
+    MANTA_REC_UNKNOWN =
+        0,               /**< a JSON object of a kind not known here (or lacking its key members) */
+    MANTA_REC_JOB,       /**< `"event":"job"`: the first record of every invocation */
+    MANTA_REC_PROGRESS,  /**< classification progress (no "event"; "step" and "loss") */
+    MANTA_REC_STEP,      /**< `"event":"step"`: stereo progress */
+    MANTA_REC_EVAL,      /**< `"eval":"val"`: classification validation at a phase's end */
+    MANTA_REC_PHASE_END, /**< `"event":"phase_end"`: stereo evaluation at a phase's end */
+    MANTA_REC_CHECKPOINT, /**< `"event":"checkpoint"` */
+    MANTA_REC_ERROR,      /**< `"event":"error"`: an error stopped the job */
+    MANTA_REC_STOPPED,    /**< `"event":"stopped"`: --stop-after, SIGINT or SIGTERM */
+    MANTA_REC_DONE        /**< `"event":"done"`: the end of the schedule */
 } manta_rec_kind;
 
 /** One phase of the job record's schedule. */
@@ -77,21 +78,22 @@ typedef struct manta_rec_phase {
 
 /** `{"event":"job","schema":1,"time":T,...}`: what an invocation trains, and where. */
 typedef struct manta_rec_job {
-    int schema;                         /**< schema version (written: MANTA_REC_SCHEMA; read: 0 when absent) */
-    double time;                        /**< Unix time, seconds (%.3f) */
-    char task[MANTA_REC_NAME_MAX];      /**< "classification" or "stereo" */
-    char space[MANTA_REC_TEXT_MAX];     /**< the search space's name */
-    char schedule[MANTA_REC_NAME_MAX];  /**< the schedule preset */
-    char data[MANTA_REC_TEXT_MAX];      /**< the data ("fashion-mnist", "synthetic", a folder) */
-    long steps;                         /**< steps of the schedule (-1 read when absent) */
-    long start_step;                    /**< first step of this invocation, 0-based */
-    int batch, world_size, devices_per_rank, replicas; /**< global batch, ranks, devices, replicas */
-    char mode[MANTA_REC_NAME_MAX];      /**< "data" or "subnet" */
-    char host[MANTA_REC_TEXT_MAX];      /**< rank 0's host */
-    int n_devices;                      /**< entries of devices and device_bytes */
+    int schema;  /**< schema version (written: MANTA_REC_SCHEMA; read: 0 when absent) */
+    double time; /**< Unix time, seconds (%.3f) */
+    char task[MANTA_REC_NAME_MAX];     /**< "classification" or "stereo" */
+    char space[MANTA_REC_TEXT_MAX];    /**< the search space's name */
+    char schedule[MANTA_REC_NAME_MAX]; /**< the schedule preset */
+    char data[MANTA_REC_TEXT_MAX];     /**< the data ("fashion-mnist", "synthetic", a folder) */
+    long steps;                        /**< steps of the schedule (-1 read when absent) */
+    long start_step;                   /**< first step of this invocation, 0-based */
+    int batch, world_size, devices_per_rank,
+        replicas;                  /**< global batch, ranks, devices, replicas */
+    char mode[MANTA_REC_NAME_MAX]; /**< "data" or "subnet" */
+    char host[MANTA_REC_TEXT_MAX]; /**< rank 0's host */
+    int n_devices;                 /**< entries of devices and device_bytes */
     char devices[MANTA_REC_MAX_DEVICES][MANTA_REC_TEXT_MAX]; /**< rank 0's device names */
     unsigned long long device_bytes[MANTA_REC_MAX_DEVICES];  /**< bytes live on each then */
-    int n_phases;                       /**< entries of phases */
+    int n_phases;                                            /**< entries of phases */
     manta_rec_phase phases[MANTA_REC_MAX_PHASES];            /**< the schedule */
 } manta_rec_job;
 
@@ -101,22 +103,22 @@ typedef struct manta_rec_job {
  * rank 0; ring_bytes_per_s is null with one rank).
  */
 typedef struct manta_rec_rank {
-    int rank;                                /**< its number */
-    char device[MANTA_REC_TEXT_MAX];         /**< its first device ("" : null) */
-    char host[MANTA_REC_TEXT_MAX];           /**< its host ("" : null) */
-    double images_per_s;                     /**< samples per second (%.2f) */
+    int rank;                                        /**< its number */
+    char device[MANTA_REC_TEXT_MAX];                 /**< its first device ("" : null) */
+    char host[MANTA_REC_TEXT_MAX];                   /**< its host ("" : null) */
+    double images_per_s;                             /**< samples per second (%.2f) */
     double compute_s, data_wait_s, allreduce_wait_s; /**< seconds of the step (%.6f) */
-    double ring_bytes_per_s;                 /**< allreduce bytes per second of wait (%.0f) */
-    double heartbeat;                        /**< Unix time the rank was last heard of (%.3f) */
-    double step_ms;                          /**< the rank's step time, milliseconds (%.1f);
+    double ring_bytes_per_s; /**< allreduce bytes per second of wait (%.0f) */
+    double heartbeat;        /**< Unix time the rank was last heard of (%.3f) */
+    double step_ms;          /**< the rank's step time, milliseconds (%.1f);
                                                   NaN: left out (older files may hold it) */
 } manta_rec_rank;
 
 /** The sizes of the sub-networks trained since the previous progress record. */
 typedef struct manta_rec_subnets {
-    long n;                                  /**< how many; 0: the member is absent; -1:
+    long n;                                     /**< how many; 0: the member is absent; -1:
                                                   present without "n" (read only) */
-    double macs_mean, macs_min, macs_max;    /**< MACs of one image (%.0f) */
+    double macs_mean, macs_min, macs_max;       /**< MACs of one image (%.0f) */
     double params_mean, params_min, params_max; /**< parameters (%.0f) */
 } manta_rec_subnets;
 
@@ -140,8 +142,8 @@ typedef struct manta_rec_progress {
     double eta_s;                   /**< time left, seconds (%.0f) */
     double time;                    /**< Unix time (%.3f); NaN: left out (the --json line) */
     manta_rec_subnets subnets;      /**< n == 0: left out; "n" written when n > 0 */
-    const manta_rec_rank *ranks;    /**< (n_ranks) by rank; writers borrow it; n_ranks 0: left out */
-    int n_ranks;                    /**< entries of ranks */
+    const manta_rec_rank *ranks; /**< (n_ranks) by rank; writers borrow it; n_ranks 0: left out */
+    int n_ranks;                 /**< entries of ranks */
 } manta_rec_progress;
 
 /**
@@ -187,9 +189,9 @@ typedef struct manta_rec_scores {
  * ("name" repeats "phase" for readers of schema 0).
  */
 typedef struct manta_rec_phase_end {
-    char phase[MANTA_REC_NAME_MAX];    /**< the phase that ended */
-    int phase_index;                   /**< its index, from 0 */
-    long step;                         /**< steps done */
+    char phase[MANTA_REC_NAME_MAX];     /**< the phase that ended */
+    int phase_index;                    /**< its index, from 0 */
+    long step;                          /**< steps done */
     manta_rec_scores largest, smallest; /**< the largest and smallest sub-network's */
 } manta_rec_phase_end;
 
@@ -211,9 +213,9 @@ typedef struct manta_rec_error {
 
 /** `{"event":"stopped","time":T,"step":S,"signal":B}`. */
 typedef struct manta_rec_stopped {
-    double time;  /**< Unix time (%.3f) */
-    long step;    /**< steps done; --resume continues there */
-    bool signal;  /**< SIGINT / SIGTERM (false: --stop-after) */
+    double time; /**< Unix time (%.3f) */
+    long step;   /**< steps done; --resume continues there */
+    bool signal; /**< SIGINT / SIGTERM (false: --stop-after) */
 } manta_rec_stopped;
 
 /** `{"event":"done","time":T,"step":S,"seconds":X}`. */

@@ -38,7 +38,10 @@ uint32_t manta_rng_below(manta_rng *r, uint32_t n)
     }
 }
 
-float manta_rng_uniform(manta_rng *r) { return (float)(manta_rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
+float manta_rng_uniform(manta_rng *r)
+{
+    return (float)(manta_rng_u32(r) >> 8) * (1.0f / 16777216.0f);
+}
 
 float manta_rng_normal(manta_rng *r)
 {

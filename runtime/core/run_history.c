@@ -153,10 +153,9 @@ static bool read_progress(manta_run_history *t, const progress_view *p)
     }
     /* the sampled sub-networks' sizes, when the record has them */
     const manta_rec_subnets *z = p->subnets && p->subnets->n != 0 ? p->subnets : NULL;
-    const double sizes[2][3] = {{z ? z->macs_mean : NAN, z ? z->macs_min : NAN,
-                                 z ? z->macs_max : NAN},
-                                {z ? z->params_mean : NAN, z ? z->params_min : NAN,
-                                 z ? z->params_max : NAN}};
+    const double sizes[2][3] = {
+        {z ? z->macs_mean : NAN, z ? z->macs_min : NAN, z ? z->macs_max : NAN},
+        {z ? z->params_mean : NAN, z ? z->params_min : NAN, z ? z->params_max : NAN}};
     for (int k = 0; k < 2; k++)
         for (int j = 0; j < 3; j++) {
             manta_run_series *s = k ? &t->params[j] : &t->macs[j];
@@ -194,16 +193,17 @@ static bool read_record(manta_run_history *t, const manta_rec *r)
     switch (r->kind) {
     case MANTA_REC_PROGRESS: {
         const manta_rec_progress *p = &r->progress;
-        const progress_view v = {(double)p->step, p->steps, p->phase_index, p->phase, p->loss,
-                                 p->batch_top1, p->lr, p->images_per_s, &p->subnets, p->ranks,
-                                 p->n_ranks};
+        const progress_view v = {(double)p->step, p->steps,      p->phase_index, p->phase,
+                                 p->loss,         p->batch_top1, p->lr,          p->images_per_s,
+                                 &p->subnets,     p->ranks,      p->n_ranks};
         return read_progress(t, &v);
     }
     case MANTA_REC_STEP: {
         const manta_rec_step *p = &r->step;
         t->stereo = true;
-        const progress_view v = {(double)p->step, -1, p->phase_index, p->phase, p->loss, p->epe,
-                                 p->lr, p->pairs_per_s, NULL, p->ranks, p->n_ranks};
+        const progress_view v = {(double)p->step, -1,    p->phase_index, p->phase, p->loss,
+                                 p->epe,          p->lr, p->pairs_per_s, NULL,     p->ranks,
+                                 p->n_ranks};
         return read_progress(t, &v);
     }
     case MANTA_REC_EVAL:
@@ -219,8 +219,8 @@ static bool read_record(manta_run_history *t, const manta_rec *r)
     }
 }
 
-manta_status manta_run_history_parse(const char *text, size_t len, const char *name, manta_run_history *t,
-                                manta_err *err)
+manta_status manta_run_history_parse(const char *text, size_t len, const char *name,
+                                     manta_run_history *t, manta_err *err)
 {
     size_t at = 0;
     long line_no = 0;
@@ -283,4 +283,3 @@ void manta_run_history_free(manta_run_history *t)
     free(t->ranks);
     memset(t, 0, sizeof *t);
 }
-

@@ -63,11 +63,11 @@ void manta_err_clear(manta_err *err);
 const char *manta_err_msg(const manta_err *err, manta_status s);
 
 /** Return the status of @p expr from the calling function when it is not MANTA_OK. */
-#define MANTA_TRY(expr)                                                                    \
-    do {                                                                                   \
-        manta_status manta_try_st_ = (expr);                                               \
-        if (manta_try_st_ != MANTA_OK)                                                     \
-            return manta_try_st_;                                                          \
+#define MANTA_TRY(expr)                      \
+    do {                                     \
+        manta_status manta_try_st_ = (expr); \
+        if (manta_try_st_ != MANTA_OK)       \
+            return manta_try_st_;            \
     } while (0)
 
 #endif

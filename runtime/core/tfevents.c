@@ -91,10 +91,7 @@ static unsigned char *put_bytes(unsigned char *p, unsigned key, const void *s, s
 }
 
 /* Bytes of a Value message: its tag and simple_value. */
-static size_t value_len(size_t tag_len)
-{
-    return 1 + varint_len(tag_len) + tag_len + 1 + 4;
-}
+static size_t value_len(size_t tag_len) { return 1 + varint_len(tag_len) + tag_len + 1 + 4; }
 
 /* Make room for @p n bytes in the writer's record buffer. */
 static manta_status reserve(manta_tfevents *w, size_t n, manta_err *err)
@@ -366,8 +363,7 @@ static manta_status pb_skip(pb *b, unsigned wt)
     uint64_t v;
     pb sub;
     switch (wt) {
-    case WT_VARINT:
-        return pb_varint(b, &v, "a varint field is cut short");
+    case WT_VARINT: return pb_varint(b, &v, "a varint field is cut short");
     case WT_I64:
     case WT_I32: {
         const size_t n = wt == WT_I64 ? 8 : 4;
@@ -376,10 +372,8 @@ static manta_status pb_skip(pb *b, unsigned wt)
         b->p += n;
         return MANTA_OK;
     }
-    case WT_LEN:
-        return pb_sub(b, &sub, "a length-delimited field runs past its message");
-    default:
-        return pb_fault(b, "a group or an unknown wire type (not an Event)");
+    case WT_LEN: return pb_sub(b, &sub, "a length-delimited field runs past its message");
+    default: return pb_fault(b, "a group or an unknown wire type (not an Event)");
     }
 }
 
@@ -465,7 +459,8 @@ static manta_status read_value(pb v, int64_t step, double wall_time, points *ps)
     }
     if (!have)
         return MANTA_OK;
-    manta_tfevents_point pt = {v.record, step, wall_time, dup_n(tag ? tag : (const unsigned char *)"", tag_n), value};
+    manta_tfevents_point pt = {v.record, step, wall_time,
+                               dup_n(tag ? tag : (const unsigned char *)"", tag_n), value};
     if (!pt.tag)
         return manta_err_set(v.err, MANTA_ERR_NO_MEMORY, "%s: out of memory", v.path);
     manta_status st = add_point(ps, &pt, &v);
@@ -535,8 +530,7 @@ static manta_status read_event(const pb *whole, manta_tfevents_log *log, points 
                 return wrong_type(&e, "Event.summary");
             MANTA_TRY(pb_sub(&e, &s, "Event.summary runs past its Event"));
             break;
-        default:
-            MANTA_TRY(pb_skip(&e, wt));
+        default: MANTA_TRY(pb_skip(&e, wt));
         }
     }
     if (log->n_records == 0)
@@ -573,7 +567,8 @@ manta_status manta_tfevents_read(const char *path, size_t max_bytes, manta_tfeve
     if (log)
         memset(log, 0, sizeof *log);
     if (!path || !log)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "event file: a path and a log are required");
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "event file: a path and a log are required");
     char *text;
     size_t len;
     MANTA_TRY(manta_file_read(path, max_bytes, &text, &len, err));
@@ -586,8 +581,8 @@ manta_status manta_tfevents_read(const char *path, size_t max_bytes, manta_tfeve
         pb b = {data + off, data + len, path, log->n_records, off, err};
         const size_t left = len - off;
         if (left < REC_HEAD) {
-            snprintf(what, sizeof what, "truncated: %zu bytes left, a record header needs %d",
-                     left, REC_HEAD);
+            snprintf(what, sizeof what, "truncated: %zu bytes left, a record header needs %d", left,
+                     REC_HEAD);
             st = pb_fault(&b, what);
             break;
         }

@@ -119,9 +119,9 @@ typedef struct manta_tfevents_point {
 
 /** What manta_tfevents_read() found in a file. Free with manta_tfevents_log_free(). */
 typedef struct manta_tfevents_log {
-    size_t n_records;           /**< records in the file */
-    char *file_version;         /**< the first record's file_version; NULL without one */
-    double first_wall_time;     /**< the first record's wall time (0 without one) */
+    size_t n_records;             /**< records in the file */
+    char *file_version;           /**< the first record's file_version; NULL without one */
+    double first_wall_time;       /**< the first record's wall time (0 without one) */
     manta_tfevents_point *points; /**< (n_points) every simple_value, in file order */
     size_t n_points;
 } manta_tfevents_log;

@@ -48,8 +48,8 @@ static manta_status check_params(const aug_params *p, int c, int r, manta_err *e
                              p->pad);
     for (int ch = 0; ch < c; ch++)
         if (!(p->std[ch] > 0.0f))
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                 "augment: std[%d] is %g (must be > 0)", ch, (double)p->std[ch]);
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "augment: std[%d] is %g (must be > 0)",
+                                 ch, (double)p->std[ch]);
     return MANTA_OK;
 }
 
@@ -169,7 +169,7 @@ static void render(const aug_params *p, const uint8_t *img, int h, int w, int c,
 }
 
 manta_status data_aug_render(const aug_params *p, const uint8_t *img, int h, int w, int c,
-                        const aug_view *v, int r, float *out, manta_err *err)
+                             const aug_view *v, int r, float *out, manta_err *err)
 {
     manta_status st = check_params(p, c, r, err);
     if (st == MANTA_OK && (h < 1 || w < 1))
@@ -187,7 +187,7 @@ manta_status data_aug_render(const aug_params *p, const uint8_t *img, int h, int
 }
 
 manta_status data_aug_batch(const aug_params *p, const dataset *d, const int *index, int n, int r,
-                       manta_rng *rng, float *images, float *labels, manta_err *err)
+                            manta_rng *rng, float *images, float *labels, manta_err *err)
 {
     const int c = d->channels;
     manta_status st = check_params(p, c, r, err);

@@ -55,8 +55,14 @@ typedef enum aug_pad_kind {
 #define AUG_DEFAULT_PAD 4
 
 /** ImageNet RGB mean and standard deviation of x/255 (torchvision's constants). */
-#define AUG_IMAGENET_MEAN {0.485f, 0.456f, 0.406f}
-#define AUG_IMAGENET_STD {0.229f, 0.224f, 0.225f}
+#define AUG_IMAGENET_MEAN      \
+    {                          \
+        0.485f, 0.456f, 0.406f \
+    }
+#define AUG_IMAGENET_STD       \
+    {                          \
+        0.229f, 0.224f, 0.225f \
+    }
 
 /** How to turn stored images into network input. */
 typedef struct aug_params {
@@ -98,7 +104,7 @@ void data_aug_sample_view(const aug_params *p, int h, int w, manta_rng *rng, aug
  *         the padded image), MANTA_ERR_NO_MEMORY.
  */
 manta_status data_aug_render(const aug_params *p, const uint8_t *img, int h, int w, int c,
-                        const aug_view *v, int r, float *out, manta_err *err);
+                             const aug_view *v, int r, float *out, manta_err *err);
 
 /**
  * Build a batch: for b in [0, n) sample a view of image index[b] of @p d (in
@@ -110,6 +116,6 @@ manta_status data_aug_render(const aug_params *p, const uint8_t *img, int h, int
  *         On error the outputs and @p rng are left in an unspecified state.
  */
 manta_status data_aug_batch(const aug_params *p, const dataset *d, const int *index, int n, int r,
-                       manta_rng *rng, float *images, float *labels, manta_err *err);
+                            manta_rng *rng, float *images, float *labels, manta_err *err);
 
 #endif

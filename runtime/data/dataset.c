@@ -57,7 +57,7 @@ static int alloc_index(dataset *d, int count, int h, int w, int channels)
 }
 
 manta_status data_set_init_fixed(dataset *out, int count, int h, int w, int channels, int classes,
-                                manta_err *err)
+                                 manta_err *err)
 {
     memset(out, 0, sizeof *out);
     if (count <= 0 || h <= 0 || w <= 0 || h > 65535 || w > 65535)
@@ -83,7 +83,7 @@ manta_status data_set_init_fixed(dataset *out, int count, int h, int w, int chan
 }
 
 manta_status data_set_from_idx(idx_set *s, const char *const *names, int n_names, dataset *out,
-                              manta_err *err)
+                               manta_err *err)
 {
     memset(out, 0, sizeof *out);
     if (!s->images || s->count <= 0)
@@ -109,7 +109,7 @@ manta_status data_set_from_idx(idx_set *s, const char *const *names, int n_names
 }
 
 manta_status data_set_load_fashion_mnist(const char *dir, const char *split, dataset *out,
-                                        manta_err *err)
+                                         manta_err *err)
 {
     idx_set s;
     memset(out, 0, sizeof *out);
@@ -128,7 +128,7 @@ static int cmp_int(const void *a, const void *b)
 }
 
 manta_status data_set_split(const dataset *d, int n_val, uint64_t seed, data_split *out,
-                           manta_err *err)
+                            manta_err *err)
 {
     memset(out, 0, sizeof *out);
     if (n_val < 0 || n_val > d->count)
@@ -142,8 +142,8 @@ manta_status data_set_split(const dataset *d, int n_val, uint64_t seed, data_spl
     if (!perm || !out->val || !out->train) {
         free(perm);
         data_set_split_free(out);
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "dataset split: out of memory for %d indices",
-                             n);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                             "dataset split: out of memory for %d indices", n);
     }
     for (int i = 0; i < n; i++)
         perm[i] = i;
@@ -175,7 +175,7 @@ void data_set_split_free(data_split *s)
 }
 
 manta_status data_set_channel_stats(const dataset *d, const int *index, int n, float *mean,
-                                   float *std, manta_err *err)
+                                    float *std, manta_err *err)
 {
     int total = index ? n : d->count;
     if (total <= 0)

@@ -34,12 +34,12 @@ typedef struct dataset {
     int channels;       /**< 1 (gray) or 3 (RGB) */
     int classes;        /**< number of classes; labels lie in [0, classes) */
     char **class_names; /**< (classes) NUL-terminated names, index = label */
-    uint8_t *pixels;    /**< all images back to back; image i is (height[i], width[i], channels) HWC */
-    size_t *offset;     /**< (count) byte offset of image i in pixels */
-    int *height;        /**< (count) rows of image i */
-    int *width;         /**< (count) columns of image i */
-    int32_t *labels;    /**< (count) class index of image i */
-    int stored_size;    /**< shorter side shared by every image, or 0 when it varies */
+    uint8_t *pixels; /**< all images back to back; image i is (height[i], width[i], channels) HWC */
+    size_t *offset;  /**< (count) byte offset of image i in pixels */
+    int *height;     /**< (count) rows of image i */
+    int *width;      /**< (count) columns of image i */
+    int32_t *labels; /**< (count) class index of image i */
+    int stored_size; /**< shorter side shared by every image, or 0 when it varies */
 } dataset;
 
 /** Images OFA holds out of the training set for validation. */
@@ -50,7 +50,10 @@ extern const char *const data_set_fashion_mnist_classes[10];
 
 /** Pixels of image @p i: (height[i], width[i], channels) HWC, owned by @p d.
  *  @p i must be in [0, count) (not checked). Thread-safety: reentrant. */
-static inline const uint8_t *dataset_image(const dataset *d, int i) { return d->pixels + d->offset[i]; }
+static inline const uint8_t *dataset_image(const dataset *d, int i)
+{
+    return d->pixels + d->offset[i];
+}
 
 /**
  * Allocate a set of @p count images of one size @p h x @p w with @p channels
@@ -61,7 +64,7 @@ static inline const uint8_t *dataset_image(const dataset *d, int i) { return d->
  * Thread-safety: reentrant.
  */
 manta_status data_set_init_fixed(dataset *out, int count, int h, int w, int channels, int classes,
-                                manta_err *err);
+                                 manta_err *err);
 
 /**
  * Turn a loaded IDX set into a one-channel dataset. The image block is moved,
@@ -73,7 +76,7 @@ manta_status data_set_init_fixed(dataset *out, int count, int h, int w, int chan
  * Thread-safety: reentrant.
  */
 manta_status data_set_from_idx(idx_set *s, const char *const *names, int n_names, dataset *out,
-                              manta_err *err);
+                               manta_err *err);
 
 /**
  * Load "<dir>/<split>-{images-idx3,labels-idx1}-ubyte.gz" (split "train" or
@@ -82,13 +85,13 @@ manta_status data_set_from_idx(idx_set *s, const char *const *names, int n_names
  * Free with data_set_free(). Thread-safety: reentrant.
  */
 manta_status data_set_load_fashion_mnist(const char *dir, const char *split, dataset *out,
-                                        manta_err *err);
+                                         manta_err *err);
 
 /** A train/validation partition: two sorted arrays of image indices. */
 typedef struct data_split {
-    int *train;  /**< (n_train) ascending indices, owned */
+    int *train; /**< (n_train) ascending indices, owned */
     int n_train;
-    int *val;    /**< (n_val) ascending indices, owned */
+    int *val; /**< (n_val) ascending indices, owned */
     int n_val;
 } data_split;
 
@@ -102,7 +105,7 @@ typedef struct data_split {
  * Free with data_set_split_free(). Thread-safety: reentrant.
  */
 manta_status data_set_split(const dataset *d, int n_val, uint64_t seed, data_split *out,
-                           manta_err *err);
+                            manta_err *err);
 
 /** Release a split's arrays; the struct is zeroed. NULL is allowed. */
 void data_set_split_free(data_split *s);
@@ -115,7 +118,7 @@ void data_set_split_free(data_split *s);
  * Thread-safety: reentrant (reads @p d only).
  */
 manta_status data_set_channel_stats(const dataset *d, const int *index, int n, float *mean,
-                                   float *std, manta_err *err);
+                                    float *std, manta_err *err);
 
 /** Release every array; the struct is zeroed. NULL is allowed. No other
  *  thread may be reading the set (stop prefetchers first). */

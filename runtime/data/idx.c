@@ -54,7 +54,8 @@ static manta_status rd_u32(reader *r, uint32_t *v, const char *what, manta_err *
     return st;
 }
 
-static manta_status read_header(reader *r, uint32_t magic, uint32_t *dims, int ndims, manta_err *err)
+static manta_status read_header(reader *r, uint32_t magic, uint32_t *dims, int ndims,
+                                manta_err *err)
 {
     uint32_t m;
     manta_status st = rd_u32(r, &m, "the header", err);
@@ -74,7 +75,7 @@ static manta_status read_header(reader *r, uint32_t magic, uint32_t *dims, int n
 }
 
 manta_status data_idx_load(const char *images_path, const char *labels_path, idx_set *out,
-                      manta_err *err)
+                           manta_err *err)
 {
     memset(out, 0, sizeof *out);
     reader ri = {NULL, images_path}, rl = {NULL, labels_path};
@@ -145,7 +146,7 @@ void data_idx_free(idx_set *s)
 }
 
 void data_idx_batch(const idx_set *s, const int *index, int n, float mean, float std, float *images,
-               float *labels)
+                    float *labels)
 {
     const size_t px = (size_t)s->rows * s->cols;
     const float scale = 1.0f / (255.0f * std), shift = mean / std;

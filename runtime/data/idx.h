@@ -32,7 +32,7 @@ typedef struct idx_set {
  * Free with data_idx_free().
  */
 manta_status data_idx_load(const char *images_path, const char *labels_path, idx_set *out,
-                      manta_err *err);
+                           manta_err *err);
 
 /**
  * Load "<dir>/<split>-images-idx3-ubyte.gz" and "<dir>/<split>-labels-idx1-ubyte.gz"
@@ -50,7 +50,7 @@ manta_status data_idx_load_split(const char *dir, const char *split, idx_set *ou
  * in [0, count).
  */
 void data_idx_batch(const idx_set *s, const int *index, int n, float mean, float std, float *images,
-               float *labels);
+                    float *labels);
 
 /** Release the arrays; the struct is zeroed. NULL is allowed. */
 void data_idx_free(idx_set *s);

@@ -43,13 +43,11 @@ enum { ENT_DIR = 1, ENT_FILE = 2 };
  * List the non-hidden entries of @p dir whose kind (stat, following links)
  * is in @p kinds; others are counted in @p other (may be NULL).
  */
-static manta_status list_dir(const char *dir, int kinds, name_list *out, int *other,
-                             manta_err *err)
+static manta_status list_dir(const char *dir, int kinds, name_list *out, int *other, manta_err *err)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return manta_err_set(err, MANTA_ERR_IO, "%s: cannot open folder: %s", dir,
-                             strerror(errno));
+        return manta_err_set(err, MANTA_ERR_IO, "%s: cannot open folder: %s", dir, strerror(errno));
     manta_status st = MANTA_OK;
     struct dirent *e;
     while (st == MANTA_OK && (errno = 0, e = readdir(d)) != NULL) {
@@ -473,8 +471,8 @@ manta_status jpeg_folder_load(const char *root, const jpeg_folder_opts *opts, da
         for (int i = 0; i < n; i++) {
             if (jobs[i].state == RES_FAILED) {
                 if (rep->reported < JPEG_FOLDER_REPORTED) {
-                    snprintf(rep->failures[rep->reported], JPEG_FOLDER_LINE, "%s: %s",
-                             jobs[i].path, jobs[i].reason);
+                    snprintf(rep->failures[rep->reported], JPEG_FOLDER_LINE, "%s: %s", jobs[i].path,
+                             jobs[i].reason);
                     rep->reported++;
                 }
                 rep->failed++;

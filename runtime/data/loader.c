@@ -64,7 +64,7 @@ static void build_order(loader *l, int64_t epoch)
 }
 
 manta_status data_loader_init(loader *l, const loader_opts *o, const loader_state *start,
-                         manta_err *err)
+                              manta_err *err)
 {
     memset(l, 0, sizeof *l);
     const dataset *d = o->data;
@@ -75,8 +75,7 @@ manta_status data_loader_init(loader *l, const loader_opts *o, const loader_stat
                              o->batch);
     int rmax = o->res_fn ? o->max_resolution : o->resolution;
     if (rmax < 1 || rmax > AUG_MAX_RESOLUTION)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                             "loader: %s is %d (must be in [1, %d])",
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "loader: %s is %d (must be in [1, %d])",
                              o->res_fn ? "max_resolution" : "resolution", rmax, AUG_MAX_RESOLUTION);
     if (o->epochs < 0)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "loader: epochs is %lld (must be >= 0)",
@@ -131,7 +130,7 @@ manta_status data_loader_init(loader *l, const loader_opts *o, const loader_stat
 }
 
 manta_status data_loader_next(loader *l, float *images, float *labels, int *index,
-                         loader_batch_info *info, manta_err *err)
+                              loader_batch_info *info, manta_err *err)
 {
     memset(info, 0, sizeof *info);
     if (l->o.epochs > 0 && l->st.epoch >= l->o.epochs) {

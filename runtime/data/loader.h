@@ -39,8 +39,8 @@ typedef int (*loader_res_fn)(void *ctx, int64_t epoch, int64_t batch);
 
 /** What to load. The loader copies the struct and the index list. */
 typedef struct loader_opts {
-    const dataset *data;  /**< read only; must outlive the loader */
-    const int *indices;   /**< samples to draw from (n_indices), NULL: all images */
+    const dataset *data; /**< read only; must outlive the loader */
+    const int *indices;  /**< samples to draw from (n_indices), NULL: all images */
     int n_indices;
     int batch;            /**< images per batch, > 0 */
     bool shuffle;         /**< reshuffle every epoch from (seed, epoch) */
@@ -73,18 +73,18 @@ void data_loader_state_init(loader_state *s, uint64_t seed);
 
 /** Description of one batch. */
 typedef struct loader_batch_info {
-    int n;            /**< images in the batch; 0 once the epochs are done */
-    int resolution;   /**< R of this batch */
-    int64_t epoch;    /**< epoch it belongs to */
-    int64_t batch;    /**< its number within the epoch (pos / batch size) */
+    int n;          /**< images in the batch; 0 once the epochs are done */
+    int resolution; /**< R of this batch */
+    int64_t epoch;  /**< epoch it belongs to */
+    int64_t batch;  /**< its number within the epoch (pos / batch size) */
 } loader_batch_info;
 
 /** A synchronous loader. Fields are private. */
 typedef struct loader {
     loader_opts o;
-    int *indices;       /* (n) owned copy of the sample list */
+    int *indices; /* (n) owned copy of the sample list */
     int n;
-    int *order;         /* (n) order of epoch order_epoch */
+    int *order; /* (n) order of epoch order_epoch */
     int64_t order_epoch;
     loader_state st;
 } loader;
@@ -98,7 +98,7 @@ typedef struct loader {
  * Thread-safety: reentrant; @p o->data is only read, and must outlive @p l.
  */
 manta_status data_loader_init(loader *l, const loader_opts *o, const loader_state *start,
-                         manta_err *err);
+                              manta_err *err);
 
 /** Floats one images buffer must hold: batch * channels * R^2, R the fixed
  *  resolution or max_resolution when res_fn is set. */
@@ -116,7 +116,7 @@ size_t data_loader_image_floats(const loader *l);
  * Thread-safety: one thread at a time per loader.
  */
 manta_status data_loader_next(loader *l, float *images, float *labels, int *index,
-                         loader_batch_info *info, manta_err *err);
+                              loader_batch_info *info, manta_err *err);
 
 /** The state after the last batch produced (or the start state, normalised:
  *  a position with no further batch reads as the next epoch's start). */

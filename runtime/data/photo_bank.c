@@ -57,8 +57,7 @@ static manta_status list_images(const char *dir, name_list *out, manta_err *err)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return manta_err_set(err, MANTA_ERR_IO, "%s: cannot open folder: %s", dir,
-                             strerror(errno));
+        return manta_err_set(err, MANTA_ERR_IO, "%s: cannot open folder: %s", dir, strerror(errno));
     manta_status st = MANTA_OK;
     struct dirent *e;
     while (st == MANTA_OK && (errno = 0, e = readdir(d)) != NULL) {
@@ -154,8 +153,8 @@ static manta_status decode_jpeg(const unsigned char *buf, size_t size, int want_
 /* Decode one file to RGB at its kept size. MANTA_ERR_FORMAT / MANTA_ERR_IO: the file is
  * skipped (the reason in @p why); MANTA_ERR_NO_MEMORY stops the load. @p full_w, full_h:
  * the photograph's size in the file. */
-static manta_status load_one(const char *path, const photo_bank_opts *o, photo *ph,
-                             int *full_w, int *full_h, manta_err *why)
+static manta_status load_one(const char *path, const photo_bank_opts *o, photo *ph, int *full_w,
+                             int *full_h, manta_err *why)
 {
     uint8_t *px = NULL;
     int w = 0, h = 0;
@@ -176,14 +175,14 @@ static manta_status load_one(const char *path, const photo_bank_opts *o, photo *
             int fw = 0, fh = 0, kw = 0, kh = 0;
             tjhandle tj = tjInitDecompress();
             int sub = 0, cs = 0;
-            if (tj && tjDecompressHeader3(tj, (unsigned char *)data, (unsigned long)len, &fw, &fh,
-                                          &sub, &cs) == 0 &&
+            if (tj &&
+                tjDecompressHeader3(tj, (unsigned char *)data, (unsigned long)len, &fw, &fh, &sub,
+                                    &cs) == 0 &&
                 fw > 0 && fh > 0)
                 kept_size(fw, fh, o, &kw, &kh);
             if (tj)
                 tjDestroy(tj);
-            st = decode_jpeg((unsigned char *)data, len, kw, kh, &px, &w, &h, full_w, full_h,
-                             why);
+            st = decode_jpeg((unsigned char *)data, len, kw, kh, &px, &w, &h, full_w, full_h, why);
         }
         free(data);
     }

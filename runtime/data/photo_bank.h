@@ -53,9 +53,9 @@ typedef struct photo {
 
 /** The photographs of a folder. */
 typedef struct photo_bank {
-    int count;      /**< photographs (>= 1 after a successful load) */
-    photo *photos;  /**< (count) in file-name order; owned */
-    char **names;   /**< (count) file names (not paths); owned */
+    int count;     /**< photographs (>= 1 after a successful load) */
+    photo *photos; /**< (count) in file-name order; owned */
+    char **names;  /**< (count) file names (not paths); owned */
 } photo_bank;
 
 /** How to load a bank. */

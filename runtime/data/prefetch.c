@@ -26,9 +26,9 @@ struct prefetch {
      * has released every batch k < released and holds batch consumed - 1 when
      * released < consumed. The producer writes batch k once k - released < n_slots. */
     int64_t produced, consumed, released;
-    bool stop;      /* consumer asks the producer to quit */
-    bool done;      /* producer reached the end of the epochs */
-    bool failed;    /* producer failed making batch `produced` */
+    bool stop;   /* consumer asks the producer to quit */
+    bool done;   /* producer reached the end of the epochs */
+    bool failed; /* producer failed making batch `produced` */
     manta_status fail_st;
     manta_err fail_err;
 
@@ -95,7 +95,7 @@ static void free_slots(prefetch *p)
 }
 
 manta_status data_prefetch_start(prefetch **out, const loader_opts *o, const loader_state *start,
-                            int slots, manta_err *err)
+                                 int slots, manta_err *err)
 {
     *out = NULL;
     if (slots == 0)

@@ -40,15 +40,15 @@ typedef struct prefetch prefetch;
 
 /** One batch as handed to the consumer; the arrays belong to the prefetcher. */
 typedef struct prefetch_batch {
-    int n;                 /**< images; 0 when the configured epochs are done */
-    int channels;          /**< C */
-    int resolution;        /**< R */
-    int64_t epoch;         /**< epoch of the batch */
-    int64_t batch;         /**< batch number within the epoch */
-    const float *images;   /**< (n, C, R, R) NCHW, normalised */
-    const float *labels;   /**< (n) class indices as floats */
-    const int *index;      /**< (n) dataset indices */
-    loader_state after;    /**< loader state after this batch (resume point) */
+    int n;               /**< images; 0 when the configured epochs are done */
+    int channels;        /**< C */
+    int resolution;      /**< R */
+    int64_t epoch;       /**< epoch of the batch */
+    int64_t batch;       /**< batch number within the epoch */
+    const float *images; /**< (n, C, R, R) NCHW, normalised */
+    const float *labels; /**< (n) class indices as floats */
+    const int *index;    /**< (n) dataset indices */
+    loader_state after;  /**< loader state after this batch (resume point) */
 } prefetch_batch;
 
 /**
@@ -60,7 +60,7 @@ typedef struct prefetch_batch {
  *         MANTA_ERR_NO_MEMORY, MANTA_ERR_INTERNAL when no thread can be made.
  */
 manta_status data_prefetch_start(prefetch **out, const loader_opts *o, const loader_state *start,
-                            int slots, manta_err *err);
+                                 int slots, manta_err *err);
 
 /**
  * Hand over the next batch, blocking until it is ready. Releases the slot of

@@ -81,8 +81,8 @@ static uint8_t to_u8(float v)
     return (uint8_t)v;
 }
 
-manta_status data_rs_resize_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, int oh, int ow,
-                          manta_err *err)
+manta_status data_rs_resize_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, int oh,
+                               int ow, manta_err *err)
 {
     rs_taps tx, ty;
     manta_status st = data_rs_taps_make(&tx, w, ow, err);

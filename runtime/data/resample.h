@@ -22,10 +22,10 @@
 
 /** Filter taps of one axis: output o reads inputs first[o] .. first[o]+taps-1. */
 typedef struct rs_taps {
-    int out;      /**< output samples */
-    int taps;     /**< taps per output (unused ones have weight 0) */
-    int *first;   /**< (out) first input index, within [0, in) */
-    float *w;     /**< (out, taps) weights; the taps of an output sum to 1 */
+    int out;    /**< output samples */
+    int taps;   /**< taps per output (unused ones have weight 0) */
+    int *first; /**< (out) first input index, within [0, in) */
+    float *w;   /**< (out, taps) weights; the taps of an output sum to 1 */
 } rs_taps;
 
 /**
@@ -45,7 +45,7 @@ void data_rs_taps_free(rs_taps *t);
  * @return MANTA_ERR_NO_MEMORY when the temporary buffers cannot be had.
  * Thread-safety: reentrant.
  */
-manta_status data_rs_resize_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, int oh, int ow,
-                          manta_err *err);
+manta_status data_rs_resize_u8(const uint8_t *src, int h, int w, int c, uint8_t *dst, int oh,
+                               int ow, manta_err *err);
 
 #endif

@@ -29,8 +29,8 @@ manta_status stereo_batch_alloc(stereo_batch *b, int n, int height, int width, i
     int f = 1 << (levels - 1);
     if (height % f || width % f)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                             "stereo batch: %dx%d is not a multiple of %d (%d scale levels)",
-                             width, height, f, levels);
+                             "stereo batch: %dx%d is not a multiple of %d (%d scale levels)", width,
+                             height, f, levels);
     b->n = n, b->height = height, b->width = width, b->levels = levels;
     size_t plane = (size_t)height * (size_t)width;
     b->left = malloc((size_t)n * STEREO_CHANNELS * plane * sizeof(float));
@@ -41,10 +41,10 @@ manta_status stereo_batch_alloc(stereo_batch *b, int n, int height, int width, i
         b->gt[l] = malloc((size_t)n * (plane >> (2 * l)) * sizeof(float));
         ok = b->gt[l] != NULL;
     }
-    manta_status st = ok ? stereo_pair_alloc(&b->crop, height, width, err)
-                         : manta_err_set(err, MANTA_ERR_NO_MEMORY,
-                                         "stereo batch: out of memory for %d pairs of %dx%d", n,
-                                         width, height);
+    manta_status st =
+        ok ? stereo_pair_alloc(&b->crop, height, width, err)
+           : manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                           "stereo batch: out of memory for %d pairs of %dx%d", n, width, height);
     if (st != MANTA_OK)
         stereo_batch_free(b);
     return st;

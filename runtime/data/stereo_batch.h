@@ -28,8 +28,8 @@
 
 /** Where pairs come from. */
 typedef enum stereo_source_kind {
-    STEREO_SOURCE_SYNTH,  /**< the generator: pair base + i of its set */
-    STEREO_SOURCE_FOLDER  /**< a folder of pairs (borrowed stereo_set) */
+    STEREO_SOURCE_SYNTH, /**< the generator: pair base + i of its set */
+    STEREO_SOURCE_FOLDER /**< a folder of pairs (borrowed stereo_set) */
 } stereo_source_kind;
 
 typedef struct stereo_source {
@@ -43,12 +43,12 @@ typedef struct stereo_source {
 /** A batch; every array is owned and (re)filled by stereo_batch_fill(). */
 typedef struct stereo_batch {
     int n, height, width, levels;
-    float *left, *right;               /**< (n, 3, H, W) each */
+    float *left, *right;                /**< (n, 3, H, W) each */
     float *gt[STEREO_BATCH_MAX_LEVELS]; /**< level l: (n, 1, H >> l, W >> l) */
-    uint8_t *mask;                     /**< (n, H, W) the pairs' STEREO_VALID | STEREO_NOC bits */
-    bool has_noc;                      /**< every pair of the batch knows its NOC bits */
-    long index[64];                    /**< source indices of the first 64 pairs (reporting) */
-    stereo_pair pair, crop;            /**< working pairs */
+    uint8_t *mask;                      /**< (n, H, W) the pairs' STEREO_VALID | STEREO_NOC bits */
+    bool has_noc;                       /**< every pair of the batch knows its NOC bits */
+    long index[64];                     /**< source indices of the first 64 pairs (reporting) */
+    stereo_pair pair, crop;             /**< working pairs */
 } stereo_batch;
 
 /**

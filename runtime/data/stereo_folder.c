@@ -198,7 +198,8 @@ static char *file_in(const char *dir, const char *name, int *oom)
 static manta_status open_kitti(const char *root, int fam, stereo_set *s, manta_err *err)
 {
     int oom = 0, cap = 0;
-    char *ldir = data_name_path(root, kitti_left[fam]), *rdir = data_name_path(root, kitti_right[fam]);
+    char *ldir = data_name_path(root, kitti_left[fam]),
+         *rdir = data_name_path(root, kitti_right[fam]);
     char *occ = find_dir(root, kitti_occ, 2, &oom), *noc = find_dir(root, kitti_noc, 2, &oom);
     name_list files = {0};
     manta_status st = MANTA_OK;

@@ -624,7 +624,7 @@ static stereo_synth_mode draw_mode(const stereo_synth_opts *o, manta_rng *pr)
     if (!o->photos || o->photos->count < 1)
         return STEREO_SYNTH_PROCEDURAL;
     float u = manta_rng_uniform(pr);
-    return u < o->share_single                     ? STEREO_SYNTH_SINGLE
+    return u < o->share_single                       ? STEREO_SYNTH_SINGLE
            : u < o->share_single + o->share_textured ? STEREO_SYNTH_TEXTURED
                                                      : STEREO_SYNTH_PROCEDURAL;
 }
@@ -644,8 +644,8 @@ stereo_synth_mode stereo_synth_pair_mode(const stereo_synth_opts *o, uint64_t in
  * data/resample.h's filter (averaging when shrinking). Returns the photograph used, or -1
  * when out of memory.
  */
-static int photo_raster(const photo_bank *bank, int pick, manta_rng *pr, int rw, int rh,
-                        float *dst, manta_err *err)
+static int photo_raster(const photo_bank *bank, int pick, manta_rng *pr, int rw, int rh, float *dst,
+                        manta_err *err)
 {
     int which = (int)manta_rng_below(pr, (uint32_t)bank->count);
     if (pick >= 0)
@@ -769,7 +769,7 @@ static int segment(const float *img, int H, int AW, int k, int *labels, float *s
     const float sx = (float)w / (float)nx, sy = (float)h / (float)ny;
     const float wsp = (0.2f * 0.2f) / (sx * sy); /* colour^2 per pixel^2 */
     float *dist = small + 3 * cells; /* (h, w): the best distance of each cell in a round */
-    for (int y = 0; y < h; y++) /* start: the grid's cells */
+    for (int y = 0; y < h; y++)      /* start: the grid's cells */
         for (int x = 0; x < w; x++) {
             int i = (int)((float)x / sx), j = (int)((float)y / sy);
             lab[(size_t)y * w + x] = (j < ny ? j : ny - 1) * nx + (i < nx ? i : nx - 1);
@@ -822,8 +822,8 @@ static int segment(const float *img, int H, int AW, int k, int *labels, float *s
         comp[p] = used;
         while (head < tail) {
             const int c = queue[head++], cx = c % w, cy = c / w;
-            const int nb[4] = {cx > 0 ? c - 1 : -1, cx + 1 < w ? c + 1 : -1,
-                               cy > 0 ? c - w : -1, cy + 1 < h ? c + w : -1};
+            const int nb[4] = {cx > 0 ? c - 1 : -1, cx + 1 < w ? c + 1 : -1, cy > 0 ? c - w : -1,
+                               cy + 1 < h ? c + w : -1};
             for (int t = 0; t < 4; t++)
                 if (nb[t] >= 0 && comp[nb[t]] < 0 && lab[nb[t]] == want) {
                     comp[nb[t]] = used;
@@ -857,8 +857,7 @@ static int segment(const float *img, int H, int AW, int k, int *labels, float *s
             for (int dy = -1; dy <= 1; dy++)
                 for (int dx = -1; dx <= 1; dx++) {
                     const int qx = x + dx, qy = y + dy;
-                    m |= qx >= 0 && qy >= 0 && qx < w && qy < h &&
-                         comp[(size_t)qy * w + qx] != own;
+                    m |= qx >= 0 && qy >= 0 && qx < w && qy < h && comp[(size_t)qy * w + qx] != own;
                 }
             mixed[(size_t)y * w + x] = m;
         }
@@ -1058,16 +1057,16 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
     float *pa = NULL, *small = NULL, *rs = NULL;
     int *labels = NULL, *lab = NULL, *rn = NULL, ia_photo = -1;
     if (mode == STEREO_SYNTH_SINGLE) {
-        pa = malloc(sizeof(float) * 6 * apx); /* A, then B */
-        labels = malloc(sizeof(int) * apx);    /* (H, AW) segments, later (H, W) left labels */
+        pa = malloc(sizeof(float) * 6 * apx);      /* A, then B */
+        labels = malloc(sizeof(int) * apx);        /* (H, AW) segments, later (H, W) left labels */
         small = malloc(sizeof(float) * 4 * cells); /* colours, distances */
-        lab = malloc(sizeof(int) * 3 * cells); /* lab, queue, comp */
+        lab = malloc(sizeof(int) * 3 * cells);     /* lab, queue, comp */
         rs = malloc(sizeof(float) * STEREO_SYNTH_MAX_SHAPES * H * SS_MAX_VERTS);
         rn = malloc(sizeof(int) * STEREO_SYNTH_MAX_SHAPES * H);
         if (!pa || !labels || !small || !lab || !rs || !rn)
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY,
-                               "stereo synth: out of memory for a %dx%d single-photograph pair",
-                               W, H);
+                               "stereo synth: out of memory for a %dx%d single-photograph pair", W,
+                               H);
         else if ((ia_photo = photo_raster(o->photos, -1, &pr, AW, H, pa, err)) < 0)
             st = MANTA_ERR_NO_MEMORY;
         if (st == MANTA_OK) {
@@ -1143,9 +1142,9 @@ manta_status stereo_synth_generate(const stereo_synth_opts *o, uint64_t index, s
             tseed |= (uint64_t)manta_rng_u32(&r) << 32;
             manta_rng tr;
             manta_rng_seed(&tr, tseed, (uint64_t)l);
-            const bool photo_tex = mode == STEREO_SYNTH_SINGLE ||
-                                   (mode == STEREO_SYNTH_TEXTURED &&
-                                    manta_rng_uniform(&pr) < o->photo_layers);
+            const bool photo_tex =
+                mode == STEREO_SYNTH_SINGLE ||
+                (mode == STEREO_SYNTH_TEXTURED && manta_rng_uniform(&pr) < o->photo_layers);
             if (L->tw == 0)
                 continue;
             L->tex = block + off;

@@ -61,9 +61,9 @@ typedef struct transcript {
     unsigned char b[16 + 1 + DIST_JOB_MAX + 14 + 4 + 2 * NONCE];
 } transcript;
 
-static void make_transcript(transcript *t, dist_link_kind kind, const unsigned char *job, int crank, int world,
-                            uint32_t caddr, uint16_t cport, int srank, const unsigned char *cn,
-                            const unsigned char *sn)
+static void make_transcript(transcript *t, dist_link_kind kind, const unsigned char *job, int crank,
+                            int world, uint32_t caddr, uint16_t cport, int srank,
+                            const unsigned char *cn, const unsigned char *sn)
 {
     unsigned char *p = t->b;
     memcpy(p, "manta-auth-v1\0\0\0", 16), p += 16;
@@ -91,7 +91,8 @@ static void mac_of(unsigned char out[32], const unsigned char *key, char label, 
 
 static int head_ok(const unsigned char *b, int type, dist_link_kind kind)
 {
-    return memcmp(b, AUTH_MAGIC, 4) == 0 && b[4] == AUTH_VERSION && b[5] == type && b[6] == (unsigned char)kind;
+    return memcmp(b, AUTH_MAGIC, 4) == 0 && b[4] == AUTH_VERSION && b[5] == type &&
+           b[6] == (unsigned char)kind;
 }
 
 manta_status dist_auth_client(int fd, const dist_config *cfg, dist_link_kind kind, int expect_rank,
@@ -119,35 +120,42 @@ manta_status dist_auth_client(int fd, const dist_config *cfg, dist_link_kind kin
     if ((st = dist_recv_all(fd, chal, RESULT_SIZE, deadline, what, err)) != MANTA_OK)
         return st;
     if (memcmp(chal, AUTH_MAGIC, 4) != 0 || chal[4] != AUTH_VERSION)
-        return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "%s is not a manta peer of this version (bad handshake magic or version)", what);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT,
+            "%s is not a manta peer of this version (bad handshake magic or version)", what);
     if (head_ok(chal, T_RESULT, kind))
         return manta_err_set(err, MANTA_ERR_IO, "%s rejected rank %d: %s", what, me->rank,
                              dist_reject_str(chal[8]));
     if (!head_ok(chal, T_CHAL, kind))
-        return manta_err_set(err, MANTA_ERR_FORMAT, "%s sent handshake message type %u, expected a challenge",
-                             what, (unsigned)chal[5]);
-    if ((st = dist_recv_all(fd, chal + RESULT_SIZE, CHAL_SIZE - RESULT_SIZE, deadline, what, err)) != MANTA_OK)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s sent handshake message type %u, expected a challenge", what,
+                             (unsigned)chal[5]);
+    if ((st = dist_recv_all(fd, chal + RESULT_SIZE, CHAL_SIZE - RESULT_SIZE, deadline, what,
+                            err)) != MANTA_OK)
         return st;
     int srank = (int)manta_le_get32(chal + 8);
     int sworld = (int)manta_le_get32(chal + 12);
     if (memcmp(chal + 24, job, DIST_JOB_MAX) != 0) {
         char pj[DIST_JOB_MAX];
         job_print(chal + 24, pj);
-        return manta_err_set(err, MANTA_ERR_IO, "%s belongs to job '%s', this rank to job '%s'", what, pj,
-                             cfg->job_id);
+        return manta_err_set(err, MANTA_ERR_IO, "%s belongs to job '%s', this rank to job '%s'",
+                             what, pj, cfg->job_id);
     }
     if (sworld != cfg->world_size || srank != expect_rank)
-        return manta_err_set(err, MANTA_ERR_IO, "%s is rank %d of world %d; expected rank %d of world %d", what,
-                             srank, sworld, expect_rank, cfg->world_size);
+        return manta_err_set(err, MANTA_ERR_IO,
+                             "%s is rank %d of world %d; expected rank %d of world %d", what, srank,
+                             sworld, expect_rank, cfg->world_size);
     transcript t;
-    make_transcript(&t, kind, job, me->rank, cfg->world_size, me->addr, me->port, srank, cn, chal + 88);
+    make_transcript(&t, kind, job, me->rank, cfg->world_size, me->addr, me->port, srank, cn,
+                    chal + 88);
     unsigned char mac[32];
     mac_of(mac, cfg->key, 'S', &t);
     if (sodium_memcmp(mac, chal + 120, 32) != 0)
-        return manta_err_set(err, MANTA_ERR_IO,
-                             "authentication of %s failed: it does not know this job's shared secret "
-                             "(MANTA_SECRET differs?)", what);
+        return manta_err_set(
+            err, MANTA_ERR_IO,
+            "authentication of %s failed: it does not know this job's shared secret "
+            "(MANTA_SECRET differs?)",
+            what);
     memset(resp, 0, sizeof resp);
     put_head(resp, T_RESP, kind);
     mac_of(resp + 16, cfg->key, 'C', &t);
@@ -181,8 +189,9 @@ static manta_status reject(int fd, dist_link_kind kind, int code, double deadlin
 }
 
 manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kind, int expect_rank,
-                              const unsigned char *taken, double deadline, const char *what, dist_hello *peer,
-                              unsigned char *link_key, int *reason, manta_err *err)
+                              const unsigned char *taken, double deadline, const char *what,
+                              dist_hello *peer, unsigned char *link_key, int *reason,
+                              manta_err *err)
 {
     if (sodium_init() < 0)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "libsodium failed to initialise");
@@ -194,12 +203,14 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
     if ((st = dist_recv_all(fd, hello, sizeof hello, deadline, what, err)) != MANTA_OK)
         return st;
     if (memcmp(hello, AUTH_MAGIC, 4) != 0 || hello[5] != T_HELLO) {
-        manta_err_set(err, MANTA_ERR_FORMAT, "rejected %s: not a manta handshake (bad magic or type)", what);
+        manta_err_set(err, MANTA_ERR_FORMAT,
+                      "rejected %s: not a manta handshake (bad magic or type)", what);
         return reject(fd, kind, DIST_REJECT_VERSION, deadline, what, reason);
     }
     if (hello[4] != AUTH_VERSION || hello[6] != (unsigned char)kind) {
-        manta_err_set(err, MANTA_ERR_FORMAT, "rejected %s: protocol version %u link kind %u, expected %u and %u",
-                      what, (unsigned)hello[4], (unsigned)hello[6], AUTH_VERSION, (unsigned)kind);
+        manta_err_set(err, MANTA_ERR_FORMAT,
+                      "rejected %s: protocol version %u link kind %u, expected %u and %u", what,
+                      (unsigned)hello[4], (unsigned)hello[6], AUTH_VERSION, (unsigned)kind);
         return reject(fd, kind, DIST_REJECT_VERSION, deadline, what, reason);
     }
     int crank = (int)manta_le_get32(hello + 8);
@@ -210,19 +221,22 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
     if (memcmp(hello + 24, job, DIST_JOB_MAX) != 0) {
         char pj[DIST_JOB_MAX];
         job_print(hello + 24, pj);
-        manta_err_set(err, MANTA_ERR_IO, "rejected %s: job '%s', this job is '%s'", what, pj, cfg->job_id);
+        manta_err_set(err, MANTA_ERR_IO, "rejected %s: job '%s', this job is '%s'", what, pj,
+                      cfg->job_id);
         return reject(fd, kind, DIST_REJECT_JOB, deadline, what, reason);
     }
     if (cworld != cfg->world_size) {
-        manta_err_set(err, MANTA_ERR_IO, "rejected %s: world size %d, this job has %d", what, cworld,
-                      cfg->world_size);
+        manta_err_set(err, MANTA_ERR_IO, "rejected %s: world size %d, this job has %d", what,
+                      cworld, cfg->world_size);
         return reject(fd, kind, DIST_REJECT_WORLD, deadline, what, reason);
     }
-    int rank_ok = expect_rank >= 0 ? crank == expect_rank
-                                   : (crank > 0 && crank < cfg->world_size && !(taken && taken[crank]));
+    int rank_ok = expect_rank >= 0
+                      ? crank == expect_rank
+                      : (crank > 0 && crank < cfg->world_size && !(taken && taken[crank]));
     if (!rank_ok) {
         manta_err_set(err, MANTA_ERR_IO, "rejected %s: claims rank %d, %s", what, crank,
-                      expect_rank >= 0 ? "not the expected neighbour" : "out of range or already joined");
+                      expect_rank >= 0 ? "not the expected neighbour"
+                                       : "out of range or already joined");
         return reject(fd, kind, DIST_REJECT_RANK, deadline, what, reason);
     }
     randombytes_buf(sn, sizeof sn);
@@ -239,8 +253,11 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
         return st;
     manta_err e2;
     if ((st = dist_recv_all(fd, resp, sizeof resp, deadline, what, &e2)) != MANTA_OK) {
-        manta_err_set(err, st, "rejected %s claiming rank %d: authentication failed: it hung up at the challenge "
-                               "(%s), as a peer with another secret does", what, crank, e2.msg);
+        manta_err_set(
+            err, st,
+            "rejected %s claiming rank %d: authentication failed: it hung up at the challenge "
+            "(%s), as a peer with another secret does",
+            what, crank, e2.msg);
         if (reason)
             *reason = DIST_REJECT_AUTH;
         return st;
@@ -248,8 +265,9 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
     unsigned char mac[32];
     mac_of(mac, cfg->key, 'C', &t);
     if (!head_ok(resp, T_RESP, kind) || sodium_memcmp(mac, resp + 16, 32) != 0) {
-        manta_err_set(err, MANTA_ERR_IO, "rejected %s claiming rank %d: authentication failed (wrong secret?)",
-                      what, crank);
+        manta_err_set(err, MANTA_ERR_IO,
+                      "rejected %s claiming rank %d: authentication failed (wrong secret?)", what,
+                      crank);
         return reject(fd, kind, DIST_REJECT_AUTH, deadline, what, reason);
     }
     unsigned char res[RESULT_SIZE];

@@ -80,7 +80,8 @@ manta_status dist_auth_client(int fd, const dist_config *cfg, dist_link_kind kin
  *         the message (naming @p what and the cause) reported as an event.
  */
 manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kind, int expect_rank,
-                              const unsigned char *taken, double deadline, const char *what, dist_hello *peer,
-                              unsigned char *link_key, int *reason, manta_err *err);
+                              const unsigned char *taken, double deadline, const char *what,
+                              dist_hello *peer, unsigned char *link_key, int *reason,
+                              manta_err *err);
 
 #endif

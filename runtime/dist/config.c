@@ -35,14 +35,15 @@ static const char *sys_getenv(void *ctx, const char *name)
     return v >= 0 ? manta_env_get((manta_env_var)v) : getenv(name);
 }
 
-static manta_status parse_int(const char *name, const char *v, long lo, long hi, int *out, manta_err *err)
+static manta_status parse_int(const char *name, const char *v, long lo, long hi, int *out,
+                              manta_err *err)
 {
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
     if (errno || end == v || *end || x < lo || x > hi)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "%s='%s': expected an integer in [%ld, %ld]", name, v,
-                             lo, hi);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "%s='%s': expected an integer in [%ld, %ld]", name, v, lo, hi);
     *out = (int)x;
     return MANTA_OK;
 }
@@ -77,8 +78,9 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
         env = sys_getenv;
     const char *v;
     manta_status st;
-#define INT_VAR(var, lo, hi, field)                                                                        \
-    if ((v = env(ctx, var)) != NULL && (st = parse_int(var, v, lo, hi, &c->field, err)) != MANTA_OK)        \
+#define INT_VAR(var, lo, hi, field)                                   \
+    if ((v = env(ctx, var)) != NULL &&                                \
+        (st = parse_int(var, v, lo, hi, &c->field, err)) != MANTA_OK) \
         return st;
     /* SLURM first, so that torchrun-style variables win. */
     INT_VAR("SLURM_PROCID", 0, DIST_MAX_WORLD - 1, rank)
@@ -90,7 +92,8 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
         if (st != MANTA_OK)
             return manta_err_set(err, st, "SLURM_JOB_NODELIST: %s", e2.msg);
     }
-    if ((v = env(ctx, "SLURM_JOB_ID")) != NULL && (st = set_job(c, "SLURM_JOB_ID", v, err)) != MANTA_OK)
+    if ((v = env(ctx, "SLURM_JOB_ID")) != NULL &&
+        (st = set_job(c, "SLURM_JOB_ID", v, err)) != MANTA_OK)
         return st;
     INT_VAR("RANK", 0, DIST_MAX_WORLD - 1, rank)
     INT_VAR("WORLD_SIZE", 1, DIST_MAX_WORLD, world_size)
@@ -99,7 +102,8 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
 #undef INT_VAR
     if ((v = env(ctx, "MASTER_ADDR")) != NULL) {
         if (!v[0] || strlen(v) >= sizeof c->master_addr || !printable(v))
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MASTER_ADDR='%s': not a host name", v);
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MASTER_ADDR='%s': not a host name",
+                                 v);
         snprintf(c->master_addr, sizeof c->master_addr, "%s", v);
     }
     if ((v = env(ctx, "TORCHELASTIC_RUN_ID")) != NULL &&
@@ -110,22 +114,24 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
         return st;
     if ((v = menv(env, ctx, MANTA_ENV_IFACE)) != NULL) {
         if (!v[0] || strlen(v) >= sizeof c->iface)
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MANTA_IFACE='%s': not an interface name", v);
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "MANTA_IFACE='%s': not an interface name", v);
         snprintf(c->iface, sizeof c->iface, "%s", v);
     }
     if ((v = menv(env, ctx, MANTA_ENV_TIMEOUT)) != NULL) {
         char *end;
         double t = strtod(v, &end);
         if (end == v || *end || !(t > 0 && t <= 86400))
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MANTA_TIMEOUT='%s': expected seconds in (0, 86400]",
-                                 v);
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "MANTA_TIMEOUT='%s': expected seconds in (0, 86400]", v);
         c->timeout_s = t;
     }
     if ((v = menv(env, ctx, MANTA_ENV_SOCKBUF)) != NULL) {
         char *end;
         long b = strtol(v, &end, 10);
         if (end == v || *end || b < 0 || b > (1L << 30))
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MANTA_SOCKBUF='%s': expected bytes in [0, 2^30]", v);
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "MANTA_SOCKBUF='%s': expected bytes in [0, 2^30]", v);
         c->sock_buf = (int)b;
     }
     if ((v = menv(env, ctx, MANTA_ENV_FRAME_MAC)) != NULL) {
@@ -134,8 +140,8 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
         else if (!strcmp(v, "full"))
             c->frame_mac = DIST_MAC_FULL;
         else
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "MANTA_FRAME_MAC='%s': expected 'header' or 'full'",
-                                 v);
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "MANTA_FRAME_MAC='%s': expected 'header' or 'full'", v);
     }
     if ((v = menv(env, ctx, MANTA_ENV_SECRET_FILE)) != NULL &&
         (st = dist_config_secret_file(c, v, err)) != MANTA_OK)
@@ -151,8 +157,10 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
 manta_status dist_config_set_secret(dist_config *c, const void *secret, size_t len, manta_err *err)
 {
     if (len < 8)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "the shared secret is %zu bytes; at least 8 required "
-                                                        "(32 random bytes recommended)", len);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "the shared secret is %zu bytes; at least 8 required "
+                             "(32 random bytes recommended)",
+                             len);
     if (sodium_init() < 0)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "libsodium failed to initialise");
     static const unsigned char domain[] = "manta-dist-secret-v1";
@@ -173,9 +181,10 @@ manta_status dist_config_secret_file(dist_config *c, const char *path, manta_err
     }
     if (sb.st_mode & (S_IRWXG | S_IRWXO)) {
         close(fd);
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                             "secret file %s is accessible by group or others (mode %03o): chmod 600 it", path,
-                             (unsigned)(sb.st_mode & 0777));
+        return manta_err_set(
+            err, MANTA_ERR_INVALID_ARG,
+            "secret file %s is accessible by group or others (mode %03o): chmod 600 it", path,
+            (unsigned)(sb.st_mode & 0777));
     }
     unsigned char buf[4097];
     size_t n = 0;
@@ -197,7 +206,8 @@ manta_status dist_config_secret_file(dist_config *c, const char *path, manta_err
     close(fd);
     if (n > 4096) {
         sodium_memzero(buf, sizeof buf);
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "secret file %s: longer than 4096 bytes", path);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "secret file %s: longer than 4096 bytes",
+                             path);
     }
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         n--;
@@ -212,24 +222,27 @@ manta_status dist_config_secret_file(dist_config *c, const char *path, manta_err
 manta_status dist_config_check(const dist_config *c, manta_err *err)
 {
     if (c->world_size < 1 || c->world_size > DIST_MAX_WORLD)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "world size %d out of range [1, %d]", c->world_size,
-                             DIST_MAX_WORLD);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "world size %d out of range [1, %d]",
+                             c->world_size, DIST_MAX_WORLD);
     if (c->rank < 0 || c->rank >= c->world_size)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "rank %d out of range for world size %d", c->rank,
-                             c->world_size);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "rank %d out of range for world size %d",
+                             c->rank, c->world_size);
     if (c->master_port < 1 || c->master_port > 65535)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "master port %d out of range [1, 65535]",
                              c->master_port);
     if (c->ring_port < 0 || c->ring_port > 65535)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "ring port %d out of range [0, 65535]", c->ring_port);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "ring port %d out of range [0, 65535]",
+                             c->ring_port);
     if (!(c->timeout_s > 0))
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "timeout %g s must be positive", c->timeout_s);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "timeout %g s must be positive",
+                             c->timeout_s);
     if (!c->job_id[0] || !printable(c->job_id))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "job id must be printable and non-empty");
     if (c->world_size > 1 && !c->has_key)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "a shared secret is required for world size %d: set MANTA_SECRET or "
-                             "MANTA_SECRET_FILE (or --secret-file)", c->world_size);
+                             "MANTA_SECRET_FILE (or --secret-file)",
+                             c->world_size);
     return MANTA_OK;
 }
 
@@ -298,14 +311,16 @@ static manta_status nl_parse_item(const char *s, const char *end, nl_item *it, m
             continue;
         }
         if (it->ng == NL_MAX_GROUPS)
-            return manta_err_set(err, MANTA_ERR_FORMAT, "more than %d bracket groups in one name", NL_MAX_GROUPS);
+            return manta_err_set(err, MANTA_ERR_FORMAT, "more than %d bracket groups in one name",
+                                 NL_MAX_GROUPS);
         nl_group *g = &it->g[it->ng++];
         g->lit = lit;
         g->lit_len = (size_t)(p - lit);
         p++; /* '[' */
         for (;;) {
             if (g->nr == NL_MAX_RANGES)
-                return manta_err_set(err, MANTA_ERR_FORMAT, "more than %d ranges in one bracket", NL_MAX_RANGES);
+                return manta_err_set(err, MANTA_ERR_FORMAT, "more than %d ranges in one bracket",
+                                     NL_MAX_RANGES);
             nl_range *r = &g->r[g->nr++];
             if (nl_parse_number(&p, end, &r->lo, &r->width) != MANTA_OK)
                 return manta_err_set(err, MANTA_ERR_FORMAT, "expected a number inside '[...]'");
@@ -314,7 +329,8 @@ static manta_status nl_parse_item(const char *s, const char *end, nl_item *it, m
                 p++;
                 int w2;
                 if (nl_parse_number(&p, end, &r->hi, &w2) != MANTA_OK || r->hi < r->lo)
-                    return manta_err_set(err, MANTA_ERR_FORMAT, "bad range in '[...]' (need lo-hi with lo <= hi)");
+                    return manta_err_set(err, MANTA_ERR_FORMAT,
+                                         "bad range in '[...]' (need lo-hi with lo <= hi)");
             }
             g->size += r->hi - r->lo + 1;
             if (g->size > NL_MAX_HOSTS)
@@ -357,20 +373,22 @@ static manta_status nl_emit(const nl_item *it, size_t idx, char *out, size_t cap
             d -= g->r[k].hi - g->r[k].lo + 1;
             k++;
         }
-        int w = snprintf(out + used, cap - used, "%.*s%0*lu", (int)g->lit_len, g->lit, g->r[k].width,
-                         g->r[k].lo + d);
+        int w = snprintf(out + used, cap - used, "%.*s%0*lu", (int)g->lit_len, g->lit,
+                         g->r[k].width, g->r[k].lo + d);
         if (w < 0 || (size_t)w >= cap - used)
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "host name longer than %zu bytes", cap - 1);
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "host name longer than %zu bytes",
+                                 cap - 1);
         used += (size_t)w;
     }
     int w = snprintf(out + used, cap - used, "%.*s", (int)it->tail_len, it->tail);
     if (w < 0 || (size_t)w >= cap - used)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "host name longer than %zu bytes", cap - 1);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "host name longer than %zu bytes",
+                             cap - 1);
     return MANTA_OK;
 }
 
-manta_status dist_nodelist_host(const char *list, size_t index, char *out, size_t cap, size_t *count,
-                                manta_err *err)
+manta_status dist_nodelist_host(const char *list, size_t index, char *out, size_t cap,
+                                size_t *count, manta_err *err)
 {
     if (!list || !list[0])
         return manta_err_set(err, MANTA_ERR_FORMAT, "empty host list");
@@ -420,7 +438,7 @@ manta_status dist_nodelist_host(const char *list, size_t index, char *out, size_
     if (count)
         *count = total;
     if (!found)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "host index %zu out of range (the list has %zu hosts)",
-                             index, total);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "host index %zu out of range (the list has %zu hosts)", index, total);
     return MANTA_OK;
 }

@@ -49,23 +49,24 @@ typedef void (*dist_event_fn)(void *ctx, const char *line);
 
 /** Everything a rank needs to join a job. Plain data: copy it freely. */
 typedef struct dist_config {
-    int rank;                      /**< this rank, 0 <= rank < world_size */
-    int world_size;                /**< number of ranks, 1 .. DIST_MAX_WORLD */
-    int local_rank;                /**< rank within this host (informational) */
-    char master_addr[256];         /**< rendezvous host or IPv4 address (rank 0 listens there) */
-    int master_port;               /**< rendezvous TCP port, 1..65535 */
-    int rdzv_bind_all;             /**< rank 0 binds the rendezvous to 0.0.0.0 instead of master_addr */
-    char iface[64];                /**< interface whose IPv4 address the ring uses; "" = route to master */
-    char ring_addr[64];            /**< explicit IPv4 address for the ring listener; overrides iface */
-    int ring_port;                 /**< ring listener port; 0 = ephemeral */
-    char job_id[DIST_JOB_MAX];     /**< distinguishes runs; part of every authentication */
-    unsigned char key[DIST_KEY_BYTES]; /**< derived from the shared secret (dist_config_set_secret) */
-    int has_key;                   /**< non-zero once key holds a secret */
-    double timeout_s;              /**< deadline of every blocking network operation, seconds */
-    int sock_buf;                  /**< ring SO_SNDBUF/SO_RCVBUF in bytes; 0 = kernel autotuning (default) */
-    dist_frame_mac frame_mac;      /**< per-frame tag coverage on the ring */
-    dist_event_fn event;           /**< where rejections and warnings are reported; may be NULL */
-    void *event_ctx;               /**< passed to @ref event */
+    int rank;              /**< this rank, 0 <= rank < world_size */
+    int world_size;        /**< number of ranks, 1 .. DIST_MAX_WORLD */
+    int local_rank;        /**< rank within this host (informational) */
+    char master_addr[256]; /**< rendezvous host or IPv4 address (rank 0 listens there) */
+    int master_port;       /**< rendezvous TCP port, 1..65535 */
+    int rdzv_bind_all;     /**< rank 0 binds the rendezvous to 0.0.0.0 instead of master_addr */
+    char iface[64];        /**< interface whose IPv4 address the ring uses; "" = route to master */
+    char ring_addr[64];    /**< explicit IPv4 address for the ring listener; overrides iface */
+    int ring_port;         /**< ring listener port; 0 = ephemeral */
+    char job_id[DIST_JOB_MAX]; /**< distinguishes runs; part of every authentication */
+    unsigned char
+        key[DIST_KEY_BYTES]; /**< derived from the shared secret (dist_config_set_secret) */
+    int has_key;             /**< non-zero once key holds a secret */
+    double timeout_s;        /**< deadline of every blocking network operation, seconds */
+    int sock_buf; /**< ring SO_SNDBUF/SO_RCVBUF in bytes; 0 = kernel autotuning (default) */
+    dist_frame_mac frame_mac; /**< per-frame tag coverage on the ring */
+    dist_event_fn event;      /**< where rejections and warnings are reported; may be NULL */
+    void *event_ctx;          /**< passed to @ref event */
 } dist_config;
 
 /** Look-up of one environment variable: returns its value or NULL. */
@@ -109,7 +110,7 @@ manta_status dist_config_check(const dist_config *c, manta_err *err);
  * @param count out: number of hosts in the list; may be NULL.
  * @return MANTA_ERR_FORMAT for a malformed list, MANTA_ERR_INVALID_ARG when index >= count.
  */
-manta_status dist_nodelist_host(const char *list, size_t index, char *out, size_t cap, size_t *count,
-                                manta_err *err);
+manta_status dist_nodelist_host(const char *list, size_t index, char *out, size_t cap,
+                                size_t *count, manta_err *err);
 
 #endif

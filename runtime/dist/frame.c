@@ -36,8 +36,9 @@ int ring_frame_unpack(const unsigned char in[RING_HDR_BYTES], ring_frame *f)
     return memcmp(in, "MNTR", 4) == 0 ? 0 : -1;
 }
 
-void ring_frame_tag(const unsigned char *link_key, uint64_t seq, const unsigned char hdr[RING_HDR_BYTES],
-                    const void *payload, size_t n, unsigned char tag[RING_TAG_BYTES])
+void ring_frame_tag(const unsigned char *link_key, uint64_t seq,
+                    const unsigned char hdr[RING_HDR_BYTES], const void *payload, size_t n,
+                    unsigned char tag[RING_TAG_BYTES])
 {
     unsigned char nonce[crypto_stream_chacha20_NONCEBYTES], otk[crypto_onetimeauth_KEYBYTES];
     manta_le_put64(nonce, seq);

@@ -40,10 +40,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RING_HDR_BYTES 48   /**< header bytes covered by the tag */
-#define RING_TAG_BYTES 16   /**< Poly1305 tag */
-#define RING_HEAD_BYTES 64  /**< header + tag: what precedes the payload */
-#define RING_ABORT_MAX 480  /**< longest ABORT message */
+#define RING_HDR_BYTES 48  /**< header bytes covered by the tag */
+#define RING_TAG_BYTES 16  /**< Poly1305 tag */
+#define RING_HEAD_BYTES 64 /**< header + tag: what precedes the payload */
+#define RING_ABORT_MAX 480 /**< longest ABORT message */
 #define RING_FRAME_VERSION 1
 #define RING_REVERSE_SEQ UINT64_MAX /**< seq of an ABORT sent against the ring */
 
@@ -77,7 +77,8 @@ int ring_frame_unpack(const unsigned char in[RING_HDR_BYTES], ring_frame *f);
  * Tag of a frame: Poly1305 over the header and (when @p payload is not NULL) the payload,
  * with the one-time key derived from @p link_key and @p seq.
  */
-void ring_frame_tag(const unsigned char *link_key, uint64_t seq, const unsigned char hdr[RING_HDR_BYTES],
-                    const void *payload, size_t n, unsigned char tag[RING_TAG_BYTES]);
+void ring_frame_tag(const unsigned char *link_key, uint64_t seq,
+                    const unsigned char hdr[RING_HDR_BYTES], const void *payload, size_t n,
+                    unsigned char tag[RING_TAG_BYTES]);
 
 #endif

@@ -60,8 +60,8 @@ manta_status dist_resolve_ipv4(const char *host, uint32_t *addr, manta_err *err)
     hints.ai_socktype = SOCK_STREAM;
     int rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0 || !res)
-        return manta_err_set(err, MANTA_ERR_IO, "cannot resolve host '%s' to an IPv4 address: %s", host,
-                             gai_strerror(rc));
+        return manta_err_set(err, MANTA_ERR_IO, "cannot resolve host '%s' to an IPv4 address: %s",
+                             host, gai_strerror(rc));
     *addr = ((const struct sockaddr_in *)(const void *)res->ai_addr)->sin_addr.s_addr;
     freeaddrinfo(res);
     return MANTA_OK;
@@ -84,14 +84,16 @@ manta_status dist_iface_ipv4(const char *name, uint32_t *addr, manta_err *err)
             break;
         }
         if (used < sizeof names) {
-            int w = snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", i->ifa_name);
+            int w =
+                snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", i->ifa_name);
             if (w > 0)
                 used += (size_t)w;
         }
     }
     freeifaddrs(list);
     if (st != MANTA_OK)
-        return manta_err_set(err, st, "interface '%s' has no IPv4 address (interfaces with one: %s)", name,
+        return manta_err_set(err, st,
+                             "interface '%s' has no IPv4 address (interfaces with one: %s)", name,
                              names[0] ? names : "none");
     return MANTA_OK;
 }
@@ -125,7 +127,8 @@ static void fill_sin(struct sockaddr_in *sa, uint32_t addr, uint16_t port)
     sa->sin_port = htons(port);
 }
 
-manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, uint16_t *bound, manta_err *err)
+manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, uint16_t *bound,
+                         manta_err *err)
 {
     char a[16];
     dist_ipv4_str(addr, a);
@@ -140,11 +143,12 @@ manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, ui
     if (bind(s, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(s, 64) != 0) {
         int e = errno;
         close(s);
-        return manta_err_set(err, MANTA_ERR_IO, "cannot listen on %s:%u: %s%s", a, (unsigned)port, strerror(e),
-                             e == EADDRINUSE      ? " (another job on this port? choose another MASTER_PORT)"
-                             : e == EADDRNOTAVAIL ? " (not an address of this host: rank 0 must run where "
-                                                    "MASTER_ADDR points)"
-                                                  : "");
+        return manta_err_set(
+            err, MANTA_ERR_IO, "cannot listen on %s:%u: %s%s", a, (unsigned)port, strerror(e),
+            e == EADDRINUSE      ? " (another job on this port? choose another MASTER_PORT)"
+            : e == EADDRNOTAVAIL ? " (not an address of this host: rank 0 must run where "
+                                   "MASTER_ADDR points)"
+                                 : "");
     }
     socklen_t len = sizeof sa;
     if (getsockname(s, (struct sockaddr *)&sa, &len) != 0) {
@@ -158,8 +162,8 @@ manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, ui
     return MANTA_OK;
 }
 
-manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double deadline, const char *what, int *fd,
-                          manta_err *err)
+manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double deadline,
+                          const char *what, int *fd, manta_err *err)
 {
     struct sockaddr_in sa;
     fill_sin(&sa, addr, port);
@@ -194,8 +198,8 @@ manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double dea
         }
         last = errno;
         close(s);
-        if (last != ECONNREFUSED && last != ENETUNREACH && last != EHOSTUNREACH && last != ETIMEDOUT &&
-            last != ECONNRESET && last != EAGAIN)
+        if (last != ECONNREFUSED && last != ENETUNREACH && last != EHOSTUNREACH &&
+            last != ETIMEDOUT && last != ECONNRESET && last != EAGAIN)
             break;
         double now = dist_now();
         if (now + backoff >= deadline)
@@ -205,12 +209,12 @@ manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double dea
         if (backoff < 0.2)
             backoff *= 2;
     }
-    return manta_err_set(err, MANTA_ERR_IO, "cannot connect to %s: %s (gave up at the deadline)", what,
-                         strerror(last));
+    return manta_err_set(err, MANTA_ERR_IO, "cannot connect to %s: %s (gave up at the deadline)",
+                         what, strerror(last));
 }
 
-manta_status dist_accept(int lfd, double deadline, int *fd, uint32_t *peer_addr, uint16_t *peer_port,
-                         manta_err *err)
+manta_status dist_accept(int lfd, double deadline, int *fd, uint32_t *peer_addr,
+                         uint16_t *peer_port, manta_err *err)
 {
     for (;;) {
         struct sockaddr_in sa;

@@ -54,7 +54,8 @@ int dist_ipv4_is_loopback(uint32_t addr);
  *  rendezvous port), or 0 when none could be had. */
 int dist_free_port(void);
 
-manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, uint16_t *bound, manta_err *err);
+manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, uint16_t *bound,
+                         manta_err *err);
 
 /**
  * Connect to addr:port, retrying refused or unreachable attempts with a short
@@ -62,16 +63,16 @@ manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, ui
  * ("master 10.0.0.1:29500"). On success *fd is a non-blocking socket tuned with
  * dist_tune(@p sock_buf) before the connection (so window scaling matches).
  */
-manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double deadline, const char *what, int *fd,
-                          manta_err *err);
+manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double deadline,
+                          const char *what, int *fd, manta_err *err);
 
 /**
  * Accept one connection on a listening socket before @p deadline.
  * @param peer_addr out: the peer's address (network order); may be NULL.
  * @param peer_port out: the peer's port (host order); may be NULL.
  */
-manta_status dist_accept(int lfd, double deadline, int *fd, uint32_t *peer_addr, uint16_t *peer_port,
-                         manta_err *err);
+manta_status dist_accept(int lfd, double deadline, int *fd, uint32_t *peer_addr,
+                         uint16_t *peer_port, manta_err *err);
 
 /** Send exactly @p n bytes before @p deadline; @p what names the peer in errors. */
 manta_status dist_send_all(int fd, const void *p, size_t n, double deadline, const char *what,

@@ -25,7 +25,8 @@ static manta_status set_master(dist_config *c, const char *v, manta_err *err)
     if (host == 0)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "--master '%s': no host", v);
     if (host >= sizeof c->master_addr)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "--master: host longer than %zu characters",
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "--master: host longer than %zu characters",
                              sizeof c->master_addr - 1);
     if (colon) {
         char *end = NULL;
@@ -33,7 +34,8 @@ static manta_status set_master(dist_config *c, const char *v, manta_err *err)
         long port = strtol(colon + 1, &end, 10);
         if (end == colon + 1 || *end || errno || port < 1 || port > 65535)
             return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                 "--master port needs an integer in [1, 65535], got '%s'", colon + 1);
+                                 "--master port needs an integer in [1, 65535], got '%s'",
+                                 colon + 1);
         c->master_port = (int)port;
     }
     memcpy(c->master_addr, v, host);

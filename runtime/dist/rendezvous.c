@@ -48,7 +48,8 @@ void dist_rdzv_free(dist_rdzv *r)
 }
 
 /* The table for one rank, with its MAC under that rank's link key. */
-static size_t table_encode(const dist_peer *peers, int world, const unsigned char *key, unsigned char *buf)
+static size_t table_encode(const dist_peer *peers, int world, const unsigned char *key,
+                           unsigned char *buf)
 {
     memset(buf, 0, TABLE_HEAD);
     memcpy(buf, TABLE_MAGIC, 4);
@@ -66,7 +67,8 @@ static size_t table_encode(const dist_peer *peers, int world, const unsigned cha
     return n + 32;
 }
 
-static manta_status missing_ranks(const unsigned char *taken, int world, double timeout, manta_err *err)
+static manta_status missing_ranks(const unsigned char *taken, int world, double timeout,
+                                  manta_err *err)
 {
     char list[256] = "";
     size_t used = 0;
@@ -83,13 +85,14 @@ static manta_status missing_ranks(const unsigned char *taken, int world, double 
             used = strlen(list);
         }
     }
-    return manta_err_set(err, MANTA_ERR_IO,
-                         "rendezvous timed out after %.3g s: %d of %d ranks joined; missing rank%s %s", timeout,
-                         world - missing, world, missing > 1 ? "s" : "", list);
+    return manta_err_set(
+        err, MANTA_ERR_IO,
+        "rendezvous timed out after %.3g s: %d of %d ranks joined; missing rank%s %s", timeout,
+        world - missing, world, missing > 1 ? "s" : "", list);
 }
 
-static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t ring_addr, double deadline,
-                               dist_rdzv *out, manta_err *err)
+static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t ring_addr,
+                               double deadline, dist_rdzv *out, manta_err *err)
 {
     int world = cfg->world_size;
     int lfd = -1;
@@ -100,7 +103,8 @@ static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t 
     if (st != MANTA_OK)
         return st;
     uint16_t rport = 0;
-    st = dist_listen(ring_addr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->ring_fd, &rport, err);
+    st =
+        dist_listen(ring_addr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->ring_fd, &rport, err);
     if (st != MANTA_OK) {
         dist_close(&lfd);
         return st;
@@ -112,7 +116,8 @@ static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t 
     unsigned char *keys = malloc((size_t)world * DIST_KEY_BYTES);
     unsigned char *table = malloc(TABLE_HEAD + (size_t)world * TABLE_ENTRY + 32);
     if (!taken || !fds || !keys || !table) {
-        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "rendezvous: out of memory for %d ranks", world);
+        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "rendezvous: out of memory for %d ranks",
+                           world);
         goto done;
     }
     for (int r = 0; r < world; r++)
@@ -134,14 +139,15 @@ static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t 
         double hs = dist_now() + (cfg->timeout_s < 10.0 ? cfg->timeout_s : 10.0);
         dist_hello h;
         unsigned char key[DIST_KEY_BYTES];
-        if (dist_auth_server(fd, cfg, DIST_LINK_RDZV, -1, taken, hs < deadline ? hs : deadline, what, &h, key, NULL,
-                             &e2) != MANTA_OK) {
+        if (dist_auth_server(fd, cfg, DIST_LINK_RDZV, -1, taken, hs < deadline ? hs : deadline,
+                             what, &h, key, NULL, &e2) != MANTA_OK) {
             emit(cfg, "rendezvous: %s", e2.msg);
             dist_close(&fd);
             continue;
         }
         if (h.port == 0 || h.addr == htonl(INADDR_ANY)) {
-            emit(cfg, "rendezvous: rejected %s: rank %d advertised no usable ring address", what, h.rank);
+            emit(cfg, "rendezvous: rejected %s: rank %d advertised no usable ring address", what,
+                 h.rank);
             dist_close(&fd);
             continue;
         }
@@ -172,13 +178,14 @@ done:
     return st;
 }
 
-static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t ring_addr, int have_addr,
-                               double deadline, dist_rdzv *out, manta_err *err)
+static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t ring_addr,
+                               int have_addr, double deadline, dist_rdzv *out, manta_err *err)
 {
     int world = cfg->world_size;
     char ma[16], what[300];
     dist_ipv4_str(maddr, ma);
-    snprintf(what, sizeof what, "master %s (%s:%d, rank 0)", cfg->master_addr, ma, cfg->master_port);
+    snprintf(what, sizeof what, "master %s (%s:%d, rank 0)", cfg->master_addr, ma,
+             cfg->master_port);
     int fd = -1;
     manta_status st = dist_connect(maddr, (uint16_t)cfg->master_port, 0, deadline, what, &fd, err);
     if (st != MANTA_OK)
@@ -188,7 +195,8 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
         socklen_t len = sizeof sa;
         if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
             dist_close(&fd);
-            return manta_err_set(err, MANTA_ERR_IO, "getsockname on the rendezvous connection failed");
+            return manta_err_set(err, MANTA_ERR_IO,
+                                 "getsockname on the rendezvous connection failed");
         }
         ring_addr = sa.sin_addr.s_addr;
     }
@@ -199,25 +207,31 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
         dist_close(&fd);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "rendezvous: out of memory");
     }
-    st = dist_listen(ring_addr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->ring_fd, &rport, err);
+    st =
+        dist_listen(ring_addr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->ring_fd, &rport, err);
     if (st != MANTA_OK)
         goto done;
     dist_hello me = {.rank = cfg->rank, .addr = ring_addr, .port = rport};
-    if ((st = dist_auth_client(fd, cfg, DIST_LINK_RDZV, 0, &me, deadline, what, key, err)) != MANTA_OK)
+    if ((st = dist_auth_client(fd, cfg, DIST_LINK_RDZV, 0, &me, deadline, what, key, err)) !=
+        MANTA_OK)
         goto done;
     if ((st = dist_recv_all(fd, table, TABLE_HEAD, deadline, what, err)) != MANTA_OK)
         goto done;
     uint32_t tw = manta_le_get32(table + 8);
-    if (memcmp(table, TABLE_MAGIC, 4) != 0 || table[4] != 1 || table[5] != 5 || tw != (uint32_t)world) {
-        st = manta_err_set(err, MANTA_ERR_FORMAT, "%s sent a malformed address table header (world %u, expected %d)",
-                           what, (unsigned)tw, world);
+    if (memcmp(table, TABLE_MAGIC, 4) != 0 || table[4] != 1 || table[5] != 5 ||
+        tw != (uint32_t)world) {
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "%s sent a malformed address table header (world %u, expected %d)", what,
+                           (unsigned)tw, world);
         goto done;
     }
     size_t body = (size_t)world * TABLE_ENTRY;
     if ((st = dist_recv_all(fd, table + TABLE_HEAD, body + 32, deadline, what, err)) != MANTA_OK)
         goto done;
-    if (crypto_auth_hmacsha256_verify(table + TABLE_HEAD + body, table, TABLE_HEAD + body, key) != 0) {
-        st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: the address table failed its authentication tag", what);
+    if (crypto_auth_hmacsha256_verify(table + TABLE_HEAD + body, table, TABLE_HEAD + body, key) !=
+        0) {
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "%s: the address table failed its authentication tag", what);
         goto done;
     }
     for (int r = 0; r < world; r++) {
@@ -225,12 +239,14 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
         memcpy(&out->peers[r].addr, p, 4);
         out->peers[r].port = manta_le_get16(p + 4);
         if (out->peers[r].port == 0) {
-            st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: address table has no port for rank %d", what, r);
+            st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: address table has no port for rank %d",
+                               what, r);
             goto done;
         }
     }
     if (out->peers[cfg->rank].addr != ring_addr || out->peers[cfg->rank].port != rport) {
-        st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: address table disagrees with this rank's own address", what);
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "%s: address table disagrees with this rank's own address", what);
         goto done;
     }
     st = MANTA_OK;
@@ -255,8 +271,10 @@ int dist_loopback_warning(const dist_peer *peers, int world, int rank, char *out
         dist_ipv4_str(mine, a);
         dist_ipv4_str(peers[r].addr, b);
         snprintf(out, cap,
-                 "rank %d advertises the loopback address %s to peers on other hosts (rank %d is at %s): they "
-                 "cannot reach it; choose an interface with --iface or MANTA_IFACE, or set MASTER_ADDR to a "
+                 "rank %d advertises the loopback address %s to peers on other hosts (rank %d is "
+                 "at %s): they "
+                 "cannot reach it; choose an interface with --iface or MANTA_IFACE, or set "
+                 "MASTER_ADDR to a "
                  "routable address",
                  rank, a, r, b);
         return 1;
@@ -286,8 +304,8 @@ manta_status dist_rendezvous(const dist_config *cfg, dist_rdzv *out, manta_err *
     if (cfg->ring_addr[0]) {
         struct in_addr a;
         if (inet_pton(AF_INET, cfg->ring_addr, &a) != 1)
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "ring address '%s' is not a dotted IPv4 address",
-                                 cfg->ring_addr);
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "ring address '%s' is not a dotted IPv4 address", cfg->ring_addr);
         ring_addr = a.s_addr, have_addr = 1;
     } else if (cfg->iface[0]) {
         if ((st = dist_iface_ipv4(cfg->iface, &ring_addr, err)) != MANTA_OK)
@@ -298,14 +316,16 @@ manta_status dist_rendezvous(const dist_config *cfg, dist_rdzv *out, manta_err *
     }
     out->peers = calloc((size_t)cfg->world_size, sizeof *out->peers);
     if (!out->peers)
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "rendezvous: out of memory for %d ranks", cfg->world_size);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "rendezvous: out of memory for %d ranks",
+                             cfg->world_size);
     st = cfg->rank == 0 ? run_master(cfg, maddr, ring_addr, deadline, out, err)
                         : run_worker(cfg, maddr, ring_addr, have_addr, deadline, out, err);
     if (st != MANTA_OK) {
         dist_rdzv_free(out);
         return st;
     }
-    if (dist_loopback_warning(out->peers, cfg->world_size, cfg->rank, out->warning, sizeof out->warning))
+    if (dist_loopback_warning(out->peers, cfg->world_size, cfg->rank, out->warning,
+                              sizeof out->warning))
         emit(cfg, "warning: %s", out->warning);
     return MANTA_OK;
 }

@@ -36,11 +36,12 @@ typedef struct dist_peer {
 
 /** Result of a rendezvous. Release with dist_rdzv_free(). */
 typedef struct dist_rdzv {
-    int rank;          /**< this rank */
-    int world;         /**< world size */
-    dist_peer *peers;  /**< world entries: every rank's ring listener (NULL when world is 1) */
-    int ring_fd;       /**< this rank's ring listener (-1 when world is 1) */
-    char warning[512]; /**< "" or a warning for the user (loopback address advertised to remote peers) */
+    int rank;         /**< this rank */
+    int world;        /**< world size */
+    dist_peer *peers; /**< world entries: every rank's ring listener (NULL when world is 1) */
+    int ring_fd;      /**< this rank's ring listener (-1 when world is 1) */
+    char warning
+        [512]; /**< "" or a warning for the user (loopback address advertised to remote peers) */
 } dist_rdzv;
 
 /**

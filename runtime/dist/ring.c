@@ -110,8 +110,8 @@ void ring_reference(const float *const *inputs, int world, size_t n, ring_redop 
 
 typedef struct side_err {
     manta_err e;
-    int peer;      /* rank the error is about */
-    int link;      /* 0: both links usable, 1: the link to the next rank is broken, 2: the one from the previous */
+    int peer; /* rank the error is about */
+    int link; /* 0: both links usable, 1: the link to the next rank is broken, 2: the one from the previous */
     int got_abort; /* the error is an ABORT from a peer: forward its text unchanged */
     char text[RING_ABORT_MAX + 1];
 } side_err;
@@ -136,10 +136,10 @@ typedef struct xfer {
     ring_frame r_f;
     unsigned char *r_dst;
     size_t r_plen, r_done;
-    size_t r_reduced;  /* payload bytes of a reduce-scatter frame already added into the buffer */
-    int r_rs;          /* the frame being received belongs to the reduce-scatter */
+    size_t r_reduced; /* payload bytes of a reduce-scatter frame already added into the buffer */
+    int r_rs;         /* the frame being received belongs to the reduce-scatter */
     char abort_msg[RING_ABORT_MAX + 1]; /* ABORT payload being received */
-    ring_stats st;     /* counters of this call (each half writes its own fields) */
+    ring_stats st; /* counters of this call (each half writes its own fields) */
     /* between the halves */
     _Atomic uint64_t ru_pub; /* units received and reduced, published by the receiver */
     _Atomic int s_waiting;   /* the sender waits for ru_pub */
@@ -202,7 +202,8 @@ static manta_status fail(xfer *x, manta_err *err, int peer, int link, const char
     return MANTA_ERR_IO;
 }
 
-static void unit_range(const xfer *x, uint64_t u, int recv_side, size_t *off, size_t *len, int *step)
+static void unit_range(const xfer *x, uint64_t u, int recv_side, size_t *off, size_t *len,
+                       int *step)
 {
     const ring_comm *c = x->c;
     int N = c->world, r = c->rank;
@@ -212,8 +213,10 @@ static void unit_range(const xfer *x, uint64_t u, int recv_side, size_t *off, si
         chunk = mod(r - (int)s - 1 - recv_side, N);
     else
         chunk = mod(r - (int)(s - (uint64_t)(N - 1)) - recv_side, N);
-    size_t b = ring_chunk_begin(x->n, N, chunk), e = ring_chunk_begin(x->n, N, chunk + 1), L = e - b;
-    size_t sb = b + (size_t)((uint64_t)L * j / x->K), se = b + (size_t)((uint64_t)L * (j + 1) / x->K);
+    size_t b = ring_chunk_begin(x->n, N, chunk), e = ring_chunk_begin(x->n, N, chunk + 1),
+           L = e - b;
+    size_t sb = b + (size_t)((uint64_t)L * j / x->K),
+           se = b + (size_t)((uint64_t)L * (j + 1) / x->K);
     *off = sb;
     *len = se - sb;
     *step = (int)s;
@@ -297,8 +300,9 @@ static manta_status reverse_abort(xfer *x, manta_err *err)
     double d = dist_now() + 0.1;
     ring_frame f;
     if (dist_recv_all(c->send_fd, head, sizeof head, d, "next rank", NULL) != MANTA_OK ||
-        ring_frame_unpack(head, &f) != 0 || f.type != RING_FRAME_ABORT || f.seq != RING_REVERSE_SEQ ||
-        f.length > RING_ABORT_MAX || dist_recv_all(c->send_fd, msg, f.length, d, "next rank", NULL) != MANTA_OK)
+        ring_frame_unpack(head, &f) != 0 || f.type != RING_FRAME_ABORT ||
+        f.seq != RING_REVERSE_SEQ || f.length > RING_ABORT_MAX ||
+        dist_recv_all(c->send_fd, msg, f.length, d, "next rank", NULL) != MANTA_OK)
         return MANTA_OK;
     unsigned char tag[RING_TAG_BYTES];
     ring_frame_tag(c->send_key, RING_REVERSE_SEQ, head, msg, f.length, tag);
@@ -314,8 +318,9 @@ static manta_status reverse_abort(xfer *x, manta_err *err)
          * waits for data from its previous rank: the stall is upstream, name that rank. */
         char p[64];
         peer_name(c, c->prev, p, sizeof p);
-        return fail(x, err, c->prev, 1, "%s: %s stalled: no data from it, and %s timed out waiting for this rank",
-                    w, p, q);
+        return fail(x, err, c->prev, 1,
+                    "%s: %s stalled: no data from it, and %s timed out waiting for this rank", w, p,
+                    q);
     }
     snprintf(x->ss.text, sizeof x->ss.text, "%s", msg);
     x->ss.got_abort = 1;
@@ -344,8 +349,9 @@ static manta_status do_sends(xfer *x, int *progress, manta_err *err)
                 return MANTA_ERR_IO;
             peer_name(c, c->next, p, sizeof p);
             where(x, 0, w, sizeof w);
-            return fail(x, err, c->next, 1, "%s: sending to %s failed: %s (the peer closed the connection or died)",
-                        w, p, strerror(e));
+            return fail(x, err, c->next, 1,
+                        "%s: sending to %s failed: %s (the peer closed the connection or died)", w,
+                        p, strerror(e));
         }
         *progress = 1;
         if (x->s_done == RING_HEAD_BYTES + x->s_plen) {
@@ -369,17 +375,21 @@ static manta_status check_head(xfer *x, manta_err *err)
     x->r_rs = 0;
     x->r_reduced = 0;
     if (ring_frame_unpack(x->r_head, f) != 0)
-        return fail(x, err, c->prev, 0, "%s: received bytes from %s that are not a manta frame (bad magic %02x%02x%02x%02x)",
-                    w, p, x->r_head[0], x->r_head[1], x->r_head[2], x->r_head[3]);
-#define EXPECT(field, want)                                                                                  \
-    if ((uint64_t)(f->field) != (uint64_t)(want))                                                            \
-        return fail(x, err, c->prev, 0, "%s: bad frame from %s: %s is %" PRIu64 ", expected %" PRIu64, w, p,    \
-                    #field, (uint64_t)(f->field), (uint64_t)(want));
+        return fail(
+            x, err, c->prev, 0,
+            "%s: received bytes from %s that are not a manta frame (bad magic %02x%02x%02x%02x)", w,
+            p, x->r_head[0], x->r_head[1], x->r_head[2], x->r_head[3]);
+#define EXPECT(field, want)                                                                      \
+    if ((uint64_t)(f->field) != (uint64_t)(want))                                                \
+        return fail(x, err, c->prev, 0,                                                          \
+                    "%s: bad frame from %s: %s is %" PRIu64 ", expected %" PRIu64, w, p, #field, \
+                    (uint64_t)(f->field), (uint64_t)(want));
     EXPECT(version, RING_FRAME_VERSION)
     EXPECT(seq, c->recv_seq)
     if (f->type == RING_FRAME_ABORT) {
         if (f->length > RING_ABORT_MAX)
-            return fail(x, err, c->prev, 0, "%s: bad ABORT frame from %s: length %" PRIu32 " exceeds %d", w, p,
+            return fail(x, err, c->prev, 0,
+                        "%s: bad ABORT frame from %s: length %" PRIu32 " exceeds %d", w, p,
                         f->length, RING_ABORT_MAX);
         x->r_abort = 1;
         x->r_dst = (unsigned char *)x->abort_msg;
@@ -391,8 +401,9 @@ static manta_status check_head(xfer *x, manta_err *err)
     EXPECT(op, x->op)
     if (f->count != x->n)
         return fail(x, err, c->prev, 0,
-                    "%s: the ranks disagree on the allreduce size: %s sent count %" PRIu64 ", this rank has %zu", w,
-                    p, f->count, x->n);
+                    "%s: the ranks disagree on the allreduce size: %s sent count %" PRIu64
+                    ", this rank has %zu",
+                    w, p, f->count, x->n);
     EXPECT(redop, x->redop)
     size_t off, len;
     int step;
@@ -406,8 +417,9 @@ static manta_status check_head(xfer *x, manta_err *err)
         unsigned char tag[RING_TAG_BYTES];
         ring_frame_tag(c->recv_key, c->recv_seq, x->r_head, NULL, 0, tag);
         if (sodium_memcmp(tag, x->r_head + RING_HDR_BYTES, RING_TAG_BYTES) != 0)
-            return fail(x, err, c->prev, 0, "%s: frame from %s failed authentication (forged or corrupted header)",
-                        w, p);
+            return fail(x, err, c->prev, 0,
+                        "%s: frame from %s failed authentication (forged or corrupted header)", w,
+                        p);
     }
     x->r_abort = 0;
     x->r_plen = len * sizeof(float);
@@ -429,7 +441,8 @@ static manta_status finish_frame(xfer *x, manta_err *err)
             char p[64], w[128];
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
-            return fail(x, err, c->prev, 0, "%s: frame from %s failed authentication (forged or corrupted)", w, p);
+            return fail(x, err, c->prev, 0,
+                        "%s: frame from %s failed authentication (forged or corrupted)", w, p);
         }
     }
     if (x->r_abort) {
@@ -621,29 +634,34 @@ static manta_status send_loop(xfer *x)
             char q[64], w[128];
             peer_name(c, c->next, q, sizeof q);
             where(x, 0, w, sizeof w);
-            return fail(x, err, c->next, 1, "%s: timed out after %.3g s sending to %s (it stopped reading)", w,
-                        timeout, q);
+            return fail(x, err, c->next, 1,
+                        "%s: timed out after %.3g s sending to %s (it stopped reading)", w, timeout,
+                        q);
         }
         /* The send socket never carries data towards us: readable means closed, reset or an ABORT. */
-        struct pollfd pf[2] = {{.fd = c->send_fd, .events = (short)(POLLIN | (on_socket ? POLLOUT : 0))},
-                               {.fd = c->wake_s[0], .events = POLLIN}};
+        struct pollfd pf[2] = {
+            {.fd = c->send_fd, .events = (short)(POLLIN | (on_socket ? POLLOUT : 0))},
+            {.fd = c->wake_s[0], .events = POLLIN}};
         int rc = poll(pf, 2, (int)(left * 1000) + 1);
         atomic_store(&x->s_waiting, 0);
         if (rc < 0 && errno != EINTR)
-            return fail(x, err, c->next, 0, "allreduce op %" PRIu64 ": poll: %s", x->op, strerror(errno));
+            return fail(x, err, c->next, 0, "allreduce op %" PRIu64 ": poll: %s", x->op,
+                        strerror(errno));
         if (rc > 0 && pf[1].revents)
             drain(c->wake_s[0]);
         if (rc > 0 && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
             char tmp;
             ssize_t r = recv(c->send_fd, &tmp, 1, MSG_DONTWAIT | MSG_PEEK);
-            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) || r > 0) {
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
+                r > 0) {
                 char q[64], w[128];
                 if ((st = reverse_abort(x, err)) != MANTA_OK)
                     return st;
                 peer_name(c, c->next, q, sizeof q);
                 where(x, 0, w, sizeof w);
                 return fail(x, err, c->next, 1, "%s: %s %s", w, q,
-                            r > 0 ? "sent unexpected data on the outgoing link" : "closed the connection (died?)");
+                            r > 0 ? "sent unexpected data on the outgoing link"
+                                  : "closed the connection (died?)");
             }
         }
     }
@@ -674,12 +692,15 @@ static manta_status recv_loop(xfer *x)
             char p[64], w[128];
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
-            return fail(x, err, c->prev, 0, "%s: timed out after %.3g s waiting for data from %s", w, timeout, p);
+            return fail(x, err, c->prev, 0, "%s: timed out after %.3g s waiting for data from %s",
+                        w, timeout, p);
         }
-        struct pollfd pf[2] = {{.fd = c->recv_fd, .events = POLLIN}, {.fd = c->wake_r[0], .events = POLLIN}};
+        struct pollfd pf[2] = {{.fd = c->recv_fd, .events = POLLIN},
+                               {.fd = c->wake_r[0], .events = POLLIN}};
         int rc = poll(pf, 2, (int)(left * 1000) + 1);
         if (rc < 0 && errno != EINTR)
-            return fail(x, err, c->prev, 0, "allreduce op %" PRIu64 ": poll: %s", x->op, strerror(errno));
+            return fail(x, err, c->prev, 0, "allreduce op %" PRIu64 ": poll: %s", x->op,
+                        strerror(errno));
         if (rc > 0 && pf[1].revents)
             drain(c->wake_r[0]);
     }
@@ -709,12 +730,13 @@ static void *sender_main(void *arg)
 }
 
 /* One allreduce: the sender thread sends while this thread receives and reduces. */
-static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring_redop redop, ring_stats *acc,
-                           manta_err *err)
+static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring_redop redop,
+                           ring_stats *acc, manta_err *err)
 {
     xfer *x = calloc(1, sizeof *x);
     if (!x)
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "allreduce op %" PRIu64 ": out of memory", op);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "allreduce op %" PRIu64 ": out of memory",
+                             op);
     x->c = c;
     x->buf = buf;
     x->n = n;
@@ -808,7 +830,8 @@ static void *comm_main(void *arg)
         free(q);
         if (c->failed_from == UINT64_MAX) {
             c->failed_from = c->completed;
-            manta_err_set(&c->fail, MANTA_ERR_IO, "allreduce op %" PRIu64 " cancelled: communicator destroyed",
+            manta_err_set(&c->fail, MANTA_ERR_IO,
+                          "allreduce op %" PRIu64 " cancelled: communicator destroyed",
                           c->completed);
         }
         c->completed++;
@@ -841,11 +864,14 @@ manta_status ring_allreduce_async(ring_comm *c, float *buf, size_t n, ring_redop
                                   manta_err *err)
 {
     if (!buf && n)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "allreduce: NULL buffer for %zu elements", n);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "allreduce: NULL buffer for %zu elements",
+                             n);
     if (op != RING_SUM && op != RING_AVG)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "allreduce: unknown reduction %d", (int)op);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "allreduce: unknown reduction %d",
+                             (int)op);
     if (n > ((size_t)1 << 40))
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "allreduce: %zu elements exceed the 2^40 limit", n);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "allreduce: %zu elements exceed the 2^40 limit", n);
     pthread_mutex_lock(&c->mu);
     if (c->failed_from != UINT64_MAX) {
         manta_status st = failed(c, err);
@@ -884,7 +910,8 @@ manta_status ring_wait(ring_comm *c, ring_handle h, manta_err *err)
     pthread_mutex_lock(&c->mu);
     if (h >= c->issued) {
         pthread_mutex_unlock(&c->mu);
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "ring_wait: handle %" PRIu64 " was never issued", h);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "ring_wait: handle %" PRIu64 " was never issued", h);
     }
     while (c->completed <= h)
         pthread_cond_wait(&c->done, &c->mu);
@@ -906,11 +933,13 @@ static manta_status connect_next(ring_comm *c, double deadline, manta_err *err)
 {
     char what[96];
     peer_name(c, c->next, what, sizeof what);
-    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, c->cfg.sock_buf, deadline, what, &c->send_fd, err);
+    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, c->cfg.sock_buf,
+                                   deadline, what, &c->send_fd, err);
     if (st != MANTA_OK)
         return st;
     dist_hello me = {.rank = c->rank};
-    return dist_auth_client(c->send_fd, &c->cfg, DIST_LINK_RING, c->next, &me, deadline, what, c->send_key, err);
+    return dist_auth_client(c->send_fd, &c->cfg, DIST_LINK_RING, c->next, &me, deadline, what,
+                            c->send_key, err);
 }
 
 static manta_status accept_prev(ring_comm *c, int lfd, double deadline, manta_err *err)
@@ -925,17 +954,18 @@ static manta_status accept_prev(ring_comm *c, int lfd, double deadline, manta_er
         if (dist_accept(lfd, deadline, &fd, &pa, &pp, &e2) != MANTA_OK) {
             char p[96];
             peer_name(c, c->prev, p, sizeof p);
-            return manta_err_set(err, MANTA_ERR_IO,
-                                 "ring setup: %s did not connect within %.3g s%s%s%s", p, c->cfg.timeout_s,
-                                 rejected ? "; rejected connections, the last: " : "", last, "");
+            return manta_err_set(
+                err, MANTA_ERR_IO, "ring setup: %s did not connect within %.3g s%s%s%s", p,
+                c->cfg.timeout_s, rejected ? "; rejected connections, the last: " : "", last, "");
         }
         char pas[16], what[64];
         dist_ipv4_str(pa, pas);
         snprintf(what, sizeof what, "ring connection from %s:%u", pas, (unsigned)pp);
         double hs = dist_now() + (c->cfg.timeout_s < 10.0 ? c->cfg.timeout_s : 10.0);
         dist_hello h;
-        if (dist_auth_server(fd, &c->cfg, DIST_LINK_RING, c->prev, NULL, hs < deadline ? hs : deadline, what, &h,
-                             c->recv_key, NULL, &e2) == MANTA_OK) {
+        if (dist_auth_server(fd, &c->cfg, DIST_LINK_RING, c->prev, NULL,
+                             hs < deadline ? hs : deadline, what, &h, c->recv_key, NULL,
+                             &e2) == MANTA_OK) {
             c->recv_fd = fd;
             return MANTA_OK;
         }
@@ -998,7 +1028,8 @@ manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err
     if (st == MANTA_OK) {
         c->scratch = malloc(RING_SEG_BYTES);
         if (!c->scratch)
-            st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory for the segment buffer");
+            st = manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                               "ring: out of memory for the segment buffer");
     }
     if (st == MANTA_OK) {
         if (pipe(c->wake_s) != 0 || pipe(c->wake_r) != 0)
@@ -1019,7 +1050,8 @@ manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err
     }
     if (st == MANTA_OK) {
         if (pthread_create(&c->thread, NULL, comm_main, c) != 0)
-            st = manta_err_set(err, MANTA_ERR_INTERNAL, "ring: cannot start the communication thread");
+            st = manta_err_set(err, MANTA_ERR_INTERNAL,
+                               "ring: cannot start the communication thread");
         else
             c->thread_started = 1;
     }

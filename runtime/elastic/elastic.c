@@ -14,8 +14,8 @@ static manta_status check(mcl_dev *d, int c, int big_k, int k)
 
 /* Launch @p kernel of cl_kernels/elastic.cl over @p items work-items: every kernel there takes
  * two views read, the view written, then (c, big_k, k). */
-static manta_status ktrans_run(mcl_dev *d, const char *kernel, mview a, mview b, mview out,
-                               int c, int big_k, int k, size_t items)
+static manta_status ktrans_run(mcl_dev *d, const char *kernel, mview a, mview b, mview out, int c,
+                               int big_k, int k, size_t items)
 {
     mcl_launch L;
     mcl_launch_begin(&L, d, "elastic", kernel);
@@ -32,8 +32,8 @@ manta_status ofa_ktrans_forward(mcl_dev *d, int c, int big_k, int k, mview w, mv
     return ktrans_run(d, "ktrans_forward", w, m, wk, c, big_k, k, (size_t)c * k * k);
 }
 
-manta_status ofa_ktrans_backward(mcl_dev *d, int c, int big_k, int k, mview w, mview m,
-                                 mview dwk, mview dw, mview dm)
+manta_status ofa_ktrans_backward(mcl_dev *d, int c, int big_k, int k, mview w, mview m, mview dwk,
+                                 mview dw, mview dm)
 {
     MANTA_TRY(check(d, c, big_k, k));
     MANTA_TRY(ktrans_run(d, "ktrans_backward_m", w, dwk, dm, c, big_k, k, (size_t)k * k * k * k));

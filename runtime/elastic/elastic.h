@@ -26,7 +26,7 @@ manta_status ofa_ktrans_forward(mcl_dev *d, int c, int big_k, int k, mview w, mv
  * Given dwk (C, k, k): dm += dwk^T x centre_k(w) over channels (k*k, k*k), and
  * centre_k(dw) += dwk x M. w is the forward input (C, K, K).
  */
-manta_status ofa_ktrans_backward(mcl_dev *d, int c, int big_k, int k, mview w, mview m,
-                                 mview dwk, mview dw, mview dm);
+manta_status ofa_ktrans_backward(mcl_dev *d, int c, int big_k, int k, mview w, mview m, mview dwk,
+                                 mview dw, mview dm);
 
 #endif

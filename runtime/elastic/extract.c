@@ -44,8 +44,7 @@ void ofa_fill_dwconv_bn(const ofa_host_values *v, const mbv3_request *r, const f
 }
 
 /* A squeeze-and-excite 1x1 from weights at @p w (rows of stride @p ld) and bias at @p b. */
-static void se_from(const ofa_host_values *v, const mbv3_request *r, size_t w, size_t ld,
-                    size_t b)
+static void se_from(const ofa_host_values *v, const mbv3_request *r, size_t w, size_t ld, size_t b)
 {
     for (int o = 0; o < r->cout; o++) {
         for (int i = 0; i < r->cin; i++)
@@ -89,9 +88,7 @@ manta_status ofa_mbconv_fill(const ofa_host_values *v, const ofa_mbconv *p, int 
                              const mbv3_request *r, manta_err *err)
 {
     switch (r->part) {
-    case MBV3_EXPAND:
-        ofa_fill_conv_bn(v, r, p->e_w, (size_t)p->in_c, &p->e_bn);
-        return MANTA_OK;
+    case MBV3_EXPAND: ofa_fill_conv_bn(v, r, p->e_w, (size_t)p->in_c, &p->e_bn); return MANTA_OK;
     case MBV3_DW: {
         float *kw = active_kernel(v, p, ki, r->cout);
         if (!kw)
@@ -100,18 +97,13 @@ manta_status ofa_mbconv_fill(const ofa_host_values *v, const ofa_mbconv *p, int 
         free(kw);
         return MANTA_OK;
     }
-    case MBV3_SE_REDUCE:
-        se_from(v, r, p->se_r_w, (size_t)p->mid_max, p->se_r_b);
-        return MANTA_OK;
-    case MBV3_SE_EXPAND:
-        se_from(v, r, p->se_e_w, (size_t)p->se_max, p->se_e_b);
-        return MANTA_OK;
+    case MBV3_SE_REDUCE: se_from(v, r, p->se_r_w, (size_t)p->mid_max, p->se_r_b); return MANTA_OK;
+    case MBV3_SE_EXPAND: se_from(v, r, p->se_e_w, (size_t)p->se_max, p->se_e_b); return MANTA_OK;
     case MBV3_PROJECT:
         ofa_fill_conv_bn(v, r, p->p_w, (size_t)p->mid_max, &p->p_bn);
         return MANTA_OK;
     case MBV3_CONV:
-    case MBV3_FC:
-        break;
+    case MBV3_FC: break;
     }
     return manta_err_set(err, MANTA_ERR_INTERNAL, "export: an MBConv slot has no operator %d",
                          (int)r->part);

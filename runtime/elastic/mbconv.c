@@ -106,8 +106,9 @@ manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
     MANTA_TRY(mslab_create(n->d, &n->params, sz->params ? sz->params : 1, sz->params_name));
     MANTA_TRY(mslab_create(n->d, &n->grads, grads, sz->grads_name));
     MANTA_TRY(mslab_create(n->d, &n->state, sz->state ? sz->state : 1, "batch-norm statistics"));
-    const size_t acts = !sz->acts ? 1 : n->forward_only ? ofa_net_grad_floats(n, sz->acts)
-                                                        : sz->acts;
+    const size_t acts = !sz->acts         ? 1
+                        : n->forward_only ? ofa_net_grad_floats(n, sz->acts)
+                                          : sz->acts;
     MANTA_TRY(mslab_create(n->d, &n->acts, acts, "activations"));
     MANTA_TRY(mslab_create(n->d, &n->dacts, dacts, "activation gradients"));
     MANTA_TRY(mslab_create(n->d, &n->scratch, sz->scratch ? sz->scratch : 1, "op scratch"));
@@ -122,8 +123,7 @@ manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
 
 void ofa_net_free(ofa_net *n)
 {
-    mslab *slabs[] = {&n->mom,  &n->params, &n->grads,  &n->state,
-                      &n->acts, &n->dacts,  &n->scratch};
+    mslab *slabs[] = {&n->mom, &n->params, &n->grads, &n->state, &n->acts, &n->dacts, &n->scratch};
     for (size_t i = 0; i < sizeof slabs / sizeof slabs[0]; i++)
         mslab_destroy(n->d, slabs[i]);
     free(n->sync_host);
@@ -139,8 +139,7 @@ manta_status ofa_net_write_init(ofa_net *n, const ofa_net_sizes *sz, ofa_net_ini
     float *st = calloc(sz->state ? sz->state : 1, sizeof *st);
     manta_status rc = MANTA_OK;
     if (!p || !st)
-        rc = manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY, "%s: out of host memory",
-                           sz->who);
+        rc = manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY, "%s: out of host memory", sz->who);
     if (rc == MANTA_OK) {
         manta_rng r;
         manta_rng_seed(&r, seed, stream);
@@ -155,8 +154,8 @@ manta_status ofa_net_write_init(ofa_net *n, const ofa_net_sizes *sz, ofa_net_ini
     return rc;
 }
 
-manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r,
-                            void *net, uint64_t seed)
+manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r, void *net,
+                            uint64_t seed)
 {
     n->d = d;
     n->batch = batch;
@@ -164,14 +163,13 @@ manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_rec
     mlayout pl = {0}, sl = {0}, al = {0};
     size_t scratch = 0;
     MANTA_TRY(r->plan(net, &pl, &sl, &al, &scratch));
-    const ofa_net_sizes sz = {pl.total,      sl.total,      al.total,    scratch,
+    const ofa_net_sizes sz = {pl.total,       sl.total,      al.total,    scratch,
                               r->params_name, r->grads_name, r->mom_name, r->who};
     MANTA_TRY(ofa_net_alloc(n, &sz));
     return ofa_net_write_init(n, &sz, r->init, net, seed, r->stream);
 }
 
-void ofa_net_slabs(const ofa_net *n, size_t n_params, size_t n_decay, size_t n_state,
-                   ofa_slabs *o)
+void ofa_net_slabs(const ofa_net *n, size_t n_params, size_t n_decay, size_t n_state, ofa_slabs *o)
 {
     o->params = mslab_view(&n->params, 0);
     o->grads = mslab_view(&n->grads, 0);
@@ -231,18 +229,17 @@ static manta_status bn_fwd_sync(ofa_net *n, const ofa_bn *b, int c, int hw, size
     MANTA_TRY(nn_bn_stats(n->d, &sh, A(n, x), stats, A(n, n->stats_tmp + (size_t)c), SCR(n)));
     MANTA_TRY(mcl_read(n->d, stats, n->sync_host, 2 * (size_t)c));
     long m_total = 0;
-    MANTA_TRY(n->bn_sync(n->bn_sync_ctx, OFA_BN_SYNC_STATS, n->sync_host, c,
-                         (long)n->batch * hw, &m_total, mcl_err(n->d)));
+    MANTA_TRY(n->bn_sync(n->bn_sync_ctx, OFA_BN_SYNC_STATS, n->sync_host, c, (long)n->batch * hw,
+                         &m_total, mcl_err(n->d)));
     MANTA_TRY(mcl_write(n->d, stats, n->sync_host, 2 * (size_t)c));
     float momentum = n->fwd_bn == OFA_BN_TRAIN ? OFA_BN_MOMENTUM : 0.0f;
     MANTA_TRY(nn_bn_sync_finish(n->d, c, m_total, momentum, OFA_BN_EPS, stats, S(n, b->rmean),
                                 S(n, b->rvar), S(n, b->smean), S(n, b->sinv)));
-    return nn_bn_forward_apply(n->d, &sh, A(n, x), PW(n, b->gamma), PW(n, b->beta),
-                               S(n, b->smean), S(n, b->sinv), A(n, y));
+    return nn_bn_forward_apply(n->d, &sh, A(n, x), PW(n, b->gamma), PW(n, b->beta), S(n, b->smean),
+                               S(n, b->sinv), A(n, y));
 }
 
-static manta_status bn_fwd_pooled(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x,
-                                  size_t y);
+static manta_status bn_fwd_pooled(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x, size_t y);
 
 manta_status ofa_net_bn_forward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x, size_t y)
 {
@@ -252,8 +249,8 @@ manta_status ofa_net_bn_forward(ofa_net *n, const ofa_bn *b, int c, int hw, size
     if (n->fwd_bn == OFA_BN_RECAL && n->recal_sum)
         return bn_fwd_pooled(n, b, c, hw, x, y);
     if (n->fwd_bn == OFA_BN_EVAL)
-        return nn_bn_forward_eval(n->d, &sh, OFA_BN_EPS, A(n, x), PW(n, b->gamma),
-                                  PW(n, b->beta), S(n, b->rmean), S(n, b->rvar), A(n, y));
+        return nn_bn_forward_eval(n->d, &sh, OFA_BN_EPS, A(n, x), PW(n, b->gamma), PW(n, b->beta),
+                                  S(n, b->rmean), S(n, b->rvar), A(n, y));
     float momentum = n->fwd_bn == OFA_BN_TRAIN ? OFA_BN_MOMENTUM : 0.0f;
     MANTA_TRY(nn_bn_forward_train(n->d, &sh, momentum, OFA_BN_EPS, A(n, x), PW(n, b->gamma),
                                   PW(n, b->beta), S(n, b->rmean), S(n, b->rvar), A(n, y),
@@ -268,8 +265,7 @@ manta_status ofa_net_bn_forward(ofa_net *n, const ofa_bn *b, int c, int hw, size
 
 /* A pooled re-calibration's forward of @p b: normalised with the batch's statistics, its
  * input's batch mean and variance added to the host sums. */
-static manta_status bn_fwd_pooled(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x,
-                                  size_t y)
+static manta_status bn_fwd_pooled(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x, size_t y)
 {
     nn_bn_shape sh = {n->batch, c, hw};
     size_t at = 0; /* this batch norm's channels in the sums */
@@ -293,22 +289,21 @@ static manta_status bn_fwd_pooled(ofa_net *n, const ofa_bn *b, int c, int hw, si
     return MANTA_OK;
 }
 
-manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x,
-                                 size_t dy, size_t dx)
+manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x, size_t dy,
+                                 size_t dx)
 {
     nn_bn_shape sh = {n->batch, c, hw};
     if (n->bn_sync) {
         mview sums = A(n, n->stats_tmp);
-        MANTA_TRY(nn_bn_backward_reduce(n->d, &sh, A(n, x), S(n, b->smean), S(n, b->sinv),
-                                        G(n, dy), sums, DP(n, b->gamma), DP(n, b->beta),
-                                        SCR(n)));
+        MANTA_TRY(nn_bn_backward_reduce(n->d, &sh, A(n, x), S(n, b->smean), S(n, b->sinv), G(n, dy),
+                                        sums, DP(n, b->gamma), DP(n, b->beta), SCR(n)));
         MANTA_TRY(mcl_read(n->d, sums, n->sync_host, 2 * (size_t)c));
         long m_total = 0;
         MANTA_TRY(n->bn_sync(n->bn_sync_ctx, OFA_BN_SYNC_GRADS, n->sync_host, c,
                              (long)n->batch * hw, &m_total, mcl_err(n->d)));
         MANTA_TRY(mcl_write(n->d, sums, n->sync_host, 2 * (size_t)c));
-        return nn_bn_backward_apply(n->d, &sh, m_total, A(n, x), PW(n, b->gamma),
-                                    S(n, b->smean), S(n, b->sinv), G(n, dy), G(n, dx), sums);
+        return nn_bn_backward_apply(n->d, &sh, m_total, A(n, x), PW(n, b->gamma), S(n, b->smean),
+                                    S(n, b->sinv), G(n, dy), G(n, dx), sums);
     }
     return nn_bn_backward(n->d, &sh, A(n, x), PW(n, b->gamma), S(n, b->smean), S(n, b->sinv),
                           G(n, dy), G(n, dx), DP(n, b->gamma), DP(n, b->beta), SCR(n));
@@ -389,8 +384,7 @@ manta_status ofa_net_act_forward(ofa_net *n, nn_act a, size_t len, size_t x, siz
     return nn_act_forward(n->d, a, A(n, x), A(n, y), len);
 }
 
-manta_status ofa_net_act_backward(ofa_net *n, nn_act a, size_t len, size_t x, size_t dy,
-                                  size_t dx)
+manta_status ofa_net_act_backward(ofa_net *n, nn_act a, size_t len, size_t x, size_t dy, size_t dx)
 {
     return nn_act_backward(n->d, a, A(n, x), G(n, dy), G(n, dx), len);
 }
@@ -570,8 +564,8 @@ manta_status ofa_mbconv_configure(const ofa_mbconv *u, ofa_mbconv_cfg *c, manta_
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "MBConv slot: %s out of range (kernel %d of %d, mid %d of %d, se %d "
                              "of %d, input %dx%d of %dx%d, residual %d)",
-                             bad, c->ki, u->n_ks, c->mid, u->mid_max, c->se, u->se_max, c->h,
-                             c->w, u->h, u->w, (int)c->residual);
+                             bad, c->ki, u->n_ks, c->mid, u->mid_max, c->se, u->se_max, c->h, c->w,
+                             u->h, u->w, (int)c->residual);
     c->k = u->ks[c->ki];
     c->stride = u->stride;
     c->ho = out_size(c->h, u->stride);
@@ -644,14 +638,13 @@ static manta_status se_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv
     const ofa_mbconv_acts *t = &u->t;
     const se_dims g = se_dims_at(n, u, c);
     MANTA_TRY(nn_avgpool_forward(n->d, g.ch, g.ohw, A(n, t->d_act), A(n, t->se_pool)));
-    MANTA_TRY(nn_linear_forward(n->d, &g.r, A(n, t->se_pool), PW(n, u->se_r_w),
-                                PW(n, u->se_r_b), A(n, t->se_r)));
+    MANTA_TRY(nn_linear_forward(n->d, &g.r, A(n, t->se_pool), PW(n, u->se_r_w), PW(n, u->se_r_b),
+                                A(n, t->se_r)));
     MANTA_TRY(ofa_net_act_forward(n, NN_ACT_RELU, g.units, t->se_r, t->se_relu));
-    MANTA_TRY(nn_linear_forward(n->d, &g.e, A(n, t->se_relu), PW(n, u->se_e_w),
-                                PW(n, u->se_e_b), A(n, t->se_e)));
+    MANTA_TRY(nn_linear_forward(n->d, &g.e, A(n, t->se_relu), PW(n, u->se_e_w), PW(n, u->se_e_b),
+                                A(n, t->se_e)));
     MANTA_TRY(ofa_net_act_forward(n, NN_ACT_HSIGMOID, g.ch, t->se_e, t->se_hsig));
-    return nn_scale_forward(n->d, g.ch, g.ohw, A(n, t->d_act), A(n, t->se_hsig),
-                            A(n, t->se_out));
+    return nn_scale_forward(n->d, g.ch, g.ohw, A(n, t->d_act), A(n, t->se_hsig), A(n, t->se_out));
 }
 
 manta_status ofa_mbconv_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c)
@@ -674,8 +667,8 @@ manta_status ofa_mbconv_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbcon
     if (u->se)
         MANTA_TRY(se_forward(n, u, c));
     nn_conv2d_shape pr = ofa_net_pw_shape(n, c->mid, c->ho, c->wo, u->width, u->mid_max);
-    MANTA_TRY(nn_conv2d_forward(d, &pr, A(n, proj_input(u)), PW(n, u->p_w), A(n, t->p_conv),
-                                SCR(n)));
+    MANTA_TRY(
+        nn_conv2d_forward(d, &pr, A(n, proj_input(u)), PW(n, u->p_w), A(n, t->p_conv), SCR(n)));
     MANTA_TRY(ofa_net_bn_forward(n, &u->p_bn, u->width, (int)ohw, t->p_conv, t->p_bn));
     if (c->residual)
         MANTA_TRY(nn_add(d, B * u->width * ohw, A(n, c->in), A(n, t->p_bn), A(n, t->out)));
@@ -690,8 +683,8 @@ static manta_status se_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbcon
     mcl_dev *d = n->d;
     const ofa_mbconv_acts *t = &u->t;
     const se_dims g = se_dims_at(n, u, c);
-    MANTA_TRY(nn_scale_backward(d, g.ch, g.ohw, A(n, t->d_act), A(n, t->se_hsig),
-                                G(n, t->se_out), G(n, t->d_act), G(n, t->se_hsig)));
+    MANTA_TRY(nn_scale_backward(d, g.ch, g.ohw, A(n, t->d_act), A(n, t->se_hsig), G(n, t->se_out),
+                                G(n, t->d_act), G(n, t->se_hsig)));
     MANTA_TRY(ofa_net_act_backward(n, NN_ACT_HSIGMOID, g.ch, t->se_e, t->se_hsig, t->se_e));
     MANTA_TRY(nn_linear_backward(d, &g.e, A(n, t->se_relu), PW(n, u->se_e_w), G(n, t->se_e),
                                  G(n, t->se_relu), DP(n, u->se_e_w), DP(n, u->se_e_b)));
@@ -746,8 +739,8 @@ manta_status ofa_mbconv_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbco
     MANTA_TRY(ofa_net_act_backward(n, u->act, B * c->mid * hw, t->e_bn, t->e_act, t->e_bn));
     MANTA_TRY(ofa_net_bn_backward(n, &u->e_bn, c->mid, (int)hw, t->e_conv, t->e_bn, t->e_conv));
     nn_conv2d_shape e = ofa_net_pw_shape(n, u->in_c, c->h, c->w, c->mid, 0);
-    MANTA_TRY(nn_conv2d_backward(d, &e, A(n, c->in), PW(n, u->e_w), G(n, t->e_conv),
-                                 G(n, c->in), DP(n, u->e_w), SCR(n)));
+    MANTA_TRY(nn_conv2d_backward(d, &e, A(n, c->in), PW(n, u->e_w), G(n, t->e_conv), G(n, c->in),
+                                 DP(n, u->e_w), SCR(n)));
     if (c->residual)
         MANTA_TRY(nn_axpy(d, B * u->width * hw, 1.0f, G(n, t->out), G(n, c->in)));
     return MANTA_OK;
@@ -802,8 +795,8 @@ static void reorder_slot(const ofa_mbconv *q, float *p, float *st, const int *bo
     ofa_permute_cols(p + q->se_e_w, M, q->se_max, q->se_max, 1, perm, tmp);
 }
 
-manta_status ofa_net_reorder_width(ofa_net *n, const ofa_mbconv *slots, int n_slots,
-                                   const int *e, int n_e, int keep_groups)
+manta_status ofa_net_reorder_width(ofa_net *n, const ofa_mbconv *slots, int n_slots, const int *e,
+                                   int n_e, int keep_groups)
 {
     if (keep_groups < 0 || keep_groups >= n_e || keep_groups >= OFA_MAX_CHOICES)
         return manta_err_set(mcl_err(n->d), MANTA_ERR_INVALID_ARG,

@@ -94,33 +94,33 @@ typedef struct ofa_grad_plan {
  * ofa_net_free() releases them. Fields are read and set directly.
  */
 typedef struct ofa_net {
-    mcl_dev *d;   /**< the device (not owned) */
-    int batch;    /**< N of every activation */
-    mslab params;  /**< parameters (n_params) */
-    mslab grads;   /**< parameter gradients, the parameters' layout; backward accumulates */
-    mslab state;   /**< batch-norm running and saved statistics */
-    mslab acts;    /**< activations */
-    mslab dacts;   /**< activation gradients, laid out by gplan */
-    mslab scratch; /**< op scratch shared by every layer (no op keeps data in it) */
-    mslab mom;     /**< the optimizer's momentum, the parameters' layout (when asked for) */
+    mcl_dev *d;         /**< the device (not owned) */
+    int batch;          /**< N of every activation */
+    mslab params;       /**< parameters (n_params) */
+    mslab grads;        /**< parameter gradients, the parameters' layout; backward accumulates */
+    mslab state;        /**< batch-norm running and saved statistics */
+    mslab acts;         /**< activations */
+    mslab dacts;        /**< activation gradients, laid out by gplan */
+    mslab scratch;      /**< op scratch shared by every layer (no op keeps data in it) */
+    mslab mom;          /**< the optimizer's momentum, the parameters' layout (when asked for) */
     mview fwd_params;   /**< parameters of the current / last forward (the own slab or a copy) */
     ofa_bn_mode fwd_bn; /**< batch-norm mode of the current / last forward */
     float recal_weight; /**< batch / images of a re-calibration (ofa_net_recal_begin()) */
     ofa_bn_sync_fn bn_sync; /**< synchronised batch norm across replicas, or NULL */
     void *bn_sync_ctx;      /**< its context */
-    float *sync_host; /**< (2, widest) host copy of the statistics being synchronised; owned */
-    double *recal_sum; /**< a pooled re-calibration's sums (ofa_net_recal_begin_pooled()):
+    float *sync_host;    /**< (2, widest) host copy of the statistics being synchronised; owned */
+    double *recal_sum;   /**< a pooled re-calibration's sums (ofa_net_recal_begin_pooled()):
                         *  per channel of every batch norm of bns, in its order, the sum of
                         *  recal_weight times the batch mean, variance and squared mean;
                         *  owned, NULL otherwise */
-    size_t stats_tmp; /**< activation offset of (2, widest) batch statistics */
-    int widest;       /**< largest channel count of any batch norm of the network */
-    ofa_bn_list bns;  /**< every batch norm of the network (it fills the list when it plans):
+    size_t stats_tmp;    /**< activation offset of (2, widest) batch statistics */
+    int widest;          /**< largest channel count of any batch norm of the network */
+    ofa_bn_list bns;     /**< every batch norm of the network (it fills the list when it plans):
                        *  initialised by ofa_net_write_init(), re-calibrated by
                        *  ofa_net_recal_begin() */
     ofa_grad_plan gplan; /**< the gradient slab's layout (zeroed before planning; filled by
                           *  ofa_mbconv_plan_acts()) */
-    bool forward_only; /**< set before ofa_net_alloc(): forward passes only, so the parameter
+    bool forward_only;   /**< set before ofa_net_alloc(): forward passes only, so the parameter
                         *  and activation gradient slabs are one float each, there is no
                         *  momentum (ofa_mbconv_backward() must not run), and the slots'
                         *  internal activations share one region (ofa_net_a()) */
@@ -216,8 +216,8 @@ typedef struct ofa_net_recipe {
  * with @p seed). On error the network is destroyed by its caller (ofa_net_free()).
  * @return the plan's, ofa_net_alloc()'s or ofa_net_write_init()'s error.
  */
-manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r,
-                            void *net, uint64_t seed);
+manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r, void *net,
+                            uint64_t seed);
 /** The slabs of a network hosting @p n (see ofa_slabs), with its parameter counts. */
 void ofa_net_slabs(const ofa_net *n, size_t n_params, size_t n_decay, size_t n_state,
                    ofa_slabs *out);
@@ -258,8 +258,8 @@ manta_status ofa_net_bn_forward(ofa_net *n, const ofa_bn *b, int c, int hw, size
  * accumulated in the gradient slab; x is the forward input (activation offsets). With
  * n->bn_sync set, the sums are exchanged as in the forward.
  */
-manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x,
-                                 size_t dy, size_t dx);
+manta_status ofa_net_bn_backward(ofa_net *n, const ofa_bn *b, int c, int hw, size_t x, size_t dy,
+                                 size_t dx);
 /**
  * Start a re-calibration over @p total_images images (see ofa_supernet_recal_begin()):
  * sets n->recal_weight (n->batch / total_images) and zeroes the running mean and variance
@@ -287,21 +287,20 @@ manta_status ofa_net_recal_end(ofa_net *n);
 manta_status ofa_net_act_forward(ofa_net *n, nn_act a, size_t len, size_t x, size_t y);
 /** dx = dy * a'(x) over @p len floats; x is the forward input (activation offset), dy and
  *  dx activation-gradient offsets (dx may be dy). */
-manta_status ofa_net_act_backward(ofa_net *n, nn_act a, size_t len, size_t x, size_t dy,
-                                  size_t dx);
+manta_status ofa_net_act_backward(ofa_net *n, nn_act a, size_t len, size_t x, size_t dy, size_t dx);
 
 /* ---- the MBConv slot ----------------------------------------------------------------------- */
 
 /** What a slot is planned for: its largest configuration. */
 typedef struct ofa_mbconv_spec {
-    int in_c, width;  /**< input and output channels */
-    int mid_max;      /**< largest expanded channel count */
-    int stride;       /**< depthwise stride (1 or 2) */
-    nn_act act;       /**< activation after the expand and the depthwise convolutions */
-    bool se;          /**< squeeze-and-excite, make_divisible(mid_max / 4, 8) units at most */
-    int n_ks;         /**< 1 .. OFA_MBCONV_MAX_KS kernel sizes */
+    int in_c, width; /**< input and output channels */
+    int mid_max;     /**< largest expanded channel count */
+    int stride;      /**< depthwise stride (1 or 2) */
+    nn_act act;      /**< activation after the expand and the depthwise convolutions */
+    bool se;         /**< squeeze-and-excite, make_divisible(mid_max / 4, 8) units at most */
+    int n_ks;        /**< 1 .. OFA_MBCONV_MAX_KS kernel sizes */
     int ks[OFA_MBCONV_MAX_KS]; /**< odd, ascending; the last is the stored one */
-    int h, w;         /**< largest input height and width */
+    int h, w;                  /**< largest input height and width */
 } ofa_mbconv_spec;
 
 /** Activation offsets of one slot (their gradients: ofa_net_ga()). */
@@ -438,7 +437,7 @@ manta_status ofa_mbconv_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbco
  * @return MANTA_ERR_INVALID_ARG when keep_groups is not in [0, n_e) (message in
  *         mcl_err(n->d)); MANTA_ERR_NO_MEMORY; the device's error.
  */
-manta_status ofa_net_reorder_width(ofa_net *n, const ofa_mbconv *slots, int n_slots,
-                                   const int *e, int n_e, int keep_groups);
+manta_status ofa_net_reorder_width(ofa_net *n, const ofa_mbconv *slots, int n_slots, const int *e,
+                                   int n_e, int keep_groups);
 
 #endif

@@ -22,10 +22,10 @@ typedef struct ofa_slabs {
 
 /** How batch norm runs in a forward pass. */
 typedef enum ofa_bn_mode {
-    OFA_BN_TRAIN,       /**< batch statistics; running statistics updated (momentum 0.1) */
-    OFA_BN_BATCH_ONLY,  /**< batch statistics; running statistics untouched (teacher) */
-    OFA_BN_EVAL,        /**< running statistics */
-    OFA_BN_RECAL        /**< batch statistics; their sample-weighted average is
+    OFA_BN_TRAIN,      /**< batch statistics; running statistics updated (momentum 0.1) */
+    OFA_BN_BATCH_ONLY, /**< batch statistics; running statistics untouched (teacher) */
+    OFA_BN_EVAL,       /**< running statistics */
+    OFA_BN_RECAL       /**< batch statistics; their sample-weighted average is
                              added to the running statistics (ofa_net_recal_begin(): elastic/mbconv.h) */
 } ofa_bn_mode;
 
@@ -45,8 +45,8 @@ typedef enum ofa_bn_sync_kind {
  * sums of dy and dy * xhat; replace them with the sums over all replicas (*m_total as in
  * the forward). Every replica must receive the same values. Errors go to @p err.
  */
-typedef manta_status (*ofa_bn_sync_fn)(void *ctx, ofa_bn_sync_kind kind, float *v, int c,
-                                       long m, long *m_total, manta_err *err);
+typedef manta_status (*ofa_bn_sync_fn)(void *ctx, ofa_bn_sync_kind kind, float *v, int c, long m,
+                                       long *m_total, manta_err *err);
 
 /**
  * Progress of a backward pass: the gradients of the decayed parameters (the weight matrices,

@@ -111,7 +111,7 @@ mengine_status mengine_diag_fail(mdiag *d, mengine_status code, const char *fmt,
 }
 
 mengine_status mengine_diag_op_vfail(mdiag *d, uint32_t op, int32_t builtin, mengine_status code,
-                                const char *fmt, va_list ap)
+                                     const char *fmt, va_list ap)
 {
     if (!d || !d->msg || !d->cap)
         return code;

@@ -28,7 +28,7 @@ mengine_status mengine_diag_fail(mdiag *d, mengine_status code, const char *fmt,
 /* As mengine_diag_fail(), prefixed with "operator OP (NAME): ", NAME being
  * mengine_op_name(@p builtin); the arguments come as a va_list. */
 mengine_status mengine_diag_op_vfail(mdiag *d, uint32_t op, int32_t builtin, mengine_status code,
-                                const char *fmt, va_list ap)
+                                     const char *fmt, va_list ap)
 #if defined(__GNUC__)
     __attribute__((format(printf, 5, 0)))
 #endif

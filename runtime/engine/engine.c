@@ -115,7 +115,8 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
     if (!e || (e->state != STATE_INIT && e->state != STATE_PREPARED))
         return mengine_diag_fail(&d, MENGINE_ERR_STATE, "mengine_prepare() before mengine_init()");
     const mengine_model *m = &e->model;
-    const size_t records = records_size(m), work_size = mengine_plan_work_bytes(m->n_tensors, m->n_ops);
+    const size_t records = records_size(m),
+                 work_size = mengine_plan_work_bytes(m->n_tensors, m->n_ops);
     e->state = STATE_INIT;
     if (records + work_size > e->arena_size)
         return mengine_diag_fail(
@@ -134,8 +135,8 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
     const size_t used = records + (total > work_size ? total : work_size);
     if (used > e->arena_size)
         return mengine_diag_fail(&d, MENGINE_ERR_ARENA,
-                            "arena of %zu bytes is too small: the model needs %zu", e->arena_size,
-                            used);
+                                 "arena of %zu bytes is too small: the model needs %zu",
+                                 e->arena_size, used);
     /* Point the records at their memory before the activations overwrite the work area. */
     fbr r;
     mengine_fbr_for_model(&r, m, &d);

@@ -146,7 +146,7 @@ typedef struct mengine_model {
     uint32_t max_depth;
     uint32_t opcodes, buffers, tensors, operators, inputs, outputs; /* first elements */
     uint32_t n_opcodes, n_buffers, n_tensors, n_ops, n_inputs, n_outputs;
-    uint32_t offline; /* first offset of the offline plan, 0 = none */
+    uint32_t offline;               /* first offset of the offline plan, 0 = none */
     const mengine_op_resolver *ops; /* the operators it may use */
 } mengine_model;
 
@@ -163,12 +163,12 @@ typedef struct mengine_view {
 
 /** Arena use after mengine_prepare(). */
 typedef struct mengine_stats {
-    size_t arena_used;       /**< bytes used from the start of the arena */
-    size_t records_bytes;    /**< tensor and operator records (start of the arena) */
-    size_t activation_bytes; /**< planned activations and kernel scratch */
-    size_t work_bytes;       /**< planner work area used during prepare */
+    size_t arena_used;         /**< bytes used from the start of the arena */
+    size_t records_bytes;      /**< tensor and operator records (start of the arena) */
+    size_t activation_bytes;   /**< planned activations and kernel scratch */
+    size_t work_bytes;         /**< planner work area used during prepare */
     size_t fused_correlations; /**< correlation patterns run as one kernel (mengine_prepare()) */
-    size_t fused_ops;        /**< operators of the model those kernels stand for */
+    size_t fused_ops;          /**< operators of the model those kernels stand for */
 } mengine_stats;
 
 struct mtensor;

@@ -8,7 +8,7 @@
 #include "engine/fbread_impl.h"
 
 void mengine_fb_init(fbr *r, const uint8_t *base, uint32_t size, uint32_t max_depth,
-                uint32_t max_tables, mdiag *d)
+                     uint32_t max_tables, mdiag *d)
 {
     r->base = base;
     r->size = size;
@@ -21,24 +21,24 @@ mengine_status mengine_fb_table_at(fbr *r, uint32_t pos, uint32_t depth, fb_tabl
 {
     if (depth > r->max_depth)
         return mengine_diag_fail(r->d, MENGINE_ERR_DEPTH,
-                            "table at byte %u is nested %u deep (limit %u)", pos, depth,
-                            r->max_depth);
+                                 "table at byte %u is nested %u deep (limit %u)", pos, depth,
+                                 r->max_depth);
     if (r->tables_left == 0)
         return mengine_diag_fail(r->d, MENGINE_ERR_LIMIT, "more tables than the verifier's limit");
     r->tables_left--;
     if (pos % 4)
-        return mengine_diag_fail(r->d, MENGINE_ERR_ALIGNMENT, "table at byte %u is not 4-byte aligned",
-                            pos);
+        return mengine_diag_fail(r->d, MENGINE_ERR_ALIGNMENT,
+                                 "table at byte %u is not 4-byte aligned", pos);
     if ((uint64_t)pos + 4 > r->size)
         return mengine_diag_fail(r->d, MENGINE_ERR_OFFSET, "table at byte %u lies outside the data",
-                            pos);
+                                 pos);
     const int64_t vt = (int64_t)pos - rd_i32(r->base + pos);
     if (vt < 0 || vt + 4 > (int64_t)r->size)
         return mengine_diag_fail(r->d, MENGINE_ERR_VTABLE,
-                            "vtable of the table at byte %u lies outside the data", pos);
+                                 "vtable of the table at byte %u lies outside the data", pos);
     if (vt % 2)
         return mengine_diag_fail(r->d, MENGINE_ERR_VTABLE,
-                            "vtable of the table at byte %u is not 2-byte aligned", pos);
+                                 "vtable of the table at byte %u is not 2-byte aligned", pos);
     const uint16_t vt_size = rd_u16(r->base + vt), t_size = rd_u16(r->base + vt + 2);
     if (vt_size < 4 || vt_size % 2 || vt + vt_size > (int64_t)r->size)
         return mengine_diag_fail(
@@ -46,12 +46,13 @@ mengine_status mengine_fb_table_at(fbr *r, uint32_t pos, uint32_t depth, fb_tabl
             "vtable of the table at byte %u: size %u is odd, below 4 or past the end", pos,
             (unsigned)vt_size);
     if (t_size < 4)
-        return mengine_diag_fail(r->d, MENGINE_ERR_VTABLE, "table at byte %u: table size %u below 4",
-                            pos, (unsigned)t_size);
+        return mengine_diag_fail(r->d, MENGINE_ERR_VTABLE,
+                                 "table at byte %u: table size %u below 4", pos, (unsigned)t_size);
     if ((uint64_t)pos + t_size > r->size)
-        return mengine_diag_fail(r->d, MENGINE_ERR_TRUNCATED,
-                            "table at byte %u (%u bytes) runs past the end of the data (%u bytes)",
-                            pos, (unsigned)t_size, r->size);
+        return mengine_diag_fail(
+            r->d, MENGINE_ERR_TRUNCATED,
+            "table at byte %u (%u bytes) runs past the end of the data (%u bytes)", pos,
+            (unsigned)t_size, r->size);
     t->pos = pos;
     t->vt = (uint32_t)vt;
     t->vt_size = vt_size;
@@ -64,11 +65,12 @@ mengine_status mengine_fb_root(fbr *r, fb_table *t)
 {
     if (r->size < 8)
         return mengine_diag_fail(r->d, MENGINE_ERR_TRUNCATED,
-                            "%u bytes: shorter than the 8-byte FlatBuffers header", r->size);
+                                 "%u bytes: shorter than the 8-byte FlatBuffers header", r->size);
     const uint32_t root = rd_u32(r->base);
     if (root == 0 || root > FB_MAX_OFFSET || (uint64_t)root + 4 > r->size)
         return mengine_diag_fail(r->d, MENGINE_ERR_OFFSET,
-                            "root offset %u points outside the data (%u bytes)", root, r->size);
+                                 "root offset %u points outside the data (%u bytes)", root,
+                                 r->size);
     return mengine_fb_table_at(r, root, 1, t);
 }
 
@@ -84,11 +86,12 @@ static mengine_status field(fbr *r, const fb_table *t, unsigned id, uint32_t siz
         return MENGINE_OK;
     if (fo < 4 || (uint32_t)fo + size > t->t_size)
         return mengine_diag_fail(r->d, MENGINE_ERR_VTABLE,
-                            "field %u of the table at byte %u lies outside the table", id, t->pos);
+                                 "field %u of the table at byte %u lies outside the table", id,
+                                 t->pos);
     if ((t->pos + fo) % size)
         return mengine_diag_fail(r->d, MENGINE_ERR_ALIGNMENT,
-                            "field %u of the table at byte %u is not %u-byte aligned", id, t->pos,
-                            size);
+                                 "field %u of the table at byte %u is not %u-byte aligned", id,
+                                 t->pos, size);
     *pos = t->pos + fo;
     return MENGINE_OK;
 }
@@ -107,14 +110,14 @@ static float rd_f32(const uint8_t *p)
 
 /* The typed scalar readers, one shape: field @p id of @p size bytes decoded by
  * @p decode, or the default when absent; *out untouched on failure. */
-#define FB_SCALAR_READER(name, type, size, decode)                                                 \
-    mengine_status name(fbr *r, const fb_table *t, unsigned id, type def, type *out)               \
-    {                                                                                              \
-        uint32_t p;                                                                                \
-        mengine_status st = field(r, t, id, size, &p);                                             \
-        if (st == MENGINE_OK)                                                                      \
-            *out = p ? decode(r->base + p) : def;                                                  \
-        return st;                                                                                 \
+#define FB_SCALAR_READER(name, type, size, decode)                                   \
+    mengine_status name(fbr *r, const fb_table *t, unsigned id, type def, type *out) \
+    {                                                                                \
+        uint32_t p;                                                                  \
+        mengine_status st = field(r, t, id, size, &p);                               \
+        if (st == MENGINE_OK)                                                        \
+            *out = p ? decode(r->base + p) : def;                                    \
+        return st;                                                                   \
     }
 FB_SCALAR_READER(mengine_fb_u8, uint8_t, 1, rd_u8)
 FB_SCALAR_READER(mengine_fb_i8, int8_t, 1, rd_i8)
@@ -129,9 +132,9 @@ static mengine_status follow(fbr *r, uint32_t at, uint32_t *target)
 {
     const uint32_t off = rd_u32(r->base + at);
     if (off == 0 || off > FB_MAX_OFFSET || (uint64_t)at + off + 4 > r->size)
-        return mengine_diag_fail(r->d, MENGINE_ERR_OFFSET,
-                            "offset %u at byte %u is zero or points outside the data (%u bytes)",
-                            off, at, r->size);
+        return mengine_diag_fail(
+            r->d, MENGINE_ERR_OFFSET,
+            "offset %u at byte %u is zero or points outside the data (%u bytes)", off, at, r->size);
     *target = at + off;
     return MENGINE_OK;
 }
@@ -148,7 +151,8 @@ static mengine_status ref(fbr *r, const fb_table *t, unsigned id, uint32_t *targ
     return st;
 }
 
-mengine_status mengine_fb_sub_table(fbr *r, const fb_table *t, unsigned id, fb_table *sub, int *present)
+mengine_status mengine_fb_sub_table(fbr *r, const fb_table *t, unsigned id, fb_table *sub,
+                                    int *present)
 {
     uint32_t target = 0;
     mengine_status st = ref(r, t, id, &target, present);
@@ -157,8 +161,8 @@ mengine_status mengine_fb_sub_table(fbr *r, const fb_table *t, unsigned id, fb_t
     return mengine_fb_table_at(r, target, t->depth + 1, sub);
 }
 
-mengine_status mengine_fb_vector(fbr *r, const fb_table *t, unsigned id, uint32_t elem_size, fb_vec *v,
-                            int *present)
+mengine_status mengine_fb_vector(fbr *r, const fb_table *t, unsigned id, uint32_t elem_size,
+                                 fb_vec *v, int *present)
 {
     uint32_t target = 0;
     mengine_status st = ref(r, t, id, &target, present);
@@ -197,7 +201,8 @@ mengine_status mengine_fb_string(fbr *r, const fb_table *t, unsigned id, fb_vec 
     return MENGINE_OK;
 }
 
-mengine_status mengine_fb_vec_table(fbr *r, const fb_vec *v, uint32_t i, uint32_t depth, fb_table *t)
+mengine_status mengine_fb_vec_table(fbr *r, const fb_vec *v, uint32_t i, uint32_t depth,
+                                    fb_table *t)
 {
     uint32_t target = 0;
     mengine_status st = follow(r, v->pos + 4 * i, &target);

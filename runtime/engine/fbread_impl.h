@@ -56,7 +56,7 @@ static inline int32_t rd_i32(const uint8_t *p)
  * most @p max_tables tables nested at most @p max_depth deep; failures are
  * described in @p d (may be NULL). */
 void mengine_fb_init(fbr *r, const uint8_t *base, uint32_t size, uint32_t max_depth,
-                uint32_t max_tables, mdiag *d);
+                     uint32_t max_tables, mdiag *d);
 /* The root table: the 8-byte header must be there (MENGINE_ERR_TRUNCATED) and
  * the root offset nonzero and inside the data (MENGINE_ERR_OFFSET); the table
  * is then checked as mengine_fb_table_at() does, at depth 1. The file identifier
@@ -81,18 +81,20 @@ mengine_status mengine_fb_f32(fbr *r, const fb_table *t, unsigned id, float def,
 /* Table field @p id of @p t, nested one deeper: *present is 0 (and @p sub
  * untouched) when the field is absent. The offset must be nonzero and point
  * inside the data (MENGINE_ERR_OFFSET); then as mengine_fb_table_at(). */
-mengine_status mengine_fb_sub_table(fbr *r, const fb_table *t, unsigned id, fb_table *sub, int *present);
+mengine_status mengine_fb_sub_table(fbr *r, const fb_table *t, unsigned id, fb_table *sub,
+                                    int *present);
 /* Vector field @p id of @p t with elements of @p elem_size bytes: *present as
  * mengine_fb_sub_table(). The vector must be 4-byte aligned
  * (MENGINE_ERR_ALIGNMENT) and its @p elem_size x length bytes inside the data
  * (MENGINE_ERR_VECTOR). */
-mengine_status mengine_fb_vector(fbr *r, const fb_table *t, unsigned id, uint32_t elem_size, fb_vec *v,
-                            int *present);
+mengine_status mengine_fb_vector(fbr *r, const fb_table *t, unsigned id, uint32_t elem_size,
+                                 fb_vec *v, int *present);
 /* String field @p id of @p t: a byte vector followed by its 0 terminator
  * inside the data (MENGINE_ERR_STRING). */
 mengine_status mengine_fb_string(fbr *r, const fb_table *t, unsigned id, fb_vec *s, int *present);
 /* Element @p i (< v->n) of a vector of tables, nested @p depth deep. */
-mengine_status mengine_fb_vec_table(fbr *r, const fb_vec *v, uint32_t i, uint32_t depth, fb_table *t);
+mengine_status mengine_fb_vec_table(fbr *r, const fb_vec *v, uint32_t i, uint32_t depth,
+                                    fb_table *t);
 /* Element @p i (< v->n) of a vector of 4-byte elements, as int32. */
 static inline int32_t fb_vec_i32(const fbr *r, const fb_vec *v, uint32_t i)
 {

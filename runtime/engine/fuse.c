@@ -30,8 +30,8 @@ static int same4(const int32_t *a, const int32_t *b)
     return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
 }
 
-int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t first, uint32_t *last,
-                        mnode *node)
+int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t first,
+                             uint32_t *last, mnode *node)
 {
     mdiag quiet = {0, 0};
     fbr r;

@@ -31,7 +31,7 @@
  * (p.corr). @p work is the planner's area after mengine_plan_begin(), read for the
  * tensors' readers. Runs the pattern's operators' prepare into a temporary
  * node; writes no message. */
-int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t first, uint32_t *last,
-                        mnode *node);
+int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t first,
+                             uint32_t *last, mnode *node);
 
 #endif

@@ -20,8 +20,8 @@
  * scratch and arena sizes do not depend on the instruction set. */
 #include "engine/kernels_simd_impl.h"
 
-#define NR MK_CONV_NR       /* 16 output channels per panel */
-#define NV (NR / MK_VL)     /* vectors per pixel of a tile */
+#define NR MK_CONV_NR   /* 16 output channels per panel */
+#define NV (NR / MK_VL) /* vectors per pixel of a tile */
 #if defined(MK_SIMD_AVX) && defined(__AVX512F__) && MK_CONV_NR == 16
 #define MK_TILE_AVX512 1 /* one 512-bit vector per pixel of a tile (tile() below) */
 #define MR 12            /* 12 accumulators and 13 loads per step: FMA- and load-bound alike */
@@ -93,15 +93,15 @@ static MK_NOCLONE void pack_panel(const float *restrict filter, size_t k, int co
 
 /* Where a tile reads and writes. */
 typedef struct tile_args {
-    int rows;           /* kernel rows summed (KH, or the rows inside the input) */
-    size_t k;           /* steps per row (valid KW taps x Cin) */
-    size_t a_row;       /* floats from one input row to the next */
-    size_t a_pix;       /* floats from one pixel of the tile to the next */
-    size_t b_row;       /* floats from one panel row to the next */
-    size_t out_pix;     /* floats from one output pixel to the next (Cout) */
-    int nr;             /* valid output channels of the panel */
-    const float *bias;  /* NR values */
-    float lo, hi;       /* activation clamp */
+    int rows;          /* kernel rows summed (KH, or the rows inside the input) */
+    size_t k;          /* steps per row (valid KW taps x Cin) */
+    size_t a_row;      /* floats from one input row to the next */
+    size_t a_pix;      /* floats from one pixel of the tile to the next */
+    size_t b_row;      /* floats from one panel row to the next */
+    size_t out_pix;    /* floats from one output pixel to the next (Cout) */
+    int nr;            /* valid output channels of the panel */
+    const float *bias; /* NR values */
+    float lo, hi;      /* activation clamp */
 } tile_args;
 
 /* out[r][j] = clamp(bias[j] + sum_{kh, i} a[r*a_pix + kh*a_row + i] * b[kh*b_row + i*NR + j]),
@@ -177,16 +177,17 @@ static void tile_1(const tile_args *t, const float *a, const float *b, float *ou
 }
 
 static int conv_args_ok(const mengine_k_conv_params *p, const mengine_k_dims *id, const float *in,
-                        const mengine_k_dims *fd, const float *filter, const mengine_k_dims *od, const float *out)
+                        const mengine_k_dims *fd, const float *filter, const mengine_k_dims *od,
+                        const float *out)
 {
-    return p && in && filter && out && mengine_k_dims_ok(id) && mengine_k_dims_ok(fd) && mengine_k_dims_ok(od) &&
-           p->stride_h > 0 && p->stride_w > 0 && p->pad_h >= 0 && p->pad_w >= 0 &&
-           mengine_k_act_ok(p->act) && od->n == id->n;
+    return p && in && filter && out && mengine_k_dims_ok(id) && mengine_k_dims_ok(fd) &&
+           mengine_k_dims_ok(od) && p->stride_h > 0 && p->stride_w > 0 && p->pad_h >= 0 &&
+           p->pad_w >= 0 && mengine_k_act_ok(p->act) && od->n == id->n;
 }
 
 /* Panel @p co0: bias (zeros past Cout, or everywhere without bias) and clamp bounds. */
-static void panel_args(const mengine_k_conv_params *p, const float *bias, int CO, int co0, float *bias_nr,
-                       tile_args *t)
+static void panel_args(const mengine_k_conv_params *p, const float *bias, int CO, int co0,
+                       float *bias_nr, tile_args *t)
 {
     t->nr = mengine_k_min(NR, CO - co0);
     for (int j = 0; j < NR; j++)
@@ -195,9 +196,10 @@ static void panel_args(const mengine_k_conv_params *p, const float *bias, int CO
     mengine_k_act_bounds(p->act, &t->lo, &t->hi);
 }
 
-mengine_status mengine_k_conv2d_f32(const mengine_k_conv_params *p, const mengine_k_dims *id, const float *in,
-                             const mengine_k_dims *fd, const float *filter, const float *bias,
-                             const mengine_k_dims *od, float *out, float *scratch)
+mengine_status mengine_k_conv2d_f32(const mengine_k_conv_params *p, const mengine_k_dims *id,
+                                    const float *in, const mengine_k_dims *fd, const float *filter,
+                                    const float *bias, const mengine_k_dims *od, float *out,
+                                    float *scratch)
 {
     if (!conv_args_ok(p, id, in, fd, filter, od, out) || !scratch || fd->c != id->c ||
         od->c != fd->n)
@@ -239,7 +241,8 @@ mengine_status mengine_k_conv2d_f32(const mengine_k_conv_params *p, const mengin
                                 scratch + kh_lo * kwc * NR, out_row + (size_t)ow * CO);
                         ow += MR;
                     } else {
-                        const int kw_lo = mengine_k_max(0, -iw0), kw_hi = mengine_k_min(KW, W - iw0);
+                        const int kw_lo = mengine_k_max(0, -iw0),
+                                  kw_hi = mengine_k_min(KW, W - iw0);
                         const int rows = t.rows;
                         if (kw_hi <= kw_lo)
                             t.rows = 0;
@@ -259,7 +262,8 @@ mengine_status mengine_k_conv2d_f32(const mengine_k_conv_params *p, const mengin
     return MENGINE_OK;
 }
 
-#if (defined(MK_SIMD_AVX) && defined(__AVX512VL__)) || (defined(MK_SIMD_NEON) && defined(__aarch64__))
+#if (defined(MK_SIMD_AVX) && defined(__AVX512VL__)) || \
+    (defined(MK_SIMD_NEON) && defined(__aarch64__))
 #define DOT_NP 2 /* 32 vector registers: 2 pixels x 8 channels of accumulators */
 #else
 #define DOT_NP 1
@@ -299,15 +303,16 @@ static MK_ALWAYS_INLINE void dot_px8(const int NP, int C, int nc, const float *r
             for (int j = 0; j < 8; j++)
                 s[j] += xp[c] * wr[j][c];
         for (int v = 0; v < 8; v += MK_VL)
-            mengine_k_vstore(nc == 8 ? yp + v : s + v,
-                      mengine_k_vclamp(mengine_k_vload(s + v) + mengine_k_vload(b8 + v), lo, hi));
+            mengine_k_vstore(
+                nc == 8 ? yp + v : s + v,
+                mengine_k_vclamp(mengine_k_vload(s + v) + mengine_k_vload(b8 + v), lo, hi));
         if (nc < 8)
             memcpy(yp, s, (size_t)nc * sizeof *s);
     }
 }
 
 void mengine_k_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
-                    const float *bias, float lo_s, float hi_s, float *out)
+                           const float *bias, float lo_s, float hi_s, float *out)
 {
     const mengine_k_vf lo = mengine_k_vset1(lo_s), hi = mengine_k_vset1(hi_s);
     for (int co0 = 0; co0 < CO; co0 += 8) {
@@ -324,9 +329,10 @@ void mengine_k_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const fl
     }
 }
 
-mengine_status mengine_k_conv2d_1x1_f32(const mengine_k_conv_params *p, const mengine_k_dims *id, const float *in,
-                                 const mengine_k_dims *fd, const float *filter, const float *bias,
-                                 const mengine_k_dims *od, float *out, float *scratch)
+mengine_status mengine_k_conv2d_1x1_f32(const mengine_k_conv_params *p, const mengine_k_dims *id,
+                                        const float *in, const mengine_k_dims *fd,
+                                        const float *filter, const float *bias,
+                                        const mengine_k_dims *od, float *out, float *scratch)
 {
     if (!conv_args_ok(p, id, in, fd, filter, od, out) || !scratch || fd->c != id->c ||
         od->c != fd->n || fd->h != 1 || fd->w != 1 || p->pad_h != 0 || p->pad_w != 0 ||
@@ -365,9 +371,10 @@ mengine_status mengine_k_conv2d_1x1_f32(const mengine_k_conv_params *p, const me
     return MENGINE_OK;
 }
 
-mengine_status mengine_k_transpose_conv_f32(const mengine_k_conv_params *p, const mengine_k_dims *id, const float *in,
-                                     const mengine_k_dims *fd, const float *filter, const float *bias,
-                                     const mengine_k_dims *od, float *out)
+mengine_status mengine_k_transpose_conv_f32(const mengine_k_conv_params *p,
+                                            const mengine_k_dims *id, const float *in,
+                                            const mengine_k_dims *fd, const float *filter,
+                                            const float *bias, const mengine_k_dims *od, float *out)
 {
     if (!conv_args_ok(p, id, in, fd, filter, od, out) || fd->c != id->c || od->c != fd->n)
         return MENGINE_ERR_ARG;

@@ -22,13 +22,13 @@ static float dot(const float *restrict a, const float *restrict b, int32_t n)
     return s;
 }
 
-mengine_status mengine_k_correlation_f32(const mengine_k_corr_params *p, const mengine_k_dims *ld, const float *l,
-                                  const mengine_k_dims *rd, const float *r, const mengine_k_dims *od,
-                                  float *out)
+mengine_status mengine_k_correlation_f32(const mengine_k_corr_params *p, const mengine_k_dims *ld,
+                                         const float *l, const mengine_k_dims *rd, const float *r,
+                                         const mengine_k_dims *od, float *out)
 {
-    if (!p || !ld || !l || !rd || !r || !od || !out || !mengine_k_dims_ok(ld) || !mengine_k_dims_ok(rd) ||
-        !mengine_k_dims_ok(od) || rd->n != ld->n || rd->h != ld->h || rd->c != ld->c ||
-        od->n != ld->n || od->h != ld->h || od->w != ld->w)
+    if (!p || !ld || !l || !rd || !r || !od || !out || !mengine_k_dims_ok(ld) ||
+        !mengine_k_dims_ok(rd) || !mengine_k_dims_ok(od) || rd->n != ld->n || rd->h != ld->h ||
+        rd->c != ld->c || od->n != ld->n || od->h != ld->h || od->w != ld->w)
         return MENGINE_ERR_ARG;
     const int32_t C = ld->c, D = od->c, W = ld->w, WR = rd->w;
     const float count = (float)C;

@@ -8,9 +8,10 @@
 #include "engine/kernels_simd_impl.h"
 
 /* One output pixel of the general kernel, taps clipped to the image. */
-static void dw_pixel(const mengine_k_dw_params *p, const mengine_k_dims *id, const float *restrict in_n,
-                     const mengine_k_dims *fd, const float *restrict filter, const float *restrict bias,
-                     int oh, int ow, float *restrict y)
+static void dw_pixel(const mengine_k_dw_params *p, const mengine_k_dims *id,
+                     const float *restrict in_n, const mengine_k_dims *fd,
+                     const float *restrict filter, const float *restrict bias, int oh, int ow,
+                     float *restrict y)
 {
     const int W = id->w, C = id->c, M = p->multiplier, CO = fd->c, KW = fd->w;
     const int ih0 = oh * p->stride_h - p->pad_h, iw0 = ow * p->stride_w - p->pad_w;
@@ -34,18 +35,20 @@ static void dw_pixel(const mengine_k_dw_params *p, const mengine_k_dims *id, con
     mengine_k_act_f32(y, (size_t)CO, p->act);
 }
 
-static int dw_args_ok(const mengine_k_dw_params *p, const mengine_k_dims *id, const float *in, const mengine_k_dims *fd,
-                      const float *filter, const mengine_k_dims *od, const float *out)
+static int dw_args_ok(const mengine_k_dw_params *p, const mengine_k_dims *id, const float *in,
+                      const mengine_k_dims *fd, const float *filter, const mengine_k_dims *od,
+                      const float *out)
 {
-    return p && in && filter && out && mengine_k_dims_ok(id) && mengine_k_dims_ok(fd) && mengine_k_dims_ok(od) &&
-           p->stride_h > 0 && p->stride_w > 0 && p->pad_h >= 0 && p->pad_w >= 0 &&
-           p->multiplier > 0 && mengine_k_act_ok(p->act) && fd->n == 1 && fd->c == id->c * p->multiplier &&
-           od->c == fd->c && od->n == id->n;
+    return p && in && filter && out && mengine_k_dims_ok(id) && mengine_k_dims_ok(fd) &&
+           mengine_k_dims_ok(od) && p->stride_h > 0 && p->stride_w > 0 && p->pad_h >= 0 &&
+           p->pad_w >= 0 && p->multiplier > 0 && mengine_k_act_ok(p->act) && fd->n == 1 &&
+           fd->c == id->c * p->multiplier && od->c == fd->c && od->n == id->n;
 }
 
-mengine_status mengine_k_depthwise_conv_f32(const mengine_k_dw_params *p, const mengine_k_dims *id, const float *in,
-                                     const mengine_k_dims *fd, const float *filter, const float *bias,
-                                     const mengine_k_dims *od, float *out)
+mengine_status mengine_k_depthwise_conv_f32(const mengine_k_dw_params *p, const mengine_k_dims *id,
+                                            const float *in, const mengine_k_dims *fd,
+                                            const float *filter, const float *bias,
+                                            const mengine_k_dims *od, float *out)
 {
     if (!dw_args_ok(p, id, in, fd, filter, od, out))
         return MENGINE_ERR_ARG;
@@ -69,10 +72,10 @@ int mengine_k_depthwise_conv_fast_ok(const mengine_k_dw_params *p, const mengine
 /* NB vectors of channels [c, c + NB * MK_VL) of one output pixel, over the taps
  * inside the input (rows x cols from x, kernel row stride K * C in w), bias
  * first and the clamp before the store. K is a constant after inlining. */
-static MK_ALWAYS_INLINE void dw_vectors(const int NB, const int K, int rows, int cols, int W,
-                                        int C, const float *restrict x,
-                                        const float *restrict w, const float *restrict bias,
-                                        mengine_k_vf lo, mengine_k_vf hi, float *restrict y)
+static MK_ALWAYS_INLINE void dw_vectors(const int NB, const int K, int rows, int cols, int W, int C,
+                                        const float *restrict x, const float *restrict w,
+                                        const float *restrict bias, mengine_k_vf lo,
+                                        mengine_k_vf hi, float *restrict y)
 {
     mengine_k_vf acc[4];
     for (int v = 0; v < NB; v++)
@@ -83,7 +86,7 @@ static MK_ALWAYS_INLINE void dw_vectors(const int NB, const int K, int rows, int
         for (int kw = 0; kw < cols; kw++)
             for (int v = 0; v < NB; v++)
                 acc[v] = mengine_k_vfma(acc[v], mengine_k_vload(xr + (size_t)kw * C + v * MK_VL),
-                                 mengine_k_vload(wr + (size_t)kw * C + v * MK_VL));
+                                        mengine_k_vload(wr + (size_t)kw * C + v * MK_VL));
     }
     for (int v = 0; v < NB; v++)
         mengine_k_vstore(y + v * MK_VL, mengine_k_vclamp(acc[v], lo, hi));
@@ -131,9 +134,9 @@ static MK_NOCLONE void dw_tail(int K, int S, int W, int C, int c0, int npix, con
  * the input, the first reading from @p x, each next one S * C floats further. One
  * vector of channels at a time, its K * K weight vectors loaded once for the whole run
  * and held in registers (K a constant after inlining), two pixels per step. */
-static MK_ALWAYS_INLINE void dw_interior(const int K, int S, int W, int C, int npix,
-                                         const float *x, const float *w, const float *bias,
-                                         mengine_k_act act, float *y)
+static MK_ALWAYS_INLINE void dw_interior(const int K, int S, int W, int C, int npix, const float *x,
+                                         const float *w, const float *bias, mengine_k_act act,
+                                         float *y)
 {
     float lo_s, hi_s;
     mengine_k_act_bounds(act, &lo_s, &hi_s);
@@ -167,9 +170,9 @@ static MK_ALWAYS_INLINE void dw_interior(const int K, int S, int W, int C, int n
 }
 
 /* Kernel K x K (a constant after inlining: the taps of an interior pixel unroll). */
-static MK_ALWAYS_INLINE void dw_fast(const int K, const mengine_k_dw_params *p, const mengine_k_dims *id,
-                                     const float *in, const float *filter, const float *bias,
-                                     const mengine_k_dims *od, float *out)
+static MK_ALWAYS_INLINE void dw_fast(const int K, const mengine_k_dw_params *p,
+                                     const mengine_k_dims *id, const float *in, const float *filter,
+                                     const float *bias, const mengine_k_dims *od, float *out)
 {
     const int H = id->h, W = id->w, C = id->c, S = p->stride_h, OW = od->w, PW = p->pad_w;
     /* Output columns whose whole kernel row lies inside the input: [ow_lo, ow_hi). */
@@ -206,9 +209,11 @@ static MK_ALWAYS_INLINE void dw_fast(const int K, const mengine_k_dw_params *p, 
     }
 }
 
-mengine_status mengine_k_depthwise_conv_fast_f32(const mengine_k_dw_params *p, const mengine_k_dims *id, const float *in,
-                                          const mengine_k_dims *fd, const float *filter, const float *bias,
-                                          const mengine_k_dims *od, float *out)
+mengine_status mengine_k_depthwise_conv_fast_f32(const mengine_k_dw_params *p,
+                                                 const mengine_k_dims *id, const float *in,
+                                                 const mengine_k_dims *fd, const float *filter,
+                                                 const float *bias, const mengine_k_dims *od,
+                                                 float *out)
 {
     if (!dw_args_ok(p, id, in, fd, filter, od, out) || !mengine_k_depthwise_conv_fast_ok(p, fd))
         return MENGINE_ERR_ARG;

@@ -48,7 +48,8 @@ mengine_status mengine_k_hard_swish_f32(const float *in, float *out, size_t n)
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
-    const mengine_k_vf three = mengine_k_vset1(3.0f), zero = mengine_k_vset1(0.0f), six = mengine_k_vset1(6.0f);
+    const mengine_k_vf three = mengine_k_vset1(3.0f), zero = mengine_k_vset1(0.0f),
+                       six = mengine_k_vset1(6.0f);
     const mengine_k_vf sixth = mengine_k_vset1(1.0f / 6.0f);
     size_t i = 0;
     for (; i + MK_VL <= n; i += MK_VL) {
@@ -133,11 +134,12 @@ static void bin_row(enum binop op, const float *a, size_t sa, const float *b, si
     }
 }
 
-static MK_NOCLONE mengine_status binary(enum binop op, const mengine_k_dims *ad, const float *a, const mengine_k_dims *bd,
-                             const float *b, const mengine_k_dims *od, float *out, mengine_k_act act)
+static MK_NOCLONE mengine_status binary(enum binop op, const mengine_k_dims *ad, const float *a,
+                                        const mengine_k_dims *bd, const float *b,
+                                        const mengine_k_dims *od, float *out, mengine_k_act act)
 {
-    if (!a || !b || !out || !mengine_k_dims_ok(ad) || !mengine_k_dims_ok(bd) || !mengine_k_dims_ok(od) ||
-        !bcast_ok(ad, od) || !bcast_ok(bd, od) || !mengine_k_act_ok(act))
+    if (!a || !b || !out || !mengine_k_dims_ok(ad) || !mengine_k_dims_ok(bd) ||
+        !mengine_k_dims_ok(od) || !bcast_ok(ad, od) || !bcast_ok(bd, od) || !mengine_k_act_ok(act))
         return MENGINE_ERR_ARG;
     size_t sa[4], sb[4];
     bcast_strides(ad, od, sa);
@@ -161,20 +163,22 @@ static MK_NOCLONE mengine_status binary(enum binop op, const mengine_k_dims *ad,
     return MENGINE_OK;
 }
 
-mengine_status mengine_k_add_f32(const mengine_k_dims *a_dims, const float *a, const mengine_k_dims *b_dims,
-                          const float *b, const mengine_k_dims *out_dims, float *out, mengine_k_act act)
+mengine_status mengine_k_add_f32(const mengine_k_dims *a_dims, const float *a,
+                                 const mengine_k_dims *b_dims, const float *b,
+                                 const mengine_k_dims *out_dims, float *out, mengine_k_act act)
 {
     return binary(BIN_ADD, a_dims, a, b_dims, b, out_dims, out, act);
 }
 
-mengine_status mengine_k_mul_f32(const mengine_k_dims *a_dims, const float *a, const mengine_k_dims *b_dims,
-                          const float *b, const mengine_k_dims *out_dims, float *out, mengine_k_act act)
+mengine_status mengine_k_mul_f32(const mengine_k_dims *a_dims, const float *a,
+                                 const mengine_k_dims *b_dims, const float *b,
+                                 const mengine_k_dims *out_dims, float *out, mengine_k_act act)
 {
     return binary(BIN_MUL, a_dims, a, b_dims, b, out_dims, out, act);
 }
 
 mengine_status mengine_k_concat_part_f32(const float *in, size_t outer, size_t in_chunk, float *out,
-                                  size_t out_chunk, size_t offset)
+                                         size_t out_chunk, size_t offset)
 {
     if (!in || !out || offset > out_chunk || in_chunk > out_chunk - offset)
         return MENGINE_ERR_ARG;

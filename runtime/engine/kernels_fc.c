@@ -3,9 +3,9 @@
 
 #include "engine/kernels_simd_impl.h"
 
-mengine_status mengine_k_fully_connected_f32(mengine_k_act act, size_t batches, size_t in_depth, size_t units,
-                                      const float *in, const float *w, const float *bias,
-                                      float *out)
+mengine_status mengine_k_fully_connected_f32(mengine_k_act act, size_t batches, size_t in_depth,
+                                             size_t units, const float *in, const float *w,
+                                             const float *bias, float *out)
 {
     if (!in || !w || !out || !batches || !in_depth || !units || !mengine_k_act_ok(act))
         return MENGINE_ERR_ARG;
@@ -17,7 +17,8 @@ mengine_status mengine_k_fully_connected_f32(mengine_k_act act, size_t batches, 
     return MENGINE_OK;
 }
 
-mengine_status mengine_k_softmax_f32(size_t rows, size_t cols, float beta, const float *in, float *out)
+mengine_status mengine_k_softmax_f32(size_t rows, size_t cols, float beta, const float *in,
+                                     float *out)
 {
     if (!in || !out || !cols)
         return MENGINE_ERR_ARG;

@@ -86,9 +86,10 @@ size_t mengine_k_conv2d_get_buffer_size_f32(const mengine_k_dims *filter_dims);
  * @param out_dims    (N, OH, OW, Cout)
  * @param scratch     mengine_k_conv2d_get_buffer_size_f32() bytes, float-aligned, not overlapping anything
  */
-mengine_status mengine_k_conv2d_f32(const mengine_k_conv_params *p, const mengine_k_dims *in_dims, const float *in,
-                             const mengine_k_dims *filter_dims, const float *filter, const float *bias,
-                             const mengine_k_dims *out_dims, float *out, float *scratch);
+mengine_status mengine_k_conv2d_f32(const mengine_k_conv_params *p, const mengine_k_dims *in_dims,
+                                    const float *in, const mengine_k_dims *filter_dims,
+                                    const float *filter, const float *bias,
+                                    const mengine_k_dims *out_dims, float *out, float *scratch);
 
 /**
  * 1x1 convolution as a blocked GEMM over all N*OH*OW pixels; over at most 16
@@ -96,22 +97,27 @@ mengine_status mengine_k_conv2d_f32(const mengine_k_conv_params *p, const mengin
  * (no use of @p scratch); strided, the direct kernel.
  * Preconditions: KH == KW == 1, pad_h == pad_w == 0. Same arguments as mengine_k_conv2d_f32().
  */
-mengine_status mengine_k_conv2d_1x1_f32(const mengine_k_conv_params *p, const mengine_k_dims *in_dims, const float *in,
-                                 const mengine_k_dims *filter_dims, const float *filter, const float *bias,
-                                 const mengine_k_dims *out_dims, float *out, float *scratch);
+mengine_status mengine_k_conv2d_1x1_f32(const mengine_k_conv_params *p,
+                                        const mengine_k_dims *in_dims, const float *in,
+                                        const mengine_k_dims *filter_dims, const float *filter,
+                                        const float *bias, const mengine_k_dims *out_dims,
+                                        float *out, float *scratch);
 
 /**
  * Depthwise convolution, any kernel size, stride and multiplier.
  * @param filter_dims (1, KH, KW, Cin*M)
  * @param out_dims    (N, OH, OW, Cin*M)
  */
-mengine_status mengine_k_depthwise_conv_f32(const mengine_k_dw_params *p, const mengine_k_dims *in_dims, const float *in,
-                                     const mengine_k_dims *filter_dims, const float *filter,
-                                     const float *bias, const mengine_k_dims *out_dims, float *out);
+mengine_status mengine_k_depthwise_conv_f32(const mengine_k_dw_params *p,
+                                            const mengine_k_dims *in_dims, const float *in,
+                                            const mengine_k_dims *filter_dims, const float *filter,
+                                            const float *bias, const mengine_k_dims *out_dims,
+                                            float *out);
 
 /** Whether mengine_k_depthwise_conv_fast_f32() handles these parameters: multiplier 1,
  *  square 3x3, 5x5 or 7x7 kernel, equal strides 1 or 2. */
-int mengine_k_depthwise_conv_fast_ok(const mengine_k_dw_params *p, const mengine_k_dims *filter_dims);
+int mengine_k_depthwise_conv_fast_ok(const mengine_k_dw_params *p,
+                                     const mengine_k_dims *filter_dims);
 
 /**
  * Depthwise convolution specialised for kernel 3/5/7 and stride 1/2 with
@@ -121,10 +127,11 @@ int mengine_k_depthwise_conv_fast_ok(const mengine_k_dw_params *p, const mengine
  * border pixels: channel blocks with the taps clipped.
  * Same arguments as mengine_k_depthwise_conv_f32().
  */
-mengine_status mengine_k_depthwise_conv_fast_f32(const mengine_k_dw_params *p, const mengine_k_dims *in_dims,
-                                          const float *in, const mengine_k_dims *filter_dims,
-                                          const float *filter, const float *bias,
-                                          const mengine_k_dims *out_dims, float *out);
+mengine_status mengine_k_depthwise_conv_fast_f32(const mengine_k_dw_params *p,
+                                                 const mengine_k_dims *in_dims, const float *in,
+                                                 const mengine_k_dims *filter_dims,
+                                                 const float *filter, const float *bias,
+                                                 const mengine_k_dims *out_dims, float *out);
 
 /**
  * Transpose convolution (gradient of conv2d with respect to its input).
@@ -132,17 +139,18 @@ mengine_status mengine_k_depthwise_conv_fast_f32(const mengine_k_dw_params *p, c
  * @param filter_dims (Cout, KH, KW, Cin)
  * @param out_dims    (N, OH, OW, Cout); output pixel oh = ih*stride_h + kh - pad_h.
  */
-mengine_status mengine_k_transpose_conv_f32(const mengine_k_conv_params *p, const mengine_k_dims *in_dims,
-                                     const float *in, const mengine_k_dims *filter_dims,
-                                     const float *filter, const float *bias,
-                                     const mengine_k_dims *out_dims, float *out);
+mengine_status mengine_k_transpose_conv_f32(const mengine_k_conv_params *p,
+                                            const mengine_k_dims *in_dims, const float *in,
+                                            const mengine_k_dims *filter_dims, const float *filter,
+                                            const float *bias, const mengine_k_dims *out_dims,
+                                            float *out);
 
 /**
  * Average pooling; each output divides by the number of input pixels inside
  * the window (padding excluded), as TFLite does.
  */
-mengine_status mengine_k_avg_pool_f32(const mengine_k_pool_params *p, const mengine_k_dims *in_dims, const float *in,
-                               const mengine_k_dims *out_dims, float *out);
+mengine_status mengine_k_avg_pool_f32(const mengine_k_pool_params *p, const mengine_k_dims *in_dims,
+                                      const float *in, const mengine_k_dims *out_dims, float *out);
 
 /** Mean over H and W: (N, H, W, C) -> (N, C). */
 mengine_status mengine_k_mean_hw_f32(const mengine_k_dims *in_dims, const float *in, float *out);
@@ -155,22 +163,25 @@ mengine_status mengine_k_mean_c_f32(size_t pixels, size_t channels, const float 
  * Fully connected: out[b][u] = act(sum_i in[b][i] * w[u][i] + bias[u]).
  * @param in (batches, in_depth); w (units, in_depth); bias (units) or NULL; out (batches, units).
  */
-mengine_status mengine_k_fully_connected_f32(mengine_k_act act, size_t batches, size_t in_depth, size_t units,
-                                      const float *in, const float *w, const float *bias,
-                                      float *out);
+mengine_status mengine_k_fully_connected_f32(mengine_k_act act, size_t batches, size_t in_depth,
+                                             size_t units, const float *in, const float *w,
+                                             const float *bias, float *out);
 
 /** Softmax over the last dim: out = exp(beta*(x - max)) / sum. In place allowed. */
-mengine_status mengine_k_softmax_f32(size_t rows, size_t cols, float beta, const float *in, float *out);
+mengine_status mengine_k_softmax_f32(size_t rows, size_t cols, float beta, const float *in,
+                                     float *out);
 
 /**
  * out = act(a + b) with broadcasting: each dim of a and b equals the output's or is 1.
  * In place: out may equal whichever of a, b has the output's shape.
  */
-mengine_status mengine_k_add_f32(const mengine_k_dims *a_dims, const float *a, const mengine_k_dims *b_dims,
-                          const float *b, const mengine_k_dims *out_dims, float *out, mengine_k_act act);
+mengine_status mengine_k_add_f32(const mengine_k_dims *a_dims, const float *a,
+                                 const mengine_k_dims *b_dims, const float *b,
+                                 const mengine_k_dims *out_dims, float *out, mengine_k_act act);
 /** out = act(a * b) with broadcasting (SE: (N,H,W,C) * (N,1,1,C)); as mengine_k_add_f32(). */
-mengine_status mengine_k_mul_f32(const mengine_k_dims *a_dims, const float *a, const mengine_k_dims *b_dims,
-                          const float *b, const mengine_k_dims *out_dims, float *out, mengine_k_act act);
+mengine_status mengine_k_mul_f32(const mengine_k_dims *a_dims, const float *a,
+                                 const mengine_k_dims *b_dims, const float *b,
+                                 const mengine_k_dims *out_dims, float *out, mengine_k_act act);
 
 /** max(x, 0); in place. */
 mengine_status mengine_k_relu_f32(const float *in, float *out, size_t n);
@@ -191,8 +202,9 @@ mengine_status mengine_k_leaky_relu_f32(const float *in, float *out, size_t n, f
  *                 (the rest is padding after).
  * @param out      must not overlap @p in.
  */
-mengine_status mengine_k_pad_f32(const mengine_k_dims *in_dims, const float *in, const int32_t before[4],
-                          const mengine_k_dims *out_dims, float *out);
+mengine_status mengine_k_pad_f32(const mengine_k_dims *in_dims, const float *in,
+                                 const int32_t before[4], const mengine_k_dims *out_dims,
+                                 float *out);
 
 /**
  * Copy one input of a concatenation into its slot of the output:
@@ -202,7 +214,7 @@ mengine_status mengine_k_pad_f32(const mengine_k_dims *in_dims, const float *in,
  * @param offset    elements before this input inside each output chunk
  */
 mengine_status mengine_k_concat_part_f32(const float *in, size_t outer, size_t in_chunk, float *out,
-                                  size_t out_chunk, size_t offset);
+                                         size_t out_chunk, size_t offset);
 
 /**
  * Strided slice: out[n][h][w][c] = in[b0 + n*s0][b1 + h*s1][b2 + w*s2][b3 + c*s3]
@@ -211,8 +223,9 @@ mengine_status mengine_k_concat_part_f32(const float *in, size_t outer, size_t i
  * @param stride (4) steps, >= 1; every index read must lie inside @p in_dims
  * @param out    must not overlap @p in.
  */
-mengine_status mengine_k_slice_f32(const mengine_k_dims *in_dims, const float *in, const int32_t begin[4],
-                            const int32_t stride[4], const mengine_k_dims *out_dims, float *out);
+mengine_status mengine_k_slice_f32(const mengine_k_dims *in_dims, const float *in,
+                                   const int32_t begin[4], const int32_t stride[4],
+                                   const mengine_k_dims *out_dims, float *out);
 
 /**
  * Bilinear resize of H and W as TFLite's RESIZE_BILINEAR (reference kernel):
@@ -224,8 +237,9 @@ mengine_status mengine_k_slice_f32(const mengine_k_dims *in_dims, const float *i
  * @param in_dims (N, H, W, C); @p out_dims (N, OH, OW, C).
  * @return MENGINE_ERR_ARG also when both flags are set (TFLite refuses that).
  */
-mengine_status mengine_k_resize_bilinear_f32(const mengine_k_dims *in_dims, const float *in, int align_corners,
-                                      int half_pixel_centers, const mengine_k_dims *out_dims, float *out);
+mengine_status mengine_k_resize_bilinear_f32(const mengine_k_dims *in_dims, const float *in,
+                                             int align_corners, int half_pixel_centers,
+                                             const mengine_k_dims *out_dims, float *out);
 
 /** Fused correlation parameters: displacement k reads the right column x + offset + k*step. */
 typedef struct mengine_k_corr_params {
@@ -243,8 +257,9 @@ typedef struct mengine_k_corr_params {
  * @param r_dims   (N, H, WR, C) right features
  * @param out_dims (N, H, W, D), one channel per displacement
  */
-mengine_status mengine_k_correlation_f32(const mengine_k_corr_params *p, const mengine_k_dims *l_dims, const float *l,
-                                  const mengine_k_dims *r_dims, const float *r, const mengine_k_dims *out_dims,
-                                  float *out);
+mengine_status mengine_k_correlation_f32(const mengine_k_corr_params *p,
+                                         const mengine_k_dims *l_dims, const float *l,
+                                         const mengine_k_dims *r_dims, const float *r,
+                                         const mengine_k_dims *out_dims, float *out);
 
 #endif

@@ -5,7 +5,7 @@
 #include "engine/kernels_util_impl.h"
 
 mengine_status mengine_k_pad_f32(const mengine_k_dims *id, const float *in, const int32_t before[4],
-                          const mengine_k_dims *od, float *out)
+                                 const mengine_k_dims *od, float *out)
 {
     if (!id || !in || !before || !od || !out || !mengine_k_dims_ok(id) || !mengine_k_dims_ok(od))
         return MENGINE_ERR_ARG;

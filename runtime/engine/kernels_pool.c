@@ -1,8 +1,8 @@
 /* Reductions over space: average pooling and the mean over H and W. */
 #include "engine/kernels_simd_impl.h"
 
-mengine_status mengine_k_avg_pool_f32(const mengine_k_pool_params *p, const mengine_k_dims *id, const float *in,
-                               const mengine_k_dims *od, float *out)
+mengine_status mengine_k_avg_pool_f32(const mengine_k_pool_params *p, const mengine_k_dims *id,
+                                      const float *in, const mengine_k_dims *od, float *out)
 {
     if (!p || !in || !out || !mengine_k_dims_ok(id) || !mengine_k_dims_ok(od) || p->stride_h <= 0 ||
         p->stride_w <= 0 || p->pad_h < 0 || p->pad_w < 0 || p->filter_h <= 0 || p->filter_w <= 0 ||

@@ -108,7 +108,8 @@ static inline float mengine_k_vsum(mengine_k_vf v)
 }
 
 /* out[0..3] = the lane sums of a, b, c, d. */
-static inline void mengine_k_vsum4(mengine_k_vf a, mengine_k_vf b, mengine_k_vf c, mengine_k_vf d, float *out)
+static inline void mengine_k_vsum4(mengine_k_vf a, mengine_k_vf b, mengine_k_vf c, mengine_k_vf d,
+                                   float *out)
 {
 #if defined(MK_SIMD_AVX)
     const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
@@ -116,7 +117,8 @@ static inline void mengine_k_vsum4(mengine_k_vf a, mengine_k_vf b, mengine_k_vf 
 #elif defined(MK_SIMD_NEON) && defined(__aarch64__)
     vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d)));
 #else
-    out[0] = mengine_k_vsum(a), out[1] = mengine_k_vsum(b), out[2] = mengine_k_vsum(c), out[3] = mengine_k_vsum(d);
+    out[0] = mengine_k_vsum(a), out[1] = mengine_k_vsum(b), out[2] = mengine_k_vsum(c),
+    out[3] = mengine_k_vsum(d);
 #endif
 }
 
@@ -135,7 +137,8 @@ static inline void mengine_k_vsum8(const mengine_k_vf a[8], float *s)
     vst1q_f32(s + 4, vpaddq_f32(vpaddq_f32(a[4], a[5]), vpaddq_f32(a[6], a[7])));
 #elif defined(MK_SIMD_SSE)
     for (int h = 0; h < 8; h += 4) {
-        const __m128 s1 = _mm_add_ps(_mm_unpacklo_ps(a[h], a[h + 1]), _mm_unpackhi_ps(a[h], a[h + 1]));
+        const __m128 s1 =
+            _mm_add_ps(_mm_unpacklo_ps(a[h], a[h + 1]), _mm_unpackhi_ps(a[h], a[h + 1]));
         const __m128 s2 =
             _mm_add_ps(_mm_unpacklo_ps(a[h + 2], a[h + 3]), _mm_unpackhi_ps(a[h + 2], a[h + 3]));
         _mm_storeu_ps(s + h, _mm_add_ps(_mm_movelh_ps(s1, s2), _mm_movehl_ps(s2, s1)));

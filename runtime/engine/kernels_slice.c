@@ -4,10 +4,12 @@
 
 #include "engine/kernels_util_impl.h"
 
-mengine_status mengine_k_slice_f32(const mengine_k_dims *id, const float *in, const int32_t begin[4],
-                            const int32_t stride[4], const mengine_k_dims *od, float *out)
+mengine_status mengine_k_slice_f32(const mengine_k_dims *id, const float *in,
+                                   const int32_t begin[4], const int32_t stride[4],
+                                   const mengine_k_dims *od, float *out)
 {
-    if (!id || !in || !begin || !stride || !od || !out || !mengine_k_dims_ok(id) || !mengine_k_dims_ok(od))
+    if (!id || !in || !begin || !stride || !od || !out || !mengine_k_dims_ok(id) ||
+        !mengine_k_dims_ok(od))
         return MENGINE_ERR_ARG;
     const int32_t idim[4] = {id->n, id->h, id->w, id->c}, odim[4] = {od->n, od->h, od->w, od->c};
     for (int i = 0; i < 4; i++)
@@ -59,11 +61,12 @@ static void source(int32_t o, float scale, int half, int32_t in, int32_t *i0, in
     *frac = v - (float)*i0;
 }
 
-mengine_status mengine_k_resize_bilinear_f32(const mengine_k_dims *id, const float *in, int align_corners,
-                                      int half_pixel_centers, const mengine_k_dims *od, float *out)
+mengine_status mengine_k_resize_bilinear_f32(const mengine_k_dims *id, const float *in,
+                                             int align_corners, int half_pixel_centers,
+                                             const mengine_k_dims *od, float *out)
 {
-    if (!id || !in || !od || !out || !mengine_k_dims_ok(id) || !mengine_k_dims_ok(od) || od->n != id->n ||
-        od->c != id->c || (align_corners && half_pixel_centers))
+    if (!id || !in || !od || !out || !mengine_k_dims_ok(id) || !mengine_k_dims_ok(od) ||
+        od->n != id->n || od->c != id->c || (align_corners && half_pixel_centers))
         return MENGINE_ERR_ARG;
     const float sh = align_corners && od->h > 1 ? (float)(id->h - 1) / (float)(od->h - 1)
                                                 : (float)id->h / (float)od->h;

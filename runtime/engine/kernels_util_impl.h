@@ -37,7 +37,7 @@
  * output channels at a time (kernels_conv.c; the 1x1 convolution over few pixels and
  * the fully connected layer). */
 void mengine_k_gemm_nt_f32(size_t npix, int C, int CO, const float *in, const float *w,
-                    const float *bias, float lo, float hi, float *out);
+                           const float *bias, float lo, float hi, float *out);
 
 /* One value through a fused activation. */
 static inline float mengine_k_act1(float v, mengine_k_act act)
@@ -51,7 +51,10 @@ static inline float mengine_k_act1(float v, mengine_k_act act)
     return v;
 }
 
-static inline int mengine_k_act_ok(mengine_k_act act) { return act >= MK_ACT_NONE && act <= MK_ACT_RELU6; }
+static inline int mengine_k_act_ok(mengine_k_act act)
+{
+    return act >= MK_ACT_NONE && act <= MK_ACT_RELU6;
+}
 
 static inline int mengine_k_dims_ok(const mengine_k_dims *d)
 {

@@ -15,17 +15,17 @@ mengine_status mengine_model_root(fbr *r, fb_table *model)
 {
     if (r->size >= 8 && memcmp(r->base + 4, "TFL3", 4) != 0)
         return mengine_diag_fail(r->d, MENGINE_ERR_IDENTIFIER,
-                            "file identifier is not \"TFL3\": not a TensorFlow Lite model");
+                                 "file identifier is not \"TFL3\": not a TensorFlow Lite model");
     return mengine_fb_root(r, model);
 }
 
-mengine_status mengine_model_opcode(fbr *r, const mengine_model *m, uint32_t index, int32_t *builtin,
-                               int32_t *version)
+mengine_status mengine_model_opcode(fbr *r, const mengine_model *m, uint32_t index,
+                                    int32_t *builtin, int32_t *version)
 {
     if (index >= m->n_opcodes)
         return mengine_diag_fail(r->d, MENGINE_ERR_OPCODE_INDEX,
-                            "operator code %u does not exist (the model has %u)", index,
-                            m->n_opcodes);
+                                 "operator code %u does not exist (the model has %u)", index,
+                                 m->n_opcodes);
     const fb_vec v = {m->opcodes, m->n_opcodes};
     fb_table t;
     fb_vec custom;
@@ -46,11 +46,13 @@ mengine_status mengine_model_opcode(fbr *r, const mengine_model *m, uint32_t ind
     return st;
 }
 
-mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t index, mtensor_info *ti)
+mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t index,
+                                    mtensor_info *ti)
 {
     if (index >= m->n_tensors)
         return mengine_diag_fail(r->d, MENGINE_ERR_TENSOR_INDEX,
-                            "tensor %u does not exist (the subgraph has %u)", index, m->n_tensors);
+                                 "tensor %u does not exist (the subgraph has %u)", index,
+                                 m->n_tensors);
     const fb_vec tv = {m->tensors, m->n_tensors};
     fb_table t, sub;
     fb_vec shape, name;
@@ -70,17 +72,17 @@ mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t ind
         return st;
     ti->rank = has ? shape.n : 0;
     if (ti->rank > MENGINE_MAX_DIMS)
-        return mengine_diag_fail(r->d, MENGINE_ERR_SHAPE, "tensor %u '%s': rank %u (at most %u)", index,
-                            ti->name, ti->rank, (unsigned)MENGINE_MAX_DIMS);
+        return mengine_diag_fail(r->d, MENGINE_ERR_SHAPE, "tensor %u '%s': rank %u (at most %u)",
+                                 index, ti->name, ti->rank, (unsigned)MENGINE_MAX_DIMS);
     ti->count = 1;
     for (uint32_t i = 0; i < ti->rank; i++) {
         ti->dims[i] = fb_vec_i32(r, &shape, i);
         if (ti->dims[i] < 1)
             return mengine_diag_fail(r->d, MENGINE_ERR_SHAPE, "tensor %u '%s': dimension %u is %d",
-                                index, ti->name, i, ti->dims[i]);
+                                     index, ti->name, i, ti->dims[i]);
         if (ti->count > MAX_ELEMENTS / (uint32_t)ti->dims[i])
-            return mengine_diag_fail(r->d, MENGINE_ERR_SHAPE, "tensor %u '%s': larger than 2 GiB", index,
-                                ti->name);
+            return mengine_diag_fail(r->d, MENGINE_ERR_SHAPE, "tensor %u '%s': larger than 2 GiB",
+                                     index, ti->name);
         ti->count *= (uint32_t)ti->dims[i];
     }
     st = mengine_fb_i8(r, &t, TENSOR_TYPE, 0, &ti->type);
@@ -99,17 +101,17 @@ mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t ind
             ti->name, ti->type);
     if (variable)
         return mengine_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED,
-                            "tensor %u '%s': variable tensors unsupported", index, ti->name);
+                                 "tensor %u '%s': variable tensors unsupported", index, ti->name);
     st = mengine_fb_sub_table(r, &t, TENSOR_SPARSITY, &sub, &has);
     if (st != MENGINE_OK)
         return st;
     if (has)
         return mengine_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED,
-                            "tensor %u '%s': sparse tensors unsupported", index, ti->name);
+                                 "tensor %u '%s': sparse tensors unsupported", index, ti->name);
     if (buffer >= m->n_buffers)
         return mengine_diag_fail(r->d, MENGINE_ERR_BUFFER_INDEX,
-                            "tensor %u '%s': buffer %u does not exist (the model has %u)", index,
-                            ti->name, buffer, m->n_buffers);
+                                 "tensor %u '%s': buffer %u does not exist (the model has %u)",
+                                 index, ti->name, buffer, m->n_buffers);
     if (buffer != 0) {
         const fb_vec bv = {m->buffers, m->n_buffers};
         fb_table bt;
@@ -121,9 +123,10 @@ mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t ind
             return st;
         if (has && data.n > 0) {
             if (data.n != ti->count * 4u)
-                return mengine_diag_fail(r->d, MENGINE_ERR_BUFFER_SIZE,
-                                    "tensor %u '%s': buffer %u holds %u bytes, the shape needs %u",
-                                    index, ti->name, buffer, data.n, ti->count * 4u);
+                return mengine_diag_fail(
+                    r->d, MENGINE_ERR_BUFFER_SIZE,
+                    "tensor %u '%s': buffer %u holds %u bytes, the shape needs %u", index, ti->name,
+                    buffer, data.n, ti->count * 4u);
             ti->data = r->base + data.pos;
             if ((size_t)ti->data % 4)
                 return mengine_diag_fail(
@@ -134,13 +137,13 @@ mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t ind
     }
     if (ti->type == MENGINE_INT32 && !ti->data)
         return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
-                            "tensor %u '%s': INT32 is only supported for constant tensors", index,
-                            ti->name);
+                                 "tensor %u '%s': INT32 is only supported for constant tensors",
+                                 index, ti->name);
     return MENGINE_OK;
 }
 
 mengine_status mengine_model_operator(fbr *r, const mengine_model *m, uint32_t index, fb_table *op,
-                                 fb_vec *inputs, fb_vec *outputs)
+                                      fb_vec *inputs, fb_vec *outputs)
 {
     const fb_vec ov = {m->operators, m->n_ops};
     int has_in, has_out;
@@ -151,7 +154,7 @@ mengine_status mengine_model_operator(fbr *r, const mengine_model *m, uint32_t i
         st = mengine_fb_vector(r, op, OP_OUTPUTS, 4, outputs, &has_out);
     if (st == MENGINE_OK && (!has_in || !has_out))
         return mengine_diag_fail(r->d, MENGINE_ERR_GRAPH, "operator %u has no %s vector", index,
-                            has_in ? "outputs" : "inputs");
+                                 has_in ? "outputs" : "inputs");
     return st;
 }
 

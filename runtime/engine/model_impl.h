@@ -66,13 +66,14 @@ void mengine_fbr_for_model(fbr *r, const mengine_model *m, mdiag *d);
 mengine_status mengine_model_root(fbr *r, fb_table *model);
 /* Read and check tensor @p index: rank <= 4, dims >= 1, size < 2 GiB, type
  * FLOAT32/INT32, buffer index and size, alignment of constant data. */
-mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t index, mtensor_info *ti);
+mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t index,
+                                    mtensor_info *ti);
 /* Operator @p index: its table and its input/output vectors. */
 mengine_status mengine_model_operator(fbr *r, const mengine_model *m, uint32_t index, fb_table *op,
-                                 fb_vec *inputs, fb_vec *outputs);
+                                      fb_vec *inputs, fb_vec *outputs);
 /* Builtin code and version of operator code @p index. */
-mengine_status mengine_model_opcode(fbr *r, const mengine_model *m, uint32_t index, int32_t *builtin,
-                               int32_t *version);
+mengine_status mengine_model_opcode(fbr *r, const mengine_model *m, uint32_t index,
+                                    int32_t *builtin, int32_t *version);
 /* Offset of tensor @p t in the verified offline plan, or -1 (none, or a constant). */
 static inline int model_offline_offset(const mengine_model *m, uint32_t t)
 {

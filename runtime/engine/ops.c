@@ -46,8 +46,8 @@ static mengine_status need_float(const mop_ctx *c, uint32_t i, const mtensor_inf
                                  const char *what)
 {
     if (ti->type != MENGINE_FLOAT32)
-        return mengine_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32", i,
-                          what, ti->index, ti->name);
+        return mengine_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32",
+                               i, what, ti->index, ti->name);
     return MENGINE_OK;
 }
 
@@ -74,8 +74,9 @@ static mengine_status conv_bias(const mop_ctx *c, mtensor_info *b)
     int present;
     mengine_status st = opt_input(c, 2, b, &present);
     if (st == MENGINE_OK && !present)
-        return mengine_op_fail(c, MENGINE_ERR_GRAPH,
-                          "input 2 (bias) is missing: TFLite requires it for float convolutions");
+        return mengine_op_fail(
+            c, MENGINE_ERR_GRAPH,
+            "input 2 (bias) is missing: TFLite requires it for float convolutions");
     return st == MENGINE_OK ? need_float(c, 2, b, "bias") : st;
 }
 
@@ -85,8 +86,8 @@ static mengine_status int_input(const mop_ctx *c, uint32_t i, mtensor_info *ti, 
     mengine_status st = need_input(c, i, ti, what);
     if (st == MENGINE_OK && (ti->type != MENGINE_INT32 || !ti->data || ti->rank > 1))
         return mengine_op_fail(c, MENGINE_ERR_TYPE,
-                          "input %u (%s, tensor %u '%s') must be a constant INT32 vector", i, what,
-                          ti->index, ti->name);
+                               "input %u (%s, tensor %u '%s') must be a constant INT32 vector", i,
+                               what, ti->index, ti->name);
     return st;
 }
 
@@ -103,7 +104,7 @@ static mengine_status need_rank(const mop_ctx *c, const mtensor_info *ti, uint32
 {
     if (ti->rank != rank)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "%s (tensor %u '%s') has rank %u, expected %u",
-                          what, ti->index, ti->name, ti->rank, rank);
+                               what, ti->index, ti->name, ti->rank, rank);
     return MENGINE_OK;
 }
 
@@ -132,9 +133,10 @@ static mengine_status need_shape(const mop_ctx *c, const mtensor_info *out, cons
         same = out->dims[i] == dims[i];
     if (!same) {
         char got[64], want[64];
-        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "output (tensor %u '%s') has shape %s, expected %s",
-                          out->index, out->name, dims_str(out->dims, out->rank, got, sizeof got),
-                          dims_str(dims, rank, want, sizeof want));
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
+                               "output (tensor %u '%s') has shape %s, expected %s", out->index,
+                               out->name, dims_str(out->dims, out->rank, got, sizeof got),
+                               dims_str(dims, rank, want, sizeof want));
     }
     return MENGINE_OK;
 }
@@ -151,7 +153,7 @@ static mengine_status options(const mop_ctx *c, int8_t type, fb_table *t, int *p
         return MENGINE_OK;
     if (got != (uint8_t)type)
         return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "options of union type %u, expected %d",
-                          (unsigned)got, (int)type);
+                               (unsigned)got, (int)type);
     return mengine_fb_sub_table(c->r, &c->op, OP_OPTIONS, t, present);
 }
 
@@ -174,7 +176,8 @@ static mengine_status read_act(const mop_ctx *c, const fb_table *t, int present,
         return st;
     if (v < MK_ACT_NONE || v > MK_ACT_RELU6)
         return mengine_op_fail(c, MENGINE_ERR_OPTIONS,
-                          "fused activation %d unsupported (NONE, RELU, RELU_N1_TO_1, RELU6)", v);
+                               "fused activation %d unsupported (NONE, RELU, RELU_N1_TO_1, RELU6)",
+                               v);
     *act = (mengine_k_act)v;
     return MENGINE_OK;
 }
@@ -194,8 +197,8 @@ static mengine_status read_window(const mop_ctx *c, const fb_table *t, unsigned 
     if (p != PAD_SAME && p != PAD_VALID)
         return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "padding %d (SAME 0 or VALID 1)", p);
     if (*sh < 1 || *sw < 1 || *sh > MAX_STRIDE || *sw > MAX_STRIDE)
-        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "strides %d x %d out of range (1 to %d)", *sh,
-                          *sw, MAX_STRIDE);
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "strides %d x %d out of range (1 to %d)",
+                               *sh, *sw, MAX_STRIDE);
     *pad = (enum padding)p;
     return MENGINE_OK;
 }
@@ -207,7 +210,8 @@ static mengine_status no_dilation(const mop_ctx *c, const fb_table *t, unsigned 
     if (st == MENGINE_OK)
         st = mengine_fb_i32(c->r, t, id + 1, 1, &dh);
     if (st == MENGINE_OK && (dw != 1 || dh != 1))
-        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "dilation %d x %d unsupported (1 only)", dh, dw);
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "dilation %d x %d unsupported (1 only)", dh,
+                               dw);
     return st;
 }
 
@@ -284,16 +288,18 @@ static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (f.dims[3] != in.dims[3])
-        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "filter has %d input channels, the input has %d",
-                          f.dims[3], in.dims[3]);
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
+                               "filter has %d input channels, the input has %d", f.dims[3],
+                               in.dims[3]);
     if (b.dims[0] != f.dims[0])
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
-                          b.dims[0], f.dims[0]);
+                               b.dims[0], f.dims[0]);
     const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
     const int32_t ow = window_out(in.dims[2], f.dims[2], p->stride_w, pad);
     if (oh < 1 || ow < 1)
-        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
-                          f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
+                               "filter %dx%d larger than the input %dx%d (VALID)", f.dims[1],
+                               f.dims[2], in.dims[1], in.dims[2]);
     const int32_t want[4] = {in.dims[0], oh, ow, f.dims[0]};
     st = need_shape(c, &out, want, 4);
     if (st != MENGINE_OK)
@@ -303,7 +309,8 @@ static mengine_status conv_prepare(const mop_ctx *c, mnode *node)
     const mengine_k_dims fd = {f.dims[0], f.dims[1], f.dims[2], f.dims[3]};
     const size_t scratch = mengine_k_conv2d_get_buffer_size_f32(&fd);
     if (scratch > 0x7fffffffu)
-        return mengine_op_fail(c, MENGINE_ERR_LIMIT, "weight panel of %zu bytes (limit 2 GiB)", scratch);
+        return mengine_op_fail(c, MENGINE_ERR_LIMIT, "weight panel of %zu bytes (limit 2 GiB)",
+                               scratch);
     node->scratch_bytes = (uint32_t)scratch;
     return MENGINE_OK;
 }
@@ -315,9 +322,9 @@ static mengine_status conv_eval(const mengine *e, const mnode *n)
     const mengine_k_dims id = dims4(in), fd = dims4(f), od = dims4(out);
     if (fd.h == 1 && fd.w == 1)
         return mengine_k_conv2d_1x1_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
-                                 out->data, n->scratch);
+                                        out->data, n->scratch);
     return mengine_k_conv2d_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data,
-                         n->scratch);
+                                n->scratch);
 }
 
 /* ---- DEPTHWISE_CONV_2D ---- */
@@ -345,20 +352,21 @@ static mengine_status dw_prepare(const mop_ctx *c, mnode *node)
     const int32_t cin = in.dims[3], cout = f.dims[3];
     if (f.dims[0] != 1 || cout % cin != 0)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                          "filter [%d, %d, %d, %d] is not [1, KH, KW, M x %d input channels]",
-                          f.dims[0], f.dims[1], f.dims[2], f.dims[3], cin);
+                               "filter [%d, %d, %d, %d] is not [1, KH, KW, M x %d input channels]",
+                               f.dims[0], f.dims[1], f.dims[2], f.dims[3], cin);
     p->multiplier = cout / cin;
     if (dm != 0 && dm != p->multiplier)
-        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "depth_multiplier %d, the shapes give %d", dm,
-                          p->multiplier);
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "depth_multiplier %d, the shapes give %d",
+                               dm, p->multiplier);
     if (b.dims[0] != cout)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
-                          b.dims[0], cout);
+                               b.dims[0], cout);
     const int32_t oh = window_out(in.dims[1], f.dims[1], p->stride_h, pad);
     const int32_t ow = window_out(in.dims[2], f.dims[2], p->stride_w, pad);
     if (oh < 1 || ow < 1)
-        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
-                          f.dims[1], f.dims[2], in.dims[1], in.dims[2]);
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
+                               "filter %dx%d larger than the input %dx%d (VALID)", f.dims[1],
+                               f.dims[2], in.dims[1], in.dims[2]);
     const int32_t want[4] = {in.dims[0], oh, ow, cout};
     st = need_shape(c, &out, want, 4);
     p->pad_h = pad_before(in.dims[1], f.dims[1], p->stride_h, oh);
@@ -372,9 +380,10 @@ static mengine_status dw_eval(const mengine *e, const mnode *n)
     const mtensor *b = node_input(e, n, 2), *out = out_rec(e, n);
     const mengine_k_dims id = dims4(in), fd = dims4(f), od = dims4(out);
     if (mengine_k_depthwise_conv_fast_ok(&n->p.dw, &fd))
-        return mengine_k_depthwise_conv_fast_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
-                                          out->data);
-    return mengine_k_depthwise_conv_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od, out->data);
+        return mengine_k_depthwise_conv_fast_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata,
+                                                 &od, out->data);
+    return mengine_k_depthwise_conv_f32(&n->p.dw, &id, in->cdata, &fd, f->cdata, b->cdata, &od,
+                                        out->data);
 }
 
 /* ---- TRANSPOSE_CONV: inputs (output_shape, weights, input, bias?) ---- */
@@ -411,7 +420,7 @@ static mengine_status tconv_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (shape.count != 4)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "output shape has %u values, expected 4",
-                          shape.count);
+                               shape.count);
     const int32_t want[4] = {int_at(&shape, 0), int_at(&shape, 1), int_at(&shape, 2),
                              int_at(&shape, 3)};
     st = need_shape(c, &out, want, 4);
@@ -419,11 +428,11 @@ static mengine_status tconv_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (f.dims[3] != in.dims[3] || f.dims[0] != out.dims[3] || out.dims[0] != in.dims[0])
         return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                          "filter [%d, %d, %d, %d] does not map %d to %d channels", f.dims[0],
-                          f.dims[1], f.dims[2], f.dims[3], in.dims[3], out.dims[3]);
+                               "filter [%d, %d, %d, %d] does not map %d to %d channels", f.dims[0],
+                               f.dims[1], f.dims[2], f.dims[3], in.dims[3], out.dims[3]);
     if (has_b && b.dims[0] != f.dims[0])
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d output channels",
-                          b.dims[0], f.dims[0]);
+                               b.dims[0], f.dims[0]);
     /* The input must be what a convolution with these parameters makes of the output. */
     const int32_t ih = window_out(out.dims[1], f.dims[1], p->stride_h, pad);
     const int32_t iw = window_out(out.dims[2], f.dims[2], p->stride_w, pad);
@@ -443,7 +452,7 @@ static mengine_status tconv_eval(const mengine *e, const mnode *n)
     const mtensor *b = n->n_inputs > 3 ? node_input(e, n, 3) : NULL, *out = out_rec(e, n);
     const mengine_k_dims id = dims4(in), fd = dims4(f), od = dims4(out);
     return mengine_k_transpose_conv_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
-                                 out->data);
+                                        out->data);
 }
 
 /* ---- AVERAGE_POOL_2D ---- */
@@ -473,12 +482,13 @@ static mengine_status pool_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (p->filter_h < 1 || p->filter_w < 1 || p->filter_h > MAX_STRIDE || p->filter_w > MAX_STRIDE)
         return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "filter %d x %d out of range (1 to %d)",
-                          p->filter_h, p->filter_w, MAX_STRIDE);
+                               p->filter_h, p->filter_w, MAX_STRIDE);
     const int32_t oh = window_out(in.dims[1], p->filter_h, p->stride_h, pad);
     const int32_t ow = window_out(in.dims[2], p->filter_w, p->stride_w, pad);
     if (oh < 1 || ow < 1)
-        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "filter %dx%d larger than the input %dx%d (VALID)",
-                          p->filter_h, p->filter_w, in.dims[1], in.dims[2]);
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
+                               "filter %dx%d larger than the input %dx%d (VALID)", p->filter_h,
+                               p->filter_w, in.dims[1], in.dims[2]);
     const int32_t want[4] = {in.dims[0], oh, ow, in.dims[3]};
     p->pad_h = pad_before(in.dims[1], p->filter_h, p->stride_h, oh);
     p->pad_w = pad_before(in.dims[2], p->filter_w, p->stride_w, ow);
@@ -526,7 +536,7 @@ static mengine_status mean_prepare(const mop_ctx *c, mnode *node)
     }
     if (axis.count != 2 || mask != 6)
         return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED,
-                          "only the mean over axes {1, 2} (H, W) or {3} (C) is supported");
+                               "only the mean over axes {1, 2} (H, W) or {3} (C) is supported");
     const int32_t keep_dims[4] = {in.dims[0], 1, 1, in.dims[3]};
     const int32_t flat[2] = {in.dims[0], in.dims[3]};
     node->p.misc.axis = 0;
@@ -552,9 +562,10 @@ static mengine_status per_dim_input(const mop_ctx *c, uint32_t i, const mtensor_
 {
     mengine_status st = int_input(c, i, ti, what);
     if (st == MENGINE_OK && ti->count != in->rank)
-        return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                          "input %u (%s, tensor %u '%s') has %u values for an input of rank %u",
-                          i, what, ti->index, ti->name, ti->count, in->rank);
+        return mengine_op_fail(
+            c, MENGINE_ERR_SHAPE,
+            "input %u (%s, tensor %u '%s') has %u values for an input of rank %u", i, what,
+            ti->index, ti->name, ti->count, in->rank);
     return st;
 }
 
@@ -586,22 +597,22 @@ static mengine_status slice_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (in.rank < 1)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
-                          in.name);
+                               in.name);
     int32_t b[MENGINE_MAX_DIMS], want[MENGINE_MAX_DIMS];
     const int32_t ones[MENGINE_MAX_DIMS] = {1, 1, 1, 1};
     for (uint32_t i = 0; i < in.rank; i++) {
         b[i] = int_at(&begin, i);
         const int32_t n = int_at(&size, i);
         if (b[i] < 0 || b[i] >= in.dims[i])
-            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)", i,
-                              b[i], i, in.dims[i]);
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)",
+                                   i, b[i], i, in.dims[i]);
         want[i] = n == -1 ? in.dims[i] - b[i] : n;
         if (want[i] < 1)
             return mengine_op_fail(c, MENGINE_ERR_SHAPE, "size[%u] = %d (at least 1, or -1)", i, n);
         if (want[i] > in.dims[i] - b[i])
             return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                              "begin[%u] + size[%u] = %d runs past dim %u of the input (%d)", i, i,
-                              (int)((int64_t)b[i] + want[i]), i, in.dims[i]);
+                                   "begin[%u] + size[%u] = %d runs past dim %u of the input (%d)",
+                                   i, i, (int)((int64_t)b[i] + want[i]), i, in.dims[i]);
     }
     slice_params(node, in.rank, b, ones);
     return need_shape(c, &out, want, in.rank);
@@ -633,10 +644,10 @@ static mengine_status strided_slice_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (in.rank < 1)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
-                          in.name);
+                               in.name);
     if (mask[2] || mask[3] || offset)
         return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED,
-                          "ellipsis_mask, new_axis_mask and offset are not supported");
+                               "ellipsis_mask, new_axis_mask and offset are not supported");
     int32_t b[MENGINE_MAX_DIMS], s[MENGINE_MAX_DIMS], want[MENGINE_MAX_DIMS];
     uint32_t rank = 0;
     for (uint32_t i = 0; i < in.rank; i++) {
@@ -644,24 +655,25 @@ static mengine_status strided_slice_prepare(const mop_ctx *c, mnode *node)
         s[i] = int_at(&strides, i);
         if (s[i] < 1 || s[i] > MAX_SLICE_STRIDE)
             return mengine_op_fail(c, s[i] < 0 ? MENGINE_ERR_UNSUPPORTED : MENGINE_ERR_OPTIONS,
-                              "strides[%u] = %d (1 to %d supported)", i, s[i], MAX_SLICE_STRIDE);
+                                   "strides[%u] = %d (1 to %d supported)", i, s[i],
+                                   MAX_SLICE_STRIDE);
         int64_t bi = mask[0] >> i & 1 ? 0 : int_at(&begin, i);
         int64_t ei = mask[1] >> i & 1 ? d : int_at(&end, i);
         bi += bi < 0 ? d : 0;
         if (bi < 0 || bi >= d)
-            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)", i,
-                              int_at(&begin, i), i, d);
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "begin[%u] = %d lies outside dim %u (%d)",
+                                   i, int_at(&begin, i), i, d);
         if (mask[4] >> i & 1)
             ei = bi + 1; /* shrink_axis: the one index begin, the dim dropped */
         ei += ei < 0 ? d : 0;
         if (ei > d)
             return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                              "end[%u] = %d runs past dim %u of the input (%d)", i,
-                              int_at(&end, i), i, d);
+                                   "end[%u] = %d runs past dim %u of the input (%d)", i,
+                                   int_at(&end, i), i, d);
         if (ei <= bi)
             return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                              "end[%u] = %d is not after begin[%u] = %d: an empty slice", i,
-                              int_at(&end, i), i, int_at(&begin, i));
+                                   "end[%u] = %d is not after begin[%u] = %d: an empty slice", i,
+                                   int_at(&end, i), i, int_at(&begin, i));
         b[i] = (int32_t)bi;
         if (mask[4] >> i & 1)
             s[i] = 0; /* one index: the node marks the axis with stride 0 */
@@ -718,14 +730,14 @@ static mengine_status resize_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (align && half)
         return mengine_op_fail(c, MENGINE_ERR_OPTIONS,
-                          "align_corners and half_pixel_centers are both set");
+                               "align_corners and half_pixel_centers are both set");
     if (size.count != 2)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "size (tensor %u) has %u values, expected 2",
-                          size.index, size.count);
+                               size.index, size.count);
     const int32_t want[4] = {in.dims[0], int_at(&size, 0), int_at(&size, 1), in.dims[3]};
     if (want[1] < 1 || want[2] < 1)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "size [%d, %d] is not positive", want[1],
-                          want[2]);
+                               want[2]);
     node->p.misc.axis = (align ? RESIZE_ALIGN_CORNERS : 0) | (half ? RESIZE_HALF_PIXEL : 0);
     return need_shape(c, &out, want, 4);
 }
@@ -735,7 +747,7 @@ static mengine_status resize_eval(const mengine *e, const mnode *n)
     const mtensor *in = node_input(e, n, 0), *out = out_rec(e, n);
     const mengine_k_dims id = dims4(in), od = dims4(out);
     return mengine_k_resize_bilinear_f32(&id, in->cdata, n->p.misc.axis & RESIZE_ALIGN_CORNERS,
-                                  (n->p.misc.axis & RESIZE_HALF_PIXEL) != 0, &od, out->data);
+                                         (n->p.misc.axis & RESIZE_HALF_PIXEL) != 0, &od, out->data);
 }
 
 /* ---- the fused correlation (runtime/engine/fuse.c recognises the pattern) ---- */
@@ -792,22 +804,22 @@ static mengine_status fc_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (format != 0)
-        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "weights format %d unsupported (DEFAULT only)",
-                          format);
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS,
+                               "weights format %d unsupported (DEFAULT only)", format);
     const int32_t units = w.dims[0], depth = w.dims[1];
     if (in.rank < 1 || in.count % (uint32_t)depth)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                          "input of %u values is not a whole number of rows of %d", in.count,
-                          depth);
+                               "input of %u values is not a whole number of rows of %d", in.count,
+                               depth);
     if (has_b && b.dims[0] != units)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "bias has %d values for %d units", b.dims[0],
-                          units);
+                               units);
     if (keep) {
         int32_t want[MENGINE_MAX_DIMS];
         if (in.dims[in.rank - 1] != depth)
             return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                              "keep_num_dims: input depth %d, weights take %d",
-                              in.dims[in.rank - 1], depth);
+                                   "keep_num_dims: input depth %d, weights take %d",
+                                   in.dims[in.rank - 1], depth);
         memcpy(want, in.dims, sizeof want);
         want[in.rank - 1] = units;
         return need_shape(c, &out, want, in.rank);
@@ -821,8 +833,9 @@ static mengine_status fc_eval(const mengine *e, const mnode *n)
     const mtensor *in = node_input(e, n, 0), *w = node_input(e, n, 1);
     const mtensor *b = n->n_inputs > 2 ? node_input(e, n, 2) : NULL, *out = out_rec(e, n);
     const size_t depth = (size_t)w->dims[1];
-    return mengine_k_fully_connected_f32(n->p.misc.act, in->count / depth, depth, (size_t)w->dims[0],
-                                  in->cdata, w->cdata, opt_data(b), out->data);
+    return mengine_k_fully_connected_f32(n->p.misc.act, in->count / depth, depth,
+                                         (size_t)w->dims[0], in->cdata, w->cdata, opt_data(b),
+                                         out->data);
 }
 
 /* ---- SOFTMAX ---- */
@@ -843,8 +856,9 @@ static mengine_status softmax_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (!(beta > 0.0f) || !finite_float(beta))
-        return mengine_op_fail(c, MENGINE_ERR_OPTIONS,
-                          "beta must be positive and finite (absent SoftmaxOptions mean beta 0)");
+        return mengine_op_fail(
+            c, MENGINE_ERR_OPTIONS,
+            "beta must be positive and finite (absent SoftmaxOptions mean beta 0)");
     node->p.misc.value = beta;
     return need_shape(c, &out, in.dims, in.rank);
 }
@@ -877,8 +891,8 @@ static mengine_status reshape_prepare(const mop_ctx *c, mnode *node)
     if (st != MENGINE_OK)
         return st;
     if (out.count != in.count)
-        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "output has %u values, the input %u", out.count,
-                          in.count);
+        return mengine_op_fail(c, MENGINE_ERR_SHAPE, "output has %u values, the input %u",
+                               out.count, in.count);
     if (has_shape) {
         int unknown = 0, ok = shape.count == out.rank;
         for (uint32_t i = 0; ok && i < shape.count; i++) {
@@ -888,7 +902,8 @@ static mengine_status reshape_prepare(const mop_ctx *c, mnode *node)
         }
         if (!ok)
             return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                              "shape input (tensor %u) does not match the output", shape.index);
+                                   "shape input (tensor %u) does not match the output",
+                                   shape.index);
     }
     return MENGINE_OK;
 }
@@ -920,22 +935,23 @@ static mengine_status pad_prepare(const mop_ctx *c, mnode *node)
     if (!has_pads)
         return mengine_op_fail(c, MENGINE_ERR_GRAPH, "input 1 (paddings) is missing");
     if (c->inputs.n > 2)
-        return mengine_op_fail(c, MENGINE_ERR_GRAPH, "%u inputs, expected 2 (PADV2 is not supported)",
-                          c->inputs.n);
+        return mengine_op_fail(c, MENGINE_ERR_GRAPH,
+                               "%u inputs, expected 2 (PADV2 is not supported)", c->inputs.n);
     if (in.rank < 1)
         return mengine_op_fail(c, MENGINE_ERR_SHAPE, "input (tensor %u '%s') is a scalar", in.index,
-                          in.name);
+                               in.name);
     if (pads.type != MENGINE_INT32 || !pads.data || pads.rank != 2 ||
         pads.dims[0] != (int32_t)in.rank || pads.dims[1] != 2)
-        return mengine_op_fail(c, MENGINE_ERR_TYPE,
-                          "input 1 (paddings, tensor %u '%s') must be a constant INT32 [%u, 2]",
-                          pads.index, pads.name, in.rank);
+        return mengine_op_fail(
+            c, MENGINE_ERR_TYPE,
+            "input 1 (paddings, tensor %u '%s') must be a constant INT32 [%u, 2]", pads.index,
+            pads.name, in.rank);
     int32_t want[MENGINE_MAX_DIMS];
     for (uint32_t i = 0; i < in.rank; i++) {
         const int32_t b = int_at(&pads, 2 * i), a = int_at(&pads, 2 * i + 1);
         if (b < 0 || a < 0)
-            return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "padding of dim %u is (%d, %d): negative", i,
-                              b, a);
+            return mengine_op_fail(c, MENGINE_ERR_OPTIONS,
+                                   "padding of dim %u is (%d, %d): negative", i, b, a);
         const int64_t d = (int64_t)in.dims[i] + b + a;
         if (d > 0x7fffffff)
             return mengine_op_fail(c, MENGINE_ERR_SHAPE, "padded dim %u is too large", i);
@@ -972,7 +988,8 @@ static mengine_status concat_prepare(const mop_ctx *c, mnode *node)
         return st;
     const int32_t rank = (int32_t)out.rank;
     if (axis < -rank || axis >= rank || rank == 0)
-        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "axis %d out of range for rank %d", axis, rank);
+        return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "axis %d out of range for rank %d", axis,
+                               rank);
     axis = axis < 0 ? axis + rank : axis;
     node->p.misc.axis = axis;
     if (c->inputs.n == 0)
@@ -986,15 +1003,16 @@ static mengine_status concat_prepare(const mop_ctx *c, mnode *node)
         for (int32_t k = 0; same && k < rank; k++)
             same = k == axis || in.dims[k] == out.dims[k];
         if (!same)
-            return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                              "input %u (tensor %u '%s') differs from the output outside axis %d",
-                              i, in.index, in.name, axis);
+            return mengine_op_fail(
+                c, MENGINE_ERR_SHAPE,
+                "input %u (tensor %u '%s') differs from the output outside axis %d", i, in.index,
+                in.name, axis);
         sum += in.dims[axis];
     }
     if (sum != out.dims[axis])
         return mengine_op_fail(c, MENGINE_ERR_SHAPE,
-                          "inputs add up to %d along axis %d, the output has %d", (int)sum, axis,
-                          out.dims[axis]);
+                               "inputs add up to %d along axis %d, the output has %d", (int)sum,
+                               axis, out.dims[axis]);
     return MENGINE_OK;
 }
 
@@ -1046,8 +1064,8 @@ static mengine_status binary_prepare(const mop_ctx *c, mnode *node)
         const int32_t da = i + a.rank >= rank ? a.dims[i + a.rank - rank] : 1;
         const int32_t db = i + b.rank >= rank ? b.dims[i + b.rank - rank] : 1;
         if (da != db && da != 1 && db != 1)
-            return mengine_op_fail(c, MENGINE_ERR_SHAPE, "dims %d and %d of the inputs do not broadcast",
-                              da, db);
+            return mengine_op_fail(c, MENGINE_ERR_SHAPE,
+                                   "dims %d and %d of the inputs do not broadcast", da, db);
         want[i] = da > db ? da : db;
     }
     return need_shape(c, &out, want, rank);
@@ -1128,58 +1146,72 @@ static mengine_status leaky_relu_eval(const mengine *e, const mnode *n)
 /* ---- registrations ---- */
 
 /* Highest versions accepted: those whose float32 semantics the kernels implement. */
-const mengine_op mengine_op_add = {MENGINE_OP_ADD, 4, 11, MOP_SHARE_INPLACE, binary_prepare,
-                                   add_eval};
-const mengine_op mengine_op_average_pool_2d = {MENGINE_OP_AVERAGE_POOL_2D, 3, 5, MOP_SHARE_NONE,
-                                               pool_prepare, pool_eval};
-const mengine_op mengine_op_concatenation = {MENGINE_OP_CONCATENATION, 3, 10, MOP_SHARE_NONE,
-                                             concat_prepare, concat_eval};
-const mengine_op mengine_op_conv_2d = {MENGINE_OP_CONV_2D, 3, 1, MOP_SHARE_NONE, conv_prepare,
-                                       conv_eval};
-const mengine_op mengine_op_depthwise_conv_2d = {MENGINE_OP_DEPTHWISE_CONV_2D, 3, 2,
-                                                 MOP_SHARE_NONE, dw_prepare, dw_eval};
-const mengine_op mengine_op_fully_connected = {MENGINE_OP_FULLY_CONNECTED, 9, 8, MOP_SHARE_NONE,
-                                               fc_prepare, fc_eval};
-const mengine_op mengine_op_logistic = {MENGINE_OP_LOGISTIC, 3, 0, MOP_SHARE_INPLACE,
-                                        unary_prepare, logistic_eval};
-const mengine_op mengine_op_mul = {MENGINE_OP_MUL, 4, 21, MOP_SHARE_INPLACE, binary_prepare,
-                                   mul_eval};
-const mengine_op mengine_op_relu = {MENGINE_OP_RELU, 3, 0, MOP_SHARE_INPLACE, unary_prepare,
-                                    relu_eval};
-const mengine_op mengine_op_relu6 = {MENGINE_OP_RELU6, 3, 0, MOP_SHARE_INPLACE, unary_prepare,
-                                     relu6_eval};
-const mengine_op mengine_op_reshape = {MENGINE_OP_RESHAPE, 1, 17, MOP_SHARE_ALIAS,
-                                       reshape_prepare, reshape_eval};
-const mengine_op mengine_op_softmax = {MENGINE_OP_SOFTMAX, 3, 9, MOP_SHARE_NONE, softmax_prepare,
-                                       softmax_eval};
+const mengine_op mengine_op_add = {MENGINE_OP_ADD, 4,       11, MOP_SHARE_INPLACE,
+                                   binary_prepare, add_eval};
+const mengine_op mengine_op_average_pool_2d = {
+    MENGINE_OP_AVERAGE_POOL_2D, 3, 5, MOP_SHARE_NONE, pool_prepare, pool_eval};
+const mengine_op mengine_op_concatenation = {
+    MENGINE_OP_CONCATENATION, 3, 10, MOP_SHARE_NONE, concat_prepare, concat_eval};
+const mengine_op mengine_op_conv_2d = {MENGINE_OP_CONV_2D, 3,        1, MOP_SHARE_NONE,
+                                       conv_prepare,       conv_eval};
+const mengine_op mengine_op_depthwise_conv_2d = {
+    MENGINE_OP_DEPTHWISE_CONV_2D, 3, 2, MOP_SHARE_NONE, dw_prepare, dw_eval};
+const mengine_op mengine_op_fully_connected = {
+    MENGINE_OP_FULLY_CONNECTED, 9, 8, MOP_SHARE_NONE, fc_prepare, fc_eval};
+const mengine_op mengine_op_logistic = {MENGINE_OP_LOGISTIC, 3, 0, MOP_SHARE_INPLACE, unary_prepare,
+                                        logistic_eval};
+const mengine_op mengine_op_mul = {MENGINE_OP_MUL, 4,       21, MOP_SHARE_INPLACE,
+                                   binary_prepare, mul_eval};
+const mengine_op mengine_op_relu = {MENGINE_OP_RELU, 3,        0, MOP_SHARE_INPLACE,
+                                    unary_prepare,   relu_eval};
+const mengine_op mengine_op_relu6 = {MENGINE_OP_RELU6, 3,         0, MOP_SHARE_INPLACE,
+                                     unary_prepare,    relu6_eval};
+const mengine_op mengine_op_reshape = {MENGINE_OP_RESHAPE, 1,           17, MOP_SHARE_ALIAS,
+                                       reshape_prepare,    reshape_eval};
+const mengine_op mengine_op_softmax = {MENGINE_OP_SOFTMAX, 3,           9, MOP_SHARE_NONE,
+                                       softmax_prepare,    softmax_eval};
 const mengine_op mengine_op_pad = {MENGINE_OP_PAD, 2, 22, MOP_SHARE_NONE, pad_prepare, pad_eval};
-const mengine_op mengine_op_mean = {MENGINE_OP_MEAN, 3, 27, MOP_SHARE_NONE, mean_prepare,
-                                    mean_eval};
-const mengine_op mengine_op_transpose_conv = {MENGINE_OP_TRANSPOSE_CONV, 4, 49, MOP_SHARE_NONE,
-                                              tconv_prepare, tconv_eval};
-const mengine_op mengine_op_leaky_relu = {MENGINE_OP_LEAKY_RELU, 2, 75, MOP_SHARE_INPLACE,
-                                          unary_prepare, leaky_relu_eval};
-const mengine_op mengine_op_hard_swish = {MENGINE_OP_HARD_SWISH, 1, 91, MOP_SHARE_INPLACE,
-                                          unary_prepare, hard_swish_eval};
-const mengine_op mengine_op_slice = {MENGINE_OP_SLICE, 4, 48, MOP_SHARE_NONE, slice_prepare,
-                                     slice_eval};
-const mengine_op mengine_op_strided_slice = {MENGINE_OP_STRIDED_SLICE, 4, 32, MOP_SHARE_NONE,
-                                             strided_slice_prepare, slice_eval};
-const mengine_op mengine_op_resize_bilinear = {MENGINE_OP_RESIZE_BILINEAR, 3, 15, MOP_SHARE_NONE,
-                                               resize_prepare, resize_eval};
-const mengine_op mengine_op_correlation = {MENGINE_FUSED_CORRELATION, 0, 0, MOP_SHARE_NONE,
-                                           not_a_file_op, corr_eval};
-const mengine_op mengine_op_elided = {MENGINE_FUSED_CORRELATION - 1, 0, 0, MOP_SHARE_ELIDED,
-                                 not_a_file_op, elided_eval};
+const mengine_op mengine_op_mean = {MENGINE_OP_MEAN, 3,        27, MOP_SHARE_NONE,
+                                    mean_prepare,    mean_eval};
+const mengine_op mengine_op_transpose_conv = {
+    MENGINE_OP_TRANSPOSE_CONV, 4, 49, MOP_SHARE_NONE, tconv_prepare, tconv_eval};
+const mengine_op mengine_op_leaky_relu = {
+    MENGINE_OP_LEAKY_RELU, 2, 75, MOP_SHARE_INPLACE, unary_prepare, leaky_relu_eval};
+const mengine_op mengine_op_hard_swish = {
+    MENGINE_OP_HARD_SWISH, 1, 91, MOP_SHARE_INPLACE, unary_prepare, hard_swish_eval};
+const mengine_op mengine_op_slice = {MENGINE_OP_SLICE, 4,         48, MOP_SHARE_NONE,
+                                     slice_prepare,    slice_eval};
+const mengine_op mengine_op_strided_slice = {
+    MENGINE_OP_STRIDED_SLICE, 4, 32, MOP_SHARE_NONE, strided_slice_prepare, slice_eval};
+const mengine_op mengine_op_resize_bilinear = {
+    MENGINE_OP_RESIZE_BILINEAR, 3, 15, MOP_SHARE_NONE, resize_prepare, resize_eval};
+const mengine_op mengine_op_correlation = {
+    MENGINE_FUSED_CORRELATION, 0, 0, MOP_SHARE_NONE, not_a_file_op, corr_eval};
+const mengine_op mengine_op_elided = {
+    MENGINE_FUSED_CORRELATION - 1, 0, 0, MOP_SHARE_ELIDED, not_a_file_op, elided_eval};
 
 static const mengine_op *const ALL_OPS[] = {
-    &mengine_op_add,        &mengine_op_average_pool_2d, &mengine_op_concatenation,
-    &mengine_op_conv_2d,    &mengine_op_depthwise_conv_2d, &mengine_op_fully_connected,
-    &mengine_op_logistic,   &mengine_op_mul,             &mengine_op_relu,
-    &mengine_op_relu6,      &mengine_op_reshape,         &mengine_op_softmax,
-    &mengine_op_pad,        &mengine_op_mean,            &mengine_op_transpose_conv,
-    &mengine_op_leaky_relu, &mengine_op_hard_swish,     &mengine_op_slice,
-    &mengine_op_strided_slice, &mengine_op_resize_bilinear, &mengine_op_correlation,
+    &mengine_op_add,
+    &mengine_op_average_pool_2d,
+    &mengine_op_concatenation,
+    &mengine_op_conv_2d,
+    &mengine_op_depthwise_conv_2d,
+    &mengine_op_fully_connected,
+    &mengine_op_logistic,
+    &mengine_op_mul,
+    &mengine_op_relu,
+    &mengine_op_relu6,
+    &mengine_op_reshape,
+    &mengine_op_softmax,
+    &mengine_op_pad,
+    &mengine_op_mean,
+    &mengine_op_transpose_conv,
+    &mengine_op_leaky_relu,
+    &mengine_op_hard_swish,
+    &mengine_op_slice,
+    &mengine_op_strided_slice,
+    &mengine_op_resize_bilinear,
+    &mengine_op_correlation,
 };
 
 const mengine_op_resolver mengine_all_ops = {ALL_OPS, sizeof ALL_OPS / sizeof ALL_OPS[0]};
@@ -1217,9 +1249,10 @@ mengine_status mengine_op_bind(fbr *r, const mengine_model *m, uint32_t index, m
     if (st != MENGINE_OK)
         return st;
     if (opcode >= m->n_opcodes)
-        return mengine_diag_fail(r->d, MENGINE_ERR_OPCODE_INDEX,
-                            "operator %u: opcode index %u out of range (the model has %u codes)",
-                            index, opcode, m->n_opcodes);
+        return mengine_diag_fail(
+            r->d, MENGINE_ERR_OPCODE_INDEX,
+            "operator %u: opcode index %u out of range (the model has %u codes)", index, opcode,
+            m->n_opcodes);
     st = mengine_model_opcode(r, m, opcode, &c->builtin, &version);
     if (st != MENGINE_OK)
         return st;
@@ -1228,18 +1261,17 @@ mengine_status mengine_op_bind(fbr *r, const mengine_model *m, uint32_t index, m
     if (!c->reg) {
         /* mengine_op_name() returns its one "UNKNOWN" string for every code it does not name */
         const char *name = mengine_op_name(c->builtin >= 0 ? c->builtin : -1);
-        return mengine_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED_OP,
-                            "operator %u: %s (builtin code %d) is not supported%s", index, name,
-                            (int)c->builtin,
-                            name != mengine_op_name(-1) ? " (not in the engine's operator table)"
-                                                        : "");
+        return mengine_diag_fail(
+            r->d, MENGINE_ERR_UNSUPPORTED_OP,
+            "operator %u: %s (builtin code %d) is not supported%s", index, name, (int)c->builtin,
+            name != mengine_op_name(-1) ? " (not in the engine's operator table)" : "");
     }
     if (version < 1 || version > c->reg->max_version)
         return mengine_op_fail(c, MENGINE_ERR_OP_VERSION, "version %d unsupported (1 to %d)",
-                          (int)version, (int)c->reg->max_version);
+                               (int)version, (int)c->reg->max_version);
     if (c->inputs.n > MENGINE_MAX_OP_INPUTS)
         return mengine_op_fail(c, MENGINE_ERR_LIMIT, "%u inputs (at most %u)", c->inputs.n,
-                          (unsigned)MENGINE_MAX_OP_INPUTS);
+                               (unsigned)MENGINE_MAX_OP_INPUTS);
     if (c->outputs.n != 1)
         return mengine_op_fail(c, MENGINE_ERR_GRAPH, "%u outputs, expected 1", c->outputs.n);
     return MENGINE_OK;
@@ -1253,7 +1285,7 @@ mengine_status mengine_op_prepare(const mop_ctx *c, mnode *node)
         return st;
     if (options_type != 0 && options_type != (uint8_t)c->reg->options_type)
         return mengine_op_fail(c, MENGINE_ERR_OPTIONS, "options of union type %u, expected %d",
-                          (unsigned)options_type, (int)c->reg->options_type);
+                               (unsigned)options_type, (int)c->reg->options_type);
     memset(node, 0, sizeof *node);
     node->reg = c->reg;
     node->inputs = c->inputs.pos;

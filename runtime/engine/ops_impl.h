@@ -71,7 +71,7 @@ typedef struct mop_ctx {
 /* How the planner may let an operator's output share memory with an input. */
 enum mop_share {
     MOP_SHARE_NONE = 0,
-    MOP_SHARE_ALIAS = 1,  /* same bytes (RESHAPE): always the input's buffer */
+    MOP_SHARE_ALIAS = 1,   /* same bytes (RESHAPE): always the input's buffer */
     MOP_SHARE_INPLACE = 2, /* element-wise: over an input of the same size read last here */
     MOP_SHARE_ELIDED = 3   /* inside a fused pattern: its output is never materialised */
 };

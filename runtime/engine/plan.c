@@ -136,10 +136,11 @@ int mengine_plan_written_after(const void *work, uint32_t t, uint32_t op)
 mengine_status mengine_plan_begin(void *work, size_t work_size, const mengine_model *m, mdiag *d)
 {
     if (!work || (size_t)work % 4)
-        return mengine_diag_fail(d, MENGINE_ERR_ARG, "planner work area is NULL or not 4-byte aligned");
+        return mengine_diag_fail(d, MENGINE_ERR_ARG,
+                                 "planner work area is NULL or not 4-byte aligned");
     if (work_size < mengine_plan_work_bytes(m->n_tensors, m->n_ops))
         return mengine_diag_fail(d, MENGINE_ERR_ARENA, "planner work area of %zu bytes, %zu needed",
-                            work_size, mengine_plan_work_bytes(m->n_tensors, m->n_ops));
+                                 work_size, mengine_plan_work_bytes(m->n_tensors, m->n_ops));
     phead *h = head(work);
     h->n_tensors = m->n_tensors;
     h->n_ops = m->n_ops;

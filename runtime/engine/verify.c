@@ -43,10 +43,12 @@ static mengine_status verify_buffers(fbr *r, const mengine_model *m)
             return st;
         if (offset > 1)
             return mengine_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED,
-                                "buffer %u: data stored outside the FlatBuffer is unsupported", i);
+                                     "buffer %u: data stored outside the FlatBuffer is unsupported",
+                                     i);
         if (i == 0 && has && data.n)
             return mengine_diag_fail(r->d, MENGINE_ERR_BUFFER_SIZE,
-                                "buffer 0 must be the empty sentinel, it holds %u bytes", data.n);
+                                     "buffer 0 must be the empty sentinel, it holds %u bytes",
+                                     data.n);
     }
     return MENGINE_OK;
 }
@@ -75,8 +77,8 @@ static mengine_status verify_metadata(fbr *r, const mengine_model *m, const fb_t
             return st;
         if (buffer >= m->n_buffers)
             return mengine_diag_fail(r->d, MENGINE_ERR_BUFFER_INDEX,
-                                "metadata %u: buffer %u does not exist (the model has %u)", i,
-                                buffer, m->n_buffers);
+                                     "metadata %u: buffer %u does not exist (the model has %u)", i,
+                                     buffer, m->n_buffers);
         if (has_name && name.n == sizeof OFFLINE_NAME - 1 &&
             memcmp(r->base + name.pos, OFFLINE_NAME, name.n) == 0)
             *offline_buffer = buffer;
@@ -104,12 +106,14 @@ static mengine_status verify_offline(fbr *r, mengine_model *m, uint32_t buffer)
             has ? data.n : 0, want, m->n_tensors);
     if (data.pos % 4)
         return mengine_diag_fail(r->d, MENGINE_ERR_ALIGNMENT,
-                            "OfflineMemoryAllocation (buffer %u) is not 4-byte aligned", buffer);
+                                 "OfflineMemoryAllocation (buffer %u) is not 4-byte aligned",
+                                 buffer);
     const uint8_t *p = r->base + data.pos;
     if (rd_i32(p) != 1 || rd_i32(p + 4) != 1 || rd_u32(p + 8) != m->n_tensors)
-        return mengine_diag_fail(r->d, MENGINE_ERR_PLAN,
-                            "OfflineMemoryAllocation: header [%d, %d, %d], expected [1, 1, %u]",
-                            (int)rd_i32(p), (int)rd_i32(p + 4), (int)rd_i32(p + 8), m->n_tensors);
+        return mengine_diag_fail(
+            r->d, MENGINE_ERR_PLAN,
+            "OfflineMemoryAllocation: header [%d, %d, %d], expected [1, 1, %u]", (int)rd_i32(p),
+            (int)rd_i32(p + 4), (int)rd_i32(p + 8), m->n_tensors);
     for (uint32_t t = 0; t < m->n_tensors; t++) {
         const int32_t off = rd_i32(p + 12 + 4 * t);
         if (off < -1 || (off >= 0 && off % 4))
@@ -131,33 +135,35 @@ static mengine_status verify_io(fbr *r, const mengine_model *m)
         if (io[k].n == 0)
             return mengine_diag_fail(r->d, MENGINE_ERR_GRAPH, "the subgraph has no %ss", what);
         if (io[k].n > m->n_tensors) /* some tensor is listed twice; also bounds the checks below */
-            return mengine_diag_fail(r->d, MENGINE_ERR_GRAPH, "%u model %ss for %u tensors", io[k].n,
-                                what, m->n_tensors);
+            return mengine_diag_fail(r->d, MENGINE_ERR_GRAPH, "%u model %ss for %u tensors",
+                                     io[k].n, what, m->n_tensors);
         for (uint32_t i = 0; i < io[k].n; i++) {
             const int32_t t = fb_vec_i32(r, &io[k], i);
             mtensor_info ti;
             if (t < 0 || (uint32_t)t >= m->n_tensors)
-                return mengine_diag_fail(r->d, MENGINE_ERR_TENSOR_INDEX,
-                                    "model %s %u: tensor %d does not exist (the subgraph has %u)",
-                                    what, i, (int)t, m->n_tensors);
+                return mengine_diag_fail(
+                    r->d, MENGINE_ERR_TENSOR_INDEX,
+                    "model %s %u: tensor %d does not exist (the subgraph has %u)", what, i, (int)t,
+                    m->n_tensors);
             mengine_status st = mengine_model_tensor(r, m, (uint32_t)t, &ti);
             if (st != MENGINE_OK)
                 return st;
             if (ti.type != MENGINE_FLOAT32)
                 return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
-                                    "model %s %u (tensor %d '%s') is not FLOAT32", what, i, (int)t,
-                                    ti.name);
+                                         "model %s %u (tensor %d '%s') is not FLOAT32", what, i,
+                                         (int)t, ti.name);
             if (ti.data)
                 return mengine_diag_fail(r->d, MENGINE_ERR_GRAPH,
-                                    "model %s %u (tensor %d '%s') is a constant", what, i, (int)t,
-                                    ti.name);
+                                         "model %s %u (tensor %d '%s') is a constant", what, i,
+                                         (int)t, ti.name);
             for (uint32_t j = 0; j < i; j++)
                 if (fb_vec_i32(r, &io[k], j) == t)
                     return mengine_diag_fail(r->d, MENGINE_ERR_GRAPH,
-                                        "tensor %d is listed twice as a model %s", (int)t, what);
+                                             "tensor %d is listed twice as a model %s", (int)t,
+                                             what);
             if (k == 1 && index_in(r, &io[0], t))
                 return mengine_diag_fail(r->d, MENGINE_ERR_GRAPH,
-                                    "tensor %d is both a model input and output", (int)t);
+                                         "tensor %d is both a model input and output", (int)t);
         }
     }
     return MENGINE_OK;
@@ -187,27 +193,27 @@ static mengine_status verify_operator(fbr *r, const mengine_model *m, uint32_t i
     mtensor_info ti;
     if (out < 0 || (uint32_t)out >= m->n_tensors)
         return mengine_op_fail(&c, MENGINE_ERR_TENSOR_INDEX,
-                          "output tensor %d does not exist (the subgraph has %u)", (int)out,
-                          m->n_tensors);
+                               "output tensor %d does not exist (the subgraph has %u)", (int)out,
+                               m->n_tensors);
     st = mengine_model_tensor(r, m, (uint32_t)out, &ti);
     if (st != MENGINE_OK)
         return st;
     if (ti.data || index_in(r, &ins, out))
-        return mengine_op_fail(&c, MENGINE_ERR_GRAPH, "writes tensor %d '%s', a %s", (int)out, ti.name,
-                          ti.data ? "constant" : "model input");
+        return mengine_op_fail(&c, MENGINE_ERR_GRAPH, "writes tensor %d '%s', a %s", (int)out,
+                               ti.name, ti.data ? "constant" : "model input");
     for (uint32_t j = 0; j < i; j++)
         if (op_output(r, m, j) == out)
             return mengine_op_fail(&c, MENGINE_ERR_GRAPH,
-                              "writes tensor %d '%s', already written by operator %u", (int)out,
-                              ti.name, j);
+                                   "writes tensor %d '%s', already written by operator %u",
+                                   (int)out, ti.name, j);
     for (uint32_t k = 0; k < c.inputs.n; k++) {
         const int32_t t = fb_vec_i32(r, &c.inputs, k);
         if (t == -1)
             continue;
         if (t < 0 || (uint32_t)t >= m->n_tensors)
             return mengine_op_fail(&c, MENGINE_ERR_TENSOR_INDEX,
-                              "input %u: tensor %d does not exist (the subgraph has %u)", k, (int)t,
-                              m->n_tensors);
+                                   "input %u: tensor %d does not exist (the subgraph has %u)", k,
+                                   (int)t, m->n_tensors);
         st = mengine_model_tensor(r, m, (uint32_t)t, &ti);
         if (st != MENGINE_OK)
             return st;
@@ -218,8 +224,8 @@ static mengine_status verify_operator(fbr *r, const mengine_model *m, uint32_t i
             j++;
         if (j == i)
             return mengine_op_fail(&c, MENGINE_ERR_GRAPH,
-                              "input %u reads tensor %d '%s' before any operator writes it", k,
-                              (int)t, ti.name);
+                                   "input %u reads tensor %d '%s' before any operator writes it", k,
+                                   (int)t, ti.name);
     }
     mnode node;
     return mengine_op_prepare(&c, &node);
@@ -239,18 +245,19 @@ mengine_status mengine_model_load_ops(mengine_model *m, const void *data, size_t
         return mengine_diag_fail(&d, MENGINE_ERR_ARG, "operator table is NULL");
     memset(m, 0, sizeof *m);
     if ((size_t)data % 4)
-        return mengine_diag_fail(&d, MENGINE_ERR_ARG,
-                            "model data is not 4-byte aligned in memory (load it 16-byte aligned)");
+        return mengine_diag_fail(
+            &d, MENGINE_ERR_ARG,
+            "model data is not 4-byte aligned in memory (load it 16-byte aligned)");
     if (size > FB_MAX_OFFSET)
-        return mengine_diag_fail(&d, MENGINE_ERR_LIMIT, "model of %zu bytes: FlatBuffers stop at 2 GiB",
-                            size);
+        return mengine_diag_fail(&d, MENGINE_ERR_LIMIT,
+                                 "model of %zu bytes: FlatBuffers stop at 2 GiB", size);
     if (*(const uint8_t *)&probe != 1)
         return mengine_diag_fail(&d, MENGINE_ERR_UNSUPPORTED, "big-endian hosts are not supported");
 
     fbr r;
     mengine_fb_init(&r, data, (uint32_t)size,
-               opts && opts->max_depth ? opts->max_depth : MENGINE_DEFAULT_MAX_DEPTH,
-               opts && opts->max_tables ? opts->max_tables : MENGINE_DEFAULT_MAX_TABLES, &d);
+                    opts && opts->max_depth ? opts->max_depth : MENGINE_DEFAULT_MAX_DEPTH,
+                    opts && opts->max_tables ? opts->max_tables : MENGINE_DEFAULT_MAX_TABLES, &d);
     m->data = data;
     m->size = (uint32_t)size;
     m->max_depth = r.max_depth;
@@ -284,11 +291,12 @@ mengine_status mengine_model_load_ops(mengine_model *m, const void *data, size_t
         return st;
     if (!has_codes || !has_buffers || !has_sg)
         return mengine_diag_fail(&d, MENGINE_ERR_SUBGRAPH, "the model has no %s vector",
-                            !has_codes     ? "operator_codes"
-                            : !has_buffers ? "buffers"
-                                           : "subgraphs");
+                                 !has_codes     ? "operator_codes"
+                                 : !has_buffers ? "buffers"
+                                                : "subgraphs");
     if (v.n != 1)
-        return mengine_diag_fail(&d, MENGINE_ERR_SUBGRAPH, "%u subgraphs (exactly 1 supported)", v.n);
+        return mengine_diag_fail(&d, MENGINE_ERR_SUBGRAPH, "%u subgraphs (exactly 1 supported)",
+                                 v.n);
     for (uint32_t i = 0; i < m->n_opcodes && st == MENGINE_OK; i++) {
         int32_t code, ver;
         st = mengine_model_opcode(&r, m, i, &code, &ver);
@@ -324,10 +332,10 @@ mengine_status mengine_model_load_ops(mengine_model *m, const void *data, size_t
     m->n_ops = has_ops ? v.n : 0;
     if (!has_t || !has_i || !has_o || !has_ops || m->n_ops == 0)
         return mengine_diag_fail(&d, MENGINE_ERR_SUBGRAPH, "the subgraph has no %s",
-                            !has_t   ? "tensors vector"
-                            : !has_i ? "inputs vector"
-                            : !has_o ? "outputs vector"
-                                     : "operators");
+                                 !has_t   ? "tensors vector"
+                                 : !has_i ? "inputs vector"
+                                 : !has_o ? "outputs vector"
+                                          : "operators");
     if (m->n_tensors > MENGINE_MAX_TENSORS || m->n_ops > MENGINE_MAX_OPS)
         return mengine_diag_fail(
             &d, MENGINE_ERR_LIMIT, "%u tensors and %u operators (this build handles %u and %u)",

@@ -60,8 +60,8 @@ manta_status mbv3_arch_layers(const ofa_space *s, const ofa_arch *a, mbv3_layer 
             return manta_err_set(err, MANTA_ERR_INTERNAL,
                                  "graph layers: block %s has no projection", first->name);
         if (expand && used >= n_slots)
-            return manta_err_set(err, MANTA_ERR_INTERNAL,
-                                 "graph layers: block %s has no slot", first->name);
+            return manta_err_set(err, MANTA_ERR_INTERNAL, "graph layers: block %s has no slot",
+                                 first->name);
         const ofa_layer *proj = &L[i++];
         char where[48];
         block_name(first->name, where, sizeof where);
@@ -136,8 +136,8 @@ static int simple(bctx *c, xg_kind kind, int in0, int in1, int rank, const int *
 
 /* Give op its weights (cout * k * k * cin, or k * k * cout for a depthwise op) and, when
  * `bias`, a bias of cout, as zeros, and let the source fill them; -1 on failure. */
-static int values(bctx *c, const mbv3_layer *l, mbv3_part part, xg_op *op, int k, int cin,
-                  int cout, bool bias, float in_scale)
+static int values(bctx *c, const mbv3_layer *l, mbv3_part part, xg_op *op, int k, int cin, int cout,
+                  bool bias, float in_scale)
 {
     op->n_weights = (size_t)cout * k * k * (op->kind == XG_DWCONV ? 1 : cin);
     op->n_bias = bias ? (size_t)cout : 0;
@@ -148,9 +148,16 @@ static int values(bctx *c, const mbv3_layer *l, mbv3_part part, xg_op *op, int k
         st = manta_err_set(c->err, MANTA_ERR_NO_MEMORY,
                            "sub-network graph: out of memory (%zu floats)", op->n_weights);
     else if (c->src && c->src->fill) {
-        const mbv3_request r = {.layer = l, .part = part, .kind = op->kind, .k = k, .cin = cin,
-                                .cout = cout, .in_scale = in_scale, .weights = op->weights,
-                                .n_weights = op->n_weights, .bias = op->bias,
+        const mbv3_request r = {.layer = l,
+                                .part = part,
+                                .kind = op->kind,
+                                .k = k,
+                                .cin = cin,
+                                .cout = cout,
+                                .in_scale = in_scale,
+                                .weights = op->weights,
+                                .n_weights = op->n_weights,
+                                .bias = op->bias,
                                 .n_bias = op->n_bias};
         st = c->src->fill(c->src->ctx, &r, c->err);
     }
@@ -202,16 +209,15 @@ static int out_size(int in, int k, int stride) { return (in + 2 * (k / 2) - k) /
 
 /* A dense (XG_CONV) or depthwise (XG_DWCONV) k x k convolution with bias on an h x w input,
  * then `act`. */
-static int conv(bctx *c, const mbv3_layer *l, mbv3_part part, xg_kind kind, int in, int h,
-                int w, int cin, int cout, int k, int stride, float in_scale, nn_act act,
-                const char *name)
+static int conv(bctx *c, const mbv3_layer *l, mbv3_part part, xg_kind kind, int in, int h, int w,
+                int cin, int cout, int k, int stride, float in_scale, nn_act act, const char *name)
 {
     bool same;
     int x = pad_for(c, in, h, w, cin, k, stride, &same, name);
     if (x < 0)
         return -1;
-    xg_op op = {.kind = kind, .in0 = x, .in1 = -1, .kh = k, .kw = k, .stride = stride,
-                .same = same};
+    xg_op op = {
+        .kind = kind, .in0 = x, .in1 = -1, .kh = k, .kw = k, .stride = stride, .same = same};
     if (values(c, l, part, &op, k, cin, cout, true, in_scale) < 0)
         return -1;
     return emit(c, &op, act, out_size(h, k, stride), out_size(w, k, stride), cout, name);
@@ -221,7 +227,13 @@ static int conv(bctx *c, const mbv3_layer *l, mbv3_part part, xg_kind kind, int 
 static int se_conv(bctx *c, const mbv3_layer *l, mbv3_part part, int in, int cin, int cout,
                    xg_act act, float bias_add, const char *name)
 {
-    xg_op op = {.kind = XG_CONV, .in0 = in, .in1 = -1, .kh = 1, .kw = 1, .stride = 1, .same = true,
+    xg_op op = {.kind = XG_CONV,
+                .in0 = in,
+                .in1 = -1,
+                .kh = 1,
+                .kw = 1,
+                .stride = 1,
+                .same = true,
                 .act = act};
     if (values(c, l, part, &op, 1, cin, cout, true, 1.0f) < 0)
         return -1;
@@ -231,8 +243,7 @@ static int se_conv(bctx *c, const mbv3_layer *l, mbv3_part part, int in, int cin
     return add(c, &op, 4, shape, name);
 }
 
-static int fc(bctx *c, const mbv3_layer *l, int in, int cin, int units, bool bias,
-              const char *name)
+static int fc(bctx *c, const mbv3_layer *l, int in, int cin, int units, bool bias, const char *name)
 {
     xg_op op = {.kind = XG_FC, .in0 = in, .in1 = -1};
     if (values(c, l, MBV3_FC, &op, 1, cin, units, bias, 1.0f) < 0)
@@ -265,11 +276,13 @@ static int block(bctx *c, const mbv3_layer *l, int x)
         const int pooled[4] = {1, 1, 1, l->mid};
         int s0 = simple(c, XG_MEAN, t, -1, 4, pooled, nm);
         snprintf(nm, sizeof nm, "%.30s.se.reduce", w);
-        int s1 = s0 < 0 ? -1
-                        : se_conv(c, l, MBV3_SE_REDUCE, s0, l->mid, l->se_mid, XG_ACT_RELU, 0.0f, nm);
+        int s1 = s0 < 0
+                     ? -1
+                     : se_conv(c, l, MBV3_SE_REDUCE, s0, l->mid, l->se_mid, XG_ACT_RELU, 0.0f, nm);
         snprintf(nm, sizeof nm, "%.30s.se.expand", w);
-        int s2 = s1 < 0 ? -1
-                        : se_conv(c, l, MBV3_SE_EXPAND, s1, l->se_mid, l->mid, XG_ACT_RELU6, 3.0f, nm);
+        int s2 = s1 < 0
+                     ? -1
+                     : se_conv(c, l, MBV3_SE_EXPAND, s1, l->se_mid, l->mid, XG_ACT_RELU6, 3.0f, nm);
         snprintf(nm, sizeof nm, "%.30s.se", w);
         const int full[4] = {1, l->out_h, l->out_w, l->mid};
         t = s2 < 0 ? -1 : simple(c, XG_MUL, t, s2, 4, full, nm);
@@ -278,8 +291,8 @@ static int block(bctx *c, const mbv3_layer *l, int x)
         proj_scale = 1.0f / 6.0f; /* h_sigmoid's division, moved into the projection */
     }
     snprintf(nm, sizeof nm, "%.30s.project", w);
-    t = conv(c, l, MBV3_PROJECT, XG_CONV, t, l->out_h, l->out_w, l->mid, l->out_c, 1, 1,
-             proj_scale, NN_ACT_NONE, nm);
+    t = conv(c, l, MBV3_PROJECT, XG_CONV, t, l->out_h, l->out_w, l->mid, l->out_c, 1, 1, proj_scale,
+             NN_ACT_NONE, nm);
     if (t < 0 || !l->idskip)
         return t;
     snprintf(nm, sizeof nm, "%.30s.add", w);
@@ -297,8 +310,7 @@ static int flatten(bctx *c, int x)
     return simple(c, XG_RESHAPE, x, -1, 2, flat, "head.flatten");
 }
 
-int mbv3_graph_layer(xgraph *g, const mbv3_layer *l, int x, const mbv3_source *src,
-                     manta_err *err)
+int mbv3_graph_layer(xgraph *g, const mbv3_layer *l, int x, const mbv3_source *src, manta_err *err)
 {
     bctx c = {g, src, err};
     if (x < 0 || x >= g->n_tensors)
@@ -309,8 +321,7 @@ int mbv3_graph_layer(xgraph *g, const mbv3_layer *l, int x, const mbv3_source *s
     case MBV3_STEM:
         return conv(&c, l, MBV3_CONV, XG_CONV, x, l->in_h, l->in_w, l->in_c, l->out_c, l->kernel,
                     l->stride, 1.0f, l->act, "stem");
-    case MBV3_BLOCK:
-        return block(&c, l, x);
+    case MBV3_BLOCK: return block(&c, l, x);
     case MBV3_HEAD:
         return conv(&c, l, MBV3_CONV, XG_CONV, x, l->in_h, l->in_w, l->in_c, l->out_c, 1, 1, 1.0f,
                     NN_ACT_HSWISH, "head.expand");
@@ -335,8 +346,7 @@ int mbv3_graph_layer(xgraph *g, const mbv3_layer *l, int x, const mbv3_source *s
         return g->output;
     }
     }
-    return manta_err_set(err, MANTA_ERR_INVALID_ARG, "layer %s: unknown layer type", l->where),
-           -1;
+    return manta_err_set(err, MANTA_ERR_INVALID_ARG, "layer %s: unknown layer type", l->where), -1;
 }
 
 /* ---- a whole sub-network -------------------------------------------------------------- */

@@ -74,8 +74,8 @@ typedef struct mbv3_layer {
                          layers and blocks not taken from a sub-network */
     int in_h, in_w, in_c;
     int out_h, out_w, out_c;
-    int mid;         /**< MBV3_BLOCK: expanded channels (== in_c without expand); else 0 */
-    int kernel;      /**< stem / depthwise kernel; 1 for 1x1 layers, 0 for pool and classifier */
+    int mid;    /**< MBV3_BLOCK: expanded channels (== in_c without expand); else 0 */
+    int kernel; /**< stem / depthwise kernel; 1 for 1x1 layers, 0 for pool and classifier */
     int stride;
     bool has_expand; /**< MBV3_BLOCK: a 1x1 expand convolution comes first */
     bool idskip;     /**< MBV3_BLOCK: identity skip */
@@ -112,7 +112,7 @@ typedef struct mbv3_request {
     float *weights; /**< (n_weights) zeros on entry: OHWI (cout, k, k, cin) for XG_CONV,
                          (1, k, k, cout) for XG_DWCONV, (cout, cin) for XG_FC */
     size_t n_weights;
-    float *bias;    /**< (n_bias = cout) zeros on entry; NULL for the feature mix */
+    float *bias; /**< (n_bias = cout) zeros on entry; NULL for the feature mix */
     size_t n_bias;
 } mbv3_request;
 
@@ -151,8 +151,7 @@ manta_status mbv3_arch_layers(const ofa_space *s, const ofa_arch *a, mbv3_layer 
  *         an index out of range, or the source's error); @p g then holds the
  *         operators added before the failure (free it with xgraph_free()).
  */
-int mbv3_graph_layer(xgraph *g, const mbv3_layer *l, int x, const mbv3_source *src,
-                     manta_err *err);
+int mbv3_graph_layer(xgraph *g, const mbv3_layer *l, int x, const mbv3_source *src, manta_err *err);
 
 /**
  * The graph of sub-network @p a of space @p s: input (1, R, R, C) "input",

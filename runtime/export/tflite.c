@@ -392,10 +392,10 @@ static manta_status make_json(wmodel *w, manta_err *err)
 
 /* ---- serialisation ---- */
 
-#define FB(call)                                                                                   \
-    do {                                                                                           \
-        if ((call) != MANTA_OK)                                                                    \
-            goto fail;                                                                             \
+#define FB(call)                \
+    do {                        \
+        if ((call) != MANTA_OK) \
+            goto fail;          \
     } while (0)
 
 static mfb_ref options(mfb_builder *b, const wop *o)
@@ -435,7 +435,7 @@ static mfb_ref options(mfb_builder *b, const wop *o)
     case OPT_CONCAT: FB(mfb_add_i32(b, 0, 3, 0)); break; /* the channels */
     case OPT_LEAKY: FB(mfb_add_f32(b, 0, op->alpha, 0.0f)); break;
     case OPT_RESIZE: FB(mfb_add_bool(b, 3, 1, 0)); break; /* half_pixel_centers */
-    default: break; /* PadOptions, SliceOptions: empty */
+    default: break;                                       /* PadOptions, SliceOptions: empty */
     }
     FB(mfb_end_table(b, &r));
     return r;
@@ -812,8 +812,8 @@ static manta_status check_multi(const xgraph *g, const uint8_t *data, size_t siz
     void *work = malloc(ws ? ws : 1);
     float *in[XG_MAX_IO] = {0}, *ref[XG_MAX_IO] = {0};
     uint8_t *arena = NULL;
-    manta_status st = work ? MANTA_OK
-                           : manta_err_set(err, MANTA_ERR_NO_MEMORY, "export check: out of memory");
+    manta_status st =
+        work ? MANTA_OK : manta_err_set(err, MANTA_ERR_NO_MEMORY, "export check: out of memory");
     if (st == MANTA_OK &&
         mengine_arena_size(&m, work, ws, &arena_bytes, msg, sizeof msg) != MENGINE_OK)
         st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: %s", msg);
@@ -834,9 +834,9 @@ static manta_status check_multi(const xgraph *g, const uint8_t *data, size_t siz
         if ((is_in ? mengine_input(&e, (size_t)i, &v) : mengine_output(&e, (size_t)i, &v)) !=
                 MENGINE_OK ||
             (int)v.index != (is_in ? g->inputs[i] : g->outputs[i])) {
-            st = manta_err_set(err, MANTA_ERR_FORMAT,
-                               "export check: model %s %d is not the graph's",
-                               is_in ? "input" : "output", i);
+            st =
+                manta_err_set(err, MANTA_ERR_FORMAT, "export check: model %s %d is not the graph's",
+                              is_in ? "input" : "output", i);
             break;
         }
         float **p = is_in ? &in[i] : &ref[i];

@@ -10,7 +10,7 @@
 typedef struct jp {
     const char *p, *end;
     int depth;
-    const char *why;    /* the first failure */
+    const char *why; /* the first failure */
     manta_status st;
 } jp;
 
@@ -23,10 +23,7 @@ static int fail_as(jp *j, manta_status st, const char *what)
     return -1;
 }
 
-static int fail(jp *j, const char *what)
-{
-    return fail_as(j, MANTA_ERR_FORMAT, what);
-}
+static int fail(jp *j, const char *what) { return fail_as(j, MANTA_ERR_FORMAT, what); }
 
 static void ws(jp *j)
 {

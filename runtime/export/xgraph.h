@@ -35,18 +35,18 @@
 #include "core/status.h"
 
 typedef enum xg_kind {
-    XG_CONV,     /**< in0 -> out; weights, bias; kh, kw, stride, same, act */
-    XG_DWCONV,   /**< in0 -> out; weights, bias; kh, kw, stride, same, act */
-    XG_PAD,      /**< in0 -> out; pad[4] = top, bottom, left, right (zeros) */
-    XG_ADD,      /**< in0 + in1 -> out (same shape) */
+    XG_CONV,   /**< in0 -> out; weights, bias; kh, kw, stride, same, act */
+    XG_DWCONV, /**< in0 -> out; weights, bias; kh, kw, stride, same, act */
+    XG_PAD,    /**< in0 -> out; pad[4] = top, bottom, left, right (zeros) */
+    XG_ADD,    /**< in0 + in1 -> out (same shape) */
     /** in0 * in1 -> out (in0's shape): in1 of the same shape (the correlation) or broadcast
      *  along its dims of 1 ((N,1,1,C): channel scaling) */
     XG_MUL,
-    XG_HSWISH,   /**< in0 -> out */
-    XG_MEAN,     /**< in0 (N,H,W,C) -> out (N,1,1,C): mean over H and W */
-    XG_RESHAPE,  /**< in0 -> out: same elements, out's shape */
-    XG_FC,       /**< in0 (N, in) -> out (N, units); weights, bias (may be NULL); act */
-    XG_SOFTMAX,  /**< in0 (N, K) -> out (N, K), beta 1 */
+    XG_HSWISH,  /**< in0 -> out */
+    XG_MEAN,    /**< in0 (N,H,W,C) -> out (N,1,1,C): mean over H and W */
+    XG_RESHAPE, /**< in0 -> out: same elements, out's shape */
+    XG_FC,      /**< in0 (N, in) -> out (N, units); weights, bias (may be NULL); act */
+    XG_SOFTMAX, /**< in0 (N, K) -> out (N, K), beta 1 */
     /** in0 (N, H, W, Cin) -> out (N, OH, OW, Cout): transposed convolution, TFLite's
      *  TRANSPOSE_CONV (the adjoint of a CONV with these kh, kw, stride, same, mapping out to
      *  in: out's size must be one that convolution maps to in's); weights OHWI (Cout, KH,
@@ -82,14 +82,14 @@ typedef struct xg_tensor {
 
 typedef struct xg_op {
     xg_kind kind;
-    int in0, in1, out;      /**< tensor indices; in1 = -1 when unused */
-    int kh, kw, stride;     /**< convolutions (square stride) */
-    bool same;              /**< SAME padding (else VALID) */
-    int pad[4];             /**< XG_PAD: top, bottom, left, right */
-    xg_act act;             /**< fused activation of CONV, DWCONV, FC */
-    float *weights;         /**< owned; layout per kind (see file comment) */
+    int in0, in1, out;  /**< tensor indices; in1 = -1 when unused */
+    int kh, kw, stride; /**< convolutions (square stride) */
+    bool same;          /**< SAME padding (else VALID) */
+    int pad[4];         /**< XG_PAD: top, bottom, left, right */
+    xg_act act;         /**< fused activation of CONV, DWCONV, FC */
+    float *weights;     /**< owned; layout per kind (see file comment) */
     size_t n_weights;
-    float *bias;            /**< owned; NULL when none */
+    float *bias; /**< owned; NULL when none */
     size_t n_bias;
     int n_ins;              /**< XG_CONCAT: number of inputs (1 .. XG_MAX_INPUTS) */
     int ins[XG_MAX_INPUTS]; /**< XG_CONCAT: the inputs in order; in0 == ins[0], in1 == -1 */
@@ -99,27 +99,27 @@ typedef struct xg_op {
 
 /** How an image becomes the model's input (stored in the .tflite metadata). */
 typedef struct xg_preprocess {
-    int resolution;      /**< square input side (classification) */
-    int channels;        /**< 1 or 3 */
+    int resolution;        /**< square input side (classification) */
+    int channels;          /**< 1 or 3 */
     float mean[3], std[3]; /**< input = (pixel / 255 - mean) / std, per channel */
     int n_labels;
-    char **labels;       /**< (n_labels) owned class names */
+    char **labels; /**< (n_labels) owned class names */
     /** A stereo graph's: "stereo" (written as the metadata's "task"; "" writes none) */
     char task[16];
-    char space[64];        /**< the search space's name ("" writes none) */
-    float disp_scale;      /**< output value per pixel of disparity at the input's size
+    char space[64];   /**< the search space's name ("" writes none) */
+    float disp_scale; /**< output value per pixel of disparity at the input's size
                             *  (written as "disparity_scale" when > 0) */
-    float max_disp;        /**< largest disparity the network was trained for, in pixels of
+    float max_disp;   /**< largest disparity the network was trained for, in pixels of
                             *  the input (written as "max_disp" when > 0) */
 } xg_preprocess;
 
 typedef struct xgraph {
     int n_tensors, n_ops;
-    xg_tensor *tensors;  /**< owned */
-    xg_op *ops;          /**< owned, in execution order */
-    int input;           /**< tensor index of the image (1, R, R, C) (classification) */
-    int logits;          /**< tensor index of the classifier output (1, K) (classification) */
-    int output;          /**< tensor index of the probabilities (1, K) (classification) */
+    xg_tensor *tensors; /**< owned */
+    xg_op *ops;         /**< owned, in execution order */
+    int input;          /**< tensor index of the image (1, R, R, C) (classification) */
+    int logits;         /**< tensor index of the classifier output (1, K) (classification) */
+    int output;         /**< tensor index of the probabilities (1, K) (classification) */
     /** A graph with n_inputs > 0 (stereo: left and right views) has the model inputs
      *  inputs[0 .. n_inputs-1] (rank 4) and the model outputs outputs[0 .. n_outputs-1]
      *  (n_outputs >= 1) instead of input, logits and output, which are then unused. */

@@ -159,8 +159,8 @@ static manta_status validate_op(const vctx *c)
         return OPFAIL(c, "a fused activation on an op that cannot fuse one");
     if ((op->kind == XG_ADD || op->kind == XG_MUL) != (in1 != NULL))
         return OPFAIL(c, in1 ? "second input given to a one-input op" : "second input missing");
-    if (op->kind != XG_CONV && op->kind != XG_DWCONV && op->kind != XG_FC &&
-        op->kind != XG_TCONV && (op->weights || op->n_weights || op->bias || op->n_bias))
+    if (op->kind != XG_CONV && op->kind != XG_DWCONV && op->kind != XG_FC && op->kind != XG_TCONV &&
+        (op->weights || op->n_weights || op->bias || op->n_bias))
         return OPFAIL(c, "weights or bias on an op that has none");
     if (op->kind != XG_CONCAT && op->n_ins)
         return OPFAIL(c, "an input list on an op other than CONCAT");
@@ -257,9 +257,9 @@ static manta_status validate_op(const vctx *c)
             return OPFAIL(c,
                           "output (%d, %d, %d, %d) does not come from the input's %dx%d with "
                           "kernel %dx%d, stride %d, %s (it gives %dx%d)",
-                          out->shape[0], out->shape[1], out->shape[2], out->shape[3],
-                          in->shape[1], in->shape[2], op->kh, op->kw, op->stride,
-                          op->same ? "SAME" : "VALID", ih, iw);
+                          out->shape[0], out->shape[1], out->shape[2], out->shape[3], in->shape[1],
+                          in->shape[2], op->kh, op->kw, op->stride, op->same ? "SAME" : "VALID", ih,
+                          iw);
         const size_t cout = (size_t)out->shape[3];
         if ((st = need_weights(c, op, cout * op->kh * op->kw * (size_t)in->shape[3],
                                "OHWI (Cout, KH, KW, Cin)")))
@@ -312,8 +312,8 @@ static manta_status validate_op(const vctx *c)
         if ((st = need_rank(c, in, 4, "input")) || (st = need_rank(c, out, 4, "output")))
             return st;
         if (out->shape[0] != in->shape[0] || out->shape[3] != in->shape[3])
-            return OPFAIL(c, "output (%d, ..., %d) differs from the input in N or C",
-                          out->shape[0], out->shape[3]);
+            return OPFAIL(c, "output (%d, ..., %d) differs from the input in N or C", out->shape[0],
+                          out->shape[3]);
         return MANTA_OK;
     }
     return OPFAIL(c, "unknown kind %d", (int)op->kind);
@@ -389,8 +389,7 @@ manta_status xgraph_validate(const xgraph *g, manta_err *err)
         const vctx c = {g, i, err};
         int unread = -1; /* an input read before any op writes it */
         if (op->in0 < 0 || op->in0 >= g->n_tensors || op->out < 0 || op->out >= g->n_tensors ||
-            op->in1 < -1 || op->in1 >= g->n_tensors || op->n_ins < 0 ||
-            op->n_ins > XG_MAX_INPUTS) {
+            op->in1 < -1 || op->in1 >= g->n_tensors || op->n_ins < 0 || op->n_ins > XG_MAX_INPUTS) {
             st = OPFAIL(&c, "tensor index out of range");
             break;
         }
@@ -625,9 +624,9 @@ static void ref_slice(const xg_op *op, const xg_tensor *ti, const double *x, con
         for (int h = 0; h < to->shape[1]; h++)
             for (int w = 0; w < to->shape[2]; w++)
                 for (int c = 0; c < to->shape[3]; c++)
-                    y[k++] = x[(((size_t)(b[0] + n) * d[1] + (b[1] + h)) * d[2] + (b[2] + w)) *
-                                   d[3] +
-                               (b[3] + c)];
+                    y[k++] =
+                        x[(((size_t)(b[0] + n) * d[1] + (b[1] + h)) * d[2] + (b[2] + w)) * d[3] +
+                          (b[3] + c)];
 }
 
 /* Source of output index o of an axis resized from n to m, half-pixel centres. */

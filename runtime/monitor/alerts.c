@@ -72,9 +72,8 @@ int mon_model_alerts(const mon_model *m, double now, mon_alert *out)
     for (int i = 0; i < m->n_ranks; i++) {
         const rank_row *r = &m->ranks[i];
         if (!r->error[0] && mon_rank_dead(m, r, now))
-            alert(out, &n, "rank_dead", r->rank, m->step,
-                  "rank %d (%s): no heartbeat for %.0f s", r->rank,
-                  r->device[0] ? r->device : "?", now - r->heartbeat);
+            alert(out, &n, "rank_dead", r->rank, m->step, "rank %d (%s): no heartbeat for %.0f s",
+                  r->rank, r->device[0] ? r->device : "?", now - r->heartbeat);
     }
     if (m->last_seq > 0 && m->count > 0 && !mon_model_finished(m) && !isnan(m->activity) &&
         now - m->activity > m->ao.stall_s)

@@ -34,10 +34,10 @@ void mon_alert_opts_default(mon_alert_opts *o);
 
 /** One alert. Strings are NUL-terminated and may be cut short. */
 typedef struct mon_alert {
-    char kind[16];      /**< "loss_nan", "loss_growing", "rank_slow", "rank_dead", "stalled", "error" */
-    int rank;           /**< the rank concerned, or -1 */
-    long step;          /**< the step it concerns, or -1 */
-    char message[256];  /**< one line for a person */
+    char kind[16]; /**< "loss_nan", "loss_growing", "rank_slow", "rank_dead", "stalled", "error" */
+    int rank;      /**< the rank concerned, or -1 */
+    long step;     /**< the step it concerns, or -1 */
+    char message[256]; /**< one line for a person */
 } mon_alert;
 
 /**

@@ -8,7 +8,7 @@
 #include "monitor/model_impl.h"
 
 /* The members of a progress record's "subnets" object, in the order of SUB_*. */
-static const char *const sub_keys[SUB_N] = {"n", "macs_mean", "macs_min", "macs_max",
+static const char *const sub_keys[SUB_N] = {"n",           "macs_mean",  "macs_min",  "macs_max",
                                             "params_mean", "params_min", "params_max"};
 
 void mon_json_str(manta_strbuf *b, const char *s)
@@ -59,14 +59,10 @@ static const char *state_name(const mon_model *m)
     if (m->last_seq == 0 || m->count == 0)
         return "waiting";
     switch (m->state) {
-    case ST_DONE:
-        return "done";
-    case ST_STOPPED:
-        return "stopped";
-    case ST_FAILED:
-        return "failed";
-    default:
-        return m->steps > 0 && m->step >= m->steps ? "done" : "running";
+    case ST_DONE: return "done";
+    case ST_STOPPED: return "stopped";
+    case ST_FAILED: return "failed";
+    default: return m->steps > 0 && m->step >= m->steps ? "done" : "running";
     }
 }
 
@@ -113,7 +109,7 @@ void mon_model_run_json(const mon_model *m, double now, manta_strbuf *b)
     const struct {
         const char *k;
         double v;
-    } last[] = {{"batch_top1", m->batch_top1}, {"lr", m->lr},
+    } last[] = {{"batch_top1", m->batch_top1},     {"lr", m->lr},
                 {"images_per_s", m->images_per_s}, {"step_ms", m->step_ms},
                 {"data_wait", m->data_wait},       {"epe", m->epe}};
     for (size_t i = 0; i < sizeof last / sizeof last[0]; i++) {
@@ -167,12 +163,13 @@ void mon_model_run_json(const mon_model *m, double now, manta_strbuf *b)
             manta_strbuf_printf(b, ",");
         mon_alert_json(&al[i], b);
     }
-    manta_strbuf_printf(b, "],\"ranks\":%d,\"records\":{\"first\":%llu,\"last\":%llu,"
-                           "\"malformed\":%llu,\"generation\":%llu},\"last_activity\":",
-                        m->n_ranks,
-                        (unsigned long long)(m->count ? m->last_seq - m->count + 1 : m->last_seq + 1),
-                        (unsigned long long)m->last_seq, (unsigned long long)m->malformed,
-                        (unsigned long long)m->generation);
+    manta_strbuf_printf(
+        b,
+        "],\"ranks\":%d,\"records\":{\"first\":%llu,\"last\":%llu,"
+        "\"malformed\":%llu,\"generation\":%llu},\"last_activity\":",
+        m->n_ranks, (unsigned long long)(m->count ? m->last_seq - m->count + 1 : m->last_seq + 1),
+        (unsigned long long)m->last_seq, (unsigned long long)m->malformed,
+        (unsigned long long)m->generation);
     jnum(b, m->activity);
     manta_strbuf_printf(b, ",\"age_s\":");
     jnum(b, isnan(m->activity) ? NAN : now - m->activity);
@@ -223,7 +220,8 @@ void mon_model_ranks_json(const mon_model *m, double now, manta_strbuf *b)
             manta_strbuf_printf(b, ",\"%s\":", f[j].k);
             jnum(b, f[j].v);
         }
-        manta_strbuf_printf(b, ",\"dead\":%s,\"error\":", mon_rank_dead(m, r, now) ? "true" : "false");
+        manta_strbuf_printf(b,
+                            ",\"dead\":%s,\"error\":", mon_rank_dead(m, r, now) ? "true" : "false");
         mon_json_str(b, r->error[0] ? r->error : NULL);
         manta_strbuf_printf(b, "}");
     }

@@ -77,8 +77,7 @@ manta_status mon_model_create(const char *name, const mon_alert_opts *alerts, mo
     }
     if (!m || !m->rec || !m->rec_len || !m->pend || !m->ranks || !m->cur) {
         mon_model_free(m);
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "monitor: out of memory for run '%s'",
-                             name);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "monitor: out of memory for run '%s'", name);
     }
     snprintf(m->name, sizeof m->name, "%s", name);
     m->ao = ao;
@@ -259,9 +258,12 @@ static void read_progress(mon_model *m, const progress_view *p)
     const manta_rec_subnets *z = p->subnets;
     const bool have = z && z->n != 0; /* n -1: the object without its count */
     const double sub[SUB_N] = {z && z->n > 0 ? (double)z->n : NAN,
-                               z ? z->macs_mean : NAN, z ? z->macs_min : NAN,
-                               z ? z->macs_max : NAN, z ? z->params_mean : NAN,
-                               z ? z->params_min : NAN, z ? z->params_max : NAN};
+                               z ? z->macs_mean : NAN,
+                               z ? z->macs_min : NAN,
+                               z ? z->macs_max : NAN,
+                               z ? z->params_mean : NAN,
+                               z ? z->params_min : NAN,
+                               z ? z->params_max : NAN};
     for (int i = 0; i < SUB_N; i++) /* sizes are never negative: anything else is unknown */
         m->subnets[i] = have && sub[i] >= 0 ? sub[i] : NAN;
     if (!isnan(m->epe) && !m->task[0])
@@ -322,17 +324,19 @@ static void interpret(mon_model *m, const manta_rec *r, const char *line, size_t
     }
     case MANTA_REC_PROGRESS: {
         const manta_rec_progress *p = &r->progress;
-        const progress_view v = {p->step, p->steps, p->phase_index, p->phase, p->loss,
-                                 p->batch_top1, p->lr, p->images_per_s, p->step_ms, p->data_wait,
-                                 p->eta_s, NAN, p->time, &p->subnets, p->ranks, p->n_ranks};
+        const progress_view v = {p->step,    p->steps,      p->phase_index, p->phase,
+                                 p->loss,    p->batch_top1, p->lr,          p->images_per_s,
+                                 p->step_ms, p->data_wait,  p->eta_s,       NAN,
+                                 p->time,    &p->subnets,   p->ranks,       p->n_ranks};
         read_progress(m, &v);
         break;
     }
     case MANTA_REC_STEP: {
         const manta_rec_step *p = &r->step;
-        const progress_view v = {p->step, -1, p->phase_index, p->phase, p->loss, NAN, p->lr,
-                                 p->pairs_per_s, NAN, NAN, NAN, p->epe, p->time, NULL,
-                                 p->ranks, p->n_ranks};
+        const progress_view v = {p->step,   -1,     p->phase_index, p->phase, p->loss,
+                                 NAN,       p->lr,  p->pairs_per_s, NAN,      NAN,
+                                 NAN,       p->epe, p->time,        NULL,     p->ranks,
+                                 p->n_ranks};
         read_progress(m, &v);
         break;
     }
@@ -377,8 +381,8 @@ static void read_line(mon_model *m, const char *line, size_t n)
         return;
     }
     size_t cn = manta_rec_clean(line, n, clean);
-    manta_status st = memchr(line, 0, n) ? MANTA_ERR_FORMAT
-                                         : manta_rec_parse(clean, cn, m->cur, NULL);
+    manta_status st =
+        memchr(line, 0, n) ? MANTA_ERR_FORMAT : manta_rec_parse(clean, cn, m->cur, NULL);
     if (st != MANTA_OK) {
         m->malformed++;
     } else {

@@ -22,8 +22,16 @@ enum { ST_RUNNING, ST_DONE, ST_STOPPED, ST_FAILED };
 
 /* The members of a progress record's "subnets" object: the sizes of the sub-networks sampled
  * since the previous report (docs/monitor.md). */
-enum { SUB_N_NETS, SUB_MACS_MEAN, SUB_MACS_MIN, SUB_MACS_MAX, SUB_PARAMS_MEAN, SUB_PARAMS_MIN,
-       SUB_PARAMS_MAX, SUB_N };
+enum {
+    SUB_N_NETS,
+    SUB_MACS_MEAN,
+    SUB_MACS_MIN,
+    SUB_MACS_MAX,
+    SUB_PARAMS_MEAN,
+    SUB_PARAMS_MIN,
+    SUB_PARAMS_MAX,
+    SUB_N
+};
 #define MON_MAX_PHASES 16
 
 typedef struct rank_row {

@@ -58,8 +58,25 @@ static void prom_rank(manta_strbuf *b, const char *name, const mon_model *m, con
 }
 
 enum {
-    F_STEP, F_STEPS, F_PHASE, F_LOSS, F_TOP1, F_LR, F_IPS, F_STEP_S, F_WAIT, F_ETA, F_EPE,
-    F_CKPT, F_FIN, F_ERR, F_ACT, F_ALERTS, F_RECS, F_BAD, F_N
+    F_STEP,
+    F_STEPS,
+    F_PHASE,
+    F_LOSS,
+    F_TOP1,
+    F_LR,
+    F_IPS,
+    F_STEP_S,
+    F_WAIT,
+    F_ETA,
+    F_EPE,
+    F_CKPT,
+    F_FIN,
+    F_ERR,
+    F_ACT,
+    F_ALERTS,
+    F_RECS,
+    F_BAD,
+    F_N
 };
 
 static double run_field(const mon_model *m, int f, double now)
@@ -99,9 +116,11 @@ void mon_prometheus(const mon_model *const *m, int n, double now, manta_strbuf *
         {"manta_train_steps", "gauge", "Steps of the schedule."},
         {"manta_train_phase", "gauge", "Phase of progressive shrinking under way (from 1)."},
         {"manta_train_loss", "gauge", "Mean training loss since the last report."},
-        {"manta_train_batch_top1_ratio", "gauge", "Top-1 on the training batches since the last report."},
+        {"manta_train_batch_top1_ratio", "gauge",
+         "Top-1 on the training batches since the last report."},
         {"manta_train_learning_rate", "gauge", "Learning rate of the last step."},
-        {"manta_train_job_images_per_second", "gauge", "Images (stereo: pairs) per second of the whole job."},
+        {"manta_train_job_images_per_second", "gauge",
+         "Images (stereo: pairs) per second of the whole job."},
         {"manta_train_step_seconds", "gauge", "Mean wall time of a step."},
         {"manta_train_data_wait_ratio", "gauge", "Share of the wall time spent waiting for data."},
         {"manta_train_eta_seconds", "gauge", "Estimated time left."},
@@ -109,10 +128,12 @@ void mon_prometheus(const mon_model *const *m, int n, double now, manta_strbuf *
         {"manta_train_checkpoints_total", "counter", "Checkpoints written."},
         {"manta_train_finished", "gauge", "1 when the run is over (done, stopped or failed)."},
         {"manta_train_failed", "gauge", "1 when an error stopped the run."},
-        {"manta_train_last_record_timestamp_seconds", "gauge", "Unix time of the run's last write."},
+        {"manta_train_last_record_timestamp_seconds", "gauge",
+         "Unix time of the run's last write."},
         {"manta_train_alerts", "gauge", "Alerts that hold now."},
         {"manta_monitor_records_total", "counter", "Records the monitor read."},
-        {"manta_monitor_malformed_lines_total", "counter", "Lines the monitor skipped as malformed."},
+        {"manta_monitor_malformed_lines_total", "counter",
+         "Lines the monitor skipped as malformed."},
     };
     for (int f = 0; f < F_N; f++) {
         prom_head(b, runs[f].name, runs[f].type, runs[f].help);
@@ -176,10 +197,12 @@ void mon_prometheus(const mon_model *const *m, int n, double now, manta_strbuf *
         const char *name, *help;
         int mean, min, max;
     } sizes[] = {
-        {"manta_train_subnet_macs", "MACs per image of the sub-networks sampled since the last report.",
-         SUB_MACS_MEAN, SUB_MACS_MIN, SUB_MACS_MAX},
-        {"manta_train_subnet_parameters", "Parameters of the sub-networks sampled since the last report.",
-         SUB_PARAMS_MEAN, SUB_PARAMS_MIN, SUB_PARAMS_MAX},
+        {"manta_train_subnet_macs",
+         "MACs per image of the sub-networks sampled since the last report.", SUB_MACS_MEAN,
+         SUB_MACS_MIN, SUB_MACS_MAX},
+        {"manta_train_subnet_parameters",
+         "Parameters of the sub-networks sampled since the last report.", SUB_PARAMS_MEAN,
+         SUB_PARAMS_MIN, SUB_PARAMS_MAX},
     };
     for (size_t f = 0; f < sizeof sizes / sizeof sizes[0]; f++) {
         prom_head(b, sizes[f].name, "gauge", sizes[f].help);
@@ -188,7 +211,8 @@ void mon_prometheus(const mon_model *const *m, int n, double now, manta_strbuf *
             const struct {
                 const char *label;
                 int at;
-            } st[] = {{",stat=\"mean\"", sizes[f].mean}, {",stat=\"min\"", sizes[f].min},
+            } st[] = {{",stat=\"mean\"", sizes[f].mean},
+                      {",stat=\"min\"", sizes[f].min},
                       {",stat=\"max\"", sizes[f].max}};
             for (int k = 0; k < 3; k++)
                 if (!isnan(v[st[k].at]))

@@ -10,10 +10,10 @@
 
 /** One file of the page. */
 typedef struct mon_asset {
-    const char *path;  /**< URL path: "/index.html", "/app.js", "/style.css" */
-    const char *type;  /**< Content-Type */
-    const char *data;  /**< the bytes (static; NUL after them) */
-    size_t size;       /**< bytes, without the NUL */
+    const char *path; /**< URL path: "/index.html", "/app.js", "/style.css" */
+    const char *type; /**< Content-Type */
+    const char *data; /**< the bytes (static; NUL after them) */
+    size_t size;      /**< bytes, without the NUL */
 } mon_asset;
 
 extern const mon_asset mon_assets[];

@@ -25,10 +25,10 @@
 #include "monitor_http/assets.h"
 #include "monitor_http/server_impl.h"
 
-#define URL_MAX 256           /* longest path */
-#define ARG_MAX_LEN 64        /* longest query value we read (token: 256) */
-#define RECORDS_MAX 5000      /* most records one /api/metrics answer holds */
-#define SSE_RECORDS 1000      /* most records one event holds */
+#define URL_MAX 256      /* longest path */
+#define ARG_MAX_LEN 64   /* longest query value we read (token: 256) */
+#define RECORDS_MAX 5000 /* most records one /api/metrics answer holds */
+#define SSE_RECORDS 1000 /* most records one event holds */
 #define SSE_KEEPALIVE_S 15.0
 
 /* "[ADDR:]PORT" into an IPv4 address and a port. */
@@ -268,8 +268,7 @@ static void sse_free(void *cls)
     free(e);
 }
 
-static enum MHD_Result send_events(mon_server *s, struct MHD_Connection *c, int run,
-                                   uint64_t since)
+static enum MHD_Result send_events(mon_server *s, struct MHD_Connection *c, int run, uint64_t since)
 {
     const char *last = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
     if (last && *last && strlen(last) <= 19 && strspn(last, "0123456789") == strlen(last))
@@ -285,8 +284,8 @@ static enum MHD_Result send_events(mon_server *s, struct MHD_Connection *c, int 
         memcpy(e->buf, hello, sizeof hello - 1);
         e->n = sizeof hello - 1;
     }
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read,
-                                                               e, sse_free);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, e, sse_free);
     if (!r) {
         sse_free(e);
         return MHD_NO;
@@ -326,8 +325,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     const char *path = !strcmp(url, "/") ? "/index.html" : url;
     const mon_asset *a = mon_asset_find(path);
     if (a)
-        return send_buf(c, MHD_HTTP_OK, a->type, (char *)a->data, a->size,
-                        MHD_RESPMEM_PERSISTENT);
+        return send_buf(c, MHD_HTTP_OK, a->type, (char *)a->data, a->size, MHD_RESPMEM_PERSISTENT);
     bool api = !strncmp(url, "/api/", 5);
     if (!api && strcmp(url, "/metrics") != 0)
         return send_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
@@ -436,8 +434,8 @@ manta_status mon_server_start(const mon_options *o, const char *const *dirs, int
     if (out)
         *out = NULL;
     if (!o || !dirs || !out || n < 1 || n > MON_MAX_RUNS)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                             "monitor: 1 to %d run folders, got %d", MON_MAX_RUNS, n);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "monitor: 1 to %d run folders, got %d",
+                             MON_MAX_RUNS, n);
     if (!(o->poll_s > 0 && o->poll_s <= 60) || o->max_connections < 1 ||
         o->per_ip_connections < 1 || o->timeout_s < 1 || !(o->events_max_s > 0))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
@@ -477,8 +475,8 @@ manta_status mon_server_start(const mon_options *o, const char *const *dirs, int
     snprintf(s->addr, sizeof s->addr, "%s", addr);
     s->need_token = tl > 0;
     if (s->need_token)
-        crypto_generichash(s->token_hash, sizeof s->token_hash, (const unsigned char *)o->token,
-                           tl, NULL, 0);
+        crypto_generichash(s->token_hash, sizeof s->token_hash, (const unsigned char *)o->token, tl,
+                           NULL, 0);
     s->runs = calloc((size_t)n, sizeof *s->runs);
     s->on_alert = o->on_alert && o->on_alert[0] ? strdup(o->on_alert) : NULL;
     manta_status st = MANTA_OK;
@@ -497,8 +495,8 @@ manta_status mon_server_start(const mon_options *o, const char *const *dirs, int
         for (int k = 0; k < i; k++) /* the same name twice: add the position */
             if (!strcmp(s->runs[k].name, r->name)) {
                 size_t l = strlen(r->name);
-                snprintf(r->name + (l < 100 ? l : 100), sizeof r->name - (l < 100 ? l : 100),
-                         "#%d", i + 1);
+                snprintf(r->name + (l < 100 ? l : 100), sizeof r->name - (l < 100 ? l : 100), "#%d",
+                         i + 1);
                 break;
             }
         pthread_mutex_init(&r->mu, NULL);
@@ -510,15 +508,15 @@ manta_status mon_server_start(const mon_options *o, const char *const *dirs, int
         return st;
     }
     mon_server_poll_now(s); /* the files once, before the first request */
-    s->d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ERROR_LOG,
-        0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->per_ip_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)(32 * 1024), MHD_OPTION_LISTEN_BACKLOG_SIZE, 64u, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, NULL, MHD_OPTION_END);
+    s->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                MHD_USE_POLL | MHD_USE_ERROR_LOG,
+                            0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o->per_ip_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
+                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+                            MHD_OPTION_LISTEN_BACKLOG_SIZE, 64u, MHD_OPTION_EXTERNAL_LOGGER,
+                            mhd_log, NULL, MHD_OPTION_END);
     if (!s->d) {
         mon_server_stop(s);
         return manta_err_set(err, MANTA_ERR_IO,

@@ -47,17 +47,17 @@
 
 /** What a server does. Strings are borrowed during mon_server_start() only (copied). */
 typedef struct mon_options {
-    const char *listen;        /**< "[ADDR:]PORT": IPv4 address or "localhost" (default
+    const char *listen;     /**< "[ADDR:]PORT": IPv4 address or "localhost" (default
                                     127.0.0.1), port 0-65535 (0: any free port) */
-    const char *token;         /**< the access token, or NULL/"" for none */
-    const char *on_alert;      /**< shell command run for each new alert, or NULL */
-    mon_alert_opts alerts;     /**< thresholds */
-    double poll_s;             /**< seconds between two reads of the files (default 0.5) */
-    int max_connections;       /**< at once (default 64) */
-    int per_ip_connections;    /**< at once from one address (default 16) */
-    unsigned timeout_s;        /**< an idle connection is closed after this (default 30) */
-    double events_max_s;      /**< an event stream ends after this (the page reconnects; 300) */
-    int quiet;                 /**< 1: no line on standard error for failed alert commands */
+    const char *token;      /**< the access token, or NULL/"" for none */
+    const char *on_alert;   /**< shell command run for each new alert, or NULL */
+    mon_alert_opts alerts;  /**< thresholds */
+    double poll_s;          /**< seconds between two reads of the files (default 0.5) */
+    int max_connections;    /**< at once (default 64) */
+    int per_ip_connections; /**< at once from one address (default 16) */
+    unsigned timeout_s;     /**< an idle connection is closed after this (default 30) */
+    double events_max_s;    /**< an event stream ends after this (the page reconnects; 300) */
+    int quiet;              /**< 1: no line on standard error for failed alert commands */
 } mon_options;
 
 /** The defaults above, listen "127.0.0.1:8080", the token from MANTA_MONITOR_TOKEN. */

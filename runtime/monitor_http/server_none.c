@@ -2,7 +2,6 @@
  * start fails with MANTA_ERR_UNSUPPORTED (server.h). */
 #include "monitor_http/server.h"
 
-
 struct mon_server {
     int port;
 };

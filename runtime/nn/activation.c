@@ -61,8 +61,7 @@ static manta_status check_slope(mcl_dev *d, const char *op, float slope)
                          "%s: leaky ReLU slope %g is not a finite number", op, (double)slope);
 }
 
-manta_status nn_act_forward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview y,
-                                  size_t n)
+manta_status nn_act_forward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview y, size_t n)
 {
     NN_CHECK_INT(d, n, "activation size");
     MANTA_TRY(check_slope(d, "activation forward", slope));
@@ -75,8 +74,8 @@ manta_status nn_act_forward_slope(mcl_dev *d, nn_act a, float slope, mview x, mv
     return act_run(&L, d, a, n);
 }
 
-manta_status nn_act_backward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview dy,
-                                   mview dx, size_t n)
+manta_status nn_act_backward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview dy, mview dx,
+                                   size_t n)
 {
     NN_CHECK_INT(d, n, "activation size");
     MANTA_TRY(check_slope(d, "activation backward", slope));

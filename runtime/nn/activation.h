@@ -30,12 +30,11 @@ manta_status nn_act_backward(mcl_dev *d, nn_act a, mview x, mview dy, mview dx, 
  * finite value; the other activations ignore it).
  * @return MANTA_ERR_INVALID_ARG naming the slope when it is not finite.
  */
-manta_status nn_act_forward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview y,
-                                  size_t n);
+manta_status nn_act_forward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview y, size_t n);
 
 /** nn_act_backward() with the negative slope of NN_ACT_LEAKY_RELU given (see
  *  nn_act_forward_slope()). */
-manta_status nn_act_backward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview dy,
-                                   mview dx, size_t n);
+manta_status nn_act_backward_slope(mcl_dev *d, nn_act a, float slope, mview x, mview dy, mview dx,
+                                   size_t n);
 
 #endif

@@ -16,8 +16,8 @@ static manta_status check_shape(mcl_dev *d, const nn_bn_shape *s, const char *op
 static manta_status check_eps(mcl_dev *d, float eps, const char *op)
 {
     if (!(eps > 0.0f))
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: eps %g must be positive",
-                             op, (double)eps);
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: eps %g must be positive", op,
+                             (double)eps);
     return MANTA_OK;
 }
 
@@ -120,8 +120,8 @@ static manta_status gpu_stats(mcl_dev *d, const nn_bn_shape *s, mview x, mview p
 
 /* sums (2, C) of dy and dy * xhat by the two stages; dgamma, dbeta +=. */
 static manta_status gpu_grad_sums(mcl_dev *d, const nn_bn_shape *s, mview x, mview save_mean,
-                                  mview save_invstd, mview dy, mview part, mview sums,
-                                  mview dgamma, mview dbeta)
+                                  mview save_invstd, mview dy, mview part, mview sums, mview dgamma,
+                                  mview dbeta)
 {
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_partial_grad");
@@ -182,8 +182,8 @@ manta_status nn_bn_forward_train(mcl_dev *d, const nn_bn_shape *s, float momentu
     }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_forward_train");
-    mcl_arg_views(&L, (mview[]){x, gamma, beta, running_mean, running_var, y, save_mean,
-                  save_invstd}, 8);
+    mcl_arg_views(
+        &L, (mview[]){x, gamma, beta, running_mean, running_var, y, save_mean, save_invstd}, 8);
     channel_args(&L, s);
     mcl_arg_float(&L, momentum);
     mcl_arg_float(&L, eps);
@@ -229,17 +229,17 @@ manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mvi
     return run_rows(&L, s, false);
 }
 
-manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
-                            mview save_mean, mview save_invstd, mview dy, mview dx, mview dgamma,
-                            mview dbeta, mview scratch)
+manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma, mview save_mean,
+                            mview save_invstd, mview dy, mview dx, mview dgamma, mview dbeta,
+                            mview scratch)
 {
     MANTA_TRY(check_shape(d, s, "bn_backward"));
     if (gpu_variant(d)) {
         mview part, sums;
         MANTA_TRY(gpu_scratch(d, s, "bn_backward", scratch, &part, &sums));
         MANTA_TRY(gpu_grad_sums(d, s, x, save_mean, save_invstd, dy, part, sums, dgamma, dbeta));
-        return nn_bn_backward_apply(d, s, (long)s->n * s->hw, x, gamma, save_mean, save_invstd,
-                                    dy, dx, sums);
+        return nn_bn_backward_apply(d, s, (long)s->n * s->hw, x, gamma, save_mean, save_invstd, dy,
+                                    dx, sums);
     }
     mcl_launch L;
     mcl_launch_begin(&L, d, "batchnorm", "bn_backward");
@@ -249,8 +249,8 @@ manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gam
 }
 
 manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, float eps,
-                               mview stats, mview running_mean, mview running_var,
-                               mview save_mean, mview save_invstd)
+                               mview stats, mview running_mean, mview running_var, mview save_mean,
+                               mview save_invstd)
 {
     NN_CHECK_POS(d, "bn_sync_finish", "channels", c);
     MANTA_TRY(check_eps(d, eps, "bn_sync_finish"));
@@ -270,8 +270,8 @@ manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, 
     return mcl_launch_run(&L, 1, (size_t[]){(size_t)c}, NULL);
 }
 
-manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
-                                 mview beta, mview save_mean, mview save_invstd, mview y)
+manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma, mview beta,
+                                 mview save_mean, mview save_invstd, mview y)
 {
     MANTA_TRY(check_shape(d, s, "bn_forward_apply"));
     mcl_launch L;

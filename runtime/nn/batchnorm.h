@@ -68,9 +68,9 @@ manta_status nn_bn_forward_eval(mcl_dev *d, const nn_bn_shape *s, float eps, mvi
  * nn_bn_forward_train(). dx overwritten (may alias dy); dgamma, dbeta +=.
  * x, dy, dx (N, C, HW); gamma, save_*, dgamma, dbeta (C).
  */
-manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
-                            mview save_mean, mview save_invstd, mview dy, mview dx, mview dgamma,
-                            mview dbeta, mview scratch);
+manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma, mview save_mean,
+                            mview save_invstd, mview dy, mview dx, mview dgamma, mview dbeta,
+                            mview scratch);
 
 /* ---- synchronised batch norm ---------------------------------------------------------
  * Batch statistics over several replicas (devices, processes), each holding a shard of the
@@ -89,13 +89,13 @@ manta_status nn_bn_backward(mcl_dev *d, const nn_bn_shape *s, mview x, mview gam
  * variance; save_mean = mean, save_invstd = 1 / sqrt(var + eps) (C).
  */
 manta_status nn_bn_sync_finish(mcl_dev *d, int c, long m_total, float momentum, float eps,
-                               mview stats, mview running_mean, mview running_var,
-                               mview save_mean, mview save_invstd);
+                               mview stats, mview running_mean, mview running_var, mview save_mean,
+                               mview save_invstd);
 
 /** y = gamma * (x - save_mean) * save_invstd + beta. x, y (N, C, HW), y may alias x;
  *  gamma, beta, save_* (C). */
-manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma,
-                                 mview beta, mview save_mean, mview save_invstd, mview y);
+manta_status nn_bn_forward_apply(mcl_dev *d, const nn_bn_shape *s, mview x, mview gamma, mview beta,
+                                 mview save_mean, mview save_invstd, mview y);
 
 /**
  * This replica's share of the backward: sums (2, C) = per channel sum of dy, then sum of

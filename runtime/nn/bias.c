@@ -42,8 +42,7 @@ static manta_status check_shape(mcl_dev *d, const char *op, const nn_bias_shape 
     size_t total = (size_t)s->n * (size_t)s->c * (size_t)s->hw;
     if (total > (size_t)INT_MAX)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: n*c*hw = %zu exceeds the kernels' 32-bit index range", op,
-                             total);
+                             "%s: n*c*hw = %zu exceeds the kernels' 32-bit index range", op, total);
     return MANTA_OK;
 }
 

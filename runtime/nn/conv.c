@@ -111,13 +111,12 @@ static manta_status check_shape(mcl_dev *d, const char *op, const nn_conv2d_shap
     bool rows = nn_conv2d_out_h(s) < 1; /* else columns */
     if (rows || nn_conv2d_out_w(s) < 1) {
         char a = rows ? 'h' : 'w';
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: kernel %s k%c = %d exceeds the padded input %s %c + 2*pad_%c = "
-                             "%lld",
-                             op, rows ? "height" : "width", a, rows ? s->kh : s->kw,
-                             rows ? "height" : "width", a, a,
-                             rows ? (long long)s->h + 2LL * s->pad_h
-                                  : (long long)s->w + 2LL * s->pad_w);
+        return manta_err_set(
+            mcl_err(d), MANTA_ERR_INVALID_ARG,
+            "%s: kernel %s k%c = %d exceeds the padded input %s %c + 2*pad_%c = "
+            "%lld",
+            op, rows ? "height" : "width", a, rows ? s->kh : s->kw, rows ? "height" : "width", a, a,
+            rows ? (long long)s->h + 2LL * s->pad_h : (long long)s->w + 2LL * s->pad_w);
     }
     if (s->w_ld != 0 && (size_t)s->w_ld < col_rows(s))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
@@ -140,8 +139,18 @@ static size_t weight_ld(const nn_conv2d_shape *s)
 static void begin_col(mcl_launch *L, mcl_dev *d, const char *kernel, const nn_conv2d_shape *s,
                       mview from, mview to)
 {
-    const int geometry[] = {s->n, s->cin, s->h, s->w, s->kh, s->kw, s->stride_h, s->stride_w,
-                            s->pad_h, s->pad_w, nn_conv2d_out_h(s), nn_conv2d_out_w(s)};
+    const int geometry[] = {s->n,
+                            s->cin,
+                            s->h,
+                            s->w,
+                            s->kh,
+                            s->kw,
+                            s->stride_h,
+                            s->stride_w,
+                            s->pad_h,
+                            s->pad_w,
+                            nn_conv2d_out_h(s),
+                            nn_conv2d_out_w(s)};
     mcl_launch_begin(L, d, "conv", kernel);
     mcl_arg_view(L, from);
     mcl_arg_view(L, to);
@@ -260,8 +269,8 @@ static manta_status pw_apply_hw1(mcl_dev *d, mview in, mview a, mview out, size_
 }
 
 /* out (N, M, HW) = A (M, K) in (N, K, HW), A[m, k] = a[m * a_rs + k * a_ks]. */
-static manta_status pw_apply(mcl_dev *d, mview in, mview a, mview out, size_t n, size_t k,
-                             size_t m, size_t hw, size_t a_rs, size_t a_ks)
+static manta_status pw_apply(mcl_dev *d, mview in, mview a, mview out, size_t n, size_t k, size_t m,
+                             size_t hw, size_t a_rs, size_t a_ks)
 {
     if (hw == 1) /* out (N, M) = in (N, K) A^T: the linear layer's kernels */
         return pw_apply_hw1(d, in, a, out, n, k, m, a_rs, a_ks);
@@ -328,14 +337,21 @@ static bool direct_shape(const nn_conv2d_shape *s)
 static void direct_args(mcl_launch *L, mview a, mview b, mview out, const nn_conv2d_shape *s)
 {
     mcl_arg_views(L, (mview[]){a, b, out}, 3);
-    const int shape[] = {s->n, s->cin, s->h, s->w, s->cout, s->pad_h, nn_conv2d_out_h(s),
-                         nn_conv2d_out_w(s), (int)weight_ld(s)};
+    const int shape[] = {s->n,
+                         s->cin,
+                         s->h,
+                         s->w,
+                         s->cout,
+                         s->pad_h,
+                         nn_conv2d_out_h(s),
+                         nn_conv2d_out_w(s),
+                         (int)weight_ld(s)};
     nn_arg_ints(L, shape, sizeof shape / sizeof shape[0]);
 }
 
 /* Direct forward; *done false (nothing enqueued) when the shape does not suit it. */
-static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w,
-                                   mview y, bool *done)
+static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview y,
+                                   bool *done)
 {
     size_t ho = (size_t)nn_conv2d_out_h(s), wo = (size_t)nn_conv2d_out_w(s);
     size_t k = (size_t)s->kh, st = (size_t)s->stride_h;
@@ -368,8 +384,8 @@ static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x
 }
 
 /* Direct dW (accumulated); *done false when the shape does not suit it. */
-static manta_status direct_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview dy,
-                                 mview dw, bool *done)
+static manta_status direct_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview dy, mview dw,
+                                 bool *done)
 {
     size_t wo = (size_t)nn_conv2d_out_w(s), k = (size_t)s->kh, st = (size_t)s->stride_h;
     *done = false;
@@ -459,13 +475,13 @@ manta_status nn_gemm_wgrad(mcl_dev *d, size_t m, size_t n, size_t k, mview a, mv
     if (splits == 1)
         return mcl_sgemm(d, false, true, m, n, k, 1.0f, a, k, b, k, 1.0f, dw, ld);
     size_t chunk = k / splits, done = chunk * splits;
-    MANTA_TRY(mcl_sgemm_batched(d, false, true, m, n, chunk, 1.0f, a, k, chunk, b, k, chunk,
-                                0.0f, part, n, m * n, splits));
+    MANTA_TRY(mcl_sgemm_batched(d, false, true, m, n, chunk, 1.0f, a, k, chunk, b, k, chunk, 0.0f,
+                                part, n, m * n, splits));
     MANTA_TRY(nn_wgrad_reduce(d, part, dw, m * n, n, ld, splits));
     if (done == k)
         return MANTA_OK;
-    return mcl_sgemm(d, false, true, m, n, k - done, 1.0f, mview_at(a, done), k,
-                     mview_at(b, done), k, 1.0f, dw, ld);
+    return mcl_sgemm(d, false, true, m, n, k - done, 1.0f, mview_at(a, done), k, mview_at(b, done),
+                     k, 1.0f, dw, ld);
 }
 
 manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
@@ -502,8 +518,8 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
         if ((st = nn_im2col(d, s, x, col)) != MANTA_OK)
             return st;
         /* dW (Cout, CinKK) += dy' (Cout, NHW) col^T (NHW, CinKK) */
-        st = nn_gemm_wgrad(d, cout, rows, cols, dyt, col, dw, ld,
-                           mview_at(scratch, gemm_floats(s)));
+        st =
+            nn_gemm_wgrad(d, cout, rows, cols, dyt, col, dw, ld, mview_at(scratch, gemm_floats(s)));
         if (st != MANTA_OK)
             return st;
     }

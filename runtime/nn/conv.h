@@ -23,11 +23,11 @@
 #include "cl/cl.h"
 
 typedef struct nn_conv2d_shape {
-    int n, cin, h, w;          /**< input (N, Cin, H, W) */
-    int cout, kh, kw;          /**< output channels, kernel size */
-    int stride_h, stride_w;    /**< >= 1 */
-    int pad_h, pad_w;          /**< zero padding, >= 0 */
-    int w_ld;                  /**< weight row stride in floats; 0 = Cin*KH*KW */
+    int n, cin, h, w;       /**< input (N, Cin, H, W) */
+    int cout, kh, kw;       /**< output channels, kernel size */
+    int stride_h, stride_w; /**< >= 1 */
+    int pad_h, pad_w;       /**< zero padding, >= 0 */
+    int w_ld;               /**< weight row stride in floats; 0 = Cin*KH*KW */
 } nn_conv2d_shape;
 
 /** Output height and width; <= 0 when the shape is invalid. */

@@ -138,14 +138,15 @@ static manta_status backward_one(mcl_dev *d, const nn_corr_shape *s, bool left, 
         mcl_launch_output(&L, values);
         return mcl_launch_run(&L, 1, (size_t[]){values}, (size_t[]){nn_group_cap(&L, GPU_GROUP)});
     }
-    mcl_launch_begin(&L, d, "correlation", left ? "corr_backward_fl_rows" : "corr_backward_fr_rows");
+    mcl_launch_begin(&L, d, "correlation",
+                     left ? "corr_backward_fl_rows" : "corr_backward_fr_rows");
     mcl_arg_views(&L, (mview[]){feat, dout, grad}, 3);
     shape_args(&L, s);
     return run_rows(&L, s, s->c, values);
 }
 
-manta_status nn_corr_backward(mcl_dev *d, const nn_corr_shape *s, mview fl, mview fr,
-                              mview dout, mview dfl, mview dfr)
+manta_status nn_corr_backward(mcl_dev *d, const nn_corr_shape *s, mview fl, mview fr, mview dout,
+                              mview dfl, mview dfr)
 {
     static const char op[] = "correlation backward";
     MANTA_TRY(check_shape(d, op, s));

@@ -38,9 +38,9 @@
 #include "cl/cl.h"
 
 typedef struct nn_corr_shape {
-    int n, c, h, w;  /**< features fl and fr: (N, C, H, W), each >= 1 */
-    int max_disp;    /**< largest displacement in columns of the feature map, >= 0 */
-    int stride;      /**< displacement step, >= 1 (max_disp need not be a multiple) */
+    int n, c, h, w; /**< features fl and fr: (N, C, H, W), each >= 1 */
+    int max_disp;   /**< largest displacement in columns of the feature map, >= 0 */
+    int stride;     /**< displacement step, >= 1 (max_disp need not be a multiple) */
 } nn_corr_shape;
 
 /** Output channels D = max_disp / stride + 1; 0 when max_disp < 0 or stride < 1. */
@@ -58,7 +58,7 @@ manta_status nn_corr_forward(mcl_dev *d, const nn_corr_shape *s, mview fl, mview
  * dfl needs fr, dfr needs fl (the other may be {NULL, 0}). dfl and dfr are overwritten;
  * a view without a buffer is skipped.
  */
-manta_status nn_corr_backward(mcl_dev *d, const nn_corr_shape *s, mview fl, mview fr,
-                              mview dout, mview dfl, mview dfr);
+manta_status nn_corr_backward(mcl_dev *d, const nn_corr_shape *s, mview fl, mview fr, mview dout,
+                              mview dfl, mview dfr);
 
 #endif

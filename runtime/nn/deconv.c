@@ -57,8 +57,8 @@ static bool gpu_variant(const mcl_dev *d) { return mcl_get_variant(d) == MCL_VAR
 /* The CPU variant's direct kernels: k4 s2 p1 on both axes. */
 static bool direct(const mcl_dev *d, const nn_deconv2d_shape *s)
 {
-    return !gpu_variant(d) && s->kh == 4 && s->kw == 4 && s->stride_h == 2 &&
-           s->stride_w == 2 && s->pad_h == 1 && s->pad_w == 1;
+    return !gpu_variant(d) && s->kh == 4 && s->kw == 4 && s->stride_h == 2 && s->stride_w == 2 &&
+           s->pad_h == 1 && s->pad_w == 1;
 }
 
 /* Rows of the column matrix (Cout*KH*KW: one weight row) and its columns (N*H*W). */
@@ -159,9 +159,10 @@ static manta_status check_shape(mcl_dev *d, const char *op, const nn_deconv2d_sh
  * with the same kernel, stride and padding. im2col of dy and col2im into y run on it. */
 static nn_conv2d_shape adjoint(const nn_deconv2d_shape *s)
 {
-    return (nn_conv2d_shape){s->n,        s->cout,    nn_deconv2d_out_h(s), nn_deconv2d_out_w(s),
-                             s->cin,      s->kh,      s->kw,                s->stride_h,
-                             s->stride_w, s->pad_h,   s->pad_w,             0};
+    return (nn_conv2d_shape){
+        s->n,     s->cout, nn_deconv2d_out_h(s), nn_deconv2d_out_w(s), s->cin,
+        s->kh,    s->kw,   s->stride_h,          s->stride_w,          s->pad_h,
+        s->pad_w, 0};
 }
 
 /* ---- CPU variant: direct k4 s2 p1 kernels ----------------------------------------- */
@@ -207,16 +208,14 @@ static void begin_direct_backward(mcl_launch *L, mcl_dev *d, const char *kernel,
     direct_shape_args(L, s);
 }
 
-static manta_status direct_dx(mcl_dev *d, const nn_deconv2d_shape *s, mview w, mview dy,
-                              mview dx)
+static manta_status direct_dx(mcl_dev *d, const nn_deconv2d_shape *s, mview w, mview dy, mview dx)
 {
     mcl_launch L;
     begin_direct_backward(&L, d, "deconv_k4s2_backward_dx", s, dy, w, dx);
     return direct_run(&L, s, s->cin, DIRECT_CI, (size_t)s->cin * col_cols(s));
 }
 
-static manta_status direct_dw(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview dy,
-                              mview dw)
+static manta_status direct_dw(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview dy, mview dw)
 {
     mcl_launch L;
     begin_direct_backward(&L, d, "deconv_k4s2_backward_w", s, x, dy, dw);
@@ -226,8 +225,8 @@ static manta_status direct_dw(mcl_dev *d, const nn_deconv2d_shape *s, mview x, m
 
 /* ---- the op --------------------------------------------------------------------------- */
 
-manta_status nn_deconv2d_forward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w,
-                                 mview b, mview y, mview scratch)
+manta_status nn_deconv2d_forward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w, mview b,
+                                 mview y, mview scratch)
 {
     static const char op[] = "deconv2d forward";
     MANTA_TRY(check_shape(d, op, s));
@@ -257,8 +256,7 @@ manta_status nn_deconv2d_backward(mcl_dev *d, const nn_deconv2d_shape *s, mview 
         MANTA_TRY(nn_need_buffer(d, op, "scratch", scratch));
     mview part = mview_at(scratch, direct(d, s) ? 0 : gemm_floats(s));
     if (db.mem)
-        MANTA_TRY(nn_bias_channels_backward(d, &bs, dy, db,
-                                            split_bias ? part : (mview){NULL, 0}));
+        MANTA_TRY(nn_bias_channels_backward(d, &bs, dy, db, split_bias ? part : (mview){NULL, 0}));
     if (direct(d, s)) {
         if (dw.mem)
             MANTA_TRY(direct_dw(d, s, x, dy, dw));

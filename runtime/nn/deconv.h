@@ -44,11 +44,11 @@
 #include "cl/cl.h"
 
 typedef struct nn_deconv2d_shape {
-    int n, cin, h, w;        /**< input (N, Cin, H, W) */
-    int cout, kh, kw;        /**< output channels, kernel size (>= 1) */
-    int stride_h, stride_w;  /**< >= 1 */
-    int pad_h, pad_w;        /**< >= 0: cropped from each side of the full output */
-    int w_ld;                /**< weight row stride in floats; 0 = Cout*KH*KW */
+    int n, cin, h, w;       /**< input (N, Cin, H, W) */
+    int cout, kh, kw;       /**< output channels, kernel size (>= 1) */
+    int stride_h, stride_w; /**< >= 1 */
+    int pad_h, pad_w;       /**< >= 0: cropped from each side of the full output */
+    int w_ld;               /**< weight row stride in floats; 0 = Cout*KH*KW */
 } nn_deconv2d_shape;
 
 /** Output height and width, (H - 1) * stride - 2 * pad + K; <= 0 when the shape is
@@ -80,8 +80,8 @@ size_t nn_deconv2d_scratch_floats(const mcl_dev *d, const nn_deconv2d_shape *s);
  * @return MANTA_ERR_INVALID_ARG (message names the op and the field) for a bad shape or
  *         a missing buffer.
  */
-manta_status nn_deconv2d_forward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w,
-                                 mview b, mview y, mview scratch);
+manta_status nn_deconv2d_forward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w, mview b,
+                                 mview y, mview scratch);
 
 /**
  * dx = dL/dx (N, Cin, H, W) (overwritten; skipped when dx.mem is NULL),

@@ -104,8 +104,8 @@ static void kernel_name(char *buf, size_t len, const char *pass, const nn_dw_sha
 static void view_shape_args(mcl_launch *L, mview a, mview b, mview out, const nn_dw_shape *s)
 {
     mcl_arg_views(L, (mview[]){a, b, out}, 3);
-    const int shape[] = {s->n, s->c, s->h, s->w, s->k, s->stride, s->pad, nn_dw_out_h(s),
-                         nn_dw_out_w(s)};
+    const int shape[] = {s->n,      s->c,   s->h,           s->w,          s->k,
+                         s->stride, s->pad, nn_dw_out_h(s), nn_dw_out_w(s)};
     nn_arg_ints(L, shape, sizeof shape / sizeof shape[0]);
 }
 
@@ -145,8 +145,8 @@ static size_t dx2_floats(const nn_dw_shape *s, size_t ns, size_t rows)
  * planes per group when one plane is a single band (multi_plane). false when
  * the tiled kernel does not suit the shape or the device. */
 static bool tile_plan(const mcl_launch *L, const nn_dw_shape *s, size_t out_h, size_t out_w,
-                      size_t planes, bool multi_plane, tile_floats_fn floats, size_t r,
-                      size_t v, tile_geo *g)
+                      size_t planes, bool multi_plane, tile_floats_fn floats, size_t r, size_t v,
+                      tile_geo *g)
 {
     const mcl_dev *d = L->d;
     size_t cap = nn_group_cap(L, TILE_GROUP);
@@ -206,8 +206,8 @@ static manta_status tile_run(mcl_launch *L, const tile_geo *g, size_t out_h, siz
  * then the shape) over (width, height, planes): a group holds whole planes, as many as make
  * about TILE_GROUP work-items; when a plane exceeds that (or the device's limits), a block of
  * whole rows (or of one row) of it. */
-static manta_status direct_run(mcl_dev *d, const nn_dw_shape *s, const char *pass, mview a,
-                               mview b, mview out, size_t width, size_t height)
+static manta_status direct_run(mcl_dev *d, const nn_dw_shape *s, const char *pass, mview a, mview b,
+                               mview out, size_t width, size_t height)
 {
     char name[40];
     size_t planes = (size_t)s->n * (size_t)s->c;
@@ -269,9 +269,9 @@ static manta_status backward_dx(mcl_dev *d, const nn_dw_shape *s, mview w, mview
     bool flip = tiled && s->stride == 1 && s->pad <= s->k - 1 &&
                 tile_plan(&L, s, (size_t)s->h, (size_t)s->w, planes, true, corr1_floats, TILE_R,
                           TILE_V, &g);
-    bool par2 = !flip && tiled && s->stride == 2 && s->pad == s->k / 2 &&
-                tile_plan(&L, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, TILE_R, 16,
-                          &g);
+    bool par2 =
+        !flip && tiled && s->stride == 2 && s->pad == s->k / 2 &&
+        tile_plan(&L, s, (size_t)s->h, (size_t)s->w, planes, true, dx2_floats, TILE_R, 16, &g);
     if (flip || par2) {
         mcl_arg_views(&L, (mview[]){dy, w, dx}, 3);
         mcl_arg_int(&L, (int)planes);
@@ -351,8 +351,8 @@ static manta_status backward_w(mcl_dev *d, const nn_dw_shape *s, mview x, mview 
     return mcl_launch_run(&L, 1, (size_t[]){global}, (size_t[]){group});
 }
 
-manta_status nn_dw_backward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview dy,
-                            mview dx, mview dw, mview scratch)
+manta_status nn_dw_backward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview dy, mview dx,
+                            mview dw, mview scratch)
 {
     static const char op[] = "depthwise backward";
     MANTA_TRY(check_shape(d, op, s));

@@ -53,7 +53,7 @@ size_t nn_dw_scratch_floats(const mcl_dev *d, const nn_dw_shape *s);
  * @p scratch: nn_dw_scratch_floats() floats (may be {NULL, 0} when that is 0
  * or dw.mem is NULL).
  */
-manta_status nn_dw_backward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview dy,
-                            mview dx, mview dw, mview scratch);
+manta_status nn_dw_backward(mcl_dev *d, const nn_dw_shape *s, mview x, mview w, mview dy, mview dx,
+                            mview dw, mview scratch);
 
 #endif

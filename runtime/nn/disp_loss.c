@@ -68,19 +68,17 @@ static manta_status check(mcl_dev *d, const char *op, const nn_disp_loss_shape *
                              op, s->n, s->h, s->w);
     if (p->kind != NN_DISP_LOSS_L1 && p->kind != NN_DISP_LOSS_SMOOTH_L1)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: params kind %d is not L1 (0) or smooth L1 (1)", op,
-                             (int)p->kind);
+                             "%s: params kind %d is not L1 (0) or smooth L1 (1)", op, (int)p->kind);
     if (!(isfinite(p->weight) && p->weight >= 0.0f))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: params weight %g must be finite and >= 0", op,
-                             (double)p->weight);
+                             "%s: params weight %g must be finite and >= 0", op, (double)p->weight);
     if (!(isfinite(p->max_disp) && p->max_disp >= 0.0f))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
                              "%s: params max_disp %g must be finite and >= 0 (0: no bound)", op,
                              (double)p->max_disp);
     if (!isfinite(p->beta))
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: params beta %g is not finite", op, (double)p->beta);
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: params beta %g is not finite",
+                             op, (double)p->beta);
     return MANTA_OK;
 }
 

@@ -39,8 +39,8 @@
 #include "cl/cl.h"
 
 typedef enum nn_disp_loss_kind {
-    NN_DISP_LOSS_L1 = 0,        /**< |e| */
-    NN_DISP_LOSS_SMOOTH_L1 = 1  /**< Huber with beta 1: 0.5 e^2 below 1, |e| - 0.5 above */
+    NN_DISP_LOSS_L1 = 0,       /**< |e| */
+    NN_DISP_LOSS_SMOOTH_L1 = 1 /**< Huber with beta 1: 0.5 e^2 below 1, |e| - 0.5 above */
 } nn_disp_loss_kind;
 
 typedef struct nn_disp_loss_shape {

@@ -13,7 +13,10 @@ static uint32_t drop_hash(uint32_t lo, uint32_t hi, uint32_t i)
     return x;
 }
 
-static uint32_t threshold(float p) { return (uint32_t)fmin((double)p * 4294967296.0, 4294967295.0); }
+static uint32_t threshold(float p)
+{
+    return (uint32_t)fmin((double)p * 4294967296.0, 4294967295.0);
+}
 
 int nn_dropout_keep(uint64_t seed, uint32_t i, float p)
 {

@@ -19,8 +19,7 @@ int nn_dropout_keep(uint64_t seed, uint32_t i, float p);
 manta_status nn_dropout_forward(mcl_dev *d, size_t n, float p, uint64_t seed, mview x, mview y);
 
 /** dx = dy * keep(seed, i) / (1 - p) (the same mask); dx may alias dy. */
-manta_status nn_dropout_backward(mcl_dev *d, size_t n, float p, uint64_t seed, mview dy,
-                                 mview dx);
+manta_status nn_dropout_backward(mcl_dev *d, size_t n, float p, uint64_t seed, mview dy, mview dx);
 
 /**
  * Dropout of a shard: element i of x uses the mask of index @p off + i, so a tensor split

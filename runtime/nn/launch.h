@@ -12,20 +12,20 @@
 
 /** Return MANTA_ERR_INVALID_ARG from the calling op when a size does not fit
  *  the kernels' int indices. */
-#define NN_CHECK_INT(d, v, what)                                                           \
-    do {                                                                                  \
-        if ((size_t)(v) > (size_t)INT_MAX)                                                \
-            return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,                        \
-                                 "%s %zu exceeds the kernels' 32-bit index range", what,   \
-                                 (size_t)(v));                                             \
+#define NN_CHECK_INT(d, v, what)                                                         \
+    do {                                                                                 \
+        if ((size_t)(v) > (size_t)INT_MAX)                                               \
+            return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,                      \
+                                 "%s %zu exceeds the kernels' 32-bit index range", what, \
+                                 (size_t)(v));                                           \
     } while (0)
 
 /** Return MANTA_ERR_INVALID_ARG from the calling op @p op when the int shape
  *  field @p name (value @p v) is below 1. */
-#define NN_CHECK_POS(d, op, name, v)                                                       \
-    do {                                                                                  \
-        if ((v) < 1)                                                                      \
-            return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,                        \
+#define NN_CHECK_POS(d, op, name, v)                                                         \
+    do {                                                                                     \
+        if ((v) < 1)                                                                         \
+            return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,                          \
                                  "%s: %s is %d; it must be at least 1", op, name, (int)(v)); \
     } while (0)
 
@@ -36,41 +36,43 @@ typedef struct nn_field {
 } nn_field;
 
 /** The field @p f of shape @p s with its least value @p lo, for NN_CHECK_FIELDS(). */
-#define NN_FIELD(s, f, lo) {#f, (s)->f, lo}
+#define NN_FIELD(s, f, lo) \
+    {                      \
+#f, (s)->f, lo     \
+    }
 
 /** MANTA_ERR_INVALID_ARG naming @p op and the first of the @p n fields below its least
  *  value ("<op>: shape field <name> = <value> must be >= <min>"), else MANTA_OK. */
-static inline manta_status nn_check_fields(mcl_dev *d, const char *op, const nn_field *f,
-                                           size_t n)
+static inline manta_status nn_check_fields(mcl_dev *d, const char *op, const nn_field *f, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (f[i].value < f[i].min)
             return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                                 "%s: shape field %s = %d must be >= %d", op, f[i].name,
-                                 f[i].value, f[i].min);
+                                 "%s: shape field %s = %d must be >= %d", op, f[i].name, f[i].value,
+                                 f[i].min);
     return MANTA_OK;
 }
 
 /** Check the NN_FIELD()s given (nn_check_fields()): returns from the calling op on the
  *  first field below its least value. */
-#define NN_CHECK_FIELDS(d, op, ...)                                                        \
-    MANTA_TRY(nn_check_fields(d, op, (const nn_field[]){__VA_ARGS__},                     \
+#define NN_CHECK_FIELDS(d, op, ...)                                   \
+    MANTA_TRY(nn_check_fields(d, op, (const nn_field[]){__VA_ARGS__}, \
                               sizeof((const nn_field[]){__VA_ARGS__}) / sizeof(nn_field)))
 
 /** The fields of the convolution-like shapes (nn_conv2d_shape, nn_deconv2d_shape): sizes,
  *  kernel and strides at least 1, the padding and w_ld at least 0. */
-#define NN_CONV_FIELDS(s)                                                                  \
-    NN_FIELD(s, n, 1), NN_FIELD(s, cin, 1), NN_FIELD(s, h, 1), NN_FIELD(s, w, 1),          \
-        NN_FIELD(s, cout, 1), NN_FIELD(s, kh, 1), NN_FIELD(s, kw, 1),                      \
-        NN_FIELD(s, stride_h, 1), NN_FIELD(s, stride_w, 1), NN_FIELD(s, pad_h, 0),         \
-        NN_FIELD(s, pad_w, 0), NN_FIELD(s, w_ld, 0)
+#define NN_CONV_FIELDS(s)                                                                       \
+    NN_FIELD(s, n, 1), NN_FIELD(s, cin, 1), NN_FIELD(s, h, 1), NN_FIELD(s, w, 1),               \
+        NN_FIELD(s, cout, 1), NN_FIELD(s, kh, 1), NN_FIELD(s, kw, 1), NN_FIELD(s, stride_h, 1), \
+        NN_FIELD(s, stride_w, 1), NN_FIELD(s, pad_h, 0), NN_FIELD(s, pad_w, 0),                 \
+        NN_FIELD(s, w_ld, 0)
 
 /** Check a convolution-like shape @p s (MANTA_TRY()s): not NULL (nn_need_shape()), and its
  *  NN_CONV_FIELDS. */
-#define NN_CHECK_CONV_SHAPE(d, op, s)                                                      \
-    do {                                                                                   \
-        MANTA_TRY(nn_need_shape(d, op, s));                                                \
-        NN_CHECK_FIELDS(d, op, NN_CONV_FIELDS(s));                                         \
+#define NN_CHECK_CONV_SHAPE(d, op, s)              \
+    do {                                           \
+        MANTA_TRY(nn_need_shape(d, op, s));        \
+        NN_CHECK_FIELDS(d, op, NN_CONV_FIELDS(s)); \
     } while (0)
 
 /** Round @p n up to a multiple of @p m (m > 0). */
@@ -197,8 +199,8 @@ static inline manta_status nn_need_buffer(mcl_dev *d, const char *op, const char
 }
 
 /** nn_need_buffer() of two views: @p a named @p a_name, then @p b named @p b_name. */
-static inline manta_status nn_need_buffers2(mcl_dev *d, const char *op, const char *a_name,
-                                            mview a, const char *b_name, mview b)
+static inline manta_status nn_need_buffers2(mcl_dev *d, const char *op, const char *a_name, mview a,
+                                            const char *b_name, mview b)
 {
     manta_status st = nn_need_buffer(d, op, a_name, a);
     if (st == MANTA_OK)

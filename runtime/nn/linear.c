@@ -12,8 +12,8 @@ static manta_status check_shape(mcl_dev *d, const nn_linear_shape *s, const char
     NN_CHECK_POS(d, op, "shape out", s->out);
     if (s->w_ld != 0 && s->w_ld < s->in)
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: shape w_ld %d is neither 0 nor at least in (%d)", op,
-                             s->w_ld, s->in);
+                             "%s: shape w_ld %d is neither 0 nor at least in (%d)", op, s->w_ld,
+                             s->in);
     NN_CHECK_INT(d, (size_t)s->n * (size_t)s->out, "linear output size n*out");
     *ld = s->w_ld ? (size_t)s->w_ld : (size_t)s->in;
     return MANTA_OK;
@@ -83,8 +83,8 @@ manta_status nn_linear_forward(mcl_dev *d, const nn_linear_shape *s, mview x, mv
     /* y (n, out) = x (n, in) * W^T, W (out, in) with row stride ld */
     mcl_launch L;
     if (gpu_variant(d)) {
-        st = mcl_sgemm(d, false, true, n, out, (size_t)s->in, 1.0f, x, (size_t)s->in, w, ld,
-                       0.0f, y, out);
+        st = mcl_sgemm(d, false, true, n, out, (size_t)s->in, 1.0f, x, (size_t)s->in, w, ld, 0.0f,
+                       y, out);
         return st != MANTA_OK || !b.mem ? st : bias_forward(d, s, y, b);
     }
     mcl_launch_begin(&L, d, "linear", "lin_forward");

@@ -71,8 +71,8 @@ static manta_status check_rows(mcl_dev *d, size_t nc, size_t hw, const char *op)
 {
     if (hw > (size_t)INT_MAX || (hw && nc > (size_t)INT_MAX / hw))
         return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
-                             "%s: nc %zu * hw %zu exceeds the kernels' 32-bit index range", op,
-                             nc, hw);
+                             "%s: nc %zu * hw %zu exceeds the kernels' 32-bit index range", op, nc,
+                             hw);
     return MANTA_OK;
 }
 

@@ -36,8 +36,8 @@ static manta_status check(mcl_dev *d, const char *op, const nn_upsample_shape *s
     NN_CHECK_FIELDS(d, op, NN_FIELD(s, n, 1), NN_FIELD(s, c, 1), NN_FIELD(s, h, 1),
                     NN_FIELD(s, w, 1), NN_FIELD(s, factor, 1));
     if (!isfinite(scale))
-        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: scale %g is not finite",
-                             op, (double)scale);
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG, "%s: scale %g is not finite", op,
+                             (double)scale);
     /* Factors below 2^31 keep every product of two within 64 bits. */
     size_t planes = (size_t)s->n * (size_t)s->c, f = (size_t)s->factor;
     MANTA_TRY(fits_int(d, op, "planes n*c", planes));
@@ -53,8 +53,8 @@ static manta_status check(mcl_dev *d, const char *op, const nn_upsample_shape *s
 /* Check the shape and the views (forward: x -> y; backward: dy -> dx), then run kernel
  * <pass>_rows (CPU: global (rows, planes)) or <pass>1 (GPU: one work-item per value) over
  * views a -> b. */
-static manta_status run(mcl_dev *d, const nn_upsample_shape *s, float scale, bool forward,
-                        mview a, mview b)
+static manta_status run(mcl_dev *d, const nn_upsample_shape *s, float scale, bool forward, mview a,
+                        mview b)
 {
     const char *op = forward ? "upsample forward" : "upsample backward";
     MANTA_TRY(check(d, op, s, scale));

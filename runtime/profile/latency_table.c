@@ -19,18 +19,12 @@ _Static_assert(offsetof(lat_entry, key) == 0, "lat_entry.key must be the first m
 const char *lat_layer_type_name(lat_layer_type t)
 {
     switch (t) {
-    case LAT_STEM:
-        return "Conv";
-    case LAT_MBCONV:
-        return "expanded_conv";
-    case LAT_HEAD:
-        return "Conv_1";
-    case LAT_POOL:
-        return "AvgPool2D";
-    case LAT_MIX:
-        return "Conv_2";
-    case LAT_LOGITS:
-        return "Logits";
+    case LAT_STEM: return "Conv";
+    case LAT_MBCONV: return "expanded_conv";
+    case LAT_HEAD: return "Conv_1";
+    case LAT_POOL: return "AvgPool2D";
+    case LAT_MIX: return "Conv_2";
+    case LAT_LOGITS: return "Logits";
     }
     return "?";
 }
@@ -284,8 +278,8 @@ manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_a
             a.r = keys[i].r;
             if (!arch_has_key(s, &a, keys[i].key, L) && !force_key(s, &a, keys[i].key, L)) {
                 st = manta_err_set(err, MANTA_ERR_INTERNAL,
-                                   "key cover: no sub-network of space '%s' produces '%s'",
-                                   s->name, keys[i].key);
+                                   "key cover: no sub-network of space '%s' produces '%s'", s->name,
+                                   keys[i].key);
                 break;
             }
             if (na == cap) {
@@ -354,9 +348,8 @@ manta_status lat_stats_from_samples(double *ms, size_t n, lat_stats *out, manta_
 static bool stats_ok(const lat_stats *st)
 {
     return isfinite(st->median_ms) && st->median_ms >= 0 && isfinite(st->p10_ms) &&
-           st->p10_ms >= 0 && isfinite(st->mean_ms) &&
-           st->mean_ms >= 0 && isfinite(st->variance_ms2) && st->variance_ms2 >= 0 &&
-           st->count >= 1;
+           st->p10_ms >= 0 && isfinite(st->mean_ms) && st->mean_ms >= 0 &&
+           isfinite(st->variance_ms2) && st->variance_ms2 >= 0 && st->count >= 1;
 }
 
 /* ---- the table ----------------------------------------------------------------------- */

@@ -32,7 +32,7 @@ manta_status lat_item_open(const ofa_space *s, lat_item *it, pt_model *m, manta_
     const synth_opts so = {it->seed, false};
     MANTA_TRY(it->layer ? prof_synth_layer_graph(s, it->layer, &so, &g, err)
                         : prof_synth_arch_graph_layers(s, &it->arch, NULL, &so, &g, it->bound,
-                                                  &it->nl, err));
+                                                       &it->nl, err));
     uint8_t *data = NULL;
     size_t size = 0;
     manta_status st = tflite_write(&g, &data, &size, NULL, err);
@@ -101,8 +101,7 @@ manta_status lat_measure(const ofa_space *s, lat_item *it, size_t n, const lat_m
 {
     const int passes = o->passes;
     if (passes < 1)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "profile: %d passes, at least 1",
-                             passes);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "profile: %d passes, at least 1", passes);
     pt_opts v = o->t;
     v.min_runs = (o->t.min_runs + passes - 1) / passes;
     v.min_time_s = o->t.min_time_s / passes;
@@ -250,8 +249,11 @@ static void key_pool_free(key_pool *p)
 static bool key_pool_init(key_pool *p, size_t n)
 {
     const size_t m = n ? n : 1;
-    *p = (key_pool){n, calloc(m, sizeof *p->t), calloc(m, sizeof *p->cnt),
-                    calloc(m, sizeof *p->fill), calloc(m, sizeof *p->n_ctx),
+    *p = (key_pool){n,
+                    calloc(m, sizeof *p->t),
+                    calloc(m, sizeof *p->cnt),
+                    calloc(m, sizeof *p->fill),
+                    calloc(m, sizeof *p->n_ctx),
                     calloc(m, sizeof *p->p10sum)};
     return p->t && p->cnt && p->fill && p->n_ctx && p->p10sum;
 }
@@ -270,16 +272,15 @@ static manta_status network_keys(const ofa_space *s, const lat_table *t, const l
         const lat_entry *e = lat_table_find(t, L[j].key);
         key_of[j] = e ? (long)(e - t->entry) : -1;
         if (key_of[j] < 0)
-            return manta_err_set(err, MANTA_ERR_INTERNAL, "profile: '%s' not enumerated",
-                                 L[j].key);
+            return manta_err_set(err, MANTA_ERR_INTERNAL, "profile: '%s' not enumerated", L[j].key);
     }
     return MANTA_OK;
 }
 
 /* Pool the layer times of the @p na networks by key (a counting round, then a copying round
  * that also takes each network's lower decile of each of its keys). */
-static manta_status pool_keys(const ofa_space *s, const lat_table *t, const lat_item *it,
-                              size_t na, key_pool *p, lat_layer *L, manta_err *err)
+static manta_status pool_keys(const ofa_space *s, const lat_table *t, const lat_item *it, size_t na,
+                              key_pool *p, lat_layer *L, manta_err *err)
 {
     long key_of[LAT_MAX_ARCH_LAYERS];
     for (int round = 0; round < 2; round++) {
@@ -348,8 +349,8 @@ static manta_status layers_csv(const ofa_space *s, const lat_table *t, const lat
             if (lat_stats_from_samples(col, it[i].n, &cs, NULL) != MANTA_OK)
                 continue;
             manta_strbuf_printf(b, "%zu,%d,%s,%.6f,%.6f,%.6f,%zu,%s\n", i, j, L[j].where,
-                                cs.p10_ms - clock_ms, cs.median_ms - clock_ms,
-                                e ? e->st.p10_ms : 0, it[i].n, L[j].key);
+                                cs.p10_ms - clock_ms, cs.median_ms - clock_ms, e ? e->st.p10_ms : 0,
+                                it[i].n, L[j].key);
         }
         free(col);
     }
@@ -406,8 +407,8 @@ manta_status lat_profile(const ofa_space *s, const lat_profile_opts *o, lat_tabl
     memset(rep, 0, sizeof *rep);
     if (o->calib < 0 || (o->method == LAT_METHOD_NET && o->cover < 1))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                             "profile: calib %d, cover %d: need calib >= 0, cover >= 1",
-                             o->calib, o->cover);
+                             "profile: calib %d, cover %d: need calib >= 0, cover >= 1", o->calib,
+                             o->cover);
     lat_layer *keys = NULL;
     size_t n = 0;
     MANTA_TRY(lat_enumerate(s, &keys, &n, err));
@@ -425,8 +426,7 @@ manta_status lat_validate(const ofa_space *s, const lat_table *t, size_t k, uint
                           manta_err *err)
 {
     if (k < 2)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "validate: %zu networks, at least 2",
-                             k);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "validate: %zu networks, at least 2", k);
     double *pred = malloc(k * sizeof *pred), *meas = malloc(k * sizeof *meas);
     lat_item *it = calloc(k, sizeof *it);
     manta_status st = MANTA_OK;
@@ -497,8 +497,9 @@ void lat_host_cpu(char *out, size_t cap)
         if (!strncmp(line, "processor", 9))
             cores++;
         const char *c = strchr(line, ':');
-        if (!have && c && (!strncmp(line, "model name", 10) || !strncmp(line, "Model", 5) ||
-                           !strncmp(line, "Hardware", 8))) {
+        if (!have && c &&
+            (!strncmp(line, "model name", 10) || !strncmp(line, "Model", 5) ||
+             !strncmp(line, "Hardware", 8))) {
             c++;
             while (*c == ' ' || *c == '\t')
                 c++;

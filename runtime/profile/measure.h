@@ -49,13 +49,13 @@ typedef struct lat_item {
     /* set by lat_item_open() and lat_measure() */
     int nl;                   /**< keyed layers of the sub-network ... */
     int bound[PT_MAX_BOUNDS]; /**< ... their first operators; bound[nl] the operator count */
-    double *ms;  /**< (n) times of whole runs, every pass's, in ms; sorted ascending by the
+    double *ms;   /**< (n) times of whole runs, every pass's, in ms; sorted ascending by the
                       statistics at the end of lat_measure() */
-    size_t n;    /**< runs timed */
-    double *seg; /**< with @c layers: (n, nl) layer times of every run, in ms, in the order
+    size_t n;     /**< runs timed */
+    double *seg;  /**< with @c layers: (n, nl) layer times of every run, in ms, in the order
                       the runs were timed */
-    lat_stats st;             /**< statistics of @c ms */
-    size_t cap_;              /**< private: runs @c ms and @c seg hold */
+    lat_stats st; /**< statistics of @c ms */
+    size_t cap_;  /**< private: runs @c ms and @c seg hold */
 } lat_item;
 
 /** Free the timings of @p n items and the array @p it itself. NULL is allowed. */
@@ -69,8 +69,8 @@ typedef void (*lat_progress_fn)(void *ctx, size_t done, size_t total, const char
 
 /** How a set of items is timed. */
 typedef struct lat_measure_opts {
-    pt_opts t;  /**< one item's timing, over all passes (each pass takes its share) */
-    int passes; /**< rounds over all items (>= 1) */
+    pt_opts t;                /**< one item's timing, over all passes (each pass takes its share) */
+    int passes;               /**< rounds over all items (>= 1) */
     lat_progress_fn progress; /**< called before every visit and at the end; NULL: none */
     void *progress_ctx;
 } lat_measure_opts;
@@ -123,12 +123,12 @@ typedef struct lat_profile_opts {
 
 /** What lat_profile() found beside the table. */
 typedef struct lat_profile_report {
-    size_t keys;        /**< layer keys of the space, each now in the table */
-    size_t networks;    /**< net: the sub-networks that hold every key @c cover times */
-    size_t calib;       /**< sub-networks timed end to end for the overhead */
+    size_t keys;               /**< layer keys of the space, each now in the table */
+    size_t networks;           /**< net: the sub-networks that hold every key @c cover times */
+    size_t calib;              /**< sub-networks timed end to end for the overhead */
     double overhead_median_ms; /**< median of (end to end - sum of layers); may be negative */
-    double empty_ms;    /**< an invocation with no work (lower decile; 0 when it failed) */
-    double clock_ms;    /**< net: one clock reading, taken off every layer time; else 0 */
+    double empty_ms;           /**< an invocation with no work (lower decile; 0 when it failed) */
+    double clock_ms;           /**< net: one clock reading, taken off every layer time; else 0 */
 } lat_profile_report;
 
 /**

@@ -34,24 +34,34 @@ static void graph_layer(const lat_layer *k, mbv3_layer *l)
     static const mbv3_layer_type types[] = {
         [LAT_STEM] = MBV3_STEM, [LAT_MBCONV] = MBV3_BLOCK, [LAT_HEAD] = MBV3_HEAD,
         [LAT_POOL] = MBV3_POOL, [LAT_MIX] = MBV3_MIX,      [LAT_LOGITS] = MBV3_CLASSIFIER};
-    *l = (mbv3_layer){.type = types[k->type], .slot = -1,
-                      .in_h = k->in_h, .in_w = k->in_w, .in_c = k->in_c,
-                      .out_h = k->out_h, .out_w = k->out_w, .out_c = k->out_c,
-                      .mid = k->mid, .kernel = k->kernel, .stride = k->stride,
-                      .has_expand = k->has_expand, .idskip = k->idskip, .se = k->se,
-                      .se_mid = k->se_mid, .act = k->act};
+    *l = (mbv3_layer){.type = types[k->type],
+                      .slot = -1,
+                      .in_h = k->in_h,
+                      .in_w = k->in_w,
+                      .in_c = k->in_c,
+                      .out_h = k->out_h,
+                      .out_w = k->out_w,
+                      .out_c = k->out_c,
+                      .mid = k->mid,
+                      .kernel = k->kernel,
+                      .stride = k->stride,
+                      .has_expand = k->has_expand,
+                      .idskip = k->idskip,
+                      .se = k->se,
+                      .se_mid = k->se_mid,
+                      .act = k->act};
     snprintf(l->where, sizeof l->where, "%s", k->where);
 }
 
 manta_status prof_synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
-                              const synth_opts *o, xgraph *out, manta_err *err)
+                                   const synth_opts *o, xgraph *out, manta_err *err)
 {
     return prof_synth_arch_graph_layers(s, a, pre, o, out, NULL, NULL, err);
 }
 
 manta_status prof_synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
-                                     const xg_preprocess *pre, const synth_opts *o, xgraph *out,
-                                     int *first_op, int *n_layers, manta_err *err)
+                                          const xg_preprocess *pre, const synth_opts *o,
+                                          xgraph *out, int *first_op, int *n_layers, manta_err *err)
 {
     manta_rng rng;
     const mbv3_source src = source(o, &rng, 0x5e7a);
@@ -100,7 +110,7 @@ static int input(xgraph *g, int h, int w, int c, manta_err *err)
 }
 
 manta_status prof_synth_layer_graph(const ofa_space *s, const lat_layer *l, const synth_opts *o,
-                               xgraph *out, manta_err *err)
+                                    xgraph *out, manta_err *err)
 {
     (void)s;
     memset(out, 0, sizeof *out);
@@ -111,8 +121,9 @@ manta_status prof_synth_layer_graph(const ofa_space *s, const lat_layer *l, cons
     mbv3_layer gl;
     graph_layer(l, &gl);
     snprintf(out->description, sizeof out->description, "manta latency probe: %.100s", l->key);
-    int x = l->type == LAT_LOGITS || l->type == LAT_MIX ? input(out, 1, 1, l->in_c, err)
-                                                        : input(out, l->in_h, l->in_w, l->in_c, err);
+    int x = l->type == LAT_LOGITS || l->type == LAT_MIX
+                ? input(out, 1, 1, l->in_c, err)
+                : input(out, l->in_h, l->in_w, l->in_c, err);
     if (x >= 0)
         x = mbv3_graph_layer(out, &gl, x, &src, err);
     if (x >= 0 && l->type != LAT_LOGITS)

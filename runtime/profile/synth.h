@@ -58,7 +58,7 @@ typedef struct synth_opts {
  * @return MANTA_ERR_INVALID_ARG when @p a is not of @p s; MANTA_ERR_NO_MEMORY.
  */
 manta_status prof_synth_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
-                              const synth_opts *o, xgraph *out, manta_err *err);
+                                   const synth_opts *o, xgraph *out, manta_err *err);
 
 /**
  * prof_synth_arch_graph() that also tells where each keyed layer's operators lie:
@@ -69,8 +69,8 @@ manta_status prof_synth_arch_graph(const ofa_space *s, const ofa_arch *a, const 
  * @param n        receives the number of keyed layers.
  */
 manta_status prof_synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
-                                     const xg_preprocess *pre, const synth_opts *o, xgraph *out,
-                                     int *first_op, int *n, manta_err *err);
+                                          const xg_preprocess *pre, const synth_opts *o,
+                                          xgraph *out, int *first_op, int *n, manta_err *err);
 
 /**
  * The one-layer graph of @p l (from lat_arch_layers() or lat_enumerate() on
@@ -81,7 +81,7 @@ manta_status prof_synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
  *         valid graph (the message names the key); MANTA_ERR_NO_MEMORY.
  */
 manta_status prof_synth_layer_graph(const ofa_space *s, const lat_layer *l, const synth_opts *o,
-                               xgraph *out, manta_err *err);
+                                    xgraph *out, manta_err *err);
 
 /**
  * The empty graph: input (1, h, w, c), RESHAPE to (1, h*w*c), RESHAPE again.

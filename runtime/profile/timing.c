@@ -52,9 +52,8 @@ int pt_open(pt_model *p, uint8_t *data, size_t size, uint64_t seed, char *msg, s
         pt_close(p);
         return -1;
     }
-    p->arena = aligned_alloc(MENGINE_ARENA_ALIGN,
-                             (p->arena_bytes + MENGINE_ARENA_ALIGN - 1) / MENGINE_ARENA_ALIGN *
-                                 MENGINE_ARENA_ALIGN);
+    p->arena = aligned_alloc(MENGINE_ARENA_ALIGN, (p->arena_bytes + MENGINE_ARENA_ALIGN - 1) /
+                                                      MENGINE_ARENA_ALIGN * MENGINE_ARENA_ALIGN);
     if (!p->arena) {
         snprintf(msg, cap, "out of memory for an arena of %zu bytes", p->arena_bytes);
         pt_close(p);

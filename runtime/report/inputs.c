@@ -62,7 +62,8 @@ static void dir_of(char *buf, const char *path)
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void skip(rep_inputs *r, const char *fmt, ...)
+static void
+skip(rep_inputs *r, const char *fmt, ...)
 {
     if (r->n_skipped == REP_MAX_SKIPS)
         return;
@@ -104,8 +105,10 @@ static manta_status load_training(const rep_input_opts *o, rep_inputs *r, manta_
         return MANTA_OK;
     } else if (!find_in(r->metrics_path, o->run, "metrics.jsonl") &&
                !find_in(r->metrics_path, o->run, "supernet/metrics.jsonl")) {
-        skip(r, "training curves and per-rank throughput: no metrics.jsonl in %s or %s/supernet "
-                "(--metrics FILE)", o->run, o->run);
+        skip(r,
+             "training curves and per-rank throughput: no metrics.jsonl in %s or %s/supernet "
+             "(--metrics FILE)",
+             o->run, o->run);
         return MANTA_OK;
     }
     MANTA_TRY(manta_run_history_load(r->metrics_path, &r->train, err));
@@ -175,8 +178,9 @@ static manta_status load_latency(const rep_input_opts *o, rep_inputs *r, manta_e
                 char dir[REP_PATH_CAP];
                 dir_of(dir, o->latency);
                 if (!find_in(r->lat_path, dir, "validate.csv")) {
-                    skip(r, "latency validation plot: no validate.csv beside the latency table %s "
-                            "(manta-profile --lut %s --validate K --csv FILE)",
+                    skip(r,
+                         "latency validation plot: no validate.csv beside the latency table %s "
+                         "(manta-profile --lut %s --validate K --csv FILE)",
                          o->latency, o->latency);
                     return MANTA_OK;
                 }

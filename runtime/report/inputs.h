@@ -28,9 +28,9 @@
 #include "core/status.h"
 #include "report/results.h"
 
-#define REP_PATH_CAP 4096  /**< bytes of a path, with the NUL */
-#define REP_MAX_SKIPS 8    /**< skipped inputs noted (more are not) */
-#define REP_SKIP_CAP 512   /**< bytes of one note, with the NUL */
+#define REP_PATH_CAP 4096 /**< bytes of a path, with the NUL */
+#define REP_MAX_SKIPS 8   /**< skipped inputs noted (more are not) */
+#define REP_SKIP_CAP 512  /**< bytes of one note, with the NUL */
 
 /** Where the inputs are. Strings are borrowed during rep_inputs_load() only. */
 typedef struct rep_input_opts {
@@ -47,11 +47,11 @@ typedef struct rep_inputs {
     char front_path[REP_PATH_CAP];       /**< the front.csv read */
     char lat_path[REP_PATH_CAP];         /**< the validation CSV read */
     char lat_summary_path[REP_PATH_CAP]; /**< its summary (read when it exists) */
-    bool have_metrics; /**< metrics.jsonl read (train holds its series and counts) */
-    bool have_train;   /**< metrics.jsonl read and holding progress records */
-    bool have_search;  /**< search.json read */
-    bool have_front;   /**< front.csv read (into search) */
-    bool have_lat;     /**< the validation read, with at least one sub-network */
+    bool have_metrics;       /**< metrics.jsonl read (train holds its series and counts) */
+    bool have_train;         /**< metrics.jsonl read and holding progress records */
+    bool have_search;        /**< search.json read */
+    bool have_front;         /**< front.csv read (into search) */
+    bool have_lat;           /**< the validation read, with at least one sub-network */
     manta_run_history train; /**< the training series (read whenever metrics_path is set) */
     rep_search search;       /**< the search's results */
     rep_latency lat;         /**< the latency table's validation */

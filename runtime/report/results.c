@@ -11,7 +11,6 @@
 #include "core/fileio.h"
 #include "core/json.h"
 
-
 static void copy_name(char *dst, size_t cap, const char *src)
 {
     snprintf(dst, cap, "%s", src ? src : "");
@@ -44,8 +43,9 @@ static bool all_equal(const cJSON *arr)
 /* An encoding {"ks":[..],"e":[..],"d":[..],"r":[..]} is uniform: each of ks, e, d one value. */
 static bool arch_uniform(const cJSON *a)
 {
-    return cJSON_IsObject(a) && manta_json_array(a, "ks", -1) && all_equal(manta_json_array(a, "ks", -1)) &&
-           all_equal(manta_json_array(a, "e", -1)) && all_equal(manta_json_array(a, "d", -1));
+    return cJSON_IsObject(a) && manta_json_array(a, "ks", -1) &&
+           all_equal(manta_json_array(a, "ks", -1)) && all_equal(manta_json_array(a, "e", -1)) &&
+           all_equal(manta_json_array(a, "d", -1));
 }
 
 static manta_status parse_json(const char *text, const char *name, cJSON **out, manta_err *err)
@@ -74,11 +74,14 @@ manta_status rep_search_parse(const char *text, const char *name, rep_search *s,
     s->evaluated = s->rejected = -1;
     s->best_macs = s->best_arena_bytes = s->best_file_bytes = NAN;
     if (!fmt || strcmp(fmt, "manta-search") != 0) {
-        st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: not a manta search result (\"format\" is "
-                                                  "not \"manta-search\")", name);
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "%s: not a manta search result (\"format\" is "
+                           "not \"manta-search\")",
+                           name);
         goto out;
     }
-    if (!best || !manta_json_number(best, "predicted_latency_ms", 0, INFINITY, &s->best.latency_ms) ||
+    if (!best ||
+        !manta_json_number(best, "predicted_latency_ms", 0, INFINITY, &s->best.latency_ms) ||
         !manta_json_number(best, "predicted_top1", 0, 1, &s->best.predicted_top1)) {
         st = manta_err_set(err, MANTA_ERR_FORMAT,
                            "%s: \"best\" lacks predicted_latency_ms or predicted_top1", name);
@@ -121,7 +124,8 @@ manta_status rep_search_parse(const char *text, const char *name, rep_search *s,
                 !manta_json_number(it, "predicted_top1", 0, 1, &c->predicted_top1)) {
                 st = manta_err_set(err, MANTA_ERR_FORMAT,
                                    "%s: re-ranked candidate %zu lacks predicted_latency_ms or "
-                                   "predicted_top1", name, s->n_cand + 1);
+                                   "predicted_top1",
+                                   name, s->n_cand + 1);
                 goto out;
             }
             c->val_top1 = num_or_nan(it, "validation_top1");
@@ -314,8 +318,8 @@ manta_status rep_latency_parse_csv(const char *text, const char *name, rep_laten
     while (next_row(&text, line, f, &line_no, cp, cm, &p, &m, &ok, &nf)) {
         if (!ok) {
             st = manta_err_set(err, MANTA_ERR_FORMAT,
-                               "%s: line %ld: predicted and measured latency must be numbers",
-                               name, line_no);
+                               "%s: line %ld: predicted and measured latency must be numbers", name,
+                               line_no);
             break;
         }
         if (p <= 0 || m <= 0)

@@ -19,7 +19,7 @@
 
 #include "core/status.h"
 
-#define REP_NAME_MAX 64  /**< bytes of a space name, with the NUL */
+#define REP_NAME_MAX 64 /**< bytes of a space name, with the NUL */
 
 /** One sub-network of the search's results. */
 typedef struct rep_cand {
@@ -31,19 +31,19 @@ typedef struct rep_cand {
 
 /** What search.json and front.csv hold. */
 typedef struct rep_search {
-    char space[REP_NAME_MAX];   /**< the search space's name */
-    char device[128];           /**< the latency table's device */
-    double budget_ms;           /**< the latency budget (0: none) */
-    rep_cand *front;            /**< (n_front) the Pareto front (front.csv), by latency */
-    size_t n_front;             /**< its points (0 when front.csv was not read) */
-    rep_cand *cand;             /**< (n_cand) the re-ranked candidates, measured */
-    size_t n_cand;              /**< 0 without --rerank */
-    long chosen;                /**< the index among cand of the chosen one (-1: none) */
-    bool has_best;              /**< "best" was read */
-    rep_cand best;              /**< the chosen sub-network (val_top1 from its re-rank) */
-    char best_arch[1024];       /**< its encoding as JSON ("" when too long) */
+    char space[REP_NAME_MAX]; /**< the search space's name */
+    char device[128];         /**< the latency table's device */
+    double budget_ms;         /**< the latency budget (0: none) */
+    rep_cand *front;          /**< (n_front) the Pareto front (front.csv), by latency */
+    size_t n_front;           /**< its points (0 when front.csv was not read) */
+    rep_cand *cand;           /**< (n_cand) the re-ranked candidates, measured */
+    size_t n_cand;            /**< 0 without --rerank */
+    long chosen;              /**< the index among cand of the chosen one (-1: none) */
+    bool has_best;            /**< "best" was read */
+    rep_cand best;            /**< the chosen sub-network (val_top1 from its re-rank) */
+    char best_arch[1024];     /**< its encoding as JSON ("" when too long) */
     double best_macs, best_arena_bytes, best_file_bytes; /**< its sizes (NaN: unknown) */
-    long evaluated, rejected;   /**< candidates evaluated, over budget (-1: unknown) */
+    long evaluated, rejected; /**< candidates evaluated, over budget (-1: unknown) */
 } rep_search;
 
 /**
@@ -69,13 +69,13 @@ void rep_search_free(rep_search *s);
 
 /** The table's validation: predicted against measured latency of whole sub-networks. */
 typedef struct rep_latency {
-    double *pred, *meas;   /**< (n) milliseconds */
-    size_t n;              /**< sub-networks */
-    bool has_summary;      /**< the summary (JSON) was read */
-    char device[128];      /**< the table's device ("" when unknown) */
-    double mean_abs_pct;   /**< mean absolute error, % of the measured (NaN: unknown) */
-    double within_10pct;   /**< share within +-10% (NaN: unknown) */
-    double kendall_tau;    /**< rank agreement (NaN: unknown) */
+    double *pred, *meas; /**< (n) milliseconds */
+    size_t n;            /**< sub-networks */
+    bool has_summary;    /**< the summary (JSON) was read */
+    char device[128];    /**< the table's device ("" when unknown) */
+    double mean_abs_pct; /**< mean absolute error, % of the measured (NaN: unknown) */
+    double within_10pct; /**< share within +-10% (NaN: unknown) */
+    double kendall_tau;  /**< rank agreement (NaN: unknown) */
 } rep_latency;
 
 /**

@@ -11,15 +11,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define PLOT_MAX_TICKS 16  /**< ticks per axis */
+#define PLOT_MAX_TICKS 16 /**< ticks per axis */
 
 /** An axis' ticks: round values covering a range. */
 typedef struct plot_ticks {
-    double lo, hi;             /**< the axis' range: the first and last tick */
-    double step;               /**< between ticks: 1, 2 or 5 times a power of ten */
-    int n;                     /**< ticks (2 .. PLOT_MAX_TICKS) */
-    double v[PLOT_MAX_TICKS];  /**< their values, rising, from lo to hi */
-    int decimals;              /**< digits after the point that tell the ticks apart */
+    double lo, hi;            /**< the axis' range: the first and last tick */
+    double step;              /**< between ticks: 1, 2 or 5 times a power of ten */
+    int n;                    /**< ticks (2 .. PLOT_MAX_TICKS) */
+    double v[PLOT_MAX_TICKS]; /**< their values, rising, from lo to hi */
+    int decimals;             /**< digits after the point that tell the ticks apart */
 } plot_ticks;
 
 /**

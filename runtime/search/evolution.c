@@ -273,8 +273,8 @@ static int cmp_rank(const void *x, const void *y, evo_metric ax)
     return (a->order > b->order) - (a->order < b->order);
 }
 
-#define DEFINE_CMP_AXIS(M)                                                                         \
-    static int cmp_cost_##M(const void *x, const void *y) { return cmp_cost(x, y, M); }           \
+#define DEFINE_CMP_AXIS(M)                                                              \
+    static int cmp_cost_##M(const void *x, const void *y) { return cmp_cost(x, y, M); } \
     static int cmp_rank_##M(const void *x, const void *y) { return cmp_rank(x, y, M); }
 DEFINE_CMP_AXIS(EVO_LATENCY)
 DEFINE_CMP_AXIS(EVO_MACS)
@@ -538,20 +538,11 @@ static void xml_escape(const char *in, char *out, size_t cap)
         const char *rep = NULL;
         char one[2] = {*in, '\0'};
         switch (*in) {
-        case '&':
-            rep = "&amp;";
-            break;
-        case '<':
-            rep = "&lt;";
-            break;
-        case '>':
-            rep = "&gt;";
-            break;
-        case '"':
-            rep = "&quot;";
-            break;
-        default:
-            rep = (unsigned char)*in < 0x20 ? " " : one;
+        case '&': rep = "&amp;"; break;
+        case '<': rep = "&lt;"; break;
+        case '>': rep = "&gt;"; break;
+        case '"': rep = "&quot;"; break;
+        default: rep = (unsigned char)*in < 0x20 ? " " : one;
         }
         size_t n = strlen(rep);
         if (k + n + 1 > cap)

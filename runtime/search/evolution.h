@@ -107,10 +107,10 @@ typedef struct evo_config {
     double budget[EVO_N_METRICS]; /**< upper bounds by metric; <= 0: unconstrained */
     evo_metric axis;              /**< cost axis of the Pareto front: EVO_LATENCY */
     uint64_t seed;                /**< 0 by default */
-    const ofa_arch *seeds; /**< (n_seeds) first candidates of the first population; not
+    const ofa_arch *seeds;        /**< (n_seeds) first candidates of the first population; not
                                 owned, read during evo_search() only: NULL */
-    int n_seeds;           /**< 0 */
-    int keep_top;      /**< how many networks evo_result.top holds: 0 */
+    int n_seeds;                  /**< 0 */
+    int keep_top;                 /**< how many networks evo_result.top holds: 0 */
     int top_min_genes; /**< least evo_arch_distance() between two of them: 1 (0 counts as 1) */
     int top_by_res;    /**< 1: the top list takes from each resolution in turn (below): 0 */
     int top_seeds;     /**< after the keep_top, up to this many of the fittest seeds within
@@ -134,7 +134,7 @@ typedef struct evo_result {
     long measured;        /**< measure calls */
     long rejected;        /**< candidates over budget */
     evo_figures min_seen; /**< smallest figure of each metric over all measured candidates */
-    evo_point *top; /**< (n_top <= keep_top + top_seeds) the fittest candidates of the
+    evo_point *top;       /**< (n_top <= keep_top + top_seeds) the fittest candidates of the
                          search, fittest first (ties as for best): top[0] is best, then each
                          next fittest candidate at least top_min_genes from every one before
                          it; with top_by_res, in rounds: each round takes the next such

@@ -128,8 +128,8 @@ manta_status ofa_spec_act(const cJSON *o, const char *key, bool leaky_too, nn_ac
     return MANTA_OK;
 }
 
-manta_status ofa_spec_list(const cJSON *o, const char *key, int cap, int lo, int hi,
-                           bool ascending, int *n, int *dst, const char *ctx, manta_err *err)
+manta_status ofa_spec_list(const cJSON *o, const char *key, int cap, int lo, int hi, bool ascending,
+                           int *n, int *dst, const char *ctx, manta_err *err)
 {
     const cJSON *a = manta_json_array(o, key, -1);
     int count = cJSON_GetArraySize(a);
@@ -149,10 +149,9 @@ manta_status ofa_spec_list(const cJSON *o, const char *key, int cap, int lo, int
 manta_status ofa_spec_choices(const cJSON *j, int *n_ks, int *ks, int *n_e, int *e, int *n_d,
                               int *d, manta_err *err)
 {
-    MANTA_TRY(ofa_spec_list(j, "kernel_sizes", OFA_MAX_CHOICES, 1, 9, true, n_ks, ks, "space",
-                            err));
-    MANTA_TRY(ofa_spec_list(j, "expand_ratios", OFA_MAX_CHOICES, 1, 8, true, n_e, e, "space",
-                            err));
+    MANTA_TRY(
+        ofa_spec_list(j, "kernel_sizes", OFA_MAX_CHOICES, 1, 9, true, n_ks, ks, "space", err));
+    MANTA_TRY(ofa_spec_list(j, "expand_ratios", OFA_MAX_CHOICES, 1, 8, true, n_e, e, "space", err));
     return ofa_spec_list(j, "depths", OFA_MAX_CHOICES, 1, OFA_MAX_DEPTH, true, n_d, d, "space",
                          err);
 }
@@ -196,8 +195,8 @@ manta_status ofa_spec_units(const cJSON *j, int min_units, ofa_spec_int_fn get_i
     return MANTA_OK;
 }
 
-manta_status ofa_spec_parse_text(const char *json, ofa_spec_parse_fn parse, void *out,
-                                 size_t size, manta_err *err)
+manta_status ofa_spec_parse_text(const char *json, ofa_spec_parse_fn parse, void *out, size_t size,
+                                 manta_err *err)
 {
     memset(out, 0, size);
     cJSON *j = cJSON_Parse(json);
@@ -209,8 +208,7 @@ manta_status ofa_spec_parse_text(const char *json, ofa_spec_parse_fn parse, void
     return st;
 }
 
-manta_status ofa_spec_read_file(const char *path, const char *builtins, char **buf,
-                                manta_err *err)
+manta_status ofa_spec_read_file(const char *path, const char *builtins, char **buf, manta_err *err)
 {
     manta_err why;
     manta_status st = manta_file_read(path, SPACE_FILE_MAX, buf, NULL, &why);
@@ -267,7 +265,8 @@ static manta_status parse_obj(const cJSON *j, void *out, manta_err *err)
     const cJSON *stem = cJSON_GetObjectItemCaseSensitive(j, "stem");
     MANTA_TRY(ofa_spec_int(stem, "width", 1, 4096, &s->stem_width, "space.stem", err));
     MANTA_TRY(ofa_spec_int(stem, "kernel", 1, 9, &s->stem_kernel, "space.stem", err));
-    MANTA_TRY(ofa_spec_int(stem, "stride1_max_res", 0, 100000, &s->stem_stride1_max_res, "space.stem", err));
+    MANTA_TRY(ofa_spec_int(stem, "stride1_max_res", 0, 100000, &s->stem_stride1_max_res,
+                           "space.stem", err));
     MANTA_TRY(ofa_spec_act(stem, "act", false, &s->stem_act, "space.stem", err));
     const cJSON *first = cJSON_GetObjectItemCaseSensitive(j, "first_block");
     MANTA_TRY(ofa_spec_int(first, "width", 1, 4096, &s->first_width, "space.first_block", err));
@@ -482,8 +481,8 @@ manta_status ofa_arch_validate(const ofa_space *s, const ofa_arch *a, manta_err 
     for (int u = 0; u < s->n_units; u++)
         if (!in_list(a->d[u], s->d, s->n_d))
             return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                 "architecture: d[%d] = %d is not a depth of space '%s'", u, a->d[u],
-                                 s->name);
+                                 "architecture: d[%d] = %d is not a depth of space '%s'", u,
+                                 a->d[u], s->name);
     if (!in_list(a->r, s->res, s->n_res))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "architecture: resolution %d is not one of space '%s'", a->r, s->name);
@@ -586,8 +585,7 @@ static ofa_layer *add_layer(ofa_desc *d, const char *name, ofa_layer_kind kind, 
         l->macs = (double)cin * cout;
         l->params = (long)cin * cout + cout;
         break;
-    default:
-        break;
+    default: break;
     }
     if (bn)
         l->params += 2L * cout;

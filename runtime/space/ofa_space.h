@@ -49,9 +49,9 @@ typedef struct ofa_space {
     char name[64];
     int in_channels; /**< 1 or 3 */
     int classes;
-    int n_res, res[OFA_MAX_RES];   /**< input resolutions, ascending */
+    int n_res, res[OFA_MAX_RES]; /**< input resolutions, ascending */
     int stem_width, stem_kernel;
-    int stem_stride1_max_res;      /**< stem stride 1 up to this resolution, else 2 */
+    int stem_stride1_max_res; /**< stem stride 1 up to this resolution, else 2 */
     nn_act stem_act;
     int first_width;
     nn_act first_act;
@@ -151,23 +151,23 @@ manta_status ofa_arch_parse(const ofa_space *s, const char *json, ofa_arch *a, m
 
 /** Kinds of layers in a description. */
 typedef enum ofa_layer_kind {
-    OFA_L_CONV,      /**< dense KxK or 1x1 convolution */
-    OFA_L_DWCONV,    /**< depthwise convolution */
-    OFA_L_SE,        /**< squeeze-and-excite (both 1x1 layers) */
-    OFA_L_POOL,      /**< global average pool */
-    OFA_L_LINEAR     /**< classifier */
+    OFA_L_CONV,   /**< dense KxK or 1x1 convolution */
+    OFA_L_DWCONV, /**< depthwise convolution */
+    OFA_L_SE,     /**< squeeze-and-excite (both 1x1 layers) */
+    OFA_L_POOL,   /**< global average pool */
+    OFA_L_LINEAR  /**< classifier */
 } ofa_layer_kind;
 
 typedef struct ofa_layer {
-    char name[48];      /**< "stem", "u2.b1.expand", ... */
+    char name[48]; /**< "stem", "u2.b1.expand", ... */
     ofa_layer_kind kind;
     int in_h, in_w, in_c, out_h, out_w, out_c;
     int kernel, stride;
-    bool bn;            /**< followed by batch norm */
+    bool bn; /**< followed by batch norm */
     nn_act act;
-    bool residual;      /**< adds the block input after this layer */
+    bool residual; /**< adds the block input after this layer */
     double macs;
-    long params;        /**< weights + biases + BN gamma/beta */
+    long params; /**< weights + biases + BN gamma/beta */
 } ofa_layer;
 
 /** Most layers a description can hold. */

@@ -30,8 +30,8 @@ void ofa_spec_set_list(int *n, int *dst, const int *src, int count);
 void ofa_spec_copy_units(ofa_unit_spec *dst, const ofa_unit_spec *src, int n);
 
 /** Reads an integer member in [@p lo, @p hi] into *@p out. */
-typedef manta_status (*ofa_spec_int_fn)(const cJSON *o, const char *key, int lo, int hi,
-                                        int *out, const char *ctx, manta_err *err);
+typedef manta_status (*ofa_spec_int_fn)(const cJSON *o, const char *key, int lo, int hi, int *out,
+                                        const char *ctx, manta_err *err);
 
 /** The classification reader's integer getter: "CTX: \"KEY\" must be an integer" or
  *  "CTX: \"KEY\" is V, outside [LO, HI]". */
@@ -43,8 +43,8 @@ manta_status ofa_spec_act(const cJSON *o, const char *key, bool leaky_too, nn_ac
                           const char *ctx, manta_err *err);
 
 /** A list of 1..@p cap integers in [@p lo, @p hi] (ascending when @p ascending). */
-manta_status ofa_spec_list(const cJSON *o, const char *key, int cap, int lo, int hi,
-                           bool ascending, int *n, int *dst, const char *ctx, manta_err *err);
+manta_status ofa_spec_list(const cJSON *o, const char *key, int cap, int lo, int hi, bool ascending,
+                           int *n, int *dst, const char *ctx, manta_err *err);
 
 /** "kernel_sizes" (1..9), "expand_ratios" (1..8) and "depths" (1..OFA_MAX_DEPTH):
  *  ascending lists of 1 to OFA_MAX_CHOICES values. */
@@ -70,13 +70,12 @@ typedef manta_status (*ofa_spec_parse_fn)(const cJSON *j, void *out, manta_err *
 
 /** Zero @p out (@p size bytes), parse the JSON text @p json and read it with @p parse
  *  ("space: not valid JSON near '...'" when it is not JSON). */
-manta_status ofa_spec_parse_text(const char *json, ofa_spec_parse_fn parse, void *out,
-                                 size_t size, manta_err *err);
+manta_status ofa_spec_parse_text(const char *json, ofa_spec_parse_fn parse, void *out, size_t size,
+                                 manta_err *err);
 
 /** Read the spec file @p path into *@p buf (malloc'd); the message of a failure
  *  points at the built-ins @p builtins. */
-manta_status ofa_spec_read_file(const char *path, const char *builtins, char **buf,
-                                manta_err *err);
+manta_status ofa_spec_read_file(const char *path, const char *builtins, char **buf, manta_err *err);
 
 /** ofa_spec_read_file(), then ofa_spec_parse_text(), its messages prefixed with
  *  "PATH: ". */

@@ -56,9 +56,9 @@ void stereo_space_cpu(stereo_space *s)
     s->max_disp = 32;
     common_choices(s);
     s->stem_width = 16, s->stem_kernel = 3, s->stem_act = NN_ACT_HSWISH;
-    const ofa_unit_spec u[6] = {{16, 2, NN_ACT_RELU, false},    {24, 1, NN_ACT_RELU, false},
-                                {32, 2, NN_ACT_RELU, true},     {48, 2, NN_ACT_HSWISH, false},
-                                {64, 2, NN_ACT_HSWISH, true},   {96, 1, NN_ACT_HSWISH, true}};
+    const ofa_unit_spec u[6] = {{16, 2, NN_ACT_RELU, false},  {24, 1, NN_ACT_RELU, false},
+                                {32, 2, NN_ACT_RELU, true},   {48, 2, NN_ACT_HSWISH, false},
+                                {64, 2, NN_ACT_HSWISH, true}, {96, 1, NN_ACT_HSWISH, true}};
     set_units(s, u, 6);
     s->corr_after_unit = 2, s->corr_max_disp = 8, s->corr_stride = 1, s->redir_width = 16;
     ofa_spec_set_list(&s->n_levels, s->dec_width, (const int[]){64, 48, 32, 24, 16}, 5);
@@ -157,9 +157,10 @@ static int check_taps(const char *name, int h, int w, int k, int st, char *what,
     if (!dy && !dx)
         return found;
     if (!found && what && cap)
-        snprintf(what, cap, "%s: %dx%d kernels on %dx%d maps (stride %d): their taps %d %s %s "
-                 "the centre multiply only padding", name, k, k, w, h, st, dy ? dy : dx,
-                 dy ? "rows" : "columns",
+        snprintf(what, cap,
+                 "%s: %dx%d kernels on %dx%d maps (stride %d): their taps %d %s %s "
+                 "the centre multiply only padding",
+                 name, k, k, w, h, st, dy ? dy : dx, dy ? "rows" : "columns",
                  dy ? (sy < 0 ? "above" : "below") : (sx < 0 ? "left of" : "right of"));
     return found + 1;
 }
@@ -245,8 +246,9 @@ static manta_status check_size(const stereo_space *s, const char *where, int h, 
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"width\" is %d, outside [2, 16384]",
                              where, w);
     if (s->max_disp >= w)
-        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"width\" %d is not above \"max_disp\" %d px",
-                             where, w, s->max_disp);
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s: \"width\" %d is not above \"max_disp\" %d px", where, w,
+                             s->max_disp);
     return MANTA_OK;
 }
 
@@ -354,8 +356,7 @@ manta_status stereo_space_validate(const stereo_space *s, manta_err *err)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "space.correlation: \"max_disp\" is %d at 1/%d (%d px), beyond "
                              "max_disp %d px (at most %d there)",
-                             s->corr_max_disp, scale, s->corr_max_disp * scale, s->max_disp,
-                             reach);
+                             s->corr_max_disp, scale, s->corr_max_disp * scale, s->max_disp, reach);
     MANTA_TRY(check_fit(s, "space.crop", s->crop_h, s->crop_w, err));
     for (int i = 0; i < s->n_crops; i++) {
         char where[32];
@@ -395,8 +396,7 @@ static manta_status need_int(const cJSON *o, const char *key, int lo, int hi, in
     return MANTA_OK;
 }
 
-static manta_status need_object(const cJSON *j, const char *key, const cJSON **out,
-                                manta_err *err)
+static manta_status need_object(const cJSON *j, const char *key, const cJSON **out, manta_err *err)
 {
     *out = manta_json_object(j, key);
     if (!*out)
@@ -434,7 +434,8 @@ static manta_status parse_obj(const cJSON *j, void *out, manta_err *err)
                                  "space: \"crops\" must list 1 to %d sizes {\"height\", \"width\"}",
                                  STEREO_MAX_CROPS);
         const cJSON *c;
-        cJSON_ArrayForEach(c, crops) {
+        cJSON_ArrayForEach(c, crops)
+        {
             char where[32];
             snprintf(where, sizeof where, "space.crops[%d]", s->n_crops);
             if (!cJSON_IsObject(c))
@@ -462,7 +463,7 @@ static manta_status parse_obj(const cJSON *j, void *out, manta_err *err)
 
     MANTA_TRY(need_object(j, "decoder", &o, err));
     MANTA_TRY(ofa_spec_list(o, "widths", STEREO_MAX_LEVELS, 1, 4096, false, &s->n_levels,
-                        s->dec_width, "space.decoder", err));
+                            s->dec_width, "space.decoder", err));
     const cJSON *ratios = manta_json_array(o, "width_ratios", -1);
     s->n_dec_ratios = cJSON_GetArraySize(ratios);
     if (!ratios || s->n_dec_ratios < 1 || s->n_dec_ratios > OFA_MAX_CHOICES)
@@ -662,8 +663,7 @@ void stereo_space_ofa_view(const stereo_space *s, ofa_space *v)
     v->first_act = s->stem_act;
     v->n_units = s->n_units;
     v->max_depth = s->max_depth;
-    ofa_spec_copy_units(v->unit, s->unit,
-                        s->n_units < OFA_MAX_UNITS ? s->n_units : OFA_MAX_UNITS);
+    ofa_spec_copy_units(v->unit, s->unit, s->n_units < OFA_MAX_UNITS ? s->n_units : OFA_MAX_UNITS);
     ofa_spec_set_list(&v->n_ks, v->ks, s->ks, s->n_ks);
     ofa_spec_set_list(&v->n_e, v->e, s->e, s->n_e);
     ofa_spec_set_list(&v->n_d, v->d, s->d, s->n_d);
@@ -756,8 +756,7 @@ manta_status stereo_arch_to_json(const stereo_space *s, const ofa_arch *a, char 
     return MANTA_OK;
 }
 
-manta_status stereo_arch_parse(const stereo_space *s, const char *json, ofa_arch *a,
-                               manta_err *err)
+manta_status stereo_arch_parse(const stereo_space *s, const char *json, ofa_arch *a, manta_err *err)
 {
     memset(a, 0, sizeof *a);
     cJSON *j = cJSON_Parse(json);
@@ -773,8 +772,8 @@ manta_status stereo_arch_parse(const stereo_space *s, const char *json, ofa_arch
         double got = rv->valuedouble;
         cJSON_Delete(j);
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                             "architecture: \"r\" is %g, not the crop height %d of space '%s'",
-                             got, s->crop_h, s->name);
+                             "architecture: \"r\" is %g, not the crop height %d of space '%s'", got,
+                             s->crop_h, s->name);
     }
     /* "dw": one width per decoder level */
     int dw[STEREO_MAX_LEVELS] = {0};
@@ -838,17 +837,11 @@ static stereo_layer *add_layer(stereo_desc *d, const char *name, stereo_layer_ki
     switch (kind) {
     case STEREO_L_CONV:
     case STEREO_L_DWCONV:
-    case STEREO_L_SE:
-        l->out_h = conv_out(h, k, stride), l->out_w = conv_out(w, k, stride);
-        break;
+    case STEREO_L_SE: l->out_h = conv_out(h, k, stride), l->out_w = conv_out(w, k, stride); break;
     case STEREO_L_DECONV: /* k4 s2 p1: (h - 1) * 2 - 2 + 4 */
-    case STEREO_L_UPSAMPLE:
-        l->out_h = 2 * h, l->out_w = 2 * w;
-        break;
+    case STEREO_L_UPSAMPLE: l->out_h = 2 * h, l->out_w = 2 * w; break;
     case STEREO_L_CORR:
-    case STEREO_L_CONCAT:
-        l->out_h = h, l->out_w = w;
-        break;
+    case STEREO_L_CONCAT: l->out_h = h, l->out_w = w; break;
     }
     double out_px = (double)l->out_h * l->out_w;
     switch (kind) {
@@ -864,8 +857,7 @@ static stereo_layer *add_layer(stereo_desc *d, const char *name, stereo_layer_ki
         l->macs = (double)h * w * cin * cout * k * k;
         l->params = (long)cin * cout * k * k;
         break;
-    default: /* SE is filled in by its caller; the others have no weights */
-        break;
+    default: /* SE is filled in by its caller; the others have no weights */ break;
     }
     if (bias)
         l->params += cout;
@@ -888,8 +880,8 @@ static void add_unit(stereo_desc *d, const stereo_space *s, const ofa_arch *a, i
         snprintf(name, sizeof name, "u%d.b%d.expand", u + 1, j + 1);
         add_layer(d, name, STEREO_L_CONV, *h, *w, *c, mid, 1, 1, true, false, us->act, views);
         snprintf(name, sizeof name, "u%d.b%d.dw", u + 1, j + 1);
-        stereo_layer *l = add_layer(d, name, STEREO_L_DWCONV, *h, *w, mid, mid, k, st1, true,
-                                    false, us->act, views);
+        stereo_layer *l = add_layer(d, name, STEREO_L_DWCONV, *h, *w, mid, mid, k, st1, true, false,
+                                    us->act, views);
         *h = l->out_h, *w = l->out_w;
         if (us->se) {
             int se = ofa_make_divisible(mid / 4.0, 8);

@@ -91,33 +91,33 @@
 
 typedef struct stereo_space {
     char name[64];
-    int crop_h, crop_w;  /**< the network's size: evaluation crops, and the training crop
+    int crop_h, crop_w; /**< the network's size: evaluation crops, and the training crop
                           *  without "crops"; multiples of 2^n_levels */
     /** "crops": the training crops, {height, width} each (multiples of 2^n_levels, wider
      *  than max_disp and the correlation's range, as the crop), one drawn per step; 0:
      *  the crop alone */
     int n_crops;
     int crops[STEREO_MAX_CROPS][2];
-    int max_disp;        /**< largest disparity, in full-resolution pixels, < crop_w */
+    int max_disp;                /**< largest disparity, in full-resolution pixels, < crop_w */
     int stem_width, stem_kernel; /**< stem kernel odd */
-    nn_act stem_act;     /**< NN_ACT_RELU, NN_ACT_HSWISH or NN_ACT_LEAKY_RELU */
-    int n_units;         /**< 3 .. OFA_MAX_UNITS */
-    int max_depth;       /**< the largest depth choice */
+    nn_act stem_act;             /**< NN_ACT_RELU, NN_ACT_HSWISH or NN_ACT_LEAKY_RELU */
+    int n_units;                 /**< 3 .. OFA_MAX_UNITS */
+    int max_depth;               /**< the largest depth choice */
     ofa_unit_spec unit[OFA_MAX_UNITS];
     int n_ks, ks[OFA_MAX_CHOICES]; /**< kernel sizes, odd, ascending */
     int n_e, e[OFA_MAX_CHOICES];   /**< expand ratios, ascending */
     int n_d, d[OFA_MAX_CHOICES];   /**< depths, ascending */
-    int corr_after_unit; /**< 2 or 3 (< n_units): units 1..this run on both views */
-    int corr_max_disp;   /**< largest displacement, in columns of the correlation's map */
-    int corr_stride;     /**< displacement step, 1 .. corr_max_disp */
-    int redir_width;     /**< channels of the 1x1 redirect of the left features */
-    int n_levels;        /**< decoder levels = stride-2 stages */
+    int corr_after_unit;           /**< 2 or 3 (< n_units): units 1..this run on both views */
+    int corr_max_disp;             /**< largest displacement, in columns of the correlation's map */
+    int corr_stride;               /**< displacement step, 1 .. corr_max_disp */
+    int redir_width;               /**< channels of the 1x1 redirect of the left features */
+    int n_levels;                  /**< decoder levels = stride-2 stages */
     int dec_width[STEREO_MAX_LEVELS]; /**< per level, coarse to fine: the largest width */
-    int n_dec_ratios;    /**< 1 .. OFA_MAX_CHOICES */
+    int n_dec_ratios;                 /**< 1 .. OFA_MAX_CHOICES */
     /** elastic decoder width: fractions of dec_width[], ascending in (0, 1], the last 1
      *  (stereo_dec_width() rounds them to channels) */
     double dec_ratio[OFA_MAX_CHOICES];
-    int n_rounds;        /**< 1 .. STEREO_MAX_ROUNDS */
+    int n_rounds; /**< 1 .. STEREO_MAX_ROUNDS */
     /** loss weight of prediction p (0 = the coarsest .. n_levels = full
      *  resolution) in round r: finite, >= 0, some > 0 in every round */
     double loss_w[STEREO_MAX_ROUNDS][STEREO_MAX_PREDS];
@@ -274,18 +274,18 @@ typedef enum stereo_layer_kind {
 const char *stereo_layer_kind_name(stereo_layer_kind k);
 
 typedef struct stereo_layer {
-    char name[48];   /**< "stem", "u2.b1.expand", "corr", "redir", "d5.deconv", "d6.pred", ... */
+    char name[48]; /**< "stem", "u2.b1.expand", "corr", "redir", "d5.deconv", "d6.pred", ... */
     stereo_layer_kind kind;
-    int in_h, in_w, in_c;    /**< one input, one view (a concatenation: its output) */
+    int in_h, in_w, in_c; /**< one input, one view (a concatenation: its output) */
     int out_h, out_w, out_c;
-    int kernel, stride;      /**< the correlation: kernel 1, its displacement stride */
-    bool bn;                 /**< followed by batch norm */
+    int kernel, stride; /**< the correlation: kernel 1, its displacement stride */
+    bool bn;            /**< followed by batch norm */
     bool bias;
     nn_act act;
-    bool residual;           /**< adds the block input after this layer */
-    int views;               /**< 2: runs on the left and the right view, shared weights */
-    double macs;             /**< per image pair, all views counted */
-    long params;             /**< weights + biases + BN gamma/beta, counted once */
+    bool residual; /**< adds the block input after this layer */
+    int views;     /**< 2: runs on the left and the right view, shared weights */
+    double macs;   /**< per image pair, all views counted */
+    long params;   /**< weights + biases + BN gamma/beta, counted once */
 } stereo_layer;
 
 /** Most layers a description can hold. */

@@ -89,12 +89,17 @@ static int conv_s1(sx *c, int x, int k, int cout, size_t w_off, size_t ld, const
 {
     const xg_tensor *t = &c->g->tensors[x];
     const int h = t->shape[1], w = t->shape[2], cin = t->shape[3];
-    xg_op op = {.kind = XG_CONV, .in0 = x, .in1 = -1, .kh = k, .kw = k, .stride = 1,
-                .same = true};
+    xg_op op = {.kind = XG_CONV, .in0 = x, .in1 = -1, .kh = k, .kw = k, .stride = 1, .same = true};
     if (alloc_values(c, &op, k, cin, cout) < 0)
         return -1;
-    const mbv3_request r = {.kind = XG_CONV, .k = k, .cin = cin, .cout = cout, .in_scale = 1.0f,
-                            .weights = op.weights, .n_weights = op.n_weights, .bias = op.bias,
+    const mbv3_request r = {.kind = XG_CONV,
+                            .k = k,
+                            .cin = cin,
+                            .cout = cout,
+                            .in_scale = 1.0f,
+                            .weights = op.weights,
+                            .n_weights = op.n_weights,
+                            .bias = op.bias,
                             .n_bias = op.n_bias};
     ofa_fill_conv_bn(&c->v, &r, w_off, ld, bn);
     if (!bn)
@@ -142,8 +147,8 @@ static int corr_part(sx *c, int left, int right)
 {
     const stereo_net *n = c->n;
     const stereo_space *s = &n->s;
-    int corr = xgraph_add_correlation(c->g, left, right, s->corr_max_disp, s->corr_stride,
-                                      "corr", c->err);
+    int corr =
+        xgraph_add_correlation(c->g, left, right, s->corr_max_disp, s->corr_stride, "corr", c->err);
     int redir = corr < 0 ? -1
                          : conv_s1(c, left, 1, s->redir_width, n->redir_w, (size_t)n->cc,
                                    &n->redir_bn, 0, NN_ACT_LEAKY_RELU, "redir");
@@ -162,8 +167,8 @@ static int level(sx *c, int i, int in, int pred, int skip, int *conv)
     const stereo_level *l = &n->lev[i];
     const int k = n->s.n_levels - 1 - i, aw = l->aw, acin = l->acin;
     char nm[XG_NAME_MAX];
-    xg_op up = {.kind = XG_TCONV, .in0 = in, .in1 = -1, .kh = 4, .kw = 4, .stride = 2,
-                .same = true};
+    xg_op up = {
+        .kind = XG_TCONV, .in0 = in, .in1 = -1, .kh = 4, .kw = 4, .stride = 2, .same = true};
     if (alloc_values(c, &up, 4, acin, aw) < 0)
         return -1;
     /* (cin, width, 4, 4), the first acin rows and aw columns -> OHWI (aw, 4, 4, acin) */
@@ -234,8 +239,8 @@ static int build(sx *c)
         return -1;
     char nm[XG_NAME_MAX];
     snprintf(nm, sizeof nm, "d%d.pred", L);
-    int pred = conv_s1(c, x, 3, 1, n->pred0_w, (size_t)n->cl * 9, NULL, n->pred0_b,
-                       NN_ACT_NONE, nm);
+    int pred =
+        conv_s1(c, x, 3, 1, n->pred0_w, (size_t)n->cl * 9, NULL, n->pred0_b, NN_ACT_NONE, nm);
     int in = x;
     for (int i = 0; i < L && pred >= 0; i++)
         pred = level(c, i, in, pred, skip[L - 1 - i], &in);
@@ -252,8 +257,8 @@ manta_status stereo_net_extract(stereo_net *n, xgraph *out, manta_err *err)
     if (!n->have_arch)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "export: no sub-network selected");
     const stereo_space *s = &n->s;
-    float *p = malloc(n->n_params * sizeof *p), *st = malloc((n->n_state ? n->n_state : 1) *
-                                                             sizeof *st);
+    float *p = malloc(n->n_params * sizeof *p),
+          *st = malloc((n->n_state ? n->n_state : 1) * sizeof *st);
     manta_status rc = MANTA_OK;
     if (!p || !st)
         rc = manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
@@ -273,8 +278,8 @@ manta_status stereo_net_extract(stereo_net *n, xgraph *out, manta_err *err)
         snprintf(out->pre.space, sizeof out->pre.space, "%s", s->name);
         out->pre.disp_scale = 1.0f;
         out->pre.max_disp = (float)s->max_disp;
-        snprintf(out->description, sizeof out->description,
-                 "manta stereo sub-network of space %s", s->name);
+        snprintf(out->description, sizeof out->description, "manta stereo sub-network of space %s",
+                 s->name);
         ofa_arch a = n->arch;
         a.r = s->crop_h; /* the encoding's resolution is the space's crop */
         stereo_arch_to_json(s, &a, out->arch_json, sizeof out->arch_json, NULL);
@@ -290,8 +295,8 @@ manta_status stereo_net_extract(stereo_net *n, xgraph *out, manta_err *err)
 
 /* The engine's finest disparity of @p views ((2, 3, h, w)) into @p disp (h * w); *fused the
  * fused correlations. */
-static manta_status engine_run(const uint8_t *data, size_t size, const float *views, int h,
-                               int w, float *disp, size_t *fused, manta_err *err)
+static manta_status engine_run(const uint8_t *data, size_t size, const float *views, int h, int w,
+                               float *disp, size_t *fused, manta_err *err)
 {
     mengine_model m;
     mengine e;
@@ -302,8 +307,8 @@ static manta_status engine_run(const uint8_t *data, size_t size, const float *vi
     size_t bytes = 0;
     void *work = malloc(ws ? ws : 1);
     uint8_t *arena = NULL;
-    manta_status st = work ? MANTA_OK
-                           : manta_err_set(err, MANTA_ERR_NO_MEMORY, "export check: out of memory");
+    manta_status st =
+        work ? MANTA_OK : manta_err_set(err, MANTA_ERR_NO_MEMORY, "export check: out of memory");
     if (st == MANTA_OK && mengine_arena_size(&m, work, ws, &bytes, msg, sizeof msg) != MENGINE_OK)
         st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: %s", msg);
     if (st == MANTA_OK && !(arena = aligned_alloc(MENGINE_ARENA_ALIGN, (bytes + 15) & ~(size_t)15)))
@@ -319,7 +324,8 @@ static manta_status engine_run(const uint8_t *data, size_t size, const float *vi
          v[1].count != 3 * plane || v[2].count != plane))
         st = manta_err_set(err, MANTA_ERR_FORMAT,
                            "export check: the model's inputs and output are not two %dx%d views "
-                           "and one disparity map", w, h);
+                           "and one disparity map",
+                           w, h);
     for (int k = 0; k < 2 && st == MANTA_OK; k++) /* (3, h, w) planes -> NHWC */
         for (size_t i = 0; i < plane; i++)
             for (int ch = 0; ch < 3; ch++)

@@ -17,7 +17,7 @@ struct stereo_infer {
     float *host;     /* (2, 3, ph, pw) padded views, then (ph, pw) the finest prediction */
     size_t host_cap; /* floats */
     const stereo_source *recal; /* borrowed; NULL: the source's statistics as they are */
-    long recal_pairs;           /* at the crop; fewer at larger sizes (stereo_infer_recal_pairs()) */
+    long recal_pairs; /* at the crop; fewer at larger sizes (stereo_infer_recal_pairs()) */
 };
 
 void stereo_pad_size(int height, int width, int n_levels, int *padded_h, int *padded_w)
@@ -50,8 +50,8 @@ void stereo_crop_plane(const float *src, int ph, int pw, int h, int w, float *ds
         memcpy(dst + (size_t)y * w, src + (size_t)y * pw, (size_t)w * sizeof *dst);
 }
 
-manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a,
-                                 stereo_infer **out, manta_err *err)
+manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a, stereo_infer **out,
+                                 manta_err *err)
 {
     *out = NULL;
     const stereo_space *s = stereo_net_space(src);
@@ -107,8 +107,10 @@ static manta_status net_at(stereo_infer *r, stereo_net *from_net, int ph, int pw
     s.crop_h = ph, s.crop_w = pw, s.n_crops = 0; /* planned for this size alone */
     manta_err verr = {0};
     if (stereo_space_validate(&s, &verr) != MANTA_OK)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "too small for the network of space "
-                             "'%s' (%s)", s.name, verr.msg);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "too small for the network of space "
+                             "'%s' (%s)",
+                             s.name, verr.msg);
     stereo_net *n = NULL;
     manta_status st = stereo_net_create_forward_only(r->d, &s, batch, 0, &n);
     if (st != MANTA_OK)
@@ -179,7 +181,8 @@ static manta_status recal_pair(const stereo_source *src, long i, int h, int w, s
     stereo_pair raw = {0};
     MANTA_TRY(stereo_folder_load(src->set, (int)at, &raw, err));
     stereo_aug_params crop = {.crop_h = h < raw.height ? h : raw.height,
-                              .crop_w = w < raw.width ? w : raw.width, .per_view = true};
+                              .crop_w = w < raw.width ? w : raw.width,
+                              .per_view = true};
     manta_rng rng;
     manta_rng_seed(&rng, (uint64_t)i, 11);
     manta_status st = stereo_pair_alloc(q, crop.crop_h, crop.crop_w, err);
@@ -287,8 +290,8 @@ static manta_status recalibrate(stereo_infer *r, int h, int w, manta_err *err)
     ofa_slabs sl, to;
     stereo_net_slabs(rn, &sl);
     stereo_net_slabs(r->net, &to);
-    manta_status st = MANTA_OK, dev = host ? stereo_net_recal_begin_pooled(rn, batches * B)
-                                           : MANTA_OK;
+    manta_status st = MANTA_OK,
+                 dev = host ? stereo_net_recal_begin_pooled(rn, batches * B) : MANTA_OK;
     if (!host)
         st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "out of host memory");
     for (long i = 0; i < batches && st == MANTA_OK && dev == MANTA_OK; i++) {
@@ -458,8 +461,7 @@ manta_status stereo_infer_net(stereo_infer *r, int height, int width, stereo_net
         }
     }
     if (st != MANTA_OK)
-        return manta_err_set(err, st, "%dx%d (padded to %dx%d): %s", width, height, pw, ph,
-                             e.msg);
+        return manta_err_set(err, st, "%dx%d (padded to %dx%d): %s", width, height, pw, ph, e.msg);
     *net = r->net;
     return MANTA_OK;
 }

@@ -63,8 +63,8 @@ typedef struct stereo_infer stereo_infer;
  * @return MANTA_ERR_INVALID_ARG naming the gene of @p a that is not one of the space's
  *         choices (its "r" is ignored: each network's is its own height); MANTA_ERR_NO_MEMORY.
  */
-manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a,
-                                 stereo_infer **out, manta_err *err);
+manta_status stereo_infer_create(mcl_dev *d, stereo_net *src, const ofa_arch *a, stereo_infer **out,
+                                 manta_err *err);
 /** Most pairs a batch of a re-calibration at sizes beyond the source network's
  *  (stereo_infer_set_recal()). */
 #define STEREO_RECAL_BATCH 8
@@ -148,10 +148,10 @@ typedef manta_status (*stereo_infer_pair_fn)(void *ctx, long index, const stereo
 
 /** What stereo_infer_folder() ran. */
 typedef struct stereo_infer_summary {
-    long pairs;                 /**< pairs run and scored */
-    long timed;                 /**< forwards the median is over */
-    double ms_median;           /**< median forward time of a pair, ms */
-    int sizes;                  /**< networks made (padded sizes met in turn) */
+    long pairs;                     /**< pairs run and scored */
+    long timed;                     /**< forwards the median is over */
+    double ms_median;               /**< median forward time of a pair, ms */
+    int sizes;                      /**< networks made (padded sizes met in turn) */
     int min_h, min_w, max_h, max_w; /**< the smallest and largest padded sides timed */
 } stereo_infer_summary;
 

@@ -61,8 +61,7 @@ mview stereo_net_dpred(const stereo_net *n, int p) { return G(n, n->pred[p]); }
 static nn_conv2d_shape stem_shape(const stereo_net *n, int batch)
 {
     const int k = n->s.stem_kernel;
-    return (nn_conv2d_shape){batch, 3, n->H, n->W, n->s.stem_width, k, k, 2, 2,
-                             k / 2, k / 2, 0};
+    return (nn_conv2d_shape){batch, 3, n->H, n->W, n->s.stem_width, k, k, 2, 2, k / 2, k / 2, 0};
 }
 
 static nn_corr_shape corr_shape(const stereo_net *n, int batch)
@@ -88,15 +87,14 @@ static nn_conv2d_shape pred0_shape(const stereo_net *n, int batch)
 
 static nn_deconv2d_shape up_shape(const stereo_level *l, int batch)
 {
-    return (nn_deconv2d_shape){batch, l->acin, l->h / 2, l->w / 2, l->aw, 4, 4, 2, 2, 1, 1,
-                               l->width * 16};
+    return (nn_deconv2d_shape){batch, l->acin, l->h / 2, l->w / 2, l->aw, 4,
+                               4,     2,       2,        1,        1,     l->width * 16};
 }
 
 static nn_upsample_shape upp_shape(const stereo_level *l, int batch)
 {
     return (nn_upsample_shape){batch, 1, l->h / 2, l->w / 2, 2};
 }
-
 
 static nn_conv2d_shape lconv_shape(const stereo_level *l, int batch)
 {
@@ -348,8 +346,7 @@ static manta_status create(mcl_dev *d, const stereo_space *space, int batch, uin
     *out = NULL;
     manta_err *err = mcl_err(d);
     if (batch < 1)
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "stereo net: batch %d is below 1",
-                             batch);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "stereo net: batch %d is below 1", batch);
     manta_err verr;
     if (stereo_space_validate(space, &verr) != MANTA_OK)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "stereo net: %s", verr.msg);
@@ -410,10 +407,7 @@ manta_status stereo_net_set_size(stereo_net *n, int h, int w)
     return n->have_arch ? stereo_net_set_arch(n, &n->arch) : MANTA_OK;
 }
 
-void stereo_net_size(const stereo_net *n, int *h, int *w)
-{
-    *h = n->H, *w = n->W;
-}
+void stereo_net_size(const stereo_net *n, int *h, int *w) { *h = n->H, *w = n->W; }
 
 void stereo_net_destroy(stereo_net *n)
 {
@@ -584,26 +578,25 @@ static manta_status encoder_forward(stereo_net *n)
     n->net.batch = 2 * N;
     const size_t shw = (size_t)n->h1 * n->w1, hwc = (size_t)n->hc * n->wc;
     nn_conv2d_shape stem = stem_shape(n, 2 * N);
-    MANTA_TRY(nn_conv2d_forward(d, &stem, A(n, n->x0), PW(n, n->stem_w), A(n, n->stem_conv),
-                                SCR(n)));
+    MANTA_TRY(
+        nn_conv2d_forward(d, &stem, A(n, n->x0), PW(n, n->stem_w), A(n, n->stem_conv), SCR(n)));
     MANTA_TRY(ofa_net_bn_forward(&n->net, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv,
                                  n->stem_bn_t));
-    MANTA_TRY(ofa_net_act_forward(&n->net, s->stem_act, 2 * N * s->stem_width * shw,
-                                  n->stem_bn_t, n->stem_act));
+    MANTA_TRY(ofa_net_act_forward(&n->net, s->stem_act, 2 * N * s->stem_width * shw, n->stem_bn_t,
+                                  n->stem_act));
     for (int i = 0; i < n->n_shared; i++)
         MANTA_TRY(ofa_mbconv_forward(&n->net, &n->slot[n->active[i].idx], &n->active[i].c));
 
     n->net.batch = N;
     const size_t half = (size_t)N * n->cc * hwc; /* the right view's offset */
     nn_corr_shape cs = corr_shape(n, N);
-    MANTA_TRY(nn_corr_forward(d, &cs, A(n, n->shared_out), A(n, n->shared_out + half),
-                              A(n, n->corr)));
+    MANTA_TRY(
+        nn_corr_forward(d, &cs, A(n, n->shared_out), A(n, n->shared_out + half), A(n, n->corr)));
     nn_conv2d_shape rs = redir_shape(n, N);
     const int R = s->redir_width;
-    MANTA_TRY(nn_conv2d_forward(d, &rs, A(n, n->shared_out), PW(n, n->redir_w),
-                                A(n, n->redir_conv), SCR(n)));
-    MANTA_TRY(ofa_net_bn_forward(&n->net, &n->redir_bn, R, (int)hwc, n->redir_conv,
-                                 n->redir_bn_t));
+    MANTA_TRY(nn_conv2d_forward(d, &rs, A(n, n->shared_out), PW(n, n->redir_w), A(n, n->redir_conv),
+                                SCR(n)));
+    MANTA_TRY(ofa_net_bn_forward(&n->net, &n->redir_bn, R, (int)hwc, n->redir_conv, n->redir_bn_t));
     MANTA_TRY(ofa_net_act_forward(&n->net, NN_ACT_LEAKY_RELU, (size_t)N * R * hwc, n->redir_bn_t,
                                   n->redir_act));
     nn_concat_shape c0 = {N, n->dcorr, (int)hwc, n->dcorr + R, 0};
@@ -632,8 +625,8 @@ static manta_status level_forward(stereo_net *n, int i)
     const int N = n->pairs;
     const size_t out = (size_t)N * l->aw * l->h * l->w;
     nn_deconv2d_shape up = up_shape(l, N);
-    MANTA_TRY(nn_deconv2d_forward(d, &up, A(n, l->in), PW(n, l->up_w), PW(n, l->up_b),
-                                  A(n, l->up), SCR(n)));
+    MANTA_TRY(nn_deconv2d_forward(d, &up, A(n, l->in), PW(n, l->up_w), PW(n, l->up_b), A(n, l->up),
+                                  SCR(n)));
     MANTA_TRY(ofa_net_act_forward(&n->net, NN_ACT_LEAKY_RELU, out, l->up, l->up_act));
     nn_upsample_shape us = upp_shape(l, N);
     MANTA_TRY(nn_upsample_forward(d, &us, 1.0f, A(n, n->pred[i]), A(n, l->upp)));
@@ -699,12 +692,11 @@ static manta_status level_backward(stereo_net *n, int i)
     const int N = n->pairs;
     const size_t out = (size_t)N * l->aw * l->h * l->w;
     nn_conv2d_shape c = lconv_shape(l, N), p = lpred_shape(l, N);
-    MANTA_TRY(conv_bias_bwd(n, &p, l->conv_act, l->pred_w, l->pred_b, n->gpred[i + 1],
-                            l->conv_act));
+    MANTA_TRY(
+        conv_bias_bwd(n, &p, l->conv_act, l->pred_w, l->pred_b, n->gpred[i + 1], l->conv_act));
     if (i + 1 < n->s.n_levels) /* conv_act also fed level i + 1's deconvolution */
         MANTA_TRY(nn_axpy(d, out, 1.0f, G(n, n->gtmp), G(n, l->conv_act)));
-    MANTA_TRY(ofa_net_act_backward(&n->net, NN_ACT_LEAKY_RELU, out, l->conv, l->conv_act,
-                                   l->conv));
+    MANTA_TRY(ofa_net_act_backward(&n->net, NN_ACT_LEAKY_RELU, out, l->conv, l->conv_act, l->conv));
     MANTA_TRY(conv_bias_bwd(n, &c, l->cat, l->conv_w, l->conv_b, l->conv, l->cat));
     nn_concat_shape part[3];
     level_parts(l, N, part);
@@ -726,8 +718,7 @@ static manta_status decoder_backward(stereo_net *n)
     for (int i = n->s.n_levels - 1; i >= 0; i--)
         MANTA_TRY(level_backward(n, i));
     nn_conv2d_shape p0 = pred0_shape(n, n->pairs);
-    MANTA_TRY(conv_bias_bwd(n, &p0, n->last_out, n->pred0_w, n->pred0_b, n->gpred[0],
-                            n->last_out));
+    MANTA_TRY(conv_bias_bwd(n, &p0, n->last_out, n->pred0_w, n->pred0_b, n->gpred[0], n->last_out));
     const size_t len = (size_t)n->pairs * n->cl * n->hl * n->wl;
     return nn_axpy(n->net.d, len, 1.0f, G(n, n->gtmp), G(n, n->last_out));
 }
@@ -772,8 +763,8 @@ static manta_status corr_backward(stereo_net *n)
     MANTA_TRY(nn_concat_backward(d, &c1, G(n, n->ccat), G(n, n->redir_act), false));
     MANTA_TRY(ofa_net_act_backward(&n->net, NN_ACT_LEAKY_RELU, (size_t)N * R * hwc, n->redir_bn_t,
                                    n->redir_act, n->redir_bn_t));
-    MANTA_TRY(ofa_net_bn_backward(&n->net, &n->redir_bn, R, (int)hwc, n->redir_conv,
-                                  n->redir_bn_t, n->redir_conv));
+    MANTA_TRY(ofa_net_bn_backward(&n->net, &n->redir_bn, R, (int)hwc, n->redir_conv, n->redir_bn_t,
+                                  n->redir_conv));
     nn_corr_shape cs = corr_shape(n, N);
     MANTA_TRY(nn_corr_backward(d, &cs, A(n, n->shared_out), A(n, n->shared_out + half),
                                G(n, n->corr), G(n, n->shared_out), G(n, n->shared_out + half)));
@@ -808,8 +799,8 @@ manta_status stereo_net_backward(stereo_net *n)
     MANTA_TRY(ofa_net_bn_backward(net, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv,
                                   n->stem_bn_t, n->stem_conv));
     nn_conv2d_shape stem = stem_shape(n, 2 * N);
-    MANTA_TRY(nn_conv2d_backward(net->d, &stem, A(n, n->x0), PW(n, n->stem_w),
-                                 G(n, n->stem_conv), (mview){NULL, 0}, DP(n, n->stem_w), SCR(n)));
+    MANTA_TRY(nn_conv2d_backward(net->d, &stem, A(n, n->x0), PW(n, n->stem_w), G(n, n->stem_conv),
+                                 (mview){NULL, 0}, DP(n, n->stem_w), SCR(n)));
     net->batch = N;
     return MANTA_OK;
 }
@@ -846,8 +837,8 @@ static stereo_layer conv_layer(const char *name, const nn_conv2d_shape *c, bool 
     l.kernel = c->kh, l.stride = c->stride_h;
     l.bn = bn, l.bias = bias, l.act = act, l.views = views;
     l.macs = nn_conv2d_macs(c) * views;
-    l.params = (long)c->cout * c->cin * c->kh * c->kw + (bias ? c->cout : 0) +
-               (bn ? 2L * c->cout : 0);
+    l.params =
+        (long)c->cout * c->cin * c->kh * c->kw + (bias ? c->cout : 0) + (bn ? 2L * c->cout : 0);
     return l;
 }
 

@@ -60,8 +60,8 @@ static ckpt_train_slabs train_slabs(stereo_trainer *t, bool has_teacher)
 {
     ofa_slabs sl;
     stereo_net_slabs(stereo_trainer_net(t), &sl);
-    return (ckpt_train_slabs){sl.params, sl.momentum, sl.state, stereo_trainer_teacher(t),
-                              sl.n_params, sl.n_state, has_teacher};
+    return (ckpt_train_slabs){sl.params,   sl.momentum, sl.state,   stereo_trainer_teacher(t),
+                              sl.n_params, sl.n_state,  has_teacher};
 }
 
 manta_status stereo_state_save(const char *path, stereo_trainer *t, mcl_dev *d,
@@ -76,13 +76,13 @@ manta_status stereo_state_save(const char *path, stereo_trainer *t, mcl_dev *d,
     return st;
 }
 
-static manta_status read_meta(ckpt_reader *r, const char *path, stereo_space *sp,
-                              stereo_meta *m, manta_err *err)
+static manta_status read_meta(ckpt_reader *r, const char *path, stereo_space *sp, stereo_meta *m,
+                              manta_err *err)
 {
     char *space = NULL;
     memset(m, 0, sizeof *m);
     MANTA_TRY(train_ckpt_meta_read(r, path, FORMAT, "stereo training", get_meta, m, &m->run, &space,
-                             err));
+                                   err));
     manta_status st = stereo_space_parse(space, sp, err);
     free(space);
     return st;
@@ -124,8 +124,8 @@ manta_status stereo_state_load(const char *path, stereo_trainer *t, mcl_dev *d, 
 
 /* Refuse @p path, whose space @p got was read, when it is not @p want: names differ, or
  * the same name with other settings (their spec text differs). */
-static manta_status same_space(const char *path, const stereo_space *got,
-                               const stereo_space *want, manta_err *err)
+static manta_status same_space(const char *path, const stereo_space *got, const stereo_space *want,
+                               manta_err *err)
 {
     if (strcmp(got->name, want->name) != 0)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,

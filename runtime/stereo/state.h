@@ -30,7 +30,7 @@ typedef struct stereo_meta {
             CKPT_RUN_META_FIELDS
         };
     };
-    long train_pairs;  /**< pairs of the training set (synthetic: generator indices) */
+    long train_pairs;   /**< pairs of the training set (synthetic: generator indices) */
     char val_data[512]; /**< pairs of the phase-end evaluations: "synthetic" (held-out
                          *  procedural pairs; also a checkpoint without the member) or a folder */
     char textures[512]; /**< photographs of the procedural pairs (data/photo_bank.h): "" for

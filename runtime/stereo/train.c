@@ -15,13 +15,13 @@ struct stereo_trainer {
     ofa_space view; /* the encoder as an OFA space: sampling and schedule presets */
     ofa_schedule sched;
     uint64_t seed, sample_seed;
-    int B, P;       /* pairs per batch on this device; predictions */
+    int B, P; /* pairs per batch on this device; predictions */
     stereo_net *net;
     ofa_slabs sl;
-    mslab teacher;  /* parameters of the teacher */
-    mslab backup;   /* BN statistics saved around a re-calibration */
-    bool bn_saved;  /* backup holds them (stereo_trainer_restore_bn() has not put them back) */
-    mslab io;       /* ground truth per prediction, the teacher's finest prediction, results */
+    mslab teacher; /* parameters of the teacher */
+    mslab backup;  /* BN statistics saved around a re-calibration */
+    bool bn_saved; /* backup holds them (stereo_trainer_restore_bn() has not put them back) */
+    mslab io;      /* ground truth per prediction, the teacher's finest prediction, results */
     size_t gt[STEREO_MAX_PREDS], teacher_pred, results, scratch;
     int max_subnets, has_teacher;
     float *host_results;
@@ -54,7 +54,7 @@ static manta_status finetune_preset(const stereo_space *space, const ofa_space *
                                     ofa_schedule *out, manta_err *err)
 {
     MANTA_TRY(ofa_schedule_preset(view, "smoke", batch, 1, out, err)); /* the run's settings */
-    ofa_phase p = out->phase[out->n_phases - 1];                        /* expand-2's sampling */
+    ofa_phase p = out->phase[out->n_phases - 1];                       /* expand-2's sampling */
     snprintf(out->preset, sizeof out->preset, "finetune");
     snprintf(p.name, sizeof p.name, "finetune");
     p.steps = STEREO_FINETUNE_STEPS;
@@ -186,9 +186,8 @@ static void plan_io(stereo_trainer *t, mlayout *l)
     t->scratch = mlayout_add(l, nn_disp_loss_scratch_floats(t->d, &s) + 1);
 }
 
-manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space,
-                                   const ofa_schedule *sched, uint64_t seed,
-                                   stereo_trainer **out)
+manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space, const ofa_schedule *sched,
+                                   uint64_t seed, stereo_trainer **out)
 {
     return stereo_trainer_create_shard(d, space, sched, seed, sched->batch, out);
 }
@@ -198,8 +197,8 @@ int stereo_trainer_batch(const stereo_trainer *t) { return t->B; }
 void stereo_trainer_set_sample_seed(stereo_trainer *t, uint64_t seed) { t->sample_seed = seed; }
 
 manta_status stereo_trainer_create_shard(mcl_dev *d, const stereo_space *space,
-                                         const ofa_schedule *sched, uint64_t seed,
-                                         int local_batch, stereo_trainer **out)
+                                         const ofa_schedule *sched, uint64_t seed, int local_batch,
+                                         stereo_trainer **out)
 {
     *out = NULL;
     if (local_batch < 1 || local_batch > sched->batch)
@@ -351,8 +350,8 @@ static void summarise(const stereo_trainer *t, int subnets, int distill, stereo_
 
 /* The phase of global step @p step (its index into the schedule) and the step's place in
  * it; whether it distils; its sub-networks. */
-static manta_status locate(stereo_trainer *t, long step, long *in_phase, int *distill,
-                           int *subnets, int *phase)
+static manta_status locate(stereo_trainer *t, long step, long *in_phase, int *distill, int *subnets,
+                           int *phase)
 {
     *phase = ofa_schedule_locate(&t->sched, step, in_phase);
     if (*phase < 0)
@@ -365,8 +364,8 @@ static manta_status locate(stereo_trainer *t, long step, long *in_phase, int *di
     return MANTA_OK;
 }
 
-manta_status stereo_trainer_compute(stereo_trainer *t, long step, const stereo_batch *b,
-                                    int first, stereo_step_result *out)
+manta_status stereo_trainer_compute(stereo_trainer *t, long step, const stereo_batch *b, int first,
+                                    stereo_step_result *out)
 {
     mcl_dev *d = t->d;
     long in_phase;
@@ -428,8 +427,8 @@ manta_status stereo_trainer_apply(stereo_trainer *t, long step, float grad_scale
             scale *= (float)(t->sched.clip_norm / norm);
     }
     optim_sgd opt = {t->sched.momentum, t->sched.weight_decay, true};
-    MANTA_TRY(optim_sgd_step(t->d, &opt, train_lr_at(&ls, in_phase), scale, t->sl.params, t->sl.grads,
-                             t->sl.momentum, t->sl.n_decay, t->sl.n_params));
+    MANTA_TRY(optim_sgd_step(t->d, &opt, train_lr_at(&ls, in_phase), scale, t->sl.params,
+                             t->sl.grads, t->sl.momentum, t->sl.n_decay, t->sl.n_params));
     return mcl_finish(t->d);
 }
 
@@ -523,7 +522,7 @@ manta_status stereo_dp_step(dp_trainer *p, long step, const stereo_batch *b,
 }
 
 manta_status stereo_trainer_recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
-                                       stereo_batch_fn recal, void *ctx, long pairs)
+                                        stereo_batch_fn recal, void *ctx, long pairs)
 {
     MANTA_TRY(stereo_net_set_arch(t->net, a));
     if (!t->bn_saved) /* a re-calibration not restored yet keeps the statistics it saved */
@@ -580,9 +579,11 @@ manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stere
             for (int k = first; k < first + t->B && k < count && st == MANTA_OK; k++) {
                 /* a view of pair k's ground truth (not owned) */
                 const float *got = host + (size_t)(k - first) * plane;
-                stereo_pair gt = {.height = b->height, .width = b->width,
+                stereo_pair gt = {.height = b->height,
+                                  .width = b->width,
                                   .disp = b->gt[0] + (size_t)k * plane,
-                                  .mask = b->mask + (size_t)k * plane, .has_noc = b->has_noc};
+                                  .mask = b->mask + (size_t)k * plane,
+                                  .has_noc = b->has_noc};
                 stereo_metrics_add(m, got, &gt);
                 if (pred)
                     memcpy(pred + (size_t)(seen + k) * plane, got, plane * sizeof *pred);
@@ -597,8 +598,7 @@ manta_status stereo_trainer_evaluate(stereo_trainer *t, const ofa_arch *a, stere
 
 void stereo_heldout_source(const stereo_space *s, uint64_t seed, long count, stereo_source *out)
 {
-    *out = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .base = (uint64_t)1 << 40,
-                           .count = count};
+    *out = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .base = (uint64_t)1 << 40, .count = count};
     stereo_synth_opts_default(&out->synth, s->crop_w, s->crop_h, (float)s->max_disp,
                               seed ^ 0x6865ULL);
 }

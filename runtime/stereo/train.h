@@ -74,9 +74,8 @@ void stereo_sample_subnet(const stereo_space *space, const ofa_space *view, cons
                           uint64_t seed, long step, int k, ofa_arch *a);
 
 /** Create the supernet and the trainer's buffers (all allocation happens here). */
-manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space,
-                                   const ofa_schedule *sched, uint64_t seed,
-                                   stereo_trainer **out);
+manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space, const ofa_schedule *sched,
+                                   uint64_t seed, stereo_trainer **out);
 
 /**
  * A trainer for one replica of data-parallel training (stereo_dp_create()): the schedule is
@@ -85,8 +84,8 @@ manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space,
  * local_batch = sched->batch. Evaluation runs in batches of local_batch pairs.
  */
 manta_status stereo_trainer_create_shard(mcl_dev *d, const stereo_space *space,
-                                         const ofa_schedule *sched, uint64_t seed,
-                                         int local_batch, stereo_trainer **out);
+                                         const ofa_schedule *sched, uint64_t seed, int local_batch,
+                                         stereo_trainer **out);
 
 /** Pairs per batch on this device (the shard size). */
 int stereo_trainer_batch(const stereo_trainer *t);
@@ -138,8 +137,8 @@ manta_status stereo_trainer_step(stereo_trainer *t, long step, const stereo_batc
  * update of step @p step with the gradients multiplied by @p grad_scale (and, as in a
  * step, divided by the sub-networks and 1 + kd_ratio when the phase distils).
  */
-manta_status stereo_trainer_compute(stereo_trainer *t, long step, const stereo_batch *b,
-                                    int first, stereo_step_result *out);
+manta_status stereo_trainer_compute(stereo_trainer *t, long step, const stereo_batch *b, int first,
+                                    stereo_step_result *out);
 manta_status stereo_trainer_apply(stereo_trainer *t, long step, float grad_scale);
 
 /**
@@ -190,7 +189,7 @@ manta_status stereo_ordered_batch(void *src, long index, stereo_batch *b, int *c
  *         device).
  */
 manta_status stereo_trainer_recalibrate(stereo_trainer *t, const ofa_arch *a, stereo_batch *b,
-                                       stereo_batch_fn recal, void *recal_ctx, long recal_pairs);
+                                        stereo_batch_fn recal, void *recal_ctx, long recal_pairs);
 
 /** Put back the BN statistics stereo_trainer_recalibrate() saved; nothing to do (MANTA_OK)
  *  when none are saved (a re-calibration refused its sub-network, or they were put back). */

@@ -25,8 +25,7 @@ static manta_status from_device(void *user, size_t first, float *dst, size_t k, 
     return MANTA_OK;
 }
 
-static manta_status to_device(void *user, size_t first, const float *src, size_t k,
-                              manta_err *err)
+static manta_status to_device(void *user, size_t first, const float *src, size_t k, manta_err *err)
 {
     const dev_view *s = user;
     manta_status st = mcl_write(s->d, mview_at(s->v, first), src, k);
@@ -36,22 +35,23 @@ static manta_status to_device(void *user, size_t first, const float *src, size_t
     return MANTA_OK;
 }
 
-manta_status train_ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, mview src, size_t n)
+manta_status train_ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, mview src,
+                                       size_t n)
 {
     dev_view s = {d, src};
     return ckpt_add_f32_stream(w, name, n, d && src.mem ? from_device : NULL, &s);
 }
 
-manta_status train_ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst, size_t n,
-                                  manta_err *err)
+manta_status train_ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst,
+                                        size_t n, manta_err *err)
 {
     dev_view s = {d, dst};
     return ckpt_read_f32_stream(r, name, n, d && dst.mem ? to_device : NULL, &s, err);
 }
 
 manta_status train_ckpt_save_train(const char *path, const char *meta, const int64_t *loader,
-                             size_t n_loader, mcl_dev *d, const ckpt_train_slabs *s,
-                             manta_err *err)
+                                   size_t n_loader, mcl_dev *d, const ckpt_train_slabs *s,
+                                   manta_err *err)
 {
     ckpt_writer *w = NULL;
     manta_status st = ckpt_writer_begin(path, NULL, &w, err);
@@ -75,7 +75,7 @@ manta_status train_ckpt_save_train(const char *path, const char *meta, const int
 }
 
 manta_status train_ckpt_read_train_slabs(ckpt_reader *r, mcl_dev *d, const ckpt_train_slabs *s,
-                                   manta_err *err)
+                                         manta_err *err)
 {
     MANTA_TRY(train_ckpt_read_f32_device(r, "params", d, s->params, s->n_params, err));
     MANTA_TRY(train_ckpt_read_f32_device(r, "momentum", d, s->momentum, s->n_params, err));
@@ -86,7 +86,7 @@ manta_status train_ckpt_read_train_slabs(ckpt_reader *r, mcl_dev *d, const ckpt_
 }
 
 manta_status train_ckpt_read_train(const char *path, ckpt_state_fn read, void *user, bool load,
-                             mcl_dev *d, manta_err *err)
+                                   mcl_dev *d, manta_err *err)
 {
     ckpt_reader *r = NULL;
     MANTA_TRY(ckpt_open(path, &r, err));
@@ -99,7 +99,7 @@ manta_status train_ckpt_read_train(const char *path, ckpt_state_fn read, void *u
 }
 
 manta_status train_ckpt_meta_json(const char *format, const ckpt_run_meta *m, ckpt_meta_put_fn put,
-                            const void *user, char *space, char **out, manta_err *err)
+                                  const void *user, char *space, char **out, manta_err *err)
 {
     cJSON *j = cJSON_CreateObject(), *sp = cJSON_Parse(space);
     free(space);
@@ -128,8 +128,8 @@ manta_status train_ckpt_meta_json(const char *format, const ckpt_run_meta *m, ck
 #define STEP_MAX (LONG_MAX < 0x1p53 ? (double)LONG_MAX : 0x1p53)
 
 manta_status train_ckpt_meta_read(ckpt_reader *r, const char *path, const char *format,
-                            const char *kind, ckpt_meta_get_fn get, void *user, ckpt_run_meta *m,
-                            char **space, manta_err *err)
+                                  const char *kind, ckpt_meta_get_fn get, void *user,
+                                  ckpt_run_meta *m, char **space, manta_err *err)
 {
     char *text = NULL;
     size_t len = 0;

@@ -30,7 +30,7 @@
  *         ("checkpoint X: section 'params': reading the device failed: ...").
  */
 manta_status train_ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev *d, mview src,
-                                 size_t n);
+                                       size_t n);
 
 /**
  * Copy float32 section @p name into the device view @p dst ((n) floats),
@@ -41,7 +41,7 @@ manta_status train_ckpt_add_f32_device(ckpt_writer *w, const char *name, mcl_dev
  *         write fails.
  */
 manta_status train_ckpt_read_f32_device(ckpt_reader *r, const char *name, mcl_dev *d, mview dst,
-                                  size_t n, manta_err *err);
+                                        size_t n, manta_err *err);
 
 /**
  * The float32 sections of a training run's state on the device: "params" and
@@ -61,12 +61,12 @@ typedef struct ckpt_train_slabs {
  * On an error the file at @p path is left as it was.
  */
 manta_status train_ckpt_save_train(const char *path, const char *meta, const int64_t *loader,
-                             size_t n_loader, mcl_dev *d, const ckpt_train_slabs *s,
-                             manta_err *err);
+                                   size_t n_loader, mcl_dev *d, const ckpt_train_slabs *s,
+                                   manta_err *err);
 
 /** Read the slabs of @p s (as train_ckpt_save_train() writes them) into their views on @p d. */
 manta_status train_ckpt_read_train_slabs(ckpt_reader *r, mcl_dev *d, const ckpt_train_slabs *s,
-                                   manta_err *err);
+                                         manta_err *err);
 
 /**
  * Reads a training checkpoint's settings from @p r (the file @p path) into the
@@ -81,7 +81,7 @@ typedef manta_status (*ckpt_state_fn)(ckpt_reader *r, const char *path, void *us
  * then read the slabs it set into their views on @p d (train_ckpt_read_train_slabs()).
  */
 manta_status train_ckpt_read_train(const char *path, ckpt_state_fn read, void *user, bool load,
-                             mcl_dev *d, manta_err *err);
+                                   mcl_dev *d, manta_err *err);
 
 /**
  * The settings every training checkpoint's "meta" carries, declared as members
@@ -90,12 +90,12 @@ manta_status train_ckpt_read_train(const char *path, ckpt_state_fn read, void *u
  * in an anonymous union: preset (the schedule preset), batch, seed, step (the
  * next step to train), has_teacher and data (the data source).
  */
-#define CKPT_RUN_META_FIELDS                                                                      \
-    char preset[16];                                                                              \
-    int batch;                                                                                    \
-    uint64_t seed;                                                                                \
-    long step;                                                                                    \
-    int has_teacher;                                                                              \
+#define CKPT_RUN_META_FIELDS \
+    char preset[16];         \
+    int batch;               \
+    uint64_t seed;           \
+    long step;               \
+    int has_teacher;         \
     char data[512];
 
 typedef struct ckpt_run_meta {
@@ -117,7 +117,7 @@ typedef bool (*ckpt_meta_get_fn)(const struct cJSON *meta, void *user);
  * "space", the JSON text @p space (malloc'd; always freed here).
  */
 manta_status train_ckpt_meta_json(const char *format, const ckpt_run_meta *m, ckpt_meta_put_fn put,
-                            const void *user, char *space, char **out, manta_err *err);
+                                  const void *user, char *space, char **out, manta_err *err);
 
 /**
  * Read the "meta" section of @p r written by train_ckpt_meta_json() with @p format:
@@ -128,8 +128,8 @@ manta_status train_ckpt_meta_json(const char *format, const ckpt_run_meta *m, ck
  *         names the checkpoint, "training" or "stereo training").
  */
 manta_status train_ckpt_meta_read(ckpt_reader *r, const char *path, const char *format,
-                            const char *kind, ckpt_meta_get_fn get, void *user, ckpt_run_meta *m,
-                            char **space, manta_err *err);
+                                  const char *kind, ckpt_meta_get_fn get, void *user,
+                                  ckpt_run_meta *m, char **space, manta_err *err);
 
 /**
  * The "format" member of the "meta" section of @p r into @p out

@@ -45,15 +45,15 @@ struct dp_trainer {
     int done, quit;
     long step;
     const void *batch;
-    unsigned char *res;         /* (D, ops->result_size) the replicas' results */
-    float sums[DP_MAX_DEV][4];  /* the replicas' figures to add up */
+    unsigned char *res;        /* (D, ops->result_size) the replicas' results */
+    float sums[DP_MAX_DEV][4]; /* the replicas' figures to add up */
     pthread_t th[DP_MAX_DEV];
     int n_threads;
     /* synchronised batch norm */
-    size_t w2;      /* 2 x widest channel count: one slot */
-    float *slots;   /* (D, w2) this process's replicas' inputs */
-    float *gather;  /* (R, w2) every replica's inputs (DP_DATA over ranks) */
-    float *result;  /* (w2) the combined values */
+    size_t w2;     /* 2 x widest channel count: one slot */
+    float *slots;  /* (D, w2) this process's replicas' inputs */
+    float *gather; /* (R, w2) every replica's inputs (DP_DATA over ranks) */
+    float *result; /* (w2) the combined values */
     long result_m;
     /* gradients */
     float *hg[DP_MAX_DEV]; /* (n_params) each device's gradients; hg[0] is gsum when D == 1 */
@@ -61,16 +61,16 @@ struct dp_trainer {
                             * replicas' figures, then DP_FIGS per rank (dp_rank_figures) */
     size_t tail;           /* 4 + N * DP_FIGS */
     /* timing of the steps (dp_rank_figures) */
-    double t_compute[DP_MAX_DEV]; /* this step: each replica's compute and gradient read */
-    double data_wait;             /* this step: dp_set_data_wait() */
+    double t_compute[DP_MAX_DEV];     /* this step: each replica's compute and gradient read */
+    double data_wait;                 /* this step: dp_set_data_wait() */
     double last_allreduce, last_step; /* the step before */
-    dp_rank_figures *figs;        /* (N) every rank's figures of the last step */
+    dp_rank_figures *figs;            /* (N) every rank's figures of the last step */
     dp_sync_ctx ctx[DP_MAX_DEV];
     /* gradient buckets: nb contiguous ranges of the decayed gradients [0, n_decay), in the
      * order they are allreduced (from the classifier's end down to the stem); then one
      * allreduce of [n_decay, n_params + 4) */
     size_t n_decay, bucket_bytes;
-    int overlap;             /* buckets allreduced during the backward (a grad_ready hook) */
+    int overlap; /* buckets allreduced during the backward (a grad_ready hook) */
     int nb;
     size_t *b_lo, *b_hi;     /* (nb) */
     ring_handle *b_h;        /* (nb) tickets of this step's bucket allreduces */
@@ -183,8 +183,8 @@ static manta_status bn_sync(void *vctx, ofa_bn_sync_kind kind, float *v, int c, 
             manta_err_clear(&re);
             st = ring_allreduce(p->ring, p->gather, (size_t)p->R * n2, RING_SUM, &re);
             if (st != MANTA_OK)
-                fail(p, st, "rank %d: step %ld: synchronised batch norm: %s", p->rank,
-                     p->step + 1, re.msg);
+                fail(p, st, "rank %d: step %ld: synchronised batch norm: %s", p->rank, p->step + 1,
+                     re.msg);
             else
                 combine(p, kind, p->gather, n2, p->R, c);
         } else {
@@ -327,8 +327,8 @@ static void run_replica(dp_trainer *p, int i)
     const double t0 = manta_now();
     if (hooked)
         ops->set_grad_ready(t, grad_ready, &p->ctx[i]);
-    manta_status st = ops->compute(t, step, p->batch, first, p->res + (size_t)i * ops->result_size,
-                                   p->sums[i]);
+    manta_status st =
+        ops->compute(t, step, p->batch, first, p->res + (size_t)i * ops->result_size, p->sums[i]);
     if (hooked)
         ops->set_grad_ready(t, NULL, NULL);
     if (st == MANTA_OK)
@@ -344,7 +344,8 @@ static void run_replica(dp_trainer *p, int i)
     /* sum over the devices, element by element in device order; device i takes a slice */
     if (p->D > 1) {
         size_t span = p->n_params - rest;
-        sum_devices(p, rest + span * (size_t)i / (size_t)p->D, rest + span * (size_t)(i + 1) / (size_t)p->D);
+        sum_devices(p, rest + span * (size_t)i / (size_t)p->D,
+                    rest + span * (size_t)(i + 1) / (size_t)p->D);
     }
     if (barrier(p) != MANTA_OK)
         return;
@@ -368,7 +369,8 @@ static void run_replica(dp_trainer *p, int i)
                 st = ring_allreduce(p->ring, p->gsum + p->n_decay,
                                     p->n_params - p->n_decay + p->tail, RING_SUM, &re);
                 if (st != MANTA_OK)
-                    fail(p, st, "rank %d: step %ld: gradient allreduce: %s", p->rank, step + 1, re.msg);
+                    fail(p, st, "rank %d: step %ld: gradient allreduce: %s", p->rank, step + 1,
+                         re.msg);
             }
             (void)wait_buckets(p);
         }
@@ -485,7 +487,8 @@ manta_status dp_set_buckets(dp_trainer *p, size_t bytes, int overlap, manta_err 
     if (p->failed)
         return failure(p, err);
     if (bytes > ((size_t)1 << 40))
-        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "data parallel: bucket size of %zu bytes", bytes);
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "data parallel: bucket size of %zu bytes",
+                             bytes);
     if (p->N > 1) { /* every rank must issue the same allreduces in the same order */
         float *v = calloc(2 * (size_t)p->N, sizeof *v);
         if (!v)
@@ -496,11 +499,12 @@ manta_status dp_set_buckets(dp_trainer *p, size_t bytes, int overlap, manta_err 
         manta_status st = ring_allreduce(p->ring, v, 2 * (size_t)p->N, RING_SUM, err);
         for (int r = 0; r < p->N && st == MANTA_OK; r++)
             if (v[2 * r] != kib || v[2 * r + 1] != v[2 * p->rank + 1])
-                st = manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                   "rank %d uses gradient buckets of %.0f KiB %s overlap, rank %d "
-                                   "%.0f KiB %s: every rank must use the same bucket size and overlap",
-                                   r, (double)v[2 * r], v[2 * r + 1] != 0 ? "with" : "without",
-                                   p->rank, (double)kib, overlap ? "with" : "without");
+                st = manta_err_set(
+                    err, MANTA_ERR_INVALID_ARG,
+                    "rank %d uses gradient buckets of %.0f KiB %s overlap, rank %d "
+                    "%.0f KiB %s: every rank must use the same bucket size and overlap",
+                    r, (double)v[2 * r], v[2 * r + 1] != 0 ? "with" : "without", p->rank,
+                    (double)kib, overlap ? "with" : "without");
         free(v);
         if (st != MANTA_OK)
             return fail(p, st, "%s", err->msg);
@@ -521,11 +525,12 @@ static manta_status check_ranks(dp_trainer *p, manta_err *err)
     manta_status st = ring_allreduce(p->ring, v, 2 * (size_t)p->N, RING_SUM, err);
     for (int r = 0; r < p->N && st == MANTA_OK; r++)
         if (v[2 * r] != (float)p->D || v[2 * r + 1] != (float)p->mode)
-            st = manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                               "rank %d drives %d device(s) in %s mode, rank %d %d in %s mode: every "
-                               "rank must use the same number of devices and the same --mode",
-                               r, (int)v[2 * r], v[2 * r + 1] == (float)DP_DATA ? "data" : "subnet",
-                               p->rank, p->D, p->mode == DP_DATA ? "data" : "subnet");
+            st = manta_err_set(
+                err, MANTA_ERR_INVALID_ARG,
+                "rank %d drives %d device(s) in %s mode, rank %d %d in %s mode: every "
+                "rank must use the same number of devices and the same --mode",
+                r, (int)v[2 * r], v[2 * r + 1] == (float)DP_DATA ? "data" : "subnet", p->rank, p->D,
+                p->mode == DP_DATA ? "data" : "subnet");
     free(v);
     return st;
 }
@@ -539,7 +544,8 @@ manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "data parallel: %d devices (1 .. %d per process)", n_dev, DP_MAX_DEV);
     if (sodium_init() < 0)
-        return manta_err_set(err, MANTA_ERR_INTERNAL, "data parallel: libsodium failed to initialise");
+        return manta_err_set(err, MANTA_ERR_INTERNAL,
+                             "data parallel: libsodium failed to initialise");
     dp_trainer *p = calloc(1, sizeof *p);
     if (!p)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "data parallel: out of host memory");
@@ -618,7 +624,8 @@ manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *
                           mcl_err(devs[i])->msg);
     for (int i = 1; i < p->D && st == MANTA_OK; i++) {
         if (pthread_create(&p->th[i], NULL, device_thread, &p->ctx[i]) != 0)
-            st = manta_err_set(err, MANTA_ERR_INTERNAL, "data parallel: cannot start the thread of device %d", i);
+            st = manta_err_set(err, MANTA_ERR_INTERNAL,
+                               "data parallel: cannot start the thread of device %d", i);
         else
             p->n_threads = i;
     }
@@ -692,8 +699,8 @@ static manta_status replica_hash(dp_trainer *p, int i, unsigned char h[DP_HASH_B
         if (st == MANTA_OK)
             crypto_generichash_update(&hs, (const unsigned char *)buf, sizes[k] * sizeof *buf);
         else
-            manta_err_set(err, st, "replica check: device %d (%s): %s", i, mcl_info(p->dev[i])->name,
-                          mcl_err(p->dev[i])->msg);
+            manta_err_set(err, st, "replica check: device %d (%s): %s", i,
+                          mcl_info(p->dev[i])->name, mcl_err(p->dev[i])->msg);
     }
     crypto_generichash_final(&hs, h, DP_HASH_BYTES);
     free(buf);
@@ -717,10 +724,11 @@ manta_status dp_check(dp_trainer *p, long step, unsigned char hash[DP_HASH_BYTES
         MANTA_TRY(replica_hash(p, i, h, err));
         if (memcmp(h, h0, sizeof h) != 0) {
             hex8(h0, a), hex8(h, b);
-            return fail(p, manta_err_set(err, MANTA_ERR_INTERNAL,
-                                         "replica check after step %ld: rank %d device %d (%s) "
-                                         "diverged from device 0 (weights hash %s.. vs %s..)",
-                                         step, p->rank, i, mcl_info(p->dev[i])->name, b, a),
+            return fail(p,
+                        manta_err_set(err, MANTA_ERR_INTERNAL,
+                                      "replica check after step %ld: rank %d device %d (%s) "
+                                      "diverged from device 0 (weights hash %s.. vs %s..)",
+                                      step, p->rank, i, mcl_info(p->dev[i])->name, b, a),
                         "%s", err->msg);
         }
     }
@@ -750,10 +758,11 @@ manta_status dp_check(dp_trainer *p, long step, unsigned char hash[DP_HASH_BYTES
             hr[k] = (unsigned char)v[(size_t)r * DP_HASH_BYTES + k];
         if (memcmp(hr, hz, sizeof hr) != 0) {
             hex8(hz, a), hex8(hr, b);
-            st = manta_err_set(err, MANTA_ERR_INTERNAL,
-                               "replica check after step %ld: rank %d diverged from rank 0 (weights "
-                               "hash %s.. vs %s..)",
-                               step, r, b, a);
+            st =
+                manta_err_set(err, MANTA_ERR_INTERNAL,
+                              "replica check after step %ld: rank %d diverged from rank 0 (weights "
+                              "hash %s.. vs %s..)",
+                              step, r, b, a);
             fail(p, st, "%s", err->msg);
         }
     }

@@ -76,8 +76,7 @@ typedef struct dp_replica_ops {
     /** One replica for shards of @p local_batch samples of the schedule's global batch
      *  (@p cfg: the caller's description of the network and schedule). Errors go to the
      *  device's record. */
-    manta_status (*create)(const void *cfg, mcl_dev *d, uint64_t seed, int local_batch,
-                           void **out);
+    manta_status (*create)(const void *cfg, mcl_dev *d, uint64_t seed, int local_batch, void **out);
     void (*destroy)(void *r);
     /** The parameter, gradient, momentum and statistics slabs (ofa_slabs). */
     void (*slabs)(void *r, ofa_slabs *out);
@@ -184,7 +183,6 @@ int dp_rank_figures_get(const dp_trainer *p, dp_rank_figures *out, int cap);
  * @return MANTA_ERR_INTERNAL naming the first diverging device or rank and @p step on a
  *         mismatch; the ring's error if it fails.
  */
-manta_status dp_check(dp_trainer *p, long step, unsigned char hash[DP_HASH_BYTES],
-                      manta_err *err);
+manta_status dp_check(dp_trainer *p, long step, unsigned char hash[DP_HASH_BYTES], manta_err *err);
 
 #endif

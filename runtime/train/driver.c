@@ -31,8 +31,8 @@ static manta_status save(const train_task *t, const train_drive_opts *o, const c
 }
 
 /* What follows step @p step (see driver.h, 2. to 6.): *stop set when the run stops there. */
-static manta_status after_step(const train_task *t, const train_drive_opts *o, long step,
-                               long done, bool *stop, bool *by_signal, manta_err *err)
+static manta_status after_step(const train_task *t, const train_drive_opts *o, long step, long done,
+                               bool *stop, bool *by_signal, manta_err *err)
 {
     const ofa_schedule *s = o->sched;
     const long total = ofa_schedule_total_steps(s), next = step + 1;
@@ -62,8 +62,8 @@ static manta_status after_step(const train_task *t, const train_drive_opts *o, l
     return MANTA_OK;
 }
 
-manta_status train_drive(const train_task *task, const train_drive_opts *o,
-                         train_drive_result *out, manta_err *err)
+manta_status train_drive(const train_task *task, const train_drive_opts *o, train_drive_result *out,
+                         manta_err *err)
 {
     *out = (train_drive_result){.next = o->start, .fail_step = o->start};
     const long total = o->sched ? ofa_schedule_total_steps(o->sched) : 0;
@@ -88,8 +88,8 @@ manta_status train_drive(const train_task *task, const train_drive_opts *o,
             st = after_step(task, o, step, out->done, &stop, &out->by_signal, err);
             if (st == MANTA_OK && stop) {
                 manta_rec rec = {.kind = MANTA_REC_STOPPED};
-                rec.stopped = (manta_rec_stopped){.time = manta_wall_time(), .step = step + 1,
-                                                  .signal = out->by_signal};
+                rec.stopped = (manta_rec_stopped){
+                    .time = manta_wall_time(), .step = step + 1, .signal = out->by_signal};
                 record(task, o, &rec);
                 out->stopped = true;
                 out->seconds = manta_now() - t0;

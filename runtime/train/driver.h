@@ -76,7 +76,7 @@ typedef struct train_drive_opts {
     long check_every; /**< replica check every N steps besides checkpoints (0: never) */
     const volatile sig_atomic_t *stop_request; /**< non-zero: stop after the step under way
                                                     (NULL: no requests) */
-    int rank;         /**< this rank: rank 0 saves checkpoints and records */
+    int rank; /**< this rank: rank 0 saves checkpoints and records */
 } train_drive_opts;
 
 /** What a call did. */
@@ -100,7 +100,7 @@ void train_drive_opts_default(train_drive_opts *o, const ofa_schedule *sched);
  *         without step or save; else the first failing function's status, its message in
  *         @p err.
  */
-manta_status train_drive(const train_task *task, const train_drive_opts *o,
-                         train_drive_result *out, manta_err *err);
+manta_status train_drive(const train_task *task, const train_drive_opts *o, train_drive_result *out,
+                         manta_err *err);
 
 #endif

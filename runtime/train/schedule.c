@@ -130,8 +130,8 @@ int ofa_sandwich_role(const ofa_phase *p, int k)
     return k == 0 && p->subnets >= 2 ? 1 : k == p->subnets - 1 && p->subnets >= 3 ? -1 : 0;
 }
 
-void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
-                       int k, int r, ofa_arch *a)
+void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step, int k,
+                       int r, ofa_arch *a)
 {
     const int role = ofa_sandwich_role(p, k);
     if (role != 0) {
@@ -155,8 +155,8 @@ void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed
 }
 
 /* Activation elements the layers of @p a write in one forward pass. */
-static manta_status activations(const ofa_space *space, const ofa_arch *a, ofa_desc *d,
-                                double *out, manta_err *err)
+static manta_status activations(const ofa_space *space, const ofa_arch *a, ofa_desc *d, double *out,
+                                manta_err *err)
 {
     manta_status st = ofa_describe(space, a, d, err);
     *out = 0;

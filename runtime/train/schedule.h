@@ -90,8 +90,8 @@ int ofa_sandwich_role(const ofa_phase *p, int k);
  * (ofa_phase.sandwich) k = 0 is the largest of the lists everywhere (2 or more
  * sub-networks a step) and k = subnets - 1 the smallest (3 or more).
  */
-void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step,
-                       int k, int r, ofa_arch *out);
+void ofa_sample_subnet(const ofa_space *space, const ofa_phase *p, uint64_t seed, long step, int k,
+                       int r, ofa_arch *out);
 
 /**
  * Expected work of one optimizer step of each phase of @p s, counted in

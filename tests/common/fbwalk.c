@@ -29,8 +29,7 @@ static void check_table(walk *w, const fb_table *t, uint32_t depth)
     const uint64_t size = w->r.size;
     if (t->pos % 4 || (uint64_t)t->pos + t->t_size > size || t->t_size < 4)
         w->broken = "a table outside the data, misaligned or under 4 bytes";
-    else if (t->vt % 2 || (uint64_t)t->vt + t->vt_size > size || t->vt_size < 4 ||
-             t->vt_size % 2)
+    else if (t->vt % 2 || (uint64_t)t->vt + t->vt_size > size || t->vt_size < 4 || t->vt_size % 2)
         w->broken = "a vtable outside the data, misaligned or of a bad size";
     else if (t->depth != depth || depth > FBW_MAX_DEPTH)
         w->broken = "a table nested deeper than the limit";
@@ -97,8 +96,8 @@ const char *fbw_walk(const uint8_t *data, size_t size, unsigned *tables)
     w.msg[0] = '\0';
     w.broken = NULL;
     w.tables = 0;
-    mengine_fb_init(&w.r, data, size > FB_MAX_OFFSET ? FB_MAX_OFFSET : (uint32_t)size, FBW_MAX_DEPTH,
-               FBW_MAX_TABLES, &w.d);
+    mengine_fb_init(&w.r, data, size > FB_MAX_OFFSET ? FB_MAX_OFFSET : (uint32_t)size,
+                    FBW_MAX_DEPTH, FBW_MAX_TABLES, &w.d);
     if (ok(&w, mengine_fb_root(&w.r, &root))) {
         check_table(&w, &root, 1);
         walk_table(&w, &root);

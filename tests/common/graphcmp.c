@@ -31,14 +31,15 @@ void tu_assert_same_graph(const xgraph *a, const xgraph *b)
             x->kh != y->kh || x->kw != y->kw || x->stride != y->stride || x->same != y->same ||
             memcmp(x->pad, y->pad, sizeof x->pad) || x->act != y->act ||
             x->n_weights != y->n_weights || x->n_bias != y->n_bias ||
-            (x->weights != NULL) != (y->weights != NULL) || (x->bias != NULL) != (y->bias != NULL) ||
-            x->n_ins != y->n_ins || memcmp(x->ins, y->ins, (size_t)x->n_ins * sizeof *x->ins) ||
-            x->alpha != y->alpha || memcmp(x->begin, y->begin, sizeof x->begin) ||
-            memcmp(x->size, y->size, sizeof x->size))
-            fail_msg("operator %d (writing %s): kind %d/%d, kernel %d/%d, stride %d/%d, same %d/%d, "
-                     "act %d/%d, weights %zu/%zu, bias %zu/%zu", i, a->tensors[x->out].name,
-                     x->kind, y->kind, x->kh, y->kh, x->stride, y->stride, x->same, y->same,
-                     x->act, y->act, x->n_weights, y->n_weights, x->n_bias, y->n_bias);
+            (x->weights != NULL) != (y->weights != NULL) ||
+            (x->bias != NULL) != (y->bias != NULL) || x->n_ins != y->n_ins ||
+            memcmp(x->ins, y->ins, (size_t)x->n_ins * sizeof *x->ins) || x->alpha != y->alpha ||
+            memcmp(x->begin, y->begin, sizeof x->begin) || memcmp(x->size, y->size, sizeof x->size))
+            fail_msg(
+                "operator %d (writing %s): kind %d/%d, kernel %d/%d, stride %d/%d, same %d/%d, "
+                "act %d/%d, weights %zu/%zu, bias %zu/%zu",
+                i, a->tensors[x->out].name, x->kind, y->kind, x->kh, y->kh, x->stride, y->stride,
+                x->same, y->same, x->act, y->act, x->n_weights, y->n_weights, x->n_bias, y->n_bias);
     }
     assert_string_equal(a->description, b->description);
     assert_string_equal(a->arch_json, b->arch_json);

@@ -12,8 +12,7 @@ int tu_stereo_tiny_load(tu_stereo_tiny *f, int batch)
         return -1;
     }
     f->src = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .count = 1000};
-    stereo_synth_opts_default(&f->src.synth, f->sp.crop_w, f->sp.crop_h, (float)f->sp.max_disp,
-                              5);
+    stereo_synth_opts_default(&f->src.synth, f->sp.crop_w, f->sp.crop_h, (float)f->sp.max_disp, 5);
     return 0;
 }
 
@@ -21,8 +20,8 @@ void tu_stereo_tiny_free(tu_stereo_tiny *f) { stereo_batch_free(&f->b); }
 
 ofa_schedule tu_stereo_one_phase(int batch, long steps, float lr)
 {
-    ofa_schedule s = {.n_phases = 1, .batch = batch, .kd_ratio = 1.0f, .momentum = 0.9f,
-                      .weight_decay = 3e-5f};
+    ofa_schedule s = {
+        .n_phases = 1, .batch = batch, .kd_ratio = 1.0f, .momentum = 0.9f, .weight_decay = 3e-5f};
     snprintf(s.preset, sizeof s.preset, "test");
     ofa_phase *p = &s.phase[0];
     snprintf(p->name, sizeof p->name, "full");

@@ -6,9 +6,9 @@
 #include "stereo/train.h"
 
 typedef struct tu_stereo_tiny {
-    stereo_space sp;    /* tests/data/stereo_tiny.json */
-    stereo_batch b;     /* batch pairs at the space's crop, every prediction's ground truth */
-    stereo_source src;  /* procedural pairs at the crop, seed 5, 1000 of them */
+    stereo_space sp;   /* tests/data/stereo_tiny.json */
+    stereo_batch b;    /* batch pairs at the space's crop, every prediction's ground truth */
+    stereo_source src; /* procedural pairs at the crop, seed 5, 1000 of them */
 } tu_stereo_tiny;
 
 /* Load the space, allocate the batch and describe the pairs; 0, or -1 with a line on

@@ -80,8 +80,8 @@ static double fd_along_loss(void *p)
     return a->loss(a->ctx);
 }
 
-double tu_fd_along(tu_loss_fn loss, void *ctx, double *param, const double *base,
-                   const double *dir, size_t n, double eps)
+double tu_fd_along(tu_loss_fn loss, void *ctx, double *param, const double *base, const double *dir,
+                   size_t n, double eps)
 {
     fd_along_ctx a = {loss, ctx, param, base, dir, n, 0};
     double g;

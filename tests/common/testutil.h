@@ -45,12 +45,12 @@ mview tu_alloc_from(mcl_dev *d, const double *src, size_t n);
 mview tu_view_at(mcl_dev *d, size_t off, const double *src, size_t n);
 
 /** Fail the test with the device's error message when @p st is not OK. */
-#define TU_OK(d, st)                                                                        \
-    do {                                                                                   \
-        manta_status st_ = (st);                                                           \
-        if (st_ != MANTA_OK)                                                               \
-            fail_msg("%s:%d: %s: %s", __FILE__, __LINE__, manta_status_str(st_),           \
-                     manta_err_msg(mcl_err(d), st_));                                      \
+#define TU_OK(d, st)                                                             \
+    do {                                                                         \
+        manta_status st_ = (st);                                                 \
+        if (st_ != MANTA_OK)                                                     \
+            fail_msg("%s:%d: %s: %s", __FILE__, __LINE__, manta_status_str(st_), \
+                     manta_err_msg(mcl_err(d), st_));                            \
     } while (0)
 
 #endif

@@ -52,8 +52,8 @@ void tu_fd_grad(tu_loss_fn loss, void *ctx, double *param, size_t n, double eps,
  * values, read by @p loss) is set to @p base + t * dir for each evaluation, and left equal
  * to @p base on return. Compare with tu_dot(gradient, dir, n).
  */
-double tu_fd_along(tu_loss_fn loss, void *ctx, double *param, const double *base,
-                   const double *dir, size_t n, double eps);
+double tu_fd_along(tu_loss_fn loss, void *ctx, double *param, const double *base, const double *dir,
+                   size_t n, double eps);
 
 /** Weights stored with a row stride (elastic layers' w_ld): @p rows rows of @p kk used
  *  values, row r at w + r * ld. tu_fill_weight() draws the used values uniformly in
@@ -85,11 +85,11 @@ char *tu_tmpdir_path(const tu_tmpdir *t, const char *name, char *out, size_t cap
 
 /** Fail the test with the message of the manta_err named e in scope when @p expr is not
  *  MANTA_OK (for calls that report into a caller's error record). */
-#define TU_OK_ERR(expr)                                                                     \
-    do {                                                                                   \
-        manta_status st_ = (expr);                                                         \
-        if (st_ != MANTA_OK)                                                               \
-            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg);                              \
+#define TU_OK_ERR(expr)                                       \
+    do {                                                      \
+        manta_status st_ = (expr);                            \
+        if (st_ != MANTA_OK)                                  \
+            fail_msg("%s:%d: %s", __FILE__, __LINE__, e.msg); \
     } while (0)
 
 #endif

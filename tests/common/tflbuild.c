@@ -114,10 +114,10 @@ void tb_offline(tb_model *m, const int32_t *offsets)
 
 /* ---- serialisation ---- */
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        if ((call) != MANTA_OK)                                                                    \
-            fail_msg("flatbuffer builder: %s", mfb_error(b));                                      \
+#define OK(call)                                              \
+    do {                                                      \
+        if ((call) != MANTA_OK)                               \
+            fail_msg("flatbuffer builder: %s", mfb_error(b)); \
     } while (0)
 
 static mfb_ref options(mfb_builder *b, const tb_opts *o)

@@ -414,14 +414,14 @@ static manta_status build_stereo(xgraph *g, manta_rng *rng, const xgr_stereo_opt
     int corr = -1;
     if (b.st == MANTA_OK && (corr = xgraph_add_correlation(g, al, ar, MD, CS, "corr", err)) < 0)
         b.st = err ? err->code : MANTA_ERR_INVALID_ARG;
-    const int redir = leaky(&b, conv(&b, al, "redir", rnd(&b, 1, 4), 1, 1, true, XG_ACT_NONE,
-                                     true, false),
-                            "redir.act");
+    const int redir =
+        leaky(&b, conv(&b, al, "redir", rnd(&b, 1, 4), 1, 1, true, XG_ACT_NONE, true, false),
+              "redir.act");
     const int cat0[2] = {corr, redir};
     const int ccat = concat(&b, 2, cat0, "corr.cat");
     const int C1 = rnd(&b, 2, 8);
-    const int c1 = leaky(&b, conv(&b, ccat, "conv1", C1, 3, 1, true, XG_ACT_NONE, true, false),
-                         "conv1.act");
+    const int c1 =
+        leaky(&b, conv(&b, ccat, "conv1", C1, 3, 1, true, XG_ACT_NONE, true, false), "conv1.act");
     const int pr0 = conv(&b, c1, "pred0", 1, 3, 1, true, XG_ACT_NONE, true, false);
     /* the decoder level: transposed convolution to H x W */
     int up = -1;

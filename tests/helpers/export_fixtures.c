@@ -109,7 +109,8 @@ int main(int argc, char **argv)
     if (xgr_color_classifier(&g, 8, &err) != MANTA_OK)
         return fprintf(stderr, "export_fixtures: %s\n", err.msg), 1;
     free(g.pre.labels[0]);
-    g.pre.labels[0] = strdup("r\xc3\xa9" "d \"q\" \\ \t/");
+    g.pre.labels[0] = strdup("r\xc3\xa9"
+                             "d \"q\" \\ \t/");
     bad |= !g.pre.labels[0] || model(dir, "escaped.tflite", &g);
     const xgr_opts rgb = {12, 3, 5, 4}, gray = {9, 1, 4, 3};
     if (xgr_random(&g, &rng, &rgb, &err) != MANTA_OK)

@@ -4,8 +4,7 @@
 #include <stddef.h>
 
 /* Mean and biased variance of channel ch, in two passes. x (N, C, HW). */
-static void channel_stats(int n, int c, int hw, int ch, const double *x, double *mean,
-                          double *var)
+static void channel_stats(int n, int c, int hw, int ch, const double *x, double *mean, double *var)
 {
     double m = (double)n * hw, s = 0, q = 0;
     for (int b = 0; b < n; b++)
@@ -29,8 +28,7 @@ void ref_bn_stats(int n, int c, int hw, const double *x, double *mean, double *v
 
 void ref_bn_forward_train(int n, int c, int hw, double momentum, double eps, const double *x,
                           const double *gamma, const double *beta, double *running_mean,
-                          double *running_var, double *y, double *save_mean,
-                          double *save_invstd)
+                          double *running_var, double *y, double *save_mean, double *save_invstd)
 {
     double m = (double)n * hw;
     for (int ch = 0; ch < c; ch++) {
@@ -52,8 +50,8 @@ void ref_bn_forward_train(int n, int c, int hw, double momentum, double eps, con
 }
 
 void ref_bn_forward_eval(int n, int c, int hw, double eps, const double *x, const double *gamma,
-                         const double *beta, const double *running_mean,
-                         const double *running_var, double *y)
+                         const double *beta, const double *running_mean, const double *running_var,
+                         double *y)
 {
     for (int b = 0; b < n; b++)
         for (int ch = 0; ch < c; ch++) {

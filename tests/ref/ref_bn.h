@@ -14,13 +14,12 @@ void ref_bn_stats(int n, int c, int hw, const double *x, double *mean, double *v
  */
 void ref_bn_forward_train(int n, int c, int hw, double momentum, double eps, const double *x,
                           const double *gamma, const double *beta, double *running_mean,
-                          double *running_var, double *y, double *save_mean,
-                          double *save_invstd);
+                          double *running_var, double *y, double *save_mean, double *save_invstd);
 
 /** Eval forward. x, y (N, C, HW); gamma, beta, running_mean, running_var (C). */
 void ref_bn_forward_eval(int n, int c, int hw, double eps, const double *x, const double *gamma,
-                         const double *beta, const double *running_mean,
-                         const double *running_var, double *y);
+                         const double *beta, const double *running_mean, const double *running_var,
+                         double *y);
 
 /**
  * Backward of the training forward, in closed form (checked against finite

@@ -70,8 +70,8 @@ static void src_taps(int o, int n, int f, int *i0, int *i1, double *lam)
 }
 
 /* Apply the upsampling (transpose = 0) or its transpose (transpose = 1) to one plane. */
-static void upsample_plane(const nn_upsample_shape *s, double scale, const double *in,
-                           double *out, int transpose)
+static void upsample_plane(const nn_upsample_shape *s, double scale, const double *in, double *out,
+                           int transpose)
 {
     int f = s->factor, oh = s->h * f, ow = s->w * f;
     for (int oy = 0; oy < oh; oy++) {
@@ -106,8 +106,7 @@ void ref_upsample_forward(const nn_upsample_shape *s, double scale, const double
         upsample_plane(s, scale, x + p * in, y + p * out, 0);
 }
 
-void ref_upsample_backward(const nn_upsample_shape *s, double scale, const double *dy,
-                           double *dx)
+void ref_upsample_backward(const nn_upsample_shape *s, double scale, const double *dy, double *dx)
 {
     size_t planes = (size_t)s->n * s->c, in = (size_t)s->h * s->w;
     size_t out = in * (size_t)s->factor * (size_t)s->factor;
@@ -122,8 +121,7 @@ int ref_disp_valid(double g, double max_disp)
 }
 
 void ref_disp_loss(nn_disp_loss_kind kind, double weight, double max_disp, size_t n,
-                   const double *pred, const double *gt, double *loss, double *epe,
-                   double *count)
+                   const double *pred, const double *gt, double *loss, double *epe, double *count)
 {
     double sl = 0, se = 0, cnt = 0;
     for (size_t i = 0; i < n; i++) {

@@ -30,8 +30,7 @@ void ref_corr_backward(const nn_corr_shape *s, const double *fl, const double *f
 void ref_upsample_forward(const nn_upsample_shape *s, double scale, const double *x, double *y);
 
 /** dx (N, C, H, W) = the gradient of sum(dy * y) w.r.t. x (the transpose), overwritten. */
-void ref_upsample_backward(const nn_upsample_shape *s, double scale, const double *dy,
-                           double *dx);
+void ref_upsample_backward(const nn_upsample_shape *s, double scale, const double *dy, double *dx);
 
 /** Whether ground truth g is valid: finite, > 0 and, when max_disp > 0, <= max_disp. */
 int ref_disp_valid(double g, double max_disp);
@@ -42,7 +41,6 @@ int ref_disp_valid(double g, double max_disp);
  * |pred - gt| over them, *count = their number; loss and EPE are 0 when none is valid.
  */
 void ref_disp_loss(nn_disp_loss_kind kind, double weight, double max_disp, size_t n,
-                   const double *pred, const double *gt, double *loss, double *epe,
-                   double *count);
+                   const double *pred, const double *gt, double *loss, double *epe, double *count);
 
 #endif

@@ -27,8 +27,7 @@ static double act_loss(void *p)
 static manta_status act_fwd(mcl_dev *d, nn_act kind, bool plain, float slope, mview x, mview y,
                             size_t n)
 {
-    return plain ? nn_act_forward(d, kind, x, y, n)
-                 : nn_act_forward_slope(d, kind, slope, x, y, n);
+    return plain ? nn_act_forward(d, kind, x, y, n) : nn_act_forward_slope(d, kind, slope, x, y, n);
 }
 
 static manta_status act_bwd(mcl_dev *d, nn_act kind, bool plain, float slope, mview x, mview dy,
@@ -129,9 +128,9 @@ static void test_leaky_relu(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_relu),      cmocka_unit_test(test_relu6),
-        cmocka_unit_test(test_hswish),    cmocka_unit_test(test_hsigmoid),
-        cmocka_unit_test(test_sigmoid),   cmocka_unit_test(test_leaky_relu),
+        cmocka_unit_test(test_relu),    cmocka_unit_test(test_relu6),
+        cmocka_unit_test(test_hswish),  cmocka_unit_test(test_hsigmoid),
+        cmocka_unit_test(test_sigmoid), cmocka_unit_test(test_leaky_relu),
     };
     return cmocka_run_group_tests_name("activation", tests, tu_setup_device, tu_teardown_device);
 }

@@ -16,12 +16,12 @@
  * the device. */
 typedef struct bn_case {
     nn_bn_shape s;
-    size_t len;                                /* N * C * HW */
-    double *x, *r;                             /* (N, C, HW): input, loss weights */
-    double *gamma, *beta, *rmean, *rvar;       /* (C) */
-    mview vx, vgamma, vbeta, vrmean, vrvar;    /* device copies of the above */
-    mview vscr;                                /* op scratch (guarded) */
-    size_t nscr;                               /* its floats: nn_bn_scratch_floats() */
+    size_t len;                             /* N * C * HW */
+    double *x, *r;                          /* (N, C, HW): input, loss weights */
+    double *gamma, *beta, *rmean, *rvar;    /* (C) */
+    mview vx, vgamma, vbeta, vrmean, vrvar; /* device copies of the above */
+    mview vscr;                             /* op scratch (guarded) */
+    size_t nscr;                            /* its floats: nn_bn_scratch_floats() */
 } bn_case;
 
 /* Round to float so the reference sees exactly what the device holds. */
@@ -173,8 +173,8 @@ static void test_bn_eval_forward_uses_running_stats(void **state)
         ref_bn_forward_eval(n, c, HWS[t], EPS, k.x, k.gamma, k.beta, k.rmean, k.rvar, y);
         tu_download(d, vy, got, k.len);
         tu_assert_close(got, y, k.len, 1e-4, "eval forward y");
-        TU_OK(d, nn_bn_forward_eval(d, &k.s, EPS, k.vx, k.vgamma, k.vbeta, k.vrmean, k.vrvar,
-                                    k.vx));
+        TU_OK(d,
+              nn_bn_forward_eval(d, &k.s, EPS, k.vx, k.vgamma, k.vbeta, k.vrmean, k.vrvar, k.vx));
         tu_download(d, k.vx, got, k.len);
         tu_assert_close(got, y, k.len, 1e-4, "in-place eval forward y");
         tu_free(d, vy);
@@ -376,9 +376,9 @@ static void test_bn_rejects_bad_shapes(void **state)
     expect_invalid(d, nn_bn_forward_eval(d, &(nn_bn_shape){2, 2, 0}, 1e-5f, v, v, v, v, v, v),
                    "shape hw");
     expect_invalid(d, nn_bn_stats(d, NULL, v, v, v, v), "shape");
-    expect_invalid(d, nn_bn_forward_train(d, &(nn_bn_shape){1, 2, 1}, 0.1f, 1e-5f, v, v, v, v, v,
-                                          v, v, v, v),
-                   "n*hw");
+    expect_invalid(
+        d, nn_bn_forward_train(d, &(nn_bn_shape){1, 2, 1}, 0.1f, 1e-5f, v, v, v, v, v, v, v, v, v),
+        "n*hw");
     expect_invalid(d, nn_bn_forward_train(d, &ok, 1.5f, 1e-5f, v, v, v, v, v, v, v, v, v),
                    "momentum");
     expect_invalid(d, nn_bn_forward_train(d, &ok, 0.1f, 0.0f, v, v, v, v, v, v, v, v, v), "eps");
@@ -437,36 +437,44 @@ static void test_bn_sync_shards_match_whole_batch(void **state)
         const long m = (long)n * hw;
         TU_OK(d, nn_bn_sync_finish(d, c, m, (float)MOMENTUM, (float)EPS, st, rm2, rv2, sm2, si2));
         for (int i = 0; i < 2; i++)
-            TU_OK(d, nn_bn_forward_apply(d, &sh, mview_at(k.vx, (size_t)i * half), k.vgamma, k.vbeta,
-                                         sm2, si2, mview_at(y2, (size_t)i * half)));
+            TU_OK(d, nn_bn_forward_apply(d, &sh, mview_at(k.vx, (size_t)i * half), k.vgamma,
+                                         k.vbeta, sm2, si2, mview_at(y2, (size_t)i * half)));
         for (int i = 0; i < 2; i++) {
-            TU_OK(d, nn_bn_backward_reduce(d, &sh, mview_at(k.vx, (size_t)i * half), sm2, si2,
-                                           mview_at(dy, (size_t)i * half), sums[i], dg2, db2,
-                                           k.vscr));
+            TU_OK(d,
+                  nn_bn_backward_reduce(d, &sh, mview_at(k.vx, (size_t)i * half), sm2, si2,
+                                        mview_at(dy, (size_t)i * half), sums[i], dg2, db2, k.vscr));
             tu_download(d, sums[i], part[i], 2 * cs);
         }
         for (size_t j = 0; j < 2 * cs; j++)
             comb[j] = (float)(part[0][j] + part[1][j]);
         tu_upload(d, sums[0], comb, 2 * cs);
         for (int i = 0; i < 2; i++)
-            TU_OK(d, nn_bn_backward_apply(d, &sh, m, mview_at(k.vx, (size_t)i * half), k.vgamma, sm2,
-                                          si2, mview_at(dy, (size_t)i * half),
+            TU_OK(d, nn_bn_backward_apply(d, &sh, m, mview_at(k.vx, (size_t)i * half), k.vgamma,
+                                          sm2, si2, mview_at(dy, (size_t)i * half),
                                           mview_at(dx2, (size_t)i * half), sums[0]));
         double *a = malloc(k.len * sizeof *a), *b = malloc(k.len * sizeof *b);
         assert_non_null(a);
         assert_non_null(b);
-        struct { mview whole, shards; size_t n; const char *what; } cmp[] = {
-            {y, y2, k.len, "y"}, {sm, sm2, cs, "saved mean"}, {si, si2, cs, "saved 1/std"},
-            {rm, rm2, cs, "running mean"}, {rv, rv2, cs, "running variance"},
-            {dx, dx2, k.len, "dx"}, {dg, dg2, cs, "dgamma"}, {db, db2, cs, "dbeta"}};
+        struct {
+            mview whole, shards;
+            size_t n;
+            const char *what;
+        } cmp[] = {{y, y2, k.len, "y"},
+                   {sm, sm2, cs, "saved mean"},
+                   {si, si2, cs, "saved 1/std"},
+                   {rm, rm2, cs, "running mean"},
+                   {rv, rv2, cs, "running variance"},
+                   {dx, dx2, k.len, "dx"},
+                   {dg, dg2, cs, "dgamma"},
+                   {db, db2, cs, "dbeta"}};
         for (size_t j = 0; j < sizeof cmp / sizeof cmp[0]; j++) {
             tu_download(d, cmp[j].whole, a, cmp[j].n);
             tu_download(d, cmp[j].shards, b, cmp[j].n);
             tu_assert_close(b, a, cmp[j].n, 1e-4, cmp[j].what);
         }
         free(a), free(b);
-        mview all[] = {y, sm, si, rm, rv, dy, dx, dg, db, y2, sm2, si2, rm2, rv2, dx2, dg2, db2, st,
-                       sums[0], sums[1]};
+        mview all[] = {y,   sm,  si,  rm,  rv,  dy,  dx,  dg, db,      y2,
+                       sm2, si2, rm2, rv2, dx2, dg2, db2, st, sums[0], sums[1]};
         for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
             tu_free(d, all[j]);
         case_free(d, &k);

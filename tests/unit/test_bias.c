@@ -69,12 +69,12 @@ static void test_bias_matches_reference(void **st)
 {
     const nn_bias_shape s[] = {
         /* n, c, hw */
-        {1, 1, 1},       /* one value */
-        {3, 5, 13},      /* odd rows: a partial 8-value chunk */
-        {2, 4, 64},      /* whole chunks */
-        {4, 3, 4096},    /* long rows: the GPU variant splits each channel's sum */
-        {2, 300, 33},    /* more channels than the GPU variant's work-groups */
-        {8, 1, 4000},    /* one channel: the most ranges */
+        {1, 1, 1},    /* one value */
+        {3, 5, 13},   /* odd rows: a partial 8-value chunk */
+        {2, 4, 64},   /* whole chunks */
+        {4, 3, 4096}, /* long rows: the GPU variant splits each channel's sum */
+        {2, 300, 33}, /* more channels than the GPU variant's work-groups */
+        {8, 1, 4000}, /* one channel: the most ranges */
     };
     tu_variant_devs *v = *st;
     for (int k = 0; k < TU_VARIANTS; k++)

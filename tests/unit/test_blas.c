@@ -33,8 +33,8 @@ static double at(const double *x, bool t, size_t i, size_t j, size_t ld)
     return t ? x[j * ld + i] : x[i * ld + j];
 }
 
-static void ref_gemm(const gemm_case *g, float alpha, const double *a, const double *b,
-                     float beta, double *c)
+static void ref_gemm(const gemm_case *g, float alpha, const double *a, const double *b, float beta,
+                     double *c)
 {
     for (size_t q = 0; q < g->batch; q++)
         for (size_t i = 0; i < g->m; i++)

@@ -204,11 +204,12 @@ static void test_fill_beyond_one_chunk(void **state)
     mview v = tu_alloc(d, off + n + 8);
     TU_OK(d, mcl_fill(d, v, -1.0f, off + n + 8));
     TU_OK(d, mcl_fill(d, mview_at(v, off), 2.5f, n));
-    const size_t at[] = {0, off - 1, off, MCL_FILL_CHUNK - 2, MCL_FILL_CHUNK + off,
+    const size_t at[] = {0,           off - 1, off, MCL_FILL_CHUNK - 2, MCL_FILL_CHUNK + off,
                          off + n - 4, off + n};
-    const float want[][4] = {{-1, -1, -1, -1}, {-1, 2.5f, 2.5f, 2.5f}, {2.5f, 2.5f, 2.5f, 2.5f},
+    const float want[][4] = {{-1, -1, -1, -1},         {-1, 2.5f, 2.5f, 2.5f},
                              {2.5f, 2.5f, 2.5f, 2.5f}, {2.5f, 2.5f, 2.5f, 2.5f},
-                             {2.5f, 2.5f, 2.5f, 2.5f}, {-1, -1, -1, -1}};
+                             {2.5f, 2.5f, 2.5f, 2.5f}, {2.5f, 2.5f, 2.5f, 2.5f},
+                             {-1, -1, -1, -1}};
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         float got[4];
         TU_OK(d, mcl_read(d, mview_at(v, at[i]), got, 4));
@@ -246,8 +247,8 @@ static void test_limits_clamp_parses_and_only_shrinks(void **state)
     mcl_dev *d = *state;
     mcl_device_info i = *mcl_info(d), c = i;
     manta_err err;
-    assert_int_equal(mcl_limits_clamp(&c, "local=32k,wg=16,alloc=1m,items=8x4x2,mem=3g,vec=1",
-                                      &err), MANTA_OK);
+    assert_int_equal(
+        mcl_limits_clamp(&c, "local=32k,wg=16,alloc=1m,items=8x4x2,mem=3g,vec=1", &err), MANTA_OK);
     assert_true(c.local_mem == (i.local_mem < 32768 ? i.local_mem : 32768));
     assert_true(c.max_work_group == (i.max_work_group < 16 ? i.max_work_group : 16));
     assert_true(c.max_alloc == (i.max_alloc < 1048576 ? i.max_alloc : 1048576));
@@ -257,8 +258,8 @@ static void test_limits_clamp_parses_and_only_shrinks(void **state)
     c = i; /* a clamp above the device's own limit leaves it */
     assert_int_equal(mcl_limits_clamp(&c, "wg=1000000000", &err), MANTA_OK);
     assert_true(c.max_work_group == i.max_work_group);
-    static const char *bad[] = {"wg", "wg=", "wg=0", "wg=-4", "local=32q", "size=4", "items=4x4",
-                                "wg=16,,", "alloc=1t", ""};
+    static const char *bad[] = {"wg",     "wg=",       "wg=0",    "wg=-4",    "local=32q",
+                                "size=4", "items=4x4", "wg=16,,", "alloc=1t", ""};
     for (size_t k = 0; k + 1 < sizeof bad / sizeof bad[0]; k++) {
         c = i;
         assert_int_equal(mcl_limits_clamp(&c, bad[k], &err), MANTA_ERR_INVALID_ARG);
@@ -415,5 +416,6 @@ int main(void)
         cmocka_unit_test(test_variant_follows_type_and_option),
         cmocka_unit_test(test_status_strings),
     };
-    return cmocka_run_group_tests_name("opencl device layer", tests, tu_setup_device, tu_teardown_device);
+    return cmocka_run_group_tests_name("opencl device layer", tests, tu_setup_device,
+                                       tu_teardown_device);
 }

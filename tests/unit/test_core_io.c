@@ -250,8 +250,7 @@ static manta_status ramp_fill(void *user, size_t first, float *dst, size_t k, ma
     return MANTA_OK;
 }
 
-static manta_status ramp_check(void *user, size_t first, const float *src, size_t k,
-                               manta_err *err)
+static manta_status ramp_check(void *user, size_t first, const float *src, size_t k, manta_err *err)
 {
     ramp *r = user;
     assert_int_equal(first, r->next);

@@ -33,8 +33,8 @@ static void close_to(mcl_dev *d, const double *got, const double *want, size_t n
                      const char *what, const nn_corr_shape *s)
 {
     char msg[160];
-    snprintf(msg, sizeof msg, "correlation %s (%s kernels, n%d c%d h%d w%d disp%d stride%d)",
-             what, tu_variant_name(d), s->n, s->c, s->h, s->w, s->max_disp, s->stride);
+    snprintf(msg, sizeof msg, "correlation %s (%s kernels, n%d c%d h%d w%d disp%d stride%d)", what,
+             tu_variant_name(d), s->n, s->c, s->h, s->w, s->max_disp, s->stride);
     tu_assert_close(got, want, n, rtol, msg);
 }
 
@@ -132,9 +132,9 @@ static void test_corr_small_odd_sizes(void **st)
 static void test_corr_stride_and_max_disp_not_multiple(void **st)
 {
     static const nn_corr_shape shapes[] = {
-        {2, 4, 3, 11, 7, 2},  /* D = 7 / 2 + 1 = 4: displacements 0, 2, 4, 6 */
-        {1, 3, 2, 12, 9, 3},  /* 0, 3, 6, 9 */
-        {1, 37, 2, 7, 0, 1},  /* D 1 (the channel mean of fl * fr); 37 channels */
+        {2, 4, 3, 11, 7, 2}, /* D = 7 / 2 + 1 = 4: displacements 0, 2, 4, 6 */
+        {1, 3, 2, 12, 9, 3}, /* 0, 3, 6, 9 */
+        {1, 37, 2, 7, 0, 1}, /* D 1 (the channel mean of fl * fr); 37 channels */
     };
     check_all(st, shapes, sizeof shapes / sizeof shapes[0], true);
 }

@@ -47,7 +47,8 @@ static void ref_view(const aug_params *p, const uint8_t *img, int h, int w, int 
     free(crop);
 }
 
-static void expect_close(const float *got, const double *want, size_t n, double tol, const char *what)
+static void expect_close(const float *got, const double *want, size_t n, double tol,
+                         const char *what)
 {
     for (size_t i = 0; i < n; i++)
         if (fabs(got[i] - want[i]) > tol)
@@ -104,8 +105,11 @@ static void test_train_views_match_reference(void **state)
     dataset d;
     make_set(&d, 1, 30, 30, 3, 12);
     const uint8_t *img = dataset_image(&d, 0);
-    const aug_view views[] = {{-4, -4, 30, false}, {4, 4, 30, true}, {-3, 2, 30, true},
-                              {0, 0, 30, false},   {2, -4, 30, false}};
+    const aug_view views[] = {{-4, -4, 30, false},
+                              {4, 4, 30, true},
+                              {-3, 2, 30, true},
+                              {0, 0, 30, false},
+                              {2, -4, 30, false}};
     for (int kind = 0; kind < 2; kind++)
         for (size_t k = 0; k < sizeof views / sizeof views[0]; k++) {
             aug_params p;
@@ -114,7 +118,8 @@ static void test_train_views_match_reference(void **state)
             const int r = k % 2 ? 24 : 36;
             float *got = malloc(sizeof(float) * 3 * r * r);
             double *want = malloc(sizeof(double) * 3 * r * r);
-            assert_int_equal(data_aug_render(&p, img, 30, 30, 3, &views[k], r, got, NULL), MANTA_OK);
+            assert_int_equal(data_aug_render(&p, img, 30, 30, 3, &views[k], r, got, NULL),
+                             MANTA_OK);
             ref_view(&p, img, 30, 30, 3, &views[k], r, want);
             char what[64];
             snprintf(what, sizeof what, "train view %zu pad %s", k, kind ? "edge" : "zero");
@@ -143,9 +148,11 @@ static void test_flip_mirrors_exactly(void **state)
     const int r = 29;
     float a[3 * 29 * 29], b[3 * 29 * 29];
     aug_view v = {-2, 5, 33, false};
-    assert_int_equal(data_aug_render(&p, dataset_image(&d, 0), 33, 40, 3, &v, r, a, NULL), MANTA_OK);
+    assert_int_equal(data_aug_render(&p, dataset_image(&d, 0), 33, 40, 3, &v, r, a, NULL),
+                     MANTA_OK);
     v.flip = true;
-    assert_int_equal(data_aug_render(&p, dataset_image(&d, 0), 33, 40, 3, &v, r, b, NULL), MANTA_OK);
+    assert_int_equal(data_aug_render(&p, dataset_image(&d, 0), 33, 40, 3, &v, r, b, NULL),
+                     MANTA_OK);
     for (int c = 0; c < 3; c++)
         for (int y = 0; y < r; y++)
             for (int x = 0; x < r; x++)

@@ -83,9 +83,10 @@ static void expect_same(const rec *want, const prefetch_batch *b, int k)
 {
     if (b->n != want->info.n || b->resolution != want->info.resolution ||
         b->epoch != want->info.epoch || b->batch != want->info.batch)
-        fail_msg("batch %d: n %d R %d epoch %lld batch %lld; expected n %d R %d epoch %lld batch %lld",
-                 k, b->n, b->resolution, (long long)b->epoch, (long long)b->batch, want->info.n,
-                 want->info.resolution, (long long)want->info.epoch, (long long)want->info.batch);
+        fail_msg(
+            "batch %d: n %d R %d epoch %lld batch %lld; expected n %d R %d epoch %lld batch %lld",
+            k, b->n, b->resolution, (long long)b->epoch, (long long)b->batch, want->info.n,
+            want->info.resolution, (long long)want->info.epoch, (long long)want->info.batch);
     size_t nf = (size_t)b->n * b->resolution * b->resolution;
     assert_memory_equal(b->images, want->images, nf * sizeof(float));
     assert_memory_equal(b->labels, want->labels, (size_t)b->n * sizeof(float));
@@ -253,7 +254,7 @@ static void test_prefetch_reports_wait_time(void **state)
     assert_int_equal(data_prefetch_start(&p, &o, NULL, 3, &e), MANTA_OK);
     double w1, w2, w3;
     assert_int_equal(data_prefetch_next(p, &b, &w1, &e), MANTA_OK);
-    assert_true(w1 > 0.010); /* the first batch takes the producer 30 ms */
+    assert_true(w1 > 0.010);                     /* the first batch takes the producer 30 ms */
     struct timespec ts = {0, 250 * 1000 * 1000}; /* a slow "training step" */
     nanosleep(&ts, NULL);
     assert_int_equal(data_prefetch_next(p, &b, &w2, &e), MANTA_OK);

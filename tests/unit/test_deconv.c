@@ -303,8 +303,7 @@ static void expect_invalid(mcl_dev *d, const nn_deconv2d_shape *s, const char *f
     assert_int_equal(st, MANTA_ERR_INVALID_ARG);
     msg = manta_err_msg(mcl_err(d), st);
     if (!strstr(msg, field) || !strstr(msg, "deconv2d backward"))
-        fail_msg("backward message '%s' does not name 'deconv2d backward' and '%s'", msg,
-                 field);
+        fail_msg("backward message '%s' does not name 'deconv2d backward' and '%s'", msg, field);
     manta_err_clear(mcl_err(d));
     tu_free(d, v);
 }
@@ -365,6 +364,5 @@ int main(void)
         cmocka_unit_test(test_deconv_larger),
         cmocka_unit_test(test_deconv_bad_shapes_rejected),
     };
-    return cmocka_run_group_tests_name("deconv2d", tests, tu_setup_variants,
-                                       tu_teardown_variants);
+    return cmocka_run_group_tests_name("deconv2d", tests, tu_setup_variants, tu_teardown_variants);
 }

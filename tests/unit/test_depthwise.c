@@ -106,8 +106,8 @@ static void check_dw(void **state, const nn_dw_shape *s, uint64_t seed)
 static void test_dw_weight_gradient_of_many_rows(void **st)
 {
     mcl_dev *d = *st;
-    static const nn_dw_shape shapes[] = {{2, 24, 64, 64, 7, 1, 3}, {4, 32, 30, 30, 5, 2, 2},
-                                         {3, 40, 20, 20, 3, 1, 1}};
+    static const nn_dw_shape shapes[] = {
+        {2, 24, 64, 64, 7, 1, 3}, {4, 32, 30, 30, 5, 2, 2}, {3, 40, 20, 20, 3, 1, 1}};
     manta_rng rng;
     manta_rng_seed(&rng, 77, 1);
     for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
@@ -165,10 +165,10 @@ static void test_dw_k7_s2_pad3_batch4(void **st)
 
 static void test_dw_general_even_k_stride3_pad_other(void **st)
 {
-    check_dw(st, &(nn_dw_shape){2, 3, 11, 13, 4, 3, 1}, 9);  /* even K, stride 3 */
-    check_dw(st, &(nn_dw_shape){1, 5, 9, 9, 3, 1, 2}, 10);   /* pad above K/2 */
-    check_dw(st, &(nn_dw_shape){3, 3, 5, 5, 1, 1, 0}, 11);   /* K = 1 */
-    check_dw(st, &(nn_dw_shape){1, 2, 7, 7, 5, 3, 0}, 12);   /* K = 5, stride 3 */
+    check_dw(st, &(nn_dw_shape){2, 3, 11, 13, 4, 3, 1}, 9); /* even K, stride 3 */
+    check_dw(st, &(nn_dw_shape){1, 5, 9, 9, 3, 1, 2}, 10);  /* pad above K/2 */
+    check_dw(st, &(nn_dw_shape){3, 3, 5, 5, 1, 1, 0}, 11);  /* K = 1 */
+    check_dw(st, &(nn_dw_shape){1, 2, 7, 7, 5, 3, 0}, 12);  /* K = 5, stride 3 */
 }
 
 /* Planes at least 4 outputs wide take the tiled forward and dx kernels
@@ -177,11 +177,11 @@ static void test_dw_general_even_k_stride3_pad_other(void **st)
  * partial strips, several bands, partial plane groups and both strides. */
 static void test_dw_tiled_stride1(void **st)
 {
-    check_dw(st, &(nn_dw_shape){2, 3, 16, 16, 7, 1, 3}, 20);  /* 2 full strips */
-    check_dw(st, &(nn_dw_shape){1, 2, 9, 12, 5, 1, 2}, 21);   /* partial strip */
-    check_dw(st, &(nn_dw_shape){2, 2, 10, 10, 3, 1, 0}, 22);  /* pad 0: dx pad 2 */
-    check_dw(st, &(nn_dw_shape){5, 7, 8, 8, 3, 1, 1}, 23);    /* 35 planes, 16 a group */
-    check_dw(st, &(nn_dw_shape){1, 1, 300, 9, 3, 1, 1}, 24);  /* 2 bands of rows */
+    check_dw(st, &(nn_dw_shape){2, 3, 16, 16, 7, 1, 3}, 20); /* 2 full strips */
+    check_dw(st, &(nn_dw_shape){1, 2, 9, 12, 5, 1, 2}, 21);  /* partial strip */
+    check_dw(st, &(nn_dw_shape){2, 2, 10, 10, 3, 1, 0}, 22); /* pad 0: dx pad 2 */
+    check_dw(st, &(nn_dw_shape){5, 7, 8, 8, 3, 1, 1}, 23);   /* 35 planes, 16 a group */
+    check_dw(st, &(nn_dw_shape){1, 1, 300, 9, 3, 1, 1}, 24); /* 2 bands of rows */
 }
 
 static void test_dw_small_planes_large_kernels(void **st)
@@ -197,8 +197,8 @@ static void test_dw_small_planes_large_kernels(void **st)
 
 static void test_dw_tiled_stride2(void **st)
 {
-    check_dw(st, &(nn_dw_shape){2, 3, 21, 19, 7, 2, 3}, 25);  /* Wo 10, dx 3 strips */
-    check_dw(st, &(nn_dw_shape){1, 2, 11, 9, 3, 2, 1}, 26);   /* dx tiled only */
+    check_dw(st, &(nn_dw_shape){2, 3, 21, 19, 7, 2, 3}, 25); /* Wo 10, dx 3 strips */
+    check_dw(st, &(nn_dw_shape){1, 2, 11, 9, 3, 2, 1}, 26);  /* dx tiled only */
     check_dw(st, &(nn_dw_shape){1, 2, 17, 12, 5, 2, 2}, 27);
     check_dw(st, &(nn_dw_shape){1, 2, 20, 22, 5, 2, 2}, 34);  /* Wo 11: split x rows for dw */
     check_dw(st, &(nn_dw_shape){2, 3, 32, 32, 3, 2, 1}, 28);  /* Wo 16 */

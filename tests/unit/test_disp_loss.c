@@ -60,8 +60,7 @@ static double case_loss(void *p)
 {
     loss_case *c = p;
     double loss, epe, cnt;
-    ref_disp_loss(c->p.kind, c->p.weight, c->p.max_disp, c->n, c->pred, c->gt, &loss, &epe,
-                  &cnt);
+    ref_disp_loss(c->p.kind, c->p.weight, c->p.max_disp, c->n, c->pred, c->gt, &loss, &epe, &cnt);
     return loss;
 }
 
@@ -69,8 +68,7 @@ static double case_loss(void *p)
 static void ref_grad(const loss_case *c, double *g)
 {
     double loss, epe, cnt;
-    ref_disp_loss(c->p.kind, c->p.weight, c->p.max_disp, c->n, c->pred, c->gt, &loss, &epe,
-                  &cnt);
+    ref_disp_loss(c->p.kind, c->p.weight, c->p.max_disp, c->n, c->pred, c->gt, &loss, &epe, &cnt);
     for (size_t i = 0; i < c->n; i++) {
         g[i] = 0;
         if (!ref_disp_valid(c->gt[i], c->p.max_disp) || cnt == 0)
@@ -85,9 +83,9 @@ static void close_to(mcl_dev *d, const double *got, const double *want, size_t n
                      const char *what, const loss_case *c)
 {
     char msg[200];
-    snprintf(msg, sizeof msg, "disparity loss %s (%s kernels, %s, n%d h%d w%d, max_disp %g)",
-             what, tu_variant_name(d), c->p.kind == NN_DISP_LOSS_L1 ? "L1" : "smooth L1",
-             c->s.n, c->s.h, c->s.w, (double)c->p.max_disp);
+    snprintf(msg, sizeof msg, "disparity loss %s (%s kernels, %s, n%d h%d w%d, max_disp %g)", what,
+             tu_variant_name(d), c->p.kind == NN_DISP_LOSS_L1 ? "L1" : "smooth L1", c->s.n, c->s.h,
+             c->s.w, (double)c->p.max_disp);
     tu_assert_close(got, want, n, rtol, msg);
 }
 
@@ -118,8 +116,8 @@ static void run_op(mcl_dev *d, const loss_case *c, double *result, double *dpred
 static void check_case(mcl_dev *d, loss_case *c, bool fd)
 {
     double want[3], res[3];
-    ref_disp_loss(c->p.kind, c->p.weight, c->p.max_disp, c->n, c->pred, c->gt, &want[0],
-                  &want[1], &want[2]);
+    ref_disp_loss(c->p.kind, c->p.weight, c->p.max_disp, c->n, c->pred, c->gt, &want[0], &want[1],
+                  &want[2]);
     double *g = tu_doubles(c->n), *gw = tu_doubles(c->n), *prior = tu_doubles(c->n);
     for (size_t i = 0; i < c->n; i++)
         g[i] = NAN;
@@ -156,8 +154,8 @@ static void check_case(mcl_dev *d, loss_case *c, bool fd)
     free(g), free(gw), free(prior);
 }
 
-static void check_both(void **state, int n, int h, int w, nn_disp_loss_kind kind,
-                       double max_disp, double invalid, bool fd, uint64_t seed)
+static void check_both(void **state, int n, int h, int w, nn_disp_loss_kind kind, double max_disp,
+                       double invalid, bool fd, uint64_t seed)
 {
     tu_variant_devs *v = *state;
     manta_rng rng;
@@ -264,6 +262,5 @@ int main(void)
         cmocka_unit_test(test_disp_no_valid_pixel),
         cmocka_unit_test(test_disp_bad_arguments_rejected),
     };
-    return cmocka_run_group_tests_name("disp_loss", tests, tu_setup_variants,
-                                       tu_teardown_variants);
+    return cmocka_run_group_tests_name("disp_loss", tests, tu_setup_variants, tu_teardown_variants);
 }

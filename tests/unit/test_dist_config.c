@@ -52,10 +52,29 @@ static void test_defaults(void **s)
 static void test_torchrun(void **s)
 {
     (void)s;
-    const char *kv[] = {"RANK", "3", "WORLD_SIZE", "8", "LOCAL_RANK", "1", "MASTER_ADDR", "10.1.2.3",
-                        "MASTER_PORT", "1234", "MANTA_SECRET", "sesame-open-please", "MANTA_TIMEOUT", "2.5",
-                        "MANTA_IFACE", "eth7", "MANTA_JOB_ID", "run-42", "MANTA_FRAME_MAC", "full",
-                        "MANTA_SOCKBUF", "4194304", NULL};
+    const char *kv[] = {"RANK",
+                        "3",
+                        "WORLD_SIZE",
+                        "8",
+                        "LOCAL_RANK",
+                        "1",
+                        "MASTER_ADDR",
+                        "10.1.2.3",
+                        "MASTER_PORT",
+                        "1234",
+                        "MANTA_SECRET",
+                        "sesame-open-please",
+                        "MANTA_TIMEOUT",
+                        "2.5",
+                        "MANTA_IFACE",
+                        "eth7",
+                        "MANTA_JOB_ID",
+                        "run-42",
+                        "MANTA_FRAME_MAC",
+                        "full",
+                        "MANTA_SOCKBUF",
+                        "4194304",
+                        NULL};
     dist_config c;
     manta_err e;
     assert_int_equal(from(kv, &c, &e), MANTA_OK);
@@ -76,8 +95,17 @@ static void test_torchrun(void **s)
 static void test_slurm_and_precedence(void **s)
 {
     (void)s;
-    const char *slurm[] = {"SLURM_PROCID", "5", "SLURM_NTASKS", "16", "SLURM_LOCALID", "1", "SLURM_JOB_ID", "777",
-                           "SLURM_JOB_NODELIST", "gpu[07-10,12],login1", NULL};
+    const char *slurm[] = {"SLURM_PROCID",
+                           "5",
+                           "SLURM_NTASKS",
+                           "16",
+                           "SLURM_LOCALID",
+                           "1",
+                           "SLURM_JOB_ID",
+                           "777",
+                           "SLURM_JOB_NODELIST",
+                           "gpu[07-10,12],login1",
+                           NULL};
     dist_config c;
     manta_err e;
     assert_int_equal(from(slurm, &c, &e), MANTA_OK);
@@ -87,8 +115,19 @@ static void test_slurm_and_precedence(void **s)
     assert_string_equal(c.master_addr, "gpu07");
     assert_string_equal(c.job_id, "777");
     /* torchrun variables win over SLURM's; flags (written after) win over both. */
-    const char *both[] = {"SLURM_PROCID", "5", "SLURM_NTASKS", "16", "SLURM_JOB_NODELIST", "node[1-4]", "RANK", "2",
-                          "WORLD_SIZE", "4", "MASTER_ADDR", "head", NULL};
+    const char *both[] = {"SLURM_PROCID",
+                          "5",
+                          "SLURM_NTASKS",
+                          "16",
+                          "SLURM_JOB_NODELIST",
+                          "node[1-4]",
+                          "RANK",
+                          "2",
+                          "WORLD_SIZE",
+                          "4",
+                          "MASTER_ADDR",
+                          "head",
+                          NULL};
     assert_int_equal(from(both, &c, &e), MANTA_OK);
     assert_int_equal(c.rank, 2);
     assert_int_equal(c.world_size, 4);
@@ -198,7 +237,8 @@ static void expect_host(const char *list, size_t idx, const char *want, size_t w
     if (st != MANTA_OK)
         fail_msg("'%s'[%zu]: %s", list, idx, e.msg);
     if (strcmp(out, want) != 0 || count != want_count)
-        fail_msg("'%s'[%zu] = '%s' (of %zu), expected '%s' (of %zu)", list, idx, out, count, want, want_count);
+        fail_msg("'%s'[%zu] = '%s' (of %zu), expected '%s' (of %zu)", list, idx, out, count, want,
+                 want_count);
 }
 
 static void test_nodelist(void **s)
@@ -209,14 +249,15 @@ static void test_nodelist(void **s)
     expect_host("node[01-04],other", 3, "node04", 5);
     expect_host("node[01-04],other", 4, "other", 5);
     expect_host("a,b,c", 2, "c", 3);
-    expect_host("gpu[7-10]", 3, "gpu10", 4);      /* no padding: 7, 8, 9, 10 */
-    expect_host("gpu[007-010]", 3, "gpu010", 4);  /* padding kept */
+    expect_host("gpu[7-10]", 3, "gpu10", 4);     /* no padding: 7, 8, 9, 10 */
+    expect_host("gpu[007-010]", 3, "gpu010", 4); /* padding kept */
     expect_host("n[1,3,5-6]", 2, "n5", 4);
     expect_host("rack[1-2]-node[01-03]", 0, "rack1-node01", 6);
     expect_host("rack[1-2]-node[01-03]", 4, "rack2-node02", 6);
     expect_host("x[2]y", 0, "x2y", 1);
     expect_host("login,cn[100-102]-ib", 3, "cn102-ib", 4);
-    const char *bad[] = {"", "node[", "node[1-", "node[a]", "node[3-1]", "node]1[", "a,,b", "a,", "n[1,]"};
+    const char *bad[] = {"",        "node[", "node[1-", "node[a]", "node[3-1]",
+                         "node]1[", "a,,b",  "a,",      "n[1,]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char out[64];
         manta_err e;
@@ -225,7 +266,8 @@ static void test_nodelist(void **s)
     }
     char out[8];
     manta_err e;
-    assert_int_equal(dist_nodelist_host("n[1-3]", 3, out, sizeof out, NULL, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(dist_nodelist_host("n[1-3]", 3, out, sizeof out, NULL, &e),
+                     MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "3 hosts"));
     assert_int_equal(dist_nodelist_host("averyveryverylongname", 0, out, sizeof out, NULL, &e),
                      MANTA_ERR_INVALID_ARG);
@@ -272,10 +314,14 @@ static void test_loopback_warning(void **s)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),     cmocka_unit_test(test_torchrun),
-        cmocka_unit_test(test_slurm_and_precedence), cmocka_unit_test(test_malformed_env),
-        cmocka_unit_test(test_check),        cmocka_unit_test(test_secret_file),
-        cmocka_unit_test(test_nodelist),     cmocka_unit_test(test_interfaces),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_torchrun),
+        cmocka_unit_test(test_slurm_and_precedence),
+        cmocka_unit_test(test_malformed_env),
+        cmocka_unit_test(test_check),
+        cmocka_unit_test(test_secret_file),
+        cmocka_unit_test(test_nodelist),
+        cmocka_unit_test(test_interfaces),
         cmocka_unit_test(test_loopback_warning),
     };
     return cmocka_run_group_tests_name("dist config", tests, NULL, NULL);

@@ -121,16 +121,19 @@ static void fake_links(fake *f)
 {
     manta_err e;
     double d = dist_now() + DEADLINE;
-    assert_int_equal(dist_connect(f->rz.peers[1].addr, f->rz.peers[1].port, 0, d, "rank 1", &f->out_fd, &e), MANTA_OK);
+    assert_int_equal(
+        dist_connect(f->rz.peers[1].addr, f->rz.peers[1].port, 0, d, "rank 1", &f->out_fd, &e),
+        MANTA_OK);
     dist_hello me = {.rank = 0};
-    if (dist_auth_client(f->out_fd, &f->cfg, DIST_LINK_RING, 1, &me, d, "rank 1", f->out_key, &e) != MANTA_OK)
+    if (dist_auth_client(f->out_fd, &f->cfg, DIST_LINK_RING, 1, &me, d, "rank 1", f->out_key, &e) !=
+        MANTA_OK)
         fail_msg("fake: %s", e.msg);
     uint32_t pa;
     uint16_t pp;
     assert_int_equal(dist_accept(f->rz.ring_fd, d, &f->in_fd, &pa, &pp, &e), MANTA_OK);
     dist_hello h;
-    if (dist_auth_server(f->in_fd, &f->cfg, DIST_LINK_RING, 1, NULL, d, "rank 1", &h, f->in_key, NULL, &e) !=
-        MANTA_OK)
+    if (dist_auth_server(f->in_fd, &f->cfg, DIST_LINK_RING, 1, NULL, d, "rank 1", &h, f->in_key,
+                         NULL, &e) != MANTA_OK)
         fail_msg("fake: %s", e.msg);
 }
 
@@ -165,7 +168,8 @@ static void send_frame(fake *f, const ring_frame *fr, const void *payload, size_
     ring_frame_tag(f->out_key, fr->seq, head, full ? payload : NULL, nbytes, head + RING_HDR_BYTES);
     if (forge)
         head[RING_HDR_BYTES] ^= 1;
-    assert_int_equal(dist_send_all(f->out_fd, head, sizeof head, dist_now() + 1, "rank 1", NULL), MANTA_OK);
+    assert_int_equal(dist_send_all(f->out_fd, head, sizeof head, dist_now() + 1, "rank 1", NULL),
+                     MANTA_OK);
     if (nbytes)
         (void)dist_send_all(f->out_fd, payload, nbytes, dist_now() + 1, "rank 1", NULL);
 }
@@ -326,14 +330,17 @@ static void test_impostors_cannot_inject(void **s)
     assert_int_equal(dist_config_set_secret(&bad, "guessed secret!", 15, NULL), MANTA_OK);
     int fd = -1;
     unsigned char key[DIST_KEY_BYTES];
-    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e), MANTA_OK);
+    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e),
+                     MANTA_OK);
     dist_hello me = {.rank = 0};
-    assert_int_not_equal(dist_auth_client(fd, &bad, DIST_LINK_RING, 1, &me, d, "rank 1", key, &e), MANTA_OK);
+    assert_int_not_equal(dist_auth_client(fd, &bad, DIST_LINK_RING, 1, &me, d, "rank 1", key, &e),
+                         MANTA_OK);
     print_message("impostor 1: %s\n", e.msg);
     assert_non_null(strstr(e.msg, "secret"));
     dist_close(&fd);
     /* 2: pretends to be a frame stream straight away. */
-    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e), MANTA_OK);
+    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e),
+                     MANTA_OK);
     unsigned char junk[300];
     memset(junk, 0x41, sizeof junk);
     dist_send_all(fd, junk, sizeof junk, d, "rank 1", NULL);
@@ -351,7 +358,8 @@ static void test_impostors_cannot_inject(void **s)
     send_frame(&f, &fr, &a[1], sizeof(float), 0);
     unsigned char head[RING_HEAD_BYTES];
     float got;
-    assert_int_equal(dist_recv_all(f.in_fd, head, sizeof head, dist_now() + 2, "rank 1", NULL), MANTA_OK);
+    assert_int_equal(dist_recv_all(f.in_fd, head, sizeof head, dist_now() + 2, "rank 1", NULL),
+                     MANTA_OK);
     ring_frame in;
     assert_int_equal(ring_frame_unpack(head, &in), 0);
     assert_int_equal(in.offset, 0);
@@ -361,12 +369,13 @@ static void test_impostors_cannot_inject(void **s)
     ring_frame_tag(f.in_key, 0, head, NULL, 0, tag);
     assert_memory_equal(tag, head + RING_HDR_BYTES, RING_TAG_BYTES);
     float v0 = 1.0f, v1 = 1.25f; /* the victim's inputs (fake_rendezvous) */
-    float chunk0 = got + a[0]; /* chunk 0 starts at rank 1 */
+    float chunk0 = got + a[0];   /* chunk 0 starts at rank 1 */
     fr.seq = 1;
     fr.step = 1;
     fr.offset = 0;
     send_frame(&f, &fr, &chunk0, sizeof(float), 0);
-    assert_int_equal(dist_recv_all(f.in_fd, head, sizeof head, dist_now() + 2, "rank 1", NULL), MANTA_OK);
+    assert_int_equal(dist_recv_all(f.in_fd, head, sizeof head, dist_now() + 2, "rank 1", NULL),
+                     MANTA_OK);
     assert_int_equal(dist_recv_all(f.in_fd, &got, 4, dist_now() + 2, "rank 1", NULL), MANTA_OK);
     fake_finish(&f);
     print_message("events:\n%s", f.ev.text);
@@ -461,7 +470,8 @@ static void run_fault_processes(int sig)
     char line[KN][MANTA_ERR_MSG_MAX + 8];
     int ready = 1;
     for (int r = 0; r < KN; r++)
-        if (!read_line(rfd[r], line[r], sizeof line[r], dist_now() + 20) || strcmp(line[r], "R") != 0)
+        if (!read_line(rfd[r], line[r], sizeof line[r], dist_now() + 20) ||
+            strcmp(line[r], "R") != 0)
             ready = 0;
     double t_kill = dist_now();
     if (ready) {

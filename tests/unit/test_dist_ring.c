@@ -35,9 +35,9 @@ typedef struct job {
     int world;
     size_t len[MAX_LEN];
     int nlen;
-    float **in[MAX_LEN];  /* in[l][rank] */
-    float *ref[MAX_LEN];  /* sums */
-    float *avg_ref;       /* average of the last length */
+    float **in[MAX_LEN]; /* in[l][rank] */
+    float *ref[MAX_LEN]; /* sums */
+    float *avg_ref;      /* average of the last length */
 } job;
 
 typedef struct rank_run {
@@ -45,7 +45,7 @@ typedef struct rank_run {
     dist_config cfg;
     manta_status st;
     manta_err err;
-    int mismatch;        /* first length index that differed + 1 */
+    int mismatch; /* first length index that differed + 1 */
     size_t bad_index;
 } rank_run;
 
@@ -74,10 +74,13 @@ static void *rank_main(void *arg)
         ring_get_stats(c, &stt);
         size_t own = ring_chunk_begin(n, N, r + 1) - ring_chunk_begin(n, N, r);
         size_t nxt = ring_chunk_begin(n, N, (r + 1) % N + 1) - ring_chunk_begin(n, N, (r + 1) % N);
-        size_t prv = ring_chunk_begin(n, N, (r + N - 1) % N + 1) - ring_chunk_begin(n, N, (r + N - 1) % N);
-        uint64_t want = 4 * (uint64_t)(2 * n - own - nxt), want_recv = 4 * (uint64_t)(2 * n - prv - own);
-        if (rr->st == MANTA_OK && (stt.bytes_sent != want || stt.bytes_recv != want_recv || stt.ops != 1 ||
-                                   stt.frames_sent != 2 * (uint64_t)(N - 1) * ring_segments(n, N)))
+        size_t prv =
+            ring_chunk_begin(n, N, (r + N - 1) % N + 1) - ring_chunk_begin(n, N, (r + N - 1) % N);
+        uint64_t want = 4 * (uint64_t)(2 * n - own - nxt),
+                 want_recv = 4 * (uint64_t)(2 * n - prv - own);
+        if (rr->st == MANTA_OK &&
+            (stt.bytes_sent != want || stt.bytes_recv != want_recv || stt.ops != 1 ||
+             stt.frames_sent != 2 * (uint64_t)(N - 1) * ring_segments(n, N)))
             rr->mismatch = 400;
     }
     /* Twice over every length: the second pass must give the very same bits. */
@@ -199,21 +202,42 @@ static void run_world(int world)
         if (rr[r].st != MANTA_OK)
             fail_msg("N=%d rank %d: %s", world, r, manta_err_msg(&rr[r].err, rr[r].st));
         if (rr[r].mismatch)
-            fail_msg("N=%d rank %d: result differs from the reference (case %d, first element %zu)", world, r,
-                     rr[r].mismatch, rr[r].bad_index);
+            fail_msg("N=%d rank %d: result differs from the reference (case %d, first element %zu)",
+                     world, r, rr[r].mismatch, rr[r].bad_index);
     }
-    print_message("N=%d: lengths 0, 1, %d, 7919, 10^6, 10^6+3 bit-identical to the reference, twice\n", world,
-                  world - 1);
+    print_message(
+        "N=%d: lengths 0, 1, %d, 7919, 10^6, 10^6+3 bit-identical to the reference, twice\n", world,
+        world - 1);
     free(rr);
     free(th);
     free_job(&j);
 }
 
-static void test_world_1(void **s) { (void)s; run_world(1); }
-static void test_world_2(void **s) { (void)s; run_world(2); }
-static void test_world_3(void **s) { (void)s; run_world(3); }
-static void test_world_4(void **s) { (void)s; run_world(4); }
-static void test_world_5(void **s) { (void)s; run_world(5); }
+static void test_world_1(void **s)
+{
+    (void)s;
+    run_world(1);
+}
+static void test_world_2(void **s)
+{
+    (void)s;
+    run_world(2);
+}
+static void test_world_3(void **s)
+{
+    (void)s;
+    run_world(3);
+}
+static void test_world_4(void **s)
+{
+    (void)s;
+    run_world(4);
+}
+static void test_world_5(void **s)
+{
+    (void)s;
+    run_world(5);
+}
 
 /* The order matters: a plain left-to-right sum differs from the ring order somewhere. */
 static void test_reference_order_is_ring_order(void **s)
@@ -232,9 +256,9 @@ static void test_reference_order_is_ring_order(void **s)
     assert_int_equal(ring_chunk_begin(10, 3, 2), 7);
     assert_int_equal(ring_chunk_begin(10, 3, 3), 10);
     assert_int_equal(ring_segments(10, 3), 1);
-    assert_int_equal(ring_segments(1000000, 2), 2);          /* 2 MB chunks: 1 MiB segments */
-    assert_int_equal(ring_segments(16 * 1024 * 4, 4), 2);     /* 64 KiB chunks: at least 2 */
-    assert_int_equal(ring_segments(16 << 20, 2), 32);        /* 32 MiB chunks: 32 segments of 1 MiB */
+    assert_int_equal(ring_segments(1000000, 2), 2);       /* 2 MB chunks: 1 MiB segments */
+    assert_int_equal(ring_segments(16 * 1024 * 4, 4), 2); /* 64 KiB chunks: at least 2 */
+    assert_int_equal(ring_segments(16 << 20, 2), 32);     /* 32 MiB chunks: 32 segments of 1 MiB */
 }
 
 /* ---- authentication ----------------------------------------------------------------------------- */
@@ -293,8 +317,8 @@ static void test_wrong_secret_rejected(void **s)
         pthread_create(&th[i], NULL, simple_main, &r[i]);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
-    print_message("rank 1: %s (%.2f s)\nrank 0: %s (%.2f s)\nevents: %s", r[1].err.msg, r[1].seconds,
-                  r[0].err.msg, r[0].seconds, ev.text);
+    print_message("rank 1: %s (%.2f s)\nrank 0: %s (%.2f s)\nevents: %s", r[1].err.msg,
+                  r[1].seconds, r[0].err.msg, r[0].seconds, ev.text);
     assert_int_not_equal(r[1].st, MANTA_OK);
     assert_non_null(strstr(r[1].err.msg, "secret"));
     assert_non_null(strstr(r[1].err.msg, "master"));

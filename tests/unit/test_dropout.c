@@ -13,7 +13,8 @@ static void test_dropout_forward_backward(void **state)
     const size_t n = 100003;
     const float p = 0.3f;
     const uint64_t seed = 0x123456789abcULL;
-    double *x = malloc(n * sizeof *x), *got = malloc(n * sizeof *got), *want = malloc(n * sizeof *want);
+    double *x = malloc(n * sizeof *x), *got = malloc(n * sizeof *got),
+           *want = malloc(n * sizeof *want);
     assert_true(x && got && want);
     manta_rng r;
     manta_rng_seed(&r, 1, 1);
@@ -37,7 +38,8 @@ static void test_dropout_forward_backward(void **state)
     /* another seed gives another mask */
     size_t same = 0;
     for (size_t i = 0; i < 1000; i++)
-        same += (size_t)(nn_dropout_keep(seed, (uint32_t)i, p) == nn_dropout_keep(seed + 1, (uint32_t)i, p));
+        same += (size_t)(nn_dropout_keep(seed, (uint32_t)i, p) ==
+                         nn_dropout_keep(seed + 1, (uint32_t)i, p));
     assert_true(same < 800);
     assert_int_equal(nn_dropout_forward(d, n, 1.0f, seed, vx, vy), MANTA_ERR_INVALID_ARG);
     assert_int_equal(nn_dropout_forward(d, n, -0.1f, seed, vx, vy), MANTA_ERR_INVALID_ARG);

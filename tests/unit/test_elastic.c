@@ -47,7 +47,8 @@ static void check(void **state, int c, int K, int k)
     tu_fill_uniform(&rng, dw0, nw, -1, 1); /* gradients accumulate onto these */
     tu_fill_uniform(&rng, dm0, nm, -1, 1);
     mview vw = tu_alloc_from(d, w, nw), vm = tu_alloc_from(d, m, nm), vwk = tu_alloc(d, nk);
-    mview vr = tu_alloc_from(d, r, nk), vdw = tu_alloc_from(d, dw0, nw), vdm = tu_alloc_from(d, dm0, nm);
+    mview vr = tu_alloc_from(d, r, nk), vdw = tu_alloc_from(d, dw0, nw),
+          vdm = tu_alloc_from(d, dm0, nm);
 
     TU_OK(d, ofa_ktrans_forward(d, c, K, k, vw, vm, vwk));
     tu_download(d, vwk, got, nk);
@@ -66,7 +67,8 @@ static void check(void **state, int c, int K, int k)
     tu_assert_close(got, fdw, nw, 1e-3, "weight gradient (accumulated)");
     tu_download(d, vdm, got, nm);
     tu_assert_close(got, fdm, nm, 1e-3, "matrix gradient (accumulated)");
-    tu_free(d, vw), tu_free(d, vm), tu_free(d, vwk), tu_free(d, vr), tu_free(d, vdw), tu_free(d, vdm);
+    tu_free(d, vw), tu_free(d, vm), tu_free(d, vwk), tu_free(d, vr), tu_free(d, vdw),
+        tu_free(d, vdm);
     free(w), free(m), free(wk), free(r), free(got), free(fdw), free(fdm), free(dw0), free(dm0);
 }
 
@@ -100,5 +102,6 @@ int main(void)
         cmocka_unit_test(test_ktrans_7_to_3_direct),
         cmocka_unit_test(test_ktrans_identity_is_centre_crop),
     };
-    return cmocka_run_group_tests_name("elastic kernel", tests, tu_setup_device, tu_teardown_device);
+    return cmocka_run_group_tests_name("elastic kernel", tests, tu_setup_device,
+                                       tu_teardown_device);
 }

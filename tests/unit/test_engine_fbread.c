@@ -25,8 +25,8 @@ enum {
     ROOT = 36,   /* 44 bytes */
     SUB_VT = 80, /* 1 field: 6 bytes, shared by SUB, T0 and T1 */
     SUB = 88,
-    VEC = 96,  /* 3 x int32 */
-    STR = 112, /* "hello" */
+    VEC = 96,   /* 3 x int32 */
+    STR = 112,  /* "hello" */
     VTAB = 124, /* 2 tables */
     T0 = 136,
     T1 = 144,

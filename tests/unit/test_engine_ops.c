@@ -577,11 +577,11 @@ static void test_resize_matches_training_upsample(void **state)
 /* ---- the correlation pattern: fused and generic ---- */
 
 enum corr_variant {
-    CORR_FUSABLE,      /* the exporter's form */
-    CORR_STRIDED,      /* STRIDED_SLICE instead of SLICE: fused too */
-    CORR_UNORDERED,    /* displacements not in arithmetic order: generic */
-    CORR_MUL_RELU,     /* a fused activation on the MULs: generic */
-    CORR_MEAN_OUTPUT,  /* a per-displacement map is a model output: generic */
+    CORR_FUSABLE,     /* the exporter's form */
+    CORR_STRIDED,     /* STRIDED_SLICE instead of SLICE: fused too */
+    CORR_UNORDERED,   /* displacements not in arithmetic order: generic */
+    CORR_MUL_RELU,    /* a fused activation on the MULs: generic */
+    CORR_MEAN_OUTPUT, /* a per-displacement map is a model output: generic */
     CORR_N
 };
 
@@ -1026,8 +1026,8 @@ static void pad_dw_case(manta_rng *rng, int h, int w, int c, int k, int s, const
     const size_t nin = (size_t)h * w * c, npad = (size_t)ph * pw * c, nw = (size_t)k * k * c;
     const size_t nout = (size_t)oh * ow * c;
     float *x = fa(nin), *wt = fa(nw), *b = fa((size_t)c);
-    double *xd = da(nin), *wd = da(nw), *bd = da((size_t)c), *padded = da(npad),
-           *want = da(nout), *got = da(nout > npad ? nout : npad);
+    double *xd = da(nin), *wd = da(nw), *bd = da((size_t)c), *padded = da(npad), *want = da(nout),
+           *got = da(nout > npad ? nout : npad);
     tb_rand(rng, x, xd, nin, -1, 1);
     tb_rand(rng, wt, wd, nw, -1, 1);
     tb_rand(rng, b, bd, (size_t)c, -1, 1);
@@ -1093,7 +1093,7 @@ static void test_kernel_dw_fast_matches_general(void **state)
     for (int k = 3; k <= 7; k += 2)
         for (int s = 1; s <= 2; s++) {
             const mengine_k_dims id = {1, tu_rand_int(&rng, 1, 14), tu_rand_int(&rng, 1, 14),
-                                tu_rand_int(&rng, 1, 35)};
+                                       tu_rand_int(&rng, 1, 35)};
             const mengine_k_dims fd = {1, k, k, id.c};
             const int oh = re_out_size(id.h, k, s, 0), ow = re_out_size(id.w, k, s, 0);
             const mengine_k_dims od = {1, oh, ow, id.c};
@@ -1109,7 +1109,8 @@ static void test_kernel_dw_fast_matches_general(void **state)
             assert_true(mengine_k_depthwise_conv_fast_ok(&p, &fd));
             assert_int_equal(mengine_k_depthwise_conv_fast_f32(&p, &id, x, &fd, w, b, &od, y1),
                              MENGINE_OK);
-            assert_int_equal(mengine_k_depthwise_conv_f32(&p, &id, x, &fd, w, b, &od, y2), MENGINE_OK);
+            assert_int_equal(mengine_k_depthwise_conv_f32(&p, &id, x, &fd, w, b, &od, y2),
+                             MENGINE_OK);
             for (size_t i = 0; i < nout; i++)
                 g1[i] = y1[i], g2[i] = y2[i];
             tu_assert_close(g1, g2, nout, RTOL, "fast depthwise vs general");
@@ -1130,7 +1131,8 @@ static void test_kernel_conv_1x1_matches_general(void **state)
     double *t = da(nin), *g1 = da(nout), *g2 = da(nout);
     tb_rand(&rng, x, t, nin, -1, 1);
     tb_rand(&rng, w, t, nw, -1, 1);
-    assert_int_equal(mengine_k_conv2d_1x1_f32(&p, &id, x, &fd, w, NULL, &od, y1, scratch), MENGINE_OK);
+    assert_int_equal(mengine_k_conv2d_1x1_f32(&p, &id, x, &fd, w, NULL, &od, y1, scratch),
+                     MENGINE_OK);
     assert_int_equal(mengine_k_conv2d_f32(&p, &id, x, &fd, w, NULL, &od, y2, scratch), MENGINE_OK);
     for (size_t i = 0; i < nout; i++)
         g1[i] = y1[i], g2[i] = y2[i];
@@ -1207,14 +1209,20 @@ static void test_kernel_args_rejected(void **state)
     float buf[64] = {0};
     const mengine_k_dims d = {1, 2, 2, 2}, f = {2, 1, 1, 2}, bad = {1, 0, 2, 2}, f3 = {1, 3, 3, 2};
     const mengine_k_conv_params p = {1, 1, 0, 0, MK_ACT_NONE}, p0 = {0, 1, 0, 0, MK_ACT_NONE};
-    const mengine_k_dw_params dwp = {1, 1, 1, 1, 1, MK_ACT_NONE}, dw2 = {1, 1, 1, 1, 2, MK_ACT_NONE};
-    assert_int_equal(mengine_k_conv2d_f32(&p, &d, NULL, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mengine_k_conv2d_f32(&p0, &d, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mengine_k_conv2d_f32(&p, &bad, buf, &f, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
-    assert_int_equal(mengine_k_conv2d_1x1_f32(&p, &d, buf, &f3, buf, NULL, &d, buf, buf), MENGINE_ERR_ARG);
+    const mengine_k_dw_params dwp = {1, 1, 1, 1, 1, MK_ACT_NONE},
+                              dw2 = {1, 1, 1, 1, 2, MK_ACT_NONE};
+    assert_int_equal(mengine_k_conv2d_f32(&p, &d, NULL, &f, buf, NULL, &d, buf, buf),
+                     MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_conv2d_f32(&p0, &d, buf, &f, buf, NULL, &d, buf, buf),
+                     MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_conv2d_f32(&p, &bad, buf, &f, buf, NULL, &d, buf, buf),
+                     MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_conv2d_1x1_f32(&p, &d, buf, &f3, buf, NULL, &d, buf, buf),
+                     MENGINE_ERR_ARG);
     assert_int_equal(mengine_k_depthwise_conv_fast_f32(&dw2, &d, buf, &f3, buf, NULL, &d, buf),
                      MENGINE_ERR_ARG);
-    assert_int_equal(mengine_k_depthwise_conv_f32(&dwp, &d, buf, &f, buf, NULL, &d, buf), MENGINE_ERR_ARG);
+    assert_int_equal(mengine_k_depthwise_conv_f32(&dwp, &d, buf, &f, buf, NULL, &d, buf),
+                     MENGINE_ERR_ARG);
     assert_int_equal(mengine_k_add_f32(&d, buf, &f, buf, &d, buf, MK_ACT_NONE), MENGINE_ERR_ARG);
     assert_int_equal(mengine_k_fully_connected_f32(MK_ACT_NONE, 1, 0, 1, buf, buf, NULL, buf),
                      MENGINE_ERR_ARG);

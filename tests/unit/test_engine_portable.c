@@ -23,7 +23,7 @@ static void conv_case(manta_rng *rng, int h, int w, int ci, int co, int k, int s
                  nout = (size_t)oh * ow * co;
     const mengine_k_dims id = {1, h, w, ci}, fd = {co, k, k, ci}, od = {1, oh, ow, co};
     const mengine_k_conv_params p = {s, s, re_pad_before(h, k, s, pad), re_pad_before(w, k, s, pad),
-                              MK_ACT_RELU6};
+                                     MK_ACT_RELU6};
     float *x = malloc(nin * sizeof *x), *wt = malloc(nw * sizeof *wt),
           *b = malloc((size_t)co * sizeof *b);
     float *y = malloc(nout * sizeof *y),

@@ -69,8 +69,7 @@ static void run(const uint8_t *file, size_t size, const mengine_op_resolver *ops
                             : mengine_model_load(&m, file, size, NULL, msg, sizeof msg);
     if (st != MENGINE_OK)
         fail_msg("load: %s", msg);
-    assert_int_equal(mengine_arena_size(&m, work, sizeof work, &need, msg, sizeof msg),
-                     MENGINE_OK);
+    assert_int_equal(mengine_arena_size(&m, work, sizeof work, &need, msg, sizeof msg), MENGINE_OK);
     assert_true(need <= sizeof arena);
     assert_int_equal(mengine_init(&e, &m, arena, need), MENGINE_OK);
     assert_int_equal(mengine_prepare(&e, msg, sizeof msg), MENGINE_OK);
@@ -87,8 +86,10 @@ static void test_table_of_the_model_operators(void **state)
 {
     (void)state;
     static const mengine_op *const ops[] = {
-        &mengine_op_softmax, NULL, &mengine_op_conv_2d, &mengine_op_depthwise_conv_2d,
-        &mengine_op_mean,    &mengine_op_fully_connected, &mengine_op_conv_2d,
+        &mengine_op_softmax, NULL,
+        &mengine_op_conv_2d, &mengine_op_depthwise_conv_2d,
+        &mengine_op_mean,    &mengine_op_fully_connected,
+        &mengine_op_conv_2d,
     };
     const mengine_op_resolver table = {ops, sizeof ops / sizeof ops[0]};
     size_t size;
@@ -131,13 +132,27 @@ static void test_all_operators_table(void **state)
 {
     (void)state;
     static const int32_t builtins[] = {
-        MENGINE_OP_ADD,        MENGINE_OP_AVERAGE_POOL_2D, MENGINE_OP_CONCATENATION,
-        MENGINE_OP_CONV_2D,    MENGINE_OP_DEPTHWISE_CONV_2D, MENGINE_OP_FULLY_CONNECTED,
-        MENGINE_OP_LOGISTIC,   MENGINE_OP_MUL,             MENGINE_OP_RELU,
-        MENGINE_OP_RELU6,      MENGINE_OP_RESHAPE,         MENGINE_OP_SOFTMAX,
-        MENGINE_OP_PAD,        MENGINE_OP_MEAN,            MENGINE_OP_TRANSPOSE_CONV,
-        MENGINE_OP_LEAKY_RELU, MENGINE_OP_HARD_SWISH,      MENGINE_OP_SLICE,
-        MENGINE_OP_STRIDED_SLICE, MENGINE_OP_RESIZE_BILINEAR, MENGINE_FUSED_CORRELATION,
+        MENGINE_OP_ADD,
+        MENGINE_OP_AVERAGE_POOL_2D,
+        MENGINE_OP_CONCATENATION,
+        MENGINE_OP_CONV_2D,
+        MENGINE_OP_DEPTHWISE_CONV_2D,
+        MENGINE_OP_FULLY_CONNECTED,
+        MENGINE_OP_LOGISTIC,
+        MENGINE_OP_MUL,
+        MENGINE_OP_RELU,
+        MENGINE_OP_RELU6,
+        MENGINE_OP_RESHAPE,
+        MENGINE_OP_SOFTMAX,
+        MENGINE_OP_PAD,
+        MENGINE_OP_MEAN,
+        MENGINE_OP_TRANSPOSE_CONV,
+        MENGINE_OP_LEAKY_RELU,
+        MENGINE_OP_HARD_SWISH,
+        MENGINE_OP_SLICE,
+        MENGINE_OP_STRIDED_SLICE,
+        MENGINE_OP_RESIZE_BILINEAR,
+        MENGINE_FUSED_CORRELATION,
     };
     const size_t n = sizeof builtins / sizeof builtins[0];
     assert_int_equal(mengine_all_ops.n_ops, n);
@@ -211,8 +226,7 @@ static void test_prepare_runs_once_per_call_and_never_at_invoke(void **state)
     assert_int_equal(mengine_model_load_ops(&m, file, size, &table, NULL, msg, sizeof msg),
                      MENGINE_OK);
     assert_int_equal(prepares, N_OPS);
-    assert_int_equal(mengine_arena_size(&m, work, sizeof work, &need, msg, sizeof msg),
-                     MENGINE_OK);
+    assert_int_equal(mengine_arena_size(&m, work, sizeof work, &need, msg, sizeof msg), MENGINE_OK);
     assert_int_equal(prepares, 2 * N_OPS);
     assert_int_equal(mengine_init(&e, &m, arena, need), MENGINE_OK);
     assert_int_equal(prepares, 2 * N_OPS);

@@ -66,8 +66,8 @@ static int corr_graph(xgraph *g, int n, int h, int w, int c, int max_disp, int s
     g->inputs[0] = xgraph_add_tensor(g, 4, shape, "left", &err);
     g->inputs[1] = xgraph_add_tensor(g, 4, shape, "right", &err);
     g->n_inputs = 2;
-    const int out = xgraph_add_correlation(g, g->inputs[0], g->inputs[1], max_disp, stride,
-                                           "corr", &err);
+    const int out =
+        xgraph_add_correlation(g, g->inputs[0], g->inputs[1], max_disp, stride, "corr", &err);
     assert_true(out >= 0);
     g->n_outputs = 1;
     g->outputs[0] = out;
@@ -222,8 +222,8 @@ static void round_trip(const xgraph *g, manta_rng *rng, int expect_fused)
         const size_t n = count4(&g->tensors[t]);
         float *ref = malloc(n * sizeof *ref);
         assert_non_null(ref);
-        assert_int_equal(
-            xgraph_reference_tensors(g, (const float *const *)ins, 1, &t, &ref, &err), MANTA_OK);
+        assert_int_equal(xgraph_reference_tensors(g, (const float *const *)ins, 1, &t, &ref, &err),
+                         MANTA_OK);
         double *want = to_doubles(ref, n);
         double *a = run_output(&fused, (const float *const *)ins, (size_t)k);
         double *b = run_output(&plain, (const float *const *)ins, (size_t)k);

@@ -510,9 +510,8 @@ static void test_pad_rules(void **state)
 
 /* Flip bytes of a valid model: every result is either rejected or runs cleanly. */
 /* One SLICE (or STRIDED_SLICE when @p end is given) of a (1, 4, 6, 3) input. */
-static void slice_model(tb_model *m, const int32_t *begin, const int32_t *size,
-                        const int32_t *end, const int32_t *strides, const int32_t *out_dims,
-                        const tb_opts *o)
+static void slice_model(tb_model *m, const int32_t *begin, const int32_t *size, const int32_t *end,
+                        const int32_t *strides, const int32_t *out_dims, const tb_opts *o)
 {
     const int32_t din[4] = {1, 4, 6, 3};
     tb_init(m);
@@ -682,7 +681,9 @@ static void test_stereo_op_rules(void **state)
                      k == 0   ? MENGINE_OK
                      : k == 1 ? MENGINE_ERR_SHAPE
                               : MENGINE_ERR_UNSUPPORTED,
-                     k == 1 ? "expected [1, 3, 4, 1]" : k == 2 ? "{3} (C)" : NULL);
+                     k == 1   ? "expected [1, 3, 4, 1]"
+                     : k == 2 ? "{3} (C)"
+                              : NULL);
         tb_release(&m);
     }
     /* a model cannot name the engine's fused correlation */

@@ -152,11 +152,11 @@ static int builtin_value(const char *name)
     static const struct {
         const char *name;
         int code;
-    } codes[] = {{"ADD", 0},          {"CONV_2D", 3},       {"DEPTHWISE_CONV_2D", 4},
-                 {"FULLY_CONNECTED", 9}, {"MUL", 18},        {"RESHAPE", 22},
-                 {"SOFTMAX", 25},      {"PAD", 34},          {"MEAN", 40},
-                 {"HARD_SWISH", 117},  {"CONCATENATION", 2}, {"RESIZE_BILINEAR", 23},
-                 {"SLICE", 65},        {"TRANSPOSE_CONV", 67}, {"LEAKY_RELU", 98}};
+    } codes[] = {
+        {"ADD", 0},    {"CONV_2D", 3},         {"DEPTHWISE_CONV_2D", 4}, {"FULLY_CONNECTED", 9},
+        {"MUL", 18},   {"RESHAPE", 22},        {"SOFTMAX", 25},          {"PAD", 34},
+        {"MEAN", 40},  {"HARD_SWISH", 117},    {"CONCATENATION", 2},     {"RESIZE_BILINEAR", 23},
+        {"SLICE", 65}, {"TRANSPOSE_CONV", 67}, {"LEAKY_RELU", 98}};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (!strcmp(codes[i].name, name))
             return codes[i].code;

@@ -13,7 +13,10 @@
 
 static char dir[] = "/tmp/manta-idx-XXXXXX";
 
-static void path_of(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", dir, name); }
+static void path_of(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", dir, name);
+}
 
 static void put_u32(unsigned char *b, unsigned v)
 {
@@ -180,9 +183,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fashion_mnist_loads),  cmocka_unit_test(test_plain_and_gzip_files),
-        cmocka_unit_test(test_bad_magic),            cmocka_unit_test(test_truncated_file),
-        cmocka_unit_test(test_count_mismatch),       cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_fashion_mnist_loads), cmocka_unit_test(test_plain_and_gzip_files),
+        cmocka_unit_test(test_bad_magic),           cmocka_unit_test(test_truncated_file),
+        cmocka_unit_test(test_count_mismatch),      cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_corrupt_gzip),
     };
     return cmocka_run_group_tests_name("idx data", tests, setup, teardown);

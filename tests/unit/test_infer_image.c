@@ -39,9 +39,9 @@ static void test_resize_matches_pipeline(void **state)
 {
     (void)state;
     static const int sizes[][4] = {
-        {1, 1, 1, 1},   {1, 1, 7, 5},   {8, 8, 8, 8},    {9, 13, 9, 13}, {32, 32, 16, 16},
-        {28, 28, 32, 32}, {100, 75, 24, 18}, {5, 200, 3, 40}, {200, 5, 37, 1}, {17, 31, 64, 96},
-        {63, 64, 62, 65}, {480, 640, 24, 32},
+        {1, 1, 1, 1},     {1, 1, 7, 5},     {8, 8, 8, 8},      {9, 13, 9, 13},
+        {32, 32, 16, 16}, {28, 28, 32, 32}, {100, 75, 24, 18}, {5, 200, 3, 40},
+        {200, 5, 37, 1},  {17, 31, 64, 96}, {63, 64, 62, 65},  {480, 640, 24, 32},
     };
     manta_rng r;
     manta_rng_seed(&r, 5, 9);
@@ -64,7 +64,8 @@ static void test_resize_matches_pipeline(void **state)
             if (memcmp(a, b, (size_t)oh * ow * c) != 0)
                 fail_msg("%dx%dx%d -> %dx%d: manta-infer and the pipeline differ", h, w, c, oh, ow);
             if (c == 1 && (size_t)h * w * oh * ow <= 4000000) { /* and the reference (slow) */
-                double *s = malloc((size_t)h * w * sizeof *s), *d = malloc((size_t)oh * ow * sizeof *d);
+                double *s = malloc((size_t)h * w * sizeof *s),
+                       *d = malloc((size_t)oh * ow * sizeof *d);
                 assert_non_null(s);
                 assert_non_null(d);
                 for (size_t k = 0; k < (size_t)h * w; k++)
@@ -110,7 +111,8 @@ static void pipeline_input(const unsigned char *jpeg, unsigned long size, int r,
     assert_int_equal(tjDecompressHeader3(tj, jpeg, size, &w, &h, &sub, &cs), 0);
     uint8_t *pix = malloc((size_t)w * h * c);
     assert_non_null(pix);
-    assert_int_equal(tjDecompress2(tj, jpeg, size, pix, w, 0, h, c == 1 ? TJPF_GRAY : TJPF_RGB, 0), 0);
+    assert_int_equal(tjDecompress2(tj, jpeg, size, pix, w, 0, h, c == 1 ? TJPF_GRAY : TJPF_RGB, 0),
+                     0);
     tjDestroy(tj);
     const int oh = h <= w ? r : (int)fmax(1.0, floor((double)h * r / w + 0.5));
     const int ow = h <= w ? (int)fmax(1.0, floor((double)w * r / h + 0.5)) : r;
@@ -132,7 +134,8 @@ static void pipeline_input(const unsigned char *jpeg, unsigned long size, int r,
 static void test_jpeg_input_matches_pipeline(void **state)
 {
     (void)state;
-    static const int shapes[][3] = { /* h, w, r */
+    static const int shapes[][3] = {
+        /* h, w, r */
         {64, 48, 32}, {48, 64, 32}, {20, 20, 32}, {300, 120, 24}, {33, 97, 28}, {40, 40, 40},
     };
     manta_rng rng;

@@ -13,9 +13,9 @@
 /* One problem: host doubles and device copies. */
 typedef struct lin_case {
     nn_linear_shape s;
-    int ld;              /* row stride of w and dw */
-    double *x, *w, *b;   /* x (N, in), w (out, ld), b (out) */
-    double *r, *y;       /* loss weights and output, (N, out) */
+    int ld;            /* row stride of w and dw */
+    double *x, *w, *b; /* x (N, in), w (out, ld), b (out) */
+    double *r, *y;     /* loss weights and output, (N, out) */
     int use_bias;
 } lin_case;
 
@@ -125,8 +125,8 @@ static void check_case(mcl_dev *d, manta_rng *rng, lin_case *k, int with_dx, int
 
 /* n, in, out; the last spans several 4-row and 16-column blocks of the
  * kernels, each with a partial one */
-static const int SHAPES[][3] = {{1, 3, 17}, {5, 17, 3}, {4, 40, 17}, {3, 17, 40}, {2, 1, 1},
-                                {9, 70, 37}};
+static const int SHAPES[][3] = {{1, 3, 17},  {5, 17, 3}, {4, 40, 17},
+                                {3, 17, 40}, {2, 1, 1},  {9, 70, 37}};
 
 static void test_linear_forward_and_backward(void **state)
 {
@@ -188,8 +188,7 @@ static void test_linear_rejects_bad_shapes(void **state)
 {
     mcl_dev *d = *state;
     mview v = tu_alloc(d, 16);
-    expect_invalid(d, nn_linear_forward(d, &(nn_linear_shape){0, 2, 2, 0}, v, v, v, v),
-                   "shape n");
+    expect_invalid(d, nn_linear_forward(d, &(nn_linear_shape){0, 2, 2, 0}, v, v, v, v), "shape n");
     expect_invalid(d, nn_linear_forward(d, &(nn_linear_shape){2, -3, 2, 0}, v, v, v, v),
                    "shape in");
     expect_invalid(d, nn_linear_backward(d, &(nn_linear_shape){2, 2, 0, 0}, v, v, v, v, v, v),

@@ -13,13 +13,13 @@
 /* One loss problem on the host; all values are floats held in doubles. */
 typedef struct loss_case {
     int n, k;
-    int soft;              /* 0: labels, 1: teacher logits */
+    int soft; /* 0: labels, 1: teacher logits */
     double smoothing;
     double scale;
-    double *logits;        /* (N, K) */
-    double *labels;        /* (N) class indices, when !soft */
-    double *teacher;       /* (N, K), when soft */
-    double *losses;        /* (N) reference output */
+    double *logits;  /* (N, K) */
+    double *labels;  /* (N) class indices, when !soft */
+    double *teacher; /* (N, K), when soft */
+    double *losses;  /* (N) reference output */
 } loss_case;
 
 static double *zeros(size_t n)
@@ -40,8 +40,8 @@ static double *fill(manta_rng *rng, size_t n, double lo, double hi)
 }
 
 /* Random case with logits uniform in offset +- spread. */
-static loss_case case_make(manta_rng *rng, int n, int k, int soft, double smoothing,
-                           double offset, double spread)
+static loss_case case_make(manta_rng *rng, int n, int k, int soft, double smoothing, double offset,
+                           double spread)
 {
     loss_case c = {n, k, soft, smoothing, 1.0 / n, NULL, NULL, NULL, NULL};
     size_t nk = (size_t)n * (size_t)k;
@@ -85,11 +85,11 @@ static void run_op(mcl_dev *d, const loss_case *c, double *losses, double *dlogi
     size_t nk = (size_t)c->n * (size_t)c->k;
     mview vz = tu_alloc_from(d, c->logits, nk), vl = tu_alloc(d, (size_t)c->n);
     mview vg = tu_alloc_from(d, dlogits, nk);
-    mview vt = c->soft ? tu_alloc_from(d, c->teacher, nk)
-                       : tu_alloc_from(d, c->labels, (size_t)c->n);
+    mview vt =
+        c->soft ? tu_alloc_from(d, c->teacher, nk) : tu_alloc_from(d, c->labels, (size_t)c->n);
     if (c->soft)
-        TU_OK(d, nn_soft_xent_forward_backward(d, c->n, c->k, vz, vt, vl, vg, (float)c->scale,
-                                               beta));
+        TU_OK(d,
+              nn_soft_xent_forward_backward(d, c->n, c->k, vz, vt, vl, vg, (float)c->scale, beta));
     else
         TU_OK(d, nn_xent_forward_backward(d, c->n, c->k, (float)c->smoothing, vz, vt, vl, vg,
                                           (float)c->scale, beta));

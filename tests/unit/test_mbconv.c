@@ -100,8 +100,8 @@ static void host_create(host *h, mcl_dev *d, const setup_t *t)
         widest = c > widest ? c : widest;
     }
     ofa_net_plan_stats(&h->net, &al, widest);
-    const ofa_net_sizes sz = {pl.total, sl.total, al.total, scratch, "test parameters",
-                              "test gradients", NULL, "test"};
+    const ofa_net_sizes sz = {pl.total,          sl.total,         al.total, scratch,
+                              "test parameters", "test gradients", NULL,     "test"};
     TU_OK(d, ofa_net_alloc(&h->net, &sz));
     float *p = calloc(h->n_params, sizeof *p), *st = calloc(h->n_state, sizeof *st);
     assert_true(p && st);
@@ -202,8 +202,8 @@ static double *ref_kernel(const ofa_mbconv *u, const ofa_mbconv_cfg *c, const do
 
 static void ref_bn(const ofa_bn *b, int c, size_t hw, const double *p, double *x)
 {
-    ref_bn_forward_train(B, c, (int)hw, 0.1, OFA_BN_EPS, x, p + b->gamma, p + b->beta, NULL,
-                         NULL, x, NULL, NULL);
+    ref_bn_forward_train(B, c, (int)hw, 0.1, OFA_BN_EPS, x, p + b->gamma, p + b->beta, NULL, NULL,
+                         x, NULL, NULL);
 }
 
 /* Squeeze-and-excite on x (B, mid, ohw), in place. */
@@ -223,8 +223,8 @@ static void ref_se(const ofa_mbconv *u, const ofa_mbconv_cfg *c, const double *p
 
 /* One slot: x (B, in_c, h, w) -> y (B, width, ho, wo), batch statistics. The output size
  * is recomputed here from the reference's convolution arithmetic. */
-static void ref_slot(const ofa_mbconv *u, const ofa_mbconv_cfg *c, const double *p,
-                     const double *x, double *y)
+static void ref_slot(const ofa_mbconv *u, const ofa_mbconv_cfg *c, const double *p, const double *x,
+                     double *y)
 {
     const int k = u->ks[c->ki], mid = c->mid;
     const int ho = ref_conv_out(c->h, k, u->stride, k / 2);
@@ -328,8 +328,8 @@ static void check_gradients(host *h, double *p0, double *x0, uint64_t seed)
     }
     tu_upload(d, params, p0, np);
     tu_upload(d, xv, x0, nx);
-    print_message("# %s kernels: mean relative error %.4f over 3 directions\n",
-                  tu_variant_name(d), rel_sum / 3);
+    print_message("# %s kernels: mean relative error %.4f over 3 directions\n", tu_variant_name(d),
+                  rel_sum / 3);
     if (!(rel_sum / 3 < 0.04))
         fail_msg("mean relative error %.4f", rel_sum / 3);
     free(r), free(out), free(g), free(gx), free(v), free(vx), free(pt), free(xt);
@@ -454,8 +454,13 @@ static void test_gradient_slab_shares_slot_internals(void **state)
     assert_int_equal(n->dacts.floats, n->acts.floats - internal + shared);
     /* the slot with a stride has no identity skip: its output is p_bn */
     assert_int_equal(h.slot[0].t.out, h.slot[0].t.p_bn);
-    const size_t own[] = {h.x0,          h.slot[0].t.p_bn, h.slot[1].t.p_bn, h.slot[1].t.out,
-                          h.slot[2].t.p_bn, h.slot[2].t.out,  n->stats_tmp};
+    const size_t own[] = {h.x0,
+                          h.slot[0].t.p_bn,
+                          h.slot[1].t.p_bn,
+                          h.slot[1].t.out,
+                          h.slot[2].t.p_bn,
+                          h.slot[2].t.out,
+                          n->stats_tmp};
     size_t next = shared;
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
         size_t before = 0; /* internal floats planned before it */
@@ -482,8 +487,15 @@ static void test_bad_plan_and_configuration_refused(void **state)
     manta_err e;
     mlayout pl = {0};
     ofa_mbconv u;
-    ofa_mbconv_spec sp = {.in_c = 4, .width = 4, .mid_max = 16, .stride = 1, .act = NN_ACT_RELU,
-                          .n_ks = 2, .ks = {3, 4}, .h = 5, .w = 7};
+    ofa_mbconv_spec sp = {.in_c = 4,
+                          .width = 4,
+                          .mid_max = 16,
+                          .stride = 1,
+                          .act = NN_ACT_RELU,
+                          .n_ks = 2,
+                          .ks = {3, 4},
+                          .h = 5,
+                          .w = 7};
     manta_err_clear(&e);
     assert_int_equal(ofa_mbconv_plan_weights(&u, &sp, &pl, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "ks"));

@@ -44,8 +44,11 @@ static void extract_matches_synth(mcl_dev *d, const char *name, int trials)
     assert_non_null(labels);
     labels[0] = "zero";
     labels[1] = "one"; /* the rest NULL: written as "" */
-    const xg_preprocess pre = {.channels = s.in_channels, .mean = {0.5f, 0.25f, 0.125f},
-                               .std = {2, 3, 4}, .n_labels = s.classes, .labels = labels};
+    const xg_preprocess pre = {.channels = s.in_channels,
+                               .mean = {0.5f, 0.25f, 0.125f},
+                               .std = {2, 3, 4},
+                               .n_labels = s.classes,
+                               .labels = labels};
     manta_rng rng;
     manta_rng_seed(&rng, 17, 0);
     for (int t = 0; t < trials; t++) {
@@ -96,8 +99,8 @@ static manta_status record(void *ctx, const mbv3_request *r, manta_err *err)
     c->n++;
     if (c->n == c->fail_at)
         return manta_err_set(err, MANTA_ERR_IO, "source failed at %d", c->n);
-    const size_t per_out = r->kind == XG_DWCONV ? (size_t)r->k * r->k
-                                                : (size_t)r->k * r->k * (size_t)r->cin;
+    const size_t per_out =
+        r->kind == XG_DWCONV ? (size_t)r->k * r->k : (size_t)r->k * r->k * (size_t)r->cin;
     assert_int_equal(r->n_weights, (size_t)r->cout * per_out);
     assert_true(r->kind != XG_DWCONV || r->cin == r->cout);
     assert_int_equal(r->bias == NULL, l->type == MBV3_MIX);
@@ -106,9 +109,7 @@ static manta_status record(void *ctx, const mbv3_request *r, manta_err *err)
     assert_true(r->in_scale == (after_se ? 1.0f / 6.0f : 1.0f));
     switch (l->type) {
     case MBV3_STEM:
-    case MBV3_HEAD:
-        assert_int_equal(r->part, MBV3_CONV);
-        break;
+    case MBV3_HEAD: assert_int_equal(r->part, MBV3_CONV); break;
     case MBV3_BLOCK:
         assert_true(r->part >= MBV3_EXPAND && r->part <= MBV3_PROJECT);
         assert_true(r->part != MBV3_EXPAND || l->has_expand);
@@ -120,8 +121,7 @@ static manta_status record(void *ctx, const mbv3_request *r, manta_err *err)
         assert_int_equal(r->part, MBV3_FC);
         assert_int_equal(r->kind, XG_FC);
         break;
-    case MBV3_POOL:
-        fail_msg("a request for the pool");
+    case MBV3_POOL: fail_msg("a request for the pool");
     }
     for (size_t i = 0; i < r->n_weights; i++) {
         assert_true(r->weights[i] == 0.0f);

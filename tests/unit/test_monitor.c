@@ -89,7 +89,8 @@ static void test_lines_and_state(void **state)
     assert_int_equal(mon_model_malformed(m), 4); /* text, cut object, array, embedded NUL */
     assert_int_equal(mon_model_last_seq(m), 2);
     feed_progress(m, 10, 0, "nan", NULL); /* printf's NaN */
-    feed_str(m, "{\"eval\":\"val\",\"phase\":\"full\",\"step\":20,\"max_top1\":0.8,\"min_top1\":0.7}\n");
+    feed_str(
+        m, "{\"eval\":\"val\",\"phase\":\"full\",\"step\":20,\"max_top1\":0.8,\"min_top1\":0.7}\n");
     feed_str(m, "{\"event\":\"checkpoint\",\"step\":20,\"path\":\"phase-1-full.ckpt\"}\n");
     feed_progress(m, 25, 1, "-inf", NULL);
     assert_int_equal(mon_model_last_seq(m), 6);
@@ -105,12 +106,14 @@ static void test_lines_and_state(void **state)
     assert_string_equal(cJSON_GetObjectItem(ph, "name")->valuestring, "kernel");
     const cJSON *last = cJSON_GetObjectItem(o, "last");
     assert_string_equal(cJSON_GetObjectItem(last, "loss")->valuestring, "-Infinity");
-    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "checkpoints"), "count")->valueint, 1);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "checkpoints"), "count")->valueint,
+                     1);
     const cJSON *val = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "validation"), 0);
     assert_non_null(val);
     assert_string_equal(cJSON_GetObjectItem(val, "metric")->valuestring, "top1");
     assert_true(fabs(cJSON_GetObjectItem(val, "largest")->valuedouble - 0.8) < 1e-9);
-    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "records"), "malformed")->valueint, 4);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "records"), "malformed")->valueint,
+                     4);
     cJSON_Delete(o);
     /* the stored lines are valid JSON even where the file had nan */
     manta_strbuf b = {0};
@@ -162,7 +165,8 @@ static void test_pieces(void **state)
     char text[4096];
     int n = snprintf(text, sizeof text, "%s%s%s%s", JOB,
                      "{\"step\":1,\"phase_index\":0,\"phase\":\"full\",\"loss\":1.5}\n",
-                     "garbage line\n", "{\"step\":2,\"phase_index\":0,\"phase\":\"full\",\"loss\":1.25}\n");
+                     "garbage line\n",
+                     "{\"step\":2,\"phase_index\":0,\"phase\":\"full\",\"loss\":1.25}\n");
     mon_model *a = new_model(NULL), *b = new_model(NULL), *c = new_model(NULL);
     mon_model_feed(a, text, (size_t)n, 1);
     for (int i = 0; i < n; i++)
@@ -366,11 +370,12 @@ static void test_stereo(void **state)
 {
     (void)state;
     mon_model *m = new_model(NULL);
-    feed_str(m, "{\"event\":\"step\",\"step\":10,\"phase\":1,\"loss\":0.9,\"kd_loss\":0,\"epe\":2.5,"
-                "\"round\":1,\"lr\":0.02,\"pairs_per_s\":12.5}\n"
-                "{\"event\":\"phase_end\",\"phase\":1,\"name\":\"full\",\"step\":10,\"largest\":{"
-                "\"epe\":1.5,\"bad3\":0.1,\"d1\":0.1,\"epe_noc\":1.4},\"smallest\":{\"epe\":1.9,"
-                "\"bad3\":0.2,\"d1\":0.2,\"epe_noc\":1.8}}\n");
+    feed_str(m,
+             "{\"event\":\"step\",\"step\":10,\"phase\":1,\"loss\":0.9,\"kd_loss\":0,\"epe\":2.5,"
+             "\"round\":1,\"lr\":0.02,\"pairs_per_s\":12.5}\n"
+             "{\"event\":\"phase_end\",\"phase\":1,\"name\":\"full\",\"step\":10,\"largest\":{"
+             "\"epe\":1.5,\"bad3\":0.1,\"d1\":0.1,\"epe_noc\":1.4},\"smallest\":{\"epe\":1.9,"
+             "\"bad3\":0.2,\"d1\":0.2,\"epe_noc\":1.8}}\n");
     cJSON *o = run_json(m, 1000);
     assert_string_equal(cJSON_GetObjectItem(o, "task")->valuestring, "stereo");
     const cJSON *last = cJSON_GetObjectItem(o, "last");
@@ -411,9 +416,11 @@ static void test_subnets(void **state)
     mon_prometheus(ms, 1, 1001, &t);
     assert_false(t.oom);
     assert_non_null(strstr(t.p, "# TYPE manta_train_subnet_macs gauge\n"));
-    assert_non_null(strstr(t.p, "\nmanta_train_subnet_macs{run=\"run-a\",stat=\"mean\"} 5250000\n"));
+    assert_non_null(
+        strstr(t.p, "\nmanta_train_subnet_macs{run=\"run-a\",stat=\"mean\"} 5250000\n"));
     assert_non_null(strstr(t.p, "\nmanta_train_subnet_macs{run=\"run-a\",stat=\"max\"} 7400000\n"));
-    assert_non_null(strstr(t.p, "\nmanta_train_subnet_parameters{run=\"run-a\",stat=\"min\"} 150000\n"));
+    assert_non_null(
+        strstr(t.p, "\nmanta_train_subnet_parameters{run=\"run-a\",stat=\"min\"} 150000\n"));
     assert_null(strstr(t.p, "manta_train_subnet_parameters{run=\"run-a\",stat=\"max\"}"));
     manta_strbuf_free(&t);
     /* the next report without them (an older trainer, a stereo run): unknown again */
@@ -441,11 +448,13 @@ static void test_prometheus(void **state)
     manta_err err;
     assert_int_equal(mon_model_create("run \"b\"\\x", NULL, &b, &err), MANTA_OK);
     feed_str(a, JOB);
-    feed_progress(a, 5, 0, "2.5",
-                  "[{\"rank\":0,\"device\":\"pthread-cpu\",\"images_per_s\":50,\"compute_s\":0.02,"
-                  "\"data_wait_s\":0.001,\"heartbeat\":1000},{\"rank\":1,\"device\":\"gpu \\\"x\\\"\","
-                  "\"images_per_s\":49,\"heartbeat\":1000}]");
-    feed_str(a, "{\"eval\":\"val\",\"phase\":\"full\",\"step\":20,\"max_top1\":0.8,\"min_top1\":0.7}\n");
+    feed_progress(
+        a, 5, 0, "2.5",
+        "[{\"rank\":0,\"device\":\"pthread-cpu\",\"images_per_s\":50,\"compute_s\":0.02,"
+        "\"data_wait_s\":0.001,\"heartbeat\":1000},{\"rank\":1,\"device\":\"gpu \\\"x\\\"\","
+        "\"images_per_s\":49,\"heartbeat\":1000}]");
+    feed_str(
+        a, "{\"eval\":\"val\",\"phase\":\"full\",\"step\":20,\"max_top1\":0.8,\"min_top1\":0.7}\n");
     feed_progress(b, 1, 0, "nan", NULL);
     const mon_model *ms[2] = {a, b};
     manta_strbuf t = {0};
@@ -514,8 +523,8 @@ static void test_prometheus(void **state)
             seen_ips_rank1 = true;
         if (!strcmp(name, "manta_train_step") && strstr(line, "run=\"run-a\"") && v == 5)
             seen_step = true;
-        if (!strcmp(name, "manta_train_validation_top1_ratio") && strstr(line, "subnet=\"smallest\"") &&
-            fabs(v - 0.7) < 1e-9)
+        if (!strcmp(name, "manta_train_validation_top1_ratio") &&
+            strstr(line, "subnet=\"smallest\"") && fabs(v - 0.7) < 1e-9)
             seen_val = true;
     }
     assert_true(seen_ips_rank1);
@@ -565,8 +574,8 @@ int main(void)
         cmocka_unit_test(test_lines_and_state), cmocka_unit_test(test_pieces),
         cmocka_unit_test(test_bounded),         cmocka_unit_test(test_tail),
         cmocka_unit_test(test_alerts),          cmocka_unit_test(test_stereo),
-        cmocka_unit_test(test_subnets),
-        cmocka_unit_test(test_prometheus),      cmocka_unit_test(test_notify),
+        cmocka_unit_test(test_subnets),         cmocka_unit_test(test_prometheus),
+        cmocka_unit_test(test_notify),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

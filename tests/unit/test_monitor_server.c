@@ -143,7 +143,8 @@ static void test_server(void **state)
     const cJSON *r1 = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "runs"), 1);
     assert_string_equal(cJSON_GetObjectItem(r1, "name")->valuestring, "srv#2");
     cJSON_Delete(r);
-    append_file(path, "a", "{\"step\":3,\"steps\":40,\"phase\":\"full\",\"phase_index\":0,\"loss\":2}\n");
+    append_file(path, "a",
+                "{\"step\":3,\"steps\":40,\"phase\":\"full\",\"phase_index\":0,\"loss\":2}\n");
     int since1 = 0;
     for (int i = 0; i < 100 && since1 != 2; i++) { /* the poll thread reads it */
         manta_sleep(0.05);
@@ -157,7 +158,8 @@ static void test_server(void **state)
     /* the event stream: what is there at once, then what is appended */
     assert_true(stream_has(port, "/api/events?since=0", "\"records\":[{\"event\":\"job\"", 3));
     assert_true(stream_has(port, "/api/events?run=1&since=2", "retry: 2000", 3));
-    append_file(path, "a", "{\"step\":4,\"steps\":40,\"phase\":\"full\",\"phase_index\":0,\"loss\":1.5}\n");
+    append_file(path, "a",
+                "{\"step\":4,\"steps\":40,\"phase\":\"full\",\"phase_index\":0,\"loss\":1.5}\n");
     assert_true(stream_has(port, "/api/events?since=2", "\"step\":4,", 3));
     assert_int_equal(get(port, "/api/events?since=x", body, sizeof body), 400);
     assert_int_equal(get(port, "/api/run?run=1", body, sizeof body), 200);
@@ -179,9 +181,9 @@ static void test_server(void **state)
     longp[sizeof longp - 1] = 0;
     int code = get(port, longp, body, sizeof body);
     assert_true(code == 400 || code == 414);
-    assert_int_equal(http(port, "POST /api/run HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc", body,
-                          sizeof body),
-                     405);
+    assert_int_equal(
+        http(port, "POST /api/run HTTP/1.0\r\nContent-Length: 3\r\n\r\nabc", body, sizeof body),
+        405);
     assert_int_equal(http(port, "DELETE / HTTP/1.0\r\n\r\n", body, sizeof body), 405);
     code = http(port, "garbage\r\n\r\n", body, sizeof body);
     assert_true(code == 400 || code == 0);
@@ -189,8 +191,14 @@ static void test_server(void **state)
      * a known code (or a closed connection), and the server answers afterwards */
     manta_rng rng;
     manta_rng_seed(&rng, 19, 5);
-    static const char *const paths[] = {"/api/metrics?since=", "/api/run?run=", "/api/ranks?run=",
-                                        "/metrics?", "/", "/api/events?since=", "/api/", "%"};
+    static const char *const paths[] = {"/api/metrics?since=",
+                                        "/api/run?run=",
+                                        "/api/ranks?run=",
+                                        "/metrics?",
+                                        "/",
+                                        "/api/events?since=",
+                                        "/api/",
+                                        "%"};
     for (int i = 0; i < 200; i++) {
         char req[700], junk[300];
         int n = 1 + (int)(manta_rng_u32(&rng) % (sizeof junk - 1));
@@ -223,7 +231,8 @@ static void test_server(void **state)
     assert_int_equal(get(port, "/api/run?token=s3cret-tokem", body, sizeof body), 401);
     assert_int_equal(get(port, "/api/run?token=s3cret-token", body, sizeof body), 200);
     assert_int_equal(get(port, "/healthz", body, sizeof body), 200);
-    assert_int_equal(http(port, "GET /metrics HTTP/1.0\r\nAuthorization: Bearer s3cret-token\r\n\r\n",
+    assert_int_equal(http(port,
+                          "GET /metrics HTTP/1.0\r\nAuthorization: Bearer s3cret-token\r\n\r\n",
                           body, sizeof body),
                      200);
     assert_int_equal(http(port, "GET /metrics HTTP/1.0\r\nAuthorization: Bearer s3cret\r\n\r\n",
@@ -240,7 +249,7 @@ static void test_server(void **state)
     o.token = "short";
     assert_int_equal(mon_server_start(&o, dirs, 1, &s, &err), MANTA_ERR_INVALID_ARG);
     o.token = NULL;
-    const char *bad[] = {"", "host:", ":80", "1.2.3:80", "127.0.0.1:70000", "127.0.0.1:8a",
+    const char *bad[] = {"",       "host:", ":80", "1.2.3:80", "127.0.0.1:70000", "127.0.0.1:8a",
                          "999999", "::1:80"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         o.listen = bad[i];

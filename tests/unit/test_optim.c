@@ -71,12 +71,12 @@ static void test_lr_warmup_then_cosine(void **state)
     lr_schedule s = {0.4f, 10, 110};
     assert_float_equal(train_lr_at(&s, 0), 0.04f, 1e-7);
     assert_float_equal(train_lr_at(&s, 9), 0.4f, 1e-7);
-    assert_float_equal(train_lr_at(&s, 10), 0.4f, 1e-7);        /* cosine starts at the peak */
-    assert_float_equal(train_lr_at(&s, 60), 0.2f, 1e-6);        /* half way: half the peak */
+    assert_float_equal(train_lr_at(&s, 10), 0.4f, 1e-7); /* cosine starts at the peak */
+    assert_float_equal(train_lr_at(&s, 60), 0.2f, 1e-6); /* half way: half the peak */
     assert_true(train_lr_at(&s, 109) > 0 && train_lr_at(&s, 109) < 1e-3f);
     assert_float_equal(train_lr_at(&s, 110), 0.0f, 0);
     for (long i = 11; i < 110; i++)
-        assert_true(train_lr_at(&s, i) <= train_lr_at(&s, i - 1));    /* monotone decay */
+        assert_true(train_lr_at(&s, i) <= train_lr_at(&s, i - 1)); /* monotone decay */
     lr_schedule nw = {1.0f, 0, 4};
     assert_float_equal(train_lr_at(&nw, 0), 1.0f, 1e-7);
     assert_float_equal(train_lr_at(&nw, 2), 0.5f, 1e-6);

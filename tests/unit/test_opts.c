@@ -30,15 +30,39 @@ static opt_result parse(vals *v, const char *line, int *first, int *argc_out, ch
         argv[argc++] = t;
     argv[argc] = NULL;
     const opt_def defs[] = {
-        {.name = "n", .kind = OPT_INT, .dest = &v->n, .lo = 1, .hi = 100, .metavar = "N",
-         .help = "a count", .seen = &v->seen_n},
-        {.name = "big", .kind = OPT_LONG, .dest = &v->big, .lo = 0, .hi = 1e12, .metavar = "B",
+        {.name = "n",
+         .kind = OPT_INT,
+         .dest = &v->n,
+         .lo = 1,
+         .hi = 100,
+         .metavar = "N",
+         .help = "a count",
+         .seen = &v->seen_n},
+        {.name = "big",
+         .kind = OPT_LONG,
+         .dest = &v->big,
+         .lo = 0,
+         .hi = 1e12,
+         .metavar = "B",
          .help = "a long"},
-        {.name = "rate", .kind = OPT_DOUBLE, .dest = &v->rate, .lo = 0, .hi = 1, .metavar = "R",
+        {.name = "rate",
+         .kind = OPT_DOUBLE,
+         .dest = &v->rate,
+         .lo = 0,
+         .hi = 1,
+         .metavar = "R",
          .help = "a number"},
-        {.name = "name", .key = 'o', .kind = OPT_STRING, .dest = &v->name, .metavar = "S",
+        {.name = "name",
+         .key = 'o',
+         .kind = OPT_STRING,
+         .dest = &v->name,
+         .metavar = "S",
          .help = "a word"},
-        {.name = "mode", .kind = OPT_STRING, .dest = &v->mode, .metavar = "M", .help = "a choice",
+        {.name = "mode",
+         .kind = OPT_STRING,
+         .dest = &v->mode,
+         .metavar = "M",
+         .help = "a choice",
          .choices = MODES},
         {.name = "json", .kind = OPT_FLAG, .dest = &v->json, .help = "a flag"},
         {.name = NULL},
@@ -79,16 +103,16 @@ static void test_errors(void **state)
 {
     (void)state;
     static const char *bad[] = {
-        "A --n 0",          /* below the range */
-        "A --n 101",        /* above */
-        "A --n 5x",         /* not an integer */
-        "A --rate nan",     /* not finite */
-        "A --rate 2",       /* above */
-        "A --mode slow",    /* not an allowed word */
-        "A --frobnicate",   /* unknown */
-        "A --n",            /* no value */
-        "",                 /* too few positionals */
-        "A B C",            /* too many */
+        "A --n 0",        /* below the range */
+        "A --n 101",      /* above */
+        "A --n 5x",       /* not an integer */
+        "A --rate nan",   /* not finite */
+        "A --rate 2",     /* above */
+        "A --mode slow",  /* not an allowed word */
+        "A --frobnicate", /* unknown */
+        "A --n",          /* no value */
+        "",               /* too few positionals */
+        "A B C",          /* too many */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vals v = {0};
@@ -151,7 +175,12 @@ static void test_usage_lists_every_visible_option(void **state)
     (void)state;
     int n = 0;
     const opt_def defs[] = {
-        {.name = "count", .kind = OPT_INT, .dest = &n, .lo = 0, .hi = 9, .metavar = "N",
+        {.name = "count",
+         .kind = OPT_INT,
+         .dest = &n,
+         .lo = 0,
+         .hi = 9,
+         .metavar = "N",
          .help = "how many"},
         {.name = "hidden", .kind = OPT_INT, .dest = &n, .lo = 0, .hi = 9, .metavar = "N"},
         {.name = NULL},
@@ -172,10 +201,8 @@ static void test_usage_lists_every_visible_option(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_values_ranges_and_positionals),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_error_names_the_option),
-        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_values_ranges_and_positionals),    cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_error_names_the_option),           cmocka_unit_test(test_help),
         cmocka_unit_test(test_usage_lists_every_visible_option),
     };
     return cmocka_run_group_tests_name("program options", tests, NULL, NULL);

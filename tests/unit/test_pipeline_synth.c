@@ -51,8 +51,11 @@ static void check_against_extract(mcl_dev *d, const ofa_space *s, int trials)
         snprintf(names[i], sizeof names[i], "class-%d", i);
         labels[i] = names[i];
     }
-    xg_preprocess pre = {.channels = s->in_channels, .mean = {0.25f}, .std = {0.5f},
-                         .n_labels = s->classes, .labels = labels};
+    xg_preprocess pre = {.channels = s->in_channels,
+                         .mean = {0.25f},
+                         .std = {0.5f},
+                         .n_labels = s->classes,
+                         .labels = labels};
     manta_rng rng;
     manta_rng_seed(&rng, 5, 0);
     for (int t = 0; t < trials; t++) {
@@ -133,8 +136,9 @@ static void test_layers_add_up_to_the_network(void **state)
             const synth_opts so = {1, true};
             assert_int_equal(prof_synth_arch_graph(s, &a, NULL, &so, &net, &e), MANTA_OK);
             int first[LAT_MAX_ARCH_LAYERS + 1], n_first = 0;
-            assert_int_equal(prof_synth_arch_graph_layers(s, &a, NULL, &so, &net2, first, &n_first, &e),
-                             MANTA_OK);
+            assert_int_equal(
+                prof_synth_arch_graph_layers(s, &a, NULL, &so, &net2, first, &n_first, &e),
+                MANTA_OK);
             assert_int_equal(n_first, nl);
             assert_int_equal(net2.n_ops, net.n_ops);
             assert_int_equal(first[nl], net.n_ops);

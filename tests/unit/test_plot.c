@@ -25,8 +25,13 @@ static void figure(plot_figure *f, const double *x, const double *y, size_t n)
     f->title = "A <test> & figure";
     f->width = 320, f->height = 240, f->n_panels = 1;
     f->panel[0].title = "panel one";
-    f->panel[0].series[0] = (plot_series){.label = "s", .x = x, .y = y, .n = n, .line = true,
-                                          .marker = PLOT_MARK_STAR, .color = plot_palette(3)};
+    f->panel[0].series[0] = (plot_series){.label = "s",
+                                          .x = x,
+                                          .y = y,
+                                          .n = n,
+                                          .line = true,
+                                          .marker = PLOT_MARK_STAR,
+                                          .color = plot_palette(3)};
     f->panel[0].n_series = 1;
     f->panel[0].spans[0] = (plot_span){0, 2, "a"};
     f->panel[0].n_spans = 1;

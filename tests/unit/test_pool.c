@@ -87,8 +87,9 @@ static void test_scale_forward_and_backward(void **state)
         size_t nc = t < 4 ? (size_t)tu_rand_int(&rng, 1, 5) * (size_t)tu_rand_int(&rng, 1, 19)
                           : FIXED_NC[t - 4];
         size_t hw = t < 4 ? (size_t)HWS[t] : FIXED_HW[t - 4], len = nc * hw;
-        fd_ctx c = {nc, hw, fill(&rng, len, -2, 2), fill(&rng, nc, 0, 1), fill(&rng, len, -1, 1),
-                    zeros(len)};
+        fd_ctx c = {
+            nc,        hw, fill(&rng, len, -2, 2), fill(&rng, nc, 0, 1), fill(&rng, len, -1, 1),
+            zeros(len)};
         double *got = zeros(len), *fd = zeros(len);
         mview vx = tu_alloc_from(d, c.x, len), vs = tu_alloc_from(d, c.s, nc);
         mview vy = tu_alloc(d, len), vdy = tu_alloc_from(d, c.r, len);

@@ -259,8 +259,8 @@ static void fill_table(lat_table *t, const ofa_space *s)
 {
     manta_err e;
     TU_OK_ERR(lat_table_init(t, s, &e));
-    TU_OK_ERR(lat_table_set_meta(t, "test-board", "Cortex-A53 @ 1.2 GHz", "gcc -O3 -mcpu=cortex-a53",
-                          "2025-01-31T12:00:00Z", &e));
+    TU_OK_ERR(lat_table_set_meta(t, "test-board", "Cortex-A53 @ 1.2 GHz",
+                                 "gcc -O3 -mcpu=cortex-a53", "2025-01-31T12:00:00Z", &e));
     t->overhead_ms = 0.25;
     lat_layer *all;
     size_t n;

@@ -45,8 +45,8 @@ static int setup(void **state)
 /* A few runs per model, no time minimum. */
 static lat_measure_opts fast(int runs, int passes)
 {
-    return (lat_measure_opts){{.warmup = 1, .min_runs = runs, .max_runs = 1000}, passes, NULL,
-                              NULL};
+    return (lat_measure_opts){
+        {.warmup = 1, .min_runs = runs, .max_runs = 1000}, passes, NULL, NULL};
 }
 
 typedef struct seen {
@@ -191,9 +191,8 @@ static void test_profile_in_networks(void **state)
     }
     free(archs);
     assert_non_null(csv);
-    assert_int_equal(strncmp(csv, "network,layer,where,p10_ms,median_ms,table_p10_ms,runs,key\n",
-                             59),
-                     0);
+    assert_int_equal(
+        strncmp(csv, "network,layer,where,p10_ms,median_ms,table_p10_ms,runs,key\n", 59), 0);
     assert_int_equal(count_lines(csv), layers + 1);
     free(csv);
     lat_table_free(&t);
@@ -280,8 +279,9 @@ static void test_validate_figures_and_csv(void **state)
     assert_int_equal(ag.n, 4);
     assert_true(ag.within >= 0 && ag.within <= 1 && ag.rmse >= 0);
     assert_int_equal(count_lines(csv.p), 5);
-    assert_int_equal(strncmp(csv.p, "index,predicted_ms,measured_ms,measured_median_ms,error_pct,"
-                                    "arch\n",
+    assert_int_equal(strncmp(csv.p,
+                             "index,predicted_ms,measured_ms,measured_median_ms,error_pct,"
+                             "arch\n",
                              65),
                      0);
     /* each line: 0-based index, the prediction of its arch, then the arch quoted (RFC 4180) */

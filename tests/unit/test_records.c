@@ -34,11 +34,22 @@ static void test_job(void **state)
     (void)state;
     manta_rec in = {.kind = MANTA_REC_JOB}, out = {0};
     manta_rec_job *j = &in.job;
-    *j = (manta_rec_job){.schema = MANTA_REC_SCHEMA, .time = 1795944362.048,
-                         .task = "classification", .space = "cpu-default", .schedule = "smoke",
-                         .data = "fashion-mnist", .steps = 18, .start_step = 3, .batch = 16,
-                         .world_size = 2, .devices_per_rank = 2, .replicas = 4, .mode = "subnet",
-                         .host = "node \"1\"", .n_devices = 2, .n_phases = 2};
+    *j = (manta_rec_job){.schema = MANTA_REC_SCHEMA,
+                         .time = 1795944362.048,
+                         .task = "classification",
+                         .space = "cpu-default",
+                         .schedule = "smoke",
+                         .data = "fashion-mnist",
+                         .steps = 18,
+                         .start_step = 3,
+                         .batch = 16,
+                         .world_size = 2,
+                         .devices_per_rank = 2,
+                         .replicas = 4,
+                         .mode = "subnet",
+                         .host = "node \"1\"",
+                         .n_devices = 2,
+                         .n_phases = 2};
     snprintf(j->devices[0], sizeof j->devices[0], "pthread-skylake");
     snprintf(j->devices[1], sizeof j->devices[1], "NVIDIA H200\\x");
     j->device_bytes[0] = 123456789012ULL;
@@ -109,12 +120,23 @@ static void test_progress(void **state)
 {
     (void)state;
     manta_rec in = {.kind = MANTA_REC_PROGRESS}, out = {0};
-    in.progress = (manta_rec_progress){
-        .step = 9, .steps = 18, .phase = "depth-1", .phase_index = 2, .loss = 4.70692,
-        .batch_top1 = 0.0625, .r = 24, .lr = 0.000156, .images_per_s = 9.7, .data_wait = 0.0012,
-        .step_ms = 261.4, .eta_s = 17, .time = 1795944371.598,
-        .subnets = {6, 10007291, 7980000, 12000001, 800001, 556986, 1128594},
-        .ranks = RANKS, .n_ranks = 2};
+    in.progress =
+        (manta_rec_progress){.step = 9,
+                             .steps = 18,
+                             .phase = "depth-1",
+                             .phase_index = 2,
+                             .loss = 4.70692,
+                             .batch_top1 = 0.0625,
+                             .r = 24,
+                             .lr = 0.000156,
+                             .images_per_s = 9.7,
+                             .data_wait = 0.0012,
+                             .step_ms = 261.4,
+                             .eta_s = 17,
+                             .time = 1795944371.598,
+                             .subnets = {6, 10007291, 7980000, 12000001, 800001, 556986, 1128594},
+                             .ranks = RANKS,
+                             .n_ranks = 2};
     char *line;
     round_trip(&in, &out, &line);
     const manta_rec_progress *a = &out.progress, *b = &in.progress;
@@ -158,9 +180,17 @@ static void test_step(void **state)
 {
     (void)state;
     manta_rec in = {.kind = MANTA_REC_STEP}, out = {0};
-    in.step = (manta_rec_step){.step = 4, .phase = "kernel", .phase_index = 1, .loss = 1.408476,
-                               .kd_loss = 0.000223, .epe = 1.38868, .round = 2, .lr = 0.01,
-                               .pairs_per_s = 45.235, .time = 1795944401.042, .ranks = RANKS,
+    in.step = (manta_rec_step){.step = 4,
+                               .phase = "kernel",
+                               .phase_index = 1,
+                               .loss = 1.408476,
+                               .kd_loss = 0.000223,
+                               .epe = 1.38868,
+                               .round = 2,
+                               .lr = 0.01,
+                               .pairs_per_s = 45.235,
+                               .time = 1795944401.042,
+                               .ranks = RANKS,
                                .n_ranks = 2};
     char *line;
     round_trip(&in, &out, &line);
@@ -200,8 +230,8 @@ static void test_eval_and_phase_end(void **state)
     manta_rec_free(&out);
 
     in = (manta_rec){.kind = MANTA_REC_PHASE_END};
-    in.phase_end = (manta_rec_phase_end){"depth-2", 3, 12, {1.58098, 11.2305, 10.5, 1.45441},
-                                         {1.58422, 12.25, 11.0, 1.45774}};
+    in.phase_end = (manta_rec_phase_end){
+        "depth-2", 3, 12, {1.58098, 11.2305, 10.5, 1.45441}, {1.58422, 12.25, 11.0, 1.45774}};
     round_trip(&in, &out, &line);
     assert_string_equal(line, "{\"event\":\"phase_end\",\"phase\":\"depth-2\",\"phase_index\":3,"
                               "\"name\":\"depth-2\",\"step\":12,\"largest\":{\"epe\":1.58098,"
@@ -271,8 +301,13 @@ static void test_non_finite(void **state)
 {
     (void)state;
     manta_rec in = {.kind = MANTA_REC_PROGRESS}, out = {0};
-    in.progress = (manta_rec_progress){.step = 2, .steps = 4, .phase = "full", .loss = NAN,
-                                       .batch_top1 = INFINITY, .lr = -INFINITY, .time = NAN};
+    in.progress = (manta_rec_progress){.step = 2,
+                                       .steps = 4,
+                                       .phase = "full",
+                                       .loss = NAN,
+                                       .batch_top1 = INFINITY,
+                                       .lr = -INFINITY,
+                                       .time = NAN};
     char *line;
     round_trip(&in, &out, &line);
     assert_non_null(strstr(line, "\"loss\":\"NaN\",\"batch_top1\":\"Infinity\","));
@@ -342,7 +377,8 @@ static void test_write_file(void **state)
     char buf[128] = {0};
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
-    assert_string_equal(buf, "{\"event\":\"stopped\",\"time\":12.500,\"step\":4,\"signal\":false}\n");
+    assert_string_equal(buf,
+                        "{\"event\":\"stopped\",\"time\":12.500,\"step\":4,\"signal\":false}\n");
     assert_int_equal(n, strlen(buf));
 }
 
@@ -491,11 +527,13 @@ static void test_v0_two_ranks(void **state)
     char *text = NULL;
     size_t len = 0;
     manta_err err;
-    assert_int_equal(manta_file_read("tests/data/records/v0_two_ranks_error.jsonl", 1 << 20, &text,
-                                     &len, &err), MANTA_OK);
+    assert_int_equal(
+        manta_file_read("tests/data/records/v0_two_ranks_error.jsonl", 1 << 20, &text, &len, &err),
+        MANTA_OK);
     const char *line = strstr(text, "{\"step\":3,");
     assert_non_null(line);
-    assert_int_equal(manta_rec_parse(line, (size_t)(strchr(line, '\n') - line), &r, &err), MANTA_OK);
+    assert_int_equal(manta_rec_parse(line, (size_t)(strchr(line, '\n') - line), &r, &err),
+                     MANTA_OK);
     assert_int_equal(r.kind, MANTA_REC_PROGRESS);
     assert_int_equal(r.progress.n_ranks, 2);
     assert_int_equal(r.progress.ranks[1].rank, 1);

@@ -88,8 +88,8 @@ static void test_nice_ticks(void **state)
     assert_false(rep_nice_ticks(0, INFINITY, 5, &t));
     assert_int_equal(t.n, 77);
     /* many ranges and targets (also out of range targets) */
-    const double r[][2] = {{0, 1},      {0.001, 0.0013}, {-5, 5},   {1e6, 3.7e7}, {99, 101},
-                           {-0.02, 0},  {2.5, 2.5000001}, {0.179, 0.629}, {13.5, 21}, {1, 1e9}};
+    const double r[][2] = {{0, 1},     {0.001, 0.0013},  {-5, 5},        {1e6, 3.7e7}, {99, 101},
+                           {-0.02, 0}, {2.5, 2.5000001}, {0.179, 0.629}, {13.5, 21},   {1, 1e9}};
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
         for (int target = 0; target <= 40; target += 4)
             check_ticks(r[i][0], r[i][1], target);
@@ -172,11 +172,12 @@ static void test_search(void **state)
     assert_int_equal(s.evaluated, 2100);
     assert_non_null(strstr(s.best_arch, "\"ks\":[3,5]"));
 
-    const char front[] = "rank,top1,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n"
-                         "1,0.168,0.179,2159712,255152,1193888,0,\"{\"\"ks\"\":[3,3],\"\"e\"\":[3,3],"
-                         "\"\"d\"\":[2,2],\"\"r\"\":[24]}\"\n"
-                         "2,0.170,0.199,2382720,258448,1781440,0,\"{\"\"ks\"\":[3,5],\"\"e\"\":[3,3],"
-                         "\"\"d\"\":[2,2],\"\"r\"\":[24]}\"\n\n";
+    const char front[] =
+        "rank,top1,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n"
+        "1,0.168,0.179,2159712,255152,1193888,0,\"{\"\"ks\"\":[3,3],\"\"e\"\":[3,3],"
+        "\"\"d\"\":[2,2],\"\"r\"\":[24]}\"\n"
+        "2,0.170,0.199,2382720,258448,1781440,0,\"{\"\"ks\"\":[3,5],\"\"e\"\":[3,3],"
+        "\"\"d\"\":[2,2],\"\"r\"\":[24]}\"\n\n";
     assert_int_equal(rep_front_parse(front, "front.csv", &s, &err), MANTA_OK);
     assert_int_equal(s.n_front, 2);
     assert_true(s.front[0].uniform && !s.front[1].uniform);
@@ -192,9 +193,9 @@ static void test_search(void **state)
                      MANTA_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "manta-search"));
     rep_search_free(&s);
-    assert_int_equal(rep_search_parse("{\"format\":\"manta-search\",\"best\":{}}", "b.json", &s,
-                                      &err),
-                     MANTA_ERR_FORMAT);
+    assert_int_equal(
+        rep_search_parse("{\"format\":\"manta-search\",\"best\":{}}", "b.json", &s, &err),
+        MANTA_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "b.json: \"best\" lacks"));
     rep_search_free(&s);
     assert_int_equal(rep_front_parse("rank,top1\n1,0.1\n", "f.csv", &s, &err), MANTA_ERR_FORMAT);
@@ -233,9 +234,9 @@ static void test_latency(void **state)
     rep_latency_free(&l);
     assert_int_equal(rep_latency_parse_csv("a,b\n1,2\n", "h.csv", &l, &err), MANTA_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "h.csv: line 1"));
-    assert_int_equal(rep_latency_parse_csv("predicted_ms,measured_ms\n1,2\nx,3\n", "n.csv", &l,
-                                           &err),
-                     MANTA_ERR_FORMAT);
+    assert_int_equal(
+        rep_latency_parse_csv("predicted_ms,measured_ms\n1,2\nx,3\n", "n.csv", &l, &err),
+        MANTA_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "n.csv: line 3"));
     rep_latency_free(&l);
     assert_int_equal(rep_latency_parse_summary("{\"device\":\"vm\"}", "s.json", &l, &err),
@@ -355,14 +356,10 @@ static void test_inputs_missing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nice_number),
-        cmocka_unit_test(test_nice_ticks),
-        cmocka_unit_test(test_format_tick),
-        cmocka_unit_test(test_csv_split),
-        cmocka_unit_test(test_search),
-        cmocka_unit_test(test_latency),
-        cmocka_unit_test(test_prefixes),
-        cmocka_unit_test(test_inputs_demo),
+        cmocka_unit_test(test_nice_number),    cmocka_unit_test(test_nice_ticks),
+        cmocka_unit_test(test_format_tick),    cmocka_unit_test(test_csv_split),
+        cmocka_unit_test(test_search),         cmocka_unit_test(test_latency),
+        cmocka_unit_test(test_prefixes),       cmocka_unit_test(test_inputs_demo),
         cmocka_unit_test(test_inputs_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

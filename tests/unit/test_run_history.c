@@ -46,7 +46,8 @@ static void test_training_classification(void **state)
     (void)state;
     manta_run_history t = {0};
     manta_err err;
-    assert_int_equal(manta_run_history_parse(classif, strlen(classif), "m.jsonl", &t, &err), MANTA_OK);
+    assert_int_equal(manta_run_history_parse(classif, strlen(classif), "m.jsonl", &t, &err),
+                     MANTA_OK);
     assert_false(t.stereo);
     assert_int_equal(t.malformed, 3);
     assert_int_equal(t.first_malformed, 2);
@@ -75,7 +76,8 @@ static void test_training_classification(void **state)
     /* the monitor's split: compute, data wait, allreduce wait (seconds; null = not known) */
     assert_int_equal(t.ranks[2].rank, 2);
     assert_string_equal(t.ranks[2].device, "");
-    assert_true(fabs(t.ranks[2].step_ms.v[0] - 9) < 1e-9 && fabs(t.ranks[2].wait_ms.v[0] - 1) < 1e-9);
+    assert_true(fabs(t.ranks[2].step_ms.v[0] - 9) < 1e-9 &&
+                fabs(t.ranks[2].wait_ms.v[0] - 1) < 1e-9);
     /* the sampled sub-networks' sizes: points where a record has them (not step 3; the first
      * step 6 replaced; a negative member left out) */
     assert_int_equal(t.macs[0].n, 3);
@@ -108,7 +110,8 @@ static void test_training_stereo(void **state)
 {
     (void)state;
     manta_run_history t = {0};
-    assert_int_equal(manta_run_history_parse(stereo, strlen(stereo), "s.jsonl", &t, NULL), MANTA_OK);
+    assert_int_equal(manta_run_history_parse(stereo, strlen(stereo), "s.jsonl", &t, NULL),
+                     MANTA_OK);
     assert_true(t.stereo);
     assert_int_equal(t.malformed, 0);
     assert_int_equal(t.loss.n, 3);
@@ -129,7 +132,8 @@ static void test_training_missing_and_empty(void **state)
     (void)state;
     manta_run_history t = {0};
     manta_err err;
-    assert_int_equal(manta_run_history_load("/nonexistent/run/metrics.jsonl", &t, &err), MANTA_ERR_IO);
+    assert_int_equal(manta_run_history_load("/nonexistent/run/metrics.jsonl", &t, &err),
+                     MANTA_ERR_IO);
     assert_non_null(strstr(err.msg, "/nonexistent/run/metrics.jsonl"));
     assert_int_equal(manta_run_history_load("/", &t, &err), MANTA_ERR_IO); /* a folder */
     assert_int_equal(manta_run_history_parse("", 0, "e", &t, &err), MANTA_OK);
@@ -143,8 +147,8 @@ static void test_training_missing_and_empty(void **state)
 static void test_v0_files(void **state)
 {
     (void)state;
-    static const char *const names[6] = {"full", "kernel", "depth-1", "depth-2", "expand-1",
-                                         "expand-2"};
+    static const char *const names[6] = {"full",    "kernel",   "depth-1",
+                                         "depth-2", "expand-1", "expand-2"};
     manta_err err;
     manta_run_history t = {0};
     assert_int_equal(manta_run_history_load("tests/data/records/v0_stereo.jsonl", &t, &err),
@@ -162,8 +166,8 @@ static void test_v0_files(void **state)
     assert_true(t.metric.v[0] == 0.99431);
     assert_int_equal(t.n_ranks, 1);
     manta_run_history_free(&t);
-    assert_int_equal(manta_run_history_load("tests/data/records/v0_classification.jsonl", &t,
-                                            &err), MANTA_OK);
+    assert_int_equal(manta_run_history_load("tests/data/records/v0_classification.jsonl", &t, &err),
+                     MANTA_OK);
     assert_false(t.stereo);
     assert_int_equal(t.loss.n, 8);
     assert_int_equal(t.steps, 18);
@@ -175,8 +179,8 @@ static void test_v0_files(void **state)
     assert_true(t.phases[1].val_largest == 0.235);
     assert_int_equal(t.macs[0].n, 8);
     manta_run_history_free(&t);
-    assert_int_equal(manta_run_history_load("tests/data/records/v0_two_ranks_error.jsonl", &t,
-                                            &err), MANTA_OK);
+    assert_int_equal(
+        manta_run_history_load("tests/data/records/v0_two_ranks_error.jsonl", &t, &err), MANTA_OK);
     assert_int_equal(t.n_ranks, 2);
     assert_string_equal(t.ranks[1].device, "");
     assert_int_equal(t.ranks[1].ips.n, 3);

@@ -133,8 +133,8 @@ static void test_sampling_is_deterministic_and_inside_the_phase(void **state)
                     ofa_arch x;
                     const int big = k == 0;
                     ofa_arch_uniform(&sp, ph->ks[big ? ph->n_ks - 1 : 0],
-                                     ph->e[big ? ph->n_e - 1 : 0], ph->d[big ? ph->n_d - 1 : 0],
-                                     28, &x);
+                                     ph->e[big ? ph->n_e - 1 : 0], ph->d[big ? ph->n_d - 1 : 0], 28,
+                                     &x);
                     assert_memory_equal(&a, &x, sizeof a);
                     assert_memory_equal(&a, &c, sizeof a);
                 }

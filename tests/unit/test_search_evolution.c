@@ -239,8 +239,8 @@ static const evo_point *fittest_apart(const ofa_space *s, const recorder *rc, co
 
 /* The top list against the reference: the fittest recorded candidate, then
  * each next fittest at least min_genes (>= 1) genes from every one taken. */
-static void check_top(const synth *y, const recorder *rc, const evo_result *r, int k,
-                      int min_genes, double budget)
+static void check_top(const synth *y, const recorder *rc, const evo_result *r, int k, int min_genes,
+                      double budget)
 {
     const ofa_space *s = &y->s;
     assert_int_equal(r->n_top, k);

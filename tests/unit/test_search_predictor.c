@@ -192,8 +192,8 @@ static void expect_bad_line(const char *line, const char *needle)
     assert_int_equal(d.n, 0);
 }
 
-#define ARCH_OK                                                                                    \
-    "\"arch\":{\"ks\":[3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3],"                                  \
+#define ARCH_OK                                                   \
+    "\"arch\":{\"ks\":[3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3]," \
     "\"e\":[3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3],\"d\":[2,2,2,2,2],\"r\":[24]}"
 
 static void test_dataset_rejects_bad_lines(void **state)

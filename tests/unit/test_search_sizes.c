@@ -19,8 +19,8 @@
 #include "search/sizes.h"
 
 /* What tflite_write() reports for the builder's graph of @p a. */
-static void exported(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre,
-                     size_t *arena, size_t *file)
+static void exported(const ofa_space *s, const ofa_arch *a, const xg_preprocess *pre, size_t *arena,
+                     size_t *file)
 {
     manta_err e;
     xgraph g;
@@ -78,8 +78,8 @@ static void test_labels_count_in_the_file(void **state)
         snprintf(store[i], sizeof store[i], "class-%d", i);
         names[i] = store[i];
     }
-    xg_preprocess pre = {.channels = 1, .mean = {0.5f}, .std = {0.25f}, .n_labels = 10,
-                         .labels = names};
+    xg_preprocess pre = {
+        .channels = 1, .mean = {0.5f}, .std = {0.25f}, .n_labels = 10, .labels = names};
     ofa_arch a;
     ofa_arch_min(s, 0, &a);
     search_sizes plain, labelled;

@@ -15,7 +15,7 @@ static void test_make_divisible_matches_ofa(void **state)
     assert_int_equal(ofa_make_divisible(16 * 6, 8), 96);
     assert_int_equal(ofa_make_divisible(24 * 3, 8), 72);
     assert_int_equal(ofa_make_divisible(40 * 4 / 4.0, 8), 40);
-    assert_int_equal(ofa_make_divisible(3, 8), 8);      /* never below the divisor */
+    assert_int_equal(ofa_make_divisible(3, 8), 8);         /* never below the divisor */
     assert_int_equal(ofa_make_divisible(72 / 4.0, 8), 24); /* 18 -> 16 < 0.9*18, so +8 */
     assert_int_equal(ofa_make_divisible(100, 8), 104);
 }
@@ -78,8 +78,10 @@ static void test_bad_specs_name_the_field(void **state)
     expect_bad_spec("\"kernel_sizes\": [3, 5, 7]", "\"kernel_sizes\": [3, 4, 7]", "not odd");
     expect_bad_spec("\"depths\": [2, 3, 4]", "\"depths\": [4, 3]", "depths");
     expect_bad_spec("\"input_channels\": 1", "\"input_channels\": 2", "input_channels");
-    expect_bad_spec("\"stride\": 2, \"act\": \"relu\", \"se\": true", "\"stride\": 3, \"act\": \"relu\", \"se\": true", "units[1]");
-    expect_bad_spec("\"act\": \"h-swish\", \"se\": false", "\"act\": \"gelu\", \"se\": false", "units[2]");
+    expect_bad_spec("\"stride\": 2, \"act\": \"relu\", \"se\": true",
+                    "\"stride\": 3, \"act\": \"relu\", \"se\": true", "units[1]");
+    expect_bad_spec("\"act\": \"h-swish\", \"se\": false", "\"act\": \"gelu\", \"se\": false",
+                    "units[2]");
     expect_bad_spec("\"version\": 1", "\"version\": 2", "version");
     expect_bad_spec("\"expand\": 384", "\"expand\": -1", "space.head");
     expect_bad_spec("\"manta-ofa-space\"", "\"other\"", "format");
@@ -223,20 +225,24 @@ static void test_arch_outside_space_is_refused(void **state)
     ofa_space_cpu_default(&s);
     ofa_arch a;
     manta_err e;
-    const char *ok_r = "{\"ks\":[7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"
-                       "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4,4],\"r\":32}";
+    const char *ok_r =
+        "{\"ks\":[7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"
+        "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4,4],\"r\":32}";
     assert_int_equal(ofa_arch_parse(&s, ok_r, &a, &e), MANTA_OK);
     assert_int_equal(a.r, 32);
-    const char *bad_k = "{\"ks\":[7,7,7,7,7,7,7,7,7,9,7,7,7,7,7,7,7,7,7,7],"
-                        "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4,4],\"r\":[32]}";
+    const char *bad_k =
+        "{\"ks\":[7,7,7,7,7,7,7,7,7,9,7,7,7,7,7,7,7,7,7,7],"
+        "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4,4],\"r\":[32]}";
     assert_int_equal(ofa_arch_parse(&s, bad_k, &a, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "ks[9] = 9"));
-    const char *bad_r = "{\"ks\":[7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"
-                        "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4,4],\"r\":[224]}";
+    const char *bad_r =
+        "{\"ks\":[7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"
+        "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4,4],\"r\":[224]}";
     assert_int_equal(ofa_arch_parse(&s, bad_r, &a, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "resolution 224"));
-    const char *short_d = "{\"ks\":[7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"
-                          "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4],\"r\":32}";
+    const char *short_d =
+        "{\"ks\":[7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7],"
+        "\"e\":[6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6,6],\"d\":[4,4,4,4],\"r\":32}";
     assert_int_equal(ofa_arch_parse(&s, short_d, &a, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "\"d\""));
     assert_int_equal(ofa_arch_parse(&s, "[1,2]", &a, &e), MANTA_ERR_INVALID_ARG);

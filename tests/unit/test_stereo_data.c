@@ -974,7 +974,7 @@ static void test_photo_bank_load(void **state)
     assert_int_equal(bank.photos[1].width, 40);
     assert_int_equal(bank.photos[2].height, 20);
     assert_memory_equal(bank.photos[1].rgb, b, 40 * 30 * 3); /* PNG: exact */
-    int worst = 0; /* JPEG: close */
+    int worst = 0;                                           /* JPEG: close */
     for (int i = 0; i < 50 * 40 * 3; i++) {
         const int diff = abs((int)bank.photos[0].rgb[i] - a[i]);
         worst = diff > worst ? diff : worst;
@@ -1029,9 +1029,9 @@ static void test_photo_bank_load(void **state)
     write_text(tu_tmpdir_path(&empty, "x.png", path, sizeof path), "not a PNG");
     assert_int_equal(photo_bank_load(empty.path, NULL, &bank, &rep, &e), MANTA_ERR_FORMAT);
     assert_non_null(strstr(e.msg, "1 failed; first: x.png"));
-    assert_int_equal(photo_bank_load(tu_tmpdir_path(&empty, "gone", path, sizeof path), NULL,
-                                     &bank, NULL, &e),
-                     MANTA_ERR_IO);
+    assert_int_equal(
+        photo_bank_load(tu_tmpdir_path(&empty, "gone", path, sizeof path), NULL, &bank, NULL, &e),
+        MANTA_ERR_IO);
     assert_non_null(strstr(e.msg, "gone"));
     tu_tmpdir_remove(&empty);
     tu_tmpdir_remove(&t);
@@ -1049,10 +1049,10 @@ static void synth_photo(stereo_pair *p, const photo_bank *bank, float textured, 
     manta_err e;
     TU_OK_ERR(stereo_pair_alloc(p, o.height, o.width, &e));
     TU_OK_ERR(stereo_synth_generate(&o, index, p, &e));
-    assert_int_equal(stereo_synth_pair_mode(&o, index),
-                     single >= 1.0f     ? STEREO_SYNTH_SINGLE
-                     : textured >= 1.0f ? STEREO_SYNTH_TEXTURED
-                                        : stereo_synth_pair_mode(&o, index));
+    assert_int_equal(stereo_synth_pair_mode(&o, index), single >= 1.0f ? STEREO_SYNTH_SINGLE
+                                                        : textured >= 1.0f
+                                                            ? STEREO_SYNTH_TEXTURED
+                                                            : stereo_synth_pair_mode(&o, index));
 }
 
 /* FNV-1a of a pair's bytes. */
@@ -1079,13 +1079,12 @@ static uint64_t pair_hash(const stereo_pair *p)
 static void test_synth_unchanged_without_photos(void **state)
 {
     (void)state;
-    static const uint64_t before[3][4] = {
-        {0x81814d8a0212f661ULL, 0xd6192383cb703bfdULL, 0xbf24b621d668db4eULL,
-         0x1808a81d119a43c2ULL},
-        {0xe2b027349b44f7a7ULL, 0x5c0242eb0ddd018bULL, 0x820d2c2ee6217a0fULL,
-         0xa9aae0bfde0efa8bULL},
-        {0xf5f3e07ac25903faULL, 0xba071629ab53d194ULL, 0x04ba248d7c524098ULL,
-         0x3d815255adb872c2ULL}};
+    static const uint64_t before[3][4] = {{0x81814d8a0212f661ULL, 0xd6192383cb703bfdULL,
+                                           0xbf24b621d668db4eULL, 0x1808a81d119a43c2ULL},
+                                          {0xe2b027349b44f7a7ULL, 0x5c0242eb0ddd018bULL,
+                                           0x820d2c2ee6217a0fULL, 0xa9aae0bfde0efa8bULL},
+                                          {0xf5f3e07ac25903faULL, 0xba071629ab53d194ULL,
+                                           0x04ba248d7c524098ULL, 0x3d815255adb872c2ULL}};
     const int cfg[3][4] = {{128, 64, 32, 1}, {160, 72, 40, 0}, {96, 48, 24, 1}};
     photo_bank bank = {0};
     fake_bank(&bank, 2, 200, 120);

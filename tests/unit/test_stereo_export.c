@@ -62,8 +62,7 @@ static int teardown(void **state)
 static void export_and_check(fixture *f, const ofa_arch *a)
 {
     manta_err e = {0};
-    TU_OK(f->d, stereo_trainer_recalibrate(f->t, a, &f->x.b, stereo_ordered_batch, &f->x.src,
-                                           4));
+    TU_OK(f->d, stereo_trainer_recalibrate(f->t, a, &f->x.b, stereo_ordered_batch, &f->x.src, 4));
     stereo_net *n = stereo_trainer_net(f->t);
     xgraph g;
     TU_OK_ERR(stereo_net_extract(n, &g, &e));

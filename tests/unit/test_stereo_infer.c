@@ -77,7 +77,7 @@ static void test_pad_and_crop_match_reference(void **state)
     manta_rng_seed(&rng, 11, 0);
     /* the sizes: a multiple already, one more, one less, single rows and columns */
     const int sizes[][3] = {{16, 32, 3}, {17, 33, 3}, {15, 31, 3}, {1, 1, 3}, {1, 9, 2},
-                            {9, 1, 2},   {21, 37, 3}, {8, 8, 1},  {5, 40, 3}};
+                            {9, 1, 2},   {21, 37, 3}, {8, 8, 1},   {5, 40, 3}};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         for (int levels = 0; levels <= 4; levels++) {
             const int h = sizes[k][0], w = sizes[k][1], c = sizes[k][2], m = 1 << levels;
@@ -108,8 +108,8 @@ static void test_pad_and_crop_match_reference(void **state)
 
 /* Write pairs of the sizes @p hw (height, width) to a new KITTI folder @p name; their
  * valid pixels into *valid. */
-static void write_folder(const fixture *f, const char *name, const int (*hw)[2], int n,
-                         char *dir, size_t cap, long *valid)
+static void write_folder(const fixture *f, const char *name, const int (*hw)[2], int n, char *dir,
+                         size_t cap, long *valid)
 {
     manta_err e = {0};
     tu_tmpdir_path(&root, name, dir, cap);
@@ -204,8 +204,8 @@ static void test_network_size_as_crop_path(void **state)
         stereo_metrics_scores(&full, &wa, &wn);
         printf("# %s%s: EPE crop path %.6f, whole %.6f px; largest prediction difference %.3g "
                "(predictions spread over %.3g px)\n",
-               arch ? "min" : "max", run >= 2 ? " (re-calibrated at the size)" : "", ca.epe,
-               wa.epe, worst, spread);
+               arch ? "min" : "max", run >= 2 ? " (re-calibrated at the size)" : "", ca.epe, wa.epe,
+               worst, spread);
         assert_true(spread > 0.05); /* a network that predicts something */
         assert_true(worst < 1e-4);
         assert_int_equal(full.pairs, 3);
@@ -268,8 +268,7 @@ static void test_other_sizes_run_whole(void **state)
     TU_OK_ERR(stereo_pair_alloc(&big, 24, 40, &e));
     ref_pad(p.left, 3, 21, 37, 24, 40, big.left);
     ref_pad(p.right, 3, 21, 37, 24, 40, big.right);
-    TU_OK(f->d,
-          stereo_trainer_recalibrate(f->t, &a, &f->x.b, stereo_ordered_batch, &f->x.src, 4));
+    TU_OK(f->d, stereo_trainer_recalibrate(f->t, &a, &f->x.b, stereo_ordered_batch, &f->x.src, 4));
     stereo_infer *r;
     TU_OK_ERR(stereo_infer_create(f->d, stereo_trainer_net(f->t), &a, &r, &e));
     float *got = malloc(21 * 37 * sizeof *got), *full = malloc(24 * 40 * sizeof *full);
@@ -292,8 +291,7 @@ static void test_other_sizes_run_whole(void **state)
     /* too small for the network: 8 px wide is not wider than max_disp 8 */
     stereo_pair tiny;
     TU_OK_ERR(stereo_pair_alloc(&tiny, 8, 8, &e));
-    assert_int_equal(stereo_infer_pair(r, &tiny, "tiny.png", got, NULL, &e),
-                     MANTA_ERR_INVALID_ARG);
+    assert_int_equal(stereo_infer_pair(r, &tiny, "tiny.png", got, NULL, &e), MANTA_ERR_INVALID_ARG);
     printf("# %s\n", e.msg);
     assert_non_null(strstr(e.msg, "tiny.png (8x8, padded to 8x8): too small"));
     assert_null(strchr(e.msg, '\n'));
@@ -391,8 +389,7 @@ static void test_restore_bn(void **state)
     TU_OK(f->d, mcl_read(f->d, sl.state, before, sl.n_state));
     ofa_arch a;
     stereo_arch_min(&f->x.sp, &a);
-    TU_OK(f->d,
-          stereo_trainer_recalibrate(f->t, &a, &f->x.b, stereo_ordered_batch, &f->x.src, 4));
+    TU_OK(f->d, stereo_trainer_recalibrate(f->t, &a, &f->x.b, stereo_ordered_batch, &f->x.src, 4));
     TU_OK(f->d, mcl_read(f->d, sl.state, after, sl.n_state));
     assert_true(memcmp(before, after, sl.n_state * sizeof *after) != 0);
     TU_OK(f->d, stereo_trainer_restore_bn(f->t));

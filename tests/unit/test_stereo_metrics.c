@@ -37,9 +37,9 @@ static void test_metrics_by_hand(void **state)
     /* all 7 valid: sum 0.5+2.5+4+4+0+3.5+0 = 14.5 */
     assert_int_equal(all.pixels, 7);
     assert_true(fabs(all.epe - 14.5 / 7) < 1e-12);
-    assert_true(fabs(all.bad1 - 100.0 * 4 / 7) < 1e-9);  /* 2.5, 4, 4, 3.5 */
+    assert_true(fabs(all.bad1 - 100.0 * 4 / 7) < 1e-9); /* 2.5, 4, 4, 3.5 */
     assert_true(fabs(all.bad2 - 100.0 * 4 / 7) < 1e-9);
-    assert_true(fabs(all.bad3 - 100.0 * 3 / 7) < 1e-9);  /* 4, 4, 3.5 */
+    assert_true(fabs(all.bad3 - 100.0 * 3 / 7) < 1e-9); /* 4, 4, 3.5 */
     /* D1: > 3 px and > 5% of gt: 4 of 100 (5 px needed) no; 4 of 40 yes; 3.5 of 20 yes */
     assert_true(fabs(all.d1 - 100.0 * 2 / 7) < 1e-9);
     /* noc: pixels 0, 1, 2, 4, 6: errors 0.5, 2.5, 4, 0, 0 */
@@ -104,13 +104,10 @@ static void test_downsample_means_valid_pixels(void **state)
     TU_OK_ERR(stereo_disp_downsample(disp, mask, 4, 4, 0, full, &e));
     assert_true(full[0] == 1.0f && full[7] == 0.0f && full[11] == 9.0f && full[8] == 0.0f);
 
-    assert_int_equal(stereo_disp_downsample(disp, mask, 4, 6, 2, out, &e),
-                     MANTA_ERR_INVALID_ARG);
+    assert_int_equal(stereo_disp_downsample(disp, mask, 4, 6, 2, out, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "not a multiple of 4"));
-    assert_int_equal(stereo_disp_downsample(disp, mask, 4, 4, -1, out, &e),
-                     MANTA_ERR_INVALID_ARG);
-    assert_int_equal(stereo_disp_downsample(disp, mask, 4, 4, 3, out, &e),
-                     MANTA_ERR_INVALID_ARG);
+    assert_int_equal(stereo_disp_downsample(disp, mask, 4, 4, -1, out, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(stereo_disp_downsample(disp, mask, 4, 4, 3, out, &e), MANTA_ERR_INVALID_ARG);
 }
 
 static void test_colour_maps(void **state)
@@ -137,13 +134,13 @@ static void test_colour_maps(void **state)
     make_pair(&p, gt, gmask, false);
     stereo_error_colorize(pred, &p, rgb);
     static const uint8_t want[7][3] = {
-        {0, 0, 0},      /* 0.5 px */
-        {40, 90, 255},  /* 1.5 */
-        {40, 200, 60},  /* 2.5 */
-        {250, 220, 0},  /* 4 */
-        {230, 30, 30},  /* 6 */
-        {230, 30, 30},  /* NaN */
-        {64, 64, 64},   /* no ground truth */
+        {0, 0, 0},     /* 0.5 px */
+        {40, 90, 255}, /* 1.5 */
+        {40, 200, 60}, /* 2.5 */
+        {250, 220, 0}, /* 4 */
+        {230, 30, 30}, /* 6 */
+        {230, 30, 30}, /* NaN */
+        {64, 64, 64},  /* no ground truth */
     };
     for (int i = 0; i < 7; i++)
         assert_memory_equal(rgb + 3 * i, want[i], 3);

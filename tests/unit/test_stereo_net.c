@@ -120,9 +120,9 @@ static void download_preds(const net_fix *f, double *out)
 
 /* ---- the layers ------------------------------------------------------------------------- */
 
-#define SAME_INT(field)                                                                     \
-    if (g->field != w->field)                                                               \
-    fail_msg("%s, layer %d (%s): " #field " %d, stereo_describe() %d", what, i, w->name,    \
+#define SAME_INT(field)                                                                  \
+    if (g->field != w->field)                                                            \
+    fail_msg("%s, layer %d (%s): " #field " %d, stereo_describe() %d", what, i, w->name, \
              (int)g->field, (int)w->field)
 
 /* The network's layers for @p a equal stereo_describe()'s, field by field. */
@@ -745,7 +745,8 @@ static void test_forward_only_network(void **state)
         const unsigned long long param_grads = 2ull * g.sl.n_params * sizeof(float);
         if (!(fwd + param_grads < full))
             fail_msg("%s: forward-only network %llu bytes, a training one %llu (parameter "
-                     "gradients and momentum %llu)", s->name, fwd, full, param_grads);
+                     "gradients and momentum %llu)",
+                     s->name, fwd, full, param_grads);
         tu_upload(f->d, f->sl.params, p0, f->sl.n_params);
         free(p0), free(x), free(want), free(got);
     }
@@ -835,7 +836,8 @@ static void check_reorder(net_fix *f, bool nested)
         double size, d = max_diff(small1, small0, nr, &size);
         if (keep == 0 && !(d > 1e-3 * size))
             fail_msg("%s, %s kernels: the smallest network unchanged (%g, largest %g) after "
-                     "a full re-organisation", s->name, tu_variant_name(f->d), d, size);
+                     "a full re-organisation",
+                     s->name, tu_variant_name(f->d), d, size);
         if (keep > 0 && nested)
             tu_variant_assert_close(f->d, small1, small0, nr, 1e-4,
                                     "smallest network after a nested re-organisation");

@@ -142,8 +142,7 @@ static void test_bad_specs_name_the_field(void **state)
     expect_bad_spec("\"stride\": 1, \"redir", "\"stride\": 9, \"redir", "space.correlation",
                     "\"stride\"");
     /* missing fields */
-    expect_bad_spec("\"redir_width\": 16", "\"redir\": 16", "space.correlation",
-                    "\"redir_width\"");
+    expect_bad_spec("\"redir_width\": 16", "\"redir\": 16", "space.correlation", "\"redir_width\"");
     expect_bad_spec("\"decoder\"", "\"decoders\"", "\"decoder\"", NULL);
     expect_bad_spec("\"crop\": {\"height\": 64, \"width\": 128}", "\"crop\": {\"height\": 64}",
                     "space.crop", "\"width\"");
@@ -151,8 +150,7 @@ static void test_bad_specs_name_the_field(void **state)
     expect_bad_spec("\"widths\": [64, 48, 32, 24, 16]", "\"widths\": [64, 48, 0, 24, 16]",
                     "space.decoder", "\"widths\"[2]");
     /* elastic decoder width */
-    expect_bad_spec(", \"width_ratios\": [0.5, 0.75, 1]", "", "space.decoder",
-                    "\"width_ratios\"");
+    expect_bad_spec(", \"width_ratios\": [0.5, 0.75, 1]", "", "space.decoder", "\"width_ratios\"");
     expect_bad_spec("[0.5, 0.75, 1]", "[0.5, 0.75]", "space.decoder", "end with 1");
     expect_bad_spec("[0.5, 0.75, 1]", "[0.75, 0.5, 1]", "space.decoder", "[1] is 0.5");
     expect_bad_spec("[0.5, 0.75, 1]", "[0, 0.75, 1]", "space.decoder", "[0] is 0");
@@ -209,7 +207,8 @@ static void test_dead_taps(void **state)
     char what[256];
     int h, w;
     assert_true(stereo_space_dead_taps(&s, s.crop_h, s.crop_w, what, sizeof what) > 0);
-    if (!strstr(what, "unit 5 block 1") || !strstr(what, "7x7") || !strstr(what, "taps 3 rows above"))
+    if (!strstr(what, "unit 5 block 1") || !strstr(what, "7x7") ||
+        !strstr(what, "taps 3 rows above"))
         fail_msg("first dead taps at 64x128: '%s'", what);
     stereo_space_plan_size(&s, &h, &w);
     assert_int_equal(h, 128);
@@ -457,8 +456,8 @@ static void test_describe_small_space_by_hand(void **state)
     for (int i = 0; i < nw; i++) {
         const stereo_layer *l = &d->layer[i];
         if (strcmp(l->name, want[i].name) || l->out_h != want[i].out_h ||
-            l->out_w != want[i].out_w || l->out_c != want[i].out_c ||
-            l->views != want[i].views || l->macs != want[i].macs || l->params != want[i].params)
+            l->out_w != want[i].out_w || l->out_c != want[i].out_c || l->views != want[i].views ||
+            l->macs != want[i].macs || l->params != want[i].params)
             fail_msg("layer %d: %s %dx%dx%d views %d, %.0f MACs, %ld params; want %s %dx%dx%d "
                      "views %d, %.0f MACs, %ld params",
                      i, l->name, l->out_h, l->out_w, l->out_c, l->views, l->macs, l->params,
@@ -506,8 +505,8 @@ static void test_describe_small_space_by_hand(void **state)
             l->macs != w->macs || l->params != w->params)
             fail_msg("half decoder, %s: %dx%dx%d, %.0f MACs, %ld params; want %dx%dx%d, %.0f "
                      "MACs, %ld params",
-                     w->name, l->out_h, l->out_w, l->out_c, l->macs, l->params, w->out_h,
-                     w->out_w, w->out_c, w->macs, w->params);
+                     w->name, l->out_h, l->out_w, l->out_c, l->macs, l->params, w->out_h, w->out_w,
+                     w->out_c, w->macs, w->params);
     }
     assert_true(dh->macs < d->macs && dh->params < d->params);
     free(dh);

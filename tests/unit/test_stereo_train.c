@@ -148,7 +148,10 @@ static void test_resume_is_exact(void **state)
     }
     char path[256];
     tu_tmpdir_path(&root, "cut.ckpt", path, sizeof path);
-    stereo_meta m = {.batch = BATCH, .seed = 9, .step = cut, .train_pairs = 1000,
+    stereo_meta m = {.batch = BATCH,
+                     .seed = 9,
+                     .step = cut,
+                     .train_pairs = 1000,
                      .has_teacher = stereo_trainer_has_teacher(b)};
     snprintf(m.preset, sizeof m.preset, "smoke");
     snprintf(m.data, sizeof m.data, "synthetic");
@@ -227,7 +230,8 @@ static void test_data_parallel_matches_one_device(void **state)
     for (size_t i = 0; i < n1; i++)
         moved = fmax(moved, fabs((double)p1[i] - p0[i]));
     printf("# %ld steps: largest parameter change %.3g, largest difference of the two "
-           "replicas from one device %.3g\n", steps, moved, worst);
+           "replicas from one device %.3g\n",
+           steps, moved, worst);
     assert_true(moved > 1e-3);
     assert_true(worst < 1e-3 * moved);
     free(p0), free(p1), free(p2), free(p3);
@@ -280,9 +284,9 @@ static void test_evaluate_counts_every_pixel(void **state)
     tu_download(f->d, sl.state, st0, sl.n_state);
     ofa_arch bad = a;
     bad.dw[0] = 3; /* not a width of level 0 */
-    assert_int_equal(stereo_trainer_evaluate(t, &bad, &f->x.b, ordered, f, 4, ordered, f, 2, &m,
-                                             NULL),
-                     MANTA_ERR_INVALID_ARG);
+    assert_int_equal(
+        stereo_trainer_evaluate(t, &bad, &f->x.b, ordered, f, 4, ordered, f, 2, &m, NULL),
+        MANTA_ERR_INVALID_ARG);
     manta_err_clear(mcl_err(f->d));
     tu_download(f->d, sl.state, st1, sl.n_state);
     assert_memory_equal(st0, st1, sl.n_state * sizeof *st0);
@@ -365,8 +369,12 @@ static void test_finetune_starts_from_checkpoint(void **state)
     }
     char path[256];
     tu_tmpdir_path(&root, "init.ckpt", path, sizeof path);
-    stereo_meta m = {.batch = BATCH, .seed = 4, .step = n, .train_pairs = 1000,
-                     .has_teacher = stereo_trainer_has_teacher(a), .lr_scale = 1};
+    stereo_meta m = {.batch = BATCH,
+                     .seed = 4,
+                     .step = n,
+                     .train_pairs = 1000,
+                     .has_teacher = stereo_trainer_has_teacher(a),
+                     .lr_scale = 1};
     snprintf(m.preset, sizeof m.preset, "smoke");
     snprintf(m.data, sizeof m.data, "synthetic");
     snprintf(m.val_data, sizeof m.val_data, "synthetic");
@@ -395,8 +403,8 @@ static void test_finetune_starts_from_checkpoint(void **state)
     stereo_step_result r = {0};
     fill(f, 0);
     TU_OK(f->d, stereo_trainer_step(b, 0, &f->x.b, &r));
-    printf("# fine-tuning step 1: loss %.4f, distillation %.4f, EPE %.3f px\n", r.loss,
-           r.kd_loss, r.epe);
+    printf("# fine-tuning step 1: loss %.4f, distillation %.4f, EPE %.3f px\n", r.loss, r.kd_loss,
+           r.epe);
     assert_true(isfinite(r.loss) && r.kd_loss > 0.0f);
     stereo_trainer_destroy(a), stereo_trainer_destroy(b);
 

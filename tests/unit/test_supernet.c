@@ -124,8 +124,7 @@ static void test_backward_matches_finite_differences(void **state)
     fixture *f = *state;
     ofa_arch a;
     double rel = 0;
-    double *p_init =
-        tu_move_to_generic_point(f->d, f->sl.params, f->sl.n_params, f->sl.n_decay);
+    double *p_init = tu_move_to_generic_point(f->d, f->sl.params, f->sl.n_params, f->sl.n_decay);
     ofa_arch_max(&f->s, 0, &a);
     rel += check_arch(f, &a, 1);
     ofa_arch_min(&f->s, 0, &a);
@@ -221,7 +220,8 @@ static manta_status record(void *ctx, size_t from)
     h->snap[h->calls] = malloc((h->n_decay - from + 1) * sizeof(float));
     if (!h->snap[h->calls])
         return MANTA_ERR_NO_MEMORY;
-    manta_status st = mcl_read(h->d, mview_at(h->grads, from), h->snap[h->calls], h->n_decay - from);
+    manta_status st =
+        mcl_read(h->d, mview_at(h->grads, from), h->snap[h->calls], h->n_decay - from);
     h->calls++;
     return st;
 }

@@ -324,19 +324,19 @@ static void test_foreign_fields(void **state)
 {
     (void)state;
     static const unsigned char ev0[] = {
-        0x1a, 0x0d, 'b', 'r', 'a', 'i', 'n', '.', 'E', 'v', 'e', 'n', 't', ':', '2',
-        0x52, 0x04, 0x0a, 0x02, 'p', 't', /* source_metadata { writer: "pt" } */
+        0x1a, 0x0d, 'b', 'r', 'a',  'i',  'n',  '.',  'E', 'v', 'e',
+        'n',  't',  ':', '2', 0x52, 0x04, 0x0a, 0x02, 'p', 't', /* source_metadata { writer: "pt" } */
     };
     static const unsigned char ev1[] = {
-        0x2a, 0x1a,                                     /* summary, 26 bytes */
-        0x0a, 0x0f,                                     /* value, 15 bytes */
-        0x4a, 0x02, 0x12, 0x00,                         /* metadata { display_name: "" } */
-        0x0a, 0x01, 'a',                                /* tag "a" */
-        0x15, 0x00, 0x00, 0xc0, 0x3f,                   /* simple_value 1.5 */
-        0x3a, 0x01, 'n',                                /* node_name "n" (deprecated) */
-        0x0a, 0x07, 0x0a, 0x01, 'b', 0x42, 0x02, 0x08, 0x01, /* value "b", tensor {dtype 1} */
-        0x10, 0x96, 0x01,                               /* step 150 */
-        0x09, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f,             /* wall_time 1.0 */
+        0x2a, 0x1a,                                           /* summary, 26 bytes */
+        0x0a, 0x0f,                                           /* value, 15 bytes */
+        0x4a, 0x02, 0x12, 0x00,                               /* metadata { display_name: "" } */
+        0x0a, 0x01, 'a',                                      /* tag "a" */
+        0x15, 0x00, 0x00, 0xc0, 0x3f,                         /* simple_value 1.5 */
+        0x3a, 0x01, 'n',                                      /* node_name "n" (deprecated) */
+        0x0a, 0x07, 0x0a, 0x01, 'b',  0x42, 0x02, 0x08, 0x01, /* value "b", tensor {dtype 1} */
+        0x10, 0x96, 0x01,                                     /* step 150 */
+        0x09, 0,    0,    0,    0,    0,    0,    0xf0, 0x3f, /* wall_time 1.0 */
     };
     unsigned char file[256];
     size_t len = frame(file, ev0, sizeof ev0);

@@ -113,7 +113,7 @@ static void test_escapes_and_unknown_keys(void **state)
     assert_int_equal(m.logits_tensor, 7);
     assert_int_equal(m.n_labels, 6);
     assert_string_equal(m.labels[0], "caf\xc3\xa9");
-    assert_string_equal(m.labels[1], "\xf0\x9f\x98\x80");  /* a surrogate pair: U+1F600 */
+    assert_string_equal(m.labels[1], "\xf0\x9f\x98\x80"); /* a surrogate pair: U+1F600 */
     assert_string_equal(m.labels[2], "\xef\xbf\xbdx");    /* a lone surrogate: U+FFFD */
     assert_string_equal(m.labels[3], "a/b\\c\"d\b\f\r");
     assert_string_equal(m.labels[4], "\xe2\x82\xac");
@@ -185,7 +185,8 @@ static void test_malformed(void **state)
     assert_null(m.labels);
     /* no metadata; too large; nested too deep */
     assert_int_equal(tflite_meta_parse(NULL, 0, &m, &err), MANTA_ERR_FORMAT);
-    assert_int_equal(tflite_meta_parse("{}", TFLITE_META_MAX_TEXT + 1u, &m, &err), MANTA_ERR_FORMAT);
+    assert_int_equal(tflite_meta_parse("{}", TFLITE_META_MAX_TEXT + 1u, &m, &err),
+                     MANTA_ERR_FORMAT);
     assert_non_null(strstr(err.msg, "larger than 1 MiB"));
     char deep[128] = "{\"x\":";
     size_t n = strlen(deep);

@@ -67,17 +67,18 @@ static float mlp_pass(mcl_dev *d, mlp *n, int b0, int nb, float scale)
     mview P = mslab_view(&n->p, 0), G = mslab_view(&n->g, 0), A = mslab_view(&n->a, 0);
     nn_linear_shape l1 = {nb, IN, HID, 0}, l2 = {nb, HID, OUT, 0};
     mview x = mview_at(A, n->x + (size_t)b0 * IN), none = {NULL, 0};
-    TU_OK(d, nn_linear_forward(d, &l1, x, mview_at(P, n->w1), mview_at(P, n->b1),
-                               mview_at(A, n->h)));
-    TU_OK(d, nn_act_forward(d, NN_ACT_RELU, mview_at(A, n->h), mview_at(A, n->r), (size_t)nb * HID));
+    TU_OK(d,
+          nn_linear_forward(d, &l1, x, mview_at(P, n->w1), mview_at(P, n->b1), mview_at(A, n->h)));
+    TU_OK(d,
+          nn_act_forward(d, NN_ACT_RELU, mview_at(A, n->h), mview_at(A, n->r), (size_t)nb * HID));
     TU_OK(d, nn_linear_forward(d, &l2, mview_at(A, n->r), mview_at(P, n->w2), mview_at(P, n->b2),
                                mview_at(A, n->logits)));
     TU_OK(d, nn_xent_forward_backward(d, nb, OUT, 0.0f, mview_at(A, n->logits),
                                       mview_at(A, n->labels + (size_t)b0), mview_at(A, n->losses),
                                       mview_at(A, n->dlogits), scale, 0.0f));
-    TU_OK(d, nn_linear_backward(d, &l2, mview_at(A, n->r), mview_at(P, n->w2),
-                                mview_at(A, n->dlogits), mview_at(A, n->dr), mview_at(G, n->w2),
-                                mview_at(G, n->b2)));
+    TU_OK(d,
+          nn_linear_backward(d, &l2, mview_at(A, n->r), mview_at(P, n->w2), mview_at(A, n->dlogits),
+                             mview_at(A, n->dr), mview_at(G, n->w2), mview_at(G, n->b2)));
     TU_OK(d, nn_act_backward(d, NN_ACT_RELU, mview_at(A, n->h), mview_at(A, n->dr),
                              mview_at(A, n->dh), (size_t)nb * HID));
     TU_OK(d, nn_linear_backward(d, &l1, x, mview_at(P, n->w1), mview_at(A, n->dh), none,
@@ -118,7 +119,7 @@ static void test_two_layer_net_overfits_one_batch(void **state)
         TU_OK(d, optim_sgd_step(d, &o, 0.1f, 1.0f, mslab_view(&n.p, 0), mslab_view(&n.g, 0),
                                 mslab_view(&n.m, 0), n.n_decay, n.n_params));
     }
-    assert_true(first > 1.0f);   /* random labels of 5 classes start near ln 5 */
+    assert_true(first > 1.0f); /* random labels of 5 classes start near ln 5 */
     if (!(loss < 0.01f))
         fail_msg("loss after 300 steps %g (start %g)", loss, first);
     mlp_destroy(d, &n);

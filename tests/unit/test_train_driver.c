@@ -10,10 +10,10 @@
 #include "train/driver.h"
 
 typedef struct fake {
-    char log[4096];      /* what the driver asked, in order */
-    long state;          /* what training computes: a function of the steps run, in order */
-    long latest_state;   /* the state latest.ckpt holds */
-    long latest_step;    /* the step it resumes at */
+    char log[4096];              /* what the driver asked, in order */
+    long state;                  /* what training computes: a function of the steps run, in order */
+    long latest_state;           /* the state latest.ckpt holds */
+    long latest_step;            /* the step it resumes at */
     volatile sig_atomic_t *flag; /* set at step signal_at (a signal during that step) */
     long signal_at, fail_at;
     bool fail_save, remote_signal;
@@ -77,17 +77,12 @@ static void f_record(void *ctx, const manta_rec *r)
 {
     fake *f = ctx;
     switch (r->kind) {
-    case MANTA_REC_CHECKPOINT:
-        logf_(f, "R:ckpt@%ld ", r->checkpoint.step);
-        break;
+    case MANTA_REC_CHECKPOINT: logf_(f, "R:ckpt@%ld ", r->checkpoint.step); break;
     case MANTA_REC_STOPPED:
         logf_(f, "R:stopped@%ld%s ", r->stopped.step, r->stopped.signal ? "(signal)" : "");
         break;
-    case MANTA_REC_DONE:
-        logf_(f, "R:done@%ld ", r->done.step);
-        break;
-    default:
-        logf_(f, "R:other ");
+    case MANTA_REC_DONE: logf_(f, "R:done@%ld ", r->done.step); break;
+    default: logf_(f, "R:other ");
     }
 }
 

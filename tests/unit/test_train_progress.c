@@ -27,8 +27,12 @@ static void three_phases(ofa_schedule *s, double *work)
 
 static ofa_step_result step(int phase, float loss, int correct)
 {
-    return (ofa_step_result){.phase = phase, .r = 24 + 4 * phase, .loss = loss,
-                             .correct = correct, .predictions = 16, .lr = 0.125f};
+    return (ofa_step_result){.phase = phase,
+                             .r = 24 + 4 * phase,
+                             .loss = loss,
+                             .correct = correct,
+                             .predictions = 16,
+                             .lr = 0.125f};
 }
 
 static void test_work_left(void **state)
@@ -63,10 +67,10 @@ static void test_reports(void **state)
     assert_true(rep.batch_top1 == 24.0 / 48.0);
     assert_int_equal(rep.r, 24);
     assert_true(rep.lr == 0.125f);
-    assert_true(rep.images_per_s == 16.0);    /* 3 steps of 16 images in 3 s */
-    assert_true(rep.data_wait == 0.25);       /* 0.75 s of 3 s */
+    assert_true(rep.images_per_s == 16.0); /* 3 steps of 16 images in 3 s */
+    assert_true(rep.data_wait == 0.25);    /* 0.75 s of 3 s */
     assert_true(fabs(rep.step_ms - 500) < 1e-9);
-    assert_true(rep.eta_s == 18.0);           /* work 3 took 3 s, 18 is left */
+    assert_true(rep.eta_s == 18.0); /* work 3 took 3 s, 18 is left */
     /* a new window: two steps of the second phase in 4 s */
     ofa_step_result q[2] = {step(1, 3.0f, 16), step(1, 1.0f, 0)};
     ofa_progress_add(&p, &q[0], 0, 1.0);
@@ -79,7 +83,7 @@ static void test_reports(void **state)
     assert_true(rep.images_per_s == 8.0);
     assert_true(rep.data_wait == 0.5);
     assert_true(rep.step_ms == 2000.0);
-    assert_true(rep.eta_s == 14.0);           /* work 7 took 7 s, 14 is left */
+    assert_true(rep.eta_s == 14.0); /* work 7 took 7 s, 14 is left */
 }
 
 /* After a resume at step 4, the rate counts only this invocation's work. */
@@ -103,17 +107,24 @@ static void test_resumed(void **state)
 static void test_metrics_line(void **state)
 {
     (void)state;
-    const train_report rep = {.step = 120, .steps = 4000, .phase = 1, .phase_name = "kernel",
-                              .loss = 1.234567, .batch_top1 = 0.56789, .r = 28, .lr = 0.0125f,
-                              .images_per_s = 321.06, .data_wait = 0.01234, .step_ms = 49.87,
+    const train_report rep = {.step = 120,
+                              .steps = 4000,
+                              .phase = 1,
+                              .phase_name = "kernel",
+                              .loss = 1.234567,
+                              .batch_top1 = 0.56789,
+                              .r = 28,
+                              .lr = 0.0125f,
+                              .images_per_s = 321.06,
+                              .data_wait = 0.01234,
+                              .step_ms = 49.87,
                               .eta_s = 3600.4};
     char line[512];
     int n = ofa_report_json(&rep, line, sizeof line);
-    assert_string_equal(line,
-                        "{\"step\":120,\"steps\":4000,\"phase\":\"kernel\",\"phase_index\":1,"
-                        "\"loss\":1.23457,\"batch_top1\":0.5679,\"r\":28,\"lr\":0.012500,"
-                        "\"images_per_s\":321.1,\"data_wait\":0.0123,\"step_ms\":49.9,"
-                        "\"eta_s\":3600}");
+    assert_string_equal(line, "{\"step\":120,\"steps\":4000,\"phase\":\"kernel\",\"phase_index\":1,"
+                              "\"loss\":1.23457,\"batch_top1\":0.5679,\"r\":28,\"lr\":0.012500,"
+                              "\"images_per_s\":321.1,\"data_wait\":0.0123,\"step_ms\":49.9,"
+                              "\"eta_s\":3600}");
     assert_int_equal(n, (int)strlen(line));
     char small[16];
     assert_int_equal(ofa_report_json(&rep, small, sizeof small), n); /* cut, length told */

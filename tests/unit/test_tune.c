@@ -116,8 +116,8 @@ typedef struct gemm_case {
 static const gemm_case cases[] = {
     {false, false, 96, 1024, 16}, /* 1x1 convolution, forward */
     {false, false, 16, 1024, 96},
-    {false, false, 37, 61, 29},   /* odd sizes: partial tiles */
-    {true, false, 24, 40, 512},   /* weight gradient: A transposed */
+    {false, false, 37, 61, 29}, /* odd sizes: partial tiles */
+    {true, false, 24, 40, 512}, /* weight gradient: A transposed */
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
@@ -334,7 +334,8 @@ static void test_parse_rejects_bad_tuner_output(void **state)
         "{\"kernel_family\": \"copy\", \"precision\": \"32\", \"results\": [{\"time\": 1, "
         "\"parameters\": {\"COPY_DIMX\": 0, \"COPY_DIMY\": 8, \"COPY_VW\": 1, \"COPY_WPT\": 1}}]}",
         "{\"kernel_family\": \"copy\", \"precision\": \"32\", \"results\": [{\"time\": 1, "
-        "\"parameters\": {\"COPY_DIMX\": 8.5, \"COPY_DIMY\": 8, \"COPY_VW\": 1, \"COPY_WPT\": 1}}]}",
+        "\"parameters\": {\"COPY_DIMX\": 8.5, \"COPY_DIMY\": 8, \"COPY_VW\": 1, \"COPY_WPT\": "
+        "1}}]}",
         "{\"kernel_family\": \"copy\", \"precision\": \"32\", \"results\": [{\"time\": \"x\"}]}",
     };
     manta_err err;
@@ -426,7 +427,8 @@ static void test_save_load_round_trip(void **state)
         assert_true(a->time_ms == b->time_ms || (a->time_ms - b->time_ms) < 1e-9);
         assert_int_equal(a->m, b->m);
     }
-    assert_int_equal(param(mcl_tune_set_find(&back, "GemmRoutine"), "XGEMM_MIN_INDIRECT_SIZE"), 300);
+    assert_int_equal(param(mcl_tune_set_find(&back, "GemmRoutine"), "XGEMM_MIN_INDIRECT_SIZE"),
+                     300);
     char *text = read_text(path);
     assert_non_null(strstr(text, "manta-clblast-tuning"));
     assert_non_null(strstr(text, "pthread-skylake-avx512-AMD EPYC"));
@@ -533,7 +535,8 @@ static void test_bad_tuning_file_ignored_with_warning(void **state)
         const char *expect;
     } bad[] = {
         {"garbage \x01\x02", "not a JSON object"},
-        {"{\"format\": \"manta-clblast-tuning\", \"version\": 1, \"kernels\": [", "not a JSON object"},
+        {"{\"format\": \"manta-clblast-tuning\", \"version\": 1, \"kernels\": [",
+         "not a JSON object"},
         {"{\"format\": \"something-else\"}", "not a manta CLBlast tuning file"},
         {"{\"format\": \"manta-clblast-tuning\", \"version\": 7}", "version"},
         {foreign, "0.0-other"},
@@ -623,7 +626,8 @@ static void ch_defaults(mcl_tune_option *dopt, mcl_tune_option *iopt, double *be
     dopt[0] = opt_of(false, 10, 10, 5, 2);
     iopt[0] = opt_of(false, 2, 5, 10, 20);
     for (size_t s = 0; s < CH_N; s++)
-        before[s] = mcl_tune_runs_direct(ch_mnk[s], CH_T_DEF) ? dopt[0].gflops[s] : iopt[0].gflops[s];
+        before[s] =
+            mcl_tune_runs_direct(ch_mnk[s], CH_T_DEF) ? dopt[0].gflops[s] : iopt[0].gflops[s];
 }
 
 static mcl_tune_choice choose_ok(const double *before, const mcl_tune_option *dopt, size_t nd,

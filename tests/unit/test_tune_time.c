@@ -50,8 +50,8 @@ static void record(void *ctx, const mcl_tune_event *e)
 
 static mcl_tune_timing timing_with(events *ev)
 {
-    return (mcl_tune_timing){.shapes = shapes, .n_shapes = N_SHAPES, .seconds = 0.02,
-                             .report = record, .ctx = ev};
+    return (mcl_tune_timing){
+        .shapes = shapes, .n_shapes = N_SHAPES, .seconds = 0.02, .report = record, .ctx = ev};
 }
 
 static void assert_speeds(const double *g, size_t n)
@@ -199,8 +199,8 @@ static void test_measure(void **state)
         mnk[s] = mcl_tune_shape_mnk(&shapes[s]);
     mcl_tune_choice ch;
     manta_err err;
-    assert_int_equal(mcl_tune_choose(mnk, f->before, N_SHAPES, f->t_default, f->direct,
-                                     f->n_direct, f->indirect, f->n_indirect, &ch, &err),
+    assert_int_equal(mcl_tune_choose(mnk, f->before, N_SHAPES, f->t_default, f->direct, f->n_direct,
+                                     f->indirect, f->n_indirect, &ch, &err),
                      MANTA_OK);
     assert_true(ch.direct < f->n_direct && ch.indirect < f->n_indirect);
 

@@ -28,14 +28,22 @@ static const char copy_log[] =
     "* Exploring a random subset of \x1b[1m4 configuration(s)\x1b[0m\n"
     "* Parameters explored: COPY_DIMX COPY_DIMY COPY_WPT COPY_VW \n"
     "\n"
-    "|   ID | total |               param |       compiles |         time |   GB/s |            status |\n"
-    "x------x-------x---------------------x----------------x--------------x--------x-------------------x\n"
-    "|  ref |     - |                   - |             \x1b[32mOK\x1b[0m |      0.06 ms |      - |      \x1b[32mreference OK\x1b[0m |\n"
-    "|    1 |     4 |   16   32    1    2 |   \x1b[32mOK\x1b[0m    559 ms |      0.06 ms |    8.3 |     \x1b[32mresults match\x1b[0m |\n"
-    "|    2 |     4 |   16    8    8    8 |   \x1b[32mOK\x1b[0m     26 ms |      0.07 ms |    7.9 |     \x1b[32mresults match\x1b[0m |\n"
-    "|    3 |     4 |    8   32    2    4 |   \x1b[32mOK\x1b[0m     27 ms |      0.06 ms |   98.5 |     \x1b[31mresults differ\x1b[0m |\n"
-    "|    4 |     4 |   16   16    1    4 |   \x1b[32mOK\x1b[0m     28 ms |      0.05 ms |   11.3 |     \x1b[32mresults match\x1b[0m |\n"
-    "x------x-------x---------------------x----------------x--------------x--------x-------------------x\n"
+    "|   ID | total |               param |       compiles |         time |   GB/s |            "
+    "status |\n"
+    "x------x-------x---------------------x----------------x--------------x--------x---------------"
+    "----x\n"
+    "|  ref |     - |                   - |             \x1b[32mOK\x1b[0m |      0.06 ms |      - "
+    "|      \x1b[32mreference OK\x1b[0m |\n"
+    "|    1 |     4 |   16   32    1    2 |   \x1b[32mOK\x1b[0m    559 ms |      0.06 ms |    8.3 "
+    "|     \x1b[32mresults match\x1b[0m |\n"
+    "|    2 |     4 |   16    8    8    8 |   \x1b[32mOK\x1b[0m     26 ms |      0.07 ms |    7.9 "
+    "|     \x1b[32mresults match\x1b[0m |\n"
+    "|    3 |     4 |    8   32    2    4 |   \x1b[32mOK\x1b[0m     27 ms |      0.06 ms |   98.5 "
+    "|     \x1b[31mresults differ\x1b[0m |\n"
+    "|    4 |     4 |   16   16    1    4 |   \x1b[32mOK\x1b[0m     28 ms |      0.05 ms |   11.3 "
+    "|     \x1b[32mresults match\x1b[0m |\n"
+    "x------x-------x---------------------x----------------x--------------x--------x---------------"
+    "----x\n"
     "\n"
     "* Found best result 0.05 ms: 11.3 GB/s\n"
     "* Writing a total of 4 results to 'clblast_copy_32.json'\n"
@@ -130,8 +138,7 @@ static void test_find(void **state)
                      MANTA_ERR_UNSUPPORTED);
     assert_non_null(strstr(err.msg, "clblast-utils"));
     assert_int_equal(mcl_tuner_find(NULL, progs, 2, dir, sizeof dir, &err), MANTA_ERR_UNSUPPORTED);
-    assert_int_equal(mcl_tuner_find(list, progs, 0, dir, sizeof dir, &err),
-                     MANTA_ERR_INVALID_ARG);
+    assert_int_equal(mcl_tuner_find(list, progs, 0, dir, sizeof dir, &err), MANTA_ERR_INVALID_ARG);
     manta_file_remove_tree(t.path);
 }
 
@@ -149,7 +156,7 @@ static void test_log(void **state)
     mcl_tuner_log_read(path, &g);
     assert_int_equal(g.n_found, 1);
     assert_int_equal(g.found[0], 144);
-    assert_int_equal(g.done, 4);             /* "ref" is no configuration */
+    assert_int_equal(g.done, 4);                   /* "ref" is no configuration */
     assert_true(g.best > 11.29 && g.best < 11.31); /* 98.5 did not match */
     assert_string_equal(g.unit, "GB/s");
     assert_string_equal(g.last, "* Completed tuning process");
@@ -205,9 +212,18 @@ static void test_exec(void **state)
     snprintf(work, sizeof work, "%s/work", t.path);
     assert_int_equal(mkdir(work, 0755), 0);
     /* its arguments, its folder, its output in the log */
-    script(t.path, "args", "echo \"$@\"; pwd -P >where; echo 'last words' >&2\n", prog, sizeof prog);
-    mcl_tuner_run r = {.program = prog, .dir = work, .platform = 1, .device = 2, .m = 64,
-                       .n = 32, .k = 16, .fraction = 2, .runs = 3, .limit_s = 60};
+    script(t.path, "args", "echo \"$@\"; pwd -P >where; echo 'last words' >&2\n", prog,
+           sizeof prog);
+    mcl_tuner_run r = {.program = prog,
+                       .dir = work,
+                       .platform = 1,
+                       .device = 2,
+                       .m = 64,
+                       .n = 32,
+                       .k = 16,
+                       .fraction = 2,
+                       .runs = 3,
+                       .limit_s = 60};
     manta_err err;
     manta_err_clear(&err);
     if (mcl_tuner_exec(&r, &err) != MANTA_OK)
@@ -303,9 +319,9 @@ static void test_results(void **state)
     assert_non_null(strstr(err.msg, "expected 'Xgemm'"));
     assert_int_equal(mcl_tuner_results(t.path, "XgemmDirect", DEVICE, 0, k, &n, &err),
                      MANTA_ERR_INVALID_ARG);
-    assert_int_equal(mcl_tuner_results(t.path, "XgemmDirect", DEVICE, MCL_TUNE_MAX_CANDIDATES + 1,
-                                       k, &n, &err),
-                     MANTA_ERR_INVALID_ARG);
+    assert_int_equal(
+        mcl_tuner_results(t.path, "XgemmDirect", DEVICE, MCL_TUNE_MAX_CANDIDATES + 1, k, &n, &err),
+        MANTA_ERR_INVALID_ARG);
     assert_int_equal(mcl_tuner_results("/nonexistent", "Xgemm", DEVICE, 1, k, &n, &err),
                      MANTA_ERR_IO);
     manta_file_remove_tree(t.path);
@@ -341,9 +357,19 @@ static void test_tune_one_kernel(void **state)
     script(t.path, "clblast_tuner_xgemm_direct", body, prog, sizeof prog);
     snprintf(dir, sizeof dir, "%s/runs/xgemm_direct", t.path);
     started s = {0, 0};
-    mcl_tuner_job j = {.program = prog, .kernel = "XgemmDirect", .dir = dir,
-                       .info = fake_device(), .m = 2048, .n = 128, .k = 128, .budget = 10,
-                       .runs = 1, .max = 2, .limit_s = 60, .start = on_start, .ctx = &s};
+    mcl_tuner_job j = {.program = prog,
+                       .kernel = "XgemmDirect",
+                       .dir = dir,
+                       .info = fake_device(),
+                       .m = 2048,
+                       .n = 128,
+                       .k = 128,
+                       .budget = 10,
+                       .runs = 1,
+                       .max = 2,
+                       .limit_s = 60,
+                       .start = on_start,
+                       .ctx = &s};
     mcl_tune_kernel k[MCL_TUNE_MAX_CANDIDATES];
     size_t n = 0;
     mcl_tuner_done done;

@@ -34,8 +34,8 @@ static void close_to(mcl_dev *d, const double *got, const double *want, size_t n
                      const char *what, const nn_upsample_shape *s, double scale)
 {
     char msg[160];
-    snprintf(msg, sizeof msg, "upsample %s (%s kernels, n%d c%d h%d w%d factor %d scale %g)",
-             what, tu_variant_name(d), s->n, s->c, s->h, s->w, s->factor, scale);
+    snprintf(msg, sizeof msg, "upsample %s (%s kernels, n%d c%d h%d w%d factor %d scale %g)", what,
+             tu_variant_name(d), s->n, s->c, s->h, s->w, s->factor, scale);
     tu_assert_close(got, want, n, rtol, msg);
 }
 
@@ -204,6 +204,5 @@ int main(void)
         cmocka_unit_test(test_up_matches_pytorch_values),
         cmocka_unit_test(test_up_bad_shapes_rejected),
     };
-    return cmocka_run_group_tests_name("upsample", tests, tu_setup_variants,
-                                       tu_teardown_variants);
+    return cmocka_run_group_tests_name("upsample", tests, tu_setup_variants, tu_teardown_variants);
 }

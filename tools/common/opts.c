@@ -51,9 +51,7 @@ static bool store(const opt_cmd *c, const opt_def *o, bool by_key, const char *v
     if (o->seen)
         *o->seen = true;
     switch (o->kind) {
-    case OPT_FLAG:
-        *(bool *)o->dest = true;
-        return true;
+    case OPT_FLAG: *(bool *)o->dest = true; return true;
     case OPT_STRING:
         if (o->choices) {
             size_t i = 0;
@@ -75,8 +73,8 @@ static bool store(const opt_cmd *c, const opt_def *o, bool by_key, const char *v
         double x;
         if (!parse_number(o, v, &x)) {
             if (o->kind == OPT_DOUBLE)
-                fprintf(stderr, "%s: %s needs a number in [%g, %g], got '%s'\n", c->prog,
-                        name, o->lo, o->hi, v);
+                fprintf(stderr, "%s: %s needs a number in [%g, %g], got '%s'\n", c->prog, name,
+                        o->lo, o->hi, v);
             else
                 fprintf(stderr, "%s: %s needs an integer in [%.0f, %.0f], got '%s'\n", c->prog,
                         name, o->lo, o->hi, v);

@@ -44,15 +44,15 @@ typedef enum opt_kind {
 
 /** One option. A table ends with an entry whose name is NULL. */
 typedef struct opt_def {
-    const char *name;            /**< long name without "--" */
-    char key;                    /**< short option letter, or 0 */
+    const char *name; /**< long name without "--" */
+    char key;         /**< short option letter, or 0 */
     opt_kind kind;
-    void *dest;                  /**< see opt_kind */
-    double lo, hi;               /**< range of OPT_INT, OPT_LONG, OPT_DOUBLE (inclusive) */
-    const char *metavar;         /**< the value's name in the usage ("N", "FILE") */
-    const char *help;            /**< one line for the usage; NULL hides the option */
-    const char *const *choices;  /**< OPT_STRING: NULL-terminated allowed words, or NULL */
-    bool *seen;                  /**< set to true when the option is given, or NULL */
+    void *dest;                 /**< see opt_kind */
+    double lo, hi;              /**< range of OPT_INT, OPT_LONG, OPT_DOUBLE (inclusive) */
+    const char *metavar;        /**< the value's name in the usage ("N", "FILE") */
+    const char *help;           /**< one line for the usage; NULL hides the option */
+    const char *const *choices; /**< OPT_STRING: NULL-terminated allowed words, or NULL */
+    bool *seen;                 /**< set to true when the option is given, or NULL */
 } opt_def;
 
 /** A command: its name, the usage's synopsis and text, its options. */

@@ -42,8 +42,8 @@ static bool creatable(const char *prog, const char *opt, const char *path, bool 
             return true;
         }
         if (parent_only && (errno == ENOENT || errno == ENOTDIR)) {
-            fprintf(stderr, "%s: --%s %s: cannot write there: the folder %s does not exist\n",
-                    prog, opt, path, dir);
+            fprintf(stderr, "%s: --%s %s: cannot write there: the folder %s does not exist\n", prog,
+                    opt, path, dir);
             return false;
         }
         if ((errno != ENOENT && errno != ENOTDIR) || !strcmp(dir, ".") || !strcmp(dir, "/")) {

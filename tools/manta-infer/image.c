@@ -117,8 +117,8 @@ static int fail(char *why, size_t cap, const char *what, const char *detail)
 
 #ifdef MANTA_INFER_NO_JPEG
 /* Built for a system without libjpeg-turbo (boards/riscv64.mk): raw input tensors only. */
-int image_decode_jpeg(const uint8_t *jpeg, size_t size, int channels, uint8_t **pix, int *h,
-                      int *w, char *why, size_t why_cap)
+int image_decode_jpeg(const uint8_t *jpeg, size_t size, int channels, uint8_t **pix, int *h, int *w,
+                      char *why, size_t why_cap)
 {
     (void)jpeg, (void)size, (void)channels, (void)h, (void)w;
     *pix = NULL;

@@ -32,8 +32,8 @@ int image_load_jpeg(const uint8_t *jpeg, size_t size, int r, const image_norm *n
  * failure).
  * @return 0, or -1 with a one-line reason in @p why.
  */
-int image_decode_jpeg(const uint8_t *jpeg, size_t size, int channels, uint8_t **pix, int *h,
-                      int *w, char *why, size_t why_cap);
+int image_decode_jpeg(const uint8_t *jpeg, size_t size, int channels, uint8_t **pix, int *h, int *w,
+                      char *why, size_t why_cap);
 
 /**
  * The resize alone (exposed for tests): 8-bit (h, w, c) to (oh, ow, c) with

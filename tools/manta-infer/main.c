@@ -50,32 +50,64 @@ static int parse_args(int argc, char **argv, opts *o)
 {
     *o = (opts){.top = 5};
     const opt_def defs[] = {
-        {.name = "top", .kind = OPT_INT, .dest = &o->top, .lo = 1, .hi = 1000000, .metavar = "K",
+        {.name = "top",
+         .kind = OPT_INT,
+         .dest = &o->top,
+         .lo = 1,
+         .hi = 1000000,
+         .metavar = "K",
          .help = "classes to print per image (default 5)"},
-        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+        {.name = "json",
+         .kind = OPT_FLAG,
+         .dest = &o->json,
          .help = "one JSON document on stdout instead of text"},
-        {.name = "bench", .kind = OPT_INT, .dest = &o->bench, .lo = 1, .hi = 100000000,
-         .metavar = "N", .help = "after a warm-up, time N runs: latency min / p10 / median / p90"},
-        {.name = "stats", .kind = OPT_FLAG, .dest = &o->stats,
+        {.name = "bench",
+         .kind = OPT_INT,
+         .dest = &o->bench,
+         .lo = 1,
+         .hi = 100000000,
+         .metavar = "N",
+         .help = "after a warm-up, time N runs: latency min / p10 / median / p90"},
+        {.name = "stats",
+         .kind = OPT_FLAG,
+         .dest = &o->stats,
          .help = "model, arena and weight bytes; engine code (see above)"},
-        {.name = "check", .kind = OPT_FLAG, .dest = &o->check,
+        {.name = "check",
+         .kind = OPT_FLAG,
+         .dest = &o->check,
          .help = "only verify the model (and size its arena)"},
-        {.name = "raw", .kind = OPT_FLAG, .dest = &o->raw,
+        {.name = "raw",
+         .kind = OPT_FLAG,
+         .dest = &o->raw,
          .help = "IMAGE files are raw float32 input tensors (NHWC), not JPEGs"},
-        {.name = "dump-input", .kind = OPT_STRING, .dest = &o->dump_input, .metavar = "F",
+        {.name = "dump-input",
+         .kind = OPT_STRING,
+         .dest = &o->dump_input,
+         .metavar = "F",
          .help = "write the first image's input tensor (float32 NHWC) to F"},
-        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "F.png",
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &o->out,
+         .metavar = "F.png",
          .help = "stereo: the disparity as a 16-bit PNG, KITTI's d * 256"},
-        {.name = "color", .kind = OPT_STRING, .dest = &o->color, .metavar = "F.png",
+        {.name = "color",
+         .kind = OPT_STRING,
+         .dest = &o->color,
+         .metavar = "F.png",
          .help = "stereo: the disparity colour-mapped (dark blue 0 .. dark red max_disp)"},
-        {.name = "all", .kind = OPT_FLAG, .dest = &o->all,
+        {.name = "all",
+         .kind = OPT_FLAG,
+         .dest = &o->all,
          .help = "with --json, also print every logit and probability"},
-        {.name = "version", .kind = OPT_FLAG, .dest = &o->version,
+        {.name = "version",
+         .kind = OPT_FLAG,
+         .dest = &o->version,
          .help = "the version and the git revision it was built from"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta-infer", "MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]\n"
+        "manta-infer",
+        "MODEL [IMAGE...] [--top K] [--json] [--bench N] [--stats] [--check]\n"
         "       manta-infer STEREO_MODEL LEFT RIGHT [--out F.png] [--color F.png] [--json]",
         "Runs a .tflite model on JPEG images in the manta inference engine.\n\n"
         "  MODEL   .tflite file (float32, verified before use)\n"
@@ -93,7 +125,9 @@ static int parse_args(int argc, char **argv, opts *o)
         "text + data of the engine library's objects, measured at build time.\n"
         "Exit status: 0 success, 1 a model or image error (the other images still run),\n"
         "2 usage.\n",
-        defs, 0, -1};
+        defs,
+        0,
+        -1};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -392,15 +426,17 @@ int main(int argc, char **argv)
         return 1;
     }
     if (s.stereo && !o.check) {
-        const stereo_infer_opts so = {o.model, o.images, o.n_images, o.json, o.stats, o.bench,
-                                      o.out, o.color, o.dump_input};
+        const stereo_infer_opts so = {o.model, o.images, o.n_images, o.json,      o.stats,
+                                      o.bench, o.out,    o.color,    o.dump_input};
         const int rc = stereo_infer_run(&so, &s.e, &s.m, &s.meta, s.size, s.arena_size);
         close_session(&s);
         return rc;
     }
     if (!s.stereo && (o.out || o.color)) {
-        fprintf(stderr, "manta-infer: %s is a classification model: --%s takes a stereo model "
-                "and a pair of images\n", o.model, o.out ? "out" : "color");
+        fprintf(stderr,
+                "manta-infer: %s is a classification model: --%s takes a stereo model "
+                "and a pair of images\n",
+                o.model, o.out ? "out" : "color");
         close_session(&s);
         return 2;
     }

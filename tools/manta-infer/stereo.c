@@ -62,8 +62,9 @@ static uint8_t *decode(const char *path, int *h, int *w, char *why, size_t cap)
     static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     if (n >= 8 && !memcmp(data, png_sig, 8)) {
 #ifdef MANTA_INFER_NO_PNG
-        snprintf(why, cap, "a PNG file: this manta-infer is built without libpng (board "
-                           "builds, MANTA_INFER_NO_PNG): give JPEG files");
+        snprintf(why, cap,
+                 "a PNG file: this manta-infer is built without libpng (board "
+                 "builds, MANTA_INFER_NO_PNG): give JPEG files");
 #else
         manta_err err = {0};
         if (mpng_read_u8(path, 3, &pix, h, w, &err) != MANTA_OK) {
@@ -128,8 +129,9 @@ static int write_outputs(const stereo_infer_opts *o, const float *d, int h, int 
 #ifdef MANTA_INFER_NO_PNG
     (void)d, (void)n, (void)max_disp;
     if (o->out || o->color)
-        return fprintf(stderr, "manta-infer: %s: this manta-infer is built without libpng "
-                               "(MANTA_INFER_NO_PNG): no PNG output\n",
+        return fprintf(stderr,
+                       "manta-infer: %s: this manta-infer is built without libpng "
+                       "(MANTA_INFER_NO_PNG): no PNG output\n",
                        o->out ? o->out : o->color),
                -1;
     return 0;
@@ -192,15 +194,19 @@ int stereo_infer_run(const stereo_infer_opts *o, mengine *e, const mengine_model
     mengine_input(e, 0, &in[0]);
     mengine_input(e, 1, &in[1]);
     mengine_output(e, 0, &out);
-    if (in[0].rank != 4 || in[0].dims[3] != 3 || memcmp(in[0].dims, in[1].dims, sizeof in[0].dims) ||
-        out.rank != 4 || out.dims[1] != in[0].dims[1] || out.dims[2] != in[0].dims[2] ||
-        out.dims[3] != 1)
-        return fprintf(stderr, "manta-infer: %s: not a stereo model (two (1, H, W, 3) inputs "
-                               "and a (1, H, W, 1) output)\n", o->model),
+    if (in[0].rank != 4 || in[0].dims[3] != 3 ||
+        memcmp(in[0].dims, in[1].dims, sizeof in[0].dims) || out.rank != 4 ||
+        out.dims[1] != in[0].dims[1] || out.dims[2] != in[0].dims[2] || out.dims[3] != 1)
+        return fprintf(stderr,
+                       "manta-infer: %s: not a stereo model (two (1, H, W, 3) inputs "
+                       "and a (1, H, W, 1) output)\n",
+                       o->model),
                1;
     if (o->n_images != 2 && (o->n_images || (!o->bench && !o->stats)))
-        return fprintf(stderr, "manta-infer: %s is a stereo model: give a left and a right "
-                               "image (%d given)\n", o->model, o->n_images),
+        return fprintf(stderr,
+                       "manta-infer: %s is a stereo model: give a left and a right "
+                       "image (%d given)\n",
+                       o->model, o->n_images),
                2;
     const int mh = in[0].dims[1], mw = in[0].dims[2];
     const float scale = meta->disp_scale > 0.0f ? meta->disp_scale : 1.0f;
@@ -282,8 +288,8 @@ int stereo_infer_run(const stereo_infer_opts *o, mengine *e, const mengine_model
             printf(", \"stats\": {\"model_bytes\": %zu, \"arena_bytes\": %zu, "
                    "\"activation_bytes\": %zu, \"operators\": %u, \"fused_correlations\": %zu, "
                    "\"fused_ops\": %zu}",
-                   model_bytes, arena_bytes, es.activation_bytes, m->n_ops,
-                   es.fused_correlations, es.fused_ops);
+                   model_bytes, arena_bytes, es.activation_bytes, m->n_ops, es.fused_correlations,
+                   es.fused_ops);
         printf(", \"errors\": 0}\n");
     } else {
         if (disp)

@@ -14,15 +14,21 @@
 
 static plot_series line(const char *label, const double *x, const double *y, size_t n, int color)
 {
-    return (plot_series){.label = label, .x = x, .y = y, .n = n, .color = plot_palette(color),
-                         .line = true};
+    return (plot_series){
+        .label = label, .x = x, .y = y, .n = n, .color = plot_palette(color), .line = true};
 }
 
-static plot_series points(const char *label, const double *x, const double *y, size_t n,
-                          int color, plot_marker m, bool hollow, double size)
+static plot_series points(const char *label, const double *x, const double *y, size_t n, int color,
+                          plot_marker m, bool hollow, double size)
 {
-    return (plot_series){.label = label, .x = x, .y = y, .n = n, .color = plot_palette(color),
-                         .marker = m, .hollow = hollow, .size = size};
+    return (plot_series){.label = label,
+                         .x = x,
+                         .y = y,
+                         .n = n,
+                         .color = plot_palette(color),
+                         .marker = m,
+                         .hollow = hollow,
+                         .size = size};
 }
 
 static void add_series(plot_panel *p, plot_series s)
@@ -44,8 +50,7 @@ static void phase_spans(const manta_run_history *t, plot_panel *p)
     }
 }
 
-static manta_status write_figure(report *r, const plot_figure *f, const char *stem,
-                                 manta_err *err)
+static manta_status write_figure(report *r, const plot_figure *f, const char *stem, manta_err *err)
 {
     char path[REP_PATH_CAP + 64];
     snprintf(path, sizeof path, "%s/%s.png", r->out, stem);
@@ -96,16 +101,17 @@ static manta_status plot_training(report *r, manta_err *err)
     *f = (plot_figure){.title = title, .width = 1400, .height = 900, .cols = 2, .n_panels = 4};
     const char *unit = t->stereo ? "pairs/s" : "images/s";
     f->panel[0] = (plot_panel){.title = "Loss (mean over the steps since the last record)",
-                               .xlabel = "step", .ylabel = "loss"};
+                               .xlabel = "step",
+                               .ylabel = "loss"};
     add_series(&f->panel[0], line("training loss", t->loss.step, t->loss.v, n, 0));
-    f->panel[1] = (plot_panel){
-        .title = t->stereo ? "End-point error: batch and held-out at phase ends"
-                           : "Top-1: batch and validation at phase ends",
-        .xlabel = "step",
-        .ylabel = t->stereo ? "EPE (px)" : "top-1 (%)",
-        .y_zero = true};
-    add_series(&f->panel[1], line(t->stereo ? "batch EPE" : "batch top-1 (training)",
-                                  t->metric.step, pct, n, 0));
+    f->panel[1] =
+        (plot_panel){.title = t->stereo ? "End-point error: batch and held-out at phase ends"
+                                        : "Top-1: batch and validation at phase ends",
+                     .xlabel = "step",
+                     .ylabel = t->stereo ? "EPE (px)" : "top-1 (%)",
+                     .y_zero = true};
+    add_series(&f->panel[1],
+               line(t->stereo ? "batch EPE" : "batch top-1 (training)", t->metric.step, pct, n, 0));
     plot_series sl = points(t->stereo ? "held-out, largest" : "validation, largest", vx, vl, nv, 3,
                             PLOT_MARK_CIRCLE, false, 5);
     plot_series ss = points(t->stereo ? "held-out, smallest" : "validation, smallest", vx, vs, nv,
@@ -114,8 +120,8 @@ static manta_status plot_training(report *r, manta_err *err)
     sl.dashed = ss.dashed = true;
     add_series(&f->panel[1], sl);
     add_series(&f->panel[1], ss);
-    f->panel[2] = (plot_panel){.title = "Learning rate", .xlabel = "step", .ylabel = "learning rate",
-                               .y_zero = true};
+    f->panel[2] = (plot_panel){
+        .title = "Learning rate", .xlabel = "step", .ylabel = "learning rate", .y_zero = true};
     add_series(&f->panel[2], line("learning rate", t->lr.step, t->lr.v, n, 4));
     char rt[64], ry[64];
     snprintf(rt, sizeof rt, "Throughput (%s)", unit);
@@ -155,13 +161,20 @@ static manta_status plot_subnets(report *r, manta_err *err)
         st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "sub-network plot: out of memory");
         goto out;
     }
-    *f = (plot_figure){.title = "Sampled sub-networks: MACs and parameters", .width = 1400,
-                       .height = 560, .cols = 2, .n_panels = 2};
+    *f = (plot_figure){.title = "Sampled sub-networks: MACs and parameters",
+                       .width = 1400,
+                       .height = 560,
+                       .cols = 2,
+                       .n_panels = 2};
     f->panel[0] = (plot_panel){.title = "MACs of the sub-networks sampled (one image, at the "
                                         "step's resolution)",
-                               .xlabel = "step", .ylabel = "MACs (millions)", .y_zero = true};
+                               .xlabel = "step",
+                               .ylabel = "MACs (millions)",
+                               .y_zero = true};
     f->panel[1] = (plot_panel){.title = "Parameters of the sub-networks sampled",
-                               .xlabel = "step", .ylabel = "parameters (millions)", .y_zero = true};
+                               .xlabel = "step",
+                               .ylabel = "parameters (millions)",
+                               .y_zero = true};
     static const char *const labels[3] = {"mean", "smallest", "largest"};
     for (int k = 0; k < 2; k++) {
         for (int j = 0; j < 3; j++) {
@@ -201,19 +214,28 @@ static manta_status plot_ranks(report *r, manta_err *err)
                  t->n_ranks);
     else
         snprintf(title, sizeof title, "Per-rank throughput (%zu ranks)", t->n_ranks);
-    *f = (plot_figure){.title = title, .width = np == 1 ? 1000 : np == 2 ? 1400 : 1800,
-                       .height = 560, .cols = (int)np, .n_panels = np};
+    *f = (plot_figure){.title = title,
+                       .width = np == 1   ? 1000
+                                : np == 2 ? 1400
+                                          : 1800,
+                       .height = 560,
+                       .cols = (int)np,
+                       .n_panels = np};
     const char *unit = t->stereo ? "pairs/s" : "images/s";
     plot_panel *ps = &f->panel[0], *pm = have_ms ? &f->panel[1] : NULL,
                *pw = have_wait ? &f->panel[np - 1] : NULL;
-    *ps = (plot_panel){.title = "Throughput of each rank", .xlabel = "step", .ylabel = unit,
-                       .y_zero = true};
+    *ps = (plot_panel){
+        .title = "Throughput of each rank", .xlabel = "step", .ylabel = unit, .y_zero = true};
     if (pm)
-        *pm = (plot_panel){.title = "Step time of each rank", .xlabel = "step",
-                           .ylabel = "step time (ms)", .y_zero = true};
+        *pm = (plot_panel){.title = "Step time of each rank",
+                           .xlabel = "step",
+                           .ylabel = "step time (ms)",
+                           .y_zero = true};
     if (pw)
         *pw = (plot_panel){.title = "Waiting for data and the allreduce, each rank",
-                           .xlabel = "step", .ylabel = "waiting per step (ms)", .y_zero = true};
+                           .xlabel = "step",
+                           .ylabel = "waiting per step (ms)",
+                           .y_zero = true};
     for (size_t i = 0; i < nr; i++) {
         const manta_run_rank *k = &t->ranks[i];
         if (k->device[0])
@@ -237,7 +259,11 @@ static manta_status plot_ranks(report *r, manta_err *err)
 typedef bool (*cand_pred)(const rep_cand *c);
 static bool c_uniform(const rep_cand *c) { return c->uniform; }
 static bool c_other(const rep_cand *c) { return !c->uniform; }
-static bool c_all(const rep_cand *c) { (void)c; return true; }
+static bool c_all(const rep_cand *c)
+{
+    (void)c;
+    return true;
+}
 
 static size_t pick(const rep_cand *c, size_t n, cand_pred keep, bool val, double *x, double *y)
 {
@@ -260,24 +286,25 @@ static manta_status plot_search(report *r, manta_err *err)
         free(buf), free(f);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search plot: out of memory");
     }
-    double *fx = buf, *fy = fx + cap, *ux = fy + cap, *uy = ux + cap, *px = uy + cap, *py = px + cap,
-           *mx = py + cap, *my = mx + cap, *umx = my + cap, *umy = umx + cap, *ex = umy + cap,
-           *ey = ex + 3 * cap;
+    double *fx = buf, *fy = fx + cap, *ux = fy + cap, *uy = ux + cap, *px = uy + cap,
+           *py = px + cap, *mx = py + cap, *my = mx + cap, *umx = my + cap, *umy = umx + cap,
+           *ex = umy + cap, *ey = ex + 3 * cap;
     char title[384], budget[64], chosen[96];
     snprintf(title, sizeof title, "Search: top-1 against predicted latency (%s on %.100s)",
              s->space[0] ? s->space : "?", s->device[0] ? s->device : "?");
     *f = (plot_figure){.title = title, .width = 1100, .height = 720, .n_panels = 1};
     plot_panel *p = &f->panel[0];
     *p = (plot_panel){.title = "Pareto front, re-ranked candidates, uniform sub-networks, chosen",
-                      .xlabel = "predicted latency (ms)", .ylabel = "top-1 (%)"};
+                      .xlabel = "predicted latency (ms)",
+                      .ylabel = "top-1 (%)"};
     size_t nf = pick(s->front, s->n_front, c_all, false, fx, fy);
     size_t nu = pick(s->front, s->n_front, c_uniform, false, ux, uy); /* then the re-ranked */
     nu += pick(s->cand, s->n_cand, c_uniform, false, ux + nu, uy + nu);
     size_t np = pick(s->cand, s->n_cand, c_other, false, px, py);
     size_t nm = pick(s->cand, s->n_cand, c_other, true, mx, my);
     size_t num = pick(s->cand, s->n_cand, c_uniform, true, umx, umy);
-    plot_series front = points("Pareto front (predicted top-1)", fx, fy, nf, 0, PLOT_MARK_CIRCLE,
-                               false, 3);
+    plot_series front =
+        points("Pareto front (predicted top-1)", fx, fy, nf, 0, PLOT_MARK_CIRCLE, false, 3);
     front.line = true;
     /* each measured candidate's predicted and validation top-1 joined: the predictor's error */
     size_t ne = 0;
@@ -335,9 +362,15 @@ static manta_status plot_latency(report *r, manta_err *err)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "latency plot: out of memory");
     *f = (plot_figure){.title = title, .width = 900, .height = 760, .n_panels = 1};
     plot_panel *p = &f->panel[0];
-    *p = (plot_panel){.title = sub, .xlabel = "measured latency (ms)",
-                      .ylabel = "predicted latency (ms)", .fix_x = true, .fix_y = true,
-                      .x_lo = 0, .x_hi = hi, .y_lo = 0, .y_hi = hi};
+    *p = (plot_panel){.title = sub,
+                      .xlabel = "measured latency (ms)",
+                      .ylabel = "predicted latency (ms)",
+                      .fix_x = true,
+                      .fix_y = true,
+                      .x_lo = 0,
+                      .x_hi = hi,
+                      .y_lo = 0,
+                      .y_hi = hi};
     plot_series eq = line("predicted = measured", dx, dy, 2, 7);
     plot_series a = line("+10% / -10%", dx, up, 2, 7), b = line(NULL, dx, lo, 2, 7);
     a.dashed = b.dashed = true;

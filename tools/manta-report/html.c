@@ -58,18 +58,21 @@ static void html_training(manta_strbuf *b, const report *r)
     const manta_run_series *mm = t->macs, *pp = t->params;
     if (mm[0].n > 0 && mm[1].n == mm[0].n && mm[2].n == mm[0].n) {
         size_t k = mm[0].n - 1;
-        manta_strbuf_printf(b, "<tr><th>sampled sub-networks, last record: MACs</th><td>%.2f M "
-                               "(%.2f to %.2f M)</td></tr>\n",
+        manta_strbuf_printf(b,
+                            "<tr><th>sampled sub-networks, last record: MACs</th><td>%.2f M "
+                            "(%.2f to %.2f M)</td></tr>\n",
                             mm[0].v[k] / 1e6, mm[1].v[k] / 1e6, mm[2].v[k] / 1e6);
     }
     if (pp[0].n > 0 && pp[1].n == pp[0].n && pp[2].n == pp[0].n) {
         size_t k = pp[0].n - 1;
-        manta_strbuf_printf(b, "<tr><th>sampled sub-networks, last record: parameters</th><td>"
-                               "%.3f M (%.3f to %.3f M)</td></tr>\n",
+        manta_strbuf_printf(b,
+                            "<tr><th>sampled sub-networks, last record: parameters</th><td>"
+                            "%.3f M (%.3f to %.3f M)</td></tr>\n",
                             pp[0].v[k] / 1e6, pp[1].v[k] / 1e6, pp[2].v[k] / 1e6);
     }
-    manta_strbuf_printf(b, "</table>\n<table>\n<tr><th>phase</th><th>last step</th><th>%s</th>"
-                           "<th>%s</th></tr>\n",
+    manta_strbuf_printf(b,
+                        "</table>\n<table>\n<tr><th>phase</th><th>last step</th><th>%s</th>"
+                        "<th>%s</th></tr>\n",
                         t->stereo ? "held-out EPE, largest" : "validation top-1, largest",
                         t->stereo ? "held-out EPE, smallest" : "validation top-1, smallest");
     for (int i = 0; i < t->n_phases; i++) {
@@ -135,8 +138,9 @@ manta_status report_html(const report *r, manta_err *err)
 {
     manta_strbuf b = {0};
     const char *name = r->run ? r->run : r->out;
-    manta_strbuf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                            "<title>manta report: ");
+    manta_strbuf_printf(&b,
+                        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                        "<title>manta report: ");
     html_esc(&b, name);
     manta_strbuf_printf(
         &b, "</title>\n<style>\nbody{font-family:sans-serif;margin:2em auto;max-width:1200px;"
@@ -162,8 +166,9 @@ manta_status report_html(const report *r, manta_err *err)
         html_esc(&b, p->title);
         manta_strbuf_printf(&b, "\"></a>\n<figcaption>");
         html_esc(&b, p->title);
-        manta_strbuf_printf(&b, " (<a href=\"%s.svg\">SVG</a>, <a href=\"%s.png\">PNG</a>)"
-                                "</figcaption>\n</figure>\n",
+        manta_strbuf_printf(&b,
+                            " (<a href=\"%s.svg\">SVG</a>, <a href=\"%s.png\">PNG</a>)"
+                            "</figcaption>\n</figure>\n",
                             p->stem, p->stem);
     }
     if (r->in.n_skipped > 0) {

@@ -7,16 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 #define PLOT_PI 3.14159265358979323846
 
 plot_color plot_palette(int i)
 {
     static const plot_color c[10] = {
-        {0.122, 0.467, 0.706}, {1.000, 0.498, 0.055}, {0.173, 0.627, 0.173},
-        {0.839, 0.153, 0.157}, {0.580, 0.404, 0.741}, {0.549, 0.337, 0.294},
-        {0.890, 0.467, 0.761}, {0.498, 0.498, 0.498}, {0.737, 0.741, 0.133},
-        {0.090, 0.745, 0.812},
+        {0.122, 0.467, 0.706}, {1.000, 0.498, 0.055}, {0.173, 0.627, 0.173}, {0.839, 0.153, 0.157},
+        {0.580, 0.404, 0.741}, {0.549, 0.337, 0.294}, {0.890, 0.467, 0.761}, {0.498, 0.498, 0.498},
+        {0.737, 0.741, 0.133}, {0.090, 0.745, 0.812},
     };
     return c[(i % 10 + 10) % 10];
 }
@@ -34,8 +32,11 @@ bool plot_utf8_ok(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
-        int n = *p < 0x80 ? 0 : (*p & 0xE0) == 0xC0 && *p >= 0xC2 ? 1 : (*p & 0xF0) == 0xE0 ? 2
-              : (*p & 0xF8) == 0xF0 && *p <= 0xF4 ? 3 : -1;
+        int n = *p < 0x80                           ? 0
+                : (*p & 0xE0) == 0xC0 && *p >= 0xC2 ? 1
+                : (*p & 0xF0) == 0xE0               ? 2
+                : (*p & 0xF8) == 0xF0 && *p <= 0xF4 ? 3
+                                                    : -1;
         if (n < 0)
             return false;
         for (int k = 1; k <= n; k++)
@@ -94,9 +95,7 @@ static void marker_path(cairo_t *cr, plot_marker m, double x, double y, double r
         cairo_new_sub_path(cr);
         cairo_arc(cr, x, y, r, 0, 2 * PLOT_PI);
         break;
-    case PLOT_MARK_SQUARE:
-        cairo_rectangle(cr, x - r * 0.85, y - r * 0.85, 1.7 * r, 1.7 * r);
-        break;
+    case PLOT_MARK_SQUARE: cairo_rectangle(cr, x - r * 0.85, y - r * 0.85, 1.7 * r, 1.7 * r); break;
     case PLOT_MARK_DIAMOND:
         cairo_move_to(cr, x, y - 1.25 * r);
         cairo_line_to(cr, x + 1.25 * r, y);
@@ -120,8 +119,7 @@ static void marker_path(cairo_t *cr, plot_marker m, double x, double y, double r
         }
         cairo_close_path(cr);
         break;
-    case PLOT_MARK_NONE:
-        break;
+    case PLOT_MARK_NONE: break;
     }
 }
 
@@ -150,8 +148,14 @@ typedef struct frame {
     plot_ticks xt, yt;
 } frame;
 
-static double fx(const frame *f, double x) { return f->px + (x - f->xt.lo) / (f->xt.hi - f->xt.lo) * f->pw; }
-static double fy(const frame *f, double y) { return f->py + f->ph - (y - f->yt.lo) / (f->yt.hi - f->yt.lo) * f->ph; }
+static double fx(const frame *f, double x)
+{
+    return f->px + (x - f->xt.lo) / (f->xt.hi - f->xt.lo) * f->pw;
+}
+static double fy(const frame *f, double y)
+{
+    return f->py + f->ph - (y - f->yt.lo) / (f->yt.hi - f->yt.lo) * f->ph;
+}
 
 static void data_range(const plot_panel *p, double *x0, double *x1, double *y0, double *y1)
 {

@@ -50,17 +50,17 @@ typedef enum plot_marker {
 
 /** One series: points, joined by a line and/or drawn as markers. */
 typedef struct plot_series {
-    const char *label;   /**< legend text; NULL keeps the series out of the legend */
-    const double *x;     /**< (n) borrowed; a point with a non-finite x or y is skipped
+    const char *label;  /**< legend text; NULL keeps the series out of the legend */
+    const double *x;    /**< (n) borrowed; a point with a non-finite x or y is skipped
                               and breaks the line */
-    const double *y;     /**< (n) borrowed */
-    size_t n;            /**< points */
-    plot_color color;    /**< line and marker colour */
-    bool line;           /**< join consecutive points */
-    bool dashed;         /**< a dashed line */
-    plot_marker marker;  /**< PLOT_MARK_NONE: no markers */
-    bool hollow;         /**< markers outlined, not filled */
-    double size;         /**< marker radius in pixels (0: 3.5) */
+    const double *y;    /**< (n) borrowed */
+    size_t n;           /**< points */
+    plot_color color;   /**< line and marker colour */
+    bool line;          /**< join consecutive points */
+    bool dashed;        /**< a dashed line */
+    plot_marker marker; /**< PLOT_MARK_NONE: no markers */
+    bool hollow;        /**< markers outlined, not filled */
+    double size;        /**< marker radius in pixels (0: 3.5) */
 } plot_series;
 
 /** A shaded x range with a name (a training phase); spans alternate in shade. */
@@ -79,30 +79,29 @@ typedef struct plot_vline {
 
 /** One chart: axes, series, spans and markers. */
 typedef struct plot_panel {
-    const char *title;  /**< above the plot area; may be NULL */
-    const char *xlabel; /**< below the x axis; may be NULL */
-    const char *ylabel; /**< beside the y axis, rotated; may be NULL */
+    const char *title;                   /**< above the plot area; may be NULL */
+    const char *xlabel;                  /**< below the x axis; may be NULL */
+    const char *ylabel;                  /**< beside the y axis, rotated; may be NULL */
     plot_series series[PLOT_MAX_SERIES]; /**< drawn in order (later on top) */
     size_t n_series;                     /**< series used */
     plot_span spans[PLOT_MAX_SPANS];     /**< drawn first, under the grid */
     size_t n_spans;                      /**< spans used */
     plot_vline vlines[PLOT_MAX_VLINES];  /**< drawn over the grid, under the series */
     size_t n_vlines;                     /**< markers used */
-    bool fix_x, fix_y;  /**< use x_lo..x_hi / y_lo..y_hi instead of the data's range */
-    double x_lo, x_hi;  /**< the fixed x range (with fix_x) */
-    double y_lo, y_hi;  /**< the fixed y range (with fix_y) */
-    bool y_zero;        /**< extend the y range to 0 */
+    bool fix_x, fix_y; /**< use x_lo..x_hi / y_lo..y_hi instead of the data's range */
+    double x_lo, x_hi; /**< the fixed x range (with fix_x) */
+    double y_lo, y_hi; /**< the fixed y range (with fix_y) */
+    bool y_zero;       /**< extend the y range to 0 */
 } plot_panel;
 
 /** A figure: a title over a grid of panels, drawn on a width x height canvas. */
 typedef struct plot_figure {
-    const char *title;                /**< at the top; may be NULL */
-    int width, height;                /**< pixels of the PNG, points of the SVG (>= 100 each) */
-    int cols;                         /**< panels per row (0: 1) */
+    const char *title;                 /**< at the top; may be NULL */
+    int width, height;                 /**< pixels of the PNG, points of the SVG (>= 100 each) */
+    int cols;                          /**< panels per row (0: 1) */
     plot_panel panel[PLOT_MAX_PANELS]; /**< row by row */
-    size_t n_panels;                  /**< panels used (1 .. PLOT_MAX_PANELS) */
+    size_t n_panels;                   /**< panels used (1 .. PLOT_MAX_PANELS) */
 } plot_figure;
-
 
 /**
  * Whether @p s (NUL-terminated) is valid UTF-8. cairo refuses other text and

@@ -72,9 +72,8 @@ manta_status plot_write_png(const plot_figure *f, const char *path, manta_err *e
     if (cs == CAIRO_STATUS_SUCCESS)
         cs = cairo_surface_write_to_png_stream(s, membuf_write, &b);
     cairo_surface_destroy(s);
-    manta_status st = cs == CAIRO_STATUS_SUCCESS
-                          ? manta_file_write_atomic(path, b.p, b.n, err)
-                          : cairo_failed(path, cs, b.oom, err);
+    manta_status st = cs == CAIRO_STATUS_SUCCESS ? manta_file_write_atomic(path, b.p, b.n, err)
+                                                 : cairo_failed(path, cs, b.oom, err);
     free(b.p);
     return st;
 }
@@ -96,7 +95,10 @@ static void xml_escaped(membuf *b, const char *s)
     }
 }
 
-static void put(membuf *b, const char *s) { membuf_write(b, (const unsigned char *)s, (unsigned)strlen(s)); }
+static void put(membuf *b, const char *s)
+{
+    membuf_write(b, (const unsigned char *)s, (unsigned)strlen(s));
+}
 
 manta_status plot_write_svg(const plot_figure *f, const char *path, manta_err *err)
 {

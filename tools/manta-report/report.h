@@ -26,9 +26,9 @@ typedef struct report_plot {
 
 /** A report: its inputs, where it goes, what was written. */
 typedef struct report {
-    const char *run;       /**< the run's folder (names the training figure and the page), or NULL */
-    char out[REP_PATH_CAP]; /**< the output folder (existing) */
-    rep_inputs in;          /**< the inputs, read (rep_inputs_load()) */
+    const char *run; /**< the run's folder (names the training figure and the page), or NULL */
+    char out[REP_PATH_CAP];              /**< the output folder (existing) */
+    rep_inputs in;                       /**< the inputs, read (rep_inputs_load()) */
     report_plot plots[REPORT_MAX_PLOTS]; /**< figures written, in order */
     int n_plots;                         /**< how many */
 } report;

@@ -40,29 +40,65 @@ static const char *const SAMPLINGS[] = {"mixed", "uniform", NULL};
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_dataset(int argc, char **argv, dataset_opts *o)
 {
-    *o = (dataset_opts){.sampling = "mixed", .count = 100, .images = 1000, .recal = 2000,
-                        .seed = 1};
+    *o =
+        (dataset_opts){.sampling = "mixed", .count = 100, .images = 1000, .recal = 2000, .seed = 1};
     const opt_def defs[] = {
-        {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
+        {.name = "ckpt",
+         .kind = OPT_STRING,
+         .dest = &o->ckpt,
+         .metavar = "FILE",
          .help = "the trained supernet"},
-        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "DATA.jsonl",
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &o->out,
+         .metavar = "DATA.jsonl",
          .help = "the data set to write"},
-        {.name = "count", .kind = OPT_LONG, .dest = &o->count, .lo = 1, .hi = 1 << 30,
-         .metavar = "N", .help = "samples (default 100)"},
-        {.name = "images", .kind = OPT_LONG, .dest = &o->images, .lo = 1, .hi = 1 << 30,
-         .metavar = "N", .help = "validation images per sample (default 1000)"},
-        {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 1, .hi = 1 << 30,
-         .metavar = "N", .help = "training images for BN re-calibration (default 2000)"},
-        {.name = "seed", .kind = OPT_LONG, .dest = &o->seed, .lo = 0, .hi = 1 << 30,
-         .metavar = "N", .help = "seed of the sub-networks (default 1)"},
-        {.name = "sampling", .kind = OPT_STRING, .dest = &o->sampling,
-         .metavar = "S", .help = "how genes are drawn: mixed (default) or uniform",
+        {.name = "count",
+         .kind = OPT_LONG,
+         .dest = &o->count,
+         .lo = 1,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "samples (default 100)"},
+        {.name = "images",
+         .kind = OPT_LONG,
+         .dest = &o->images,
+         .lo = 1,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "validation images per sample (default 1000)"},
+        {.name = "recal-images",
+         .kind = OPT_LONG,
+         .dest = &o->recal,
+         .lo = 1,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "training images for BN re-calibration (default 2000)"},
+        {.name = "seed",
+         .kind = OPT_LONG,
+         .dest = &o->seed,
+         .lo = 0,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "seed of the sub-networks (default 1)"},
+        {.name = "sampling",
+         .kind = OPT_STRING,
+         .dest = &o->sampling,
+         .metavar = "S",
+         .help = "how genes are drawn: mixed (default) or uniform",
          .choices = SAMPLINGS},
-        {.name = "resume", .kind = OPT_FLAG, .dest = &o->resume,
+        {.name = "resume",
+         .kind = OPT_FLAG,
+         .dest = &o->resume,
          .help = "keep the samples of an existing file, measure the rest"},
-        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &o->device,
+         .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
-        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+        {.name = "json",
+         .kind = OPT_FLAG,
+         .dest = &o->json,
          .help = "progress and summary as JSON lines"},
         {.name = NULL},
     };
@@ -83,7 +119,9 @@ static int parse_dataset(int argc, char **argv, dataset_opts *o)
         "near the middle size). The file (header +\n"
         "one JSON line per sample, see docs/search.md) is rewritten after every sample;\n"
         "--resume keeps the samples of an existing file and measures the rest.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -130,8 +168,8 @@ static bool resume_dataset(const dataset_opts *o, const ofa_space *sp, accp_data
 
 /* Measure samples ds->n .. count - 1 of @p l's supernet on @p n_img validation images,
  * saving the file after each; false after printing why not. */
-static bool measure_samples(const dataset_opts *o, run_ckpt *l, long count, long n_img,
-                            double t0, accp_dataset *ds)
+static bool measure_samples(const dataset_opts *o, run_ckpt *l, long count, long n_img, double t0,
+                            accp_dataset *ds)
 {
     manta_err err;
     manta_err_clear(&err);
@@ -159,8 +197,9 @@ static bool measure_samples(const dataset_opts *o, run_ckpt *l, long count, long
                    "\"eta_s\":%.1f}\n",
                    i + 1, count, a.r, top1, el, per * (double)(count - i - 1));
         else
-            fprintf(stderr, "acc-dataset: sample %ld/%ld  r %d  top-1 %.2f%%  %.1f s/sample  "
-                            "ETA %.0f s\n",
+            fprintf(stderr,
+                    "acc-dataset: sample %ld/%ld  r %d  top-1 %.2f%%  %.1f s/sample  "
+                    "ETA %.0f s\n",
                     i + 1, count, a.r, 100 * top1, per, per * (double)(count - i - 1));
         fflush(stdout);
     }
@@ -243,8 +282,8 @@ static void fit_progress_fn(void *ctx, int epoch, int epochs, double mse)
         printf("{\"epoch\":%d,\"epochs\":%d,\"train_rmse_points\":%.4f,\"elapsed_s\":%.2f}\n",
                epoch, epochs, 100 * sqrt(mse), el);
     else
-        fprintf(stderr, "acc-fit: epoch %d/%d  train RMSE %.3f points  %.1f s, ETA %.1f s\n",
-                epoch, epochs, 100 * sqrt(mse), el, el / epoch * (epochs - epoch));
+        fprintf(stderr, "acc-fit: epoch %d/%d  train RMSE %.3f points  %.1f s, ETA %.1f s\n", epoch,
+                epochs, 100 * sqrt(mse), el, el / epoch * (epochs - epoch));
     fflush(stdout);
 }
 
@@ -262,31 +301,85 @@ static int parse_fit(int argc, char **argv, fit_opts *o)
     *o = (fit_opts){.space = "cpu-default", .split = 0.8, .seed = 1};
     accp_config_default(&o->c);
     const opt_def defs[] = {
-        {.name = "samples", .kind = OPT_STRING, .dest = &o->data, .metavar = "DATA.jsonl",
+        {.name = "samples",
+         .kind = OPT_STRING,
+         .dest = &o->data,
+         .metavar = "DATA.jsonl",
          .help = "the accuracy data set (manta acc-dataset)"},
-        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "MODEL.accp",
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &o->out,
+         .metavar = "MODEL.accp",
          .help = "the predictor to write"},
-        {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
+        {.name = "ckpt",
+         .kind = OPT_STRING,
+         .dest = &o->ckpt,
+         .metavar = "FILE",
          .help = "the space of this checkpoint"},
-        {.name = "space", .kind = OPT_STRING, .dest = &o->space, .metavar = "S",
+        {.name = "space",
+         .kind = OPT_STRING,
+         .dest = &o->space,
+         .metavar = "S",
          .help = "or this space (default cpu-default)"},
-        {.name = "epochs", .kind = OPT_INT, .dest = &o->c.epochs, .lo = 1, .hi = 1 << 30,
-         .metavar = "N", .help = "passes over the training share (default 100)"},
-        {.name = "batch", .kind = OPT_INT, .dest = &o->c.batch, .lo = 1, .hi = 1 << 30,
-         .metavar = "N", .help = "mini-batch size (default 256)"},
-        {.name = "hidden", .kind = OPT_INT, .dest = &o->c.hidden, .lo = 1, .hi = ACCP_MAX_HIDDEN,
-         .metavar = "N", .help = "units per hidden layer (default 400)"},
-        {.name = "layers", .kind = OPT_INT, .dest = &o->c.layers, .lo = 1, .hi = ACCP_MAX_LAYERS,
-         .metavar = "N", .help = "hidden layers (default 3)"},
-        {.name = "lr", .kind = OPT_DOUBLE, .dest = &o->c.lr, .lo = 1e-12, .hi = 10,
-         .metavar = "X", .help = "Adam's learning rate (default 1e-3)"},
-        {.name = "weight-decay", .kind = OPT_DOUBLE, .dest = &o->c.weight_decay, .lo = 0,
-         .hi = 10, .metavar = "X", .help = "L2 weight decay (default 1e-4)"},
-        {.name = "split", .kind = OPT_DOUBLE, .dest = &o->split, .lo = 0, .hi = 1,
-         .metavar = "F", .help = "share that trains, the rest held out (default 0.8)"},
-        {.name = "seed", .kind = OPT_LONG, .dest = &o->seed, .lo = 0, .hi = 1 << 30,
-         .metavar = "N", .help = "seed of the split, weights and batches (default 1)"},
-        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+        {.name = "epochs",
+         .kind = OPT_INT,
+         .dest = &o->c.epochs,
+         .lo = 1,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "passes over the training share (default 100)"},
+        {.name = "batch",
+         .kind = OPT_INT,
+         .dest = &o->c.batch,
+         .lo = 1,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "mini-batch size (default 256)"},
+        {.name = "hidden",
+         .kind = OPT_INT,
+         .dest = &o->c.hidden,
+         .lo = 1,
+         .hi = ACCP_MAX_HIDDEN,
+         .metavar = "N",
+         .help = "units per hidden layer (default 400)"},
+        {.name = "layers",
+         .kind = OPT_INT,
+         .dest = &o->c.layers,
+         .lo = 1,
+         .hi = ACCP_MAX_LAYERS,
+         .metavar = "N",
+         .help = "hidden layers (default 3)"},
+        {.name = "lr",
+         .kind = OPT_DOUBLE,
+         .dest = &o->c.lr,
+         .lo = 1e-12,
+         .hi = 10,
+         .metavar = "X",
+         .help = "Adam's learning rate (default 1e-3)"},
+        {.name = "weight-decay",
+         .kind = OPT_DOUBLE,
+         .dest = &o->c.weight_decay,
+         .lo = 0,
+         .hi = 10,
+         .metavar = "X",
+         .help = "L2 weight decay (default 1e-4)"},
+        {.name = "split",
+         .kind = OPT_DOUBLE,
+         .dest = &o->split,
+         .lo = 0,
+         .hi = 1,
+         .metavar = "F",
+         .help = "share that trains, the rest held out (default 0.8)"},
+        {.name = "seed",
+         .kind = OPT_LONG,
+         .dest = &o->seed,
+         .lo = 0,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "seed of the split, weights and batches (default 1)"},
+        {.name = "json",
+         .kind = OPT_FLAG,
+         .dest = &o->json,
          .help = "progress and summary as JSON lines"},
         {.name = "quiet", .kind = OPT_FLAG, .dest = &o->quiet, .help = "no progress"},
         {.name = NULL},
@@ -304,7 +397,9 @@ static int parse_fit(int argc, char **argv, fit_opts *o)
         "is held out and its RMSE reported; a sub-network's samples at its several\n"
         "resolutions stay on one side. The space is the checkpoint's (--ckpt) or\n"
         "--space (default cpu-default). The model file is what manta search reads.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)

@@ -115,8 +115,8 @@ static void print_stereo(const stereo_space *s, const ofa_arch *a, bool layers, 
         printf("%s\n%.2f M MACs, %.3f M parameters, input %dx%dx3 left and right, %d predictions\n",
                enc, d->macs / 1e6, d->params / 1e6, s->crop_h, s->crop_w, stereo_preds(s));
         if (layers) {
-            printf("%-16s %-8s %-13s %-13s %2s %2s %-10s %5s %13s %9s\n", "layer", "type",
-                   "input", "output", "k", "s", "act", "views", "MACs", "params");
+            printf("%-16s %-8s %-13s %-13s %2s %2s %-10s %5s %13s %9s\n", "layer", "type", "input",
+                   "output", "k", "s", "act", "views", "MACs", "params");
             for (int i = 0; i < d->n; i++) {
                 const stereo_layer *l = &d->layer[i];
                 char in[32], out[32];
@@ -171,8 +171,8 @@ static int load_arch(const arch_space *s, const char *arg, int res, ofa_arch *a)
             (mx ? stereo_arch_max : stereo_arch_min)(&s->st, a);
         else
             (mx ? ofa_arch_max : ofa_arch_min)(&s->ofa, res, a);
-        st = s->stereo ? stereo_arch_validate(&s->st, a, &err)
-                       : ofa_arch_validate(&s->ofa, a, &err);
+        st =
+            s->stereo ? stereo_arch_validate(&s->st, a, &err) : ofa_arch_validate(&s->ofa, a, &err);
         if (st != MANTA_OK)
             cmd_error("arch", st, &err);
         return st != MANTA_OK;
@@ -199,17 +199,38 @@ int cmd_arch(int argc, char **argv)
     long seed = 1;
     bool json = false, res_seen = false;
     const opt_def defs[] = {
-        {.name = "space", .kind = OPT_STRING, .dest = &space_name, .metavar = "S",
+        {.name = "space",
+         .kind = OPT_STRING,
+         .dest = &space_name,
+         .metavar = "S",
          .help = "a spec file (models/*.json) or a built-in: cpu-default (default), mbv3-w1.0, "
                  "stereo-cpu, stereo-gpu"},
-        {.name = "arch", .kind = OPT_STRING, .dest = &arch_opt, .metavar = "A",
+        {.name = "arch",
+         .kind = OPT_STRING,
+         .dest = &arch_opt,
+         .metavar = "A",
          .help = "describe A: max, min, a file, '-' or the JSON (the same as describe A)"},
-        {.name = "res", .kind = OPT_INT, .dest = &res, .lo = 1, .hi = 65536, .metavar = "R",
+        {.name = "res",
+         .kind = OPT_INT,
+         .dest = &res,
+         .lo = 1,
+         .hi = 65536,
+         .metavar = "R",
          .seen = &res_seen,
          .help = "resolution for max/min (default: the largest / smallest; classification only)"},
-        {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = 4294967295.0,
-         .metavar = "N", .help = "seed for sample (default 1)"},
-        {.name = "count", .kind = OPT_INT, .dest = &count, .lo = 1, .hi = 100000, .metavar = "N",
+        {.name = "seed",
+         .kind = OPT_LONG,
+         .dest = &seed,
+         .lo = 0,
+         .hi = 4294967295.0,
+         .metavar = "N",
+         .help = "seed for sample (default 1)"},
+        {.name = "count",
+         .kind = OPT_INT,
+         .dest = &count,
+         .lo = 1,
+         .hi = 100000,
+         .metavar = "N",
          .help = "sub-networks for sample (default 1)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "JSON output"},
         {.name = NULL},
@@ -229,7 +250,9 @@ int cmd_arch(int argc, char **argv)
         "\"width_ratios\" of its \"widths\"); its layers are the left and right encoder\n"
         "(views 2: both views counted in the MACs), the correlation, the rest of the\n"
         "encoder and the decoder's levels and predictions.\n",
-        defs, 0, 2};
+        defs,
+        0,
+        2};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -258,8 +281,10 @@ int cmd_arch(int argc, char **argv)
         fprintf(stderr, "manta arch: --arch goes with describe or no verb, not with '%s'\n", verb);
         rc = 2;
     } else if (s->stereo && res_seen) {
-        fprintf(stderr, "manta arch: --res: stereo space '%s' has one input size, its crop "
-                        "%dx%d\n", s->st.name, s->st.crop_h, s->st.crop_w);
+        fprintf(stderr,
+                "manta arch: --res: stereo space '%s' has one input size, its crop "
+                "%dx%d\n",
+                s->st.name, s->st.crop_h, s->st.crop_w);
         rc = 2;
     } else if (!strcmp(verb, "max") || !strcmp(verb, "min")) {
         rc = load_arch(s, verb, res, &a);

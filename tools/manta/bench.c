@@ -40,8 +40,9 @@ static manta_status run_op(bench_ctx *c, const bench_op *o, int backward)
     mcl_dev *d = c->d;
     switch (o->kind) {
     case OP_CONV:
-        return backward ? nn_conv2d_backward(d, &o->conv, c->x, c->w, c->dy, c->dx, c->dw, c->scratch)
-                        : nn_conv2d_forward(d, &o->conv, c->x, c->w, c->y, c->scratch);
+        return backward
+                   ? nn_conv2d_backward(d, &o->conv, c->x, c->w, c->dy, c->dx, c->dw, c->scratch)
+                   : nn_conv2d_forward(d, &o->conv, c->x, c->w, c->y, c->scratch);
     case OP_DW:
         return backward ? nn_dw_backward(d, &o->dw, c->x, c->w, c->dy, c->dx, c->dw, c->scratch)
                         : nn_dw_forward(d, &o->dw, c->x, c->w, c->y);
@@ -81,10 +82,10 @@ static manta_status run_op(bench_ctx *c, const bench_op *o, int backward)
         return backward ? nn_upsample_backward(d, &o->up, 2.0f, c->dy, c->dx)
                         : nn_upsample_forward(d, &o->up, 2.0f, c->x, c->y);
     case OP_DECONV: /* no bias */
-        return backward ? nn_deconv2d_backward(d, &o->de, c->x, c->w, c->dy, c->dx, c->dw,
-                                               (mview){NULL, 0}, c->scratch)
-                        : nn_deconv2d_forward(d, &o->de, c->x, c->w, (mview){NULL, 0}, c->y,
-                                              c->scratch);
+        return backward
+                   ? nn_deconv2d_backward(d, &o->de, c->x, c->w, c->dy, c->dx, c->dw,
+                                          (mview){NULL, 0}, c->scratch)
+                   : nn_deconv2d_forward(d, &o->de, c->x, c->w, (mview){NULL, 0}, c->y, c->scratch);
     case OP_SGEMM: /* y (M, N) = op(w) op(x), row-major */
         return mcl_sgemm(d, o->ta, o->tb, (size_t)o->m, (size_t)o->n, (size_t)o->k, 1.0f, c->w,
                          (size_t)(o->ta ? o->m : o->k), c->x, (size_t)(o->tb ? o->k : o->n), 0.0f,
@@ -97,8 +98,8 @@ void bench_print_launch(FILE *f, const mcl_launch_record *r)
 {
     fprintf(f, "{\"kernel\":\"%s\"", r->kernel);
     if (r->dims == 0) {
-        fprintf(f, ",\"gemm\":[%zu,%zu,%zu],\"outputs\":%zu}", r->gemm[0], r->gemm[1],
-                r->gemm[2], r->outputs);
+        fprintf(f, ",\"gemm\":[%zu,%zu,%zu],\"outputs\":%zu}", r->gemm[0], r->gemm[1], r->gemm[2],
+                r->outputs);
         return;
     }
     fprintf(f, ",\"global\":[");
@@ -202,8 +203,8 @@ static void print_ratios(const bench_ctx *c, const bench_op *ops, const double *
                 printf("%s\"%s\"", i > q->first ? "," : "", ops[i].name);
             printf("],\"equivalent_ms\":%.4f,\"ratio\":%.3f}", eq, x);
         } else {
-            printf("%-22s %9.3f ms / %-27s %9.3f ms = %5.2f\n", ops[q->op].name, ms[q->op],
-                   q->what, eq, x);
+            printf("%-22s %9.3f ms / %-27s %9.3f ms = %5.2f\n", ops[q->op].name, ms[q->op], q->what,
+                   eq, x);
         }
     }
     if (c->json)
@@ -220,19 +221,36 @@ static int bench_ops(int argc, char **argv)
     bool json = false;
     const char *device = NULL, *only = NULL;
     const opt_def defs[] = {
-        {.name = "batch", .kind = OPT_INT, .dest = &batch, .lo = 1, .hi = 1024, .metavar = "N",
+        {.name = "batch",
+         .kind = OPT_INT,
+         .dest = &batch,
+         .lo = 1,
+         .hi = 1024,
+         .metavar = "N",
          .help = "batch size (default 64)"},
-        {.name = "seconds", .kind = OPT_DOUBLE, .dest = &c.min_seconds, .lo = 0, .hi = 100,
-         .metavar = "S", .help = "time spent per op and direction, in (0, 100) (default 0.5)"},
-        {.name = "device", .kind = OPT_STRING, .dest = &device, .metavar = "SPEC",
+        {.name = "seconds",
+         .kind = OPT_DOUBLE,
+         .dest = &c.min_seconds,
+         .lo = 0,
+         .hi = 100,
+         .metavar = "S",
+         .help = "time spent per op and direction, in (0, 100) (default 0.5)"},
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &device,
+         .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
-        {.name = "only", .kind = OPT_STRING, .dest = &only, .metavar = "TEXT",
+        {.name = "only",
+         .kind = OPT_STRING,
+         .dest = &only,
+         .metavar = "TEXT",
          .help = "time only the ops whose name contains TEXT (e.g. corr, deconv)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta bench ops", "[--batch N] [--seconds S] [--device SPEC] [--only TEXT] [--json]",
+        "manta bench ops",
+        "[--batch N] [--seconds S] [--device SPEC] [--only TEXT] [--json]",
         "Times every training op forward and backward at the layer shapes of the\n"
         "CPU-default supernet's largest sub-network (widths 16,24,40,64,96, kernel 7,\n"
         "expand 6, input 32x32), CLBlast SGEMM at the convolutions' GEMM shapes, and\n"
@@ -243,7 +261,9 @@ static int bench_ops(int argc, char **argv)
         "fwd+bwd time over that of their equivalent im2col + GEMM rows (the GEMMs of a\n"
         "1x1 convolution with the correlation's MACs; the adjoint convolution, and its\n"
         "GEMMs alone).\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result pr = opt_parse(&cmd, argc, argv, &first);
     if (pr != OPT_OK)
@@ -257,7 +277,8 @@ static int bench_ops(int argc, char **argv)
     bench_op *ops = calloc(MAX_OPS + 1, sizeof *ops);
     double *ms = calloc(MAX_OPS, sizeof *ms); /* fwd + bwd per op, milliseconds */
     mcl_launch_record *recs = calloc(2 * BENCH_LOG_CAP, sizeof *recs);
-    mcl_launch_log lf = {recs, BENCH_LOG_CAP, 0, 0}, lb = {recs + BENCH_LOG_CAP, BENCH_LOG_CAP, 0, 0};
+    mcl_launch_log lf = {recs, BENCH_LOG_CAP, 0, 0},
+                   lb = {recs + BENCH_LOG_CAP, BENCH_LOG_CAP, 0, 0};
     bench_ratio ratio[MAX_RATIOS];
     int nr = 0;
     if (!ops || !ms || !recs) {
@@ -319,8 +340,8 @@ static int bench_ops(int argc, char **argv)
                    mcl_variant_name(mcl_get_variant(c.d)), batch);
         } else {
             printf("device: %s (%s kernels), batch %d\n%-22s %-30s %9s %8s %7s %9s %8s %7s\n",
-                   di->name, mcl_variant_name(mcl_get_variant(c.d)), batch, "op", "shape",
-                   "fwd ms", "GFLOP/s", "GB/s", "bwd ms", "GFLOP/s", "GB/s");
+                   di->name, mcl_variant_name(mcl_get_variant(c.d)), batch, "op", "shape", "fwd ms",
+                   "GFLOP/s", "GB/s", "bwd ms", "GFLOP/s", "GB/s");
         }
         for (int i = 0; i < n && st == MANTA_OK; i++) {
             int has_bwd = ops[i].kind != OP_SGEMM && ops[i].kind != OP_XENT;
@@ -364,12 +385,15 @@ int cmd_bench(int argc, char **argv)
 {
     const opt_def defs[] = {{.name = NULL}};
     const opt_cmd cmd = {
-        "manta bench", "ops|train|allreduce [OPTIONS]",
+        "manta bench",
+        "ops|train|allreduce [OPTIONS]",
         "  ops        throughput of every training op, forward and backward, and of SGEMM\n"
         "  train      training images/s of one sub-network\n"
         "  allreduce  the ring-allreduce between local ranks\n\n"
         "'manta bench ops --help' (train, allreduce) describes a benchmark's options.\n",
-        defs, 1, 1};
+        defs,
+        1,
+        1};
     int first;
     opt_result r = opt_parse(&cmd, argc < 2 ? argc : 2, argv, &first); /* the benchmark's name */
     if (r != OPT_OK)
@@ -380,6 +404,7 @@ int cmd_bench(int argc, char **argv)
         return bench_train(argc - 1, argv + 1);
     if (!strcmp(argv[1], "allreduce"))
         return cmd_bench_allreduce(argc, argv);
-    fprintf(stderr, "manta bench: unknown benchmark '%s' (available: ops, train, allreduce)\n", argv[1]);
+    fprintf(stderr, "manta bench: unknown benchmark '%s' (available: ops, train, allreduce)\n",
+            argv[1]);
     return 2;
 }

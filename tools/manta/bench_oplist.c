@@ -47,8 +47,8 @@ static void add_conv_gemms(bench_op *ops, int *n, const char *what, int cout, in
 }
 
 /* A dense convolution and CLBlast SGEMM at its GEMM shape. */
-static void add_conv(bench_op *ops, int *n, int B, const char *name, int ci, int co, int hw,
-                     int k, int s)
+static void add_conv(bench_op *ops, int *n, int B, const char *name, int ci, int co, int hw, int k,
+                     int s)
 {
     bench_op *o = new_op(ops, n, OP_CONV, name);
     o->conv = (nn_conv2d_shape){B, ci, hw, hw, co, k, k, s, s, k / 2, k / 2, 0};
@@ -76,8 +76,8 @@ static void add_dw(bench_op *ops, int *n, int B, const char *name, int c, int hw
 
 /* A row-wise or element-wise op over rows x len floats, with nominal FLOP and
  * float-traffic counts per element. */
-static void add_elem(bench_op *ops, int *n, op_kind kind, const char *name, size_t rows,
-                     size_t len, double ff, double fb, double bf, double bb)
+static void add_elem(bench_op *ops, int *n, op_kind kind, const char *name, size_t rows, size_t len,
+                     double ff, double fb, double bf, double bb)
 {
     bench_op *o = new_op(ops, n, kind, name);
     o->nc = rows, o->hw = len;
@@ -235,8 +235,7 @@ size_t bench_op_floats(const mcl_dev *d, const bench_op *o, size_t *scratch)
         m = m > (size_t)o->m * o->n ? m : (size_t)o->m * o->n;
         m = m > (size_t)o->m * o->k ? m : (size_t)o->m * o->k;
         break;
-    default:
-        m = o->nc * o->hw;
+    default: m = o->nc * o->hw;
     }
     *scratch = s > *scratch ? s : *scratch;
     return m;
@@ -257,8 +256,8 @@ int bench_ops_keep(bench_op *ops, int n, bench_ratio *ratio, int *nr, const char
         }
     for (int r = 0; r < *nr; r++) /* the rows of a kept ratio stay adjacent */
         if (at[ratio[r].op] >= 0)
-            ratio[kr++] = (bench_ratio){at[ratio[r].op], at[ratio[r].first], ratio[r].count,
-                                        ratio[r].what};
+            ratio[kr++] =
+                (bench_ratio){at[ratio[r].op], at[ratio[r].first], ratio[r].count, ratio[r].what};
     *nr = kr;
     return kept;
 }

@@ -20,8 +20,21 @@
 /** Ratios printed after the table. */
 #define MAX_RATIOS 4
 
-typedef enum op_kind { OP_CONV, OP_DW, OP_BN, OP_ACT, OP_SCALE, OP_ADD, OP_POOL, OP_LINEAR,
-                       OP_XENT, OP_SGEMM, OP_CORR, OP_UPSAMPLE, OP_DECONV } op_kind;
+typedef enum op_kind {
+    OP_CONV,
+    OP_DW,
+    OP_BN,
+    OP_ACT,
+    OP_SCALE,
+    OP_ADD,
+    OP_POOL,
+    OP_LINEAR,
+    OP_XENT,
+    OP_SGEMM,
+    OP_CORR,
+    OP_UPSAMPLE,
+    OP_DECONV
+} op_kind;
 
 typedef struct bench_op {
     op_kind kind;
@@ -34,9 +47,9 @@ typedef struct bench_op {
     nn_corr_shape corr;
     nn_upsample_shape up;
     nn_deconv2d_shape de;
-    size_t nc, hw;      /* rows and row length for act/scale/add/pool */
-    int m, n, k;        /* SGEMM */
-    bool ta, tb;        /* SGEMM: A stored (K, M), B stored (N, K) */
+    size_t nc, hw; /* rows and row length for act/scale/add/pool */
+    int m, n, k;   /* SGEMM */
+    bool ta, tb;   /* SGEMM: A stored (K, M), B stored (N, K) */
     double flops_fwd, flops_bwd, bytes_fwd, bytes_bwd;
 } bench_op;
 

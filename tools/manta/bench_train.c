@@ -48,7 +48,9 @@ static manta_status write_launches(mcl_dev *d, const char *path, const mcl_launc
     }
     if (!f || fclose(f) != 0 || log->dropped)
         return manta_err_set(mcl_err(d), MANTA_ERR_IO, "bench train: %s: %s", path,
-                             f ? "cannot write (or over " "4096 launches)" : "cannot open");
+                             f ? "cannot write (or over "
+                                 "4096 launches)"
+                               : "cannot open");
     return MANTA_OK;
 }
 
@@ -58,19 +60,46 @@ int bench_train(int argc, char **argv)
     int res = 0, batch = 64, steps = 10;
     bool json = false;
     const opt_def defs[] = {
-        {.name = "space", .kind = OPT_STRING, .dest = &space_name, .metavar = "S",
+        {.name = "space",
+         .kind = OPT_STRING,
+         .dest = &space_name,
+         .metavar = "S",
          .help = "search space: cpu-default (default), mbv3-w1.0 or a spec file"},
-        {.name = "arch", .kind = OPT_STRING, .dest = &arch_arg, .metavar = "ARCH",
+        {.name = "arch",
+         .kind = OPT_STRING,
+         .dest = &arch_arg,
+         .metavar = "ARCH",
          .help = "max (default), min or a file in OFA's encoding"},
-        {.name = "res", .kind = OPT_INT, .dest = &res, .lo = 1, .hi = 2147483647, .metavar = "R",
+        {.name = "res",
+         .kind = OPT_INT,
+         .dest = &res,
+         .lo = 1,
+         .hi = 2147483647,
+         .metavar = "R",
          .help = "input resolution (default: the sub-network's)"},
-        {.name = "batch", .kind = OPT_INT, .dest = &batch, .lo = 1, .hi = 4096, .metavar = "N",
+        {.name = "batch",
+         .kind = OPT_INT,
+         .dest = &batch,
+         .lo = 1,
+         .hi = 4096,
+         .metavar = "N",
          .help = "images per step (default 64)"},
-        {.name = "steps", .kind = OPT_INT, .dest = &steps, .lo = 1, .hi = 100000, .metavar = "N",
+        {.name = "steps",
+         .kind = OPT_INT,
+         .dest = &steps,
+         .lo = 1,
+         .hi = 100000,
+         .metavar = "N",
          .help = "timed steps (default 10)"},
-        {.name = "device", .kind = OPT_STRING, .dest = &device, .metavar = "SPEC",
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &device,
+         .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
-        {.name = "launches", .kind = OPT_STRING, .dest = &launches, .metavar = "FILE",
+        {.name = "launches",
+         .kind = OPT_STRING,
+         .dest = &launches,
+         .metavar = "FILE",
          .help = "write the kernel launches of the last step to FILE (see above)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
@@ -85,7 +114,9 @@ int bench_train(int argc, char **argv)
         "over --steps timed steps (after 2 warm-up steps) and images/s. --launches\n"
         "writes one JSON object per launch (kernel, global and local sizes, work-items,\n"
         "values written; CLBlast GEMMs with m, n, k).\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result pr = opt_parse(&cmd, argc, argv, &first);
     if (pr != OPT_OK)
@@ -122,7 +153,8 @@ int bench_train(int argc, char **argv)
         st = ofa_supernet_set_arch(net, &arch);
     if (st == MANTA_OK)
         st = mslab_create(d, &io, 2 * (size_t)batch + 32, "labels and losses");
-    if (st == MANTA_OK && (!(host = malloc((nx > (size_t)batch ? nx : (size_t)batch) * sizeof *host)) || !times))
+    if (st == MANTA_OK &&
+        (!(host = malloc((nx > (size_t)batch ? nx : (size_t)batch) * sizeof *host)) || !times))
         st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "bench train: out of host memory");
     if (st == MANTA_OK) {
         manta_rng r;
@@ -161,8 +193,7 @@ int bench_train(int argc, char **argv)
                    "\"steps\":%d,\"median_step_s\":%.5f,\"images_per_s\":%.2f}\n",
                    mcl_variant_name(mcl_get_variant(d)), sp.name, arch_arg, arch.r, batch, steps,
                    med, batch / med);
-        }
-        else
+        } else
             printf("manta on %s: %s r=%d batch %d: %.1f images/s (median step %.1f ms)\n",
                    mcl_info(d)->name, arch_arg, arch.r, batch, batch / med, med * 1e3);
         rc = 0;
@@ -176,4 +207,3 @@ int bench_train(int argc, char **argv)
     mcl_close(d);
     return rc;
 }
-

@@ -54,8 +54,10 @@ static bool kinds_match(const char *const path[2], const ckpt_kind k[2])
     }
     if ((k[0].space == NULL) != (k[1].space == NULL) ||
         (k[0].space && strcmp(k[0].space, k[1].space) != 0)) {
-        fprintf(stderr, "manta ckpt-diff: %s and %s were trained in different search spaces "
-                "('%s' and '%s'%s)\n", path[0], path[1], k[0].space_name, k[1].space_name,
+        fprintf(stderr,
+                "manta ckpt-diff: %s and %s were trained in different search spaces "
+                "('%s' and '%s'%s)\n",
+                path[0], path[1], k[0].space_name, k[1].space_name,
                 strcmp(k[0].space_name, k[1].space_name) ? "" : ", whose specs differ");
         return false;
     }
@@ -92,22 +94,33 @@ int cmd_ckpt_diff(int argc, char **argv)
     bool json = false;
     const char *section = NULL;
     const opt_def defs[] = {
-        {.name = "tol", .kind = OPT_DOUBLE, .dest = &tol, .lo = 0, .hi = DBL_MAX, .metavar = "T",
+        {.name = "tol",
+         .kind = OPT_DOUBLE,
+         .dest = &tol,
+         .lo = 0,
+         .hi = DBL_MAX,
+         .metavar = "T",
          .help = "exit status 1 when a section's |a-b|/|a| exceeds T"},
-        {.name = "section", .kind = OPT_STRING, .dest = &section, .metavar = "A[:B]",
+        {.name = "section",
+         .kind = OPT_STRING,
+         .dest = &section,
+         .metavar = "A[:B]",
          .help = "compare only section A of the first with section B (default A) of the second"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta ckpt-diff", "A.ckpt B.ckpt [--section A[:B]] [--tol T] [--json]",
+        "manta ckpt-diff",
+        "A.ckpt B.ckpt [--section A[:B]] [--tol T] [--json]",
         "Largest absolute and relative (to the largest magnitude) difference, and the relative\n"
         "L2 norm |a-b|/|a|, of every float32 section present in both checkpoints (--section:\n"
         "of one section of each, e.g. params:teacher). With --tol, exits 1 when a section's\n"
         "|a-b|/|a| exceeds T. Exits 1 without comparing when the checkpoints are of different\n"
         "kinds (classification, stereo) or search spaces, or when a float32 section is in one\n"
         "only or of another length in the other.\n",
-        defs, 2, 2};
+        defs,
+        2,
+        2};
     int first;
     opt_result res = opt_parse(&cmd, argc, argv, &first);
     if (res != OPT_OK)
@@ -156,8 +169,10 @@ int cmd_ckpt_diff(int argc, char **argv)
             continue;
         const char *other = section ? want[1] : si.name;
         if (ckpt_find(r[1], other, CKPT_F32, &nb, NULL) != MANTA_OK || nb != si.count) {
-            fprintf(stderr, "manta ckpt-diff: %s has no float32 section '%s' of %zu floats "
-                    "(those of %s's '%s')\n", path[1], other, (size_t)si.count, path[0], si.name);
+            fprintf(stderr,
+                    "manta ckpt-diff: %s has no float32 section '%s' of %zu floats "
+                    "(those of %s's '%s')\n",
+                    path[1], other, (size_t)si.count, path[0], si.name);
             goto out;
         }
         compared++;
@@ -189,7 +204,8 @@ int cmd_ckpt_diff(int argc, char **argv)
                 maxabs = isnan(e) ? INFINITY : e;
                 at = j;
             }
-            double m = fabs((double)a[j]) > fabs((double)b[j]) ? fabs((double)a[j]) : fabs((double)b[j]);
+            double m =
+                fabs((double)a[j]) > fabs((double)b[j]) ? fabs((double)a[j]) : fabs((double)b[j]);
             maxmag = m > maxmag ? m : maxmag;
         }
         double rel = maxmag > 0 ? maxabs / maxmag : maxabs;
@@ -197,12 +213,14 @@ int cmd_ckpt_diff(int argc, char **argv)
         if (tol >= 0 && !(l2 <= tol))
             bad = 1;
         if (json)
-            printf("%s{\"name\":\"%s\",\"count\":%zu,\"max_abs\":%.3e,\"max_rel\":%.3e,\"l2_rel\":%.3e,"
+            printf("%s{\"name\":\"%s\",\"count\":%zu,\"max_abs\":%.3e,\"max_rel\":%.3e,\"l2_rel\":%"
+                   ".3e,"
                    "\"at\":%zu}",
                    first_row ? "" : ",", label, n, maxabs, rel, l2, at);
         else
-            printf("%-10s %10zu floats  max |a-b| %.3e (element %zu)  relative %.3e  |a-b|/|a| %.3e\n",
-                   label, n, maxabs, at, rel, l2);
+            printf(
+                "%-10s %10zu floats  max |a-b| %.3e (element %zu)  relative %.3e  |a-b|/|a| %.3e\n",
+                label, n, maxabs, at, rel, l2);
         first_row = 0;
     }
     if (!compared) {

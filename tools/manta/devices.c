@@ -14,7 +14,8 @@ int cmd_devices(int argc, char **argv)
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta devices", "[--json]",
+        "manta devices",
+        "[--json]",
         "Lists every OpenCL platform and device with its index, type, compute units,\n"
         "memory, the limits manta's launches obey (local memory, work-group size and\n"
         "extents, largest buffer, preferred float vector width), the kernel variants it\n"
@@ -24,7 +25,9 @@ int cmd_devices(int argc, char **argv)
         "mem=2g,vec=4 clamps every device's limits (any subset: a small GPU's profile on a\n"
         "large device); MANTA_KERNELS=cpu|gpu|auto picks the kernel variants (auto: cpu on\n"
         "CPU devices, gpu on every other).\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -95,10 +98,10 @@ int cmd_devices(int argc, char **argv)
                    "       limits: local=%llu KiB  work-group=%zu (%zu x %zu x %zu)  "
                    "max alloc=%.2f GiB  float vector=%u  kernels=%s%s%s%s\n",
                    have_sel && sel == i ? '*' : ' ', d->index, d->name, mcl_type_name(d->type),
-                   d->compute_units, d->global_mem / 1073741824.0, d->c_version,
-                   d->driver_version, d->local_mem / 1024, d->max_work_group,
-                   d->max_work_item[0], d->max_work_item[1], d->max_work_item[2],
-                   d->max_alloc / 1073741824.0, d->vector_width, mcl_variant_name(variant[i]),
+                   d->compute_units, d->global_mem / 1073741824.0, d->c_version, d->driver_version,
+                   d->local_mem / 1024, d->max_work_group, d->max_work_item[0], d->max_work_item[1],
+                   d->max_work_item[2], d->max_alloc / 1073741824.0, d->vector_width,
+                   mcl_variant_name(variant[i]),
                    d->clamped[0] ? "  (clamped by MANTA_DEVICE_LIMITS=" : "", d->clamped,
                    d->clamped[0] ? ")" : "");
         }

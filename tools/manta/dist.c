@@ -23,11 +23,11 @@
 #define MAX_SIZES 32
 
 typedef struct ar_opts {
-    int ranks;            /* local mode: ranks to start */
-    int join;             /* run one rank of an external job */
+    int ranks; /* local mode: ranks to start */
+    int join;  /* run one rank of an external job */
     size_t sizes[MAX_SIZES];
     int nsizes;
-    int repeats;          /* 0: by size */
+    int repeats; /* 0: by size */
     int warmup;
     bool json;
     dist_config cfg;
@@ -61,9 +61,12 @@ static int parse_sizes(const char *list, ar_opts *o)
     snprintf(buf, sizeof buf, "%s", list);
     o->nsizes = 0;
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (o->nsizes == MAX_SIZES || !parse_size(t, &o->sizes[o->nsizes]) || o->sizes[o->nsizes] % 4) {
-            fprintf(stderr, "manta bench allreduce: --sizes: '%s' is not a size in bytes (multiple of 4, "
-                            "K/M/G suffixes, at most %d sizes)\n", t, MAX_SIZES);
+        if (o->nsizes == MAX_SIZES || !parse_size(t, &o->sizes[o->nsizes]) ||
+            o->sizes[o->nsizes] % 4) {
+            fprintf(stderr,
+                    "manta bench allreduce: --sizes: '%s' is not a size in bytes (multiple of 4, "
+                    "K/M/G suffixes, at most %d sizes)\n",
+                    t, MAX_SIZES);
             return 0;
         }
         o->nsizes++;
@@ -97,7 +100,8 @@ static int run_rank(const ar_opts *o, const char *mode)
     ring_comm *c = NULL;
     manta_status st = ring_create(&o->cfg, &c, &err);
     if (st != MANTA_OK) {
-        fprintf(stderr, "manta bench allreduce: rank %d: %s\n", o->cfg.rank, manta_err_msg(&err, st));
+        fprintf(stderr, "manta bench allreduce: rank %d: %s\n", o->cfg.rank,
+                manta_err_msg(&err, st));
         return 1;
     }
     int rank = ring_rank(c), N = ring_size(c);
@@ -116,14 +120,16 @@ static int run_rank(const ar_opts *o, const char *mode)
     }
     double factor = N > 1 ? 2.0 * (N - 1) / N : 0.0;
     if (rank == 0 && !o->json) {
-        printf("# manta ring-allreduce: %d ranks (%s), float32 sum, frame tags over %s, median of repeats\n", N,
-               mode, o->cfg.frame_mac == DIST_MAC_FULL ? "header+data" : "header");
-        printf("# %12s %12s %8s %12s %12s %12s %12s\n", "size(B)", "count", "repeats", "time(us)", "min(us)",
-               "algbw(GB/s)", "busbw(GB/s)");
+        printf("# manta ring-allreduce: %d ranks (%s), float32 sum, frame tags over %s, median of "
+               "repeats\n",
+               N, mode, o->cfg.frame_mac == DIST_MAC_FULL ? "header+data" : "header");
+        printf("# %12s %12s %8s %12s %12s %12s %12s\n", "size(B)", "count", "repeats", "time(us)",
+               "min(us)", "algbw(GB/s)", "busbw(GB/s)");
         fflush(stdout);
     }
     if (rank == 0 && o->json)
-        printf("{\"benchmark\": \"allreduce\", \"impl\": \"manta\", \"ranks\": %d, \"mode\": \"%s\", \"mac\": "
+        printf("{\"benchmark\": \"allreduce\", \"impl\": \"manta\", \"ranks\": %d, \"mode\": "
+               "\"%s\", \"mac\": "
                "\"%s\", \"results\": [",
                N, mode, o->cfg.frame_mac == DIST_MAC_FULL ? "full" : "header");
     int rc = 0;
@@ -155,12 +161,13 @@ static int run_rank(const ar_opts *o, const char *mode)
         if (rank != 0)
             continue;
         if (o->json)
-            printf("%s{\"bytes\": %zu, \"count\": %zu, \"repeats\": %d, \"time_us\": %.2f, \"min_us\": %.2f, "
+            printf("%s{\"bytes\": %zu, \"count\": %zu, \"repeats\": %d, \"time_us\": %.2f, "
+                   "\"min_us\": %.2f, "
                    "\"algbw_gbps\": %.4f, \"busbw_gbps\": %.4f}",
                    si ? ", " : "", bytes, n, reps, med * 1e6, t[0] * 1e6, algbw, algbw * factor);
         else
-            printf("  %12zu %12zu %8d %12.1f %12.1f %12.3f %12.3f\n", bytes, n, reps, med * 1e6, t[0] * 1e6,
-                   algbw, algbw * factor);
+            printf("  %12zu %12zu %8d %12.1f %12.1f %12.3f %12.3f\n", bytes, n, reps, med * 1e6,
+                   t[0] * 1e6, algbw, algbw * factor);
         fflush(stdout);
     }
     if (rank == 0 && o->json) {
@@ -264,48 +271,110 @@ int cmd_bench_allreduce(int argc, char **argv)
     bool bind_all = false;
     static const char *const macs[] = {"header", "full", NULL};
     const opt_def defs[] = {
-        {.name = "ranks", .key = 'n', .kind = OPT_INT, .dest = &o->ranks, .lo = 1, .hi = 64,
-         .metavar = "N", .help = "local mode: ranks to start (default 2)"},
-        {.name = "sizes", .kind = OPT_STRING, .dest = &sizes, .metavar = "LIST",
+        {.name = "ranks",
+         .key = 'n',
+         .kind = OPT_INT,
+         .dest = &o->ranks,
+         .lo = 1,
+         .hi = 64,
+         .metavar = "N",
+         .help = "local mode: ranks to start (default 2)"},
+        {.name = "sizes",
+         .kind = OPT_STRING,
+         .dest = &sizes,
+         .metavar = "LIST",
          .help = "bytes per rank, K/M/G = 2^10/2^20/2^30 (default 1K,1M,64M)"},
-        {.name = "repeats", .kind = OPT_INT, .dest = &o->repeats, .lo = 1, .hi = 1000,
-         .metavar = "R", .help = "timed repetitions per size (default 100 / 20 / 10 by size)"},
-        {.name = "warmup", .kind = OPT_INT, .dest = &o->warmup, .lo = 0, .hi = 100,
-         .metavar = "W", .help = "untimed repetitions first (default 2; 0: none)"},
-        {.name = "mac", .kind = OPT_STRING, .dest = &mac, .choices = macs,
-         .metavar = "header|full", .help = "frame tags over headers (default) or headers and data"},
-        {.name = "timeout", .kind = OPT_DOUBLE, .dest = &flags.timeout_s, .lo = 0.001,
-         .hi = 86400, .metavar = "S", .help = "deadline of every network wait, seconds (default 60)"},
-        {.name = "sock-buf", .kind = OPT_STRING, .dest = &sock_buf, .metavar = "B",
+        {.name = "repeats",
+         .kind = OPT_INT,
+         .dest = &o->repeats,
+         .lo = 1,
+         .hi = 1000,
+         .metavar = "R",
+         .help = "timed repetitions per size (default 100 / 20 / 10 by size)"},
+        {.name = "warmup",
+         .kind = OPT_INT,
+         .dest = &o->warmup,
+         .lo = 0,
+         .hi = 100,
+         .metavar = "W",
+         .help = "untimed repetitions first (default 2; 0: none)"},
+        {.name = "mac",
+         .kind = OPT_STRING,
+         .dest = &mac,
+         .choices = macs,
+         .metavar = "header|full",
+         .help = "frame tags over headers (default) or headers and data"},
+        {.name = "timeout",
+         .kind = OPT_DOUBLE,
+         .dest = &flags.timeout_s,
+         .lo = 0.001,
+         .hi = 86400,
+         .metavar = "S",
+         .help = "deadline of every network wait, seconds (default 60)"},
+        {.name = "sock-buf",
+         .kind = OPT_STRING,
+         .dest = &sock_buf,
+         .metavar = "B",
          .help = "SO_SNDBUF/SO_RCVBUF of the ring sockets (default 0: kernel autotuning)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o->json, .help = "one JSON document"},
-        {.name = "world", .kind = OPT_INT, .dest = &flags.world_size, .lo = 1,
-         .hi = DIST_MAX_WORLD, .metavar = "N", .help = "job mode: ranks of the job"},
-        {.name = "rank", .kind = OPT_INT, .dest = &flags.rank, .lo = 0, .hi = DIST_MAX_WORLD - 1,
-         .metavar = "R", .help = "job mode: this rank"},
-        {.name = "master", .kind = OPT_STRING, .dest = &flags.master, .metavar = "HOST[:PORT]",
+        {.name = "world",
+         .kind = OPT_INT,
+         .dest = &flags.world_size,
+         .lo = 1,
+         .hi = DIST_MAX_WORLD,
+         .metavar = "N",
+         .help = "job mode: ranks of the job"},
+        {.name = "rank",
+         .kind = OPT_INT,
+         .dest = &flags.rank,
+         .lo = 0,
+         .hi = DIST_MAX_WORLD - 1,
+         .metavar = "R",
+         .help = "job mode: this rank"},
+        {.name = "master",
+         .kind = OPT_STRING,
+         .dest = &flags.master,
+         .metavar = "HOST[:PORT]",
          .help = "rendezvous address (rank 0 listens there)"},
-        {.name = "iface", .kind = OPT_STRING, .dest = &flags.iface, .metavar = "NAME",
+        {.name = "iface",
+         .kind = OPT_STRING,
+         .dest = &flags.iface,
+         .metavar = "NAME",
          .help = "network interface of the ring"},
-        {.name = "ring-addr", .kind = OPT_STRING, .dest = &flags.ring_addr, .metavar = "A",
+        {.name = "ring-addr",
+         .kind = OPT_STRING,
+         .dest = &flags.ring_addr,
+         .metavar = "A",
          .help = "IPv4 address of the ring listener"},
-        {.name = "job", .kind = OPT_STRING, .dest = &flags.job_id, .metavar = "ID",
+        {.name = "job",
+         .kind = OPT_STRING,
+         .dest = &flags.job_id,
+         .metavar = "ID",
          .help = "job id"},
-        {.name = "secret-file", .kind = OPT_STRING, .dest = &flags.secret_file, .metavar = "PATH",
+        {.name = "secret-file",
+         .kind = OPT_STRING,
+         .dest = &flags.secret_file,
+         .metavar = "PATH",
          .help = "the job's shared secret (mode 600)"},
-        {.name = "rdzv-bind-all", .kind = OPT_FLAG, .dest = &bind_all,
+        {.name = "rdzv-bind-all",
+         .kind = OPT_FLAG,
+         .dest = &bind_all,
          .help = "rank 0 listens on every address"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta bench allreduce", "[-n N] [--sizes 1K,1M,64M] [--repeats R] [--json] [OPTIONS]",
-        "Ring-allreduce (float32 sum) bandwidth, nccl-tests style: size, median time, algbw = S/t,\n"
+        "manta bench allreduce",
+        "[-n N] [--sizes 1K,1M,64M] [--repeats R] [--json] [OPTIONS]",
+        "Ring-allreduce (float32 sum) bandwidth, nccl-tests style: size, median time, algbw = "
+        "S/t,\n"
         "busbw = algbw * 2(N-1)/N (GB/s = 1e9 B/s).\n\n"
         "Local mode (default): starts N ranks as processes on 127.0.0.1 with a fresh secret.\n"
         "Job mode (--world or --rank, or WORLD_SIZE or SLURM_NTASKS above 1): runs one rank; the\n"
         "others are started the same way elsewhere. The job comes from RANK/WORLD_SIZE/\n"
         "MASTER_ADDR/MASTER_PORT or SLURM_*, MANTA_SECRET[_FILE], overridden by the options.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first, res = 2, sock = -1;
     opt_result r = opt_parse(&cmd, argc - 1, argv + 1, &first);
     if (r != OPT_OK) {

@@ -16,7 +16,9 @@ bool engine_run_open(const char *cmd, const char *path, engine_run *r)
     char msg[256] = "";
     if (!r->file || r->size == 0) {
         fprintf(stderr, "manta %s: %s: cannot read the model: %s\n", cmd, path,
-                r->file ? "empty file" : errno ? strerror(errno) : "not a regular file");
+                r->file ? "empty file"
+                : errno ? strerror(errno)
+                        : "not a regular file");
         engine_run_close(r);
         return false;
     }
@@ -43,7 +45,8 @@ bool engine_run_open(const char *cmd, const char *path, engine_run *r)
     size_t meta_size = 0;
     manta_err err;
     manta_err_clear(&err);
-    if (mengine_model_metadata(&r->model, TFLITE_META_PREPROCESS, &meta, &meta_size) != MENGINE_OK ||
+    if (mengine_model_metadata(&r->model, TFLITE_META_PREPROCESS, &meta, &meta_size) !=
+            MENGINE_OK ||
         tflite_meta_parse((const char *)meta, meta_size, &r->meta, &err) != MANTA_OK) {
         fprintf(stderr, "manta %s: %s: no usable manta_preprocess metadata%s%s\n", cmd, path,
                 err.msg[0] ? ": " : "", err.msg);

@@ -9,7 +9,7 @@
 #include "export/tflite_meta.h"
 
 typedef struct engine_run {
-    void *file;       /* the model bytes, 16-byte aligned */
+    void *file; /* the model bytes, 16-byte aligned */
     size_t size;
     void *arena;
     size_t arena_size;

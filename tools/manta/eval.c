@@ -27,24 +27,56 @@ static int parse_args(int argc, char **argv, eval_opts *o)
     *o = (eval_opts){.arch = "max", .split = "val", .images = -1, .recal = 2000};
     bool recal_seen = false;
     const opt_def defs[] = {
-        {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
+        {.name = "ckpt",
+         .kind = OPT_STRING,
+         .dest = &o->ckpt,
+         .metavar = "FILE",
          .help = "training checkpoint"},
-        {.name = "arch", .kind = OPT_STRING, .dest = &o->arch, .metavar = "ARCH",
+        {.name = "arch",
+         .kind = OPT_STRING,
+         .dest = &o->arch,
+         .metavar = "ARCH",
          .help = "max (default), min or a file in OFA's encoding"},
-        {.name = "split", .kind = OPT_STRING, .dest = &o->split, .metavar = "val|test",
-         .help = "validation split (default) or the official test set", .choices = SPLITS},
-        {.name = "images", .kind = OPT_LONG, .dest = &o->images, .lo = 1, .hi = 1e18,
-         .metavar = "N", .help = "evaluate the first N images (default all)"},
-        {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 1, .hi = 1e18,
-         .metavar = "N", .help = "images for BN re-calibration (default 2000)",
+        {.name = "split",
+         .kind = OPT_STRING,
+         .dest = &o->split,
+         .metavar = "val|test",
+         .help = "validation split (default) or the official test set",
+         .choices = SPLITS},
+        {.name = "images",
+         .kind = OPT_LONG,
+         .dest = &o->images,
+         .lo = 1,
+         .hi = 1e18,
+         .metavar = "N",
+         .help = "evaluate the first N images (default all)"},
+        {.name = "recal-images",
+         .kind = OPT_LONG,
+         .dest = &o->recal,
+         .lo = 1,
+         .hi = 1e18,
+         .metavar = "N",
+         .help = "images for BN re-calibration (default 2000)",
          .seen = &recal_seen},
-        {.name = "model", .kind = OPT_STRING, .dest = &o->model, .metavar = "MODEL",
+        {.name = "model",
+         .kind = OPT_STRING,
+         .dest = &o->model,
+         .metavar = "MODEL",
          .help = "an exported model, run in the inference engine"},
-        {.name = "data", .kind = OPT_STRING, .dest = &o->data, .metavar = "D",
+        {.name = "data",
+         .kind = OPT_STRING,
+         .dest = &o->data,
+         .metavar = "D",
          .help = "with --model alone: the data set (default fashion-mnist)"},
-        {.name = "predictions", .kind = OPT_STRING, .dest = &o->predictions,
-         .metavar = "FILE", .help = "with --model: each image's label and answer (CSV)"},
-        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
+        {.name = "predictions",
+         .kind = OPT_STRING,
+         .dest = &o->predictions,
+         .metavar = "FILE",
+         .help = "with --model: each image's label and answer (CSV)"},
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &o->device,
+         .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o->json, .help = "one JSON document"},
         {.name = NULL},
@@ -65,7 +97,9 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         "answer for every image (CSV: image,label,predicted), for paired comparisons\n"
         "of two models on the same images. These are the options of a classification\n"
         "checkpoint; a stereo one's follow.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -79,13 +113,15 @@ static int parse_args(int argc, char **argv, eval_opts *o)
         return 2;
     }
     if (o->model && !o->ckpt && (o->device || recal_seen)) {
-        fprintf(stderr, "manta eval: --%s goes with --ckpt (--model alone runs the exported file in "
-                "the inference engine, on the CPU)\n", o->device ? "device" : "recal-images");
+        fprintf(stderr,
+                "manta eval: --%s goes with --ckpt (--model alone runs the exported file in "
+                "the inference engine, on the CPU)\n",
+                o->device ? "device" : "recal-images");
         return 2;
     }
     if (o->ckpt && o->data) {
         fprintf(stderr, "manta eval: --data goes with --model alone (a checkpoint names its data "
-                "set)\n");
+                        "set)\n");
         return 2;
     }
     if (o->predictions && !out_check_file("manta eval", "predictions", o->predictions))
@@ -103,8 +139,10 @@ static bool engine_eval(engine_run *r, eval_source *es, long n, int classes, flo
     if (mengine_input(&r->engine, 0, &in) != MENGINE_OK ||
         mengine_tensor(&r->engine, (size_t)r->meta.logits_tensor, &out) != MENGINE_OK ||
         in.count != (size_t)R * R * C || out.count != (size_t)classes) {
-        fprintf(stderr, "manta eval: the model's input or logits do not match %dx%dx%d and %d "
-                        "classes\n", R, R, C, classes);
+        fprintf(stderr,
+                "manta eval: the model's input or logits do not match %dx%dx%d and %d "
+                "classes\n",
+                R, R, C, classes);
         return false;
     }
     long seen = 0, correct = 0;
@@ -167,8 +205,8 @@ static int eval_model(const eval_opts *o)
     run_ckpt rk;
     memset(&rk, 0, sizeof rk);
     bool ok = ckpt ? run_ckpt_open("eval", ckpt, o->device, &rk)
-                   : run_data_load("eval", o->data ? o->data : "fashion-mnist", r.meta.channels, 10000, 1,
-                                   false, &rk.data);
+                   : run_data_load("eval", o->data ? o->data : "fashion-mnist", r.meta.channels,
+                                   10000, 1, false, &rk.data);
     bool usage = ok && ckpt && !run_ckpt_check_recal("eval", &rk, o->recal);
     if (usage)
         run_ckpt_close(&rk);
@@ -187,8 +225,10 @@ static int eval_model(const eval_opts *o)
     float *ls = malloc((size_t)(n ? n : 1) * classes * sizeof *ls);
     int *pairs = pred_path ? malloc((size_t)(n ? n : 1) * 2 * sizeof *pairs) : NULL;
     double top_engine = 0, top_net = 0, diff = 0;
-    if (!scratch || !img || !lab || !le || !ls || (pred_path && !pairs) || (test && rk.data.test.count == 0)) {
-        fprintf(stderr, "manta eval: %s\n", test ? "the data set has no test split" : "out of memory");
+    if (!scratch || !img || !lab || !le || !ls || (pred_path && !pairs) ||
+        (test && rk.data.test.count == 0)) {
+        fprintf(stderr, "manta eval: %s\n",
+                test ? "the data set has no test split" : "out of memory");
         goto out;
     }
     aug_params aug = rk.data.aug_eval; /* the model's own normalisation */
@@ -206,8 +246,9 @@ static int eval_model(const eval_opts *o)
         if (!cmd_load_arch("eval", &rk.space, o->arch, &a))
             goto out;
         if (a.r != R) {
-            fprintf(stderr, "manta eval: the model's resolution %d differs from the sub-network's %d\n",
-                    R, a.r);
+            fprintf(stderr,
+                    "manta eval: the model's resolution %d differs from the sub-network's %d\n", R,
+                    a.r);
             goto out;
         }
         eval_source rs = run_ckpt_recal_source(&rk), es2 = run_ckpt_eval_source(&rk, test, &aug);
@@ -300,8 +341,7 @@ int cmd_eval(int argc, char **argv)
     if (o.json) {
         printf("{\"ckpt\":");
         cmd_json_str(stdout, ckpt);
-        printf(",\"split\":\"%s\",\"images\":%ld,\"arch\":%s,\"top1\":%.5f,", split, n, enc,
-               top1);
+        printf(",\"split\":\"%s\",\"images\":%ld,\"arch\":%s,\"top1\":%.5f,", split, n, enc, top1);
         cmd_json_provenance(stdout, rk.dev);
         printf("}\n");
     } else

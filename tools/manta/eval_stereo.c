@@ -24,11 +24,11 @@ typedef struct ev_opts {
 
 /* How the forward time was taken. */
 typedef struct ev_timing {
-    double ms;      /* median forward time per pair */
-    long forwards;  /* forwards the median is over */
-    int batch;      /* pairs per forward */
-    bool whole;     /* whole pairs of a folder, padded; else batches at the network's size */
-    bool again;     /* every pair had its own size: the last one's forward run once more */
+    double ms;     /* median forward time per pair */
+    long forwards; /* forwards the median is over */
+    int batch;     /* pairs per forward */
+    bool whole;    /* whole pairs of a folder, padded; else batches at the network's size */
+    bool again;    /* every pair had its own size: the last one's forward run once more */
     int min_h, min_w, max_h, max_w; /* the sizes the network ran at */
 } ev_timing;
 
@@ -118,9 +118,13 @@ static manta_status time_forward(mcl_dev *d, stereo_trainer *t, ev_timing *tm)
             ms[i] = (cmd_now() - t0) * 1e3;
     }
     const stereo_space *sp = stereo_net_space(n);
-    *tm = (ev_timing){.ms = manta_sort_median(ms, 5) / stereo_net_batch(n), .forwards = 5,
-                      .batch = stereo_net_batch(n), .min_h = sp->crop_h, .max_h = sp->crop_h,
-                      .min_w = sp->crop_w, .max_w = sp->crop_w};
+    *tm = (ev_timing){.ms = manta_sort_median(ms, 5) / stereo_net_batch(n),
+                      .forwards = 5,
+                      .batch = stereo_net_batch(n),
+                      .min_h = sp->crop_h,
+                      .max_h = sp->crop_h,
+                      .min_w = sp->crop_w,
+                      .max_w = sp->crop_w};
     return MANTA_OK;
 }
 
@@ -136,13 +140,12 @@ static manta_status run_synthetic(const ev_opts *o, mcl_dev *d, stereo_trainer *
     eval_src.synth.photos = photos; /* the run's photographs, or NULL */
     stereo_batch b;
     float *pred = malloc((size_t)o->pairs * sp->crop_h * sp->crop_w * sizeof *pred);
-    manta_status st = pred ? stereo_batch_alloc(&b, m->batch, sp->crop_h, sp->crop_w,
-                                                stereo_preds(sp), err)
-                           : manta_err_set(err, MANTA_ERR_NO_MEMORY, "eval: out of memory");
-    if (st == MANTA_OK &&
-        (st = stereo_trainer_evaluate(t, a, &b, stereo_ordered_batch, recal_src, o->recal,
-                                      stereo_ordered_batch, &eval_src, o->pairs, mt, pred)) !=
-            MANTA_OK)
+    manta_status st =
+        pred ? stereo_batch_alloc(&b, m->batch, sp->crop_h, sp->crop_w, stereo_preds(sp), err)
+             : manta_err_set(err, MANTA_ERR_NO_MEMORY, "eval: out of memory");
+    if (st == MANTA_OK && (st = stereo_trainer_evaluate(t, a, &b, stereo_ordered_batch, recal_src,
+                                                        o->recal, stereo_ordered_batch, &eval_src,
+                                                        o->pairs, mt, pred)) != MANTA_OK)
         *err = *mcl_err(d);
     if (st == MANTA_OK && (st = time_forward(d, t, tm)) != MANTA_OK)
         *err = *mcl_err(d);
@@ -155,10 +158,12 @@ static manta_status run_synthetic(const ev_opts *o, mcl_dev *d, stereo_trainer *
             if (k == 0)
                 st = stereo_ordered_batch(&eval_src, i / b.n, &b, &count, err);
             /* a view of pair k of the batch (not owned) */
-            stereo_pair p = {.height = b.height, .width = b.width,
+            stereo_pair p = {.height = b.height,
+                             .width = b.width,
                              .left = b.left + (size_t)k * STEREO_CHANNELS * plane,
                              .disp = b.gt[0] + (size_t)k * plane,
-                             .mask = b.mask + (size_t)k * plane, .has_noc = b.has_noc};
+                             .mask = b.mask + (size_t)k * plane,
+                             .has_noc = b.has_noc};
             if (st == MANTA_OK)
                 st = write_images(o, sp, &p, i, pred + (size_t)i * plane, err);
         }
@@ -205,13 +210,12 @@ static manta_status run_folder(const ev_opts *o, mcl_dev *d, stereo_trainer *t,
     stereo_batch b;
     stereo_infer *inf = NULL;
     stereo_infer_summary sum = {0};
-    manta_status st = kept.pred ? stereo_batch_alloc(&b, m->batch, sp->crop_h, sp->crop_w,
-                                                     stereo_preds(sp), err)
-                                : manta_err_set(err, MANTA_ERR_NO_MEMORY, "eval: out of memory");
+    manta_status st =
+        kept.pred ? stereo_batch_alloc(&b, m->batch, sp->crop_h, sp->crop_w, stereo_preds(sp), err)
+                  : manta_err_set(err, MANTA_ERR_NO_MEMORY, "eval: out of memory");
     const bool recal = st == MANTA_OK;
-    if (recal &&
-        (st = stereo_trainer_recalibrate(t, a, &b, stereo_ordered_batch, recal_src, o->recal)) !=
-            MANTA_OK)
+    if (recal && (st = stereo_trainer_recalibrate(t, a, &b, stereo_ordered_batch, recal_src,
+                                                  o->recal)) != MANTA_OK)
         *err = *mcl_err(d);
     if (st == MANTA_OK)
         st = stereo_infer_create(d, stereo_trainer_net(t), a, &inf, err);
@@ -226,9 +230,14 @@ static manta_status run_folder(const ev_opts *o, mcl_dev *d, stereo_trainer *t,
             *err = *mcl_err(d), st = rs;
         stereo_batch_free(&b);
     }
-    *tm = (ev_timing){.ms = sum.ms_median, .forwards = sum.timed, .batch = 1, .whole = true,
+    *tm = (ev_timing){.ms = sum.ms_median,
+                      .forwards = sum.timed,
+                      .batch = 1,
+                      .whole = true,
                       .again = sum.pairs > 0 && sum.sizes == sum.pairs,
-                      .min_h = sum.min_h, .min_w = sum.min_w, .max_h = sum.max_h,
+                      .min_h = sum.min_h,
+                      .min_w = sum.min_w,
+                      .max_h = sum.max_h,
                       .max_w = sum.max_w};
     *evaluated = sum.pairs;
     if (st == MANTA_OK && kept.show > 0)
@@ -256,16 +265,15 @@ static manta_status run(const ev_opts *o, mcl_dev *d, stereo_trainer *t, const s
      * phase ends take them) unless --recal-data says otherwise; the run's photographs also
      * where the held-out pairs are made */
     stereo_recal_src rs;
-    MANTA_TRY(stereo_recal_open(m, sp, o->recal_data, strcmp(o->data, "synthetic") == 0, &rs,
-                                err));
+    MANTA_TRY(stereo_recal_open(m, sp, o->recal_data, strcmp(o->data, "synthetic") == 0, &rs, err));
     stereo_metrics mt = {0};
     manta_status st;
     *evaluated = o->pairs;
     if (strcmp(o->data, "synthetic") != 0)
         st = run_folder(o, d, t, sp, m, a, &rs.src, &mt, tm, evaluated, err);
     else
-        st = run_synthetic(o, d, t, sp, m, a, &rs.src, rs.photos.count > 0 ? &rs.photos : NULL,
-                           &mt, tm, err);
+        st = run_synthetic(o, d, t, sp, m, a, &rs.src, rs.photos.count > 0 ? &rs.photos : NULL, &mt,
+                           tm, err);
     stereo_metrics_scores(&mt, all, noc);
     stereo_recal_close(&rs);
     return st;
@@ -275,25 +283,58 @@ int cmd_eval_stereo(int argc, char **argv)
 {
     ev_opts o = {.arch = "max", .data = "synthetic", .pairs = 200, .recal = 200, .show = 4};
     const opt_def defs[] = {
-        {.name = "ckpt", .kind = OPT_STRING, .dest = &o.ckpt, .metavar = "FILE",
+        {.name = "ckpt",
+         .kind = OPT_STRING,
+         .dest = &o.ckpt,
+         .metavar = "FILE",
          .help = "a checkpoint of manta train on a stereo space (required)"},
-        {.name = "arch", .kind = OPT_STRING, .dest = &o.arch, .metavar = "ARCH",
+        {.name = "arch",
+         .kind = OPT_STRING,
+         .dest = &o.arch,
+         .metavar = "ARCH",
          .help = "max (default), min or a file in OFA's encoding"},
-        {.name = "data", .kind = OPT_STRING, .dest = &o.data, .metavar = "D",
+        {.name = "data",
+         .kind = OPT_STRING,
+         .dest = &o.data,
+         .metavar = "D",
          .help = "synthetic (default: the run's held-out pairs) or a KITTI / Middlebury folder"},
-        {.name = "pairs", .kind = OPT_LONG, .dest = &o.pairs, .lo = 1, .hi = 1e7, .metavar = "N",
-         .help = "pairs evaluated (default 200; a folder: at most its pairs)"},
-        {.name = "recal-pairs", .kind = OPT_LONG, .dest = &o.recal, .lo = 0, .hi = 1e7,
+        {.name = "pairs",
+         .kind = OPT_LONG,
+         .dest = &o.pairs,
+         .lo = 1,
+         .hi = 1e7,
          .metavar = "N",
-         .help = "training pairs for BN re-calibration (default 200; 0: none, the running statistics)"},
-        {.name = "recal-data", .kind = OPT_STRING, .dest = &o.recal_data, .metavar = "D",
+         .help = "pairs evaluated (default 200; a folder: at most its pairs)"},
+        {.name = "recal-pairs",
+         .kind = OPT_LONG,
+         .dest = &o.recal,
+         .lo = 0,
+         .hi = 1e7,
+         .metavar = "N",
+         .help =
+             "training pairs for BN re-calibration (default 200; 0: none, the running statistics)"},
+        {.name = "recal-data",
+         .kind = OPT_STRING,
+         .dest = &o.recal_data,
+         .metavar = "D",
          .help = "pairs for BN re-calibration: synthetic or a KITTI / Middlebury folder "
                  "(default: the run's training data)"},
-        {.name = "out", .kind = OPT_STRING, .dest = &o.out, .metavar = "DIR",
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &o.out,
+         .metavar = "DIR",
          .help = "write left view, true and predicted disparity and error PNGs there"},
-        {.name = "show", .kind = OPT_LONG, .dest = &o.show, .lo = 0, .hi = 1000, .metavar = "K",
+        {.name = "show",
+         .kind = OPT_LONG,
+         .dest = &o.show,
+         .lo = 0,
+         .hi = 1000,
+         .metavar = "K",
          .help = "pairs written to --out (default 4; 0: none)"},
-        {.name = "device", .kind = OPT_STRING, .dest = &o.device, .metavar = "SPEC",
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &o.device,
+         .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o.json, .help = "one JSON document"},
         {.name = NULL},
@@ -317,7 +358,9 @@ int cmd_eval_stereo(int argc, char **argv)
         "colour-mapped disparities (dark blue = 0 to dark red = max_disp) and an error map\n"
         "(black < 1 px, blue 1-2, green 2-3, yellow 3-5, red > 5, gray: no ground truth);\n"
         "after every pair has run, nothing when one fails.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result pr = opt_parse(&cmd, argc, argv, &first);
     if (pr != OPT_OK)
@@ -363,14 +406,18 @@ int cmd_eval_stereo(int argc, char **argv)
         return 1;
     }
     if (all.pixels == 0 && !o.out) {
-        fprintf(stderr, "manta eval: no pixel of %s has a ground-truth disparity: nothing to "
-                "score (--out DIR writes the predictions)\n", o.data);
+        fprintf(stderr,
+                "manta eval: no pixel of %s has a ground-truth disparity: nothing to "
+                "score (--out DIR writes the predictions)\n",
+                o.data);
         mcl_close(d);
         return 1;
     }
     if (all.pixels == 0)
-        fprintf(stderr, "manta eval: no pixel of %s has a ground-truth disparity: predictions "
-                "only, no figures\n", o.data);
+        fprintf(stderr,
+                "manta eval: no pixel of %s has a ground-truth disparity: predictions "
+                "only, no figures\n",
+                o.data);
     char arch[1024] = "";
     stereo_arch_to_json(&sp, &a, arch, sizeof arch, &err);
     if (o.json) {
@@ -378,8 +425,8 @@ int cmd_eval_stereo(int argc, char **argv)
         cmd_json_str(stdout, o.ckpt);
         printf(",\"space\":");
         cmd_json_str(stdout, sp.name);
-        printf(",\"height\":%d,\"width\":%d,\"max_disp\":%d,\"arch\":%s,\"data\":",
-               sp.crop_h, sp.crop_w, sp.max_disp, arch);
+        printf(",\"height\":%d,\"width\":%d,\"max_disp\":%d,\"arch\":%s,\"data\":", sp.crop_h,
+               sp.crop_w, sp.max_disp, arch);
         cmd_json_str(stdout, o.data);
         printf(",");
         print_scores("all", &all, true);
@@ -403,8 +450,7 @@ int cmd_eval_stereo(int argc, char **argv)
         if (tm.min_w == tm.max_w && tm.min_h == tm.max_h)
             snprintf(size, sizeof size, "%dx%d", tm.max_w, tm.max_h);
         else
-            snprintf(size, sizeof size, "%dx%d to %dx%d", tm.min_w, tm.min_h, tm.max_w,
-                     tm.max_h);
+            snprintf(size, sizeof size, "%dx%d to %dx%d", tm.min_w, tm.min_h, tm.max_w, tm.max_h);
         if (tm.whole)
             printf("forward %.3f ms per pair (one pair at a time at its padded size, %s; %s)\n",
                    tm.ms, size,
@@ -414,8 +460,7 @@ int cmd_eval_stereo(int argc, char **argv)
             printf("forward %.3f ms per pair (batches of %d at %s, median of %ld)\n", tm.ms,
                    tm.batch, size, tm.forwards);
         if (o.out)
-            printf("images of %ld pairs in %s\n", o.show < evaluated ? o.show : evaluated,
-                   o.out);
+            printf("images of %ld pairs in %s\n", o.show < evaluated ? o.show : evaluated, o.out);
     }
     mcl_close(d);
     return 0;

@@ -33,8 +33,8 @@ static void print_point(const manta_tfevents_point *p, size_t count, bool json, 
     if (json) {
         printf("%s{\"tag\":", first ? "" : ",");
         json_put_str(stdout, p->tag);
-        printf(",\"step\":%lld,\"wall_time\":%.3f,\"value\":%.9g", (long long)p->step,
-               p->wall_time, (double)p->value);
+        printf(",\"step\":%lld,\"wall_time\":%.3f,\"value\":%.9g", (long long)p->step, p->wall_time,
+               (double)p->value);
         if (count)
             printf(",\"points\":%zu", count);
         printf("}");
@@ -60,20 +60,29 @@ int cmd_events(int argc, char **argv)
     bool json = false, all = false;
     const char *prefix = NULL;
     const opt_def defs[] = {
-        {.name = "all", .kind = OPT_FLAG, .dest = &all, .help = "every point, not the last per tag"},
-        {.name = "tag", .kind = OPT_STRING, .dest = &prefix, .metavar = "PREFIX",
+        {.name = "all",
+         .kind = OPT_FLAG,
+         .dest = &all,
+         .help = "every point, not the last per tag"},
+        {.name = "tag",
+         .kind = OPT_STRING,
+         .dest = &prefix,
+         .metavar = "PREFIX",
          .help = "only the tags that start with PREFIX (e.g. rank1/)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document per file"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta events", "FILE... [--all] [--tag PREFIX] [--json]",
+        "manta events",
+        "FILE... [--all] [--tag PREFIX] [--json]",
         "Reads TensorBoard event files (manta train writes them beside metrics.jsonl), checking\n"
         "both CRCs of every record and that every Event is a well-formed protocol buffer, and\n"
         "prints the last value of every scalar tag with its step and how many points it has\n"
         "(--all: every point, in file order). A damaged file is named with the record and what\n"
         "is wrong, and the exit status is 1.\n",
-        defs, 1, -1};
+        defs,
+        1,
+        -1};
     int first;
     opt_result res = opt_parse(&cmd, argc, argv, &first);
     if (res != OPT_OK)

@@ -21,17 +21,37 @@ int cmd_export(int argc, char **argv)
     long recal = 2000;
     bool json = false;
     const opt_def defs[] = {
-        {.name = "ckpt", .kind = OPT_STRING, .dest = &ckpt, .metavar = "FILE",
+        {.name = "ckpt",
+         .kind = OPT_STRING,
+         .dest = &ckpt,
+         .metavar = "FILE",
          .help = "training checkpoint (required)"},
-        {.name = "arch", .kind = OPT_STRING, .dest = &arch_arg, .metavar = "ARCH",
+        {.name = "arch",
+         .kind = OPT_STRING,
+         .dest = &arch_arg,
+         .metavar = "ARCH",
          .help = "max (default), min or a file in OFA's encoding"},
-        {.name = "out", .kind = OPT_STRING, .dest = &out, .metavar = "MODEL.tflite",
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &out,
+         .metavar = "MODEL.tflite",
          .help = "the model file (required)"},
-        {.name = "c-array", .kind = OPT_STRING, .dest = &c_dir, .metavar = "DIR",
+        {.name = "c-array",
+         .kind = OPT_STRING,
+         .dest = &c_dir,
+         .metavar = "DIR",
          .help = "also write DIR/model.{c,h}"},
-        {.name = "recal-images", .kind = OPT_LONG, .dest = &recal, .lo = 1, .hi = 1L << 30,
-         .metavar = "N", .help = "images for BN re-calibration (default 2000)"},
-        {.name = "device", .kind = OPT_STRING, .dest = &device, .metavar = "SPEC",
+        {.name = "recal-images",
+         .kind = OPT_LONG,
+         .dest = &recal,
+         .lo = 1,
+         .hi = 1L << 30,
+         .metavar = "N",
+         .help = "images for BN re-calibration (default 2000)"},
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &device,
+         .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
@@ -46,7 +66,9 @@ int cmd_export(int argc, char **argv)
         "plan (TFLM's OfflineMemoryAllocation) and the input preprocessing and labels as\n"
         "metadata. --c-array also writes DIR/model.{c,h}: the model as an aligned\n"
         "const array and its exact arena size (MODEL_ARENA_SIZE) for boards.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r == OPT_HELP && stereo_cmd_help_arg(argc, argv)) { /* the stereo checkpoints' too */

@@ -26,8 +26,7 @@ typedef struct sx_opts {
 static bool parse_size(const char *s, int *w, int *h)
 {
     char x, end;
-    return sscanf(s, "%d%c%d%c", w, &x, h, &end) == 3 && (x == 'x' || x == 'X') && *w > 0 &&
-           *h > 0;
+    return sscanf(s, "%d%c%d%c", w, &x, h, &end) == 3 && (x == 'x' || x == 'X') && *w > 0 && *h > 0;
 }
 
 /* Held-out pair 0 of the run, generated at h x w: (2, 3, h, w) into a new array. */
@@ -87,8 +86,8 @@ static int run(const sx_opts *o, mcl_dev *d, const stereo_space *sp, stereo_meta
     have_b = st == MANTA_OK;
     /* re-calibrated as manta eval does: the run's training pairs (or --recal-data's), in
      * its batches at the crop */
-    if (st == MANTA_OK && (st = stereo_trainer_recalibrate(t, a, &b, stereo_ordered_batch,
-                                                           &rs.src, o->recal)) != MANTA_OK)
+    if (st == MANTA_OK && (st = stereo_trainer_recalibrate(t, a, &b, stereo_ordered_batch, &rs.src,
+                                                           o->recal)) != MANTA_OK)
         err = *mcl_err(d);
     stereo_net *net = stereo_trainer_net(t);
     if (st == MANTA_OK && (h != sp->crop_h || w != sp->crop_w)) {
@@ -112,9 +111,9 @@ static int run(const sx_opts *o, mcl_dev *d, const stereo_space *sp, stereo_meta
     /* read back what was written and run it in the engine against the device network */
     file = cmd_read_aligned(o->out, &size);
     views = check_pair(sp, m, &rs.photos, h, w, &err);
-    st = !file ? manta_err_set(&err, MANTA_ERR_IO, "%s: cannot read back", o->out)
-               : !views ? MANTA_ERR_NO_MEMORY : stereo_export_check(net, file, size, views,
-                                                                    &diff, &err);
+    st = !file    ? manta_err_set(&err, MANTA_ERR_IO, "%s: cannot read back", o->out)
+         : !views ? MANTA_ERR_NO_MEMORY
+                  : stereo_export_check(net, file, size, views, &diff, &err);
     if (st != MANTA_OK) {
         fprintf(stderr, "manta export: checking the written file: %s\n", err.msg);
         goto out;
@@ -158,23 +157,49 @@ int cmd_export_stereo(int argc, char **argv)
 {
     sx_opts o = {.arch = "max", .recal = 200};
     const opt_def defs[] = {
-        {.name = "ckpt", .kind = OPT_STRING, .dest = &o.ckpt, .metavar = "FILE",
+        {.name = "ckpt",
+         .kind = OPT_STRING,
+         .dest = &o.ckpt,
+         .metavar = "FILE",
          .help = "a checkpoint of manta train on a stereo space (required)"},
-        {.name = "arch", .kind = OPT_STRING, .dest = &o.arch, .metavar = "ARCH",
+        {.name = "arch",
+         .kind = OPT_STRING,
+         .dest = &o.arch,
+         .metavar = "ARCH",
          .help = "max (default), min or a file in OFA's encoding with \"dw\""},
-        {.name = "out", .kind = OPT_STRING, .dest = &o.out, .metavar = "MODEL.tflite",
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &o.out,
+         .metavar = "MODEL.tflite",
          .help = "the model file (required)"},
-        {.name = "c-array", .kind = OPT_STRING, .dest = &o.c_dir, .metavar = "DIR",
+        {.name = "c-array",
+         .kind = OPT_STRING,
+         .dest = &o.c_dir,
+         .metavar = "DIR",
          .help = "also write DIR/model.{c,h}"},
-        {.name = "size", .kind = OPT_STRING, .dest = &o.size, .metavar = "WxH",
+        {.name = "size",
+         .kind = OPT_STRING,
+         .dest = &o.size,
+         .metavar = "WxH",
          .help = "the model's input size (default: the space's crop), re-calibrated there"},
-        {.name = "recal-pairs", .kind = OPT_LONG, .dest = &o.recal, .lo = 0, .hi = 10000000,
-         .metavar = "N", .help = "training pairs for BN re-calibration (default 200, as manta "
-                                 "eval; 0: none, the running statistics)"},
-        {.name = "recal-data", .kind = OPT_STRING, .dest = &o.recal_data, .metavar = "D",
+        {.name = "recal-pairs",
+         .kind = OPT_LONG,
+         .dest = &o.recal,
+         .lo = 0,
+         .hi = 10000000,
+         .metavar = "N",
+         .help = "training pairs for BN re-calibration (default 200, as manta "
+                 "eval; 0: none, the running statistics)"},
+        {.name = "recal-data",
+         .kind = OPT_STRING,
+         .dest = &o.recal_data,
+         .metavar = "D",
          .help = "pairs for BN re-calibration: synthetic or a KITTI / Middlebury folder "
                  "(default: the run's training data)"},
-        {.name = "device", .kind = OPT_STRING, .dest = &o.device, .metavar = "SPEC",
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &o.device,
+         .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o.json, .help = "one JSON document"},
         {.name = NULL},
@@ -193,7 +218,9 @@ int cmd_export_stereo(int argc, char **argv)
         "(sides multiples of 2^levels; re-calibrated at that size: docs/stereo.md, \"Sizes\").\n"
         "The written file is read back and run in the engine against the device network\n"
         "on a held-out pair (max |diff|, relative L2, whether the correlation was fused).\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)

@@ -18,16 +18,36 @@ int cmd_image(int argc, char **argv)
     bool json = false;
     static const char *const splits[] = {"test", "train", NULL};
     const opt_def defs[] = {
-        {.name = "out", .kind = OPT_STRING, .dest = &out, .metavar = "IMAGE.jpg",
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &out,
+         .metavar = "IMAGE.jpg",
          .help = "the JPEG to write (required)"},
-        {.name = "data", .kind = OPT_STRING, .dest = &data, .metavar = "D",
+        {.name = "data",
+         .kind = OPT_STRING,
+         .dest = &data,
+         .metavar = "D",
          .help = "fashion-mnist (default), an IDX folder or a JPEG folder (as manta train --data)"},
-        {.name = "split", .kind = OPT_STRING, .dest = &split, .choices = splits,
-         .metavar = "test|train", .help = "the split (default test)"},
-        {.name = "index", .kind = OPT_LONG, .dest = &index, .lo = 0, .hi = 1L << 30,
-         .metavar = "N", .help = "the image (default 0)"},
-        {.name = "quality", .kind = OPT_LONG, .dest = &quality, .lo = 1, .hi = 100,
-         .metavar = "Q", .help = "JPEG quality (default 95)"},
+        {.name = "split",
+         .kind = OPT_STRING,
+         .dest = &split,
+         .choices = splits,
+         .metavar = "test|train",
+         .help = "the split (default test)"},
+        {.name = "index",
+         .kind = OPT_LONG,
+         .dest = &index,
+         .lo = 0,
+         .hi = 1L << 30,
+         .metavar = "N",
+         .help = "the image (default 0)"},
+        {.name = "quality",
+         .kind = OPT_LONG,
+         .dest = &quality,
+         .lo = 1,
+         .hi = 100,
+         .metavar = "Q",
+         .help = "JPEG quality (default 95)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
     };
@@ -39,7 +59,9 @@ int cmd_image(int argc, char **argv)
         "train: the training images) as a JPEG (quality Q, default 95), gray or RGB as\n"
         "stored, at its stored size, and prints its label. D: fashion-mnist (default),\n"
         "an IDX folder or a JPEG folder (as manta train --data).\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)

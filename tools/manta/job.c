@@ -109,8 +109,7 @@ int job_open_devices(const char *cmd, const job_opts *j, mcl_dev **devs)
     return opened;
 }
 
-bool job_join(const char *cmd, const dist_config *cfg, int rank, const char *host,
-              ring_comm **ring)
+bool job_join(const char *cmd, const dist_config *cfg, int rank, const char *host, ring_comm **ring)
 {
     manta_err err;
     manta_err_clear(&err);
@@ -156,8 +155,7 @@ void job_monitor_stop(mon_server *m)
     mon_server_stop(m);
 }
 
-void job_outputs_close(const char *cmd, mon_server *monitor, FILE *metrics,
-                       manta_tfevents *events)
+void job_outputs_close(const char *cmd, mon_server *monitor, FILE *metrics, manta_tfevents *events)
 {
     job_monitor_stop(monitor);
     if (metrics)
@@ -244,8 +242,8 @@ void job_record_job(const job_log *l, const job_header *h)
         snprintf(j->devices[i], sizeof j->devices[i], "%s", mcl_info(h->devs[i])->name);
         j->device_bytes[i] = st.bytes_allocated;
     }
-    j->n_phases = h->sched->n_phases < MANTA_REC_MAX_PHASES ? h->sched->n_phases
-                                                             : MANTA_REC_MAX_PHASES;
+    j->n_phases =
+        h->sched->n_phases < MANTA_REC_MAX_PHASES ? h->sched->n_phases : MANTA_REC_MAX_PHASES;
     for (int i = 0; i < j->n_phases; i++) {
         const ofa_phase *ph = &h->sched->phase[i];
         manta_rec_phase *o = &j->phases[i];
@@ -318,9 +316,8 @@ int job_ranks(const dp_trainer *dp, const job_log *l, mcl_dev *dev, int samples_
         o->compute_s = f[r].compute_s;
         o->data_wait_s = f[r].data_wait_s;
         o->allreduce_wait_s = f[r].allreduce_s;
-        o->ring_bytes_per_s = n > 1 && f[r].allreduce_s > 0
-                                  ? (double)f[r].allreduce_bytes / f[r].allreduce_s
-                                  : NAN;
+        o->ring_bytes_per_s =
+            n > 1 && f[r].allreduce_s > 0 ? (double)f[r].allreduce_bytes / f[r].allreduce_s : NAN;
         o->heartbeat = now;
         o->step_ms = NAN; /* in compute_s and the waits */
     }

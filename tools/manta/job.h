@@ -38,45 +38,110 @@ void job_opts_init(job_opts *j);
 extern const char *const JOB_MODES[];
 
 /** The opt_def entries of a job_opts *j (tools/common/opts.h), for an option table. */
-#define JOB_OPT_DEFS(j)                                                                          \
-    {.name = "device", .kind = OPT_STRING, .dest = &(j)->device, .metavar = "SPEC",             \
-     .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},                                  \
-    {.name = "devices", .kind = OPT_STRING, .dest = &(j)->devices, .metavar = "LIST",           \
-     .help = "several devices of this process: 'all' or a list such as '0,1'"},                 \
-    {.name = "mode", .kind = OPT_STRING, .dest = &(j)->mode, .metavar = "data|subnet",          \
-     .help = "with several devices or ranks (default data; see above)", .choices = JOB_MODES},  \
-    {.name = "sync-check", .kind = OPT_LONG, .dest = &(j)->sync_check, .lo = 0, .hi = 0x1p40,   \
-     .metavar = "N", .help = "compare the replicas' weight hashes every N steps (default 100; 0: at checkpoints only)"}, \
-    {.name = "monitor", .kind = OPT_STRING, .dest = &(j)->monitor, .metavar = "[ADDR:]PORT",    \
-     .help = "rank 0 serves the live monitor page and API (docs/monitor.md)"},                  \
-    {.name = "on-alert", .kind = OPT_STRING, .dest = &(j)->on_alert, .metavar = "CMD",          \
-     .help = "with --monitor: run CMD (sh -c) with each new alert as JSON on stdin"},           \
-    {.name = "alert-grow", .kind = OPT_INT, .dest = &(j)->alerts.grow, .lo = 1, .hi = 1e6,      \
-     .metavar = "N", .help = "alert when the loss grows for N reports of a phase (default 5)"}, \
-    {.name = "alert-slow", .kind = OPT_DOUBLE, .dest = &(j)->alerts.slow_pct, .lo = 1,          \
-     .hi = 99, .metavar = "PCT",                                                                \
-     .help = "alert for a rank PCT % below the median images/s (default 25)"},                  \
-    {.name = "alert-stall", .kind = OPT_DOUBLE, .dest = &(j)->alerts.stall_s, .lo = 1,          \
-     .hi = 1e7, .metavar = "SEC", .help = "alert after SEC s without a record (default 300)"},  \
-    {.name = "world", .kind = OPT_INT, .dest = &(j)->net.world_size, .lo = 1,                   \
-     .hi = DIST_MAX_WORLD, .metavar = "N", .help = "ranks of the distributed job"},             \
-    {.name = "rank", .kind = OPT_INT, .dest = &(j)->net.rank, .lo = 0, .hi = DIST_MAX_WORLD,    \
-     .metavar = "R", .help = "this process's rank"},                                            \
-    {.name = "master", .kind = OPT_STRING, .dest = &(j)->net.master, .metavar = "HOST[:PORT]",  \
-     .help = "the rendezvous (rank 0's address)"},                                              \
-    {.name = "iface", .kind = OPT_STRING, .dest = &(j)->net.iface, .metavar = "NAME",           \
-     .help = "network interface of the ring"},                                                  \
-    {.name = "ring-addr", .kind = OPT_STRING, .dest = &(j)->net.ring_addr, .metavar = "A",      \
-     .help = "IPv4 address of this rank's ring listener"},                                      \
-    {.name = "job", .kind = OPT_STRING, .dest = &(j)->net.job_id, .metavar = "ID",              \
-     .help = "job id"},                                                                          \
-    {.name = "secret-file", .kind = OPT_STRING, .dest = &(j)->net.secret_file,                 \
-     .metavar = "PATH", .help = "the job's shared secret"},                                     \
-    {.name = "rdzv-bind-all", .kind = OPT_FLAG, .dest = &(j)->bind_all,                         \
-     .help = "rank 0 listens for the rendezvous on every address"},                             \
-    {.name = "timeout", .kind = OPT_DOUBLE, .dest = &(j)->net.timeout_s, .lo = 0, .hi = 86400,  \
-     .metavar = "S", .help = "network deadline in seconds, in (0, 86400] (default 60)",         \
-     .seen = &(j)->timeout_given}
+#define JOB_OPT_DEFS(j)                                                                           \
+    {.name = "device",                                                                            \
+     .kind = OPT_STRING,                                                                          \
+     .dest = &(j)->device,                                                                        \
+     .metavar = "SPEC",                                                                           \
+     .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},                                    \
+        {.name = "devices",                                                                       \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->devices,                                                                   \
+         .metavar = "LIST",                                                                       \
+         .help = "several devices of this process: 'all' or a list such as '0,1'"},               \
+        {.name = "mode",                                                                          \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->mode,                                                                      \
+         .metavar = "data|subnet",                                                                \
+         .help = "with several devices or ranks (default data; see above)",                       \
+         .choices = JOB_MODES},                                                                   \
+        {.name = "sync-check",                                                                    \
+         .kind = OPT_LONG,                                                                        \
+         .dest = &(j)->sync_check,                                                                \
+         .lo = 0,                                                                                 \
+         .hi = 0x1p40,                                                                            \
+         .metavar = "N",                                                                          \
+         .help = "compare the replicas' weight hashes every N steps (default 100; 0: at "         \
+                 "checkpoints only)"},                                                            \
+        {.name = "monitor",                                                                       \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->monitor,                                                                   \
+         .metavar = "[ADDR:]PORT",                                                                \
+         .help = "rank 0 serves the live monitor page and API (docs/monitor.md)"},                \
+        {.name = "on-alert",                                                                      \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->on_alert,                                                                  \
+         .metavar = "CMD",                                                                        \
+         .help = "with --monitor: run CMD (sh -c) with each new alert as JSON on stdin"},         \
+        {.name = "alert-grow",                                                                    \
+         .kind = OPT_INT,                                                                         \
+         .dest = &(j)->alerts.grow,                                                               \
+         .lo = 1,                                                                                 \
+         .hi = 1e6,                                                                               \
+         .metavar = "N",                                                                          \
+         .help = "alert when the loss grows for N reports of a phase (default 5)"},               \
+        {.name = "alert-slow",                                                                    \
+         .kind = OPT_DOUBLE,                                                                      \
+         .dest = &(j)->alerts.slow_pct,                                                           \
+         .lo = 1,                                                                                 \
+         .hi = 99,                                                                                \
+         .metavar = "PCT",                                                                        \
+         .help = "alert for a rank PCT % below the median images/s (default 25)"},                \
+        {.name = "alert-stall",                                                                   \
+         .kind = OPT_DOUBLE,                                                                      \
+         .dest = &(j)->alerts.stall_s,                                                            \
+         .lo = 1,                                                                                 \
+         .hi = 1e7,                                                                               \
+         .metavar = "SEC",                                                                        \
+         .help = "alert after SEC s without a record (default 300)"},                             \
+        {.name = "world",                                                                         \
+         .kind = OPT_INT,                                                                         \
+         .dest = &(j)->net.world_size,                                                            \
+         .lo = 1,                                                                                 \
+         .hi = DIST_MAX_WORLD,                                                                    \
+         .metavar = "N",                                                                          \
+         .help = "ranks of the distributed job"},                                                 \
+        {.name = "rank",                                                                          \
+         .kind = OPT_INT,                                                                         \
+         .dest = &(j)->net.rank,                                                                  \
+         .lo = 0,                                                                                 \
+         .hi = DIST_MAX_WORLD,                                                                    \
+         .metavar = "R",                                                                          \
+         .help = "this process's rank"},                                                          \
+        {.name = "master",                                                                        \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->net.master,                                                                \
+         .metavar = "HOST[:PORT]",                                                                \
+         .help = "the rendezvous (rank 0's address)"},                                            \
+        {.name = "iface",                                                                         \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->net.iface,                                                                 \
+         .metavar = "NAME",                                                                       \
+         .help = "network interface of the ring"},                                                \
+        {.name = "ring-addr",                                                                     \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->net.ring_addr,                                                             \
+         .metavar = "A",                                                                          \
+         .help = "IPv4 address of this rank's ring listener"},                                    \
+        {.name = "job",                                                                           \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->net.job_id,                                                                \
+         .metavar = "ID",                                                                         \
+         .help = "job id"},                                                                       \
+        {.name = "secret-file",                                                                   \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->net.secret_file,                                                           \
+         .metavar = "PATH",                                                                       \
+         .help = "the job's shared secret"},                                                      \
+        {.name = "rdzv-bind-all",                                                                 \
+         .kind = OPT_FLAG,                                                                        \
+         .dest = &(j)->bind_all,                                                                  \
+         .help = "rank 0 listens for the rendezvous on every address"},                           \
+    {                                                                                             \
+        .name = "timeout", .kind = OPT_DOUBLE, .dest = &(j)->net.timeout_s, .lo = 0, .hi = 86400, \
+        .metavar = "S", .help = "network deadline in seconds, in (0, 86400] (default 60)",        \
+        .seen = &(j)->timeout_given                                                               \
+    }
 
 /** The data-parallel mode of --mode. */
 dp_mode job_mode(const job_opts *j);
@@ -107,8 +172,7 @@ void job_monitor_stop(mon_server *m);
 
 /** The end of a run's outputs: the monitor stopped (after its last read), metrics.jsonl and
  *  the event file closed (a failed close is a warning "CMD: warning: ..."). NULLs allowed. */
-void job_outputs_close(const char *cmd, mon_server *monitor, FILE *metrics,
-                       manta_tfevents *events);
+void job_outputs_close(const char *cmd, mon_server *monitor, FILE *metrics, manta_tfevents *events);
 
 /** Leave the job: the data-parallel trainer, the ring and the @p n_dev devices freed, the
  *  job's key wiped from @p cfg. NULLs allowed. */
@@ -116,10 +180,10 @@ void job_leave(dp_trainer *dp, ring_comm *ring, mcl_dev **devs, int n_dev, dist_
 
 /** Where a job's records go (docs/monitor.md): rank 0's metrics.jsonl; its monitor. */
 typedef struct job_log {
-    const char *cmd;   /* "manta train": the prefix of messages */
-    FILE *metrics;     /* rank 0's metrics.jsonl (NULL: none yet, or another rank) */
-    int rank;          /* this rank */
-    const char *host;  /* this host */
+    const char *cmd;     /* "manta train": the prefix of messages */
+    FILE *metrics;       /* rank 0's metrics.jsonl (NULL: none yet, or another rank) */
+    int rank;            /* this rank */
+    const char *host;    /* this host */
     mon_server *monitor; /* NULL: none */
 } job_log;
 
@@ -130,13 +194,14 @@ void job_write(const job_log *l, const manta_rec *r);
 /** Print "CMD: MSG" on stderr and add the error record for it after @p step steps (-1:
  *  unknown); the record's rank is the one the message names other than this one (a peer
  *  that failed), else this rank. */
-void job_fail(const job_log *l, long step, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void job_fail(const job_log *l, long step, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /** What the job record says of a run. */
 typedef struct job_header {
     const char *task, *space, *schedule, *data;
     const ofa_schedule *sched;
-    long start;        /* the first step of this invocation */
+    long start; /* the first step of this invocation */
     int batch, world_size, replicas;
     mcl_dev *const *devs;
     int n_dev;
@@ -172,8 +237,7 @@ size_t job_rank_scalars(const dp_trainer *dp, int samples_per_rank, char (*tags)
 /** Append @p n scalars of step @p step to the event file *ev (NULL: nothing); after a failed
  *  write, one warning ("CMD: warning: ...") and *ev is closed and set to NULL: training goes
  *  on without events. */
-void job_events(manta_tfevents **ev, const char *cmd, long step, const manta_tfscalar *v,
-                size_t n);
+void job_events(manta_tfevents **ev, const char *cmd, long step, const manta_tfscalar *v, size_t n);
 
 /** The job record (the first of an invocation), written once the networks exist:
  *  "device_bytes" holds the bytes of the buffers live on each device then (networks,

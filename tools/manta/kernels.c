@@ -91,12 +91,16 @@ int cmd_kernels(int argc, char **argv)
 {
     const char *device = NULL;
     const opt_def defs[] = {
-        {.name = "device", .kind = OPT_STRING, .dest = &device, .metavar = "SPEC",
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &device,
+         .metavar = "SPEC",
          .help = "with build: the OpenCL device (default: MANTA_DEVICE, else 0)"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta kernels", "list | dump DIR | build [--device SPEC]",
+        "manta kernels",
+        "list | dump DIR | build [--device SPEC]",
         "The OpenCL programs embedded from cl_kernels/, each the shared preamble\n"
         "(common.cl) followed by one file, built with the options '" MCL_BUILD_OPTIONS "'.\n\n"
         "  list    the programs and their build options\n"
@@ -105,7 +109,9 @@ int cmd_kernels(int argc, char **argv)
         "  build   build every program from source on a device (no program cache) and\n"
         "          print each one's result: a portability check of a new device; exit\n"
         "          status 1 when any fails (its build log's first error shown)\n",
-        defs, 1, 2};
+        defs,
+        1,
+        2};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)

@@ -39,7 +39,8 @@ static void describe(int status, char *out, size_t cap)
     if (WIFEXITED(status))
         snprintf(out, cap, "exited with status %d", WEXITSTATUS(status));
     else if (WIFSIGNALED(status))
-        snprintf(out, cap, "was killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        snprintf(out, cap, "was killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     else
         snprintf(out, cap, "ended with wait status %d", status);
 }
@@ -65,12 +66,12 @@ static int command_at(const opt_def *defs, int argc, char **argv)
 
 /* The ranks of one launch. */
 typedef struct launch {
-    int n;                 /* ranks started */
+    int n; /* ranks started */
     int port, grace;
     char secret[2 * 32 + 1];
     char job[DIST_JOB_MAX];
-    const char *prog;      /* what each rank runs */
-    char **args;           /* its arguments, args[0] as given */
+    const char *prog; /* what each rank runs */
+    char **args;      /* its arguments, args[0] as given */
     pid_t pid[LAUNCH_MAX];
     int status[LAUNCH_MAX]; /* wait status, -1 while it runs */
 } launch;
@@ -189,26 +190,49 @@ int cmd_launch(int argc, char **argv)
     bool quiet = false;
     l->grace = 10;
     const opt_def defs[] = {
-        {.name = "nproc", .key = 'n', .kind = OPT_INT, .dest = &l->n, .lo = 1, .hi = LAUNCH_MAX,
-         .metavar = "N", .help = "ranks to start (1 .. " XSTR(LAUNCH_MAX) ")"},
-        {.name = "port", .kind = OPT_INT, .dest = &l->port, .lo = 1, .hi = 65535, .metavar = "P",
+        {.name = "nproc",
+         .key = 'n',
+         .kind = OPT_INT,
+         .dest = &l->n,
+         .lo = 1,
+         .hi = LAUNCH_MAX,
+         .metavar = "N",
+         .help = "ranks to start (1 .. " XSTR(LAUNCH_MAX) ")"},
+        {.name = "port",
+         .kind = OPT_INT,
+         .dest = &l->port,
+         .lo = 1,
+         .hi = 65535,
+         .metavar = "P",
          .help = "rendezvous port (default: a free port)"},
-        {.name = "grace", .kind = OPT_INT, .dest = &l->grace, .lo = 0, .hi = 3600, .metavar = "S",
-         .help = "after a rank fails: seconds before SIGTERM, then SIGKILL (default 10; 0: at once)"},
-        {.name = "quiet", .kind = OPT_FLAG, .dest = &quiet,
+        {.name = "grace",
+         .kind = OPT_INT,
+         .dest = &l->grace,
+         .lo = 0,
+         .hi = 3600,
+         .metavar = "S",
+         .help =
+             "after a rank fails: seconds before SIGTERM, then SIGKILL (default 10; 0: at once)"},
+        {.name = "quiet",
+         .kind = OPT_FLAG,
+         .dest = &quiet,
          .help = "no line when every rank succeeded"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta launch", "-n N [--port P] [--grace S] [--quiet] -- COMMAND [ARGS...]",
+        "manta launch",
+        "-n N [--port P] [--grace S] [--quiet] -- COMMAND [ARGS...]",
         "Starts N local ranks of COMMAND (like torchrun --standalone), each with RANK,\n"
-        "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, MANTA_JOB_ID\n"
+        "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, "
+        "MANTA_JOB_ID\n"
         "and, unless MANTA_SECRET or MANTA_SECRET_FILE is set, a fresh random MANTA_SECRET.\n"
         "COMMAND 'manta' runs this very program. Example:\n"
         "  manta launch -n 2 -- manta train --schedule smoke --batch 16 --out runs/x\n\n"
         "SIGINT/SIGTERM are forwarded to every rank. Exit status: 0 when all ranks exit 0,\n"
         "else that of the first failing rank (128 + signal when it was killed).\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int cmd_at = command_at(defs, argc, argv), first, rc = 2;
     opt_result r = opt_parse(&cmd, cmd_at, argv, &first);
     if (r != OPT_OK) {

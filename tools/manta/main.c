@@ -28,11 +28,13 @@ static const struct {
     {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|allreduce'"},
     {"kernels", cmd_kernels, "the embedded OpenCL programs: list, dump, build on a device"},
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
-    {"launch", cmd_launch, "start N local ranks of a distributed command (like torchrun --standalone)"},
+    {"launch", cmd_launch,
+     "start N local ranks of a distributed command (like torchrun --standalone)"},
     {"ckpt-diff", cmd_ckpt_diff, "largest differences between the tensors of two checkpoints"},
     {"events", cmd_events, "scalars of TensorBoard event files, every record's CRC checked"},
 #ifndef MANTA_NO_REPORT
-    {"report", cmd_report, "plots of a run (PNG, SVG) and one HTML page: training, search, latency"},
+    {"report", cmd_report,
+     "plots of a run (PNG, SVG) and one HTML page: training, search, latency"},
 #endif
     {"monitor", cmd_monitor, "live page, JSON API and Prometheus metrics of training runs"},
     {"version", cmd_version, "version, git revision, OpenCL headers' target, CLBlast (--version)"},
@@ -83,8 +85,9 @@ static void usage_env(FILE *f)
         snprintf(line, sizeof line, "Unset: %s.", d->unset);
         print_wrapped(f, 6, line);
     }
-    fprintf(f, "\nDistributed jobs also read torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
-               "MASTER_PORT, TORCHELASTIC_RUN_ID and SLURM's variables (docs/distributed.md).\n");
+    fprintf(f,
+            "\nDistributed jobs also read torchrun's RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,\n"
+            "MASTER_PORT, TORCHELASTIC_RUN_ID and SLURM's variables (docs/distributed.md).\n");
 }
 
 double cmd_now(void) { return manta_now(); }
@@ -99,8 +102,10 @@ int cmd_load_arch(const char *cmd, const ofa_space *sp, const char *arg, ofa_arc
     errno = 0;
     char *buf = cmd_read_aligned(arg, &n);
     if (!buf) {
-        fprintf(stderr, "manta %s: --arch %s: cannot read: %s (give max, min or a file in OFA's "
-                "encoding)\n", cmd, arg, errno ? strerror(errno) : "not a regular file");
+        fprintf(stderr,
+                "manta %s: --arch %s: cannot read: %s (give max, min or a file in OFA's "
+                "encoding)\n",
+                cmd, arg, errno ? strerror(errno) : "not a regular file");
         return 0;
     }
     manta_err err;
@@ -173,7 +178,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;
     }

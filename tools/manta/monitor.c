@@ -43,26 +43,68 @@ int cmd_monitor(int argc, char **argv)
     const char *listen = "127.0.0.1:8080";
     bool json = false;
     const opt_def defs[] = {
-        {.name = "listen", .kind = OPT_STRING, .dest = &listen, .metavar = "[ADDR:]PORT",
+        {.name = "listen",
+         .kind = OPT_STRING,
+         .dest = &listen,
+         .metavar = "[ADDR:]PORT",
          .help = "address and port (default 127.0.0.1:8080; port 0: any free one)"},
-        {.name = "on-alert", .kind = OPT_STRING, .dest = &mo.on_alert, .metavar = "CMD",
+        {.name = "on-alert",
+         .kind = OPT_STRING,
+         .dest = &mo.on_alert,
+         .metavar = "CMD",
          .help = "run CMD (sh -c) with each new alert as JSON on its standard input"},
-        {.name = "alert-grow", .kind = OPT_INT, .dest = &mo.alerts.grow, .lo = 1, .hi = 1e6,
-         .metavar = "N", .help = "alert when the loss grows for N reports of a phase (default 5)"},
-        {.name = "alert-slow", .kind = OPT_DOUBLE, .dest = &mo.alerts.slow_pct, .lo = 1, .hi = 99,
-         .metavar = "PCT", .help = "alert for a rank PCT % below the median images/s (default 25)"},
-        {.name = "alert-stall", .kind = OPT_DOUBLE, .dest = &mo.alerts.stall_s, .lo = 1,
-         .hi = 1e7, .metavar = "SEC", .help = "alert after SEC s without a record (default 300)"},
-        {.name = "rank-timeout", .kind = OPT_DOUBLE, .dest = &mo.alerts.rank_timeout_s, .lo = 1,
-         .hi = 1e7, .metavar = "SEC",
+        {.name = "alert-grow",
+         .kind = OPT_INT,
+         .dest = &mo.alerts.grow,
+         .lo = 1,
+         .hi = 1e6,
+         .metavar = "N",
+         .help = "alert when the loss grows for N reports of a phase (default 5)"},
+        {.name = "alert-slow",
+         .kind = OPT_DOUBLE,
+         .dest = &mo.alerts.slow_pct,
+         .lo = 1,
+         .hi = 99,
+         .metavar = "PCT",
+         .help = "alert for a rank PCT % below the median images/s (default 25)"},
+        {.name = "alert-stall",
+         .kind = OPT_DOUBLE,
+         .dest = &mo.alerts.stall_s,
+         .lo = 1,
+         .hi = 1e7,
+         .metavar = "SEC",
+         .help = "alert after SEC s without a record (default 300)"},
+        {.name = "rank-timeout",
+         .kind = OPT_DOUBLE,
+         .dest = &mo.alerts.rank_timeout_s,
+         .lo = 1,
+         .hi = 1e7,
+         .metavar = "SEC",
          .help = "a rank whose heartbeat is older is dead (default 120)"},
-        {.name = "poll", .kind = OPT_DOUBLE, .dest = &mo.poll_s, .lo = 0.05, .hi = 60,
-         .metavar = "SEC", .help = "seconds between two reads of the files (default 0.5)"},
-        {.name = "max-connections", .kind = OPT_INT, .dest = &mo.max_connections, .lo = 1,
-         .hi = 1024, .metavar = "N", .help = "connections at once (default 64)"},
-        {.name = "per-ip", .kind = OPT_INT, .dest = &mo.per_ip_connections, .lo = 1, .hi = 1024,
-         .metavar = "N", .help = "connections at once from one address (default 16)"},
-        {.name = "json", .kind = OPT_FLAG, .dest = &json,
+        {.name = "poll",
+         .kind = OPT_DOUBLE,
+         .dest = &mo.poll_s,
+         .lo = 0.05,
+         .hi = 60,
+         .metavar = "SEC",
+         .help = "seconds between two reads of the files (default 0.5)"},
+        {.name = "max-connections",
+         .kind = OPT_INT,
+         .dest = &mo.max_connections,
+         .lo = 1,
+         .hi = 1024,
+         .metavar = "N",
+         .help = "connections at once (default 64)"},
+        {.name = "per-ip",
+         .kind = OPT_INT,
+         .dest = &mo.per_ip_connections,
+         .lo = 1,
+         .hi = 1024,
+         .metavar = "N",
+         .help = "connections at once from one address (default 16)"},
+        {.name = "json",
+         .kind = OPT_FLAG,
+         .dest = &json,
          .help = "print the address as one JSON line ({\"url\":...,\"port\":...})"},
         {.name = NULL},
     };
@@ -77,8 +119,10 @@ int cmd_monitor(int argc, char **argv)
     for (int i = first; i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
-            fprintf(stderr, "manta monitor: %s: not a folder (a run's --out folder, whose "
-                            "metrics.jsonl may not exist yet)\n", argv[i]);
+            fprintf(stderr,
+                    "manta monitor: %s: not a folder (a run's --out folder, whose "
+                    "metrics.jsonl may not exist yet)\n",
+                    argv[i]);
             return 2;
         }
         dirs[n++] = argv[i];
@@ -103,7 +147,8 @@ int cmd_monitor(int argc, char **argv)
         printf("{\"url\":\"%s\",\"port\":%d,\"runs\":%d,\"token\":%s}\n", url, mon_server_port(s),
                n, tok ? "true" : "false");
     else
-        printf("manta monitor: %d run(s) at %s%s (Ctrl-C stops)\n", n, url, tok ? "?token=..." : "");
+        printf("manta monitor: %d run(s) at %s%s (Ctrl-C stops)\n", n, url,
+               tok ? "?token=..." : "");
     fflush(stdout);
     while (!stop_requested)
         manta_sleep(0.2);

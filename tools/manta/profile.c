@@ -26,26 +26,59 @@ typedef struct profile_opts {
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_args(int argc, char **argv, profile_opts *o)
 {
-    *o = (profile_opts){.space = "cpu-default", .count = 20, .seed = 1, .runs = 10,
-                        .min_ms = 200};
+    *o = (profile_opts){.space = "cpu-default", .count = 20, .seed = 1, .runs = 10, .min_ms = 200};
     const opt_def defs[] = {
-        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &o->device,
+         .metavar = "SPEC",
          .help = "the OpenCL device (required; see 'manta devices')"},
-        {.name = "space", .kind = OPT_STRING, .dest = &o->space, .metavar = "S",
+        {.name = "space",
+         .kind = OPT_STRING,
+         .dest = &o->space,
+         .metavar = "S",
          .help = "spec file or built-in name (default cpu-default)"},
-        {.name = "count", .kind = OPT_LONG, .dest = &o->count, .lo = 1, .hi = 1000000,
-         .metavar = "K", .help = "random sub-networks (default 20)"},
-        {.name = "seed", .kind = OPT_LONG, .dest = &o->seed, .lo = 0, .hi = 1000000,
-         .metavar = "N", .help = "seed of the sub-networks (default 1)"},
-        {.name = "runs", .kind = OPT_LONG, .dest = &o->runs, .lo = 1, .hi = 1000000,
-         .metavar = "N", .help = "timed runs per sub-network, at least (default 10)"},
-        {.name = "min-time-ms", .kind = OPT_LONG, .dest = &o->min_ms, .lo = 0, .hi = 1000000,
-         .metavar = "T", .help = "timed time per sub-network, at least (default 200; 0: --runs runs only)"},
-        {.name = "lut", .kind = OPT_STRING, .dest = &o->lut, .metavar = "LUT.json",
+        {.name = "count",
+         .kind = OPT_LONG,
+         .dest = &o->count,
+         .lo = 1,
+         .hi = 1000000,
+         .metavar = "K",
+         .help = "random sub-networks (default 20)"},
+        {.name = "seed",
+         .kind = OPT_LONG,
+         .dest = &o->seed,
+         .lo = 0,
+         .hi = 1000000,
+         .metavar = "N",
+         .help = "seed of the sub-networks (default 1)"},
+        {.name = "runs",
+         .kind = OPT_LONG,
+         .dest = &o->runs,
+         .lo = 1,
+         .hi = 1000000,
+         .metavar = "N",
+         .help = "timed runs per sub-network, at least (default 10)"},
+        {.name = "min-time-ms",
+         .kind = OPT_LONG,
+         .dest = &o->min_ms,
+         .lo = 0,
+         .hi = 1000000,
+         .metavar = "T",
+         .help = "timed time per sub-network, at least (default 200; 0: --runs runs only)"},
+        {.name = "lut",
+         .kind = OPT_STRING,
+         .dest = &o->lut,
+         .metavar = "LUT.json",
          .help = "compare the table's predictions with the measurements"},
-        {.name = "csv", .kind = OPT_STRING, .dest = &o->csv, .metavar = "FILE",
+        {.name = "csv",
+         .kind = OPT_STRING,
+         .dest = &o->csv,
+         .metavar = "FILE",
          .help = "index, median, mean, runs, prediction and arch per sub-network"},
-        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+        {.name = "json",
+         .kind = OPT_FLAG,
+         .dest = &o->json,
          .help = "a JSON line per sub-network and a summary line"},
         {.name = NULL},
     };
@@ -62,7 +95,9 @@ static int parse_args(int argc, char **argv, profile_opts *o)
         "absolute % error, share within +-10%, Kendall's tau). --csv writes arch,\n"
         "median, mean and runs per sub-network. The CPU inference engine is profiled\n"
         "per layer by the board program manta-profile.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -143,8 +178,8 @@ static bool print_summary(const profile_opts *o, const mcl_dev *d, const double 
         cmd_json_provenance(stdout, d);
         printf("}\n");
     } else {
-        printf("%s on %s: %ld sub-networks, %.3f .. %.3f ms (median per sub-network)\n",
-               o->space, mcl_info(d)->name, count, lo, hi);
+        printf("%s on %s: %ld sub-networks, %.3f .. %.3f ms (median per sub-network)\n", o->space,
+               mcl_info(d)->name, count, lo, hi);
     }
     return true;
 }

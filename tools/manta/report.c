@@ -27,22 +27,37 @@ static int parse_args(int argc, char **argv, report_opts *o)
 {
     *o = (report_opts){0};
     const opt_def defs[] = {
-        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "DIR",
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &o->out,
+         .metavar = "DIR",
          .help = "where the plots and index.html go (default RUN_DIR/report)"},
-        {.name = "metrics", .kind = OPT_STRING, .dest = &o->metrics, .metavar = "FILE",
+        {.name = "metrics",
+         .kind = OPT_STRING,
+         .dest = &o->metrics,
+         .metavar = "FILE",
          .help = "training metrics (default RUN_DIR/[supernet/]metrics.jsonl)"},
-        {.name = "search", .kind = OPT_STRING, .dest = &o->search, .metavar = "FILE",
+        {.name = "search",
+         .kind = OPT_STRING,
+         .dest = &o->search,
+         .metavar = "FILE",
          .help = "search.json or its folder (default RUN_DIR/[search/]search.json)"},
-        {.name = "latency", .kind = OPT_STRING, .dest = &o->latency, .metavar = "FILE",
+        {.name = "latency",
+         .kind = OPT_STRING,
+         .dest = &o->latency,
+         .metavar = "FILE",
          .help = "the table's validation CSV (default RUN_DIR/validate.csv)"},
-        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+        {.name = "json",
+         .kind = OPT_FLAG,
+         .dest = &o->json,
          .help = "one JSON line: folder, files written, skipped"},
         {.name = "quiet", .kind = OPT_FLAG, .dest = &o->quiet, .help = "print errors only"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta report", "[RUN_DIR] [--out DIR] [--metrics FILE] [--search FILE] [--latency FILE]\n"
-                        "                    [--json] [--quiet]",
+        "manta report",
+        "[RUN_DIR] [--out DIR] [--metrics FILE] [--search FILE] [--latency FILE]\n"
+        "                    [--json] [--quiet]",
         "Plots of a run as PNG and SVG, drawn with cairo, and DIR/index.html showing them\n"
         "all with the key figures (final losses, phase-end validation, the chosen\n"
         "sub-network with its predicted accuracy and latency):\n"
@@ -67,7 +82,9 @@ static int parse_args(int argc, char **argv, report_opts *o)
         "latency table (validate.csv and validate.json beside it).\n"
         "Without RUN_DIR, name the inputs and --out DIR. Every file is replaced\n"
         "atomically. Exit status 1 when an input cannot be read or nothing is found.\n",
-        defs, 0, 1};
+        defs,
+        0,
+        1};
     int first;
     opt_result res = opt_parse(&cmd, argc, argv, &first);
     if (res != OPT_OK)
@@ -122,8 +139,8 @@ int cmd_report(int argc, char **argv)
         snprintf(r->out, sizeof r->out, "%s", o.out);
     else
         snprintf(r->out, sizeof r->out, "%s/report", o.run);
-    const rep_input_opts io = {.run = o.run, .metrics = o.metrics, .search = o.search,
-                               .latency = o.latency};
+    const rep_input_opts io = {
+        .run = o.run, .metrics = o.metrics, .search = o.search, .latency = o.latency};
     manta_err err;
     manta_err_clear(&err);
     manta_status st = rep_inputs_load(&io, &r->in, &err);

@@ -21,8 +21,8 @@ static bool is_file(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static bool load_jpeg(const char *cmd, const char *dir, int channels, const dataset *match, dataset *out,
-                      bool verbose)
+static bool load_jpeg(const char *cmd, const char *dir, int channels, const dataset *match,
+                      dataset *out, bool verbose)
 {
     jpeg_folder_opts o;
     jpeg_folder_opts_default(&o);
@@ -38,8 +38,10 @@ static bool load_jpeg(const char *cmd, const char *dir, int channels, const data
         return false;
     }
     if (rep.failed > 0 || rep.warned > 0) {
-        fprintf(stderr, "manta %s: warning: %s: %d of %d JPEG files skipped, %d decoded with "
-                "warnings\n", cmd, dir, rep.failed, rep.files, rep.warned);
+        fprintf(stderr,
+                "manta %s: warning: %s: %d of %d JPEG files skipped, %d decoded with "
+                "warnings\n",
+                cmd, dir, rep.failed, rep.files, rep.warned);
         for (int i = 0; i < rep.reported; i++)
             fprintf(stderr, "manta %s: warning:   %s\n", cmd, rep.failures[i]);
     }
@@ -69,8 +71,10 @@ bool run_data_load(const char *cmd, const char *spec, int channels, int val, uin
             return false;
         }
     } else if (!is_dir(dir)) {
-        fprintf(stderr, "manta %s: %s: not a folder (give 'fashion-mnist', an IDX folder or "
-                        "a JPEG folder with one subfolder per class)\n", cmd, dir);
+        fprintf(stderr,
+                "manta %s: %s: not a folder (give 'fashion-mnist', an IDX folder or "
+                "a JPEG folder with one subfolder per class)\n",
+                cmd, dir);
         return false;
     } else {
         char train_dir[1100], test_dir[1100];
@@ -123,7 +127,8 @@ manta_status eval_source_batch(void *ctx, long index, int r, float *images, floa
 {
     eval_source *s = ctx;
     long first = index * s->batch;
-    int n = first >= s->count ? 0 : (int)(s->count - first < s->batch ? s->count - first : s->batch);
+    int n =
+        first >= s->count ? 0 : (int)(s->count - first < s->batch ? s->count - first : s->batch);
     *count = n;
     if (n == 0)
         return MANTA_OK;
@@ -202,8 +207,10 @@ bool run_ckpt_check_recal(const char *cmd, const run_ckpt *r, long recal)
 {
     if (recal >= r->meta.batch)
         return true;
-    fprintf(stderr, "manta %s: --recal-images %ld is fewer than one batch of %d (the checkpoint's "
-            "batch), which BN re-calibration needs\n", cmd, recal, r->meta.batch);
+    fprintf(stderr,
+            "manta %s: --recal-images %ld is fewer than one batch of %d (the checkpoint's "
+            "batch), which BN re-calibration needs\n",
+            cmd, recal, r->meta.batch);
     return false;
 }
 
@@ -218,16 +225,21 @@ void run_ckpt_close(run_ckpt *r)
 
 eval_source run_ckpt_recal_source(run_ckpt *r)
 {
-    eval_source s = {&r->data.train, r->data.split.train, r->data.split.n_train, r->meta.batch,
-                     &r->data.aug_train, {0, 0}, r->scratch};
+    eval_source s = {&r->data.train, r->data.split.train, r->data.split.n_train,
+                     r->meta.batch,  &r->data.aug_train,  {0, 0},
+                     r->scratch};
     manta_rng_seed(&s.rng, r->meta.seed, 0xeca1);
     return s;
 }
 
 eval_source run_ckpt_eval_source(run_ckpt *r, bool test, const aug_params *aug)
 {
-    eval_source s = {test ? &r->data.test : &r->data.train, test ? NULL : r->data.split.val,
-                     test ? r->data.test.count : r->data.split.n_val, r->meta.batch,
-                     aug ? aug : &r->data.aug_eval, {0, 0}, r->scratch};
+    eval_source s = {test ? &r->data.test : &r->data.train,
+                     test ? NULL : r->data.split.val,
+                     test ? r->data.test.count : r->data.split.n_val,
+                     r->meta.batch,
+                     aug ? aug : &r->data.aug_eval,
+                     {0, 0},
+                     r->scratch};
     return s;
 }

@@ -12,10 +12,10 @@
 #include "classify/trainstate.h"
 
 typedef struct run_data {
-    char source[512];   /* what --data named */
-    dataset train;      /* the training images (train and validation split) */
-    dataset test;       /* official test set; count 0 when there is none */
-    data_split split;   /* train / validation indices into `train` */
+    char source[512]; /* what --data named */
+    dataset train;    /* the training images (train and validation split) */
+    dataset test;     /* official test set; count 0 when there is none */
+    data_split split; /* train / validation indices into `train` */
     aug_params aug_train, aug_eval;
 } run_data;
 
@@ -32,12 +32,12 @@ void run_data_free(run_data *d);
 /** A batch source for ofa_trainer_evaluate(): images of one index list in order. */
 typedef struct eval_source {
     const dataset *data;
-    const int *index;  /* NULL: every image in order */
+    const int *index; /* NULL: every image in order */
     int count;
     int batch;
     const aug_params *aug;
-    manta_rng rng;     /* training-mode augmentation draws (re-calibration) */
-    int *scratch;      /* (batch) */
+    manta_rng rng; /* training-mode augmentation draws (re-calibration) */
+    int *scratch;  /* (batch) */
 } eval_source;
 
 /** The ofa_batch_fn over an eval_source. */

@@ -48,8 +48,11 @@ static bool parse_rerank_seeds(search_opts *o)
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_args(int argc, char **argv, search_opts *o)
 {
-    *o = (search_opts){.out = "runs/search", .rerank_seeds = "3", .spread = 1,
-                       .rerank_images = 10000, .recal = 2000};
+    *o = (search_opts){.out = "runs/search",
+                       .rerank_seeds = "3",
+                       .spread = 1,
+                       .rerank_images = 10000,
+                       .recal = 2000};
     evo_config_default(&o->c);
     long seed = 1; /* every command's seed defaults to 1 */
     bool pop_seen = false;
@@ -58,57 +61,151 @@ static int parse_args(int argc, char **argv, search_opts *o)
     enum { RR_SPREAD, RR_ANY_RES, RR_SEEDS, RR_IMAGES, RR_RECAL, RR_DEVICE, RR_N };
     bool rr_seen[RR_N] = {false}, rerank_seen = false;
     const opt_def defs[] = {
-        {.name = "ckpt", .kind = OPT_STRING, .dest = &o->ckpt, .metavar = "FILE",
+        {.name = "ckpt",
+         .kind = OPT_STRING,
+         .dest = &o->ckpt,
+         .metavar = "FILE",
          .help = "the trained supernet (its space and data)"},
-        {.name = "lut", .kind = OPT_STRING, .dest = &o->lut, .metavar = "LUT.json",
+        {.name = "lut",
+         .kind = OPT_STRING,
+         .dest = &o->lut,
+         .metavar = "LUT.json",
          .help = "the board's latency table (manta-profile)"},
-        {.name = "acc-model", .kind = OPT_STRING, .dest = &o->acc, .metavar = "FILE",
+        {.name = "acc-model",
+         .kind = OPT_STRING,
+         .dest = &o->acc,
+         .metavar = "FILE",
          .help = "the accuracy predictor (MODEL.accp of manta acc-fit)"},
-        {.name = "latency-ms", .kind = OPT_DOUBLE, .dest = &o->latency, .lo = 1e-9, .hi = 1e18,
-         .metavar = "X", .help = "latency budget: predicted latency at most X ms"},
-        {.name = "max-arena-kb", .kind = OPT_DOUBLE, .dest = &o->arena_kb, .lo = 1e-9,
-         .hi = 1e18, .metavar = "A", .help = "the engine's arena at most A KiB"},
-        {.name = "max-flash-kb", .kind = OPT_DOUBLE, .dest = &o->flash_kb, .lo = 1e-9,
-         .hi = 1e18, .metavar = "F", .help = "the .tflite file at most F KiB"},
-        {.name = "max-macs", .kind = OPT_DOUBLE, .dest = &o->macs, .lo = 1e-9, .hi = 1e18,
-         .metavar = "M", .help = "multiply-accumulates at most M"},
-        {.name = "board", .kind = OPT_STRING, .dest = &o->board, .metavar = "NAME",
+        {.name = "latency-ms",
+         .kind = OPT_DOUBLE,
+         .dest = &o->latency,
+         .lo = 1e-9,
+         .hi = 1e18,
+         .metavar = "X",
+         .help = "latency budget: predicted latency at most X ms"},
+        {.name = "max-arena-kb",
+         .kind = OPT_DOUBLE,
+         .dest = &o->arena_kb,
+         .lo = 1e-9,
+         .hi = 1e18,
+         .metavar = "A",
+         .help = "the engine's arena at most A KiB"},
+        {.name = "max-flash-kb",
+         .kind = OPT_DOUBLE,
+         .dest = &o->flash_kb,
+         .lo = 1e-9,
+         .hi = 1e18,
+         .metavar = "F",
+         .help = "the .tflite file at most F KiB"},
+        {.name = "max-macs",
+         .kind = OPT_DOUBLE,
+         .dest = &o->macs,
+         .lo = 1e-9,
+         .hi = 1e18,
+         .metavar = "M",
+         .help = "multiply-accumulates at most M"},
+        {.name = "board",
+         .kind = OPT_STRING,
+         .dest = &o->board,
+         .metavar = "NAME",
          .help = "refuse a table measured on another device"},
-        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "DIR",
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &o->out,
+         .metavar = "DIR",
          .help = "where the results go (default runs/search)"},
-        {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = 1 << 24, .metavar = "N",
+        {.name = "seed",
+         .kind = OPT_LONG,
+         .dest = &seed,
+         .lo = 0,
+         .hi = 1 << 24,
+         .metavar = "N",
          .help = "seed of the search (default 1)"},
-        {.name = "population", .kind = OPT_INT, .dest = &o->c.population, .lo = 1, .hi = 1 << 24,
-         .metavar = "N", .help = "population size (default 100)", .seen = &pop_seen},
-        {.name = "generations", .kind = OPT_INT, .dest = &o->c.generations, .lo = 1,
-         .hi = 1 << 24, .metavar = "N", .help = "generations (default 500)"},
-        {.name = "parents", .kind = OPT_DOUBLE, .dest = &o->c.parent_ratio, .lo = 0, .hi = 1,
-         .metavar = "F", .help = "share of the population kept as parents (default 0.25)"},
-        {.name = "mutate-prob", .kind = OPT_DOUBLE, .dest = &o->c.mutate_prob, .lo = 0, .hi = 1,
-         .metavar = "F", .help = "mutation probability per gene (default 0.1)"},
-        {.name = "no-uniform-seeds", .kind = OPT_FLAG, .dest = &o->no_uniform,
+        {.name = "population",
+         .kind = OPT_INT,
+         .dest = &o->c.population,
+         .lo = 1,
+         .hi = 1 << 24,
+         .metavar = "N",
+         .help = "population size (default 100)",
+         .seen = &pop_seen},
+        {.name = "generations",
+         .kind = OPT_INT,
+         .dest = &o->c.generations,
+         .lo = 1,
+         .hi = 1 << 24,
+         .metavar = "N",
+         .help = "generations (default 500)"},
+        {.name = "parents",
+         .kind = OPT_DOUBLE,
+         .dest = &o->c.parent_ratio,
+         .lo = 0,
+         .hi = 1,
+         .metavar = "F",
+         .help = "share of the population kept as parents (default 0.25)"},
+        {.name = "mutate-prob",
+         .kind = OPT_DOUBLE,
+         .dest = &o->c.mutate_prob,
+         .lo = 0,
+         .hi = 1,
+         .metavar = "F",
+         .help = "mutation probability per gene (default 0.1)"},
+        {.name = "no-uniform-seeds",
+         .kind = OPT_FLAG,
+         .dest = &o->no_uniform,
          .help = "first population random only, as OFA"},
-        {.name = "rerank", .kind = OPT_LONG, .dest = &o->rerank, .lo = 0, .hi = 1000,
-         .metavar = "K", .help = "measure the K fittest on the validation split (default 0)",
+        {.name = "rerank",
+         .kind = OPT_LONG,
+         .dest = &o->rerank,
+         .lo = 0,
+         .hi = 1000,
+         .metavar = "K",
+         .help = "measure the K fittest on the validation split (default 0)",
          .seen = &rerank_seen},
-        {.name = "rerank-spread", .kind = OPT_LONG, .dest = &o->spread, .lo = 1, .hi = 1000,
-         .metavar = "G", .help = "with --rerank: at least G genes apart (default 1)",
+        {.name = "rerank-spread",
+         .kind = OPT_LONG,
+         .dest = &o->spread,
+         .lo = 1,
+         .hi = 1000,
+         .metavar = "G",
+         .help = "with --rerank: at least G genes apart (default 1)",
          .seen = &rr_seen[RR_SPREAD]},
-        {.name = "rerank-any-res", .kind = OPT_FLAG, .dest = &o->any_res,
-         .help = "with --rerank: from all resolutions alike", .seen = &rr_seen[RR_ANY_RES]},
-        {.name = "rerank-seeds", .kind = OPT_STRING, .dest = &o->rerank_seeds, .metavar = "U|all",
+        {.name = "rerank-any-res",
+         .kind = OPT_FLAG,
+         .dest = &o->any_res,
+         .help = "with --rerank: from all resolutions alike",
+         .seen = &rr_seen[RR_ANY_RES]},
+        {.name = "rerank-seeds",
+         .kind = OPT_STRING,
+         .dest = &o->rerank_seeds,
+         .metavar = "U|all",
          .help = "with --rerank: uniform sub-networks measured too (default 3)",
          .seen = &rr_seen[RR_SEEDS]},
-        {.name = "rerank-images", .kind = OPT_LONG, .dest = &o->rerank_images, .lo = 1,
-         .hi = 1 << 30, .metavar = "N", .help = "with --rerank: validation images (default 10000)",
+        {.name = "rerank-images",
+         .kind = OPT_LONG,
+         .dest = &o->rerank_images,
+         .lo = 1,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "with --rerank: validation images (default 10000)",
          .seen = &rr_seen[RR_IMAGES]},
-        {.name = "recal-images", .kind = OPT_LONG, .dest = &o->recal, .lo = 1, .hi = 1 << 30,
-         .metavar = "N", .help = "with --rerank: images for BN re-calibration (default 2000)",
+        {.name = "recal-images",
+         .kind = OPT_LONG,
+         .dest = &o->recal,
+         .lo = 1,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "with --rerank: images for BN re-calibration (default 2000)",
          .seen = &rr_seen[RR_RECAL]},
-        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &o->device,
+         .metavar = "SPEC",
          .help = "with --rerank: OpenCL device (default: MANTA_DEVICE, else 0)",
          .seen = &rr_seen[RR_DEVICE]},
-        {.name = "json", .kind = OPT_FLAG, .dest = &o->json,
+        {.name = "json",
+         .kind = OPT_FLAG,
+         .dest = &o->json,
          .help = "progress as JSON lines, then search.json"},
         {.name = "quiet", .kind = OPT_FLAG, .dest = &o->quiet, .help = "no progress"},
         {.name = NULL},
@@ -155,7 +252,9 @@ static int parse_args(int argc, char **argv, search_opts *o)
         "DIR/front.csv and DIR/front.svg (the Pareto front of predicted top-1 against\n"
         "predicted latency) and DIR/search.json (settings and results, with each\n"
         "re-ranked candidate's figures); DIR defaults to runs/search.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -253,8 +352,10 @@ static bool open_inputs(search_opts *o, search_inputs *in)
         if (!(in->have_rk = run_ckpt_open("search", o->ckpt, o->device, &in->rk)))
             return false;
         if (in->rk.data.split.n_val == 0) {
-            fprintf(stderr, "manta search: --rerank needs validation images; %s was trained "
-                            "with --val 0\n", o->ckpt);
+            fprintf(stderr,
+                    "manta search: --rerank needs validation images; %s was trained "
+                    "with --val 0\n",
+                    o->ckpt);
             return false;
         }
         if (o->rerank_images > in->rk.data.split.n_val)
@@ -322,8 +423,9 @@ static void on_generation(void *vp, int gen, int gens, const evo_point *best)
                "\"elapsed_s\":%.2f,\"eta_s\":%.2f}\n",
                gen, gens, best->acc, best->f.v[EVO_LATENCY], el, eta);
     else
-        fprintf(stderr, "search: generation %d/%d  best predicted top-1 %.2f%% at %.3f ms  "
-                        "%.1f s, ETA %.1f s\n",
+        fprintf(stderr,
+                "search: generation %d/%d  best predicted top-1 %.2f%% at %.3f ms  "
+                "%.1f s, ETA %.1f s\n",
                 gen, gens, 100 * best->acc, best->f.v[EVO_LATENCY], el, eta);
     fflush(stdout);
 }
@@ -342,9 +444,9 @@ static bool rerank_top(run_ckpt *l, const evo_result *r, long images, long recal
     *chosen = 0;
     for (size_t i = 0; i < r->n_top; i++) {
         eval_source rs = run_ckpt_recal_source(l), es = run_ckpt_eval_source(l, false, NULL);
-        manta_status st = ofa_trainer_evaluate(l->trainer, &r->top[i].arch, eval_source_batch,
-                                               &rs, recal, eval_source_batch, &es, images, &val[i],
-                                               NULL);
+        manta_status st =
+            ofa_trainer_evaluate(l->trainer, &r->top[i].arch, eval_source_batch, &rs, recal,
+                                 eval_source_batch, &es, images, &val[i], NULL);
         if (st != MANTA_OK) {
             cmd_error("search", st, mcl_err(l->dev));
             return false;
@@ -357,8 +459,9 @@ static bool rerank_top(run_ckpt *l, const evo_result *r, long images, long recal
                    "\"elapsed_s\":%.2f,\"eta_s\":%.2f}\n",
                    i + 1, r->n_top, r->top[i].acc, val[i], el, eta);
         else if (pg->on)
-            fprintf(stderr, "search: re-rank %zu/%zu  predicted top-1 %.2f%%  validation %.2f%%  "
-                            "%.1f s, ETA %.1f s\n",
+            fprintf(stderr,
+                    "search: re-rank %zu/%zu  predicted top-1 %.2f%%  validation %.2f%%  "
+                    "%.1f s, ETA %.1f s\n",
                     i + 1, r->n_top, 100 * r->top[i].acc, 100 * val[i], el, eta);
         fflush(stdout);
     }
@@ -374,8 +477,8 @@ typedef struct outcome {
     const evo_config *c;
     const evo_result *r;
     double *val;   /* (r->n_top) with --rerank: validation top-1 of the re-ranked */
-    size_t chosen;     /* with --rerank: index of the chosen among them */
-    long built;        /* models written and planned for their sizes */
+    size_t chosen; /* with --rerank: index of the chosen among them */
+    long built;    /* models written and planned for their sizes */
     double seconds;
     char enc[2048]; /* the best sub-network in OFA's encoding */
 } outcome;
@@ -392,8 +495,7 @@ static manta_status put_rerank(FILE *f, const outcome *w, manta_err *err)
     fprintf(f,
             "\"rerank\":{\"spread_genes\":%ld,\"by_resolution\":%d,\"uniform_added\":%zu,"
             "\"images\":%ld,\"recal_images\":%ld,\"chosen\":%zu,\"candidates\":[",
-            o->spread, w->c->top_by_res, r->n_top_seeds, o->rerank_images, o->recal,
-            w->chosen + 1);
+            o->spread, w->c->top_by_res, r->n_top_seeds, o->rerank_images, o->recal, w->chosen + 1);
     for (size_t i = 0; i < r->n_top; i++) {
         char e2[2048];
         MANTA_TRY(ofa_arch_to_json(&w->in->sp, &r->top[i].arch, e2, sizeof e2, err));
@@ -417,10 +519,8 @@ static manta_status put_search_json(FILE *f, const outcome *w, manta_err *err)
     cmd_json_provenance_str(prov, sizeof prov, w->in->have_rk ? w->in->rk.dev : NULL);
     fprintf(f, "{\"format\":\"manta-search\",\"version\":1,\"provenance\":{%s},\"space\":", prov);
     cmd_json_str(f, w->in->sp.name);
-    const char *const names[][2] = {{"ckpt", o->ckpt},
-                                    {"lut", o->lut},
-                                    {"device", w->in->lut.device},
-                                    {"acc_model", o->acc}};
+    const char *const names[][2] = {
+        {"ckpt", o->ckpt}, {"lut", o->lut}, {"device", w->in->lut.device}, {"acc_model", o->acc}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         fprintf(f, ",\"%s\":", names[i][0]);
         cmd_json_str(f, names[i][1]);
@@ -441,8 +541,8 @@ static manta_status put_search_json(FILE *f, const outcome *w, manta_err *err)
             "\"evaluated\":%ld,\"measured\":%ld,\"rejected\":%ld,\"models_planned\":%ld,"
             "\"seconds\":%.2f}\n",
             w->enc, r->best.acc, r->best.f.v[EVO_LATENCY], r->best.f.v[EVO_MACS],
-            r->best.f.v[EVO_ARENA], r->best.f.v[EVO_FLASH], r->n_front, r->evaluated,
-            r->measured, r->rejected, w->built, w->seconds);
+            r->best.f.v[EVO_ARENA], r->best.f.v[EVO_FLASH], r->n_front, r->evaluated, r->measured,
+            r->rejected, w->built, w->seconds);
     return MANTA_OK;
 }
 
@@ -560,8 +660,7 @@ static bool search(search_opts *o, search_inputs *in, ctx *cx, evo_result *r, ou
     }
     w->seconds = cmd_now() - pg.t0;
     if ((st = size_results(&cx->sizes, r, &err)) == MANTA_OK &&
-        (st = ofa_arch_to_json(&in->sp, &r->best.arch, w->enc, sizeof w->enc, &err)) ==
-            MANTA_OK) {
+        (st = ofa_arch_to_json(&in->sp, &r->best.arch, w->enc, sizeof w->enc, &err)) == MANTA_OK) {
         w->built = cx->sizes.built;
         if ((st = manta_file_mkdir_p(o->out, &err)) == MANTA_OK) /* made once there are results */
             st = write_results(w, &err);
@@ -586,7 +685,9 @@ int cmd_search(int argc, char **argv)
     evo_result r;
     memset(&r, 0, sizeof r);
     outcome w = {.o = &o, .in = &in, .c = &o.c, .r = &r};
-    ctx cx = {.sp = &in.sp, .lut = &in.lut, .acc = &in.acc,
+    ctx cx = {.sp = &in.sp,
+              .lut = &in.lut,
+              .acc = &in.acc,
               .need_sizes = o.arena_kb > 0 || o.flash_kb > 0};
     search_sizes_init(&cx.sizes, &in.sp, &in.pre);
     rc = 1;

@@ -32,8 +32,7 @@ bool stereo_cmd_help_arg(int argc, char **argv)
     return false;
 }
 
-manta_status stereo_cmd_arch(const stereo_space *sp, const char *arg, ofa_arch *a,
-                             manta_err *err)
+manta_status stereo_cmd_arch(const stereo_space *sp, const char *arg, ofa_arch *a, manta_err *err)
 {
     if (!strcmp(arg, "max")) {
         stereo_arch_max(sp, a);
@@ -52,15 +51,13 @@ manta_status stereo_cmd_arch(const stereo_space *sp, const char *arg, ofa_arch *
     return st;
 }
 
-manta_status stereo_recal_open(const stereo_meta *m, const stereo_space *sp,
-                               const char *recal_data, bool photos, stereo_recal_src *r,
-                               manta_err *err)
+manta_status stereo_recal_open(const stereo_meta *m, const stereo_space *sp, const char *recal_data,
+                               bool photos, stereo_recal_src *r, manta_err *err)
 {
     memset(r, 0, sizeof *r);
     const char *rd = recal_data ? recal_data : m->data;
     r->src = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .count = m->train_pairs};
-    stereo_synth_opts_default(&r->src.synth, sp->crop_w, sp->crop_h, (float)sp->max_disp,
-                              m->seed);
+    stereo_synth_opts_default(&r->src.synth, sp->crop_w, sp->crop_h, (float)sp->max_disp, m->seed);
     r->folder = strcmp(rd, "synthetic") != 0;
     if (!r->folder || photos)
         MANTA_TRY(stereo_state_photos(m, sp, &r->photos, NULL, err));

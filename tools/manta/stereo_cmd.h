@@ -16,8 +16,7 @@ bool stereo_cmd_help_arg(int argc, char **argv);
 
 /** "max", "min" or a file in OFA's encoding with "dw" into @p a. @return the reader's or the
  *  parser's error (naming the file or the member). */
-manta_status stereo_cmd_arch(const stereo_space *sp, const char *arg, ofa_arch *a,
-                             manta_err *err);
+manta_status stereo_cmd_arch(const stereo_space *sp, const char *arg, ofa_arch *a, manta_err *err);
 
 /** The pairs of a run's batch-norm re-calibration: its training data (generated pairs with
  *  the run's photographs, or its folder), or @p recal_data's. */
@@ -35,9 +34,8 @@ typedef struct stereo_recal_src {
  * @p r must stay where it is while used (its source points into it).
  * @return the folder's or the photographs' errors, one line.
  */
-manta_status stereo_recal_open(const stereo_meta *m, const stereo_space *sp,
-                               const char *recal_data, bool photos, stereo_recal_src *r,
-                               manta_err *err);
+manta_status stereo_recal_open(const stereo_meta *m, const stereo_space *sp, const char *recal_data,
+                               bool photos, stereo_recal_src *r, manta_err *err);
 /** Release what stereo_recal_open() opened (a zeroed @p r is allowed). */
 void stereo_recal_close(stereo_recal_src *r);
 

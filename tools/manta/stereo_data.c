@@ -21,34 +21,92 @@ int cmd_stereo_data(int argc, char **argv)
     double share_textured = 1.0 / 3.0, share_single = 1.0 / 3.0, shape_side = 0;
     double share_shifted = 0.5;
     const opt_def defs[] = {
-        {.name = "count", .kind = OPT_LONG, .dest = &count, .lo = 1, .hi = 1000000,
-         .metavar = "N", .help = "pairs (default 100)"},
-        {.name = "width", .kind = OPT_INT, .dest = &width, .lo = STEREO_SYNTH_MIN_SIDE,
-         .hi = 8192, .metavar = "W", .help = "width in pixels (default 128)"},
-        {.name = "height", .kind = OPT_INT, .dest = &height, .lo = STEREO_SYNTH_MIN_SIDE,
-         .hi = 8192, .metavar = "H", .help = "height in pixels (default 64)"},
-        {.name = "max-disp", .kind = OPT_DOUBLE, .dest = &max_disp, .lo = 0.5, .hi = 255,
-         .metavar = "D", .help = "largest disparity in pixels (default 32; at most W/2)"},
-        {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = 1e15, .metavar = "S",
+        {.name = "count",
+         .kind = OPT_LONG,
+         .dest = &count,
+         .lo = 1,
+         .hi = 1000000,
+         .metavar = "N",
+         .help = "pairs (default 100)"},
+        {.name = "width",
+         .kind = OPT_INT,
+         .dest = &width,
+         .lo = STEREO_SYNTH_MIN_SIDE,
+         .hi = 8192,
+         .metavar = "W",
+         .help = "width in pixels (default 128)"},
+        {.name = "height",
+         .kind = OPT_INT,
+         .dest = &height,
+         .lo = STEREO_SYNTH_MIN_SIDE,
+         .hi = 8192,
+         .metavar = "H",
+         .help = "height in pixels (default 64)"},
+        {.name = "max-disp",
+         .kind = OPT_DOUBLE,
+         .dest = &max_disp,
+         .lo = 0.5,
+         .hi = 255,
+         .metavar = "D",
+         .help = "largest disparity in pixels (default 32; at most W/2)"},
+        {.name = "seed",
+         .kind = OPT_LONG,
+         .dest = &seed,
+         .lo = 0,
+         .hi = 1e15,
+         .metavar = "S",
          .help = "seed of the set (default 1; manta train's held-out pairs use their own)"},
-        {.name = "first", .kind = OPT_LONG, .dest = &base, .lo = 0, .hi = 1e15,
-         .metavar = "I", .help = "generator index of the first pair (default 0)"},
-        {.name = "no-photometric", .kind = OPT_FLAG, .dest = &flat,
+        {.name = "first",
+         .kind = OPT_LONG,
+         .dest = &base,
+         .lo = 0,
+         .hi = 1e15,
+         .metavar = "I",
+         .help = "generator index of the first pair (default 0)"},
+        {.name = "no-photometric",
+         .kind = OPT_FLAG,
+         .dest = &flat,
          .help = "the same radiance in both views (no gain, gamma or noise per view)"},
-        {.name = "textures", .kind = OPT_STRING, .dest = &textures, .metavar = "DIR",
+        {.name = "textures",
+         .kind = OPT_STRING,
+         .dest = &textures,
+         .metavar = "DIR",
          .help = "photographs for textured / single-photograph pairs, or 'default'"},
-        {.name = "textured-share", .kind = OPT_DOUBLE, .dest = &share_textured, .lo = 0,
-         .hi = 1, .metavar = "F", .help = "with --textures: share of photo-textured pairs "
-                                          "(default 1/3)"},
-        {.name = "single-share", .kind = OPT_DOUBLE, .dest = &share_single, .lo = 0, .hi = 1,
-         .metavar = "F", .help = "with --textures: share of single-photograph pairs "
-                                 "(default 1/3; the rest procedural)"},
-        {.name = "shifted-share", .kind = OPT_DOUBLE, .dest = &share_shifted, .lo = 0, .hi = 1,
-         .metavar = "F", .help = "share of scenes brought nearer as a whole (default 0.5; 0: "
-                                 "the pairs of before the shift)"},
-        {.name = "shape-side", .kind = OPT_DOUBLE, .dest = &shape_side, .lo = 0, .hi = 8192,
-         .metavar = "S", .help = "shapes' radii 6-35% of S px (default 0: of the shorter side)"},
-        {.name = "out", .kind = OPT_STRING, .dest = &out, .metavar = "DIR",
+        {.name = "textured-share",
+         .kind = OPT_DOUBLE,
+         .dest = &share_textured,
+         .lo = 0,
+         .hi = 1,
+         .metavar = "F",
+         .help = "with --textures: share of photo-textured pairs "
+                 "(default 1/3)"},
+        {.name = "single-share",
+         .kind = OPT_DOUBLE,
+         .dest = &share_single,
+         .lo = 0,
+         .hi = 1,
+         .metavar = "F",
+         .help = "with --textures: share of single-photograph pairs "
+                 "(default 1/3; the rest procedural)"},
+        {.name = "shifted-share",
+         .kind = OPT_DOUBLE,
+         .dest = &share_shifted,
+         .lo = 0,
+         .hi = 1,
+         .metavar = "F",
+         .help = "share of scenes brought nearer as a whole (default 0.5; 0: "
+                 "the pairs of before the shift)"},
+        {.name = "shape-side",
+         .kind = OPT_DOUBLE,
+         .dest = &shape_side,
+         .lo = 0,
+         .hi = 8192,
+         .metavar = "S",
+         .help = "shapes' radii 6-35% of S px (default 0: of the shorter side)"},
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &out,
+         .metavar = "DIR",
          .help = "the folder to write (or as the one argument)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
@@ -73,7 +131,9 @@ int cmd_stereo_data(int argc, char **argv)
         "left view a photograph, its colour regions the layers of the disparity field, the\n"
         "right view rendered from them, what only the right view sees filled from another\n"
         "photograph). Never give it the views of stereo pairs: those are evaluation data.\n",
-        defs, 0, 1};
+        defs,
+        0,
+        1};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -87,15 +147,18 @@ int cmd_stereo_data(int argc, char **argv)
     if (!out)
         out = argv[first];
     if (max_disp > width / 2.0) {
-        fprintf(stderr, "manta stereo-data: --max-disp %g is more than half of --width %d "
-                        "(%g px)\n", max_disp, width, width / 2.0);
+        fprintf(stderr,
+                "manta stereo-data: --max-disp %g is more than half of --width %d "
+                "(%g px)\n",
+                max_disp, width, width / 2.0);
         return 2;
     }
     if (!out_check_dir("manta stereo-data", "out", out))
         return 2;
     if (share_textured + share_single > 1.0 + 1e-9) {
-        fprintf(stderr, "manta stereo-data: --textured-share %g and --single-share %g add up to "
-                        "more than 1\n",
+        fprintf(stderr,
+                "manta stereo-data: --textured-share %g and --single-share %g add up to "
+                "more than 1\n",
                 share_textured, share_single);
         return 2;
     }
@@ -120,9 +183,8 @@ int cmd_stereo_data(int argc, char **argv)
             fprintf(stderr,
                     "manta stereo-data: %s: %d photograph(s) kept; %d file(s) skipped as "
                     "unreadable%s%s%s, %d smaller than %dx%d\n",
-                    photo_bank_dir(textures), bank.count, rep.failed,
-                    rep.failed ? " (first: " : "", rep.first_failure, rep.failed ? ")" : "",
-                    rep.too_small, width, height);
+                    photo_bank_dir(textures), bank.count, rep.failed, rep.failed ? " (first: " : "",
+                    rep.first_failure, rep.failed ? ")" : "", rep.too_small, width, height);
         o.photos = &bank;
     }
     long modes[3] = {0, 0, 0};

@@ -60,50 +60,137 @@ static int parse_args(int argc, char **argv, train_opts *o)
 {
     const double big = 2147483647.0;
     long seed = 1;
-    *o = (train_opts){.space = "cpu-default", .data = "fashion-mnist", .schedule = "quick",
-                      .batch = 64, .log_every = 20, .val = 10000, .eval_images = 2000,
-                      .recal_images = 2000, .channels = 3, .ckpt_every = 500,
-                      .lr_scale = 1.0, .bucket_kib = (long)(DP_BUCKET_BYTES >> 10),};
+    *o = (train_opts){
+        .space = "cpu-default",
+        .data = "fashion-mnist",
+        .schedule = "quick",
+        .batch = 64,
+        .log_every = 20,
+        .val = 10000,
+        .eval_images = 2000,
+        .recal_images = 2000,
+        .channels = 3,
+        .ckpt_every = 500,
+        .lr_scale = 1.0,
+        .bucket_kib = (long)(DP_BUCKET_BYTES >> 10),
+    };
     job_opts_init(&o->job);
     const opt_def defs[] = {
-        {.name = "space", .kind = OPT_STRING, .dest = &o->space, .metavar = "S",
+        {.name = "space",
+         .kind = OPT_STRING,
+         .dest = &o->space,
+         .metavar = "S",
          .help = "search space: cpu-default (default), mbv3-w1.0, a spec file, or a stereo "
                  "space (see above)"},
-        {.name = "data", .kind = OPT_STRING, .dest = &o->data, .metavar = "D",
+        {.name = "data",
+         .kind = OPT_STRING,
+         .dest = &o->data,
+         .metavar = "D",
          .help = "fashion-mnist (default), an IDX folder, or a JPEG folder"},
-        {.name = "channels", .kind = OPT_INT, .dest = &o->channels, .lo = 1, .hi = 3,
-         .metavar = "N", .help = "1 or 3: channels JPEG images are decoded to (default 3)"},
-        {.name = "schedule", .kind = OPT_STRING, .dest = &o->schedule, .metavar = "P",
+        {.name = "channels",
+         .kind = OPT_INT,
+         .dest = &o->channels,
+         .lo = 1,
+         .hi = 3,
+         .metavar = "N",
+         .help = "1 or 3: channels JPEG images are decoded to (default 3)"},
+        {.name = "schedule",
+         .kind = OPT_STRING,
+         .dest = &o->schedule,
+         .metavar = "P",
          .help = "smoke (seconds, for tests), quick (default; minutes), full"},
-        {.name = "batch", .kind = OPT_INT, .dest = &o->batch, .lo = 1, .hi = big, .metavar = "N",
+        {.name = "batch",
+         .kind = OPT_INT,
+         .dest = &o->batch,
+         .lo = 1,
+         .hi = big,
+         .metavar = "N",
          .help = "images per step (default 64)"},
-        {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = big, .metavar = "N",
+        {.name = "seed",
+         .kind = OPT_LONG,
+         .dest = &seed,
+         .lo = 0,
+         .hi = big,
+         .metavar = "N",
          .help = "seed of weights, data order, sampling (default 1)"},
-        {.name = "val", .kind = OPT_INT, .dest = &o->val, .lo = 0, .hi = big, .metavar = "N",
+        {.name = "val",
+         .kind = OPT_INT,
+         .dest = &o->val,
+         .lo = 0,
+         .hi = big,
+         .metavar = "N",
          .help = "training images held out for validation (default 10000; 0: none, no evaluation)"},
-        {.name = "eval-images", .kind = OPT_INT, .dest = &o->eval_images, .lo = 0, .hi = big,
-         .metavar = "N", .help = "validation images per evaluation after a phase (default 2000)"},
-        {.name = "recal-images", .kind = OPT_INT, .dest = &o->recal_images, .lo = 1, .hi = big,
-         .metavar = "N", .help = "images for BN re-calibration before it (default 2000)"},
-        {.name = "out", .kind = OPT_STRING, .dest = &o->out, .metavar = "DIR",
+        {.name = "eval-images",
+         .kind = OPT_INT,
+         .dest = &o->eval_images,
+         .lo = 0,
+         .hi = big,
+         .metavar = "N",
+         .help = "validation images per evaluation after a phase (default 2000)"},
+        {.name = "recal-images",
+         .kind = OPT_INT,
+         .dest = &o->recal_images,
+         .lo = 1,
+         .hi = big,
+         .metavar = "N",
+         .help = "images for BN re-calibration before it (default 2000)"},
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &o->out,
+         .metavar = "DIR",
          .help = "checkpoints and metrics.jsonl (default runs/<space>-<schedule>)"},
-        {.name = "tensorboard", .kind = OPT_STRING, .dest = &o->tensorboard, .metavar = "DIR",
+        {.name = "tensorboard",
+         .kind = OPT_STRING,
+         .dest = &o->tensorboard,
+         .metavar = "DIR",
          .help = "folder of the TensorBoard event file (default: the --out folder)"},
-        {.name = "resume", .kind = OPT_FLAG, .dest = &o->resume,
+        {.name = "resume",
+         .kind = OPT_FLAG,
+         .dest = &o->resume,
          .help = "continue from DIR/latest.ckpt"},
-        {.name = "ckpt-every", .kind = OPT_LONG, .dest = &o->ckpt_every, .lo = 0, .hi = 0x1p40,
-         .metavar = "N", .help = "also checkpoint every N steps (default 500; 0: phases only)"},
-        {.name = "stop-after", .kind = OPT_LONG, .dest = &o->stop_after, .lo = 1, .hi = 0x1p40,
-         .metavar = "N", .help = "stop after N steps of this invocation, checkpointing (tests)"},
-        {.name = "lr-scale", .kind = OPT_DOUBLE, .dest = &o->lr_scale, .lo = 0, .hi = 1000,
-         .metavar = "F", .help = "multiply every phase's learning rate by F in (0, 1000] (default 1)"},
-        {.name = "log-every", .kind = OPT_INT, .dest = &o->log_every, .lo = 1, .hi = big,
-         .metavar = "N", .help = "progress line every N steps (default 20)"},
-        {.name = "bucket-kib", .kind = OPT_LONG, .dest = &o->bucket_kib, .lo = 0, .hi = 0x1p30,
-         .metavar = "N", .help = "gradient buckets of about N KiB (default 1024; 0: one bucket)"},
-        {.name = "no-overlap", .kind = OPT_FLAG, .dest = &o->no_overlap,
+        {.name = "ckpt-every",
+         .kind = OPT_LONG,
+         .dest = &o->ckpt_every,
+         .lo = 0,
+         .hi = 0x1p40,
+         .metavar = "N",
+         .help = "also checkpoint every N steps (default 500; 0: phases only)"},
+        {.name = "stop-after",
+         .kind = OPT_LONG,
+         .dest = &o->stop_after,
+         .lo = 1,
+         .hi = 0x1p40,
+         .metavar = "N",
+         .help = "stop after N steps of this invocation, checkpointing (tests)"},
+        {.name = "lr-scale",
+         .kind = OPT_DOUBLE,
+         .dest = &o->lr_scale,
+         .lo = 0,
+         .hi = 1000,
+         .metavar = "F",
+         .help = "multiply every phase's learning rate by F in (0, 1000] (default 1)"},
+        {.name = "log-every",
+         .kind = OPT_INT,
+         .dest = &o->log_every,
+         .lo = 1,
+         .hi = big,
+         .metavar = "N",
+         .help = "progress line every N steps (default 20)"},
+        {.name = "bucket-kib",
+         .kind = OPT_LONG,
+         .dest = &o->bucket_kib,
+         .lo = 0,
+         .hi = 0x1p30,
+         .metavar = "N",
+         .help = "gradient buckets of about N KiB (default 1024; 0: one bucket)"},
+        {.name = "no-overlap",
+         .kind = OPT_FLAG,
+         .dest = &o->no_overlap,
          .help = "allreduce the buckets after the backward (same results)"},
-        {.name = "json", .kind = OPT_FLAG, .dest = &o->json, .help = "progress as JSON lines on stdout"},
+        {.name = "json",
+         .kind = OPT_FLAG,
+         .dest = &o->json,
+         .help = "progress as JSON lines on stdout"},
         JOB_OPT_DEFS(&o->job),
         {.name = NULL},
     };
@@ -165,12 +252,14 @@ static bool run_settings(train_run *r)
         }
     }
     if (o->eval_images > 0 && o->val > 0 && o->recal_images < o->batch) {
-        fprintf(stderr, "manta train: --recal-images %d is fewer than one batch of %d, which the BN "
+        fprintf(stderr,
+                "manta train: --recal-images %d is fewer than one batch of %d, which the BN "
                 "re-calibration before each evaluation needs (or --eval-images 0)\n",
                 o->recal_images, o->batch);
         return false;
     }
-    if (!run_data_load("train", o->data, o->channels, o->val, o->seed, !o->json && !r->quiet, &r->rd))
+    if (!run_data_load("train", o->data, o->channels, o->val, o->seed, !o->json && !r->quiet,
+                       &r->rd))
         return false;
     r->have_data = true;
     ofa_space *sp = &r->sp;
@@ -198,8 +287,8 @@ static bool run_trainer(train_run *r)
                 r->rd.split.n_train, o->batch);
         return false;
     }
-    manta_status st = ofa_schedule_preset(&r->sp, o->schedule, o->batch, r->per_epoch, &r->sched,
-                                          &err);
+    manta_status st =
+        ofa_schedule_preset(&r->sp, o->schedule, o->batch, r->per_epoch, &r->sched, &err);
     for (int i = 0; st == MANTA_OK && i < r->sched.n_phases; i++)
         r->sched.phase[i].lr *= (float)o->lr_scale;
     if (st == MANTA_OK)
@@ -215,7 +304,8 @@ static bool run_trainer(train_run *r)
         if (!job_join("manta train", &r->cfg, r->rank, r->host, &r->ring))
             return false;
     }
-    st = ofa_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, o->seed, o->mode, r->ring, &r->dp, &err);
+    st = ofa_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, o->seed, o->mode, r->ring, &r->dp,
+                       &err);
     if (st != MANTA_OK && !r->ring) {
         fprintf(stderr, "manta train: %s\n", manta_err_msg(&err, st));
         return false;
@@ -336,9 +426,10 @@ static bool run_monitor(train_run *r)
     const train_opts *o = &r->o;
     if (r->rank != 0)
         return true;
-    const job_header h = {"classification", r->sp.name, o->schedule, o->data, &r->sched,
-                          r->start, o->batch, r->cfg.world_size > 1 ? r->cfg.world_size : 1,
-                          r->replicas, r->devs, r->n_dev, o->mode};
+    const job_header h = {
+        "classification", r->sp.name, o->schedule, o->data,
+        &r->sched,        r->start,   o->batch,    r->cfg.world_size > 1 ? r->cfg.world_size : 1,
+        r->replicas,      r->devs,    r->n_dev,    o->mode};
     job_log l = {"manta train", r->metrics, r->rank, r->host, NULL};
     job_record_job(&l, &h);
     return job_monitor_start("manta train", &o->job, r->out_dir, &r->monitor);

@@ -27,10 +27,10 @@ static manta_status evaluate_phase(mcl_dev *d, ofa_trainer *t, run_data *rd, con
     for (int which = 0; which < 2 && st == MANTA_OK; which++) {
         ofa_arch a;
         (which == 0 ? ofa_arch_max : ofa_arch_min)(sp, 0, &a);
-        eval_source recal = {&rd->train, rd->split.train, rd->split.n_train, batch,
-                             &rd->aug_train, {0, 0}, scratch};
-        eval_source val = {&rd->train, rd->split.val, rd->split.n_val, batch, &rd->aug_eval,
-                           {0, 0}, scratch};
+        eval_source recal = {&rd->train, rd->split.train, rd->split.n_train, batch, &rd->aug_train,
+                             {0, 0},     scratch};
+        eval_source val = {&rd->train,    rd->split.val, rd->split.n_val, batch,
+                           &rd->aug_eval, {0, 0},        scratch};
         manta_rng_seed(&recal.rng, o->seed, 0xeca1);
         long n_eval = o->eval_images < rd->split.n_val ? o->eval_images : rd->split.n_val;
         st = ofa_trainer_evaluate(t, &a, eval_source_batch, &recal, o->recal_images,
@@ -98,8 +98,8 @@ static manta_status run_step(train_run *r, train_progress *pg, long step, ofa_st
         long ip;
         int pi = ofa_schedule_locate(&r->sched, step, &ip);
         if (r->replicas > 1) /* the message names the rank, step and device */
-            return manta_err_set(err, st, "%s (host %s, phase %s)", manta_err_msg(&e, st),
-                                 r->host, pi >= 0 ? r->sched.phase[pi].name : "?");
+            return manta_err_set(err, st, "%s (host %s, phase %s)", manta_err_msg(&e, st), r->host,
+                                 pi >= 0 ? r->sched.phase[pi].name : "?");
         return manta_err_set(err, st, "step %ld (phase %s): %s", step + 1,
                              pi >= 0 ? r->sched.phase[pi].name : "?", manta_err_msg(&e, st));
     }
@@ -113,9 +113,9 @@ static manta_status run_step(train_run *r, train_progress *pg, long step, ofa_st
  * ofa_sample_subnet() from (sampling seed, step, k) alone, so they are drawn again here as
  * it drew them, without its help. */
 typedef struct subnet_sizes {
-    ofa_desc desc;  /* scratch of ofa_describe() */
-    uint64_t seed;  /* the trainer's sampling seed on this rank */
-    long n;         /* sub-networks counted */
+    ofa_desc desc; /* scratch of ofa_describe() */
+    uint64_t seed; /* the trainer's sampling seed on this rank */
+    long n;        /* sub-networks counted */
     double macs_sum, macs_min, macs_max, params_sum, params_min, params_max;
 } subnet_sizes;
 
@@ -157,12 +157,8 @@ static void subnets_take(subnet_sizes *z, manta_rec_subnets *out)
 {
     *out = (manta_rec_subnets){0};
     if (z->n > 0)
-        *out = (manta_rec_subnets){z->n,
-                                   z->macs_sum / (double)z->n,
-                                   z->macs_min,
-                                   z->macs_max,
-                                   z->params_sum / (double)z->n,
-                                   z->params_min,
+        *out = (manta_rec_subnets){z->n,         z->macs_sum / (double)z->n,   z->macs_min,
+                                   z->macs_max,  z->params_sum / (double)z->n, z->params_min,
                                    z->params_max};
     z->n = 0;
     z->macs_sum = z->params_sum = 0;
@@ -228,8 +224,7 @@ static manta_status sync_check(train_run *r, long done, manta_err *err)
     unsigned char h[DP_HASH_BYTES];
     manta_status st = dp_check(r->dp, done, h, &e);
     if (st != MANTA_OK)
-        return manta_err_set(err, st, "rank %d (%s): %s", r->rank, r->host,
-                             manta_err_msg(&e, st));
+        return manta_err_set(err, st, "rank %d (%s): %s", r->rank, r->host, manta_err_msg(&e, st));
     if (r->o.json && !r->quiet) {
         char hx[2 * DP_HASH_BYTES + 1];
         for (int k = 0; k < DP_HASH_BYTES; k++)
@@ -284,8 +279,8 @@ static manta_status task_evaluate(void *ctx, int phase, long done, manta_err *er
     if (r->quiet)
         return MANTA_OK;
     manta_rec ev = {.kind = MANTA_REC_EVAL};
-    ev.eval = (manta_rec_eval){.phase_index = phase, .step = done, .max_top1 = top1[0],
-                               .min_top1 = top1[1]};
+    ev.eval = (manta_rec_eval){
+        .phase_index = phase, .step = done, .max_top1 = top1[0], .min_top1 = top1[1]};
     snprintf(ev.eval.phase, sizeof ev.eval.phase, "%s", ph->name);
     job_log l = run_log(r);
     job_write(&l, &ev);
@@ -379,7 +374,6 @@ int train_loop(train_run *r)
         printf("trained %ld steps in %.1f s; checkpoints in %s\n", res.done, res.seconds,
                r->out_dir);
     else if (!r->quiet)
-        printf("{\"done\":true,\"trained_steps\":%ld,\"seconds\":%.1f}\n", res.done,
-               res.seconds);
+        printf("{\"done\":true,\"trained_steps\":%ld,\"seconds\":%.1f}\n", res.done, res.seconds);
     return 0;
 }

@@ -40,7 +40,7 @@ typedef struct st_run {
     ofa_schedule sched;
     mcl_dev *devs[JOB_MAX_DEVICES];
     int n_dev, replicas;
-    mcl_dev *d;        /* the first device */
+    mcl_dev *d; /* the first device */
     ring_comm *ring;
     dp_trainer *dp;
     stereo_trainer *t; /* the first replica */
@@ -83,8 +83,8 @@ static manta_status step_batch(st_run *r, long step, manta_err *err)
     manta_rng_seed(&rng, r->meta.seed, (uint64_t)step * 2 + 1);
     const int n_crops = r->have_set ? 1 : stereo_space_n_crops(&r->sp);
     int h, w;
-    stereo_space_crop(&r->sp, n_crops > 1 ? (int)manta_rng_below(&rng, (uint32_t)n_crops) : 0,
-                      &h, &w);
+    stereo_space_crop(&r->sp, n_crops > 1 ? (int)manta_rng_below(&rng, (uint32_t)n_crops) : 0, &h,
+                      &w);
     MANTA_TRY(batch_size(r, h, w, err));
     const int n = r->b.n, gen = generated_pairs(r, n);
     long idx[64];
@@ -95,8 +95,7 @@ static manta_status step_batch(st_run *r, long step, manta_err *err)
     stereo_aug_params_default(&aug, h, w);
     if (gen > 0)
         MANTA_TRY(stereo_batch_fill_range(&r->b, &r->gen_src, 0, gen, idx, &aug, &rng, err));
-    return stereo_batch_fill_range(&r->b, &r->train_src, gen, n - gen, idx + gen, &aug, &rng,
-                                   err);
+    return stereo_batch_fill_range(&r->b, &r->train_src, gen, n - gen, idx + gen, &aug, &rng, err);
 }
 
 /* EPE, bad-3 and D1 of sub-network @p a on the held-out pairs (or crops of the validation
@@ -147,18 +146,17 @@ static manta_status phase_end(st_run *r, int ph, long done)
            ph + 1, r->sched.n_phases, r->sched.phase[ph].name, ab.epe, ab.bad3, ab.d1, as.epe,
            as.bad3, as.d1, r->dir, ph + 1, r->sched.phase[ph].name);
     manta_rec rec = {.kind = MANTA_REC_PHASE_END};
-    rec.phase_end = (manta_rec_phase_end){.phase_index = ph, .step = done,
+    rec.phase_end = (manta_rec_phase_end){.phase_index = ph,
+                                          .step = done,
                                           .largest = {ab.epe, ab.bad3, ab.d1, nb.epe},
                                           .smallest = {as.epe, as.bad3, as.d1, ns.epe}};
     snprintf(rec.phase_end.phase, sizeof rec.phase_end.phase, "%s", r->sched.phase[ph].name);
     job_log l = run_log(r);
     job_write(&l, &rec);
-    const manta_tfscalar ev[] = {{"val/epe_largest", (float)ab.epe},
-                                 {"val/epe_smallest", (float)as.epe},
-                                 {"val/bad3_largest", (float)ab.bad3},
-                                 {"val/bad3_smallest", (float)as.bad3},
-                                 {"val/d1_largest", (float)ab.d1},
-                                 {"val/d1_smallest", (float)as.d1}};
+    const manta_tfscalar ev[] = {
+        {"val/epe_largest", (float)ab.epe},   {"val/epe_smallest", (float)as.epe},
+        {"val/bad3_largest", (float)ab.bad3}, {"val/bad3_smallest", (float)as.bad3},
+        {"val/d1_largest", (float)ab.d1},     {"val/d1_smallest", (float)as.d1}};
     job_events(&r->events, "manta train", done, ev, sizeof ev / sizeof ev[0]);
     return MANTA_OK;
 }
@@ -211,9 +209,14 @@ static manta_status task_progress(void *ctx, long done, manta_err *err)
            ph + 1, r->sched.n_phases, r->sched.phase[ph].name, done, total, res->loss, res->epe,
            res->round + 1, res->lr, rate, (double)(total - done) * r->o.batch / (rate + 1e-9));
     manta_rec rec = {.kind = MANTA_REC_STEP};
-    rec.step = (manta_rec_step){.step = done, .phase_index = ph, .loss = res->loss,
-                                .kd_loss = res->kd_loss, .epe = res->epe,
-                                .round = res->round + 1, .lr = res->lr, .pairs_per_s = rate,
+    rec.step = (manta_rec_step){.step = done,
+                                .phase_index = ph,
+                                .loss = res->loss,
+                                .kd_loss = res->kd_loss,
+                                .epe = res->epe,
+                                .round = res->round + 1,
+                                .lr = res->lr,
+                                .pairs_per_s = rate,
                                 .time = manta_wall_time()};
     snprintf(rec.step.phase, sizeof rec.step.phase, "%s", r->sched.phase[ph].name);
     const int per_rank = r->o.batch / (r->replicas / r->n_dev);
@@ -224,10 +227,13 @@ static manta_status task_progress(void *ctx, long done, manta_err *err)
     job_write(&l, &rec);
     free(ranks);
     char tags[JOB_RANK_TAGS][JOB_TAG_BYTES];
-    manta_tfscalar ev[7 + JOB_RANK_TAGS] = {
-        {"train/loss", res->loss}, {"train/kd_loss", res->kd_loss}, {"train/epe", res->epe},
-        {"train/lr", res->lr}, {"train/pairs_per_s", (float)rate},
-        {"train/phase", (float)(ph + 1)}, {"train/round", (float)(res->round + 1)}};
+    manta_tfscalar ev[7 + JOB_RANK_TAGS] = {{"train/loss", res->loss},
+                                            {"train/kd_loss", res->kd_loss},
+                                            {"train/epe", res->epe},
+                                            {"train/lr", res->lr},
+                                            {"train/pairs_per_s", (float)rate},
+                                            {"train/phase", (float)(ph + 1)},
+                                            {"train/round", (float)(res->round + 1)}};
     size_t n = 7 + job_rank_scalars(r->dp, per_rank, tags, ev + 7, JOB_RANK_TAGS);
     job_events(&r->events, "manta train", done, ev, n);
     fflush(stdout);
@@ -271,8 +277,7 @@ static manta_status task_check(void *ctx, long done, manta_err *err)
     manta_err e = {0};
     manta_status st = dp_check(r->dp, done, NULL, &e);
     if (st != MANTA_OK)
-        return manta_err_set(err, st, "rank %d (%s): %s", r->rank, r->host,
-                             manta_err_msg(&e, st));
+        return manta_err_set(err, st, "rank %d (%s): %s", r->rank, r->host, manta_err_msg(&e, st));
     return MANTA_OK;
 }
 
@@ -364,10 +369,12 @@ static bool setup(st_run *r)
         if (strcmp(r->meta.data, "synthetic") == 0)
             stereo_space_plan_size(&r->sp, &h, &w);
         if (stereo_space_dead_taps(&r->sp, h, w, what, sizeof what) > 0)
-            fprintf(stderr, "manta train: warning: space '%s': at its largest training crop "
+            fprintf(stderr,
+                    "manta train: warning: space '%s': at its largest training crop "
                     "(%dx%d), %s: those weights keep their initial values and act on real "
                     "features at larger sizes only (give the space taller or wider \"crops\", "
-                    "docs/stereo.md)\n", r->sp.name, w, h, what);
+                    "docs/stereo.md)\n",
+                    r->sp.name, w, h, what);
     }
     if (r->o.val_data) /* evaluations only: a resumed run may change them */
         snprintf(r->meta.val_data, sizeof r->meta.val_data, "%s", r->o.val_data);
@@ -402,9 +409,10 @@ static bool setup(st_run *r)
                                     &r->sched, &err);
         for (int i = 0; i < r->sched.n_phases; i++) /* kept in the checkpoint */
             r->sched.phase[i].lr *= (float)r->meta.lr_scale;
-        r->train_src = (stereo_source){.kind = r->have_set ? STEREO_SOURCE_FOLDER
-                                                           : STEREO_SOURCE_SYNTH,
-                                       .count = pairs, .set = r->have_set ? &r->set : NULL};
+        r->train_src =
+            (stereo_source){.kind = r->have_set ? STEREO_SOURCE_FOLDER : STEREO_SOURCE_SYNTH,
+                            .count = pairs,
+                            .set = r->have_set ? &r->set : NULL};
         stereo_synth_opts_default(&r->train_src.synth, r->sp.crop_w, r->sp.crop_h,
                                   (float)r->sp.max_disp, r->meta.seed);
         const photo_bank *photos = r->photos.count > 0 ? &r->photos : NULL;
@@ -414,8 +422,8 @@ static bool setup(st_run *r)
                                   (float)r->sp.max_disp, r->meta.seed);
         r->gen_src.synth.photos = photos;
         if (r->have_val_set) {
-            r->eval_src = (stereo_source){.kind = STEREO_SOURCE_FOLDER,
-                                          .count = r->val_set.count, .set = &r->val_set};
+            r->eval_src = (stereo_source){
+                .kind = STEREO_SOURCE_FOLDER, .count = r->val_set.count, .set = &r->val_set};
         } else {
             stereo_heldout_source(&r->sp, r->meta.seed, r->o.eval_pairs, &r->eval_src);
             r->eval_src.synth.photos = photos;
@@ -437,8 +445,8 @@ static bool setup(st_run *r)
     r->d = r->devs[0];
     if (r->cfg.world_size > 1 && !job_join("manta train", &r->cfg, r->rank, r->host, &r->ring))
         return false;
-    st = stereo_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, r->meta.seed,
-                          job_mode(&r->o.job), r->ring, &r->dp, &err);
+    st = stereo_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, r->meta.seed, job_mode(&r->o.job),
+                          r->ring, &r->dp, &err);
     for (int i = 0; st == MANTA_OK && r->o.resume && i < r->n_dev; i++) /* every replica */
         st = stereo_state_load(latest, dp_replica(r->dp, i), r->devs[i], &r->meta, &err);
     for (int i = 0; st == MANTA_OK && !r->o.resume && r->o.init && i < r->n_dev; i++)
@@ -462,10 +470,10 @@ static bool setup(st_run *r)
         fprintf(stderr, "manta train: TensorBoard events: %s\n", err.msg);
         return false;
     }
-    const job_header h = {"stereo", r->sp.name, r->meta.preset, r->meta.data, &r->sched,
-                          r->meta.step, r->meta.batch,
-                          r->cfg.world_size > 1 ? r->cfg.world_size : 1, r->replicas, r->devs,
-                          r->n_dev, job_mode(&r->o.job)};
+    const job_header h = {
+        "stereo",    r->sp.name,   r->meta.preset, r->meta.data,
+        &r->sched,   r->meta.step, r->meta.batch,  r->cfg.world_size > 1 ? r->cfg.world_size : 1,
+        r->replicas, r->devs,      r->n_dev,       job_mode(&r->o.job)};
     job_log l = run_log(r);
     job_record_job(&l, &h);
     if (r->replicas > 1)
@@ -477,8 +485,8 @@ static bool setup(st_run *r)
                r->meta.preset);
     if (generated_pairs(r, r->meta.batch) > 0)
         printf("each batch: %d generated pair(s), then %d of %s\n",
-               generated_pairs(r, r->meta.batch),
-               r->meta.batch - generated_pairs(r, r->meta.batch), r->meta.data);
+               generated_pairs(r, r->meta.batch), r->meta.batch - generated_pairs(r, r->meta.batch),
+               r->meta.data);
     return job_monitor_start("manta train", &r->o.job, r->dir, &r->monitor);
 }
 
@@ -487,55 +495,140 @@ int cmd_train_stereo(int argc, char **argv)
     st_run *r = calloc(1, sizeof *r);
     if (!r)
         return 1;
-    r->o = (st_opts){.space = "stereo-cpu", .out = "runs/stereo", .data = "synthetic",
-                     .batch = 8, .log_every = 10, .train_pairs = 20000, .eval_pairs = 200,
-                     .recal_pairs = 200, .ckpt_every = 500, .seed = 1, .lr_scale = 1.0, .mix = -1};
+    r->o = (st_opts){.space = "stereo-cpu",
+                     .out = "runs/stereo",
+                     .data = "synthetic",
+                     .batch = 8,
+                     .log_every = 10,
+                     .train_pairs = 20000,
+                     .eval_pairs = 200,
+                     .recal_pairs = 200,
+                     .ckpt_every = 500,
+                     .seed = 1,
+                     .lr_scale = 1.0,
+                     .mix = -1};
     job_opts_init(&r->o.job);
     static const char *const presets[] = {"smoke", "quick", "full", "finetune", NULL};
     const opt_def defs[] = {
-        {.name = "space", .kind = OPT_STRING, .dest = &r->o.space, .metavar = "S",
+        {.name = "space",
+         .kind = OPT_STRING,
+         .dest = &r->o.space,
+         .metavar = "S",
          .help = "stereo-cpu (default), stereo-gpu or a spec file with \"task\": \"stereo\""},
-        {.name = "schedule", .kind = OPT_STRING, .dest = &r->o.schedule, .choices = presets,
-         .metavar = "P", .help = "preset: smoke, quick (default), full, or finetune (the "
-                                 "default with --init)"},
-        {.name = "data", .kind = OPT_STRING, .dest = &r->o.data, .metavar = "D",
+        {.name = "schedule",
+         .kind = OPT_STRING,
+         .dest = &r->o.schedule,
+         .choices = presets,
+         .metavar = "P",
+         .help = "preset: smoke, quick (default), full, or finetune (the "
+                 "default with --init)"},
+        {.name = "data",
+         .kind = OPT_STRING,
+         .dest = &r->o.data,
+         .metavar = "D",
          .help = "synthetic (default: procedural pairs) or a KITTI / Middlebury folder"},
-        {.name = "init", .kind = OPT_STRING, .dest = &r->o.init, .metavar = "CKPT",
+        {.name = "init",
+         .kind = OPT_STRING,
+         .dest = &r->o.init,
+         .metavar = "CKPT",
          .help = "fine-tune a trained supernet: a new run from this stereo checkpoint"},
-        {.name = "mix", .kind = OPT_DOUBLE, .dest = &r->o.mix, .lo = 0, .hi = 1, .metavar = "R",
+        {.name = "mix",
+         .kind = OPT_DOUBLE,
+         .dest = &r->o.mix,
+         .lo = 0,
+         .hi = 1,
+         .metavar = "R",
          .help = "with --data: round(R x batch) procedural pairs in every batch (default 0)"},
-        {.name = "textures", .kind = OPT_STRING, .dest = &r->o.textures, .metavar = "DIR",
+        {.name = "textures",
+         .kind = OPT_STRING,
+         .dest = &r->o.textures,
+         .metavar = "DIR",
          .help = "photographs for textured / single-photograph pairs, or 'default'"},
-        {.name = "train-pairs", .kind = OPT_LONG, .dest = &r->o.train_pairs, .lo = 1,
-         .hi = 1e9, .metavar = "N", .help = "procedural training pairs (synthetic, --mix; default 20000)"},
-        {.name = "val-data", .kind = OPT_STRING, .dest = &r->o.val_data, .metavar = "D",
+        {.name = "train-pairs",
+         .kind = OPT_LONG,
+         .dest = &r->o.train_pairs,
+         .lo = 1,
+         .hi = 1e9,
+         .metavar = "N",
+         .help = "procedural training pairs (synthetic, --mix; default 20000)"},
+        {.name = "val-data",
+         .kind = OPT_STRING,
+         .dest = &r->o.val_data,
+         .metavar = "D",
          .help = "pairs of the phase-end evaluations: synthetic (default) or a folder"},
-        {.name = "eval-pairs", .kind = OPT_LONG, .dest = &r->o.eval_pairs, .lo = 1, .hi = 1e7,
-         .metavar = "N", .help = "pairs (a folder's: crops, its pairs in turn) per evaluation "
-                                 "(default 200)"},
-        {.name = "recal-pairs", .kind = OPT_LONG, .dest = &r->o.recal_pairs, .lo = 0,
-         .hi = 1e7, .metavar = "N",
+        {.name = "eval-pairs",
+         .kind = OPT_LONG,
+         .dest = &r->o.eval_pairs,
+         .lo = 1,
+         .hi = 1e7,
+         .metavar = "N",
+         .help = "pairs (a folder's: crops, its pairs in turn) per evaluation "
+                 "(default 200)"},
+        {.name = "recal-pairs",
+         .kind = OPT_LONG,
+         .dest = &r->o.recal_pairs,
+         .lo = 0,
+         .hi = 1e7,
+         .metavar = "N",
          .help = "pairs for BN re-calibration (default 200; 0: none, the running statistics)"},
-        {.name = "lr-scale", .kind = OPT_DOUBLE, .dest = &r->o.lr_scale, .lo = 1e-6, .hi = 1000,
-         .metavar = "F", .help = "multiply every phase's learning rate by F (default 1; kept "
-                                 "in the checkpoint)"},
-        {.name = "batch", .kind = OPT_INT, .dest = &r->o.batch, .lo = 1, .hi = 64,
-         .metavar = "N", .help = "pairs per step (default 8)"},
-        {.name = "out", .kind = OPT_STRING, .dest = &r->o.out, .metavar = "DIR",
+        {.name = "lr-scale",
+         .kind = OPT_DOUBLE,
+         .dest = &r->o.lr_scale,
+         .lo = 1e-6,
+         .hi = 1000,
+         .metavar = "F",
+         .help = "multiply every phase's learning rate by F (default 1; kept "
+                 "in the checkpoint)"},
+        {.name = "batch",
+         .kind = OPT_INT,
+         .dest = &r->o.batch,
+         .lo = 1,
+         .hi = 64,
+         .metavar = "N",
+         .help = "pairs per step (default 8)"},
+        {.name = "out",
+         .kind = OPT_STRING,
+         .dest = &r->o.out,
+         .metavar = "DIR",
          .help = "checkpoints and metrics.jsonl (default runs/stereo)"},
-        {.name = "tensorboard", .kind = OPT_STRING, .dest = &r->o.tensorboard, .metavar = "DIR",
+        {.name = "tensorboard",
+         .kind = OPT_STRING,
+         .dest = &r->o.tensorboard,
+         .metavar = "DIR",
          .help = "folder of the TensorBoard event file (default: the --out folder)"},
-        {.name = "seed", .kind = OPT_LONG, .dest = &r->o.seed, .lo = 0, .hi = 1e15,
-         .metavar = "S", .help = "seed of weights, data and sampling (default 1)"},
-        {.name = "log-every", .kind = OPT_INT, .dest = &r->o.log_every, .lo = 1, .hi = 1 << 30,
-         .metavar = "N", .help = "a progress line every N steps (default 10)"},
-        {.name = "ckpt-every", .kind = OPT_LONG, .dest = &r->o.ckpt_every, .lo = 0, .hi = 1e12,
-         .metavar = "N", .help = "also checkpoint latest.ckpt every N steps (default 500; 0: "
-                                 "phases only)"},
-        {.name = "stop-after", .kind = OPT_LONG, .dest = &r->o.stop_after, .lo = 1, .hi = 1e12,
-         .metavar = "N", .help = "stop after N steps of this invocation, saving latest.ckpt "
-                                 "(to --resume)"},
-        {.name = "resume", .kind = OPT_FLAG, .dest = &r->o.resume,
+        {.name = "seed",
+         .kind = OPT_LONG,
+         .dest = &r->o.seed,
+         .lo = 0,
+         .hi = 1e15,
+         .metavar = "S",
+         .help = "seed of weights, data and sampling (default 1)"},
+        {.name = "log-every",
+         .kind = OPT_INT,
+         .dest = &r->o.log_every,
+         .lo = 1,
+         .hi = 1 << 30,
+         .metavar = "N",
+         .help = "a progress line every N steps (default 10)"},
+        {.name = "ckpt-every",
+         .kind = OPT_LONG,
+         .dest = &r->o.ckpt_every,
+         .lo = 0,
+         .hi = 1e12,
+         .metavar = "N",
+         .help = "also checkpoint latest.ckpt every N steps (default 500; 0: "
+                 "phases only)"},
+        {.name = "stop-after",
+         .kind = OPT_LONG,
+         .dest = &r->o.stop_after,
+         .lo = 1,
+         .hi = 1e12,
+         .metavar = "N",
+         .help = "stop after N steps of this invocation, saving latest.ckpt "
+                 "(to --resume)"},
+        {.name = "resume",
+         .kind = OPT_FLAG,
+         .dest = &r->o.resume,
          .help = "continue DIR/latest.ckpt exactly (its settings replace the options)"},
         JOB_OPT_DEFS(&r->o.job),
         {.name = NULL},
@@ -576,7 +669,9 @@ int cmd_train_stereo(int argc, char **argv)
         "for classification: --batch is the global batch, a multiple of ranks x devices;\n"
         "--mode data (every replica the same sub-networks, batch norm synchronised) or\n"
         "subnet (each rank its own sub-networks). Rank 0 writes checkpoints and metrics.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first, rc = 2;
     opt_result pr = opt_parse(&cmd, argc, argv, &first);
     if (pr != OPT_OK) {

@@ -30,38 +30,85 @@ static int parse_args(int argc, char **argv, train_opts *o)
 {
     long seed = 1;
     double lr = 0.1;
-    *o = (train_opts){.data = IDX_FASHION_MNIST_DIR, .steps = 300, .batch = 64, .warmup = -1,
-                      .log_every = 25, .eval_images = 10000};
+    *o = (train_opts){.data = IDX_FASHION_MNIST_DIR,
+                      .steps = 300,
+                      .batch = 64,
+                      .warmup = -1,
+                      .log_every = 25,
+                      .eval_images = 10000};
     const opt_def defs[] = {
-        {.name = "device", .kind = OPT_STRING, .dest = &o->device, .metavar = "SPEC",
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &o->device,
+         .metavar = "SPEC",
          .help = "OpenCL device: index, gpu|cpu|accelerator, or part of a name"},
-        {.name = "data", .kind = OPT_STRING, .dest = &o->data, .metavar = "DIR",
+        {.name = "data",
+         .kind = OPT_STRING,
+         .dest = &o->data,
+         .metavar = "DIR",
          .help = "folder with the IDX files (default " IDX_FASHION_MNIST_DIR ")"},
-        {.name = "steps", .kind = OPT_LONG, .dest = &o->steps, .lo = 1, .hi = 100000000,
-         .metavar = "N", .help = "training steps (default 300)"},
-        {.name = "batch", .kind = OPT_INT, .dest = &o->batch, .lo = 1, .hi = 4096, .metavar = "N",
+        {.name = "steps",
+         .kind = OPT_LONG,
+         .dest = &o->steps,
+         .lo = 1,
+         .hi = 100000000,
+         .metavar = "N",
+         .help = "training steps (default 300)"},
+        {.name = "batch",
+         .kind = OPT_INT,
+         .dest = &o->batch,
+         .lo = 1,
+         .hi = 4096,
+         .metavar = "N",
          .help = "batch size (default 64)"},
-        {.name = "lr", .kind = OPT_DOUBLE, .dest = &lr, .lo = 0, .hi = 100, .metavar = "X",
+        {.name = "lr",
+         .kind = OPT_DOUBLE,
+         .dest = &lr,
+         .lo = 0,
+         .hi = 100,
+         .metavar = "X",
          .help = "peak learning rate, in (0, 100) (default 0.1)"},
-        {.name = "warmup", .kind = OPT_LONG, .dest = &o->warmup, .lo = 0, .hi = 100000000,
-         .metavar = "N", .help = "warm-up steps (default steps/10; 0: none)"},
-        {.name = "seed", .kind = OPT_LONG, .dest = &seed, .lo = 0, .hi = 2147483647,
-         .metavar = "N", .help = "seed for weights and data order (default 1)"},
-        {.name = "log-every", .kind = OPT_INT, .dest = &o->log_every, .lo = 1, .hi = 1000000,
-         .metavar = "N", .help = "progress line every N steps (default 25)"},
-        {.name = "eval-images", .kind = OPT_INT, .dest = &o->eval_images, .lo = 0,
-         .hi = 100000000, .metavar = "N",
+        {.name = "warmup",
+         .kind = OPT_LONG,
+         .dest = &o->warmup,
+         .lo = 0,
+         .hi = 100000000,
+         .metavar = "N",
+         .help = "warm-up steps (default steps/10; 0: none)"},
+        {.name = "seed",
+         .kind = OPT_LONG,
+         .dest = &seed,
+         .lo = 0,
+         .hi = 2147483647,
+         .metavar = "N",
+         .help = "seed for weights and data order (default 1)"},
+        {.name = "log-every",
+         .kind = OPT_INT,
+         .dest = &o->log_every,
+         .lo = 1,
+         .hi = 1000000,
+         .metavar = "N",
+         .help = "progress line every N steps (default 25)"},
+        {.name = "eval-images",
+         .kind = OPT_INT,
+         .dest = &o->eval_images,
+         .lo = 0,
+         .hi = 100000000,
+         .metavar = "N",
          .help = "test images to evaluate at the end, 0 = none (default 10000)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o->json, .help = "JSON lines instead of text"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta train-tiny", "[OPTIONS]",
+        "manta train-tiny",
+        "[OPTIONS]",
         "Trains a small fixed CNN (conv, depthwise, SE, residual; see runtime/classify/tinynet.h)\n"
         "on Fashion-MNIST with SGD (Nesterov momentum 0.9, weight decay 3e-5, warm-up then\n"
         "cosine learning rate), printing loss, batch accuracy and images/s, then the\n"
         "accuracy on the test set. --device defaults to MANTA_DEVICE, else device 0.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -187,13 +234,15 @@ int cmd_train_tiny(int argc, char **argv)
             shuffle(order, train.count, &rng);
             pos = 0;
         }
-        data_idx_batch(&train, order + pos, o.batch, IDX_FASHION_MEAN, IDX_FASHION_STD, images, labels);
+        data_idx_batch(&train, order + pos, o.batch, IDX_FASHION_MEAN, IDX_FASHION_STD, images,
+                       labels);
         pos += o.batch;
         tinynet_step_result r;
         float lr = train_lr_at(&sched, step);
         st = tinynet_train_step(net, images, labels, &opt, lr, &r);
         if (st != MANTA_OK) {
-            fprintf(stderr, "manta train-tiny: step %ld: %s\n", step + 1, manta_err_msg(mcl_err(d), st));
+            fprintf(stderr, "manta train-tiny: step %ld: %s\n", step + 1,
+                    manta_err_msg(mcl_err(d), st));
             goto out;
         }
         loss_win += r.loss;

@@ -24,10 +24,10 @@
 
 typedef struct tuner_spec {
     const char *program;
-    const char *kernel;   /* CLBlast kernel it tunes */
-    int gemm;             /* takes -k */
-    size_t m, n, k;       /* problem size given to the tuner */
-    int full_only;        /* skipped with --quick */
+    const char *kernel; /* CLBlast kernel it tunes */
+    int gemm;           /* takes -k */
+    size_t m, n, k;     /* problem size given to the tuner */
+    int full_only;      /* skipped with --quick */
 } tuner_spec;
 
 /* GEMM sizes in CLBlast's column-major terms: our row-major C(m,n) is its
@@ -39,7 +39,7 @@ typedef struct tuner_spec {
 static const tuner_spec tuners[] = {
     {"clblast_tuner_xgemm_direct", "XgemmDirect", 1, 2048, 128, 128, 0},
     {"clblast_tuner_xgemm", "Xgemm", 1, 256, 256, 256, 0},
-    {"clblast_tuner_copy_fast", "Copy", 0, 512, 512, 0, 1},       /* square only */
+    {"clblast_tuner_copy_fast", "Copy", 0, 512, 512, 0, 1}, /* square only */
     {"clblast_tuner_copy_pad", "Pad", 0, 4096, 64, 0, 1},
     {"clblast_tuner_transpose_fast", "Transpose", 0, 512, 512, 0, 1},
     {"clblast_tuner_transpose_pad", "Padtranspose", 0, 4096, 64, 0, 1},
@@ -71,20 +71,20 @@ static const mcl_tune_shape shapes[] = {
 typedef struct tune_opts {
     const char *device;
     bool quick, json, compare, seconds_set;
-    int configs;      /* per GEMM tuner; 0: default */
-    double seconds;   /* per shape and measurement */
+    int configs;    /* per GEMM tuner; 0: default */
+    double seconds; /* per shape and measurement */
 } tune_opts;
 
 typedef struct tune_ctx {
     tune_opts o;
-    FILE *out;        /* progress lines: stdout, or stderr with --json */
+    FILE *out; /* progress lines: stdout, or stderr with --json */
     mcl_dev *d;
     const mcl_device_info *info;
     mcl_tune_timing timing;
     uint64_t mnk[N_SHAPES];
     char tuner_dir[1024];
     char work[1200];
-    size_t t_def;     /* CLBlast's own kernel-selection threshold (0: unknown) */
+    size_t t_def; /* CLBlast's own kernel-selection threshold (0: unknown) */
     double t0;
 } tune_ctx;
 
@@ -134,8 +134,8 @@ static void tuner_start(void *ctx, size_t expect, size_t total)
 static void tuner_progress(void *ctx, const mcl_tuner_log *g, double elapsed_s)
 {
     const tuner_report *r = ctx;
-    fprintf(r->c->out, "      %zu/%zu configurations, best %.1f %s, %.0f s\n", g->done,
-            r->expect, g->best, g->unit, elapsed_s);
+    fprintf(r->c->out, "      %zu/%zu configurations, best %.1f %s, %.0f s\n", g->done, r->expect,
+            g->best, g->unit, elapsed_s);
     fflush(r->c->out);
 }
 
@@ -149,11 +149,23 @@ static int tune_kernel(tune_ctx *c, const tuner_spec *t, size_t pos, size_t n_ru
     snprintf(dir, sizeof dir, "%s/%s", c->work, t->program + strlen("clblast_tuner_"));
     size_t budget = c->o.configs ? (size_t)c->o.configs : (c->o.quick ? 12 : 30);
     tuner_report report = {c, t, pos, n_run, 0};
-    mcl_tuner_job j = {
-        .program = prog, .kernel = t->kernel, .dir = dir, .info = c->info, .m = t->m, .n = t->n,
-        .k = t->gemm ? t->k : 0, .budget = t->gemm ? budget : budget / 3 < 6 ? 6 : budget / 3,
-        .runs = c->o.quick ? 1 : 2, .max = max, .limit_s = TUNER_LIMIT_S, .report_s = 15,
-        .start = tuner_start, .progress = tuner_progress, .ctx = &report};
+    mcl_tuner_job j = {.program = prog,
+                       .kernel = t->kernel,
+                       .dir = dir,
+                       .info = c->info,
+                       .m = t->m,
+                       .n = t->n,
+                       .k = t->gemm ? t->k : 0,
+                       .budget = t->gemm          ? budget
+                                 : budget / 3 < 6 ? 6
+                                                  : budget / 3,
+                       .runs = c->o.quick ? 1 : 2,
+                       .max = max,
+                       .limit_s = TUNER_LIMIT_S,
+                       .report_s = 15,
+                       .start = tuner_start,
+                       .progress = tuner_progress,
+                       .ctx = &report};
     mcl_tuner_done done;
     manta_err err;
     manta_err_clear(&err);
@@ -161,8 +173,8 @@ static int tune_kernel(tune_ctx *c, const tuner_spec *t, size_t pos, size_t n_ru
         fprintf(stderr, "manta tune: %s\n", err.msg);
         return 1;
     }
-    fprintf(c->out, "      done in %.0f s: best %.1f %s (%s)\n", done.seconds, done.best,
-            done.unit, cand[0].family);
+    fprintf(c->out, "      done in %.0f s: best %.1f %s (%s)\n", done.seconds, done.best, done.unit,
+            cand[0].family);
     fflush(c->out);
     return 0;
 }
@@ -274,7 +286,10 @@ static void print_json(const tune_ctx *c, const tune_result *r)
     printf(",\"clblast\":\"%s\",\"file\":", r->key.clblast);
     cmd_json_str(stdout, r->path);
     printf(",\"mode\":\"%s\",\"seconds\":%.1f",
-           c->o.compare ? "compare" : c->o.quick ? "quick" : "full", cmd_now() - c->t0);
+           c->o.compare ? "compare"
+           : c->o.quick ? "quick"
+                        : "full",
+           cmd_now() - c->t0);
     if (r->gr)
         printf(",\"min_indirect_size\":%zu", r->gr->values[0]);
     if (c->t_def)
@@ -363,9 +378,10 @@ static void print_table(const tune_ctx *c, const tune_result *r)
         printf(" %8s %8s %8s %8s", "", "", "", "");
     printf(" %8.2f %7.2fx\n", exp(la / N_SHAPES), exp((la - lb) / N_SHAPES));
     if (ch)
-        printf("  dir/ind: direct/indirect kernel only, with CLBlast's (def) or the best tuned (tun)\n"
-               "  parameters; before and after pick from these columns by kernel selection (re-time\n"
-               "  the stored file against CLBlast's defaults in a fresh process: --compare)\n");
+        printf(
+            "  dir/ind: direct/indirect kernel only, with CLBlast's (def) or the best tuned (tun)\n"
+            "  parameters; before and after pick from these columns by kernel selection (re-time\n"
+            "  the stored file against CLBlast's defaults in a fresh process: --compare)\n");
     printf("total time: %.0f s\n", cmd_now() - c->t0);
 }
 
@@ -373,8 +389,13 @@ static void print_result(const tune_ctx *c, const char *path, const mcl_tune_set
                          const double *before, const double *after, const mcl_tune_found *f,
                          const mcl_tune_choice *ch)
 {
-    tune_result r = {.path = path, .set = set, .before = before, .after = after, .f = f,
-                     .ch = ch, .gr = mcl_tune_set_find(set, "GemmRoutine")};
+    tune_result r = {.path = path,
+                     .set = set,
+                     .before = before,
+                     .after = after,
+                     .f = f,
+                     .ch = ch,
+                     .gr = mcl_tune_set_find(set, "GemmRoutine")};
     mcl_tune_key_of(c->info, &r.key);
     if (c->o.json)
         print_json(c, &r);
@@ -415,7 +436,7 @@ static int run_tuning(tune_ctx *c, const char *path, const mcl_tune_key *key)
         return 1;
     }
     mcl_tune_set *keep = &sets[0], *set = &sets[1]; /* chosen; as read back */
-    f->n_direct = f->n_indirect = 1; /* option 0: CLBlast's parameters */
+    f->n_direct = f->n_indirect = 1;                /* option 0: CLBlast's parameters */
     int rc = 1;
     snprintf(c->work, sizeof c->work, "%s/clblast-tune-XXXXXX", mcl_cache_dir(c->d));
     if (!mkdtemp(c->work)) {
@@ -434,8 +455,8 @@ static int run_tuning(tune_ctx *c, const char *path, const mcl_tune_key *key)
     mcl_tune_choice ch;
     manta_err err;
     manta_err_clear(&err);
-    st = mcl_tune_choose(c->mnk, f->before, N_SHAPES, c->t_def, f->direct, f->n_direct,
-                         f->indirect, f->n_indirect, &ch, &err);
+    st = mcl_tune_choose(c->mnk, f->before, N_SHAPES, c->t_def, f->direct, f->n_direct, f->indirect,
+                         f->n_indirect, &ch, &err);
     if (st == MANTA_OK)
         st = mcl_tune_choice_set(&ch, f->direct, f->indirect, &f->helpers, keep, &err);
     char note[256], date[32];
@@ -469,18 +490,37 @@ int cmd_tune(int argc, char **argv)
     tune_ctx c;
     memset(&c, 0, sizeof c);
     const opt_def defs[] = {
-        {.name = "device", .kind = OPT_STRING, .dest = &c.o.device, .metavar = "SPEC",
+        {.name = "device",
+         .kind = OPT_STRING,
+         .dest = &c.o.device,
+         .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
-        {.name = "quick", .kind = OPT_FLAG, .dest = &c.o.quick,
+        {.name = "quick",
+         .kind = OPT_FLAG,
+         .dest = &c.o.quick,
          .help = "smaller search, GEMM kernels only (about a minute when idle)"},
-        {.name = "configs", .kind = OPT_INT, .dest = &c.o.configs, .lo = 1, .hi = 100000,
-         .metavar = "N", .help = "configurations tried per GEMM kernel (default 30; quick 12)"},
-        {.name = "seconds", .kind = OPT_DOUBLE, .dest = &c.o.seconds, .lo = 0.001, .hi = 60,
-         .metavar = "S", .seen = &c.o.seconds_set,
+        {.name = "configs",
+         .kind = OPT_INT,
+         .dest = &c.o.configs,
+         .lo = 1,
+         .hi = 100000,
+         .metavar = "N",
+         .help = "configurations tried per GEMM kernel (default 30; quick 12)"},
+        {.name = "seconds",
+         .kind = OPT_DOUBLE,
+         .dest = &c.o.seconds,
+         .lo = 0.001,
+         .hi = 60,
+         .metavar = "S",
+         .seen = &c.o.seconds_set,
          .help = "timing per GEMM shape and measurement (default 0.5; quick 0.25)"},
-        {.name = "compare", .kind = OPT_FLAG, .dest = &c.o.compare,
+        {.name = "compare",
+         .kind = OPT_FLAG,
+         .dest = &c.o.compare,
          .help = "tune nothing: time CLBlast defaults against the stored file"},
-        {.name = "json", .kind = OPT_FLAG, .dest = &c.o.json,
+        {.name = "json",
+         .kind = OPT_FLAG,
+         .dest = &c.o.json,
          .help = "one JSON document on stdout (progress goes to stderr)"},
         {.name = NULL},
     };
@@ -499,7 +539,9 @@ int cmd_tune(int argc, char **argv)
         "(CLBlast's defaults) and after. Takes a few minutes.\n\n"
         "Environment: MANTA_CLBLAST_TUNERS (folder of the clblast_tuner_* programs;\n"
         "default: PATH), MANTA_NO_TUNING=1 (runs ignore the tuning file).\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
@@ -508,8 +550,11 @@ int cmd_tune(int argc, char **argv)
         c.o.seconds = c.o.quick ? 0.25 : 0.5;
     c.out = c.o.json ? stderr : stdout;
     c.t0 = cmd_now();
-    c.timing = (mcl_tune_timing){.shapes = shapes, .n_shapes = N_SHAPES, .seconds = c.o.seconds,
-                                 .report = timing_report, .ctx = &c};
+    c.timing = (mcl_tune_timing){.shapes = shapes,
+                                 .n_shapes = N_SHAPES,
+                                 .seconds = c.o.seconds,
+                                 .report = timing_report,
+                                 .ctx = &c};
     for (size_t i = 0; i < N_SHAPES; i++)
         c.mnk[i] = mcl_tune_shape_mnk(&shapes[i]);
     if (!c.o.compare && !find_tuners(&c))

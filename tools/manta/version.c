@@ -47,10 +47,7 @@ size_t cmd_json_provenance_str(char *buf, size_t size, const mcl_dev *d)
 
 void cmd_json_provenance(FILE *f, const mcl_dev *d) { provenance(f, d); }
 
-void cmd_json_version(FILE *f)
-{
-    cmd_json_provenance(f, NULL);
-}
+void cmd_json_version(FILE *f) { cmd_json_provenance(f, NULL); }
 
 int cmd_version(int argc, char **argv)
 {
@@ -60,12 +57,15 @@ int cmd_version(int argc, char **argv)
         {.name = NULL},
     };
     const opt_cmd cmd = {
-        "manta version", "[--json]   (also: manta --version)",
+        "manta version",
+        "[--json]   (also: manta --version)",
         "Prints manta's version, the git revision it was built from ('-dirty':\n"
         "with uncommitted changes; 'unknown': not built from a git checkout), the\n"
         "OpenCL version its headers target and the CLBlast it was built against.\n"
         "Every --json output of manta carries the same version and git members.\n",
-        defs, 0, 0};
+        defs,
+        0,
+        0};
     int first;
     opt_result r = opt_parse(&cmd, argc, argv, &first);
     if (r != OPT_OK)
