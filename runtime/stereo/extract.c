@@ -9,7 +9,7 @@
 #include "elastic/extract.h"
 #include "engine/engine.h"
 #include "export/mbv3_graph.h"
-#include "stereo/net_internal.h"
+#include "stereo/net_impl.h"
 
 /* What the builders share: the graph, the network and host copies of its values. */
 typedef struct sx {

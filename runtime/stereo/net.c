@@ -17,7 +17,7 @@
 #include "nn/upsample.h"
 #include "elastic/mbconv.h"
 #include "elastic/reorder.h"
-#include "stereo/net_internal.h"
+#include "stereo/net_impl.h"
 
 /* Scale of the initial weights of the prediction convolutions (after PyTorch's bound), so
  * that the first disparities are near 0. */
