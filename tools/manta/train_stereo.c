@@ -19,6 +19,7 @@
 #include "core/fileio.h"
 #include "job.h"
 #include "stereo/state.h"
+#include "stereo/steps.h"
 #include "train/driver.h"
 
 typedef struct st_opts {
@@ -56,46 +57,15 @@ typedef struct st_run {
     char dir[1024];
 } st_run;
 
-/* The run's batch at @p h x @p w (made again when its size differs). */
-static manta_status batch_size(st_run *r, int h, int w, manta_err *err)
+/* Where the pairs of the run's steps come from (stereo/steps.h). */
+static stereo_steps run_steps(const st_run *r)
 {
-    if (h == r->b.height && w == r->b.width)
-        return MANTA_OK;
-    const int n = r->b.n, levels = r->b.levels;
-    stereo_batch_free(&r->b);
-    return stereo_batch_alloc(&r->b, n, h, w, levels, err);
-}
-
-/* Generated pairs first in a batch of @p n of a folder's pairs mixed with them (--mix R):
- * round(R n), the same every step. */
-static int generated_pairs(const st_run *r, int n)
-{
-    return r->have_set && r->meta.mix > 0 ? (int)lround(r->meta.mix * n) : 0;
-}
-
-/* The pairs of step @p step and their crop size (one of the space's training crops for
- * generated pairs; a folder's pairs, of sizes of their own, at the crop, after the
- * generated pairs --mix puts first): drawn from (seed, step), so a resumed run sees the
- * same. */
-static manta_status step_batch(st_run *r, long step, manta_err *err)
-{
-    manta_rng rng;
-    manta_rng_seed(&rng, r->meta.seed, (uint64_t)step * 2 + 1);
-    const int n_crops = r->have_set ? 1 : stereo_space_n_crops(&r->sp);
-    int h, w;
-    stereo_space_crop(&r->sp, n_crops > 1 ? (int)manta_rng_below(&rng, (uint32_t)n_crops) : 0, &h,
-                      &w);
-    MANTA_TRY(batch_size(r, h, w, err));
-    const int n = r->b.n, gen = generated_pairs(r, n);
-    long idx[64];
-    for (int k = 0; k < n; k++)
-        idx[k] = (long)(manta_rng_u32(&rng) %
-                        (uint32_t)(k < gen ? r->gen_src.count : r->train_src.count));
-    stereo_aug_params aug;
-    stereo_aug_params_default(&aug, h, w);
-    if (gen > 0)
-        MANTA_TRY(stereo_batch_fill_range(&r->b, &r->gen_src, 0, gen, idx, &aug, &rng, err));
-    return stereo_batch_fill_range(&r->b, &r->train_src, gen, n - gen, idx + gen, &aug, &rng, err);
+    return (stereo_steps){.space = &r->sp,
+                          .seed = r->meta.seed,
+                          .train = &r->train_src,
+                          .gen = &r->gen_src,
+                          .mix = r->meta.mix,
+                          .folder = r->have_set};
 }
 
 /* EPE, bad-3 and D1 of sub-network @p a on the held-out pairs (or crops of the validation
@@ -103,7 +73,7 @@ static manta_status step_batch(st_run *r, long step, manta_err *err)
 static manta_status evaluate(st_run *r, const ofa_arch *a, stereo_scores *all, stereo_scores *noc)
 {
     stereo_metrics m = {0};
-    MANTA_TRY(batch_size(r, r->sp.crop_h, r->sp.crop_w, mcl_err(r->d)));
+    MANTA_TRY(stereo_steps_resize(&r->b, r->sp.crop_h, r->sp.crop_w, mcl_err(r->d)));
     MANTA_TRY(stereo_trainer_evaluate(r->t, a, &r->b, stereo_ordered_batch, &r->train_src,
                                       r->o.recal_pairs, stereo_ordered_batch, &r->eval_src,
                                       r->o.eval_pairs, &m, NULL));
@@ -175,7 +145,8 @@ static manta_status task_step(void *ctx, long step, manta_err *err)
     st_run *r = c->r;
     manta_err e = {0};
     double tw = cmd_now();
-    manta_status st = step_batch(r, step, &e);
+    const stereo_steps steps = run_steps(r);
+    manta_status st = stereo_steps_batch(&steps, step, &r->b, &e);
     dp_set_data_wait(r->dp, cmd_now() - tw);
     if (st == MANTA_OK)
         st = stereo_dp_step(r->dp, step, &r->b, &c->res, &e);
@@ -483,9 +454,10 @@ static bool setup(st_run *r)
         printf("fine-tuning %s (space %s, trained %ld steps of schedule %s) on %s, schedule %s\n",
                r->o.init, r->sp.name, init_meta.step, init_meta.preset, r->meta.data,
                r->meta.preset);
-    if (generated_pairs(r, r->meta.batch) > 0)
-        printf("each batch: %d generated pair(s), then %d of %s\n",
-               generated_pairs(r, r->meta.batch), r->meta.batch - generated_pairs(r, r->meta.batch),
+    const stereo_steps steps = run_steps(r);
+    const int gen = stereo_steps_generated(&steps, r->meta.batch);
+    if (gen > 0)
+        printf("each batch: %d generated pair(s), then %d of %s\n", gen, r->meta.batch - gen,
                r->meta.data);
     return job_monitor_start("manta train", &r->o.job, r->dir, &r->monitor);
 }
