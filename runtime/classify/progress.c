@@ -91,3 +91,46 @@ int ofa_report_json(const train_report *r, char *buf, size_t cap)
     manta_strbuf_free(&b);
     return n;
 }
+
+void ofa_progress_subnets_start(ofa_subnet_sizes *z, uint64_t sample_seed)
+{
+    memset(z, 0, sizeof *z);
+    z->seed = sample_seed;
+}
+
+void ofa_progress_subnets_add(ofa_subnet_sizes *z, const ofa_space *sp, const ofa_schedule *sched,
+                              long step, int phase, int res)
+{
+    if (phase < 0 || phase >= sched->n_phases)
+        return;
+    const ofa_phase *p = &sched->phase[phase];
+    for (int k = 0; k < p->subnets; k++) {
+        ofa_arch a;
+        manta_err err;
+        ofa_sample_subnet(sp, p, z->seed, step, k, res, &a);
+        if (ofa_describe(sp, &a, &z->desc, &err) != MANTA_OK)
+            continue;
+        const double macs = z->desc.macs, params = (double)z->desc.params;
+        if (z->n++ == 0) {
+            z->macs_min = z->macs_max = macs;
+            z->params_min = z->params_max = params;
+        }
+        z->macs_sum += macs;
+        z->params_sum += params;
+        z->macs_min = macs < z->macs_min ? macs : z->macs_min;
+        z->macs_max = macs > z->macs_max ? macs : z->macs_max;
+        z->params_min = params < z->params_min ? params : z->params_min;
+        z->params_max = params > z->params_max ? params : z->params_max;
+    }
+}
+
+void ofa_progress_subnets_take(ofa_subnet_sizes *z, manta_rec_subnets *out)
+{
+    *out = (manta_rec_subnets){0};
+    if (z->n > 0)
+        *out = (manta_rec_subnets){z->n,         z->macs_sum / (double)z->n,   z->macs_min,
+                                   z->macs_max,  z->params_sum / (double)z->n, z->params_min,
+                                   z->params_max};
+    z->n = 0;
+    z->macs_sum = z->params_sum = 0;
+}

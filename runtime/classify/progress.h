@@ -89,4 +89,29 @@ int ofa_report_json(const train_report *r, char *buf, size_t cap);
 /** Work (ofa_schedule_work() units) of the steps from @p step (0-based) to the end. */
 double ofa_work_left(const ofa_schedule *s, const double *work, long step);
 
+/**
+ * The sizes of the sub-networks a rank trained since the last progress record: MACs (one
+ * image at the step's resolution) and parameters of each. The trainer draws them with
+ * ofa_sample_subnet() from (sampling seed, step, k) alone, so they are drawn again here as it
+ * drew them, without its help. Plain data; no allocation.
+ */
+typedef struct ofa_subnet_sizes {
+    ofa_desc desc; /**< scratch of ofa_describe() */
+    uint64_t seed; /**< the trainer's sampling seed on this rank (dp_sample_seed()) */
+    long n;        /**< sub-networks counted */
+    double macs_sum, macs_min, macs_max, params_sum, params_min, params_max;
+} ofa_subnet_sizes;
+
+/** Start counting, for a rank whose trainer samples with @p sample_seed. */
+void ofa_progress_subnets_start(ofa_subnet_sizes *z, uint64_t sample_seed);
+
+/** Count the sub-networks of global step @p step of @p sched in space @p sp: phase @p phase
+ *  (nothing for a phase outside the schedule) at resolution @p res. */
+void ofa_progress_subnets_add(ofa_subnet_sizes *z, const ofa_space *sp, const ofa_schedule *sched,
+                              long step, int phase, int res);
+
+/** The sizes counted since the last call into @p out (n 0: none were counted); the count
+ *  starts again. */
+void ofa_progress_subnets_take(ofa_subnet_sizes *z, manta_rec_subnets *out);
+
 #endif

@@ -131,13 +131,51 @@ static void test_metrics_line(void **state)
     assert_int_equal(strlen(small), sizeof small - 1);
 }
 
+/* The sizes of the sub-networks a step trained: each one drawn as the trainer draws it, its
+ * MACs and parameters those ofa_describe() gives; min <= mean <= max; take starts again. */
+static void test_subnet_sizes(void **state)
+{
+    (void)state;
+    ofa_space sp;
+    ofa_schedule sched;
+    manta_err err = {0};
+    ofa_space_cpu_default(&sp);
+    assert_int_equal(ofa_schedule_preset(&sp, "quick", 64, 100, &sched, &err), MANTA_OK);
+    const int ph = sched.n_phases - 1, k_n = sched.phase[ph].subnets;
+    assert_true(k_n >= 2);
+    ofa_subnet_sizes z;
+    ofa_progress_subnets_start(&z, 11);
+    double macs_sum = 0, macs_min = INFINITY, macs_max = 0;
+    for (long step = 40; step < 43; step++) {
+        ofa_progress_subnets_add(&z, &sp, &sched, step, ph, 28);
+        for (int k = 0; k < k_n; k++) { /* drawn here as the trainer draws them */
+            ofa_arch a;
+            static ofa_desc d;
+            ofa_sample_subnet(&sp, &sched.phase[ph], 11, step, k, 28, &a);
+            assert_int_equal(ofa_describe(&sp, &a, &d, &err), MANTA_OK);
+            macs_sum += d.macs;
+            macs_min = d.macs < macs_min ? d.macs : macs_min;
+            macs_max = d.macs > macs_max ? d.macs : macs_max;
+        }
+    }
+    ofa_progress_subnets_add(&z, &sp, &sched, 43, sched.n_phases, 28); /* no such phase */
+    manta_rec_subnets out;
+    ofa_progress_subnets_take(&z, &out);
+    assert_int_equal(out.n, 3 * k_n);
+    assert_true(fabs(out.macs_mean - macs_sum / (3 * k_n)) <= 1e-9 * macs_sum);
+    assert_true(out.macs_min == macs_min && out.macs_max == macs_max);
+    assert_true(out.params_min <= out.params_mean && out.params_mean <= out.params_max);
+    assert_true(macs_min < macs_max); /* the draws differ */
+    ofa_progress_subnets_take(&z, &out);
+    assert_int_equal(out.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_work_left),
-        cmocka_unit_test(test_reports),
-        cmocka_unit_test(test_resumed),
-        cmocka_unit_test(test_metrics_line),
+        cmocka_unit_test(test_work_left),    cmocka_unit_test(test_reports),
+        cmocka_unit_test(test_resumed),      cmocka_unit_test(test_metrics_line),
+        cmocka_unit_test(test_subnet_sizes),
     };
     return cmocka_run_group_tests_name("training progress", tests, NULL, NULL);
 }

@@ -108,62 +108,6 @@ static manta_status run_step(train_run *r, train_progress *pg, long step, ofa_st
     return MANTA_OK;
 }
 
-/* The sizes of the sub-networks this rank trained since the last progress record: MACs
- * (one image at the step's resolution) and parameters of each. The trainer draws them with
- * ofa_sample_subnet() from (sampling seed, step, k) alone, so they are drawn again here as
- * it drew them, without its help. */
-typedef struct subnet_sizes {
-    ofa_desc desc; /* scratch of ofa_describe() */
-    uint64_t seed; /* the trainer's sampling seed on this rank */
-    long n;        /* sub-networks counted */
-    double macs_sum, macs_min, macs_max, params_sum, params_min, params_max;
-} subnet_sizes;
-
-static void subnets_start(train_run *r, subnet_sizes *z)
-{
-    memset(z, 0, sizeof *z);
-    z->seed = dp_sample_seed(r->o.seed, r->o.mode, r->rank);
-}
-
-/* The sub-networks of global step @p step (phase and resolution from @p res) counted. */
-static void subnets_add(train_run *r, subnet_sizes *z, long step, const ofa_step_result *res)
-{
-    if (res->phase < 0 || res->phase >= r->sched.n_phases)
-        return;
-    const ofa_phase *p = &r->sched.phase[res->phase];
-    for (int k = 0; k < p->subnets; k++) {
-        ofa_arch a;
-        manta_err err;
-        ofa_sample_subnet(&r->sp, p, z->seed, step, k, res->r, &a);
-        if (ofa_describe(&r->sp, &a, &z->desc, &err) != MANTA_OK)
-            continue;
-        const double macs = z->desc.macs, params = (double)z->desc.params;
-        if (z->n++ == 0) {
-            z->macs_min = z->macs_max = macs;
-            z->params_min = z->params_max = params;
-        }
-        z->macs_sum += macs;
-        z->params_sum += params;
-        z->macs_min = macs < z->macs_min ? macs : z->macs_min;
-        z->macs_max = macs > z->macs_max ? macs : z->macs_max;
-        z->params_min = params < z->params_min ? params : z->params_min;
-        z->params_max = params > z->params_max ? params : z->params_max;
-    }
-}
-
-/* The sizes counted since the last progress record into @p out (n 0: none were counted);
- * the count starts again. */
-static void subnets_take(subnet_sizes *z, manta_rec_subnets *out)
-{
-    *out = (manta_rec_subnets){0};
-    if (z->n > 0)
-        *out = (manta_rec_subnets){z->n,         z->macs_sum / (double)z->n,   z->macs_min,
-                                   z->macs_max,  z->params_sum / (double)z->n, z->params_min,
-                                   z->params_max};
-    z->n = 0;
-    z->macs_sum = z->params_sum = 0;
-}
-
 /* Scalars of step @p step into the event file (job_events()). */
 static void log_events(train_run *r, long step, const manta_tfscalar *v, size_t n)
 {
@@ -171,7 +115,7 @@ static void log_events(train_run *r, long step, const manta_tfscalar *v, size_t 
 }
 
 /* The progress line after @p done steps: into metrics.jsonl, the event file, and on stdout. */
-static void log_progress(train_run *r, train_progress *pg, subnet_sizes *z,
+static void log_progress(train_run *r, train_progress *pg, ofa_subnet_sizes *z,
                          const ofa_step_result *res, long done)
 {
     train_report rep;
@@ -181,7 +125,7 @@ static void log_progress(train_run *r, train_progress *pg, subnet_sizes *z,
     manta_rec rec = {.kind = MANTA_REC_PROGRESS};
     ofa_report_record(&rep, &rec.progress);
     rec.progress.time = manta_wall_time();
-    subnets_take(z, &rec.progress.subnets);
+    ofa_progress_subnets_take(z, &rec.progress.subnets);
     const int per_rank = r->o.batch / (r->replicas / r->n_dev);
     job_log l = run_log(r);
     manta_rec_rank *ranks = NULL;
@@ -238,7 +182,7 @@ static manta_status sync_check(train_run *r, long done, manta_err *err)
 typedef struct cls_task {
     train_run *r;
     train_progress pg;
-    subnet_sizes z;
+    ofa_subnet_sizes z;
     ofa_step_result res; /* of the last step */
 } cls_task;
 
@@ -247,7 +191,7 @@ static manta_status task_step(void *ctx, long step, manta_err *err)
     cls_task *c = ctx;
     MANTA_TRY(run_step(c->r, &c->pg, step, &c->res, err));
     if (!c->r->quiet)
-        subnets_add(c->r, &c->z, step, &c->res);
+        ofa_progress_subnets_add(&c->z, &c->r->sp, &c->r->sched, step, c->res.phase, c->res.r);
     return MANTA_OK;
 }
 
@@ -337,7 +281,7 @@ int train_loop(train_run *r)
     }
     c->r = r;
     ofa_progress_start(&c->pg, &r->sched, r->work, r->start, o->batch, cmd_now());
-    subnets_start(r, &c->z);
+    ofa_progress_subnets_start(&c->z, dp_sample_seed(r->o.seed, r->o.mode, r->rank));
     const train_task task = {c,
                              task_step,
                              task_progress,
