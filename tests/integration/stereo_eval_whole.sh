@@ -30,7 +30,7 @@ add_pair() {
     done
 }
 
-"$M" train --space tests/data/stereo_tiny.json --schedule smoke --batch 2 --train-pairs 64 \
+"$M" train --space tests/data/stereo_tiny.json --schedule smoke --batch 2 --train-pairs 64 --textures none \
     --eval-pairs 6 --recal-pairs 4 --seed 1 --out "$out/run" >/dev/null ||
     fail "train: exit status $?"
 CKPT=$out/run/latest.ckpt

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -27,7 +28,7 @@ typedef struct st_opts {
     int batch, log_every;
     long train_pairs, eval_pairs, recal_pairs, ckpt_every, stop_after, seed;
     double lr_scale, mix; /* mix < 0: not given */
-    bool resume, json;
+    bool resume, json, textures_given;
     job_opts job;
 } st_opts;
 
@@ -299,6 +300,27 @@ static int train_loop(st_run *r)
 }
 
 /* Space, schedule, sources, device, trainer and outputs. */
+/* The photographs of the run's procedural pairs: --textures DIR, none for --textures none,
+ * else the default set when it is installed (a warning when it is not, and procedural
+ * textures alone); NULL: none. */
+static const char *default_textures(const st_run *r, bool procedural)
+{
+    if (r->o.textures_given)
+        return strcmp(r->o.textures, "none") != 0 ? r->o.textures : NULL;
+    if (!procedural)
+        return NULL;
+    struct stat st;
+    if (stat(photo_bank_dir("default"), &st) == 0 && S_ISDIR(st.st_mode))
+        return "default";
+    if (r->rank == 0)
+        fprintf(stderr,
+                "manta train: warning: the default photographs (%s, Debian's "
+                "mate-backgrounds: make deps) are not installed: procedural textures "
+                "alone (--textures none says so, --textures DIR gives others)\n",
+                photo_bank_dir("default"));
+    return NULL;
+}
+
 static bool setup(st_run *r)
 {
     manta_err err = {0};
@@ -314,12 +336,13 @@ static bool setup(st_run *r)
         r->meta.seed = (uint64_t)r->o.seed;
         r->meta.train_pairs = r->o.train_pairs;
         snprintf(r->meta.val_data, sizeof r->meta.val_data, "synthetic");
-        snprintf(r->meta.textures, sizeof r->meta.textures, "%s",
-                 r->o.textures ? r->o.textures : "");
         r->meta.lr_scale = r->o.lr_scale;
         r->meta.mix = r->o.mix > 0 ? r->o.mix : 0;
         snprintf(r->meta.init, sizeof r->meta.init, "%s", r->o.init ? r->o.init : "");
-        if (r->o.textures && strcmp(r->meta.data, "synthetic") != 0 && !(r->meta.mix > 0))
+        const bool procedural = strcmp(r->meta.data, "synthetic") == 0 || r->meta.mix > 0;
+        const char *tx = default_textures(r, procedural);
+        snprintf(r->meta.textures, sizeof r->meta.textures, "%s", tx ? tx : "");
+        if (tx && r->o.textures_given && !procedural)
             st = manta_err_set(&err, MANTA_ERR_INVALID_ARG,
                                "--textures gives photographs to procedural pairs; the run "
                                "trains on the folder %s (--data synthetic, or --mix R for "
@@ -515,7 +538,9 @@ int cmd_train_stereo(int argc, char **argv)
          .kind = OPT_STRING,
          .dest = &r->o.textures,
          .metavar = "DIR",
-         .help = "photographs for textured / single-photograph pairs, or 'default'"},
+         .help = "photographs of the procedural pairs: a folder, 'default' (the default when "
+                 "installed) or 'none'",
+         .seen = &r->o.textures_given},
         {.name = "train-pairs",
          .kind = OPT_LONG,
          .dest = &r->o.train_pairs,
@@ -608,15 +633,16 @@ int cmd_train_stereo(int argc, char **argv)
     const opt_cmd cmd = {
         "manta train",
         "--space stereo-cpu|stereo-gpu|SPEC [--schedule smoke|quick|full|finetune] [--data D]\n"
-        "                   [--init CKPT] [--mix R] [--textures DIR|default] [--batch N]\n"
+        "                   [--init CKPT] [--mix R] [--textures DIR|default|none] [--batch N]\n"
         "                   [--out DIR] [--ckpt-every N] [--resume] [OPTIONS]",
         "Trains the stereo depth supernet with progressive shrinking (full network, then\n"
         "elastic kernel, depth and expand ratio; the full network's disparity distilled into\n"
         "the sub-networks), the multi-scale L1 disparity loss with its weight moving from the\n"
         "coarse predictions to the finest. Pairs: procedural (layered textured shapes,\n"
         "sub-pixel disparity, occlusions; manta stereo-data writes the same ones) or a KITTI /\n"
-        "Middlebury folder (random crops, colour jitter per view). --textures DIR (JPEG / PNG\n"
-        "photographs; 'default': Debian's mate-backgrounds nature photographs) makes a third\n"
+        "Middlebury folder (random crops, colour jitter per view). Photographs (--textures\n"
+        "DIR of JPEG / PNG files; 'default', the default when installed: Debian's\n"
+        "mate-backgrounds nature photographs; 'none': procedural textures alone) make a third\n"
         "of the procedural pairs with photographic textures and a third from single\n"
         "photographs (their colour regions the layers of the disparity field, disocclusions\n"
         "filled from another photograph); the folder is kept in the checkpoint for --resume\n"
