@@ -134,8 +134,10 @@ PROFILE_SRC := $(wildcard tools/manta-profile/*.c) $(TOOLS_COMMON_SRC)
 PROFILE_OBJ := $(PROFILE_SRC:%.c=$(BUILD)/obj/%.o)
 PROFILE_HOST_SRC := $(filter-out runtime/core/container.c,$(wildcard runtime/core/*.c)) \
                     $(wildcard runtime/profile/*.c) runtime/space/ofa_space.c \
+                    runtime/space/stereo_space.c runtime/space/act.c \
                     runtime/export/flatbuf.c runtime/export/tflite.c runtime/export/xgraph.c \
-                    runtime/export/xgraph_ref.c runtime/export/mbv3_graph.c
+                    runtime/export/xgraph_ref.c runtime/export/mbv3_graph.c \
+                    runtime/export/stereo_graph.c
 PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)
 PROFILE   := $(BUILD)/bin/manta-profile
 PROFILE_LIBS ?= -lcjson -lm

@@ -5,10 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-manta_status prof_space_hash(const ofa_space *s, char out[PROF_HASH_LEN], manta_err *err)
+/* "fnv1a64:..." of @p json, freed here. */
+static void hash_json(char *json, char out[PROF_HASH_LEN])
 {
-    char *json = NULL;
-    MANTA_TRY(ofa_space_to_json(s, &json, err));
     uint64_t h = 0xcbf29ce484222325ull;
     for (const unsigned char *p = (const unsigned char *)json; *p; p++) {
         h ^= *p;
@@ -16,6 +15,21 @@ manta_status prof_space_hash(const ofa_space *s, char out[PROF_HASH_LEN], manta_
     }
     free(json);
     snprintf(out, PROF_HASH_LEN, "fnv1a64:%016" PRIx64, h);
+}
+
+manta_status prof_space_hash(const ofa_space *s, char out[PROF_HASH_LEN], manta_err *err)
+{
+    char *json = NULL;
+    MANTA_TRY(ofa_space_to_json(s, &json, err));
+    hash_json(json, out);
+    return MANTA_OK;
+}
+
+manta_status prof_stereo_space_hash(const stereo_space *s, char out[PROF_HASH_LEN], manta_err *err)
+{
+    char *json = NULL;
+    MANTA_TRY(stereo_space_to_json(s, &json, err));
+    hash_json(json, out);
     return MANTA_OK;
 }
 

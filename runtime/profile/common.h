@@ -15,6 +15,7 @@
 
 #include "core/status.h"
 #include "space/ofa_space.h"
+#include "space/stereo_space.h"
 
 /** Bytes of a space hash string, terminator included ("fnv1a64:" + 16 hex digits). */
 #define PROF_HASH_LEN 32
@@ -28,6 +29,9 @@
  * @return MANTA_ERR_NO_MEMORY when the JSON cannot be built.
  */
 manta_status prof_space_hash(const ofa_space *s, char out[PROF_HASH_LEN], manta_err *err);
+
+/** prof_space_hash() of a stereo space: of the JSON stereo_space_to_json() writes. */
+manta_status prof_stereo_space_hash(const stereo_space *s, char out[PROF_HASH_LEN], manta_err *err);
 
 /**
  * Write @p v into @p buf with the fewest digits (15 to 17, "%.*g") that read

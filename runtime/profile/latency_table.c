@@ -4,6 +4,7 @@
 #include "core/rng.h"
 #include "core/stats.h"
 #include "export/mbv3_graph.h"
+#include "export/stereo_graph.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -25,6 +26,13 @@ const char *lat_layer_type_name(lat_layer_type t)
     case LAT_POOL: return "AvgPool2D";
     case LAT_MIX: return "Conv_2";
     case LAT_LOGITS: return "Logits";
+    case LAT_CORR: return "Correlation";
+    case LAT_REDIR: return "Redirect";
+    case LAT_CONCAT: return "Concat";
+    case LAT_DECONV: return "TransposeConv";
+    case LAT_RESIZE: return "ResizeBilinear";
+    case LAT_DEC_CONV: return "DecConv";
+    case LAT_PRED: return "Pred";
     }
     return "?";
 }
@@ -105,6 +113,26 @@ static void make_key(lat_layer *l)
         snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%d-output:%d", t, l->in_h, l->in_w, l->in_c,
                  l->out_c);
         break;
+    case LAT_CORR:
+        snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%d-output:%dx%dx%d-stride:%d", t, l->in_h,
+                 l->in_w, l->in_c, l->out_h, l->out_w, l->out_c, l->corr_stride);
+        break;
+    case LAT_CONCAT: {
+        char parts[48] = "";
+        for (int i = 0, at = 0; i < l->n_in && at < (int)sizeof parts; i++)
+            at +=
+                snprintf(parts + at, sizeof parts - (size_t)at, "%s%d", i ? "+" : "", l->in_cs[i]);
+        snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%s-output:%dx%dx%d", t, l->in_h, l->in_w,
+                 parts, l->out_h, l->out_w, l->out_c);
+        break;
+    }
+    case LAT_DECONV:
+    case LAT_DEC_CONV:
+    case LAT_PRED:
+        snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%d-output:%dx%dx%d-kernel:%d%s", t, l->in_h,
+                 l->in_w, l->in_c, l->out_h, l->out_w, l->out_c, l->kernel,
+                 l->type == LAT_DECONV ? "-stride:2" : "");
+        break;
     default:
         snprintf(l->key, sizeof l->key, "%s-input:%dx%dx%d-output:%dx%dx%d", t, l->in_h, l->in_w,
                  l->in_c, l->out_h, l->out_w, l->out_c);
@@ -112,7 +140,8 @@ static void make_key(lat_layer *l)
     }
 }
 
-_Static_assert(LAT_MAX_ARCH_LAYERS == MBV3_MAX_LAYERS, "a keyed layer per graph layer");
+_Static_assert(LAT_MAX_ARCH_LAYERS >= MBV3_MAX_LAYERS, "a keyed layer per graph layer");
+_Static_assert(LAT_MAX_ARCH_LAYERS >= SGRAPH_MAX_LAYERS, "a keyed layer per stereo layer");
 
 manta_status lat_arch_layers(const ofa_space *s, const ofa_arch *a, lat_layer *out, int *n,
                              manta_err *err)
@@ -140,6 +169,55 @@ manta_status lat_arch_layers(const ofa_space *s, const ofa_arch *a, lat_layer *o
     }
     *n = m;
     return MANTA_OK;
+}
+
+/* The keyed layer of a stereo graph layer. */
+static void from_sgraph(const sgraph_layer *g, int r, lat_layer *l)
+{
+    static const lat_layer_type types[] = {
+        [SGRAPH_STEM] = LAT_STEM,       [SGRAPH_BLOCK] = LAT_MBCONV,  [SGRAPH_CORR] = LAT_CORR,
+        [SGRAPH_REDIR] = LAT_REDIR,     [SGRAPH_CONCAT] = LAT_CONCAT, [SGRAPH_DECONV] = LAT_DECONV,
+        [SGRAPH_UPSAMPLE] = LAT_RESIZE, [SGRAPH_CONV] = LAT_DEC_CONV, [SGRAPH_PRED] = LAT_PRED};
+    memset(l, 0, sizeof *l);
+    l->type = types[g->type];
+    snprintf(l->where, sizeof l->where, "%s", g->where);
+    l->r = r;
+    l->in_h = g->in_h, l->in_w = g->in_w, l->in_c = g->in_c;
+    l->out_h = g->out_h, l->out_w = g->out_w, l->out_c = g->out_c;
+    l->kernel = g->kernel;
+    l->stride = 1;
+    l->n_in = g->n_in;
+    for (int i = 0; i < g->n_in; i++)
+        l->in_cs[i] = g->in_cs[i];
+    if (g->type == SGRAPH_STEM || g->type == SGRAPH_BLOCK) {
+        const mbv3_layer *e = &g->enc;
+        l->mid = e->mid, l->stride = e->stride, l->has_expand = e->has_expand;
+        l->idskip = e->idskip, l->se = e->se, l->se_mid = e->se_mid, l->act = e->act;
+    }
+    if (g->type == SGRAPH_CORR)
+        l->stride = l->corr_stride = g->corr_stride;
+    if (g->type == SGRAPH_DECONV)
+        l->stride = 2;
+    if (g->type == SGRAPH_REDIR || g->type == SGRAPH_CONV || g->type == SGRAPH_DECONV)
+        l->act = NN_ACT_LEAKY_RELU;
+    make_key(l);
+}
+
+manta_status lat_stereo_arch_layers(const stereo_space *s, const ofa_arch *a, lat_layer *out,
+                                    int *n, manta_err *err)
+{
+    *n = 0;
+    sgraph_layer *L = malloc(SGRAPH_MAX_LAYERS * sizeof *L);
+    if (!L)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "latency keys: out of memory");
+    int m = 0;
+    manta_status st = sgraph_arch_layers(s, a, s->crop_h, s->crop_w, L, &m, err);
+    for (int i = 0; i < m && st == MANTA_OK; i++)
+        from_sgraph(&L[i], a->r, &out[i]);
+    free(L);
+    if (st == MANTA_OK)
+        *n = m;
+    return st;
 }
 
 manta_status lat_enumerate(const ofa_space *s, lat_layer **out, size_t *n, manta_err *err)
@@ -200,6 +278,88 @@ done:
     return MANTA_OK;
 }
 
+manta_status lat_stereo_enumerate(const stereo_space *s, lat_layer **out, size_t *n, manta_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    const int n_ke = s->n_ks * s->n_e, nr = s->n_dec_ratios, n_arch = n_ke + nr * nr;
+    lat_layer *all = malloc((size_t)n_arch * LAT_MAX_ARCH_LAYERS * sizeof *all);
+    lat_layer *L = malloc(LAT_MAX_ARCH_LAYERS * sizeof *L);
+    uint32_t *slot = NULL;
+    size_t n_slot = 0, count = 0;
+    manta_status st = all && L
+                          ? MANTA_OK
+                          : manta_err_set(err, MANTA_ERR_NO_MEMORY, "latency keys: out of memory");
+    for (int v = 0; v < n_arch && st == MANTA_OK; v++) {
+        ofa_arch a;
+        stereo_arch_max(s, &a);
+        if (v < n_ke) /* every slot at one (kernel, expand ratio), the largest depths */
+            for (int i = 0; i < s->n_units * s->max_depth; i++) {
+                a.ks[i] = s->ks[v / s->n_e];
+                a.e[i] = s->e[v % s->n_e];
+            }
+        else { /* the levels alternating between two width choices */
+            const int r1 = (v - n_ke) / nr, r2 = (v - n_ke) % nr;
+            int ch[STEREO_MAX_LEVELS];
+            for (int i = 0; i < s->n_levels; i++)
+                ch[i] = i % 2 ? r2 : r1;
+            stereo_arch_set_dec(s, ch, 0, &a);
+        }
+        int m = 0;
+        st = lat_stereo_arch_layers(s, &a, L, &m, err);
+        for (int j = 0; j < m && st == MANTA_OK; j++) {
+            st = idx_reserve(&slot, &n_slot, all, sizeof *all, count, err);
+            if (st != MANTA_OK)
+                break;
+            bool found;
+            size_t at = idx_probe(slot, n_slot, all, sizeof *all, L[j].key, &found);
+            if (found)
+                continue;
+            all[count] = L[j];
+            slot[at] = (uint32_t)(++count);
+        }
+    }
+    free(L);
+    free(slot);
+    if (st != MANTA_OK) {
+        free(all);
+        return st;
+    }
+    lat_layer *shrunk = realloc(all, (count ? count : 1) * sizeof *all);
+    *out = shrunk ? shrunk : all;
+    *n = count;
+    return MANTA_OK;
+}
+
+/* A space of either task: @c o the classification space or a stereo space's view, @c st the
+ * stereo space or NULL. */
+typedef struct lspace {
+    const ofa_space *o;
+    const stereo_space *st;
+} lspace;
+
+static lspace table_space(const lat_table *t)
+{
+    return (lspace){&t->space, t->stereo ? &t->stereo_spec : NULL};
+}
+
+static manta_status ls_layers(const lspace *s, const ofa_arch *a, lat_layer *L, int *n,
+                              manta_err *err)
+{
+    return s->st ? lat_stereo_arch_layers(s->st, a, L, n, err)
+                 : lat_arch_layers(s->o, a, L, n, err);
+}
+
+static manta_status ls_enumerate(const lspace *s, lat_layer **out, size_t *n, manta_err *err)
+{
+    return s->st ? lat_stereo_enumerate(s->st, out, n, err) : lat_enumerate(s->o, out, n, err);
+}
+
+static manta_status ls_table_init(lat_table *t, const lspace *s, manta_err *err)
+{
+    return s->st ? lat_table_init_stereo(t, s->st, err) : lat_table_init(t, s->o, err);
+}
+
 /* Index of a key of @p keys (n) in the table @p t whose entries are those keys in order. */
 static long key_index(const lat_table *t, const char *key)
 {
@@ -207,10 +367,10 @@ static long key_index(const lat_table *t, const char *key)
     return e ? (long)(e - t->entry) : -1;
 }
 
-static bool arch_has_key(const ofa_space *s, const ofa_arch *a, const char *key, lat_layer *L)
+static bool arch_has_key(const lspace *ls, const ofa_arch *a, const char *key, lat_layer *L)
 {
     int m = 0;
-    if (lat_arch_layers(s, a, L, &m, NULL) != MANTA_OK)
+    if (ls_layers(ls, a, L, &m, NULL) != MANTA_OK)
         return false;
     for (int i = 0; i < m; i++)
         if (!strcmp(L[i].key, key))
@@ -218,9 +378,24 @@ static bool arch_has_key(const ofa_space *s, const ofa_arch *a, const char *key,
     return false;
 }
 
-/* Set one slot of @p a (resolution already the key's) so that it produces @p key. */
-static bool force_key(const ofa_space *s, ofa_arch *a, const char *key, lat_layer *L)
+/* Set one slot of @p a (resolution already the key's), or a stereo sub-network's widths of
+ * one decoder level and the one before it, so that it produces @p key. */
+static bool force_key(const lspace *ls, ofa_arch *a, const char *key, lat_layer *L)
 {
+    const ofa_space *s = ls->o;
+    const stereo_space *ss = ls->st;
+    for (int i = 0; ss && i < ss->n_levels; i++)
+        for (int c = 0; c < ss->n_dec_ratios; c++)
+            for (int c2 = 0; c2 < (i ? ss->n_dec_ratios : 1); c2++) {
+                ofa_arch t = *a;
+                t.dw[i] = stereo_dec_width(ss, i, c);
+                if (i)
+                    t.dw[i - 1] = stereo_dec_width(ss, i - 1, c2);
+                if (arch_has_key(ls, &t, key, L)) {
+                    *a = t;
+                    return true;
+                }
+            }
     for (int u = 0; u < s->n_units; u++)
         for (int b = 0; b < s->max_depth; b++) {
             int depth = 0;
@@ -237,7 +412,7 @@ static bool force_key(const ofa_space *s, ofa_arch *a, const char *key, lat_laye
                         t.d[u] = depth;
                     t.ks[slot] = s->ks[k];
                     t.e[slot] = s->e[e];
-                    if (arch_has_key(s, &t, key, L)) {
+                    if (arch_has_key(ls, &t, key, L)) {
                         *a = t;
                         return true;
                     }
@@ -246,9 +421,10 @@ static bool force_key(const ofa_space *s, ofa_arch *a, const char *key, lat_laye
     return false;
 }
 
-manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_arch **out,
-                             size_t *n, manta_err *err)
+static manta_status cover_archs(const lspace *ls, int cover, uint64_t seed, ofa_arch **out,
+                                size_t *n, manta_err *err)
 {
+    const ofa_space *s = ls->o;
     *out = NULL;
     *n = 0;
     if (cover < 1)
@@ -260,10 +436,10 @@ manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_a
     ofa_arch *archs = NULL;
     lat_table t;
     memset(&t, 0, sizeof t);
-    manta_status st = L ? lat_enumerate(s, &keys, &nk, err)
+    manta_status st = L ? ls_enumerate(ls, &keys, &nk, err)
                         : manta_err_set(err, MANTA_ERR_NO_MEMORY, "key cover: out of memory");
     if (st == MANTA_OK)
-        st = lat_table_init(&t, s, err);
+        st = ls_table_init(&t, ls, err);
     const lat_stats zero = {0, 0, 0, 1, 0};
     for (size_t i = 0; i < nk && st == MANTA_OK; i++)
         st = lat_table_set(&t, keys[i].key, &zero, err);
@@ -274,9 +450,12 @@ manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_a
     for (size_t i = 0; i < nk && st == MANTA_OK; i++)
         while (count[i] < cover && st == MANTA_OK) {
             ofa_arch a;
-            ofa_arch_sample(s, &rng, &a);
+            if (ls->st)
+                stereo_arch_sample(ls->st, &rng, &a);
+            else
+                ofa_arch_sample(s, &rng, &a);
             a.r = keys[i].r;
-            if (!arch_has_key(s, &a, keys[i].key, L) && !force_key(s, &a, keys[i].key, L)) {
+            if (!arch_has_key(ls, &a, keys[i].key, L) && !force_key(ls, &a, keys[i].key, L)) {
                 st = manta_err_set(err, MANTA_ERR_INTERNAL,
                                    "key cover: no sub-network of space '%s' produces '%s'", s->name,
                                    keys[i].key);
@@ -294,7 +473,7 @@ manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_a
             }
             archs[na++] = a;
             int m = 0;
-            st = lat_arch_layers(s, &a, L, &m, err);
+            st = ls_layers(ls, &a, L, &m, err);
             for (int j = 0; j < m && st == MANTA_OK; j++) {
                 long k = key_index(&t, L[j].key);
                 if (k < 0)
@@ -315,6 +494,22 @@ manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_a
     *out = archs;
     *n = na;
     return MANTA_OK;
+}
+
+manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_arch **out,
+                             size_t *n, manta_err *err)
+{
+    const lspace ls = {s, NULL};
+    return cover_archs(&ls, cover, seed, out, n, err);
+}
+
+manta_status lat_stereo_cover_archs(const stereo_space *s, int cover, uint64_t seed, ofa_arch **out,
+                                    size_t *n, manta_err *err)
+{
+    ofa_space view;
+    stereo_space_ofa_view(s, &view);
+    const lspace ls = {&view, s};
+    return cover_archs(&ls, cover, seed, out, n, err);
 }
 
 /* ---- statistics ---------------------------------------------------------------------- */
@@ -359,6 +554,15 @@ manta_status lat_table_init(lat_table *t, const ofa_space *s, manta_err *err)
     memset(t, 0, sizeof *t);
     t->space = *s;
     return prof_space_hash(s, t->space_hash, err);
+}
+
+manta_status lat_table_init_stereo(lat_table *t, const stereo_space *s, manta_err *err)
+{
+    memset(t, 0, sizeof *t);
+    t->stereo = true;
+    t->stereo_spec = *s;
+    stereo_space_ofa_view(s, &t->space);
+    return prof_stereo_space_hash(s, t->space_hash, err);
 }
 
 void lat_table_free(lat_table *t)
@@ -438,7 +642,8 @@ manta_status lat_table_check_complete(const lat_table *t, manta_err *err)
 {
     lat_layer *all;
     size_t n, missing = 0, first = 0;
-    MANTA_TRY(lat_enumerate(&t->space, &all, &n, err));
+    const lspace ls = table_space(t);
+    MANTA_TRY(ls_enumerate(&ls, &all, &n, err));
     for (size_t i = 0; i < n; i++)
         if (!lat_table_find(t, all[i].key) && missing++ == 0)
             first = i;
@@ -456,7 +661,8 @@ manta_status lat_predict(const lat_table *t, const ofa_arch *a, double *ms, mant
     *ms = 0;
     lat_layer layers[LAT_MAX_ARCH_LAYERS];
     int n;
-    MANTA_TRY(lat_arch_layers(&t->space, a, layers, &n, err));
+    const lspace ls = table_space(t);
+    MANTA_TRY(ls_layers(&ls, a, layers, &n, err));
     double sum = t->overhead_ms;
     for (int i = 0; i < n; i++) {
         const lat_entry *e = lat_table_find(t, layers[i].key);
@@ -541,9 +747,10 @@ static manta_status get_number(const cJSON *o, const char *key, const char *what
     return MANTA_OK;
 }
 
-static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space *s, lat_table *t,
-                              manta_err *err)
+static manta_status parse_obj(const cJSON *j, const char *what, lat_table *t, manta_err *err)
 {
+    const ofa_space *s = &t->space;
+    const lspace ls = table_space(t);
     manta_status st = MANTA_OK;
     if (!cJSON_IsObject(j))
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: not a JSON object", what);
@@ -599,7 +806,7 @@ static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space 
     /* the keys the space produces, to refuse foreign ones */
     lat_layer *all;
     size_t n_all;
-    MANTA_TRY(lat_enumerate(s, &all, &n_all, err));
+    MANTA_TRY(ls_enumerate(&ls, &all, &n_all, err));
     uint32_t *slot = NULL;
     size_t n_slot = 0;
     st = idx_reserve(&slot, &n_slot, all, sizeof *all, n_all, err);
@@ -657,12 +864,12 @@ static manta_status parse_obj(const cJSON *j, const char *what, const ofa_space 
     return st;
 }
 
-manta_status lat_table_parse(const char *json, const char *what, const ofa_space *s, lat_table *t,
-                             manta_err *err)
+static manta_status parse(const char *json, const char *what, const lspace *s, lat_table *t,
+                          manta_err *err)
 {
     if (!what)
         what = "latency table";
-    MANTA_TRY(lat_table_init(t, s, err));
+    MANTA_TRY(ls_table_init(t, s, err));
     const char *at = NULL;
     cJSON *j = cJSON_ParseWithOpts(json, &at, 0);
     if (!j) {
@@ -670,21 +877,48 @@ manta_status lat_table_parse(const char *json, const char *what, const ofa_space
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: not valid JSON near '%.20s'", what,
                              at ? at : "");
     }
-    manta_status st = parse_obj(j, what, s, t, err);
+    manta_status st = parse_obj(j, what, t, err);
     cJSON_Delete(j);
     if (st != MANTA_OK)
         lat_table_free(t);
     return st;
 }
 
-manta_status lat_table_load(const char *path, const ofa_space *s, lat_table *t, manta_err *err)
+manta_status lat_table_parse(const char *json, const char *what, const ofa_space *s, lat_table *t,
+                             manta_err *err)
+{
+    const lspace ls = {s, NULL};
+    return parse(json, what, &ls, t, err);
+}
+
+manta_status lat_table_parse_stereo(const char *json, const char *what, const stereo_space *s,
+                                    lat_table *t, manta_err *err)
+{
+    const lspace ls = {NULL, s};
+    return parse(json, what, &ls, t, err);
+}
+
+static manta_status load(const char *path, const lspace *s, lat_table *t, manta_err *err)
 {
     memset(t, 0, sizeof *t);
     char *text;
     MANTA_TRY(manta_file_read(path, LAT_FILE_MAX, &text, NULL, err));
-    manta_status st = lat_table_parse(text, path, s, t, err);
+    manta_status st = parse(text, path, s, t, err);
     free(text);
     return st;
+}
+
+manta_status lat_table_load(const char *path, const ofa_space *s, lat_table *t, manta_err *err)
+{
+    const lspace ls = {s, NULL};
+    return load(path, &ls, t, err);
+}
+
+manta_status lat_table_load_stereo(const char *path, const stereo_space *s, lat_table *t,
+                                   manta_err *err)
+{
+    const lspace ls = {NULL, s};
+    return load(path, &ls, t, err);
 }
 
 manta_status lat_table_save(const lat_table *t, const char *path, manta_err *err)

@@ -31,6 +31,27 @@
  * Keys depend only on the resolution, the unit, whether the block is the
  * unit's first, its kernel and its expand ratio; skipped slots have no key.
  *
+ * @par Stereo layer keys
+ * A stereo sub-network (space/stereo_space.h) at the space's crop H x W is the layers of
+ * sgraph_arch_layers() (export/stereo_graph.h), one key each, in graph order:
+ * @verbatim
+ * stem        Conv-input:HxWx3-output:H/2xW/2xC                (twice: left, right view)
+ * each MBConv expanded_conv-... as above                       (units 1..corr_after_unit
+ *                                                                twice: left, right view)
+ * correlation Correlation-input:HxWxC-output:HxWxD-stride:S    (one fused kernel)
+ * redirect    Redirect-input:HxWxC-output:HxWxR
+ * concat      Concat-input:HxWxA+B[+C]-output:HxWxA+B+C        (the correlation's, and each
+ *                                                                level's [skip, upsampled,
+ *                                                                deconv])
+ * prediction  Pred-input:HxWxC-output:HxWx1-kernel:3
+ * deconv      TransposeConv-input:HxWxC-output:2Hx2WxC'-kernel:4-stride:2
+ * upsample    ResizeBilinear-input:HxWx1-output:2Hx2Wx1
+ * level conv  DecConv-input:HxWxC-output:HxWxC'-kernel:3
+ * @endverbatim
+ * A key shared by both views is listed twice, so a prediction counts it twice. Keys of
+ * the encoder depend on the unit, the slot's position, kernel and expand ratio; of the
+ * decoder on the widths of a level and of the one before it.
+ *
  * @par Table file (JSON, format "manta-latency-table", version 2)
  * @verbatim
  * { "format": "manta-latency-table", "version": 2,
@@ -58,13 +79,16 @@
 #include "core/status.h"
 #include "profile/common.h"
 #include "space/ofa_space.h"
+#include "space/stereo_space.h"
 
 /** Longest layer key, terminator included. */
 #define LAT_KEY_MAX 160
 /** Longest metadata string (device, cpu, compiler flags, date), terminator included. */
 #define LAT_META_MAX 256
-/** Most keyed layers one sub-network has: stem, first block, the slots, 4 head layers. */
-#define LAT_MAX_ARCH_LAYERS (2 + OFA_MAX_SLOTS + 4)
+/** Most keyed layers one sub-network has: classification's stem, first block, slots and 4
+ *  head layers; stereo's two stems, every slot on two views, the correlation, redirect and
+ *  concatenation, the coarsest prediction and 5 layers per decoder level (the larger). */
+#define LAT_MAX_ARCH_LAYERS (2 + 2 * OFA_MAX_SLOTS + 4 + 5 * OFA_MAX_DEC_LEVELS)
 /** Format version written and read. */
 #define LAT_FORMAT_VERSION 2
 /** The quantile of a layer's timings that predictions add up (::lat_stats.p10_ms). */
@@ -79,7 +103,15 @@ typedef enum lat_layer_type {
     LAT_HEAD,   /**< [Conv_1] 1x1 convolution + BN + h-swish */
     LAT_POOL,   /**< [AvgPool2D] global average pool */
     LAT_MIX,    /**< [Conv_2] 1x1 convolution (no BN) + h-swish on 1x1 */
-    LAT_LOGITS  /**< [Logits] fully connected classifier */
+    LAT_LOGITS, /**< [Logits] fully connected classifier */
+    /* stereo (see "Stereo layer keys") */
+    LAT_CORR,     /**< [Correlation] the fused correlation of the two views */
+    LAT_REDIR,    /**< [Redirect] 1x1 convolution + leaky ReLU of the left features */
+    LAT_CONCAT,   /**< [Concat] channel concatenation */
+    LAT_DECONV,   /**< [TransposeConv] k4 s2 + leaky ReLU */
+    LAT_RESIZE,   /**< [ResizeBilinear] x2 of a prediction */
+    LAT_DEC_CONV, /**< [DecConv] 3x3 convolution + leaky ReLU of a decoder level */
+    LAT_PRED      /**< [Pred] 3x3 convolution to 1 channel */
 } lat_layer_type;
 
 /** One keyed layer with the parameters a profiler needs to build a one-layer model. */
@@ -98,6 +130,10 @@ typedef struct lat_layer {
     bool se;         /**< MBConv: squeeze-and-excite */
     int se_mid;      /**< SE reduced channels make_divisible(mid / 4, 8); 0 without SE */
     nn_act act;      /**< activation (MBConv: of expand and depthwise) */
+    /* stereo layers */
+    int n_in;        /**< inputs: 1; the correlation 2 (the views); a concatenation 2 or 3 */
+    int in_cs[3];    /**< channels of each input (in_c is their sum for a concatenation) */
+    int corr_stride; /**< LAT_CORR: displacement step (its output channels are D) */
 } lat_layer;
 
 /** Text of a layer type as it opens a key ("Conv", "expanded_conv", ...); never NULL. */
@@ -140,6 +176,34 @@ manta_status lat_enumerate(const ofa_space *s, lat_layer **out, size_t *n, manta
 manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_arch **out,
                              size_t *n, manta_err *err);
 
+/**
+ * The keyed layers of sub-network @p a of stereo space @p s at its crop, in graph order
+ * (see "Stereo layer keys").
+ * @param out array of ::LAT_MAX_ARCH_LAYERS layers, filled.
+ * @return MANTA_ERR_INVALID_ARG when @p a is not of @p s (stereo_arch_validate()'s message).
+ */
+manta_status lat_stereo_arch_layers(const stereo_space *s, const ofa_arch *a, lat_layer *out,
+                                    int *n, manta_err *err);
+
+/**
+ * Every distinct key stereo space @p s produces, each once (first occurrence kept), in
+ * network order of the sub-networks that produce them: every (kernel, expand ratio) at
+ * the largest depths, then every pair of decoder width choices of consecutive levels.
+ * @param out malloc'd array the caller frees with free(); NULL on error.
+ * @return MANTA_ERR_NO_MEMORY; an internal error if the space is inconsistent.
+ */
+manta_status lat_stereo_enumerate(const stereo_space *s, lat_layer **out, size_t *n,
+                                  manta_err *err);
+
+/**
+ * lat_cover_archs() of a stereo space: random sub-networks (stereo_arch_sample()) that
+ * together contain every key of lat_stereo_enumerate() at least @p cover times; a network
+ * lacking the key visited gets the one slot (kernel, expand ratio, depth) or the decoder
+ * widths of one level and the one before it that produce it.
+ */
+manta_status lat_stereo_cover_archs(const stereo_space *s, int cover, uint64_t seed, ofa_arch **out,
+                                    size_t *n, manta_err *err);
+
 /** Statistics of one layer's measurements, in milliseconds. */
 typedef struct lat_stats {
     double median_ms;
@@ -170,7 +234,10 @@ typedef struct lat_entry {
  * entries may be read freely; set metadata with lat_table_set_meta().
  */
 typedef struct lat_table {
-    ofa_space space;                /**< the space the table belongs to (a copy) */
+    ofa_space space;          /**< the space the table belongs to (a copy; of a stereo table, the
+                          view stereo_space_ofa_view(), which carries its name) */
+    bool stereo;              /**< a stereo table: @c stereo_spec is its space */
+    stereo_space stereo_spec; /**< a stereo table's space (a copy) */
     char space_hash[PROF_HASH_LEN]; /**< prof_space_hash() of it */
     char device[LAT_META_MAX];      /**< board or device name */
     char cpu[LAT_META_MAX];         /**< CPU model */
@@ -189,6 +256,12 @@ typedef struct lat_table {
  * @return MANTA_ERR_NO_MEMORY.
  */
 manta_status lat_table_init(lat_table *t, const ofa_space *s, manta_err *err);
+
+/**
+ * An empty table for stereo space @p s (copied; its hash prof_stereo_space_hash()).
+ * @return MANTA_ERR_NO_MEMORY.
+ */
+manta_status lat_table_init_stereo(lat_table *t, const stereo_space *s, manta_err *err);
 
 /** Free the entries of @p t (the struct itself is the caller's). NULL is allowed. */
 void lat_table_free(lat_table *t);
@@ -213,7 +286,8 @@ manta_status lat_table_set(lat_table *t, const char *key, const lat_stats *st, m
 const lat_entry *lat_table_find(const lat_table *t, const char *key);
 
 /**
- * Check that the table holds every key the space produces (lat_enumerate()).
+ * Check that the table holds every key the space produces (lat_enumerate(), or
+ * lat_stereo_enumerate() for a stereo table).
  * @return MANTA_ERR_FORMAT "latency table lacks 12 of 225 layer keys of space
  *         'cpu-default', first: '<key>'"; MANTA_ERR_NO_MEMORY.
  */
@@ -221,7 +295,8 @@ manta_status lat_table_check_complete(const lat_table *t, manta_err *err);
 
 /**
  * Predicted latency of @p a in ms: the sum of the lower deciles (p10_ms) of
- * its keys (lat_arch_layers()) plus the table's overhead.
+ * its keys (lat_arch_layers(), or lat_stereo_arch_layers() for a stereo table) plus the
+ * table's overhead.
  * @return MANTA_ERR_INVALID_ARG when @p a is not of the table's space, or
  *         "latency table (device 'X') has no entry for layer u2.b1:
  *         '<key>'" when a key is missing.
@@ -253,6 +328,18 @@ manta_status lat_table_parse(const char *json, const char *what, const ofa_space
 
 /** lat_table_parse() of the file @p path; MANTA_ERR_IO when it cannot be read. */
 manta_status lat_table_load(const char *path, const ofa_space *s, lat_table *t, manta_err *err);
+
+/**
+ * lat_table_parse() for stereo space @p s: the table's space must be @p s (name and
+ * hash; a classification table or one of another stereo space is refused), every key one
+ * of lat_stereo_enumerate().
+ */
+manta_status lat_table_parse_stereo(const char *json, const char *what, const stereo_space *s,
+                                    lat_table *t, manta_err *err);
+
+/** lat_table_parse_stereo() of the file @p path; MANTA_ERR_IO when it cannot be read. */
+manta_status lat_table_load_stereo(const char *path, const stereo_space *s, lat_table *t,
+                                   manta_err *err);
 
 /** Write lat_table_to_json() to @p path atomically; MANTA_ERR_IO naming the path. */
 manta_status lat_table_save(const lat_table *t, const char *path, manta_err *err);

@@ -17,6 +17,29 @@
 #define SEED_ORDER 0x5eed
 #define SEED_VALIDATE_STREAM 0x7a11d
 
+/* The stereo space of table @p t, or NULL for a classification table. */
+static const stereo_space *stereo_of(const lat_table *t)
+{
+    return t->stereo ? &t->stereo_spec : NULL;
+}
+
+/* The keyed layers of @p a in table @p t's space. */
+static manta_status arch_layers(const lat_table *t, const ofa_arch *a, lat_layer *L, int *m,
+                                manta_err *err)
+{
+    return t->stereo ? lat_stereo_arch_layers(&t->stereo_spec, a, L, m, err)
+                     : lat_arch_layers(&t->space, a, L, m, err);
+}
+
+/* A random sub-network of @p s, or of stereo space @p ss when not NULL. */
+static void sample(const ofa_space *s, const stereo_space *ss, manta_rng *rng, ofa_arch *a)
+{
+    if (ss)
+        stereo_arch_sample(ss, rng, a);
+    else
+        ofa_arch_sample(s, rng, a);
+}
+
 void lat_items_free(lat_item *it, size_t n)
 {
     for (size_t i = 0; it && i < n; i++) {
@@ -30,9 +53,14 @@ manta_status lat_item_open(const ofa_space *s, lat_item *it, pt_model *m, manta_
 {
     xgraph g;
     const synth_opts so = {it->seed, false};
-    MANTA_TRY(it->layer ? prof_synth_layer_graph(s, it->layer, &so, &g, err)
-                        : prof_synth_arch_graph_layers(s, &it->arch, NULL, &so, &g, it->bound,
-                                                       &it->nl, err));
+    if (it->stereo)
+        MANTA_TRY(it->layer ? prof_synth_stereo_layer_graph(it->layer, &so, &g, err)
+                            : prof_synth_stereo_graph(it->stereo, &it->arch, &so, &g, it->bound,
+                                                      &it->nl, err));
+    else
+        MANTA_TRY(it->layer ? prof_synth_layer_graph(s, it->layer, &so, &g, err)
+                            : prof_synth_arch_graph_layers(s, &it->arch, NULL, &so, &g, it->bound,
+                                                           &it->nl, err));
     uint8_t *data = NULL;
     size_t size = 0;
     manta_status st = tflite_write(&g, &data, &size, NULL, err);
@@ -191,12 +219,14 @@ static double empty_invoke_ms(const pt_opts *t)
 }
 
 /* Items for @p nc calibration sub-networks (seeds 1000 + first ..), drawn in order. */
-static void calib_items(const ofa_space *s, lat_item *it, size_t nc, size_t first)
+static void calib_items(const ofa_space *s, const stereo_space *ss, lat_item *it, size_t nc,
+                        size_t first)
 {
     manta_rng rng;
     manta_rng_seed(&rng, SEED_CALIB, 7);
     for (size_t i = 0; i < nc; i++) {
-        ofa_arch_sample(s, &rng, &it[i].arch);
+        sample(s, ss, &rng, &it[i].arch);
+        it[i].stereo = ss;
         it[i].seed = 1000 + first + i;
     }
 }
@@ -212,9 +242,10 @@ static manta_status profile_layers(const ofa_space *s, const lat_profile_opts *o
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "profile: out of memory");
     for (size_t i = 0; i < n; i++) {
         it[i].layer = &keys[i];
+        it[i].stereo = stereo_of(t);
         it[i].seed = i + 1;
     }
-    calib_items(s, it + n, nc, 0);
+    calib_items(s, stereo_of(t), it + n, nc, 0);
     manta_status st = lat_measure(s, it, total, &o->m, err);
     for (size_t i = 0; i < n && st == MANTA_OK; i++)
         st = lat_table_set(t, keys[i].key, &it[i].st, err);
@@ -264,7 +295,8 @@ static manta_status network_keys(const ofa_space *s, const lat_table *t, const l
                                  lat_layer *L, long *key_of, manta_err *err)
 {
     int m = 0;
-    MANTA_TRY(lat_arch_layers(s, &it->arch, L, &m, err));
+    (void)s;
+    MANTA_TRY(arch_layers(t, &it->arch, L, &m, err));
     if (m != it->nl)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "profile: %d layers, %d layer bounds", m,
                              it->nl);
@@ -334,10 +366,11 @@ static manta_status layers_csv(const ofa_space *s, const lat_table *t, const lat
                                size_t na, double clock_ms, lat_layer *L, manta_strbuf *b,
                                manta_err *err)
 {
+    (void)s;
     manta_strbuf_printf(b, "network,layer,where,p10_ms,median_ms,table_p10_ms,runs,key\n");
     for (size_t i = 0; i < na; i++) {
         int m = 0;
-        MANTA_TRY(lat_arch_layers(s, &it[i].arch, L, &m, err));
+        MANTA_TRY(arch_layers(t, &it[i].arch, L, &m, err));
         double *col = malloc((it[i].n + 1) * sizeof *col);
         if (!col)
             return manta_err_set(err, MANTA_ERR_NO_MEMORY, "profile: out of memory");
@@ -364,7 +397,9 @@ static manta_status profile_net(const ofa_space *s, const lat_profile_opts *o,
 {
     ofa_arch *archs = NULL;
     size_t na = 0;
-    MANTA_TRY(lat_cover_archs(s, o->cover, SEED_COVER, &archs, &na, err));
+    MANTA_TRY(t->stereo
+                  ? lat_stereo_cover_archs(&t->stereo_spec, o->cover, SEED_COVER, &archs, &na, err)
+                  : lat_cover_archs(s, o->cover, SEED_COVER, &archs, &na, err));
     const lat_stats zero = {0, 0, 0, 1, 0};
     manta_status st = MANTA_OK;
     for (size_t i = 0; i < n && st == MANTA_OK; i++) /* the table's keys in enumeration order */
@@ -378,10 +413,11 @@ static manta_status profile_net(const ofa_space *s, const lat_profile_opts *o,
     if (st == MANTA_OK) {
         for (size_t i = 0; i < na; i++) {
             it[i].arch = archs[i];
+            it[i].stereo = stereo_of(t);
             it[i].layers = true;
             it[i].seed = 1000 + i;
         }
-        calib_items(s, it + na, nc, na);
+        calib_items(s, stereo_of(t), it + na, nc, na);
         rep->networks = na;
         rep->clock_ms = pt_clock_cost_ms(o->m.t.clock);
         st = lat_measure(s, it, total, &o->m, err);
@@ -411,7 +447,10 @@ manta_status lat_profile(const ofa_space *s, const lat_profile_opts *o, lat_tabl
                              o->cover);
     lat_layer *keys = NULL;
     size_t n = 0;
-    MANTA_TRY(lat_enumerate(s, &keys, &n, err));
+    if (t->stereo)
+        s = &t->space;
+    MANTA_TRY(t->stereo ? lat_stereo_enumerate(&t->stereo_spec, &keys, &n, err)
+                        : lat_enumerate(s, &keys, &n, err));
     rep->keys = n;
     rep->calib = (size_t)o->calib;
     rep->empty_ms = empty_invoke_ms(&o->m.t);
@@ -435,7 +474,8 @@ manta_status lat_validate(const ofa_space *s, const lat_table *t, size_t k, uint
     manta_rng rng;
     manta_rng_seed(&rng, seed, SEED_VALIDATE_STREAM);
     for (size_t i = 0; i < k && st == MANTA_OK; i++) {
-        ofa_arch_sample(s, &rng, &it[i].arch);
+        sample(s, stereo_of(t), &rng, &it[i].arch);
+        it[i].stereo = stereo_of(t);
         it[i].seed = 5000 + i;
         st = lat_predict(t, &it[i].arch, &pred[i], err);
     }
@@ -450,7 +490,9 @@ manta_status lat_validate(const ofa_space *s, const lat_table *t, size_t k, uint
                             "index,predicted_ms,measured_ms,measured_median_ms,error_pct,arch\n");
         for (size_t i = 0; i < k && st == MANTA_OK; i++) {
             char enc[1024];
-            if ((st = ofa_arch_to_json(s, &it[i].arch, enc, sizeof enc, err)) != MANTA_OK)
+            st = t->stereo ? stereo_arch_to_json(&t->stereo_spec, &it[i].arch, enc, sizeof enc, err)
+                           : ofa_arch_to_json(s, &it[i].arch, enc, sizeof enc, err);
+            if (st != MANTA_OK)
                 break;
             manta_strbuf_printf(csv, "%zu,%.6f,%.6f,%.6f,%.3f,", i, pred[i], meas[i],
                                 it[i].st.median_ms, 100 * (pred[i] - meas[i]) / meas[i]);
@@ -466,12 +508,14 @@ manta_status lat_validate(const ofa_space *s, const lat_table *t, size_t k, uint
     return st;
 }
 
-manta_status lat_measure_arch(const ofa_space *s, const ofa_arch *a, const lat_measure_opts *o,
-                              lat_stats *st, size_t *arena, size_t *file, manta_err *err)
+static manta_status measure_arch(const ofa_space *s, const stereo_space *ss, const ofa_arch *a,
+                                 const lat_measure_opts *o, lat_stats *st, size_t *arena,
+                                 size_t *file, manta_err *err)
 {
     lat_item it;
     memset(&it, 0, sizeof it);
     it.arch = *a;
+    it.stereo = ss;
     it.seed = 1;
     pt_model m;
     MANTA_TRY(lat_item_open(s, &it, &m, err));
@@ -484,6 +528,21 @@ manta_status lat_measure_arch(const ofa_space *s, const ofa_arch *a, const lat_m
     free(it.ms);
     free(it.seg);
     return r;
+}
+
+manta_status lat_measure_arch(const ofa_space *s, const ofa_arch *a, const lat_measure_opts *o,
+                              lat_stats *st, size_t *arena, size_t *file, manta_err *err)
+{
+    return measure_arch(s, NULL, a, o, st, arena, file, err);
+}
+
+manta_status lat_measure_arch_stereo(const stereo_space *s, const ofa_arch *a,
+                                     const lat_measure_opts *o, lat_stats *st, size_t *arena,
+                                     size_t *file, manta_err *err)
+{
+    ofa_space view;
+    stereo_space_ofa_view(s, &view);
+    return measure_arch(&view, s, a, o, st, arena, file, err);
 }
 
 void lat_host_cpu(char *out, size_t cap)

@@ -42,10 +42,12 @@
 
 /** One thing to time: a keyed layer alone, or a whole sub-network. */
 typedef struct lat_item {
-    const lat_layer *layer; /**< the layer to time alone; NULL: the sub-network @c arch */
-    ofa_arch arch;          /**< the sub-network (when @c layer is NULL) */
-    uint64_t seed;          /**< of the synthetic weights and the input */
-    bool layers;            /**< sub-network: also time each keyed layer inside it */
+    const lat_layer *layer;     /**< the layer to time alone; NULL: the sub-network @c arch */
+    ofa_arch arch;              /**< the sub-network (when @c layer is NULL) */
+    uint64_t seed;              /**< of the synthetic weights and the input */
+    bool layers;                /**< sub-network: also time each keyed layer inside it */
+    const stereo_space *stereo; /**< NULL, or the stereo space of @c layer / @c arch (its
+                                     graphs are export/stereo_graph.h's) */
     /* set by lat_item_open() and lat_measure() */
     int nl;                   /**< keyed layers of the sub-network ... */
     int bound[PT_MAX_BOUNDS]; /**< ... their first operators; bound[nl] the operator count */
@@ -133,7 +135,10 @@ typedef struct lat_profile_report {
 
 /**
  * Measure every layer key of space @p s into @p t (initialised for @p s with
- * lat_table_init(); its metadata is the caller's) and the table's overhead.
+ * lat_table_init(); its metadata is the caller's) and the table's overhead. A
+ * stereo table (lat_table_init_stereo()) is of its own space (@p s is not read):
+ * its keys (lat_stereo_enumerate()) timed in its sub-networks
+ * (lat_stereo_cover_archs()) or alone, its calibration networks stereo ones.
  * @return MANTA_ERR_INVALID_ARG for a bad option; MANTA_ERR_NO_MEMORY; what
  *         the builder, the engine or lat_measure() report.
  */
@@ -141,8 +146,8 @@ manta_status lat_profile(const ofa_space *s, const lat_profile_opts *o, lat_tabl
                          lat_profile_report *rep, manta_err *err);
 
 /**
- * Check table @p t against @p k (>= 2) random sub-networks of @p s drawn from
- * @p seed, timed end to end: @p ag compares the table's predictions with
+ * Check table @p t against @p k (>= 2) random sub-networks of @p s (of a stereo
+ * table: of its space, stereo_arch_sample()) drawn from @p seed, timed end to end: @p ag compares the table's predictions with
  * their measured lower deciles (tolerance 10 %).
  * @param csv NULL, or receives, appended, one CSV line per network
  *            ("index,predicted_ms,measured_ms,measured_median_ms,error_pct,arch")
@@ -162,6 +167,11 @@ manta_status lat_validate(const ofa_space *s, const lat_table *t, size_t k, uint
  */
 manta_status lat_measure_arch(const ofa_space *s, const ofa_arch *a, const lat_measure_opts *o,
                               lat_stats *st, size_t *arena, size_t *file, manta_err *err);
+
+/** lat_measure_arch() of stereo sub-network @p a of @p s (its graph at the crop). */
+manta_status lat_measure_arch_stereo(const stereo_space *s, const ofa_arch *a,
+                                     const lat_measure_opts *o, lat_stats *st, size_t *arena,
+                                     size_t *file, manta_err *err);
 
 /**
  * The CPU this runs on, as a table's "cpu" field: the model name from

@@ -42,6 +42,7 @@
 #include "export/xgraph.h"
 #include "profile/latency_table.h"
 #include "space/ofa_space.h"
+#include "space/stereo_space.h"
 
 /** How weights are filled. */
 typedef struct synth_opts {
@@ -82,6 +83,29 @@ manta_status prof_synth_arch_graph_layers(const ofa_space *s, const ofa_arch *a,
  */
 manta_status prof_synth_layer_graph(const ofa_space *s, const lat_layer *l, const synth_opts *o,
                                     xgraph *out, manta_err *err);
+
+/**
+ * The graph of stereo sub-network @p a of @p s at its crop, from the exporter's builder
+ * (sgraph_arch_graph(), export/stereo_graph.h) with synthetic values: the operators,
+ * tensors, names and metadata stereo_net_extract() writes. A layer shared by the two views
+ * gets the same values on both (drawn from a stream of its name without "r."), so the
+ * file stores them once as an exported one does. Layer i of lat_stereo_arch_layers() is
+ * operators [first_op[i], first_op[i + 1]) (@p first_op NULL: not wanted; else
+ * ::LAT_MAX_ARCH_LAYERS + 1 entries), @p n (NULL allowed) the layer count.
+ * @return MANTA_ERR_INVALID_ARG when @p a is not of @p s; MANTA_ERR_NO_MEMORY.
+ */
+manta_status prof_synth_stereo_graph(const stereo_space *s, const ofa_arch *a, const synth_opts *o,
+                                     xgraph *out, int *first_op, int *n, manta_err *err);
+
+/**
+ * The one-layer graph of stereo layer @p l (from lat_stereo_arch_layers() or
+ * lat_stereo_enumerate()): l->n_in inputs (1, in_h, in_w, in_cs[i]) (the correlation's two
+ * of in_c channels), the layer's operators, its output the model's output.
+ * @return MANTA_ERR_INVALID_ARG naming the key when the layer is not a stereo one or its
+ *         graph is not valid; MANTA_ERR_NO_MEMORY.
+ */
+manta_status prof_synth_stereo_layer_graph(const lat_layer *l, const synth_opts *o, xgraph *out,
+                                           manta_err *err);
 
 /**
  * The empty graph: input (1, h, w, c), RESHAPE to (1, h*w*c), RESHAPE again.

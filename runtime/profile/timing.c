@@ -73,6 +73,10 @@ int pt_open(pt_model *p, uint8_t *data, size_t size, uint64_t seed, char *msg, s
     manta_rng_seed(&rng, seed, 0x71e);
     for (size_t i = 0; i < in.count; i++)
         in.data[i] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
+    for (size_t k = 1; k < mengine_input_count(&p->e); k++) /* a stereo model's other views */
+        if (mengine_input(&p->e, k, &in) == MENGINE_OK)
+            for (size_t i = 0; i < in.count; i++)
+                in.data[i] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
     return 0;
 }
 

@@ -5,25 +5,14 @@
  *        folded with the network's present statistics (re-calibrate first), elastic
  *        kernels baked, channels and decoder widths sliced.
  *
- * Graph (batch 1, NHWC, values as stereo_net_input() takes them: RGB in [0, 1]):
- * @verbatim
- * inputs   "left" (1, H, W, 3), "right" (1, H, W, 3)
- * encoder  stem and units 1..corr_after_unit on the left view ("stem", "u1.b1", ...) and
- *          on the right view ("r.stem", "r.u1.b1", ...): the operators of
- *          export/mbv3_graph.h, the same weights (share_weights: the file stores them once)
- * corr     xgraph_add_correlation() of the two views' last shared tensors ("corr")
- * redir    CONV 1x1 + LEAKY_RELU of the left view's ("redir", "redir.leaky")
- *          CONCATENATION [corr, redir] ("corr.concat"), then the other units ("u3.b1", ...)
- * decoder  CONV 3x3 + bias: the coarsest prediction ("d<L>.pred"); per level, coarse to fine
- *          (k = its output scale 1/2^k): TRANSPOSE_CONV k4 s2 + bias ("d<k>.deconv"),
- *          LEAKY_RELU, RESIZE_BILINEAR x2 of the coarser prediction ("d<k>.upsample"),
- *          CONCATENATION [skip, upsampled, deconv] ("d<k>.concat"), CONV 3x3 + bias,
- *          LEAKY_RELU ("d<k>.conv"), CONV 3x3 + bias ("d<k>.pred")
- * output   "d0.pred" (1, H, W, 1): the finest disparity, in pixels of the input
- * @endverbatim
- * Metadata (xg_preprocess): task "stereo", the space's name, channels 3, mean 0, std 1
- * (input = pixel / 255), disparity scale 1, max_disp the space's; arch_json the sub-network
- * with "dw".
+ * The graph is export/stereo_graph.h's (sgraph_arch_graph()), built with this network's
+ * values as the weight source (as classify/extract.h is mbv3_graph.h's), so the profiler's
+ * synthetic graphs have its structure: inputs "left" and "right" (1, H, W, 3), RGB in
+ * [0, 1]; the encoder on both views with shared weights, the correlation, the redirect,
+ * the other units, the decoder; the output "d0.pred" (1, H, W, 1), the finest disparity in
+ * pixels of the input. Metadata: task "stereo", the space's name, channels 3, mean 0, std 1
+ * (input = pixel / 255), disparity scale 1, max_disp the space's; arch_json the
+ * sub-network with "dw".
  */
 #ifndef MANTA_STEREO_EXTRACT_H
 #define MANTA_STEREO_EXTRACT_H

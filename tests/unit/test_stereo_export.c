@@ -3,17 +3,21 @@
  * the engine's finest disparity against the device network's forward on the same pair (1e-4
  * relative L2), the correlation fused, the encoder's weights stored once (the file with
  * them shared is smaller than with a copy per view, by the size of the shared layers), the
- * graph's reference against the engine, and the metadata. */
+ * graph's reference against the engine, the profiler's synthetic graph of the same
+ * sub-network (export/stereo_graph.h, the one builder) of the same structure and file size,
+ * and the metadata. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/graphcmp.h"
 #include "common/stereo_fix.h"
 #include "common/testutil.h"
 #include "engine/engine.h"
 #include "export/tflite.h"
 #include "export/tflite_meta.h"
+#include "profile/synth.h"
 #include "stereo/extract.h"
 #include "stereo/train.h"
 
@@ -116,6 +120,23 @@ static void export_and_check(fixture *f, const ofa_arch *a)
     assert_true(dup_rep.n_tensors - rep.n_tensors >= 2 * right_ops);
     assert_true(dup_rep.weights_bytes - rep.weights_bytes >= shared_bytes);
     assert_true(dup_size >= size + shared_bytes);
+
+    /* the profiler's synthetic graph of the same sub-network (the shared builder with
+     * synthetic values) has the device extraction's structure, and its file the same size */
+    xgraph syn;
+    const synth_opts so = {7, false};
+    ofa_arch at = *a;
+    at.r = sp->crop_h;
+    TU_OK_ERR(prof_synth_stereo_graph(sp, &at, &so, &syn, NULL, NULL, &e));
+    xgraph_free(&g);
+    TU_OK_ERR(stereo_net_extract(n, &g, &e));
+    tu_assert_same_graph(&g, &syn);
+    uint8_t *sdata = NULL;
+    size_t ssize = 0;
+    TU_OK_ERR(tflite_write(&syn, &sdata, &ssize, NULL, &e));
+    assert_int_equal(ssize, size);
+    free(sdata);
+    xgraph_free(&syn);
 
     /* the metadata */
     mengine_model m;

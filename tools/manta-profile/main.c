@@ -31,6 +31,7 @@
 #include "profile/timing.h"
 #include "profile/validate.h"
 #include "space/ofa_space.h"
+#include "space/stereo_space.h"
 
 #ifndef MANTA_ENGINE_FLAGS
 #define MANTA_ENGINE_FLAGS "?"
@@ -50,6 +51,7 @@ typedef struct opts {
     long seed, min_time_ms;
     bool json, quiet, list, check, force, no_pin, version;
     pt_opts t;
+    const stereo_space *stereo; /* the space when --space names a stereo one, else NULL */
 } opts;
 
 static const char *const METHODS[] = {"net", "layer", NULL};
@@ -73,7 +75,8 @@ static int parse_args(int argc, char **argv, opts *o)
          .kind = OPT_STRING,
          .dest = &o->space,
          .metavar = "S",
-         .help = "spec file (models/*.json) or built-in name (default cpu-default)"},
+         .help = "spec file (models/*.json) or built-in name (default cpu-default; "
+                 "stereo-cpu, stereo-gpu or a stereo spec: the stereo table)"},
         {.name = "out",
          .kind = OPT_STRING,
          .dest = &o->out,
@@ -221,7 +224,10 @@ static int parse_args(int argc, char **argv, opts *o)
         "keys, at every resolution: stem, blocks, head, pool, classifier) in the\n"
         "inference engine on this CPU, one thread, and writes the latency table (JSON:\n"
         "lower decile, median, mean, variance and count per key; device, CPU, compiler\n"
-        "flags, date).\n"
+        "flags, date). A stereo space (stereo-cpu, stereo-gpu or a stereo spec) gets\n"
+        "the stereo table: its encoder blocks on both views, the correlation, redirect,\n"
+        "transposed convolutions, resizes, concatenations and decoder convolutions at\n"
+        "the space's crop (docs/stereo.md, \"Latency table\").\n"
         "Each layer is timed inside random sub-networks that together hold every key\n"
         "--cover times; its entry is the lower decile (p10) of its in-network times. The\n"
         "fixed per-inference overhead is measured on --calib random sub-networks run\n"
@@ -382,7 +388,8 @@ static int profile(const opts *o, const ofa_space *sp, lat_table *t, lat_profile
     const lat_profile_opts po = {!strcmp(o->method, "net") ? LAT_METHOD_NET : LAT_METHOD_LAYER,
                                  o->cover, o->calib, measure_opts(o, &p, true, "profiling"),
                                  o->layers_csv ? &csv : NULL};
-    manta_status s = lat_table_init(t, sp, &err);
+    manta_status s =
+        o->stereo ? lat_table_init_stereo(t, o->stereo, &err) : lat_table_init(t, sp, &err);
     if (s == MANTA_OK)
         s = name_table(o, t, &err);
     const double t0 = pt_now(PT_WALL);
@@ -422,7 +429,8 @@ static int load_table(const opts *o, const ofa_space *sp, lat_table *t)
 {
     manta_err err;
     manta_err_clear(&err);
-    manta_status s = lat_table_load(o->lut, sp, t, &err);
+    manta_status s = o->stereo ? lat_table_load_stereo(o->lut, o->stereo, t, &err)
+                               : lat_table_load(o->lut, sp, t, &err);
     if (s == MANTA_OK)
         s = lat_table_check_complete(t, &err);
     if (s != MANTA_OK) {
@@ -449,14 +457,20 @@ static int one_arch(const opts *o, const ofa_space *sp, const lat_table *t)
     manta_err_clear(&err);
     ofa_arch a;
     manta_status s = MANTA_OK;
+    const stereo_space *ss = o->stereo;
     if (!strcmp(o->arch, "max") || !strcmp(o->arch, "min")) {
-        (o->arch[1] == 'a' ? ofa_arch_max : ofa_arch_min)(sp, 0, &a);
+        if (ss)
+            (o->arch[1] == 'a' ? stereo_arch_max : stereo_arch_min)(ss, &a);
+        else
+            (o->arch[1] == 'a' ? ofa_arch_max : ofa_arch_min)(sp, 0, &a);
     } else {
         char *text = NULL;
-        if (o->arch[0] == '{')
-            s = ofa_arch_parse(sp, o->arch, &a, &err);
-        else if ((s = manta_file_read(o->arch, 1 << 20, &text, NULL, &err)) == MANTA_OK)
-            s = ofa_arch_parse(sp, text, &a, &err);
+        const char *json = o->arch;
+        if (o->arch[0] != '{' &&
+            (s = manta_file_read(o->arch, 1 << 20, &text, NULL, &err)) == MANTA_OK)
+            json = text;
+        if (s == MANTA_OK)
+            s = ss ? stereo_arch_parse(ss, json, &a, &err) : ofa_arch_parse(sp, json, &a, &err);
         free(text);
     }
     double pred = 0;
@@ -470,12 +484,17 @@ static int one_arch(const opts *o, const ofa_space *sp, const lat_table *t)
     const lat_measure_opts mo = measure_opts(o, &p, false, "measuring");
     lat_stats st;
     size_t arena = 0, file = 0;
-    if ((s = lat_measure_arch(sp, &a, &mo, &st, &arena, &file, &err)) != MANTA_OK) {
+    s = ss ? lat_measure_arch_stereo(ss, &a, &mo, &st, &arena, &file, &err)
+           : lat_measure_arch(sp, &a, &mo, &st, &arena, &file, &err);
+    if (s != MANTA_OK) {
         fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
         return 1;
     }
     char enc[1024];
-    ofa_arch_to_json(sp, &a, enc, sizeof enc, NULL);
+    if (ss)
+        stereo_arch_to_json(ss, &a, enc, sizeof enc, NULL);
+    else
+        ofa_arch_to_json(sp, &a, enc, sizeof enc, NULL);
     if (o->json) {
         printf("{\"arch\":%s,\"predicted_ms\":%.6f,\"measured_ms\":%.6f,\"median_ms\":%.6f,"
                "\"mean_ms\":%.6f,\"runs\":%ld,\"error_pct\":%.3f,\"arena_bytes\":%zu,"
@@ -574,13 +593,14 @@ static void print_text(const opts *o, const ofa_space *sp, const lat_table *t, c
 }
 
 /* --list: the layer keys of the space. */
-static int list_keys(const ofa_space *sp)
+static int list_keys(const opts *o, const ofa_space *sp)
 {
     manta_err err;
     manta_err_clear(&err);
     lat_layer *keys = NULL;
     size_t n = 0;
-    manta_status s = lat_enumerate(sp, &keys, &n, &err);
+    manta_status s = o->stereo ? lat_stereo_enumerate(o->stereo, &keys, &n, &err)
+                               : lat_enumerate(sp, &keys, &n, &err);
     if (s != MANTA_OK) {
         fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
         return 1;
@@ -633,13 +653,20 @@ int main(int argc, char **argv)
     manta_err err;
     manta_err_clear(&err);
     ofa_space sp;
-    manta_status s = ofa_space_load(o.space, &sp, &err);
+    stereo_space ss;
+    bool stereo = false;
+    manta_status s = stereo_spec_is_stereo(o.space, &stereo, &err);
+    if (s == MANTA_OK && stereo && (s = stereo_space_load(o.space, &ss, &err)) == MANTA_OK) {
+        stereo_space_ofa_view(&ss, &sp);
+        o.stereo = &ss;
+    } else if (s == MANTA_OK && !stereo)
+        s = ofa_space_load(o.space, &sp, &err);
     if (s != MANTA_OK) {
         fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
         return 1;
     }
     if (o.list)
-        return list_keys(&sp);
+        return list_keys(&o, &sp);
     lat_table t;
     memset(&t, 0, sizeof t);
     rc = run(&o, &sp, &t);
