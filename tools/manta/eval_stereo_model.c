@@ -270,7 +270,7 @@ static int parse_args(int argc, char **argv, sm_opts *o)
          .hi = 1e7,
          .metavar = "N",
          .help = "with --ckpt: the runtime's BN re-calibration pairs, as the export's (default "
-                 "200)",
+                 "200; 0: none, the running statistics)",
          .seen = &recal_seen},
         {.name = "recal-data",
          .kind = OPT_STRING,
