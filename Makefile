@@ -260,7 +260,9 @@ $(BUILD)/gen/version.h: FORCE
 	if cmp -s $@.$$$$.tmp $@; then rm -f $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
 $(BUILD)/obj/tools/manta/version.o $(BUILD)/obj/tools/common/provenance.o: $(BUILD)/gen/version.h
 
-$(INFER_OBJ): CPPFLAGS := -Iruntime -Itools -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L $(INFER_PNG_DEFS)
+# (_FILE_OFFSET_BITS=64 as above: runtime/core's objects are shared with the board tests)
+$(INFER_OBJ): CPPFLAGS := -Iruntime -Itools -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L \
+    -D_FILE_OFFSET_BITS=64 $(INFER_PNG_DEFS)
 $(MANTA_OBJ) $(PROFILE_OBJ) $(REPORT_OBJ): CPPFLAGS += -Itools
 $(BUILD)/obj/tools/manta-infer/main.o: $(BUILD)/gen/engine_size.h
 $(INFER): $(INFER_OBJ) $(ENGINE_LIB)
