@@ -109,17 +109,20 @@ TOOLS_COMMON_SRC := $(wildcard tools/common/*.c)
 # reader of the models' preprocessing metadata (runtime/export/tflite_meta.h), the median.
 INFER_RUNTIME_SRC := runtime/core/status.c runtime/core/stats.c runtime/export/tflite_meta.c \
                      runtime/data/disp_color.c
-# PNG (a stereo pair's views, the 16-bit disparity): host builds with libpng; board builds
-# without (their .mk files name no libpng for manta-infer): -DMANTA_INFER_NO_PNG
+# PNG (a stereo pair's views, the 16-bit disparity): host builds with libpng; a board build
+# with the libraries its .mk file names in BOARD_INFER_PNG_LIBS (libpng and zlib built from
+# Debian's sources: boards/common.mk); a board naming none: -DMANTA_INFER_NO_PNG
 ifeq ($(BOARD),)
 INFER_PNG ?= 1
+INFER_PNG_LIBS := -lpng -lz
 else
-INFER_PNG ?= 0
+INFER_PNG ?= $(if $(BOARD_INFER_PNG_LIBS),1,0)
+INFER_PNG_LIBS := $(BOARD_INFER_PNG_LIBS)
 endif
 ifeq ($(INFER_PNG),1)
 INFER_RUNTIME_SRC += runtime/data/png_io.c runtime/core/fileio.c
-INFER_PNG_LIBS := -lpng -lz
 else
+INFER_PNG_LIBS :=
 INFER_PNG_DEFS := -DMANTA_INFER_NO_PNG
 endif
 INFER_SRC := $(wildcard tools/manta-infer/*.c) $(TOOLS_COMMON_SRC) $(INFER_RUNTIME_SRC)
@@ -259,7 +262,9 @@ $(BUILD)/gen/version.h: FORCE
 	if cmp -s $@.$$$$.tmp $@; then rm -f $@.$$$$.tmp; else mv $@.$$$$.tmp $@; fi
 $(BUILD)/obj/tools/manta/version.o $(BUILD)/obj/tools/common/provenance.o: $(BUILD)/gen/version.h
 
-$(INFER_OBJ): CPPFLAGS := -Iruntime -Itools -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L $(INFER_PNG_DEFS)
+# (_FILE_OFFSET_BITS=64 as above: runtime/core's objects are shared with the board tests)
+$(INFER_OBJ): CPPFLAGS := -Iruntime -Itools -I$(BUILD)/gen -D_POSIX_C_SOURCE=200809L \
+    -D_FILE_OFFSET_BITS=64 $(INFER_PNG_DEFS)
 $(MANTA_OBJ) $(PROFILE_OBJ) $(REPORT_OBJ): CPPFLAGS += -Itools
 $(BUILD)/obj/tools/manta-infer/main.o: $(BUILD)/gen/engine_size.h
 $(INFER): $(INFER_OBJ) $(ENGINE_LIB)

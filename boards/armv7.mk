@@ -15,6 +15,12 @@ ENGINE_CODE_FLAGS := -fno-asynchronous-unwind-tables -fno-unwind-tables
 BOARD_PROGRAMS := infer profile
 BOARD_DEB_PKGS := gcc-arm-linux-gnueabihf qemu-user \
                   libturbojpeg0-dev:armhf libcjson-dev:armhf libcmocka-dev:armhf
+# manta-infer reads and writes PNG files (a stereo pair's views, the disparity) with libpng and zlib
+# built from Debian's sources into build/$(BOARD)/deps/ (boards/common.mk), linked statically: the
+# multi-arch libpng16-16:<arch> must have exactly the host's version, which the mirror did not offer
+# on 2026-11-29 (host 1.6.39-2+deb12u4, the other architectures +deb12u5).
+BOARD_DEB_SRC  := libpng1.6 zlib
+BOARD_INFER_PNG_LIBS := -l:liblibpng1.6.a -l:libzlib.a
 BOARD_RUN      := qemu-arm -cpu cortex-a7 -L /usr/arm-linux-gnueabihf
 # Tests it cannot run: the OpenCL unit tests and training scripts (no OpenCL in the board build); timings
 # (qemu-user is not the Cortex-A7).

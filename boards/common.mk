@@ -17,6 +17,8 @@
 #   BOARD_DEB_PKGS  Debian packages `make deps BOARD=...` installs (NAME:ARCH for multi-arch ones)
 #   BOARD_DEB_SRC   Debian source packages fetched into build/src/ for libraries that the
 #                   architecture lacks (built here into $(BUILD)/deps/)
+#   BOARD_INFER_PNG_LIBS  linux: the libraries manta-infer reads and writes PNG files with (a stereo
+#                   pair's views, the disparity); empty: built without (-DMANTA_INFER_NO_PNG)
 #   BOARD_NEEDS_HOST  1 when building needs the host programs (and so the host's packages)
 #   BOARD_LDLIBS    libraries of `manta` when they differ from the host's LDLIBS
 #   BOARD_RUN       how test-boards runs its programs (qemu-user); empty: natively
@@ -68,7 +70,7 @@ CPPFLAGS += -I$(DEPS_DIR)/include
 LDFLAGS  += -L$(DEPS_DIR)/lib
 DEPS_LIBS := $(BOARD_DEB_SRC:%=$(DEPS_DIR)/lib/lib%.a)
 $(PROFILE_OBJ) $(PROFILE_HOST_OBJ) $(TEST_HOST_LIB_OBJ) $(BOARD_TEST_OBJ): | $(DEPS_LIBS)
-$(PROFILE) $(MANTA): $(DEPS_LIBS)
+$(PROFILE) $(MANTA) $(INFER): $(DEPS_LIBS)
 endif
 DEPS_SRC_MISSING = { echo "$(BOARD): no Debian source of $(1) in build/src/ (run: make deps BOARD=$(BOARD))" >&2; exit 1; }
 
@@ -98,7 +100,8 @@ $(DEPS_DIR)/lib/libcjson.a:
 	cp $(DEPS_DIR)/cjson/cJSON.h $(DEPS_DIR)/include/cjson/; \
 	rm -f $@ && $(AR) rcs $@ $(DEPS_DIR)/cjson/cJSON.o
 
-# libpng 1.6 (the stereo data's PNG files in `manta`): its library files compiled with the board's
+# libpng 1.6 (the stereo data's PNG files in `manta`, a pair's views and the disparity in
+# manta-infer): its library files compiled with the board's
 # compiler against the prebuilt configuration, NEON filters off (they need arch-specific files); the
 # headers are the host's libpng-dev (the same release). The multi-arch libpng16-16:<arch> cannot be
 # installed beside the host's when the mirror's versions differ (as zlib1g-dev: see rk3588.mk).
@@ -116,6 +119,22 @@ $(DEPS_DIR)/lib/liblibpng1.6.a:
 	        -o $(DEPS_DIR)/libpng/$$f.o $(DEPS_DIR)/libpng/$$f.c; \
 	done; \
 	rm -f $@ && $(AR) rcs $@ $(PNG_FILES:%=$(DEPS_DIR)/libpng/%.o)
+
+# zlib 1.2.13 (libpng's compression, for manta-infer's PNG files): the files deflate and inflate
+# need, compiled with the board's compiler (no gz* files: nothing reads .gz); the headers are the
+# host's zlib1g-dev (the same release, architecture-independent).
+ZLIB_FILES := adler32 compress crc32 deflate infback inffast inflate inftrees trees uncompr zutil
+$(DEPS_DIR)/lib/libzlib.a:
+	@set -e; src=$$(ls build/src/zlib_*.orig.tar.* 2>/dev/null | grep -v '\.asc$$' | head -1); \
+	[ -n "$$src" ] || $(call DEPS_SRC_MISSING,zlib); \
+	rm -rf $(DEPS_DIR)/zlib && mkdir -p $(DEPS_DIR)/zlib $(@D); \
+	tar -xf "$$src" -C $(DEPS_DIR)/zlib --strip-components=1; \
+	echo "$(CC) zlib ($$src)"; \
+	for f in $(ZLIB_FILES); do \
+	    $(CC) -std=gnu99 -O2 $(BOARD_CFLAGS) -DHAVE_UNISTD_H -DHAVE_STDARG_H -I$(DEPS_DIR)/zlib -c \
+	        -o $(DEPS_DIR)/zlib/$$f.o $(DEPS_DIR)/zlib/$$f.c; \
+	done; \
+	rm -f $@ && $(AR) rcs $@ $(ZLIB_FILES:%=$(DEPS_DIR)/zlib/%.o)
 
 # The engine's unit tests (tests/unit/test_engine_*.c: no OpenCL), linked with the engine, the test
 # helpers that need no OpenCL (TEST_HOST_LIB_SRC), and the plain-C part of the runtime they use (core,

@@ -9,6 +9,7 @@ BOARD_CFLAGS   :=
 # and the export fixtures test-boards compares against.
 BOARD_PROGRAMS := infer profile manta
 BOARD_DEB_PKGS :=
+BOARD_INFER_PNG_LIBS := -lpng -lz
 BOARD_RUN      :=
 # Tests: all of them, with `make test` (this board's packages are the host's, `make deps`).
 BOARD_NO_TESTS := none (make test runs every test on the host)

@@ -12,7 +12,9 @@ BOARD_CFLAGS   := -march=rv64gc -mabi=lp64d
 #  - manta-infer is built without libjpeg-turbo (-DMANTA_INFER_NO_JPEG): it takes --raw float32 input
 #    tensors (write them with `manta-infer MODEL IMAGE.jpg --dump-input FILE` on any other machine);
 #    a JPEG argument is refused with a message saying so. test-boards checks the raw-input results
-#    against the host's JPEG run.
+#    against the host's JPEG run;
+#  - libpng and zlib are built from Debian's sources too (boards/common.mk): manta-infer reads a
+#    stereo pair's PNG views and writes the disparity PNGs.
 DEB_ARCH       :=
 # Engine code size (docs/boards.md): convolution, depthwise and element-wise kernels at -O3; the
 # small kernels (fully connected, pad, pool) at -O2; verifier, planner, op preparation and messages at
@@ -22,9 +24,10 @@ ENGINE_SMALL_OPT  := -O2
 ENGINE_CODE_FLAGS := -fno-asynchronous-unwind-tables -fno-unwind-tables
 BOARD_PROGRAMS := infer profile
 BOARD_DEB_PKGS := gcc-riscv64-linux-gnu qemu-user
-BOARD_DEB_SRC  := cmocka cjson
+BOARD_DEB_SRC  := cmocka cjson libpng1.6 zlib
 BOARD_INFER_DEFS := -DMANTA_INFER_NO_JPEG
 INFER_LIBS     := -lm
+BOARD_INFER_PNG_LIBS := -l:liblibpng1.6.a -l:libzlib.a
 BOARD_RUN      := qemu-riscv64 -L /usr/riscv64-linux-gnu
 # Tests it cannot run: the OpenCL unit tests and training scripts (no OpenCL in the board build);
 # manta-infer on JPEG files (no libjpeg-turbo for riscv64 in bookworm: --raw input instead); timings.

@@ -24,8 +24,10 @@ BOARD_DEB_PKGS := gcc-aarch64-linux-gnu qemu-user opencl-c-headers \
 # zlib1g-dev, linked by file name: zlib1g-dev:arm64 pulls in libc6-dev:arm64, whose dependencies
 # (linux-libc-dev, libssl3, Multi-Arch: same) must have exactly the host's versions, which the mirror did
 # not offer for arm64 on 2026-11-21 (amd64 libssl3 3.0.22 against arm64 3.0.20): apt refuses it.
-# libpng: built from Debian's source into build/rk3588/deps/ (boards/common.mk), linked statically
-BOARD_DEB_SRC  := libpng1.6
+# libpng: built from Debian's source into build/rk3588/deps/ (boards/common.mk), linked statically;
+# manta-infer (PNG views and disparities) links it with zlib built from Debian's source too.
+BOARD_DEB_SRC  := libpng1.6 zlib
+BOARD_INFER_PNG_LIBS := -l:liblibpng1.6.a -l:libzlib.a
 BOARD_LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -l:liblibpng1.6.a -l:libz.so.1 \
                   -lpthread -lm
 BOARD_RUN      := qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu

@@ -16,6 +16,12 @@ BOARD_PROGRAMS := infer profile
 BOARD_DEB_PKGS := gcc-aarch64-linux-gnu qemu-user \
                   libturbojpeg0-dev:arm64 libcjson-dev:arm64 libcmocka-dev:arm64
 # How `make test-boards` runs its programs: qemu-user with Debian's cross libc.
+# manta-infer reads and writes PNG files (a stereo pair's views, the disparity) with libpng and zlib
+# built from Debian's sources into build/$(BOARD)/deps/ (boards/common.mk), linked statically: the
+# multi-arch libpng16-16:<arch> must have exactly the host's version, which the mirror did not offer
+# on 2026-11-29 (host 1.6.39-2+deb12u4, the other architectures +deb12u5).
+BOARD_DEB_SRC  := libpng1.6 zlib
+BOARD_INFER_PNG_LIBS := -l:liblibpng1.6.a -l:libzlib.a
 BOARD_RUN      := qemu-aarch64 -cpu cortex-a72 -L /usr/aarch64-linux-gnu
 # Tests it cannot run:
 #  - the OpenCL unit tests (test_cl, test_conv, test_train, ...) and the integration scripts that train: the

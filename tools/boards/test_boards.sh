@@ -10,7 +10,10 @@
 #    external symbols (tests/integration/engine_noalloc.sh with the board's nm), manta-profile --list,
 #    manta arch min where the board has the OpenCL program (rk3588: links and starts, no GPU here),
 #    and manta-infer --json --all on the models and JPEGs (--raw input tensors where the board has no
-#    JPEG decoder): every probability and logit within 1e-5 of the host's;
+#    JPEG decoder): every probability and logit within 1e-5 of the host's; manta-infer on a stereo
+#    pair of PNG views (a tiny stereo model: a smoke run of tests/data/stereo_tiny.json exported on
+#    the host, the pair 37x21 against the model's 32x16) where the board has libpng: the 16-bit
+#    disparity PNG byte for byte the host's, the disparity's min, max and mean the host's;
 #  - microcontroller boards: the image links within the board's flash and RAM (sizes printed).
 # Prints one closing line "test-boards: N passed, N failed"; exit status 0 when none failed.
 set -u
@@ -47,6 +50,24 @@ else
     echo "test-boards: $pass passed, $fail failed"
     exit 1
 fi
+# a stereo model and a pair of PNG views of another size than the model's
+st=$out/stereo
+rm -rf "$st"
+if build/host/bin/manta train --space tests/data/stereo_tiny.json --schedule smoke --batch 2 \
+        --train-pairs 32 --eval-pairs 4 --recal-pairs 4 --seed 1 --out "$st/run" >/dev/null &&
+    build/host/bin/manta export --ckpt "$st/run/latest.ckpt" --arch max --recal-pairs 4 \
+        --out "$st/max.tflite" >/dev/null &&
+    build/host/bin/manta stereo-data "$st/pairs" --count 1 --width 37 --height 21 --max-disp 8 \
+        --seed 3 >/dev/null &&
+    build/host/bin/manta-infer "$st/max.tflite" "$st/pairs/image_2/000000_10.png" \
+        "$st/pairs/image_3/000000_10.png" --json --out "$st/host.png" >"$st/host.json"; then
+    ok "host: stereo model (tiny smoke run, exported) and a 37x21 pair"
+else
+    bad "host: stereo model and pair"
+fi
+# the disparity's min, max and mean of a manta-infer --json document of a stereo pair
+disp_stats() { grep -o '"disparity": {[^}]*}' "$1"; }
+
 # the (model, image) pairs manta-infer runs on every board
 pairs="$models/min.tflite:$models/image.jpg $fix/color.tflite:$fix/red.jpg $fix/random_rgb.tflite:$fix/green.jpg
 $fix/random_gray.tflite:$fix/gray.jpg"
@@ -149,6 +170,21 @@ for b in "$@"; do
             bad "$b: manta-infer $(basename "$m") $what (rc $rc; ${r:-})"
         fi
     done
+    # a stereo pair of PNG views, where the board has libpng
+    if [ -n "$(var "$b" BOARD_INFER_PNG_LIBS)" ]; then
+        rm -f "$st/$b.png"
+        $run "build/$b/bin/manta-infer" "$st/max.tflite" "$st/pairs/image_2/000000_10.png" \
+            "$st/pairs/image_3/000000_10.png" --json --out "$st/$b.png" >"$st/$b.json"
+        rc=$?
+        if [ "$rc" -eq 0 ] && cmp -s "$st/host.png" "$st/$b.png" &&
+            [ "$(disp_stats "$st/host.json")" = "$(disp_stats "$st/$b.json")" ]; then
+            ok "$b: manta-infer stereo pair (PNG views) = host (disparity PNG identical; $(disp_stats "$st/$b.json"))"
+        else
+            bad "$b: manta-infer stereo pair (rc $rc; host $(disp_stats "$st/host.json"), $b $(disp_stats "$st/$b.json"))"
+        fi
+    else
+        echo "# $b: manta-infer without libpng (no BOARD_INFER_PNG_LIBS): no stereo pair of PNG views"
+    fi
     if [ "$nojpeg" -eq 1 ]; then
         # a JPEG is refused with one line that says why
         if $run "build/$b/bin/manta-infer" "$models/min.tflite" "$models/image.jpg" >/dev/null 2>"$out/err"; then

@@ -63,8 +63,8 @@ static uint8_t *decode(const char *path, int *h, int *w, char *why, size_t cap)
     if (n >= 8 && !memcmp(data, png_sig, 8)) {
 #ifdef MANTA_INFER_NO_PNG
         snprintf(why, cap,
-                 "a PNG file: this manta-infer is built without libpng (board "
-                 "builds, MANTA_INFER_NO_PNG): give JPEG files");
+                 "a PNG file: this manta-infer is built without libpng (a board "
+                 "file without BOARD_INFER_PNG_LIBS, MANTA_INFER_NO_PNG): give JPEG files");
 #else
         manta_err err = {0};
         if (mpng_read_u8(path, 3, &pix, h, w, &err) != MANTA_OK) {

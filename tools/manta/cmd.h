@@ -16,6 +16,9 @@ int cmd_train_tiny(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 /** manta eval of a stereo checkpoint (eval_stereo.c); cmd_eval() hands it the command. */
 int cmd_eval_stereo(int argc, char **argv);
+/** manta eval of an exported stereo model (eval_stereo_model.c); cmd_eval() hands it the
+ *  command. */
+int cmd_eval_stereo_model(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 /** manta export of a stereo checkpoint (export_stereo.c); cmd_export() hands it the command. */
 int cmd_export_stereo(int argc, char **argv);

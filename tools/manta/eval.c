@@ -202,6 +202,12 @@ static int eval_model(const eval_opts *o)
     engine_run r;
     if (!engine_run_open("eval", model, &r))
         return 1;
+    if (o->data && stereo_cmd_is_stereo_data(o->data)) {
+        fprintf(stderr, "manta eval: %s is a classification model: it takes no stereo data (%s)\n",
+                model, o->data);
+        engine_run_close(&r);
+        return 2;
+    }
     run_ckpt rk;
     memset(&rk, 0, sizeof rk);
     bool ok = ckpt ? run_ckpt_open("eval", ckpt, o->device, &rk)
@@ -297,6 +303,8 @@ out:
 
 int cmd_eval(int argc, char **argv)
 {
+    if (stereo_cmd_model_arg(argc, argv)) /* a stereo model, or any model with a stereo run */
+        return cmd_eval_stereo_model(argc, argv);
     if (stereo_cmd_ckpt_arg(argc, argv))
         return cmd_eval_stereo(argc, argv);
     eval_opts o;
@@ -305,7 +313,9 @@ int cmd_eval(int argc, char **argv)
         char *help[] = {argv[0], "--help", NULL};
         printf("\nA stereo checkpoint (manta train --space stereo-...) takes these options "
                "instead:\n\n");
-        return cmd_eval_stereo(2, help);
+        int rc = cmd_eval_stereo(2, help);
+        printf("\nAn exported stereo model (manta export --ckpt STEREO.ckpt) takes these:\n\n");
+        return rc ? rc : cmd_eval_stereo_model(2, help);
     }
     if (pr != 1)
         return pr;

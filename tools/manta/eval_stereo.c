@@ -70,38 +70,6 @@ static manta_status write_images(const ev_opts *o, const stereo_space *sp, const
     return st;
 }
 
-/* A JSON number, or null when not finite: no pixel counted (a folder without ground truth, or
- * without non-occlusion masks), or a prediction that was not finite. */
-static void json_num(const char *name, double v, int decimals)
-{
-    if (isfinite(v))
-        printf("\"%s\":%.*f,", name, decimals, v);
-    else
-        printf("\"%s\":null,", name);
-}
-
-/* A region without a pixel of ground truth has no figures: each null in JSON (with
- * "pixels":0), a line saying so in text. */
-static void print_scores(const char *what, const stereo_scores *s, bool json)
-{
-    if (s->pixels == 0 && !json) {
-        printf("%-4s no pixel with a ground-truth disparity: no figures\n", what);
-        return;
-    }
-    if (json) {
-        printf("\"%s\":{", what);
-        json_num("epe", s->epe, 6);
-        json_num("bad1", s->bad1, 4);
-        json_num("bad2", s->bad2, 4);
-        json_num("bad3", s->bad3, 4);
-        json_num("d1", s->d1, 4);
-        printf("\"pixels\":%ld}", s->pixels);
-        return;
-    }
-    printf("%-4s EPE %.3f px  bad-1 %.2f%%  bad-2 %.2f%%  bad-3 %.2f%%  D1 %.2f%%  (%ld pixels)\n",
-           what, s->epe, s->bad1, s->bad2, s->bad3, s->d1, s->pixels);
-}
-
 /* Median over 5 runs (after one) of an eval-mode forward of the sub-network set last and
  * the input there, per pair, in ms. */
 static manta_status time_forward(mcl_dev *d, stereo_trainer *t, ev_timing *tm)
@@ -429,9 +397,9 @@ int cmd_eval_stereo(int argc, char **argv)
                sp.crop_w, sp.max_disp, arch);
         cmd_json_str(stdout, o.data);
         printf(",");
-        print_scores("all", &all, true);
+        stereo_cmd_print_scores("all", &all, true, 0);
         printf(",");
-        print_scores("noc", &noc, true);
+        stereo_cmd_print_scores("noc", &noc, true, 0);
         printf(",\"pairs\":%ld,\"whole\":%s,\"batch\":%d,\"ms_per_pair\":%.4f,"
                "\"timed\":{\"input\":\"%s\",\"batch\":%d,\"forwards\":%ld,"
                "\"min_width\":%d,\"min_height\":%d,\"max_width\":%d,\"max_height\":%d,"
@@ -444,8 +412,8 @@ int cmd_eval_stereo(int argc, char **argv)
     } else {
         printf("%s, sub-network %s, %s data (%ld pairs%s)\n", sp.name, arch, o.data, evaluated,
                tm.whole ? ", whole" : "");
-        print_scores("all", &all, false);
-        print_scores("noc", &noc, false);
+        stereo_cmd_print_scores("all", &all, false, 0);
+        stereo_cmd_print_scores("noc", &noc, false, 0);
         char size[64];
         if (tm.min_w == tm.max_w && tm.min_h == tm.max_h)
             snprintf(size, sizeof size, "%dx%d", tm.max_w, tm.max_h);

@@ -2,26 +2,109 @@
  * run's re-calibration pairs. */
 #include "stereo_cmd.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd.h"
 #include "core/fileio.h"
+#include "data/stereo_folder.h"
+#include "engine/engine.h"
+#include "export/tflite.h"
+#include "export/tflite_meta.h"
+
+/* The value of option @p name ("--ckpt") in argv, before "--"; NULL when absent. */
+static const char *arg_value(int argc, char **argv, const char *name)
+{
+    const size_t len = strlen(name);
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (!strcmp(argv[i], name) && i + 1 < argc)
+            return argv[i + 1];
+        if (!strncmp(argv[i], name, len) && argv[i][len] == '=')
+            return argv[i] + len + 1;
+    }
+    return NULL;
+}
 
 bool stereo_cmd_ckpt_arg(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        if (!strcmp(argv[i], "--ckpt") && i + 1 < argc)
-            v = argv[i + 1];
-        else if (!strncmp(argv[i], "--ckpt=", 7))
-            v = argv[i] + 7;
-        stereo_space sp;
-        stereo_meta m;
-        manta_err err = {0};
-        if (v && stereo_state_peek(v, &sp, &m, &err) == MANTA_OK)
-            return true;
+    const char *v = arg_value(argc, argv, "--ckpt");
+    stereo_space sp;
+    stereo_meta m;
+    manta_err err = {0};
+    return v && stereo_state_peek(v, &sp, &m, &err) == MANTA_OK;
+}
+
+/* Whether the file at @p path is a model whose metadata says "task": "stereo". */
+static bool model_is_stereo(const char *path)
+{
+    size_t size = 0;
+    void *file = cmd_read_aligned(path, &size);
+    mengine_model model;
+    const uint8_t *text = NULL;
+    size_t text_size = 0;
+    tflite_meta meta;
+    manta_err err = {0};
+    char msg[256];
+    bool stereo = false;
+    if (file && size > 0 &&
+        mengine_model_load(&model, file, size, NULL, msg, sizeof msg) == MENGINE_OK &&
+        mengine_model_metadata(&model, TFLITE_META_PREPROCESS, &text, &text_size) == MENGINE_OK &&
+        tflite_meta_parse((const char *)text, text_size, &meta, &err) == MANTA_OK) {
+        stereo = !strcmp(meta.task, "stereo");
+        tflite_meta_free(&meta);
     }
-    return false;
+    free(file);
+    return stereo;
+}
+
+bool stereo_cmd_model_arg(int argc, char **argv)
+{
+    const char *model = arg_value(argc, argv, "--model");
+    return model && (model_is_stereo(model) || stereo_cmd_ckpt_arg(argc, argv));
+}
+
+bool stereo_cmd_is_stereo_data(const char *path)
+{
+    if (!strcmp(path, "synthetic"))
+        return true;
+    stereo_set set;
+    manta_err err = {0};
+    if (stereo_folder_open(path, STEREO_LAYOUT_AUTO, &set, &err) != MANTA_OK)
+        return false;
+    stereo_set_free(&set);
+    return true;
+}
+
+/* A JSON member "name": number, or null when not finite. */
+static void json_num(const char *name, double v, int decimals)
+{
+    if (isfinite(v))
+        printf("\"%s\":%.*f,", name, decimals, v);
+    else
+        printf("\"%s\":null,", name);
+}
+
+void stereo_cmd_print_scores(const char *what, const stereo_scores *s, bool json, int indent)
+{
+    if (s->pixels == 0 && !json) {
+        printf("%*s%-4s no pixel with a ground-truth disparity: no figures\n", indent, "", what);
+        return;
+    }
+    if (json) {
+        printf("\"%s\":{", what);
+        json_num("epe", s->epe, 6);
+        json_num("bad1", s->bad1, 4);
+        json_num("bad2", s->bad2, 4);
+        json_num("bad3", s->bad3, 4);
+        json_num("d1", s->d1, 4);
+        printf("\"pixels\":%ld}", s->pixels);
+        return;
+    }
+    printf("%*s%-4s EPE %.3f px  bad-1 %.2f%%  bad-2 %.2f%%  bad-3 %.2f%%  D1 %.2f%%  (%ld "
+           "pixels)\n",
+           indent, "", what, s->epe, s->bad1, s->bad2, s->bad3, s->d1, s->pixels);
 }
 
 bool stereo_cmd_help_arg(int argc, char **argv)

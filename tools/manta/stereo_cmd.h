@@ -6,11 +6,21 @@
 #include <stdbool.h>
 
 #include "data/photo_bank.h"
+#include "data/stereo_metrics.h"
 #include "stereo/state.h"
 
 /** Whether the --ckpt of argv is a stereo training checkpoint (the command then takes its
  *  stereo form). */
 bool stereo_cmd_ckpt_arg(int argc, char **argv);
+/** Whether argv has --model and the model is a stereo one (its metadata's task), or argv's
+ *  --ckpt is a stereo checkpoint: manta eval then takes its stereo model form. */
+bool stereo_cmd_model_arg(int argc, char **argv);
+/** Whether @p path is a folder of stereo pairs (KITTI or Middlebury layout) or "synthetic". */
+bool stereo_cmd_is_stereo_data(const char *path);
+/** The figures of one region, @p what ("all", "noc"): a JSON member (each figure null where
+ *  no pixel counted) or a line of text (@p indent spaces first). */
+void stereo_cmd_print_scores(const char *what, const stereo_scores *s, bool json, int indent);
+
 /** Whether argv asks for --help (or -h) before "--". */
 bool stereo_cmd_help_arg(int argc, char **argv);
 
