@@ -361,9 +361,13 @@ def main():
     ap.add_argument("--grad-tol", type=float, default=1e-3)
     ap.add_argument("--no-grad", action="store_true", help="check the forward only")
     ap.add_argument("--json", action="store_true", help="one JSON line of the results")
+    ap.add_argument("--float32", action="store_true",
+                    help="run the twin in float32 (default float64): how far float32 rounding "
+                         "alone moves the results")
     args = ap.parse_args()
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     d = args.dir
+    dt = np.float32 if args.float32 else np.float64
     space = json.load(open(os.path.join(d, "space.json")))
     arch = json.load(open(os.path.join(d, "arch.json")))
     ck = read_checkpoint(os.path.join(d, "net.ckpt"))
@@ -386,21 +390,21 @@ def main():
 
     L = lay.L
     pshape = [(N, 1, H >> (L - p), W >> (L - p)) for p in range(L + 1)]
-    x = torch.from_numpy(f32("input.f32", (2 * N, 3, H, W)).astype(np.float64))
-    state = torch.from_numpy(ck["bn_state"].astype(np.float64))
+    x = torch.from_numpy(f32("input.f32", (2 * N, 3, H, W)).astype(dt))
+    state = torch.from_numpy(ck["bn_state"].astype(dt))
     res = {"space": space["name"], "arch": arch, "pairs": N, "height": H, "width": W,
            "round": rnd, "params": lay.n_params}
     ok = True
     with torch.no_grad():
-        P = torch.from_numpy(ck["params"].astype(np.float64))
+        P = torch.from_numpy(ck["params"].astype(dt))
         preds = Twin(lay, arch, P, state, False).forward(x)
     fwd = [rel_l2(f32(f"eval{p}.f32"), preds[p].numpy()) for p in range(L + 1)]
     res["forward_rel_l2"] = fwd
     ok &= fwd[-1] <= args.fwd_tol
     if not args.no_grad:
-        P = torch.from_numpy(ck["params"].astype(np.float64)).requires_grad_(True)
+        P = torch.from_numpy(ck["params"].astype(dt)).requires_grad_(True)
         preds = Twin(lay, arch, P, state, True).forward(x)
-        gts = [torch.from_numpy(f32(f"gt{p}.f32", pshape[p]).astype(np.float64))
+        gts = [torch.from_numpy(f32(f"gt{p}.f32", pshape[p]).astype(dt))
                for p in range(L + 1)]
         loss, parts = multiscale_loss(preds, gts, space["loss"]["rounds"][rnd],
                                       space["max_disp"])
