@@ -4,7 +4,9 @@
 # 0), the smallest and two sampled sub-networks (round 1) agree on the forward with running
 # batch-norm statistics (finest prediction, relative L2 <= 1e-4), the multi-scale loss and
 # every parameter group's gradient of one training step (relative L2 <= 1e-3); on the
-# built-in stereo-cpu the smallest and a sampled sub-network agree on the forward.
+# built-in stereo-cpu the smallest and a sampled sub-network agree on the forward; the
+# weights and statistics of a `manta train` checkpoint of the tiny space, read by the twin's
+# own reader of the container, give the same agreement.
 # SKIPPED, not passed, where no python3 can import torch: the script then says so and
 # exits 0.
 set -eu
@@ -29,11 +31,11 @@ fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-# space arch round pairs [twin options]
+# space arch round pairs [twin options]; CKPT: a checkpoint to load (default: none)
 run() {
-    d="$out/$(echo "$1-$2" | tr -c 'a-zA-Z0-9\n-' '_')"
+    d="$out/$(echo "$1-$2" | tr -c 'a-zA-Z0-9\n-' '_')${CKPT:+-ckpt}"
     mkdir -p "$d"
-    "$DUMP" "$1" "$2" "$d" - "$3" "$4" >"$d/dump.txt" 2>&1 || {
+    "$DUMP" "$1" "$2" "$d" "${CKPT:--}" "$3" "$4" >"$d/dump.txt" 2>&1 || {
         cat "$d/dump.txt"
         fail "$DUMP $1 $2"
     }
@@ -48,4 +50,10 @@ run "$T" sample:3 1 2
 run "$T" sample:5 0 1
 run stereo-cpu min 0 1 --no-grad
 run stereo-cpu sample:3 0 1 --no-grad
+"$B/bin/manta" train --space "$T" --schedule smoke --batch 2 --train-pairs 64 --eval-pairs 6 \
+    --recal-pairs 4 --textures none --out "$out/run" --stop-after 4 >"$out/train.txt" 2>&1 || {
+    cat "$out/train.txt"
+    fail "manta train"
+}
+CKPT="$out/run/latest.ckpt" run "$T" sample:7 0 2 --ckpt "$out/run/latest.ckpt"
 echo "stereo_twin: ok (torch $("$PY" -c 'import torch; print(torch.__version__)'))"
