@@ -336,6 +336,12 @@ SYNTH_SPEED := $(BUILD)/bench/synth_speed
 $(HELPER): $(BUILD)/obj/tests/helpers/export_fixtures.o $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(TEST_LIB_OBJ) $(LIB) $(ENGINE_LIB) -lcmocka $(LDLIBS)
+# The runtime's side of tests/integration/stereo_twin.sh (tools/bench/torch_stereo.py): one
+# stereo sub-network's forward and gradients as float32 files.
+TWIN_DUMP := $(BUILD)/tests/helpers/stereo_twin_dump
+$(TWIN_DUMP): $(BUILD)/obj/tests/helpers/stereo_twin_dump.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 # This test wraps the allocator so that a call made while the engine runs aborts.
 $(BUILD)/tests/test_engine_noalloc: LDFLAGS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
@@ -360,7 +366,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-run
 
 # (the benchmark program $(SYNTH_SPEED) is built, not run, so that it keeps compiling)
-test-run: all $(TEST_BIN) $(HELPER) $(SYNTH_SPEED)
+test-run: all $(TEST_BIN) $(HELPER) $(TWIN_DUMP) $(SYNTH_SPEED)
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) JOBS=$(JOBS) tests/run.sh $(TEST_BIN)
 
 # The whole job on the built-in default (tools/demo.sh: train, profile, accuracy data set and
@@ -465,4 +471,4 @@ ifneq ($(BOARD),)
 include boards/common.mk
 endif
 
--include $(BUILD)/obj/tools/bench/synth_speed.d $(BUILD)/obj/tests/helpers/export_fixtures.d $(LIB_OBJ:.o=.d) $(HTTP_OBJ:.o=.d) $(REPORT_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
+-include $(BUILD)/obj/tools/bench/synth_speed.d $(BUILD)/obj/tests/helpers/export_fixtures.d $(BUILD)/obj/tests/helpers/stereo_twin_dump.d $(LIB_OBJ:.o=.d) $(HTTP_OBJ:.o=.d) $(REPORT_OBJ:.o=.d) $(ENGINE_OBJ:.o=.d) $(MANTA_OBJ:.o=.d) $(INFER_OBJ:.o=.d) $(PROFILE_OBJ:.o=.d) $(TEST_LIB_OBJ:.o=.d) $(TEST_SRC:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.d)
