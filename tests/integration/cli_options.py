@@ -59,7 +59,8 @@ OUTPUTS = {
     "manta profile": (["--device", "0"], {"csv": "file"}),
     "manta report": ([cls_run], {"out": "dir"}),
     "manta-profile": (["--validate", "2"], {"out": "file", "csv": "file", "layers-csv": "file"}),
-    "manta-infer": ([model, image], {"dump-input": "file", "out": "file", "color": "file"}),
+    "manta-infer": ([model, image], {"dump-input": "file", "dump-output": "file", "out": "file",
+                                    "color": "file"}),
 }
 # What each command that opens a device needs to get there.
 DEVICE = {

@@ -42,7 +42,7 @@ typedef struct opts {
     int n_images;
     int top, bench;
     bool json, stats, check, raw, all, version;
-    const char *dump_input, *out, *color;
+    const char *dump_input, *dump_output, *out, *color;
 } opts;
 
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
@@ -85,6 +85,11 @@ static int parse_args(int argc, char **argv, opts *o)
          .dest = &o->dump_input,
          .metavar = "F",
          .help = "write the first image's input tensor (float32 NHWC) to F"},
+        {.name = "dump-output",
+         .kind = OPT_STRING,
+         .dest = &o->dump_output,
+         .metavar = "F",
+         .help = "stereo: write the output tensor (float32 (1, H, W, 1), the model's size) to F"},
         {.name = "out",
          .kind = OPT_STRING,
          .dest = &o->out,
@@ -141,6 +146,7 @@ static int parse_args(int argc, char **argv, opts *o)
         return 2;
     }
     if ((o->dump_input && !out_check_file("manta-infer", "dump-input", o->dump_input)) ||
+        (o->dump_output && !out_check_file("manta-infer", "dump-output", o->dump_output)) ||
         (o->out && !out_check_file("manta-infer", "out", o->out)) ||
         (o->color && !out_check_file("manta-infer", "color", o->color)))
         return 2;
@@ -426,17 +432,20 @@ int main(int argc, char **argv)
         return 1;
     }
     if (s.stereo && !o.check) {
-        const stereo_infer_opts so = {o.model, o.images, o.n_images, o.json,      o.stats,
-                                      o.bench, o.out,    o.color,    o.dump_input};
+        const stereo_infer_opts so = {o.model, o.images, o.n_images, o.json,       o.stats,
+                                      o.bench, o.out,    o.color,    o.dump_input, o.dump_output};
         const int rc = stereo_infer_run(&so, &s.e, &s.m, &s.meta, s.size, s.arena_size);
         close_session(&s);
         return rc;
     }
-    if (!s.stereo && (o.out || o.color)) {
+    if (!s.stereo && (o.out || o.color || o.dump_output)) {
         fprintf(stderr,
                 "manta-infer: %s is a classification model: --%s takes a stereo model "
                 "and a pair of images\n",
-                o.model, o.out ? "out" : "color");
+                o.model,
+                o.out     ? "out"
+                : o.color ? "color"
+                          : "dump-output");
         close_session(&s);
         return 2;
     }

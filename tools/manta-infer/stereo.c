@@ -241,6 +241,15 @@ int stereo_infer_run(const stereo_infer_opts *o, mengine *e, const mengine_model
         if (mengine_invoke(e) != MENGINE_OK)
             return fprintf(stderr, "manta-infer: %s: invoke failed\n", o->model), 1;
         t_inv = now_ms() - t1;
+        if (o->dump_output) {
+            FILE *f = fopen(o->dump_output, "wb");
+            const size_t n = (size_t)mh * mw;
+            const int bad = !f || fwrite(out.cdata, sizeof(float), n, f) != n;
+            if ((f && fclose(f) != 0) || bad)
+                return fprintf(stderr, "manta-infer: %s: cannot write the output tensor\n",
+                               o->dump_output),
+                       1;
+        }
         /* back to the left image's size, in its pixels */
         if (!(disp = malloc((size_t)h * w * sizeof *disp)))
             return fprintf(stderr, "manta-infer: out of memory\n"), 1;

@@ -16,6 +16,7 @@ typedef struct stereo_infer_opts {
     bool json, stats;
     int bench;
     const char *out, *color, *dump_input; /* may be NULL; checked before */
+    const char *dump_output;              /* the output tensor as the engine gives it, or NULL */
 } stereo_infer_opts;
 
 /**
