@@ -108,12 +108,6 @@ typedef struct bctx {
     manta_err *err;
 } bctx;
 
-static int tensor4(bctx *c, int h, int w, int ch, const char *name)
-{
-    const int shape[4] = {1, h, w, ch};
-    return xgraph_add_tensor(c->g, 4, shape, name, c->err);
-}
-
 /* Append op (taking its weights) writing a new tensor of `shape`; -1 on failure. */
 static int add(bctx *c, xg_op *op, int rank, const int *shape, const char *name)
 {
@@ -205,7 +199,6 @@ static int pad_for(bctx *c, int in, int h, int w, int ch, int k, int stride, boo
 }
 
 /* Output size of a convolution with padding k/2. */
-static int out_size(int in, int k, int stride) { return (in + 2 * (k / 2) - k) / stride + 1; }
 
 /* A dense (XG_CONV) or depthwise (XG_DWCONV) k x k convolution with bias on an h x w input,
  * then `act`. */
@@ -220,7 +213,8 @@ static int conv(bctx *c, const mbv3_layer *l, mbv3_part part, xg_kind kind, int 
         .kind = kind, .in0 = x, .in1 = -1, .kh = k, .kw = k, .stride = stride, .same = same};
     if (values(c, l, part, &op, k, cin, cout, true, in_scale) < 0)
         return -1;
-    return emit(c, &op, act, out_size(h, k, stride), out_size(w, k, stride), cout, name);
+    return emit(c, &op, act, xgraph_conv_size(h, k, stride), xgraph_conv_size(w, k, stride), cout,
+                name);
 }
 
 /* Squeeze-and-excite reduce or expand: 1x1 on (1, 1, 1, cin) with bias (+ bias_add). */
@@ -390,7 +384,7 @@ manta_status mbv3_arch_graph(const ofa_space *s, const ofa_arch *a, const xg_pre
              s->name);
     ofa_arch_to_json(s, a, out->arch_json, sizeof out->arch_json, NULL);
     bctx c = {out, src, err};
-    int x = tensor4(&c, a->r, a->r, s->in_channels, "input");
+    int x = xgraph_add_nhwc(c.g, a->r, a->r, s->in_channels, "input", c.err);
     out->input = x;
     for (int i = 0; i < n && x >= 0; i++) {
         if (first_op)

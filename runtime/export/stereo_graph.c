@@ -7,7 +7,6 @@
 /* ---- layers of a sub-network ---------------------------------------------------------- */
 
 /* Output size of a convolution with padding k/2. */
-static int conv_out(int in, int k, int stride) { return (in + 2 * (k / 2) - k) / stride + 1; }
 
 /* A new layer at out[*n] of @p type named @p where, reading @p n_in layers @p src. */
 static sgraph_layer *push(sgraph_layer *out, int *n, sgraph_type type, const char *where, int n_in,
@@ -53,7 +52,8 @@ static void stem(const stereo_space *s, int h, int w, int view, sgraph_layer *ou
     snprintf(e->where, sizeof e->where, "%s", l->where);
     e->slot = -1;
     e->in_h = h, e->in_w = w, e->in_c = 3;
-    e->out_h = conv_out(h, s->stem_kernel, 2), e->out_w = conv_out(w, s->stem_kernel, 2);
+    e->out_h = xgraph_conv_size(h, s->stem_kernel, 2),
+    e->out_w = xgraph_conv_size(w, s->stem_kernel, 2);
     e->out_c = s->stem_width;
     e->kernel = s->stem_kernel, e->stride = 2, e->act = s->stem_act;
     enc_copy(l);
@@ -76,7 +76,8 @@ static void block(const stereo_space *s, const ofa_arch *a, int u, int j, int vi
     e->slot = slot;
     e->in_h = p->out_h, e->in_w = p->out_w, e->in_c = p->out_c;
     e->stride = j == 0 ? us->stride : 1;
-    e->out_h = conv_out(e->in_h, k, e->stride), e->out_w = conv_out(e->in_w, k, e->stride);
+    e->out_h = xgraph_conv_size(e->in_h, k, e->stride),
+    e->out_w = xgraph_conv_size(e->in_w, k, e->stride);
     e->out_c = us->width;
     e->mid = ofa_make_divisible((double)e->in_c * a->e[slot], 8);
     e->kernel = k;
@@ -187,17 +188,11 @@ typedef struct sctx {
     manta_err *err;
 } sctx;
 
-static int tensor4(sctx *c, int h, int w, int ch, const char *name)
-{
-    const int shape[4] = {1, h, w, ch};
-    return xgraph_add_tensor(c->g, 4, shape, name, c->err);
-}
-
 /* Append @p op writing a new tensor (1, h, w, ch) named @p name; its weights and bias are
  * freed on failure. */
 static int add(sctx *c, xg_op *op, int h, int w, int ch, const char *name)
 {
-    op->out = tensor4(c, h, w, ch, name);
+    op->out = xgraph_add_nhwc(c->g, h, w, ch, name, c->err);
     if (op->out < 0 || xgraph_add_op(c->g, op, c->err) < 0) {
         free(op->weights);
         free(op->bias);
@@ -327,8 +322,8 @@ manta_status sgraph_arch_graph(const stereo_space *s, const ofa_arch *a, int h, 
              s->name);
     stereo_arch_to_json(s, a, out->arch_json, sizeof out->arch_json, NULL);
     sctx c = {out, src, err};
-    int left = tensor4(&c, h, w, 3, "left");
-    int right = left < 0 ? -1 : tensor4(&c, h, w, 3, "right");
+    int left = xgraph_add_nhwc(c.g, h, w, 3, "left", c.err);
+    int right = left < 0 ? -1 : xgraph_add_nhwc(c.g, h, w, 3, "right", c.err);
     int y = right;
     if (right >= 0) {
         out->n_inputs = 2;

@@ -48,6 +48,14 @@ int xgraph_add_tensor(xgraph *g, int rank, const int *shape, const char *name, m
     return g->n_tensors++;
 }
 
+int xgraph_add_nhwc(xgraph *g, int h, int w, int c, const char *name, manta_err *err)
+{
+    const int shape[4] = {1, h, w, c};
+    return xgraph_add_tensor(g, 4, shape, name, err);
+}
+
+int xgraph_conv_size(int in, int k, int stride) { return (in + 2 * (k / 2) - k) / stride + 1; }
+
 int xgraph_add_op(xgraph *g, const xg_op *op, manta_err *err)
 {
     int bad = op->n_ins < 0 || op->n_ins > XG_MAX_INPUTS;

@@ -143,6 +143,13 @@ void xgraph_free(xgraph *g);
  * memory or when an index is out of range.
  */
 int xgraph_add_tensor(xgraph *g, int rank, const int *shape, const char *name, manta_err *err);
+
+/** xgraph_add_tensor() of a (1, @p h, @p w, @p c) tensor (one image, NHWC). */
+int xgraph_add_nhwc(xgraph *g, int h, int w, int c, const char *name, manta_err *err);
+
+/** Output side of a convolution of kernel @p k and @p stride, padded k / 2 on each side (the
+ *  graphs' convolutions): (in + 2 (k / 2) - k) / stride + 1. */
+int xgraph_conv_size(int in, int k, int stride);
 int xgraph_add_op(xgraph *g, const xg_op *op, manta_err *err);
 
 /**
