@@ -5,29 +5,28 @@
  *
  * The methods are the library's (runtime/profile/measure.h: in-network
  * profiling, the fixed overhead, validation, one sub-network; timing.h: the
- * clocks and the timed runs); this program reads the options, names the
- * table (host, CPU, compiler flags, date), shows progress and prints the
- * results. The thread stays on one CPU (--no-pin to let it move).
+ * clocks and the timed runs; summary.h: the space, the sub-network, the
+ * table's metadata, progress lines and the results as JSON); this program
+ * reads the options, shows progress and prints the results. The thread
+ * stays on one CPU (--no-pin to let it move).
  *
  * Linked with the engine, the exporter, the space and profile code, cJSON and
  * libm: no OpenCL. Exit status: 0 success, 1 failure (one line on stderr),
  * 2 usage; --validate with --check exits 3 when the agreement misses its targets. */
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/json.h"
 #include "common/opts.h"
 #include "common/outpath.h"
 #include "common/provenance.h"
-#include "core/fileio.h"
 #include "core/strbuf.h"
 #include "profile/latency_table.h"
 #include "profile/measure.h"
+#include "profile/summary.h"
 #include "profile/timing.h"
 #include "profile/validate.h"
 #include "space/ofa_space.h"
@@ -296,15 +295,6 @@ typedef struct progress {
     const char *what;
 } progress;
 
-static void fmt_secs(double s, char *buf, size_t cap)
-{
-    long t = (long)(s + 0.5);
-    if (t >= 60)
-        snprintf(buf, cap, "%ldm%02lds", t / 60, t % 60);
-    else
-        snprintf(buf, cap, "%lds", t);
-}
-
 /* A measurement's progress, as lat_measure_opts.progress: a bar on a terminal, else a line
  * every 10 %. */
 static void progress_show(void *ctx, size_t done, size_t total, const char *item)
@@ -312,24 +302,13 @@ static void progress_show(void *ctx, size_t done, size_t total, const char *item
     progress *p = ctx;
     if (!p->on || total == 0)
         return;
-    double el = pt_now(PT_WALL) - p->t0;
-    int pct = (int)(100 * done / total);
-    char e[32], l[32];
-    fmt_secs(el, e, sizeof e);
-    fmt_secs(done ? el / (double)done * (double)(total - done) : 0, l, sizeof l);
-    if (p->tty) {
-        char bar[31];
-        int fill = (int)(30 * done / total);
-        for (int i = 0; i < 30; i++)
-            bar[i] = i < fill ? '=' : i == fill ? '>' : ' ';
-        bar[30] = 0;
-        fprintf(stderr, "\r%s [%s] %3d%% %zu/%zu  %s elapsed, ETA %s  %-.40s\033[K", p->what, bar,
-                pct, done, total, e, l, item ? item : "");
-        if (done == total)
-            fputc('\n', stderr);
-    } else if (pct / 10 != p->last_pct / 10 || done == total) {
-        fprintf(stderr, "%s: %3d%% (%zu/%zu), %s elapsed, ETA %s\n", p->what, pct, done, total, e,
-                l);
+    char line[256];
+    int pct = prof_progress_line(line, sizeof line, p->what, done, total, pt_now(PT_WALL) - p->t0,
+                                 item, p->tty);
+    if (p->tty)
+        fprintf(stderr, "\r%s\033[K%s", line, done == total ? "\n" : "");
+    else if (pct / 10 != p->last_pct / 10 || done == total) {
+        fprintf(stderr, "%s\n", line);
         p->last_pct = pct;
     }
     fflush(stderr);
@@ -344,39 +323,6 @@ static lat_measure_opts measure_opts(const opts *o, progress *p, bool show, cons
 
 /* ---- the table ------------------------------------------------------------------------- */
 
-/* The table's metadata: device name, CPU, compiler flags, date. */
-static manta_status name_table(const opts *o, lat_table *t, manta_err *err)
-{
-    char host[128] = "host", name[LAT_META_MAX], cpu[LAT_META_MAX], date[64], flags[LAT_META_MAX];
-    gethostname(host, sizeof host - 1);
-    host[sizeof host - 1] = 0;
-    snprintf(name, sizeof name, "%.120s (manta engine, 1 thread, %s)", o->name ? o->name : host,
-             pt_clock_name(o->t.clock));
-    lat_host_cpu(cpu, sizeof cpu);
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(flags, sizeof flags, "%.100s; engine: %.120s", COMPILER, MANTA_ENGINE_FLAGS);
-    return lat_table_set_meta(t, name, cpu, flags, date, err);
-}
-
-/* Write @p b to @p path (created or truncated); false after printing why not. */
-static bool write_text(const char *path, const manta_strbuf *b)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "manta-profile: %s: cannot write: %s\n", path, strerror(errno));
-        return false;
-    }
-    bool ok = (b->n == 0 || fwrite(b->p, 1, b->n, f) == b->n) && !b->oom;
-    if (fclose(f) != 0 || !ok) {
-        fprintf(stderr, "manta-profile: %s: write failed\n", path);
-        return false;
-    }
-    return true;
-}
-
 /* Profile every key of the space into @p t and save it to o->out. */
 static int profile(const opts *o, const ofa_space *sp, lat_table *t, lat_profile_report *rep,
                    double *seconds)
@@ -390,8 +336,10 @@ static int profile(const opts *o, const ofa_space *sp, lat_table *t, lat_profile
                                  o->layers_csv ? &csv : NULL};
     manta_status s =
         o->stereo ? lat_table_init_stereo(t, o->stereo, &err) : lat_table_init(t, sp, &err);
+    char flags[LAT_META_MAX];
+    snprintf(flags, sizeof flags, "%.100s; engine: %.120s", COMPILER, MANTA_ENGINE_FLAGS);
     if (s == MANTA_OK)
-        s = name_table(o, t, &err);
+        s = lat_table_name(t, o->name, o->t.clock, flags, &err);
     const double t0 = pt_now(PT_WALL);
     if (s == MANTA_OK)
         s = lat_profile(sp, &po, t, rep, &err);
@@ -401,10 +349,12 @@ static int profile(const opts *o, const ofa_space *sp, lat_table *t, lat_profile
         manta_strbuf_free(&csv);
         return 1;
     }
-    bool ok = !o->layers_csv || write_text(o->layers_csv, &csv);
+    s = o->layers_csv ? prof_write_text(o->layers_csv, &csv, &err) : MANTA_OK;
     manta_strbuf_free(&csv);
-    if (!ok)
+    if (s != MANTA_OK) {
+        fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
         return 1;
+    }
     if (po.method == LAT_METHOD_NET && rep->calib > 0 && !o->quiet)
         fprintf(stderr,
                 "manta-profile: %zu sub-networks cover the %zu keys %d times or more; "
@@ -429,24 +379,33 @@ static int load_table(const opts *o, const ofa_space *sp, lat_table *t)
 {
     manta_err err;
     manta_err_clear(&err);
-    manta_status s = o->stereo ? lat_table_load_stereo(o->lut, o->stereo, t, &err)
-                               : lat_table_load(o->lut, sp, t, &err);
-    if (s == MANTA_OK)
-        s = lat_table_check_complete(t, &err);
+    manta_status s = lat_table_load_complete(o->lut, sp, o->stereo, t, &err);
     if (s != MANTA_OK) {
         fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
         return 1;
     }
-    char cpu[LAT_META_MAX];
-    lat_host_cpu(cpu, sizeof cpu);
-    if (strcmp(cpu, t->cpu) != 0 && !o->force) {
+    if (!o->force && (s = lat_table_check_host(t, o->lut, &err)) != MANTA_OK) {
         fprintf(stderr,
-                "manta-profile: %s was measured on another device: CPU '%s' (device '%s'); "
-                "this machine's CPU is '%s'. Measure against a table of this device "
-                "(--force compares anyway)\n",
-                o->lut, t->cpu, t->device, cpu);
+                "manta-profile: %s. Measure against a table of this device (--force compares "
+                "anyway)\n",
+                manta_err_msg(&err, s));
         return 1;
     }
+    return 0;
+}
+
+/* Print the JSON document of members @p b (built with status @p s) and the version; free @p b. */
+static int print_doc(manta_strbuf *b, manta_status s, manta_err *err)
+{
+    if (s == MANTA_OK)
+        printf("{%s,", b->p);
+    manta_strbuf_free(b);
+    if (s != MANTA_OK) {
+        fprintf(stderr, "manta-profile: %s\n", manta_err_msg(err, s));
+        return 1;
+    }
+    tool_json_version(stdout);
+    printf("}\n");
     return 0;
 }
 
@@ -456,23 +415,8 @@ static int one_arch(const opts *o, const ofa_space *sp, const lat_table *t)
     manta_err err;
     manta_err_clear(&err);
     ofa_arch a;
-    manta_status s = MANTA_OK;
     const stereo_space *ss = o->stereo;
-    if (!strcmp(o->arch, "max") || !strcmp(o->arch, "min")) {
-        if (ss)
-            (o->arch[1] == 'a' ? stereo_arch_max : stereo_arch_min)(ss, &a);
-        else
-            (o->arch[1] == 'a' ? ofa_arch_max : ofa_arch_min)(sp, 0, &a);
-    } else {
-        char *text = NULL;
-        const char *json = o->arch;
-        if (o->arch[0] != '{' &&
-            (s = manta_file_read(o->arch, 1 << 20, &text, NULL, &err)) == MANTA_OK)
-            json = text;
-        if (s == MANTA_OK)
-            s = ss ? stereo_arch_parse(ss, json, &a, &err) : ofa_arch_parse(sp, json, &a, &err);
-        free(text);
-    }
+    manta_status s = lat_arch_resolve(sp, ss, o->arch, &a, &err);
     double pred = 0;
     if (s == MANTA_OK)
         s = lat_predict(t, &a, &pred, &err);
@@ -496,13 +440,8 @@ static int one_arch(const opts *o, const ofa_space *sp, const lat_table *t)
     else
         ofa_arch_to_json(sp, &a, enc, sizeof enc, NULL);
     if (o->json) {
-        printf("{\"arch\":%s,\"predicted_ms\":%.6f,\"measured_ms\":%.6f,\"median_ms\":%.6f,"
-               "\"mean_ms\":%.6f,\"runs\":%ld,\"error_pct\":%.3f,\"arena_bytes\":%zu,"
-               "\"file_bytes\":%zu,",
-               enc, pred, st.p10_ms, st.median_ms, st.mean_ms, st.count,
-               100 * (pred - st.p10_ms) / st.p10_ms, arena, file);
-        tool_json_version(stdout);
-        printf("}\n");
+        manta_strbuf b = {0};
+        return print_doc(&b, lat_arch_json(&b, enc, pred, &st, arena, file, &err), &err);
     } else
         printf("%s: predicted %.4f ms, measured %.4f ms (lower decile of %ld, %s; median "
                "%.4f ms), error %+.1f%%; arena %.1f KiB, file %.1f KiB (weights synthetic)\n",
@@ -524,63 +463,22 @@ static int validate(const opts *o, const ofa_space *sp, const lat_table *t, lat_
     manta_status s = lat_validate(sp, t, (size_t)o->validate, (uint64_t)o->seed, &mo, ag,
                                   o->csv ? &csv : NULL, &err);
     *seconds = pt_now(PT_WALL) - t0;
-    int rc = 0;
-    if (s != MANTA_OK) {
-        fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
-        rc = 1;
-    } else if (o->csv && !write_text(o->csv, &csv)) {
-        rc = 1;
-    }
+    if (s == MANTA_OK && o->csv)
+        s = prof_write_text(o->csv, &csv, &err);
     manta_strbuf_free(&csv);
-    return rc;
+    if (s != MANTA_OK)
+        fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
+    return s != MANTA_OK;
 }
 
 /* ---- results --------------------------------------------------------------------------- */
 
-typedef struct results {
-    bool profiled;
-    lat_profile_report rep;
-    double prof_s, val_s;
-    lat_agreement ag;
-} results;
-
-static void print_json(const opts *o, const ofa_space *sp, const lat_table *t, const results *r,
-                       bool pass)
-{
-    printf("{\"space\":");
-    json_put_str(stdout, sp->name);
-    printf(",\"clock\":\"%s\"", o->t.clock == PT_CPU ? "cpu" : "wall");
-    printf(",\"table\":");
-    json_put_str(stdout, r->profiled ? o->out : o->lut);
-    if (r->profiled)
-        printf(",\"keys\":%zu,\"method\":\"%s\",\"profile_seconds\":%.3f,"
-               "\"overhead_ms\":%.6f,\"empty_invoke_ms\":%.6f,\"clock_read_ms\":%.6f",
-               t->n, o->method, r->prof_s, t->overhead_ms, r->rep.empty_ms, r->rep.clock_ms);
-    const char *const meta[][2] = {
-        {"device", t->device}, {"cpu", t->cpu}, {"compiler_flags", t->cflags}, {"date", t->date}};
-    for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++) {
-        printf(",\"%s\":", meta[i][0]);
-        json_put_str(stdout, meta[i][1]);
-    }
-    const lat_agreement *ag = &r->ag;
-    if (o->validate)
-        printf(",\"validation\":{\"networks\":%zu,\"seed\":%ld,\"seconds\":%.3f,"
-               "\"mean_abs_pct\":%.4f,\"max_abs_pct\":%.4f,\"mean_pct\":%.4f,"
-               "\"within_10pct\":%.4f,\"kendall_tau\":%.4f,\"rmse_ms\":%.6f,"
-               "\"max_abs_ms\":%.6f,\"meets_targets\":%s}",
-               ag->n, o->seed, r->val_s, ag->mean_abs_pct, ag->max_abs_pct, ag->mean_pct,
-               ag->within, ag->kendall_tau, ag->rmse, ag->max_abs, pass ? "true" : "false");
-    printf(",");
-    tool_json_version(stdout);
-    printf("}\n");
-}
-
-static void print_text(const opts *o, const ofa_space *sp, const lat_table *t, const results *r)
+static void print_text(const opts *o, const ofa_space *sp, const lat_table *t, const lat_results *r)
 {
     if (r->profiled)
         printf("%s: %zu layer keys of space '%s' in %.1f s (%s, %s); overhead %.4f ms "
                "(an empty invocation: %.4f ms; a clock reading: %.4f ms)\n",
-               o->out, t->n, sp->name, r->prof_s,
+               o->out, t->n, sp->name, r->profile_s,
                !strcmp(o->method, "net") ? "inside sub-networks" : "one-layer models",
                pt_clock_name(o->t.clock), t->overhead_ms, r->rep.empty_ms, r->rep.clock_ms);
     const lat_agreement *ag = &r->ag;
@@ -588,7 +486,7 @@ static void print_text(const opts *o, const ofa_space *sp, const lat_table *t, c
         printf("validation on %zu random sub-networks (seed %ld, %.1f s): mean |error| "
                "%.2f%%, max %.2f%%, bias %+.2f%%, within +-10%%: %.1f%%, Kendall tau %.3f, "
                "RMSE %.4f ms\n",
-               ag->n, o->seed, r->val_s, ag->mean_abs_pct, ag->max_abs_pct, ag->mean_pct,
+               ag->n, o->seed, r->validate_s, ag->mean_abs_pct, ag->max_abs_pct, ag->mean_pct,
                100 * ag->within, ag->kendall_tau, ag->rmse);
 }
 
@@ -599,8 +497,7 @@ static int list_keys(const opts *o, const ofa_space *sp)
     manta_err_clear(&err);
     lat_layer *keys = NULL;
     size_t n = 0;
-    manta_status s = o->stereo ? lat_stereo_enumerate(o->stereo, &keys, &n, &err)
-                               : lat_enumerate(sp, &keys, &n, &err);
+    manta_status s = lat_enumerate_space(sp, o->stereo, &keys, &n, &err);
     if (s != MANTA_OK) {
         fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
         return 1;
@@ -615,26 +512,33 @@ static int list_keys(const opts *o, const ofa_space *sp)
 /* Profile or load the table, then --arch or --validate, and the results. */
 static int run(const opts *o, const ofa_space *sp, lat_table *t)
 {
-    results r;
-    memset(&r, 0, sizeof r);
+    lat_results r = {.space = sp->name,
+                     .clock = o->t.clock,
+                     .table = o->lut,
+                     .method = o->method,
+                     .validated = o->validate > 0,
+                     .seed = o->seed};
     if ((o->validate || o->arch) && o->lut) {
         if (load_table(o, sp, t) != 0)
             return 1;
         if (o->arch)
             return one_arch(o, sp, t);
     } else {
-        if (profile(o, sp, t, &r.rep, &r.prof_s) != 0)
+        if (profile(o, sp, t, &r.rep, &r.profile_s) != 0)
             return 1;
         r.profiled = true;
+        r.table = o->out;
     }
-    if (o->validate && validate(o, sp, t, &r.ag, &r.val_s) != 0)
+    if (o->validate && validate(o, sp, t, &r.ag, &r.validate_s) != 0)
         return 1;
-    const bool pass = r.ag.within >= 0.95 && r.ag.kendall_tau >= 0.9;
-    if (o->json)
-        print_json(o, sp, t, &r, pass);
-    else
+    manta_err err;
+    manta_err_clear(&err);
+    manta_strbuf b = {0};
+    if (o->json && print_doc(&b, lat_results_json(&b, &r, t, &err), &err) != 0)
+        return 1;
+    if (!o->json)
         print_text(o, sp, t, &r);
-    if (o->validate && o->check && !pass) {
+    if (o->validate && o->check && !lat_agreement_meets_targets(&r.ag)) {
         fprintf(stderr, "manta-profile: validation misses its targets (>= 95%% within +-10%%, "
                         "Kendall tau >= 0.9)\n");
         return 3;
@@ -654,13 +558,9 @@ int main(int argc, char **argv)
     manta_err_clear(&err);
     ofa_space sp;
     stereo_space ss;
-    bool stereo = false;
-    manta_status s = stereo_spec_is_stereo(o.space, &stereo, &err);
-    if (s == MANTA_OK && stereo && (s = stereo_space_load(o.space, &ss, &err)) == MANTA_OK) {
-        stereo_space_ofa_view(&ss, &sp);
-        o.stereo = &ss;
-    } else if (s == MANTA_OK && !stereo)
-        s = ofa_space_load(o.space, &sp, &err);
+    bool stereo;
+    manta_status s = prof_space_load(o.space, &sp, &ss, &stereo, &err);
+    o.stereo = s == MANTA_OK && stereo ? &ss : NULL;
     if (s != MANTA_OK) {
         fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
         return 1;
