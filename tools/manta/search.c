@@ -15,7 +15,9 @@
 #include "profile/latency_table.h"
 #include "rundata.h"
 #include "search/acc_predictor.h"
+#include "search/candidates.h"
 #include "search/evolution.h"
+#include "search/results.h"
 #include "search/sizes.h"
 #include "classify/trainstate.h"
 
@@ -377,36 +379,6 @@ static bool open_inputs(search_opts *o, search_inputs *in)
 
 /* ---- the search's callbacks ---- */
 
-typedef struct ctx {
-    const ofa_space *sp;
-    const lat_table *lut;
-    const accp_model *acc;
-    int need_sizes; /* arena or flash constrained: compute for every candidate */
-    search_sizes sizes;
-} ctx;
-
-static manta_status measure(void *vc, const ofa_arch *a, evo_figures *f, manta_err *err)
-{
-    ctx *c = vc;
-    MANTA_TRY(lat_predict(c->lut, a, &f->v[EVO_LATENCY], err));
-    ofa_desc d;
-    MANTA_TRY(ofa_describe(c->sp, a, &d, err));
-    f->v[EVO_MACS] = d.macs;
-    if (c->need_sizes) {
-        size_t arena, file;
-        MANTA_TRY(search_sizes_get(&c->sizes, a, &arena, &file, err));
-        f->v[EVO_ARENA] = (double)arena;
-        f->v[EVO_FLASH] = (double)file;
-    }
-    return MANTA_OK;
-}
-
-static manta_status fitness(void *vc, const ofa_arch *a, double *acc, manta_err *err)
-{
-    ctx *c = vc;
-    return accp_predict(c->acc, a, acc, err);
-}
-
 typedef struct progress {
     int on, json;
     double t0;
@@ -470,117 +442,38 @@ static bool rerank_top(run_ckpt *l, const evo_result *r, long images, long recal
 
 /* ---- results ---- */
 
-/* A finished search: what the writers need. */
+/* A finished search: what the summary needs. */
 typedef struct outcome {
     const search_opts *o;
     const search_inputs *in;
-    const evo_config *c;
     const evo_result *r;
     double *val;   /* (r->n_top) with --rerank: validation top-1 of the re-ranked */
     size_t chosen; /* with --rerank: index of the chosen among them */
-    long built;    /* models written and planned for their sizes */
     double seconds;
     char enc[2048]; /* the best sub-network in OFA's encoding */
 } outcome;
 
-/* The re-rank's settings and candidates: "rerank":{...}, or "rerank":null, */
-static manta_status put_rerank(FILE *f, const outcome *w, manta_err *err)
+/* DIR/arch.json, front.csv, front.svg and search.json (with --json also on standard output). */
+static manta_status write_results(const outcome *w, long built, manta_err *err)
 {
     const search_opts *o = w->o;
-    const evo_result *r = w->r;
-    if (o->rerank <= 0) {
-        fprintf(f, "\"rerank\":null,");
-        return MANTA_OK;
-    }
-    fprintf(f,
-            "\"rerank\":{\"spread_genes\":%ld,\"by_resolution\":%d,\"uniform_added\":%zu,"
-            "\"images\":%ld,\"recal_images\":%ld,\"chosen\":%zu,\"candidates\":[",
-            o->spread, w->c->top_by_res, r->n_top_seeds, o->rerank_images, o->recal, w->chosen + 1);
-    for (size_t i = 0; i < r->n_top; i++) {
-        char e2[2048];
-        MANTA_TRY(ofa_arch_to_json(&w->in->sp, &r->top[i].arch, e2, sizeof e2, err));
-        fprintf(f,
-                "%s{\"arch\":%s,\"predicted_top1\":%.6f,\"validation_top1\":%.6f,"
-                "\"predicted_latency_ms\":%.6f}",
-                i ? "," : "", e2, r->top[i].acc, w->val[i], r->top[i].f.v[EVO_LATENCY]);
-    }
-    fprintf(f, "]},");
-    return MANTA_OK;
-}
-
-/* search.json: settings and results ("version" is the format's: manta's own provenance goes
- * in an object of its own, the device the re-rank's, none without --rerank); to @p f. */
-static manta_status put_search_json(FILE *f, const outcome *w, manta_err *err)
-{
-    const search_opts *o = w->o;
-    const evo_config *c = w->c;
-    const evo_result *r = w->r;
     char prov[4096];
     cmd_json_provenance_str(prov, sizeof prov, w->in->have_rk ? w->in->rk.dev : NULL);
-    fprintf(f, "{\"format\":\"manta-search\",\"version\":1,\"provenance\":{%s},\"space\":", prov);
-    cmd_json_str(f, w->in->sp.name);
-    const char *const names[][2] = {
-        {"ckpt", o->ckpt}, {"lut", o->lut}, {"device", w->in->lut.device}, {"acc_model", o->acc}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        fprintf(f, ",\"%s\":", names[i][0]);
-        cmd_json_str(f, names[i][1]);
-    }
-    fprintf(f,
-            ",\"seed\":%llu,\"population\":%d,\"generations\":%d,\"parent_ratio\":%g,"
-            "\"mutate_prob\":%g,\"uniform_seeds\":%d,\"uniform_within_budget\":%zu,"
-            "\"budget\":{\"max_latency_ms\":%g,\"max_arena_bytes\":%g,\"max_flash_bytes\":%g,"
-            "\"max_macs\":%g},",
-            (unsigned long long)c->seed, c->population, c->generations, c->parent_ratio,
-            c->mutate_prob, c->n_seeds, r->n_seeds_in, o->latency, c->budget[EVO_ARENA],
-            c->budget[EVO_FLASH], o->macs);
-    /* before "best", so that a reader taking the last "predicted_top1" gets the best's */
-    MANTA_TRY(put_rerank(f, w, err));
-    fprintf(f,
-            "\"best\":{\"arch\":%s,\"predicted_top1\":%.6f,\"predicted_latency_ms\":%.6f,"
-            "\"macs\":%.0f,\"arena_bytes\":%.0f,\"file_bytes\":%.0f},\"front_points\":%zu,"
-            "\"evaluated\":%ld,\"measured\":%ld,\"rejected\":%ld,\"models_planned\":%ld,"
-            "\"seconds\":%.2f}\n",
-            w->enc, r->best.acc, r->best.f.v[EVO_LATENCY], r->best.f.v[EVO_MACS],
-            r->best.f.v[EVO_ARENA], r->best.f.v[EVO_FLASH], r->n_front, r->evaluated, r->measured,
-            r->rejected, w->built, w->seconds);
-    return MANTA_OK;
-}
-
-/* DIR/search.json, and with --json the same on standard output. */
-static manta_status write_search_json(const outcome *w, manta_err *err)
-{
-    char *text = NULL, path[1200];
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
-    manta_status st = put_search_json(f, w, err);
-    if (fclose(f) != 0 && st == MANTA_OK)
-        st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "search: out of memory");
-    snprintf(path, sizeof path, "%s/search.json", w->o->out);
-    if (st == MANTA_OK)
-        st = manta_file_write_atomic(path, text, len, err);
-    if (st == MANTA_OK && w->o->json)
-        fputs(text, stdout);
-    free(text);
-    return st;
-}
-
-/* DIR/arch.json, front.csv, front.svg and search.json. */
-static manta_status write_results(const outcome *w, manta_err *err)
-{
-    const search_opts *o = w->o;
-    char path[1200], text[2100], title[256];
-    snprintf(text, sizeof text, "%s\n", w->enc);
-    snprintf(path, sizeof path, "%s/arch.json", o->out);
-    MANTA_TRY(manta_file_write_atomic(path, text, strlen(text), err));
-    snprintf(title, sizeof title, "%s: predicted top-1 vs latency on %.60s (budget %.4g ms)",
-             w->in->sp.name, w->in->lut.device, o->latency);
-    snprintf(path, sizeof path, "%s/front.csv", o->out);
-    MANTA_TRY(evo_write_front_csv(w->r, &w->in->sp, path, err));
-    snprintf(path, sizeof path, "%s/front.svg", o->out);
-    MANTA_TRY(evo_write_front_svg(w->r, title, path, err));
-    return write_search_json(w, err);
+    const search_report rep = {.space = &w->in->sp,
+                               .config = &o->c,
+                               .result = w->r,
+                               .provenance = prov,
+                               .ckpt = o->ckpt,
+                               .lut = o->lut,
+                               .device = w->in->lut.device,
+                               .acc_model = o->acc,
+                               .val = w->val,
+                               .chosen = w->chosen,
+                               .rerank_images = o->rerank_images,
+                               .recal_images = o->recal,
+                               .models_planned = built,
+                               .seconds = w->seconds};
+    return search_results_write(&rep, o->out, o->json ? stdout : NULL, err);
 }
 
 static void print_summary(const outcome *w)
@@ -607,43 +500,15 @@ static void print_summary(const outcome *w)
 
 /* ---- the command ---- */
 
-/* Every uniform sub-network of @p sp (malloc'd, @p c->n_seeds of them) as seeds of the first
- * population; NULL when out of memory. */
-static ofa_arch *uniform_seeds(const ofa_space *sp, evo_config *c)
-{
-    ofa_arch *seeds = malloc((size_t)(sp->n_res * sp->n_d * sp->n_e * sp->n_ks) * sizeof *seeds);
-    if (!seeds)
-        return NULL;
-    for (int ri = 0; ri < sp->n_res; ri++)
-        for (int di = 0; di < sp->n_d; di++)
-            for (int ei = 0; ei < sp->n_e; ei++)
-                for (int ki = 0; ki < sp->n_ks; ki++)
-                    ofa_arch_uniform(sp, sp->ks[ki], sp->e[ei], sp->d[di], sp->res[ri],
-                                     &seeds[c->n_seeds++]);
-    c->seeds = seeds;
-    return seeds;
-}
-
-/* Exact arena and file size of the front and the best (when not computed already). */
-static manta_status size_results(search_sizes *sizes, evo_result *r, manta_err *err)
-{
-    for (size_t i = 0; i <= r->n_front; i++) {
-        evo_point *p = i < r->n_front ? &r->front[i] : &r->best;
-        size_t arena, file;
-        MANTA_TRY(search_sizes_get(sizes, &p->arch, &arena, &file, err));
-        p->f.v[EVO_ARENA] = (double)arena;
-        p->f.v[EVO_FLASH] = (double)file;
-    }
-    return MANTA_OK;
-}
-
 /* Search, re-rank, size and write; false after printing why not. */
-static bool search(search_opts *o, search_inputs *in, ctx *cx, evo_result *r, outcome *w)
+static bool search(search_opts *o, search_inputs *in, search_candidates *cx, evo_result *r,
+                   outcome *w)
 {
     manta_err err;
     manta_err_clear(&err);
     progress pg = {!o->quiet, o->json, cmd_now()};
-    evo_callbacks cb = {measure, cx, fitness, cx, on_generation, &pg};
+    evo_callbacks cb = {
+        search_candidate_measure, cx, search_candidate_fitness, cx, on_generation, &pg};
     manta_status st = evo_search(&in->sp, &o->c, &cb, r, &err);
     if (st != MANTA_OK) {
         fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
@@ -659,12 +524,10 @@ static bool search(search_opts *o, search_inputs *in, ctx *cx, evo_result *r, ou
         r->best = r->top[w->chosen];
     }
     w->seconds = cmd_now() - pg.t0;
-    if ((st = size_results(&cx->sizes, r, &err)) == MANTA_OK &&
-        (st = ofa_arch_to_json(&in->sp, &r->best.arch, w->enc, sizeof w->enc, &err)) == MANTA_OK) {
-        w->built = cx->sizes.built;
-        if ((st = manta_file_mkdir_p(o->out, &err)) == MANTA_OK) /* made once there are results */
-            st = write_results(w, &err);
-    }
+    /* DIR is made once there are results */
+    if ((st = search_results_size(&cx->sizes, r, &err)) == MANTA_OK &&
+        (st = ofa_arch_to_json(&in->sp, &r->best.arch, w->enc, sizeof w->enc, &err)) == MANTA_OK)
+        st = write_results(w, cx->sizes.built, &err);
     if (st != MANTA_OK) {
         cmd_error("search", st, &err);
         return false;
@@ -684,19 +547,21 @@ int cmd_search(int argc, char **argv)
     ofa_arch *seeds = NULL; /* the uniform sub-networks, seeds of the search */
     evo_result r;
     memset(&r, 0, sizeof r);
-    outcome w = {.o = &o, .in = &in, .c = &o.c, .r = &r};
-    ctx cx = {.sp = &in.sp,
-              .lut = &in.lut,
-              .acc = &in.acc,
-              .need_sizes = o.arena_kb > 0 || o.flash_kb > 0};
+    outcome w = {.o = &o, .in = &in, .r = &r};
+    search_candidates cx = {.space = &in.sp,
+                            .lut = &in.lut,
+                            .acc = &in.acc,
+                            .need_sizes = o.arena_kb > 0 || o.flash_kb > 0};
     search_sizes_init(&cx.sizes, &in.sp, &in.pre);
     rc = 1;
     if (open_inputs(&o, &in)) {
         if (!o.no_uniform) {
-            if (!(seeds = uniform_seeds(&in.sp, &o.c)))
+            manta_err err;
+            if (search_uniform_seeds(&in.sp, &seeds, &o.c.n_seeds, &err) != MANTA_OK)
                 fprintf(stderr, "manta search: out of memory\n");
+            o.c.seeds = seeds;
             /* the uniform ones re-measured beside the K: all, or the U fittest */
-            else if (o.rerank > 0)
+            if (seeds && o.rerank > 0)
                 o.c.top_seeds = o.all_seeds ? o.c.n_seeds : (int)o.seeds_u;
         }
         if ((o.no_uniform || seeds) && search(&o, &in, &cx, &r, &w))
