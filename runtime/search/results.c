@@ -4,21 +4,15 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/strbuf.h"
 
-/* @p s as a JSON string: quoted, '"' and '\\' escaped, control characters as \u00XX. */
+/* @p s as a JSON string (manta_strbuf_json_str()'s escaping). */
 static void put_str(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (; *s; s++) {
-        const unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    manta_strbuf b = {0};
+    manta_strbuf_json_str(&b, s);
+    fputs(b.p && !b.oom ? b.p : "\"\"", f);
+    manta_strbuf_free(&b);
 }
 
 /* The re-rank's settings and candidates: "rerank":{...}, or "rerank":null, */
