@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmd.h"
@@ -19,8 +18,7 @@
 #include "core/clock.h"
 #include "core/fileio.h"
 #include "job.h"
-#include "stereo/state.h"
-#include "stereo/steps.h"
+#include "stereo/run.h"
 #include "train/driver.h"
 
 typedef struct st_opts {
@@ -47,40 +45,12 @@ typedef struct st_run {
     dp_trainer *dp;
     stereo_trainer *t; /* the first replica */
     mon_server *monitor;
-    stereo_set set, val_set;
-    bool have_set, have_val_set;
-    photo_bank photos; /* the procedural pairs' photographs (count 0: none) */
-    stereo_source train_src, eval_src;
-    stereo_source gen_src; /* --mix: the generated pairs among a folder's */
+    stereo_run_data data; /* folders, photographs, sources of the pairs */
     stereo_batch b;
     FILE *metrics;
     manta_tfevents *events; /* rank 0; NULL after a failed write (warned once) */
     char dir[1024];
 } st_run;
-
-/* Where the pairs of the run's steps come from (stereo/steps.h). */
-static stereo_steps run_steps(const st_run *r)
-{
-    return (stereo_steps){.space = &r->sp,
-                          .seed = r->meta.seed,
-                          .train = &r->train_src,
-                          .gen = &r->gen_src,
-                          .mix = r->meta.mix,
-                          .folder = r->have_set};
-}
-
-/* EPE, bad-3 and D1 of sub-network @p a on the held-out pairs (or crops of the validation
- * folder's), at the space's crop. */
-static manta_status evaluate(st_run *r, const ofa_arch *a, stereo_scores *all, stereo_scores *noc)
-{
-    stereo_metrics m = {0};
-    MANTA_TRY(stereo_steps_resize(&r->b, r->sp.crop_h, r->sp.crop_w, mcl_err(r->d)));
-    MANTA_TRY(stereo_trainer_evaluate(r->t, a, &r->b, stereo_ordered_batch, &r->train_src,
-                                      r->o.recal_pairs, stereo_ordered_batch, &r->eval_src,
-                                      r->o.eval_pairs, &m, NULL));
-    stereo_metrics_scores(&m, all, noc);
-    return MANTA_OK;
-}
 
 /* Where the run's records go. */
 static job_log run_log(const st_run *r)
@@ -104,30 +74,27 @@ static manta_status save(st_run *r, const char *name, long next_step, manta_err 
  * Errors are the first device's (mcl_err()). */
 static manta_status phase_end(st_run *r, int ph, long done)
 {
-    ofa_arch big, small;
-    stereo_arch_max(&r->sp, &big);
-    stereo_arch_min(&r->sp, &small);
-    stereo_scores ab, nb, as, ns;
-    MANTA_TRY(evaluate(r, &big, &ab, &nb));
-    MANTA_TRY(evaluate(r, &small, &as, &ns));
+    stereo_scores lg[2], sm[2]; /* largest, smallest: every pixel, non-occluded */
+    MANTA_TRY(stereo_run_evaluate(r->t, &r->b, &r->sp, &r->data, r->o.recal_pairs, r->o.eval_pairs,
+                                  lg, sm, mcl_err(r->d)));
     if (r->rank != 0)
         return MANTA_OK;
     printf("phase %d/%d %s done: held-out EPE largest %.3f px (bad-3 %.2f%%, D1 %.2f%%), smallest "
            "%.3f px (bad-3 %.2f%%, D1 %.2f%%) (%s/phase-%d-%s.ckpt)\n",
-           ph + 1, r->sched.n_phases, r->sched.phase[ph].name, ab.epe, ab.bad3, ab.d1, as.epe,
-           as.bad3, as.d1, r->dir, ph + 1, r->sched.phase[ph].name);
+           ph + 1, r->sched.n_phases, r->sched.phase[ph].name, lg[0].epe, lg[0].bad3, lg[0].d1,
+           sm[0].epe, sm[0].bad3, sm[0].d1, r->dir, ph + 1, r->sched.phase[ph].name);
     manta_rec rec = {.kind = MANTA_REC_PHASE_END};
     rec.phase_end = (manta_rec_phase_end){.phase_index = ph,
                                           .step = done,
-                                          .largest = {ab.epe, ab.bad3, ab.d1, nb.epe},
-                                          .smallest = {as.epe, as.bad3, as.d1, ns.epe}};
+                                          .largest = {lg[0].epe, lg[0].bad3, lg[0].d1, lg[1].epe},
+                                          .smallest = {sm[0].epe, sm[0].bad3, sm[0].d1, sm[1].epe}};
     snprintf(rec.phase_end.phase, sizeof rec.phase_end.phase, "%s", r->sched.phase[ph].name);
     job_log l = run_log(r);
     job_write(&l, &rec);
     const manta_tfscalar ev[] = {
-        {"val/epe_largest", (float)ab.epe},   {"val/epe_smallest", (float)as.epe},
-        {"val/bad3_largest", (float)ab.bad3}, {"val/bad3_smallest", (float)as.bad3},
-        {"val/d1_largest", (float)ab.d1},     {"val/d1_smallest", (float)as.d1}};
+        {"val/epe_largest", (float)lg[0].epe},   {"val/epe_smallest", (float)sm[0].epe},
+        {"val/bad3_largest", (float)lg[0].bad3}, {"val/bad3_smallest", (float)sm[0].bad3},
+        {"val/d1_largest", (float)lg[0].d1},     {"val/d1_smallest", (float)sm[0].d1}};
     job_events(&r->events, "manta train", done, ev, sizeof ev / sizeof ev[0]);
     return MANTA_OK;
 }
@@ -146,7 +113,7 @@ static manta_status task_step(void *ctx, long step, manta_err *err)
     st_run *r = c->r;
     manta_err e = {0};
     double tw = cmd_now();
-    const stereo_steps steps = run_steps(r);
+    const stereo_steps steps = stereo_run_steps(&r->data, &r->sp, &r->meta);
     manta_status st = stereo_steps_batch(&steps, step, &r->b, &e);
     dp_set_data_wait(r->dp, cmd_now() - tw);
     if (st == MANTA_OK)
@@ -299,28 +266,16 @@ static int train_loop(st_run *r)
     return 0;
 }
 
-/* Space, schedule, sources, device, trainer and outputs. */
-/* The photographs of the run's procedural pairs: --textures DIR, none for --textures none,
- * else the default set when it is installed (a warning when it is not, and procedural
- * textures alone); NULL: none. */
-static const char *default_textures(const st_run *r, bool procedural)
+/* The options of the run's settings (stereo/run.h). */
+static stereo_run_opts run_opts(const st_opts *o)
 {
-    if (r->o.textures_given)
-        return strcmp(r->o.textures, "none") != 0 ? r->o.textures : NULL;
-    if (!procedural)
-        return NULL;
-    struct stat st;
-    if (stat(photo_bank_dir("default"), &st) == 0 && S_ISDIR(st.st_mode))
-        return "default";
-    if (r->rank == 0)
-        fprintf(stderr,
-                "manta train: warning: the default photographs (%s, Debian's "
-                "mate-backgrounds: make deps) are not installed: procedural textures "
-                "alone (--textures none says so, --textures DIR gives others)\n",
-                photo_bank_dir("default"));
-    return NULL;
+    return (stereo_run_opts){
+        o->schedule, o->data,        o->init, o->textures_given ? o->textures : NULL,
+        o->batch,    o->train_pairs, o->seed, o->lr_scale,
+        o->mix,      o->resume};
 }
 
+/* Space, schedule, sources, device, trainer and outputs. */
 static bool setup(st_run *r)
 {
     manta_err err = {0};
@@ -329,100 +284,43 @@ static bool setup(st_run *r)
     snprintf(latest, sizeof latest, "%s/latest.ckpt", r->dir);
     manta_status st = r->o.resume ? stereo_state_peek(latest, &r->sp, &r->meta, &err)
                                   : stereo_space_load(r->o.space, &r->sp, &err);
+    stereo_meta init_meta = {0}; /* --init's settings */
     if (st == MANTA_OK && !r->o.resume) {
-        snprintf(r->meta.preset, sizeof r->meta.preset, "%s", r->o.schedule);
-        snprintf(r->meta.data, sizeof r->meta.data, "%s", r->o.data);
-        r->meta.batch = r->o.batch;
-        r->meta.seed = (uint64_t)r->o.seed;
-        r->meta.train_pairs = r->o.train_pairs;
-        snprintf(r->meta.val_data, sizeof r->meta.val_data, "synthetic");
-        r->meta.lr_scale = r->o.lr_scale;
-        r->meta.mix = r->o.mix > 0 ? r->o.mix : 0;
-        snprintf(r->meta.init, sizeof r->meta.init, "%s", r->o.init ? r->o.init : "");
-        const bool procedural = strcmp(r->meta.data, "synthetic") == 0 || r->meta.mix > 0;
-        const char *tx = default_textures(r, procedural);
-        snprintf(r->meta.textures, sizeof r->meta.textures, "%s", tx ? tx : "");
-        if (tx && r->o.textures_given && !procedural)
-            st = manta_err_set(&err, MANTA_ERR_INVALID_ARG,
-                               "--textures gives photographs to procedural pairs; the run "
-                               "trains on the folder %s (--data synthetic, or --mix R for "
-                               "procedural pairs among the folder's, to use them)",
-                               r->meta.data);
-    }
-    stereo_meta init_meta;
-    memset(&init_meta, 0, sizeof init_meta);
-    if (st == MANTA_OK && !r->o.resume && r->o.init) { /* before anything is written */
-        manta_err e = {0};
-        st = stereo_state_peek_init(r->o.init, &r->sp, &init_meta, &e);
-        if (st != MANTA_OK)
-            manta_err_set(&err, st, "--init: %s", e.msg);
-    }
-    if (st == MANTA_OK && r->rank == 0) { /* a folder's pairs train at the crop alone */
-        int h = r->sp.crop_h, w = r->sp.crop_w;
-        char what[256];
-        if (strcmp(r->meta.data, "synthetic") == 0)
-            stereo_space_plan_size(&r->sp, &h, &w);
-        if (stereo_space_dead_taps(&r->sp, h, w, what, sizeof what) > 0)
+        const stereo_run_opts ro = run_opts(&r->o);
+        bool missing;
+        st = stereo_run_meta_new(&ro, &r->sp, &r->meta, &init_meta, &missing, &err);
+        if (missing && r->rank == 0)
             fprintf(stderr,
-                    "manta train: warning: space '%s': at its largest training crop "
-                    "(%dx%d), %s: those weights keep their initial values and act on real "
-                    "features at larger sizes only (give the space taller or wider \"crops\", "
-                    "docs/stereo.md)\n",
-                    r->sp.name, w, h, what);
+                    "manta train: warning: the default photographs (%s, Debian's "
+                    "mate-backgrounds: make deps) are not installed: procedural textures "
+                    "alone (--textures none says so, --textures DIR gives others)\n",
+                    photo_bank_dir("default"));
     }
+    int th, tw;
+    char what[256];
+    if (st == MANTA_OK && r->rank == 0 &&
+        stereo_run_dead_taps(&r->sp, &r->meta, &th, &tw, what, sizeof what) > 0)
+        fprintf(stderr,
+                "manta train: warning: space '%s': at its largest training crop "
+                "(%dx%d), %s: those weights keep their initial values and act on real "
+                "features at larger sizes only (give the space taller or wider \"crops\", "
+                "docs/stereo.md)\n",
+                r->sp.name, tw, th, what);
     if (r->o.val_data) /* evaluations only: a resumed run may change them */
         snprintf(r->meta.val_data, sizeof r->meta.val_data, "%s", r->o.val_data);
     r->o.batch = r->meta.batch;
-    if (st == MANTA_OK && strcmp(r->meta.data, "synthetic") != 0) {
-        st = stereo_folder_open(r->meta.data, STEREO_LAYOUT_AUTO, &r->set, &err);
-        r->have_set = st == MANTA_OK;
-    }
-    if (st == MANTA_OK && strcmp(r->meta.val_data, "synthetic") != 0) {
-        st = stereo_folder_open(r->meta.val_data, STEREO_LAYOUT_AUTO, &r->val_set, &err);
-        r->have_val_set = st == MANTA_OK;
-        for (int i = 0; st == MANTA_OK && i < r->val_set.count; i++)
-            if (!r->val_set.disp[i])
-                st = manta_err_set(&err, MANTA_ERR_FORMAT,
-                                   "%s: pair %s has no disparity map to evaluate against",
-                                   r->meta.val_data, r->val_set.name[i]);
-    }
-    photo_bank_report prep;
-    if (st == MANTA_OK) /* kept in the checkpoint: a resumed run makes the same pairs */
-        st = stereo_state_photos(&r->meta, &r->sp, &r->photos, &prep, &err);
-    if (st == MANTA_OK && r->rank == 0 && (prep.failed > 0 || prep.too_small > 0))
+    if (st == MANTA_OK)
+        st = stereo_run_data_open(&r->data, &r->sp, &r->meta, &err);
+    const photo_bank_report *prep = &r->data.report;
+    if (st == MANTA_OK && r->rank == 0 && (prep->failed > 0 || prep->too_small > 0))
         fprintf(stderr,
                 "manta train: --textures %s: %d photograph(s) kept; %d file(s) skipped as "
                 "unreadable%s%s%s, %d smaller than the %dx%d crop\n",
-                r->meta.textures, r->photos.count, prep.failed, prep.failed ? " (first: " : "",
-                prep.first_failure, prep.failed ? ")" : "", prep.too_small, r->sp.crop_w,
-                r->sp.crop_h);
-    if (st == MANTA_OK) {
-        long pairs = r->have_set ? r->set.count : r->meta.train_pairs;
-        st = stereo_schedule_preset(&r->sp, r->meta.preset, r->meta.batch,
-                                    pairs / r->meta.batch > 0 ? pairs / r->meta.batch : 1,
-                                    &r->sched, &err);
-        for (int i = 0; i < r->sched.n_phases; i++) /* kept in the checkpoint */
-            r->sched.phase[i].lr *= (float)r->meta.lr_scale;
-        r->train_src =
-            (stereo_source){.kind = r->have_set ? STEREO_SOURCE_FOLDER : STEREO_SOURCE_SYNTH,
-                            .count = pairs,
-                            .set = r->have_set ? &r->set : NULL};
-        stereo_synth_opts_default(&r->train_src.synth, r->sp.crop_w, r->sp.crop_h,
-                                  (float)r->sp.max_disp, r->meta.seed);
-        const photo_bank *photos = r->photos.count > 0 ? &r->photos : NULL;
-        r->train_src.synth.photos = photos; /* also the phase ends' re-calibration pairs */
-        r->gen_src = (stereo_source){.kind = STEREO_SOURCE_SYNTH, .count = r->meta.train_pairs};
-        stereo_synth_opts_default(&r->gen_src.synth, r->sp.crop_w, r->sp.crop_h,
-                                  (float)r->sp.max_disp, r->meta.seed);
-        r->gen_src.synth.photos = photos;
-        if (r->have_val_set) {
-            r->eval_src = (stereo_source){
-                .kind = STEREO_SOURCE_FOLDER, .count = r->val_set.count, .set = &r->val_set};
-        } else {
-            stereo_heldout_source(&r->sp, r->meta.seed, r->o.eval_pairs, &r->eval_src);
-            r->eval_src.synth.photos = photos;
-        }
-    }
+                r->meta.textures, r->data.photos.count, prep->failed,
+                prep->failed ? " (first: " : "", prep->first_failure, prep->failed ? ")" : "",
+                prep->too_small, r->sp.crop_w, r->sp.crop_h);
+    if (st == MANTA_OK)
+        st = stereo_run_plan(&r->data, &r->sp, &r->meta, r->o.eval_pairs, &r->sched, &err);
     if (st == MANTA_OK)
         st = stereo_batch_alloc(&r->b, r->meta.batch, r->sp.crop_h, r->sp.crop_w,
                                 stereo_preds(&r->sp), &err);
@@ -439,12 +337,8 @@ static bool setup(st_run *r)
     r->d = r->devs[0];
     if (r->cfg.world_size > 1 && !job_join("manta train", &r->cfg, r->rank, r->host, &r->ring))
         return false;
-    st = stereo_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, r->meta.seed, job_mode(&r->o.job),
-                          r->ring, &r->dp, &err);
-    for (int i = 0; st == MANTA_OK && r->o.resume && i < r->n_dev; i++) /* every replica */
-        st = stereo_state_load(latest, dp_replica(r->dp, i), r->devs[i], &r->meta, &err);
-    for (int i = 0; st == MANTA_OK && !r->o.resume && r->o.init && i < r->n_dev; i++)
-        st = stereo_state_init(r->o.init, dp_replica(r->dp, i), r->devs[i], &err);
+    st = stereo_run_replicas(r->devs, r->n_dev, &r->sp, &r->sched, &r->meta, job_mode(&r->o.job),
+                             r->ring, r->o.resume ? latest : NULL, r->o.init, &r->dp, &err);
     if (st != MANTA_OK) {
         fprintf(stderr, "manta train: rank %d (%s): %s\n", r->rank, r->host, err.msg);
         return false;
@@ -477,7 +371,7 @@ static bool setup(st_run *r)
         printf("fine-tuning %s (space %s, trained %ld steps of schedule %s) on %s, schedule %s\n",
                r->o.init, r->sp.name, init_meta.step, init_meta.preset, r->meta.data,
                r->meta.preset);
-    const stereo_steps steps = run_steps(r);
+    const stereo_steps steps = stereo_run_steps(&r->data, &r->sp, &r->meta);
     const int gen = stereo_steps_generated(&steps, r->meta.batch);
     if (gen > 0)
         printf("each batch: %d generated pair(s), then %d of %s\n", gen, r->meta.batch - gen,
@@ -676,17 +570,8 @@ int cmd_train_stereo(int argc, char **argv)
         free(r);
         return pr == OPT_HELP ? 0 : 2;
     }
-    const char *bad = NULL; /* one line, nothing written */
-    if (r->o.init && r->o.resume)
-        bad = "--init starts a new run from a checkpoint and --resume continues one: give one "
-              "of them (a fine-tuning run stopped with --stop-after continues with --resume "
-              "alone)";
-    else if (r->o.mix >= 0 && !strcmp(r->o.data, "synthetic") && !r->o.resume)
-        bad = "--mix R mixes procedural pairs into a folder's, and the run has no folder: give "
-              "--data DIR (without it every pair is procedural)";
-    else if (r->o.schedule && !strcmp(r->o.schedule, "finetune") && !r->o.init && !r->o.resume)
-        bad = "--schedule finetune continues a trained supernet: give --init CKPT (a stereo "
-              "checkpoint of manta train)";
+    const stereo_run_opts ro = run_opts(&r->o);
+    const char *bad = stereo_run_conflict(&ro); /* one line, nothing written */
     if (bad) {
         fprintf(stderr, "manta train: %s\n", bad);
         free(r);
@@ -705,11 +590,7 @@ int cmd_train_stereo(int argc, char **argv)
     job_outputs_close("manta train", r->monitor, r->metrics, r->events);
     job_leave(r->dp, r->ring, r->devs, r->n_dev, &r->cfg);
     stereo_batch_free(&r->b);
-    if (r->have_set)
-        stereo_set_free(&r->set);
-    if (r->have_val_set)
-        stereo_set_free(&r->val_set);
-    photo_bank_free(&r->photos);
+    stereo_run_data_free(&r->data);
     free(r);
     return rc;
 }
