@@ -54,7 +54,7 @@ static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, voi
             st = mengine_op_prepare(&c, node);
         if (st != MENGINE_OK)
             break;
-        if (!in_pattern && corr && c.builtin == MENGINE_OP_PAD &&
+        if (!in_pattern && corr && c.builtin == MENGINE_OP_PAD && !(c.reg->builtin & MOP_INT8) &&
             mengine_fuse_correlation(m, work, i, &pattern_end, &pattern)) {
             in_pattern = 1;
             ++*fused;
@@ -152,9 +152,11 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
         rec->count = ti.count;
         rec->type = (uint8_t)ti.type;
         rec->data = off >= 0 ? (float *)(void *)(e->act + off) : NULL;
-        rec->cdata =
-            ti.data ? (ti.type == MENGINE_FLOAT32 ? (const float *)(const void *)ti.data : NULL)
-                    : rec->data;
+        rec->cdata = ti.data ? (ti.type != MENGINE_INT32 ? (const float *)(const void *)ti.data
+                                                         : NULL)
+                             : rec->data;
+        rec->scale = ti.scale;
+        rec->zero_point = ti.zero_point;
     }
     for (uint32_t i = 0; i < m->n_ops; i++) {
         const int64_t off = mengine_plan_scratch_offset(work, i);
@@ -231,6 +233,8 @@ mengine_status mengine_tensor(const mengine *e, size_t tensor_index, mengine_vie
     v->type = t->type;
     v->count = t->count;
     v->index = (uint32_t)tensor_index;
+    v->scale = t->scale;
+    v->zero_point = t->zero_point;
     return MENGINE_OK;
 }
 

@@ -108,6 +108,22 @@ extern const mengine_op mengine_op_resize_bilinear;
  * it runs the pattern with its generic operators.
  */
 extern const mengine_op mengine_op_correlation;
+/**
+ * int8 operators (TFLite's quantization spec: per-tensor asymmetric activations,
+ * per-channel symmetric weights, int32 biases; fixed-point requantization as
+ * TFLite's reference kernels). An operator whose output tensor is INT8 runs the
+ * int8 registration of its builtin; a table without it rejects the model.
+ */
+extern const mengine_op mengine_op_add_int8;
+extern const mengine_op mengine_op_conv_2d_int8;
+extern const mengine_op mengine_op_depthwise_conv_2d_int8;
+extern const mengine_op mengine_op_fully_connected_int8;
+extern const mengine_op mengine_op_mul_int8;
+extern const mengine_op mengine_op_reshape_int8;
+extern const mengine_op mengine_op_softmax_int8;
+extern const mengine_op mengine_op_pad_int8;
+extern const mengine_op mengine_op_mean_int8;
+extern const mengine_op mengine_op_hard_swish_int8;
 
 /**
  * The operators a model may use (TFLM's op resolver): a table owned by the
@@ -126,8 +142,9 @@ typedef struct mengine_op_resolver {
 /** Every operator the engine implements (the table mengine_model_load() uses). */
 extern const mengine_op_resolver mengine_all_ops;
 
-/** TFLite tensor types the engine accepts (INT32 only for constant shape/axis tensors). */
-enum mengine_type { MENGINE_FLOAT32 = 0, MENGINE_INT32 = 2 };
+/** TFLite tensor types the engine accepts (INT32 only for constant shape/axis tensors and the
+ *  biases of int8 operators; INT8 with TFLite's quantization: runtime/engine/ops_q8.c). */
+enum mengine_type { MENGINE_FLOAT32 = 0, MENGINE_INT32 = 2, MENGINE_INT8 = 9 };
 
 /** Verifier limits; pass NULL to mengine_model_load() for the defaults. */
 typedef struct mengine_verify_opts {
@@ -159,6 +176,11 @@ typedef struct mengine_view {
     uint32_t type;                  /**< ::mengine_type */
     size_t count;                   /**< number of elements */
     uint32_t index;                 /**< tensor index in the subgraph */
+    /** INT8 tensors: real = scale * (q - zero_point) (per-tensor parameters; for
+     *  per-channel weights those of channel 0); 0 and 0 for other types. An INT8
+     *  tensor's data and cdata point at int8_t elements (cast them). */
+    float scale;
+    int32_t zero_point;
 } mengine_view;
 
 /** Arena use after mengine_prepare(). */

@@ -46,6 +46,94 @@ mengine_status mengine_model_opcode(fbr *r, const mengine_model *m, uint32_t ind
     return st;
 }
 
+/* QuantizationParameters field ids (upstream schema). */
+enum { QUANT_SCALE = 2, QUANT_ZERO_POINT = 3, QUANT_DETAILS_TYPE = 4, QUANT_DIM = 6 };
+
+static float q_scale_at(const fbr *r, uint32_t pos, uint32_t i)
+{
+    const uint32_t bits = rd_u32(r->base + pos + 4 * i);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* The quantization of @p ti (table @p q, or NULL when absent), checked as model_impl.h says. */
+static mengine_status mengine_model_quant(fbr *r, mtensor_info *ti, const fb_table *q)
+{
+    fb_vec sv, zv;
+    int has_s = 0, has_z = 0;
+    uint8_t details = 0;
+    int32_t dim = 0;
+    ti->n_q = ti->q_scales = 0;
+    ti->q_dim = 0;
+    ti->scale = 0.0f;
+    ti->zero_point = 0;
+    mengine_status st = MENGINE_OK;
+    if (q) {
+        st = mengine_fb_vector(r, q, QUANT_SCALE, 4, &sv, &has_s);
+        if (st == MENGINE_OK)
+            st = mengine_fb_vector(r, q, QUANT_ZERO_POINT, 8, &zv, &has_z);
+        if (st == MENGINE_OK)
+            st = mengine_fb_u8(r, q, QUANT_DETAILS_TYPE, 0, &details);
+        if (st == MENGINE_OK)
+            st = mengine_fb_i32(r, q, QUANT_DIM, 0, &dim);
+        if (st != MENGINE_OK)
+            return st;
+    }
+    if (ti->type == MENGINE_FLOAT32 || !has_s || sv.n == 0) { /* float: min/max ignored */
+        if (ti->type == MENGINE_INT8)
+            return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
+                                     "tensor %u '%s': INT8 without quantization scale", ti->index,
+                                     ti->name);
+        return MENGINE_OK;
+    }
+    if (details != 0)
+        return mengine_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED,
+                                 "tensor %u '%s': quantization details (custom) unsupported",
+                                 ti->index, ti->name);
+    if (!has_z || zv.n != sv.n)
+        return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
+                                 "tensor %u '%s': quantization zero_point has %u values for %u "
+                                 "scales",
+                                 ti->index, ti->name, has_z ? zv.n : 0, sv.n);
+    if (sv.n > 1 && (dim < 0 || (uint32_t)dim >= ti->rank || (uint32_t)ti->dims[dim] != sv.n))
+        return mengine_diag_fail(r->d, MENGINE_ERR_SHAPE,
+                                 "tensor %u '%s': quantization scale has %u values, "
+                                 "quantized_dimension %d has %d",
+                                 ti->index, ti->name, sv.n, (int)dim,
+                                 dim >= 0 && (uint32_t)dim < ti->rank ? ti->dims[dim] : 0);
+    if (sv.n > 1 && !ti->data)
+        return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
+                                 "tensor %u '%s': per-channel quantization of an activation",
+                                 ti->index, ti->name);
+    for (uint32_t i = 0; i < sv.n; i++) {
+        const float s = q_scale_at(r, sv.pos, i);
+        const uint32_t lo = rd_u32(r->base + zv.pos + 8 * i), hi = rd_u32(r->base + zv.pos + 8 * i + 4);
+        const int64_t z = (int64_t)((uint64_t)hi << 32 | lo);
+        if (!(s > 0.0f) || !(s <= 3.402823466e38f))
+            return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
+                                     "tensor %u '%s': quantization scale[%u] is %s (must be > 0 "
+                                     "and finite)",
+                                     ti->index, ti->name, i,
+                                     s != s ? "NaN" : s > 0.0f ? "infinite" : "zero or negative");
+        const int sym = ti->type == MENGINE_INT32 || sv.n > 1;
+        if (sym ? z != 0 : (z < -128 || z > 127))
+            return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
+                                     "tensor %u '%s': quantization zero_point[%u] = %d (%s)",
+                                     ti->index, ti->name, i,
+                                     (int)(z < -2147483647 ? -2147483647 : z > 2147483647 ? 2147483647 : z),
+                                     sym ? "must be 0" : "-128 to 127");
+        if (i == 0) {
+            ti->scale = s;
+            ti->zero_point = (int32_t)z;
+        }
+    }
+    ti->n_q = sv.n;
+    ti->q_scales = sv.pos;
+    ti->q_dim = sv.n > 1 ? dim : 0;
+    return MENGINE_OK;
+}
+
 mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t index,
                                     mtensor_info *ti)
 {
@@ -91,14 +179,18 @@ mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t ind
     if (st == MENGINE_OK)
         st = mengine_fb_u8(r, &t, TENSOR_IS_VARIABLE, 0, &variable);
     if (st == MENGINE_OK)
-        st = mengine_fb_sub_table(r, &t, TENSOR_QUANT, &sub, &has); /* structure only: unused */
+        st = mengine_fb_sub_table(r, &t, TENSOR_QUANT, &sub, &has);
     if (st != MENGINE_OK)
         return st;
-    if (ti->type != MENGINE_FLOAT32 && ti->type != MENGINE_INT32)
-        return mengine_diag_fail(
-            r->d, MENGINE_ERR_TYPE,
-            "tensor %u '%s': type %d unsupported (FLOAT32, or INT32 for constant shapes)", index,
-            ti->name, ti->type);
+    if (ti->type != MENGINE_FLOAT32 && ti->type != MENGINE_INT32 && ti->type != MENGINE_INT8)
+        return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
+                                 "tensor %u '%s': type %d unsupported (FLOAT32, INT8, or INT32 for "
+                                 "constant shapes and biases)",
+                                 index, ti->name, ti->type);
+    const int has_q = has;
+    fb_table quant = {0, 0, 0, 0, 0};
+    if (has_q)
+        quant = sub;
     if (variable)
         return mengine_diag_fail(r->d, MENGINE_ERR_UNSUPPORTED,
                                  "tensor %u '%s': variable tensors unsupported", index, ti->name);
@@ -122,11 +214,12 @@ mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t ind
         if (st != MENGINE_OK)
             return st;
         if (has && data.n > 0) {
-            if (data.n != ti->count * 4u)
+            const uint32_t esize = ti->type == MENGINE_INT8 ? 1u : 4u;
+            if (data.n != ti->count * esize)
                 return mengine_diag_fail(
                     r->d, MENGINE_ERR_BUFFER_SIZE,
                     "tensor %u '%s': buffer %u holds %u bytes, the shape needs %u", index, ti->name,
-                    buffer, data.n, ti->count * 4u);
+                    buffer, data.n, ti->count * esize);
             ti->data = r->base + data.pos;
             if ((size_t)ti->data % 4)
                 return mengine_diag_fail(
@@ -135,6 +228,9 @@ mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t ind
                     index, ti->name, data.pos);
         }
     }
+    st = mengine_model_quant(r, ti, has_q ? &quant : NULL);
+    if (st != MENGINE_OK)
+        return st;
     if (ti->type == MENGINE_INT32 && !ti->data)
         return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
                                  "tensor %u '%s': INT32 is only supported for constant tensors",

@@ -57,6 +57,12 @@ typedef struct mtensor_info {
     uint32_t count;      /* elements */
     const uint8_t *data; /* constant data, or NULL for activations */
     const char *name;    /* 0-terminated, "" when absent */
+    /* quantization (checked by mengine_model_tensor()): n_q scales (0: none) at model
+     * position q_scales (floats), zero points all in range, per-channel along q_dim */
+    uint32_t n_q, q_scales;
+    int32_t q_dim;
+    float scale;        /* scale 0 (0 when n_q == 0) */
+    int32_t zero_point; /* zero point 0 */
 } mtensor_info;
 
 /* Reader over @p m's data (tables budget unlimited: the model was verified). */
@@ -65,7 +71,10 @@ void mengine_fbr_for_model(fbr *r, const mengine_model *m, mdiag *d);
  * (MENGINE_ERR_IDENTIFIER), then as mengine_fb_root(). */
 mengine_status mengine_model_root(fbr *r, fb_table *model);
 /* Read and check tensor @p index: rank <= 4, dims >= 1, size < 2 GiB, type
- * FLOAT32/INT32, buffer index and size, alignment of constant data. */
+ * FLOAT32/INT32/INT8, buffer index and size, alignment of constant data; its
+ * quantization: INT8 tensors must have one (per-tensor for activations), every
+ * scale > 0 and finite, zero points in range (0 for per-channel and INT32),
+ * per-channel vectors as long as the quantized dimension. */
 mengine_status mengine_model_tensor(fbr *r, const mengine_model *m, uint32_t index,
                                     mtensor_info *ti);
 /* Operator @p index: its table and its input/output vectors. */

@@ -41,13 +41,21 @@ static mengine_status need_input(const mop_ctx *c, uint32_t i, mtensor_info *ti,
     return st;
 }
 
-/* Input @p i (@p ti) must be FLOAT32. */
+/* Input @p i (@p ti) must be FLOAT32; for an int8 registration (ops_q8.c, which runs
+ * these checks too) INT8, and INT32 for the bias (input 2) of CONV_2D,
+ * DEPTHWISE_CONV_2D and FULLY_CONNECTED. */
 static mengine_status need_float(const mop_ctx *c, uint32_t i, const mtensor_info *ti,
                                  const char *what)
 {
-    if (ti->type != MENGINE_FLOAT32)
-        return mengine_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not FLOAT32",
-                               i, what, ti->index, ti->name);
+    const int q8 = c->reg && (c->reg->builtin & MOP_INT8);
+    const int bias = q8 && i == 2 &&
+                     (c->builtin == MENGINE_OP_CONV_2D || c->builtin == MENGINE_OP_DEPTHWISE_CONV_2D ||
+                      c->builtin == MENGINE_OP_FULLY_CONNECTED);
+    const int want = bias ? MENGINE_INT32 : q8 ? MENGINE_INT8 : MENGINE_FLOAT32;
+    if (ti->type != want)
+        return mengine_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not %s", i,
+                               what, ti->index, ti->name,
+                               bias ? "INT32" : q8 ? "INT8" : "FLOAT32");
     return MENGINE_OK;
 }
 
@@ -1212,6 +1220,16 @@ static const mengine_op *const ALL_OPS[] = {
     &mengine_op_strided_slice,
     &mengine_op_resize_bilinear,
     &mengine_op_correlation,
+    &mengine_op_add_int8,
+    &mengine_op_conv_2d_int8,
+    &mengine_op_depthwise_conv_2d_int8,
+    &mengine_op_fully_connected_int8,
+    &mengine_op_mul_int8,
+    &mengine_op_reshape_int8,
+    &mengine_op_softmax_int8,
+    &mengine_op_pad_int8,
+    &mengine_op_mean_int8,
+    &mengine_op_hard_swish_int8,
 };
 
 const mengine_op_resolver mengine_all_ops = {ALL_OPS, sizeof ALL_OPS / sizeof ALL_OPS[0]};
@@ -1227,13 +1245,30 @@ mengine_status mengine_op_fail(const mop_ctx *c, mengine_status code, const char
     return code;
 }
 
-/* The registration of @p builtin in @p ops, or NULL. */
-static const mop_reg *find(const mengine_op_resolver *ops, int32_t builtin)
+/* The registration of @p builtin for float32 or (@p int8) int8 operators in @p ops, or NULL. */
+static const mop_reg *find(const mengine_op_resolver *ops, int32_t builtin, int int8)
 {
     for (size_t i = 0; i < ops->n_ops; i++)
-        if (ops->ops[i] && ops->ops[i]->builtin == builtin)
+        if (ops->ops[i] && ops->ops[i]->builtin == (int8 ? builtin | MOP_INT8 : builtin))
             return ops->ops[i];
     return NULL;
+}
+
+/* Whether operator @p c's (first) output is an INT8 tensor (0 when it cannot be read:
+ * the verifier reports that on its own). */
+static int output_int8(fbr *r, const mengine_model *m, const mop_ctx *c)
+{
+    mtensor_info ti;
+    if (c->outputs.n < 1)
+        return 0;
+    const int32_t t = fb_vec_i32(r, &c->outputs, 0);
+    if (t < 0 || (uint32_t)t >= m->n_tensors)
+        return 0;
+    mdiag quiet = {NULL, 0};
+    fbr rr = *r;
+    rr.d = &quiet;
+    return mengine_model_tensor(&rr, m, (uint32_t)t, &ti) == MENGINE_OK &&
+           ti.type == MENGINE_INT8;
 }
 
 mengine_status mengine_op_bind(fbr *r, const mengine_model *m, uint32_t index, mop_ctx *c)
@@ -1257,13 +1292,14 @@ mengine_status mengine_op_bind(fbr *r, const mengine_model *m, uint32_t index, m
     if (st != MENGINE_OK)
         return st;
     /* negative codes are the engine's own (fused kernels), never a file's operators */
-    c->reg = c->builtin >= 0 ? find(m->ops, c->builtin) : NULL;
+    const int int8 = output_int8(r, m, c);
+    c->reg = c->builtin >= 0 ? find(m->ops, c->builtin, int8) : NULL;
     if (!c->reg) {
         /* mengine_op_name() returns its one "UNKNOWN" string for every code it does not name */
         const char *name = mengine_op_name(c->builtin >= 0 ? c->builtin : -1);
         return mengine_diag_fail(
-            r->d, MENGINE_ERR_UNSUPPORTED_OP,
-            "operator %u: %s (builtin code %d) is not supported%s", index, name, (int)c->builtin,
+            r->d, MENGINE_ERR_UNSUPPORTED_OP, "operator %u: %s (builtin code %d)%s is not supported%s",
+            index, name, (int)c->builtin, int8 ? " with an INT8 output" : "",
             name != mengine_op_name(-1) ? " (not in the engine's operator table)" : "");
     }
     if (version < 1 || version > c->reg->max_version)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "engine/kernels_impl.h"
+#include "engine/kernels_q8_impl.h"
 #include "engine/model_impl.h"
 
 /* ---- records kept in the arena ---- */
@@ -20,6 +21,8 @@ typedef struct mtensor {
     uint32_t rank;
     uint32_t count;
     uint8_t type;
+    float scale;        /* INT8: quantization (per-tensor, or channel 0's) */
+    int32_t zero_point;
 } mtensor;
 
 /* Per-operator parameters computed by prepare. */
@@ -43,6 +46,7 @@ typedef union mop_params {
         uint32_t left, right; /* fused correlation: tensor indices of the features */
         mengine_k_corr_params k;
     } corr;
+    mengine_kq_params q8; /* the int8 operators (ops_q8.c) */
 } mop_params;
 
 typedef struct mnode {
@@ -75,6 +79,10 @@ enum mop_share {
     MOP_SHARE_INPLACE = 2, /* element-wise: over an input of the same size read last here */
     MOP_SHARE_ELIDED = 3   /* inside a fused pattern: its output is never materialised */
 };
+
+/* Added to a registration's builtin code: it runs the operators of that code whose
+ * output is INT8 (ops_q8.c); without it, the float32 ones. */
+#define MOP_INT8 0x10000
 
 /* Operator registration (public name ::mengine_op): prepare validates the
  * operator against the model and fills the node (parameters, scratch size),

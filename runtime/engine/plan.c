@@ -156,7 +156,7 @@ mengine_status mengine_plan_begin(void *work, size_t work_size, const mengine_mo
         if (st != MENGINE_OK)
             return st;
         memset(&it[t], 0, sizeof it[t]);
-        it[t].bytes = ti.data ? 0 : ti.count * 4u;
+        it[t].bytes = ti.data ? 0 : ti.count * (ti.type == MENGINE_INT8 ? 1u : 4u);
         it[t].count = ti.count;
         it[t].first = end + 1; /* not written yet */
         it[t].last = -1;

@@ -126,7 +126,7 @@ static mengine_status verify_offline(fbr *r, mengine_model *m, uint32_t buffer)
     return MENGINE_OK;
 }
 
-/* Model inputs: activations, float32, listed once; outputs likewise and not inputs. */
+/* Model inputs: activations, float32 or int8, listed once; outputs likewise and not inputs. */
 static mengine_status verify_io(fbr *r, const mengine_model *m)
 {
     const fb_vec io[2] = {{m->inputs, m->n_inputs}, {m->outputs, m->n_outputs}};
@@ -148,10 +148,10 @@ static mengine_status verify_io(fbr *r, const mengine_model *m)
             mengine_status st = mengine_model_tensor(r, m, (uint32_t)t, &ti);
             if (st != MENGINE_OK)
                 return st;
-            if (ti.type != MENGINE_FLOAT32)
+            if (ti.type != MENGINE_FLOAT32 && ti.type != MENGINE_INT8)
                 return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
-                                         "model %s %u (tensor %d '%s') is not FLOAT32", what, i,
-                                         (int)t, ti.name);
+                                         "model %s %u (tensor %d '%s') is not FLOAT32 or INT8",
+                                         what, i, (int)t, ti.name);
             if (ti.data)
                 return mengine_diag_fail(r->d, MENGINE_ERR_GRAPH,
                                          "model %s %u (tensor %d '%s') is a constant", what, i,

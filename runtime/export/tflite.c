@@ -16,7 +16,7 @@
 #include "engine/engine.h"
 #include "export/flatbuf.h"
 
-enum { T_FLOAT32 = 0, T_INT32 = 2 };
+enum { T_FLOAT32 = 0, T_INT32 = 2, T_INT8 = 9 };
 enum { PAD_SAME = 0, PAD_VALID = 1 };
 /* BuiltinOptions union types. */
 enum {
@@ -48,6 +48,9 @@ typedef struct wconst {
     int rank;
     int32_t dims[4];
     char name[NAME_MAX_LEN];
+    int n_q;              /* int8 export: quantization scales (0: none), zero points 0 */
+    const float *qscale;  /* (n_q), owned by the op record */
+    int qdim;             /* quantized dimension of a per-channel vector */
 } wconst;
 
 /* One operator as written. */
@@ -61,6 +64,9 @@ typedef struct wop {
     int n_shape;      /* RESHAPE: output rank */
     int32_t ints[8];  /* paddings, axes, shape, size, or begin and size */
     float *zero_bias; /* owned: a bias the graph does not have */
+    int8_t *qw;       /* int8 export: owned quantized weights, */
+    int32_t *qb;      /* bias, */
+    float *wsc, *bsc; /* and their scales */
 } wop;
 
 typedef struct wmodel {
@@ -73,14 +79,21 @@ typedef struct wmodel {
     char *json; /* manta_preprocess */
     size_t json_len;
     size_t weights_bytes;
+    int int8;       /* g->qmin set: a fully int8 file */
+    float *ascale;  /* int8: (n_tensors) scale and zero point of the graph's tensors */
+    int32_t *azp;
+    int max_q;      /* longest scale vector */
 } wmodel;
 
 static void wmodel_free(wmodel *w)
 {
     if (w->ops)
         for (int i = 0; i < w->g->n_ops; i++)
-            free(w->ops[i].zero_bias);
+            free(w->ops[i].zero_bias), free(w->ops[i].qw), free(w->ops[i].qb),
+                free(w->ops[i].wsc), free(w->ops[i].bsc);
     free(w->ops);
+    free(w->ascale);
+    free(w->azp);
     free(w->c);
     free(w->json);
     memset(w, 0, sizeof *w);
@@ -135,13 +148,66 @@ static int32_t add_const(wmodel *w, const char *owner, const char *what, int typ
         count *= (size_t)dims[i];
     }
     c->data = data;
-    c->bytes = count * 4;
+    c->bytes = count * (type == T_INT8 ? 1 : 4);
     const int32_t shared = w->g->share_weights && type == T_FLOAT32 ? same_const(w, c) : -1;
     if (shared >= 0)
         return shared;
     snprintf(c->name, sizeof c->name, "%s/%s", owner, what);
     w->weights_bytes += c->bytes;
     return (int32_t)(w->g->n_tensors + w->n_c++);
+}
+
+/* add_const() of a quantized constant: @p n_q scales along dimension @p qdim, zero points 0. */
+static int32_t add_qconst(wmodel *w, const char *owner, const char *what, int type, int rank,
+                          const int32_t *dims, const void *data, const float *scales, int n_q,
+                          int qdim)
+{
+    const int32_t t = add_const(w, owner, what, type, rank, dims, data);
+    wconst *c = &w->c[t - w->g->n_tensors];
+    c->n_q = n_q;
+    c->qscale = scales;
+    c->qdim = qdim;
+    w->max_q = n_q > w->max_q ? n_q : w->max_q;
+    return t;
+}
+
+static double round_half_away(double x) { return x >= 0 ? floor(x + 0.5) : -floor(-x + 0.5); }
+
+/* int8 export of an operator's weights (@p n values, @p n_ch output channels; the channel of
+ * value i is i % n_ch when @p ch_last (depthwise), else i / (n / n_ch)): symmetric int8 per
+ * channel (one scale when !@p per_channel), scale max|w| / 127; the bias (NULL: none) as int32
+ * at in_scale * weight scale. Into o->qw, o->wsc, o->qb, o->bsc. */
+static manta_status quant_op(wop *o, const float *wts, size_t n, int n_ch, int ch_last,
+                             int per_channel, float in_scale, const float *bias, manta_err *err)
+{
+    const int n_sc = per_channel ? n_ch : 1;
+    const size_t per = n / (size_t)n_ch;
+    o->qw = malloc(n ? n : 1);
+    o->wsc = calloc((size_t)n_ch, sizeof *o->wsc);
+    if (bias) {
+        o->qb = malloc((size_t)n_ch * sizeof *o->qb);
+        o->bsc = malloc((size_t)n_ch * sizeof *o->bsc);
+    }
+    if (!o->qw || !o->wsc || (bias && (!o->qb || !o->bsc)))
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const int c = !per_channel ? 0 : ch_last ? (int)(i % (size_t)n_ch) : (int)(i / per);
+        o->wsc[c] = fmaxf(o->wsc[c], fabsf(wts[i]));
+    }
+    for (int c = 0; c < n_sc; c++)
+        o->wsc[c] = o->wsc[c] > 0.0f ? o->wsc[c] / 127.0f : 1.0f;
+    for (size_t i = 0; i < n; i++) {
+        const int c = !per_channel ? 0 : ch_last ? (int)(i % (size_t)n_ch) : (int)(i / per);
+        const double q = round_half_away((double)wts[i] / (double)o->wsc[c]);
+        o->qw[i] = (int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+    }
+    for (int c = 0; bias && c < n_sc; c++)
+        o->bsc[c] = in_scale * o->wsc[c]; /* the float product TFLite checks against */
+    for (int c = 0; bias && c < n_ch; c++) {
+        const double q = round_half_away((double)bias[c] / (double)o->bsc[per_channel ? c : 0]);
+        o->qb[c] = (int32_t)(q > 2147483647.0 ? 2147483647.0 : q < -2147483647.0 ? -2147483647.0 : q);
+    }
+    return MANTA_OK;
 }
 
 /* The second input of @p o: the @p n int32 values o->ints, a constant named owner/what. */
@@ -151,12 +217,76 @@ static void int_operand(wmodel *w, wop *o, const char *owner, const char *what, 
     o->n_in = 2;
 }
 
+/* Scale and zero point of a calibrated range (widened to hold 0): 256 levels over it. */
+static void range_params(float lo, float hi, float *scale, int32_t *zp)
+{
+    lo = fminf(lo, 0.0f);
+    hi = fmaxf(hi, 0.0f);
+    if (!(hi - lo > 1e-6f)) /* a constant-zero tensor */
+        hi = lo + 1e-6f;
+    const float s = (hi - lo) / 255.0f;
+    const double z = round_half_away(-128.0 - (double)lo / (double)s);
+    *scale = s;
+    *zp = (int32_t)(z < -128 ? -128 : z > 127 ? 127 : z);
+}
+
+/* int8 export: every graph tensor's scale and zero point from its calibrated range, with
+ * TFLite's constraints: SOFTMAX out 1/256 and -128, PAD and RESHAPE out as their input,
+ * HARD_SWISH out above input_scale / 128; operators without int8 support refused. */
+static manta_status quant_acts(wmodel *w, manta_err *err)
+{
+    const xgraph *g = w->g;
+    w->ascale = malloc((size_t)g->n_tensors * sizeof *w->ascale);
+    w->azp = malloc((size_t)g->n_tensors * sizeof *w->azp);
+    if (!w->ascale || !w->azp)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
+    w->max_q = 1;
+    for (int t = 0; t < g->n_tensors; t++) {
+        if (!isfinite(g->qmin[t]) || !isfinite(g->qmax[t]) || g->qmin[t] > g->qmax[t])
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "int8 export: tensor '%s' has no calibrated range",
+                                 g->tensors[t].name);
+        range_params(g->qmin[t], g->qmax[t], &w->ascale[t], &w->azp[t]);
+    }
+    for (int i = 0; i < g->n_ops; i++) {
+        const xg_op *op = &g->ops[i];
+        switch (op->kind) {
+        case XG_SOFTMAX:
+            w->ascale[op->out] = 1.0f / 256.0f;
+            w->azp[op->out] = -128;
+            break;
+        case XG_PAD:
+        case XG_RESHAPE:
+            w->ascale[op->out] = w->ascale[op->in0];
+            w->azp[op->out] = w->azp[op->in0];
+            break;
+        case XG_HSWISH:
+            if (w->ascale[op->out] * 128.0f < w->ascale[op->in0] * 1.001f)
+                w->ascale[op->out] = w->ascale[op->in0] / 127.0f;
+            break;
+        case XG_CONV:
+        case XG_DWCONV:
+        case XG_FC:
+        case XG_ADD:
+        case XG_MUL:
+        case XG_MEAN: break;
+        default:
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "int8 export: operator %d (output '%s') has no int8 form here "
+                                 "(classification graphs only)",
+                                 i, g->tensors[op->out].name);
+        }
+    }
+    return MANTA_OK;
+}
+
 /* Fill the operator records and the constants. */
 static manta_status plan_ops(wmodel *w, manta_err *err)
 {
     const xgraph *g = w->g;
-    w->ops = calloc((size_t)g->n_ops, sizeof *w->ops);
-    w->c = calloc((size_t)g->n_ops * 3, sizeof *w->c);
+    const size_t n_ops = g->n_ops > 0 ? (size_t)g->n_ops : 1;
+    w->ops = calloc(n_ops, sizeof *w->ops);
+    w->c = calloc(n_ops * 3, sizeof *w->c);
     if (!w->ops || !w->c)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
     for (int i = 0; i < g->n_ops; i++) {
@@ -183,9 +313,18 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
             }
             o->builtin = dw ? MENGINE_OP_DEPTHWISE_CONV_2D : MENGINE_OP_CONV_2D;
             o->options = dw ? OPT_DW : OPT_CONV;
+            o->n_in = 3;
+            if (w->int8) { /* per-channel weights along Cout (OHWI) or C (depthwise) */
+                MANTA_TRY(quant_op(o, op->weights, op->n_weights, cout, dw, 1,
+                                   w->ascale[op->in0], bias, err));
+                o->version = 3;
+                o->in[1] = add_qconst(w, name, "weights", T_INT8, 4, wd, o->qw, o->wsc, cout,
+                                      dw ? 3 : 0);
+                o->in[2] = add_qconst(w, name, "bias", T_INT32, 1, &cout, o->qb, o->bsc, cout, 0);
+                break;
+            }
             o->in[1] = add_const(w, name, "weights", T_FLOAT32, 4, wd, op->weights);
             o->in[2] = add_const(w, name, "bias", T_FLOAT32, 1, &cout, bias);
-            o->n_in = 3;
             break;
         }
         case XG_PAD: {
@@ -226,8 +365,18 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
             const int32_t wd[2] = {units, (int32_t)(op->n_weights / (size_t)units)};
             o->builtin = MENGINE_OP_FULLY_CONNECTED;
             o->options = OPT_FC;
-            o->in[1] = add_const(w, name, "weights", T_FLOAT32, 2, wd, op->weights);
             o->n_in = 2;
+            if (w->int8) { /* per-tensor weights (TFLite's spec for FULLY_CONNECTED) */
+                MANTA_TRY(quant_op(o, op->weights, op->n_weights, units, 0, 0,
+                                   w->ascale[op->in0], op->bias, err));
+                o->in[1] = add_qconst(w, name, "weights", T_INT8, 2, wd, o->qw, o->wsc, 1, 0);
+                o->version = op->bias ? 4 : 6;
+                if (op->bias)
+                    o->in[o->n_in++] =
+                        add_qconst(w, name, "bias", T_INT32, 1, &units, o->qb, o->bsc, 1, 0);
+                break;
+            }
+            o->in[1] = add_const(w, name, "weights", T_FLOAT32, 2, wd, op->weights);
             if (op->bias)
                 o->in[o->n_in++] = add_const(w, name, "bias", T_FLOAT32, 1, &units, op->bias);
             else
@@ -291,6 +440,12 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
             int_operand(w, o, name, "size", 2);
             break;
         }
+    }
+    for (int i = 0; w->int8 && i < g->n_ops; i++) {
+        const int32_t b = w->ops[i].builtin;
+        if (b == MENGINE_OP_ADD || b == MENGINE_OP_MUL || b == MENGINE_OP_PAD ||
+            b == MENGINE_OP_MEAN || b == MENGINE_OP_SOFTMAX)
+            w->ops[i].version = 2; /* TFLite's versions for int8 */
     }
     for (int i = 0; i < g->n_ops; i++)
         if (code_index(w, w->ops[i].builtin, w->ops[i].version) < 0)
@@ -463,12 +618,14 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
     mfb_ref *refs = calloc((size_t)n_refs + 16, sizeof *refs);
     mfb_ref *data = calloc((size_t)w->n_c + 1, sizeof *data);
     int32_t *plan = malloc((size_t)(3 + n_t) * sizeof *plan);
+    int64_t *zeros = calloc((size_t)w->max_q + 1, sizeof *zeros);
     mfb_ref v, v_in, v_out, name, v_t, v_op, v_sg, sg, v_codes, v_bufs, v_meta, root, desc;
     mfb_ref meta[2], json_data = 0, plan_data = 0;
-    if (!refs || !plan || !data) {
+    if (!refs || !plan || !data || !zeros) {
         free(refs);
         free(data);
         free(plan);
+        free(zeros);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "export: out of memory");
     }
     FB(mfb_init(b, 4096 + w->weights_bytes + w->json_len));
@@ -498,14 +655,30 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
         const wconst *c = is_c ? &w->c[t - g->n_tensors] : NULL;
         const xg_tensor *x = is_c ? NULL : &g->tensors[t];
         const char *nm = is_c ? c->name : x->name;
+        mfb_ref quant = 0, vs, vz;
+        const int n_q = is_c ? c->n_q : w->int8;
+        if (n_q > 0) { /* QuantizationParameters: scale 2, zero_point 3, quantized_dimension 6 */
+            const int64_t zp = is_c ? 0 : w->azp[t];
+            for (int k = 0; k < n_q; k++)
+                zeros[k] = k == 0 ? zp : 0;
+            FB(mfb_create_vector(b, is_c ? c->qscale : &w->ascale[t], (size_t)n_q, 4, 4, &vs));
+            FB(mfb_create_vector(b, zeros, (size_t)n_q, 8, 8, &vz));
+            FB(mfb_start_table(b));
+            FB(mfb_add_ref(b, 2, vs));
+            FB(mfb_add_ref(b, 3, vz));
+            FB(mfb_add_i32(b, 6, is_c ? c->qdim : 0, 0));
+            FB(mfb_end_table(b, &quant));
+        }
         FB(mfb_create_vector(b, is_c ? (const void *)c->dims : (const void *)x->shape,
                              (size_t)(is_c ? c->rank : x->rank), 4, 4, &v));
         FB(mfb_create_string(b, nm, strlen(nm), &name));
         FB(mfb_start_table(b));
         FB(mfb_add_ref(b, 0, v));
-        FB(mfb_add_i8(b, 1, (int8_t)(is_c ? c->type : T_FLOAT32), 0));
+        FB(mfb_add_i8(b, 1, (int8_t)(is_c ? c->type : w->int8 ? T_INT8 : T_FLOAT32), 0));
         FB(mfb_add_u32(b, 2, is_c ? (uint32_t)(t - g->n_tensors + 1) : 0, 0));
         FB(mfb_add_ref(b, 3, name));
+        if (quant)
+            FB(mfb_add_ref(b, 4, quant));
         FB(mfb_end_table(b, &refs[t]));
     }
     FB(mfb_create_ref_vector(b, refs, (size_t)n_t, &v_t));
@@ -573,12 +746,14 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
     free(refs);
     free(data);
     free(plan);
+    free(zeros);
     *offline_ref = plan_data;
     return MANTA_OK;
 fail:
     free(refs);
     free(data);
     free(plan);
+    free(zeros);
     return manta_err_set(
         err, b->status == MANTA_ERR_NO_MEMORY ? MANTA_ERR_NO_MEMORY : MANTA_ERR_INTERNAL,
         "export: FlatBuffers builder: %s", mfb_error(b));
@@ -654,10 +829,13 @@ manta_status tflite_write(const xgraph *g, uint8_t **out, size_t *out_size, tfli
     memset(&w, 0, sizeof w);
     memset(&b, 0, sizeof b);
     w.g = g;
+    w.int8 = g->qmin && g->qmax;
     uint8_t *model = NULL;
     int32_t *off = NULL, *off2 = NULL;
     size_t size = 0, arena1 = 0, arena2 = 0, act = 0, fused = 0;
-    manta_status st = plan_ops(&w, err);
+    manta_status st = w.int8 ? quant_acts(&w, err) : MANTA_OK;
+    if (st == MANTA_OK)
+        st = plan_ops(&w, err);
     if (st == MANTA_OK)
         st = make_json(&w, err);
     if (st == MANTA_OK)
@@ -916,7 +1094,14 @@ manta_status tflite_check(const xgraph *g, const uint8_t *data, size_t size, uin
         manta_rng_seed(&rng, seed, 7);
         for (size_t i = 0; i < n_in; i++)
             x[i] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
-        memcpy(vin.data, x, n_in * sizeof *x);
+        if (vin.type == MENGINE_INT8) /* quantized, and the reference sees what it holds */
+            for (size_t i = 0; i < n_in; i++) {
+                const double q = round_half_away((double)x[i] / vin.scale) + vin.zero_point;
+                ((int8_t *)vin.data)[i] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+                x[i] = vin.scale * (float)(((int8_t *)vin.data)[i] - vin.zero_point);
+            }
+        else
+            memcpy(vin.data, x, n_in * sizeof *x);
         if (mengine_invoke(&e) != MENGINE_OK)
             st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: invoke failed");
     }
@@ -941,8 +1126,12 @@ manta_status tflite_check(const xgraph *g, const uint8_t *data, size_t size, uin
             for (int k = 0; k < cols; k++) {
                 const size_t i = (size_t)r * cols + k;
                 const double p = exp(lr[k] - mx) / sum;
-                dl = fmax(dl, fabs((double)vl.cdata[i] - lr[k]));
-                dp = fmax(dp, fabs((double)vo.cdata[i] - p));
+                const int q8 = vl.type == MENGINE_INT8;
+                const int8_t *ql = (const int8_t *)vl.cdata, *qo = (const int8_t *)vo.cdata;
+                const double l = q8 ? (double)vl.scale * (ql[i] - vl.zero_point) : vl.cdata[i];
+                const double o = q8 ? (double)vo.scale * (qo[i] - vo.zero_point) : vo.cdata[i];
+                dl = fmax(dl, fabs(l - lr[k]));
+                dp = fmax(dp, fabs(o - p));
             }
         }
         *max_logit_diff = dl;

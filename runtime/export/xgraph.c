@@ -17,6 +17,8 @@ void xgraph_free(xgraph *g)
     free(g->pre.labels);
     free(g->ops);
     free(g->tensors);
+    free(g->qmin);
+    free(g->qmax);
     memset(g, 0, sizeof *g);
 }
 

@@ -132,6 +132,10 @@ typedef struct xgraph {
      *  one buffer that every operator having them reads (a stereo network's encoder, whose
      *  layers run on the left and the right view with the same weights). Off: one per op. */
     bool share_weights;
+    /** int8 export: NULL for a float32 file; else (n_tensors) calibrated ranges, owned
+     *  (xgraph_calibrate(), export/quant.h): tflite_write() then writes a fully int8 file
+     *  (TFLite's quantization spec; classification graphs). */
+    float *qmin, *qmax;
 } xgraph;
 
 /** Release everything a graph owns; the struct is zeroed. NULL is allowed. */

@@ -79,12 +79,12 @@ static int parse_args(int argc, char **argv, opts *o)
         {.name = "raw",
          .kind = OPT_FLAG,
          .dest = &o->raw,
-         .help = "IMAGE files are raw float32 input tensors (NHWC), not JPEGs"},
+         .help = "IMAGE files are raw input tensors (NHWC; float32, or int8 for an int8 model)"},
         {.name = "dump-input",
          .kind = OPT_STRING,
          .dest = &o->dump_input,
          .metavar = "F",
-         .help = "write the first image's input tensor (float32 NHWC) to F"},
+         .help = "write the first image's input tensor (NHWC, float32 or int8) to F"},
         {.name = "dump-output",
          .kind = OPT_STRING,
          .dest = &o->dump_output,
@@ -103,7 +103,7 @@ static int parse_args(int argc, char **argv, opts *o)
         {.name = "all",
          .kind = OPT_FLAG,
          .dest = &o->all,
-         .help = "with --json, also print every logit and probability"},
+         .help = "with --json, also print every logit and probability (int8: output_q raw)"},
         {.name = "version",
          .kind = OPT_FLAG,
          .dest = &o->version,
@@ -221,6 +221,29 @@ typedef struct session {
     int stereo; /* two inputs and one output: stereo_infer_run() */
 } session;
 
+/* Bytes per element of a view (INT8: 1). */
+static size_t esize(const mengine_view *v) { return v->type == MENGINE_INT8 ? 1 : 4; }
+
+/* Element i of a float32 or int8 (dequantized) view. */
+static float val(const mengine_view *v, size_t i)
+{
+    if (v->type == MENGINE_INT8)
+        return v->scale * (float)(((const int8_t *)v->cdata)[i] - v->zero_point);
+    return v->cdata[i];
+}
+
+/* An int8 model's input: the float image (@p x) quantized with the input's scale and zero
+ * point, rounded to nearest (ties away from zero) and saturated, as TFLite's QUANTIZE. */
+static void quantize_input(const mengine_view *in, const float *x)
+{
+    int8_t *q = (int8_t *)in->data;
+    for (size_t i = 0; i < in->count; i++) {
+        const float r = x[i] / in->scale;
+        const long k = (long)(r >= 0 ? r + 0.5f : r - 0.5f) + in->zero_point;
+        q[i] = (int8_t)(k < -128 ? -128 : k > 127 ? 127 : k);
+    }
+}
+
 static int open_session(session *s, const opts *o)
 {
     char why[512], msg[512];
@@ -270,7 +293,7 @@ static int open_session(session *s, const opts *o)
                -1;
     mengine_input(&s->e, 0, &s->in);
     mengine_output(&s->e, 0, &s->out);
-    memset(s->in.data, 0, s->in.count * sizeof *s->in.data); /* --bench without an image */
+    memset(s->in.data, 0, s->in.count * esize(&s->in)); /* --bench without an image */
     const int32_t *d = s->in.dims;
     if (s->in.rank != 4 || d[0] != 1 || d[1] != d[2])
         return fprintf(stderr, "manta-infer: %s: the input is not one square image (1, R, R, C)\n",
@@ -304,7 +327,7 @@ static int open_session(session *s, const opts *o)
                    -1;
         if (mt->logits_tensor >= 0 &&
             mengine_tensor(&s->e, (size_t)mt->logits_tensor, &s->logits) == MENGINE_OK &&
-            s->logits.cdata && s->logits.count == s->out.count)
+            s->logits.cdata && s->logits.count == s->out.count && s->logits.type == s->out.type)
             s->has_logits = 1;
     }
     return 0;
@@ -325,14 +348,23 @@ static int load_input(const session *s, const opts *o, const char *path, char *w
     if (!data)
         return -1;
     int rc = 0;
-    if (o->raw) {
-        if (n != s->in.count * sizeof(float)) {
-            snprintf(why, cap, "%zu bytes, the input tensor takes %zu floats (%zu bytes)", n,
-                     s->in.count, s->in.count * sizeof(float));
+    const int q8 = s->in.type == MENGINE_INT8;
+    if (o->raw) { /* the tensor as the engine holds it: float32, or int8 for an int8 model */
+        if (n != s->in.count * esize(&s->in)) {
+            snprintf(why, cap, "%zu bytes, the input tensor takes %zu %s (%zu bytes)", n,
+                     s->in.count, q8 ? "int8 values" : "floats", s->in.count * esize(&s->in));
             rc = -1;
         } else {
             memcpy(s->in.data, data, n);
         }
+    } else if (q8) {
+        float *x = malloc(s->in.count * sizeof *x);
+        rc = x ? image_load_jpeg(data, n, s->res, &s->norm, x, why, cap) : -1;
+        if (!x)
+            snprintf(why, cap, "out of memory");
+        if (rc == 0)
+            quantize_input(&s->in, x);
+        free(x);
     } else {
         rc = image_load_jpeg(data, n, s->res, &s->norm, s->in.data, why, cap);
     }
@@ -360,7 +392,7 @@ static void print_result(const session *s, const opts *o, const char *path, int 
         order[i] = i;
     for (size_t i = 0; i < top; i++) /* partial selection sort: K is small */
         for (size_t j = i + 1; j < K; j++)
-            if (s->out.cdata[order[j]] > s->out.cdata[order[i]]) {
+            if (val(&s->out, order[j]) > val(&s->out, order[i])) {
                 const size_t t = order[i];
                 order[i] = order[j];
                 order[j] = t;
@@ -372,19 +404,32 @@ static void print_result(const session *s, const opts *o, const char *path, int 
         for (size_t i = 0; i < top; i++) {
             printf("%s{\"index\": %zu, \"label\": ", i ? ", " : "", order[i]);
             json_put_str(stdout, label_of(s, order[i], buf, sizeof buf));
-            printf(", \"prob\": %.6g}", (double)s->out.cdata[order[i]]);
+            printf(", \"prob\": %.6g}", (double)val(&s->out, order[i]));
         }
         printf("]");
         if (o->all) {
             printf(", \"probs\": [");
             for (size_t i = 0; i < K; i++)
-                printf("%s%.9g", i ? ", " : "", (double)s->out.cdata[i]);
+                printf("%s%.9g", i ? ", " : "", (double)val(&s->out, i));
             printf("]");
+            if (s->out.type == MENGINE_INT8) { /* the raw int8 output, bit for bit */
+                printf(", \"output_q\": [");
+                for (size_t i = 0; i < K; i++)
+                    printf("%s%d", i ? ", " : "", ((const int8_t *)s->out.cdata)[i]);
+                printf("], \"output_scale\": %.9g, \"output_zero_point\": %d",
+                       (double)s->out.scale, (int)s->out.zero_point);
+            }
             if (s->has_logits) {
                 printf(", \"logits\": [");
                 for (size_t i = 0; i < K; i++)
-                    printf("%s%.9g", i ? ", " : "", (double)s->logits.cdata[i]);
+                    printf("%s%.9g", i ? ", " : "", (double)val(&s->logits, i));
                 printf("]");
+                if (s->logits.type == MENGINE_INT8) {
+                    printf(", \"logits_q\": [");
+                    for (size_t i = 0; i < K; i++)
+                        printf("%s%d", i ? ", " : "", ((const int8_t *)s->logits.cdata)[i]);
+                    printf("]");
+                }
             }
         }
         printf("}");
@@ -392,7 +437,7 @@ static void print_result(const session *s, const opts *o, const char *path, int 
         printf("%s:\n", path);
         for (size_t i = 0; i < top; i++)
             printf("  %zu. %-24s %.6f\n", i + 1, label_of(s, order[i], buf, sizeof buf),
-                   (double)s->out.cdata[order[i]]);
+                   (double)val(&s->out, order[i]));
     }
     free(order);
 }
@@ -478,7 +523,7 @@ int main(int argc, char **argv)
         }
         if (o.dump_input && !dumped++) {
             FILE *f = fopen(o.dump_input, "wb");
-            if (!f || fwrite(s.in.data, sizeof(float), s.in.count, f) != s.in.count ||
+            if (!f || fwrite(s.in.data, esize(&s.in), s.in.count, f) != s.in.count ||
                 fclose(f) != 0) {
                 fprintf(stderr, "manta-infer: %s: cannot write the input tensor\n", o.dump_input);
                 failed++;
@@ -515,7 +560,7 @@ int main(int argc, char **argv)
             mengine_view v;
             if (mengine_tensor(&s.e, t, &v) == MENGINE_OK && !v.data &&
                 (v.cdata || v.type == MENGINE_INT32))
-                weights += v.count * 4;
+                weights += v.count * esize(&v);
         }
         if (o.json)
             printf(", \"stats\": {\"model_bytes\": %zu, \"arena_bytes\": %zu, "

@@ -14,7 +14,7 @@
 #include "stereo_cmd.h"
 
 typedef struct eval_opts {
-    const char *ckpt, *arch, *split, *device, *model, *data, *predictions;
+    const char *ckpt, *arch, *split, *device, *model, *data, *predictions, *dump;
     long images, recal;
     bool json;
 } eval_opts;
@@ -58,6 +58,11 @@ static int parse_args(int argc, char **argv, eval_opts *o)
          .metavar = "N",
          .help = "images for BN re-calibration (default 2000)",
          .seen = &recal_seen},
+        {.name = "dump",
+         .kind = OPT_STRING,
+         .dest = &o->dump,
+         .metavar = "DIR",
+         .help = "with --model: DIR/inputs.bin, outputs.bin, labels.bin (raw tensors per image)"},
         {.name = "model",
          .kind = OPT_STRING,
          .dest = &o->model,
@@ -132,7 +137,7 @@ static int parse_args(int argc, char **argv, eval_opts *o)
 /* Top-1 (and logits) of a .tflite model in the engine over an eval source;
  * with pairs (2 ints per image, or NULL) each image's label and prediction. */
 static bool engine_eval(engine_run *r, eval_source *es, long n, int classes, float *images,
-                        float *labels, float *logits, int *pairs, double *top1)
+                        float *labels, float *logits, int *pairs, double *top1, FILE **dump)
 {
     mengine_view in, out;
     const int R = r->meta.resolution, C = r->meta.channels;
@@ -152,22 +157,53 @@ static bool engine_eval(engine_run *r, eval_source *es, long n, int classes, flo
             break;
         for (int i = 0; i < count && seen < n; i++, seen++) {
             const float *img = images + (size_t)i * C * R * R; /* NCHW -> NHWC */
+            const int q8 = in.type == MENGINE_INT8; /* an int8 model: the input quantized */
             for (int c = 0; c < C; c++)
-                for (int p = 0; p < R * R; p++)
-                    in.data[(size_t)p * C + c] = img[(size_t)c * R * R + p];
+                for (int p = 0; p < R * R; p++) {
+                    const float x = img[(size_t)c * R * R + p];
+                    if (!q8) {
+                        in.data[(size_t)p * C + c] = x;
+                        continue;
+                    }
+                    const float v = x / in.scale;
+                    const long k = (long)(v >= 0 ? v + 0.5f : v - 0.5f) + in.zero_point;
+                    ((int8_t *)in.data)[(size_t)p * C + c] =
+                        (int8_t)(k < -128 ? -128 : k > 127 ? 127 : k);
+                }
+            /* the input as the engine sees it, before its memory is reused */
+            if (dump && fwrite(in.data, q8 ? 1 : 4, in.count, dump[0]) != in.count) {
+                fprintf(stderr, "manta eval: writing the dump failed\n");
+                return false;
+            }
             if (mengine_invoke(&r->engine) != MENGINE_OK) {
                 fprintf(stderr, "manta eval: the engine failed on image %ld\n", seen);
                 return false;
             }
+            float lg[1024];
+            for (int k = 0; k < classes && k < 1024; k++)
+                lg[k] = out.type == MENGINE_INT8
+                            ? out.scale * (float)(((const int8_t *)out.cdata)[k] - out.zero_point)
+                            : out.cdata[k];
             int best = 0;
             for (int k = 1; k < classes; k++)
-                best = out.cdata[k] > out.cdata[best] ? k : best;
+                best = lg[k] > lg[best] ? k : best;
+            if (dump) { /* raw input and model output tensors, and the label */
+                mengine_view o;
+                const int32_t label = (int32_t)labels[i];
+                mengine_output(&r->engine, 0, &o);
+                const size_t eo = o.type == MENGINE_INT8 ? 1 : 4;
+                if (fwrite(o.cdata, eo, o.count, dump[1]) != o.count ||
+                    fwrite(&label, 4, 1, dump[2]) != 1) {
+                    fprintf(stderr, "manta eval: writing the dump failed\n");
+                    return false;
+                }
+            }
             correct += best == (int)labels[i];
             if (pairs) {
                 pairs[2 * seen] = (int)labels[i];
                 pairs[2 * seen + 1] = best;
             }
-            memcpy(logits + (size_t)seen * classes, out.cdata, (size_t)classes * sizeof *logits);
+            memcpy(logits + (size_t)seen * classes, lg, (size_t)classes * sizeof *logits);
         }
     }
     *top1 = seen ? (double)correct / (double)seen : 0;
@@ -245,7 +281,24 @@ static int eval_model(const eval_opts *o)
     rk.scratch = scratch;
     rk.meta.batch = B;
     eval_source es = run_ckpt_eval_source(&rk, test, &aug);
-    if (!engine_eval(&r, &es, n, classes, img, lab, le, pairs, &top_engine))
+    FILE *dump[3] = {NULL, NULL, NULL};
+    if (o->dump) {
+        static const char *const names[3] = {"inputs.bin", "outputs.bin", "labels.bin"};
+        for (int k = 0; k < 3; k++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", o->dump, names[k]);
+            if (!(dump[k] = fopen(path, "wb")))
+                fprintf(stderr, "manta eval: cannot write %s\n", path);
+        }
+    }
+    const bool dump_ok = !o->dump || (dump[0] && dump[1] && dump[2]);
+    const bool eval_ok =
+        dump_ok && engine_eval(&r, &es, n, classes, img, lab, le, pairs, &top_engine,
+                               o->dump ? dump : NULL);
+    for (int k = 0; k < 3; k++)
+        if (dump[k])
+            fclose(dump[k]);
+    if (!eval_ok)
         goto out;
     if (ckpt) {
         ofa_arch a;

@@ -1,0 +1,141 @@
+/**
+ * @file kernels_q8_impl.h
+ * @brief int8 NHWC kernels of the inference engine (CMSIS-NN style names,
+ *        `mengine_kq_op_s8`), with TensorFlow Lite's fixed-point arithmetic so
+ *        that outputs equal its reference kernels'
+ *        (tensorflow/lite/kernels/internal/reference/integer_ops/).
+ *
+ * Quantization: real = scale * (q - zero_point). Weights are symmetric (zero
+ * point 0), per output channel for convolutions; biases int32 at
+ * input_scale * weight_scale. A real multiplier M is applied as a Q31 int32
+ * M0 and a shift (M = M0 * 2^(shift - 31), mengine_kq_quantize_multiplier()),
+ * with gemmlowp's "double rounding" (mengine_kq_mbqm()): what TFLite builds
+ * without TFLITE_SINGLE_ROUNDING do.
+ *
+ * Layouts as the float kernels (kernels_impl.h). Kernels never allocate, are
+ * single-threaded, and take their per-channel multipliers from the caller
+ * (which computes them into the operator's scratch at run time).
+ */
+#ifndef MANTA_ENGINE_KERNELS_Q8_H
+#define MANTA_ENGINE_KERNELS_Q8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/errors.h"
+#include "engine/kernels_impl.h"
+
+/** Parameters of the int8 operators (one struct for all, kept in the node). */
+typedef struct mengine_kq_params {
+    int32_t stride_h, stride_w, pad_h, pad_w; /**< convolutions */
+    int32_t multiplier;                       /**< depthwise: output channels per input channel */
+    int32_t in_zp, in2_zp, out_zp;            /**< zero points of the inputs and the output */
+    int32_t act_min, act_max;                 /**< output clamp (fused activation) */
+    int32_t mult, shift;                      /**< output requantization (FC, MUL, MEAN, ADD) */
+    int32_t mult1, shift1, mult2, shift2;     /**< ADD: the inputs' rescaling */
+    int32_t before[4];                        /**< PAD: padding before (n, h, w, c) */
+    int16_t hs_out_mult, hs_relu_mult;        /**< HARD_SWISH: Q15 multipliers */
+    int32_t hs_out_exp, hs_relu_exp;          /**< HARD_SWISH: their exponents */
+    float in_scale, out_scale, beta;          /**< per-channel requantization; SOFTMAX */
+    uint32_t wscales;                         /**< model position of the per-channel weight scales */
+    uint32_t n_wscales;                       /**< how many (1: per-tensor) */
+    uint32_t bias;                            /**< model position of the int32 bias, 0: none */
+} mengine_kq_params;
+
+/** M = @p m as a Q31 multiplier and a shift (TFLite's QuantizeMultiplier(): frexp, round half
+ *  away from zero; M0 = 2^31 becomes 2^30 with shift + 1; shift < -31 gives 0, 0). */
+void mengine_kq_quantize_multiplier(double m, int32_t *q, int32_t *shift);
+
+/** gemmlowp's SaturatingRoundingDoublingHighMul (int32). */
+static inline int32_t mengine_kq_srdhm(int32_t a, int32_t b)
+{
+    if (a == b && a == INT32_MIN)
+        return INT32_MAX;
+    const int64_t ab = (int64_t)a * (int64_t)b;
+    const int64_t nudge = ab >= 0 ? (1 << 30) : (1 - (1 << 30));
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/** gemmlowp's RoundingDivideByPOT: x / 2^e rounded to nearest, ties away from zero. */
+static inline int32_t mengine_kq_rdpot(int32_t x, int32_t e)
+{
+    const int32_t mask = (int32_t)(((int64_t)1 << e) - 1);
+    const int32_t remainder = x & mask;
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> e) + (remainder > threshold ? 1 : 0);
+}
+
+/** TFLite's MultiplyByQuantizedMultiplier (double rounding). */
+static inline int32_t mengine_kq_mbqm(int32_t x, int32_t q, int32_t shift)
+{
+    const int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+    return mengine_kq_rdpot(mengine_kq_srdhm((int32_t)((uint32_t)x << left), q), right);
+}
+
+/** Output clamp of a fused activation on a tensor of @p scale and @p zp (TFLite's
+ *  CalculateActivationRangeQuantized for int8). */
+void mengine_kq_act_range(mengine_k_act act, float scale, int32_t zp, int32_t *lo, int32_t *hi);
+
+/** Per-channel multipliers of a convolution: M_c = in_scale * w_scale[c] / out_scale (in
+ *  double, as TFLite's PopulateConvolutionQuantizationParams), the @p n scales read as
+ *  little-endian floats at @p wscales (one scale: all channels). */
+void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint32_t n_scales,
+                                    float out_scale, int32_t channels, int32_t *mult,
+                                    int32_t *shift);
+
+/** Scratch bytes of the per-channel convolutions: two int32 per output channel. */
+size_t mengine_kq_conv_get_buffer_size(int32_t channels);
+
+/** CONV_2D, int8 (TFLite reference integer_ops::ConvPerChannel). */
+mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
+                                    const int32_t *shift, const mengine_k_dims *in, const int8_t *x,
+                                    const mengine_k_dims *f, const int8_t *w, const int32_t *bias,
+                                    const mengine_k_dims *out, int8_t *y);
+
+/** DEPTHWISE_CONV_2D, int8 (integer_ops::DepthwiseConvPerChannel). */
+mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
+                                            const int32_t *shift, const mengine_k_dims *in,
+                                            const int8_t *x, const mengine_k_dims *f,
+                                            const int8_t *w, const int32_t *bias,
+                                            const mengine_k_dims *out, int8_t *y);
+
+/** FULLY_CONNECTED, int8, per-tensor weights (integer_ops::FullyConnected): @p rows input rows
+ *  of @p depth, @p units outputs each; p->mult, p->shift. */
+mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, int32_t rows,
+                                             int32_t depth, int32_t units, const int8_t *x,
+                                             const int8_t *w, const int32_t *bias, int8_t *y);
+
+/** ADD, int8, with right-aligned broadcasting (integer_ops::Add / BroadcastAdd4DSlow; in place). */
+mengine_status mengine_kq_add_s8(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                 const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                 const mengine_k_dims *od, int8_t *y);
+
+/** MUL, int8, with broadcasting (integer_ops::Mul / BroadcastMul4DSlow; in place). */
+mengine_status mengine_kq_mul_s8(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                 const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                 const mengine_k_dims *od, int8_t *y);
+
+/** PAD, int8: the padding is @p value (the zero point). */
+mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, const int32_t *before,
+                                 const mengine_k_dims *out, int8_t *y, int8_t value);
+
+/** MEAN over H and W, int8, as TFLite's reference QuantizedMeanOrSum (the count folded into
+ *  the multiplier): p->in_zp, p->out_zp, p->mult, p->shift (of in_scale / out_scale). */
+mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k_dims *in,
+                                     const int8_t *x, int8_t *y);
+
+/** HARD_SWISH, int8 (reference_ops::HardSwish with TFLite's HardSwishParams; in place). */
+mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                        size_t n);
+
+/** HARD_SWISH's parameters from the input and output quantization (TFLite's
+ *  HardSwishPrepare); 0 when the output multiplier's exponent is positive (refused). */
+int mengine_kq_hard_swish_params(float in_scale, float out_scale, mengine_kq_params *p);
+
+/** SOFTMAX, int8 in, int8 out at scale 1/256 and zero point -128: the probabilities
+ *  computed in float from the dequantized input, rounded to nearest (within 1 LSB of
+ *  TFLite's fixed-point kernels). */
+mengine_status mengine_kq_softmax_s8(const mengine_kq_params *p, size_t rows, size_t cols,
+                                     const int8_t *x, int8_t *y);
+
+#endif
