@@ -382,9 +382,8 @@ static mengine_status q_mean_prepare(const mop_ctx *c, mnode *node)
         st = q_out(c, &out);
     if (st != MENGINE_OK)
         return st;
-    if (node->p.misc.axis != 0 || out.rank != 4)
-        return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED,
-                               "int8 MEAN: only over axes {1, 2} with keep_dims");
+    if (node->p.misc.axis != 0)
+        return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED, "int8 MEAN: only over axes {1, 2}");
     mengine_kq_params q;
     memset(&q, 0, sizeof q);
     q.in_zp = in.zero_point;

@@ -14,6 +14,9 @@
 
 #include "common/testutil_host.h"
 #include "common/tflbuild.h"
+#include "common/xgrand.h"
+#include "export/quant.h"
+#include "export/tflite.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
@@ -163,11 +166,63 @@ static void test_engine_runs_without_allocator(void **state)
     tb_release(&m);
 }
 
+/* An int8 model (every int8 operator of the classification export) runs without it too. */
+static void test_int8_runs_without_allocator(void **state)
+{
+    (void)state;
+    manta_rng rng;
+    manta_rng_seed(&rng, 77, 1);
+    xgraph g;
+    manta_err err;
+    const xgr_opts o = {11, 3, 5, 6};
+    assert_int_equal(xgr_random(&g, &rng, &o, &err), MANTA_OK);
+    const size_t nin = (size_t)11 * 11 * 3;
+    float imgs[4 * 11 * 11 * 3];
+    for (size_t i = 0; i < 4 * nin; i++)
+        imgs[i] = manta_rng_uniform(&rng) - 0.5f;
+    assert_int_equal(xgraph_calibrate(&g, imgs, 4, XG_CALIB_MINMAX, 0, &err), MANTA_OK);
+    uint8_t *file;
+    size_t size;
+    assert_int_equal(tflite_write(&g, &file, &size, NULL, &err), MANTA_OK);
+    static _Alignas(16) uint8_t work[1 << 16], arena[1 << 18];
+    mengine_model mm;
+    mengine e;
+    mengine_view in, out;
+    size_t need = 0;
+    char msg[256];
+    mengine_status st[7];
+    calls = 0;
+    guarded = 1;
+    st[0] = mengine_model_load(&mm, file, size, NULL, msg, sizeof msg);
+    st[1] = mengine_arena_size(&mm, work, sizeof work, &need, msg, sizeof msg);
+    st[2] = mengine_init(&e, &mm, arena, need);
+    st[3] = mengine_prepare(&e, msg, sizeof msg);
+    st[4] = mengine_input(&e, 0, &in);
+    if (st[4] == MENGINE_OK)
+        memset(in.data, 3, in.count);
+    st[5] = mengine_invoke(&e);
+    st[6] = mengine_output(&e, 0, &out);
+    guarded = 0;
+    assert_int_equal(calls, 0);
+    for (int i = 0; i < 7; i++)
+        if (st[i] != MENGINE_OK)
+            fail_msg("step %d: %s (%s)", i, mengine_status_str(st[i]), msg);
+    assert_int_equal(in.type, MENGINE_INT8);
+    assert_int_equal(out.type, MENGINE_INT8);
+    int sum = 0;
+    for (size_t i = 0; i < out.count; i++)
+        sum += ((const int8_t *)out.cdata)[i] + 128;
+    assert_true(sum >= 256 - (int)out.count && sum <= 256 + (int)out.count); /* probabilities */
+    free(file);
+    xgraph_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_wrap_is_active),
         cmocka_unit_test(test_engine_runs_without_allocator),
+        cmocka_unit_test(test_int8_runs_without_allocator),
     };
     return cmocka_run_group_tests_name("engine without allocator", tests, NULL, NULL);
 }

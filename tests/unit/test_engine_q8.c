@@ -1,0 +1,279 @@
+/* The int8 kernels (runtime/engine/kernels_q8.c) one at a time against plain-C references
+ * written from their definitions in real numbers (double precision): each output within
+ * 1 LSB of round(real result / output scale) + zero point, and the fixed-point helpers
+ * exactly on values whose answers are known. Bit-exactness with TFLite itself is checked
+ * against LiteRT (tools/bench/litert_int8_compare.py, tests/integration/int8_litert.sh). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/testutil_host.h"
+#include "engine/kernels_q8_impl.h"
+
+static uint32_t rs = 12345;
+static int32_t rnd(int32_t lo, int32_t hi)
+{
+    rs = rs * 1664525u + 1013904223u;
+    return lo + (int32_t)((rs >> 8) % (uint32_t)(hi - lo + 1));
+}
+
+static int32_t qround(double v, int32_t zp)
+{
+    const double r = v >= 0 ? floor(v + 0.5) : -floor(-v + 0.5);
+    const double q = r + zp;
+    return (int32_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+}
+
+static void near(int32_t got, int32_t want, const char *what, size_t i)
+{
+    if (abs(got - want) > 1)
+        fail_msg("%s[%zu]: %d, reference %d", what, i, got, want);
+}
+
+static void test_quantize_multiplier(void **state)
+{
+    (void)state;
+    int32_t q, s;
+    mengine_kq_quantize_multiplier(0.5, &q, &s);
+    assert_int_equal(q, 1 << 30), assert_int_equal(s, 0);
+    mengine_kq_quantize_multiplier(1.0, &q, &s);
+    assert_int_equal(q, 1 << 30), assert_int_equal(s, 1);
+    mengine_kq_quantize_multiplier(0.25, &q, &s);
+    assert_int_equal(q, 1 << 30), assert_int_equal(s, -1);
+    mengine_kq_quantize_multiplier(0.75, &q, &s);
+    assert_int_equal(q, 3 << 29), assert_int_equal(s, 0);
+    mengine_kq_quantize_multiplier(0.0, &q, &s);
+    assert_int_equal(q, 0), assert_int_equal(s, 0);
+    mengine_kq_quantize_multiplier(1e-20, &q, &s); /* below 2^-31: zero */
+    assert_int_equal(q, 0), assert_int_equal(s, 0);
+    /* gemmlowp's rounding of x * 0.5: 1.5 -> 2 but -1.5 -> -1 (its negative nudge is
+     * 1 - 2^30, so a negative tie goes toward zero); x * 0.75 */
+    assert_int_equal(mengine_kq_mbqm(3, 1 << 30, 0), 2);
+    assert_int_equal(mengine_kq_mbqm(-3, 1 << 30, 0), -1);
+    assert_int_equal(mengine_kq_mbqm(-5, 1 << 30, 0), -2);
+    assert_int_equal(mengine_kq_mbqm(100, 3 << 29, 0), 75);
+    assert_int_equal(mengine_kq_mbqm(100, 1 << 30, 2), 200);
+    for (int i = 0; i < 2000; i++) { /* against double within 1 */
+        const double m = ldexp(0.5 + rnd(0, 1 << 20) / (double)(1 << 21), rnd(-20, 4));
+        const int32_t x = rnd(-1000000, 1000000);
+        mengine_kq_quantize_multiplier(m, &q, &s);
+        near(mengine_kq_mbqm(x, q, s), (int32_t)lround(x * m), "mbqm", (size_t)i);
+    }
+}
+
+static void test_act_range(void **state)
+{
+    (void)state;
+    int32_t lo, hi;
+    mengine_kq_act_range(MK_ACT_NONE, 0.1f, 5, &lo, &hi);
+    assert_int_equal(lo, -128), assert_int_equal(hi, 127);
+    mengine_kq_act_range(MK_ACT_RELU, 0.1f, 5, &lo, &hi);
+    assert_int_equal(lo, 5), assert_int_equal(hi, 127);
+    mengine_kq_act_range(MK_ACT_RELU6, 0.1f, -100, &lo, &hi);
+    assert_int_equal(lo, -100), assert_int_equal(hi, -40);
+}
+
+/* CONV_2D and DEPTHWISE_CONV_2D: random small shapes, per-channel scales, SAME-like padding. */
+static void conv_case(int dw)
+{
+    const int N = 1, H = rnd(3, 7), W = rnd(3, 7), CI = rnd(1, 5), K = rnd(1, 3) * 2 - 1;
+    const int M = dw ? rnd(1, 2) : 1, CO = dw ? CI * M : rnd(1, 6), S = rnd(1, 2);
+    const int OH = (H + S - 1) / S, OW = (W + S - 1) / S;
+    mengine_kq_params p;
+    memset(&p, 0, sizeof p);
+    p.stride_h = p.stride_w = S;
+    p.pad_h = ((OH - 1) * S + K - H) > 0 ? ((OH - 1) * S + K - H) / 2 : 0;
+    p.pad_w = ((OW - 1) * S + K - W) > 0 ? ((OW - 1) * S + K - W) / 2 : 0;
+    p.multiplier = M;
+    p.in_zp = rnd(-20, 20);
+    p.out_zp = rnd(-20, 20);
+    p.act_min = -128, p.act_max = 127;
+    const float in_s = 0.05f, out_s = 0.2f;
+    const size_t nx = (size_t)N * H * W * CI, nw = dw ? (size_t)K * K * CO : (size_t)CO * K * K * CI;
+    int8_t *x = malloc(nx), *w = malloc(nw), *y = malloc((size_t)OH * OW * CO);
+    int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4), *sh = malloc((size_t)CO * 4);
+    float *ws = malloc((size_t)CO * 4);
+    assert_true(x && w && y && b && mult && sh && ws);
+    for (size_t i = 0; i < nx; i++)
+        x[i] = (int8_t)rnd(-128, 127);
+    for (size_t i = 0; i < nw; i++)
+        w[i] = (int8_t)rnd(-127, 127);
+    for (int c = 0; c < CO; c++) {
+        ws[c] = 0.001f * (float)rnd(1, 20);
+        b[c] = rnd(-3000, 3000);
+    }
+    mengine_kq_channel_multipliers(in_s, (const uint8_t *)ws, (uint32_t)CO, out_s, CO, mult, sh);
+    const mengine_k_dims id = {N, H, W, CI}, fd = {dw ? 1 : CO, K, K, dw ? CO : CI},
+                         od = {N, OH, OW, CO};
+    assert_int_equal(dw ? mengine_kq_depthwise_conv_s8(&p, mult, sh, &id, x, &fd, w, b, &od, y)
+                        : mengine_kq_conv2d_s8(&p, mult, sh, &id, x, &fd, w, b, &od, y),
+                     MENGINE_OK);
+    for (int oy = 0; oy < OH; oy++)
+        for (int ox = 0; ox < OW; ox++)
+            for (int oc = 0; oc < CO; oc++) {
+                double acc = b[oc] * (double)in_s * ws[oc]; /* real numbers */
+                for (int ky = 0; ky < K; ky++)
+                    for (int kx = 0; kx < K; kx++) {
+                        const int iy = oy * S - p.pad_h + ky, ix = ox * S - p.pad_w + kx;
+                        if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                            continue; /* padding: real 0 */
+                        for (int ic = dw ? oc / M : 0; ic < (dw ? oc / M + 1 : CI); ic++) {
+                            const double xv = in_s * (x[(iy * W + ix) * CI + ic] - p.in_zp);
+                            const int wv = dw ? w[(ky * K + kx) * CO + oc]
+                                              : w[((oc * K + ky) * K + kx) * CI + ic];
+                            acc += xv * ws[oc] * wv;
+                        }
+                    }
+                const size_t i = ((size_t)oy * OW + ox) * CO + oc;
+                near(y[i], qround(acc / out_s, p.out_zp), dw ? "depthwise" : "conv", i);
+            }
+    free(x), free(w), free(y), free(b), free(mult), free(sh), free(ws);
+}
+
+static void test_conv(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 40; i++)
+        conv_case(0);
+}
+
+static void test_depthwise(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 40; i++)
+        conv_case(1);
+}
+
+static void test_fully_connected(void **state)
+{
+    (void)state;
+    const int R = 2, D = 37, U = 9;
+    int8_t x[R * D], w[U * D], y[R * U];
+    int32_t b[U];
+    const float in_s = 0.03f, w_s = 0.01f, out_s = 0.1f;
+    mengine_kq_params p;
+    memset(&p, 0, sizeof p);
+    p.in_zp = 7, p.out_zp = -3, p.act_min = -128, p.act_max = 127;
+    mengine_kq_quantize_multiplier((double)(in_s * w_s) / out_s, &p.mult, &p.shift);
+    for (int i = 0; i < R * D; i++)
+        x[i] = (int8_t)rnd(-128, 127);
+    for (int i = 0; i < U * D; i++)
+        w[i] = (int8_t)rnd(-127, 127);
+    for (int u = 0; u < U; u++)
+        b[u] = rnd(-2000, 2000);
+    assert_int_equal(mengine_kq_fully_connected_s8(&p, R, D, U, x, w, b, y), MENGINE_OK);
+    for (int r = 0; r < R; r++)
+        for (int u = 0; u < U; u++) {
+            double acc = b[u] * (double)in_s * w_s;
+            for (int d = 0; d < D; d++)
+                acc += in_s * (x[r * D + d] - p.in_zp) * (double)w_s * w[u * D + d];
+            near(y[r * U + u], qround(acc / out_s, p.out_zp), "fc", (size_t)(r * U + u));
+        }
+}
+
+static void test_add_mul_broadcast(void **state)
+{
+    (void)state;
+    enum { H = 3, W = 4, C = 5 };
+    int8_t a[H * W * C], b[C], y[H * W * C];
+    const float sa = 0.05f, sb = 0.02f, so = 0.07f;
+    for (int i = 0; i < H * W * C; i++)
+        a[i] = (int8_t)rnd(-128, 127);
+    for (int i = 0; i < C; i++)
+        b[i] = (int8_t)rnd(-128, 127);
+    const mengine_k_dims ad = {1, H, W, C}, bd = {1, 1, 1, C}, od = {1, H, W, C};
+    for (int mul = 0; mul < 2; mul++) {
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = 3, p.in2_zp = -9, p.out_zp = 4, p.act_min = -128, p.act_max = 127;
+        const double tm = 2.0 * (sa > sb ? sa : sb);
+        if (mul) {
+            mengine_kq_quantize_multiplier((double)sa * sb / so, &p.mult, &p.shift);
+        } else {
+            mengine_kq_quantize_multiplier(sa / tm, &p.mult1, &p.shift1);
+            mengine_kq_quantize_multiplier(sb / tm, &p.mult2, &p.shift2);
+            mengine_kq_quantize_multiplier(tm / ((1 << 20) * (double)so), &p.mult, &p.shift);
+        }
+        assert_int_equal(mul ? mengine_kq_mul_s8(&p, &ad, a, &bd, b, &od, y)
+                             : mengine_kq_add_s8(&p, &ad, a, &bd, b, &od, y),
+                         MENGINE_OK);
+        for (int i = 0; i < H * W * C; i++) {
+            const double ra = sa * (a[i] - p.in_zp), rb = sb * (b[i % C] - p.in2_zp);
+            near(y[i], qround((mul ? ra * rb : ra + rb) / so, p.out_zp), mul ? "mul" : "add",
+                 (size_t)i);
+        }
+    }
+}
+
+static void test_mean_pad(void **state)
+{
+    (void)state;
+    enum { H = 5, W = 7, C = 3 };
+    int8_t x[H * W * C], y[C], z[(H + 2) * (W + 1) * C];
+    for (int i = 0; i < H * W * C; i++)
+        x[i] = (int8_t)rnd(-128, 127);
+    mengine_kq_params p;
+    memset(&p, 0, sizeof p);
+    p.in_zp = -5, p.out_zp = 11;
+    const float si = 0.04f, so = 0.01f;
+    mengine_kq_quantize_multiplier((double)si / so, &p.mult, &p.shift);
+    const mengine_k_dims id = {1, H, W, C};
+    assert_int_equal(mengine_kq_mean_hw_s8(&p, &id, x, y), MENGINE_OK);
+    for (int c = 0; c < C; c++) {
+        double s = 0;
+        for (int i = 0; i < H * W; i++)
+            s += si * (x[i * C + c] - p.in_zp);
+        near(y[c], qround(s / (H * W) / so, p.out_zp), "mean", (size_t)c);
+    }
+    const int32_t before[4] = {0, 1, 0, 0};
+    const mengine_k_dims od = {1, H + 2, W + 1, C};
+    assert_int_equal(mengine_kq_pad_s8(&id, x, before, &od, z, -5), MENGINE_OK);
+    for (int h = 0; h < H + 2; h++)
+        for (int w = 0; w < W + 1; w++)
+            for (int c = 0; c < C; c++) {
+                const int in = h >= 1 && h <= H && w < W;
+                assert_int_equal(z[(h * (W + 1) + w) * C + c],
+                                 in ? x[((h - 1) * W + w) * C + c] : -5);
+            }
+}
+
+static void test_hard_swish_softmax(void **state)
+{
+    (void)state;
+    int8_t x[256], y[256];
+    for (int i = 0; i < 256; i++)
+        x[i] = (int8_t)(i - 128);
+    mengine_kq_params p;
+    memset(&p, 0, sizeof p);
+    p.in_zp = -20, p.out_zp = -90;
+    const float si = 0.06f, so = 0.05f;
+    assert_true(mengine_kq_hard_swish_params(si, so, &p));
+    assert_int_equal(mengine_kq_hard_swish_s8(&p, x, y, 256), MENGINE_OK);
+    for (int i = 0; i < 256; i++) {
+        const double v = si * (x[i] - p.in_zp), r = v * fmin(fmax(v + 3, 0), 6) / 6;
+        near(y[i], qround(r / so, p.out_zp), "hard_swish", (size_t)i);
+    }
+    assert_false(mengine_kq_hard_swish_params(1.0f, 1.0f / 1024, &p)); /* TFLite refuses it */
+    memset(&p, 0, sizeof p);
+    p.in_scale = 0.1f, p.beta = 1.0f;
+    assert_int_equal(mengine_kq_softmax_s8(&p, 2, 10, x + 100, y), MENGINE_OK);
+    for (int r = 0; r < 2; r++) {
+        double s = 0;
+        for (int j = 0; j < 10; j++)
+            s += exp(0.1 * x[100 + r * 10 + j]);
+        for (int j = 0; j < 10; j++)
+            near(y[r * 10 + j], qround(exp(0.1 * x[100 + r * 10 + j]) / s * 256, -128), "softmax",
+                 (size_t)j);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quantize_multiplier), cmocka_unit_test(test_act_range),
+        cmocka_unit_test(test_conv),                cmocka_unit_test(test_depthwise),
+        cmocka_unit_test(test_fully_connected),     cmocka_unit_test(test_add_mul_broadcast),
+        cmocka_unit_test(test_mean_pad),            cmocka_unit_test(test_hard_swish_softmax),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
