@@ -205,7 +205,7 @@ mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, int32_t
                 acc += (int32_t)wu[d] * ((int32_t)xr[d] + in_off);
             if (bias)
                 acc += bias[u];
-            acc = mengine_kq_mbqm(acc, p->mult, p->shift) + p->out_zp;
+            acc = mengine_kq_mbqm_single(acc, p->mult, p->shift) + p->out_zp;
             y[(size_t)r * units + u] = clamp8(acc, p->act_min, p->act_max);
         }
     return MENGINE_OK;

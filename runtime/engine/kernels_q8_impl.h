@@ -9,8 +9,9 @@
  * point 0), per output channel for convolutions; biases int32 at
  * input_scale * weight_scale. A real multiplier M is applied as a Q31 int32
  * M0 and a shift (M = M0 * 2^(shift - 31), mengine_kq_quantize_multiplier()),
- * with gemmlowp's "double rounding" (mengine_kq_mbqm()): what TFLite builds
- * without TFLITE_SINGLE_ROUNDING do.
+ * with gemmlowp's double rounding as TFLite's reference kernels (mengine_kq_mbqm()),
+ * FULLY_CONNECTED rounding once as ruy, which TFLite runs it with
+ * (mengine_kq_mbqm_single()).
  *
  * Layouts as the float kernels (kernels_impl.h). Kernels never allocate, are
  * single-threaded, and take their per-channel multipliers from the caller
@@ -65,11 +66,23 @@ static inline int32_t mengine_kq_rdpot(int32_t x, int32_t e)
     return (x >> e) + (remainder > threshold ? 1 : 0);
 }
 
-/** TFLite's MultiplyByQuantizedMultiplier (double rounding). */
+/** TFLite's MultiplyByQuantizedMultiplier, x * q * 2^(shift - 31), with gemmlowp's double
+ *  rounding (RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x << left, q), right)):
+ *  TFLite's reference kernels (CONV_2D, DEPTHWISE_CONV_2D, ADD, MUL, MEAN). */
 static inline int32_t mengine_kq_mbqm(int32_t x, int32_t q, int32_t shift)
 {
     const int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
     return mengine_kq_rdpot(mengine_kq_srdhm((int32_t)((uint32_t)x << left), q), right);
+}
+
+/** The same product rounded once, half up: (x * q + 2^(30 - shift)) >> (31 - shift), @p shift
+ *  in [-31, 30]: ruy's requantization, which TFLite's FULLY_CONNECTED runs (measured against
+ *  ai-edge-litert 2.3's reference resolver: double rounding differs there on near-ties). */
+static inline int32_t mengine_kq_mbqm_single(int32_t x, int32_t q, int32_t shift)
+{
+    const int32_t total = 31 - shift;
+    const int64_t r = ((int64_t)x * q + ((int64_t)1 << (total - 1))) >> total;
+    return (int32_t)(r < INT32_MIN ? INT32_MIN : r > INT32_MAX ? INT32_MAX : r);
 }
 
 /** Output clamp of a fused activation on a tensor of @p scale and @p zp (TFLite's
@@ -99,8 +112,8 @@ mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const in
                                             const int8_t *w, const int32_t *bias,
                                             const mengine_k_dims *out, int8_t *y);
 
-/** FULLY_CONNECTED, int8, per-tensor weights (integer_ops::FullyConnected): @p rows input rows
- *  of @p depth, @p units outputs each; p->mult, p->shift. */
+/** FULLY_CONNECTED, int8, per-tensor weights: @p rows input rows of @p depth, @p units outputs
+ *  each; p->mult, p->shift, applied with one rounding (mengine_kq_mbqm_single()). */
 mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, int32_t rows,
                                              int32_t depth, int32_t units, const int8_t *x,
                                              const int8_t *w, const int32_t *bias, int8_t *y);

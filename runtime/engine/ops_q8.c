@@ -239,8 +239,8 @@ static mengine_status q_fc_prepare(const mop_ctx *c, mnode *node)
         return st;
     q.in_zp = in.zero_point;
     q.out_zp = out.zero_point;
-    /* TFLite's GetQuantizedConvolutionMultipler: the product in float, then double */
-    const double real = (double)(in.scale * w.scale) / (double)out.scale;
+    /* TFLite's GetQuantizedConvolutionMultipler: in double */
+    const double real = (double)in.scale * (double)w.scale / (double)out.scale;
     mengine_kq_quantize_multiplier(real, &q.mult, &q.shift);
     mengine_kq_act_range(act, out.scale, out.zero_point, &q.act_min, &q.act_max);
     node->p.q8 = q;
