@@ -98,7 +98,7 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
 
 size_t mengine_kq_conv_get_buffer_size(int32_t channels)
 {
-    return (size_t)(channels > 0 ? channels : 1) * 2 * sizeof(int32_t);
+    return (size_t)(channels > 0 ? channels : 1) * 3 * sizeof(int32_t);
 }
 
 static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
@@ -109,14 +109,40 @@ static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
 /* ---- convolutions ---- */
 
 mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
-                                    const int32_t *shift, const mengine_k_dims *in, const int8_t *x,
+                                    const int32_t *shift, int32_t *work, const mengine_k_dims *in, const int8_t *x,
                                     const mengine_k_dims *f, const int8_t *w, const int32_t *bias,
                                     const mengine_k_dims *out, int8_t *y)
 {
-    if (!p || !mult || !shift || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1)
+    if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1)
         return MENGINE_ERR_ARG;
     const int32_t cin = in->c, kh = f->h, kw = f->w, cout = out->c;
     const int32_t in_off = -p->in_zp;
+    if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_h == 0 &&
+        p->pad_w == 0 && out->h == in->h && out->w == in->w) {
+        /* 1x1: sum w * (x - zp) = sum w * x - zp * sum w, the weight sums once per call
+         * (the third int32 per channel of the scratch), the inner loop a plain int8 dot */
+        int32_t *wsum = work;
+        for (int32_t oc = 0; oc < cout; oc++) {
+            int32_t t = 0;
+            for (int32_t ic = 0; ic < cin; ic++)
+                t += w[(size_t)oc * cin + ic];
+            wsum[oc] = (bias ? bias[oc] : 0) + in_off * t;
+        }
+        const size_t pixels = (size_t)out->n * out->h * out->w;
+        for (size_t px = 0; px < pixels; px++) {
+            const int8_t *xi = x + px * cin;
+            int8_t *yo = y + px * cout;
+            for (int32_t oc = 0; oc < cout; oc++) {
+                const int8_t *wi = w + (size_t)oc * cin;
+                int32_t acc = 0;
+                for (int32_t ic = 0; ic < cin; ic++)
+                    acc += (int32_t)wi[ic] * (int32_t)xi[ic];
+                acc = mengine_kq_mbqm(acc + wsum[oc], mult[oc], shift[oc]) + p->out_zp;
+                yo[oc] = clamp8(acc, p->act_min, p->act_max);
+            }
+        }
+        return MENGINE_OK;
+    }
     for (int32_t n = 0; n < out->n; n++)
         for (int32_t oy = 0; oy < out->h; oy++)
             for (int32_t ox = 0; ox < out->w; ox++) {
@@ -148,16 +174,46 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
 }
 
 mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
-                                            const int32_t *shift, const mengine_k_dims *in,
+                                            const int32_t *shift, int32_t *work, const mengine_k_dims *in,
                                             const int8_t *x, const mengine_k_dims *f,
                                             const int8_t *w, const int32_t *bias,
                                             const mengine_k_dims *out, int8_t *y)
 {
-    if (!p || !mult || !shift || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1 ||
+    if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1 ||
         p->multiplier < 1)
         return MENGINE_ERR_ARG;
     const int32_t cin = in->c, kh = f->h, kw = f->w, cout = out->c, dm = p->multiplier;
     const int32_t in_off = -p->in_zp;
+    if (dm == 1) { /* channels innermost: int32 sums of one output pixel in the scratch */
+        int32_t *acc = work;
+        for (int32_t n = 0; n < out->n; n++)
+            for (int32_t oy = 0; oy < out->h; oy++)
+                for (int32_t ox = 0; ox < out->w; ox++) {
+                    const int32_t y0 = oy * p->stride_h - p->pad_h;
+                    const int32_t x0 = ox * p->stride_w - p->pad_w;
+                    for (int32_t c = 0; c < cout; c++)
+                        acc[c] = bias ? bias[c] : 0;
+                    for (int32_t ky = 0; ky < kh; ky++) {
+                        const int32_t iy = y0 + ky;
+                        if (iy < 0 || iy >= in->h)
+                            continue;
+                        for (int32_t kx = 0; kx < kw; kx++) {
+                            const int32_t ix = x0 + kx;
+                            if (ix < 0 || ix >= in->w)
+                                continue;
+                            const int8_t *xi = x + (((size_t)n * in->h + iy) * in->w + ix) * cin;
+                            const int8_t *wi = w + ((size_t)ky * kw + kx) * cout;
+                            for (int32_t c = 0; c < cout; c++)
+                                acc[c] += (int32_t)wi[c] * ((int32_t)xi[c] + in_off);
+                        }
+                    }
+                    int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * cout;
+                    for (int32_t c = 0; c < cout; c++)
+                        yo[c] = clamp8(mengine_kq_mbqm(acc[c], mult[c], shift[c]) + p->out_zp,
+                                       p->act_min, p->act_max);
+                }
+        return MENGINE_OK;
+    }
     for (int32_t n = 0; n < out->n; n++)
         for (int32_t oy = 0; oy < out->h; oy++)
             for (int32_t ox = 0; ox < out->w; ox++) {

@@ -96,18 +96,23 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
                                     float out_scale, int32_t channels, int32_t *mult,
                                     int32_t *shift);
 
-/** Scratch bytes of the per-channel convolutions: two int32 per output channel. */
+/** Scratch bytes of the int8 convolutions: three int32 per output channel (the multipliers,
+ *  the shifts, and @p work of the kernels below). */
 size_t mengine_kq_conv_get_buffer_size(int32_t channels);
 
-/** CONV_2D, int8 (TFLite reference integer_ops::ConvPerChannel). */
+/** CONV_2D, int8 (TFLite reference integer_ops::ConvPerChannel); @p work: one int32 per output
+ *  channel (1x1: the weight sums that fold the input zero point). */
 mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
-                                    const int32_t *shift, const mengine_k_dims *in, const int8_t *x,
+                                    const int32_t *shift, int32_t *work, const mengine_k_dims *in,
+                                    const int8_t *x,
                                     const mengine_k_dims *f, const int8_t *w, const int32_t *bias,
                                     const mengine_k_dims *out, int8_t *y);
 
-/** DEPTHWISE_CONV_2D, int8 (integer_ops::DepthwiseConvPerChannel). */
+/** DEPTHWISE_CONV_2D, int8 (integer_ops::DepthwiseConvPerChannel); @p work: one int32 per
+ *  output channel (a pixel's sums, channels innermost). */
 mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
-                                            const int32_t *shift, const mengine_k_dims *in,
+                                            const int32_t *shift, int32_t *work,
+                                            const mengine_k_dims *in,
                                             const int8_t *x, const mengine_k_dims *f,
                                             const int8_t *w, const int32_t *bias,
                                             const mengine_k_dims *out, int8_t *y);

@@ -3,7 +3,7 @@
  * INT32 biases: ops.c's need_float()), then checks the quantization of every
  * tensor against TensorFlow Lite's spec and computes the fixed-point
  * parameters into node->p.q8. Per-channel multipliers are computed at run
- * time into the operator's scratch (two int32 per channel), so nothing
+ * time into the operator's scratch (three int32 per channel with the kernel's), so nothing
  * outlives prepare but the node. Kernels: kernels_q8.c. */
 #include <string.h>
 
@@ -177,7 +177,7 @@ static mengine_status q_dw_prepare(const mop_ctx *c, mnode *node)
     return st == MENGINE_OK ? q_conv_common(c, node, 1) : st;
 }
 
-/* Per-channel multipliers into the scratch: [mult (C) | shift (C)]. */
+/* Per-channel multipliers into the scratch: [mult (C) | shift (C) | kernel work (C)]. */
 static void q_multipliers(const mengine *e, const mnode *n, int32_t channels)
 {
     const mengine_kq_params *q = &n->p.q8;
@@ -190,21 +190,21 @@ static mengine_status q_conv_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = in_rec(e, n, 0), *f = in_rec(e, n, 1), *out = &e->tensors[n->output];
     const mengine_k_dims id = dims4q(in), fd = dims4q(f), od = dims4q(out);
-    const int32_t *mult = (const int32_t *)(const void *)n->scratch;
+    int32_t *mult = (int32_t *)(void *)n->scratch;
     q_multipliers(e, n, od.c);
-    return mengine_kq_conv2d_s8(&n->p.q8, mult, mult + od.c, &id, I8(in->cdata), &fd,
-                                I8(f->cdata), bias_data(e, &n->p.q8), &od, O8(out->data));
+    return mengine_kq_conv2d_s8(&n->p.q8, mult, mult + od.c, mult + 2 * od.c, &id, I8(in->cdata),
+                                &fd, I8(f->cdata), bias_data(e, &n->p.q8), &od, O8(out->data));
 }
 
 static mengine_status q_dw_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = in_rec(e, n, 0), *f = in_rec(e, n, 1), *out = &e->tensors[n->output];
     const mengine_k_dims id = dims4q(in), fd = dims4q(f), od = dims4q(out);
-    const int32_t *mult = (const int32_t *)(const void *)n->scratch;
+    int32_t *mult = (int32_t *)(void *)n->scratch;
     q_multipliers(e, n, od.c);
-    return mengine_kq_depthwise_conv_s8(&n->p.q8, mult, mult + od.c, &id, I8(in->cdata), &fd,
-                                        I8(f->cdata), bias_data(e, &n->p.q8), &od,
-                                        O8(out->data));
+    return mengine_kq_depthwise_conv_s8(&n->p.q8, mult, mult + od.c, mult + 2 * od.c, &id,
+                                        I8(in->cdata), &fd, I8(f->cdata), bias_data(e, &n->p.q8),
+                                        &od, O8(out->data));
 }
 
 /* ---- FULLY_CONNECTED (per-tensor weights) ---- */

@@ -14,6 +14,7 @@
 #include "common/fuzz_body.h"
 #include "common/testutil_host.h"
 #include "common/xgrand.h"
+#include "export/quant.h"
 #include "export/tflite.h"
 
 #define FUZZ_DIR "tests/data/fuzz"
@@ -82,6 +83,29 @@ static void test_exported_models_and_prefixes(void **state)
         char msg[256];
         const xgr_opts o = {5 + i, 0, 3, 3};
         assert_int_equal(xgr_random(&g, &rng, &o, &err), MANTA_OK);
+        assert_int_equal(tflite_write(&g, &model, &size, NULL, &err), MANTA_OK);
+        assert_int_equal(fuzz_engine_one(model, size, msg, sizeof msg), FUZZ_RAN);
+        for (size_t n = 0; n < size; n += 1 + n / 16) {
+            const fuzz_outcome out = fuzz_engine_one(model, n, msg, sizeof msg);
+            assert_int_equal(out, FUZZ_REJECTED);
+            assert_true(msg[0] != '\0');
+        }
+        free(model);
+        xgraph_free(&g);
+    }
+    /* int8: the quantization checks and the int8 kernels (every prefix refused) */
+    for (int i = 0; i < 2; i++) {
+        xgraph g;
+        manta_err err;
+        uint8_t *model;
+        size_t size;
+        char msg[256];
+        float imgs[3 * 6 * 6 * 3];
+        const xgr_opts o = {5 + i, 0, 3, 3};
+        assert_int_equal(xgr_random(&g, &rng, &o, &err), MANTA_OK);
+        for (size_t k = 0; k < sizeof imgs / sizeof imgs[0]; k++)
+            imgs[k] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
+        assert_int_equal(xgraph_calibrate(&g, imgs, 3, XG_CALIB_MINMAX, 0, &err), MANTA_OK);
         assert_int_equal(tflite_write(&g, &model, &size, NULL, &err), MANTA_OK);
         assert_int_equal(fuzz_engine_one(model, size, msg, sizeof msg), FUZZ_RAN);
         for (size_t n = 0; n < size; n += 1 + n / 16) {

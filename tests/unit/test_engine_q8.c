@@ -92,6 +92,7 @@ static void conv_case(int dw)
     const size_t nx = (size_t)N * H * W * CI, nw = dw ? (size_t)K * K * CO : (size_t)CO * K * K * CI;
     int8_t *x = malloc(nx), *w = malloc(nw), *y = malloc((size_t)OH * OW * CO);
     int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4), *sh = malloc((size_t)CO * 4);
+    int32_t *wk = malloc((size_t)CO * 4);
     float *ws = malloc((size_t)CO * 4);
     assert_true(x && w && y && b && mult && sh && ws);
     for (size_t i = 0; i < nx; i++)
@@ -105,8 +106,8 @@ static void conv_case(int dw)
     mengine_kq_channel_multipliers(in_s, (const uint8_t *)ws, (uint32_t)CO, out_s, CO, mult, sh);
     const mengine_k_dims id = {N, H, W, CI}, fd = {dw ? 1 : CO, K, K, dw ? CO : CI},
                          od = {N, OH, OW, CO};
-    assert_int_equal(dw ? mengine_kq_depthwise_conv_s8(&p, mult, sh, &id, x, &fd, w, b, &od, y)
-                        : mengine_kq_conv2d_s8(&p, mult, sh, &id, x, &fd, w, b, &od, y),
+    assert_int_equal(dw ? mengine_kq_depthwise_conv_s8(&p, mult, sh, wk, &id, x, &fd, w, b, &od, y)
+                        : mengine_kq_conv2d_s8(&p, mult, sh, wk, &id, x, &fd, w, b, &od, y),
                      MENGINE_OK);
     for (int oy = 0; oy < OH; oy++)
         for (int ox = 0; ox < OW; ox++)
@@ -127,7 +128,7 @@ static void conv_case(int dw)
                 const size_t i = ((size_t)oy * OW + ox) * CO + oc;
                 near(y[i], qround(acc / out_s, p.out_zp), dw ? "depthwise" : "conv", i);
             }
-    free(x), free(w), free(y), free(b), free(mult), free(sh), free(ws);
+    free(x), free(w), free(y), free(b), free(mult), free(sh), free(ws), free(wk);
 }
 
 static void test_conv(void **state)

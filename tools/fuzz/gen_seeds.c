@@ -1,11 +1,13 @@
 /* Seed corpus for the engine fuzzer: small exported-style models (random
- * networks using every export op, the colour classifier, and small stereo
- * networks with the correlation pattern, two inputs and two outputs), written
- * with the .tflite writer. Usage: gen_seeds DIR [COUNT] */
+ * networks using every export op, the colour classifier, small stereo
+ * networks with the correlation pattern, two inputs and two outputs, and
+ * int8 files of random networks), written with the .tflite writer.
+ * Usage: gen_seeds DIR [COUNT] */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common/xgrand.h"
+#include "export/quant.h"
 #include "export/tflite.h"
 
 static int write_path(const xgraph *g, const char *path, manta_err *err)
@@ -63,6 +65,26 @@ int main(int argc, char **argv)
             return 1;
         }
         snprintf(path, sizeof path, "%s/seed-stereo-%d.tflite", argv[1], i);
+        bad = write_path(&g, path, &err);
+        xgraph_free(&g);
+    }
+    /* int8: calibrated on random images (seeds the quantization checks and the int8 kernels) */
+    for (int i = 0; i < 3 && !bad; i++) {
+        char path[4096];
+        const xgr_opts o = {5 + i, 0, 3, 3};
+        float imgs[4 * 7 * 7 * 3];
+        if (xgr_random(&g, &rng, &o, &err) != MANTA_OK) {
+            fprintf(stderr, "gen_seeds: %s\n", err.msg);
+            return 1;
+        }
+        const int C = g.tensors[g.input].shape[3], n = o.resolution * o.resolution * C;
+        for (int k = 0; k < 4 * n; k++)
+            imgs[k] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
+        if (xgraph_calibrate(&g, imgs, 4, XG_CALIB_MINMAX, 0, &err) != MANTA_OK) {
+            fprintf(stderr, "gen_seeds: %s\n", err.msg);
+            return 1;
+        }
+        snprintf(path, sizeof path, "%s/seed-int8-%d.tflite", argv[1], i);
         bad = write_path(&g, path, &err);
         xgraph_free(&g);
     }
