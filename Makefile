@@ -289,6 +289,9 @@ ENGINE_KERNEL_OPT ?= -fno-tree-vectorize
 ENGINE_KERNEL_OBJ := $(filter $(BUILD)/obj/runtime/engine/kernels_%.o,$(ENGINE_OBJ))
 $(filter-out $(ENGINE_KERNEL_OBJ),$(ENGINE_OBJ)): ENGINE_FILE_OPT = $(ENGINE_COLD_OPT)
 $(ENGINE_KERNEL_OBJ): ENGINE_FILE_OPT = $(ENGINE_KERNEL_OPT)
+# The int8 kernels are portable C whose loops the auto-vectoriser turns into integer vectors
+# (exact: the results are the same bytes); they keep it until they have explicit SIMD paths.
+$(BUILD)/obj/runtime/engine/kernels_q8.o: ENGINE_FILE_OPT =
 # ---- end of engine flags per file ----
 all lib: $(ENGINE_LIB)
 $(ENGINE_LIB): $(ENGINE_OBJ)

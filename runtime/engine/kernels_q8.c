@@ -96,9 +96,10 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
     }
 }
 
-size_t mengine_kq_conv_get_buffer_size(int32_t channels)
+size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw)
 {
-    return (size_t)(channels > 0 ? channels : 1) * 3 * sizeof(int32_t);
+    const size_t c = (size_t)(dw ? filter->c : filter->n);
+    return (c ? c : 1) * 3 * sizeof(int32_t);
 }
 
 static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
@@ -120,7 +121,7 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
     if (kh == 1 && kw == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_h == 0 &&
         p->pad_w == 0 && out->h == in->h && out->w == in->w) {
         /* 1x1: sum w * (x - zp) = sum w * x - zp * sum w, the weight sums once per call
-         * (the third int32 per channel of the scratch), the inner loop a plain int8 dot */
+         * (in @p work), the inner loop a plain int8 dot product */
         int32_t *wsum = work;
         for (int32_t oc = 0; oc < cout; oc++) {
             int32_t t = 0;
@@ -298,6 +299,20 @@ static mengine_status binary_s8(const mengine_kq_params *p, const mengine_k_dims
 {
     if (!p || !a || !b || !y)
         return MENGINE_ERR_ARG;
+    const size_t total = (size_t)od->n * od->h * od->w * od->c;
+    const int a_full = ad->n == od->n && ad->h == od->h && ad->w == od->w && ad->c == od->c;
+    const int b_full = bd->n == od->n && bd->h == od->h && bd->w == od->w && bd->c == od->c;
+    if (a_full && b_full) { /* same shapes */
+        for (size_t i = 0; i < total; i++)
+            y[i] = clamp8(f(p, a[i], b[i]), p->act_min, p->act_max);
+        return MENGINE_OK;
+    }
+    if (a_full && bd->n == 1 && bd->h == 1 && bd->w == 1 && bd->c == od->c && od->n == 1) {
+        for (size_t i = 0; i < total; i += (size_t)od->c) /* b along the channels (squeeze-excite) */
+            for (int32_t c = 0; c < od->c; c++)
+                y[i + c] = clamp8(f(p, a[i + c], b[c]), p->act_min, p->act_max);
+        return MENGINE_OK;
+    }
     size_t i = 0;
     for (int32_t n = 0; n < od->n; n++)
         for (int32_t h = 0; h < od->h; h++)
@@ -415,13 +430,10 @@ int mengine_kq_hard_swish_params(float in_scale, float out_scale, mengine_kq_par
     return p->hs_out_exp <= 0;
 }
 
-mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
-                                        size_t n)
+static int8_t hard_swish_one(const mengine_kq_params *p, int8_t xv)
 {
-    if (!p || !x || !y)
-        return MENGINE_ERR_ARG;
-    for (size_t i = 0; i < n; i++) {
-        const int16_t v = (int16_t)(x[i] - p->in_zp);
+    {
+        const int16_t v = (int16_t)(xv - p->in_zp);
         const int16_t hires = (int16_t)(v * (1 << 7));
         const int16_t pre_out = srdhm16(hires, p->hs_out_mult);
         int16_t r = hires;
@@ -435,8 +447,25 @@ mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t
         r = (int16_t)((r + (1 << 15)) >> 1);
         const int16_t pre = sdhm16(r, pre_out);
         const int32_t o = mengine_kq_rdpot(pre, -p->hs_out_exp) + p->out_zp;
-        y[i] = clamp8(o, -128, 127);
+        return clamp8(o, -128, 127);
     }
+}
+
+mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                        size_t n)
+{
+    if (!p || !x || !y)
+        return MENGINE_ERR_ARG;
+    if (n < 512) {
+        for (size_t i = 0; i < n; i++)
+            y[i] = hard_swish_one(p, x[i]);
+        return MENGINE_OK;
+    }
+    int8_t lut[256]; /* a function of the input byte alone: a table of its 256 values */
+    for (int v = -128; v < 128; v++)
+        lut[v + 128] = hard_swish_one(p, (int8_t)v);
+    for (size_t i = 0; i < n; i++)
+        y[i] = lut[x[i] + 128];
     return MENGINE_OK;
 }
 

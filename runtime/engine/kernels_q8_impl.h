@@ -96,12 +96,13 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
                                     float out_scale, int32_t channels, int32_t *mult,
                                     int32_t *shift);
 
-/** Scratch bytes of the int8 convolutions: three int32 per output channel (the multipliers,
- *  the shifts, and @p work of the kernels below). */
-size_t mengine_kq_conv_get_buffer_size(int32_t channels);
+/** Scratch bytes of the int8 convolutions of filter @p filter (OHWI; depthwise @p dw:
+ *  (1, KH, KW, C)): three int32 per output channel (the multipliers, the shifts, and the
+ *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums). */
+size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw);
 
-/** CONV_2D, int8 (TFLite reference integer_ops::ConvPerChannel); @p work: one int32 per output
- *  channel (1x1: the weight sums that fold the input zero point). */
+/** CONV_2D, int8 (TFLite reference integer_ops::ConvPerChannel); @p work: the scratch after
+ *  the multipliers and shifts (mengine_kq_conv_get_buffer_size()). */
 mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
                                     const int32_t *shift, int32_t *work, const mengine_k_dims *in,
                                     const int8_t *x,
@@ -109,7 +110,7 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
                                     const mengine_k_dims *out, int8_t *y);
 
 /** DEPTHWISE_CONV_2D, int8 (integer_ops::DepthwiseConvPerChannel); @p work: one int32 per
- *  output channel (a pixel's sums, channels innermost). */
+ *  output channel at least (a pixel's sums, channels innermost). */
 mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
                                             const int32_t *shift, int32_t *work,
                                             const mengine_k_dims *in,

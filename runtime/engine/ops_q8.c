@@ -3,7 +3,7 @@
  * INT32 biases: ops.c's need_float()), then checks the quantization of every
  * tensor against TensorFlow Lite's spec and computes the fixed-point
  * parameters into node->p.q8. Per-channel multipliers are computed at run
- * time into the operator's scratch (three int32 per channel with the kernel's), so nothing
+ * time into the operator's scratch (with the kernel's work), so nothing
  * outlives prepare but the node. Kernels: kernels_q8.c. */
 #include <string.h>
 
@@ -161,7 +161,11 @@ static mengine_status q_conv_common(const mop_ctx *c, mnode *node, int dw)
     q.n_wscales = f.n_q;
     mengine_kq_act_range(act, out.scale, out.zero_point, &q.act_min, &q.act_max);
     node->p.q8 = q;
-    node->scratch_bytes = (uint32_t)mengine_kq_conv_get_buffer_size(cout);
+    const mengine_k_dims fd = {f.dims[0], f.dims[1], f.dims[2], f.dims[3]};
+    const size_t scratch = mengine_kq_conv_get_buffer_size(&fd, dw);
+    if (scratch > 0x7fffffffu)
+        return mengine_op_fail(c, MENGINE_ERR_LIMIT, "scratch of %zu bytes (limit 2 GiB)", scratch);
+    node->scratch_bytes = (uint32_t)scratch;
     return MENGINE_OK;
 }
 
@@ -177,7 +181,7 @@ static mengine_status q_dw_prepare(const mop_ctx *c, mnode *node)
     return st == MENGINE_OK ? q_conv_common(c, node, 1) : st;
 }
 
-/* Per-channel multipliers into the scratch: [mult (C) | shift (C) | kernel work (C)]. */
+/* Per-channel multipliers into the scratch: [mult (C) | shift (C) | kernel work]. */
 static void q_multipliers(const mengine *e, const mnode *n, int32_t channels)
 {
     const mengine_kq_params *q = &n->p.q8;

@@ -92,7 +92,7 @@ static void conv_case(int dw)
     const size_t nx = (size_t)N * H * W * CI, nw = dw ? (size_t)K * K * CO : (size_t)CO * K * K * CI;
     int8_t *x = malloc(nx), *w = malloc(nw), *y = malloc((size_t)OH * OW * CO);
     int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4), *sh = malloc((size_t)CO * 4);
-    int32_t *wk = malloc((size_t)CO * 4);
+    int32_t *wk = malloc((size_t)CO * 8 + (size_t)CO * CI + 16);
     float *ws = malloc((size_t)CO * 4);
     assert_true(x && w && y && b && mult && sh && ws);
     for (size_t i = 0; i < nx; i++)
