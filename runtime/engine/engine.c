@@ -152,9 +152,9 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
         rec->count = ti.count;
         rec->type = (uint8_t)ti.type;
         rec->data = off >= 0 ? (float *)(void *)(e->act + off) : NULL;
-        rec->cdata = ti.data ? (ti.type != MENGINE_INT32 ? (const float *)(const void *)ti.data
-                                                         : NULL)
-                             : rec->data;
+        rec->cdata = ti.data
+                         ? (ti.type != MENGINE_INT32 ? (const float *)(const void *)ti.data : NULL)
+                         : rec->data;
         rec->scale = ti.scale;
         rec->zero_point = ti.zero_point;
     }

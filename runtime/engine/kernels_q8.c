@@ -26,10 +26,7 @@ static double frexp_pos(double m, int32_t *e)
 }
 
 /* round half away from zero of a value whose magnitude fits int64 */
-static int64_t round_away(double x)
-{
-    return x >= 0 ? (int64_t)(x + 0.5) : -(int64_t)(-x + 0.5);
-}
+static int64_t round_away(double x) { return x >= 0 ? (int64_t)(x + 0.5) : -(int64_t)(-x + 0.5); }
 
 void mengine_kq_quantize_multiplier(double m, int32_t *q, int32_t *shift)
 {
@@ -78,8 +75,8 @@ void mengine_kq_act_range(mengine_k_act act, float scale, int32_t zp, int32_t *l
 static float f32_at(const uint8_t *p, uint32_t i)
 {
     const uint8_t *b = p + 4 * i;
-    const uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                       (uint32_t)b[3] << 24;
+    const uint32_t u =
+        (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
     float f;
     memcpy(&f, &u, sizeof f);
     return f;
@@ -110,9 +107,9 @@ static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
 /* ---- convolutions ---- */
 
 mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
-                                    const int32_t *shift, int32_t *work, const mengine_k_dims *in, const int8_t *x,
-                                    const mengine_k_dims *f, const int8_t *w, const int32_t *bias,
-                                    const mengine_k_dims *out, int8_t *y)
+                                    const int32_t *shift, int32_t *work, const mengine_k_dims *in,
+                                    const int8_t *x, const mengine_k_dims *f, const int8_t *w,
+                                    const int32_t *bias, const mengine_k_dims *out, int8_t *y)
 {
     if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1)
         return MENGINE_ERR_ARG;
@@ -175,10 +172,11 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
 }
 
 mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
-                                            const int32_t *shift, int32_t *work, const mengine_k_dims *in,
-                                            const int8_t *x, const mengine_k_dims *f,
-                                            const int8_t *w, const int32_t *bias,
-                                            const mengine_k_dims *out, int8_t *y)
+                                            const int32_t *shift, int32_t *work,
+                                            const mengine_k_dims *in, const int8_t *x,
+                                            const mengine_k_dims *f, const int8_t *w,
+                                            const int32_t *bias, const mengine_k_dims *out,
+                                            int8_t *y)
 {
     if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1 ||
         p->multiplier < 1)
@@ -308,7 +306,8 @@ static mengine_status binary_s8(const mengine_kq_params *p, const mengine_k_dims
         return MENGINE_OK;
     }
     if (a_full && bd->n == 1 && bd->h == 1 && bd->w == 1 && bd->c == od->c && od->n == 1) {
-        for (size_t i = 0; i < total; i += (size_t)od->c) /* b along the channels (squeeze-excite) */
+        for (size_t i = 0; i < total;
+             i += (size_t)od->c) /* b along the channels (squeeze-excite) */
             for (int32_t c = 0; c < od->c; c++)
                 y[i + c] = clamp8(f(p, a[i + c], b[c]), p->act_min, p->act_max);
         return MENGINE_OK;
@@ -350,10 +349,11 @@ mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, cons
         for (int32_t h = 0; h < in->h; h++)
             for (int32_t w = 0; w < in->w; w++) {
                 const int8_t *src = x + (((size_t)n * in->h + h) * in->w + w) * in->c;
-                int8_t *dst = y + (((size_t)(n + before[0]) * out->h + h + before[1]) * out->w +
-                                   w + before[2]) *
-                                      out->c +
-                              before[3];
+                int8_t *dst =
+                    y +
+                    (((size_t)(n + before[0]) * out->h + h + before[1]) * out->w + w + before[2]) *
+                        out->c +
+                    before[3];
                 memcpy(dst, src, (size_t)in->c);
             }
     return MENGINE_OK;

@@ -38,9 +38,9 @@ typedef struct mengine_kq_params {
     int16_t hs_out_mult, hs_relu_mult;        /**< HARD_SWISH: Q15 multipliers */
     int32_t hs_out_exp, hs_relu_exp;          /**< HARD_SWISH: their exponents */
     float in_scale, out_scale, beta;          /**< per-channel requantization; SOFTMAX */
-    uint32_t wscales;                         /**< model position of the per-channel weight scales */
-    uint32_t n_wscales;                       /**< how many (1: per-tensor) */
-    uint32_t bias;                            /**< model position of the int32 bias, 0: none */
+    uint32_t wscales;   /**< model position of the per-channel weight scales */
+    uint32_t n_wscales; /**< how many (1: per-tensor) */
+    uint32_t bias;      /**< model position of the int32 bias, 0: none */
 } mengine_kq_params;
 
 /** M = @p m as a Q31 multiplier and a shift (TFLite's QuantizeMultiplier(): frexp, round half
@@ -105,18 +105,17 @@ size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw);
  *  the multipliers and shifts (mengine_kq_conv_get_buffer_size()). */
 mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
                                     const int32_t *shift, int32_t *work, const mengine_k_dims *in,
-                                    const int8_t *x,
-                                    const mengine_k_dims *f, const int8_t *w, const int32_t *bias,
-                                    const mengine_k_dims *out, int8_t *y);
+                                    const int8_t *x, const mengine_k_dims *f, const int8_t *w,
+                                    const int32_t *bias, const mengine_k_dims *out, int8_t *y);
 
 /** DEPTHWISE_CONV_2D, int8 (integer_ops::DepthwiseConvPerChannel); @p work: one int32 per
  *  output channel at least (a pixel's sums, channels innermost). */
 mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
                                             const int32_t *shift, int32_t *work,
-                                            const mengine_k_dims *in,
-                                            const int8_t *x, const mengine_k_dims *f,
-                                            const int8_t *w, const int32_t *bias,
-                                            const mengine_k_dims *out, int8_t *y);
+                                            const mengine_k_dims *in, const int8_t *x,
+                                            const mengine_k_dims *f, const int8_t *w,
+                                            const int32_t *bias, const mengine_k_dims *out,
+                                            int8_t *y);
 
 /** FULLY_CONNECTED, int8, per-tensor weights: @p rows input rows of @p depth, @p units outputs
  *  each; p->mult, p->shift, applied with one rounding (mengine_kq_mbqm_single()). */

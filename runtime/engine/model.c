@@ -108,20 +108,25 @@ static mengine_status mengine_model_quant(fbr *r, mtensor_info *ti, const fb_tab
                                  ti->index, ti->name);
     for (uint32_t i = 0; i < sv.n; i++) {
         const float s = q_scale_at(r, sv.pos, i);
-        const uint32_t lo = rd_u32(r->base + zv.pos + 8 * i), hi = rd_u32(r->base + zv.pos + 8 * i + 4);
+        const uint32_t lo = rd_u32(r->base + zv.pos + 8 * i),
+                       hi = rd_u32(r->base + zv.pos + 8 * i + 4);
         const int64_t z = (int64_t)((uint64_t)hi << 32 | lo);
         if (!(s > 0.0f) || !(s <= 3.402823466e38f))
             return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
                                      "tensor %u '%s': quantization scale[%u] is %s (must be > 0 "
                                      "and finite)",
                                      ti->index, ti->name, i,
-                                     s != s ? "NaN" : s > 0.0f ? "infinite" : "zero or negative");
+                                     s != s     ? "NaN"
+                                     : s > 0.0f ? "infinite"
+                                                : "zero or negative");
         const int sym = ti->type == MENGINE_INT32 || sv.n > 1;
         if (sym ? z != 0 : (z < -128 || z > 127))
             return mengine_diag_fail(r->d, MENGINE_ERR_TYPE,
                                      "tensor %u '%s': quantization zero_point[%u] = %d (%s)",
                                      ti->index, ti->name, i,
-                                     (int)(z < -2147483647 ? -2147483647 : z > 2147483647 ? 2147483647 : z),
+                                     (int)(z < -2147483647  ? -2147483647
+                                           : z > 2147483647 ? 2147483647
+                                                            : z),
                                      sym ? "must be 0" : "-128 to 127");
         if (i == 0) {
             ti->scale = s;

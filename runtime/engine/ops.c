@@ -48,14 +48,17 @@ static mengine_status need_float(const mop_ctx *c, uint32_t i, const mtensor_inf
                                  const char *what)
 {
     const int q8 = c->reg && (c->reg->builtin & MOP_INT8);
-    const int bias = q8 && i == 2 &&
-                     (c->builtin == MENGINE_OP_CONV_2D || c->builtin == MENGINE_OP_DEPTHWISE_CONV_2D ||
-                      c->builtin == MENGINE_OP_FULLY_CONNECTED);
+    const int bias =
+        q8 && i == 2 &&
+        (c->builtin == MENGINE_OP_CONV_2D || c->builtin == MENGINE_OP_DEPTHWISE_CONV_2D ||
+         c->builtin == MENGINE_OP_FULLY_CONNECTED);
     const int want = bias ? MENGINE_INT32 : q8 ? MENGINE_INT8 : MENGINE_FLOAT32;
     if (ti->type != want)
         return mengine_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not %s", i,
                                what, ti->index, ti->name,
-                               bias ? "INT32" : q8 ? "INT8" : "FLOAT32");
+                               bias ? "INT32"
+                               : q8 ? "INT8"
+                                    : "FLOAT32");
     return MENGINE_OK;
 }
 
@@ -1267,8 +1270,7 @@ static int output_int8(fbr *r, const mengine_model *m, const mop_ctx *c)
     mdiag quiet = {NULL, 0};
     fbr rr = *r;
     rr.d = &quiet;
-    return mengine_model_tensor(&rr, m, (uint32_t)t, &ti) == MENGINE_OK &&
-           ti.type == MENGINE_INT8;
+    return mengine_model_tensor(&rr, m, (uint32_t)t, &ti) == MENGINE_OK && ti.type == MENGINE_INT8;
 }
 
 mengine_status mengine_op_bind(fbr *r, const mengine_model *m, uint32_t index, mop_ctx *c)
@@ -1298,8 +1300,9 @@ mengine_status mengine_op_bind(fbr *r, const mengine_model *m, uint32_t index, m
         /* mengine_op_name() returns its one "UNKNOWN" string for every code it does not name */
         const char *name = mengine_op_name(c->builtin >= 0 ? c->builtin : -1);
         return mengine_diag_fail(
-            r->d, MENGINE_ERR_UNSUPPORTED_OP, "operator %u: %s (builtin code %d)%s is not supported%s",
-            index, name, (int)c->builtin, int8 ? " with an INT8 output" : "",
+            r->d, MENGINE_ERR_UNSUPPORTED_OP,
+            "operator %u: %s (builtin code %d)%s is not supported%s", index, name, (int)c->builtin,
+            int8 ? " with an INT8 output" : "",
             name != mengine_op_name(-1) ? " (not in the engine's operator table)" : "");
     }
     if (version < 1 || version > c->reg->max_version)

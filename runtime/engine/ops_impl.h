@@ -21,7 +21,7 @@ typedef struct mtensor {
     uint32_t rank;
     uint32_t count;
     uint8_t type;
-    float scale;        /* INT8: quantization (per-tensor, or channel 0's) */
+    float scale; /* INT8: quantization (per-tensor, or channel 0's) */
     int32_t zero_point;
 } mtensor;
 

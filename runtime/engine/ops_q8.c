@@ -256,8 +256,8 @@ static mengine_status q_fc_eval(const mengine *e, const mnode *n)
     const mtensor *in = in_rec(e, n, 0), *w = in_rec(e, n, 1), *out = &e->tensors[n->output];
     const int32_t units = w->dims[0], depth = w->dims[1];
     return mengine_kq_fully_connected_s8(&n->p.q8, (int32_t)(in->count / (uint32_t)depth), depth,
-                                         units, I8(in->cdata), I8(w->cdata),
-                                         bias_data(e, &n->p.q8), O8(out->data));
+                                         units, I8(in->cdata), I8(w->cdata), bias_data(e, &n->p.q8),
+                                         O8(out->data));
 }
 
 /* ---- ADD, MUL ---- */
@@ -284,8 +284,8 @@ static mengine_status q_binary_prepare(const mop_ctx *c, mnode *node, int add)
         const double twice_max = 2.0 * (double)(a.scale > b.scale ? a.scale : b.scale);
         mengine_kq_quantize_multiplier((double)a.scale / twice_max, &q.mult1, &q.shift1);
         mengine_kq_quantize_multiplier((double)b.scale / twice_max, &q.mult2, &q.shift2);
-        mengine_kq_quantize_multiplier(twice_max / ((double)(1 << 20) * (double)out.scale),
-                                       &q.mult, &q.shift);
+        mengine_kq_quantize_multiplier(twice_max / ((double)(1 << 20) * (double)out.scale), &q.mult,
+                                       &q.shift);
         if (q.shift1 > 0 || q.shift2 > 0 || q.shift > 0)
             return mengine_op_fail(c, MENGINE_ERR_TYPE,
                                    "output scale too small for the inputs' (multiplier above 1)");

@@ -33,8 +33,8 @@ manta_status xgraph_calibrate(xgraph *g, const float *images, int n, xg_calib me
     int *want = malloc((size_t)nt * sizeof *want);
     float **vals = calloc((size_t)nt, sizeof *vals);
     float *lo = malloc((size_t)nt * sizeof *lo), *hi = malloc((size_t)nt * sizeof *hi);
-    uint32_t *hist = method == XG_CALIB_PERCENTILE ? calloc((size_t)nt * N_BINS, sizeof *hist)
-                                                   : NULL;
+    uint32_t *hist =
+        method == XG_CALIB_PERCENTILE ? calloc((size_t)nt * N_BINS, sizeof *hist) : NULL;
     manta_status st = want && vals && lo && hi && (hist || method != XG_CALIB_PERCENTILE)
                           ? MANTA_OK
                           : manta_err_set(err, MANTA_ERR_NO_MEMORY, "calibration: out of memory");

@@ -48,9 +48,9 @@ typedef struct wconst {
     int rank;
     int32_t dims[4];
     char name[NAME_MAX_LEN];
-    int n_q;              /* int8 export: quantization scales (0: none), zero points 0 */
-    const float *qscale;  /* (n_q), owned by the op record */
-    int qdim;             /* quantized dimension of a per-channel vector */
+    int n_q;             /* int8 export: quantization scales (0: none), zero points 0 */
+    const float *qscale; /* (n_q), owned by the op record */
+    int qdim;            /* quantized dimension of a per-channel vector */
 } wconst;
 
 /* One operator as written. */
@@ -79,18 +79,18 @@ typedef struct wmodel {
     char *json; /* manta_preprocess */
     size_t json_len;
     size_t weights_bytes;
-    int int8;       /* g->qmin set: a fully int8 file */
-    float *ascale;  /* int8: (n_tensors) scale and zero point of the graph's tensors */
+    int int8;      /* g->qmin set: a fully int8 file */
+    float *ascale; /* int8: (n_tensors) scale and zero point of the graph's tensors */
     int32_t *azp;
-    int max_q;      /* longest scale vector */
+    int max_q; /* longest scale vector */
 } wmodel;
 
 static void wmodel_free(wmodel *w)
 {
     if (w->ops)
         for (int i = 0; i < w->g->n_ops; i++)
-            free(w->ops[i].zero_bias), free(w->ops[i].qw), free(w->ops[i].qb),
-                free(w->ops[i].wsc), free(w->ops[i].bsc);
+            free(w->ops[i].zero_bias), free(w->ops[i].qw), free(w->ops[i].qb), free(w->ops[i].wsc),
+                free(w->ops[i].bsc);
     free(w->ops);
     free(w->ascale);
     free(w->azp);
@@ -205,7 +205,9 @@ static manta_status quant_op(wop *o, const float *wts, size_t n, int n_ch, int c
         o->bsc[c] = in_scale * o->wsc[c]; /* the float product TFLite checks against */
     for (int c = 0; bias && c < n_ch; c++) {
         const double q = round_half_away((double)bias[c] / (double)o->bsc[per_channel ? c : 0]);
-        o->qb[c] = (int32_t)(q > 2147483647.0 ? 2147483647.0 : q < -2147483647.0 ? -2147483647.0 : q);
+        o->qb[c] = (int32_t)(q > 2147483647.0    ? 2147483647.0
+                             : q < -2147483647.0 ? -2147483647.0
+                                                 : q);
     }
     return MANTA_OK;
 }
@@ -315,11 +317,11 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
             o->options = dw ? OPT_DW : OPT_CONV;
             o->n_in = 3;
             if (w->int8) { /* per-channel weights along Cout (OHWI) or C (depthwise) */
-                MANTA_TRY(quant_op(o, op->weights, op->n_weights, cout, dw, 1,
-                                   w->ascale[op->in0], bias, err));
+                MANTA_TRY(quant_op(o, op->weights, op->n_weights, cout, dw, 1, w->ascale[op->in0],
+                                   bias, err));
                 o->version = 3;
-                o->in[1] = add_qconst(w, name, "weights", T_INT8, 4, wd, o->qw, o->wsc, cout,
-                                      dw ? 3 : 0);
+                o->in[1] =
+                    add_qconst(w, name, "weights", T_INT8, 4, wd, o->qw, o->wsc, cout, dw ? 3 : 0);
                 o->in[2] = add_qconst(w, name, "bias", T_INT32, 1, &cout, o->qb, o->bsc, cout, 0);
                 break;
             }
@@ -367,8 +369,8 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
             o->options = OPT_FC;
             o->n_in = 2;
             if (w->int8) { /* per-tensor weights (TFLite's spec for FULLY_CONNECTED) */
-                MANTA_TRY(quant_op(o, op->weights, op->n_weights, units, 0, 0,
-                                   w->ascale[op->in0], op->bias, err));
+                MANTA_TRY(quant_op(o, op->weights, op->n_weights, units, 0, 0, w->ascale[op->in0],
+                                   op->bias, err));
                 o->in[1] = add_qconst(w, name, "weights", T_INT8, 2, wd, o->qw, o->wsc, 1, 0);
                 o->version = op->bias ? 4 : 6;
                 if (op->bias)

@@ -89,9 +89,11 @@ static void conv_case(int dw)
     p.out_zp = rnd(-20, 20);
     p.act_min = -128, p.act_max = 127;
     const float in_s = 0.05f, out_s = 0.2f;
-    const size_t nx = (size_t)N * H * W * CI, nw = dw ? (size_t)K * K * CO : (size_t)CO * K * K * CI;
+    const size_t nx = (size_t)N * H * W * CI,
+                 nw = dw ? (size_t)K * K * CO : (size_t)CO * K * K * CI;
     int8_t *x = malloc(nx), *w = malloc(nw), *y = malloc((size_t)OH * OW * CO);
-    int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4), *sh = malloc((size_t)CO * 4);
+    int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4),
+            *sh = malloc((size_t)CO * 4);
     int32_t *wk = malloc((size_t)CO * 8 + (size_t)CO * CI + 16);
     float *ws = malloc((size_t)CO * 4);
     assert_true(x && w && y && b && mult && sh && ws);
@@ -271,10 +273,14 @@ static void test_hard_swish_softmax(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quantize_multiplier), cmocka_unit_test(test_act_range),
-        cmocka_unit_test(test_conv),                cmocka_unit_test(test_depthwise),
-        cmocka_unit_test(test_fully_connected),     cmocka_unit_test(test_add_mul_broadcast),
-        cmocka_unit_test(test_mean_pad),            cmocka_unit_test(test_hard_swish_softmax),
+        cmocka_unit_test(test_quantize_multiplier),
+        cmocka_unit_test(test_act_range),
+        cmocka_unit_test(test_conv),
+        cmocka_unit_test(test_depthwise),
+        cmocka_unit_test(test_fully_connected),
+        cmocka_unit_test(test_add_mul_broadcast),
+        cmocka_unit_test(test_mean_pad),
+        cmocka_unit_test(test_hard_swish_softmax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,11 +156,16 @@ static void test_all_operators_table(void **state)
     };
     const size_t n = sizeof builtins / sizeof builtins[0];
     /* and the int8 registrations (their builtin codes carry the engine's int8 flag) */
-    static const mengine_op *const int8_ops[] = {
-        &mengine_op_add_int8,     &mengine_op_conv_2d_int8,  &mengine_op_depthwise_conv_2d_int8,
-        &mengine_op_fully_connected_int8, &mengine_op_mul_int8, &mengine_op_reshape_int8,
-        &mengine_op_softmax_int8, &mengine_op_pad_int8,      &mengine_op_mean_int8,
-        &mengine_op_hard_swish_int8};
+    static const mengine_op *const int8_ops[] = {&mengine_op_add_int8,
+                                                 &mengine_op_conv_2d_int8,
+                                                 &mengine_op_depthwise_conv_2d_int8,
+                                                 &mengine_op_fully_connected_int8,
+                                                 &mengine_op_mul_int8,
+                                                 &mengine_op_reshape_int8,
+                                                 &mengine_op_softmax_int8,
+                                                 &mengine_op_pad_int8,
+                                                 &mengine_op_mean_int8,
+                                                 &mengine_op_hard_swish_int8};
     const size_t n8 = sizeof int8_ops / sizeof int8_ops[0];
     assert_int_equal(mengine_all_ops.n_ops, n + n8);
     for (size_t i = 0; i < n8; i++) {

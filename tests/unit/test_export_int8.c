@@ -51,8 +51,8 @@ static void test_int8_matches_reference(void **state)
     for (int i = 0; i < 6; i++) {
         xgraph g;
         size_t size;
-        uint8_t *model = int8_model(&g, &rng, 7 + i, i % 2 ? XG_CALIB_PERCENTILE : XG_CALIB_MINMAX,
-                                    &size);
+        uint8_t *model =
+            int8_model(&g, &rng, 7 + i, i % 2 ? XG_CALIB_PERCENTILE : XG_CALIB_MINMAX, &size);
         double dl = 0, dp = 0;
         manta_err err;
         if (tflite_check(&g, model, size, 5, &dl, &dp, &err) != MANTA_OK)

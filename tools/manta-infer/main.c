@@ -416,8 +416,8 @@ static void print_result(const session *s, const opts *o, const char *path, int 
                 printf(", \"output_q\": [");
                 for (size_t i = 0; i < K; i++)
                     printf("%s%d", i ? ", " : "", ((const int8_t *)s->out.cdata)[i]);
-                printf("], \"output_scale\": %.9g, \"output_zero_point\": %d",
-                       (double)s->out.scale, (int)s->out.zero_point);
+                printf("], \"output_scale\": %.9g, \"output_zero_point\": %d", (double)s->out.scale,
+                       (int)s->out.zero_point);
             }
             if (s->has_logits) {
                 printf(", \"logits\": [");

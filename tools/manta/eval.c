@@ -167,8 +167,9 @@ static bool engine_eval(engine_run *r, eval_source *es, long n, int classes, flo
                     }
                     const float v = x / in.scale;
                     const long k = (long)(v >= 0 ? v + 0.5f : v - 0.5f) + in.zero_point;
-                    ((int8_t *)in.data)[(size_t)p * C + c] =
-                        (int8_t)(k < -128 ? -128 : k > 127 ? 127 : k);
+                    ((int8_t *)in.data)[(size_t)p * C + c] = (int8_t)(k < -128  ? -128
+                                                                      : k > 127 ? 127
+                                                                                : k);
                 }
             /* the input as the engine sees it, before its memory is reused */
             if (dump && fwrite(in.data, q8 ? 1 : 4, in.count, dump[0]) != in.count) {
@@ -292,9 +293,8 @@ static int eval_model(const eval_opts *o)
         }
     }
     const bool dump_ok = !o->dump || (dump[0] && dump[1] && dump[2]);
-    const bool eval_ok =
-        dump_ok && engine_eval(&r, &es, n, classes, img, lab, le, pairs, &top_engine,
-                               o->dump ? dump : NULL);
+    const bool eval_ok = dump_ok && engine_eval(&r, &es, n, classes, img, lab, le, pairs,
+                                                &top_engine, o->dump ? dump : NULL);
     for (int k = 0; k < 3; k++)
         if (dump[k])
             fclose(dump[k]);

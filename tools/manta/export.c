@@ -39,7 +39,8 @@ static float *calib_images(run_ckpt *rk, int r, int n, bool val)
         for (int i = 0; i < count && seen < n; i++, seen++)
             for (int c = 0; c < C; c++)
                 for (int p = 0; p < r * r; p++)
-                    out[((size_t)seen * r * r + p) * C + c] = batch[((size_t)i * C + c) * r * r + p];
+                    out[((size_t)seen * r * r + p) * C + c] =
+                        batch[((size_t)i * C + c) * r * r + p];
     }
     free(batch);
     free(labels);
@@ -56,8 +57,9 @@ static float *calib_images(run_ckpt *rk, int r, int n, bool val)
 static double int8_val_top1(run_ckpt *rk, const uint8_t *model, size_t size, int r, int n)
 {
     const int C = rk->space.in_channels, B = rk->meta.batch;
-    eval_source es = {&rk->data.train, rk->data.split.val, rk->data.split.n_val, B,
-                      &rk->data.aug_eval, {0, 0}, rk->scratch};
+    eval_source es = {
+        &rk->data.train, rk->data.split.val, rk->data.split.n_val, B, &rk->data.aug_eval,
+        {0, 0},          rk->scratch};
     mengine_model m;
     mengine e;
     char msg[256];
@@ -318,11 +320,9 @@ int cmd_export(int argc, char **argv)
                "\"ops\":%d,\"max_logit_diff\":%.3g,",
                g.arch_json, rep.file_bytes, rep.arena_bytes, rep.weights_bytes, rep.n_ops, dl);
         if (int8) {
-            printf("\"int8\":true,\"calib_images\":%ld,\"calib_method\":\"%s\",", calib,
-                   picked);
+            printf("\"int8\":true,\"calib_images\":%ld,\"calib_method\":\"%s\",", calib, picked);
             if (top_min >= 0)
-                printf("\"val_top1_minmax\":%.4f,\"val_top1_percentile\":%.4f,", top_min,
-                       top_pct);
+                printf("\"val_top1_minmax\":%.4f,\"val_top1_percentile\":%.4f,", top_min, top_pct);
         }
         cmd_json_provenance(stdout, rk.dev);
         printf("}\n");
