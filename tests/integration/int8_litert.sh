@@ -30,6 +30,7 @@ for a in max min; do
 done
 # manta-infer: a JPEG in, the int8 input tensor out (--dump-input), and back in (--raw)
 fx="$BUILD/tests/helpers/export_fixtures"
+mkdir -p "$tmp/fx"
 if [ -x "$fx" ] && "$fx" "$tmp/fx" >/dev/null 2>&1 && [ -f "$tmp/fx/gray.jpg" ]; then
     out=$("$INFER" "$tmp/min.tflite" "$tmp/fx/gray.jpg" --json --all --dump-input "$tmp/in.bin") ||
         fail "manta-infer int8"
