@@ -1,6 +1,6 @@
 /* The Cortex-M7 image: the model linked in as a C array (manta export --c-array: model.c / model.h),
  * the engine prepared on a static arena of exactly MODEL_ARENA_SIZE bytes, one inference on a zero
- * input. A real application fills the input from its sensor and reads the class; here the result is
+ * input (float32 or int8 models). A real application fills the input from its sensor and reads the class; here the result is
  * left in manta_result for a debugger. No allocation, no I/O. */
 #include <stddef.h>
 #include <stdint.h>
@@ -34,15 +34,21 @@ static int32_t run(void)
     mengine_view in, out;
     if (mengine_input(&engine, 0, &in) != MENGINE_OK || !in.data)
         return 4;
-    for (size_t i = 0; i < in.count; i++)
-        in.data[i] = 0.0f;
+    const int q8 = in.type == MENGINE_INT8; /* an int8 model (manta export --int8) */
+    for (size_t i = 0; i < in.count; i++) {
+        if (q8)
+            ((int8_t *)in.data)[i] = (int8_t)in.zero_point; /* real 0 */
+        else
+            in.data[i] = 0.0f;
+    }
     if (mengine_invoke(&engine) != MENGINE_OK)
         return 5;
     if (mengine_output(&engine, 0, &out) != MENGINE_OK || !out.cdata || !out.count)
         return 6;
+    const int8_t *oq = (const int8_t *)out.cdata;
     size_t best = 0;
     for (size_t i = 1; i < out.count; i++)
-        if (out.cdata[i] > out.cdata[best])
+        if (q8 ? oq[i] > oq[best] : out.cdata[i] > out.cdata[best])
             best = i;
     manta_result.top1 = (int32_t)best;
     return 0;

@@ -652,6 +652,8 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
     }
     FB(mfb_create_ref_vector(b, refs, (size_t)n_buf, &v_bufs));
     /* Tensors: the graph's, then the constants. */
+    int zv_len[64], n_zv = 0;
+    mfb_ref zv_ref[64];
     for (int t = 0; t < n_t; t++) {
         const int is_c = t >= g->n_tensors;
         const wconst *c = is_c ? &w->c[t - g->n_tensors] : NULL;
@@ -664,7 +666,20 @@ static manta_status serialise(const wmodel *w, mfb_builder *b, mfb_ref *offline_
             for (int k = 0; k < n_q; k++)
                 zeros[k] = k == 0 ? zp : 0;
             FB(mfb_create_vector(b, is_c ? c->qscale : &w->ascale[t], (size_t)n_q, 4, 4, &vs));
-            FB(mfb_create_vector(b, zeros, (size_t)n_q, 8, 8, &vz));
+            /* a constant's zero points are all 0: one vector per length, shared by every
+             * constant of that many channels (FlatBuffers objects may be referenced twice) */
+            int z = 0;
+            while (is_c && z < n_zv && zv_len[z] != n_q)
+                z++;
+            if (is_c && z < n_zv) {
+                vz = zv_ref[z];
+            } else {
+                FB(mfb_create_vector(b, zeros, (size_t)n_q, 8, 8, &vz));
+                if (is_c && n_zv < (int)(sizeof zv_len / sizeof zv_len[0])) {
+                    zv_len[n_zv] = n_q;
+                    zv_ref[n_zv++] = vz;
+                }
+            }
             FB(mfb_start_table(b));
             FB(mfb_add_ref(b, 2, vs));
             FB(mfb_add_ref(b, 3, vz));
