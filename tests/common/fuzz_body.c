@@ -87,7 +87,10 @@ fuzz_outcome fuzz_engine_one(const uint8_t *data, size_t size, char *msg, size_t
         if (v.data) {
             acts += (double)v.count;
             for (size_t i = 0; i < v.count; i++) /* inputs: deterministic values */
-                v.data[i] = (float)((int)(i % 13) - 6) * 0.25f;
+                if (v.type == MENGINE_INT8)
+                    ((int8_t *)v.data)[i] = (int8_t)((int)(i % 13) * 19 - 114);
+                else
+                    v.data[i] = (float)((int)(i % 13) - 6) * 0.25f;
         }
         largest = (double)v.count > largest ? (double)v.count : largest;
     }
