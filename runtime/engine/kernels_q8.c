@@ -59,7 +59,8 @@ void mengine_kq_act_range(mengine_k_act act, float scale, int32_t zp, int32_t *l
     int32_t a = -128, b = 127;
     if (act == MK_ACT_RELU || act == MK_ACT_RELU6 || act == MK_ACT_RELU_N1_TO_1) {
         const float low = act == MK_ACT_RELU_N1_TO_1 ? -1.0f : 0.0f;
-        const int32_t q = zp + (int32_t)round_away((double)(low / scale));
+        const double r = (double)(low / scale);
+        const int32_t q = r < -1e9 ? -128 : zp + (int32_t)round_away(r);
         a = q > a ? q : a;
     }
     if (act == MK_ACT_RELU6 || act == MK_ACT_RELU_N1_TO_1) {
@@ -99,6 +100,11 @@ size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw)
     return (c ? c : 1) * 3 * sizeof(int32_t);
 }
 
+/* int32 sums wrap (two's complement) instead of overflowing: a valid model never gets near
+ * 2^31, a hostile one (a bias of INT32_MIN) must not reach undefined behaviour */
+static int32_t wadd(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static int32_t wmul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+
 static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
 {
     return (int8_t)(v < lo ? lo : v > hi ? hi : v);
@@ -123,8 +129,8 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
         for (int32_t oc = 0; oc < cout; oc++) {
             int32_t t = 0;
             for (int32_t ic = 0; ic < cin; ic++)
-                t += w[(size_t)oc * cin + ic];
-            wsum[oc] = (bias ? bias[oc] : 0) + in_off * t;
+                t = wadd(t, w[(size_t)oc * cin + ic]);
+            wsum[oc] = wadd(bias ? bias[oc] : 0, wmul(in_off, t));
         }
         const size_t pixels = (size_t)out->n * out->h * out->w;
         for (size_t px = 0; px < pixels; px++) {
@@ -134,8 +140,8 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
                 const int8_t *wi = w + (size_t)oc * cin;
                 int32_t acc = 0;
                 for (int32_t ic = 0; ic < cin; ic++)
-                    acc += (int32_t)wi[ic] * (int32_t)xi[ic];
-                acc = mengine_kq_mbqm(acc + wsum[oc], mult[oc], shift[oc]) + p->out_zp;
+                    acc = wadd(acc, (int32_t)wi[ic] * (int32_t)xi[ic]);
+                acc = wadd(mengine_kq_mbqm(wadd(acc, wsum[oc]), mult[oc], shift[oc]), p->out_zp);
                 yo[oc] = clamp8(acc, p->act_min, p->act_max);
             }
         }
@@ -159,12 +165,12 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
                             const int8_t *xi = x + (((size_t)n * in->h + iy) * in->w + ix) * cin;
                             const int8_t *wi = w + (((size_t)oc * kh + ky) * kw + kx) * cin;
                             for (int32_t ic = 0; ic < cin; ic++)
-                                acc += (int32_t)wi[ic] * ((int32_t)xi[ic] + in_off);
+                                acc = wadd(acc, (int32_t)wi[ic] * ((int32_t)xi[ic] + in_off));
                         }
                     }
                     if (bias)
-                        acc += bias[oc];
-                    acc = mengine_kq_mbqm(acc, mult[oc], shift[oc]) + p->out_zp;
+                        acc = wadd(acc, bias[oc]);
+                    acc = wadd(mengine_kq_mbqm(acc, mult[oc], shift[oc]), p->out_zp);
                     yo[oc] = clamp8(acc, p->act_min, p->act_max);
                 }
             }
@@ -203,12 +209,12 @@ mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const in
                             const int8_t *xi = x + (((size_t)n * in->h + iy) * in->w + ix) * cin;
                             const int8_t *wi = w + ((size_t)ky * kw + kx) * cout;
                             for (int32_t c = 0; c < cout; c++)
-                                acc[c] += (int32_t)wi[c] * ((int32_t)xi[c] + in_off);
+                                acc[c] = wadd(acc[c], (int32_t)wi[c] * ((int32_t)xi[c] + in_off));
                         }
                     }
                     int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * cout;
                     for (int32_t c = 0; c < cout; c++)
-                        yo[c] = clamp8(mengine_kq_mbqm(acc[c], mult[c], shift[c]) + p->out_zp,
+                        yo[c] = clamp8(wadd(mengine_kq_mbqm(acc[c], mult[c], shift[c]), p->out_zp),
                                        p->act_min, p->act_max);
                 }
         return MENGINE_OK;
@@ -233,12 +239,12 @@ mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const in
                                 const int32_t xv =
                                     x[(((size_t)n * in->h + iy) * in->w + ix) * cin + ic];
                                 const int32_t wv = w[((size_t)ky * kw + kx) * cout + oc];
-                                acc += wv * (xv + in_off);
+                                acc = wadd(acc, wv * (xv + in_off));
                             }
                         }
                         if (bias)
-                            acc += bias[oc];
-                        acc = mengine_kq_mbqm(acc, mult[oc], shift[oc]) + p->out_zp;
+                            acc = wadd(acc, bias[oc]);
+                        acc = wadd(mengine_kq_mbqm(acc, mult[oc], shift[oc]), p->out_zp);
                         yo[oc] = clamp8(acc, p->act_min, p->act_max);
                     }
             }
@@ -257,10 +263,10 @@ mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, int32_t
             const int8_t *xr = x + (size_t)r * depth, *wu = w + (size_t)u * depth;
             int32_t acc = 0;
             for (int32_t d = 0; d < depth; d++)
-                acc += (int32_t)wu[d] * ((int32_t)xr[d] + in_off);
+                acc = wadd(acc, (int32_t)wu[d] * ((int32_t)xr[d] + in_off));
             if (bias)
-                acc += bias[u];
-            acc = mengine_kq_mbqm_single(acc, p->mult, p->shift) + p->out_zp;
+                acc = wadd(acc, bias[u]);
+            acc = wadd(mengine_kq_mbqm_single(acc, p->mult, p->shift), p->out_zp);
             y[(size_t)r * units + u] = clamp8(acc, p->act_min, p->act_max);
         }
     return MENGINE_OK;
@@ -282,12 +288,12 @@ static int32_t add_one(const mengine_kq_params *p, int32_t a, int32_t b)
     const int32_t sa = (a - p->in_zp) * (1 << 20), sb = (b - p->in2_zp) * (1 << 20);
     const int32_t ra = mengine_kq_mbqm(sa, p->mult1, p->shift1);
     const int32_t rb = mengine_kq_mbqm(sb, p->mult2, p->shift2);
-    return mengine_kq_mbqm(ra + rb, p->mult, p->shift) + p->out_zp;
+    return wadd(mengine_kq_mbqm(ra + rb, p->mult, p->shift), p->out_zp);
 }
 
 static int32_t mul_one(const mengine_kq_params *p, int32_t a, int32_t b)
 {
-    return mengine_kq_mbqm((a - p->in_zp) * (b - p->in2_zp), p->mult, p->shift) + p->out_zp;
+    return wadd(mengine_kq_mbqm((a - p->in_zp) * (b - p->in2_zp), p->mult, p->shift), p->out_zp);
 }
 
 static mengine_status binary_s8(const mengine_kq_params *p, const mengine_k_dims *ad,
@@ -377,9 +383,9 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
         for (int32_t c = 0; c < in->c; c++) {
             int32_t acc = 0;
             for (int32_t i = 0; i < count; i++)
-                acc += (int32_t)x[((size_t)n * count + i) * in->c + c];
-            acc -= p->in_zp * count;
-            acc = mengine_kq_mbqm(acc, mult, shift) + p->out_zp;
+                acc = wadd(acc, x[((size_t)n * count + i) * in->c + c]);
+            acc = wadd(acc, wmul(-p->in_zp, count));
+            acc = wadd(mengine_kq_mbqm(acc, mult, shift), p->out_zp);
             y[(size_t)n * in->c + c] = clamp8(acc, -128, 127);
         }
     return MENGINE_OK;
@@ -485,9 +491,9 @@ mengine_status mengine_kq_softmax_s8(const mengine_kq_params *p, size_t rows, si
         for (size_t j = 0; j < cols; j++)
             sum += expf(k * (float)(xr[j] - mx));
         for (size_t j = 0; j < cols; j++) {
-            const float prob = expf(k * (float)(xr[j] - mx)) / sum;
-            const int32_t q = (int32_t)(prob * 256.0f + 0.5f) - 128;
-            yr[j] = clamp8(q, -128, 127);
+            const float v = expf(k * (float)(xr[j] - mx)) / sum * 256.0f + 0.5f;
+            const int32_t q = v >= 256.0f ? 256 : v >= 0.0f ? (int32_t)v : 0; /* NaN: 0 */
+            yr[j] = clamp8(q - 128, -128, 127);
         }
     }
     return MENGINE_OK;
