@@ -121,6 +121,13 @@ static void test_conv2d_tiles(void **state)
     conv_case(&rng, 2, 4, 17, 5, 33, 5, 5, 1, 1, 0, 2);
     conv_case(&rng, 1, 6, 31, 9, 7, 3, 5, 2, 1, 1, 0); /* VALID */
     conv_case(&rng, 1, 3, 3, 2, 17, 7, 7, 1, 1, 0, 3); /* every pixel at the border */
+    /* at most 8 output channels: the 8-channel panel; one: dot products, 8 pixels at once */
+    conv_case(&rng, 1, 5, 37, 8, 8, 3, 3, 1, 1, 0, 3);
+    conv_case(&rng, 2, 4, 30, 5, 6, 3, 3, 2, 2, 1, 1);
+    conv_case(&rng, 1, 6, 40, 12, 1, 3, 3, 1, 1, 0, 0);
+    conv_case(&rng, 1, 5, 29, 5, 1, 3, 3, 1, 1, 1, 3); /* Cin x KW not a multiple of a vector */
+    conv_case(&rng, 1, 7, 33, 3, 1, 5, 3, 2, 2, 1, 0);
+    conv_case(&rng, 1, 9, 14, 24, 3, 1, 1, 1, 1, 0, 2); /* 1x1, 3 channels */
 }
 
 /* ---- DEPTHWISE_CONV_2D ---- */
@@ -248,6 +255,13 @@ static void test_transpose_conv(void **state)
     tconv_case(&rng, 2, 9, 6, 3, 2, 2, 2, 2, 2, 1, 1, 1);
     tconv_case(&rng, 1, 5, 5, 7, 4, 4, 3, 1, 1, 0, 0, 1);
     tconv_case(&rng, 1, 11, 10, 2, 3, 5, 5, 3, 2, 1, 0, 1);
+    /* the stereo decoder's upsampling (3x3, stride 2, SAME) over wide rows: every phase's
+     * tiles, the 8- and 16-channel panels and two panels */
+    tconv_case(&rng, 1, 16, 40, 12, 8, 3, 3, 2, 2, 0, 0, 1);
+    tconv_case(&rng, 1, 12, 34, 24, 16, 3, 3, 2, 2, 0, 1, 1);
+    tconv_case(&rng, 1, 10, 30, 9, 1, 3, 3, 2, 2, 0, 0, 1);
+    tconv_case(&rng, 1, 9, 36, 6, 20, 4, 4, 2, 2, 1, 3, 0);
+    tconv_case(&rng, 1, 8, 8, 3, 5, 1, 1, 2, 2, 0, 0, 1); /* phases without a tap: the bias */
 }
 
 /* ---- AVERAGE_POOL_2D, MEAN ---- */
