@@ -290,19 +290,40 @@ static void conv_panel(const conv_geom *g, const panel_kind *pk, const float *in
         }
 }
 
-/* Cout == 1: out = clamp(bias + sum of the taps inside the input), dot products over the
- * contiguous kernel rows (KW * Cin floats), DOT8 interior pixels at a time with their sums
- * reduced together; no packing. */
-static float dot_run(const float *restrict a, const float *restrict w, size_t k)
+/* Cout == 1: out = clamp(bias + the dot products of the kernel rows (KW * Cin floats) with
+ * the weights), no packing: vector lanes over each kernel row, the rows summed in them, the
+ * lanes reduced (mengine_k_vsum8(), 8 interior pixels at once), then the row tails one value
+ * at a time. A border pixel takes the same steps with zeros for the taps outside the input,
+ * so its sum is the one an explicitly padded input gives, bit for bit. */
+static MK_NOCLONE void cout1_border(const conv_geom *g, const float *in_n, const float *filter,
+                                    int ih0, int iw0, float bias, float lo, float hi, float *y)
 {
-    mengine_k_vf acc = mengine_k_vset1(0.0f);
-    size_t i = 0;
-    for (; i + MK_VL <= k; i += MK_VL)
-        acc = mengine_k_vfma(acc, mengine_k_vload(a + i), mengine_k_vload(w + i));
-    float s = mengine_k_vsum(acc);
-    for (; i < k; i++)
-        s += a[i] * w[i];
-    return s;
+    const int W = g->W, C = g->C;
+    const size_t kwc = (size_t)g->KW * C, kv = kwc / MK_VL * MK_VL;
+    const int kh_lo = mengine_k_max(0, -ih0), kh_hi = mengine_k_min(g->KH, g->H - ih0);
+    mengine_k_vf acc[8];
+    float s[8], lane[MK_VL];
+    for (int p = 0; p < 8; p++)
+        acc[p] = mengine_k_vset1(0.0f);
+    for (int kh = kh_lo; kh < kh_hi; kh++) {
+        const float *row = in_n + (size_t)(ih0 + kh) * W * C, *w = filter + (size_t)kh * kwc;
+        for (size_t i = 0; i < kv; i += MK_VL) {
+            for (int l = 0; l < MK_VL; l++) {
+                const int iw = iw0 + (int)((i + l) / C), c = (int)((i + l) % C);
+                lane[l] = iw >= 0 && iw < W ? row[(size_t)iw * C + c] : 0.0f;
+            }
+            acc[0] = mengine_k_vfma(acc[0], mengine_k_vload(lane), mengine_k_vload(w + i));
+        }
+    }
+    mengine_k_vsum8(acc, s);
+    for (int kh = kh_lo; kh < kh_hi; kh++)
+        for (size_t i = kv; i < kwc; i++) {
+            const int iw = iw0 + (int)(i / C), c = (int)(i % C);
+            if (iw >= 0 && iw < W)
+                s[0] += in_n[((size_t)(ih0 + kh) * W + iw) * C + c] * filter[(size_t)kh * kwc + i];
+        }
+    const float v = s[0] + bias;
+    *y = v < lo ? lo : (v > hi ? hi : v);
 }
 
 static void conv_cout1(const conv_geom *g, const float *in, const float *filter, float bias,
@@ -350,14 +371,8 @@ static void conv_cout1(const conv_geom *g, const float *in, const float *filter,
                     }
                     ow += 8;
                 } else {
-                    const int kw_lo = mengine_k_max(0, -iw0), kw_hi = mengine_k_min(KW, W - iw0);
-                    float s = 0.0f;
-                    for (int kh = kh_lo; kh < kh_hi && kw_lo < kw_hi; kh++)
-                        s += dot_run(in_n + ((size_t)(ih0 + kh) * W + iw0 + kw_lo) * C,
-                                     filter + ((size_t)kh * KW + kw_lo) * C,
-                                     (size_t)(kw_hi - kw_lo) * C);
-                    const float v = s + bias;
-                    y[(size_t)ow * g->out_pix] = v < lo ? lo : (v > hi ? hi : v);
+                    cout1_border(g, in_n, filter, ih0, iw0, bias, lo, hi,
+                                 y + (size_t)ow * g->out_pix);
                     ow++;
                 }
             }
