@@ -185,6 +185,16 @@ static void tile_1(const tile_args *t, const float *a, const float *b, float *ou
     tile(1, NR, t, a, b, out);
 }
 
+static void tile_4(const tile_args *t, const float *a, const float *b, float *out)
+{
+    tile(4, NR, t, a, b, out);
+}
+
+static void tile8_4(const tile_args *t, const float *a, const float *b, float *out)
+{
+    tile(4, NR8, t, a, b, out);
+}
+
 static void tile8_mr(const tile_args *t, const float *a, const float *b, float *out)
 {
     tile(MR8, NR8, t, a, b, out);
@@ -200,11 +210,12 @@ static void tile8_1(const tile_args *t, const float *a, const float *b, float *o
 typedef struct panel_kind {
     int nrx, mr;
     void (*tile_mr)(const tile_args *, const float *, const float *, float *);
+    void (*tile_4)(const tile_args *, const float *, const float *, float *); /* 4 pixels */
     void (*tile_1)(const tile_args *, const float *, const float *, float *);
 } panel_kind;
 
-static const panel_kind PANEL16 = {NR, MR, tile_mr, tile_1};
-static const panel_kind PANEL8 = {NR8, MR8, tile8_mr, tile8_1};
+static const panel_kind PANEL16 = {NR, MR, tile_mr, tile_4, tile_1};
+static const panel_kind PANEL8 = {NR8, MR8, tile8_mr, tile8_4, tile8_1};
 
 static const panel_kind *panel_for(int cout) { return cout <= NR8 ? &PANEL8 : &PANEL16; }
 
@@ -271,6 +282,12 @@ static void conv_panel(const conv_geom *g, const panel_kind *pk, const float *in
                     pk->tile_mr(t, in_n + ((size_t)(ih0 + kh_lo) * W + iw0) * C,
                                 panel + kh_lo * t->b_row, out_row + (size_t)ow * g->out_pix);
                     ow += MRX;
+                } else if (MRX > 4 && ow >= ow_lo && ow + 4 <= ow_hi && t->rows > 0) {
+                    /* a run shorter than a tile: 4 pixels at a time, not one */
+                    t->k = kwc;
+                    pk->tile_4(t, in_n + ((size_t)(ih0 + kh_lo) * W + iw0) * C,
+                               panel + kh_lo * t->b_row, out_row + (size_t)ow * g->out_pix);
+                    ow += 4;
                 } else {
                     const int kw_lo = mengine_k_max(0, -iw0), kw_hi = mengine_k_min(KW, W - iw0);
                     const int rows = t->rows;
@@ -307,31 +324,72 @@ static MK_NOCLONE void cout1_border(const conv_geom *g, const float *in_n, const
         acc[p] = mengine_k_vset1(0.0f);
     for (int kh = kh_lo; kh < kh_hi; kh++) {
         const float *row = in_n + (size_t)(ih0 + kh) * W * C, *w = filter + (size_t)kh * kwc;
+        int iw = iw0, c = 0; /* the tap of the next lane */
         for (size_t i = 0; i < kv; i += MK_VL) {
             for (int l = 0; l < MK_VL; l++) {
-                const int iw = iw0 + (int)((i + l) / C), c = (int)((i + l) % C);
                 lane[l] = iw >= 0 && iw < W ? row[(size_t)iw * C + c] : 0.0f;
+                if (++c == C)
+                    c = 0, iw++;
             }
             acc[0] = mengine_k_vfma(acc[0], mengine_k_vload(lane), mengine_k_vload(w + i));
         }
     }
     mengine_k_vsum8(acc, s);
-    for (int kh = kh_lo; kh < kh_hi; kh++)
+    for (int kh = kh_lo; kh < kh_hi && kv < kwc; kh++) {
+        int iw = iw0 + (int)(kv / C), c = (int)(kv % C);
         for (size_t i = kv; i < kwc; i++) {
-            const int iw = iw0 + (int)(i / C), c = (int)(i % C);
             if (iw >= 0 && iw < W)
                 s[0] += in_n[((size_t)(ih0 + kh) * W + iw) * C + c] * filter[(size_t)kh * kwc + i];
+            if (++c == C)
+                c = 0, iw++;
         }
+    }
     const float v = s[0] + bias;
     *y = v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* NP (8 or 1) interior pixels, a_pix floats apart, rows kh_lo .. kh_hi - 1 from @p a. */
+static MK_ALWAYS_INLINE void cout1_px(const int NP, const conv_geom *g, const float *a,
+                                      const float *filter, int kh_lo, int kh_hi, float bias,
+                                      float lo, float hi, float *y)
+{
+    const size_t kwc = (size_t)g->KW * g->C, kv = kwc / MK_VL * MK_VL;
+    const size_t a_row = (size_t)g->W * g->C, a_pix = (size_t)g->SW * g->C;
+    mengine_k_vf acc[8];
+    float s[8];
+    for (int p = 0; p < 8; p++)
+        acc[p] = mengine_k_vset1(0.0f);
+    const float *ak = a;
+    for (int kh = kh_lo; kh < kh_hi; kh++, ak += a_row) {
+        const float *w = filter + (size_t)kh * kwc;
+        for (size_t i = 0; i < kv; i += MK_VL) {
+            const mengine_k_vf wv = mengine_k_vload(w + i);
+            for (int p = 0; p < NP; p++)
+                acc[p] = mengine_k_vfma(acc[p], mengine_k_vload(ak + p * a_pix + i), wv);
+        }
+    }
+    mengine_k_vsum8(acc, s);
+    ak = a;
+    for (int kh = kh_lo; kh < kh_hi && kv < kwc; kh++, ak += a_row)
+        for (int p = 0; p < NP; p++)
+            for (size_t i = kv; i < kwc; i++)
+                s[p] += ak[p * a_pix + i] * filter[(size_t)kh * kwc + i];
+    for (int p = 0; p < NP; p++) {
+        const float v = s[p] + bias;
+        y[(size_t)p * g->out_pix] = v < lo ? lo : (v > hi ? hi : v);
+    }
+}
+
+static MK_NOCLONE void cout1_px1(const conv_geom *g, const float *a, const float *filter, int kh_lo,
+                                 int kh_hi, float bias, float lo, float hi, float *y)
+{
+    cout1_px(1, g, a, filter, kh_lo, kh_hi, bias, lo, hi, y);
 }
 
 static void conv_cout1(const conv_geom *g, const float *in, const float *filter, float bias,
                        float lo, float hi, float *out)
 {
     const int H = g->H, W = g->W, C = g->C, KH = g->KH, KW = g->KW, SW = g->SW;
-    const size_t kwc = (size_t)KW * C, a_row = (size_t)W * C, a_pix = (size_t)SW * C;
-    const size_t kv = kwc / MK_VL * MK_VL;
     const int ow_lo = mengine_k_min(g->PW > 0 ? (g->PW + SW - 1) / SW : 0, g->OW);
     int ow_hi = W - KW + g->PW >= 0 ? floor_div(W - KW + g->PW, SW) + 1 : 0;
     ow_hi = mengine_k_max(mengine_k_min(ow_hi, g->OW), ow_lo);
@@ -343,36 +401,21 @@ static void conv_cout1(const conv_geom *g, const float *in, const float *filter,
             float *y = out + (size_t)n * g->out_n + (size_t)oh * g->out_row;
             int ow = 0;
             while (ow < g->OW) {
+                if (ow > ow_lo && ow < ow_hi && ow + 8 > ow_hi && ow_hi - ow_lo >= 8)
+                    ow = ow_hi - 8; /* the last group of the run overlaps the one before */
                 const int iw0 = ow * SW - g->PW;
+                const float *a = in_n + ((size_t)(ih0 + kh_lo) * W + iw0) * C;
                 if (ow >= ow_lo && ow + 8 <= ow_hi) {
-                    mengine_k_vf acc[8];
-                    float s[8];
-                    const float *a = in_n + ((size_t)(ih0 + kh_lo) * W + iw0) * C;
-                    for (int p = 0; p < 8; p++)
-                        acc[p] = mengine_k_vset1(0.0f);
-                    for (int kh = kh_lo; kh < kh_hi; kh++, a += a_row) {
-                        const float *w = filter + (size_t)kh * kwc;
-                        for (size_t i = 0; i < kv; i += MK_VL) {
-                            const mengine_k_vf wv = mengine_k_vload(w + i);
-                            for (int p = 0; p < 8; p++)
-                                acc[p] =
-                                    mengine_k_vfma(acc[p], mengine_k_vload(a + p * a_pix + i), wv);
-                        }
-                    }
-                    mengine_k_vsum8(acc, s);
-                    a = in_n + ((size_t)(ih0 + kh_lo) * W + iw0) * C;
-                    for (int kh = kh_lo; kh < kh_hi && kv < kwc; kh++, a += a_row)
-                        for (int p = 0; p < 8; p++)
-                            for (size_t i = kv; i < kwc; i++)
-                                s[p] += a[p * a_pix + i] * filter[(size_t)kh * kwc + i];
-                    for (int p = 0; p < 8; p++) {
-                        const float v = s[p] + bias;
-                        y[(size_t)(ow + p) * g->out_pix] = v < lo ? lo : (v > hi ? hi : v);
-                    }
+                    cout1_px(8, g, a, filter, kh_lo, kh_hi, bias, lo, hi,
+                             y + (size_t)ow * g->out_pix);
                     ow += 8;
                 } else {
-                    cout1_border(g, in_n, filter, ih0, iw0, bias, lo, hi,
-                                 y + (size_t)ow * g->out_pix);
+                    if (ow >= ow_lo && ow < ow_hi)
+                        cout1_px1(g, a, filter, kh_lo, kh_hi, bias, lo, hi,
+                                  y + (size_t)ow * g->out_pix);
+                    else
+                        cout1_border(g, in_n, filter, ih0, iw0, bias, lo, hi,
+                                     y + (size_t)ow * g->out_pix);
                     ow++;
                 }
             }
@@ -443,7 +486,32 @@ static MK_ALWAYS_INLINE void dot_px8(const int NP, int C, int nc, const float *r
         for (int p = 0; p < NP; p++)
             acc[p][j] = mengine_k_vset1(0.0f);
     }
-    for (int c = 0; c < cv; c += MK_VL) {
+    int c0 = 0;
+#if defined(MK_TILE_AVX512)
+    /* 16 channels of Cin per step in 512-bit accumulators, folded into the 8-lane ones */
+    if (C >= 16) {
+        __m512 acc5[DOT_NP][8];
+        for (int j = 0; j < 8; j++)
+            for (int p = 0; p < NP; p++)
+                acc5[p][j] = _mm512_setzero_ps();
+        for (; c0 + 16 <= C; c0 += 16) {
+            __m512 a5[DOT_NP];
+            for (int p = 0; p < NP; p++)
+                a5[p] = _mm512_loadu_ps(x + (size_t)p * C + c0);
+            for (int j = 0; j < 8; j++) {
+                const __m512 b5 = _mm512_loadu_ps(wr[j] + c0);
+                for (int p = 0; p < NP; p++)
+                    acc5[p][j] = _mm512_fmadd_ps(a5[p], b5, acc5[p][j]);
+            }
+        }
+        for (int j = 0; j < 8; j++)
+            for (int p = 0; p < NP; p++)
+                acc[p][j] = _mm256_add_ps(
+                    _mm512_castps512_ps256(acc5[p][j]),
+                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc5[p][j]), 1)));
+    }
+#endif
+    for (int c = c0; c < cv; c += MK_VL) {
         mengine_k_vf a[DOT_NP];
         for (int p = 0; p < NP; p++)
             a[p] = mengine_k_vload(x + (size_t)p * C + c);
@@ -558,16 +626,18 @@ static MK_NOCLONE void pack_tconv_panel(const float *restrict filter, const meng
                                         int nrx, float *restrict panel)
 {
     const int CI = fd->c, nr = mengine_k_min(nrx, fd->n - co0);
-    for (int r = 0; r < nth; r++)
-        for (int c = 0; c < ntw; c++) {
-            const int kh = kh0 + (nth - 1 - r) * sh, kw = kw0 + (ntw - 1 - c) * sw;
-            float *restrict dst = panel + ((size_t)r * ntw + c) * CI * nrx;
-            for (int ci = 0; ci < CI; ci++)
-                for (int j = 0; j < nrx; j++)
-                    dst[(size_t)ci * nrx + j] =
-                        j < nr ? filter[(((size_t)(co0 + j) * fd->h + kh) * fd->w + kw) * CI + ci]
-                               : 0.0f;
-        }
+    if (nr < nrx)
+        memset(panel, 0, (size_t)nth * ntw * CI * nrx * sizeof *panel);
+    for (int j = 0; j < nr; j++)
+        for (int r = 0; r < nth; r++)
+            for (int c = 0; c < ntw; c++) {
+                const int kh = kh0 + (nth - 1 - r) * sh, kw = kw0 + (ntw - 1 - c) * sw;
+                const float *restrict src =
+                    filter + (((size_t)(co0 + j) * fd->h + kh) * fd->w + kw) * CI;
+                float *restrict dst = panel + ((size_t)r * ntw + c) * CI * nrx + j;
+                for (int ci = 0; ci < CI; ci++)
+                    dst[(size_t)ci * nrx] = src[ci];
+            }
 }
 
 /* Sub-pixel form: the outputs of one phase (oh mod stride_h, ow mod stride_w) are a stride-1
