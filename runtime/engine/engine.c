@@ -248,8 +248,9 @@ mengine_status mengine_tensor(const mengine *e, size_t tensor_index, mengine_vie
     memset(v, 0, sizeof *v);
     v->data = t->data;
     /* a folded PAD's output (reading its input in the arena) has no memory of its own */
-    const uint8_t *c = (const uint8_t *)t->cdata;
-    v->cdata = !t->data && c >= e->act && c < e->arena + e->arena_size ? NULL : t->cdata;
+    const uintptr_t c = (uintptr_t)t->cdata, lo = (uintptr_t)e->act,
+                    hi = (uintptr_t)(e->arena + e->arena_size);
+    v->cdata = !t->data && c >= lo && c < hi ? NULL : t->cdata;
     memcpy(v->dims, t->dims, sizeof v->dims);
     v->rank = t->rank;
     v->type = t->type;
