@@ -238,6 +238,10 @@ static const mtensor *out_rec(const mengine *e, const mnode *n) { return &e->ten
 /* 4-D view of a record, dims right-aligned (a [B, C] tensor is (1, 1, B, C)). */
 static mengine_k_dims dims4(const mtensor *t)
 {
+    if (t->rank == 4) { /* the common case, at every eval */
+        const mengine_k_dims r4 = {t->dims[0], t->dims[1], t->dims[2], t->dims[3]};
+        return r4;
+    }
     int32_t d[4] = {1, 1, 1, 1};
     for (uint32_t i = 0; i < t->rank; i++)
         d[4 - t->rank + i] = t->dims[i];
