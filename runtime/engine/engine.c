@@ -37,14 +37,15 @@ static const mengine_op *fused_reg(const mengine_model *m, int32_t code)
  * fused kernel; *fused counts the patterns, *fused_ops their operators. */
 static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, void *work,
                                        size_t work_size, size_t *total, size_t *fused,
-                                       size_t *fused_ops, mdiag *d)
+                                       size_t *fused_ops, size_t *folded, mdiag *d)
 {
     fbr r;
     mengine_fbr_for_model(&r, m, d);
     const mengine_op *corr = fused_reg(m, MENGINE_FUSED_CORRELATION);
     mnode pattern;
     uint32_t pattern_end = 0, in_pattern = 0;
-    *fused = *fused_ops = 0;
+    int32_t fold_src = -1, fold_h = 0, fold_w = 0; /* a PAD folded into the next operator */
+    *fused = *fused_ops = *folded = 0;
     mengine_status st = mengine_plan_begin(work, work_size, m, d);
     for (uint32_t i = 0; i < m->n_ops && st == MENGINE_OK; i++) {
         mnode tmp, *node = nodes ? &nodes[i] : &tmp;
@@ -58,6 +59,17 @@ static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, voi
             mengine_fuse_correlation(m, work, i, &pattern_end, &pattern)) {
             in_pattern = 1;
             ++*fused;
+        } else if (!in_pattern && c.builtin == MENGINE_OP_PAD &&
+                   mengine_fuse_pad(m, work, i, node, &fold_src)) {
+            fold_h = node->p.pad.before[1], fold_w = node->p.pad.before[2];
+            node->reg = &mengine_op_pad_folded;
+            ++*folded;
+        } else if (fold_src >= 0) { /* the convolution the PAD before folds into */
+            int32_t *ph = c.builtin == MENGINE_OP_CONV_2D ? &node->p.conv.pad_h : &node->p.dw.pad_h;
+            int32_t *pw = c.builtin == MENGINE_OP_CONV_2D ? &node->p.conv.pad_w : &node->p.dw.pad_w;
+            *ph += fold_h, *pw += fold_w;
+            mengine_plan_extend(work, (uint32_t)fold_src, i);
+            fold_src = -1;
         }
         if (in_pattern) {
             ++*fused_ops;
@@ -80,12 +92,13 @@ mengine_status mengine_arena_size(const mengine_model *m, void *work, size_t wor
                                   size_t *arena_size, char *msg, size_t msg_cap)
 {
     mdiag d = {msg, msg_cap};
-    size_t total, fused, fused_ops;
+    size_t total, fused, fused_ops, folded;
     if (msg && msg_cap)
         msg[0] = '\0';
     if (!m || !m->data || !arena_size)
         return mengine_diag_fail(&d, MENGINE_ERR_ARG, "model not loaded or no result pointer");
-    mengine_status st = prepare_and_plan(m, NULL, work, work_size, &total, &fused, &fused_ops, &d);
+    mengine_status st =
+        prepare_and_plan(m, NULL, work, work_size, &total, &fused, &fused_ops, &folded, &d);
     if (st != MENGINE_OK)
         return st;
     const size_t need_work = mengine_plan_work_bytes(m->n_tensors, m->n_ops);
@@ -127,9 +140,9 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
     e->nodes = (mnode *)(void *)(e->arena + tensor_records(m));
     e->act = e->arena + records;
     void *work = e->act;
-    size_t total, fused, fused_ops;
+    size_t total, fused, fused_ops, folded;
     mengine_status st =
-        prepare_and_plan(m, e->nodes, work, work_size, &total, &fused, &fused_ops, &d);
+        prepare_and_plan(m, e->nodes, work, work_size, &total, &fused, &fused_ops, &folded, &d);
     if (st != MENGINE_OK)
         return st;
     const size_t used = records + (total > work_size ? total : work_size);
@@ -162,12 +175,21 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
         const int64_t off = mengine_plan_scratch_offset(work, i);
         e->nodes[i].scratch = off >= 0 ? (float *)(void *)(e->act + off) : NULL;
     }
+    /* A folded PAD's output stands for its input: the convolution reads that. */
+    for (uint32_t i = 0; i < m->n_ops; i++)
+        if (e->nodes[i].reg == &mengine_op_pad_folded) {
+            mtensor *t = &e->tensors[e->nodes[i].output];
+            const mtensor *x = node_input(e, &e->nodes[i], 0);
+            memcpy(t->dims, x->dims, sizeof t->dims);
+            t->rank = x->rank, t->count = x->count, t->cdata = x->cdata, t->data = NULL;
+        }
     e->stats.arena_used = used;
     e->stats.records_bytes = records;
     e->stats.activation_bytes = total;
     e->stats.work_bytes = work_size;
     e->stats.fused_correlations = fused;
     e->stats.fused_ops = fused_ops;
+    e->stats.folded_pads = folded;
     e->state = STATE_PREPARED;
     return MENGINE_OK;
 }
@@ -227,7 +249,10 @@ mengine_status mengine_tensor(const mengine *e, size_t tensor_index, mengine_vie
     const mtensor *t = &e->tensors[tensor_index];
     memset(v, 0, sizeof *v);
     v->data = t->data;
-    v->cdata = t->cdata;
+    /* a folded PAD's output (reading its input in the arena) has no memory of its own */
+    const uintptr_t c = (uintptr_t)t->cdata, lo = (uintptr_t)e->act,
+                    hi = (uintptr_t)(e->arena + e->arena_size);
+    v->cdata = !t->data && c >= lo && c < hi ? NULL : t->cdata;
     memcpy(v->dims, t->dims, sizeof v->dims);
     v->rank = t->rank;
     v->type = t->type;

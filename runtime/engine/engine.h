@@ -191,6 +191,7 @@ typedef struct mengine_stats {
     size_t work_bytes;         /**< planner work area used during prepare */
     size_t fused_correlations; /**< correlation patterns run as one kernel (mengine_prepare()) */
     size_t fused_ops;          /**< operators of the model those kernels stand for */
+    size_t folded_pads; /**< PADs folded into the convolution that follows (mengine_prepare()) */
 } mengine_stats;
 
 struct mtensor;
@@ -284,6 +285,15 @@ mengine_status mengine_init(mengine *e, const mengine_model *m, void *arena, siz
  * runs as one kernel at the CONCATENATION, and the pattern's intermediate
  * tensors get no memory (their views have data NULL). Any other form runs
  * with the generic operators. mengine_get_stats() counts the fused patterns.
+ *
+ * A PAD of zeros along H and W whose output only the CONV_2D (kernel larger
+ * than 1x1) or DEPTHWISE_CONV_2D right after it reads is folded into that
+ * convolution's padding, as XNNPACK does (runtime/engine/fuse_impl.h,
+ * mengine_fuse_pad(), has the exact rules): the convolution reads the PAD's
+ * input, the PAD's output gets no memory (its view has data and cdata NULL)
+ * and the outputs are the same bit for bit. Not where the model's offline
+ * plan gives the PAD's output an offset (a plan made without the fold).
+ * mengine_get_stats() counts the folded PADs.
  * @return MENGINE_OK, MENGINE_ERR_ARENA (message gives the size needed when
  *         known), MENGINE_ERR_PLAN, MENGINE_ERR_STATE (not initialised).
  */

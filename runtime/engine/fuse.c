@@ -1,4 +1,5 @@
-/* Recognising the correlation pattern (see fuse_impl.h). */
+/* Recognising the correlation pattern and the PADs that fold into a convolution (see
+ * fuse_impl.h). */
 #include "engine/fuse_impl.h"
 
 /* Bind and prepare operator @p q into @p node; its builtin in *builtin. 0 on any failure. */
@@ -117,5 +118,57 @@ int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t 
     node->p.corr.right = (uint32_t)R;
     node->p.corr.k.offset = b0 - P;
     node->p.corr.k.step = step;
+    return 1;
+}
+
+static mengine_status folded_prepare(const mop_ctx *c, mnode *node)
+{
+    (void)node;
+    return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED_OP, "not an operator of a file");
+}
+
+static mengine_status folded_eval(const mengine *e, const mnode *n)
+{
+    (void)e;
+    (void)n;
+    return MENGINE_OK;
+}
+
+const mengine_op mengine_op_pad_folded = {
+    MENGINE_FUSED_CORRELATION - 2, 0, 0, MOP_SHARE_ELIDED, folded_prepare, folded_eval};
+
+int mengine_fuse_pad(const mengine_model *m, const void *work, uint32_t first, const mnode *pad,
+                     int32_t *src)
+{
+    mdiag quiet = {0, 0};
+    fbr r;
+    mop_ctx c;
+    mnode tmp;
+    mtensor_info ti;
+    int32_t xd[4], td[4], fd[4];
+    mengine_fbr_for_model(&r, m, &quiet);
+    const int32_t T = (int32_t)pad->output;
+    if (first + 1 >= m->n_ops || mengine_op_bind(&r, m, first, &c) != MENGINE_OK ||
+        c.builtin != MENGINE_OP_PAD)
+        return 0;
+    const int32_t X = in_at(&r, &c, 0);
+    if (!dims4_of(&r, m, X, xd) || !dims4_of(&r, m, T, td) ||
+        mengine_model_tensor(&r, m, (uint32_t)T, &ti) != MENGINE_OK || ti.type != MENGINE_FLOAT32 ||
+        pad->p.pad.before[0] || pad->p.pad.before[3] || xd[0] != td[0] || xd[3] != td[3] ||
+        model_offline_offset(m, (uint32_t)T) >= 0)
+        return 0;
+    if (mengine_op_bind(&r, m, first + 1, &c) != MENGINE_OK ||
+        (c.builtin != MENGINE_OP_CONV_2D && c.builtin != MENGINE_OP_DEPTHWISE_CONV_2D) ||
+        mengine_op_prepare(&c, &tmp) != MENGINE_OK || in_at(&r, &c, 0) != T)
+        return 0;
+    for (uint32_t i = 1; i < c.inputs.n; i++)
+        if (in_at(&r, &c, i) == T)
+            return 0;
+    if (c.builtin == MENGINE_OP_CONV_2D &&
+        (!dims4_of(&r, m, in_at(&r, &c, 1), fd) || (fd[1] == 1 && fd[2] == 1)))
+        return 0;
+    if (!mengine_plan_local(work, (uint32_t)T, first + 1))
+        return 0;
+    *src = X;
     return 1;
 }

@@ -34,4 +34,21 @@
 int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t first,
                              uint32_t *last, mnode *node);
 
+/* PAD folded into the convolution that follows (as XNNPACK does): operator
+ * @p first, prepared into @p pad, is a PAD of zeros along H and W only
+ * (float32, rank 4) whose output T is read by operator first + 1 alone, a
+ * CONV_2D with a kernel larger than 1x1 or a DEPTHWISE_CONV_2D taking T as
+ * its input (input 0) and nothing else; T is not a model output, and the
+ * model's offline plan, if any, gives T no offset (a plan written without
+ * the fold keeps it unfolded). On a match *src receives the PAD's input X:
+ * the convolution then reads X with the PAD's rows and columns added to its
+ * own padding (zeros either way, so the outputs are the same bit for bit),
+ * the PAD runs as ::mengine_op_pad_folded, T gets no memory and X stays alive
+ * until the convolution. Writes no message. */
+int mengine_fuse_pad(const mengine_model *m, const void *work, uint32_t first, const mnode *pad,
+                     int32_t *src);
+
+/* A folded PAD (mengine_fuse_pad()): eval does nothing; not in any operator table. */
+extern const struct mengine_op mengine_op_pad_folded;
+
 #endif

@@ -77,7 +77,29 @@ mengine_status mengine_k_leaky_relu_f32(const float *in, float *out, size_t n, f
 {
     if (!in || !out)
         return MENGINE_ERR_ARG;
-    for (size_t i = 0; i < n; i++)
+    /* x >= 0 ? x : alpha x, lane by lane (in place as well) */
+    const mengine_k_vf a = mengine_k_vset1(alpha);
+    size_t i = 0;
+    for (; i + MK_VL <= n; i += MK_VL) {
+        const mengine_k_vf x = mengine_k_vload(in + i), ax = x * a;
+#if defined(MK_SIMD_AVX)
+        const mengine_k_vf y =
+            _mm256_blendv_ps(ax, x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+#elif defined(MK_SIMD_NEON)
+        const mengine_k_vf y = vbslq_f32(vcgeq_f32(x, vdupq_n_f32(0.0f)), x, ax);
+#elif defined(MK_SIMD_SSE)
+        const __m128 ge = _mm_cmpge_ps(x, _mm_setzero_ps());
+        const mengine_k_vf y = _mm_or_ps(_mm_and_ps(ge, x), _mm_andnot_ps(ge, ax));
+#else
+        float xs[MK_VL], as[MK_VL];
+        mengine_k_vstore(xs, x), mengine_k_vstore(as, ax);
+        for (int l = 0; l < MK_VL; l++)
+            xs[l] = xs[l] >= 0.0f ? xs[l] : as[l];
+        const mengine_k_vf y = mengine_k_vload(xs);
+#endif
+        mengine_k_vstore(out + i, y);
+    }
+    for (; i < n; i++)
         out[i] = in[i] >= 0.0f ? in[i] : alpha * in[i];
     return MENGINE_OK;
 }
@@ -182,7 +204,15 @@ mengine_status mengine_k_concat_part_f32(const float *in, size_t outer, size_t i
 {
     if (!in || !out || offset > out_chunk || in_chunk > out_chunk - offset)
         return MENGINE_ERR_ARG;
-    for (size_t o = 0; o < outer; o++)
-        memcpy(out + o * out_chunk + offset, in + o * in_chunk, in_chunk * sizeof *in);
+    if (in_chunk <= 16) /* a few channels per pixel: no library call per pixel */
+        for (size_t o = 0; o < outer; o++) {
+            float *restrict d = out + o * out_chunk + offset;
+            const float *restrict s = in + o * in_chunk;
+            for (size_t k = 0; k < in_chunk; k++)
+                d[k] = s[k];
+        }
+    else
+        for (size_t o = 0; o < outer; o++)
+            memcpy(out + o * out_chunk + offset, in + o * in_chunk, in_chunk * sizeof *in);
     return MENGINE_OK;
 }

@@ -134,16 +134,25 @@ mengine_status mengine_k_depthwise_conv_fast_f32(const mengine_k_dw_params *p,
                                                  const mengine_k_dims *out_dims, float *out);
 
 /**
- * Transpose convolution (gradient of conv2d with respect to its input).
+ * Transpose convolution (gradient of conv2d with respect to its input), run as
+ * stride_h x stride_w stride-1 convolutions of the input (one per output phase, each
+ * with the taps that reach it) on the convolution's packed panels and micro-kernels.
  * @param in_dims     (N, H, W, Cin)
  * @param filter_dims (Cout, KH, KW, Cin)
  * @param out_dims    (N, OH, OW, Cout); output pixel oh = ih*stride_h + kh - pad_h.
+ * @param scratch     mengine_k_transpose_conv_get_buffer_size_f32() bytes, float-aligned,
+ *                    not overlapping anything
  */
 mengine_status mengine_k_transpose_conv_f32(const mengine_k_conv_params *p,
                                             const mengine_k_dims *in_dims, const float *in,
                                             const mengine_k_dims *filter_dims, const float *filter,
                                             const float *bias, const mengine_k_dims *out_dims,
-                                            float *out);
+                                            float *out, float *scratch);
+
+/** Scratch bytes mengine_k_transpose_conv_f32() needs: one packed panel of one phase's taps,
+ *  MK_CONV_NR * ceil(KH / stride_h) * ceil(KW / stride_w) * Cin floats (0: bad arguments). */
+size_t mengine_k_transpose_conv_get_buffer_size_f32(const mengine_k_dims *filter_dims, int stride_h,
+                                                    int stride_w);
 
 /**
  * Average pooling; each output divides by the number of input pixels inside

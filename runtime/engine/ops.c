@@ -249,6 +249,10 @@ static const mtensor *out_rec(const mengine *e, const mnode *n) { return &e->ten
 /* 4-D view of a record, dims right-aligned (a [B, C] tensor is (1, 1, B, C)). */
 static mengine_k_dims dims4(const mtensor *t)
 {
+    if (t->rank == 4) { /* the common case, at every eval */
+        const mengine_k_dims r4 = {t->dims[0], t->dims[1], t->dims[2], t->dims[3]};
+        return r4;
+    }
     int32_t d[4] = {1, 1, 1, 1};
     for (uint32_t i = 0; i < t->rank; i++)
         d[4 - t->rank + i] = t->dims[i];
@@ -454,6 +458,13 @@ static mengine_status tconv_prepare(const mop_ctx *c, mnode *node)
             in.dims[2], out.dims[1], out.dims[2], ih, iw);
     p->pad_h = pad_before(out.dims[1], f.dims[1], p->stride_h, ih);
     p->pad_w = pad_before(out.dims[2], f.dims[2], p->stride_w, iw);
+    const mengine_k_dims fd = {f.dims[0], f.dims[1], f.dims[2], f.dims[3]};
+    const size_t scratch =
+        mengine_k_transpose_conv_get_buffer_size_f32(&fd, p->stride_h, p->stride_w);
+    if (scratch > 0x7fffffffu)
+        return mengine_op_fail(c, MENGINE_ERR_LIMIT, "weight panel of %zu bytes (limit 2 GiB)",
+                               scratch);
+    node->scratch_bytes = (uint32_t)scratch;
     return MENGINE_OK;
 }
 
@@ -463,7 +474,7 @@ static mengine_status tconv_eval(const mengine *e, const mnode *n)
     const mtensor *b = n->n_inputs > 3 ? node_input(e, n, 3) : NULL, *out = out_rec(e, n);
     const mengine_k_dims id = dims4(in), fd = dims4(f), od = dims4(out);
     return mengine_k_transpose_conv_f32(&n->p.conv, &id, in->cdata, &fd, f->cdata, opt_data(b), &od,
-                                        out->data);
+                                        out->data, n->scratch);
 }
 
 /* ---- AVERAGE_POOL_2D ---- */

@@ -121,6 +121,16 @@ static void test_conv2d_tiles(void **state)
     conv_case(&rng, 2, 4, 17, 5, 33, 5, 5, 1, 1, 0, 2);
     conv_case(&rng, 1, 6, 31, 9, 7, 3, 5, 2, 1, 1, 0); /* VALID */
     conv_case(&rng, 1, 3, 3, 2, 17, 7, 7, 1, 1, 0, 3); /* every pixel at the border */
+    /* at most 8 output channels: the 8-channel panel; one: dot products, 8 pixels at once */
+    conv_case(&rng, 1, 5, 37, 8, 8, 3, 3, 1, 1, 0, 3);
+    conv_case(&rng, 2, 4, 30, 5, 6, 3, 3, 2, 2, 1, 1);
+    conv_case(&rng, 1, 6, 40, 12, 1, 3, 3, 1, 1, 0, 0);
+    conv_case(&rng, 1, 5, 29, 5, 1, 3, 3, 1, 1, 1, 3); /* Cin x KW not a multiple of a vector */
+    conv_case(&rng, 1, 7, 33, 3, 1, 5, 3, 2, 2, 1, 0);
+    conv_case(&rng, 1, 9, 14, 24, 3, 1, 1, 1, 1, 0, 2); /* 1x1, 3 channels */
+    conv_case(&rng, 1, 4, 8, 32, 1, 3, 3, 1, 1, 0, 0);  /* one channel, rows shorter than 8 */
+    conv_case(&rng, 2, 5, 9, 13, 24, 3, 3, 1, 1, 0, 1); /* runs of 4 to 11 pixels */
+    conv_case(&rng, 1, 6, 7, 6, 5, 3, 3, 1, 1, 1, 0);
 }
 
 /* ---- DEPTHWISE_CONV_2D ---- */
@@ -248,6 +258,14 @@ static void test_transpose_conv(void **state)
     tconv_case(&rng, 2, 9, 6, 3, 2, 2, 2, 2, 2, 1, 1, 1);
     tconv_case(&rng, 1, 5, 5, 7, 4, 4, 3, 1, 1, 0, 0, 1);
     tconv_case(&rng, 1, 11, 10, 2, 3, 5, 5, 3, 2, 1, 0, 1);
+    /* the stereo decoder's upsampling (3x3, stride 2, SAME) over wide rows: every phase's
+     * tiles, the 8- and 16-channel panels and two panels */
+    tconv_case(&rng, 1, 16, 40, 12, 8, 3, 3, 2, 2, 0, 0, 1);
+    tconv_case(&rng, 1, 12, 34, 24, 16, 3, 3, 2, 2, 0, 1, 1);
+    tconv_case(&rng, 1, 10, 30, 9, 1, 3, 3, 2, 2, 0, 0, 1);
+    tconv_case(&rng, 1, 9, 36, 6, 20, 4, 4, 2, 2, 1, 3, 0);
+    tconv_case(&rng, 1, 8, 8, 3, 5, 1, 1, 2, 2, 0, 0, 1);   /* phases without a tap: the bias */
+    tconv_case(&rng, 1, 4, 8, 96, 32, 3, 3, 2, 2, 0, 0, 1); /* the decoder's first: 2x4 in */
 }
 
 /* ---- AVERAGE_POOL_2D, MEAN ---- */
@@ -317,6 +335,33 @@ static void test_mean_hw(void **state)
         run_check(&m, x, nin, want, nout, "mean");
         tb_release(&m);
         free(x), free(xd), free(want);
+    }
+}
+
+/* LEAKY_RELU's kernel (vectors and the scalar tail, in place too) against x >= 0 ? x : a x,
+ * bit for bit: slopes below, at and above 1, zero and negative; NaN, infinities, zeros. */
+static void test_leaky_relu_kernel(void **state)
+{
+    (void)state;
+    const float alphas[5] = {0.1f, 0.0f, -0.5f, 1.0f, 2.5f};
+    enum { N = 37 };
+    float x[N], y[N], z[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(i - 18) * 0.37f;
+    x[3] = NAN, x[4] = INFINITY, x[5] = -INFINITY, x[6] = 0.0f, x[7] = -0.0f, x[35] = NAN;
+    for (int a = 0; a < 5; a++) {
+        assert_int_equal(mengine_k_leaky_relu_f32(x, y, N, alphas[a]), MENGINE_OK);
+        memcpy(z, x, sizeof z);
+        assert_int_equal(mengine_k_leaky_relu_f32(z, z, N, alphas[a]), MENGINE_OK);
+        for (int i = 0; i < N; i++) {
+            const float want = x[i] >= 0.0f ? x[i] : alphas[a] * x[i];
+            if (isnan(want)) {
+                assert_true(isnan(y[i]) && isnan(z[i]));
+                continue;
+            }
+            if (memcmp(&y[i], &want, sizeof want) || memcmp(&z[i], &want, sizeof want))
+                fail_msg("alpha %g, x %g: %g / %g, want %g", alphas[a], x[i], y[i], z[i], want);
+        }
     }
 }
 
@@ -1244,6 +1289,7 @@ int main(void)
         cmocka_unit_test(test_avg_pool),
         cmocka_unit_test(test_mean_hw),
         cmocka_unit_test(test_mean_channels),
+        cmocka_unit_test(test_leaky_relu_kernel),
         cmocka_unit_test(test_slice),
         cmocka_unit_test(test_strided_slice),
         cmocka_unit_test(test_resize_bilinear),

@@ -123,7 +123,8 @@ static int parse_args(int argc, char **argv, opts *o)
         "is resized back to the left image's size and multiplied by the width ratio, so it\n"
         "is in the image's pixels. --out writes it as a 16-bit PNG (KITTI: d * 256),\n"
         "--color colour-mapped; --dump-input both input tensors (left then right);\n"
-        "--stats says whether the correlation runs fused.\n\n"
+        "--stats says whether the correlation runs fused and how many PADs are folded\n"
+        "into the convolution that follows.\n\n"
         "The preprocessing (resolution, gray or RGB, mean and std, labels) comes from the\n"
         "model's manta_preprocess metadata; a model without it is fed pixel / 255 at its\n"
         "input's size and its classes are printed by index. --stats' engine code is the\n"
@@ -565,14 +566,14 @@ int main(int argc, char **argv)
         if (o.json)
             printf(", \"stats\": {\"model_bytes\": %zu, \"arena_bytes\": %zu, "
                    "\"activation_bytes\": %zu, \"records_bytes\": %zu, \"weight_bytes\": %zu, "
-                   "\"engine_code_bytes\": %u}",
+                   "\"engine_code_bytes\": %u, \"folded_pads\": %zu}",
                    s.size, s.arena_size, es.activation_bytes, es.records_bytes, weights,
-                   (unsigned)MANTA_ENGINE_CODE_BYTES);
+                   (unsigned)MANTA_ENGINE_CODE_BYTES, es.folded_pads);
         else
             printf("model %zu bytes, arena %zu bytes (activations %zu, records %zu), weights %zu "
-                   "bytes, engine code %u bytes\n",
+                   "bytes, engine code %u bytes, PADs folded into convolutions: %zu\n",
                    s.size, s.arena_size, es.activation_bytes, es.records_bytes, weights,
-                   (unsigned)MANTA_ENGINE_CODE_BYTES);
+                   (unsigned)MANTA_ENGINE_CODE_BYTES, es.folded_pads);
     }
     if (o.json)
         printf(", \"errors\": %d}\n", failed);

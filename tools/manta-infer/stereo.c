@@ -296,9 +296,9 @@ int stereo_infer_run(const stereo_infer_opts *o, mengine *e, const mengine_model
         if (o->stats)
             printf(", \"stats\": {\"model_bytes\": %zu, \"arena_bytes\": %zu, "
                    "\"activation_bytes\": %zu, \"operators\": %u, \"fused_correlations\": %zu, "
-                   "\"fused_ops\": %zu}",
+                   "\"fused_ops\": %zu, \"folded_pads\": %zu}",
                    model_bytes, arena_bytes, es.activation_bytes, m->n_ops, es.fused_correlations,
-                   es.fused_ops);
+                   es.fused_ops, es.folded_pads);
         printf(", \"errors\": 0}\n");
     } else {
         if (disp)
@@ -311,9 +311,11 @@ int stereo_infer_run(const stereo_infer_opts *o, mengine *e, const mengine_model
                    o->bench, WARMUP, bst[0], bst[3], bst[1], bst[2]);
         if (o->stats)
             printf("model %zu bytes, arena %zu bytes (activations %zu), %u operators; "
-                   "correlation fused: %s (%zu, standing for %zu operators)\n",
+                   "correlation fused: %s (%zu, standing for %zu operators); PADs folded into "
+                   "convolutions: %zu\n",
                    model_bytes, arena_bytes, es.activation_bytes, m->n_ops,
-                   es.fused_correlations ? "yes" : "no", es.fused_correlations, es.fused_ops);
+                   es.fused_correlations ? "yes" : "no", es.fused_correlations, es.fused_ops,
+                   es.folded_pads);
     }
     free(disp);
     return 0;
