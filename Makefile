@@ -140,7 +140,7 @@ PROFILE_HOST_SRC := $(filter-out runtime/core/container.c,$(wildcard runtime/cor
                     runtime/space/stereo_space.c runtime/space/act.c \
                     runtime/export/flatbuf.c runtime/export/tflite.c runtime/export/xgraph.c \
                     runtime/export/xgraph_ref.c runtime/export/mbv3_graph.c \
-                    runtime/export/stereo_graph.c
+                    runtime/export/stereo_graph.c runtime/export/quant.c
 PROFILE_HOST_OBJ := $(PROFILE_HOST_SRC:%.c=$(BUILD)/obj/%.o)
 PROFILE   := $(BUILD)/bin/manta-profile
 PROFILE_LIBS ?= -lcjson -lm

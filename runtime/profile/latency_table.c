@@ -336,11 +336,12 @@ manta_status lat_stereo_enumerate(const stereo_space *s, lat_layer **out, size_t
 typedef struct lspace {
     const ofa_space *o;
     const stereo_space *st;
+    lat_dtype want; /* the dtype a parsed table must have */
 } lspace;
 
 static lspace table_space(const lat_table *t)
 {
-    return (lspace){&t->space, t->stereo ? &t->stereo_spec : NULL};
+    return (lspace){&t->space, t->stereo ? &t->stereo_spec : NULL, t->dtype};
 }
 
 static manta_status ls_layers(const lspace *s, const ofa_arch *a, lat_layer *L, int *n,
@@ -499,7 +500,7 @@ static manta_status cover_archs(const lspace *ls, int cover, uint64_t seed, ofa_
 manta_status lat_cover_archs(const ofa_space *s, int cover, uint64_t seed, ofa_arch **out,
                              size_t *n, manta_err *err)
 {
-    const lspace ls = {s, NULL};
+    const lspace ls = {s, NULL, LAT_DTYPE_F32};
     return cover_archs(&ls, cover, seed, out, n, err);
 }
 
@@ -508,7 +509,7 @@ manta_status lat_stereo_cover_archs(const stereo_space *s, int cover, uint64_t s
 {
     ofa_space view;
     stereo_space_ofa_view(s, &view);
-    const lspace ls = {&view, s};
+    const lspace ls = {&view, s, LAT_DTYPE_F32};
     return cover_archs(&ls, cover, seed, out, n, err);
 }
 
@@ -548,6 +549,11 @@ static bool stats_ok(const lat_stats *st)
 }
 
 /* ---- the table ----------------------------------------------------------------------- */
+
+const char *lat_dtype_name(lat_dtype d)
+{
+    return d == LAT_DTYPE_INT8 ? "int8" : d == LAT_DTYPE_ANY ? "any" : "float32";
+}
 
 manta_status lat_table_init(lat_table *t, const ofa_space *s, manta_err *err)
 {
@@ -691,6 +697,7 @@ manta_status lat_table_to_json(const lat_table *t, char **out, manta_err *err)
               cJSON_AddStringToObject(j, "cpu", t->cpu) &&
               cJSON_AddStringToObject(j, "compiler_flags", t->cflags) &&
               cJSON_AddStringToObject(j, "date", t->date) &&
+              cJSON_AddStringToObject(j, "dtype", lat_dtype_name(t->dtype)) &&
               prof_json_add_number(j, "overhead_ms", t->overhead_ms);
     cJSON *layers = ok ? cJSON_AddObjectToObject(j, "layers") : NULL;
     ok = ok && layers;
@@ -747,7 +754,27 @@ static manta_status get_number(const cJSON *o, const char *key, const char *what
     return MANTA_OK;
 }
 
-static manta_status parse_obj(const cJSON *j, const char *what, lat_table *t, manta_err *err)
+/* The table's "dtype" into t->dtype (absent: float32), checked against @p want. */
+static manta_status parse_dtype(const cJSON *j, const char *what, lat_dtype want, lat_table *t,
+                                manta_err *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+    t->dtype = LAT_DTYPE_F32;
+    if (v && cJSON_IsString(v) && !strcmp(v->valuestring, "int8"))
+        t->dtype = LAT_DTYPE_INT8;
+    else if (v && (!cJSON_IsString(v) || strcmp(v->valuestring, "float32") != 0))
+        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"dtype\" must be \"float32\" or \"int8\"",
+                             what);
+    if (want != LAT_DTYPE_ANY && t->dtype != want)
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT, "%s: %s latency table (\"dtype\": \"%s\"), %s one is needed",
+            what, t->dtype == LAT_DTYPE_INT8 ? "an int8" : "a float32", lat_dtype_name(t->dtype),
+            want == LAT_DTYPE_INT8 ? "an int8" : "a float32");
+    return MANTA_OK;
+}
+
+static manta_status parse_obj(const cJSON *j, const char *what, lat_dtype want, lat_table *t,
+                              manta_err *err)
 {
     const ofa_space *s = &t->space;
     const lspace ls = table_space(t);
@@ -794,6 +821,7 @@ static manta_status parse_obj(const cJSON *j, const char *what, lat_table *t, ma
         if (!(meta[i] = get_string(j, meta_names[i], what, err, &st)))
             return st;
     MANTA_TRY(lat_table_set_meta(t, meta[0], meta[1], meta[2], meta[3], err));
+    MANTA_TRY(parse_dtype(j, what, want, t, err));
     MANTA_TRY(get_number(j, "overhead_ms", what, NULL, &t->overhead_ms, err));
     if (t->overhead_ms < 0)
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"overhead_ms\" is negative (%g)", what,
@@ -877,7 +905,7 @@ static manta_status parse(const char *json, const char *what, const lspace *s, l
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: not valid JSON near '%.20s'", what,
                              at ? at : "");
     }
-    manta_status st = parse_obj(j, what, t, err);
+    manta_status st = parse_obj(j, what, s->want, t, err);
     cJSON_Delete(j);
     if (st != MANTA_OK)
         lat_table_free(t);
@@ -887,14 +915,21 @@ static manta_status parse(const char *json, const char *what, const lspace *s, l
 manta_status lat_table_parse(const char *json, const char *what, const ofa_space *s, lat_table *t,
                              manta_err *err)
 {
-    const lspace ls = {s, NULL};
+    const lspace ls = {s, NULL, LAT_DTYPE_F32};
+    return parse(json, what, &ls, t, err);
+}
+
+manta_status lat_table_parse_dtype(const char *json, const char *what, const ofa_space *s,
+                                   lat_dtype want, lat_table *t, manta_err *err)
+{
+    const lspace ls = {s, NULL, want};
     return parse(json, what, &ls, t, err);
 }
 
 manta_status lat_table_parse_stereo(const char *json, const char *what, const stereo_space *s,
                                     lat_table *t, manta_err *err)
 {
-    const lspace ls = {NULL, s};
+    const lspace ls = {NULL, s, LAT_DTYPE_F32};
     return parse(json, what, &ls, t, err);
 }
 
@@ -910,14 +945,21 @@ static manta_status load(const char *path, const lspace *s, lat_table *t, manta_
 
 manta_status lat_table_load(const char *path, const ofa_space *s, lat_table *t, manta_err *err)
 {
-    const lspace ls = {s, NULL};
+    const lspace ls = {s, NULL, LAT_DTYPE_F32};
+    return load(path, &ls, t, err);
+}
+
+manta_status lat_table_load_dtype(const char *path, const ofa_space *s, lat_dtype want,
+                                  lat_table *t, manta_err *err)
+{
+    const lspace ls = {s, NULL, want};
     return load(path, &ls, t, err);
 }
 
 manta_status lat_table_load_stereo(const char *path, const stereo_space *s, lat_table *t,
                                    manta_err *err)
 {
-    const lspace ls = {NULL, s};
+    const lspace ls = {NULL, s, LAT_DTYPE_F32};
     return load(path, &ls, t, err);
 }
 

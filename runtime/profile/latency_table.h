@@ -57,7 +57,7 @@
  * { "format": "manta-latency-table", "version": 2,
  *   "space": {"name": "cpu-default", "hash": "fnv1a64:..."},
  *   "device": "...", "cpu": "...", "compiler_flags": "...", "date": "2025-01-31T12:00:00Z",
- *   "overhead_ms": 0.012,
+ *   "dtype": "float32", "overhead_ms": 0.012,
  *   "layers": {
  *     "<key>": {"p10_ms": 0.09, "median_ms": 0.1, "mean_ms": 0.11, "variance_ms2": 1e-4,
  *               "count": 50},
@@ -68,6 +68,13 @@
  * predictions add up (the median is pulled up by other work on a shared
  * machine; the fastest tenth of the runs is not). A version 1 table (no
  * "p10_ms") still loads, its medians standing in for the deciles.
+ *
+ * "dtype" says which models were timed: "float32" (the float export) or
+ * "int8" (`manta-profile --int8`: every model quantized as `manta export
+ * --int8` quantizes, run by the engine's int8 kernels). A table without the
+ * field (written before it existed) is a float32 one. The two are never
+ * mixed up: lat_table_load() and lat_table_parse() accept float32 tables
+ * only; what wants an int8 table asks for it with lat_table_load_dtype().
  */
 #ifndef MANTA_PROFILE_LATENCY_TABLE_H
 #define MANTA_PROFILE_LATENCY_TABLE_H
@@ -204,6 +211,16 @@ manta_status lat_stereo_enumerate(const stereo_space *s, lat_layer **out, size_t
 manta_status lat_stereo_cover_archs(const stereo_space *s, int cover, uint64_t seed, ofa_arch **out,
                                     size_t *n, manta_err *err);
 
+/** What a table's models compute in (its "dtype" field). */
+typedef enum lat_dtype {
+    LAT_DTYPE_F32 = 0,  /**< "float32": the float export */
+    LAT_DTYPE_INT8 = 1, /**< "int8": the int8 export (`manta export --int8`) */
+    LAT_DTYPE_ANY = 2   /**< lat_table_load_dtype(): accept either */
+} lat_dtype;
+
+/** "float32", "int8" ("any" for ::LAT_DTYPE_ANY): the JSON value of @p d; never NULL. */
+const char *lat_dtype_name(lat_dtype d);
+
 /** Statistics of one layer's measurements, in milliseconds. */
 typedef struct lat_stats {
     double median_ms;
@@ -243,6 +260,7 @@ typedef struct lat_table {
     char cpu[LAT_META_MAX];         /**< CPU model */
     char cflags[LAT_META_MAX];      /**< compiler and flags of the profiled code */
     char date[LAT_META_MAX];        /**< when measured (ISO 8601) */
+    lat_dtype dtype;                /**< F32 or INT8 (set it before lat_profile()) */
     double overhead_ms;             /**< fixed per-inference cost added to every prediction */
     size_t n;                       /**< entries */
     lat_entry *entry;               /**< (n) entries, insertion order */
@@ -330,9 +348,24 @@ manta_status lat_table_parse(const char *json, const char *what, const ofa_space
 manta_status lat_table_load(const char *path, const ofa_space *s, lat_table *t, manta_err *err);
 
 /**
+ * lat_table_parse() that accepts a table of @p want (::LAT_DTYPE_ANY: either)
+ * instead of float32 only.
+ * @return as lat_table_parse(), plus MANTA_ERR_FORMAT naming both when the
+ *         table's "dtype" is another: "T.json: an int8 latency table (\"dtype\":
+ *         \"int8\"), a float32 one is needed" (or the reverse), or when
+ *         "dtype" is neither "float32" nor "int8".
+ */
+manta_status lat_table_parse_dtype(const char *json, const char *what, const ofa_space *s,
+                                   lat_dtype want, lat_table *t, manta_err *err);
+
+/** lat_table_parse_dtype() of the file @p path; MANTA_ERR_IO when it cannot be read. */
+manta_status lat_table_load_dtype(const char *path, const ofa_space *s, lat_dtype want,
+                                  lat_table *t, manta_err *err);
+
+/**
  * lat_table_parse() for stereo space @p s: the table's space must be @p s (name and
  * hash; a classification table or one of another stereo space is refused), every key one
- * of lat_stereo_enumerate().
+ * of lat_stereo_enumerate(); float32 only (stereo has no int8 export).
  */
 manta_status lat_table_parse_stereo(const char *json, const char *what, const stereo_space *s,
                                     lat_table *t, manta_err *err);

@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 
 #include "core/rng.h"
+#include "export/quant.h"
 #include "export/tflite.h"
 #include "profile/synth.h"
 
@@ -16,6 +17,7 @@
 #define SEED_CALIB 0xca11b
 #define SEED_ORDER 0x5eed
 #define SEED_VALIDATE_STREAM 0x7a11d
+#define SEED_INT8_CALIB 0x18ca1
 
 /* The stereo space of table @p t, or NULL for a classification table. */
 static const stereo_space *stereo_of(const lat_table *t)
@@ -49,8 +51,32 @@ void lat_items_free(lat_item *it, size_t n)
     free(it);
 }
 
+/* Calibrate @p g as the int8 export does (min/max), on synthetic inputs uniform in
+ * [-1, 1) from @p seed (the values pt_open() feeds the model, quantized). */
+static manta_status quantize(xgraph *g, uint64_t seed, manta_err *err)
+{
+    const xg_tensor *in = &g->tensors[g->input];
+    size_t count = 1;
+    for (int i = 0; i < in->rank; i++)
+        count *= (size_t)in->shape[i];
+    float *x = malloc(count * LAT_INT8_CALIB_IMAGES * sizeof *x);
+    if (!x)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "profile: out of memory for calibration");
+    manta_rng rng;
+    manta_rng_seed(&rng, seed, SEED_INT8_CALIB);
+    for (size_t i = 0; i < count * LAT_INT8_CALIB_IMAGES; i++)
+        x[i] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
+    manta_status st = xgraph_calibrate(g, x, LAT_INT8_CALIB_IMAGES, XG_CALIB_MINMAX, 0, err);
+    free(x);
+    return st;
+}
+
 manta_status lat_item_open(const ofa_space *s, lat_item *it, pt_model *m, manta_err *err)
 {
+    if (it->int8 && it->stereo)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "profile: int8 models are classification ones (no int8 stereo "
+                             "export)");
     xgraph g;
     const synth_opts so = {it->seed, false};
     if (it->stereo)
@@ -63,7 +89,9 @@ manta_status lat_item_open(const ofa_space *s, lat_item *it, pt_model *m, manta_
                                                            &it->nl, err));
     uint8_t *data = NULL;
     size_t size = 0;
-    manta_status st = tflite_write(&g, &data, &size, NULL, err);
+    manta_status st = it->int8 ? quantize(&g, it->seed, err) : MANTA_OK;
+    if (st == MANTA_OK)
+        st = tflite_write(&g, &data, &size, NULL, err);
     xgraph_free(&g);
     if (st != MANTA_OK)
         return st;
@@ -130,6 +158,8 @@ manta_status lat_measure(const ofa_space *s, lat_item *it, size_t n, const lat_m
     const int passes = o->passes;
     if (passes < 1)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "profile: %d passes, at least 1", passes);
+    for (size_t i = 0; i < n; i++)
+        it[i].int8 = o->int8;
     pt_opts v = o->t;
     v.min_runs = (o->t.min_runs + passes - 1) / passes;
     v.min_time_s = o->t.min_time_s / passes;
@@ -437,6 +467,18 @@ static manta_status profile_net(const ofa_space *s, const lat_profile_opts *o,
     return st;
 }
 
+/* A table of the models @p o times: float32 ones, or int8 ones with o->int8. */
+static manta_status check_dtype(const lat_table *t, const lat_measure_opts *o, manta_err *err)
+{
+    const lat_dtype d = o->int8 ? LAT_DTYPE_INT8 : LAT_DTYPE_F32;
+    if (t->dtype != d)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "profile: %s latency table (\"dtype\": \"%s\"), %s models measured",
+                             t->dtype == LAT_DTYPE_INT8 ? "an int8" : "a float32",
+                             lat_dtype_name(t->dtype), lat_dtype_name(d));
+    return MANTA_OK;
+}
+
 manta_status lat_profile(const ofa_space *s, const lat_profile_opts *o, lat_table *t,
                          lat_profile_report *rep, manta_err *err)
 {
@@ -445,6 +487,7 @@ manta_status lat_profile(const ofa_space *s, const lat_profile_opts *o, lat_tabl
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "profile: calib %d, cover %d: need calib >= 0, cover >= 1", o->calib,
                              o->cover);
+    MANTA_TRY(check_dtype(t, &o->m, err));
     lat_layer *keys = NULL;
     size_t n = 0;
     if (t->stereo)
@@ -466,6 +509,7 @@ manta_status lat_validate(const ofa_space *s, const lat_table *t, size_t k, uint
 {
     if (k < 2)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "validate: %zu networks, at least 2", k);
+    MANTA_TRY(check_dtype(t, o, err));
     double *pred = malloc(k * sizeof *pred), *meas = malloc(k * sizeof *meas);
     lat_item *it = calloc(k, sizeof *it);
     manta_status st = MANTA_OK;
@@ -517,6 +561,7 @@ static manta_status measure_arch(const ofa_space *s, const stereo_space *ss, con
     it.arch = *a;
     it.stereo = ss;
     it.seed = 1;
+    it.int8 = o->int8;
     pt_model m;
     MANTA_TRY(lat_item_open(s, &it, &m, err));
     *arena = m.arena_bytes;

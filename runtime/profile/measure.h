@@ -48,6 +48,7 @@ typedef struct lat_item {
     bool layers;                /**< sub-network: also time each keyed layer inside it */
     const stereo_space *stereo; /**< NULL, or the stereo space of @c layer / @c arch (its
                                      graphs are export/stereo_graph.h's) */
+    bool int8; /**< time the int8 model (set by lat_measure() from lat_measure_opts::int8) */
     /* set by lat_item_open() and lat_measure() */
     int nl;                   /**< keyed layers of the sub-network ... */
     int bound[PT_MAX_BOUNDS]; /**< ... their first operators; bound[nl] the operator count */
@@ -75,13 +76,22 @@ typedef struct lat_measure_opts {
     int passes;               /**< rounds over all items (>= 1) */
     lat_progress_fn progress; /**< called before every visit and at the end; NULL: none */
     void *progress_ctx;
+    bool int8; /**< time the int8 models (lat_item_open()); a table's dtype must agree */
 } lat_measure_opts;
+
+/** Synthetic inputs an int8 model's ranges are calibrated on (lat_item_open()). */
+#define LAT_INT8_CALIB_IMAGES 4
 
 /**
  * Build the model of @p it (the same bytes on every call: weights from its
  * seed) and open it in the engine; a sub-network's layer bounds are set.
+ * With @c it->int8 the graph is quantized as `manta export --int8` does:
+ * ranges by xgraph_calibrate() (export/quant.h, min/max) over
+ * ::LAT_INT8_CALIB_IMAGES synthetic inputs uniform in [-1, 1) from the
+ * item's seed, then written as an int8 file (classification only).
  * @param m opened here; the caller closes it with pt_close().
- * @return the builder's or the engine's error (MANTA_ERR_INVALID_ARG, MANTA_ERR_NO_MEMORY).
+ * @return the builder's, the calibration's or the engine's error (MANTA_ERR_INVALID_ARG,
+ *         MANTA_ERR_NO_MEMORY); MANTA_ERR_INVALID_ARG for an int8 stereo item.
  */
 manta_status lat_item_open(const ofa_space *s, lat_item *it, pt_model *m, manta_err *err);
 
@@ -139,8 +149,10 @@ typedef struct lat_profile_report {
  * stereo table (lat_table_init_stereo()) is of its own space (@p s is not read):
  * its keys (lat_stereo_enumerate()) timed in its sub-networks
  * (lat_stereo_cover_archs()) or alone, its calibration networks stereo ones.
- * @return MANTA_ERR_INVALID_ARG for a bad option; MANTA_ERR_NO_MEMORY; what
- *         the builder, the engine or lat_measure() report.
+ * With o->m.int8 the models are the int8 ones and @p t's dtype must be
+ * ::LAT_DTYPE_INT8 (and ::LAT_DTYPE_F32 without).
+ * @return MANTA_ERR_INVALID_ARG for a bad option or a dtype that disagrees;
+ *         MANTA_ERR_NO_MEMORY; what the builder, the engine or lat_measure() report.
  */
 manta_status lat_profile(const ofa_space *s, const lat_profile_opts *o, lat_table *t,
                          lat_profile_report *rep, manta_err *err);
@@ -152,7 +164,9 @@ manta_status lat_profile(const ofa_space *s, const lat_profile_opts *o, lat_tabl
  * @param csv NULL, or receives, appended, one CSV line per network
  *            ("index,predicted_ms,measured_ms,measured_median_ms,error_pct,arch")
  *            after a header line.
- * @return MANTA_ERR_INVALID_ARG for k < 2; lat_predict()'s, lat_measure()'s and
+ * The networks are int8 ones when o->int8; @p t's dtype must agree.
+ * @return MANTA_ERR_INVALID_ARG for k < 2 or a table of the other dtype ("an int8
+ *         table, float32 models measured"); lat_predict()'s, lat_measure()'s and
  *         lat_agreement_compute()'s errors; MANTA_ERR_NO_MEMORY.
  */
 manta_status lat_validate(const ofa_space *s, const lat_table *t, size_t k, uint64_t seed,
@@ -160,9 +174,9 @@ manta_status lat_validate(const ofa_space *s, const lat_table *t, size_t k, uint
                           manta_err *err);
 
 /**
- * Time sub-network @p a of @p s end to end (synthetic weights from seed 1):
- * @p st its statistics, @p arena and @p file the engine's arena and the
- * .tflite size in bytes.
+ * Time sub-network @p a of @p s end to end (synthetic weights from seed 1;
+ * the int8 model when o->int8): @p st its statistics, @p arena and @p file
+ * the engine's arena and the .tflite size in bytes.
  * @return the builder's, the engine's or lat_measure()'s error.
  */
 manta_status lat_measure_arch(const ofa_space *s, const ofa_arch *a, const lat_measure_opts *o,

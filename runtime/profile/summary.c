@@ -46,10 +46,10 @@ manta_status lat_arch_resolve(const ofa_space *sp, const stereo_space *ss, const
 }
 
 manta_status lat_table_load_complete(const char *path, const ofa_space *sp, const stereo_space *ss,
-                                     lat_table *t, manta_err *err)
+                                     lat_dtype want, lat_table *t, manta_err *err)
 {
     manta_status s =
-        ss ? lat_table_load_stereo(path, ss, t, err) : lat_table_load(path, sp, t, err);
+        ss ? lat_table_load_stereo(path, ss, t, err) : lat_table_load_dtype(path, sp, want, t, err);
     return s == MANTA_OK ? lat_table_check_complete(t, err) : s;
 }
 
@@ -155,8 +155,11 @@ manta_status lat_results_json(manta_strbuf *b, const lat_results *r, const lat_t
                             "\"overhead_ms\":%.6f,\"empty_invoke_ms\":%.6f,\"clock_read_ms\":%.6f",
                             t->n, r->method, r->profile_s, t->overhead_ms, r->rep.empty_ms,
                             r->rep.clock_ms);
-    const char *const meta[][2] = {
-        {"device", t->device}, {"cpu", t->cpu}, {"compiler_flags", t->cflags}, {"date", t->date}};
+    const char *const meta[][2] = {{"device", t->device},
+                                   {"cpu", t->cpu},
+                                   {"compiler_flags", t->cflags},
+                                   {"date", t->date},
+                                   {"dtype", lat_dtype_name(t->dtype)}};
     for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++) {
         manta_strbuf_printf(b, ",\"%s\":", meta[i][0]);
         manta_strbuf_json_str(b, meta[i][1]);

@@ -41,10 +41,11 @@ manta_status lat_arch_resolve(const ofa_space *sp, const stereo_space *ss, const
 /**
  * Load the table @p path of space @p sp (or of stereo space @p ss when not
  * NULL) into @p t and check that it holds every key (lat_table_check_complete()).
+ * @param want the table's dtype (lat_table_load_dtype()); a stereo table is float32.
  * @return the first failing status; release @p t with lat_table_free() either way.
  */
 manta_status lat_table_load_complete(const char *path, const ofa_space *sp, const stereo_space *ss,
-                                     lat_table *t, manta_err *err);
+                                     lat_dtype want, lat_table *t, manta_err *err);
 
 /**
  * Check that table @p t (read from @p path) was measured on this machine's CPU

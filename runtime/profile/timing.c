@@ -7,6 +7,7 @@
 #include <sched.h>
 #endif
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,21 @@ void pt_close(pt_model *p)
     free(p->arena);
 
     memset(p, 0, sizeof *p);
+}
+
+/* Values uniform in [-1, 1) into input @p in: as they are, or quantized with the tensor's
+ * scale and zero point for an int8 input. */
+static void fill_input(const mengine_view *in, manta_rng *rng)
+{
+    for (size_t i = 0; i < in->count; i++) {
+        const float x = 2.0f * manta_rng_uniform(rng) - 1.0f;
+        if (in->type != MENGINE_INT8) {
+            in->data[i] = x;
+            continue;
+        }
+        const float q = in->scale > 0 ? roundf(x / in->scale) + (float)in->zero_point : 0.0f;
+        ((int8_t *)(void *)in->data)[i] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+    }
 }
 
 int pt_open(pt_model *p, uint8_t *data, size_t size, uint64_t seed, char *msg, size_t cap)
@@ -71,12 +87,10 @@ int pt_open(pt_model *p, uint8_t *data, size_t size, uint64_t seed, char *msg, s
     }
     manta_rng rng;
     manta_rng_seed(&rng, seed, 0x71e);
-    for (size_t i = 0; i < in.count; i++)
-        in.data[i] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
+    fill_input(&in, &rng);
     for (size_t k = 1; k < mengine_input_count(&p->e); k++) /* a stereo model's other views */
         if (mengine_input(&p->e, k, &in) == MENGINE_OK)
-            for (size_t i = 0; i < in.count; i++)
-                in.data[i] = 2.0f * manta_rng_uniform(&rng) - 1.0f;
+            fill_input(&in, &rng);
     return 0;
 }
 

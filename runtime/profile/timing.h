@@ -46,7 +46,7 @@ typedef struct pt_model {
 /**
  * Take @p data (malloc'd by tflite_write(); freed by pt_close() or on failure), verify and
  * prepare it with an arena of the exact size, fill the input with values uniform in [-1, 1)
- * from @p seed.
+ * from @p seed (an int8 input: those values quantized with its scale and zero point).
  * @return 0, or -1 with a message in @p msg (@p cap bytes).
  */
 int pt_open(pt_model *p, uint8_t *data, size_t size, uint64_t seed, char *msg, size_t cap);

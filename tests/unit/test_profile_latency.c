@@ -1,6 +1,7 @@
 /* Latency tables: OFA-style layer keys of known sub-networks (hand-checked),
  * the enumeration of every key a space produces, statistics, JSON round trip,
- * strict rejection on load (and loading version 1 tables), prediction as a sum of lower
+ * strict rejection on load (and loading version 1 tables), float32 and int8
+ * tables kept apart by their "dtype", prediction as a sum of lower
  * deciles, and the sub-networks that cover every key for in-network profiling. */
 #include <math.h>
 #include <stdio.h>
@@ -448,6 +449,55 @@ static void test_load_version_1(void **state)
     free(json);
 }
 
+/* "dtype": float32 by default and when absent, int8 refused where float32 is wanted (and
+ * the reverse), accepted when asked for, a value of neither refused. */
+static void test_dtype_float_and_int8_apart(void **state)
+{
+    (void)state;
+    ofa_space s;
+    ofa_space_cpu_default(&s);
+    lat_table t;
+    manta_err e;
+    char *f32 = edited_json("\"dtype\":\t\"float32\"", "\"dtype\":\t\"float32\"");
+    TU_OK_ERR(lat_table_parse(f32, "f.json", &s, &t, &e));
+    assert_int_equal(t.dtype, LAT_DTYPE_F32);
+    lat_table_free(&t);
+    expect_err(lat_table_parse_dtype(f32, "f.json", &s, LAT_DTYPE_INT8, &t, &e), MANTA_ERR_FORMAT,
+               &e,
+               "f.json: a float32 latency table (\"dtype\": \"float32\"), an int8 one is needed");
+    free(f32);
+    /* a table written before the field: float32 */
+    char *old = edited_json("\"dtype\":\t\"float32\",", "");
+    assert_null(strstr(old, "dtype"));
+    TU_OK_ERR(lat_table_parse(old, "old.json", &s, &t, &e));
+    assert_int_equal(t.dtype, LAT_DTYPE_F32);
+    lat_table_free(&t);
+    free(old);
+    char *q8 = edited_json("\"dtype\":\t\"float32\"", "\"dtype\":\t\"int8\"");
+    expect_err(lat_table_parse(q8, "q.json", &s, &t, &e), MANTA_ERR_FORMAT, &e,
+               "q.json: an int8 latency table (\"dtype\": \"int8\"), a float32 one is needed");
+    assert_null(t.entry);
+    TU_OK_ERR(lat_table_parse_dtype(q8, "q.json", &s, LAT_DTYPE_INT8, &t, &e));
+    assert_int_equal(t.dtype, LAT_DTYPE_INT8);
+    /* written back as int8, loaded from a file */
+    char path[128];
+    tu_tmpdir_path(&dir, "q8.json", path, sizeof path);
+    TU_OK_ERR(lat_table_save(&t, path, &e));
+    lat_table_free(&t);
+    expect_err(lat_table_load(path, &s, &t, &e), MANTA_ERR_FORMAT, &e, "an int8 latency table");
+    TU_OK_ERR(lat_table_load_dtype(path, &s, LAT_DTYPE_ANY, &t, &e));
+    assert_int_equal(t.dtype, LAT_DTYPE_INT8);
+    lat_table_free(&t);
+    TU_OK_ERR(lat_table_load_dtype(path, &s, LAT_DTYPE_INT8, &t, &e));
+    lat_table_free(&t);
+    free(q8);
+    expect_refused("\"dtype\":\t\"float32\"", "\"dtype\":\t\"int16\"",
+                   "\"dtype\" must be \"float32\" or \"int8\"");
+    expect_refused("\"dtype\":\t\"float32\"", "\"dtype\":\t8", "\"dtype\" must be");
+    assert_string_equal(lat_dtype_name(LAT_DTYPE_INT8), "int8");
+    assert_string_equal(lat_dtype_name(LAT_DTYPE_F32), "float32");
+}
+
 /* Sub-networks that hold every key of the space at least `cover` times, reproducibly. */
 static void test_cover_archs(void **state)
 {
@@ -579,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_load_refuses_bad_tables),
         cmocka_unit_test(test_load_refuses_other_space),
         cmocka_unit_test(test_load_version_1),
+        cmocka_unit_test(test_dtype_float_and_int8_apart),
         cmocka_unit_test(test_cover_archs),
         cmocka_unit_test(test_set_rejects_bad_input),
     };

@@ -3,7 +3,8 @@
  * reports, layer times that add up to their network's, a complete table from
  * both methods with its layers CSV, the overhead fitted as a median, the
  * validation's figures and CSV (each line's arch reads back), one sub-network's
- * arena and file size against the exporter's, and the host CPU's name. */
+ * arena and file size against the exporter's, the int8 table (its dtype kept apart from
+ * float models, int8 inputs, the int8 export's sizes), and the host CPU's name. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include "common/testutil.h"
 
+#include "export/quant.h"
 #include "export/tflite.h"
 #include "profile/measure.h"
 #include "profile/synth.h"
@@ -46,7 +48,15 @@ static int setup(void **state)
 static lat_measure_opts fast(int runs, int passes)
 {
     return (lat_measure_opts){
-        {.warmup = 1, .min_runs = runs, .max_runs = 1000}, passes, NULL, NULL};
+        {.warmup = 1, .min_runs = runs, .max_runs = 1000}, passes, NULL, NULL, false};
+}
+
+/* fast() for the int8 models. */
+static lat_measure_opts fast8(int runs, int passes)
+{
+    lat_measure_opts o = fast(runs, passes);
+    o.int8 = true;
+    return o;
 }
 
 typedef struct seen {
@@ -63,6 +73,14 @@ static void on_progress(void *ctx, size_t done, size_t total, const char *what)
     s->last_done = done;
     s->total = total;
     s->ended = done == total && what && !what[0];
+}
+
+/* @p got is @p want and the message holds @p needle. */
+static void expect_err(manta_status got, manta_status want, const manta_err *e, const char *needle)
+{
+    assert_int_equal(got, want);
+    if (!strstr(e->msg, needle))
+        fail_msg("'%s' not in '%s'", needle, e->msg);
 }
 
 static size_t count_lines(const char *text)
@@ -337,6 +355,104 @@ static void test_one_arch_sizes_are_the_exporters(void **state)
     assert_int_not_equal(lat_measure_arch(s, &a, &o, &st, &arena, &file, &e), MANTA_OK);
 }
 
+/* The int8 table: every key timed in int8 models (the input of each is int8), the table
+ * says so, and neither a profile nor a validation mixes an int8 table with float models or
+ * a float table with int8 models. */
+static void test_int8_table_and_validation(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    lat_table t;
+    lat_profile_report rep;
+    TU_OK_ERR(lat_table_init(&t, s, &e));
+    const lat_profile_opts f = {LAT_METHOD_NET, 1, 2, fast(2, 1), NULL};
+    lat_profile_opts o = f;
+    o.m = fast8(2, 1);
+    /* a float32 table is not profiled with int8 models, nor the reverse */
+    expect_err(lat_profile(s, &o, &t, &rep, &e), MANTA_ERR_INVALID_ARG, &e,
+               "a float32 latency table (\"dtype\": \"float32\"), int8 models measured");
+    assert_int_equal(t.n, 0);
+    t.dtype = LAT_DTYPE_INT8;
+    expect_err(lat_profile(s, &f, &t, &rep, &e), MANTA_ERR_INVALID_ARG, &e,
+               "an int8 latency table (\"dtype\": \"int8\"), float32 models measured");
+    TU_OK_ERR(lat_profile(s, &o, &t, &rep, &e));
+    TU_OK_ERR(lat_table_check_complete(&t, &e));
+    char *json = NULL;
+    TU_OK_ERR(lat_table_to_json(&t, &json, &e));
+    assert_non_null(strstr(json, "\"dtype\":\t\"int8\""));
+    free(json);
+    lat_agreement ag;
+    manta_strbuf csv = {0};
+    TU_OK_ERR(lat_validate(s, &t, 3, 5, &o.m, &ag, &csv, &e));
+    assert_int_equal(ag.n, 3);
+    assert_int_equal(count_lines(csv.p), 4);
+    manta_strbuf_free(&csv);
+    expect_err(lat_validate(s, &t, 3, 5, &f.m, &ag, NULL, &e), MANTA_ERR_INVALID_ARG, &e,
+               "an int8 latency table");
+    lat_table_free(&t);
+    /* an item's int8 model: int8 input, filled with values of [-1, 1) quantized */
+    lat_layer *keys = NULL;
+    size_t nk = 0;
+    TU_OK_ERR(lat_enumerate(s, &keys, &nk, &e));
+    lat_item it;
+    memset(&it, 0, sizeof it);
+    it.layer = &keys[3];
+    it.seed = 9;
+    it.int8 = true;
+    pt_model m;
+    TU_OK_ERR(lat_item_open(s, &it, &m, &e));
+    mengine_view in;
+    assert_int_equal(mengine_input(&m.e, 0, &in), MENGINE_OK);
+    assert_int_equal(in.type, MENGINE_INT8);
+    assert_true(in.scale > 0);
+    const int8_t *q = (const int8_t *)(const void *)in.data;
+    int lo = 127, hi = -128;
+    for (size_t i = 0; i < in.count; i++) {
+        const float x = in.scale * (float)(q[i] - in.zero_point);
+        assert_true(x >= -1.0f - in.scale && x <= 1.0f + in.scale);
+        lo = q[i] < lo ? q[i] : lo;
+        hi = q[i] > hi ? q[i] : hi;
+    }
+    assert_true(hi - lo > 128); /* the range calibrated on such inputs: most of int8 used */
+    pt_close(&m);
+    free(keys);
+}
+
+/* One sub-network's int8 arena and file size are those of the int8 export of its graph
+ * (calibrated ranges change values, not sizes), smaller than the float ones. */
+static void test_int8_arch_sizes_are_the_int8_exporters(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    ofa_arch a;
+    ofa_arch_max(s, 0, &a);
+    lat_stats st;
+    size_t arena = 0, file = 0, arena_f = 0, file_f = 0;
+    const lat_measure_opts o = fast8(2, 1), f = fast(2, 1);
+    TU_OK_ERR(lat_measure_arch(s, &a, &o, &st, &arena, &file, &e));
+    TU_OK_ERR(lat_measure_arch(s, &a, &f, &st, &arena_f, &file_f, &e));
+    xgraph g;
+    const synth_opts so = {0, true};
+    TU_OK_ERR(prof_synth_arch_graph(s, &a, NULL, &so, &g, &e));
+    const xg_tensor *x = &g.tensors[g.input];
+    const size_t n = (size_t)x->shape[0] * x->shape[1] * x->shape[2] * x->shape[3];
+    float *img = malloc(2 * n * sizeof *img);
+    assert_non_null(img);
+    for (size_t i = 0; i < 2 * n; i++)
+        img[i] = (float)(i % 7) / 7.0f - 0.5f;
+    TU_OK_ERR(xgraph_calibrate(&g, img, 2, XG_CALIB_MINMAX, 0, &e));
+    free(img);
+    uint8_t *data = NULL;
+    size_t size = 0;
+    tflite_report rep;
+    TU_OK_ERR(tflite_write(&g, &data, &size, &rep, &e));
+    assert_int_equal(arena, rep.arena_bytes);
+    assert_int_equal(file, rep.file_bytes);
+    assert_true(file < file_f && arena < arena_f);
+    free(data);
+    xgraph_free(&g);
+}
+
 static void test_host_cpu(void **state)
 {
     (void)state;
@@ -362,6 +478,8 @@ int main(void)
         cmocka_unit_test(test_overhead_is_the_median_excess),
         cmocka_unit_test(test_validate_figures_and_csv),
         cmocka_unit_test(test_one_arch_sizes_are_the_exporters),
+        cmocka_unit_test(test_int8_table_and_validation),
+        cmocka_unit_test(test_int8_arch_sizes_are_the_int8_exporters),
         cmocka_unit_test(test_host_cpu),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -48,7 +48,7 @@ typedef struct opts {
     const char *space, *out, *lut, *name, *csv, *arch, *layers_csv, *device, *method, *clock;
     int validate, calib, passes, cover;
     long seed, min_time_ms;
-    bool json, quiet, list, check, force, no_pin, version;
+    bool json, quiet, list, check, force, no_pin, version, int8;
     pt_opts t;
     const stereo_space *stereo; /* the space when --space names a stereo one, else NULL */
 } opts;
@@ -189,6 +189,10 @@ static int parse_args(int argc, char **argv, opts *o)
          .dest = &o->arch,
          .metavar = "ARCH",
          .help = "with --lut: one sub-network's predicted and measured latency"},
+        {.name = "int8",
+         .kind = OPT_FLAG,
+         .dest = &o->int8,
+         .help = "the int8 table: each model quantized as 'manta export --int8' does"},
         {.name = "force",
          .kind = OPT_FLAG,
          .dest = &o->force,
@@ -217,6 +221,7 @@ static int parse_args(int argc, char **argv, opts *o)
         "manta-profile",
         "[--space S] [--out LUT.json] [--name NAME] [timing options]\n"
         "       manta-profile --validate K [--lut LUT.json] [--seed N] [--csv FILE] [--check]\n"
+        "       manta-profile --int8 ...   (the same for the int8 models)\n"
         "       manta-profile --arch ARCH --lut LUT.json [--json]\n"
         "       manta-profile --list [--space S]",
         "Measures the latency of every layer the search space can produce (OFA's layer\n"
@@ -240,7 +245,10 @@ static int parse_args(int argc, char **argv, opts *o)
         "(for a machine shared with other work: excludes time the thread is not run).\n"
         "--arch ARCH is a file or JSON in OFA's encoding, or max / min: its predicted\n"
         "and measured latency, arena and file size. --device takes only cpu: profile an\n"
-        "OpenCL device with 'manta profile --device SPEC'.\n",
+        "OpenCL device with 'manta profile --device SPEC'.\n"
+        "--int8 does all of this for the int8 models (calibrated min/max on synthetic\n"
+        "inputs, written as 'manta export --int8' writes them): the table says \"dtype\":\n"
+        "\"int8\", and only an int8 table is accepted with --int8 (a float32 one without).\n",
         defs,
         0,
         0};
@@ -318,7 +326,7 @@ static void progress_show(void *ctx, size_t done, size_t total, const char *item
 static lat_measure_opts measure_opts(const opts *o, progress *p, bool show, const char *what)
 {
     *p = (progress){show && !o->quiet, isatty(fileno(stderr)), pt_now(PT_WALL), -1, what};
-    return (lat_measure_opts){o->t, o->passes, progress_show, p};
+    return (lat_measure_opts){o->t, o->passes, progress_show, p, o->int8};
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -340,6 +348,7 @@ static int profile(const opts *o, const ofa_space *sp, lat_table *t, lat_profile
     snprintf(flags, sizeof flags, "%.100s; engine: %.120s", COMPILER, MANTA_ENGINE_FLAGS);
     if (s == MANTA_OK)
         s = lat_table_name(t, o->name, o->t.clock, flags, &err);
+    t->dtype = o->int8 ? LAT_DTYPE_INT8 : LAT_DTYPE_F32;
     const double t0 = pt_now(PT_WALL);
     if (s == MANTA_OK)
         s = lat_profile(sp, &po, t, rep, &err);
@@ -379,7 +388,8 @@ static int load_table(const opts *o, const ofa_space *sp, lat_table *t)
 {
     manta_err err;
     manta_err_clear(&err);
-    manta_status s = lat_table_load_complete(o->lut, sp, o->stereo, t, &err);
+    manta_status s = lat_table_load_complete(o->lut, sp, o->stereo,
+                                             o->int8 ? LAT_DTYPE_INT8 : LAT_DTYPE_F32, t, &err);
     if (s != MANTA_OK) {
         fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
         return 1;
@@ -444,9 +454,10 @@ static int one_arch(const opts *o, const ofa_space *sp, const lat_table *t)
         return print_doc(&b, lat_arch_json(&b, enc, pred, &st, arena, file, &err), &err);
     } else
         printf("%s: predicted %.4f ms, measured %.4f ms (lower decile of %ld, %s; median "
-               "%.4f ms), error %+.1f%%; arena %.1f KiB, file %.1f KiB (weights synthetic)\n",
+               "%.4f ms), error %+.1f%%; arena %.1f KiB, file %.1f KiB (%s, weights synthetic)\n",
                enc, pred, st.p10_ms, st.count, pt_clock_name(o->t.clock), st.median_ms,
-               100 * (pred - st.p10_ms) / st.p10_ms, arena / 1024.0, file / 1024.0);
+               100 * (pred - st.p10_ms) / st.p10_ms, arena / 1024.0, file / 1024.0,
+               lat_dtype_name(t->dtype));
     return 0;
 }
 
@@ -561,6 +572,11 @@ int main(int argc, char **argv)
     bool stereo;
     manta_status s = prof_space_load(o.space, &sp, &ss, &stereo, &err);
     o.stereo = s == MANTA_OK && stereo ? &ss : NULL;
+    if (s == MANTA_OK && o.stereo && o.int8) {
+        fprintf(stderr, "manta-profile: --int8: space '%s' is a stereo one (no int8 export)\n",
+                o.space);
+        return 2;
+    }
     if (s != MANTA_OK) {
         fprintf(stderr, "manta-profile: %s\n", manta_err_msg(&err, s));
         return 1;
