@@ -7,7 +7,8 @@
 #   4 accuracy predictor (OFA's MLP) with its held-out RMSE
 #   5 evolutionary search under a latency budget; its best candidates
 #     measured on validation images, the best measured chosen
-#   6 export the chosen sub-network (.tflite), its test top-1 in the engine
+#   6 export the chosen sub-network (.tflite), its test top-1 in the engine;
+#     the same in int8 (manta export --int8: calibrated, fully int8 file)
 #   7 a test image as JPEG, classified by manta-infer; measured latency
 # then a summary, and the plots of the whole job by manta report (training,
 # sampled sub-networks, search, latency table: DEMO_OUT/report/index.html,
@@ -116,6 +117,11 @@ $M export --ckpt "$CKPT" --arch "$OUT/search/arch.json" --out "$OUT/model.tflite
 cat "$OUT/export.json"
 $M eval --model "$OUT/model.tflite" --split test --json > "$OUT/test.json"
 cat "$OUT/test.json"
+$M export --ckpt "$CKPT" --arch "$OUT/search/arch.json" --out "$OUT/model_int8.tflite" \
+    --recal-images "$RECAL" --int8 --json > "$OUT/export_int8.json"
+cat "$OUT/export_int8.json"
+$M eval --model "$OUT/model_int8.tflite" --split test --json > "$OUT/test_int8.json"
+cat "$OUT/test_int8.json"
 
 stage 7 "classify a JPEG with manta-infer"
 $M image --out "$OUT/test_image.jpg" --index 0 --json > "$OUT/image.json"
@@ -134,6 +140,10 @@ MED=$(json_num "$OUT/bench.json" median_ms)
 ARENA=$(json_num "$OUT/bench.json" arena_bytes)
 FILE=$(json_num "$OUT/bench.json" model_bytes)
 LABEL=$(json_str "$OUT/image.json" class)
+TOP1_Q8=$(json_num "$OUT/test_int8.json" top1)
+FILE_Q8=$(json_num "$OUT/export_int8.json" file_bytes)
+ARENA_Q8=$(json_num "$OUT/export_int8.json" arena_bytes)
+CALIB_Q8=$(json_str "$OUT/export_int8.json" calib_method)
 echo
 echo "==== summary"
 echo "chosen sub-network:  $(cat "$OUT/search/arch.json")"
@@ -148,8 +158,9 @@ NCAND=$(grep -o '"validation_top1":' "$OUT/search/search.json" | wc -l)
 [ -n "$VTOP" ] && awk -v v="$VTOP" -v c="$CHOSEN" -v k="$NCAND" -v u="${UADD:-0}" -v n="$RERANK_IMAGES" 'BEGIN { printf "                     validation %.2f%%: the best measured of the search\047s %d best candidates and %d more uniform sub-networks within budget (%d images; predicted rank %d%s)\n", 100 * v, k - u, u, n, c, (c > k - u ? ", a uniform one" : "") }'
 awk -v p="$PRED" -v m="$MEAS" -v d="$MED" 'BEGIN { printf "latency:             predicted %.3f ms, measured %.3f ms (10th percentile of 300 runs, the table\047s statistic; median %.3f ms)\n", p, m, d }'
 awk -v a="$ARENA" -v f="$FILE" 'BEGIN { printf "memory:              arena %.1f KiB, model file %.1f KiB\n", a / 1024, f / 1024 }'
+awk -v t="$TOP1_Q8" -v f32="$TOP1" -v f="$FILE_Q8" -v ff="$FILE" -v a="$ARENA_Q8" -v c="$CALIB_Q8" 'BEGIN { printf "int8:                test top-1 %.2f%% (float32 %.2f%%, %+.2f points); model file %.1f KiB (%.2fx smaller), arena %.1f KiB; calibration: %s\n", 100 * t, 100 * f32, 100 * (t - f32), f / 1024, ff / f, a / 1024, c }'
 echo "test image:          $OUT/test_image.jpg (label: $LABEL)"
-echo "files:               $OUT/{latency_table.json,acc_dataset.jsonl,acc_predictor.accp,search/,model.tflite}"
+echo "files:               $OUT/{latency_table.json,acc_dataset.jsonl,acc_predictor.accp,search/,model.tflite,model_int8.tflite}"
 echo "stage times:"
 printf '%s' "$TIMES"
 echo "  total                              $(( now - T_ALL )) s"
