@@ -67,7 +67,8 @@ static int parse_args(int argc, char **argv, sdataset_opts *o)
          .lo = 0,
          .hi = 1e7,
          .metavar = "N",
-         .help = "training pairs for BN re-calibration (default 200)"},
+         .help = "training pairs for BN re-calibration (default 200; 0: none, the running "
+                 "statistics)"},
         {.name = "seed",
          .kind = OPT_LONG,
          .dest = &o->seed,

@@ -232,7 +232,8 @@ static int parse_args(int argc, char **argv, search_opts *o)
          .lo = 0,
          .hi = 1e7,
          .metavar = "N",
-         .help = "with --rerank, stereo: training pairs for BN re-calibration (default 200)",
+         .help = "with --rerank, stereo: training pairs for BN re-calibration (default 200; 0: "
+                 "none, the running statistics)",
          .seen = &rr_seen[RR_RECAL_PAIRS]},
         {.name = "device",
          .kind = OPT_STRING,
