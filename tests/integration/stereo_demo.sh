@@ -6,8 +6,9 @@
 # chain's files must hold: the data set's EPE samples with "dw", the predictor's RMSE in px,
 # search.json's predicted and held-out EPE, the chosen sub-network's exact sizes (search,
 # export and manta-profile agree), a 16-bit PNG of the pair's size; and bad input: a stereo
-# data set for a classification fit, a classification predictor for a stereo search, a
-# stereo table for another stereo space: one line, non-zero exit.
+# data set for a classification fit and the reverse, a stereo table for another stereo space,
+# --rerank without a checkpoint, a classification search's re-rank options, a budget no
+# sub-network meets: one line, non-zero exit.
 set -u
 BUILD=${BUILD:-build}
 M="$BUILD/bin/manta"
@@ -83,6 +84,8 @@ refuse "made for space 'stereo-tiny'" "$M" search --space stereo-cpu \
     --lut "$d/latency_table.json" --acc-model "$d/epe_predictor.accp" --latency-ms 1
 refuse "--rerank" "$M" search --space $S --lut "$d/latency_table.json" \
     --acc-model "$d/epe_predictor.accp" --latency-ms 1 --rerank 2
+refuse "--rerank-pairs" "$M" search --ckpt "$d/supernet/latest.ckpt" --lut "$d/latency_table.json" \
+    --acc-model "$d/epe_predictor.accp" --latency-ms 1 --rerank 2 --rerank-images 5
 refuse "no sub-network of space 'stereo-tiny'" "$M" search --space $S \
     --lut "$d/latency_table.json" --acc-model "$d/epe_predictor.accp" --latency-ms 0.000001 \
     --quiet

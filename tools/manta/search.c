@@ -28,6 +28,8 @@ typedef struct search_opts {
     long rerank, spread, rerank_images, recal, seeds_u;
     long rerank_pairs, recal_pairs; /* a stereo search's re-rank */
     bool all_seeds, json, quiet, no_uniform, any_res;
+    bool images_seen, pairs_seen; /* --rerank-images / --recal-images; --rerank-pairs /
+                                     --recal-pairs (a stereo search's) */
     evo_config c;
 } search_opts;
 
@@ -336,6 +338,8 @@ static int parse_args(int argc, char **argv, search_opts *o)
         }
     if (!out_check_dir("manta search", "out", o->out))
         return 2;
+    o->images_seen = rr_seen[RR_IMAGES] || rr_seen[RR_RECAL];
+    o->pairs_seen = rr_seen[RR_PAIRS] || rr_seen[RR_RECAL_PAIRS];
     evo_config *c = &o->c;
     c->seed = (uint64_t)seed;
     if (pop_seen)
@@ -421,6 +425,11 @@ static bool open_stereo_inputs(search_opts *o, search_inputs *in)
         cmd_error("search", st, &err);
         return false;
     }
+    if (o->images_seen) {
+        fprintf(stderr, "manta search: --rerank-images and --recal-images are a classification "
+                        "search's; a stereo one takes --rerank-pairs and --recal-pairs\n");
+        return false;
+    }
     if (o->rerank > 0) {
         if (!(in->have_sk = stereo_cmd_ckpt_open("search", o->ckpt, o->device, &in->sk)))
             return false;
@@ -447,6 +456,11 @@ static bool open_inputs(search_opts *o, search_inputs *in)
         return open_stereo_inputs(o, in);
     if (!run_ckpt_peek("search", o->ckpt, &in->sp, &in->meta))
         return false;
+    if (o->pairs_seen) {
+        fprintf(stderr, "manta search: --rerank-pairs and --recal-pairs are a stereo search's; "
+                        "a classification one takes --rerank-images and --recal-images\n");
+        return false;
+    }
     manta_status st;
     if ((st = lat_table_load(o->lut, &in->sp, &in->lut, &err)) != MANTA_OK ||
         (st = lat_table_check_complete(&in->lut, &err)) != MANTA_OK) {
