@@ -19,7 +19,7 @@
 # DIR (default runs/demo-stereo, after make demo TASK=stereo) gives supernet/latest.ckpt,
 # latency_table.json and epe_predictor.accp; SPACE (default: the checkpoint's space's name,
 # a built-in) the space's spec for manta-profile and manta arch. Writes DIR/uniform/ (each uniform sub-network's
-# arch, latency and test EPE; REUSE=1 keeps them), DIR/sweep-B/ (the search at budget B)
+# arch, latency and test EPE; REUSE=1 keeps them, e.g. for another RERANK_SEEDS), DIR/sweep-B/ (the search at budget B)
 # and DIR/stereo_search_vs_uniform.txt.
 set -eu
 BUILD=${BUILD:-build}
@@ -112,6 +112,7 @@ for f in $FRACS; do
         --generations "$GENERATIONS" --rerank "$RERANK" --rerank-spread 2 \
         --rerank-seeds "$RERANK_SEEDS" --rerank-pairs "$RERANK_PAIRS" --recal-pairs "$RECAL" \
         --quiet --out "$S" >"$S.log" 2>&1 || { cat "$S.log"; exit 1; }
+    rm -f "$S/searched.lat.json" "$S/searched.test.json" # REUSE is for the uniform ones only
     measure "$S/searched" "$S/arch.json"
     SL=$(num "$S/searched.lat.json" measured_ms)
     SE=$(all_epe "$S/searched.test.json")
