@@ -136,9 +136,13 @@ H=$(json_num "$OUT/export.json" height)
 W=$(json_num "$OUT/export.json" width)
 MAXD=$($M eval --ckpt "$CKPT" --arch min --pairs 1 --recal-pairs 0 --json | sed -n 's/.*"max_disp":\([0-9]*\).*/\1/p')
 if [ ! -d "$OUT/test_pairs/image_2" ]; then
-    # seed 2718: pairs no training run of the demo saw (manta train uses the run's seed)
+    # seed 2718: pairs no training run of the demo saw (manta train uses the run's seed); with
+    # the default photographs when installed, as manta train's procedural pairs are made
+    TEX=""
+    [ -d /usr/share/backgrounds/mate/nature ] && TEX="--textures default"
+    # shellcheck disable=SC2086
     $M stereo-data "$OUT/test_pairs" --count "$TEST_PAIRS" --width "$W" --height "$H" \
-        --max-disp "$MAXD" --seed 2718 --json >"$OUT/test_pairs.json"
+        --max-disp "$MAXD" --seed 2718 $TEX --json >"$OUT/test_pairs.json"
 fi
 L0=$OUT/test_pairs/image_2/000000_10.png
 R0=$OUT/test_pairs/image_3/000000_10.png

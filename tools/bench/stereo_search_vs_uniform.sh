@@ -8,7 +8,9 @@
 #             (default) or cpu, for a machine shared with other work: docs/stereo.md)
 #   test EPE: manta eval --ckpt --arch --data TEST (the supernet's sub-network, BN
 #             re-calibrated on RECAL of the run's training pairs, on TEST_PAIRS procedural
-#             pairs of seed 2718 that neither training nor the search's re-rank saw)
+#             pairs of seed 2718 that neither training nor the search's re-rank saw, made with
+#             TEXTURES: default (the photographs, as manta train's pairs, when installed) or
+#             none)
 # A uniform sub-network qualifies when its measured latency is at most the budget. The
 # budgets are 25, 50 and 75% of the way from the smallest to the largest sub-network's
 # measured latency (FRACS). Each search: manta search --rerank K (default 5) with the
@@ -51,11 +53,17 @@ H=$(num "$DIR/max_eval.json" height)
 W=$(num "$DIR/max_eval.json" width)
 MAXD=$(num "$DIR/max_eval.json" max_disp)
 mkdir -p "$DIR/uniform"
-if [ ! -d "$DIR/test_pairs_2718/image_2" ]; then
-    "$M" stereo-data "$DIR/test_pairs_2718" --count "$TEST_PAIRS" --width "$W" --height "$H" \
-        --max-disp "$MAXD" --seed 2718 --json >/dev/null
+# the test pairs as the run's are made: with the default photographs when they are installed
+# (the default of manta train's procedural pairs), else procedural textures alone
+TEXTURES=${TEXTURES:-$([ -d /usr/share/backgrounds/mate/nature ] && echo default || echo none)}
+TEST=$DIR/test_pairs_2718_$TEXTURES
+TEX=""
+[ "$TEXTURES" != none ] && TEX="--textures $TEXTURES"
+if [ ! -d "$TEST/image_2" ]; then
+    # shellcheck disable=SC2086
+    "$M" stereo-data "$TEST" --count "$TEST_PAIRS" --width "$W" --height "$H" \
+        --max-disp "$MAXD" --seed 2718 $TEX --json >/dev/null
 fi
-TEST=$DIR/test_pairs_2718
 
 # measure NAME ARCH_FILE: NAME.lat.json (the fastest of LAT_TRIES) and NAME.test.json
 measure() {
@@ -101,7 +109,7 @@ HI=$(for f in "$DIR"/uniform/u*.lat.json; do num "$f" measured_ms; done | sort -
 out=$DIR/stereo_search_vs_uniform.txt
 {
     echo "space $SPACE, checkpoint $CKPT, table $LUT ($(sed -n 's/.*"device":[[:space:]]*"\([^"]*\)".*/\1/p' "$LUT" | head -n 1))"
-    echo "test: $TEST_PAIRS pairs of seed 2718, BN re-calibrated on $RECAL training pairs; latency: fastest of $LAT_TRIES ($CLOCK clock)"
+    echo "test: $TEST_PAIRS pairs of seed 2718 (textures $TEXTURES), BN re-calibrated on $RECAL training pairs; latency: fastest of $LAT_TRIES ($CLOCK clock)"
     echo "uniform sub-networks: $n, measured latency $LO .. $HI ms"
     printf '%-9s | %-44s | %-9s | %-8s | %-28s | %-9s | %-8s | %s\n' "budget" "searched (arch)" \
         "latency" "test EPE" "best uniform within budget" "latency" "test EPE" "searched - uniform"
