@@ -3,7 +3,8 @@
 #                   manta report's figures) and programs (build/bin/)
 #   make test       unit tests (cmocka) and integration scripts, on PoCL, JOBS at a time (default 2;
 #                   make test JOBS=1 runs them one by one; logs in $(BUILD)/test-logs/, tests/run.sh)
-#   make demo       the main job on the built-in default
+#   make demo       the main job on the built-in default; make demo TASK=stereo: stereo depth
+#                   (stereo-cpu, procedural pairs: tools/demo_stereo.sh)
 #   make deps       install missing Debian packages (as root) or print the command
 #   make check-no-opencl  the board side (engine, manta-infer, manta-profile, engine tests) compiles
 #                   with no OpenCL header (part of make test; with BOARD=<name>, the board's compiler)
@@ -373,10 +374,15 @@ test-run: all $(TEST_BIN) $(HELPER) $(TWIN_DUMP) $(SYNTH_SPEED)
 	@BUILD=$(BUILD) SANITIZE=$(SANITIZE) JOBS=$(JOBS) tests/run.sh $(TEST_BIN)
 
 # The whole job on the built-in default (tools/demo.sh: train, profile, accuracy data set and
-# predictor, search, export, classify a JPEG, summary).
+# predictor, search, export, classify a JPEG, summary); TASK=stereo: the same for stereo depth
+# (tools/demo_stereo.sh: EPE data set and predictor, disparity PNG of a test pair, SGBM).
+TASK ?= classification
 demo: deps
+	@case "$(TASK)" in classification|stereo) ;; \
+	*) echo "make demo: TASK=$(TASK): classification (the default) or stereo" >&2; exit 2;; esac
 	@$(MAKE) --no-print-directory all
-	@BUILD=$(BUILD) sh tools/demo.sh
+	@if [ "$(TASK)" = stereo ]; then BUILD=$(BUILD) sh tools/demo_stereo.sh; \
+	else BUILD=$(BUILD) sh tools/demo.sh; fi
 
 bench-ops: deps
 	@$(MAKE) --no-print-directory all

@@ -246,7 +246,8 @@ manta_status rep_inputs_load(const rep_input_opts *o, rep_inputs *in, manta_err 
                              o->run ? o->run : "the inputs");
     char p[REP_PATH_CAP];
     if (o->run && find_in(p, o->run, "test.json"))
-        in->test_top1 = json_file_number(p, NULL, "top1");
+        in->test_top1 = in->search.stereo ? json_file_number(p, "all", "epe") /* px */
+                                          : json_file_number(p, NULL, "top1");
     if (o->run && find_in(p, o->run, "bench.json")) {
         in->bench_p10 = json_file_number(p, "bench", "p10_ms");
         in->bench_med = json_file_number(p, "bench", "median_ms");

@@ -55,9 +55,9 @@ typedef struct rep_inputs {
     manta_run_history train; /**< the training series (read whenever metrics_path is set) */
     rep_search search;       /**< the search's results */
     rep_latency lat;         /**< the latency table's validation */
-    double test_top1;        /**< run/test.json's "top1" (NaN: none) */
-    double bench_p10;        /**< run/bench.json's bench.p10_ms (NaN: none) */
-    double bench_med;        /**< run/bench.json's bench.median_ms (NaN: none) */
+    double test_top1; /**< run/test.json's "top1", a stereo search's "all" "epe" (NaN: none) */
+    double bench_p10; /**< run/bench.json's bench.p10_ms (NaN: none) */
+    double bench_med; /**< run/bench.json's bench.median_ms (NaN: none) */
     char skipped[REP_MAX_SKIPS][REP_SKIP_CAP]; /**< what was left out, one line each */
     int n_skipped;                             /**< notes in skipped */
 } rep_inputs;

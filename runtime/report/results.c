@@ -80,11 +80,17 @@ manta_status rep_search_parse(const char *text, const char *name, rep_search *s,
                            name);
         goto out;
     }
+    const char *task = manta_json_string(doc, "task");
+    s->stereo = task && !strcmp(task, "stereo");
+    /* a stereo search's figures are EPEs in px */
+    const char *pkey = s->stereo ? "predicted_epe" : "predicted_top1",
+               *vkey = s->stereo ? "heldout_epe" : "validation_top1";
+    const double hi = s->stereo ? INFINITY : 1;
     if (!best ||
         !manta_json_number(best, "predicted_latency_ms", 0, INFINITY, &s->best.latency_ms) ||
-        !manta_json_number(best, "predicted_top1", 0, 1, &s->best.predicted_top1)) {
-        st = manta_err_set(err, MANTA_ERR_FORMAT,
-                           "%s: \"best\" lacks predicted_latency_ms or predicted_top1", name);
+        !manta_json_number(best, pkey, s->stereo ? -INFINITY : 0, hi, &s->best.predicted_top1)) {
+        st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"best\" lacks predicted_latency_ms or %s",
+                           name, pkey);
         goto out;
     }
     s->has_best = true;
@@ -121,14 +127,14 @@ manta_status rep_search_parse(const char *text, const char *name, rep_search *s,
         {
             rep_cand *c = &s->cand[s->n_cand];
             if (!manta_json_number(it, "predicted_latency_ms", 0, INFINITY, &c->latency_ms) ||
-                !manta_json_number(it, "predicted_top1", 0, 1, &c->predicted_top1)) {
+                !manta_json_number(it, pkey, s->stereo ? -INFINITY : 0, hi, &c->predicted_top1)) {
                 st = manta_err_set(err, MANTA_ERR_FORMAT,
                                    "%s: re-ranked candidate %zu lacks predicted_latency_ms or "
-                                   "predicted_top1",
-                                   name, s->n_cand + 1);
+                                   "%s",
+                                   name, s->n_cand + 1, pkey);
                 goto out;
             }
-            c->val_top1 = num_or_nan(it, "validation_top1");
+            c->val_top1 = num_or_nan(it, vkey);
             c->uniform = arch_uniform(manta_json_object(it, "arch"));
             s->n_cand++;
         }
@@ -243,10 +249,13 @@ manta_status rep_front_parse(const char *text, const char *name, rep_search *s, 
     int nf = next_line(&text, line, CSV_LINE) ? rep_csv_split(line, f, CSV_FIELDS) : 0;
     int ct = nf > 0 ? column(f, nf, "top1") : -1, cl = nf > 0 ? column(f, nf, "latency_ms") : -1;
     int ca = nf > 0 ? column(f, nf, "arch") : -1;
+    if (ct < 0 && nf > 0 && (ct = column(f, nf, "epe")) >= 0) /* a stereo search's */
+        s->stereo = true;
     if (ct < 0 || cl < 0) {
         free(line);
         return manta_err_set(err, MANTA_ERR_FORMAT,
-                             "%s: line 1: the header names no top1 or latency_ms column", name);
+                             "%s: line 1: the header names no top1 (epe) or latency_ms column",
+                             name);
     }
     long line_no = 1;
     size_t cap = 0;

@@ -44,6 +44,9 @@ typedef struct rep_search {
     char best_arch[1024];     /**< its encoding as JSON ("" when too long) */
     double best_macs, best_arena_bytes, best_file_bytes; /**< its sizes (NaN: unknown) */
     long evaluated, rejected; /**< candidates evaluated, over budget (-1: unknown) */
+    bool stereo;              /**< a stereo search ("task":"stereo", front.csv's epe column): the
+                      candidates' predicted_top1 and val_top1 hold the predicted and the
+                      held-out EPE in px */
 } rep_search;
 
 /**
@@ -56,7 +59,8 @@ typedef struct rep_search {
 manta_status rep_search_parse(const char *text, const char *name, rep_search *s, manta_err *err);
 
 /**
- * Read front.csv's text @p text (header `rank,top1,latency_ms,...,arch`) into
+ * Read front.csv's text @p text (header `rank,top1,latency_ms,...,arch`, or a stereo
+ * search's `rank,epe,...`, which sets @p s->stereo) into
  * @p s->front; @p name names it in errors.
  * @return MANTA_ERR_FORMAT naming the line and column when the header lacks
  *         top1 or latency_ms or a row's number does not parse;

@@ -43,6 +43,35 @@ manta_status accp_encode(const ofa_space *s, const ofa_arch *a, float *x, manta_
     return MANTA_OK;
 }
 
+int accp_stereo_feature_dim(const stereo_space *s)
+{
+    return s->n_units * s->max_depth * (s->n_ks + s->n_e) + s->n_units * s->n_d +
+           s->n_levels * s->n_dec_ratios;
+}
+
+manta_status accp_stereo_encode(const stereo_space *s, const ofa_arch *a, float *x, manta_err *err)
+{
+    MANTA_TRY(stereo_arch_validate(s, a, err));
+    const int slots = s->n_units * s->max_depth;
+    memset(x, 0, (size_t)accp_stereo_feature_dim(s) * sizeof *x);
+    const int e0 = slots * s->n_ks, d0 = e0 + slots * s->n_e, w0 = d0 + s->n_units * s->n_d;
+    for (int i = 0; i < slots; i++) {
+        if (i % s->max_depth >= a->d[i / s->max_depth])
+            continue; /* skipped by depth: all zero */
+        x[i * s->n_ks + index_of(a->ks[i], s->ks, s->n_ks)] = 1;
+        x[e0 + i * s->n_e + index_of(a->e[i], s->e, s->n_e)] = 1;
+    }
+    for (int u = 0; u < s->n_units; u++)
+        x[d0 + u * s->n_d + index_of(a->d[u], s->d, s->n_d)] = 1;
+    for (int l = 0; l < s->n_levels; l++) {
+        int c = 0; /* validated: one of the level's widths (two ratios may round alike) */
+        while (c < s->n_dec_ratios && stereo_dec_width(s, l, c) != a->dw[l])
+            c++;
+        x[w0 + l * s->n_dec_ratios + c] = 1;
+    }
+    return MANTA_OK;
+}
+
 /* Indices of the non-zero features of an encoding (at most 1 + 2 * slots). */
 static int active_features(const float *x, int dim, int *idx)
 {
@@ -61,6 +90,66 @@ void accp_dataset_init(accp_dataset *d, const ofa_space *s)
     d->space = *s;
 }
 
+void accp_dataset_init_stereo(accp_dataset *d, const stereo_space *s)
+{
+    memset(d, 0, sizeof *d);
+    stereo_space_ofa_view(s, &d->space);
+    d->stereo = true;
+    d->stereo_spec = *s;
+}
+
+/* The data set's architecture check: its task's. */
+static manta_status dataset_validate(const accp_dataset *d, const ofa_arch *a, manta_err *err)
+{
+    return d->stereo ? stereo_arch_validate(&d->stereo_spec, a, err)
+                     : ofa_arch_validate(&d->space, a, err);
+}
+
+/* The space hash of a data set (of its task). */
+static manta_status dataset_hash(const accp_dataset *d, char out[PROF_HASH_LEN], manta_err *err)
+{
+    return d->stereo ? prof_stereo_space_hash(&d->stereo_spec, out, err)
+                     : prof_space_hash(&d->space, out, err);
+}
+
+/* Append without checks beyond the memory. */
+static manta_status dataset_push(accp_dataset *d, const ofa_arch *a, double value, double bad3,
+                                 manta_err *err)
+{
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? 2 * d->cap : 256;
+        accp_sample *p = realloc(d->s, cap * sizeof *p);
+        if (!p)
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                                 "accuracy data set: out of memory for %zu samples", cap);
+        d->s = p;
+        d->cap = cap;
+    }
+    d->s[d->n].arch = *a;
+    d->s[d->n].value = value;
+    d->s[d->n].bad3 = bad3;
+    d->n++;
+    return MANTA_OK;
+}
+
+manta_status accp_dataset_add_stereo(accp_dataset *d, const ofa_arch *a, double epe, double bad3,
+                                     manta_err *err)
+{
+    if (!d->stereo)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "accuracy sample: an EPE sample for the classification data set of "
+                             "space '%s'",
+                             d->space.name);
+    MANTA_TRY(dataset_validate(d, a, err));
+    if (!(epe >= 0 && isfinite(epe)))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo sample: epe %g is not a finite number of px >= 0", epe);
+    if (!isnan(bad3) && !(bad3 >= 0 && bad3 <= 100))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "stereo sample: bad3 %g is not a percentage in [0, 100]", bad3);
+    return dataset_push(d, a, epe, bad3, err);
+}
+
 void accp_dataset_free(accp_dataset *d)
 {
     if (!d)
@@ -72,23 +161,13 @@ void accp_dataset_free(accp_dataset *d)
 
 manta_status accp_dataset_add(accp_dataset *d, const ofa_arch *a, double top1, manta_err *err)
 {
+    if (d->stereo) /* the value is an EPE */
+        return accp_dataset_add_stereo(d, a, top1, NAN, err);
     MANTA_TRY(ofa_arch_validate(&d->space, a, err));
     if (!(top1 >= 0 && top1 <= 1))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "accuracy sample: top1 %g is not a fraction in [0, 1]", top1);
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? 2 * d->cap : 256;
-        accp_sample *p = realloc(d->s, cap * sizeof *p);
-        if (!p)
-            return manta_err_set(err, MANTA_ERR_NO_MEMORY,
-                                 "accuracy data set: out of memory for %zu samples", cap);
-        d->s = p;
-        d->cap = cap;
-    }
-    d->s[d->n].arch = *a;
-    d->s[d->n].top1 = top1;
-    d->n++;
-    return MANTA_OK;
+    return dataset_push(d, a, top1, NAN, err);
 }
 
 static manta_status read_int_list(const cJSON *o, const char *key, int n, int *dst, const char *ctx,
@@ -112,9 +191,10 @@ static manta_status read_int_list(const cJSON *o, const char *key, int n, int *d
     return MANTA_OK;
 }
 
-static manta_status parse_header(const cJSON *j, const char *ctx, const ofa_space *s,
+static manta_status parse_header(const cJSON *j, const char *ctx, const accp_dataset *d,
                                  manta_err *err)
 {
+    const ofa_space *s = &d->space;
     const char *fmt = manta_json_string(j, "format");
     if (!fmt || strcmp(fmt, "manta-acc-dataset") != 0)
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"format\" must be \"manta-acc-dataset\"",
@@ -127,8 +207,15 @@ static manta_status parse_header(const cJSON *j, const char *ctx, const ofa_spac
     if (!name || !hash)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "%s: \"space\" must hold \"name\" and \"hash\" strings", ctx);
+    const char *task = manta_json_string(j, "task");
+    const bool stereo = task && !strcmp(task, "stereo");
+    if (stereo != d->stereo)
+        return manta_err_set(err, MANTA_ERR_FORMAT,
+                             "%s: a %s data set (space '%s'), not one of %s space '%s'", ctx,
+                             stereo ? "stereo (EPE)" : "classification (top-1)", name,
+                             d->stereo ? "the stereo" : "the classification", s->name);
     char want[PROF_HASH_LEN];
-    MANTA_TRY(prof_space_hash(s, want, err));
+    MANTA_TRY(dataset_hash(d, want, err));
     if (strcmp(name, s->name) != 0 || strcmp(hash, want) != 0)
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "%s: samples of space '%s' (hash %s), not '%s' (hash %s)", ctx, name,
@@ -162,15 +249,35 @@ static manta_status parse_sample(const cJSON *j, const char *ctx, accp_dataset *
     } else {
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: no resolution (\"r\")", ctx);
     }
-    manta_status st = ofa_arch_validate(s, &a, err);
+    if (d->stereo)
+        MANTA_TRY(read_int_list(arch, "dw", d->stereo_spec.n_levels, a.dw, ctx, err));
+    manta_status st = dataset_validate(d, &a, err);
     if (st != MANTA_OK) {
         char msg[MANTA_ERR_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s: %s", ctx, msg);
     }
+    if (d->stereo) {
+        double epe, bad3 = NAN;
+        if (!manta_json_number(j, "epe", -HUGE_VAL, HUGE_VAL, &epe))
+            return manta_err_set(
+                err, MANTA_ERR_FORMAT, "%s: \"epe\" missing or not a number%s", ctx,
+                cJSON_GetObjectItemCaseSensitive(j, "top1") ? " (a classification sample: \"top1\")"
+                                                            : "");
+        if (!(epe >= 0))
+            return manta_err_set(err, MANTA_ERR_FORMAT,
+                                 "%s: \"epe\" is %g, not a number of px >= 0", ctx, epe);
+        if (cJSON_GetObjectItemCaseSensitive(j, "bad3") &&
+            (!manta_json_number(j, "bad3", 0, 100, &bad3)))
+            return manta_err_set(err, MANTA_ERR_FORMAT,
+                                 "%s: \"bad3\" is not a percentage in [0, 100]", ctx);
+        return accp_dataset_add_stereo(d, &a, epe, bad3, err);
+    }
     double top1;
     if (!manta_json_number(j, "top1", -HUGE_VAL, HUGE_VAL, &top1))
-        return manta_err_set(err, MANTA_ERR_FORMAT, "%s: \"top1\" missing or not a number", ctx);
+        return manta_err_set(
+            err, MANTA_ERR_FORMAT, "%s: \"top1\" missing or not a number%s", ctx,
+            cJSON_GetObjectItemCaseSensitive(j, "epe") ? " (a stereo sample: \"epe\")" : "");
     if (!(top1 >= 0 && top1 <= 1))
         return manta_err_set(err, MANTA_ERR_FORMAT,
                              "%s: \"top1\" is %g, not a fraction in [0, 1]%s", ctx, top1,
@@ -178,12 +285,11 @@ static manta_status parse_sample(const cJSON *j, const char *ctx, accp_dataset *
     return accp_dataset_add(d, &a, top1, err);
 }
 
-manta_status accp_dataset_parse(const char *text, const char *what, const ofa_space *s,
-                                accp_dataset *d, manta_err *err)
+/* Parse into @p d, initialised for its space. */
+static manta_status parse_lines(const char *text, const char *what, accp_dataset *d, manta_err *err)
 {
     if (!what)
         what = "data set";
-    accp_dataset_init(d, s);
     manta_status st = MANTA_OK;
     int line = 0;
     bool first = true;
@@ -211,7 +317,7 @@ manta_status accp_dataset_parse(const char *text, const char *what, const ofa_sp
             break;
         }
         if (first && cJSON_GetObjectItemCaseSensitive(j, "format"))
-            st = parse_header(j, ctx, s, err);
+            st = parse_header(j, ctx, d, err);
         else
             st = parse_sample(j, ctx, d, err);
         first = false;
@@ -222,25 +328,54 @@ manta_status accp_dataset_parse(const char *text, const char *what, const ofa_sp
     return st;
 }
 
+manta_status accp_dataset_parse(const char *text, const char *what, const ofa_space *s,
+                                accp_dataset *d, manta_err *err)
+{
+    accp_dataset_init(d, s);
+    return parse_lines(text, what, d, err);
+}
+
+manta_status accp_dataset_parse_stereo(const char *text, const char *what, const stereo_space *s,
+                                       accp_dataset *d, manta_err *err)
+{
+    accp_dataset_init_stereo(d, s);
+    return parse_lines(text, what, d, err);
+}
+
+/* Read @p path into @p d, initialised for its space (emptied on error). */
+static manta_status load_lines(const char *path, accp_dataset *d, manta_err *err)
+{
+    char *text;
+    MANTA_TRY(manta_file_read(path, ACCP_DATASET_FILE_MAX, &text, NULL, err));
+    manta_status st = parse_lines(text, path, d, err);
+    free(text);
+    return st;
+}
+
 manta_status accp_dataset_load(const char *path, const ofa_space *s, accp_dataset *d,
                                manta_err *err)
 {
     accp_dataset_init(d, s);
-    char *text;
-    MANTA_TRY(manta_file_read(path, ACCP_DATASET_FILE_MAX, &text, NULL, err));
-    manta_status st = accp_dataset_parse(text, path, s, d, err);
-    free(text);
-    return st;
+    return load_lines(path, d, err);
+}
+
+manta_status accp_dataset_load_stereo(const char *path, const stereo_space *s, accp_dataset *d,
+                                      manta_err *err)
+{
+    accp_dataset_init_stereo(d, s);
+    return load_lines(path, d, err);
 }
 
 manta_status accp_dataset_save(const accp_dataset *d, const char *path, manta_err *err)
 {
     char hash[PROF_HASH_LEN];
-    MANTA_TRY(prof_space_hash(&d->space, hash, err));
+    MANTA_TRY(dataset_hash(d, hash, err));
     cJSON *h = cJSON_CreateObject(), *sp = NULL;
     char *header = NULL;
     if (h && cJSON_AddStringToObject(h, "format", "manta-acc-dataset") &&
-        cJSON_AddNumberToObject(h, "version", 1) && (sp = cJSON_AddObjectToObject(h, "space")) &&
+        cJSON_AddNumberToObject(h, "version", 1) &&
+        (!d->stereo || cJSON_AddStringToObject(h, "task", "stereo")) &&
+        (sp = cJSON_AddObjectToObject(h, "space")) &&
         cJSON_AddStringToObject(sp, "name", d->space.name) &&
         cJSON_AddStringToObject(sp, "hash", hash))
         header = cJSON_PrintUnformatted(h);
@@ -250,14 +385,25 @@ manta_status accp_dataset_save(const accp_dataset *d, const char *path, manta_er
         manta_strbuf_printf(&b, "%s\n", header);
     free(header);
     for (size_t i = 0; header && i < d->n; i++) {
-        char arch[512], num[40];
-        manta_status st = ofa_arch_to_json(&d->space, &d->s[i].arch, arch, sizeof arch, err);
+        char arch[1024], num[40], num3[40];
+        const accp_sample *x = &d->s[i];
+        manta_status st =
+            d->stereo ? stereo_arch_to_json(&d->stereo_spec, &x->arch, arch, sizeof arch, err)
+                      : ofa_arch_to_json(&d->space, &x->arch, arch, sizeof arch, err);
         if (st != MANTA_OK) {
             manta_strbuf_free(&b);
             return st;
         }
-        manta_strbuf_printf(&b, "{\"arch\":%s,\"top1\":%s,\"r\":%d}\n", arch,
-                            prof_format_double(num, d->s[i].top1), d->s[i].arch.r);
+        if (!d->stereo)
+            manta_strbuf_printf(&b, "{\"arch\":%s,\"top1\":%s,\"r\":%d}\n", arch,
+                                prof_format_double(num, x->value), x->arch.r);
+        else if (isnan(x->bad3))
+            manta_strbuf_printf(&b, "{\"arch\":%s,\"epe\":%s,\"r\":%d}\n", arch,
+                                prof_format_double(num, x->value), x->arch.r);
+        else
+            manta_strbuf_printf(&b, "{\"arch\":%s,\"epe\":%s,\"bad3\":%s,\"r\":%d}\n", arch,
+                                prof_format_double(num, x->value),
+                                prof_format_double(num3, x->bad3), x->arch.r);
     }
     if (!header || b.oom) {
         manta_strbuf_free(&b);
@@ -271,8 +417,10 @@ manta_status accp_dataset_save(const accp_dataset *d, const char *path, manta_er
 manta_status accp_dataset_split(const accp_dataset *d, double frac, uint64_t seed,
                                 accp_dataset *train, accp_dataset *test, manta_err *err)
 {
-    accp_dataset_init(train, &d->space);
-    accp_dataset_init(test, &d->space);
+    *train = *d; /* the space and task; the samples are added below */
+    train->n = train->cap = 0;
+    train->s = NULL;
+    *test = *train;
     if (!(frac >= 0 && frac <= 1))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "data set split: fraction %g is outside [0, 1]", frac);
@@ -288,7 +436,8 @@ manta_status accp_dataset_split(const accp_dataset *d, double frac, uint64_t see
     for (size_t i = 0; i < d->n; i++) {
         group[i] = i;
         for (size_t j = 0; j < i; j++)
-            if (group[j] == j && ofa_arch_same_blocks(&d->space, &d->s[i].arch, &d->s[j].arch)) {
+            if (group[j] == j && ofa_arch_same_blocks(&d->space, &d->s[i].arch, &d->s[j].arch) &&
+                !memcmp(d->s[i].arch.dw, d->s[j].arch.dw, sizeof d->s[i].arch.dw)) {
                 group[i] = j;
                 break;
             }
@@ -310,7 +459,7 @@ manta_status accp_dataset_split(const accp_dataset *d, double frac, uint64_t see
         accp_dataset *side = train->n < n_train ? train : test;
         for (size_t i = order[g]; i < d->n && st == MANTA_OK; i++)
             if (group[i] == order[g])
-                st = accp_dataset_add(side, &d->s[i].arch, d->s[i].top1, err);
+                st = dataset_push(side, &d->s[i].arch, d->s[i].value, d->s[i].bad3, err);
     }
     free(group);
     free(order);
@@ -370,13 +519,22 @@ static manta_status check_shape(int hidden, int layers, const char *ctx, manta_e
     return MANTA_OK;
 }
 
-static manta_status model_alloc(accp_model *m, const ofa_space *s, int hidden, int layers,
-                                manta_err *err)
+/* A model of space @p s, or of stereo space @p ss when it is not NULL (@p s then unused). */
+static manta_status model_alloc(accp_model *m, const ofa_space *s, const stereo_space *ss,
+                                int hidden, int layers, manta_err *err)
 {
     memset(m, 0, sizeof *m);
-    m->space = *s;
-    MANTA_TRY(prof_space_hash(s, m->space_hash, err));
-    m->n_in = accp_feature_dim(s);
+    if (ss) {
+        m->stereo = true;
+        m->stereo_spec = *ss;
+        stereo_space_ofa_view(ss, &m->space);
+        MANTA_TRY(prof_stereo_space_hash(ss, m->space_hash, err));
+        m->n_in = accp_stereo_feature_dim(ss);
+    } else {
+        m->space = *s;
+        MANTA_TRY(prof_space_hash(s, m->space_hash, err));
+        m->n_in = accp_feature_dim(s);
+    }
     m->hidden = hidden;
     m->layers = layers;
     lin L[ACCP_MAX_LAYERS + 1];
@@ -388,11 +546,12 @@ static manta_status model_alloc(accp_model *m, const ofa_space *s, int hidden, i
     return MANTA_OK;
 }
 
-manta_status accp_init(accp_model *m, const ofa_space *s, const accp_config *c, manta_err *err)
+static manta_status init_model(accp_model *m, const ofa_space *s, const stereo_space *ss,
+                               const accp_config *c, manta_err *err)
 {
     memset(m, 0, sizeof *m);
     MANTA_TRY(check_shape(c->hidden, c->layers, "accuracy predictor", err));
-    MANTA_TRY(model_alloc(m, s, c->hidden, c->layers, err));
+    MANTA_TRY(model_alloc(m, s, ss, c->hidden, c->layers, err));
     lin L[ACCP_MAX_LAYERS + 1];
     layout(m->n_in, m->hidden, m->layers, L);
     manta_rng rng;
@@ -404,6 +563,24 @@ manta_status accp_init(accp_model *m, const ofa_space *s, const accp_config *c, 
             manta_rng_fill_uniform(&rng, m->params + L[l].b, (size_t)L[l].out, bound);
     }
     return MANTA_OK;
+}
+
+manta_status accp_init(accp_model *m, const ofa_space *s, const accp_config *c, manta_err *err)
+{
+    return init_model(m, s, NULL, c, err);
+}
+
+manta_status accp_init_stereo(accp_model *m, const stereo_space *s, const accp_config *c,
+                              manta_err *err)
+{
+    return init_model(m, NULL, s, c, err);
+}
+
+/* Encode @p a for model @p m (its task's encoding). */
+static manta_status model_encode(const accp_model *m, const ofa_arch *a, float *x, manta_err *err)
+{
+    return m->stereo ? accp_stereo_encode(&m->stereo_spec, a, x, err)
+                     : accp_encode(&m->space, a, x, err);
 }
 
 void accp_free(accp_model *m)
@@ -478,23 +655,23 @@ static float forward_one(const accp_model *m, const lin *L, const float *x, floa
     return y;
 }
 
-static manta_status same_space(const accp_model *m, const ofa_space *s, const char *what,
+static manta_status same_space(const accp_model *m, const accp_dataset *d, const char *what,
                                manta_err *err)
 {
     char hash[PROF_HASH_LEN];
-    MANTA_TRY(prof_space_hash(s, hash, err));
-    if (strcmp(hash, m->space_hash) != 0)
+    MANTA_TRY(dataset_hash(d, hash, err));
+    if (d->stereo != m->stereo || strcmp(hash, m->space_hash) != 0)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "accuracy predictor of space '%s' (hash %s) given %s of space '%s' "
                              "(hash %s)",
-                             m->space.name, m->space_hash, what, s->name, hash);
+                             m->space.name, m->space_hash, what, d->space.name, hash);
     return MANTA_OK;
 }
 
 manta_status accp_predict(const accp_model *m, const ofa_arch *a, double *acc, manta_err *err)
 {
     float x[ACCP_MAX_FEATURES], h0[ACCP_MAX_HIDDEN], h1[ACCP_MAX_HIDDEN];
-    MANTA_TRY(accp_encode(&m->space, a, x, err));
+    MANTA_TRY(model_encode(m, a, x, err));
     lin L[ACCP_MAX_LAYERS + 1];
     layout(m->n_in, m->hidden, m->layers, L);
     *acc = m->base_acc + (double)forward_one(m, L, x, h0, h1);
@@ -504,14 +681,14 @@ manta_status accp_predict(const accp_model *m, const ofa_arch *a, double *acc, m
 manta_status accp_rmse(const accp_model *m, const accp_dataset *d, double *rmse, manta_err *err)
 {
     *rmse = -1;
-    MANTA_TRY(same_space(m, &d->space, "a data set", err));
+    MANTA_TRY(same_space(m, d, "a data set", err));
     if (d->n == 0)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "accuracy predictor: RMSE of no samples");
     double sum = 0;
     for (size_t i = 0; i < d->n; i++) {
         double p;
         MANTA_TRY(accp_predict(m, &d->s[i].arch, &p, err));
-        sum += (p - d->s[i].top1) * (p - d->s[i].top1);
+        sum += (p - d->s[i].value) * (p - d->s[i].value);
     }
     *rmse = sqrt(sum / (double)d->n);
     return MANTA_OK;
@@ -566,7 +743,7 @@ static double batch_grad(const accp_model *m, const lin *L, trainbuf *t, const a
     const float *WL = P + L[NL].w;
     float *dWL = t->grad + L[NL].w;
     for (int b = 0; b < B; b++) {
-        double r = (double)t->out[b] + m->base_acc - d->s[order[b]].top1;
+        double r = (double)t->out[b] + m->base_acc - d->s[order[b]].value;
         loss += r * r;
         float go = (float)(2.0 * r / B);
         const float *a = t->act[NL - 1] + (size_t)b * H;
@@ -629,9 +806,9 @@ manta_status accp_train(accp_model *m, const accp_dataset *train, const accp_dat
         memset(rep, 0, sizeof *rep);
         rep->valid_rmse = -1;
     }
-    MANTA_TRY(same_space(m, &train->space, "a training set", err));
+    MANTA_TRY(same_space(m, train, "a training set", err));
     if (valid)
-        MANTA_TRY(same_space(m, &valid->space, "a validation set", err));
+        MANTA_TRY(same_space(m, valid, "a validation set", err));
     if (train->n == 0)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "accuracy predictor: empty training set");
     if (c->hidden != m->hidden || c->layers != m->layers)
@@ -669,8 +846,8 @@ manta_status accp_train(accp_model *m, const accp_dataset *train, const accp_dat
     double sum = 0;
     manta_status st = MANTA_OK;
     for (size_t i = 0; i < N && st == MANTA_OK; i++) {
-        st = accp_encode(&m->space, &train->s[i].arch, t.x + i * (size_t)m->n_in, err);
-        sum += train->s[i].top1;
+        st = model_encode(m, &train->s[i].arch, t.x + i * (size_t)m->n_in, err);
+        sum += train->s[i].value;
         t.order[i] = i;
     }
     if (st != MANTA_OK) {
@@ -726,13 +903,23 @@ manta_status accp_train(accp_model *m, const accp_dataset *train, const accp_dat
 
 /* ---- model files --------------------------------------------------------------------- */
 
+/* The encoding's name in a model file. */
+static const char *encoding_name(bool stereo)
+{
+    return stereo ? "onehot-k-e-d-dw-v1" : "onehot-r-k-e-v1";
+}
+
 manta_status accp_save(const accp_model *m, const char *path, manta_err *err)
 {
     char *space_json = NULL, *meta_json = NULL;
-    MANTA_TRY(ofa_space_to_json(&m->space, &space_json, err));
+    if (m->stereo)
+        MANTA_TRY(stereo_space_to_json(&m->stereo_spec, &space_json, err));
+    else
+        MANTA_TRY(ofa_space_to_json(&m->space, &space_json, err));
     cJSON *j = cJSON_CreateObject(), *sp = NULL;
     bool ok = j && cJSON_AddStringToObject(j, "format", "manta-acc-predictor") &&
               cJSON_AddNumberToObject(j, "version", ACCP_FORMAT_VERSION) &&
+              (!m->stereo || cJSON_AddStringToObject(j, "task", "stereo")) &&
               (sp = cJSON_AddObjectToObject(j, "space")) &&
               cJSON_AddStringToObject(sp, "name", m->space.name) &&
               cJSON_AddStringToObject(sp, "hash", m->space_hash) &&
@@ -740,7 +927,7 @@ manta_status accp_save(const accp_model *m, const char *path, manta_err *err)
               cJSON_AddNumberToObject(j, "hidden", m->hidden) &&
               cJSON_AddNumberToObject(j, "layers", m->layers) &&
               prof_json_add_number(j, "base_acc", m->base_acc) &&
-              cJSON_AddStringToObject(j, "encoding", "onehot-r-k-e-v1");
+              cJSON_AddStringToObject(j, "encoding", encoding_name(m->stereo));
     if (ok)
         meta_json = cJSON_PrintUnformatted(j);
     cJSON_Delete(j);
@@ -770,8 +957,8 @@ static manta_status meta_int(const cJSON *j, const char *key, int *out, const ch
     return MANTA_OK;
 }
 
-static manta_status load_meta(const char *text, const char *path, const ofa_space *s, accp_model *m,
-                              manta_err *err)
+static manta_status load_meta(const char *text, const char *path, const ofa_space *s,
+                              const stereo_space *ss, accp_model *m, manta_err *err)
 {
     cJSON *j = cJSON_Parse(text);
     if (!cJSON_IsObject(j)) {
@@ -780,12 +967,16 @@ static manta_status load_meta(const char *text, const char *path, const ofa_spac
     }
     manta_status st = MANTA_OK;
     const char *fmt = manta_json_string(j, "format"), *enc = manta_json_string(j, "encoding");
+    const char *task = manta_json_string(j, "task");
+    const bool stereo = task && !strcmp(task, "stereo"), want_stereo = ss != NULL;
+    const char *want_name = ss ? ss->name : s->name, *want_enc = encoding_name(want_stereo);
     const cJSON *sp = manta_json_object(j, "space");
     const char *name = manta_json_string(sp, "name"), *hash = manta_json_string(sp, "hash");
     double ver = -1.0, base_acc = 0; /* version: -1 when absent or not a number */
     (void)manta_json_number(j, "version", -HUGE_VAL, HUGE_VAL, &ver);
     char want[PROF_HASH_LEN];
     int n_in = 0, hidden = 0, layers = 0;
+    const int dim = ss ? accp_stereo_feature_dim(ss) : accp_feature_dim(s);
     if (!fmt || strcmp(fmt, "manta-acc-predictor") != 0)
         st = manta_err_set(err, MANTA_ERR_FORMAT,
                            "%s: not an accuracy predictor (meta \"format\" is not "
@@ -798,35 +989,42 @@ static manta_status load_meta(const char *text, const char *path, const ofa_spac
     else if (!name || !hash)
         st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: meta \"space\" lacks \"name\" or \"hash\"",
                            path);
-    else if ((st = prof_space_hash(s, want, err)) != MANTA_OK)
+    else if (stereo != want_stereo)
+        st = manta_err_set(err, MANTA_ERR_FORMAT,
+                           "%s: a predictor of %s space '%s', not of the %s space '%s'", path,
+                           stereo ? "the stereo (EPE)" : "the classification (top-1)", name,
+                           want_stereo ? "stereo" : "classification", want_name);
+    else if ((st = ss ? prof_stereo_space_hash(ss, want, err) : prof_space_hash(s, want, err)) !=
+             MANTA_OK)
         ;
-    else if (strcmp(name, s->name) != 0 || strcmp(hash, want) != 0)
+    else if (strcmp(name, want_name) != 0 || strcmp(hash, want) != 0)
         st = manta_err_set(err, MANTA_ERR_FORMAT,
                            "%s: a predictor of space '%s' (hash %s), not '%s' (hash %s)", path,
-                           name, hash, s->name, want);
-    else if (!enc || strcmp(enc, "onehot-r-k-e-v1") != 0)
-        st = manta_err_set(err, MANTA_ERR_FORMAT,
-                           "%s: meta \"encoding\" is not \"onehot-r-k-e-v1\"", path);
+                           name, hash, want_name, want);
+    else if (!enc || strcmp(enc, want_enc) != 0)
+        st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: meta \"encoding\" is not \"%s\"", path,
+                           want_enc);
     else if (!manta_json_number(j, "base_acc", -DBL_MAX, DBL_MAX, &base_acc))
         st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: meta \"base_acc\" missing or not a number",
                            path);
     else if ((st = meta_int(j, "n_in", &n_in, path, err)) == MANTA_OK &&
              (st = meta_int(j, "hidden", &hidden, path, err)) == MANTA_OK &&
              (st = meta_int(j, "layers", &layers, path, err)) == MANTA_OK) {
-        if (n_in != accp_feature_dim(s))
+        if (n_in != dim)
             st =
                 manta_err_set(err, MANTA_ERR_FORMAT, "%s: %d input features, space '%s' encodes %d",
-                              path, n_in, s->name, accp_feature_dim(s));
+                              path, n_in, want_name, dim);
         else if ((st = check_shape(hidden, layers, path, err)) != MANTA_OK)
             st = MANTA_ERR_FORMAT;
-        else if ((st = model_alloc(m, s, hidden, layers, err)) == MANTA_OK)
+        else if ((st = model_alloc(m, s, ss, hidden, layers, err)) == MANTA_OK)
             m->base_acc = base_acc;
     }
     cJSON_Delete(j);
     return st;
 }
 
-manta_status accp_load(const char *path, const ofa_space *s, accp_model *m, manta_err *err)
+static manta_status load_model(const char *path, const ofa_space *s, const stereo_space *ss,
+                               accp_model *m, manta_err *err)
 {
     memset(m, 0, sizeof *m);
     ckpt_reader *r;
@@ -834,7 +1032,7 @@ manta_status accp_load(const char *path, const ofa_space *s, accp_model *m, mant
     char *meta = NULL;
     manta_status st = ckpt_read_json(r, "meta", &meta, NULL, err);
     if (st == MANTA_OK)
-        st = load_meta(meta, path, s, m, err);
+        st = load_meta(meta, path, s, ss, m, err);
     if (st == MANTA_OK)
         st = ckpt_read_f32(r, "params", m->params, m->n_params, err);
     for (size_t i = 0; st == MANTA_OK && i < m->n_params; i++)
@@ -845,4 +1043,15 @@ manta_status accp_load(const char *path, const ofa_space *s, accp_model *m, mant
     if (st != MANTA_OK)
         accp_free(m);
     return st;
+}
+
+manta_status accp_load(const char *path, const ofa_space *s, accp_model *m, manta_err *err)
+{
+    return load_model(path, s, NULL, m, err);
+}
+
+manta_status accp_load_stereo(const char *path, const stereo_space *s, accp_model *m,
+                              manta_err *err)
+{
+    return load_model(path, NULL, s, m, err);
 }

@@ -156,6 +156,8 @@ static manta_status front_add(search *S, const evo_point *p, manta_err *err)
 int evo_arch_distance(const ofa_space *s, const ofa_arch *a, const ofa_arch *b)
 {
     int n = a->r != b->r;
+    for (int l = 0; l < OFA_MAX_DEC_LEVELS; l++) /* stereo's decoder widths (else all 0) */
+        n += a->dw[l] != b->dw[l];
     for (int u = 0; u < s->n_units; u++) {
         n += a->d[u] != b->d[u];
         for (int k = 0; k < s->max_depth; k++) {
@@ -231,6 +233,11 @@ static void mutate(search *S, const ofa_arch *parent, ofa_arch *child)
     for (int u = 0; u < s->n_units; u++)
         if (manta_rng_uniform(&S->rng) < c->mutate_prob)
             child->d[u] = pick(&S->rng, s->d, s->n_d);
+    const stereo_space *ss = c->stereo;
+    for (int l = 0; ss && l < ss->n_levels; l++)
+        if (manta_rng_uniform(&S->rng) < c->mutate_prob)
+            child->dw[l] =
+                stereo_dec_width(ss, l, (int)manta_rng_below(&S->rng, (uint32_t)ss->n_dec_ratios));
 }
 
 static void crossover(search *S, const ofa_arch *a, const ofa_arch *b, ofa_arch *child)
@@ -244,6 +251,8 @@ static void crossover(search *S, const ofa_arch *a, const ofa_arch *b, ofa_arch 
     for (int u = 0; u < s->n_units; u++)
         child->d[u] = manta_rng_below(&S->rng, 2) ? b->d[u] : a->d[u];
     child->r = manta_rng_below(&S->rng, 2) ? b->r : a->r;
+    for (int l = 0; S->c->stereo && l < S->c->stereo->n_levels; l++)
+        child->dw[l] = manta_rng_below(&S->rng, 2) ? b->dw[l] : a->dw[l];
 }
 
 static int cmp_cand(const void *x, const void *y)
@@ -384,12 +393,17 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
     ofa_arch a;
     evo_figures f, smallest;
     bool ok;
-    ofa_arch_min(s, 0, &a);
+    out->stereo = c->stereo;
+    if (c->stereo)
+        stereo_arch_min(c->stereo, &a);
+    else
+        ofa_arch_min(s, 0, &a);
     if ((st = measure(&S, &a, &smallest, &ok, err)) != MANTA_OK)
         goto fail;
     int n_pop = 0;
     for (int i = 0; i < c->n_seeds && n_pop < P; i++) {
-        if ((st = ofa_arch_validate(s, &c->seeds[i], err)) != MANTA_OK)
+        if ((st = c->stereo ? stereo_arch_validate(c->stereo, &c->seeds[i], err)
+                            : ofa_arch_validate(s, &c->seeds[i], err)) != MANTA_OK)
             goto fail;
         if ((st = measure(&S, &c->seeds[i], &f, &ok, err)) != MANTA_OK)
             goto fail;
@@ -406,7 +420,10 @@ manta_status evo_search(const ofa_space *s, const evo_config *c, const evo_callb
     }
     long tried = 1 + c->n_seeds;
     for (; n_pop < P && tried <= c->init_tries + c->n_seeds; tried++) {
-        ofa_arch_sample(s, &S.rng, &a);
+        if (c->stereo)
+            stereo_arch_sample(c->stereo, &S.rng, &a);
+        else
+            ofa_arch_sample(s, &S.rng, &a);
         if ((st = measure(&S, &a, &f, &ok, err)) != MANTA_OK)
             goto fail;
         if (ok && (st = evaluate(&S, &a, &f, &pop[n_pop++], err)) != MANTA_OK)
@@ -506,15 +523,20 @@ fail:
 
 /* ---- writers ---------------------------------------------------------------------------- */
 
+/* A fitness as the writers show it: top-1, or a stereo search's EPE (minus its fitness). */
+static double shown(const evo_result *r, double acc) { return r->stereo ? -acc : acc; }
+
 manta_status evo_write_front_csv(const evo_result *r, const ofa_space *s, const char *path,
                                  manta_err *err)
 {
     manta_strbuf b = {0};
-    manta_strbuf_printf(&b, "rank,top1,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n");
+    manta_strbuf_printf(&b, "rank,%s,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n",
+                        r->stereo ? "epe" : "top1");
     for (size_t i = 0; i < r->n_front; i++) {
         const evo_point *p = &r->front[i];
-        char arch[512], quoted[1024];
-        MANTA_TRY(ofa_arch_to_json(s, &p->arch, arch, sizeof arch, err));
+        char arch[1024], quoted[2048];
+        MANTA_TRY(r->stereo ? stereo_arch_to_json(r->stereo, &p->arch, arch, sizeof arch, err)
+                            : ofa_arch_to_json(s, &p->arch, arch, sizeof arch, err));
         size_t k = 0;
         for (const char *c = arch; *c && k + 2 < sizeof quoted; c++) {
             if (*c == '"')
@@ -523,7 +545,7 @@ manta_status evo_write_front_csv(const evo_result *r, const ofa_space *s, const 
         }
         quoted[k] = '\0';
         bool best = !memcmp(&p->arch, &r->best.arch, sizeof p->arch) && p->acc == r->best.acc;
-        manta_strbuf_printf(&b, "%zu,%.9g,%.9g,%.9g,%.9g,%.9g,%d,\"%s\"\n", i + 1, p->acc,
+        manta_strbuf_printf(&b, "%zu,%.9g,%.9g,%.9g,%.9g,%.9g,%d,\"%s\"\n", i + 1, shown(r, p->acc),
                             p->f.v[EVO_LATENCY], p->f.v[EVO_MACS], p->f.v[EVO_ARENA],
                             p->f.v[EVO_FLASH], best, quoted);
     }
@@ -580,8 +602,8 @@ manta_status evo_write_front_svg(const evo_result *r, const char *title, const c
     for (size_t i = 0; i < r->n_front; i++) {
         x0 = fmin(x0, r->front[i].f.v[ax]);
         x1 = fmax(x1, r->front[i].f.v[ax]);
-        y0 = fmin(y0, r->front[i].acc);
-        y1 = fmax(y1, r->front[i].acc);
+        y0 = fmin(y0, shown(r, r->front[i].acc));
+        y1 = fmax(y1, shown(r, r->front[i].acc));
     }
     range_of(x0, x1, &x0, &x1);
     range_of(y0, y1, &y0, &y1);
@@ -632,35 +654,39 @@ manta_status evo_write_front_svg(const evo_result *r, const char *title, const c
     manta_strbuf_printf(&b,
                         "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"
                         "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" "
-                        "transform=\"rotate(-90 18 %.1f)\">predicted top-1</text>\n</g>\n",
-                        (L + W - R) / 2, H - 20, xlabel, (T + H - B) / 2, (T + H - B) / 2);
+                        "transform=\"rotate(-90 18 %.1f)\">%s</text>\n</g>\n",
+                        (L + W - R) / 2, H - 20, xlabel, (T + H - B) / 2, (T + H - B) / 2,
+                        r->stereo ? "predicted EPE (px)" : "predicted top-1");
+    const char *what = r->stereo ? "EPE" : "top-1";
     /* the front: a step line, then the points with their figures as tooltips */
     manta_strbuf_printf(
         &b, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\" points=\"");
     for (size_t i = 0; i < r->n_front; i++) {
         const evo_point *p = &r->front[i];
         if (i > 0)
-            manta_strbuf_printf(&b, " %.2f,%.2f", PX(p->f.v[ax]), PY(r->front[i - 1].acc));
-        manta_strbuf_printf(&b, "%s%.2f,%.2f", i ? " " : "", PX(p->f.v[ax]), PY(p->acc));
+            manta_strbuf_printf(&b, " %.2f,%.2f", PX(p->f.v[ax]),
+                                PY(shown(r, r->front[i - 1].acc)));
+        manta_strbuf_printf(&b, "%s%.2f,%.2f", i ? " " : "", PX(p->f.v[ax]), PY(shown(r, p->acc)));
     }
     manta_strbuf_printf(&b, "\"/>\n<g fill=\"#1f77b4\">\n");
     for (size_t i = 0; i < r->n_front; i++) {
         const evo_point *p = &r->front[i];
         manta_strbuf_printf(&b,
-                            "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\"><title>top-1 %.4f, %s %.6g"
+                            "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\"><title>%s %.4f, %s %.6g"
                             "</title></circle>\n",
-                            PX(p->f.v[ax]), PY(p->acc), p->acc, xlabel, p->f.v[ax]);
+                            PX(p->f.v[ax]), PY(shown(r, p->acc)), what, shown(r, p->acc), xlabel,
+                            p->f.v[ax]);
     }
     manta_strbuf_printf(&b, "</g>\n");
     const evo_point *best = &r->best;
-    double bx = PX(best->f.v[ax]), by = PY(best->acc);
-    manta_strbuf_printf(
-        &b,
-        "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"7\" fill=\"none\" stroke=\"#d62728\" "
-        "stroke-width=\"2\"/>\n"
-        "<text x=\"%.2f\" y=\"%.2f\" fill=\"#d62728\" text-anchor=\"end\">best: top-1 "
-        "%.4f at %.6g%s%s</text>\n</svg>\n",
-        bx, by, bx - 10, by - 10, best->acc, best->f.v[ax], *unit ? " " : "", unit);
+    double bx = PX(best->f.v[ax]), by = PY(shown(r, best->acc));
+    manta_strbuf_printf(&b,
+                        "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"7\" fill=\"none\" stroke=\"#d62728\" "
+                        "stroke-width=\"2\"/>\n"
+                        "<text x=\"%.2f\" y=\"%.2f\" fill=\"#d62728\" text-anchor=\"end\">best: %s "
+                        "%.4f at %.6g%s%s</text>\n</svg>\n",
+                        bx, by, bx - 10, by - 10, what, shown(r, best->acc), best->f.v[ax],
+                        *unit ? " " : "", unit);
 #undef PX
 #undef PY
     return manta_strbuf_write_file(&b, path, err);

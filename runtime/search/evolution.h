@@ -29,6 +29,16 @@
  * the budget and reports the figures with the results. Fitness is asked
  * only for candidates within budget.
  *
+ * @par Stereo spaces
+ * With evo_config.stereo set, the space is a stereo one (space/stereo_space.h; @p s of
+ * evo_search() its stereo_space_ofa_view()): candidates are drawn with
+ * stereo_arch_sample() (the smallest: stereo_arch_min()), validated with
+ * stereo_arch_validate(), and each decoder level's width is one more gene: mutated with
+ * mutate_prob (re-drawn from the level's widths), crossed over like the others, counted
+ * by evo_arch_distance(). The resolution is the crop's and never changes. The fitness is
+ * still maximised: a stereo search's fitness is minus the predicted EPE
+ * (search/candidates.h), and the writers show the EPE (-fitness).
+ *
  * @par Infeasible budgets
  * The smallest sub-network (ofa_arch_min() at the lowest resolution) is
  * measured first, then random ones; when none of init_tries candidates fits,
@@ -44,6 +54,7 @@
 
 #include "core/status.h"
 #include "space/ofa_space.h"
+#include "space/stereo_space.h"
 
 /** Figures a candidate is constrained and reported by. */
 typedef enum evo_metric {
@@ -115,6 +126,8 @@ typedef struct evo_config {
     int top_by_res;    /**< 1: the top list takes from each resolution in turn (below): 0 */
     int top_seeds;     /**< after the keep_top, up to this many of the fittest seeds within
                             budget that are not in the top list yet: 0 */
+    const stereo_space *stereo; /**< a stereo space (its view is evo_search()'s @p s; see
+                                     "Stereo spaces"); not owned: NULL (classification) */
 } evo_config;
 
 /** OFA's settings (values above), no budget. */
@@ -143,15 +156,18 @@ typedef struct evo_result {
                          top_seeds, the fittest seeds within budget not among them, fittest
                          first; owned */
     size_t n_top;
-    size_t n_top_seeds; /**< how many of top's last entries are those seeds */
-    size_t n_seeds_in;  /**< how many of evo_config.seeds met the budgets and entered the
+    size_t n_top_seeds;         /**< how many of top's last entries are those seeds */
+    size_t n_seeds_in;          /**< how many of evo_config.seeds met the budgets and entered the
                              first population (at most the population size) */
+    const stereo_space *stereo; /**< evo_config.stereo of the search (borrowed: the writers
+                                     show EPE = -fitness and write "dw"); NULL */
 } evo_result;
 
 /**
  * Genes in which sub-networks @p a and @p b of space @p s differ: the
  * resolution, each unit's depth, and the kernel and expand ratio of each slot
- * both keep; a slot only one of them keeps counts 2, one neither keeps 0.
+ * both keep; a slot only one of them keeps counts 2, one neither keeps 0; and
+ * each decoder width (stereo; all 0 in classification).
  * 0 means the same network at the same resolution (ofa_arch_same_blocks() and
  * equal resolutions; what slots a depth skips hold does not count).
  */
@@ -177,7 +193,9 @@ void evo_result_free(evo_result *r);
 /**
  * Write the front as CSV: a header line, then one row per point in
  * ascending cost: rank,top1,latency_ms,macs,arena_bytes,flash_bytes,best,arch
- * (arch: OFA's JSON encoding, quoted, quotes doubled). Written atomically.
+ * (arch: OFA's JSON encoding, quoted, quotes doubled); of a stereo search
+ * (r->stereo) the second column is epe (predicted, px) and arch carries "dw".
+ * Written atomically.
  * @return MANTA_ERR_IO naming @p path; MANTA_ERR_NO_MEMORY.
  */
 manta_status evo_write_front_csv(const evo_result *r, const ofa_space *s, const char *path,

@@ -20,7 +20,11 @@
 #include "space/ofa_space.h"
 
 /**
- * A finished search, as its writers need it. Everything is borrowed. The
+ * A finished search, as its writers need it. Everything is borrowed. A
+ * stereo search (result->stereo) writes "task":"stereo", "predicted_epe" for
+ * "predicted_top1", its re-rank's "heldout_epe" for "validation_top1" and
+ * "pairs" / "recal_pairs" for "images" / "recal_images"; @ref val then holds
+ * held-out EPEs. The
  * budgets, seed, population and the re-rank's spread come from @ref config;
  * a re-rank took place when config->keep_top > 0, and then @ref val,
  * @ref chosen, @ref rerank_images and @ref recal_images describe it.
@@ -36,7 +40,8 @@ typedef struct search_report {
     const char *lut;          /**< the latency table's path, as given */
     const char *device;       /**< the device the latency table was measured on */
     const char *acc_model;    /**< the accuracy predictor's path, as given */
-    const double *val;        /**< (result->n_top) with a re-rank: validation top-1 of each */
+    const double *val;        /**< (result->n_top) with a re-rank: validation top-1 of each
+                                   (stereo: held-out EPE) */
     size_t chosen;            /**< with a re-rank: index in result->top of the chosen one */
     long rerank_images;       /**< with a re-rank: validation images measured */
     long recal_images;        /**< with a re-rank: images for batch-norm re-calibration */
@@ -72,6 +77,14 @@ manta_status search_results_write(const search_report *r, const char *dir, FILE 
  * @return MANTA_ERR_NO_MEMORY (*@p seeds NULL, *@p n 0).
  */
 manta_status search_uniform_seeds(const ofa_space *s, ofa_arch **seeds, int *n, manta_err *err);
+
+/**
+ * search_uniform_seeds() of a stereo space: one kernel, expand ratio and depth everywhere
+ * and one width ratio in every decoder level (n_dec_ratios * n_d * n_e * n_ks of them, in
+ * that nesting, kernels innermost), at the crop.
+ */
+manta_status search_uniform_seeds_stereo(const stereo_space *s, ofa_arch **seeds, int *n,
+                                         manta_err *err);
 
 /**
  * The exact arena and file size (search_sizes_get()) of every point of

@@ -31,6 +31,12 @@ void search_sizes_init(search_sizes *c, const ofa_space *s, const xg_preprocess 
     c->pre = pre;
 }
 
+void search_sizes_init_stereo(search_sizes *c, const stereo_space *s)
+{
+    memset(c, 0, sizeof *c);
+    c->stereo = s;
+}
+
 void search_sizes_free(search_sizes *c)
 {
     if (!c)
@@ -77,7 +83,13 @@ manta_status search_sizes_get(search_sizes *c, const ofa_arch *a, size_t *arena,
     }
     xgraph g;
     const synth_opts so = {0, true};
-    MANTA_TRY(prof_synth_arch_graph(c->space, a, c->pre, &so, &g, err));
+    /* a stereo file stores equal weight tensors once (the views' shared layers): zeros would
+     * make distinct layers' tensors equal too, so a stereo graph gets random values */
+    const synth_opts so_stereo = {1, false};
+    if (c->stereo)
+        MANTA_TRY(prof_synth_stereo_graph(c->stereo, a, &so_stereo, &g, NULL, NULL, err));
+    else
+        MANTA_TRY(prof_synth_arch_graph(c->space, a, c->pre, &so, &g, err));
     uint8_t *data = NULL;
     size_t size = 0;
     tflite_report rep;

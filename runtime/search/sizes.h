@@ -5,7 +5,11 @@
  *        sub-network's model is built once by the graph builder (zeros as
  *        weights, profile/synth.h), written and planned as the exporter does
  *        (tflite_write()); the figures are kept by architecture, so the many
- *        candidates an evolution meets again cost nothing.
+ *        candidates an evolution meets again cost nothing. A stereo space's
+ *        sub-networks are built by prof_synth_stereo_graph() (the exporter's stereo
+ *        graph: two inputs, the fused correlation's pattern, the decoder; shared
+ *        encoder weights stored once), so their figures are those of `manta export
+ *        --ckpt STEREO.ckpt` at the crop.
  */
 #ifndef MANTA_SEARCH_SIZES_H
 #define MANTA_SEARCH_SIZES_H
@@ -15,6 +19,7 @@
 #include "core/status.h"
 #include "export/xgraph.h"
 #include "space/ofa_space.h"
+#include "space/stereo_space.h"
 
 /** One cached sub-network (private to sizes.c). */
 typedef struct search_size_entry search_size_entry;
@@ -24,9 +29,10 @@ typedef struct search_size_entry search_size_entry;
  * search_sizes_init(), release with search_sizes_free().
  */
 typedef struct search_sizes {
-    const ofa_space *space;   /**< the space (borrowed) */
-    const xg_preprocess *pre; /**< the export's preprocessing (borrowed; NULL: none) */
-    long built;               /**< models written and planned so far: the look-ups that missed */
+    const ofa_space *space;     /**< the space (borrowed) */
+    const xg_preprocess *pre;   /**< the export's preprocessing (borrowed; NULL: none) */
+    const stereo_space *stereo; /**< a stereo space (borrowed), or NULL */
+    long built;                 /**< models written and planned so far: the look-ups that missed */
     /* private: open addressing by a hash of the architecture, capacity a power of two */
     search_size_entry *slot_;
     size_t n_, cap_;
@@ -38,6 +44,10 @@ typedef struct search_sizes {
  * Both must outlive the cache.
  */
 void search_sizes_init(search_sizes *c, const ofa_space *s, const xg_preprocess *pre);
+
+/** An empty cache for sub-networks of stereo space @p s (borrowed; it must outlive the
+ *  cache), at the space's crop. */
+void search_sizes_init_stereo(search_sizes *c, const stereo_space *s);
 
 /**
  * The arena and file size in bytes of sub-network @p a, as `manta export`

@@ -92,8 +92,8 @@ refused 2 "stereo-data, two folders" "the folder is given twice" \
 refused 2 "stereo eval --out FILE" "--out $out/file is a file; a folder is meant" \
     "$M" eval --ckpt "$S" --out "$out/file"
 # a stereo checkpoint where a classification one is meant says what is true
-refused 1 "acc-dataset of a stereo checkpoint" "a stereo training checkpoint.*manta eval --ckpt scores" \
-    "$M" acc-dataset --ckpt "$S" --out "$out/a.jsonl"
+refused 2 "acc-dataset of a stereo checkpoint, an image option" "unknown option '--images'" \
+    "$M" acc-dataset --ckpt "$S" --out "$out/a.jsonl" --images 5
 # a folder of pairs without ground truth: nothing to score, unless the predictions are asked for
 "$M" stereo-data --out "$out/nogt" --count 2 >/dev/null || fail "stereo-data --out: exit status $?"
 rm -r "$out/nogt/disp_occ_0" "$out/nogt/disp_noc_0"

@@ -206,6 +206,39 @@ static void test_search(void **state)
     rep_search_free(&s);
 }
 
+/* A stereo search: EPE in px (above 1, where top-1 is refused), its re-rank's held-out EPE. */
+static void test_search_stereo(void **state)
+{
+    (void)state;
+    const char json[] =
+        "{\"format\":\"manta-search\",\"version\":1,\"task\":\"stereo\",\"space\":\"stereo-cpu\","
+        "\"rerank\":{\"chosen\":1,\"candidates\":[{\"arch\":{\"ks\":[3,5],\"e\":[3,4],"
+        "\"d\":[3,4],\"r\":[64],\"dw\":[8,4]},\"predicted_epe\":4.6,\"heldout_epe\":4.75,"
+        "\"predicted_latency_ms\":9.5}]},\"best\":{\"arch\":{\"ks\":[3,5],\"e\":[3,4],"
+        "\"d\":[3,4],\"r\":[64],\"dw\":[8,4]},\"predicted_epe\":4.6,"
+        "\"predicted_latency_ms\":9.5}}";
+    rep_search s = {0};
+    manta_err err;
+    assert_int_equal(rep_search_parse(json, "search.json", &s, &err), MANTA_OK);
+    assert_true(s.stereo);
+    assert_true(s.best.predicted_top1 == 4.6 && s.best.val_top1 == 4.75);
+    assert_int_equal(s.n_cand, 1);
+    rep_search_free(&s);
+    const char front[] = "rank,epe,latency_ms,macs,arena_bytes,flash_bytes,best,arch\n"
+                         "1,4.9,7.8,1,2,3,0,\"{}\"\n2,4.6,9.5,1,2,3,1,\"{}\"\n";
+    assert_int_equal(rep_front_parse(front, "front.csv", &s, &err), MANTA_OK);
+    assert_true(s.stereo && s.n_front == 2 && s.front[1].predicted_top1 == 4.6);
+    rep_search_free(&s);
+    /* a stereo best without its EPE */
+    assert_int_equal(
+        rep_search_parse("{\"format\":\"manta-search\",\"task\":\"stereo\","
+                         "\"best\":{\"predicted_top1\":0.5,\"predicted_latency_ms\":1}}",
+                         "b.json", &s, &err),
+        MANTA_ERR_FORMAT);
+    assert_non_null(strstr(err.msg, "predicted_epe"));
+    rep_search_free(&s);
+}
+
 /* ---- latency validation ---- */
 
 static void test_latency(void **state)
@@ -356,11 +389,11 @@ static void test_inputs_missing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nice_number),    cmocka_unit_test(test_nice_ticks),
-        cmocka_unit_test(test_format_tick),    cmocka_unit_test(test_csv_split),
-        cmocka_unit_test(test_search),         cmocka_unit_test(test_latency),
-        cmocka_unit_test(test_prefixes),       cmocka_unit_test(test_inputs_demo),
-        cmocka_unit_test(test_inputs_missing),
+        cmocka_unit_test(test_nice_number), cmocka_unit_test(test_nice_ticks),
+        cmocka_unit_test(test_format_tick), cmocka_unit_test(test_csv_split),
+        cmocka_unit_test(test_search),      cmocka_unit_test(test_search_stereo),
+        cmocka_unit_test(test_latency),     cmocka_unit_test(test_prefixes),
+        cmocka_unit_test(test_inputs_demo), cmocka_unit_test(test_inputs_missing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,10 +137,10 @@ static double stddev_top1(const accp_dataset *d)
 {
     double m = 0, v = 0;
     for (size_t i = 0; i < d->n; i++)
-        m += d->s[i].top1;
+        m += d->s[i].value;
     m /= (double)d->n;
     for (size_t i = 0; i < d->n; i++)
-        v += (d->s[i].top1 - m) * (d->s[i].top1 - m);
+        v += (d->s[i].value - m) * (d->s[i].value - m);
     return sqrt(v / (double)d->n);
 }
 
@@ -159,7 +159,7 @@ static void test_dataset_file_round_trip(void **state)
     assert_int_equal(back.n, d.n);
     for (size_t i = 0; i < d.n; i++) {
         assert_memory_equal(&back.s[i].arch, &d.s[i].arch, sizeof d.s[i].arch);
-        assert_true(back.s[i].top1 == d.s[i].top1);
+        assert_true(back.s[i].value == d.s[i].value);
     }
     accp_dataset_free(&back);
     /* files of other tools: no header, r only at the top level, extra fields, blank lines */
@@ -239,11 +239,11 @@ static void test_split_is_seeded_partition(void **state)
     /* every sample lands on exactly one side: the sums of top1 agree */
     double all = 0, parts = 0;
     for (size_t i = 0; i < d.n; i++)
-        all += d.s[i].top1;
+        all += d.s[i].value;
     for (size_t i = 0; i < tr.n; i++)
-        parts += tr.s[i].top1;
+        parts += tr.s[i].value;
     for (size_t i = 0; i < te.n; i++)
-        parts += te.s[i].top1;
+        parts += te.s[i].value;
     assert_true(fabs(all - parts) < 1e-9);
     accp_dataset_free(&tr2);
     accp_dataset_free(&te2);
@@ -392,7 +392,7 @@ static void test_learns_synthetic_function(void **state)
     TU_OK_ERR(accp_train(&m, &tr, &te, &c, &rep, &e));
     double spread = stddev_top1(&te), base = 0;
     for (size_t i = 0; i < tr.n; i++)
-        base += tr.s[i].top1;
+        base += tr.s[i].value;
     assert_true(fabs(m.base_acc - base / (double)tr.n) < 1e-12);
     print_message("# targets sd %.5f, RMSE train %.5f, held-out %.5f (%ld steps)\n", spread,
                   rep.train_rmse, rep.valid_rmse, rep.steps);
@@ -503,6 +503,107 @@ static void test_model_file_round_trip(void **state)
     accp_dataset_free(&d);
 }
 
+/* A synthetic EPE: lower for larger kernels, expand ratios, depths and decoder widths. */
+static double synthetic_epe(const stereo_space *s, const ofa_arch *a)
+{
+    double v = 12.0;
+    for (int u = 0; u < s->n_units; u++) {
+        v -= 0.1 * a->d[u];
+        for (int j = 0; j < a->d[u]; j++)
+            v -= 0.02 * a->ks[u * s->max_depth + j] + 0.03 * a->e[u * s->max_depth + j];
+    }
+    for (int l = 0; l < s->n_levels; l++)
+        v -= 0.2 * a->dw[l] / s->dec_width[l];
+    return v;
+}
+
+static void test_stereo_predictor(void **state)
+{
+    (void)state;
+    stereo_space s;
+    stereo_space_cpu(&s);
+    assert_int_equal(accp_stereo_feature_dim(&s), 24 * 3 + 24 * 3 + 6 * 3 + 5 * 3);
+    /* the layout: kernel and expand one-hots of the slots in use, then depth and width */
+    ofa_arch a;
+    stereo_arch_max(&s, &a);
+    a.d[0] = 2;
+    a.ks[0] = 5;
+    a.e[1] = 3;
+    a.dw[4] = stereo_dec_width(&s, 4, 0);
+    float x[ACCP_MAX_FEATURES];
+    manta_err e;
+    TU_OK_ERR(accp_stereo_encode(&s, &a, x, &e));
+    const int S = 24, e0 = S * 3, d0 = e0 + S * 3, w0 = d0 + 6 * 3;
+    float sum = 0;
+    for (int i = 0; i < accp_stereo_feature_dim(&s); i++)
+        sum += x[i];
+    assert_true(sum == (float)(2 * (2 + 5 * 4) + 6 + 5));
+    assert_true(x[0 * 3 + 1] == 1 && x[0 * 3 + 2] == 0); /* slot 0: kernel 5 */
+    assert_true(x[e0 + 1 * 3 + 0] == 1);                 /* slot 1: expand 3 */
+    assert_true(x[2 * 3 + 2] == 0 && x[3 * 3 + 2] == 0); /* slots 2, 3 skipped */
+    assert_true(x[d0 + 0 * 3 + 0] == 1);                 /* unit 0: depth 2 */
+    assert_true(x[w0 + 4 * 3 + 0] == 1 && x[w0 + 3 * 3 + 2] == 1);
+    a.dw[4] = 7;
+    expect_err(accp_stereo_encode(&s, &a, x, &e), MANTA_ERR_INVALID_ARG, &e, "dw[4] = 7");
+
+    /* a data set: EPE and bad-3 through the file, a classification file refused */
+    accp_dataset d, back, tr, te;
+    accp_dataset_init_stereo(&d, &s);
+    manta_rng rng;
+    manta_rng_seed(&rng, 3, 0);
+    for (int i = 0; i < 300; i++) {
+        stereo_arch_sample_mixed(&s, &rng, &a);
+        TU_OK_ERR(accp_dataset_add_stereo(&d, &a, synthetic_epe(&s, &a), i % 2 ? 12.5 : NAN, &e));
+    }
+    expect_err(accp_dataset_add_stereo(&d, &a, -1, NAN, &e), MANTA_ERR_INVALID_ARG, &e, "epe");
+    char path[128];
+    tu_tmpdir_path(&dir, "epe.jsonl", path, sizeof path);
+    TU_OK_ERR(accp_dataset_save(&d, path, &e));
+    TU_OK_ERR(accp_dataset_load_stereo(path, &s, &back, &e));
+    assert_int_equal(back.n, d.n);
+    for (size_t i = 0; i < d.n; i++) {
+        assert_memory_equal(&back.s[i].arch, &d.s[i].arch, sizeof a);
+        assert_true(back.s[i].value == d.s[i].value);
+        assert_true(i % 2 ? back.s[i].bad3 == 12.5 : isnan(back.s[i].bad3));
+    }
+    accp_dataset_free(&back);
+    ofa_space cs;
+    ofa_space_cpu_default(&cs);
+    expect_err(accp_dataset_load(path, &cs, &back, &e), MANTA_ERR_FORMAT, &e, "a stereo (EPE)");
+    expect_err(accp_dataset_parse_stereo("{" ARCH_OK ",\"top1\":0.5}", "c.jsonl", &s, &back, &e),
+               MANTA_ERR_FORMAT, &e, "c.jsonl:1");
+
+    /* the predictor learns it, round-trips through its file, refuses another task */
+    TU_OK_ERR(accp_dataset_split(&d, 0.8, 1, &tr, &te, &e));
+    assert_true(tr.stereo && te.stereo);
+    accp_config c;
+    small_config(&c);
+    c.epochs = 60;
+    accp_model m, m2;
+    TU_OK_ERR(accp_init_stereo(&m, &s, &c, &e));
+    accp_report rep;
+    TU_OK_ERR(accp_train(&m, &tr, &te, &c, &rep, &e));
+    double spread = stddev_top1(&te);
+    if (!(rep.valid_rmse < 0.5 * spread))
+        fail_msg("held-out RMSE %.4f px, spread %.4f px", rep.valid_rmse, spread);
+    tu_tmpdir_path(&dir, "epe.accp", path, sizeof path);
+    TU_OK_ERR(accp_save(&m, path, &e));
+    TU_OK_ERR(accp_load_stereo(path, &s, &m2, &e));
+    double p, q;
+    TU_OK_ERR(accp_predict(&m, &te.s[0].arch, &p, &e));
+    TU_OK_ERR(accp_predict(&m2, &te.s[0].arch, &q, &e));
+    assert_true(p == q);
+    accp_free(&m2);
+    expect_err(accp_load(path, &cs, &m2, &e), MANTA_ERR_FORMAT, &e, "the stereo (EPE)");
+    stereo_space g;
+    stereo_space_gpu(&g);
+    expect_err(accp_load_stereo(path, &g, &m2, &e), MANTA_ERR_FORMAT, &e, "not 'stereo-gpu'");
+    accp_free(&m);
+    accp_dataset_free(&tr);
+    accp_dataset_free(&te);
+    accp_dataset_free(&d);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -527,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_learns_synthetic_function),
         cmocka_unit_test(test_training_is_deterministic),
         cmocka_unit_test(test_model_file_round_trip),
+        cmocka_unit_test(test_stereo_predictor),
     };
     return cmocka_run_group_tests_name("accuracy predictor", tests, setup, teardown);
 }

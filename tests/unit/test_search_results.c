@@ -269,13 +269,129 @@ static void test_results_sized(void **state)
     search_sizes_free(&c);
 }
 
+/* A stereo search's callbacks: "latency" grows with every gene, "EPE" falls with it. */
+static double stereo_size(const stereo_space *s, const ofa_arch *a)
+{
+    double v = 0;
+    for (int u = 0; u < s->n_units; u++)
+        for (int j = 0; j < a->d[u]; j++)
+            v += a->ks[u * s->max_depth + j] + a->e[u * s->max_depth + j];
+    for (int l = 0; l < s->n_levels; l++)
+        v += 4.0 * a->dw[l] / s->dec_width[l];
+    return v;
+}
+
+static manta_status stereo_measure(void *ctx, const ofa_arch *a, evo_figures *f, manta_err *err)
+{
+    MANTA_TRY(stereo_arch_validate(ctx, a, err));
+    f->v[EVO_LATENCY] = stereo_size(ctx, a);
+    return MANTA_OK;
+}
+
+static manta_status stereo_fitness(void *ctx, const ofa_arch *a, double *acc, manta_err *err)
+{
+    (void)err;
+    *acc = -(100.0 / (1 + stereo_size(ctx, a))); /* minus an EPE */
+    return MANTA_OK;
+}
+
+/* A stereo search: every candidate a stereo sub-network (decoder widths included), the
+ * uniform seeds with one width ratio, the writers' EPE and "dw", exact stereo sizes. */
+static void test_stereo_search(void **state)
+{
+    (void)state;
+    stereo_space ss;
+    stereo_space_cpu(&ss);
+    ofa_space v;
+    stereo_space_ofa_view(&ss, &v);
+    ofa_arch *seeds;
+    int n;
+    manta_err e;
+    TU_OK_ERR(search_uniform_seeds_stereo(&ss, &seeds, &n, &e));
+    assert_int_equal(n, ss.n_dec_ratios * ss.n_d * ss.n_e * ss.n_ks);
+    for (int i = 0; i < n; i++)
+        TU_OK_ERR(stereo_arch_validate(&ss, &seeds[i], &e));
+    evo_config c;
+    evo_config_default(&c);
+    c.generations = 15;
+    c.population = 30;
+    c.stereo = &ss;
+    c.seeds = seeds;
+    c.n_seeds = n;
+    ofa_arch lo, hi;
+    stereo_arch_min(&ss, &lo);
+    stereo_arch_max(&ss, &hi);
+    c.budget[EVO_LATENCY] = 0.5 * (stereo_size(&ss, &lo) + stereo_size(&ss, &hi));
+    evo_callbacks cb = {stereo_measure, &ss, stereo_fitness, &ss, NULL, NULL};
+    evo_result r;
+    TU_OK_ERR(evo_search(&v, &c, &cb, &r, &e));
+    assert_ptr_equal(r.stereo, &ss);
+    TU_OK_ERR(stereo_arch_validate(&ss, &r.best.arch, &e));
+    assert_true(r.best.f.v[EVO_LATENCY] <= c.budget[EVO_LATENCY]);
+    for (int i = 0; i < n; i++) /* at least as fit as every uniform one within budget */
+        if (stereo_size(&ss, &seeds[i]) <= c.budget[EVO_LATENCY])
+            assert_true(r.best.acc >= -(100.0 / (1 + stereo_size(&ss, &seeds[i]))));
+    bool widths_differ = false; /* the decoder widths are searched */
+    for (size_t i = 0; i < r.n_front; i++) {
+        TU_OK_ERR(stereo_arch_validate(&ss, &r.front[i].arch, &e));
+        widths_differ |= r.front[i].arch.dw[0] != r.front[0].arch.dw[0];
+    }
+    assert_true(widths_differ);
+    /* exact sizes of the exported stereo graph, then the files */
+    search_sizes sz;
+    search_sizes_init_stereo(&sz, &ss);
+    TU_OK_ERR(search_results_size(&sz, &r, &e));
+    assert_true(r.best.f.v[EVO_FLASH] > 0 && r.best.f.v[EVO_ARENA] > 0);
+    search_sizes_free(&sz);
+    char tmpl[] = "/tmp/manta_stereo_search_XXXXXX", path[256];
+    assert_non_null(mkdtemp(tmpl));
+    const search_report rep = {.space = &v,
+                               .config = &c,
+                               .result = &r,
+                               .provenance = "\"version\":\"0.0.0\"",
+                               .device = "vm"};
+    TU_OK_ERR(search_results_write(&rep, tmpl, NULL, &e));
+    snprintf(path, sizeof path, "%s/arch.json", tmpl);
+    char *text = slurp(path);
+    ofa_arch back;
+    TU_OK_ERR(stereo_arch_parse(&ss, text, &back, &e));
+    assert_memory_equal(&back, &r.best.arch, sizeof back);
+    free(text);
+    snprintf(path, sizeof path, "%s/front.csv", tmpl);
+    text = slurp(path);
+    assert_non_null(strstr(text, "rank,epe,latency_ms"));
+    assert_non_null(strstr(text, "\"\"dw\"\":["));
+    free(text);
+    snprintf(path, sizeof path, "%s/search.json", tmpl);
+    text = slurp(path);
+    cJSON *j = cJSON_Parse(text);
+    assert_non_null(j);
+    assert_string_equal(str(j, "task"), "stereo");
+    const cJSON *best = cJSON_GetObjectItemCaseSensitive(j, "best");
+    NEAR(num(best, "predicted_epe"), -r.best.acc, 1e-5);
+    assert_null(cJSON_GetObjectItemCaseSensitive(best, "predicted_top1"));
+    cJSON_Delete(j);
+    free(text);
+    snprintf(path, sizeof path, "%s/front.svg", tmpl);
+    text = slurp(path);
+    assert_non_null(strstr(text, "predicted EPE (px)"));
+    free(text);
+    const char *names[] = {"arch.json", "front.csv", "front.svg", "search.json"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmpl, names[i]);
+        unlink(path);
+    }
+    rmdir(tmpl);
+    evo_result_free(&r);
+    free(seeds);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_results_written),
-        cmocka_unit_test(test_json_without_rerank),
-        cmocka_unit_test(test_uniform_seeds),
-        cmocka_unit_test(test_results_sized),
+        cmocka_unit_test(test_results_written), cmocka_unit_test(test_json_without_rerank),
+        cmocka_unit_test(test_uniform_seeds),   cmocka_unit_test(test_results_sized),
+        cmocka_unit_test(test_stereo_search),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -265,13 +265,14 @@ static bool c_all(const rep_cand *c)
     return true;
 }
 
-static size_t pick(const rep_cand *c, size_t n, cand_pred keep, bool val, double *x, double *y)
+static size_t pick(const rep_cand *c, size_t n, cand_pred keep, bool val, double k100, double *x,
+                   double *y)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (keep(&c[i]) && (!val || isfinite(c[i].val_top1))) {
             x[k] = c[i].latency_ms;
-            y[k++] = 100 * (val ? c[i].val_top1 : c[i].predicted_top1);
+            y[k++] = k100 * (val ? c[i].val_top1 : c[i].predicted_top1);
         }
     return k;
 }
@@ -290,28 +291,36 @@ static manta_status plot_search(report *r, manta_err *err)
            *py = px + cap, *mx = py + cap, *my = mx + cap, *umx = my + cap, *umy = umx + cap,
            *ex = umy + cap, *ey = ex + 3 * cap;
     char title[384], budget[64], chosen[96];
-    snprintf(title, sizeof title, "Search: top-1 against predicted latency (%s on %.100s)",
+    /* top-1 in %, or a stereo search's EPE in px (measured on held-out pairs) */
+    const double k = s->stereo ? 1 : 100;
+    const char *what = s->stereo ? "EPE" : "top-1", *meas = s->stereo ? "held-out" : "validation";
+    char pf[64], rp[64], rv[64], up[64], uv[64];
+    snprintf(pf, sizeof pf, "Pareto front (predicted %s)", what);
+    snprintf(rp, sizeof rp, "re-ranked: predicted");
+    snprintf(rv, sizeof rv, "re-ranked: %s", meas);
+    snprintf(up, sizeof up, "uniform: predicted");
+    snprintf(uv, sizeof uv, "uniform: %s", meas);
+    snprintf(title, sizeof title, "Search: %s against predicted latency (%s on %.100s)", what,
              s->space[0] ? s->space : "?", s->device[0] ? s->device : "?");
     *f = (plot_figure){.title = title, .width = 1100, .height = 720, .n_panels = 1};
     plot_panel *p = &f->panel[0];
     *p = (plot_panel){.title = "Pareto front, re-ranked candidates, uniform sub-networks, chosen",
                       .xlabel = "predicted latency (ms)",
-                      .ylabel = "top-1 (%)"};
-    size_t nf = pick(s->front, s->n_front, c_all, false, fx, fy);
-    size_t nu = pick(s->front, s->n_front, c_uniform, false, ux, uy); /* then the re-ranked */
-    nu += pick(s->cand, s->n_cand, c_uniform, false, ux + nu, uy + nu);
-    size_t np = pick(s->cand, s->n_cand, c_other, false, px, py);
-    size_t nm = pick(s->cand, s->n_cand, c_other, true, mx, my);
-    size_t num = pick(s->cand, s->n_cand, c_uniform, true, umx, umy);
-    plot_series front =
-        points("Pareto front (predicted top-1)", fx, fy, nf, 0, PLOT_MARK_CIRCLE, false, 3);
+                      .ylabel = s->stereo ? "EPE (px)" : "top-1 (%)"};
+    size_t nf = pick(s->front, s->n_front, c_all, false, k, fx, fy);
+    size_t nu = pick(s->front, s->n_front, c_uniform, false, k, ux, uy); /* then the re-ranked */
+    nu += pick(s->cand, s->n_cand, c_uniform, false, k, ux + nu, uy + nu);
+    size_t np = pick(s->cand, s->n_cand, c_other, false, k, px, py);
+    size_t nm = pick(s->cand, s->n_cand, c_other, true, k, mx, my);
+    size_t num = pick(s->cand, s->n_cand, c_uniform, true, k, umx, umy);
+    plot_series front = points(pf, fx, fy, nf, 0, PLOT_MARK_CIRCLE, false, 3);
     front.line = true;
     /* each measured candidate's predicted and validation top-1 joined: the predictor's error */
     size_t ne = 0;
     for (size_t i = 0; i < s->n_cand; i++)
         if (isfinite(s->cand[i].val_top1)) {
             ex[ne] = ex[ne + 1] = s->cand[i].latency_ms, ex[ne + 2] = NAN;
-            ey[ne] = 100 * s->cand[i].predicted_top1, ey[ne + 1] = 100 * s->cand[i].val_top1;
+            ey[ne] = k * s->cand[i].predicted_top1, ey[ne + 1] = k * s->cand[i].val_top1;
             ey[ne + 2] = NAN;
             ne += 3;
         }
@@ -319,14 +328,14 @@ static manta_status plot_search(report *r, manta_err *err)
     err_lines.dashed = true;
     add_series(p, err_lines);
     add_series(p, front);
-    add_series(p, points("re-ranked: predicted", px, py, np, 1, PLOT_MARK_CIRCLE, true, 4.5));
-    add_series(p, points("re-ranked: validation", mx, my, nm, 1, PLOT_MARK_DIAMOND, false, 5));
-    add_series(p, points("uniform: predicted", ux, uy, nu, 2, PLOT_MARK_SQUARE, true, 5));
-    add_series(p, points("uniform: validation", umx, umy, num, 2, PLOT_MARK_SQUARE, false, 5));
+    add_series(p, points(rp, px, py, np, 1, PLOT_MARK_CIRCLE, true, 4.5));
+    add_series(p, points(rv, mx, my, nm, 1, PLOT_MARK_DIAMOND, false, 5));
+    add_series(p, points(up, ux, uy, nu, 2, PLOT_MARK_SQUARE, true, 5));
+    add_series(p, points(uv, umx, umy, num, 2, PLOT_MARK_SQUARE, false, 5));
     double cx = s->best.latency_ms,
-           cy = 100 * (isfinite(s->best.val_top1) ? s->best.val_top1 : s->best.predicted_top1);
-    snprintf(chosen, sizeof chosen, "chosen: %.2f%% %s at %.3f ms", cy,
-             isfinite(s->best.val_top1) ? "validation" : "predicted", cx);
+           cy = k * (isfinite(s->best.val_top1) ? s->best.val_top1 : s->best.predicted_top1);
+    snprintf(chosen, sizeof chosen, "chosen: %.*f%s %s at %.3f ms", s->stereo ? 3 : 2, cy,
+             s->stereo ? " px" : "%", isfinite(s->best.val_top1) ? meas : "predicted", cx);
     add_series(p, points(chosen, &cx, &cy, 1, 3, PLOT_MARK_STAR, false, 10));
     if (s->budget_ms > 0) {
         snprintf(budget, sizeof budget, "budget %.4g ms", s->budget_ms);

@@ -104,13 +104,21 @@ static void html_search(manta_strbuf *b, const report *r)
     if (s->budget_ms > 0)
         row(b, "latency budget", "%.4g ms", s->budget_ms);
     row_str(b, "chosen sub-network", s->best_arch);
-    row(b, "predicted top-1", "%.2f%%", 100 * s->best.predicted_top1);
-    row(b, "validation top-1 (re-rank)", "%.2f%%", 100 * s->best.val_top1);
+    if (s->stereo) {
+        row(b, "predicted EPE", "%.3f px", s->best.predicted_top1);
+        row(b, "held-out EPE (re-rank)", "%.3f px", s->best.val_top1);
+    } else {
+        row(b, "predicted top-1", "%.2f%%", 100 * s->best.predicted_top1);
+        row(b, "validation top-1 (re-rank)", "%.2f%%", 100 * s->best.val_top1);
+    }
     row(b, "predicted latency", "%.3f ms", s->best.latency_ms);
     row(b, "MACs", "%.0f", s->best_macs);
     row(b, "arena", "%.1f KiB", s->best_arena_bytes / 1024);
     row(b, "model file", "%.1f KiB", s->best_file_bytes / 1024);
-    row(b, "test top-1 (engine, test.json)", "%.2f%%", 100 * r->in.test_top1);
+    if (s->stereo)
+        row(b, "test EPE (engine, test.json)", "%.3f px", r->in.test_top1);
+    else
+        row(b, "test top-1 (engine, test.json)", "%.2f%%", 100 * r->in.test_top1);
     row(b, "measured latency (bench.json, p10)", "%.3f ms", r->in.bench_p10);
     row(b, "measured latency (bench.json, median)", "%.3f ms", r->in.bench_med);
     if (s->evaluated >= 0)

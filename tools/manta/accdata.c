@@ -14,6 +14,7 @@
 #include "rundata.h"
 #include "search/acc_predictor.h"
 #include "classify/trainstate.h"
+#include "stereo_cmd.h"
 
 /* ---- acc-dataset ------------------------------------------------------------------- */
 
@@ -215,8 +216,16 @@ static bool measure_samples(const dataset_opts *o, run_ckpt *l, long count, long
 
 int cmd_acc_dataset(int argc, char **argv)
 {
+    if (stereo_cmd_ckpt_arg(argc, argv))
+        return cmd_acc_dataset_stereo(argc, argv);
     dataset_opts o;
     int rc = parse_dataset(argc, argv, &o);
+    if (rc == 0 && stereo_cmd_help_arg(argc, argv)) { /* the stereo checkpoints' options too */
+        char *help[] = {argv[0], "--help", NULL};
+        printf("\nA stereo checkpoint (manta train --space stereo-...) takes these options "
+               "instead:\n\n");
+        return cmd_acc_dataset_stereo(2, help);
+    }
     if (rc != 1)
         return rc;
     run_ckpt l;
@@ -240,9 +249,9 @@ int cmd_acc_dataset(int argc, char **argv)
         goto out;
     double mean = 0, lo = 1, hi = 0;
     for (size_t i = 0; i < ds.n; i++) {
-        mean += ds.s[i].top1;
-        lo = fmin(lo, ds.s[i].top1);
-        hi = fmax(hi, ds.s[i].top1);
+        mean += ds.s[i].value;
+        lo = fmin(lo, ds.s[i].value);
+        hi = fmax(hi, ds.s[i].value);
     }
     mean = ds.n ? mean / (double)ds.n : 0;
     if (o.json) {
@@ -270,6 +279,8 @@ out:
 typedef struct fit_progress {
     int json, quiet;
     double t0;
+    double scale;     /* 100 (top-1 fractions to points) or 1 (EPE in px) */
+    const char *unit; /* "points" or "px" */
 } fit_progress;
 
 static void fit_progress_fn(void *ctx, int epoch, int epochs, double mse)
@@ -279,11 +290,11 @@ static void fit_progress_fn(void *ctx, int epoch, int epochs, double mse)
         return;
     double el = cmd_now() - p->t0;
     if (p->json)
-        printf("{\"epoch\":%d,\"epochs\":%d,\"train_rmse_points\":%.4f,\"elapsed_s\":%.2f}\n",
-               epoch, epochs, 100 * sqrt(mse), el);
+        printf("{\"epoch\":%d,\"epochs\":%d,\"train_rmse_%s\":%.4f,\"elapsed_s\":%.2f}\n", epoch,
+               epochs, p->unit, p->scale * sqrt(mse), el);
     else
-        fprintf(stderr, "acc-fit: epoch %d/%d  train RMSE %.3f points  %.1f s, ETA %.1f s\n", epoch,
-                epochs, 100 * sqrt(mse), el, el / epoch * (epochs - epoch));
+        fprintf(stderr, "acc-fit: epoch %d/%d  train RMSE %.3f %s  %.1f s, ETA %.1f s\n", epoch,
+                epochs, p->scale * sqrt(mse), p->unit, el, el / epoch * (epochs - epoch));
     fflush(stdout);
 }
 
@@ -396,7 +407,12 @@ static int parse_fit(int argc, char **argv, fit_opts *o)
         "(default 100). A seeded --split share (default 0.8, as OFA) trains, the rest\n"
         "is held out and its RMSE reported; a sub-network's samples at its several\n"
         "resolutions stay on one side. The space is the checkpoint's (--ckpt) or\n"
-        "--space (default cpu-default). The model file is what manta search reads.\n",
+        "--space (default cpu-default). The model file is what manta search reads.\n\n"
+        "A stereo checkpoint or space (--space stereo-cpu, a stereo spec) takes an EPE\n"
+        "data set (manta acc-dataset --ckpt STEREO.ckpt) and fits the same MLP to the\n"
+        "held-out EPE on the stereo encoding (kernel, expand ratio per slot, depth per\n"
+        "unit, width per decoder level; no resolution), the base being the training\n"
+        "mean EPE; RMSE in px. manta search minimises the predicted EPE.\n",
         defs,
         0,
         0};
@@ -413,6 +429,37 @@ static int parse_fit(int argc, char **argv, fit_opts *o)
     return 1;
 }
 
+/* The space of acc-fit: the checkpoint's or --space's, stereo or not, into @p sp / @p ssp
+ * (*stereo says which); false after printing why not. */
+static bool fit_space(const fit_opts *o, ofa_space *sp, stereo_space *ssp, bool *stereo)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = MANTA_OK;
+    *stereo = false;
+    if (o->ckpt) {
+        stereo_meta sm;
+        if (stereo_state_peek(o->ckpt, ssp, &sm, &err) == MANTA_OK) {
+            *stereo = true;
+            stereo_space_ofa_view(ssp, sp);
+            return true;
+        }
+        train_meta meta;
+        return run_ckpt_peek("acc-fit", o->ckpt, sp, &meta);
+    }
+    if ((st = stereo_spec_is_stereo(o->space, stereo, &err)) == MANTA_OK) {
+        if (*stereo && (st = stereo_space_load(o->space, ssp, &err)) == MANTA_OK)
+            stereo_space_ofa_view(ssp, sp);
+        else if (!*stereo)
+            st = ofa_space_load(o->space, sp, &err);
+    }
+    if (st != MANTA_OK) {
+        cmd_error("acc-fit", st, &err);
+        return false;
+    }
+    return true;
+}
+
 int cmd_acc_fit(int argc, char **argv)
 {
     fit_opts o;
@@ -422,19 +469,11 @@ int cmd_acc_fit(int argc, char **argv)
     manta_err err;
     manta_err_clear(&err);
     ofa_space sp;
-    manta_status st;
-    if (o.ckpt) {
-        train_meta meta;
-        if (!run_ckpt_peek("acc-fit", o.ckpt, &sp, &meta))
-            return 1;
-        st = MANTA_OK;
-    } else {
-        st = ofa_space_load(o.space, &sp, &err);
-    }
-    if (st != MANTA_OK) {
-        cmd_error("acc-fit", st, &err);
+    stereo_space ssp;
+    bool stereo;
+    if (!fit_space(&o, &sp, &ssp, &stereo))
         return 1;
-    }
+    manta_status st;
     accp_dataset all, train, test;
     accp_dataset_init(&all, &sp);
     accp_dataset_init(&train, &sp);
@@ -442,7 +481,8 @@ int cmd_acc_fit(int argc, char **argv)
     accp_model m;
     memset(&m, 0, sizeof m);
     rc = 1;
-    if ((st = accp_dataset_load(o.data, &sp, &all, &err)) != MANTA_OK) {
+    if ((st = stereo ? accp_dataset_load_stereo(o.data, &ssp, &all, &err)
+                     : accp_dataset_load(o.data, &sp, &all, &err)) != MANTA_OK) {
         cmd_error("acc-fit", st, &err);
         goto out;
     }
@@ -459,11 +499,15 @@ int cmd_acc_fit(int argc, char **argv)
         goto out;
     }
     o.c.seed = (uint64_t)o.seed;
-    fit_progress fp = {o.json, o.quiet, cmd_now()};
+    /* top-1 fractions are reported in points, EPE in px */
+    const double k = stereo ? 1 : 100;
+    const char *unit = stereo ? "px" : "points";
+    fit_progress fp = {o.json, o.quiet, cmd_now(), k, unit};
     o.c.progress = fit_progress_fn;
     o.c.progress_ctx = &fp;
     accp_report rep;
-    if ((st = accp_init(&m, &sp, &o.c, &err)) != MANTA_OK ||
+    if ((st = stereo ? accp_init_stereo(&m, &ssp, &o.c, &err) : accp_init(&m, &sp, &o.c, &err)) !=
+            MANTA_OK ||
         (st = accp_train(&m, &train, test.n ? &test : NULL, &o.c, &rep, &err)) != MANTA_OK ||
         (st = accp_save(&m, o.out, &err)) != MANTA_OK) {
         cmd_error("acc-fit", st, &err);
@@ -474,29 +518,37 @@ int cmd_acc_fit(int argc, char **argv)
     if (test.n) {
         double s2 = 0;
         for (size_t i = 0; i < test.n; i++)
-            s2 += (test.s[i].top1 - m.base_acc) * (test.s[i].top1 - m.base_acc);
+            s2 += (test.s[i].value - m.base_acc) * (test.s[i].value - m.base_acc);
         base_rmse = sqrt(s2 / (double)test.n);
     }
     if (o.json) {
         printf("{\"model\":");
         cmd_json_str(stdout, o.out);
+        if (stereo)
+            printf(",\"task\":\"stereo\"");
         printf(",\"samples\":%zu,\"train\":%zu,\"held_out\":%zu,\"epochs\":%d,\"hidden\":%d,"
-               "\"layers\":%d,\"base_acc\":%.5f,\"train_rmse_points\":%.4f,"
-               "\"held_out_rmse_points\":%.4f,\"mean_predictor_rmse_points\":%.4f,"
+               "\"layers\":%d,\"%s\":%.5f,\"train_rmse_%s\":%.4f,"
+               "\"held_out_rmse_%s\":%.4f,\"mean_predictor_rmse_%s\":%.4f,"
                "\"seconds\":%.2f,",
-               all.n, train.n, test.n, rep.epochs, o.c.hidden, o.c.layers, m.base_acc,
-               100 * rep.train_rmse, test.n ? 100 * rep.valid_rmse : -1.0,
-               test.n ? 100 * base_rmse : -1.0, cmd_now() - fp.t0);
+               all.n, train.n, test.n, rep.epochs, o.c.hidden, o.c.layers,
+               stereo ? "base_epe" : "base_acc", m.base_acc, unit, k * rep.train_rmse, unit,
+               test.n ? k * rep.valid_rmse : -1.0, unit, test.n ? k * base_rmse : -1.0,
+               cmd_now() - fp.t0);
         cmd_json_version(stdout);
         printf("}\n");
     } else {
-        printf("%s: %dx%d MLP on %zu samples (%zu held out), base accuracy %.2f%%; RMSE "
-               "train %.3f points",
-               o.out, o.c.layers, o.c.hidden, train.n, test.n, 100 * m.base_acc,
-               100 * rep.train_rmse);
+        if (stereo)
+            printf("%s: %dx%d MLP on %zu samples (%zu held out), base EPE %.3f px; RMSE "
+                   "train %.3f px",
+                   o.out, o.c.layers, o.c.hidden, train.n, test.n, m.base_acc, rep.train_rmse);
+        else
+            printf("%s: %dx%d MLP on %zu samples (%zu held out), base accuracy %.2f%%; RMSE "
+                   "train %.3f points",
+                   o.out, o.c.layers, o.c.hidden, train.n, test.n, 100 * m.base_acc,
+                   100 * rep.train_rmse);
         if (test.n)
-            printf(", held-out %.3f points (answering the mean: %.3f)", 100 * rep.valid_rmse,
-                   100 * base_rmse);
+            printf(", held-out %.3f %s (answering the mean: %.3f)", k * rep.valid_rmse, unit,
+                   k * base_rmse);
         printf("; %.1f s\n", cmd_now() - fp.t0);
     }
     rc = 0;

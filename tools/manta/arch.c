@@ -9,6 +9,7 @@
 #include "cmd.h"
 #include "common/opts.h"
 #include "space/ofa_space.h"
+#include "search/results.h"
 #include "space/stereo_space.h"
 
 /* The space the command works on: one of the two tasks. */
@@ -237,12 +238,14 @@ int cmd_arch(int argc, char **argv)
     };
     const opt_cmd cmd = {
         "manta arch",
-        "sample|max|min [--space S] [--res R] [--seed N] [--count N] [--json]\n"
+        "sample|max|min|uniform [--space S] [--res R] [--seed N] [--count N] [--json]\n"
         "       manta arch describe ARCH [--space S] [--json]\n"
         "       manta arch [--space S] [--arch max|min|ARCH] [--json]",
         "Prints sub-networks in OFA's encoding {\"ks\":[...],\"e\":[...],\"d\":[...],\"r\":[R]}\n"
         "with their MACs and parameters; describe (and --arch, default max) also lists every\n"
-        "layer's shapes, MACs and parameters, then the totals.\n"
+        "layer's shapes, MACs and parameters, then the totals. uniform prints every uniform\n"
+        "sub-network (one kernel size, expand ratio and depth everywhere, at each resolution;\n"
+        "of a stereo space also one width ratio in every decoder level): manta search's seeds.\n"
         "ARCH is max, min, a file holding the encoding, '-' for standard input, or the JSON.\n"
         "A stereo space (\"task\": \"stereo\": stereo-cpu, stereo-gpu, models/stereo_*.json)\n"
         "has one input size, its crop (r is the crop height and may be left out), and its\n"
@@ -300,6 +303,18 @@ int cmd_arch(int argc, char **argv)
                 ofa_arch_sample(&s->ofa, &rng, &a);
             print_arch(s, &a, false, json);
         }
+    } else if (!strcmp(verb, "uniform")) {
+        ofa_arch *seeds = NULL;
+        int n = 0;
+        st = s->stereo ? search_uniform_seeds_stereo(&s->st, &seeds, &n, &err)
+                       : search_uniform_seeds(&s->ofa, &seeds, &n, &err);
+        if (st != MANTA_OK) {
+            cmd_error("arch", st, &err);
+            rc = 1;
+        }
+        for (int i = 0; i < n; i++)
+            print_arch(s, &seeds[i], false, json);
+        free(seeds);
     } else if (!strcmp(verb, "describe")) {
         if (!arch_arg) {
             fprintf(stderr, "manta arch describe: give an architecture (max, min, file, '-' or "
@@ -311,7 +326,8 @@ int cmd_arch(int argc, char **argv)
                 print_arch(s, &a, true, json);
         }
     } else {
-        fprintf(stderr, "manta arch: unknown verb '%s' (sample, max, min, describe)\n", verb);
+        fprintf(stderr, "manta arch: unknown verb '%s' (sample, max, min, uniform, describe)\n",
+                verb);
         rc = 2;
     }
     free(s);

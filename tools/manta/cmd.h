@@ -26,6 +26,8 @@ int cmd_bench(int argc, char **argv);
 int cmd_arch(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_acc_dataset(int argc, char **argv);
+/** manta acc-dataset --ckpt STEREO.ckpt (accdata_stereo.c). */
+int cmd_acc_dataset_stereo(int argc, char **argv);
 int cmd_acc_fit(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_image(int argc, char **argv);

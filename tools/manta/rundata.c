@@ -143,8 +143,8 @@ manta_status eval_source_batch(void *ctx, long index, int r, float *images, floa
 static const char *stereo_instead(const char *cmd)
 {
     if (!strcmp(cmd, "acc-dataset") || !strcmp(cmd, "acc-fit") || !strcmp(cmd, "search"))
-        return "the accuracy predictor and the search cover classification so far; "
-               "manta eval --ckpt scores a stereo sub-network";
+        return "this form of the command is for classification; it takes a stereo checkpoint "
+               "through --ckpt (see --help)";
     return "manta eval --ckpt and manta arch take stereo checkpoints";
 }
 

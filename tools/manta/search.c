@@ -20,12 +20,16 @@
 #include "search/results.h"
 #include "search/sizes.h"
 #include "classify/trainstate.h"
+#include "stereo_cmd.h"
 
 typedef struct search_opts {
-    const char *ckpt, *lut, *acc, *out, *board, *device, *rerank_seeds;
+    const char *ckpt, *space, *lut, *acc, *out, *board, *device, *rerank_seeds;
     double latency, arena_kb, flash_kb, macs;
     long rerank, spread, rerank_images, recal, seeds_u;
+    long rerank_pairs, recal_pairs; /* a stereo search's re-rank */
     bool all_seeds, json, quiet, no_uniform, any_res;
+    bool images_seen, pairs_seen; /* --rerank-images / --recal-images; --rerank-pairs /
+                                     --recal-pairs (a stereo search's) */
     evo_config c;
 } search_opts;
 
@@ -54,20 +58,37 @@ static int parse_args(int argc, char **argv, search_opts *o)
                        .rerank_seeds = "3",
                        .spread = 1,
                        .rerank_images = 10000,
-                       .recal = 2000};
+                       .recal = 2000,
+                       .rerank_pairs = 200,
+                       .recal_pairs = 200};
     evo_config_default(&o->c);
     long seed = 1; /* every command's seed defaults to 1 */
     bool pop_seen = false;
     /* the options that only --rerank uses: given without it, refused (with --rerank 0, as
      * DEMO_RERANK=0 gives, they are moot) */
-    enum { RR_SPREAD, RR_ANY_RES, RR_SEEDS, RR_IMAGES, RR_RECAL, RR_DEVICE, RR_N };
+    enum {
+        RR_SPREAD,
+        RR_ANY_RES,
+        RR_SEEDS,
+        RR_IMAGES,
+        RR_RECAL,
+        RR_PAIRS,
+        RR_RECAL_PAIRS,
+        RR_DEVICE,
+        RR_N
+    };
     bool rr_seen[RR_N] = {false}, rerank_seen = false;
     const opt_def defs[] = {
         {.name = "ckpt",
          .kind = OPT_STRING,
          .dest = &o->ckpt,
          .metavar = "FILE",
-         .help = "the trained supernet (its space and data)"},
+         .help = "the trained supernet (its space and data; classification or stereo)"},
+        {.name = "space",
+         .kind = OPT_STRING,
+         .dest = &o->space,
+         .metavar = "S",
+         .help = "or a stereo space (stereo-cpu, a spec) searched without a checkpoint"},
         {.name = "lut",
          .kind = OPT_STRING,
          .dest = &o->lut,
@@ -199,6 +220,23 @@ static int parse_args(int argc, char **argv, search_opts *o)
          .metavar = "N",
          .help = "with --rerank: images for BN re-calibration (default 2000)",
          .seen = &rr_seen[RR_RECAL]},
+        {.name = "rerank-pairs",
+         .kind = OPT_LONG,
+         .dest = &o->rerank_pairs,
+         .lo = 1,
+         .hi = 1e7,
+         .metavar = "N",
+         .help = "with --rerank, stereo: held-out pairs (default 200)",
+         .seen = &rr_seen[RR_PAIRS]},
+        {.name = "recal-pairs",
+         .kind = OPT_LONG,
+         .dest = &o->recal_pairs,
+         .lo = 0,
+         .hi = 1e7,
+         .metavar = "N",
+         .help = "with --rerank, stereo: training pairs for BN re-calibration (default 200; 0: "
+                 "none, the running statistics)",
+         .seen = &rr_seen[RR_RECAL_PAIRS]},
         {.name = "device",
          .kind = OPT_STRING,
          .dest = &o->device,
@@ -214,14 +252,15 @@ static int parse_args(int argc, char **argv, search_opts *o)
     };
     const opt_cmd cmd = {
         "manta search",
-        "--ckpt FILE --lut LUT.json --acc-model MODEL.accp --latency-ms X\n"
+        "--ckpt FILE|--space S --lut LUT.json --acc-model MODEL.accp --latency-ms X\n"
         "                    [--max-arena-kb A] [--max-flash-kb F] [--max-macs M]\n"
         "                    [--board NAME] [--out DIR] [--seed N] [--population N]\n"
         "                    [--generations N] [--parents F] [--mutate-prob F]\n"
         "                    [--no-uniform-seeds]\n"
         "                    [--rerank K [--rerank-spread G] [--rerank-any-res]\n"
         "                    [--rerank-seeds U|all] [--rerank-images N]\n"
-        "                    [--recal-images N] [--device SPEC]] [--json] [--quiet]",
+        "                    [--recal-images N] [--rerank-pairs N] [--recal-pairs N]\n"
+        "                    [--device SPEC]] [--json] [--quiet]",
         "OFA's evolutionary search (population 100, top 25% as parents, half the children\n"
         "by mutation with probability 0.1 per gene, half by crossover, 500 generations)\n"
         "for the sub-network of the checkpoint's space with the highest predicted top-1\n"
@@ -253,7 +292,18 @@ static int parse_args(int argc, char **argv, search_opts *o)
         "Writes DIR/arch.json (the best sub-network, OFA's encoding; for manta export),\n"
         "DIR/front.csv and DIR/front.svg (the Pareto front of predicted top-1 against\n"
         "predicted latency) and DIR/search.json (settings and results, with each\n"
-        "re-ranked candidate's figures); DIR defaults to runs/search.\n",
+        "re-ranked candidate's figures); DIR defaults to runs/search.\n\n"
+        "Stereo: a stereo checkpoint (or --space S, a stereo space, without --rerank)\n"
+        "searches its space for the sub-network of lowest predicted EPE (the EPE\n"
+        "predictor of manta acc-fit; the fitness is minus the EPE) under the stereo\n"
+        "latency table of manta-profile --space S; the decoder widths are genes too,\n"
+        "arena and flash are those of the exported stereo graph at the crop, and the\n"
+        "uniform seeds have one width ratio in every decoder level as well. --rerank K\n"
+        "scores the K fittest (and the U uniform ones) as manta eval --ckpt does: BN\n"
+        "re-calibrated on --recal-pairs training pairs (default 200), then EPE on the\n"
+        "run's first --rerank-pairs held-out pairs (default 200); the lowest measured\n"
+        "EPE is chosen. arch.json then carries \"dw\"; search.json \"predicted_epe\"\n"
+        "and \"heldout_epe\"; front.csv an epe column.\n",
         defs,
         0,
         0};
@@ -263,9 +313,18 @@ static int parse_args(int argc, char **argv, search_opts *o)
         return r == OPT_HELP ? 0 : 2;
     if (!parse_rerank_seeds(o))
         return 2;
-    if (!o->ckpt || !o->lut || !o->acc || o->latency <= 0) {
-        fprintf(stderr, "manta search: --ckpt FILE, --lut LUT.json, --acc-model MODEL.accp and "
-                        "--latency-ms X are required (see --help)\n");
+    if ((!o->ckpt && !o->space) || !o->lut || !o->acc || o->latency <= 0) {
+        fprintf(stderr, "manta search: --ckpt FILE (or --space S), --lut LUT.json, --acc-model "
+                        "MODEL.accp and --latency-ms X are required (see --help)\n");
+        return 2;
+    }
+    if (o->ckpt && o->space) {
+        fprintf(stderr, "manta search: --ckpt and --space both name the space; give one\n");
+        return 2;
+    }
+    if (o->space && o->rerank > 0) {
+        fprintf(stderr, "manta search: --rerank measures sub-networks of a trained supernet: "
+                        "give --ckpt, not --space\n");
         return 2;
     }
     for (int i = 0; i < RR_N && !rerank_seen; i++)
@@ -279,6 +338,8 @@ static int parse_args(int argc, char **argv, search_opts *o)
         }
     if (!out_check_dir("manta search", "out", o->out))
         return 2;
+    o->images_seen = rr_seen[RR_IMAGES] || rr_seen[RR_RECAL];
+    o->pairs_seen = rr_seen[RR_PAIRS] || rr_seen[RR_RECAL_PAIRS];
     evo_config *c = &o->c;
     c->seed = (uint64_t)seed;
     if (pop_seen)
@@ -296,7 +357,11 @@ static int parse_args(int argc, char **argv, search_opts *o)
 /* ---- what the search reads ---- */
 
 typedef struct search_inputs {
-    ofa_space sp;
+    ofa_space sp;       /* the space (a stereo one's stereo_space_ofa_view()) */
+    bool stereo;        /* a stereo search: ssp is its space */
+    stereo_space ssp;   /* ... */
+    stereo_cmd_ckpt sk; /* a stereo --rerank: the supernet on the device */
+    bool have_sk;
     train_meta meta;
     lat_table lut;
     accp_model acc;
@@ -308,6 +373,8 @@ typedef struct search_inputs {
 
 static void close_inputs(search_inputs *in)
 {
+    if (in->have_sk)
+        stereo_cmd_ckpt_close(&in->sk);
     if (in->have_rk)
         run_ckpt_close(&in->rk);
     if (in->have_rd)
@@ -325,13 +392,75 @@ static int same_board(const char *device, const char *name)
 
 /* Open the checkpoint's space, the table, the predictor, the supernet (--rerank) and the
  * data's preprocessing; false after printing why not (close_inputs() in any case). */
+/* The stereo search's space (--ckpt's or --space's), table, predictor and (--rerank) supernet;
+ * false after printing why not. */
+static bool open_stereo_inputs(search_opts *o, search_inputs *in)
+{
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = MANTA_OK;
+    stereo_meta sm;
+    in->stereo = true;
+    if (o->ckpt)
+        st = stereo_state_peek(o->ckpt, &in->ssp, &sm, &err);
+    else
+        st = stereo_space_load(o->space, &in->ssp, &err);
+    if (st == MANTA_OK) {
+        stereo_space_ofa_view(&in->ssp, &in->sp);
+        if ((st = lat_table_load_stereo(o->lut, &in->ssp, &in->lut, &err)) == MANTA_OK)
+            st = lat_table_check_complete(&in->lut, &err);
+    }
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
+        return false;
+    }
+    if (o->board && !same_board(in->lut.device, o->board)) {
+        fprintf(stderr,
+                "manta search: %s was measured on device '%s' (CPU '%s'), not on board '%s'; "
+                "profile the board with manta-profile\n",
+                o->lut, in->lut.device, in->lut.cpu, o->board);
+        return false;
+    }
+    if ((st = accp_load_stereo(o->acc, &in->ssp, &in->acc, &err)) != MANTA_OK) {
+        cmd_error("search", st, &err);
+        return false;
+    }
+    if (o->images_seen) {
+        fprintf(stderr, "manta search: --rerank-images and --recal-images are a classification "
+                        "search's; a stereo one takes --rerank-pairs and --recal-pairs\n");
+        return false;
+    }
+    if (o->rerank > 0) {
+        if (!(in->have_sk = stereo_cmd_ckpt_open("search", o->ckpt, o->device, &in->sk)))
+            return false;
+        o->rerank_images = o->rerank_pairs; /* what search.json reports */
+        o->recal = o->recal_pairs;
+    }
+    return true;
+}
+
 static bool open_inputs(search_opts *o, search_inputs *in)
 {
     memset(in, 0, sizeof *in);
     manta_err err;
     manta_err_clear(&err);
+    bool stereo = false;
+    if (o->space) {
+        if (stereo_spec_is_stereo(o->space, &stereo, &err) != MANTA_OK || !stereo) {
+            fprintf(stderr, "manta search: --space %s: %s\n", o->space,
+                    stereo ? err.msg : "not a stereo space (a classification search takes --ckpt)");
+            return false;
+        }
+    }
+    if (o->space || stereo_state_peek(o->ckpt, &in->ssp, &(stereo_meta){0}, &err) == MANTA_OK)
+        return open_stereo_inputs(o, in);
     if (!run_ckpt_peek("search", o->ckpt, &in->sp, &in->meta))
         return false;
+    if (o->pairs_seen) {
+        fprintf(stderr, "manta search: --rerank-pairs and --recal-pairs are a stereo search's; "
+                        "a classification one takes --rerank-images and --recal-images\n");
+        return false;
+    }
     manta_status st;
     if ((st = lat_table_load(o->lut, &in->sp, &in->lut, &err)) != MANTA_OK ||
         (st = lat_table_check_complete(&in->lut, &err)) != MANTA_OK) {
@@ -382,6 +511,7 @@ static bool open_inputs(search_opts *o, search_inputs *in)
 typedef struct progress {
     int on, json;
     double t0;
+    bool stereo; /* the fitness is minus the predicted EPE */
 } progress;
 
 static void on_generation(void *vp, int gen, int gens, const evo_point *best)
@@ -390,10 +520,19 @@ static void on_generation(void *vp, int gen, int gens, const evo_point *best)
     if (!p->on || (gen % 25 != 0 && gen != gens && gen != 1))
         return;
     double el = cmd_now() - p->t0, eta = el / gen * (gens - gen);
-    if (p->json)
+    if (p->json && p->stereo)
+        printf("{\"generation\":%d,\"generations\":%d,\"best_epe\":%.5f,\"best_latency_ms\":%.4f,"
+               "\"elapsed_s\":%.2f,\"eta_s\":%.2f}\n",
+               gen, gens, -best->acc, best->f.v[EVO_LATENCY], el, eta);
+    else if (p->json)
         printf("{\"generation\":%d,\"generations\":%d,\"best_top1\":%.5f,\"best_latency_ms\":%.4f,"
                "\"elapsed_s\":%.2f,\"eta_s\":%.2f}\n",
                gen, gens, best->acc, best->f.v[EVO_LATENCY], el, eta);
+    else if (p->stereo)
+        fprintf(stderr,
+                "search: generation %d/%d  best predicted EPE %.3f px at %.3f ms  "
+                "%.1f s, ETA %.1f s\n",
+                gen, gens, -best->acc, best->f.v[EVO_LATENCY], el, eta);
     else
         fprintf(stderr,
                 "search: generation %d/%d  best predicted top-1 %.2f%% at %.3f ms  "
@@ -440,6 +579,39 @@ static bool rerank_top(run_ckpt *l, const evo_result *r, long images, long recal
     return true;
 }
 
+/* rerank_top() of a stereo search: held-out EPE of each (the lowest is chosen). */
+static bool rerank_top_stereo(stereo_cmd_ckpt *c, const evo_result *r, long pairs, long recal,
+                              const progress *pg, double *val, size_t *chosen)
+{
+    const double t0 = cmd_now();
+    *chosen = 0;
+    for (size_t i = 0; i < r->n_top; i++) {
+        manta_err err = {0};
+        stereo_scores all, noc;
+        manta_status st =
+            stereo_cmd_ckpt_heldout(c, &r->top[i].arch, pairs, recal, &all, &noc, &err);
+        if (st != MANTA_OK) {
+            cmd_error("search", st, &err);
+            return false;
+        }
+        val[i] = all.epe;
+        if (val[i] < val[*chosen])
+            *chosen = i;
+        const double el = cmd_now() - t0, eta = el / (double)(i + 1) * (double)(r->n_top - i - 1);
+        if (pg->json)
+            printf("{\"rerank\":%zu,\"of\":%zu,\"predicted_epe\":%.5f,\"heldout_epe\":%.5f,"
+                   "\"elapsed_s\":%.2f,\"eta_s\":%.2f}\n",
+                   i + 1, r->n_top, -r->top[i].acc, val[i], el, eta);
+        else if (pg->on)
+            fprintf(stderr,
+                    "search: re-rank %zu/%zu  predicted EPE %.3f px  held-out %.3f px  "
+                    "%.1f s, ETA %.1f s\n",
+                    i + 1, r->n_top, -r->top[i].acc, val[i], el, eta);
+        fflush(stdout);
+    }
+    return true;
+}
+
 /* ---- results ---- */
 
 /* A finished search: what the summary needs. */
@@ -458,12 +630,15 @@ static manta_status write_results(const outcome *w, long built, manta_err *err)
 {
     const search_opts *o = w->o;
     char prov[4096];
-    cmd_json_provenance_str(prov, sizeof prov, w->in->have_rk ? w->in->rk.dev : NULL);
+    cmd_json_provenance_str(prov, sizeof prov,
+                            w->in->have_rk   ? w->in->rk.dev
+                            : w->in->have_sk ? w->in->sk.dev
+                                             : NULL);
     const search_report rep = {.space = &w->in->sp,
                                .config = &o->c,
                                .result = w->r,
                                .provenance = prov,
-                               .ckpt = o->ckpt,
+                               .ckpt = o->ckpt ? o->ckpt : o->space,
                                .lut = o->lut,
                                .device = w->in->lut.device,
                                .acc_model = o->acc,
@@ -476,10 +651,35 @@ static manta_status write_results(const outcome *w, long built, manta_err *err)
     return search_results_write(&rep, o->out, o->json ? stdout : NULL, err);
 }
 
+static void print_summary_stereo(const outcome *w)
+{
+    const search_opts *o = w->o;
+    const evo_result *r = w->r;
+    printf("best sub-network of %s under %.4g ms: %s\n", w->in->ssp.name, o->latency, w->enc);
+    printf("  predicted EPE %.3f px, predicted latency %.3f ms (%s), %.2f M MACs, "
+           "arena %.1f KiB, file %.1f KiB\n",
+           -r->best.acc, r->best.f.v[EVO_LATENCY], w->in->lut.device, r->best.f.v[EVO_MACS] / 1e6,
+           r->best.f.v[EVO_ARENA] / 1024, r->best.f.v[EVO_FLASH] / 1024);
+    if (o->rerank > 0)
+        printf("  held-out EPE %.3f px: the lowest of %zu of the fittest candidates (%ld or "
+               "more genes apart) and %zu uniform %s measured on %ld held-out pairs; "
+               "predicted rank %zu%s\n",
+               w->val[w->chosen], r->n_top - r->n_top_seeds, o->spread, r->n_top_seeds,
+               r->n_top_seeds == 1 ? "one" : "ones", o->rerank_pairs, w->chosen + 1,
+               w->chosen >= r->n_top - r->n_top_seeds ? " (a uniform one)" : "");
+    printf("  %ld candidates evaluated (%ld over budget), %zu on the Pareto front; %.1f s\n",
+           r->evaluated, r->rejected, r->n_front, w->seconds);
+    printf("  wrote %s/arch.json, front.csv, front.svg, search.json\n", o->out);
+}
+
 static void print_summary(const outcome *w)
 {
     const search_opts *o = w->o;
     const evo_result *r = w->r;
+    if (w->in->stereo) {
+        print_summary_stereo(w);
+        return;
+    }
     printf("best sub-network under %.4g ms: %s\n", o->latency, w->enc);
     printf("  predicted top-1 %.2f%%, predicted latency %.3f ms (%s), %.2f M MACs, "
            "arena %.1f KiB, file %.1f KiB\n",
@@ -506,7 +706,7 @@ static bool search(search_opts *o, search_inputs *in, search_candidates *cx, evo
 {
     manta_err err;
     manta_err_clear(&err);
-    progress pg = {!o->quiet, o->json, cmd_now()};
+    progress pg = {!o->quiet, o->json, cmd_now(), in->stereo};
     evo_callbacks cb = {
         search_candidate_measure, cx, search_candidate_fitness, cx, on_generation, &pg};
     manta_status st = evo_search(&in->sp, &o->c, &cb, r, &err);
@@ -519,14 +719,19 @@ static bool search(search_opts *o, search_inputs *in, search_candidates *cx, evo
             fprintf(stderr, "manta search: out of memory\n");
             return false;
         }
-        if (!rerank_top(&in->rk, r, o->rerank_images, o->recal, &pg, w->val, &w->chosen))
+        if (in->stereo
+                ? !rerank_top_stereo(&in->sk, r, o->rerank_pairs, o->recal_pairs, &pg, w->val,
+                                     &w->chosen)
+                : !rerank_top(&in->rk, r, o->rerank_images, o->recal, &pg, w->val, &w->chosen))
             return false;
         r->best = r->top[w->chosen];
     }
     w->seconds = cmd_now() - pg.t0;
     /* DIR is made once there are results */
     if ((st = search_results_size(&cx->sizes, r, &err)) == MANTA_OK &&
-        (st = ofa_arch_to_json(&in->sp, &r->best.arch, w->enc, sizeof w->enc, &err)) == MANTA_OK)
+        (st = in->stereo ? stereo_arch_to_json(&in->ssp, &r->best.arch, w->enc, sizeof w->enc, &err)
+                         : ofa_arch_to_json(&in->sp, &r->best.arch, w->enc, sizeof w->enc, &err)) ==
+            MANTA_OK)
         st = write_results(w, cx->sizes.built, &err);
     if (st != MANTA_OK) {
         cmd_error("search", st, &err);
@@ -555,9 +760,15 @@ int cmd_search(int argc, char **argv)
     search_sizes_init(&cx.sizes, &in.sp, &in.pre);
     rc = 1;
     if (open_inputs(&o, &in)) {
+        if (in.stereo) {
+            cx.stereo = &in.ssp;
+            o.c.stereo = &in.ssp;
+            search_sizes_init_stereo(&cx.sizes, &in.ssp);
+        }
         if (!o.no_uniform) {
             manta_err err;
-            if (search_uniform_seeds(&in.sp, &seeds, &o.c.n_seeds, &err) != MANTA_OK)
+            if ((in.stereo ? search_uniform_seeds_stereo(&in.ssp, &seeds, &o.c.n_seeds, &err)
+                           : search_uniform_seeds(&in.sp, &seeds, &o.c.n_seeds, &err)) != MANTA_OK)
                 fprintf(stderr, "manta search: out of memory\n");
             o.c.seeds = seeds;
             /* the uniform ones re-measured beside the K: all, or the U fittest */

@@ -167,3 +167,64 @@ void stereo_recal_close(stereo_recal_src *r)
     photo_bank_free(&r->photos);
     memset(r, 0, sizeof *r);
 }
+
+bool stereo_cmd_ckpt_open(const char *cmd, const char *path, const char *device, stereo_cmd_ckpt *c)
+{
+    memset(c, 0, sizeof *c);
+    manta_err err = {0};
+    ofa_schedule sched;
+    manta_status st = stereo_state_peek(path, &c->sp, &c->m, &err);
+    if (st == MANTA_OK)
+        st = stereo_schedule_preset(&c->sp, c->m.preset, c->m.batch, 1, &sched, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta %s: %s\n", cmd, err.msg);
+        return false;
+    }
+    if (!(c->dev = cmd_open_device(cmd, device)))
+        return false;
+    if ((st = stereo_trainer_create(c->dev, &c->sp, &sched, c->m.seed, &c->t)) != MANTA_OK)
+        err = *mcl_err(c->dev);
+    if (st == MANTA_OK)
+        st = stereo_state_load(path, c->t, c->dev, &c->m, &err);
+    if (st == MANTA_OK &&
+        (st = stereo_recal_open(&c->m, &c->sp, NULL, true, &c->rs, &err)) == MANTA_OK)
+        c->have_rs = true;
+    if (st == MANTA_OK && (st = stereo_batch_alloc(&c->b, c->m.batch, c->sp.crop_h, c->sp.crop_w,
+                                                   stereo_preds(&c->sp), &err)) == MANTA_OK)
+        c->have_b = true;
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta %s: %s\n", cmd, err.msg);
+        return false;
+    }
+    return true;
+}
+
+manta_status stereo_cmd_ckpt_heldout(stereo_cmd_ckpt *c, const ofa_arch *a, long pairs, long recal,
+                                     stereo_scores *all, stereo_scores *noc, manta_err *err)
+{
+    stereo_source eval_src;
+    stereo_heldout_source(&c->sp, c->m.seed, pairs, &eval_src);
+    eval_src.synth.photos = c->rs.photos.count > 0 ? &c->rs.photos : NULL;
+    stereo_metrics mt = {0};
+    manta_status st =
+        stereo_trainer_evaluate(c->t, a, &c->b, stereo_ordered_batch, &c->rs.src, recal,
+                                stereo_ordered_batch, &eval_src, pairs, &mt, NULL);
+    if (st != MANTA_OK) {
+        *err = *mcl_err(c->dev);
+        return st;
+    }
+    stereo_metrics_scores(&mt, all, noc);
+    return MANTA_OK;
+}
+
+void stereo_cmd_ckpt_close(stereo_cmd_ckpt *c)
+{
+    if (c->have_b)
+        stereo_batch_free(&c->b);
+    if (c->have_rs)
+        stereo_recal_close(&c->rs);
+    stereo_trainer_destroy(c->t);
+    if (c->dev)
+        mcl_close(c->dev);
+    memset(c, 0, sizeof *c);
+}

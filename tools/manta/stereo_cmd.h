@@ -7,7 +7,9 @@
 
 #include "data/photo_bank.h"
 #include "data/stereo_metrics.h"
+#include "cl/cl.h"
 #include "stereo/state.h"
+#include "stereo/train.h"
 
 /** Whether the --ckpt of argv is a stereo training checkpoint (the command then takes its
  *  stereo form). */
@@ -48,5 +50,36 @@ manta_status stereo_recal_open(const stereo_meta *m, const stereo_space *sp, con
                                bool photos, stereo_recal_src *r, manta_err *err);
 /** Release what stereo_recal_open() opened (a zeroed @p r is allowed). */
 void stereo_recal_close(stereo_recal_src *r);
+
+/** A stereo checkpoint's supernet on a device, for scoring sub-networks on the run's
+ *  held-out pairs as manta eval --ckpt does (acc-dataset, search --rerank). */
+typedef struct stereo_cmd_ckpt {
+    stereo_space sp;
+    stereo_meta m;
+    mcl_dev *dev;
+    stereo_trainer *t;
+    stereo_recal_src rs; /**< the run's re-calibration pairs (its training data) */
+    stereo_batch b;      /**< a batch of the run's size at the crop */
+    bool have_rs, have_b;
+} stereo_cmd_ckpt;
+
+/** Open checkpoint @p path on device @p device (cmd_open_device()): its space, settings,
+ *  trainer, re-calibration pairs and a batch. @return false after printing one line
+ *  ("manta CMD: ..."); @p c can be closed in any case. */
+bool stereo_cmd_ckpt_open(const char *cmd, const char *path, const char *device,
+                          stereo_cmd_ckpt *c);
+
+/**
+ * Score sub-network @p a on the run's first @p pairs held-out procedural pairs
+ * (stereo_heldout_source(), the run's photographs) at the crop, batch norm re-calibrated on
+ * @p recal of its training pairs: stereo_trainer_evaluate(), as manta eval --ckpt with its
+ * default data. The same pairs for every call.
+ * @return stereo_trainer_evaluate()'s errors (the device's message copied into @p err).
+ */
+manta_status stereo_cmd_ckpt_heldout(stereo_cmd_ckpt *c, const ofa_arch *a, long pairs, long recal,
+                                     stereo_scores *all, stereo_scores *noc, manta_err *err);
+
+/** Release what stereo_cmd_ckpt_open() opened (a zeroed @p c is allowed). */
+void stereo_cmd_ckpt_close(stereo_cmd_ckpt *c);
 
 #endif
