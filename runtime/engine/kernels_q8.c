@@ -97,7 +97,8 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw)
 {
     const size_t c = (size_t)(dw ? filter->c : filter->n);
-    return (c ? c : 1) * 3 * sizeof(int32_t);
+    const size_t patch = dw ? 0 : ((size_t)filter->h * filter->w * filter->c + 15) / 16 * 16;
+    return (c ? c : 1) * 3 * sizeof(int32_t) + patch * sizeof(int16_t);
 }
 
 /* int32 sums wrap (two's complement) instead of overflowing: a valid model never gets near
@@ -112,10 +113,11 @@ static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
 
 /* ---- convolutions ---- */
 
-mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
-                                    const int32_t *shift, int32_t *work, const mengine_k_dims *in,
-                                    const int8_t *x, const mengine_k_dims *f, const int8_t *w,
-                                    const int32_t *bias, const mengine_k_dims *out, int8_t *y)
+mengine_status mengine_kq_conv2d_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                        const int32_t *shift, int32_t *work,
+                                        const mengine_k_dims *in, const int8_t *x,
+                                        const mengine_k_dims *f, const int8_t *w,
+                                        const int32_t *bias, const mengine_k_dims *out, int8_t *y)
 {
     if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1)
         return MENGINE_ERR_ARG;
@@ -177,12 +179,12 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
     return MENGINE_OK;
 }
 
-mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
-                                            const int32_t *shift, int32_t *work,
-                                            const mengine_k_dims *in, const int8_t *x,
-                                            const mengine_k_dims *f, const int8_t *w,
-                                            const int32_t *bias, const mengine_k_dims *out,
-                                            int8_t *y)
+mengine_status mengine_kq_depthwise_conv_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                                const int32_t *shift, int32_t *work,
+                                                const mengine_k_dims *in, const int8_t *x,
+                                                const mengine_k_dims *f, const int8_t *w,
+                                                const int32_t *bias, const mengine_k_dims *out,
+                                                int8_t *y)
 {
     if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1 ||
         p->multiplier < 1)
@@ -249,6 +251,37 @@ mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const in
                     }
             }
     return MENGINE_OK;
+}
+
+mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
+                                    const int32_t *shift, int32_t *work, const mengine_k_dims *in,
+                                    const int8_t *x, const mengine_k_dims *f, const int8_t *w,
+                                    const int32_t *bias, const mengine_k_dims *out, int8_t *y)
+{
+    if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1)
+        return MENGINE_ERR_ARG;
+    const mengine_status st =
+        mengine_kq_conv2d_s8_simd(p, mult, shift, work, in, x, f, w, bias, out, y);
+    return st != MENGINE_ERR_UNSUPPORTED
+               ? st
+               : mengine_kq_conv2d_s8_ref(p, mult, shift, work, in, x, f, w, bias, out, y);
+}
+
+mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
+                                            const int32_t *shift, int32_t *work,
+                                            const mengine_k_dims *in, const int8_t *x,
+                                            const mengine_k_dims *f, const int8_t *w,
+                                            const int32_t *bias, const mengine_k_dims *out,
+                                            int8_t *y)
+{
+    if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1 ||
+        p->multiplier < 1)
+        return MENGINE_ERR_ARG;
+    const mengine_status st =
+        mengine_kq_depthwise_conv_s8_simd(p, mult, shift, work, in, x, f, w, bias, out, y);
+    return st != MENGINE_ERR_UNSUPPORTED
+               ? st
+               : mengine_kq_depthwise_conv_s8_ref(p, mult, shift, work, in, x, f, w, bias, out, y);
 }
 
 mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, int32_t rows,

@@ -98,7 +98,9 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
 
 /** Scratch bytes of the int8 convolutions of filter @p filter (OHWI; depthwise @p dw:
  *  (1, KH, KW, C)): three int32 per output channel (the multipliers, the shifts, and the
- *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums). */
+ *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums); CONV_2D also
+ *  one int16 per filter tap (KH * KW * Cin, rounded up to 16) after them: the vector path's
+ *  patch of one output pixel. */
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw);
 
 /** CONV_2D, int8 (TFLite reference integer_ops::ConvPerChannel); @p work: the scratch after
@@ -108,6 +110,23 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
                                     const int8_t *x, const mengine_k_dims *f, const int8_t *w,
                                     const int32_t *bias, const mengine_k_dims *out, int8_t *y);
 
+/** The portable C CONV_2D (the reference of the vector path; what mengine_kq_conv2d_s8() runs
+ *  where the build has none). Same arguments and results. */
+mengine_status mengine_kq_conv2d_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                        const int32_t *shift, int32_t *work,
+                                        const mengine_k_dims *in, const int8_t *x,
+                                        const mengine_k_dims *f, const int8_t *w,
+                                        const int32_t *bias, const mengine_k_dims *out, int8_t *y);
+
+/** The vector CONV_2D (kernels_q8_simd.c: x86 AVX2), the same bytes as the portable one;
+ *  MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path. Arguments
+ *  checked by the caller; @p work as mengine_kq_conv_get_buffer_size() sizes it. */
+mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
+                                         const int32_t *shift, int32_t *work,
+                                         const mengine_k_dims *in, const int8_t *x,
+                                         const mengine_k_dims *f, const int8_t *w,
+                                         const int32_t *bias, const mengine_k_dims *out, int8_t *y);
+
 /** DEPTHWISE_CONV_2D, int8 (integer_ops::DepthwiseConvPerChannel); @p work: one int32 per
  *  output channel at least (a pixel's sums, channels innermost). */
 mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
@@ -116,6 +135,26 @@ mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const in
                                             const mengine_k_dims *f, const int8_t *w,
                                             const int32_t *bias, const mengine_k_dims *out,
                                             int8_t *y);
+
+/** The portable C DEPTHWISE_CONV_2D (reference of the vector path). */
+mengine_status mengine_kq_depthwise_conv_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                                const int32_t *shift, int32_t *work,
+                                                const mengine_k_dims *in, const int8_t *x,
+                                                const mengine_k_dims *f, const int8_t *w,
+                                                const int32_t *bias, const mengine_k_dims *out,
+                                                int8_t *y);
+
+/** The vector DEPTHWISE_CONV_2D (depth multiplier 1; MENGINE_ERR_UNSUPPORTED otherwise or
+ *  where the build has no vector path), the same bytes as the portable one. */
+mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, const int32_t *mult,
+                                                 const int32_t *shift, int32_t *work,
+                                                 const mengine_k_dims *in, const int8_t *x,
+                                                 const mengine_k_dims *f, const int8_t *w,
+                                                 const int32_t *bias, const mengine_k_dims *out,
+                                                 int8_t *y);
+
+/** 1 where this build of the engine has vector paths for the int8 kernels (x86 AVX2), else 0. */
+int mengine_kq_has_simd(void);
 
 /** FULLY_CONNECTED, int8, per-tensor weights: @p rows input rows of @p depth, @p units outputs
  *  each; p->mult, p->shift, applied with one rounding (mengine_kq_mbqm_single()). */

@@ -94,7 +94,8 @@ static void conv_case(int dw)
     int8_t *x = malloc(nx), *w = malloc(nw), *y = malloc((size_t)OH * OW * CO);
     int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4),
             *sh = malloc((size_t)CO * 4);
-    int32_t *wk = malloc((size_t)CO * 8 + (size_t)CO * CI + 16);
+    const mengine_k_dims fdim = {dw ? 1 : CO, K, K, dw ? CO : CI};
+    int32_t *wk = malloc(mengine_kq_conv_get_buffer_size(&fdim, dw));
     float *ws = malloc((size_t)CO * 4);
     assert_true(x && w && y && b && mult && sh && ws);
     for (size_t i = 0; i < nx; i++)
@@ -270,6 +271,78 @@ static void test_hard_swish_softmax(void **state)
     }
 }
 
+/* The vector paths (kernels_q8_simd.c) against the portable kernels, byte for byte, on random
+ * shapes (channel counts around the vector widths, 1x1 and KxK, strides, padding), zero
+ * points, multipliers (shifts from -31 to +3), clamps and biases (large ones: the int32 sums
+ * wrap the same way). Skipped, and said so, in a build without vector paths. */
+static void test_simd_same_bytes(void **state)
+{
+    (void)state;
+    if (!mengine_kq_has_simd())
+        skip(); /* this build has no vector path: nothing compared, not a pass */
+    int fast = 0;
+    for (int it = 0; it < 300; it++) {
+        const int dw = it % 2, one = it % 6 == 0;
+        const int H = rnd(1, 9), W = rnd(1, 9), CI = rnd(1, 40), K = one ? 1 : rnd(1, 3) * 2 - 1;
+        const int M = dw && it % 5 == 1 ? 2 : 1, CO = dw ? CI * M : rnd(1, 40);
+        const int S = one ? 1 : rnd(1, 2);
+        const int OH = (H + S - 1) / S, OW = (W + S - 1) / S;
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.stride_h = p.stride_w = S;
+        p.pad_h = ((OH - 1) * S + K - H) > 0 ? ((OH - 1) * S + K - H) / 2 : 0;
+        p.pad_w = ((OW - 1) * S + K - W) > 0 ? ((OW - 1) * S + K - W) / 2 : 0;
+        p.multiplier = M;
+        p.in_zp = rnd(-128, 127);
+        p.out_zp = rnd(-128, 127);
+        p.act_min = rnd(-128, 0), p.act_max = rnd(0, 127);
+        const size_t nx = (size_t)H * W * CI,
+                     nw = dw ? (size_t)K * K * CO : (size_t)CO * K * K * CI;
+        const size_t ny = (size_t)OH * OW * CO;
+        int8_t *x = malloc(nx), *w = malloc(nw), *y0 = malloc(ny), *y1 = malloc(ny);
+        int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4),
+                *sh = malloc((size_t)CO * 4);
+        const mengine_k_dims id = {1, H, W, CI}, fd = {dw ? 1 : CO, K, K, dw ? CO : CI},
+                             od = {1, OH, OW, CO};
+        const size_t wkb = mengine_kq_conv_get_buffer_size(&fd, dw);
+        int32_t *wk = malloc(wkb);
+        assert_true(x && w && y0 && y1 && b && mult && sh && wk);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = (int8_t)rnd(-128, 127);
+        for (size_t i = 0; i < nw; i++)
+            w[i] = (int8_t)rnd(it % 7 == 3 ? -128 : -127, 127);
+        for (int c = 0; c < CO; c++) {
+            b[c] = it % 11 == 4 ? (int32_t)(rs * 2654435761u) : rnd(-30000, 30000);
+            mult[c] = c % 9 == 8 ? 0 : rnd(1 << 30, 0x7fffffff);
+            sh[c] = it % 4 == 2 ? rnd(-31, 3) : rnd(-12, 0);
+        }
+        const int32_t *bias = it % 8 == 5 ? NULL : b;
+        mengine_status s0, s1;
+        memset(y0, 0x55, ny);
+        memset(y1, 0x55, ny);
+        if (dw) {
+            s1 = mengine_kq_depthwise_conv_s8_simd(&p, mult, sh, wk, &id, x, &fd, w, bias, &od, y1);
+            s0 = mengine_kq_depthwise_conv_s8_ref(&p, mult, sh, wk, &id, x, &fd, w, bias, &od, y0);
+        } else {
+            s1 = mengine_kq_conv2d_s8_simd(&p, mult, sh, wk, &id, x, &fd, w, bias, &od, y1);
+            s0 = mengine_kq_conv2d_s8_ref(&p, mult, sh, wk, &id, x, &fd, w, bias, &od, y0);
+        }
+        assert_int_equal(s0, MENGINE_OK);
+        if (s1 == MENGINE_OK) {
+            fast++;
+            for (size_t i = 0; i < ny; i++)
+                if (y0[i] != y1[i])
+                    fail_msg("case %d (%s %dx%dx%d k%d s%d co%d): y[%zu] %d, portable %d", it,
+                             dw ? "depthwise" : "conv", H, W, CI, K, S, CO, i, y1[i], y0[i]);
+        } else {
+            assert_int_equal(s1, MENGINE_ERR_UNSUPPORTED);
+            assert_true(dw && M != 1); /* the only shape without a vector path */
+        }
+        free(x), free(w), free(y0), free(y1), free(b), free(mult), free(sh), free(wk);
+    }
+    assert_true(fast > 200);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +354,7 @@ int main(void)
         cmocka_unit_test(test_add_mul_broadcast),
         cmocka_unit_test(test_mean_pad),
         cmocka_unit_test(test_hard_swish_softmax),
+        cmocka_unit_test(test_simd_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
