@@ -362,18 +362,38 @@ static mengine_status binary_s8(const mengine_kq_params *p, const mengine_k_dims
     return MENGINE_OK;
 }
 
+mengine_status mengine_kq_add_s8_ref(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y)
+{
+    return binary_s8(p, ad, a, bd, b, od, y, add_one);
+}
+
+mengine_status mengine_kq_mul_s8_ref(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y)
+{
+    return binary_s8(p, ad, a, bd, b, od, y, mul_one);
+}
+
 mengine_status mengine_kq_add_s8(const mengine_kq_params *p, const mengine_k_dims *ad,
                                  const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
                                  const mengine_k_dims *od, int8_t *y)
 {
-    return binary_s8(p, ad, a, bd, b, od, y, add_one);
+    if (!p || !a || !b || !y)
+        return MENGINE_ERR_ARG;
+    const mengine_status st = mengine_kq_binary_s8_simd(p, 1, ad, a, bd, b, od, y);
+    return st != MENGINE_ERR_UNSUPPORTED ? st : binary_s8(p, ad, a, bd, b, od, y, add_one);
 }
 
 mengine_status mengine_kq_mul_s8(const mengine_kq_params *p, const mengine_k_dims *ad,
                                  const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
                                  const mengine_k_dims *od, int8_t *y)
 {
-    return binary_s8(p, ad, a, bd, b, od, y, mul_one);
+    if (!p || !a || !b || !y)
+        return MENGINE_ERR_ARG;
+    const mengine_status st = mengine_kq_binary_s8_simd(p, 0, ad, a, bd, b, od, y);
+    return st != MENGINE_ERR_UNSUPPORTED ? st : binary_s8(p, ad, a, bd, b, od, y, mul_one);
 }
 
 /* ---- data movement, reductions, activations ---- */

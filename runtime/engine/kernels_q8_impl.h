@@ -153,6 +153,22 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
                                                  const int32_t *bias, const mengine_k_dims *out,
                                                  int8_t *y);
 
+/** The portable ADD and MUL (references of the vector path). */
+mengine_status mengine_kq_add_s8_ref(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y);
+mengine_status mengine_kq_mul_s8_ref(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y);
+
+/** The vector ADD (@p add 1) or MUL (0) for inputs of the output's shape, or @p b along the
+ *  channels of a batch-1 output; MENGINE_ERR_UNSUPPORTED for other broadcasts or where the
+ *  build has no vector path. The same bytes as the portable kernels. */
+mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
+                                         const mengine_k_dims *ad, const int8_t *a,
+                                         const mengine_k_dims *bd, const int8_t *b,
+                                         const mengine_k_dims *od, int8_t *y);
+
 /** 1 where this build of the engine has vector paths for the int8 kernels (x86 AVX2), else 0. */
 int mengine_kq_has_simd(void);
 

@@ -15,7 +15,13 @@
 /* gemmlowp's double-rounding MultiplyByQuantizedMultiplier on 8 lanes (mengine_kq_mbqm()),
  * multipliers in [0, 2^31) (QuantizeMultiplier's: the saturating case never occurs), then
  * + zero point and the clamp. */
-static __m256i requant8(__m256i x, __m256i q, __m256i shift, __m256i zp, __m256i lo, __m256i hi)
+#if defined(__GNUC__)
+#define Q8_INLINE static inline __attribute__((always_inline))
+#else
+#define Q8_INLINE static inline
+#endif
+
+Q8_INLINE __m256i requant8(__m256i x, __m256i q, __m256i shift, __m256i zp, __m256i lo, __m256i hi)
 {
     const __m256i zero = _mm256_setzero_si256();
     const __m256i left = _mm256_max_epi32(shift, zero);
@@ -47,7 +53,7 @@ static __m256i requant8(__m256i x, __m256i q, __m256i shift, __m256i zp, __m256i
 }
 
 /* the 8 low bytes of 8 int32 lanes already in [-128, 127] */
-static void store8(int8_t *y, __m256i v, int32_t n)
+Q8_INLINE void store8(int8_t *y, __m256i v, int32_t n)
 {
     const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     const __m128i b = _mm_packs_epi16(w, w);
@@ -61,7 +67,7 @@ static void store8(int8_t *y, __m256i v, int32_t n)
 }
 
 /* 8 lanes of per-channel values from @p c (n < 8: the rest 0) */
-static __m256i load_ch(const int32_t *c, int32_t n)
+Q8_INLINE __m256i load_ch(const int32_t *c, int32_t n)
 {
     if (n == 8)
         return _mm256_loadu_si256((const __m256i *)(const void *)c);
@@ -71,7 +77,7 @@ static __m256i load_ch(const int32_t *c, int32_t n)
 }
 
 /* sums of the 8 lanes of each of a0..a7, as the 8 lanes of the result */
-static __m256i hsum8(const __m256i a[8])
+Q8_INLINE __m256i hsum8(const __m256i a[8])
 {
     const __m256i s01 = _mm256_hadd_epi32(a[0], a[1]), s23 = _mm256_hadd_epi32(a[2], a[3]);
     const __m256i s45 = _mm256_hadd_epi32(a[4], a[5]), s67 = _mm256_hadd_epi32(a[6], a[7]);
@@ -235,6 +241,69 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
     return MENGINE_OK;
 }
 
+/* 8 int8 values from @p a (n < 8: the rest 0) as int32 lanes */
+Q8_INLINE __m256i load8(const int8_t *a, int32_t n)
+{
+    if (n == 8)
+        return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)a));
+    int8_t t[16] = {0};
+    memcpy(t, a, (size_t)n);
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)t));
+}
+
+/* ADD (add != 0: integer_ops::Add's arithmetic) or MUL of 8 lanes */
+Q8_INLINE __m256i binary8(const mengine_kq_params *p, int add, __m256i a, __m256i b)
+{
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i wide_lo = _mm256_set1_epi32(INT32_MIN), wide_hi = _mm256_set1_epi32(INT32_MAX);
+    const __m256i lo = _mm256_set1_epi32(p->act_min), hi = _mm256_set1_epi32(p->act_max);
+    a = _mm256_sub_epi32(a, _mm256_set1_epi32(p->in_zp));
+    b = _mm256_sub_epi32(b, _mm256_set1_epi32(p->in2_zp));
+    __m256i v;
+    if (add) {
+        a = requant8(_mm256_slli_epi32(a, 20), _mm256_set1_epi32(p->mult1),
+                     _mm256_set1_epi32(p->shift1), zero, wide_lo, wide_hi);
+        b = requant8(_mm256_slli_epi32(b, 20), _mm256_set1_epi32(p->mult2),
+                     _mm256_set1_epi32(p->shift2), zero, wide_lo, wide_hi);
+        v = _mm256_add_epi32(a, b);
+    } else {
+        v = _mm256_mullo_epi32(a, b);
+    }
+    v = requant8(v, _mm256_set1_epi32(p->mult), _mm256_set1_epi32(p->shift), zero, wide_lo,
+                 wide_hi);
+    v = _mm256_add_epi32(v, _mm256_set1_epi32(p->out_zp));
+    return _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
+}
+
+mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
+                                         const mengine_k_dims *ad, const int8_t *a,
+                                         const mengine_k_dims *bd, const int8_t *b,
+                                         const mengine_k_dims *od, int8_t *y)
+{
+    const size_t total = (size_t)od->n * od->h * od->w * od->c;
+    const int a_full = ad->n == od->n && ad->h == od->h && ad->w == od->w && ad->c == od->c;
+    const int b_full = bd->n == od->n && bd->h == od->h && bd->w == od->w && bd->c == od->c;
+    if (!a_full)
+        return MENGINE_ERR_UNSUPPORTED;
+    if (b_full) {
+        for (size_t i = 0; i < total; i += 8) {
+            const int32_t n = total - i < 8 ? (int32_t)(total - i) : 8;
+            store8(y + i, binary8(p, add, load8(a + i, n), load8(b + i, n)), n);
+        }
+        return MENGINE_OK;
+    }
+    if (bd->n == 1 && bd->h == 1 && bd->w == 1 && bd->c == od->c && od->n == 1) {
+        const int32_t c = od->c;
+        for (size_t i = 0; i < total; i += (size_t)c) /* b along the channels */
+            for (int32_t k = 0; k < c; k += 8) {
+                const int32_t n = c - k < 8 ? c - k : 8;
+                store8(y + i + k, binary8(p, add, load8(a + i + k, n), load8(b + k, n)), n);
+            }
+        return MENGINE_OK;
+    }
+    return MENGINE_ERR_UNSUPPORTED;
+}
+
 int mengine_kq_has_simd(void) { return 1; }
 
 #else /* no vector path in this build */
@@ -259,6 +328,15 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
 {
     (void)p, (void)mult, (void)shift, (void)work, (void)in, (void)x, (void)f, (void)w, (void)bias;
     (void)out, (void)y;
+    return MENGINE_ERR_UNSUPPORTED;
+}
+
+mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
+                                         const mengine_k_dims *ad, const int8_t *a,
+                                         const mengine_k_dims *bd, const int8_t *b,
+                                         const mengine_k_dims *od, int8_t *y)
+{
+    (void)p, (void)add, (void)ad, (void)a, (void)bd, (void)b, (void)od, (void)y;
     return MENGINE_ERR_UNSUPPORTED;
 }
 

@@ -343,6 +343,43 @@ static void test_simd_same_bytes(void **state)
     assert_true(fast > 200);
 }
 
+/* The vector ADD and MUL against the portable ones, byte for byte: same shapes and a
+ * per-channel b, random zero points, multipliers and clamps. */
+static void test_simd_binary_same_bytes(void **state)
+{
+    (void)state;
+    if (!mengine_kq_has_simd())
+        skip(); /* this build has no vector path: nothing compared, not a pass */
+    for (int it = 0; it < 200; it++) {
+        const int add = it % 2, bcast = it % 3 == 1;
+        const int H = rnd(1, 6), W = rnd(1, 6), C = rnd(1, 37);
+        const mengine_k_dims od = {1, H, W, C}, bd = {1, bcast ? 1 : H, bcast ? 1 : W, C};
+        const size_t n = (size_t)H * W * C, nb = bcast ? (size_t)C : n;
+        int8_t *a = malloc(n), *b = malloc(nb), *y0 = malloc(n), *y1 = malloc(n);
+        assert_true(a && b && y0 && y1);
+        for (size_t i = 0; i < n; i++)
+            a[i] = (int8_t)rnd(-128, 127);
+        for (size_t i = 0; i < nb; i++)
+            b[i] = (int8_t)rnd(-128, 127);
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.in2_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        p.act_min = rnd(-128, 0), p.act_max = rnd(0, 127);
+        p.mult = rnd(1 << 30, 0x7fffffff), p.shift = add ? rnd(-25, -18) : rnd(-15, -5);
+        p.mult1 = rnd(1 << 30, 0x7fffffff), p.shift1 = rnd(-3, 0);
+        p.mult2 = rnd(1 << 30, 0x7fffffff), p.shift2 = rnd(-3, 0);
+        assert_int_equal(mengine_kq_binary_s8_simd(&p, add, &od, a, &bd, b, &od, y1), MENGINE_OK);
+        assert_int_equal(add ? mengine_kq_add_s8_ref(&p, &od, a, &bd, b, &od, y0)
+                             : mengine_kq_mul_s8_ref(&p, &od, a, &bd, b, &od, y0),
+                         MENGINE_OK);
+        for (size_t i = 0; i < n; i++)
+            if (y0[i] != y1[i])
+                fail_msg("case %d (%s): y[%zu] %d, portable %d", it, add ? "add" : "mul", i, y1[i],
+                         y0[i]);
+        free(a), free(b), free(y0), free(y1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -355,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_mean_pad),
         cmocka_unit_test(test_hard_swish_softmax),
         cmocka_unit_test(test_simd_same_bytes),
+        cmocka_unit_test(test_simd_binary_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
