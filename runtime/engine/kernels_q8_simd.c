@@ -52,6 +52,25 @@ Q8_INLINE __m256i requant8(__m256i x, __m256i q, __m256i shift, __m256i zp, __m2
     return _mm256_min_epi32(_mm256_max_epi32(h, lo), hi);
 }
 
+/* XNNPACK's fp32 requantization on 8 lanes (mengine_kq_requant_fp32()): no FMA, a product
+ * rounded to float as the scalar one */
+Q8_INLINE __m256i requant8f(__m256i x, __m256 scale, __m256i zp, __m256i lo, __m256i hi)
+{
+    __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(x), scale);
+    const __m256 vlo = _mm256_cvtepi32_ps(_mm256_sub_epi32(lo, zp));
+    const __m256 vhi = _mm256_cvtepi32_ps(_mm256_sub_epi32(hi, zp));
+    v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi); /* NaN: max_ps gives vlo */
+    return _mm256_add_epi32(_mm256_cvtps_epi32(v), zp);
+}
+
+/* 8 lanes of float scales from @p c (n < 8: the rest 0) */
+Q8_INLINE __m256 load_chf(const float *c, int32_t n)
+{
+    float t[8] = {0};
+    memcpy(t, c, (size_t)n * sizeof *t);
+    return _mm256_loadu_ps(t);
+}
+
 /* the 8 low bytes of 8 int32 lanes already in [-128, 127] */
 Q8_INLINE void store8(int8_t *y, __m256i v, int32_t n)
 {
@@ -87,7 +106,7 @@ Q8_INLINE __m256i hsum8(const __m256i a[8])
 }
 
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
-                                         const int32_t *shift, int32_t *work,
+                                         const int32_t *shift, const float *fscale, int32_t *work,
                                          const mengine_k_dims *in, const int8_t *x,
                                          const mengine_k_dims *f, const int8_t *w,
                                          const int32_t *bias, const mengine_k_dims *out, int8_t *y)
@@ -165,7 +184,9 @@ mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32
                     __m256i s = hsum8(acc);
                     if (bias)
                         s = _mm256_add_epi32(s, load_ch(bias + oc, nc));
-                    s = requant8(s, load_ch(mult + oc, nc), load_ch(shift + oc, nc), zp, lo, hi);
+                    s = fscale ? requant8f(s, load_chf(fscale + oc, nc), zp, lo, hi)
+                               : requant8(s, load_ch(mult + oc, nc), load_ch(shift + oc, nc), zp,
+                                          lo, hi);
                     store8(yo + oc, s, nc);
                 }
             }
@@ -173,11 +194,11 @@ mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32
 }
 
 mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, const int32_t *mult,
-                                                 const int32_t *shift, int32_t *work,
-                                                 const mengine_k_dims *in, const int8_t *x,
-                                                 const mengine_k_dims *f, const int8_t *w,
-                                                 const int32_t *bias, const mengine_k_dims *out,
-                                                 int8_t *y)
+                                                 const int32_t *shift, const float *fscale,
+                                                 int32_t *work, const mengine_k_dims *in,
+                                                 const int8_t *x, const mengine_k_dims *f,
+                                                 const int8_t *w, const int32_t *bias,
+                                                 const mengine_k_dims *out, int8_t *y)
 {
     (void)work;
     if (p->multiplier != 1)
@@ -227,13 +248,16 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
                     const int32_t n0 = nc < 8 ? nc : 8, n1 = nc - n0;
                     if (bias)
                         a0 = _mm256_add_epi32(a0, load_ch(bias + c0, n0));
-                    a0 = requant8(a0, load_ch(mult + c0, n0), load_ch(shift + c0, n0), zp, lo, hi);
+                    a0 = fscale ? requant8f(a0, load_chf(fscale + c0, n0), zp, lo, hi)
+                                : requant8(a0, load_ch(mult + c0, n0), load_ch(shift + c0, n0), zp,
+                                           lo, hi);
                     store8(yo + c0, a0, n0);
                     if (n1 > 0) {
                         if (bias)
                             a1 = _mm256_add_epi32(a1, load_ch(bias + c0 + 8, n1));
-                        a1 = requant8(a1, load_ch(mult + c0 + 8, n1), load_ch(shift + c0 + 8, n1),
-                                      zp, lo, hi);
+                        a1 = fscale ? requant8f(a1, load_chf(fscale + c0 + 8, n1), zp, lo, hi)
+                                    : requant8(a1, load_ch(mult + c0 + 8, n1),
+                                               load_ch(shift + c0 + 8, n1), zp, lo, hi);
                         store8(yo + c0 + 8, a1, n1);
                     }
                 }
@@ -309,24 +333,26 @@ int mengine_kq_has_simd(void) { return 1; }
 #else /* no vector path in this build */
 
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
-                                         const int32_t *shift, int32_t *work,
+                                         const int32_t *shift, const float *fscale, int32_t *work,
                                          const mengine_k_dims *in, const int8_t *x,
                                          const mengine_k_dims *f, const int8_t *w,
                                          const int32_t *bias, const mengine_k_dims *out, int8_t *y)
 {
-    (void)p, (void)mult, (void)shift, (void)work, (void)in, (void)x, (void)f, (void)w, (void)bias;
+    (void)p, (void)mult, (void)shift, (void)fscale, (void)work, (void)in, (void)x, (void)f, (void)w,
+        (void)bias;
     (void)out, (void)y;
     return MENGINE_ERR_UNSUPPORTED;
 }
 
 mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, const int32_t *mult,
-                                                 const int32_t *shift, int32_t *work,
-                                                 const mengine_k_dims *in, const int8_t *x,
-                                                 const mengine_k_dims *f, const int8_t *w,
-                                                 const int32_t *bias, const mengine_k_dims *out,
-                                                 int8_t *y)
+                                                 const int32_t *shift, const float *fscale,
+                                                 int32_t *work, const mengine_k_dims *in,
+                                                 const int8_t *x, const mengine_k_dims *f,
+                                                 const int8_t *w, const int32_t *bias,
+                                                 const mengine_k_dims *out, int8_t *y)
 {
-    (void)p, (void)mult, (void)shift, (void)work, (void)in, (void)x, (void)f, (void)w, (void)bias;
+    (void)p, (void)mult, (void)shift, (void)fscale, (void)work, (void)in, (void)x, (void)f, (void)w,
+        (void)bias;
     (void)out, (void)y;
     return MENGINE_ERR_UNSUPPORTED;
 }

@@ -61,6 +61,48 @@ static void test_quantize_multiplier(void **state)
     }
 }
 
+/* XNNPACK's fp32 requantization: round half to even after the float product, clamped first */
+static void test_requant_fp32(void **state)
+{
+    (void)state;
+    assert_int_equal(mengine_kq_requant_fp32(5, 0.5f, 0, -128, 127), 2);  /* 2.5 -> 2 */
+    assert_int_equal(mengine_kq_requant_fp32(7, 0.5f, 0, -128, 127), 4);  /* 3.5 -> 4 */
+    assert_int_equal(mengine_kq_requant_fp32(-5, 0.5f, 3, -128, 127), 1); /* -2.5 -> -2, + 3 */
+    assert_int_equal(mengine_kq_requant_fp32(4003, 0.0031222f, -10, -128, 127), 2); /* 12.498 */
+    assert_int_equal(mengine_kq_requant_fp32(1000000, 0.01f, 5, -128, 127), 127);
+    assert_int_equal(mengine_kq_requant_fp32(-1000000, 0.01f, 5, -20, 127), -20);
+    assert_int_equal(mengine_kq_requant_fp32(0, INFINITY, 7, -128, 127), -128); /* NaN product */
+}
+
+/* ADD and MUL in XNNPACK's arithmetic (the fp32 mode) against real numbers: within 1 LSB
+ * (XNNPACK's own tests allow 0.6), a per-channel b included */
+static void test_add_mul_xnn(void **state)
+{
+    (void)state;
+    for (int it = 0; it < 100; it++) {
+        const int add = it % 2, C = rnd(1, 20), HW = rnd(1, 12), bc = it % 4 == 1;
+        const mengine_k_dims od = {1, 1, HW, C}, bd = {1, 1, bc ? 1 : HW, C};
+        int8_t a[240], b[240], y[240];
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.in2_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        p.act_min = -128, p.act_max = 127;
+        p.in_scale = 0.001f * (float)rnd(1, 100), p.beta = 0.001f * (float)rnd(1, 100);
+        p.out_scale = add ? 0.002f * (float)rnd(1, 100) : 0.0001f * (float)rnd(1, 100);
+        for (int i = 0; i < HW * C; i++)
+            a[i] = (int8_t)rnd(-128, 127), b[i] = (int8_t)rnd(-128, 127);
+        assert_int_equal(add ? mengine_kq_add_s8_xnn(&p, &od, a, &bd, b, &od, y)
+                             : mengine_kq_mul_s8_xnn(&p, &od, a, &bd, b, &od, y),
+                         MENGINE_OK);
+        for (int i = 0; i < HW * C; i++) {
+            const double ra = p.in_scale * (double)(a[i] - p.in_zp);
+            const double rb = p.beta * (double)(b[bc ? i % C : i] - p.in2_zp);
+            near(y[i], qround((add ? ra + rb : ra * rb) / p.out_scale, p.out_zp),
+                 add ? "add_xnn" : "mul_xnn", (size_t)i);
+        }
+    }
+}
+
 static void test_act_range(void **state)
 {
     (void)state;
@@ -109,9 +151,10 @@ static void conv_case(int dw)
     mengine_kq_channel_multipliers(in_s, (const uint8_t *)ws, (uint32_t)CO, out_s, CO, mult, sh);
     const mengine_k_dims id = {N, H, W, CI}, fd = {dw ? 1 : CO, K, K, dw ? CO : CI},
                          od = {N, OH, OW, CO};
-    assert_int_equal(dw ? mengine_kq_depthwise_conv_s8(&p, mult, sh, wk, &id, x, &fd, w, b, &od, y)
-                        : mengine_kq_conv2d_s8(&p, mult, sh, wk, &id, x, &fd, w, b, &od, y),
-                     MENGINE_OK);
+    assert_int_equal(
+        dw ? mengine_kq_depthwise_conv_s8(&p, mult, sh, NULL, wk, &id, x, &fd, w, b, &od, y)
+           : mengine_kq_conv2d_s8(&p, mult, sh, NULL, wk, &id, x, &fd, w, b, &od, y),
+        MENGINE_OK);
     for (int oy = 0; oy < OH; oy++)
         for (int ox = 0; ox < OW; ox++)
             for (int oc = 0; oc < CO; oc++) {
@@ -165,7 +208,7 @@ static void test_fully_connected(void **state)
         w[i] = (int8_t)rnd(-127, 127);
     for (int u = 0; u < U; u++)
         b[u] = rnd(-2000, 2000);
-    assert_int_equal(mengine_kq_fully_connected_s8(&p, R, D, U, x, w, b, y), MENGINE_OK);
+    assert_int_equal(mengine_kq_fully_connected_s8(&p, 0.0f, R, D, U, x, w, b, y), MENGINE_OK);
     for (int r = 0; r < R; r++)
         for (int u = 0; u < U; u++) {
             double acc = b[u] * (double)in_s * w_s;
@@ -317,15 +360,22 @@ static void test_simd_same_bytes(void **state)
             sh[c] = it % 4 == 2 ? rnd(-31, 3) : rnd(-12, 0);
         }
         const int32_t *bias = it % 8 == 5 ? NULL : b;
+        float *fsc = malloc((size_t)CO * 4); /* fp32 requantization in every third case */
+        assert_true(fsc);
+        for (int c = 0; c < CO; c++)
+            fsc[c] = c % 13 == 12 ? 1e30f : (float)rnd(1, 1 << 20) * 1e-9f;
+        const float *fs = it % 3 == 2 ? fsc : NULL;
         mengine_status s0, s1;
         memset(y0, 0x55, ny);
         memset(y1, 0x55, ny);
         if (dw) {
-            s1 = mengine_kq_depthwise_conv_s8_simd(&p, mult, sh, wk, &id, x, &fd, w, bias, &od, y1);
-            s0 = mengine_kq_depthwise_conv_s8_ref(&p, mult, sh, wk, &id, x, &fd, w, bias, &od, y0);
+            s1 = mengine_kq_depthwise_conv_s8_simd(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od,
+                                                   y1);
+            s0 = mengine_kq_depthwise_conv_s8_ref(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od,
+                                                  y0);
         } else {
-            s1 = mengine_kq_conv2d_s8_simd(&p, mult, sh, wk, &id, x, &fd, w, bias, &od, y1);
-            s0 = mengine_kq_conv2d_s8_ref(&p, mult, sh, wk, &id, x, &fd, w, bias, &od, y0);
+            s1 = mengine_kq_conv2d_s8_simd(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od, y1);
+            s0 = mengine_kq_conv2d_s8_ref(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od, y0);
         }
         assert_int_equal(s0, MENGINE_OK);
         if (s1 == MENGINE_OK) {
@@ -338,7 +388,7 @@ static void test_simd_same_bytes(void **state)
             assert_int_equal(s1, MENGINE_ERR_UNSUPPORTED);
             assert_true(dw && M != 1); /* the only shape without a vector path */
         }
-        free(x), free(w), free(y0), free(y1), free(b), free(mult), free(sh), free(wk);
+        free(x), free(w), free(y0), free(y1), free(b), free(mult), free(sh), free(wk), free(fsc);
     }
     assert_true(fast > 200);
 }
@@ -385,6 +435,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_multiplier),
         cmocka_unit_test(test_act_range),
+        cmocka_unit_test(test_requant_fp32),
+        cmocka_unit_test(test_add_mul_xnn),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_fully_connected),
