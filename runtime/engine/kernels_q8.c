@@ -523,6 +523,23 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
     return MENGINE_OK;
 }
 
+mengine_status mengine_kq_mean_hw_s8_fp32(const mengine_kq_params *p, const mengine_k_dims *in,
+                                          const int8_t *x, int8_t *y)
+{
+    if (!p || !in || !x || !y)
+        return MENGINE_ERR_ARG;
+    const int32_t count = in->h * in->w;
+    const float scale = p->in_scale / (p->out_scale * (float)count);
+    for (int32_t n = 0; n < in->n; n++)
+        for (int32_t c = 0; c < in->c; c++) {
+            int32_t acc = wmul(-p->in_zp, count);
+            for (int32_t i = 0; i < count; i++)
+                acc = wadd(acc, x[((size_t)n * count + i) * in->c + c]);
+            y[(size_t)n * in->c + c] = mengine_kq_requant_fp32(acc, scale, p->out_zp, -128, 127);
+        }
+    return MENGINE_OK;
+}
+
 /* int16 fixed point of the reference HARD_SWISH */
 static int16_t srdhm16(int16_t a, int16_t b)
 {

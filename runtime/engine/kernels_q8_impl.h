@@ -224,6 +224,12 @@ mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, cons
 mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k_dims *in,
                                      const int8_t *x, int8_t *y);
 
+/** MEAN over H and W in fp32 requantization (the XNNPACK mode): the sum of (x - in_zp) times
+ *  in_scale / (out_scale * count) in float (p->in_scale, p->out_scale), rounded to nearest even
+ *  (mengine_kq_requant_fp32()). */
+mengine_status mengine_kq_mean_hw_s8_fp32(const mengine_kq_params *p, const mengine_k_dims *in,
+                                          const int8_t *x, int8_t *y);
+
 /** HARD_SWISH, int8 (reference_ops::HardSwish with TFLite's HardSwishParams; in place). */
 mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
                                         size_t n);

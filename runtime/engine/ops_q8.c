@@ -428,6 +428,8 @@ static mengine_status q_mean_prepare(const mop_ctx *c, mnode *node)
     q.in_zp = in.zero_point;
     q.out_zp = out.zero_point;
     mengine_kq_quantize_multiplier((double)in.scale / (double)out.scale, &q.mult, &q.shift);
+    q.in_scale = in.scale; /* fp32 requantization */
+    q.out_scale = out.scale;
     node->p.q8 = q;
     return MENGINE_OK;
 }
@@ -436,6 +438,8 @@ static mengine_status q_mean_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = in_rec(e, n, 0), *out = &e->tensors[n->output];
     const mengine_k_dims id = dims4q(in);
+    if (e->requant == MENGINE_REQUANT_FP32)
+        return mengine_kq_mean_hw_s8_fp32(&n->p.q8, &id, I8(in->cdata), O8(out->data));
     return mengine_kq_mean_hw_s8(&n->p.q8, &id, I8(in->cdata), O8(out->data));
 }
 

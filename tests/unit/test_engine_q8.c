@@ -103,6 +103,40 @@ static void test_add_mul_xnn(void **state)
     }
 }
 
+/* MEAN in the fp32 mode against real numbers (within 1 LSB), and exactly on a known tie */
+static void test_mean_fp32(void **state)
+{
+    (void)state;
+    for (int it = 0; it < 50; it++) {
+        const int H = rnd(1, 7), W = rnd(1, 7), C = rnd(1, 9);
+        int8_t x[7 * 7 * 9], y[9];
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        p.in_scale = 0.001f * (float)rnd(1, 100), p.out_scale = 0.001f * (float)rnd(1, 100);
+        for (int i = 0; i < H * W * C; i++)
+            x[i] = (int8_t)rnd(-128, 127);
+        const mengine_k_dims d = {1, H, W, C};
+        assert_int_equal(mengine_kq_mean_hw_s8_fp32(&p, &d, x, y), MENGINE_OK);
+        for (int c = 0; c < C; c++) {
+            double s = 0;
+            for (int i = 0; i < H * W; i++)
+                s += x[i * C + c] - p.in_zp;
+            near(y[c], qround(s / (H * W) * p.in_scale / p.out_scale, p.out_zp), "mean_fp32",
+                 (size_t)c);
+        }
+    }
+    /* sum 10 over 4 pixels at equal scales: 2.5 rounds to 2 (ties to even) */
+    const int8_t x[4] = {1, 2, 3, 4};
+    int8_t y[1];
+    mengine_kq_params p;
+    memset(&p, 0, sizeof p);
+    p.in_scale = p.out_scale = 0.5f;
+    const mengine_k_dims d = {1, 2, 2, 1};
+    assert_int_equal(mengine_kq_mean_hw_s8_fp32(&p, &d, x, y), MENGINE_OK);
+    assert_int_equal(y[0], 2);
+}
+
 static void test_act_range(void **state)
 {
     (void)state;
@@ -437,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_act_range),
         cmocka_unit_test(test_requant_fp32),
         cmocka_unit_test(test_add_mul_xnn),
+        cmocka_unit_test(test_mean_fp32),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_fully_connected),
