@@ -139,8 +139,9 @@ $(DEPS_DIR)/lib/libzlib.a:
 # The engine's unit tests (tests/unit/test_engine_*.c: no OpenCL), linked with the engine, the test
 # helpers that need no OpenCL (TEST_HOST_LIB_SRC), and the plain-C part of the runtime they use (core,
 # export, profile, the space): one archive, so that only what a test needs is pulled in.
+# runtime/export/quant.c: test_engine_fuzz_regress calibrates its int8 seeds (xgraph_calibrate()).
 BOARD_TEST_LIB  := $(BUILD)/lib/libmanta_boardtest.a
-$(BOARD_TEST_LIB): $(TEST_HOST_LIB_OBJ) $(PROFILE_HOST_OBJ)
+$(BOARD_TEST_LIB): $(TEST_HOST_LIB_OBJ) $(PROFILE_HOST_OBJ) $(BUILD)/obj/runtime/export/quant.o
 	@mkdir -p $(@D)
 	rm -f $@
 	$(AR) rcs $@ $^

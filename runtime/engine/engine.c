@@ -194,6 +194,14 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
     return MENGINE_OK;
 }
 
+mengine_status mengine_set_requant(mengine *e, mengine_requant mode)
+{
+    if (!e || (mode != MENGINE_REQUANT_REF && mode != MENGINE_REQUANT_FP32))
+        return MENGINE_ERR_ARG;
+    e->requant = (uint32_t)mode;
+    return MENGINE_OK;
+}
+
 mengine_status mengine_invoke(mengine *e)
 {
     if (!e || e->state != STATE_PREPARED)

@@ -207,6 +207,7 @@ typedef struct mengine {
     uint8_t *act;            /* activation area */
     mengine_stats stats;
     int state;
+    uint32_t requant; /* ::mengine_requant */
 } mengine;
 
 /**
@@ -298,6 +299,26 @@ mengine_status mengine_init(mengine *e, const mengine_model *m, void *arena, siz
  *         known), MENGINE_ERR_PLAN, MENGINE_ERR_STATE (not initialised).
  */
 mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap);
+
+/** Requantization of the int8 CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED operators. */
+typedef enum mengine_requant {
+    /** TFLite's fixed point (a Q31 multiplier and a shift per channel, gemmlowp's double
+     *  rounding; FULLY_CONNECTED rounding once): the default, what TFLite's reference kernels,
+     *  TFLM and CMSIS-NN compute. */
+    MENGINE_REQUANT_REF = 0,
+    /** XNNPACK's fp32 requantization (LiteRT's default delegate): the int32 sum times
+     *  in_scale * w_scale / out_scale, in float, rounded to nearest even. The other int8
+     *  operators (ADD, MUL, MEAN, HARD_SWISH, SOFTMAX) keep their arithmetic. */
+    MENGINE_REQUANT_FP32 = 1
+} mengine_requant;
+
+/**
+ * Choose the int8 requantization of @p e (a per-model choice, see ::mengine_requant). Call
+ * after mengine_init() (which sets MENGINE_REQUANT_REF), before or after mengine_prepare();
+ * it applies from the next mengine_invoke(). No effect on a float model.
+ * @return MENGINE_OK, or MENGINE_ERR_ARG (@p e NULL or an unknown @p mode; nothing changed).
+ */
+mengine_status mengine_set_requant(mengine *e, mengine_requant mode);
 
 /**
  * Run the model once: the inputs are read from their views' data, the

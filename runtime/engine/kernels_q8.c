@@ -97,7 +97,8 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw)
 {
     const size_t c = (size_t)(dw ? filter->c : filter->n);
-    return (c ? c : 1) * 3 * sizeof(int32_t);
+    const size_t patch = dw ? 0 : ((size_t)filter->h * filter->w * filter->c + 15) / 16 * 16;
+    return (c ? c : 1) * 3 * sizeof(int32_t) + patch * sizeof(int16_t);
 }
 
 /* int32 sums wrap (two's complement) instead of overflowing: a valid model never gets near
@@ -112,12 +113,33 @@ static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
 
 /* ---- convolutions ---- */
 
-mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
-                                    const int32_t *shift, int32_t *work, const mengine_k_dims *in,
-                                    const int8_t *x, const mengine_k_dims *f, const int8_t *w,
-                                    const int32_t *bias, const mengine_k_dims *out, int8_t *y)
+int8_t mengine_kq_requant_fp32(int32_t acc, float scale, int32_t zp, int32_t lo, int32_t hi)
 {
-    if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1)
+    float v = (float)acc * scale;
+    const float vlo = (float)(lo - zp), vhi = (float)(hi - zp);
+    v = v >= vlo ? v : vlo; /* NaN (an infinite scale times 0) too */
+    v = v <= vhi ? v : vhi;
+    v = (v + 12582912.0f) - 12582912.0f; /* 1.5 * 2^23: to the nearest integer, ties to even */
+    return (int8_t)((int32_t)v + zp);
+}
+
+/* output channel @p c of accumulator @p acc: fixed point (mult, shift) or, with @p fscale, fp32 */
+static int8_t rq(const mengine_kq_params *p, int32_t acc, const int32_t *mult, const int32_t *shift,
+                 const float *fscale, int32_t c)
+{
+    if (fscale)
+        return mengine_kq_requant_fp32(acc, fscale[c], p->out_zp, p->act_min, p->act_max);
+    return clamp8(wadd(mengine_kq_mbqm(acc, mult[c], shift[c]), p->out_zp), p->act_min, p->act_max);
+}
+
+mengine_status mengine_kq_conv2d_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                        const int32_t *shift, const float *fscale, int32_t *work,
+                                        const mengine_k_dims *in, const int8_t *x,
+                                        const mengine_k_dims *f, const int8_t *w,
+                                        const int32_t *bias, const mengine_k_dims *out, int8_t *y)
+{
+    if (!p || ((!mult || !shift) && !fscale) || !work || !x || !w || !y || p->stride_h < 1 ||
+        p->stride_w < 1)
         return MENGINE_ERR_ARG;
     const int32_t cin = in->c, kh = f->h, kw = f->w, cout = out->c;
     const int32_t in_off = -p->in_zp;
@@ -141,8 +163,7 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
                 int32_t acc = 0;
                 for (int32_t ic = 0; ic < cin; ic++)
                     acc = wadd(acc, (int32_t)wi[ic] * (int32_t)xi[ic]);
-                acc = wadd(mengine_kq_mbqm(wadd(acc, wsum[oc]), mult[oc], shift[oc]), p->out_zp);
-                yo[oc] = clamp8(acc, p->act_min, p->act_max);
+                yo[oc] = rq(p, wadd(acc, wsum[oc]), mult, shift, fscale, oc);
             }
         }
         return MENGINE_OK;
@@ -170,22 +191,21 @@ mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *m
                     }
                     if (bias)
                         acc = wadd(acc, bias[oc]);
-                    acc = wadd(mengine_kq_mbqm(acc, mult[oc], shift[oc]), p->out_zp);
-                    yo[oc] = clamp8(acc, p->act_min, p->act_max);
+                    yo[oc] = rq(p, acc, mult, shift, fscale, oc);
                 }
             }
     return MENGINE_OK;
 }
 
-mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
-                                            const int32_t *shift, int32_t *work,
-                                            const mengine_k_dims *in, const int8_t *x,
-                                            const mengine_k_dims *f, const int8_t *w,
-                                            const int32_t *bias, const mengine_k_dims *out,
-                                            int8_t *y)
+mengine_status mengine_kq_depthwise_conv_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                                const int32_t *shift, const float *fscale,
+                                                int32_t *work, const mengine_k_dims *in,
+                                                const int8_t *x, const mengine_k_dims *f,
+                                                const int8_t *w, const int32_t *bias,
+                                                const mengine_k_dims *out, int8_t *y)
 {
-    if (!p || !mult || !shift || !work || !x || !w || !y || p->stride_h < 1 || p->stride_w < 1 ||
-        p->multiplier < 1)
+    if (!p || ((!mult || !shift) && !fscale) || !work || !x || !w || !y || p->stride_h < 1 ||
+        p->stride_w < 1 || p->multiplier < 1)
         return MENGINE_ERR_ARG;
     const int32_t cin = in->c, kh = f->h, kw = f->w, cout = out->c, dm = p->multiplier;
     const int32_t in_off = -p->in_zp;
@@ -214,8 +234,7 @@ mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const in
                     }
                     int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * cout;
                     for (int32_t c = 0; c < cout; c++)
-                        yo[c] = clamp8(wadd(mengine_kq_mbqm(acc[c], mult[c], shift[c]), p->out_zp),
-                                       p->act_min, p->act_max);
+                        yo[c] = rq(p, acc[c], mult, shift, fscale, c);
                 }
         return MENGINE_OK;
     }
@@ -244,14 +263,47 @@ mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const in
                         }
                         if (bias)
                             acc = wadd(acc, bias[oc]);
-                        acc = wadd(mengine_kq_mbqm(acc, mult[oc], shift[oc]), p->out_zp);
-                        yo[oc] = clamp8(acc, p->act_min, p->act_max);
+                        yo[oc] = rq(p, acc, mult, shift, fscale, oc);
                     }
             }
     return MENGINE_OK;
 }
 
-mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, int32_t rows,
+mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
+                                    const int32_t *shift, const float *fscale, int32_t *work,
+                                    const mengine_k_dims *in, const int8_t *x,
+                                    const mengine_k_dims *f, const int8_t *w, const int32_t *bias,
+                                    const mengine_k_dims *out, int8_t *y)
+{
+    if (!p || ((!mult || !shift) && !fscale) || !work || !x || !w || !y || p->stride_h < 1 ||
+        p->stride_w < 1)
+        return MENGINE_ERR_ARG;
+    const mengine_status st =
+        mengine_kq_conv2d_s8_simd(p, mult, shift, fscale, work, in, x, f, w, bias, out, y);
+    return st != MENGINE_ERR_UNSUPPORTED
+               ? st
+               : mengine_kq_conv2d_s8_ref(p, mult, shift, fscale, work, in, x, f, w, bias, out, y);
+}
+
+mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
+                                            const int32_t *shift, const float *fscale,
+                                            int32_t *work, const mengine_k_dims *in,
+                                            const int8_t *x, const mengine_k_dims *f,
+                                            const int8_t *w, const int32_t *bias,
+                                            const mengine_k_dims *out, int8_t *y)
+{
+    if (!p || ((!mult || !shift) && !fscale) || !work || !x || !w || !y || p->stride_h < 1 ||
+        p->stride_w < 1 || p->multiplier < 1)
+        return MENGINE_ERR_ARG;
+    const mengine_status st =
+        mengine_kq_depthwise_conv_s8_simd(p, mult, shift, fscale, work, in, x, f, w, bias, out, y);
+    return st != MENGINE_ERR_UNSUPPORTED
+               ? st
+               : mengine_kq_depthwise_conv_s8_ref(p, mult, shift, fscale, work, in, x, f, w, bias,
+                                                  out, y);
+}
+
+mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, float fscale, int32_t rows,
                                              int32_t depth, int32_t units, const int8_t *x,
                                              const int8_t *w, const int32_t *bias, int8_t *y)
 {
@@ -266,6 +318,11 @@ mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, int32_t
                 acc = wadd(acc, (int32_t)wu[d] * ((int32_t)xr[d] + in_off));
             if (bias)
                 acc = wadd(acc, bias[u]);
+            if (fscale > 0.0f) {
+                y[(size_t)r * units + u] =
+                    mengine_kq_requant_fp32(acc, fscale, p->out_zp, p->act_min, p->act_max);
+                continue;
+            }
             acc = wadd(mengine_kq_mbqm_single(acc, p->mult, p->shift), p->out_zp);
             y[(size_t)r * units + u] = clamp8(acc, p->act_min, p->act_max);
         }
@@ -329,18 +386,93 @@ static mengine_status binary_s8(const mengine_kq_params *p, const mengine_k_dims
     return MENGINE_OK;
 }
 
+mengine_status mengine_kq_add_s8_ref(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y)
+{
+    return binary_s8(p, ad, a, bd, b, od, y, add_one);
+}
+
+mengine_status mengine_kq_mul_s8_ref(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y)
+{
+    return binary_s8(p, ad, a, bd, b, od, y, mul_one);
+}
+
 mengine_status mengine_kq_add_s8(const mengine_kq_params *p, const mengine_k_dims *ad,
                                  const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
                                  const mengine_k_dims *od, int8_t *y)
 {
-    return binary_s8(p, ad, a, bd, b, od, y, add_one);
+    if (!p || !a || !b || !y)
+        return MENGINE_ERR_ARG;
+    const mengine_status st = mengine_kq_binary_s8_simd(p, 1, ad, a, bd, b, od, y);
+    return st != MENGINE_ERR_UNSUPPORTED ? st : binary_s8(p, ad, a, bd, b, od, y, add_one);
 }
 
 mengine_status mengine_kq_mul_s8(const mengine_kq_params *p, const mengine_k_dims *ad,
                                  const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
                                  const mengine_k_dims *od, int8_t *y)
 {
-    return binary_s8(p, ad, a, bd, b, od, y, mul_one);
+    if (!p || !a || !b || !y)
+        return MENGINE_ERR_ARG;
+    const mengine_status st = mengine_kq_binary_s8_simd(p, 0, ad, a, bd, b, od, y);
+    return st != MENGINE_ERR_UNSUPPORTED ? st : binary_s8(p, ad, a, bd, b, od, y, mul_one);
+}
+
+/* XNNPACK's qs8 ADD: bias + a * a_mult + b * b_mult, an arithmetic shift right (the
+ * multipliers and the bias in the params' mult1, mult2, mult and shift) */
+static int32_t add_xnn_one(const mengine_kq_params *p, int32_t a, int32_t b)
+{
+    const int32_t acc = wadd(wadd(p->mult, wmul(a, p->mult1)), wmul(b, p->mult2));
+    const int32_t q = acc < 0 ? -(int32_t)((~(uint32_t)acc) >> p->shift) - 1 : acc >> p->shift;
+    return wadd(q, p->out_zp);
+}
+
+static int32_t round_even_small(float v) /* |v| < 2^22 */
+{
+    return (int32_t)((v + 12582912.0f) - 12582912.0f);
+}
+
+mengine_status mengine_kq_add_s8_xnn(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y)
+{
+    if (!p || !a || !b || !y)
+        return MENGINE_ERR_ARG;
+    const float as = p->in_scale / p->out_scale, bs = p->beta / p->out_scale;
+    const float mx = as > bs ? as : bs;
+    /* XNNPACK's range (its delegate leaves other ADDs to TFLite's kernel) */
+    if (!(as >= 0x1.0p-10f && bs >= 0x1.0p-10f && mx < 0x1.0p+8f))
+        return mengine_kq_add_s8(p, ad, a, bd, b, od, y);
+    uint32_t bits;
+    memcpy(&bits, &mx, sizeof bits);
+    const int32_t shift = 20 - ((int32_t)(bits >> 23) - 127); /* in [12, 30] */
+    const float two_shift = (float)((int32_t)1 << shift);
+    mengine_kq_params q = *p;
+    q.mult1 = round_even_small(as * two_shift); /* exact: a power of two */
+    q.mult2 = round_even_small(bs * two_shift);
+    q.mult = ((int32_t)1 << (shift - 1)) - q.mult1 * p->in_zp - q.mult2 * p->in2_zp;
+    q.shift = shift;
+    return binary_s8(&q, ad, a, bd, b, od, y, add_xnn_one);
+}
+
+/* XNNPACK's qs8 MUL: the product of the offsets times a_scale * b_scale / out_scale in float */
+static int32_t mul_xnn_one(const mengine_kq_params *p, int32_t a, int32_t b)
+{
+    return mengine_kq_requant_fp32((a - p->in_zp) * (b - p->in2_zp), p->in_scale, p->out_zp,
+                                   p->act_min, p->act_max);
+}
+
+mengine_status mengine_kq_mul_s8_xnn(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y)
+{
+    if (!p || !a || !b || !y)
+        return MENGINE_ERR_ARG;
+    mengine_kq_params q = *p;
+    q.in_scale = p->in_scale * p->beta / p->out_scale;
+    return binary_s8(&q, ad, a, bd, b, od, y, mul_xnn_one);
 }
 
 /* ---- data movement, reductions, activations ---- */
@@ -387,6 +519,23 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
             acc = wadd(acc, wmul(-p->in_zp, count));
             acc = wadd(mengine_kq_mbqm(acc, mult, shift), p->out_zp);
             y[(size_t)n * in->c + c] = clamp8(acc, -128, 127);
+        }
+    return MENGINE_OK;
+}
+
+mengine_status mengine_kq_mean_hw_s8_fp32(const mengine_kq_params *p, const mengine_k_dims *in,
+                                          const int8_t *x, int8_t *y)
+{
+    if (!p || !in || !x || !y)
+        return MENGINE_ERR_ARG;
+    const int32_t count = in->h * in->w;
+    const float scale = p->in_scale / (p->out_scale * (float)count);
+    for (int32_t n = 0; n < in->n; n++)
+        for (int32_t c = 0; c < in->c; c++) {
+            int32_t acc = wmul(-p->in_zp, count);
+            for (int32_t i = 0; i < count; i++)
+                acc = wadd(acc, x[((size_t)n * count + i) * in->c + c]);
+            y[(size_t)n * in->c + c] = mengine_kq_requant_fp32(acc, scale, p->out_zp, -128, 127);
         }
     return MENGINE_OK;
 }

@@ -37,10 +37,10 @@ typedef struct mengine_kq_params {
     int32_t before[4];                        /**< PAD: padding before (n, h, w, c) */
     int16_t hs_out_mult, hs_relu_mult;        /**< HARD_SWISH: Q15 multipliers */
     int32_t hs_out_exp, hs_relu_exp;          /**< HARD_SWISH: their exponents */
-    float in_scale, out_scale, beta;          /**< per-channel requantization; SOFTMAX */
-    uint32_t wscales;   /**< model position of the per-channel weight scales */
-    uint32_t n_wscales; /**< how many (1: per-tensor) */
-    uint32_t bias;      /**< model position of the int32 bias, 0: none */
+    float in_scale, out_scale, beta; /**< per-channel requantization; SOFTMAX; FC: weight scale */
+    uint32_t wscales;                /**< model position of the per-channel weight scales */
+    uint32_t n_wscales;              /**< how many (1: per-tensor) */
+    uint32_t bias;                   /**< model position of the int32 bias, 0: none */
 } mengine_kq_params;
 
 /** M = @p m as a Q31 multiplier and a shift (TFLite's QuantizeMultiplier(): frexp, round half
@@ -98,28 +98,94 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
 
 /** Scratch bytes of the int8 convolutions of filter @p filter (OHWI; depthwise @p dw:
  *  (1, KH, KW, C)): three int32 per output channel (the multipliers, the shifts, and the
- *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums). */
+ *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums); CONV_2D also
+ *  one int16 per filter tap (KH * KW * Cin, rounded up to 16) after them: the vector path's
+ *  patch of one output pixel. */
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw);
 
+/** XNNPACK's "fp32" requantization of one int32 accumulator: (float)acc * @p scale in float,
+ *  clamped to [lo - zp, hi - zp], rounded to the nearest integer (ties to even), plus @p zp
+ *  (what LiteRT's default delegate runs for CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED).
+ *  @p scale: in_scale * w_scale / out_scale computed in float, in that order. */
+int8_t mengine_kq_requant_fp32(int32_t acc, float scale, int32_t zp, int32_t lo, int32_t hi);
+
 /** CONV_2D, int8 (TFLite reference integer_ops::ConvPerChannel); @p work: the scratch after
- *  the multipliers and shifts (mengine_kq_conv_get_buffer_size()). */
+ *  the multipliers and shifts (mengine_kq_conv_get_buffer_size()). Requantization: TFLite's
+ *  fixed point with @p mult and @p shift when @p fscale is NULL, else fp32
+ *  (mengine_kq_requant_fp32()) with the per-channel float scales @p fscale (mult and shift
+ *  unused, may be NULL). The convolutions below take the same three. */
 mengine_status mengine_kq_conv2d_s8(const mengine_kq_params *p, const int32_t *mult,
-                                    const int32_t *shift, int32_t *work, const mengine_k_dims *in,
-                                    const int8_t *x, const mengine_k_dims *f, const int8_t *w,
-                                    const int32_t *bias, const mengine_k_dims *out, int8_t *y);
+                                    const int32_t *shift, const float *fscale, int32_t *work,
+                                    const mengine_k_dims *in, const int8_t *x,
+                                    const mengine_k_dims *f, const int8_t *w, const int32_t *bias,
+                                    const mengine_k_dims *out, int8_t *y);
+
+/** The portable C CONV_2D (the reference of the vector path; what mengine_kq_conv2d_s8() runs
+ *  where the build has none). Same arguments and results. */
+mengine_status mengine_kq_conv2d_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                        const int32_t *shift, const float *fscale, int32_t *work,
+                                        const mengine_k_dims *in, const int8_t *x,
+                                        const mengine_k_dims *f, const int8_t *w,
+                                        const int32_t *bias, const mengine_k_dims *out, int8_t *y);
+
+/** The vector CONV_2D (kernels_q8_simd.c: x86 AVX2), the same bytes as the portable one;
+ *  MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path. Arguments
+ *  checked by the caller; @p work as mengine_kq_conv_get_buffer_size() sizes it. */
+mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
+                                         const int32_t *shift, const float *fscale, int32_t *work,
+                                         const mengine_k_dims *in, const int8_t *x,
+                                         const mengine_k_dims *f, const int8_t *w,
+                                         const int32_t *bias, const mengine_k_dims *out, int8_t *y);
 
 /** DEPTHWISE_CONV_2D, int8 (integer_ops::DepthwiseConvPerChannel); @p work: one int32 per
  *  output channel at least (a pixel's sums, channels innermost). */
 mengine_status mengine_kq_depthwise_conv_s8(const mengine_kq_params *p, const int32_t *mult,
-                                            const int32_t *shift, int32_t *work,
-                                            const mengine_k_dims *in, const int8_t *x,
-                                            const mengine_k_dims *f, const int8_t *w,
-                                            const int32_t *bias, const mengine_k_dims *out,
-                                            int8_t *y);
+                                            const int32_t *shift, const float *fscale,
+                                            int32_t *work, const mengine_k_dims *in,
+                                            const int8_t *x, const mengine_k_dims *f,
+                                            const int8_t *w, const int32_t *bias,
+                                            const mengine_k_dims *out, int8_t *y);
+
+/** The portable C DEPTHWISE_CONV_2D (reference of the vector path). */
+mengine_status mengine_kq_depthwise_conv_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                                const int32_t *shift, const float *fscale,
+                                                int32_t *work, const mengine_k_dims *in,
+                                                const int8_t *x, const mengine_k_dims *f,
+                                                const int8_t *w, const int32_t *bias,
+                                                const mengine_k_dims *out, int8_t *y);
+
+/** The vector DEPTHWISE_CONV_2D (depth multiplier 1; MENGINE_ERR_UNSUPPORTED otherwise or
+ *  where the build has no vector path), the same bytes as the portable one. */
+mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, const int32_t *mult,
+                                                 const int32_t *shift, const float *fscale,
+                                                 int32_t *work, const mengine_k_dims *in,
+                                                 const int8_t *x, const mengine_k_dims *f,
+                                                 const int8_t *w, const int32_t *bias,
+                                                 const mengine_k_dims *out, int8_t *y);
+
+/** The portable ADD and MUL (references of the vector path). */
+mengine_status mengine_kq_add_s8_ref(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y);
+mengine_status mengine_kq_mul_s8_ref(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y);
+
+/** The vector ADD (@p add 1) or MUL (0) for inputs of the output's shape, or @p b along the
+ *  channels of a batch-1 output; MENGINE_ERR_UNSUPPORTED for other broadcasts or where the
+ *  build has no vector path. The same bytes as the portable kernels. */
+mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
+                                         const mengine_k_dims *ad, const int8_t *a,
+                                         const mengine_k_dims *bd, const int8_t *b,
+                                         const mengine_k_dims *od, int8_t *y);
+
+/** 1 where this build of the engine has vector paths for the int8 kernels (x86 AVX2), else 0. */
+int mengine_kq_has_simd(void);
 
 /** FULLY_CONNECTED, int8, per-tensor weights: @p rows input rows of @p depth, @p units outputs
- *  each; p->mult, p->shift, applied with one rounding (mengine_kq_mbqm_single()). */
-mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, int32_t rows,
+ *  each; p->mult, p->shift, applied with one rounding (mengine_kq_mbqm_single()), or with
+ *  @p fscale > 0 fp32 requantization at that scale (mengine_kq_requant_fp32()). */
+mengine_status mengine_kq_fully_connected_s8(const mengine_kq_params *p, float fscale, int32_t rows,
                                              int32_t depth, int32_t units, const int8_t *x,
                                              const int8_t *w, const int32_t *bias, int8_t *y);
 
@@ -133,6 +199,22 @@ mengine_status mengine_kq_mul_s8(const mengine_kq_params *p, const mengine_k_dim
                                  const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
                                  const mengine_k_dims *od, int8_t *y);
 
+/** ADD as XNNPACK's qs8 kernel computes it (the fp32 requantization mode): multipliers
+ *  a_scale / out_scale and b_scale / out_scale (float) times 2^shift rounded to integers
+ *  (shift = 20 - the larger one's exponent), bias + a * a_mult + b * b_mult shifted right,
+ *  clamped, plus the zero point. Scales from p->in_scale (a), p->beta (b), p->out_scale;
+ *  ratios outside XNNPACK's [2^-10, 2^8) run mengine_kq_add_s8(). Broadcasting as there. */
+mengine_status mengine_kq_add_s8_xnn(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y);
+
+/** MUL as XNNPACK's qs8 kernel: (a - a_zp) * (b - b_zp) requantized in fp32
+ *  (mengine_kq_requant_fp32()) at a_scale * b_scale / out_scale (float; p->in_scale, p->beta,
+ *  p->out_scale). */
+mengine_status mengine_kq_mul_s8_xnn(const mengine_kq_params *p, const mengine_k_dims *ad,
+                                     const int8_t *a, const mengine_k_dims *bd, const int8_t *b,
+                                     const mengine_k_dims *od, int8_t *y);
+
 /** PAD, int8: the padding is @p value (the zero point). */
 mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, const int32_t *before,
                                  const mengine_k_dims *out, int8_t *y, int8_t value);
@@ -141,6 +223,12 @@ mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, cons
  *  the multiplier): p->in_zp, p->out_zp, p->mult, p->shift (of in_scale / out_scale). */
 mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k_dims *in,
                                      const int8_t *x, int8_t *y);
+
+/** MEAN over H and W in fp32 requantization (the XNNPACK mode): the sum of (x - in_zp) times
+ *  in_scale / (out_scale * count) in float (p->in_scale, p->out_scale), rounded to nearest even
+ *  (mengine_kq_requant_fp32()). */
+mengine_status mengine_kq_mean_hw_s8_fp32(const mengine_kq_params *p, const mengine_k_dims *in,
+                                          const int8_t *x, int8_t *y);
 
 /** HARD_SWISH, int8 (reference_ops::HardSwish with TFLite's HardSwishParams; in place). */
 mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,

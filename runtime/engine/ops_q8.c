@@ -98,6 +98,15 @@ static mengine_status q_same(const mop_ctx *c, const mtensor_info *in, const mte
     return MENGINE_OK;
 }
 
+static float f32_le(const uint8_t *b)
+{
+    const uint32_t u =
+        (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 static const int32_t *bias_data(const mengine *e, const mengine_kq_params *q)
 {
     return q->bias ? (const int32_t *)(const void *)(e->model.data + q->bias) : NULL;
@@ -181,13 +190,23 @@ static mengine_status q_dw_prepare(const mop_ctx *c, mnode *node)
     return st == MENGINE_OK ? q_conv_common(c, node, 1) : st;
 }
 
-/* Per-channel multipliers into the scratch: [mult (C) | shift (C) | kernel work]. */
-static void q_multipliers(const mengine *e, const mnode *n, int32_t channels)
+/* Per-channel multipliers into the scratch: [mult (C) | shift (C) | kernel work]; with fp32
+ * requantization the float scales in place of mult (returned, else NULL). */
+static const float *q_multipliers(const mengine *e, const mnode *n, int32_t channels)
 {
     const mengine_kq_params *q = &n->p.q8;
     int32_t *mult = (int32_t *)(void *)n->scratch;
+    if (e->requant == MENGINE_REQUANT_FP32) {
+        float *fs = (float *)(void *)n->scratch;
+        for (int32_t c = 0; c < channels; c++) /* XNNPACK's: in float, in this order */
+            fs[c] = q->in_scale *
+                    f32_le(e->model.data + q->wscales + 4 * (q->n_wscales > 1 ? (uint32_t)c : 0)) /
+                    q->out_scale;
+        return fs;
+    }
     mengine_kq_channel_multipliers(q->in_scale, e->model.data + q->wscales, q->n_wscales,
                                    q->out_scale, channels, mult, mult + channels);
+    return NULL;
 }
 
 static mengine_status q_conv_eval(const mengine *e, const mnode *n)
@@ -195,9 +214,10 @@ static mengine_status q_conv_eval(const mengine *e, const mnode *n)
     const mtensor *in = in_rec(e, n, 0), *f = in_rec(e, n, 1), *out = &e->tensors[n->output];
     const mengine_k_dims id = dims4q(in), fd = dims4q(f), od = dims4q(out);
     int32_t *mult = (int32_t *)(void *)n->scratch;
-    q_multipliers(e, n, od.c);
-    return mengine_kq_conv2d_s8(&n->p.q8, mult, mult + od.c, mult + 2 * od.c, &id, I8(in->cdata),
-                                &fd, I8(f->cdata), bias_data(e, &n->p.q8), &od, O8(out->data));
+    const float *fs = q_multipliers(e, n, od.c);
+    return mengine_kq_conv2d_s8(&n->p.q8, mult, mult + od.c, fs, mult + 2 * od.c, &id,
+                                I8(in->cdata), &fd, I8(f->cdata), bias_data(e, &n->p.q8), &od,
+                                O8(out->data));
 }
 
 static mengine_status q_dw_eval(const mengine *e, const mnode *n)
@@ -205,8 +225,8 @@ static mengine_status q_dw_eval(const mengine *e, const mnode *n)
     const mtensor *in = in_rec(e, n, 0), *f = in_rec(e, n, 1), *out = &e->tensors[n->output];
     const mengine_k_dims id = dims4q(in), fd = dims4q(f), od = dims4q(out);
     int32_t *mult = (int32_t *)(void *)n->scratch;
-    q_multipliers(e, n, od.c);
-    return mengine_kq_depthwise_conv_s8(&n->p.q8, mult, mult + od.c, mult + 2 * od.c, &id,
+    const float *fs = q_multipliers(e, n, od.c);
+    return mengine_kq_depthwise_conv_s8(&n->p.q8, mult, mult + od.c, fs, mult + 2 * od.c, &id,
                                         I8(in->cdata), &fd, I8(f->cdata), bias_data(e, &n->p.q8),
                                         &od, O8(out->data));
 }
@@ -247,6 +267,9 @@ static mengine_status q_fc_prepare(const mop_ctx *c, mnode *node)
     const double real = (double)in.scale * (double)w.scale / (double)out.scale;
     mengine_kq_quantize_multiplier(real, &q.mult, &q.shift);
     mengine_kq_act_range(act, out.scale, out.zero_point, &q.act_min, &q.act_max);
+    q.in_scale = in.scale; /* fp32 requantization: in_scale * w_scale / out_scale in float */
+    q.out_scale = out.scale;
+    q.beta = w.scale;
     node->p.q8 = q;
     return MENGINE_OK;
 }
@@ -255,7 +278,10 @@ static mengine_status q_fc_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = in_rec(e, n, 0), *w = in_rec(e, n, 1), *out = &e->tensors[n->output];
     const int32_t units = w->dims[0], depth = w->dims[1];
-    return mengine_kq_fully_connected_s8(&n->p.q8, (int32_t)(in->count / (uint32_t)depth), depth,
+    const mengine_kq_params *q = &n->p.q8;
+    const float fs =
+        e->requant == MENGINE_REQUANT_FP32 ? q->in_scale * q->beta / q->out_scale : 0.0f;
+    return mengine_kq_fully_connected_s8(q, fs, (int32_t)(in->count / (uint32_t)depth), depth,
                                          units, I8(in->cdata), I8(w->cdata), bias_data(e, &n->p.q8),
                                          O8(out->data));
 }
@@ -294,6 +320,9 @@ static mengine_status q_binary_prepare(const mop_ctx *c, mnode *node, int add)
                                        &q.mult, &q.shift);
     }
     mengine_kq_act_range(act, out.scale, out.zero_point, &q.act_min, &q.act_max);
+    q.in_scale = a.scale; /* fp32 requantization (XNNPACK's arithmetic) */
+    q.beta = b.scale;
+    q.out_scale = out.scale;
     node->p.q8 = q;
     return MENGINE_OK;
 }
@@ -312,6 +341,9 @@ static mengine_status q_add_eval(const mengine *e, const mnode *n)
 {
     const mtensor *a = in_rec(e, n, 0), *b = in_rec(e, n, 1), *out = &e->tensors[n->output];
     const mengine_k_dims ad = dims4q(a), bd = dims4q(b), od = dims4q(out);
+    if (e->requant == MENGINE_REQUANT_FP32)
+        return mengine_kq_add_s8_xnn(&n->p.q8, &ad, I8(a->cdata), &bd, I8(b->cdata), &od,
+                                     O8(out->data));
     return mengine_kq_add_s8(&n->p.q8, &ad, I8(a->cdata), &bd, I8(b->cdata), &od, O8(out->data));
 }
 
@@ -319,6 +351,9 @@ static mengine_status q_mul_eval(const mengine *e, const mnode *n)
 {
     const mtensor *a = in_rec(e, n, 0), *b = in_rec(e, n, 1), *out = &e->tensors[n->output];
     const mengine_k_dims ad = dims4q(a), bd = dims4q(b), od = dims4q(out);
+    if (e->requant == MENGINE_REQUANT_FP32)
+        return mengine_kq_mul_s8_xnn(&n->p.q8, &ad, I8(a->cdata), &bd, I8(b->cdata), &od,
+                                     O8(out->data));
     return mengine_kq_mul_s8(&n->p.q8, &ad, I8(a->cdata), &bd, I8(b->cdata), &od, O8(out->data));
 }
 
@@ -393,6 +428,8 @@ static mengine_status q_mean_prepare(const mop_ctx *c, mnode *node)
     q.in_zp = in.zero_point;
     q.out_zp = out.zero_point;
     mengine_kq_quantize_multiplier((double)in.scale / (double)out.scale, &q.mult, &q.shift);
+    q.in_scale = in.scale; /* fp32 requantization */
+    q.out_scale = out.scale;
     node->p.q8 = q;
     return MENGINE_OK;
 }
@@ -401,6 +438,8 @@ static mengine_status q_mean_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = in_rec(e, n, 0), *out = &e->tensors[n->output];
     const mengine_k_dims id = dims4q(in);
+    if (e->requant == MENGINE_REQUANT_FP32)
+        return mengine_kq_mean_hw_s8_fp32(&n->p.q8, &id, I8(in->cdata), O8(out->data));
     return mengine_kq_mean_hw_s8(&n->p.q8, &id, I8(in->cdata), O8(out->data));
 }
 

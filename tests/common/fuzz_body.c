@@ -98,6 +98,10 @@ fuzz_outcome fuzz_engine_one(const uint8_t *data, size_t size, char *msg, size_t
     if (acts * largest <= FUZZ_MAX_WORK) {
         if (mengine_invoke(&e) != MENGINE_OK)
             finding("invoke failed on a prepared model", "");
+        /* again with XNNPACK's requantization (int8 models: other kernels and arithmetic) */
+        if (mengine_set_requant(&e, MENGINE_REQUANT_FP32) != MENGINE_OK ||
+            mengine_invoke(&e) != MENGINE_OK)
+            finding("invoke with fp32 requantization failed on a prepared model", "");
         for (size_t i = 0; i < mengine_output_count(&e); i++) {
             mengine_view v;
             if (mengine_output(&e, i, &v) != MENGINE_OK)

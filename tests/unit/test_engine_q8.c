@@ -61,6 +61,82 @@ static void test_quantize_multiplier(void **state)
     }
 }
 
+/* XNNPACK's fp32 requantization: round half to even after the float product, clamped first */
+static void test_requant_fp32(void **state)
+{
+    (void)state;
+    assert_int_equal(mengine_kq_requant_fp32(5, 0.5f, 0, -128, 127), 2);  /* 2.5 -> 2 */
+    assert_int_equal(mengine_kq_requant_fp32(7, 0.5f, 0, -128, 127), 4);  /* 3.5 -> 4 */
+    assert_int_equal(mengine_kq_requant_fp32(-5, 0.5f, 3, -128, 127), 1); /* -2.5 -> -2, + 3 */
+    assert_int_equal(mengine_kq_requant_fp32(4003, 0.0031222f, -10, -128, 127), 2); /* 12.498 */
+    assert_int_equal(mengine_kq_requant_fp32(1000000, 0.01f, 5, -128, 127), 127);
+    assert_int_equal(mengine_kq_requant_fp32(-1000000, 0.01f, 5, -20, 127), -20);
+    assert_int_equal(mengine_kq_requant_fp32(0, INFINITY, 7, -128, 127), -128); /* NaN product */
+}
+
+/* ADD and MUL in XNNPACK's arithmetic (the fp32 mode) against real numbers: within 1 LSB
+ * (XNNPACK's own tests allow 0.6), a per-channel b included */
+static void test_add_mul_xnn(void **state)
+{
+    (void)state;
+    for (int it = 0; it < 100; it++) {
+        const int add = it % 2, C = rnd(1, 20), HW = rnd(1, 12), bc = it % 4 == 1;
+        const mengine_k_dims od = {1, 1, HW, C}, bd = {1, 1, bc ? 1 : HW, C};
+        int8_t a[240], b[240], y[240];
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.in2_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        p.act_min = -128, p.act_max = 127;
+        p.in_scale = 0.001f * (float)rnd(1, 100), p.beta = 0.001f * (float)rnd(1, 100);
+        p.out_scale = add ? 0.002f * (float)rnd(1, 100) : 0.0001f * (float)rnd(1, 100);
+        for (int i = 0; i < HW * C; i++)
+            a[i] = (int8_t)rnd(-128, 127), b[i] = (int8_t)rnd(-128, 127);
+        assert_int_equal(add ? mengine_kq_add_s8_xnn(&p, &od, a, &bd, b, &od, y)
+                             : mengine_kq_mul_s8_xnn(&p, &od, a, &bd, b, &od, y),
+                         MENGINE_OK);
+        for (int i = 0; i < HW * C; i++) {
+            const double ra = p.in_scale * (double)(a[i] - p.in_zp);
+            const double rb = p.beta * (double)(b[bc ? i % C : i] - p.in2_zp);
+            near(y[i], qround((add ? ra + rb : ra * rb) / p.out_scale, p.out_zp),
+                 add ? "add_xnn" : "mul_xnn", (size_t)i);
+        }
+    }
+}
+
+/* MEAN in the fp32 mode against real numbers (within 1 LSB), and exactly on a known tie */
+static void test_mean_fp32(void **state)
+{
+    (void)state;
+    for (int it = 0; it < 50; it++) {
+        const int H = rnd(1, 7), W = rnd(1, 7), C = rnd(1, 9);
+        int8_t x[7 * 7 * 9], y[9];
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        p.in_scale = 0.001f * (float)rnd(1, 100), p.out_scale = 0.001f * (float)rnd(1, 100);
+        for (int i = 0; i < H * W * C; i++)
+            x[i] = (int8_t)rnd(-128, 127);
+        const mengine_k_dims d = {1, H, W, C};
+        assert_int_equal(mengine_kq_mean_hw_s8_fp32(&p, &d, x, y), MENGINE_OK);
+        for (int c = 0; c < C; c++) {
+            double s = 0;
+            for (int i = 0; i < H * W; i++)
+                s += x[i * C + c] - p.in_zp;
+            near(y[c], qround(s / (H * W) * p.in_scale / p.out_scale, p.out_zp), "mean_fp32",
+                 (size_t)c);
+        }
+    }
+    /* sum 10 over 4 pixels at equal scales: 2.5 rounds to 2 (ties to even) */
+    const int8_t x[4] = {1, 2, 3, 4};
+    int8_t y[1];
+    mengine_kq_params p;
+    memset(&p, 0, sizeof p);
+    p.in_scale = p.out_scale = 0.5f;
+    const mengine_k_dims d = {1, 2, 2, 1};
+    assert_int_equal(mengine_kq_mean_hw_s8_fp32(&p, &d, x, y), MENGINE_OK);
+    assert_int_equal(y[0], 2);
+}
+
 static void test_act_range(void **state)
 {
     (void)state;
@@ -94,7 +170,8 @@ static void conv_case(int dw)
     int8_t *x = malloc(nx), *w = malloc(nw), *y = malloc((size_t)OH * OW * CO);
     int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4),
             *sh = malloc((size_t)CO * 4);
-    int32_t *wk = malloc((size_t)CO * 8 + (size_t)CO * CI + 16);
+    const mengine_k_dims fdim = {dw ? 1 : CO, K, K, dw ? CO : CI};
+    int32_t *wk = malloc(mengine_kq_conv_get_buffer_size(&fdim, dw));
     float *ws = malloc((size_t)CO * 4);
     assert_true(x && w && y && b && mult && sh && ws);
     for (size_t i = 0; i < nx; i++)
@@ -108,9 +185,10 @@ static void conv_case(int dw)
     mengine_kq_channel_multipliers(in_s, (const uint8_t *)ws, (uint32_t)CO, out_s, CO, mult, sh);
     const mengine_k_dims id = {N, H, W, CI}, fd = {dw ? 1 : CO, K, K, dw ? CO : CI},
                          od = {N, OH, OW, CO};
-    assert_int_equal(dw ? mengine_kq_depthwise_conv_s8(&p, mult, sh, wk, &id, x, &fd, w, b, &od, y)
-                        : mengine_kq_conv2d_s8(&p, mult, sh, wk, &id, x, &fd, w, b, &od, y),
-                     MENGINE_OK);
+    assert_int_equal(
+        dw ? mengine_kq_depthwise_conv_s8(&p, mult, sh, NULL, wk, &id, x, &fd, w, b, &od, y)
+           : mengine_kq_conv2d_s8(&p, mult, sh, NULL, wk, &id, x, &fd, w, b, &od, y),
+        MENGINE_OK);
     for (int oy = 0; oy < OH; oy++)
         for (int ox = 0; ox < OW; ox++)
             for (int oc = 0; oc < CO; oc++) {
@@ -164,7 +242,7 @@ static void test_fully_connected(void **state)
         w[i] = (int8_t)rnd(-127, 127);
     for (int u = 0; u < U; u++)
         b[u] = rnd(-2000, 2000);
-    assert_int_equal(mengine_kq_fully_connected_s8(&p, R, D, U, x, w, b, y), MENGINE_OK);
+    assert_int_equal(mengine_kq_fully_connected_s8(&p, 0.0f, R, D, U, x, w, b, y), MENGINE_OK);
     for (int r = 0; r < R; r++)
         for (int u = 0; u < U; u++) {
             double acc = b[u] * (double)in_s * w_s;
@@ -270,17 +348,150 @@ static void test_hard_swish_softmax(void **state)
     }
 }
 
+/* The vector paths (kernels_q8_simd.c) against the portable kernels, byte for byte, on random
+ * shapes (channel counts around the vector widths, 1x1 and KxK, strides, padding), zero
+ * points, multipliers (shifts from -31 to +3), clamps and biases (large ones: the int32 sums
+ * wrap the same way). Skipped, and said so, in a build without vector paths. */
+static void test_simd_same_bytes(void **state)
+{
+    (void)state;
+    const int simd = mengine_kq_has_simd();
+    if (!simd)
+        print_message("no int8 vector path in this build: checking that the vector entry points "
+                      "refuse (tests/integration/engine_native.sh compares them where built)\n");
+    int fast = 0;
+    for (int it = 0; it < 300; it++) {
+        const int dw = it % 2, one = it % 6 == 0;
+        const int H = rnd(1, 9), W = rnd(1, 9), CI = rnd(1, 40), K = one ? 1 : rnd(1, 3) * 2 - 1;
+        const int M = dw && it % 5 == 1 ? 2 : 1, CO = dw ? CI * M : rnd(1, 40);
+        const int S = one ? 1 : rnd(1, 2);
+        const int OH = (H + S - 1) / S, OW = (W + S - 1) / S;
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.stride_h = p.stride_w = S;
+        p.pad_h = ((OH - 1) * S + K - H) > 0 ? ((OH - 1) * S + K - H) / 2 : 0;
+        p.pad_w = ((OW - 1) * S + K - W) > 0 ? ((OW - 1) * S + K - W) / 2 : 0;
+        p.multiplier = M;
+        p.in_zp = rnd(-128, 127);
+        p.out_zp = rnd(-128, 127);
+        p.act_min = rnd(-128, 0), p.act_max = rnd(0, 127);
+        const size_t nx = (size_t)H * W * CI,
+                     nw = dw ? (size_t)K * K * CO : (size_t)CO * K * K * CI;
+        const size_t ny = (size_t)OH * OW * CO;
+        int8_t *x = malloc(nx), *w = malloc(nw), *y0 = malloc(ny), *y1 = malloc(ny);
+        int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4),
+                *sh = malloc((size_t)CO * 4);
+        const mengine_k_dims id = {1, H, W, CI}, fd = {dw ? 1 : CO, K, K, dw ? CO : CI},
+                             od = {1, OH, OW, CO};
+        const size_t wkb = mengine_kq_conv_get_buffer_size(&fd, dw);
+        int32_t *wk = malloc(wkb);
+        assert_true(x && w && y0 && y1 && b && mult && sh && wk);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = (int8_t)rnd(-128, 127);
+        for (size_t i = 0; i < nw; i++)
+            w[i] = (int8_t)rnd(it % 7 == 3 ? -128 : -127, 127);
+        for (int c = 0; c < CO; c++) {
+            b[c] = it % 11 == 4 ? (int32_t)(rs * 2654435761u) : rnd(-30000, 30000);
+            mult[c] = c % 9 == 8 ? 0 : rnd(1 << 30, 0x7fffffff);
+            sh[c] = it % 4 == 2 ? rnd(-31, 3) : rnd(-12, 0);
+        }
+        const int32_t *bias = it % 8 == 5 ? NULL : b;
+        float *fsc = malloc((size_t)CO * 4); /* fp32 requantization in every third case */
+        assert_true(fsc);
+        for (int c = 0; c < CO; c++)
+            fsc[c] = c % 13 == 12 ? 1e30f : (float)rnd(1, 1 << 20) * 1e-9f;
+        const float *fs = it % 3 == 2 ? fsc : NULL;
+        mengine_status s0, s1;
+        memset(y0, 0x55, ny);
+        memset(y1, 0x55, ny);
+        if (dw) {
+            s1 = mengine_kq_depthwise_conv_s8_simd(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od,
+                                                   y1);
+            s0 = mengine_kq_depthwise_conv_s8_ref(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od,
+                                                  y0);
+        } else {
+            s1 = mengine_kq_conv2d_s8_simd(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od, y1);
+            s0 = mengine_kq_conv2d_s8_ref(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od, y0);
+        }
+        assert_int_equal(s0, MENGINE_OK);
+        if (s1 == MENGINE_OK) {
+            fast++;
+            for (size_t i = 0; i < ny; i++)
+                if (y0[i] != y1[i])
+                    fail_msg("case %d (%s %dx%dx%d k%d s%d co%d): y[%zu] %d, portable %d", it,
+                             dw ? "depthwise" : "conv", H, W, CI, K, S, CO, i, y1[i], y0[i]);
+        } else {
+            assert_int_equal(s1, MENGINE_ERR_UNSUPPORTED);
+            assert_true(!simd || (dw && M != 1)); /* the only shape without a vector path */
+            for (size_t i = 0; i < ny; i++)       /* nothing written */
+                assert_int_equal(y1[i], 0x55);
+        }
+        free(x), free(w), free(y0), free(y1), free(b), free(mult), free(sh), free(wk), free(fsc);
+    }
+    assert_true(simd ? fast > 200 : fast == 0);
+}
+
+/* The vector ADD and MUL against the portable ones, byte for byte: same shapes and a
+ * per-channel b, random zero points, multipliers and clamps. */
+static void test_simd_binary_same_bytes(void **state)
+{
+    (void)state;
+    const int simd = mengine_kq_has_simd();
+    for (int it = 0; it < 200; it++) {
+        const int add = it % 2, bcast = it % 3 == 1;
+        const int H = rnd(1, 6), W = rnd(1, 6), C = rnd(1, 37);
+        const mengine_k_dims od = {1, H, W, C}, bd = {1, bcast ? 1 : H, bcast ? 1 : W, C};
+        const size_t n = (size_t)H * W * C, nb = bcast ? (size_t)C : n;
+        int8_t *a = malloc(n), *b = malloc(nb), *y0 = malloc(n), *y1 = malloc(n);
+        assert_true(a && b && y0 && y1);
+        for (size_t i = 0; i < n; i++)
+            a[i] = (int8_t)rnd(-128, 127);
+        for (size_t i = 0; i < nb; i++)
+            b[i] = (int8_t)rnd(-128, 127);
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.in2_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        p.act_min = rnd(-128, 0), p.act_max = rnd(0, 127);
+        p.mult = rnd(1 << 30, 0x7fffffff), p.shift = add ? rnd(-25, -18) : rnd(-15, -5);
+        p.mult1 = rnd(1 << 30, 0x7fffffff), p.shift1 = rnd(-3, 0);
+        p.mult2 = rnd(1 << 30, 0x7fffffff), p.shift2 = rnd(-3, 0);
+        memset(y1, 0x55, n);
+        const mengine_status s1 = mengine_kq_binary_s8_simd(&p, add, &od, a, &bd, b, &od, y1);
+        if (!simd) { /* a build without vector paths: refused, nothing written */
+            assert_int_equal(s1, MENGINE_ERR_UNSUPPORTED);
+            for (size_t i = 0; i < n; i++)
+                assert_int_equal(y1[i], 0x55);
+            free(a), free(b), free(y0), free(y1);
+            continue;
+        }
+        assert_int_equal(s1, MENGINE_OK);
+        assert_int_equal(add ? mengine_kq_add_s8_ref(&p, &od, a, &bd, b, &od, y0)
+                             : mengine_kq_mul_s8_ref(&p, &od, a, &bd, b, &od, y0),
+                         MENGINE_OK);
+        for (size_t i = 0; i < n; i++)
+            if (y0[i] != y1[i])
+                fail_msg("case %d (%s): y[%zu] %d, portable %d", it, add ? "add" : "mul", i, y1[i],
+                         y0[i]);
+        free(a), free(b), free(y0), free(y1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_multiplier),
         cmocka_unit_test(test_act_range),
+        cmocka_unit_test(test_requant_fp32),
+        cmocka_unit_test(test_add_mul_xnn),
+        cmocka_unit_test(test_mean_fp32),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_depthwise),
         cmocka_unit_test(test_fully_connected),
         cmocka_unit_test(test_add_mul_broadcast),
         cmocka_unit_test(test_mean_pad),
         cmocka_unit_test(test_hard_swish_softmax),
+        cmocka_unit_test(test_simd_same_bytes),
+        cmocka_unit_test(test_simd_binary_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

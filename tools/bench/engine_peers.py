@@ -73,7 +73,7 @@ def litert(args, x_for):
     interp = Interpreter(model_path=args.model, num_threads=1)
     interp.allocate_tensors()
     inp = interp.get_input_details()[0]
-    interp.set_tensor(inp["index"], x_for(tuple(inp["shape"])))
+    interp.set_tensor(inp["index"], x_for(tuple(inp["shape"]), inp["dtype"]))
     return time_invoke(interp.invoke, args.runs, args.warmup)
 
 
@@ -84,8 +84,8 @@ def tflm_interpreter(model, arena_size=None):
 
 def tflm(args, x_for):
     interp = tflm_interpreter(args.model)
-    shape = tuple(interp.get_input_details(0)["shape"])
-    interp.set_input(x_for(shape), 0)
+    d = interp.get_input_details(0)
+    interp.set_input(x_for(tuple(d["shape"]), d["dtype"]), 0)
     return time_invoke(interp.invoke, args.runs, args.warmup)
 
 
@@ -214,14 +214,18 @@ def main():
     import numpy as np
     rng = np.random.default_rng(args.seed)
 
-    def x_for(shape):
+    def x_for(shape, dtype=np.float32):  # an int8 model's input: uniform int8 values
+        if np.dtype(dtype) == np.int8:
+            return rng.integers(-128, 128, size=shape).astype(np.int8)
         return rng.uniform(-2, 2, size=shape).astype(np.float32)
 
     out = {"runtime": args.runtime, "model": args.model}
     if args.runtime == "input":
         from ai_edge_litert.interpreter import Interpreter
         interp = Interpreter(model_path=args.model)
-        x_for(tuple(interp.get_input_details()[0]["shape"])).astype("<f4").tofile(args.out)
+        d = interp.get_input_details()[0]
+        x = x_for(tuple(d["shape"]), d["dtype"])
+        (x if x.dtype == np.int8 else x.astype("<f4")).tofile(args.out)
         return
     if args.runtime == "tflm-arena":
         out.update(tflm_arena(args, x_for))

@@ -42,12 +42,13 @@ typedef struct opts {
     int n_images;
     int top, bench;
     bool json, stats, check, raw, all, version;
-    const char *dump_input, *dump_output, *out, *color;
+    const char *dump_input, *dump_output, *out, *color, *requant;
 } opts;
 
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_args(int argc, char **argv, opts *o)
 {
+    static const char *const requant_words[] = {"ref", "fp32", NULL};
     *o = (opts){.top = 5};
     const opt_def defs[] = {
         {.name = "top",
@@ -100,6 +101,13 @@ static int parse_args(int argc, char **argv, opts *o)
          .dest = &o->color,
          .metavar = "F.png",
          .help = "stereo: the disparity colour-mapped (dark blue 0 .. dark red max_disp)"},
+        {.name = "requant",
+         .kind = OPT_STRING,
+         .dest = &o->requant,
+         .choices = requant_words,
+         .metavar = "MODE",
+         .help =
+             "int8: ref (TFLite's fixed point, default) or fp32 (XNNPACK's, as LiteRT's default)"},
         {.name = "all",
          .kind = OPT_FLAG,
          .dest = &o->all,
@@ -284,6 +292,8 @@ static int open_session(session *s, const opts *o)
     if (mengine_init(&s->e, &s->m, s->arena, s->arena_size) != MENGINE_OK ||
         mengine_prepare(&s->e, msg, sizeof msg) != MENGINE_OK)
         return fprintf(stderr, "manta-infer: %s: prepare failed: %s\n", o->model, msg), -1;
+    if (o->requant && !strcmp(o->requant, "fp32"))
+        mengine_set_requant(&s->e, MENGINE_REQUANT_FP32);
     if (mengine_input_count(&s->e) == 2 && mengine_output_count(&s->e) == 1) {
         s->stereo = 1; /* the rest is stereo_infer_run()'s */
         return 0;
