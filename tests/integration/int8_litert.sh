@@ -63,4 +63,32 @@ ref = [r for r in rows if r["resolver"] == "reference kernels"][0]
 assert ref["equal_pct"] >= 99.0 and ref["max_diff"] <= 1, ref
 PY2
 done
-echo "int8_litert: engine == LiteRT reference kernels (>= 99% equal, the rest within 1 LSB) on 200 test images, largest and smallest"
+# The engine's fp32 requantization (manta-infer --requant fp32) against LiteRT's default
+# path (XNNPACK requantizes in fp32): the same >= 99% / 1 LSB, on the smallest's first 100 inputs.
+mkdir -p "$tmp/f_min"
+cp "$tmp/d_min/inputs.bin" "$tmp/d_min/labels.bin" "$tmp/f_min/"
+"$PY" - "$INFER" "$tmp/min.tflite" "$tmp/f_min" 100 <<'PY3' || fail "manta-infer --requant fp32 on the dumped inputs"
+import json, os, subprocess, sys
+import numpy as np
+infer, model, d, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+xs = np.fromfile(os.path.join(d, "inputs.bin"), dtype=np.int8)
+per = xs.size // len(np.fromfile(os.path.join(d, "labels.bin"), dtype=np.int32))
+outs = []
+for k in range(n):
+    f = os.path.join(d, "x.bin")
+    xs[k * per:(k + 1) * per].tofile(f)
+    r = subprocess.run([infer, model, f, "--raw", "--json", "--all", "--requant", "fp32"],
+                       capture_output=True, text=True, check=True)
+    outs.append(json.loads(r.stdout)["images"][0]["output_q"])
+np.array(outs, dtype=np.int8).tofile(os.path.join(d, "outputs.bin"))
+PY3
+"$PY" tools/bench/litert_int8_compare.py "$tmp/min.tflite" "$tmp/f_min" --images 100 >"$tmp/cmp_f.json" \
+    2>"$tmp/cmp_f.err" || fail "litert_int8_compare fp32: $(tail -3 "$tmp/cmp_f.err")"
+cat "$tmp/cmp_f.json"
+"$PY" - "$tmp/cmp_f.json" <<'PY4' || fail "min, --requant fp32: the engine and LiteRT's default (XNNPACK) path disagree"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+x = [r for r in rows if r["resolver"].startswith("default")][0]
+assert x["equal_pct"] >= 99.0 and x["max_diff"] <= 1, x
+PY4
+echo "int8_litert: engine == LiteRT reference kernels (>= 99% equal, the rest within 1 LSB) on 200 test images, largest and smallest; --requant fp32 == XNNPACK on 100"
