@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cl/blas.h"
+#include "cl/slab.h"
 #include "nn/launch.h"
 
 /* Scratch layout of the im2col path, in floats from scratch.off:
@@ -93,7 +94,8 @@ static size_t gemm_floats(const nn_conv2d_shape *s)
     return col > SIZE_MAX - yt ? SIZE_MAX : col + yt;
 }
 
-size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
+/* Scratch of the whole batch of @p s (no chunks). */
+static size_t whole_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
 {
     bool valid = s->n >= 1 && s->cin >= 1 && s->cout >= 1 && nn_conv2d_out_h(s) >= 1 &&
                  nn_conv2d_out_w(s) >= 1;
@@ -102,6 +104,43 @@ size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
     size_t floats = gemm_floats(s), splits = wgrad_splits(d, s);
     size_t part = splits > 1 ? mul_sat(splits, mul_sat((size_t)s->cout, col_rows(s))) : 0;
     return floats > SIZE_MAX - part ? SIZE_MAX : floats + part;
+}
+
+size_t nn_scratch_cap(const mcl_dev *d)
+{
+    size_t piece = mcl_piece_floats(d);
+    return piece < NN_SCRATCH_CAP ? piece : NN_SCRATCH_CAP;
+}
+
+int nn_conv2d_chunk(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    const size_t cap = nn_scratch_cap(d);
+    if (s->n <= 1 || whole_scratch_floats(d, s) <= cap)
+        return s->n;
+    int lo = 1, hi = s->n - 1; /* the most images whose scratch fits (at least 1) */
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        nn_conv2d_shape c = *s;
+        c.n = mid;
+        if (whole_scratch_floats(d, &c) <= cap)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    size_t whole = whole_scratch_floats(d, s), cap = nn_scratch_cap(d);
+    if (s->n <= 1 || whole <= cap)
+        return whole;
+    /* in chunks: the cap itself, so that a narrower shape run later with the same scratch
+     * (a sub-network's), whose whole batch may fit the cap, finds room for it */
+    nn_conv2d_shape c = *s;
+    c.n = nn_conv2d_chunk(d, s);
+    size_t chunk = whole_scratch_floats(d, &c);
+    return chunk > cap ? chunk : cap;
 }
 
 /* Check @p s and the sizes the kernels index with int. */
@@ -402,8 +441,8 @@ static manta_status direct_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, 
     return mcl_launch_run(&L, 1, (size_t[]){items}, (size_t[]){k});
 }
 
-manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview y,
-                               mview scratch)
+static manta_status conv_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview y,
+                                 mview scratch)
 {
     static const char op[] = "conv2d forward";
     manta_status st = check_shape(d, op, s);
@@ -484,8 +523,8 @@ manta_status nn_gemm_wgrad(mcl_dev *d, size_t m, size_t n, size_t k, mview a, mv
                      k, 1.0f, dw, ld);
 }
 
-manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
-                                mview dx, mview dw, mview scratch)
+static manta_status conv_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
+                                  mview dx, mview dw, mview scratch)
 {
     static const char op[] = "conv2d backward";
     MANTA_TRY(check_shape(d, op, s));
@@ -530,4 +569,43 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
     if (st != MANTA_OK)
         return st;
     return nn_col2im(d, s, col, dx);
+}
+
+/* Floats of one image of the input and of the output of @p s. */
+static size_t image_in(const nn_conv2d_shape *s) { return (size_t)s->cin * s->h * s->w; }
+static size_t image_out(const nn_conv2d_shape *s)
+{
+    return (size_t)s->cout * nn_conv2d_out_h(s) * nn_conv2d_out_w(s);
+}
+
+manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview y,
+                               mview scratch)
+{
+    const int chunk = s && s->n >= 1 ? nn_conv2d_chunk(d, s) : 0;
+    if (!s || chunk >= s->n)
+        return conv_forward(d, s, x, w, y, scratch);
+    for (int i = 0; i < s->n; i += chunk) {
+        nn_conv2d_shape c = *s;
+        c.n = s->n - i < chunk ? s->n - i : chunk;
+        MANTA_TRY(conv_forward(d, &c, x.mem ? mview_at(x, (size_t)i * image_in(s)) : x, w,
+                               y.mem ? mview_at(y, (size_t)i * image_out(s)) : y, scratch));
+    }
+    return MANTA_OK;
+}
+
+manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
+                                mview dx, mview dw, mview scratch)
+{
+    const int chunk = s && s->n >= 1 ? nn_conv2d_chunk(d, s) : 0;
+    if (!s || chunk >= s->n)
+        return conv_backward(d, s, x, w, dy, dx, dw, scratch);
+    for (int i = 0; i < s->n; i += chunk) {
+        nn_conv2d_shape c = *s;
+        c.n = s->n - i < chunk ? s->n - i : chunk;
+        const size_t in = (size_t)i * image_in(s), out = (size_t)i * image_out(s);
+        MANTA_TRY(conv_backward(d, &c, x.mem ? mview_at(x, in) : x, w,
+                                dy.mem ? mview_at(dy, out) : dy, dx.mem ? mview_at(dx, in) : dx, dw,
+                                scratch));
+    }
+    return MANTA_OK;
 }
