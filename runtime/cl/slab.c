@@ -100,10 +100,11 @@ manta_status mslab_create_split(mcl_dev *d, mslab *s, size_t floats, const size_
     int n = mslab_split(floats, cuts, n_cuts, max_piece, s->piece_lo, &bad, &bad_floats);
     if (n == 0 && bad_floats)
         return manta_err_set(mcl_err(d), MANTA_ERR_DEVICE_MEMORY,
-                             "device '%s': %s: one tensor of %zu bytes (at float %zu of %zu) is "
-                             "above the largest buffer of %zu bytes (the device's largest "
-                             "allocation, CL_DEVICE_MAX_MEM_ALLOC_SIZE%s, or 2^32 floats); use a "
-                             "smaller batch or resolution",
+                             "device '%s': %s: %zu bytes at float %zu of %zu cannot be split (one "
+                             "tensor, or the slots' shared gradient region) and exceed the largest "
+                             "buffer of %zu bytes (the device's largest allocation, "
+                             "CL_DEVICE_MAX_MEM_ALLOC_SIZE%s, or 2^32 floats); use a smaller batch "
+                             "or resolution",
                              mcl_info(d)->name, name, bad_floats * sizeof(float), bad, floats,
                              max_piece * sizeof(float), mcl_info(d)->clamped[0] ? ", clamped" : "");
     if (n == 0)

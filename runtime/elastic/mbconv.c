@@ -281,20 +281,20 @@ manta_status ofa_net_plan_memory(ofa_net *n, mcl_dev *d, int batch, const ofa_ne
     return st;
 }
 
-bool ofa_mem_fits(unsigned long long bytes, unsigned long long unit_bytes,
-                  unsigned long long global_mem, unsigned long long max_alloc)
+bool ofa_net_mem_fits(unsigned long long bytes, unsigned long long unit_bytes,
+                      unsigned long long global_mem, unsigned long long max_alloc)
 {
     return bytes <= global_mem / 20 * 19 && unit_bytes <= max_alloc;
 }
 
-manta_status ofa_mem_pick_batch(ofa_mem_plan_fn plan, void *ctx, int max_batch,
+manta_status ofa_net_pick_batch(ofa_net_mem_plan_fn plan, void *ctx, int max_batch,
                                 unsigned long long global_mem, unsigned long long max_alloc,
                                 int *batch, unsigned long long *bytes,
                                 unsigned long long *unit_bytes, const char **unit_what)
 {
     *batch = 0;
     MANTA_TRY(plan(ctx, 1, bytes, unit_bytes, unit_what));
-    if (!ofa_mem_fits(*bytes, *unit_bytes, global_mem, max_alloc))
+    if (!ofa_net_mem_fits(*bytes, *unit_bytes, global_mem, max_alloc))
         return MANTA_OK;
     int lo = 1, hi = max_batch > 1 ? max_batch : 1; /* lo fits; the answer is in [lo, hi] */
     while (lo < hi) {
@@ -302,7 +302,7 @@ manta_status ofa_mem_pick_batch(ofa_mem_plan_fn plan, void *ctx, int max_batch,
         unsigned long long b, u;
         const char *w;
         MANTA_TRY(plan(ctx, mid, &b, &u, &w));
-        if (ofa_mem_fits(b, u, global_mem, max_alloc))
+        if (ofa_net_mem_fits(b, u, global_mem, max_alloc))
             lo = mid;
         else
             hi = mid - 1;

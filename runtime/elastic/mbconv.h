@@ -252,20 +252,20 @@ manta_status ofa_net_plan_memory(ofa_net *n, mcl_dev *d, int batch, const ofa_ne
  *  device of @p global_mem bytes (CL_DEVICE_GLOBAL_MEM_SIZE) and largest allocation
  *  @p max_alloc: bytes within 95% of global_mem (room for the queue, CLBlast and the
  *  driver) and unit_bytes within max_alloc. */
-bool ofa_mem_fits(unsigned long long bytes, unsigned long long unit_bytes,
-                  unsigned long long global_mem, unsigned long long max_alloc);
+bool ofa_net_mem_fits(unsigned long long bytes, unsigned long long unit_bytes,
+                      unsigned long long global_mem, unsigned long long max_alloc);
 /** Plans the memory of batch @p batch (e.g. ofa_net_plan_memory() and what a trainer adds):
  *  *bytes in all, *unit_bytes the largest part that must fit one buffer, *unit_what its
  *  name. */
-typedef manta_status (*ofa_mem_plan_fn)(void *ctx, int batch, unsigned long long *bytes,
-                                        unsigned long long *unit_bytes, const char **unit_what);
+typedef manta_status (*ofa_net_mem_plan_fn)(void *ctx, int batch, unsigned long long *bytes,
+                                            unsigned long long *unit_bytes, const char **unit_what);
 /**
- * The largest batch in [1, @p max_batch] whose plan fits (ofa_mem_fits()), memory growing
+ * The largest batch in [1, @p max_batch] whose plan fits (ofa_net_mem_fits()), memory growing
  * with the batch (a binary search); 0 when batch 1 does not fit, with batch 1's plan in
  * *@p bytes, *@p unit_bytes and *@p unit_what (for the message); else the chosen batch's.
  * @return the plan's error.
  */
-manta_status ofa_mem_pick_batch(ofa_mem_plan_fn plan, void *ctx, int max_batch,
+manta_status ofa_net_pick_batch(ofa_net_mem_plan_fn plan, void *ctx, int max_batch,
                                 unsigned long long global_mem, unsigned long long max_alloc,
                                 int *batch, unsigned long long *bytes,
                                 unsigned long long *unit_bytes, const char **unit_what);

@@ -94,12 +94,14 @@ static size_t gemm_floats(const nn_conv2d_shape *s)
     return col > SIZE_MAX - yt ? SIZE_MAX : col + yt;
 }
 
+static bool cpu_direct_all(const mcl_dev *d, const nn_conv2d_shape *s);
+
 /* Scratch of the whole batch of @p s (no chunks). */
 static size_t whole_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
 {
     bool valid = s->n >= 1 && s->cin >= 1 && s->cout >= 1 && nn_conv2d_out_h(s) >= 1 &&
                  nn_conv2d_out_w(s) >= 1;
-    if (!valid || (is_pointwise(s) && !gpu_variant(d)))
+    if (!valid || (is_pointwise(s) && !gpu_variant(d)) || cpu_direct_all(d, s))
         return 0;
     size_t floats = gemm_floats(s), splits = wgrad_splits(d, s);
     size_t part = splits > 1 ? mul_sat(splits, mul_sat((size_t)s->cout, col_rows(s))) : 0;
@@ -365,11 +367,44 @@ static manta_status pw_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mvie
 #define DIRECT_GROUP 128
 #define DIRECT_ROW_MAX 136
 
-static bool direct_shape(const nn_conv2d_shape *s)
+/* The kernels of conv_rows_backward_w: square K = 3, 5, 7, equal strides 1 or 2 and pads,
+ * any channel counts (a work-item per output channel, input channel and kernel row, over
+ * the batch's rows). */
+static bool direct_dw_shape(const nn_conv2d_shape *s)
 {
     return s->kh == s->kw && (s->kh == 3 || s->kh == 5 || s->kh == 7) &&
            s->stride_h == s->stride_w && (s->stride_h == 1 || s->stride_h == 2) &&
-           s->pad_h == s->pad_w && s->cin <= DIRECT_MAX_CIN;
+           s->pad_h == s->pad_w;
+}
+
+/* The direct forward (conv_tile_forward: the input channels' rows staged in local memory). */
+static bool direct_shape(const nn_conv2d_shape *s)
+{
+    return direct_dw_shape(s) && s->cin <= DIRECT_MAX_CIN;
+}
+
+/* Output channels per work-item of conv3_rows (CONV3_CB in conv.cl). */
+#define CONV3_CB 4
+
+/* conv3_rows: 3x3, stride 1, pad 1, more input channels than the tiled forward takes. */
+static bool conv3_shape(const nn_conv2d_shape *s)
+{
+    return s->kh == 3 && s->kw == 3 && s->stride_h == 1 && s->stride_w == 1 && s->pad_h == 1 &&
+           s->pad_w == 1;
+}
+
+/* out (N, B, H, W) from in (N, A, H, W) through the 3x3 taps (conv3_rows in conv.cl). */
+static manta_status conv3_rows(mcl_dev *d, const nn_conv2d_shape *s, mview in, mview w, mview out,
+                               int a, int b, int wb, int wa, int flip)
+{
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "conv", "conv3_rows");
+    mcl_arg_views(&L, (mview[]){in, w, out}, 3);
+    nn_arg_ints(&L, (const int[]){s->n, a, b, s->h, s->w, wb, wa, flip}, 8);
+    mcl_launch_output(&L, (size_t)s->n * b * s->h * s->w);
+    const size_t blocks = ((size_t)b + CONV3_CB - 1) / CONV3_CB;
+    return mcl_launch_run(
+        &L, 3, (size_t[]){((size_t)s->w + 7) / 8, (size_t)s->h, (size_t)s->n * blocks}, NULL);
 }
 
 /* The arguments of the direct kernels: three views, then the shape. */
@@ -422,14 +457,29 @@ static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x
     return mcl_launch_run(&L, 3, (size_t[]){ns, ho, groups}, (size_t[]){ns, ly, 1});
 }
 
+/* Whether the CPU variant's direct dW takes @p s (conv_rows_backward_w: rows up to
+ * DIRECT_ROW_MAX floats, K work-items a group). */
+static bool direct_dw_fits(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    size_t wo = (size_t)nn_conv2d_out_w(s), k = (size_t)s->kh, st = (size_t)s->stride_h;
+    return direct_dw_shape(s) && (wo + 7) / 8 * 8 * st + k <= DIRECT_ROW_MAX &&
+           k <= mcl_info(d)->max_work_group;
+}
+
+/* The CPU variant runs every pass of @p s without scratch: conv3_rows forward and dx (or the
+ * tiled forward), the direct dW. */
+static bool cpu_direct_all(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    return !gpu_variant(d) && conv3_shape(s) && direct_dw_fits(d, s);
+}
+
 /* Direct dW (accumulated); *done false when the shape does not suit it. */
 static manta_status direct_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview dy, mview dw,
                                  bool *done)
 {
-    size_t wo = (size_t)nn_conv2d_out_w(s), k = (size_t)s->kh, st = (size_t)s->stride_h;
+    size_t k = (size_t)s->kh, st = (size_t)s->stride_h;
     *done = false;
-    if (!direct_shape(s) || (wo + 7) / 8 * 8 * st + k > DIRECT_ROW_MAX ||
-        k > mcl_info(d)->max_work_group)
+    if (!direct_dw_fits(d, s))
         return MANTA_OK;
     char name[40];
     snprintf(name, sizeof name, "conv_rows_backward_w_k%zu_s%zu", k, st);
@@ -460,6 +510,8 @@ static manta_status conv_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, 
         st = direct_forward(d, s, x, w, y, &done);
         if (st != MANTA_OK || done)
             return st;
+        if (conv3_shape(s))
+            return conv3_rows(d, s, x, w, y, s->cin, s->cout, (int)ld, 9, 0);
     }
     if ((st = nn_need_buffer(d, op, "scratch", scratch)) != MANTA_OK)
         return st;
@@ -541,6 +593,8 @@ static manta_status conv_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x,
         if (!dx.mem && !dw.mem)
             return MANTA_OK;
     }
+    if (dx.mem && !dw.mem && !gpu_variant(d) && conv3_shape(s)) /* dx: the flipped taps */
+        return conv3_rows(d, s, dy, w, dx, s->cout, s->cin, 9, (int)weight_ld(s), 1);
     manta_status st = nn_need_buffer(d, op, "scratch", scratch);
     if (st != MANTA_OK)
         return st;

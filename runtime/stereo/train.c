@@ -213,7 +213,7 @@ manta_status stereo_trainer_plan_memory(mcl_dev *d, const stereo_space *space, i
     return MANTA_OK;
 }
 
-/* ofa_mem_plan_fn over stereo_trainer_plan_memory(). */
+/* ofa_net_mem_plan_fn over stereo_trainer_plan_memory(). */
 typedef struct pick_ctx {
     mcl_dev *d;
     const stereo_space *space;
@@ -238,7 +238,7 @@ manta_status stereo_trainer_pick_batch(mcl_dev *d, const stereo_space *space, in
     unsigned long long b, u;
     const char *w;
     MANTA_TRY(
-        ofa_mem_pick_batch(pick_plan, &c, max_batch, global_mem, max_alloc, batch, &b, &u, &w));
+        ofa_net_pick_batch(pick_plan, &c, max_batch, global_mem, max_alloc, batch, &b, &u, &w));
     return stereo_trainer_plan_memory(d, space, max_subnets, *batch > 0 ? *batch : 1, plan);
 }
 

@@ -93,9 +93,9 @@ manta_status stereo_trainer_plan_memory(mcl_dev *d, const stereo_space *space, i
 
 /**
  * `--batch auto`: the largest batch in [1, @p max_batch] whose trainer fits a device of
- * @p global_mem bytes and largest allocation @p max_alloc (ofa_mem_fits(): 95% of the global
+ * @p global_mem bytes and largest allocation @p max_alloc (ofa_net_mem_fits(): 95% of the global
  * memory, the largest indivisible part within one allocation), from the plans alone
- * (ofa_mem_pick_batch()); 0 when batch 1 does not fit. @p plan receives the chosen batch's
+ * (ofa_net_pick_batch()); 0 when batch 1 does not fit. @p plan receives the chosen batch's
  * plan (batch 1's when none fits: its unit names what is too large). The scratch bound reads
  * @p d's largest allocation, so pass @p d's limits (mcl_info()) for a real choice.
  */
