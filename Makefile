@@ -10,6 +10,8 @@
 #                   with no OpenCL header (part of make test; with BOARD=<name>, the board's compiler)
 #   make bench-ops  op throughput table (not a test)
 #   make bench-train  training images/s against PyTorch (not a test)
+#   make bench-stereo-train  stereo training pairs/s and peak memory of stereo-cpu's largest and
+#                   smallest sub-network against their PyTorch twin, 2 threads (not a test)
 #   make bench-gpu  training images/s on a GPU against PyTorch (CUDA) on the same GPU (not a test)
 #   make bench-engine inference latency and arena against LiteRT and TFLM (not a test)
 #   make bench-search  after make demo: searched against uniform sub-networks at six budgets (not a test)
@@ -188,7 +190,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train bench-gpu bench-stereo bench-synth bench-engine bench-search bench-monitor tune clean help fuzz bundle
+.PHONY: all lib test test-run demo deps bench-ops bench-train bench-stereo-train bench-gpu bench-stereo bench-synth bench-engine bench-search bench-monitor tune clean help fuzz bundle
 ifeq ($(BOARD),)
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 else
@@ -394,6 +396,14 @@ bench-train: deps
 	@$(MAKE) --no-print-directory all
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || apt-get install -y python3-torch
 	tools/bench/train_vs_torch.sh
+
+# Stereo training pairs/s of stereo-cpu's largest and smallest sub-network against the PyTorch
+# twin (tools/bench/torch_stereo.py --train-speed), 2 threads, alternating rounds, medians, peak
+# RSS (tools/bench/stereo_train_vs_torch.sh; ROUNDS=N, default 3; SPACE, BATCH, STEPS, THREADS).
+bench-stereo-train: deps
+	@$(MAKE) --no-print-directory all
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || apt-get install -y python3-torch
+	MANTA=$(MANTA) tools/bench/stereo_train_vs_torch.sh $(ROUNDS)
 
 # Training images/s on a GPU (DEVICE, default gpu) against PyTorch (CUDA) on the same GPU, in
 # float32 and with TF32 (tools/bench/gpu_vs_torch.sh; PYTHON, ROWS, ROUNDS, STEPS: see there).

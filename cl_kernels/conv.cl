@@ -731,3 +731,73 @@ CONV_ROWS_DW(5, 1)
 CONV_ROWS_DW(5, 2)
 CONV_ROWS_DW(7, 1)
 CONV_ROWS_DW(7, 2)
+
+/* The CPU variant's 3x3 stride-1 pad-1 convolution of any channel counts, forward and dx,
+ * as one kernel: out (N, B, H, W)[b] = sum over a < A and the 3 x 3 taps of
+ * w[b * wb + a * wa + tap] * in (N, A, H, W)[a] around the pixel, taps read (ky, kx) at
+ * (y + ky - 1, x + kx - 1); with flip, tap (2 - ky, 2 - kx) there (the forward: in = x,
+ * B = Cout, wb = ld, wa = 9; dx: in = dy, B = Cin, wb = 9, wa = ld, flip). Global
+ * (ceil(W / 8), H, N * ceil(B / CONV3_CB)): 8 outputs of a row of CONV3_CB output channels
+ * per work-item, each input row read once for them; out overwritten. */
+#define CONV3_CB 4
+__kernel void conv3_rows(VIEW(in), VIEW(w), VIEW(out), int n, int a_ch, int b_ch, int height,
+                         int width, int wb, int wa, int flip)
+{
+    PTR(in); PTR(w); PTR(out);
+    int nbb = (b_ch + CONV3_CB - 1) / CONV3_CB;
+    int x0 = GID0 * 8, y = (int)get_global_id(1), g = (int)get_global_id(2);
+    if (x0 >= width || y >= height || g >= n * nbb)
+        return;
+    int bn = g / nbb, b0 = (g - bn * nbb) * CONV3_CB, nb = min(CONV3_CB, b_ch - b0);
+    float8 acc[CONV3_CB];
+    for (int j = 0; j < CONV3_CB; j++)
+        acc[j] = (float8)(0.0f);
+    bool inner = x0 >= 1 && x0 + 9 <= width;
+    int dt = flip ? -1 : 1;
+    float r[10];
+    for (int a = 0; a < a_ch; a++) {
+        __global const float *plane = in + ((size_t)bn * a_ch + a) * height * width;
+        __global const float *wt = w + (size_t)b0 * wb + (size_t)a * wa;
+        for (int ky = 0; ky < 3; ky++) {
+            int iy = y + ky - 1;
+            if (iy < 0 || iy >= height)
+                continue;
+            __global const float *row = plane + (size_t)iy * width + x0 - 1;
+            float8 v0, v1, v2;
+            if (inner) {
+                v0 = vload8(0, row);
+                float8 hi = vload8(0, row + 2);
+                v1 = (float8)(v0.s123, v0.s4567, hi.s6);
+                v2 = hi;
+            } else {
+                for (int i = 0; i < 10; i++) {
+                    int ix = x0 + i - 1;
+                    r[i] = ix >= 0 && ix < width ? row[i] : 0.0f;
+                }
+                v0 = (float8)(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+                v1 = (float8)(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]);
+                v2 = (float8)(r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]);
+            }
+            int t = flip ? (2 - ky) * 3 + 2 : ky * 3;
+            for (int j = 0; j < CONV3_CB; j++) {
+                if (j < nb) {
+                    __global const float *wj = wt + (size_t)j * wb;
+                    acc[j] = fma((float8)(wj[t]), v0, acc[j]);
+                    acc[j] = fma((float8)(wj[t + dt]), v1, acc[j]);
+                    acc[j] = fma((float8)(wj[t + 2 * dt]), v2, acc[j]);
+                }
+            }
+        }
+    }
+    for (int j = 0; j < nb; j++) {
+        __global float *o = out + (((size_t)bn * b_ch + b0 + j) * height + y) * width + x0;
+        if (x0 + 8 <= width) {
+            vstore8(acc[j], 0, o);
+        } else {
+            float v[8];
+            vstore8(acc[j], 0, v);
+            for (int i = 0; x0 + i < width; i++)
+                o[i] = v[i];
+        }
+    }
+}

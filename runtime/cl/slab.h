@@ -16,29 +16,84 @@
 
 #define MLAYOUT_ALIGN 16
 
-/** A layout being planned: the next free offset, in floats. */
+/** A layout being planned: the next free offset, in floats. With @c record set (before the
+ *  first mlayout_add()), every offset mlayout_add() returns is also kept in @c cuts: the
+ *  places where the layout may be split across buffers (mslab_create_split()), since no
+ *  tensor spans one. mlayout_free() releases them. */
 typedef struct mlayout {
     size_t total;
+    bool record;    /**< keep the offsets in cuts */
+    bool cuts_lost; /**< out of host memory while keeping them: no split possible */
+    size_t *cuts;   /**< the offsets mlayout_add() returned, ascending */
+    size_t n_cuts, cap_cuts;
 } mlayout;
 
 /** Reserve @p n floats; returns their offset. */
 size_t mlayout_add(mlayout *l, size_t n);
+/** Release the kept offsets (the total stays). */
+void mlayout_free(mlayout *l);
 
-/** A device buffer holding one layout. */
+/** Most buffers one slab is split across (mslab_create_split()). */
+#define MSLAB_MAX_PIECES 64
+
+/**
+ * A device buffer holding one layout, or several (pieces) when the layout is larger than one
+ * allocation may be: piece k holds the floats [piece_lo[k], piece_lo[k + 1]) of the layout
+ * (the last up to floats), each tensor inside one piece, so that a view of a tensor is a
+ * view of one buffer (mslab_view() finds it).
+ */
 typedef struct mslab {
-    cl_mem mem;
+    cl_mem mem; /**< the buffer (the first piece of a split slab) */
     size_t floats;
     const char *name; /**< static string for messages ("parameters", ...) */
+    int n_pieces;     /**< buffers of a split slab; 0 or 1: one buffer, mem */
+    cl_mem piece[MSLAB_MAX_PIECES];
+    size_t piece_lo[MSLAB_MAX_PIECES];
 } mslab;
 
 /** Create the buffer for @p floats (the layout's total) and zero it. */
 manta_status mslab_create(mcl_dev *d, mslab *s, size_t floats, const char *name);
-/** Release the buffer; the struct is reset. NULL mem is allowed. */
+/**
+ * The pieces of a layout of @p floats floats for buffers of at most @p max_piece floats:
+ * cut only at the offsets @p cuts (ascending; a cut at 0 or at @p floats is ignored), each
+ * piece as long as it can be. One piece when @p floats <= @p max_piece. Writes the first
+ * float of each piece into @p lo (room for MSLAB_MAX_PIECES) and returns their count; 0 when
+ * no cut fits (a tensor longer than @p max_piece: *@p too_long gets its offset and *@p
+ * too_long_floats its length, the distance to the next cut) or more than MSLAB_MAX_PIECES
+ * pieces would be needed (*@p too_long_floats 0). A pure function (tests/unit/test_slab.c).
+ */
+int mslab_split(size_t floats, const size_t *cuts, size_t n_cuts, size_t max_piece, size_t *lo,
+                size_t *too_long, size_t *too_long_floats);
+/**
+ * As mslab_create(), split by mslab_split() into buffers of at most @p max_piece floats (0:
+ * the device's largest allocation, and at most 2^32 - 16 floats, what a view's offset may
+ * be: mcl_piece_floats()). One buffer, as mslab_create(), when the layout fits one.
+ * @return MANTA_ERR_DEVICE_MEMORY naming the slab, the tensor's size and the limit when a
+ *         tensor does not fit one buffer; the device's errors.
+ */
+manta_status mslab_create_split(mcl_dev *d, mslab *s, size_t floats, const size_t *cuts,
+                                size_t n_cuts, size_t max_piece, const char *name);
+/** The most floats one buffer of a slab on @p d holds: the device's largest allocation, and
+ *  at most 2^32 - 16 floats (a view's offset is a 32-bit kernel argument). */
+size_t mcl_piece_floats(const mcl_dev *d);
+/** Release the buffer(s); the struct is reset. NULL mem is allowed. */
 void mslab_destroy(mcl_dev *d, mslab *s);
 /** The view at @p off floats into the slab. */
 static inline mview mslab_view(const mslab *s, size_t off)
 {
-    mview v = {s->mem, off};
+    if (s->n_pieces <= 1) {
+        mview v = {s->mem, off};
+        return v;
+    }
+    int lo = 0, hi = s->n_pieces - 1; /* the last piece starting at or before off */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (s->piece_lo[mid] <= off)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    mview v = {s->piece[lo], off - s->piece_lo[lo]};
     return v;
 }
 

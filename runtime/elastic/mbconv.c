@@ -99,6 +99,44 @@ size_t ofa_net_grad_floats(const ofa_net *n, size_t acts)
     return n->gplan.shared + acts - n->gplan.before[n->gplan.n];
 }
 
+size_t ofa_net_grad_cuts(const ofa_net *n, const size_t *act_cuts, size_t n_cuts, size_t *out)
+{
+    const ofa_grad_plan *g = &n->gplan;
+    size_t m = 0;
+    if (g->shared)
+        out[m++] = g->shared;
+    int r = 0;
+    for (size_t i = 0; i < n_cuts; i++) {
+        size_t c = act_cuts[i];
+        while (r < g->n && g->hi[r] <= c)
+            r++;
+        if (r < g->n && c >= g->lo[r])
+            continue; /* inside a slot's internal range: the shared region stays whole */
+        size_t o = g->shared + c - g->before[r];
+        if (!m || o > out[m - 1])
+            out[m++] = o;
+    }
+    return m;
+}
+
+/* A slab of the activations' layout (@p mapped: through the gradient plan) split across
+ * buffers of the device's largest allocation at the tensors' offsets. */
+static manta_status create_act_slab(ofa_net *n, mslab *s, size_t floats, const ofa_net_sizes *sz,
+                                    bool mapped, const char *name)
+{
+    if (!sz->act_cuts || floats <= mcl_piece_floats(n->d))
+        return mslab_create(n->d, s, floats, name);
+    if (!mapped)
+        return mslab_create_split(n->d, s, floats, sz->act_cuts, sz->n_act_cuts, 0, name);
+    size_t *cuts = malloc((sz->n_act_cuts + 1) * sizeof *cuts);
+    if (!cuts)
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY, "%s: out of host memory", name);
+    size_t m = ofa_net_grad_cuts(n, sz->act_cuts, sz->n_act_cuts, cuts);
+    manta_status st = mslab_create_split(n->d, s, floats, cuts, m, 0, name);
+    free(cuts);
+    return st;
+}
+
 manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
 {
     const size_t grads = sz->params && !n->forward_only ? sz->params : 1;
@@ -109,8 +147,11 @@ manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
     const size_t acts = !sz->acts         ? 1
                         : n->forward_only ? ofa_net_grad_floats(n, sz->acts)
                                           : sz->acts;
-    MANTA_TRY(mslab_create(n->d, &n->acts, acts, "activations"));
-    MANTA_TRY(mslab_create(n->d, &n->dacts, dacts, "activation gradients"));
+    MANTA_TRY(create_act_slab(n, &n->acts, acts, sz, n->forward_only, "activations"));
+    if (n->forward_only)
+        MANTA_TRY(mslab_create(n->d, &n->dacts, dacts, "activation gradients"));
+    else
+        MANTA_TRY(create_act_slab(n, &n->dacts, dacts, sz, true, "activation gradients"));
     MANTA_TRY(mslab_create(n->d, &n->scratch, sz->scratch ? sz->scratch : 1, "op scratch"));
     n->sync_host = malloc(2 * (size_t)(n->widest > 0 ? n->widest : 1) * sizeof(float));
     if (!n->sync_host)
@@ -161,12 +202,113 @@ manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_rec
     n->batch = batch;
     n->gplan = (ofa_grad_plan){0};
     mlayout pl = {0}, sl = {0}, al = {0};
+    al.record = true;
     size_t scratch = 0;
-    MANTA_TRY(r->plan(net, &pl, &sl, &al, &scratch));
-    const ofa_net_sizes sz = {pl.total,       sl.total,      al.total,    scratch,
-                              r->params_name, r->grads_name, r->mom_name, r->who};
-    MANTA_TRY(ofa_net_alloc(n, &sz));
+    manta_status st = r->plan(net, &pl, &sl, &al, &scratch);
+    const ofa_net_sizes sz = {pl.total,    sl.total,       al.total,
+                              scratch,     r->params_name, r->grads_name,
+                              r->mom_name, r->who,         al.cuts_lost ? NULL : al.cuts,
+                              al.n_cuts};
+    if (st == MANTA_OK)
+        st = ofa_net_alloc(n, &sz);
+    mlayout_free(&al);
+    if (st != MANTA_OK)
+        return st;
     return ofa_net_write_init(n, &sz, r->init, net, seed, r->stream);
+}
+
+/* The longest distance between consecutive cuts of a slab of @p floats (0 and @p floats
+ * are cuts too). */
+static size_t longest_part(size_t floats, const size_t *cuts, size_t n_cuts)
+{
+    size_t prev = 0, longest = 0;
+    for (size_t i = 0; i <= n_cuts; i++) {
+        size_t c = i < n_cuts ? cuts[i] : floats;
+        if (c > floats)
+            c = floats;
+        if (c >= prev) {
+            longest = c - prev > longest ? c - prev : longest;
+            prev = c;
+        }
+    }
+    return longest;
+}
+
+manta_status ofa_net_plan_memory(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r,
+                                 void *net, ofa_net_mem *out)
+{
+    memset(out, 0, sizeof *out);
+    n->d = d;
+    n->batch = batch;
+    n->gplan = (ofa_grad_plan){0};
+    mlayout pl = {0}, sl = {0}, al = {0};
+    al.record = true;
+    size_t scratch = 0;
+    manta_status st = r->plan(net, &pl, &sl, &al, &scratch);
+    size_t *gcuts = NULL;
+    if (st == MANTA_OK && (al.cuts_lost || !(gcuts = malloc((al.n_cuts + 1) * sizeof *gcuts))))
+        st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "%s: out of host memory", r->who);
+    if (st == MANTA_OK) {
+        const bool fo = n->forward_only;
+        const size_t ng = ofa_net_grad_cuts(n, al.cuts, al.n_cuts, gcuts);
+        out->params = pl.total ? pl.total : 1;
+        out->grads = pl.total && !fo ? pl.total : 1;
+        out->mom = r->mom_name && !fo ? pl.total : 0;
+        out->state = sl.total ? sl.total : 1;
+        out->acts = !al.total ? 1 : fo ? ofa_net_grad_floats(n, al.total) : al.total;
+        out->dacts = al.total && !fo ? ofa_net_grad_floats(n, al.total) : 1;
+        out->scratch = scratch ? scratch : 1;
+        const size_t whole[] = {out->params,
+                                out->grads,
+                                out->mom,
+                                out->state,
+                                out->scratch,
+                                longest_part(out->acts, fo ? gcuts : al.cuts, fo ? ng : al.n_cuts),
+                                fo ? out->dacts : longest_part(out->dacts, gcuts, ng)};
+        const char *names[] = {r->params_name,          r->grads_name, r->mom_name,
+                               "batch-norm statistics", "op scratch",  "activations",
+                               "activation gradients"};
+        for (int i = 0; i < 7; i++)
+            if (whole[i] > out->unit)
+                out->unit = whole[i], out->unit_what = names[i];
+        out->act_unit = whole[5] > whole[6] ? whole[5] : whole[6];
+        out->bytes = (unsigned long long)(out->params + out->grads + out->mom + out->state +
+                                          out->acts + out->dacts + out->scratch) *
+                     sizeof(float);
+    }
+    free(gcuts);
+    mlayout_free(&al);
+    return st;
+}
+
+bool ofa_net_mem_fits(unsigned long long bytes, unsigned long long unit_bytes,
+                      unsigned long long global_mem, unsigned long long max_alloc)
+{
+    return bytes <= global_mem / 20 * 19 && unit_bytes <= max_alloc;
+}
+
+manta_status ofa_net_pick_batch(ofa_net_mem_plan_fn plan, void *ctx, int max_batch,
+                                unsigned long long global_mem, unsigned long long max_alloc,
+                                int *batch, unsigned long long *bytes,
+                                unsigned long long *unit_bytes, const char **unit_what)
+{
+    *batch = 0;
+    MANTA_TRY(plan(ctx, 1, bytes, unit_bytes, unit_what));
+    if (!ofa_net_mem_fits(*bytes, *unit_bytes, global_mem, max_alloc))
+        return MANTA_OK;
+    int lo = 1, hi = max_batch > 1 ? max_batch : 1; /* lo fits; the answer is in [lo, hi] */
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        unsigned long long b, u;
+        const char *w;
+        MANTA_TRY(plan(ctx, mid, &b, &u, &w));
+        if (ofa_net_mem_fits(b, u, global_mem, max_alloc))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *batch = lo;
+    return plan(ctx, lo, bytes, unit_bytes, unit_what);
 }
 
 void ofa_net_slabs(const ofa_net *n, size_t n_params, size_t n_decay, size_t n_state, ofa_slabs *o)

@@ -134,6 +134,10 @@ mview ofa_net_a(const ofa_net *n, size_t off);
 /** The gradient of the activation at offset @p off (see ofa_grad_plan): within a slot's
  *  internal range, the shared region; elsewhere, its own place. */
 mview ofa_net_ga(const ofa_net *n, size_t off);
+/** The offsets @p act_cuts (ascending activation offsets) where the gradient slab may be split
+ *  (ofa_grad_plan): the end of the shared region and each offset outside the slots'
+ *  internal ranges, mapped; into @p out (room for @p n_cuts + 1). @return their count. */
+size_t ofa_net_grad_cuts(const ofa_net *n, const size_t *act_cuts, size_t n_cuts, size_t *out);
 /** Floats of the gradient slab for activations of @p acts floats planned with n->gplan. */
 size_t ofa_net_grad_floats(const ofa_net *n, size_t acts);
 /** Mark the activations [@p lo, @p hi), planned after every range marked before, as a
@@ -172,8 +176,12 @@ void ofa_net_plan_stats(ofa_net *n, mlayout *al, int widest);
 typedef struct ofa_net_sizes {
     size_t params, state, acts, scratch;
     const char *params_name, *grads_name;
-    const char *mom_name; /**< the momentum slab's name, or NULL: no momentum slab */
-    const char *who;      /**< the network, for ofa_net_write_init()'s messages */
+    const char *mom_name;   /**< the momentum slab's name, or NULL: no momentum slab */
+    const char *who;        /**< the network, for ofa_net_write_init()'s messages */
+    const size_t *act_cuts; /**< where the activations may be split across buffers (the
+                             *  offsets of their tensors, ascending: mlayout.cuts), or NULL:
+                             *  the activation slabs are one buffer each */
+    size_t n_act_cuts;
 } ofa_net_sizes;
 
 /**
@@ -218,6 +226,49 @@ typedef struct ofa_net_recipe {
  */
 manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r, void *net,
                             uint64_t seed);
+/** A network's device memory as ofa_net_alloc() would create it (ofa_net_plan_memory()). */
+typedef struct ofa_net_mem {
+    size_t params, grads, mom, state; /**< floats of those slabs (1: a slab not needed) */
+    size_t acts, dacts, scratch;      /**< floats of the activations, their gradients, scratch */
+    size_t unit;              /**< floats of the largest part no split divides: a tensor of the
+                            *  activations or their gradients (the slots' shared gradient
+                            *  region is one), or a whole slab of the others; the device's
+                            *  largest allocation must hold it (mslab_create_split()) */
+    const char *unit_what;    /**< the slab it belongs to ("activations", "op scratch", ...) */
+    size_t act_unit;          /**< floats of the largest part of the activations and their
+                            *  gradients alone */
+    unsigned long long bytes; /**< every slab's bytes, in all */
+} ofa_net_mem;
+/**
+ * Plan the network of @p r on @p net for batches of @p batch on @p d as ofa_net_create()
+ * does, without creating anything on the device: the slabs' sizes and the largest part that
+ * must fit one buffer, into @p out (n->forward_only as set). The device is read for the op
+ * scratch (its kernel variant, its largest allocation: nn_conv2d_chunk()).
+ * @return the plan's error; MANTA_ERR_NO_MEMORY.
+ */
+manta_status ofa_net_plan_memory(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r,
+                                 void *net, ofa_net_mem *out);
+/** Whether memory of @p bytes in all, whose largest indivisible part is @p unit_bytes, fits a
+ *  device of @p global_mem bytes (CL_DEVICE_GLOBAL_MEM_SIZE) and largest allocation
+ *  @p max_alloc: bytes within 95% of global_mem (room for the queue, CLBlast and the
+ *  driver) and unit_bytes within max_alloc. */
+bool ofa_net_mem_fits(unsigned long long bytes, unsigned long long unit_bytes,
+                      unsigned long long global_mem, unsigned long long max_alloc);
+/** Plans the memory of batch @p batch (e.g. ofa_net_plan_memory() and what a trainer adds):
+ *  *bytes in all, *unit_bytes the largest part that must fit one buffer, *unit_what its
+ *  name. */
+typedef manta_status (*ofa_net_mem_plan_fn)(void *ctx, int batch, unsigned long long *bytes,
+                                            unsigned long long *unit_bytes, const char **unit_what);
+/**
+ * The largest batch in [1, @p max_batch] whose plan fits (ofa_net_mem_fits()), memory growing
+ * with the batch (a binary search); 0 when batch 1 does not fit, with batch 1's plan in
+ * *@p bytes, *@p unit_bytes and *@p unit_what (for the message); else the chosen batch's.
+ * @return the plan's error.
+ */
+manta_status ofa_net_pick_batch(ofa_net_mem_plan_fn plan, void *ctx, int max_batch,
+                                unsigned long long global_mem, unsigned long long max_alloc,
+                                int *batch, unsigned long long *bytes,
+                                unsigned long long *unit_bytes, const char **unit_what);
 /** The slabs of a network hosting @p n (see ofa_slabs), with its parameter counts. */
 void ofa_net_slabs(const ofa_net *n, size_t n_params, size_t n_decay, size_t n_state,
                    ofa_slabs *out);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cl/blas.h"
+#include "cl/slab.h"
 #include "nn/launch.h"
 
 /* Scratch layout of the im2col path, in floats from scratch.off:
@@ -93,15 +94,55 @@ static size_t gemm_floats(const nn_conv2d_shape *s)
     return col > SIZE_MAX - yt ? SIZE_MAX : col + yt;
 }
 
-size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
+static bool cpu_direct_all(const mcl_dev *d, const nn_conv2d_shape *s);
+
+/* Scratch of the whole batch of @p s (no chunks). */
+static size_t whole_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
 {
     bool valid = s->n >= 1 && s->cin >= 1 && s->cout >= 1 && nn_conv2d_out_h(s) >= 1 &&
                  nn_conv2d_out_w(s) >= 1;
-    if (!valid || (is_pointwise(s) && !gpu_variant(d)))
+    if (!valid || (is_pointwise(s) && !gpu_variant(d)) || cpu_direct_all(d, s))
         return 0;
     size_t floats = gemm_floats(s), splits = wgrad_splits(d, s);
     size_t part = splits > 1 ? mul_sat(splits, mul_sat((size_t)s->cout, col_rows(s))) : 0;
     return floats > SIZE_MAX - part ? SIZE_MAX : floats + part;
+}
+
+size_t nn_scratch_cap(const mcl_dev *d)
+{
+    size_t piece = mcl_piece_floats(d);
+    return piece < NN_SCRATCH_CAP ? piece : NN_SCRATCH_CAP;
+}
+
+int nn_conv2d_chunk(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    const size_t cap = nn_scratch_cap(d);
+    if (s->n <= 1 || whole_scratch_floats(d, s) <= cap)
+        return s->n;
+    int lo = 1, hi = s->n - 1; /* the most images whose scratch fits (at least 1) */
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        nn_conv2d_shape c = *s;
+        c.n = mid;
+        if (whole_scratch_floats(d, &c) <= cap)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    size_t whole = whole_scratch_floats(d, s), cap = nn_scratch_cap(d);
+    if (s->n <= 1 || whole <= cap)
+        return whole;
+    /* in chunks: the cap itself, so that a narrower shape run later with the same scratch
+     * (a sub-network's), whose whole batch may fit the cap, finds room for it */
+    nn_conv2d_shape c = *s;
+    c.n = nn_conv2d_chunk(d, s);
+    size_t chunk = whole_scratch_floats(d, &c);
+    return chunk > cap ? chunk : cap;
 }
 
 /* Check @p s and the sizes the kernels index with int. */
@@ -326,11 +367,44 @@ static manta_status pw_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mvie
 #define DIRECT_GROUP 128
 #define DIRECT_ROW_MAX 136
 
-static bool direct_shape(const nn_conv2d_shape *s)
+/* The kernels of conv_rows_backward_w: square K = 3, 5, 7, equal strides 1 or 2 and pads,
+ * any channel counts (a work-item per output channel, input channel and kernel row, over
+ * the batch's rows). */
+static bool direct_dw_shape(const nn_conv2d_shape *s)
 {
     return s->kh == s->kw && (s->kh == 3 || s->kh == 5 || s->kh == 7) &&
            s->stride_h == s->stride_w && (s->stride_h == 1 || s->stride_h == 2) &&
-           s->pad_h == s->pad_w && s->cin <= DIRECT_MAX_CIN;
+           s->pad_h == s->pad_w;
+}
+
+/* The direct forward (conv_tile_forward: the input channels' rows staged in local memory). */
+static bool direct_shape(const nn_conv2d_shape *s)
+{
+    return direct_dw_shape(s) && s->cin <= DIRECT_MAX_CIN;
+}
+
+/* Output channels per work-item of conv3_rows (CONV3_CB in conv.cl). */
+#define CONV3_CB 4
+
+/* conv3_rows: 3x3, stride 1, pad 1, more input channels than the tiled forward takes. */
+static bool conv3_shape(const nn_conv2d_shape *s)
+{
+    return s->kh == 3 && s->kw == 3 && s->stride_h == 1 && s->stride_w == 1 && s->pad_h == 1 &&
+           s->pad_w == 1;
+}
+
+/* out (N, B, H, W) from in (N, A, H, W) through the 3x3 taps (conv3_rows in conv.cl). */
+static manta_status conv3_rows(mcl_dev *d, const nn_conv2d_shape *s, mview in, mview w, mview out,
+                               int a, int b, int wb, int wa, int flip)
+{
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "conv", "conv3_rows");
+    mcl_arg_views(&L, (mview[]){in, w, out}, 3);
+    nn_arg_ints(&L, (const int[]){s->n, a, b, s->h, s->w, wb, wa, flip}, 8);
+    mcl_launch_output(&L, (size_t)s->n * b * s->h * s->w);
+    const size_t blocks = ((size_t)b + CONV3_CB - 1) / CONV3_CB;
+    return mcl_launch_run(
+        &L, 3, (size_t[]){((size_t)s->w + 7) / 8, (size_t)s->h, (size_t)s->n * blocks}, NULL);
 }
 
 /* The arguments of the direct kernels: three views, then the shape. */
@@ -383,14 +457,29 @@ static manta_status direct_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x
     return mcl_launch_run(&L, 3, (size_t[]){ns, ho, groups}, (size_t[]){ns, ly, 1});
 }
 
+/* Whether the CPU variant's direct dW takes @p s (conv_rows_backward_w: rows up to
+ * DIRECT_ROW_MAX floats, K work-items a group). */
+static bool direct_dw_fits(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    size_t wo = (size_t)nn_conv2d_out_w(s), k = (size_t)s->kh, st = (size_t)s->stride_h;
+    return direct_dw_shape(s) && (wo + 7) / 8 * 8 * st + k <= DIRECT_ROW_MAX &&
+           k <= mcl_info(d)->max_work_group;
+}
+
+/* The CPU variant runs every pass of @p s without scratch: conv3_rows forward and dx (or the
+ * tiled forward), the direct dW. */
+static bool cpu_direct_all(const mcl_dev *d, const nn_conv2d_shape *s)
+{
+    return !gpu_variant(d) && conv3_shape(s) && direct_dw_fits(d, s);
+}
+
 /* Direct dW (accumulated); *done false when the shape does not suit it. */
 static manta_status direct_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview dy, mview dw,
                                  bool *done)
 {
-    size_t wo = (size_t)nn_conv2d_out_w(s), k = (size_t)s->kh, st = (size_t)s->stride_h;
+    size_t k = (size_t)s->kh, st = (size_t)s->stride_h;
     *done = false;
-    if (!direct_shape(s) || (wo + 7) / 8 * 8 * st + k > DIRECT_ROW_MAX ||
-        k > mcl_info(d)->max_work_group)
+    if (!direct_dw_fits(d, s))
         return MANTA_OK;
     char name[40];
     snprintf(name, sizeof name, "conv_rows_backward_w_k%zu_s%zu", k, st);
@@ -402,8 +491,8 @@ static manta_status direct_wgrad(mcl_dev *d, const nn_conv2d_shape *s, mview x, 
     return mcl_launch_run(&L, 1, (size_t[]){items}, (size_t[]){k});
 }
 
-manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview y,
-                               mview scratch)
+static manta_status conv_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview y,
+                                 mview scratch)
 {
     static const char op[] = "conv2d forward";
     manta_status st = check_shape(d, op, s);
@@ -421,6 +510,8 @@ manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mv
         st = direct_forward(d, s, x, w, y, &done);
         if (st != MANTA_OK || done)
             return st;
+        if (conv3_shape(s))
+            return conv3_rows(d, s, x, w, y, s->cin, s->cout, (int)ld, 9, 0);
     }
     if ((st = nn_need_buffer(d, op, "scratch", scratch)) != MANTA_OK)
         return st;
@@ -484,8 +575,8 @@ manta_status nn_gemm_wgrad(mcl_dev *d, size_t m, size_t n, size_t k, mview a, mv
                      k, 1.0f, dw, ld);
 }
 
-manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
-                                mview dx, mview dw, mview scratch)
+static manta_status conv_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
+                                  mview dx, mview dw, mview scratch)
 {
     static const char op[] = "conv2d backward";
     MANTA_TRY(check_shape(d, op, s));
@@ -502,6 +593,8 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
         if (!dx.mem && !dw.mem)
             return MANTA_OK;
     }
+    if (dx.mem && !dw.mem && !gpu_variant(d) && conv3_shape(s)) /* dx: the flipped taps */
+        return conv3_rows(d, s, dy, w, dx, s->cout, s->cin, 9, (int)weight_ld(s), 1);
     manta_status st = nn_need_buffer(d, op, "scratch", scratch);
     if (st != MANTA_OK)
         return st;
@@ -530,4 +623,43 @@ manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, m
     if (st != MANTA_OK)
         return st;
     return nn_col2im(d, s, col, dx);
+}
+
+/* Floats of one image of the input and of the output of @p s. */
+static size_t image_in(const nn_conv2d_shape *s) { return (size_t)s->cin * s->h * s->w; }
+static size_t image_out(const nn_conv2d_shape *s)
+{
+    return (size_t)s->cout * nn_conv2d_out_h(s) * nn_conv2d_out_w(s);
+}
+
+manta_status nn_conv2d_forward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview y,
+                               mview scratch)
+{
+    const int chunk = s && s->n >= 1 ? nn_conv2d_chunk(d, s) : 0;
+    if (!s || chunk >= s->n)
+        return conv_forward(d, s, x, w, y, scratch);
+    for (int i = 0; i < s->n; i += chunk) {
+        nn_conv2d_shape c = *s;
+        c.n = s->n - i < chunk ? s->n - i : chunk;
+        MANTA_TRY(conv_forward(d, &c, x.mem ? mview_at(x, (size_t)i * image_in(s)) : x, w,
+                               y.mem ? mview_at(y, (size_t)i * image_out(s)) : y, scratch));
+    }
+    return MANTA_OK;
+}
+
+manta_status nn_conv2d_backward(mcl_dev *d, const nn_conv2d_shape *s, mview x, mview w, mview dy,
+                                mview dx, mview dw, mview scratch)
+{
+    const int chunk = s && s->n >= 1 ? nn_conv2d_chunk(d, s) : 0;
+    if (!s || chunk >= s->n)
+        return conv_backward(d, s, x, w, dy, dx, dw, scratch);
+    for (int i = 0; i < s->n; i += chunk) {
+        nn_conv2d_shape c = *s;
+        c.n = s->n - i < chunk ? s->n - i : chunk;
+        const size_t in = (size_t)i * image_in(s), out = (size_t)i * image_out(s);
+        MANTA_TRY(conv_backward(d, &c, x.mem ? mview_at(x, in) : x, w,
+                                dy.mem ? mview_at(dy, out) : dy, dx.mem ? mview_at(dx, in) : dx, dw,
+                                scratch));
+    }
+    return MANTA_OK;
 }

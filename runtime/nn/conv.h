@@ -49,6 +49,22 @@ double nn_conv2d_macs(const nn_conv2d_shape *s);
  */
 size_t nn_conv2d_scratch_floats(const mcl_dev *d, const nn_conv2d_shape *s);
 
+/** The most floats of op scratch one layer asks for (1 GiB): a layer whose whole batch would
+ *  need more runs in chunks of images (nn_conv2d_chunk()), and so does one whose scratch
+ *  would exceed the device's largest buffer (mcl_piece_floats()). */
+#define NN_SCRATCH_CAP ((size_t)1 << 28)
+/** The scratch bound on @p d: NN_SCRATCH_CAP, at most the device's largest buffer. */
+size_t nn_scratch_cap(const mcl_dev *d);
+/**
+ * Images per chunk of the im2col path for @p s on @p d: N when the whole batch's scratch fits
+ * nn_scratch_cap(), else the most images whose scratch does (at least 1). Forward and
+ * backward then run the chunks one after the other (dW accumulating over them: the same
+ * values up to float rounding), and nn_conv2d_scratch_floats() is the cap (or one image's,
+ * when that is more): room for a chunk, and for the whole batch of any narrower shape that
+ * the same scratch serves later.
+ */
+int nn_conv2d_chunk(const mcl_dev *d, const nn_conv2d_shape *s);
+
 /**
  * y = conv(x, w).
  * @return MANTA_ERR_INVALID_ARG (message names the field) for a bad shape.

@@ -5,6 +5,7 @@
 
 #include "cl/blas.h"
 #include "nn/bias.h"
+#include "nn/conv.h"
 #include "nn/launch.h"
 
 /* The GEMM path works on the adjoint convolution (deconv.h): input (N, Cout, Ho, Wo),
@@ -114,16 +115,59 @@ static size_t part_floats(const mcl_dev *d, const nn_deconv2d_shape *s)
     return w > b ? w : b;
 }
 
-size_t nn_deconv2d_scratch_floats(const mcl_dev *d, const nn_deconv2d_shape *s)
+static bool valid_shape(const nn_deconv2d_shape *s)
 {
-    bool valid = s && s->n >= 1 && s->cin >= 1 && s->cout >= 1 && s->h >= 1 && s->w >= 1 &&
-                 s->w_ld >= 0 && nn_deconv2d_out_h(s) >= 1 && nn_deconv2d_out_w(s) >= 1;
-    if (!valid)
+    return s && s->n >= 1 && s->cin >= 1 && s->cout >= 1 && s->h >= 1 && s->w >= 1 &&
+           s->w_ld >= 0 && nn_deconv2d_out_h(s) >= 1 && nn_deconv2d_out_w(s) >= 1;
+}
+
+/* Scratch of the whole batch of @p s (no chunks). */
+static size_t whole_scratch_floats(const mcl_dev *d, const nn_deconv2d_shape *s)
+{
+    if (!valid_shape(s))
         return 0;
     size_t part = part_floats(d, s);
     if (direct(d, s))
         return part;
     return add_sat(gemm_floats(s), part);
+}
+
+/* Images per chunk of the GEMM path (nn_conv2d_chunk()'s rule): N when the whole batch's
+ * scratch fits nn_scratch_cap(). */
+static int deconv_chunk(const mcl_dev *d, const nn_deconv2d_shape *s)
+{
+    const size_t cap = nn_scratch_cap(d);
+    if (!valid_shape(s) || s->n <= 1 || direct(d, s) || whole_scratch_floats(d, s) <= cap)
+        return s ? s->n : 0;
+    int lo = 1, hi = s->n - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo + 1) / 2;
+        nn_deconv2d_shape c = *s;
+        c.n = mid;
+        if (whole_scratch_floats(d, &c) <= cap)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+size_t nn_deconv2d_scratch_floats(const mcl_dev *d, const nn_deconv2d_shape *s)
+{
+    if (!valid_shape(s))
+        return 0;
+    const int chunk = deconv_chunk(d, s);
+    if (chunk >= s->n)
+        return whole_scratch_floats(d, s);
+    nn_deconv2d_shape c = *s;
+    c.n = chunk;
+    nn_bias_shape bs = bias_shape(s); /* the bias gradient runs on the whole batch */
+    size_t b = nn_bias_channels_scratch_floats(d, &bs), w = whole_scratch_floats(d, &c);
+    /* at least the cap, as nn_conv2d_scratch_floats(): room for a narrower shape's whole
+     * batch */
+    size_t cap = nn_scratch_cap(d);
+    w = w > cap ? w : cap;
+    return w > b ? w : b;
 }
 
 /* Check @p s and the sizes the kernels index with int. */
@@ -225,8 +269,8 @@ static manta_status direct_dw(mcl_dev *d, const nn_deconv2d_shape *s, mview x, m
 
 /* ---- the op --------------------------------------------------------------------------- */
 
-manta_status nn_deconv2d_forward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w, mview b,
-                                 mview y, mview scratch)
+static manta_status deconv_forward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w,
+                                   mview b, mview y, mview scratch)
 {
     static const char op[] = "deconv2d forward";
     MANTA_TRY(check_shape(d, op, s));
@@ -244,8 +288,8 @@ manta_status nn_deconv2d_forward(mcl_dev *d, const nn_deconv2d_shape *s, mview x
     return b.mem ? nn_bias_channels_forward(d, &bs, b, y) : MANTA_OK;
 }
 
-manta_status nn_deconv2d_backward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w,
-                                  mview dy, mview dx, mview dw, mview db, mview scratch)
+static manta_status deconv_backward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w,
+                                    mview dy, mview dx, mview dw, mview db, mview scratch)
 {
     static const char op[] = "deconv2d backward";
     MANTA_TRY(check_shape(d, op, s));
@@ -283,4 +327,52 @@ manta_status nn_deconv2d_backward(mcl_dev *d, const nn_deconv2d_shape *s, mview 
     /* dx_b (Cin, HW) = W (Cin, CoutKK) col[:, image b] (CoutKK, HW) */
     return mcl_sgemm_batched(d, false, false, cin, hw, rows, 1.0f, w, weight_ld(s), 0, col, cols,
                              hw, 0.0f, dx, hw, cin * hw, (size_t)s->n);
+}
+
+/* Floats of one image of the input and of the output of @p s. */
+static size_t image_in(const nn_deconv2d_shape *s) { return (size_t)s->cin * s->h * s->w; }
+static size_t image_out(const nn_deconv2d_shape *s) { return (size_t)s->cout * out_hw(s); }
+
+manta_status nn_deconv2d_forward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w, mview b,
+                                 mview y, mview scratch)
+{
+    const int chunk = deconv_chunk(d, s);
+    if (!s || chunk >= s->n)
+        return deconv_forward(d, s, x, w, b, y, scratch);
+    for (int i = 0; i < s->n; i += chunk) {
+        nn_deconv2d_shape c = *s;
+        c.n = s->n - i < chunk ? s->n - i : chunk;
+        MANTA_TRY(deconv_forward(d, &c, x.mem ? mview_at(x, (size_t)i * image_in(s)) : x, w, b,
+                                 y.mem ? mview_at(y, (size_t)i * image_out(s)) : y, scratch));
+    }
+    return MANTA_OK;
+}
+
+manta_status nn_deconv2d_backward(mcl_dev *d, const nn_deconv2d_shape *s, mview x, mview w,
+                                  mview dy, mview dx, mview dw, mview db, mview scratch)
+{
+    const int chunk = deconv_chunk(d, s);
+    if (!s || chunk >= s->n)
+        return deconv_backward(d, s, x, w, dy, dx, dw, db, scratch);
+    static const char op[] = "deconv2d backward";
+    MANTA_TRY(check_shape(d, op, s));
+    MANTA_TRY(nn_need_backward_buffers(d, op, x, w, dy, dx, dw));
+    if (db.mem) { /* the bias gradient of the whole batch, then dx and dW in chunks */
+        nn_bias_shape bs = bias_shape(s);
+        bool split = nn_bias_channels_scratch_floats(d, &bs) > 0;
+        if (split)
+            MANTA_TRY(nn_need_buffer(d, op, "scratch", scratch));
+        MANTA_TRY(nn_bias_channels_backward(d, &bs, dy, db, split ? scratch : (mview){NULL, 0}));
+    }
+    if (!dx.mem && !dw.mem)
+        return MANTA_OK;
+    for (int i = 0; i < s->n; i += chunk) {
+        nn_deconv2d_shape c = *s;
+        c.n = s->n - i < chunk ? s->n - i : chunk;
+        const size_t in = (size_t)i * image_in(s), out = (size_t)i * image_out(s);
+        MANTA_TRY(deconv_backward(d, &c, x.mem ? mview_at(x, in) : x, w,
+                                  dy.mem ? mview_at(dy, out) : dy, dx.mem ? mview_at(dx, in) : dx,
+                                  dw, (mview){NULL, 0}, scratch));
+    }
+    return MANTA_OK;
 }

@@ -340,8 +340,18 @@ static void init_values(const void *net, manta_rng *r, float *p)
     }
 }
 
-static manta_status create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
-                           bool forward_only, stereo_net **out)
+static const ofa_net_recipe recipe = {plan,
+                                      init_values,
+                                      0x57e7,
+                                      "stereo net parameters",
+                                      "stereo net gradients",
+                                      "stereo net momentum",
+                                      "stereo net"};
+
+/* Check the arguments of a network; a zeroed network of @p space and @p batch pairs, not
+ * planned yet, into *@p out. */
+static manta_status prepare(mcl_dev *d, const stereo_space *space, int batch, bool forward_only,
+                            stereo_net **out)
 {
     *out = NULL;
     manta_err *err = mcl_err(d);
@@ -357,18 +367,32 @@ static manta_status create(mcl_dev *d, const stereo_space *space, int batch, uin
     stereo_net *n = calloc(1, sizeof *n);
     if (!n)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "stereo net: out of host memory");
-    static const ofa_net_recipe recipe = {plan,
-                                          init_values,
-                                          0x57e7,
-                                          "stereo net parameters",
-                                          "stereo net gradients",
-                                          "stereo net momentum",
-                                          "stereo net"};
     n->s = *space;
     n->pairs = batch; /* the plan sets the context's batch (2N on the shared part, N elsewhere) */
     n->net.forward_only = forward_only;
     stereo_space_plan_size(space, &n->plan_h, &n->plan_w);
     n->H = n->plan_h, n->W = n->plan_w; /* planned for the largest */
+    *out = n;
+    return MANTA_OK;
+}
+
+manta_status stereo_net_plan_memory(mcl_dev *d, const stereo_space *space, int batch,
+                                    bool forward_only, ofa_net_mem *out)
+{
+    memset(out, 0, sizeof *out);
+    stereo_net *n;
+    MANTA_TRY(prepare(d, space, batch, forward_only, &n));
+    manta_status st = ofa_net_plan_memory(&n->net, d, batch, &recipe, n, out);
+    free(n);
+    return st;
+}
+
+static manta_status create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
+                           bool forward_only, stereo_net **out)
+{
+    stereo_net *n;
+    MANTA_TRY(prepare(d, space, batch, forward_only, &n));
+    *out = NULL;
     manta_status st = ofa_net_create(&n->net, d, batch, &recipe, n, seed);
     if (st == MANTA_OK)
         st = stereo_net_set_size(n, space->crop_h, space->crop_w);

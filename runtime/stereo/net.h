@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include "cl/cl.h"
+#include "elastic/mbconv.h"
 #include "elastic/types.h"
 #include "space/stereo_space.h"
 
@@ -77,6 +78,16 @@ manta_status stereo_net_create_forward_only(mcl_dev *d, const stereo_space *spac
  * @return MANTA_ERR_INVALID_ARG naming the size and the limit; the size is then unchanged.
  */
 manta_status stereo_net_set_size(stereo_net *n, int h, int w);
+/**
+ * The device memory stereo_net_create() (@p forward_only: stereo_net_create_forward_only())
+ * would create for @p space and batches of @p batch pairs on @p d, planned without creating
+ * anything (ofa_net_plan_memory()): the slabs' floats, their bytes, and the largest part that
+ * must fit one buffer (the activations and their gradients are split across buffers of the
+ * device's largest allocation at their tensors; the op scratch is bounded by
+ * nn_scratch_cap()). @return as stereo_net_create() before it allocates.
+ */
+manta_status stereo_net_plan_memory(mcl_dev *d, const stereo_space *space, int batch,
+                                    bool forward_only, ofa_net_mem *out);
 /** Floats of the device buffers that grow with the batch (activations and op scratch). */
 size_t stereo_net_act_floats(const stereo_net *n);
 /** The size of the passes (stereo_net_set_size()). */

@@ -186,6 +186,62 @@ static void plan_io(stereo_trainer *t, mlayout *l)
     t->scratch = mlayout_add(l, nn_disp_loss_scratch_floats(t->d, &s) + 1);
 }
 
+manta_status stereo_trainer_plan_memory(mcl_dev *d, const stereo_space *space, int max_subnets,
+                                        int batch, stereo_mem *out)
+{
+    memset(out, 0, sizeof *out);
+    MANTA_TRY(stereo_net_plan_memory(d, space, batch, false, &out->net));
+    stereo_trainer *t = calloc(1, sizeof *t);
+    if (!t)
+        return manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "trainer: out of host memory");
+    t->d = d;
+    t->space = *space;
+    t->B = batch;
+    t->P = stereo_preds(space);
+    t->max_subnets = max_subnets > 0 ? max_subnets : 1;
+    mlayout l = {0};
+    plan_io(t, &l);
+    free(t);
+    const ofa_net_mem *m = &out->net;
+    out->io = l.total;
+    out->bytes = m->bytes + (unsigned long long)(l.total + m->params + m->state) * sizeof(float);
+    out->unit_bytes = (unsigned long long)m->unit * sizeof(float);
+    out->unit_what = m->unit_what;
+    if (l.total > m->unit)
+        out->unit_bytes = (unsigned long long)l.total * sizeof(float),
+        out->unit_what = "trainer buffers";
+    return MANTA_OK;
+}
+
+/* ofa_net_mem_plan_fn over stereo_trainer_plan_memory(). */
+typedef struct pick_ctx {
+    mcl_dev *d;
+    const stereo_space *space;
+    int max_subnets;
+} pick_ctx;
+
+static manta_status pick_plan(void *ctx, int batch, unsigned long long *bytes,
+                              unsigned long long *unit_bytes, const char **unit_what)
+{
+    const pick_ctx *c = ctx;
+    stereo_mem m;
+    MANTA_TRY(stereo_trainer_plan_memory(c->d, c->space, c->max_subnets, batch, &m));
+    *bytes = m.bytes, *unit_bytes = m.unit_bytes, *unit_what = m.unit_what;
+    return MANTA_OK;
+}
+
+manta_status stereo_trainer_pick_batch(mcl_dev *d, const stereo_space *space, int max_subnets,
+                                       int max_batch, unsigned long long global_mem,
+                                       unsigned long long max_alloc, int *batch, stereo_mem *plan)
+{
+    pick_ctx c = {d, space, max_subnets};
+    unsigned long long b, u;
+    const char *w;
+    MANTA_TRY(
+        ofa_net_pick_batch(pick_plan, &c, max_batch, global_mem, max_alloc, batch, &b, &u, &w));
+    return stereo_trainer_plan_memory(d, space, max_subnets, *batch > 0 ? *batch : 1, plan);
+}
+
 manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space, const ofa_schedule *sched,
                                    uint64_t seed, stereo_trainer **out)
 {

@@ -73,6 +73,36 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
 void stereo_sample_subnet(const stereo_space *space, const ofa_space *view, const ofa_phase *p,
                           uint64_t seed, long step, int k, ofa_arch *a);
 
+/** The device memory of a trainer (stereo_trainer_plan_memory()). */
+typedef struct stereo_mem {
+    ofa_net_mem net;               /**< the network's slabs (stereo_net_plan_memory()) */
+    size_t io;                     /**< floats of the trainer's buffers (ground truth, results) */
+    unsigned long long bytes;      /**< everything: the network, the teacher's parameters, the saved
+                               *  statistics and the trainer's buffers */
+    unsigned long long unit_bytes; /**< the largest part that must fit one buffer */
+    const char *unit_what;         /**< its name */
+} stereo_mem;
+
+/**
+ * The device memory stereo_trainer_create() would create for @p space, batches of @p batch
+ * pairs on @p d and schedules of at most @p max_subnets sub-networks a step, planned
+ * without creating anything (stereo_net_plan_memory()). @return its errors.
+ */
+manta_status stereo_trainer_plan_memory(mcl_dev *d, const stereo_space *space, int max_subnets,
+                                        int batch, stereo_mem *out);
+
+/**
+ * `--batch auto`: the largest batch in [1, @p max_batch] whose trainer fits a device of
+ * @p global_mem bytes and largest allocation @p max_alloc (ofa_net_mem_fits(): 95% of the global
+ * memory, the largest indivisible part within one allocation), from the plans alone
+ * (ofa_net_pick_batch()); 0 when batch 1 does not fit. @p plan receives the chosen batch's
+ * plan (batch 1's when none fits: its unit names what is too large). The scratch bound reads
+ * @p d's largest allocation, so pass @p d's limits (mcl_info()) for a real choice.
+ */
+manta_status stereo_trainer_pick_batch(mcl_dev *d, const stereo_space *space, int max_subnets,
+                                       int max_batch, unsigned long long global_mem,
+                                       unsigned long long max_alloc, int *batch, stereo_mem *plan);
+
 /** Create the supernet and the trainer's buffers (all allocation happens here). */
 manta_status stereo_trainer_create(mcl_dev *d, const stereo_space *space, const ofa_schedule *sched,
                                    uint64_t seed, stereo_trainer **out);

@@ -7,8 +7,9 @@
 #  2. the parallelism of a training step: at batch 64 on the largest sub-network, no launch
 #     uses fewer than 16,384 work-items unless it writes fewer values than that
 #     (tools/bench/launch_check.sh; docs/gpu.md lists those launches); its activations
-#     (one 395 MB buffer) exceed a 256 MiB allocation limit: refused in one line naming the
-#     buffer and the limit.
+#     (395 MB) exceed a 256 MiB allocation limit: split across buffers at their tensors, the
+#     step runs; under a 16 MiB limit one of its tensors (25 MB) does not fit one buffer:
+#     refused in one line naming the slab and the limit.
 set -eu
 B=${BUILD:-build}
 M="$B/bin/manta"
@@ -33,10 +34,14 @@ done
 [ -z "$failed" ] || fail "with GPU kernels under a small GPU's limits:$failed"
 
 "$M" devices | grep -q "local=32 KiB" || fail "manta devices does not show the clamped local memory"
-if "$M" bench train --arch max --batch 64 --steps 1 >"$tmp/out" 2>"$tmp/err"; then
-    fail "a 395 MB buffer was allocated under alloc=256m"
+"$M" bench train --arch max --batch 64 --steps 1 >"$tmp/out" 2>"$tmp/err" ||
+    { cat "$tmp/err"; fail "395 MB of activations not split across buffers under alloc=256m"; }
+echo "ok: 395 MB of activations trained under alloc=256m (split across buffers)"
+if MANTA_DEVICE_LIMITS=$small,alloc=16m "$M" bench train --arch max --batch 64 --steps 1 \
+    >"$tmp/out" 2>"$tmp/err"; then
+    fail "a 25 MB tensor was placed under alloc=16m"
 fi
-[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "activations.*268435456" "$tmp/err" ||
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "activations.*16777216" "$tmp/err" ||
     { cat "$tmp/err"; fail "the allocation limit's error does not name the buffer and the limit"; }
 echo "ok: $(cat "$tmp/err")"
 

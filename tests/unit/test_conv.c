@@ -246,6 +246,18 @@ static void test_conv_direct_few_input_channels(void **st)
     check_conv(st, &(nn_conv2d_shape){2, 4, 9, 10, 3, 5, 5, 2, 2, 2, 2, 0}, 23);
 }
 
+/* The CPU variant's 3x3 stride-1 pad-1 convolutions of more channels (the stereo decoder's):
+ * forward and dx by conv3_rows (8 outputs of a row per work-item, a partial last strip),
+ * dW by the direct rows kernel; one output channel (a prediction) with a weight stride,
+ * several with a row too long for the direct dW (im2col computes it), one image. */
+static void test_conv_3x3_rows_many_channels(void **st)
+{
+    check_conv(st, &(nn_conv2d_shape){3, 9, 5, 21, 1, 3, 3, 1, 1, 1, 1, 88}, 26);
+    check_conv(st, &(nn_conv2d_shape){2, 12, 7, 8, 6, 3, 3, 1, 1, 1, 1, 0}, 27);
+    check_conv(st, &(nn_conv2d_shape){1, 6, 3, 150, 5, 3, 3, 1, 1, 1, 1, 0}, 28);
+    check_conv(st, &(nn_conv2d_shape){2, 5, 1, 3, 2, 3, 3, 1, 1, 1, 1, 50}, 29);
+}
+
 /* The GPU variant splits dW's K = N*Ho*Wo into chunks of at least 256 columns whose
  * partial sums are added up into a block of the weights (w_ld): K = 1024 in 4 chunks;
  * the large case below has K = 3174, 8 chunks and 6 columns left over. */
@@ -314,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_conv_1x1_stride2_takes_im2col),
         cmocka_unit_test(test_conv_elastic_w_ld_3x3_and_1x1),
         cmocka_unit_test(test_conv_direct_few_input_channels),
+        cmocka_unit_test(test_conv_3x3_rows_many_channels),
         cmocka_unit_test(test_conv_long_k_split_wgrad_w_ld),
         cmocka_unit_test(test_conv_3x3_larger_odd_gemm_batch6),
         cmocka_unit_test(test_conv_bad_shapes_rejected),

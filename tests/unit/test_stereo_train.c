@@ -53,7 +53,11 @@ static void fill(fixture *f, long first)
 static void test_loss_falls_on_one_batch(void **state)
 {
     fixture *f = *state;
-    ofa_schedule s = tu_stereo_one_phase(BATCH, 60, 0.05f);
+    /* 0.04: at 0.05 whether 60 steps on one batch converge or stall near 2 px depends on float
+     * rounding (the same gradients to 3e-7 at step 0, the losses the same to 6 digits for 13
+     * steps, then one run stalls: the CPU variant's direct 3x3 dW stalled at 0.05, the GEMM's
+     * at 0.03); at 0.04 both kernels converge (0.79 / 0.81 px) */
+    ofa_schedule s = tu_stereo_one_phase(BATCH, 60, 0.04f);
     stereo_trainer *t;
     TU_OK(f->d, stereo_trainer_create(f->d, &f->x.sp, &s, 3, &t));
     fill(f, 0);

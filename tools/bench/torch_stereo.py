@@ -10,6 +10,7 @@ layout of runtime/stereo/net.c). It runs in float64 on the CPU, so what it measu
 runtime's float32 rounding (and any real difference).
 
 usage: torch_stereo.py DIR [--ckpt FILE] [--fwd-tol 1e-4] [--grad-tol 1e-3] [--json]
+       torch_stereo.py DIR --train-speed [--batch 8] [--steps 10] [--threads 2] [--json]
 
 DIR is what tests/helpers/stereo_twin_dump wrote: space.json, arch.json, net.ckpt,
 input.f32 (the raw input tensor: (2N, 3, H, W), left views then right views), gt<p>.f32,
@@ -22,6 +23,11 @@ Checks: relative L2 of the finest eval prediction <= --fwd-tol (every scale is r
 and of every parameter group's gradient <= --grad-tol (groups: stem, each unit's slots,
 redirect, coarsest prediction, each decoder level, the batch norms of each part, the
 decoder's biases). Exit 0 when every check passes, 1 otherwise.
+
+--train-speed is the peer of `manta bench train --space stereo-... --twin-dir DIR`
+(tools/bench/stereo_train_vs_torch.sh, make bench-stereo-train): the same sub-network as a
+PyTorch model of its own (every weight it uses a leaf tensor, elastic kernels already
+transformed), float32, random pairs, the same loss and SGD step; pairs/s and peak RSS.
 """
 import argparse
 import json
@@ -230,8 +236,32 @@ def correlation(fl, fr, max_disp, stride):
 
 
 class Twin:
-    def __init__(self, lay, arch, params, state, train):
+    """The sub-network's forward on the flat parameter slab P (views of it, so that one
+    backward gives the slab's gradient). With leaves (the training-speed mode) every weight
+    the sub-network uses is instead its own leaf tensor, made once from P on the first
+    forward (the elastic kernel already transformed, the active rows and columns already
+    cut): the sub-network as PyTorch would train it on its own; batch norm then also keeps
+    running statistics, as the runtime's training forward does."""
+
+    def __init__(self, lay, arch, params, state, train, leaves=False):
         self.l, self.a, self.P, self.S, self.train = lay, arch, params, state, train
+        self.leaves = [] if leaves else None
+        self.next_leaf = 0
+        self.running = {}
+
+    def L(self, make):
+        """make() (a weight: a view of P or a function of views), or its leaf."""
+        if self.leaves is None:
+            return make()
+        if self.next_leaf == len(self.leaves):
+            with torch.no_grad():
+                self.leaves.append(make().detach().clone().contiguous().requires_grad_(True))
+        t = self.leaves[self.next_leaf]
+        self.next_leaf += 1
+        return t
+
+    def parameters(self):
+        return list(self.leaves or [])
 
     def w(self, off, *shape):
         n = 1
@@ -239,11 +269,21 @@ class Twin:
             n *= d
         return self.P[off:off + n].view(*shape)
 
+    def v(self, off, n):
+        return self.L(lambda: self.P[off:off + n])
+
     def bn(self, b, x, c):
-        g = self.P[b["gamma"]:b["gamma"] + c]
-        bt = self.P[b["beta"]:b["beta"] + c]
+        g = self.v(b["gamma"], c)
+        bt = self.v(b["beta"], c)
         if self.train:
-            return F.batch_norm(x, None, None, g, bt, True, 0.0, EPS)
+            if self.leaves is None:
+                return F.batch_norm(x, None, None, g, bt, True, 0.0, EPS)
+            key = (b["rmean"], c)
+            if key not in self.running:
+                self.running[key] = (self.S[b["rmean"]:b["rmean"] + c].clone(),
+                                     self.S[b["rvar"]:b["rvar"] + c].clone())
+            rm, rv = self.running[key]
+            return F.batch_norm(x, rm, rv, g, bt, True, 0.1, EPS)
         rm = self.S[b["rmean"]:b["rmean"] + c]
         rv = self.S[b["rvar"]:b["rvar"] + c]
         return F.batch_norm(x, rm, rv, g, bt, False, 0.0, EPS)
@@ -254,30 +294,35 @@ class Twin:
         mid = make_divisible(c * a["e"][idx])
         k = a["ks"][idx]
         ks = l.ks
-        y = F.conv2d(x, self.w(sl["e_w"], mid_max, c)[:mid].reshape(mid, c, 1, 1))
+        y = F.conv2d(x, self.L(lambda: self.w(sl["e_w"], mid_max, c)[:mid].reshape(mid, c, 1, 1)))
         y = activation(sl["act"], self.bn(sl["e_bn"], y, mid))
-        K = ks[-1]
-        wk = self.w(sl["dw_w"], mid_max, K, K)[:mid]
-        ki = ks.index(k)
-        for i in range(len(ks) - 2, ki - 1, -1):  # K -> ... -> k through the kernel matrices
-            big, small = ks[i + 1], ks[i]
-            o = big // 2 - small // 2
-            centre = wk[:, o:o + small, o:o + small].reshape(mid, small * small)
-            m = self.w(sl["kmat"][i], small * small, small * small)
-            wk = (centre @ m.t()).reshape(mid, small, small)
-        y = F.conv2d(y, wk.unsqueeze(1), stride=sl["stride"], padding=k // 2, groups=mid)
+
+        def kernel():
+            K = ks[-1]
+            wk = self.w(sl["dw_w"], mid_max, K, K)[:mid]
+            ki = ks.index(k)
+            for i in range(len(ks) - 2, ki - 1, -1):  # K -> ... -> k through the kernel matrices
+                big, small = ks[i + 1], ks[i]
+                o = big // 2 - small // 2
+                centre = wk[:, o:o + small, o:o + small].reshape(mid, small * small)
+                m = self.w(sl["kmat"][i], small * small, small * small)
+                wk = (centre @ m.t()).reshape(mid, small, small)
+            return wk.unsqueeze(1)
+
+        y = F.conv2d(y, self.L(kernel), stride=sl["stride"], padding=k // 2, groups=mid)
         y = activation(sl["act"], self.bn(sl["d_bn"], y, mid))
         if sl["se"]:
             se, se_max = make_divisible(mid / 4.0), sl["se_max"]
             s = y.mean((2, 3))
-            s = s @ self.w(sl["se_r_w"], se_max, mid_max)[:se, :mid].t() + \
-                self.P[sl["se_r_b"]:sl["se_r_b"] + se]
+            s = s @ self.L(lambda: self.w(sl["se_r_w"], se_max, mid_max)[:se, :mid].t()) + \
+                self.v(sl["se_r_b"], se)
             s = F.relu(s)
-            s = s @ self.w(sl["se_e_w"], mid_max, se_max)[:mid, :se].t() + \
-                self.P[sl["se_e_b"]:sl["se_e_b"] + mid]
+            s = s @ self.L(lambda: self.w(sl["se_e_w"], mid_max, se_max)[:mid, :se].t()) + \
+                self.v(sl["se_e_b"], mid)
             y = y * F.hardsigmoid(s)[:, :, None, None]
         wd = sl["width"]
-        y = F.conv2d(y, self.w(sl["p_w"], wd, mid_max)[:, :mid].reshape(wd, mid, 1, 1))
+        y = F.conv2d(y, self.L(lambda: self.w(sl["p_w"], wd, mid_max)[:, :mid].reshape(wd, mid, 1,
+                                                                                        1)))
         y = self.bn(sl["p_bn"], y, wd)
         if sl["stride"] == 1 and c == wd:
             y = y + x
@@ -285,13 +330,14 @@ class Twin:
 
     def forward(self, x):
         """x (2N, 3, H, W) -> every prediction, coarsest first."""
+        self.next_leaf = 0
         l, a, s = self.l, self.a, self.l.s
         N = x.shape[0] // 2
         L = l.L
         sw, sk = s["stem"]["width"], s["stem"]["kernel"]
         skip = [None] * (L + 1)
         skip[0] = x[:N]
-        y = F.conv2d(x, self.w(l.stem_w, sw, 3, sk, sk), stride=2, padding=sk // 2)
+        y = F.conv2d(x, self.L(lambda: self.w(l.stem_w, sw, 3, sk, sk)), stride=2, padding=sk // 2)
         y = activation(s["stem"]["act"], self.bn(l.stem_bn, y, sw))
         k = 1
         skip[k] = y[:N]
@@ -299,7 +345,8 @@ class Twin:
             if u == l.after:
                 cor = s["correlation"]
                 corr = correlation(y[:N], y[N:], cor["max_disp"], cor["stride"])
-                r = F.conv2d(y[:N], self.w(l.redir_w, l.R, l.cc).reshape(l.R, l.cc, 1, 1))
+                r = F.conv2d(y[:N], self.L(lambda: self.w(l.redir_w, l.R, l.cc).reshape(
+                    l.R, l.cc, 1, 1)))
                 r = F.leaky_relu(self.bn(l.redir_bn, r, l.R), LEAKY)
                 y = torch.cat([corr, r], 1)
                 skip[k] = y
@@ -308,22 +355,21 @@ class Twin:
                 y = self.slot(l.slots[idx], idx, y)
             k += unit["stride"] == 2
             skip[k] = y[:N] if u < l.after else y
-        preds = [F.conv2d(y, self.w(l.pred0_w, 1, l.cl, 3, 3), self.P[l.pred0_b:l.pred0_b + 1],
-                          padding=1)]
+        preds = [F.conv2d(y, self.L(lambda: self.w(l.pred0_w, 1, l.cl, 3, 3)),
+                          self.v(l.pred0_b, 1), padding=1)]
         for i, lv in enumerate(l.levels):
             aw = a["dw"][i]
             acin = a["dw"][i - 1] if i > 0 else lv["cin"]
             wd, sc = lv["width"], lv["skip_c"]
-            up = F.conv_transpose2d(y, self.w(lv["up_w"], lv["cin"], wd, 4, 4)[:acin, :aw],
-                                    self.P[lv["up_b"]:lv["up_b"] + aw], stride=2, padding=1)
+            up = F.conv_transpose2d(y, self.L(lambda: self.w(lv["up_w"], lv["cin"], wd, 4, 4)[
+                :acin, :aw]), self.v(lv["up_b"], aw), stride=2, padding=1)
             up = F.leaky_relu(up, LEAKY)
             upp = F.interpolate(preds[-1], scale_factor=2, mode="bilinear", align_corners=False)
             cat = torch.cat([skip[L - 1 - i], upp, up], 1)
-            cw = self.w(lv["conv_w"], wd, lv["cat_max"], 3, 3)[:aw, :sc + 1 + aw]
-            y = F.leaky_relu(F.conv2d(cat, cw, self.P[lv["conv_b"]:lv["conv_b"] + aw], padding=1),
-                             LEAKY)
-            pw = self.w(lv["pred_w"], 1, wd, 3, 3)[:, :aw]
-            preds.append(F.conv2d(y, pw, self.P[lv["pred_b"]:lv["pred_b"] + 1], padding=1))
+            cw = self.L(lambda: self.w(lv["conv_w"], wd, lv["cat_max"], 3, 3)[:aw, :sc + 1 + aw])
+            y = F.leaky_relu(F.conv2d(cat, cw, self.v(lv["conv_b"], aw), padding=1), LEAKY)
+            pw = self.L(lambda: self.w(lv["pred_w"], 1, wd, 3, 3)[:, :aw])
+            preds.append(F.conv2d(y, pw, self.v(lv["pred_b"], 1), padding=1))
         return preds
 
 
@@ -343,6 +389,79 @@ def multiscale_loss(preds, gts, weights, max_disp):
         parts.append(float(w * lp))
         loss = loss + w * lp
     return loss, parts
+
+
+def multiscale_loss_fast(preds, gts, weights, max_disp):
+    """multiscale_loss() without leaving the graph (no host synchronisation, no indexing by a
+    mask): the training-speed mode's loss, the same value."""
+    total = sum(weights)
+    loss = 0.0
+    for p, (pr, gt) in enumerate(zip(preds, gts)):
+        w = weights[p] / total
+        if w <= 0:
+            continue
+        valid = (torch.isfinite(gt) & (gt > 0) & (gt <= max_disp)).to(pr.dtype)
+        loss = loss + w * ((pr - gt).abs() * valid).sum() / valid.sum().clamp(min=1)
+    return loss
+
+
+def train_speed(args):
+    """Training pairs/s of the sub-network DIR/arch.json of the space DIR/space.json (what
+    `manta bench train --space ... --twin-dir DIR` writes), as `manta bench train` measures
+    it: random pairs in [0, 1) and ground truth uniform in (0, max_disp] at every scale, the
+    multi-scale L1 loss of loss round 0, SGD with Nesterov momentum 0.9 and weight decay
+    3e-5, float32; the median of --steps timed steps after 2 warm-up steps."""
+    import resource
+    import statistics
+    import time
+    torch.set_num_threads(args.threads)
+    d = args.dir
+    space = json.load(open(os.path.join(d, "space.json")))
+    arch = json.load(open(os.path.join(d, "arch.json")))
+    H, W = space["crop"]["height"], space["crop"]["width"]
+    lay = Layout(space, H, W)
+    g = torch.Generator().manual_seed(1)
+    P = (torch.rand(lay.n_params, generator=g) * 0.2 - 0.1)
+    S = torch.zeros(lay.n_state)
+    bns = [lay.stem_bn, lay.redir_bn] + [sl[k] for sl in lay.slots
+                                         for k in ("e_bn", "d_bn", "p_bn")]
+    for b in bns:
+        P[b["gamma"]:b["gamma"] + b["c"]] = 1.0
+        P[b["beta"]:b["beta"] + b["c"]] = 0.0
+        S[b["rvar"]:b["rvar"] + b["c"]] = 1.0
+    twin = Twin(lay, arch, P, S, True, leaves=True)
+    N, L = args.batch, lay.L
+    x = torch.rand(2 * N, 3, H, W, generator=g)
+    md = space["max_disp"]
+    gts = [md * (1 - torch.rand(N, 1, H >> (L - p), W >> (L - p), generator=g))
+           for p in range(L + 1)]
+    weights = space["loss"]["rounds"][0]
+    with torch.no_grad():
+        twin.forward(x[:2])  # make the leaves
+    opt = torch.optim.SGD(twin.parameters(), lr=0.01, momentum=0.9, nesterov=True,
+                          weight_decay=3e-5)
+    times = []
+    for i in range(args.steps + 2):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        loss = multiscale_loss_fast(twin.forward(x), gts, weights, md)
+        loss.backward()
+        opt.step()
+        if i >= 2:
+            times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    res = {"runtime": "torch", "torch": torch.__version__, "threads": torch.get_num_threads(),
+           "space": space["name"], "arch": arch, "h": H, "w": W, "batch": N,
+           "steps": args.steps, "median_step_s": med, "pairs_per_s": N / med,
+           "loss": float(loss),
+           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+    if args.json:
+        print(json.dumps(res))
+    else:
+        print(f"torch {torch.__version__} ({res['threads']} threads): {space['name']} "
+              f"{W}x{H} batch {N}: {res['pairs_per_s']:.2f} pairs/s (median step "
+              f"{med * 1e3:.1f} ms), peak RSS {res['peak_rss_mib']:.0f} MiB")
+    return 0
 
 
 def rel_l2(a, b):
@@ -369,7 +488,15 @@ def main():
                          "standard normal, seeded: how far a rounding-sized change moves the "
                          "gradients themselves (a gradient with ReLU inputs near zero moves); "
                          "a group passes when within the larger of --grad-tol and twice that")
+    ap.add_argument("--train-speed", action="store_true",
+                    help="time training steps instead (float32): DIR holds space.json and "
+                         "arch.json (manta bench train --space ... --twin-dir DIR)")
+    ap.add_argument("--batch", type=int, default=8, help="--train-speed: pairs per step")
+    ap.add_argument("--steps", type=int, default=10, help="--train-speed: timed steps")
+    ap.add_argument("--threads", type=int, default=2, help="--train-speed: torch threads")
     args = ap.parse_args()
+    if args.train_speed:
+        return train_speed(args)
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     d = args.dir
     dt = np.float32 if args.float32 else np.float64

@@ -388,7 +388,8 @@ int cmd_bench(int argc, char **argv)
         "manta bench",
         "ops|train|allreduce [OPTIONS]",
         "  ops        throughput of every training op, forward and backward, and of SGEMM\n"
-        "  train      training images/s of one sub-network\n"
+        "  train      training images/s (stereo: pairs/s) of one sub-network\n"
+        "  memory     a stereo training step's planned device memory per batch\n"
         "  allreduce  the ring-allreduce between local ranks\n\n"
         "'manta bench ops --help' (train, allreduce) describes a benchmark's options.\n",
         defs,
@@ -402,9 +403,12 @@ int cmd_bench(int argc, char **argv)
         return bench_ops(argc - 1, argv + 1);
     if (!strcmp(argv[1], "train"))
         return bench_train(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "memory"))
+        return bench_memory(argc - 1, argv + 1);
     if (!strcmp(argv[1], "allreduce"))
         return cmd_bench_allreduce(argc, argv);
-    fprintf(stderr, "manta bench: unknown benchmark '%s' (available: ops, train, allreduce)\n",
+    fprintf(stderr,
+            "manta bench: unknown benchmark '%s' (available: ops, train, memory, allreduce)\n",
             argv[1]);
     return 2;
 }

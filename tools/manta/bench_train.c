@@ -13,6 +13,7 @@
 #include "core/stats.h"
 #include "nn/loss.h"
 #include "classify/supernet.h"
+#include "space/stereo_space.h"
 #include "train/optim.h"
 
 /* One training step of @p net: labels at io[0 .. batch), losses after them. */
@@ -57,14 +58,16 @@ static manta_status write_launches(mcl_dev *d, const char *path, const mcl_launc
 int bench_train(int argc, char **argv)
 {
     const char *space_name = "cpu-default", *arch_arg = "max", *device = NULL, *launches = NULL;
-    int res = 0, batch = 64, steps = 10;
+    const char *twin_dir = NULL;
+    int res = 0, batch = 0, steps = 10;
     bool json = false;
     const opt_def defs[] = {
         {.name = "space",
          .kind = OPT_STRING,
          .dest = &space_name,
          .metavar = "S",
-         .help = "search space: cpu-default (default), mbv3-w1.0 or a spec file"},
+         .help = "search space: cpu-default (default), mbv3-w1.0, stereo-cpu, stereo-gpu or a "
+                 "spec file"},
         {.name = "arch",
          .kind = OPT_STRING,
          .dest = &arch_arg,
@@ -83,7 +86,7 @@ int bench_train(int argc, char **argv)
          .lo = 1,
          .hi = 4096,
          .metavar = "N",
-         .help = "images per step (default 64)"},
+         .help = "images (stereo: pairs) per step (default 64; stereo 8)"},
         {.name = "steps",
          .kind = OPT_INT,
          .dest = &steps,
@@ -101,19 +104,30 @@ int bench_train(int argc, char **argv)
          .dest = &launches,
          .metavar = "FILE",
          .help = "write the kernel launches of the last step to FILE (see above)"},
+        {.name = "twin-dir",
+         .kind = OPT_STRING,
+         .dest = &twin_dir,
+         .metavar = "DIR",
+         .help = "stereo: write space.json and arch.json to DIR for the PyTorch twin"},
         {.name = "json", .kind = OPT_FLAG, .dest = &json, .help = "one JSON document"},
         {.name = NULL},
     };
     const opt_cmd cmd = {
         "manta bench train",
         "[--space S] [--arch max|min|FILE] [--res R] [--batch N]\n"
-        "                         [--steps N] [--device SPEC] [--launches FILE] [--json]",
+        "                         [--steps N] [--device SPEC] [--launches FILE]\n"
+        "                         [--twin-dir DIR] [--json]",
         "Training throughput of one sub-network of the supernet: forward, label-smoothed\n"
         "cross-entropy, backward and an SGD step per batch of random data, as\n"
         "tools/bench/torch_ofa_train.py does in PyTorch. Prints the median step time\n"
         "over --steps timed steps (after 2 warm-up steps) and images/s. --launches\n"
         "writes one JSON object per launch (kernel, global and local sizes, work-items,\n"
-        "values written; CLBlast GEMMs with m, n, k).\n",
+        "values written; CLBlast GEMMs with m, n, k).\n"
+        "A stereo space (stereo-cpu, stereo-gpu, a stereo spec file) times a sub-network's\n"
+        "training step on random pairs at the space's crop: forward on batch statistics,\n"
+        "the multi-scale L1 loss (loss round 0), backward and the SGD step, as\n"
+        "tools/bench/torch_stereo.py --train-speed does in PyTorch; pairs/s and the peak\n"
+        "resident memory.\n",
         defs,
         0,
         0};
@@ -123,6 +137,23 @@ int bench_train(int argc, char **argv)
         return pr == OPT_HELP ? 0 : 2;
     manta_err err;
     manta_err_clear(&err);
+    bool stereo = false;
+    manta_status sst = stereo_spec_is_stereo(space_name, &stereo, &err);
+    if (sst != MANTA_OK) {
+        cmd_error("bench train", sst, &err);
+        return 1;
+    }
+    if (stereo) {
+        if (res > 0 || launches) {
+            fprintf(stderr, "manta bench train: --res and --launches are for classification "
+                            "spaces\n");
+            return 2;
+        }
+        return bench_train_stereo(space_name, arch_arg, batch ? batch : 8, steps, device, twin_dir,
+                                  json);
+    }
+    if (!batch)
+        batch = 64;
     ofa_space sp;
     ofa_arch arch;
     manta_status st = ofa_space_load(space_name, &sp, &err);

@@ -25,7 +25,7 @@ static const struct {
     {"search", cmd_search, "evolutionary search under latency / arena / flash budgets"},
     {"image", cmd_image, "one image of a data set as a JPEG (for manta-infer)"},
     {"stereo-data", cmd_stereo_data, "procedural stereo pairs written as a KITTI-layout folder"},
-    {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|allreduce'"},
+    {"bench", cmd_bench, "benchmarks: 'manta bench ops|train|memory|allreduce'"},
     {"kernels", cmd_kernels, "the embedded OpenCL programs: list, dump, build on a device"},
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
     {"launch", cmd_launch,

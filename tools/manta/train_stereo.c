@@ -23,7 +23,9 @@
 
 typedef struct st_opts {
     const char *space, *schedule, *out, *data, *val_data, *tensorboard, *textures, *init;
+    const char *batch_arg; /* --batch: a number or "auto" */
     int batch, log_every;
+    bool batch_auto;
     long train_pairs, eval_pairs, recal_pairs, ckpt_every, stop_after, seed;
     double lr_scale, mix; /* mix < 0: not given */
     bool resume, json, textures_given;
@@ -266,6 +268,67 @@ static int train_loop(st_run *r)
     return 0;
 }
 
+/* Sub-networks a step of the presets at most (the trainer's results buffer). */
+#define AUTO_SUBNETS 4
+
+/* @p bytes as "12.3 MB" or "4.56 GB" into @p buf (32 bytes). */
+static const char *fmt_bytes(char *buf, unsigned long long bytes)
+{
+    if (bytes < 1000000000ull)
+        snprintf(buf, 32, "%.1f MB", bytes / 1e6);
+    else
+        snprintf(buf, 32, "%.2f GB", bytes / 1e9);
+    return buf;
+}
+
+/* --batch auto: open the devices, set r->o.batch to the largest batch the first device holds
+ * per replica times the replicas (at most 64), and say so in one line; false (said) when
+ * batch 1 does not fit, or with several ranks. */
+static bool pick_batch(st_run *r)
+{
+    if (r->cfg.world_size > 1) {
+        fprintf(stderr, "manta train: --batch auto plans one process's devices; give ranks a "
+                        "number (--batch N)\n");
+        return false;
+    }
+    if (!(r->n_dev = job_open_devices("manta train", &r->o.job, r->devs)))
+        return false;
+    mcl_dev *d = r->devs[0];
+    const mcl_device_info *in = mcl_info(d);
+    int per;
+    stereo_mem m;
+    manta_status st = stereo_trainer_pick_batch(d, &r->sp, AUTO_SUBNETS, 64 / r->n_dev,
+                                                in->global_mem, in->max_alloc, &per, &m);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta train: --batch auto: %s\n", manta_err_msg(mcl_err(d), st));
+        return false;
+    }
+    char b1[32], b2[32], b3[32], b4[32];
+    if (per == 0) {
+        if (m.unit_bytes > in->max_alloc)
+            fprintf(stderr,
+                    "manta train: --batch auto: device '%s' cannot train %s at batch 1: its %s "
+                    "need one buffer of %s, above the device's largest allocation of %s\n",
+                    in->name, r->sp.name, m.unit_what, fmt_bytes(b1, m.unit_bytes),
+                    fmt_bytes(b2, in->max_alloc));
+        else
+            fprintf(stderr,
+                    "manta train: --batch auto: device '%s' cannot train %s at batch 1: %s of "
+                    "buffers, above 95%% of the device's global memory of %s\n",
+                    in->name, r->sp.name, fmt_bytes(b1, m.bytes), fmt_bytes(b2, in->global_mem));
+        return false;
+    }
+    r->o.batch = per * r->n_dev;
+    printf("--batch auto: %d pair(s) per step%s on '%s': %s planned of its %s (batch %d %s), "
+           "the largest buffer %s (%s) of its largest allocation %s\n",
+           r->o.batch, r->n_dev > 1 ? " (per device x devices)" : "", in->name,
+           fmt_bytes(b1, m.bytes), fmt_bytes(b2, in->global_mem), per + 1,
+           per == 64 / r->n_dev ? "is above --batch's 64" : "would not fit",
+           fmt_bytes(b3, m.unit_bytes), m.unit_what, fmt_bytes(b4, in->max_alloc));
+    fflush(stdout);
+    return true;
+}
+
 /* The options of the run's settings (stereo/run.h). */
 static stereo_run_opts run_opts(const st_opts *o)
 {
@@ -285,6 +348,8 @@ static bool setup(st_run *r)
     manta_status st = r->o.resume ? stereo_state_peek(latest, &r->sp, &r->meta, &err)
                                   : stereo_space_load(r->o.space, &r->sp, &err);
     stereo_meta init_meta = {0}; /* --init's settings */
+    if (st == MANTA_OK && !r->o.resume && r->o.batch_auto && !pick_batch(r))
+        return false;
     if (st == MANTA_OK && !r->o.resume) {
         const stereo_run_opts ro = run_opts(&r->o);
         bool missing;
@@ -328,7 +393,7 @@ static bool setup(st_run *r)
         fprintf(stderr, "manta train: %s\n", err.msg);
         return false;
     }
-    if (!(r->n_dev = job_open_devices("manta train", &r->o.job, r->devs)))
+    if (!r->n_dev && !(r->n_dev = job_open_devices("manta train", &r->o.job, r->devs)))
         return false;
     if (r->rank == 0 && manta_file_mkdir_p(r->dir, &err) != MANTA_OK) { /* once a device is open */
         fprintf(stderr, "manta train: %s\n", err.msg);
@@ -471,12 +536,12 @@ int cmd_train_stereo(int argc, char **argv)
          .help = "multiply every phase's learning rate by F (default 1; kept "
                  "in the checkpoint)"},
         {.name = "batch",
-         .kind = OPT_INT,
-         .dest = &r->o.batch,
-         .lo = 1,
-         .hi = 64,
-         .metavar = "N",
-         .help = "pairs per step (default 8)"},
+         .kind = OPT_STRING,
+         .dest = &r->o.batch_arg,
+         .metavar = "N|auto",
+         .help = "pairs per step, 1 to 64 (default 8); auto: the largest the device holds "
+                 "(its global memory and largest allocation, from the memory plan), said in "
+                 "one line"},
         {.name = "out",
          .kind = OPT_STRING,
          .dest = &r->o.out,
@@ -527,7 +592,8 @@ int cmd_train_stereo(int argc, char **argv)
     const opt_cmd cmd = {
         "manta train",
         "--space stereo-cpu|stereo-gpu|SPEC [--schedule smoke|quick|full|finetune] [--data D]\n"
-        "                   [--init CKPT] [--mix R] [--textures DIR|default|none] [--batch N]\n"
+        "                   [--init CKPT] [--mix R] [--textures DIR|default|none]\n"
+        "                   [--batch N|auto]\n"
         "                   [--out DIR] [--ckpt-every N] [--resume] [OPTIONS]",
         "Trains the stereo depth supernet with progressive shrinking (full network, then\n"
         "elastic kernel, depth and expand ratio; the full network's disparity distilled into\n"
@@ -569,6 +635,19 @@ int cmd_train_stereo(int argc, char **argv)
     if (pr != OPT_OK) {
         free(r);
         return pr == OPT_HELP ? 0 : 2;
+    }
+    if (r->o.batch_arg && !strcmp(r->o.batch_arg, "auto")) {
+        r->o.batch_auto = true;
+    } else if (r->o.batch_arg) {
+        char *end;
+        long b = strtol(r->o.batch_arg, &end, 10);
+        if (end == r->o.batch_arg || *end || b < 1 || b > 64) {
+            fprintf(stderr, "manta train: --batch: '%s' is not a batch of 1 to 64 pairs or auto\n",
+                    r->o.batch_arg);
+            free(r);
+            return 2;
+        }
+        r->o.batch = (int)b;
     }
     const stereo_run_opts ro = run_opts(&r->o);
     const char *bad = stereo_run_conflict(&ro); /* one line, nothing written */
