@@ -68,6 +68,11 @@ static bool open_stereo_inputs(search_opts *o, search_inputs *in)
     manta_status st = MANTA_OK;
     stereo_meta sm;
     in->stereo = true;
+    if (o->int8) {
+        fprintf(stderr, "manta search: --int8 is a classification search's (no int8 stereo "
+                        "export yet)\n");
+        return false;
+    }
     if (o->ckpt)
         st = stereo_state_peek(o->ckpt, &in->ssp, &sm, &err);
     else
@@ -129,7 +134,8 @@ static bool open_inputs(search_opts *o, search_inputs *in)
         return false;
     }
     manta_status st;
-    if ((st = lat_table_load(o->lut, &in->sp, &in->lut, &err)) != MANTA_OK ||
+    if ((st = lat_table_load_dtype(o->lut, &in->sp, o->int8 ? LAT_DTYPE_INT8 : LAT_DTYPE_F32,
+                                   &in->lut, &err)) != MANTA_OK ||
         (st = lat_table_check_complete(&in->lut, &err)) != MANTA_OK) {
         fprintf(stderr, "manta search: %s\n", manta_err_msg(&err, st));
         return false;
@@ -314,7 +320,8 @@ static manta_status write_results(const outcome *w, long built, manta_err *err)
                                .rerank_images = o->rerank_images,
                                .recal_images = o->recal,
                                .models_planned = built,
-                               .seconds = w->seconds};
+                               .seconds = w->seconds,
+                               .int8 = o->int8};
     return search_results_write(&rep, o->out, o->json ? stdout : NULL, err);
 }
 
@@ -347,7 +354,7 @@ static void print_summary(const outcome *w)
         print_summary_stereo(w);
         return;
     }
-    printf("best sub-network under %.4g ms: %s\n", o->latency, w->enc);
+    printf("best sub-network under %.4g ms%s: %s\n", o->latency, o->int8 ? " (int8)" : "", w->enc);
     printf("  predicted top-1 %.2f%%, predicted latency %.3f ms (%s), %.2f M MACs, "
            "arena %.1f KiB, file %.1f KiB\n",
            100 * r->best.acc, r->best.f.v[EVO_LATENCY], w->in->lut.device,
@@ -425,6 +432,7 @@ int cmd_search(int argc, char **argv)
                             .acc = &in.acc,
                             .need_sizes = o.arena_kb > 0 || o.flash_kb > 0};
     search_sizes_init(&cx.sizes, &in.sp, &in.pre);
+    cx.sizes.int8 = o.int8;
     rc = 1;
     if (open_inputs(&o, &in)) {
         if (in.stereo) {

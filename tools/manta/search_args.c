@@ -101,6 +101,10 @@ int search_parse_args(int argc, char **argv, search_opts *o)
          .hi = 1e18,
          .metavar = "M",
          .help = "multiply-accumulates at most M"},
+        {.name = "int8",
+         .kind = OPT_FLAG,
+         .dest = &o->int8,
+         .help = "for the int8 export: an int8 table (manta-profile --int8), int8 arena and file"},
         {.name = "board",
          .kind = OPT_STRING,
          .dest = &o->board,
@@ -228,9 +232,9 @@ int search_parse_args(int argc, char **argv, search_opts *o)
         "manta search",
         "--ckpt FILE|--space S --lut LUT.json --acc-model MODEL.accp --latency-ms X\n"
         "                    [--max-arena-kb A] [--max-flash-kb F] [--max-macs M]\n"
-        "                    [--board NAME] [--out DIR] [--seed N] [--population N]\n"
-        "                    [--generations N] [--parents F] [--mutate-prob F]\n"
-        "                    [--no-uniform-seeds]\n"
+        "                    [--int8] [--board NAME] [--out DIR] [--seed N]\n"
+        "                    [--population N] [--generations N] [--parents F]\n"
+        "                    [--mutate-prob F] [--no-uniform-seeds]\n"
         "                    [--rerank K [--rerank-spread G] [--rerank-any-res]\n"
         "                    [--rerank-seeds U|all] [--rerank-images N]\n"
         "                    [--recal-images N] [--rerank-pairs N] [--recal-pairs N]\n"
@@ -246,7 +250,10 @@ int search_parse_args(int argc, char **argv, search_opts *o)
         "ratio and depth everywhere, at each resolution) that meet the budget, random ones\n"
         "fill the rest, so the search starts from the best uniform network the predictor\n"
         "sees; --no-uniform-seeds starts from random ones only, as OFA.\n"
-        "--board NAME refuses a table measured on another device.\n\n"
+        "--board NAME refuses a table measured on another device.\n"
+        "--int8 searches for the int8 export (manta export --int8): the table is an int8\n"
+        "one (manta-profile --int8), arena and file size are those of the int8 file; the\n"
+        "predictor's top-1 stays the float one (classification only).\n\n"
         "--rerank K measures K of the fittest sub-networks the search found on the\n"
         "validation split through the supernet (batch norm re-calibrated on\n"
         "--recal-images training images, default 2000, then the first --rerank-images\n"

@@ -13,6 +13,7 @@ typedef struct search_opts {
     long rerank, spread, rerank_images, recal, seeds_u;
     long rerank_pairs, recal_pairs; /* a stereo search's re-rank */
     bool all_seeds, json, quiet, no_uniform, any_res;
+    bool int8;                    /* --int8: an int8 table, int8 arena and file sizes */
     bool images_seen, pairs_seen; /* --rerank-images / --recal-images; --rerank-pairs /
                                      --recal-pairs (a stereo search's) */
     evo_config c;
