@@ -51,9 +51,7 @@ void lat_items_free(lat_item *it, size_t n)
     free(it);
 }
 
-/* Calibrate @p g as the int8 export does (min/max), on synthetic inputs uniform in
- * [-1, 1) from @p seed (the values pt_open() feeds the model, quantized). */
-static manta_status quantize(xgraph *g, uint64_t seed, manta_err *err)
+manta_status lat_int8_calibrate(xgraph *g, uint64_t seed, manta_err *err)
 {
     const xg_tensor *in = &g->tensors[g->input];
     size_t count = 1;
@@ -89,7 +87,7 @@ manta_status lat_item_open(const ofa_space *s, lat_item *it, pt_model *m, manta_
                                                            &it->nl, err));
     uint8_t *data = NULL;
     size_t size = 0;
-    manta_status st = it->int8 ? quantize(&g, it->seed, err) : MANTA_OK;
+    manta_status st = it->int8 ? lat_int8_calibrate(&g, it->seed, err) : MANTA_OK;
     if (st == MANTA_OK)
         st = tflite_write(&g, &data, &size, NULL, err);
     xgraph_free(&g);

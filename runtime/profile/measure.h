@@ -35,6 +35,7 @@
 
 #include "core/status.h"
 #include "core/strbuf.h"
+#include "export/xgraph.h"
 #include "profile/latency_table.h"
 #include "profile/timing.h"
 #include "profile/validate.h"
@@ -81,6 +82,16 @@ typedef struct lat_measure_opts {
 
 /** Synthetic inputs an int8 model's ranges are calibrated on (lat_item_open()). */
 #define LAT_INT8_CALIB_IMAGES 4
+
+/**
+ * Calibrate @p g as `manta export --int8` does (xgraph_calibrate(), export/quant.h,
+ * min/max), on ::LAT_INT8_CALIB_IMAGES synthetic inputs uniform in [-1, 1) from
+ * @p seed (the values pt_open() feeds the model, quantized): tflite_write() then
+ * writes @p g as an int8 file. lat_item_open()'s int8 models and the search's int8
+ * sizes (search/sizes.h) are calibrated here. @p g is the caller's; its ranges are set.
+ * @return xgraph_calibrate()'s errors; MANTA_ERR_NO_MEMORY.
+ */
+manta_status lat_int8_calibrate(xgraph *g, uint64_t seed, manta_err *err);
 
 /**
  * Build the model of @p it (the same bytes on every call: weights from its

@@ -64,8 +64,9 @@ manta_status search_json_put(FILE *f, const search_report *w, manta_err *err)
     char enc[2048];
     MANTA_TRY(arch_json(w, &r->best.arch, enc, sizeof enc, err));
     /* "version" is the format's: the program's own goes in "provenance" */
-    fprintf(f, "{\"format\":\"manta-search\",\"version\":1,\"provenance\":{%s},%s\"space\":",
-            w->provenance ? w->provenance : "", r->stereo ? "\"task\":\"stereo\"," : "");
+    fprintf(f, "{\"format\":\"manta-search\",\"version\":1,\"provenance\":{%s},%s%s\"space\":",
+            w->provenance ? w->provenance : "", r->stereo ? "\"task\":\"stereo\"," : "",
+            w->int8 ? "\"dtype\":\"int8\"," : "");
     put_str(f, w->space->name);
     const char *const names[][2] = {
         {"ckpt", w->ckpt}, {"lut", w->lut}, {"device", w->device}, {"acc_model", w->acc_model}};

@@ -47,6 +47,8 @@ typedef struct search_report {
     long recal_images;        /**< with a re-rank: images for batch-norm re-calibration */
     long models_planned;      /**< models written and planned for their sizes */
     double seconds;           /**< the search's and re-rank's time */
+    bool int8;                /**< an int8 search (an int8 table, int8 sizes): "dtype": "int8" after
+                    "provenance" (absent for a float one) */
 } search_report;
 
 /**

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "export/tflite.h"
+#include "profile/measure.h"
 #include "profile/synth.h"
 
 struct search_size_entry {
@@ -86,14 +87,23 @@ manta_status search_sizes_get(search_sizes *c, const ofa_arch *a, size_t *arena,
     /* a stereo file stores equal weight tensors once (the views' shared layers): zeros would
      * make distinct layers' tensors equal too, so a stereo graph gets random values */
     const synth_opts so_stereo = {1, false};
+    /* int8: weights and calibration from seed 1, as manta-profile --int8 --arch (zeros would
+     * give empty ranges) */
+    const synth_opts so_int8 = {1, false};
+    if (c->stereo && c->int8)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "search: int8 sizes are classification ones (no int8 stereo "
+                             "export)");
     if (c->stereo)
         MANTA_TRY(prof_synth_stereo_graph(c->stereo, a, &so_stereo, &g, NULL, NULL, err));
     else
-        MANTA_TRY(prof_synth_arch_graph(c->space, a, c->pre, &so, &g, err));
+        MANTA_TRY(prof_synth_arch_graph(c->space, a, c->pre, c->int8 ? &so_int8 : &so, &g, err));
     uint8_t *data = NULL;
     size_t size = 0;
     tflite_report rep;
-    manta_status st = tflite_write(&g, &data, &size, &rep, err);
+    manta_status st = c->int8 ? lat_int8_calibrate(&g, 1, err) : MANTA_OK;
+    if (st == MANTA_OK)
+        st = tflite_write(&g, &data, &size, &rep, err);
     xgraph_free(&g);
     free(data);
     if (st != MANTA_OK)

@@ -14,6 +14,7 @@
 #ifndef MANTA_SEARCH_SIZES_H
 #define MANTA_SEARCH_SIZES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -33,6 +34,10 @@ typedef struct search_sizes {
     const xg_preprocess *pre;   /**< the export's preprocessing (borrowed; NULL: none) */
     const stereo_space *stereo; /**< a stereo space (borrowed), or NULL */
     long built;                 /**< models written and planned so far: the look-ups that missed */
+    bool int8; /**< int8 files (set after search_sizes_init(), before the first look-up):
+                    synthetic weights from seed 1, ranges by lat_int8_calibrate() from seed 1,
+                    as `manta-profile --int8 --arch` builds them (profile/measure.h);
+                    classification only */
     /* private: open addressing by a hash of the architecture, capacity a power of two */
     search_size_entry *slot_;
     size_t n_, cap_;
@@ -52,8 +57,11 @@ void search_sizes_init_stereo(search_sizes *c, const stereo_space *s);
 /**
  * The arena and file size in bytes of sub-network @p a, as `manta export`
  * writes it: from the cache, else built, written, planned and cached.
- * @return prof_synth_arch_graph()'s and tflite_write()'s errors (MANTA_ERR_INVALID_ARG
- *         when @p a is not of the space); MANTA_ERR_NO_MEMORY.
+ * With @c c->int8 the int8 file's (`manta export --int8`'s; the figures do not depend on
+ * the weights' or the ranges' values).
+ * @return prof_synth_arch_graph()'s, lat_int8_calibrate()'s and tflite_write()'s errors
+ *         (MANTA_ERR_INVALID_ARG when @p a is not of the space, or for int8 with a stereo
+ *         space); MANTA_ERR_NO_MEMORY.
  */
 manta_status search_sizes_get(search_sizes *c, const ofa_arch *a, size_t *arena, size_t *file,
                               manta_err *err);

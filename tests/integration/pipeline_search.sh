@@ -2,7 +2,9 @@
 # The search pipeline on a smoke-trained supernet, with tiny settings:
 # manta-profile (table, --list, --validate, --arch; no OpenCL linked),
 # manta acc-dataset (and --resume), acc-fit, search (reproducible, files
-# written, exact arena and file size, re-ranking on the validation split), manta profile on the OpenCL device,
+# written, exact arena and file size, re-ranking on the validation split), an int8 search
+# (manta-profile --int8's table; its arena and file those of manta export --int8, within
+# budget; tables of the other kind and a stereo space refused), manta profile on the OpenCL device,
 # manta image + export + manta-infer; and bad input: a table of another
 # space, a budget no sub-network meets, a corrupt table or predictor, a table
 # of another device, bad usage: one line naming the cause, non-zero exit.
@@ -156,6 +158,31 @@ want=$(sed -n 's/.*"best".*"arena_bytes":\([0-9]*\).*/\1/p' "$tmp/s3/search.json
 got=$(num arena_bytes "$tmp/export.json")
 [ -n "$want" ] && [ "$want" = "$got" ] || bad "arena: search $want, export $got"
 awk -v f="$got" 'BEGIN { exit !(f <= 400 * 1024) }' || bad "arena $got over 400 KiB"
+
+# ---- an int8 search: manta-profile --int8's table, arena and file of the int8 export (each
+# candidate's int8 model written and planned), within budget and as manta export --int8 writes
+"$P" --int8 --out "$tmp/lut8.json" $fast --calib 2 --quiet >/dev/null || bad "profile --int8"
+s8="--ckpt $ckpt --lut $tmp/lut8.json --acc-model $tmp/acc.accp --int8 --quiet"
+hi8=$("$P" --int8 --lut "$tmp/lut8.json" --arch max $fast --json | num predicted_ms)
+lo8=$("$P" --int8 --lut "$tmp/lut8.json" --arch min $fast --json | num predicted_ms)
+budget8=$(awk -v a="$lo8" -v b="$hi8" 'BEGIN { printf "%.4f", (a + b) / 2 }')
+"$M" search $s8 --latency-ms "$budget8" --max-arena-kb 150 --max-flash-kb 700 --generations 4 \
+    --population 40 --out "$tmp/s8" >"$tmp/s8.log" || bad "search --int8"
+grep -q '"dtype":"int8"' "$tmp/s8/search.json" || bad "search --int8: search.json lacks the dtype"
+grep -q '(int8)' "$tmp/s8.log" || bad "search --int8 summary: $(cat "$tmp/s8.log")"
+"$M" export --ckpt "$ckpt" --arch "$tmp/s8/arch.json" --out "$tmp/m8.tflite" --int8 --calib 16 \
+    --calib-method minmax --recal-images 32 --json >"$tmp/export8.json" || bad "export --int8"
+for k in file_bytes arena_bytes; do
+    want=$(sed -n "s/.*\"best\".*\"$k\":\([0-9]*\).*/\1/p" "$tmp/s8/search.json")
+    got=$(num $k "$tmp/export8.json")
+    [ -n "$want" ] && [ "$want" = "$got" ] || bad "int8 $k: search $want, export --int8 $got"
+done
+awk -v a="$(num arena_bytes "$tmp/export8.json")" -v f="$(num file_bytes "$tmp/export8.json")" \
+    'BEGIN { exit !(a <= 150 * 1024 && f <= 700 * 1024) }' || bad "int8 export over budget"
+refuse 'a float32 one is needed' "$M" search $s --latency-ms 1 --lut "$tmp/lut8.json"
+refuse 'an int8 one is needed' "$M" search $s8 --latency-ms 1 --lut "$tmp/lut.json"
+refuse 'no int8 stereo export' "$M" search --space tests/data/stereo_tiny.json \
+    --lut "$tmp/lut8.json" --acc-model "$tmp/acc.accp" --latency-ms 1 --int8
 
 # ---- a JPEG of the test set, classified on the board program
 "$M" image --out "$tmp/img.jpg" --index 1 >/dev/null || bad "image"

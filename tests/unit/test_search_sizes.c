@@ -1,7 +1,8 @@
 /* The search's exact arena and file sizes (search/sizes.h): the exporter's
  * figures for the graph the builder makes, each sub-network built once however
  * often it is asked for, through the cache's growth, with the export's
- * preprocessing counted, and errors passed on. */
+ * preprocessing counted, errors passed on, and an int8 search's sizes those of
+ * manta-profile --int8 --arch's model (lat_item_open()). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -15,6 +16,7 @@
 
 #include "core/rng.h"
 #include "export/tflite.h"
+#include "profile/measure.h"
 #include "profile/synth.h"
 #include "search/sizes.h"
 
@@ -151,6 +153,56 @@ static void test_errors_pass_on(void **state)
     search_sizes_free(&c);
 }
 
+/* int8: the arena and file size of the model manta-profile --int8 --arch opens for the same
+ * sub-network (lat_item_open(): seed 1, calibrated, written as int8), smaller files than the
+ * float ones; a stereo space's int8 sizes are refused. */
+static void test_int8_sizes_are_the_profilers(void **state)
+{
+    const ofa_space *s = *state;
+    manta_err e;
+    search_sizes c, f;
+    search_sizes_init(&c, s, NULL);
+    search_sizes_init(&f, s, NULL);
+    c.int8 = true;
+    manta_rng rng;
+    manta_rng_seed(&rng, 5, 1);
+    for (int i = 0; i < 3; i++) {
+        ofa_arch a;
+        if (i == 0)
+            ofa_arch_min(s, 0, &a);
+        else
+            ofa_arch_sample(s, &rng, &a);
+        size_t arena, file, farena, ffile;
+        TU_OK_ERR(search_sizes_get(&c, &a, &arena, &file, &e));
+        TU_OK_ERR(search_sizes_get(&f, &a, &farena, &ffile, &e));
+        lat_item it;
+        memset(&it, 0, sizeof it);
+        it.arch = a;
+        it.seed = 1;
+        it.int8 = true;
+        pt_model m;
+        TU_OK_ERR(lat_item_open(s, &it, &m, &e));
+        assert_int_equal(arena, m.arena_bytes);
+        assert_int_equal(file, m.size);
+        pt_close(&m);
+        assert_true(file < ffile / 2);
+    }
+    assert_int_equal(c.built, 3);
+    search_sizes_free(&c);
+    search_sizes_free(&f);
+
+    stereo_space ss;
+    TU_OK_ERR(stereo_space_load("tests/data/stereo_tiny.json", &ss, &e));
+    search_sizes_init_stereo(&c, &ss);
+    c.int8 = true;
+    ofa_arch a;
+    stereo_arch_min(&ss, &a);
+    size_t arena, file;
+    assert_int_equal(search_sizes_get(&c, &a, &arena, &file, &e), MANTA_ERR_INVALID_ARG);
+    assert_non_null(strstr(e.msg, "int8"));
+    search_sizes_free(&c);
+}
+
 static int setup(void **state)
 {
     static ofa_space s;
@@ -166,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_labels_count_in_the_file),
         cmocka_unit_test(test_growth_keeps_every_entry),
         cmocka_unit_test(test_errors_pass_on),
+        cmocka_unit_test(test_int8_sizes_are_the_profilers),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
