@@ -228,3 +228,103 @@ void stereo_cmd_ckpt_close(stereo_cmd_ckpt *c)
         mcl_close(c->dev);
     memset(c, 0, sizeof *c);
 }
+
+/* Sub-networks a step of the presets at most (the trainer's results buffer). */
+#define AUTO_SUBNETS 4
+
+/* @p bytes as "12.3 MB" or "4.56 GB" into @p buf (32 bytes). */
+static const char *fmt_bytes(char *buf, unsigned long long bytes)
+{
+    if (bytes < 1000000000ull)
+        snprintf(buf, 32, "%.1f MB", bytes / 1e6);
+    else
+        snprintf(buf, 32, "%.2f GB", bytes / 1e9);
+    return buf;
+}
+
+int stereo_cmd_auto_batch(mcl_dev *d, const stereo_space *sp, int n_dev)
+{
+    const mcl_device_info *in = mcl_info(d);
+    int per;
+    stereo_mem m;
+    manta_status st = stereo_trainer_pick_batch(d, sp, AUTO_SUBNETS, 64 / n_dev, in->global_mem,
+                                                in->max_alloc, &per, &m);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "manta train: --batch auto: %s\n", manta_err_msg(mcl_err(d), st));
+        return 0;
+    }
+    char b1[32], b2[32], b3[32], b4[32];
+    if (per == 0) {
+        if (m.unit_bytes > in->max_alloc)
+            fprintf(stderr,
+                    "manta train: --batch auto: device '%s' cannot train %s at batch 1: its %s "
+                    "need one buffer of %s, above the device's largest allocation of %s\n",
+                    in->name, sp->name, m.unit_what, fmt_bytes(b1, m.unit_bytes),
+                    fmt_bytes(b2, in->max_alloc));
+        else
+            fprintf(stderr,
+                    "manta train: --batch auto: device '%s' cannot train %s at batch 1: %s of "
+                    "buffers, above 95%% of the device's global memory of %s\n",
+                    in->name, sp->name, fmt_bytes(b1, m.bytes), fmt_bytes(b2, in->global_mem));
+        return 0;
+    }
+    printf("--batch auto: %d pair(s) per step%s on '%s': %s planned of its %s (batch %d %s), "
+           "the largest buffer %s (%s) of its largest allocation %s\n",
+           per * n_dev, n_dev > 1 ? " (per device x devices)" : "", in->name,
+           fmt_bytes(b1, m.bytes), fmt_bytes(b2, in->global_mem), per + 1,
+           per == 64 / n_dev ? "is above --batch's 64" : "would not fit",
+           fmt_bytes(b3, m.unit_bytes), m.unit_what, fmt_bytes(b4, in->max_alloc));
+    fflush(stdout);
+    return per * n_dev;
+}
+
+bool stereo_cmd_batch_arg(const char *arg, int *batch, bool *is_auto)
+{
+    if (!strcmp(arg, "auto")) {
+        *is_auto = true;
+        return true;
+    }
+    char *end;
+    long b = strtol(arg, &end, 10);
+    if (end == arg || *end || b < 1 || b > 64) {
+        fprintf(stderr, "manta train: --batch: '%s' is not a batch of 1 to 64 pairs or auto\n",
+                arg);
+        return false;
+    }
+    *batch = (int)b;
+    return true;
+}
+
+const char stereo_cmd_train_about[] =
+    "Trains the stereo depth supernet with progressive shrinking (full network, then\n"
+    "elastic kernel, depth and expand ratio; the full network's disparity distilled into\n"
+    "the sub-networks), the multi-scale L1 disparity loss with its weight moving from the\n"
+    "coarse predictions to the finest. Pairs: procedural (layered textured shapes,\n"
+    "sub-pixel disparity, occlusions; manta stereo-data writes the same ones) or a KITTI /\n"
+    "Middlebury folder (random crops, colour jitter per view). Photographs (--textures\n"
+    "DIR of JPEG / PNG files; 'default', the default when installed: Debian's\n"
+    "mate-backgrounds nature photographs; 'none': procedural textures alone) make a third\n"
+    "of the procedural pairs with photographic textures and a third from single\n"
+    "photographs (their colour regions the layers of the disparity field, disocclusions\n"
+    "filled from another photograph); the folder is kept in the checkpoint for --resume\n"
+    "and manta eval. Never use the views of stereo pairs as textures. Every phase's end\n"
+    "evaluates the largest and the smallest sub-network on held-out pairs (EPE, bad-3,\n"
+    "D1; --val-data: crops of a folder's pairs, each placed by its index, batch norm\n"
+    "re-calibrated on the training data) and writes a checkpoint; metrics.jsonl has\n"
+    "every figure, and a new TensorBoard event file in DIR (or --tensorboard) the\n"
+    "scalars (train/*, val/*, rank<R>/*). latest.ckpt is also written every\n"
+    "--ckpt-every steps and on a stop: --stop-after N, or SIGINT/SIGTERM (after the\n"
+    "step under way; exit status 130); --resume continues it exactly.\n\n"
+    "Fine-tuning: --init CKPT (a checkpoint of manta train on the same stereo space)\n"
+    "loads its parameters and batch-norm statistics into a new run (step 0, fresh\n"
+    "momentum, its own --out), by default on the finetune schedule: one phase of 200\n"
+    "steps sampling every kernel size, depth, expand ratio and decoder width (four\n"
+    "sub-networks a step, the largest first and the smallest last), distilling from\n"
+    "the initial network's largest sub-network, learning rate 0.003, no width\n"
+    "re-organisation, so every sub-network keeps working. --mix R with --data DIR puts\n"
+    "round(R x batch) procedural pairs first in every batch, the rest the folder's\n"
+    "crops (so that a small folder does not make the network forget the general case).\n\n"
+    "--devices and ranks ('manta launch -n N -- manta train --space stereo-cpu ...') as\n"
+    "for classification: --batch is the global batch, a multiple of ranks x devices;\n"
+    "--mode data (every replica the same sub-networks, batch norm synchronised) or\n"
+    "subnet (each rank its own sub-networks). Rank 0 writes checkpoints and metrics.\n";

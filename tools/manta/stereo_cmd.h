@@ -1,5 +1,5 @@
-/* What the commands taking a stereo checkpoint share (eval_stereo.c, export_stereo.c): the
- * sub-network argument and the run's re-calibration pairs. */
+/* What the stereo commands share (eval_stereo.c, export_stereo.c, train_stereo.c): the
+ * sub-network argument, the run's re-calibration pairs and the training batch. */
 #ifndef MANTA_TOOLS_STEREO_CMD_H
 #define MANTA_TOOLS_STEREO_CMD_H
 
@@ -81,5 +81,17 @@ manta_status stereo_cmd_ckpt_heldout(stereo_cmd_ckpt *c, const ofa_arch *a, long
 
 /** Release what stereo_cmd_ckpt_open() opened (a zeroed @p c is allowed). */
 void stereo_cmd_ckpt_close(stereo_cmd_ckpt *c);
+
+/** manta train --batch auto for stereo: the largest batch (at most 64) whose planned buffers
+ *  fit the first device @p d of @p n_dev (95% of its global memory, each piece within its
+ *  largest allocation), said in one line on stdout; 0 (said in one line on stderr) when batch
+ *  1 does not fit or the plan fails. */
+int stereo_cmd_auto_batch(mcl_dev *d, const stereo_space *sp, int n_dev);
+/** manta train --batch's value for stereo: "auto" (sets @p is_auto) or 1 to 64 (sets
+ *  @p batch). @return false, said in one line, otherwise. */
+bool stereo_cmd_batch_arg(const char *arg, int *batch, bool *is_auto);
+
+/** manta train --help's description of stereo training (the options table's text). */
+extern const char stereo_cmd_train_about[];
 
 #endif
