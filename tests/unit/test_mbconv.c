@@ -100,8 +100,13 @@ static void host_create(host *h, mcl_dev *d, const setup_t *t)
         widest = c > widest ? c : widest;
     }
     ofa_net_plan_stats(&h->net, &al, widest);
-    const ofa_net_sizes sz = {pl.total,          sl.total,         al.total, scratch,
-                              "test parameters", "test gradients", NULL,     "test"};
+    const ofa_net_sizes sz = {.params = pl.total,
+                              .state = sl.total,
+                              .acts = al.total,
+                              .scratch = scratch,
+                              .params_name = "test parameters",
+                              .grads_name = "test gradients",
+                              .who = "test"};
     TU_OK(d, ofa_net_alloc(&h->net, &sz));
     float *p = calloc(h->n_params, sizeof *p), *st = calloc(h->n_state, sizeof *st);
     assert_true(p && st);
