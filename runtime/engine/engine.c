@@ -180,6 +180,8 @@ mengine_status mengine_prepare(mengine *e, char *msg, size_t msg_cap)
         if (e->nodes[i].reg == &mengine_op_pad_folded) {
             mtensor *t = &e->tensors[e->nodes[i].output];
             const mtensor *x = node_input(e, &e->nodes[i], 0);
+            if (!x) /* the fold takes PADs with an input only */
+                return MENGINE_ERR_GRAPH;
             memcpy(t->dims, x->dims, sizeof t->dims);
             t->rank = x->rank, t->count = x->count, t->cdata = x->cdata, t->data = NULL;
         }
