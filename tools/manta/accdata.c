@@ -12,15 +12,16 @@
 #include "common/outpath.h"
 #include "profile/common.h"
 #include "rundata.h"
-#include "search/acc_predictor.h"
+#include "accdata.h"
 #include "classify/trainstate.h"
 #include "stereo_cmd.h"
 
 /* ---- acc-dataset ------------------------------------------------------------------- */
 
 /* Sample i: sub-network i / n_res of the seeded sequence at resolution i % n_res. */
-static void sample_arch(const ofa_space *sp, uint64_t seed, bool mixed, long i, ofa_arch *a)
+static void sample_arch(const void *space, uint64_t seed, bool mixed, long i, ofa_arch *a)
 {
+    const ofa_space *sp = space;
     manta_rng rng;
     manta_rng_seed(&rng, seed, 0xacc0 + (uint64_t)(i / sp->n_res));
     if (mixed)
@@ -30,37 +31,22 @@ static void sample_arch(const ofa_space *sp, uint64_t seed, bool mixed, long i, 
     a->r = sp->res[i % sp->n_res];
 }
 
-typedef struct dataset_opts {
-    const char *ckpt, *out, *device, *sampling;
-    long count, images, recal, seed;
-    bool json, resume, mixed;
-} dataset_opts;
+static manta_status load_dataset(const char *path, const void *space, accp_dataset *ds,
+                                 manta_err *err)
+{
+    return accp_dataset_load(path, space, ds, err);
+}
 
-static const char *const SAMPLINGS[] = {"mixed", "uniform", NULL};
+typedef struct dataset_opts {
+    acc_opts c;
+    long images, recal;
+} dataset_opts;
 
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_dataset(int argc, char **argv, dataset_opts *o)
 {
-    *o =
-        (dataset_opts){.sampling = "mixed", .count = 100, .images = 1000, .recal = 2000, .seed = 1};
+    *o = (dataset_opts){.c = {.count = 100, .seed = 1}, .images = 1000, .recal = 2000};
     const opt_def defs[] = {
-        {.name = "ckpt",
-         .kind = OPT_STRING,
-         .dest = &o->ckpt,
-         .metavar = "FILE",
-         .help = "the trained supernet"},
-        {.name = "out",
-         .kind = OPT_STRING,
-         .dest = &o->out,
-         .metavar = "DATA.jsonl",
-         .help = "the data set to write"},
-        {.name = "count",
-         .kind = OPT_LONG,
-         .dest = &o->count,
-         .lo = 1,
-         .hi = 1 << 30,
-         .metavar = "N",
-         .help = "samples (default 100)"},
         {.name = "images",
          .kind = OPT_LONG,
          .dest = &o->images,
@@ -75,36 +61,10 @@ static int parse_dataset(int argc, char **argv, dataset_opts *o)
          .hi = 1 << 30,
          .metavar = "N",
          .help = "training images for BN re-calibration (default 2000)"},
-        {.name = "seed",
-         .kind = OPT_LONG,
-         .dest = &o->seed,
-         .lo = 0,
-         .hi = 1 << 30,
-         .metavar = "N",
-         .help = "seed of the sub-networks (default 1)"},
-        {.name = "sampling",
-         .kind = OPT_STRING,
-         .dest = &o->sampling,
-         .metavar = "S",
-         .help = "how genes are drawn: mixed (default) or uniform",
-         .choices = SAMPLINGS},
-        {.name = "resume",
-         .kind = OPT_FLAG,
-         .dest = &o->resume,
-         .help = "keep the samples of an existing file, measure the rest"},
-        {.name = "device",
-         .kind = OPT_STRING,
-         .dest = &o->device,
-         .metavar = "SPEC",
-         .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
-        {.name = "json",
-         .kind = OPT_FLAG,
-         .dest = &o->json,
-         .help = "progress and summary as JSON lines"},
         {.name = NULL},
     };
-    const opt_cmd cmd = {
-        "manta acc-dataset",
+    return acc_opts_parse(
+        argc, argv, &o->c, defs,
         "--ckpt FILE --out DATA.jsonl [--count N] [--images N]\n"
         "                         [--recal-images N] [--seed N] [--sampling mixed|uniform]\n"
         "                         [--resume] [--device SPEC] [--json]",
@@ -120,51 +80,7 @@ static int parse_dataset(int argc, char **argv, dataset_opts *o)
         "near the middle size). The file (header +\n"
         "one JSON line per sample, see docs/search.md) is rewritten after every sample;\n"
         "--resume keeps the samples of an existing file and measures the rest.\n",
-        defs,
-        0,
-        0};
-    int first;
-    opt_result r = opt_parse(&cmd, argc, argv, &first);
-    if (r != OPT_OK)
-        return r == OPT_HELP ? 0 : 2;
-    o->mixed = !strcmp(o->sampling, "mixed");
-    if (!o->ckpt || !o->out) {
-        fprintf(stderr, "manta acc-dataset: --ckpt FILE and --out DATA.jsonl are required\n");
-        return 2;
-    }
-    if (!out_check_file("manta acc-dataset", "out", o->out))
-        return 2;
-    return 1;
-}
-
-/* --resume: the samples of an existing o->out into @p ds, when they are the first of the
- * sequence o asks for; false after printing why not. */
-static bool resume_dataset(const dataset_opts *o, const ofa_space *sp, accp_dataset *ds)
-{
-    FILE *f = fopen(o->out, "r");
-    if (!f)
-        return true;
-    fclose(f);
-    manta_err err;
-    manta_err_clear(&err);
-    manta_status st = accp_dataset_load(o->out, sp, ds, &err);
-    if (st != MANTA_OK) {
-        cmd_error("acc-dataset", st, &err);
-        return false;
-    }
-    for (size_t i = 0; i < ds->n; i++) { /* the same sequence, or a different run */
-        ofa_arch a;
-        sample_arch(sp, (uint64_t)o->seed, o->mixed, (long)i, &a);
-        if (memcmp(&a, &ds->s[i].arch, sizeof a) != 0) {
-            fprintf(stderr,
-                    "manta acc-dataset: %s: sample %zu is not sub-network %zu of seed %ld, %s "
-                    "sampling; resume with the seed and --sampling that wrote it, or write a "
-                    "new file\n",
-                    o->out, i + 1, i + 1, o->seed, o->mixed ? "mixed" : "uniform");
-            return false;
-        }
-    }
-    return true;
+        "the trained supernet");
 }
 
 /* Measure samples ds->n .. count - 1 of @p l's supernet on @p n_img validation images,
@@ -177,7 +93,7 @@ static bool measure_samples(const dataset_opts *o, run_ckpt *l, long count, long
     const long first = (long)ds->n;
     for (long i = first; i < count; i++) {
         ofa_arch a;
-        sample_arch(&l->space, (uint64_t)o->seed, o->mixed, i, &a);
+        sample_arch(&l->space, (uint64_t)o->c.seed, o->c.mixed, i, &a);
         /* as manta eval and export */
         eval_source rs = run_ckpt_recal_source(l), es = run_ckpt_eval_source(l, false, NULL);
         double top1 = 0;
@@ -188,12 +104,12 @@ static bool measure_samples(const dataset_opts *o, run_ckpt *l, long count, long
             return false;
         }
         if ((st = accp_dataset_add(ds, &a, top1, &err)) != MANTA_OK ||
-            (st = accp_dataset_save(ds, o->out, &err)) != MANTA_OK) {
+            (st = accp_dataset_save(ds, o->c.out, &err)) != MANTA_OK) {
             cmd_error("acc-dataset", st, &err);
             return false;
         }
         const double el = cmd_now() - t0, per = el / (double)(i - first + 1);
-        if (o->json)
+        if (o->c.json)
             printf("{\"sample\":%ld,\"of\":%ld,\"r\":%d,\"top1\":%.5f,\"elapsed_s\":%.1f,"
                    "\"eta_s\":%.1f}\n",
                    i + 1, count, a.r, top1, el, per * (double)(count - i - 1));
@@ -205,7 +121,7 @@ static bool measure_samples(const dataset_opts *o, run_ckpt *l, long count, long
         fflush(stdout);
     }
     if (count == first) {
-        manta_status st = accp_dataset_save(ds, o->out, &err);
+        manta_status st = accp_dataset_save(ds, o->c.out, &err);
         if (st != MANTA_OK) {
             cmd_error("acc-dataset", st, &err);
             return false;
@@ -229,14 +145,14 @@ int cmd_acc_dataset(int argc, char **argv)
     if (rc != 1)
         return rc;
     run_ckpt l;
-    if (!run_ckpt_open("acc-dataset", o.ckpt, o.device, &l))
+    if (!run_ckpt_open("acc-dataset", o.c.ckpt, o.c.device, &l))
         return 1;
     accp_dataset ds;
     accp_dataset_init(&ds, &l.space);
     rc = 1;
-    if (o.resume && !resume_dataset(&o, &l.space, &ds))
+    if (o.c.resume && !acc_resume(&o.c, &l.space, sample_arch, load_dataset, &ds))
         goto out;
-    const long count = (long)ds.n > o.count ? (long)ds.n : o.count, first = (long)ds.n;
+    const long count = (long)ds.n > o.c.count ? (long)ds.n : o.c.count, first = (long)ds.n;
     const long avail = l.data.split.n_val;
     const long n_img = o.images > avail ? avail : o.images;
     if (n_img <= 0) {
@@ -247,16 +163,11 @@ int cmd_acc_dataset(int argc, char **argv)
     const double t0 = cmd_now();
     if (!measure_samples(&o, &l, count, n_img, t0, &ds))
         goto out;
-    double mean = 0, lo = 1, hi = 0;
-    for (size_t i = 0; i < ds.n; i++) {
-        mean += ds.s[i].value;
-        lo = fmin(lo, ds.s[i].value);
-        hi = fmax(hi, ds.s[i].value);
-    }
-    mean = ds.n ? mean / (double)ds.n : 0;
-    if (o.json) {
+    double mean, lo, hi;
+    acc_value_range(&ds, &mean, &lo, &hi);
+    if (o.c.json) {
         printf("{\"out\":");
-        cmd_json_str(stdout, o.out);
+        cmd_json_str(stdout, o.c.out);
         printf(",\"samples\":%zu,\"measured\":%ld,\"images\":%ld,\"recal_images\":%ld,"
                "\"mean_top1\":%.5f,\"min_top1\":%.5f,\"max_top1\":%.5f,\"seconds\":%.1f,",
                ds.n, count - first, n_img, o.recal, mean, lo, hi, cmd_now() - t0);
@@ -265,7 +176,7 @@ int cmd_acc_dataset(int argc, char **argv)
     } else
         printf("%s: %zu samples (%ld measured now, %ld validation images each, %ld for "
                "re-calibration); top-1 mean %.2f%%, range %.2f..%.2f%%; %.1f s\n",
-               o.out, ds.n, count - first, n_img, o.recal, 100 * mean, 100 * lo, 100 * hi,
+               o.c.out, ds.n, count - first, n_img, o.recal, 100 * mean, 100 * lo, 100 * hi,
                cmd_now() - t0);
     rc = 0;
 out:

@@ -8,52 +8,36 @@
 #include <string.h>
 
 #include "cmd.h"
-#include "common/opts.h"
-#include "common/outpath.h"
-#include "search/acc_predictor.h"
+#include "accdata.h"
 #include "stereo_cmd.h"
 
 /* Sample i of the seeded sequence (one input size: the crop). */
-static void sample_arch(const stereo_space *sp, uint64_t seed, bool mixed, long i, ofa_arch *a)
+static void sample_arch(const void *space, uint64_t seed, bool mixed, long i, ofa_arch *a)
 {
     manta_rng rng;
     manta_rng_seed(&rng, seed, 0xacc0 + (uint64_t)i);
     if (mixed)
-        stereo_arch_sample_mixed(sp, &rng, a);
+        stereo_arch_sample_mixed(space, &rng, a);
     else
-        stereo_arch_sample(sp, &rng, a);
+        stereo_arch_sample(space, &rng, a);
+}
+
+static manta_status load_dataset(const char *path, const void *space, accp_dataset *ds,
+                                 manta_err *err)
+{
+    return accp_dataset_load_stereo(path, space, ds, err);
 }
 
 typedef struct sdataset_opts {
-    const char *ckpt, *out, *device, *sampling;
-    long count, pairs, recal, seed;
-    bool json, resume, mixed;
+    acc_opts c;
+    long pairs, recal;
 } sdataset_opts;
-
-static const char *const SAMPLINGS[] = {"mixed", "uniform", NULL};
 
 /* The options into @p o: 1 to run, else the exit status (0 after --help, 2). */
 static int parse_args(int argc, char **argv, sdataset_opts *o)
 {
-    *o = (sdataset_opts){.sampling = "mixed", .count = 100, .pairs = 200, .recal = 200, .seed = 1};
+    *o = (sdataset_opts){.c = {.count = 100, .seed = 1}, .pairs = 200, .recal = 200};
     const opt_def defs[] = {
-        {.name = "ckpt",
-         .kind = OPT_STRING,
-         .dest = &o->ckpt,
-         .metavar = "FILE",
-         .help = "the trained stereo supernet"},
-        {.name = "out",
-         .kind = OPT_STRING,
-         .dest = &o->out,
-         .metavar = "DATA.jsonl",
-         .help = "the data set to write"},
-        {.name = "count",
-         .kind = OPT_LONG,
-         .dest = &o->count,
-         .lo = 1,
-         .hi = 1 << 30,
-         .metavar = "N",
-         .help = "samples (default 100)"},
         {.name = "pairs",
          .kind = OPT_LONG,
          .dest = &o->pairs,
@@ -69,36 +53,10 @@ static int parse_args(int argc, char **argv, sdataset_opts *o)
          .metavar = "N",
          .help = "training pairs for BN re-calibration (default 200; 0: none, the running "
                  "statistics)"},
-        {.name = "seed",
-         .kind = OPT_LONG,
-         .dest = &o->seed,
-         .lo = 0,
-         .hi = 1 << 30,
-         .metavar = "N",
-         .help = "seed of the sub-networks (default 1)"},
-        {.name = "sampling",
-         .kind = OPT_STRING,
-         .dest = &o->sampling,
-         .metavar = "S",
-         .help = "how genes are drawn: mixed (default) or uniform",
-         .choices = SAMPLINGS},
-        {.name = "resume",
-         .kind = OPT_FLAG,
-         .dest = &o->resume,
-         .help = "keep the samples of an existing file, measure the rest"},
-        {.name = "device",
-         .kind = OPT_STRING,
-         .dest = &o->device,
-         .metavar = "SPEC",
-         .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
-        {.name = "json",
-         .kind = OPT_FLAG,
-         .dest = &o->json,
-         .help = "progress and summary as JSON lines"},
         {.name = NULL},
     };
-    const opt_cmd cmd = {
-        "manta acc-dataset",
+    return acc_opts_parse(
+        argc, argv, &o->c, defs,
         "--ckpt STEREO.ckpt --out DATA.jsonl [--count N] [--pairs N]\n"
         "                         [--recal-pairs N] [--seed N] [--sampling mixed|uniform]\n"
         "                         [--resume] [--device SPEC] [--json]",
@@ -114,50 +72,7 @@ static int parse_args(int argc, char **argv, sdataset_opts *o)
         "with the architecture, \"dw\" included, \"epe\" and \"bad3\"; docs/search.md) is\n"
         "rewritten after every sample; --resume keeps the samples of an existing file\n"
         "and measures the rest. manta acc-fit trains the EPE predictor on it.\n",
-        defs,
-        0,
-        0};
-    int first;
-    opt_result r = opt_parse(&cmd, argc, argv, &first);
-    if (r != OPT_OK)
-        return r == OPT_HELP ? 0 : 2;
-    o->mixed = !strcmp(o->sampling, "mixed");
-    if (!o->ckpt || !o->out) {
-        fprintf(stderr, "manta acc-dataset: --ckpt FILE and --out DATA.jsonl are required\n");
-        return 2;
-    }
-    if (!out_check_file("manta acc-dataset", "out", o->out))
-        return 2;
-    return 1;
-}
-
-/* --resume: the samples of an existing o->out into @p ds when they are the first of the
- * sequence o asks for; false after printing why not. */
-static bool resume_dataset(const sdataset_opts *o, const stereo_space *sp, accp_dataset *ds)
-{
-    FILE *f = fopen(o->out, "r");
-    if (!f)
-        return true;
-    fclose(f);
-    manta_err err = {0};
-    manta_status st = accp_dataset_load_stereo(o->out, sp, ds, &err);
-    if (st != MANTA_OK) {
-        cmd_error("acc-dataset", st, &err);
-        return false;
-    }
-    for (size_t i = 0; i < ds->n; i++) {
-        ofa_arch a;
-        sample_arch(sp, (uint64_t)o->seed, o->mixed, (long)i, &a);
-        if (memcmp(&a, &ds->s[i].arch, sizeof a) != 0) {
-            fprintf(stderr,
-                    "manta acc-dataset: %s: sample %zu is not sub-network %zu of seed %ld, %s "
-                    "sampling; resume with the seed and --sampling that wrote it, or write a "
-                    "new file\n",
-                    o->out, i + 1, i + 1, o->seed, o->mixed ? "mixed" : "uniform");
-            return false;
-        }
-    }
-    return true;
+        "the trained stereo supernet");
 }
 
 int cmd_acc_dataset_stereo(int argc, char **argv)
@@ -170,28 +85,28 @@ int cmd_acc_dataset_stereo(int argc, char **argv)
     accp_dataset ds;
     memset(&ds, 0, sizeof ds);
     rc = 1;
-    if (!stereo_cmd_ckpt_open("acc-dataset", o.ckpt, o.device, &c))
+    if (!stereo_cmd_ckpt_open("acc-dataset", o.c.ckpt, o.c.device, &c))
         goto out;
     accp_dataset_init_stereo(&ds, &c.sp);
-    if (o.resume && !resume_dataset(&o, &c.sp, &ds))
+    if (o.c.resume && !acc_resume(&o.c, &c.sp, sample_arch, load_dataset, &ds))
         goto out;
-    const long count = (long)ds.n > o.count ? (long)ds.n : o.count, first = (long)ds.n;
+    const long count = (long)ds.n > o.c.count ? (long)ds.n : o.c.count, first = (long)ds.n;
     const double t0 = cmd_now();
     manta_err err = {0};
     manta_status st = MANTA_OK;
     for (long i = first; i < count; i++) {
         ofa_arch a;
-        sample_arch(&c.sp, (uint64_t)o.seed, o.mixed, i, &a);
+        sample_arch(&c.sp, (uint64_t)o.c.seed, o.c.mixed, i, &a);
         stereo_scores all, noc;
         if ((st = stereo_cmd_ckpt_heldout(&c, &a, o.pairs, o.recal, &all, &noc, &err)) !=
                 MANTA_OK ||
             (st = accp_dataset_add_stereo(&ds, &a, all.epe, all.bad3, &err)) != MANTA_OK ||
-            (st = accp_dataset_save(&ds, o.out, &err)) != MANTA_OK) {
+            (st = accp_dataset_save(&ds, o.c.out, &err)) != MANTA_OK) {
             cmd_error("acc-dataset", st, &err);
             goto out;
         }
         const double el = cmd_now() - t0, per = el / (double)(i - first + 1);
-        if (o.json)
+        if (o.c.json)
             printf("{\"sample\":%ld,\"of\":%ld,\"epe\":%.5f,\"bad3\":%.4f,\"elapsed_s\":%.1f,"
                    "\"eta_s\":%.1f}\n",
                    i + 1, count, all.epe, all.bad3, el, per * (double)(count - i - 1));
@@ -202,21 +117,15 @@ int cmd_acc_dataset_stereo(int argc, char **argv)
                     i + 1, count, all.epe, all.bad3, per, per * (double)(count - i - 1));
         fflush(stdout);
     }
-    if (count == first && (st = accp_dataset_save(&ds, o.out, &err)) != MANTA_OK) {
+    if (count == first && (st = accp_dataset_save(&ds, o.c.out, &err)) != MANTA_OK) {
         cmd_error("acc-dataset", st, &err);
         goto out;
     }
-    double mean = 0, lo = INFINITY, hi = 0;
-    for (size_t i = 0; i < ds.n; i++) {
-        mean += ds.s[i].value;
-        lo = fmin(lo, ds.s[i].value);
-        hi = fmax(hi, ds.s[i].value);
-    }
-    mean = ds.n ? mean / (double)ds.n : 0;
-    lo = ds.n ? lo : 0;
-    if (o.json) {
+    double mean, lo, hi;
+    acc_value_range(&ds, &mean, &lo, &hi);
+    if (o.c.json) {
         printf("{\"out\":");
-        cmd_json_str(stdout, o.out);
+        cmd_json_str(stdout, o.c.out);
         printf(",\"task\":\"stereo\",\"space\":");
         cmd_json_str(stdout, c.sp.name);
         printf(",\"samples\":%zu,\"measured\":%ld,\"pairs\":%ld,\"recal_pairs\":%ld,"
@@ -227,7 +136,7 @@ int cmd_acc_dataset_stereo(int argc, char **argv)
     } else
         printf("%s: %zu samples of %s (%ld measured now, %ld held-out pairs each, %ld for "
                "re-calibration); EPE mean %.3f px, range %.3f..%.3f px; %.1f s\n",
-               o.out, ds.n, c.sp.name, count - first, o.pairs, o.recal, mean, lo, hi,
+               o.c.out, ds.n, c.sp.name, count - first, o.pairs, o.recal, mean, lo, hi,
                cmd_now() - t0);
     rc = 0;
 out:
