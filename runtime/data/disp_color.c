@@ -28,3 +28,20 @@ void data_disp_colorize(const float *disp, size_t count, float max_disp, uint8_t
         ramp(max_disp > 0.0f ? disp[i] / max_disp : 0.0, stops, n, o);
     }
 }
+
+void data_disp_resize(const float *in, int ih, int iw, float *out, int oh, int ow, float scale)
+{
+    for (int y = 0; y < oh; y++) {
+        double sy = fmax(0.0, (y + 0.5) * ih / oh - 0.5);
+        int y0 = (int)sy, y1 = y0 + 1 < ih ? y0 + 1 : ih - 1;
+        double fy = sy - y0;
+        for (int x = 0; x < ow; x++) {
+            double sx = fmax(0.0, (x + 0.5) * iw / ow - 0.5);
+            int x0 = (int)sx, x1 = x0 + 1 < iw ? x0 + 1 : iw - 1;
+            double fx = sx - x0;
+            double top = in[(size_t)y0 * iw + x0] * (1 - fx) + in[(size_t)y0 * iw + x1] * fx;
+            double bot = in[(size_t)y1 * iw + x0] * (1 - fx) + in[(size_t)y1 * iw + x1] * fx;
+            out[(size_t)y * ow + x] = (float)((top * (1 - fy) + bot * fy) * scale);
+        }
+    }
+}

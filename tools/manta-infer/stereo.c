@@ -104,24 +104,6 @@ static int load_view(const char *path, const tflite_meta *meta, mengine_view *v,
     return rc;
 }
 
-/* Bilinear resize with half-pixel centres of a (ih, iw) plane to (oh, ow), times @p scale. */
-static void resize_plane(const float *in, int ih, int iw, float *out, int oh, int ow, float scale)
-{
-    for (int y = 0; y < oh; y++) {
-        double sy = fmax(0.0, (y + 0.5) * ih / oh - 0.5);
-        int y0 = (int)sy, y1 = y0 + 1 < ih ? y0 + 1 : ih - 1;
-        double fy = sy - y0;
-        for (int x = 0; x < ow; x++) {
-            double sx = fmax(0.0, (x + 0.5) * iw / ow - 0.5);
-            int x0 = (int)sx, x1 = x0 + 1 < iw ? x0 + 1 : iw - 1;
-            double fx = sx - x0;
-            double top = in[(size_t)y0 * iw + x0] * (1 - fx) + in[(size_t)y0 * iw + x1] * fx;
-            double bot = in[(size_t)y1 * iw + x0] * (1 - fx) + in[(size_t)y1 * iw + x1] * fx;
-            out[(size_t)y * ow + x] = (float)((top * (1 - fy) + bot * fy) * scale);
-        }
-    }
-}
-
 /* Write the 16-bit KITTI PNG (d * 256, clamped to [0, 65535]) or the colour map. */
 static int write_outputs(const stereo_infer_opts *o, const float *d, int h, int w, float max_disp)
 {
@@ -253,7 +235,7 @@ int stereo_infer_run(const stereo_infer_opts *o, mengine *e, const mengine_model
         /* back to the left image's size, in its pixels */
         if (!(disp = malloc((size_t)h * w * sizeof *disp)))
             return fprintf(stderr, "manta-infer: out of memory\n"), 1;
-        resize_plane(out.cdata, mh, mw, disp, h, w, (float)w / (float)mw / scale);
+        data_disp_resize(out.cdata, mh, mw, disp, h, w, (float)w / (float)mw / scale);
         dmin = dmax = disp[0];
         for (size_t i = 0; i < (size_t)h * w; i++) {
             dmin = fmin(dmin, disp[i]);

@@ -12,6 +12,7 @@
 
 #include "cmd.h"
 #include "common/opts.h"
+#include "data/disp_color.h"
 #include "data/resample.h"
 #include "engine_run.h"
 #include "export/tflite.h"
@@ -40,25 +41,6 @@ typedef struct sm_result {
     bool resized;    /* some pair was not of the model's size */
     double max_diff; /* largest |engine - runtime| disparity, px */
 } sm_result;
-
-/* Bilinear resize with half-pixel centres of a (ih, iw) plane to (oh, ow), times @p scale:
- * manta-infer's resize of the disparity back to the left image (tools/manta-infer/stereo.c). */
-static void resize_plane(const float *in, int ih, int iw, float *out, int oh, int ow, float scale)
-{
-    for (int y = 0; y < oh; y++) {
-        double sy = fmax(0.0, (y + 0.5) * ih / oh - 0.5);
-        int y0 = (int)sy, y1 = y0 + 1 < ih ? y0 + 1 : ih - 1;
-        double fy = sy - y0;
-        for (int x = 0; x < ow; x++) {
-            double sx = fmax(0.0, (x + 0.5) * iw / ow - 0.5);
-            int x0 = (int)sx, x1 = x0 + 1 < iw ? x0 + 1 : iw - 1;
-            double fx = sx - x0;
-            double top = in[(size_t)y0 * iw + x0] * (1 - fx) + in[(size_t)y0 * iw + x1] * fx;
-            double bot = in[(size_t)y1 * iw + x0] * (1 - fx) + in[(size_t)y1 * iw + x1] * fx;
-            out[(size_t)y * ow + x] = (float)((top * (1 - fy) + bot * fy) * scale);
-        }
-    }
-}
 
 /* View @p chw, (3, h, w) in [0, 1], into the engine's input @p v: as it is at the model's
  * size; else as manta-infer feeds an image file (8-bit, resized with the data pipeline's
@@ -106,8 +88,8 @@ static manta_status engine_pair(sm_engine *e, const stereo_pair *p, float *pred,
     if (mengine_invoke(&e->r.engine) != MENGINE_OK)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "the inference engine failed");
     const float scale = e->r.meta.disp_scale > 0.0f ? e->r.meta.disp_scale : 1.0f;
-    resize_plane(e->out.cdata, e->mh, e->mw, pred, p->height, p->width,
-                 (float)p->width / (float)e->mw / scale);
+    data_disp_resize(e->out.cdata, e->mh, e->mw, pred, p->height, p->width,
+                     (float)p->width / (float)e->mw / scale);
     return MANTA_OK;
 }
 
