@@ -82,12 +82,15 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "schedule '%s': unknown (smoke, quick, full, finetune)", preset);
     MANTA_TRY(ofa_schedule_preset(&view, preset, batch, steps_per_epoch, out, err));
-    /* quick and full: steps per phase sized by time rather than epochs (on 2 cores with
-     * PoCL a step of 8 pairs of the largest stereo-cpu network takes 0.66 s, of the expand
-     * phases' four sub-networks about 2.7 s, a phase end's evaluation 24 s: quick is about
-     * 19 minutes there, full 8 times that; docs/benchmarks.md) */
-    static const long quick[6] = {800, 90, 50, 50, 32, 48};
-    const long scale = !strcmp(preset, "quick") ? 1 : !strcmp(preset, "full") ? 8 : 0;
+    /* quick and full: steps per phase sized by time rather than epochs (on the idle 2-core
+     * machine with PoCL a step of 8 pairs of the largest stereo-cpu network takes 0.22 s, of
+     * the depth phases' two sub-networks 0.44 s, of the expand phases' four 0.56-0.67 s, a
+     * phase end's evaluation about 7 s: quick is about 15 minutes there (the 20 it may take
+     * on 2 cores, with room for a slower machine); full is 8 times the steps quick had
+     * before it tripled, 8,560; docs/benchmarks.md) */
+    static const long quick[6] = {2400, 270, 150, 150, 96, 144};
+    static const long full[6] = {6400, 720, 400, 400, 256, 384};
+    const long *steps = !strcmp(preset, "quick") ? quick : !strcmp(preset, "full") ? full : NULL;
     for (int i = 0; i < out->n_phases; i++) {
         ofa_phase *p = &out->phase[i];
         /* the decoder's width shrinks with the units' expand ratio: the two largest ratios
@@ -102,8 +105,8 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
         /* the classification rates are for label-smoothed cross-entropy: the disparity
          * loss (an L1 mean in pixels) takes STEREO_LR first, then STEREO_LR_LATER */
         p->lr = i == 0 ? STEREO_LR : STEREO_LR_LATER;
-        if (scale && i < 6) {
-            p->steps = quick[i] * scale;
+        if (steps && i < 6) {
+            p->steps = steps[i];
             p->warmup_steps = p->steps / 20;
         }
     }
