@@ -21,7 +21,8 @@
  *
  * Tensors are offsets (in floats) into the context's slabs: parameters,
  * gradients (same layout), batch-norm state, activations and activation
- * gradients (same layout); NCHW activations with the context's batch.
+ * gradients (same layout, each slab placing it by its plan: ofa_net_a(), ofa_net_ga()); NCHW
+ * activations with the context's batch.
  *
  * Use: set ofa_net.d and .batch; plan every slot's decayed weights
  * (ofa_mbconv_plan_weights(), in the network's order), then its batch norms
