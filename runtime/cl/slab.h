@@ -12,26 +12,88 @@
 #ifndef MANTA_CL_SLAB_H
 #define MANTA_CL_SLAB_H
 
+#include <limits.h>
+
 #include "cl/cl.h"
 
 #define MLAYOUT_ALIGN 16
 
+/** A tensor's lifetime in a layout planned by lifetime (mlayout_pack_plan()): the phases
+ *  [first, last] it holds data in; first > last: never (a place for its gradient only). */
+typedef struct mlayout_life {
+    size_t off, n;        /**< its layout offset and floats (aligned) */
+    unsigned first, last; /**< phases; last MLAYOUT_END: to the end of the step */
+} mlayout_life;
+
+/** The last phase of a step: a tensor living to it is read by the backward pass (or after). */
+#define MLAYOUT_END UINT_MAX
+
 /** A layout being planned: the next free offset, in floats. With @c record set (before the
  *  first mlayout_add()), every offset mlayout_add() returns is also kept in @c cuts: the
  *  places where the layout may be split across buffers (mslab_create_split()), since no
- *  tensor spans one. mlayout_free() releases them. */
+ *  tensor spans one. With @c lives set too, every tensor's lifetime is kept in @c life for
+ *  mlayout_pack_plan(): a network plans its activations in the order its forward pass
+ *  writes them, starting each step of the pass (an MBConv slot, a layer) with
+ *  mlayout_phase(); mlayout_add() reserves a tensor read until the end of the step (by the
+ *  backward pass), mlayout_add_temp() one read by nothing after its phase of the forward,
+ *  mlayout_add_always() one used in any phase, mlayout_add_unused() one never holding data
+ *  (a gradient's place). Without @c lives the four reserve alike. mlayout_free() releases
+ *  what was kept. */
 typedef struct mlayout {
     size_t total;
     bool record;    /**< keep the offsets in cuts */
     bool cuts_lost; /**< out of host memory while keeping them: no split possible */
     size_t *cuts;   /**< the offsets mlayout_add() returned, ascending */
     size_t n_cuts, cap_cuts;
+    bool lives;         /**< keep the lifetimes in life (with record) */
+    unsigned phase;     /**< the current phase (mlayout_phase()), from 0 */
+    mlayout_life *life; /**< one per tensor, in layout order */
+    size_t n_life, cap_life;
 } mlayout;
 
-/** Reserve @p n floats; returns their offset. */
+/** Reserve @p n floats read until the end of the step; returns their offset. */
 size_t mlayout_add(mlayout *l, size_t n);
-/** Release the kept offsets (the total stays). */
+/** Reserve @p n floats written and read only in the current phase of the forward pass. */
+size_t mlayout_add_temp(mlayout *l, size_t n);
+/** Reserve @p n floats that any phase may use (they share memory with nothing). */
+size_t mlayout_add_always(mlayout *l, size_t n);
+/** Reserve @p n floats that never hold data (the layout place of a gradient without an
+ *  activation): they may share memory with anything. */
+size_t mlayout_add_unused(mlayout *l, size_t n);
+/** Start the next phase: the tensors reserved from now on are written after those before. */
+void mlayout_phase(mlayout *l);
+/** Release the kept offsets and lifetimes (the total stays). */
 void mlayout_free(mlayout *l);
+
+/**
+ * A layout planned by lifetime: tensors whose lifetimes overlap get disjoint places in one
+ * buffer of @c total floats; the others may share memory. Tensor i of the layout (ascending
+ * layout offsets lo[i], lifetime life[i]) is at at[i]. cuts: the planned offsets where no
+ * tensor spans, ascending (where the buffer may be split: mslab_create_split()). Owned
+ * arrays (mlayout_pack_free()).
+ */
+typedef struct mlayout_pack {
+    size_t n;           /**< tensors; 0: not planned (the layout's offsets are the buffer's) */
+    size_t *lo, *at;    /**< layout offset, planned offset */
+    mlayout_life *life; /**< the layout's lifetimes (a copy) */
+    size_t total;
+    size_t *cuts;
+    size_t n_cuts;
+} mlayout_pack;
+
+/**
+ * Plan @p l (recorded with lives) by lifetime into @p p: largest tensor first, each at the
+ * lowest offset free of every tensor already placed whose lifetime overlaps its own (first
+ * fit); a tensor that never holds data is at 0. A pure function (tests/unit/test_slab.c).
+ * @return MANTA_ERR_INVALID_ARG when @p l kept no lifetimes (or lost some: out of host
+ *         memory while planning); MANTA_ERR_NO_MEMORY. @p p is then empty.
+ */
+manta_status mlayout_pack_plan(const mlayout *l, mlayout_pack *p);
+/** The planned offset of layout offset @p off (a tensor's, or inside one): identity when
+ *  @p p is empty. */
+size_t mlayout_pack_map(const mlayout_pack *p, size_t off);
+/** Release the arrays of @p p (an empty pack is left). */
+void mlayout_pack_free(mlayout_pack *p);
 
 /** Most buffers one slab is split across (mslab_create_split()). */
 #define MSLAB_MAX_PIECES 64

@@ -108,10 +108,10 @@ static manta_status plan(void *net_, mlayout *pl, mlayout *sl, mlayout *al, size
     n->x0 = mlayout_add(al, B * s->in_channels * r * r);
     size_t st = B * s->stem_width * h * h;
     n->stem_conv = mlayout_add(al, st);
-    n->stem_bn_t = mlayout_add(al, st);
+    n->stem_bn_t = ofa_net_act_in_plan(al, s->stem_act, st);
     n->stem_act = mlayout_add(al, st);
     n->f_dconv = mlayout_add(al, st);
-    n->f_dbn = mlayout_add(al, st);
+    n->f_dbn = ofa_net_act_in_plan(al, s->first_act, st);
     n->f_dact = mlayout_add(al, st);
     size_t fo = B * s->first_width * h * h;
     n->f_pconv = mlayout_add(al, fo);
@@ -287,9 +287,11 @@ static manta_status act_fwd(ofa_supernet *n, nn_act a, size_t len, size_t x, siz
     return ofa_net_act_forward(&n->net, a, len, x, y);
 }
 
+/* dx = dy * a'(x); dy is the gradient of the activation's output y, whose offset it shares:
+ * read where the gradient is a function of it (ofa_net_act_backward_xy(); x need not be kept). */
 static manta_status act_bwd(ofa_supernet *n, nn_act a, size_t len, size_t x, size_t dy, size_t dx)
 {
-    return ofa_net_act_backward(&n->net, a, len, x, dy, dx);
+    return ofa_net_act_backward_xy(&n->net, a, len, x, dy, dy, dx);
 }
 
 /* The 1x1 convolution on square (h, h) maps of the classification network. */

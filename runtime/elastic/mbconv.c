@@ -53,7 +53,7 @@ void ofa_net_need_dw(const ofa_net *n, size_t *scratch, int c, int h, int w, int
 
 void ofa_net_plan_stats(ofa_net *n, mlayout *al, int widest)
 {
-    n->stats_tmp = mlayout_add(al, 2 * (size_t)widest);
+    n->stats_tmp = mlayout_add_always(al, 2 * (size_t)widest);
     n->widest = widest;
 }
 
@@ -86,7 +86,9 @@ static size_t planned_offset(const ofa_grad_plan *g, size_t off)
 
 mview ofa_net_a(const ofa_net *n, size_t off)
 {
-    return mslab_view(&n->acts, n->forward_only ? planned_offset(&n->gplan, off) : off);
+    if (n->forward_only)
+        return mslab_view(&n->acts, planned_offset(&n->gplan, off));
+    return mslab_view(&n->acts, mlayout_pack_map(&n->apack, off));
 }
 
 mview ofa_net_ga(const ofa_net *n, size_t off)
@@ -124,6 +126,8 @@ size_t ofa_net_grad_cuts(const ofa_net *n, const size_t *act_cuts, size_t n_cuts
 static manta_status create_act_slab(ofa_net *n, mslab *s, size_t floats, const ofa_net_sizes *sz,
                                     bool mapped, const char *name)
 {
+    if (!mapped && n->apack.n)
+        return mslab_create_split(n->d, s, floats, n->apack.cuts, n->apack.n_cuts, 0, name);
     if (!sz->act_cuts || floats <= mcl_piece_floats(n->d))
         return mslab_create(n->d, s, floats, name);
     if (!mapped)
@@ -146,6 +150,7 @@ manta_status ofa_net_alloc(ofa_net *n, const ofa_net_sizes *sz)
     MANTA_TRY(mslab_create(n->d, &n->state, sz->state ? sz->state : 1, "batch-norm statistics"));
     const size_t acts = !sz->acts         ? 1
                         : n->forward_only ? ofa_net_grad_floats(n, sz->acts)
+                        : n->apack.n      ? n->apack.total
                                           : sz->acts;
     MANTA_TRY(create_act_slab(n, &n->acts, acts, sz, n->forward_only, "activations"));
     if (n->forward_only)
@@ -171,6 +176,7 @@ void ofa_net_free(ofa_net *n)
     n->sync_host = NULL;
     free(n->recal_sum);
     n->recal_sum = NULL;
+    mlayout_pack_free(&n->apack);
 }
 
 manta_status ofa_net_write_init(ofa_net *n, const ofa_net_sizes *sz, ofa_net_init_fn init,
@@ -195,16 +201,33 @@ manta_status ofa_net_write_init(ofa_net *n, const ofa_net_sizes *sz, ofa_net_ini
     return rc;
 }
 
+/* Plan the activations of @p al by lifetime into @p p where their lifetimes were kept (a
+ * training network's); @p p stays empty otherwise. */
+static manta_status plan_lives(ofa_net *n, const mlayout *al, const char *who, mlayout_pack *p)
+{
+    *p = (mlayout_pack){0};
+    if (!al->lives || !al->n_cuts)
+        return MANTA_OK;
+    if (mlayout_pack_plan(al, p) != MANTA_OK)
+        return manta_err_set(mcl_err(n->d), MANTA_ERR_NO_MEMORY,
+                             "%s: out of host memory planning the activations", who);
+    return MANTA_OK;
+}
+
 manta_status ofa_net_create(ofa_net *n, mcl_dev *d, int batch, const ofa_net_recipe *r, void *net,
                             uint64_t seed)
 {
     n->d = d;
     n->batch = batch;
     n->gplan = (ofa_grad_plan){0};
+    mlayout_pack_free(&n->apack);
     mlayout pl = {0}, sl = {0}, al = {0};
     al.record = true;
+    al.lives = !n->forward_only && !n->keep_acts;
     size_t scratch = 0;
     manta_status st = r->plan(net, &pl, &sl, &al, &scratch);
+    if (st == MANTA_OK)
+        st = plan_lives(n, &al, r->who, &n->apack);
     const ofa_net_sizes sz = {pl.total,    sl.total,       al.total,
                               scratch,     r->params_name, r->grads_name,
                               r->mom_name, r->who,         al.cuts_lost ? NULL : al.cuts,
@@ -243,8 +266,12 @@ manta_status ofa_net_plan_memory(ofa_net *n, mcl_dev *d, int batch, const ofa_ne
     n->gplan = (ofa_grad_plan){0};
     mlayout pl = {0}, sl = {0}, al = {0};
     al.record = true;
+    al.lives = !n->forward_only && !n->keep_acts;
     size_t scratch = 0;
+    mlayout_pack pk = {0};
     manta_status st = r->plan(net, &pl, &sl, &al, &scratch);
+    if (st == MANTA_OK)
+        st = plan_lives(n, &al, r->who, &pk);
     size_t *gcuts = NULL;
     if (st == MANTA_OK && (al.cuts_lost || !(gcuts = malloc((al.n_cuts + 1) * sizeof *gcuts))))
         st = manta_err_set(mcl_err(d), MANTA_ERR_NO_MEMORY, "%s: out of host memory", r->who);
@@ -255,7 +282,10 @@ manta_status ofa_net_plan_memory(ofa_net *n, mcl_dev *d, int batch, const ofa_ne
         out->grads = pl.total && !fo ? pl.total : 1;
         out->mom = r->mom_name && !fo ? pl.total : 0;
         out->state = sl.total ? sl.total : 1;
-        out->acts = !al.total ? 1 : fo ? ofa_net_grad_floats(n, al.total) : al.total;
+        out->acts = !al.total ? 1
+                    : fo      ? ofa_net_grad_floats(n, al.total)
+                    : pk.n    ? pk.total
+                              : al.total;
         out->dacts = al.total && !fo ? ofa_net_grad_floats(n, al.total) : 1;
         out->scratch = scratch ? scratch : 1;
         const size_t whole[] = {out->params,
@@ -263,7 +293,13 @@ manta_status ofa_net_plan_memory(ofa_net *n, mcl_dev *d, int batch, const ofa_ne
                                 out->mom,
                                 out->state,
                                 out->scratch,
-                                longest_part(out->acts, fo ? gcuts : al.cuts, fo ? ng : al.n_cuts),
+                                longest_part(out->acts,
+                                             fo     ? gcuts
+                                             : pk.n ? pk.cuts
+                                                    : al.cuts,
+                                             fo     ? ng
+                                             : pk.n ? pk.n_cuts
+                                                    : al.n_cuts),
                                 fo ? out->dacts : longest_part(out->dacts, gcuts, ng)};
         const char *names[] = {r->params_name,          r->grads_name, r->mom_name,
                                "batch-norm statistics", "op scratch",  "activations",
@@ -277,6 +313,7 @@ manta_status ofa_net_plan_memory(ofa_net *n, mcl_dev *d, int batch, const ofa_ne
                      sizeof(float);
     }
     free(gcuts);
+    mlayout_pack_free(&pk);
     mlayout_free(&al);
     return st;
 }
@@ -531,6 +568,17 @@ manta_status ofa_net_act_backward(ofa_net *n, nn_act a, size_t len, size_t x, si
     return nn_act_backward(n->d, a, A(n, x), G(n, dy), G(n, dx), len);
 }
 
+manta_status ofa_net_act_backward_xy(ofa_net *n, nn_act a, size_t len, size_t x, size_t y,
+                                     size_t dy, size_t dx)
+{
+    return ofa_net_act_backward(n, a, len, nn_act_grad_from_output(a) ? y : x, dy, dx);
+}
+
+size_t ofa_net_act_in_plan(mlayout *al, nn_act a, size_t n)
+{
+    return nn_act_grad_from_output(a) ? mlayout_add_temp(al, n) : mlayout_add(al, n);
+}
+
 /* ---- planning ----------------------------------------------------------------------------- */
 
 static manta_status check_spec(const ofa_mbconv_spec *sp, manta_err *err)
@@ -613,17 +661,19 @@ void ofa_mbconv_plan_acts(ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratc
     const int ho = out_size(u->h, u->stride), wo = out_size(u->w, u->stride);
     const size_t in_mid = B * u->mid_max * u->h * u->w, out_mid = B * u->mid_max * ho * wo;
     const size_t out_w = B * u->width * ho * wo, first = al->total;
+    const bool skip = u->stride == 1 && u->in_c == u->width;
+    mlayout_phase(al);
     t->e_conv = mlayout_add(al, in_mid);
-    t->e_bn = mlayout_add(al, in_mid);
+    t->e_bn = ofa_net_act_in_plan(al, u->act, in_mid);
     t->e_act = mlayout_add(al, in_mid);
     for (int k = 0; k + 1 < u->n_ks; k++)
         t->kw[k] = mlayout_add(al, (size_t)u->mid_max * u->ks[k] * u->ks[k]);
     t->d_conv = mlayout_add(al, out_mid);
-    t->d_bn = mlayout_add(al, out_mid);
+    t->d_bn = ofa_net_act_in_plan(al, u->act, out_mid);
     t->d_act = mlayout_add(al, out_mid);
     if (u->se) {
         t->se_pool = mlayout_add(al, B * u->mid_max);
-        t->se_r = mlayout_add(al, B * u->se_max);
+        t->se_r = ofa_net_act_in_plan(al, NN_ACT_RELU, B * u->se_max);
         t->se_relu = mlayout_add(al, B * u->se_max);
         t->se_e = mlayout_add(al, B * u->mid_max);
         t->se_hsig = mlayout_add(al, B * u->mid_max);
@@ -631,8 +681,8 @@ void ofa_mbconv_plan_acts(ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratc
     }
     t->p_conv = mlayout_add(al, out_w);
     ofa_net_plan_internal(n, first, al->total);
-    t->p_bn = mlayout_add(al, out_w);
-    t->out = u->stride == 1 && u->in_c == u->width ? mlayout_add(al, out_w) : t->p_bn;
+    t->p_bn = skip ? mlayout_add_temp(al, out_w) : mlayout_add(al, out_w);
+    t->out = skip ? mlayout_add(al, out_w) : t->p_bn;
     nn_conv2d_shape e = ofa_net_pw_shape(n, u->in_c, u->h, u->w, u->mid_max, 0);
     nn_conv2d_shape pr = ofa_net_pw_shape(n, u->mid_max, ho, wo, u->width, 0);
     ofa_net_need_conv(n, scratch, &e);
@@ -794,6 +844,10 @@ manta_status ofa_mbconv_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbcon
     mcl_dev *d = n->d;
     const ofa_mbconv_acts *t = &u->t;
     const size_t B = (size_t)n->batch, hw = (size_t)c->h * c->w, ohw = (size_t)c->ho * c->wo;
+    if (n->apack.n && !c->residual && t->out != t->p_bn)
+        return manta_err_set(mcl_err(d), MANTA_ERR_INVALID_ARG,
+                             "MBConv slot: configured without its identity skip, whose output "
+                             "the network's activation plan does not keep");
     nn_conv2d_shape e = ofa_net_pw_shape(n, u->in_c, c->h, c->w, c->mid, 0);
     MANTA_TRY(nn_conv2d_forward(d, &e, A(n, c->in), PW(n, u->e_w), A(n, t->e_conv), SCR(n)));
     MANTA_TRY(ofa_net_bn_forward(n, &u->e_bn, c->mid, (int)hw, t->e_conv, t->e_bn));
@@ -830,7 +884,8 @@ static manta_status se_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbcon
     MANTA_TRY(ofa_net_act_backward(n, NN_ACT_HSIGMOID, g.ch, t->se_e, t->se_hsig, t->se_e));
     MANTA_TRY(nn_linear_backward(d, &g.e, A(n, t->se_relu), PW(n, u->se_e_w), G(n, t->se_e),
                                  G(n, t->se_relu), DP(n, u->se_e_w), DP(n, u->se_e_b)));
-    MANTA_TRY(ofa_net_act_backward(n, NN_ACT_RELU, g.units, t->se_r, t->se_relu, t->se_r));
+    MANTA_TRY(
+        ofa_net_act_backward_xy(n, NN_ACT_RELU, g.units, t->se_r, t->se_relu, t->se_relu, t->se_r));
     MANTA_TRY(nn_linear_backward(d, &g.r, A(n, t->se_pool), PW(n, u->se_r_w), G(n, t->se_r),
                                  G(n, t->se_pool), DP(n, u->se_r_w), DP(n, u->se_r_b)));
     MANTA_TRY(nn_avgpool_backward(d, g.ch, g.ohw, G(n, t->se_pool), G(n, t->se_out)));
@@ -875,10 +930,12 @@ manta_status ofa_mbconv_backward(ofa_net *n, const ofa_mbconv *u, const ofa_mbco
                                  G(n, proj_input(u)), DP(n, u->p_w), SCR(n)));
     if (u->se)
         MANTA_TRY(se_backward(n, u, c));
-    MANTA_TRY(ofa_net_act_backward(n, u->act, B * c->mid * ohw, t->d_bn, t->d_act, t->d_bn));
+    MANTA_TRY(
+        ofa_net_act_backward_xy(n, u->act, B * c->mid * ohw, t->d_bn, t->d_act, t->d_act, t->d_bn));
     MANTA_TRY(ofa_net_bn_backward(n, &u->d_bn, c->mid, (int)ohw, t->d_conv, t->d_bn, t->d_conv));
     MANTA_TRY(dw_backward(n, u, c));
-    MANTA_TRY(ofa_net_act_backward(n, u->act, B * c->mid * hw, t->e_bn, t->e_act, t->e_bn));
+    MANTA_TRY(
+        ofa_net_act_backward_xy(n, u->act, B * c->mid * hw, t->e_bn, t->e_act, t->e_act, t->e_bn));
     MANTA_TRY(ofa_net_bn_backward(n, &u->e_bn, c->mid, (int)hw, t->e_conv, t->e_bn, t->e_conv));
     nn_conv2d_shape e = ofa_net_pw_shape(n, u->in_c, c->h, c->w, c->mid, 0);
     MANTA_TRY(nn_conv2d_backward(d, &e, A(n, c->in), PW(n, u->e_w), G(n, t->e_conv), G(n, c->in),

@@ -21,7 +21,8 @@
  *
  * Tensors are offsets (in floats) into the context's slabs: parameters,
  * gradients (same layout), batch-norm state, activations and activation
- * gradients (same layout); NCHW activations with the context's batch.
+ * gradients (same layout, each slab placing it by its plan: ofa_net_a(), ofa_net_ga()); NCHW
+ * activations with the context's batch.
  *
  * Use: set ofa_net.d and .batch; plan every slot's decayed weights
  * (ofa_mbconv_plan_weights(), in the network's order), then its batch norms
@@ -120,6 +121,10 @@ typedef struct ofa_net {
                        *  ofa_net_recal_begin() */
     ofa_grad_plan gplan; /**< the gradient slab's layout (zeroed before planning; filled by
                           *  ofa_mbconv_plan_acts()) */
+    bool keep_acts;      /**< set before ofa_net_create(): every activation keeps its own place
+                          *  for the whole step (no apack; for comparisons and tests) */
+    mlayout_pack apack;  /**< the activation slab's plan by lifetime (ofa_net_create() of a
+                          *  training network; empty: the layout's offsets) */
     bool forward_only;   /**< set before ofa_net_alloc(): forward passes only, so the parameter
                         *  and activation gradient slabs are one float each, there is no
                         *  momentum (ofa_mbconv_backward() must not run), and the slots'
@@ -129,7 +134,11 @@ typedef struct ofa_net {
 /** The activation at offset @p off (planned offsets: those mlayout gave). A network for
  *  forward passes only lays its activations out as the gradients are (ofa_grad_plan): a
  *  slot's internal tensors are read by nothing after its forward, so every slot's share one
- *  region, and a view of an internal tensor is valid only until the next slot runs. */
+ *  region, and a view of an internal tensor is valid only until the next slot runs. A
+ *  training network made by ofa_net_create() places them by lifetime (n->apack, planned by
+ *  mlayout_pack_plan() from the lifetimes its plan gave: mlayout_add_temp() and the
+ *  others): a tensor reserved with mlayout_add_temp() is valid only during its phase of the
+ *  forward pass, one reserved with mlayout_add_unused() never. */
 mview ofa_net_a(const ofa_net *n, size_t off);
 /** The gradient of the activation at offset @p off (see ofa_grad_plan): within a slot's
  *  internal range, the shared region; elsewhere, its own place. */
@@ -339,6 +348,14 @@ manta_status ofa_net_act_forward(ofa_net *n, nn_act a, size_t len, size_t x, siz
 /** dx = dy * a'(x) over @p len floats; x is the forward input (activation offset), dy and
  *  dx activation-gradient offsets (dx may be dy). */
 manta_status ofa_net_act_backward(ofa_net *n, nn_act a, size_t len, size_t x, size_t dy, size_t dx);
+/** As ofa_net_act_backward(), reading the forward output @p y instead of its input @p x where
+ *  the two give the same gradient (nn_act_grad_from_output()): the same values, so that x
+ *  need not be kept for the backward (plan it with ofa_net_act_in_plan()). */
+manta_status ofa_net_act_backward_xy(ofa_net *n, nn_act a, size_t len, size_t x, size_t y,
+                                     size_t dy, size_t dx);
+/** Reserve the input of activation @p a (n floats) in @p al: with mlayout_add_temp() where
+ *  its backward reads the output (ofa_net_act_backward_xy()), else mlayout_add(). */
+size_t ofa_net_act_in_plan(mlayout *al, nn_act a, size_t n);
 
 /* ---- the MBConv slot ----------------------------------------------------------------------- */
 
@@ -393,10 +410,14 @@ manta_status ofa_mbconv_plan_weights(ofa_mbconv *u, const ofa_mbconv_spec *sp, m
 /** Reserve the non-decayed parameters and the state: the expand, depthwise and projection
  *  batch norms, then the SE biases (with SE). */
 void ofa_mbconv_plan_bn(ofa_mbconv *u, mlayout *pl, mlayout *sl);
-/** Reserve the activations for (n->batch, mid_max, h, w), mark all but the output's
- *  (p_bn and, in a slot with an identity skip, out) as the slot's internal range
- *  (ofa_net_plan_internal()) and raise *scratch to what the slot's ops need at that size
- *  (which covers every smaller configuration). */
+/** Start a phase of @p al (mlayout_phase()), reserve the activations for (n->batch,
+ *  mid_max, h, w), mark all but the output's (p_bn and, in a slot with an identity skip,
+ *  out) as the slot's internal range (ofa_net_plan_internal()) and raise *scratch to what
+ *  the slot's ops need at that size (which covers every smaller configuration). The
+ *  backward reads every tensor but these, which live only in the slot's forward
+ *  (mlayout_add_temp()): the batch norms' outputs before an activation whose gradient is
+ *  read from its output (ReLU: e_bn, d_bn), the SE ReLU's input and, in a slot with an
+ *  identity skip, p_bn (such a slot then runs with the skip: ofa_mbconv_forward()). */
 void ofa_mbconv_plan_acts(ofa_net *n, ofa_mbconv *u, mlayout *al, size_t *scratch);
 /** The batch norms of the slot and their channel counts (3 of them). */
 int ofa_mbconv_bns(const ofa_mbconv *u, const ofa_bn **bns, int *channels);
@@ -454,6 +475,9 @@ manta_status ofa_mbconv_configure_arch(const ofa_mbconv *u, const ofa_arch *a, i
 /**
  * Forward of @p u at @p c (configured) from activation c->in to c->out, with n->fwd_params
  * in n->fwd_bn's mode; a smaller kernel is transformed from the stored one first.
+ * @return MANTA_ERR_INVALID_ARG for a slot able to have the identity skip configured
+ *         without it on a network whose activations are planned by lifetime (n->apack:
+ *         its p_bn is not kept); the ops' errors.
  */
 manta_status ofa_mbconv_forward(ofa_net *n, const ofa_mbconv *u, const ofa_mbconv_cfg *c);
 /**

@@ -92,6 +92,13 @@ manta_status nn_act_forward(mcl_dev *d, nn_act a, mview x, mview y, size_t n)
     return nn_act_forward_slope(d, a, NN_ACT_LEAKY_SLOPE, x, y, n);
 }
 
+bool nn_act_grad_from_output(nn_act a)
+{
+    /* a positive leaky slope keeps the sign: y > 0 exactly where x > 0 */
+    return a == NN_ACT_RELU || a == NN_ACT_RELU6 ||
+           (a == NN_ACT_LEAKY_RELU && NN_ACT_LEAKY_SLOPE > 0.0f);
+}
+
 manta_status nn_act_backward(mcl_dev *d, nn_act a, mview x, mview dy, mview dx, size_t n)
 {
     return nn_act_backward_slope(d, a, NN_ACT_LEAKY_SLOPE, x, dy, dx, n);

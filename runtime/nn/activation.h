@@ -16,6 +16,13 @@
 #include "cl/cl.h"
 #include "space/act.h"
 
+/**
+ * Whether nn_act_backward() gives the same gradient from the forward output y = f(x) as
+ * from its input x, bit for bit: ReLU, ReLU6 and the leaky ReLU of NN_ACT_LEAKY_SLOPE, whose
+ * derivative depends only on the sign (and, for ReLU6, the bounds) that y shares with x.
+ */
+bool nn_act_grad_from_output(nn_act a);
+
 /** y = f(x). @p y may be the same view as @p x. x, y: (n) */
 manta_status nn_act_forward(mcl_dev *d, nn_act a, mview x, mview y, size_t n);
 

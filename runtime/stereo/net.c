@@ -234,6 +234,7 @@ static void plan_decoder_acts(stereo_net *n, mlayout *al, size_t *scratch)
     const size_t N = (size_t)n->pairs;
     const int L = s->n_levels;
     size_t tmp = N * n->cc * n->hc * n->wc; /* the redirect's input gradient */
+    mlayout_phase(al);
     n->pred[0] = mlayout_add(al, pred_size(n, 0));
     nn_conv2d_shape p0 = pred0_shape(n, n->pairs);
     need_conv_bias(n, scratch, &p0);
@@ -241,11 +242,12 @@ static void plan_decoder_acts(stereo_net *n, mlayout *al, size_t *scratch)
         stereo_level *l = &n->lev[i];
         const size_t hw = (size_t)l->h * l->w, out = N * l->width * hw;
         l->in = i > 0 ? n->lev[i - 1].conv_act : 0; /* level 0: set_arch */
+        mlayout_phase(al); /* up_act and upp live in the concatenation's copy */
         l->up = mlayout_add(al, out);
-        l->up_act = mlayout_add(al, out);
-        l->upp = mlayout_add(al, N * hw);
+        l->up_act = mlayout_add_temp(al, out);
+        l->upp = mlayout_add_temp(al, N * hw);
         l->cat = mlayout_add(al, N * cat_max(l) * hw);
-        l->conv = mlayout_add(al, out);
+        l->conv = ofa_net_act_in_plan(al, NN_ACT_LEAKY_RELU, out);
         l->conv_act = mlayout_add(al, out);
         n->pred[i + 1] = mlayout_add(al, N * hw);
         size_t in = N * l->cin * hw / 4;
@@ -257,10 +259,10 @@ static void plan_decoder_acts(stereo_net *n, mlayout *al, size_t *scratch)
         need_conv_bias(n, scratch, &c);
         need_conv_bias(n, scratch, &p);
     }
-    for (int p = 0; p < L; p++)
-        n->gpred[p] = mlayout_add(al, pred_size(n, p));
+    for (int p = 0; p < L; p++) /* gradients only */
+        n->gpred[p] = mlayout_add_unused(al, pred_size(n, p));
     n->gpred[L] = n->pred[L];
-    n->gtmp = mlayout_add(al, tmp);
+    n->gtmp = mlayout_add_unused(al, tmp);
 }
 
 /* Plan parameters (decayed first), state and activations (the largest sub-network), and
@@ -281,8 +283,9 @@ static manta_status plan(void *net_, mlayout *pl, mlayout *sl, mlayout *al, size
     net->batch = 2 * n->pairs;
     const size_t B2 = (size_t)net->batch, st = B2 * s->stem_width * n->h1 * n->w1;
     n->x0 = mlayout_add(al, B2 * 3 * n->H * n->W);
+    mlayout_phase(al);
     n->stem_conv = mlayout_add(al, st);
-    n->stem_bn_t = mlayout_add(al, st);
+    n->stem_bn_t = ofa_net_act_in_plan(al, s->stem_act, st);
     n->stem_act = mlayout_add(al, st);
     nn_conv2d_shape stem = stem_shape(n, net->batch);
     ofa_net_need_conv(net, scratch, &stem);
@@ -293,10 +296,11 @@ static manta_status plan(void *net_, mlayout *pl, mlayout *sl, mlayout *al, size
 
     net->batch = n->pairs;
     const size_t N = (size_t)n->pairs, hwc = (size_t)n->hc * n->wc;
-    n->corr = mlayout_add(al, N * n->dcorr * hwc);
+    mlayout_phase(al); /* corr and redir_act live in the concatenation's copy */
+    n->corr = mlayout_add_temp(al, N * n->dcorr * hwc);
     n->redir_conv = mlayout_add(al, N * s->redir_width * hwc);
     n->redir_bn_t = mlayout_add(al, N * s->redir_width * hwc);
-    n->redir_act = mlayout_add(al, N * s->redir_width * hwc);
+    n->redir_act = mlayout_add_temp(al, N * s->redir_width * hwc);
     n->ccat = mlayout_add(al, N * (n->dcorr + s->redir_width) * hwc);
     nn_conv2d_shape redir = redir_shape(n, net->batch);
     ofa_net_need_conv(net, scratch, &redir);
@@ -388,11 +392,12 @@ manta_status stereo_net_plan_memory(mcl_dev *d, const stereo_space *space, int b
 }
 
 static manta_status create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
-                           bool forward_only, stereo_net **out)
+                           bool forward_only, bool keep_acts, stereo_net **out)
 {
     stereo_net *n;
     MANTA_TRY(prepare(d, space, batch, forward_only, &n));
     *out = NULL;
+    n->net.keep_acts = keep_acts;
     manta_status st = ofa_net_create(&n->net, d, batch, &recipe, n, seed);
     if (st == MANTA_OK)
         st = stereo_net_set_size(n, space->crop_h, space->crop_w);
@@ -405,13 +410,21 @@ static manta_status create(mcl_dev *d, const stereo_space *space, int batch, uin
 manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch, uint64_t seed,
                                stereo_net **out)
 {
-    return create(d, space, batch, seed, false, out);
+    return create(d, space, batch, seed, false, false, out);
 }
+
+manta_status stereo_net_create_unplanned(mcl_dev *d, const stereo_space *space, int batch,
+                                         uint64_t seed, stereo_net **out)
+{
+    return create(d, space, batch, seed, false, true, out);
+}
+
+const mlayout_pack *stereo_net_act_plan(const stereo_net *n) { return &n->net.apack; }
 
 manta_status stereo_net_create_forward_only(mcl_dev *d, const stereo_space *space, int batch,
                                             uint64_t seed, stereo_net **out)
 {
-    return create(d, space, batch, seed, true, out);
+    return create(d, space, batch, seed, true, false, out);
 }
 
 manta_status stereo_net_set_size(stereo_net *n, int h, int w)
@@ -720,7 +733,8 @@ static manta_status level_backward(stereo_net *n, int i)
         conv_bias_bwd(n, &p, l->conv_act, l->pred_w, l->pred_b, n->gpred[i + 1], l->conv_act));
     if (i + 1 < n->s.n_levels) /* conv_act also fed level i + 1's deconvolution */
         MANTA_TRY(nn_axpy(d, out, 1.0f, G(n, n->gtmp), G(n, l->conv_act)));
-    MANTA_TRY(ofa_net_act_backward(&n->net, NN_ACT_LEAKY_RELU, out, l->conv, l->conv_act, l->conv));
+    MANTA_TRY(ofa_net_act_backward_xy(&n->net, NN_ACT_LEAKY_RELU, out, l->conv, l->conv_act,
+                                      l->conv_act, l->conv));
     MANTA_TRY(conv_bias_bwd(n, &c, l->cat, l->conv_w, l->conv_b, l->conv, l->cat));
     nn_concat_shape part[3];
     level_parts(l, N, part);
@@ -818,8 +832,8 @@ manta_status stereo_net_backward(stereo_net *n)
     net->batch = 2 * N;
     MANTA_TRY(slots_backward(n, 0, n->n_shared));
     const size_t shw = (size_t)n->h1 * n->w1;
-    MANTA_TRY(ofa_net_act_backward(net, s->stem_act, 2 * (size_t)N * s->stem_width * shw,
-                                   n->stem_bn_t, n->stem_act, n->stem_bn_t));
+    MANTA_TRY(ofa_net_act_backward_xy(net, s->stem_act, 2 * (size_t)N * s->stem_width * shw,
+                                      n->stem_bn_t, n->stem_act, n->stem_act, n->stem_bn_t));
     MANTA_TRY(ofa_net_bn_backward(net, &n->stem_bn, s->stem_width, (int)shw, n->stem_conv,
                                   n->stem_bn_t, n->stem_conv));
     nn_conv2d_shape stem = stem_shape(n, 2 * N);

@@ -26,7 +26,15 @@
  * Memory as classify/supernet.h: parameter, gradient and momentum slabs of one layout (decayed
  * weights first, then batch norms and biases), a state slab (batch-norm statistics), and
  * activations planned once for the largest sub-network at the largest size of the space's
- * crops (stereo_space_plan_size()); nothing is allocated after creation.
+ * crops (stereo_space_plan_size()); nothing is allocated after creation. A training
+ * network's activations are placed by lifetime (ofa_net_a()): those the backward reads
+ * live from their layer's forward to the end of the step; those it does not (the batch
+ * norms' outputs before a ReLU or leaky ReLU, whose gradient is read from the output; the
+ * correlation, the redirect's and each level's transposed convolution's activations and the
+ * upsampled prediction, which live on in their concatenation's copy; a slot's output
+ * before its identity skip) only during their layer's forward, and later layers' tensors
+ * reuse their memory; the places of gradients without an activation (the predictions'
+ * total gradients, the second consumer's gradient) hold no activation memory.
  *
  * Parameter order: decayed: the stem, every slot's weights (ofa_mbconv_plan_weights(), unit
  * by unit, block by block, the slots of the correlation's units reading its D + redir_width
@@ -67,6 +75,14 @@ manta_status stereo_net_create(mcl_dev *d, const stereo_space *space, int batch,
  *  (stereo_net_dpred(), the slabs' grads and momentum) must not be used. */
 manta_status stereo_net_create_forward_only(mcl_dev *d, const stereo_space *space, int batch,
                                             uint64_t seed, stereo_net **out);
+/** As stereo_net_create(), with every activation in a place of its own for the whole step,
+ *  as before they were planned by lifetime (about a third more activation memory): the same
+ *  results, for comparisons and tests. */
+manta_status stereo_net_create_unplanned(mcl_dev *d, const stereo_space *space, int batch,
+                                         uint64_t seed, stereo_net **out);
+/** The plan of the activation slab by lifetime (elastic/mbconv.h, ofa_net.apack; empty: one
+ *  place per activation, a forward-only or unplanned network), for checks. Owned by @p n. */
+const mlayout_pack *stereo_net_act_plan(const stereo_net *n);
 /**
  * Run the passes at @p h x @p w from now on: any size the space accepts as its crop (sides
  * multiples of 2^n_levels, wider than max_disp) up to the largest height and width of the

@@ -6,7 +6,11 @@
  * gradients are split across buffers (a device whose largest allocation is clamped below
  * them, MANTA_DEVICE_LIMITS's clamp) gives bit-identical predictions and gradients to the
  * unsplit one (both kernel variants), and one whose op scratch is also chunked over the
- * batch gives the same to float rounding (the GPU variant's im2col convolutions). */
+ * batch gives the same to float rounding (the GPU variant's im2col convolutions). The
+ * activations planned by lifetime (mlayout_pack_plan(), pure): tensors whose lifetimes
+ * overlap never share memory, the others do, on made-up layouts and on a stereo network's;
+ * a step of sub-networks of a planned network gives bit-identical predictions and gradients
+ * to an unplanned one (every activation in its own place), with less activation memory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +60,124 @@ static void test_split_at_tensors(void **state)
     assert_int_equal(mslab_split(3200, many, 200, 16, lo, &bad, &bad_n), 0);
     assert_int_equal(bad_n, 0);
     assert_int_equal(mslab_split(3200, many, 200, 64, lo, &bad, &bad_n), 50);
+}
+
+/* ---- the plan by lifetime -------------------------------------------------------------- */
+
+static bool life_holds(const mlayout_life *t) { return t->first <= t->last && t->n > 0; }
+
+/* Every pair of tensors of @p p whose lifetimes overlap has disjoint places, every place lies
+ * in the buffer, no tensor spans a cut; returns the floats of the largest phase's live
+ * tensors (a lower bound of any plan's total), phases up to @p phases (MLAYOUT_END: the
+ * last). */
+static size_t check_pack(const mlayout_pack *p, unsigned phases)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        const mlayout_life *a = &p->life[i];
+        if (!life_holds(a))
+            continue;
+        assert_true(p->at[i] + a->n <= p->total);
+        assert_int_equal(p->at[i] % MLAYOUT_ALIGN, 0);
+        for (size_t j = i + 1; j < p->n; j++) {
+            const mlayout_life *b = &p->life[j];
+            if (!life_holds(b) || a->first > b->last || b->first > a->last)
+                continue;
+            if (p->at[i] < p->at[j] + b->n && p->at[j] < p->at[i] + a->n)
+                fail_msg("tensors %zu [%u, %u] at %zu (+%zu) and %zu [%u, %u] at %zu (+%zu) "
+                         "share memory while both live",
+                         i, a->first, a->last, p->at[i], a->n, j, b->first, b->last, p->at[j],
+                         b->n);
+        }
+        for (size_t c = 0; c < p->n_cuts; c++)
+            assert_false(p->at[i] < p->cuts[c] && p->cuts[c] < p->at[i] + a->n);
+    }
+    for (size_t c = 1; c < p->n_cuts; c++)
+        assert_true(p->cuts[c - 1] < p->cuts[c]);
+    size_t bound = 0;
+    for (unsigned ph = 0; ph <= phases; ph++) {
+        size_t live = 0;
+        for (size_t i = 0; i < p->n; i++) {
+            const mlayout_life *a = &p->life[i];
+            unsigned last = a->last == MLAYOUT_END ? phases : a->last;
+            if (life_holds(a) && a->first <= ph && ph <= last)
+                live += a->n;
+        }
+        bound = live > bound ? live : bound;
+    }
+    assert_true(bound <= p->total);
+    return bound;
+}
+
+static void test_pack_by_lifetime(void **state)
+{
+    (void)state;
+    /* by hand: two temporaries of different phases share; a tensor born after a temporary's
+     * phase reuses its place; a place of a gradient holds nothing */
+    mlayout l = {.record = true, .lives = true};
+    size_t a = mlayout_add(&l, 100), b = mlayout_add_temp(&l, 200);
+    mlayout_phase(&l);
+    size_t c = mlayout_add_temp(&l, 200), dd = mlayout_add(&l, 150);
+    mlayout_phase(&l);
+    size_t e = mlayout_add(&l, 50), f = mlayout_add_unused(&l, 1000),
+           g = mlayout_add_always(&l, 10);
+    mlayout_pack p;
+    assert_int_equal(mlayout_pack_plan(&l, &p), MANTA_OK);
+    assert_int_equal(p.n, 7);
+    check_pack(&p, 2);
+    assert_int_equal(mlayout_pack_map(&p, b), mlayout_pack_map(&p, c));
+    assert_true(mlayout_pack_map(&p, e) + 50 <= mlayout_pack_map(&p, c) + 200 &&
+                mlayout_pack_map(&p, e) >= mlayout_pack_map(&p, c));
+    assert_int_equal(mlayout_pack_map(&p, f), 0);
+    assert_int_equal(mlayout_pack_map(&p, a + 7), mlayout_pack_map(&p, a) + 7);
+    assert_int_equal(mlayout_pack_map(&p, dd + 149), mlayout_pack_map(&p, dd) + 149);
+    (void)g;
+    /* a, d, g and the temporary of the phase: 112 + 160 + 16 + 208 */
+    assert_int_equal(p.total, 496);
+    assert_true(p.total < l.total - 1008);
+    mlayout_pack_free(&p);
+    mlayout_free(&l);
+    /* without lifetimes: nothing to plan */
+    mlayout plain = {.record = true};
+    mlayout_add(&plain, 10);
+    assert_int_equal(mlayout_pack_plan(&plain, &p), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(p.n, 0);
+    assert_int_equal(mlayout_pack_map(&p, 42), 42);
+    mlayout_free(&plain);
+    /* made-up layouts: each tensor saved, temporary, always or unused, 1 .. 4000 floats */
+    manta_rng r;
+    manta_rng_seed(&r, 3, 9);
+    for (int trial = 0; trial < 40; trial++) {
+        mlayout m = {.record = true, .lives = true};
+        size_t held = 0;
+        for (int i = 0; i < 80; i++) {
+            if (manta_rng_uniform(&r) < 0.3f)
+                mlayout_phase(&m);
+            size_t len = 1 + (size_t)(manta_rng_uniform(&r) * 4000.0f);
+            float k = manta_rng_uniform(&r);
+            size_t before = m.total;
+            if (k < 0.4f)
+                mlayout_add(&m, len);
+            else if (k < 0.85f)
+                mlayout_add_temp(&m, len);
+            else if (k < 0.9f)
+                mlayout_add_always(&m, len);
+            else
+                mlayout_add_unused(&m, len);
+            held += k < 0.9f ? m.total - before : 0;
+        }
+        assert_int_equal(mlayout_pack_plan(&m, &p), MANTA_OK);
+        size_t bound = check_pack(&p, m.phase);
+        assert_true(p.total <= held);
+        for (size_t i = 0; i < p.n; i++) {
+            size_t in = (size_t)(manta_rng_uniform(&r) * (float)p.life[i].n);
+            assert_int_equal(mlayout_pack_map(&p, p.lo[i] + in), p.at[i] + in);
+        }
+        if (trial == 0)
+            print_message("# made-up layout: %zu floats held, planned %zu, largest phase %zu\n",
+                          held, p.total, bound);
+        mlayout_pack_free(&p);
+        mlayout_free(&m);
+    }
 }
 
 /* ---- --batch auto ----------------------------------------------------------------------- */
@@ -194,22 +316,28 @@ typedef struct step_out {
     float *preds, *grads, *dx;
     size_t n_preds, n_params;
     unsigned long buffers;
+    size_t act_floats; /* the activations and the op scratch */
 } step_out;
 
 /* One forward on batch statistics and one backward of a sampled sub-network from fixed
  * inputs and prediction gradients; the predictions and the parameter gradients. */
-static void run_step(mcl_dev *d, const stereo_space *s, step_out *o)
+static void run_step_of(mcl_dev *d, const stereo_space *s, bool unplanned, uint64_t arch_seed,
+                        step_out *o)
 {
     mcl_stats s0, s1;
     mcl_get_stats(d, &s0);
     stereo_net *n;
-    TU_OK(d, stereo_net_create(d, s, PAIRS, 7, &n));
+    if (unplanned)
+        TU_OK(d, stereo_net_create_unplanned(d, s, PAIRS, 7, &n));
+    else
+        TU_OK(d, stereo_net_create(d, s, PAIRS, 7, &n));
     mcl_get_stats(d, &s1);
     o->buffers = s1.buffers_created - s0.buffers_created;
+    o->act_floats = stereo_net_act_floats(n);
     ofa_slabs sl;
     stereo_net_slabs(n, &sl);
     manta_rng r;
-    manta_rng_seed(&r, 5, 5);
+    manta_rng_seed(&r, 5, arch_seed);
     ofa_arch a;
     stereo_arch_sample(s, &r, &a);
     TU_OK(d, stereo_net_set_arch(n, &a));
@@ -246,6 +374,11 @@ static void run_step(mcl_dev *d, const stereo_space *s, step_out *o)
     TU_OK(d, mcl_read(d, sl.grads, o->grads, sl.n_params));
     free(x), free(gp);
     stereo_net_destroy(n);
+}
+
+static void run_step(mcl_dev *d, const stereo_space *s, step_out *o)
+{
+    run_step_of(d, s, false, 5, o);
 }
 
 static void free_out(step_out *o) { free(o->preds), free(o->grads); }
@@ -322,13 +455,54 @@ static void test_split_step_equals_unsplit(void **state)
     }
 }
 
+/* ---- a planned step against an unplanned one ------------------------------------------------ */
+
+static void test_lifetime_plan_equals_unplanned(void **state)
+{
+    (void)state;
+    stereo_space s;
+    manta_err e;
+    TU_OK_ERR(stereo_space_parse(space_json, &s, &e));
+    for (int v = MCL_VARIANT_CPU; v <= MCL_VARIANT_GPU; v++) {
+        mcl_dev *d = open_dev(v, NULL);
+        stereo_net *n;
+        TU_OK(d, stereo_net_create(d, &s, PAIRS, 7, &n));
+        const mlayout_pack *p = stereo_net_act_plan(n);
+        assert_true(p->n > 0);
+        unsigned phases = 0;
+        for (size_t i = 0; i < p->n; i++)
+            if (p->life[i].last != MLAYOUT_END && p->life[i].last > phases)
+                phases = p->life[i].last;
+        const size_t bound = check_pack(p, phases + 1), tensors = p->n;
+        stereo_net_destroy(n);
+        /* sampled sub-networks (elastic depth, kernel, expand ratio, decoder width) */
+        for (uint64_t k = 0; k < 4; k++) {
+            step_out planned, unplanned;
+            run_step_of(d, &s, false, 5 + k, &planned);
+            run_step_of(d, &s, true, 5 + k, &unplanned);
+            if (k == 0)
+                print_message("# %s kernels: activations and scratch %zu floats planned by "
+                              "lifetime (%zu tensors, largest phase %zu), %zu unplanned\n",
+                              v == MCL_VARIANT_CPU ? "cpu" : "gpu", planned.act_floats, tensors,
+                              bound, unplanned.act_floats);
+            assert_true(planned.act_floats < unplanned.act_floats);
+            assert_memory_equal(planned.preds, unplanned.preds, planned.n_preds * sizeof(float));
+            assert_memory_equal(planned.grads, unplanned.grads, planned.n_params * sizeof(float));
+            free_out(&planned), free_out(&unplanned);
+        }
+        mcl_close(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_at_tensors),
+        cmocka_unit_test(test_pack_by_lifetime),
         cmocka_unit_test(test_pick_batch_from_plan_and_limits),
         cmocka_unit_test(test_stereo_pick_batch),
         cmocka_unit_test(test_split_step_equals_unsplit),
+        cmocka_unit_test(test_lifetime_plan_equals_unplanned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
