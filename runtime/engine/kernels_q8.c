@@ -97,8 +97,11 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw)
 {
     const size_t c = (size_t)(dw ? filter->c : filter->n);
-    const size_t patch = dw ? 0 : ((size_t)filter->h * filter->w * filter->c + 15) / 16 * 16;
-    return (c ? c : 1) * 3 * sizeof(int32_t) + patch * sizeof(int16_t);
+    /* the vector CONV_2D's patch rows and weight panel (kernels_q8_simd.c); none in the
+     * portable kernels */
+    const size_t kpad = ((size_t)filter->h * filter->w * filter->c + 15) / 16 * 16;
+    const size_t vec = dw || !mengine_kq_has_simd() ? 0 : kpad * MENGINE_KQ_CONV_SCRATCH_ROWS;
+    return (c ? c : 1) * 3 * sizeof(int32_t) + vec * sizeof(int16_t);
 }
 
 /* int32 sums wrap (two's complement) instead of overflowing: a valid model never gets near
@@ -606,8 +609,8 @@ static int8_t hard_swish_one(const mengine_kq_params *p, int8_t xv)
     }
 }
 
-mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
-                                        size_t n)
+mengine_status mengine_kq_hard_swish_s8_ref(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                            size_t n)
 {
     if (!p || !x || !y)
         return MENGINE_ERR_ARG;
@@ -622,6 +625,15 @@ mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t
     for (size_t i = 0; i < n; i++)
         y[i] = lut[x[i] + 128];
     return MENGINE_OK;
+}
+
+mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                        size_t n)
+{
+    if (!p || !x || !y)
+        return MENGINE_ERR_ARG;
+    const mengine_status st = mengine_kq_hard_swish_s8_simd(p, x, y, n);
+    return st != MENGINE_ERR_UNSUPPORTED ? st : mengine_kq_hard_swish_s8_ref(p, x, y, n);
 }
 
 mengine_status mengine_kq_softmax_s8(const mengine_kq_params *p, size_t rows, size_t cols,

@@ -96,11 +96,16 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
                                     float out_scale, int32_t channels, int32_t *mult,
                                     int32_t *shift);
 
+/** int16 rows of KH * KW * Cin (rounded up to 16) in the vector CONV_2D's scratch: 4 patch
+ *  rows and a panel of 16 output channels' weights (kernels_q8_simd.c). */
+#define MENGINE_KQ_CONV_SCRATCH_ROWS 20
+
 /** Scratch bytes of the int8 convolutions of filter @p filter (OHWI; depthwise @p dw:
  *  (1, KH, KW, C)): three int32 per output channel (the multipliers, the shifts, and the
- *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums); CONV_2D also
- *  one int16 per filter tap (KH * KW * Cin, rounded up to 16) after them: the vector path's
- *  patch of one output pixel. */
+ *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums); in a build with
+ *  vector paths (mengine_kq_has_simd()), CONV_2D also MENGINE_KQ_CONV_SCRATCH_ROWS int16 rows
+ *  of KH * KW * Cin rounded up to 16 after them (the patches of 4 output pixels and a packed
+ *  panel of 16 output channels' weights). */
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw);
 
 /** XNNPACK's "fp32" requantization of one int32 accumulator: (float)acc * @p scale in float,
@@ -128,7 +133,9 @@ mengine_status mengine_kq_conv2d_s8_ref(const mengine_kq_params *p, const int32_
                                         const mengine_k_dims *f, const int8_t *w,
                                         const int32_t *bias, const mengine_k_dims *out, int8_t *y);
 
-/** The vector CONV_2D (kernels_q8_simd.c: x86 AVX2), the same bytes as the portable one;
+/** The vector CONV_2D (kernels_q8_simd.c: x86 AVX2; from 8 output pixels a GEMM over packed
+ *  16-channel weight panels with the channels in the lanes, below that dot products per
+ *  pixel), the same bytes as the portable one;
  *  MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path. Arguments
  *  checked by the caller; @p work as mengine_kq_conv_get_buffer_size() sizes it. */
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
@@ -230,9 +237,20 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
 mengine_status mengine_kq_mean_hw_s8_fp32(const mengine_kq_params *p, const mengine_k_dims *in,
                                           const int8_t *x, int8_t *y);
 
-/** HARD_SWISH, int8 (reference_ops::HardSwish with TFLite's HardSwishParams; in place). */
+/** HARD_SWISH, int8 (reference_ops::HardSwish with TFLite's HardSwishParams; in place): the
+ *  vector path where the build has one, else the portable one. */
 mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
                                         size_t n);
+
+/** The portable HARD_SWISH (reference of the vector path). */
+mengine_status mengine_kq_hard_swish_s8_ref(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                            size_t n);
+
+/** The vector HARD_SWISH (x86 AVX2: TFLite's int16 steps on 16 lanes), the same bytes as the
+ *  portable one; MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path
+ *  or for exponents outside prepare's range. */
+mengine_status mengine_kq_hard_swish_s8_simd(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                             size_t n);
 
 /** HARD_SWISH's parameters from the input and output quantization (TFLite's
  *  HardSwishPrepare); 0 when the output multiplier's exponent is positive (refused). */

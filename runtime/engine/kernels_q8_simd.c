@@ -12,43 +12,56 @@
 #if defined(__AVX2__) && !defined(MK_Q8_PORTABLE)
 #include <immintrin.h>
 
-/* gemmlowp's double-rounding MultiplyByQuantizedMultiplier on 8 lanes (mengine_kq_mbqm()),
- * multipliers in [0, 2^31) (QuantizeMultiplier's: the saturating case never occurs), then
- * + zero point and the clamp. */
 #if defined(__GNUC__)
 #define Q8_INLINE static inline __attribute__((always_inline))
 #else
 #define Q8_INLINE static inline
 #endif
 
-Q8_INLINE __m256i requant8(__m256i x, __m256i q, __m256i shift, __m256i zp, __m256i lo, __m256i hi)
+/* TFLite's requantization constants of 8 channels: the Q31 multiplier (its odd lanes also in
+ * the even halves), the left and right shifts, RoundingDivideByPOT's mask and half mask. */
+typedef struct rq8 {
+    __m256i q, qo, left, right, mask, half;
+} rq8;
+
+Q8_INLINE rq8 rq8_make(__m256i q, __m256i shift)
 {
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i left = _mm256_max_epi32(shift, zero);
-    const __m256i right = _mm256_max_epi32(_mm256_sub_epi32(zero, shift), zero);
-    x = _mm256_sllv_epi32(x, left);
-    /* SaturatingRoundingDoublingHighMul: (x * q + nudge) / 2^31, toward zero, in 64 bits */
-    const __m256i pos = _mm256_set1_epi64x((int64_t)1 << 30);
-    const __m256i neg = _mm256_set1_epi64x(1 - ((int64_t)1 << 30));
-    const __m256i round0 = _mm256_set1_epi64x(((int64_t)1 << 31) - 1);
-    __m256i pe = _mm256_mul_epi32(x, q);
-    __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(q, 32));
-    __m256i me = _mm256_cmpgt_epi64(zero, pe), mo = _mm256_cmpgt_epi64(zero, po);
-    pe = _mm256_add_epi64(pe, _mm256_blendv_epi8(pos, neg, me));
-    po = _mm256_add_epi64(po, _mm256_blendv_epi8(pos, neg, mo));
-    pe = _mm256_add_epi64(pe, _mm256_and_si256(me, round0)); /* toward zero when negative */
-    po = _mm256_add_epi64(po, _mm256_and_si256(mo, round0));
-    /* the quotient fits 32 bits: a logical shift gives its low half */
+    const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+    rq8 c;
+    c.q = q;
+    c.qo = _mm256_srli_epi64(q, 32);
+    c.left = _mm256_max_epi32(shift, zero);
+    c.right = _mm256_max_epi32(_mm256_sub_epi32(zero, shift), zero);
+    c.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, c.right), one);
+    c.half = _mm256_srai_epi32(c.mask, 1);
+    return c;
+}
+
+/* gemmlowp's double-rounding MultiplyByQuantizedMultiplier on 8 lanes (mengine_kq_mbqm()),
+ * multipliers in [0, 2^31) (QuantizeMultiplier's: the saturating case never occurs).
+ * SaturatingRoundingDoublingHighMul's (x * q + nudge) / 2^31 toward zero, the nudge 2^30 or
+ * 1 - 2^30 by the product's sign, equals floor((x * q + 2^30) / 2^31) for every product (for a
+ * negative one, truncating (p + 1 - 2^30) / 2^31 is the ceiling, floor((p + 2^30) / 2^31)); the
+ * quotient fits 32 bits, so a logical 64-bit shift gives its low half. */
+Q8_INLINE __m256i rq8_apply(__m256i x, const rq8 *c)
+{
+    const __m256i r30 = _mm256_set1_epi64x((int64_t)1 << 30), zero = _mm256_setzero_si256();
+    x = _mm256_sllv_epi32(x, c->left);
+    __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(x, c->q), r30);
+    __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), c->qo), r30);
     pe = _mm256_srli_epi64(pe, 31);
-    po = _mm256_slli_epi64(_mm256_srli_epi64(po, 31), 32);
-    __m256i h = _mm256_blend_epi32(pe, po, 0xaa);
-    /* RoundingDivideByPOT(h, right) */
-    const __m256i one = _mm256_set1_epi32(1);
-    const __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
-    const __m256i rem = _mm256_and_si256(h, mask);
-    const __m256i thr = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_cmpgt_epi32(zero, h));
-    h = _mm256_sub_epi32(_mm256_srav_epi32(h, right), _mm256_cmpgt_epi32(rem, thr));
-    h = _mm256_add_epi32(h, zp);
+    po = _mm256_slli_epi64(po, 1);
+    const __m256i h = _mm256_blend_epi32(pe, po, 0xaa);
+    /* RoundingDivideByPOT(h, right): + 1 where the remainder passes half (ties away from 0) */
+    const __m256i rem = _mm256_and_si256(h, c->mask);
+    const __m256i thr = _mm256_sub_epi32(c->half, _mm256_cmpgt_epi32(zero, h));
+    return _mm256_sub_epi32(_mm256_srav_epi32(h, c->right), _mm256_cmpgt_epi32(rem, thr));
+}
+
+/* rq8_apply(), then + zero point and the clamp */
+Q8_INLINE __m256i requant8(__m256i x, const rq8 *c, __m256i zp, __m256i lo, __m256i hi)
+{
+    const __m256i h = _mm256_add_epi32(rq8_apply(x, c), zp);
     return _mm256_min_epi32(_mm256_max_epi32(h, lo), hi);
 }
 
@@ -95,6 +108,52 @@ Q8_INLINE __m256i load_ch(const int32_t *c, int32_t n)
     return _mm256_loadu_si256((const __m256i *)(const void *)t);
 }
 
+/* 16 int8 from two vectors of 8 int32 lanes already in [-128, 127]: the first @p n stored */
+Q8_INLINE void store16(int8_t *y, __m256i a, __m256i b, int32_t n)
+{
+    const __m256i w = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xd8);
+    const __m128i v = _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    if (n == 16) {
+        _mm_storeu_si128((__m128i *)(void *)y, v);
+    } else if (n == 8) {
+        _mm_storel_epi64((__m128i *)(void *)y, v);
+    } else {
+        int8_t t[16];
+        _mm_storeu_si128((__m128i *)(void *)t, v);
+        memcpy(y, t, (size_t)n);
+    }
+}
+
+/* Requantization of 8 channels in either mode: fixed point (@p c) or, with @p fp32, the float
+ * scales @p fs; then + zero point and the clamp. */
+typedef struct rqch {
+    rq8 c[2];
+    __m256 fs[2];
+    __m256i bias[2];
+} rqch;
+
+/* The constants of channels c0 .. c0 + n - 1 (n <= 16; the rest 0) */
+Q8_INLINE void rqch_load(rqch *r, const int32_t *mult, const int32_t *shift, const float *fscale,
+                         const int32_t *bias, int32_t c0, int32_t n)
+{
+    for (int32_t h = 0; h < 2; h++) {
+        const int32_t k = n - 8 * h < 0 ? 0 : n - 8 * h > 8 ? 8 : n - 8 * h, o = c0 + 8 * h;
+        r->bias[h] = bias && k ? load_ch(bias + o, k) : _mm256_setzero_si256();
+        if (fscale) {
+            r->fs[h] = k ? load_chf(fscale + o, k) : _mm256_setzero_ps();
+        } else {
+            const __m256i z = _mm256_setzero_si256();
+            r->c[h] = rq8_make(k ? load_ch(mult + o, k) : z, k ? load_ch(shift + o, k) : z);
+        }
+    }
+}
+
+Q8_INLINE __m256i rqch_apply(const rqch *r, int32_t h, int fp32, __m256i acc, __m256i zp,
+                             __m256i lo, __m256i hi)
+{
+    return fp32 ? requant8f(acc, r->fs[h], zp, lo, hi) : requant8(acc, &r->c[h], zp, lo, hi);
+}
+
 /* sums of the 8 lanes of each of a0..a7, as the 8 lanes of the result */
 Q8_INLINE __m256i hsum8(const __m256i a[8])
 {
@@ -105,92 +164,225 @@ Q8_INLINE __m256i hsum8(const __m256i a[8])
                             _mm256_permute2x128_si256(t0, t1, 0x31));
 }
 
+/* (x - zero point) of @p n int8 as int16 into @p d */
+Q8_INLINE void cvt_row(const int8_t *x, int32_t n, int32_t zp, int16_t *d)
+{
+    const __m256i izp = _mm256_set1_epi16((int16_t)zp);
+    int32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256i v =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(x + i)));
+        _mm256_storeu_si256((__m256i *)(void *)(d + i), _mm256_sub_epi16(v, izp));
+    }
+    for (; i < n; i++)
+        d[i] = (int16_t)(x[i] - zp);
+}
+
+/* The patch of output pixel @p px (n, oy, ox in row-major order), (x - zero point) as int16
+ * in the filter's (KH, KW, Cin) order, zeros for the padding */
+static void patch_row(const mengine_kq_params *p, const mengine_k_dims *in, const int8_t *x,
+                      const mengine_k_dims *f, const mengine_k_dims *out, int32_t px, int16_t *pp)
+{
+    const int32_t cin = in->c, ohw = out->h * out->w;
+    const int32_t n = px / ohw, oy = px % ohw / out->w, ox = px % out->w;
+    const int32_t y0 = oy * p->stride_h - p->pad_h, x0 = ox * p->stride_w - p->pad_w;
+    for (int32_t ky = 0; ky < f->h; ky++)
+        for (int32_t kx = 0; kx < f->w; kx++, pp += cin) {
+            const int32_t iy = y0 + ky, ix = x0 + kx;
+            if (iy < 0 || iy >= in->h || ix < 0 || ix >= in->w)
+                memset(pp, 0, (size_t)cin * sizeof *pp);
+            else
+                cvt_row(x + (((size_t)n * in->h + iy) * in->w + ix) * cin, cin, p->in_zp, pp);
+        }
+}
+
+/* Scratch int16 of the vector CONV_2D after its int32 work: 4 patch rows and a 16-channel
+ * weight panel of kpad each (kpad: the filter's KH * KW * Cin rounded up to 16). */
+#define Q8_PATCH_ROWS 4
+#define Q8_PANEL 16
+
+/* Output channels oc0 .. oc0 + nc - 1 of the weights (the rest 0) as int16 pairs along the
+ * filter taps, [ceil(klen / 2)][16][2]; @p row: klen rounded up to 2 int16 of temporary */
+static void pack_panel(const int8_t *w, int32_t klen, int32_t oc0, int32_t nc, int16_t *pk,
+                       int16_t *row)
+{
+    const int32_t pairs = (klen + 1) / 2;
+    for (int32_t j = 0; j < Q8_PANEL; j++) {
+        if (j < nc) {
+            cvt_row(w + (size_t)(oc0 + j) * klen, klen, 0, row);
+            if (klen & 1)
+                row[klen] = 0;
+        }
+        for (int32_t k = 0; k < pairs; k++) {
+            int16_t *d = pk + ((size_t)k * Q8_PANEL + j) * 2;
+            if (j < nc)
+                memcpy(d, row + 2 * k, 2 * sizeof *d);
+            else
+                d[0] = d[1] = 0;
+        }
+    }
+}
+
+Q8_INLINE __m256i bcast_pair(const int16_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* CONV_2D as a GEMM with the output channels in the lanes: per 16-channel panel (weights
+ * packed as int16 pairs), 4 output pixels at a time, one VPMADDWD per pixel, 8 channels and
+ * 2 taps (no horizontal sums); requantized from the int32 sums in the lanes. */
+static void conv_gemm(const mengine_kq_params *p, const int32_t *mult, const int32_t *shift,
+                      const float *fscale, int16_t *scr, const mengine_k_dims *in, const int8_t *x,
+                      const mengine_k_dims *f, const int8_t *w, const int32_t *bias,
+                      const mengine_k_dims *out, int8_t *y)
+{
+    const int32_t cin = in->c, cout = out->c, klen = f->h * f->w * cin;
+    const int32_t kpad = (klen + 15) / 16 * 16, pairs = (klen + 1) / 2;
+    const int32_t pixels = out->n * out->h * out->w;
+    const int one = f->h == 1 && f->w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+                    p->pad_h == 0 && p->pad_w == 0 && out->h == in->h && out->w == in->w;
+    int16_t *patch = scr, *pk = scr + Q8_PATCH_ROWS * kpad;
+    const __m256i zp = _mm256_set1_epi32(p->out_zp), lo = _mm256_set1_epi32(p->act_min),
+                  hi = _mm256_set1_epi32(p->act_max);
+    const int fp32 = fscale != NULL;
+    for (int32_t oc0 = 0; oc0 < cout; oc0 += Q8_PANEL) {
+        const int32_t nc = cout - oc0 < Q8_PANEL ? cout - oc0 : Q8_PANEL;
+        pack_panel(w, klen, oc0, nc, pk, patch);
+        rqch r;
+        rqch_load(&r, mult, shift, fscale, bias, oc0, nc);
+        for (int32_t px0 = 0; px0 < pixels; px0 += Q8_PATCH_ROWS) {
+            const int32_t np = pixels - px0 < Q8_PATCH_ROWS ? pixels - px0 : Q8_PATCH_ROWS;
+            for (int32_t i = 0; i < Q8_PATCH_ROWS; i++) {
+                int16_t *pp = patch + (size_t)i * kpad;
+                if (i >= np) /* past the last pixel: zeros, never stored */
+                    memset(pp, 0, (size_t)(2 * pairs) * sizeof *pp);
+                else if (one)
+                    cvt_row(x + (size_t)(px0 + i) * cin, cin, p->in_zp, pp);
+                else
+                    patch_row(p, in, x, f, out, px0 + i, pp);
+                if (klen & 1)
+                    pp[klen] = 0; /* the odd tap's pair */
+            }
+            __m256i a00 = r.bias[0], a01 = r.bias[1], a10 = r.bias[0], a11 = r.bias[1];
+            __m256i a20 = r.bias[0], a21 = r.bias[1], a30 = r.bias[0], a31 = r.bias[1];
+            const int16_t *p0 = patch, *p1 = patch + kpad, *p2 = patch + 2 * kpad,
+                          *p3 = patch + 3 * kpad;
+            for (int32_t k = 0; k < pairs; k++) {
+                const __m256i w0 =
+                    _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32));
+                const __m256i w1 =
+                    _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32 + 16));
+                __m256i xb = bcast_pair(p0 + 2 * k);
+                a00 = _mm256_add_epi32(a00, _mm256_madd_epi16(xb, w0));
+                a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(xb, w1));
+                xb = bcast_pair(p1 + 2 * k);
+                a10 = _mm256_add_epi32(a10, _mm256_madd_epi16(xb, w0));
+                a11 = _mm256_add_epi32(a11, _mm256_madd_epi16(xb, w1));
+                xb = bcast_pair(p2 + 2 * k);
+                a20 = _mm256_add_epi32(a20, _mm256_madd_epi16(xb, w0));
+                a21 = _mm256_add_epi32(a21, _mm256_madd_epi16(xb, w1));
+                xb = bcast_pair(p3 + 2 * k);
+                a30 = _mm256_add_epi32(a30, _mm256_madd_epi16(xb, w0));
+                a31 = _mm256_add_epi32(a31, _mm256_madd_epi16(xb, w1));
+            }
+            const __m256i acc[8] = {a00, a01, a10, a11, a20, a21, a30, a31};
+            for (int32_t i = 0; i < np; i++)
+                store16(y + (size_t)(px0 + i) * cout + oc0,
+                        rqch_apply(&r, 0, fp32, acc[2 * i], zp, lo, hi),
+                        rqch_apply(&r, 1, fp32, acc[2 * i + 1], zp, lo, hi), nc);
+        }
+    }
+}
+
+/* CONV_2D of few output pixels: per pixel and 8 output channels, dot products of the patch
+ * with the weight rows as stored (no packing), summed across the lanes at the end. */
+static void conv_dot(const mengine_kq_params *p, const int32_t *mult, const int32_t *shift,
+                     const float *fscale, int16_t *patch, const mengine_k_dims *in, const int8_t *x,
+                     const mengine_k_dims *f, const int8_t *w, const int32_t *bias,
+                     const mengine_k_dims *out, int8_t *y)
+{
+    const int32_t cin = in->c, cout = out->c, klen = f->h * f->w * cin;
+    const int32_t kpad = (klen + 15) / 16 * 16, pixels = out->n * out->h * out->w;
+    const size_t wbytes = (size_t)cout * (size_t)klen;
+    const __m256i zp = _mm256_set1_epi32(p->out_zp), lo = _mm256_set1_epi32(p->act_min),
+                  hi = _mm256_set1_epi32(p->act_max);
+    const int fp32 = fscale != NULL;
+    for (int32_t i = klen; i < kpad; i++)
+        patch[i] = 0;
+    for (int32_t px = 0; px < pixels; px++) {
+        patch_row(p, in, x, f, out, px, patch);
+        int8_t *yo = y + (size_t)px * cout;
+        for (int32_t oc = 0; oc < cout; oc += 8) {
+            const int32_t nc = cout - oc < 8 ? cout - oc : 8;
+            const int8_t *row[8];
+            __m256i acc[8];
+            for (int32_t j = 0; j < 8; j++) {
+                row[j] = w + (size_t)(oc + (j < nc ? j : nc - 1)) * klen;
+                acc[j] = _mm256_setzero_si256();
+            }
+            int32_t k = 0;
+            for (; k + 16 <= klen; k += 16) {
+                const __m256i xv = _mm256_loadu_si256((const __m256i *)(const void *)(patch + k));
+                for (int32_t j = 0; j < 8; j++) {
+                    const __m256i wv = _mm256_cvtepi8_epi16(
+                        _mm_loadu_si128((const __m128i *)(const void *)(row[j] + k)));
+                    acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(xv, wv));
+                }
+            }
+            if (k < klen) { /* the tail: 16 weight bytes where the buffer has them (the
+                             * patch's zeros cancel the bytes past the row) */
+                const __m256i xv = _mm256_loadu_si256((const __m256i *)(const void *)(patch + k));
+                for (int32_t j = 0; j < 8; j++) {
+                    const int8_t *src = row[j] + k;
+                    int8_t t[16];
+                    if ((size_t)(src - w) + 16 > wbytes) {
+                        memset(t, 0, sizeof t);
+                        memcpy(t, src, (size_t)(klen - k));
+                        src = t;
+                    }
+                    const __m256i wv =
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)src));
+                    acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(xv, wv));
+                }
+            }
+            rqch r;
+            rqch_load(&r, mult, shift, fscale, bias, oc, nc);
+            const __m256i s =
+                rqch_apply(&r, 0, fp32, _mm256_add_epi32(hsum8(acc), r.bias[0]), zp, lo, hi);
+            store16(yo + oc, s, s, nc);
+        }
+    }
+}
+
+/* Output pixels from which the GEMM (packed panels) beats the dot products */
+#define Q8_GEMM_MIN_PIXELS 8
+
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
                                          const int32_t *shift, const float *fscale, int32_t *work,
                                          const mengine_k_dims *in, const int8_t *x,
                                          const mengine_k_dims *f, const int8_t *w,
                                          const int32_t *bias, const mengine_k_dims *out, int8_t *y)
 {
-    const int32_t cin = in->c, kh = f->h, kw = f->w, cout = out->c;
-    const int32_t klen = kh * kw * cin, kpad = (klen + 15) / 16 * 16;
-    /* the patch of one output pixel, (x - zero point) as int16 in the filter's (KH, KW, Cin)
-     * order, zeros for the padding and up to a multiple of 16 */
-    int16_t *patch = (int16_t *)(void *)(work + (cout > 0 ? cout : 1));
-    const size_t wbytes = (size_t)cout * (size_t)klen;
-    const __m256i zp = _mm256_set1_epi32(p->out_zp), lo = _mm256_set1_epi32(p->act_min),
-                  hi = _mm256_set1_epi32(p->act_max);
-    const __m256i izp = _mm256_set1_epi16((int16_t)p->in_zp);
-    for (int32_t i = klen; i < kpad; i++)
-        patch[i] = 0;
-    for (int32_t n = 0; n < out->n; n++)
-        for (int32_t oy = 0; oy < out->h; oy++)
-            for (int32_t ox = 0; ox < out->w; ox++) {
-                const int32_t y0 = oy * p->stride_h - p->pad_h, x0 = ox * p->stride_w - p->pad_w;
-                int16_t *pp = patch;
-                for (int32_t ky = 0; ky < kh; ky++)
-                    for (int32_t kx = 0; kx < kw; kx++, pp += cin) {
-                        const int32_t iy = y0 + ky, ix = x0 + kx;
-                        if (iy < 0 || iy >= in->h || ix < 0 || ix >= in->w) {
-                            memset(pp, 0, (size_t)cin * sizeof *pp);
-                            continue;
-                        }
-                        const int8_t *xi = x + (((size_t)n * in->h + iy) * in->w + ix) * cin;
-                        int32_t ic = 0;
-                        for (; ic + 16 <= cin; ic += 16) {
-                            const __m256i v = _mm256_cvtepi8_epi16(
-                                _mm_loadu_si128((const __m128i *)(const void *)(xi + ic)));
-                            _mm256_storeu_si256((__m256i *)(void *)(pp + ic),
-                                                _mm256_sub_epi16(v, izp));
-                        }
-                        for (; ic < cin; ic++)
-                            pp[ic] = (int16_t)(xi[ic] - p->in_zp);
-                    }
-                int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * cout;
-                for (int32_t oc = 0; oc < cout; oc += 8) {
-                    const int32_t nc = cout - oc < 8 ? cout - oc : 8;
-                    const int8_t *row[8];
-                    __m256i acc[8];
-                    for (int32_t j = 0; j < 8; j++) {
-                        row[j] = w + (size_t)(oc + (j < nc ? j : nc - 1)) * klen;
-                        acc[j] = _mm256_setzero_si256();
-                    }
-                    int32_t k = 0;
-                    for (; k + 16 <= klen; k += 16) {
-                        const __m256i xv =
-                            _mm256_loadu_si256((const __m256i *)(const void *)(patch + k));
-                        for (int32_t j = 0; j < 8; j++) {
-                            const __m256i wv = _mm256_cvtepi8_epi16(
-                                _mm_loadu_si128((const __m128i *)(const void *)(row[j] + k)));
-                            acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(xv, wv));
-                        }
-                    }
-                    if (k < klen) { /* the tail: 16 weight bytes where the buffer has them (the
-                                     * patch's zeros cancel the bytes past the row) */
-                        const __m256i xv =
-                            _mm256_loadu_si256((const __m256i *)(const void *)(patch + k));
-                        for (int32_t j = 0; j < 8; j++) {
-                            const int8_t *src = row[j] + k;
-                            int8_t t[16];
-                            if ((size_t)(src - w) + 16 > wbytes) {
-                                memset(t, 0, sizeof t);
-                                memcpy(t, src, (size_t)(klen - k));
-                                src = t;
-                            }
-                            const __m256i wv = _mm256_cvtepi8_epi16(
-                                _mm_loadu_si128((const __m128i *)(const void *)src));
-                            acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(xv, wv));
-                        }
-                    }
-                    __m256i s = hsum8(acc);
-                    if (bias)
-                        s = _mm256_add_epi32(s, load_ch(bias + oc, nc));
-                    s = fscale ? requant8f(s, load_chf(fscale + oc, nc), zp, lo, hi)
-                               : requant8(s, load_ch(mult + oc, nc), load_ch(shift + oc, nc), zp,
-                                          lo, hi);
-                    store8(yo + oc, s, nc);
-                }
-            }
+    int16_t *scr = (int16_t *)(void *)(work + (out->c > 0 ? out->c : 1));
+    if (out->n * out->h * out->w >= Q8_GEMM_MIN_PIXELS)
+        conv_gemm(p, mult, shift, fscale, scr, in, x, f, w, bias, out, y);
+    else
+        conv_dot(p, mult, shift, fscale, scr, in, x, f, w, bias, out, y);
     return MENGINE_OK;
+}
+
+/* 16 int8 at @p a as int16 (n < 16: the rest 0; n == 8 reads 8 bytes) */
+Q8_INLINE __m256i load16w(const int8_t *a, int32_t n)
+{
+    if (n == 16)
+        return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)a));
+    if (n == 8)
+        return _mm256_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)a));
+    int8_t t[16] = {0};
+    memcpy(t, a, (size_t)n);
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)t));
 }
 
 mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, const int32_t *mult,
@@ -207,61 +399,42 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
     const __m256i zp = _mm256_set1_epi32(p->out_zp), lo = _mm256_set1_epi32(p->act_min),
                   hi = _mm256_set1_epi32(p->act_max);
     const __m256i izp = _mm256_set1_epi16((int16_t)p->in_zp);
-    for (int32_t n = 0; n < out->n; n++)
-        for (int32_t oy = 0; oy < out->h; oy++)
-            for (int32_t ox = 0; ox < out->w; ox++) {
-                const int32_t y0 = oy * p->stride_h - p->pad_h, x0 = ox * p->stride_w - p->pad_w;
-                int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * c;
-                for (int32_t c0 = 0; c0 < c; c0 += 16) {
-                    const int32_t nc = c - c0 < 16 ? c - c0 : 16;
-                    __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+    const int fp32 = fscale != NULL;
+    for (int32_t c0 = 0; c0 < c; c0 += 16) { /* 16 channels at a time, over every pixel */
+        const int32_t nc = c - c0 < 16 ? c - c0 : 16;
+        rqch r;
+        rqch_load(&r, mult, shift, fscale, bias, c0, nc);
+        for (int32_t n = 0; n < out->n; n++)
+            for (int32_t oy = 0; oy < out->h; oy++)
+                for (int32_t ox = 0; ox < out->w; ox++) {
+                    const int32_t y0 = oy * p->stride_h - p->pad_h;
+                    const int32_t x0 = ox * p->stride_w - p->pad_w;
+                    __m256i a0 = r.bias[0], a1 = r.bias[1];
                     for (int32_t ky = 0; ky < kh; ky++) {
                         const int32_t iy = y0 + ky;
                         if (iy < 0 || iy >= in->h)
                             continue;
+                        const int8_t *xr = x + ((size_t)n * in->h + iy) * in->w * c + c0;
                         for (int32_t kx = 0; kx < kw; kx++) {
                             const int32_t ix = x0 + kx;
                             if (ix < 0 || ix >= in->w)
                                 continue;
-                            const int8_t *xi = x + (((size_t)n * in->h + iy) * in->w + ix) * c + c0;
-                            const int8_t *wi = w + ((size_t)ky * kw + kx) * c + c0;
-                            __m128i xb, wb;
-                            if (nc == 16) {
-                                xb = _mm_loadu_si128((const __m128i *)(const void *)xi);
-                                wb = _mm_loadu_si128((const __m128i *)(const void *)wi);
-                            } else {
-                                int8_t tx[16] = {0}, tw[16] = {0};
-                                memcpy(tx, xi, (size_t)nc);
-                                memcpy(tw, wi, (size_t)nc);
-                                xb = _mm_loadu_si128((const __m128i *)(const void *)tx);
-                                wb = _mm_loadu_si128((const __m128i *)(const void *)tw);
-                            }
                             /* |x - zp| <= 255, |w| <= 128: the product fits int16 */
-                            const __m256i xv = _mm256_sub_epi16(_mm256_cvtepi8_epi16(xb), izp);
-                            const __m256i pr = _mm256_mullo_epi16(xv, _mm256_cvtepi8_epi16(wb));
+                            const __m256i xv =
+                                _mm256_sub_epi16(load16w(xr + (size_t)ix * c, nc), izp);
+                            const __m256i pr = _mm256_mullo_epi16(
+                                xv, load16w(w + ((size_t)ky * kw + kx) * c + c0, nc));
                             a0 = _mm256_add_epi32(
                                 a0, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(pr)));
                             a1 = _mm256_add_epi32(
                                 a1, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(pr, 1)));
                         }
                     }
-                    const int32_t n0 = nc < 8 ? nc : 8, n1 = nc - n0;
-                    if (bias)
-                        a0 = _mm256_add_epi32(a0, load_ch(bias + c0, n0));
-                    a0 = fscale ? requant8f(a0, load_chf(fscale + c0, n0), zp, lo, hi)
-                                : requant8(a0, load_ch(mult + c0, n0), load_ch(shift + c0, n0), zp,
-                                           lo, hi);
-                    store8(yo + c0, a0, n0);
-                    if (n1 > 0) {
-                        if (bias)
-                            a1 = _mm256_add_epi32(a1, load_ch(bias + c0 + 8, n1));
-                        a1 = fscale ? requant8f(a1, load_chf(fscale + c0 + 8, n1), zp, lo, hi)
-                                    : requant8(a1, load_ch(mult + c0 + 8, n1),
-                                               load_ch(shift + c0 + 8, n1), zp, lo, hi);
-                        store8(yo + c0 + 8, a1, n1);
-                    }
+                    store16(y + (((size_t)n * out->h + oy) * out->w + ox) * c + c0,
+                            rqch_apply(&r, 0, fp32, a0, zp, lo, hi),
+                            rqch_apply(&r, 1, fp32, a1, zp, lo, hi), nc);
                 }
-            }
+    }
     return MENGINE_OK;
 }
 
@@ -275,28 +448,28 @@ Q8_INLINE __m256i load8(const int8_t *a, int32_t n)
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)t));
 }
 
-/* ADD (add != 0: integer_ops::Add's arithmetic) or MUL of 8 lanes */
-Q8_INLINE __m256i binary8(const mengine_kq_params *p, int add, __m256i a, __m256i b)
+/* ADD's or MUL's constants: the zero points, the inputs' and the output's requantization */
+typedef struct bin8 {
+    rq8 c1, c2, c;
+    __m256i zp1, zp2, ozp, lo, hi;
+    int add;
+} bin8;
+
+/* ADD (integer_ops::Add's arithmetic) or MUL of 8 lanes */
+Q8_INLINE __m256i binary8(const bin8 *k, __m256i a, __m256i b)
 {
-    const __m256i zero = _mm256_setzero_si256();
-    const __m256i wide_lo = _mm256_set1_epi32(INT32_MIN), wide_hi = _mm256_set1_epi32(INT32_MAX);
-    const __m256i lo = _mm256_set1_epi32(p->act_min), hi = _mm256_set1_epi32(p->act_max);
-    a = _mm256_sub_epi32(a, _mm256_set1_epi32(p->in_zp));
-    b = _mm256_sub_epi32(b, _mm256_set1_epi32(p->in2_zp));
+    a = _mm256_sub_epi32(a, k->zp1);
+    b = _mm256_sub_epi32(b, k->zp2);
     __m256i v;
-    if (add) {
-        a = requant8(_mm256_slli_epi32(a, 20), _mm256_set1_epi32(p->mult1),
-                     _mm256_set1_epi32(p->shift1), zero, wide_lo, wide_hi);
-        b = requant8(_mm256_slli_epi32(b, 20), _mm256_set1_epi32(p->mult2),
-                     _mm256_set1_epi32(p->shift2), zero, wide_lo, wide_hi);
+    if (k->add) {
+        a = rq8_apply(_mm256_slli_epi32(a, 20), &k->c1);
+        b = rq8_apply(_mm256_slli_epi32(b, 20), &k->c2);
         v = _mm256_add_epi32(a, b);
     } else {
         v = _mm256_mullo_epi32(a, b);
     }
-    v = requant8(v, _mm256_set1_epi32(p->mult), _mm256_set1_epi32(p->shift), zero, wide_lo,
-                 wide_hi);
-    v = _mm256_add_epi32(v, _mm256_set1_epi32(p->out_zp));
-    return _mm256_min_epi32(_mm256_max_epi32(v, lo), hi);
+    v = _mm256_add_epi32(rq8_apply(v, &k->c), k->ozp);
+    return _mm256_min_epi32(_mm256_max_epi32(v, k->lo), k->hi);
 }
 
 mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
@@ -307,25 +480,125 @@ mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
     const size_t total = (size_t)od->n * od->h * od->w * od->c;
     const int a_full = ad->n == od->n && ad->h == od->h && ad->w == od->w && ad->c == od->c;
     const int b_full = bd->n == od->n && bd->h == od->h && bd->w == od->w && bd->c == od->c;
-    if (!a_full)
+    const int b_chan = bd->n == 1 && bd->h == 1 && bd->w == 1 && bd->c == od->c && od->n == 1;
+    if (!a_full || (!b_full && !b_chan))
         return MENGINE_ERR_UNSUPPORTED;
+    bin8 k;
+    k.add = add;
+    k.c1 = rq8_make(_mm256_set1_epi32(p->mult1), _mm256_set1_epi32(p->shift1));
+    k.c2 = rq8_make(_mm256_set1_epi32(p->mult2), _mm256_set1_epi32(p->shift2));
+    k.c = rq8_make(_mm256_set1_epi32(p->mult), _mm256_set1_epi32(p->shift));
+    k.zp1 = _mm256_set1_epi32(p->in_zp), k.zp2 = _mm256_set1_epi32(p->in2_zp);
+    k.ozp = _mm256_set1_epi32(p->out_zp);
+    k.lo = _mm256_set1_epi32(p->act_min), k.hi = _mm256_set1_epi32(p->act_max);
     if (b_full) {
-        for (size_t i = 0; i < total; i += 8) {
+        size_t i = 0;
+        for (; i + 16 <= total; i += 16)
+            store16(y + i, binary8(&k, load8(a + i, 8), load8(b + i, 8)),
+                    binary8(&k, load8(a + i + 8, 8), load8(b + i + 8, 8)), 16);
+        for (; i < total; i += 8) {
             const int32_t n = total - i < 8 ? (int32_t)(total - i) : 8;
-            store8(y + i, binary8(p, add, load8(a + i, n), load8(b + i, n)), n);
+            store8(y + i, binary8(&k, load8(a + i, n), load8(b + i, n)), n);
         }
         return MENGINE_OK;
     }
-    if (bd->n == 1 && bd->h == 1 && bd->w == 1 && bd->c == od->c && od->n == 1) {
-        const int32_t c = od->c;
-        for (size_t i = 0; i < total; i += (size_t)c) /* b along the channels */
-            for (int32_t k = 0; k < c; k += 8) {
-                const int32_t n = c - k < 8 ? c - k : 8;
-                store8(y + i + k, binary8(p, add, load8(a + i + k, n), load8(b + k, n)), n);
-            }
-        return MENGINE_OK;
+    const int32_t c = od->c;
+    for (size_t i = 0; i < total; i += (size_t)c) /* b along the channels */
+        for (int32_t j = 0; j < c; j += 8) {
+            const int32_t n = c - j < 8 ? c - j : 8;
+            store8(y + i + j, binary8(&k, load8(a + i + j, n), load8(b + j, n)), n);
+        }
+    return MENGINE_OK;
+}
+
+/* 32-bit RoundingDivideByPOT by the same @p e (0..31) in every lane */
+Q8_INLINE __m256i rdpot8(__m256i x, __m128i e, __m256i mask, __m256i half)
+{
+    const __m256i rem = _mm256_and_si256(x, mask);
+    const __m256i thr = _mm256_sub_epi32(half, _mm256_cmpgt_epi32(_mm256_setzero_si256(), x));
+    return _mm256_sub_epi32(_mm256_sra_epi32(x, e), _mm256_cmpgt_epi32(rem, thr));
+}
+
+/* HARD_SWISH's constants (TFLite's HardSwishParams) */
+typedef struct hs16 {
+    __m256i izp, om, rm, ozp, rmask, rhalf, omask, ohalf;
+    __m128i rshl, rshr, oshr;
+    int32_t rexp;
+} hs16;
+
+/* 16 values of the reference HARD_SWISH (mengine_kq_hard_swish_s8_ref()'s steps in int16
+ * lanes: VPMULHRSW is SaturatingRoundingDoublingHighMul when no operand is -2^15, which
+ * neither multiplier, a Q15 in [2^14, 2^15), is) */
+Q8_INLINE __m128i hswish16(const hs16 *k, __m128i xb)
+{
+    const __m256i v = _mm256_sub_epi16(_mm256_cvtepi8_epi16(xb), k->izp);
+    const __m256i hires = _mm256_slli_epi16(v, 7); /* |v| <= 255: fits */
+    const __m256i pre_out = _mm256_mulhrs_epi16(hires, k->om);
+    __m256i r = hires;
+    if (k->rexp > 0) { /* saturating left shift by rexp - 1 (at most 16: the same saturation) */
+        const __m256i l =
+            _mm256_sll_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(r)), k->rshl);
+        const __m256i h =
+            _mm256_sll_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(r, 1)), k->rshl);
+        r = _mm256_permute4x64_epi64(_mm256_packs_epi32(l, h), 0xd8);
     }
-    return MENGINE_ERR_UNSUPPORTED;
+    r = _mm256_mulhrs_epi16(r, k->rm);
+    if (k->rexp > 0)
+        r = _mm256_adds_epi16(r, r);
+    if (k->rexp < 0) {
+        const __m256i l =
+            rdpot8(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(r)), k->rshr, k->rmask, k->rhalf);
+        const __m256i h = rdpot8(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(r, 1)), k->rshr,
+                                 k->rmask, k->rhalf);
+        r = _mm256_permute4x64_epi64(_mm256_packs_epi32(l, h), 0xd8);
+    }
+    /* (r + 2^15) >> 1 in [0, 2^15) */
+    r = _mm256_srli_epi16(_mm256_xor_si256(r, _mm256_set1_epi16(INT16_MIN)), 1);
+    /* r * pre_out / 2^15 toward zero, in 32 bits (lanes 0-3 and 8-11, then 4-7 and 12-15) */
+    const __m256i pl = _mm256_mullo_epi16(r, pre_out), ph = _mm256_mulhi_epi16(r, pre_out);
+    __m256i q0 = _mm256_unpacklo_epi16(pl, ph), q1 = _mm256_unpackhi_epi16(pl, ph);
+    const __m256i tz = _mm256_set1_epi32(0x7fff);
+    q0 = _mm256_srai_epi32(_mm256_add_epi32(q0, _mm256_and_si256(_mm256_srai_epi32(q0, 31), tz)),
+                           15);
+    q1 = _mm256_srai_epi32(_mm256_add_epi32(q1, _mm256_and_si256(_mm256_srai_epi32(q1, 31), tz)),
+                           15);
+    q0 = _mm256_add_epi32(rdpot8(q0, k->oshr, k->omask, k->ohalf), k->ozp);
+    q1 = _mm256_add_epi32(rdpot8(q1, k->oshr, k->omask, k->ohalf), k->ozp);
+    const __m256i o = _mm256_packs_epi32(q0, q1); /* back in order, saturated */
+    return _mm_packs_epi16(_mm256_castsi256_si128(o), _mm256_extracti128_si256(o, 1));
+}
+
+mengine_status mengine_kq_hard_swish_s8_simd(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                             size_t n)
+{
+    hs16 k;
+    const int32_t re = p->hs_relu_exp, oe = -p->hs_out_exp; /* oe >= 0: prepare's check */
+    if (oe < 0 || oe > 31 || re < -31)
+        return MENGINE_ERR_UNSUPPORTED;
+    k.izp = _mm256_set1_epi16((int16_t)p->in_zp);
+    k.om = _mm256_set1_epi16(p->hs_out_mult);
+    k.rm = _mm256_set1_epi16(p->hs_relu_mult);
+    k.ozp = _mm256_set1_epi32(p->out_zp);
+    k.rexp = re;
+    k.rshl = _mm_cvtsi32_si128(re > 17 ? 16 : re > 0 ? re - 1 : 0);
+    k.rshr = _mm_cvtsi32_si128(re < 0 ? -re : 0);
+    const int32_t rm = re < 0 ? (int32_t)(((int64_t)1 << -re) - 1) : 0;
+    const int32_t om = (int32_t)(((int64_t)1 << oe) - 1);
+    k.rmask = _mm256_set1_epi32(rm), k.rhalf = _mm256_set1_epi32(rm >> 1);
+    k.omask = _mm256_set1_epi32(om), k.ohalf = _mm256_set1_epi32(om >> 1);
+    k.oshr = _mm_cvtsi32_si128(oe);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm_storeu_si128((__m128i *)(void *)(y + i),
+                         hswish16(&k, _mm_loadu_si128((const __m128i *)(const void *)(x + i))));
+    if (i < n) {
+        int8_t t[16] = {0};
+        memcpy(t, x + i, n - i);
+        _mm_storeu_si128((__m128i *)(void *)t,
+                         hswish16(&k, _mm_loadu_si128((const __m128i *)(const void *)t)));
+        memcpy(y + i, t, n - i);
+    }
+    return MENGINE_OK;
 }
 
 int mengine_kq_has_simd(void) { return 1; }
@@ -363,6 +636,13 @@ mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
                                          const mengine_k_dims *od, int8_t *y)
 {
     (void)p, (void)add, (void)ad, (void)a, (void)bd, (void)b, (void)od, (void)y;
+    return MENGINE_ERR_UNSUPPORTED;
+}
+
+mengine_status mengine_kq_hard_swish_s8_simd(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                             size_t n)
+{
+    (void)p, (void)x, (void)y, (void)n;
     return MENGINE_ERR_UNSUPPORTED;
 }
 

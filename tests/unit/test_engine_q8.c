@@ -476,6 +476,48 @@ static void test_simd_binary_same_bytes(void **state)
     }
 }
 
+/* The vector HARD_SWISH against the portable one, byte for byte: scales whose relu exponent
+ * is positive, zero and negative, random zero points, lengths around the vector width. */
+static void test_simd_hard_swish_same_bytes(void **state)
+{
+    (void)state;
+    const int simd = mengine_kq_has_simd();
+    int checked = 0;
+    for (int it = 0; it < 300; it++) {
+        const size_t n = (size_t)rnd(1, 700);
+        int8_t *x = malloc(n), *y0 = malloc(n), *y1 = malloc(n);
+        assert_true(x && y0 && y1);
+        for (size_t i = 0; i < n; i++)
+            x[i] = (int8_t)rnd(-128, 127);
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        /* input scales from 1e-4 to 4: relu exponents from -8 to +8 */
+        const float si = (float)rnd(1, 40000) * 1e-4f, so = si * (float)rnd(10, 400) * 0.01f;
+        if (!mengine_kq_hard_swish_params(si, so, &p)) {
+            free(x), free(y0), free(y1);
+            continue;
+        }
+        memset(y1, 0x55, n);
+        const mengine_status s1 = mengine_kq_hard_swish_s8_simd(&p, x, y1, n);
+        assert_int_equal(mengine_kq_hard_swish_s8_ref(&p, x, y0, n), MENGINE_OK);
+        if (!simd) {
+            assert_int_equal(s1, MENGINE_ERR_UNSUPPORTED);
+            for (size_t i = 0; i < n; i++)
+                assert_int_equal(y1[i], 0x55);
+        } else {
+            assert_int_equal(s1, MENGINE_OK);
+            checked++;
+            for (size_t i = 0; i < n; i++)
+                if (y0[i] != y1[i])
+                    fail_msg("case %d (n %zu, scales %g %g, relu exp %d): y[%zu] %d, portable %d",
+                             it, n, (double)si, (double)so, (int)p.hs_relu_exp, i, y1[i], y0[i]);
+        }
+        free(x), free(y0), free(y1);
+    }
+    assert_true(simd ? checked > 200 : checked == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +534,7 @@ int main(void)
         cmocka_unit_test(test_hard_swish_softmax),
         cmocka_unit_test(test_simd_same_bytes),
         cmocka_unit_test(test_simd_binary_same_bytes),
+        cmocka_unit_test(test_simd_hard_swish_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
