@@ -124,12 +124,46 @@ Q8_INLINE void store16(int8_t *y, __m256i a, __m256i b, int32_t n)
     }
 }
 
-/* Requantization of 8 channels in either mode: fixed point (@p c) or, with @p fp32, the float
- * scales @p fs; then + zero point and the clamp. */
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/* AVX-512: 16 channels per requantization (the same arithmetic as rq8_apply() on 16 lanes,
+ * the lane masks of AVX-512 for the comparisons) */
+#define Q8_AVX512 1
+
+typedef struct rq16 {
+    __m512i q, qo, left, right, mask, half;
+} rq16;
+
+Q8_INLINE __m512i join16(__m256i a, __m256i b)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+Q8_INLINE __m512i rq16_apply(__m512i x, const rq16 *c)
+{
+    const __m512i r30 = _mm512_set1_epi64((int64_t)1 << 30), one = _mm512_set1_epi32(1);
+    x = _mm512_sllv_epi32(x, c->left);
+    __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(x, c->q), r30);
+    __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), c->qo), r30);
+    pe = _mm512_srli_epi64(pe, 31);
+    po = _mm512_slli_epi64(po, 1);
+    const __m512i h = _mm512_mask_blend_epi32(0xaaaa, pe, po);
+    const __m512i rem = _mm512_and_si512(h, c->mask);
+    const __m512i thr = _mm512_mask_add_epi32(
+        c->half, _mm512_cmplt_epi32_mask(h, _mm512_setzero_si512()), c->half, one);
+    const __m512i r = _mm512_srav_epi32(h, c->right);
+    return _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(rem, thr), r, one);
+}
+#endif
+
+/* Requantization constants of 16 channels in either mode: fixed point (c) or the float scales
+ * (fs); the int32 biases (0 where none). */
 typedef struct rqch {
     rq8 c[2];
     __m256 fs[2];
     __m256i bias[2];
+#ifdef Q8_AVX512
+    rq16 c16;
+#endif
 } rqch;
 
 /* The constants of channels c0 .. c0 + n - 1 (n <= 16; the rest 0) */
@@ -139,19 +173,50 @@ Q8_INLINE void rqch_load(rqch *r, const int32_t *mult, const int32_t *shift, con
     for (int32_t h = 0; h < 2; h++) {
         const int32_t k = n - 8 * h < 0 ? 0 : n - 8 * h > 8 ? 8 : n - 8 * h, o = c0 + 8 * h;
         r->bias[h] = bias && k ? load_ch(bias + o, k) : _mm256_setzero_si256();
-        if (fscale) {
-            r->fs[h] = k ? load_chf(fscale + o, k) : _mm256_setzero_ps();
-        } else {
-            const __m256i z = _mm256_setzero_si256();
-            r->c[h] = rq8_make(k ? load_ch(mult + o, k) : z, k ? load_ch(shift + o, k) : z);
-        }
+        const __m256i z = _mm256_setzero_si256();
+        r->fs[h] = fscale && k ? load_chf(fscale + o, k) : _mm256_setzero_ps();
+        r->c[h] = rq8_make(!fscale && k ? load_ch(mult + o, k) : z,
+                           !fscale && k ? load_ch(shift + o, k) : z);
     }
+#ifdef Q8_AVX512
+    {
+        r->c16.q = join16(r->c[0].q, r->c[1].q), r->c16.qo = join16(r->c[0].qo, r->c[1].qo);
+        r->c16.left = join16(r->c[0].left, r->c[1].left);
+        r->c16.right = join16(r->c[0].right, r->c[1].right);
+        r->c16.mask = join16(r->c[0].mask, r->c[1].mask);
+        r->c16.half = join16(r->c[0].half, r->c[1].half);
+    }
+#endif
 }
 
-Q8_INLINE __m256i rqch_apply(const rqch *r, int32_t h, int fp32, __m256i acc, __m256i zp,
-                             __m256i lo, __m256i hi)
+/* Requantize the int32 sums of 16 channels (@p a0: the first 8, @p a1: the next 8) in the
+ * mode of @p r (fp32 where @p fp32), + zero point, clamp, and store the first @p n bytes. */
+Q8_INLINE void rq_store16(const rqch *r, int fp32, __m256i a0, __m256i a1, __m256i zp, __m256i lo,
+                          __m256i hi, int8_t *y, int32_t n)
 {
-    return fp32 ? requant8f(acc, r->fs[h], zp, lo, hi) : requant8(acc, &r->c[h], zp, lo, hi);
+#ifdef Q8_AVX512
+    const __m512i z16 = join16(zp, zp), lo16 = join16(lo, lo), hi16 = join16(hi, hi);
+    const __m512i acc = join16(a0, a1);
+    __m512i h;
+    if (fp32) {
+        const __m512 fs = _mm512_insertf32x8(_mm512_castps256_ps512(r->fs[0]), r->fs[1], 1);
+        __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), fs);
+        v = _mm512_max_ps(v, _mm512_cvtepi32_ps(_mm512_sub_epi32(lo16, z16))); /* NaN: lo */
+        v = _mm512_min_ps(v, _mm512_cvtepi32_ps(_mm512_sub_epi32(hi16, z16)));
+        h = _mm512_add_epi32(_mm512_cvtps_epi32(v), z16);
+    } else {
+        h = _mm512_add_epi32(rq16_apply(acc, &r->c16), z16);
+        h = _mm512_min_epi32(_mm512_max_epi32(h, lo16), hi16);
+    }
+    _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtepi32_epi8(h));
+#else
+    const __m256i s0 =
+        fp32 ? requant8f(a0, r->fs[0], zp, lo, hi) : requant8(a0, &r->c[0], zp, lo, hi);
+    const __m256i s1 = n <= 8 ? s0
+                       : fp32 ? requant8f(a1, r->fs[1], zp, lo, hi)
+                              : requant8(a1, &r->c[1], zp, lo, hi);
+    store16(y, s0, s1, n);
+#endif
 }
 
 /* sums of the 8 lanes of each of a0..a7, as the 8 lanes of the result */
@@ -178,22 +243,42 @@ Q8_INLINE void cvt_row(const int8_t *x, int32_t n, int32_t zp, int16_t *d)
         d[i] = (int16_t)(x[i] - zp);
 }
 
-/* The patch of output pixel @p px (n, oy, ox in row-major order), (x - zero point) as int16
- * in the filter's (KH, KW, Cin) order, zeros for the padding */
+/* The patch of output pixel (n, oy, ox), (x - zero point) as int16 in the filter's
+ * (KH, KW, Cin) order, zeros for the padding: per filter row, the taps inside the input are
+ * contiguous in it (NHWC) */
 static void patch_row(const mengine_kq_params *p, const mengine_k_dims *in, const int8_t *x,
-                      const mengine_k_dims *f, const mengine_k_dims *out, int32_t px, int16_t *pp)
+                      const mengine_k_dims *f, int32_t n, int32_t oy, int32_t ox, int16_t *pp)
 {
-    const int32_t cin = in->c, ohw = out->h * out->w;
-    const int32_t n = px / ohw, oy = px % ohw / out->w, ox = px % out->w;
+    const int32_t cin = in->c, kw = f->w;
     const int32_t y0 = oy * p->stride_h - p->pad_h, x0 = ox * p->stride_w - p->pad_w;
-    for (int32_t ky = 0; ky < f->h; ky++)
-        for (int32_t kx = 0; kx < f->w; kx++, pp += cin) {
-            const int32_t iy = y0 + ky, ix = x0 + kx;
-            if (iy < 0 || iy >= in->h || ix < 0 || ix >= in->w)
-                memset(pp, 0, (size_t)cin * sizeof *pp);
-            else
-                cvt_row(x + (((size_t)n * in->h + iy) * in->w + ix) * cin, cin, p->in_zp, pp);
+    const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = x0 + kw > in->w ? in->w - x0 : kw;
+    for (int32_t ky = 0; ky < f->h; ky++, pp += (size_t)kw * cin) {
+        const int32_t iy = y0 + ky;
+        if (iy < 0 || iy >= in->h || kx1 <= kx0) {
+            memset(pp, 0, (size_t)kw * cin * sizeof *pp);
+            continue;
         }
+        if (kx0 > 0)
+            memset(pp, 0, (size_t)kx0 * cin * sizeof *pp);
+        const int8_t *xr = x + (((size_t)n * in->h + iy) * in->w + x0 + kx0) * cin;
+        cvt_row(xr, (kx1 - kx0) * cin, p->in_zp, pp + (size_t)kx0 * cin);
+        if (kx1 < kw)
+            memset(pp + (size_t)kx1 * cin, 0, (size_t)(kw - kx1) * cin * sizeof *pp);
+    }
+}
+
+/* Output pixel position (n, oy, ox), advanced in row-major order */
+typedef struct pxpos {
+    int32_t n, oy, ox;
+} pxpos;
+
+Q8_INLINE void pxpos_next(pxpos *q, const mengine_k_dims *out)
+{
+    if (++q->ox == out->w) {
+        q->ox = 0;
+        if (++q->oy == out->h)
+            q->oy = 0, q->n++;
+    }
 }
 
 /* Scratch int16 of the vector CONV_2D after its int32 work: 4 patch rows and a 16-channel
@@ -252,6 +337,7 @@ static void conv_gemm(const mengine_kq_params *p, const int32_t *mult, const int
         pack_panel(w, klen, oc0, nc, pk, patch);
         rqch r;
         rqch_load(&r, mult, shift, fscale, bias, oc0, nc);
+        pxpos q = {0, 0, 0};
         for (int32_t px0 = 0; px0 < pixels; px0 += Q8_PATCH_ROWS) {
             const int32_t np = pixels - px0 < Q8_PATCH_ROWS ? pixels - px0 : Q8_PATCH_ROWS;
             for (int32_t i = 0; i < Q8_PATCH_ROWS; i++) {
@@ -261,7 +347,9 @@ static void conv_gemm(const mengine_kq_params *p, const int32_t *mult, const int
                 else if (one)
                     cvt_row(x + (size_t)(px0 + i) * cin, cin, p->in_zp, pp);
                 else
-                    patch_row(p, in, x, f, out, px0 + i, pp);
+                    patch_row(p, in, x, f, q.n, q.oy, q.ox, pp);
+                if (i < np)
+                    pxpos_next(&q, out);
                 if (klen & 1)
                     pp[klen] = 0; /* the odd tap's pair */
             }
@@ -289,9 +377,8 @@ static void conv_gemm(const mengine_kq_params *p, const int32_t *mult, const int
             }
             const __m256i acc[8] = {a00, a01, a10, a11, a20, a21, a30, a31};
             for (int32_t i = 0; i < np; i++)
-                store16(y + (size_t)(px0 + i) * cout + oc0,
-                        rqch_apply(&r, 0, fp32, acc[2 * i], zp, lo, hi),
-                        rqch_apply(&r, 1, fp32, acc[2 * i + 1], zp, lo, hi), nc);
+                rq_store16(&r, fp32, acc[2 * i], acc[2 * i + 1], zp, lo, hi,
+                           y + (size_t)(px0 + i) * cout + oc0, nc);
         }
     }
 }
@@ -311,8 +398,9 @@ static void conv_dot(const mengine_kq_params *p, const int32_t *mult, const int3
     const int fp32 = fscale != NULL;
     for (int32_t i = klen; i < kpad; i++)
         patch[i] = 0;
-    for (int32_t px = 0; px < pixels; px++) {
-        patch_row(p, in, x, f, out, px, patch);
+    pxpos q = {0, 0, 0};
+    for (int32_t px = 0; px < pixels; px++, pxpos_next(&q, out)) {
+        patch_row(p, in, x, f, q.n, q.oy, q.ox, patch);
         int8_t *yo = y + (size_t)px * cout;
         for (int32_t oc = 0; oc < cout; oc += 8) {
             const int32_t nc = cout - oc < 8 ? cout - oc : 8;
@@ -349,9 +437,8 @@ static void conv_dot(const mengine_kq_params *p, const int32_t *mult, const int3
             }
             rqch r;
             rqch_load(&r, mult, shift, fscale, bias, oc, nc);
-            const __m256i s =
-                rqch_apply(&r, 0, fp32, _mm256_add_epi32(hsum8(acc), r.bias[0]), zp, lo, hi);
-            store16(yo + oc, s, s, nc);
+            rq_store16(&r, fp32, _mm256_add_epi32(hsum8(acc), r.bias[0]), r.bias[1], zp, lo, hi,
+                       yo + oc, nc);
         }
     }
 }
@@ -372,6 +459,9 @@ mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32
         conv_dot(p, mult, shift, fscale, scr, in, x, f, w, bias, out, y);
     return MENGINE_OK;
 }
+
+/* Filter taps up to which the depthwise interior runs in tap pairs */
+#define Q8_DW_MAX_TAPS 64
 
 /* 16 int8 at @p a as int16 (n < 16: the rest 0; n == 8 reads 8 bytes) */
 Q8_INLINE __m256i load16w(const int8_t *a, int32_t n)
@@ -395,20 +485,68 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
     (void)work;
     if (p->multiplier != 1)
         return MENGINE_ERR_UNSUPPORTED;
-    const int32_t kh = f->h, kw = f->w, c = out->c;
+    const int32_t kh = f->h, kw = f->w, c = out->c, taps = kh * kw, pairs = (taps + 1) / 2;
     const __m256i zp = _mm256_set1_epi32(p->out_zp), lo = _mm256_set1_epi32(p->act_min),
                   hi = _mm256_set1_epi32(p->act_max);
-    const __m256i izp = _mm256_set1_epi16((int16_t)p->in_zp);
+    const __m256i izp = _mm256_set1_epi16((int16_t)p->in_zp), zero = _mm256_setzero_si256();
     const int fp32 = fscale != NULL;
+    /* pixels whose window lies inside the input: taps in pairs (VPMADDWD over two taps of
+     * 16 channels, interleaved), the zero point folded into the bias (sum of w * x minus
+     * zero point times the sum of w, the same int32 arithmetic modulo 2^32) */
+    const int fast = taps <= Q8_DW_MAX_TAPS;
+    __m256i wp[Q8_DW_MAX_TAPS + 1];
+    int32_t off[Q8_DW_MAX_TAPS + 1];
+    for (int32_t t = 0; fast && t < taps; t++)
+        off[t] = ((t / kw) * in->w + t % kw) * c;
+    if (fast)
+        off[taps] = off[taps - 1];           /* the odd tap's partner, weighted 0 */
     for (int32_t c0 = 0; c0 < c; c0 += 16) { /* 16 channels at a time, over every pixel */
         const int32_t nc = c - c0 < 16 ? c - c0 : 16;
         rqch r;
         rqch_load(&r, mult, shift, fscale, bias, c0, nc);
+        __m256i ib0 = r.bias[0], ib1 = r.bias[1];
+        if (fast) {
+            __m256i sl = zero, sh = zero;
+            const __m256i ones = _mm256_set1_epi16(1);
+            for (int32_t t = 0; t < pairs; t++) {
+                const __m256i w0 = load16w(w + (size_t)(2 * t) * c + c0, nc);
+                const __m256i w1 =
+                    2 * t + 1 < taps ? load16w(w + (size_t)(2 * t + 1) * c + c0, nc) : zero;
+                wp[2 * t] = _mm256_unpacklo_epi16(w0, w1);
+                wp[2 * t + 1] = _mm256_unpackhi_epi16(w0, w1);
+                sl = _mm256_add_epi32(sl, _mm256_madd_epi16(wp[2 * t], ones));
+                sh = _mm256_add_epi32(sh, _mm256_madd_epi16(wp[2 * t + 1], ones));
+            }
+            const __m256i z = _mm256_set1_epi32(p->in_zp);
+            ib0 = _mm256_sub_epi32(ib0,
+                                   _mm256_mullo_epi32(z, _mm256_permute2x128_si256(sl, sh, 0x20)));
+            ib1 = _mm256_sub_epi32(ib1,
+                                   _mm256_mullo_epi32(z, _mm256_permute2x128_si256(sl, sh, 0x31)));
+        }
         for (int32_t n = 0; n < out->n; n++)
             for (int32_t oy = 0; oy < out->h; oy++)
                 for (int32_t ox = 0; ox < out->w; ox++) {
                     const int32_t y0 = oy * p->stride_h - p->pad_h;
                     const int32_t x0 = ox * p->stride_w - p->pad_w;
+                    int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * c + c0;
+                    if (fast && y0 >= 0 && x0 >= 0 && y0 + kh <= in->h && x0 + kw <= in->w) {
+                        const int8_t *xb = x + (((size_t)n * in->h + y0) * in->w + x0) * c + c0;
+                        __m256i al = zero, ah = zero;
+                        for (int32_t t = 0; t < pairs; t++) {
+                            const __m256i x0v = load16w(xb + off[2 * t], nc);
+                            const __m256i x1v = load16w(xb + off[2 * t + 1], nc);
+                            al = _mm256_add_epi32(
+                                al, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0v, x1v), wp[2 * t]));
+                            ah = _mm256_add_epi32(
+                                ah,
+                                _mm256_madd_epi16(_mm256_unpackhi_epi16(x0v, x1v), wp[2 * t + 1]));
+                        }
+                        rq_store16(&r, fp32,
+                                   _mm256_add_epi32(ib0, _mm256_permute2x128_si256(al, ah, 0x20)),
+                                   _mm256_add_epi32(ib1, _mm256_permute2x128_si256(al, ah, 0x31)),
+                                   zp, lo, hi, yo, nc);
+                        continue;
+                    }
                     __m256i a0 = r.bias[0], a1 = r.bias[1];
                     for (int32_t ky = 0; ky < kh; ky++) {
                         const int32_t iy = y0 + ky;
@@ -430,9 +568,7 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
                                 a1, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(pr, 1)));
                         }
                     }
-                    store16(y + (((size_t)n * out->h + oy) * out->w + ox) * c + c0,
-                            rqch_apply(&r, 0, fp32, a0, zp, lo, hi),
-                            rqch_apply(&r, 1, fp32, a1, zp, lo, hi), nc);
+                    rq_store16(&r, fp32, a0, a1, zp, lo, hi, yo, nc);
                 }
     }
     return MENGINE_OK;
