@@ -87,6 +87,16 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
                                     float out_scale, int32_t channels, int32_t *mult,
                                     int32_t *shift)
 {
+    if (!mengine_kq_channel_multipliers_simd(in_scale, wscales, n_scales, out_scale, channels, mult,
+                                             shift))
+        mengine_kq_channel_multipliers_ref(in_scale, wscales, n_scales, out_scale, channels, mult,
+                                           shift);
+}
+
+void mengine_kq_channel_multipliers_ref(float in_scale, const uint8_t *wscales, uint32_t n_scales,
+                                        float out_scale, int32_t channels, int32_t *mult,
+                                        int32_t *shift)
+{
     for (int32_t c = 0; c < channels; c++) {
         const double ws = (double)f32_at(wscales, n_scales > 1 ? (uint32_t)c : 0);
         mengine_kq_quantize_multiplier((double)in_scale * ws / (double)out_scale, &mult[c],
@@ -500,12 +510,9 @@ mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, cons
     return MENGINE_OK;
 }
 
-mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k_dims *in,
-                                     const int8_t *x, int8_t *y)
+void mengine_kq_mean_multiplier(const mengine_kq_params *p, int32_t count, int32_t *mult,
+                                int32_t *shift)
 {
-    if (!p || !in || !x || !y)
-        return MENGINE_ERR_ARG;
-    const int32_t count = in->h * in->w;
     /* TFLite's QuantizedMeanOrSum: 1 / count folded into the multiplier, shifted left by
      * floor(log2(count)) (at most 32 and 31 + shift) before the division */
     int32_t sh = 0;
@@ -513,7 +520,18 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
         sh++;
     sh = sh < 32 ? sh : 32;
     sh = sh < 31 + p->shift ? sh : 31 + p->shift;
-    const int32_t mult = (int32_t)(((int64_t)p->mult << sh) / count), shift = p->shift - sh;
+    *mult = (int32_t)(((int64_t)p->mult << sh) / count);
+    *shift = p->shift - sh;
+}
+
+mengine_status mengine_kq_mean_hw_s8_ref(const mengine_kq_params *p, const mengine_k_dims *in,
+                                         const int8_t *x, int8_t *y)
+{
+    if (!p || !in || !x || !y)
+        return MENGINE_ERR_ARG;
+    const int32_t count = in->h * in->w;
+    int32_t mult, shift;
+    mengine_kq_mean_multiplier(p, count, &mult, &shift);
     for (int32_t n = 0; n < in->n; n++)
         for (int32_t c = 0; c < in->c; c++) {
             int32_t acc = 0;
@@ -524,6 +542,15 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
             y[(size_t)n * in->c + c] = clamp8(acc, -128, 127);
         }
     return MENGINE_OK;
+}
+
+mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k_dims *in,
+                                     const int8_t *x, int8_t *y)
+{
+    if (!p || !in || !x || !y || in->h * in->w < 1)
+        return MENGINE_ERR_ARG;
+    const mengine_status st = mengine_kq_mean_hw_s8_simd(p, in, x, y);
+    return st != MENGINE_ERR_UNSUPPORTED ? st : mengine_kq_mean_hw_s8_ref(p, in, x, y);
 }
 
 mengine_status mengine_kq_mean_hw_s8_fp32(const mengine_kq_params *p, const mengine_k_dims *in,

@@ -96,6 +96,19 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
                                     float out_scale, int32_t channels, int32_t *mult,
                                     int32_t *shift);
 
+/** The portable mengine_kq_channel_multipliers() (reference of the vector path). */
+void mengine_kq_channel_multipliers_ref(float in_scale, const uint8_t *wscales, uint32_t n_scales,
+                                        float out_scale, int32_t channels, int32_t *mult,
+                                        int32_t *shift);
+
+/** The vector mengine_kq_channel_multipliers() (AVX2: four channels' products and quotients in
+ *  double, frexp and the rounding on the bits; lanes outside [2^-1022, 1e300) through the
+ *  portable one): the same values; 0 (nothing written) where the build has no vector path or
+ *  for one scale (@p n_scales <= 1), else 1. */
+int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, uint32_t n_scales,
+                                        float out_scale, int32_t channels, int32_t *mult,
+                                        int32_t *shift);
+
 /** int16 rows of KH * KW * Cin (rounded up to 16) in the vector CONV_2D's scratch: 4 patch
  *  rows and a panel of 16 output channels' weights (kernels_q8_simd.c). */
 #define MENGINE_KQ_CONV_SCRATCH_ROWS 20
@@ -227,9 +240,24 @@ mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, cons
                                  const mengine_k_dims *out, int8_t *y, int8_t value);
 
 /** MEAN over H and W, int8, as TFLite's reference QuantizedMeanOrSum (the count folded into
- *  the multiplier): p->in_zp, p->out_zp, p->mult, p->shift (of in_scale / out_scale). */
+ *  the multiplier): p->in_zp, p->out_zp, p->mult, p->shift (of in_scale / out_scale); the
+ *  vector path where the build has one. */
 mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k_dims *in,
                                      const int8_t *x, int8_t *y);
+
+/** The portable MEAN over H and W (reference of the vector path). */
+mengine_status mengine_kq_mean_hw_s8_ref(const mengine_kq_params *p, const mengine_k_dims *in,
+                                         const int8_t *x, int8_t *y);
+
+/** The vector MEAN over H and W (AVX2: 8 channels per lane group), the same bytes;
+ *  MENGINE_ERR_UNSUPPORTED where the build has none. */
+mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const mengine_k_dims *in,
+                                          const int8_t *x, int8_t *y);
+
+/** MEAN's multiplier and shift for @p count values (TFLite's QuantizedMeanOrSum: p->mult and
+ *  p->shift with 1 / count folded in). */
+void mengine_kq_mean_multiplier(const mengine_kq_params *p, int32_t count, int32_t *mult,
+                                int32_t *shift);
 
 /** MEAN over H and W in fp32 requantization (the XNNPACK mode): the sum of (x - in_zp) times
  *  in_scale / (out_scale * count) in float (p->in_scale, p->out_scale), rounded to nearest even

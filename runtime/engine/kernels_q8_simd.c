@@ -608,6 +608,51 @@ Q8_INLINE __m256i binary8(const bin8 *k, __m256i a, __m256i b)
     return _mm256_min_epi32(_mm256_max_epi32(v, k->lo), k->hi);
 }
 
+#ifdef Q8_AVX512
+/* binary8() on 16 lanes */
+typedef struct bin16 {
+    rq16 c1, c2, c;
+    __m512i zp1, zp2, ozp, lo, hi;
+    int add;
+} bin16;
+
+Q8_INLINE rq16 rq16_of(const rq8 *c)
+{
+    rq16 r;
+    r.q = join16(c->q, c->q), r.qo = join16(c->qo, c->qo), r.left = join16(c->left, c->left);
+    r.right = join16(c->right, c->right), r.mask = join16(c->mask, c->mask);
+    r.half = join16(c->half, c->half);
+    return r;
+}
+
+Q8_INLINE bin16 bin16_of(const bin8 *k)
+{
+    bin16 r;
+    r.c1 = rq16_of(&k->c1), r.c2 = rq16_of(&k->c2), r.c = rq16_of(&k->c);
+    r.zp1 = join16(k->zp1, k->zp1), r.zp2 = join16(k->zp2, k->zp2);
+    r.ozp = join16(k->ozp, k->ozp), r.lo = join16(k->lo, k->lo), r.hi = join16(k->hi, k->hi);
+    r.add = k->add;
+    return r;
+}
+
+Q8_INLINE void binary16(const bin16 *k, const int8_t *pa, const int8_t *pb, int8_t *y)
+{
+    __m512i a = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)pa));
+    __m512i b = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(const void *)pb));
+    a = _mm512_sub_epi32(a, k->zp1);
+    b = _mm512_sub_epi32(b, k->zp2);
+    __m512i v;
+    if (k->add)
+        v = _mm512_add_epi32(rq16_apply(_mm512_slli_epi32(a, 20), &k->c1),
+                             rq16_apply(_mm512_slli_epi32(b, 20), &k->c2));
+    else
+        v = _mm512_mullo_epi32(a, b);
+    v = _mm512_add_epi32(rq16_apply(v, &k->c), k->ozp);
+    v = _mm512_min_epi32(_mm512_max_epi32(v, k->lo), k->hi);
+    _mm_storeu_si128((__m128i *)(void *)y, _mm512_cvtepi32_epi8(v));
+}
+#endif
+
 mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
                                          const mengine_k_dims *ad, const int8_t *a,
                                          const mengine_k_dims *bd, const int8_t *b,
@@ -629,6 +674,11 @@ mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
     k.lo = _mm256_set1_epi32(p->act_min), k.hi = _mm256_set1_epi32(p->act_max);
     if (b_full) {
         size_t i = 0;
+#ifdef Q8_AVX512
+        const bin16 k16 = bin16_of(&k);
+        for (; i + 16 <= total; i += 16)
+            binary16(&k16, a + i, b + i, y + i);
+#endif
         for (; i + 16 <= total; i += 16)
             store16(y + i, binary8(&k, load8(a + i, 8), load8(b + i, 8)),
                     binary8(&k, load8(a + i + 8, 8), load8(b + i + 8, 8)), 16);
@@ -645,6 +695,82 @@ mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
             store8(y + i + j, binary8(&k, load8(a + i + j, n), load8(b + j, n)), n);
         }
     return MENGINE_OK;
+}
+
+mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const mengine_k_dims *in,
+                                          const int8_t *x, int8_t *y)
+{
+    const int32_t count = in->h * in->w, c = in->c;
+    int32_t mult, shift;
+    mengine_kq_mean_multiplier(p, count, &mult, &shift);
+    const rq8 k = rq8_make(_mm256_set1_epi32(mult), _mm256_set1_epi32(shift));
+    const __m256i off = _mm256_set1_epi32((int32_t)((uint32_t)-p->in_zp * (uint32_t)count));
+    const __m256i zp = _mm256_set1_epi32(p->out_zp), lo = _mm256_set1_epi32(-128),
+                  hi = _mm256_set1_epi32(127);
+    for (int32_t n = 0; n < in->n; n++)
+        for (int32_t c0 = 0; c0 < c; c0 += 8) {
+            const int32_t nc = c - c0 < 8 ? c - c0 : 8;
+            const int8_t *xc = x + (size_t)n * count * c + c0;
+            __m256i acc = off;
+            for (int32_t i = 0; i < count; i++)
+                acc = _mm256_add_epi32(acc, load8(xc + (size_t)i * c, nc));
+            store8(y + (size_t)n * c + c0, requant8(acc, &k, zp, lo, hi), nc);
+        }
+    return MENGINE_OK;
+}
+
+int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, uint32_t n_scales,
+                                        float out_scale, int32_t channels, int32_t *mult,
+                                        int32_t *shift)
+{
+    if (n_scales <= 1)
+        return 0;
+    const __m256d vin = _mm256_set1_pd((double)in_scale), vout = _mm256_set1_pd((double)out_scale);
+    const __m256d lo = _mm256_set1_pd(0x1p-1022), hi = _mm256_set1_pd(1e300);
+    const __m256i mant = _mm256_set1_epi64x(((int64_t)1 << 52) - 1);
+    const __m256i one52 = _mm256_set1_epi64x((int64_t)1 << 52);
+    const __m256i r21 = _mm256_set1_epi64x((int64_t)1 << 21);
+    const __m256i two31 = _mm256_set1_epi64x((int64_t)1 << 31);
+    const __m256i two30 = _mm256_set1_epi64x((int64_t)1 << 30);
+    const __m256i lows = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    int32_t c = 0;
+    for (; c + 4 <= channels; c += 4) {
+        float ws[4];
+        memcpy(ws, wscales + 4 * (size_t)c, sizeof ws); /* little-endian, as the file */
+        const __m256d m =
+            _mm256_div_pd(_mm256_mul_pd(vin, _mm256_cvtps_pd(_mm_loadu_ps(ws))), vout);
+        /* normal, positive and below 1e300 in every lane; else the scalar path */
+        const __m256d ok =
+            _mm256_and_pd(_mm256_cmp_pd(m, lo, _CMP_GE_OQ), _mm256_cmp_pd(m, hi, _CMP_LT_OQ));
+        if (_mm256_movemask_pd(ok) != 0xf) {
+            mengine_kq_channel_multipliers_ref(in_scale, wscales + 4 * (size_t)c, 4, out_scale, 4,
+                                               mult + c, shift + c);
+            continue;
+        }
+        const __m256i bits = _mm256_castpd_si256(m);
+        /* frexp: m = f * 2^e, f = (mantissa | 2^52) / 2^53; round(f * 2^31) half up (f > 0) */
+        __m256i e = _mm256_sub_epi64(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(1022));
+        __m256i q = _mm256_srli_epi64(
+            _mm256_add_epi64(_mm256_or_si256(_mm256_and_si256(bits, mant), one52), r21), 22);
+        const __m256i full = _mm256_cmpeq_epi64(q, two31); /* 2^31: 2^30 and e + 1 */
+        q = _mm256_blendv_epi8(q, two30, full);
+        e = _mm256_sub_epi64(e, full);
+        __m128i q32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(q, lows));
+        __m128i e32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(e, lows));
+        const __m128i under = _mm_cmplt_epi32(e32, _mm_set1_epi32(-31)); /* 0, 0 */
+        q32 = _mm_andnot_si128(under, q32);
+        e32 = _mm_andnot_si128(under, e32);
+        const __m128i over = _mm_cmpgt_epi32(e32, _mm_set1_epi32(30)); /* the largest */
+        q32 = _mm_blendv_epi8(q32, _mm_set1_epi32(INT32_MAX), over);
+        e32 = _mm_blendv_epi8(e32, _mm_set1_epi32(30), over);
+        _mm_storeu_si128((__m128i *)(void *)(mult + c), q32);
+        _mm_storeu_si128((__m128i *)(void *)(shift + c), e32);
+    }
+    if (c < channels)
+        mengine_kq_channel_multipliers_ref(in_scale, wscales + 4 * (size_t)c,
+                                           (uint32_t)(channels - c), out_scale, channels - c,
+                                           mult + c, shift + c);
+    return 1;
 }
 
 /* 32-bit RoundingDivideByPOT by the same @p e (0..31) in every lane */
@@ -780,6 +906,22 @@ mengine_status mengine_kq_hard_swish_s8_simd(const mengine_kq_params *p, const i
 {
     (void)p, (void)x, (void)y, (void)n;
     return MENGINE_ERR_UNSUPPORTED;
+}
+
+mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const mengine_k_dims *in,
+                                          const int8_t *x, int8_t *y)
+{
+    (void)p, (void)in, (void)x, (void)y;
+    return MENGINE_ERR_UNSUPPORTED;
+}
+
+int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, uint32_t n_scales,
+                                        float out_scale, int32_t channels, int32_t *mult,
+                                        int32_t *shift)
+{
+    (void)in_scale, (void)wscales, (void)n_scales, (void)out_scale, (void)channels, (void)mult,
+        (void)shift;
+    return 0;
 }
 
 int mengine_kq_has_simd(void) { return 0; }

@@ -518,6 +518,62 @@ static void test_simd_hard_swish_same_bytes(void **state)
     assert_true(simd ? checked > 200 : checked == 0);
 }
 
+/* The vector MEAN and per-channel multipliers against the portable ones: random shapes,
+ * zero points and multipliers; weight scales with zeros, negatives, subnormals, NaN and
+ * huge values among them (the lanes the vector path hands to the portable one). */
+static void test_simd_mean_multipliers_same(void **state)
+{
+    (void)state;
+    const int simd = mengine_kq_has_simd();
+    for (int it = 0; it < 200; it++) {
+        const int H = rnd(1, 9), W = rnd(1, 9), C = rnd(1, 300);
+        const size_t n = (size_t)H * W * C;
+        int8_t *x = malloc(n), *y0 = malloc((size_t)C), *y1 = malloc((size_t)C);
+        float *ws = malloc((size_t)C * 4);
+        int32_t *m0 = malloc((size_t)C * 4), *s0 = malloc((size_t)C * 4),
+                *m1 = malloc((size_t)C * 4), *s1 = malloc((size_t)C * 4);
+        assert_true(x && y0 && y1 && ws && m0 && s0 && m1 && s1);
+        for (size_t i = 0; i < n; i++)
+            x[i] = (int8_t)rnd(-128, 127);
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        p.mult = rnd(1 << 30, 0x7fffffff), p.shift = rnd(-20, 3);
+        const mengine_k_dims id = {1, H, W, C};
+        memset(y1, 0x55, (size_t)C);
+        const mengine_status st = mengine_kq_mean_hw_s8_simd(&p, &id, x, y1);
+        assert_int_equal(mengine_kq_mean_hw_s8_ref(&p, &id, x, y0), MENGINE_OK);
+        if (simd) {
+            assert_int_equal(st, MENGINE_OK);
+            for (int c = 0; c < C; c++)
+                if (y0[c] != y1[c])
+                    fail_msg("mean case %d: y[%d] %d, portable %d", it, c, y1[c], y0[c]);
+        } else {
+            assert_int_equal(st, MENGINE_ERR_UNSUPPORTED);
+        }
+        static const float odd[] = {0.0f, -0.01f, 1e-40f, 1e30f, 3e38f};
+        for (int c = 0; c < C; c++) {
+            ws[c] = (float)rnd(1, 1 << 20) * 1e-8f * (float)(1 << rnd(0, 12));
+            if (rnd(0, 40) == 0)
+                ws[c] = rnd(0, 5) == 5 ? (float)NAN : odd[rnd(0, 4)];
+        }
+        const float in_s = (float)rnd(1, 1000) * 1e-4f, out_s = (float)rnd(1, 1000) * 1e-3f;
+        mengine_kq_channel_multipliers_ref(in_s, (const uint8_t *)ws, (uint32_t)C, out_s, C, m0,
+                                           s0);
+        if (mengine_kq_channel_multipliers_simd(in_s, (const uint8_t *)ws, (uint32_t)C, out_s, C,
+                                                m1, s1)) {
+            assert_true(simd && C > 1);
+            for (int c = 0; c < C; c++)
+                if (m0[c] != m1[c] || s0[c] != s1[c])
+                    fail_msg("multiplier case %d, scale %g: %d, %d, portable %d, %d", it,
+                             (double)ws[c], m1[c], s1[c], m0[c], s0[c]);
+        } else {
+            assert_true(!simd || C == 1);
+        }
+        free(x), free(y0), free(y1), free(ws), free(m0), free(s0), free(m1), free(s1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_simd_same_bytes),
         cmocka_unit_test(test_simd_binary_same_bytes),
         cmocka_unit_test(test_simd_hard_swish_same_bytes),
+        cmocka_unit_test(test_simd_mean_multipliers_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
