@@ -110,14 +110,14 @@ int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, 
                                         int32_t *shift);
 
 /** int16 rows of KH * KW * Cin (rounded up to 16) in the vector CONV_2D's scratch: 4 patch
- *  rows and a panel of 16 output channels' weights (kernels_q8_simd.c). */
-#define MENGINE_KQ_CONV_SCRATCH_ROWS 20
+ *  rows (8 with AVX-512) and a panel of 16 output channels' weights (kernels_q8_simd.c). */
+#define MENGINE_KQ_CONV_SCRATCH_ROWS 24
 
 /** Scratch bytes of the int8 convolutions of filter @p filter (OHWI; depthwise @p dw:
  *  (1, KH, KW, C)): three int32 per output channel (the multipliers, the shifts, and the
  *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums); in a build with
  *  vector paths (mengine_kq_has_simd()), CONV_2D also MENGINE_KQ_CONV_SCRATCH_ROWS int16 rows
- *  of KH * KW * Cin rounded up to 16 after them (the patches of 4 output pixels and a packed
+ *  of KH * KW * Cin rounded up to 16 after them (the patches of up to 8 output pixels and a packed
  *  panel of 16 output channels' weights). */
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw);
 

@@ -281,9 +281,14 @@ Q8_INLINE void pxpos_next(pxpos *q, const mengine_k_dims *out)
     }
 }
 
-/* Scratch int16 of the vector CONV_2D after its int32 work: 4 patch rows and a 16-channel
- * weight panel of kpad each (kpad: the filter's KH * KW * Cin rounded up to 16). */
+/* Scratch int16 of the vector CONV_2D after its int32 work: 4 (AVX-512: 8) patch rows and a
+ * 16-channel weight panel of kpad each (kpad: the filter's KH * KW * Cin rounded up to 16;
+ * at most MENGINE_KQ_CONV_SCRATCH_ROWS rows in all). */
+#ifdef Q8_AVX512
+#define Q8_PATCH_ROWS 8
+#else
 #define Q8_PATCH_ROWS 4
+#endif
 #define Q8_PANEL 16
 
 /* Output channels oc0 .. oc0 + nc - 1 of the weights (the rest 0) as int16 pairs along the
@@ -308,12 +313,83 @@ static void pack_panel(const int8_t *w, int32_t klen, int32_t oc0, int32_t nc, i
     }
 }
 
-Q8_INLINE __m256i bcast_pair(const int16_t *p)
+/* two int16 as one int32 (for a broadcast) */
+Q8_INLINE int32_t pair_at(const int16_t *p)
 {
     int32_t v;
     memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32(v);
+    return v;
 }
+
+#ifdef Q8_AVX512
+/* 8 pixels (patch rows of @p kpad) times the 16-channel panel @p pk: one 512-bit VPMADDWD
+ * (or VPDPWSSD) per pixel and 2 taps; the first @p np rows requantized into @p y (row stride
+ * @p ys, @p nc channels) */
+Q8_INLINE void gemm_tile(const rqch *r, int fp32, const int16_t *patch, int32_t kpad,
+                         const int16_t *pk, int32_t pairs, int32_t np, __m256i zp, __m256i lo,
+                         __m256i hi, int8_t *y, int32_t ys, int32_t nc)
+{
+    const __m512i b = join16(r->bias[0], r->bias[1]);
+    __m512i a0 = b, a1 = b, a2 = b, a3 = b, a4 = b, a5 = b, a6 = b, a7 = b;
+    for (int32_t k = 0; k < pairs; k++) {
+        const __m512i wv = _mm512_loadu_si512((const void *)(pk + (size_t)k * 32));
+        const int16_t *pp = patch + 2 * k;
+#if defined(__AVX512VNNI__)
+#define Q8_DOT(a, i) \
+    a = _mm512_dpwssd_epi32(a, _mm512_set1_epi32(pair_at(pp + (size_t)(i)*kpad)), wv)
+#else
+#define Q8_DOT(a, i)        \
+    a = _mm512_add_epi32(a, \
+                         _mm512_madd_epi16(_mm512_set1_epi32(pair_at(pp + (size_t)(i)*kpad)), wv))
+#endif
+        Q8_DOT(a0, 0);
+        Q8_DOT(a1, 1);
+        Q8_DOT(a2, 2);
+        Q8_DOT(a3, 3);
+        Q8_DOT(a4, 4);
+        Q8_DOT(a5, 5);
+        Q8_DOT(a6, 6);
+        Q8_DOT(a7, 7);
+#undef Q8_DOT
+    }
+    const __m512i acc[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+    for (int32_t i = 0; i < np; i++)
+        rq_store16(r, fp32, _mm512_castsi512_si256(acc[i]), _mm512_extracti64x4_epi64(acc[i], 1),
+                   zp, lo, hi, y + (size_t)i * ys, nc);
+}
+#else
+/* 4 pixels (patch rows of @p kpad) times the 16-channel panel @p pk: one VPMADDWD per pixel,
+ * 8 channels and 2 taps; the first @p np rows requantized into @p y (row stride @p ys, @p nc
+ * channels) */
+Q8_INLINE void gemm_tile(const rqch *r, int fp32, const int16_t *patch, int32_t kpad,
+                         const int16_t *pk, int32_t pairs, int32_t np, __m256i zp, __m256i lo,
+                         __m256i hi, int8_t *y, int32_t ys, int32_t nc)
+{
+    __m256i a00 = r->bias[0], a01 = r->bias[1], a10 = r->bias[0], a11 = r->bias[1];
+    __m256i a20 = r->bias[0], a21 = r->bias[1], a30 = r->bias[0], a31 = r->bias[1];
+    const int16_t *p0 = patch, *p1 = patch + kpad, *p2 = patch + 2 * kpad, *p3 = patch + 3 * kpad;
+    for (int32_t k = 0; k < pairs; k++) {
+        const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32));
+        const __m256i w1 =
+            _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32 + 16));
+        __m256i xb = _mm256_set1_epi32(pair_at(p0 + 2 * k));
+        a00 = _mm256_add_epi32(a00, _mm256_madd_epi16(xb, w0));
+        a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(xb, w1));
+        xb = _mm256_set1_epi32(pair_at(p1 + 2 * k));
+        a10 = _mm256_add_epi32(a10, _mm256_madd_epi16(xb, w0));
+        a11 = _mm256_add_epi32(a11, _mm256_madd_epi16(xb, w1));
+        xb = _mm256_set1_epi32(pair_at(p2 + 2 * k));
+        a20 = _mm256_add_epi32(a20, _mm256_madd_epi16(xb, w0));
+        a21 = _mm256_add_epi32(a21, _mm256_madd_epi16(xb, w1));
+        xb = _mm256_set1_epi32(pair_at(p3 + 2 * k));
+        a30 = _mm256_add_epi32(a30, _mm256_madd_epi16(xb, w0));
+        a31 = _mm256_add_epi32(a31, _mm256_madd_epi16(xb, w1));
+    }
+    const __m256i acc[8] = {a00, a01, a10, a11, a20, a21, a30, a31};
+    for (int32_t i = 0; i < np; i++)
+        rq_store16(r, fp32, acc[2 * i], acc[2 * i + 1], zp, lo, hi, y + (size_t)i * ys, nc);
+}
+#endif
 
 /* CONV_2D as a GEMM with the output channels in the lanes: per 16-channel panel (weights
  * packed as int16 pairs), 4 output pixels at a time, one VPMADDWD per pixel, 8 channels and
@@ -353,32 +429,8 @@ static void conv_gemm(const mengine_kq_params *p, const int32_t *mult, const int
                 if (klen & 1)
                     pp[klen] = 0; /* the odd tap's pair */
             }
-            __m256i a00 = r.bias[0], a01 = r.bias[1], a10 = r.bias[0], a11 = r.bias[1];
-            __m256i a20 = r.bias[0], a21 = r.bias[1], a30 = r.bias[0], a31 = r.bias[1];
-            const int16_t *p0 = patch, *p1 = patch + kpad, *p2 = patch + 2 * kpad,
-                          *p3 = patch + 3 * kpad;
-            for (int32_t k = 0; k < pairs; k++) {
-                const __m256i w0 =
-                    _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32));
-                const __m256i w1 =
-                    _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32 + 16));
-                __m256i xb = bcast_pair(p0 + 2 * k);
-                a00 = _mm256_add_epi32(a00, _mm256_madd_epi16(xb, w0));
-                a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(xb, w1));
-                xb = bcast_pair(p1 + 2 * k);
-                a10 = _mm256_add_epi32(a10, _mm256_madd_epi16(xb, w0));
-                a11 = _mm256_add_epi32(a11, _mm256_madd_epi16(xb, w1));
-                xb = bcast_pair(p2 + 2 * k);
-                a20 = _mm256_add_epi32(a20, _mm256_madd_epi16(xb, w0));
-                a21 = _mm256_add_epi32(a21, _mm256_madd_epi16(xb, w1));
-                xb = bcast_pair(p3 + 2 * k);
-                a30 = _mm256_add_epi32(a30, _mm256_madd_epi16(xb, w0));
-                a31 = _mm256_add_epi32(a31, _mm256_madd_epi16(xb, w1));
-            }
-            const __m256i acc[8] = {a00, a01, a10, a11, a20, a21, a30, a31};
-            for (int32_t i = 0; i < np; i++)
-                rq_store16(&r, fp32, acc[2 * i], acc[2 * i + 1], zp, lo, hi,
-                           y + (size_t)(px0 + i) * cout + oc0, nc);
+            gemm_tile(&r, fp32, patch, kpad, pk, pairs, np, zp, lo, hi,
+                      y + (size_t)px0 * cout + oc0, cout, nc);
         }
     }
 }
