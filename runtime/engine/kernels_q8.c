@@ -510,8 +510,8 @@ mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, cons
     return MENGINE_OK;
 }
 
-void mengine_kq_mean_multiplier(const mengine_kq_params *p, int32_t count, int32_t *mult,
-                                int32_t *shift)
+void mengine_kq_mean_count_multiplier(const mengine_kq_params *p, int32_t count, int32_t *mult,
+                                      int32_t *shift)
 {
     /* TFLite's QuantizedMeanOrSum: 1 / count folded into the multiplier, shifted left by
      * floor(log2(count)) (at most 32 and 31 + shift) before the division */
@@ -531,7 +531,7 @@ mengine_status mengine_kq_mean_hw_s8_ref(const mengine_kq_params *p, const mengi
         return MENGINE_ERR_ARG;
     const int32_t count = in->h * in->w;
     int32_t mult, shift;
-    mengine_kq_mean_multiplier(p, count, &mult, &shift);
+    mengine_kq_mean_count_multiplier(p, count, &mult, &shift);
     for (int32_t n = 0; n < in->n; n++)
         for (int32_t c = 0; c < in->c; c++) {
             int32_t acc = 0;

@@ -256,8 +256,8 @@ mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const meng
 
 /** MEAN's multiplier and shift for @p count values (TFLite's QuantizedMeanOrSum: p->mult and
  *  p->shift with 1 / count folded in). */
-void mengine_kq_mean_multiplier(const mengine_kq_params *p, int32_t count, int32_t *mult,
-                                int32_t *shift);
+void mengine_kq_mean_count_multiplier(const mengine_kq_params *p, int32_t count, int32_t *mult,
+                                      int32_t *shift);
 
 /** MEAN over H and W in fp32 requantization (the XNNPACK mode): the sum of (x - in_zp) times
  *  in_scale / (out_scale * count) in float (p->in_scale, p->out_scale), rounded to nearest even

@@ -754,7 +754,7 @@ mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const meng
 {
     const int32_t count = in->h * in->w, c = in->c;
     int32_t mult, shift;
-    mengine_kq_mean_multiplier(p, count, &mult, &shift);
+    mengine_kq_mean_count_multiplier(p, count, &mult, &shift);
     const rq8 k = rq8_make(_mm256_set1_epi32(mult), _mm256_set1_epi32(shift));
     const __m256i off = _mm256_set1_epi32((int32_t)((uint32_t)-p->in_zp * (uint32_t)count));
     const __m256i zp = _mm256_set1_epi32(p->out_zp), lo = _mm256_set1_epi32(-128),
