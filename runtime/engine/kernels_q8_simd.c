@@ -252,6 +252,16 @@ static void patch_row(const mengine_kq_params *p, const mengine_k_dims *in, cons
     const int32_t cin = in->c, kw = f->w;
     const int32_t y0 = oy * p->stride_h - p->pad_h, x0 = ox * p->stride_w - p->pad_w;
     const int32_t kx0 = x0 < 0 ? -x0 : 0, kx1 = x0 + kw > in->w ? in->w - x0 : kw;
+    const int32_t seg = kw * cin;
+    if (seg <= 16 && kx0 == 0 && kx1 == kw && y0 >= 0 && y0 + f->h <= in->h) {
+        /* inside the input, short rows (a stem of few channels): element by element */
+        const int8_t *xr = x + (((size_t)n * in->h + y0) * in->w + x0) * cin;
+        const size_t row = (size_t)in->w * cin;
+        for (int32_t ky = 0; ky < f->h; ky++, pp += seg, xr += row)
+            for (int32_t j = 0; j < seg; j++)
+                pp[j] = (int16_t)(xr[j] - p->in_zp);
+        return;
+    }
     for (int32_t ky = 0; ky < f->h; ky++, pp += (size_t)kw * cin) {
         const int32_t iy = y0 + ky;
         if (iy < 0 || iy >= in->h || kx1 <= kx0) {
@@ -902,6 +912,31 @@ mengine_status mengine_kq_hard_swish_s8_simd(const mengine_kq_params *p, const i
     k.omask = _mm256_set1_epi32(om), k.ohalf = _mm256_set1_epi32(om >> 1);
     k.oshr = _mm_cvtsi32_si128(oe);
     size_t i = 0;
+#if defined(Q8_AVX512) && defined(__AVX512VBMI__)
+    if (n >= 512) { /* a function of the byte: its 256 values, looked up 64 bytes at a time */
+        int8_t lut[256];
+        for (int v = 0; v < 256; v += 16) { /* lut[b] = f((int8_t)b) */
+            int8_t in16[16];
+            for (int j = 0; j < 16; j++)
+                in16[j] = (int8_t)(uint8_t)(v + j);
+            _mm_storeu_si128((__m128i *)(void *)(lut + v),
+                             hswish16(&k, _mm_loadu_si128((const __m128i *)(const void *)in16)));
+        }
+        const __m512i t0 = _mm512_loadu_si512((const void *)lut);
+        const __m512i t1 = _mm512_loadu_si512((const void *)(lut + 64));
+        const __m512i t2 = _mm512_loadu_si512((const void *)(lut + 128));
+        const __m512i t3 = _mm512_loadu_si512((const void *)(lut + 192));
+        for (; i < n; i += 64) {
+            const __mmask64 m = n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
+            const __m512i u = _mm512_maskz_loadu_epi8(m, x + i);
+            const __m512i r0 = _mm512_permutex2var_epi8(t0, u, t1); /* bytes 0..127 */
+            const __m512i r1 = _mm512_permutex2var_epi8(t2, u, t3); /* bytes 128..255 */
+            _mm512_mask_storeu_epi8(y + i, m,
+                                    _mm512_mask_blend_epi8(_mm512_movepi8_mask(u), r0, r1));
+        }
+        return MENGINE_OK;
+    }
+#endif
     for (; i + 16 <= n; i += 16)
         _mm_storeu_si128((__m128i *)(void *)(y + i),
                          hswish16(&k, _mm_loadu_si128((const __m128i *)(const void *)(x + i))));
