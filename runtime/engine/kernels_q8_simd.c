@@ -445,7 +445,25 @@ static void conv_gemm(const mengine_kq_params *p, const int32_t *mult, const int
     }
 }
 
-/* CONV_2D of few output pixels: per pixel and 8 output channels, dot products of the patch
+/* Output channels per block of the dot products: 16 where AVX-512 gives 32 vector
+ * registers (16 accumulators), else 8 */
+#ifdef Q8_AVX512
+#define Q8_DOT_OC 16
+#else
+#define Q8_DOT_OC 8
+#endif
+
+/* acc + the sums of the int16 pairs' products (VPMADDWD and an add, or VPDPWSSD) */
+Q8_INLINE __m256i dot2(__m256i acc, __m256i a, __m256i b)
+{
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpwssd_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
+/* CONV_2D of few output pixels: per pixel and 8 (AVX-512: 16) output channels, dot products of the patch
  * with the weight rows as stored (no packing), summed across the lanes at the end. */
 static void conv_dot(const mengine_kq_params *p, const int32_t *mult, const int32_t *shift,
                      const float *fscale, int16_t *patch, const mengine_k_dims *in, const int8_t *x,
@@ -464,27 +482,26 @@ static void conv_dot(const mengine_kq_params *p, const int32_t *mult, const int3
     for (int32_t px = 0; px < pixels; px++, pxpos_next(&q, out)) {
         patch_row(p, in, x, f, q.n, q.oy, q.ox, patch);
         int8_t *yo = y + (size_t)px * cout;
-        for (int32_t oc = 0; oc < cout; oc += 8) {
-            const int32_t nc = cout - oc < 8 ? cout - oc : 8;
-            const int8_t *row[8];
-            __m256i acc[8];
-            for (int32_t j = 0; j < 8; j++) {
+        for (int32_t oc = 0; oc < cout; oc += Q8_DOT_OC) {
+            const int32_t nc = cout - oc < Q8_DOT_OC ? cout - oc : Q8_DOT_OC;
+            const int8_t *row[Q8_DOT_OC];
+            __m256i acc[Q8_DOT_OC];
+            for (int32_t j = 0; j < Q8_DOT_OC; j++) {
                 row[j] = w + (size_t)(oc + (j < nc ? j : nc - 1)) * klen;
                 acc[j] = _mm256_setzero_si256();
             }
             int32_t k = 0;
             for (; k + 16 <= klen; k += 16) {
                 const __m256i xv = _mm256_loadu_si256((const __m256i *)(const void *)(patch + k));
-                for (int32_t j = 0; j < 8; j++) {
-                    const __m256i wv = _mm256_cvtepi8_epi16(
-                        _mm_loadu_si128((const __m128i *)(const void *)(row[j] + k)));
-                    acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(xv, wv));
-                }
+                for (int32_t j = 0; j < Q8_DOT_OC; j++)
+                    acc[j] = dot2(acc[j], xv,
+                                  _mm256_cvtepi8_epi16(_mm_loadu_si128(
+                                      (const __m128i *)(const void *)(row[j] + k))));
             }
             if (k < klen) { /* the tail: 16 weight bytes where the buffer has them (the
                              * patch's zeros cancel the bytes past the row) */
                 const __m256i xv = _mm256_loadu_si256((const __m256i *)(const void *)(patch + k));
-                for (int32_t j = 0; j < 8; j++) {
+                for (int32_t j = 0; j < Q8_DOT_OC; j++) {
                     const int8_t *src = row[j] + k;
                     int8_t t[16];
                     if ((size_t)(src - w) + 16 > wbytes) {
@@ -492,15 +509,20 @@ static void conv_dot(const mengine_kq_params *p, const int32_t *mult, const int3
                         memcpy(t, src, (size_t)(klen - k));
                         src = t;
                     }
-                    const __m256i wv =
-                        _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)src));
-                    acc[j] = _mm256_add_epi32(acc[j], _mm256_madd_epi16(xv, wv));
+                    acc[j] = dot2(
+                        acc[j], xv,
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)src)));
                 }
             }
             rqch r;
             rqch_load(&r, mult, shift, fscale, bias, oc, nc);
+#if Q8_DOT_OC == 16
+            rq_store16(&r, fp32, _mm256_add_epi32(hsum8(acc), r.bias[0]),
+                       _mm256_add_epi32(hsum8(acc + 8), r.bias[1]), zp, lo, hi, yo + oc, nc);
+#else
             rq_store16(&r, fp32, _mm256_add_epi32(hsum8(acc), r.bias[0]), r.bias[1], zp, lo, hi,
                        yo + oc, nc);
+#endif
         }
     }
 }
@@ -597,6 +619,8 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
                         for (int32_t t = 0; t < pairs; t++) {
                             const __m256i x0v = load16w(xb + off[2 * t], nc);
                             const __m256i x1v = load16w(xb + off[2 * t + 1], nc);
+                            /* VPMADDWD and an add: two short chains (VPDPWSSD's latency
+                             * would bound them) */
                             al = _mm256_add_epi32(
                                 al, _mm256_madd_epi16(_mm256_unpacklo_epi16(x0v, x1v), wp[2 * t]));
                             ah = _mm256_add_epi32(
