@@ -331,13 +331,45 @@ Q8_INLINE int32_t pair_at(const int16_t *p)
     return v;
 }
 
+/* 4 pixels (patch rows of @p kpad) times the 16-channel panel @p pk: one VPMADDWD per pixel,
+ * 8 channels and 2 taps; the first @p np rows requantized into @p y (row stride @p ys, @p nc
+ * channels) */
+Q8_INLINE void gemm_tile4(const rqch *r, int fp32, const int16_t *patch, int32_t kpad,
+                          const int16_t *pk, int32_t pairs, int32_t np, __m256i zp, __m256i lo,
+                          __m256i hi, int8_t *y, int32_t ys, int32_t nc)
+{
+    __m256i a00 = r->bias[0], a01 = r->bias[1], a10 = r->bias[0], a11 = r->bias[1];
+    __m256i a20 = r->bias[0], a21 = r->bias[1], a30 = r->bias[0], a31 = r->bias[1];
+    const int16_t *p0 = patch, *p1 = patch + kpad, *p2 = patch + 2 * kpad, *p3 = patch + 3 * kpad;
+    for (int32_t k = 0; k < pairs; k++) {
+        const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32));
+        const __m256i w1 =
+            _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32 + 16));
+        __m256i xb = _mm256_set1_epi32(pair_at(p0 + 2 * k));
+        a00 = _mm256_add_epi32(a00, _mm256_madd_epi16(xb, w0));
+        a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(xb, w1));
+        xb = _mm256_set1_epi32(pair_at(p1 + 2 * k));
+        a10 = _mm256_add_epi32(a10, _mm256_madd_epi16(xb, w0));
+        a11 = _mm256_add_epi32(a11, _mm256_madd_epi16(xb, w1));
+        xb = _mm256_set1_epi32(pair_at(p2 + 2 * k));
+        a20 = _mm256_add_epi32(a20, _mm256_madd_epi16(xb, w0));
+        a21 = _mm256_add_epi32(a21, _mm256_madd_epi16(xb, w1));
+        xb = _mm256_set1_epi32(pair_at(p3 + 2 * k));
+        a30 = _mm256_add_epi32(a30, _mm256_madd_epi16(xb, w0));
+        a31 = _mm256_add_epi32(a31, _mm256_madd_epi16(xb, w1));
+    }
+    const __m256i acc[8] = {a00, a01, a10, a11, a20, a21, a30, a31};
+    for (int32_t i = 0; i < np; i++)
+        rq_store16(r, fp32, acc[2 * i], acc[2 * i + 1], zp, lo, hi, y + (size_t)i * ys, nc);
+}
+
 #ifdef Q8_AVX512
 /* 8 pixels (patch rows of @p kpad) times the 16-channel panel @p pk: one 512-bit VPMADDWD
  * (or VPDPWSSD) per pixel and 2 taps; the first @p np rows requantized into @p y (row stride
  * @p ys, @p nc channels) */
-Q8_INLINE void gemm_tile(const rqch *r, int fp32, const int16_t *patch, int32_t kpad,
-                         const int16_t *pk, int32_t pairs, int32_t np, __m256i zp, __m256i lo,
-                         __m256i hi, int8_t *y, int32_t ys, int32_t nc)
+Q8_INLINE void gemm_tile8(const rqch *r, int fp32, const int16_t *patch, int32_t kpad,
+                          const int16_t *pk, int32_t pairs, int32_t np, __m256i zp, __m256i lo,
+                          __m256i hi, int8_t *y, int32_t ys, int32_t nc)
 {
     const __m512i b = join16(r->bias[0], r->bias[1]);
     __m512i a0 = b, a1 = b, a2 = b, a3 = b, a4 = b, a5 = b, a6 = b, a7 = b;
@@ -366,38 +398,6 @@ Q8_INLINE void gemm_tile(const rqch *r, int fp32, const int16_t *patch, int32_t 
     for (int32_t i = 0; i < np; i++)
         rq_store16(r, fp32, _mm512_castsi512_si256(acc[i]), _mm512_extracti64x4_epi64(acc[i], 1),
                    zp, lo, hi, y + (size_t)i * ys, nc);
-}
-#else
-/* 4 pixels (patch rows of @p kpad) times the 16-channel panel @p pk: one VPMADDWD per pixel,
- * 8 channels and 2 taps; the first @p np rows requantized into @p y (row stride @p ys, @p nc
- * channels) */
-Q8_INLINE void gemm_tile(const rqch *r, int fp32, const int16_t *patch, int32_t kpad,
-                         const int16_t *pk, int32_t pairs, int32_t np, __m256i zp, __m256i lo,
-                         __m256i hi, int8_t *y, int32_t ys, int32_t nc)
-{
-    __m256i a00 = r->bias[0], a01 = r->bias[1], a10 = r->bias[0], a11 = r->bias[1];
-    __m256i a20 = r->bias[0], a21 = r->bias[1], a30 = r->bias[0], a31 = r->bias[1];
-    const int16_t *p0 = patch, *p1 = patch + kpad, *p2 = patch + 2 * kpad, *p3 = patch + 3 * kpad;
-    for (int32_t k = 0; k < pairs; k++) {
-        const __m256i w0 = _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32));
-        const __m256i w1 =
-            _mm256_loadu_si256((const __m256i *)(const void *)(pk + (size_t)k * 32 + 16));
-        __m256i xb = _mm256_set1_epi32(pair_at(p0 + 2 * k));
-        a00 = _mm256_add_epi32(a00, _mm256_madd_epi16(xb, w0));
-        a01 = _mm256_add_epi32(a01, _mm256_madd_epi16(xb, w1));
-        xb = _mm256_set1_epi32(pair_at(p1 + 2 * k));
-        a10 = _mm256_add_epi32(a10, _mm256_madd_epi16(xb, w0));
-        a11 = _mm256_add_epi32(a11, _mm256_madd_epi16(xb, w1));
-        xb = _mm256_set1_epi32(pair_at(p2 + 2 * k));
-        a20 = _mm256_add_epi32(a20, _mm256_madd_epi16(xb, w0));
-        a21 = _mm256_add_epi32(a21, _mm256_madd_epi16(xb, w1));
-        xb = _mm256_set1_epi32(pair_at(p3 + 2 * k));
-        a30 = _mm256_add_epi32(a30, _mm256_madd_epi16(xb, w0));
-        a31 = _mm256_add_epi32(a31, _mm256_madd_epi16(xb, w1));
-    }
-    const __m256i acc[8] = {a00, a01, a10, a11, a20, a21, a30, a31};
-    for (int32_t i = 0; i < np; i++)
-        rq_store16(r, fp32, acc[2 * i], acc[2 * i + 1], zp, lo, hi, y + (size_t)i * ys, nc);
 }
 #endif
 
@@ -439,8 +439,14 @@ static void conv_gemm(const mengine_kq_params *p, const int32_t *mult, const int
                 if (klen & 1)
                     pp[klen] = 0; /* the odd tap's pair */
             }
-            gemm_tile(&r, fp32, patch, kpad, pk, pairs, np, zp, lo, hi,
-                      y + (size_t)px0 * cout + oc0, cout, nc);
+#ifdef Q8_AVX512
+            if (np > 4) /* a last tile of 4 pixels or fewer: the 256-bit one */
+                gemm_tile8(&r, fp32, patch, kpad, pk, pairs, np, zp, lo, hi,
+                           y + (size_t)px0 * cout + oc0, cout, nc);
+            else
+#endif
+                gemm_tile4(&r, fp32, patch, kpad, pk, pairs, np, zp, lo, hi,
+                           y + (size_t)px0 * cout + oc0, cout, nc);
         }
     }
 }
