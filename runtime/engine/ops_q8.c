@@ -120,6 +120,10 @@ static const mtensor *in_rec(const mengine *e, const mnode *n, uint32_t i)
 
 static mengine_k_dims dims4q(const mtensor *t)
 {
+    if (t->rank == 4) { /* the convolutions' tensors: no loop */
+        const mengine_k_dims r4 = {t->dims[0], t->dims[1], t->dims[2], t->dims[3]};
+        return r4;
+    }
     int32_t d[4] = {1, 1, 1};
     for (uint32_t i = 0; i < t->rank; i++)
         d[4 - t->rank + i] = t->dims[i];
