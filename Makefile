@@ -13,7 +13,8 @@
 #   make bench-stereo-train  stereo training pairs/s and peak memory of stereo-cpu's largest and
 #                   smallest sub-network against their PyTorch twin, 2 threads (not a test)
 #   make bench-gpu  training images/s on a GPU against PyTorch (CUDA) on the same GPU (not a test)
-#   make bench-engine inference latency and arena against LiteRT and TFLM (not a test)
+#   make bench-engine inference latency and arena against LiteRT and TFLM (not a test;
+#                   INT8=1: the same sub-networks in int8)
 #   make bench-search  after make demo: searched against uniform sub-networks at six budgets (not a test)
 #   make bench-monitor  step time of manta train --monitor with and without clients that never
 #                   read (not a test)
@@ -430,12 +431,13 @@ bench-gpu: deps
 # Single-thread inference latency of five exported sub-networks against LiteRT (XNNPACK)
 # and TFLM (reference kernels), same .tflite files, and the arenas; the engine is also
 # built for this CPU in $(BUILD)/bench-native (as a board build would be for its CPU).
-# PyPI packages go to $(BUILD)/bench-venv (VENV=... for another); ROUNDS=N (default 5).
+# PyPI packages go to $(BUILD)/bench-venv (VENV=... for another); ROUNDS=N (default 5);
+# INT8=1: the same sub-networks exported fully int8 (manta export --int8).
 bench-engine: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/bench-native ENGINE_OPT="-O3 -march=native" \
 		$(BUILD)/bench-native/bin/manta-infer
-	BUILD=$(BUILD) INFER_NATIVE=$(BUILD)/bench-native/bin/manta-infer \
+	BUILD=$(BUILD) INFER_NATIVE=$(BUILD)/bench-native/bin/manta-infer INT8=$(INT8) \
 		tools/bench/engine_vs_peers.sh $(ROUNDS)
 
 # libFuzzer over verify + plan + invoke (tests/common/fuzz_body.c), over the FlatBuffers

@@ -21,11 +21,30 @@ static uint8_t arena[MODEL_ARENA_SIZE] __attribute__((aligned(MENGINE_ARENA_ALIG
 static mengine_model model;
 static mengine engine;
 
+#ifdef MODEL_INT8
+/* An int8 model (model.h says so): only the int8 operators of the classification networks are
+ * named, so the image links no float32 kernel (--gc-sections). */
+static const mengine_op *const ops[] = {&mengine_op_conv_2d_int8,
+                                        &mengine_op_depthwise_conv_2d_int8,
+                                        &mengine_op_fully_connected_int8,
+                                        &mengine_op_add_int8,
+                                        &mengine_op_mul_int8,
+                                        &mengine_op_pad_int8,
+                                        &mengine_op_reshape_int8,
+                                        &mengine_op_mean_int8,
+                                        &mengine_op_hard_swish_int8,
+                                        &mengine_op_softmax_int8};
+static const mengine_op_resolver resolver = {ops, sizeof ops / sizeof ops[0]};
+#define LOAD(m, msg) \
+    mengine_model_load_ops(m, model_data, MODEL_DATA_SIZE, &resolver, NULL, msg, sizeof msg)
+#else
+#define LOAD(m, msg) mengine_model_load(m, model_data, MODEL_DATA_SIZE, NULL, msg, sizeof msg)
+#endif
+
 static int32_t run(void)
 {
     char msg[96];
-    if (mengine_model_load(&model, model_data, MODEL_DATA_SIZE, NULL, msg, sizeof msg) !=
-        MENGINE_OK)
+    if (LOAD(&model, msg) != MENGINE_OK)
         return 1;
     if (mengine_init(&engine, &model, arena, sizeof arena) != MENGINE_OK)
         return 2;

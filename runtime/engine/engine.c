@@ -61,13 +61,11 @@ static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, voi
             ++*fused;
         } else if (!in_pattern && c.builtin == MENGINE_OP_PAD &&
                    mengine_fuse_pad(m, work, i, node, &fold_src)) {
-            fold_h = node->p.pad.before[1], fold_w = node->p.pad.before[2];
+            mengine_fuse_pad_before(node, &fold_h, &fold_w);
             node->reg = &mengine_op_pad_folded;
             ++*folded;
         } else if (fold_src >= 0) { /* the convolution the PAD before folds into */
-            int32_t *ph = c.builtin == MENGINE_OP_CONV_2D ? &node->p.conv.pad_h : &node->p.dw.pad_h;
-            int32_t *pw = c.builtin == MENGINE_OP_CONV_2D ? &node->p.conv.pad_w : &node->p.dw.pad_w;
-            *ph += fold_h, *pw += fold_w;
+            mengine_fuse_pad_into(node, c.builtin, fold_h, fold_w);
             mengine_plan_extend(work, (uint32_t)fold_src, i);
             fold_src = -1;
         }

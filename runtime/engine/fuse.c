@@ -137,6 +137,28 @@ static mengine_status folded_eval(const mengine *e, const mnode *n)
 const mengine_op mengine_op_pad_folded = {
     MENGINE_FUSED_CORRELATION - 2, 0, 0, MOP_SHARE_ELIDED, folded_prepare, folded_eval};
 
+/* A prepared PAD's padding before (n, h, w, c): in the int8 parameters for an int8 PAD */
+static const int32_t *pad_before(const mnode *pad)
+{
+    return pad->reg->builtin & MOP_INT8 ? pad->p.q8.before : pad->p.pad.before;
+}
+
+void mengine_fuse_pad_before(const mnode *pad, int32_t *h, int32_t *w)
+{
+    *h = pad_before(pad)[1], *w = pad_before(pad)[2];
+}
+
+void mengine_fuse_pad_into(mnode *conv, int32_t builtin, int32_t h, int32_t w)
+{
+    if (conv->reg->builtin & MOP_INT8) {
+        conv->p.q8.pad_h += h, conv->p.q8.pad_w += w;
+    } else if (builtin == MENGINE_OP_CONV_2D) {
+        conv->p.conv.pad_h += h, conv->p.conv.pad_w += w;
+    } else {
+        conv->p.dw.pad_h += h, conv->p.dw.pad_w += w;
+    }
+}
+
 int mengine_fuse_pad(const mengine_model *m, const void *work, uint32_t first, const mnode *pad,
                      int32_t *src)
 {
@@ -153,8 +175,10 @@ int mengine_fuse_pad(const mengine_model *m, const void *work, uint32_t first, c
         return 0;
     const int32_t X = in_at(&r, &c, 0);
     if (!dims4_of(&r, m, X, xd) || !dims4_of(&r, m, T, td) ||
-        mengine_model_tensor(&r, m, (uint32_t)T, &ti) != MENGINE_OK || ti.type != MENGINE_FLOAT32 ||
-        pad->p.pad.before[0] || pad->p.pad.before[3] || xd[0] != td[0] || xd[3] != td[3] ||
+        mengine_model_tensor(&r, m, (uint32_t)T, &ti) != MENGINE_OK ||
+        (ti.type != MENGINE_FLOAT32 && ti.type != MENGINE_INT8) ||
+        ((pad->reg->builtin & MOP_INT8) != 0) != (ti.type == MENGINE_INT8) || pad_before(pad)[0] ||
+        pad_before(pad)[3] || xd[0] != td[0] || xd[3] != td[3] ||
         model_offline_offset(m, (uint32_t)T) >= 0)
         return 0;
     if (mengine_op_bind(&r, m, first + 1, &c) != MENGINE_OK ||

@@ -42,11 +42,21 @@ int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t 
  * model's offline plan, if any, gives T no offset (a plan written without
  * the fold keeps it unfolded). On a match *src receives the PAD's input X:
  * the convolution then reads X with the PAD's rows and columns added to its
- * own padding (zeros either way, so the outputs are the same bit for bit),
+ * own padding (zeros either way, so the outputs are the same bit for bit; for
+ * an int8 PAD, whose padding is its zero point, the int8 convolution's padding
+ * is the same value),
  * the PAD runs as ::mengine_op_pad_folded, T gets no memory and X stays alive
  * until the convolution. Writes no message. */
 int mengine_fuse_pad(const mengine_model *m, const void *work, uint32_t first, const mnode *pad,
                      int32_t *src);
+
+/* The rows and columns before of prepared PAD node @p pad (float32 or int8: an int8 PAD pads
+ * with its zero point, which an int8 convolution's padding stands for as well). */
+void mengine_fuse_pad_before(const mnode *pad, int32_t *h, int32_t *w);
+
+/* Add @p h rows and @p w columns of padding to prepared convolution node @p conv (CONV_2D or
+ * DEPTHWISE_CONV_2D, @p builtin; float32 or int8). */
+void mengine_fuse_pad_into(mnode *conv, int32_t builtin, int32_t h, int32_t w);
 
 /* A folded PAD (mengine_fuse_pad()): eval does nothing; not in any operator table. */
 extern const struct mengine_op mengine_op_pad_folded;

@@ -87,6 +87,16 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
                                     float out_scale, int32_t channels, int32_t *mult,
                                     int32_t *shift)
 {
+    if (!mengine_kq_channel_multipliers_simd(in_scale, wscales, n_scales, out_scale, channels, mult,
+                                             shift))
+        mengine_kq_channel_multipliers_ref(in_scale, wscales, n_scales, out_scale, channels, mult,
+                                           shift);
+}
+
+void mengine_kq_channel_multipliers_ref(float in_scale, const uint8_t *wscales, uint32_t n_scales,
+                                        float out_scale, int32_t channels, int32_t *mult,
+                                        int32_t *shift)
+{
     for (int32_t c = 0; c < channels; c++) {
         const double ws = (double)f32_at(wscales, n_scales > 1 ? (uint32_t)c : 0);
         mengine_kq_quantize_multiplier((double)in_scale * ws / (double)out_scale, &mult[c],
@@ -97,8 +107,11 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw)
 {
     const size_t c = (size_t)(dw ? filter->c : filter->n);
-    const size_t patch = dw ? 0 : ((size_t)filter->h * filter->w * filter->c + 15) / 16 * 16;
-    return (c ? c : 1) * 3 * sizeof(int32_t) + patch * sizeof(int16_t);
+    /* the vector CONV_2D's patch rows and weight panel (kernels_q8_simd.c); none in the
+     * portable kernels */
+    const size_t kpad = ((size_t)filter->h * filter->w * filter->c + 15) / 16 * 16;
+    const size_t vec = dw || !mengine_kq_has_simd() ? 0 : kpad * MENGINE_KQ_CONV_SCRATCH_ROWS;
+    return (c ? c : 1) * 3 * sizeof(int32_t) + vec * sizeof(int16_t);
 }
 
 /* int32 sums wrap (two's complement) instead of overflowing: a valid model never gets near
@@ -497,12 +510,9 @@ mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, cons
     return MENGINE_OK;
 }
 
-mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k_dims *in,
-                                     const int8_t *x, int8_t *y)
+void mengine_kq_mean_count_multiplier(const mengine_kq_params *p, int32_t count, int32_t *mult,
+                                      int32_t *shift)
 {
-    if (!p || !in || !x || !y)
-        return MENGINE_ERR_ARG;
-    const int32_t count = in->h * in->w;
     /* TFLite's QuantizedMeanOrSum: 1 / count folded into the multiplier, shifted left by
      * floor(log2(count)) (at most 32 and 31 + shift) before the division */
     int32_t sh = 0;
@@ -510,7 +520,18 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
         sh++;
     sh = sh < 32 ? sh : 32;
     sh = sh < 31 + p->shift ? sh : 31 + p->shift;
-    const int32_t mult = (int32_t)(((int64_t)p->mult << sh) / count), shift = p->shift - sh;
+    *mult = (int32_t)(((int64_t)p->mult << sh) / count);
+    *shift = p->shift - sh;
+}
+
+mengine_status mengine_kq_mean_hw_s8_ref(const mengine_kq_params *p, const mengine_k_dims *in,
+                                         const int8_t *x, int8_t *y)
+{
+    if (!p || !in || !x || !y)
+        return MENGINE_ERR_ARG;
+    const int32_t count = in->h * in->w;
+    int32_t mult, shift;
+    mengine_kq_mean_count_multiplier(p, count, &mult, &shift);
     for (int32_t n = 0; n < in->n; n++)
         for (int32_t c = 0; c < in->c; c++) {
             int32_t acc = 0;
@@ -521,6 +542,15 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
             y[(size_t)n * in->c + c] = clamp8(acc, -128, 127);
         }
     return MENGINE_OK;
+}
+
+mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k_dims *in,
+                                     const int8_t *x, int8_t *y)
+{
+    if (!p || !in || !x || !y || in->h * in->w < 1)
+        return MENGINE_ERR_ARG;
+    const mengine_status st = mengine_kq_mean_hw_s8_simd(p, in, x, y);
+    return st != MENGINE_ERR_UNSUPPORTED ? st : mengine_kq_mean_hw_s8_ref(p, in, x, y);
 }
 
 mengine_status mengine_kq_mean_hw_s8_fp32(const mengine_kq_params *p, const mengine_k_dims *in,
@@ -606,8 +636,8 @@ static int8_t hard_swish_one(const mengine_kq_params *p, int8_t xv)
     }
 }
 
-mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
-                                        size_t n)
+mengine_status mengine_kq_hard_swish_s8_ref(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                            size_t n)
 {
     if (!p || !x || !y)
         return MENGINE_ERR_ARG;
@@ -622,6 +652,15 @@ mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t
     for (size_t i = 0; i < n; i++)
         y[i] = lut[x[i] + 128];
     return MENGINE_OK;
+}
+
+mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                        size_t n)
+{
+    if (!p || !x || !y)
+        return MENGINE_ERR_ARG;
+    const mengine_status st = mengine_kq_hard_swish_s8_simd(p, x, y, n);
+    return st != MENGINE_ERR_UNSUPPORTED ? st : mengine_kq_hard_swish_s8_ref(p, x, y, n);
 }
 
 mengine_status mengine_kq_softmax_s8(const mengine_kq_params *p, size_t rows, size_t cols,

@@ -96,11 +96,29 @@ void mengine_kq_channel_multipliers(float in_scale, const uint8_t *wscales, uint
                                     float out_scale, int32_t channels, int32_t *mult,
                                     int32_t *shift);
 
+/** The portable mengine_kq_channel_multipliers() (reference of the vector path). */
+void mengine_kq_channel_multipliers_ref(float in_scale, const uint8_t *wscales, uint32_t n_scales,
+                                        float out_scale, int32_t channels, int32_t *mult,
+                                        int32_t *shift);
+
+/** The vector mengine_kq_channel_multipliers() (AVX2: four channels' products and quotients in
+ *  double, frexp and the rounding on the bits; lanes outside [2^-1022, 1e300) through the
+ *  portable one): the same values; 0 (nothing written) where the build has no vector path or
+ *  for one scale (@p n_scales <= 1), else 1. */
+int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, uint32_t n_scales,
+                                        float out_scale, int32_t channels, int32_t *mult,
+                                        int32_t *shift);
+
+/** int16 rows of KH * KW * Cin (rounded up to 16) in the vector CONV_2D's scratch: 4 patch
+ *  rows (8 with AVX-512) and a panel of 16 output channels' weights (kernels_q8_simd.c). */
+#define MENGINE_KQ_CONV_SCRATCH_ROWS 24
+
 /** Scratch bytes of the int8 convolutions of filter @p filter (OHWI; depthwise @p dw:
  *  (1, KH, KW, C)): three int32 per output channel (the multipliers, the shifts, and the
- *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums); CONV_2D also
- *  one int16 per filter tap (KH * KW * Cin, rounded up to 16) after them: the vector path's
- *  patch of one output pixel. */
+ *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums); in a build with
+ *  vector paths (mengine_kq_has_simd()), CONV_2D also MENGINE_KQ_CONV_SCRATCH_ROWS int16 rows
+ *  of KH * KW * Cin rounded up to 16 after them (the patches of up to 8 output pixels and a packed
+ *  panel of 16 output channels' weights). */
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw);
 
 /** XNNPACK's "fp32" requantization of one int32 accumulator: (float)acc * @p scale in float,
@@ -128,7 +146,9 @@ mengine_status mengine_kq_conv2d_s8_ref(const mengine_kq_params *p, const int32_
                                         const mengine_k_dims *f, const int8_t *w,
                                         const int32_t *bias, const mengine_k_dims *out, int8_t *y);
 
-/** The vector CONV_2D (kernels_q8_simd.c: x86 AVX2), the same bytes as the portable one;
+/** The vector CONV_2D (kernels_q8_simd.c: x86 AVX2; from 8 output pixels a GEMM over packed
+ *  16-channel weight panels with the channels in the lanes, below that dot products per
+ *  pixel), the same bytes as the portable one;
  *  MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path. Arguments
  *  checked by the caller; @p work as mengine_kq_conv_get_buffer_size() sizes it. */
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
@@ -220,9 +240,24 @@ mengine_status mengine_kq_pad_s8(const mengine_k_dims *in, const int8_t *x, cons
                                  const mengine_k_dims *out, int8_t *y, int8_t value);
 
 /** MEAN over H and W, int8, as TFLite's reference QuantizedMeanOrSum (the count folded into
- *  the multiplier): p->in_zp, p->out_zp, p->mult, p->shift (of in_scale / out_scale). */
+ *  the multiplier): p->in_zp, p->out_zp, p->mult, p->shift (of in_scale / out_scale); the
+ *  vector path where the build has one. */
 mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k_dims *in,
                                      const int8_t *x, int8_t *y);
+
+/** The portable MEAN over H and W (reference of the vector path). */
+mengine_status mengine_kq_mean_hw_s8_ref(const mengine_kq_params *p, const mengine_k_dims *in,
+                                         const int8_t *x, int8_t *y);
+
+/** The vector MEAN over H and W (AVX2: 8 channels per lane group), the same bytes;
+ *  MENGINE_ERR_UNSUPPORTED where the build has none. */
+mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const mengine_k_dims *in,
+                                          const int8_t *x, int8_t *y);
+
+/** MEAN's multiplier and shift for @p count values (TFLite's QuantizedMeanOrSum: p->mult and
+ *  p->shift with 1 / count folded in). */
+void mengine_kq_mean_count_multiplier(const mengine_kq_params *p, int32_t count, int32_t *mult,
+                                      int32_t *shift);
 
 /** MEAN over H and W in fp32 requantization (the XNNPACK mode): the sum of (x - in_zp) times
  *  in_scale / (out_scale * count) in float (p->in_scale, p->out_scale), rounded to nearest even
@@ -230,9 +265,20 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
 mengine_status mengine_kq_mean_hw_s8_fp32(const mengine_kq_params *p, const mengine_k_dims *in,
                                           const int8_t *x, int8_t *y);
 
-/** HARD_SWISH, int8 (reference_ops::HardSwish with TFLite's HardSwishParams; in place). */
+/** HARD_SWISH, int8 (reference_ops::HardSwish with TFLite's HardSwishParams; in place): the
+ *  vector path where the build has one, else the portable one. */
 mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
                                         size_t n);
+
+/** The portable HARD_SWISH (reference of the vector path). */
+mengine_status mengine_kq_hard_swish_s8_ref(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                            size_t n);
+
+/** The vector HARD_SWISH (x86 AVX2: TFLite's int16 steps on 16 lanes), the same bytes as the
+ *  portable one; MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path
+ *  or for exponents outside prepare's range. */
+mengine_status mengine_kq_hard_swish_s8_simd(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                             size_t n);
 
 /** HARD_SWISH's parameters from the input and output quantization (TFLite's
  *  HardSwishPrepare); 0 when the output multiplier's exponent is positive (refused). */

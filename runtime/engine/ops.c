@@ -1212,6 +1212,40 @@ const mengine_op mengine_op_correlation = {
 const mengine_op mengine_op_elided = {
     MENGINE_FUSED_CORRELATION - 1, 0, 0, MOP_SHARE_ELIDED, not_a_file_op, elided_eval};
 
+/* The shared checks of the int8 registrations (ops_q8.c), called directly rather than through
+ * the float32 registrations, so that an operator table naming only int8 operators links no
+ * float32 eval or kernel. */
+mengine_status mengine_opf_conv_prepare(const mop_ctx *c, mnode *node)
+{
+    return conv_prepare(c, node);
+}
+mengine_status mengine_opf_dw_prepare(const mop_ctx *c, mnode *node) { return dw_prepare(c, node); }
+mengine_status mengine_opf_fc_prepare(const mop_ctx *c, mnode *node) { return fc_prepare(c, node); }
+mengine_status mengine_opf_binary_prepare(const mop_ctx *c, mnode *node)
+{
+    return binary_prepare(c, node);
+}
+mengine_status mengine_opf_pad_prepare(const mop_ctx *c, mnode *node)
+{
+    return pad_prepare(c, node);
+}
+mengine_status mengine_opf_reshape_prepare(const mop_ctx *c, mnode *node)
+{
+    return reshape_prepare(c, node);
+}
+mengine_status mengine_opf_mean_prepare(const mop_ctx *c, mnode *node)
+{
+    return mean_prepare(c, node);
+}
+mengine_status mengine_opf_unary_prepare(const mop_ctx *c, mnode *node)
+{
+    return unary_prepare(c, node);
+}
+mengine_status mengine_opf_softmax_prepare(const mop_ctx *c, mnode *node)
+{
+    return softmax_prepare(c, node);
+}
+
 static const mengine_op *const ALL_OPS[] = {
     &mengine_op_add,
     &mengine_op_average_pool_2d,

@@ -121,6 +121,20 @@ mengine_status mengine_op_fail(const mop_ctx *c, mengine_status code, const char
 #endif
     ;
 
+/* The float32 registrations' prepare (inputs, options, shapes; INT8 and INT32 biases where the
+ * registration is an int8 one), for the int8 registrations to call directly: CONV_2D,
+ * DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD and MUL, PAD, RESHAPE, MEAN, the element-wise
+ * activations (HARD_SWISH), SOFTMAX. */
+mengine_status mengine_opf_conv_prepare(const mop_ctx *c, mnode *node);
+mengine_status mengine_opf_dw_prepare(const mop_ctx *c, mnode *node);
+mengine_status mengine_opf_fc_prepare(const mop_ctx *c, mnode *node);
+mengine_status mengine_opf_binary_prepare(const mop_ctx *c, mnode *node);
+mengine_status mengine_opf_pad_prepare(const mop_ctx *c, mnode *node);
+mengine_status mengine_opf_reshape_prepare(const mop_ctx *c, mnode *node);
+mengine_status mengine_opf_mean_prepare(const mop_ctx *c, mnode *node);
+mengine_status mengine_opf_unary_prepare(const mop_ctx *c, mnode *node);
+mengine_status mengine_opf_softmax_prepare(const mop_ctx *c, mnode *node);
+
 /* Input tensor record @p i of @p node (NULL for an absent optional input). */
 static inline const mtensor *node_input(const mengine *e, const mnode *n, uint32_t i)
 {

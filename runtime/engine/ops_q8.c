@@ -1,5 +1,6 @@
 /* int8 operator registrations: each runs its float registration's prepare
- * first (inputs, options and shapes, with INT8 where that one wants FLOAT32 and
+ * (called directly: mengine_opf_*_prepare(), so that a table of int8 operators links
+ * no float32 eval) first (inputs, options and shapes, with INT8 where that one wants FLOAT32 and
  * INT32 biases: ops.c's need_float()), then checks the quantization of every
  * tensor against TensorFlow Lite's spec and computes the fixed-point
  * parameters into node->p.q8. Per-channel multipliers are computed at run
@@ -119,6 +120,10 @@ static const mtensor *in_rec(const mengine *e, const mnode *n, uint32_t i)
 
 static mengine_k_dims dims4q(const mtensor *t)
 {
+    if (t->rank == 4) { /* the convolutions' tensors: no loop */
+        const mengine_k_dims r4 = {t->dims[0], t->dims[1], t->dims[2], t->dims[3]};
+        return r4;
+    }
     int32_t d[4] = {1, 1, 1};
     for (uint32_t i = 0; i < t->rank; i++)
         d[4 - t->rank + i] = t->dims[i];
@@ -180,13 +185,13 @@ static mengine_status q_conv_common(const mop_ctx *c, mnode *node, int dw)
 
 static mengine_status q_conv_prepare(const mop_ctx *c, mnode *node)
 {
-    mengine_status st = mengine_op_conv_2d.prepare(c, node);
+    mengine_status st = mengine_opf_conv_prepare(c, node);
     return st == MENGINE_OK ? q_conv_common(c, node, 0) : st;
 }
 
 static mengine_status q_dw_prepare(const mop_ctx *c, mnode *node)
 {
-    mengine_status st = mengine_op_depthwise_conv_2d.prepare(c, node);
+    mengine_status st = mengine_opf_dw_prepare(c, node);
     return st == MENGINE_OK ? q_conv_common(c, node, 1) : st;
 }
 
@@ -236,7 +241,7 @@ static mengine_status q_dw_eval(const mengine *e, const mnode *n)
 static mengine_status q_fc_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, w, b, out;
-    mengine_status st = mengine_op_fully_connected.prepare(c, node);
+    mengine_status st = mengine_opf_fc_prepare(c, node);
     const mengine_k_act act = node->p.misc.act;
     if (st == MENGINE_OK)
         st = q_in(c, 0, &in);
@@ -291,7 +296,7 @@ static mengine_status q_fc_eval(const mengine *e, const mnode *n)
 static mengine_status q_binary_prepare(const mop_ctx *c, mnode *node, int add)
 {
     mtensor_info a, b, out;
-    mengine_status st = (add ? mengine_op_add : mengine_op_mul).prepare(c, node);
+    mengine_status st = mengine_opf_binary_prepare(c, node);
     const mengine_k_act act = node->p.misc.act;
     if (st == MENGINE_OK)
         st = q_in(c, 0, &a);
@@ -362,7 +367,7 @@ static mengine_status q_mul_eval(const mengine *e, const mnode *n)
 static mengine_status q_pad_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, out;
-    mengine_status st = mengine_op_pad.prepare(c, node);
+    mengine_status st = mengine_opf_pad_prepare(c, node);
     int32_t before[4];
     memcpy(before, node->p.pad.before, sizeof before);
     if (st == MENGINE_OK)
@@ -390,7 +395,7 @@ static mengine_status q_pad_eval(const mengine *e, const mnode *n)
 static mengine_status q_reshape_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, out;
-    mengine_status st = mengine_op_reshape.prepare(c, node);
+    mengine_status st = mengine_opf_reshape_prepare(c, node);
     if (st == MENGINE_OK)
         st = q_in(c, 0, &in);
     if (st == MENGINE_OK)
@@ -414,7 +419,7 @@ static mengine_status q_reshape_eval(const mengine *e, const mnode *n)
 static mengine_status q_mean_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, out;
-    mengine_status st = mengine_op_mean.prepare(c, node);
+    mengine_status st = mengine_opf_mean_prepare(c, node);
     if (st == MENGINE_OK)
         st = q_in(c, 0, &in);
     if (st == MENGINE_OK)
@@ -448,7 +453,7 @@ static mengine_status q_mean_eval(const mengine *e, const mnode *n)
 static mengine_status q_hswish_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, out;
-    mengine_status st = mengine_op_hard_swish.prepare(c, node);
+    mengine_status st = mengine_opf_unary_prepare(c, node);
     if (st == MENGINE_OK)
         st = q_in(c, 0, &in);
     if (st == MENGINE_OK)
@@ -477,7 +482,7 @@ static mengine_status q_hswish_eval(const mengine *e, const mnode *n)
 static mengine_status q_softmax_prepare(const mop_ctx *c, mnode *node)
 {
     mtensor_info in, out;
-    mengine_status st = mengine_op_softmax.prepare(c, node);
+    mengine_status st = mengine_opf_softmax_prepare(c, node);
     const float beta = node->p.misc.value;
     if (st == MENGINE_OK)
         st = q_in(c, 0, &in);

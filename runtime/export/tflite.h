@@ -104,10 +104,12 @@ manta_status tflite_write_file(const xgraph *g, const char *path, const char *c_
  * MODEL_ARENA_SIZE is what mengine_arena_size() returns on the host that
  * exported (64-bit); a 32-bit build of the engine has smaller records, so the
  * figure is then an upper bound. The directory must exist.
+ * With @p int8 (a fully int8 model) model.h also defines MODEL_INT8 (1), so that a board
+ * program can name only the int8 operators.
  * @param arena_bytes the arena size to write (tflite_report::arena_bytes).
  * @return MANTA_OK, MANTA_ERR_INVALID_ARG, MANTA_ERR_IO naming the file.
  */
-manta_status tflite_write_c_array(const uint8_t *data, size_t size, size_t arena_bytes,
+manta_status tflite_write_c_array(const uint8_t *data, size_t size, size_t arena_bytes, int int8,
                                   const char *dir, manta_err *err);
 
 /**

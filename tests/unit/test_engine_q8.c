@@ -476,6 +476,104 @@ static void test_simd_binary_same_bytes(void **state)
     }
 }
 
+/* The vector HARD_SWISH against the portable one, byte for byte: scales whose relu exponent
+ * is positive, zero and negative, random zero points, lengths around the vector width. */
+static void test_simd_hard_swish_same_bytes(void **state)
+{
+    (void)state;
+    const int simd = mengine_kq_has_simd();
+    int checked = 0;
+    for (int it = 0; it < 300; it++) {
+        const size_t n = (size_t)rnd(1, 700);
+        int8_t *x = malloc(n), *y0 = malloc(n), *y1 = malloc(n);
+        assert_true(x && y0 && y1);
+        for (size_t i = 0; i < n; i++)
+            x[i] = (int8_t)rnd(-128, 127);
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        /* input scales from 1e-4 to 4: relu exponents from -8 to +8 */
+        const float si = (float)rnd(1, 40000) * 1e-4f, so = si * (float)rnd(10, 400) * 0.01f;
+        if (!mengine_kq_hard_swish_params(si, so, &p)) {
+            free(x), free(y0), free(y1);
+            continue;
+        }
+        memset(y1, 0x55, n);
+        const mengine_status s1 = mengine_kq_hard_swish_s8_simd(&p, x, y1, n);
+        assert_int_equal(mengine_kq_hard_swish_s8_ref(&p, x, y0, n), MENGINE_OK);
+        if (!simd) {
+            assert_int_equal(s1, MENGINE_ERR_UNSUPPORTED);
+            for (size_t i = 0; i < n; i++)
+                assert_int_equal(y1[i], 0x55);
+        } else {
+            assert_int_equal(s1, MENGINE_OK);
+            checked++;
+            for (size_t i = 0; i < n; i++)
+                if (y0[i] != y1[i])
+                    fail_msg("case %d (n %zu, scales %g %g, relu exp %d): y[%zu] %d, portable %d",
+                             it, n, (double)si, (double)so, (int)p.hs_relu_exp, i, y1[i], y0[i]);
+        }
+        free(x), free(y0), free(y1);
+    }
+    assert_true(simd ? checked > 200 : checked == 0);
+}
+
+/* The vector MEAN and per-channel multipliers against the portable ones: random shapes,
+ * zero points and multipliers; weight scales with zeros, negatives, subnormals, NaN and
+ * huge values among them (the lanes the vector path hands to the portable one). */
+static void test_simd_mean_multipliers_same(void **state)
+{
+    (void)state;
+    const int simd = mengine_kq_has_simd();
+    for (int it = 0; it < 200; it++) {
+        const int H = rnd(1, 9), W = rnd(1, 9), C = rnd(1, 300);
+        const size_t n = (size_t)H * W * C;
+        int8_t *x = malloc(n), *y0 = malloc((size_t)C), *y1 = malloc((size_t)C);
+        float *ws = malloc((size_t)C * 4);
+        int32_t *m0 = malloc((size_t)C * 4), *s0 = malloc((size_t)C * 4),
+                *m1 = malloc((size_t)C * 4), *s1 = malloc((size_t)C * 4);
+        assert_true(x && y0 && y1 && ws && m0 && s0 && m1 && s1);
+        for (size_t i = 0; i < n; i++)
+            x[i] = (int8_t)rnd(-128, 127);
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.in_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
+        p.mult = rnd(1 << 30, 0x7fffffff), p.shift = rnd(-20, 3);
+        const mengine_k_dims id = {1, H, W, C};
+        memset(y1, 0x55, (size_t)C);
+        const mengine_status st = mengine_kq_mean_hw_s8_simd(&p, &id, x, y1);
+        assert_int_equal(mengine_kq_mean_hw_s8_ref(&p, &id, x, y0), MENGINE_OK);
+        if (simd) {
+            assert_int_equal(st, MENGINE_OK);
+            for (int c = 0; c < C; c++)
+                if (y0[c] != y1[c])
+                    fail_msg("mean case %d: y[%d] %d, portable %d", it, c, y1[c], y0[c]);
+        } else {
+            assert_int_equal(st, MENGINE_ERR_UNSUPPORTED);
+        }
+        static const float odd[] = {0.0f, -0.01f, 1e-40f, 1e30f, 3e38f};
+        for (int c = 0; c < C; c++) {
+            ws[c] = (float)rnd(1, 1 << 20) * 1e-8f * (float)(1 << rnd(0, 12));
+            if (rnd(0, 40) == 0)
+                ws[c] = rnd(0, 5) == 5 ? (float)NAN : odd[rnd(0, 4)];
+        }
+        const float in_s = (float)rnd(1, 1000) * 1e-4f, out_s = (float)rnd(1, 1000) * 1e-3f;
+        mengine_kq_channel_multipliers_ref(in_s, (const uint8_t *)ws, (uint32_t)C, out_s, C, m0,
+                                           s0);
+        if (mengine_kq_channel_multipliers_simd(in_s, (const uint8_t *)ws, (uint32_t)C, out_s, C,
+                                                m1, s1)) {
+            assert_true(simd && C > 1);
+            for (int c = 0; c < C; c++)
+                if (m0[c] != m1[c] || s0[c] != s1[c])
+                    fail_msg("multiplier case %d, scale %g: %d, %d, portable %d, %d", it,
+                             (double)ws[c], m1[c], s1[c], m0[c], s0[c]);
+        } else {
+            assert_true(!simd || C == 1);
+        }
+        free(x), free(y0), free(y1), free(ws), free(m0), free(s0), free(m1), free(s1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +590,8 @@ int main(void)
         cmocka_unit_test(test_hard_swish_softmax),
         cmocka_unit_test(test_simd_same_bytes),
         cmocka_unit_test(test_simd_binary_same_bytes),
+        cmocka_unit_test(test_simd_hard_swish_same_bytes),
+        cmocka_unit_test(test_simd_mean_multipliers_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

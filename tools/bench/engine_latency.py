@@ -7,7 +7,8 @@
 
 Inputs: a stereo model (two inputs) gets the pair --pair as manta-infer decodes it (its
 --dump-input tensors go to LiteRT); a model with one input gets MODEL with .tflite replaced by
-.in.f32 (tools/bench/engine_peers.py input writes one) as a raw tensor (manta-infer --raw).
+.in.f32 (tools/bench/engine_peers.py input writes one) as a raw tensor (manta-infer --raw; for
+an int8 model its int8 bytes).
 Every round runs every model in every runtime, the order of the runtimes rotating from round
 to round. manta: `manta-infer ... --bench N --json` (median of N invocations after 3 warm-up
 runs, wall clock) in its own process; its CPU time per invocation is the process's user + system
@@ -137,7 +138,8 @@ def main():
         else:
             f = m[: -len(".tflite")] + ".in.f32"
             args[m] = [m, f, "--raw"]
-            inputs[m] = [np.fromfile(f, dtype="<f4")]
+            dt = np.int8 if ins[0]["dtype"] == np.int8 else "<f4"  # an int8 model's raw bytes
+            inputs[m] = [np.fromfile(f, dtype=dt)]
     one = os.path.join(tmp, "one_op.tflite")
     one_op_model(one)
     order = [n for n, _ in infers] + ["litert"]

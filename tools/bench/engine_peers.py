@@ -125,8 +125,8 @@ def tflm_arena(args, x_for):
     import numpy as np
     with CaptureFd() as cap:
         interp = tflm_interpreter(args.model)
-        shape = tuple(interp.get_input_details(0)["shape"])
-        interp.set_input(x_for(shape), 0)
+        d = interp.get_input_details(0)
+        interp.set_input(x_for(tuple(d["shape"]), d["dtype"]), 0)
         interp.invoke()
         interp.print_allocations()
     text = cap.text

@@ -15,8 +15,10 @@
 #                (default BUILD/bench-venv, created and filled from PyPI when missing)
 #   RUNS         timed invocations per round for manta and LiteRT (default 300);
 #                TFLM_RUNS for TFLM (default 30, its kernels are slow)
-#   OUT          working folder (default BUILD/bench-engine): checkpoint, models,
-#                results.jsonl, report.md
+#   OUT          working folder (default BUILD/bench-engine, BUILD/bench-engine-int8 with
+#                INT8=1): checkpoint, models, results.jsonl, report.md
+#   INT8         1: the same sub-networks exported fully int8 (manta export --int8, calibrated
+#                on CALIB training images, default 64, min/max ranges), int8 input tensors
 #
 # Steps: a smoke-trained supernet checkpoint (2 steps: the weights do not matter
 # for latency), five exported sub-networks of the default space (max, min,
@@ -35,7 +37,15 @@ INFER_NATIVE=${INFER_NATIVE:-}
 VENV=${VENV:-$BUILD/bench-venv}
 RUNS=${RUNS:-300}
 TFLM_RUNS=${TFLM_RUNS:-30}
-OUT=${OUT:-$BUILD/bench-engine}
+INT8=${INT8:-0}
+CALIB=${CALIB:-64}
+if [ "$INT8" = 1 ]; then
+    OUT=${OUT:-$BUILD/bench-engine-int8}
+    QARGS="--int8 --calib $CALIB --calib-method minmax"
+else
+    OUT=${OUT:-$BUILD/bench-engine}
+    QARGS=
+fi
 HERE=$(dirname "$0")
 PEERS="$HERE/engine_peers.py"
 
@@ -64,8 +74,9 @@ for name in $MODELS; do
     esac
     head -1 "$OUT/$name.arch" >"$OUT/$name.json"
     macs=$(sed -n 's/^\([0-9.]*\) M MACs.*/\1/p' "$OUT/$name.arch")
+    # shellcheck disable=SC2086
     "$M" export --ckpt "$ckpt" --arch "$OUT/$name.json" --out "$OUT/$name.tflite" \
-        --recal-images 16 >/dev/null
+        --recal-images 16 $QARGS >/dev/null
     "$PY" "$PEERS" input "$OUT/$name.tflite" --out "$OUT/$name.in.f32"
     # arenas: ours, TFLM's with the offline plan, and without it (metadata renamed)
     st=$("$INFER" "$OUT/$name.tflite" --stats --json)
