@@ -22,30 +22,36 @@ mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const in
 {
     if (!p || !mult || !shift || !in || !x || !f || !w || !out || !y || !mengine_k_dims_ok(in) ||
         !mengine_k_dims_ok(f) || !mengine_k_dims_ok(out) || f->c != in->c || f->n != out->c ||
-        out->n != in->n || p->stride_h < 1 || p->stride_w < 1)
+        out->n != in->n || p->stride_h < 1 || p->stride_w < 1 || p->pad_h < 0 || p->pad_w < 0)
         return MENGINE_ERR_ARG;
     const int32_t sh = p->stride_h, sw = p->stride_w, KH = f->h, KW = f->w, CI = in->c;
     const int32_t CO = out->c;
+    const size_t wtap = (size_t)KW * CI, wco = (size_t)KH * wtap;
     for (int32_t n = 0; n < out->n; n++)
-        for (int32_t oy = 0; oy < out->h; oy++)
+        for (int32_t oy = 0; oy < out->h; oy++) {
+            /* the taps reaching row oy: ky = (oy + pad) mod stride, then every stride-th */
+            const int32_t ty0 = oy + p->pad_h, ky0 = ty0 % sh;
             for (int32_t ox = 0; ox < out->w; ox++) {
+                const int32_t tx0 = ox + p->pad_w, kx0 = tx0 % sw;
                 int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * CO;
                 for (int32_t co = 0; co < CO; co++) {
                     int32_t acc = 0;
-                    for (int32_t ky = 0; ky < KH; ky++) {
-                        const int32_t ty = oy + p->pad_h - ky; /* = iy * sh */
-                        if (ty < 0 || ty % sh || ty / sh >= in->h)
+                    const int8_t *wc = w + (size_t)co * wco;
+                    for (int32_t ky = ky0; ky < KH && ky <= ty0; ky += sh) {
+                        const int32_t iy = (ty0 - ky) / sh;
+                        if (iy >= in->h)
                             continue;
-                        const int32_t iy = ty / sh;
-                        for (int32_t kx = 0; kx < KW; kx++) {
-                            const int32_t tx = ox + p->pad_w - kx;
-                            if (tx < 0 || tx % sw || tx / sw >= in->w)
+                        const int8_t *xr = x + ((size_t)n * in->h + iy) * in->w * CI;
+                        for (int32_t kx = kx0; kx < KW && kx <= tx0; kx += sw) {
+                            const int32_t ix = (tx0 - kx) / sw;
+                            if (ix >= in->w)
                                 continue;
-                            const int8_t *xi =
-                                x + (((size_t)n * in->h + iy) * in->w + tx / sw) * CI;
-                            const int8_t *wk = w + (((size_t)co * KH + ky) * KW + kx) * CI;
+                            const int8_t *xi = xr + (size_t)ix * CI;
+                            const int8_t *wk = wc + (size_t)ky * wtap + (size_t)kx * CI;
+                            uint32_t s = 0; /* wraps as wadd() does (hostile sizes) */
                             for (int32_t ci = 0; ci < CI; ci++)
-                                acc = wadd(acc, wmul(xi[ci] - p->in_zp, wk[ci]));
+                                s += (uint32_t)((xi[ci] - p->in_zp) * wk[ci]);
+                            acc = wadd(acc, (int32_t)s);
                         }
                     }
                     if (bias)
@@ -54,6 +60,7 @@ mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const in
                     yo[co] = clamp8(acc, p->act_min, p->act_max);
                 }
             }
+        }
     return MENGINE_OK;
 }
 
@@ -221,7 +228,7 @@ mengine_status mengine_kq_correlation_s8(const mengine_kq_corr_params *p, const 
                             const int32_t m = clamp8(
                                 wadd(mengine_kq_mbqm(prod, p->mul_mult, p->mul_shift), p->mul_zp),
                                 p->mul_min, p->mul_max);
-                            acc += m - p->mul_zp;
+                            acc = wadd(acc, m - p->mul_zp);
                         }
                     }
                     orow[(size_t)x * D + k] =
