@@ -4,7 +4,8 @@
 # correlation fused in int8 at prepare; manta-infer on pairs of PNG views writes the int8
 # input tensors (--dump-input: 2 x H x W x 3 bytes) and the raw int8 disparity
 # (--dump-output: H x W bytes); manta eval --model scores the int8 file on a folder of pairs;
-# and the same int8 input tensors run in LiteRT (tools/bench/litert_stereo_int8_compare.py):
+# bad --calib-method / --calib-val refused (one line, exit 2, nothing written); and the same
+# int8 input tensors run in LiteRT (tools/bench/litert_stereo_int8_compare.py):
 # with TFLite's reference kernels >= 99% of the output values equal and the rest within
 # 1 LSB; the default resolver's (XNNPACK: fp32 requantization) agreement is printed, not
 # asserted. The LiteRT part is SKIPPED, not passed, without a python that imports
@@ -24,6 +25,14 @@ top_num() { sed -n "s/.*\"$2\": *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
     fail "train: exit status $?"
 "$M" stereo-data "$out/pairs" --count 3 --width 32 --height 16 --max-disp 8 --seed 5 \
     --first 1099511627776 >/dev/null 2>&1 || fail "stereo-data"
+# bad options: one line, exit 2, nothing written
+for bad in "--calib-method mse" "--calib-val 0"; do
+    # shellcheck disable=SC2086
+    "$M" export --ckpt "$out/run/latest.ckpt" --int8 $bad --out "$out/bad.tflite" 2>"$out/bad.err"
+    rc=$?
+    [ "$rc" = 2 ] && [ ! -e "$out/bad.tflite" ] && [ "$(wc -l <"$out/bad.err")" = 1 ] ||
+        fail "export --int8 $bad: exit $rc, $(cat "$out/bad.err")"
+done
 for a in max min; do
     "$M" export --ckpt "$out/run/latest.ckpt" --arch $a --recal-pairs 4 --int8 --calib 8 \
         --calib-val 3 --out "$out/$a.tflite" --json >"$out/$a.json" 2>"$out/$a.err" ||

@@ -281,6 +281,17 @@ int cmd_export_stereo(int argc, char **argv)
         fprintf(stderr, "manta export: --ckpt FILE and --out MODEL.tflite are required\n");
         return 2;
     }
+    if (o.int8 && strcmp(o.q.method, "minmax") && strcmp(o.q.method, "percentile") &&
+        strcmp(o.q.method, "auto")) {
+        fprintf(stderr, "manta export: --calib-method %s (minmax, percentile or auto)\n",
+                o.q.method);
+        return 2;
+    }
+    if (o.int8 && !strcmp(o.q.method, "auto") && o.q.val < 1) {
+        fprintf(stderr, "manta export: --calib-method auto picks on held-out pairs: --calib-val "
+                        "at least 1\n");
+        return 2;
+    }
     if (!out_check_file("manta export", "out", o.out) ||
         (o.c_dir && !out_check_dir("manta export", "c-array", o.c_dir)))
         return 2;
