@@ -14,50 +14,65 @@ static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
     return (int8_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
-mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const int32_t *mult,
-                                            const int32_t *shift, const mengine_k_dims *in,
-                                            const int8_t *x, const mengine_k_dims *f,
-                                            const int8_t *w, const int32_t *bias,
-                                            const mengine_k_dims *out, int8_t *y)
+size_t mengine_kq_transpose_conv_get_buffer_size(const mengine_k_dims *filter)
 {
-    if (!p || !mult || !shift || !in || !x || !f || !w || !out || !y || !mengine_k_dims_ok(in) ||
-        !mengine_k_dims_ok(f) || !mengine_k_dims_ok(out) || f->c != in->c || f->n != out->c ||
-        out->n != in->n || p->stride_h < 1 || p->stride_w < 1 || p->pad_h < 0 || p->pad_w < 0)
+    const size_t co = (size_t)(filter->n > 0 ? filter->n : 1);
+    const size_t ci = ((size_t)(filter->c > 0 ? filter->c : 1) + 7) / 8 * 8;
+    return 3 * co * sizeof(int32_t) + ci * sizeof(int16_t);
+}
+
+mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const int32_t *mult,
+                                            const int32_t *shift, int32_t *work,
+                                            const mengine_k_dims *in, const int8_t *x,
+                                            const mengine_k_dims *f, const int8_t *w,
+                                            const int32_t *bias, const mengine_k_dims *out,
+                                            int8_t *y)
+{
+    if (!p || !mult || !shift || !work || !in || !x || !f || !w || !out || !y ||
+        !mengine_k_dims_ok(in) || !mengine_k_dims_ok(f) || !mengine_k_dims_ok(out) ||
+        f->c != in->c || f->n != out->c || out->n != in->n || p->stride_h < 1 || p->stride_w < 1 ||
+        p->pad_h < 0 || p->pad_w < 0)
         return MENGINE_ERR_ARG;
     const int32_t sh = p->stride_h, sw = p->stride_w, KH = f->h, KW = f->w, CI = in->c;
     const int32_t CO = out->c;
     const size_t wtap = (size_t)KW * CI, wco = (size_t)KH * wtap;
+    uint32_t *acc = (uint32_t *)work;             /* (CO) sums, wrapping as wadd() does */
+    int16_t *xs = (int16_t *)(void *)(work + CO); /* (CI) x - in_zp of one input pixel */
     for (int32_t n = 0; n < out->n; n++)
         for (int32_t oy = 0; oy < out->h; oy++) {
             /* the taps reaching row oy: ky = (oy + pad) mod stride, then every stride-th */
             const int32_t ty0 = oy + p->pad_h, ky0 = ty0 % sh;
             for (int32_t ox = 0; ox < out->w; ox++) {
                 const int32_t tx0 = ox + p->pad_w, kx0 = tx0 % sw;
-                int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * CO;
-                for (int32_t co = 0; co < CO; co++) {
-                    int32_t acc = 0;
-                    const int8_t *wc = w + (size_t)co * wco;
-                    for (int32_t ky = ky0; ky < KH && ky <= ty0; ky += sh) {
-                        const int32_t iy = (ty0 - ky) / sh;
-                        if (iy >= in->h)
+                for (int32_t co = 0; co < CO; co++)
+                    acc[co] = bias ? (uint32_t)bias[co] : 0u;
+                for (int32_t ky = ky0; ky < KH && ky <= ty0; ky += sh) {
+                    const int32_t iy = (ty0 - ky) / sh;
+                    if (iy >= in->h)
+                        continue;
+                    const int8_t *xr = x + ((size_t)n * in->h + iy) * in->w * CI;
+                    for (int32_t kx = kx0; kx < KW && kx <= tx0; kx += sw) {
+                        const int32_t ix = (tx0 - kx) / sw;
+                        if (ix >= in->w)
                             continue;
-                        const int8_t *xr = x + ((size_t)n * in->h + iy) * in->w * CI;
-                        for (int32_t kx = kx0; kx < KW && kx <= tx0; kx += sw) {
-                            const int32_t ix = (tx0 - kx) / sw;
-                            if (ix >= in->w)
-                                continue;
-                            const int8_t *xi = xr + (size_t)ix * CI;
-                            const int8_t *wk = wc + (size_t)ky * wtap + (size_t)kx * CI;
-                            uint32_t s = 0; /* wraps as wadd() does (hostile sizes) */
+                        const int8_t *xi = xr + (size_t)ix * CI;
+                        for (int32_t ci = 0; ci < CI; ci++)
+                            xs[ci] = (int16_t)(xi[ci] - p->in_zp);
+                        const int8_t *wk = w + (size_t)ky * wtap + (size_t)kx * CI;
+                        for (int32_t co = 0; co < CO; co++) {
+                            const int8_t *wc = wk + (size_t)co * wco;
+                            uint32_t s = 0;
                             for (int32_t ci = 0; ci < CI; ci++)
-                                s += (uint32_t)((xi[ci] - p->in_zp) * wk[ci]);
-                            acc = wadd(acc, (int32_t)s);
+                                s += (uint32_t)((int32_t)xs[ci] * wc[ci]);
+                            acc[co] += s;
                         }
                     }
-                    if (bias)
-                        acc = wadd(acc, bias[co]);
-                    acc = wadd(mengine_kq_mbqm(acc, mult[co], shift[co]), p->out_zp);
-                    yo[co] = clamp8(acc, p->act_min, p->act_max);
+                }
+                int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * CO;
+                for (int32_t co = 0; co < CO; co++) {
+                    const int32_t r =
+                        wadd(mengine_kq_mbqm((int32_t)acc[co], mult[co], shift[co]), p->out_zp);
+                    yo[co] = clamp8(r, p->act_min, p->act_max);
                 }
             }
         }

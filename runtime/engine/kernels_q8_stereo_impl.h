@@ -17,19 +17,28 @@
 
 #include "engine/kernels_q8_impl.h"
 
+/** Scratch bytes of the int8 TRANSPOSE_CONV of filter @p filter (OHWI): three int32 per output
+ *  channel (the multipliers, the shifts, and the @p work of mengine_kq_transpose_conv_s8():
+ *  one output pixel's sums) and one int16 per input channel rounded up to 8 (an input pixel
+ *  minus its zero point). */
+size_t mengine_kq_transpose_conv_get_buffer_size(const mengine_k_dims *filter);
+
 /** TRANSPOSE_CONV, int8 (integer_ops::TransposeConv): input @p x (N, H, W, Cin), weights
  *  @p w OHWI (Cout, KH, KW, Cin) symmetric per output channel, @p bias (Cout) int32 or NULL,
  *  output @p y (N, OH, OW, Cout). Each output value is the sum over the input pixels and
  *  taps that reach it of (x - p->in_zp) * w, plus the bias, requantized with the channel's
  *  @p mult and @p shift, plus p->out_zp, clamped to [p->act_min, p->act_max]. Strides and
  *  padding before from p->stride_h/w and p->pad_h/w (output pixel o is reached by input i
- *  and tap k where o = i * stride - pad + k). Computed output pixel by output pixel (the
- *  int32 sums are exact, so the order is TFLite's result). */
+ *  and tap k where o = i * stride - pad + k). Computed output pixel by output pixel with the
+ *  taps of its phase (the int32 sums are exact, so the order is TFLite's result); @p work:
+ *  the scratch after the multipliers and shifts (see
+ *  mengine_kq_transpose_conv_get_buffer_size()). */
 mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const int32_t *mult,
-                                            const int32_t *shift, const mengine_k_dims *in,
-                                            const int8_t *x, const mengine_k_dims *f,
-                                            const int8_t *w, const int32_t *bias,
-                                            const mengine_k_dims *out, int8_t *y);
+                                            const int32_t *shift, int32_t *work,
+                                            const mengine_k_dims *in, const int8_t *x,
+                                            const mengine_k_dims *f, const int8_t *w,
+                                            const int32_t *bias, const mengine_k_dims *out,
+                                            int8_t *y);
 
 /** LEAKY_RELU, int8 (reference_ops::QuantizeLeakyRelu): v = x - p->in_zp; v >= 0:
  *  p->out_zp + mbqm(v, p->mult, p->shift) (in_scale / out_scale), else

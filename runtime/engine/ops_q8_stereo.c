@@ -114,7 +114,11 @@ static mengine_status q_tconv_prepare(const mop_ctx *c, mnode *node)
     q.n_wscales = f.n_q;
     mengine_kq_act_range(k.act, out.scale, out.zero_point, &q.act_min, &q.act_max);
     node->p.q8 = q;
-    node->scratch_bytes = (uint32_t)(2u * (uint32_t)cout * sizeof(int32_t));
+    const mengine_k_dims fd = {f.dims[0], f.dims[1], f.dims[2], f.dims[3]};
+    const size_t scratch = mengine_kq_transpose_conv_get_buffer_size(&fd);
+    if (scratch > 0x7fffffffu)
+        return mengine_op_fail(c, MENGINE_ERR_LIMIT, "scratch of %zu bytes (limit 2 GiB)", scratch);
+    node->scratch_bytes = (uint32_t)scratch;
     return MENGINE_OK;
 }
 
@@ -128,8 +132,8 @@ static mengine_status q_tconv_eval(const mengine *e, const mnode *n)
     mengine_kq_channel_multipliers(q->in_scale, e->model.data + q->wscales, q->n_wscales,
                                    q->out_scale, od.c, mult, mult + od.c);
     const int32_t *bias = q->bias ? (const int32_t *)(const void *)(e->model.data + q->bias) : NULL;
-    return mengine_kq_transpose_conv_s8(q, mult, mult + od.c, &id, I8(in->cdata), &fd, I8(f->cdata),
-                                        bias, &od, O8(out->data));
+    return mengine_kq_transpose_conv_s8(q, mult, mult + od.c, mult + 2 * od.c, &id, I8(in->cdata),
+                                        &fd, I8(f->cdata), bias, &od, O8(out->data));
 }
 
 /* ---- LEAKY_RELU ---- */

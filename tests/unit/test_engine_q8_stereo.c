@@ -84,8 +84,11 @@ static void tconv_case(int K, int S)
                                 w[(((size_t)co * K + ky) * K + kx) * CI + ci];
                 }
     const mengine_k_dims id = {1, H, W, CI}, fd = {CO, K, K, CI}, od = {1, OH, OW, CO};
-    assert_int_equal(mengine_kq_transpose_conv_s8(&p, mult, sh, &id, x, &fd, w, b, &od, y),
+    int32_t *work = malloc(mengine_kq_transpose_conv_get_buffer_size(&fd));
+    assert_non_null(work);
+    assert_int_equal(mengine_kq_transpose_conv_s8(&p, mult, sh, work, &id, x, &fd, w, b, &od, y),
                      MENGINE_OK);
+    free(work);
     for (size_t i = 0; i < (size_t)OH * OW * CO; i++)
         near(y[i], qround(ref[i] / out_s, p.out_zp), "transpose conv", i);
     free(x), free(w), free(y), free(b), free(mult), free(sh), free(ws), free(ref);
