@@ -158,8 +158,9 @@ static manta_status engine_run(const uint8_t *data, size_t size, const float *vi
                 if (v[k].type == MENGINE_INT8) { /* an int8 file: quantized with its input's */
                     const double q = x / v[k].scale;
                     const double r = (q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5)) + v[k].zero_point;
-                    ((int8_t *)v[k].data)[3 * i + (size_t)ch] =
-                        (int8_t)(r < -128 ? -128 : r > 127 ? 127 : r);
+                    ((int8_t *)v[k].data)[3 * i + (size_t)ch] = (int8_t)(r < -128  ? -128
+                                                                         : r > 127 ? 127
+                                                                                   : r);
                 } else
                     v[k].data[3 * i + (size_t)ch] = x;
             }

@@ -246,7 +246,8 @@ int cmd_export_stereo(int argc, char **argv)
          .lo = 0,
          .hi = 100000,
          .metavar = "N",
-         .help = "with --int8: held-out pairs scoring the methods (default 20; auto needs >= 1)"},
+         .help = "with --int8: held-out pairs scoring the methods (default 20; 0: none, minmax or "
+                 "percentile only)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o.json, .help = "one JSON document"},
         {.name = NULL},
     };
