@@ -111,7 +111,7 @@ manta_status xgraph_calibrate(xgraph *g, const float *images, int n, xg_calib me
 static int insert_requant(xgraph *g, int pos, int src, int k, manta_err *err)
 {
     const xg_tensor *t = &g->tensors[src];
-    char name[XG_NAME_MAX];
+    char name[XG_NAME_MAX + 16]; /* "<40 chars>/q<k>", k < XG_MAX_INPUTS: fits XG_NAME_MAX */
     snprintf(name, sizeof name, "%.*s/q%d", XG_NAME_MAX - 8, t->name, k);
     const int shape[4] = {t->shape[0], t->shape[1], t->shape[2], t->shape[3]};
     const int nt = xgraph_add_tensor(g, t->rank, shape, name, err);
