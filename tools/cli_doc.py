@@ -20,6 +20,7 @@ COMMANDS = [
     ("manta eval --ckpt STEREO.ckpt", ["eval", "--ckpt", "STEREO"]),
     ("manta eval --model STEREO.tflite", ["eval", "--model", "STEREO.tflite", "--ckpt", "STEREO"]),
     ("manta export", ["export"]),
+    ("manta export --ckpt STEREO.ckpt", ["export", "--ckpt", "STEREO"]),
     ("manta arch", ["arch"]), ("manta profile", ["profile"]),
     ("manta acc-dataset", ["acc-dataset"]),
     ("manta acc-dataset --ckpt STEREO.ckpt", ["acc-dataset", "--ckpt", "STEREO"]),

@@ -26,7 +26,9 @@ const char *mengine_op_name(int32_t builtin)
     case MENGINE_OP_TRANSPOSE_CONV: return "TRANSPOSE_CONV";
     case MENGINE_OP_LEAKY_RELU: return "LEAKY_RELU";
     case MENGINE_OP_HARD_SWISH: return "HARD_SWISH";
+    case MENGINE_OP_QUANTIZE: return "QUANTIZE";
     case MENGINE_FUSED_CORRELATION: return "FUSED_CORRELATION";
+    case MENGINE_FUSED_CORRELATION_INT8: return "FUSED_CORRELATION_INT8";
     default: return "UNKNOWN";
     }
 }

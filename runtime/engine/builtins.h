@@ -29,6 +29,7 @@ enum mengine_builtin {
     MENGINE_OP_SLICE = 65,
     MENGINE_OP_TRANSPOSE_CONV = 67,
     MENGINE_OP_LEAKY_RELU = 98,
+    MENGINE_OP_QUANTIZE = 114, /**< int8 -> int8 requantization only */
     MENGINE_OP_HARD_SWISH = 117
 };
 
@@ -40,6 +41,10 @@ enum mengine_builtin {
  * engine.h) runs that pattern as one kernel when the operator table lists it.
  */
 #define MENGINE_FUSED_CORRELATION (-2)
+
+/** Code of the fused int8 correlation (::mengine_op_correlation_int8): the same pattern
+ *  with INT8 tensors, the MULs of one quantization and the MEANs of another. */
+#define MENGINE_FUSED_CORRELATION_INT8 (-5)
 
 /** Name of a builtin operator code ("CONV_2D"), or "UNKNOWN". Never NULL. */
 const char *mengine_op_name(int32_t builtin);

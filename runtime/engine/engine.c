@@ -42,6 +42,7 @@ static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, voi
     fbr r;
     mengine_fbr_for_model(&r, m, d);
     const mengine_op *corr = fused_reg(m, MENGINE_FUSED_CORRELATION);
+    const mengine_op *corr8 = fused_reg(m, MENGINE_FUSED_CORRELATION_INT8), *kernel = NULL;
     mnode pattern;
     uint32_t pattern_end = 0, in_pattern = 0;
     int32_t fold_src = -1, fold_h = 0, fold_w = 0; /* a PAD folded into the next operator */
@@ -55,7 +56,8 @@ static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, voi
             st = mengine_op_prepare(&c, node);
         if (st != MENGINE_OK)
             break;
-        if (!in_pattern && corr && c.builtin == MENGINE_OP_PAD && !(c.reg->builtin & MOP_INT8) &&
+        if (!in_pattern && c.builtin == MENGINE_OP_PAD &&
+            (kernel = c.reg->builtin & MOP_INT8 ? corr8 : corr) != NULL &&
             mengine_fuse_correlation(m, work, i, &pattern_end, &pattern)) {
             in_pattern = 1;
             ++*fused;
@@ -74,7 +76,7 @@ static mengine_status prepare_and_plan(const mengine_model *m, mnode *nodes, voi
             if (i < pattern_end) {
                 node->reg = &mengine_op_elided;
             } else {
-                node->reg = corr;
+                node->reg = kernel;
                 node->p = pattern.p;
                 mengine_plan_extend(work, node->p.corr.left, i);
                 mengine_plan_extend(work, node->p.corr.right, i);

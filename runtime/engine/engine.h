@@ -124,6 +124,26 @@ extern const mengine_op mengine_op_softmax_int8;
 extern const mengine_op mengine_op_pad_int8;
 extern const mengine_op mengine_op_mean_int8;
 extern const mengine_op mengine_op_hard_swish_int8;
+/**
+ * int8 operators of the stereo graphs (TFLite's reference arithmetic): TRANSPOSE_CONV
+ * (per-channel weights along Cout), LEAKY_RELU, MEAN over the channels (through
+ * ::mengine_op_mean_int8), and CONCATENATION, RESIZE_BILINEAR, SLICE and STRIDED_SLICE,
+ * whose inputs and output must share one scale and zero point; QUANTIZE of an int8 tensor
+ * into another int8 quantization (what an exporter inserts before a CONCATENATION input of
+ * other parameters).
+ */
+extern const mengine_op mengine_op_transpose_conv_int8;
+extern const mengine_op mengine_op_concatenation_int8;
+extern const mengine_op mengine_op_leaky_relu_int8;
+extern const mengine_op mengine_op_resize_bilinear_int8;
+extern const mengine_op mengine_op_slice_int8;
+extern const mengine_op mengine_op_strided_slice_int8;
+extern const mengine_op mengine_op_quantize_int8;
+/**
+ * Not a TFLite builtin: the correlation pattern of an int8 stereo file run as one kernel
+ * (the bytes its operators write), as ::mengine_op_correlation for float32 files.
+ */
+extern const mengine_op mengine_op_correlation_int8;
 
 /**
  * The operators a model may use (TFLM's op resolver): a table owned by the

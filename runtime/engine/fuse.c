@@ -2,6 +2,8 @@
  * fuse_impl.h). */
 #include "engine/fuse_impl.h"
 
+#include <string.h>
+
 /* Bind and prepare operator @p q into @p node; its builtin in *builtin. 0 on any failure. */
 static int prep(fbr *r, const mengine_model *m, uint32_t q, int32_t builtin, mop_ctx *c,
                 mnode *node)
@@ -31,6 +33,37 @@ static int same4(const int32_t *a, const int32_t *b)
     return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
 }
 
+/* An int8 MUL's quantization into @p k (@p first: the pattern's first MUL), or whether it is
+ * the first's; @p swapped: the slice is input 0. The right zero point is the PAD's. */
+static int mul_params(const mengine_kq_params *q, int swapped, int first, mengine_kq_corr_params *k)
+{
+    const int32_t lz = swapped ? q->in2_zp : q->in_zp, rz = swapped ? q->in_zp : q->in2_zp;
+    if (rz != k->r_zp)
+        return 0;
+    if (first) {
+        k->l_zp = lz, k->mul_mult = q->mult, k->mul_shift = q->shift, k->mul_zp = q->out_zp;
+        k->mul_min = q->act_min, k->mul_max = q->act_max;
+        return 1;
+    }
+    return k->l_zp == lz && k->mul_mult == q->mult && k->mul_shift == q->shift &&
+           k->mul_zp == q->out_zp && k->mul_min == q->act_min && k->mul_max == q->act_max;
+}
+
+/* An int8 MEAN over @p C channels of the MULs' output: its quantization into @p k, or
+ * whether it is the first's. */
+static int mean_params(const mengine_kq_params *q, int32_t C, int first, mengine_kq_corr_params *k)
+{
+    int32_t mult, shift;
+    if (q->in_zp != k->mul_zp)
+        return 0;
+    mengine_kq_mean_multiplier(q->mult, q->shift, C, &mult, &shift);
+    if (first) {
+        k->mean_mult = mult, k->mean_shift = shift, k->out_zp = q->out_zp;
+        return 1;
+    }
+    return k->mean_mult == mult && k->mean_shift == shift && k->out_zp == q->out_zp;
+}
+
 int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t first,
                              uint32_t *last, mnode *node)
 {
@@ -43,11 +76,16 @@ int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t 
     /* PAD: along W only */
     if (!prep(&r, m, first, MENGINE_OP_PAD, &c, &tmp))
         return 0;
+    const int q8 =
+        (c.reg->builtin & MOP_INT8) != 0; /* an int8 pattern (mengine_op_correlation_int8) */
+    const int32_t *before = q8 ? tmp.p.q8.before : tmp.p.pad.before;
     const int32_t R = in_at(&r, &c, 0), T = (int32_t)tmp.output;
-    const int32_t P = tmp.p.pad.before[2];
-    if (!dims4_of(&r, m, R, rd) || !dims4_of(&r, m, T, td) || tmp.p.pad.before[0] ||
-        tmp.p.pad.before[1] || tmp.p.pad.before[3] || td[0] != rd[0] || td[1] != rd[1] ||
-        td[3] != rd[3])
+    const int32_t P = before[2];
+    mengine_kq_corr_params k8;
+    memset(&k8, 0, sizeof k8);
+    k8.r_zp = tmp.p.q8.out_zp; /* the PAD's value: the right features' zero point */
+    if (!dims4_of(&r, m, R, rd) || !dims4_of(&r, m, T, td) || before[0] || before[1] || before[3] ||
+        td[0] != rd[0] || td[1] != rd[1] || td[3] != rd[3])
         return 0;
     int32_t L = -1, b0 = 0, step = 0;
     uint32_t k = 0, q = first + 1;
@@ -73,12 +111,14 @@ int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t 
             step = b - b0;
         else if ((int64_t)b != (int64_t)b0 + (int64_t)k * step)
             return 0;
-        /* MUL of L and S_k, no activation */
-        if (!prep(&r, m, q + 1, MENGINE_OP_MUL, &c, &tmp) || tmp.p.misc.act != MK_ACT_NONE)
+        /* MUL of L and S_k, no activation (int8: one quantization for every k) */
+        if (!prep(&r, m, q + 1, MENGINE_OP_MUL, &c, &tmp) || (!q8 && tmp.p.misc.act != MK_ACT_NONE))
             return 0;
         const int32_t a0 = in_at(&r, &c, 0), a1 = in_at(&r, &c, 1), M = (int32_t)tmp.output;
         const int32_t other = a0 == S ? a1 : a1 == S ? a0 : -1;
         if (other < 0 || other == S || (k > 0 && other != L))
+            return 0;
+        if (q8 && !mul_params(&tmp.p.q8, a0 == S, k == 0, &k8))
             return 0;
         L = other;
         if (k == 0 && (!dims4_of(&r, m, L, ld) || !same4(ld, sd)))
@@ -86,8 +126,11 @@ int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t 
         if (k > 0 && !same4(ld, sd))
             return 0;
         /* MEAN of M_k over the channels, dims kept */
-        if (!prep(&r, m, q + 2, MENGINE_OP_MEAN, &c, &tmp) || tmp.p.misc.axis != 3 ||
-            in_at(&r, &c, 0) != M || !dims4_of(&r, m, (int32_t)tmp.output, dd))
+        if (!prep(&r, m, q + 2, MENGINE_OP_MEAN, &c, &tmp) ||
+            (q8 ? tmp.p.q8.multiplier : tmp.p.misc.axis) != 3 || in_at(&r, &c, 0) != M ||
+            !dims4_of(&r, m, (int32_t)tmp.output, dd))
+            return 0;
+        if (q8 && !mean_params(&tmp.p.q8, ld[3], k == 0, &k8))
             return 0;
     }
     /* CONCATENATION of E_0 .. E_{D-1} along the channels */
@@ -114,6 +157,14 @@ int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t 
     if (mengine_plan_written_after(work, (uint32_t)L, first))
         return 0;
     *last = q;
+    if (q8) {
+        k8.offset = b0 - P;
+        k8.step = step;
+        node->p.corr8.left = (uint32_t)L;
+        node->p.corr8.right = (uint32_t)R;
+        node->p.corr8.k = k8;
+        return 1;
+    }
     node->p.corr.left = (uint32_t)L;
     node->p.corr.right = (uint32_t)R;
     node->p.corr.k.offset = b0 - P;

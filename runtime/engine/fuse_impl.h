@@ -17,7 +17,10 @@
  *   out[n][y][x][k] = mean_c L[n][y][x][c] * R[n][y][x + b_0 - P + k*step][c]
  * (0 outside R): mengine_k_correlation_f32() with offset b_0 - P, run at the
  * CONCATENATION; the other operators of the pattern are elided and their
- * outputs get no memory. */
+ * outputs get no memory. An int8 pattern (INT8 tensors) is the same sequence
+ * with every MUL of one quantization and every MEAN of one (what the int8
+ * exporter writes, export/quant.h); it runs as mengine_kq_correlation_s8()
+ * (::mengine_op_correlation_int8), the bytes the operators would write. */
 #ifndef MANTA_ENGINE_FUSE_H
 #define MANTA_ENGINE_FUSE_H
 
@@ -28,7 +31,7 @@
 /* Whether operators @p first .. *last of the verified model @p m form the
  * correlation pattern (@p first being a PAD); on a match, *last receives the
  * CONCATENATION's index and @p node the fused kernel's parameters
- * (p.corr). @p work is the planner's area after mengine_plan_begin(), read for the
+ * (p.corr, or p.corr8 for an int8 pattern). @p work is the planner's area after mengine_plan_begin(), read for the
  * tensors' readers. Runs the pattern's operators' prepare into a temporary
  * node; writes no message. */
 int mengine_fuse_correlation(const mengine_model *m, const void *work, uint32_t first,

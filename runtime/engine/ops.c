@@ -48,10 +48,10 @@ static mengine_status need_float(const mop_ctx *c, uint32_t i, const mtensor_inf
                                  const char *what)
 {
     const int q8 = c->reg && (c->reg->builtin & MOP_INT8);
-    const int bias =
-        q8 && i == 2 &&
-        (c->builtin == MENGINE_OP_CONV_2D || c->builtin == MENGINE_OP_DEPTHWISE_CONV_2D ||
-         c->builtin == MENGINE_OP_FULLY_CONNECTED);
+    const int bias = q8 && ((i == 2 && (c->builtin == MENGINE_OP_CONV_2D ||
+                                        c->builtin == MENGINE_OP_DEPTHWISE_CONV_2D ||
+                                        c->builtin == MENGINE_OP_FULLY_CONNECTED)) ||
+                            (i == 3 && c->builtin == MENGINE_OP_TRANSPOSE_CONV));
     const int want = bias ? MENGINE_INT32 : q8 ? MENGINE_INT8 : MENGINE_FLOAT32;
     if (ti->type != want)
         return mengine_op_fail(c, MENGINE_ERR_TYPE, "input %u (%s, tensor %u '%s') is not %s", i,
@@ -1278,6 +1278,14 @@ static const mengine_op *const ALL_OPS[] = {
     &mengine_op_pad_int8,
     &mengine_op_mean_int8,
     &mengine_op_hard_swish_int8,
+    &mengine_op_transpose_conv_int8,
+    &mengine_op_concatenation_int8,
+    &mengine_op_leaky_relu_int8,
+    &mengine_op_resize_bilinear_int8,
+    &mengine_op_slice_int8,
+    &mengine_op_strided_slice_int8,
+    &mengine_op_quantize_int8,
+    &mengine_op_correlation_int8,
 };
 
 const mengine_op_resolver mengine_all_ops = {ALL_OPS, sizeof ALL_OPS / sizeof ALL_OPS[0]};

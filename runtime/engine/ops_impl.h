@@ -10,6 +10,7 @@
 
 #include "engine/kernels_impl.h"
 #include "engine/kernels_q8_impl.h"
+#include "engine/kernels_q8_stereo_impl.h"
 #include "engine/model_impl.h"
 
 /* ---- records kept in the arena ---- */
@@ -47,6 +48,10 @@ typedef union mop_params {
         mengine_k_corr_params k;
     } corr;
     mengine_kq_params q8; /* the int8 operators (ops_q8.c) */
+    struct {
+        uint32_t left, right; /* fused int8 correlation: tensor indices of the features */
+        mengine_kq_corr_params k;
+    } corr8;
 } mop_params;
 
 typedef struct mnode {

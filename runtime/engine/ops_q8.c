@@ -414,7 +414,7 @@ static mengine_status q_reshape_eval(const mengine *e, const mnode *n)
     return MENGINE_OK;
 }
 
-/* ---- MEAN over H and W ---- */
+/* ---- MEAN over H and W, or over C ---- */
 
 static mengine_status q_mean_prepare(const mop_ctx *c, mnode *node)
 {
@@ -426,10 +426,10 @@ static mengine_status q_mean_prepare(const mop_ctx *c, mnode *node)
         st = q_out(c, &out);
     if (st != MENGINE_OK)
         return st;
-    if (node->p.misc.axis != 0)
-        return mengine_op_fail(c, MENGINE_ERR_UNSUPPORTED, "int8 MEAN: only over axes {1, 2}");
+    const int32_t axis = node->p.misc.axis; /* 0: over H and W, 3: over C */
     mengine_kq_params q;
     memset(&q, 0, sizeof q);
+    q.multiplier = axis; /* kept for eval (unused otherwise by MEAN) */
     q.in_zp = in.zero_point;
     q.out_zp = out.zero_point;
     mengine_kq_quantize_multiplier((double)in.scale / (double)out.scale, &q.mult, &q.shift);
@@ -443,6 +443,8 @@ static mengine_status q_mean_eval(const mengine *e, const mnode *n)
 {
     const mtensor *in = in_rec(e, n, 0), *out = &e->tensors[n->output];
     const mengine_k_dims id = dims4q(in);
+    if (n->p.q8.multiplier == 3) /* over the channels (kernels_q8_stereo.c) */
+        return mengine_kq_mean_c_s8(&n->p.q8, out->count, id.c, I8(in->cdata), O8(out->data));
     if (e->requant == MENGINE_REQUANT_FP32)
         return mengine_kq_mean_hw_s8_fp32(&n->p.q8, &id, I8(in->cdata), O8(out->data));
     return mengine_kq_mean_hw_s8(&n->p.q8, &id, I8(in->cdata), O8(out->data));

@@ -162,6 +162,21 @@ static int32_t add_qconst(wmodel *w, const char *owner, const char *what, int ty
                           const int32_t *dims, const void *data, const float *scales, int n_q,
                           int qdim)
 {
+    if (w->g->share_weights && type == T_INT8) { /* weights of both views: stored once */
+        size_t count = 1;
+        for (int i = 0; i < rank; i++)
+            count *= (size_t)dims[i];
+        for (int i = 0; i < w->n_c; i++) {
+            const wconst *o = &w->c[i];
+            int same = o->type == type && o->rank == rank && o->bytes == count && o->n_q == n_q &&
+                       !memcmp(o->data, data, count) &&
+                       !memcmp(o->qscale, scales, (size_t)n_q * sizeof *scales) && o->qdim == qdim;
+            for (int k = 0; same && k < rank; k++)
+                same = o->dims[k] == dims[k];
+            if (same)
+                return (int32_t)(w->g->n_tensors + i);
+        }
+    }
     const int32_t t = add_const(w, owner, what, type, rank, dims, data);
     wconst *c = &w->c[t - w->g->n_tensors];
     c->n_q = n_q;
@@ -259,6 +274,8 @@ static manta_status quant_acts(wmodel *w, manta_err *err)
             break;
         case XG_PAD:
         case XG_RESHAPE:
+        case XG_SLICE:
+        case XG_RESIZE:
             w->ascale[op->out] = w->ascale[op->in0];
             w->azp[op->out] = w->azp[op->in0];
             break;
@@ -271,14 +288,23 @@ static manta_status quant_acts(wmodel *w, manta_err *err)
         case XG_FC:
         case XG_ADD:
         case XG_MUL:
-        case XG_MEAN: break;
-        default:
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                 "int8 export: operator %d (output '%s') has no int8 form here "
-                                 "(classification graphs only)",
-                                 i, g->tensors[op->out].name);
+        case XG_MEAN:
+        case XG_TCONV:
+        case XG_LEAKY_RELU:
+        case XG_MEAN_C:
+        case XG_REQUANT:
+        case XG_CONCAT: break;
         }
     }
+    for (int i = 0; i < g->n_ops; i++) /* TFLite's int8 CONCATENATION does not requantize */
+        for (int k = 0; g->ops[i].kind == XG_CONCAT && k < g->ops[i].n_ins; k++) {
+            const int t = g->ops[i].ins[k], o = g->ops[i].out;
+            if (w->ascale[t] != w->ascale[o] || w->azp[t] != w->azp[o])
+                return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                     "int8 export: input '%s' of the concatenation '%s' has "
+                                     "another scale or zero point (xgraph_quant_shared())",
+                                     g->tensors[t].name, g->tensors[o].name);
+        }
     return MANTA_OK;
 }
 
@@ -396,9 +422,19 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
             o->builtin = MENGINE_OP_TRANSPOSE_CONV;
             o->options = OPT_TCONV;
             o->in[0] = add_const(w, name, "output_shape", T_INT32, 1, &four, o->ints);
-            o->in[1] = add_const(w, name, "weights", T_FLOAT32, 4, wd, op->weights);
             o->in[2] = op->in0;
             o->n_in = 3;
+            if (w->int8) { /* per-channel weights along Cout, the bias at in_scale x w_scale */
+                MANTA_TRY(quant_op(o, op->weights, op->n_weights, cout, 0, 1, w->ascale[op->in0],
+                                   op->bias, err));
+                o->in[1] = add_qconst(w, name, "weights", T_INT8, 4, wd, o->qw, o->wsc, cout, 0);
+                if (op->bias)
+                    o->in[o->n_in++] =
+                        add_qconst(w, name, "bias", T_INT32, 1, &cout, o->qb, o->bsc, cout, 0);
+                o->version = 3;
+                break;
+            }
+            o->in[1] = add_const(w, name, "weights", T_FLOAT32, 4, wd, op->weights);
             if (op->bias) { /* the bias input exists from version 3 */
                 o->in[o->n_in++] = add_const(w, name, "bias", T_FLOAT32, 1, &cout, op->bias);
                 o->version = 3;
@@ -433,6 +469,12 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
             o->n_in = 3;
             break;
         }
+        case XG_REQUANT: /* int8 -> int8 */
+            if (!w->int8)
+                return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                     "export: a requantization ('%s') in a float32 graph", name);
+            o->builtin = MENGINE_OP_QUANTIZE;
+            break;
         case XG_RESIZE: /* half-pixel centres: version 3 */
             o->ints[0] = to->shape[1];
             o->ints[1] = to->shape[2];
@@ -446,7 +488,8 @@ static manta_status plan_ops(wmodel *w, manta_err *err)
     for (int i = 0; w->int8 && i < g->n_ops; i++) {
         const int32_t b = w->ops[i].builtin;
         if (b == MENGINE_OP_ADD || b == MENGINE_OP_MUL || b == MENGINE_OP_PAD ||
-            b == MENGINE_OP_MEAN || b == MENGINE_OP_SOFTMAX)
+            b == MENGINE_OP_MEAN || b == MENGINE_OP_SOFTMAX || b == MENGINE_OP_CONCATENATION ||
+            b == MENGINE_OP_SLICE)
             w->ops[i].version = 2; /* TFLite's versions for int8 */
     }
     for (int i = 0; i < g->n_ops; i++)

@@ -61,7 +61,10 @@ typedef enum xg_kind {
      *  side's upsampling (runtime/nn/upsample.h, PyTorch's align_corners=False):
      *  src = max(0, (o + 0.5) * in / out - 0.5), i0 = floor(src), i1 = min(i0 + 1, in - 1),
      *  separably along H and W; TFLite's RESIZE_BILINEAR with half_pixel_centers. */
-    XG_RESIZE
+    XG_RESIZE,
+    /** in0 -> out (same shape): the identity on values; in an int8 file a QUANTIZE of in0
+     *  into out's quantization (xgraph_quant_shared(), export/quant.h). Int8 graphs only. */
+    XG_REQUANT
 } xg_kind;
 
 typedef enum xg_act {

@@ -36,6 +36,7 @@ static const char *kind_name(xg_kind k)
     case XG_MEAN_C: return "MEAN_C";
     case XG_SLICE: return "SLICE";
     case XG_RESIZE: return "RESIZE";
+    case XG_REQUANT: return "REQUANT";
     }
     return "UNKNOWN";
 }
@@ -284,6 +285,8 @@ static manta_status validate_op(const vctx *c)
                    ? MANTA_OK
                    : OPFAIL(c, "inputs have %ld channels, the output %d", sum, out->shape[3]);
     }
+    case XG_REQUANT:
+        return same_shape(in, out) ? MANTA_OK : OPFAIL(c, "input and output differ in shape");
     case XG_LEAKY_RELU:
         if (!isfinite(op->alpha))
             return OPFAIL(c, "alpha is not finite");
@@ -705,7 +708,8 @@ static manta_status evaluate(const xgraph *g, const float *const *inputs, double
             }
             break;
         case XG_MEAN: ref_mean(ti, x, y); break;
-        case XG_RESHAPE: memcpy(y, x, n * sizeof *y); break;
+        case XG_RESHAPE:
+        case XG_REQUANT: memcpy(y, x, n * sizeof *y); break;
         case XG_FC: ref_fc(op, to, x, y); break;
         case XG_SOFTMAX: ref_softmax(ti, x, y); break;
         case XG_TCONV: ref_tconv(op, ti, x, to, y); break;

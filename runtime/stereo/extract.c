@@ -153,12 +153,25 @@ static manta_status engine_run(const uint8_t *data, size_t size, const float *vi
                            w, h);
     for (int k = 0; k < 2 && st == MANTA_OK; k++) /* (3, h, w) planes -> NHWC */
         for (size_t i = 0; i < plane; i++)
-            for (int ch = 0; ch < 3; ch++)
-                v[k].data[3 * i + (size_t)ch] = views[((size_t)k * 3 + (size_t)ch) * plane + i];
+            for (int ch = 0; ch < 3; ch++) {
+                const float x = views[((size_t)k * 3 + (size_t)ch) * plane + i];
+                if (v[k].type == MENGINE_INT8) { /* an int8 file: quantized with its input's */
+                    const double q = x / v[k].scale;
+                    const double r = (q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5)) + v[k].zero_point;
+                    ((int8_t *)v[k].data)[3 * i + (size_t)ch] = (int8_t)(r < -128  ? -128
+                                                                         : r > 127 ? 127
+                                                                                   : r);
+                } else
+                    v[k].data[3 * i + (size_t)ch] = x;
+            }
     if (st == MANTA_OK && mengine_invoke(&e) != MENGINE_OK)
         st = manta_err_set(err, MANTA_ERR_FORMAT, "export check: the engine's invocation failed");
     if (st == MANTA_OK) {
-        memcpy(disp, v[2].cdata, plane * sizeof *disp);
+        if (v[2].type == MENGINE_INT8)
+            for (size_t i = 0; i < plane; i++)
+                disp[i] = v[2].scale * (float)(((const int8_t *)v[2].cdata)[i] - v[2].zero_point);
+        else
+            memcpy(disp, v[2].cdata, plane * sizeof *disp);
         mengine_stats es;
         mengine_get_stats(&e, &es);
         *fused = es.fused_correlations;

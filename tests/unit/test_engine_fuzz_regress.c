@@ -135,6 +135,31 @@ static void test_exported_models_and_prefixes(void **state)
         free(model);
         xgraph_free(&g);
     }
+    /* int8 stereo: the int8 stereo operators, QUANTIZE and the fused int8 correlation */
+    for (int i = 0; i < 2; i++) {
+        xgraph g;
+        manta_err err;
+        uint8_t *model;
+        size_t size;
+        char msg[256];
+        float pairs[2 * 2 * 8 * 6 * 3];
+        const xgr_stereo_opts o = {4 + 2 * i, 6, 3, 2 + i, 1};
+        assert_int_equal(xgr_stereo(&g, &rng, &o, &err), MANTA_OK);
+        assert_int_equal(xgraph_quant_prepare(&g, &err), MANTA_OK);
+        for (int k = 0; k < 2 * 2 * o.height * o.width * 3; k++)
+            pairs[k] = manta_rng_uniform(&rng);
+        assert_int_equal(xgraph_calibrate(&g, pairs, 2, XG_CALIB_MINMAX, 0, &err), MANTA_OK);
+        assert_int_equal(xgraph_quant_shared(&g, &err), MANTA_OK);
+        assert_int_equal(tflite_write(&g, &model, &size, NULL, &err), MANTA_OK);
+        assert_int_equal(fuzz_engine_one(model, size, msg, sizeof msg), FUZZ_RAN);
+        for (size_t n = 0; n < size; n += 1 + n / 16) {
+            const fuzz_outcome out = fuzz_engine_one(model, n, msg, sizeof msg);
+            assert_int_equal(out, FUZZ_REJECTED);
+            assert_true(msg[0] != '\0');
+        }
+        free(model);
+        xgraph_free(&g);
+    }
 }
 
 int main(void)

@@ -702,7 +702,7 @@ static void corr_case(manta_rng *rng, int n, int h, int w, int c, int D, int s, 
     tb_io(&m, 2, io, variant == CORR_MEAN_OUTPUT ? 2 : 1, outs);
 
     /* every operator but the fused one: the generic run */
-    const mengine_op *generic[32];
+    const mengine_op *generic[64];
     size_t n_generic = 0;
     for (size_t i = 0; i < mengine_all_ops.n_ops; i++)
         if (mengine_all_ops.ops[i] != &mengine_op_correlation)

@@ -165,7 +165,15 @@ static void test_all_operators_table(void **state)
                                                  &mengine_op_softmax_int8,
                                                  &mengine_op_pad_int8,
                                                  &mengine_op_mean_int8,
-                                                 &mengine_op_hard_swish_int8};
+                                                 &mengine_op_hard_swish_int8,
+                                                 &mengine_op_transpose_conv_int8,
+                                                 &mengine_op_concatenation_int8,
+                                                 &mengine_op_leaky_relu_int8,
+                                                 &mengine_op_resize_bilinear_int8,
+                                                 &mengine_op_slice_int8,
+                                                 &mengine_op_strided_slice_int8,
+                                                 &mengine_op_quantize_int8,
+                                                 &mengine_op_correlation_int8};
     const size_t n8 = sizeof int8_ops / sizeof int8_ops[0];
     assert_int_equal(mengine_all_ops.n_ops, n + n8);
     for (size_t i = 0; i < n8; i++) {
@@ -182,6 +190,7 @@ static void test_all_operators_table(void **state)
         assert_string_not_equal(mengine_op_name(builtins[i]), "UNKNOWN");
     }
     assert_string_equal(mengine_op_name(MENGINE_OP_HARD_SWISH), "HARD_SWISH");
+    assert_string_equal(mengine_op_name(MENGINE_OP_QUANTIZE), "QUANTIZE");
     assert_string_equal(mengine_op_name(5), "UNKNOWN");
 }
 

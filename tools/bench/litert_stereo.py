@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """An exported stereo model in manta-infer and in LiteRT (ai-edge-litert) on the same input
-tensors: agreement and latency.
+tensors: agreement and latency (float32 files, and int8 ones: their int8 tensors, the output
+compared dequantized and value by value in LSB).
 
     tools/bench/litert_stereo.py MODEL.tflite LEFT RIGHT [--runs N] [--infer build/bin/manta-infer]
 
@@ -43,16 +44,22 @@ def main():
         if r.returncode != 0:
             sys.exit(f"litert_stereo: manta-infer: {r.stderr.strip()}")
         mi = json.loads(r.stdout)
-        inputs = np.fromfile(fin, dtype="<f4")
-        manta = np.fromfile(fout, dtype="<f4")
-    it = Interpreter(model_path=a.model, num_threads=1)
-    it.allocate_tensors()
-    ins = sorted(it.get_input_details(), key=lambda d: d["index"])
+        it = Interpreter(model_path=a.model, num_threads=1)
+        it.allocate_tensors()
+        ins = sorted(it.get_input_details(), key=lambda d: d["index"])
+        od = it.get_output_details()[0]
+        inputs = np.fromfile(fin, dtype=ins[0]["dtype"])  # float32, or int8 for an int8 file
+        manta_q = np.fromfile(fout, dtype=od["dtype"])
+    q8 = od["dtype"] == np.int8
+    scale, zp = od["quantization"] if q8 else (1.0, 0)
+    deq = lambda v: (v.astype(np.float64) - zp) * scale if q8 else v
+    manta = deq(manta_q)
     n0 = int(np.prod(ins[0]["shape"]))
     it.set_tensor(ins[0]["index"], inputs[:n0].reshape(ins[0]["shape"]))
     it.set_tensor(ins[1]["index"], inputs[n0:].reshape(ins[1]["shape"]))
     it.invoke()
-    lite = it.get_tensor(it.get_output_details()[0]["index"]).reshape(-1)
+    lite_q = it.get_tensor(od["index"]).reshape(-1)
+    lite = deq(lite_q)
     ms = []
     for _ in range(a.runs):
         t = time.perf_counter()
@@ -64,7 +71,10 @@ def main():
                       "max_abs": float(np.max(np.abs(lite - manta))),
                       "manta_median_ms": bench.get("median_ms"),
                       "litert_median_ms": statistics.median(ms), "runs": a.runs,
-                      "fused_correlations": mi.get("stats", {}).get("fused_correlations")}))
+                      "fused_correlations": mi.get("stats", {}).get("fused_correlations"),
+                      **({"dtype": "int8", "equal_pct": float(100.0 * np.mean(lite_q == manta_q)),
+                          "max_lsb": int(np.max(np.abs(lite_q.astype(np.int64) - manta_q)))}
+                         if q8 else {"dtype": "float32"})}))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 /* Seed corpus for the engine fuzzer: small exported-style models (random
  * networks using every export op, the colour classifier, small stereo
  * networks with the correlation pattern, two inputs and two outputs, and
- * int8 files of random networks), written with the .tflite writer.
+ * int8 files of random networks, int8 stereo ones), written with the .tflite writer.
  * Usage: gen_seeds DIR [COUNT] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +85,29 @@ int main(int argc, char **argv)
             return 1;
         }
         snprintf(path, sizeof path, "%s/seed-int8-%d.tflite", argv[1], i);
+        bad = write_path(&g, path, &err);
+        xgraph_free(&g);
+    }
+    /* int8 stereo: calibrated on random pairs (seeds the int8 stereo operators, the QUANTIZE
+     * before concatenations and the fused int8 correlation) */
+    for (int i = 0; i < 2 && !bad; i++) {
+        char path[4096];
+        const xgr_stereo_opts o = {4 + 2 * i, 6 + 2 * i, 2 + i, 2 + i, 1 + i % 2};
+        float pairs[3 * 2 * 6 * 8 * 3];
+        if (xgr_stereo(&g, &rng, &o, &err) != MANTA_OK ||
+            xgraph_quant_prepare(&g, &err) != MANTA_OK) {
+            fprintf(stderr, "gen_seeds: %s\n", err.msg);
+            return 1;
+        }
+        const int n = 2 * o.height * o.width * 3;
+        for (int k = 0; k < 3 * n; k++)
+            pairs[k] = manta_rng_uniform(&rng);
+        if (xgraph_calibrate(&g, pairs, 3, XG_CALIB_MINMAX, 0, &err) != MANTA_OK ||
+            xgraph_quant_shared(&g, &err) != MANTA_OK) {
+            fprintf(stderr, "gen_seeds: %s\n", err.msg);
+            return 1;
+        }
+        snprintf(path, sizeof path, "%s/seed-stereo-int8-%d.tflite", argv[1], i);
         bad = write_path(&g, path, &err);
         xgraph_free(&g);
     }

@@ -90,7 +90,8 @@ static int parse_args(int argc, char **argv, opts *o)
          .kind = OPT_STRING,
          .dest = &o->dump_output,
          .metavar = "F",
-         .help = "stereo: write the output tensor (float32 (1, H, W, 1), the model's size) to F"},
+         .help = "stereo: write the output tensor ((1, H, W, 1) at the model's size; float32, or "
+                 "int8 for an int8 model) to F"},
         {.name = "out",
          .kind = OPT_STRING,
          .dest = &o->out,

@@ -95,7 +95,16 @@ static int load_view(const char *path, const tflite_meta *meta, mengine_view *v,
             for (int c = 0; c < 3; c++) {
                 const float mean = c < meta->n_mean ? meta->mean[c] : 0.0f;
                 const float std = c < meta->n_std && meta->std[c] > 0.0f ? meta->std[c] : 1.0f;
-                v->data[3 * i + (size_t)c] = (rs[3 * i + (size_t)c] / 255.0f - mean) / std;
+                const float x = (rs[3 * i + (size_t)c] / 255.0f - mean) / std;
+                if (v->type == MENGINE_INT8) { /* quantized with the file's: half away, saturated */
+                    const double q = (double)x / v->scale,
+                                 r = q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5);
+                    const double k = r + v->zero_point;
+                    ((int8_t *)v->data)[3 * i + (size_t)c] = (int8_t)(k < -128  ? -128
+                                                                      : k > 127 ? 127
+                                                                                : k);
+                } else
+                    v->data[3 * i + (size_t)c] = x;
             }
         rc = 0;
     }
@@ -196,8 +205,11 @@ int stereo_infer_run(const stereo_infer_opts *o, mengine *e, const mengine_model
     float *disp = NULL;
     double t_load = 0, t_inv = 0, dmin = 0, dmax = 0, dmean = 0;
     char why[512];
+    const int q8 = in[0].type == MENGINE_INT8; /* an int8 model: int8 views, an int8 output */
+    const size_t esize = q8 ? 1 : sizeof(float),
+                 oesize = out.type == MENGINE_INT8 ? 1 : sizeof(float);
     for (int k = 0; k < 2; k++)
-        memset(in[k].data, 0, in[k].count * sizeof *in[k].data);
+        memset(in[k].data, 0, in[k].count * esize);
     if (o->n_images == 2) {
         const double t0 = now_ms();
         if (load_view(o->images[0], meta, &in[0], &h, &w, why, sizeof why) != 0)
@@ -213,7 +225,7 @@ int stereo_infer_run(const stereo_infer_opts *o, mengine *e, const mengine_model
             FILE *f = fopen(o->dump_input, "wb");
             int bad = !f;
             for (int k = 0; k < 2 && !bad; k++)
-                bad = fwrite(in[k].data, sizeof(float), in[k].count, f) != in[k].count;
+                bad = fwrite(in[k].data, esize, in[k].count, f) != in[k].count;
             if ((f && fclose(f) != 0) || bad)
                 return fprintf(stderr, "manta-infer: %s: cannot write the input tensors\n",
                                o->dump_input),
@@ -226,16 +238,23 @@ int stereo_infer_run(const stereo_infer_opts *o, mengine *e, const mengine_model
         if (o->dump_output) {
             FILE *f = fopen(o->dump_output, "wb");
             const size_t n = (size_t)mh * mw;
-            const int bad = !f || fwrite(out.cdata, sizeof(float), n, f) != n;
+            const int bad = !f || fwrite(out.cdata, oesize, n, f) != n;
             if ((f && fclose(f) != 0) || bad)
                 return fprintf(stderr, "manta-infer: %s: cannot write the output tensor\n",
                                o->dump_output),
                        1;
         }
         /* back to the left image's size, in its pixels */
-        if (!(disp = malloc((size_t)h * w * sizeof *disp)))
+        float *deq = NULL; /* an int8 output, dequantized */
+        if (!(disp = malloc((size_t)h * w * sizeof *disp)) ||
+            (oesize == 1 && !(deq = malloc((size_t)mh * mw * sizeof *deq)))) {
+            free(disp);
             return fprintf(stderr, "manta-infer: out of memory\n"), 1;
-        data_disp_resize(out.cdata, mh, mw, disp, h, w, (float)w / (float)mw / scale);
+        }
+        for (size_t i = 0; deq && i < (size_t)mh * mw; i++)
+            deq[i] = out.scale * (float)(((const int8_t *)out.cdata)[i] - out.zero_point);
+        data_disp_resize(deq ? deq : out.cdata, mh, mw, disp, h, w, (float)w / (float)mw / scale);
+        free(deq);
         dmin = dmax = disp[0];
         for (size_t i = 0; i < (size_t)h * w; i++) {
             dmin = fmin(dmin, disp[i]);

@@ -31,6 +31,7 @@ typedef struct sm_engine {
     mengine_view in[2], out;
     int mh, mw;
     uint8_t *u8, *small; /* (H, W, 3) and (mh, mw, 3): a view resized as manta-infer does */
+    float *deq;          /* (mh, mw): an int8 output dequantized */
     size_t u8_cap;
 } sm_engine;
 
@@ -41,6 +42,19 @@ typedef struct sm_result {
     bool resized;    /* some pair was not of the model's size */
     double max_diff; /* largest |engine - runtime| disparity, px */
 } sm_result;
+
+/* Element @p i of input @p v := @p x (an int8 input: quantized with its scale and zero point,
+ * half away from zero, saturated, as manta-infer does). */
+static void put_in(mengine_view *v, size_t i, float x)
+{
+    if (v->type != MENGINE_INT8) {
+        v->data[i] = x;
+        return;
+    }
+    const double q = (double)x / v->scale,
+                 r = (q >= 0 ? floor(q + 0.5) : -floor(-q + 0.5)) + v->zero_point;
+    ((int8_t *)v->data)[i] = (int8_t)(r < -128 ? -128 : r > 127 ? 127 : r);
+}
 
 /* View @p chw, (3, h, w) in [0, 1], into the engine's input @p v: as it is at the model's
  * size; else as manta-infer feeds an image file (8-bit, resized with the data pipeline's
@@ -58,7 +72,7 @@ static manta_status load_view(sm_engine *e, const float *chw, int h, int w, meng
     if (h == e->mh && w == e->mw) {
         for (size_t i = 0; i < plane; i++)
             for (int c = 0; c < 3; c++)
-                v->data[3 * i + (size_t)c] = (chw[(size_t)c * plane + i] - mean[c]) * inv[c];
+                put_in(v, 3 * i + (size_t)c, (chw[(size_t)c * plane + i] - mean[c]) * inv[c]);
         return MANTA_OK;
     }
     if (e->u8_cap < 3 * plane) {
@@ -75,7 +89,7 @@ static manta_status load_view(sm_engine *e, const float *chw, int h, int w, meng
     MANTA_TRY(data_rs_resize_u8(e->u8, h, w, 3, e->small, e->mh, e->mw, err));
     for (size_t i = 0; i < mplane; i++)
         for (int c = 0; c < 3; c++)
-            v->data[3 * i + (size_t)c] = (e->small[3 * i + (size_t)c] / 255.0f - mean[c]) * inv[c];
+            put_in(v, 3 * i + (size_t)c, (e->small[3 * i + (size_t)c] / 255.0f - mean[c]) * inv[c]);
     return MANTA_OK;
 }
 
@@ -88,7 +102,14 @@ static manta_status engine_pair(sm_engine *e, const stereo_pair *p, float *pred,
     if (mengine_invoke(&e->r.engine) != MENGINE_OK)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "the inference engine failed");
     const float scale = e->r.meta.disp_scale > 0.0f ? e->r.meta.disp_scale : 1.0f;
-    data_disp_resize(e->out.cdata, e->mh, e->mw, pred, p->height, p->width,
+    const float *o = e->out.cdata;
+    if (e->out.type == MENGINE_INT8) { /* dequantized into e->deq */
+        for (size_t i = 0; i < (size_t)e->mh * e->mw; i++)
+            e->deq[i] =
+                e->out.scale * (float)(((const int8_t *)e->out.cdata)[i] - e->out.zero_point);
+        o = e->deq;
+    }
+    data_disp_resize(o, e->mh, e->mw, pred, p->height, p->width,
                      (float)p->width / (float)e->mw / scale);
     return MANTA_OK;
 }
@@ -405,7 +426,8 @@ int cmd_eval_stereo_model(int argc, char **argv)
         goto out;
     }
     e.mh = (int)e.in[0].dims[1], e.mw = (int)e.in[0].dims[2];
-    if (!(e.small = malloc((size_t)e.mh * e.mw * 3))) {
+    if (!(e.small = malloc((size_t)e.mh * e.mw * 3)) ||
+        !(e.deq = malloc((size_t)e.mh * e.mw * sizeof *e.deq))) {
         fprintf(stderr, "manta eval: out of memory\n");
         goto out;
     }
@@ -452,6 +474,7 @@ out:
         mcl_close(d);
     free(e.u8);
     free(e.small);
+    free(e.deq);
     engine_run_close(&e.r);
     return rc;
 }

@@ -19,7 +19,8 @@
 typedef struct sx_opts {
     const char *ckpt, *arch, *out, *c_dir, *size, *recal_data, *device;
     long recal;
-    bool json;
+    bool json, int8;
+    stereo_cmd_int8 q; /* --int8's calibration */
 } sx_opts;
 
 /* "WxH" into *w, *h; false when it is not two positive integers. */
@@ -100,6 +101,15 @@ static int run(const sx_opts *o, mcl_dev *d, const stereo_space *sp, stereo_meta
     }
     if (st == MANTA_OK)
         st = stereo_net_extract(net, &g, &err);
+    stereo_cmd_int8_result qr;
+    if (st == MANTA_OK && o->int8) {
+        st = stereo_cmd_int8_calibrate(&g, sp, m, &rs.src, &rs.photos, h, w, &o->q, &qr, &err);
+        if (st == MANTA_OK && !o->json)
+            fprintf(stderr,
+                    "manta export: int8 ranges from %ld training pairs, %s kept (held-out EPE on "
+                    "%ld pairs: minmax %.4f, percentile %g %.4f; -1: not measured)\n",
+                    o->q.calib, qr.picked, o->q.val, qr.epe_minmax, o->q.pct, qr.epe_percentile);
+    }
     if (st == MANTA_OK && o->c_dir)
         st = manta_file_mkdir_p(o->c_dir, &err);
     if (st == MANTA_OK)
@@ -130,6 +140,10 @@ static int run(const sx_opts *o, mcl_dev *d, const stereo_space *sp, stereo_meta
                g.arch_json, h, w, rep.file_bytes, rep.arena_bytes, rep.weights_bytes, rep.n_ops,
                rep.n_tensors, diff.fused_correlations, o->recal, diff.max_abs, diff.rel_l2,
                diff.mean_disp);
+        if (o->int8)
+            printf("\"int8\":true,\"calib_pairs\":%ld,\"calib_method\":\"%s\",\"val_pairs\":%ld,"
+                   "\"val_epe_minmax\":%.4f,\"val_epe_percentile\":%.4f,",
+                   o->q.calib, qr.picked, o->q.val, qr.epe_minmax, qr.epe_percentile);
         cmd_json_provenance(stdout, d);
         printf("}\n");
     } else
@@ -155,7 +169,9 @@ out:
 
 int cmd_export_stereo(int argc, char **argv)
 {
-    sx_opts o = {.arch = "max", .recal = 200};
+    sx_opts o = {.arch = "max",
+                 .recal = 200,
+                 .q = {.calib = 100, .method = "auto", .pct = 99.99, .val = 20}};
     const opt_def defs[] = {
         {.name = "ckpt",
          .kind = OPT_STRING,
@@ -201,6 +217,37 @@ int cmd_export_stereo(int argc, char **argv)
          .dest = &o.device,
          .metavar = "SPEC",
          .help = "OpenCL device (default: MANTA_DEVICE, else 0)"},
+        {.name = "int8",
+         .kind = OPT_FLAG,
+         .dest = &o.int8,
+         .help = "a fully int8 file (TFLite's quantization spec), calibrated"},
+        {.name = "calib",
+         .kind = OPT_LONG,
+         .dest = &o.q.calib,
+         .lo = 1,
+         .hi = 100000,
+         .metavar = "N",
+         .help = "with --int8: generated training pairs for the ranges (default 100)"},
+        {.name = "calib-method",
+         .kind = OPT_STRING,
+         .dest = &o.q.method,
+         .metavar = "M",
+         .help = "with --int8: minmax, percentile or auto (default: the lower held-out EPE)"},
+        {.name = "percentile",
+         .kind = OPT_DOUBLE,
+         .dest = &o.q.pct,
+         .lo = 50.0001,
+         .hi = 100,
+         .metavar = "P",
+         .help = "with --int8: the percentile method's clip (default 99.99)"},
+        {.name = "calib-val",
+         .kind = OPT_LONG,
+         .dest = &o.q.val,
+         .lo = 0,
+         .hi = 100000,
+         .metavar = "N",
+         .help = "with --int8: held-out pairs scoring the methods (default 20; 0: none, minmax or "
+                 "percentile only)"},
         {.name = "json", .kind = OPT_FLAG, .dest = &o.json, .help = "one JSON document"},
         {.name = NULL},
     };
@@ -208,7 +255,8 @@ int cmd_export_stereo(int argc, char **argv)
         "manta export",
         "--ckpt STEREO.ckpt --arch max|min|ARCH --out MODEL.tflite\n"
         "                    [--size WxH] [--c-array DIR] [--recal-pairs N] [--recal-data D]\n"
-        "                    [--device SPEC] [--json]",
+        "                    [--int8 [--calib N] [--calib-method minmax|percentile|auto]\n"
+        "                    [--percentile P] [--calib-val N]] [--device SPEC] [--json]",
         "Writes a stereo sub-network as a float32 TensorFlow Lite file: inputs \"left\" and\n"
         "\"right\" (1, H, W, 3), RGB in [0, 1]; output the finest disparity (1, H, W, 1) in\n"
         "pixels of the input. Batch norm is re-calibrated as manta eval does (--recal-pairs\n"
@@ -217,7 +265,12 @@ int cmd_export_stereo(int argc, char **argv)
         "the builtin pattern the engine fuses. The size is the space's crop, or --size WxH\n"
         "(sides multiples of 2^levels; re-calibrated at that size: docs/stereo.md, \"Sizes\").\n"
         "The written file is read back and run in the engine against the device network\n"
-        "on a held-out pair (max |diff|, relative L2, whether the correlation was fused).\n",
+        "on a held-out pair (max |diff|, relative L2, whether the correlation was fused).\n"
+        "--int8 writes a fully int8 file instead (per-channel int8 weights, int8 activations,\n"
+        "inputs and output, int32 biases; CONCATENATION inputs of the output's quantization,\n"
+        "through a QUANTIZE where needed): ranges from --calib generated training pairs\n"
+        "through the network; auto keeps minmax or percentile by the int8 EPE on --calib-val\n"
+        "held-out pairs (docs/stereo.md, \"int8\").\n",
         defs,
         0,
         0};
@@ -227,6 +280,17 @@ int cmd_export_stereo(int argc, char **argv)
         return r == OPT_HELP ? 0 : 2;
     if (!o.ckpt || !o.out) {
         fprintf(stderr, "manta export: --ckpt FILE and --out MODEL.tflite are required\n");
+        return 2;
+    }
+    if (o.int8 && strcmp(o.q.method, "minmax") && strcmp(o.q.method, "percentile") &&
+        strcmp(o.q.method, "auto")) {
+        fprintf(stderr, "manta export: --calib-method %s (minmax, percentile or auto)\n",
+                o.q.method);
+        return 2;
+    }
+    if (o.int8 && !strcmp(o.q.method, "auto") && o.q.val < 1) {
+        fprintf(stderr, "manta export: --calib-method auto picks on held-out pairs: --calib-val "
+                        "at least 1\n");
         return 2;
     }
     if (!out_check_file("manta export", "out", o.out) ||

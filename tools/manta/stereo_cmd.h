@@ -8,6 +8,7 @@
 #include "data/photo_bank.h"
 #include "data/stereo_metrics.h"
 #include "cl/cl.h"
+#include "export/xgraph.h"
 #include "stereo/state.h"
 #include "stereo/train.h"
 
@@ -93,5 +94,33 @@ bool stereo_cmd_batch_arg(const char *arg, int *batch, bool *is_auto);
 
 /** manta train --help's description of stereo training (the options table's text). */
 extern const char stereo_cmd_train_about[];
+
+/** manta export --int8 on a stereo checkpoint: the calibration's options. */
+typedef struct stereo_cmd_int8 {
+    long calib;         /**< generated training pairs for the ranges */
+    const char *method; /**< "minmax", "percentile" or "auto" */
+    double pct;         /**< the percentile method's clip */
+    long val;           /**< held-out pairs scoring the int8 file (auto picks by them) */
+} stereo_cmd_int8;
+
+/** What the calibration measured: the int8 EPE on the held-out pairs of each method tried
+ *  (-1: not measured) and the method kept. */
+typedef struct stereo_cmd_int8_result {
+    double epe_minmax, epe_percentile;
+    char picked[16];
+} stereo_cmd_int8_result;
+
+/**
+ * Calibrate stereo graph @p g (at @p h x @p w, from the re-calibrated supernet) for an int8
+ * file: xgraph_quant_prepare(), the ranges from pairs 0 .. o->calib - 1 of @p train (the
+ * run's training pairs) through the graph's float reference, by o->method (auto: min/max and
+ * the percentile both, the one of the lower int8 EPE on o->val held-out pairs of the run
+ * kept), then xgraph_quant_shared(). g->qmin / g->qmax set for tflite_write().
+ * @return the generator's, the calibration's or the writer's errors.
+ */
+manta_status stereo_cmd_int8_calibrate(xgraph *g, const stereo_space *sp, const stereo_meta *m,
+                                       const stereo_source *train, const photo_bank *photos, int h,
+                                       int w, const stereo_cmd_int8 *o, stereo_cmd_int8_result *res,
+                                       manta_err *err);
 
 #endif

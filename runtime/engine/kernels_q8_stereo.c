@@ -1,0 +1,256 @@
+/* int8 kernels of the stereo operators (see kernels_q8_stereo_impl.h): plain C loops
+ * with TensorFlow Lite's reference arithmetic. */
+#include <string.h>
+
+#include "engine/kernels_q8_stereo_impl.h"
+#include "engine/kernels_util_impl.h"
+
+/* int32 sums wrap (as the other int8 kernels': no undefined behaviour on hostile files) */
+static int32_t wadd(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static int32_t wmul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+
+static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
+{
+    return (int8_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+size_t mengine_kq_transpose_conv_get_buffer_size(const mengine_k_dims *filter)
+{
+    const size_t co = (size_t)(filter->n > 0 ? filter->n : 1);
+    const size_t ci = ((size_t)(filter->c > 0 ? filter->c : 1) + 7) / 8 * 8;
+    return 3 * co * sizeof(int32_t) + ci * sizeof(int16_t);
+}
+
+mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const int32_t *mult,
+                                            const int32_t *shift, int32_t *work,
+                                            const mengine_k_dims *in, const int8_t *x,
+                                            const mengine_k_dims *f, const int8_t *w,
+                                            const int32_t *bias, const mengine_k_dims *out,
+                                            int8_t *y)
+{
+    if (!p || !mult || !shift || !work || !in || !x || !f || !w || !out || !y ||
+        !mengine_k_dims_ok(in) || !mengine_k_dims_ok(f) || !mengine_k_dims_ok(out) ||
+        f->c != in->c || f->n != out->c || out->n != in->n || p->stride_h < 1 || p->stride_w < 1 ||
+        p->pad_h < 0 || p->pad_w < 0)
+        return MENGINE_ERR_ARG;
+    const int32_t sh = p->stride_h, sw = p->stride_w, KH = f->h, KW = f->w, CI = in->c;
+    const int32_t CO = out->c;
+    const size_t wtap = (size_t)KW * CI, wco = (size_t)KH * wtap;
+    uint32_t *acc = (uint32_t *)work;             /* (CO) sums, wrapping as wadd() does */
+    int16_t *xs = (int16_t *)(void *)(work + CO); /* (CI) x - in_zp of one input pixel */
+    for (int32_t n = 0; n < out->n; n++)
+        for (int32_t oy = 0; oy < out->h; oy++) {
+            /* the taps reaching row oy: ky = (oy + pad) mod stride, then every stride-th */
+            const int32_t ty0 = oy + p->pad_h, ky0 = ty0 % sh;
+            for (int32_t ox = 0; ox < out->w; ox++) {
+                const int32_t tx0 = ox + p->pad_w, kx0 = tx0 % sw;
+                for (int32_t co = 0; co < CO; co++)
+                    acc[co] = bias ? (uint32_t)bias[co] : 0u;
+                for (int32_t ky = ky0; ky < KH && ky <= ty0; ky += sh) {
+                    const int32_t iy = (ty0 - ky) / sh;
+                    if (iy >= in->h)
+                        continue;
+                    const int8_t *xr = x + ((size_t)n * in->h + iy) * in->w * CI;
+                    for (int32_t kx = kx0; kx < KW && kx <= tx0; kx += sw) {
+                        const int32_t ix = (tx0 - kx) / sw;
+                        if (ix >= in->w)
+                            continue;
+                        const int8_t *xi = xr + (size_t)ix * CI;
+                        for (int32_t ci = 0; ci < CI; ci++)
+                            xs[ci] = (int16_t)(xi[ci] - p->in_zp);
+                        const int8_t *wk = w + (size_t)ky * wtap + (size_t)kx * CI;
+                        for (int32_t co = 0; co < CO; co++) {
+                            const int8_t *wc = wk + (size_t)co * wco;
+                            uint32_t s = 0;
+                            for (int32_t ci = 0; ci < CI; ci++)
+                                s += (uint32_t)((int32_t)xs[ci] * wc[ci]);
+                            acc[co] += s;
+                        }
+                    }
+                }
+                int8_t *yo = y + (((size_t)n * out->h + oy) * out->w + ox) * CO;
+                for (int32_t co = 0; co < CO; co++) {
+                    const int32_t r =
+                        wadd(mengine_kq_mbqm((int32_t)acc[co], mult[co], shift[co]), p->out_zp);
+                    yo[co] = clamp8(r, p->act_min, p->act_max);
+                }
+            }
+        }
+    return MENGINE_OK;
+}
+
+mengine_status mengine_kq_leaky_relu_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                        size_t n)
+{
+    if (!p || (n && (!x || !y)))
+        return MENGINE_ERR_ARG;
+    for (size_t i = 0; i < n; i++) {
+        const int32_t v = x[i] - p->in_zp;
+        const int32_t r = v >= 0 ? mengine_kq_mbqm(v, p->mult, p->shift)
+                                 : mengine_kq_mbqm(v, p->mult1, p->shift1);
+        y[i] = clamp8(wadd(r, p->out_zp), -128, 127);
+    }
+    return MENGINE_OK;
+}
+
+/* TFLite's ComputeInterpolationValuesInteger. */
+static void interp(int32_t v, int32_t scale_10, int half, int32_t size, int32_t *scaled,
+                   int32_t *lo, int32_t *hi)
+{
+    *scaled = half ? v * scale_10 + scale_10 / 2 - (1 << 9) : v * scale_10;
+    const int32_t a = *scaled / (1 << 10), b = (*scaled + (1 << 10) - 1) / (1 << 10);
+    *lo = a > 0 ? a : 0;
+    *hi = b < size - 1 ? b : size - 1;
+}
+
+mengine_status mengine_kq_resize_bilinear_s8(const mengine_k_dims *in, const int8_t *x,
+                                             int half_pixel, const mengine_k_dims *out, int8_t *y)
+{
+    if (!in || !x || !out || !y || !mengine_k_dims_ok(in) || !mengine_k_dims_ok(out) ||
+        out->n != in->n || out->c != in->c || in->h > (1 << 20) || in->w > (1 << 20) ||
+        out->h > (1 << 20) || out->w > (1 << 20))
+        return MENGINE_ERR_ARG;
+    const int32_t hs = (int32_t)((((int64_t)in->h << 10) + out->h / 2) / out->h);
+    const int32_t ws = (int32_t)((((int64_t)in->w << 10) + out->w / 2) / out->w);
+    const size_t C = (size_t)in->c;
+    for (int32_t n = 0; n < out->n; n++)
+        for (int32_t oy = 0; oy < out->h; oy++) {
+            int32_t iy, y0, y1;
+            interp(oy, hs, half_pixel, in->h, &iy, &y0, &y1);
+            const int64_t dy = iy - (y0 << 10);
+            for (int32_t ox = 0; ox < out->w; ox++) {
+                int32_t ix, x0, x1;
+                interp(ox, ws, half_pixel, in->w, &ix, &x0, &x1);
+                const int64_t dx = ix - (x0 << 10);
+                const int8_t *r0 = x + ((size_t)n * in->h + (size_t)y0) * in->w * C;
+                const int8_t *r1 = x + ((size_t)n * in->h + (size_t)y1) * in->w * C;
+                int8_t *o = y + (((size_t)n * out->h + oy) * out->w + ox) * C;
+                for (size_t c = 0; c < C; c++) {
+                    const int64_t v = (int64_t)r0[(size_t)x0 * C + c] * (1024 - dy) * (1024 - dx) +
+                                      (int64_t)r1[(size_t)x0 * C + c] * dy * (1024 - dx) +
+                                      (int64_t)r0[(size_t)x1 * C + c] * (1024 - dy) * dx +
+                                      (int64_t)r1[(size_t)x1 * C + c] * dy * dx;
+                    const int64_t round = v > 0 ? (1 << 19) : -(1 << 19);
+                    const int64_t q = (v + round) / (1 << 20);
+                    o[c] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+                }
+            }
+        }
+    return MENGINE_OK;
+}
+
+void mengine_kq_mean_multiplier(int32_t mult, int32_t shift, int32_t count, int32_t *out_mult,
+                                int32_t *out_shift)
+{
+    int32_t sh = 0;
+    if (count < 1)
+        count = 1;
+    while (sh < 62 && ((int64_t)1 << (sh + 1)) <= count)
+        sh++;
+    sh = sh < 32 ? sh : 32;
+    sh = sh < 31 + shift ? sh : 31 + shift;
+    *out_mult = (int32_t)(((int64_t)mult << sh) / count);
+    *out_shift = shift - sh;
+}
+
+mengine_status mengine_kq_mean_c_s8(const mengine_kq_params *p, size_t rows, int32_t cols,
+                                    const int8_t *x, int8_t *y)
+{
+    if (!p || cols < 1 || (rows && (!x || !y)))
+        return MENGINE_ERR_ARG;
+    int32_t mult, shift;
+    mengine_kq_mean_multiplier(p->mult, p->shift, cols, &mult, &shift);
+    for (size_t r = 0; r < rows; r++) {
+        const int8_t *row = x + r * (size_t)cols;
+        int32_t acc = wmul(-p->in_zp, cols);
+        for (int32_t c = 0; c < cols; c++)
+            acc = wadd(acc, row[c]);
+        y[r] = clamp8(wadd(mengine_kq_mbqm(acc, mult, shift), p->out_zp), -128, 127);
+    }
+    return MENGINE_OK;
+}
+
+mengine_status mengine_kq_requantize_s8(const mengine_kq_params *p, const int8_t *x, int8_t *y,
+                                        size_t n)
+{
+    if (!p || (n && (!x || !y)))
+        return MENGINE_ERR_ARG;
+    for (size_t i = 0; i < n; i++)
+        y[i] =
+            clamp8(wadd(mengine_kq_mbqm(x[i] - p->in_zp, p->mult, p->shift), p->out_zp), -128, 127);
+    return MENGINE_OK;
+}
+
+mengine_status mengine_kq_slice_s8(const mengine_k_dims *id, const int8_t *in, const int32_t *begin,
+                                   const int32_t *stride, const mengine_k_dims *od, int8_t *out)
+{
+    if (!id || !in || !begin || !stride || !od || !out || !mengine_k_dims_ok(id) ||
+        !mengine_k_dims_ok(od))
+        return MENGINE_ERR_ARG;
+    const int32_t idim[4] = {id->n, id->h, id->w, id->c}, odim[4] = {od->n, od->h, od->w, od->c};
+    for (int i = 0; i < 4; i++)
+        if (begin[i] < 0 || stride[i] < 1 ||
+            (int64_t)begin[i] + (int64_t)(odim[i] - 1) * stride[i] >= idim[i])
+            return MENGINE_ERR_ARG;
+    const size_t ic = (size_t)id->c, irow = (size_t)id->w * ic, iimg = (size_t)id->h * irow;
+    for (int32_t n = 0; n < od->n; n++) {
+        const int8_t *img = in + ((size_t)begin[0] + (size_t)n * stride[0]) * iimg;
+        for (int32_t h = 0; h < od->h; h++) {
+            const int8_t *row = img + ((size_t)begin[1] + (size_t)h * stride[1]) * irow;
+            for (int32_t w = 0; w < od->w; w++) {
+                const int8_t *px = row + ((size_t)begin[2] + (size_t)w * stride[2]) * ic + begin[3];
+                if (stride[3] == 1) {
+                    memcpy(out, px, (size_t)od->c);
+                    out += od->c;
+                } else {
+                    for (int32_t c = 0; c < od->c; c++)
+                        *out++ = px[(size_t)c * stride[3]];
+                }
+            }
+        }
+    }
+    return MENGINE_OK;
+}
+
+mengine_status mengine_kq_correlation_s8(const mengine_kq_corr_params *p, const mengine_k_dims *ld,
+                                         const int8_t *l, const mengine_k_dims *rd, const int8_t *r,
+                                         const mengine_k_dims *od, int8_t *out)
+{
+    if (!p || !ld || !l || !rd || !r || !od || !out || !mengine_k_dims_ok(ld) ||
+        !mengine_k_dims_ok(rd) || !mengine_k_dims_ok(od) || rd->n != ld->n || rd->h != ld->h ||
+        rd->c != ld->c || od->n != ld->n || od->h != ld->h || od->w != ld->w)
+        return MENGINE_ERR_ARG;
+    const int32_t C = ld->c, D = od->c, W = ld->w, WR = rd->w;
+    /* outside the right features every channel reads the PAD's zero point: the product is 0 */
+    const int32_t m0 = clamp8(wadd(mengine_kq_mbqm(0, p->mul_mult, p->mul_shift), p->mul_zp),
+                              p->mul_min, p->mul_max);
+    const int32_t pad_sum = wmul(m0 - p->mul_zp, C);
+    for (int32_t n = 0; n < ld->n; n++)
+        for (int32_t yy = 0; yy < ld->h; yy++) {
+            const size_t row = (size_t)n * ld->h + (size_t)yy;
+            const int8_t *lrow = l + row * (size_t)W * C, *rrow = r + row * (size_t)WR * C;
+            int8_t *orow = out + row * (size_t)W * D;
+            for (int32_t x = 0; x < W; x++) {
+                const int8_t *px = lrow + (size_t)x * C;
+                for (int32_t k = 0; k < D; k++) {
+                    const int64_t xr = (int64_t)x + p->offset + (int64_t)k * p->step;
+                    int32_t acc = pad_sum;
+                    if (xr >= 0 && xr < WR) {
+                        const int8_t *pr = rrow + (size_t)xr * C;
+                        acc = 0;
+                        for (int32_t c = 0; c < C; c++) {
+                            const int32_t prod = (px[c] - p->l_zp) * (pr[c] - p->r_zp);
+                            const int32_t m = clamp8(
+                                wadd(mengine_kq_mbqm(prod, p->mul_mult, p->mul_shift), p->mul_zp),
+                                p->mul_min, p->mul_max);
+                            acc = wadd(acc, m - p->mul_zp);
+                        }
+                    }
+                    orow[(size_t)x * D + k] =
+                        clamp8(wadd(mengine_kq_mbqm(acc, p->mean_mult, p->mean_shift), p->out_zp),
+                               -128, 127);
+                }
+            }
+        }
+    return MENGINE_OK;
+}
