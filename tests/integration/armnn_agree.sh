@@ -48,9 +48,9 @@ for a in max min; do
     done
 done
 # CpuRef is slow: 10 images of the largest, 20 of the smallest (100 and 200 output values)
-n_max=10 n_min=20
+images() { if [ "$1" = max ]; then echo 10; else echo 20; fi; }
 for a in max min; do
-    eval n=\$n_$a
+    n=$(images $a)
     check "$tmp/f_$a.tflite" --dump "$tmp/d_f_$a" --images "$n" >"$tmp/r.json" ||
         fail "float32 $a: $(cat "$tmp/r.json" "$tmp/check.err")"
     cat "$tmp/r.json"
@@ -59,7 +59,7 @@ check "$tmp/f_min.tflite" --dump "$tmp/d_f_min" --images 5 --perturb 0.05 >"$tmp
 [ $? = 1 ] || fail "one input value changed by 0.05, the check did not fail: $(cat "$tmp/r.json")"
 known=0
 for a in max min; do
-    eval n=\$n_$a
+    n=$(images $a)
     check "$tmp/q_$a.tflite" --dump "$tmp/d_q_$a" --images "$n" >"$tmp/r.json"
     rc=$?
     cat "$tmp/r.json"

@@ -29,6 +29,7 @@ Arm NN is a peer for checks only: manta never depends on it.
 """
 import argparse
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -126,6 +127,8 @@ class ArmNN:
         self.parser = ann.ITfLiteParser()
         self.net = self.parser.CreateNetworkFromBinaryFile(path)
         self.in_names = list(self.parser.GetSubgraphInputTensorNames(0))
+        if sorted(self.in_names) == ["left", "right"]:  # manta-infer dumps left, then right
+            self.in_names = ["left", "right"]
         self.out_names = list(self.parser.GetSubgraphOutputTensorNames(0))
         self.ins = [self.parser.GetNetworkInputBindingInfo(0, n) for n in self.in_names]
         self.outs = [self.parser.GetNetworkOutputBindingInfo(0, n) for n in self.out_names[:1]]
@@ -146,6 +149,8 @@ class ArmNN:
 
 
 def main():
+    # pyarmnn logs a warning per parser Debian does not build (Caffe, ONNX, TF): not ours
+    logging.getLogger("pyarmnn").setLevel(logging.ERROR)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("model")
     p.add_argument("images", nargs="*")
@@ -175,6 +180,8 @@ def main():
         shapes = net.shapes()
         dtype = np.int8 if net.ins[0][1].GetDataType() == ann.DataType_QAsymmS8 else np.float32
         if a.dump:
+            if len(shapes) != 1:
+                die("--dump is for one-input (classification) models; give a stereo model LEFT RIGHT")
             xs = np.fromfile(os.path.join(a.dump, "inputs.bin"), dtype=dtype)
             ours = np.fromfile(os.path.join(a.dump, "outputs.bin"), dtype=dtype)
             total = xs.size // int(np.prod(shapes[0]))
