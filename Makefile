@@ -69,11 +69,14 @@ CFLAGS   := -std=c11 $(OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS  := $(SANFLAGS)
 LDLIBS   := -lclblast -lOpenCL -lcjson -lsodium -lturbojpeg -lpng -lz -lpthread -lm
 
-# Debian packages the build, the tests and the demo need.
+# Debian packages the build, the tests and the demo need. python3-pyarmnn and its CpuRef backend
+# (Arm NN 20.08, about 1.5 MB): a peer for tests/integration/armnn_agree.sh only, which skips
+# without them; nothing built links them.
 DEB_PKGS := ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev libturbojpeg0-dev \
             libpng-dev libcmocka-dev libcjson-dev zlib1g-dev libsodium-dev flatbuffers-compiler \
             dataset-fashion-mnist clblast-utils clang libcairo2-dev fonts-dejavu-core \
-            libmicrohttpd-dev chromium curl mate-backgrounds clang-format
+            libmicrohttpd-dev chromium curl mate-backgrounds clang-format \
+            python3-pyarmnn libarmnn-cpuref-backend22
 
 LIB_DIRS := core space cl nn elastic train classify data stereo export search profile dist monitor \
             report
