@@ -38,32 +38,8 @@ RERANK=${DEMO_RERANK:-10}
 RERANK_SEEDS=${DEMO_RERANK_SEEDS:-3}
 RERANK_IMAGES=${DEMO_RERANK_IMAGES:-5000}
 VALIDATE=${DEMO_VALIDATE:-20}
-M=$BUILD/bin/manta
-P=$BUILD/bin/manta-profile
-I=$BUILD/bin/manta-infer
-
-for b in "$M" "$P" "$I"; do
-    [ -x "$b" ] || { echo "demo: $b is missing (run make first)" >&2; exit 1; }
-done
-[ "${DEMO_FRESH:-0}" = 1 ] && rm -rf "$OUT"
-mkdir -p "$OUT"
-
-# The first number / string value of "key" in a JSON document.
-json_num() { sed -n "s/.*\"$2\": *\(-\{0,1\}[0-9.eE+-]*\).*/\1/p" "$1" | head -n 1; }
-json_str() { sed -n "s/.*\"$2\": *\"\([^\"]*\)\".*/\1/p" "$1" | head -n 1; }
-
-T_ALL=$(date +%s)
-STAGE_T0=$T_ALL
-TIMES=""
-stage() {
-    now=$(date +%s)
-    [ -n "${STAGE_NAME:-}" ] && TIMES="$TIMES$(printf '  %-34s %5d s' "$STAGE_NAME" $((now - STAGE_T0)))
-"
-    STAGE_NAME=$2
-    STAGE_T0=$now
-    echo
-    echo "==== [$1/7] $2 ($(date +%H:%M:%S))"
-}
+# shellcheck source=tools/demo_lib.sh
+. "$(dirname "$0")/demo_lib.sh"
 
 stage 1 "train the supernet"
 $M devices
@@ -95,16 +71,7 @@ $M acc-fit --ckpt "$CKPT" --samples "$OUT/acc_dataset.jsonl" --out "$OUT/acc_pre
 tail -n 1 "$OUT/acc_fit.json"
 
 stage 5 "search under a latency budget"
-if [ -z "$BUDGET" ]; then
-    $P --lut "$OUT/latency_table.json" --arch min --runs 1 --min-time-ms 1 --passes 1 --json \
-        > "$OUT/min.json"
-    $P --lut "$OUT/latency_table.json" --arch max --runs 1 --min-time-ms 1 --passes 1 --json \
-        > "$OUT/max.json"
-    LO=$(json_num "$OUT/min.json" predicted_ms)
-    HI=$(json_num "$OUT/max.json" predicted_ms)
-    BUDGET=$(awk -v a="$LO" -v b="$HI" 'BEGIN { printf "%.3f", a + 0.4 * (b - a) }')
-    echo "predicted latency: smallest sub-network $LO ms, largest $HI ms; budget $BUDGET ms"
-fi
+default_budget
 $M search --ckpt "$CKPT" --lut "$OUT/latency_table.json" --acc-model "$OUT/acc_predictor.accp" \
     --latency-ms "$BUDGET" --generations "$GENERATIONS" --rerank "$RERANK" --rerank-spread 2 \
     --rerank-seeds "$RERANK_SEEDS" --rerank-images "$RERANK_IMAGES" --recal-images "$RECAL" \
@@ -129,9 +96,7 @@ cat "$OUT/image.json"
 $I "$OUT/model.tflite" "$OUT/test_image.jpg" --top 3
 $I "$OUT/model.tflite" --bench 300 --stats --json > "$OUT/bench.json"
 
-now=$(date +%s)
-TIMES="$TIMES$(printf '  %-34s %5d s' "$STAGE_NAME" $((now - STAGE_T0)))
-"
+stage_end
 TOP1=$(json_num "$OUT/test.json" top1)
 PRED=$(json_num "$OUT/search/search.json" predicted_latency_ms)
 PTOP=$(json_num "$OUT/search/search.json" predicted_top1)
@@ -161,12 +126,6 @@ awk -v a="$ARENA" -v f="$FILE" 'BEGIN { printf "memory:              arena %.1f 
 awk -v t="$TOP1_Q8" -v f32="$TOP1" -v f="$FILE_Q8" -v ff="$FILE" -v a="$ARENA_Q8" -v c="$CALIB_Q8" 'BEGIN { printf "int8:                test top-1 %.2f%% (float32 %.2f%%, %+.2f points); model file %.1f KiB (%.2fx smaller), arena %.1f KiB; calibration: %s\n", 100 * t, 100 * f32, 100 * (t - f32), f / 1024, ff / f, a / 1024, c }'
 echo "test image:          $OUT/test_image.jpg (label: $LABEL)"
 echo "files:               $OUT/{latency_table.json,acc_dataset.jsonl,acc_predictor.accp,search/,model.tflite,model_int8.tflite}"
-echo "stage times:"
-printf '%s' "$TIMES"
-echo "  total                              $(( now - T_ALL )) s"
+print_times
 
-# the plots of the whole job and one page with them (docs/report.md)
-echo
-echo "==== report"
-$M report "$OUT"
-echo "report:              $OUT/report/index.html (open it in a browser; PNG and SVG beside it)"
+report

@@ -45,34 +45,10 @@ TEST_PAIRS=${DEMO_TEST_PAIRS:-50}
 VALIDATE=${DEMO_VALIDATE:-10}
 PROFILE_ARGS=${DEMO_PROFILE_ARGS:-}
 REPORT=${DEMO_REPORT:-1}
-M=$BUILD/bin/manta
-P=$BUILD/bin/manta-profile
-I=$BUILD/bin/manta-infer
-
-for b in "$M" "$P" "$I"; do
-    [ -x "$b" ] || { echo "demo: $b is missing (run make first)" >&2; exit 1; }
-done
-[ "${DEMO_FRESH:-0}" = 1 ] && rm -rf "$OUT"
-mkdir -p "$OUT"
-
-# The first number / string value of "key" in a JSON document.
-json_num() { sed -n "s/.*\"$2\": *\(-\{0,1\}[0-9.eE+-]*\).*/\1/p" "$1" | head -n 1; }
-json_str() { sed -n "s/.*\"$2\": *\"\([^\"]*\)\".*/\1/p" "$1" | head -n 1; }
+# shellcheck source=tools/demo_lib.sh
+. "$(dirname "$0")/demo_lib.sh"
 # The EPE of region "all" of a manta eval / sgbm_stereo.py document.
 all_epe() { tr -d ' \n' <"$1" | sed -n 's/.*"all":{"epe":\([0-9.eE+-]*\).*/\1/p'; }
-
-T_ALL=$(date +%s)
-STAGE_T0=$T_ALL
-TIMES=""
-stage() {
-    now=$(date +%s)
-    [ -n "${STAGE_NAME:-}" ] && TIMES="$TIMES$(printf '  %-34s %5d s' "$STAGE_NAME" $((now - STAGE_T0)))
-"
-    STAGE_NAME=$2
-    STAGE_T0=$now
-    echo
-    echo "==== [$1/7] $2 ($(date +%H:%M:%S))"
-}
 
 stage 1 "train the stereo supernet"
 $M devices
@@ -108,17 +84,7 @@ $M acc-fit --ckpt "$CKPT" --samples "$OUT/epe_dataset.jsonl" --out "$OUT/epe_pre
 tail -n 1 "$OUT/acc_fit.json"
 
 stage 5 "search under a latency budget"
-if [ -z "$BUDGET" ]; then
-    for a in min max; do
-        # shellcheck disable=SC2086
-        $P --space "$SPACE" --lut "$OUT/latency_table.json" --arch $a --runs 1 --min-time-ms 1 \
-            --passes 1 --json >"$OUT/$a.json"
-    done
-    LO=$(json_num "$OUT/min.json" predicted_ms)
-    HI=$(json_num "$OUT/max.json" predicted_ms)
-    BUDGET=$(awk -v a="$LO" -v b="$HI" 'BEGIN { printf "%.4f", a + 0.4 * (b - a) }')
-    echo "predicted latency: smallest sub-network $LO ms, largest $HI ms; budget $BUDGET ms"
-fi
+default_budget --space "$SPACE"
 RR=""
 [ "$RERANK" -gt 0 ] && RR="--rerank $RERANK --rerank-spread 2 --rerank-seeds $RERANK_SEEDS
     --rerank-pairs $RERANK_PAIRS --recal-pairs $RECAL"
@@ -158,9 +124,7 @@ if python3 -c 'import cv2, numpy' 2>/dev/null; then
     SGBM=$(all_epe "$OUT/sgbm.json")
 fi
 
-now=$(date +%s)
-TIMES="$TIMES$(printf '  %-34s %5d s' "$STAGE_NAME" $((now - STAGE_T0)))
-"
+stage_end
 EPE=$(all_epe "$OUT/test.json")
 PEPE=$(json_num "$OUT/search/search.json" predicted_epe)
 PRED=$(sed 's/.*"best"://' "$OUT/search/search.json" | sed -n 's/.*"predicted_latency_ms":\([0-9.eE+-]*\).*/\1/p')
@@ -185,14 +149,6 @@ awk -v p="$PRED" -v m="$MEAS" -v d="$MED" 'BEGIN { printf "latency:             
 awk -v a="$ARENA" -v f="$FILE" 'BEGIN { printf "memory:              arena %.1f KiB, model file (flash) %.1f KiB\n", a / 1024, f / 1024 }'
 echo "disparity:           $OUT/disparity.png (16-bit, d * 256), $OUT/disparity_color.png (left: $L0)"
 echo "files:               $OUT/{latency_table.json,epe_dataset.jsonl,epe_predictor.accp,search/,model.tflite}"
-echo "stage times:"
-printf '%s' "$TIMES"
-echo "  total                              $((now - T_ALL)) s"
+print_times
 
-# the plots of the whole job and one page with them (docs/report.md)
-if [ "$REPORT" = 1 ]; then
-    echo
-    echo "==== report"
-    $M report "$OUT"
-    echo "report:              $OUT/report/index.html (open it in a browser; PNG and SVG beside it)"
-fi
+if [ "$REPORT" = 1 ]; then report; fi
