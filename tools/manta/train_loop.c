@@ -190,6 +190,8 @@ static manta_status task_step(void *ctx, long step, manta_err *err)
 {
     cls_task *c = ctx;
     MANTA_TRY(run_step(c->r, &c->pg, step, &c->res, err));
+    if (c->r->el)
+        MANTA_TRY(train_elastic_snapshot(c->r, step + 1, err));
     if (!c->r->quiet)
         ofa_progress_subnets_add(&c->z, &c->r->sp, &c->r->sched, step, c->res.phase, c->res.r);
     return MANTA_OK;
@@ -304,6 +306,12 @@ int train_loop(train_run *r)
     manta_err_clear(&err);
     manta_status st = train_drive(&task, &dopt, &res, &err);
     free(c);
+    if (st != MANTA_OK && r->el && r->ring && ring_failed(r->ring)) {
+        fprintf(stderr, "manta train: %s; re-forming the ring without it\n",
+                manta_err_msg(&err, st));
+        r->start = res.fail_step;
+        return TRAIN_REFORM;
+    }
     if (st != MANTA_OK) {
         train_fail(r, res.fail_step, "%s", manta_err_msg(&err, st));
         return 1;
