@@ -4,6 +4,7 @@
  * rendezvous, which forms the next generation without the failed rank, and every rank
  * continues from the state after the step all of them completed; a new rank receives that
  * state from rank 0 over the new ring, checked by its hash. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <sodium.h>
@@ -324,6 +325,58 @@ static int enter(train_run *r, dist_elastic_assign *a)
     return 1;
 }
 
+/* Remove DIR/.elastic/ * / *.ckpt and the folders: the snapshots of ranks that died. */
+static void remove_dead(const char *out_dir)
+{
+    char top[1100];
+    snprintf(top, sizeof top, "%s/.elastic", out_dir);
+    DIR *d = opendir(top);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' || strlen(e->d_name) != 16)
+            continue;
+        char sub[1200];
+        snprintf(sub, sizeof sub, "%s/%s", top, e->d_name);
+        DIR *s = opendir(sub);
+        struct dirent *f;
+        while (s && (f = readdir(s)) != NULL) {
+            const size_t n = strlen(f->d_name);
+            if (n > 5 && !strncmp(f->d_name, "step-", 5) && !strcmp(f->d_name + n - 5, ".ckpt")) {
+                char p[1500];
+                snprintf(p, sizeof p, "%s/%s", sub, f->d_name);
+                remove(p);
+            }
+        }
+        if (s)
+            closedir(s);
+        rmdir(sub);
+    }
+    closedir(d);
+}
+
+/* --stop-after's steps were all done when the ring failed: rank 0 writes latest.ckpt. */
+static int finished(train_run *r)
+{
+    if (r->rank != 0)
+        return 0;
+    train_meta m = r->meta;
+    m.step = r->start;
+    m.has_teacher = ofa_trainer_has_teacher(r->t);
+    m.loader = r->ls;
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = trainstate_save(r->latest, r->t, r->d, &m, &err);
+    if (st != MANTA_OK) {
+        train_fail(r, r->start, "checkpoint %s: %s", r->latest, manta_err_msg(&err, st));
+        return 1;
+    }
+    fprintf(stderr, "manta train: stopped after step %ld; '--resume --out %s' continues\n",
+            r->start, r->out_dir);
+    return 0;
+}
+
 int train_elastic(train_run *r)
 {
     if (!r->cfg.has_key) {
@@ -386,6 +439,10 @@ int train_elastic(train_run *r)
         dist_elastic_assign_free(&a);
         if (e == 0)
             break;
+        if (e > 0 && el->stop_after > 0 && r->start >= el->first_step + el->stop_after) {
+            rc = finished(r); /* the failure came after the last step of --stop-after */
+            break;
+        }
         if (e > 0) {
             rc = train_loop(r);
             if (rc != TRAIN_REFORM)
@@ -406,6 +463,13 @@ int train_elastic(train_run *r)
             remove(p);
         }
     rmdir(el->dir);
+    if (rc == 0 && r->ring) { /* the job ended: once every rank removed its own, rank 0 removes
+                                 those of the ranks that died */
+        float f = 0;
+        manta_err e;
+        if (ring_allreduce(r->ring, &f, 1, RING_SUM, &e) == MANTA_OK && r->rank == 0)
+            remove_dead(r->out_dir);
+    }
     char parent[1100];
     snprintf(parent, sizeof parent, "%s/.elastic", r->out_dir);
     rmdir(parent); /* fails while another rank's folder is there */
