@@ -107,8 +107,11 @@ static int join_decode(const unsigned char *b, dist_elastic_join_req *q, uint32_
 
 void dist_elastic_assign_free(dist_elastic_assign *a)
 {
-    if (a)
-        dist_rdzv_free(&a->rz);
+    if (!a)
+        return;
+    dist_rdzv_free(&a->rz);
+    dist_close(&a->watch_fd);
+    sodium_memzero(a->watch_key, sizeof a->watch_key);
 }
 
 /* The address this rank's ring listener binds to (as dist_rendezvous() chooses it). */
@@ -173,7 +176,7 @@ manta_status dist_elastic_join(const dist_config *cfg, const dist_elastic_join_r
                                double wait_s, dist_elastic_assign *out, manta_err *err)
 {
     memset(out, 0, sizeof *out);
-    out->rz.ring_fd = -1;
+    out->rz.ring_fd = out->watch_fd = -1;
     if (sodium_init() < 0)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "libsodium failed to initialise");
     const double t0 = dist_now(), deadline = t0 + cfg->timeout_s;
@@ -240,11 +243,36 @@ manta_status dist_elastic_join(const dist_config *cfg, const dist_elastic_join_r
                                   sizeof out->rz.warning);
     }
     free(buf);
+    if (st == MANTA_OK && out->kind == DIST_ELASTIC_ASSIGN && out->rank == 0) {
+        out->watch_fd = fd; /* the service tells rank 0 on it when a new rank waits */
+        fd = -1;
+        memcpy(out->watch_key, key, DIST_KEY_BYTES);
+    }
     sodium_memzero(key, sizeof key);
     dist_close(&fd);
     if (st != MANTA_OK || out->kind != DIST_ELASTIC_ASSIGN)
         dist_elastic_assign_free(out);
     return st;
+}
+
+int dist_elastic_watch(int *fd, const unsigned char *key, uint64_t generation)
+{
+    if (*fd < 0)
+        return -1;
+    struct pollfd p = {.fd = *fd, .events = POLLIN};
+    if (poll(&p, 1, 0) <= 0)
+        return 0;
+    unsigned char tag[MAC], g[8];
+    ssize_t n = recv(*fd, tag, sizeof tag, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return 0;
+    if (n == (ssize_t)sizeof tag) {
+        manta_le_put64(g, generation);
+        if (mac_ok(tag, 'W', g, sizeof g, key))
+            return 1;
+    }
+    dist_close(fd); /* closed, partial or forged: no more notices on this connection */
+    return -1;
 }
 
 manta_status dist_elastic_bcast(ring_comm *c, int root, unsigned char *buf, size_t n,
@@ -301,7 +329,10 @@ struct dist_elastic_server {
     char version[DIST_VERSION_MAX];
     member *pend; /* the round's JOINs (DIST_MAX_WORLD) */
     int n_pend;
-    double round_open, last_join;
+    double round_open, last_join; /* round_open 0: no round open */
+    int watch_fd; /* the connection of the generation's rank 0, kept open (-1: none) */
+    unsigned char watch_key[DIST_KEY_BYTES];
+    int notified; /* rank 0 was told of a waiting new rank */
 };
 
 static void emit(const dist_elastic_server *s, const char *fmt, ...)
@@ -412,7 +443,8 @@ manta_status dist_elastic_server_open(const dist_config *cfg, const dist_elastic
 {
     *out = NULL;
     if (opts->min_ranks < 1 || opts->max_ranks < opts->min_ranks ||
-        opts->max_ranks > DIST_MAX_WORLD || !(opts->settle_s >= 0) || !(opts->timeout_s > 0))
+        opts->max_ranks > DIST_MAX_WORLD || !(opts->settle_s >= 0) || !(opts->timeout_s > 0) ||
+        !(opts->last_call_s >= 0) || opts->expect < 0)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "rendezvous: ranks %d:%d, settle %g s, timeout %g s out of range",
                              opts->min_ranks, opts->max_ranks, opts->settle_s, opts->timeout_s);
@@ -428,7 +460,7 @@ manta_status dist_elastic_server_open(const dist_config *cfg, const dist_elastic
     }
     s->cfg = *cfg;
     s->o = *opts;
-    s->lfd = -1;
+    s->lfd = s->watch_fd = -1;
     if (opts->state_path) {
         snprintf(s->path, sizeof s->path, "%s", opts->state_path);
         s->o.state_path = s->path;
@@ -456,6 +488,8 @@ void dist_elastic_server_close(dist_elastic_server *s)
     for (int i = 0; i < s->n_pend; i++)
         dist_close(&s->pend[i].fd);
     dist_close(&s->lfd);
+    dist_close(&s->watch_fd);
+    sodium_memzero(s->watch_key, sizeof s->watch_key);
     sodium_memzero(s->cfg.key, sizeof s->cfg.key);
     free(s->pend);
     free(s->ids);
@@ -464,7 +498,7 @@ void dist_elastic_server_close(dist_elastic_server *s)
 
 /* Send an answer (fixed part @p h, then @p n table entries) to member @p m and close it. */
 static void answer(dist_elastic_server *s, member *m, unsigned char *h, const dist_peer *table,
-                   int n)
+                   int n, int keep)
 {
     const size_t body = (size_t)n * ENTRY;
     unsigned char *b = malloc(HEAD_BYTES + body + MAC);
@@ -482,6 +516,13 @@ static void answer(dist_elastic_server *s, member *m, unsigned char *h, const di
             MANTA_OK)
             emit(s, "rendezvous: %s", e.msg);
         free(b);
+    }
+    if (keep) { /* the generation's rank 0: told on this connection when a new rank waits */
+        dist_close(&s->watch_fd);
+        s->watch_fd = m->fd;
+        memcpy(s->watch_key, m->key, DIST_KEY_BYTES);
+        m->fd = -1;
+        s->notified = 0;
     }
     sodium_memzero(m->key, sizeof m->key);
     dist_close(&m->fd);
@@ -504,7 +545,7 @@ static void refuse(dist_elastic_server *s, member *m, int kind, const char *fmt,
     va_end(ap);
     if (kind == DIST_ELASTIC_REJECT)
         emit(s, "rendezvous: refused %s: %s", m->what, (char *)h + 80);
-    answer(s, m, h, NULL, 0);
+    answer(s, m, h, NULL, 0, 0);
 }
 
 /* Whether member @p m of the current generation holds the state after @p step; its ref. */
@@ -606,7 +647,7 @@ static void form(dist_elastic_server *s)
         h[37] = (unsigned char)any_need;
         manta_le_put64(h + 40, ref.bytes);
         memcpy(h + 48, ref.hash, DIST_HASH_BYTES);
-        answer(s, &s->pend[i], h, table, n);
+        answer(s, &s->pend[i], h, table, n, i == 0);
     }
     free(table);
     free(s->ids);
@@ -614,6 +655,7 @@ static void form(dist_elastic_server *s)
     s->gen = gen;
     s->world = n;
     s->n_pend = 0;
+    s->round_open = 0;
     state_save(s);
 }
 
@@ -705,13 +747,16 @@ static void take(dist_elastic_server *s)
     snprintf(m.what, sizeof m.what, "%s:%u (id %08" PRIx64 ")", pas, (unsigned)pp, m.q.id >> 32);
     if (!admit(s, &m))
         return;
-    if (s->n_pend >= s->o.max_ranks || s->n_pend >= DIST_MAX_WORLD) {
+    int newcomers = m.q.generation == 0;
+    for (int i = 0; i < s->n_pend; i++)
+        newcomers += s->pend[i].q.generation == 0;
+    const int running = s->gen > 0 && s->round_open == 0; /* no rank of the ring back yet */
+    if (s->n_pend >= s->o.max_ranks || s->n_pend >= DIST_MAX_WORLD ||
+        (running && m.q.generation == 0 && s->world + newcomers > s->o.max_ranks)) {
         refuse(s, &m, DIST_ELASTIC_REJECT, "the job already has its maximum of %d ranks",
                s->o.max_ranks);
         return;
     }
-    if (s->n_pend == 0)
-        s->round_open = dist_now();
     s->last_join = dist_now();
     s->pend[s->n_pend++] = m;
     if (m.q.generation > 0)
@@ -721,9 +766,29 @@ static void take(dist_elastic_server *s)
         emit(s, "rendezvous: new rank %s waiting (%d in this round)", m.what, s->n_pend);
 }
 
+/* Tell the generation's rank 0 that a new rank waits: HMAC-SHA256(link key, "W" |
+ * generation u64 LE), 32 bytes. */
+static void notify(dist_elastic_server *s)
+{
+    unsigned char g[8], tag[MAC];
+    manta_le_put64(g, s->gen);
+    mac(tag, 'W', g, sizeof g, s->watch_key);
+    manta_err e;
+    if (dist_send_all(s->watch_fd, tag, sizeof tag, dist_now() + 1.0, "rank 0", &e) != MANTA_OK)
+        dist_close(&s->watch_fd);
+    else
+        emit(s, "rendezvous: told rank 0 of generation %" PRIu64 " that a new rank waits", s->gen);
+    s->notified = 1;
+}
+
 /* Drop waiting members whose connection closed. */
 static void reap(dist_elastic_server *s)
 {
+    if (s->watch_fd >= 0) { /* rank 0 of the running ring closed its connection: it left it */
+        struct pollfd p = {.fd = s->watch_fd, .events = POLLIN};
+        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)))
+            dist_close(&s->watch_fd);
+    }
     for (int i = 0; i < s->n_pend; i++) {
         struct pollfd p = {.fd = s->pend[i].fd, .events = POLLIN};
         if (poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -748,12 +813,25 @@ manta_status dist_elastic_server_run(dist_elastic_server *s, const volatile sig_
         if (s->n_pend == 0)
             continue;
         const double now = dist_now();
+        /* a round opens when a rank of the running ring comes back (it failed or makes room
+         * for a new rank), at the first generation, or when the ring's rank 0 is gone; new
+         * ranks alone wait for the ring's next step boundary */
+        int open = s->gen == 0 || s->watch_fd < 0;
+        for (int i = 0; i < s->n_pend && !open; i++)
+            open = s->pend[i].q.generation == s->gen;
+        if (!open) {
+            if (!s->notified && s->watch_fd >= 0)
+                notify(s);
+            continue;
+        }
+        if (s->round_open == 0)
+            s->round_open = now;
         /* the first generation waits for every rank up to the deadline; later rounds close
          * when nobody else arrived for the settle time */
-        const int full = s->n_pend >= s->o.max_ranks;
+        const int full = s->n_pend >= s->o.max_ranks ||
+                         (s->gen == 0 && s->o.expect > 0 && s->n_pend >= s->o.expect);
         const int enough = s->n_pend >= s->o.min_ranks;
-        const int settled = s->gen == 0 ? now - s->round_open >= s->o.timeout_s
-                                        : now - s->last_join >= s->o.settle_s;
+        const int settled = now - s->last_join >= (s->gen == 0 ? s->o.last_call_s : s->o.settle_s);
         if (full || (enough && settled)) {
             form(s);
             continue;
@@ -774,9 +852,10 @@ manta_status dist_elastic_server_run(dist_elastic_server *s, const volatile sig_
                 head(h, DIST_ELASTIC_STOP);
                 h[38] = i == writer;
                 snprintf((char *)h + 80, DIST_ELASTIC_MSG, "%s", why);
-                answer(s, &s->pend[i], h, NULL, 0);
+                answer(s, &s->pend[i], h, NULL, 0, 0);
             }
             s->n_pend = 0;
+            s->round_open = 0;
             return manta_err_set(err, MANTA_ERR_IO, "%s", why);
         }
     }

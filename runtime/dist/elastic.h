@@ -11,13 +11,22 @@
  * step and the one before) with their BLAKE2b-256 hashes and sizes, the hash of the run's
  * settings ("spec") and the code version, and its ring listener. The service collects
  * JOINs into a *round*; a round closes when max ranks joined, or min ranks joined and no
- * one else arrived for the settle time. It then answers every member with an ASSIGN: the
+ * one else arrived for the settle time (the first round: max or the expected number of
+ * ranks, or min ranks and no one else for the last-call time). It then answers every member with an ASSIGN: the
  * new generation, the member's rank and world size, the ring table, the step S every rank
  * continues from, the rank whose state at S is the reference (its hash, size) and whether
  * this member must receive it (it has no state at S, or one with another hash). A round
  * that has not reached min ranks within the deadline ends the job: every waiting member
- * gets a STOP with the reason, and one of them (the lowest former rank holding state) is
+ * gets a STOP with the reason, and one of them (the one holding the latest state) is
  * asked to write the last checkpoint.
+ *
+ * New ranks that arrive while a generation runs wait without a deadline of the service's:
+ * the service keeps the connection of the generation's rank 0 open and sends it a notice;
+ * rank 0 polls it at every step boundary (dist_elastic_watch()) and all ranks agree on it
+ * with the step's stop agreement, then come back to the rendezvous after the step, and the
+ * round closes with the new ranks in it (the state sent to them by rank 0). A round opens
+ * when a rank of the running generation comes back (or at the first generation, or when
+ * rank 0's connection closed); the --timeout of a round counts from then.
  *
  * S = the smallest "last completed step" among the members that were in the current
  * generation (every rank keeps its last two snapshots; a failure interrupts a step that
@@ -95,6 +104,10 @@ typedef struct dist_elastic_assign {
     int write_ckpt;             /**< stopped: this member writes the last checkpoint */
     dist_state_ref ref;         /**< the reference state (step, size, hash) */
     dist_rdzv rz;               /**< rank, world, ring table and this rank's ring listener */
+    /** rank 0: the service connection, kept open for notices (dist_elastic_watch()); -1
+     *  otherwise. Take it (set -1) to keep it past dist_elastic_assign_free(). */
+    int watch_fd;
+    unsigned char watch_key[DIST_KEY_BYTES]; /**< rank 0: the key of the notices */
 } dist_elastic_assign;
 
 /** dist_elastic_assign.kind values. */
@@ -113,6 +126,14 @@ manta_status dist_elastic_join(const dist_config *cfg, const dist_elastic_join_r
                                double wait_s, dist_elastic_assign *out, manta_err *err);
 
 /**
+ * Rank 0 of a generation, at a step boundary: whether the service has told it that a new rank
+ * waits (a 32-byte notice HMAC-SHA256(key, "W" | generation) on the kept connection).
+ * Never blocks. @return 1 a new rank waits (the ranks should come back to the rendezvous), 0
+ * nothing yet, -1 the connection is gone (closed here, *fd set to -1; no more notices).
+ */
+int dist_elastic_watch(int *fd, const unsigned char *key, uint64_t generation);
+
+/**
  * Send @p n bytes of @p buf from rank @p root to every rank of @p c (collective: every rank
  * passes the same n and root; the others' buffers receive the bytes). The bytes travel two
  * per float as allreduce sums in which every rank but the root adds zeros, which is exact;
@@ -128,6 +149,8 @@ void dist_elastic_assign_free(dist_elastic_assign *a);
 typedef struct dist_elastic_opts {
     int min_ranks, max_ranks; /**< 1 <= min <= max <= DIST_MAX_WORLD */
     double settle_s;          /**< a round closes this long after its last JOIN (>= min) */
+    double last_call_s;       /**< the first round: the same, counted from the last JOIN (>= min) */
+    int expect;               /**< the first round also closes when this many joined (0: MAX) */
     double timeout_s;         /**< a round without min ranks after this long stops the job */
     const char *state_path; /**< its file (written after every round; read at start); may be NULL */
 } dist_elastic_opts;

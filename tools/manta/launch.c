@@ -110,7 +110,9 @@ static int start_rdzv(launch *l, const struct sigaction *old_int, const struct s
         sigaction(SIGINT, old_int, NULL);
         sigaction(SIGTERM, old_term, NULL);
         child_env(l);
-        char *args[] = {"manta", "rendezvous", NULL};
+        char expect[32];
+        snprintf(expect, sizeof expect, "%d", l->n);
+        char *args[] = {"manta", "rendezvous", "--expect", expect, NULL};
         execv("/proc/self/exe", args);
         fprintf(stderr, "manta launch: cannot run the rendezvous service: %s\n", strerror(errno));
         _exit(127);

@@ -28,7 +28,8 @@ static void print_event(void *ctx, const char *line)
 int cmd_rendezvous(int argc, char **argv)
 {
     const char *nnodes = NULL, *state = NULL;
-    double settle = 1.0;
+    double settle = 1.0, last_call = 5.0;
+    int expect = 0;
     dist_override net = DIST_OVERRIDE_NONE;
     bool bind_all = false;
     const opt_def defs[] = {
@@ -72,6 +73,21 @@ int cmd_rendezvous(int argc, char **argv)
          .metavar = "S",
          .help = "after a failure, form the ring S seconds after the last rank came back "
                  "(default 1)"},
+        {.name = "last-call",
+         .kind = OPT_DOUBLE,
+         .dest = &last_call,
+         .lo = 0,
+         .hi = 3600,
+         .metavar = "S",
+         .help = "the first ring: with MIN ranks, form it S seconds after the last joined "
+                 "(default 5)"},
+        {.name = "expect",
+         .kind = OPT_INT,
+         .dest = &expect,
+         .lo = 0,
+         .hi = DIST_MAX_WORLD,
+         .metavar = "N",
+         .help = "the first ring forms as soon as N ranks joined (default MAX)"},
         {.name = "state",
          .kind = OPT_STRING,
          .dest = &state,
@@ -86,8 +102,10 @@ int cmd_rendezvous(int argc, char **argv)
         "The rendezvous service of elastic training ('manta train --elastic'): ranks\n"
         "join it, it forms each generation's ring, and after a rank died it forms the\n"
         "next one from the ranks that come back (and new ones). The first ring forms when\n"
-        "MAX ranks joined, or MIN after --timeout; a later one --settle seconds after the\n"
-        "last rank came back. Fewer than MIN ranks within --timeout stop the job (exit 1,\n"
+        "MAX (or --expect) ranks joined, or MIN and no other for --last-call seconds; a\n"
+        "later one --settle seconds after the last rank came back; new ranks that arrive\n"
+        "while a ring trains enter at its next step boundary. Fewer than MIN ranks within "
+        "--timeout stop the job (exit 1,\n"
         "one line saying why). 'manta launch --nnodes MIN:MAX' starts one; on other hosts\n"
         "run it where every rank can reach it (MASTER_ADDR:MASTER_PORT of the ranks).\n",
         defs,
@@ -117,6 +135,8 @@ int cmd_rendezvous(int argc, char **argv)
     const dist_elastic_opts eo = {.min_ranks = mn,
                                   .max_ranks = mx,
                                   .settle_s = settle,
+                                  .last_call_s = last_call,
+                                  .expect = expect,
                                   .timeout_s = cfg.timeout_s,
                                   .state_path = state};
     dist_elastic_server *s;

@@ -37,6 +37,8 @@ struct train_elastic {
     double reform_started; /* when the last ring failure was seen (0: none) */
     long first_step;       /* the step this process started at */
     long stop_after;       /* --stop-after of the command line (0: none) */
+    int watch_fd;          /* rank 0: the service's notices of waiting new ranks */
+    unsigned char watch_key[DIST_KEY_BYTES];
 };
 
 static void snap_path(const struct train_elastic *el, long step, char *out, size_t cap)
@@ -188,6 +190,7 @@ static int transfer(train_run *r, const dist_elastic_assign *a)
         memcpy(n.hash, h, DIST_HASH_BYTES);
         el->s[0] = el->s[1] = (snap){.step = -1};
         snap_push(el, &n);
+        el->fresh_step = -1;
         el->received += bytes;
         fprintf(stderr,
                 "manta train: rank %d: received the state after step %" PRId64
@@ -262,6 +265,20 @@ static int stopped(train_run *r, const dist_elastic_assign *a)
     return 1;
 }
 
+static void close_watch(struct train_elastic *el)
+{
+    if (el->watch_fd >= 0)
+        close(el->watch_fd);
+    el->watch_fd = -1;
+    sodium_memzero(el->watch_key, sizeof el->watch_key);
+}
+
+bool train_elastic_poll(train_run *r)
+{
+    struct train_elastic *el = r->el;
+    return el && dist_elastic_watch(&el->watch_fd, el->watch_key, el->gen) == 1;
+}
+
 /* The ring and the replicas of generation @p a; 1 ready, 0 fatal (printed), -1 back to the
  * rendezvous. */
 static int enter(train_run *r, dist_elastic_assign *a)
@@ -271,6 +288,10 @@ static int enter(train_run *r, dist_elastic_assign *a)
     manta_err_clear(&err);
     el->gen = a->generation;
     el->rank = a->rank;
+    close_watch(el);
+    el->watch_fd = a->watch_fd; /* rank 0 only */
+    a->watch_fd = -1;
+    memcpy(el->watch_key, a->watch_key, DIST_KEY_BYTES);
     r->rank = a->rank;
     r->quiet = a->rank != 0;
     r->cfg.rank = a->rank;
@@ -394,6 +415,7 @@ int train_elastic(train_run *r)
     while (!el->id)
         randombytes_buf(&el->id, sizeof el->id);
     el->rank = -1;
+    el->watch_fd = -1;
     el->s[0] = el->s[1] = (snap){.step = -1};
     el->fresh_step = r->o.resume ? r->meta.step : 0;
     el->s[0].step = el->fresh_step; /* hash 0: the state every new process starts with */
@@ -447,7 +469,8 @@ int train_elastic(train_run *r)
             rc = train_loop(r);
             if (rc != TRAIN_REFORM)
                 break;
-            el->reform_started = cmd_now();
+            el->reform_started = r->join_pending ? 0 : cmd_now();
+            r->join_pending = false;
         }
         dp_destroy(r->dp);
         r->dp = NULL;
@@ -473,6 +496,7 @@ int train_elastic(train_run *r)
     char parent[1100];
     snprintf(parent, sizeof parent, "%s/.elastic", r->out_dir);
     rmdir(parent); /* fails while another rank's folder is there */
+    close_watch(el);
     r->el = NULL;
     free(el);
     return rc;

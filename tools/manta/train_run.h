@@ -68,6 +68,7 @@ typedef struct train_run {
     mon_server *monitor;      /* rank 0 with --monitor */
     struct train_elastic *el; /* --elastic: the membership state (train_elastic.c) */
     bool outputs_taken;       /* --elastic: metrics.jsonl was begun by an earlier rank 0 */
+    bool join_pending;        /* --elastic: a new rank waits; the ring re-forms after the step */
 } train_run;
 
 /** train_loop()'s status when the ring failed under --elastic: the job goes on without the
@@ -88,6 +89,9 @@ void train_print_start(const train_run *r);
 /** Elastic training (--elastic): generations formed by the rendezvous service, each trained
  *  through train_loop() until the schedule ends or a rank fails; the exit status. */
 int train_elastic(train_run *r);
+/** --elastic, rank 0 at a step boundary: whether the rendezvous service said that a new rank
+ *  waits (never blocks). */
+bool train_elastic_poll(train_run *r);
 /** --elastic: keep the state after @p done steps as this rank's snapshot (train_elastic.c). */
 manta_status train_elastic_snapshot(train_run *r, long done, manta_err *err);
 
