@@ -87,7 +87,7 @@ int cmd_rendezvous(int argc, char **argv)
          .lo = 0,
          .hi = DIST_MAX_WORLD,
          .metavar = "N",
-         .help = "the first ring forms as soon as N ranks joined (default MAX)"},
+         .help = "the first ring forms as soon as N ranks joined (default 0: MAX)"},
         {.name = "state",
          .kind = OPT_STRING,
          .dest = &state,
