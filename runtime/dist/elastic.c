@@ -592,7 +592,11 @@ static void form(dist_elastic_server *s)
         if (s->pend[i].survivor && s->pend[i].q.state[0].step >= 0 &&
             (step < 0 || s->pend[i].q.state[0].step < step))
             step = s->pend[i].q.state[0].step;
-    int source = -1;
+    int source = -1; /* the first in rank order holding the state, preferring a serialised one */
+    for (int i = 0; i < n && source < 0; i++)
+        if (s->pend[i].survivor && has_step(&s->pend[i], step) &&
+            has_step(&s->pend[i], step)->bytes > 0)
+            source = i;
     for (int i = 0; i < n && source < 0; i++)
         if (s->pend[i].survivor && has_step(&s->pend[i], step))
             source = i;
@@ -623,9 +627,9 @@ static void form(dist_elastic_server *s)
             hex8(own->hash, a);
             hex8(ref.hash, b);
             emit(s,
-                 "rendezvous: %s's state after step %" PRId64 " has hash %s.., rank 0's %s..: "
-                 "it is sent rank 0's",
-                 s->pend[i].what, step, a, b);
+                 "rendezvous: %s's state after step %" PRId64 " has hash %s.., rank %d's %s..: "
+                 "it is sent rank %d's",
+                 s->pend[i].what, step, a, source, b, source);
         }
         any_need |= need[i];
     }

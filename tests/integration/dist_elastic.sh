@@ -1,10 +1,12 @@
 #!/bin/sh
 # Elastic membership (manta train --elastic, manta rendezvous, manta launch --nnodes) on
 # loopback, 2-3 s deadlines, every wait bounded:
-#  - 4 ranks, --nnodes 2:4: rank 2 is SIGKILLed after step 1, then rank 0 (which writes the
-#    metrics and checkpoints) as soon as the ring without rank 2 formed; the survivors re-form the ring twice and finish
-#    the 3 steps; the parameters are within 1e-5 (relative L2) of an uninterrupted 4-rank
-#    run on the same global batch; the first step without a killed rank completes within deadline + 2 s;
+#  - 4 ranks, --nnodes 2:4: rank 2 is SIGKILLed after step 1; a new rank starts as soon as
+#    the ring without it formed and enters at the next step boundary with the state of rank
+#    0 (hash checked); rank 0 (which writes the metrics and checkpoints) is SIGKILLed as
+#    soon as the ring with the new rank formed; the job finishes its 4 steps and the
+#    parameters are within 1e-5 (relative L2) of an uninterrupted 4-rank run on the same
+#    global batch; the first step without a killed rank completes within deadline + 2 s;
 #  - bad input against a running job: a rank with another secret (the handshake fails), a
 #    rank with other settings (refused naming them), a rank stopped (SIGSTOP) until it is
 #    declared dead and then continued (refused, not merged);
@@ -51,10 +53,12 @@ first_step_after() {
         "$dir/e/metrics.jsonl"
 }
 
-# ---- 4 ranks, two of them killed (rank 2, then rank 0) ----
-"$M" launch -n 4 --quiet -- "$M" train $ARGS --stop-after 3 --out "$dir/four" >"$dir/four.log" 2>&1 ||
+# ---- 4 ranks: rank 2 killed, a new rank joins, rank 0 killed ----
+port=$("$M" launch -n 1 --quiet -- sh -c 'echo $MASTER_PORT')
+export MANTA_JOB_ID=elastic-test MANTA_SECRET=0123456789abcdef0123456789abcdef
+"$M" launch -n 4 --quiet -- "$M" train $ARGS --stop-after 4 --out "$dir/four" >"$dir/four.log" 2>&1 ||
     { cat "$dir/four.log"; fail "4 ranks"; }
-"$M" launch --nnodes 2:4 -- "$M" train --elastic $ARGS --stop-after 3 --out "$dir/e" \
+"$M" launch --nnodes 2:4 --port "$port" -- "$M" train --elastic $ARGS --stop-after 4 --out "$dir/e" \
     >"$dir/e.log" 2>&1 &
 lp=$!
 pids="$pids $lp"
@@ -62,17 +66,28 @@ wait_for "$dir/e/metrics.jsonl" '"step":1,'
 kill_rank $lp 2 KILL
 t1=$(date +%s.%N)
 wait_for "$dir/e.log" 'rendezvous: generation 2: 3 rank(s)'
+MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$M" train --elastic $ARGS --stop-after 4 --out "$dir/e" \
+    >"$dir/joiner.log" 2>&1 &
+jp=$!
+pids="$pids $jp"
+wait_for "$dir/e.log" 'rendezvous: generation 3: 4 rank(s)'
 kill_rank $lp 0 KILL
 t2=$(date +%s.%N)
 i=0
-while kill -0 $lp 2>/dev/null; do
+while kill -0 $lp 2>/dev/null || kill -0 $jp 2>/dev/null; do
     i=$((i + 1))
-    [ $i -le 600 ] || { cat "$dir/e.log"; fail "elastic run did not end within 60 s"; }
+    [ $i -le 600 ] || { cat "$dir/e.log" "$dir/joiner.log"; fail "elastic run did not end within 60 s"; }
     sleep 0.1
 done
 wait $lp || { cat "$dir/e.log"; fail "manta launch --nnodes exited non-zero"; }
-grep -q 'rendezvous: generation 2: 3 rank(s) (was 4), continuing after step 1' "$dir/e.log" || { cat "$dir/e.log"; fail "no generation without rank 2"; }
-grep -q 'rendezvous: generation 3: 2 rank(s) (was 3), continuing after step [12]' "$dir/e.log" || { cat "$dir/e.log"; fail "no generation without rank 0"; }
+wait $jp || { cat "$dir/joiner.log"; fail "the new rank exited non-zero"; }
+grep -q 'rendezvous: generation 2: 3 rank(s) (was 4), continuing after step 1$' "$dir/e.log" ||
+    { cat "$dir/e.log"; fail "no generation without rank 2"; }
+grep -q 'rendezvous: generation 3: 4 rank(s) (was 3), continuing after step [23], state sent' "$dir/e.log" ||
+    { cat "$dir/e.log"; fail "no generation with the new rank"; }
+grep -q 'rendezvous: generation 4: 3 rank(s) (was 4)' "$dir/e.log" || { cat "$dir/e.log"; fail "no generation without rank 0"; }
+grep -q 'received the state after step [23] from rank 0: [0-9]* bytes in .* s, hash checked' "$dir/joiner.log" ||
+    { cat "$dir/joiner.log"; fail "the new rank's state"; }
 grep -q 'the elastic job finished (2 of 4 ranks exited 0)' "$dir/e.log" || { cat "$dir/e.log"; fail "launch summary"; }
 d1=$(first_step_after "$t1")
 d2=$(first_step_after "$t2")
@@ -80,11 +95,11 @@ echo "first completed step after the kill of rank 2: $d1 s, of rank 0: $d2 s (li
 awk -v a="$d1" -v b="$d2" 'BEGIN { exit !(a != "" && b != "" && a <= 5 && b <= 5) }' || fail "recovery too slow"
 close "$dir/four/latest.ckpt" "$dir/e/latest.ckpt" params 1e-5 || fail "elastic run differs from 4 ranks"
 [ ! -d "$dir/e/.elastic" ] || fail "snapshots left in $dir/e/.elastic"
+echo "4 ranks -> 3 -> 4 (a new rank) -> 3 (rank 0 killed): finished"
 
 # ---- bad input against a running job; a stopped rank declared dead ----
 port=$("$M" launch -n 1 --quiet -- sh -c 'echo $MASTER_PORT')
-export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port MANTA_JOB_ID=elastic-test
-export MANTA_SECRET=0123456789abcdef0123456789abcdef
+export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port
 "$M" rendezvous --nnodes 1:2 --timeout 2 --settle 0.3 --state "$dir/rdzv.state" >"$dir/rdzv.log" 2>&1 &
 rp=$!
 pids="$pids $rp"

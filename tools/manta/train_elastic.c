@@ -37,6 +37,7 @@ struct train_elastic {
     double reform_started; /* when the last ring failure was seen (0: none) */
     long first_step;       /* the step this process started at */
     long stop_after;       /* --stop-after of the command line (0: none) */
+    int lacks_state;       /* told to receive the state, not received yet: it holds none */
     int watch_fd;          /* rank 0: the service's notices of waiting new ranks */
     unsigned char watch_key[DIST_KEY_BYTES];
 };
@@ -100,6 +101,7 @@ manta_status train_elastic_snapshot(train_run *r, long done, manta_err *err)
                              manta_err_msg(&e, st));
     snap_push(el, &n);
     el->fresh_step = -1;
+    el->lacks_state = 0;
     return MANTA_OK;
 }
 
@@ -288,6 +290,7 @@ static int enter(train_run *r, dist_elastic_assign *a)
     manta_err_clear(&err);
     el->gen = a->generation;
     el->rank = a->rank;
+    el->lacks_state = el->lacks_state || a->need_state;
     close_watch(el);
     el->watch_fd = a->watch_fd; /* rank 0 only */
     a->watch_fd = -1;
@@ -443,6 +446,8 @@ int train_elastic(train_run *r)
             q.state[k] = (dist_state_ref){.step = el->s[k].step, .bytes = el->s[k].bytes};
         for (int k = 0; k < 2; k++)
             memcpy(q.state[k].hash, el->s[k].hash, DIST_HASH_BYTES);
+        if (el->lacks_state) /* its own starting state is not the job's */
+            q.state[0].step = q.state[1].step = -1;
         dist_elastic_assign a;
         manta_status st = dist_elastic_join(&r->cfg, &q, 2 * r->cfg.timeout_s + 30, &a, &err);
         if (st != MANTA_OK) {
