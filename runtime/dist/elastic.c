@@ -25,6 +25,8 @@
 #define ENTRY 8
 #define MAC 32
 #define T_JOIN 1
+/* The settle time of a round when all ranks of the ring but one came back (seconds). */
+#define ELASTIC_SETTLE_ONE 0.2
 
 /* ---- messages ------------------------------------------------------------------------------- */
 
@@ -278,26 +280,25 @@ int dist_elastic_watch(int *fd, const unsigned char *key, uint64_t generation)
 manta_status dist_elastic_bcast(ring_comm *c, int root, unsigned char *buf, size_t n,
                                 manta_err *err)
 {
-    const size_t chunk = (size_t)1 << 20; /* floats per allreduce */
+    const size_t chunk = (size_t)1 << 20; /* floats per allreduce, 3 bytes each */
     float *f = malloc(chunk * sizeof *f);
     if (!f)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "state transfer: out of memory");
     const int me = ring_rank(c);
     manta_status st = MANTA_OK;
-    for (size_t off = 0; off < n && st == MANTA_OK; off += 2 * chunk) {
-        const size_t m = n - off < 2 * chunk ? n - off : 2 * chunk, nf = (m + 1) / 2;
+    for (size_t off = 0; off < n && st == MANTA_OK; off += 3 * chunk) {
+        const size_t m = n - off < 3 * chunk ? n - off : 3 * chunk, nf = (m + 2) / 3;
         for (size_t i = 0; i < nf; i++) {
-            unsigned v = 0;
-            if (me == root)
-                v = buf[off + 2 * i] | (2 * i + 1 < m ? (unsigned)buf[off + 2 * i + 1] << 8 : 0u);
+            uint32_t v = 0; /* below 2^24: exact in a float, and so is any sum with zeros */
+            for (size_t k = 0; me == root && k < 3 && 3 * i + k < m; k++)
+                v |= (uint32_t)buf[off + 3 * i + k] << (8 * k);
             f[i] = (float)v;
         }
         st = ring_allreduce(c, f, nf, RING_SUM, err);
         for (size_t i = 0; st == MANTA_OK && me != root && i < nf; i++) {
-            const unsigned v = (unsigned)f[i];
-            buf[off + 2 * i] = (unsigned char)(v & 0xff);
-            if (2 * i + 1 < m)
-                buf[off + 2 * i + 1] = (unsigned char)(v >> 8);
+            const uint32_t v = (uint32_t)f[i];
+            for (size_t k = 0; k < 3 && 3 * i + k < m; k++)
+                buf[off + 3 * i + k] = (unsigned char)(v >> (8 * k));
         }
     }
     free(f);
@@ -832,10 +833,19 @@ manta_status dist_elastic_server_run(dist_elastic_server *s, const volatile sig_
             s->round_open = now;
         /* the first generation waits for every rank up to the deadline; later rounds close
          * when nobody else arrived for the settle time */
+        int back = 0; /* ranks of the running generation that came back */
+        for (int i = 0; i < s->n_pend; i++)
+            back += s->gen > 0 && s->pend[i].q.generation == s->gen;
         const int full = s->n_pend >= s->o.max_ranks ||
-                         (s->gen == 0 && s->o.expect > 0 && s->n_pend >= s->o.expect);
+                         (s->gen == 0 && s->o.expect > 0 && s->n_pend >= s->o.expect) ||
+                         (s->gen > 0 && back == s->world); /* all back: new ranks enter */
         const int enough = s->n_pend >= s->o.min_ranks;
-        const int settled = now - s->last_join >= (s->gen == 0 ? s->o.last_call_s : s->o.settle_s);
+        /* all but one back (one rank failed, the usual case): a short settle, in case a
+         * second one failed at the same time */
+        double settle = s->gen == 0 ? s->o.last_call_s : s->o.settle_s;
+        if (s->gen > 0 && back == s->world - 1 && settle > ELASTIC_SETTLE_ONE)
+            settle = ELASTIC_SETTLE_ONE;
+        const int settled = now - s->last_join >= settle;
         if (full || (enough && settled)) {
             form(s);
             continue;

@@ -11,7 +11,8 @@
  * step and the one before) with their BLAKE2b-256 hashes and sizes, the hash of the run's
  * settings ("spec") and the code version, and its ring listener. The service collects
  * JOINs into a *round*; a round closes when max ranks joined, or min ranks joined and no
- * one else arrived for the settle time (the first round: max or the expected number of
+ * one else arrived for the settle time (0.2 s at most when all ranks of the running
+ * generation but one came back; at once when all came back: new ranks enter; the first round: max or the expected number of
  * ranks, or min ranks and no one else for the last-call time). It then answers every member with an ASSIGN: the
  * new generation, the member's rank and world size, the ring table, the step S every rank
  * continues from, the rank whose state at S is the reference (its hash, size) and whether
@@ -135,9 +136,10 @@ int dist_elastic_watch(int *fd, const unsigned char *key, uint64_t generation);
 
 /**
  * Send @p n bytes of @p buf from rank @p root to every rank of @p c (collective: every rank
- * passes the same n and root; the others' buffers receive the bytes). The bytes travel two
- * per float as allreduce sums in which every rank but the root adds zeros, which is exact;
- * the ring's frame tags authenticate them. 4 bytes on the wire per 2 bytes of data.
+ * passes the same n and root; the others' buffers receive the bytes). The bytes travel three
+ * per float (an integer below 2^24) as allreduce sums in which every rank but the root adds
+ * zeros, which is exact; the ring's frame tags authenticate them. 4 bytes on the wire per 3
+ * bytes of data, in both directions of each link (reduce-scatter and all-gather).
  */
 manta_status dist_elastic_bcast(ring_comm *c, int root, unsigned char *buf, size_t n,
                                 manta_err *err);
