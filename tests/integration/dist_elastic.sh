@@ -4,9 +4,11 @@
 #  - 4 ranks, --nnodes 2:4: rank 2 is SIGKILLed after step 1; a new rank starts as soon as
 #    the ring without it formed and enters at the next step boundary with the state of rank
 #    0 (hash checked); rank 0 (which writes the metrics and checkpoints) is SIGKILLed as
-#    soon as the ring with the new rank formed; the job finishes its 4 steps and the
+#    soon as the ring with the new rank formed; the job finishes its 8 steps and the
 #    parameters are within 1e-5 (relative L2) of an uninterrupted 4-rank run on the same
 #    global batch; the first step without a killed rank completes within deadline + 2 s;
+#    metrics.jsonl holds a membership record of each ring rank 0 saw form (start, failure,
+#    join, failure);
 #  - bad input against a running job: a rank with another secret (the handshake fails), a
 #    rank with other settings (refused naming them), a rank stopped (SIGSTOP) until it is
 #    declared dead and then continued (refused, not merged);
@@ -56,9 +58,9 @@ first_step_after() {
 # ---- 4 ranks: rank 2 killed, a new rank joins, rank 0 killed ----
 port=$("$M" launch -n 1 --quiet -- sh -c 'echo $MASTER_PORT')
 export MANTA_JOB_ID=elastic-test MANTA_SECRET=0123456789abcdef0123456789abcdef
-"$M" launch -n 4 --quiet -- "$M" train $ARGS --stop-after 4 --out "$dir/four" >"$dir/four.log" 2>&1 ||
+"$M" launch -n 4 --quiet -- "$M" train $ARGS --stop-after 8 --out "$dir/four" >"$dir/four.log" 2>&1 ||
     { cat "$dir/four.log"; fail "4 ranks"; }
-"$M" launch --nnodes 2:4 --port "$port" -- "$M" train --elastic $ARGS --stop-after 4 --out "$dir/e" \
+"$M" launch --nnodes 2:4 --port "$port" -- "$M" train --elastic $ARGS --stop-after 8 --out "$dir/e" \
     >"$dir/e.log" 2>&1 &
 lp=$!
 pids="$pids $lp"
@@ -66,7 +68,7 @@ wait_for "$dir/e/metrics.jsonl" '"step":1,'
 kill_rank $lp 2 KILL
 t1=$(date +%s.%N)
 wait_for "$dir/e.log" 'rendezvous: generation 2: 3 rank(s)'
-MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$M" train --elastic $ARGS --stop-after 4 --out "$dir/e" \
+MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$M" train --elastic $ARGS --stop-after 8 --out "$dir/e" \
     >"$dir/joiner.log" 2>&1 &
 jp=$!
 pids="$pids $jp"
@@ -83,11 +85,14 @@ wait $lp || { cat "$dir/e.log"; fail "manta launch --nnodes exited non-zero"; }
 wait $jp || { cat "$dir/joiner.log"; fail "the new rank exited non-zero"; }
 grep -q 'rendezvous: generation 2: 3 rank(s) (was 4), continuing after step 1$' "$dir/e.log" ||
     { cat "$dir/e.log"; fail "no generation without rank 2"; }
-grep -q 'rendezvous: generation 3: 4 rank(s) (was 3), continuing after step [23], state sent' "$dir/e.log" ||
+grep -q 'rendezvous: generation 3: 4 rank(s) (was 3), continuing after step [0-9]*, state sent' "$dir/e.log" ||
     { cat "$dir/e.log"; fail "no generation with the new rank"; }
 grep -q 'rendezvous: generation 4: 3 rank(s) (was 4)' "$dir/e.log" || { cat "$dir/e.log"; fail "no generation without rank 0"; }
-grep -q 'received the state after step [23] from rank 0: [0-9]* bytes in .* s, hash checked' "$dir/joiner.log" ||
+grep -q 'received the state after step [0-9]* from rank 0: [0-9]* bytes in .* s, hash checked' "$dir/joiner.log" ||
     { cat "$dir/joiner.log"; fail "the new rank's state"; }
+causes=$(sed -n 's/.*"event":"membership".*"cause":"\([a-z]*\)".*/\1/p' "$dir/e/metrics.jsonl" | tr '\n' ' ')
+# (the record of the ring with the new rank is missing when rank 0 died before writing it)
+case "$causes" in "start failure join failure " | "start failure failure ") ;; *) false ;; esac || { cat "$dir/e/metrics.jsonl"; fail "membership records: $causes"; }
 grep -q 'the elastic job finished (2 of 4 ranks exited 0)' "$dir/e.log" || { cat "$dir/e.log"; fail "launch summary"; }
 d1=$(first_step_after "$t1")
 d2=$(first_step_after "$t2")

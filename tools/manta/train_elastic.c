@@ -38,6 +38,8 @@ struct train_elastic {
     long first_step;       /* the step this process started at */
     long stop_after;       /* --stop-after of the command line (0: none) */
     int lacks_state;       /* told to receive the state, not received yet: it holds none */
+    int world;             /* ranks of generation gen (0: none yet) */
+    bool joined;           /* the last ring was left for a new rank (not for a failure) */
     int watch_fd;          /* rank 0: the service's notices of waiting new ranks */
     unsigned char watch_key[DIST_KEY_BYTES];
 };
@@ -288,8 +290,12 @@ static int enter(train_run *r, dist_elastic_assign *a)
     struct train_elastic *el = r->el;
     manta_err err;
     manta_err_clear(&err);
+    const int was = el->world; /* for the membership record */
+    const bool joined = el->joined;
     el->gen = a->generation;
     el->rank = a->rank;
+    el->world = a->world;
+    el->joined = false; /* a failure from here on is the cause of the next ring */
     el->lacks_state = el->lacks_state || a->need_state;
     close_watch(el);
     el->watch_fd = a->watch_fd; /* rank 0 only */
@@ -334,6 +340,22 @@ static int enter(train_run *r, dist_elastic_assign *a)
     r->outputs_taken = r->outputs_taken || a->generation > 1 || r->o.resume;
     if (!train_outputs_open(r) || !train_prefetch_start(r) || !train_monitor_start(r))
         return 0;
+    if (r->rank == 0) { /* the membership record of docs/monitor.md */
+        manta_rec rec = {.kind = MANTA_REC_MEMBERSHIP};
+        rec.membership =
+            (manta_rec_membership){.time = manta_wall_time(),
+                                   .generation = (long)a->generation,
+                                   .world = a->world,
+                                   .was = was,
+                                   .step = (long)a->step,
+                                   .state_bytes = a->any_need ? (long long)a->ref.bytes : 0};
+        snprintf(rec.membership.cause, sizeof rec.membership.cause, "%s",
+                 !was     ? "start"
+                 : joined ? "join"
+                          : "failure");
+        const job_log l = {"manta train", r->metrics, r->rank, r->host, r->monitor};
+        job_write(&l, &rec);
+    }
     if (r->rank == 0) {
         if (a->generation == 1)
             train_print_start(r);
@@ -475,6 +497,7 @@ int train_elastic(train_run *r)
             if (rc != TRAIN_REFORM)
                 break;
             el->reform_started = r->join_pending ? 0 : cmd_now();
+            el->joined = r->join_pending;
             r->join_pending = false;
         }
         dp_destroy(r->dp);
