@@ -1,9 +1,9 @@
 /* The elastic rendezvous service (dist/elastic.h) on loopback: members as threads joining a
  * service thread. The first ring; a rank with another code version, other settings, another
- * secret; a failure round with a rank claimed twice; a rank declared dead coming back; a new
- * rank while a ring runs (rank 0 is told, the ring comes back, the new rank is told to take
- * the state of rank 0); fewer than MIN ranks stop the job; the state broadcast over a ring
- * gives every byte. All waits are bounded by 2-3 s deadlines. */
+ * secret; a new rank while a ring runs (rank 0 is told, the ring comes back, the new rank is
+ * told to take the state of rank 0); a failure round with a rank claimed twice and two states
+ * for one step; a rank declared dead coming back; fewer than MIN ranks stop the job; the
+ * state broadcast over a ring gives every byte. All waits are bounded by 2-3 s deadlines. */
 #define _DEFAULT_SOURCE
 
 #include <pthread.h>
@@ -205,8 +205,9 @@ static void test_rounds(void **state)
     dist_elastic_assign_free(&b.a);
     dist_elastic_assign_free(&n.a);
 
-    /* rank 2 failed: ranks 0 and 1 come back, and a second process claims rank 1 */
-    member_init(&a, &v, 0xa, 2, 1, 7, 1);
+    /* rank 2 failed: ranks 0 and 1 come back (rank 1 with another state for the same step:
+     * it is sent rank 0's), and a second process claims rank 1 */
+    member_init(&a, &v, 0xa, 2, 1, 7, 2);
     member_init(&b, &v, 0xb, 2, 0, 7, 1);
     member_start(&a);
     usleep(100000);
@@ -221,6 +222,9 @@ static void test_rounds(void **state)
     assert_int_equal(a.a.kind, DIST_ELASTIC_ASSIGN);
     assert_int_equal(a.a.generation, 3);
     assert_int_equal(a.a.world, 2);
+    assert_int_equal(a.a.need_state, 1);
+    assert_int_equal(b.a.need_state, 0);
+    assert_int_equal(a.a.ref.hash[0], 1);
     close(watch);
     dist_elastic_assign_free(&a.a);
     dist_elastic_assign_free(&b.a);
