@@ -314,7 +314,8 @@ typedef struct member {
     uint32_t addr;
     uint16_t port;
     char what[64];
-    int survivor; /* a member of the current generation */
+    int survivor;                /* a member of the current generation */
+    char note[DIST_ELASTIC_MSG]; /* told with its assignment ("" : nothing) */
 } member;
 
 struct dist_elastic_server {
@@ -652,6 +653,7 @@ static void form(dist_elastic_server *s)
         h[37] = (unsigned char)any_need;
         manta_le_put64(h + 40, ref.bytes);
         memcpy(h + 48, ref.hash, DIST_HASH_BYTES);
+        memcpy(h + 80, s->pend[i].note, DIST_ELASTIC_MSG - 1);
         answer(s, &s->pend[i], h, table, n, i == 0);
     }
     free(table);
@@ -708,11 +710,16 @@ static int admit(dist_elastic_server *s, member *m)
     if (q->generation > 0) {
         const int r = q->former_rank;
         if (q->generation < s->gen || r < 0 || r >= s->world || s->ids[r] != q->id) {
-            refuse(s, m, DIST_ELASTIC_REJECT,
-                   "rank %d of generation %" PRIu64 " was declared dead (generation %" PRIu64
-                   " formed without it); start it again as a new rank",
-                   r, q->generation, s->gen);
-            return 0;
+            /* a rank stopped (or too slow) until its ring formed again without it: never
+             * merged back as what it was; it enters as a new rank, its state checked by hash
+             * against the ring's (it is sent the ring's when it differs) */
+            snprintf(m->note, sizeof m->note,
+                     "rank %d of generation %" PRIu64 " was declared dead (generation %" PRIu64
+                     " formed without it): re-admitted as a new rank",
+                     r, q->generation, s->gen);
+            emit(s, "rendezvous: %s: %s", m->what, m->note);
+            m->q.generation = 0;
+            m->q.former_rank = -1;
         }
     }
     return 1;

@@ -36,9 +36,11 @@
  *
  * Refused at the JOIN (a REJECT naming the difference; the service goes on): another
  * spec or code version than the job's, a member id already waiting, a former rank already
- * claimed by another member (two ranks claiming the same rank), and a member of an older
- * generation that the service declared dead (it left the ring: it must start again as a
- * new rank, never merged silently). A wrong secret or job id fails the handshake.
+ * claimed by another member (two ranks claiming the same rank). A member of an older
+ * generation that the service declared dead (a ring formed without it: it was stopped, or
+ * came back later than the settle time) is never merged back as what it was: it is
+ * re-admitted as a new rank (the assignment's message says so), its state checked by hash
+ * against the ring's and replaced when it differs. A wrong secret or job id fails the handshake.
  *
  * Messages (little-endian, every one followed by HMAC-SHA256 under the connection's link
  * key over a direction label ("J" member to service, "A" service to member) and the body):
@@ -95,7 +97,8 @@ typedef struct dist_elastic_join_req {
 /** The service's answer. Free with dist_elastic_assign_free(). */
 typedef struct dist_elastic_assign {
     int kind;                   /**< 2 assign, 3 rejected, 4 job stopped */
-    char msg[DIST_ELASTIC_MSG]; /**< rejected / stopped: the reason */
+    char msg[DIST_ELASTIC_MSG]; /**< rejected / stopped: the reason; assigned: a note ("" or
+                                     why it enters as a new rank) */
     uint64_t generation;        /**< the new generation */
     int rank, world;            /**< this member's rank and the world size */
     int64_t step;               /**< every rank continues from the state after this many steps */

@@ -484,6 +484,8 @@ int train_elastic(train_run *r)
             rc = stopped(r, &a);
             break;
         }
+        if (a.msg[0])
+            fprintf(stderr, "manta train: %s\n", a.msg);
         int e = enter(r, &a);
         dist_elastic_assign_free(&a);
         if (e == 0)
