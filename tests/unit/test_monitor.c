@@ -541,6 +541,11 @@ static void test_prometheus(void **state)
     }
     assert_true(seen_changes);
     assert_true(seen_world);
+    cJSON *o = run_json(b, 1001); /* the run API says the same */
+    const cJSON *mb = cJSON_GetObjectItem(o, "membership");
+    assert_int_equal(cJSON_GetObjectItem(mb, "changes")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(mb, "world")->valueint, 4);
+    cJSON_Delete(o);
     assert_true(seen_ips_rank1);
     assert_true(seen_step);
     assert_true(seen_val);
