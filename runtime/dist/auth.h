@@ -33,8 +33,9 @@
 
 /** What a connection is for (part of the transcript, so keys of different uses never coincide). */
 typedef enum dist_link_kind {
-    DIST_LINK_RDZV = 1, /**< a rank to the rendezvous master (rank 0) */
-    DIST_LINK_RING = 2  /**< rank r to rank r+1 (data flows client -> server) */
+    DIST_LINK_RDZV = 1,   /**< a rank to the rendezvous master (rank 0) */
+    DIST_LINK_RING = 2,   /**< rank r to rank r+1 (data flows client -> server) */
+    DIST_LINK_ELASTIC = 3 /**< a rank to the elastic rendezvous service (elastic.h) */
 } dist_link_kind;
 
 /** What an authenticated client claimed (and proved) in its HELLO. */

@@ -72,6 +72,25 @@ static const char *menv(dist_getenv_fn env, void *ctx, manta_env_var v)
     return env(ctx, manta_env_name(v));
 }
 
+manta_status dist_parse_nnodes(const char *what, const char *v, int *min, int *max, manta_err *err)
+{
+    char *end;
+    long a = strtol(v, &end, 10), b = a;
+    if (end != v && *end == ':') {
+        const char *q = end + 1;
+        b = strtol(q, &end, 10);
+        if (end == q)
+            end = (char *)v;
+    }
+    if (end == v || *end || a < 1 || b < a || b > DIST_MAX_WORLD)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "%s='%s': expected N or MIN:MAX with 1 <= MIN <= MAX <= %d", what, v,
+                             DIST_MAX_WORLD);
+    *min = (int)a;
+    *max = (int)b;
+    return MANTA_OK;
+}
+
 manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx, manta_err *err)
 {
     if (!env)
@@ -106,6 +125,9 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
                                  v);
         snprintf(c->master_addr, sizeof c->master_addr, "%s", v);
     }
+    if ((v = env(ctx, "PET_NNODES")) != NULL &&
+        (st = dist_parse_nnodes("PET_NNODES", v, &c->min_nodes, &c->max_nodes, err)) != MANTA_OK)
+        return st;
     if ((v = env(ctx, "TORCHELASTIC_RUN_ID")) != NULL &&
         (st = set_job(c, "TORCHELASTIC_RUN_ID", v, err)) != MANTA_OK)
         return st;

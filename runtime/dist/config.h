@@ -22,6 +22,7 @@
  * | secret       | MANTA_SECRET, MANTA_SECRET_FILE   |                                | none      |
  * | frame_mac    | MANTA_FRAME_MAC (header, full)    |                                | header    |
  * | sock_buf     | MANTA_SOCKBUF (bytes, 0 = autotune) |                              | 0         |
+ * | min/max_nodes | PET_NNODES (N or MIN:MAX)        |                                | 0 (none)  |
  */
 #ifndef MANTA_DIST_CONFIG_H
 #define MANTA_DIST_CONFIG_H
@@ -65,6 +66,8 @@ typedef struct dist_config {
     double timeout_s;        /**< deadline of every blocking network operation, seconds */
     int sock_buf; /**< ring SO_SNDBUF/SO_RCVBUF in bytes; 0 = kernel autotuning (default) */
     dist_frame_mac frame_mac; /**< per-frame tag coverage on the ring */
+    int min_nodes, max_nodes; /**< elastic range from PET_NNODES (torchrun's --nnodes MIN:MAX);
+                                   0 when not given */
     dist_event_fn event;      /**< where rejections and warnings are reported; may be NULL */
     void *event_ctx;          /**< passed to @ref event */
 } dist_config;
@@ -84,6 +87,12 @@ void dist_config_init(dist_config *c);
  * @param ctx  passed to @p env.
  */
 manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx, manta_err *err);
+
+/**
+ * Parse an elastic range "N" or "MIN:MAX" (torchrun's --nnodes, PET_NNODES) into @p min and
+ * @p max, 1 <= min <= max <= DIST_MAX_WORLD. @p what names the source in the message.
+ */
+manta_status dist_parse_nnodes(const char *what, const char *v, int *min, int *max, manta_err *err);
 
 /**
  * Derive the key from a shared secret (BLAKE2b-256 of the bytes, domain-separated).

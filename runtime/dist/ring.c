@@ -920,6 +920,16 @@ manta_status ring_wait(ring_comm *c, ring_handle h, manta_err *err)
     return st;
 }
 
+int ring_failed(ring_comm *c)
+{
+    if (c->world == 1)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    int f = c->failed_from != UINT64_MAX;
+    pthread_mutex_unlock(&c->mu);
+    return f;
+}
+
 manta_status ring_allreduce(ring_comm *c, float *buf, size_t n, ring_redop op, manta_err *err)
 {
     ring_handle h;
@@ -980,12 +990,12 @@ static manta_status accept_prev(ring_comm *c, int lfd, double deadline, manta_er
     }
 }
 
-manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err)
+/* A communicator with nothing connected yet. */
+static ring_comm *ring_alloc(const dist_config *cfg)
 {
-    *out = NULL;
     ring_comm *c = calloc(1, sizeof *c);
     if (!c)
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory");
+        return NULL;
     c->cfg = *cfg;
     c->send_fd = c->recv_fd = -1;
     c->wake_s[0] = c->wake_s[1] = c->wake_r[0] = c->wake_r[1] = -1;
@@ -995,12 +1005,48 @@ manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work, NULL);
     pthread_cond_init(&c->done, NULL);
+    return c;
+}
+
+static manta_status ring_connect(ring_comm *c, dist_rdzv *rzp, ring_comm **out, manta_err *err);
+
+manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err)
+{
+    *out = NULL;
+    ring_comm *c = ring_alloc(cfg);
+    if (!c)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory");
     dist_rdzv rz;
     manta_status st = dist_rendezvous(&c->cfg, &rz, err);
     if (st != MANTA_OK) {
         ring_destroy(c);
         return st;
     }
+    return ring_connect(c, &rz, out, err);
+}
+
+manta_status ring_create_from(const dist_config *cfg, dist_rdzv *rz, ring_comm **out,
+                              manta_err *err)
+{
+    *out = NULL;
+    ring_comm *c = ring_alloc(cfg);
+    if (!c) {
+        dist_rdzv_free(rz);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory");
+    }
+    c->cfg.rank = rz->rank;
+    c->cfg.world_size = rz->world;
+    return ring_connect(c, rz, out, err);
+}
+
+/* Connect @p c around the ring of the rendezvous result @p rzp (consumed) and start its
+ * threads; frees @p c on failure. */
+static manta_status ring_connect(ring_comm *c, dist_rdzv *rzp, ring_comm **out, manta_err *err)
+{
+    dist_rdzv rz = *rzp;
+    rzp->peers = NULL;
+    rzp->ring_fd = -1;
+    manta_status st = MANTA_OK;
     c->rank = rz.rank;
     c->world = rz.world;
     c->peers = rz.peers;

@@ -50,6 +50,7 @@
 
 #include "core/status.h"
 #include "dist/config.h"
+#include "dist/rendezvous.h"
 
 /** Largest segment payload on the wire. */
 #define RING_SEG_BYTES (1u << 20)
@@ -84,6 +85,19 @@ typedef struct ring_stats {
  * @param err  names the failing step, peer and cause.
  */
 manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err);
+
+/**
+ * Connect the ring of a rendezvous made elsewhere (the elastic service, elastic.h): @p rz
+ * gives this rank, the world size, every rank's ring listener and this rank's listening
+ * socket; it is consumed (freed, also on failure). cfg->rank and world_size are ignored
+ * (taken from @p rz); everything else of @p cfg (secret, job id, deadline) applies.
+ */
+manta_status ring_create_from(const dist_config *cfg, dist_rdzv *rz, ring_comm **out,
+                              manta_err *err);
+
+/** Whether the communicator has failed (every call now returns its error): a peer died,
+ *  stalled past the deadline or sent garbage. */
+int ring_failed(ring_comm *c);
 
 /** This rank. */
 int ring_rank(const ring_comm *c);
