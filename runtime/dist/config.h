@@ -44,6 +44,21 @@ typedef enum dist_frame_mac {
     DIST_MAC_FULL = 1    /**< Poly1305 over header and payload (integrity of the data too) */
 } dist_frame_mac;
 
+/** Encoding of the gradient allreduces' payload on the ring (dist/wire.h; --compress, --aggregate). */
+typedef enum dist_wire {
+    DIST_WIRE_F32 = 0,  /**< float32 (default) */
+    DIST_WIRE_FP16 = 1, /**< IEEE binary16, float32 accumulation at every hop */
+    DIST_WIRE_BF16 = 2, /**< bfloat16, float32 accumulation at every hop */
+    DIST_WIRE_INT8 = 3, /**< int8 with a scale per segment and error feedback */
+    DIST_WIRE_FIXED = 4 /**< int32 fixed point with a scale agreed per allreduce: exact sums */
+} dist_wire;
+
+/** Number of dist_wire values. */
+#define DIST_WIRE_COUNT 5
+
+/** The --compress / --aggregate name of @p w: "none", "fp16", "bf16", "int8", "fixed". */
+const char *dist_wire_name(dist_wire w);
+
 /** Optional sink for events the layer reports (rejected peers, warnings). Called from any thread. */
 typedef void (*dist_event_fn)(void *ctx, const char *line);
 
@@ -65,8 +80,10 @@ typedef struct dist_config {
     double timeout_s;        /**< deadline of every blocking network operation, seconds */
     int sock_buf; /**< ring SO_SNDBUF/SO_RCVBUF in bytes; 0 = kernel autotuning (default) */
     dist_frame_mac frame_mac; /**< per-frame tag coverage on the ring */
-    dist_event_fn event;      /**< where rejections and warnings are reported; may be NULL */
-    void *event_ctx;          /**< passed to @ref event */
+    dist_wire wire; /**< encoding of the gradient allreduces (every rank must agree: the rendezvous
+                         refuses a rank with another) */
+    dist_event_fn event; /**< where rejections and warnings are reported; may be NULL */
+    void *event_ctx;     /**< passed to @ref event */
 } dist_config;
 
 /** Look-up of one environment variable: returns its value or NULL. */

@@ -33,6 +33,20 @@
  * (float)N once, by rank c, before the all-gather. ring_reference() computes
  * the same thing serially.
  *
+ * Encodings (ring_allreduce_wire_async(), dist/wire.h): with fp16, bf16 or int8
+ * every rank encodes its partial sum before sending it (reduce-scatter), the
+ * receiver decodes it and adds its own float32 value in the order above; the
+ * rank that completes chunk c encodes it once, keeps the decoded values (so
+ * every rank holds the same bits) and the all-gather forwards the encoded
+ * bytes unchanged; the average divides after decoding, on every rank. int8's
+ * rounding errors (every hop's and the final one) are added to the caller's
+ * residual, which is added to the buffer at the start of the next allreduce
+ * with it (error feedback: nothing is lost, only delayed). Fixed point: an
+ * allreduce-max of every rank's largest magnitude first (float32, N elements),
+ * then the int32 values are summed exactly and decoded on every rank: the same
+ * bits for any order of the ranks. The frame's flags byte names the encoding,
+ * so ranks that disagree fail on the first frame naming both.
+ *
  * Failures: every wait is bounded by the configured deadline (no progress on
  * the ring for timeout_s seconds). The rank that detects a failure sends an
  * ABORT frame naming the failed rank downstream, and every rank forwards it,
@@ -59,7 +73,8 @@
 /** Reduction applied by an allreduce. */
 typedef enum ring_redop {
     RING_SUM = 0, /**< element-wise sum */
-    RING_AVG = 1  /**< element-wise sum divided by the world size */
+    RING_AVG = 1, /**< element-wise sum divided by the world size */
+    RING_MAX = 2  /**< element-wise maximum (NaN wins); float32 encoding only */
 } ring_redop;
 
 /** Ticket of an asynchronous allreduce, passed to ring_wait(). */
@@ -110,6 +125,22 @@ manta_status ring_allreduce_async(ring_comm *c, float *buf, size_t n, ring_redop
  * @return MANTA_OK when it completed; the communicator's error otherwise.
  */
 manta_status ring_wait(ring_comm *c, ring_handle h, manta_err *err);
+
+/**
+ * ring_allreduce_async() with the payload in encoding @p wire (dist/wire.h; DIST_WIRE_F32:
+ * the same as ring_allreduce_async()). @p residual (n floats, may be NULL) is int8's error
+ * feedback: added to @p buf before the allreduce and set to what it rounded away (keep it
+ * untouched until ring_wait()); ignored by the other encodings. With one rank nothing is
+ * encoded. The allreduce is exact for DIST_WIRE_FIXED up to the scale (wire.h), and NaN
+ * everywhere when a rank holds an infinite or NaN value.
+ * @return MANTA_ERR_INVALID_ARG for an unknown encoding or RING_MAX with one other than float32.
+ */
+manta_status ring_allreduce_wire_async(ring_comm *c, float *buf, size_t n, ring_redop op,
+                                       dist_wire wire, float *residual, ring_handle *h,
+                                       manta_err *err);
+
+/** The job's encoding of gradient allreduces (dist_config.wire, agreed at the rendezvous). */
+dist_wire ring_wire(const ring_comm *c);
 
 /** ring_allreduce_async() followed by ring_wait(). */
 manta_status ring_allreduce(ring_comm *c, float *buf, size_t n, ring_redop op, manta_err *err);

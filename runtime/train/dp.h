@@ -185,4 +185,25 @@ int dp_rank_figures_get(const dp_trainer *p, dp_rank_figures *out, int cap);
  */
 manta_status dp_check(dp_trainer *p, long step, unsigned char hash[DP_HASH_BYTES], manta_err *err);
 
+/**
+ * int8 error feedback (the ring's encoding DIST_WIRE_INT8, several ranks): the floats of this
+ * rank's residual over the decayed gradients [0, n_decay) (what the allreduces rounded away,
+ * sent with the next step's gradients); 0 for any other encoding or one rank. Every rank's
+ * differs, so a checkpoint stores all of them for an exact resume.
+ */
+size_t dp_ef_count(const dp_trainer *p);
+
+/**
+ * Every rank's residual, in rank order, into @p all (ranks x dp_ef_count() floats; may be
+ * NULL on ranks that do not keep it). Collective over the ranks (an allreduce of that many
+ * floats); nothing to do when dp_ef_count() is 0.
+ */
+manta_status dp_ef_gather(dp_trainer *p, float *all, manta_err *err);
+
+/**
+ * This rank's residual from @p all (@p count floats as dp_ef_gather() wrote them).
+ * @return MANTA_ERR_INVALID_ARG when @p count is not ranks x dp_ef_count() (another world size).
+ */
+manta_status dp_ef_load(dp_trainer *p, const float *all, size_t count, manta_err *err);
+
 #endif
