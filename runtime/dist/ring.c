@@ -180,9 +180,9 @@ typedef struct xfer {
 
 static void peer_name(const ring_comm *c, int r, char *out, size_t cap)
 {
-    char a[16];
-    dist_ipv4_str(c->peers[r].addr, a);
-    snprintf(out, cap, "rank %d (%s:%u)", r, a, (unsigned)c->peers[r].port);
+    char a[DIST_ADDR_STR];
+    dist_addr_port_str(&c->peers[r].addr, c->peers[r].port, a);
+    snprintf(out, cap, "rank %d (%s)", r, a);
 }
 
 /* Where the ring is: "allreduce op 3 (step 1, frame seq 17)". */
@@ -359,14 +359,14 @@ static manta_status reverse_abort(xfer *x, manta_err *err)
     if (sodium_memcmp(tag, head + RING_HDR_BYTES, RING_TAG_BYTES) != 0)
         return MANTA_OK;
     sanitize(msg, f.length);
-    char q[64], w[128];
+    char q[80], w[128];
     peer_name(c, c->next, q, sizeof q);
     where(x, 0, w, sizeof w);
     int origin = (int)f.step < c->world ? (int)f.step : c->next;
     if (origin == c->rank && x->ru < x->U) {
         /* The next rank timed out waiting for this one, but this rank is alive and itself still
          * waits for data from its previous rank: the stall is upstream, name that rank. */
-        char p[64];
+        char p[80];
         peer_name(c, c->prev, p, sizeof p);
         return fail(x, err, c->prev, 1,
                     "%s: %s stalled: no data from it, and %s timed out waiting for this rank", w, p,
@@ -393,7 +393,7 @@ static manta_status do_sends(xfer *x, int *progress, manta_err *err)
         if (rc == 0)
             return MANTA_OK;
         if (rc < 0) {
-            char p[64], w[128];
+            char p[80], w[128];
             int e = errno;
             if (reverse_abort(x, err) != MANTA_OK)
                 return MANTA_ERR_IO;
@@ -418,7 +418,7 @@ static manta_status do_sends(xfer *x, int *progress, manta_err *err)
 static manta_status check_head(xfer *x, manta_err *err)
 {
     ring_comm *c = x->c;
-    char p[64], w[128];
+    char p[80], w[128];
     peer_name(c, c->prev, p, sizeof p);
     where(x, 1, w, sizeof w);
     ring_frame *f = &x->r_f;
@@ -498,7 +498,7 @@ static manta_status finish_frame(xfer *x, manta_err *err)
         unsigned char tag[RING_TAG_BYTES];
         ring_frame_tag(c->recv_key, c->recv_seq, x->r_head, x->r_dst, x->r_plen, tag);
         if (sodium_memcmp(tag, x->r_head + RING_HDR_BYTES, RING_TAG_BYTES) != 0) {
-            char p[64], w[128];
+            char p[80], w[128];
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
             return fail(x, err, c->prev, 0,
@@ -508,7 +508,7 @@ static manta_status finish_frame(xfer *x, manta_err *err)
     if (x->r_abort) {
         /* Printable characters only: the text goes to the user's terminal. */
         sanitize(x->abort_msg, x->r_plen);
-        char p[64], w[128];
+        char p[80], w[128];
         peer_name(c, c->prev, p, sizeof p);
         where(x, 1, w, sizeof w);
         int origin = (int)x->r_f.step < c->world ? (int)x->r_f.step : c->prev;
@@ -572,7 +572,7 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
         }
         ssize_t r = want ? recv(c->recv_fd, dst, want, MSG_DONTWAIT) : 0;
         if (want && r == 0) {
-            char p[64], w[128];
+            char p[80], w[128];
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
             return fail(x, err, c->prev, 2, "%s: %s closed the connection%s", w, p,
@@ -581,7 +581,7 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
         if (want && r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return MANTA_OK;
-            char p[64], w[128];
+            char p[80], w[128];
             int e = errno;
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
@@ -710,7 +710,7 @@ static manta_status send_loop(xfer *x)
         }
         double left = last + timeout - now;
         if (on_socket && left <= 0) {
-            char q[64], w[128];
+            char q[80], w[128];
             peer_name(c, c->next, q, sizeof q);
             where(x, 0, w, sizeof w);
             return fail(x, err, c->next, 1,
@@ -733,7 +733,7 @@ static manta_status send_loop(xfer *x)
             ssize_t r = recv(c->send_fd, &tmp, 1, MSG_DONTWAIT | MSG_PEEK);
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
                 r > 0) {
-                char q[64], w[128];
+                char q[80], w[128];
                 if ((st = reverse_abort(x, err)) != MANTA_OK)
                     return st;
                 peer_name(c, c->next, q, sizeof q);
@@ -768,7 +768,7 @@ static manta_status recv_loop(xfer *x)
         }
         double left = last + timeout - now;
         if (left <= 0) {
-            char p[64], w[128];
+            char p[80], w[128];
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
             return fail(x, err, c->prev, 0, "%s: timed out after %.3g s waiting for data from %s",
@@ -847,7 +847,7 @@ static manta_status run_xfer(ring_comm *c, uint64_t op, float *buf, size_t n, ri
     if (by) {
         side_err *se = by == 1 ? &x->rs : &x->ss;
         st = manta_err_set(err, MANTA_ERR_IO, "%s", se->e.msg);
-        char text[RING_ABORT_MAX + 1], me[64];
+        char text[RING_ABORT_MAX + 1], me[80];
         if (se->got_abort) {
             snprintf(text, sizeof text, "%s", se->text);
         } else {
@@ -1090,7 +1090,7 @@ static manta_status connect_next(ring_comm *c, double deadline, manta_err *err)
 {
     char what[96];
     peer_name(c, c->next, what, sizeof what);
-    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, c->cfg.sock_buf,
+    manta_status st = dist_connect(&c->peers[c->next].addr, c->peers[c->next].port, c->cfg.sock_buf,
                                    deadline, what, &c->send_fd, err);
     if (st != MANTA_OK)
         return st;
@@ -1105,7 +1105,7 @@ static manta_status accept_prev(ring_comm *c, int lfd, double deadline, manta_er
     char last[MANTA_ERR_MSG_MAX / 2] = "";
     for (;;) {
         int fd = -1;
-        uint32_t pa;
+        dist_addr pa;
         uint16_t pp;
         manta_err e2;
         if (dist_accept(lfd, deadline, &fd, &pa, &pp, &e2) != MANTA_OK) {
@@ -1115,9 +1115,9 @@ static manta_status accept_prev(ring_comm *c, int lfd, double deadline, manta_er
                 err, MANTA_ERR_IO, "ring setup: %s did not connect within %.3g s%s%s%s", p,
                 c->cfg.timeout_s, rejected ? "; rejected connections, the last: " : "", last, "");
         }
-        char pas[16], what[64];
-        dist_ipv4_str(pa, pas);
-        snprintf(what, sizeof what, "ring connection from %s:%u", pas, (unsigned)pp);
+        char pas[DIST_ADDR_STR], what[96];
+        dist_addr_port_str(&pa, pp, pas);
+        snprintf(what, sizeof what, "ring connection from %s", pas);
         double hs = dist_now() + (c->cfg.timeout_s < 10.0 ? c->cfg.timeout_s : 10.0);
         dist_hello h;
         if (dist_auth_server(fd, &c->cfg, DIST_LINK_RING, c->prev, NULL,

@@ -17,6 +17,8 @@
 #include "monitor/model.h"
 
 const char *const JOB_MODES[] = {"data", "subnet", NULL};
+const char *const JOB_COMPRESS[] = {"none", "fp16", "bf16", "int8", NULL};
+const char *const JOB_AGGREGATE[] = {"float", "fixed", NULL};
 
 /* Set by SIGINT/SIGTERM (job_stop_signals()). */
 static volatile sig_atomic_t stop_requested;
@@ -39,7 +41,11 @@ volatile sig_atomic_t *job_stop_signals(void)
 
 void job_opts_init(job_opts *j)
 {
-    *j = (job_opts){.mode = "data", .sync_check = 100, .net = DIST_OVERRIDE_NONE};
+    *j = (job_opts){.mode = "data",
+                    .compress = "none",
+                    .aggregate = "float",
+                    .sync_check = 100,
+                    .net = DIST_OVERRIDE_NONE};
     mon_alert_opts_default(&j->alerts);
 }
 
@@ -62,6 +68,19 @@ int job_config(const char *cmd, job_opts *j, dist_config *cfg)
         fprintf(stderr, "%s: %s\n", cmd, err.msg);
         return 0;
     }
+    if (!strcmp(j->aggregate, "fixed") && strcmp(j->compress, "none")) {
+        fprintf(stderr,
+                "%s: --aggregate fixed sends exact int32 fixed-point sums and cannot be combined "
+                "with --compress %s (choose one)\n",
+                cmd, j->compress);
+        return 0;
+    }
+    cfg->wire = DIST_WIRE_F32;
+    if (!strcmp(j->aggregate, "fixed"))
+        cfg->wire = DIST_WIRE_FIXED;
+    for (int w = 1; w < DIST_WIRE_COUNT; w++)
+        if (!strcmp(j->compress, dist_wire_name((dist_wire)w)))
+            cfg->wire = (dist_wire)w;
     cfg->event = job_print_event;
     return 1;
 }

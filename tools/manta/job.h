@@ -25,6 +25,8 @@
 typedef struct job_opts {
     const char *device, *devices; /* --device SPEC, --devices LIST */
     const char *mode;             /* --mode data|subnet */
+    const char *compress;         /* --compress none|fp16|bf16|int8 */
+    const char *aggregate;        /* --aggregate float|fixed */
     long sync_check;              /* --sync-check N: replica hash comparison every N steps */
     const char *monitor;          /* --monitor [ADDR:]PORT: rank 0 serves the live page */
     const char *on_alert;         /* --on-alert CMD */
@@ -36,6 +38,8 @@ typedef struct job_opts {
 void job_opts_init(job_opts *j);
 
 extern const char *const JOB_MODES[];
+extern const char *const JOB_COMPRESS[];
+extern const char *const JOB_AGGREGATE[];
 
 /** The opt_def entries of a job_opts *j (tools/common/opts.h), for an option table. */
 #define JOB_OPT_DEFS(j)                                                                           \
@@ -55,6 +59,19 @@ extern const char *const JOB_MODES[];
          .metavar = "data|subnet",                                                                \
          .help = "with several devices or ranks (default data; see above)",                       \
          .choices = JOB_MODES},                                                                   \
+        {.name = "compress",                                                                      \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->compress,                                                                  \
+         .metavar = "none|fp16|bf16|int8",                                                        \
+         .help = "gradients on the ring: float32 (none, default), 16-bit, or int8 with error "    \
+                 "feedback",                                                                      \
+         .choices = JOB_COMPRESS},                                                                \
+        {.name = "aggregate",                                                                     \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->aggregate,                                                                 \
+         .metavar = "float|fixed",                                                                \
+         .help = "fixed: exact int32 fixed-point gradient sums, the same bits in any rank order", \
+         .choices = JOB_AGGREGATE},                                                               \
         {.name = "sync-check",                                                                    \
          .kind = OPT_LONG,                                                                        \
          .dest = &(j)->sync_check,                                                                \
