@@ -140,6 +140,13 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
                                  "MANTA_SOCKBUF='%s': expected bytes in [0, 2^30]", v);
         c->sock_buf = (int)b;
     }
+    if ((v = menv(env, ctx, MANTA_ENV_RING_ORDER)) != NULL) {
+        if (strlen(v) >= sizeof c->ring_order)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "MANTA_RING_ORDER: longer than %zu characters",
+                                 sizeof c->ring_order - 1);
+        snprintf(c->ring_order, sizeof c->ring_order, "%s", v);
+    }
     if ((v = menv(env, ctx, MANTA_ENV_FRAME_MAC)) != NULL) {
         if (!strcmp(v, "header"))
             c->frame_mac = DIST_MAC_HEADER;

@@ -22,6 +22,7 @@
  * | secret       | MANTA_SECRET, MANTA_SECRET_FILE   |                                | none      |
  * | frame_mac    | MANTA_FRAME_MAC (header, full)    |                                | header    |
  * | sock_buf     | MANTA_SOCKBUF (bytes, 0 = autotune) |                              | 0         |
+ * | ring_order   | MANTA_RING_ORDER (e.g. "2,0,1")   |                                | 0..N-1    |
  */
 #ifndef MANTA_DIST_CONFIG_H
 #define MANTA_DIST_CONFIG_H
@@ -67,12 +68,13 @@ typedef struct dist_config {
     int rank;              /**< this rank, 0 <= rank < world_size */
     int world_size;        /**< number of ranks, 1 .. DIST_MAX_WORLD */
     int local_rank;        /**< rank within this host (informational) */
-    char master_addr[256]; /**< rendezvous host or IPv4 address (rank 0 listens there) */
+    char master_addr[256]; /**< rendezvous host name, IPv4 or IPv6 address (rank 0 listens there) */
     int master_port;       /**< rendezvous TCP port, 1..65535 */
     int rdzv_bind_all;     /**< rank 0 binds the rendezvous to 0.0.0.0 instead of master_addr */
-    char iface[64];        /**< interface whose IPv4 address the ring uses; "" = route to master */
-    char ring_addr[64];    /**< explicit IPv4 address for the ring listener; overrides iface */
-    int ring_port;         /**< ring listener port; 0 = ephemeral */
+    char iface[64];        /**< interface whose address (the master's family) the ring uses; "" =
+                             the route to the master */
+    char ring_addr[64]; /**< explicit IPv4 or IPv6 address for the ring listener; overrides iface */
+    int ring_port;      /**< ring listener port; 0 = ephemeral */
     char job_id[DIST_JOB_MAX]; /**< distinguishes runs; part of every authentication */
     unsigned char
         key[DIST_KEY_BYTES]; /**< derived from the shared secret (dist_config_set_secret) */
@@ -80,6 +82,8 @@ typedef struct dist_config {
     double timeout_s;        /**< deadline of every blocking network operation, seconds */
     int sock_buf; /**< ring SO_SNDBUF/SO_RCVBUF in bytes; 0 = kernel autotuning (default) */
     dist_frame_mac frame_mac; /**< per-frame tag coverage on the ring */
+    char ring_order[256];     /**< the ranks in their order around the ring ("2,0,1"); "" = by rank.
+                               Checked by ring_create() (a permutation of 0..N-1) */
     dist_wire wire; /**< encoding of the gradient allreduces (every rank must agree: the rendezvous
                          refuses a rank with another) */
     dist_event_fn event; /**< where rejections and warnings are reported; may be NULL */

@@ -37,6 +37,7 @@ typedef struct ring_req {
 struct ring_comm {
     dist_config cfg;
     int rank, world, next, prev;
+    int pos; /* this rank's position around the ring (MANTA_RING_ORDER; the rank by default) */
     dist_peer *peers;
     int send_fd, recv_fd;
     unsigned char send_key[DIST_KEY_BYTES], recv_key[DIST_KEY_BYTES];
@@ -236,7 +237,7 @@ static void unit_range(const xfer *x, uint64_t u, int recv_side, size_t *off, si
                        int *step, uint64_t *seg)
 {
     const ring_comm *c = x->c;
-    int N = c->world, r = c->rank;
+    int N = c->world, r = c->pos;
     uint64_t s = u / x->K, j = u % x->K;
     int chunk;
     if (s < (uint64_t)(N - 1))
@@ -984,6 +985,41 @@ static void *comm_main(void *arg)
     return NULL;
 }
 
+manta_status ring_parse_order(const char *text, int world, int *order, manta_err *err)
+{
+    for (int p = 0; p < world; p++)
+        order[p] = p;
+    if (!text || !text[0])
+        return MANTA_OK;
+    unsigned char *seen = calloc((size_t)world, 1);
+    if (!seen)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring order: out of memory");
+    const char *s = text;
+    int n = 0;
+    manta_status st = MANTA_OK;
+    while (st == MANTA_OK && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v >= world || n >= world || seen[v] || (*end && *end != ','))
+            st = MANTA_ERR_INVALID_ARG;
+        else {
+            seen[v] = 1;
+            order[n++] = (int)v;
+            s = *end ? end + 1 : end;
+        }
+    }
+    free(seen);
+    if (st != MANTA_OK || n != world) {
+        for (int p = 0; p < world; p++)
+            order[p] = p;
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "MANTA_RING_ORDER '%s': expected every rank 0..%d once, separated by "
+                             "commas",
+                             text, world - 1);
+    }
+    return MANTA_OK;
+}
+
 int ring_rank(const ring_comm *c) { return c->rank; }
 int ring_size(const ring_comm *c) { return c->world; }
 const char *ring_warning(const ring_comm *c) { return c->warning[0] ? c->warning : NULL; }
@@ -1168,11 +1204,28 @@ manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err
         *out = c;
         return MANTA_OK;
     }
-    c->next = (c->rank + 1) % c->world;
-    c->prev = (c->rank + c->world - 1) % c->world;
+    int *order = malloc((size_t)c->world * sizeof *order);
+    if (!order) {
+        dist_rdzv_free(&rz);
+        ring_destroy(c);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory");
+    }
+    st = ring_parse_order(c->cfg.ring_order, c->world, order, err);
+    for (int p = 0; p < c->world; p++)
+        if (order[p] == c->rank)
+            c->pos = p;
+    c->next = order[(c->pos + 1) % c->world];
+    c->prev = order[(c->pos + c->world - 1) % c->world];
+    free(order);
+    if (st != MANTA_OK) {
+        dist_rdzv_free(&rz);
+        ring_destroy(c);
+        return st;
+    }
     double deadline = dist_now() + c->cfg.timeout_s;
-    /* Rank 0 connects first, every other rank accepts first: the handshakes run once around the ring. */
-    if (c->rank == 0) {
+    /* Position 0 connects first, every other rank accepts first: the handshakes run once
+     * around the ring. */
+    if (c->pos == 0) {
         st = connect_next(c, deadline, err);
         if (st == MANTA_OK)
             st = accept_prev(c, rz.ring_fd, deadline, err);

@@ -9,9 +9,12 @@
  * schedule allows. Sending and receiving so proceed in parallel, and the
  * caller's thread only queues and waits.
  *
- * Topology: rank r sends to rank r+1 and receives from rank r-1 (mod N), one
+ * Topology: the ranks stand around the ring in the order of cfg->ring_order
+ * (MANTA_RING_ORDER, e.g. "2,0,1"; by rank when empty); the rank at position p
+ * sends to the one at p+1 and receives from the one at p-1 (mod N), one
  * authenticated TCP connection per direction of the ring (TCP_NODELAY, 4 MiB
- * socket buffers).
+ * socket buffers). Below, "rank c" in the layout and the reduction order
+ * means the rank at position c.
  *
  * Algorithm (bandwidth-optimal): the n elements are cut into N chunks, chunk c
  * = [c*q + min(c, m), ...) with q = n / N, m = n % N (the first m chunks have
@@ -157,6 +160,13 @@ void ring_destroy(ring_comm *c);
  * @p out may alias none of the inputs.
  */
 void ring_reference(const float *const *inputs, int world, size_t n, ring_redop op, float *out);
+
+/**
+ * The ranks in their ring order from @p text ("2,0,1"; NULL or "": 0..world-1) into @p order
+ * (world ints; 0..world-1 after an error).
+ * @return MANTA_ERR_INVALID_ARG unless every rank 0..world-1 appears exactly once.
+ */
+manta_status ring_parse_order(const char *text, int world, int *order, manta_err *err);
 
 /** First element of chunk @p c of n elements over @p world ranks (c may be world: returns n). */
 size_t ring_chunk_begin(size_t n, int world, int c);

@@ -368,7 +368,20 @@ static void run_replica(dp_trainer *p, int i)
                 st = issue_bucket(p, b);
             manta_err re;
             manta_err_clear(&re);
-            if (st == MANTA_OK) {
+            if (st == MANTA_OK && p->wire == DIST_WIRE_FIXED) {
+                /* fixed point: batch norm and biases exact too, the figures in float32 */
+                ring_handle h;
+                st = ring_allreduce_wire_async(p->ring, p->gsum + p->n_decay,
+                                               p->n_params - p->n_decay, RING_SUM, p->wire, NULL,
+                                               &h, &re);
+                if (st == MANTA_OK)
+                    st = ring_wait(p->ring, h, &re);
+                if (st == MANTA_OK)
+                    st = ring_allreduce(p->ring, p->gsum + p->n_params, p->tail, RING_SUM, &re);
+                if (st != MANTA_OK)
+                    fail(p, st, "rank %d: step %ld: gradient allreduce: %s", p->rank, step + 1,
+                         re.msg);
+            } else if (st == MANTA_OK) {
                 st = ring_allreduce(p->ring, p->gsum + p->n_decay,
                                     p->n_params - p->n_decay + p->tail, RING_SUM, &re);
                 if (st != MANTA_OK)

@@ -40,6 +40,12 @@
  * and their order are the same with and without overlap, so for a given bucket size and
  * number of ranks the results are bit-identical.
  *
+ * Encodings (the ring's, ring_wire(): --compress, --aggregate): the bucket allreduces travel
+ * in it; the batch-norm and bias gradients with the figures stay float32 (small), except
+ * with DIST_WIRE_FIXED, where they are one more fixed-point allreduce (the figures a float32
+ * one after it), so that every gradient sum is exact and the same for any order of the
+ * ranks around the ring. int8 keeps its error feedback per rank (dp_ef_count()).
+ *
  * Failures: a failing device, a ring error (a dead or stalled rank, within the ring's
  * deadline) or a replica mismatch fail the call with a message naming the device, rank and
  * step; afterwards the object is unusable (every later call returns the same error).

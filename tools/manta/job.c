@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/strbuf.h"
 #include "monitor/model.h"
+#include "train/checkpoint.h"
 
 const char *const JOB_MODES[] = {"data", "subnet", NULL};
 const char *const JOB_COMPRESS[] = {"none", "fp16", "bf16", "int8", NULL};
@@ -191,6 +192,40 @@ void job_leave(dp_trainer *dp, ring_comm *ring, mcl_dev **devs, int n_dev, dist_
     for (int i = 0; i < n_dev; i++)
         mcl_close(devs[i]);
     sodium_memzero(cfg->key, sizeof cfg->key);
+}
+
+manta_status job_ef_gather(dp_trainer *dp, int rank, float **ef, size_t *n, manta_err *err)
+{
+    const size_t per = dp_ef_count(dp);
+    if (!per)
+        return MANTA_OK;
+    const size_t all = per * (size_t)(dp_replicas(dp) / dp_local_replicas(dp));
+    if (rank == 0 && !*ef && !(*ef = malloc(all * sizeof **ef)))
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "error feedback: out of host memory");
+    MANTA_TRY(dp_ef_gather(dp, rank == 0 ? *ef : NULL, err));
+    if (rank == 0)
+        *n = all;
+    return MANTA_OK;
+}
+
+bool job_ef_resume(const char *cmd, dp_trainer *dp, const char *ckpt)
+{
+    if (!dp_ef_count(dp))
+        return true;
+    float *all = NULL;
+    size_t n = 0;
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = train_ckpt_read_ef(ckpt, &all, &n, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
+        return false;
+    }
+    if (!all || dp_ef_load(dp, all, n, &err) != MANTA_OK)
+        fprintf(stderr, "%s: %s: %s: the int8 error feedback starts from zero\n", cmd, ckpt,
+                all ? err.msg : "no error feedback saved (another --compress)");
+    free(all);
+    return true;
 }
 
 void job_write(const job_log *l, const manta_rec *r)

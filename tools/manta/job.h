@@ -195,6 +195,16 @@ void job_outputs_close(const char *cmd, mon_server *monitor, FILE *metrics, mant
  *  job's key wiped from @p cfg. NULLs allowed. */
 void job_leave(dp_trainer *dp, ring_comm *ring, mcl_dev **devs, int n_dev, dist_config *cfg);
 
+/** Every rank, before a checkpoint (train_task.before_save): the int8 error feedback of all
+ *  ranks (dp_ef_gather()) into rank 0's *@p ef (malloc'd once, the caller frees it) and
+ *  *@p n; nothing for other encodings. */
+manta_status job_ef_gather(dp_trainer *dp, int rank, float **ef, size_t *n, manta_err *err);
+
+/** Every rank on --resume: this rank's int8 error feedback from checkpoint @p ckpt; a
+ *  checkpoint without one (or of another world size) starts it from zero, with a line
+ *  saying so. False after printing a read error. */
+bool job_ef_resume(const char *cmd, dp_trainer *dp, const char *ckpt);
+
 /** Where a job's records go (docs/monitor.md): rank 0's metrics.jsonl; its monitor. */
 typedef struct job_log {
     const char *cmd;     /* "manta train": the prefix of messages */

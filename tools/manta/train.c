@@ -338,7 +338,7 @@ static bool run_trainer(train_run *r)
     }
     r->start = r->meta.step;
     r->ls = r->meta.loader;
-    return true;
+    return job_ef_resume("manta train", r->dp, r->latest);
 }
 
 /* The output folder, metrics.jsonl and the event file (rank 0), and the data loader's thread. */
@@ -441,6 +441,7 @@ static void run_close(train_run *r)
         data_prefetch_stop(r->pf);
     job_outputs_close("manta train", r->monitor, r->metrics, r->events);
     job_leave(r->dp, r->ring, r->devs, r->n_dev, &r->cfg);
+    free(r->meta.ef);
     if (r->have_data)
         run_data_free(&r->rd);
 }
