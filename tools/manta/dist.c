@@ -345,7 +345,7 @@ int cmd_bench_allreduce(int argc, char **argv)
          .kind = OPT_STRING,
          .dest = &flags.ring_addr,
          .metavar = "A",
-         .help = "IPv4 address of the ring listener"},
+         .help = "IPv4 or IPv6 address of the ring listener"},
         {.name = "job",
          .kind = OPT_STRING,
          .dest = &flags.job_id,

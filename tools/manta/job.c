@@ -54,6 +54,13 @@ dp_mode job_mode(const job_opts *j) { return !strcmp(j->mode, "subnet") ? DP_SUB
 
 int job_config(const char *cmd, job_opts *j, dist_config *cfg)
 {
+    if (!strcmp(j->aggregate, "fixed") && strcmp(j->compress, "none")) {
+        fprintf(stderr,
+                "%s: --aggregate fixed sends exact int32 fixed-point sums and cannot be combined "
+                "with --compress %s (choose one)\n",
+                cmd, j->compress);
+        return 0;
+    }
     if (j->timeout_given && !(j->net.timeout_s > 0)) {
         fprintf(stderr, "%s: --timeout needs seconds in (0, 86400], got '%g'\n", cmd,
                 j->net.timeout_s);
@@ -67,13 +74,6 @@ int job_config(const char *cmd, job_opts *j, dist_config *cfg)
         dist_config_override(cfg, &j->net, &err) != MANTA_OK ||
         (cfg->world_size > 1 && dist_config_check(cfg, &err) != MANTA_OK)) {
         fprintf(stderr, "%s: %s\n", cmd, err.msg);
-        return 0;
-    }
-    if (!strcmp(j->aggregate, "fixed") && strcmp(j->compress, "none")) {
-        fprintf(stderr,
-                "%s: --aggregate fixed sends exact int32 fixed-point sums and cannot be combined "
-                "with --compress %s (choose one)\n",
-                cmd, j->compress);
         return 0;
     }
     cfg->wire = DIST_WIRE_F32;

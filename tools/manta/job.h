@@ -139,7 +139,7 @@ extern const char *const JOB_AGGREGATE[];
          .kind = OPT_STRING,                                                                      \
          .dest = &(j)->net.ring_addr,                                                             \
          .metavar = "A",                                                                          \
-         .help = "IPv4 address of this rank's ring listener"},                                    \
+         .help = "IPv4 or IPv6 address of this rank's ring listener"},                            \
         {.name = "job",                                                                           \
          .kind = OPT_STRING,                                                                      \
          .dest = &(j)->net.job_id,                                                                \
