@@ -39,40 +39,37 @@ static float float_of(uint32_t x)
 
 uint16_t dist_fp16_from_f32(float f)
 {
-    const uint32_t x = bits_of(f), sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) /* NaN: keep the top payload bits, quiet */
-        return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
-    if (ax >= 0x477ff000u) /* 65520 and above (ties to even go up from 65504): infinity */
-        return (uint16_t)(sign | 0x7c00u);
-    if (ax < 0x38800000u) {    /* below 2^-14: a subnormal half or zero */
-        if (ax <= 0x33000000u) /* at most 2^-25, half the smallest subnormal: ties to 0 */
-            return (uint16_t)sign;
-        const uint32_t m = (ax & 0x7fffffu) | 0x800000u;
-        const int shift = 126 - (int)(ax >> 23); /* 14 .. 24 */
-        uint32_t q = m >> shift;
-        const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (q & 1u)))
-            q++;
-        return (uint16_t)(sign | q);
+    /* branch-light round to nearest even (the classic float-to-half with a magic add for the
+     * subnormal range); NaN becomes the quiet NaN 0x7e00 of its sign */
+    const uint32_t inf = 255u << 23, f16max = (127u + 16u) << 23,
+                   magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    uint32_t x = bits_of(f);
+    const uint32_t sign = x & 0x80000000u;
+    x ^= sign;
+    uint32_t o;
+    if (x >= f16max) { /* 65536 and above, infinities, NaN */
+        o = x > inf ? 0x7e00u : 0x7c00u;
+    } else if (x < (113u << 23)) { /* below 2^-14: the add rounds at the subnormal half's ulp */
+        o = bits_of(float_of(x) + float_of(magic)) - magic;
+    } else {
+        const uint32_t odd = (x >> 13) & 1u;
+        x += ((uint32_t)(15 - 127) << 23) + 0xfffu + odd; /* rebias, round; a carry is right */
+        o = x >> 13;
     }
-    const uint32_t r = ax - 0x38000000u; /* exponent rebiased from 127 to 15 */
-    uint32_t q = r >> 13;
-    const uint32_t rem = r & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u)))
-        q++; /* a carry into the exponent is right, up to infinity */
-    return (uint16_t)(sign | q);
+    return (uint16_t)(o | (sign >> 16));
 }
 
 float dist_fp16_to_f32(uint16_t h)
 {
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0) {
-        const float v = (float)m * 0x1p-24f; /* exact */
-        return float_of(bits_of(v) | sign);
-    }
-    if (e == 31)
-        return float_of(sign | 0x7f800000u | (m << 13));
-    return float_of(sign | ((e + 112u) << 23) | (m << 13));
+    const uint32_t top = 0x7c00u << 13; /* the exponent field, moved to float's place */
+    uint32_t o = ((uint32_t)h & 0x7fffu) << 13;
+    const uint32_t e = o & top;
+    o += (127u - 15u) << 23; /* rebias */
+    if (e == top)            /* infinity, NaN */
+        o += (128u - 16u) << 23;
+    else if (e == 0) /* zero, subnormal: renormalise with a subtraction (exact) */
+        o = bits_of(float_of(o + (1u << 23)) - float_of(113u << 23));
+    return float_of(o | ((uint32_t)h & 0x8000u) << 16);
 }
 
 uint16_t dist_bf16_from_f32(float f)
@@ -100,15 +97,21 @@ float dist_maxabs(const float *x, size_t n)
 
 void dist_wire_encode(dist_wire w, const float *x, size_t n, unsigned char *out, float *residual)
 {
-    if (w == DIST_WIRE_FP16 || w == DIST_WIRE_BF16) {
-        for (size_t i = 0; i < n; i++) {
-            const uint16_t h =
-                w == DIST_WIRE_FP16 ? dist_fp16_from_f32(x[i]) : dist_bf16_from_f32(x[i]);
-            memcpy(out + 2 * i, &h, 2);
-            if (residual)
-                residual[i] +=
-                    x[i] - (w == DIST_WIRE_FP16 ? dist_fp16_to_f32(h) : dist_bf16_to_f32(h));
-        }
+    uint16_t *h = (uint16_t *)(void *)out; /* payloads start 4-aligned in the ring's buffers */
+    if (w == DIST_WIRE_FP16) {
+        for (size_t i = 0; i < n; i++)
+            h[i] = dist_fp16_from_f32(x[i]);
+        if (residual)
+            for (size_t i = 0; i < n; i++)
+                residual[i] += x[i] - dist_fp16_to_f32(h[i]);
+        return;
+    }
+    if (w == DIST_WIRE_BF16) {
+        for (size_t i = 0; i < n; i++)
+            h[i] = dist_bf16_from_f32(x[i]);
+        if (residual)
+            for (size_t i = 0; i < n; i++)
+                residual[i] += x[i] - dist_bf16_to_f32(h[i]);
         return;
     }
     if (w != DIST_WIRE_INT8 || n == 0)
@@ -130,13 +133,21 @@ void dist_wire_encode(dist_wire w, const float *x, size_t n, unsigned char *out,
 
 void dist_wire_decode(dist_wire w, const unsigned char *in, size_t n, float *y, int add, float div)
 {
+    const uint16_t *h = (const uint16_t *)(const void *)in;
     if (w == DIST_WIRE_FP16 || w == DIST_WIRE_BF16) {
-        for (size_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, in + 2 * i, 2);
-            const float v = w == DIST_WIRE_FP16 ? dist_fp16_to_f32(h) : dist_bf16_to_f32(h);
-            y[i] = add ? v + y[i] : v / div;
-        }
+        const int half = w == DIST_WIRE_FP16;
+        if (add && half)
+            for (size_t i = 0; i < n; i++)
+                y[i] = dist_fp16_to_f32(h[i]) + y[i];
+        else if (add)
+            for (size_t i = 0; i < n; i++)
+                y[i] = dist_bf16_to_f32(h[i]) + y[i];
+        else if (half)
+            for (size_t i = 0; i < n; i++)
+                y[i] = dist_fp16_to_f32(h[i]) / div;
+        else
+            for (size_t i = 0; i < n; i++)
+                y[i] = dist_bf16_to_f32(h[i]) / div;
         return;
     }
     if (w != DIST_WIRE_INT8 || n == 0)
@@ -160,16 +171,37 @@ int dist_fixed_shift(float maxabs, int world)
     return 30 - L - E;
 }
 
+/* 2^k as a float, or 0 when k is outside the normal range (then the double path runs). */
+static float pow2f(int k)
+{
+    return k >= -126 && k <= 127 ? float_of((uint32_t)(k + 127) << 23) : 0;
+}
+
 void dist_fixed_encode(const float *x, size_t n, int k, int32_t *q)
 {
+    /* x * 2^k is exact in float unless it is subnormal (then rounded once, the same way on
+     * every rank); |x * 2^k| <= 2^30 by the choice of k */
+    const float s = pow2f(k);
+    if (s != 0.0f) {
+        for (size_t i = 0; i < n; i++)
+            q[i] = (int32_t)lrintf(x[i] * s);
+        return;
+    }
     for (size_t i = 0; i < n; i++)
         q[i] = (int32_t)lrint(ldexp((double)x[i], k));
 }
 
 void dist_fixed_decode(const int32_t *q, size_t n, int k, double div, float *y)
 {
+    const float s = pow2f(-k);
+    if (s != 0.0f && div == 1.0) { /* (float)q rounds once, the power of two scales exactly */
+        for (size_t i = 0; i < n; i++)
+            y[i] = (float)q[i] * s;
+        return;
+    }
+    const double sd = ldexp(1.0, -k);
     for (size_t i = 0; i < n; i++)
-        y[i] = (float)(ldexp((double)q[i], -k) / div);
+        y[i] = (float)((double)q[i] * sd / div);
 }
 
 void dist_fixed_add(int32_t *q, const int32_t *p, size_t n)

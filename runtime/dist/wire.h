@@ -17,8 +17,8 @@
  * allreduce-max before the data), E the exponent with M < 2^E (frexp) and L = ceil(log2 N),
  * every rank sends q = rint(x * 2^k), k = 30 - L - E, so |q| <= 2^(30-L) and any partial
  * sum of N values stays within 2^30 (one bit of headroom below int32's 2^31 - 1). The sum
- * is an integer, exact and independent of the order; it is decoded once, in double, then
- * rounded to float32. Values below 2^(E-30+L) of the largest are lost (flushed to 0):
+ * is an integer, exact and independent of the order; it is decoded as q * 2^-k rounded once
+ * to float32 (an average: then divided by N, in double). Values below 2^(E-30+L) are lost:
  * about 28 bits of relative precision for 4 ranks, more than float32's 24 near the maximum.
  */
 #ifndef MANTA_DIST_WIRE_H
@@ -36,7 +36,7 @@ size_t dist_wire_head_bytes(dist_wire w);
 /** Payload bytes of a segment of @p len elements (0 when @p len is 0). */
 size_t dist_wire_payload(dist_wire w, size_t len);
 
-/** float32 to IEEE binary16, round to nearest even; overflow to infinity, NaN kept (quiet). */
+/** float32 to IEEE binary16, round to nearest even; overflow to infinity, NaN to a quiet NaN. */
 uint16_t dist_fp16_from_f32(float f);
 /** IEEE binary16 to float32 (exact). */
 float dist_fp16_to_f32(uint16_t h);
