@@ -1000,7 +1000,8 @@ manta_status ring_parse_order(const char *text, int world, int *order, manta_err
     while (st == MANTA_OK && *s) {
         char *end;
         long v = strtol(s, &end, 10);
-        if (end == s || v < 0 || v >= world || n >= world || seen[v] || (*end && *end != ','))
+        if (end == s || v < 0 || v >= world || n >= world || seen[v] ||
+            (*end && (*end != ',' || !end[1])))
             st = MANTA_ERR_INVALID_ARG;
         else {
             seen[v] = 1;

@@ -370,6 +370,25 @@ static void test_job_mismatch(void **s)
     assert_int_not_equal(r[0].st, MANTA_OK);
 }
 
+static void test_ring_order_parse(void **s)
+{
+    (void)s;
+    int o[4];
+    manta_err e;
+    assert_int_equal(ring_parse_order("2,0,1", 3, o, &e), MANTA_OK);
+    assert_true(o[0] == 2 && o[1] == 0 && o[2] == 1);
+    assert_int_equal(ring_parse_order("", 3, o, &e), MANTA_OK);
+    assert_true(o[0] == 0 && o[1] == 1 && o[2] == 2);
+    static const char *const bad[] = {"0,0,1", "0,1",    "0,1,2,3", "0,1,3",
+                                      "a,b,c", "0,1,2,", "-1,0,1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ring_parse_order(bad[i], 3, o, &e), MANTA_ERR_INVALID_ARG);
+        assert_non_null(strstr(e.msg, "MANTA_RING_ORDER"));
+        assert_true(o[0] == 0 && o[1] == 1 && o[2] == 2);
+    }
+    print_message("%s\n", e.msg);
+}
+
 /* ---- IPv6 and dual stack ---------------------------------------------------------------------- */
 
 typedef struct v6_run {
@@ -446,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_missing_secret),
         cmocka_unit_test(test_wrong_secret_rejected),
         cmocka_unit_test(test_job_mismatch),
+        cmocka_unit_test(test_ring_order_parse),
         cmocka_unit_test(test_ipv6_loopback),
     };
     return cmocka_run_group_tests_name("dist ring", tests, NULL, NULL);
