@@ -239,6 +239,9 @@ typedef struct wrun {
     manta_err err;
 } wrun;
 
+/* Frame tags of the next run_ring(): over headers, or headers and the encoded payloads. */
+static dist_frame_mac next_mac = DIST_MAC_HEADER;
+
 static void *wrank(void *arg)
 {
     wrun *w = arg;
@@ -273,6 +276,7 @@ static void run_ring(int world, float *const *in, const int *perm, dist_wire wir
         w->cfg.master_port = port;
         w->cfg.timeout_s = cfg_wire ? 2.0 : 10.0; /* a refused rank: rank 0 waits this long */
         w->cfg.wire = cfg_wire ? cfg_wire[r] : wire;
+        w->cfg.frame_mac = next_mac;
         snprintf(w->cfg.job_id, sizeof w->cfg.job_id, "test-wire-%d", port);
         assert_int_equal(dist_config_set_secret(&w->cfg, "wire test secret", 16, NULL), MANTA_OK);
         w->in = in[perm[r]];
@@ -359,15 +363,19 @@ static void test_ring_16bit_and_int8_match_reference(void **s)
     for (int world = 2; world <= 3; world++)
         for (int wi = 0; wi < 3; wi++) {
             ring_redop op = wi == 1 ? RING_AVG : RING_SUM;
+            next_mac = world == 3 ? DIST_MAC_FULL : DIST_MAC_HEADER; /* tags over the payloads */
             run_ring(world, x.in, ID, wires[wi], op, x.out, NULL, NULL, runs);
+            next_mac = DIST_MAC_HEADER;
             check_ok(world, runs);
             wire_reference(x.in, world, wires[wi], op, x.ref);
             for (int r = 0; r < world; r++)
                 if (memcmp(x.out[r], x.ref, LEN * sizeof(float)) != 0)
                     fail_msg("%s, %d ranks: rank %d differs from the reference",
                              dist_wire_name(wires[wi]), world, r);
-            print_message("%s %s, %d ranks: every rank bit-identical to the serial reference\n",
-                          dist_wire_name(wires[wi]), op == RING_AVG ? "average" : "sum", world);
+            print_message("%s %s, %d ranks (tags over %s): every rank bit-identical to the serial "
+                          "reference\n",
+                          dist_wire_name(wires[wi]), op == RING_AVG ? "average" : "sum", world,
+                          world == 3 ? "header and payload" : "header");
         }
     free_inputs(&x);
 }
