@@ -4,6 +4,7 @@
 #define _DEFAULT_SOURCE
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,6 +310,29 @@ static void test_interfaces(void **s)
         assert_int_equal(dist_iface_addr("lo", &v6, &a, &e), MANTA_OK);
     else
         print_message("no IPv6 loopback on this host: the IPv6 interface check is skipped\n");
+    /* a host name with only an IPv6 address resolves to it (getaddrinfo, AF_UNSPEC), where the
+     * host has such a name (Debian's /etc/hosts usually: ip6-localhost) */
+    static const char *const names6[] = {"ip6-localhost", "ip6-loopback", "localhost6"};
+    int tried = 0;
+    for (size_t i = 0; i < sizeof names6 / sizeof names6[0] && !tried; i++) {
+        struct addrinfo hints, *res = NULL;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_UNSPEC;
+        if (getaddrinfo(names6[i], NULL, &hints, &res) != 0)
+            continue;
+        int only6 = 1;
+        for (struct addrinfo *r = res; r; r = r->ai_next)
+            only6 &= r->ai_family == AF_INET6;
+        freeaddrinfo(res);
+        if (!only6)
+            continue;
+        tried = 1;
+        assert_int_equal(dist_resolve(names6[i], &a, &e), MANTA_OK);
+        assert_false(dist_addr_is_v4(&a));
+        print_message("%s resolves to IPv6\n", names6[i]);
+    }
+    if (!tried)
+        print_message("skipped: no host name of this machine resolves to IPv6 only (/etc/hosts)\n");
 }
 
 static void test_loopback_warning(void **s)
