@@ -20,6 +20,9 @@
 #   make bench-monitor  step time of manta train --monitor with and without clients that never
 #                   read (not a test)
 #   make bench-synth  milliseconds per procedural stereo pair, one thread (not a test)
+#   make bench-compress  ring bus bandwidth and training step time per gradient encoding
+#                   (--compress, --aggregate) on loopback and, as root, 100 Mbit/s netem links
+#                   between network namespaces (not a test)
 #   make bench-stereo CKPT=...  a stereo checkpoint's largest / smallest sub-network against
 #                   OpenCV's SGBM on held-out pairs (not a test)
 #   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
@@ -192,7 +195,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train bench-stereo-train bench-gpu bench-stereo bench-synth bench-engine bench-search bench-monitor bench-elastic tune clean help fuzz bundle
+.PHONY: all lib test test-run demo deps bench-ops bench-train bench-stereo-train bench-gpu bench-stereo bench-synth bench-engine bench-search bench-monitor bench-elastic bench-compress tune clean help fuzz bundle
 ifeq ($(BOARD),)
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 else
@@ -481,6 +484,12 @@ bench-elastic: deps
 	@$(MAKE) --no-print-directory all
 	sh tools/bench/netns_elastic.sh -m $(MANTA) -k $(or $(SIG),KILL) -r $(or $(RATE),100mbit) \
 		-t $(or $(DEADLINE),5)
+
+# Gradient encodings of the ring: busbw and smoke-schedule step time per encoding
+# (tools/bench/compress.sh; -N there: loopback only).
+bench-compress: deps
+	@$(MAKE) --no-print-directory all
+	sh tools/bench/compress.sh -m $(MANTA)
 
 # CLBlast's tuners (clblast-utils) for the device; see docs/tuning.md
 tune: deps

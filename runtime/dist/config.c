@@ -26,6 +26,12 @@ void dist_config_init(dist_config *c)
     c->frame_mac = DIST_MAC_HEADER;
 }
 
+const char *dist_wire_name(dist_wire w)
+{
+    static const char *const names[DIST_WIRE_COUNT] = {"none", "fp16", "bf16", "int8", "fixed"};
+    return (unsigned)w < DIST_WIRE_COUNT ? names[w] : "?";
+}
+
 /* The process environment: MANTA_* variables through their table (core/env.h), the others
  * (torchrun's, SLURM's) by name. */
 static const char *sys_getenv(void *ctx, const char *name)
@@ -156,6 +162,13 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
                                  "MANTA_SOCKBUF='%s': expected bytes in [0, 2^30]", v);
         c->sock_buf = (int)b;
     }
+    if ((v = menv(env, ctx, MANTA_ENV_RING_ORDER)) != NULL) {
+        if (strlen(v) >= sizeof c->ring_order)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "MANTA_RING_ORDER: longer than %zu characters",
+                                 sizeof c->ring_order - 1);
+        snprintf(c->ring_order, sizeof c->ring_order, "%s", v);
+    }
     if ((v = menv(env, ctx, MANTA_ENV_FRAME_MAC)) != NULL) {
         if (!strcmp(v, "header"))
             c->frame_mac = DIST_MAC_HEADER;
@@ -260,6 +273,9 @@ manta_status dist_config_check(const dist_config *c, manta_err *err)
                              c->timeout_s);
     if (!c->job_id[0] || !printable(c->job_id))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "job id must be printable and non-empty");
+    if ((unsigned)c->wire >= DIST_WIRE_COUNT)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "unknown gradient encoding %d",
+                             (int)c->wire);
     if (c->world_size > 1 && !c->has_key)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "a shared secret is required for world size %d: set MANTA_SECRET or "

@@ -42,7 +42,10 @@ static const char ABOUT[] =
     "--world, --rank, --master, --iface, --ring-addr, --job, --secret-file,\n"
     "--rdzv-bind-all and --timeout. --batch is the global batch: a multiple of ranks x\n"
     "devices. Rank 0 writes checkpoints and metrics; every rank resumes from\n"
-    "DIR/latest.ckpt.\n"
+    "DIR/latest.ckpt. --master takes IPv6 as [::1]:PORT. --compress: gradients cross\n"
+    "the ring as fp16/bf16 (half the bytes) or int8 (a quarter, error feedback kept in\n"
+    "the checkpoint); --aggregate fixed: exact int32 sums, the same bits in any rank\n"
+    "order. Every rank must use the same (docs/distributed.md).\n"
     "--elastic: MASTER_ADDR:MASTER_PORT is a 'manta rendezvous' service (started by\n"
     "'manta launch --nnodes MIN:MAX'); a rank that dies is dropped and the others go on\n"
     "from the last completed step, a new rank joins with the state of a survivor\n"
@@ -359,7 +362,7 @@ bool train_replicas(train_run *r)
     }
     r->start = r->meta.step;
     r->ls = r->meta.loader;
-    return true;
+    return job_ef_resume("manta train", r->dp, r->latest);
 }
 
 bool train_outputs_open(train_run *r)
@@ -476,6 +479,7 @@ static void run_close(train_run *r)
         data_prefetch_stop(r->pf);
     job_outputs_close("manta train", r->monitor, r->metrics, r->events);
     job_leave(r->dp, r->ring, r->devs, r->n_dev, &r->cfg);
+    free(r->meta.ef);
     if (r->have_data)
         run_data_free(&r->rd);
 }

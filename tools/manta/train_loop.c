@@ -200,6 +200,13 @@ static manta_status task_step(void *ctx, long step, manta_err *err)
     return MANTA_OK;
 }
 
+static manta_status task_before_save(void *ctx, long done, manta_err *err)
+{
+    (void)done;
+    train_run *r = ((cls_task *)ctx)->r;
+    return job_ef_gather(r->dp, r->rank, &r->meta.ef, &r->meta.n_ef, err);
+}
+
 static manta_status task_progress(void *ctx, long done, manta_err *err)
 {
     (void)err;
@@ -296,7 +303,8 @@ int train_loop(train_run *r)
                              task_evaluate,
                              r->ring ? task_agree_stop : NULL,
                              r->replicas > 1 ? task_check : NULL,
-                             task_record};
+                             task_record,
+                             r->ring ? task_before_save : NULL};
     train_drive_opts dopt;
     train_drive_opts_default(&dopt, &r->sched);
     dopt.start = r->start;
