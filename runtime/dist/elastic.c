@@ -22,7 +22,8 @@
 #define MSG_MAGIC "MNTE"
 #define JOIN_BYTES 256
 #define HEAD_BYTES 256
-#define ENTRY 8
+#define ENTRY 20
+#define MSG_VERSION 2
 #define MAC 32
 #define T_JOIN 1
 /* The settle time of a round when all ranks of the ring but one came back (seconds). */
@@ -51,7 +52,7 @@ static int mac_ok(const unsigned char *tag, char label, const unsigned char *bod
 static void head(unsigned char *b, int type)
 {
     memcpy(b, MSG_MAGIC, 4);
-    b[4] = 1;
+    b[4] = MSG_VERSION;
     b[5] = (unsigned char)type;
 }
 
@@ -63,7 +64,7 @@ static void put_ref(unsigned char *step, unsigned char *size, unsigned char *has
     memcpy(hash, r->hash, DIST_HASH_BYTES);
 }
 
-static void join_encode(const dist_elastic_join_req *q, uint32_t addr, uint16_t port,
+static void join_encode(const dist_elastic_join_req *q, const dist_addr *addr, uint16_t port,
                         unsigned char *b)
 {
     memset(b, 0, JOIN_BYTES);
@@ -71,24 +72,27 @@ static void join_encode(const dist_elastic_join_req *q, uint32_t addr, uint16_t 
     manta_le_put64(b + 8, q->id);
     manta_le_put64(b + 16, q->generation);
     manta_le_put32(b + 24, (uint32_t)q->former_rank);
-    memcpy(b + 28, &addr, 4);
+    b[28] = (unsigned char)q->wire;
     manta_le_put16(b + 32, port);
     put_ref(b + 40, b + 56, b + 72, &q->state[0]);
     put_ref(b + 48, b + 64, b + 104, &q->state[1]);
     memcpy(b + 136, q->spec, DIST_HASH_BYTES);
     memcpy(b + 168, q->version, DIST_VERSION_MAX - 1);
+    memcpy(b + 200, addr->b, 16);
 }
 
-static int join_decode(const unsigned char *b, dist_elastic_join_req *q, uint32_t *addr,
+static int join_decode(const unsigned char *b, dist_elastic_join_req *q, dist_addr *addr,
                        uint16_t *port)
 {
-    if (memcmp(b, MSG_MAGIC, 4) != 0 || b[4] != 1 || b[5] != T_JOIN)
+    if (memcmp(b, MSG_MAGIC, 4) != 0 || b[4] != MSG_VERSION || b[5] != T_JOIN ||
+        b[28] >= DIST_WIRE_COUNT)
         return 0;
     memset(q, 0, sizeof *q);
     q->id = manta_le_get64(b + 8);
     q->generation = manta_le_get64(b + 16);
     q->former_rank = (int32_t)manta_le_get32(b + 24);
-    memcpy(addr, b + 28, 4);
+    q->wire = (dist_wire)b[28];
+    memcpy(addr->b, b + 200, 16);
     *port = manta_le_get16(b + 32);
     for (int k = 0; k < 2; k++) {
         q->state[k].step = (int64_t)manta_le_get64(b + 40 + 8 * k);
@@ -116,34 +120,28 @@ void dist_elastic_assign_free(dist_elastic_assign *a)
     sodium_memzero(a->watch_key, sizeof a->watch_key);
 }
 
-/* The address this rank's ring listener binds to (as dist_rendezvous() chooses it). */
-static manta_status ring_address(const dist_config *cfg, int fd, uint32_t *addr, manta_err *err)
+/* The address this rank's ring listener binds to (as dist_rendezvous() chooses it): the
+ * configured one, that of the interface in the service's family, else the local address of
+ * the connection to the service. */
+static manta_status ring_address(const dist_config *cfg, int fd, const dist_addr *maddr,
+                                 dist_addr *addr, manta_err *err)
 {
     if (cfg->ring_addr[0]) {
-        struct in_addr a;
-        if (inet_pton(AF_INET, cfg->ring_addr, &a) != 1)
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                 "ring address '%s' is not a dotted IPv4 address", cfg->ring_addr);
-        *addr = a.s_addr;
+        manta_err e2;
+        if (dist_addr_parse(cfg->ring_addr, addr, &e2) != MANTA_OK)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "ring address: %s", e2.msg);
         return MANTA_OK;
     }
     if (cfg->iface[0])
-        return dist_iface_ipv4(cfg->iface, addr, err);
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0)
-        return manta_err_set(err, MANTA_ERR_IO,
-                             "getsockname on the rendezvous connection failed: %s",
-                             strerror(errno));
-    *addr = sa.sin_addr.s_addr;
-    return MANTA_OK;
+        return dist_iface_addr(cfg->iface, maddr, addr, err);
+    return dist_local_addr(fd, addr, err);
 }
 
 /* Decode an answer's fixed part into @p a; the table follows when it is an assignment. */
 static manta_status answer_decode(const unsigned char *b, dist_elastic_assign *a, const char *what,
                                   manta_err *err)
 {
-    if (memcmp(b, MSG_MAGIC, 4) != 0 || b[4] != 1 ||
+    if (memcmp(b, MSG_MAGIC, 4) != 0 || b[4] != MSG_VERSION ||
         (b[5] != DIST_ELASTIC_ASSIGN && b[5] != DIST_ELASTIC_REJECT && b[5] != DIST_ELASTIC_STOP))
         return manta_err_set(err, MANTA_ERR_FORMAT, "%s sent a malformed answer", what);
     a->kind = b[5];
@@ -182,28 +180,33 @@ manta_status dist_elastic_join(const dist_config *cfg, const dist_elastic_join_r
     if (sodium_init() < 0)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "libsodium failed to initialise");
     const double t0 = dist_now(), deadline = t0 + cfg->timeout_s;
-    char what[320];
-    snprintf(what, sizeof what, "rendezvous service %s:%d", cfg->master_addr, cfg->master_port);
-    uint32_t maddr;
-    MANTA_TRY(dist_resolve_ipv4(cfg->master_addr, &maddr, err));
+    dist_addr maddr;
+    MANTA_TRY(dist_resolve(cfg->master_addr, &maddr, err));
+    char what[96], mas[DIST_ADDR_STR];
+    dist_addr_port_str(&maddr, (uint16_t)cfg->master_port, mas);
+    snprintf(what, sizeof what, "rendezvous service %s", mas);
     int fd = -1;
-    MANTA_TRY(dist_connect(maddr, (uint16_t)cfg->master_port, 0, deadline, what, &fd, err));
+    MANTA_TRY(dist_connect(&maddr, (uint16_t)cfg->master_port, 0, deadline, what, &fd, err));
     unsigned char key[DIST_KEY_BYTES];
     unsigned char *buf = NULL;
-    uint32_t raddr = 0;
+    dist_addr raddr;
+    memset(&raddr, 0, sizeof raddr);
     uint16_t rport = 0;
-    manta_status st = ring_address(cfg, fd, &raddr, err);
+    manta_status st = ring_address(cfg, fd, &maddr, &raddr, err);
     if (st == MANTA_OK)
-        st = dist_listen(raddr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->rz.ring_fd, &rport,
+        st = dist_listen(&raddr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->rz.ring_fd, &rport,
                          err);
-    dist_config lc = *cfg; /* the service link: client 1 of 2, server 0 */
+    /* the service link: client 1 of 2, server 0; the gradient encoding travels in the JOIN
+     * (the service learns the job's from the first member), not in the link's HELLO */
+    dist_config lc = *cfg;
     lc.world_size = 2;
+    lc.wire = DIST_WIRE_F32;
     dist_hello me = {.rank = 1, .addr = raddr, .port = rport};
     if (st == MANTA_OK)
         st = dist_auth_client(fd, &lc, DIST_LINK_ELASTIC, 0, &me, deadline, what, key, err);
     unsigned char j[JOIN_BYTES + MAC];
     if (st == MANTA_OK) {
-        join_encode(req, raddr, rport, j);
+        join_encode(req, &raddr, rport, j);
         mac(j + JOIN_BYTES, 'J', j, JOIN_BYTES, key);
         st = dist_send_all(fd, j, sizeof j, deadline, what, err);
     }
@@ -231,13 +234,13 @@ manta_status dist_elastic_join(const dist_config *cfg, const dist_elastic_join_r
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "rendezvous: out of memory");
         for (int r = 0; st == MANTA_OK && r < out->world; r++) {
             const unsigned char *p = buf + HEAD_BYTES + (size_t)r * ENTRY;
-            memcpy(&out->rz.peers[r].addr, p, 4);
-            out->rz.peers[r].port = manta_le_get16(p + 4);
+            memcpy(out->rz.peers[r].addr.b, p, 16);
+            out->rz.peers[r].port = manta_le_get16(p + 16);
             if (!out->rz.peers[r].port)
                 st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: no port for rank %d", what, r);
         }
-        if (st == MANTA_OK &&
-            (out->rz.peers[out->rank].addr != raddr || out->rz.peers[out->rank].port != rport))
+        if (st == MANTA_OK && (memcmp(out->rz.peers[out->rank].addr.b, raddr.b, 16) != 0 ||
+                               out->rz.peers[out->rank].port != rport))
             st = manta_err_set(err, MANTA_ERR_FORMAT,
                                "%s: the table disagrees with this rank's own address", what);
         if (st == MANTA_OK)
@@ -311,9 +314,9 @@ typedef struct member {
     int fd;
     unsigned char key[DIST_KEY_BYTES];
     dist_elastic_join_req q;
-    uint32_t addr;
+    dist_addr addr;
     uint16_t port;
-    char what[64];
+    char what[96];
     int survivor;                /* a member of the current generation */
     char note[DIST_ELASTIC_MSG]; /* told with its assignment ("" : nothing) */
 } member;
@@ -326,8 +329,9 @@ struct dist_elastic_server {
     uint64_t gen;  /* the last generation formed */
     int world;     /* its size */
     uint64_t *ids; /* its members' ids by rank (world entries) */
-    int have_spec; /* spec and version of the job known */
+    int have_spec; /* spec, version and encoding of the job known */
     unsigned char spec[DIST_HASH_BYTES];
+    dist_wire wire; /* the job's gradient encoding */
     char version[DIST_VERSION_MAX];
     member *pend; /* the round's JOINs (DIST_MAX_WORLD) */
     int n_pend;
@@ -374,9 +378,11 @@ static void state_save(dist_elastic_server *s)
         return;
     }
     sodium_bin2hex(sh, sizeof sh, s->spec, DIST_HASH_BYTES);
-    fprintf(
-        f, "manta-rendezvous 1\njob %s\ngeneration %" PRIu64 "\nspec %s\nversion %s\nworld %d\n",
-        s->cfg.job_id, s->gen, s->have_spec ? sh : "-", s->have_spec ? s->version : "-", s->world);
+    fprintf(f,
+            "manta-rendezvous 2\njob %s\ngeneration %" PRIu64
+            "\nspec %s\nversion %s\nencoding %s\nworld %d\n",
+            s->cfg.job_id, s->gen, s->have_spec ? sh : "-", s->have_spec ? s->version : "-",
+            s->have_spec ? dist_wire_name(s->wire) : "-", s->world);
     for (int r = 0; r < s->world; r++)
         fprintf(f, "member %d %016" PRIx64 "\n", r, s->ids[r]);
     int bad = ferror(f) != 0;
@@ -393,16 +399,17 @@ static manta_status state_load(dist_elastic_server *s, manta_err *err)
         return errno == ENOENT
                    ? MANTA_OK
                    : manta_err_set(err, MANTA_ERR_IO, "%s: %s", s->path, strerror(errno));
-    char line[256], job[DIST_JOB_MAX + 8] = "", spec[80] = "", ver[DIST_VERSION_MAX + 8] = "";
+    char line[256], job[DIST_JOB_MAX + 8] = "", spec[80] = "", ver[DIST_VERSION_MAX + 8] = "",
+                                       enc[16] = "-";
     unsigned long long gen = 0;
     int world = 0, ok = 1, seen = 0;
-    if (!fgets(line, sizeof line, f) || strcmp(line, "manta-rendezvous 1\n") != 0)
+    if (!fgets(line, sizeof line, f) || strcmp(line, "manta-rendezvous 2\n") != 0)
         ok = 0;
     while (ok && fgets(line, sizeof line, f)) {
         int r;
         unsigned long long id;
         if (sscanf(line, "job %71s", job) == 1 || sscanf(line, "spec %79s", spec) == 1 ||
-            sscanf(line, "version %39[^\n]", ver) == 1)
+            sscanf(line, "version %39[^\n]", ver) == 1 || sscanf(line, "encoding %15s", enc) == 1)
             continue;
         if (sscanf(line, "generation %llu", &gen) == 1)
             continue;
@@ -433,6 +440,13 @@ static manta_status state_load(dist_elastic_server *s, manta_err *err)
             n != DIST_HASH_BYTES)
             return manta_err_set(err, MANTA_ERR_FORMAT, "%s: bad spec hash", s->path);
         snprintf(s->version, sizeof s->version, "%s", ver);
+        int w = 0;
+        while (w < DIST_WIRE_COUNT && strcmp(enc, dist_wire_name((dist_wire)w)) != 0)
+            w++;
+        if (w == DIST_WIRE_COUNT)
+            return manta_err_set(err, MANTA_ERR_FORMAT, "%s: unknown gradient encoding '%s'",
+                                 s->path, enc);
+        s->wire = (dist_wire)w;
         s->have_spec = 1;
     }
     emit(s, "rendezvous: restored generation %" PRIu64 " of %d rank(s) from %s", s->gen, s->world,
@@ -468,11 +482,17 @@ manta_status dist_elastic_server_open(const dist_config *cfg, const dist_elastic
         s->o.state_path = s->path;
     }
     manta_status st = s->o.state_path ? state_load(s, err) : MANTA_OK;
-    uint32_t a = htonl(INADDR_ANY);
-    if (st == MANTA_OK && !cfg->rdzv_bind_all)
-        st = dist_resolve_ipv4(cfg->master_addr, &a, err);
+    dist_addr a;
     if (st == MANTA_OK)
-        st = dist_listen(a, (uint16_t)cfg->master_port, 0, &s->lfd, NULL, err);
+        st = dist_resolve(cfg->master_addr, &a, err);
+    if (st == MANTA_OK && cfg->rdzv_bind_all) { /* 0.0.0.0, or :: (dual stack) for IPv6 */
+        if (dist_addr_is_v4(&a))
+            a = dist_addr_v4(htonl(INADDR_ANY));
+        else
+            memset(a.b, 0, sizeof a.b);
+    }
+    if (st == MANTA_OK)
+        st = dist_listen(&a, (uint16_t)cfg->master_port, 0, &s->lfd, NULL, err);
     if (st != MANTA_OK) {
         dist_elastic_server_close(s);
         return st;
@@ -508,9 +528,9 @@ static void answer(dist_elastic_server *s, member *m, unsigned char *h, const di
         memcpy(b, h, HEAD_BYTES);
         for (int r = 0; r < n; r++) {
             unsigned char *p = b + HEAD_BYTES + (size_t)r * ENTRY;
-            memcpy(p, &table[r].addr, 4);
-            manta_le_put16(p + 4, table[r].port);
-            p[6] = p[7] = 0;
+            memcpy(p, table[r].addr.b, 16);
+            manta_le_put16(p + 16, table[r].port);
+            p[18] = p[19] = 0;
         }
         mac(b + HEAD_BYTES + body, 'A', b, HEAD_BYTES + body, m->key);
         manta_err e;
@@ -673,10 +693,16 @@ static int admit(dist_elastic_server *s, member *m)
     if (!s->have_spec) {
         memcpy(s->spec, q->spec, DIST_HASH_BYTES);
         snprintf(s->version, sizeof s->version, "%s", q->version);
+        s->wire = q->wire;
         s->have_spec = 1;
     } else if (strcmp(q->version, s->version) != 0) {
         refuse(s, m, DIST_ELASTIC_REJECT, "code version '%s' differs from the job's '%s'",
                q->version, s->version);
+        return 0;
+    } else if (q->wire != s->wire) {
+        refuse(s, m, DIST_ELASTIC_REJECT,
+               "gradient encoding '%s' differs from the job's '%s' (--compress, --aggregate)",
+               dist_wire_name(q->wire), dist_wire_name(s->wire));
         return 0;
     } else if (memcmp(q->spec, s->spec, DIST_HASH_BYTES) != 0) {
         char a[17], b[17];
@@ -729,16 +755,17 @@ static int admit(dist_elastic_server *s, member *m)
 static void take(dist_elastic_server *s)
 {
     member m = {.fd = -1};
-    uint32_t pa;
+    dist_addr pa;
     uint16_t pp;
     manta_err e;
     if (dist_accept(s->lfd, dist_now() + 0.01, &m.fd, &pa, &pp, &e) != MANTA_OK)
         return;
-    char pas[16];
-    dist_ipv4_str(pa, pas);
-    snprintf(m.what, sizeof m.what, "%s:%u", pas, (unsigned)pp);
+    char pas[DIST_ADDR_STR];
+    dist_addr_port_str(&pa, pp, pas);
+    snprintf(m.what, sizeof m.what, "%s", pas);
     dist_config lc = s->cfg;
     lc.world_size = 2;
+    lc.wire = DIST_WIRE_F32; /* the member's encoding comes in its JOIN */
     const double deadline = dist_now() + (s->cfg.timeout_s < 5 ? s->cfg.timeout_s : 5);
     dist_hello h;
     unsigned char j[JOIN_BYTES + MAC];
@@ -750,13 +777,14 @@ static void take(dist_elastic_server *s)
     }
     if (dist_recv_all(m.fd, j, sizeof j, deadline, m.what, &e) != MANTA_OK ||
         !mac_ok(j + JOIN_BYTES, 'J', j, JOIN_BYTES, m.key) ||
-        !join_decode(j, &m.q, &m.addr, &m.port) || m.addr != h.addr || m.port != h.port) {
+        !join_decode(j, &m.q, &m.addr, &m.port) || memcmp(m.addr.b, h.addr.b, 16) != 0 ||
+        m.port != h.port) {
         emit(s, "rendezvous: %s sent a malformed or unauthenticated JOIN", m.what);
         sodium_memzero(m.key, sizeof m.key);
         dist_close(&m.fd);
         return;
     }
-    snprintf(m.what, sizeof m.what, "%s:%u (id %08" PRIx64 ")", pas, (unsigned)pp, m.q.id >> 32);
+    snprintf(m.what, sizeof m.what, "%s (id %08" PRIx64 ")", pas, m.q.id >> 32);
     if (!admit(s, &m))
         return;
     int newcomers = m.q.generation == 0;

@@ -5,7 +5,8 @@
  *
  * A job is a sequence of *generations*: fixed memberships, each a ring (ring.h) of ranks
  * 0..world-1. A rank joins by connecting to the service (MASTER_ADDR:MASTER_PORT),
- * authenticating with the job's secret (auth.h, link kind DIST_LINK_ELASTIC) and sending a
+ * authenticating with the job's secret (auth.h, link kind DIST_LINK_ELASTIC; its HELLO names no
+ * gradient encoding, "none": the JOIN carries the member's) and sending a
  * JOIN: its random member id, the generation and rank it last had (0 / -1 for a new rank),
  * the steps of the two training states it holds (its snapshots: after the last completed
  * step and the one before) with their BLAKE2b-256 hashes and sizes, the hash of the run's
@@ -35,7 +36,8 @@
  * most one and all hold the state after S).
  *
  * Refused at the JOIN (a REJECT naming the difference; the service goes on): another
- * spec or code version than the job's, a member id already waiting, a former rank already
+ * spec, code version or gradient encoding (--compress, --aggregate: the service takes the
+ * job's from its first member and keeps it in its file) than the job's, a member id already waiting, a former rank already
  * claimed by another member (two ranks claiming the same rank). A member of an older
  * generation that the service declared dead (a ring formed without it: it was stopped, or
  * came back later than the settle time) is never merged back as what it was: it is
@@ -45,15 +47,16 @@
  * Messages (little-endian, every one followed by HMAC-SHA256 under the connection's link
  * key over a direction label ("J" member to service, "A" service to member) and the body):
  *
- *     JOIN    256 B  "MNTE", version 1, type 1; id u64 @8, generation u64 @16, former rank
- *                    i32 @24, ring address (IPv4, network order) @28, port u16 @32, steps
+ *     JOIN    256 B  "MNTE", version 2, type 1; id u64 @8, generation u64 @16, former rank
+ *                    i32 @24, gradient encoding u8 @28 (dist_wire), port u16 @32, steps
  *                    i64 @40 and @48 (latest, previous; -1 none), sizes u64 @56 and @64,
- *                    hashes @72 and @104 (32 B each), spec hash @136, version (32 B) @168
- *     ASSIGN 256 B + 8 x world: type 2 (assign), 3 (reject) or 4 (stop); generation u64 @8,
+ *                    hashes @72 and @104 (32 B each), spec hash @136, version (32 B) @168,
+ *                    ring address (16 B, dist_addr: IPv6 or IPv4-mapped) @200
+ *     ASSIGN 256 B + 20 x world: type 2 (assign), 3 (reject) or 4 (stop); generation u64 @8,
  *                    rank i32 @16, world i32 @20, step i64 @24, source rank i32 @32, need
  *                    state u8 @36, any member needs state u8 @37, write checkpoint u8 @38,
  *                    state size u64 @40, state hash @48, message (160 B) @80; then world
- *                    entries (IPv4 address, port u16, 0 u16)
+ *                    entries (16-byte dist_addr, port u16, 0 u16)
  *
  * Every field is checked before use (sizes bounded, world in 1..DIST_MAX_WORLD, ranks in
  * range); the service never reads more than these fixed sizes from a member.
@@ -90,6 +93,7 @@ typedef struct dist_elastic_join_req {
     uint64_t generation;                 /**< generation it was last a member of; 0: new */
     int former_rank;                     /**< its rank there; -1: new */
     dist_state_ref state[2];             /**< latest and previous snapshot */
+    dist_wire wire;                      /**< its gradient encoding (dist_config.wire) */
     unsigned char spec[DIST_HASH_BYTES]; /**< hash of the run's settings */
     char version[DIST_VERSION_MAX];      /**< code version */
 } dist_elastic_join_req;
@@ -163,9 +167,10 @@ typedef struct dist_elastic_opts {
 typedef struct dist_elastic_server dist_elastic_server;
 
 /**
- * Open the service: listen on cfg->master_addr:master_port (0.0.0.0 with
- * cfg->rdzv_bind_all) and load opts->state_path when it exists (the generation, its
- * members, the job's spec and version: a restarted service knows the running ring).
+ * Open the service: listen on cfg->master_addr:master_port (IPv4 or IPv6, dist_resolve();
+ * with cfg->rdzv_bind_all 0.0.0.0, or :: for an IPv6 master, which also accepts IPv4) and
+ * load opts->state_path when it exists (the generation, its
+ * members, the job's spec, version and encoding: a restarted service knows the running ring).
  * Events (joins, rounds, rejections, stops) go to cfg->event.
  */
 manta_status dist_elastic_server_open(const dist_config *cfg, const dist_elastic_opts *opts,

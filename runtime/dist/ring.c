@@ -1230,6 +1230,7 @@ manta_status ring_create_from(const dist_config *cfg, dist_rdzv *rz, ring_comm *
     }
     c->cfg.rank = rz->rank;
     c->cfg.world_size = rz->world;
+    c->cfg.ring_order[0] = 0; /* the ranks stand in the order of the table */
     return ring_connect(c, rz, out, err);
 }
 

@@ -108,7 +108,9 @@ manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err
  * Connect the ring of a rendezvous made elsewhere (the elastic service, elastic.h): @p rz
  * gives this rank, the world size, every rank's ring listener and this rank's listening
  * socket; it is consumed (freed, also on failure). cfg->rank and world_size are ignored
- * (taken from @p rz); everything else of @p cfg (secret, job id, deadline) applies.
+ * (taken from @p rz) and so is cfg->ring_order (the ranks stand around the ring in rank
+ * order: a world size that changes from one generation to the next has no fixed order to
+ * give); everything else of @p cfg (secret, job id, deadline, gradient encoding) applies.
  */
 manta_status ring_create_from(const dist_config *cfg, dist_rdzv *rz, ring_comm **out,
                               manta_err *err);

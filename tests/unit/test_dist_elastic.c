@@ -2,8 +2,9 @@
  * service thread. The first ring; a rank with another code version, other settings, another
  * secret; a new rank while a ring runs (rank 0 is told, the ring comes back, the new rank is
  * told to take the state of rank 0); a failure round with a rank claimed twice and two states
- * for one step; a rank declared dead coming back (re-admitted as new); fewer than MIN ranks stop the job; the
- * state broadcast over a ring gives every byte. All waits are bounded by 2-3 s deadlines. */
+ * for one step; a rank declared dead coming back (re-admitted as new); a rank with another
+ * gradient encoding; the service on IPv6; fewer than MIN ranks stop the job; the state
+ * broadcast over a ring (of an int8 job) gives every byte. All waits are bounded by 2-3 s deadlines. */
 #define _DEFAULT_SOURCE
 
 #include <pthread.h>
@@ -45,12 +46,13 @@ static void *service_main(void *arg)
     return NULL;
 }
 
-static void service_start(service *v, int min, int max, int expect)
+static void service_start_at(service *v, const char *addr, int min, int max, int expect)
 {
     memset(v, 0, sizeof *v);
     int port = dist_free_port();
     assert_true(port > 0);
     config(&v->cfg, port, SECRET);
+    snprintf(v->cfg.master_addr, sizeof v->cfg.master_addr, "%s", addr);
     v->o = (dist_elastic_opts){.min_ranks = min,
                                .max_ranks = max,
                                .settle_s = 1.0,
@@ -60,6 +62,11 @@ static void service_start(service *v, int min, int max, int expect)
     manta_err err;
     assert_int_equal(dist_elastic_server_open(&v->cfg, &v->o, &v->s, &err), MANTA_OK);
     assert_int_equal(pthread_create(&v->th, NULL, service_main, v), 0);
+}
+
+static void service_start(service *v, int min, int max, int expect)
+{
+    service_start_at(v, "127.0.0.1", min, max, expect);
 }
 
 static void service_end(service *v)
@@ -155,6 +162,15 @@ static void test_rounds(void **state)
     member_wait(&x);
     assert_int_equal(x.a.kind, DIST_ELASTIC_REJECT);
     assert_non_null(strstr(x.a.msg, "settings"));
+    /* another gradient encoding: refused naming both (the job's came with its first ranks) */
+    member_init(&x, &v, 0xc, 0, -1, 0, 0);
+    x.q.wire = DIST_WIRE_INT8;
+    x.cfg.wire = DIST_WIRE_INT8;
+    member_start(&x);
+    member_wait(&x);
+    assert_int_equal(x.st, MANTA_OK);
+    assert_int_equal(x.a.kind, DIST_ELASTIC_REJECT);
+    assert_non_null(strstr(x.a.msg, "gradient encoding 'int8' differs from the job's 'none'"));
     /* another secret: the handshake fails */
     member_init(&x, &v, 0xc, 0, -1, 0, 0);
     assert_int_equal(dist_config_set_secret(&x.cfg, "another-secret", 14, NULL), MANTA_OK);
@@ -267,6 +283,41 @@ static void test_rounds(void **state)
     assert_int_equal(v.st, MANTA_OK);
 }
 
+/* The service on ::1: two ranks with the job's encoding (fixed) form a ring whose table holds
+ * their IPv6 ring listeners; skipped where the host has no IPv6 loopback. */
+static void test_ipv6(void **state)
+{
+    (void)state;
+    if (!dist_have_ipv6_loopback()) {
+        skip();
+        return;
+    }
+    service v;
+    service_start_at(&v, "::1", 2, 2, 2);
+    member a, b;
+    member_init(&a, &v, 0xa, 0, 0, 0, 0);
+    member_init(&b, &v, 0xb, 0, 1, 0, 0);
+    a.q.wire = b.q.wire = DIST_WIRE_FIXED;
+    a.cfg.wire = b.cfg.wire = DIST_WIRE_FIXED;
+    member_start(&a);
+    member_start(&b);
+    member_wait(&a);
+    member_wait(&b);
+    assert_int_equal(a.st, MANTA_OK);
+    assert_int_equal(b.st, MANTA_OK);
+    assert_int_equal(a.a.kind, DIST_ELASTIC_ASSIGN);
+    assert_int_equal(b.a.kind, DIST_ELASTIC_ASSIGN);
+    assert_int_equal(a.a.world, 2);
+    for (int r = 0; r < 2; r++) {
+        assert_false(dist_addr_is_v4(&a.a.rz.peers[r].addr));
+        assert_true(dist_addr_is_loopback(&a.a.rz.peers[r].addr));
+    }
+    dist_elastic_assign_free(&a.a);
+    dist_elastic_assign_free(&b.a);
+    service_end(&v);
+    assert_int_equal(v.st, MANTA_OK);
+}
+
 /* Fewer than MIN ranks within the deadline: every waiting rank gets the stop, the one with
  * the latest state is asked to write it, the service returns the reason. */
 static void test_below_min(void **state)
@@ -319,6 +370,7 @@ static void test_bcast(void **state)
         config(&b[r].cfg, port, SECRET);
         b[r].cfg.rank = r;
         b[r].cfg.world_size = 3;
+        b[r].cfg.wire = DIST_WIRE_INT8; /* the job's gradient encoding: the state stays exact */
         b[r].n = n;
         b[r].buf = malloc(n);
         assert_non_null(b[r].buf);
@@ -340,6 +392,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rounds),
+        cmocka_unit_test(test_ipv6),
         cmocka_unit_test(test_below_min),
         cmocka_unit_test(test_bcast),
     };
