@@ -92,6 +92,8 @@ manta_status train_elastic_snapshot(train_run *r, long done, manta_err *err)
     m.step = done;
     m.has_teacher = ofa_trainer_has_teacher(r->t);
     m.loader = r->ls;
+    m.ef = NULL; /* the int8 error feedback is this rank's own: not in the shared state */
+    m.n_ef = 0;
     manta_err e;
     manta_err_clear(&e);
     manta_status st = trainstate_save(path, r->t, r->d, &m, &e);
@@ -220,6 +222,9 @@ static bool load_state(train_run *r, const dist_elastic_assign *a)
         r->start = a->step;
         return true;
     }
+    free(r->meta.ef); /* rank 0's gathered error feedback of the last ring (the load clears it) */
+    r->meta.ef = NULL;
+    r->meta.n_ef = 0;
     if (fresh)
         snprintf(path, sizeof path, "%s", r->latest);
     else
@@ -233,6 +238,13 @@ static bool load_state(train_run *r, const dist_elastic_assign *a)
     }
     r->start = r->meta.step;
     r->ls = r->meta.loader;
+    /* int8 error feedback: from latest.ckpt when the first ring resumes it (zero when its world
+     * size differs); after a membership change every rank's starts from zero (a new dp) */
+    if (fresh && a->generation == 1 && !job_ef_resume("manta train", r->dp, r->latest))
+        return false;
+    if (!fresh && r->rank == 0 && dp_ef_count(r->dp) > 0)
+        fprintf(stderr, "manta train: the ring changed: the int8 error feedback of every rank "
+                        "starts from zero\n");
     if (!fresh) { /* later snapshots of this rank are of a step no one continues from */
         for (int k = 0; k < 2; k++)
             if (el->s[k].step >= 0 && el->s[k].step != a->step) {
@@ -411,6 +423,8 @@ static int finished(train_run *r)
     m.step = r->start;
     m.has_teacher = ofa_trainer_has_teacher(r->t);
     m.loader = r->ls;
+    m.ef = NULL; /* the ring failed: the ranks' error feedback cannot be gathered */
+    m.n_ef = 0;
     manta_err err;
     manta_err_clear(&err);
     manta_status st = trainstate_save(r->latest, r->t, r->d, &m, &err);
@@ -456,7 +470,7 @@ int train_elastic(train_run *r)
         return 1;
     }
     const int env_rank = r->cfg.world_size > 1 ? r->cfg.rank : -1;
-    dist_elastic_join_req q = {.id = el->id};
+    dist_elastic_join_req q = {.id = el->id, .wire = r->cfg.wire};
     spec_hash(r, q.spec);
     snprintf(q.version, sizeof q.version, "%s %s", tool_version(), tool_git_revision());
     int rc = 1;
