@@ -146,8 +146,9 @@ int cmd_rendezvous(int argc, char **argv)
         fprintf(stderr, "manta rendezvous: %s\n", manta_err_msg(&err, st));
         return 1;
     }
-    fprintf(stderr, "manta rendezvous: job '%s' on %s:%d, %d to %d ranks\n", cfg.job_id,
-            cfg.rdzv_bind_all ? "0.0.0.0" : cfg.master_addr, cfg.master_port, mn, mx);
+    fprintf(stderr, "manta rendezvous: job '%s' on %s port %d%s, %d to %d ranks\n", cfg.job_id,
+            cfg.master_addr, cfg.master_port,
+            cfg.rdzv_bind_all ? " (bound to every address of its family)" : "", mn, mx);
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
