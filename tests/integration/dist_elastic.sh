@@ -9,8 +9,10 @@
 #    global batch; the first step without a killed rank completes within deadline + 2 s;
 #    metrics.jsonl holds a membership record of each ring rank 0 saw form (start, failure,
 #    join, failure);
+#  - --compress int8, --nnodes 2:3, rank 2 SIGKILLed after step 1: the ring of 2 carries the
+#    encoding, every rank's error feedback restarts from zero (a line says so), the job ends;
 #  - bad input against a running job: a rank with another secret (the handshake fails), a
-#    rank with other settings (refused naming them), a rank stopped (SIGSTOP) until it is
+#    rank with other settings or another gradient encoding (refused naming them), a rank stopped (SIGSTOP) until it is
 #    declared dead and then continued (re-admitted as a new rank with the ring's state, not
 #    merged back);
 #  - --nnodes 2:2 and one of the two ranks killed: the other stops with one line saying
@@ -103,6 +105,27 @@ close "$dir/four/latest.ckpt" "$dir/e/latest.ckpt" params 1e-5 || fail "elastic 
 [ ! -d "$dir/e/.elastic" ] || fail "snapshots left in $dir/e/.elastic"
 echo "4 ranks -> 3 -> 4 (a new rank) -> 3 (rank 0 killed): finished"
 
+# ---- int8 gradients: the encoding goes with every ring, the error feedback restarts ----
+port=$("$M" launch -n 1 --quiet -- sh -c 'echo $MASTER_PORT')
+"$M" launch --nnodes 2:3 --port "$port" -- "$M" train --elastic $ARGS --compress int8 --stop-after 4 \
+    --out "$dir/q" >"$dir/q.log" 2>&1 &
+lp=$!
+pids="$pids $lp"
+wait_for "$dir/q/metrics.jsonl" '"step":1,'
+kill_rank $lp 2 KILL
+i=0
+while kill -0 $lp 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -le 600 ] || { cat "$dir/q.log"; fail "int8 elastic run did not end within 60 s"; }
+    sleep 0.1
+done
+wait $lp || { cat "$dir/q.log"; fail "int8 elastic run exited non-zero"; }
+grep -q 'rendezvous: generation 2: 2 rank(s) (was 3)' "$dir/q.log" || { cat "$dir/q.log"; fail "int8: no ring of 2"; }
+grep -q 'the ring changed: the int8 error feedback of every rank starts from zero' "$dir/q.log" ||
+    { cat "$dir/q.log"; fail "int8: the error feedback reset not reported"; }
+"$M" ckpt-diff "$dir/q/latest.ckpt" "$dir/q/latest.ckpt" >/dev/null || fail "int8: latest.ckpt unreadable"
+echo "int8: 3 ranks -> 2, the error feedback restarted: finished"
+
 # ---- bad input against a running job; a stopped rank declared dead ----
 port=$("$M" launch -n 1 --quiet -- sh -c 'echo $MASTER_PORT')
 export MASTER_ADDR=127.0.0.1 MASTER_PORT=$port
@@ -119,11 +142,16 @@ MANTA_SECRET=not-the-secret-of-this-job "$M" train --elastic $ARGS --out "$dir/x
 x1=$!
 "$M" train --elastic $ARGS --seed 2 --out "$dir/x" >"$dir/x2.log" 2>&1 &
 x2=$!
-pids="$pids $x1 $x2"
+"$M" train --elastic $ARGS --compress fp16 --out "$dir/x" >"$dir/x3.log" 2>&1 &
+x3=$!
+pids="$pids $x1 $x2 $x3"
 wait $x1 && fail "a rank with another secret was accepted"
 grep -q "does not know this job's shared secret" "$dir/x1.log" || { cat "$dir/x1.log"; fail "wrong secret"; }
 wait $x2 && fail "other settings accepted"
 grep -q "refused by the rendezvous: the run's settings" "$dir/x2.log" || { cat "$dir/x2.log"; fail "other settings"; }
+wait $x3 && fail "another gradient encoding accepted"
+grep -q "refused by the rendezvous: gradient encoding 'fp16' differs from the job's 'none'" "$dir/x3.log" ||
+    { cat "$dir/x3.log"; fail "another gradient encoding"; }
 kill -STOP $p1
 wait_for "$dir/rdzv.log" 'generation 2: 1 rank(s)'
 kill -CONT $p1
@@ -141,7 +169,7 @@ for p in $p0 $p1; do
 done
 kill -TERM $rp
 wait $rp || fail "rendezvous exit status after SIGTERM"
-echo "bad input: other secret and other settings refused; a rank declared dead re-admitted as new; the job went on"
+echo "bad input: other secret, other settings and another encoding refused; a rank declared dead re-admitted as new; the job went on"
 
 # ---- fewer ranks than MIN: the job stops with the last completed step's state ----
 "$M" rendezvous --nnodes 2:2 --timeout 2 >"$dir/rdzv2.log" 2>&1 &
