@@ -11,6 +11,8 @@
 #    join, failure);
 #  - --compress int8, --nnodes 2:3, rank 2 SIGKILLed after step 1: the ring of 2 carries the
 #    encoding, every rank's error feedback restarts from zero (a line says so), the job ends;
+#  - the service and the ring on IPv6 loopback (MASTER_ADDR=::1, --aggregate fixed), 2 ranks,
+#    2 steps; skipped with a line when the host has no ::1;
 #  - bad input against a running job: a rank with another secret (the handshake fails), a
 #    rank with other settings or another gradient encoding (refused naming them), a rank stopped (SIGSTOP) until it is
 #    declared dead and then continued (re-admitted as a new rank with the ring's state, not
@@ -125,6 +127,29 @@ grep -q 'the ring changed: the int8 error feedback of every rank starts from zer
     { cat "$dir/q.log"; fail "int8: the error feedback reset not reported"; }
 "$M" ckpt-diff "$dir/q/latest.ckpt" "$dir/q/latest.ckpt" >/dev/null || fail "int8: latest.ckpt unreadable"
 echo "int8: 3 ranks -> 2, the error feedback restarted: finished"
+
+# ---- IPv6: the rendezvous service and the ring on ::1 ----
+if ip -6 addr show dev lo 2>/dev/null | grep -q '::1/128'; then
+    port=$("$M" launch -n 1 --quiet -- sh -c 'echo $MASTER_PORT')
+    MASTER_ADDR=::1 MASTER_PORT=$port "$M" rendezvous --nnodes 2:2 --timeout 3 >"$dir/v6rdzv.log" 2>&1 &
+    rp=$!
+    pids="$pids $rp"
+    for r in 0 1; do
+        MASTER_ADDR=::1 MASTER_PORT=$port RANK=$r WORLD_SIZE=2 "$M" train --elastic $ARGS --aggregate fixed \
+            --stop-after 2 --out "$dir/v6" >"$dir/v6-$r.log" 2>&1 &
+        eval "p$r=\$!"
+        pids="$pids $!"
+    done
+    wait $p0 || { cat "$dir/v6-0.log"; fail "IPv6: rank 0 exited non-zero"; }
+    wait $p1 || { cat "$dir/v6-1.log"; fail "IPv6: rank 1 exited non-zero"; }
+    kill -TERM $rp
+    wait $rp || true
+    grep -q 'new rank \[::1\]:[0-9]* (id' "$dir/v6rdzv.log" || { cat "$dir/v6rdzv.log"; fail "IPv6: no member from [::1]"; }
+    grep -q '"step":2,' "$dir/v6/metrics.jsonl" || fail "IPv6: no step 2"
+    echo "IPv6: the service and a ring of 2 on [::1] (fixed point) trained 2 steps"
+else
+    echo "skipped: this host has no IPv6 loopback (::1), the IPv6 run is not made"
+fi
 
 # ---- bad input against a running job; a stopped rank declared dead ----
 port=$("$M" launch -n 1 --quiet -- sh -c 'echo $MASTER_PORT')
