@@ -16,9 +16,14 @@
 #   make bench-engine inference latency and arena against LiteRT and TFLM (not a test;
 #                   INT8=1: the same sub-networks in int8)
 #   make bench-search  after make demo: searched against uniform sub-networks at six budgets (not a test)
+#   make bench-elastic  elastic training on emulated links: time from a rank's death to the next
+#                   step, a join's state transfer (root; tools/bench/netns_elastic.sh)
 #   make bench-monitor  step time of manta train --monitor with and without clients that never
 #                   read (not a test)
 #   make bench-synth  milliseconds per procedural stereo pair, one thread (not a test)
+#   make bench-compress  ring bus bandwidth and training step time per gradient encoding
+#                   (--compress, --aggregate) on loopback and, as root, 100 Mbit/s netem links
+#                   between network namespaces (not a test)
 #   make bench-stereo CKPT=...  a stereo checkpoint's largest / smallest sub-network against
 #                   OpenCV's SGBM on held-out pairs (not a test)
 #   make tune       tune CLBlast for the device (MANTA_DEVICE), kept for later runs
@@ -194,7 +199,7 @@ TEST_LIB_OBJ := $(TEST_LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # Keep objects of test programs between runs.
 .SECONDARY:
 
-.PHONY: all lib test test-run demo deps bench-ops bench-train bench-stereo-train bench-gpu bench-stereo bench-synth bench-engine bench-search bench-monitor tune clean help fuzz bundle
+.PHONY: all lib test test-run demo deps bench-ops bench-train bench-stereo-train bench-gpu bench-stereo bench-synth bench-engine bench-search bench-monitor bench-elastic bench-compress tune clean help fuzz bundle
 ifeq ($(BOARD),)
 all: $(LIB) $(MANTA) $(INFER) $(PROFILE)
 else
@@ -476,6 +481,20 @@ bench-search: deps
 bench-monitor: deps
 	@$(MAKE) --no-print-directory all
 	BUILD=$(BUILD) sh tools/bench/monitor_slow_client.sh
+
+# Elastic training on emulated links (root: network namespaces, 198.18.0.0/15): 4 ranks, one
+# killed, one joins, rank 0 killed; seconds from each kill to the first step without the rank
+# (tools/bench/netns_elastic.sh; SIG=KILL or STOP, RATE=100mbit, DEADLINE=5).
+bench-elastic: deps
+	@$(MAKE) --no-print-directory all
+	sh tools/bench/netns_elastic.sh -m $(MANTA) -k $(or $(SIG),KILL) -r $(or $(RATE),100mbit) \
+		-t $(or $(DEADLINE),5)
+
+# Gradient encodings of the ring: busbw and smoke-schedule step time per encoding
+# (tools/bench/compress.sh; -N there: loopback only).
+bench-compress: deps
+	@$(MAKE) --no-print-directory all
+	sh tools/bench/compress.sh -m $(MANTA)
 
 # CLBlast's tuners (clblast-utils) for the device; see docs/tuning.md
 tune: deps

@@ -29,7 +29,7 @@ COMMANDS = [
     ("manta stereo-data", ["stereo-data"]), ("manta bench ops", ["bench", "ops"]),
     ("manta bench train", ["bench", "train"]), ("manta bench memory", ["bench", "memory"]),
     ("manta bench allreduce", ["bench", "allreduce"]),
-    ("manta kernels", ["kernels"]), ("manta tune", ["tune"]), ("manta launch", ["launch"]),
+    ("manta kernels", ["kernels"]), ("manta tune", ["tune"]), ("manta launch", ["launch"]), ("manta rendezvous", ["rendezvous"]),
     ("manta ckpt-diff", ["ckpt-diff"]), ("manta events", ["events"]),
     ("manta report", ["report"]), ("manta monitor", ["monitor"]), ("manta version", ["version"]),
     ("manta-infer", None), ("manta-profile", None),

@@ -37,8 +37,13 @@ static ckpt_train_slabs train_slabs(ofa_trainer *t, bool has_teacher)
 {
     ofa_slabs sl;
     ofa_supernet_slabs(ofa_trainer_net(t), &sl);
-    return (ckpt_train_slabs){sl.params,   sl.momentum, sl.state,   ofa_trainer_teacher(t),
-                              sl.n_params, sl.n_state,  has_teacher};
+    return (ckpt_train_slabs){.params = sl.params,
+                              .momentum = sl.momentum,
+                              .state = sl.state,
+                              .teacher = ofa_trainer_teacher(t),
+                              .n_params = sl.n_params,
+                              .n_state = sl.n_state,
+                              .has_teacher = has_teacher};
 }
 
 manta_status trainstate_save(const char *path, ofa_trainer *t, mcl_dev *d, const train_meta *m,
@@ -50,6 +55,8 @@ manta_status trainstate_save(const char *path, ofa_trainer *t, mcl_dev *d, const
     const int64_t loader[4] = {m->loader.epoch, m->loader.pos, (int64_t)m->loader.rng.state,
                                (int64_t)m->loader.rng.inc};
     ckpt_train_slabs sl = train_slabs(t, m->has_teacher);
+    sl.ef = m->ef;
+    sl.n_ef = m->n_ef;
     manta_status st = train_ckpt_save_train(path, meta, loader, 4, d, &sl, err);
     free(meta);
     return st;

@@ -41,7 +41,8 @@ static const manta_env_desc table[MANTA_ENV_COUNT] = {
                                "a file (readable by its owner only) holding the shared secret",
                                "no file is read"},
     [MANTA_ENV_IFACE] = {"MANTA_IFACE", "distributed",
-                         "the network interface whose IPv4 address the ring uses (--iface)",
+                         "the network interface whose address the ring uses, IPv4 or IPv6 as "
+                         "the master's (--iface)",
                          "the interface that routes to the master"},
     [MANTA_ENV_TIMEOUT] = {"MANTA_TIMEOUT", "distributed",
                            "deadline of every network operation, seconds in (0, 86400] "
@@ -53,6 +54,11 @@ static const manta_env_desc table[MANTA_ENV_COUNT] = {
                            "the ring's socket buffer sizes in bytes, 0 for the kernel's "
                            "autotuning (--sock-buf)",
                            "0"},
+    [MANTA_ENV_RING_ORDER] = {"MANTA_RING_ORDER", "distributed",
+                              "the ranks in their order around the ring, e.g. 2,0,1 (the same on "
+                              "every rank): neighbours on one host, or a check that --aggregate "
+                              "fixed does not depend on the order",
+                              "0,1,...,N-1"},
     [MANTA_ENV_MONITOR_TOKEN] = {"MANTA_MONITOR_TOKEN", "monitor",
                                  "the token (8 to 256 characters) every request to the training "
                                  "monitor must carry; required to listen beyond loopback",

@@ -39,6 +39,7 @@ typedef enum manta_env_var {
     MANTA_ENV_TIMEOUT,     /**< MANTA_TIMEOUT: deadline of network operations, seconds */
     MANTA_ENV_FRAME_MAC,   /**< MANTA_FRAME_MAC: header or full frame tags */
     MANTA_ENV_SOCKBUF,     /**< MANTA_SOCKBUF: ring socket buffer bytes */
+    MANTA_ENV_RING_ORDER,  /**< MANTA_RING_ORDER: the ranks' order around the ring */
     /* the training monitor (runtime/monitor) */
     MANTA_ENV_MONITOR_TOKEN, /**< MANTA_MONITOR_TOKEN: the monitor's access token */
     MANTA_ENV_COUNT          /**< number of variables (not a variable) */

@@ -236,10 +236,21 @@ void manta_rec_done_json(const manta_rec_done *r, manta_strbuf *b)
     manta_strbuf_printf(b, "}");
 }
 
+void manta_rec_membership_json(const manta_rec_membership *r, manta_strbuf *b)
+{
+    manta_strbuf_printf(b, "{\"event\":\"membership\"");
+    member_num(b, "time", "%.3f", r->time);
+    manta_strbuf_printf(b, ",\"generation\":%ld,\"world\":%d,\"was\":%d,\"step\":%ld",
+                        r->generation, r->world, r->was, r->step);
+    member_str(b, "cause", r->cause);
+    manta_strbuf_printf(b, ",\"state_bytes\":%lld}", r->state_bytes);
+}
+
 const char *manta_rec_kind_name(manta_rec_kind k)
 {
-    static const char *const names[] = {"unknown",   "job",        "progress", "step",    "eval",
-                                        "phase_end", "checkpoint", "error",    "stopped", "done"};
+    static const char *const names[] = {"unknown", "job",       "progress",   "step",
+                                        "eval",    "phase_end", "checkpoint", "error",
+                                        "stopped", "done",      "membership"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "unknown";
 }
 
@@ -255,6 +266,7 @@ manta_status manta_rec_json(const manta_rec *r, manta_strbuf *b, manta_err *err)
     case MANTA_REC_ERROR: manta_rec_error_json(&r->error, b); break;
     case MANTA_REC_STOPPED: manta_rec_stopped_json(&r->stopped, b); break;
     case MANTA_REC_DONE: manta_rec_done_json(&r->done, b); break;
+    case MANTA_REC_MEMBERSHIP: manta_rec_membership_json(&r->membership, b); break;
     default:
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "metrics record: kind %d has no writer",
                              (int)r->kind);
@@ -570,6 +582,7 @@ static manta_rec_kind kind_of(const cJSON *o)
                   {"error", MANTA_REC_ERROR},
                   {"stopped", MANTA_REC_STOPPED},
                   {"done", MANTA_REC_DONE},
+                  {"membership", MANTA_REC_MEMBERSHIP},
                   {"progress", MANTA_REC_PROGRESS}};
     const char *ev = str(o, "event"), *eval = str(o, "eval");
     if (ev) {
@@ -627,6 +640,15 @@ static manta_status interpret(const cJSON *o, manta_rec *r, manta_err *err)
         r->done.time = num(o, "time");
         r->done.step = whole(o, "step", 0, STEP_MAX, -1);
         r->done.seconds = num(o, "seconds");
+        break;
+    case MANTA_REC_MEMBERSHIP:
+        r->membership.time = num(o, "time");
+        r->membership.generation = whole(o, "generation", 0, STEP_MAX, -1);
+        r->membership.world = whole_int(o, "world", 0, 1 << 20, -1);
+        r->membership.was = whole_int(o, "was", 0, 1 << 20, -1);
+        r->membership.step = whole(o, "step", 0, STEP_MAX, -1);
+        copy(r->membership.cause, sizeof r->membership.cause, o, "cause");
+        r->membership.state_bytes = (long long)whole(o, "state_bytes", 0, STEP_MAX, 0);
         break;
     default: break;
     }

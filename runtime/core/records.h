@@ -64,7 +64,8 @@ typedef enum manta_rec_kind {
     MANTA_REC_CHECKPOINT, /**< `"event":"checkpoint"` */
     MANTA_REC_ERROR,      /**< `"event":"error"`: an error stopped the job */
     MANTA_REC_STOPPED,    /**< `"event":"stopped"`: --stop-after, SIGINT or SIGTERM */
-    MANTA_REC_DONE        /**< `"event":"done"`: the end of the schedule */
+    MANTA_REC_DONE,       /**< `"event":"done"`: the end of the schedule */
+    MANTA_REC_MEMBERSHIP  /**< `"event":"membership"`: an elastic job's ring formed again */
 } manta_rec_kind;
 
 /** One phase of the job record's schedule. */
@@ -225,6 +226,18 @@ typedef struct manta_rec_done {
     double seconds; /**< this invocation's training time (%.1f) */
 } manta_rec_done;
 
+/** `{"event":"membership","time":T,"generation":G,"world":W,"was":P,"step":S,"cause":"...",
+ *  "state_bytes":B}`: generation G of an elastic job formed with W ranks (P before; 0 for
+ *  the first), continuing after S steps. */
+typedef struct manta_rec_membership {
+    double time;                    /**< Unix time (%.3f) */
+    long generation;                /**< from 1 */
+    int world, was;                 /**< ranks now and in the generation before (0: none) */
+    long step;                      /**< steps done when the ring formed */
+    char cause[MANTA_REC_NAME_MAX]; /**< "start", "failure" (a rank died or stalled), "join" */
+    long long state_bytes;          /**< bytes of state sent to new ranks (0: none) */
+} manta_rec_membership;
+
 /**
  * A record of any kind. The writer reads the member of @c kind; the reader
  * fills it. A parsed record owns its progress or step record's ranks array:
@@ -242,6 +255,7 @@ typedef struct manta_rec {
         manta_rec_error error;
         manta_rec_stopped stopped;
         manta_rec_done done;
+        manta_rec_membership membership;
     };
 } manta_rec;
 
@@ -263,6 +277,7 @@ void manta_rec_checkpoint_json(const manta_rec_checkpoint *r, manta_strbuf *b);
 void manta_rec_error_json(const manta_rec_error *r, manta_strbuf *b);
 void manta_rec_stopped_json(const manta_rec_stopped *r, manta_strbuf *b);
 void manta_rec_done_json(const manta_rec_done *r, manta_strbuf *b);
+void manta_rec_membership_json(const manta_rec_membership *r, manta_strbuf *b);
 /** @} */
 
 /**

@@ -9,8 +9,8 @@
 #include "dist/net.h"
 
 #define AUTH_MAGIC "MNTH"
-#define AUTH_VERSION 1
-#define HELLO_SIZE 128
+#define AUTH_VERSION 2
+#define HELLO_SIZE 160
 #define CHAL_SIZE 160
 #define RESP_SIZE 48
 #define RESULT_SIZE 16
@@ -28,6 +28,7 @@ const char *dist_reject_str(int code)
     case DIST_REJECT_RANK: return "unexpected or duplicate rank";
     case DIST_REJECT_VERSION: return "protocol version or link kind differ";
     case DIST_REJECT_BUSY: return "rendezvous not accepting ranks";
+    case DIST_REJECT_WIRE: return "different gradient encoding (--compress / --aggregate)";
     }
     return "unknown reason";
 }
@@ -58,21 +59,22 @@ static void job_print(const unsigned char *f, char out[DIST_JOB_MAX])
 }
 
 typedef struct transcript {
-    unsigned char b[16 + 1 + DIST_JOB_MAX + 14 + 4 + 2 * NONCE];
+    unsigned char b[16 + 1 + DIST_JOB_MAX + 8 + 16 + 2 + 1 + 4 + 2 * NONCE];
 } transcript;
 
 static void make_transcript(transcript *t, dist_link_kind kind, const unsigned char *job, int crank,
-                            int world, uint32_t caddr, uint16_t cport, int srank,
+                            int world, const dist_addr *caddr, uint16_t cport, int wire, int srank,
                             const unsigned char *cn, const unsigned char *sn)
 {
     unsigned char *p = t->b;
-    memcpy(p, "manta-auth-v1\0\0\0", 16), p += 16;
+    memcpy(p, "manta-auth-v2\0\0\0", 16), p += 16;
     *p++ = (unsigned char)kind;
     memcpy(p, job, DIST_JOB_MAX), p += DIST_JOB_MAX;
     manta_le_put32(p, (uint32_t)crank), p += 4;
     manta_le_put32(p, (uint32_t)world), p += 4;
-    memcpy(p, &caddr, 4), p += 4;
+    memcpy(p, caddr->b, 16), p += 16;
     manta_le_put16(p, cport), p += 2;
+    *p++ = (unsigned char)wire;
     manta_le_put32(p, (uint32_t)srank), p += 4;
     memcpy(p, cn, NONCE), p += NONCE;
     memcpy(p, sn, NONCE);
@@ -110,8 +112,9 @@ manta_status dist_auth_client(int fd, const dist_config *cfg, dist_link_kind kin
     put_head(hello, T_HELLO, kind);
     manta_le_put32(hello + 8, (uint32_t)me->rank);
     manta_le_put32(hello + 12, (uint32_t)cfg->world_size);
-    memcpy(hello + 16, &me->addr, 4);
     manta_le_put16(hello + 20, me->port);
+    hello[22] = (unsigned char)cfg->wire;
+    memcpy(hello + 120, me->addr.b, 16);
     memcpy(hello + 24, job, DIST_JOB_MAX);
     memcpy(hello + 88, cn, NONCE);
     if ((st = dist_send_all(fd, hello, sizeof hello, deadline, what, err)) != MANTA_OK)
@@ -123,6 +126,13 @@ manta_status dist_auth_client(int fd, const dist_config *cfg, dist_link_kind kin
         return manta_err_set(
             err, MANTA_ERR_FORMAT,
             "%s is not a manta peer of this version (bad handshake magic or version)", what);
+    if (head_ok(chal, T_RESULT, kind) && chal[8] == DIST_REJECT_WIRE)
+        return manta_err_set(err, MANTA_ERR_IO,
+                             "%s rejected rank %d: different gradient encoding: this rank uses "
+                             "'%s', rank 0 '%s' (give every rank the same --compress / "
+                             "--aggregate)",
+                             what, me->rank, dist_wire_name(cfg->wire),
+                             dist_wire_name((dist_wire)chal[9]));
     if (head_ok(chal, T_RESULT, kind))
         return manta_err_set(err, MANTA_ERR_IO, "%s rejected rank %d: %s", what, me->rank,
                              dist_reject_str(chal[8]));
@@ -146,8 +156,8 @@ manta_status dist_auth_client(int fd, const dist_config *cfg, dist_link_kind kin
                              "%s is rank %d of world %d; expected rank %d of world %d", what, srank,
                              sworld, expect_rank, cfg->world_size);
     transcript t;
-    make_transcript(&t, kind, job, me->rank, cfg->world_size, me->addr, me->port, srank, cn,
-                    chal + 88);
+    make_transcript(&t, kind, job, me->rank, cfg->world_size, &me->addr, me->port, (int)cfg->wire,
+                    srank, cn, chal + 88);
     unsigned char mac[32];
     mac_of(mac, cfg->key, 'S', &t);
     if (sodium_memcmp(mac, chal + 120, 32) != 0)
@@ -173,13 +183,14 @@ manta_status dist_auth_client(int fd, const dist_config *cfg, dist_link_kind kin
     return MANTA_OK;
 }
 
-static manta_status reject(int fd, dist_link_kind kind, int code, double deadline, const char *what,
-                           int *reason)
+static manta_status reject(int fd, dist_link_kind kind, int code, int wire, double deadline,
+                           const char *what, int *reason)
 {
     unsigned char res[RESULT_SIZE];
     memset(res, 0, sizeof res);
     put_head(res, T_RESULT, kind);
     res[8] = (unsigned char)code;
+    res[9] = (unsigned char)wire;
     if (reason)
         *reason = code;
     /* Best effort and brief: the peer may be gone or hostile. */
@@ -200,35 +211,39 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
     unsigned char hello[HELLO_SIZE], chal[CHAL_SIZE], resp[RESP_SIZE], job[DIST_JOB_MAX], sn[NONCE];
     manta_status st;
     job_field(cfg, job);
-    if ((st = dist_recv_all(fd, hello, sizeof hello, deadline, what, err)) != MANTA_OK)
+    /* the 16-byte head first: a peer of another version is told so, not left waiting */
+    if ((st = dist_recv_all(fd, hello, 16, deadline, what, err)) != MANTA_OK)
         return st;
     if (memcmp(hello, AUTH_MAGIC, 4) != 0 || hello[5] != T_HELLO) {
         manta_err_set(err, MANTA_ERR_FORMAT,
                       "rejected %s: not a manta handshake (bad magic or type)", what);
-        return reject(fd, kind, DIST_REJECT_VERSION, deadline, what, reason);
+        return reject(fd, kind, DIST_REJECT_VERSION, (int)cfg->wire, deadline, what, reason);
     }
     if (hello[4] != AUTH_VERSION || hello[6] != (unsigned char)kind) {
         manta_err_set(err, MANTA_ERR_FORMAT,
                       "rejected %s: protocol version %u link kind %u, expected %u and %u", what,
                       (unsigned)hello[4], (unsigned)hello[6], AUTH_VERSION, (unsigned)kind);
-        return reject(fd, kind, DIST_REJECT_VERSION, deadline, what, reason);
+        return reject(fd, kind, DIST_REJECT_VERSION, (int)cfg->wire, deadline, what, reason);
     }
+    if ((st = dist_recv_all(fd, hello + 16, sizeof hello - 16, deadline, what, err)) != MANTA_OK)
+        return st;
     int crank = (int)manta_le_get32(hello + 8);
     int cworld = (int)manta_le_get32(hello + 12);
-    uint32_t caddr;
-    memcpy(&caddr, hello + 16, 4);
+    dist_addr caddr;
+    memcpy(caddr.b, hello + 120, 16);
     uint16_t cport = manta_le_get16(hello + 20);
+    int cwire = hello[22];
     if (memcmp(hello + 24, job, DIST_JOB_MAX) != 0) {
         char pj[DIST_JOB_MAX];
         job_print(hello + 24, pj);
         manta_err_set(err, MANTA_ERR_IO, "rejected %s: job '%s', this job is '%s'", what, pj,
                       cfg->job_id);
-        return reject(fd, kind, DIST_REJECT_JOB, deadline, what, reason);
+        return reject(fd, kind, DIST_REJECT_JOB, (int)cfg->wire, deadline, what, reason);
     }
     if (cworld != cfg->world_size) {
         manta_err_set(err, MANTA_ERR_IO, "rejected %s: world size %d, this job has %d", what,
                       cworld, cfg->world_size);
-        return reject(fd, kind, DIST_REJECT_WORLD, deadline, what, reason);
+        return reject(fd, kind, DIST_REJECT_WORLD, (int)cfg->wire, deadline, what, reason);
     }
     int rank_ok = expect_rank >= 0
                       ? crank == expect_rank
@@ -237,11 +252,20 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
         manta_err_set(err, MANTA_ERR_IO, "rejected %s: claims rank %d, %s", what, crank,
                       expect_rank >= 0 ? "not the expected neighbour"
                                        : "out of range or already joined");
-        return reject(fd, kind, DIST_REJECT_RANK, deadline, what, reason);
+        return reject(fd, kind, DIST_REJECT_RANK, (int)cfg->wire, deadline, what, reason);
+    }
+    if (cwire != (int)cfg->wire) {
+        manta_err_set(err, MANTA_ERR_IO,
+                      "rejected %s: rank %d uses the gradient encoding '%s', this job (rank %d) "
+                      "'%s' (--compress / --aggregate differ)",
+                      what, crank,
+                      cwire < DIST_WIRE_COUNT ? dist_wire_name((dist_wire)cwire) : "unknown",
+                      cfg->rank, dist_wire_name(cfg->wire));
+        return reject(fd, kind, DIST_REJECT_WIRE, (int)cfg->wire, deadline, what, reason);
     }
     randombytes_buf(sn, sizeof sn);
     transcript t;
-    make_transcript(&t, kind, job, crank, cworld, caddr, cport, cfg->rank, hello + 88, sn);
+    make_transcript(&t, kind, job, crank, cworld, &caddr, cport, cwire, cfg->rank, hello + 88, sn);
     memset(chal, 0, sizeof chal);
     put_head(chal, T_CHAL, kind);
     manta_le_put32(chal + 8, (uint32_t)cfg->rank);
@@ -268,7 +292,7 @@ manta_status dist_auth_server(int fd, const dist_config *cfg, dist_link_kind kin
         manta_err_set(err, MANTA_ERR_IO,
                       "rejected %s claiming rank %d: authentication failed (wrong secret?)", what,
                       crank);
-        return reject(fd, kind, DIST_REJECT_AUTH, deadline, what, reason);
+        return reject(fd, kind, DIST_REJECT_AUTH, (int)cfg->wire, deadline, what, reason);
     }
     unsigned char res[RESULT_SIZE];
     memset(res, 0, sizeof res);

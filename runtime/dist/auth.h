@@ -6,21 +6,23 @@
  *
  * Messages, all fixed size, little-endian, checked field by field before use:
  *
- *     client -> server  HELLO     128 B  magic "MNTH", version 1, type 1, link kind, client rank,
- *                                        world size, client ring address and port, job id (64 B),
- *                                        client nonce (32 B)
+ *     client -> server  HELLO     160 B  magic "MNTH", version 2, type 1, link kind, client rank,
+ *                                        world size, ring port (u16 at 20), gradient encoding
+ *                                        (dist_wire, byte 22), job id (64 B at 24), client
+ *                                        nonce (32 B at 88), ring address (16 B at 120, dist_addr)
  *     server -> client  CHALLENGE 160 B  type 2: server rank, world size, job id, server nonce (32 B),
  *                                        mac_s (32 B)
  *     client -> server  RESPONSE   48 B  type 3: mac_c (32 B)
  *     server -> client  RESULT     16 B  type 4: 0 accepted, else the reason of the rejection
+ *                                        (byte 8); byte 9: the server's gradient encoding
  *
- * With T = "manta-auth-v1" | kind | job id | client rank, world, address, port | server rank |
+ * With T = "manta-auth-v2" | kind | job id | client rank, world, address, port, encoding | server rank |
  * client nonce | server nonce and K the key derived from the secret:
  * mac_s = HMAC-SHA256(K, "S" | T), mac_c = HMAC-SHA256(K, "C" | T) (distinct labels, so neither
  * side's answer can be reflected), and the link key = HMAC-SHA256(K, "L" | T). Fresh random
  * nonces on both sides make every transcript, and so every link key, unique: a recorded
  * handshake cannot be replayed. The server may reject early (RESULT with a reason) when the
- * job id, world size, rank or version do not match; a RESULT is not authenticated (an
+ * job id, world size, rank, gradient encoding or version do not match; a RESULT is not authenticated (an
  * attacker able to forge one could as well reset the connection).
  */
 #ifndef MANTA_DIST_AUTH_H
@@ -30,18 +32,20 @@
 
 #include "core/status.h"
 #include "dist/config.h"
+#include "dist/net.h"
 
 /** What a connection is for (part of the transcript, so keys of different uses never coincide). */
 typedef enum dist_link_kind {
-    DIST_LINK_RDZV = 1, /**< a rank to the rendezvous master (rank 0) */
-    DIST_LINK_RING = 2  /**< rank r to rank r+1 (data flows client -> server) */
+    DIST_LINK_RDZV = 1,   /**< a rank to the rendezvous master (rank 0) */
+    DIST_LINK_RING = 2,   /**< rank r to rank r+1 (data flows client -> server) */
+    DIST_LINK_ELASTIC = 3 /**< a rank to the elastic rendezvous service (elastic.h) */
 } dist_link_kind;
 
 /** What an authenticated client claimed (and proved) in its HELLO. */
 typedef struct dist_hello {
-    int rank;      /**< the client's rank */
-    uint32_t addr; /**< the client's ring listener address (network order; 0 on ring links) */
-    uint16_t port; /**< the client's ring listener port (host order; 0 on ring links) */
+    int rank;       /**< the client's rank */
+    dist_addr addr; /**< the client's ring listener address (zero on ring links) */
+    uint16_t port;  /**< the client's ring listener port (host order; 0 on ring links) */
 } dist_hello;
 
 /** Reasons a server rejects a client (the RESULT code). */
@@ -52,7 +56,8 @@ typedef enum dist_reject {
     DIST_REJECT_WORLD = 3,   /**< another world size */
     DIST_REJECT_RANK = 4,    /**< unexpected or duplicate rank */
     DIST_REJECT_VERSION = 5, /**< protocol version or link kind differ */
-    DIST_REJECT_BUSY = 6     /**< the rendezvous failed or is complete */
+    DIST_REJECT_BUSY = 6,    /**< the rendezvous failed or is complete */
+    DIST_REJECT_WIRE = 7     /**< another gradient encoding (--compress / --aggregate) */
 } dist_reject;
 
 /** Short text of a rejection reason. Never NULL. */

@@ -26,6 +26,12 @@ void dist_config_init(dist_config *c)
     c->frame_mac = DIST_MAC_HEADER;
 }
 
+const char *dist_wire_name(dist_wire w)
+{
+    static const char *const names[DIST_WIRE_COUNT] = {"none", "fp16", "bf16", "int8", "fixed"};
+    return (unsigned)w < DIST_WIRE_COUNT ? names[w] : "?";
+}
+
 /* The process environment: MANTA_* variables through their table (core/env.h), the others
  * (torchrun's, SLURM's) by name. */
 static const char *sys_getenv(void *ctx, const char *name)
@@ -72,6 +78,25 @@ static const char *menv(dist_getenv_fn env, void *ctx, manta_env_var v)
     return env(ctx, manta_env_name(v));
 }
 
+manta_status dist_parse_nnodes(const char *what, const char *v, int *min, int *max, manta_err *err)
+{
+    char *end;
+    long a = strtol(v, &end, 10), b = a;
+    if (end != v && *end == ':') {
+        const char *q = end + 1;
+        b = strtol(q, &end, 10);
+        if (end == q)
+            end = (char *)v;
+    }
+    if (end == v || *end || a < 1 || b < a || b > DIST_MAX_WORLD)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "%s='%s': expected N or MIN:MAX with 1 <= MIN <= MAX <= %d", what, v,
+                             DIST_MAX_WORLD);
+    *min = (int)a;
+    *max = (int)b;
+    return MANTA_OK;
+}
+
 manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx, manta_err *err)
 {
     if (!env)
@@ -106,6 +131,9 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
                                  v);
         snprintf(c->master_addr, sizeof c->master_addr, "%s", v);
     }
+    if ((v = env(ctx, "PET_NNODES")) != NULL &&
+        (st = dist_parse_nnodes("PET_NNODES", v, &c->min_nodes, &c->max_nodes, err)) != MANTA_OK)
+        return st;
     if ((v = env(ctx, "TORCHELASTIC_RUN_ID")) != NULL &&
         (st = set_job(c, "TORCHELASTIC_RUN_ID", v, err)) != MANTA_OK)
         return st;
@@ -133,6 +161,13 @@ manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx,
             return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                                  "MANTA_SOCKBUF='%s': expected bytes in [0, 2^30]", v);
         c->sock_buf = (int)b;
+    }
+    if ((v = menv(env, ctx, MANTA_ENV_RING_ORDER)) != NULL) {
+        if (strlen(v) >= sizeof c->ring_order)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "MANTA_RING_ORDER: longer than %zu characters",
+                                 sizeof c->ring_order - 1);
+        snprintf(c->ring_order, sizeof c->ring_order, "%s", v);
     }
     if ((v = menv(env, ctx, MANTA_ENV_FRAME_MAC)) != NULL) {
         if (!strcmp(v, "header"))
@@ -238,6 +273,9 @@ manta_status dist_config_check(const dist_config *c, manta_err *err)
                              c->timeout_s);
     if (!c->job_id[0] || !printable(c->job_id))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "job id must be printable and non-empty");
+    if ((unsigned)c->wire >= DIST_WIRE_COUNT)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG, "unknown gradient encoding %d",
+                             (int)c->wire);
     if (c->world_size > 1 && !c->has_key)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "a shared secret is required for world size %d: set MANTA_SECRET or "

@@ -22,6 +22,8 @@
  * | secret       | MANTA_SECRET, MANTA_SECRET_FILE   |                                | none      |
  * | frame_mac    | MANTA_FRAME_MAC (header, full)    |                                | header    |
  * | sock_buf     | MANTA_SOCKBUF (bytes, 0 = autotune) |                              | 0         |
+ * | min/max_nodes | PET_NNODES (N or MIN:MAX)        |                                | 0 (none)  |
+ * | ring_order   | MANTA_RING_ORDER (e.g. "2,0,1")   |                                | 0..N-1    |
  */
 #ifndef MANTA_DIST_CONFIG_H
 #define MANTA_DIST_CONFIG_H
@@ -44,6 +46,21 @@ typedef enum dist_frame_mac {
     DIST_MAC_FULL = 1    /**< Poly1305 over header and payload (integrity of the data too) */
 } dist_frame_mac;
 
+/** Encoding of the gradient allreduces' payload on the ring (dist/wire.h; --compress, --aggregate). */
+typedef enum dist_wire {
+    DIST_WIRE_F32 = 0,  /**< float32 (default) */
+    DIST_WIRE_FP16 = 1, /**< IEEE binary16, float32 accumulation at every hop */
+    DIST_WIRE_BF16 = 2, /**< bfloat16, float32 accumulation at every hop */
+    DIST_WIRE_INT8 = 3, /**< int8 with a scale per segment and error feedback */
+    DIST_WIRE_FIXED = 4 /**< int32 fixed point with a scale agreed per allreduce: exact sums */
+} dist_wire;
+
+/** Number of dist_wire values. */
+#define DIST_WIRE_COUNT 5
+
+/** The --compress / --aggregate name of @p w: "none", "fp16", "bf16", "int8", "fixed". */
+const char *dist_wire_name(dist_wire w);
+
 /** Optional sink for events the layer reports (rejected peers, warnings). Called from any thread. */
 typedef void (*dist_event_fn)(void *ctx, const char *line);
 
@@ -52,12 +69,13 @@ typedef struct dist_config {
     int rank;              /**< this rank, 0 <= rank < world_size */
     int world_size;        /**< number of ranks, 1 .. DIST_MAX_WORLD */
     int local_rank;        /**< rank within this host (informational) */
-    char master_addr[256]; /**< rendezvous host or IPv4 address (rank 0 listens there) */
+    char master_addr[256]; /**< rendezvous host name, IPv4 or IPv6 address (rank 0 listens there) */
     int master_port;       /**< rendezvous TCP port, 1..65535 */
     int rdzv_bind_all;     /**< rank 0 binds the rendezvous to 0.0.0.0 instead of master_addr */
-    char iface[64];        /**< interface whose IPv4 address the ring uses; "" = route to master */
-    char ring_addr[64];    /**< explicit IPv4 address for the ring listener; overrides iface */
-    int ring_port;         /**< ring listener port; 0 = ephemeral */
+    char iface[64];        /**< interface whose address (the master's family) the ring uses; "" =
+                             the route to the master */
+    char ring_addr[64]; /**< explicit IPv4 or IPv6 address for the ring listener; overrides iface */
+    int ring_port;      /**< ring listener port; 0 = ephemeral */
     char job_id[DIST_JOB_MAX]; /**< distinguishes runs; part of every authentication */
     unsigned char
         key[DIST_KEY_BYTES]; /**< derived from the shared secret (dist_config_set_secret) */
@@ -65,8 +83,14 @@ typedef struct dist_config {
     double timeout_s;        /**< deadline of every blocking network operation, seconds */
     int sock_buf; /**< ring SO_SNDBUF/SO_RCVBUF in bytes; 0 = kernel autotuning (default) */
     dist_frame_mac frame_mac; /**< per-frame tag coverage on the ring */
-    dist_event_fn event;      /**< where rejections and warnings are reported; may be NULL */
-    void *event_ctx;          /**< passed to @ref event */
+    int min_nodes, max_nodes; /**< elastic range from PET_NNODES (torchrun's --nnodes MIN:MAX);
+                                   0 when not given */
+    char ring_order[256];     /**< the ranks in their order around the ring ("2,0,1"); "" = by rank.
+                               Checked by ring_create() (a permutation of 0..N-1) */
+    dist_wire wire; /**< encoding of the gradient allreduces (every rank must agree: the rendezvous
+                         refuses a rank with another) */
+    dist_event_fn event; /**< where rejections and warnings are reported; may be NULL */
+    void *event_ctx;     /**< passed to @ref event */
 } dist_config;
 
 /** Look-up of one environment variable: returns its value or NULL. */
@@ -84,6 +108,12 @@ void dist_config_init(dist_config *c);
  * @param ctx  passed to @p env.
  */
 manta_status dist_config_from_env(dist_config *c, dist_getenv_fn env, void *ctx, manta_err *err);
+
+/**
+ * Parse an elastic range "N" or "MIN:MAX" (torchrun's --nnodes, PET_NNODES) into @p min and
+ * @p max, 1 <= min <= max <= DIST_MAX_WORLD. @p what names the source in the message.
+ */
+manta_status dist_parse_nnodes(const char *what, const char *v, int *min, int *max, manta_err *err);
 
 /**
  * Derive the key from a shared secret (BLAKE2b-256 of the bytes, domain-separated).

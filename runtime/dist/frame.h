@@ -9,15 +9,17 @@
  *      4   1  version (1)
  *      5   1  type: 1 DATA, 2 ABORT
  *      6   1  reduction: 0 sum, 1 average
- *      7   1  flags (0)
+ *      7   1  flags: the payload's encoding (dist_wire: 0 float32, 1 fp16, 2 bf16, 3 int8, 4 fixed)
  *      8   8  seq     frame number on this link, from 0, +1 per frame
  *     16   8  op      collective number on this communicator, from 0
  *     24   8  count   elements of the collective (all ranks must agree)
  *     32   8  offset  element offset of the payload in the buffer
- *     40   4  length  payload bytes (DATA: 4 x elements of the segment; ABORT: <= RING_ABORT_MAX)
+ *     40   4  length  payload bytes (DATA: dist_wire_payload() of the segment; ABORT: <= RING_ABORT_MAX)
  *     44   4  step    ring step 0 .. 2(N-1)-1 (DATA); the rank that failed first (ABORT)
  *     48  16  tag     Poly1305, one-time key = ChaCha20(link key, nonce = seq)[0..32)
- *     64   .  payload float32 little-endian (DATA) or a printable message (ABORT)
+ *     64   .  payload (DATA): the segment's elements, little-endian, in the encoding
+ *              of flags (dist/wire.h; int8: a float32 scale then the bytes), or a
+ *              printable message (ABORT)
  *
  * All integers little-endian. The receiver knows every DATA field in advance
  * (op, seq, step, count, offset, length follow from the documented schedule),
@@ -55,7 +57,7 @@ typedef struct ring_frame {
     uint8_t type;    /**< RING_FRAME_DATA or RING_FRAME_ABORT */
     uint8_t redop;   /**< 0 sum, 1 average */
     uint8_t version; /**< RING_FRAME_VERSION */
-    uint8_t flags;   /**< 0 */
+    uint8_t flags;   /**< the payload's encoding (dist_wire) */
     uint64_t seq;    /**< frame number on the link */
     uint64_t op;     /**< collective number */
     uint64_t count;  /**< elements of the collective */

@@ -1,4 +1,4 @@
-/* IPv4 TCP helpers with deadlines (see net.h). */
+/* TCP helpers with deadlines, IPv4 and IPv6 (see net.h). */
 #define _DEFAULT_SOURCE /* getifaddrs, TCP_NODELAY */
 
 #include "dist/net.h"
@@ -35,51 +35,129 @@ static int ms_left(double deadline)
     return (int)(left * 1000.0) + 1;
 }
 
-void dist_ipv4_str(uint32_t addr, char out[16])
+static const uint8_t V4_PREFIX[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+dist_addr dist_addr_v4(uint32_t be)
 {
-    struct in_addr a;
-    a.s_addr = addr;
-    if (!inet_ntop(AF_INET, &a, out, 16))
-        snprintf(out, 16, "?");
+    dist_addr a;
+    memcpy(a.b, V4_PREFIX, 12);
+    memcpy(a.b + 12, &be, 4);
+    return a;
 }
 
-int dist_ipv4_is_loopback(uint32_t addr) { return (ntohl(addr) >> 24) == 127; }
+int dist_addr_is_v4(const dist_addr *a) { return memcmp(a->b, V4_PREFIX, 12) == 0; }
 
-manta_status dist_resolve_ipv4(const char *host, uint32_t *addr, manta_err *err)
+int dist_addr_is_loopback(const dist_addr *a)
+{
+    if (dist_addr_is_v4(a))
+        return a->b[12] == 127;
+    static const uint8_t one[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    return memcmp(a->b, one, 16) == 0;
+}
+
+int dist_addr_is_any(const dist_addr *a)
+{
+    static const uint8_t zero[16] = {0};
+    if (dist_addr_is_v4(a))
+        return memcmp(a->b + 12, zero, 4) == 0;
+    return memcmp(a->b, zero, 16) == 0;
+}
+
+void dist_addr_str(const dist_addr *a, char out[DIST_ADDR_STR])
+{
+    const char *ok = dist_addr_is_v4(a) ? inet_ntop(AF_INET, a->b + 12, out, DIST_ADDR_STR)
+                                        : inet_ntop(AF_INET6, a->b, out, DIST_ADDR_STR);
+    if (!ok)
+        snprintf(out, DIST_ADDR_STR, "?");
+}
+
+void dist_addr_port_str(const dist_addr *a, uint16_t port, char out[DIST_ADDR_STR])
+{
+    char s[DIST_ADDR_STR];
+    dist_addr_str(a, s);
+    snprintf(out, DIST_ADDR_STR, dist_addr_is_v4(a) ? "%.46s:%u" : "[%.46s]:%u", s, (unsigned)port);
+}
+
+/* A literal into @p a: 1 when it is one (brackets around IPv6 allowed). */
+static int literal(const char *text, dist_addr *a)
+{
+    struct in_addr v4;
+    if (inet_pton(AF_INET, text, &v4) == 1) {
+        *a = dist_addr_v4(v4.s_addr);
+        return 1;
+    }
+    char buf[64];
+    size_t n = strlen(text);
+    if (n >= 2 && text[0] == '[' && text[n - 1] == ']' && n - 2 < sizeof buf) {
+        memcpy(buf, text + 1, n - 2);
+        buf[n - 2] = '\0';
+        text = buf;
+    }
+    return inet_pton(AF_INET6, text, a->b) == 1;
+}
+
+manta_status dist_addr_parse(const char *text, dist_addr *addr, manta_err *err)
+{
+    if (text && literal(text, addr))
+        return MANTA_OK;
+    return manta_err_set(err, MANTA_ERR_INVALID_ARG, "'%s' is not an IPv4 or IPv6 address",
+                         text ? text : "");
+}
+
+static dist_addr from_sockaddr(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET)
+        return dist_addr_v4(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr);
+    dist_addr a;
+    memcpy(a.b, ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr.s6_addr, 16);
+    return a;
+}
+
+manta_status dist_resolve(const char *host, dist_addr *addr, manta_err *err)
 {
     if (!host || !host[0])
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "empty host name");
-    struct in_addr a;
-    if (inet_pton(AF_INET, host, &a) == 1) {
-        *addr = a.s_addr;
+    if (literal(host, addr))
         return MANTA_OK;
-    }
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_INET;
+    hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     int rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0 || !res)
-        return manta_err_set(err, MANTA_ERR_IO, "cannot resolve host '%s' to an IPv4 address: %s",
-                             host, gai_strerror(rc));
-    *addr = ((const struct sockaddr_in *)(const void *)res->ai_addr)->sin_addr.s_addr;
+        return manta_err_set(err, MANTA_ERR_IO, "cannot resolve host '%s': %s", host,
+                             gai_strerror(rc));
+    manta_status st = MANTA_ERR_IO;
+    for (struct addrinfo *i = res; i; i = i->ai_next)
+        if (i->ai_family == AF_INET || i->ai_family == AF_INET6) {
+            *addr = from_sockaddr(i->ai_addr);
+            st = MANTA_OK;
+            break;
+        }
     freeaddrinfo(res);
+    if (st != MANTA_OK)
+        return manta_err_set(err, st, "host '%s' has no IPv4 or IPv6 address", host);
     return MANTA_OK;
 }
 
-manta_status dist_iface_ipv4(const char *name, uint32_t *addr, manta_err *err)
+manta_status dist_iface_addr(const char *name, const dist_addr *like, dist_addr *addr,
+                             manta_err *err)
 {
     struct ifaddrs *list = NULL;
     if (getifaddrs(&list) != 0)
         return manta_err_set(err, MANTA_ERR_IO, "getifaddrs: %s", strerror(errno));
+    const int fam = dist_addr_is_v4(like) ? AF_INET : AF_INET6;
     char names[256] = "";
     size_t used = 0;
     manta_status st = MANTA_ERR_INVALID_ARG;
     for (struct ifaddrs *i = list; i; i = i->ifa_next) {
-        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+        if (!i->ifa_addr || i->ifa_addr->sa_family != fam)
             continue;
+        dist_addr a = from_sockaddr(i->ifa_addr);
+        if (fam == AF_INET6 && a.b[0] == 0xfe && (a.b[1] & 0xc0) == 0x80)
+            continue; /* link-local: needs a scope, not routable */
         if (strcmp(i->ifa_name, name) == 0) {
-            *addr = ((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr.s_addr;
+            *addr = a;
             st = MANTA_OK;
             break;
         }
@@ -92,8 +170,8 @@ manta_status dist_iface_ipv4(const char *name, uint32_t *addr, manta_err *err)
     }
     freeifaddrs(list);
     if (st != MANTA_OK)
-        return manta_err_set(err, st,
-                             "interface '%s' has no IPv4 address (interfaces with one: %s)", name,
+        return manta_err_set(err, st, "interface '%s' has no %s address (interfaces with one: %s)",
+                             name, fam == AF_INET ? "IPv4" : "IPv6 (non-link-local)",
                              names[0] ? names : "none");
     return MANTA_OK;
 }
@@ -119,62 +197,89 @@ void dist_close(int *fd)
     }
 }
 
-static void fill_sin(struct sockaddr_in *sa, uint32_t addr, uint16_t port)
+/* The socket address of addr:port in its family; its length. */
+static socklen_t fill_sa(struct sockaddr_storage *ss, const dist_addr *a, uint16_t port)
 {
-    memset(sa, 0, sizeof *sa);
-    sa->sin_family = AF_INET;
-    sa->sin_addr.s_addr = addr;
-    sa->sin_port = htons(port);
+    memset(ss, 0, sizeof *ss);
+    if (dist_addr_is_v4(a)) {
+        struct sockaddr_in *sa = (struct sockaddr_in *)(void *)ss;
+        sa->sin_family = AF_INET;
+        memcpy(&sa->sin_addr.s_addr, a->b + 12, 4);
+        sa->sin_port = htons(port);
+        return sizeof *sa;
+    }
+    struct sockaddr_in6 *sa = (struct sockaddr_in6 *)(void *)ss;
+    sa->sin6_family = AF_INET6;
+    memcpy(sa->sin6_addr.s6_addr, a->b, 16);
+    sa->sin6_port = htons(port);
+    return sizeof *sa;
 }
 
-manta_status dist_listen(uint32_t addr, uint16_t port, int sock_buf, int *fd, uint16_t *bound,
-                         manta_err *err)
+manta_status dist_listen(const dist_addr *addr, uint16_t port, int sock_buf, int *fd,
+                         uint16_t *bound, manta_err *err)
 {
-    char a[16];
-    dist_ipv4_str(addr, a);
-    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char a[DIST_ADDR_STR];
+    dist_addr_port_str(addr, port, a);
+    const int v4 = dist_addr_is_v4(addr);
+    int s = socket(v4 ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0)
-        return manta_err_set(err, MANTA_ERR_IO, "socket: %s", strerror(errno));
+        return manta_err_set(err, MANTA_ERR_IO, "socket (%s): %s", v4 ? "IPv4" : "IPv6",
+                             strerror(errno));
     int one = 1;
     setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (!v4) {
+        int only = dist_addr_is_any(addr) ? 0 : 1; /* :: is dual stack */
+        setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &only, sizeof only);
+    }
     dist_tune(s, sock_buf);
-    struct sockaddr_in sa;
-    fill_sin(&sa, addr, port);
-    if (bind(s, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(s, 64) != 0) {
+    struct sockaddr_storage ss;
+    socklen_t len = fill_sa(&ss, addr, port);
+    if (bind(s, (struct sockaddr *)&ss, len) != 0 || listen(s, 64) != 0) {
         int e = errno;
         close(s);
         return manta_err_set(
-            err, MANTA_ERR_IO, "cannot listen on %s:%u: %s%s", a, (unsigned)port, strerror(e),
+            err, MANTA_ERR_IO, "cannot listen on %s: %s%s", a, strerror(e),
             e == EADDRINUSE      ? " (another job on this port? choose another MASTER_PORT)"
             : e == EADDRNOTAVAIL ? " (not an address of this host: rank 0 must run where "
                                    "MASTER_ADDR points)"
                                  : "");
     }
-    socklen_t len = sizeof sa;
-    if (getsockname(s, (struct sockaddr *)&sa, &len) != 0) {
+    len = sizeof ss;
+    if (getsockname(s, (struct sockaddr *)&ss, &len) != 0) {
         int e = errno;
         close(s);
         return manta_err_set(err, MANTA_ERR_IO, "getsockname on %s: %s", a, strerror(e));
     }
     if (bound)
-        *bound = ntohs(sa.sin_port);
+        *bound = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&ss)->sin_port
+                                               : ((struct sockaddr_in6 *)(void *)&ss)->sin6_port);
     *fd = s;
     return MANTA_OK;
 }
 
-manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double deadline,
+manta_status dist_local_addr(int fd, dist_addr *addr, manta_err *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return manta_err_set(err, MANTA_ERR_IO, "getsockname: %s", strerror(errno));
+    *addr = from_sockaddr((const struct sockaddr *)&ss);
+    return MANTA_OK;
+}
+
+manta_status dist_connect(const dist_addr *addr, uint16_t port, int sock_buf, double deadline,
                           const char *what, int *fd, manta_err *err)
 {
-    struct sockaddr_in sa;
-    fill_sin(&sa, addr, port);
+    struct sockaddr_storage sa;
+    const socklen_t salen = fill_sa(&sa, addr, port);
     int last = ETIMEDOUT;
     double backoff = 0.01;
     for (;;) {
-        int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int s = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (s < 0)
             return manta_err_set(err, MANTA_ERR_IO, "socket: %s", strerror(errno));
         dist_tune(s, sock_buf);
-        int rc = connect(s, (struct sockaddr *)&sa, sizeof sa);
+        int rc = connect(s, (struct sockaddr *)&sa, salen);
         if (rc != 0 && errno == EINPROGRESS) {
             struct pollfd p = {.fd = s, .events = POLLOUT};
             int n;
@@ -213,20 +318,22 @@ manta_status dist_connect(uint32_t addr, uint16_t port, int sock_buf, double dea
                          what, strerror(last));
 }
 
-manta_status dist_accept(int lfd, double deadline, int *fd, uint32_t *peer_addr,
+manta_status dist_accept(int lfd, double deadline, int *fd, dist_addr *peer_addr,
                          uint16_t *peer_port, manta_err *err)
 {
     for (;;) {
-        struct sockaddr_in sa;
+        struct sockaddr_storage sa;
         socklen_t len = sizeof sa;
         int s = accept(lfd, (struct sockaddr *)&sa, &len);
         if (s >= 0) {
             fcntl(s, F_SETFD, FD_CLOEXEC);
             dist_tune(s, 0); /* buffer sizes are inherited from the listener */
             if (peer_addr)
-                *peer_addr = sa.sin_addr.s_addr;
+                *peer_addr = from_sockaddr((const struct sockaddr *)&sa);
             if (peer_port)
-                *peer_port = ntohs(sa.sin_port);
+                *peer_port = ntohs(sa.ss_family == AF_INET
+                                       ? ((struct sockaddr_in *)(void *)&sa)->sin_port
+                                       : ((struct sockaddr_in6 *)(void *)&sa)->sin6_port);
             *fd = s;
             return MANTA_OK;
         }
@@ -300,4 +407,18 @@ int dist_free_port(void)
     if (s >= 0)
         close(s);
     return port;
+}
+
+int dist_have_ipv6_loopback(void)
+{
+    int s = socket(AF_INET6, SOCK_STREAM, 0);
+    if (s < 0)
+        return 0;
+    struct sockaddr_in6 sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin6_family = AF_INET6;
+    sa.sin6_addr = in6addr_loopback;
+    int ok = bind(s, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(s);
+    return ok;
 }

@@ -20,8 +20,21 @@ static manta_status set_str(char *dst, size_t cap, const char *flag, const char 
 /* "HOST" or "HOST:PORT" into the master address and port. */
 static manta_status set_master(dist_config *c, const char *v, manta_err *err)
 {
+    /* "[v6]:port" and "[v6]": the host inside the brackets; a bare IPv6 address (two colons
+     * or more) has no port; otherwise HOST[:PORT], split at the last colon */
     const char *colon = strrchr(v, ':');
-    size_t host = colon ? (size_t)(colon - v) : strlen(v);
+    size_t skip = 0;
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (!close || (close[1] && close[1] != ':'))
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                                 "--master '%s': expected [IPv6] or [IPv6]:PORT", v);
+        skip = 1;
+        colon = close[1] ? close + 1 : NULL;
+    } else if (colon && strchr(v, ':') != colon) {
+        colon = NULL;
+    }
+    size_t host = (colon ? (size_t)(colon - v) : strlen(v)) - 2 * skip;
     if (host == 0)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "--master '%s': no host", v);
     if (host >= sizeof c->master_addr)
@@ -38,7 +51,7 @@ static manta_status set_master(dist_config *c, const char *v, manta_err *err)
                                  colon + 1);
         c->master_port = (int)port;
     }
-    memcpy(c->master_addr, v, host);
+    memcpy(c->master_addr, v + skip, host);
     c->master_addr[host] = '\0';
     return MANTA_OK;
 }

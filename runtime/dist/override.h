@@ -14,9 +14,10 @@
 typedef struct dist_override {
     int world_size;          /**< > 0: the world size */
     int rank;                /**< >= 0: this rank */
-    const char *master;      /**< "HOST" or "HOST:PORT" (split at the last colon) */
+    const char *master;      /**< "HOST", "HOST:PORT" (split at the last colon), an IPv6 address
+                                  alone ("::1") or in brackets ("[::1]", "[::1]:29500") */
     const char *iface;       /**< interface of the ring */
-    const char *ring_addr;   /**< IPv4 address of the ring listener */
+    const char *ring_addr;   /**< IPv4 or IPv6 address of the ring listener */
     const char *job_id;      /**< job id */
     const char *secret_file; /**< read with dist_config_secret_file() */
     double timeout_s;        /**< > 0: the network deadline, seconds */

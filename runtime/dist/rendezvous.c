@@ -18,7 +18,7 @@
 
 #define TABLE_MAGIC "MNTT"
 #define TABLE_HEAD 16
-#define TABLE_ENTRY 8
+#define TABLE_ENTRY 20
 
 static void emit(const dist_config *cfg, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -53,14 +53,14 @@ static size_t table_encode(const dist_peer *peers, int world, const unsigned cha
 {
     memset(buf, 0, TABLE_HEAD);
     memcpy(buf, TABLE_MAGIC, 4);
-    buf[4] = 1;
+    buf[4] = 2;
     buf[5] = 5;
     manta_le_put32(buf + 8, (uint32_t)world);
     unsigned char *p = buf + TABLE_HEAD;
     for (int i = 0; i < world; i++, p += TABLE_ENTRY) {
-        memcpy(p, &peers[i].addr, 4);
-        manta_le_put16(p + 4, peers[i].port);
-        p[6] = p[7] = 0;
+        memcpy(p, peers[i].addr.b, 16);
+        manta_le_put16(p + 16, peers[i].port);
+        p[18] = p[19] = 0;
     }
     size_t n = (size_t)(p - buf);
     crypto_auth_hmacsha256(p, buf, n, key);
@@ -91,15 +91,20 @@ static manta_status missing_ranks(const unsigned char *taken, int world, double 
         world - missing, world, missing > 1 ? "s" : "", list);
 }
 
-static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t ring_addr,
-                               double deadline, dist_rdzv *out, manta_err *err)
+static manta_status run_master(const dist_config *cfg, const dist_addr *maddr,
+                               const dist_addr *ring_addr, double deadline, dist_rdzv *out,
+                               manta_err *err)
 {
     int world = cfg->world_size;
     int lfd = -1;
-    char ma[16];
-    dist_ipv4_str(maddr, ma);
-    uint32_t bind_addr = cfg->rdzv_bind_all ? htonl(INADDR_ANY) : maddr;
-    manta_status st = dist_listen(bind_addr, (uint16_t)cfg->master_port, 0, &lfd, NULL, err);
+    dist_addr bind_addr = *maddr;
+    if (cfg->rdzv_bind_all) {
+        if (dist_addr_is_v4(maddr))
+            bind_addr = dist_addr_v4(htonl(INADDR_ANY));
+        else
+            memset(bind_addr.b, 0, sizeof bind_addr.b);
+    }
+    manta_status st = dist_listen(&bind_addr, (uint16_t)cfg->master_port, 0, &lfd, NULL, err);
     if (st != MANTA_OK)
         return st;
     uint16_t rport = 0;
@@ -109,7 +114,7 @@ static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t 
         dist_close(&lfd);
         return st;
     }
-    out->peers[0].addr = ring_addr;
+    out->peers[0].addr = *ring_addr;
     out->peers[0].port = rport;
     unsigned char *taken = calloc((size_t)world, 1);
     int *fds = malloc((size_t)world * sizeof *fds);
@@ -126,16 +131,16 @@ static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t 
     int joined = 1;
     while (joined < world) {
         int fd = -1;
-        uint32_t pa;
+        dist_addr pa;
         uint16_t pp;
         manta_err e2;
         if (dist_accept(lfd, deadline, &fd, &pa, &pp, &e2) != MANTA_OK) {
             st = missing_ranks(taken, world, cfg->timeout_s, err);
             goto done;
         }
-        char pas[16], what[64];
-        dist_ipv4_str(pa, pas);
-        snprintf(what, sizeof what, "connection from %s:%u", pas, (unsigned)pp);
+        char pas[DIST_ADDR_STR], what[80];
+        dist_addr_port_str(&pa, pp, pas);
+        snprintf(what, sizeof what, "connection from %s", pas);
         double hs = dist_now() + (cfg->timeout_s < 10.0 ? cfg->timeout_s : 10.0);
         dist_hello h;
         unsigned char key[DIST_KEY_BYTES];
@@ -145,7 +150,7 @@ static manta_status run_master(const dist_config *cfg, uint32_t maddr, uint32_t 
             dist_close(&fd);
             continue;
         }
-        if (h.port == 0 || h.addr == htonl(INADDR_ANY)) {
+        if (h.port == 0 || dist_addr_is_any(&h.addr)) {
             emit(cfg, "rendezvous: rejected %s: rank %d advertised no usable ring address", what,
                  h.rank);
             dist_close(&fd);
@@ -178,27 +183,20 @@ done:
     return st;
 }
 
-static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t ring_addr,
+static manta_status run_worker(const dist_config *cfg, const dist_addr *maddr, dist_addr ring_addr,
                                int have_addr, double deadline, dist_rdzv *out, manta_err *err)
 {
     int world = cfg->world_size;
-    char ma[16], what[300];
-    dist_ipv4_str(maddr, ma);
-    snprintf(what, sizeof what, "master %s (%s:%d, rank 0)", cfg->master_addr, ma,
-             cfg->master_port);
+    char ma[DIST_ADDR_STR], what[340];
+    dist_addr_port_str(maddr, (uint16_t)cfg->master_port, ma);
+    snprintf(what, sizeof what, "master %s (%s, rank 0)", cfg->master_addr, ma);
     int fd = -1;
     manta_status st = dist_connect(maddr, (uint16_t)cfg->master_port, 0, deadline, what, &fd, err);
     if (st != MANTA_OK)
         return st;
-    if (!have_addr) {
-        struct sockaddr_in sa;
-        socklen_t len = sizeof sa;
-        if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
-            dist_close(&fd);
-            return manta_err_set(err, MANTA_ERR_IO,
-                                 "getsockname on the rendezvous connection failed");
-        }
-        ring_addr = sa.sin_addr.s_addr;
+    if (!have_addr && dist_local_addr(fd, &ring_addr, err) != MANTA_OK) {
+        dist_close(&fd);
+        return MANTA_ERR_IO;
     }
     uint16_t rport = 0;
     unsigned char key[DIST_KEY_BYTES];
@@ -207,8 +205,8 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
         dist_close(&fd);
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "rendezvous: out of memory");
     }
-    st =
-        dist_listen(ring_addr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->ring_fd, &rport, err);
+    st = dist_listen(&ring_addr, (uint16_t)cfg->ring_port, cfg->sock_buf, &out->ring_fd, &rport,
+                     err);
     if (st != MANTA_OK)
         goto done;
     dist_hello me = {.rank = cfg->rank, .addr = ring_addr, .port = rport};
@@ -218,7 +216,7 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
     if ((st = dist_recv_all(fd, table, TABLE_HEAD, deadline, what, err)) != MANTA_OK)
         goto done;
     uint32_t tw = manta_le_get32(table + 8);
-    if (memcmp(table, TABLE_MAGIC, 4) != 0 || table[4] != 1 || table[5] != 5 ||
+    if (memcmp(table, TABLE_MAGIC, 4) != 0 || table[4] != 2 || table[5] != 5 ||
         tw != (uint32_t)world) {
         st = manta_err_set(err, MANTA_ERR_FORMAT,
                            "%s sent a malformed address table header (world %u, expected %d)", what,
@@ -236,15 +234,16 @@ static manta_status run_worker(const dist_config *cfg, uint32_t maddr, uint32_t 
     }
     for (int r = 0; r < world; r++) {
         const unsigned char *p = table + TABLE_HEAD + (size_t)r * TABLE_ENTRY;
-        memcpy(&out->peers[r].addr, p, 4);
-        out->peers[r].port = manta_le_get16(p + 4);
+        memcpy(out->peers[r].addr.b, p, 16);
+        out->peers[r].port = manta_le_get16(p + 16);
         if (out->peers[r].port == 0) {
             st = manta_err_set(err, MANTA_ERR_FORMAT, "%s: address table has no port for rank %d",
                                what, r);
             goto done;
         }
     }
-    if (out->peers[cfg->rank].addr != ring_addr || out->peers[cfg->rank].port != rport) {
+    if (memcmp(out->peers[cfg->rank].addr.b, ring_addr.b, 16) != 0 ||
+        out->peers[cfg->rank].port != rport) {
         st = manta_err_set(err, MANTA_ERR_FORMAT,
                            "%s: address table disagrees with this rank's own address", what);
         goto done;
@@ -261,15 +260,15 @@ int dist_loopback_warning(const dist_peer *peers, int world, int rank, char *out
 {
     if (cap)
         out[0] = '\0';
-    uint32_t mine = peers[rank].addr;
-    if (!dist_ipv4_is_loopback(mine))
+    const dist_addr *mine = &peers[rank].addr;
+    if (!dist_addr_is_loopback(mine))
         return 0;
     for (int r = 0; r < world; r++) {
-        if (dist_ipv4_is_loopback(peers[r].addr))
+        if (dist_addr_is_loopback(&peers[r].addr))
             continue;
-        char a[16], b[16];
-        dist_ipv4_str(mine, a);
-        dist_ipv4_str(peers[r].addr, b);
+        char a[DIST_ADDR_STR], b[DIST_ADDR_STR];
+        dist_addr_str(mine, a);
+        dist_addr_str(&peers[r].addr, b);
         snprintf(out, cap,
                  "rank %d advertises the loopback address %s to peers on other hosts (rank %d is "
                  "at %s): they "
@@ -296,19 +295,18 @@ manta_status dist_rendezvous(const dist_config *cfg, dist_rdzv *out, manta_err *
     if (sodium_init() < 0)
         return manta_err_set(err, MANTA_ERR_INTERNAL, "libsodium failed to initialise");
     double deadline = dist_now() + cfg->timeout_s;
-    uint32_t maddr = 0, ring_addr = 0;
+    dist_addr maddr, ring_addr;
+    memset(&ring_addr, 0, sizeof ring_addr);
     int have_addr = 0;
     manta_err e2;
-    if ((st = dist_resolve_ipv4(cfg->master_addr, &maddr, &e2)) != MANTA_OK)
+    if ((st = dist_resolve(cfg->master_addr, &maddr, &e2)) != MANTA_OK)
         return manta_err_set(err, st, "master address: %s", e2.msg);
     if (cfg->ring_addr[0]) {
-        struct in_addr a;
-        if (inet_pton(AF_INET, cfg->ring_addr, &a) != 1)
-            return manta_err_set(err, MANTA_ERR_INVALID_ARG,
-                                 "ring address '%s' is not a dotted IPv4 address", cfg->ring_addr);
-        ring_addr = a.s_addr, have_addr = 1;
+        if (dist_addr_parse(cfg->ring_addr, &ring_addr, &e2) != MANTA_OK)
+            return manta_err_set(err, MANTA_ERR_INVALID_ARG, "ring address: %s", e2.msg);
+        have_addr = 1;
     } else if (cfg->iface[0]) {
-        if ((st = dist_iface_ipv4(cfg->iface, &ring_addr, err)) != MANTA_OK)
+        if ((st = dist_iface_addr(cfg->iface, &maddr, &ring_addr, err)) != MANTA_OK)
             return st;
         have_addr = 1;
     } else if (cfg->rank == 0) {
@@ -318,8 +316,8 @@ manta_status dist_rendezvous(const dist_config *cfg, dist_rdzv *out, manta_err *
     if (!out->peers)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "rendezvous: out of memory for %d ranks",
                              cfg->world_size);
-    st = cfg->rank == 0 ? run_master(cfg, maddr, ring_addr, deadline, out, err)
-                        : run_worker(cfg, maddr, ring_addr, have_addr, deadline, out, err);
+    st = cfg->rank == 0 ? run_master(cfg, &maddr, &ring_addr, deadline, out, err)
+                        : run_worker(cfg, &maddr, ring_addr, have_addr, deadline, out, err);
     if (st != MANTA_OK) {
         dist_rdzv_free(out);
         return st;

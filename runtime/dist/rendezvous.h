@@ -5,15 +5,22 @@
  *        (auth.h) and reports the address of its own ring listener; rank 0
  *        answers each with the table of all ring addresses.
  *
- * Ring address of a rank: cfg->ring_addr if set, else the IPv4 address of
- * cfg->iface, else (rank 0) the rendezvous address, else (other ranks) the
- * local address of its connection to the master, i.e. the interface that
- * routes to the master. The ring listener binds to that address only, on
- * cfg->ring_port (0: ephemeral). The rendezvous listener binds to the
- * master address only, unless cfg->rdzv_bind_all.
+ * Addresses are IPv4 or IPv6 (net.h's dist_addr); the master is resolved with
+ * dist_resolve() (literals, bracketed IPv6, names through getaddrinfo with
+ * AF_UNSPEC). Ring address of a rank: cfg->ring_addr if set, else the address
+ * of cfg->iface in the master's family, else (rank 0) the rendezvous address,
+ * else (other ranks) the local address of its connection to the master, i.e.
+ * the interface that routes to the master. The ring listener binds to that
+ * address only, on cfg->ring_port (0: ephemeral). The rendezvous listener
+ * binds to the master address only, unless cfg->rdzv_bind_all (0.0.0.0 for an
+ * IPv4 master; :: for an IPv6 one, which also accepts IPv4: dual stack).
  *
- * TABLE (rank 0 -> rank r): 16-byte header (magic "MNTT", version 1, type 5,
- * world size u32), world entries of 8 bytes (IPv4 address, port u16 LE, 0 u16),
+ * Every rank's HELLO names its gradient encoding (cfg->wire); rank 0 refuses
+ * a rank whose encoding differs from its own, naming both (auth.h).
+ *
+ * TABLE (rank 0 -> rank r): 16-byte header (magic "MNTT", version 2, type 5,
+ * world size u32), world entries of 20 bytes (16-byte address as dist_addr,
+ * port u16 LE, 0 u16),
  * HMAC-SHA256 (32 B) under the link key of that connection. The header is
  * checked (world size equal to the receiver's) before the entries are read.
  *
@@ -27,11 +34,12 @@
 
 #include "core/status.h"
 #include "dist/config.h"
+#include "dist/net.h"
 
 /** One rank's ring listener. */
 typedef struct dist_peer {
-    uint32_t addr; /**< IPv4, network order */
-    uint16_t port; /**< host order */
+    dist_addr addr; /**< IPv4 (mapped) or IPv6 */
+    uint16_t port;  /**< host order */
 } dist_peer;
 
 /** Result of a rendezvous. Release with dist_rdzv_free(). */
@@ -54,7 +62,7 @@ typedef struct dist_rdzv {
 manta_status dist_rendezvous(const dist_config *cfg, dist_rdzv *out, manta_err *err);
 
 /**
- * The loopback warning: when @p rank's ring address is in 127.0.0.0/8 while
+ * The loopback warning: when @p rank's ring address is a loopback one (127.0.0.0/8, ::1) while
  * another rank's is not (so that rank is on another host and cannot reach
  * it), write a one-line warning naming both into @p out and return 1;
  * otherwise write "" and return 0. dist_rendezvous() fills dist_rdzv.warning with it.

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,22 +23,28 @@
 #include "dist/frame.h"
 #include "dist/net.h"
 #include "dist/rendezvous.h"
+#include "dist/wire.h"
 
 typedef struct ring_req {
     float *buf;
     size_t n;
     ring_redop op;
+    dist_wire wire;
+    float *residual;
     struct ring_req *next;
 } ring_req;
 
 struct ring_comm {
     dist_config cfg;
     int rank, world, next, prev;
+    int pos; /* this rank's position around the ring (MANTA_RING_ORDER; the rank by default) */
     dist_peer *peers;
     int send_fd, recv_fd;
     unsigned char send_key[DIST_KEY_BYTES], recv_key[DIST_KEY_BYTES];
     uint64_t send_seq, recv_seq;
-    float *scratch; /* one received segment during reduce-scatter */
+    float *scratch;      /* one received segment during reduce-scatter */
+    unsigned char *wbuf; /* encoded payloads of a compressed allreduce (grows as needed) */
+    size_t wcap;
     char warning[512];
 
     pthread_t thread;
@@ -80,6 +87,14 @@ size_t ring_segments(size_t n, int world)
 
 static int mod(int a, int n) { return ((a % n) + n) % n; }
 
+/* The larger of a (received) and b (this rank's); NaN when either is. */
+static float max_nan(float a, float b)
+{
+    if (a != a || b != b)
+        return a != a ? a : b;
+    return a > b ? a : b;
+}
+
 /* dst[i] = src[i] + dst[i]: the received partial sum first, then this rank's value. */
 static void add_into(float *restrict dst, const float *restrict src, size_t n)
 {
@@ -91,6 +106,16 @@ static void add_into(float *restrict dst, const float *restrict src, size_t n)
         dst[i] = src[i] + dst[i];
 }
 
+static void reduce_into(ring_redop op, float *restrict dst, const float *restrict src, size_t n)
+{
+    if (op != RING_MAX) {
+        add_into(dst, src, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        dst[i] = max_nan(src[i], dst[i]);
+}
+
 void ring_reference(const float *const *inputs, int world, size_t n, ring_redop op, float *out)
 {
     for (int c = 0; c < world; c++) {
@@ -98,7 +123,8 @@ void ring_reference(const float *const *inputs, int world, size_t n, ring_redop 
         for (size_t i = b; i < e; i++) {
             float acc = inputs[mod(c + 1, world)][i];
             for (int j = 2; j <= world; j++)
-                acc = acc + inputs[mod(c + j, world)][i];
+                acc = op == RING_MAX ? max_nan(acc, inputs[mod(c + j, world)][i])
+                                     : acc + inputs[mod(c + j, world)][i];
             if (op == RING_AVG)
                 acc = acc / (float)world;
             out[i] = acc;
@@ -122,6 +148,11 @@ typedef struct xfer {
     size_t n, K;
     ring_redop redop;
     uint64_t op, U;
+    /* the encoding (dist/wire.h); with one other than float32 the payloads travel through
+     * wb: segment g of elements [off, off + len) at off * element bytes + g * head bytes */
+    dist_wire wire;
+    unsigned char *wb;
+    float *res; /* int8's error feedback (n floats) or NULL */
     /* sending */
     uint64_t su;
     int s_active;
@@ -150,9 +181,9 @@ typedef struct xfer {
 
 static void peer_name(const ring_comm *c, int r, char *out, size_t cap)
 {
-    char a[16];
-    dist_ipv4_str(c->peers[r].addr, a);
-    snprintf(out, cap, "rank %d (%s:%u)", r, a, (unsigned)c->peers[r].port);
+    char a[DIST_ADDR_STR];
+    dist_addr_port_str(&c->peers[r].addr, c->peers[r].port, a);
+    snprintf(out, cap, "rank %d (%s)", r, a);
 }
 
 /* Where the ring is: "allreduce op 3 (step 1, frame seq 17)". */
@@ -203,10 +234,10 @@ static manta_status fail(xfer *x, manta_err *err, int peer, int link, const char
 }
 
 static void unit_range(const xfer *x, uint64_t u, int recv_side, size_t *off, size_t *len,
-                       int *step)
+                       int *step, uint64_t *seg)
 {
     const ring_comm *c = x->c;
-    int N = c->world, r = c->rank;
+    int N = c->world, r = c->pos;
     uint64_t s = u / x->K, j = u % x->K;
     int chunk;
     if (s < (uint64_t)(N - 1))
@@ -220,6 +251,14 @@ static void unit_range(const xfer *x, uint64_t u, int recv_side, size_t *off, si
     *off = sb;
     *len = se - sb;
     *step = (int)s;
+    if (seg)
+        *seg = (uint64_t)chunk * x->K + j;
+}
+
+/* Where the encoded segment @p seg starting at element @p off lies in x->wb. */
+static unsigned char *wire_at(const xfer *x, size_t off, uint64_t seg)
+{
+    return x->wb + off * dist_wire_elem_bytes(x->wire) + seg * dist_wire_head_bytes(x->wire);
 }
 
 static void start_send(xfer *x)
@@ -227,18 +266,30 @@ static void start_send(xfer *x)
     ring_comm *c = x->c;
     size_t off, len;
     int step;
-    unit_range(x, x->su, 0, &off, &len, &step);
+    uint64_t seg;
+    unit_range(x, x->su, 0, &off, &len, &step, &seg);
+    if (x->wire == DIST_WIRE_F32) {
+        x->s_payload = (const unsigned char *)(x->buf + off);
+        x->s_plen = len * sizeof(float);
+    } else {
+        /* Reduce-scatter: encode this rank's partial sum (fixed point: the integers are there
+         * already). All-gather: forward the encoded segment as it came. */
+        unsigned char *p = wire_at(x, off, seg);
+        if (step < c->world - 1 && x->wire != DIST_WIRE_FIXED)
+            dist_wire_encode(x->wire, x->buf + off, len, p, x->res ? x->res + off : NULL);
+        x->s_payload = p;
+        x->s_plen = dist_wire_payload(x->wire, len);
+    }
     ring_frame f = {.type = RING_FRAME_DATA,
                     .redop = (uint8_t)x->redop,
+                    .flags = (uint8_t)x->wire,
                     .seq = c->send_seq,
                     .op = x->op,
                     .count = x->n,
                     .offset = off,
-                    .length = (uint32_t)(len * sizeof(float)),
+                    .length = (uint32_t)x->s_plen,
                     .step = (uint32_t)step};
     ring_frame_pack(&f, x->s_head);
-    x->s_payload = (const unsigned char *)(x->buf + off);
-    x->s_plen = len * sizeof(float);
     ring_frame_tag(c->send_key, c->send_seq, x->s_head,
                    c->cfg.frame_mac == DIST_MAC_FULL ? x->s_payload : NULL, x->s_plen,
                    x->s_head + RING_HDR_BYTES);
@@ -309,14 +360,14 @@ static manta_status reverse_abort(xfer *x, manta_err *err)
     if (sodium_memcmp(tag, head + RING_HDR_BYTES, RING_TAG_BYTES) != 0)
         return MANTA_OK;
     sanitize(msg, f.length);
-    char q[64], w[128];
+    char q[80], w[128];
     peer_name(c, c->next, q, sizeof q);
     where(x, 0, w, sizeof w);
     int origin = (int)f.step < c->world ? (int)f.step : c->next;
     if (origin == c->rank && x->ru < x->U) {
         /* The next rank timed out waiting for this one, but this rank is alive and itself still
          * waits for data from its previous rank: the stall is upstream, name that rank. */
-        char p[64];
+        char p[80];
         peer_name(c, c->prev, p, sizeof p);
         return fail(x, err, c->prev, 1,
                     "%s: %s stalled: no data from it, and %s timed out waiting for this rank", w, p,
@@ -343,7 +394,7 @@ static manta_status do_sends(xfer *x, int *progress, manta_err *err)
         if (rc == 0)
             return MANTA_OK;
         if (rc < 0) {
-            char p[64], w[128];
+            char p[80], w[128];
             int e = errno;
             if (reverse_abort(x, err) != MANTA_OK)
                 return MANTA_ERR_IO;
@@ -368,7 +419,7 @@ static manta_status do_sends(xfer *x, int *progress, manta_err *err)
 static manta_status check_head(xfer *x, manta_err *err)
 {
     ring_comm *c = x->c;
-    char p[64], w[128];
+    char p[80], w[128];
     peer_name(c, c->prev, p, sizeof p);
     where(x, 1, w, sizeof w);
     ring_frame *f = &x->r_f;
@@ -397,7 +448,11 @@ static manta_status check_head(xfer *x, manta_err *err)
         return MANTA_OK;
     }
     EXPECT(type, RING_FRAME_DATA)
-    EXPECT(flags, 0)
+    if (f->flags != (uint8_t)x->wire)
+        return fail(x, err, c->prev, 0,
+                    "%s: the ranks disagree on the gradient encoding: %s sent %s, this rank "
+                    "uses %s",
+                    w, p, dist_wire_name((dist_wire)f->flags), dist_wire_name(x->wire));
     EXPECT(op, x->op)
     if (f->count != x->n)
         return fail(x, err, c->prev, 0,
@@ -407,10 +462,12 @@ static manta_status check_head(xfer *x, manta_err *err)
     EXPECT(redop, x->redop)
     size_t off, len;
     int step;
-    unit_range(x, x->ru, 1, &off, &len, &step);
+    uint64_t seg;
+    unit_range(x, x->ru, 1, &off, &len, &step, &seg);
+    const size_t plen = dist_wire_payload(x->wire, len);
     EXPECT(step, step)
     EXPECT(offset, off)
-    EXPECT(length, len * sizeof(float))
+    EXPECT(length, plen)
 #undef EXPECT
     int full = c->cfg.frame_mac == DIST_MAC_FULL;
     if (!full) {
@@ -422,10 +479,14 @@ static manta_status check_head(xfer *x, manta_err *err)
                         p);
     }
     x->r_abort = 0;
-    x->r_plen = len * sizeof(float);
+    x->r_plen = plen;
     x->r_rs = step < c->world - 1;
     x->r_reduced = 0;
-    x->r_dst = x->r_rs ? (unsigned char *)c->scratch : (unsigned char *)(x->buf + off);
+    if (x->r_rs)
+        x->r_dst = (unsigned char *)c->scratch;
+    else
+        x->r_dst =
+            x->wire == DIST_WIRE_F32 ? (unsigned char *)(x->buf + off) : wire_at(x, off, seg);
     return MANTA_OK;
 }
 
@@ -438,7 +499,7 @@ static manta_status finish_frame(xfer *x, manta_err *err)
         unsigned char tag[RING_TAG_BYTES];
         ring_frame_tag(c->recv_key, c->recv_seq, x->r_head, x->r_dst, x->r_plen, tag);
         if (sodium_memcmp(tag, x->r_head + RING_HDR_BYTES, RING_TAG_BYTES) != 0) {
-            char p[64], w[128];
+            char p[80], w[128];
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
             return fail(x, err, c->prev, 0,
@@ -448,7 +509,7 @@ static manta_status finish_frame(xfer *x, manta_err *err)
     if (x->r_abort) {
         /* Printable characters only: the text goes to the user's terminal. */
         sanitize(x->abort_msg, x->r_plen);
-        char p[64], w[128];
+        char p[80], w[128];
         peer_name(c, c->prev, p, sizeof p);
         where(x, 1, w, sizeof w);
         int origin = (int)x->r_f.step < c->world ? (int)x->r_f.step : c->prev;
@@ -458,16 +519,34 @@ static manta_status finish_frame(xfer *x, manta_err *err)
     }
     size_t off, len;
     int step;
-    unit_range(x, x->ru, 1, &off, &len, &step);
-    if (x->r_rs) {
-        float *dst = x->buf + off;
-        size_t done = x->r_reduced / sizeof(float);
-        add_into(dst + done, c->scratch + done, len - done);
-        if (step == c->world - 2 && x->redop == RING_AVG) {
-            float w = (float)c->world;
-            for (size_t i = 0; i < len; i++)
-                dst[i] = dst[i] / w;
+    uint64_t seg;
+    unit_range(x, x->ru, 1, &off, &len, &step, &seg);
+    const float div = x->redop == RING_AVG ? (float)c->world : 1.0f;
+    if (x->wire == DIST_WIRE_F32) {
+        if (x->r_rs) {
+            float *dst = x->buf + off;
+            size_t done = x->r_reduced / sizeof(float);
+            reduce_into(x->redop, dst + done, c->scratch + done, len - done);
+            if (step == c->world - 2 && x->redop == RING_AVG) {
+                for (size_t i = 0; i < len; i++)
+                    dst[i] = dst[i] / div;
+            }
         }
+    } else if (x->wire == DIST_WIRE_FIXED) {
+        if (x->r_rs) /* integers: exact in any order; decoded after the all-gather */
+            dist_fixed_add((int32_t *)(void *)wire_at(x, off, seg), (const int32_t *)c->scratch,
+                           len);
+    } else if (x->r_rs) {
+        dist_wire_decode(x->wire, (const unsigned char *)c->scratch, len, x->buf + off, 1, 1.0f);
+        if (step == c->world - 2) {
+            /* This rank's chunk is summed: encode it for the all-gather and keep what every
+             * other rank will decode, so all ranks hold the same bits. */
+            unsigned char *p = wire_at(x, off, seg);
+            dist_wire_encode(x->wire, x->buf + off, len, p, x->res ? x->res + off : NULL);
+            dist_wire_decode(x->wire, p, len, x->buf + off, 0, div);
+        }
+    } else {
+        dist_wire_decode(x->wire, wire_at(x, off, seg), len, x->buf + off, 0, div);
     }
     x->st.bytes_recv += x->r_plen;
     x->st.frames_recv++;
@@ -494,7 +573,7 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
         }
         ssize_t r = want ? recv(c->recv_fd, dst, want, MSG_DONTWAIT) : 0;
         if (want && r == 0) {
-            char p[64], w[128];
+            char p[80], w[128];
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
             return fail(x, err, c->prev, 2, "%s: %s closed the connection%s", w, p,
@@ -503,7 +582,7 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
         if (want && r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return MANTA_OK;
-            char p[64], w[128];
+            char p[80], w[128];
             int e = errno;
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
@@ -514,12 +593,13 @@ static manta_status do_recvs(xfer *x, int *progress, manta_err *err)
             *progress = 1;
             /* Header tags: add what has arrived while it is still in cache. With full tags, nothing
              * is added before the tag has been checked (finish_frame). */
-            if (x->r_payload && x->r_rs && c->cfg.frame_mac != DIST_MAC_FULL) {
+            if (x->r_payload && x->r_rs && c->cfg.frame_mac != DIST_MAC_FULL &&
+                x->wire == DIST_WIRE_F32) {
                 size_t upto = x->r_done & ~(size_t)(64 * 1024 - 1);
                 if (upto > x->r_reduced) {
                     size_t a = x->r_reduced / sizeof(float), b = upto / sizeof(float);
                     size_t off = (size_t)(x->r_f.offset);
-                    add_into(x->buf + off + a, c->scratch + a, b - a);
+                    reduce_into(x->redop, x->buf + off + a, c->scratch + a, b - a);
                     x->r_reduced = upto;
                 }
             }
@@ -631,7 +711,7 @@ static manta_status send_loop(xfer *x)
         }
         double left = last + timeout - now;
         if (on_socket && left <= 0) {
-            char q[64], w[128];
+            char q[80], w[128];
             peer_name(c, c->next, q, sizeof q);
             where(x, 0, w, sizeof w);
             return fail(x, err, c->next, 1,
@@ -654,7 +734,7 @@ static manta_status send_loop(xfer *x)
             ssize_t r = recv(c->send_fd, &tmp, 1, MSG_DONTWAIT | MSG_PEEK);
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
                 r > 0) {
-                char q[64], w[128];
+                char q[80], w[128];
                 if ((st = reverse_abort(x, err)) != MANTA_OK)
                     return st;
                 peer_name(c, c->next, q, sizeof q);
@@ -689,7 +769,7 @@ static manta_status recv_loop(xfer *x)
         }
         double left = last + timeout - now;
         if (left <= 0) {
-            char p[64], w[128];
+            char p[80], w[128];
             peer_name(c, c->prev, p, sizeof p);
             where(x, 1, w, sizeof w);
             return fail(x, err, c->prev, 0, "%s: timed out after %.3g s waiting for data from %s",
@@ -729,9 +809,9 @@ static void *sender_main(void *arg)
     return NULL;
 }
 
-/* One allreduce: the sender thread sends while this thread receives and reduces. */
-static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring_redop redop,
-                           ring_stats *acc, manta_err *err)
+/* One pass over the ring: the sender thread sends while this thread receives and reduces. */
+static manta_status run_xfer(ring_comm *c, uint64_t op, float *buf, size_t n, ring_redop redop,
+                             dist_wire wire, float *res, ring_stats *acc, manta_err *err)
 {
     xfer *x = calloc(1, sizeof *x);
     if (!x)
@@ -742,6 +822,9 @@ static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring
     x->n = n;
     x->redop = redop;
     x->op = op;
+    x->wire = wire;
+    x->wb = c->wbuf;
+    x->res = wire == DIST_WIRE_INT8 ? res : NULL;
     x->K = ring_segments(n, c->world);
     x->U = 2 * (uint64_t)(c->world - 1) * x->K;
     atomic_init(&x->ru_pub, 0);
@@ -765,7 +848,7 @@ static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring
     if (by) {
         side_err *se = by == 1 ? &x->rs : &x->ss;
         st = manta_err_set(err, MANTA_ERR_IO, "%s", se->e.msg);
-        char text[RING_ABORT_MAX + 1], me[64];
+        char text[RING_ABORT_MAX + 1], me[80];
         if (se->got_abort) {
             snprintf(text, sizeof text, "%s", se->text);
         } else {
@@ -780,8 +863,68 @@ static manta_status run_op(ring_comm *c, uint64_t op, float *buf, size_t n, ring
         shutdown(c->send_fd, SHUT_RDWR);
         shutdown(c->recv_fd, SHUT_RDWR);
     }
-    *acc = x->st;
+    acc->bytes_sent += x->st.bytes_sent;
+    acc->bytes_recv += x->st.bytes_recv;
+    acc->frames_sent += x->st.frames_sent;
+    acc->frames_recv += x->st.frames_recv;
     free(x);
+    return st;
+}
+
+/* One allreduce of request @p q: float32 in one pass; compressed encodings through the wire
+ * buffer; fixed point after an allreduce-max that agrees on the scale. */
+static manta_status run_op(ring_comm *c, uint64_t op, const ring_req *q, ring_stats *acc,
+                           manta_err *err)
+{
+    if (q->wire == DIST_WIRE_F32)
+        return run_xfer(c, op, q->buf, q->n, q->op, DIST_WIRE_F32, NULL, acc, err);
+    const size_t K = ring_segments(q->n, c->world);
+    const size_t need = q->n * dist_wire_elem_bytes(q->wire) +
+                        (size_t)c->world * K * dist_wire_head_bytes(q->wire) + 16;
+    if (need > c->wcap) {
+        free(c->wbuf);
+        c->wcap = 0;
+        c->wbuf = malloc(need);
+        if (!c->wbuf)
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                                 "allreduce op %" PRIu64 ": out of memory for %zu encoded bytes",
+                                 op, need);
+        c->wcap = need;
+    }
+    if (q->wire == DIST_WIRE_INT8 && q->residual) {
+        /* error feedback: what the earlier allreduces rounded away is sent now */
+        for (size_t i = 0; i < q->n; i++) {
+            q->buf[i] += q->residual[i];
+            q->residual[i] = 0.0f;
+        }
+    }
+    int k = 0;
+    if (q->wire == DIST_WIRE_FIXED) {
+        float *m = malloc((size_t)c->world * sizeof *m);
+        if (!m)
+            return manta_err_set(err, MANTA_ERR_NO_MEMORY,
+                                 "allreduce op %" PRIu64 ": out of memory", op);
+        const float mine = dist_maxabs(q->buf, q->n);
+        for (int r = 0; r < c->world; r++)
+            m[r] = mine;
+        manta_status st =
+            run_xfer(c, op, m, (size_t)c->world, RING_MAX, DIST_WIRE_F32, NULL, acc, err);
+        const float M = m[0];
+        free(m);
+        if (st != MANTA_OK)
+            return st;
+        if (!isfinite(M)) { /* a rank has an infinite or NaN value: so has the sum */
+            for (size_t i = 0; i < q->n; i++)
+                q->buf[i] = NAN;
+            return MANTA_OK;
+        }
+        k = dist_fixed_shift(M, c->world);
+        dist_fixed_encode(q->buf, q->n, k, (int32_t *)(void *)c->wbuf);
+    }
+    manta_status st = run_xfer(c, op, q->buf, q->n, q->op, q->wire, q->residual, acc, err);
+    if (st == MANTA_OK && q->wire == DIST_WIRE_FIXED)
+        dist_fixed_decode((const int32_t *)(void *)c->wbuf, q->n, k,
+                          q->op == RING_AVG ? (double)c->world : 1.0, q->buf);
     return st;
 }
 
@@ -806,7 +949,7 @@ static void *comm_main(void *arg)
         manta_err e;
         manta_err_clear(&e);
         ring_stats add = {0};
-        manta_status st = broken ? MANTA_OK : run_op(c, op, q->buf, q->n, q->op, &add, &e);
+        manta_status st = broken ? MANTA_OK : run_op(c, op, q, &add, &e);
         free(q);
         pthread_mutex_lock(&c->mu);
         if (st != MANTA_OK) {
@@ -842,6 +985,42 @@ static void *comm_main(void *arg)
     return NULL;
 }
 
+manta_status ring_parse_order(const char *text, int world, int *order, manta_err *err)
+{
+    for (int p = 0; p < world; p++)
+        order[p] = p;
+    if (!text || !text[0])
+        return MANTA_OK;
+    unsigned char *seen = calloc((size_t)world, 1);
+    if (!seen)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring order: out of memory");
+    const char *s = text;
+    int n = 0;
+    manta_status st = MANTA_OK;
+    while (st == MANTA_OK && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v >= world || n >= world || seen[v] ||
+            (*end && (*end != ',' || !end[1])))
+            st = MANTA_ERR_INVALID_ARG;
+        else {
+            seen[v] = 1;
+            order[n++] = (int)v;
+            s = *end ? end + 1 : end;
+        }
+    }
+    free(seen);
+    if (st != MANTA_OK || n != world) {
+        for (int p = 0; p < world; p++)
+            order[p] = p;
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "MANTA_RING_ORDER '%s': expected every rank 0..%d once, separated by "
+                             "commas",
+                             text, world - 1);
+    }
+    return MANTA_OK;
+}
+
 int ring_rank(const ring_comm *c) { return c->rank; }
 int ring_size(const ring_comm *c) { return c->world; }
 const char *ring_warning(const ring_comm *c) { return c->warning[0] ? c->warning : NULL; }
@@ -860,15 +1039,28 @@ static manta_status failed(ring_comm *c, manta_err *err)
     return c->fail.code != MANTA_OK ? c->fail.code : MANTA_ERR_IO;
 }
 
+dist_wire ring_wire(const ring_comm *c) { return c->cfg.wire; }
+
 manta_status ring_allreduce_async(ring_comm *c, float *buf, size_t n, ring_redop op, ring_handle *h,
                                   manta_err *err)
+{
+    return ring_allreduce_wire_async(c, buf, n, op, DIST_WIRE_F32, NULL, h, err);
+}
+
+manta_status ring_allreduce_wire_async(ring_comm *c, float *buf, size_t n, ring_redop op,
+                                       dist_wire wire, float *residual, ring_handle *h,
+                                       manta_err *err)
 {
     if (!buf && n)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "allreduce: NULL buffer for %zu elements",
                              n);
-    if (op != RING_SUM && op != RING_AVG)
+    if (op != RING_SUM && op != RING_AVG && op != RING_MAX)
         return manta_err_set(err, MANTA_ERR_INVALID_ARG, "allreduce: unknown reduction %d",
                              (int)op);
+    if ((unsigned)wire >= DIST_WIRE_COUNT || (op == RING_MAX && wire != DIST_WIRE_F32))
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "allreduce: encoding %d with reduction %d (max needs float32)",
+                             (int)wire, (int)op);
     if (n > ((size_t)1 << 40))
         return manta_err_set(err, MANTA_ERR_INVALID_ARG,
                              "allreduce: %zu elements exceed the 2^40 limit", n);
@@ -893,6 +1085,8 @@ manta_status ring_allreduce_async(ring_comm *c, float *buf, size_t n, ring_redop
     q->buf = buf;
     q->n = n;
     q->op = op;
+    q->wire = wire;
+    q->residual = residual;
     q->next = NULL;
     if (c->tail)
         c->tail->next = q;
@@ -920,6 +1114,16 @@ manta_status ring_wait(ring_comm *c, ring_handle h, manta_err *err)
     return st;
 }
 
+int ring_failed(ring_comm *c)
+{
+    if (c->world == 1)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    int f = c->failed_from != UINT64_MAX;
+    pthread_mutex_unlock(&c->mu);
+    return f;
+}
+
 manta_status ring_allreduce(ring_comm *c, float *buf, size_t n, ring_redop op, manta_err *err)
 {
     ring_handle h;
@@ -933,7 +1137,7 @@ static manta_status connect_next(ring_comm *c, double deadline, manta_err *err)
 {
     char what[96];
     peer_name(c, c->next, what, sizeof what);
-    manta_status st = dist_connect(c->peers[c->next].addr, c->peers[c->next].port, c->cfg.sock_buf,
+    manta_status st = dist_connect(&c->peers[c->next].addr, c->peers[c->next].port, c->cfg.sock_buf,
                                    deadline, what, &c->send_fd, err);
     if (st != MANTA_OK)
         return st;
@@ -948,7 +1152,7 @@ static manta_status accept_prev(ring_comm *c, int lfd, double deadline, manta_er
     char last[MANTA_ERR_MSG_MAX / 2] = "";
     for (;;) {
         int fd = -1;
-        uint32_t pa;
+        dist_addr pa;
         uint16_t pp;
         manta_err e2;
         if (dist_accept(lfd, deadline, &fd, &pa, &pp, &e2) != MANTA_OK) {
@@ -958,9 +1162,9 @@ static manta_status accept_prev(ring_comm *c, int lfd, double deadline, manta_er
                 err, MANTA_ERR_IO, "ring setup: %s did not connect within %.3g s%s%s%s", p,
                 c->cfg.timeout_s, rejected ? "; rejected connections, the last: " : "", last, "");
         }
-        char pas[16], what[64];
-        dist_ipv4_str(pa, pas);
-        snprintf(what, sizeof what, "ring connection from %s:%u", pas, (unsigned)pp);
+        char pas[DIST_ADDR_STR], what[96];
+        dist_addr_port_str(&pa, pp, pas);
+        snprintf(what, sizeof what, "ring connection from %s", pas);
         double hs = dist_now() + (c->cfg.timeout_s < 10.0 ? c->cfg.timeout_s : 10.0);
         dist_hello h;
         if (dist_auth_server(fd, &c->cfg, DIST_LINK_RING, c->prev, NULL,
@@ -980,12 +1184,12 @@ static manta_status accept_prev(ring_comm *c, int lfd, double deadline, manta_er
     }
 }
 
-manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err)
+/* A communicator with nothing connected yet. */
+static ring_comm *ring_alloc(const dist_config *cfg)
 {
-    *out = NULL;
     ring_comm *c = calloc(1, sizeof *c);
     if (!c)
-        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory");
+        return NULL;
     c->cfg = *cfg;
     c->send_fd = c->recv_fd = -1;
     c->wake_s[0] = c->wake_s[1] = c->wake_r[0] = c->wake_r[1] = -1;
@@ -995,12 +1199,49 @@ manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->work, NULL);
     pthread_cond_init(&c->done, NULL);
+    return c;
+}
+
+static manta_status ring_connect(ring_comm *c, dist_rdzv *rzp, ring_comm **out, manta_err *err);
+
+manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err)
+{
+    *out = NULL;
+    ring_comm *c = ring_alloc(cfg);
+    if (!c)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory");
     dist_rdzv rz;
     manta_status st = dist_rendezvous(&c->cfg, &rz, err);
     if (st != MANTA_OK) {
         ring_destroy(c);
         return st;
     }
+    return ring_connect(c, &rz, out, err);
+}
+
+manta_status ring_create_from(const dist_config *cfg, dist_rdzv *rz, ring_comm **out,
+                              manta_err *err)
+{
+    *out = NULL;
+    ring_comm *c = ring_alloc(cfg);
+    if (!c) {
+        dist_rdzv_free(rz);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory");
+    }
+    c->cfg.rank = rz->rank;
+    c->cfg.world_size = rz->world;
+    c->cfg.ring_order[0] = 0; /* the ranks stand in the order of the table */
+    return ring_connect(c, rz, out, err);
+}
+
+/* Connect @p c around the ring of the rendezvous result @p rzp (consumed) and start its
+ * threads; frees @p c on failure. */
+static manta_status ring_connect(ring_comm *c, dist_rdzv *rzp, ring_comm **out, manta_err *err)
+{
+    dist_rdzv rz = *rzp;
+    rzp->peers = NULL;
+    rzp->ring_fd = -1;
+    manta_status st = MANTA_OK;
     c->rank = rz.rank;
     c->world = rz.world;
     c->peers = rz.peers;
@@ -1011,11 +1252,28 @@ manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err
         *out = c;
         return MANTA_OK;
     }
-    c->next = (c->rank + 1) % c->world;
-    c->prev = (c->rank + c->world - 1) % c->world;
+    int *order = malloc((size_t)c->world * sizeof *order);
+    if (!order) {
+        dist_rdzv_free(&rz);
+        ring_destroy(c);
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "ring: out of memory");
+    }
+    st = ring_parse_order(c->cfg.ring_order, c->world, order, err);
+    for (int p = 0; p < c->world; p++)
+        if (order[p] == c->rank)
+            c->pos = p;
+    c->next = order[(c->pos + 1) % c->world];
+    c->prev = order[(c->pos + c->world - 1) % c->world];
+    free(order);
+    if (st != MANTA_OK) {
+        dist_rdzv_free(&rz);
+        ring_destroy(c);
+        return st;
+    }
     double deadline = dist_now() + c->cfg.timeout_s;
-    /* Rank 0 connects first, every other rank accepts first: the handshakes run once around the ring. */
-    if (c->rank == 0) {
+    /* Position 0 connects first, every other rank accepts first: the handshakes run once
+     * around the ring. */
+    if (c->pos == 0) {
         st = connect_next(c, deadline, err);
         if (st == MANTA_OK)
             st = accept_prev(c, rz.ring_fd, deadline, err);
@@ -1101,6 +1359,7 @@ void ring_destroy(ring_comm *c)
     pthread_cond_destroy(&c->work);
     pthread_cond_destroy(&c->done);
     free(c->scratch);
+    free(c->wbuf);
     free(c->peers);
     free(c);
 }

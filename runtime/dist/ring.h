@@ -9,9 +9,12 @@
  * schedule allows. Sending and receiving so proceed in parallel, and the
  * caller's thread only queues and waits.
  *
- * Topology: rank r sends to rank r+1 and receives from rank r-1 (mod N), one
+ * Topology: the ranks stand around the ring in the order of cfg->ring_order
+ * (MANTA_RING_ORDER, e.g. "2,0,1"; by rank when empty); the rank at position p
+ * sends to the one at p+1 and receives from the one at p-1 (mod N), one
  * authenticated TCP connection per direction of the ring (TCP_NODELAY, 4 MiB
- * socket buffers).
+ * socket buffers). Below, "rank c" in the layout and the reduction order
+ * means the rank at position c.
  *
  * Algorithm (bandwidth-optimal): the n elements are cut into N chunks, chunk c
  * = [c*q + min(c, m), ...) with q = n / N, m = n % N (the first m chunks have
@@ -33,6 +36,20 @@
  * (float)N once, by rank c, before the all-gather. ring_reference() computes
  * the same thing serially.
  *
+ * Encodings (ring_allreduce_wire_async(), dist/wire.h): with fp16, bf16 or int8
+ * every rank encodes its partial sum before sending it (reduce-scatter), the
+ * receiver decodes it and adds its own float32 value in the order above; the
+ * rank that completes chunk c encodes it once, keeps the decoded values (so
+ * every rank holds the same bits) and the all-gather forwards the encoded
+ * bytes unchanged; the average divides after decoding, on every rank. int8's
+ * rounding errors (every hop's and the final one) are added to the caller's
+ * residual, which is added to the buffer at the start of the next allreduce
+ * with it (error feedback: nothing is lost, only delayed). Fixed point: an
+ * allreduce-max of every rank's largest magnitude first (float32, N elements),
+ * then the int32 values are summed exactly and decoded on every rank: the same
+ * bits for any order of the ranks. The frame's flags byte names the encoding,
+ * so ranks that disagree fail on the first frame naming both.
+ *
  * Failures: every wait is bounded by the configured deadline (no progress on
  * the ring for timeout_s seconds). The rank that detects a failure sends an
  * ABORT frame naming the failed rank downstream, and every rank forwards it,
@@ -50,6 +67,7 @@
 
 #include "core/status.h"
 #include "dist/config.h"
+#include "dist/rendezvous.h"
 
 /** Largest segment payload on the wire. */
 #define RING_SEG_BYTES (1u << 20)
@@ -59,7 +77,8 @@
 /** Reduction applied by an allreduce. */
 typedef enum ring_redop {
     RING_SUM = 0, /**< element-wise sum */
-    RING_AVG = 1  /**< element-wise sum divided by the world size */
+    RING_AVG = 1, /**< element-wise sum divided by the world size */
+    RING_MAX = 2  /**< element-wise maximum (NaN wins); float32 encoding only */
 } ring_redop;
 
 /** Ticket of an asynchronous allreduce, passed to ring_wait(). */
@@ -84,6 +103,21 @@ typedef struct ring_stats {
  * @param err  names the failing step, peer and cause.
  */
 manta_status ring_create(const dist_config *cfg, ring_comm **out, manta_err *err);
+
+/**
+ * Connect the ring of a rendezvous made elsewhere (the elastic service, elastic.h): @p rz
+ * gives this rank, the world size, every rank's ring listener and this rank's listening
+ * socket; it is consumed (freed, also on failure). cfg->rank and world_size are ignored
+ * (taken from @p rz) and so is cfg->ring_order (the ranks stand around the ring in rank
+ * order: a world size that changes from one generation to the next has no fixed order to
+ * give); everything else of @p cfg (secret, job id, deadline, gradient encoding) applies.
+ */
+manta_status ring_create_from(const dist_config *cfg, dist_rdzv *rz, ring_comm **out,
+                              manta_err *err);
+
+/** Whether the communicator has failed (every call now returns its error): a peer died,
+ *  stalled past the deadline or sent garbage. */
+int ring_failed(ring_comm *c);
 
 /** This rank. */
 int ring_rank(const ring_comm *c);
@@ -111,6 +145,22 @@ manta_status ring_allreduce_async(ring_comm *c, float *buf, size_t n, ring_redop
  */
 manta_status ring_wait(ring_comm *c, ring_handle h, manta_err *err);
 
+/**
+ * ring_allreduce_async() with the payload in encoding @p wire (dist/wire.h; DIST_WIRE_F32:
+ * the same as ring_allreduce_async()). @p residual (n floats, may be NULL) is int8's error
+ * feedback: added to @p buf before the allreduce and set to what it rounded away (keep it
+ * untouched until ring_wait()); ignored by the other encodings. With one rank nothing is
+ * encoded. The allreduce is exact for DIST_WIRE_FIXED up to the scale (wire.h), and NaN
+ * everywhere when a rank holds an infinite or NaN value.
+ * @return MANTA_ERR_INVALID_ARG for an unknown encoding or RING_MAX with one other than float32.
+ */
+manta_status ring_allreduce_wire_async(ring_comm *c, float *buf, size_t n, ring_redop op,
+                                       dist_wire wire, float *residual, ring_handle *h,
+                                       manta_err *err);
+
+/** The job's encoding of gradient allreduces (dist_config.wire, agreed at the rendezvous). */
+dist_wire ring_wire(const ring_comm *c);
+
 /** ring_allreduce_async() followed by ring_wait(). */
 manta_status ring_allreduce(ring_comm *c, float *buf, size_t n, ring_redop op, manta_err *err);
 
@@ -126,6 +176,13 @@ void ring_destroy(ring_comm *c);
  * @p out may alias none of the inputs.
  */
 void ring_reference(const float *const *inputs, int world, size_t n, ring_redop op, float *out);
+
+/**
+ * The ranks in their ring order from @p text ("2,0,1"; NULL or "": 0..world-1) into @p order
+ * (world ints; 0..world-1 after an error).
+ * @return MANTA_ERR_INVALID_ARG unless every rank 0..world-1 appears exactly once.
+ */
+manta_status ring_parse_order(const char *text, int world, int *order, manta_err *err);
 
 /** First element of chunk @p c of n elements over @p world ranks (c may be world: returns n). */
 size_t ring_chunk_begin(size_t n, int world, int c);

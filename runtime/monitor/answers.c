@@ -130,6 +130,8 @@ void mon_model_run_json(const mon_model *m, double now, manta_strbuf *b)
     mon_json_str(b, m->last_ckpt[0] ? m->last_ckpt : NULL);
     manta_strbuf_printf(b, ",\"step\":");
     jlong_or_null(b, m->last_ckpt_step);
+    manta_strbuf_printf(b, "},\"membership\":{\"changes\":%ld,\"world\":%d", m->member_changes,
+                        m->world);
     manta_strbuf_printf(b, "},\"validation\":[");
     for (int i = 0; i < m->n_val; i++) {
         const val_row *v = &m->val[i];

@@ -39,6 +39,7 @@ static void clear_state(mon_model *m)
     m->grow_phase = -1;
     m->nan_step = m->grow_step = -1;
     m->ckpts = 0;
+    m->member_changes = 0;
     m->last_ckpt_step = -1;
     m->last_ckpt[0] = 0;
     m->n_val = 0;
@@ -308,6 +309,11 @@ static void interpret(mon_model *m, const manta_rec *r, const char *line, size_t
         break;
     }
     case MANTA_REC_DONE: m->state = ST_DONE; break;
+    case MANTA_REC_MEMBERSHIP:
+        m->member_changes += r->membership.was > 0;
+        if (r->membership.world > 0)
+            m->world = r->membership.world;
+        break;
     case MANTA_REC_STOPPED: m->state = ST_STOPPED; break;
     case MANTA_REC_PHASE_END: {
         const manta_rec_phase_end *e = &r->phase_end;

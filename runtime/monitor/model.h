@@ -10,7 +10,7 @@
  * The model reads the records of docs/monitor.md with core/records.h's reader
  * (every schema version): classification progress and the stereo trainer's
  * `"event":"step"` lines, the validations (`"eval":"val"`, `"event":"phase_end"`),
- * and the `"event"` records `job`, `checkpoint`, `error`, `done` and `stopped`.
+ * and the `"event"` records `job`, `checkpoint`, `error`, `done`, `stopped` and `membership`.
  * Unknown records are kept (served by /api/metrics) and otherwise ignored. A
  * line that is not a JSON object (cut short, damaged, longer than
  * ::MON_LINE_MAX) is counted as malformed and skipped; the bare tokens `nan`,

@@ -86,6 +86,7 @@ struct mon_model {
     long nan_step, grow_step;
     /* checkpoints, validation, end */
     long ckpts, last_ckpt_step;
+    long member_changes; /* elastic: times the ring formed again (world: its ranks now) */
     char last_ckpt[MANTA_REC_TEXT_MAX];
     val_row val[MON_MAX_VALS];
     int n_val;

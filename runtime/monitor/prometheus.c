@@ -70,6 +70,8 @@ enum {
     F_ETA,
     F_EPE,
     F_CKPT,
+    F_MEMBER,
+    F_WORLD,
     F_FIN,
     F_ERR,
     F_ACT,
@@ -94,6 +96,8 @@ static double run_field(const mon_model *m, int f, double now)
     case F_ETA: return mon_model_finished(m) ? 0 : m->eta_s;
     case F_EPE: return m->epe;
     case F_CKPT: return (double)m->ckpts;
+    case F_MEMBER: return (double)m->member_changes;
+    case F_WORLD: return m->world > 0 ? (double)m->world : NAN;
     case F_FIN: return mon_model_finished(m) ? 1 : 0;
     case F_ERR: return m->state == ST_FAILED ? 1 : 0;
     case F_ACT: return m->activity;
@@ -126,6 +130,9 @@ void mon_prometheus(const mon_model *const *m, int n, double now, manta_strbuf *
         {"manta_train_eta_seconds", "gauge", "Estimated time left."},
         {"manta_train_epe_pixels", "gauge", "Stereo: end-point error of the last step's batch."},
         {"manta_train_checkpoints_total", "counter", "Checkpoints written."},
+        {"manta_train_membership_changes_total", "counter",
+         "Elastic jobs: times the ring formed again (a rank died or joined)."},
+        {"manta_train_world_size", "gauge", "Ranks of the job (elastic jobs: of the ring now)."},
         {"manta_train_finished", "gauge", "1 when the run is over (done, stopped or failed)."},
         {"manta_train_failed", "gauge", "1 when an error stopped the run."},
         {"manta_train_last_record_timestamp_seconds", "gauge",

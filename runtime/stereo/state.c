@@ -60,8 +60,13 @@ static ckpt_train_slabs train_slabs(stereo_trainer *t, bool has_teacher)
 {
     ofa_slabs sl;
     stereo_net_slabs(stereo_trainer_net(t), &sl);
-    return (ckpt_train_slabs){sl.params,   sl.momentum, sl.state,   stereo_trainer_teacher(t),
-                              sl.n_params, sl.n_state,  has_teacher};
+    return (ckpt_train_slabs){.params = sl.params,
+                              .momentum = sl.momentum,
+                              .state = sl.state,
+                              .teacher = stereo_trainer_teacher(t),
+                              .n_params = sl.n_params,
+                              .n_state = sl.n_state,
+                              .has_teacher = has_teacher};
 }
 
 manta_status stereo_state_save(const char *path, stereo_trainer *t, mcl_dev *d,
@@ -71,6 +76,8 @@ manta_status stereo_state_save(const char *path, stereo_trainer *t, mcl_dev *d,
     MANTA_TRY(stereo_space_to_json(stereo_net_space(stereo_trainer_net(t)), &space, err));
     MANTA_TRY(train_ckpt_meta_json(FORMAT, &m->run, put_meta, m, space, &meta, err));
     ckpt_train_slabs sl = train_slabs(t, m->has_teacher);
+    sl.ef = m->ef;
+    sl.n_ef = m->n_ef;
     manta_status st = train_ckpt_save_train(path, meta, NULL, 0, d, &sl, err);
     free(meta);
     return st;

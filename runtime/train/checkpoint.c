@@ -67,6 +67,8 @@ manta_status train_ckpt_save_train(const char *path, const char *meta, const int
         st = train_ckpt_add_f32_device(w, "bn_state", d, s->state, s->n_state);
     if (st == MANTA_OK && s->has_teacher)
         st = train_ckpt_add_f32_device(w, "teacher", d, s->teacher, s->n_params);
+    if (st == MANTA_OK && s->n_ef > 0)
+        st = ckpt_add_f32(w, "ef_residual", s->ef, s->n_ef);
     if (st == MANTA_OK)
         return ckpt_writer_commit(w);
     if (w)
@@ -83,6 +85,30 @@ manta_status train_ckpt_read_train_slabs(ckpt_reader *r, mcl_dev *d, const ckpt_
     if (s->has_teacher)
         return train_ckpt_read_f32_device(r, "teacher", d, s->teacher, s->n_params, err);
     return MANTA_OK;
+}
+
+manta_status train_ckpt_read_ef(const char *path, float **out, size_t *n, manta_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    ckpt_reader *r = NULL;
+    MANTA_TRY(ckpt_open(path, &r, err));
+    uint64_t count = 0;
+    manta_status st = MANTA_OK;
+    if (ckpt_has(r, "ef_residual") &&
+        (st = ckpt_find(r, "ef_residual", CKPT_F32, &count, err)) == MANTA_OK && count > 0) {
+        *out = malloc((size_t)count * sizeof **out);
+        if (!*out)
+            st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "checkpoint %s: out of memory", path);
+        else if ((st = ckpt_read_f32(r, "ef_residual", *out, (size_t)count, err)) == MANTA_OK)
+            *n = (size_t)count;
+        if (st != MANTA_OK) {
+            free(*out);
+            *out = NULL;
+        }
+    }
+    ckpt_close(r);
+    return st;
 }
 
 manta_status train_ckpt_read_train(const char *path, ckpt_state_fn read, void *user, bool load,

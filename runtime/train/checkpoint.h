@@ -52,12 +52,16 @@ typedef struct ckpt_train_slabs {
     mview params, momentum, state, teacher;
     size_t n_params, n_state;
     bool has_teacher;
+    const float *ef; /**< host floats written as section "ef_residual" when n_ef > 0 (the int8
+                          error feedback of every rank, train/dp.h); not read by the loads */
+    size_t n_ef;
 } ckpt_train_slabs;
 
 /**
  * Write a training checkpoint atomically to @p path: the JSON section "meta"
  * (@p meta), the int64 section "loader" ((n_loader) values) when @p loader is
- * not NULL, then the slabs of @p s read from @p d (train_ckpt_add_f32_device()).
+ * not NULL, then the slabs of @p s read from @p d (train_ckpt_add_f32_device()),
+ * then "ef_residual" when s->n_ef > 0.
  * On an error the file at @p path is left as it was.
  */
 manta_status train_ckpt_save_train(const char *path, const char *meta, const int64_t *loader,
@@ -88,7 +92,9 @@ manta_status train_ckpt_read_train(const char *path, ckpt_state_fn read, void *u
  * of ckpt_run_meta and, under the same names, of the run-specific meta structs
  * (classify/trainstate.h, stereo/state.h), which overlay them with a ckpt_run_meta
  * in an anonymous union: preset (the schedule preset), batch, seed, step (the
- * next step to train), has_teacher and data (the data source).
+ * next step to train), has_teacher and data (the data source); ef and n_ef are
+ * not in the JSON: the saves write them as ckpt_train_slabs.ef (the int8 error
+ * feedback of every rank, NULL / 0 when there is none; train_ckpt_read_ef()).
  */
 #define CKPT_RUN_META_FIELDS \
     char preset[16];         \
@@ -96,11 +102,19 @@ manta_status train_ckpt_read_train(const char *path, ckpt_state_fn read, void *u
     uint64_t seed;           \
     long step;               \
     int has_teacher;         \
-    char data[512];
+    char data[512];          \
+    float *ef;               \
+    size_t n_ef;
 
 typedef struct ckpt_run_meta {
     CKPT_RUN_META_FIELDS
 } ckpt_run_meta;
+
+/**
+ * The int8 error feedback a checkpoint holds (section "ef_residual", every rank's, in rank
+ * order): *@p out malloc'd with *@p n floats, or NULL and 0 when the checkpoint has none.
+ */
+manta_status train_ckpt_read_ef(const char *path, float **out, size_t *n, manta_err *err);
 
 struct cJSON;
 

@@ -76,6 +76,8 @@ struct dp_trainer {
     ring_handle *b_h;        /* (nb) tickets of this step's bucket allreduces */
     int b_issued;            /* buckets of this step queued on the ring (device thread 0) */
     int b_ready[DP_MAX_DEV]; /* buckets of this step each replica has read */
+    dist_wire wire;          /* encoding of the bucket allreduces (the ring's) */
+    float *ef;               /* (n_decay) int8's error feedback of this rank, or NULL */
 };
 
 int dp_local_replicas(const dp_trainer *p) { return p->D; }
@@ -219,8 +221,9 @@ static manta_status issue_bucket(dp_trainer *p, int b)
 {
     manta_err re;
     manta_err_clear(&re);
-    manta_status st = ring_allreduce_async(p->ring, p->gsum + p->b_lo[b], p->b_hi[b] - p->b_lo[b],
-                                           RING_SUM, &p->b_h[b], &re);
+    manta_status st =
+        ring_allreduce_wire_async(p->ring, p->gsum + p->b_lo[b], p->b_hi[b] - p->b_lo[b], RING_SUM,
+                                  p->wire, p->ef ? p->ef + p->b_lo[b] : NULL, &p->b_h[b], &re);
     if (st != MANTA_OK)
         return fail(p, st, "rank %d: step %ld: gradient allreduce (bucket %d of %d): %s", p->rank,
                     p->step + 1, b + 1, p->nb, re.msg);
@@ -365,7 +368,20 @@ static void run_replica(dp_trainer *p, int i)
                 st = issue_bucket(p, b);
             manta_err re;
             manta_err_clear(&re);
-            if (st == MANTA_OK) {
+            if (st == MANTA_OK && p->wire == DIST_WIRE_FIXED) {
+                /* fixed point: batch norm and biases exact too, the figures in float32 */
+                ring_handle h;
+                st = ring_allreduce_wire_async(p->ring, p->gsum + p->n_decay,
+                                               p->n_params - p->n_decay, RING_SUM, p->wire, NULL,
+                                               &h, &re);
+                if (st == MANTA_OK)
+                    st = ring_wait(p->ring, h, &re);
+                if (st == MANTA_OK)
+                    st = ring_allreduce(p->ring, p->gsum + p->n_params, p->tail, RING_SUM, &re);
+                if (st != MANTA_OK)
+                    fail(p, st, "rank %d: step %ld: gradient allreduce: %s", p->rank, step + 1,
+                         re.msg);
+            } else if (st == MANTA_OK) {
                 st = ring_allreduce(p->ring, p->gsum + p->n_decay,
                                     p->n_params - p->n_decay + p->tail, RING_SUM, &re);
                 if (st != MANTA_OK)
@@ -431,6 +447,7 @@ void dp_destroy(dp_trainer *p)
     free(p->res);
     free(p->figs);
     free(p->gsum);
+    free(p->ef);
     free(p->b_lo);
     free(p->b_hi);
     free(p->b_h);
@@ -612,6 +629,9 @@ manta_status dp_create_ops(const dp_replica_ops *ops, const void *cfg, mcl_dev *
             ok = ok && (p->result = malloc(p->w2 * sizeof(float))) != NULL;
             if (ok && mode == DP_DATA && p->N > 1)
                 ok = (p->gather = malloc((size_t)p->R * p->w2 * sizeof(float))) != NULL;
+            p->wire = p->N > 1 ? ring_wire(ring) : DIST_WIRE_F32;
+            if (ok && p->wire == DIST_WIRE_INT8)
+                ok = (p->ef = calloc(p->n_decay ? p->n_decay : 1, sizeof(float))) != NULL;
         }
         if (!ok)
             st = manta_err_set(err, MANTA_ERR_NO_MEMORY, "data parallel: out of host memory");
@@ -768,4 +788,45 @@ manta_status dp_check(dp_trainer *p, long step, unsigned char hash[DP_HASH_BYTES
     }
     free(v);
     return st;
+}
+
+size_t dp_ef_count(const dp_trainer *p) { return p->ef ? p->n_decay : 0; }
+
+manta_status dp_ef_gather(dp_trainer *p, float *all, manta_err *err)
+{
+    if (p->failed)
+        return failure(p, err);
+    const size_t n = dp_ef_count(p);
+    if (!n)
+        return MANTA_OK;
+    /* every rank's residual at its place, zeros elsewhere, summed (x + 0 is x) */
+    float *v = calloc((size_t)p->N * n, sizeof *v);
+    if (!v)
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "error feedback: out of host memory");
+    memcpy(v + (size_t)p->rank * n, p->ef, n * sizeof *v);
+    manta_err re;
+    manta_err_clear(&re);
+    manta_status st = ring_allreduce(p->ring, v, (size_t)p->N * n, RING_SUM, &re);
+    if (st != MANTA_OK) {
+        manta_err_set(err, st, "rank %d: gathering the error feedback: %s", p->rank, re.msg);
+        free(v);
+        return fail(p, st, "%s", err->msg);
+    }
+    if (all)
+        memcpy(all, v, (size_t)p->N * n * sizeof *v);
+    free(v);
+    return MANTA_OK;
+}
+
+manta_status dp_ef_load(dp_trainer *p, const float *all, size_t count, manta_err *err)
+{
+    const size_t n = dp_ef_count(p);
+    if (!n)
+        return MANTA_OK;
+    if (count != (size_t)p->N * n)
+        return manta_err_set(err, MANTA_ERR_INVALID_ARG,
+                             "error feedback of %zu values, this job needs %d ranks x %zu", count,
+                             p->N, n);
+    memcpy(p->ef, all + (size_t)p->rank * n, n * sizeof *p->ef);
+    return MANTA_OK;
 }

@@ -40,6 +40,12 @@
  * and their order are the same with and without overlap, so for a given bucket size and
  * number of ranks the results are bit-identical.
  *
+ * Encodings (the ring's, ring_wire(): --compress, --aggregate): the bucket allreduces travel
+ * in it; the batch-norm and bias gradients with the figures stay float32 (small), except
+ * with DIST_WIRE_FIXED, where they are one more fixed-point allreduce (the figures a float32
+ * one after it), so that every gradient sum is exact and the same for any order of the
+ * ranks around the ring. int8 keeps its error feedback per rank (dp_ef_count()).
+ *
  * Failures: a failing device, a ring error (a dead or stalled rank, within the ring's
  * deadline) or a replica mismatch fail the call with a message naming the device, rank and
  * step; afterwards the object is unusable (every later call returns the same error).
@@ -184,5 +190,26 @@ int dp_rank_figures_get(const dp_trainer *p, dp_rank_figures *out, int cap);
  *         mismatch; the ring's error if it fails.
  */
 manta_status dp_check(dp_trainer *p, long step, unsigned char hash[DP_HASH_BYTES], manta_err *err);
+
+/**
+ * int8 error feedback (the ring's encoding DIST_WIRE_INT8, several ranks): the floats of this
+ * rank's residual over the decayed gradients [0, n_decay) (what the allreduces rounded away,
+ * sent with the next step's gradients); 0 for any other encoding or one rank. Every rank's
+ * differs, so a checkpoint stores all of them for an exact resume.
+ */
+size_t dp_ef_count(const dp_trainer *p);
+
+/**
+ * Every rank's residual, in rank order, into @p all (ranks x dp_ef_count() floats; may be
+ * NULL on ranks that do not keep it). Collective over the ranks (an allreduce of that many
+ * floats); nothing to do when dp_ef_count() is 0.
+ */
+manta_status dp_ef_gather(dp_trainer *p, float *all, manta_err *err);
+
+/**
+ * This rank's residual from @p all (@p count floats as dp_ef_gather() wrote them).
+ * @return MANTA_ERR_INVALID_ARG when @p count is not ranks x dp_ef_count() (another world size).
+ */
+manta_status dp_ef_load(dp_trainer *p, const float *all, size_t count, manta_err *err);
 
 #endif

@@ -49,6 +49,8 @@ static manta_status after_step(const train_task *t, const train_drive_opts *o, l
     const bool ckpt = phase_end || (o->ckpt_every > 0 && next % o->ckpt_every == 0) || *stop;
     if (t->check && (ckpt || (o->check_every > 0 && next % o->check_every == 0)))
         MANTA_TRY(t->check(t->ctx, next, err));
+    if (t->before_save && (ckpt || phase_end))
+        MANTA_TRY(t->before_save(t->ctx, next, err));
     if (phase_end) {
         char name[64];
         snprintf(name, sizeof name, "phase-%d-%s.ckpt", phase + 1, s->phase[phase].name);

@@ -19,6 +19,7 @@
  *  4. A checkpoint is due at a phase's last step, every opts.ckpt_every steps and on a stop.
  *     check(s + 1) (the replicas' weights compared) when one is due or every
  *     opts.check_every steps.
+ *     before_save(s + 1) on every rank when a checkpoint is due.
  *  5. At a phase's last step: rank 0 saves "phase-N-NAME.ckpt" (N counted from 1, NAME the
  *     phase's) then "latest.ckpt", then every rank runs evaluate(phase, s + 1). Otherwise,
  *     when a checkpoint is due, rank 0 saves "latest.ckpt". Each save is followed by its
@@ -64,6 +65,10 @@ typedef struct train_task {
     manta_status (*check)(void *ctx, long done, manta_err *err);
     /** Rank 0: record @p rec (a checkpoint, stopped or done record); optional. */
     void (*record)(void *ctx, const manta_rec *rec);
+    /** Several ranks: every rank, right before rank 0 saves the checkpoint(s) of @p done
+     *  steps, hands over what only it holds (int8 error feedback: dp_ef_gather());
+     *  collective; optional. */
+    manta_status (*before_save)(void *ctx, long done, manta_err *err);
 } train_task;
 
 /** How the driver runs (train_drive_opts_default() sets the defaults). */

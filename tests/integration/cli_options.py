@@ -31,7 +31,7 @@ PROGRAMS = {
     "manta stereo-data": M + ["stereo-data"], "manta bench ops": M + ["bench", "ops"],
     "manta bench train": M + ["bench", "train"],
     "manta bench allreduce": M + ["bench", "allreduce"], "manta kernels": M + ["kernels"],
-    "manta tune": M + ["tune"], "manta launch": M + ["launch"],
+    "manta tune": M + ["tune"], "manta launch": M + ["launch"], "manta rendezvous": M + ["rendezvous"],
     "manta ckpt-diff": M + ["ckpt-diff"], "manta events": M + ["events"],
     "manta report": M + ["report"], "manta monitor": M + ["monitor"],
     "manta version": M + ["version"],

@@ -61,6 +61,7 @@ static void test_rows_match_enum(void **state)
         {MANTA_ENV_TIMEOUT, "MANTA_TIMEOUT"},
         {MANTA_ENV_FRAME_MAC, "MANTA_FRAME_MAC"},
         {MANTA_ENV_SOCKBUF, "MANTA_SOCKBUF"},
+        {MANTA_ENV_RING_ORDER, "MANTA_RING_ORDER"},
         {MANTA_ENV_MONITOR_TOKEN, "MANTA_MONITOR_TOKEN"},
     };
     assert_int_equal(sizeof want / sizeof want[0], MANTA_ENV_COUNT);

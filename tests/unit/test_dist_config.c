@@ -4,6 +4,7 @@
 #define _DEFAULT_SOURCE
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,19 +277,62 @@ static void test_nodelist(void **s)
 static void test_interfaces(void **s)
 {
     (void)s;
-    uint32_t a;
+    dist_addr a, v4 = dist_addr_v4(0), v6;
     manta_err e;
-    assert_int_equal(dist_iface_ipv4("lo", &a, &e), MANTA_OK);
-    assert_true(dist_ipv4_is_loopback(a));
-    char str[16];
-    dist_ipv4_str(a, str);
+    assert_int_equal(dist_iface_addr("lo", &v4, &a, &e), MANTA_OK);
+    assert_true(dist_addr_is_v4(&a) && dist_addr_is_loopback(&a));
+    char str[DIST_ADDR_STR];
+    dist_addr_str(&a, str);
     assert_string_equal(str, "127.0.0.1");
-    assert_int_equal(dist_iface_ipv4("no-such-if0", &a, &e), MANTA_ERR_INVALID_ARG);
+    dist_addr_port_str(&a, 29500, str);
+    assert_string_equal(str, "127.0.0.1:29500");
+    assert_int_equal(dist_iface_addr("no-such-if0", &v4, &a, &e), MANTA_ERR_INVALID_ARG);
     assert_non_null(strstr(e.msg, "no-such-if0"));
     assert_non_null(strstr(e.msg, "lo"));
-    assert_int_equal(dist_resolve_ipv4("localhost", &a, &e), MANTA_OK);
-    assert_true(dist_ipv4_is_loopback(a));
-    assert_int_equal(dist_resolve_ipv4("", &a, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(dist_resolve("localhost", &a, &e), MANTA_OK);
+    assert_true(dist_addr_is_loopback(&a));
+    assert_int_equal(dist_resolve("", &a, &e), MANTA_ERR_INVALID_ARG);
+    /* IPv6 literals, with and without brackets, and their text */
+    assert_int_equal(dist_resolve("[::1]", &v6, &e), MANTA_OK);
+    assert_false(dist_addr_is_v4(&v6));
+    assert_true(dist_addr_is_loopback(&v6));
+    dist_addr_port_str(&v6, 29500, str);
+    assert_string_equal(str, "[::1]:29500");
+    assert_int_equal(dist_addr_parse("2001:db8::7", &a, &e), MANTA_OK);
+    assert_false(dist_addr_is_loopback(&a) || dist_addr_is_any(&a) || dist_addr_is_v4(&a));
+    dist_addr_str(&a, str);
+    assert_string_equal(str, "2001:db8::7");
+    assert_int_equal(dist_addr_parse("::", &a, &e), MANTA_OK);
+    assert_true(dist_addr_is_any(&a));
+    assert_int_equal(dist_addr_parse("10.0.0.300", &a, &e), MANTA_ERR_INVALID_ARG);
+    assert_int_equal(dist_addr_parse("fe80::1%lo", &a, &e), MANTA_ERR_INVALID_ARG);
+    if (dist_have_ipv6_loopback())
+        assert_int_equal(dist_iface_addr("lo", &v6, &a, &e), MANTA_OK);
+    else
+        print_message("no IPv6 loopback on this host: the IPv6 interface check is skipped\n");
+    /* a host name with only an IPv6 address resolves to it (getaddrinfo, AF_UNSPEC), where the
+     * host has such a name (Debian's /etc/hosts usually: ip6-localhost) */
+    static const char *const names6[] = {"ip6-localhost", "ip6-loopback", "localhost6"};
+    int tried = 0;
+    for (size_t i = 0; i < sizeof names6 / sizeof names6[0] && !tried; i++) {
+        struct addrinfo hints, *res = NULL;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_UNSPEC;
+        if (getaddrinfo(names6[i], NULL, &hints, &res) != 0)
+            continue;
+        int only6 = 1;
+        for (struct addrinfo *r = res; r; r = r->ai_next)
+            only6 &= r->ai_family == AF_INET6;
+        freeaddrinfo(res);
+        if (!only6)
+            continue;
+        tried = 1;
+        assert_int_equal(dist_resolve(names6[i], &a, &e), MANTA_OK);
+        assert_false(dist_addr_is_v4(&a));
+        print_message("%s resolves to IPv6\n", names6[i]);
+    }
+    if (!tried)
+        print_message("skipped: no host name of this machine resolves to IPv6 only (/etc/hosts)\n");
 }
 
 static void test_loopback_warning(void **s)
@@ -296,13 +340,13 @@ static void test_loopback_warning(void **s)
     (void)s;
     dist_peer p[3];
     char w[512];
-    inet_pton(AF_INET, "127.0.0.1", &p[0].addr);
-    inet_pton(AF_INET, "127.0.0.1", &p[1].addr);
-    inet_pton(AF_INET, "127.0.0.1", &p[2].addr);
+    dist_addr_parse("127.0.0.1", &p[0].addr, NULL);
+    dist_addr_parse("127.0.0.1", &p[1].addr, NULL);
+    dist_addr_parse("::1", &p[2].addr, NULL);
     p[0].port = p[1].port = p[2].port = 5000;
     assert_int_equal(dist_loopback_warning(p, 3, 1, w, sizeof w), 0); /* all on one host */
     assert_string_equal(w, "");
-    inet_pton(AF_INET, "198.18.0.7", &p[2].addr);
+    dist_addr_parse("198.18.0.7", &p[2].addr, NULL);
     assert_int_equal(dist_loopback_warning(p, 3, 1, w, sizeof w), 1);
     print_message("%s\n", w);
     assert_non_null(strstr(w, "rank 1 advertises the loopback address 127.0.0.1"));

@@ -122,13 +122,13 @@ static void fake_links(fake *f)
     manta_err e;
     double d = dist_now() + DEADLINE;
     assert_int_equal(
-        dist_connect(f->rz.peers[1].addr, f->rz.peers[1].port, 0, d, "rank 1", &f->out_fd, &e),
+        dist_connect(&f->rz.peers[1].addr, f->rz.peers[1].port, 0, d, "rank 1", &f->out_fd, &e),
         MANTA_OK);
     dist_hello me = {.rank = 0};
     if (dist_auth_client(f->out_fd, &f->cfg, DIST_LINK_RING, 1, &me, d, "rank 1", f->out_key, &e) !=
         MANTA_OK)
         fail_msg("fake: %s", e.msg);
-    uint32_t pa;
+    dist_addr pa;
     uint16_t pp;
     assert_int_equal(dist_accept(f->rz.ring_fd, d, &f->in_fd, &pa, &pp, &e), MANTA_OK);
     dist_hello h;
@@ -330,7 +330,7 @@ static void test_impostors_cannot_inject(void **s)
     assert_int_equal(dist_config_set_secret(&bad, "guessed secret!", 15, NULL), MANTA_OK);
     int fd = -1;
     unsigned char key[DIST_KEY_BYTES];
-    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e),
+    assert_int_equal(dist_connect(&f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e),
                      MANTA_OK);
     dist_hello me = {.rank = 0};
     assert_int_not_equal(dist_auth_client(fd, &bad, DIST_LINK_RING, 1, &me, d, "rank 1", key, &e),
@@ -339,7 +339,7 @@ static void test_impostors_cannot_inject(void **s)
     assert_non_null(strstr(e.msg, "secret"));
     dist_close(&fd);
     /* 2: pretends to be a frame stream straight away. */
-    assert_int_equal(dist_connect(f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e),
+    assert_int_equal(dist_connect(&f.rz.peers[1].addr, f.rz.peers[1].port, 0, d, "rank 1", &fd, &e),
                      MANTA_OK);
     unsigned char junk[300];
     memset(junk, 0x41, sizeof junk);

@@ -57,6 +57,17 @@ static void test_every_flag(void **state)
     assert_int_equal(dist_config_override(&c, &o, &err), MANTA_OK);
     assert_string_equal(c.master_addr, "10.0.0.9");
     assert_int_equal(c.master_port, 29600);
+    /* IPv6: in brackets with or without a port, or bare (no port) */
+    static const char *const v6[][3] = {{"[::1]:29700", "::1", "29700"},
+                                        {"[2001:db8::5]", "2001:db8::5", "29700"},
+                                        {"fd00::9", "fd00::9", "29700"},
+                                        {"host6.example:29800", "host6.example", "29800"}};
+    for (size_t i = 0; i < sizeof v6 / sizeof v6[0]; i++) {
+        o.master = v6[i][0];
+        assert_int_equal(dist_config_override(&c, &o, &err), MANTA_OK);
+        assert_string_equal(c.master_addr, v6[i][1]);
+        assert_int_equal(c.master_port, atoi(v6[i][2]));
+    }
 }
 
 static void test_refusals(void **state)
@@ -68,6 +79,9 @@ static void test_refusals(void **state)
         {"host:80x", "got '80x'"},
         {"host:", "got ''"},
         {":80", "--master ':80': no host"},
+        {"[::1", "expected [IPv6] or [IPv6]:PORT"},
+        {"[::1]80", "expected [IPv6] or [IPv6]:PORT"},
+        {"[]:80", "no host"},
     };
     for (size_t i = 0; i < sizeof masters / sizeof masters[0]; i++) {
         dist_config c;

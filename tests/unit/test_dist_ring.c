@@ -370,6 +370,89 @@ static void test_job_mismatch(void **s)
     assert_int_not_equal(r[0].st, MANTA_OK);
 }
 
+static void test_ring_order_parse(void **s)
+{
+    (void)s;
+    int o[4];
+    manta_err e;
+    assert_int_equal(ring_parse_order("2,0,1", 3, o, &e), MANTA_OK);
+    assert_true(o[0] == 2 && o[1] == 0 && o[2] == 1);
+    assert_int_equal(ring_parse_order("", 3, o, &e), MANTA_OK);
+    assert_true(o[0] == 0 && o[1] == 1 && o[2] == 2);
+    static const char *const bad[] = {"0,0,1", "0,1",    "0,1,2,3", "0,1,3",
+                                      "a,b,c", "0,1,2,", "-1,0,1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ring_parse_order(bad[i], 3, o, &e), MANTA_ERR_INVALID_ARG);
+        assert_non_null(strstr(e.msg, "MANTA_RING_ORDER"));
+        assert_true(o[0] == 0 && o[1] == 1 && o[2] == 2);
+    }
+    print_message("%s\n", e.msg);
+}
+
+/* ---- IPv6 and dual stack ---------------------------------------------------------------------- */
+
+typedef struct v6_run {
+    dist_config cfg;
+    manta_status st;
+    manta_err err;
+    float x[5];
+} v6_run;
+
+static void *v6_main(void *arg)
+{
+    v6_run *v = arg;
+    ring_comm *c = NULL;
+    manta_err_clear(&v->err);
+    v->st = ring_create(&v->cfg, &c, &v->err);
+    for (int i = 0; i < 5; i++)
+        v->x[i] = (float)(i + 1) * (float)(v->cfg.rank + 1);
+    if (v->st == MANTA_OK)
+        v->st = ring_allreduce(c, v->x, 5, RING_SUM, &v->err);
+    ring_destroy(c);
+    return NULL;
+}
+
+/* Three ranks; rank r's master address masters[r]; rank 0 binds every address if @p all. */
+static void run_v6(const char *const masters[3], int all)
+{
+    int port = dist_free_port();
+    v6_run r[3];
+    memset(r, 0, sizeof r);
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        base_config(&r[i].cfg, i, 3, port, "six six six");
+        snprintf(r[i].cfg.master_addr, sizeof r[i].cfg.master_addr, "%s", masters[i]);
+        r[i].cfg.rdzv_bind_all = i == 0 && all;
+        pthread_create(&th[i], NULL, v6_main, &r[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 3; i++) {
+        if (r[i].st != MANTA_OK)
+            fail_msg("rank %d (master %s): %s", i, masters[i], r[i].err.msg);
+        for (int k = 0; k < 5; k++)
+            assert_true(r[i].x[k] == (float)(k + 1) * 6.0f);
+    }
+}
+
+static void test_ipv6_loopback(void **s)
+{
+    (void)s;
+    if (!dist_have_ipv6_loopback()) {
+        print_message("skipped: this host has no IPv6 loopback (::1)\n");
+        return;
+    }
+    static const char *const v6[3] = {"::1", "[::1]", "::1"};
+    run_v6(v6, 0);
+    print_message("3 ranks over ::1: rendezvous and ring on IPv6, sums right\n");
+    /* dual stack: rank 0 listens on :: (IPv4 too), the others reach it over IPv4, so the ring
+     * mixes IPv6 (rank 0's listener on ::1) and IPv4 links */
+    static const char *const mixed[3] = {"::1", "127.0.0.1", "127.0.0.1"};
+    run_v6(mixed, 1);
+    print_message(
+        "dual stack: rank 0 on ::1 and [::]:port, ranks 1-2 over 127.0.0.1: sums right\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +465,8 @@ int main(void)
         cmocka_unit_test(test_missing_secret),
         cmocka_unit_test(test_wrong_secret_rejected),
         cmocka_unit_test(test_job_mismatch),
+        cmocka_unit_test(test_ring_order_parse),
+        cmocka_unit_test(test_ipv6_loopback),
     };
     return cmocka_run_group_tests_name("dist ring", tests, NULL, NULL);
 }

@@ -456,6 +456,13 @@ static void test_prometheus(void **state)
     feed_str(
         a, "{\"eval\":\"val\",\"phase\":\"full\",\"step\":20,\"max_top1\":0.8,\"min_top1\":0.7}\n");
     feed_progress(b, 1, 0, "nan", NULL);
+    /* an elastic run: its first ring, then a rank died, then one joined */
+    feed_str(b, "{\"event\":\"membership\",\"time\":1000.1,\"generation\":1,\"world\":4,\"was\":0,"
+                "\"step\":0,\"cause\":\"start\",\"state_bytes\":0}\n"
+                "{\"event\":\"membership\",\"time\":1000.2,\"generation\":2,\"world\":3,\"was\":4,"
+                "\"step\":3,\"cause\":\"failure\",\"state_bytes\":0}\n"
+                "{\"event\":\"membership\",\"time\":1000.3,\"generation\":3,\"world\":4,\"was\":3,"
+                "\"step\":5,\"cause\":\"join\",\"state_bytes\":1000}\n");
     const mon_model *ms[2] = {a, b};
     manta_strbuf t = {0};
     mon_prometheus(ms, 2, 1001, &t);
@@ -463,6 +470,7 @@ static void test_prometheus(void **state)
     char typed[64][80];
     int n_typed = 0, samples = 0;
     bool seen_ips_rank1 = false, seen_step = false, seen_val = false, seen_nan = false;
+    bool seen_changes = false, seen_world = false;
     char *save = NULL;
     for (char *line = strtok_r(t.p, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         char name[80];
@@ -526,7 +534,18 @@ static void test_prometheus(void **state)
         if (!strcmp(name, "manta_train_validation_top1_ratio") &&
             strstr(line, "subnet=\"smallest\"") && fabs(v - 0.7) < 1e-9)
             seen_val = true;
+        if (!strcmp(name, "manta_train_membership_changes_total") && v == 2)
+            seen_changes = !strstr(line, "run=\"run-a\""); /* 0 for run a */
+        if (!strcmp(name, "manta_train_world_size") && v == 4 && !strstr(line, "run=\"run-a\""))
+            seen_world = true;
     }
+    assert_true(seen_changes);
+    assert_true(seen_world);
+    cJSON *o = run_json(b, 1001); /* the run API says the same */
+    const cJSON *mb = cJSON_GetObjectItem(o, "membership");
+    assert_int_equal(cJSON_GetObjectItem(mb, "changes")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(mb, "world")->valueint, 4);
+    cJSON_Delete(o);
     assert_true(seen_ips_rank1);
     assert_true(seen_step);
     assert_true(seen_val);

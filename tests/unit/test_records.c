@@ -293,6 +293,27 @@ static void test_events(void **state)
     assert_int_equal(out.done.step, 18);
     assert_true(out.done.seconds == 30.1);
     free(line);
+
+    in = (manta_rec){.kind = MANTA_REC_MEMBERSHIP};
+    in.membership = (manta_rec_membership){.time = 1795944400.5,
+                                           .generation = 3,
+                                           .world = 4,
+                                           .was = 3,
+                                           .step = 7,
+                                           .state_bytes = 22700560};
+    snprintf(in.membership.cause, sizeof in.membership.cause, "join");
+    round_trip(&in, &out, &line);
+    assert_string_equal(line, "{\"event\":\"membership\",\"time\":1795944400.500,\"generation\":3,"
+                              "\"world\":4,\"was\":3,\"step\":7,\"cause\":\"join\","
+                              "\"state_bytes\":22700560}");
+    assert_int_equal(out.membership.generation, 3);
+    assert_int_equal(out.membership.world, 4);
+    assert_int_equal(out.membership.was, 3);
+    assert_int_equal(out.membership.step, 7);
+    assert_string_equal(out.membership.cause, "join");
+    assert_true(out.membership.state_bytes == 22700560);
+    assert_string_equal(manta_rec_kind_name(MANTA_REC_MEMBERSHIP), "membership");
+    free(line);
     manta_rec_free(&out);
 }
 

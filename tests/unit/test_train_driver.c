@@ -98,7 +98,7 @@ static void schedule(ofa_schedule *s)
 
 static train_task task_of(fake *f)
 {
-    return (train_task){f, f_step, f_progress, f_save, f_evaluate, NULL, NULL, f_record};
+    return (train_task){f, f_step, f_progress, f_save, f_evaluate, NULL, NULL, f_record, NULL};
 }
 
 static void test_runs_the_schedule(void **state)

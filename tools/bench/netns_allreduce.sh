@@ -11,7 +11,8 @@
 # exit, also on error or interrupt. Needs root (ip netns).
 #
 # usage: tools/bench/netns_allreduce.sh [-m MANTA] [-n "2 4"] [-r "1gbit 10gbit"] [-d 0.2ms]
-#                                       [-s 1K,1M,64M] [-R REPEATS] [-j]
+#                                       [-s 1K,1M,64M] [-R REPEATS] [-c "none int8"] [-j]
+# (-c: the wire encodings to measure, manta bench allreduce --compress; default none)
 set -eu
 MANTA=build/bin/manta
 WORLDS="2 4"
@@ -20,7 +21,8 @@ DELAY=0.2ms
 SIZES=1K,1M,64M
 REPEATS=5
 JSON=
-while getopts m:n:r:d:s:R:j opt; do
+WIRES=none
+while getopts m:n:r:d:s:R:c:j opt; do
     case $opt in
     m) MANTA=$OPTARG ;;
     n) WORLDS=$OPTARG ;;
@@ -28,8 +30,9 @@ while getopts m:n:r:d:s:R:j opt; do
     d) DELAY=$OPTARG ;;
     s) SIZES=$OPTARG ;;
     R) REPEATS=$OPTARG ;;
+    c) WIRES=$OPTARG ;;
     j) JSON=--json ;;
-    *) sed -n '2,15p' "$0"; exit 2 ;;
+    *) sed -n '2,17p' "$0"; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "netns_allreduce.sh: needs root (ip netns)" >&2; exit 1; }
@@ -94,20 +97,25 @@ for rate in $RATES; do
     for n in $WORLDS; do
         setup "$n" "$rate"
         echo "# $n ranks, one namespace each, bridge, 198.18.0.1-$n, rate $rate"
-        i=$((n - 1))
-        pids=""
-        while [ "$i" -ge 1 ]; do
-            ip netns exec "${TAG}r$i" "$MANTA" bench allreduce --world "$n" --rank "$i" \
-                --master 198.18.0.1:29500 --iface eth0 --secret-file "$TMP/secret" --job "$TAG-$n-$rate" \
-                --sizes "$SIZES" --repeats "$REPEATS" --timeout 60 >/dev/null &
-            pids="$pids $!"
-            i=$((i - 1))
+        for w in $WIRES; do
+            i=$((n - 1))
+            pids=""
+            while [ "$i" -ge 1 ]; do
+                ip netns exec "${TAG}r$i" "$MANTA" bench allreduce --world "$n" --rank "$i" \
+                    --master 198.18.0.1:29500 --iface eth0 --secret-file "$TMP/secret" \
+                    --job "$TAG-$n-$rate-$w" --sizes "$SIZES" --repeats "$REPEATS" --timeout 60 \
+                    --compress "$w" >/dev/null &
+                pids="$pids $!"
+                i=$((i - 1))
+            done
+            rc=0
+            ip netns exec "${TAG}r0" "$MANTA" bench allreduce --world "$n" --rank 0 \
+                --master 198.18.0.1:29500 --iface eth0 --secret-file "$TMP/secret" \
+                --job "$TAG-$n-$rate-$w" --sizes "$SIZES" --repeats "$REPEATS" --timeout 60 \
+                --compress "$w" $JSON || rc=1
+            for p in $pids; do wait "$p" || rc=1; done
+            [ "$rc" = 0 ] || break
         done
-        rc=0
-        ip netns exec "${TAG}r0" "$MANTA" bench allreduce --world "$n" --rank 0 --master 198.18.0.1:29500 \
-            --iface eth0 --secret-file "$TMP/secret" --job "$TAG-$n-$rate" --sizes "$SIZES" \
-            --repeats "$REPEATS" --timeout 60 $JSON || rc=1
-        for p in $pids; do wait "$p" || rc=1; done
         teardown
         [ "$rc" = 0 ] || { echo "netns_allreduce.sh: a rank failed (N=$n, $rate)" >&2; exit 1; }
     done

@@ -44,6 +44,8 @@ int cmd_ckpt_diff(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 /** `manta launch` (tools/manta/launch.c): start N local ranks of a distributed command. */
 int cmd_launch(int argc, char **argv);
+/** `manta rendezvous` (tools/manta/rendezvous.c): the elastic rendezvous service. */
+int cmd_rendezvous(int argc, char **argv);
 /** `manta report` (tools/manta/report.c): a run's plots as PNG and SVG (cairo) and an HTML
  *  page with them and the key figures. Not in board builds (MANTA_NO_REPORT). */
 int cmd_report(int argc, char **argv);

@@ -111,18 +111,20 @@ static int run_rank(const ar_opts *o, const char *mode)
     for (int i = 0; i < o->nsizes; i++)
         maxb = o->sizes[i] > maxb ? o->sizes[i] : maxb;
     float *buf = malloc(maxb ? maxb : 4);
+    float *res = o->cfg.wire == DIST_WIRE_INT8 ? calloc(maxb / 4 + 1, sizeof(float)) : NULL;
     double *t = malloc(sizeof(double) * 1000);
-    if (!buf || !t) {
+    if (!buf || !t || (o->cfg.wire == DIST_WIRE_INT8 && !res)) {
         fprintf(stderr, "manta bench allreduce: rank %d: out of memory\n", rank);
         ring_destroy(c);
-        free(buf), free(t);
+        free(buf), free(t), free(res);
         return 1;
     }
     double factor = N > 1 ? 2.0 * (N - 1) / N : 0.0;
     if (rank == 0 && !o->json) {
-        printf("# manta ring-allreduce: %d ranks (%s), float32 sum, frame tags over %s, median of "
-               "repeats\n",
-               N, mode, o->cfg.frame_mac == DIST_MAC_FULL ? "header+data" : "header");
+        printf("# manta ring-allreduce: %d ranks (%s), float32 sum, wire encoding %s, frame tags "
+               "over %s, median of repeats (sizes and bandwidths in float32 bytes)\n",
+               N, mode, dist_wire_name(o->cfg.wire),
+               o->cfg.frame_mac == DIST_MAC_FULL ? "header+data" : "header");
         printf("# %12s %12s %8s %12s %12s %12s %12s\n", "size(B)", "count", "repeats", "time(us)",
                "min(us)", "algbw(GB/s)", "busbw(GB/s)");
         fflush(stdout);
@@ -130,8 +132,9 @@ static int run_rank(const ar_opts *o, const char *mode)
     if (rank == 0 && o->json)
         printf("{\"benchmark\": \"allreduce\", \"impl\": \"manta\", \"ranks\": %d, \"mode\": "
                "\"%s\", \"mac\": "
-               "\"%s\", \"results\": [",
-               N, mode, o->cfg.frame_mac == DIST_MAC_FULL ? "full" : "header");
+               "\"%s\", \"compress\": \"%s\", \"results\": [",
+               N, mode, o->cfg.frame_mac == DIST_MAC_FULL ? "full" : "header",
+               dist_wire_name(o->cfg.wire));
     int rc = 0;
     for (int si = 0; si < o->nsizes && rc == 0; si++) {
         size_t bytes = o->sizes[si], n = bytes / 4;
@@ -146,7 +149,10 @@ static int run_rank(const ar_opts *o, const char *mode)
             if ((st = ring_allreduce(c, &one, 1, RING_SUM, &err)) != MANTA_OK)
                 break;
             double t0 = dist_now();
-            if ((st = ring_allreduce(c, buf, n, RING_SUM, &err)) != MANTA_OK)
+            ring_handle h;
+            if ((st = ring_allreduce_wire_async(c, buf, n, RING_SUM, o->cfg.wire, res, &h, &err)) !=
+                    MANTA_OK ||
+                (st = ring_wait(c, h, &err)) != MANTA_OK)
                 break;
             if (r >= 0)
                 t[r] = dist_now() - t0;
@@ -176,7 +182,7 @@ static int run_rank(const ar_opts *o, const char *mode)
         printf("}\n");
     }
     ring_destroy(c);
-    free(buf), free(t);
+    free(buf), free(t), free(res);
     return rc;
 }
 
@@ -267,9 +273,10 @@ int cmd_bench_allreduce(int argc, char **argv)
     dist_config_init(&o->cfg);
     o->cfg.event = print_event;
     dist_override flags = DIST_OVERRIDE_NONE;
-    const char *sizes = "1K,1M,64M", *mac = NULL, *sock_buf = NULL;
+    const char *sizes = "1K,1M,64M", *mac = NULL, *sock_buf = NULL, *compress = "none";
     bool bind_all = false;
     static const char *const macs[] = {"header", "full", NULL};
+    static const char *const wires[] = {"none", "fp16", "bf16", "int8", "fixed", NULL};
     const opt_def defs[] = {
         {.name = "ranks",
          .key = 'n',
@@ -304,6 +311,12 @@ int cmd_bench_allreduce(int argc, char **argv)
          .choices = macs,
          .metavar = "header|full",
          .help = "frame tags over headers (default) or headers and data"},
+        {.name = "compress",
+         .kind = OPT_STRING,
+         .dest = &compress,
+         .choices = wires,
+         .metavar = "none|fp16|bf16|int8|fixed",
+         .help = "wire encoding of the data (default none: float32; fixed: int32 fixed point)"},
         {.name = "timeout",
          .kind = OPT_DOUBLE,
          .dest = &flags.timeout_s,
@@ -345,7 +358,7 @@ int cmd_bench_allreduce(int argc, char **argv)
          .kind = OPT_STRING,
          .dest = &flags.ring_addr,
          .metavar = "A",
-         .help = "IPv4 address of the ring listener"},
+         .help = "IPv4 or IPv6 address of the ring listener"},
         {.name = "job",
          .kind = OPT_STRING,
          .dest = &flags.job_id,
@@ -392,6 +405,9 @@ int cmd_bench_allreduce(int argc, char **argv)
     if (!parse_sizes(sizes, o))
         goto out;
     flags.rdzv_bind_all = bind_all;
+    for (int w = 0; w < DIST_WIRE_COUNT; w++)
+        if (!strcmp(compress, dist_wire_name((dist_wire)w)))
+            o->cfg.wire = (dist_wire)w;
     const char *ws = getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : getenv("SLURM_NTASKS");
     o->join = flags.world_size > 0 || flags.rank >= 0 || (ws && strcmp(ws, "1") != 0);
     res = 1;

@@ -15,8 +15,11 @@
 #include "core/clock.h"
 #include "core/strbuf.h"
 #include "monitor/model.h"
+#include "train/checkpoint.h"
 
 const char *const JOB_MODES[] = {"data", "subnet", NULL};
+const char *const JOB_COMPRESS[] = {"none", "fp16", "bf16", "int8", NULL};
+const char *const JOB_AGGREGATE[] = {"float", "fixed", NULL};
 
 /* Set by SIGINT/SIGTERM (job_stop_signals()). */
 static volatile sig_atomic_t stop_requested;
@@ -39,7 +42,11 @@ volatile sig_atomic_t *job_stop_signals(void)
 
 void job_opts_init(job_opts *j)
 {
-    *j = (job_opts){.mode = "data", .sync_check = 100, .net = DIST_OVERRIDE_NONE};
+    *j = (job_opts){.mode = "data",
+                    .compress = "none",
+                    .aggregate = "float",
+                    .sync_check = 100,
+                    .net = DIST_OVERRIDE_NONE};
     mon_alert_opts_default(&j->alerts);
 }
 
@@ -47,6 +54,13 @@ dp_mode job_mode(const job_opts *j) { return !strcmp(j->mode, "subnet") ? DP_SUB
 
 int job_config(const char *cmd, job_opts *j, dist_config *cfg)
 {
+    if (!strcmp(j->aggregate, "fixed") && strcmp(j->compress, "none")) {
+        fprintf(stderr,
+                "%s: --aggregate fixed sends exact int32 fixed-point sums and cannot be combined "
+                "with --compress %s (choose one)\n",
+                cmd, j->compress);
+        return 0;
+    }
     if (j->timeout_given && !(j->net.timeout_s > 0)) {
         fprintf(stderr, "%s: --timeout needs seconds in (0, 86400], got '%g'\n", cmd,
                 j->net.timeout_s);
@@ -62,6 +76,12 @@ int job_config(const char *cmd, job_opts *j, dist_config *cfg)
         fprintf(stderr, "%s: %s\n", cmd, err.msg);
         return 0;
     }
+    cfg->wire = DIST_WIRE_F32;
+    if (!strcmp(j->aggregate, "fixed"))
+        cfg->wire = DIST_WIRE_FIXED;
+    for (int w = 1; w < DIST_WIRE_COUNT; w++)
+        if (!strcmp(j->compress, dist_wire_name((dist_wire)w)))
+            cfg->wire = (dist_wire)w;
     cfg->event = job_print_event;
     return 1;
 }
@@ -172,6 +192,40 @@ void job_leave(dp_trainer *dp, ring_comm *ring, mcl_dev **devs, int n_dev, dist_
     for (int i = 0; i < n_dev; i++)
         mcl_close(devs[i]);
     sodium_memzero(cfg->key, sizeof cfg->key);
+}
+
+manta_status job_ef_gather(dp_trainer *dp, int rank, float **ef, size_t *n, manta_err *err)
+{
+    const size_t per = dp_ef_count(dp);
+    if (!per)
+        return MANTA_OK;
+    const size_t all = per * (size_t)(dp_replicas(dp) / dp_local_replicas(dp));
+    if (rank == 0 && !*ef && !(*ef = malloc(all * sizeof **ef)))
+        return manta_err_set(err, MANTA_ERR_NO_MEMORY, "error feedback: out of host memory");
+    MANTA_TRY(dp_ef_gather(dp, rank == 0 ? *ef : NULL, err));
+    if (rank == 0)
+        *n = all;
+    return MANTA_OK;
+}
+
+bool job_ef_resume(const char *cmd, dp_trainer *dp, const char *ckpt)
+{
+    if (!dp_ef_count(dp))
+        return true;
+    float *all = NULL;
+    size_t n = 0;
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = train_ckpt_read_ef(ckpt, &all, &n, &err);
+    if (st != MANTA_OK) {
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
+        return false;
+    }
+    if (!all || dp_ef_load(dp, all, n, &err) != MANTA_OK)
+        fprintf(stderr, "%s: %s: %s: the int8 error feedback starts from zero\n", cmd, ckpt,
+                all ? err.msg : "no error feedback saved (another --compress)");
+    free(all);
+    return true;
 }
 
 void job_write(const job_log *l, const manta_rec *r)

@@ -25,6 +25,8 @@
 typedef struct job_opts {
     const char *device, *devices; /* --device SPEC, --devices LIST */
     const char *mode;             /* --mode data|subnet */
+    const char *compress;         /* --compress none|fp16|bf16|int8 */
+    const char *aggregate;        /* --aggregate float|fixed */
     long sync_check;              /* --sync-check N: replica hash comparison every N steps */
     const char *monitor;          /* --monitor [ADDR:]PORT: rank 0 serves the live page */
     const char *on_alert;         /* --on-alert CMD */
@@ -36,6 +38,8 @@ typedef struct job_opts {
 void job_opts_init(job_opts *j);
 
 extern const char *const JOB_MODES[];
+extern const char *const JOB_COMPRESS[];
+extern const char *const JOB_AGGREGATE[];
 
 /** The opt_def entries of a job_opts *j (tools/common/opts.h), for an option table. */
 #define JOB_OPT_DEFS(j)                                                                           \
@@ -55,6 +59,19 @@ extern const char *const JOB_MODES[];
          .metavar = "data|subnet",                                                                \
          .help = "with several devices or ranks (default data; see above)",                       \
          .choices = JOB_MODES},                                                                   \
+        {.name = "compress",                                                                      \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->compress,                                                                  \
+         .metavar = "none|fp16|bf16|int8",                                                        \
+         .help = "gradients on the ring: float32 (none, default), 16-bit, or int8 with error "    \
+                 "feedback",                                                                      \
+         .choices = JOB_COMPRESS},                                                                \
+        {.name = "aggregate",                                                                     \
+         .kind = OPT_STRING,                                                                      \
+         .dest = &(j)->aggregate,                                                                 \
+         .metavar = "float|fixed",                                                                \
+         .help = "fixed: exact int32 fixed-point gradient sums, the same bits in any rank order", \
+         .choices = JOB_AGGREGATE},                                                               \
         {.name = "sync-check",                                                                    \
          .kind = OPT_LONG,                                                                        \
          .dest = &(j)->sync_check,                                                                \
@@ -122,7 +139,7 @@ extern const char *const JOB_MODES[];
          .kind = OPT_STRING,                                                                      \
          .dest = &(j)->net.ring_addr,                                                             \
          .metavar = "A",                                                                          \
-         .help = "IPv4 address of this rank's ring listener"},                                    \
+         .help = "IPv4 or IPv6 address of this rank's ring listener"},                            \
         {.name = "job",                                                                           \
          .kind = OPT_STRING,                                                                      \
          .dest = &(j)->net.job_id,                                                                \
@@ -177,6 +194,16 @@ void job_outputs_close(const char *cmd, mon_server *monitor, FILE *metrics, mant
 /** Leave the job: the data-parallel trainer, the ring and the @p n_dev devices freed, the
  *  job's key wiped from @p cfg. NULLs allowed. */
 void job_leave(dp_trainer *dp, ring_comm *ring, mcl_dev **devs, int n_dev, dist_config *cfg);
+
+/** Every rank, before a checkpoint (train_task.before_save): the int8 error feedback of all
+ *  ranks (dp_ef_gather()) into rank 0's *@p ef (malloc'd once, the caller frees it) and
+ *  *@p n; nothing for other encodings. */
+manta_status job_ef_gather(dp_trainer *dp, int rank, float **ef, size_t *n, manta_err *err);
+
+/** Every rank on --resume: this rank's int8 error feedback from checkpoint @p ckpt; a
+ *  checkpoint without one (or of another world size) starts it from zero, with a line
+ *  saying so. False after printing a read error. */
+bool job_ef_resume(const char *cmd, dp_trainer *dp, const char *ckpt);
 
 /** Where a job's records go (docs/monitor.md): rank 0's metrics.jsonl; its monitor. */
 typedef struct job_log {

@@ -74,7 +74,51 @@ typedef struct launch {
     char **args;      /* its arguments, args[0] as given */
     pid_t pid[LAUNCH_MAX];
     int status[LAUNCH_MAX]; /* wait status, -1 while it runs */
+    const char *nnodes;     /* --nnodes MIN:MAX: elastic, with a rendezvous service */
+    int min, max;
+    pid_t rdzv; /* the service (0: none) */
 } launch;
+
+/* Set the job's environment in a child. */
+static void child_env(const launch *l)
+{
+    char b[32];
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    snprintf(b, sizeof b, "%d", l->port);
+    setenv("MASTER_PORT", b, 1);
+    if (!manta_env_get(MANTA_ENV_JOB_ID))
+        setenv(manta_env_name(MANTA_ENV_JOB_ID), l->job, 1);
+    if (l->secret[0])
+        setenv(manta_env_name(MANTA_ENV_SECRET), l->secret, 1);
+    if (l->nnodes) {
+        snprintf(b, sizeof b, "%d:%d", l->min, l->max);
+        setenv("PET_NNODES", b, 1);
+    }
+}
+
+/* --nnodes: start the rendezvous service (this program's `manta rendezvous`); 1 on failure. */
+static int start_rdzv(launch *l, const struct sigaction *old_int, const struct sigaction *old_term)
+{
+    l->rdzv = fork();
+    if (l->rdzv < 0) {
+        fprintf(stderr, "manta launch: starting the rendezvous service: fork: %s\n",
+                strerror(errno));
+        l->rdzv = 0;
+        return 1;
+    }
+    if (l->rdzv == 0) {
+        sigaction(SIGINT, old_int, NULL);
+        sigaction(SIGTERM, old_term, NULL);
+        child_env(l);
+        char expect[32];
+        snprintf(expect, sizeof expect, "%d", l->n);
+        char *args[] = {"manta", "rendezvous", "--expect", expect, NULL};
+        execv("/proc/self/exe", args);
+        fprintf(stderr, "manta launch: cannot run the rendezvous service: %s\n", strerror(errno));
+        _exit(127);
+    }
+    return 0;
+}
 
 /* Fork every rank with its environment; 1 when a fork failed (l->n then
  * counts the ranks started, which are sent SIGTERM). */
@@ -99,13 +143,7 @@ static int start_ranks(launch *l, const struct sigaction *old_int, const struct 
             snprintf(b, sizeof b, "%d", n);
             setenv("WORLD_SIZE", b, 1);
             setenv("LOCAL_WORLD_SIZE", b, 1);
-            setenv("MASTER_ADDR", "127.0.0.1", 1);
-            snprintf(b, sizeof b, "%d", l->port);
-            setenv("MASTER_PORT", b, 1);
-            if (!manta_env_get(MANTA_ENV_JOB_ID))
-                setenv(manta_env_name(MANTA_ENV_JOB_ID), l->job, 1);
-            if (l->secret[0])
-                setenv(manta_env_name(MANTA_ENV_SECRET), l->secret, 1);
+            child_env(l);
             execvp(l->prog, l->args);
             fprintf(stderr, "manta launch: rank %d: cannot run '%s': %s\n", r, l->args[0],
                     strerror(errno));
@@ -145,12 +183,28 @@ static int wait_ranks(launch *l, int rc, int *failed)
         }
         int st;
         pid_t w = waitpid(-1, &st, WNOHANG);
+        if (w > 0 && w == l->rdzv) {
+            char what[128];
+            describe(st, what, sizeof what);
+            fprintf(stderr, "manta launch: the rendezvous service (pid %d) %s\n", (int)w, what);
+            l->rdzv = 0;
+            continue;
+        }
         for (int r = 0; w > 0 && r < l->n; r++) {
             if (l->pid[r] != w)
                 continue;
             l->status[r] = st;
             alive--;
-            if ((!WIFEXITED(st) || WEXITSTATUS(st) != 0) && *failed < 0) {
+            if (l->nnodes && (!WIFEXITED(st) || WEXITSTATUS(st) != 0)) {
+                char what[128];
+                describe(st, what, sizeof what);
+                fprintf(stderr, "manta launch: rank %d (pid %d) %s%s\n", r, (int)w, what,
+                        alive ? "; the others go on (elastic)" : "");
+                if (*failed < 0) {
+                    *failed = r;
+                    rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+                }
+            } else if ((!WIFEXITED(st) || WEXITSTATUS(st) != 0) && *failed < 0) {
                 char what[128];
                 describe(st, what, sizeof what);
                 fprintf(stderr, "manta launch: rank %d (pid %d) %s%s\n", r, (int)w, what,
@@ -213,6 +267,11 @@ int cmd_launch(int argc, char **argv)
          .metavar = "S",
          .help =
              "after a rank fails: seconds before SIGTERM, then SIGKILL (default 10; 0: at once)"},
+        {.name = "nnodes",
+         .kind = OPT_STRING,
+         .dest = &l->nnodes,
+         .metavar = "MIN:MAX",
+         .help = "elastic: a rendezvous service, MAX ranks (or -n), the job goes on with MIN"},
         {.name = "quiet",
          .kind = OPT_FLAG,
          .dest = &quiet,
@@ -221,7 +280,7 @@ int cmd_launch(int argc, char **argv)
     };
     const opt_cmd cmd = {
         "manta launch",
-        "-n N [--port P] [--grace S] [--quiet] -- COMMAND [ARGS...]",
+        "-n N | --nnodes MIN:MAX [--port P] [--grace S] [--quiet] -- COMMAND [ARGS...]",
         "Starts N local ranks of COMMAND (like torchrun --standalone), each with RANK,\n"
         "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT, "
         "MANTA_JOB_ID\n"
@@ -229,7 +288,11 @@ int cmd_launch(int argc, char **argv)
         "COMMAND 'manta' runs this very program. Example:\n"
         "  manta launch -n 2 -- manta train --schedule smoke --batch 16 --out runs/x\n\n"
         "SIGINT/SIGTERM are forwarded to every rank. Exit status: 0 when all ranks exit 0,\n"
-        "else that of the first failing rank (128 + signal when it was killed).\n",
+        "else that of the first failing rank (128 + signal when it was killed).\n\n"
+        "--nnodes MIN:MAX (elastic, with 'manta train --elastic'): starts 'manta rendezvous'\n"
+        "on MASTER_PORT first and MAX ranks (or -n N), with PET_NNODES=MIN:MAX; a rank that\n"
+        "fails is reported and the others go on. Exit status: 0 when a rank exited 0,\n"
+        "else that of the first failing rank.\n",
         defs,
         0,
         0};
@@ -240,6 +303,20 @@ int cmd_launch(int argc, char **argv)
         return r == OPT_HELP ? 0 : 2;
     }
     cmd_at += cmd_at < argc && !strcmp(argv[cmd_at], "--");
+    if (l->nnodes) {
+        manta_err e;
+        if (dist_parse_nnodes("--nnodes", l->nnodes, &l->min, &l->max, &e) != MANTA_OK) {
+            fprintf(stderr, "manta launch: %s\n", e.msg);
+            goto out;
+        }
+        if (l->n < 1)
+            l->n = l->max;
+        if (l->n > l->max || l->max > LAUNCH_MAX) {
+            fprintf(stderr, "manta launch: -n %d is more than --nnodes' MAX %d (at most %d)\n",
+                    l->n, l->max, LAUNCH_MAX);
+            goto out;
+        }
+    }
     if (l->n < 1 || cmd_at >= argc) {
         fprintf(stderr, "manta launch: needs -n N and a command after '--' (see --help)\n");
         goto out;
@@ -270,11 +347,30 @@ int cmd_launch(int argc, char **argv)
     sigaction(SIGTERM, &sa, &old_term);
     fflush(stdout);
     fflush(stderr);
-    int failed;
-    rc = wait_ranks(l, start_ranks(l, &old_int, &old_term), &failed);
+    int failed = -1, ok = 0;
+    if (l->nnodes && start_rdzv(l, &old_int, &old_term))
+        rc = 1;
+    else
+        rc = wait_ranks(l, start_ranks(l, &old_int, &old_term), &failed);
+    for (int k = 0; k < l->n; k++)
+        ok += l->status[k] >= 0 && WIFEXITED(l->status[k]) && !WEXITSTATUS(l->status[k]);
+    if (l->rdzv > 0) { /* every rank has ended: the service too */
+        kill(l->rdzv, SIGTERM);
+        waitpid(l->rdzv, NULL, 0);
+    }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (failed >= 0) {
+    if (l->nnodes) {
+        if (ok > 0) {
+            rc = 0;
+            if (!quiet)
+                fprintf(stderr,
+                        "manta launch: the elastic job finished (%d of %d ranks exited 0)\n", ok,
+                        l->n);
+        } else {
+            rc = rc ? rc : 1;
+        }
+    } else if (failed >= 0) {
         for (int k = 0; k < l->n; k++)
             if (k != failed && l->status[k] >= 0 &&
                 (!WIFEXITED(l->status[k]) || WEXITSTATUS(l->status[k]))) {

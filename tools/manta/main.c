@@ -30,6 +30,7 @@ static const struct {
     {"tune", cmd_tune, "tune CLBlast's GEMM for a device (applied on every later run)"},
     {"launch", cmd_launch,
      "start N local ranks of a distributed command (like torchrun --standalone)"},
+    {"rendezvous", cmd_rendezvous, "the rendezvous service of elastic training (--elastic)"},
     {"ckpt-diff", cmd_ckpt_diff, "largest differences between the tensors of two checkpoints"},
     {"events", cmd_events, "scalars of TensorBoard event files, every record's CRC checked"},
 #ifndef MANTA_NO_REPORT

@@ -42,7 +42,15 @@ static const char ABOUT[] =
     "--world, --rank, --master, --iface, --ring-addr, --job, --secret-file,\n"
     "--rdzv-bind-all and --timeout. --batch is the global batch: a multiple of ranks x\n"
     "devices. Rank 0 writes checkpoints and metrics; every rank resumes from\n"
-    "DIR/latest.ckpt.\n"
+    "DIR/latest.ckpt. --master takes IPv6 as [::1]:PORT. --compress: gradients cross\n"
+    "the ring as fp16/bf16 (half the bytes) or int8 (a quarter, error feedback kept in\n"
+    "the checkpoint); --aggregate fixed: exact int32 sums, the same bits in any rank\n"
+    "order. Every rank must use the same (docs/distributed.md).\n"
+    "--elastic: MASTER_ADDR:MASTER_PORT is a 'manta rendezvous' service (started by\n"
+    "'manta launch --nnodes MIN:MAX'); a rank that dies is dropped and the others go on\n"
+    "from the last completed step, a new rank joins with the state of a survivor\n"
+    "(docs/distributed.md, \"Elastic membership\"). --batch must then be a multiple of\n"
+    "every world size the job can have x devices.\n"
     "SIGINT/SIGTERM checkpoint and stop at the next step; --resume continues.\n\n"
     "Metrics go to DIR/metrics.jsonl and, as TensorBoard scalars, to a new event\n"
     "file events.out.tfevents.<time>.<host> in DIR or the --tensorboard folder\n"
@@ -191,6 +199,10 @@ static int parse_args(int argc, char **argv, train_opts *o)
          .kind = OPT_FLAG,
          .dest = &o->json,
          .help = "progress as JSON lines on stdout"},
+        {.name = "elastic",
+         .kind = OPT_FLAG,
+         .dest = &o->elastic,
+         .help = "ranks may die and join: the rendezvous is a 'manta rendezvous' service"},
         JOB_OPT_DEFS(&o->job),
         {.name = NULL},
     };
@@ -300,12 +312,22 @@ static bool run_trainer(train_run *r)
     if (!(r->n_dev = job_open_devices("manta train", &o->job, r->devs)))
         return false;
     r->d = r->devs[0];
+    if (o->elastic) /* the ring and the replicas come with each generation */
+        return true;
     if (r->cfg.world_size > 1) {
         if (!job_join("manta train", &r->cfg, r->rank, r->host, &r->ring))
             return false;
     }
-    st = ofa_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, o->seed, o->mode, r->ring, &r->dp,
-                       &err);
+    return train_replicas(r);
+}
+
+bool train_replicas(train_run *r)
+{
+    const train_opts *o = &r->o;
+    manta_err err;
+    manta_err_clear(&err);
+    manta_status st = ofa_dp_create(r->devs, r->n_dev, &r->sp, &r->sched, o->seed, o->mode, r->ring,
+                                    &r->dp, &err);
     if (st != MANTA_OK && !r->ring) {
         fprintf(stderr, "manta train: %s\n", manta_err_msg(&err, st));
         return false;
@@ -319,6 +341,8 @@ static bool run_trainer(train_run *r)
     }
     r->t = dp_replica(r->dp, 0);
     r->replicas = dp_replicas(r->dp);
+    if (o->elastic && r->meta.batch) /* a later generation: the state comes from a snapshot */
+        return true;
     data_loader_state_init(&r->ls, o->seed);
     if (!o->resume) {
         snprintf(r->meta.preset, sizeof r->meta.preset, "%s", o->schedule);
@@ -338,23 +362,22 @@ static bool run_trainer(train_run *r)
     }
     r->start = r->meta.step;
     r->ls = r->meta.loader;
-    return true;
+    return job_ef_resume("manta train", r->dp, r->latest);
 }
 
-/* The output folder, metrics.jsonl and the event file (rank 0), and the data loader's thread. */
-static bool run_outputs(train_run *r)
+bool train_outputs_open(train_run *r)
 {
     const train_opts *o = &r->o;
     manta_err err;
     manta_err_clear(&err);
-    if (r->rank == 0) {
+    if (r->rank == 0 && !r->metrics) {
         if (manta_file_mkdir_p(r->out_dir, &err) != MANTA_OK) {
             fprintf(stderr, "manta train: %s\n", err.msg);
             return false;
         }
         char mpath[1100];
         snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", r->out_dir);
-        if (!(r->metrics = fopen(mpath, o->resume ? "a" : "w"))) {
+        if (!(r->metrics = fopen(mpath, o->resume || r->outputs_taken ? "a" : "w"))) {
             fprintf(stderr, "manta train: %s: %s\n", mpath, strerror(errno));
             return false;
         }
@@ -363,6 +386,18 @@ static bool run_outputs(train_run *r)
             fprintf(stderr, "manta train: TensorBoard events: %s\n", err.msg);
             return false;
         }
+    }
+    return true;
+}
+
+bool train_prefetch_start(train_run *r)
+{
+    const train_opts *o = &r->o;
+    manta_err err;
+    manta_err_clear(&err);
+    if (r->pf) {
+        data_prefetch_stop(r->pf);
+        r->pf = NULL;
     }
     r->rctx = (res_ctx){r->t, r->per_epoch};
     loader_opts lo;
@@ -386,8 +421,10 @@ static bool run_outputs(train_run *r)
     return true;
 }
 
-/* What runs: a text header, or the first JSON line (the run, and what runs it). */
-static void print_start(const train_run *r)
+/* The output folder, metrics.jsonl and the event file (rank 0), and the data loader's thread. */
+static bool run_outputs(train_run *r) { return train_outputs_open(r) && train_prefetch_start(r); }
+
+void train_print_start(const train_run *r)
 {
     const train_opts *o = &r->o;
     const ofa_space *sp = &r->sp;
@@ -420,11 +457,10 @@ static void print_start(const train_run *r)
     fflush(stdout);
 }
 
-/* Rank 0: the job record of metrics.jsonl (docs/monitor.md), and the monitor with --monitor. */
-static bool run_monitor(train_run *r)
+bool train_monitor_start(train_run *r)
 {
     const train_opts *o = &r->o;
-    if (r->rank != 0)
+    if (r->rank != 0 || r->outputs_taken)
         return true;
     const job_header h = {
         "classification", r->sp.name, o->schedule, o->data,
@@ -432,6 +468,8 @@ static bool run_monitor(train_run *r)
         r->replicas,      r->devs,    r->n_dev,    o->mode};
     job_log l = {"manta train", r->metrics, r->rank, r->host, NULL};
     job_record_job(&l, &h);
+    if (r->monitor)
+        return true;
     return job_monitor_start("manta train", &o->job, r->out_dir, &r->monitor);
 }
 
@@ -441,6 +479,7 @@ static void run_close(train_run *r)
         data_prefetch_stop(r->pf);
     job_outputs_close("manta train", r->monitor, r->metrics, r->events);
     job_leave(r->dp, r->ring, r->devs, r->n_dev, &r->cfg);
+    free(r->meta.ef);
     if (r->have_data)
         run_data_free(&r->rd);
 }
@@ -477,14 +516,19 @@ int cmd_train(int argc, char **argv)
     rc = 2;
     if (!job_config("manta train", &r->o.job, &r->cfg))
         goto out;
-    r->rank = r->cfg.world_size > 1 ? r->cfg.rank : 0;
+    r->rank = r->cfg.world_size > 1 && !r->o.elastic ? r->cfg.rank : 0;
     r->quiet = r->rank != 0;
     snprintf(r->host, sizeof r->host, "?");
     gethostname(r->host, sizeof r->host - 1);
     rc = 1;
-    if (!run_settings(r) || !run_trainer(r) || !run_outputs(r) || !run_monitor(r))
+    if (r->o.elastic) {
+        if (run_settings(r) && run_trainer(r))
+            rc = train_elastic(r);
         goto out;
-    print_start(r);
+    }
+    if (!run_settings(r) || !run_trainer(r) || !run_outputs(r) || !train_monitor_start(r))
+        goto out;
+    train_print_start(r);
     rc = train_loop(r);
 out:
     run_close(r);

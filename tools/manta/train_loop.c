@@ -189,10 +189,22 @@ typedef struct cls_task {
 static manta_status task_step(void *ctx, long step, manta_err *err)
 {
     cls_task *c = ctx;
+    if (c->r->join_pending) /* agreed after the step before: leave the ring for the new rank */
+        return manta_err_set(err, MANTA_ERR_UNSUPPORTED, "a new rank joins before step %ld",
+                             step + 1);
     MANTA_TRY(run_step(c->r, &c->pg, step, &c->res, err));
+    if (c->r->el)
+        MANTA_TRY(train_elastic_snapshot(c->r, step + 1, err));
     if (!c->r->quiet)
         ofa_progress_subnets_add(&c->z, &c->r->sp, &c->r->sched, step, c->res.phase, c->res.r);
     return MANTA_OK;
+}
+
+static manta_status task_before_save(void *ctx, long done, manta_err *err)
+{
+    (void)done;
+    train_run *r = ((cls_task *)ctx)->r;
+    return job_ef_gather(r->dp, r->rank, &r->meta.ef, &r->meta.n_ef, err);
 }
 
 static manta_status task_progress(void *ctx, long done, manta_err *err)
@@ -250,13 +262,15 @@ static manta_status task_agree_stop(void *ctx, long step, bool *signal, manta_er
 {
     train_run *r = ((cls_task *)ctx)->r;
     manta_err e;
-    manta_err_clear(&e);
-    float f = *signal ? 1.0f : 0.0f;
-    manta_status st = ring_allreduce(r->ring, &f, 1, RING_SUM, &e);
+    manta_err_clear(
+        &e); /* with --elastic also whether a new rank waits (rank 0 hears it from the rendezvous) */
+    float f[2] = {*signal ? 1.0f : 0.0f, r->rank == 0 && train_elastic_poll(r) ? 1.0f : 0.0f};
+    manta_status st = ring_allreduce(r->ring, f, r->el ? 2 : 1, RING_SUM, &e);
     if (st != MANTA_OK)
         return manta_err_set(err, st, "rank %d (%s): step %ld: %s", r->rank, r->host, step + 1,
                              manta_err_msg(&e, st));
-    *signal = f > 0;
+    *signal = f[0] > 0;
+    r->join_pending = f[1] > 0 && !*signal;
     return MANTA_OK;
 }
 
@@ -289,7 +303,8 @@ int train_loop(train_run *r)
                              task_evaluate,
                              r->ring ? task_agree_stop : NULL,
                              r->replicas > 1 ? task_check : NULL,
-                             task_record};
+                             task_record,
+                             r->ring ? task_before_save : NULL};
     train_drive_opts dopt;
     train_drive_opts_default(&dopt, &r->sched);
     dopt.start = r->start;
@@ -304,6 +319,18 @@ int train_loop(train_run *r)
     manta_err_clear(&err);
     manta_status st = train_drive(&task, &dopt, &res, &err);
     free(c);
+    if (st != MANTA_OK && r->el && r->join_pending) {
+        if (!r->quiet)
+            fprintf(stderr, "manta train: a new rank waits: re-forming the ring after step %ld\n",
+                    res.fail_step);
+        return TRAIN_REFORM;
+    }
+    if (st != MANTA_OK && r->el && r->ring && ring_failed(r->ring)) {
+        fprintf(stderr, "manta train: %s; re-forming the ring without it\n",
+                manta_err_msg(&err, st));
+        r->start = res.fail_step;
+        return TRAIN_REFORM;
+    }
     if (st != MANTA_OK) {
         train_fail(r, res.fail_step, "%s", manta_err_msg(&err, st));
         return 1;

@@ -30,7 +30,10 @@ typedef struct train_opts {
     dp_mode mode;
     long bucket_kib; /* gradient bucket size (KiB) */
     bool json, resume, no_overlap;
+    bool elastic; /* --elastic: membership from a manta rendezvous service */
 } train_opts;
+
+struct train_elastic;
 
 /* Resolution of the batch (epoch, batch): that of global step epoch * per_epoch + batch. */
 typedef struct res_ctx {
@@ -61,9 +64,36 @@ typedef struct train_run {
     res_ctx rctx;
     prefetch *pf;
     FILE *metrics;
-    manta_tfevents *events; /* rank 0; NULL after a failed write (warned once) */
-    mon_server *monitor;    /* rank 0 with --monitor */
+    manta_tfevents *events;   /* rank 0; NULL after a failed write (warned once) */
+    mon_server *monitor;      /* rank 0 with --monitor */
+    struct train_elastic *el; /* --elastic: the membership state (train_elastic.c) */
+    bool outputs_taken;       /* --elastic: metrics.jsonl was begun by an earlier rank 0 */
+    bool join_pending;        /* --elastic: a new rank waits; the ring re-forms after the step */
 } train_run;
+
+/** train_loop()'s status when the ring failed under --elastic: the job goes on without the
+ *  failed rank (train_elastic()). */
+#define TRAIN_REFORM (-1)
+
+/** The replicas of r->devs on r->ring (ofa_dp_create()) and, without --elastic, the
+ *  checkpoint of --resume; false after printing the error. */
+bool train_replicas(train_run *r);
+/** Rank 0: the output folder, metrics.jsonl and the event file (once); false after printing. */
+bool train_outputs_open(train_run *r);
+/** (Re)start the data loader's thread at r->ls; false after printing. */
+bool train_prefetch_start(train_run *r);
+/** Rank 0: the job record and, with --monitor, the monitor (once); false after printing. */
+bool train_monitor_start(train_run *r);
+/** What runs: a text header, or the first JSON line (rank 0). */
+void train_print_start(const train_run *r);
+/** Elastic training (--elastic): generations formed by the rendezvous service, each trained
+ *  through train_loop() until the schedule ends or a rank fails; the exit status. */
+int train_elastic(train_run *r);
+/** --elastic, rank 0 at a step boundary: whether the rendezvous service said that a new rank
+ *  waits (never blocks). */
+bool train_elastic_poll(train_run *r);
+/** --elastic: keep the state after @p done steps as this rank's snapshot (train_elastic.c). */
+manta_status train_elastic_snapshot(train_run *r, long done, manta_err *err);
 
 /** Print "manta train: MSG" on stderr and (rank 0) add the error record of docs/monitor.md
  *  for it after @p step steps (-1: unknown); the record's rank is the one the message names

@@ -1,11 +1,10 @@
-/* manta train --space stereo-...: progressive-shrinking training of the stereo depth
- * supernet (runtime/stereo/train.h) on one or several devices and ranks (data or subnet
- * parallel, train/dp.h), on procedural pairs (with photographs: --textures) or a folder of
- * pairs (with a share of procedural ones: --mix), from scratch or fine-tuning a trained
- * supernet (--init): the stereo task of the training driver (train/driver.h), with progress
- * lines, evaluations of the largest and smallest sub-networks on held-out pairs at every
- * phase's end, checkpoints (every phase, every --ckpt-every steps, on SIGINT/SIGTERM),
- * exact resume, the records of docs/monitor.md and the monitor. */
+/* manta train --space stereo-...: progressive-shrinking training of the stereo depth supernet
+ * (runtime/stereo/train.h) on one or several devices and ranks (train/dp.h), on procedural pairs
+ * (with photographs: --textures) or a folder of pairs (with procedural ones: --mix), from scratch
+ * or fine-tuning a trained supernet (--init): the stereo task of the training driver
+ * (train/driver.h), with progress lines, evaluations of the largest and smallest sub-networks on
+ * held-out pairs at every phase's end, checkpoints (every phase, every --ckpt-every steps, on
+ * SIGINT/SIGTERM), exact resume, the records of docs/monitor.md and the monitor. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -229,6 +228,12 @@ static void task_record(void *ctx, const manta_rec *rec)
     job_write(&l, rec);
 }
 
+static manta_status task_before_save(void *ctx, long done, manta_err *err)
+{
+    st_run *r = ((st_task *)ctx)->r;
+    return (void)done, job_ef_gather(r->dp, r->rank, &r->meta.ef, &r->meta.n_ef, err);
+}
+
 static int train_loop(st_run *r)
 {
     st_task c = {.r = r, .last = cmd_now()};
@@ -239,7 +244,8 @@ static int train_loop(st_run *r)
                              task_evaluate,
                              r->ring ? task_agree_stop : NULL,
                              r->replicas > 1 ? task_check : NULL,
-                             task_record};
+                             task_record,
+                             r->ring ? task_before_save : NULL};
     train_drive_opts o;
     train_drive_opts_default(&o, &r->sched);
     o.start = r->meta.step;
@@ -364,6 +370,8 @@ static bool setup(st_run *r)
         fprintf(stderr, "manta train: rank %d (%s): %s\n", r->rank, r->host, err.msg);
         return false;
     }
+    if (r->o.resume && !job_ef_resume("manta train", r->dp, latest))
+        return false;
     r->t = dp_replica(r->dp, 0);
     r->replicas = dp_replicas(r->dp);
     if (r->rank != 0)
@@ -586,6 +594,7 @@ int cmd_train_stereo(int argc, char **argv)
     job_leave(r->dp, r->ring, r->devs, r->n_dev, &r->cfg);
     stereo_batch_free(&r->b);
     stereo_run_data_free(&r->data);
+    free(r->meta.ef);
     free(r);
     return rc;
 }
