@@ -236,6 +236,11 @@ mengine_status mengine_k_slice_f32(const mengine_k_dims *in_dims, const float *i
                                    const int32_t begin[4], const int32_t stride[4],
                                    const mengine_k_dims *out_dims, float *out);
 
+/** mengine_k_slice_f32() of elements of @p elem bytes (float32, int8). */
+mengine_status mengine_k_slice_bytes(const mengine_k_dims *in_dims, const void *in,
+                                     const int32_t begin[4], const int32_t stride[4],
+                                     const mengine_k_dims *out_dims, void *out, size_t elem);
+
 /**
  * Bilinear resize of H and W as TFLite's RESIZE_BILINEAR (reference kernel):
  * scale = in / out, or (in - 1) / (out - 1) with @p align_corners (out > 1);

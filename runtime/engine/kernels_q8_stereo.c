@@ -184,32 +184,7 @@ mengine_status mengine_kq_requantize_s8(const mengine_kq_params *p, const int8_t
 mengine_status mengine_kq_slice_s8(const mengine_k_dims *id, const int8_t *in, const int32_t *begin,
                                    const int32_t *stride, const mengine_k_dims *od, int8_t *out)
 {
-    if (!id || !in || !begin || !stride || !od || !out || !mengine_k_dims_ok(id) ||
-        !mengine_k_dims_ok(od))
-        return MENGINE_ERR_ARG;
-    const int32_t idim[4] = {id->n, id->h, id->w, id->c}, odim[4] = {od->n, od->h, od->w, od->c};
-    for (int i = 0; i < 4; i++)
-        if (begin[i] < 0 || stride[i] < 1 ||
-            (int64_t)begin[i] + (int64_t)(odim[i] - 1) * stride[i] >= idim[i])
-            return MENGINE_ERR_ARG;
-    const size_t ic = (size_t)id->c, irow = (size_t)id->w * ic, iimg = (size_t)id->h * irow;
-    for (int32_t n = 0; n < od->n; n++) {
-        const int8_t *img = in + ((size_t)begin[0] + (size_t)n * stride[0]) * iimg;
-        for (int32_t h = 0; h < od->h; h++) {
-            const int8_t *row = img + ((size_t)begin[1] + (size_t)h * stride[1]) * irow;
-            for (int32_t w = 0; w < od->w; w++) {
-                const int8_t *px = row + ((size_t)begin[2] + (size_t)w * stride[2]) * ic + begin[3];
-                if (stride[3] == 1) {
-                    memcpy(out, px, (size_t)od->c);
-                    out += od->c;
-                } else {
-                    for (int32_t c = 0; c < od->c; c++)
-                        *out++ = px[(size_t)c * stride[3]];
-                }
-            }
-        }
-    }
-    return MENGINE_OK;
+    return mengine_k_slice_bytes(id, in, begin, stride, od, out, 1);
 }
 
 mengine_status mengine_kq_correlation_s8(const mengine_kq_corr_params *p, const mengine_k_dims *ld,

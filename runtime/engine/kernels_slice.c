@@ -4,11 +4,11 @@
 
 #include "engine/kernels_util_impl.h"
 
-mengine_status mengine_k_slice_f32(const mengine_k_dims *id, const float *in,
-                                   const int32_t begin[4], const int32_t stride[4],
-                                   const mengine_k_dims *od, float *out)
+mengine_status mengine_k_slice_bytes(const mengine_k_dims *id, const void *in,
+                                     const int32_t begin[4], const int32_t stride[4],
+                                     const mengine_k_dims *od, void *out, size_t elem)
 {
-    if (!id || !in || !begin || !stride || !od || !out || !mengine_k_dims_ok(id) ||
+    if (!id || !in || !begin || !stride || !od || !out || !elem || !mengine_k_dims_ok(id) ||
         !mengine_k_dims_ok(od))
         return MENGINE_ERR_ARG;
     const int32_t idim[4] = {id->n, id->h, id->w, id->c}, odim[4] = {od->n, od->h, od->w, od->c};
@@ -16,24 +16,35 @@ mengine_status mengine_k_slice_f32(const mengine_k_dims *id, const float *in,
         if (begin[i] < 0 || stride[i] < 1 ||
             (int64_t)begin[i] + (int64_t)(odim[i] - 1) * stride[i] >= idim[i])
             return MENGINE_ERR_ARG;
-    const size_t ic = (size_t)id->c, irow = (size_t)id->w * ic, iimg = (size_t)id->h * irow;
+    const size_t ic = (size_t)id->c * elem, irow = (size_t)id->w * ic, iimg = (size_t)id->h * irow;
+    const size_t oc = (size_t)od->c * elem, cstep = (size_t)stride[3] * elem;
+    const unsigned char *src = in;
+    unsigned char *dst = out;
     for (int32_t n = 0; n < od->n; n++) {
-        const float *img = in + ((size_t)begin[0] + (size_t)n * stride[0]) * iimg;
+        const unsigned char *img = src + ((size_t)begin[0] + (size_t)n * stride[0]) * iimg;
         for (int32_t h = 0; h < od->h; h++) {
-            const float *row = img + ((size_t)begin[1] + (size_t)h * stride[1]) * irow;
+            const unsigned char *row = img + ((size_t)begin[1] + (size_t)h * stride[1]) * irow;
             for (int32_t w = 0; w < od->w; w++) {
-                const float *px = row + ((size_t)begin[2] + (size_t)w * stride[2]) * ic + begin[3];
+                const unsigned char *px =
+                    row + ((size_t)begin[2] + (size_t)w * stride[2]) * ic + (size_t)begin[3] * elem;
                 if (stride[3] == 1) {
-                    memcpy(out, px, (size_t)od->c * sizeof *out);
-                    out += od->c;
+                    memcpy(dst, px, oc);
+                    dst += oc;
                 } else {
-                    for (int32_t c = 0; c < od->c; c++)
-                        *out++ = px[(size_t)c * stride[3]];
+                    for (int32_t c = 0; c < od->c; c++, dst += elem)
+                        memcpy(dst, px + (size_t)c * cstep, elem);
                 }
             }
         }
     }
     return MENGINE_OK;
+}
+
+mengine_status mengine_k_slice_f32(const mengine_k_dims *id, const float *in,
+                                   const int32_t begin[4], const int32_t stride[4],
+                                   const mengine_k_dims *od, float *out)
+{
+    return mengine_k_slice_bytes(id, in, begin, stride, od, out, sizeof *out);
 }
 
 /* floor and ceil of a value >= -1 (no library call). */
