@@ -85,10 +85,11 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
     /* quick and full: steps per phase sized by time rather than epochs (on the idle 2-core
      * machine with PoCL a step of 8 pairs of the largest stereo-cpu network takes 0.22 s, of
      * the depth phases' two sub-networks 0.44 s, of the expand phases' four 0.56-0.67 s, a
-     * phase end's evaluation about 7 s: quick is about 15 minutes there (the 20 it may take
-     * on 2 cores, with room for a slower machine); full is 8 times the steps quick had
-     * before it tripled, 8,560; docs/benchmarks.md) */
-    static const long quick[6] = {2400, 270, 150, 150, 96, 144};
+     * phase end's evaluation about 7 s: quick is about 18 minutes there, within the 20 it
+     * may take on 2 cores; the full phase has most of the steps, since the largest
+     * sub-network's held-out EPE is made there; full is 8 times the steps quick had first,
+     * 8,560; docs/benchmarks.md) */
+    static const long quick[6] = {3200, 270, 150, 150, 96, 144};
     static const long full[6] = {6400, 720, 400, 400, 256, 384};
     const long *steps = !strcmp(preset, "quick") ? quick : !strcmp(preset, "full") ? full : NULL;
     for (int i = 0; i < out->n_phases; i++) {

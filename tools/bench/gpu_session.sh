@@ -18,8 +18,8 @@
 #      (default ./data-fmnist: the four .gz files of the IDX release, in it or in a
 #      folder below it) -> $OUT/train_metrics.jsonl
 #   9. stereo (STEREO=1, the default): manta train --space stereo-cpu --schedule
-#      STEREO_SCHEDULE (default quick, 3,210 steps; full 8,560), bounded by STEREO_TRAIN_S
-#      (default 180 s; its progress lines tell the rate where it stops), manta eval of its
+#      STEREO_SCHEDULE (default quick, 4,010 steps; full 8,560), bounded by STEREO_TRAIN_S
+#      (default 240 s; its progress lines tell the rate where it stops), manta eval of its
 #      last checkpoint (largest and smallest sub-networks), and a smoke schedule of
 #      stereo-gpu (384x768) at batch 1 -> $OUT/stereo_cpu_metrics.jsonl,
 #      $OUT/stereo_gpu_metrics.jsonl, $OUT/stereo_eval.json, and the last checkpoint as
@@ -148,7 +148,7 @@ OPS_SECONDS=${OPS_SECONDS:-0.2}
 FMNIST_DIR=${FMNIST_DIR:-./data-fmnist}
 OP_TESTS=${OP_TESTS:-}
 STEREO=${STEREO:-1}
-STEREO_TRAIN_S=${STEREO_TRAIN_S:-180}
+STEREO_TRAIN_S=${STEREO_TRAIN_S:-240}
 STEREO_SCHEDULE=${STEREO_SCHEDULE:-quick}
 LOG=$OUT/session.log
 : >"$LOG"
