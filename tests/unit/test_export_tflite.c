@@ -291,6 +291,10 @@ static void check_flatc(const written *w)
                 cJSON_GetObjectItemCaseSensitive(opt, "padding") ? str(opt, "padding") : "SAME",
                 op->same ? "SAME" : "VALID");
             break;
+        case XG_REQUANT:
+            assert_string_equal(name, "QUANTIZE");
+            assert_int_equal(cJSON_GetArraySize(in), 1);
+            break;
         case XG_CONCAT:
             assert_string_equal(name, "CONCATENATION");
             assert_string_equal(type, "ConcatenationOptions");
