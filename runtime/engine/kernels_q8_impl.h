@@ -26,6 +26,20 @@
 #include "engine/errors.h"
 #include "engine/kernels_impl.h"
 
+/* The vector path of the int8 kernels in this build, chosen at compile time (none with
+ * MK_Q8_PORTABLE): 1 x86 AVX2 (kernels_q8_simd.c); 0 none, every *_simd() below returns
+ * MENGINE_ERR_UNSUPPORTED (the stubs at the end of kernels_q8_simd.c). Each other path is one
+ * file defining every *_simd() function and mengine_kq_has_simd() under its own value. */
+#define MK_Q8_PATH_NONE 0
+#define MK_Q8_PATH_AVX2 1
+#if defined(MK_Q8_PORTABLE)
+#define MK_Q8_PATH MK_Q8_PATH_NONE
+#elif defined(__AVX2__)
+#define MK_Q8_PATH MK_Q8_PATH_AVX2
+#else
+#define MK_Q8_PATH MK_Q8_PATH_NONE
+#endif
+
 /** Parameters of the int8 operators (one struct for all, kept in the node). */
 typedef struct mengine_kq_params {
     int32_t stride_h, stride_w, pad_h, pad_w; /**< convolutions */

@@ -9,7 +9,7 @@
 
 #include "engine/kernels_q8_impl.h"
 
-#if defined(__AVX2__) && !defined(MK_Q8_PORTABLE)
+#if MK_Q8_PATH == MK_Q8_PATH_AVX2
 #include <immintrin.h>
 
 #if defined(__GNUC__)
@@ -1020,7 +1020,7 @@ mengine_status mengine_kq_hard_swish_s8_simd(const mengine_kq_params *p, const i
 
 int mengine_kq_has_simd(void) { return 1; }
 
-#else /* no vector path in this build */
+#elif MK_Q8_PATH == MK_Q8_PATH_NONE /* no vector path in this build */
 
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
                                          const int32_t *shift, const float *fscale, int32_t *work,
