@@ -17,6 +17,12 @@
 #define MCL_MAX_PROGRAMS 64
 /* Largest cached program binary read back. */
 #define MCL_MAX_CACHED_BINARY ((size_t)1 << 30)
+/* Most work-items of one work-group of a launch without a local size on a CPU device. PoCL runs
+ * a work-group as one function on a worker thread's stack (8 MiB) that holds every work-item's
+ * private arrays, up to about 2.6 KB in our kernels (float8 accumulators); left to choose, it
+ * takes groups of 4096, which overflowed the stack for stereo-gpu's deconvolution weight
+ * gradient. Its CL_KERNEL_PRIVATE_MEM_SIZE (1024 for every kernel) cannot tell which kernels. */
+#define MCL_CPU_AUTO_GROUP 1024
 
 typedef struct kernel_entry {
     const char *program; /* points at the embedded table (stable) */
@@ -24,6 +30,7 @@ typedef struct kernel_entry {
     cl_kernel k;
     size_t wg_max;       /* CL_KERNEL_WORK_GROUP_SIZE, within the device's limit */
     size_t local_static; /* CL_KERNEL_LOCAL_MEM_SIZE before any __local argument */
+    size_t wg_auto;      /* most work-items of a launch without a local size; 0: the driver's */
 } kernel_entry;
 
 typedef struct program_entry {
@@ -746,6 +753,9 @@ static manta_status kernel_entry_get(mcl_dev *d, const char *program, const char
     clGetKernelWorkGroupInfo(k, d->info.id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
     e->wg_max = wg < d->info.max_work_group ? wg : d->info.max_work_group;
     e->local_static = (size_t)lm;
+    e->wg_auto = (d->info.type & CL_DEVICE_TYPE_CPU) && e->wg_max > MCL_CPU_AUTO_GROUP
+                     ? MCL_CPU_AUTO_GROUP
+                     : 0;
     *out = e;
     return MANTA_OK;
 }
@@ -866,6 +876,7 @@ void mcl_launch_begin(mcl_launch *L, mcl_dev *d, const char *program, const char
     L->k = e ? e->k : NULL;
     L->name = e ? e->name : kernel; /* stable storage for the launch log */
     L->wg_max = e ? e->wg_max : 1;
+    L->wg_auto = e ? e->wg_auto : 0;
     L->local_bytes = e ? e->local_static : 0;
 }
 
@@ -955,6 +966,20 @@ static manta_status check_local(mcl_launch *L, unsigned dims, const size_t *loca
     return MANTA_OK;
 }
 
+/* A work-group of at most @p cap work-items for @p global: along each dimension in turn the
+ * largest divisor of its extent within what is left of @p cap, so the grid is not rounded up
+ * (kernels launched without a local size need not check their bounds). */
+static void auto_local(unsigned dims, const size_t *global, size_t cap, size_t *local)
+{
+    for (unsigned i = 0; i < dims; i++) {
+        size_t l = global[i] < cap ? global[i] : cap;
+        while (l > 1 && global[i] % l)
+            l--;
+        local[i] = l > 0 ? l : 1;
+        cap /= local[i];
+    }
+}
+
 manta_status mcl_launch_run(mcl_launch *L, unsigned dims, const size_t *global, const size_t *local)
 {
     if (L->st != MANTA_OK)
@@ -962,6 +987,14 @@ manta_status mcl_launch_run(mcl_launch *L, unsigned dims, const size_t *global, 
     if (dims < 1 || dims > 3)
         return manta_err_set(&L->d->err, MANTA_ERR_INTERNAL, "kernel '%s': %u dimensions", L->name,
                              dims);
+    size_t chosen[3];
+    if (!local && L->wg_auto) {
+        for (unsigned i = 0; i < dims; i++)
+            if (global[i] == 0)
+                return MANTA_OK; /* empty tensor: nothing to do */
+        auto_local(dims, global, L->wg_auto, chosen);
+        local = chosen;
+    }
     if (local)
         MANTA_TRY(check_local(L, dims, local));
     else if (L->local_bytes > L->d->info.local_mem)

@@ -337,6 +337,9 @@ typedef struct mcl_launch {
     manta_status st;
     cl_int cl_status;
     size_t wg_max;      /**< work-items per group this kernel allows on the device */
+    size_t wg_auto;     /**< most work-items mcl_launch_run() gives a group when not told (0: the
+                             driver chooses): set on CPU devices, whose work-groups hold every
+                             work-item's private arrays on one thread's stack */
     size_t local_bytes; /**< __local bytes: the kernel's own plus mcl_arg_local()'s */
     size_t outputs;     /**< values written, for the launch log (mcl_launch_output()) */
 } mcl_launch;
@@ -363,7 +366,8 @@ void mcl_launch_output(mcl_launch *L, size_t values);
 size_t mcl_launch_wg_max(const mcl_launch *L);
 /**
  * Enqueue. @p global is rounded up to a multiple of @p local (NULL: the
- * implementation picks). Kernels guard their own bounds. A @p local that
+ * implementation picks, or for a kernel with a wg_auto a group of divisors of
+ * @p global within it). Kernels guard their own bounds. A @p local that
  * does not fit the device's limits (work-items per group, per dimension, or
  * __local memory with the kernel's own) returns MANTA_ERR_UNSUPPORTED with a
  * message naming the kernel, the device, the limit and the value.

@@ -349,11 +349,30 @@ static void test_launch_log_records_sizes(void **state)
     assert_int_equal(log.dropped, 1);
     assert_string_equal(rec[0].kernel, "add");
     assert_int_equal(rec[0].items, 100);
-    assert_int_equal(rec[0].local[0], 0);
+    /* not told, a CPU device's group is chosen by mcl (MCL_CPU_AUTO_GROUP), a GPU's by its
+     * driver */
+    const bool cpu = (mcl_info(d)->type & CL_DEVICE_TYPE_CPU) != 0;
+    assert_int_equal(rec[0].local[0], cpu ? 100 : 0);
     assert_int_equal(rec[1].global[0], 128); /* rounded up to the group */
     assert_int_equal(rec[1].local[0], 32);
     assert_int_equal(rec[1].items, 128);
     assert_int_equal(rec[1].outputs, 100);
+
+    /* on a CPU device, along each dimension the largest divisor of the grid within what is
+     * left of 1024 work-items: 8, then 100 of 300 (128 left), then 1 of 7; the grid is kept */
+    mcl_set_launch_log(d, &log);
+    log.count = log.dropped = 0;
+    mcl_launch L;
+    mcl_launch_begin(&L, d, "pool", "add");
+    mcl_arg_views(&L, (mview[]){v, v, v}, 3);
+    mcl_arg_int(&L, 100);
+    TU_OK(d, mcl_launch_run(&L, 3, (size_t[]){8, 300, 7}, NULL));
+    mcl_set_launch_log(d, NULL);
+    assert_int_equal(log.count, 1);
+    const size_t want[3] = {8, 100, 1};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(rec[0].local[i], cpu ? want[i] : 0);
+    assert_int_equal(rec[0].items, 8 * 300 * 7);
     tu_free(d, v);
 }
 

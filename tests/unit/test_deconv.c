@@ -273,19 +273,23 @@ static void test_deconv_general_shapes(void **st)
     check_cases(st, c, sizeof c / sizeof c[0], 20);
 }
 
-/* Larger shapes: k4 s2 p1 with several chunks per row and channel blocks, and two where the
- * GPU variant splits dW (K = N*H*W = 663 into 2 chunks and 1 remainder column) and db. */
+/* Larger shapes: k4 s2 p1 with several chunks per row and channel blocks, two where the
+ * GPU variant splits dW (K = N*H*W = 663 into 2 chunks and 1 remainder column) and db, and
+ * 512 -> 256 channels, whose dW grid of 256 x 256 PoCL would run in work-groups of 4096
+ * work-items holding 1 KiB of private arrays each: more than its thread's stack (mcl's
+ * wg_auto). */
 static void test_deconv_larger(void **st)
 {
     const nn_deconv2d_shape s[] = {
         {3, 19, 9, 21, 13, 4, 4, 2, 2, 1, 1, 0},
         {3, 5, 13, 17, 3, 4, 4, 2, 2, 1, 1, 0},
         {3, 5, 13, 17, 3, 3, 3, 2, 2, 1, 1, 0},
+        {1, 512, 3, 5, 256, 4, 4, 2, 2, 1, 1, 0},
     };
     tu_variant_devs *v = *st;
     for (int k = 0; k < TU_VARIANTS; k++)
         for (size_t i = 0; i < sizeof s / sizeof s[0]; i++)
-            check_deconv_large(v->dev[k], &s[i], 30 + i, i == 2 ? 1 : 2);
+            check_deconv_large(v->dev[k], &s[i], 30 + i, i == 1 ? 2 : 1);
 }
 
 /* Expect MANTA_ERR_INVALID_ARG from forward and backward, with a message that names the op
