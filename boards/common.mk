@@ -23,8 +23,13 @@
 #   BOARD_LDLIBS    libraries of `manta` when they differ from the host's LDLIBS
 #   BOARD_RUN       how test-boards runs its programs (qemu-user); empty: natively
 #   BOARD_NO_TESTS  the tests it cannot run, and why
+#   mcu boards: MCU_SRC (main and startup), MCU_LDSCRIPT (the part's memory map) and MCU_LDINCLUDE
+#                   (linker-script files it INCLUDEs, found beside it), MCU_LDFLAGS, MCU_FLASH_BYTES
+#                   and MCU_RAM_BYTES; optionally MCU_QEMU (a qemu-system command line ending where
+#                   the image's path goes) and MCU_QEMU_LDSCRIPT (the same regions at that machine's
+#                   addresses): make board-run runs the image there (tools/boards/test_boards.sh)
 
-.PHONY: board-all board-tests board-info
+.PHONY: board-all board-tests board-info board-run
 
 DEB_PKGS := $(if $(BOARD_NEEDS_HOST),$(DEB_PKGS)) $(BOARD_DEB_PKGS)
 BOARD_DEPS_ARGS := $(if $(BOARD_DEB_SRC),--source build/src $(BOARD_DEB_SRC))
@@ -178,16 +183,37 @@ $(MODEL_OBJ): $(MODEL_DIR)/model.c $(MODEL_DIR)/model.h
 	@mkdir -p $(@D)
 	$(CC) -std=c99 -O2 $(WARN) $(MCU_FLAGS) -I$(MODEL_DIR) -c -o $@ $<
 
-$(MCU_ELF): $(MCU_OBJ) $(MODEL_OBJ) $(ENGINE_LIB) $(MCU_LDSCRIPT)
+# the linker scripts' INCLUDEs are found beside them
+$(MCU_ELF): $(MCU_OBJ) $(MODEL_OBJ) $(ENGINE_LIB) $(MCU_LDSCRIPT) $(MCU_LDINCLUDE)
 	@mkdir -p $(@D)
-	$(CC) $(MCU_FLAGS) $(MCU_LDFLAGS) -T $(MCU_LDSCRIPT) -Wl,--gc-sections -Wl,-Map=$(MCU_MAP) \
-	    -o $@ $(MCU_OBJ) $(MODEL_OBJ) $(ENGINE_LIB) -lm
+	$(CC) $(MCU_FLAGS) $(MCU_LDFLAGS) -L$(dir $(MCU_LDSCRIPT)) -T $(MCU_LDSCRIPT) -Wl,--gc-sections \
+	    -Wl,-Map=$(MCU_MAP) -o $@ $(MCU_OBJ) $(MODEL_OBJ) $(ENGINE_LIB) -lm
 	@sh tools/boards/mcu_size.sh $(SIZE) $@ $(MCU_FLASH_BYTES) $(MCU_RAM_BYTES) $(MODEL_DIR)/model.h \
 	    | tee $(BUILD)/size.txt
 
 board-all: $(MCU_ELF)
+ifeq ($(MCU_QEMU),)
 board-tests:
 	@echo "$(BOARD): no tests run on the board itself ($(BOARD_NO_TESTS))"
+else
+# The same image for a QEMU machine of the same core (MCU_QEMU_LDSCRIPT: the board's flash and RAM
+# at the machine's addresses), its main() built with MCU_SEMIHOSTING to print its result line;
+# board-run runs it once (at most 120 s) and prints that line on standard output (QEMU writes
+# semihosting's output to its standard error).
+MCU_QEMU_ELF := $(BUILD)/manta-$(BOARD)-qemu.elf
+MCU_QEMU_OBJ := $(patsubst %.c,$(BUILD)/obj/qemu/%.o,$(MCU_SRC))
+$(MCU_QEMU_OBJ): $(BUILD)/obj/qemu/%.o: %.c $(MODEL_DIR)/model.h
+	@mkdir -p $(@D)
+	$(CC) -std=c99 -O2 -g $(WARN) $(MCU_FLAGS) -DMCU_SEMIHOSTING -Iruntime -I$(MODEL_DIR) -MMD -MP \
+	    -c -o $@ $<
+-include $(MCU_QEMU_OBJ:.o=.d)
+$(MCU_QEMU_ELF): $(MCU_QEMU_OBJ) $(MODEL_OBJ) $(ENGINE_LIB) $(MCU_QEMU_LDSCRIPT) $(MCU_LDINCLUDE)
+	$(CC) $(MCU_FLAGS) $(MCU_LDFLAGS) -L$(dir $(MCU_QEMU_LDSCRIPT)) -T $(MCU_QEMU_LDSCRIPT) \
+	    -Wl,--gc-sections -o $@ $(MCU_QEMU_OBJ) $(MODEL_OBJ) $(ENGINE_LIB) -lm
+board-tests: $(MCU_QEMU_ELF)
+board-run: $(MCU_QEMU_ELF)
+	@timeout 120 $(MCU_QEMU) $(MCU_QEMU_ELF) 2>&1
+endif
 else
 $(error boards/$(BOARD).mk: BOARD_KIND must be linux or mcu)
 endif

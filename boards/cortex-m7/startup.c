@@ -1,8 +1,11 @@
 /* Cortex-M7 startup: the vector table (initial stack pointer, reset and fault handlers), and the
- * reset handler, which enables the FPU, copies .data from flash, clears .bss and calls main(). */
+ * reset handler, which enables the FPU, copies .data from flash, clears .bss, paints the stack
+ * below itself with MCU_STACK_PAINT (for mcu_stack_used()) and calls main(). */
 #include <stdint.h>
 
-extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _estack;
+#include "mcu.h"
+
+extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss, _sstack, _estack;
 int main(void);
 void Reset_Handler(void);
 void Default_Handler(void);
@@ -50,7 +53,20 @@ void Reset_Handler(void)
         *dst++ = *src++;
     for (uint32_t *dst = &_sbss; dst < &_ebss;)
         *dst++ = 0;
+    /* the stack below this frame, less 64 bytes of margin for the calls below */
+    uint32_t *sp;
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    for (uint32_t *dst = &_sstack; dst < sp - 16;)
+        *dst++ = MCU_STACK_PAINT;
     (void)main();
     for (;;) {
     }
+}
+
+uint32_t mcu_stack_used(void)
+{
+    const uint32_t *p = &_sstack;
+    while (p < &_estack && *p == MCU_STACK_PAINT)
+        p++;
+    return (uint32_t)((const uint8_t *)&_estack - (const uint8_t *)p);
 }

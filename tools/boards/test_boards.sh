@@ -14,7 +14,10 @@
 #    pair of PNG views (a tiny stereo model: a smoke run of tests/data/stereo_tiny.json exported on
 #    the host, the pair 37x21 against the model's 32x16) where the board has libpng: the 16-bit
 #    disparity PNG byte for byte the host's, the disparity's min, max and mean the host's;
-#  - microcontroller boards: the image links within the board's flash and RAM (sizes printed).
+#  - microcontroller boards: the image links within the board's flash and RAM (sizes printed) with
+#    the float32 and the int8 smallest sub-network; where the board has a QEMU machine (MCU_QEMU:
+#    cortex-m7 in mps2-an500), both images run there and their outputs on a zero input are the
+#    host's (int8 bit for bit, float32 within 1e-5), with the arena and stack they used printed.
 # Prints one closing line "test-boards: N passed, N failed"; exit status 0 when none failed.
 set -u
 MAKE=${MAKE:-make}
@@ -90,16 +93,78 @@ compare() {
         END { printf "%d values, max |difference| %.3g", n, max; exit (bad || max > tol) }'
 }
 
+# A zero input for model $1 (real 0: an int8 model's input zero point) as a --raw tensor into $2,
+# the size of the input tensor manta-infer dumps for image $3
+zero_input() {
+    build/host/bin/manta-infer "$1" "$3" --dump-input "$2.tmp" --json --all >"$2.json" || return 1
+    zp=$(grep -o '"input_zero_point": -*[0-9]*' "$2.json" | sed 's/.*: //')
+    byte=$(( (${zp:-0} + 256) % 256 ))
+    head -c "$(wc -c <"$2.tmp")" /dev/zero | tr '\0' "\\$(printf '%03o' "$byte")" >"$2"
+    rm -f "$2.tmp"
+}
+
+# A microcontroller board: the image links and fits with the float32 and the int8 smallest
+# sub-network; where the board has an MCU_QEMU machine, each image runs there and its output on a
+# zero input must be the host's (int8: every raw value equal; float32: within TOL).
+mcu_board() {
+    mb=$1
+    m8=$out/model-int8
+    mkdir -p "$m8"
+    if ! [ -f "$m8/model.h" ] &&
+        ! build/host/bin/manta export --ckpt "$models/run/latest.ckpt" --arch min --int8 --calib 32 \
+            --calib-method minmax --recal-images 64 --out "$m8/min.tflite" --c-array "$m8" >"$out/log" 2>&1; then
+        cat "$out/log"
+        bad "$mb: int8 export"
+    fi
+    qemu=$(var "$mb" MCU_QEMU)
+    for dir in "$models" "$m8"; do
+        [ -f "$dir/model.h" ] || continue
+        what=float32
+        grep -q '^#define MODEL_INT8' "$dir/model.h" && what=int8
+        # the images and their objects: main.c follows the model's header (another directory
+        # each time, older than the last image)
+        rm -rf "build/$mb/obj/boards" "build/$mb/obj/model" "build/$mb/obj/qemu" "build/$mb"/*.elf
+        if $MAKE --no-print-directory BOARD="$mb" $JOBS MODEL_DIR="$dir" all; then
+            ok "$mb: $what image links and fits ($(grep -E '^ +(flash|RAM)' "build/$mb/size.txt" | sed 's/^ *//; s/:.*//' | tr '\n' ';'))"
+        else
+            bad "$mb: $what build or size"
+            continue
+        fi
+        [ -n "$qemu" ] || continue
+        line=$($MAKE -s --no-print-directory BOARD="$mb" MODEL_DIR="$dir" board-run 2>"$out/log" | grep '^manta-mcu:')
+        zero_input "$dir/min.tflite" "$out/zero-$what.raw" "$models/image.jpg"
+        build/host/bin/manta-infer "$dir/min.tflite" "$out/zero-$what.raw" --raw --json --all >"$out/zero-$what.json"
+        if [ "$what" = int8 ]; then
+            want=$(grep -o '"output_q": \[[^]]*\]' "$out/zero-$what.json" | sed 's/.*\[//; s/\]//' | tr -d ',')
+        else
+            want=$(grep -o '"probs": \[[^]]*\]' "$out/zero-$what.json" | sed 's/.*\[//; s/\]//' | tr -d ',')
+        fi
+        got=${line#* out }
+        # the deepest stack use within half of the stack the image reserves
+        stack=$($(var "$mb" SIZE) -A "build/$mb/manta-$mb.elf" | awk '$1 == ".stack" { print $2 }')
+        used=$(echo "$line" | sed -n 's/.* stack_used \([0-9]*\).*/\1/p')
+        if [ -z "$used" ] || [ $((2 * used)) -gt "${stack:-0}" ]; then
+            bad "$mb: $what image used ${used:-?} bytes of its ${stack:-?}-byte stack (at most half)"
+        fi
+        if echo "$line" | grep -q '^manta-mcu: status 0 ' && [ -n "$want" ] &&
+            echo "$want|$got" | awk -F'|' -v q="$what" -v tol="$TOL" '{
+                n = split($1, a, " "); m = split($2, b, " "); if (n != m || n == 0) exit 1
+                for (i = 1; i <= n; i++) { d = q == "int8" ? a[i] - b[i] : a[i] - b[i] / 1e6
+                    if (d < 0) d = -d; if (d > (q == "int8" ? 0 : tol)) exit 1 } }'; then
+            ok "$mb: $what image in QEMU = host on a zero input (${line#manta-mcu: })"
+        else
+            cat "$out/log"
+            bad "$mb: $what image in QEMU: ${line:-no result line} (host: $want)"
+        fi
+    done
+}
+
 for b in "$@"; do
     [ "$b" = host ] && continue
     kind=$(var "$b" BOARD_KIND)
     echo "# $b ($kind): build"
     if [ "$kind" = mcu ]; then
-        if $MAKE --no-print-directory BOARD="$b" $JOBS MODEL_DIR="$models" all; then
-            ok "$b: image links and fits ($(grep -E '^ +(flash|RAM)' "build/$b/size.txt" | sed 's/^ *//; s/:.*//' | tr '\n' ';'))"
-        else
-            bad "$b: build or size"
-        fi
+        mcu_board "$b"
         continue
     fi
     if ! $MAKE --no-print-directory BOARD="$b" $JOBS all board-tests; then

@@ -430,6 +430,8 @@ static void print_result(const session *s, const opts *o, const char *path, int 
                     printf("%s%d", i ? ", " : "", ((const int8_t *)s->out.cdata)[i]);
                 printf("], \"output_scale\": %.9g, \"output_zero_point\": %d", (double)s->out.scale,
                        (int)s->out.zero_point);
+                printf(", \"input_scale\": %.9g, \"input_zero_point\": %d", (double)s->in.scale,
+                       (int)s->in.zero_point);
             }
             if (s->has_logits) {
                 printf(", \"logits\": [");
