@@ -14,11 +14,57 @@ static int8_t clamp8(int32_t v, int32_t lo, int32_t hi)
     return (int8_t)(v < lo ? lo : v > hi ? hi : v);
 }
 
-size_t mengine_kq_transpose_conv_get_buffer_size(const mengine_k_dims *filter)
+/* Taps of a transpose convolution along one axis for the outputs o = ph + i * s (i >= 0):
+ * kernel positions k0, k0 + s, ... < K (n of them), the m-th read at input i + base - m. */
+static void tconv_taps(int32_t ph, int32_t s, int32_t K, int32_t pad, int32_t *k0, int32_t *n,
+                       int32_t *base)
 {
-    const size_t co = (size_t)(filter->n > 0 ? filter->n : 1);
-    const size_t ci = ((size_t)(filter->c > 0 ? filter->c : 1) + 7) / 8 * 8;
-    return 3 * co * sizeof(int32_t) + ci * sizeof(int16_t);
+    *k0 = (ph + pad) % s;
+    *n = *k0 < K ? (K - *k0 + s - 1) / s : 0;
+    *base = (ph + pad - *k0) / s;
+}
+
+/* The sub-pixel form's parts of the scratch after the multipliers and shifts, in bytes:
+ * a phase's filter (Cout, ceil(KH / SH), ceil(KW / SW), Cin), one output row of a phase
+ * (ceil(OW / SW), Cout) and the work of mengine_kq_conv2d_s8() on that filter. */
+typedef struct tconv_parts {
+    size_t filter, row, conv;
+} tconv_parts;
+
+static tconv_parts tconv_sizes(const mengine_k_dims *f, const mengine_k_dims *out, int32_t sh,
+                               int32_t sw)
+{
+    const mengine_k_dims sub = {f->n, (f->h + sh - 1) / sh, (f->w + sw - 1) / sw, f->c};
+    tconv_parts t;
+    t.filter = ((size_t)sub.n * (size_t)sub.h * (size_t)sub.w * (size_t)sub.c + 3) / 4 * 4;
+    t.row = ((size_t)((out->w + sw - 1) / sw) * (size_t)f->n + 3) / 4 * 4;
+    t.conv = mengine_kq_conv_get_buffer_size(&sub, 0);
+    return t;
+}
+
+size_t mengine_kq_transpose_conv_get_buffer_size(const mengine_k_dims *filter,
+                                                 const mengine_k_dims *out, int32_t stride_h,
+                                                 int32_t stride_w)
+{
+    if (!filter || !out || filter->n < 1 || filter->h < 1 || filter->w < 1 || filter->c < 1 ||
+        out->w < 1 || stride_h < 1 || stride_w < 1)
+        return 0;
+    const size_t co = (size_t)filter->n, ci = ((size_t)filter->c + 7) / 8 * 8;
+    const size_t ref = co * sizeof(int32_t) + ci * sizeof(int16_t);
+    const tconv_parts t = tconv_sizes(filter, out, stride_h, stride_w);
+    const size_t sub = t.filter + t.row + t.conv;
+    return 2 * co * sizeof(int32_t) + (ref > sub ? ref : sub);
+}
+
+/* Output row @p oy of image @p n where no tap reaches it: the bias alone, requantized. */
+static void bias_only(const mengine_kq_params *p, const int32_t *mult, const int32_t *shift,
+                      const int32_t *bias, int32_t CO, int8_t *yo)
+{
+    for (int32_t co = 0; co < CO; co++) {
+        const int32_t r =
+            wadd(mengine_kq_mbqm(bias ? bias[co] : 0, mult[co], shift[co]), p->out_zp);
+        yo[co] = clamp8(r, p->act_min, p->act_max);
+    }
 }
 
 mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const int32_t *mult,
@@ -27,6 +73,80 @@ mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const in
                                             const mengine_k_dims *f, const int8_t *w,
                                             const int32_t *bias, const mengine_k_dims *out,
                                             int8_t *y)
+{
+    if (!p || !mult || !shift || !work || !in || !x || !f || !w || !out || !y ||
+        !mengine_k_dims_ok(in) || !mengine_k_dims_ok(f) || !mengine_k_dims_ok(out) ||
+        f->c != in->c || f->n != out->c || out->n != in->n || p->stride_h < 1 || p->stride_w < 1 ||
+        p->pad_h < 0 || p->pad_w < 0)
+        return MENGINE_ERR_ARG;
+    const int32_t SH = p->stride_h, SW = p->stride_w, KH = f->h, KW = f->w, CI = in->c;
+    const int32_t CO = out->c, OH = out->h, OW = out->w;
+    /* the phases' padding (taps - 1 - base) must not be negative: else the loop above */
+    for (int32_t ph = 0; ph < SH || ph < SW; ph++) {
+        int32_t k0, nt, base;
+        tconv_taps(ph % SH, SH, KH, p->pad_h, &k0, &nt, &base);
+        if (nt > 0 && nt - 1 - base < 0)
+            return mengine_kq_transpose_conv_s8_ref(p, mult, shift, work, in, x, f, w, bias, out,
+                                                    y);
+        tconv_taps(ph % SW, SW, KW, p->pad_w, &k0, &nt, &base);
+        if (nt > 0 && nt - 1 - base < 0)
+            return mengine_kq_transpose_conv_s8_ref(p, mult, shift, work, in, x, f, w, bias, out,
+                                                    y);
+    }
+    const tconv_parts t = tconv_sizes(f, out, SH, SW);
+    int8_t *sf = (int8_t *)(void *)work, *row = sf + t.filter;
+    int32_t *cwork = (int32_t *)(void *)(row + t.row);
+    const size_t wtap = (size_t)KW * CI, wco = (size_t)KH * wtap, xrow = (size_t)in->w * CI;
+    mengine_kq_params q = *p;
+    q.stride_h = q.stride_w = 1;
+    for (int32_t py = 0; py < SH && py < OH; py++)
+        for (int32_t px = 0; px < SW && px < OW; px++) {
+            int32_t kh0, nth, bh, kw0, ntw, bw;
+            tconv_taps(py, SH, KH, p->pad_h, &kh0, &nth, &bh);
+            tconv_taps(px, SW, KW, p->pad_w, &kw0, &ntw, &bw);
+            const int32_t OHp = (OH - py + SH - 1) / SH, OWp = (OW - px + SW - 1) / SW;
+            /* the phase's taps as a stride-1 filter, rows and columns in increasing input order */
+            for (int32_t co = 0; co < CO && nth > 0 && ntw > 0; co++)
+                for (int32_t r = 0; r < nth; r++)
+                    for (int32_t c = 0; c < ntw; c++)
+                        memcpy(sf + (((size_t)co * nth + r) * ntw + c) * CI,
+                               w + (size_t)co * wco + (size_t)(kh0 + (nth - 1 - r) * SH) * wtap +
+                                   (size_t)(kw0 + (ntw - 1 - c) * SW) * CI,
+                               (size_t)CI);
+            const mengine_k_dims sd = {CO, nth, ntw, CI}, rd = {1, 1, OWp, CO};
+            q.pad_w = ntw - 1 - bw;
+            for (int32_t n = 0; n < out->n; n++)
+                for (int32_t i = 0; i < OHp; i++) {
+                    int8_t *yo = y + (((size_t)n * OH + py + (size_t)i * SH) * OW + px) * CO;
+                    /* input rows r0 .. r0 + nth - 1, those inside the input as the view */
+                    const int32_t r0 = i - (nth - 1 - bh);
+                    const int32_t s0 = r0 > 0 ? r0 : 0;
+                    const int32_t s1 = r0 + nth < in->h ? r0 + nth : in->h;
+                    if (nth == 0 || ntw == 0 || s1 <= s0) {
+                        for (int32_t j = 0; j < OWp; j++)
+                            bias_only(p, mult, shift, bias, CO, yo + (size_t)j * SW * CO);
+                        continue;
+                    }
+                    const mengine_k_dims vd = {1, s1 - s0, in->w, CI};
+                    q.pad_h = s0 - r0;
+                    const mengine_status st = mengine_kq_conv2d_s8(
+                        &q, mult, shift, NULL, cwork, &vd,
+                        x + ((size_t)n * in->h + (size_t)s0) * xrow, &sd, sf, bias, &rd, row);
+                    if (st != MENGINE_OK)
+                        return st;
+                    for (int32_t j = 0; j < OWp; j++)
+                        memcpy(yo + (size_t)j * SW * CO, row + (size_t)j * CO, (size_t)CO);
+                }
+        }
+    return MENGINE_OK;
+}
+
+mengine_status mengine_kq_transpose_conv_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                                const int32_t *shift, int32_t *work,
+                                                const mengine_k_dims *in, const int8_t *x,
+                                                const mengine_k_dims *f, const int8_t *w,
+                                                const int32_t *bias, const mengine_k_dims *out,
+                                                int8_t *y)
 {
     if (!p || !mult || !shift || !work || !in || !x || !f || !w || !out || !y ||
         !mengine_k_dims_ok(in) || !mengine_k_dims_ok(f) || !mengine_k_dims_ok(out) ||

@@ -17,11 +17,16 @@
 
 #include "engine/kernels_q8_impl.h"
 
-/** Scratch bytes of the int8 TRANSPOSE_CONV of filter @p filter (OHWI): three int32 per output
- *  channel (the multipliers, the shifts, and the @p work of mengine_kq_transpose_conv_s8():
- *  one output pixel's sums) and one int16 per input channel rounded up to 8 (an input pixel
- *  minus its zero point). */
-size_t mengine_kq_transpose_conv_get_buffer_size(const mengine_k_dims *filter);
+/** Scratch bytes of the int8 TRANSPOSE_CONV of filter @p filter (OHWI) into @p out at strides
+ *  @p stride_h, @p stride_w: two int32 per output channel (the multipliers and the shifts),
+ *  then the @p work of mengine_kq_transpose_conv_s8(): the larger of what its sub-pixel form
+ *  needs (a phase's stride-1 filter, Cout x ceil(KH / SH) x ceil(KW / SW) x Cin int8; one
+ *  output row of a phase, ceil(OW / SW) x Cout int8; mengine_kq_conv_get_buffer_size() of that
+ *  filter) and what mengine_kq_transpose_conv_s8_ref() needs (one int32 per output channel and
+ *  one int16 per input channel rounded up to 8). 0 for invalid dimensions. */
+size_t mengine_kq_transpose_conv_get_buffer_size(const mengine_k_dims *filter,
+                                                 const mengine_k_dims *out, int32_t stride_h,
+                                                 int32_t stride_w);
 
 /** TRANSPOSE_CONV, int8 (integer_ops::TransposeConv): input @p x (N, H, W, Cin), weights
  *  @p w OHWI (Cout, KH, KW, Cin) symmetric per output channel, @p bias (Cout) int32 or NULL,
@@ -29,16 +34,28 @@ size_t mengine_kq_transpose_conv_get_buffer_size(const mengine_k_dims *filter);
  *  taps that reach it of (x - p->in_zp) * w, plus the bias, requantized with the channel's
  *  @p mult and @p shift, plus p->out_zp, clamped to [p->act_min, p->act_max]. Strides and
  *  padding before from p->stride_h/w and p->pad_h/w (output pixel o is reached by input i
- *  and tap k where o = i * stride - pad + k). Computed output pixel by output pixel with the
- *  taps of its phase (the int32 sums are exact, so the order is TFLite's result); @p work:
- *  the scratch after the multipliers and shifts (see
- *  mengine_kq_transpose_conv_get_buffer_size()). */
+ *  and tap k where o = i * stride - pad + k). Sub-pixel form: the outputs of one phase
+ *  (oy mod SH, ox mod SW) are a stride-1 convolution of the input with that phase's taps,
+ *  run row by row through mengine_kq_conv2d_s8() (and so its vector paths) and written every
+ *  SH rows and SW columns; the int32 sums are exact, so the bytes are those of
+ *  mengine_kq_transpose_conv_s8_ref(), which runs instead where a phase's padding would be
+ *  negative (a padding of at least a stride). @p work: the scratch after the multipliers and
+ *  shifts (mengine_kq_transpose_conv_get_buffer_size()). */
 mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const int32_t *mult,
                                             const int32_t *shift, int32_t *work,
                                             const mengine_k_dims *in, const int8_t *x,
                                             const mengine_k_dims *f, const int8_t *w,
                                             const int32_t *bias, const mengine_k_dims *out,
                                             int8_t *y);
+
+/** mengine_kq_transpose_conv_s8() computed output pixel by output pixel with the taps of its
+ *  phase, in plain loops (the reference the sub-pixel form is tested against). */
+mengine_status mengine_kq_transpose_conv_s8_ref(const mengine_kq_params *p, const int32_t *mult,
+                                                const int32_t *shift, int32_t *work,
+                                                const mengine_k_dims *in, const int8_t *x,
+                                                const mengine_k_dims *f, const int8_t *w,
+                                                const int32_t *bias, const mengine_k_dims *out,
+                                                int8_t *y);
 
 /** LEAKY_RELU, int8 (reference_ops::QuantizeLeakyRelu): v = x - p->in_zp; v >= 0:
  *  p->out_zp + mbqm(v, p->mult, p->shift) (in_scale / out_scale), else

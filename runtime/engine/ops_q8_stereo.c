@@ -115,7 +115,9 @@ static mengine_status q_tconv_prepare(const mop_ctx *c, mnode *node)
     mengine_kq_act_range(k.act, out.scale, out.zero_point, &q.act_min, &q.act_max);
     node->p.q8 = q;
     const mengine_k_dims fd = {f.dims[0], f.dims[1], f.dims[2], f.dims[3]};
-    const size_t scratch = mengine_kq_transpose_conv_get_buffer_size(&fd);
+    const mengine_k_dims od = {out.dims[0], out.dims[1], out.dims[2], out.dims[3]};
+    const size_t scratch =
+        mengine_kq_transpose_conv_get_buffer_size(&fd, &od, k.stride_h, k.stride_w);
     if (scratch > 0x7fffffffu)
         return mengine_op_fail(c, MENGINE_ERR_LIMIT, "scratch of %zu bytes (limit 2 GiB)", scratch);
     node->scratch_bytes = (uint32_t)scratch;

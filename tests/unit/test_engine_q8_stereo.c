@@ -84,7 +84,7 @@ static void tconv_case(int K, int S)
                                 w[(((size_t)co * K + ky) * K + kx) * CI + ci];
                 }
     const mengine_k_dims id = {1, H, W, CI}, fd = {CO, K, K, CI}, od = {1, OH, OW, CO};
-    int32_t *work = malloc(mengine_kq_transpose_conv_get_buffer_size(&fd));
+    int32_t *work = malloc(mengine_kq_transpose_conv_get_buffer_size(&fd, &od, S, S));
     assert_non_null(work);
     assert_int_equal(mengine_kq_transpose_conv_s8(&p, mult, sh, work, &id, x, &fd, w, b, &od, y),
                      MENGINE_OK);
@@ -101,6 +101,59 @@ static void test_transpose_conv(void **state)
         tconv_case(4, 2); /* the stereo decoder's: k4 s2 SAME */
         tconv_case(3, 2);
         tconv_case(3, 1);
+    }
+}
+
+/* The sub-pixel form (mengine_kq_transpose_conv_s8(), through mengine_kq_conv2d_s8() and its
+ * vector paths) byte for byte against the pixel-by-pixel loop: kernels 1-5, strides 1-3 per
+ * axis, paddings 0 to beyond a stride (the loop runs then), a kernel smaller than its stride
+ * (outputs no tap reaches: the bias alone), 1-2 images, channel counts across the vector
+ * paths' blocks (16 output channels, 16 taps), output sizes past the input's reach. */
+static void test_transpose_conv_subpixel(void **state)
+{
+    (void)state;
+    for (int it = 0; it < 160; it++) {
+        const int KH = rnd(1, 5), KW = rnd(1, 5), SH = rnd(1, 3), SW = rnd(1, 3);
+        const int N = rnd(1, 2), H = rnd(1, 7), W = rnd(1, 9), CI = rnd(1, 40), CO = rnd(1, 35);
+        mengine_kq_params p;
+        memset(&p, 0, sizeof p);
+        p.stride_h = SH, p.stride_w = SW, p.pad_h = rnd(0, KH), p.pad_w = rnd(0, KW);
+        p.in_zp = rnd(-40, 40), p.out_zp = rnd(-40, 40);
+        p.act_min = rnd(-128, -100), p.act_max = rnd(90, 127);
+        const int OH = (H - 1) * SH + KH - 2 * p.pad_h + rnd(0, 2);
+        const int OW = (W - 1) * SW + KW - 2 * p.pad_w + rnd(0, 2);
+        if (OH < 1 || OW < 1)
+            continue;
+        const mengine_k_dims id = {N, H, W, CI}, fd = {CO, KH, KW, CI}, od = {N, OH, OW, CO};
+        int8_t *x = bytes((size_t)N * H * W * CI), *w = bytes((size_t)CO * KH * KW * CI);
+        int8_t *y = malloc((size_t)N * OH * OW * CO), *want = malloc((size_t)N * OH * OW * CO);
+        int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4);
+        int32_t *sh = malloc((size_t)CO * 4);
+        float *ws = malloc((size_t)CO * 4);
+        const size_t bytes_work = mengine_kq_transpose_conv_get_buffer_size(&fd, &od, SH, SW);
+        int32_t *work = malloc(bytes_work);
+        assert_true(y && want && b && mult && sh && ws && work && bytes_work > 0);
+        for (int c = 0; c < CO; c++) {
+            ws[c] = 0.0005f * (float)rnd(1, 20);
+            b[c] = rnd(-20000, 20000);
+        }
+        mengine_kq_channel_multipliers(0.02f, (const uint8_t *)ws, (uint32_t)CO, 0.3f, CO, mult,
+                                       sh);
+        const int32_t *bias = rnd(0, 3) ? b : NULL;
+        memset(y, 0x55, (size_t)N * OH * OW * CO);
+        assert_int_equal(
+            mengine_kq_transpose_conv_s8_ref(&p, mult, sh, work, &id, x, &fd, w, bias, &od, want),
+            MENGINE_OK);
+        assert_int_equal(
+            mengine_kq_transpose_conv_s8(&p, mult, sh, work, &id, x, &fd, w, bias, &od, y),
+            MENGINE_OK);
+        for (size_t i = 0; i < (size_t)N * OH * OW * CO; i++)
+            if (y[i] != want[i])
+                fail_msg("case %d (k %dx%d s %dx%d pad %d,%d %dx%dx%dx%d -> %dx%dx%d): [%zu] %d, "
+                         "loop %d",
+                         it, KH, KW, SH, SW, p.pad_h, p.pad_w, N, H, W, CI, OH, OW, CO, i, y[i],
+                         want[i]);
+        free(x), free(w), free(y), free(want), free(b), free(mult), free(sh), free(ws), free(work);
     }
 }
 
@@ -254,9 +307,10 @@ static void test_correlation(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_transpose_conv),  cmocka_unit_test(test_leaky_relu),
-        cmocka_unit_test(test_resize_bilinear), cmocka_unit_test(test_mean_c_requantize),
-        cmocka_unit_test(test_slice),           cmocka_unit_test(test_correlation),
+        cmocka_unit_test(test_transpose_conv),    cmocka_unit_test(test_transpose_conv_subpixel),
+        cmocka_unit_test(test_leaky_relu),        cmocka_unit_test(test_resize_bilinear),
+        cmocka_unit_test(test_mean_c_requantize), cmocka_unit_test(test_slice),
+        cmocka_unit_test(test_correlation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
