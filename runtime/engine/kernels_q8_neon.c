@@ -226,44 +226,43 @@ static void pack_panel(const int8_t *w, int32_t klen, int32_t kpad, int32_t oc0,
 static void gemm_tile(const rqch *r, int fp32, const int8_t *patch, int32_t kpad, const int8_t *pk,
                       int32_t np, const outq *o, int8_t *y, int32_t ys, int32_t nc)
 {
-    int32x4_t a[Q8_TILE][4];
-    for (int32_t i = 0; i < Q8_TILE; i++)
-        for (int32_t h = 0; h < 4; h++)
-            a[i][h] = r->bias[h];
+    /* named accumulators (an array indexed by the pixel after the loop would be kept in memory
+     * through it) */
+    int32x4_t a00 = r->bias[0], a01 = r->bias[1], a02 = r->bias[2], a03 = r->bias[3];
+    int32x4_t a10 = a00, a11 = a01, a12 = a02, a13 = a03, a20 = a00, a21 = a01, a22 = a02;
+    int32x4_t a23 = a03, a30 = a00, a31 = a01, a32 = a02, a33 = a03;
     const int8_t *p0 = patch, *p1 = patch + kpad, *p2 = patch + 2 * kpad, *p3 = patch + 3 * kpad;
     for (int32_t k = 0; k < kpad; k += 16) {
         const int8x16_t x0 = vld1q_s8(p0 + k), x1 = vld1q_s8(p1 + k), x2 = vld1q_s8(p2 + k),
                         x3 = vld1q_s8(p3 + k);
         const int8_t *wk = pk + (size_t)k * Q8_PANEL;
+#define Q8_SDOT(i, xv, g)                              \
+    do {                                               \
+        a##i##0 = vdotq_laneq_s32(a##i##0, w0, xv, g); \
+        a##i##1 = vdotq_laneq_s32(a##i##1, w1, xv, g); \
+        a##i##2 = vdotq_laneq_s32(a##i##2, w2, xv, g); \
+        a##i##3 = vdotq_laneq_s32(a##i##3, w3, xv, g); \
+    } while (0)
 #define Q8_SDOT4(g)                                                                           \
     do {                                                                                      \
         const int8x16_t w0 = vld1q_s8(wk + 64 * (g)), w1 = vld1q_s8(wk + 64 * (g) + 16),      \
                         w2 = vld1q_s8(wk + 64 * (g) + 32), w3 = vld1q_s8(wk + 64 * (g) + 48); \
-        a[0][0] = vdotq_laneq_s32(a[0][0], w0, x0, g);                                        \
-        a[0][1] = vdotq_laneq_s32(a[0][1], w1, x0, g);                                        \
-        a[0][2] = vdotq_laneq_s32(a[0][2], w2, x0, g);                                        \
-        a[0][3] = vdotq_laneq_s32(a[0][3], w3, x0, g);                                        \
-        a[1][0] = vdotq_laneq_s32(a[1][0], w0, x1, g);                                        \
-        a[1][1] = vdotq_laneq_s32(a[1][1], w1, x1, g);                                        \
-        a[1][2] = vdotq_laneq_s32(a[1][2], w2, x1, g);                                        \
-        a[1][3] = vdotq_laneq_s32(a[1][3], w3, x1, g);                                        \
-        a[2][0] = vdotq_laneq_s32(a[2][0], w0, x2, g);                                        \
-        a[2][1] = vdotq_laneq_s32(a[2][1], w1, x2, g);                                        \
-        a[2][2] = vdotq_laneq_s32(a[2][2], w2, x2, g);                                        \
-        a[2][3] = vdotq_laneq_s32(a[2][3], w3, x2, g);                                        \
-        a[3][0] = vdotq_laneq_s32(a[3][0], w0, x3, g);                                        \
-        a[3][1] = vdotq_laneq_s32(a[3][1], w1, x3, g);                                        \
-        a[3][2] = vdotq_laneq_s32(a[3][2], w2, x3, g);                                        \
-        a[3][3] = vdotq_laneq_s32(a[3][3], w3, x3, g);                                        \
+        Q8_SDOT(0, x0, g);                                                                    \
+        Q8_SDOT(1, x1, g);                                                                    \
+        Q8_SDOT(2, x2, g);                                                                    \
+        Q8_SDOT(3, x3, g);                                                                    \
     } while (0)
         Q8_SDOT4(0);
         Q8_SDOT4(1);
         Q8_SDOT4(2);
         Q8_SDOT4(3);
 #undef Q8_SDOT4
+#undef Q8_SDOT
     }
+    const int32x4_t acc[Q8_TILE][4] = {
+        {a00, a01, a02, a03}, {a10, a11, a12, a13}, {a20, a21, a22, a23}, {a30, a31, a32, a33}};
     for (int32_t i = 0; i < np; i++)
-        rq_store16(r, fp32, a[i], o, y + (size_t)i * ys, nc);
+        rq_store16(r, fp32, acc[i], o, y + (size_t)i * ys, nc);
 }
 
 #else /* SMLAL / SMLAL2 */
@@ -334,10 +333,10 @@ static void gemm_tile(const rqch *r, int fp32, const int16_t *patch, int32_t kpa
                       const int16_t *pk, int32_t np, const outq *o, int8_t *y, int32_t ys,
                       int32_t nc)
 {
-    int32x4_t a[Q8_TILE][4];
-    for (int32_t i = 0; i < Q8_TILE; i++)
-        for (int32_t h = 0; h < 4; h++)
-            a[i][h] = r->bias[h];
+    /* named accumulators, as in the SDOT tile */
+    int32x4_t a00 = r->bias[0], a01 = r->bias[1], a02 = r->bias[2], a03 = r->bias[3];
+    int32x4_t a10 = a00, a11 = a01, a12 = a02, a13 = a03, a20 = a00, a21 = a01, a22 = a02;
+    int32x4_t a23 = a03, a30 = a00, a31 = a01, a32 = a02, a33 = a03;
     const int16_t *p0 = patch, *p1 = patch + kpad, *p2 = patch + 2 * kpad, *p3 = patch + 3 * kpad;
     for (int32_t k = 0; k < kpad; k += 8) {
         const int16x8_t x0 = vld1q_s16(p0 + k), x1 = vld1q_s16(p1 + k), x2 = vld1q_s16(p2 + k),
@@ -345,10 +344,10 @@ static void gemm_tile(const rqch *r, int fp32, const int16_t *patch, int32_t kpa
         const int16_t *wk = pk + (size_t)k * Q8_PANEL;
 #define Q8_MLAL(i, xv, t)                                            \
     do {                                                             \
-        a[i][0] = vmlal_laneq_s16(a[i][0], vget_low_s16(w0), xv, t); \
-        a[i][1] = vmlal_high_laneq_s16(a[i][1], w0, xv, t);          \
-        a[i][2] = vmlal_laneq_s16(a[i][2], vget_low_s16(w1), xv, t); \
-        a[i][3] = vmlal_high_laneq_s16(a[i][3], w1, xv, t);          \
+        a##i##0 = vmlal_laneq_s16(a##i##0, vget_low_s16(w0), xv, t); \
+        a##i##1 = vmlal_high_laneq_s16(a##i##1, w0, xv, t);          \
+        a##i##2 = vmlal_laneq_s16(a##i##2, vget_low_s16(w1), xv, t); \
+        a##i##3 = vmlal_high_laneq_s16(a##i##3, w1, xv, t);          \
     } while (0)
 #define Q8_TAP(t)                                                                         \
     do {                                                                                  \
@@ -369,8 +368,10 @@ static void gemm_tile(const rqch *r, int fp32, const int16_t *patch, int32_t kpa
 #undef Q8_TAP
 #undef Q8_MLAL
     }
+    const int32x4_t acc[Q8_TILE][4] = {
+        {a00, a01, a02, a03}, {a10, a11, a12, a13}, {a20, a21, a22, a23}, {a30, a31, a32, a33}};
     for (int32_t i = 0; i < np; i++)
-        rq_store16(r, fp32, a[i], o, y + (size_t)i * ys, nc);
+        rq_store16(r, fp32, acc[i], o, y + (size_t)i * ys, nc);
 }
 #endif
 
