@@ -27,15 +27,19 @@
 #include "engine/kernels_impl.h"
 
 /* The vector path of the int8 kernels in this build, chosen at compile time (none with
- * MK_Q8_PORTABLE): 1 x86 AVX2 (kernels_q8_simd.c); 0 none, every *_simd() below returns
+ * MK_Q8_PORTABLE): 1 x86 AVX2 (kernels_q8_simd.c); 2 AArch64 NEON, with SDOT where the target
+ * has the dot-product extension (kernels_q8_neon.c); 0 none, every *_simd() below returns
  * MENGINE_ERR_UNSUPPORTED (the stubs at the end of kernels_q8_simd.c). Each other path is one
  * file defining every *_simd() function and mengine_kq_has_simd() under its own value. */
 #define MK_Q8_PATH_NONE 0
 #define MK_Q8_PATH_AVX2 1
+#define MK_Q8_PATH_NEON 2
 #if defined(MK_Q8_PORTABLE)
 #define MK_Q8_PATH MK_Q8_PATH_NONE
 #elif defined(__AVX2__)
 #define MK_Q8_PATH MK_Q8_PATH_AVX2
+#elif defined(__aarch64__) && defined(__ARM_NEON)
+#define MK_Q8_PATH MK_Q8_PATH_NEON
 #else
 #define MK_Q8_PATH MK_Q8_PATH_NONE
 #endif
@@ -116,15 +120,16 @@ void mengine_kq_channel_multipliers_ref(float in_scale, const uint8_t *wscales, 
                                         int32_t *shift);
 
 /** The vector mengine_kq_channel_multipliers() (AVX2: four channels' products and quotients in
- *  double, frexp and the rounding on the bits; lanes outside [2^-1022, 1e300) through the
- *  portable one): the same values; 0 (nothing written) where the build has no vector path or
+ *  double, NEON: two, frexp and the rounding on the bits; lanes outside [2^-1022, 1e300) through
+ *  the portable one): the same values; 0 (nothing written) where the build has no vector path or
  *  for one scale (@p n_scales <= 1), else 1. */
 int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, uint32_t n_scales,
                                         float out_scale, int32_t channels, int32_t *mult,
                                         int32_t *shift);
 
 /** int16 rows of KH * KW * Cin (rounded up to 16) in the vector CONV_2D's scratch: 4 patch
- *  rows (8 with AVX-512) and a panel of 16 output channels' weights (kernels_q8_simd.c). */
+ *  rows (8 with AVX-512) and a panel of 16 output channels' weights (kernels_q8_simd.c; the
+ *  NEON path, kernels_q8_neon.c, uses 20 of them, 10 with SDOT's int8 rows). */
 #define MENGINE_KQ_CONV_SCRATCH_ROWS 24
 
 /** Scratch bytes of the int8 convolutions of filter @p filter (OHWI; depthwise @p dw:
@@ -162,7 +167,9 @@ mengine_status mengine_kq_conv2d_s8_ref(const mengine_kq_params *p, const int32_
 
 /** The vector CONV_2D (kernels_q8_simd.c: x86 AVX2; from 8 output pixels a GEMM over packed
  *  16-channel weight panels with the channels in the lanes, below that dot products per
- *  pixel), the same bytes as the portable one;
+ *  pixel; kernels_q8_neon.c: AArch64 NEON, the GEMM for every pixel count, SDOT on int8 where
+ *  the target has the dot-product extension, else SMLAL on int16), the same bytes as the
+ *  portable one;
  *  MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path. Arguments
  *  checked by the caller; @p work as mengine_kq_conv_get_buffer_size() sizes it. */
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
@@ -213,7 +220,8 @@ mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
                                          const mengine_k_dims *bd, const int8_t *b,
                                          const mengine_k_dims *od, int8_t *y);
 
-/** 1 where this build of the engine has vector paths for the int8 kernels (x86 AVX2), else 0. */
+/** 1 where this build of the engine has vector paths for the int8 kernels (x86 AVX2, AArch64
+ *  NEON), else 0. */
 int mengine_kq_has_simd(void);
 
 /** FULLY_CONNECTED, int8, per-tensor weights: @p rows input rows of @p depth, @p units outputs
@@ -263,7 +271,7 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
 mengine_status mengine_kq_mean_hw_s8_ref(const mengine_kq_params *p, const mengine_k_dims *in,
                                          const int8_t *x, int8_t *y);
 
-/** The vector MEAN over H and W (AVX2: 8 channels per lane group), the same bytes;
+/** The vector MEAN over H and W (AVX2: 8 channels per lane group; NEON: 16), the same bytes;
  *  MENGINE_ERR_UNSUPPORTED where the build has none. */
 mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const mengine_k_dims *in,
                                           const int8_t *x, int8_t *y);
@@ -288,7 +296,7 @@ mengine_status mengine_kq_hard_swish_s8(const mengine_kq_params *p, const int8_t
 mengine_status mengine_kq_hard_swish_s8_ref(const mengine_kq_params *p, const int8_t *x, int8_t *y,
                                             size_t n);
 
-/** The vector HARD_SWISH (x86 AVX2: TFLite's int16 steps on 16 lanes), the same bytes as the
+/** The vector HARD_SWISH (x86 AVX2: TFLite's int16 steps on 16 lanes; NEON: on 8), the same bytes as the
  *  portable one; MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path
  *  or for exponents outside prepare's range. */
 mengine_status mengine_kq_hard_swish_s8_simd(const mengine_kq_params *p, const int8_t *x, int8_t *y,

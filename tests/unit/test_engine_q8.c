@@ -348,8 +348,9 @@ static void test_hard_swish_softmax(void **state)
     }
 }
 
-/* The vector paths (kernels_q8_simd.c) against the portable kernels, byte for byte, on random
- * shapes (channel counts around the vector widths, 1x1 and KxK, strides, padding), zero
+/* The vector paths (kernels_q8_simd.c, kernels_q8_neon.c) against the portable kernels, byte
+ * for byte, on random shapes (channel counts around the vector widths, 1x1, KxK and rectangular
+ * filters, strides per axis, padding, batches of 2), zero
  * points, multipliers (shifts from -31 to +3), clamps and biases (large ones: the int32 sums
  * wrap the same way). Skipped, and said so, in a build without vector paths. */
 static void test_simd_same_bytes(void **state)
@@ -361,28 +362,30 @@ static void test_simd_same_bytes(void **state)
                       "refuse (tests/integration/engine_native.sh compares them where built)\n");
     int fast = 0;
     for (int it = 0; it < 300; it++) {
-        const int dw = it % 2, one = it % 6 == 0;
+        const int dw = it % 2, one = it % 6 == 0, N = it % 10 == 7 ? 2 : 1;
         const int H = rnd(1, 9), W = rnd(1, 9), CI = rnd(1, 40), K = one ? 1 : rnd(1, 3) * 2 - 1;
+        /* every ninth case a rectangular filter (K x 1 .. 3) and strides of its own per axis */
+        const int KW = it % 9 == 4 ? rnd(1, 3) : K, SW0 = it % 9 == 4 ? rnd(1, 3) : 0;
         const int M = dw && it % 5 == 1 ? 2 : 1, CO = dw ? CI * M : rnd(1, 40);
-        const int S = one ? 1 : rnd(1, 2);
-        const int OH = (H + S - 1) / S, OW = (W + S - 1) / S;
+        const int S = one ? 1 : rnd(1, 2), SW = SW0 ? SW0 : S;
+        const int OH = (H + S - 1) / S, OW = (W + SW - 1) / SW;
         mengine_kq_params p;
         memset(&p, 0, sizeof p);
-        p.stride_h = p.stride_w = S;
+        p.stride_h = S, p.stride_w = SW;
         p.pad_h = ((OH - 1) * S + K - H) > 0 ? ((OH - 1) * S + K - H) / 2 : 0;
-        p.pad_w = ((OW - 1) * S + K - W) > 0 ? ((OW - 1) * S + K - W) / 2 : 0;
+        p.pad_w = ((OW - 1) * SW + KW - W) > 0 ? ((OW - 1) * SW + KW - W) / 2 : 0;
         p.multiplier = M;
         p.in_zp = rnd(-128, 127);
         p.out_zp = rnd(-128, 127);
         p.act_min = rnd(-128, 0), p.act_max = rnd(0, 127);
-        const size_t nx = (size_t)H * W * CI,
-                     nw = dw ? (size_t)K * K * CO : (size_t)CO * K * K * CI;
-        const size_t ny = (size_t)OH * OW * CO;
+        const size_t nx = (size_t)N * H * W * CI,
+                     nw = dw ? (size_t)K * KW * CO : (size_t)CO * K * KW * CI;
+        const size_t ny = (size_t)N * OH * OW * CO;
         int8_t *x = malloc(nx), *w = malloc(nw), *y0 = malloc(ny), *y1 = malloc(ny);
         int32_t *b = malloc((size_t)CO * 4), *mult = malloc((size_t)CO * 4),
                 *sh = malloc((size_t)CO * 4);
-        const mengine_k_dims id = {1, H, W, CI}, fd = {dw ? 1 : CO, K, K, dw ? CO : CI},
-                             od = {1, OH, OW, CO};
+        const mengine_k_dims id = {N, H, W, CI}, fd = {dw ? 1 : CO, K, KW, dw ? CO : CI},
+                             od = {N, OH, OW, CO};
         const size_t wkb = mengine_kq_conv_get_buffer_size(&fd, dw);
         int32_t *wk = malloc(wkb);
         assert_true(x && w && y0 && y1 && b && mult && sh && wk);
@@ -418,8 +421,9 @@ static void test_simd_same_bytes(void **state)
             fast++;
             for (size_t i = 0; i < ny; i++)
                 if (y0[i] != y1[i])
-                    fail_msg("case %d (%s %dx%dx%d k%d s%d co%d): y[%zu] %d, portable %d", it,
-                             dw ? "depthwise" : "conv", H, W, CI, K, S, CO, i, y1[i], y0[i]);
+                    fail_msg("case %d (%s %dx%dx%dx%d k%dx%d s%dx%d co%d): y[%zu] %d, portable %d",
+                             it, dw ? "depthwise" : "conv", N, H, W, CI, K, KW, S, SW, CO, i, y1[i],
+                             y0[i]);
         } else {
             assert_int_equal(s1, MENGINE_ERR_UNSUPPORTED);
             assert_true(!simd || (dw && M != 1)); /* the only shape without a vector path */

@@ -10,9 +10,11 @@
 #    external symbols (tests/integration/engine_noalloc.sh with the board's nm), manta-profile --list,
 #    manta arch min where the board has the OpenCL program (rk3588: links and starts, no GPU here),
 #    and manta-infer --json --all on the models and JPEGs (--raw input tensors where the board has no
-#    JPEG decoder): every probability and logit within 1e-5 of the host's; manta-infer on a stereo
-#    pair of PNG views (a tiny stereo model: a smoke run of tests/data/stereo_tiny.json exported on
-#    the host, the pair 37x21 against the model's 32x16) where the board has libpng: the 16-bit
+#    JPEG decoder): every probability and logit within 1e-5 of the host's; an int8 file of the min
+#    sub-network in both requantization modes: its int8 output tensor the host's byte for byte;
+#    manta-infer on a stereo pair of PNG views (a tiny stereo model: a smoke run of
+#    tests/data/stereo_tiny.json exported on the host, the pair 37x21 against the model's 32x16)
+#    where the board has libpng: the 16-bit
 #    disparity PNG byte for byte the host's, the disparity's min, max and mean the host's;
 #  - microcontroller boards: the image links within the board's flash and RAM (sizes printed) with
 #    the float32 and the int8 smallest sub-network; where the board has a QEMU machine (MCU_QEMU:
@@ -70,6 +72,21 @@ else
 fi
 # the disparity's min, max and mean of a manta-infer --json document of a stereo pair
 disp_stats() { grep -o '"disparity": {[^}]*}' "$1"; }
+# the int8 output tensor of a manta-infer --json --all document
+output_q() { grep -o '"output_q": \[[^]]*\]' "$1"; }
+# an int8 file of the min sub-network (the boards' int8 kernels, vector paths included, against the
+# host's), run in both requantization modes; its input tensor dumped for boards without a JPEG decoder
+if build/host/bin/manta export --ckpt "$models/run/latest.ckpt" --arch min --out "$models/min8.tflite" \
+        --recal-images 64 --int8 --calib 32 --calib-method minmax >"$out/log" 2>&1 &&
+    build/host/bin/manta-infer "$models/min8.tflite" "$models/image.jpg" --json --all --requant ref \
+        --dump-input "$out/input8.i8" >"$out/host8ref.json" &&
+    build/host/bin/manta-infer "$models/min8.tflite" "$models/image.jpg" --json --all --requant fp32 \
+        >"$out/host8fp32.json" && [ -n "$(output_q "$out/host8ref.json")" ]; then
+    ok "host: int8 min sub-network (--int8, 32 calibration images) and its outputs in both modes"
+else
+    cat "$out/log"
+    bad "host: int8 min sub-network"
+fi
 
 # the (model, image) pairs manta-infer runs on every board
 pairs="$models/min.tflite:$models/image.jpg $fix/color.tflite:$fix/red.jpg $fix/random_rgb.tflite:$fix/green.jpg
@@ -233,6 +250,23 @@ for b in "$@"; do
             ok "$b: manta-infer $(basename "$m") $what = host ($r)"
         else
             bad "$b: manta-infer $(basename "$m") $what (rc $rc; ${r:-})"
+        fi
+    done
+    # the int8 file: its int8 output tensor byte for byte the host's, in both requantization modes
+    for rq in ref fp32; do
+        if [ "$nojpeg" -eq 1 ]; then
+            $run "build/$b/bin/manta-infer" "$models/min8.tflite" "$out/input8.i8" --raw --json --all \
+                --requant "$rq" >"$out/${b}8$rq.json"
+        else
+            $run "build/$b/bin/manta-infer" "$models/min8.tflite" "$models/image.jpg" --json --all \
+                --requant "$rq" >"$out/${b}8$rq.json"
+        fi
+        rc=$?
+        q=$(output_q "$out/host8$rq.json")
+        if [ "$rc" -eq 0 ] && [ -n "$q" ] && [ "$q" = "$(output_q "$out/${b}8$rq.json")" ]; then
+            ok "$b: manta-infer min8.tflite (int8, --requant $rq) = host (output_q identical)"
+        else
+            bad "$b: manta-infer min8.tflite (int8, --requant $rq; rc $rc): output_q differs from the host's"
         fi
     done
     # a stereo pair of PNG views, where the board has libpng
