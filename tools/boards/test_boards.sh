@@ -75,9 +75,14 @@ disp_stats() { grep -o '"disparity": {[^}]*}' "$1"; }
 # the int8 output tensor of a manta-infer --json --all document
 output_q() { grep -o '"output_q": \[[^]]*\]' "$1"; }
 # an int8 file of the min sub-network (the boards' int8 kernels, vector paths included, against the
-# host's), run in both requantization modes; its input tensor dumped for boards without a JPEG decoder
+# host's), run in both requantization modes; its input tensor dumped for boards without a JPEG
+# decoder; its C array in $models8 for the microcontroller boards
+models8=$out/model-int8
+rm -rf "$models8"
+mkdir -p "$models8"
 if build/host/bin/manta export --ckpt "$models/run/latest.ckpt" --arch min --out "$models/min8.tflite" \
-        --recal-images 64 --int8 --calib 32 --calib-method minmax >"$out/log" 2>&1 &&
+        --recal-images 64 --int8 --calib 32 --calib-method minmax --c-array "$models8" \
+        >"$out/log" 2>&1 &&
     build/host/bin/manta-infer "$models/min8.tflite" "$models/image.jpg" --json --all --requant ref \
         --dump-input "$out/input8.i8" >"$out/host8ref.json" &&
     build/host/bin/manta-infer "$models/min8.tflite" "$models/image.jpg" --json --all --requant fp32 \
@@ -125,19 +130,11 @@ zero_input() {
 # zero input must be the host's (int8: every raw value equal; float32: within TOL).
 mcu_board() {
     mb=$1
-    m8=$out/model-int8
-    mkdir -p "$m8"
-    if ! [ -f "$m8/model.h" ] &&
-        ! build/host/bin/manta export --ckpt "$models/run/latest.ckpt" --arch min --int8 --calib 32 \
-            --calib-method minmax --recal-images 64 --out "$m8/min.tflite" --c-array "$m8" >"$out/log" 2>&1; then
-        cat "$out/log"
-        bad "$mb: int8 export"
-    fi
     qemu=$(var "$mb" MCU_QEMU)
-    for dir in "$models" "$m8"; do
+    for what in float32 int8; do
+        dir=$models m=$models/min.tflite
+        [ "$what" = int8 ] && dir=$models8 m=$models/min8.tflite
         [ -f "$dir/model.h" ] || continue
-        what=float32
-        grep -q '^#define MODEL_INT8' "$dir/model.h" && what=int8
         # the images and their objects: main.c follows the model's header (another directory
         # each time, older than the last image)
         rm -rf "build/$mb/obj/boards" "build/$mb/obj/model" "build/$mb/obj/qemu" "build/$mb"/*.elf
@@ -149,10 +146,10 @@ mcu_board() {
         fi
         [ -n "$qemu" ] || continue
         line=$($MAKE -s --no-print-directory BOARD="$mb" MODEL_DIR="$dir" board-run 2>"$out/log" | grep '^manta-mcu:')
-        zero_input "$dir/min.tflite" "$out/zero-$what.raw" "$models/image.jpg"
-        build/host/bin/manta-infer "$dir/min.tflite" "$out/zero-$what.raw" --raw --json --all >"$out/zero-$what.json"
+        zero_input "$m" "$out/zero-$what.raw" "$models/image.jpg"
+        build/host/bin/manta-infer "$m" "$out/zero-$what.raw" --raw --json --all >"$out/zero-$what.json"
         if [ "$what" = int8 ]; then
-            want=$(grep -o '"output_q": \[[^]]*\]' "$out/zero-$what.json" | sed 's/.*\[//; s/\]//' | tr -d ',')
+            want=$(output_q "$out/zero-$what.json" | sed 's/.*\[//; s/\]//' | tr -d ',')
         else
             want=$(grep -o '"probs": \[[^]]*\]' "$out/zero-$what.json" | sed 's/.*\[//; s/\]//' | tr -d ',')
         fi
