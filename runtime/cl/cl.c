@@ -753,9 +753,10 @@ static manta_status kernel_entry_get(mcl_dev *d, const char *program, const char
     clGetKernelWorkGroupInfo(k, d->info.id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL);
     e->wg_max = wg < d->info.max_work_group ? wg : d->info.max_work_group;
     e->local_static = (size_t)lm;
-    e->wg_auto = (d->info.type & CL_DEVICE_TYPE_CPU) && e->wg_max > MCL_CPU_AUTO_GROUP
-                     ? MCL_CPU_AUTO_GROUP
-                     : 0;
+    /* always given on a CPU device: PoCL would not heed a smaller MANTA_DEVICE_LIMITS either */
+    e->wg_auto = !(d->info.type & CL_DEVICE_TYPE_CPU) ? 0
+                 : e->wg_max < MCL_CPU_AUTO_GROUP     ? e->wg_max
+                                                      : MCL_CPU_AUTO_GROUP;
     *out = e;
     return MANTA_OK;
 }
@@ -967,12 +968,15 @@ static manta_status check_local(mcl_launch *L, unsigned dims, const size_t *loca
 }
 
 /* A work-group of at most @p cap work-items for @p global: along each dimension in turn the
- * largest divisor of its extent within what is left of @p cap, so the grid is not rounded up
- * (kernels launched without a local size need not check their bounds). */
-static void auto_local(unsigned dims, const size_t *global, size_t cap, size_t *local)
+ * largest divisor of its extent within what is left of @p cap and the device's extent @p most,
+ * so the grid is not rounded up (kernels launched without a local size need not check their
+ * bounds). */
+static void auto_local(unsigned dims, const size_t *global, size_t cap, const size_t *most,
+                       size_t *local)
 {
     for (unsigned i = 0; i < dims; i++) {
         size_t l = global[i] < cap ? global[i] : cap;
+        l = l < most[i] ? l : most[i];
         while (l > 1 && global[i] % l)
             l--;
         local[i] = l > 0 ? l : 1;
@@ -992,7 +996,7 @@ manta_status mcl_launch_run(mcl_launch *L, unsigned dims, const size_t *global, 
         for (unsigned i = 0; i < dims; i++)
             if (global[i] == 0)
                 return MANTA_OK; /* empty tensor: nothing to do */
-        auto_local(dims, global, L->wg_auto, chosen);
+        auto_local(dims, global, L->wg_auto, L->d->info.max_work_item, chosen);
         local = chosen;
     }
     if (local)
