@@ -30,6 +30,11 @@ static void near(int32_t got, int32_t want, const char *what, size_t i)
         fail_msg("%s[%zu]: %d, reference %d", what, i, got, want);
 }
 
+/* 1 where this build's vector path has the element-wise kernels (ADD, MUL, HARD_SWISH, MEAN)
+ * and the per-channel multipliers: every path but the DSP one (kernels_q8_dsp.c: the
+ * convolutions only, the others refused) */
+static int simd_elementwise(void) { return mengine_kq_has_simd() && MK_Q8_PATH != MK_Q8_PATH_DSP; }
+
 static void test_quantize_multiplier(void **state)
 {
     (void)state;
@@ -348,10 +353,12 @@ static void test_hard_swish_softmax(void **state)
     }
 }
 
-/* The vector paths (kernels_q8_simd.c) against the portable kernels, byte for byte, on random
- * shapes (channel counts around the vector widths, 1x1 and KxK, strides, padding), zero
- * points, multipliers (shifts from -31 to +3), clamps and biases (large ones: the int32 sums
- * wrap the same way). Skipped, and said so, in a build without vector paths. */
+/* The vector paths (kernels_q8_simd.c, kernels_q8_dsp.c) against the portable kernels, byte for
+ * byte, on random shapes (channel counts around the vector widths and odd ones, filter lengths
+ * that are not multiples of 4, 1x1 and KxK up to 9x9, strides, padding), zero points,
+ * multipliers (shifts from -31 to +3), clamps and biases (large ones: the int32 sums wrap the
+ * same way); the scratch past mengine_kq_conv_get_buffer_size()'s bytes left untouched. Skipped,
+ * and said so, in a build without vector paths. */
 static void test_simd_same_bytes(void **state)
 {
     (void)state;
@@ -361,8 +368,10 @@ static void test_simd_same_bytes(void **state)
                       "refuse (tests/integration/engine_native.sh compares them where built)\n");
     int fast = 0;
     for (int it = 0; it < 300; it++) {
-        const int dw = it % 2, one = it % 6 == 0;
-        const int H = rnd(1, 9), W = rnd(1, 9), CI = rnd(1, 40), K = one ? 1 : rnd(1, 3) * 2 - 1;
+        const int dw = it % 2, one = it % 6 == 0, big = it % 10 == 4 || it % 10 == 7;
+        /* 7x7 filters, 9x9 depthwise ones (past the DSP path's 49-tap interior loop) */
+        const int K = one ? 1 : big ? (it % 20 == 17 ? 9 : 7) : rnd(1, 3) * 2 - 1;
+        const int H = rnd(1, big ? 12 : 9), W = rnd(1, big ? 12 : 9), CI = rnd(1, 40);
         const int M = dw && it % 5 == 1 ? 2 : 1, CO = dw ? CI * M : rnd(1, 40);
         const int S = one ? 1 : rnd(1, 2);
         const int OH = (H + S - 1) / S, OW = (W + S - 1) / S;
@@ -383,9 +392,10 @@ static void test_simd_same_bytes(void **state)
                 *sh = malloc((size_t)CO * 4);
         const mengine_k_dims id = {1, H, W, CI}, fd = {dw ? 1 : CO, K, K, dw ? CO : CI},
                              od = {1, OH, OW, CO};
-        const size_t wkb = mengine_kq_conv_get_buffer_size(&fd, dw);
-        int32_t *wk = malloc(wkb);
+        const size_t wkb = mengine_kq_conv_get_buffer_size(&fd, dw), guard = 64;
+        int32_t *wk = malloc(wkb + guard);
         assert_true(x && w && y0 && y1 && b && mult && sh && wk);
+        memset((char *)wk + wkb, 0xa5, guard);
         for (size_t i = 0; i < nx; i++)
             x[i] = (int8_t)rnd(-128, 127);
         for (size_t i = 0; i < nw; i++)
@@ -414,12 +424,15 @@ static void test_simd_same_bytes(void **state)
             s0 = mengine_kq_conv2d_s8_ref(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od, y0);
         }
         assert_int_equal(s0, MENGINE_OK);
+        for (size_t i = 0; i < guard; i++) /* the vector kernels stay in their scratch */
+            assert_int_equal(((unsigned char *)wk)[wkb + i], 0xa5);
         if (s1 == MENGINE_OK) {
             fast++;
             for (size_t i = 0; i < ny; i++)
                 if (y0[i] != y1[i])
-                    fail_msg("case %d (%s %dx%dx%d k%d s%d co%d): y[%zu] %d, portable %d", it,
-                             dw ? "depthwise" : "conv", H, W, CI, K, S, CO, i, y1[i], y0[i]);
+                    fail_msg("case %d (%s %dx%dx%d k%d s%d co%d%s): y[%zu] %d, portable %d", it,
+                             dw ? "depthwise" : "conv", H, W, CI, K, S, CO, fs ? " fp32" : "", i,
+                             y1[i], y0[i]);
         } else {
             assert_int_equal(s1, MENGINE_ERR_UNSUPPORTED);
             assert_true(!simd || (dw && M != 1)); /* the only shape without a vector path */
@@ -436,7 +449,7 @@ static void test_simd_same_bytes(void **state)
 static void test_simd_binary_same_bytes(void **state)
 {
     (void)state;
-    const int simd = mengine_kq_has_simd();
+    const int simd = simd_elementwise();
     for (int it = 0; it < 200; it++) {
         const int add = it % 2, bcast = it % 3 == 1;
         const int H = rnd(1, 6), W = rnd(1, 6), C = rnd(1, 37);
@@ -481,7 +494,7 @@ static void test_simd_binary_same_bytes(void **state)
 static void test_simd_hard_swish_same_bytes(void **state)
 {
     (void)state;
-    const int simd = mengine_kq_has_simd();
+    const int simd = simd_elementwise();
     int checked = 0;
     for (int it = 0; it < 300; it++) {
         const size_t n = (size_t)rnd(1, 700);
@@ -524,7 +537,7 @@ static void test_simd_hard_swish_same_bytes(void **state)
 static void test_simd_mean_multipliers_same(void **state)
 {
     (void)state;
-    const int simd = mengine_kq_has_simd();
+    const int simd = simd_elementwise();
     for (int it = 0; it < 200; it++) {
         const int H = rnd(1, 9), W = rnd(1, 9), C = rnd(1, 300);
         const size_t n = (size_t)H * W * C;
