@@ -12,7 +12,9 @@
 #include "engine/kernels_q8_impl.h"
 
 #if MK_Q8_PATH == MK_Q8_PATH_DSP
-#if defined(__ARM_FEATURE_SIMD32)
+/* the ACLE intrinsics where the compiler has them, unless MK_Q8_DSP_MODEL asks for the plain C */
+#if defined(__ARM_FEATURE_SIMD32) && !defined(MK_Q8_DSP_MODEL)
+#define Q8_ACLE 1
 #include <arm_acle.h>
 #endif
 
@@ -28,7 +30,7 @@
 /* SXTB16: bytes 0 and 2 of @p x sign-extended into the low and high int16 halves */
 Q8_INLINE uint32_t sxtb16(uint32_t x)
 {
-#if defined(__ARM_FEATURE_SIMD32)
+#ifdef Q8_ACLE
     return (uint32_t)__sxtb16((int8x4_t)x);
 #else
     return (uint32_t)(uint16_t)(int16_t)(int8_t)(uint8_t)x |
@@ -39,7 +41,7 @@ Q8_INLINE uint32_t sxtb16(uint32_t x)
 /* SXTAB16: @p a's two int16 halves plus bytes 0 and 2 of @p x sign-extended (modulo 2^16) */
 Q8_INLINE uint32_t sxtab16(uint32_t a, uint32_t x)
 {
-#if defined(__ARM_FEATURE_SIMD32)
+#ifdef Q8_ACLE
     return (uint32_t)__sxtab16((int16x2_t)a, (int8x4_t)x);
 #else
     const uint32_t e = sxtb16(x);
@@ -50,7 +52,7 @@ Q8_INLINE uint32_t sxtab16(uint32_t a, uint32_t x)
 /* SMLAD: @p acc + lo(a) * lo(b) + hi(a) * hi(b) (int16 halves), modulo 2^32 */
 Q8_INLINE int32_t smlad(uint32_t a, uint32_t b, int32_t acc)
 {
-#if defined(__ARM_FEATURE_SIMD32)
+#ifdef Q8_ACLE
     return __smlad((int16x2_t)a, (int16x2_t)b, acc);
 #else
     const int32_t lo = (int32_t)(int16_t)(uint16_t)a * (int32_t)(int16_t)(uint16_t)b;
@@ -193,6 +195,39 @@ static void mm_2x2(const int16_t *p0, const int16_t *p1, const int8_t *w0, const
     acc[0] = a00, acc[1] = a01, acc[2] = a10, acc[3] = a11;
 }
 
+/* The same 2 x 2 tile reading the int8 input rows @p x0, @p x1 in place (1x1 filters: the
+ * patch is the input pixel): per 4 taps one 32-bit load per pixel widened with the offset
+ * @p off2 by SXTAB16 into the weights' order (bytes 0 and 2, then 1 and 3). */
+static void mm_2x2_x8(const int8_t *x0, const int8_t *x1, const int8_t *w0, const int8_t *w1,
+                      int32_t klen, int32_t zp, uint32_t off2, int32_t acc[4])
+{
+    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+    const int32_t klen4 = klen & ~3;
+    for (int32_t k = 0; k < klen4; k += 4) {
+        const uint32_t wa = ld4(w0 + k), wb = ld4(w1 + k);
+        const uint32_t wa02 = sxtb16(wa), wa13 = sxtb16(ror8(wa));
+        const uint32_t wb02 = sxtb16(wb), wb13 = sxtb16(ror8(wb));
+        const uint32_t u = ld4(x0 + k), v = ld4(x1 + k);
+        const uint32_t x02 = sxtab16(off2, u), x13 = sxtab16(off2, ror8(u));
+        a00 = smlad(x02, wa02, a00);
+        a00 = smlad(x13, wa13, a00);
+        a01 = smlad(x02, wb02, a01);
+        a01 = smlad(x13, wb13, a01);
+        const uint32_t y02 = sxtab16(off2, v), y13 = sxtab16(off2, ror8(v));
+        a10 = smlad(y02, wa02, a10);
+        a10 = smlad(y13, wa13, a10);
+        a11 = smlad(y02, wb02, a11);
+        a11 = smlad(y13, wb13, a11);
+    }
+    for (int32_t k = klen4; k < klen; k++) {
+        a00 = wadd(a00, (x0[k] - zp) * w0[k]);
+        a01 = wadd(a01, (x0[k] - zp) * w1[k]);
+        a10 = wadd(a10, (x1[k] - zp) * w0[k]);
+        a11 = wadd(a11, (x1[k] - zp) * w1[k]);
+    }
+    acc[0] = a00, acc[1] = a01, acc[2] = a10, acc[3] = a11;
+}
+
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
                                          const int32_t *shift, const float *fscale, int32_t *work,
                                          const mengine_k_dims *in, const int8_t *x,
@@ -204,17 +239,24 @@ mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32
         return MENGINE_ERR_UNSUPPORTED;
     const int32_t cin = in->c, cout = out->c, klen = f->h * f->w * cin, klen4 = klen & ~3;
     const int32_t kpad = (klen + 15) / 16 * 16, pixels = out->n * out->h * out->w;
-    const int one = f->h == 1 && f->w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-                    p->pad_h == 0 && p->pad_w == 0 && out->h == in->h && out->w == in->w;
+    /* 1x1 filters: the input read in place, no scratch (mengine_kq_conv_get_buffer_size()
+     * reserves none for them); with padding (which SAME never gives a 1x1 filter, nor the
+     * folding of a PAD) the portable kernel */
+    const int one = f->h == 1 && f->w == 1;
+    if (one && (p->pad_h != 0 || p->pad_w != 0))
+        return MENGINE_ERR_UNSUPPORTED;
     const uint32_t off2 = (uint32_t)(uint16_t)(int16_t)-p->in_zp * 0x10001u;
-    int16_t *pa = (int16_t *)(void *)(work + (cout > 0 ? cout : 1)), *pb = pa + kpad;
+    int16_t *pa = one ? NULL : (int16_t *)(void *)(work + (cout > 0 ? cout : 1));
+    int16_t *pb = one ? NULL : pa + kpad;
     int32_t n = 0, oy = 0, ox = 0; /* the next output pixel, row-major */
     for (int32_t px = 0; px < pixels; px += 2) {
         const int two = px + 1 < pixels;
         int16_t *rows[2] = {pa, pb};
+        const int8_t *xs[2] = {NULL, NULL};
         for (int32_t i = 0; i < 1 + two; i++) {
             if (one)
-                put_taps(rows[i], 0, x + (size_t)(px + i) * cin, cin, p->in_zp, off2, klen4);
+                xs[i] =
+                    x + (((size_t)n * in->h + oy * p->stride_h) * in->w + ox * p->stride_w) * cin;
             else
                 patch_row(p, in, x, f, n, oy, ox, off2, klen4, rows[i]);
             if (++ox == out->w) {
@@ -223,14 +265,20 @@ mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32
                     oy = 0, n++;
             }
         }
-        const int16_t *p1 = two ? pb : pa; /* a last odd pixel: its patch twice, stored once */
+        /* a last odd pixel: its patch twice, stored once */
+        const int16_t *p1 = two ? pb : pa;
+        const int8_t *x1 = two ? xs[1] : xs[0];
         int8_t *y0 = y + (size_t)px * cout, *y1 = y0 + cout;
         for (int32_t oc = 0; oc < cout; oc += 2) {
             const int pair = oc + 1 < cout;
             const int32_t oc1 = pair ? oc + 1 : oc;
             const int32_t b0 = bias ? bias[oc] : 0, b1 = bias ? bias[oc1] : 0;
             int32_t acc[4] = {b0, b1, b0, b1};
-            mm_2x2(pa, p1, w + (size_t)oc * klen, w + (size_t)oc1 * klen, klen, acc);
+            const int8_t *w0 = w + (size_t)oc * klen, *w1 = w + (size_t)oc1 * klen;
+            if (one)
+                mm_2x2_x8(xs[0], x1, w0, w1, klen, p->in_zp, off2, acc);
+            else
+                mm_2x2(pa, p1, w0, w1, klen, acc);
             y0[oc] = rq(p, acc[0], mult, shift, fscale, oc);
             if (pair)
                 y0[oc1] = rq(p, acc[1], mult, shift, fscale, oc1);

@@ -32,12 +32,15 @@
  * pairs; CONV_2D and DEPTHWISE_CONV_2D only, its other *_simd() refuse); 0 none, every *_simd()
  * below returns MENGINE_ERR_UNSUPPORTED (the stubs at the end of kernels_q8_simd.c). Each other
  * path is one file defining every *_simd() function and mengine_kq_has_simd() under its own
- * value. */
+ * value. MK_Q8_DSP_MODEL selects the DSP path on any machine, its instructions as plain C
+ * (tests/integration/engine_dsp_model.sh: its logic checked on the build machine). */
 #define MK_Q8_PATH_NONE 0
 #define MK_Q8_PATH_AVX2 1
 #define MK_Q8_PATH_DSP 3
 #if defined(MK_Q8_PORTABLE)
 #define MK_Q8_PATH MK_Q8_PATH_NONE
+#elif defined(MK_Q8_DSP_MODEL)
+#define MK_Q8_PATH MK_Q8_PATH_DSP
 #elif defined(__AVX2__)
 #define MK_Q8_PATH MK_Q8_PATH_AVX2
 #elif !defined(__aarch64__) && defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
@@ -131,11 +134,14 @@ int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, 
 
 /** int16 rows of KH * KW * Cin (rounded up to 16) in the vector CONV_2D's scratch: AVX2, 4 patch
  *  rows (8 with AVX-512) and a panel of 16 output channels' weights (kernels_q8_simd.c); DSP,
- *  the patches of 2 output pixels (kernels_q8_dsp.c: the weights are read in place). */
+ *  the patches of 2 output pixels (kernels_q8_dsp.c: the weights are read in place), none for
+ *  1x1 filters (MENGINE_KQ_CONV_SCRATCH_1X1 0: their input is read in place). */
 #if MK_Q8_PATH == MK_Q8_PATH_DSP
 #define MENGINE_KQ_CONV_SCRATCH_ROWS 2
+#define MENGINE_KQ_CONV_SCRATCH_1X1 0
 #else
 #define MENGINE_KQ_CONV_SCRATCH_ROWS 24
+#define MENGINE_KQ_CONV_SCRATCH_1X1 1
 #endif
 
 /** Scratch bytes of the int8 convolutions of filter @p filter (OHWI; depthwise @p dw:
@@ -143,7 +149,8 @@ int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, 
  *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums); in a build with
  *  vector paths (mengine_kq_has_simd()), CONV_2D also MENGINE_KQ_CONV_SCRATCH_ROWS int16 rows
  *  of KH * KW * Cin rounded up to 16 after them (AVX2: the patches of up to 8 output pixels and a
- *  packed panel of 16 output channels' weights; DSP: the patches of 2 output pixels). */
+ *  packed panel of 16 output channels' weights; DSP: the patches of 2 output pixels, none for a
+ *  1x1 filter). */
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw);
 
 /** XNNPACK's "fp32" requantization of one int32 accumulator: (float)acc * @p scale in float,
@@ -174,9 +181,9 @@ mengine_status mengine_kq_conv2d_s8_ref(const mengine_kq_params *p, const int32_
 /** The vector CONV_2D (kernels_q8_simd.c: x86 AVX2; from 8 output pixels a GEMM over packed
  *  16-channel weight panels with the channels in the lanes, below that dot products per
  *  pixel; kernels_q8_dsp.c: Arm DSP, SMLAD over the patches of 2 output pixels and 2 weight
- *  rows read in place), the same bytes as the portable one;
+ *  rows read in place; 1x1 filters from the input in place), the same bytes as the portable one;
  *  MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path (DSP: or an
- *  input zero point outside [-128, 127]). Arguments checked by the caller; @p work as
+ *  input zero point outside [-128, 127], or a 1x1 filter with padding). Arguments checked by the caller; @p work as
  *  mengine_kq_conv_get_buffer_size() sizes it. */
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
                                          const int32_t *shift, const float *fscale, int32_t *work,
