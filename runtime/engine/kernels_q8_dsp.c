@@ -2,8 +2,9 @@
  * MK_Q8_PATH_DSP: Cortex-M4/M7/M33, Cortex-A7 in 32-bit mode), in CMSIS-NN's manner: int8
  * values widened to pairs of int16 in one 32-bit register (SXTB16, SXTAB16 with the input
  * offset) and multiplied and summed two at a time into int32 (SMLAD, whose sum wraps modulo
- * 2^32 as the portable kernels' does). CONV_2D (1x1 and larger) and DEPTHWISE_CONV_2D (depth
- * multiplier 1); the requantization is the portable kernels' scalar arithmetic, value by value.
+ * 2^32 as the portable kernels' does). CONV_2D (1x1 and larger), DEPTHWISE_CONV_2D (depth
+ * multiplier 1) and MEAN over H and W; the requantization is the portable kernels' scalar
+ * arithmetic, value by value.
  * Results are the same bytes as the portable kernels' (mengine_kq_*_ref(), compared by
  * tests/unit/test_engine_q8.c under qemu-arm); the other *_simd() entry points refuse
  * (MENGINE_ERR_UNSUPPORTED, nothing written) and the caller runs the portable kernel. */
@@ -404,11 +405,54 @@ mengine_status mengine_kq_hard_swish_s8_simd(const mengine_kq_params *p, const i
     return MENGINE_ERR_UNSUPPORTED;
 }
 
+/* ---- MEAN over H and W ---- */
+
+/* Pixels summed in int16 halves before they join the int32 sums: 256 int8 values stay within
+ * [-32768, 32512] */
+#define Q8_MEAN_CHUNK 256
+
 mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const mengine_k_dims *in,
                                           const int8_t *x, int8_t *y)
 {
-    (void)p, (void)in, (void)x, (void)y;
-    return MENGINE_ERR_UNSUPPORTED;
+    const int32_t count = in->h * in->w, c = in->c;
+    int32_t mult, shift;
+    mengine_kq_mean_count_multiplier(p, count, &mult, &shift);
+    const int32_t off = (int32_t)((uint32_t)-p->in_zp * (uint32_t)count);
+    for (int32_t n = 0; n < in->n; n++) {
+        const int8_t *xn = x + (size_t)n * count * c;
+        int8_t *yn = y + (size_t)n * c;
+        int32_t c0 = 0;
+        /* 4 channels at a time: per pixel one 32-bit load, SXTAB16 into two int16 pairs of
+         * sums (channels 0 and 2, 1 and 3) */
+        for (; c0 + 4 <= c; c0 += 4) {
+            int32_t s[4] = {off, off, off, off};
+            for (int32_t i0 = 0; i0 < count; i0 += Q8_MEAN_CHUNK) {
+                const int32_t i1 = count - i0 < Q8_MEAN_CHUNK ? count : i0 + Q8_MEAN_CHUNK;
+                uint32_t s02 = 0, s13 = 0;
+                for (int32_t i = i0; i < i1; i++) {
+                    const uint32_t v = ld4(xn + (size_t)i * c + c0);
+                    s02 = sxtab16(s02, v);
+                    s13 = sxtab16(s13, ror8(v));
+                }
+                s[0] = wadd(s[0], (int16_t)(uint16_t)s02);
+                s[2] = wadd(s[2], (int16_t)(uint16_t)(s02 >> 16));
+                s[1] = wadd(s[1], (int16_t)(uint16_t)s13);
+                s[3] = wadd(s[3], (int16_t)(uint16_t)(s13 >> 16));
+            }
+            for (int32_t k = 0; k < 4; k++) {
+                const int32_t v = wadd(mengine_kq_mbqm(s[k], mult, shift), p->out_zp);
+                yn[c0 + k] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+            }
+        }
+        for (; c0 < c; c0++) { /* the last c % 4 channels */
+            int32_t acc = off;
+            for (int32_t i = 0; i < count; i++)
+                acc = wadd(acc, xn[(size_t)i * c + c0]);
+            const int32_t v = wadd(mengine_kq_mbqm(acc, mult, shift), p->out_zp);
+            yn[c0] = (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+        }
+    }
+    return MENGINE_OK;
 }
 
 int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, uint32_t n_scales,

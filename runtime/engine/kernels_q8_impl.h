@@ -29,7 +29,7 @@
 /* The vector path of the int8 kernels in this build, chosen at compile time (none with
  * MK_Q8_PORTABLE): 1 x86 AVX2 (kernels_q8_simd.c); 3 32-bit Arm with the DSP extension
  * (Cortex-M4/M7/M33, Cortex-A7 in 32-bit mode, little-endian: kernels_q8_dsp.c, SMLAD on int16
- * pairs; CONV_2D and DEPTHWISE_CONV_2D only, its other *_simd() refuse); 0 none, every *_simd()
+ * pairs; CONV_2D, DEPTHWISE_CONV_2D and MEAN only, its other *_simd() refuse); 0 none, every *_simd()
  * below returns MENGINE_ERR_UNSUPPORTED (the stubs at the end of kernels_q8_simd.c). Each other
  * path is one file defining every *_simd() function and mengine_kq_has_simd() under its own
  * value. MK_Q8_DSP_MODEL selects the DSP path on any machine, its instructions as plain C
@@ -234,7 +234,7 @@ mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
                                          const mengine_k_dims *od, int8_t *y);
 
 /** 1 where this build of the engine has vector paths for the int8 kernels (x86 AVX2; Arm DSP, for
- *  CONV_2D and DEPTHWISE_CONV_2D only), else 0. */
+ *  CONV_2D, DEPTHWISE_CONV_2D and MEAN only), else 0. */
 int mengine_kq_has_simd(void);
 
 /** FULLY_CONNECTED, int8, per-tensor weights: @p rows input rows of @p depth, @p units outputs
@@ -284,7 +284,8 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
 mengine_status mengine_kq_mean_hw_s8_ref(const mengine_kq_params *p, const mengine_k_dims *in,
                                          const int8_t *x, int8_t *y);
 
-/** The vector MEAN over H and W (AVX2: 8 channels per lane group), the same bytes;
+/** The vector MEAN over H and W (AVX2: 8 channels per lane group; DSP: 4 channels per 32-bit
+ *  load, summed in int16 pairs by SXTAB16 over up to 256 pixels at a time), the same bytes;
  *  MENGINE_ERR_UNSUPPORTED where the build has none. */
 mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const mengine_k_dims *in,
                                           const int8_t *x, int8_t *y);

@@ -30,9 +30,9 @@ static void near(int32_t got, int32_t want, const char *what, size_t i)
         fail_msg("%s[%zu]: %d, reference %d", what, i, got, want);
 }
 
-/* 1 where this build's vector path has the element-wise kernels (ADD, MUL, HARD_SWISH, MEAN)
- * and the per-channel multipliers: every path but the DSP one (kernels_q8_dsp.c: the
- * convolutions only, the others refused) */
+/* 1 where this build's vector path has the element-wise kernels (ADD, MUL, HARD_SWISH) and the
+ * per-channel multipliers: every path but the DSP one (kernels_q8_dsp.c: the convolutions and
+ * MEAN only, the others refused) */
 static int simd_elementwise(void) { return mengine_kq_has_simd() && MK_Q8_PATH != MK_Q8_PATH_DSP; }
 
 static void test_quantize_multiplier(void **state)
@@ -541,17 +541,22 @@ static void test_simd_hard_swish_same_bytes(void **state)
 static void test_simd_mean_multipliers_same(void **state)
 {
     (void)state;
-    const int simd = simd_elementwise();
+    const int simd = simd_elementwise(), simd_mean = mengine_kq_has_simd();
     for (int it = 0; it < 200; it++) {
-        const int H = rnd(1, 9), W = rnd(1, 9), C = rnd(1, 300);
+        /* every tenth case from 1 to 1600 pixels, all of them at one extreme in one of those
+         * (the DSP path's int16 partial sums over 256 pixels) */
+        const int large = it % 10 == 3, extreme = it % 20 == 13;
+        const int H = rnd(1, large ? 40 : 9), W = rnd(1, large ? 40 : 9);
+        const int C = rnd(1, large ? 20 : 300);
         const size_t n = (size_t)H * W * C;
         int8_t *x = malloc(n), *y0 = malloc((size_t)C), *y1 = malloc((size_t)C);
         float *ws = malloc((size_t)C * 4);
         int32_t *m0 = malloc((size_t)C * 4), *s0 = malloc((size_t)C * 4),
                 *m1 = malloc((size_t)C * 4), *s1 = malloc((size_t)C * 4);
         assert_true(x && y0 && y1 && ws && m0 && s0 && m1 && s1);
+        const int8_t top = it % 40 == 13 ? 127 : -128;
         for (size_t i = 0; i < n; i++)
-            x[i] = (int8_t)rnd(-128, 127);
+            x[i] = extreme ? top : (int8_t)rnd(-128, 127);
         mengine_kq_params p;
         memset(&p, 0, sizeof p);
         p.in_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
@@ -560,11 +565,12 @@ static void test_simd_mean_multipliers_same(void **state)
         memset(y1, 0x55, (size_t)C);
         const mengine_status st = mengine_kq_mean_hw_s8_simd(&p, &id, x, y1);
         assert_int_equal(mengine_kq_mean_hw_s8_ref(&p, &id, x, y0), MENGINE_OK);
-        if (simd) {
+        if (simd_mean) {
             assert_int_equal(st, MENGINE_OK);
             for (int c = 0; c < C; c++)
                 if (y0[c] != y1[c])
-                    fail_msg("mean case %d: y[%d] %d, portable %d", it, c, y1[c], y0[c]);
+                    fail_msg("mean case %d (%dx%dx%d): y[%d] %d, portable %d", it, H, W, C, c,
+                             y1[c], y0[c]);
         } else {
             assert_int_equal(st, MENGINE_ERR_UNSUPPORTED);
         }
