@@ -2,8 +2,9 @@
 # make test-boards: builds every board given as an argument (boards/*.mk) and checks what can be
 # checked without the boards:
 #  - host: the reference programs (build/host), the models: the smallest sub-network of the CPU-default
-#    space from a smoke-trained checkpoint (tools/boards/min_model.sh) and the test suite's export
-#    fixtures (colour classifier, random RGB model, JPEGs);
+#    space from a smoke-trained checkpoint (tools/boards/min_model.sh), float32 and fully int8 (the
+#    int8 kernels' vector paths, such as armv7's DSP one, against the host's portable kernels), and
+#    the test suite's export fixtures (colour classifier, random RGB model, JPEGs);
 #  - each Linux board: its engine, manta-infer, manta-profile and engine tests compile with no OpenCL
 #    header (make check-no-opencl with the board's compiler);
 #  - each Linux board with a BOARD_RUN (qemu-user): the engine's unit tests, the engine library's
@@ -14,7 +15,8 @@
 #    pair of PNG views (a tiny stereo model: a smoke run of tests/data/stereo_tiny.json exported on
 #    the host, the pair 37x21 against the model's 32x16) where the board has libpng: the 16-bit
 #    disparity PNG byte for byte the host's, the disparity's min, max and mean the host's;
-#  - microcontroller boards: the image links within the board's flash and RAM (sizes printed).
+#  - microcontroller boards: the image links within the board's flash and RAM (sizes printed), with the
+#    float32 and with the int8 min sub-network.
 # Prints one closing line "test-boards: N passed, N failed"; exit status 0 when none failed.
 set -u
 MAKE=${MAKE:-make}
@@ -43,8 +45,12 @@ ok "host: build"
 models=$out/model
 fix=$out/fixtures
 mkdir -p "$fix"
-if sh tools/boards/min_model.sh build/host "$models" && build/host/tests/helpers/export_fixtures "$fix" >/dev/null; then
-    ok "host: models (min sub-network of the CPU-default space, export fixtures)"
+if sh tools/boards/min_model.sh build/host "$models" && build/host/tests/helpers/export_fixtures "$fix" >/dev/null &&
+    mkdir -p "$models/int8" &&
+    MANTA_CACHE_DIR="${MANTA_CACHE_DIR:-$PWD/build/host/cache}" build/host/bin/manta export \
+        --ckpt "$models/run/latest.ckpt" --arch min --int8 --calib 32 --calib-method minmax \
+        --recal-images 64 --out "$models/min_int8.tflite" --c-array "$models/int8" >"$out/log" 2>&1; then
+    ok "host: models (min sub-network of the CPU-default space, float32 and int8; export fixtures)"
 else
     bad "host: models"
     echo "test-boards: $pass passed, $fail failed"
@@ -69,7 +75,7 @@ fi
 disp_stats() { grep -o '"disparity": {[^}]*}' "$1"; }
 
 # the (model, image) pairs manta-infer runs on every board
-pairs="$models/min.tflite:$models/image.jpg $fix/color.tflite:$fix/red.jpg $fix/random_rgb.tflite:$fix/green.jpg
+pairs="$models/min.tflite:$models/image.jpg $models/min_int8.tflite:$models/image.jpg $fix/color.tflite:$fix/red.jpg $fix/random_rgb.tflite:$fix/green.jpg
 $fix/random_gray.tflite:$fix/gray.jpg"
 i=0
 for p in $pairs; do
@@ -95,11 +101,16 @@ for b in "$@"; do
     kind=$(var "$b" BOARD_KIND)
     echo "# $b ($kind): build"
     if [ "$kind" = mcu ]; then
-        if $MAKE --no-print-directory BOARD="$b" $JOBS MODEL_DIR="$models" all; then
-            ok "$b: image links and fits ($(grep -E '^ +(flash|RAM)' "build/$b/size.txt" | sed 's/^ *//; s/:.*//' | tr '\n' ';'))"
-        else
-            bad "$b: build or size"
-        fi
+        for m in "$models:float32" "$models/int8:int8"; do # the min sub-network, float32 and int8
+            # the image and the objects compiled against a model (its array, the program reading
+            # model.h) are not remade when only MODEL_DIR changes: removed first
+            rm -rf "build/$b/obj/model" "build/$b/obj/boards" "build/$b/manta-$b.elf"
+            if $MAKE --no-print-directory BOARD="$b" $JOBS MODEL_DIR="${m%:*}" all; then
+                ok "$b: ${m#*:} image links and fits ($(grep -E '^ +(flash|RAM)' "build/$b/size.txt" | sed 's/^ *//; s/:.*//' | tr '\n' ';'))"
+            else
+                bad "$b: build or size (${m#*:} model)"
+            fi
+        done
         continue
     fi
     if ! $MAKE --no-print-directory BOARD="$b" $JOBS all board-tests; then
