@@ -66,6 +66,35 @@ Q8_INLINE int32_t smlad(uint32_t a, uint32_t b, int32_t acc)
 /* ROR #8 (bytes 1 and 3 of @p x where SXTB16 reads) */
 Q8_INLINE uint32_t ror8(uint32_t x) { return x >> 8 | x << 24; }
 
+/* SXTB16 and SXTAB16 of @p x rotated by 8 (bytes 1 and 3), and PKHBT / PKHTB: the instructions'
+ * rotate and shift operands, which GCC does not fold from the C forms, in inline assembly where
+ * the ACLE intrinsics are used (GCC and Clang); the C forms elsewhere */
+#if defined(Q8_ACLE) && defined(__GNUC__)
+#define Q8_ASM 1
+#endif
+
+Q8_INLINE uint32_t sxtb16_r8(uint32_t x)
+{
+#ifdef Q8_ASM
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+#else
+    return sxtb16(ror8(x));
+#endif
+}
+
+Q8_INLINE uint32_t sxtab16_r8(uint32_t a, uint32_t x)
+{
+#ifdef Q8_ASM
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+#else
+    return sxtab16(a, ror8(x));
+#endif
+}
+
 /* 4 bytes at @p p, any alignment (LDR) */
 Q8_INLINE uint32_t ld4(const void *p)
 {
@@ -77,8 +106,27 @@ Q8_INLINE uint32_t ld4(const void *p)
 Q8_INLINE void st4(void *p, uint32_t v) { memcpy(p, &v, sizeof v); }
 
 /* PKHBT / PKHTB: the low halves of @p a and @p b, and their high halves, as one pair each */
-Q8_INLINE uint32_t pk_lo(uint32_t a, uint32_t b) { return (a & 0xffffu) | b << 16; }
-Q8_INLINE uint32_t pk_hi(uint32_t a, uint32_t b) { return a >> 16 | (b & 0xffff0000u); }
+Q8_INLINE uint32_t pk_lo(uint32_t a, uint32_t b)
+{
+#ifdef Q8_ASM
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+#else
+    return (a & 0xffffu) | b << 16;
+#endif
+}
+
+Q8_INLINE uint32_t pk_hi(uint32_t a, uint32_t b)
+{
+#ifdef Q8_ASM
+    uint32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(b), "r"(a));
+    return r;
+#else
+    return a >> 16 | (b & 0xffff0000u);
+#endif
+}
 
 /* ---- requantization: the portable kernels' arithmetic ---- */
 
@@ -117,7 +165,7 @@ static void put_taps(int16_t *pp, int32_t i0, const int8_t *x, int32_t n, int32_
     for (; j + 4 <= n && i + 4 <= klen4; i += 4, j += 4) {
         const uint32_t v = ld4(x + j);
         st4(pp + i, sxtab16(off2, v));
-        st4(pp + i + 2, sxtab16(off2, ror8(v)));
+        st4(pp + i + 2, sxtab16_r8(off2, v));
     }
     for (; j < n; i++, j++)
         pp[slot(i, klen4)] = (int16_t)(x[j] - zp);
@@ -174,8 +222,8 @@ static void mm_2x2(const int16_t *p0, const int16_t *p1, const int8_t *w0, const
     const int32_t klen4 = klen & ~3;
     for (int32_t k = 0; k < klen4; k += 4) {
         const uint32_t wa = ld4(w0 + k), wb = ld4(w1 + k);
-        const uint32_t wa02 = sxtb16(wa), wa13 = sxtb16(ror8(wa));
-        const uint32_t wb02 = sxtb16(wb), wb13 = sxtb16(ror8(wb));
+        const uint32_t wa02 = sxtb16(wa), wa13 = sxtb16_r8(wa);
+        const uint32_t wb02 = sxtb16(wb), wb13 = sxtb16_r8(wb);
         const uint32_t x02 = ld4(p0 + k), x13 = ld4(p0 + k + 2);
         a00 = smlad(x02, wa02, a00);
         a00 = smlad(x13, wa13, a00);
@@ -206,15 +254,15 @@ static void mm_2x2_x8(const int8_t *x0, const int8_t *x1, const int8_t *w0, cons
     const int32_t klen4 = klen & ~3;
     for (int32_t k = 0; k < klen4; k += 4) {
         const uint32_t wa = ld4(w0 + k), wb = ld4(w1 + k);
-        const uint32_t wa02 = sxtb16(wa), wa13 = sxtb16(ror8(wa));
-        const uint32_t wb02 = sxtb16(wb), wb13 = sxtb16(ror8(wb));
+        const uint32_t wa02 = sxtb16(wa), wa13 = sxtb16_r8(wa);
+        const uint32_t wb02 = sxtb16(wb), wb13 = sxtb16_r8(wb);
         const uint32_t u = ld4(x0 + k), v = ld4(x1 + k);
-        const uint32_t x02 = sxtab16(off2, u), x13 = sxtab16(off2, ror8(u));
+        const uint32_t x02 = sxtab16(off2, u), x13 = sxtab16_r8(off2, u);
         a00 = smlad(x02, wa02, a00);
         a00 = smlad(x13, wa13, a00);
         a01 = smlad(x02, wb02, a01);
         a01 = smlad(x13, wb13, a01);
-        const uint32_t y02 = sxtab16(off2, v), y13 = sxtab16(off2, ror8(v));
+        const uint32_t y02 = sxtab16(off2, v), y13 = sxtab16_r8(off2, v);
         a10 = smlad(y02, wa02, a10);
         a10 = smlad(y13, wa13, a10);
         a11 = smlad(y02, wb02, a11);
@@ -330,8 +378,8 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
         for (int32_t j = 0; quad && j < pairs; j++) {
             const uint32_t wt = ld4(w + (size_t)(2 * j) * c + c0);
             const uint32_t wu = 2 * j + 1 < taps ? ld4(w + (size_t)(2 * j + 1) * c + c0) : 0;
-            const uint32_t t02 = sxtb16(wt), t13 = sxtb16(ror8(wt));
-            const uint32_t u02 = sxtb16(wu), u13 = sxtb16(ror8(wu));
+            const uint32_t t02 = sxtb16(wt), t13 = sxtb16_r8(wt);
+            const uint32_t u02 = sxtb16(wu), u13 = sxtb16_r8(wu);
             wp[j][0] = pk_lo(t02, u02), wp[j][1] = pk_hi(t02, u02);
             wp[j][2] = pk_lo(t13, u13), wp[j][3] = pk_hi(t13, u13);
         }
@@ -350,8 +398,8 @@ mengine_status mengine_kq_depthwise_conv_s8_simd(const mengine_kq_params *p, con
                         int32_t s0 = b0, s1 = b1, s2 = b2, s3 = b3;
                         for (int32_t j = 0; j < pairs; j++) {
                             const uint32_t vt = ld4(xb + off[2 * j]), vu = ld4(xb + off[2 * j + 1]);
-                            const uint32_t t02 = sxtab16(off2, vt), t13 = sxtab16(off2, ror8(vt));
-                            const uint32_t u02 = sxtab16(off2, vu), u13 = sxtab16(off2, ror8(vu));
+                            const uint32_t t02 = sxtab16(off2, vt), t13 = sxtab16_r8(off2, vt);
+                            const uint32_t u02 = sxtab16(off2, vu), u13 = sxtab16_r8(off2, vu);
                             s0 = smlad(pk_lo(t02, u02), wp[j][0], s0);
                             s2 = smlad(pk_hi(t02, u02), wp[j][1], s2);
                             s1 = smlad(pk_lo(t13, u13), wp[j][2], s1);
@@ -432,7 +480,7 @@ mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const meng
                 for (int32_t i = i0; i < i1; i++) {
                     const uint32_t v = ld4(xn + (size_t)i * c + c0);
                     s02 = sxtab16(s02, v);
-                    s13 = sxtab16(s13, ror8(v));
+                    s13 = sxtab16_r8(s13, v);
                 }
                 s[0] = wadd(s[0], (int16_t)(uint16_t)s02);
                 s[2] = wadd(s[2], (int16_t)(uint16_t)(s02 >> 16));
