@@ -177,6 +177,13 @@ $(MCU_OBJ): $(MODEL_DIR)/model.h
 $(MODEL_OBJ): $(MODEL_DIR)/model.c $(MODEL_DIR)/model.h
 	@mkdir -p $(@D)
 	$(CC) -std=c99 -O2 $(WARN) $(MCU_FLAGS) -I$(MODEL_DIR) -c -o $@ $<
+# The model directory those objects were compiled against, rewritten only when MODEL_DIR changes: a
+# build with another model remakes them even where its files are older than the objects.
+MODEL_STAMP := $(BUILD)/model_dir.txt
+$(MODEL_STAMP): FORCE
+	@mkdir -p $(@D); echo '$(abspath $(MODEL_DIR))' >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(MCU_OBJ) $(MODEL_OBJ): $(MODEL_STAMP)
 
 $(MCU_ELF): $(MCU_OBJ) $(MODEL_OBJ) $(ENGINE_LIB) $(MCU_LDSCRIPT)
 	@mkdir -p $(@D)

@@ -102,9 +102,6 @@ for b in "$@"; do
     echo "# $b ($kind): build"
     if [ "$kind" = mcu ]; then
         for m in "$models:float32" "$models/int8:int8"; do # the min sub-network, float32 and int8
-            # the image and the objects compiled against a model (its array, the program reading
-            # model.h) are not remade when only MODEL_DIR changes: removed first
-            rm -rf "build/$b/obj/model" "build/$b/obj/boards" "build/$b/manta-$b.elf"
             if $MAKE --no-print-directory BOARD="$b" $JOBS MODEL_DIR="${m%:*}" all; then
                 ok "$b: ${m#*:} image links and fits ($(grep -E '^ +(flash|RAM)' "build/$b/size.txt" | sed 's/^ *//; s/:.*//' | tr '\n' ';'))"
             else
