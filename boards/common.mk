@@ -164,9 +164,12 @@ MCU_MAP     := $(BUILD)/manta-$(BOARD).map
 MCU_OBJ     := $(patsubst %.c,$(BUILD)/obj/%.o,$(MCU_SRC))
 ifeq ($(MODEL_DIR),)
 MODEL_DIR   := $(BUILD)/model
-$(MODEL_DIR)/model.c $(MODEL_DIR)/model.h:
+# one run writes both files: model.h follows model.c (two targets of one rule would run it twice
+# at once under make -j)
+$(MODEL_DIR)/model.c:
 	@$(MAKE) --no-print-directory BOARD=host all
 	sh tools/boards/min_model.sh build/host $(MODEL_DIR)
+$(MODEL_DIR)/model.h: $(MODEL_DIR)/model.c
 endif
 MODEL_OBJ   := $(BUILD)/obj/model/model.o
 
