@@ -169,9 +169,12 @@ MCU_MAP     := $(BUILD)/manta-$(BOARD).map
 MCU_OBJ     := $(patsubst %.c,$(BUILD)/obj/%.o,$(MCU_SRC))
 ifeq ($(MODEL_DIR),)
 MODEL_DIR   := $(BUILD)/model
-$(MODEL_DIR)/model.c $(MODEL_DIR)/model.h:
+# one run writes both files: model.h follows model.c (two targets of one rule would run it twice
+# at once under make -j)
+$(MODEL_DIR)/model.c:
 	@$(MAKE) --no-print-directory BOARD=host all
 	sh tools/boards/min_model.sh build/host $(MODEL_DIR)
+$(MODEL_DIR)/model.h: $(MODEL_DIR)/model.c
 endif
 MODEL_OBJ   := $(BUILD)/obj/model/model.o
 
@@ -182,6 +185,13 @@ $(MCU_OBJ): $(MODEL_DIR)/model.h
 $(MODEL_OBJ): $(MODEL_DIR)/model.c $(MODEL_DIR)/model.h
 	@mkdir -p $(@D)
 	$(CC) -std=c99 -O2 $(WARN) $(MCU_FLAGS) -I$(MODEL_DIR) -c -o $@ $<
+# The model directory those objects were compiled against, rewritten only when MODEL_DIR changes: a
+# build with another model remakes them even where its files are older than the objects.
+MODEL_STAMP := $(BUILD)/model_dir.txt
+$(MODEL_STAMP): FORCE
+	@mkdir -p $(@D); echo '$(abspath $(MODEL_DIR))' >$@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(MCU_OBJ) $(MODEL_OBJ): $(MODEL_STAMP)
 
 # the linker scripts' INCLUDEs are found beside them
 $(MCU_ELF): $(MCU_OBJ) $(MODEL_OBJ) $(ENGINE_LIB) $(MCU_LDSCRIPT) $(MCU_LDINCLUDE)
@@ -202,7 +212,7 @@ else
 # semihosting's output to its standard error).
 MCU_QEMU_ELF := $(BUILD)/manta-$(BOARD)-qemu.elf
 MCU_QEMU_OBJ := $(patsubst %.c,$(BUILD)/obj/qemu/%.o,$(MCU_SRC))
-$(MCU_QEMU_OBJ): $(BUILD)/obj/qemu/%.o: %.c $(MODEL_DIR)/model.h
+$(MCU_QEMU_OBJ): $(BUILD)/obj/qemu/%.o: %.c $(MODEL_DIR)/model.h $(MODEL_STAMP)
 	@mkdir -p $(@D)
 	$(CC) -std=c99 -O2 -g $(WARN) $(MCU_FLAGS) -DMCU_SEMIHOSTING -Iruntime -I$(MODEL_DIR) -MMD -MP \
 	    -c -o $@ $<

@@ -30,7 +30,8 @@ volatile struct {
 } manta_result = {-1, -1, 0, 0, 0, 0, {0}};
 
 /* The engine's arena: records, activations and kernel scratch (MODEL_ARENA_SIZE is exact for a 64-bit
- * build of the engine, an upper bound for this 32-bit one). */
+ * build of the engine, an upper bound for this 32-bit one unless an int8 CONV_2D above 1x1 sits at the
+ * arena's peak: the DSP path's 2 patch rows are not in the exporting host's figure; run() returns 3). */
 static uint8_t arena[MODEL_ARENA_SIZE] __attribute__((aligned(MENGINE_ARENA_ALIGN)));
 
 static mengine_model model;

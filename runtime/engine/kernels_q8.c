@@ -107,10 +107,12 @@ void mengine_kq_channel_multipliers_ref(float in_scale, const uint8_t *wscales, 
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw)
 {
     const size_t c = (size_t)(dw ? filter->c : filter->n);
-    /* the vector CONV_2D's patch rows and weight panel (kernels_q8_simd.c); none in the
-     * portable kernels */
+    /* the vector CONV_2D's patch rows and weight panel (kernels_q8_simd.c, kernels_q8_dsp.c);
+     * none in the portable kernels */
     const size_t kpad = ((size_t)filter->h * filter->w * filter->c + 15) / 16 * 16;
-    const size_t vec = dw || !mengine_kq_has_simd() ? 0 : kpad * MENGINE_KQ_CONV_SCRATCH_ROWS;
+    const int rows = !dw && mengine_kq_has_simd() &&
+                     (MENGINE_KQ_CONV_SCRATCH_1X1 || (size_t)filter->h * filter->w > 1);
+    const size_t vec = rows ? kpad * MENGINE_KQ_CONV_SCRATCH_ROWS : 0;
     return (c ? c : 1) * 3 * sizeof(int32_t) + vec * sizeof(int16_t);
 }
 

@@ -28,18 +28,27 @@
 
 /* The vector path of the int8 kernels in this build, chosen at compile time (none with
  * MK_Q8_PORTABLE): 1 x86 AVX2 (kernels_q8_simd.c); 2 AArch64 NEON, with SDOT where the target
- * has the dot-product extension (kernels_q8_neon.c); 0 none, every *_simd() below returns
- * MENGINE_ERR_UNSUPPORTED (the stubs at the end of kernels_q8_simd.c). Each other path is one
- * file defining every *_simd() function and mengine_kq_has_simd() under its own value. */
+ * has the dot-product extension (kernels_q8_neon.c); 3 32-bit Arm with the DSP extension
+ * (Cortex-M4/M7/M33, Cortex-A7 in 32-bit mode, little-endian: kernels_q8_dsp.c, SMLAD on int16
+ * pairs; CONV_2D, DEPTHWISE_CONV_2D and MEAN only, its other *_simd() refuse); 0 none, every *_simd()
+ * below returns MENGINE_ERR_UNSUPPORTED (the stubs at the end of kernels_q8_simd.c). Each other
+ * path is one file defining every *_simd() function and mengine_kq_has_simd() under its own
+ * value. MK_Q8_DSP_MODEL selects the DSP path on any machine, its instructions as plain C
+ * (tests/integration/engine_dsp_model.sh: its logic checked on the build machine). */
 #define MK_Q8_PATH_NONE 0
 #define MK_Q8_PATH_AVX2 1
 #define MK_Q8_PATH_NEON 2
+#define MK_Q8_PATH_DSP 3
 #if defined(MK_Q8_PORTABLE)
 #define MK_Q8_PATH MK_Q8_PATH_NONE
+#elif defined(MK_Q8_DSP_MODEL)
+#define MK_Q8_PATH MK_Q8_PATH_DSP
 #elif defined(__AVX2__)
 #define MK_Q8_PATH MK_Q8_PATH_AVX2
 #elif defined(__aarch64__) && defined(__ARM_NEON)
 #define MK_Q8_PATH MK_Q8_PATH_NEON
+#elif !defined(__aarch64__) && defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
+#define MK_Q8_PATH MK_Q8_PATH_DSP
 #else
 #define MK_Q8_PATH MK_Q8_PATH_NONE
 #endif
@@ -127,17 +136,26 @@ int mengine_kq_channel_multipliers_simd(float in_scale, const uint8_t *wscales, 
                                         float out_scale, int32_t channels, int32_t *mult,
                                         int32_t *shift);
 
-/** int16 rows of KH * KW * Cin (rounded up to 16) in the vector CONV_2D's scratch: 4 patch
- *  rows (8 with AVX-512) and a panel of 16 output channels' weights (kernels_q8_simd.c; the
- *  NEON path, kernels_q8_neon.c, uses 20 of them, 10 with SDOT's int8 rows). */
+/** int16 rows of KH * KW * Cin (rounded up to 16) in the vector CONV_2D's scratch: AVX2, 4 patch
+ *  rows (8 with AVX-512) and a panel of 16 output channels' weights (kernels_q8_simd.c); NEON,
+ *  20 of them, 10 with SDOT's int8 rows (kernels_q8_neon.c); DSP, the patches of 2 output pixels
+ *  (kernels_q8_dsp.c: the weights are read in place), none for 1x1 filters
+ *  (MENGINE_KQ_CONV_SCRATCH_1X1 0: their input is read in place). */
+#if MK_Q8_PATH == MK_Q8_PATH_DSP
+#define MENGINE_KQ_CONV_SCRATCH_ROWS 2
+#define MENGINE_KQ_CONV_SCRATCH_1X1 0
+#else
 #define MENGINE_KQ_CONV_SCRATCH_ROWS 24
+#define MENGINE_KQ_CONV_SCRATCH_1X1 1
+#endif
 
 /** Scratch bytes of the int8 convolutions of filter @p filter (OHWI; depthwise @p dw:
  *  (1, KH, KW, C)): three int32 per output channel (the multipliers, the shifts, and the
  *  @p work of the kernels below: 1x1 weight sums, or a depthwise pixel's sums); in a build with
  *  vector paths (mengine_kq_has_simd()), CONV_2D also MENGINE_KQ_CONV_SCRATCH_ROWS int16 rows
- *  of KH * KW * Cin rounded up to 16 after them (the patches of up to 8 output pixels and a packed
- *  panel of 16 output channels' weights). */
+ *  of KH * KW * Cin rounded up to 16 after them (AVX2: the patches of up to 8 output pixels and a
+ *  packed panel of 16 output channels' weights; DSP: the patches of 2 output pixels, none for a
+ *  1x1 filter). */
 size_t mengine_kq_conv_get_buffer_size(const mengine_k_dims *filter, int dw);
 
 /** XNNPACK's "fp32" requantization of one int32 accumulator: (float)acc * @p scale in float,
@@ -168,10 +186,12 @@ mengine_status mengine_kq_conv2d_s8_ref(const mengine_kq_params *p, const int32_
 /** The vector CONV_2D (kernels_q8_simd.c: x86 AVX2; from 8 output pixels a GEMM over packed
  *  16-channel weight panels with the channels in the lanes, below that dot products per
  *  pixel; kernels_q8_neon.c: AArch64 NEON, the GEMM for every pixel count, SDOT on int8 where
- *  the target has the dot-product extension, else SMLAL on int16), the same bytes as the
- *  portable one;
- *  MENGINE_ERR_UNSUPPORTED (nothing written) where the build has no vector path. Arguments
- *  checked by the caller; @p work as mengine_kq_conv_get_buffer_size() sizes it. */
+ *  the target has the dot-product extension, else SMLAL on int16; kernels_q8_dsp.c: Arm DSP,
+ *  SMLAD over the patches of 2 output pixels and 2 weight rows read in place, 1x1 filters from
+ *  the input in place), the same bytes as the portable one; MENGINE_ERR_UNSUPPORTED (nothing
+ *  written) where the build has no vector path (DSP: or an input zero point outside
+ *  [-128, 127], or a 1x1 filter with padding). Arguments checked by the caller; @p work as
+ *  mengine_kq_conv_get_buffer_size() sizes it. */
 mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32_t *mult,
                                          const int32_t *shift, const float *fscale, int32_t *work,
                                          const mengine_k_dims *in, const int8_t *x,
@@ -221,7 +241,7 @@ mengine_status mengine_kq_binary_s8_simd(const mengine_kq_params *p, int add,
                                          const mengine_k_dims *od, int8_t *y);
 
 /** 1 where this build of the engine has vector paths for the int8 kernels (x86 AVX2, AArch64
- *  NEON), else 0. */
+ *  NEON; Arm DSP, for CONV_2D, DEPTHWISE_CONV_2D and MEAN only), else 0. */
 int mengine_kq_has_simd(void);
 
 /** FULLY_CONNECTED, int8, per-tensor weights: @p rows input rows of @p depth, @p units outputs
@@ -271,7 +291,8 @@ mengine_status mengine_kq_mean_hw_s8(const mengine_kq_params *p, const mengine_k
 mengine_status mengine_kq_mean_hw_s8_ref(const mengine_kq_params *p, const mengine_k_dims *in,
                                          const int8_t *x, int8_t *y);
 
-/** The vector MEAN over H and W (AVX2: 8 channels per lane group; NEON: 16), the same bytes;
+/** The vector MEAN over H and W (AVX2: 8 channels per lane group; NEON: 16; DSP: 4 channels per
+ *  32-bit load, summed in int16 pairs by SXTAB16 over up to 256 pixels at a time), the same bytes;
  *  MENGINE_ERR_UNSUPPORTED where the build has none. */
 mengine_status mengine_kq_mean_hw_s8_simd(const mengine_kq_params *p, const mengine_k_dims *in,
                                           const int8_t *x, int8_t *y);

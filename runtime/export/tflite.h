@@ -103,7 +103,10 @@ manta_status tflite_write_file(const xgraph *g, const char *path, const char *c_
  * @endcode
  * MODEL_ARENA_SIZE is what mengine_arena_size() returns on the host that
  * exported (64-bit); a 32-bit build of the engine has smaller records, so the
- * figure is then an upper bound. The directory must exist.
+ * figure is then an upper bound, but for a build with the int8 path of Arm's DSP
+ * extension: its int8 CONV_2D above 1x1 has 2 patch rows of scratch more
+ * (mengine_kq_conv_get_buffer_size()), which can raise the peak (mengine_prepare()
+ * then fails with MENGINE_ERR_ARENA). The directory must exist.
  * With @p int8 (a fully int8 model) model.h also defines MODEL_INT8 (1), so that a board
  * program can name only the int8 operators.
  * @param arena_bytes the arena size to write (tflite_report::arena_bytes).

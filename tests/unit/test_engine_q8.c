@@ -30,6 +30,11 @@ static void near(int32_t got, int32_t want, const char *what, size_t i)
         fail_msg("%s[%zu]: %d, reference %d", what, i, got, want);
 }
 
+/* 1 where this build's vector path has the element-wise kernels (ADD, MUL, HARD_SWISH) and the
+ * per-channel multipliers: every path but the DSP one (kernels_q8_dsp.c: the convolutions and
+ * MEAN only, the others refused) */
+static int simd_elementwise(void) { return mengine_kq_has_simd() && MK_Q8_PATH != MK_Q8_PATH_DSP; }
+
 static void test_quantize_multiplier(void **state)
 {
     (void)state;
@@ -348,11 +353,13 @@ static void test_hard_swish_softmax(void **state)
     }
 }
 
-/* The vector paths (kernels_q8_simd.c, kernels_q8_neon.c) against the portable kernels, byte
- * for byte, on random shapes (channel counts around the vector widths, 1x1, KxK and rectangular
- * filters, strides per axis, padding, batches of 2), zero
- * points, multipliers (shifts from -31 to +3), clamps and biases (large ones: the int32 sums
- * wrap the same way). Skipped, and said so, in a build without vector paths. */
+/* The vector paths (kernels_q8_simd.c, kernels_q8_neon.c, kernels_q8_dsp.c) against the
+ * portable kernels, byte for byte, on random shapes (channel counts around the vector widths and
+ * odd ones, filter lengths that are not multiples of 4, 1x1, KxK up to 9x9 and rectangular
+ * filters, strides per axis, padding, batches of 2), zero points, multipliers (shifts from -31
+ * to +3), clamps and biases (large ones: the int32 sums wrap the same way); the scratch past
+ * mengine_kq_conv_get_buffer_size()'s bytes left untouched. Skipped, and said so, in a build
+ * without vector paths. */
 static void test_simd_same_bytes(void **state)
 {
     (void)state;
@@ -362,18 +369,25 @@ static void test_simd_same_bytes(void **state)
                       "refuse (tests/integration/engine_native.sh compares them where built)\n");
     int fast = 0;
     for (int it = 0; it < 300; it++) {
-        const int dw = it % 2, one = it % 6 == 0, N = it % 10 == 7 ? 2 : 1;
-        const int H = rnd(1, 9), W = rnd(1, 9), CI = rnd(1, 40), K = one ? 1 : rnd(1, 3) * 2 - 1;
+        const int dw = it % 2, one = it % 6 == 0, big = it % 10 == 4 || it % 10 == 7;
+        const int N = it % 10 == 7 ? 2 : 1;
+        /* 7x7 filters, 9x9 depthwise ones (past the DSP path's 49-tap interior loop) */
+        /* and 1x1 filters with padding (which the DSP path leaves to the portable kernel) */
+        const int pad1 = it % 30 == 8;
+        const int K = one || pad1 ? 1 : big ? (it % 20 == 17 ? 9 : 7) : rnd(1, 3) * 2 - 1;
+        const int H = rnd(1, big ? 12 : 9), W = rnd(1, big ? 12 : 9), CI = rnd(1, 40);
         /* every ninth case a rectangular filter (K x 1 .. 3) and strides of its own per axis */
-        const int KW = it % 9 == 4 ? rnd(1, 3) : K, SW0 = it % 9 == 4 ? rnd(1, 3) : 0;
+        const int rect = it % 9 == 4 && !pad1;
+        const int KW = rect ? rnd(1, 3) : K, SW0 = rect ? rnd(1, 3) : 0;
         const int M = dw && it % 5 == 1 ? 2 : 1, CO = dw ? CI * M : rnd(1, 40);
         const int S = one ? 1 : rnd(1, 2), SW = SW0 ? SW0 : S;
-        const int OH = (H + S - 1) / S, OW = (W + SW - 1) / SW;
+        const int OH = pad1 ? (H + 1) / S + 1 : (H + S - 1) / S;
+        const int OW = pad1 ? (W + 1) / SW + 1 : (W + SW - 1) / SW;
         mengine_kq_params p;
         memset(&p, 0, sizeof p);
         p.stride_h = S, p.stride_w = SW;
-        p.pad_h = ((OH - 1) * S + K - H) > 0 ? ((OH - 1) * S + K - H) / 2 : 0;
-        p.pad_w = ((OW - 1) * SW + KW - W) > 0 ? ((OW - 1) * SW + KW - W) / 2 : 0;
+        p.pad_h = pad1 ? 1 : ((OH - 1) * S + K - H) > 0 ? ((OH - 1) * S + K - H) / 2 : 0;
+        p.pad_w = pad1 ? 1 : ((OW - 1) * SW + KW - W) > 0 ? ((OW - 1) * SW + KW - W) / 2 : 0;
         p.multiplier = M;
         p.in_zp = rnd(-128, 127);
         p.out_zp = rnd(-128, 127);
@@ -386,9 +400,10 @@ static void test_simd_same_bytes(void **state)
                 *sh = malloc((size_t)CO * 4);
         const mengine_k_dims id = {N, H, W, CI}, fd = {dw ? 1 : CO, K, KW, dw ? CO : CI},
                              od = {N, OH, OW, CO};
-        const size_t wkb = mengine_kq_conv_get_buffer_size(&fd, dw);
-        int32_t *wk = malloc(wkb);
+        const size_t wkb = mengine_kq_conv_get_buffer_size(&fd, dw), guard = 64;
+        int32_t *wk = malloc(wkb + guard);
         assert_true(x && w && y0 && y1 && b && mult && sh && wk);
+        memset((char *)wk + wkb, 0xa5, guard);
         for (size_t i = 0; i < nx; i++)
             x[i] = (int8_t)rnd(-128, 127);
         for (size_t i = 0; i < nw; i++)
@@ -417,17 +432,21 @@ static void test_simd_same_bytes(void **state)
             s0 = mengine_kq_conv2d_s8_ref(&p, mult, sh, fs, wk, &id, x, &fd, w, bias, &od, y0);
         }
         assert_int_equal(s0, MENGINE_OK);
+        for (size_t i = 0; i < guard; i++) /* the vector kernels stay in their scratch */
+            assert_int_equal(((unsigned char *)wk)[wkb + i], 0xa5);
         if (s1 == MENGINE_OK) {
             fast++;
             for (size_t i = 0; i < ny; i++)
                 if (y0[i] != y1[i])
-                    fail_msg("case %d (%s %dx%dx%dx%d k%dx%d s%dx%d co%d): y[%zu] %d, portable %d",
-                             it, dw ? "depthwise" : "conv", N, H, W, CI, K, KW, S, SW, CO, i, y1[i],
-                             y0[i]);
+                    fail_msg("case %d (%s %dx%dx%dx%d k%dx%d s%dx%d co%d%s): y[%zu] %d, portable "
+                             "%d",
+                             it, dw ? "depthwise" : "conv", N, H, W, CI, K, KW, S, SW, CO,
+                             fs ? " fp32" : "", i, y1[i], y0[i]);
         } else {
             assert_int_equal(s1, MENGINE_ERR_UNSUPPORTED);
-            assert_true(!simd || (dw && M != 1)); /* the only shape without a vector path */
-            for (size_t i = 0; i < ny; i++)       /* nothing written */
+            /* the only shapes without a vector path */
+            assert_true(!simd || (dw && M != 1) || (MK_Q8_PATH == MK_Q8_PATH_DSP && pad1));
+            for (size_t i = 0; i < ny; i++) /* nothing written */
                 assert_int_equal(y1[i], 0x55);
         }
         free(x), free(w), free(y0), free(y1), free(b), free(mult), free(sh), free(wk), free(fsc);
@@ -440,7 +459,7 @@ static void test_simd_same_bytes(void **state)
 static void test_simd_binary_same_bytes(void **state)
 {
     (void)state;
-    const int simd = mengine_kq_has_simd();
+    const int simd = simd_elementwise();
     for (int it = 0; it < 200; it++) {
         const int add = it % 2, bcast = it % 3 == 1;
         const int H = rnd(1, 6), W = rnd(1, 6), C = rnd(1, 37);
@@ -485,7 +504,7 @@ static void test_simd_binary_same_bytes(void **state)
 static void test_simd_hard_swish_same_bytes(void **state)
 {
     (void)state;
-    const int simd = mengine_kq_has_simd();
+    const int simd = simd_elementwise();
     int checked = 0;
     for (int it = 0; it < 300; it++) {
         const size_t n = (size_t)rnd(1, 700);
@@ -528,17 +547,22 @@ static void test_simd_hard_swish_same_bytes(void **state)
 static void test_simd_mean_multipliers_same(void **state)
 {
     (void)state;
-    const int simd = mengine_kq_has_simd();
+    const int simd = simd_elementwise(), simd_mean = mengine_kq_has_simd();
     for (int it = 0; it < 200; it++) {
-        const int H = rnd(1, 9), W = rnd(1, 9), C = rnd(1, 300);
+        /* every tenth case from 1 to 1600 pixels, all of them at one extreme in one of those
+         * (the DSP path's int16 partial sums over 256 pixels) */
+        const int large = it % 10 == 3, extreme = it % 20 == 13;
+        const int H = rnd(1, large ? 40 : 9), W = rnd(1, large ? 40 : 9);
+        const int C = rnd(1, large ? 20 : 300);
         const size_t n = (size_t)H * W * C;
         int8_t *x = malloc(n), *y0 = malloc((size_t)C), *y1 = malloc((size_t)C);
         float *ws = malloc((size_t)C * 4);
         int32_t *m0 = malloc((size_t)C * 4), *s0 = malloc((size_t)C * 4),
                 *m1 = malloc((size_t)C * 4), *s1 = malloc((size_t)C * 4);
         assert_true(x && y0 && y1 && ws && m0 && s0 && m1 && s1);
+        const int8_t top = it % 40 == 13 ? 127 : -128;
         for (size_t i = 0; i < n; i++)
-            x[i] = (int8_t)rnd(-128, 127);
+            x[i] = extreme ? top : (int8_t)rnd(-128, 127);
         mengine_kq_params p;
         memset(&p, 0, sizeof p);
         p.in_zp = rnd(-128, 127), p.out_zp = rnd(-128, 127);
@@ -547,11 +571,12 @@ static void test_simd_mean_multipliers_same(void **state)
         memset(y1, 0x55, (size_t)C);
         const mengine_status st = mengine_kq_mean_hw_s8_simd(&p, &id, x, y1);
         assert_int_equal(mengine_kq_mean_hw_s8_ref(&p, &id, x, y0), MENGINE_OK);
-        if (simd) {
+        if (simd_mean) {
             assert_int_equal(st, MENGINE_OK);
             for (int c = 0; c < C; c++)
                 if (y0[c] != y1[c])
-                    fail_msg("mean case %d: y[%d] %d, portable %d", it, c, y1[c], y0[c]);
+                    fail_msg("mean case %d (%dx%dx%d): y[%d] %d, portable %d", it, H, W, C, c,
+                             y1[c], y0[c]);
         } else {
             assert_int_equal(st, MENGINE_ERR_UNSUPPORTED);
         }

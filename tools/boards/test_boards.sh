@@ -2,8 +2,10 @@
 # make test-boards: builds every board given as an argument (boards/*.mk) and checks what can be
 # checked without the boards:
 #  - host: the reference programs (build/host), the models: the smallest sub-network of the CPU-default
-#    space from a smoke-trained checkpoint (tools/boards/min_model.sh) and the test suite's export
-#    fixtures (colour classifier, random RGB model, JPEGs);
+#    space from a smoke-trained checkpoint (tools/boards/min_model.sh), float32 and fully int8 (the
+#    int8 kernels' vector paths, such as armv7's DSP one and the aarch64 boards' NEON one, against
+#    the host's portable kernels), and the test suite's export fixtures (colour classifier, random
+#    RGB model, JPEGs);
 #  - each Linux board: its engine, manta-infer, manta-profile and engine tests compile with no OpenCL
 #    header (make check-no-opencl with the board's compiler);
 #  - each Linux board with a BOARD_RUN (qemu-user): the engine's unit tests, the engine library's
@@ -135,9 +137,6 @@ mcu_board() {
         dir=$models m=$models/min.tflite
         [ "$what" = int8 ] && dir=$models8 m=$models/min8.tflite
         [ -f "$dir/model.h" ] || continue
-        # the images and their objects: main.c follows the model's header (another directory
-        # each time, older than the last image)
-        rm -rf "build/$mb/obj/boards" "build/$mb/obj/model" "build/$mb/obj/qemu" "build/$mb"/*.elf
         if $MAKE --no-print-directory BOARD="$mb" $JOBS MODEL_DIR="$dir" all; then
             ok "$mb: $what image links and fits ($(grep -E '^ +(flash|RAM)' "build/$mb/size.txt" | sed 's/^ *//; s/:.*//' | tr '\n' ';'))"
         else
