@@ -83,13 +83,14 @@ manta_status stereo_schedule_preset(const stereo_space *space, const char *prese
                              "schedule '%s': unknown (smoke, quick, full, finetune)", preset);
     MANTA_TRY(ofa_schedule_preset(&view, preset, batch, steps_per_epoch, out, err));
     /* quick and full: steps per phase sized by time rather than epochs (on the idle 2-core
-     * machine with PoCL a step of 8 pairs of the largest stereo-cpu network takes 0.22 s, of
-     * the depth phases' two sub-networks 0.44 s, of the expand phases' four 0.56-0.67 s, a
-     * phase end's evaluation about 7 s: quick is about 18 minutes there, within the 20 it
-     * may take on 2 cores; the full phase has most of the steps, since the largest
-     * sub-network's held-out EPE is made there; full is 8 times the steps quick had first,
-     * 8,560; docs/benchmarks.md) */
-    static const long quick[6] = {3200, 270, 150, 150, 96, 144};
+     * machine with PoCL a step of 8 pairs of the largest stereo-cpu network takes 0.20 s, of
+     * the kernel phase's 0.27 s, of the depth phases' two sub-networks 0.43 s, of the expand
+     * phases' four 0.59-0.67 s: quick is about 19 minutes there, within the 20 it may take on
+     * 2 cores; the full phase has most of the steps, since the largest sub-network's held-out
+     * EPE is made there, and expand-2 the next most, since the smallest's is made there (it
+     * still fell 9% from 144 to 420 steps); full is 8 times the steps quick had first, 8,560;
+     * docs/benchmarks.md) */
+    static const long quick[6] = {3000, 270, 150, 150, 96, 420};
     static const long full[6] = {6400, 720, 400, 400, 256, 384};
     const long *steps = !strcmp(preset, "quick") ? quick : !strcmp(preset, "full") ? full : NULL;
     for (int i = 0; i < out->n_phases; i++) {
