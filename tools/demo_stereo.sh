@@ -25,7 +25,8 @@
 # DEMO_RERANK_SEEDS (2 uniform sub-networks within budget re-measured too), DEMO_RERANK_PAIRS
 # (100), DEMO_TEST_PAIRS (50 test pairs), DEMO_VALIDATE (10 sub-networks timed to check the
 # table; 0: skip), DEMO_PROFILE_ARGS (more options for manta-profile, e.g. shorter timings),
-# DEMO_REPORT (1; 0: no plots).
+# DEMO_REPORT (1; 0: no plots), PYTHON (a python3 with cv2 and numpy for SGBM; default
+# /usr/bin/python3, Debian's, where python3-opencv installs).
 set -eu
 
 BUILD=${BUILD:-build}
@@ -33,6 +34,7 @@ OUT=${DEMO_OUT:-runs/demo-stereo}
 SPACE=${DEMO_SPACE:-stereo-cpu}
 SCHEDULE=${DEMO_SCHEDULE:-quick}
 TRAIN_ARGS=${DEMO_TRAIN_ARGS:-}
+PYTHON=${PYTHON:-/usr/bin/python3}
 ACC_SAMPLES=${DEMO_ACC_SAMPLES:-30}
 PAIRS=${DEMO_PAIRS:-50}
 RECAL=${DEMO_RECAL_PAIRS:-50}
@@ -119,8 +121,8 @@ $I "$OUT/model.tflite" --bench 200 --json >"$OUT/bench.json"
 $M eval --model "$OUT/model.tflite" --data "$OUT/test_pairs" --json >"$OUT/test.json"
 cat "$OUT/test.json"
 SGBM=""
-if python3 -c 'import cv2, numpy' 2>/dev/null; then
-    python3 tools/bench/sgbm_stereo.py "$OUT/test_pairs" --max-disp "$MAXD" >"$OUT/sgbm.json"
+if "$PYTHON" -c 'import cv2, numpy' 2>/dev/null; then
+    "$PYTHON" tools/bench/sgbm_stereo.py "$OUT/test_pairs" --max-disp "$MAXD" >"$OUT/sgbm.json"
     SGBM=$(all_epe "$OUT/sgbm.json")
 fi
 

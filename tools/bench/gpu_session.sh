@@ -18,7 +18,7 @@
 #      (default ./data-fmnist: the four .gz files of the IDX release, in it or in a
 #      folder below it) -> $OUT/train_metrics.jsonl
 #   9. stereo (STEREO=1, the default): manta train --space stereo-cpu --schedule
-#      STEREO_SCHEDULE (default quick, 4,010 steps; full 8,560), bounded by STEREO_TRAIN_S
+#      STEREO_SCHEDULE (default quick, 4,086 steps; full 8,560), bounded by STEREO_TRAIN_S
 #      (default 240 s; its progress lines tell the rate where it stops), manta eval of its
 #      last checkpoint (largest and smallest sub-networks), and a smoke schedule of
 #      stereo-gpu (384x768) at batch 1 -> $OUT/stereo_cpu_metrics.jsonl,
