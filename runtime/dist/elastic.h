@@ -184,7 +184,9 @@ manta_status dist_elastic_server_open(const dist_config *cfg, const dist_elastic
 manta_status dist_elastic_server_run(dist_elastic_server *s, const volatile sig_atomic_t *stop,
                                      manta_err *err);
 
-/** The generation formed last (0: none yet). */
+/** The generation formed last (0: none yet). Read it on the thread that runs
+ *  dist_elastic_server_run() or after that returns: the members of a generation are answered
+ *  before the server records it. */
 uint64_t dist_elastic_server_generation(const dist_elastic_server *s);
 
 /** Close the listener and every waiting connection; free. NULL is allowed. */

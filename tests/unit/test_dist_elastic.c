@@ -69,10 +69,19 @@ static void service_start(service *v, int min, int max, int expect)
     service_start_at(v, "127.0.0.1", min, max, expect);
 }
 
-static void service_end(service *v)
+/* Stop the service and wait for its thread: its state is then final and safe to read (the
+ * members' answers go out before the service records their generation). */
+static void service_stop(service *v)
 {
+    if (v->stop)
+        return;
     v->stop = 1;
     pthread_join(v->th, NULL);
+}
+
+static void service_end(service *v)
+{
+    service_stop(v);
     dist_elastic_server_close(v->s);
 }
 
@@ -278,6 +287,7 @@ static void test_rounds(void **state)
     dist_elastic_assign_free(&a.a);
     dist_elastic_assign_free(&b.a);
     dist_elastic_assign_free(&x.a);
+    service_stop(&v);
     assert_int_equal(dist_elastic_server_generation(v.s), 4);
     service_end(&v);
     assert_int_equal(v.st, MANTA_OK);
