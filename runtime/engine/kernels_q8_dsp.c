@@ -290,9 +290,11 @@ mengine_status mengine_kq_conv2d_s8_simd(const mengine_kq_params *p, const int32
     const int32_t kpad = (klen + 15) / 16 * 16, pixels = out->n * out->h * out->w;
     /* 1x1 filters: the input read in place, no scratch (mengine_kq_conv_get_buffer_size()
      * reserves none for them); with padding (which SAME never gives a 1x1 filter, nor the
-     * folding of a PAD) the portable kernel */
+     * folding of a PAD) or outputs past the input's reach (the int8 TRANSPOSE_CONV's phase
+     * rows can have them) the portable kernel */
     const int one = f->h == 1 && f->w == 1;
-    if (one && (p->pad_h != 0 || p->pad_w != 0))
+    if (one && (p->pad_h != 0 || p->pad_w != 0 || (int64_t)(out->h - 1) * p->stride_h >= in->h ||
+                (int64_t)(out->w - 1) * p->stride_w >= in->w))
         return MENGINE_ERR_UNSUPPORTED;
     const uint32_t off2 = (uint32_t)(uint16_t)(int16_t)-p->in_zp * 0x10001u;
     int16_t *pa = one ? NULL : (int16_t *)(void *)(work + (cout > 0 ? cout : 1));
