@@ -177,16 +177,25 @@ manta_status manta_file_mkdir_p(const char *path, manta_err *err)
     if (!dir)
         return manta_err_set(err, MANTA_ERR_NO_MEMORY, "%s: out of memory", path);
     manta_status st = MANTA_OK;
-    /* Each prefix that ends before a '/', then the whole path. */
-    for (size_t i = 1; st == MANTA_OK && i <= n; i++) {
-        if (dir[i] != '/' && dir[i] != '\0')
-            continue;
-        char c = dir[i];
-        dir[i] = '\0';
-        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-            st = manta_err_set(err, MANTA_ERR_IO, "%s: cannot create the folder: %s", dir,
-                               strerror(errno));
-        dir[i] = c;
+    /* Each prefix that ends before a '/', then the whole path; from the start again (a few
+     * times) where a parent made here vanished before its child was: another process removed
+     * it while empty (ranks of one job sharing an output folder) */
+    for (int tries = 0, again = 1; again && tries < 8; tries++) {
+        again = 0;
+        for (size_t i = 1; st == MANTA_OK && !again && i <= n; i++) {
+            if (dir[i] != '/' && dir[i] != '\0')
+                continue;
+            char c = dir[i];
+            dir[i] = '\0';
+            if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+                if (errno == ENOENT && i > 1 && tries < 7)
+                    again = 1;
+                else
+                    st = manta_err_set(err, MANTA_ERR_IO, "%s: cannot create the folder: %s", dir,
+                                       strerror(errno));
+            }
+            dir[i] = c;
+        }
     }
     free(dir);
     struct stat sb;
