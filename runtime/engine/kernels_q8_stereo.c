@@ -81,18 +81,16 @@ mengine_status mengine_kq_transpose_conv_s8(const mengine_kq_params *p, const in
         return MENGINE_ERR_ARG;
     const int32_t SH = p->stride_h, SW = p->stride_w, KH = f->h, KW = f->w, CI = in->c;
     const int32_t CO = out->c, OH = out->h, OW = out->w;
-    /* the phases' padding (taps - 1 - base) must not be negative: else the loop above */
+    /* the phases' padding (taps - 1 - base) must not be negative: else the pixel loop */
+    int negative = 0;
     for (int32_t ph = 0; ph < SH || ph < SW; ph++) {
-        int32_t k0, nt, base;
-        tconv_taps(ph % SH, SH, KH, p->pad_h, &k0, &nt, &base);
-        if (nt > 0 && nt - 1 - base < 0)
-            return mengine_kq_transpose_conv_s8_ref(p, mult, shift, work, in, x, f, w, bias, out,
-                                                    y);
-        tconv_taps(ph % SW, SW, KW, p->pad_w, &k0, &nt, &base);
-        if (nt > 0 && nt - 1 - base < 0)
-            return mengine_kq_transpose_conv_s8_ref(p, mult, shift, work, in, x, f, w, bias, out,
-                                                    y);
+        int32_t k0, nh, bh0, nw, bw0;
+        tconv_taps(ph % SH, SH, KH, p->pad_h, &k0, &nh, &bh0);
+        tconv_taps(ph % SW, SW, KW, p->pad_w, &k0, &nw, &bw0);
+        negative |= (nh > 0 && nh - 1 - bh0 < 0) || (nw > 0 && nw - 1 - bw0 < 0);
     }
+    if (negative)
+        return mengine_kq_transpose_conv_s8_ref(p, mult, shift, work, in, x, f, w, bias, out, y);
     const tconv_parts t = tconv_sizes(f, out, SH, SW);
     int8_t *sf = (int8_t *)(void *)work, *row = sf + t.filter;
     int32_t *cwork = (int32_t *)(void *)(row + t.row);
